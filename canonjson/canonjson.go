@@ -1,0 +1,100 @@
+// Package canonjson holds agentproof's two canonical JSON encodings.
+//
+//   - Sorted (RFC 8785, JSON Canonicalization Scheme): object keys sorted by UTF-16 code
+//     units, ES2015 number formatting, minimal string escaping, no whitespace. Used for
+//     control-plane state serialization and idempotency comparisons (seed 001), and
+//     wherever a value must hash the same however it was built.
+//   - Ordered (JavaScript JSON.stringify-compatible): object members in insertion order
+//     (Go struct fields in declaration order; Object keeps its members' order), ES2015
+//     number formatting, no HTML escaping, U+2028/U+2029 left literal as JSON.stringify
+//     does. Used for the suite definition fingerprint and content hashes that must match
+//     the seeds' TypeScript byte for byte (spec runner-e2e-harness §4).
+//
+// Go maps have no order; Ordered sorts their keys (as encoding/json does), so a value
+// whose order matters must use a struct or Object.
+package canonjson
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/gowebpki/jcs"
+)
+
+// Sorted returns the RFC 8785 canonical encoding of v, which is first encoded with
+// encoding/json (so struct tags and MarshalJSON apply). It returns an error when v
+// cannot be encoded (channels, functions, NaN or ±Inf numbers).
+func Sorted(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("canonjson: encoding value: %w", err)
+	}
+	out, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, fmt.Errorf("canonjson: canonicalizing: %w", err)
+	}
+	return out, nil
+}
+
+// Ordered returns the JSON.stringify-compatible encoding of v: members in insertion
+// order, no insignificant whitespace, no HTML escaping (<, >, & stay literal), and
+// U+2028/U+2029 unescaped. Numbers use Go's float formatting, which follows ES2015
+// Number.prototype.toString for float64 values. It returns an error when v cannot be
+// encoded.
+func Ordered(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("canonjson: encoding value: %w", err)
+	}
+	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	// encoding/json escapes the JavaScript line terminators; JSON.stringify does not.
+	out = bytes.ReplaceAll(out, []byte(`\u2028`), []byte("\u2028"))
+	out = bytes.ReplaceAll(out, []byte(`\u2029`), []byte("\u2029"))
+	return out, nil
+}
+
+// SHA256Hex returns the lower-case hex SHA-256 of b (64 characters).
+func SHA256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Member is one key/value pair of an Object.
+type Member struct {
+	Key   string
+	Value any
+}
+
+// Object is a JSON object whose members encode in slice order (insertion order), as a
+// JavaScript object literal would under JSON.stringify. A later member with the same
+// key as an earlier one is encoded too; callers must not add duplicates.
+type Object []Member
+
+// MarshalJSON encodes o with its members in order and no HTML escaping.
+func (o Object) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		k, err := Ordered(m.Key)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(k)
+		buf.WriteByte(':')
+		v, err := Ordered(m.Value)
+		if err != nil {
+			return nil, fmt.Errorf("canonjson: member %q: %w", m.Key, err)
+		}
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// golden compares got with testdata/<name>, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test ./internal/cli -run %s -update): %v", t.Name(), err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s mismatch (-want +got), rerun with -update if intended:\n%s", path, diff)
+	}
+}
+
+// TestHelpGolden pins the --help text of every visible command.
+func TestHelpGolden(t *testing.T) {
+	t.Parallel()
+	var walk func(c *cobra.Command)
+	var paths [][]string
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			return
+		}
+		var p []string
+		for x := c; x != nil; x = x.Parent() {
+			p = append([]string{x.Name()}, p...)
+		}
+		paths = append(paths, p[1:])
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd(&app{}))
+	for _, p := range paths {
+		name := "root"
+		if len(p) > 0 {
+			name = strings.Join(p, "_")
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			code := Main(append(append([]string{}, p...), "--help"), strings.NewReader(""), &out, &errb)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			golden(t, filepath.Join("help", name+".txt"), out.Bytes())
+		})
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"version"}, ExitOK},
+		{[]string{"version", "extra"}, ExitUsage},
+		{[]string{"--no-such-flag"}, ExitUsage},
+		{[]string{"version", "--no-such-flag"}, ExitUsage},
+		{[]string{"no-such-command"}, ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			if got := Main(tt.args, strings.NewReader(""), &out, &errb); got != tt.want {
+				t.Errorf("exit = %d, want %d; stderr: %s", got, tt.want, errb.String())
+			}
+		})
+	}
+}

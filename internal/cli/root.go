@@ -1,0 +1,74 @@
+// Package cli holds agentproof's cobra commands, one file per command. It turns flags
+// into options for the packages that do the work and maps their outcomes to documented
+// exit codes (see ExitOK and its siblings). Nothing imports this package but main.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// app carries the streams every command writes to, so that tests can inject them.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// Main runs the agentproof command line with args (without the program name) and the
+// given streams, and returns the process exit code: 0 ok, 1 failed, 2 usage or
+// configuration error, 3 inconclusive, 130 interrupted.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	code := exitCode(err)
+	if err != nil {
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Err != nil {
+			fmt.Fprintf(stderr, "agentproof: %v\n", err)
+		}
+	}
+	return code
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentproof",
+		Short: "Qualify AI agent runners end to end, with evidence you can trust",
+		Long: strings.TrimSpace(`
+agentproof qualifies AI agent runners (Codex, Claude Code, OpenCode, ACP agents,
+scripted agents) end to end. A catalog declares suites of agent profiles ×
+environments × task cases; every cell runs in its own fresh control-plane instance,
+database and workspace; deterministic matchers grade the resulting state, messages
+and files; the verdict is passed, failed or inconclusive, never a guess.
+
+Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
+(evidence incomplete), 130 interrupted.`),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &UsageError{Err: err}
+	})
+	root.AddCommand(
+		newVersionCmd(a),
+	)
+	return root
+}
+
+// noArgs is cobra.NoArgs with a usage error that maps to exit code 2.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q (see '%s --help')", cmd.CommandPath(), args, cmd.CommandPath())
+	}
+	return nil
+}

@@ -1,0 +1,34 @@
+// Package match is agentproof's deterministic grading library: it evaluates a case's
+// matchers against an observation and returns one outcome per matcher (seed 000 "Task
+// cases and matchers"; spec runner-e2e-harness §5).
+package match
+
+// Spec is one matcher as a catalog case declares it (YAML or JSON). Kind selects the
+// matcher; which other fields are required depends on the kind (spec §5):
+//
+//	message_exact, message_contains        expected (string)
+//	message_occurrences                    expected (string), count (int ≥ 0)
+//	message_regex                          pattern (RE2), flags (subset of "ims")
+//	message_ordered                        expected ([]string)
+//	issue_status, run_status               expected (string)
+//	runtime_mode                           expected ("legacy" | "native")
+//	environment                            expected (environment id)
+//	file_exists                            path (workspace-relative)
+//	file_exact, file_contains              path, expected (string)
+//	artifact_exists                        name, mimeType (optional)
+//	json_path                              path (RFC 9535 or legacy dot form), expected (any JSON)
+//	json_schema                            schema (JSON Schema draft 2020-12 document)
+//
+// String fields may hold templates (for example a per-attempt marker); the catalog
+// renders them before a Spec reaches Compile for evaluation.
+type Spec struct {
+	Kind     string `json:"kind" yaml:"kind"`
+	Expected any    `json:"expected,omitempty" yaml:"expected,omitempty"`
+	Count    *int   `json:"count,omitempty" yaml:"count,omitempty"`
+	Pattern  string `json:"pattern,omitempty" yaml:"pattern,omitempty"`
+	Flags    string `json:"flags,omitempty" yaml:"flags,omitempty"`
+	Path     string `json:"path,omitempty" yaml:"path,omitempty"`
+	Name     string `json:"name,omitempty" yaml:"name,omitempty"`
+	MimeType string `json:"mimeType,omitempty" yaml:"mimeType,omitempty"`
+	Schema   any    `json:"schema,omitempty" yaml:"schema,omitempty"`
+}
