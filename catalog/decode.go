@@ -1,0 +1,408 @@
+package catalog
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentproof/agentproof/canonjson"
+)
+
+// decoder turns yaml.Nodes into catalog structs strictly: unknown keys, duplicate keys
+// and wrong scalar types are problems (with the node's line and column), never ignored.
+// It records the position of every decoded value in pos, keyed by the value's address
+// (a *string for a string field, a *Suite for a suite), so validation can point at the
+// exact line of a bad reference.
+type decoder struct {
+	file  string
+	ps    *problems
+	pos   map[any]Pos
+	raw   map[any]*yaml.Node // free-form values (map[string]any fields, Metadata) → their node
+	path  []pathSeg
+	nodes int // nodes visited, aliases expanded; bounded by maxNodes
+	over  bool
+}
+
+// pathSeg is one step of the path from the document root to the current value.
+type pathSeg struct {
+	key string
+	idx int // used when key == ""
+}
+
+// maxNodes bounds the YAML nodes one file may expand to (aliases count every time they
+// are followed), so that an alias bomb is a clear problem instead of unbounded work.
+const maxNodes = 2_000_000
+
+// mapEntry is the pos key of a map entry (maps' values are not addressable).
+type mapEntry struct {
+	m   uintptr
+	key string
+}
+
+func (d *decoder) at(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Column: n.Column} }
+
+func (d *decoder) pathString() string {
+	var b strings.Builder
+	for _, s := range d.path {
+		if s.key == "" {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.idx))
+			b.WriteByte(']')
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
+	}
+	if b.Len() == 0 {
+		return "document"
+	}
+	return b.String()
+}
+
+func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
+	args = append([]any{d.pathString()}, args...)
+	d.ps.add(d.at(n), "%s: "+format, args...)
+}
+
+// resolve follows aliases and counts the node against the budget; it returns nil when
+// the budget is exhausted (the problem is reported once).
+func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	d.nodes++
+	if d.nodes > maxNodes {
+		if !d.over {
+			d.over = true
+			d.ps.add(d.at(n), "file expands to more than %d YAML nodes (alias expansion included); split it or remove aliases", maxNodes)
+		}
+		return nil
+	}
+	return n
+}
+
+var (
+	metadataType = reflect.TypeFor[Metadata]()
+	anyType      = reflect.TypeFor[any]()
+)
+
+// kindName describes a node for "expected X, got Y" messages.
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a sequence"
+	case yaml.ScalarNode:
+		v := n.Value
+		if len(v) > 40 {
+			v = v[:40] + "…"
+		}
+		return n.ShortTag() + " " + strconv.Quote(v)
+	}
+	return "an unexpected node"
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+// decode decodes n into the addressable value v.
+func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
+	n = d.resolve(n)
+	if n == nil {
+		return
+	}
+	if v.CanAddr() {
+		d.pos[v.Addr().Interface()] = d.at(n)
+	}
+	t := v.Type()
+	if v.CanAddr() && (t == metadataType || (t.Kind() == reflect.Map && t.Elem() == anyType)) {
+		d.raw[v.Addr().Interface()] = n
+	}
+	switch {
+	case t == metadataType:
+		if isNull(n) {
+			return
+		}
+		if n.Kind != yaml.MappingNode {
+			d.errorf(n, "expected a mapping, got %s", kindName(n))
+			return
+		}
+		obj, _ := d.ordered(n).(canonjson.Object)
+		v.Set(reflect.ValueOf(Metadata{Value: obj}))
+		return
+	case t == anyType:
+		if x := d.plain(n); x != nil {
+			v.Set(reflect.ValueOf(x))
+		} else {
+			v.Set(reflect.Zero(t))
+		}
+		return
+	}
+	if isNull(n) {
+		return // absent: zero value
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		p := reflect.New(t.Elem())
+		d.decode(n, p.Elem())
+		v.Set(p)
+	case reflect.Struct:
+		d.decodeStruct(n, v)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.errorf(n, "expected a sequence, got %s", kindName(n))
+			return
+		}
+		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
+		v.Set(s)
+		for i, c := range n.Content {
+			d.path = append(d.path, pathSeg{idx: i})
+			d.decode(c, v.Index(i))
+			d.path = d.path[:len(d.path)-1]
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			d.errorf(n, "expected a mapping, got %s", kindName(n))
+			return
+		}
+		m := reflect.MakeMapWithSize(t, len(n.Content)/2)
+		v.Set(m)
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := d.resolve(n.Content[i]), n.Content[i+1]
+			if k == nil {
+				return
+			}
+			if k.Kind != yaml.ScalarNode {
+				d.errorf(k, "expected a string key, got %s", kindName(k))
+				continue
+			}
+			if seen[k.Value] {
+				d.errorf(k, "duplicate key %q", k.Value)
+				continue
+			}
+			seen[k.Value] = true
+			d.pos[mapEntry{m.Pointer(), k.Value}] = d.at(k)
+			e := reflect.New(t.Elem()).Elem()
+			d.path = append(d.path, pathSeg{key: k.Value})
+			d.decode(val, e)
+			d.path = d.path[:len(d.path)-1]
+			m.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), e)
+		}
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!timestamp") {
+			d.errorf(n, "expected a string, got %s", kindName(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool:
+		var b bool
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+			d.errorf(n, "expected true or false, got %s", kindName(n))
+			return
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		var i int64
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&i) != nil || v.OverflowInt(i) {
+			d.errorf(n, "expected an integer, got %s", kindName(n))
+			return
+		}
+		v.SetInt(i)
+	case reflect.Float64:
+		var f float64
+		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") || n.Decode(&f) != nil {
+			d.errorf(n, "expected a number, got %s", kindName(n))
+			return
+		}
+		v.SetFloat(f)
+	default:
+		d.errorf(n, "internal: cannot decode into %s", t)
+	}
+}
+
+// fieldSet is the yaml keys of a struct type, in declaration order.
+type fieldSet struct {
+	index map[string]int
+	names []string
+}
+
+var fieldSets sync.Map // reflect.Type → *fieldSet
+
+func fieldsOf(t reflect.Type) *fieldSet {
+	if fs, ok := fieldSets.Load(t); ok {
+		return fs.(*fieldSet)
+	}
+	fs := &fieldSet{index: map[string]int{}}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || name == "" {
+			continue
+		}
+		fs.index[name] = i
+		fs.names = append(fs.names, name)
+	}
+	actual, _ := fieldSets.LoadOrStore(t, fs)
+	return actual.(*fieldSet)
+}
+
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, "expected a mapping, got %s", kindName(n))
+		return
+	}
+	fs := fieldsOf(v.Type())
+	var seen map[string]bool
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := d.resolve(n.Content[i]), n.Content[i+1]
+		if k == nil {
+			return
+		}
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(k, "expected a key, got %s", kindName(k))
+			continue
+		}
+		idx, ok := fs.index[k.Value]
+		if !ok {
+			d.errorf(k, "unknown key %q (known keys: %s)", k.Value, strings.Join(fs.names, ", "))
+			continue
+		}
+		if seen == nil {
+			seen = make(map[string]bool, len(n.Content)/2)
+		}
+		if seen[k.Value] {
+			d.errorf(k, "duplicate key %q", k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		d.path = append(d.path, pathSeg{key: k.Value})
+		d.decode(val, v.Field(idx))
+		d.path = d.path[:len(d.path)-1]
+	}
+}
+
+// plain converts a node to a JSON-like Go value: map[string]any, []any, string, int,
+// float64, bool or nil. Non-string keys and duplicate keys are problems.
+func (d *decoder) plain(n *yaml.Node) any {
+	return d.convert(n, false)
+}
+
+// ordered is plain with mappings as canonjson.Object (declaration order kept) and
+// every number as float64, as JavaScript would hold it.
+func (d *decoder) ordered(n *yaml.Node) any {
+	return d.convert(n, true)
+}
+
+func (d *decoder) convert(n *yaml.Node, ordered bool) any {
+	n = d.resolve(n)
+	if n == nil {
+		return nil
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		var obj canonjson.Object
+		var m map[string]any
+		if ordered {
+			obj = make(canonjson.Object, 0, len(n.Content)/2)
+		} else {
+			m = make(map[string]any, len(n.Content)/2)
+		}
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := d.resolve(n.Content[i])
+			if k == nil {
+				return nil
+			}
+			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
+				d.errorf(k, "expected a string key, got %s", kindName(k))
+				continue
+			}
+			if seen[k.Value] {
+				d.errorf(k, "duplicate key %q", k.Value)
+				continue
+			}
+			seen[k.Value] = true
+			d.path = append(d.path, pathSeg{key: k.Value})
+			val := d.convert(n.Content[i+1], ordered)
+			d.path = d.path[:len(d.path)-1]
+			if ordered {
+				obj = append(obj, canonjson.Member{Key: k.Value, Value: val})
+			} else {
+				m[k.Value] = val
+			}
+		}
+		if ordered {
+			return obj
+		}
+		return m
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			d.path = append(d.path, pathSeg{idx: i})
+			out[i] = d.convert(c, ordered)
+			d.path = d.path[:len(d.path)-1]
+		}
+		return out
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return nil
+		case "!!bool":
+			var b bool
+			if n.Decode(&b) == nil {
+				return b
+			}
+		case "!!int":
+			var i int64
+			if n.Decode(&i) == nil {
+				if ordered || i > 1<<53 || i < -(1<<53) {
+					return float64(i)
+				}
+				return int(i)
+			}
+			var f float64
+			if n.Decode(&f) == nil {
+				return f
+			}
+		case "!!float":
+			var f float64
+			if n.Decode(&f) == nil {
+				if math.IsNaN(f) || math.IsInf(f, 0) {
+					d.errorf(n, "%s is not a JSON number", n.Value)
+					return nil
+				}
+				return f
+			}
+		case "!!str", "!!timestamp", "!!binary", "!!merge":
+			return n.Value
+		}
+		d.errorf(n, "unsupported scalar %s", kindName(n))
+		return nil
+	}
+	d.errorf(n, "unsupported YAML node %s", kindName(n))
+	return nil
+}
+
+// sortedKeys returns m's keys in byte order (for deterministic problem reports).
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// reflectValue returns the addressable value p points to.
+func reflectValue(p any) reflect.Value { return reflect.ValueOf(p).Elem() }

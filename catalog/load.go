@@ -1,0 +1,248 @@
+package catalog
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Limits on what Load reads, so that a huge or hostile catalog is a clear problem and
+// not unbounded memory: one file at most MaxFileBytes, all files together at most
+// MaxTotalBytes, at most MaxFiles files.
+const (
+	MaxFileBytes  = 4 << 20
+	MaxTotalBytes = 32 << 20
+	MaxFiles      = 1000
+)
+
+//go:embed default/*.yaml
+var defaultFiles embed.FS
+
+// DefaultFS returns the embedded default catalog's files (catalog/default/*.yaml) as a
+// file system whose root holds the YAML files.
+func DefaultFS() fs.FS {
+	sub, err := fs.Sub(defaultFiles, "default")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the directory
+	}
+	return sub
+}
+
+// Default loads and validates the embedded default catalog, the one every command uses
+// when --catalog is not given. Problems are reported as for Load, with file names
+// "default/<file>.yaml".
+func Default() (*Catalog, error) {
+	return load(DefaultFS(), "default")
+}
+
+// LoadDir loads and validates the catalog in directory dir (every *.yaml file below it,
+// in path order), or the single file dir names. Problems name files as dir joined with
+// their relative path. It returns a *ValidationError listing every problem, or a
+// wrapped error when a file cannot be read.
+func LoadDir(dir string) (*Catalog, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	if !fi.IsDir() {
+		return load(fileFS{dir}, "")
+	}
+	return load(os.DirFS(dir), dir)
+}
+
+// fileFS is a file system holding exactly one file, named by its own path.
+type fileFS struct{ name string }
+
+func (f fileFS) Open(name string) (fs.File, error) {
+	if name == "." {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.ErrUnsupported}
+	}
+	return os.Open(f.name)
+}
+
+// Load loads and validates the catalog in fsys: every file whose name ends in ".yaml",
+// at any depth, in path order; each file may hold several YAML documents. Top-level keys
+// are groups, credentials, profiles, environments, cases, suites and rankings, each a
+// sequence; a catalog may split them across files freely. It returns the catalog with
+// its matrix and suite fingerprints, or a *ValidationError listing every problem (spec
+// runner-e2e-harness §2.8), or a wrapped error when the file system fails.
+func Load(fsys fs.FS) (*Catalog, error) {
+	return load(fsys, "")
+}
+
+// document is one YAML document of a catalog file.
+type document struct {
+	Groups       []*Group       `yaml:"groups"`
+	Credentials  []*Credential  `yaml:"credentials"`
+	Profiles     []*Profile     `yaml:"profiles"`
+	Environments []*Environment `yaml:"environments"`
+	Cases        []*Case        `yaml:"cases"`
+	Suites       []*Suite       `yaml:"suites"`
+	Rankings     []*Ranking     `yaml:"rankings"`
+}
+
+func load(fsys fs.FS, prefix string) (*Catalog, error) {
+	var names []string
+	if ff, ok := fsys.(fileFS); ok {
+		names = []string{ff.name}
+	} else {
+		err := fs.WalkDir(fsys, ".", func(p string, de fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !de.IsDir() && strings.HasSuffix(p, ".yaml") {
+				names = append(names, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("catalog: listing files: %w", err)
+		}
+	}
+	slices.Sort(names)
+	ps := &problems{limit: maxProblems}
+	c := &Catalog{pos: map[any]Pos{}, raw: map[any]*yaml.Node{}}
+	if len(names) == 0 {
+		ps.add(Pos{}, "catalog %s has no *.yaml files", displayRoot(prefix))
+		return nil, ps.err()
+	}
+	if len(names) > MaxFiles {
+		ps.add(Pos{}, "catalog %s has %d *.yaml files; the limit is %d", displayRoot(prefix), len(names), MaxFiles)
+		return nil, ps.err()
+	}
+	total := 0
+	for _, name := range names {
+		display := name
+		if prefix != "" {
+			display = path.Join(filepath.ToSlash(prefix), name)
+		}
+		data, err := readBounded(fsys, name)
+		if errors.Is(err, errTooBig) {
+			ps.add(Pos{File: display}, "file is larger than %d bytes (%d MiB), the per-file limit; split the catalog into smaller files", MaxFileBytes, MaxFileBytes>>20)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("catalog: reading %s: %w", display, err)
+		}
+		total += len(data)
+		if total > MaxTotalBytes {
+			ps.add(Pos{File: display}, "catalog files add up to more than %d bytes (%d MiB), the total limit", MaxTotalBytes, MaxTotalBytes>>20)
+			break
+		}
+		parseFile(c, display, data, ps)
+	}
+	if len(ps.list) == 0 {
+		validate(c, ps)
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func displayRoot(prefix string) string {
+	if prefix == "" {
+		return "(root)"
+	}
+	return prefix
+}
+
+var errTooBig = errors.New("file too big")
+
+// readBounded reads at most MaxFileBytes of name; a longer file is errTooBig, whatever
+// its Stat says.
+func readBounded(fsys fs.FS, name string) ([]byte, error) {
+	var f fs.File
+	var err error
+	if ff, ok := fsys.(fileFS); ok {
+		f, err = os.Open(ff.name)
+	} else {
+		f, err = fsys.Open(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxFileBytes {
+		return nil, errTooBig
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, errTooBig
+	}
+	return data, nil
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseFile decodes every YAML document of one file into c.
+func parseFile(c *Catalog, file string, data []byte, ps *problems) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	d := &decoder{file: file, ps: ps, pos: c.pos, raw: c.raw}
+	for {
+		var root yaml.Node
+		err := decodeDoc(dec, &root)
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			msg := strings.TrimPrefix(err.Error(), "yaml: ")
+			p := Pos{File: file}
+			if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+				p.Line, _ = strconv.Atoi(m[1])
+				msg = m[2]
+			}
+			ps.add(p, "malformed YAML: %s", msg)
+			return
+		}
+		n := &root
+		if n.Kind == yaml.DocumentNode {
+			if len(n.Content) == 0 {
+				continue
+			}
+			n = n.Content[0]
+		}
+		if isNull(n) {
+			continue
+		}
+		scanRawSecrets(file, n, ps)
+		var doc document
+		d.decode(n, reflectValue(&doc))
+		if d.over {
+			return
+		}
+		c.Groups = append(c.Groups, doc.Groups...)
+		c.Credentials = append(c.Credentials, doc.Credentials...)
+		c.Profiles = append(c.Profiles, doc.Profiles...)
+		c.Environments = append(c.Environments, doc.Environments...)
+		c.Cases = append(c.Cases, doc.Cases...)
+		c.Suites = append(c.Suites, doc.Suites...)
+		c.Rankings = append(c.Rankings, doc.Rankings...)
+	}
+}
+
+// decodeDoc reads one document, turning a parser panic into an error: the loader's
+// input is untrusted and a crash must not take the process down.
+func decodeDoc(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: parser failed: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}

@@ -1,0 +1,237 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/agentproof/agentproof/canonjson"
+)
+
+// Cell is one element of a suite's matrix: one (suite, profile, environment, case),
+// independently schedulable (spec runner-e2e-harness §1.1, §2.7).
+type Cell struct {
+	// ID is "<suite>.<profile>.<environment>.<case>".
+	ID          string
+	Suite       *Suite
+	Profile     *Profile
+	Environment *Environment
+	Case        *Case
+	// Groups is the de-duplicated union of suite, profile, environment and case groups,
+	// in first-seen order.
+	Groups []string
+	// RequiredCredentials is the profile's credential (if any) followed by the
+	// environment's (if any).
+	RequiredCredentials []string
+	// AttemptTimeoutMs is the case's attempt timeout for this environment, or the
+	// environment's attempt deadline when the case declares none (ms).
+	AttemptTimeoutMs int64
+	// ExpectedVerdict is "" for an ordinary cell; for a calibration cell it is the
+	// verdict (passed, failed, inconclusive) the cell must produce.
+	ExpectedVerdict string
+}
+
+// Cell returns the cell with the given id, or nil.
+func (c *Catalog) Cell(id string) *Cell { return c.byCellID[id] }
+
+// Suite returns the suite with the given id, or nil.
+func (c *Catalog) Suite(id string) *Suite { return c.suiteByID[id] }
+
+// cellID joins the four id components.
+func cellID(suite, profile, env, cs string) string {
+	return suite + "." + profile + "." + env + "." + cs
+}
+
+// buildMatrix returns the suite's cells before and after exclusions (spec §2.7): for
+// each profile, each suite environment the profile supports, each case.
+func buildMatrix(s *Suite, expected map[string]string) (all []string, cells []*Cell) {
+	excluded := make(map[string]bool, len(s.ExcludedExecutions))
+	for _, id := range s.ExcludedExecutions {
+		excluded[id] = true
+	}
+	for _, p := range s.profiles {
+		for _, e := range s.envs {
+			if !slices.Contains(p.SupportedEnvs, e.ID) {
+				continue
+			}
+			for _, cs := range s.cases {
+				id := cellID(s.ID, p.ID, e.ID, cs.ID)
+				all = append(all, id)
+				if excluded[id] {
+					continue
+				}
+				cell := &Cell{
+					ID: id, Suite: s, Profile: p, Environment: e, Case: cs,
+					Groups:          unionGroups(s.Groups, p.Groups, e.Groups, cs.Groups),
+					ExpectedVerdict: expected[p.ID],
+				}
+				if p.Credential != "" {
+					cell.RequiredCredentials = append(cell.RequiredCredentials, p.Credential)
+				}
+				if e.Credential != "" {
+					cell.RequiredCredentials = append(cell.RequiredCredentials, e.Credential)
+				}
+				if t, ok := cs.AttemptTimeoutMs[e.ID]; ok {
+					cell.AttemptTimeoutMs = t
+				} else {
+					cell.AttemptTimeoutMs = e.AttemptDeadlineMs
+				}
+				cells = append(cells, cell)
+			}
+		}
+	}
+	return all, cells
+}
+
+func unionGroups(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		for _, g := range l {
+			if !slices.Contains(out, g) {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
+// FingerprintJSON returns the exact bytes the suite definition hash is computed over
+// (spec runner-e2e-harness §4): the JSON.stringify form of
+//
+//	{id, profiles:[{id, model, qualification:{source, qualificationId}}],
+//	 environments:[{id, configurationKey ("default" when unset)}],
+//	 tasks:[{id, flow, expectedRunCount, [minimumExpectedRunCount], restartServerBeforeQuestionAnswer}],
+//	 excludedExecutionIds:<sorted copy>, metadata:<definitionMetadata or null>}
+//
+// Labels, descriptions, groups, prompts, matchers, timeouts, credentials,
+// expectedMatrixSize, manualOnly and expectedVerdicts are deliberately not part of it.
+// The suite must come from a loaded catalog (its references resolved).
+func (s *Suite) FingerprintJSON() ([]byte, error) {
+	profiles := make([]any, 0, len(s.profiles))
+	for _, p := range s.profiles {
+		profiles = append(profiles, canonjson.Object{
+			{Key: "id", Value: p.ID},
+			{Key: "model", Value: p.Model},
+			{Key: "qualification", Value: canonjson.Object{
+				{Key: "source", Value: p.ModelQualification.Source},
+				{Key: "qualificationId", Value: p.ModelQualification.QualificationID},
+			}},
+		})
+	}
+	envs := make([]any, 0, len(s.envs))
+	for _, e := range s.envs {
+		key := e.ConfigurationKey
+		if key == "" {
+			key = "default"
+		}
+		envs = append(envs, canonjson.Object{{Key: "id", Value: e.ID}, {Key: "configurationKey", Value: key}})
+	}
+	tasks := make([]any, 0, len(s.cases))
+	for _, cs := range s.cases {
+		t := canonjson.Object{
+			{Key: "id", Value: cs.ID},
+			{Key: "flow", Value: cs.Flow},
+			{Key: "expectedRunCount", Value: float64(cs.ExpectedRunCount)},
+		}
+		if cs.MinimumRunCount != nil {
+			t = append(t, canonjson.Member{Key: "minimumExpectedRunCount", Value: float64(*cs.MinimumRunCount)})
+		}
+		t = append(t, canonjson.Member{Key: "restartServerBeforeQuestionAnswer", Value: cs.RestartBeforeAns})
+		tasks = append(tasks, t)
+	}
+	excluded := slices.Clone(s.ExcludedExecutions)
+	if excluded == nil {
+		excluded = []string{}
+	}
+	slices.SortFunc(excluded, compareUTF16)
+	var metadata any
+	if s.DefinitionMetadata != nil {
+		metadata = s.DefinitionMetadata.Value
+		if s.DefinitionMetadata.Value == nil {
+			metadata = canonjson.Object{}
+		}
+	}
+	return canonjson.Ordered(canonjson.Object{
+		{Key: "id", Value: s.ID},
+		{Key: "profiles", Value: profiles},
+		{Key: "environments", Value: envs},
+		{Key: "tasks", Value: tasks},
+		{Key: "excludedExecutionIds", Value: excluded},
+		{Key: "metadata", Value: metadata},
+	})
+}
+
+// compareUTF16 orders strings as JavaScript's default Array.prototype.sort does: by
+// UTF-16 code units.
+func compareUTF16(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	ua, ub := utf16Units(ra), utf16Units(rb)
+	return slices.Compare(ua, ub)
+}
+
+func utf16Units(rs []rune) []uint16 {
+	out := make([]uint16, 0, len(rs))
+	for _, r := range rs {
+		if r >= 0x10000 {
+			r -= 0x10000
+			out = append(out, uint16(0xD800+(r>>10)), uint16(0xDC00+(r&0x3FF)))
+			continue
+		}
+		out = append(out, uint16(r))
+	}
+	return out
+}
+
+// fingerprint computes the suite definition hash: lower-case hex SHA-256 of
+// FingerprintJSON.
+func fingerprint(s *Suite) (string, error) {
+	b, err := s.FingerprintJSON()
+	if err != nil {
+		return "", err
+	}
+	return canonjson.SHA256Hex(b), nil
+}
+
+// SelectionFingerprint is the fallback fingerprint of a suite the reporting catalog does
+// not know (spec §4): "selection-" + SHA-256 of the JSON array of the suite's expected
+// cell ids, sorted.
+func SelectionFingerprint(cellIDs []string) string {
+	ids := slices.Clone(cellIDs)
+	slices.SortFunc(ids, compareUTF16)
+	b, err := canonjson.Ordered(ids)
+	if err != nil {
+		panic(err) // a []string always encodes
+	}
+	return "selection-" + canonjson.SHA256Hex(b)
+}
+
+// ContentHashJSON returns the bytes a ranking's contentHash is computed over: the
+// JSON.stringify form of its models with keys rank, id, name, supportedParameters
+// (spec §1.4, §4).
+func (r *Ranking) ContentHashJSON() ([]byte, error) {
+	models := make([]any, 0, len(r.Models))
+	for _, m := range r.Models {
+		params := m.SupportedParameters
+		if params == nil {
+			params = []string{}
+		}
+		models = append(models, canonjson.Object{
+			{Key: "rank", Value: float64(m.Rank)},
+			{Key: "id", Value: m.ID},
+			{Key: "name", Value: m.Name},
+			{Key: "supportedParameters", Value: params},
+		})
+	}
+	return canonjson.Ordered(models)
+}
+
+// ComputeContentHash returns the lower-case hex SHA-256 of ContentHashJSON.
+func (r *Ranking) ComputeContentHash() (string, error) {
+	b, err := r.ContentHashJSON()
+	if err != nil {
+		return "", err
+	}
+	return canonjson.SHA256Hex(b), nil
+}
+
+// hasDot reports whether an id component would make a cell id ambiguous.
+func hasDot(s string) bool { return strings.Contains(s, ".") }

@@ -1,0 +1,166 @@
+package catalog
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Selector chooses cells from a catalog's matrix (spec runner-e2e-harness §3). Within
+// one dimension values are ORed; dimensions are ANDed; Groups are ANDed (a cell must
+// carry every requested group). IDs is exclusive with All and with every dimension, and
+// All is exclusive with the dimensions.
+type Selector struct {
+	All          bool
+	IDs          []string
+	Suites       []string
+	Groups       []string
+	Profiles     []string
+	Environments []string
+	Cases        []string
+	// Listing is set by inventory commands (`agentproof list` without --matrix-json): it
+	// keeps manual-only suites' cells, and an empty selector then means every cell.
+	Listing bool
+}
+
+// IsEmpty reports whether no selector at all was given (neither All, IDs nor a
+// dimension). Commands that start runs must refuse an empty selector.
+func (s Selector) IsEmpty() bool {
+	return !s.All && len(s.IDs) == 0 && !s.hasDimension()
+}
+
+func (s Selector) hasDimension() bool {
+	return len(s.Suites)+len(s.Groups)+len(s.Profiles)+len(s.Environments)+len(s.Cases) > 0
+}
+
+// SelectionError is a selector that names unknown values, combines exclusive flags or
+// matches no cell. Commands map it to exit code 2 before anything starts.
+type SelectionError struct {
+	Message string
+}
+
+func (e *SelectionError) Error() string { return e.Message }
+
+// ErrNoSelector is the message for a run without --all, --id or a dimension.
+const ErrNoSelector = "choose cells with --all or a selector (--id, --suite, --group, --profile, --environment, --case); use 'agentproof list' to inspect valid cells"
+
+// Select returns the selected cells in matrix order, or a *SelectionError:
+//
+//   - "--id cannot be combined with --all or dimension selectors", "--all cannot be
+//     combined with dimension selectors";
+//   - "unknown <suite|group|profile|environment|case|cell id>: a, b" for values absent
+//     from the matrix (groups are checked against the union of the cells' groups);
+//   - "selectors matched zero cells" when nothing remains.
+//
+// An empty selector selects every cell when Listing is set; otherwise (a run) it
+// selects every cell of suites that are not manual-only — callers that start runs
+// check IsEmpty first. Manual-only suites' cells are reachable by --id, by naming the
+// suite with --suite, or when Listing.
+func (c *Catalog) Select(sel Selector) ([]*Cell, error) {
+	if len(sel.IDs) > 0 && (sel.All || sel.hasDimension()) {
+		return nil, &SelectionError{Message: "--id cannot be combined with --all or dimension selectors (--suite, --group, --profile, --environment, --case)"}
+	}
+	if sel.All && sel.hasDimension() {
+		return nil, &SelectionError{Message: "--all cannot be combined with dimension selectors (--suite, --group, --profile, --environment, --case)"}
+	}
+	var problems []string
+	check := func(label string, values []string, known func(string) bool) {
+		var unknown []string
+		for _, v := range values {
+			if !known(v) && !slices.Contains(unknown, v) {
+				unknown = append(unknown, v)
+			}
+		}
+		if len(unknown) > 0 {
+			problems = append(problems, fmt.Sprintf("unknown %s: %s", label, strings.Join(unknown, ", ")))
+		}
+	}
+	idx := c.index()
+	check("suite", sel.Suites, func(v string) bool { return idx.suites[v] })
+	check("group", sel.Groups, func(v string) bool { return idx.groups[v] })
+	check("profile", sel.Profiles, func(v string) bool { return idx.profiles[v] })
+	check("environment", sel.Environments, func(v string) bool { return idx.envs[v] })
+	check("case", sel.Cases, func(v string) bool { return idx.cases[v] })
+	check("cell id", sel.IDs, func(v string) bool { return c.byCellID[v] != nil })
+	if len(problems) > 0 {
+		return nil, &SelectionError{Message: strings.Join(problems, "; ") + " (use 'agentproof list' to inspect valid cells)"}
+	}
+	var out []*Cell
+	if len(sel.IDs) > 0 {
+		want := make(map[string]bool, len(sel.IDs))
+		for _, id := range sel.IDs {
+			want[id] = true
+		}
+		for _, cell := range c.Cells {
+			if want[cell.ID] {
+				out = append(out, cell)
+			}
+		}
+	} else {
+		suites, profiles, envs, cases := toSet(sel.Suites), toSet(sel.Profiles), toSet(sel.Environments), toSet(sel.Cases)
+		for _, cell := range c.Cells {
+			if cell.Suite.ManualOnly && !sel.Listing && !suites[cell.Suite.ID] {
+				continue
+			}
+			if (len(suites) > 0 && !suites[cell.Suite.ID]) ||
+				(len(profiles) > 0 && !profiles[cell.Profile.ID]) ||
+				(len(envs) > 0 && !envs[cell.Environment.ID]) ||
+				(len(cases) > 0 && !cases[cell.Case.ID]) {
+				continue
+			}
+			if !hasAll(cell.Groups, sel.Groups) {
+				continue
+			}
+			out = append(out, cell)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &SelectionError{Message: "selectors matched zero cells (use 'agentproof list' to inspect valid cells)"}
+	}
+	return out, nil
+}
+
+func toSet(vs []string) map[string]bool {
+	if len(vs) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(vs))
+	for _, v := range vs {
+		m[v] = true
+	}
+	return m
+}
+
+func hasAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// matrixIndex is the set of values present in the matrix, per dimension.
+type matrixIndex struct {
+	suites, groups, profiles, envs, cases map[string]bool
+}
+
+func (c *Catalog) index() *matrixIndex { return c.idx }
+
+// buildIndex computes the per-dimension value sets of the matrix.
+func buildIndex(cells []*Cell) *matrixIndex {
+	ix := &matrixIndex{
+		suites: map[string]bool{}, groups: map[string]bool{}, profiles: map[string]bool{},
+		envs: map[string]bool{}, cases: map[string]bool{},
+	}
+	for _, cell := range cells {
+		ix.suites[cell.Suite.ID] = true
+		ix.profiles[cell.Profile.ID] = true
+		ix.envs[cell.Environment.ID] = true
+		ix.cases[cell.Case.ID] = true
+		for _, g := range cell.Groups {
+			ix.groups[g] = true
+		}
+	}
+	return ix
+}

@@ -1,0 +1,304 @@
+package catalog
+
+import (
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentproof/agentproof/canonjson"
+	"github.com/agentproof/agentproof/match"
+)
+
+// Catalog is a loaded, validated catalog: every declaration of every file in file-name
+// order and, within a file, document and declaration order, plus the matrix built from
+// it (spec runner-e2e-harness §2.7). A Catalog is immutable once Load returns it and is
+// safe for concurrent readers.
+type Catalog struct {
+	Groups       []*Group
+	Credentials  []*Credential
+	Profiles     []*Profile
+	Environments []*Environment
+	Cases        []*Case
+	Suites       []*Suite
+	Rankings     []*Ranking
+
+	// Cells is the matrix of every suite in suite declaration order (seed 000 "Suites and
+	// matrices"; spec §2.7), manual-only suites included.
+	Cells []*Cell
+
+	pos       map[any]Pos
+	raw       map[any]*yaml.Node
+	byCellID  map[string]*Cell
+	suiteByID map[string]*Suite
+	idx       *matrixIndex
+}
+
+// Pos is a position in a catalog file: File is the slash-separated path as given to
+// Load, Line and Column are 1-based (0 when unknown).
+type Pos struct {
+	File   string
+	Line   int
+	Column int
+}
+
+// Group is a selectable group label (spec §2.8 rule 2: every fixture's groups must be
+// declared). ID follows the id grammar (see IDPattern).
+type Group struct {
+	ID          string `yaml:"id"`
+	Description string `yaml:"description"`
+}
+
+// Credential names a secret a cell needs (spec §2.1), for example OPENAI_API_KEY. Scope
+// "profile" credentials may be a profile's credential, scope "environment" ones (for
+// example DAYTONA_API_KEY) only an environment's. Catalog files never hold the value:
+// they refer to a credential by name, and a SecretRef's secretId may be that name.
+type Credential struct {
+	ID          string `yaml:"id"`
+	Description string `yaml:"description"`
+	Scope       string `yaml:"scope"`
+}
+
+// Profile is an agent profile (seed 000 "Agent profiles"; spec §2.3): which agent driver
+// runs, with which model and credential, where it may run, and what runtime metadata a
+// run must report.
+type Profile struct {
+	ID         string   `yaml:"id"`
+	Label      string   `yaml:"label"`
+	Generation string   `yaml:"generation"` // legacy | native; also the expected runtime mode
+	Groups     []string `yaml:"groups"`
+	// Driver selects the agent: "fixture:pass|fail|hang|noisy", "reference", "nop",
+	// "wrong", "exec:codex|opencode|claude" (DESIGN.md "Agents").
+	Driver string `yaml:"driver"`
+	// DriverConfig is the driver's configuration, free-form but scanned for raw secrets;
+	// values of any "env" map in it must be secret references.
+	DriverConfig       map[string]any      `yaml:"driverConfig"`
+	AdapterType        string              `yaml:"adapterType"`
+	Provider           string              `yaml:"provider"`
+	Model              string              `yaml:"model"`
+	ModelQualification Qualification       `yaml:"modelQualification"`
+	Ranking            *ProfileRanking     `yaml:"ranking"`
+	Credential         string              `yaml:"credential"` // a declared profile-scope credential, or "" for none
+	SupportedEnvs      []string            `yaml:"supportedEnvironments"`
+	ExpectedRuntime    ExpectedRuntimeMeta `yaml:"expectedRuntimeMetadata"`
+	// QualificationCandidate profiles are never retried automatically (spec §9).
+	QualificationCandidate bool `yaml:"qualificationCandidate"`
+}
+
+// Qualification records why a profile's model is the one to test (spec §2.3):
+// Source is adapter_constant, qualified_runner_profile, openrouter_rankings_snapshot or
+// builtin (agentproof's own agents); QualificationID follows the source's convention.
+type Qualification struct {
+	Source          string `yaml:"source"`
+	QualificationID string `yaml:"qualificationId"`
+}
+
+// ProfileRanking ties a profile to a ranking snapshot entry (spec §1.4).
+type ProfileRanking struct {
+	Rank             int    `yaml:"rank"`
+	CanonicalModelID string `yaml:"canonicalModelId"`
+	SnapshotID       string `yaml:"snapshotId"`
+	CapturedAt       string `yaml:"capturedAt"`
+	SourceURL        string `yaml:"sourceUrl"`
+}
+
+// ExpectedRuntimeMeta is what a run of the profile must report (spec §2.3).
+type ExpectedRuntimeMeta struct {
+	AdapterType string `yaml:"adapterType"`
+	Provider    string `yaml:"provider"`
+}
+
+// Environment is where an agent executes (seed 000 "Environments"; spec §2.4). Two
+// environments may share an ID when their ConfigurationKey differs (the warm Daytona
+// variant); suites then name the variant as "<id>@<configurationKey>".
+type Environment struct {
+	ID               string    `yaml:"id"`
+	ConfigurationKey string    `yaml:"configurationKey"` // "" means "default" in the fingerprint
+	Label            string    `yaml:"label"`
+	Groups           []string  `yaml:"groups"`
+	Driver           string    `yaml:"driver"`   // local | sandbox
+	Provider         string    `yaml:"provider"` // local | daytona
+	Credential       string    `yaml:"credential"`
+	Lifecycle        Lifecycle `yaml:"lifecycle"`
+	// AttemptDeadlineMs is the attempt timeout (ms) of a case that declares none for
+	// this environment.
+	AttemptDeadlineMs int64 `yaml:"attemptDeadlineMs"`
+	// Resources is the billable resource shape; required for sandbox environments
+	// (seed 000 "Environments": keep CPU, memory and disk explicit).
+	Resources               *Resources      `yaml:"resources"`
+	ExpectedExecutionTarget ExecutionTarget `yaml:"expectedExecutionTarget"`
+	// Config is the environment payload's driver configuration, scanned for raw secrets.
+	Config map[string]any `yaml:"config"`
+}
+
+// Lifecycle is an environment's setup/probe/cleanup contract (spec §2.4).
+type Lifecycle struct {
+	Setup   string `yaml:"setup"`   // instance_managed | create_via_api
+	Probe   string `yaml:"probe"`   // run_context_via_api
+	Cleanup string `yaml:"cleanup"` // instance_shutdown | delete_via_api_and_destroy_leases
+}
+
+// Resources is a pinned billable resource shape: CPU cores, memory and disk in GiB.
+type Resources struct {
+	CPU       int `yaml:"cpu"`
+	MemoryGiB int `yaml:"memoryGiB"`
+	DiskGiB   int `yaml:"diskGiB"`
+}
+
+// ExecutionTarget is where a run must report it executed (spec §2.4).
+type ExecutionTarget struct {
+	Kind      string `yaml:"kind"` // local | remote
+	Transport string `yaml:"transport"`
+}
+
+// Case is a task case (seed 000 "Task cases and matchers"; spec §2.5). Its string
+// fields marked "template" may contain placeholders {{name}} (see Template) rendered
+// per attempt with a fresh nonce.
+type Case struct {
+	ID               string           `yaml:"id"`
+	Label            string           `yaml:"label"`
+	Groups           []string         `yaml:"groups"`
+	WorkMode         string           `yaml:"workMode"` // standard | planning | ask
+	Flow             string           `yaml:"flow"`
+	ExpectedRunCount int              `yaml:"expectedRunCount"`
+	MinimumRunCount  *int             `yaml:"minimumExpectedRunCount"`
+	AttemptTimeoutMs map[string]int64 `yaml:"attemptTimeoutMs"` // environment id → ms
+	TurnTimeoutMs    int64            `yaml:"turnTimeoutMs"`
+	ExpectedTerminal TerminalState    `yaml:"expectedTerminalState"`
+	Title            string           `yaml:"title"`           // template
+	Prompt           string           `yaml:"prompt"`          // template
+	Marker           string           `yaml:"marker"`          // template over {{nonce}}: the visible final marker
+	Followups        []string         `yaml:"followups"`       // templates; warm_three_turn needs exactly two
+	RevisionRequest  string           `yaml:"revisionRequest"` // template; plan_revision_acceptance
+	QuestionAnswer   *QuestionAnswer  `yaml:"questionAnswer"`  // question_resume_completion
+	PlanMarkers      *PlanMarkers     `yaml:"planMarkers"`     // plan flows
+	TurnMarkers      []string         `yaml:"turnMarkers"`     // templates over {{nonce}}; warm_three_turn
+	WorkspaceFile    string           `yaml:"workspaceFile"`   // template over {{nonce}}: workspace-relative path
+	RestartBeforeAns bool             `yaml:"restartServerBeforeQuestionAnswer"`
+	ToolReview       string           `yaml:"toolReviewDecision"` // approve | decline | always | restart
+	RetryPolicy      string           `yaml:"automaticRetryPolicy"`
+	Matchers         []match.Spec     `yaml:"matchers"` // string fields are templates
+	Reference        *ReferenceScript `yaml:"reference"`
+}
+
+// TerminalState is the issue and run state a case must end in (spec §2.5).
+type TerminalState struct {
+	Issue string `yaml:"issue"` // done | in_review | blocked | in_progress
+	Run   string `yaml:"run"`   // succeeded | failed | cancelled
+}
+
+// QuestionAnswer is the deterministic human answer of a question flow: the option the
+// harness picks and the marker the agent must then emit (templates).
+type QuestionAnswer struct {
+	OptionLabel    string `yaml:"optionLabel"`
+	ExpectedMarker string `yaml:"expectedMarker"`
+}
+
+// PlanMarkers are the draft and revised plan markers (templates over {{nonce}}).
+type PlanMarkers struct {
+	Draft   string `yaml:"draft"`
+	Revised string `yaml:"revised"`
+}
+
+// ReferenceScript is what the built-in `reference` agent does for a case: one entry per
+// turn (run), in order. The `nop` and `wrong` calibration agents derive their behaviour
+// from it too (nothing, or the same steps with a wrong nonce).
+type ReferenceScript struct {
+	Turns []*ReferenceTurn `yaml:"turns"`
+}
+
+// ReferenceTurn is one run of the reference agent. Trigger names the wake that starts
+// it: assignment (turn 1), revision_requested, interaction_answered,
+// interaction_accepted or follow_up. Steps run in order.
+type ReferenceTurn struct {
+	Trigger string           `yaml:"trigger"`
+	Steps   []*ReferenceStep `yaml:"steps"`
+}
+
+// ReferenceStep is either one semantic command (Command = the kind of
+// spec control-plane-port §3, Args its inputs; string args are templates) or one
+// workspace edit (Edit). Present marks the command whose comment is the run's
+// user-facing message (resultJson.presentationDecision.commentId, spec §5).
+//
+// Script-only argument conventions the reference agent resolves at run time:
+// write_document without baseRevisionId uses the document's latest revision (null when
+// new); request_human_input with targetDocumentKey targets that document's latest
+// revision.
+type ReferenceStep struct {
+	Command string         `yaml:"command"`
+	Args    map[string]any `yaml:"args"`
+	Present bool           `yaml:"present"`
+	Edit    *WorkspaceEdit `yaml:"edit"`
+}
+
+// WorkspaceEdit changes one workspace file: Path is workspace-relative (template), and
+// exactly one of Write (replace content), Append or Delete is set.
+type WorkspaceEdit struct {
+	Path   string  `yaml:"path"`
+	Write  *string `yaml:"write"`
+	Append *string `yaml:"append"`
+	Delete bool    `yaml:"delete"`
+}
+
+// Suite is one durable testing purpose (seed 000 "Suites and matrices"; spec §2.6).
+type Suite struct {
+	ID                 string   `yaml:"id"`
+	Label              string   `yaml:"label"`
+	Description        string   `yaml:"description"`
+	Groups             []string `yaml:"groups"`
+	Profiles           []string `yaml:"profiles"`
+	Environments       []string `yaml:"environments"` // "<id>" or "<id>@<configurationKey>"
+	Cases              []string `yaml:"cases"`
+	ExcludedExecutions []string `yaml:"excludedExecutionIds"`
+	ExpectedMatrixSize int      `yaml:"expectedMatrixSize"`
+	// DefinitionMetadata is free-form, fingerprinted in declaration order (spec §4).
+	DefinitionMetadata *Metadata `yaml:"definitionMetadata"`
+	// ManualOnly suites are selected only when named with --suite or --id.
+	ManualOnly bool `yaml:"manualOnly"`
+	// ExpectedVerdicts makes a calibration suite: profile id → the verdict its cells
+	// must produce (passed, failed or inconclusive). Such a cell counts as passed exactly
+	// when the observed verdict equals the expected one.
+	ExpectedVerdicts map[string]string `yaml:"expectedVerdicts"`
+
+	// Fingerprint is the suite definition hash (spec §4), 64 lower-case hex digits.
+	Fingerprint string `yaml:"-"`
+
+	profiles []*Profile // resolved Profiles, in suite order
+	envs     []*Environment
+	cases    []*Case
+}
+
+// ResolvedProfiles returns the suite's profiles in suite order.
+func (s *Suite) ResolvedProfiles() []*Profile { return s.profiles }
+
+// ResolvedEnvironments returns the suite's environments in suite order.
+func (s *Suite) ResolvedEnvironments() []*Environment { return s.envs }
+
+// ResolvedCases returns the suite's cases in suite order.
+func (s *Suite) ResolvedCases() []*Case { return s.cases }
+
+// Metadata is a YAML mapping kept in declaration order, so that it encodes like the
+// JavaScript object literal it replaces (canonjson.Object for mappings, []any for
+// sequences, string, float64, bool or nil for scalars).
+type Metadata struct {
+	Value canonjson.Object
+}
+
+// Ranking is a reviewed model-ranking snapshot (spec §1.4). ContentHash must be the
+// SHA-256 of the JSON.stringify form of Models with keys rank, id, name,
+// supportedParameters.
+type Ranking struct {
+	Schema            string          `yaml:"schema"`
+	SnapshotID        string          `yaml:"snapshotId"`
+	Ranking           string          `yaml:"ranking"`
+	RequiredParameter string          `yaml:"requiredParameter"`
+	SourceURL         string          `yaml:"sourceUrl"`
+	CapturedAt        string          `yaml:"capturedAt"`
+	ContentHash       string          `yaml:"contentHash"`
+	Models            []*RankingModel `yaml:"models"`
+}
+
+// RankingModel is one ranked model of a snapshot.
+type RankingModel struct {
+	Rank                int      `yaml:"rank"`
+	ID                  string   `yaml:"id"`
+	Name                string   `yaml:"name"`
+	SupportedParameters []string `yaml:"supportedParameters"`
+}
