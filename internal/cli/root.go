@@ -61,6 +61,9 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 	})
 	root.AddCommand(
 		newVersionCmd(a),
+		newValidateCmd(a),
+		newListCmd(a),
+		newFingerprintCmd(a),
 	)
 	return root
 }

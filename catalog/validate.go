@@ -1,0 +1,839 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentproof/agentproof/match"
+)
+
+// IDPattern is the grammar of suite, profile, environment, case and group ids: lower-case
+// letters and digits in dash-separated words, at most 100 characters. Dots are excluded
+// so that a cell id "<suite>.<profile>.<environment>.<case>" splits unambiguously.
+var IDPattern = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
+
+// CredentialPattern is the grammar of credential names (environment-variable style).
+var CredentialPattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+const maxIDLength = 100
+
+// Enumerations of the catalog's closed fields (spec runner-e2e-harness §2.3–2.6, plus
+// agentproof's own drivers, the builtin qualification source and the process_exit flow
+// of the calibration suite).
+var (
+	Generations          = []string{"legacy", "native"}
+	Drivers              = []string{"fixture:pass", "fixture:fail", "fixture:hang", "fixture:noisy", "reference", "nop", "wrong", "exec:codex", "exec:opencode", "exec:claude"}
+	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
+	CredentialScopes     = []string{"profile", "environment"}
+	EnvironmentDrivers   = []string{"local", "sandbox"}
+	EnvironmentProviders = []string{"local", "daytona"}
+	LifecycleSetups      = []string{"instance_managed", "create_via_api"}
+	LifecycleProbes      = []string{"run_context_via_api"}
+	LifecycleCleanups    = []string{"instance_shutdown", "delete_via_api_and_destroy_leases"}
+	TargetKinds          = []string{"local", "remote"}
+	TargetTransports     = []string{"", "sandbox"}
+	WorkModes            = []string{"standard", "planning", "ask"}
+	Flows                = []string{
+		"single_turn", "plan_revision_acceptance", "question_resume_completion",
+		"plan_approval_completion", "warm_three_turn", "governed_tool_review",
+		"everyday_workflow", "context_integrity", "continuation_accounting", "continuation",
+		"first_task", "agent_chat", "instruction_persistence", "native_provider_loss",
+		"process_exit",
+	}
+	IssueStates       = []string{"done", "in_review", "blocked", "in_progress"}
+	RunStates         = []string{"succeeded", "failed", "cancelled"}
+	ToolReviews       = []string{"approve", "decline", "always", "restart"}
+	RetryPolicies     = []string{"", "single_attempt"}
+	Verdicts          = []string{"passed", "failed", "inconclusive"}
+	TurnTriggers      = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
+	daytonaImageRE    = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
+	sha256HexRE       = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	commandArgsByKind = map[string]struct{ required, optional []string }{
+		"report_progress":           {[]string{"body"}, nil},
+		"create_skill":              {[]string{"name", "description", "markdown"}, []string{"slug"}},
+		"write_document":            {[]string{"key", "title", "body"}, []string{"baseRevisionId", "changeSummary"}},
+		"request_human_input":       {[]string{"interactionKind", "title", "prompt", "continuationPolicy"}, []string{"payload", "targetRevisionId", "targetDocumentKey"}},
+		"register_deliverable":      {[]string{"filename", "contentType", "byteSize", "sha256", "contentRef", "title"}, nil},
+		"reassign_task":             {[]string{"targetTaskId", "assigneeActorId", "expectedStatusVersion", "reason"}, []string{"expectedAssigneeActorId"}},
+		"set_dependencies":          {[]string{"blockedByTaskIds"}, nil},
+		"create_task":               {[]string{"title"}, []string{"description", "assigneeActorId", "priority", "blockedByTaskIds", "status"}},
+		"request_approval":          {[]string{"approvalType", "payload"}, nil},
+		"decide_approval":           {[]string{"approvalId", "decision", "note"}, nil},
+		"comment_on_approval":       {[]string{"approvalId", "body"}, nil},
+		"control_workspace_service": {[]string{"serviceId", "action"}, []string{"url"}},
+		"finish_task":               {[]string{"summary"}, nil},
+		"block_task":                {[]string{"reason"}, []string{"blockedByTaskIds"}},
+		"request_review":            {[]string{"summary"}, nil},
+		"schedule_wake":             {[]string{"reason", "delayTicks"}, []string{"payload"}},
+	}
+	// commentingCommands create a comment, so they may carry present: true.
+	commentingCommands = []string{"report_progress", "finish_task", "block_task", "request_review"}
+)
+
+// CommandKinds returns the semantic command kinds a reference script may use (the
+// semantic tools of spec control-plane-port §3), sorted.
+func CommandKinds() []string {
+	return sortedKeys(commandArgsByKind)
+}
+
+type validator struct {
+	c  *Catalog
+	ps *problems
+
+	groups      map[string]*Group
+	credentials map[string]*Credential
+	profiles    map[string]*Profile
+	envs        map[string][]*Environment // id → variants
+	envByRef    map[string]*Environment   // "id" and "id@key" → environment
+	cases       map[string]*Case
+	rankings    map[string]*Ranking
+}
+
+// at returns the recorded position of the value ptr points to, or of the first
+// fallback that has one.
+func (v *validator) at(ptrs ...any) Pos {
+	for _, p := range ptrs {
+		if pos, ok := v.c.pos[p]; ok {
+			return pos
+		}
+	}
+	return Pos{}
+}
+
+func (v *validator) add(p Pos, format string, args ...any) { v.ps.add(p, format, args...) }
+
+func oneOf(list []string) string {
+	var q []string
+	for _, s := range list {
+		if s == "" {
+			continue
+		}
+		q = append(q, s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// enum checks an enumerated string field.
+func (v *validator) enum(what string, field *string, allowed []string, owner any, required bool) {
+	if *field == "" {
+		if required {
+			v.add(v.at(field, owner), "%s is required (one of %s)", what, oneOf(allowed))
+		}
+		return
+	}
+	if !slices.Contains(allowed, *field) {
+		v.add(v.at(field, owner), "%s %q is not one of %s", what, *field, oneOf(allowed))
+	}
+}
+
+func (v *validator) required(what string, field *string, owner any) {
+	if strings.TrimSpace(*field) == "" {
+		v.add(v.at(field, owner), "%s is required", what)
+	}
+}
+
+func (v *validator) id(kind string, field *string, owner any) bool {
+	if *field == "" {
+		v.add(v.at(field, owner), "%s id is required", kind)
+		return false
+	}
+	if len(*field) > maxIDLength || !IDPattern.MatchString(*field) {
+		v.add(v.at(field, owner), "%s id %q must be lower-case words of letters and digits joined by single dashes (%s), at most %d characters", kind, *field, IDPattern, maxIDLength)
+		return false
+	}
+	return true
+}
+
+func (v *validator) groupRefs(owner string, groups []string, ownerPtr any) {
+	for i := range groups {
+		if v.groups[groups[i]] == nil {
+			v.add(v.at(&groups[i], ownerPtr), "%s declares unknown group %q (declare it under groups)", owner, groups[i])
+		}
+	}
+}
+
+func validate(c *Catalog, ps *problems) {
+	v := &validator{
+		c: c, ps: ps,
+		groups: map[string]*Group{}, credentials: map[string]*Credential{}, profiles: map[string]*Profile{},
+		envs: map[string][]*Environment{}, envByRef: map[string]*Environment{}, cases: map[string]*Case{},
+		rankings: map[string]*Ranking{},
+	}
+
+	for _, g := range nonNil(v, c.Groups, "group") {
+		if v.id("group", &g.ID, g) && v.dup("group", g.ID, &g.ID, v.groups[g.ID] != nil) {
+			v.groups[g.ID] = g
+		}
+	}
+	for _, cr := range nonNil(v, c.Credentials, "credential") {
+		if cr.ID == "" || !CredentialPattern.MatchString(cr.ID) {
+			v.add(v.at(&cr.ID, cr), "credential id %q must match %s", cr.ID, CredentialPattern)
+		} else if v.dup("credential", cr.ID, &cr.ID, v.credentials[cr.ID] != nil) {
+			v.credentials[cr.ID] = cr
+		}
+		v.enum("credential scope", &cr.Scope, CredentialScopes, cr, true)
+	}
+	for _, r := range nonNil(v, c.Rankings, "ranking") {
+		v.validateRanking(r)
+	}
+	for _, e := range nonNil(v, c.Environments, "environment") {
+		v.validateEnvironment(e)
+	}
+	for _, p := range nonNil(v, c.Profiles, "profile") {
+		v.validateProfile(p)
+	}
+	for _, cs := range nonNil(v, c.Cases, "case") {
+		v.validateCase(cs)
+	}
+	suites := nonNil(v, c.Suites, "suite")
+	c.suiteByID = map[string]*Suite{}
+	for _, s := range suites {
+		if v.id("suite", &s.ID, s) && v.dup("suite", s.ID, &s.ID, c.suiteByID[s.ID] != nil) {
+			c.suiteByID[s.ID] = s
+		}
+	}
+	if len(v.ps.list) > 0 {
+		// Suites refer to everything above; resolving them against broken declarations
+		// would only repeat those problems.
+		for _, s := range suites {
+			v.validateSuiteFields(s)
+		}
+		return
+	}
+	c.byCellID = map[string]*Cell{}
+	total := 0
+	for _, s := range suites {
+		v.validateSuiteFields(s)
+		v.validateSuite(s)
+		total += s.ExpectedMatrixSize
+	}
+	if len(v.ps.list) == 0 && total != len(c.Cells) {
+		v.add(Pos{}, "the catalog's expected size is %d cells (sum of expectedMatrixSize); the matrix has %d", total, len(c.Cells))
+	}
+	c.idx = buildIndex(c.Cells)
+}
+
+// nonNil drops null list entries, reporting each.
+func nonNil[T any](v *validator, list []*T, kind string) []*T {
+	out := list[:0:0]
+	for i := range list {
+		if list[i] == nil {
+			v.add(v.at(&list[i]), "empty %s entry", kind)
+			continue
+		}
+		out = append(out, list[i])
+	}
+	return out
+}
+
+// dup reports a duplicate id and returns whether the id is new.
+func (v *validator) dup(kind, id string, field *string, exists bool) bool {
+	if exists {
+		v.add(v.at(field), "duplicate %s id %q", kind, id)
+		return false
+	}
+	return true
+}
+
+func (v *validator) scanPayload(ptr any, where string) {
+	n := v.c.raw[ptr]
+	if n == nil {
+		return
+	}
+	pos := v.at(ptr)
+	s := &payloadScanner{file: pos.File, ps: v.ps, credentials: v.credentials, seen: map[*yaml.Node]bool{}}
+	s.scan(n, where)
+}
+
+func (v *validator) validateRanking(r *Ranking) {
+	v.required("ranking schema", &r.Schema, r)
+	v.required("ranking snapshotId", &r.SnapshotID, r)
+	if r.SnapshotID != "" {
+		if v.rankings[r.SnapshotID] != nil {
+			v.add(v.at(&r.SnapshotID, r), "duplicate ranking snapshotId %q", r.SnapshotID)
+		} else {
+			v.rankings[r.SnapshotID] = r
+		}
+	}
+	v.required("ranking sourceUrl", &r.SourceURL, r)
+	v.required("ranking capturedAt", &r.CapturedAt, r)
+	if len(r.Models) == 0 {
+		v.add(v.at(&r.Models, r), "ranking %s has no models", r.SnapshotID)
+	}
+	ids := map[string]bool{}
+	for i, m := range r.Models {
+		if m == nil {
+			v.add(v.at(&r.Models[i], r), "empty ranking model entry")
+			return
+		}
+		if m.Rank != i+1 {
+			v.add(v.at(&m.Rank, m), "ranking model %d has rank %d; ranks must be 1, 2, … in order", i+1, m.Rank)
+		}
+		v.required("ranking model id", &m.ID, m)
+		if ids[m.ID] {
+			v.add(v.at(&m.ID, m), "duplicate ranking model id %q", m.ID)
+		}
+		ids[m.ID] = true
+	}
+	if !sha256HexRE.MatchString(r.ContentHash) {
+		v.add(v.at(&r.ContentHash, r), "ranking contentHash must be 64 lower-case hex digits")
+		return
+	}
+	got, err := r.ComputeContentHash()
+	if err != nil {
+		v.add(v.at(r), "ranking %s: %v", r.SnapshotID, err)
+		return
+	}
+	if got != r.ContentHash {
+		v.add(v.at(&r.ContentHash, r), "ranking %s contentHash %s does not match its models (computed %s); review the snapshot and update the hash", r.SnapshotID, r.ContentHash, got)
+	}
+}
+
+func (v *validator) validateEnvironment(e *Environment) {
+	ok := v.id("environment", &e.ID, e)
+	if e.ConfigurationKey != "" && (len(e.ConfigurationKey) > maxIDLength || !regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`).MatchString(e.ConfigurationKey)) {
+		v.add(v.at(&e.ConfigurationKey, e), "environment configurationKey %q must be lower-case letters, digits, '.', '_' or '-'", e.ConfigurationKey)
+	}
+	if e.ConfigurationKey == "default" {
+		v.add(v.at(&e.ConfigurationKey, e), "environment configurationKey \"default\" is reserved for environments without one; omit it")
+	}
+	if ok {
+		ref := envRef(e)
+		if v.envByRef[ref] != nil {
+			v.add(v.at(&e.ID, e), "duplicate environment %q", ref)
+		} else {
+			v.envByRef[ref] = e
+			v.envs[e.ID] = append(v.envs[e.ID], e)
+		}
+	}
+	v.required("environment label", &e.Label, e)
+	v.groupRefs("environment "+e.ID, e.Groups, e)
+	v.enum("environment driver", &e.Driver, EnvironmentDrivers, e, true)
+	v.enum("environment provider", &e.Provider, EnvironmentProviders, e, true)
+	if e.Credential != "" {
+		cr := v.credentials[e.Credential]
+		switch {
+		case cr == nil:
+			v.add(v.at(&e.Credential, e), "environment %s names unknown credential %q", e.ID, e.Credential)
+		case cr.Scope != "environment":
+			v.add(v.at(&e.Credential, e), "environment %s credential %q has scope %q; only environment-scope credentials may be an environment's", e.ID, e.Credential, cr.Scope)
+		}
+	}
+	v.enum("lifecycle setup", &e.Lifecycle.Setup, LifecycleSetups, e, true)
+	v.enum("lifecycle probe", &e.Lifecycle.Probe, LifecycleProbes, e, true)
+	v.enum("lifecycle cleanup", &e.Lifecycle.Cleanup, LifecycleCleanups, e, true)
+	v.enum("expectedExecutionTarget kind", &e.ExpectedExecutionTarget.Kind, TargetKinds, e, true)
+	v.enum("expectedExecutionTarget transport", &e.ExpectedExecutionTarget.Transport, TargetTransports, e, false)
+	if e.AttemptDeadlineMs < 0 {
+		v.add(v.at(&e.AttemptDeadlineMs, e), "attemptDeadlineMs must not be negative")
+	}
+	if e.Driver == "sandbox" && e.Resources == nil {
+		v.add(v.at(e), "sandbox environment %s must pin its billable resources (resources: {cpu, memoryGiB, diskGiB})", e.ID)
+	}
+	if r := e.Resources; r != nil && (r.CPU <= 0 || r.MemoryGiB <= 0 || r.DiskGiB <= 0) {
+		v.add(v.at(r, e), "environment %s resources cpu, memoryGiB and diskGiB must all be positive", e.ID)
+	}
+	if img, ok := e.Config["image"]; ok && e.Provider == "daytona" {
+		s, _ := img.(string)
+		if !daytonaImageRE.MatchString(s) {
+			v.add(v.at(&e.Config, e), "environment %s config.image must be pinned by an immutable digest (<name>@sha256:<64 hex>)", e.ID)
+		}
+	}
+	v.scanPayload(&e.Config, "environment "+e.ID+" config")
+}
+
+// envRef is how suites name an environment: "id", or "id@configurationKey".
+func envRef(e *Environment) string {
+	if e.ConfigurationKey == "" {
+		return e.ID
+	}
+	return e.ID + "@" + e.ConfigurationKey
+}
+
+func (v *validator) validateProfile(p *Profile) {
+	if v.id("profile", &p.ID, p) && v.dup("profile", p.ID, &p.ID, v.profiles[p.ID] != nil) {
+		v.profiles[p.ID] = p
+	}
+	v.required("profile label", &p.Label, p)
+	v.enum("profile generation", &p.Generation, Generations, p, true)
+	v.groupRefs("profile "+p.ID, p.Groups, p)
+	v.enum("profile driver", &p.Driver, Drivers, p, true)
+	v.required("profile provider", &p.Provider, p)
+	v.required("profile model", &p.Model, p)
+	v.enum("modelQualification source", &p.ModelQualification.Source, QualificationSources, p, true)
+	v.required("modelQualification qualificationId", &p.ModelQualification.QualificationID, p)
+	if p.Credential != "" {
+		cr := v.credentials[p.Credential]
+		switch {
+		case cr == nil:
+			v.add(v.at(&p.Credential, p), "profile %s names unknown credential %q (declare it under credentials)", p.ID, p.Credential)
+		case cr.Scope != "profile":
+			v.add(v.at(&p.Credential, p), "profile %s credential %q has scope %q; a profile's credential must have scope profile", p.ID, p.Credential, cr.Scope)
+		}
+	}
+	if len(p.SupportedEnvs) == 0 {
+		v.add(v.at(&p.SupportedEnvs, p), "profile %s lists no supportedEnvironments", p.ID)
+	}
+	for i := range p.SupportedEnvs {
+		if len(v.envs[p.SupportedEnvs[i]]) == 0 {
+			v.add(v.at(&p.SupportedEnvs[i], p), "profile %s supports unknown environment %q", p.ID, p.SupportedEnvs[i])
+		}
+	}
+	if r := p.Ranking; r != nil {
+		snap := v.rankings[r.SnapshotID]
+		switch {
+		case snap == nil:
+			v.add(v.at(&r.SnapshotID, r), "profile %s ranking names unknown snapshot %q", p.ID, r.SnapshotID)
+		case r.Rank < 1 || r.Rank > len(snap.Models) || snap.Models[r.Rank-1] == nil:
+			v.add(v.at(&r.Rank, r), "profile %s ranking rank %d is not in snapshot %s", p.ID, r.Rank, r.SnapshotID)
+		case snap.Models[r.Rank-1].ID != r.CanonicalModelID:
+			v.add(v.at(&r.CanonicalModelID, r), "profile %s ranking canonicalModelId %q is not rank %d of snapshot %s (%q)", p.ID, r.CanonicalModelID, r.Rank, r.SnapshotID, snap.Models[r.Rank-1].ID)
+		}
+	}
+	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
+}
+
+// flowNeeds lists, per flow, the case fields it requires beyond the common ones.
+func (v *validator) validateCase(cs *Case) {
+	if v.id("case", &cs.ID, cs) && v.dup("case", cs.ID, &cs.ID, v.cases[cs.ID] != nil) {
+		v.cases[cs.ID] = cs
+	}
+	name := "case " + cs.ID
+	v.required("case label", &cs.Label, cs)
+	v.groupRefs(name, cs.Groups, cs)
+	v.enum("case workMode", &cs.WorkMode, WorkModes, cs, true)
+	v.enum("case flow", &cs.Flow, Flows, cs, true)
+	if cs.ExpectedRunCount < 1 {
+		v.add(v.at(&cs.ExpectedRunCount, cs), "%s expectedRunCount must be at least 1", name)
+	}
+	if m := cs.MinimumRunCount; m != nil && (*m < 1 || *m > cs.ExpectedRunCount) {
+		v.add(v.at(m, cs), "%s minimumExpectedRunCount must be between 1 and expectedRunCount", name)
+	}
+	for _, env := range sortedKeys(cs.AttemptTimeoutMs) {
+		p := v.at(mapEntry{mapPointer(cs.AttemptTimeoutMs), env}, &cs.AttemptTimeoutMs, cs)
+		if len(v.envs[env]) == 0 {
+			v.add(p, "%s attemptTimeoutMs names unknown environment %q", name, env)
+		}
+		if cs.AttemptTimeoutMs[env] <= 0 {
+			v.add(p, "%s attemptTimeoutMs.%s must be positive (milliseconds)", name, env)
+		}
+	}
+	if cs.TurnTimeoutMs < 0 {
+		v.add(v.at(&cs.TurnTimeoutMs, cs), "%s turnTimeoutMs must not be negative", name)
+	}
+	v.enum("expectedTerminalState issue", &cs.ExpectedTerminal.Issue, IssueStates, cs, cs.Flow != "process_exit")
+	v.enum("expectedTerminalState run", &cs.ExpectedTerminal.Run, RunStates, cs, true)
+	v.enum("toolReviewDecision", &cs.ToolReview, ToolReviews, cs, false)
+	v.enum("automaticRetryPolicy", &cs.RetryPolicy, RetryPolicies, cs, false)
+
+	// Flow contracts (seed 000 "Task cases and matchers").
+	agentFlow := cs.Flow != "process_exit"
+	if agentFlow {
+		v.required(name+" title", &cs.Title, cs)
+		v.required(name+" prompt", &cs.Prompt, cs)
+		v.required(name+" marker", &cs.Marker, cs)
+	}
+	switch cs.Flow {
+	case "plan_revision_acceptance":
+		v.required(name+" revisionRequest (plan_revision_acceptance)", &cs.RevisionRequest, cs)
+		v.needPlanMarkers(cs)
+	case "plan_approval_completion":
+		v.needPlanMarkers(cs)
+	case "question_resume_completion":
+		if cs.QuestionAnswer == nil {
+			v.add(v.at(cs), "%s: flow question_resume_completion needs questionAnswer {optionLabel, expectedMarker}", name)
+		} else {
+			v.required(name+" questionAnswer optionLabel", &cs.QuestionAnswer.OptionLabel, cs.QuestionAnswer)
+			v.required(name+" questionAnswer expectedMarker", &cs.QuestionAnswer.ExpectedMarker, cs.QuestionAnswer)
+		}
+	case "warm_three_turn":
+		if len(cs.Followups) != 2 {
+			v.add(v.at(&cs.Followups, cs), "%s: flow warm_three_turn needs exactly two followups, got %d", name, len(cs.Followups))
+		}
+		if len(cs.TurnMarkers) != 3 {
+			v.add(v.at(&cs.TurnMarkers, cs), "%s: flow warm_three_turn needs three turnMarkers, got %d", name, len(cs.TurnMarkers))
+		}
+		v.required(name+" workspaceFile (warm_three_turn)", &cs.WorkspaceFile, cs)
+		if cs.TurnTimeoutMs <= 0 {
+			v.add(v.at(&cs.TurnTimeoutMs, cs), "%s: flow warm_three_turn needs a positive turnTimeoutMs", name)
+		}
+	case "governed_tool_review":
+		if cs.ToolReview == "" {
+			v.add(v.at(cs), "%s: flow governed_tool_review needs toolReviewDecision", name)
+		}
+	}
+	if cs.RestartBeforeAns && cs.Flow != "question_resume_completion" {
+		v.add(v.at(&cs.RestartBeforeAns, cs), "%s: restartServerBeforeQuestionAnswer applies only to flow question_resume_completion", name)
+	}
+
+	// Marker templates may use only the nonce; the others every case variable.
+	markerFields := []struct {
+		what string
+		p    *string
+	}{{"marker", &cs.Marker}, {"workspaceFile", &cs.WorkspaceFile}}
+	if cs.PlanMarkers != nil {
+		markerFields = append(markerFields, struct {
+			what string
+			p    *string
+		}{"planMarkers.draft", &cs.PlanMarkers.Draft}, struct {
+			what string
+			p    *string
+		}{"planMarkers.revised", &cs.PlanMarkers.Revised})
+	}
+	if cs.QuestionAnswer != nil {
+		markerFields = append(markerFields, struct {
+			what string
+			p    *string
+		}{"questionAnswer.expectedMarker", &cs.QuestionAnswer.ExpectedMarker}, struct {
+			what string
+			p    *string
+		}{"questionAnswer.optionLabel", &cs.QuestionAnswer.OptionLabel})
+	}
+	for i := range cs.TurnMarkers {
+		markerFields = append(markerFields, struct {
+			what string
+			p    *string
+		}{fmt.Sprintf("turnMarkers[%d]", i), &cs.TurnMarkers[i]})
+	}
+	mv := markerVars(sampleNonce)
+	markersOK := true
+	for _, f := range markerFields {
+		if _, err := renderString(*f.p, mv); err != nil {
+			v.add(v.at(f.p, cs), "%s %s: %v (marker templates may use only {{nonce}})", name, f.what, err)
+			markersOK = false
+		}
+	}
+	if cs.WorkspaceFile != "" && markersOK {
+		wf, _ := renderString(cs.WorkspaceFile, mv)
+		if !localPath(wf) {
+			v.add(v.at(&cs.WorkspaceFile, cs), "%s workspaceFile %q must be a relative path inside the workspace", name, cs.WorkspaceFile)
+		}
+	}
+	if !markersOK {
+		return
+	}
+	vars, err := caseVars(cs, sampleNonce, "native", "local")
+	if err != nil {
+		v.add(v.at(cs), "%s: %v", name, err)
+		return
+	}
+	tmpl := func(what string, p *string) {
+		if _, err := renderString(*p, vars); err != nil {
+			v.add(v.at(p, cs), "%s %s: %v (variables here: %s)", name, what, err, strings.Join(sortedKeys(vars), ", "))
+		}
+	}
+	tmpl("title", &cs.Title)
+	tmpl("prompt", &cs.Prompt)
+	tmpl("revisionRequest", &cs.RevisionRequest)
+	for i := range cs.Followups {
+		tmpl(fmt.Sprintf("followups[%d]", i), &cs.Followups[i])
+	}
+	v.validateMatchers(cs, vars)
+	v.validateReference(cs, vars)
+}
+
+func (v *validator) needPlanMarkers(cs *Case) {
+	if cs.PlanMarkers == nil {
+		v.add(v.at(cs), "case %s: flow %s needs planMarkers {draft, revised}", cs.ID, cs.Flow)
+		return
+	}
+	v.required("case "+cs.ID+" planMarkers draft", &cs.PlanMarkers.Draft, cs.PlanMarkers)
+	v.required("case "+cs.ID+" planMarkers revised", &cs.PlanMarkers.Revised, cs.PlanMarkers)
+}
+
+// localPath reports whether p is a clean relative path that stays inside its root.
+func localPath(p string) bool {
+	if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "\\") {
+		return false
+	}
+	c := path.Clean(p)
+	return c == p && c != "." && c != ".." && !strings.HasPrefix(c, "../")
+}
+
+// validateMatchers renders each matcher with sample values and compiles it with
+// match.CompileAll, reporting every problem at the offending field.
+func (v *validator) validateMatchers(cs *Case, vars map[string]string) {
+	if len(cs.Matchers) == 0 {
+		v.add(v.at(&cs.Matchers, cs), "case %s declares no matchers", cs.ID)
+		return
+	}
+	rendered := make([]match.Spec, len(cs.Matchers))
+	renderOK := true
+	for i := range cs.Matchers {
+		r, err := renderMatcher(cs.Matchers[i], vars)
+		if err != nil {
+			v.add(v.at(&cs.Matchers[i], cs), "case %s matchers[%d]: %v", cs.ID, i, err)
+			renderOK = false
+		}
+		rendered[i] = r
+	}
+	if !renderOK {
+		return
+	}
+	_, err := match.CompileAll(rendered)
+	if err == nil {
+		return
+	}
+	var all match.SpecErrors
+	if !errors.As(err, &all) {
+		v.add(v.at(&cs.Matchers, cs), "case %s matchers: %v", cs.ID, err)
+		return
+	}
+	for _, se := range all {
+		m := &cs.Matchers[se.Index]
+		fields := map[string]any{
+			"kind": &m.Kind, "expected": &m.Expected, "count": &m.Count, "pattern": &m.Pattern,
+			"flags": &m.Flags, "path": &m.Path, "name": &m.Name, "mimeType": &m.MimeType,
+			"schema": &m.Schema, "turn": &m.Turn,
+		}
+		msg := se.Error()
+		if se.Construct != "" && !strings.Contains(msg, se.Construct) {
+			msg += " (" + se.Construct + " is a JavaScript-only construct; RE2 does not support it)"
+		}
+		v.add(v.at(fields[se.Field], m, cs), "case %s matchers[%d]: %s", cs.ID, se.Index, msg)
+	}
+}
+
+func (v *validator) validateReference(cs *Case, vars map[string]string) {
+	ref := cs.Reference
+	if ref == nil {
+		return
+	}
+	name := "case " + cs.ID + " reference"
+	if len(ref.Turns) != cs.ExpectedRunCount {
+		v.add(v.at(&ref.Turns, ref, cs), "%s has %d turns; expectedRunCount is %d (one turn per run)", name, len(ref.Turns), cs.ExpectedRunCount)
+	}
+	for ti, t := range ref.Turns {
+		if t == nil {
+			v.add(v.at(&ref.Turns[ti], ref), "%s: empty turn", name)
+			continue
+		}
+		tname := fmt.Sprintf("%s turns[%d]", name, ti)
+		v.enum(tname+" trigger", &t.Trigger, TurnTriggers, t, true)
+		if ti == 0 && t.Trigger != "" && t.Trigger != "assignment" {
+			v.add(v.at(&t.Trigger, t), "%s: the first turn's trigger must be assignment", tname)
+		}
+		if len(t.Steps) == 0 {
+			v.add(v.at(&t.Steps, t), "%s has no steps", tname)
+		}
+		presents := 0
+		for si, st := range t.Steps {
+			if st == nil {
+				v.add(v.at(&t.Steps[si], t), "%s: empty step", tname)
+				continue
+			}
+			sname := fmt.Sprintf("%s steps[%d]", tname, si)
+			switch {
+			case st.Command != "" && st.Edit != nil:
+				v.add(v.at(st), "%s has both command and edit; use one step for each", sname)
+			case st.Command == "" && st.Edit == nil:
+				v.add(v.at(st), "%s needs a command or an edit", sname)
+			case st.Command != "":
+				v.validateCommand(st, sname, vars)
+			default:
+				v.validateEdit(st, sname, vars)
+			}
+			if st.Present {
+				presents++
+				if !slices.Contains(commentingCommands, st.Command) {
+					v.add(v.at(&st.Present, st), "%s: present applies only to commands that post a comment (%s)", sname, strings.Join(commentingCommands, ", "))
+				}
+			}
+		}
+		if presents > 1 {
+			v.add(v.at(t), "%s marks %d steps present; at most one comment is a run's user-facing message", tname, presents)
+		}
+	}
+}
+
+func (v *validator) validateCommand(st *ReferenceStep, sname string, vars map[string]string) {
+	spec, ok := commandArgsByKind[st.Command]
+	if !ok {
+		v.add(v.at(&st.Command, st), "%s: unknown command %q (one of %s)", sname, st.Command, strings.Join(CommandKinds(), ", "))
+		return
+	}
+	for _, req := range spec.required {
+		if _, ok := st.Args[req]; !ok {
+			v.add(v.at(&st.Args, st), "%s: command %s needs args.%s", sname, st.Command, req)
+		}
+	}
+	for _, k := range sortedKeys(st.Args) {
+		if k != "taskId" && !slices.Contains(spec.required, k) && !slices.Contains(spec.optional, k) {
+			v.add(v.at(mapEntry{mapPointer(st.Args), k}, &st.Args, st), "%s: command %s has no argument %q (arguments: %s)", sname, st.Command, k, strings.Join(append(append([]string{}, spec.required...), spec.optional...), ", "))
+		}
+	}
+	if _, err := renderValue(st.Args, vars); err != nil {
+		v.add(v.at(&st.Args, st), "%s args.%v", sname, err)
+	}
+	v.scanPayload(&st.Args, sname+" args")
+}
+
+func (v *validator) validateEdit(st *ReferenceStep, sname string, vars map[string]string) {
+	e := st.Edit
+	n := 0
+	for _, set := range []bool{e.Write != nil, e.Append != nil, e.Delete} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		v.add(v.at(e, st), "%s edit needs exactly one of write, append or delete", sname)
+	}
+	p, err := renderString(e.Path, vars)
+	switch {
+	case err != nil:
+		v.add(v.at(&e.Path, e), "%s edit path: %v", sname, err)
+	case !localPath(p):
+		v.add(v.at(&e.Path, e), "%s edit path %q must be a relative path inside the workspace", sname, e.Path)
+	}
+	for what, s := range map[string]*string{"write": e.Write, "append": e.Append} {
+		if s == nil {
+			continue
+		}
+		if _, err := renderString(*s, vars); err != nil {
+			v.add(v.at(s, e), "%s edit %s: %v", sname, what, err)
+		}
+	}
+}
+
+// validateSuiteFields checks what a suite declares on its own.
+func (v *validator) validateSuiteFields(s *Suite) {
+	v.required("suite "+s.ID+" label", &s.Label, s)
+	v.required("suite "+s.ID+" description", &s.Description, s)
+	v.groupRefs("suite "+s.ID, s.Groups, s)
+	if s.ExpectedMatrixSize < 0 {
+		v.add(v.at(&s.ExpectedMatrixSize, s), "suite %s expectedMatrixSize must not be negative", s.ID)
+	}
+	for _, p := range sortedKeys(s.ExpectedVerdicts) {
+		verdict := s.ExpectedVerdicts[p]
+		if !slices.Contains(Verdicts, verdict) {
+			v.add(v.at(mapEntry{mapPointer(s.ExpectedVerdicts), p}, &s.ExpectedVerdicts, s), "suite %s expectedVerdicts.%s %q is not one of %s", s.ID, p, verdict, oneOf(Verdicts))
+		}
+	}
+	if s.DefinitionMetadata != nil {
+		v.scanPayload(s.DefinitionMetadata, "suite "+s.ID+" definitionMetadata")
+	}
+}
+
+// validateSuite resolves a suite's references, builds its matrix and fingerprint.
+func (v *validator) validateSuite(s *Suite) {
+	name := "suite " + s.ID
+	before := len(v.ps.list)
+	resolve := func(kind string, refs []string, owner any, look func(string) bool) {
+		if len(refs) == 0 {
+			v.add(v.at(owner), "%s lists no %ss", name, kind)
+		}
+		seen := map[string]bool{}
+		for i := range refs {
+			if seen[refs[i]] {
+				v.add(v.at(&refs[i], owner), "%s lists %s %q twice", name, kind, refs[i])
+				continue
+			}
+			seen[refs[i]] = true
+			if !look(refs[i]) {
+				v.add(v.at(&refs[i], owner), "%s names unknown %s %q", name, kind, refs[i])
+			}
+		}
+	}
+	s.profiles, s.envs, s.cases = nil, nil, nil
+	resolve("profile", s.Profiles, s, func(id string) bool {
+		p := v.profiles[id]
+		if p != nil {
+			s.profiles = append(s.profiles, p)
+		}
+		return p != nil
+	})
+	resolve("environment", s.Environments, s, func(ref string) bool {
+		e := v.envByRef[ref]
+		if e != nil {
+			s.envs = append(s.envs, e)
+		}
+		return e != nil
+	})
+	resolve("case", s.Cases, s, func(id string) bool {
+		cs := v.cases[id]
+		if cs != nil {
+			s.cases = append(s.cases, cs)
+		}
+		return cs != nil
+	})
+	envIDs := map[string]string{}
+	for i, e := range s.envs {
+		if prev, ok := envIDs[e.ID]; ok {
+			v.add(v.at(&s.Environments[i], s), "%s lists environments %q and %q, which share id %s and would give cells the same ids", name, prev, envRef(e), e.ID)
+		}
+		envIDs[e.ID] = envRef(e)
+	}
+	for _, p := range sortedKeys(s.ExpectedVerdicts) {
+		if !slices.Contains(s.Profiles, p) {
+			v.add(v.at(mapEntry{mapPointer(s.ExpectedVerdicts), p}, &s.ExpectedVerdicts, s), "%s expectedVerdicts names %q, which is not one of its profiles", name, p)
+		}
+	}
+	if s.ExpectedVerdicts != nil {
+		for i, p := range s.Profiles {
+			if _, ok := s.ExpectedVerdicts[p]; !ok {
+				v.add(v.at(&s.Profiles[i], s), "%s is a calibration suite (it has expectedVerdicts) but declares no expected verdict for profile %q", name, p)
+			}
+		}
+	}
+	if len(v.ps.list) > before {
+		return
+	}
+	all, cells := buildMatrix(s, s.ExpectedVerdicts)
+	inMatrix := make(map[string]bool, len(all))
+	for _, id := range all {
+		inMatrix[id] = true
+	}
+	seenEx := map[string]bool{}
+	for i, id := range s.ExcludedExecutions {
+		switch {
+		case seenEx[id]:
+			v.add(v.at(&s.ExcludedExecutions[i], s), "%s excludes %q twice", name, id)
+		case !inMatrix[id]:
+			v.add(v.at(&s.ExcludedExecutions[i], s), "%s excludes %q, which is not in its matrix", name, id)
+		}
+		seenEx[id] = true
+	}
+	if len(cells) != s.ExpectedMatrixSize {
+		v.add(v.at(&s.ExpectedMatrixSize, s), "%s: expected %d cells (expectedMatrixSize); the matrix has %d", name, s.ExpectedMatrixSize, len(cells))
+	}
+	for _, cell := range cells {
+		if cell.AttemptTimeoutMs <= 0 {
+			v.add(v.at(&cell.Case.AttemptTimeoutMs, cell.Case), "case %s has no attemptTimeoutMs for environment %s and the environment has no attemptDeadlineMs (cell %s)", cell.Case.ID, cell.Environment.ID, cell.ID)
+		}
+		if cell.Profile.Driver == "reference" || cell.Profile.Driver == "wrong" {
+			if cell.Case.Reference == nil {
+				v.add(v.at(cell.Case), "case %s has no reference script, which profile %s (driver %s) needs (cell %s)", cell.Case.ID, cell.Profile.ID, cell.Profile.Driver, cell.ID)
+			}
+		}
+		if strings.HasPrefix(cell.Profile.Driver, "fixture:") != (cell.Case.Flow == "process_exit") {
+			v.add(v.at(&s.Cases, s), "cell %s pairs driver %s with flow %s; fixture drivers run exactly the process_exit flow", cell.ID, cell.Profile.Driver, cell.Case.Flow)
+		}
+		if prev := v.c.byCellID[cell.ID]; prev != nil {
+			v.add(v.at(s), "duplicate cell id %s", cell.ID)
+			continue
+		}
+		v.c.byCellID[cell.ID] = cell
+	}
+	fp, err := fingerprint(s)
+	if err != nil {
+		v.add(v.at(s), "%s: computing its fingerprint: %v", name, err)
+		return
+	}
+	s.Fingerprint = fp
+	v.c.Cells = append(v.c.Cells, cells...)
+}
+
+// mapPointer is the identity of a map value, as the decoder recorded it.
+func mapPointer[V any](m map[string]V) uintptr {
+	if m == nil {
+		return 0
+	}
+	return reflectValue(&m).Pointer()
+}

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/catalog"
+)
+
+// listCell is one element of `agentproof list --json`.
+type listCell struct {
+	ID                  string   `json:"id"`
+	Suite               string   `json:"suite"`
+	Profile             string   `json:"profile"`
+	Environment         string   `json:"environment"`
+	Case                string   `json:"case"`
+	Generation          string   `json:"generation"`
+	Driver              string   `json:"driver"`
+	Provider            string   `json:"provider"`
+	Model               string   `json:"model"`
+	Groups              []string `json:"groups"`
+	RequiredCredentials []string `json:"requiredCredentials"`
+	AttemptTimeoutMs    int64    `json:"attemptTimeoutMs"`
+	ExpectedRunCount    int      `json:"expectedRunCount"`
+	ExpectedVerdict     string   `json:"expectedVerdict,omitempty"`
+	ManualOnly          bool     `json:"manualOnly"`
+	SuiteFingerprint    string   `json:"suiteFingerprint"`
+}
+
+func newListCmd(a *app) *cobra.Command {
+	var sel catalog.Selector
+	var asJSON, matrixJSON bool
+	var dir *string
+	cmd := &cobra.Command{
+		Use:   "list [selectors]",
+		Short: "List catalog cells as TSV, JSON, or a CI job matrix",
+		Long: `List the cells of the catalog's matrix, one per line, as tab-separated values with
+the header ID, SUITE, GENERATION, PROVIDER, MODEL, CREDENTIALS (credentials
+comma-joined). Nothing is started and no credential is read.
+
+Without a selector every cell is listed, manual-only suites included. Selectors:
+--suite, --group, --profile, --environment, --case repeat (OR within a dimension,
+AND across dimensions; groups are ANDed); --id is exclusive with --all and with the
+dimensions. An unknown value or an empty selection exits 2.
+
+--json prints the selected cells as a JSON array. --matrix-json prints one JSON line
+{include: [{executionId, suiteId, profileId, credentialName, environmentId, caseId,
+timeoutMinutes, needsDaytona}], needsDaytona, executionIds} sorted by executionId, for
+CI matrices and Kubernetes Indexed Jobs; it leaves out manual-only suites unless they
+are named.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON && matrixJSON {
+				return usageErrorf("--json and --matrix-json cannot be combined")
+			}
+			c, err := loadCatalog(*dir)
+			if err != nil {
+				return err
+			}
+			sel.Listing = !matrixJSON
+			cells, err := selectCells(c, sel)
+			if err != nil {
+				return err
+			}
+			switch {
+			case matrixJSON:
+				return json.NewEncoder(a.stdout).Encode(catalog.Matrix(cells))
+			case asJSON:
+				out := make([]listCell, 0, len(cells))
+				for _, cell := range cells {
+					creds := cell.RequiredCredentials
+					if creds == nil {
+						creds = []string{}
+					}
+					out = append(out, listCell{
+						ID: cell.ID, Suite: cell.Suite.ID, Profile: cell.Profile.ID,
+						Environment: cell.Environment.ID, Case: cell.Case.ID,
+						Generation: cell.Profile.Generation, Driver: cell.Profile.Driver,
+						Provider: cell.Profile.Provider, Model: cell.Profile.Model,
+						Groups: cell.Groups, RequiredCredentials: creds,
+						AttemptTimeoutMs: cell.AttemptTimeoutMs, ExpectedRunCount: cell.Case.ExpectedRunCount,
+						ExpectedVerdict: cell.ExpectedVerdict, ManualOnly: cell.Suite.ManualOnly,
+						SuiteFingerprint: cell.Suite.Fingerprint,
+					})
+				}
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			var b strings.Builder
+			b.WriteString("ID\tSUITE\tGENERATION\tPROVIDER\tMODEL\tCREDENTIALS\n")
+			for _, cell := range cells {
+				fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", cell.ID, cell.Suite.ID, cell.Profile.Generation,
+					cell.Profile.Provider, cell.Profile.Model, strings.Join(cell.RequiredCredentials, ","))
+			}
+			_, err = a.stdout.Write([]byte(b.String()))
+			return err
+		},
+	}
+	dir = catalogFlag(cmd)
+	selectorFlags(cmd, &sel)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the selected cells as a JSON array")
+	cmd.Flags().BoolVar(&matrixJSON, "matrix-json", false, "print the CI job matrix {include, needsDaytona, executionIds} as one JSON line")
+	return cmd
+}

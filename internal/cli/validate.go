@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/catalog"
+)
+
+// validateReport is what `agentproof validate --json` prints.
+type validateReport struct {
+	Valid    bool              `json:"valid"`
+	Problems []validateProblem `json:"problems"`
+	Suites   int               `json:"suites"`
+	Cells    int               `json:"cells"`
+}
+
+type validateProblem struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Message string `json:"message"`
+}
+
+func newValidateCmd(a *app) *cobra.Command {
+	var asJSON bool
+	var dir *string
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check a catalog and report every problem with file:line:column",
+		Long: `Load a catalog (the embedded default, or --catalog DIR) and check it completely:
+strict YAML (unknown keys are errors), duplicate and unknown ids, raw secrets, matrix
+sizes, exclusions, matcher specs, templates and reference scripts, ranking hashes.
+Every problem is reported at once. Exit code 0 when valid, 2 when not.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var c *catalog.Catalog
+			var err error
+			if *dir == "" {
+				c, err = catalog.Default()
+			} else {
+				c, err = catalog.LoadDir(*dir)
+			}
+			var ve *catalog.ValidationError
+			if err != nil && !errors.As(err, &ve) {
+				return &UsageError{Err: err}
+			}
+			rep := validateReport{Valid: err == nil, Problems: []validateProblem{}}
+			if ve != nil {
+				for _, p := range ve.Problems {
+					rep.Problems = append(rep.Problems, validateProblem{File: p.File, Line: p.Line, Column: p.Column, Message: p.Message})
+				}
+			} else {
+				rep.Suites, rep.Cells = len(c.Suites), len(c.Cells)
+			}
+			if asJSON {
+				if err := json.NewEncoder(a.stdout).Encode(rep); err != nil {
+					return err
+				}
+				if ve != nil {
+					return withExit(ExitUsage, nil)
+				}
+				return nil
+			}
+			if ve != nil {
+				for _, p := range ve.Problems {
+					fmt.Fprintln(a.stderr, p.String())
+				}
+				return withExit(ExitUsage, fmt.Errorf("catalog is invalid: %d problem(s)", len(ve.Problems)))
+			}
+			_, err = fmt.Fprintf(a.stdout, "catalog is valid: %d suites, %d cells\n", rep.Suites, rep.Cells)
+			return err
+		},
+	}
+	dir = catalogFlag(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object {valid, problems[{file, line, column, message}], suites, cells}")
+	return cmd
+}
