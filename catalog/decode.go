@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"math"
 	"reflect"
 	"slices"
@@ -36,7 +37,7 @@ type pathSeg struct {
 
 // maxNodes bounds the YAML nodes one file may expand to (aliases count every time they
 // are followed), so that an alias bomb is a clear problem instead of unbounded work.
-const maxNodes = 2_000_000
+const maxNodes = 1_000_000
 
 // mapEntry is the pos key of a map entry (maps' values are not addressable).
 type mapEntry struct {
@@ -343,7 +344,7 @@ func (d *decoder) convert(n *yaml.Node, ordered bool) any {
 			}
 		}
 		if ordered {
-			return obj
+			return jsPropertyOrder(obj)
 		}
 		return m
 	case yaml.SequenceNode:
@@ -382,6 +383,9 @@ func (d *decoder) convert(n *yaml.Node, ordered bool) any {
 					d.errorf(n, "%s is not a JSON number", n.Value)
 					return nil
 				}
+				if f == 0 {
+					return float64(0) // JSON.stringify(-0) is "0"
+				}
 				return f
 			}
 		case "!!str", "!!timestamp", "!!binary", "!!merge":
@@ -406,3 +410,35 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // reflectValue returns the addressable value p points to.
 func reflectValue(p any) reflect.Value { return reflect.ValueOf(p).Elem() }
+
+// jsPropertyOrder reorders an object's members as a JavaScript object would hold them:
+// keys that are array indices (canonical decimal integers below 2^32−1) first, in
+// ascending numeric order, then the other keys in insertion order. JSON.stringify
+// emits members in that order, so the fingerprint must too.
+func jsPropertyOrder(obj canonjson.Object) canonjson.Object {
+	var idx, rest canonjson.Object
+	for _, m := range obj {
+		if isArrayIndex(m.Key) {
+			idx = append(idx, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	if len(idx) == 0 {
+		return obj
+	}
+	slices.SortStableFunc(idx, func(a, b canonjson.Member) int {
+		x, _ := strconv.ParseUint(a.Key, 10, 64)
+		y, _ := strconv.ParseUint(b.Key, 10, 64)
+		return cmp.Compare(x, y)
+	})
+	return append(idx, rest...)
+}
+
+func isArrayIndex(k string) bool {
+	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') {
+		return false
+	}
+	n, err := strconv.ParseUint(k, 10, 64)
+	return err == nil && n < 1<<32-1
+}

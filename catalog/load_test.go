@@ -1,0 +1,478 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// baseA and baseB are a minimal valid catalog split over two files; bad-input rows
+// mutate them.
+const baseA = `groups:
+  - {id: core, description: Core.}
+credentials:
+  - {id: OPENAI_API_KEY, scope: profile}
+  - {id: DAYTONA_API_KEY, scope: environment}
+environments:
+  - id: local
+    label: Local
+    driver: local
+    provider: local
+    lifecycle: {setup: instance_managed, probe: run_context_via_api, cleanup: instance_shutdown}
+    expectedExecutionTarget: {kind: local}
+profiles:
+  - id: agent
+    label: Agent
+    generation: native
+    groups: [core]
+    driver: exec:codex
+    driverConfig:
+      env:
+        OPENAI_API_KEY: {type: secret_ref, secretId: OPENAI_API_KEY, version: latest}
+    provider: codex
+    model: gpt-x
+    modelQualification: {source: adapter_constant, qualificationId: "codex_local:default-model"}
+    credential: OPENAI_API_KEY
+    supportedEnvironments: [local]
+`
+
+const baseB = `cases:
+  - id: hello
+    label: Hello
+    workMode: standard
+    flow: single_turn
+    expectedRunCount: 1
+    attemptTimeoutMs: {local: 480000}
+    expectedTerminalState: {issue: done, run: succeeded}
+    title: "Hello {{nonce}}"
+    prompt: "Say {{marker}}"
+    marker: "OK_{{nonce}}"
+    matchers:
+      - {kind: message_exact, expected: "{{marker}}"}
+suites:
+  - id: core
+    label: Core
+    description: Core suite.
+    groups: [core]
+    profiles: [agent]
+    environments: [local]
+    cases: [hello]
+    expectedMatrixSize: 1
+`
+
+func loadFiles(files map[string]string) (*Catalog, error) {
+	fsys := fstest.MapFS{}
+	for name, content := range files {
+		fsys[name] = &fstest.MapFile{Data: []byte(content)}
+	}
+	return Load(fsys)
+}
+
+func mustReplace(t *testing.T, s, old, new string) string {
+	t.Helper()
+	if !strings.Contains(s, old) {
+		t.Fatalf("test setup: %q not in base", old)
+	}
+	return strings.Replace(s, old, new, 1)
+}
+
+// at returns "file:line:" for the first line of content containing needle.
+func at(t *testing.T, file, content, needle string) string {
+	t.Helper()
+	for i, line := range strings.Split(content, "\n") {
+		if strings.Contains(line, needle) {
+			return fmt.Sprintf("%s:%d:", file, i+1)
+		}
+	}
+	t.Fatalf("test setup: %q not in %s", needle, file)
+	return ""
+}
+
+func TestBaseCatalogIsValid(t *testing.T) {
+	t.Parallel()
+	c, err := loadFiles(map[string]string{"a.yaml": baseA, "b.yaml": baseB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Cells) != 1 || c.Cells[0].ID != "core.agent.local.hello" {
+		t.Fatalf("cells = %v", c.Cells)
+	}
+	got := c.Cells[0]
+	if strings.Join(got.RequiredCredentials, ",") != "OPENAI_API_KEY" || got.AttemptTimeoutMs != 480000 {
+		t.Errorf("cell = %+v", got)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	huge := "# " + strings.Repeat("x", MaxFileBytes) + "\n"
+	bomb := "profiles:\n  - id: p\n    driverConfig:\n      a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	for i, prev := 1, "a"; i < 9; i++ {
+		name := fmt.Sprintf("a%d", i)
+		bomb += fmt.Sprintf("      %s: &%s [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n", name, name, prev, prev, prev, prev, prev, prev, prev, prev, prev, prev)
+		prev = name
+	}
+	type row struct {
+		name  string
+		files func(t *testing.T) map[string]string
+		// want are regexps every one of which must match some problem line; the
+		// position prefix is built with at() where the line matters.
+		want func(t *testing.T, files map[string]string) []string
+		// absent must match no problem line (for example a secret's value).
+		absent []string
+	}
+	ab := func(a, b string) map[string]string { return map[string]string{"a.yaml": a, "b.yaml": b} }
+	rows := []row{
+		{
+			name:  "malformed YAML",
+			files: func(t *testing.T) map[string]string { return ab(baseA, baseB+"  - id: [unclosed\n") },
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`^b\.yaml:\d+: malformed YAML: `}
+			},
+		},
+		{
+			name: "wrong type",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "expectedMatrixSize: 1", "expectedMatrixSize: one"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "expectedMatrixSize")) + `25: suites\[0\]\.expectedMatrixSize: expected an integer, got !!str "one"$`}
+			},
+		},
+		{
+			name: "wrong type: scalar for a list",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "profiles: [agent]", "profiles: agent"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "profiles: agent")) + `15: suites\[0\]\.profiles: expected a sequence`}
+			},
+		},
+		{
+			name: "unknown key is rejected",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "    label: Hello\n", "    label: Hello\n    colour: blue\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "colour")) + `5: cases\[0\]: unknown key "colour" \(known keys: id, label, `}
+			},
+		},
+		{
+			name: "raw sk- key in a nested map",
+			files: func(t *testing.T) map[string]string {
+				return ab(mustReplace(t, baseA, "    driverConfig:\n", "    driverConfig:\n      extra: {nested: {token: \"sk-proj-abcdefghijklmnop1234\"}}\n"), baseB)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "a.yaml", f["a.yaml"], "sk-proj")) + `\d+: contains a raw secret-looking value`}
+			},
+			absent: []string{"abcdefghijklmnop1234"},
+		},
+		{
+			name: "apiKey plain string under an agent's env",
+			files: func(t *testing.T) map[string]string {
+				return ab(mustReplace(t, baseA, "      env:\n", "      env:\n        apiKey: \"x\"\n"), baseB)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "a.yaml", f["a.yaml"], "apiKey")) + `17: profile agent driverConfig\.env\.apiKey: an agent env value must be a secret reference`}
+			},
+		},
+		{
+			name: "credential-named key with a plain string outside env",
+			files: func(t *testing.T) map[string]string {
+				return ab(mustReplace(t, baseA, "    driverConfig:\n", "    driverConfig:\n      provider_access_token: hunter2\n"), baseB)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`a\.yaml:\d+:\d+: contains a raw credential at profile agent driverConfig\.provider_access_token`}
+			},
+			absent: []string{"hunter2"},
+		},
+		{
+			name: "secret_ref with a wrong type",
+			files: func(t *testing.T) map[string]string {
+				return ab(mustReplace(t, baseA, "{type: secret_ref,", "{type: secretref,"), baseB)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`a\.yaml:\d+:\d+: profile agent driverConfig\.env\.OPENAI_API_KEY: secret reference type must be "secret_ref", got "secretref"`}
+			},
+		},
+		{
+			name: "secret_ref naming an undeclared credential",
+			files: func(t *testing.T) map[string]string {
+				return ab(mustReplace(t, baseA, "secretId: OPENAI_API_KEY", "secretId: NOPE_KEY"), baseB)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`secretId "NOPE_KEY" is neither a declared credential nor a UUID`}
+			},
+		},
+		{
+			name: "duplicate ids across files",
+			files: func(t *testing.T) map[string]string {
+				f := ab(baseA, baseB)
+				f["c.yaml"] = "profiles:\n" + baseA[strings.Index(baseA, "  - id: agent"):]
+				return f
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "c.yaml", f["c.yaml"], "id: agent")) + `9: duplicate profile id "agent"$`}
+			},
+		},
+		{
+			name: "suite size disagrees with expectedMatrixSize",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "expectedMatrixSize: 1", "expectedMatrixSize: 2"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "expectedMatrixSize")) + `25: suite core: expected 2 cells \(expectedMatrixSize\); the matrix has 1$`}
+			},
+		},
+		{
+			name: "excluded id that does not exist",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "    expectedMatrixSize: 1\n", "    expectedMatrixSize: 1\n    excludedExecutionIds: [core.agent.local.nope]\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "core.agent.local.nope")) + `28: suite core excludes "core\.agent\.local\.nope", which is not in its matrix$`}
+			},
+		},
+		{
+			name: "unknown group",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "    label: Hello\n", "    label: Hello\n    groups: [core, nope]\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "groups: [core, nope]")) + `20: case hello declares unknown group "nope"`}
+			},
+		},
+		{
+			name: "regex with a lookahead",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "      - {kind: message_exact, expected: \"{{marker}}\"}\n",
+					"      - {kind: message_exact, expected: \"{{marker}}\"}\n      - {kind: message_regex, pattern: \"OK_(?=[0-9])\"}\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "message_regex")) + `40: case hello matchers\[1\]: .*lookahead`}
+			},
+		},
+		{
+			name: "huge file",
+			files: func(t *testing.T) map[string]string {
+				f := ab(baseA, baseB)
+				f["huge.yaml"] = huge
+				return f
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`^huge\.yaml: file is larger than 4194304 bytes \(4 MiB\), the per-file limit`}
+			},
+		},
+		{
+			name:  "alias bomb",
+			files: func(t *testing.T) map[string]string { return map[string]string{"bomb.yaml": bomb} },
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`^bomb\.yaml:\d+:\d+: file expands to more than 2000000 YAML nodes`}
+			},
+		},
+		{
+			name: "unknown references",
+			files: func(t *testing.T) map[string]string {
+				b := mustReplace(t, baseB, "profiles: [agent]", "profiles: [agent, ghost]")
+				b = mustReplace(t, b, "cases: [hello]", "cases: [hello, missing]")
+				a := mustReplace(t, baseA, "supportedEnvironments: [local]", "supportedEnvironments: [local, mars]")
+				a = mustReplace(t, a, "credential: OPENAI_API_KEY", "credential: DAYTONA_API_KEY")
+				return ab(a, b)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{
+					`a\.yaml:\d+:\d+: profile agent supports unknown environment "mars"`,
+					`a\.yaml:\d+:\d+: profile agent credential "DAYTONA_API_KEY" has scope "environment"`,
+				}
+			},
+		},
+		{
+			name: "unknown suite references",
+			files: func(t *testing.T) map[string]string {
+				b := mustReplace(t, baseB, "profiles: [agent]", "profiles: [agent, ghost]")
+				b = mustReplace(t, b, "cases: [hello]", "cases: [hello, missing]")
+				return ab(baseA, b)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{
+					"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "ghost")) + `23: suite core names unknown profile "ghost"`,
+					"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "missing")) + `20: suite core names unknown case "missing"`,
+				}
+			},
+		},
+		{
+			name: "template errors",
+			files: func(t *testing.T) map[string]string {
+				b := mustReplace(t, baseB, `prompt: "Say {{marker}}"`, `prompt: "Say {{answer}}"`)
+				b = mustReplace(t, b, `title: "Hello {{nonce}}"`, `title: "Hello {{nonce"`)
+				b = mustReplace(t, b, `marker: "OK_{{nonce}}"`, `marker: "OK_{{nonce}}_{{marker}}"`)
+				return ab(baseA, b)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`b\.yaml:\d+:\d+: case hello marker: template: at byte 0: variable "marker" is not defined here \(marker templates may use only \{\{nonce\}\}\)`}
+			},
+		},
+		{
+			name: "template errors in prompt and title",
+			files: func(t *testing.T) map[string]string {
+				b := mustReplace(t, baseB, `prompt: "Say {{marker}}"`, `prompt: "Say {{answer}}"`)
+				b = mustReplace(t, b, `title: "Hello {{nonce}}"`, `title: "Hello {{nonce"`)
+				return ab(baseA, b)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{
+					"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "title:")) + `12: case hello title: template: at byte 6: "\{\{" is not closed`,
+					"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "prompt:")) + `13: case hello prompt: .*variable "answer" is not defined`,
+				}
+			},
+		},
+		{
+			name: "duplicate key",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "    label: Hello\n", "    label: Hello\n    label: Again\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`b\.yaml:4:5: cases\[0\]: duplicate key "label"`}
+			},
+		},
+		{
+			name: "matcher problems",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "      - {kind: message_exact, expected: \"{{marker}}\"}\n",
+					"      - {kind: message_exactly, expected: \"{{marker}}\"}\n      - {kind: message_occurrences, expected: x}\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`case hello matchers\[0\]: matcher message_exactly: kind`, `case hello matchers\[1\]: matcher message_occurrences: count`}
+			},
+		},
+		{
+			name: "reference script problems",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "    matchers:\n", `    reference:
+      turns:
+        - trigger: follow_up
+          steps:
+            - command: finish_taks
+              args: {summary: x}
+            - command: report_progress
+              args: {text: x}
+            - edit: {path: "../escape.txt", append: x}
+            - {}
+    matchers:
+`))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{
+					`the first turn's trigger must be assignment`,
+					`steps\[0\]: unknown command "finish_taks"`,
+					`steps\[1\]: command report_progress needs args\.body`,
+					`steps\[1\]: command report_progress has no argument "text"`,
+					`steps\[2\] edit path "\.\./escape\.txt" must be a relative path inside the workspace`,
+					`steps\[3\] needs a command or an edit`,
+				}
+			},
+		},
+		{
+			name: "bad ids and enums",
+			files: func(t *testing.T) map[string]string {
+				b := mustReplace(t, baseB, "  - id: core\n", "  - id: Core.Suite\n")
+				b = mustReplace(t, b, "flow: single_turn", "flow: single-turn")
+				return ab(baseA, b)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`suite id "Core\.Suite" must be lower-case words`, `case flow "single-turn" is not one of single_turn, `}
+			},
+		},
+		{
+			name: "calibration verdicts",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "    expectedMatrixSize: 1\n", "    expectedMatrixSize: 1\n    expectedVerdicts: {agent: maybe, other: passed}\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`expectedVerdicts\.agent "maybe" is not one of passed, failed, inconclusive`}
+			},
+		},
+		{
+			name: "ranking content hash",
+			files: func(t *testing.T) map[string]string {
+				f := ab(baseA, baseB)
+				f["r.yaml"] = `rankings:
+  - schema: agentproof.ranking/v1
+    snapshotId: snap
+    sourceUrl: https://example.invalid/models
+    capturedAt: 2026-08-28T00:00:00.000Z
+    contentHash: "0000000000000000000000000000000000000000000000000000000000000000"
+    models:
+      - {rank: 1, id: a/b, name: B, supportedParameters: [tools]}
+`
+				return f
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`^r\.yaml:6:18: ranking snap contentHash 0{64} does not match its models \(computed [0-9a-f]{64}\)`}
+			},
+		},
+		{
+			name:  "no files",
+			files: func(t *testing.T) map[string]string { return map[string]string{"readme.txt": "x"} },
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`has no \*\.yaml files`}
+			},
+		},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			files := r.files(t)
+			_, err := loadFiles(files)
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Load error = %v (%T), want *ValidationError", err, err)
+			}
+			var lines []string
+			for _, p := range ve.Problems {
+				lines = append(lines, p.String())
+			}
+			for _, w := range r.want(t, files) {
+				re := regexp.MustCompile(w)
+				found := false
+				for _, l := range lines {
+					if re.MatchString(l) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no problem matches %q; problems:\n%s", w, strings.Join(lines, "\n"))
+				}
+			}
+			for _, a := range r.absent {
+				if strings.Contains(err.Error(), a) {
+					t.Errorf("problems repeat %q:\n%s", a, err)
+				}
+			}
+		})
+	}
+}
+
+// TestProblemsReportedTogether proves validation collects every problem instead of
+// stopping at the first.
+func TestProblemsReportedTogether(t *testing.T) {
+	t.Parallel()
+	a := mustReplace(t, baseA, "    label: Agent\n", "    label: Agent\n    colour: red\n")
+	a = mustReplace(t, a, "generation: native", "generation: future")
+	b := mustReplace(t, baseB, "    label: Hello\n", "    label: Hello\n    mood: ok\n")
+	b = mustReplace(t, b, "workMode: standard", "workMode: lazy")
+	_, err := loadFiles(map[string]string{"a.yaml": a, "b.yaml": b})
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	if len(ve.Problems) < 2 {
+		t.Fatalf("want problems from both files, got:\n%v", err)
+	}
+	if ve.Problems[0].File != "a.yaml" || ve.Problems[len(ve.Problems)-1].File != "b.yaml" {
+		t.Errorf("problems not sorted by file:\n%v", err)
+	}
+}
