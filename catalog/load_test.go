@@ -270,7 +270,7 @@ func TestBadInput(t *testing.T) {
 			name:  "alias bomb",
 			files: func(t *testing.T) map[string]string { return map[string]string{"bomb.yaml": bomb} },
 			want: func(t *testing.T, f map[string]string) []string {
-				return []string{`^bomb\.yaml:\d+:\d+: file expands to more than 2000000 YAML nodes`}
+				return []string{`^bomb\.yaml:\d+:\d+: file expands to more than 1000000 YAML nodes`}
 			},
 		},
 		{
