@@ -1,0 +1,122 @@
+package catalog
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestDefaultCatalog pins the embedded default catalog's shape (issue 6 "Embedded
+// default catalog"): suites, sizes, calibration expectations.
+func TestDefaultCatalog(t *testing.T) {
+	t.Parallel()
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int{}
+	for _, cell := range c.Cells {
+		sizes[cell.Suite.ID]++
+	}
+	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 18, "core-compatibility": 3, "local-session-integrity": 2, "warm-continuity": 1}
+	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
+		t.Errorf("suite sizes (-want +got):\n%s", diff)
+	}
+	verdicts := map[string]string{}
+	for _, cell := range c.Cells {
+		if cell.ExpectedVerdict != "" {
+			verdicts[cell.Profile.ID] = cell.ExpectedVerdict
+		}
+	}
+	wantVerdicts := map[string]string{
+		"fixture-pass": "passed", "fixture-fail": "failed", "fixture-hang": "inconclusive", "fixture-noisy": "inconclusive",
+		"reference": "passed", "nop": "failed", "wrong": "failed",
+	}
+	if diff := cmp.Diff(wantVerdicts, verdicts); diff != "" {
+		t.Errorf("calibration verdicts (-want +got):\n%s", diff)
+	}
+	for _, cell := range c.Cells {
+		if cell.Suite.ID == "core-compatibility" && cell.ExpectedVerdict != "" {
+			t.Errorf("%s: a non-calibration cell declares verdict %q", cell.ID, cell.ExpectedVerdict)
+		}
+		if len(cell.RequiredCredentials) != 0 {
+			t.Errorf("%s needs credentials %v; the default catalog runs offline", cell.ID, cell.RequiredCredentials)
+		}
+		if cell.Profile.Driver == "reference" && cell.Case.Reference == nil {
+			t.Errorf("%s: no reference script", cell.ID)
+		}
+	}
+	if got := c.Cell("core-compatibility.reference.local.message-marker").AttemptTimeoutMs; got != 480000 {
+		t.Errorf("message-marker attempt timeout = %d ms, want 480000", got)
+	}
+}
+
+// TestRenderDefaultCases renders every default case for one attempt and checks the
+// per-attempt nonce reaches markers, matchers and the reference script.
+func TestRenderDefaultCases(t *testing.T) {
+	t.Parallel()
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nonce = "a1b2c3d4e5"
+	for _, cell := range c.Cells {
+		r, err := cell.Render(nonce)
+		if err != nil {
+			t.Fatalf("%s: %v", cell.ID, err)
+		}
+		if cell.Case.Flow == "process_exit" {
+			continue
+		}
+		if !strings.HasSuffix(r.Marker, "_"+nonce) || !strings.Contains(r.Title, nonce) {
+			t.Errorf("%s: marker %q / title %q lack the nonce", cell.ID, r.Marker, r.Title)
+		}
+		for _, s := range append([]string{r.Title, r.Prompt, r.RevisionRequest}, r.Followups...) {
+			if strings.Contains(s, "{{") {
+				t.Errorf("%s: unrendered template in %q", cell.ID, s)
+			}
+		}
+		if len(r.Reference.Turns) != cell.Case.ExpectedRunCount {
+			t.Errorf("%s: %d reference turns, %d runs", cell.ID, len(r.Reference.Turns), cell.Case.ExpectedRunCount)
+		}
+	}
+
+	mm := c.Cell("core-compatibility.reference.local.message-marker")
+	r, _ := mm.Render(nonce)
+	if r.Marker != "PAPERCLIP_E2E_OK_"+nonce {
+		t.Errorf("marker = %q", r.Marker)
+	}
+	last := r.Reference.Turns[0].Steps[1]
+	if last.Command != "finish_task" || last.Args["summary"] != r.Marker || !last.Present {
+		t.Errorf("message-marker reference finish step = %+v", last)
+	}
+	wantKinds := map[string]any{"message_exact": r.Marker, "issue_status": "done", "run_status": "succeeded", "runtime_mode": "native", "environment": "local"}
+	for _, m := range r.Matchers {
+		if w, ok := wantKinds[m.Kind]; ok && m.Expected != w {
+			t.Errorf("matcher %s expected = %v, want %v", m.Kind, m.Expected, w)
+		}
+	}
+
+	warm, _ := c.Cell("warm-continuity.reference.local.warm-three-turn").Render(nonce)
+	if warm.WorkspaceFile != "warm-"+nonce+".txt" || len(warm.Followups) != 2 || len(warm.TurnMarkers) != 3 {
+		t.Fatalf("warm render = %+v", warm)
+	}
+	var file strings.Builder
+	for _, turn := range warm.Reference.Turns {
+		e := turn.Steps[0].Edit
+		if e == nil || e.Path != warm.WorkspaceFile || e.Append == nil {
+			t.Fatalf("warm turn edit = %+v", e)
+		}
+		file.WriteString(*e.Append)
+	}
+	for _, m := range warm.Matchers {
+		if m.Kind == "file_exact" && m.Expected != file.String() {
+			t.Errorf("warm file_exact expects %q; the reference script writes %q", m.Expected, file.String())
+		}
+	}
+
+	if _, err := mm.Render("bad nonce!"); err == nil {
+		t.Error("Render accepted a malformed nonce")
+	}
+}

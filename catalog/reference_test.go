@@ -1,0 +1,125 @@
+package catalog
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentproof/agentproof/match"
+)
+
+// simulate carries out a rendered reference script on a model of the control plane
+// just detailed enough to grade it: per-run user-facing messages (the present comment,
+// else every comment of the run), the issue status after the last run, workspace files.
+func simulate(script *ReferenceScript) *match.Observation {
+	obs := &match.Observation{HasMessage: true, RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
+	issue := "todo"
+	for _, turn := range script.Turns {
+		if issue != "done" {
+			issue = "in_progress"
+		}
+		var comments []string
+		present := ""
+		hasPresent := false
+		for _, st := range turn.Steps {
+			if e := st.Edit; e != nil {
+				switch {
+				case e.Write != nil:
+					obs.Files[e.Path] = []byte(*e.Write)
+				case e.Append != nil:
+					obs.Files[e.Path] = append(obs.Files[e.Path], *e.Append...)
+				case e.Delete:
+					delete(obs.Files, e.Path)
+				}
+				continue
+			}
+			body := ""
+			switch st.Command {
+			case "report_progress":
+				body = st.Args["body"].(string)
+			case "finish_task":
+				body, issue = st.Args["summary"].(string), "done"
+			case "request_review":
+				body, issue = st.Args["summary"].(string), "in_review"
+			case "block_task":
+				body, issue = st.Args["reason"].(string), "blocked"
+			case "request_human_input", "request_approval":
+				issue = "in_review"
+			}
+			if body != "" {
+				comments = append(comments, body)
+				if st.Present {
+					present, hasPresent = body, true
+				}
+			}
+		}
+		if !hasPresent {
+			present = strings.Join(comments, "\n")
+		}
+		obs.Turns = append(obs.Turns, present)
+	}
+	obs.Message = strings.Join(obs.Turns, "\n")
+	obs.IssueStatus = issue
+	return obs
+}
+
+func failing(outcomes []match.Outcome) []string {
+	var out []string
+	for _, o := range outcomes {
+		if !o.Passed {
+			out = append(out, o.Kind+": "+o.Detail)
+		}
+	}
+	return out
+}
+
+// TestReferenceScriptsGradeAsCalibrated checks, without a server, that the default
+// catalog's matchers accept what each reference script produces and reject what the
+// nop and wrong agents produce (the expectations of suite grader-calibration).
+func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
+	t.Parallel()
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nonce = "n0nce42"
+	for _, cell := range c.Cells {
+		if cell.Case.Reference == nil {
+			continue
+		}
+		t.Run(cell.ID, func(t *testing.T) {
+			t.Parallel()
+			r, err := cell.Render(nonce)
+			if err != nil {
+				t.Fatal(err)
+			}
+			matchers, err := match.CompileAll(r.Matchers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var obs *match.Observation
+			switch cell.Profile.Driver {
+			case "reference":
+				obs = simulate(r.Reference)
+			case "wrong":
+				wrong, err := cell.Render("wr0ng99")
+				if err != nil {
+					t.Fatal(err)
+				}
+				obs = simulate(wrong.Reference)
+			case "nop":
+				obs = &match.Observation{HasMessage: true, IssueStatus: "in_progress", RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
+				for range cell.Case.ExpectedRunCount {
+					obs.Turns = append(obs.Turns, "")
+				}
+			default:
+				t.Fatalf("unexpected driver %s", cell.Profile.Driver)
+			}
+			obs.RuntimeMode, obs.Environment = cell.Profile.Generation, cell.Environment.ID
+			fails := failing(match.Evaluate(matchers, obs))
+			passed := len(fails) == 0
+			if want := cell.ExpectedVerdict != "failed"; passed != want {
+				t.Errorf("all matchers passed = %v, want %v; failing: %v", passed, want, fails)
+			}
+		})
+	}
+}
