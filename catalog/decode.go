@@ -175,7 +175,6 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
 		}
 		m := reflect.MakeMapWithSize(t, len(n.Content)/2)
 		v.Set(m)
-		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := d.resolve(n.Content[i]), n.Content[i+1]
 			if k == nil {
@@ -185,11 +184,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
 				d.errorf(k, "expected a string key, got %s", kindName(k))
 				continue
 			}
-			if seen[k.Value] {
+			if m.MapIndex(reflect.ValueOf(k.Value).Convert(t.Key())).IsValid() {
 				d.errorf(k, "duplicate key %q", k.Value)
 				continue
 			}
-			seen[k.Value] = true
 			d.pos[mapEntry{m.Pointer(), k.Value}] = d.at(k)
 			e := reflect.New(t.Elem()).Elem()
 			d.path = append(d.path, pathSeg{key: k.Value})
@@ -241,6 +239,9 @@ func fieldsOf(t reflect.Type) *fieldSet {
 	if fs, ok := fieldSets.Load(t); ok {
 		return fs.(*fieldSet)
 	}
+	if t.NumField() >= 64 {
+		panic("catalog: decodeStruct tracks fields in a uint64; " + t.String() + " has too many")
+	}
 	fs := &fieldSet{index: map[string]int{}}
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -264,7 +265,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 		return
 	}
 	fs := fieldsOf(v.Type())
-	var seen map[string]bool
+	var seen uint64 // bit i: field i was set (catalog structs have fewer than 64 fields)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := d.resolve(n.Content[i]), n.Content[i+1]
 		if k == nil {
@@ -279,14 +280,11 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 			d.errorf(k, "unknown key %q (known keys: %s)", k.Value, strings.Join(fs.names, ", "))
 			continue
 		}
-		if seen == nil {
-			seen = make(map[string]bool, len(n.Content)/2)
-		}
-		if seen[k.Value] {
+		if seen&(1<<idx) != 0 {
 			d.errorf(k, "duplicate key %q", k.Value)
 			continue
 		}
-		seen[k.Value] = true
+		seen |= 1 << idx
 		d.path = append(d.path, pathSeg{key: k.Value})
 		d.decode(val, v.Field(idx))
 		d.path = d.path[:len(d.path)-1]
@@ -319,7 +317,6 @@ func (d *decoder) convert(n *yaml.Node, ordered bool) any {
 		} else {
 			m = make(map[string]any, len(n.Content)/2)
 		}
-		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := d.resolve(n.Content[i])
 			if k == nil {
@@ -329,11 +326,16 @@ func (d *decoder) convert(n *yaml.Node, ordered bool) any {
 				d.errorf(k, "expected a string key, got %s", kindName(k))
 				continue
 			}
-			if seen[k.Value] {
+			dup := false
+			if ordered {
+				dup = slices.ContainsFunc(obj, func(m canonjson.Member) bool { return m.Key == k.Value })
+			} else {
+				_, dup = m[k.Value]
+			}
+			if dup {
 				d.errorf(k, "duplicate key %q", k.Value)
 				continue
 			}
-			seen[k.Value] = true
 			d.path = append(d.path, pathSeg{key: k.Value})
 			val := d.convert(n.Content[i+1], ordered)
 			d.path = d.path[:len(d.path)-1]

@@ -11,9 +11,11 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -113,7 +115,7 @@ func load(fsys fs.FS, prefix string) (*Catalog, error) {
 	}
 	slices.Sort(names)
 	ps := &problems{limit: maxProblems}
-	c := &Catalog{pos: map[any]Pos{}, raw: map[any]*yaml.Node{}}
+	c := &Catalog{}
 	if len(names) == 0 {
 		ps.add(Pos{}, "catalog %s has no *.yaml files", displayRoot(prefix))
 		return nil, ps.err()
@@ -122,6 +124,11 @@ func load(fsys fs.FS, prefix string) (*Catalog, error) {
 		ps.add(Pos{}, "catalog %s has %d *.yaml files; the limit is %d", displayRoot(prefix), len(names), MaxFiles)
 		return nil, ps.err()
 	}
+	type file struct {
+		display string
+		data    []byte
+	}
+	var files []file
 	total := 0
 	for _, name := range names {
 		display := name
@@ -141,7 +148,38 @@ func load(fsys fs.FS, prefix string) (*Catalog, error) {
 			ps.add(Pos{File: display}, "catalog files add up to more than %d bytes (%d MiB), the total limit", MaxTotalBytes, MaxTotalBytes>>20)
 			break
 		}
-		parseFile(c, display, data, ps)
+		files = append(files, file{display, data})
+	}
+	// Files are parsed concurrently (each into its own position tables and problem
+	// list) and merged in path order, so the result does not depend on scheduling.
+	results := make([]*parsed, len(files))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = parseFile(f.display, f.data)
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		for _, p := range r.ps.list {
+			ps.add(p.Pos, "%s", p.Message)
+		}
+		ps.dropped += r.ps.dropped
+		c.pos = append(c.pos, r.pos)
+		c.raw = append(c.raw, r.raw)
+		for _, doc := range r.docs {
+			c.Groups = append(c.Groups, doc.Groups...)
+			c.Credentials = append(c.Credentials, doc.Credentials...)
+			c.Profiles = append(c.Profiles, doc.Profiles...)
+			c.Environments = append(c.Environments, doc.Environments...)
+			c.Cases = append(c.Cases, doc.Cases...)
+			c.Suites = append(c.Suites, doc.Suites...)
+			c.Rankings = append(c.Rankings, doc.Rankings...)
+		}
 	}
 	if len(ps.list) == 0 {
 		validate(c, ps)
@@ -190,15 +228,26 @@ func readBounded(fsys fs.FS, name string) ([]byte, error) {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// parseFile decodes every YAML document of one file into c.
-func parseFile(c *Catalog, file string, data []byte, ps *problems) {
+// parsed is one file's decoded documents with their position tables and problems.
+type parsed struct {
+	docs []*document
+	pos  map[any]Pos
+	raw  map[any]*yaml.Node
+	ps   *problems
+}
+
+// parseFile decodes every YAML document of one file.
+func parseFile(file string, data []byte) *parsed {
+	// About one recorded position per 12 bytes of YAML; sizing the map up front avoids
+	// rehashing it while decoding.
+	r := &parsed{pos: make(map[any]Pos, len(data)/12), raw: map[any]*yaml.Node{}, ps: &problems{limit: maxProblems}}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	d := &decoder{file: file, ps: ps, pos: c.pos, raw: c.raw}
+	d := &decoder{file: file, ps: r.ps, pos: r.pos, raw: r.raw}
 	for {
 		var root yaml.Node
 		err := decodeDoc(dec, &root)
 		if err == io.EOF {
-			return
+			return r
 		}
 		if err != nil {
 			msg := strings.TrimPrefix(err.Error(), "yaml: ")
@@ -207,8 +256,8 @@ func parseFile(c *Catalog, file string, data []byte, ps *problems) {
 				p.Line, _ = strconv.Atoi(m[1])
 				msg = m[2]
 			}
-			ps.add(p, "malformed YAML: %s", msg)
-			return
+			r.ps.add(p, "malformed YAML: %s", msg)
+			return r
 		}
 		n := &root
 		if n.Kind == yaml.DocumentNode {
@@ -220,19 +269,13 @@ func parseFile(c *Catalog, file string, data []byte, ps *problems) {
 		if isNull(n) {
 			continue
 		}
-		scanRawSecrets(file, n, ps)
-		var doc document
-		d.decode(n, reflectValue(&doc))
+		scanRawSecrets(file, n, r.ps)
+		doc := &document{}
+		d.decode(n, reflectValue(doc))
 		if d.over {
-			return
+			return r
 		}
-		c.Groups = append(c.Groups, doc.Groups...)
-		c.Credentials = append(c.Credentials, doc.Credentials...)
-		c.Profiles = append(c.Profiles, doc.Profiles...)
-		c.Environments = append(c.Environments, doc.Environments...)
-		c.Cases = append(c.Cases, doc.Cases...)
-		c.Suites = append(c.Suites, doc.Suites...)
-		c.Rankings = append(c.Rankings, doc.Rankings...)
+		r.docs = append(r.docs, doc)
 	}
 }
 

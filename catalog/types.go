@@ -24,8 +24,8 @@ type Catalog struct {
 	// matrices"; spec §2.7), manual-only suites included.
 	Cells []*Cell
 
-	pos       map[any]Pos
-	raw       map[any]*yaml.Node
+	pos       []map[any]Pos        // per file: value address → position
+	raw       []map[any]*yaml.Node // per file: free-form value address → its node
 	byCellID  map[string]*Cell
 	suiteByID map[string]*Suite
 	idx       *matrixIndex
@@ -301,4 +301,24 @@ type RankingModel struct {
 	ID                  string   `yaml:"id"`
 	Name                string   `yaml:"name"`
 	SupportedParameters []string `yaml:"supportedParameters"`
+}
+
+// posOf returns the recorded position of the value p points to.
+func (c *Catalog) posOf(p any) (Pos, bool) {
+	for _, m := range c.pos {
+		if pos, ok := m[p]; ok {
+			return pos, true
+		}
+	}
+	return Pos{}, false
+}
+
+// rawOf returns the YAML node a free-form value was decoded from.
+func (c *Catalog) rawOf(p any) *yaml.Node {
+	for _, m := range c.raw {
+		if n, ok := m[p]; ok {
+			return n
+		}
+	}
+	return nil
 }

@@ -99,7 +99,7 @@ type validator struct {
 // fallback that has one.
 func (v *validator) at(ptrs ...any) Pos {
 	for _, p := range ptrs {
-		if pos, ok := v.c.pos[p]; ok {
+		if pos, ok := v.c.posOf(p); ok {
 			return pos
 		}
 	}
@@ -242,7 +242,7 @@ func (v *validator) dup(kind, id string, field *string, exists bool) bool {
 }
 
 func (v *validator) scanPayload(ptr any, where string) {
-	n := v.c.raw[ptr]
+	n := v.c.rawOf(ptr)
 	if n == nil {
 		return
 	}
@@ -415,13 +415,13 @@ func (v *validator) validateCase(cs *Case) {
 	if m := cs.MinimumRunCount; m != nil && (*m < 1 || *m > cs.ExpectedRunCount) {
 		v.add(v.at(m, cs), "%s minimumExpectedRunCount must be between 1 and expectedRunCount", name)
 	}
-	for _, env := range sortedKeys(cs.AttemptTimeoutMs) {
-		p := v.at(mapEntry{mapPointer(cs.AttemptTimeoutMs), env}, &cs.AttemptTimeoutMs, cs)
+	for env, ms := range cs.AttemptTimeoutMs {
+		p := func() Pos { return v.at(mapEntry{mapPointer(cs.AttemptTimeoutMs), env}, &cs.AttemptTimeoutMs, cs) }
 		if len(v.envs[env]) == 0 {
-			v.add(p, "%s attemptTimeoutMs names unknown environment %q", name, env)
+			v.add(p(), "%s attemptTimeoutMs names unknown environment %q", name, env)
 		}
-		if cs.AttemptTimeoutMs[env] <= 0 {
-			v.add(p, "%s attemptTimeoutMs.%s must be positive (milliseconds)", name, env)
+		if ms <= 0 {
+			v.add(p(), "%s attemptTimeoutMs.%s must be positive (milliseconds)", name, env)
 		}
 	}
 	if cs.TurnTimeoutMs < 0 {
