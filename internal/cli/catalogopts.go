@@ -38,7 +38,7 @@ func loadCatalog(dir string) (*catalog.Catalog, error) {
 func selectorFlags(cmd *cobra.Command, sel *catalog.Selector) {
 	f := cmd.Flags()
 	f.BoolVar(&sel.All, "all", false, "select every cell of every suite that is not manual-only")
-	f.StringSliceVar(&sel.IDs, "id", nil, "select the cell `<suite>.<profile>.<environment>.<case>` (repeatable; exclusive with --all and dimensions)")
+	f.StringSliceVar(&sel.IDs, "id", nil, "select the cell with this `id`, <suite>.<profile>.<environment>.<case> (repeatable; exclusive with --all and dimensions)")
 	f.StringSliceVar(&sel.Suites, "suite", nil, "select cells of this suite (repeatable, OR; names manual-only suites too)")
 	f.StringSliceVar(&sel.Groups, "group", nil, "select cells carrying this group (repeatable, AND)")
 	f.StringSliceVar(&sel.Profiles, "profile", nil, "select cells of this agent profile (repeatable, OR)")
