@@ -461,18 +461,28 @@ func TestBadInput(t *testing.T) {
 func TestProblemsReportedTogether(t *testing.T) {
 	t.Parallel()
 	a := mustReplace(t, baseA, "    label: Agent\n", "    label: Agent\n    colour: red\n")
-	a = mustReplace(t, a, "generation: native", "generation: future")
 	b := mustReplace(t, baseB, "    label: Hello\n", "    label: Hello\n    mood: ok\n")
-	b = mustReplace(t, b, "workMode: standard", "workMode: lazy")
 	_, err := loadFiles(map[string]string{"a.yaml": a, "b.yaml": b})
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v", err)
 	}
-	if len(ve.Problems) < 2 {
-		t.Fatalf("want problems from both files, got:\n%v", err)
+	if len(ve.Problems) != 2 || ve.Problems[0].File != "a.yaml" || ve.Problems[1].File != "b.yaml" {
+		t.Fatalf("want the unknown keys of both files, in file order, got:\n%v", err)
 	}
-	if ve.Problems[0].File != "a.yaml" || ve.Problems[len(ve.Problems)-1].File != "b.yaml" {
-		t.Errorf("problems not sorted by file:\n%v", err)
+
+	// Semantic problems (once the files decode) are collected across declarations and
+	// suites alike.
+	a = mustReplace(t, baseA, "generation: native", "generation: future")
+	b = mustReplace(t, baseB, "workMode: standard", "workMode: lazy")
+	b = mustReplace(t, b, "profiles: [agent]", "profiles: [agent, ghost]")
+	_, err = loadFiles(map[string]string{"a.yaml": a, "b.yaml": b})
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{`profile generation "future"`, `case workMode "lazy"`, `unknown profile "ghost"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
 	}
 }

@@ -198,19 +198,15 @@ func validate(c *Catalog, ps *problems) {
 			c.suiteByID[s.ID] = s
 		}
 	}
-	if len(v.ps.list) > 0 {
-		// Suites refer to everything above; resolving them against broken declarations
-		// would only repeat those problems.
-		for _, s := range suites {
-			v.validateSuiteFields(s)
-		}
-		return
-	}
+	// Suite references are always resolved; matrices, sizes and fingerprints only when
+	// every declaration is sound, since a broken profile or case would make every
+	// count it touches wrong.
+	declarationsOK := len(v.ps.list) == 0
 	c.byCellID = map[string]*Cell{}
 	total := 0
 	for _, s := range suites {
 		v.validateSuiteFields(s)
-		v.validateSuite(s)
+		v.validateSuite(s, declarationsOK)
 		total += s.ExpectedMatrixSize
 	}
 	if len(v.ps.list) == 0 && total != len(c.Cells) {
@@ -722,7 +718,7 @@ func (v *validator) validateSuiteFields(s *Suite) {
 }
 
 // validateSuite resolves a suite's references, builds its matrix and fingerprint.
-func (v *validator) validateSuite(s *Suite) {
+func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 	name := "suite " + s.ID
 	before := len(v.ps.list)
 	resolve := func(kind string, refs []string, owner any, look func(string) bool) {
@@ -782,7 +778,7 @@ func (v *validator) validateSuite(s *Suite) {
 			}
 		}
 	}
-	if len(v.ps.list) > before {
+	if !declarationsOK || len(v.ps.list) > before {
 		return
 	}
 	all, cells := buildMatrix(s, s.ExpectedVerdicts)
