@@ -225,7 +225,11 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 				e.Err = err
 			}
 		}
-		c.display = canonjson.Object{{Key: "name", Value: spec.Name}, {Key: "mimeType", Value: spec.MimeType}}
+		want := canonjson.Object{{Key: "name", Value: spec.Name}}
+		if spec.MimeType != "" {
+			want = append(want, canonjson.Member{Key: "mimeType", Value: spec.MimeType})
+		}
+		c.display = want
 	case KindJSONPath:
 		compileJSONPath(spec, c, bad)
 	case KindJSONSchema:

@@ -405,7 +405,8 @@ func (ev *evidence) failureDetail(c *compiled, observed any) string {
 		exp = truncate(exp, expMax)
 		obs = truncate(obs, budget-len(exp))
 	}
-	return pre + exp + mid + obs
+	// A secret could span the joins; redact the whole again (redaction may lengthen it).
+	return truncate(ev.redactString(pre+exp+mid+obs), DetailLimit)
 }
 
 // truncMark ends a value shortened to fit DetailLimit.
