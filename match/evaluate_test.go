@@ -436,3 +436,53 @@ func mustObject(kv ...any) any {
 	}
 	return o
 }
+
+func TestContainsLong(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("ab", 40)
+	for _, tt := range []struct {
+		s, sub string
+		want   bool
+	}{
+		{"xx" + long + "yy", long, true},
+		{"xx" + long[:70] + "yy", long, false},
+		{strings.Repeat("a", 100) + "b", strings.Repeat("a", 40) + "b", true},
+		{"short", "or", true},
+		{"short", "", true},
+		{"", long, false},
+	} {
+		if got := containsLong(tt.s, tt.sub); got != tt.want || got != strings.Contains(tt.s, tt.sub) {
+			t.Errorf("containsLong(%q, %q) = %v, want %v", tt.s, tt.sub, got, tt.want)
+		}
+	}
+}
+
+func TestLongObservedIsBoundedAndRedactedAcrossTheCut(t *testing.T) {
+	t.Parallel()
+	secret := "Zq9Kx7Wm3Pv8Rt2Ly6Hn4Bs1Dc5Fg0Jk"
+	long := strings.Repeat("x", DetailLimit-5) + secret + strings.Repeat("y", 10000)
+	obs := &Observation{
+		Message: long, HasMessage: true,
+		Files: map[string][]byte{"big.bin": []byte(long)}, HasWorkspaceSnapshot: true,
+		Secrets: []string{secret},
+	}
+	ms, err := CompileAll([]Spec{
+		{Kind: KindMessageExact, Expected: "x"},
+		{Kind: KindFileContains, Path: "big.bin", Expected: "yyy"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range Evaluate(ms, obs) {
+		s, ok := o.Observed.(string)
+		if !ok {
+			t.Fatalf("%s observed %T", o.Kind, o.Observed)
+		}
+		if len(s) > DetailLimit || !strings.HasSuffix(s, truncMark) {
+			t.Errorf("%s observed is %d bytes, ends %q", o.Kind, len(s), s[max(0, len(s)-20):])
+		}
+		if strings.Contains(s, secret[:5]) || strings.Contains(o.Detail, secret[:5]) {
+			t.Errorf("%s shows the start of a secret cut at the bound", o.Kind)
+		}
+	}
+}
