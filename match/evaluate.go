@@ -337,11 +337,10 @@ func (ev *evidence) secretForms() []string {
 		}
 		for _, f := range []string{s, Normalize(s)} {
 			add(f)
-			if js, err := canonjson.Ordered(f); err == nil {
-				add(string(js[1 : len(js)-1]))
-			}
-			if js, err := canonjson.Sorted(f); err == nil {
-				add(string(js[1 : len(js)-1]))
+			if needsJSONEscape(f) {
+				if js, err := canonjson.Ordered(f); err == nil {
+					add(string(js[1 : len(js)-1]))
+				}
 			}
 		}
 	}
@@ -352,6 +351,17 @@ func (ev *evidence) secretForms() []string {
 		return ev.secrets[i] < ev.secrets[j]
 	})
 	return ev.secrets
+}
+
+// needsJSONEscape reports whether canonjson.Ordered would encode s other than as s in
+// quotes: it holds a quote, backslash, control character or invalid UTF-8.
+func needsJSONEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return true
+		}
+	}
+	return !utf8.ValidString(s)
 }
 
 // redactString replaces every secret form in s. The last result is remembered, so the

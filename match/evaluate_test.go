@@ -486,3 +486,14 @@ func TestLongObservedIsBoundedAndRedactedAcrossTheCut(t *testing.T) {
 		}
 	}
 }
+
+func TestNeedsJSONEscape(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{
+		"plain-token_123": false, "héllo": false, "é\"": true, "a\\b": true, "a\nb": true, "\xff": true, "é\x01": true,
+	} {
+		if got := needsJSONEscape(s); got != want {
+			t.Errorf("needsJSONEscape(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
