@@ -497,3 +497,15 @@ func TestNeedsJSONEscape(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretInNumberIsRedactedFromDetail(t *testing.T) {
+	t.Parallel()
+	m, err := Compile(Spec{Kind: KindJSONPath, Path: "$.n", Expected: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := m.Evaluate(&Observation{JSON: []byte(`{"n":98765432101}`), Secrets: []string{"98765432101"}})
+	if o.Passed || strings.Contains(o.Detail, "98765432101") || !strings.HasSuffix(o.Detail, "; observed "+redaction) {
+		t.Errorf("detail %q", o.Detail)
+	}
+}

@@ -78,7 +78,13 @@ func FuzzEvaluate(f *testing.F) {
 		if len(o.Detail) > DetailLimit {
 			t.Fatalf("detail is %d bytes", len(o.Detail))
 		}
+		// Redaction works on the rendered detail too (a safety net for secrets in numbers
+		// or spanning values), so a secret that is also framing text ("{", "kind")
+		// legitimately rewrites the framing; check the shape for realistic secrets only.
+		s := strings.TrimSpace(secret)
+		realistic := s == "" || tokenShaped(s)
 		switch {
+		case !realistic:
 		case o.Passed && o.Detail != "matched",
 			o.NotReached && !strings.HasPrefix(o.Detail, "not reached: "),
 			!o.Passed && !o.NotReached && !strings.HasPrefix(o.Detail, "expected {"):
@@ -87,7 +93,6 @@ func FuzzEvaluate(f *testing.F) {
 		// Every piece of observation data in a detail is redacted; the fixed framing
 		// ("expected ", "; observed ", reasons) is not data. Check secrets shaped like
 		// real ones (random tokens), which the framing cannot contain.
-		s := strings.TrimSpace(secret)
 		if tokenShaped(s) && strings.Contains(o.Detail, s) {
 			t.Fatalf("detail contains secret %q: %s", s, o.Detail)
 		}
