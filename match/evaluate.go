@@ -453,19 +453,13 @@ func (ev *evidence) failureDetail(c *compiled, observed any) string {
 	const pre, mid = "expected ", "; observed "
 	exp := ev.redactString(c.specJSON)
 
-	cut := false
-	if s, ok := observed.(string); ok && len(s) > DetailLimit {
-		observed, cut = s[:runeCut(s, DetailLimit)], true
-	}
+	// observed strings are already at most DetailLimit bytes (see bound).
 	js, err := canonjson.Ordered(observed)
 	obs := string(js)
 	if err != nil {
 		obs = fmt.Sprintf("%q", "unencodable observation: "+err.Error())
 	}
 	obs = ev.redactString(obs)
-	if cut {
-		obs = strings.TrimSuffix(obs, `"`) + truncMark
-	}
 
 	budget := DetailLimit - len(pre) - len(mid)
 	if len(exp)+len(obs) > budget {
