@@ -15,7 +15,12 @@ import (
 )
 
 // Matcher kinds, the union of spec runner-e2e-harness §5 (seed 000 "Task cases and
-// matchers").
+// matchers"). The message kinds compare the normalised message (see Normalize) with
+// normalised expected text. message_regex uses Go's RE2 syntax instead of JavaScript
+// RegExp (spec §5 "Go note"): flags i, m and s mean what they mean in JavaScript;
+// lookahead, lookbehind and backreferences are rejected by Compile; \d, \w, \s and \b
+// are ASCII-only as in JavaScript without the u flag, except that \s omits the Unicode
+// spaces JavaScript includes.
 const (
 	KindMessageExact       = "message_exact"
 	KindMessageContains    = "message_contains"
@@ -225,7 +230,11 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 				e.Err = err
 			}
 		}
-		c.display = canonjson.Object{{Key: "name", Value: spec.Name}, {Key: "mimeType", Value: spec.MimeType}}
+		want := canonjson.Object{{Key: "name", Value: spec.Name}}
+		if spec.MimeType != "" {
+			want = append(want, canonjson.Member{Key: "mimeType", Value: spec.MimeType})
+		}
+		c.display = want
 	case KindJSONPath:
 		compileJSONPath(spec, c, bad)
 	case KindJSONSchema:

@@ -49,12 +49,12 @@ func (m Matcher) evaluate(ev *evidence) Outcome {
 		Kind:     c.spec.Kind,
 		Passed:   r.passed && r.missing == "",
 		Expected: ev.redactValue(c.display),
-		Observed: ev.redactValue(r.observed),
+		Observed: ev.bound(r.observed),
 	}
 	switch {
 	case r.missing != "":
 		o.NotReached = true
-		o.Detail = truncate(ev.redactString("not reached: "+r.missing), DetailLimit)
+		o.Detail = truncate("not reached: "+ev.redactString(r.missing), DetailLimit)
 	case o.Passed:
 		o.Detail = "matched"
 	default:
@@ -92,12 +92,12 @@ func (c *compiled) eval(ev *evidence) result {
 			if !ok {
 				return result{}
 			}
-			return result{passed: string(content) == c.text, observed: string(content)}
+			return result{passed: string(content) == c.text, observed: ev.prefix(content)}
 		default:
 			if !ok {
 				return result{}
 			}
-			return result{passed: bytes.Contains(content, []byte(c.text)), observed: string(content)}
+			return result{passed: bytes.Contains(content, []byte(c.text)), observed: ev.prefix(content)}
 		}
 	case KindArtifactExists:
 		if !obs.HasArtifacts {
@@ -225,6 +225,9 @@ type evidence struct {
 
 	secrets     []string
 	secretsDone bool
+
+	redactedIn, redactedOut string // last redactString input and result
+	redactedOK              bool
 }
 
 func newEvidence(obs *Observation) *evidence {
@@ -279,6 +282,35 @@ func (ev *evidence) document() (any, string) {
 	return ev.doc, ev.docMiss
 }
 
+// bound returns v redacted; a string (a message or file content) is also cut to at most
+// DetailLimit bytes, ending with truncMark when cut. Only the kept prefix (plus the
+// longest secret, so a secret straddling the cut is still found) is scanned for secrets.
+func (ev *evidence) bound(v any) any {
+	s, ok := v.(string)
+	if !ok || len(s) <= DetailLimit {
+		return ev.redactValue(v)
+	}
+	s = s[:runeCut(s, ev.scanLimit())]
+	return truncate(ev.redactString(s), DetailLimit)
+}
+
+// prefix returns the first scanLimit bytes of content as a string (the only part bound
+// keeps), so a large file is never copied whole.
+func (ev *evidence) prefix(content []byte) string {
+	return string(content[:min(len(content), ev.scanLimit())])
+}
+
+// scanLimit is how much of a long string bound must keep and redact: DetailLimit plus
+// the longest secret form, plus one byte so a cut string is still longer than
+// DetailLimit.
+func (ev *evidence) scanLimit() int {
+	longest := 0
+	for _, f := range ev.secretForms() {
+		longest = max(longest, len(f))
+	}
+	return DetailLimit + longest + 1
+}
+
 // redaction replaces a secret in details and values.
 const redaction = "[REDACTED]"
 
@@ -305,11 +337,10 @@ func (ev *evidence) secretForms() []string {
 		}
 		for _, f := range []string{s, Normalize(s)} {
 			add(f)
-			if js, err := canonjson.Ordered(f); err == nil {
-				add(string(js[1 : len(js)-1]))
-			}
-			if js, err := canonjson.Sorted(f); err == nil {
-				add(string(js[1 : len(js)-1]))
+			if needsJSONEscape(f) {
+				if js, err := canonjson.Ordered(f); err == nil {
+					add(string(js[1 : len(js)-1]))
+				}
 			}
 		}
 	}
@@ -322,14 +353,54 @@ func (ev *evidence) secretForms() []string {
 	return ev.secrets
 }
 
-// redactString replaces every secret form in s.
+// needsJSONEscape reports whether canonjson.Ordered would encode s other than as s in
+// quotes: it holds a quote, backslash, control character or invalid UTF-8.
+func needsJSONEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return true
+		}
+	}
+	return !utf8.ValidString(s)
+}
+
+// redactString replaces every secret form in s. The last result is remembered, so the
+// message shared by several message matchers is scanned once per Evaluate call.
 func (ev *evidence) redactString(s string) string {
+	if ev.redactedOK && len(s) == len(ev.redactedIn) && s == ev.redactedIn {
+		return ev.redactedOut
+	}
+	in := s
 	for _, sec := range ev.secretForms() {
-		if strings.Contains(s, sec) {
+		if containsLong(s, sec) {
 			s = strings.ReplaceAll(s, sec, redaction)
 		}
 	}
+	if len(in) >= 256 {
+		ev.redactedIn, ev.redactedOut, ev.redactedOK = in, s, true
+	}
 	return s
+}
+
+// containsLong is strings.Contains for needles of any length at vectorised speed: the
+// standard library's vectorised path covers needles up to 31 bytes (63 with AVX2), and
+// generated secrets are often 64 characters, so longer needles are found by their first
+// 16 bytes and then checked whole.
+func containsLong(s, sub string) bool {
+	if len(sub) <= 16 {
+		return strings.Contains(s, sub)
+	}
+	head := sub[:16]
+	for from := 0; ; {
+		i := strings.Index(s[from:], head)
+		if i < 0 {
+			return false
+		}
+		if strings.HasPrefix(s[from+i:], sub) {
+			return true
+		}
+		from += i + 1
+	}
 }
 
 // redactValue returns v with every string (and map key) redacted; v is not modified.
@@ -382,19 +453,13 @@ func (ev *evidence) failureDetail(c *compiled, observed any) string {
 	const pre, mid = "expected ", "; observed "
 	exp := ev.redactString(c.specJSON)
 
-	cut := false
-	if s, ok := observed.(string); ok && len(s) > DetailLimit {
-		observed, cut = s[:runeCut(s, DetailLimit)], true
-	}
+	// observed strings are already at most DetailLimit bytes (see bound).
 	js, err := canonjson.Ordered(observed)
 	obs := string(js)
 	if err != nil {
 		obs = fmt.Sprintf("%q", "unencodable observation: "+err.Error())
 	}
 	obs = ev.redactString(obs)
-	if cut {
-		obs = strings.TrimSuffix(obs, `"`) + truncMark
-	}
 
 	budget := DetailLimit - len(pre) - len(mid)
 	if len(exp)+len(obs) > budget {

@@ -49,7 +49,10 @@ type Artifact struct {
 
 // Outcome is one matcher's result. Exactly one of Passed and NotReached is true, or
 // neither (failed). Expected is what the matcher wanted (normalised text, count, path,
-// value…), Observed what it found (nil when nothing was found); both are redacted.
+// value…), Observed what it found (nil when nothing was found); both are redacted, and
+// an observed message or file content longer than DetailLimit bytes is cut to
+// DetailLimit bytes ending with "…[truncated]" (the full text is evidence, kept
+// elsewhere).
 // Detail is "matched" when Passed, "not reached: <reason>" when NotReached, and
 // otherwise `expected <JSON of the matcher>; observed <JSON of Observed>` (spec §5); it
 // is at most DetailLimit bytes and never contains an Observation secret.
