@@ -31,13 +31,12 @@ type SecretRef struct {
 // scanRawSecrets reports every scalar (value or key) of a document that looks like a
 // provider key. The message never repeats the value.
 func scanRawSecrets(file string, root *yaml.Node, ps *problems) {
-	seen := map[*yaml.Node]bool{}
+	// Without following aliases a document is a tree: every node is visited once.
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
-		if n == nil || seen[n] || n.Kind == yaml.AliasNode {
+		if n == nil || n.Kind == yaml.AliasNode {
 			return
 		}
-		seen[n] = true
 		// Every key shape starts with "sk-"; the substring test spares the regexp
 		// (slow with \b) on nearly every scalar.
 		if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "sk-") && rawSecretRE.MatchString(n.Value) {

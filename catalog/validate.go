@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -188,9 +190,7 @@ func validate(c *Catalog, ps *problems) {
 	for _, p := range nonNil(v, c.Profiles, "profile") {
 		v.validateProfile(p)
 	}
-	for _, cs := range nonNil(v, c.Cases, "case") {
-		v.validateCase(cs)
-	}
+	v.validateCases(nonNil(v, c.Cases, "case"))
 	suites := nonNil(v, c.Suites, "suite")
 	c.suiteByID = map[string]*Suite{}
 	for _, s := range suites {
@@ -202,7 +202,12 @@ func validate(c *Catalog, ps *problems) {
 	// every declaration is sound, since a broken profile or case would make every
 	// count it touches wrong.
 	declarationsOK := len(v.ps.list) == 0
-	c.byCellID = map[string]*Cell{}
+	expected := 0
+	for _, s := range suites {
+		expected += max(0, s.ExpectedMatrixSize)
+	}
+	c.byCellID = make(map[string]*Cell, min(expected, 1<<20))
+	c.Cells = make([]*Cell, 0, min(expected, 1<<20))
 	total := 0
 	for _, s := range suites {
 		v.validateSuiteFields(s)
@@ -395,11 +400,41 @@ func (v *validator) validateProfile(p *Profile) {
 	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
 }
 
-// flowNeeds lists, per flow, the case fields it requires beyond the common ones.
-func (v *validator) validateCase(cs *Case) {
-	if v.id("case", &cs.ID, cs) && v.dup("case", cs.ID, &cs.ID, v.cases[cs.ID] != nil) {
-		v.cases[cs.ID] = cs
+// validateCases registers case ids, then checks the cases concurrently: rendering
+// templates and compiling matchers is most of validation's work. Each worker collects
+// its own problems; they are merged (and later sorted by position) afterwards.
+func (v *validator) validateCases(cases []*Case) {
+	for _, cs := range cases {
+		if v.id("case", &cs.ID, cs) && v.dup("case", cs.ID, &cs.ID, v.cases[cs.ID] != nil) {
+			v.cases[cs.ID] = cs
+		}
 	}
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(cases)/32))
+	results := make([]*problems, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vc := *v // shares the read-only indexes; problems are per worker
+			vc.ps = &problems{limit: maxProblems}
+			for i := w; i < len(cases); i += workers {
+				vc.validateCase(cases[i])
+			}
+			results[w] = vc.ps
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		for _, p := range r.list {
+			v.ps.add(p.Pos, "%s", p.Message)
+		}
+		v.ps.dropped += r.dropped
+	}
+}
+
+// validateCase checks one case; it only reads the validator's indexes.
+func (v *validator) validateCase(cs *Case) {
 	name := "case " + cs.ID
 	v.required("case label", &cs.Label, cs)
 	v.groupRefs(name, cs.Groups, cs)
