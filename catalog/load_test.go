@@ -342,10 +342,14 @@ func TestBadInput(t *testing.T) {
 			name: "matcher problems",
 			files: func(t *testing.T) map[string]string {
 				return ab(baseA, mustReplace(t, baseB, "      - {kind: message_exact, expected: \"{{marker}}\"}\n",
-					"      - {kind: message_exactly, expected: \"{{marker}}\"}\n      - {kind: message_occurrences, expected: x}\n"))
+					"      - {kind: message_exactly, expected: \"{{marker}}\"}\n      - {kind: message_occurrences, expected: x}\n      - {kind: message_exact, expected: x, turn: 2}\n"))
 			},
 			want: func(t *testing.T, f map[string]string) []string {
-				return []string{`case hello matchers\[0\]: matcher message_exactly: kind`, `case hello matchers\[1\]: matcher message_occurrences: count`}
+				return []string{
+					`case hello matchers\[0\]: matcher message_exactly: kind`,
+					`case hello matchers\[1\]: matcher message_occurrences: count`,
+					"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "turn: 2")) + `50: case hello matchers\[2\]: turn 2 is past the case's 1 expected runs`,
+				}
 			},
 		},
 		{

@@ -597,6 +597,9 @@ func (v *validator) validateMatchers(cs *Case, vars map[string]string) {
 	rendered := make([]match.Spec, len(cs.Matchers))
 	renderOK := true
 	for i := range cs.Matchers {
+		if t := cs.Matchers[i].Turn; t > cs.ExpectedRunCount && cs.ExpectedRunCount > 0 {
+			v.add(v.at(&cs.Matchers[i].Turn, &cs.Matchers[i], cs), "case %s matchers[%d]: turn %d is past the case's %d expected runs", cs.ID, i, t, cs.ExpectedRunCount)
+		}
 		r, err := renderMatcher(cs.Matchers[i], vars)
 		if err != nil {
 			v.add(v.at(&cs.Matchers[i], cs), "case %s matchers[%d]: %v", cs.ID, i, err)

@@ -71,16 +71,19 @@ are named.`,
 			case asJSON:
 				out := make([]listCell, 0, len(cells))
 				for _, cell := range cells {
-					creds := cell.RequiredCredentials
+					creds, groups := cell.RequiredCredentials, cell.Groups
 					if creds == nil {
 						creds = []string{}
+					}
+					if groups == nil {
+						groups = []string{}
 					}
 					out = append(out, listCell{
 						ID: cell.ID, Suite: cell.Suite.ID, Profile: cell.Profile.ID,
 						Environment: cell.Environment.ID, Case: cell.Case.ID,
 						Generation: cell.Profile.Generation, Driver: cell.Profile.Driver,
 						Provider: cell.Profile.Provider, Model: cell.Profile.Model,
-						Groups: cell.Groups, RequiredCredentials: creds,
+						Groups: groups, RequiredCredentials: creds,
 						AttemptTimeoutMs: cell.AttemptTimeoutMs, ExpectedRunCount: cell.Case.ExpectedRunCount,
 						ExpectedVerdict: cell.ExpectedVerdict, ManualOnly: cell.Suite.ManualOnly,
 						SuiteFingerprint: cell.Suite.Fingerprint,
