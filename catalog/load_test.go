@@ -190,6 +190,28 @@ func TestBadInput(t *testing.T) {
 			absent: []string{"hunter2"},
 		},
 		{
+			name: "raw credential in definitionMetadata and in command args",
+			files: func(t *testing.T) map[string]string {
+				b := mustReplace(t, baseB, "    expectedMatrixSize: 1\n", "    expectedMatrixSize: 1\n    definitionMetadata: {notes: {ANTHROPIC_API_KEY: plain-value}}\n")
+				b = mustReplace(t, b, "    matchers:\n", `    reference:
+      turns:
+        - trigger: assignment
+          steps:
+            - command: request_approval
+              args: {approvalType: deploy, payload: {clientSecret: s3cr3t}}
+    matchers:
+`)
+				return ab(baseA, b)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{
+					"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "plain-value")) + `\d+: contains a raw credential at suite core definitionMetadata\.notes\.ANTHROPIC_API_KEY`,
+					"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "s3cr3t")) + `\d+: contains a raw credential at case hello reference turns\[0\] steps\[0\] args\.payload\.clientSecret`,
+				}
+			},
+			absent: []string{"plain-value", "s3cr3t"},
+		},
+		{
 			name: "secret_ref with a wrong type",
 			files: func(t *testing.T) map[string]string {
 				return ab(mustReplace(t, baseA, "{type: secret_ref,", "{type: secretref,"), baseB)
