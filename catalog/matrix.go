@@ -44,13 +44,13 @@ func cellID(suite, profile, env, cs string) string {
 // buildMatrix returns the suite's cells before and after exclusions (spec §2.7): for
 // each profile, each suite environment the profile supports, each case.
 func buildMatrix(s *Suite, expected map[string]string) (all []string, cells []*Cell) {
-	excluded := make(map[string]bool, len(s.ExcludedExecutions))
-	for _, id := range s.ExcludedExecutions {
+	excluded := make(map[string]bool, len(s.ExcludedExecutionIDs))
+	for _, id := range s.ExcludedExecutionIDs {
 		excluded[id] = true
 	}
 	for _, p := range s.profiles {
 		for _, e := range s.envs {
-			if !slices.Contains(p.SupportedEnvs, e.ID) {
+			if !slices.Contains(p.SupportedEnvironments, e.ID) {
 				continue
 			}
 			for _, cs := range s.cases {
@@ -132,13 +132,13 @@ func (s *Suite) FingerprintJSON() ([]byte, error) {
 			{Key: "flow", Value: cs.Flow},
 			{Key: "expectedRunCount", Value: float64(cs.ExpectedRunCount)},
 		}
-		if cs.MinimumRunCount != nil {
-			t = append(t, canonjson.Member{Key: "minimumExpectedRunCount", Value: float64(*cs.MinimumRunCount)})
+		if cs.MinimumExpectedRunCount != nil {
+			t = append(t, canonjson.Member{Key: "minimumExpectedRunCount", Value: float64(*cs.MinimumExpectedRunCount)})
 		}
-		t = append(t, canonjson.Member{Key: "restartServerBeforeQuestionAnswer", Value: cs.RestartBeforeAns})
+		t = append(t, canonjson.Member{Key: "restartServerBeforeQuestionAnswer", Value: cs.RestartServerBeforeAnswer})
 		tasks = append(tasks, t)
 	}
-	excluded := slices.Clone(s.ExcludedExecutions)
+	excluded := slices.Clone(s.ExcludedExecutionIDs)
 	if excluded == nil {
 		excluded = []string{}
 	}

@@ -46,8 +46,8 @@ func caseVars(c *Case, nonce, runtimeMode, environment string) (map[string]strin
 	mv := markerVars(nonce)
 	vars := map[string]string{
 		"nonce":       nonce,
-		"issueStatus": c.ExpectedTerminal.Issue,
-		"runStatus":   c.ExpectedTerminal.Run,
+		"issueStatus": c.ExpectedTerminalState.Issue,
+		"runStatus":   c.ExpectedTerminalState.Run,
 		"runtimeMode": runtimeMode,
 		"environment": environment,
 	}

@@ -69,15 +69,15 @@ type Profile struct {
 	Driver string `yaml:"driver"`
 	// DriverConfig is the driver's configuration, free-form but scanned for raw secrets;
 	// values of any "env" map in it must be secret references.
-	DriverConfig       map[string]any      `yaml:"driverConfig"`
-	AdapterType        string              `yaml:"adapterType"`
-	Provider           string              `yaml:"provider"`
-	Model              string              `yaml:"model"`
-	ModelQualification Qualification       `yaml:"modelQualification"`
-	Ranking            *ProfileRanking     `yaml:"ranking"`
-	Credential         string              `yaml:"credential"` // a declared profile-scope credential, or "" for none
-	SupportedEnvs      []string            `yaml:"supportedEnvironments"`
-	ExpectedRuntime    ExpectedRuntimeMeta `yaml:"expectedRuntimeMetadata"`
+	DriverConfig            map[string]any      `yaml:"driverConfig"`
+	AdapterType             string              `yaml:"adapterType"`
+	Provider                string              `yaml:"provider"`
+	Model                   string              `yaml:"model"`
+	ModelQualification      Qualification       `yaml:"modelQualification"`
+	Ranking                 *ProfileRanking     `yaml:"ranking"`
+	Credential              string              `yaml:"credential"` // a declared profile-scope credential, or "" for none
+	SupportedEnvironments   []string            `yaml:"supportedEnvironments"`
+	ExpectedRuntimeMetadata ExpectedRuntimeMeta `yaml:"expectedRuntimeMetadata"`
 	// QualificationCandidate profiles are never retried automatically (spec §9).
 	QualificationCandidate bool `yaml:"qualificationCandidate"`
 }
@@ -152,30 +152,30 @@ type ExecutionTarget struct {
 // fields marked "template" may contain placeholders {{name}} (see Template) rendered
 // per attempt with a fresh nonce.
 type Case struct {
-	ID               string           `yaml:"id"`
-	Label            string           `yaml:"label"`
-	Groups           []string         `yaml:"groups"`
-	WorkMode         string           `yaml:"workMode"` // standard | planning | ask
-	Flow             string           `yaml:"flow"`
-	ExpectedRunCount int              `yaml:"expectedRunCount"`
-	MinimumRunCount  *int             `yaml:"minimumExpectedRunCount"`
-	AttemptTimeoutMs map[string]int64 `yaml:"attemptTimeoutMs"` // environment id → ms
-	TurnTimeoutMs    int64            `yaml:"turnTimeoutMs"`
-	ExpectedTerminal TerminalState    `yaml:"expectedTerminalState"`
-	Title            string           `yaml:"title"`           // template
-	Prompt           string           `yaml:"prompt"`          // template
-	Marker           string           `yaml:"marker"`          // template over {{nonce}}: the visible final marker
-	Followups        []string         `yaml:"followups"`       // templates; warm_three_turn needs exactly two
-	RevisionRequest  string           `yaml:"revisionRequest"` // template; plan_revision_acceptance
-	QuestionAnswer   *QuestionAnswer  `yaml:"questionAnswer"`  // question_resume_completion
-	PlanMarkers      *PlanMarkers     `yaml:"planMarkers"`     // plan flows
-	TurnMarkers      []string         `yaml:"turnMarkers"`     // templates over {{nonce}}; warm_three_turn
-	WorkspaceFile    string           `yaml:"workspaceFile"`   // template over {{nonce}}: workspace-relative path
-	RestartBeforeAns bool             `yaml:"restartServerBeforeQuestionAnswer"`
-	ToolReview       string           `yaml:"toolReviewDecision"` // approve | decline | always | restart
-	RetryPolicy      string           `yaml:"automaticRetryPolicy"`
-	Matchers         []match.Spec     `yaml:"matchers"` // string fields are templates
-	Reference        *ReferenceScript `yaml:"reference"`
+	ID                        string           `yaml:"id"`
+	Label                     string           `yaml:"label"`
+	Groups                    []string         `yaml:"groups"`
+	WorkMode                  string           `yaml:"workMode"` // standard | planning | ask
+	Flow                      string           `yaml:"flow"`
+	ExpectedRunCount          int              `yaml:"expectedRunCount"`
+	MinimumExpectedRunCount   *int             `yaml:"minimumExpectedRunCount"`
+	AttemptTimeoutMs          map[string]int64 `yaml:"attemptTimeoutMs"` // environment id → ms
+	TurnTimeoutMs             int64            `yaml:"turnTimeoutMs"`
+	ExpectedTerminalState     TerminalState    `yaml:"expectedTerminalState"`
+	Title                     string           `yaml:"title"`           // template
+	Prompt                    string           `yaml:"prompt"`          // template
+	Marker                    string           `yaml:"marker"`          // template over {{nonce}}: the visible final marker
+	Followups                 []string         `yaml:"followups"`       // templates; warm_three_turn needs exactly two
+	RevisionRequest           string           `yaml:"revisionRequest"` // template; plan_revision_acceptance
+	QuestionAnswer            *QuestionAnswer  `yaml:"questionAnswer"`  // question_resume_completion
+	PlanMarkers               *PlanMarkers     `yaml:"planMarkers"`     // plan flows
+	TurnMarkers               []string         `yaml:"turnMarkers"`     // templates over {{nonce}}; warm_three_turn
+	WorkspaceFile             string           `yaml:"workspaceFile"`   // template over {{nonce}}: workspace-relative path
+	RestartServerBeforeAnswer bool             `yaml:"restartServerBeforeQuestionAnswer"`
+	ToolReviewDecision        string           `yaml:"toolReviewDecision"` // approve | decline | always | restart
+	AutomaticRetryPolicy      string           `yaml:"automaticRetryPolicy"`
+	Matchers                  []match.Spec     `yaml:"matchers"` // string fields are templates
+	Reference                 *ReferenceScript `yaml:"reference"`
 }
 
 // TerminalState is the issue and run state a case must end in (spec §2.5).
@@ -239,15 +239,15 @@ type WorkspaceEdit struct {
 
 // Suite is one durable testing purpose (seed 000 "Suites and matrices"; spec §2.6).
 type Suite struct {
-	ID                 string   `yaml:"id"`
-	Label              string   `yaml:"label"`
-	Description        string   `yaml:"description"`
-	Groups             []string `yaml:"groups"`
-	Profiles           []string `yaml:"profiles"`
-	Environments       []string `yaml:"environments"` // "<id>" or "<id>@<configurationKey>"
-	Cases              []string `yaml:"cases"`
-	ExcludedExecutions []string `yaml:"excludedExecutionIds"`
-	ExpectedMatrixSize int      `yaml:"expectedMatrixSize"`
+	ID                   string   `yaml:"id"`
+	Label                string   `yaml:"label"`
+	Description          string   `yaml:"description"`
+	Groups               []string `yaml:"groups"`
+	Profiles             []string `yaml:"profiles"`
+	Environments         []string `yaml:"environments"` // "<id>" or "<id>@<configurationKey>"
+	Cases                []string `yaml:"cases"`
+	ExcludedExecutionIDs []string `yaml:"excludedExecutionIds"`
+	ExpectedMatrixSize   int      `yaml:"expectedMatrixSize"`
 	// DefinitionMetadata is free-form, fingerprinted in declaration order (spec §4).
 	DefinitionMetadata *Metadata `yaml:"definitionMetadata"`
 	// ManualOnly suites are selected only when named with --suite or --id.

@@ -378,12 +378,12 @@ func (v *validator) validateProfile(p *Profile) {
 			v.add(v.at(&p.Credential, p), "profile %s credential %q has scope %q; a profile's credential must have scope profile", p.ID, p.Credential, cr.Scope)
 		}
 	}
-	if len(p.SupportedEnvs) == 0 {
-		v.add(v.at(&p.SupportedEnvs, p), "profile %s lists no supportedEnvironments", p.ID)
+	if len(p.SupportedEnvironments) == 0 {
+		v.add(v.at(&p.SupportedEnvironments, p), "profile %s lists no supportedEnvironments", p.ID)
 	}
-	for i := range p.SupportedEnvs {
-		if len(v.envs[p.SupportedEnvs[i]]) == 0 {
-			v.add(v.at(&p.SupportedEnvs[i], p), "profile %s supports unknown environment %q", p.ID, p.SupportedEnvs[i])
+	for i := range p.SupportedEnvironments {
+		if len(v.envs[p.SupportedEnvironments[i]]) == 0 {
+			v.add(v.at(&p.SupportedEnvironments[i], p), "profile %s supports unknown environment %q", p.ID, p.SupportedEnvironments[i])
 		}
 	}
 	if r := p.Ranking; r != nil {
@@ -443,7 +443,7 @@ func (v *validator) validateCase(cs *Case) {
 	if cs.ExpectedRunCount < 1 {
 		v.add(v.at(&cs.ExpectedRunCount, cs), "%s expectedRunCount must be at least 1", name)
 	}
-	if m := cs.MinimumRunCount; m != nil && (*m < 1 || *m > cs.ExpectedRunCount) {
+	if m := cs.MinimumExpectedRunCount; m != nil && (*m < 1 || *m > cs.ExpectedRunCount) {
 		v.add(v.at(m, cs), "%s minimumExpectedRunCount must be between 1 and expectedRunCount", name)
 	}
 	for env, ms := range cs.AttemptTimeoutMs {
@@ -458,10 +458,10 @@ func (v *validator) validateCase(cs *Case) {
 	if cs.TurnTimeoutMs < 0 {
 		v.add(v.at(&cs.TurnTimeoutMs, cs), "%s turnTimeoutMs must not be negative", name)
 	}
-	v.enum("expectedTerminalState issue", &cs.ExpectedTerminal.Issue, IssueStates, cs, cs.Flow != "process_exit")
-	v.enum("expectedTerminalState run", &cs.ExpectedTerminal.Run, RunStates, cs, true)
-	v.enum("toolReviewDecision", &cs.ToolReview, ToolReviews, cs, false)
-	v.enum("automaticRetryPolicy", &cs.RetryPolicy, RetryPolicies, cs, false)
+	v.enum("expectedTerminalState issue", &cs.ExpectedTerminalState.Issue, IssueStates, cs, cs.Flow != "process_exit")
+	v.enum("expectedTerminalState run", &cs.ExpectedTerminalState.Run, RunStates, cs, true)
+	v.enum("toolReviewDecision", &cs.ToolReviewDecision, ToolReviews, cs, false)
+	v.enum("automaticRetryPolicy", &cs.AutomaticRetryPolicy, RetryPolicies, cs, false)
 
 	// Flow contracts (seed 000 "Task cases and matchers").
 	agentFlow := cs.Flow != "process_exit"
@@ -495,12 +495,12 @@ func (v *validator) validateCase(cs *Case) {
 			v.add(v.at(&cs.TurnTimeoutMs, cs), "%s: flow warm_three_turn needs a positive turnTimeoutMs", name)
 		}
 	case "governed_tool_review":
-		if cs.ToolReview == "" {
+		if cs.ToolReviewDecision == "" {
 			v.add(v.at(cs), "%s: flow governed_tool_review needs toolReviewDecision", name)
 		}
 	}
-	if cs.RestartBeforeAns && cs.Flow != "question_resume_completion" {
-		v.add(v.at(&cs.RestartBeforeAns, cs), "%s: restartServerBeforeQuestionAnswer applies only to flow question_resume_completion", name)
+	if cs.RestartServerBeforeAnswer && cs.Flow != "question_resume_completion" {
+		v.add(v.at(&cs.RestartServerBeforeAnswer, cs), "%s: restartServerBeforeQuestionAnswer applies only to flow question_resume_completion", name)
 	}
 
 	// Marker templates may use only the nonce; the others every case variable.
@@ -825,12 +825,12 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 		inMatrix[id] = true
 	}
 	seenEx := map[string]bool{}
-	for i, id := range s.ExcludedExecutions {
+	for i, id := range s.ExcludedExecutionIDs {
 		switch {
 		case seenEx[id]:
-			v.add(v.at(&s.ExcludedExecutions[i], s), "%s excludes %q twice", name, id)
+			v.add(v.at(&s.ExcludedExecutionIDs[i], s), "%s excludes %q twice", name, id)
 		case !inMatrix[id]:
-			v.add(v.at(&s.ExcludedExecutions[i], s), "%s excludes %q, which is not in its matrix", name, id)
+			v.add(v.at(&s.ExcludedExecutionIDs[i], s), "%s excludes %q, which is not in its matrix", name, id)
 		}
 		seenEx[id] = true
 	}
