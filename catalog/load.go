@@ -67,6 +67,7 @@ func LoadDir(dir string) (*Catalog, error) {
 // fileFS is a file system holding exactly one file, named by its own path.
 type fileFS struct{ name string }
 
+// Open opens the one file, whatever name asks for it (fs.WalkDir is not used on it).
 func (f fileFS) Open(name string) (fs.File, error) {
 	if name == "." {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.ErrUnsupported}

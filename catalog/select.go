@@ -39,6 +39,7 @@ type SelectionError struct {
 	Message string
 }
 
+// Error returns the message, which names every offending value.
 func (e *SelectionError) Error() string { return e.Message }
 
 // ErrNoSelector is the message for a run without --all, --id or a dimension.

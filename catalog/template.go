@@ -24,6 +24,7 @@ type TemplateError struct {
 	Message string
 }
 
+// Error renders "template: at byte N: message".
 func (e *TemplateError) Error() string {
 	return fmt.Sprintf("template: at byte %d: %s", e.Offset, e.Message)
 }
