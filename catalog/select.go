@@ -19,7 +19,8 @@ type Selector struct {
 	Environments []string
 	Cases        []string
 	// Listing is set by inventory commands (`agentproof list` without --matrix-json): it
-	// keeps manual-only suites' cells, and an empty selector then means every cell.
+	// keeps manual-only suites' cells (spec §3, "--list is active") unless All is set,
+	// so that `list --all` shows exactly what a run with --all would run.
 	Listing bool
 }
 
@@ -56,7 +57,7 @@ const ErrNoSelector = "choose cells with --all or a selector (--id, --suite, --g
 // An empty selector selects every cell when Listing is set; otherwise (a run) it
 // selects every cell of suites that are not manual-only — callers that start runs
 // check IsEmpty first. Manual-only suites' cells are reachable by --id, by naming the
-// suite with --suite, or when Listing.
+// suite with --suite, or when Listing without All.
 func (c *Catalog) Select(sel Selector) ([]*Cell, error) {
 	if len(sel.IDs) > 0 && (sel.All || sel.hasDimension()) {
 		return nil, &SelectionError{Message: "--id cannot be combined with --all or dimension selectors (--suite, --group, --profile, --environment, --case)"}
@@ -100,7 +101,7 @@ func (c *Catalog) Select(sel Selector) ([]*Cell, error) {
 	} else {
 		suites, profiles, envs, cases := toSet(sel.Suites), toSet(sel.Profiles), toSet(sel.Environments), toSet(sel.Cases)
 		for _, cell := range c.Cells {
-			if cell.Suite.ManualOnly && !sel.Listing && !suites[cell.Suite.ID] {
+			if cell.Suite.ManualOnly && (!sel.Listing || sel.All) && !suites[cell.Suite.ID] {
 				continue
 			}
 			if (len(suites) > 0 && !suites[cell.Suite.ID]) ||

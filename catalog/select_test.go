@@ -35,6 +35,10 @@ func TestSelect(t *testing.T) {
 		{"listing keeps manual-only", Selector{Listing: true}, []string{
 			"tricky.agent.local.hello", "tricky.agent.daytona.hello", "tricky.agent.daytona.resume", "tricky.agent-b.local.resume", "plain.agent-b.local.hello",
 		}, ""},
+		{"listing with --all leaves out manual-only", Selector{Listing: true, All: true}, []string{
+			"tricky.agent.local.hello", "tricky.agent.daytona.hello", "tricky.agent.daytona.resume", "tricky.agent-b.local.resume",
+		}, ""},
+		{"listing by dimension keeps manual-only", Selector{Listing: true, Profiles: []string{"agent-b"}}, []string{"tricky.agent-b.local.resume", "plain.agent-b.local.hello"}, ""},
 		{"naming a manual-only suite selects it", Selector{Suites: []string{"plain"}}, []string{"plain.agent-b.local.hello"}, ""},
 		{"manual-only reachable by id", Selector{IDs: []string{"plain.agent-b.local.hello"}}, []string{"plain.agent-b.local.hello"}, ""},
 		{"OR within a dimension", Selector{Cases: []string{"hello", "resume"}, Profiles: []string{"agent-b"}}, []string{"tricky.agent-b.local.resume"}, ""},

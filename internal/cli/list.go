@@ -41,7 +41,8 @@ func newListCmd(a *app) *cobra.Command {
 the header ID, SUITE, GENERATION, PROVIDER, MODEL, CREDENTIALS (credentials
 comma-joined). Nothing is started and no credential is read.
 
-Without a selector every cell is listed, manual-only suites included. Selectors:
+Without a selector every cell is listed, manual-only suites included; --all lists
+what a run with --all would run (no manual-only suites). Selectors:
 --suite, --group, --profile, --environment, --case repeat (OR within a dimension,
 AND across dimensions; groups are ANDed); --id is exclusive with --all and with the
 dimensions. An unknown value or an empty selection exits 2.
