@@ -19,6 +19,9 @@ package match
 //	json_path                              path (RFC 9535 or legacy dot form), expected (any JSON)
 //	json_schema                            schema (JSON Schema draft 2020-12 document)
 //
+// The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
+// (Observation.Turns) instead of the whole message; 0 or absent means the whole message.
+//
 // String fields may hold templates (for example a per-attempt marker); the catalog
 // renders them before a Spec reaches Compile for evaluation.
 type Spec struct {
@@ -31,4 +34,5 @@ type Spec struct {
 	Name     string `json:"name,omitempty" yaml:"name,omitempty"`
 	MimeType string `json:"mimeType,omitempty" yaml:"mimeType,omitempty"`
 	Schema   any    `json:"schema,omitempty" yaml:"schema,omitempty"`
+	Turn     int    `json:"turn,omitempty" yaml:"turn,omitempty"`
 }

@@ -1,0 +1,602 @@
+package match
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"path"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+
+	"github.com/agentproof/agentproof/canonjson"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/theory/jsonpath"
+)
+
+// Matcher kinds, the union of spec runner-e2e-harness §5 (seed 000 "Task cases and
+// matchers"). The message kinds compare the normalised message (see Normalize) with
+// normalised expected text. message_regex uses Go's RE2 syntax instead of JavaScript
+// RegExp (spec §5 "Go note"): flags i, m and s mean what they mean in JavaScript;
+// lookahead, lookbehind and backreferences are rejected by Compile; \d, \w, \s and \b
+// are ASCII-only as in JavaScript without the u flag, except that \s omits the Unicode
+// spaces JavaScript includes.
+const (
+	KindMessageExact       = "message_exact"
+	KindMessageContains    = "message_contains"
+	KindMessageOccurrences = "message_occurrences"
+	KindMessageRegex       = "message_regex"
+	KindMessageOrdered     = "message_ordered"
+	KindIssueStatus        = "issue_status"
+	KindRunStatus          = "run_status"
+	KindRuntimeMode        = "runtime_mode"
+	KindEnvironment        = "environment"
+	KindFileExists         = "file_exists"
+	KindFileExact          = "file_exact"
+	KindFileContains       = "file_contains"
+	KindArtifactExists     = "artifact_exists"
+	KindJSONPath           = "json_path"
+	KindJSONSchema         = "json_schema"
+)
+
+// kinds is every kind in spec §5 order; kindFields says which Spec fields each accepts
+// (besides kind), in the order Compile checks them.
+var (
+	kinds = []string{
+		KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex,
+		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
+		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
+		KindJSONSchema,
+	}
+	kindFields = map[string][]string{
+		KindMessageExact:       {"expected", "turn"},
+		KindMessageContains:    {"expected", "turn"},
+		KindMessageOccurrences: {"expected", "count", "turn"},
+		KindMessageRegex:       {"pattern", "flags", "turn"},
+		KindMessageOrdered:     {"expected", "turn"},
+		KindIssueStatus:        {"expected"},
+		KindRunStatus:          {"expected"},
+		KindRuntimeMode:        {"expected"},
+		KindEnvironment:        {"expected"},
+		KindFileExists:         {"path"},
+		KindFileExact:          {"path", "expected"},
+		KindFileContains:       {"path", "expected"},
+		KindArtifactExists:     {"name", "mimeType"},
+		KindJSONPath:           {"path", "expected"},
+		KindJSONSchema:         {"schema"},
+	}
+)
+
+// Kinds returns every matcher kind Compile accepts, in spec §5 order (a fresh slice).
+func Kinds() []string { return append([]string(nil), kinds...) }
+
+// Matcher is a compiled, validated matcher. It is immutable: one Matcher may be evaluated
+// by any number of goroutines at once. The zero Matcher is not compiled and evaluates as
+// failed with a detail saying so.
+type Matcher struct{ c *compiled }
+
+// compiled holds everything a kind needs at evaluation, prepared once by Compile.
+type compiled struct {
+	spec     Spec
+	specJSON string // JSON.stringify-compatible encoding of spec, for details
+
+	text    string   // message kinds: normalised expected; status/file kinds: raw expected
+	items   []string // message_ordered: normalised items
+	count   int      // message_occurrences
+	re      *regexp.Regexp
+	file    string // file kinds: cleaned workspace-relative path
+	jpath   *jsonpath.Path
+	want    any    // json_path: expected value as given
+	wantJS  []byte // json_path: RFC 8785 encoding of want
+	schema  *jsonschema.Schema
+	turn    int
+	display any // Outcome.Expected
+}
+
+// Kind returns the matcher's kind ("" for the zero Matcher).
+func (m Matcher) Kind() string {
+	if m.c == nil {
+		return ""
+	}
+	return m.c.spec.Kind
+}
+
+// Spec returns the declaration the matcher was compiled from.
+func (m Matcher) Spec() Spec {
+	if m.c == nil {
+		return Spec{}
+	}
+	return m.c.spec
+}
+
+// Compile validates spec and prepares it for evaluation. It returns a *SpecError (the
+// first problem found, fields checked in the order of the kind's table in Spec's doc) for:
+// a missing or unknown kind; a field the kind does not use; a missing or mistyped
+// parameter; a negative count or turn; flags outside "ims"; a pattern RE2 cannot compile
+// (naming lookahead, lookbehind or backreference when the pattern uses one); a runtime
+// mode other than legacy/native; a workspace path that is empty, absolute or contains
+// "..", a malformed mimeType; a JSONPath that does not parse (RFC 9535, or the legacy dot
+// form converted first); an expected value that cannot be encoded as JSON; and a JSON
+// Schema that does not compile (draft 2020-12, references outside the schema refused).
+// Use CompileAll to get every problem of every spec.
+func Compile(spec Spec) (Matcher, error) {
+	m, problems := compile(spec)
+	if len(problems) > 0 {
+		return Matcher{}, problems[0]
+	}
+	return m, nil
+}
+
+// CompileAll compiles every spec. On success it returns one Matcher per spec, in order.
+// Otherwise it returns nil and a SpecErrors listing every problem of every spec, each
+// with Index set to the spec's position, so a catalog can report them all at once with
+// their file positions.
+func CompileAll(specs []Spec) ([]Matcher, error) {
+	out := make([]Matcher, len(specs))
+	var all SpecErrors
+	for i, s := range specs {
+		m, problems := compile(s)
+		for _, p := range problems {
+			p.Index = i
+		}
+		all = append(all, problems...)
+		out[i] = m
+	}
+	if len(all) > 0 {
+		return nil, all
+	}
+	return out, nil
+}
+
+// compile returns the compiled matcher, or every problem found.
+func compile(spec Spec) (Matcher, []*SpecError) {
+	var problems []*SpecError
+	bad := func(field, format string, args ...any) *SpecError {
+		e := &SpecError{Kind: spec.Kind, Field: field, Message: fmt.Sprintf(format, args...)}
+		problems = append(problems, e)
+		return e
+	}
+	allowed, ok := kindFields[spec.Kind]
+	if !ok {
+		if spec.Kind == "" {
+			bad("kind", "kind is required; use one of %s", strings.Join(kinds, ", "))
+		} else {
+			bad("kind", "unknown kind %q; use one of %s", spec.Kind, strings.Join(kinds, ", "))
+		}
+		return Matcher{}, problems
+	}
+	for _, f := range presentFields(spec) {
+		if !contains(allowed, f) {
+			bad(f, "field %s is not used by kind %s; remove it (this kind takes: %s)", f, spec.Kind, strings.Join(allowed, ", "))
+		}
+	}
+	c := &compiled{spec: spec, turn: spec.Turn}
+	if spec.Turn < 0 {
+		bad("turn", "turn must be 1 or more (the 1-based turn whose message to check), or absent for the whole message; got %d", spec.Turn)
+	}
+
+	switch spec.Kind {
+	case KindMessageExact, KindMessageContains:
+		if s, ok := stringParam(spec, bad, "the text to look for in the message"); ok {
+			c.text = Normalize(s)
+			c.display = c.text
+		}
+	case KindMessageOccurrences:
+		if s, ok := stringParam(spec, bad, "the text whose occurrences to count"); ok {
+			c.text = Normalize(s)
+		}
+		switch {
+		case spec.Count == nil:
+			bad("count", "count is required: the exact number of non-overlapping occurrences (0 or more)")
+		case *spec.Count < 0:
+			bad("count", "count must be 0 or more; got %d", *spec.Count)
+		default:
+			c.count = *spec.Count
+			c.display = c.count
+		}
+	case KindMessageRegex:
+		compileRegex(spec, c, bad)
+	case KindMessageOrdered:
+		compileOrdered(spec, c, bad)
+	case KindIssueStatus, KindRunStatus, KindEnvironment:
+		if s, ok := stringParam(spec, bad, "the exact value to compare with"); ok {
+			if s == "" {
+				bad("expected", "expected must not be empty; give the exact value to compare with")
+			}
+			c.text, c.display = s, s
+		}
+	case KindRuntimeMode:
+		if s, ok := stringParam(spec, bad, `"legacy" or "native"`); ok {
+			if s != "legacy" && s != "native" {
+				bad("expected", `expected must be "legacy" or "native"; got %q`, s)
+			}
+			c.text, c.display = s, s
+		}
+	case KindFileExists, KindFileExact, KindFileContains:
+		c.file = checkWorkspacePath(spec.Path, bad)
+		c.display = c.file
+		if spec.Kind != KindFileExists {
+			if s, ok := stringParam(spec, bad, "the file content to compare with (raw, not normalised)"); ok {
+				c.text, c.display = s, s
+			}
+		}
+	case KindArtifactExists:
+		if spec.Name == "" {
+			bad("name", "name is required: the artifact name to look for")
+		}
+		if spec.MimeType != "" {
+			if _, _, err := mime.ParseMediaType(spec.MimeType); err != nil {
+				e := bad("mimeType", "mimeType %q is not a media type such as text/plain; fix or remove it", spec.MimeType)
+				e.Err = err
+			}
+		}
+		want := canonjson.Object{{Key: "name", Value: spec.Name}}
+		if spec.MimeType != "" {
+			want = append(want, canonjson.Member{Key: "mimeType", Value: spec.MimeType})
+		}
+		c.display = want
+	case KindJSONPath:
+		compileJSONPath(spec, c, bad)
+	case KindJSONSchema:
+		compileSchema(spec, c, bad)
+	}
+
+	js, err := canonjson.Ordered(spec)
+	if err != nil && len(problems) == 0 {
+		e := bad("expected", "the matcher cannot be encoded as JSON; use only strings, numbers, booleans, null, lists and maps")
+		e.Err = err
+	}
+	if len(problems) > 0 {
+		return Matcher{}, problems
+	}
+	c.specJSON = string(js)
+	return Matcher{c: c}, nil
+}
+
+// presentFields lists the non-kind fields set in spec, in declaration order.
+func presentFields(s Spec) []string {
+	var out []string
+	add := func(set bool, name string) {
+		if set {
+			out = append(out, name)
+		}
+	}
+	add(s.Expected != nil, "expected")
+	add(s.Count != nil, "count")
+	add(s.Pattern != "", "pattern")
+	add(s.Flags != "", "flags")
+	add(s.Path != "", "path")
+	add(s.Name != "", "name")
+	add(s.MimeType != "", "mimeType")
+	add(s.Schema != nil, "schema")
+	add(s.Turn != 0, "turn")
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+type badFunc func(field, format string, args ...any) *SpecError
+
+// stringParam returns spec.Expected as a string, reporting it missing or mistyped.
+func stringParam(spec Spec, bad badFunc, what string) (string, bool) {
+	switch v := spec.Expected.(type) {
+	case nil:
+		bad("expected", "expected is required: %s", what)
+	case string:
+		return v, true
+	default:
+		bad("expected", "expected must be a string (%s), not %s; quote it in YAML", what, jsonType(v))
+	}
+	return "", false
+}
+
+// jsonType names the JSON type of a decoded YAML/JSON value, for error messages.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case []any, []string:
+		return "a list"
+	case map[string]any:
+		return "a map"
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64, json.Number:
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+func compileRegex(spec Spec, c *compiled, bad badFunc) {
+	flags := ""
+	for _, f := range spec.Flags {
+		switch {
+		case f != 'i' && f != 'm' && f != 's':
+			bad("flags", "flag %q is not supported; flags may only combine i (ignore case), m (multi-line ^ and $) and s (dot matches newline)", f)
+			return
+		case strings.ContainsRune(flags, f):
+			bad("flags", "flag %q is repeated; give each flag once", f)
+			return
+		}
+		flags += string(f)
+	}
+	if spec.Pattern == "" {
+		bad("pattern", "pattern is required: an RE2 regular expression tested (unanchored) against the normalised message")
+		return
+	}
+	src := spec.Pattern
+	if flags != "" {
+		src = "(?" + flags + ")" + src
+	}
+	re, err := regexp.Compile(src)
+	if err != nil {
+		if construct := unsupportedConstruct(spec.Pattern); construct != "" {
+			e := bad("pattern", "pattern uses a %s, which RE2 (Go regexp) does not support; rewrite it without the %s (for example match the text directly, or split it into several matchers)", construct, construct)
+			e.Construct, e.Err = construct, err
+			return
+		}
+		e := bad("pattern", "pattern is not a valid RE2 regular expression: %s", describeRegexError(err))
+		e.Err = err
+		return
+	}
+	c.re = re
+	c.display = "/" + spec.Pattern + "/" + flags
+}
+
+// describeRegexError renders a regexp/syntax error without the "error parsing regexp"
+// prefix.
+func describeRegexError(err error) string {
+	if se, ok := err.(*syntax.Error); ok {
+		return fmt.Sprintf("%s: `%s`", se.Code, se.Expr)
+	}
+	return err.Error()
+}
+
+// unsupportedConstruct names the first JavaScript-only construct in pattern outside a
+// character class: "lookahead" for (?= (?!, "lookbehind" for (?<= (?<!, "backreference"
+// for \1…\9 or \k<name>. It returns "" when the pattern has none.
+func unsupportedConstruct(p string) string {
+	inClass := false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c == '\\' {
+			if i+1 < len(p) {
+				n := p[i+1]
+				if !inClass && ((n >= '1' && n <= '9') || (n == 'k' && i+2 < len(p) && p[i+2] == '<')) {
+					return "backreference"
+				}
+				i++
+			}
+			continue
+		}
+		if inClass {
+			if c == ']' {
+				inClass = false
+			}
+			continue
+		}
+		switch {
+		case c == '[':
+			inClass = true
+			if i+1 < len(p) && p[i+1] == '^' {
+				i++
+			}
+			if i+1 < len(p) && p[i+1] == ']' {
+				i++
+			}
+		case strings.HasPrefix(p[i:], "(?=") || strings.HasPrefix(p[i:], "(?!"):
+			return "lookahead"
+		case strings.HasPrefix(p[i:], "(?<=") || strings.HasPrefix(p[i:], "(?<!"):
+			return "lookbehind"
+		}
+	}
+	return ""
+}
+
+func compileOrdered(spec Spec, c *compiled, bad badFunc) {
+	var raw []string
+	switch v := spec.Expected.(type) {
+	case nil:
+		bad("expected", "expected is required: a list of texts that must appear in this order")
+		return
+	case []string:
+		raw = v
+	case []any:
+		for i, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				bad("expected", "expected[%d] must be a string, not %s; quote it in YAML", i, jsonType(x))
+				return
+			}
+			raw = append(raw, s)
+		}
+	default:
+		bad("expected", "expected must be a list of strings, not %s", jsonType(v))
+		return
+	}
+	if len(raw) == 0 {
+		bad("expected", "expected must list at least one text")
+		return
+	}
+	c.items = make([]string, len(raw))
+	for i, s := range raw {
+		c.items[i] = Normalize(s)
+	}
+	c.display = c.items
+}
+
+// checkWorkspacePath validates a workspace-relative path and returns its cleaned form.
+func checkWorkspacePath(p string, bad badFunc) string {
+	switch {
+	case p == "":
+		bad("path", "path is required: the file's path relative to the workspace root, such as notes/out.txt")
+		return ""
+	case strings.ContainsRune(p, 0):
+		bad("path", "path must not contain a NUL byte")
+		return ""
+	case strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || (len(p) >= 2 && p[1] == ':'):
+		bad("path", "path %q is absolute; give it relative to the workspace root", p)
+		return ""
+	}
+	for _, seg := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == ".." {
+			bad("path", "path %q contains \"..\" and could leave the workspace; give it relative to the workspace root without \"..\"", p)
+			return ""
+		}
+	}
+	clean := path.Clean(p)
+	if clean == "." {
+		bad("path", "path %q names the workspace root, not a file", p)
+		return ""
+	}
+	return clean
+}
+
+func compileJSONPath(spec Spec, c *compiled, bad badFunc) {
+	if spec.Path == "" {
+		bad("path", "path is required: an RFC 9535 JSONPath such as $.issue.status, or the legacy dot form issue.status")
+	} else {
+		q := LegacyPathToJSONPath(spec.Path)
+		p, err := jsonpath.Parse(q)
+		if err != nil {
+			e := bad("path", "path %q is not a valid JSONPath (RFC 9535, starting with $) nor a legacy dot path: %v", spec.Path, err)
+			e.Err = err
+		} else {
+			c.jpath = p
+		}
+	}
+	if spec.Expected == nil {
+		bad("expected", "expected is required: the JSON value the selected node must equal")
+		return
+	}
+	js, err := canonjson.Sorted(spec.Expected)
+	if err != nil {
+		e := bad("expected", "expected cannot be encoded as JSON; use only strings, numbers, booleans, lists and maps with string keys")
+		e.Err = err
+		return
+	}
+	c.want, c.wantJS, c.display = spec.Expected, js, spec.Expected
+}
+
+// LegacyPathToJSONPath converts the legacy dot form (spec §5: segments separated by ".",
+// empty segments ignored, a numeric segment indexes an array or names an object member)
+// to an RFC 9535 query. A path starting with "$" is returned unchanged. A numeric
+// segment n becomes the union ['n',n], which selects member "n" of an object or element
+// n of an array, exactly as the legacy walk did; other segments become name selectors.
+// An all-empty path ("", ".") selects the root, "$".
+func LegacyPathToJSONPath(p string) string {
+	if strings.HasPrefix(p, "$") {
+		return p
+	}
+	var b strings.Builder
+	b.WriteByte('$')
+	for _, seg := range strings.Split(p, ".") {
+		if seg == "" {
+			continue
+		}
+		quoted := quoteName(seg)
+		if isIndex(seg) {
+			fmt.Fprintf(&b, "[%s,%s]", quoted, seg)
+		} else {
+			fmt.Fprintf(&b, "[%s]", quoted)
+		}
+	}
+	return b.String()
+}
+
+// isIndex reports whether seg is a JSONPath array index: 0 or digits without a leading
+// zero, small enough for an I-JSON integer.
+func isIndex(seg string) bool {
+	if seg == "" || len(seg) > 15 || (len(seg) > 1 && seg[0] == '0') {
+		return false
+	}
+	for i := 0; i < len(seg); i++ {
+		if seg[i] < '0' || seg[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteName renders s as an RFC 9535 single-quoted name selector.
+func quoteName(s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for _, r := range s {
+		switch {
+		case r == '\'':
+			b.WriteString(`\'`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// schemaURL is the location under which a matcher's schema is registered; it is never
+// fetched.
+const schemaURL = "https://agentproof.invalid/matcher.schema.json"
+
+// refusingLoader refuses to load any schema resource: a matcher's schema must be
+// self-contained (no file or network access at validation or evaluation).
+type refusingLoader struct{}
+
+// Load always fails.
+func (refusingLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("schema references %s; a matcher's schema must be self-contained (no remote or file $ref)", url)
+}
+
+func compileSchema(spec Spec, c *compiled, bad badFunc) {
+	if spec.Schema == nil {
+		bad("schema", "schema is required: a JSON Schema (draft 2020-12) document the observation's JSON must satisfy")
+		return
+	}
+	raw, err := json.Marshal(spec.Schema)
+	if err != nil {
+		e := bad("schema", "schema cannot be encoded as JSON; use only maps with string keys, lists, strings, numbers and booleans")
+		e.Err = err
+		return
+	}
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	if err != nil {
+		e := bad("schema", "schema is not a JSON document: %v", err)
+		e.Err = err
+		return
+	}
+	switch doc.(type) {
+	case map[string]any, bool:
+	default:
+		bad("schema", "schema must be a map (or a boolean), not %s", jsonType(doc))
+		return
+	}
+	comp := jsonschema.NewCompiler()
+	comp.DefaultDraft(jsonschema.Draft2020)
+	comp.UseLoader(refusingLoader{})
+	if err := comp.AddResource(schemaURL, doc); err != nil {
+		e := bad("schema", "schema cannot be registered: %v", err)
+		e.Err = err
+		return
+	}
+	sch, err := comp.Compile(schemaURL)
+	if err != nil {
+		e := bad("schema", "schema is not a valid JSON Schema (draft 2020-12): %s", strings.ReplaceAll(err.Error(), schemaURL, "schema"))
+		e.Err = err
+		return
+	}
+	c.schema = sch
+	c.display = spec.Schema
+}

@@ -1,0 +1,211 @@
+package match
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/theory/jsonpath"
+)
+
+func intp(n int) *int { return &n }
+
+func TestCompileAccepts(t *testing.T) {
+	t.Parallel()
+	specs := []Spec{
+		{Kind: KindMessageExact, Expected: "PAPERCLIP_E2E_OK_1"},
+		{Kind: KindMessageExact, Expected: ""},
+		{Kind: KindMessageContains, Expected: "ok", Turn: 2},
+		{Kind: KindMessageOccurrences, Expected: "x", Count: intp(0)},
+		{Kind: KindMessageRegex, Pattern: `^PC_H_\d+$`, Flags: "ms"},
+		{Kind: KindMessageRegex, Pattern: `(?P<n>a)|(?<m>b)`},
+		{Kind: KindMessageOrdered, Expected: []any{"T1", "T2"}},
+		{Kind: KindMessageOrdered, Expected: []string{"T1"}},
+		{Kind: KindIssueStatus, Expected: "done"},
+		{Kind: KindRunStatus, Expected: "succeeded"},
+		{Kind: KindRuntimeMode, Expected: "native"},
+		{Kind: KindEnvironment, Expected: "local"},
+		{Kind: KindFileExists, Path: "./dir/a.txt"},
+		{Kind: KindFileExact, Path: "daytona-warm-1.txt", Expected: "T1-1\n"},
+		{Kind: KindFileContains, Path: "a..b/c", Expected: ""},
+		{Kind: KindArtifactExists, Name: "report"},
+		{Kind: KindArtifactExists, Name: "report", MimeType: "text/html; charset=utf-8"},
+		{Kind: KindJSONPath, Path: "$.issue.status", Expected: "done"},
+		{Kind: KindJSONPath, Path: "runs.0.status", Expected: "succeeded"},
+		{Kind: KindJSONPath, Path: "$.a", Expected: map[string]any{"b": []any{1, "x", nil}}},
+		{Kind: KindJSONSchema, Schema: map[string]any{"type": "object", "required": []any{"issue"}}},
+		{Kind: KindJSONSchema, Schema: true},
+	}
+	for _, s := range specs {
+		m, err := Compile(s)
+		if err != nil {
+			t.Errorf("Compile(%+v): %v", s, err)
+			continue
+		}
+		if m.Kind() != s.Kind {
+			t.Errorf("Kind() = %q, want %q", m.Kind(), s.Kind)
+		}
+	}
+}
+
+func TestCompileRejects(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		spec      Spec
+		field     string
+		construct string
+		message   string // substring of the message
+	}{
+		{"no kind", Spec{}, "kind", "", "kind is required"},
+		{"unknown kind", Spec{Kind: "message_fuzzy"}, "kind", "", `unknown kind "message_fuzzy"`},
+		{"exact missing expected", Spec{Kind: KindMessageExact}, "expected", "", "expected is required"},
+		{"exact non-string", Spec{Kind: KindMessageExact, Expected: 42}, "expected", "", "not a number; quote it"},
+		{"unused field", Spec{Kind: KindIssueStatus, Expected: "done", Path: "x"}, "path", "", "not used by kind issue_status"},
+		{"negative turn", Spec{Kind: KindMessageContains, Expected: "x", Turn: -1}, "turn", "", "turn must be 1 or more"},
+		{"turn on status", Spec{Kind: KindRunStatus, Expected: "x", Turn: 1}, "turn", "", "not used"},
+		{"occurrences no count", Spec{Kind: KindMessageOccurrences, Expected: "x"}, "count", "", "count is required"},
+		{"occurrences negative", Spec{Kind: KindMessageOccurrences, Expected: "x", Count: intp(-1)}, "count", "", "0 or more"},
+		{"regex no pattern", Spec{Kind: KindMessageRegex}, "pattern", "", "pattern is required"},
+		{"regex bad flag", Spec{Kind: KindMessageRegex, Pattern: "a", Flags: "g"}, "flags", "", `flag 'g' is not supported`},
+		{"regex repeated flag", Spec{Kind: KindMessageRegex, Pattern: "a", Flags: "ii"}, "flags", "", "repeated"},
+		{"regex lookahead", Spec{Kind: KindMessageRegex, Pattern: `OK(?=_\d)`}, "pattern", "lookahead", "uses a lookahead"},
+		{"regex negative lookahead", Spec{Kind: KindMessageRegex, Pattern: `^(?!error)`}, "pattern", "lookahead", "lookahead"},
+		{"regex lookbehind", Spec{Kind: KindMessageRegex, Pattern: `(?<=PC_)H`}, "pattern", "lookbehind", "lookbehind"},
+		{"regex negative lookbehind", Spec{Kind: KindMessageRegex, Pattern: `(?<!x)y`}, "pattern", "lookbehind", "lookbehind"},
+		{"regex backreference", Spec{Kind: KindMessageRegex, Pattern: `(\w)\1`}, "pattern", "backreference", "backreference"},
+		{"regex named backreference", Spec{Kind: KindMessageRegex, Pattern: `(?<a>x)\k<a>`}, "pattern", "backreference", "backreference"},
+		{"regex plain syntax error", Spec{Kind: KindMessageRegex, Pattern: `a(`}, "pattern", "", "missing closing )"},
+		{"regex lookahead text inside class is not lookahead", Spec{Kind: KindMessageRegex, Pattern: `[(?=](`}, "pattern", "", "not a valid RE2"},
+		{"ordered missing", Spec{Kind: KindMessageOrdered}, "expected", "", "list of texts"},
+		{"ordered empty", Spec{Kind: KindMessageOrdered, Expected: []any{}}, "expected", "", "at least one"},
+		{"ordered not list", Spec{Kind: KindMessageOrdered, Expected: "T1"}, "expected", "", "must be a list"},
+		{"ordered item not string", Spec{Kind: KindMessageOrdered, Expected: []any{"a", 2}}, "expected", "", "expected[1] must be a string"},
+		{"status empty", Spec{Kind: KindIssueStatus, Expected: ""}, "expected", "", "must not be empty"},
+		{"runtime mode", Spec{Kind: KindRuntimeMode, Expected: "hybrid"}, "expected", "", `"legacy" or "native"`},
+		{"file no path", Spec{Kind: KindFileExists}, "path", "", "path is required"},
+		{"file absolute", Spec{Kind: KindFileExists, Path: "/etc/passwd"}, "path", "", "absolute"},
+		{"file windows absolute", Spec{Kind: KindFileExists, Path: `C:\x`}, "path", "", "absolute"},
+		{"file dotdot", Spec{Kind: KindFileExact, Path: "a/../../b", Expected: "x"}, "path", "", `contains ".."`},
+		{"file root", Spec{Kind: KindFileExists, Path: "./"}, "path", "", "workspace root"},
+		{"file exact no expected", Spec{Kind: KindFileExact, Path: "a"}, "expected", "", "expected is required"},
+		{"artifact no name", Spec{Kind: KindArtifactExists}, "name", "", "name is required"},
+		{"artifact bad mime", Spec{Kind: KindArtifactExists, Name: "a", MimeType: "not a type"}, "mimeType", "", "not a media type"},
+		{"json path missing", Spec{Kind: KindJSONPath, Expected: 1}, "path", "", "path is required"},
+		{"json path bad", Spec{Kind: KindJSONPath, Path: "$.a[", Expected: 1}, "path", "", "not a valid JSONPath"},
+		{"json path no expected", Spec{Kind: KindJSONPath, Path: "$.a"}, "expected", "", "expected is required"},
+		{"json path unencodable", Spec{Kind: KindJSONPath, Path: "$.a", Expected: map[any]any{1: 2}}, "expected", "", "cannot be encoded"},
+		{"schema missing", Spec{Kind: KindJSONSchema}, "schema", "", "schema is required"},
+		{"schema not map", Spec{Kind: KindJSONSchema, Schema: []any{1}}, "schema", "", "must be a map"},
+		{"schema invalid", Spec{Kind: KindJSONSchema, Schema: map[string]any{"type": 5}}, "schema", "", "not a valid JSON Schema"},
+		{"schema file ref", Spec{Kind: KindJSONSchema, Schema: map[string]any{"$ref": "file:///etc/passwd"}}, "schema", "", "self-contained"},
+		{"schema remote ref", Spec{Kind: KindJSONSchema, Schema: map[string]any{"$ref": "https://example.com/s.json"}}, "schema", "", "self-contained"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m, err := Compile(tt.spec)
+			if err == nil {
+				t.Fatalf("Compile(%+v) succeeded", tt.spec)
+			}
+			if m.Kind() != "" {
+				t.Errorf("failed Compile returned a usable matcher")
+			}
+			var se *SpecError
+			if !errors.As(err, &se) {
+				t.Fatalf("error %T is not *SpecError: %v", err, err)
+			}
+			if se.Field != tt.field || se.Construct != tt.construct || se.Kind != tt.spec.Kind {
+				t.Errorf("got kind %q field %q construct %q, want %q %q %q", se.Kind, se.Field, se.Construct, tt.spec.Kind, tt.field, tt.construct)
+			}
+			if !strings.Contains(se.Message, tt.message) {
+				t.Errorf("message %q does not contain %q", se.Message, tt.message)
+			}
+			if !strings.Contains(err.Error(), se.Field+": ") {
+				t.Errorf("Error() %q does not name the field", err.Error())
+			}
+		})
+	}
+}
+
+func TestCompileAllCollectsEveryProblem(t *testing.T) {
+	t.Parallel()
+	specs := []Spec{
+		{Kind: KindMessageExact, Expected: "ok"},
+		{Kind: KindMessageRegex, Pattern: `a(?=b)`, Flags: "x"},
+		{Kind: "bogus"},
+		{Kind: KindFileExact, Path: "/abs"},
+	}
+	ms, err := CompileAll(specs)
+	if ms != nil {
+		t.Fatalf("CompileAll returned matchers despite errors")
+	}
+	var all SpecErrors
+	if !errors.As(err, &all) {
+		t.Fatalf("error %T is not SpecErrors", err)
+	}
+	type key struct {
+		index int
+		field string
+	}
+	var got []key
+	for _, e := range all {
+		got = append(got, key{e.Index, e.Field})
+	}
+	want := []key{{1, "flags"}, {2, "kind"}, {3, "path"}, {3, "expected"}}
+	if len(got) != len(want) {
+		t.Fatalf("problems %v, want %v\n%v", got, want, err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("problem %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	var one *SpecError
+	if !errors.As(err, &one) || one.Index != 1 {
+		t.Errorf("errors.As(*SpecError) = %+v, want the first problem (index 1)", one)
+	}
+	if !strings.Contains(err.Error(), "matchers[3]: matcher file_exact: path:") {
+		t.Errorf("Error() lacks index prefix:\n%s", err)
+	}
+
+	ok, err := CompileAll(specs[:1])
+	if err != nil || len(ok) != 1 || ok[0].Kind() != KindMessageExact {
+		t.Fatalf("CompileAll(valid) = %v, %v", ok, err)
+	}
+}
+
+func TestLegacyPathToJSONPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"$.issue.status", "$.issue.status"},
+		{"issue.status", "$['issue']['status']"},
+		{"runs.0.status", "$['runs']['0',0]['status']"},
+		{"a..b.", "$['a']['b']"},
+		{"", "$"},
+		{".", "$"},
+		{"it's.a\\b", `$['it\'s']['a\\b']`},
+		{"01.x", "$['01']['x']"},
+	}
+	for _, tt := range tests {
+		got := LegacyPathToJSONPath(tt.in)
+		if got != tt.want {
+			t.Errorf("LegacyPathToJSONPath(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if _, err := jsonpath.Parse(got); err != nil {
+			t.Errorf("converted %q does not parse: %v", got, err)
+		}
+	}
+}
+
+func TestKinds(t *testing.T) {
+	t.Parallel()
+	ks := Kinds()
+	if len(ks) != 15 {
+		t.Fatalf("Kinds() has %d kinds, spec §5 lists 15", len(ks))
+	}
+	ks[0] = "mutated"
+	if Kinds()[0] != KindMessageExact {
+		t.Errorf("Kinds() shares its backing array")
+	}
+}

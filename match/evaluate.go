@@ -1,0 +1,499 @@
+package match
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentproof/agentproof/canonjson"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Evaluate evaluates every matcher against obs and returns one Outcome per matcher, in
+// the matchers' order (deterministic: the same matchers and observation always give the
+// same outcomes). A nil obs is an observation with no evidence (every matcher not
+// reached). Matchers and the observation are only read, so any number of Evaluate calls
+// may run concurrently on the same values; derived evidence (the normalised message, the
+// decoded JSON document) is computed once per call and shared by its matchers.
+func Evaluate(matchers []Matcher, obs *Observation) []Outcome {
+	ev := newEvidence(obs)
+	out := make([]Outcome, len(matchers))
+	for i, m := range matchers {
+		out[i] = m.evaluate(ev)
+	}
+	return out
+}
+
+// Evaluate evaluates one matcher against obs; see the package-level Evaluate.
+func (m Matcher) Evaluate(obs *Observation) Outcome {
+	return m.evaluate(newEvidence(obs))
+}
+
+// result is what a kind found, before redaction and detail rendering.
+type result struct {
+	passed   bool
+	missing  string // non-empty: evidence missing, the reason
+	observed any
+}
+
+func (m Matcher) evaluate(ev *evidence) Outcome {
+	c := m.c
+	if c == nil {
+		return Outcome{Detail: "matcher was not compiled; build it with match.Compile"}
+	}
+	r := c.eval(ev)
+	o := Outcome{
+		Kind:     c.spec.Kind,
+		Passed:   r.passed && r.missing == "",
+		Expected: ev.redactValue(c.display),
+		Observed: ev.bound(r.observed),
+	}
+	switch {
+	case r.missing != "":
+		o.NotReached = true
+		o.Detail = truncate("not reached: "+ev.redactString(r.missing), DetailLimit)
+	case o.Passed:
+		o.Detail = "matched"
+	default:
+		o.Detail = ev.failureDetail(c, o.Observed)
+	}
+	return o
+}
+
+func (c *compiled) eval(ev *evidence) result {
+	obs := ev.obs
+	switch c.spec.Kind {
+	case KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex, KindMessageOrdered:
+		msg, missing := ev.message(c.turn)
+		if missing != "" {
+			return result{missing: missing}
+		}
+		return c.evalMessage(msg)
+	case KindIssueStatus:
+		return equalField(obs.IssueStatus, c.text, "the issue status was not observed")
+	case KindRunStatus:
+		return equalField(obs.RunStatus, c.text, "the run status was not observed")
+	case KindRuntimeMode:
+		return equalField(obs.RuntimeMode, c.text, "the runtime mode was not observed")
+	case KindEnvironment:
+		return equalField(obs.Environment, c.text, "the environment was not observed")
+	case KindFileExists, KindFileExact, KindFileContains:
+		if !obs.HasWorkspaceSnapshot {
+			return result{missing: "no workspace snapshot was taken"}
+		}
+		content, ok := obs.Files[c.file]
+		switch c.spec.Kind {
+		case KindFileExists:
+			return result{passed: ok, observed: ok}
+		case KindFileExact:
+			if !ok {
+				return result{}
+			}
+			return result{passed: string(content) == c.text, observed: ev.prefix(content)}
+		default:
+			if !ok {
+				return result{}
+			}
+			return result{passed: bytes.Contains(content, []byte(c.text)), observed: ev.prefix(content)}
+		}
+	case KindArtifactExists:
+		if !obs.HasArtifacts {
+			return result{missing: "artifacts were not collected"}
+		}
+		found := []Artifact{}
+		passed := false
+		for _, a := range obs.Artifacts {
+			found = append(found, a)
+			if a.Name == c.spec.Name && (c.spec.MimeType == "" || a.MimeType == c.spec.MimeType) {
+				passed = true
+			}
+		}
+		return result{passed: passed, observed: found}
+	case KindJSONPath:
+		doc, missing := ev.document()
+		if missing != "" {
+			return result{missing: missing}
+		}
+		nodes := c.jpath.Select(doc)
+		if len(nodes) != 1 {
+			return result{observed: canonjson.Object{
+				{Key: "selected", Value: len(nodes)},
+				{Key: "nodes", Value: []any(nodes)},
+			}}
+		}
+		got, err := canonjson.Sorted(nodes[0])
+		return result{passed: err == nil && bytes.Equal(got, c.wantJS), observed: nodes[0]}
+	case KindJSONSchema:
+		doc, missing := ev.document()
+		if missing != "" {
+			return result{missing: missing}
+		}
+		err := c.schema.Validate(doc)
+		if err == nil {
+			return result{passed: true}
+		}
+		return result{observed: canonjson.Object{
+			{Key: "errors", Value: schemaErrors(err)},
+			{Key: "value", Value: doc},
+		}}
+	}
+	return result{missing: fmt.Sprintf("kind %q has no evaluator", c.spec.Kind)}
+}
+
+func (c *compiled) evalMessage(msg string) result {
+	switch c.spec.Kind {
+	case KindMessageExact:
+		return result{passed: msg == c.text, observed: msg}
+	case KindMessageContains:
+		return result{passed: strings.Contains(msg, c.text), observed: msg}
+	case KindMessageOccurrences:
+		n := 0
+		if c.text != "" {
+			n = strings.Count(msg, c.text) // non-overlapping, left to right
+		}
+		return result{passed: n == c.count, observed: n}
+	case KindMessageRegex:
+		return result{passed: c.re.MatchString(msg), observed: msg}
+	default: // KindMessageOrdered
+		pos := 0
+		for _, item := range c.items {
+			i := strings.Index(msg[pos:], item)
+			if i < 0 {
+				return result{observed: msg}
+			}
+			pos += i + len(item)
+		}
+		return result{passed: true, observed: msg}
+	}
+}
+
+func equalField(got, want, missing string) result {
+	if got == "" {
+		return result{missing: missing}
+	}
+	return result{passed: got == want, observed: got}
+}
+
+// schemaErrors lists a validation failure's leaf errors as "<instance location>:
+// <message>", sorted and without duplicates.
+func schemaErrors(err error) []string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, u := range ve.BasicOutput().Errors {
+		if u.Error == nil {
+			continue
+		}
+		loc := u.InstanceLocation
+		if loc == "" {
+			loc = "/"
+		}
+		out = append(out, fmt.Sprintf("%s: %s", loc, u.Error.String()))
+	}
+	if len(out) == 0 {
+		out = append(out, ve.Error())
+	}
+	sort.Strings(out)
+	j := 0
+	for i, s := range out {
+		if i == 0 || s != out[j-1] {
+			out[j] = s
+			j++
+		}
+	}
+	return out[:j]
+}
+
+// evidence is one Evaluate call's view of an observation, with derived values computed
+// on first use. It is used by one goroutine only.
+type evidence struct {
+	obs *Observation
+
+	norm     string
+	normDone bool
+	turns    []string
+	turnDone []bool
+
+	doc     any
+	docMiss string
+	docDone bool
+
+	secrets     []string
+	secretsDone bool
+
+	redactedIn, redactedOut string // last redactString input and result
+	redactedOK              bool
+}
+
+func newEvidence(obs *Observation) *evidence {
+	if obs == nil {
+		obs = &Observation{}
+	}
+	return &evidence{obs: obs}
+}
+
+// message returns the normalised message (turn 0) or turn's message, or why it is
+// missing.
+func (ev *evidence) message(turn int) (string, string) {
+	if turn == 0 {
+		if !ev.obs.HasMessage {
+			return "", "no message was observed"
+		}
+		if !ev.normDone {
+			ev.norm, ev.normDone = Normalize(ev.obs.Message), true
+		}
+		return ev.norm, ""
+	}
+	if turn > len(ev.obs.Turns) {
+		return "", fmt.Sprintf("turn %d was not observed (%d turns observed)", turn, len(ev.obs.Turns))
+	}
+	if ev.turns == nil {
+		ev.turns = make([]string, len(ev.obs.Turns))
+		ev.turnDone = make([]bool, len(ev.obs.Turns))
+	}
+	if !ev.turnDone[turn-1] {
+		ev.turns[turn-1], ev.turnDone[turn-1] = Normalize(ev.obs.Turns[turn-1]), true
+	}
+	return ev.turns[turn-1], ""
+}
+
+// document returns the decoded JSON document (numbers as json.Number), or why it is
+// missing.
+func (ev *evidence) document() (any, string) {
+	if !ev.docDone {
+		ev.docDone = true
+		switch {
+		case ev.obs.JSON == nil:
+			ev.docMiss = "no JSON document was observed"
+		default:
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ev.obs.JSON))
+			if err != nil {
+				ev.docMiss = "the observed JSON document does not parse: " + err.Error()
+			} else {
+				ev.doc = doc
+			}
+		}
+	}
+	return ev.doc, ev.docMiss
+}
+
+// bound returns v redacted; a string (a message or file content) is also cut to at most
+// DetailLimit bytes, ending with truncMark when cut. Only the kept prefix (plus the
+// longest secret, so a secret straddling the cut is still found) is scanned for secrets.
+func (ev *evidence) bound(v any) any {
+	s, ok := v.(string)
+	if !ok || len(s) <= DetailLimit {
+		return ev.redactValue(v)
+	}
+	s = s[:runeCut(s, ev.scanLimit())]
+	return truncate(ev.redactString(s), DetailLimit)
+}
+
+// prefix returns the first scanLimit bytes of content as a string (the only part bound
+// keeps), so a large file is never copied whole.
+func (ev *evidence) prefix(content []byte) string {
+	return string(content[:min(len(content), ev.scanLimit())])
+}
+
+// scanLimit is how much of a long string bound must keep and redact: DetailLimit plus
+// the longest secret form, plus one byte so a cut string is still longer than
+// DetailLimit.
+func (ev *evidence) scanLimit() int {
+	longest := 0
+	for _, f := range ev.secretForms() {
+		longest = max(longest, len(f))
+	}
+	return DetailLimit + longest + 1
+}
+
+// redaction replaces a secret in details and values.
+const redaction = "[REDACTED]"
+
+// secretForms returns every form of every observation secret that could appear in an
+// outcome: as given, normalised (the message kinds show normalised text) and
+// JSON-escaped (details embed JSON), longest first so a secret is redacted before its
+// substrings.
+func (ev *evidence) secretForms() []string {
+	if ev.secretsDone {
+		return ev.secrets
+	}
+	ev.secretsDone = true
+	seen := map[string]bool{}
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			ev.secrets = append(ev.secrets, s)
+		}
+	}
+	for _, s := range ev.obs.Secrets {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		for _, f := range []string{s, Normalize(s)} {
+			add(f)
+			if needsJSONEscape(f) {
+				if js, err := canonjson.Ordered(f); err == nil {
+					add(string(js[1 : len(js)-1]))
+				}
+			}
+		}
+	}
+	sort.SliceStable(ev.secrets, func(i, j int) bool {
+		if len(ev.secrets[i]) != len(ev.secrets[j]) {
+			return len(ev.secrets[i]) > len(ev.secrets[j])
+		}
+		return ev.secrets[i] < ev.secrets[j]
+	})
+	return ev.secrets
+}
+
+// needsJSONEscape reports whether canonjson.Ordered would encode s other than as s in
+// quotes: it holds a quote, backslash, control character or invalid UTF-8.
+func needsJSONEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return true
+		}
+	}
+	return !utf8.ValidString(s)
+}
+
+// redactString replaces every secret form in s. The last result is remembered, so the
+// message shared by several message matchers is scanned once per Evaluate call.
+func (ev *evidence) redactString(s string) string {
+	if ev.redactedOK && len(s) == len(ev.redactedIn) && s == ev.redactedIn {
+		return ev.redactedOut
+	}
+	in := s
+	for _, sec := range ev.secretForms() {
+		if containsLong(s, sec) {
+			s = strings.ReplaceAll(s, sec, redaction)
+		}
+	}
+	if len(in) >= 256 {
+		ev.redactedIn, ev.redactedOut, ev.redactedOK = in, s, true
+	}
+	return s
+}
+
+// containsLong is strings.Contains for needles of any length at vectorised speed: the
+// standard library's vectorised path covers needles up to 31 bytes (63 with AVX2), and
+// generated secrets are often 64 characters, so longer needles are found by their first
+// 16 bytes and then checked whole.
+func containsLong(s, sub string) bool {
+	if len(sub) <= 16 {
+		return strings.Contains(s, sub)
+	}
+	head := sub[:16]
+	for from := 0; ; {
+		i := strings.Index(s[from:], head)
+		if i < 0 {
+			return false
+		}
+		if strings.HasPrefix(s[from+i:], sub) {
+			return true
+		}
+		from += i + 1
+	}
+}
+
+// redactValue returns v with every string (and map key) redacted; v is not modified.
+// Values of other types pass through unchanged.
+func (ev *evidence) redactValue(v any) any {
+	if len(ev.obs.Secrets) == 0 || len(ev.secretForms()) == 0 {
+		return v
+	}
+	switch t := v.(type) {
+	case string:
+		return ev.redactString(t)
+	case []string:
+		out := make([]string, len(t))
+		for i, s := range t {
+			out[i] = ev.redactString(s)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = ev.redactValue(x)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[ev.redactString(k)] = ev.redactValue(x)
+		}
+		return out
+	case canonjson.Object:
+		out := make(canonjson.Object, len(t))
+		for i, m := range t {
+			out[i] = canonjson.Member{Key: ev.redactString(m.Key), Value: ev.redactValue(m.Value)}
+		}
+		return out
+	case []Artifact:
+		out := make([]Artifact, len(t))
+		for i, a := range t {
+			a.Name, a.MimeType, a.SHA256 = ev.redactString(a.Name), ev.redactString(a.MimeType), ev.redactString(a.SHA256)
+			out[i] = a
+		}
+		return out
+	}
+	return v
+}
+
+// failureDetail renders `expected <matcher JSON>; observed <observed JSON>` within
+// DetailLimit bytes, redacted. observed is already redacted.
+func (ev *evidence) failureDetail(c *compiled, observed any) string {
+	const pre, mid = "expected ", "; observed "
+	exp := ev.redactString(c.specJSON)
+
+	// observed strings are already at most DetailLimit bytes (see bound).
+	js, err := canonjson.Ordered(observed)
+	obs := string(js)
+	if err != nil {
+		obs = fmt.Sprintf("%q", "unencodable observation: "+err.Error())
+	}
+	obs = ev.redactString(obs)
+
+	budget := DetailLimit - len(pre) - len(mid)
+	if len(exp)+len(obs) > budget {
+		expMax := budget - len(obs)
+		if expMax < budget/4 {
+			expMax = budget / 4
+		}
+		exp = truncate(exp, expMax)
+		obs = truncate(obs, budget-len(exp))
+	}
+	return pre + exp + mid + obs
+}
+
+// truncMark ends a value shortened to fit DetailLimit.
+const truncMark = "…[truncated]"
+
+// truncate shortens s to at most n bytes, at a rune boundary, ending with truncMark.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n < len(truncMark) {
+		return s[:runeCut(s, n)]
+	}
+	return s[:runeCut(s, n-len(truncMark))] + truncMark
+}
+
+// runeCut returns the largest i ≤ n such that s[:i] does not split a UTF-8 sequence.
+func runeCut(s string, n int) int {
+	if n >= len(s) {
+		return len(s)
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}

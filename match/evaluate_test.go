@@ -1,0 +1,511 @@
+package match
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/agentproof/agentproof/canonjson"
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+type state int
+
+const (
+	pass state = iota
+	fail
+	notReached
+)
+
+func (s state) String() string { return [...]string{"pass", "fail", "notReached"}[s] }
+
+func stateOf(o Outcome) state {
+	switch {
+	case o.NotReached:
+		return notReached
+	case o.Passed:
+		return pass
+	}
+	return fail
+}
+
+// msg is an observation holding only a message.
+func msg(s string) *Observation { return &Observation{Message: s, HasMessage: true} }
+
+// full is an observation with every kind of evidence, for the non-message kinds.
+func full() *Observation {
+	return &Observation{
+		Message:     "PAPERCLIP_E2E_OK_7",
+		HasMessage:  true,
+		Turns:       []string{"turn one PAPERCLIP_E2E_WARM_T1_7", "PAPERCLIP\\_E2E\\_WARM\\_T2\\_7\r\n"},
+		IssueStatus: "done",
+		RunStatus:   "succeeded",
+		RuntimeMode: "native",
+		Environment: "local",
+		Files: map[string][]byte{
+			"daytona-warm-7.txt": []byte("T1-7\nT2-7\nT3-7\n"),
+			"dir/unicode.txt":    []byte("héllo  wörld\r\n"),
+			"empty.txt":          {},
+		},
+		HasWorkspaceSnapshot: true,
+		Artifacts: []Artifact{
+			{Name: "final-state.png", MimeType: "image/png", SHA256: strings.Repeat("ab", 32), ByteSize: 1024},
+			{Name: "server.log", MimeType: "text/plain", ByteSize: 10},
+		},
+		HasArtifacts: true,
+		JSON: []byte(`{"issue":{"status":"done","title":"Rotate key"},"runs":[{"status":"succeeded","n":1.0},{"status":"failed","n":2}],` +
+			`"interactions":[],"documents":{"plan":{"revision":2,"steps":["a","b","c"],"0":"zero"}}}`),
+	}
+}
+
+func withoutJSON(o *Observation) *Observation { o.JSON = nil; return o }
+func withoutSnapshot(o *Observation) *Observation {
+	o.HasWorkspaceSnapshot, o.Files = false, nil
+	return o
+}
+func withoutArtifacts(o *Observation) *Observation {
+	o.HasArtifacts, o.Artifacts = false, nil
+	return o
+}
+func withJSON(o *Observation, doc string) *Observation { o.JSON = []byte(doc); return o }
+func withStatus(o *Observation, issue, run string) *Observation {
+	o.IssueStatus, o.RunStatus = issue, run
+	return o
+}
+
+type evalCase struct {
+	name string
+	spec Spec
+	obs  *Observation
+	want state
+}
+
+var evalCases = []evalCase{
+	// message_exact
+	{"exact/pass", Spec{Kind: KindMessageExact, Expected: "PAPERCLIP_E2E_OK_7"}, msg("PAPERCLIP_E2E_OK_7"), pass},
+	{"exact/normalised both sides", Spec{Kind: KindMessageExact, Expected: "  a\\_b \t c "}, msg("a_b  c\r\n"), pass},
+	{"exact/markdown escaped marker", Spec{Kind: KindMessageExact, Expected: "PAPERCLIP_E2E_OK_7"}, msg(`PAPERCLIP\_E2E\_OK\_7`), pass},
+	{"exact/fail extra text", Spec{Kind: KindMessageExact, Expected: "PAPERCLIP_E2E_OK_7"}, msg("Done: PAPERCLIP_E2E_OK_7"), fail},
+	{"exact/newline is not space", Spec{Kind: KindMessageExact, Expected: "a b"}, msg("a\nb"), fail},
+	{"exact/empty message observed", Spec{Kind: KindMessageExact, Expected: ""}, msg(""), pass},
+	{"exact/empty message fails", Spec{Kind: KindMessageExact, Expected: "x"}, msg(""), fail},
+	{"exact/unicode", Spec{Kind: KindMessageExact, Expected: "héllo wörld ✓"}, msg("\u00a0héllo\t wörld ✓\ufeff"), pass},
+	{"exact/case sensitive", Spec{Kind: KindMessageExact, Expected: "ok"}, msg("OK"), fail},
+	{"exact/no message", Spec{Kind: KindMessageExact, Expected: "x"}, &Observation{}, notReached},
+	{"exact/nil observation", Spec{Kind: KindMessageExact, Expected: "x"}, nil, notReached},
+	// message_contains
+	{"contains/pass", Spec{Kind: KindMessageContains, Expected: "E2E_OK_7"}, msg("Done. PAPERCLIP\\_E2E\\_OK\\_7."), pass},
+	{"contains/fail", Spec{Kind: KindMessageContains, Expected: "E2E_OK_8"}, msg("PAPERCLIP_E2E_OK_7"), fail},
+	{"contains/empty expected", Spec{Kind: KindMessageContains, Expected: ""}, msg(""), pass},
+	{"contains/turn 2", Spec{Kind: KindMessageContains, Expected: "PAPERCLIP_E2E_WARM_T2_7", Turn: 2}, full(), pass},
+	{"contains/turn 1 lacks T2", Spec{Kind: KindMessageContains, Expected: "PAPERCLIP_E2E_WARM_T2_7", Turn: 1}, full(), fail},
+	{"contains/turn 3 missing", Spec{Kind: KindMessageContains, Expected: "x", Turn: 3}, full(), notReached},
+	// message_occurrences
+	{"occurrences/once", Spec{Kind: KindMessageOccurrences, Expected: "OK_7", Count: intp(1)}, msg("PAPERCLIP_E2E_OK_7"), pass},
+	{"occurrences/twice fails once", Spec{Kind: KindMessageOccurrences, Expected: "OK_7", Count: intp(1)}, msg("OK_7 and OK_7"), fail},
+	{"occurrences/overlapping counted once", Spec{Kind: KindMessageOccurrences, Expected: "aa", Count: intp(2)}, msg("aaaa a"), pass},
+	{"occurrences/overlapping not 3", Spec{Kind: KindMessageOccurrences, Expected: "aa", Count: intp(3)}, msg("aaaa"), fail},
+	{"occurrences/zero", Spec{Kind: KindMessageOccurrences, Expected: "ERROR", Count: intp(0)}, msg("all good"), pass},
+	{"occurrences/empty expected counts 0", Spec{Kind: KindMessageOccurrences, Expected: "", Count: intp(0)}, msg("abc"), pass},
+	{"occurrences/empty expected never 1", Spec{Kind: KindMessageOccurrences, Expected: "", Count: intp(1)}, msg("abc"), fail},
+	{"occurrences/unicode", Spec{Kind: KindMessageOccurrences, Expected: "ü", Count: intp(2)}, msg("über über"), pass},
+	{"occurrences/no message", Spec{Kind: KindMessageOccurrences, Expected: "x", Count: intp(0)}, &Observation{}, notReached},
+	// message_regex
+	{"regex/pass", Spec{Kind: KindMessageRegex, Pattern: `PC_H_\d+`}, msg("say PC\\_H\\_12 now"), pass},
+	{"regex/unanchored fails", Spec{Kind: KindMessageRegex, Pattern: `^PC_H_\d+$`}, msg("x PC_H_12"), fail},
+	{"regex/i flag", Spec{Kind: KindMessageRegex, Pattern: `done`, Flags: "i"}, msg("DONE"), pass},
+	{"regex/no i flag", Spec{Kind: KindMessageRegex, Pattern: `done`}, msg("DONE"), fail},
+	{"regex/m flag", Spec{Kind: KindMessageRegex, Pattern: `^b$`, Flags: "m"}, msg("a\nb\nc"), pass},
+	{"regex/no m flag", Spec{Kind: KindMessageRegex, Pattern: `^b$`}, msg("a\nb\nc"), fail},
+	{"regex/s flag", Spec{Kind: KindMessageRegex, Pattern: `a.b`, Flags: "s"}, msg("a\nb"), pass},
+	{"regex/no s flag", Spec{Kind: KindMessageRegex, Pattern: `a.b`}, msg("a\nb"), fail},
+	{"regex/sees normalised message", Spec{Kind: KindMessageRegex, Pattern: `^a b$`}, msg(" a \t b\r\n"), pass},
+	{"regex/no message", Spec{Kind: KindMessageRegex, Pattern: `x`}, &Observation{}, notReached},
+	// message_ordered
+	{"ordered/pass", Spec{Kind: KindMessageOrdered, Expected: []any{"T1", "T2", "T3"}}, msg("T1 then T2 then T3"), pass},
+	{"ordered/wrong order", Spec{Kind: KindMessageOrdered, Expected: []any{"T1", "T3", "T2"}}, msg("T1 then T2 then T3"), fail},
+	{"ordered/reused text fails", Spec{Kind: KindMessageOrdered, Expected: []any{"abc", "bcd"}}, msg("abcd"), fail},
+	{"ordered/repeated item needs two", Spec{Kind: KindMessageOrdered, Expected: []any{"x", "x"}}, msg("x"), fail},
+	{"ordered/repeated item present twice", Spec{Kind: KindMessageOrdered, Expected: []any{"x", "x"}}, msg("xx"), pass},
+	{"ordered/items normalised", Spec{Kind: KindMessageOrdered, Expected: []any{"WARM\\_T1", "WARM  T2"}}, msg("WARM_T1\r\nWARM\tT2"), pass},
+	{"ordered/empty message", Spec{Kind: KindMessageOrdered, Expected: []any{"a"}}, msg(""), fail},
+	{"ordered/no message", Spec{Kind: KindMessageOrdered, Expected: []any{"a"}}, &Observation{}, notReached},
+	// issue_status, run_status
+	{"issue status/pass", Spec{Kind: KindIssueStatus, Expected: "done"}, full(), pass},
+	{"issue status/fail", Spec{Kind: KindIssueStatus, Expected: "done"}, withStatus(full(), "in_review", "succeeded"), fail},
+	{"issue status/not observed", Spec{Kind: KindIssueStatus, Expected: "done"}, withStatus(full(), "", ""), notReached},
+	{"run status/pass", Spec{Kind: KindRunStatus, Expected: "succeeded"}, full(), pass},
+	{"run status/fail", Spec{Kind: KindRunStatus, Expected: "succeeded"}, withStatus(full(), "done", "failed"), fail},
+	{"run status/case sensitive", Spec{Kind: KindRunStatus, Expected: "Succeeded"}, full(), fail},
+	{"run status/not observed", Spec{Kind: KindRunStatus, Expected: "succeeded"}, &Observation{}, notReached},
+	// runtime_mode, environment
+	{"runtime mode/pass", Spec{Kind: KindRuntimeMode, Expected: "native"}, full(), pass},
+	{"runtime mode/fail", Spec{Kind: KindRuntimeMode, Expected: "legacy"}, full(), fail},
+	{"runtime mode/not observed", Spec{Kind: KindRuntimeMode, Expected: "legacy"}, msg("x"), notReached},
+	{"environment/pass", Spec{Kind: KindEnvironment, Expected: "local"}, full(), pass},
+	{"environment/fail", Spec{Kind: KindEnvironment, Expected: "daytona"}, full(), fail},
+	{"environment/not observed", Spec{Kind: KindEnvironment, Expected: "local"}, msg("x"), notReached},
+	// file_exists, file_exact, file_contains
+	{"file exists/pass", Spec{Kind: KindFileExists, Path: "daytona-warm-7.txt"}, full(), pass},
+	{"file exists/cleaned path", Spec{Kind: KindFileExists, Path: "./dir//unicode.txt"}, full(), pass},
+	{"file exists/empty file exists", Spec{Kind: KindFileExists, Path: "empty.txt"}, full(), pass},
+	{"file exists/missing file", Spec{Kind: KindFileExists, Path: "nope.txt"}, full(), fail},
+	{"file exists/no snapshot", Spec{Kind: KindFileExists, Path: "daytona-warm-7.txt"}, withoutSnapshot(full()), notReached},
+	{"file exact/pass", Spec{Kind: KindFileExact, Path: "daytona-warm-7.txt", Expected: "T1-7\nT2-7\nT3-7\n"}, full(), pass},
+	{"file exact/not normalised", Spec{Kind: KindFileExact, Path: "dir/unicode.txt", Expected: "héllo wörld"}, full(), fail},
+	{"file exact/raw unicode", Spec{Kind: KindFileExact, Path: "dir/unicode.txt", Expected: "héllo  wörld\r\n"}, full(), pass},
+	{"file exact/missing trailing newline", Spec{Kind: KindFileExact, Path: "daytona-warm-7.txt", Expected: "T1-7\nT2-7\nT3-7"}, full(), fail},
+	{"file exact/missing file", Spec{Kind: KindFileExact, Path: "nope.txt", Expected: ""}, full(), fail},
+	{"file exact/no snapshot", Spec{Kind: KindFileExact, Path: "a", Expected: ""}, withoutSnapshot(full()), notReached},
+	{"file contains/pass", Spec{Kind: KindFileContains, Path: "daytona-warm-7.txt", Expected: "T2-7\n"}, full(), pass},
+	{"file contains/fail", Spec{Kind: KindFileContains, Path: "daytona-warm-7.txt", Expected: "T4-7"}, full(), fail},
+	{"file contains/raw spaces", Spec{Kind: KindFileContains, Path: "dir/unicode.txt", Expected: "o  w"}, full(), pass},
+	{"file contains/missing file", Spec{Kind: KindFileContains, Path: "nope.txt", Expected: ""}, full(), fail},
+	{"file contains/no snapshot", Spec{Kind: KindFileContains, Path: "a", Expected: ""}, withoutSnapshot(full()), notReached},
+	// artifact_exists
+	{"artifact/by name", Spec{Kind: KindArtifactExists, Name: "server.log"}, full(), pass},
+	{"artifact/name and type", Spec{Kind: KindArtifactExists, Name: "final-state.png", MimeType: "image/png"}, full(), pass},
+	{"artifact/wrong type", Spec{Kind: KindArtifactExists, Name: "final-state.png", MimeType: "image/jpeg"}, full(), fail},
+	{"artifact/missing", Spec{Kind: KindArtifactExists, Name: "failure.png"}, full(), fail},
+	{"artifact/none collected yet observed", Spec{Kind: KindArtifactExists, Name: "x"}, &Observation{HasArtifacts: true}, fail},
+	{"artifact/not collected", Spec{Kind: KindArtifactExists, Name: "server.log"}, withoutArtifacts(full()), notReached},
+	// json_path
+	{"json path/rfc", Spec{Kind: KindJSONPath, Path: "$.issue.status", Expected: "done"}, full(), pass},
+	{"json path/legacy", Spec{Kind: KindJSONPath, Path: "runs.1.status", Expected: "failed"}, full(), pass},
+	{"json path/legacy numeric member", Spec{Kind: KindJSONPath, Path: "documents.plan.0", Expected: "zero"}, full(), pass},
+	{"json path/canonical number", Spec{Kind: KindJSONPath, Path: "$.runs[0].n", Expected: 1}, full(), pass},
+	{"json path/object key order ignored", Spec{Kind: KindJSONPath, Path: "$.issue", Expected: map[string]any{"title": "Rotate key", "status": "done"}}, full(), pass},
+	{"json path/array", Spec{Kind: KindJSONPath, Path: "documents.plan.steps", Expected: []any{"a", "b", "c"}}, full(), pass},
+	{"json path/array order matters", Spec{Kind: KindJSONPath, Path: "documents.plan.steps", Expected: []any{"c", "b", "a"}}, full(), fail},
+	{"json path/type matters", Spec{Kind: KindJSONPath, Path: "$.documents.plan.revision", Expected: "2"}, full(), fail},
+	{"json path/wrong value", Spec{Kind: KindJSONPath, Path: "$.issue.status", Expected: "todo"}, full(), fail},
+	{"json path/no node", Spec{Kind: KindJSONPath, Path: "$.issue.missing", Expected: "done"}, full(), fail},
+	{"json path/two nodes", Spec{Kind: KindJSONPath, Path: "$.runs[*].status", Expected: "succeeded"}, full(), fail},
+	{"json path/filter selects one", Spec{Kind: KindJSONPath, Path: "$.runs[?@.status=='failed'].n", Expected: 2}, full(), pass},
+	{"json path/null value", Spec{Kind: KindJSONPath, Path: "$.a", Expected: false}, withJSON(full(), `{"a":null}`), fail},
+	{"json path/no document", Spec{Kind: KindJSONPath, Path: "$.a", Expected: 1}, withoutJSON(full()), notReached},
+	{"json path/bad document", Spec{Kind: KindJSONPath, Path: "$.a", Expected: 1}, withJSON(full(), `{"a":`), notReached},
+	// json_schema
+	{"json schema/pass", Spec{Kind: KindJSONSchema, Schema: map[string]any{
+		"type": "object", "required": []any{"issue", "runs"},
+		"properties": map[string]any{"runs": map[string]any{"type": "array", "minItems": 2}},
+	}}, full(), pass},
+	{"json schema/fail lists errors", Spec{Kind: KindJSONSchema, Schema: map[string]any{
+		"type": "object", "required": []any{"missing"},
+		"properties": map[string]any{
+			"issue": map[string]any{"properties": map[string]any{"status": map[string]any{"const": "todo"}}},
+			"runs":  map[string]any{"maxItems": 1},
+		},
+	}}, full(), fail},
+	{"json schema/2020-12 prefixItems", Spec{Kind: KindJSONSchema, Schema: map[string]any{
+		"prefixItems": []any{map[string]any{"type": "string"}}, "items": false,
+	}}, withJSON(full(), `["a", 1]`), fail},
+	{"json schema/unknown format ignored", Spec{Kind: KindJSONSchema, Schema: map[string]any{"format": "no-such-format"}}, withJSON(full(), `"x"`), pass},
+	{"json schema/null document", Spec{Kind: KindJSONSchema, Schema: map[string]any{"type": "null"}}, withJSON(full(), `null`), pass},
+	{"json schema/no document", Spec{Kind: KindJSONSchema, Schema: true}, withoutJSON(full()), notReached},
+}
+
+func TestEvaluateKinds(t *testing.T) {
+	t.Parallel()
+	covered := map[string][3]bool{}
+	var golden strings.Builder
+	for _, tc := range evalCases {
+		m, err := Compile(tc.spec)
+		if err != nil {
+			t.Fatalf("%s: Compile: %v", tc.name, err)
+		}
+		o := m.Evaluate(tc.obs)
+		if got := stateOf(o); got != tc.want {
+			t.Errorf("%s: %s, want %s (detail %s)", tc.name, got, tc.want, o.Detail)
+		}
+		if o.Kind != tc.spec.Kind {
+			t.Errorf("%s: outcome kind %q", tc.name, o.Kind)
+		}
+		if o.Passed && o.NotReached {
+			t.Errorf("%s: both passed and notReached", tc.name)
+		}
+		if len(o.Detail) > DetailLimit {
+			t.Errorf("%s: detail is %d bytes", tc.name, len(o.Detail))
+		}
+		c := covered[tc.spec.Kind]
+		c[tc.want] = true
+		covered[tc.spec.Kind] = c
+		fmt.Fprintf(&golden, "%s\t%s\t%s\n", tc.name, stateOf(o), o.Detail)
+	}
+	for _, k := range Kinds() {
+		c := covered[k]
+		if !c[pass] || !c[fail] {
+			t.Errorf("kind %s lacks a passing or a failing case", k)
+		}
+		if k != KindMessageExact && !c[notReached] && !c[fail] {
+			t.Errorf("kind %s lacks cases", k)
+		}
+	}
+	checkGolden(t, "details.golden", golden.String())
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./match -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", p, diff)
+	}
+}
+
+func TestEvaluateOutcomes(t *testing.T) {
+	t.Parallel()
+	ms, err := CompileAll([]Spec{
+		{Kind: KindMessageOccurrences, Expected: "aa", Count: intp(1)},
+		{Kind: KindJSONPath, Path: "$.runs[*].status", Expected: "x"},
+		{Kind: KindArtifactExists, Name: "server.log"},
+		{Kind: KindFileExists, Path: "nope"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := full()
+	obs.Message = "aaaaa"
+	got := Evaluate(ms, obs)
+	want := []Outcome{
+		{Kind: KindMessageOccurrences, Expected: 1, Observed: 2,
+			Detail: `expected {"kind":"message_occurrences","expected":"aa","count":1}; observed 2`},
+		{Kind: KindJSONPath, Expected: "x", Observed: mustObject(`selected`, 2, `nodes`, []any{"succeeded", "failed"}),
+			Detail: `expected {"kind":"json_path","expected":"x","path":"$.runs[*].status"}; observed {"selected":2,"nodes":["succeeded","failed"]}`},
+		{Kind: KindArtifactExists, Passed: true, Expected: mustObject("name", "server.log"), Observed: obs.Artifacts, Detail: "matched"},
+		{Kind: KindFileExists, Expected: "nope", Observed: false, Detail: `expected {"kind":"file_exists","path":"nope"}; observed false`},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	var zero Matcher
+	if o := zero.Evaluate(obs); o.Passed || o.NotReached || !strings.Contains(o.Detail, "not compiled") {
+		t.Errorf("zero Matcher outcome %+v", o)
+	}
+}
+
+func TestDetailBounded(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("wörd ", 5000) // 30 000 bytes, multi-byte runes
+	cases := []Spec{
+		{Kind: KindMessageExact, Expected: "short"},
+		{Kind: KindMessageExact, Expected: long + "x"},
+		{Kind: KindFileExact, Path: "f", Expected: long + "y"},
+		{Kind: KindJSONSchema, Schema: map[string]any{"type": "string", "description": long}},
+	}
+	obs := msg(long)
+	obs.HasWorkspaceSnapshot, obs.Files = true, map[string][]byte{"f": []byte(long)}
+	obs.JSON = []byte(`{"a":"` + long + `"}`)
+	for _, s := range cases {
+		m, err := Compile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := m.Evaluate(obs)
+		if o.Passed || o.NotReached {
+			t.Fatalf("%s: want failure, got %+v", s.Kind, o.Detail)
+		}
+		if len(o.Detail) > DetailLimit {
+			t.Errorf("%s: detail %d bytes > %d", s.Kind, len(o.Detail), DetailLimit)
+		}
+		if !strings.HasPrefix(o.Detail, `expected {"kind":"`+s.Kind) || !strings.Contains(o.Detail, "; observed ") {
+			t.Errorf("%s: detail shape %.80q", s.Kind, o.Detail)
+		}
+		if !strings.Contains(o.Detail, truncMark) {
+			t.Errorf("%s: truncated detail lacks the mark", s.Kind)
+		}
+		if !utf8.ValidString(o.Detail) {
+			t.Errorf("%s: detail is not valid UTF-8", s.Kind)
+		}
+	}
+	// A schema failure keeps its errors inside the bound: they come before the value.
+	m, _ := Compile(Spec{Kind: KindJSONSchema, Schema: map[string]any{"required": []any{"b"}}})
+	if o := m.Evaluate(obs); !strings.Contains(o.Detail, `"errors":["/: missing property 'b'"]`) {
+		t.Errorf("schema errors not in detail: %.300s", o.Detail)
+	}
+}
+
+func TestSecretsNeverInOutcome(t *testing.T) {
+	t.Parallel()
+	secret := "sk-proj-ABCDEFGHIJKLMNOP_q  r\"s\\t\u00e9"
+	specs := []Spec{
+		{Kind: KindMessageExact, Expected: "nope"},
+		{Kind: KindMessageContains, Expected: secret + "!"},
+		{Kind: KindMessageOrdered, Expected: []any{"a", secret, "zzz"}},
+		{Kind: KindFileExact, Path: "f", Expected: "x"},
+		{Kind: KindArtifactExists, Name: "other"},
+		{Kind: KindJSONPath, Path: "$.k", Expected: "v"},
+		{Kind: KindJSONSchema, Schema: map[string]any{"required": []any{"missing"}}},
+		{Kind: KindIssueStatus, Expected: "done"},
+	}
+	obs := &Observation{
+		Message:              "a token " + secret + " and " + Normalize(secret),
+		HasMessage:           true,
+		IssueStatus:          secret,
+		Files:                map[string][]byte{"f": []byte("key=" + secret)},
+		HasWorkspaceSnapshot: true,
+		Artifacts:            []Artifact{{Name: "log-" + secret}},
+		HasArtifacts:         true,
+		JSON:                 []byte(fmt.Sprintf(`{"k":%q,%q:1}`, secret, secret)),
+		Secrets:              []string{"", " " + secret + " ", "ABCDEFGHIJKLMNOP"},
+	}
+	ms, err := CompileAll(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forms := []string{secret, Normalize(secret), "ABCDEFGHIJKLMNOP", `q  r\"s\\t`, `q r\"s\\t`}
+	for _, o := range Evaluate(ms, obs) {
+		if o.Passed {
+			t.Errorf("%s unexpectedly passed", o.Kind)
+		}
+		for _, f := range forms {
+			if strings.Contains(o.Detail, f) {
+				t.Errorf("%s detail contains secret form %q: %s", o.Kind, f, o.Detail)
+			}
+			for _, v := range []any{o.Expected, o.Observed} {
+				if s := fmt.Sprintf("%v", v); strings.Contains(s, f) {
+					t.Errorf("%s expected/observed contains secret form %q: %s", o.Kind, f, s)
+				}
+			}
+		}
+		if !strings.Contains(o.Detail, redaction) {
+			t.Errorf("%s detail shows no redaction: %s", o.Kind, o.Detail)
+		}
+	}
+}
+
+func TestEvaluateConcurrentDeterministic(t *testing.T) {
+	t.Parallel()
+	specs := make([]Spec, 0, len(evalCases))
+	for _, tc := range evalCases {
+		specs = append(specs, tc.spec)
+	}
+	ms, err := CompileAll(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := full()
+	obs.Secrets = []string{"Rotate key"}
+	want := Evaluate(ms, obs)
+	var wg sync.WaitGroup
+	results := make([][]Outcome, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = Evaluate(ms, obs)
+		}()
+	}
+	wg.Wait()
+	for i, got := range results {
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("goroutine %d differs (-first +this):\n%s", i, diff)
+		}
+	}
+	for i, o := range want {
+		if o.Kind != specs[i].Kind {
+			t.Fatalf("outcome %d is for %s, matcher is %s", i, o.Kind, specs[i].Kind)
+		}
+	}
+}
+
+// mustObject builds a canonjson.Object from alternating keys and values.
+func mustObject(kv ...any) any {
+	var o canonjson.Object
+	for i := 0; i < len(kv); i += 2 {
+		o = append(o, canonjson.Member{Key: kv[i].(string), Value: kv[i+1]})
+	}
+	return o
+}
+
+func TestContainsLong(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("ab", 40)
+	for _, tt := range []struct {
+		s, sub string
+		want   bool
+	}{
+		{"xx" + long + "yy", long, true},
+		{"xx" + long[:70] + "yy", long, false},
+		{strings.Repeat("a", 100) + "b", strings.Repeat("a", 40) + "b", true},
+		{"short", "or", true},
+		{"short", "", true},
+		{"", long, false},
+	} {
+		if got := containsLong(tt.s, tt.sub); got != tt.want || got != strings.Contains(tt.s, tt.sub) {
+			t.Errorf("containsLong(%q, %q) = %v, want %v", tt.s, tt.sub, got, tt.want)
+		}
+	}
+}
+
+func TestLongObservedIsBoundedAndRedactedAcrossTheCut(t *testing.T) {
+	t.Parallel()
+	secret := "Zq9Kx7Wm3Pv8Rt2Ly6Hn4Bs1Dc5Fg0Jk"
+	long := strings.Repeat("x", DetailLimit-5) + secret + strings.Repeat("y", 10000)
+	obs := &Observation{
+		Message: long, HasMessage: true,
+		Files: map[string][]byte{"big.bin": []byte(long)}, HasWorkspaceSnapshot: true,
+		Secrets: []string{secret},
+	}
+	ms, err := CompileAll([]Spec{
+		{Kind: KindMessageExact, Expected: "x"},
+		{Kind: KindFileContains, Path: "big.bin", Expected: "yyy"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range Evaluate(ms, obs) {
+		s, ok := o.Observed.(string)
+		if !ok {
+			t.Fatalf("%s observed %T", o.Kind, o.Observed)
+		}
+		if len(s) > DetailLimit || !strings.HasSuffix(s, truncMark) {
+			t.Errorf("%s observed is %d bytes, ends %q", o.Kind, len(s), s[max(0, len(s)-20):])
+		}
+		if strings.Contains(s, secret[:5]) || strings.Contains(o.Detail, secret[:5]) {
+			t.Errorf("%s shows the start of a secret cut at the bound", o.Kind)
+		}
+	}
+}
+
+func TestNeedsJSONEscape(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{
+		"plain-token_123": false, "héllo": false, "é\"": true, "a\\b": true, "a\nb": true, "\xff": true, "é\x01": true,
+	} {
+		if got := needsJSONEscape(s); got != want {
+			t.Errorf("needsJSONEscape(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestSecretInNumberIsRedactedFromDetail(t *testing.T) {
+	t.Parallel()
+	m, err := Compile(Spec{Kind: KindJSONPath, Path: "$.n", Expected: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := m.Evaluate(&Observation{JSON: []byte(`{"n":98765432101}`), Secrets: []string{"98765432101"}})
+	if o.Passed || strings.Contains(o.Detail, "98765432101") || !strings.HasSuffix(o.Detail, "; observed "+redaction) {
+		t.Errorf("detail %q", o.Detail)
+	}
+}

@@ -1,0 +1,69 @@
+package match
+
+import "encoding/json"
+
+// Observation is the evidence one attempt's matchers are evaluated against (spec
+// runner-e2e-harness §5). Each group of fields records whether it was observed, so a
+// matcher whose evidence is missing reports NotReached instead of passing or failing:
+//
+//   - Message is the user-facing reply (the run's presentation comment, else all its
+//     comments joined with "\n"); HasMessage says it was read (an observed empty reply
+//     is HasMessage with Message ""). Turns are the per-turn messages of a multi-turn
+//     flow, turn 1 first; a matcher with turn n reads Turns[n-1].
+//   - IssueStatus, RunStatus, RuntimeMode ("legacy" | "native") and Environment (the
+//     environment id): "" means not observed.
+//   - Files maps workspace-relative, slash-separated, clean paths to their content, read
+//     from the attempt's workspace snapshot only; HasWorkspaceSnapshot says a snapshot
+//     exists (a path absent from Files is then a missing file).
+//   - Artifacts are the attempt's artifacts; HasArtifacts says they were collected.
+//   - JSON is a composite JSON document such as {issue, runs, interactions, documents};
+//     nil means none was observed.
+//   - Secrets are values that must never appear in an Outcome's Detail, Expected or
+//     Observed (replaced by "[REDACTED]"); empty strings are ignored.
+//
+// Evaluation only reads an Observation.
+type Observation struct {
+	Message              string            `json:"message,omitempty"`
+	HasMessage           bool              `json:"hasMessage"`
+	Turns                []string          `json:"turns,omitempty"`
+	IssueStatus          string            `json:"issueStatus,omitempty"`
+	RunStatus            string            `json:"runStatus,omitempty"`
+	RuntimeMode          string            `json:"runtimeMode,omitempty"`
+	Environment          string            `json:"environment,omitempty"`
+	Files                map[string][]byte `json:"files,omitempty"`
+	HasWorkspaceSnapshot bool              `json:"hasWorkspaceSnapshot"`
+	Artifacts            []Artifact        `json:"artifacts,omitempty"`
+	HasArtifacts         bool              `json:"hasArtifacts"`
+	JSON                 json.RawMessage   `json:"json,omitempty"`
+	Secrets              []string          `json:"-"`
+}
+
+// Artifact is one artifact an attempt produced: its name, media type, lower-case hex
+// SHA-256 of its content and its size in bytes.
+type Artifact struct {
+	Name     string `json:"name"`
+	MimeType string `json:"mimeType,omitempty"`
+	SHA256   string `json:"sha256,omitempty"`
+	ByteSize int64  `json:"byteSize"`
+}
+
+// Outcome is one matcher's result. Exactly one of Passed and NotReached is true, or
+// neither (failed). Expected is what the matcher wanted (normalised text, count, path,
+// value…), Observed what it found (nil when nothing was found); both are redacted, and
+// an observed message or file content longer than DetailLimit bytes is cut to
+// DetailLimit bytes ending with "…[truncated]" (the full text is evidence, kept
+// elsewhere).
+// Detail is "matched" when Passed, "not reached: <reason>" when NotReached, and
+// otherwise `expected <JSON of the matcher>; observed <JSON of Observed>` (spec §5); it
+// is at most DetailLimit bytes and never contains an Observation secret.
+type Outcome struct {
+	Kind       string `json:"kind"`
+	Passed     bool   `json:"passed"`
+	NotReached bool   `json:"notReached,omitempty"`
+	Expected   any    `json:"expected,omitempty"`
+	Observed   any    `json:"observed,omitempty"`
+	Detail     string `json:"detail"`
+}
+
+// DetailLimit is the maximum length of Outcome.Detail, in bytes.
+const DetailLimit = 4096
