@@ -53,8 +53,10 @@ func Ordered(v any) ([]byte, error) {
 	}
 	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	// encoding/json escapes the JavaScript line terminators; JSON.stringify does not.
-	out = bytes.ReplaceAll(out, []byte(`\u2028`), []byte("\u2028"))
-	out = bytes.ReplaceAll(out, []byte(`\u2029`), []byte("\u2029"))
+	if bytes.Contains(out, []byte(`\u202`)) {
+		out = bytes.ReplaceAll(out, []byte(`\u2028`), []byte("\u2028"))
+		out = bytes.ReplaceAll(out, []byte(`\u2029`), []byte("\u2029"))
+	}
 	return out, nil
 }
 
