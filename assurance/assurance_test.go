@@ -27,7 +27,12 @@ func TestClassify(t *testing.T) {
 		{"unknown code", func() evidence.ProcessObservation { return clean(7) }, Inconclusive},
 		{"timeout with exit 0", func() evidence.ProcessObservation { o := clean(0); o.TimedOut = true; return o }, Inconclusive},
 		{"collector error with exit 1", func() evidence.ProcessObservation { o := clean(1); o.CollectorError = ptr("x"); return o }, Inconclusive},
-		{"signal", func() evidence.ProcessObservation { o := clean(0); o.ExitCode = nil; o.Signal = ptr("SIGKILL"); return o }, Inconclusive},
+		{"signal", func() evidence.ProcessObservation {
+			o := clean(0)
+			o.ExitCode = nil
+			o.Signal = ptr("SIGKILL")
+			return o
+		}, Inconclusive},
 		{"null exit", func() evidence.ProcessObservation { o := clean(0); o.ExitCode = nil; return o }, Inconclusive},
 		{"unconfirmed exit", func() evidence.ProcessObservation { o := clean(0); o.Exited = false; return o }, Inconclusive},
 		{"stdio open", func() evidence.ProcessObservation { o := clean(0); o.StdioClosed = false; return o }, Inconclusive},
