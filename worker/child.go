@@ -161,5 +161,5 @@ func denyNewPrivileges() string {
 
 func noisyBlock() []byte {
 	line := []byte("noisy: the quick brown fox jumps over the lazy dog 0123456789\n")
-	return bytes.Repeat(line, (64<<10)/len(line))
+	return bytes.Repeat(line, (256<<10)/len(line))
 }

@@ -239,7 +239,7 @@ func (w *Worker) Run(ctx context.Context, req Request) (Result, error) {
 		CollectedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
 		Observation: observation(req, out, ws),
 	}
-	body := evidence.LocalFixtureBody{Fixture: req.Fixture, Stdout: out.Stdout, Stderr: out.Stderr}
+	body := evidence.LocalFixtureBody{Fixture: req.Fixture, Stdout: out.Output.Stdout(), Stderr: out.Output.Stderr()}
 	if out.OutputExceeded {
 		body.TruncatedAt = req.MaxOutputBytes
 	}

@@ -50,8 +50,9 @@ type Spec struct {
 //   - Exited: the exit was observed and the process reaped. StdioClosed: stdout and
 //     stderr reached end-of-file within CloseGrace of settling.
 //   - SignalsSent: escalation signals sent to the process group, in order.
-//   - OutputBytes: every byte received; CapturedBytes = len(Stdout)+len(Stderr) ≤
-//     MaxOutputBytes.
+//   - OutputBytes: every byte received; CapturedBytes = len(Output.Stdout()) +
+//     len(Output.Stderr()) ≤ MaxOutputBytes.
+//   - Output: the kept head of each stream.
 //   - CollectorError: "" when the observation is complete; otherwise the reasons it is
 //     not (output overflow, abort, unconfirmed exit, unclosed stdio), "; "-separated.
 //     A timeout alone sets TimedOut, not CollectorError (seed 003, invariant 9).
@@ -69,8 +70,7 @@ type Outcome struct {
 	Duration       time.Duration
 	OutputBytes    int64
 	CapturedBytes  int64
-	Stdout         []byte
-	Stderr         []byte
+	Output         Captured
 	CollectorError string
 	SpawnError     error
 }
@@ -127,44 +127,108 @@ func validateSpec(s *Spec) error {
 	return nil
 }
 
-// capture keeps the head of the combined output within the budget and counts every byte.
+// capture keeps the head of the combined output within the budget and counts every
+// byte. Kept bytes go into fixed-size chunks (no re-copying as output grows) that are
+// joined once at the end.
 type capture struct {
 	mu       sync.Mutex
 	budget   int64
 	received int64
 	kept     int64
-	streams  [2][]byte
+	chunks   [2][][]byte
 	exceeded bool
 	overflow chan struct{}
 }
 
-func (c *capture) add(stream int, p []byte) {
+const captureChunk = 1 << 20
+
+// room returns how many more bytes may be kept.
+func (c *capture) room() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.received += int64(len(p))
-	if room := c.budget - c.kept; room > 0 {
-		n := min(room, int64(len(p)))
-		c.streams[stream] = append(c.streams[stream], p[:n]...)
-		c.kept += n
-	}
+	return c.budget - c.kept
+}
+
+// account records n bytes just read by stream, of which at most the remaining budget
+// is kept, and returns how many were kept.
+func (c *capture) account(n int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.received += int64(n)
+	keep := min(c.budget-c.kept, int64(n))
+	c.kept += keep
 	if c.received > c.budget && !c.exceeded {
 		c.exceeded = true
 		close(c.overflow)
 	}
+	return int(keep)
 }
 
+// read drains f until end-of-file or error. Only this goroutine touches
+// c.chunks[stream] until the readers are done, so it reads straight into the chunk's
+// free space and keeps as much of each read as the shared budget allows; once the
+// budget is spent it keeps reading into a scratch buffer so the child never blocks on
+// a full pipe (F04).
 func (c *capture) read(stream int, f *os.File, done *sync.WaitGroup) {
 	defer done.Done()
-	buf := make([]byte, 256<<10)
+	var scratch []byte
 	for {
-		n, err := f.Read(buf)
+		var dst []byte
+		intoChunk := false
+		chunks := c.chunks[stream]
+		if room := c.room(); room > 0 {
+			if len(chunks) == 0 || len(chunks[len(chunks)-1]) == cap(chunks[len(chunks)-1]) {
+				size := int64(captureChunk)
+				if len(chunks) == 0 {
+					size = 64 << 10 // small outputs stay small
+				}
+				chunks = append(chunks, make([]byte, 0, min(size, room)))
+				c.chunks[stream] = chunks
+			}
+			last := chunks[len(chunks)-1]
+			dst, intoChunk = last[len(last):cap(last)], true
+		} else {
+			if scratch == nil {
+				scratch = make([]byte, 256<<10)
+			}
+			dst = scratch
+		}
+		n, err := f.Read(dst)
 		if n > 0 {
-			c.add(stream, buf[:n])
+			if kept := c.account(n); kept > 0 && intoChunk {
+				last := &chunks[len(chunks)-1]
+				*last = (*last)[:len(*last)+kept]
+			}
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// Captured is the kept head of a child's stdout and stderr. Bytes are held in the
+// chunks they were read into, so capturing up to MaxOutputBytes never re-copies; Stdout
+// and Stderr join them on request. The zero value is empty output.
+type Captured struct {
+	chunks [2][][]byte
+}
+
+// Stdout returns the kept stdout bytes as one new slice (never nil).
+func (c Captured) Stdout() []byte { return join(c.chunks[0]) }
+
+// Stderr returns the kept stderr bytes as one new slice (never nil).
+func (c Captured) Stderr() []byte { return join(c.chunks[1]) }
+
+func join(chunks [][]byte) []byte {
+	var n int
+	for _, ch := range chunks {
+		n += len(ch)
+	}
+	out := make([]byte, 0, n)
+	for _, ch := range chunks {
+		out = append(out, ch...)
+	}
+	return out
 }
 
 // Supervise runs spec as one bounded child process and returns what it observed. An
@@ -214,6 +278,12 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 		closeAll(inR, inW, outR, outW)
 		o.SpawnError = fmt.Errorf("creating stderr pipe: %w", err)
 		return o
+	}
+	// Larger pipes mean fewer context switches for chatty children (best effort: the
+	// kernel caps the size at /proc/sys/fs/pipe-max-size).
+	if spec.MaxOutputBytes > 64<<10 {
+		growPipe(outR, min(spec.MaxOutputBytes, 1<<20))
+		growPipe(errR, min(spec.MaxOutputBytes, 1<<20))
 	}
 	cmd := &exec.Cmd{
 		Path:       spec.Path,
@@ -334,14 +404,8 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 	o.Duration = time.Since(start)
 	c.mu.Lock()
 	o.OutputBytes, o.CapturedBytes = c.received, c.kept
-	o.Stdout, o.Stderr = c.streams[0], c.streams[1]
+	o.Output = Captured{chunks: c.chunks}
 	c.mu.Unlock()
-	if o.Stdout == nil {
-		o.Stdout = []byte{}
-	}
-	if o.Stderr == nil {
-		o.Stderr = []byte{}
-	}
 	o.CollectorError = clipText(strings.Join(reasons, "; "), 1024)
 	return o
 }
@@ -403,6 +467,17 @@ func signalName(s syscall.Signal) string {
 		return n
 	}
 	return fmt.Sprintf("SIG%d", int(s))
+}
+
+// growPipe asks the kernel for a pipe buffer of size bytes; failure is harmless.
+func growPipe(f *os.File, size int64) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_SETPIPE_SZ, uintptr(size))
+	})
 }
 
 func closeAll(fs ...*os.File) {

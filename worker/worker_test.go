@@ -438,9 +438,9 @@ func TestSuperviseProcessTree(t *testing.T) {
 			if !out.TimedOut || !out.Exited || out.ExitCode != nil {
 				t.Errorf("timedOut=%v exited=%v exit=%v", out.TimedOut, out.Exited, out.ExitCode)
 			}
-			m := gcPID.FindSubmatch(out.Stdout)
+			m := gcPID.FindSubmatch(out.Output.Stdout())
 			if m == nil {
-				t.Fatalf("no grandchild pid in output %q", out.Stdout)
+				t.Fatalf("no grandchild pid in output %q", out.Output.Stdout())
 			}
 			pid, _ := strconv.Atoi(string(m[1]))
 			if out.StdioClosed != tt.wantClosed {
