@@ -328,12 +328,12 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 	go func() { readers.Wait(); close(readersDone) }()
 
 	exitSeen := make(chan struct{})
+	var waitErr error // written before exitSeen is closed
 	go func() {
 		// Observe the exit without reaping: until we reap, the pid and the process
 		// group id stay ours, so signalling the group cannot hit a stranger.
-		if waitNoReap(pid) == nil {
-			close(exitSeen)
-		}
+		waitErr = waitNoReap(pid)
+		close(exitSeen)
 	}()
 
 	timer := time.NewTimer(spec.Timeout)
@@ -359,32 +359,38 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 	if o.Aborted {
 		reasons = append(reasons, "aborted by the caller during the run")
 	}
-	if exited {
+	switch {
+	case !exited:
+		reasons = append(reasons, fmt.Sprintf("exit not confirmed %v after SIGKILL", spec.KillConfirm))
+		// Reap it whenever it does exit, so it never lingers as a zombie of ours.
+		go func() {
+			<-exitSeen
+			if waitErr == nil {
+				_, _ = cmd.Process.Wait()
+			}
+		}()
+	case waitErr != nil:
+		// waitid failed (e.g. someone else reaped the child): nothing proves the pid is
+		// still ours, so send nothing more and claim no exit.
+		reasons = append(reasons, fmt.Sprintf("observing the exit: %v", waitErr))
+	default:
 		// Members left in the group after the leader's exit would keep the pipes open
 		// (F01): the group id is still ours because the leader is not reaped yet.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		state, err := cmd.Process.Wait()
 		if err != nil {
-			exited = false
 			reasons = append(reasons, fmt.Sprintf("reaping the process: %v", err))
-		} else {
-			o.Exited = true
-			ws, _ := state.Sys().(syscall.WaitStatus)
-			switch {
-			case ws.Exited():
-				code := ws.ExitStatus()
-				o.ExitCode = &code
-			case ws.Signaled():
-				o.Signal = signalName(ws.Signal())
-			}
+			break
 		}
-	} else {
-		reasons = append(reasons, fmt.Sprintf("exit not confirmed %v after SIGKILL", spec.KillConfirm))
-		// Reap it whenever it does exit, so it never lingers as a zombie of ours.
-		go func() {
-			<-exitSeen
-			_, _ = cmd.Process.Wait()
-		}()
+		o.Exited = true
+		ws, _ := state.Sys().(syscall.WaitStatus)
+		switch {
+		case ws.Exited():
+			code := ws.ExitStatus()
+			o.ExitCode = &code
+		case ws.Signaled():
+			o.Signal = signalName(ws.Signal())
+		}
 	}
 	// Settle: stdin was never written; its end-of-file tells a live child to exit.
 	_ = inW.Close()
