@@ -37,7 +37,7 @@ func BenchmarkRunPass(b *testing.B) {
 		t0 := time.Now()
 		cmd := exec.Command(self, args[1:]...)
 		cmd.Args[0] = args[0]
-		cmd.Env, cmd.Dir = ChildEnvironment, dir
+		cmd.Env, cmd.Dir = ChildEnvironment(), dir
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		stdin, err := cmd.StdinPipe() // never written, like the worker's
@@ -49,7 +49,7 @@ func BenchmarkRunPass(b *testing.B) {
 		}
 		stdin.Close()
 		t1 := time.Now()
-		o, err := Supervise(context.Background(), Spec{Path: self, Args: args, Env: ChildEnvironment, Dir: dir, Timeout: 10 * time.Second, MaxOutputBytes: 65536})
+		o, err := Supervise(context.Background(), Spec{Path: self, Args: args, Env: ChildEnvironment(), Dir: dir, Timeout: 10 * time.Second, MaxOutputBytes: 65536})
 		if err != nil || o.ExitCode == nil || *o.ExitCode != 0 {
 			b.Fatalf("supervise: %+v %v", o, err)
 		}
@@ -97,7 +97,7 @@ func BenchmarkNoisyCapture(b *testing.B) {
 		t0 := time.Now()
 		o, err := Supervise(context.Background(), Spec{
 			Path: self, Args: []string{"agentproof", "fixture-child", "noisy", "60000"},
-			Env: ChildEnvironment, Dir: dir, Timeout: 55 * time.Second, MaxOutputBytes: budget,
+			Env: ChildEnvironment(), Dir: dir, Timeout: 55 * time.Second, MaxOutputBytes: budget,
 		})
 		if err != nil || !o.OutputExceeded || o.CapturedBytes != budget {
 			b.Fatalf("noisy: exceeded=%v captured=%d err=%v", o.OutputExceeded, o.CapturedBytes, err)

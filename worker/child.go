@@ -49,12 +49,12 @@ func ParseLifetime(s string) (int64, error) {
 // values) of its environment variables, and the capabilities it denied itself.
 func RunChild(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
 	if len(args) != 2 {
-		fmt.Fprintf(stderr, "usage: fixture-child <%s> <lifetime-ms>\n", strings.Join(Fixtures, "|"))
+		fmt.Fprintf(stderr, "usage: fixture-child <%s> <lifetime-ms>\n", strings.Join(Fixtures(), "|"))
 		return ExitUsage
 	}
 	fixture := args[0]
 	if !IsFixture(fixture) {
-		fmt.Fprintf(stderr, "fixture-child: unknown fixture %q (want one of %s)\n", clipText(fixture, 32), strings.Join(Fixtures, ", "))
+		fmt.Fprintf(stderr, "fixture-child: unknown fixture %q (want one of %s)\n", clipText(fixture, 32), strings.Join(Fixtures(), ", "))
 		return ExitUsage
 	}
 	lifetime, err := ParseLifetime(args[1])

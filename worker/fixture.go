@@ -101,7 +101,7 @@ func checkPath(field, path string) []string {
 
 // Request is one fixture run (seed 003, FixtureRequest).
 //
-//   - Fixture: one of Fixtures.
+//   - Fixture: one of Fixtures().
 //   - Pins: validated by evidence.ParsePins; Pins.Collector must be
 //     evidence.LocalFixtureCollector (invariant 4). Stored verbatim.
 //   - Check: an evidence check name (evidence.ParseCheckName). Stored verbatim.
@@ -120,7 +120,7 @@ type Request struct {
 func (r Request) validate() (Request, error) {
 	var p []string
 	if !IsFixture(r.Fixture) {
-		p = append(p, fmt.Sprintf("fixture %q must be one of %s", clipText(r.Fixture, 32), strings.Join(Fixtures, ", ")))
+		p = append(p, fmt.Sprintf("fixture %q must be one of %s", clipText(r.Fixture, 32), strings.Join(Fixtures(), ", ")))
 	}
 	var verr *evidence.ValidationError
 	if err := evidence.ValidateMetadata(evidence.Metadata{Pins: r.Pins, Check: r.Check}); errors.As(err, &verr) {
@@ -214,7 +214,7 @@ func (w *Worker) Run(ctx context.Context, req Request) (Result, error) {
 	out, err := Supervise(ctx, Spec{
 		Path:           w.program,
 		Args:           []string{"agentproof", "fixture-child", req.Fixture, strconv.FormatInt(lifetime, 10)},
-		Env:            ChildEnvironment,
+		Env:            ChildEnvironment(),
 		Dir:            dir,
 		Timeout:        time.Duration(req.TimeoutMs) * time.Millisecond,
 		MaxOutputBytes: req.MaxOutputBytes,

@@ -33,12 +33,15 @@ package worker
 
 import "time"
 
-// Fixture names (seed 003, FIXTURES), in the seed's order.
-var Fixtures = []string{"pass", "fail", "hang", "noisy"}
+var fixtures = [...]string{"pass", "fail", "hang", "noisy"}
+
+// Fixtures returns the fixture names (seed 003, FIXTURES) in the seed's order, as a new
+// slice: the set itself cannot be changed.
+func Fixtures() []string { return append([]string(nil), fixtures[:]...) }
 
 // IsFixture reports whether name is one of Fixtures.
 func IsFixture(name string) bool {
-	for _, f := range Fixtures {
+	for _, f := range fixtures {
 		if f == name {
 			return true
 		}
@@ -86,9 +89,13 @@ const (
 	CloseGrace = 1_000 * time.Millisecond
 )
 
-// ChildEnvironment is the complete environment of a fixture child (seed 003,
+// ChildEnvironment returns the complete environment of a fixture child (seed 003,
 // CHILD_ENVIRONMENT, invariant 2): nothing is inherited from the controller.
-var ChildEnvironment = []string{"LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}
+// GOMEMLIMIT=64MiB is the Go counterpart of the seed's --max-old-space-size=64. It
+// returns a new slice each time: the environment itself cannot be changed.
+func ChildEnvironment() []string {
+	return []string{"GOMEMLIMIT=64MiB", "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}
+}
 
 // Scope is the seed's result scope of the unguarded path.
 const Scope = "local-fixture"

@@ -78,10 +78,10 @@ func TestRunFixtures(t *testing.T) {
 				t.Errorf("exit = %v signal %v, want 0", term.ExitCode, term.Signal)
 			}
 			out := string(body.Stdout)
-			if !strings.Contains(out, "env names: LANG PATH TZ\n") {
+			if !strings.Contains(out, "env names: GOMEMLIMIT LANG PATH TZ\n") {
 				t.Errorf("child did not see exactly CHILD_ENVIRONMENT's names:\n%s", out)
 			}
-			if strings.Contains(out, "/usr/bin") || strings.Contains(out, "UTC") {
+			if strings.Contains(out, "/usr/bin") || strings.Contains(out, "UTC") || strings.Contains(out, "64MiB") {
 				t.Errorf("child printed environment values:\n%s", out)
 			}
 			if !strings.Contains(out, "denied: new-privileges (NoNewPrivs=1)") {
@@ -508,7 +508,7 @@ func TestFixtureChildExitCodes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.Command(selfPath(t), append([]string{"fixture-child"}, tt.args...)...)
-			cmd.Env = ChildEnvironment
+			cmd.Env = ChildEnvironment()
 			if tt.openStdin {
 				w, err := cmd.StdinPipe() // never written; closed after the exit
 				if err != nil {
@@ -532,7 +532,7 @@ func TestFixtureChildExitCodes(t *testing.T) {
 	t.Run("broken output pipe", func(t *testing.T) {
 		t.Parallel()
 		cmd := exec.Command(selfPath(t), "fixture-child", "noisy", "30000")
-		cmd.Env = ChildEnvironment
+		cmd.Env = ChildEnvironment()
 		w, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -65,7 +65,7 @@ Prints the termination summary, the evidence id and the assurance class. Exit co
   agentproof fixture run noisy --max-output 1MiB`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErrorf("%s takes exactly one fixture name (%s), got %d arguments", cmd.CommandPath(), strings.Join(worker.Fixtures, ", "), len(args))
+				return usageErrorf("%s takes exactly one fixture name (%s), got %d arguments", cmd.CommandPath(), strings.Join(worker.Fixtures(), ", "), len(args))
 			}
 			return nil
 		},
@@ -73,7 +73,7 @@ Prints the termination summary, the evidence id and the assurance class. Exit co
 			var problems []string
 			fixture := args[0]
 			if !worker.IsFixture(fixture) {
-				problems = append(problems, fmt.Sprintf("unknown fixture %q: want one of %s", fixture, strings.Join(worker.Fixtures, ", ")))
+				problems = append(problems, fmt.Sprintf("unknown fixture %q: want one of %s", fixture, strings.Join(worker.Fixtures(), ", ")))
 			}
 			if timeout <= 0 || timeout.Milliseconds() > worker.MaxTimeoutMS || timeout%time.Millisecond != 0 {
 				problems = append(problems, fmt.Sprintf("--timeout %v must be a whole number of milliseconds between 1ms and %v", timeout, time.Duration(worker.MaxTimeoutMS)*time.Millisecond))
