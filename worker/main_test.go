@@ -21,8 +21,10 @@ import (
 // real child processes running the real fixture code:
 //
 //	<test binary> fixture-child <fixture> <lifetime-ms>   the fixture program (RunChild)
-//	<test binary> hostile-leader <setsid|group>           F01: starts a grandchild that keeps
-//	                                                      fd 1/2, then ignores SIGTERM and sleeps
+//	<test binary> hostile-leader <setsid|group|orphan>    F01: starts a grandchild that keeps
+//	                                                      fd 1/2 (in a new session for setsid),
+//	                                                      then ignores SIGTERM and sleeps, or
+//	                                                      (orphan) exits 0 at once
 //	<test binary> hostile-grandchild                      writes "tick" every 200 ms forever
 //	AGENTPROOF_TEST_MODE=controller <test binary> …       a controller the tests SIGKILL
 func TestMain(m *testing.M) {
@@ -61,6 +63,9 @@ func hostileLeader(args []string) int {
 		return 3
 	}
 	fmt.Printf("grandchild pid=%d\n", gc.Process.Pid)
+	if len(args) > 0 && args[0] == "orphan" {
+		return 0 // leave the grandchild behind in the group, holding fd 1 and 2
+	}
 	for {
 		time.Sleep(time.Hour)
 	}

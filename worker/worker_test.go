@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -410,16 +410,17 @@ func TestRunStorageFailed(t *testing.T) {
 }
 
 // TestSuperviseProcessTree covers field failure F01: descendants that keep the output
-// pipes after the leader is gone.
+// pipes after the leader is gone. The run is stopped (by an abort, once both processes
+// are seen running) through the same SIGTERM → SIGKILL escalation as a timeout.
 func TestSuperviseProcessTree(t *testing.T) {
 	t.Parallel()
-	gcPID := regexp.MustCompile(`grandchild pid=(\d+)`)
 	tests := []struct {
 		name       string
 		mode       string
 		wantClosed bool
 	}{
-		// Variant A: the grandchild stays in the process group; the group kill reaches it.
+		// Variant A/B: the grandchild stays in the process group while the leader ignores
+		// SIGTERM and waits; the group kill reaches both.
 		{"grandchild in the group", "group", true},
 		// Variant C: the grandchild called setsid; it escapes the group, so the run must
 		// say that stdio never closed, and the escaper dies on its broken pipe.
@@ -428,32 +429,79 @@ func TestSuperviseProcessTree(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			out, err := Supervise(context.Background(), Spec{
-				Path: selfPath(t), Args: []string{"agentproof", "hostile-leader", tt.mode},
-				Env: []string{}, Dir: t.TempDir(), Timeout: 500 * time.Millisecond, MaxOutputBytes: 1 << 20,
-			})
-			if err != nil {
-				t.Fatal(err)
+			marker := "AGENTPROOF_TEST_MARKER=" + strconv.FormatInt(time.Now().UnixNano(), 36) + tt.mode
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan Outcome, 1)
+			go func() {
+				out, err := Supervise(ctx, Spec{
+					Path: selfPath(t), Args: []string{"agentproof", "hostile-leader", tt.mode},
+					Env: []string{marker}, Dir: t.TempDir(), Timeout: time.Minute, MaxOutputBytes: 1 << 20,
+				})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- out
+			}()
+			var grandchild int
+			if !waitFor(30*time.Second, func() bool {
+				n := 0
+				for _, p := range processes() {
+					if strings.Contains(p.environ, marker) {
+						n++
+						if strings.Contains(p.cmdline, "hostile-grandchild") {
+							grandchild = p.pid
+						}
+					}
+				}
+				return n == 2 && grandchild != 0
+			}) {
+				t.Fatal("leader and grandchild did not both start")
 			}
-			if !out.TimedOut || !out.Exited || out.ExitCode != nil {
-				t.Errorf("timedOut=%v exited=%v exit=%v", out.TimedOut, out.Exited, out.ExitCode)
+			cancel()
+			out := <-done
+			if !out.Aborted || !out.Exited || out.ExitCode != nil || len(out.SignalsSent) == 0 {
+				t.Errorf("aborted=%v exited=%v exit=%v signals=%v", out.Aborted, out.Exited, out.ExitCode, out.SignalsSent)
 			}
-			m := gcPID.FindSubmatch(out.Output.Stdout())
-			if m == nil {
-				t.Fatalf("no grandchild pid in output %q", out.Output.Stdout())
-			}
-			pid, _ := strconv.Atoi(string(m[1]))
 			if out.StdioClosed != tt.wantClosed {
 				t.Errorf("stdioClosed = %v, want %v (collectorError %q)", out.StdioClosed, tt.wantClosed, out.CollectorError)
 			}
 			if !tt.wantClosed && !strings.Contains(out.CollectorError, "still open") {
 				t.Errorf("collectorError = %q, want the unclosed stdio named", out.CollectorError)
 			}
-			if !waitFor(30*time.Second, func() bool { return !alive(pid) }) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				t.Errorf("grandchild %d survived the run", pid)
+			if !waitFor(30*time.Second, func() bool { return !alive(grandchild) }) {
+				_ = syscall.Kill(grandchild, syscall.SIGKILL)
+				t.Errorf("grandchild %d survived the run", grandchild)
 			}
 		})
+	}
+}
+
+// TestSuperviseSweepsGroupAfterExit: a leader that exits at once, leaving a grandchild
+// in its process group that holds the output pipes, must not hold the run past its exit:
+// the group is killed before the leader is reaped (F01), so stdio closes.
+func TestSuperviseSweepsGroupAfterExit(t *testing.T) {
+	t.Parallel()
+	out, err := Supervise(context.Background(), Spec{
+		Path: selfPath(t), Args: []string{"agentproof", "hostile-leader", "orphan"},
+		Env: []string{}, Dir: t.TempDir(), Timeout: time.Minute, MaxOutputBytes: 1 << 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitCode == nil || *out.ExitCode != 0 || out.TimedOut || len(out.SignalsSent) != 0 {
+		t.Errorf("exit=%v timedOut=%v signals=%v, want a clean exit 0", out.ExitCode, out.TimedOut, out.SignalsSent)
+	}
+	if !out.StdioClosed || out.CollectorError != "" {
+		t.Errorf("stdioClosed=%v collectorError=%q", out.StdioClosed, out.CollectorError)
+	}
+	var pid int
+	if _, err := fmt.Sscanf(string(out.Output.Stdout()), "grandchild pid=%d", &pid); err != nil {
+		t.Fatalf("no grandchild pid in %q: %v", out.Output.Stdout(), err)
+	}
+	if !waitFor(30*time.Second, func() bool { return !alive(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("grandchild %d survived", pid)
 	}
 }
 
