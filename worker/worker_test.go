@@ -437,6 +437,7 @@ func TestSuperviseProcessTree(t *testing.T) {
 				out, err := Supervise(ctx, Spec{
 					Path: selfPath(t), Args: []string{"agentproof", "hostile-leader", tt.mode},
 					Env: []string{marker}, Dir: t.TempDir(), Timeout: time.Minute, MaxOutputBytes: 1 << 20,
+					KillConfirm: 30 * time.Second, // a loaded machine may take long to tear a process down
 				})
 				if err != nil {
 					t.Error(err)
