@@ -28,7 +28,14 @@
 // sent SIGKILL once more so that members left behind cannot hold the pipes (field
 // failure F01). A descendant that left the group (setsid) is not reachable that way: if
 // it keeps stdout/stderr open, the run reports stdioClosed=false with a collector error
-// and the workspace is quarantined (F01 variant C, "at least report it as a leak").
+// and the workspace is quarantined (F01 variant C, "at least report it as a leak"); a
+// subreaper or cgroup sweep that also kills such escapers is left to a later issue.
+//
+// Known limit of Pdeathsig in Go: Linux delivers it when the *thread* that forked the
+// child exits, and the Go runtime ends a thread only when a goroutine exits while
+// locked to it (runtime.LockOSThread without Unlock). A controller that does that could
+// see its fixture children killed early; stdin end-of-file and the child's watchdog
+// remain the primary bounds, Pdeathsig is only the backstop.
 package worker
 
 import "time"
