@@ -71,7 +71,7 @@ func TestControllerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := w.Run(context.Background(), request("pass", 10_000, 4096))
+	res, err := w.Run(context.Background(), request("pass", 60_000, 4096))
 	if err != nil || res.Status != StatusObserved || res.Termination.Workspace.State != "removed" {
 		t.Fatalf("a later run: %+v %v", res, err)
 	}

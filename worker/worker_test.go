@@ -73,7 +73,7 @@ func TestRunFixtures(t *testing.T) {
 		check     func(t *testing.T, term *TerminationSummary, obs evidence.ProcessObservation, body evidence.LocalFixtureBody)
 		wantClean bool
 	}{
-		{"pass", request("pass", 10_000, 65536), func(t *testing.T, term *TerminationSummary, obs evidence.ProcessObservation, body evidence.LocalFixtureBody) {
+		{"pass", request("pass", 60_000, 65536), func(t *testing.T, term *TerminationSummary, obs evidence.ProcessObservation, body evidence.LocalFixtureBody) {
 			if term.ExitCode == nil || *term.ExitCode != ExitPass || term.Signal != nil {
 				t.Errorf("exit = %v signal %v, want 0", term.ExitCode, term.Signal)
 			}
@@ -88,7 +88,7 @@ func TestRunFixtures(t *testing.T) {
 				t.Errorf("child did not report its denied capabilities:\n%s", out)
 			}
 		}, true},
-		{"fail", request("fail", 10_000, 65536), func(t *testing.T, term *TerminationSummary, obs evidence.ProcessObservation, body evidence.LocalFixtureBody) {
+		{"fail", request("fail", 60_000, 65536), func(t *testing.T, term *TerminationSummary, obs evidence.ProcessObservation, body evidence.LocalFixtureBody) {
 			if term.ExitCode == nil || *term.ExitCode != ExitFail {
 				t.Errorf("exit = %v, want 1", term.ExitCode)
 			}
@@ -111,7 +111,7 @@ func TestRunFixtures(t *testing.T) {
 				t.Errorf("exited=%v stdioClosed=%v, want both confirmed", term.Exited, term.StdioClosed)
 			}
 		}, false},
-		{"noisy exceeds the budget", request("noisy", 30_000, 1<<20), func(t *testing.T, term *TerminationSummary, obs evidence.ProcessObservation, body evidence.LocalFixtureBody) {
+		{"noisy exceeds the budget", request("noisy", 60_000, 1<<20), func(t *testing.T, term *TerminationSummary, obs evidence.ProcessObservation, body evidence.LocalFixtureBody) {
 			if !term.OutputExceeded || term.CapturedBytes != 1<<20 || term.OutputBytes <= 1<<20 {
 				t.Errorf("outputExceeded=%v captured=%d received=%d", term.OutputExceeded, term.CapturedBytes, term.OutputBytes)
 			}
@@ -400,7 +400,7 @@ func TestRunStorageFailed(t *testing.T) {
 	if err := os.WriteFile(e.store.Dir(), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.w.Run(context.Background(), request("pass", 10_000, 4096))
+	res, err := e.w.Run(context.Background(), request("pass", 60_000, 4096))
 	if err != nil {
 		t.Fatal(err)
 	}
