@@ -61,6 +61,8 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 	})
 	root.AddCommand(
 		newVersionCmd(a),
+		newFixtureCmd(a),
+		newFixtureChildCmd(a),
 	)
 	return root
 }
