@@ -53,9 +53,36 @@ func Ordered(v any) ([]byte, error) {
 	}
 	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	// encoding/json escapes the JavaScript line terminators; JSON.stringify does not.
-	out = bytes.ReplaceAll(out, []byte(`\u2028`), []byte("\u2028"))
-	out = bytes.ReplaceAll(out, []byte(`\u2029`), []byte("\u2029"))
+	if bytes.Contains(out, []byte(`\u202`)) {
+		out = unescapeLineTerminators(out)
+	}
 	return out, nil
+}
+
+// unescapeLineTerminators turns the escapes \u2028 and \u2029 that encoding/json writes
+// back into the literal characters, leaving an escaped backslash followed by "u2028"
+// (a string that really contains those six characters) alone.
+func unescapeLineTerminators(in []byte) []byte {
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c != '\\' || i+1 >= len(in) {
+			out = append(out, c)
+			continue
+		}
+		if in[i+1] == 'u' && i+6 <= len(in) && (string(in[i+2:i+6]) == "2028" || string(in[i+2:i+6]) == "2029") {
+			if in[i+5] == '8' {
+				out = append(out, "\u2028"...)
+			} else {
+				out = append(out, "\u2029"...)
+			}
+			i += 5
+			continue
+		}
+		out = append(out, c, in[i+1])
+		i++
+	}
+	return out
 }
 
 // SHA256Hex returns the lower-case hex SHA-256 of b (64 characters).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestSorted(t *testing.T) {
@@ -51,6 +52,7 @@ func TestOrdered(t *testing.T) {
 		}{1, 2}, `{"z":1,"y":2}`},
 		{"no html escaping", "<script>&", `"<script>&"`},
 		{"line separators literal", "a\u2028b\u2029c", "\"a\u2028b\u2029c\""},
+		{"escaped backslash before u2028 text", `\u2028 and \\u2029` + "\u2028", `"\\u2028 and \\\\u2029` + "\u2028" + `"`},
 		{"control escapes", "\n\t\x01\"\\", `"\n\t\u0001\"\\"`},
 		{"js numbers", []float64{0.1, 123456789012345680000, 1e21, 5e-324, -0.000001}, `[0.1,123456789012345680000,1e+21,5e-324,-0.000001]`},
 	}
@@ -109,6 +111,27 @@ func FuzzSorted(f *testing.F) {
 		b, err := Sorted(w)
 		if err != nil || string(a) != string(b) {
 			t.Fatalf("not idempotent: %s vs %s (%v)", a, b, err)
+		}
+	})
+}
+
+// FuzzOrderedString checks that Ordered output of any valid UTF-8 string decodes back to
+// the same string and holds no escaped JavaScript line terminator.
+func FuzzOrderedString(f *testing.F) {
+	for _, s := range []string{"a\u2028b", `\u2028`, `\\u2029` + "\u2029", "<&>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		out, err := Ordered(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back string
+		if err := json.Unmarshal(out, &back); err != nil || back != s {
+			t.Fatalf("round trip of %q via %s = %q, %v", s, out, back, err)
 		}
 	})
 }

@@ -64,6 +64,8 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newValidateCmd(a),
 		newListCmd(a),
 		newFingerprintCmd(a),
+		newFixtureCmd(a),
+		newFixtureChildCmd(a),
 	)
 	return root
 }

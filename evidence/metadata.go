@@ -1,0 +1,63 @@
+package evidence
+
+// Metadata describes one evidence record. It is hashed in its RFC 8785 canonical form
+// (canonjson.Sorted), so field order in Go does not matter, but every field is part of
+// the record's identity.
+//
+//   - Pins and Check: the caller's, stored verbatim (seed 003, invariant 8).
+//   - CollectedAt: when the collector finished, RFC 3339 UTC with millisecond precision
+//     (e.g. "2026-11-30T03:40:00.123Z"). Two records with identical metadata and body,
+//     including a CollectedAt in the same millisecond, are one record.
+//   - Observation: what the collector saw of the process (never a verdict).
+type Metadata struct {
+	Pins        Pins               `json:"pins"`
+	Check       string             `json:"check"`
+	CollectedAt string             `json:"collectedAt"`
+	Observation ProcessObservation `json:"observation"`
+}
+
+// ProcessObservation is what a collector saw of one child process (seed 003,
+// "ProcessObservation, including the collectorError text"). It records, never judges:
+//
+//   - Program: the fixture name (or program label) that ran.
+//   - ExitCode: nil when no exit was observed; never defaults to 0.
+//   - Signal: the terminating signal name ("SIGKILL"), nil when it exited normally.
+//   - Exited: the process was confirmed gone (reaped). StdioClosed: its stdout and
+//     stderr reached end-of-file within the close grace.
+//   - TimedOut, OutputExceeded, Aborted: which bound or request stopped it.
+//   - SignalsSent: signals the collector sent to the process group, in order.
+//   - DurationMs: spawn to settle, milliseconds. OutputBytes: every byte received;
+//     CapturedBytes: bytes kept in the body (≤ the budget, seed 003 invariant 5).
+//   - CollectorError: nil when the collector saw a clean, complete run; otherwise why the
+//     observation is incomplete (at most 1024 characters). A timeout, output overflow,
+//     abort, lost contact or unconfirmed exit always sets TimedOut or CollectorError
+//     (seed 003, invariant 9).
+//   - Workspace: "removed" or "quarantined"; WorkspaceReason says why it was quarantined.
+type ProcessObservation struct {
+	Program         string   `json:"program"`
+	ExitCode        *int     `json:"exitCode"`
+	Signal          *string  `json:"signal"`
+	Exited          bool     `json:"exited"`
+	StdioClosed     bool     `json:"stdioClosed"`
+	TimedOut        bool     `json:"timedOut"`
+	OutputExceeded  bool     `json:"outputExceeded"`
+	Aborted         bool     `json:"aborted"`
+	SignalsSent     []string `json:"signalsSent"`
+	DurationMs      int64    `json:"durationMs"`
+	OutputBytes     int64    `json:"outputBytes"`
+	CapturedBytes   int64    `json:"capturedBytes"`
+	MaxOutputBytes  int64    `json:"maxOutputBytes"`
+	CollectorError  *string  `json:"collectorError"`
+	Workspace       string   `json:"workspace"`
+	WorkspaceReason string   `json:"workspaceReason,omitempty"`
+}
+
+// Workspace dispositions recorded in ProcessObservation.Workspace.
+const (
+	WorkspaceRemoved     = "removed"
+	WorkspaceQuarantined = "quarantined"
+)
+
+// MaxCollectorErrorLength is the longest CollectorError text in characters (seed 003,
+// MAX_COLLECTOR_ERROR_LENGTH).
+const MaxCollectorErrorLength = 1024

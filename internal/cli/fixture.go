@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentproof/agentproof/assurance"
+	"github.com/agentproof/agentproof/evidence"
+	"github.com/agentproof/agentproof/worker"
+	"github.com/spf13/cobra"
+)
+
+func newFixtureCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fixture",
+		Short: "Run the built-in fixture programs through the local fixture worker",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newFixtureRunCmd(a))
+	return cmd
+}
+
+// fixtureRunOutput is what `fixture run --json` prints: one object.
+type fixtureRunOutput struct {
+	Status      string                     `json:"status"`
+	EvidenceID  *string                    `json:"evidenceId"`
+	Termination *worker.TerminationSummary `json:"termination"`
+	Assurance   *assurance.Result          `json:"assurance"`
+	Message     string                     `json:"message,omitempty"`
+}
+
+func newFixtureRunCmd(a *app) *cobra.Command {
+	var (
+		timeout       time.Duration
+		maxOutput     string
+		evidenceDir   string
+		workspaceRoot string
+		asJSON        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run <pass|fail|hang|noisy>",
+		Short: "Run one fixture as a real bounded child process and classify its evidence",
+		Long: strings.TrimSpace(`
+Run one built-in fixture program (pass, fail, hang or noisy) as a real, bounded child
+process through the local fixture worker: explicit environment, no shell, a private
+working directory, its own process group, a timeout (SIGTERM, then SIGKILL) and a
+combined stdout+stderr budget. The evidence is stored in a content-addressed store and
+classified by assurance.
+
+Prints the termination summary, the evidence id and the assurance class. Exit codes:
+0 Verified, 1 Failed, 3 Inconclusive, 2 usage or setup error, 130 interrupted.`),
+		Example: `  agentproof fixture run pass
+  agentproof fixture run hang --timeout 500ms --json
+  agentproof fixture run noisy --max-output 1MiB`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("%s takes exactly one fixture name (%s), got %d arguments", cmd.CommandPath(), strings.Join(worker.Fixtures(), ", "), len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var problems []string
+			fixture := args[0]
+			if !worker.IsFixture(fixture) {
+				problems = append(problems, fmt.Sprintf("unknown fixture %q: want one of %s", fixture, strings.Join(worker.Fixtures(), ", ")))
+			}
+			if timeout <= 0 || timeout.Milliseconds() > worker.MaxTimeoutMS || timeout%time.Millisecond != 0 {
+				problems = append(problems, fmt.Sprintf("--timeout %v must be a whole number of milliseconds between 1ms and %v", timeout, time.Duration(worker.MaxTimeoutMS)*time.Millisecond))
+			}
+			budget, err := parseByteSize(maxOutput)
+			if err != nil {
+				problems = append(problems, "--max-output: "+err.Error())
+			} else if budget < 1 || budget > worker.MaxOutputBytes {
+				problems = append(problems, fmt.Sprintf("--max-output %s must be between 1 byte and 64MiB", maxOutput))
+			}
+			if evidenceDir == "" {
+				cache, err := os.UserCacheDir()
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("no default evidence directory (%v): pass --evidence-dir", err))
+				} else {
+					evidenceDir = filepath.Join(cache, "agentproof", "evidence")
+				}
+			}
+			for flag, p := range map[string]string{"--evidence-dir": evidenceDir, "--workspace-root": workspaceRoot} {
+				if p == "" {
+					continue
+				}
+				if strings.ContainsRune(p, 0) {
+					problems = append(problems, flag+" must not contain NUL bytes")
+				} else if !filepath.IsAbs(p) {
+					problems = append(problems, fmt.Sprintf("%s %q must be an absolute path", flag, p))
+				}
+			}
+			if len(problems) > 0 {
+				return usageErrorf("%s", strings.Join(problems, "; "))
+			}
+			store, err := evidence.Open(evidenceDir)
+			if err != nil {
+				return usageErrorf("evidence store: %v", err)
+			}
+			w, err := worker.New(worker.Options{Store: store, WorkspaceRoot: workspaceRoot})
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := w.Run(ctx, worker.Request{
+				Fixture: fixture,
+				Pins: evidence.Pins{
+					Collector:   evidence.LocalFixtureCollector,
+					Environment: runtime.Version() + "/" + runtime.GOOS + "-" + runtime.GOARCH,
+				},
+				Check:          "fixture-run." + fixture,
+				TimeoutMs:      timeout.Milliseconds(),
+				MaxOutputBytes: budget,
+			})
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			return reportFixtureRun(a, ctx, fixture, store.Dir(), res, asJSON)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "stop the fixture after this long (SIGTERM, then SIGKILL)")
+	cmd.Flags().StringVar(&maxOutput, "max-output", "64KiB", "combined stdout+stderr budget (bytes, or with B, KiB, MiB suffix; at most 64MiB)")
+	cmd.Flags().StringVar(&evidenceDir, "evidence-dir", "", "absolute evidence store directory (default <user cache dir>/agentproof/evidence)")
+	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "absolute directory for the private working directory (default the system temp dir)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object {status, evidenceId, termination, assurance}")
+	return cmd
+}
+
+func reportFixtureRun(a *app, ctx context.Context, fixture, storeDir string, res worker.Result, asJSON bool) error {
+	out := fixtureRunOutput{Status: res.Status, Termination: res.Termination, Message: res.Message}
+	code := ExitInconclusive
+	switch res.Status {
+	case worker.StatusObserved:
+		id := res.EvidenceID
+		out.EvidenceID = &id
+		r := assurance.Classify(*res.Metadata)
+		out.Assurance = &r
+		code = map[assurance.Class]int{assurance.Verified: ExitOK, assurance.Failed: ExitFailed}[r.Class]
+		if r.Class == assurance.Inconclusive {
+			code = ExitInconclusive
+		}
+	case worker.StatusStorageFailed:
+		r := assurance.Result{Class: assurance.Inconclusive, Reason: "evidence could not be stored: " + res.Message}
+		out.Assurance = &r
+	case worker.StatusNotStarted:
+		out.Message = res.Reason + ": " + res.Message
+		code = ExitUsage
+		if res.Reason == worker.ReasonAborted {
+			code = ExitInterrupted
+		}
+	}
+	if ctx.Err() != nil && code != ExitUsage {
+		code = ExitInterrupted
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+		return withExit(code, nil)
+	}
+	if res.Status == worker.StatusNotStarted {
+		return withExit(code, fmt.Errorf("fixture %s not started: %s", fixture, out.Message))
+	}
+	t := res.Termination
+	var b strings.Builder
+	ended := "did not confirm an exit"
+	switch {
+	case t.ExitCode != nil:
+		ended = fmt.Sprintf("exited with code %d", *t.ExitCode)
+	case t.Signal != nil:
+		ended = "was killed by " + *t.Signal
+	}
+	fmt.Fprintf(&b, "fixture %s %s after %d ms (pid %d)\n", fixture, ended, t.DurationMs, t.PID)
+	signals := "none"
+	if len(t.SignalsSent) > 0 {
+		signals = strings.Join(t.SignalsSent, ", ")
+	}
+	fmt.Fprintf(&b, "  timed out: %s   output exceeded: %s   aborted: %s   signals sent: %s\n",
+		yesNo(t.TimedOut), yesNo(t.OutputExceeded), yesNo(t.Aborted), signals)
+	fmt.Fprintf(&b, "  output: %d bytes received, %d kept   exited: %s   stdio closed: %s\n",
+		t.OutputBytes, t.CapturedBytes, yesNo(t.Exited), yesNo(t.StdioClosed))
+	if t.Workspace.State == "removed" {
+		b.WriteString("  workspace: removed\n")
+	} else {
+		fmt.Fprintf(&b, "  workspace: quarantined at %s (%s)\n", t.Workspace.Path, t.Workspace.Reason)
+	}
+	if res.Metadata != nil && res.Metadata.Observation.CollectorError != nil {
+		fmt.Fprintf(&b, "  collector error: %s\n", *res.Metadata.Observation.CollectorError)
+	}
+	if out.EvidenceID != nil {
+		fmt.Fprintf(&b, "evidence: %s (in %s)\n", *out.EvidenceID, storeDir)
+	} else {
+		fmt.Fprintf(&b, "evidence: not stored (%s)\n", res.Message)
+	}
+	fmt.Fprintf(&b, "assurance: %s — %s\n", out.Assurance.Class, out.Assurance.Reason)
+	if _, err := fmt.Fprint(a.stdout, b.String()); err != nil {
+		return err
+	}
+	return withExit(code, nil)
+}
+
+func yesNo(v bool) string {
+	if v {
+		return "yes"
+	}
+	return "no"
+}
+
+var byteSizePattern = regexp.MustCompile(`^([0-9]{1,12})\s*(B|KiB|MiB)?$`)
+
+// parseByteSize parses a byte count: digits with an optional B, KiB or MiB suffix.
+func parseByteSize(s string) (int64, error) {
+	m := byteSizePattern.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a byte size (want e.g. 65536, 64KiB or 1MiB)", s)
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %w", s, err)
+	}
+	switch m[2] {
+	case "KiB":
+		n <<= 10
+	case "MiB":
+		n <<= 20
+	}
+	return n, nil
+}

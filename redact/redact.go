@@ -1,0 +1,197 @@
+// Package redact keeps secrets out of everything agentproof writes: the per-attempt
+// secret set, exact and shape-based leak detection over text, bytes, JSON values, streams
+// and directory trees, and sanitisers that redact text and JSON while keeping JSON valid
+// (seed 000 "no raw credentials", "evidence passes a sanitizer", "a leak fails the cell";
+// spec runner-e2e-harness §10).
+//
+// Nothing in this package ever returns, logs or formats a secret value: a Leak names the
+// reason, the shape and where it was found, never what was found.
+package redact
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Redaction markers (spec §10.2).
+const (
+	// Redacted replaces an exact secret value or the value of a sensitive JSON key.
+	Redacted = "[REDACTED]"
+	// RedactedShape replaces a value that has the shape of a secret (a provider key, a
+	// bearer token, a JWT, a private key block).
+	RedactedShape = "[REDACTED_SECRET_SHAPE]"
+)
+
+// Reason says why a Leak was reported.
+type Reason string
+
+// Leak reasons (spec §10.2).
+const (
+	// ReasonExact: a value of the secret set occurs verbatim.
+	ReasonExact Reason = "exact secret value"
+	// ReasonShape: a value has the shape of a secret (see Shape).
+	ReasonShape Reason = "secret-shaped value"
+	// ReasonUninspectable: content that could not be inspected (a corrupt or encrypted
+	// archive) and therefore cannot be proved secret-free.
+	ReasonUninspectable Reason = "uninspectable content"
+)
+
+// Leak describes one finding without its value. Shape is set for ReasonShape (for
+// example "openai-key"); Where is a location: a byte offset, a JSON path, or a file path
+// relative to the scanned root (for archive members, "archive.zip!member").
+type Leak struct {
+	Reason Reason `json:"reason"`
+	Shape  string `json:"shape,omitempty"`
+	Where  string `json:"where,omitempty"`
+}
+
+// String formats the leak as "<reason> at <where>" (never containing the value).
+func (l Leak) String() string {
+	s := string(l.Reason)
+	if l.Shape != "" {
+		s += " (" + l.Shape + ")"
+	}
+	if l.Where != "" {
+		s += " at " + l.Where
+	}
+	return s
+}
+
+// LeakError is returned when content about to be written still contains a secret after
+// sanitising. It names the leaks, never the values.
+type LeakError struct {
+	Label string
+	Leaks []Leak
+}
+
+func (e *LeakError) Error() string {
+	parts := make([]string, len(e.Leaks))
+	for i, l := range e.Leaks {
+		parts[i] = l.String()
+	}
+	return fmt.Sprintf("secret leak in %s: %s", e.Label, strings.Join(parts, "; "))
+}
+
+// ErrLeak matches every *LeakError with errors.Is.
+var ErrLeak = errors.New("secret leak")
+
+// Is reports whether target is ErrLeak.
+func (e *LeakError) Is(target error) bool { return target == ErrLeak }
+
+// Set is an attempt's secret set: every credential value the attempt loaded plus the
+// instance's own generated secrets, trimmed, without empty values or duplicates, longest
+// first so that a longer secret is redacted before any secret it contains (spec §10.1).
+// A Set is immutable and safe for concurrent use. The zero value and nil are empty sets.
+type Set struct {
+	values []string
+}
+
+// NewSet builds a secret set from values.
+func NewSet(values ...string) *Set {
+	return (&Set{}).With(values...)
+}
+
+// With returns a new set holding s's values and values.
+func (s *Set) With(values ...string) *Set {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range append(s.Values(), values...) {
+		v = strings.TrimSpace(v)
+		if v == "" || seen[v] {
+			continue
+		}
+		seen[v] = true
+		out = append(out, v)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if len(out[i]) != len(out[j]) {
+			return len(out[i]) > len(out[j])
+		}
+		return out[i] < out[j]
+	})
+	return &Set{values: out}
+}
+
+// Values returns a copy of the set's values, longest first. Callers must treat them as
+// secrets: never print, log or store them.
+func (s *Set) Values() []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s.values...)
+}
+
+// Len is the number of distinct secrets.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.values)
+}
+
+// Overlap is the number of bytes a streaming scan keeps between chunks so that a secret
+// split across them is still found: max(256, longest secret + 16) (spec §10.2).
+func (s *Set) Overlap() int {
+	n := 256
+	if s.Len() > 0 && len(s.values[0])+16 > n {
+		n = len(s.values[0]) + 16
+	}
+	return n
+}
+
+// FindExact returns the offset of the first exact secret in b, or -1.
+func (s *Set) FindExact(b []byte) int {
+	first := -1
+	for _, v := range s.Values() {
+		if i := bytes.Index(b, []byte(v)); i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	return first
+}
+
+// FindLeak reports the first leak in b: an exact secret first, then (when shapes is true)
+// a secret-shaped value. Where is the byte offset.
+func (s *Set) FindLeak(b []byte, shapes bool) (Leak, bool) {
+	l, i, ok := s.find(b, shapes)
+	if ok {
+		l.Where = fmt.Sprintf("byte %d", i)
+	}
+	return l, ok
+}
+
+// find is FindLeak returning the offset as a number.
+func (s *Set) find(b []byte, shapes bool) (Leak, int, bool) {
+	if i := s.FindExact(b); i >= 0 {
+		return Leak{Reason: ReasonExact}, i, true
+	}
+	if shapes {
+		if name, i, ok := findShape(b); ok {
+			return Leak{Reason: ReasonShape, Shape: name}, i, true
+		}
+	}
+	return Leak{}, 0, false
+}
+
+// RedactText redacts text for logs, Markdown, HTML, XML and plain text: exact secrets
+// become Redacted (longest first), then secret shapes become RedactedShape (a bearer
+// token keeps its "Bearer " prefix, a provider key assignment keeps its key name).
+func (s *Set) RedactText(text string) string {
+	for _, v := range s.Values() {
+		text = strings.ReplaceAll(text, v, Redacted)
+	}
+	return redactShapes(text)
+}
+
+// Check returns a *LeakError naming every leak kind found in b (exact values, and shapes
+// when shapes is true), or nil when b is clean. label names the content in the error
+// (for example a file's relative path).
+func (s *Set) Check(label string, b []byte, shapes bool) error {
+	if l, ok := s.FindLeak(b, shapes); ok {
+		return &LeakError{Label: label, Leaks: []Leak{l}}
+	}
+	return nil
+}

@@ -1,0 +1,502 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// Spec describes one bounded child process for Supervise. Nothing is inherited from the
+// calling process: the environment, arguments and working directory are exactly these.
+//
+//   - Path: absolute path of the executable (never looked up in PATH, never a shell).
+//   - Args: the complete argv, Args[0] included (it need not equal Path).
+//   - Env: the complete environment, "KEY=VALUE" entries; may be empty.
+//   - Dir: absolute working directory, which must exist.
+//   - Timeout: > 0; at the deadline the process group gets SIGTERM, then SIGKILL after
+//     TerminateGrace, and the run settles KillConfirm later if no exit was seen.
+//   - MaxOutputBytes: > 0; the combined stdout+stderr budget. The first MaxOutputBytes
+//     bytes (in arrival order) are kept; one byte more stops the process like a timeout.
+//   - TerminateGrace, KillConfirm, CloseGrace: zero means the package defaults.
+//   - ExtraFiles: passed to the child as fds 3, 4, … (reserved for the guarded path's
+//     control pipe); Supervise does not close them.
+type Spec struct {
+	Path           string
+	Args           []string
+	Env            []string
+	Dir            string
+	Timeout        time.Duration
+	MaxOutputBytes int64
+	TerminateGrace time.Duration
+	KillConfirm    time.Duration
+	CloseGrace     time.Duration
+	ExtraFiles     []*os.File
+}
+
+// Outcome is what Supervise observed of one child process. It records, never judges.
+//
+//   - Started: a process was created (it had a pid). When false, SpawnError or Aborted
+//     says why and every other field is zero.
+//   - ExitCode: nil unless a normal exit was observed. Signal: the terminating signal's
+//     name ("SIGKILL") when it was killed by one, else "".
+//   - Exited: the exit was observed and the process reaped. StdioClosed: stdout and
+//     stderr reached end-of-file within CloseGrace of settling.
+//   - SignalsSent: escalation signals sent to the process group, in order.
+//   - OutputBytes: every byte received; CapturedBytes = len(Output.Stdout()) +
+//     len(Output.Stderr()) ≤ MaxOutputBytes.
+//   - Output: the kept head of each stream.
+//   - CollectorError: "" when the observation is complete; otherwise the reasons it is
+//     not (output overflow, abort, unconfirmed exit, unclosed stdio), "; "-separated.
+//     A timeout alone sets TimedOut, not CollectorError (seed 003, invariant 9).
+type Outcome struct {
+	Started        bool
+	PID            int
+	ExitCode       *int
+	Signal         string
+	Exited         bool
+	StdioClosed    bool
+	TimedOut       bool
+	OutputExceeded bool
+	Aborted        bool
+	SignalsSent    []string
+	Duration       time.Duration
+	OutputBytes    int64
+	CapturedBytes  int64
+	Output         Captured
+	CollectorError string
+	SpawnError     error
+}
+
+// SpecError lists every problem of an invalid Spec; Supervise returns it before anything
+// is created.
+type SpecError struct {
+	Problems []string
+}
+
+func (e *SpecError) Error() string {
+	return "invalid process spec: " + strings.Join(e.Problems, "; ")
+}
+
+func validateSpec(s *Spec) error {
+	var p []string
+	if !filepath.IsAbs(s.Path) {
+		p = append(p, fmt.Sprintf("path %q must be absolute", s.Path))
+	}
+	if len(s.Args) == 0 {
+		p = append(p, "args must hold at least argv[0]")
+	}
+	for i, a := range s.Args {
+		if strings.ContainsRune(a, 0) {
+			p = append(p, fmt.Sprintf("args[%d] contains NUL", i))
+		}
+	}
+	for i, e := range s.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" || strings.ContainsRune(e, 0) {
+			p = append(p, fmt.Sprintf("env[%d] %q must be KEY=VALUE without NUL", i, e))
+		}
+	}
+	if !filepath.IsAbs(s.Dir) {
+		p = append(p, fmt.Sprintf("dir %q must be absolute", s.Dir))
+	}
+	for _, x := range []string{s.Path, s.Dir} {
+		if strings.ContainsRune(x, 0) {
+			p = append(p, "path and dir must not contain NUL")
+			break
+		}
+	}
+	if s.Timeout <= 0 {
+		p = append(p, fmt.Sprintf("timeout %v must be > 0", s.Timeout))
+	}
+	if s.MaxOutputBytes <= 0 {
+		p = append(p, fmt.Sprintf("max output %d bytes must be > 0", s.MaxOutputBytes))
+	}
+	if s.TerminateGrace < 0 || s.KillConfirm < 0 || s.CloseGrace < 0 {
+		p = append(p, "grace periods must not be negative")
+	}
+	if len(p) > 0 {
+		return &SpecError{Problems: p}
+	}
+	return nil
+}
+
+// capture keeps the head of the combined output within the budget and counts every
+// byte. Kept bytes go into fixed-size chunks (no re-copying as output grows) that are
+// joined once at the end.
+type capture struct {
+	mu       sync.Mutex
+	budget   int64
+	received int64
+	kept     int64
+	chunks   [2][][]byte
+	exceeded bool
+	overflow chan struct{}
+}
+
+const captureChunk = 1 << 20
+
+// room returns how many more bytes may be kept.
+func (c *capture) room() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.budget - c.kept
+}
+
+// account records n bytes just read by stream, of which at most the remaining budget
+// is kept, and returns how many were kept.
+func (c *capture) account(n int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.received += int64(n)
+	keep := min(c.budget-c.kept, int64(n))
+	c.kept += keep
+	if c.received > c.budget && !c.exceeded {
+		c.exceeded = true
+		close(c.overflow)
+	}
+	return int(keep)
+}
+
+// read drains f until end-of-file or error. Only this goroutine touches
+// c.chunks[stream] until the readers are done, so it reads straight into the chunk's
+// free space and keeps as much of each read as the shared budget allows; once the
+// budget is spent it keeps reading into a scratch buffer so the child never blocks on
+// a full pipe (F04).
+func (c *capture) read(stream int, f *os.File, done *sync.WaitGroup) {
+	defer done.Done()
+	var scratch []byte
+	for {
+		var dst []byte
+		intoChunk := false
+		chunks := c.chunks[stream]
+		if room := c.room(); room > 0 {
+			if len(chunks) == 0 || len(chunks[len(chunks)-1]) == cap(chunks[len(chunks)-1]) {
+				size := int64(captureChunk)
+				if len(chunks) == 0 {
+					size = 64 << 10 // small outputs stay small
+				}
+				chunks = append(chunks, make([]byte, 0, min(size, room)))
+				c.chunks[stream] = chunks
+			}
+			last := chunks[len(chunks)-1]
+			dst, intoChunk = last[len(last):cap(last)], true
+		} else {
+			if scratch == nil {
+				scratch = make([]byte, 256<<10)
+			}
+			dst = scratch
+		}
+		n, err := f.Read(dst)
+		if n > 0 {
+			if kept := c.account(n); kept > 0 && intoChunk {
+				last := &chunks[len(chunks)-1]
+				*last = (*last)[:len(*last)+kept]
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Captured is the kept head of a child's stdout and stderr. Bytes are held in the
+// chunks they were read into, so capturing up to MaxOutputBytes never re-copies; Stdout
+// and Stderr join them on request. The zero value is empty output.
+type Captured struct {
+	chunks [2][][]byte
+}
+
+// Stdout returns the kept stdout bytes as one new slice (never nil).
+func (c Captured) Stdout() []byte { return join(c.chunks[0]) }
+
+// Stderr returns the kept stderr bytes as one new slice (never nil).
+func (c Captured) Stderr() []byte { return join(c.chunks[1]) }
+
+func join(chunks [][]byte) []byte {
+	var n int
+	for _, ch := range chunks {
+		n += len(ch)
+	}
+	out := make([]byte, 0, n)
+	for _, ch := range chunks {
+		out = append(out, ch...)
+	}
+	return out
+}
+
+// Supervise runs spec as one bounded child process and returns what it observed. An
+// invalid spec returns a *SpecError before anything is created; every runtime outcome
+// (spawn failure, timeout, overflow, abort, unconfirmed exit) is an Outcome with a nil
+// error. Cancelling ctx before the spawn starts nothing (Outcome.Aborted, !Started);
+// cancelling it during the run stops the process group like a timeout (Aborted); after
+// the exit was observed it has no effect. Supervise returns once the process is reaped
+// and its pipes closed, or — when that cannot be confirmed — after at most Timeout +
+// TerminateGrace + KillConfirm + CloseGrace.
+func Supervise(ctx context.Context, spec Spec) (Outcome, error) {
+	if ctx == nil {
+		return Outcome{}, &SpecError{Problems: []string{"context must not be nil"}}
+	}
+	spec.Args = append([]string(nil), spec.Args...)
+	spec.Env = append([]string{}, spec.Env...)
+	if err := validateSpec(&spec); err != nil {
+		return Outcome{}, err
+	}
+	if spec.TerminateGrace == 0 {
+		spec.TerminateGrace = TerminateGrace
+	}
+	if spec.KillConfirm == 0 {
+		spec.KillConfirm = KillConfirm
+	}
+	if spec.CloseGrace == 0 {
+		spec.CloseGrace = CloseGrace
+	}
+	return supervise(ctx, spec), nil
+}
+
+func supervise(ctx context.Context, spec Spec) Outcome {
+	var o Outcome
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		o.SpawnError = fmt.Errorf("creating stdin pipe: %w", err)
+		return o
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		o.SpawnError = fmt.Errorf("creating stdout pipe: %w", err)
+		return o
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		o.SpawnError = fmt.Errorf("creating stderr pipe: %w", err)
+		return o
+	}
+	// Larger pipes mean fewer context switches for chatty children (best effort: the
+	// kernel caps the size at /proc/sys/fs/pipe-max-size).
+	if spec.MaxOutputBytes > 64<<10 {
+		growPipe(outR, min(spec.MaxOutputBytes, 1<<20))
+		growPipe(errR, min(spec.MaxOutputBytes, 1<<20))
+	}
+	cmd := &exec.Cmd{
+		Path:       spec.Path,
+		Args:       spec.Args,
+		Env:        spec.Env,
+		Dir:        spec.Dir,
+		Stdin:      inR,
+		Stdout:     outW,
+		Stderr:     errW,
+		ExtraFiles: spec.ExtraFiles,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:   true,
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	if ctx.Err() != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		o.Aborted = true
+		return o
+	}
+	start := time.Now()
+	err = cmd.Start()
+	closeAll(inR, outW, errW) // the child holds its own copies
+	if err != nil || cmd.Process == nil || cmd.Process.Pid <= 0 {
+		closeAll(inW, outR, errR)
+		if err == nil {
+			err = errors.New("no pid assigned")
+		}
+		o.SpawnError = err
+		return o
+	}
+	o.Started = true
+	o.PID = cmd.Process.Pid
+	pid := o.PID
+
+	c := &capture{budget: spec.MaxOutputBytes, overflow: make(chan struct{})}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go c.read(0, outR, &readers)
+	go c.read(1, errR, &readers)
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+
+	exitSeen := make(chan struct{})
+	var waitErr error // written before exitSeen is closed
+	go func() {
+		// Observe the exit without reaping: until we reap, the pid and the process
+		// group id stay ours, so signalling the group cannot hit a stranger.
+		waitErr = waitNoReap(pid)
+		close(exitSeen)
+	}()
+
+	timer := time.NewTimer(spec.Timeout)
+	defer timer.Stop()
+	exited := false
+	select {
+	case <-exitSeen:
+		exited = true
+	case <-timer.C:
+		o.TimedOut = true
+	case <-c.overflow:
+		o.OutputExceeded = true
+	case <-ctx.Done():
+		o.Aborted = true
+	}
+	if !exited {
+		exited = escalate(&o, pid, exitSeen, spec)
+	}
+	var reasons []string
+	if o.OutputExceeded {
+		reasons = append(reasons, fmt.Sprintf("output exceeded the %d-byte budget; the process was stopped", spec.MaxOutputBytes))
+	}
+	if o.Aborted {
+		reasons = append(reasons, "aborted by the caller during the run")
+	}
+	switch {
+	case !exited:
+		reasons = append(reasons, fmt.Sprintf("exit not confirmed %v after SIGKILL", spec.KillConfirm))
+		// Reap it whenever it does exit, so it never lingers as a zombie of ours.
+		go func() {
+			<-exitSeen
+			if waitErr == nil {
+				_, _ = cmd.Process.Wait()
+			}
+		}()
+	case waitErr != nil:
+		// waitid failed (e.g. someone else reaped the child): nothing proves the pid is
+		// still ours, so send nothing more and claim no exit.
+		reasons = append(reasons, fmt.Sprintf("observing the exit: %v", waitErr))
+	default:
+		// Members left in the group after the leader's exit would keep the pipes open
+		// (F01): the group id is still ours because the leader is not reaped yet.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		state, err := cmd.Process.Wait()
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("reaping the process: %v", err))
+			break
+		}
+		o.Exited = true
+		ws, _ := state.Sys().(syscall.WaitStatus)
+		switch {
+		case ws.Exited():
+			code := ws.ExitStatus()
+			o.ExitCode = &code
+		case ws.Signaled():
+			o.Signal = signalName(ws.Signal())
+		}
+	}
+	// Settle: stdin was never written; its end-of-file tells a live child to exit.
+	_ = inW.Close()
+	closeTimer := time.NewTimer(spec.CloseGrace)
+	select {
+	case <-readersDone:
+		o.StdioClosed = true
+		closeTimer.Stop()
+	case <-closeTimer.C:
+		reasons = append(reasons, fmt.Sprintf("stdout/stderr still open %v after settling (a descendant outside the process group may hold them)", spec.CloseGrace))
+		closeAll(outR, errR)
+		<-readersDone
+	}
+	if o.StdioClosed {
+		closeAll(outR, errR)
+	}
+	o.Duration = time.Since(start)
+	c.mu.Lock()
+	o.OutputBytes, o.CapturedBytes = c.received, c.kept
+	o.Output = Captured{chunks: c.chunks}
+	c.mu.Unlock()
+	o.CollectorError = clipText(strings.Join(reasons, "; "), 1024)
+	return o
+}
+
+// escalate sends SIGTERM, then SIGKILL, to the process group, and reports whether the
+// exit was seen. Signals are sent only while no exit has been seen (seed 003, invariant 6).
+func escalate(o *Outcome, pid int, exitSeen <-chan struct{}, spec Spec) bool {
+	for _, step := range []struct {
+		sig  syscall.Signal
+		name string
+		wait time.Duration
+	}{{syscall.SIGTERM, "SIGTERM", spec.TerminateGrace}, {syscall.SIGKILL, "SIGKILL", spec.KillConfirm}} {
+		select {
+		case <-exitSeen:
+			return true
+		default:
+		}
+		if err := syscall.Kill(-pid, step.sig); err == nil {
+			o.SignalsSent = append(o.SignalsSent, step.name)
+		}
+		t := time.NewTimer(step.wait)
+		select {
+		case <-exitSeen:
+			t.Stop()
+			return true
+		case <-t.C:
+		}
+	}
+	return false
+}
+
+// waitNoReap blocks until process pid has exited, leaving it unreaped (waitid with
+// WNOWAIT), so that its pid and process group id cannot be reused meanwhile.
+func waitNoReap(pid int) error {
+	const pPID = 1
+	var info [128]byte // siginfo_t
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+}
+
+func signalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("SIG%d", int(s))
+}
+
+// growPipe asks the kernel for a pipe buffer of size bytes; failure is harmless.
+func growPipe(f *os.File, size int64) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_SETPIPE_SZ, uintptr(size))
+	})
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+// clipText shortens s to at most n runes, marking the cut with "…".
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

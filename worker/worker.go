@@ -1,0 +1,110 @@
+// Package worker owns agentproof's bounded child processes and the local fixture worker
+// of seed 003 (unguarded path).
+//
+// Two layers:
+//
+//   - Supervise (supervise.go) runs any program as a bounded child: explicit argv and
+//     environment (nothing inherited), no shell, an explicit working directory, its own
+//     process group (Setpgid) with Pdeathsig as a backstop, a stdin pipe that is never
+//     written and is closed at settle, one combined stdout+stderr byte budget that keeps
+//     the head, and a timeout that escalates SIGTERM → SIGKILL to the process group. It
+//     returns an Outcome, never panics, and never claims an exit it did not observe.
+//   - Worker.Run (fixture.go) is seed 003's run(): it validates and copies a fixture
+//     Request, creates a private workspace under the workspace root (workspace.go),
+//     spawns the fixed fixture program `<program> fixture-child <fixture> <lifetime-ms>`
+//     through Supervise, removes the workspace non-recursively only when the exit and
+//     stdio close were confirmed and it is empty, quarantines it otherwise
+//     (quarantine.go), and stores exactly one evidence record. It never judges: the
+//     assurance package classifies records.
+//
+// The fixture programs themselves live in child.go (RunChild), reached through the hidden
+// command `agentproof fixture-child`.
+//
+// Go adaptations of the Node seed (DESIGN.md "How seed 003 maps to Go"): process.execPath
+// becomes os.Executable() (Options.Program overrides it, for tests and embedders); the
+// process group is signalled with kill(-pgid) only while the group leader is unreaped,
+// which keeps the pgid ours (invariant 6: no PID files, no signal after the reap); after
+// the leader's exit is observed (waitid WNOWAIT) and before it is reaped, the group is
+// sent SIGKILL once more so that members left behind cannot hold the pipes (field
+// failure F01). A descendant that left the group (setsid) is not reachable that way: if
+// it keeps stdout/stderr open, the run reports stdioClosed=false with a collector error
+// and the workspace is quarantined (F01 variant C, "at least report it as a leak"); a
+// subreaper or cgroup sweep that also kills such escapers is left to a later issue.
+//
+// Known limit of Pdeathsig in Go: Linux delivers it when the *thread* that forked the
+// child exits, and the Go runtime ends a thread only when a goroutine exits while
+// locked to it (runtime.LockOSThread without Unlock). A controller that does that could
+// see its fixture children killed early; stdin end-of-file and the child's watchdog
+// remain the primary bounds, Pdeathsig is only the backstop.
+package worker
+
+import "time"
+
+var fixtures = [...]string{"pass", "fail", "hang", "noisy"}
+
+// Fixtures returns the fixture names (seed 003, FIXTURES) in the seed's order, as a new
+// slice: the set itself cannot be changed.
+func Fixtures() []string { return append([]string(nil), fixtures[:]...) }
+
+// IsFixture reports whether name is one of Fixtures.
+func IsFixture(name string) bool {
+	for _, f := range fixtures {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Exit codes of the fixture programs (seed 003, EXIT).
+const (
+	ExitPass        = 0
+	ExitFail        = 1
+	ExitUsage       = 64
+	ExitOutputError = 74
+	ExitWatchdog    = 124
+	ExitParentLost  = 125
+)
+
+// Limits and timings. Seed 003 names TERMINATE_GRACE_MS, KILL_CONFIRM_MS and
+// CLOSE_GRACE_MS without values; these are ours.
+const (
+	// MaxChildLifetimeMS caps a fixture program's own lifetime (seed 003).
+	MaxChildLifetimeMS = 300_000
+	// WatchdogMarginMS is added to the request timeout to give the child's own lifetime,
+	// so the worker's timeout acts first (seed 003, WATCHDOG_MARGIN_MS).
+	WatchdogMarginMS = 5_000
+	// MaxTimeoutMS is the largest request timeout: the child's lifetime must stay within
+	// MaxChildLifetimeMS.
+	MaxTimeoutMS = MaxChildLifetimeMS - WatchdogMarginMS
+	// MaxOutputBytes is the largest combined stdout+stderr budget of one run (64 MiB).
+	MaxOutputBytes = 64 << 20
+	// FlushLimitMS bounds how long pass and fail wait for their output to be written
+	// before exiting regardless (seed 003, FLUSH_LIMIT_MS).
+	FlushLimitMS = 2_000
+)
+
+// Default escalation timings used when a Spec leaves them zero.
+const (
+	// TerminateGrace is the wait between SIGTERM and SIGKILL (TERMINATE_GRACE_MS).
+	TerminateGrace = 500 * time.Millisecond
+	// KillConfirm is the wait after SIGKILL for the exit before settling unconfirmed
+	// (KILL_CONFIRM_MS). Generous, because a SIGKILLed process with a large address space
+	// can take over a second to be torn down on a loaded machine; a prompt exit is seen at
+	// once, so this only bounds the pathological case.
+	KillConfirm = 3_000 * time.Millisecond
+	// CloseGrace bounds the wait for stdout/stderr end-of-file after settling
+	// (CLOSE_GRACE_MS); F01 asks for a bounded drain of about 2 s.
+	CloseGrace = 2_000 * time.Millisecond
+)
+
+// ChildEnvironment returns the complete environment of a fixture child (seed 003,
+// CHILD_ENVIRONMENT, invariant 2): nothing is inherited from the controller.
+// GOMEMLIMIT=64MiB is the Go counterpart of the seed's --max-old-space-size=64. It
+// returns a new slice each time: the environment itself cannot be changed.
+func ChildEnvironment() []string {
+	return []string{"GOMEMLIMIT=64MiB", "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}
+}
+
+// Scope is the seed's result scope of the unguarded path.
+const Scope = "local-fixture"
