@@ -48,15 +48,16 @@ var (
 		"first_task", "agent_chat", "instruction_persistence", "native_provider_loss",
 		"process_exit",
 	}
-	IssueStates       = []string{"done", "in_review", "blocked", "in_progress"}
-	RunStates         = []string{"succeeded", "failed", "cancelled"}
-	ToolReviews       = []string{"approve", "decline", "always", "restart"}
-	RetryPolicies     = []string{"", "single_attempt"}
-	Verdicts          = []string{"passed", "failed", "inconclusive"}
-	TurnTriggers      = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
-	daytonaImageRE    = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
-	sha256HexRE       = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	commandArgsByKind = map[string]struct{ required, optional []string }{
+	IssueStates        = []string{"done", "in_review", "blocked", "in_progress"}
+	RunStates          = []string{"succeeded", "failed", "cancelled"}
+	ToolReviews        = []string{"approve", "decline", "always", "restart"}
+	RetryPolicies      = []string{"", "single_attempt"}
+	Verdicts           = []string{"passed", "failed", "inconclusive"}
+	TurnTriggers       = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
+	daytonaImageRE     = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
+	sha256HexRE        = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	configurationKeyRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	commandArgsByKind  = map[string]struct{ required, optional []string }{
 		"report_progress":           {[]string{"body"}, nil},
 		"create_skill":              {[]string{"name", "description", "markdown"}, []string{"slug"}},
 		"write_document":            {[]string{"key", "title", "body"}, []string{"baseRevisionId", "changeSummary"}},
@@ -298,7 +299,7 @@ func (v *validator) validateRanking(r *Ranking) {
 
 func (v *validator) validateEnvironment(e *Environment) {
 	ok := v.id("environment", &e.ID, e)
-	if e.ConfigurationKey != "" && (len(e.ConfigurationKey) > maxIDLength || !regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`).MatchString(e.ConfigurationKey)) {
+	if e.ConfigurationKey != "" && (len(e.ConfigurationKey) > maxIDLength || !configurationKeyRE.MatchString(e.ConfigurationKey)) {
 		v.add(v.at(&e.ConfigurationKey, e), "environment configurationKey %q must be lower-case letters, digits, '.', '_' or '-'", e.ConfigurationKey)
 	}
 	if e.ConfigurationKey == "default" {
