@@ -135,22 +135,22 @@ func (m *Memory) applyLocked(env CommandEnvelope) (CommandResult, string, error)
 	if err != nil {
 		return CommandResult{}, kind, err
 	}
-	// Dry run against the live state, always rolled back.
+	// The dry run and the real execution are one pass under the undo log (spec §2.6
+	// steps 8-10): a failing command is rolled back before any fault is consumed, and a
+	// retryable_error fault rolls the execution back before it records itself, which
+	// leaves exactly the state the notes' dry-run-then-execute order leaves.
 	mark := len(m.undo)
-	_, err = m.execute(c, env.IdempotencyKey, scope, canon)
-	m.rollback(mark)
-	if err != nil {
-		return CommandResult{}, kind, err
-	}
-	fault := m.consumeFault("apply_command", kind)
-	if err := m.faultBefore(fault, runID, kind); err != nil {
-		return CommandResult{}, kind, err
-	}
-	c.refs, c.wakes = nil, nil
-	mark = len(m.undo)
 	res, err := m.execute(c, env.IdempotencyKey, scope, canon)
 	if err != nil {
 		m.rollback(mark)
+		return CommandResult{}, kind, err
+	}
+	fault := m.peekFault("apply_command", kind)
+	if fault != nil && fault.Effect == "retryable_error" {
+		m.rollback(mark)
+	}
+	m.consumeFault("apply_command", kind)
+	if err := m.faultBefore(fault, runID, kind); err != nil {
 		return CommandResult{}, kind, err
 	}
 	if err := m.faultAfter(fault, runID, kind); err != nil {
@@ -233,14 +233,21 @@ func (m *Memory) execute(c *cmdCtx, key, scope string, canon []byte) (CommandRes
 	if wakes == nil {
 		wakes = []string{}
 	}
-	m.recordMutation(strp(c.run.ID), strp(c.actor.ID), "semantic_command.applied", "command", commandID,
-		map[string]any{"kind": c.kind, "idempotencyKey": key, "entityRefs": refs},
+	m.recordMutationSorted(strp(c.run.ID), strp(c.actor.ID), "semantic_command.applied", "command", commandID,
+		commandDetails{EntityRefs: refs, IdempotencyKey: key, Kind: c.kind},
 		c.kind, "allowed", "semantic_command_applied", refs)
 	res := CommandResult{CommandID: commandID, CommandKind: c.kind, Disposition: "applied", StateRevision: m.st.Revision, EntityRefs: refs, ScheduledWakeIDs: wakes}
 	rec := &IdempotencyRecord{Scope: scope, Key: key, InputCanonical: string(canon), Result: cloneResult(res)}
 	appendv(m, &m.st.Idempotency, rec)
 	mapSet(m, m.idx.idem, [2]string{scope, key}, rec)
 	return res, nil
+}
+
+// commandDetails are the details of a semantic_command.applied audit record.
+type commandDetails struct {
+	EntityRefs     []string `json:"entityRefs"`
+	IdempotencyKey string   `json:"idempotencyKey"`
+	Kind           string   `json:"kind"`
 }
 
 // ---- shared helpers ----

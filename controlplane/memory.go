@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -557,20 +558,6 @@ func (m *Memory) bumpRevision() int64 {
 	return m.st.Revision
 }
 
-// sortedUnique de-duplicates and sorts by root collation (JavaScript localeCompare).
-func (m *Memory) sortedUnique(in []string) []string {
-	out := make([]string, 0, len(in))
-	for _, s := range in {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	if len(out) > 1 {
-		slices.SortStableFunc(out, func(a, b string) int { return m.coll.CompareString(a, b) })
-	}
-	return out
-}
-
 func strPtrOrNil(s string) *string {
 	if s == "" {
 		return nil
@@ -589,12 +576,17 @@ func mustJSON(v any) json.RawMessage {
 // recordMutation writes one audit record and one decision: revision+1, tick, audit id,
 // decision id (spec §4).
 func (m *Memory) recordMutation(runID, actorID *string, action, entityType, entityID string, details any, operation, outcome, reason string, refs []string) {
+	m.recordMutationSorted(runID, actorID, action, entityType, entityID, details, operation, outcome, reason, m.sortedUnique(refs))
+}
+
+// recordMutationSorted is recordMutation with refs already sorted and unique.
+func (m *Memory) recordMutationSorted(runID, actorID *string, action, entityType, entityID string, details any, operation, outcome, reason string, refs []string) {
 	rev := m.bumpRevision()
 	at := m.now()
 	auditID := m.newID("audit")
 	decisionID := m.newID("decision")
 	appendv(m, &m.st.Audit, &AuditRecord{ID: auditID, At: at, RunID: runID, ActorID: actorID, Action: action, EntityType: entityType, EntityID: entityID, Details: mustJSON(details)})
-	appendv(m, &m.st.Decisions, &Decision{ID: decisionID, At: at, RunID: runID, Operation: operation, Outcome: outcome, Reason: reason, StateRevision: rev, EntityRefs: m.sortedUnique(refs)})
+	appendv(m, &m.st.Decisions, &Decision{ID: decisionID, At: at, RunID: runID, Operation: operation, Outcome: outcome, Reason: reason, StateRevision: rev, EntityRefs: refs})
 }
 
 // recordDecision writes one decision only: revision+1, decision id, tick (spec §4).
@@ -613,6 +605,15 @@ func (m *Memory) deny(runID *string, operation, reason string, refs []string, er
 
 // consumeFault finds the first matching rule with remaining > 0 and decrements it.
 func (m *Memory) consumeFault(operation, commandKind string) *FaultRule {
+	f := m.peekFault(operation, commandKind)
+	if f != nil {
+		edit(m, f, func(f *FaultRule) { f.Remaining-- })
+	}
+	return f
+}
+
+// peekFault finds the rule consumeFault would consume (spec §5 selection).
+func (m *Memory) peekFault(operation, commandKind string) *FaultRule {
 	for _, f := range m.st.Faults {
 		if f.Operation != operation || f.Remaining <= 0 {
 			continue
@@ -623,7 +624,6 @@ func (m *Memory) consumeFault(operation, commandKind string) *FaultRule {
 		if commandKind == "" && f.CommandKind != "" {
 			continue
 		}
-		edit(m, f, func(f *FaultRule) { f.Remaining-- })
 		return f
 	}
 	return nil
@@ -773,11 +773,10 @@ func sanitizeRaw(raw json.RawMessage) json.RawMessage {
 
 // canonical returns the sorted-key canonical JSON of raw, or an error for invalid JSON.
 func canonicalRaw(raw json.RawMessage) ([]byte, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
+	if !json.Valid(raw) {
+		return nil, errors.New("invalid JSON text")
 	}
-	return canonjson.Sorted(v)
+	return canonjson.SortedJSON(raw)
 }
 
 // ---- lifecycle and introspection ----
