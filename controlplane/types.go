@@ -351,14 +351,14 @@ type Identity struct {
 }
 
 // OpenInput opens (checks out) a run (spec §2.2). Wake defaults to {manual, {}},
-// Capabilities (nil) to the actor's grants, SourceInstanceID to "capability-mock".
+// Capabilities (nil or JSON null; an empty list means none) to the actor's grants, SourceInstanceID to "capability-mock".
 // Resume lets a done or cancelled task be reopened (attempt 2).
 type OpenInput struct {
 	Identity         Identity `json:"identity"`
 	BackendKind      string   `json:"backendKind"`
 	SourceInstanceID string   `json:"sourceInstanceId,omitempty"`
 	Wake             *Wake    `json:"wake,omitempty"`
-	Capabilities     []string `json:"capabilities,omitempty"`
+	Capabilities     []string `json:"capabilities"`
 	Resume           bool     `json:"resume,omitempty"`
 }
 
