@@ -350,9 +350,10 @@ type Identity struct {
 	AgentID   string `json:"agentId"`
 }
 
-// OpenInput opens (checks out) a run (spec §2.2). Wake defaults to {manual, {}},
-// Capabilities (nil or JSON null; an empty list means none) to the actor's grants, SourceInstanceID to "capability-mock".
-// Resume lets a done or cancelled task be reopened (attempt 2).
+// OpenInput opens (checks out) a run (spec §2.2). Wake defaults to {manual, {}};
+// Capabilities, when nil (JSON null), to the actor's grants (an empty list means none);
+// SourceInstanceID to "capability-mock". Resume lets a done or cancelled task be
+// reopened (attempt 2).
 type OpenInput struct {
 	Identity         Identity `json:"identity"`
 	BackendKind      string   `json:"backendKind"`
