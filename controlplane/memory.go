@@ -546,11 +546,18 @@ func (m *Memory) nextCounter(kind string) int64 {
 
 func (m *Memory) newID(kind string) string {
 	n := m.nextCounter(kind)
-	s := strconv.FormatInt(n, 10)
-	if len(s) < 4 {
-		s = strings.Repeat("0", 4-len(s)) + s
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], n, 10)
+	var b strings.Builder
+	b.Grow(len("fixture--") + len(kind) + max(4, len(d)))
+	b.WriteString("fixture-")
+	b.WriteString(kind)
+	b.WriteByte('-')
+	for i := len(d); i < 4; i++ {
+		b.WriteByte('0')
 	}
-	return "fixture-" + kind + "-" + s
+	b.Write(d)
+	return b.String()
 }
 
 func (m *Memory) bumpRevision() int64 {
