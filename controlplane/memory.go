@@ -852,9 +852,31 @@ func (m *Memory) DecisionRecords(ctx context.Context) ([]Decision, error) {
 	out := make([]Decision, len(m.st.Decisions))
 	for i, d := range m.st.Decisions {
 		out[i] = *d
+		out[i].RunID = clonePtr(d.RunID)
 		out[i].EntityRefs = slices.Clone(d.EntityRefs)
 	}
 	return out, nil
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// cloneTask copies t so that no pointer is shared with the state.
+func cloneTask(t *Task) Task {
+	c := *t
+	c.Description = clonePtr(t.Description)
+	c.ParentID = clonePtr(t.ParentID)
+	c.AssigneeActorID = clonePtr(t.AssigneeActorID)
+	c.CheckoutRunID = clonePtr(t.CheckoutRunID)
+	c.ExecutionRunID = clonePtr(t.ExecutionRunID)
+	c.StartedAt = clonePtr(t.StartedAt)
+	c.CompletedAt = clonePtr(t.CompletedAt)
+	return c
 }
 
 // Serialize returns the state as sorted-key canonical JSON under StateSchema.

@@ -261,19 +261,41 @@ func TestReturnedValuesAreCopies(t *testing.T) {
 	ctx := context.Background()
 	m := mustMemory(t, richSeed())
 	openRun(t, m, "run-1", "task-1", "actor-1", "src")
+	unchanged := func(before []byte, what string) {
+		t.Helper()
+		if after, _ := m.Serialize(ctx); !bytes.Equal(before, after) {
+			t.Fatalf("mutating %s changed the state", what)
+		}
+	}
 	before, _ := m.Serialize(ctx)
 	st, _ := m.Snapshot(ctx)
 	st.Tasks[0].Status = "done"
+	*st.Tasks[0].AssigneeActorID = "forged"
 	st.Runs[0].Capabilities[0] = "forged"
+	unchanged(before, "a snapshot")
 	rc, _ := m.Context(ctx, "run-1")
 	rc.Capabilities[0] = "forged"
 	rc.ActiveTask.Status = "cancelled"
+	*rc.ActiveTask.AssigneeActorID = "forged"
+	*rc.ActiveTask.CheckoutRunID = "forged"
+	unchanged(before, "a context")
 	ds, _ := m.DecisionRecords(ctx)
 	ds[0].EntityRefs[0] = "forged"
-	after, _ := m.Serialize(ctx)
-	if !bytes.Equal(before, after) {
-		t.Fatal("mutating a returned value changed the state")
+	*ds[0].RunID = "forged"
+	unchanged(before, "decision records")
+	env := controlplane.CommandEnvelope{RunID: "run-1", IdempotencyKey: "c1", Command: cmd("write_document", map[string]any{"key": "k", "title": "T", "body": "b", "baseRevisionId": nil})}
+	res, err := m.ApplyCommand(ctx, env)
+	if err != nil {
+		t.Fatal(err)
 	}
+	res.EntityRefs[0] = "forged"
+	dup, err := m.ApplyCommand(ctx, env)
+	if err != nil || dup.EntityRefs[0] == "forged" {
+		t.Fatalf("a duplicate result shares memory with an earlier result: %v %v", dup.EntityRefs, err)
+	}
+	before, _ = m.Serialize(ctx)
+	dup.EntityRefs[0] = "forged"
+	unchanged(before, "a command result")
 }
 
 // TestRestoreRejects covers restore's error codes.

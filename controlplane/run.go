@@ -187,7 +187,7 @@ func (m *Memory) contextLocked(runID string) (RunContext, error) {
 		if err != nil {
 			return RunContext{}, err
 		}
-		ancestors = append(ancestors, *pt)
+		ancestors = append(ancestors, cloneTask(pt))
 		p = pt.ParentID
 	}
 	budgets, err := m.effectiveBudgets(actor)
@@ -215,7 +215,7 @@ func (m *Memory) contextLocked(runID string) (RunContext, error) {
 		RunID:              r.ID,
 		Company:            ContextCompany{ID: m.st.Company.ID, Name: m.st.Company.Name, IssuePrefix: m.st.Company.IssuePrefix, Status: m.st.Company.Status},
 		Actor:              ContextActor{ID: actor.ID, Name: actor.Name, Role: actor.Role, Status: actor.Status, CapabilityGrants: slices.Clone(actor.CapabilityGrants)},
-		ActiveTask:         *task,
+		ActiveTask:         cloneTask(task),
 		Ancestors:          ancestors,
 		Wake:               Wake{Reason: r.Wake.Reason, Payload: sanitizeRaw(r.Wake.Payload)},
 		Capabilities:       slices.Clone(r.Capabilities),
