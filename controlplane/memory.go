@@ -60,7 +60,10 @@ var _ Port = (*Memory)(nil)
 // validates it (spec §1.17). It returns an *Error with code fixture_state_invalid or
 // company_scope_violation when the seed is inconsistent.
 func NewMemory(seed Seed) (*Memory, error) {
-	st := stateFromSeed(seed)
+	st, err := stateFromSeed(seed)
+	if err != nil {
+		return nil, err
+	}
 	return newMemory(st)
 }
 
@@ -86,6 +89,9 @@ func Restore(data []byte) (*Memory, error) {
 
 func newMemory(st *State) (*Memory, error) {
 	normalize(st)
+	if err := canonicalizeRaw(st); err != nil {
+		return nil, err
+	}
 	m := &Memory{st: st, coll: collate.New(language.Und)}
 	if err := m.validate(); err != nil {
 		return nil, err
@@ -96,7 +102,7 @@ func newMemory(st *State) (*Memory, error) {
 
 func ptr[T any](v T) *T { return &v }
 
-func stateFromSeed(seed Seed) *State {
+func stateFromSeed(seed Seed) (*State, error) {
 	company := Company{ID: "company-1", Name: "Mock Paperclip Company", IssuePrefix: "MCK", Status: "active", BudgetID: "budget-company-1"}
 	if c := seed.Company; c != nil {
 		if c.ID != "" {
@@ -149,15 +155,22 @@ func stateFromSeed(seed Seed) *State {
 		}
 	}
 	st.Comments = cloneAll(seed.Comments)
-	st.Documents = cloneDeep(seed.Documents)
-	st.Interactions = cloneDeep(seed.Interactions)
-	st.Approvals = cloneDeep(seed.Approvals)
+	var err error
+	if st.Documents, err = cloneDeep(seed.Documents); err != nil {
+		return nil, err
+	}
+	if st.Interactions, err = cloneDeep(seed.Interactions); err != nil {
+		return nil, err
+	}
+	if st.Approvals, err = cloneDeep(seed.Approvals); err != nil {
+		return nil, err
+	}
 	st.Artifacts = cloneAll(seed.Artifacts)
 	st.WorkProducts = cloneAll(seed.WorkProducts)
 	st.Blockers = cloneAll(seed.Blockers)
 	st.WorkspaceServices = cloneAll(seed.WorkspaceServices)
 	st.Faults = cloneAll(seed.Faults)
-	return st
+	return st, nil
 }
 
 func cloneAll[T any](in []*T) []*T {
@@ -172,20 +185,21 @@ func cloneAll[T any](in []*T) []*T {
 	return out
 }
 
-// cloneDeep copies values with nested slices through JSON.
-func cloneDeep[T any](in []*T) []*T {
+// cloneDeep copies values with nested slices through JSON; embedded JSON that is not
+// valid makes the seed invalid.
+func cloneDeep[T any](in []*T) ([]*T, error) {
 	if in == nil {
-		return nil
+		return nil, nil
 	}
 	b, err := json.Marshal(in)
 	if err != nil {
-		panic(fmt.Sprintf("controlplane: cloning seed: %v", err))
+		return nil, newErr("fixture_state_invalid", "fixture seed does not encode: %v", err)
 	}
 	var out []*T
 	if err := json.Unmarshal(b, &out); err != nil {
-		panic(fmt.Sprintf("controlplane: cloning seed: %v", err))
+		return nil, newErr("fixture_state_invalid", "fixture seed does not decode: %v", err)
 	}
-	return out
+	return out, nil
 }
 
 func nonNil[T any](s []T) []T {
@@ -276,6 +290,49 @@ func normalize(st *State) {
 		r.Result.ScheduledWakeIDs = nonNil(r.Result.ScheduledWakeIDs)
 	}
 	st.Faults = nonNil(st.Faults)
+}
+
+// canonicalizeRaw rewrites every embedded JSON value of st in canonical form, so that
+// a fresh state and its restored copy return byte-identical values.
+func canonicalizeRaw(st *State) error {
+	var bad error
+	canon := func(r *json.RawMessage, what string) {
+		if bad != nil {
+			return
+		}
+		c, err := canonicalRaw(*r)
+		if err != nil {
+			bad = newErr("fixture_state_invalid", "%s is not valid JSON: %v", what, err)
+			return
+		}
+		*r = c
+	}
+	for _, in := range st.Interactions {
+		canon(&in.Payload, "interaction "+in.ID+" payload")
+		canon(&in.Result, "interaction "+in.ID+" result")
+	}
+	for _, a := range st.Approvals {
+		canon(&a.Payload, "approval "+a.ID+" payload")
+	}
+	for _, r := range st.Runs {
+		canon(&r.Wake.Payload, "run "+r.ID+" wake payload")
+		canon(&r.Result, "run "+r.ID+" result")
+		canon(&r.SessionCheckpoint, "run "+r.ID+" session checkpoint")
+		for i := range r.Events {
+			canon(&r.Events[i], "run "+r.ID+" event")
+		}
+	}
+	for _, w := range st.Wakes {
+		canon(&w.Payload, "wake "+w.ID+" payload")
+	}
+	for _, a := range st.Audit {
+		canon(&a.Details, "audit "+a.ID+" details")
+	}
+	for k, v := range st.SemanticToolRuntimes {
+		canon(&v, "semantic tool runtime "+k)
+		st.SemanticToolRuntimes[k] = v
+	}
+	return bad
 }
 
 // validate checks the state in the order of spec §1.17.

@@ -314,6 +314,29 @@ func TestRestoreRejects(t *testing.T) {
 	}
 }
 
+// TestSeedPayloadsAreCanonical: JSON embedded in a seed comes back canonical, so a
+// context reads the same before and after a restore.
+func TestSeedPayloadsAreCanonical(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	seed := richSeed()
+	seed.Interactions = []*controlplane.Interaction{{ID: "i-1", TaskID: "task-1", Kind: "questions", Status: "answered", Title: "t", Prompt: "p",
+		Payload: json.RawMessage(`{ "z": 1, "a": 2 }`), ContinuationPolicy: "none", Result: json.RawMessage(`{"b": [1, 2], "a": "x"}`), CreatedAt: "x"}}
+	m := mustMemory(t, seed)
+	openRun(t, m, "run-1", "task-1", "actor-1", "src")
+	rc, err := m.Context(ctx, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(rc.InteractionResults[0].Result); got != `{"a":"x","b":[1,2]}` {
+		t.Fatalf("interaction result %s is not canonical", got)
+	}
+	seed.Interactions[0].Result = json.RawMessage(`{"a":`)
+	if _, err := controlplane.NewMemory(seed); controlplane.CodeOf(err) != "fixture_state_invalid" {
+		t.Fatalf("invalid seed JSON: %v", err)
+	}
+}
+
 // TestErrorJSONRoundTrip: the typed error survives a JSON round trip with its code.
 func TestErrorJSONRoundTrip(t *testing.T) {
 	t.Parallel()
