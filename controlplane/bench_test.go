@@ -98,3 +98,28 @@ func BenchmarkSerializeRestore(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 	}
 }
+
+// BenchmarkRejectedCommand measures a command that fails after partial work
+// (set_dependencies replaces blocker rows, then the in_review → blocked transition is
+// illegal) and is rolled back, at 100 and 10,000 existing entities: the undo log makes
+// the cost independent of the state size.
+func BenchmarkRejectedCommand(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("entities=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			m := mustMemory(b, sizedSeed(n))
+			openRun(b, m, "run-1", "task-1", "actor-1", "src")
+			if err := apply("review", "request_review", map[string]any{"summary": "r"})(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+			env := controlplane.CommandEnvelope{RunID: "run-1", IdempotencyKey: "k", Command: cmd("set_dependencies", map[string]any{"blockedByTaskIds": []string{"task-x1", "task-x2"}})}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := m.ApplyCommand(ctx, env); controlplane.CodeOf(err) != "task_transition_illegal" {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
