@@ -288,7 +288,9 @@ func TestReturnedValuesAreCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before, _ = m.Serialize(ctx)
 	res.EntityRefs[0] = "forged"
+	unchanged(before, "an applied command result")
 	dup, err := m.ApplyCommand(ctx, env)
 	if err != nil || dup.EntityRefs[0] == "forged" {
 		t.Fatalf("a duplicate result shares memory with an earlier result: %v %v", dup.EntityRefs, err)
