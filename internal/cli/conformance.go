@@ -18,6 +18,11 @@ type conformanceReport struct {
 }
 
 func newConformanceCmd(a *app) *cobra.Command {
+	return newConformanceCmdFor(a, conformance.MemoryHarness{})
+}
+
+// newConformanceCmdFor runs the suite against h (tests pass a broken port).
+func newConformanceCmdFor(a *app, h conformance.Harness) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "conformance",
@@ -30,7 +35,7 @@ Prints one line per case ("ok" or "FAIL" with the reason) and a final line
 "N passed, N failed". Exits 1 when any case fails.`),
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rs := conformance.Check(conformance.MemoryHarness{})
+			rs := conformance.Check(h)
 			passed, failed := conformance.Summary(rs)
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
