@@ -622,13 +622,6 @@ func (m *Memory) bumpRevision() int64 {
 	return m.st.Revision
 }
 
-func strPtrOrNil(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {

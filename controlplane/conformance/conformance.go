@@ -8,7 +8,6 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -149,20 +148,6 @@ func noErr(err error, what string) error {
 func equal[T comparable](got, want T, what string) error {
 	if got != want {
 		return failf("%s: got %v, want %v", what, got, want)
-	}
-	return nil
-}
-
-// first returns the first non-nil error.
-func first(errs ...error) error {
-	return errors.Join(firstNonNil(errs))
-}
-
-func firstNonNil(errs []error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
 	}
 	return nil
 }
