@@ -326,7 +326,9 @@ func (c *Company) CompleteRun(ctx context.Context, input json.RawMessage) error 
 }
 
 // Snapshot implements controlplane.Port (a read).
-func (c *Company) Snapshot(ctx context.Context) (controlplane.State, error) { return c.mem.Snapshot(ctx) }
+func (c *Company) Snapshot(ctx context.Context) (controlplane.State, error) {
+	return c.mem.Snapshot(ctx)
+}
 
 // DecisionRecords implements controlplane.Port (a read).
 func (c *Company) DecisionRecords(ctx context.Context) ([]controlplane.Decision, error) {
