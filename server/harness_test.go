@@ -2,10 +2,15 @@ package server_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane/conformance"
@@ -82,7 +87,27 @@ func postgresURL(t *testing.T) string {
 		}
 		t.Skip("AGENTPROOF_TEST_POSTGRES_URL is unset (local run without PostgreSQL); CI fails instead")
 	}
-	return u
+	// A fresh schema per test: instances of parallel tests never share tables.
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := fmt.Sprintf("t_%d_%d", time.Now().UnixNano(), os.Getpid())
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatalf("creating schema: %v", err)
+	}
+	t.Cleanup(func() {
+		if db, err := sql.Open("pgx", u); err == nil {
+			db.Exec("DROP SCHEMA " + schema + " CASCADE")
+			db.Close()
+		}
+	})
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "search_path=" + schema
 }
 
 // TestConformanceOverHTTPPostgres is the same suite backed by PostgreSQL.
