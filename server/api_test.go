@@ -342,3 +342,26 @@ func regexpRefs(b []byte) []string {
 	}
 	return out
 }
+
+// TestHomeIsExclusive: a second instance on the same home is refused while the first
+// is open, and accepted after it closes.
+func TestHomeIsExclusive(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ctx := context.Background()
+	s, err := server.Open(ctx, server.Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Open(ctx, server.Options{Home: home}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second open: %v, want in use", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = server.Open(ctx, server.Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
