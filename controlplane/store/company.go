@@ -87,7 +87,7 @@ func (c *Company) do(ctx context.Context, op string, input any, apply func() err
 	}
 	var snapAck chan error
 	if seq-c.lastSnapshot >= SnapshotEvery {
-		state, err := c.mem.Serialize(context.Background())
+		state, err := c.mem.SnapshotJSON(context.Background())
 		if err == nil {
 			snapAck = make(chan error, 1)
 			if c.inst.enqueue(pending{kind: "snapshot", company: c.id, seq: seq, data: state, ack: snapAck}) == nil {

@@ -111,7 +111,8 @@ func TestRestartReplaysByteIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := inst.Company(id)
-	agent, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateAgent, Input: []byte(`{"name":"Eng","role":"engineer"}`)})
+	agent, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateAgent,
+		Input: []byte(`{"name":"Eng <&>","role":"engineer","adapterConfig":{"z":"<b>&\u2028é","a":[1.50,2e3,{"y":null,"x":true}]}}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestRestartReplaysByteIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range store.SnapshotEvery + 40 {
-		in := fmt.Sprintf(`{"title":"issue %d","assigneeActorId":%q}`, i, agent.ID)
+		in := fmt.Sprintf(`{"title":"issue %d <&> \u00e9 \u2028 \ud83d\ude00","assigneeActorId":%q}`, i, agent.ID)
 		if _, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateIssue, Input: []byte(in)}); err != nil {
 			t.Fatal(err)
 		}
