@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
@@ -364,4 +366,67 @@ func TestHomeIsExclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+}
+
+// TestResponsesMatchOpenAPISchemas validates real responses of the board and agent
+// routes against the schemas the document gives for them (JSON Schema 2020-12).
+func TestResponsesMatchOpenAPISchemas(t *testing.T) {
+	t.Parallel()
+	w := newBoardWorld(t)
+	_, _, raw := call(t, w.base, "GET", "/openapi.json", "", nil)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := jsonschema.NewCompiler()
+	comp.DefaultDraft(jsonschema.Draft2020)
+	if err := comp.AddResource("https://agentproof.invalid/openapi.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	co := "/api/companies/" + w.co.ID()
+	cases := []struct {
+		method, path, token, body, pathKey string
+		status                             string
+	}{
+		{"GET", "/api/companies", w.boardTk, "", "/api/companies", "200"},
+		{"POST", co + "/projects", w.boardTk, `{"name":"P"}`, "/api/companies/{company}/projects", "201"},
+		{"POST", co + "/issues", w.boardTk, `{"title":"x","assigneeActorId":"` + w.agent + `"}`, "/api/companies/{company}/issues", "201"},
+		{"POST", co + "/secrets", w.boardTk, `{"name":"n","key":"K","value":"v"}`, "/api/companies/{company}/secrets", "201"},
+		{"GET", co + "/wakes", w.boardTk, "", "/api/companies/{company}/wakes", "200"},
+		{"GET", co + "/decisions", w.boardTk, "", "/api/companies/{company}/decisions", "200"},
+		{"GET", co + "/runs/run-1/context", w.runTok, "", "/api/companies/{company}/runs/{run}/context", "200"},
+		{"POST", co + "/commands", w.runTok, `{"runId":"run-1","idempotencyKey":"s1","command":{"kind":"report_progress","body":"b"}}`, "/api/companies/{company}/commands", "200"},
+		{"POST", co + "/commands/try", w.runTok, `{"runId":"run-1","idempotencyKey":"s2","command":{"kind":"nope"}}`, "/api/companies/{company}/commands/try", "200"},
+		{"POST", co + "/events", w.runTok, `{"eventId":"e1","runId":"run-1","sequence":1,"type":"run.started"}`, "/api/companies/{company}/events", "200"},
+		{"GET", co + "/runs/run-1/events?sourceInstanceId=capability-mock", w.runTok, "", "/api/companies/{company}/runs/{run}/events", "200"},
+		{"GET", co + "/session/checkpoint", w.runTok, "", "/api/companies/{company}/session/checkpoint", "200"},
+		{"POST", co + "/issues", w.boardTk, `{"title":""}`, "/api/companies/{company}/issues", "default"},
+	}
+	for _, c := range cases {
+		status, _, b := call(t, w.base, c.method, c.path, c.token, []byte(c.body))
+		method := strings.ToLower(c.method)
+		ptr := "#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(c.pathKey) + "/" + method + "/responses/" + c.status + "/content/application~1json/schema"
+		sch, err := comp.Compile("https://agentproof.invalid/openapi.json" + ptr)
+		if err != nil {
+			t.Fatalf("%s %s: compiling %s: %v", c.method, c.pathKey, ptr, err)
+		}
+		if (c.status == "default") != (status >= 400) {
+			t.Fatalf("%s %s: status %d %s", c.method, c.path, status, b)
+		}
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(v); err != nil {
+			t.Errorf("%s %s: response does not match its schema: %v\n%s", c.method, c.path, err, b)
+		}
+	}
+	// the schemas are strict: an error body is not a BoardResult
+	sch, err := comp.Compile("https://agentproof.invalid/openapi.json#/paths/~1api~1companies~1{company}~1issues/post/responses/201/content/application~1json/schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sch.Validate(map[string]any{"code": "x", "message": "m", "retryable": false}) == nil {
+		t.Fatal("an error body validates as a BoardResult")
+	}
 }
