@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -428,5 +430,45 @@ func TestResponsesMatchOpenAPISchemas(t *testing.T) {
 	}
 	if sch.Validate(map[string]any{"code": "x", "message": "m", "retryable": false}) == nil {
 		t.Fatal("an error body validates as a BoardResult")
+	}
+}
+
+// TestConcurrentBoardAndAgentWrites (field failure F17): the board and the agent send
+// 50 concurrent writes to the same task; none fails with a 5xx or a lock error, and
+// all are in the state.
+func TestConcurrentBoardAndAgentWrites(t *testing.T) {
+	t.Parallel()
+	w := newBoardWorld(t)
+	co := "/api/companies/" + w.co.ID()
+	var wg sync.WaitGroup
+	errs := make(chan string, 50)
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var status int
+			var code string
+			if i%2 == 0 {
+				status, code, _ = call(t, w.base, "POST", co+"/issues/"+w.issue+"/comments", w.boardTk, []byte(fmt.Sprintf(`{"body":"board %d"}`, i)))
+			} else {
+				status, code, _ = call(t, w.base, "POST", co+"/commands", w.runTok,
+					[]byte(fmt.Sprintf(`{"runId":"run-1","idempotencyKey":"c%d","command":{"kind":"report_progress","body":"agent %d"}}`, i, i)))
+			}
+			if status >= 300 {
+				errs <- fmt.Sprintf("write %d: %d %s", i, status, code)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	st, err := w.co.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Comments) != 50 {
+		t.Fatalf("%d comments, want 50", len(st.Comments))
 	}
 }

@@ -93,6 +93,17 @@ func OpenSQLite(ctx context.Context, path string) (*Instance, error) {
 	// One connection: every statement of the instance is serialised through it, so
 	// there is never a second writer to be busy against (F17).
 	db.SetMaxOpenConns(1)
+	// F18: the WAL left by a killed process is SQLite's to replay; never move it
+	// aside. Check the file after recovery and stop loudly when it is damaged.
+	var check string
+	if err := db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&check); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: sqlite quick_check of %s: %w", path, err)
+	}
+	if check != "ok" {
+		db.Close()
+		return nil, fmt.Errorf("store: sqlite quick_check of %s failed: %s", path, check)
+	}
 	return open(ctx, db, SQLite)
 }
 
