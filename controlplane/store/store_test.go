@@ -136,7 +136,9 @@ func TestRestartReplaysByteIdenticalPostgres(t *testing.T) {
 	if strings.Contains(u, "?") {
 		sep = "&"
 	}
-	testRestart(t, func(ctx context.Context) (*store.Instance, error) { return store.OpenPostgres(ctx, u+sep+"search_path="+schema) })
+	testRestart(t, func(ctx context.Context) (*store.Instance, error) {
+		return store.OpenPostgres(ctx, u+sep+"search_path="+schema)
+	})
 }
 
 func testRestart(t *testing.T, openInstance func(context.Context) (*store.Instance, error)) {
