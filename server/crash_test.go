@@ -91,7 +91,7 @@ func TestServeReadyAndSIGTERM(t *testing.T) {
 	if _, err := c.client(t, home).Companies(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"board.token", "master.key"} {
+	for _, f := range []string{"board.token", "master.key", "instance.db", "instance.db-wal"} {
 		fi, err := os.Stat(filepath.Join(home, f))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("%s: %v mode %v, want 0600", f, err, fi.Mode().Perm())

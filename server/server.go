@@ -108,7 +108,15 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Postgres != "" {
 		inst, err = store.OpenPostgres(ctx, opts.Postgres)
 	} else {
-		inst, err = store.OpenSQLite(ctx, filepath.Join(opts.Home, DatabaseFile))
+		db := filepath.Join(opts.Home, DatabaseFile)
+		// the database holds sealed secrets and the journal: 0600 (SQLite gives its
+		// -wal and -shm files the database file's mode)
+		if f, cerr := os.OpenFile(db, os.O_RDWR|os.O_CREATE, 0o600); cerr != nil {
+			return nil, fmt.Errorf("server: creating %s: %w", DatabaseFile, cerr)
+		} else {
+			f.Close()
+		}
+		inst, err = store.OpenSQLite(ctx, db)
 	}
 	if err != nil {
 		return nil, err
