@@ -192,6 +192,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newBoardWorld(t)
+	if cs := w.in.run.Companies(); len(cs) != 1 || cs[0] != w.co.ID() {
+		t.Fatalf("Companies() = %v", cs)
+	}
 	got, err := w.in.run.ResolveSecret(ctx, w.co.ID(), w.ref)
 	if err != nil || got != secretValue {
 		t.Fatalf("ResolveSecret: %q, %v", got, err)

@@ -216,3 +216,7 @@ func (s *Server) OpenRun(ctx context.Context, company string, in controlplane.Op
 	}
 	return c.OpenFixtureRun(ctx, in)
 }
+
+// Companies returns the instance ids of every company in creation order (the heartbeat
+// runner iterates them for due wakes).
+func (s *Server) Companies() []string { return s.inst.Companies() }
