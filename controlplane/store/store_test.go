@@ -198,3 +198,35 @@ func testRestart(t *testing.T, openInstance func(context.Context) (*store.Instan
 		t.Fatal("replay of the whole journal differs from the snapshot-based restore")
 	}
 }
+
+// TestWritesAfterCloseFailClosed: a write that cannot be journaled is refused with a
+// retryable store_unavailable error, and from then on the company refuses reads too.
+func TestWritesAfterCloseFailClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	inst, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "i.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := inst.CreateBoardCompany(ctx, "A", "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := inst.Company(id)
+	if _, err := c.Serialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Start(ctx)
+	if controlplane.CodeOf(err) != "store_unavailable" || !controlplane.IsRetryable(err) {
+		t.Fatalf("write after close: %v, want retryable store_unavailable", err)
+	}
+	if _, err := c.Serialize(ctx); controlplane.CodeOf(err) != "store_unavailable" {
+		t.Fatalf("read after a failed write: %v, want store_unavailable", err)
+	}
+	if _, err := inst.CreateBoardCompany(ctx, "B", "B"); err != store.ErrClosed {
+		t.Fatalf("company after close: %v, want ErrClosed", err)
+	}
+}
