@@ -41,7 +41,7 @@ type serveChild struct {
 	pid  int
 }
 
-func startServe(t *testing.T, home string) *serveChild {
+func startServe(t testing.TB, home string) *serveChild {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -73,7 +73,7 @@ func startServe(t *testing.T, home string) *serveChild {
 	return &serveChild{cmd: cmd, addr: ready.Addr, pid: ready.PID}
 }
 
-func (c *serveChild) client(t *testing.T, home string) *client.Client {
+func (c *serveChild) client(t testing.TB, home string) *client.Client {
 	t.Helper()
 	tok, err := os.ReadFile(filepath.Join(home, "board.token"))
 	if err != nil {
