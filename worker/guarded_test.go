@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,7 +44,8 @@ func newGuarded(t *testing.T, program string) genv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fence, err := NewFenceIdentity("run-"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", ".")), 3, "worker-test", filepath.Join(t.TempDir(), "fences", "attempt"))
+	runID := "run-" + regexp.MustCompile(`[^a-z0-9.-]+`).ReplaceAllString(strings.ToLower(t.Name()), "-")
+	fence, err := NewFenceIdentity(runID, 3, "worker-test", filepath.Join(t.TempDir(), "fences", "attempt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,11 +598,18 @@ func TestRunGuardedWithoutLiveHold(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "hold file was removed or replaced"},
+		// The check at call start comes first: a drifted program is not even hashed.
+		{"released, program drifted", func(t *testing.T, g genv) {
+			_ = g.hold.Release()
+			if err := os.WriteFile(g.program, []byte("drifted"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, "released"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGuarded(t, "")
+			g := newGuarded(t, copyProgram(t, filepath.Join(t.TempDir(), "agentproof")))
 			tt.lose(t, g)
 			res := g.run(t, context.Background(), g.request("pass", 60_000, 4096))
 			if res.Status != StatusNotStarted || res.Reason != ReasonOwnershipLost || !strings.Contains(res.Message, tt.want) {
