@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,7 +31,7 @@ type genv struct {
 
 // newGuarded provisions everything a guarded run needs for program (the test binary
 // when ""), takes the controller hold (released at cleanup) and pins the digest.
-func newGuarded(t *testing.T, program string) genv {
+func newGuarded(t testing.TB, program string) genv {
 	t.Helper()
 	if program == "" {
 		program = selfPath(t)
@@ -202,6 +203,16 @@ func TestRunGuardedChildHoldsFence(t *testing.T) {
 	}
 	if child.ppid != os.Getpid() {
 		t.Errorf("child parent %d, want %d", child.ppid, os.Getpid())
+	}
+	// Invariant 1 and 2: fixed arguments derived from the guard, and exactly
+	// CHILD_ENVIRONMENT plus the gate's fence identity (as the process was started).
+	wantCmd := "agentproof fixture-child --gate " + filepath.Dir(g.fence.Path) + " hang " + strconv.Itoa(60_000+WatchdogMarginMS) + " "
+	if child.cmdline != wantCmd {
+		t.Errorf("cmdline %q, want %q", child.cmdline, wantCmd)
+	}
+	wantEnv := strings.Join(append(ChildEnvironment(), GateEnv+"="+string(g.fence.label())), "\x00") + "\x00"
+	if child.environ != wantEnv {
+		t.Errorf("environ %q, want %q", child.environ, wantEnv)
 	}
 	if p := ControllerHoldProblem(g.hold); p != "" {
 		t.Errorf("hold during the run: %s", p)
@@ -812,5 +823,43 @@ func TestRunGuardedNotStarted(t *testing.T) {
 			t.Fatalf("result %+v", res)
 		}
 		g.workspaceUntouched(t)
+	})
+}
+
+// TestRunGuardedBounds: the guarded path keeps the time and output bounds; control
+// records never count towards the output budget (seed 003, invariants 5, 9 and 10).
+func TestRunGuardedBounds(t *testing.T) {
+	t.Parallel()
+	t.Run("hang times out", func(t *testing.T) {
+		t.Parallel()
+		g := newGuarded(t, "")
+		res := g.run(t, context.Background(), g.request("hang", 2_000, 4096))
+		term := res.Termination
+		if res.Status != StatusObserved || !term.TimedOut || term.ExitCode != nil || len(term.SignalsSent) == 0 {
+			t.Fatalf("status %q termination %+v", res.Status, term)
+		}
+		if c := assurance.Classify(*res.Metadata); c.Class != assurance.Inconclusive {
+			t.Errorf("assurance %+v", c)
+		}
+	})
+	t.Run("noisy exceeds the budget", func(t *testing.T) {
+		t.Parallel()
+		g := newGuarded(t, "")
+		res := g.run(t, context.Background(), g.request("noisy", 60_000, 65536))
+		term := res.Termination
+		if res.Status != StatusObserved || !term.OutputExceeded || term.CapturedBytes != 65536 {
+			t.Fatalf("status %q termination %+v", res.Status, term)
+		}
+		ce := res.Metadata.Observation.CollectorError
+		if ce == nil || !strings.Contains(*ce, "output exceeded") || strings.Contains(*ce, "gate:") {
+			t.Errorf("collectorError = %v, want only the overflow", ce)
+		}
+		body, err := evidence.ParseLocalFixtureBody(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(body.Stdout, []byte("sf-fixture-child/1 fixture=noisy")) {
+			t.Errorf("stdout does not start with the fixture's report: %q", body.Stdout[:min(60, len(body.Stdout))])
+		}
 	})
 }
