@@ -36,7 +36,9 @@ func TestGateDirect(t *testing.T) {
 		{"no identity", func(_ *testing.T, _ FenceIdentity, s *setup) { s.env = s.env[:len(s.env)-1] }, GateRefusedExit,
 			func(FenceIdentity) string { return GateRefusalPrefix + GateEnv + " is not set\n" }},
 		{"malformed identity", func(_ *testing.T, _ FenceIdentity, s *setup) { s.env[len(s.env)-1] = GateEnv + `={"runId":1}` }, GateRefusedExit,
-			func(FenceIdentity) string { return GateRefusalPrefix + GateEnv + ": invalid fence: label is not a fence identity…" }},
+			func(FenceIdentity) string {
+				return GateRefusalPrefix + GateEnv + ": invalid fence: label is not a fence identity…"
+			}},
 		{"fence outside the grant", func(t *testing.T, _ FenceIdentity, s *setup) { s.args[2] = t.TempDir() }, GateRefusedExit,
 			func(FenceIdentity) string { return GateRefusalPrefix + "the fence /…" }},
 		{"fence directory not dedicated", func(t *testing.T, id FenceIdentity, _ *setup) {

@@ -9,6 +9,7 @@
 //     written and is closed at settle, one combined stdout+stderr byte budget that keeps
 //     the head, and a timeout that escalates SIGTERM → SIGKILL to the process group. It
 //     returns an Outcome, never panics, and never claims an exit it did not observe.
+//
 //   - Worker.Run (fixture.go) is seed 003's run(): it validates and copies a fixture
 //     Request, creates a private workspace under the workspace root (workspace.go),
 //     spawns the fixed fixture program `<program> fixture-child <fixture> <lifetime-ms>`
