@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,8 +80,19 @@ func copyProgram(t *testing.T, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, data, 0o755); err != nil {
+	writeExecutable(t, path, data)
+	return path
+}
+
+// writeExecutable writes an executable file while holding syscall.ForkLock for reading:
+// no process is forked while the write descriptor is open, so no concurrently started
+// child inherits it (which would make executing the file fail with ETXTBSY).
+func writeExecutable(t *testing.T, path string, data []byte) {
+	t.Helper()
+	syscall.ForkLock.RLock()
+	err := os.WriteFile(path, data, 0o755)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
 }

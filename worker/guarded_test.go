@@ -800,12 +800,10 @@ func TestRunGuardedNotStarted(t *testing.T) {
 	t.Run("not an executable", func(t *testing.T) {
 		t.Parallel()
 		program := filepath.Join(t.TempDir(), "agentproof")
-		if err := os.WriteFile(program, []byte("\x00\x01 not a program"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		writeExecutable(t, program, []byte("\x00\x01 not a program"))
 		g := newGuarded(t, program)
 		res := g.run(t, context.Background(), g.request("pass", 60_000, 4096))
-		if res.Status != StatusNotStarted || res.Reason != ReasonSetupFailed || !strings.HasPrefix(res.Message, "spawn-failed: ") {
+		if res.Status != StatusNotStarted || res.Reason != ReasonSetupFailed || !strings.HasPrefix(res.Message, "spawn-failed: ") || !strings.Contains(res.Message, "exec format error") {
 			t.Fatalf("result %+v", res)
 		}
 		if len(g.records(t)) != 0 {
