@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"go/parser"
@@ -11,9 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"crypto/sha256"
-	"encoding/hex"
 )
 
 const modulePath = "github.com/agentproof/agentproof"
