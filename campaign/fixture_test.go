@@ -215,7 +215,9 @@ func TestSetupErrorUnwrapsBoth(t *testing.T) {
 	teardownBoom := errors.New("teardown boom")
 	reg := NewRegistry(nil)
 	must(t, reg.Register(Definition{ID: "company",
-		Setup:    func(context.Context, Resolved) (Record, error) { return Record{IDs: map[string]string{"company": "c1"}}, nil },
+		Setup: func(context.Context, Resolved) (Record, error) {
+			return Record{IDs: map[string]string{"company": "c1"}}, nil
+		},
 		Teardown: func(context.Context, Record, Resolved) error { return teardownBoom }}))
 	must(t, reg.Register(Definition{ID: "agent", Dependencies: []string{"company"},
 		Setup: func(context.Context, Resolved) (Record, error) { return Record{}, setupBoom }}))
@@ -349,7 +351,9 @@ func TestTeardownAfterCancelledSetup(t *testing.T) {
 	var teardownCtxErr error = errors.New("teardown not called")
 	reg := NewRegistry(nil)
 	must(t, reg.Register(Definition{ID: "company",
-		Setup: func(context.Context, Resolved) (Record, error) { return Record{IDs: map[string]string{"company": "c"}}, nil },
+		Setup: func(context.Context, Resolved) (Record, error) {
+			return Record{IDs: map[string]string{"company": "c"}}, nil
+		},
 		Teardown: func(ctx context.Context, _ Record, _ Resolved) error {
 			teardownCtxErr = ctx.Err()
 			return nil
