@@ -144,18 +144,21 @@ func plainLine(e Event) string {
 }
 
 // attemptLine describes a finished attempt: verdict (and, for calibration cells, the
-// expectation), cell, attempt, duration, class and reason.
+// expectation and how it counts), cell, attempt, duration, class and reason; an
+// interrupted attempt is reported as such, without a verdict, since it does not count.
 func attemptLine(r *AttemptResult) string {
 	var b strings.Builder
 	j := r.Judgement
+	took := r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond)
+	if r.Outcome.Interrupted {
+		fmt.Fprintf(&b, "interrupted %s attempt %d after %s: %s", r.Plan.Cell.ID, r.Plan.Attempt, took, oneLine(j.Reason))
+		return b.String()
+	}
 	b.WriteString(string(j.Verdict))
 	if exp := r.Plan.Cell.ExpectedVerdict; exp != "" {
 		fmt.Fprintf(&b, " (expected %s: counts as %s)", exp, r.Counted)
 	}
-	fmt.Fprintf(&b, " %s attempt %d in %s", r.Plan.Cell.ID, r.Plan.Attempt, r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
-	if r.Outcome.Interrupted {
-		b.WriteString(" (interrupted)")
-	}
+	fmt.Fprintf(&b, " %s attempt %d in %s", r.Plan.Cell.ID, r.Plan.Attempt, took)
 	if j.FailureClass != "" {
 		fmt.Fprintf(&b, " [%s]", j.FailureClass)
 	}

@@ -88,11 +88,19 @@ type EventKind string
 
 // Event kinds, in the order they occur for a campaign.
 const (
-	EventCampaignStarted  EventKind = "campaign_started"
-	EventAttemptStarted   EventKind = "attempt_started"
-	EventAttemptFinished  EventKind = "attempt_finished"
-	EventRetrying         EventKind = "retrying"
-	EventInterrupted      EventKind = "interrupted"
+	// EventCampaignStarted is the first event of every Run.
+	EventCampaignStarted EventKind = "campaign_started"
+	// EventAttemptStarted: an attempt is about to be executed (Cell, Attempt).
+	EventAttemptStarted EventKind = "attempt_started"
+	// EventAttemptFinished: an attempt returned and was judged (Result).
+	EventAttemptFinished EventKind = "attempt_finished"
+	// EventRetrying: an automatic retry of Cell follows (Attempt is its number; Result
+	// the attempt that caused it).
+	EventRetrying EventKind = "retrying"
+	// EventInterrupted: the context was cancelled before every cell finished; emitted
+	// once, as soon as the scheduler sees it (Counts.Running attempts are cancelled).
+	EventInterrupted EventKind = "interrupted"
+	// EventCampaignFinished is the last event of every Run (Summary).
 	EventCampaignFinished EventKind = "campaign_finished"
 )
 
@@ -141,6 +149,8 @@ type run struct {
 	mu     sync.Mutex // guards counts, cells and event delivery
 	counts Counts
 	cells  []CellResult
+	// interrupted is set once EventInterrupted was emitted.
+	interrupted bool
 }
 
 // Run runs every cell of p, at most p.MaxParallel attempts at once, in plan order of
@@ -193,12 +203,11 @@ func (s *Scheduler) Run(ctx context.Context, p *Plan) *Summary {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		select {
-		case <-done: // everything had already returned
-		default:
-			r.emit(Event{Kind: EventInterrupted})
-			<-done
-		}
+		r.interrupt()
+		<-done
+	}
+	if ctx.Err() != nil {
+		r.interrupt() // the cancellation raced with the last attempts' return
 	}
 
 	sum := &Summary{CampaignID: p.CampaignID, Selected: len(p.Cells), StartedAt: started, FinishedAt: p.Now()}
@@ -288,6 +297,22 @@ func (r *run) attempt(ctx context.Context, cell *catalog.Cell, n int) AttemptRes
 	res.Judgement = Judge(res.Outcome)
 	res.Counted = Counted(cell.ExpectedVerdict, res.Judgement.Verdict)
 	return res
+}
+
+// interrupt emits EventInterrupted once, unless every cell had already finished.
+func (r *run) interrupt() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.interrupted {
+		return
+	}
+	for _, c := range r.cells {
+		if c.Status != CellFinished || r.counts.Running > 0 {
+			r.interrupted = true
+			r.emitLocked(Event{Kind: EventInterrupted})
+			return
+		}
+	}
 }
 
 func (r *run) count(v Verdict) { r.add(v, 1) }

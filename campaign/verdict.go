@@ -103,7 +103,7 @@ func Judge(o AttemptOutcome) Judgement {
 	case len(notReached) > 0:
 		return Judgement{Inconclusive, PermanentInfrastructure, listReason("matcher not reached", "matchers not reached", notReached)}
 	}
-	return Judgement{Passed, "", fmt.Sprintf("all %d matchers passed, cleanup confirmed, no leak", len(o.Matchers))}
+	return Judgement{Passed, "", fmt.Sprintf("every matcher passed (%d), cleanup confirmed, no leak", len(o.Matchers))}
 }
 
 func describeMatcher(i int, m match.Outcome) string {

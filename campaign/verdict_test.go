@@ -30,7 +30,7 @@ func TestJudge(t *testing.T) {
 		class      FailureClass
 		reasonPart string
 	}{
-		{"every matcher passed", clean(okMatcher, okMatcher), Passed, "", "all 2 matchers passed"},
+		{"every matcher passed", clean(okMatcher, okMatcher), Passed, "", "every matcher passed (2)"},
 		{"a matcher failed", clean(okMatcher, failedMatcher), Failed, CandidateFailure, "matcher failed: #2 message_contains"},
 		{"several failed, listed with a bound", clean(failedMatcher, failedMatcher, failedMatcher, failedMatcher, failedMatcher),
 			Failed, CandidateFailure, "5 matchers failed: #1 message_contains"},
