@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strings"
 
 	"github.com/agentproof/agentproof/redact"
 )
@@ -71,28 +72,48 @@ func (e *ClassError) Error() string { return e.Err.Error() }
 // Unwrap returns the wrapped error.
 func (e *ClassError) Unwrap() error { return e.Err }
 
-// The text rules of spec §9 as regular expressions, case-insensitive, written from the
-// spec's description.
+// The text rules of spec §9 as regular expressions over the lower-cased message,
+// written from the spec's description. "A followed later by B" rules are split into
+// two expressions (see followedBy) to keep matching linear and cheap.
 var (
-	reBootstrapBeforeTask = regexp.MustCompile(`(?i)bootstrap failed before task creation`)
-	reSecretLeak          = regexp.MustCompile(`(?i)secret[\s\S]*?(leak|plaintext|redaction)`)
-	reSessionOpenRejected = regexp.MustCompile(`(?i)session[ _-]?open[\s\S]*?reject|reject[\s\S]*?session[ _-]?open`)
-	reRetryableFalse      = regexp.MustCompile(`(?i)retryable\s*[=:]\s*false`)
-	reCredentialOrModel   = regexp.MustCompile(`(?i)credential|api[ _-]?key|model`)
-	rePermanentMarker     = regexp.MustCompile(`(?i)retryable\s*[=:]\s*false|effective_model_mismatch`)
-	reCleanup             = regexp.MustCompile(`(?i)clean[ -]?up|tear[ -]?down|lease[\s\S]*?releas`)
-	rePermanent           = regexp.MustCompile(`(?i)missing (required )?credential|missing fixture secret|` +
-		`invalid[\s\S]{0,40}?(credential|api[ _-]?key)|unauthori[sz]ed|forbidden|qualification|` +
-		`model[\s\S]{0,40}?(unsupported|incompatible|not supported)|artifact[\s\S]{0,40}?incompatible|` +
-		`runner_remote_\w*?(incompatible|unavailable)|immutable image digest`)
-	reProtocolDefect = regexp.MustCompile(`(?i)chat idle[- ]state invariant|unrecoverable native session close|` +
+	reBootstrapBeforeTask = regexp.MustCompile(`bootstrap failed before task creation`)
+	reSecret              = regexp.MustCompile(`secret`)
+	reLeakWord            = regexp.MustCompile(`leak|plaintext|redaction`)
+	reSessionOpen         = regexp.MustCompile(`session[ _-]?open`)
+	reReject              = regexp.MustCompile(`reject`)
+	reRetryableFalse      = regexp.MustCompile(`retryable\s*[=:]\s*false`)
+	reCredentialOrModel   = regexp.MustCompile(`credential|api[ _-]?key|model`)
+	rePermanentMarker     = regexp.MustCompile(`retryable\s*[=:]\s*false|effective_model_mismatch`)
+	reCleanup             = regexp.MustCompile(`clean[ -]?up|tear[ -]?down`)
+	reLease               = regexp.MustCompile(`lease`)
+	reRelease             = regexp.MustCompile(`releas`)
+	rePermanent           = regexp.MustCompile(`missing (required )?credential|missing fixture secret|` +
+		`invalid.{0,40}(credential|api[ _-]?key)|unauthori[sz]ed|forbidden|qualification|` +
+		`model.{0,40}(unsupported|incompatible|not supported)|artifact.{0,40}incompatible|` +
+		`runner_remote_\w*(incompatible|unavailable)|immutable image digest`)
+	reProtocolDefect = regexp.MustCompile(`chat idle[- ]state invariant|unrecoverable native session close|` +
 		`runner did not durably suspend before checkpoint`)
-	transientNouns = `provider|server|bootstrap|browser|webserver|health|daytona|sandbox|ingress|preview|connection|harness`
-	reTransient    = regexp.MustCompile(`(?i)\b(429|5\d\d)\b|rate[ _-]?limit|econnreset|econnrefused|socket hang up|` +
-		`network (error|interruption|timeout)|service unavailable|` +
-		`\b(` + transientNouns + `)\b[\s\S]*?\b(temporar\w*|timed out|time out|timeouts?|closed|failed|unavailable|interrupt\w*|reset|refused|create\w*|start\w*|connect\w*)\b|` +
-		`\btimeouts?\b[\s\S]*?\b(` + transientNouns + `)\b`)
+	reTransientDirect = regexp.MustCompile(`\b(429|5\d\d)\b|rate[ _-]?limit|econnreset|econnrefused|socket hang up|` +
+		`network (error|interruption|timeout)|service unavailable`)
+	reTransientNoun = regexp.MustCompile(`\b(provider|server|bootstrap|browser|webserver|health|daytona|sandbox|ingress|preview|connection|harness)\b`)
+	reTransientVerb = regexp.MustCompile(`\b(temporar\w*|timed out|time out|timeouts?|closed|failed|unavailable|interrupt\w*|reset|refused|create\w*|start\w*|connect\w*)\b`)
+	reTimeout       = regexp.MustCompile(`\btimeouts?\b`)
 )
+
+// followedBy reports whether a match of first is followed (after its end, possibly
+// with other text between) by a match of then. The earliest match of first leaves the
+// longest rest, so checking it alone is enough.
+func followedBy(msg string, first, then *regexp.Regexp) bool {
+	loc := first.FindStringIndex(msg)
+	return loc != nil && then.MatchString(msg[loc[1]:])
+}
+
+// isTransient is the transient pattern of rule 8.
+func isTransient(msg string) bool {
+	return reTransientDirect.MatchString(msg) ||
+		followedBy(msg, reTransientNoun, reTransientVerb) ||
+		followedBy(msg, reTimeout, reTransientNoun)
+}
 
 // ClassifyError returns the failure class of an attempt error. Ordered rules, first
 // match wins (spec §9, in the order of the newest upstream classifier), applied to
@@ -140,17 +161,19 @@ func ClassifyError(err error) FailureClass {
 
 // ClassifyText applies rules 1–9 of ClassifyError to a message.
 func ClassifyText(msg string) FailureClass {
+	msg = strings.ToLower(msg)
 	switch {
 	case reBootstrapBeforeTask.MatchString(msg):
 		return TransientInfrastructure
-	case reSecretLeak.MatchString(msg):
+	case followedBy(msg, reSecret, reLeakWord):
 		return SecretLeak
-	case reSessionOpenRejected.MatchString(msg) && reRetryableFalse.MatchString(msg) && !reCredentialOrModel.MatchString(msg):
+	case reSessionOpen.MatchString(msg) && reReject.MatchString(msg) &&
+		reRetryableFalse.MatchString(msg) && !reCredentialOrModel.MatchString(msg):
 		return CandidateFailure
 	case rePermanentMarker.MatchString(msg):
 		return PermanentInfrastructure
-	case reCleanup.MatchString(msg):
-		if reTransient.MatchString(msg) {
+	case reCleanup.MatchString(msg) || followedBy(msg, reLease, reRelease):
+		if isTransient(msg) {
 			return TransientInfrastructure
 		}
 		return CleanupFailure
@@ -158,7 +181,7 @@ func ClassifyText(msg string) FailureClass {
 		return PermanentInfrastructure
 	case reProtocolDefect.MatchString(msg):
 		return CandidateFailure
-	case reTransient.MatchString(msg):
+	case isTransient(msg):
 		return TransientInfrastructure
 	}
 	return CandidateFailure
