@@ -67,6 +67,7 @@ type ClassError struct {
 	Err   error
 }
 
+// Error returns the wrapped error's text (the class is not part of it).
 func (e *ClassError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the wrapped error.

@@ -94,6 +94,7 @@ type UnknownDependencyError struct {
 	Fixture, Dependency string
 }
 
+// Error names the fixture and the unknown dependency.
 func (e *UnknownDependencyError) Error() string {
 	return fmt.Sprintf("fixture %q: unknown fixture dependency %q", e.Fixture, e.Dependency)
 }
@@ -103,6 +104,7 @@ type CycleError struct {
 	Path []string
 }
 
+// Error shows the cycle as "a → b → a".
 func (e *CycleError) Error() string {
 	return "fixture dependency cycle: " + strings.Join(e.Path, " → ")
 }
@@ -162,10 +164,12 @@ type FixtureError struct {
 	Err     error
 }
 
+// Error is `fixture "<id>" <op>: <cause>`.
 func (e *FixtureError) Error() string {
 	return fmt.Sprintf("fixture %q %s: %v", e.Fixture, e.Op, e.Err)
 }
 
+// Unwrap returns the cause.
 func (e *FixtureError) Unwrap() error { return e.Err }
 
 // SetupError is a failed SetupAll: the setup error and, when tearing down the fixtures
@@ -176,6 +180,8 @@ type SetupError struct {
 	Teardown error // nil when the partial teardown succeeded
 }
 
+// Error is "fixture setup failed: <setup error>", or "fixture setup failed and cleanup
+// failed: <setup error>; <teardown error>" (spec §6).
 func (e *SetupError) Error() string {
 	if e.Teardown == nil {
 		return "fixture setup failed: " + e.Setup.Error()

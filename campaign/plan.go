@@ -42,6 +42,7 @@ type OptionsError struct {
 	Problems []string
 }
 
+// Error joins the problems with "; ".
 func (e *OptionsError) Error() string { return strings.Join(e.Problems, "; ") }
 
 // MaxCampaignIDLength is the longest campaign id accepted, in bytes (it names a

@@ -50,7 +50,7 @@ func IsTerminal(w io.Writer) bool {
 // events in order (Scheduler.Observe does that); the display ends with the campaign's
 // Summary.Line as its last line, in every mode, when EventCampaignFinished arrives.
 // Close releases the live display if the campaign never finished (a panic, a bug);
-// it is safe to call more than once.
+// it is safe to call more than once, but not concurrently with Observe.
 type Display struct {
 	mode ProgressMode
 	w    io.Writer
@@ -171,8 +171,8 @@ func (d *Display) observeTTY(e Event) {
 	d.mu.Lock()
 	d.counts = e.Counts
 	d.mu.Unlock()
-	if d.closed {
-		return
+	if d.closed || (d.progress == nil && e.Kind != EventCampaignStarted) {
+		return // closed, or events of a campaign whose start this display never saw
 	}
 	switch e.Kind {
 	case EventCampaignStarted:
