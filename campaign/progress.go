@@ -145,12 +145,12 @@ func plainLine(e Event) string {
 
 // attemptLine describes a finished attempt: verdict (and, for calibration cells, the
 // expectation and how it counts), cell, attempt, duration, class and reason; an
-// interrupted attempt is reported as such, without a verdict, since it does not count.
+// interrupted attempt that does not count is reported as such, without a verdict.
 func attemptLine(r *AttemptResult) string {
 	var b strings.Builder
 	j := r.Judgement
 	took := r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond)
-	if r.Outcome.Interrupted {
+	if !r.Counts() {
 		fmt.Fprintf(&b, "interrupted %s attempt %d after %s: %s", r.Plan.Cell.ID, r.Plan.Attempt, took, oneLine(j.Reason))
 		return b.String()
 	}
@@ -159,6 +159,9 @@ func attemptLine(r *AttemptResult) string {
 		fmt.Fprintf(&b, " (expected %s: counts as %s)", exp, r.Counted)
 	}
 	fmt.Fprintf(&b, " %s attempt %d in %s", r.Plan.Cell.ID, r.Plan.Attempt, took)
+	if r.Outcome.Interrupted {
+		b.WriteString(" (interrupted)")
+	}
 	if j.FailureClass != "" {
 		fmt.Fprintf(&b, " [%s]", j.FailureClass)
 	}

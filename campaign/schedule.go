@@ -20,15 +20,22 @@ type AttemptResult struct {
 	FinishedAt time.Time
 }
 
+// Counts reports whether the attempt counts as a finished result: it was not
+// interrupted, or it broke a safety rule before the interruption (a failed verdict:
+// secret_leak or cleanup_failure), which an interruption must not hide.
+func (r *AttemptResult) Counts() bool {
+	return !r.Outcome.Interrupted || r.Judgement.Verdict == Failed
+}
+
 // CellStatus says how far a cell got.
 type CellStatus string
 
 // Cell statuses.
 const (
-	// CellFinished: at least one attempt finished (was not interrupted); the last one
-	// that finished is the cell's result.
+	// CellFinished: at least one attempt counts (AttemptResult.Counts); the last such
+	// attempt is the cell's result.
 	CellFinished CellStatus = "finished"
-	// CellInterrupted: an attempt started but none finished.
+	// CellInterrupted: an attempt started but none counts.
 	CellInterrupted CellStatus = "interrupted"
 	// CellNotStarted: the campaign was cancelled before the cell's first attempt.
 	CellNotStarted CellStatus = "not_started"
@@ -39,8 +46,8 @@ type CellResult struct {
 	Cell     *catalog.Cell
 	Attempts []AttemptResult
 	Status   CellStatus
-	// Final is the index in Attempts of the attempt that counts (the last finished
-	// one), -1 when none finished.
+	// Final is the index in Attempts of the attempt that counts (the last one that
+	// Counts), -1 when none does.
 	Final int
 	// Verdict is the counted verdict of the final attempt, "" when none finished.
 	Verdict Verdict
@@ -248,7 +255,7 @@ func (r *run) runCell(ctx context.Context, i int) {
 		c := &r.cells[i]
 		c.Attempts = append(c.Attempts, res)
 		r.counts.Running--
-		if !res.Outcome.Interrupted {
+		if res.Counts() {
 			if c.Status != CellFinished {
 				r.counts.Finished++
 			} else {

@@ -442,3 +442,34 @@ func TestSummaryWorst(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulerInterruptedSafetyFailureCounts: an interruption does not hide a leak or
+// a cleanup failure found before it — the attempt counts as failed, and the campaign
+// is still partial.
+func TestSchedulerInterruptedSafetyFailureCounts(t *testing.T) {
+	t.Parallel()
+	for name, outcome := range map[string]AttemptOutcome{
+		"leak":    {Interrupted: true, CleanupConfirmed: true, Leaks: []string{"exact secret value at agent.log"}},
+		"cleanup": {Interrupted: true, CleanupProblem: "process group survived SIGKILL"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			exec := &scriptedExecutor{script: func(AttemptPlan) AttemptOutcome {
+				cancel()
+				return outcome
+			}}
+			p := newTestPlan(t, catalog.Selector{IDs: []string{markerCell, "core-compatibility.reference.local.ask-question"}},
+				Options{MaxParallel: 1, MaxAutomaticRetries: 1})
+			sum := (&Scheduler{Executor: exec}).Run(ctx, p)
+			c := sum.Cells[0]
+			if c.Status != CellFinished || c.Verdict != Failed || sum.Failed != 1 || sum.Executed != 1 || !sum.Partial {
+				t.Errorf("cell %s/%s; summary failed %d executed %d partial %v", c.Status, c.Verdict, sum.Failed, sum.Executed, sum.Partial)
+			}
+			if sum.Cells[1].Status != CellNotStarted || len(exec.calls) != 1 {
+				t.Errorf("second cell %s after %d calls", sum.Cells[1].Status, len(exec.calls))
+			}
+		})
+	}
+}
