@@ -285,6 +285,7 @@ func TestTTYProgress(t *testing.T) {
 		out := &syncBuffer{}
 		d := NewDisplay(ProgressTTY, out)
 		c := loadDefault(t).Cell(markerCell)
+		d.Observe(Event{Kind: EventAttemptStarted, Cell: c, Attempt: 1}) // before the start: ignored
 		d.Observe(Event{Kind: EventCampaignStarted, CampaignID: "tty", Counts: Counts{Selected: 3}})
 		d.Observe(Event{Kind: EventAttemptStarted, Cell: c, Attempt: 1, Counts: Counts{Selected: 3, Running: 1}})
 		must(t, d.Close())
