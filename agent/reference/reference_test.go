@@ -43,8 +43,10 @@ func TestEditWorkspace(t *testing.T) {
 			wantErr: true,
 		},
 		{
-			name:    "file symlink to outside",
-			setup:   func(t *testing.T, ws string) { mustSymlink(t, filepath.Join(outside, "target.txt"), filepath.Join(ws, "f.txt")) },
+			name: "file symlink to outside",
+			setup: func(t *testing.T, ws string) {
+				mustSymlink(t, filepath.Join(outside, "target.txt"), filepath.Join(ws, "f.txt"))
+			},
 			edits:   []*catalog.WorkspaceEdit{{Path: "f.txt", Append: str("x")}},
 			wantErr: true,
 		},
