@@ -15,7 +15,9 @@ import (
 
 // builtinConfig renders the default catalog's message-marker case for the reference
 // profile and returns its BuiltinConfig JSON and the rendered case.
-func builtinConfig(t *testing.T, nonce string) ([]byte, *catalog.RenderedCase) {
+func builtinConfigB(b *testing.B) ([]byte, *catalog.RenderedCase) { return builtinConfig(b, "bench") }
+
+func builtinConfig(t testing.TB, nonce string) ([]byte, *catalog.RenderedCase) {
 	t.Helper()
 	cat, err := catalog.Default()
 	if err != nil {

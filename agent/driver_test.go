@@ -23,7 +23,7 @@ import (
 
 const secretValue = "sk-test-secret-value-0123456789"
 
-func self(t *testing.T) string {
+func self(t testing.TB) string {
 	t.Helper()
 	p, err := os.Executable()
 	if err != nil {
@@ -31,6 +31,8 @@ func self(t *testing.T) string {
 	}
 	return p
 }
+
+func selfB(b *testing.B) string { return self(b) }
 
 func runEnv(t *testing.T) agent.RunEnv {
 	t.Helper()

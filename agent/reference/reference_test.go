@@ -155,7 +155,11 @@ func singleTurn(marker string) *catalog.ReferenceScript {
 	}}}}
 }
 
-func newMemory(t *testing.T, faults ...*controlplane.FaultRule) *controlplane.Memory {
+func newMemoryB(b *testing.B) *controlplane.Memory { return newMemory(b) }
+
+func openB(b *testing.B, m *controlplane.Memory, runID string) { open(b, m, runID, "manual") }
+
+func newMemory(t testing.TB, faults ...*controlplane.FaultRule) *controlplane.Memory {
 	t.Helper()
 	m, err := controlplane.NewMemory(controlplane.Seed{Faults: faults})
 	if err != nil {
@@ -167,7 +171,7 @@ func newMemory(t *testing.T, faults ...*controlplane.FaultRule) *controlplane.Me
 	return m
 }
 
-func open(t *testing.T, m *controlplane.Memory, runID, reason string) {
+func open(t testing.TB, m *controlplane.Memory, runID, reason string) {
 	t.Helper()
 	if _, err := m.OpenFixtureRun(context.Background(), controlplane.OpenInput{
 		Identity:    controlplane.Identity{RunID: runID, SessionID: "s", CompanyID: "company-1", IssueID: "task-1", AgentID: "actor-1"},
