@@ -161,6 +161,8 @@ func New(driver string, config map[string]any) (Driver, error) {
 		d = builtinDriver{name: driver, bounds: b}
 	case driver == "exec":
 		d = newExec(config, ce)
+	case strings.HasPrefix(driver, "exec:"):
+		ce.Problems = append(ce.Problems, "the real-CLI drivers (exec:codex, exec:opencode, exec:claude) are not built yet; use exec with a command")
 	default:
 		ce.Problems = append(ce.Problems, "unknown driver (one of fixture:pass, fixture:fail, fixture:hang, fixture:noisy, reference, nop, wrong, exec)")
 	}

@@ -70,7 +70,7 @@ func TestNewRejectsBadConfigurations(t *testing.T) {
 		want   []string // every problem the error must name
 	}{
 		{"bogus", nil, []string{"unknown driver"}},
-		{"exec:codex", nil, []string{"unknown driver"}},
+		{"exec:codex", nil, []string{"not built yet"}},
 		{"fixture:bogus", nil, []string{`unknown fixture "bogus"`}},
 		{"fixture:pass", map[string]any{"timeoutMs": 999_999_999, "maxOutputBytes": 0}, []string{"at most", "maxOutputBytes 0"}},
 		{"reference", map[string]any{"timeoutMs": "soon", "color": "red"}, []string{"timeoutMs soon", `unknown driverConfig key "color"`}},
