@@ -269,7 +269,7 @@ func TestExecLaunchIsExplicit(t *testing.T) {
 func TestHostileExecAgentIsGone(t *testing.T) {
 	t.Parallel()
 	env := runEnv(t)
-	d := mustNew(t, "exec", map[string]any{"command": self(t), "timeoutMs": 700, "args": []any{"hostile-leader", "{{workspace}}/tick.log"}})
+	d := mustNew(t, "exec", map[string]any{"command": self(t), "timeoutMs": 3000, "args": []any{"hostile-leader", "{{workspace}}/tick.log"}})
 	spec, err := d.Launch(runContext(), env)
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,13 @@ func hostileLeader(file string) int {
 		fmt.Fprintln(os.Stderr, "hostile-leader:", err)
 		return 3
 	}
+	// Report only once the grandchild is writing, so the test knows it ran.
+	for {
+		if fi, err := os.Stat(file); err == nil && fi.Size() > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	fmt.Printf("grandchild pid=%d\n", gc.Process.Pid)
 	for {
 		time.Sleep(time.Hour)
