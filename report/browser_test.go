@@ -105,6 +105,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	must(chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.ID("history"))))
 	cards, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("details.card").length`))
 	must(err)
+	topShot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	must(err)
 	must(chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`details[data-state="failed"] > summary`)),
 		chromedp.WaitVisible(chromedp.CSS(`details[data-state="failed"][open] table.matchers`)),
@@ -136,10 +138,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "dashboard-failed-card.png"), cardShot, 0o644); err != nil {
-		t.Fatal(err)
+	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Logf("screenshots: %s, dashboard-failed-card.png", shotPath)
+	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png", dir)
 
 	mu.Lock()
 	defer mu.Unlock()
