@@ -39,6 +39,17 @@ func Sorted(v any) ([]byte, error) {
 	return out, nil
 }
 
+// SortedJSON returns the RFC 8785 canonical encoding of the JSON text raw without
+// decoding it into Go values first (the same bytes Sorted gives for the decoded value).
+// It returns an error when raw is not valid JSON.
+func SortedJSON(raw []byte) ([]byte, error) {
+	out, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, fmt.Errorf("canonjson: canonicalizing: %w", err)
+	}
+	return out, nil
+}
+
 // Ordered returns the JSON.stringify-compatible encoding of v: members in insertion
 // order, no insignificant whitespace, no HTML escaping (<, >, & stay literal), and
 // U+2028/U+2029 unescaped. Numbers use Go's float formatting, which follows ES2015

@@ -135,3 +135,33 @@ func FuzzOrderedString(f *testing.F) {
 		}
 	})
 }
+
+// TestSortedJSONMatchesSorted: canonicalizing JSON text directly gives the bytes Sorted
+// gives for the decoded value, and invalid text is an error.
+func TestSortedJSONMatchesSorted(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`{"b":1,"a":[true,null,{"z":"<&>","y":1e3}],"c":"\u00e9"}`,
+		`[1.50, -0, 1E-7, 123456789012]`,
+		`"plain"`,
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(in), &v); err != nil {
+			t.Fatal(err)
+		}
+		want, err := Sorted(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := SortedJSON([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("SortedJSON(%s) = %s, want %s", in, got, want)
+		}
+	}
+	if _, err := SortedJSON([]byte(`{"a":`)); err == nil {
+		t.Error("SortedJSON accepted invalid JSON")
+	}
+}

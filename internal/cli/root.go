@@ -60,6 +60,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		return &UsageError{Err: err}
 	})
 	root.AddCommand(
+		newConformanceCmd(a),
 		newVersionCmd(a),
 		newValidateCmd(a),
 		newListCmd(a),

@@ -1,0 +1,399 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+)
+
+// CommandKinds lists the 19 semantic command kinds of the V-new adapter (spec §3), in
+// catalogue order. Seed 001 says "eighteen" and lists seventeen; the newest adapter adds
+// create_skill and reassign_task (spec §0, §9.1).
+var CommandKinds = []string{
+	"report_progress", "create_skill", "write_document", "request_human_input", "resolve_human_input",
+	"register_deliverable", "reassign_task", "set_dependencies", "create_task", "request_approval",
+	"decide_approval", "comment_on_approval", "control_workspace_service", "record_budget_usage",
+	"finish_task", "block_task", "request_review", "release_task", "schedule_wake",
+}
+
+// RequiredClaims maps each command kind to the run capability it needs (spec §3 table);
+// kinds absent from the map need none.
+var RequiredClaims = map[string]string{
+	"resolve_human_input":       "control_plane:interactions",
+	"set_dependencies":          "dependencies:write",
+	"reassign_task":             "delegation:tasks:assign",
+	"create_task":               "delegation:tasks:create",
+	"request_approval":          "governance:approvals:request",
+	"decide_approval":           "governance:approvals:decide",
+	"comment_on_approval":       "governance:approvals:comment",
+	"control_workspace_service": "workspace:control",
+	"record_budget_usage":       "control_plane:budget",
+	"release_task":              "control_plane:release",
+	"schedule_wake":             "control_plane:wakes",
+}
+
+// ApprovalRoles are the actor roles (trimmed, lower-cased) allowed to decide approvals.
+var ApprovalRoles = []string{"board", "approver", "security"}
+
+// ApplyCommand applies one semantic command (spec §2.6, order V-new): lifecycle,
+// idempotency key, run, idempotency lookup, writability, expectedRevision,
+// authorization, dry run, fault, execution, lost-ack. Errors carry the codes of spec §8.
+func (m *Memory) ApplyCommand(ctx context.Context, env CommandEnvelope) (CommandResult, error) {
+	if err := m.lock(ctx); err != nil {
+		return CommandResult{}, err
+	}
+	defer m.unlock()
+	res, _, err := m.applyLocked(env)
+	if err != nil {
+		return CommandResult{}, err
+	}
+	return res, nil
+}
+
+// TryApplyCommand is ApplyCommand with state-machine errors folded into a not-OK
+// outcome carrying the current state revision; it returns an error only when ctx is done.
+func (m *Memory) TryApplyCommand(ctx context.Context, env CommandEnvelope) (CommandOutcome, error) {
+	if err := m.lock(ctx); err != nil {
+		return CommandOutcome{}, err
+	}
+	defer m.unlock()
+	res, kind, err := m.applyLocked(env)
+	if err != nil {
+		var ce *Error
+		if !errors.As(err, &ce) {
+			return CommandOutcome{}, err
+		}
+		cp := *ce
+		return CommandOutcome{OK: false, CommandKind: kind, StateRevision: m.st.Revision, Error: &cp}, nil
+	}
+	return CommandOutcome{OK: true, Result: &res, StateRevision: res.StateRevision}, nil
+}
+
+type commandHead struct {
+	Kind   string  `json:"kind"`
+	TaskID *string `json:"taskId"`
+}
+
+// cmdCtx is what a handler works with.
+type cmdCtx struct {
+	run   *Run
+	actor *Actor
+	task  *Task
+	kind  string
+	raw   json.RawMessage
+	refs  []string
+	wakes []string
+}
+
+func (c *cmdCtx) ref(prefix, id string) { c.refs = append(c.refs, prefix+":"+id) }
+
+func (m *Memory) applyLocked(env CommandEnvelope) (CommandResult, string, error) {
+	var head commandHead
+	headErr := json.Unmarshal(env.Command, &head)
+	kind := head.Kind
+	if err := m.assertRunning(); err != nil {
+		return CommandResult{}, kind, err
+	}
+	if strings.TrimSpace(env.IdempotencyKey) == "" {
+		return CommandResult{}, kind, newErr("idempotency_key_required", "an idempotency key is required")
+	}
+	r, err := m.run(env.RunID)
+	if err != nil {
+		return CommandResult{}, kind, err
+	}
+	if headErr != nil {
+		return CommandResult{}, kind, newErr("semantic_command_invalid", "command must be a JSON object with a kind: %v", headErr)
+	}
+	canon, err := canonicalRaw(env.Command)
+	if err != nil {
+		return CommandResult{}, kind, newErr("semantic_command_invalid", "command is not valid JSON: %v", err)
+	}
+	runID := strp(r.ID)
+	scope := r.ID + ":semantic-command"
+	if rec := m.idx.idem[[2]string{scope, env.IdempotencyKey}]; rec != nil {
+		if rec.InputCanonical != string(canon) {
+			return CommandResult{}, kind, newErr("idempotency_conflict", "idempotency key %s was used for a different command", env.IdempotencyKey)
+		}
+		m.recordDecision(runID, rec.Result.CommandKind, "duplicate", "command_already_applied", rec.Result.EntityRefs)
+		res := cloneResult(rec.Result)
+		res.Disposition = "duplicate"
+		res.StateRevision = m.st.Revision
+		return res, kind, nil
+	}
+	if err := assertRunWritable(r); err != nil {
+		return CommandResult{}, kind, err
+	}
+	if env.ExpectedRevision != nil && *env.ExpectedRevision != m.st.Revision {
+		return CommandResult{}, kind, newErr("state_revision_conflict", "expected state revision %d, found %d", *env.ExpectedRevision, m.st.Revision)
+	}
+	if !slices.Contains(CommandKinds, kind) {
+		return CommandResult{}, kind, newErr("semantic_command_invalid", "unknown command kind %q", kind)
+	}
+	c, err := m.authorize(r, head, env.Command)
+	if err != nil {
+		return CommandResult{}, kind, err
+	}
+	// The dry run and the real execution are one pass under the undo log (spec §2.6
+	// steps 8-10): a failing command is rolled back before any fault is consumed, and a
+	// retryable_error fault rolls the execution back before it records itself, which
+	// leaves exactly the state the notes' dry-run-then-execute order leaves.
+	mark := len(m.undo)
+	res, err := m.execute(c, env.IdempotencyKey, scope, canon)
+	if err != nil {
+		m.rollback(mark)
+		return CommandResult{}, kind, err
+	}
+	fault := m.peekFault("apply_command", kind)
+	if fault != nil && fault.Effect == "retryable_error" {
+		m.rollback(mark)
+	}
+	m.consumeFault("apply_command", kind)
+	if err := m.faultBefore(fault, runID, kind); err != nil {
+		return CommandResult{}, kind, err
+	}
+	if err := m.faultAfter(fault, runID, kind); err != nil {
+		return CommandResult{}, kind, err
+	}
+	return cloneResult(res), kind, nil
+}
+
+func cloneResult(r CommandResult) CommandResult {
+	r.EntityRefs = slices.Clone(r.EntityRefs)
+	r.ScheduledWakeIDs = slices.Clone(r.ScheduledWakeIDs)
+	return r
+}
+
+// authorize applies spec §6.1; denials persist a denied decision.
+func (m *Memory) authorize(r *Run, head commandHead, raw json.RawMessage) (*cmdCtx, error) {
+	runID := strp(r.ID)
+	kind := head.Kind
+	if claim, ok := RequiredClaims[kind]; ok && !slices.Contains(r.Capabilities, claim) {
+		return nil, m.deny(runID, kind, "required_claim_missing", []string{"run:" + r.ID},
+			newErr("operation_not_authorized", "the fixture run does not hold the required command claim %s", claim))
+	}
+	taskID := r.TaskID
+	if head.TaskID != nil {
+		taskID = *head.TaskID
+	}
+	task, err := m.task(taskID)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.assertCompany("task", task.ID, task.CompanyID); err != nil {
+		return nil, err
+	}
+	if task.ID != r.TaskID {
+		return nil, m.deny(runID, kind, "active_task_scope_required", []string{"task:" + task.ID},
+			newErr("task_scope_violation", "command task %s is not the run's active task %s", task.ID, r.TaskID))
+	}
+	actor, err := m.actor(r.ActorID)
+	if err != nil {
+		return nil, err
+	}
+	if !eq(task.AssigneeActorID, actor.ID) || !eq(task.CheckoutRunID, r.ID) || !eq(task.ExecutionRunID, r.ID) {
+		return nil, m.deny(runID, kind, "run_does_not_own_task", []string{"task:" + task.ID},
+			newErr("task_ownership_violation", "fixture run %s does not own task %s", r.ID, task.ID))
+	}
+	if kind == "decide_approval" {
+		if !slices.Contains(ApprovalRoles, strings.ToLower(strings.TrimSpace(actor.Role))) {
+			return nil, m.deny(runID, kind, "actor_role_not_authorized", []string{"actor:" + actor.ID},
+				newErr("operation_not_authorized", "actor role %s may not decide approvals", actor.Role))
+		}
+		var in struct {
+			ApprovalID string `json:"approvalId"`
+		}
+		_ = json.Unmarshal(raw, &in)
+		if ap := m.idx.approvals[in.ApprovalID]; ap != nil {
+			if ap.CompanyID != m.st.Company.ID || !slices.Contains(ap.TaskIDs, task.ID) {
+				return nil, m.deny(runID, kind, "active_task_scope_required", []string{"approval:" + ap.ID},
+					newErr("approval_scope_violation", "approval %s is not linked to task %s", ap.ID, task.ID))
+			}
+			if eq(ap.RequestedByActorID, actor.ID) {
+				return nil, m.deny(runID, kind, "self_approval_forbidden", []string{"approval:" + ap.ID},
+					newErr("self_approval_forbidden", "actor %s requested approval %s and may not decide it", actor.ID, ap.ID))
+			}
+		}
+	}
+	return &cmdCtx{run: r, actor: actor, task: task, kind: kind, raw: raw}, nil
+}
+
+func eq(p *string, s string) bool { return p != nil && *p == s }
+
+// execute runs the handler and records the mutation and idempotency record.
+func (m *Memory) execute(c *cmdCtx, key, scope string, canon []byte) (CommandResult, error) {
+	commandID := m.newID("command")
+	c.ref("task", c.task.ID)
+	if err := m.handle(c); err != nil {
+		return CommandResult{}, err
+	}
+	refs := m.sortedUnique(c.refs)
+	wakes := c.wakes
+	if wakes == nil {
+		wakes = []string{}
+	}
+	m.recordMutationSorted(strp(c.run.ID), strp(c.actor.ID), "semantic_command.applied", "command", commandID,
+		commandDetails{EntityRefs: refs, IdempotencyKey: key, Kind: c.kind},
+		c.kind, "allowed", "semantic_command_applied", refs)
+	res := CommandResult{CommandID: commandID, CommandKind: c.kind, Disposition: "applied", StateRevision: m.st.Revision, EntityRefs: refs, ScheduledWakeIDs: wakes}
+	rec := &IdempotencyRecord{Scope: scope, Key: key, InputCanonical: string(canon), Result: cloneResult(res)}
+	appendv(m, &m.st.Idempotency, rec)
+	mapSet(m, m.idx.idem, [2]string{scope, key}, rec)
+	return res, nil
+}
+
+// commandDetails are the details of a semantic_command.applied audit record.
+type commandDetails struct {
+	EntityRefs     []string `json:"entityRefs"`
+	IdempotencyKey string   `json:"idempotencyKey"`
+	Kind           string   `json:"kind"`
+}
+
+// ---- shared helpers ----
+
+func required(v, field string) error {
+	if strings.TrimSpace(v) == "" {
+		return newErr("semantic_command_invalid", "%s is required", field)
+	}
+	return nil
+}
+
+func decode(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return newErr("semantic_command_invalid", "command fields are invalid: %v", err)
+	}
+	return nil
+}
+
+// safeNonNegative parses a JSON number that must be a non-negative safe integer.
+func safeNonNegative(n json.Number) (int64, bool) {
+	if n == "" {
+		return 0, false
+	}
+	f, err := n.Float64()
+	if err != nil || f < 0 || f > 9007199254740991 || f != float64(int64(f)) {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+var transitions = map[string][]string{
+	"backlog":     {"todo", "cancelled"},
+	"todo":        {"in_progress", "blocked", "cancelled"},
+	"in_progress": {"in_review", "blocked", "done", "cancelled"},
+	"in_review":   {"in_progress", "done", "cancelled"},
+	"blocked":     {"todo", "in_progress", "cancelled"},
+}
+
+// transition moves the task through the command transition table (spec §1.3); an
+// illegal move records a denied decision and fails with task_transition_illegal.
+func (m *Memory) transition(c *cmdCtx, t *Task, to string) error {
+	from := t.Status
+	ok := slices.Contains(transitions[from], to)
+	if !ok && c.kind == "release_task" && from == "in_progress" && to == "todo" {
+		ok = true
+	}
+	if !ok && (c.kind == "request_human_input" || c.kind == "request_approval") && from == "in_review" && to == "in_review" {
+		ok = true
+	}
+	if !ok {
+		return m.deny(strp(c.run.ID), c.kind, "task_transition_illegal", []string{"task:" + t.ID},
+			newErr("task_transition_illegal", "fixture task cannot transition from %s to %s", from, to))
+	}
+	if from != to {
+		edit(m, t, func(t *Task) { t.Status = to })
+	}
+	return nil
+}
+
+func (m *Memory) addComment(taskID string, author *string, body string) *Comment {
+	id := m.newID("comment")
+	cm := &Comment{ID: id, TaskID: taskID, AuthorActorID: author, Body: body, CreatedAt: m.now()}
+	appendv(m, &m.st.Comments, cm)
+	return cm
+}
+
+func (m *Memory) addTask(t *Task) {
+	appendv(m, &m.st.Tasks, t)
+	mapSet(m, m.idx.tasks, t.ID, t)
+}
+
+// dependsOn reports whether from reaches target following unresolved blocker edges.
+func (m *Memory) dependsOn(from, target string) bool {
+	adj := map[string][]string{}
+	for _, b := range m.st.Blockers {
+		if t := m.idx.tasks[b.BlockedByTaskID]; t != nil && t.Status != "done" {
+			adj[b.TaskID] = append(adj[b.TaskID], b.BlockedByTaskID)
+		}
+	}
+	seen := map[string]bool{}
+	stack := []string{from}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n == target {
+			return true
+		}
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		stack = append(stack, adj[n]...)
+	}
+	return false
+}
+
+// replaceDependencies replaces task's blocker rows with one row per id (spec §3.8).
+func (m *Memory) replaceDependencies(c *cmdCtx, task *Task, ids []string) error {
+	ids = m.sortedUnique(ids)
+	for _, id := range ids {
+		if id == task.ID {
+			return newErr("dependency_cycle", "a task cannot block itself")
+		}
+		dep, err := m.task(id)
+		if err != nil {
+			return err
+		}
+		if err := m.assertCompany("task", dep.ID, dep.CompanyID); err != nil {
+			return err
+		}
+		if m.dependsOn(id, task.ID) {
+			return newErr("dependency_cycle", "dependency %s would create a cycle", id)
+		}
+	}
+	m.deleteBlockers(func(b *Blocker) bool { return b.TaskID == task.ID })
+	for _, id := range ids {
+		bid := m.newID("blocker")
+		appendv(m, &m.st.Blockers, &Blocker{ID: bid, TaskID: task.ID, BlockedByTaskID: id, CreatedAt: m.now()})
+		c.ref("task", id)
+	}
+	return nil
+}
+
+func (m *Memory) approvalOnTask(c *cmdCtx, id string) (*Approval, error) {
+	ap := m.idx.approvals[id]
+	if ap == nil || ap.CompanyID != m.st.Company.ID {
+		return nil, newErr("approval_missing", "approval %s does not exist", id)
+	}
+	if !slices.Contains(ap.TaskIDs, c.task.ID) {
+		return nil, newErr("approval_scope_violation", "approval %s is not linked to task %s", id, c.task.ID)
+	}
+	return ap, nil
+}
+
+// requesterEligible: non-null, active, ≥1 applicable budget and none exceeded.
+func (m *Memory) requesterEligible(ap *Approval) *Actor {
+	if ap.RequestedByActorID == nil {
+		return nil
+	}
+	a := m.idx.actors[*ap.RequestedByActorID]
+	if a == nil || a.Status != "active" {
+		return nil
+	}
+	bs := m.applicableBudgets(a)
+	if len(bs) == 0 || slices.ContainsFunc(bs, exceeded) {
+		return nil
+	}
+	return a
+}

@@ -1,0 +1,36 @@
+// Package controlplane is the deterministic control-plane state machine of seed 001
+// ("Capability Mock ControlPlanePort"), following the behavioural notes in
+// spec/control-plane-port.md in their newest ("V-new") form.
+//
+// Port is the interface every control plane of agentproof implements: lifecycle
+// (Start/Stop), runs with atomic checkout (OpenRun/OpenFixtureRun, Context), PRP and
+// native events (AppendEvent, ReplayEvents with an exclusive cursor), semantic commands
+// with idempotency and an optional expected revision (ApplyCommand/TryApplyCommand),
+// session checkpoints, terminal reconciliation with blocker-wake fan-out (CompleteRun),
+// and introspection (Snapshot, DecisionRecords, Serialize). Errors carry the state
+// machine's code in an *Error (see CodeOf), which survives a JSON round trip.
+//
+// Memory is the in-memory adapter. It does no I/O and reads no wall clock and no
+// randomness: timestamps come from the fixture clock (epoch 2026-08-09T00:00:00.000Z +
+// tick·1000 ms, the tick advancing on every read), ids are fixture-<kind>-<nnnn> from
+// per-kind counters, and Serialize is sorted-key canonical JSON (package canonjson)
+// under the tag paperclip.capability.mock-state.v1; Restore reads it back. Every value
+// it returns is a copy. A command is executed once under an undo log: if it fails, or
+// if a retryable fault hits it, the log is rolled back, so a rejected command costs
+// what its own changes cost and never copies the world.
+//
+// Command kinds: the seed says "eighteen semantic command kinds" and lists seventeen.
+// The newest adapter has nineteen — the seventeen listed plus create_skill and
+// reassign_task (spec §0, §3, §9.1); the "eighteen" most likely conflates the 18/18
+// operation matrix of the conformance docs. This package implements all nineteen
+// (CommandKinds) with the claims of RequiredClaims.
+//
+// Deliberate choices where the notes leave room (each also noted at its code): a
+// completion's terminal is validated against the terminal schema (the notes say the
+// adapter does not validate it) so that run status always comes from a valid terminal;
+// unknown command kinds, priorities, create_task statuses, approval decisions and
+// workspace actions fail with semantic_command_invalid; schedule_wake requires a
+// reason; PRP sourceSeq is bounded to JavaScript safe integers. The semantic-tool
+// runtime receipts of spec §2.10 are not implemented (the state keeps an empty
+// semanticToolRuntimes map so that serialized states stay compatible).
+package controlplane

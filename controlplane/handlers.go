@@ -1,0 +1,797 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// handle dispatches one command kind (spec §3). It runs inside the undo log: any error
+// is rolled back by the caller.
+func (m *Memory) handle(c *cmdCtx) error {
+	switch c.kind {
+	case "report_progress":
+		return m.reportProgress(c)
+	case "create_skill":
+		return m.createSkill(c)
+	case "write_document":
+		return m.writeDocument(c)
+	case "request_human_input":
+		return m.requestHumanInput(c)
+	case "resolve_human_input":
+		return m.resolveHumanInput(c)
+	case "register_deliverable":
+		return m.registerDeliverable(c)
+	case "reassign_task":
+		return m.reassignTask(c)
+	case "set_dependencies":
+		return m.setDependencies(c)
+	case "create_task":
+		return m.createTask(c)
+	case "request_approval":
+		return m.requestApproval(c)
+	case "decide_approval":
+		return m.decideApproval(c)
+	case "comment_on_approval":
+		return m.commentOnApproval(c)
+	case "control_workspace_service":
+		return m.controlWorkspaceService(c)
+	case "record_budget_usage":
+		return m.recordBudgetUsage(c)
+	case "finish_task":
+		return m.finishTask(c)
+	case "block_task":
+		return m.blockTask(c)
+	case "request_review":
+		return m.requestReview(c)
+	case "release_task":
+		return m.releaseTask(c)
+	case "schedule_wake":
+		return m.scheduleWakeCommand(c)
+	}
+	return newErr("semantic_command_invalid", "unknown command kind %q", c.kind)
+}
+
+func (m *Memory) reportProgress(c *cmdCtx) error {
+	var in struct {
+		Body string `json:"body"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if err := required(in.Body, "progress body"); err != nil {
+		return err
+	}
+	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Body)
+	c.ref("comment", cm.ID)
+	return nil
+}
+
+var skillNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// parseSkillMarkdown checks the frontmatter rules of create_skill (spec §3.2) and
+// returns the frontmatter name and description.
+func parseSkillMarkdown(md string) (name, description string, err error) {
+	bad := func(msg string) (string, string, error) {
+		return "", "", newErr("invalid_skill_document", "%s", msg)
+	}
+	if !strings.HasPrefix(md, "---\n") {
+		return bad("skill markdown must start with a frontmatter block (---)")
+	}
+	rest := md[4:]
+	end := strings.Index(rest, "\n---\n")
+	if end < 0 {
+		return bad("skill frontmatter has no closing ---")
+	}
+	front, body := rest[:end], rest[end+5:]
+	var fm map[string]any
+	if err := yaml.Unmarshal([]byte(front), &fm); err != nil || fm == nil {
+		return bad("skill frontmatter is not a YAML mapping")
+	}
+	n, _ := fm["name"].(string)
+	if !skillNameRE.MatchString(n) {
+		return bad("skill frontmatter name must be lower-case words joined by hyphens")
+	}
+	d, _ := fm["description"].(string)
+	if strings.TrimSpace(d) == "" {
+		return bad("skill frontmatter description must be a non-empty string")
+	}
+	if tools, ok := fm["allowed-tools"]; ok {
+		list, isList := tools.([]any)
+		if !isList {
+			return bad("skill frontmatter allowed-tools must be a list of strings")
+		}
+		for _, t := range list {
+			if _, isStr := t.(string); !isStr {
+				return bad("skill frontmatter allowed-tools must be a list of strings")
+			}
+		}
+	}
+	if meta, ok := fm["metadata"]; ok {
+		if _, isMap := meta.(map[string]any); !isMap {
+			return bad("skill frontmatter metadata must be an object")
+		}
+	}
+	if strings.TrimSpace(body) == "" {
+		return bad("skill body after the frontmatter must not be blank")
+	}
+	return n, d, nil
+}
+
+func (m *Memory) createSkill(c *cmdCtx) error {
+	var in struct {
+		Name        string  `json:"name"`
+		Slug        *string `json:"slug"`
+		Description string  `json:"description"`
+		Markdown    string  `json:"markdown"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if err := required(in.Name, "skill name"); err != nil {
+		return err
+	}
+	if err := required(in.Markdown, "skill markdown"); err != nil {
+		return err
+	}
+	name, desc, err := parseSkillMarkdown(in.Markdown)
+	if err != nil {
+		return err
+	}
+	if name != in.Name {
+		return newErr("invalid_skill_document", "skill frontmatter name %s must equal the skill name %s", name, in.Name)
+	}
+	if desc != strings.TrimSpace(in.Description) {
+		return newErr("invalid_skill_document", "skill frontmatter description must equal the skill description")
+	}
+	if in.Slug != nil && *in.Slug != in.Name {
+		return newErr("invalid_skill_document", "skill slug %s must equal the skill name %s", *in.Slug, in.Name)
+	}
+	if m.idx.skillSlugs[in.Name] {
+		return newErr("fixture_state_invalid", "A skill with that name already exists")
+	}
+	sk := &Skill{ID: m.newID("skill"), CompanyID: m.st.Company.ID, Name: in.Name, Slug: in.Name,
+		Description: strings.TrimSpace(in.Description), Markdown: in.Markdown}
+	sk.VersionID = m.newID("skill-version")
+	appendv(m, &m.st.Skills, sk)
+	mapSet(m, m.idx.skillSlugs, sk.Slug, true)
+	c.ref("skill", sk.ID)
+	return nil
+}
+
+func (m *Memory) writeDocument(c *cmdCtx) error {
+	var in struct {
+		Key            string  `json:"key"`
+		Title          string  `json:"title"`
+		Body           string  `json:"body"`
+		BaseRevisionID *string `json:"baseRevisionId"`
+		ChangeSummary  *string `json:"changeSummary"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if err := required(in.Key, "document key"); err != nil {
+		return err
+	}
+	if err := required(in.Title, "document title"); err != nil {
+		return err
+	}
+	k := [2]string{c.task.ID, in.Key}
+	doc := m.idx.docs[k]
+	if doc == nil {
+		if in.BaseRevisionID != nil {
+			return newErr("document_revision_conflict", "a new document must use a null base revision")
+		}
+		doc = &Document{ID: m.newID("document"), TaskID: c.task.ID, Key: in.Key, Title: in.Title, Format: "markdown", Revisions: []*DocumentRevision{}}
+		appendv(m, &m.st.Documents, doc)
+		mapSet(m, m.idx.docs, k, doc)
+	} else if in.BaseRevisionID == nil || *in.BaseRevisionID != doc.LatestRevisionID {
+		return newErr("document_revision_conflict", "document latest revision is %s", doc.LatestRevisionID)
+	}
+	rev := &DocumentRevision{ID: m.newID("revision"), DocumentID: doc.ID, Revision: len(doc.Revisions) + 1, Body: in.Body, ChangeSummary: in.ChangeSummary}
+	rev.CreatedAt = m.now()
+	edit(m, doc, func(d *Document) {
+		d.Title = in.Title
+		d.LatestRevisionID = rev.ID
+	})
+	appendv(m, &doc.Revisions, rev)
+	mapSet(m, m.idx.revisionDoc, rev.ID, doc)
+	c.ref("document", doc.ID)
+	c.ref("revision", rev.ID)
+	return nil
+}
+
+func (m *Memory) requestHumanInput(c *cmdCtx) error {
+	var in struct {
+		InteractionKind    string          `json:"interactionKind"`
+		Title              string          `json:"title"`
+		Prompt             string          `json:"prompt"`
+		Payload            json.RawMessage `json:"payload"`
+		TargetRevisionID   *string         `json:"targetRevisionId"`
+		ContinuationPolicy string          `json:"continuationPolicy"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if err := required(in.Title, "interaction title"); err != nil {
+		return err
+	}
+	if err := required(in.Prompt, "interaction prompt"); err != nil {
+		return err
+	}
+	if in.TargetRevisionID != nil {
+		doc := m.idx.revisionDoc[*in.TargetRevisionID]
+		if doc == nil || doc.TaskID != c.task.ID {
+			return newErr("interaction_target_missing", "target revision %s is not a revision of a document on task %s", *in.TargetRevisionID, c.task.ID)
+		}
+		if doc.LatestRevisionID != *in.TargetRevisionID {
+			return newErr("interaction_target_stale", "target revision %s is not the latest revision %s", *in.TargetRevisionID, doc.LatestRevisionID)
+		}
+	}
+	if err := m.transition(c, c.task, "in_review"); err != nil {
+		return err
+	}
+	payload, err := canonicalOr(in.Payload, "{}")
+	if err != nil {
+		return err
+	}
+	policy := in.ContinuationPolicy
+	if policy == "" {
+		policy = "none"
+	}
+	it := &Interaction{ID: m.newID("interaction"), TaskID: c.task.ID, Kind: in.InteractionKind, Status: "pending", Title: in.Title,
+		Prompt: in.Prompt, Payload: payload, TargetRevisionID: in.TargetRevisionID, ContinuationPolicy: policy, Result: json.RawMessage("null")}
+	it.CreatedAt = m.now()
+	appendv(m, &m.st.Interactions, it)
+	mapSet(m, m.idx.interactions, it.ID, it)
+	c.ref("interaction", it.ID)
+	return nil
+}
+
+func canonicalOr(raw json.RawMessage, def string) (json.RawMessage, error) {
+	if isNull(raw) {
+		return json.RawMessage(def), nil
+	}
+	b, err := canonicalRaw(raw)
+	if err != nil {
+		return nil, newErr("semantic_command_invalid", "payload is not valid JSON: %v", err)
+	}
+	return b, nil
+}
+
+func (m *Memory) resolveHumanInput(c *cmdCtx) error {
+	var in struct {
+		InteractionID string          `json:"interactionId"`
+		Outcome       string          `json:"outcome"`
+		Result        json.RawMessage `json:"result"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	it := m.idx.interactions[in.InteractionID]
+	if it == nil || it.TaskID != c.task.ID {
+		return newErr("interaction_missing", "interaction %s does not exist on task %s", in.InteractionID, c.task.ID)
+	}
+	if it.Status != "pending" {
+		return newErr("interaction_already_resolved", "interaction %s is already %s", it.ID, it.Status)
+	}
+	allowed := []string{"accepted", "rejected", "expired"}
+	if it.Kind == "questions" || it.Kind == "item_verdicts" {
+		allowed = []string{"answered", "rejected", "expired"}
+	}
+	if !slices.Contains(allowed, in.Outcome) {
+		return newErr("interaction_outcome_invalid", "%s is not valid for %s", in.Outcome, it.Kind)
+	}
+	result, err := canonicalOr(in.Result, "{}")
+	if err != nil {
+		return err
+	}
+	resolvedAt := m.now()
+	edit(m, it, func(i *Interaction) {
+		i.Status = in.Outcome
+		i.Result = result
+		i.ResolvedAt = strp(resolvedAt)
+	})
+	c.ref("interaction", it.ID)
+	wake := it.ContinuationPolicy == "wake_assignee" || (it.ContinuationPolicy == "wake_assignee_on_accept" && in.Outcome == "accepted")
+	if wake && c.task.AssigneeActorID != nil {
+		w := m.scheduleWake(*c.task.AssigneeActorID, c.task.ID, "interaction_resolved",
+			mustJSON(map[string]string{"interactionId": it.ID, "outcome": in.Outcome}), 0)
+		c.wakes = append(c.wakes, w.ID)
+	}
+	return nil
+}
+
+func (m *Memory) registerDeliverable(c *cmdCtx) error {
+	var in struct {
+		Filename    string      `json:"filename"`
+		ContentType string      `json:"contentType"`
+		ByteSize    json.Number `json:"byteSize"`
+		SHA256      string      `json:"sha256"`
+		ContentRef  string      `json:"contentRef"`
+		Title       string      `json:"title"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	size, ok := safeNonNegative(in.ByteSize)
+	if !ok {
+		return newErr("artifact_invalid", "artifact byteSize must be a non-negative safe integer")
+	}
+	for _, f := range [][2]string{{in.Filename, "artifact filename"}, {in.ContentType, "artifact contentType"}, {in.SHA256, "artifact sha256"}, {in.ContentRef, "artifact contentRef"}, {in.Title, "work product title"}} {
+		if err := required(f[0], f[1]); err != nil {
+			return err
+		}
+	}
+	art := &Artifact{ID: m.newID("artifact"), TaskID: c.task.ID, Filename: in.Filename, ContentType: in.ContentType, ByteSize: size, SHA256: in.SHA256, ContentRef: in.ContentRef}
+	art.CreatedAt = m.now()
+	appendv(m, &m.st.Artifacts, art)
+	wp := &WorkProduct{ID: m.newID("work-product"), TaskID: c.task.ID, Type: "artifact", Title: in.Title,
+		Metadata: WorkProductMetadata{Filename: in.Filename, ContentType: in.ContentType, ByteSize: size, ContentRef: in.ContentRef}, ArtifactID: strp(art.ID)}
+	wp.CreatedAt = m.now()
+	appendv(m, &m.st.WorkProducts, wp)
+	c.ref("artifact", art.ID)
+	c.ref("work-product", wp.ID)
+	return nil
+}
+
+func (m *Memory) reassignTask(c *cmdCtx) error {
+	var in struct {
+		TargetTaskID            string      `json:"targetTaskId"`
+		AssigneeActorID         string      `json:"assigneeActorId"`
+		ExpectedAssigneeActorID *string     `json:"expectedAssigneeActorId"`
+		ExpectedStatusVersion   json.Number `json:"expectedStatusVersion"`
+		Reason                  string      `json:"reason"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	target, err := m.task(in.TargetTaskID)
+	if err != nil {
+		return err
+	}
+	assignee, err := m.actor(in.AssigneeActorID)
+	if err != nil {
+		return err
+	}
+	if err := m.assertCompany("task", target.ID, target.CompanyID); err != nil {
+		return err
+	}
+	if err := m.assertCompany("actor", assignee.ID, assignee.CompanyID); err != nil {
+		return err
+	}
+	if target.ID == c.task.ID {
+		return newErr("reassignment_current_task", "a run cannot reassign its own active task")
+	}
+	switch target.Status {
+	case "done", "cancelled", "in_review":
+		return newErr("reassignment_state_denied", "task %s is %s and cannot be reassigned", target.ID, target.Status)
+	}
+	if assignee.Status != "active" {
+		return newErr("reassignment_target_unavailable", "actor %s is %s", assignee.ID, assignee.Status)
+	}
+	version, ok := safeNonNegative(in.ExpectedStatusVersion)
+	sameAssignee := (in.ExpectedAssigneeActorID == nil && target.AssigneeActorID == nil) ||
+		(in.ExpectedAssigneeActorID != nil && eq(target.AssigneeActorID, *in.ExpectedAssigneeActorID))
+	if !ok || !sameAssignee || version != int64(target.StatusVersion) {
+		return newErr("reassignment_conflict", "task %s changed since it was observed. Refresh the task before deciding again", target.ID)
+	}
+	if err := required(in.Reason, "reassignment reason"); err != nil {
+		return err
+	}
+	c.ref("task", target.ID)
+	if eq(target.AssigneeActorID, assignee.ID) {
+		return nil
+	}
+	if target.ExecutionRunID != nil {
+		if other := m.idx.runs[*target.ExecutionRunID]; other != nil {
+			edit(m, other, func(r *Run) { r.Status = "cancelled" })
+		}
+	}
+	edit(m, target, func(t *Task) {
+		t.AssigneeActorID = strp(assignee.ID)
+		t.StatusVersion++
+		t.CheckoutRunID = nil
+		t.ExecutionRunID = nil
+		if t.Status == "in_progress" {
+			t.Status = "todo"
+		}
+	})
+	m.addComment(target.ID, strp(c.actor.ID), in.Reason)
+	if target.Status == "todo" {
+		w := m.scheduleWake(assignee.ID, target.ID, "manual", mustJSON(map[string]string{"reason": in.Reason}), 0)
+		c.wakes = append(c.wakes, w.ID)
+	}
+	return nil
+}
+
+func (m *Memory) setDependencies(c *cmdCtx) error {
+	var in struct {
+		BlockedByTaskIDs []string `json:"blockedByTaskIds"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if err := m.replaceDependencies(c, c.task, in.BlockedByTaskIDs); err != nil {
+		return err
+	}
+	if len(in.BlockedByTaskIDs) > 0 {
+		return m.transition(c, c.task, "blocked")
+	}
+	return nil
+}
+
+var priorities = []string{"critical", "high", "medium", "low"}
+
+func (m *Memory) createTask(c *cmdCtx) error {
+	var in struct {
+		Title            string    `json:"title"`
+		Description      *string   `json:"description"`
+		AssigneeActorID  *string   `json:"assigneeActorId"`
+		Priority         *string   `json:"priority"`
+		BlockedByTaskIDs *[]string `json:"blockedByTaskIds"`
+		Status           *string   `json:"status"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if in.AssigneeActorID != nil {
+		a, err := m.actor(*in.AssigneeActorID)
+		if err != nil {
+			return err
+		}
+		if err := m.assertCompany("actor", a.ID, a.CompanyID); err != nil {
+			return err
+		}
+	}
+	if err := required(in.Title, "task title"); err != nil {
+		return err
+	}
+	priority := "medium"
+	if in.Priority != nil {
+		if !slices.Contains(priorities, *in.Priority) {
+			return newErr("semantic_command_invalid", "task priority must be one of %s", strings.Join(priorities, ", "))
+		}
+		priority = *in.Priority
+	}
+	if in.Status != nil && *in.Status != "backlog" && *in.Status != "todo" {
+		return newErr("semantic_command_invalid", "task status must be backlog or todo")
+	}
+	var blockers []string
+	if in.BlockedByTaskIDs != nil {
+		blockers = *in.BlockedByTaskIDs
+	}
+	status := "todo"
+	switch {
+	case in.Status != nil && *in.Status == "backlog":
+		status = "backlog"
+	case len(blockers) > 0:
+		status = "blocked"
+	}
+	id := m.newID("task")
+	n := m.nextCounter("issue-number")
+	child := &Task{ID: id, CompanyID: m.st.Company.ID, Identifier: m.st.Company.IssuePrefix + "-" + itoa(n), Title: in.Title,
+		Description: in.Description, Status: status, Priority: priority, WorkMode: "standard", ParentID: strp(c.task.ID),
+		AssigneeActorID: in.AssigneeActorID}
+	m.addTask(child)
+	if len(blockers) > 0 {
+		if err := m.replaceDependencies(c, child, blockers); err != nil {
+			return err
+		}
+	}
+	c.ref("task", child.ID)
+	return nil
+}
+
+func (m *Memory) requestApproval(c *cmdCtx) error {
+	var in struct {
+		ApprovalType string          `json:"approvalType"`
+		Payload      json.RawMessage `json:"payload"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if err := required(in.ApprovalType, "approval type"); err != nil {
+		return err
+	}
+	payload, err := canonicalOr(in.Payload, "{}")
+	if err != nil {
+		return err
+	}
+	if err := m.transition(c, c.task, "in_review"); err != nil {
+		return err
+	}
+	ap := &Approval{ID: m.newID("approval"), CompanyID: m.st.Company.ID, TaskIDs: []string{c.task.ID}, Type: in.ApprovalType,
+		Status: "pending", RequestedByActorID: strp(c.actor.ID), Payload: payload, Comments: []*ApprovalComment{}}
+	ap.CreatedAt = m.now()
+	appendv(m, &m.st.Approvals, ap)
+	mapSet(m, m.idx.approvals, ap.ID, ap)
+	c.ref("approval", ap.ID)
+	return nil
+}
+
+func (m *Memory) decideApproval(c *cmdCtx) error {
+	var in struct {
+		ApprovalID string `json:"approvalId"`
+		Decision   string `json:"decision"`
+		Note       string `json:"note"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	ap, err := m.approvalOnTask(c, in.ApprovalID)
+	if err != nil {
+		return err
+	}
+	if ap.Status != "pending" {
+		return newErr("approval_already_decided", "approval %s is already %s", ap.ID, ap.Status)
+	}
+	if in.Decision != "approved" && in.Decision != "rejected" && in.Decision != "cancelled" {
+		return newErr("semantic_command_invalid", "approval decision must be approved, rejected or cancelled")
+	}
+	if err := required(in.Note, "approval decision note"); err != nil {
+		return err
+	}
+	var target *Task
+	requester := m.requesterEligible(ap)
+	if requester != nil {
+		for _, id := range ap.TaskIDs {
+			t := m.idx.tasks[id]
+			if t == nil || !eq(t.AssigneeActorID, requester.ID) || t.CheckoutRunID != nil || t.ExecutionRunID != nil {
+				continue
+			}
+			if (t.Status == "todo" || t.Status == "blocked" || t.Status == "in_review") && !m.hasUnresolvedBlockers(t.ID, "") {
+				target = t
+				break
+			}
+		}
+		if target == nil {
+			target = &Task{ID: m.newID("task"), CompanyID: m.st.Company.ID, Identifier: m.st.Company.IssuePrefix + "-APPROVAL-" + ap.ID,
+				Title: "Continue after approval " + ap.ID, Description: strp("Continue the work that waited on approval " + ap.ID + "."),
+				Status: "todo", Priority: "medium", WorkMode: "standard", AssigneeActorID: strp(requester.ID)}
+			m.addTask(target)
+			c.ref("task", target.ID)
+		}
+	}
+	decidedAt := m.now()
+	edit(m, ap, func(a *Approval) {
+		a.Status = in.Decision
+		a.DecisionNote = strp(in.Note)
+		a.DecidedAt = strp(decidedAt)
+	})
+	if target != nil {
+		w := m.scheduleWake(requester.ID, target.ID, "approval_resolved", mustJSON(map[string]string{"approvalId": ap.ID, "decision": in.Decision}), 0)
+		c.wakes = append(c.wakes, w.ID)
+	}
+	c.ref("approval", ap.ID)
+	return nil
+}
+
+func (m *Memory) commentOnApproval(c *cmdCtx) error {
+	var in struct {
+		ApprovalID string `json:"approvalId"`
+		Body       string `json:"body"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	ap, err := m.approvalOnTask(c, in.ApprovalID)
+	if err != nil {
+		return err
+	}
+	if err := required(in.Body, "approval comment body"); err != nil {
+		return err
+	}
+	cm := &ApprovalComment{ID: m.newID("approval-comment"), AuthorActorID: strp(c.actor.ID), Body: in.Body}
+	cm.CreatedAt = m.now()
+	appendv(m, &ap.Comments, cm)
+	c.ref("approval", ap.ID)
+	c.ref("approval-comment", cm.ID)
+	return nil
+}
+
+func (m *Memory) controlWorkspaceService(c *cmdCtx) error {
+	var in struct {
+		ServiceID string  `json:"serviceId"`
+		Action    string  `json:"action"`
+		URL       *string `json:"url"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	svc := m.idx.services[in.ServiceID]
+	if svc == nil || svc.TaskID != c.task.ID {
+		return newErr("workspace_service_missing", "workspace service %s does not exist on task %s", in.ServiceID, c.task.ID)
+	}
+	var status string
+	url := svc.URL
+	switch in.Action {
+	case "start":
+		status = "running"
+		if in.URL != nil {
+			url = in.URL
+		}
+	case "stop":
+		status, url = "stopped", nil
+	case "fail":
+		status, url = "failed", nil
+	default:
+		return newErr("semantic_command_invalid", "workspace service action must be start, stop or fail")
+	}
+	at := m.now()
+	edit(m, svc, func(s *WorkspaceService) {
+		s.Status = status
+		s.URL = url
+		s.LastTransitionAt = at
+	})
+	c.ref("workspace-service", svc.ID)
+	return nil
+}
+
+// BudgetStopComment is the system comment written when a budget hard stop halts a run.
+const BudgetStopComment = "Budget hard stop reached: the run was stopped and the task blocked until the budget is raised."
+
+func (m *Memory) recordBudgetUsage(c *cmdCtx) error {
+	var in struct {
+		Cents json.Number `json:"cents"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return newErr("budget_usage_invalid", "budget usage cents must be a non-negative safe integer")
+	}
+	cents, ok := safeNonNegative(in.Cents)
+	if !ok {
+		return newErr("budget_usage_invalid", "budget usage cents must be a non-negative safe integer")
+	}
+	budgets, err := m.effectiveBudgets(c.actor)
+	if err != nil {
+		return err
+	}
+	stopped := false
+	for _, b := range budgets {
+		edit(m, b, func(b *Budget) { b.SpentCents += cents })
+		c.ref("budget", b.ID)
+		if exceeded(b) {
+			stopped = true
+		}
+	}
+	if !stopped {
+		return nil
+	}
+	edit(m, c.actor, func(a *Actor) { a.Status = "paused" })
+	edit(m, c.run, func(r *Run) { r.Status = "budget_stopped" })
+	if err := m.transition(c, c.task, "blocked"); err != nil {
+		return err
+	}
+	edit(m, c.task, func(t *Task) {
+		t.CheckoutRunID = nil
+		t.ExecutionRunID = nil
+	})
+	cm := m.addComment(c.task.ID, nil, BudgetStopComment)
+	c.ref("comment", cm.ID)
+	c.ref("actor", c.actor.ID)
+	return nil
+}
+
+func (m *Memory) finishTask(c *cmdCtx) error {
+	var in struct {
+		Summary string `json:"summary"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if err := required(in.Summary, "finish summary"); err != nil {
+		return err
+	}
+	if err := m.transition(c, c.task, "done"); err != nil {
+		return err
+	}
+	at := m.now()
+	edit(m, c.task, func(t *Task) { t.CompletedAt = strp(at) })
+	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Summary)
+	c.ref("comment", cm.ID)
+	return nil
+}
+
+func (m *Memory) blockTask(c *cmdCtx) error {
+	var in struct {
+		Reason           string    `json:"reason"`
+		BlockedByTaskIDs *[]string `json:"blockedByTaskIds"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if err := required(in.Reason, "block reason"); err != nil {
+		return err
+	}
+	if in.BlockedByTaskIDs != nil {
+		if err := m.replaceDependencies(c, c.task, *in.BlockedByTaskIDs); err != nil {
+			return err
+		}
+	}
+	if err := m.transition(c, c.task, "blocked"); err != nil {
+		return err
+	}
+	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Reason)
+	c.ref("comment", cm.ID)
+	return nil
+}
+
+func (m *Memory) requestReview(c *cmdCtx) error {
+	var in struct {
+		Summary string `json:"summary"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if err := m.transition(c, c.task, "in_review"); err != nil {
+		return err
+	}
+	if err := required(in.Summary, "review summary"); err != nil {
+		return err
+	}
+	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Summary)
+	c.ref("comment", cm.ID)
+	return nil
+}
+
+func (m *Memory) releaseTask(c *cmdCtx) error {
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	if err := required(in.Reason, "release reason"); err != nil {
+		return err
+	}
+	if !eq(c.task.CheckoutRunID, c.run.ID) || !eq(c.task.ExecutionRunID, c.run.ID) {
+		return newErr("release_lock_mismatch", "fixture run %s does not hold the lock of task %s", c.run.ID, c.task.ID)
+	}
+	if err := m.transition(c, c.task, "todo"); err != nil {
+		return err
+	}
+	edit(m, c.task, func(t *Task) {
+		t.CheckoutRunID = nil
+		t.ExecutionRunID = nil
+	})
+	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Reason)
+	c.ref("comment", cm.ID)
+	return nil
+}
+
+func (m *Memory) scheduleWakeCommand(c *cmdCtx) error {
+	var in struct {
+		Reason     string          `json:"reason"`
+		Payload    json.RawMessage `json:"payload"`
+		DelayTicks json.Number     `json:"delayTicks"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	delay, ok := safeNonNegative(in.DelayTicks)
+	if !ok {
+		return newErr("wake_delay_invalid", "wake delayTicks must be a non-negative safe integer")
+	}
+	if c.task.AssigneeActorID == nil {
+		return newErr("wake_assignee_missing", "task %s has no assignee to wake", c.task.ID)
+	}
+	if err := required(in.Reason, "wake reason"); err != nil {
+		return err
+	}
+	payload, err := canonicalOr(in.Payload, "{}")
+	if err != nil {
+		return err
+	}
+	w := m.scheduleWake(*c.task.AssigneeActorID, c.task.ID, in.Reason, payload, delay)
+	c.ref("wake", w.ID)
+	c.wakes = append(c.wakes, w.ID)
+	return nil
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

@@ -1,0 +1,412 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+)
+
+func strp(s string) *string { return &s }
+
+// OpenRun opens a run and discards its context (spec §2.2).
+func (m *Memory) OpenRun(ctx context.Context, in OpenInput) error {
+	_, err := m.OpenFixtureRun(ctx, in)
+	return err
+}
+
+// OpenFixtureRun opens (atomically checks out) a run and returns its context (spec
+// §2.2). Errors: mock_not_running, run_binding_conflict, actor_missing, task_missing,
+// company_scope_violation, actor_not_active, budget_hard_stop, checkout_conflict,
+// terminal_task_requires_resume, task_transition_illegal, fixture_state_invalid, or a
+// scripted open_run fault.
+func (m *Memory) OpenFixtureRun(ctx context.Context, in OpenInput) (RunContext, error) {
+	if err := m.lock(ctx); err != nil {
+		return RunContext{}, err
+	}
+	defer m.unlock()
+	if err := m.openLocked(in); err != nil {
+		return RunContext{}, err
+	}
+	return m.contextLocked(in.Identity.RunID)
+}
+
+type runBinding struct {
+	CompanyID        string `json:"companyId"`
+	ActorID          string `json:"actorId"`
+	TaskID           string `json:"taskId"`
+	SessionID        string `json:"sessionId"`
+	BackendKind      string `json:"backendKind"`
+	SourceInstanceID string `json:"sourceInstanceId"`
+}
+
+func (m *Memory) openLocked(in OpenInput) error {
+	if err := m.assertRunning(); err != nil {
+		return err
+	}
+	id := in.Identity
+	source := in.SourceInstanceID
+	if source == "" {
+		source = DefaultSourceInstanceID
+	}
+	runID := strp(id.RunID)
+	if r := m.idx.runs[id.RunID]; r != nil {
+		want := runBinding{id.CompanyID, id.AgentID, id.IssueID, id.SessionID, in.BackendKind, source}
+		have := runBinding{r.CompanyID, r.ActorID, r.TaskID, r.SessionID, r.BackendKind, r.SourceInstanceID}
+		if want != have {
+			return newErr("run_binding_conflict", "fixture run id is already bound to different context")
+		}
+		setv(m, &m.st.ActiveRunID, strp(r.ID))
+		m.recordDecision(runID, "open_run", "duplicate", "run_binding_resumed", []string{"run:" + r.ID})
+		return nil
+	}
+	actor, err := m.actor(id.AgentID)
+	if err != nil {
+		return err
+	}
+	task, err := m.task(id.IssueID)
+	if err != nil {
+		return err
+	}
+	if id.CompanyID != actor.CompanyID || id.CompanyID != task.CompanyID || id.CompanyID != m.st.Company.ID {
+		return newErr("company_scope_violation", "fixture run identity company %s does not match the actor, task and fixture company", id.CompanyID)
+	}
+	if actor.Status != "active" {
+		return m.deny(runID, "open_run", "actor_not_active", []string{"actor:" + actor.ID},
+			newErr("actor_not_active", "fixture actor %s is %s", actor.ID, actor.Status))
+	}
+	budgets, err := m.effectiveBudgets(actor)
+	if err != nil {
+		return err
+	}
+	for _, b := range budgets {
+		if exceeded(b) {
+			edit(m, actor, func(a *Actor) { a.Status = "paused" })
+			m.recordMutation(runID, strp(actor.ID), "budget.hard_stop", "budget", b.ID,
+				map[string]int64{"spentCents": b.SpentCents, "limitCents": b.LimitCents},
+				"open_run", "denied", "budget_hard_stop", []string{"budget:" + b.ID, "actor:" + actor.ID})
+			return newErr("budget_hard_stop", "fixture budget %s reached its hard stop", b.ID)
+		}
+	}
+	refs := []string{"run:" + id.RunID, "task:" + task.ID}
+	if task.AssigneeActorID != nil && *task.AssigneeActorID != actor.ID {
+		return m.deny(runID, "open_run", "checkout_assignee_conflict", refs,
+			newErr("checkout_conflict", "fixture task %s is assigned to %s", task.ID, *task.AssigneeActorID))
+	}
+	if task.CheckoutRunID != nil && *task.CheckoutRunID != id.RunID {
+		return m.deny(runID, "open_run", "checkout_lock_conflict", refs,
+			newErr("checkout_conflict", "fixture task %s is checked out by %s", task.ID, *task.CheckoutRunID))
+	}
+	terminal := task.Status == "done" || task.Status == "cancelled"
+	if terminal && !in.Resume {
+		return m.deny(runID, "open_run", "terminal_task_requires_resume", refs,
+			newErr("terminal_task_requires_resume", "fixture task %s is %s; reopen it with resume", task.ID, task.Status))
+	}
+	switch task.Status {
+	case "backlog", "todo", "blocked", "in_review":
+	default:
+		if !terminal {
+			return m.deny(runID, "open_run", "checkout_status_illegal", refs,
+				newErr("task_transition_illegal", "fixture task cannot transition from %s to in_progress", task.Status))
+		}
+	}
+	fault := m.consumeFault("open_run", "")
+	if err := m.faultBefore(fault, runID, "open_run"); err != nil {
+		return err
+	}
+	openedAt := m.now()
+	edit(m, task, func(t *Task) {
+		t.AssigneeActorID = strp(actor.ID)
+		t.CheckoutRunID = strp(id.RunID)
+		t.ExecutionRunID = strp(id.RunID)
+		t.Status = "in_progress"
+		if t.StartedAt == nil {
+			t.StartedAt = strp(openedAt)
+		}
+	})
+	wake := Wake{Reason: "manual", Payload: json.RawMessage("{}")}
+	if in.Wake != nil {
+		wake.Reason = in.Wake.Reason
+		wake.Payload = sanitizeRaw(in.Wake.Payload)
+	}
+	caps := in.Capabilities
+	if caps == nil {
+		caps = actor.CapabilityGrants
+	}
+	attempt := 1
+	if in.Resume {
+		attempt = 2
+	}
+	run := &Run{
+		ID: id.RunID, CompanyID: id.CompanyID, ActorID: actor.ID, TaskID: task.ID, SessionID: id.SessionID,
+		BackendKind: in.BackendKind, SourceInstanceID: source, Status: "running", Attempt: attempt,
+		OpenedAt: openedAt, Wake: wake, Capabilities: m.sortedUnique(caps), Events: []json.RawMessage{},
+		Result: json.RawMessage("null"), SessionCheckpoint: json.RawMessage("null"),
+	}
+	appendv(m, &m.st.Runs, run)
+	mapSet(m, m.idx.runs, run.ID, run)
+	mapSet(m, m.idx.runIdx, run.ID, newRunIndex())
+	setv(m, &m.st.ActiveRunID, strp(run.ID))
+	m.recordMutation(runID, strp(actor.ID), "run.opened", "run", run.ID,
+		map[string]any{"taskId": task.ID, "wakeReason": wake.Reason, "capabilities": run.Capabilities},
+		"open_run", "allowed", "atomic_checkout_acquired", refs)
+	return m.faultAfter(fault, runID, "open_run")
+}
+
+// Context returns the run context of runID (spec §2.3). Errors: run_missing,
+// fixture_state_invalid (ancestry cycle, missing budget).
+func (m *Memory) Context(ctx context.Context, runID string) (RunContext, error) {
+	if err := m.lock(ctx); err != nil {
+		return RunContext{}, err
+	}
+	defer m.unlock()
+	return m.contextLocked(runID)
+}
+
+func (m *Memory) contextLocked(runID string) (RunContext, error) {
+	r, err := m.run(runID)
+	if err != nil {
+		return RunContext{}, err
+	}
+	actor, err := m.actor(r.ActorID)
+	if err != nil {
+		return RunContext{}, err
+	}
+	task, err := m.task(r.TaskID)
+	if err != nil {
+		return RunContext{}, err
+	}
+	ancestors := []Task{}
+	seen := map[string]bool{task.ID: true}
+	for p := task.ParentID; p != nil; {
+		if seen[*p] {
+			return RunContext{}, newErr("fixture_state_invalid", "fixture task ancestry contains a cycle")
+		}
+		seen[*p] = true
+		pt, err := m.task(*p)
+		if err != nil {
+			return RunContext{}, err
+		}
+		ancestors = append(ancestors, cloneTask(pt))
+		p = pt.ParentID
+	}
+	budgets, err := m.effectiveBudgets(actor)
+	if err != nil {
+		return RunContext{}, err
+	}
+	var limit, remaining int64
+	for i, b := range budgets {
+		rem := max(0, b.LimitCents-b.SpentCents)
+		if i == 0 || b.LimitCents < limit {
+			limit = b.LimitCents
+		}
+		if i == 0 || rem < remaining {
+			remaining = rem
+		}
+	}
+	results := []InteractionResult{}
+	for _, in := range m.st.Interactions {
+		if in.TaskID == task.ID && !isNull(in.Result) {
+			results = append(results, InteractionResult{ID: in.ID, Kind: in.Kind, Status: in.Status, Result: slices.Clone(in.Result)})
+		}
+	}
+	return RunContext{
+		Schema:             ContextSchema,
+		RunID:              r.ID,
+		Company:            ContextCompany{ID: m.st.Company.ID, Name: m.st.Company.Name, IssuePrefix: m.st.Company.IssuePrefix, Status: m.st.Company.Status},
+		Actor:              ContextActor{ID: actor.ID, Name: actor.Name, Role: actor.Role, Status: actor.Status, CapabilityGrants: slices.Clone(actor.CapabilityGrants)},
+		ActiveTask:         cloneTask(task),
+		Ancestors:          ancestors,
+		Wake:               Wake{Reason: r.Wake.Reason, Payload: sanitizeRaw(r.Wake.Payload)},
+		Capabilities:       slices.Clone(r.Capabilities),
+		Budget:             ContextBudget{LimitCents: limit, RemainingCents: remaining, SpentCents: limit - remaining},
+		InteractionResults: results,
+	}, nil
+}
+
+// AppendEvent appends a PRP event (an object with sourceEventId) or a native run event
+// (spec §2.4). Errors: mock_not_running, run_missing, run_not_writable,
+// budget_hard_stop, native_event_invalid, native_event_replay_conflict,
+// native_event_sequence_gap, or a scripted append_event fault.
+func (m *Memory) AppendEvent(ctx context.Context, event json.RawMessage) (Receipt, error) {
+	if err := m.lock(ctx); err != nil {
+		return Receipt{}, err
+	}
+	defer m.unlock()
+	return m.appendLocked(event)
+}
+
+func (m *Memory) appendLocked(event json.RawMessage) (Receipt, error) {
+	if err := m.assertRunning(); err != nil {
+		return Receipt{}, err
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(event, &probe); err != nil || probe == nil {
+		return Receipt{}, newErr("native_event_invalid", "event must be a JSON object")
+	}
+	var runIDStr string
+	_ = json.Unmarshal(probe["runId"], &runIDStr)
+	r, err := m.run(runIDStr)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if err := assertRunWritable(r); err != nil {
+		return Receipt{}, err
+	}
+	runID := strp(r.ID)
+	fault := m.consumeFault("append_event", "")
+	if err := m.faultBefore(fault, runID, "append_event"); err != nil {
+		return Receipt{}, err
+	}
+	ri := m.idx.runIdx[r.ID]
+	canon, err := canonicalRaw(event)
+	if err != nil {
+		return Receipt{}, newErr("native_event_invalid", "event is not valid JSON: %v", err)
+	}
+	if _, isPRP := probe["sourceEventId"]; isPRP {
+		if msg := validateShape("event", event); msg != "" {
+			return Receipt{}, newErr("native_event_invalid", "%s", msg)
+		}
+		var h eventHead
+		_ = json.Unmarshal(event, &h)
+		for _, idx := range []int{lookup(ri.byEventID, *h.SourceEventID), lookup(ri.bySeq[h.SourceInstanceID], h.SourceSeq)} {
+			if idx < 0 {
+				continue
+			}
+			if !bytes.Equal(r.Events[idx], canon) {
+				return Receipt{}, newErr("native_event_replay_conflict", "event %s (sequence %d) was already committed with different content", *h.SourceEventID, h.SourceSeq)
+			}
+			m.recordDecision(runID, "append_event", "duplicate", "event_already_committed", []string{"event:" + *h.SourceEventID})
+			return Receipt{Cursor: h.SourceSeq, HighestContiguousSourceSeq: ri.highestContiguous(h.SourceInstanceID), Disposition: "duplicate"}, nil
+		}
+		m.commitEvent(r, ri, canon)
+		m.recordMutation(runID, strp(r.ActorID), "run.event_appended", "event", *h.SourceEventID,
+			map[string]any{"sourceEventId": *h.SourceEventID, "sourceSeq": h.SourceSeq},
+			"append_event", "allowed", "event_committed", []string{"event:" + *h.SourceEventID})
+		rc := Receipt{Cursor: h.SourceSeq, HighestContiguousSourceSeq: ri.highestContiguous(h.SourceInstanceID), Disposition: "committed"}
+		if err := m.faultAfter(fault, runID, "append_event"); err != nil {
+			return Receipt{}, err
+		}
+		return rc, nil
+	}
+	var h eventHead
+	if err := json.Unmarshal(event, &h); err != nil || h.EventID == "" || (h.Type != "run.started" && h.Type != "run.completed") {
+		return Receipt{}, newErr("native_event_invalid", "native event needs eventId, runId, sequence and type run.started or run.completed")
+	}
+	if idx := lookup(ri.native, h.Sequence); idx >= 0 {
+		if !bytes.Equal(r.Events[idx], canon) {
+			return Receipt{}, newErr("native_event_replay_conflict", "native event sequence %d was already committed with different content", h.Sequence)
+		}
+		m.recordDecision(runID, "append_event", "duplicate", "event_already_committed", []string{"event:" + h.EventID})
+		return Receipt{Cursor: h.Sequence, HighestContiguousSourceSeq: ri.nativeCount, Disposition: "duplicate"}, nil
+	}
+	if h.Sequence != ri.nativeCount+1 {
+		return Receipt{}, newErr("native_event_sequence_gap", "native event sequence must be %d", ri.nativeCount+1)
+	}
+	m.commitEvent(r, ri, canon)
+	m.recordMutation(runID, strp(r.ActorID), "run.event_appended", "event", h.EventID,
+		map[string]any{"eventId": h.EventID, "sequence": h.Sequence},
+		"append_event", "allowed", "event_committed", []string{"event:" + h.EventID})
+	rc := Receipt{Cursor: h.Sequence, HighestContiguousSourceSeq: h.Sequence, Disposition: "committed"}
+	if err := m.faultAfter(fault, runID, "append_event"); err != nil {
+		return Receipt{}, err
+	}
+	return rc, nil
+}
+
+func lookup[K comparable](mp map[K]int, k K) int {
+	if i, ok := mp[k]; ok {
+		return i
+	}
+	return -1
+}
+
+func (m *Memory) commitEvent(r *Run, ri *runIndex, canon []byte) {
+	appendv(m, &r.Events, json.RawMessage(canon))
+	m.onUndo(ri.add(canon, len(r.Events)-1))
+}
+
+// ReplayEvents returns the PRP events of q.SourceInstanceID with sourceSeq >
+// q.AfterSourceSeq in ascending order (spec §2.5). Errors: run_missing,
+// replay_binding_mismatch. It needs no running lifecycle.
+func (m *Memory) ReplayEvents(ctx context.Context, q ReplayQuery) (Replay, error) {
+	if err := m.lock(ctx); err != nil {
+		return Replay{}, err
+	}
+	defer m.unlock()
+	r, err := m.run(q.RunID)
+	if err != nil {
+		return Replay{}, err
+	}
+	if q.SourceInstanceID != r.SourceInstanceID {
+		return Replay{}, newErr("replay_binding_mismatch", "fixture run %s is bound to source instance %s", r.ID, r.SourceInstanceID)
+	}
+	ri := m.idx.runIdx[r.ID]
+	seqs := ri.bySeq[q.SourceInstanceID]
+	keys := make([]int64, 0, len(seqs))
+	for s := range seqs {
+		if s > q.AfterSourceSeq {
+			keys = append(keys, s)
+		}
+	}
+	slices.Sort(keys)
+	end := len(keys)
+	if q.Limit >= 0 {
+		end = min(end, q.Limit)
+	} else {
+		end = max(0, end+q.Limit)
+	}
+	events := make([]json.RawMessage, 0, end)
+	for _, s := range keys[:end] {
+		events = append(events, slices.Clone(r.Events[seqs[s]]))
+	}
+	return Replay{Events: events, HighestContiguousSourceSeq: ri.highestContiguous(q.SourceInstanceID)}, nil
+}
+
+// LoadSessionCheckpoint returns the active run's checkpoint, nil when none (spec §2.7).
+// Error: run_missing when there is no active run.
+func (m *Memory) LoadSessionCheckpoint(ctx context.Context) (json.RawMessage, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.unlock()
+	r, err := m.activeRun()
+	if err != nil {
+		return nil, err
+	}
+	if isNull(r.SessionCheckpoint) {
+		return nil, nil
+	}
+	return slices.Clone(r.SessionCheckpoint), nil
+}
+
+func (m *Memory) activeRun() (*Run, error) {
+	if m.st.ActiveRunID == nil {
+		return nil, newErr("run_missing", "no active fixture run")
+	}
+	return m.run(*m.st.ActiveRunID)
+}
+
+// CheckpointSession stores snapshot on the active, writable run (spec §2.7). Errors:
+// run_missing, run_not_writable, budget_hard_stop, semantic_command_invalid (not JSON).
+func (m *Memory) CheckpointSession(ctx context.Context, snapshot json.RawMessage) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.unlock()
+	r, err := m.activeRun()
+	if err != nil {
+		return err
+	}
+	if err := assertRunWritable(r); err != nil {
+		return err
+	}
+	canon, err := canonicalRaw(snapshot)
+	if err != nil {
+		return newErr("semantic_command_invalid", "session checkpoint is not valid JSON: %v", err)
+	}
+	edit(m, r, func(r *Run) { r.SessionCheckpoint = canon })
+	m.recordMutation(strp(r.ID), strp(r.ActorID), "run.session_checkpointed", "run", r.ID, map[string]any{},
+		"apply_command", "allowed", "session_checkpoint_persisted", []string{"run:" + r.ID})
+	return nil
+}
