@@ -352,3 +352,56 @@ func FuzzParseExpectedIDs(f *testing.F) {
 		}
 	})
 }
+
+func TestChartBreaksAtDefinitionChanges(t *testing.T) {
+	t.Parallel()
+	pts := []point{
+		{label: "a", value: 1, ok: true, key: "v1"},
+		{label: "b", value: 2, ok: true, key: "v1"},
+		{label: "c", value: 3, ok: true, key: "v2"},
+		{label: "d", ok: false, key: "v2"}, // unknown: a gap, never zero
+		{label: "e", value: 4, ok: true, key: "v2"},
+		{label: "f", value: 5, ok: true, key: "v2"},
+	}
+	c := buildChart("t", pts, fmtTokens)
+	if len(c.Segments) != 2 || len(c.Breaks) != 1 || len(c.Dots) != 5 {
+		t.Errorf("segments %q, breaks %v, %d dots", c.Segments, c.Breaks, len(c.Dots))
+	}
+	if strings.Count(c.Segments[0], ",") != 2 || strings.Count(c.Segments[1], ",") != 2 {
+		t.Errorf("segment a-b and e-f expected: %q", c.Segments)
+	}
+	if empty := buildChart("t", []point{{label: "x"}}, fmtTokens); empty.Empty == "" || len(empty.Dots) != 0 {
+		t.Errorf("no data must not be drawn as zero: %+v", empty)
+	}
+}
+
+func TestDashboardNotSelectedAndMissing(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	copyDir(t, "testdata/results/camp-2", filepath.Join(root, "camp-2"), nil)
+	ids := []string{"core.reference.local.message-marker", "core.wrong.local.message-marker"}
+	g, err := Generate(Options{ResultsRoot: root, CampaignID: "camp-2", Catalog: loadCatalog(t, nil), ExpectedIDs: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Campaign.Partial || g.Campaign.Suites[0].Complete {
+		t.Error("a partial selection must be partial")
+	}
+	if diff := cmp.Diff([]string{"calibration.fixture-fail.local.process-exit", "calibration.fixture-pass.local.process-exit", "core.reference.daytona.message-marker"}, g.Unexpected); diff != "" {
+		t.Errorf("unexpected: %s", diff)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "camp-2", DashboardFile))
+	dash := string(b)
+	for id, state := range map[string]string{
+		"core.reference.daytona.message-marker": "not-selected",
+		"core.wrong.local.message-marker":       "missing",
+		"core.reference.local.message-marker":   "passed",
+	} {
+		if card := cardHTML(t, dash, id); !strings.Contains(card, `data-state="`+state+`"`) {
+			t.Errorf("%s: want state %s in %s", id, state, card[:min(len(card), 200)])
+		}
+	}
+	if strings.Contains(dash, "calibration.fixture") {
+		t.Error("unselected suites have no grid")
+	}
+}
