@@ -21,29 +21,39 @@ import (
 // results (never the wall clock, so regeneration is byte-identical); StartedAt the
 // earliest startedAt.
 type Campaign struct {
-	Schema                string            `json:"schema"`
-	CampaignID            string            `json:"campaignId"`
-	StartedAt             string            `json:"startedAt"`
-	GeneratedAt           string            `json:"generatedAt"`
-	Partial               bool              `json:"partial"`
-	Selected              int               `json:"selected"`
-	Executed              int               `json:"executed"`
-	Passed                int               `json:"passed"`
-	Failed                int               `json:"failed"`
-	Inconclusive          int               `json:"inconclusive"`
-	Retries               int               `json:"retries"`
-	CleanupPassed         bool              `json:"cleanupPassed"`
-	DurationMs            int64             `json:"durationMs"`
-	InconclusiveAsFailure bool              `json:"inconclusiveAsFailure"`
-	Fingerprint           string            `json:"fingerprint"`
-	Billing               billing.Aggregate `json:"billing"`
-	Expected              []string          `json:"expected"`
-	Suites                []SuiteSummary    `json:"suites"`
-	Results               []Result          `json:"results"`
+	Schema                string `json:"schema"`
+	CampaignID            string `json:"campaignId"`
+	StartedAt             string `json:"startedAt"`
+	GeneratedAt           string `json:"generatedAt"`
+	Partial               bool   `json:"partial"`
+	Selected              int    `json:"selected"`
+	Executed              int    `json:"executed"`
+	Passed                int    `json:"passed"`
+	Failed                int    `json:"failed"`
+	Inconclusive          int    `json:"inconclusive"`
+	Retries               int    `json:"retries"`
+	CleanupPassed         bool   `json:"cleanupPassed"`
+	DurationMs            int64  `json:"durationMs"`
+	InconclusiveAsFailure bool   `json:"inconclusiveAsFailure"`
+	Fingerprint           string `json:"fingerprint"`
+	// RankingSnapshots are the results' ranking snapshots, de-duplicated by snapshot id
+	// and sorted by it (spec §7.4).
+	RankingSnapshots []CampaignRankingSnapshot `json:"rankingSnapshots"`
+	Billing          billing.Aggregate         `json:"billing"`
+	Expected         []string                  `json:"expected"`
+	Suites           []SuiteSummary            `json:"suites"`
+	Results          []Result                  `json:"results"`
 	// Candidates lists, per execution id, the attempts that were considered and why an
 	// attempt was not chosen or not valid (sorted; empty when every cell had exactly one
 	// valid attempt).
 	Candidates []CandidateNote `json:"candidates"`
+}
+
+// CampaignRankingSnapshot is one ranking snapshot the campaign's results used.
+type CampaignRankingSnapshot struct {
+	SnapshotID string `json:"snapshotId"`
+	CapturedAt string `json:"capturedAt"`
+	SourceURL  string `json:"sourceUrl"`
 }
 
 // CandidateNote records an attempt that was found for an expected cell: where it was
@@ -156,6 +166,13 @@ func buildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 		}
 	}
 	c.Billing = billing.Sum(all)
+	c.RankingSnapshots = []CampaignRankingSnapshot{}
+	for i := range results {
+		if rs := results[i].RankingSnapshot; rs != nil && !slices.ContainsFunc(c.RankingSnapshots, func(s CampaignRankingSnapshot) bool { return s.SnapshotID == rs.SnapshotID }) {
+			c.RankingSnapshots = append(c.RankingSnapshots, CampaignRankingSnapshot{SnapshotID: rs.SnapshotID, CapturedAt: rs.CapturedAt, SourceURL: rs.SourceURL})
+		}
+	}
+	slices.SortFunc(c.RankingSnapshots, func(a, b CampaignRankingSnapshot) int { return strings.Compare(a.SnapshotID, b.SnapshotID) })
 	slices.Sort(suiteOrder)
 	if cat != nil {
 		// Catalog order reads better than alphabetical order and is just as stable.

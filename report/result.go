@@ -68,6 +68,17 @@ type Source struct {
 	WorkflowRunURL *string `json:"workflowRunUrl"`
 }
 
+// RankingSnapshot ties a ranked profile's result to the model-ranking snapshot it was
+// chosen from (spec §7.1, §1.4): snapshot id, capture time (RFC 3339), source URL, rank
+// (≥ 1) and canonical model id.
+type RankingSnapshot struct {
+	SnapshotID       string `json:"snapshotId"`
+	CapturedAt       string `json:"capturedAt"`
+	SourceURL        string `json:"sourceUrl"`
+	Rank             int    `json:"rank"`
+	CanonicalModelID string `json:"canonicalModelId"`
+}
+
 // MatcherResult is one matcher's outcome, shaped like match.Outcome: the matcher kind,
 // whether it passed, whether its evidence was never reached, the expectation and the
 // observed value (arbitrary JSON, bounded by the matcher package) and a detail sentence.
@@ -116,6 +127,7 @@ type Result struct {
 	Model               string                `json:"model"`
 	RuntimeMode         string                `json:"runtimeMode,omitempty"`
 	Source              *Source               `json:"source,omitempty"`
+	RankingSnapshot     *RankingSnapshot      `json:"rankingSnapshot,omitempty"`
 	Attempt             int                   `json:"attempt"`
 	Verdict             Verdict               `json:"verdict"`
 	ExpectedVerdict     Verdict               `json:"expectedVerdict,omitempty"`
@@ -241,6 +253,17 @@ func (r *Result) Validate(label string) error {
 			if f.v != nil && (!printable(*f.v) || len(*f.v) > 512) {
 				add("%s: must be printable text", f.name)
 			}
+		}
+	}
+	if rs := r.RankingSnapshot; rs != nil {
+		if rs.SnapshotID == "" || !printable(rs.SnapshotID) || !printable(rs.CanonicalModelID) || rs.Rank < 1 {
+			add("rankingSnapshot: needs a printable snapshotId and canonicalModelId and a rank of at least 1")
+		}
+		if _, ok := parseTime(rs.CapturedAt); !ok {
+			add("rankingSnapshot.capturedAt: %q is not an RFC 3339 time", rs.CapturedAt)
+		}
+		if !safeURL(rs.SourceURL) {
+			add("rankingSnapshot.sourceUrl: must be an http(s) URL without user information")
 		}
 	}
 	if r.Attempt < 1 && !r.Synthetic {

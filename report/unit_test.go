@@ -60,6 +60,7 @@ func TestDecodeResultStrict(t *testing.T) {
 		{"termination not object", edit(t, "termination", `[1]`), "termination"},
 		{"runtime mode", edit(t, "runtimeMode", `"hybrid"`), "runtimeMode"},
 		{"url userinfo", edit(t, "source", `{"sha":null,"ref":null,"workflowRunUrl":"https://u:p@example.com/x"}`), "workflowRunUrl"},
+		{"ranking snapshot", edit(t, "rankingSnapshot", `{"snapshotId":"s","capturedAt":"now","sourceUrl":"ftp://x","rank":0,"canonicalModelId":"m"}`), "rankingSnapshot"},
 		{"matcher both", edit(t, "matcherResults", `[{"kind":"k","passed":true,"notReached":true,"detail":""}]`), "not reached"},
 		{"runtime status", edit(t, "runtimeUsage", `{"provider":"local","agentRunDurationMs":1,"leaseDurationMs":null,"leaseCount":0,"costStatus":"free","costSource":"x"}`), "costStatus"},
 		{"estimate without amount", edit(t, "runtimeUsage", `{"provider":"daytona","agentRunDurationMs":1,"leaseDurationMs":1,"leaseCount":1,"costStatus":"estimated","costSource":"x"}`), "estimatedListCostUsd"},
