@@ -126,6 +126,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	must(err)
 	cardShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`details[data-state="failed"][open]`)))
 	must(err)
+	historyShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID("history")))
+	must(err)
 
 	dir := os.Getenv("AGENTPROOF_ARTIFACTS")
 	if dir == "" {
@@ -138,12 +140,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot} {
+	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png", dir)
+	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png", dir)
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -156,7 +156,7 @@ func buildHistory(c *Campaign, h *History) historyView {
 		for _, hc := range complete {
 			defs[hc.Fingerprint] = true
 		}
-		hv.Caption = fmt.Sprintf("%d complete campaigns · %d definitions · lines break where a definition changed", len(complete), len(defs))
+		hv.Caption = fmt.Sprintf("%s · %s · lines break where a definition changed", plural(len(complete), "complete campaign"), plural(len(defs), "definition"))
 		hv.Charts = []chartView{
 			buildChart("Observed + estimated cost", mk(func(hc HistoryCampaign) (float64, bool) { return costPoint(hc.Billing) }), fmtUSD),
 			buildChart("Total tokens", mk(func(hc HistoryCampaign) (float64, bool) {
@@ -208,7 +208,7 @@ func buildHistory(c *Campaign, h *History) historyView {
 		}
 		hv.SuiteCharts = append(hv.SuiteCharts, suiteChartsView{
 			SuiteID: s.SuiteID,
-			Caption: fmt.Sprintf("%d complete selections · %d definitions", len(pts), len(hashes)),
+			Caption: plural(len(pts), "complete selection") + " · " + plural(len(hashes), "definition"),
 			Charts: []chartView{
 				buildChart("Pass rate", mk(func(ss SuiteSummary) (float64, bool) {
 					if ss.Selected == 0 {
@@ -260,4 +260,12 @@ func buildHistory(c *Campaign, h *History) historyView {
 	}
 	slices.Sort(hv.SuiteIDs)
 	return hv
+}
+
+// plural formats "1 thing" or "n things".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
