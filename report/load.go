@@ -33,8 +33,9 @@ type Candidate struct {
 // Valid reports whether the candidate decoded and validated without problems.
 func (c *Candidate) Valid() bool { return c.Result != nil && len(c.Problems) == 0 }
 
-// LoadCandidates walks campaignDir for result.json files (symbolic links are not
-// followed) and decodes each strictly. A file that fails validation is still returned,
+// LoadCandidates walks campaignDir for attempt records: files named result.json whose
+// directory is named "attempt-…" (so a result.json an agent left among the evidence is
+// never mistaken for one; symbolic links are not followed), and decodes each strictly. A file that fails validation is still returned,
 // with its problems, so that best-attempt selection can prefer valid attempts and
 // report why the others were rejected. Candidates are sorted by Dir. The error is
 // non-nil only when the directory cannot be walked.
@@ -44,7 +45,7 @@ func LoadCandidates(campaignDir string) ([]Candidate, error) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || d.Name() != ResultFile || !d.Type().IsRegular() {
+		if !isAttemptRecord(p, d) {
 			return nil
 		}
 		rel, err := filepath.Rel(campaignDir, filepath.Dir(p))
@@ -63,6 +64,13 @@ func LoadCandidates(campaignDir string) ([]Candidate, error) {
 	}
 	slices.SortFunc(out, func(a, b Candidate) int { return strings.Compare(a.Dir, b.Dir) })
 	return out, nil
+}
+
+// isAttemptRecord reports whether p is a regular file result.json in a directory named
+// attempt-….
+func isAttemptRecord(p string, d fs.DirEntry) bool {
+	return !d.IsDir() && d.Name() == ResultFile && d.Type().IsRegular() &&
+		strings.HasPrefix(filepath.Base(filepath.Dir(p)), "attempt-")
 }
 
 func decodeCandidate(p, rel string) Candidate {

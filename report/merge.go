@@ -84,7 +84,8 @@ func ParseExpectedIDs(label string, b []byte) ([]string, error) {
 // MergeOptions says which attempt directories to merge into which campaign.
 type MergeOptions struct {
 	// Sources are directories produced by separate machines (results roots, campaign
-	// directories or attempt directories); every result.json below them is an attempt.
+	// directories or attempt directories); every result.json below them in a
+	// directory named attempt-… is an attempt.
 	Sources []string
 	// ResultsRoot and CampaignID name the target campaign directory. An empty
 	// CampaignID is taken from the results when they all agree.
@@ -131,7 +132,7 @@ func Merge(opts MergeOptions) (*Merged, error) {
 			if err != nil {
 				return err
 			}
-			if d.IsDir() || d.Name() != ResultFile || !d.Type().IsRegular() {
+			if !isAttemptRecord(p, d) {
 				return nil
 			}
 			raw, err := os.ReadFile(p)

@@ -406,3 +406,18 @@ func TestDashboardNotSelectedAndMissing(t *testing.T) {
 		t.Error("unselected suites have no grid")
 	}
 }
+
+func TestResultJSONAmongEvidenceIsNoAttempt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeResult(t, filepath.Join(dir, "s", "p", "local", "c", "attempt-1"), validResult)
+	// An agent wrote a result.json into its workspace evidence: not an attempt.
+	writeResult(t, filepath.Join(dir, "s", "p", "local", "c", "attempt-1", "workspace"), strings.Replace(validResult, `"attempt":1`, `"attempt":9`, 1))
+	cands, err := LoadCandidates(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cands) != 1 || cands[0].Result.Attempt != 1 {
+		t.Errorf("candidates: %+v", cands)
+	}
+}

@@ -60,6 +60,9 @@ index.html at <results>/<campaign>/, and history.json at the results root (or
 then the latest finishedAt, then the higher attempt); an expected cell without a
 valid result gets a synthetic inconclusive result (permanent_infrastructure).
 
+Use the --catalog the run used (default: the embedded catalog): it supplies the grids,
+labels, fingerprints and the completeness of each suite.
+
 The expected cells are the campaign.json "expected" list written by 'agentproof run';
 without a campaign.json, the cells that have results. Without --campaign every
 campaign directory under --results is regenerated. The output depends only on the
@@ -118,7 +121,7 @@ Kubernetes Indexed Job per cell, from 'agentproof list --matrix-json') into
 the campaign as 'agentproof report' does.
 
 Each DIR may be a results root, a campaign directory or an attempt directory: every
-result.json below it is an attempt. An attempt already present with identical
+result.json below it in a directory named attempt-<n> is an attempt. An attempt already present with identical
 result.json is skipped (merging twice changes nothing); a different attempt with the
 same number (a rerun) is kept beside it as attempt-<n>-<digest>, and the best attempt
 is chosen. Symbolic links are not copied.
