@@ -475,7 +475,7 @@ func TestMergeThreeMachines(t *testing.T) {
 		t.Errorf("second merge: %+v", m2)
 	}
 	d := filepath.Join(tmp, "d")
-	copyDir(t, filepath.Join(fix, "core/reference/daytona/message-marker/attempt-1"), filepath.Join(d, "x"), func(s string) string {
+	copyDir(t, filepath.Join(fix, "core/reference/daytona/message-marker/attempt-1"), filepath.Join(d, "x", "attempt-1"), func(s string) string {
 		s = strings.Replace(s, `"verdict": "failed"`, `"verdict": "passed"`, 1)
 		s = strings.Replace(s, `"failureClass": "candidate_failure",`, "", 1)
 		return strings.ReplaceAll(s, "2026-11-29T11:00:03Z", "2026-11-29T12:00:03Z")

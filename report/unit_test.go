@@ -135,7 +135,7 @@ func TestChooseBestAttempt(t *testing.T) {
 	writeResult(t, filepath.Join(base, "attempt-3"), strings.Replace(late, `"attempt":1`, `"attempt":3`, 1))
 	writeResult(t, filepath.Join(base, "attempt-1-dup"), late)
 	writeResult(t, filepath.Join(dir, "x", "y", "z", "w", "attempt-1"), strings.ReplaceAll(validResult, "s.p.local.c", "x.y.z.w"))
-	writeResult(t, filepath.Join(dir, "junk"), "{not json")
+	writeResult(t, filepath.Join(dir, "junk", "attempt-1"), "{not json")
 	cands, err := LoadCandidates(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestChooseBestAttempt(t *testing.T) {
 	if !gone.Synthetic || gone.Verdict != Inconclusive || gone.FailureClass != PermanentInfrastructure || gone.Attempt != 0 || gone.SuiteDefinitionHash != "unknown" {
 		t.Errorf("synthetic: %+v", gone)
 	}
-	if diff := cmp.Diff([]string{"(undecodable junk/result.json)", "x.y.z.w"}, unexpected); diff != "" {
+	if diff := cmp.Diff([]string{"(undecodable junk/attempt-1/result.json)", "x.y.z.w"}, unexpected); diff != "" {
 		t.Errorf("unexpected (-want +got):\n%s", diff)
 	}
 	var chosen, invalid int
