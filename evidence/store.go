@@ -139,32 +139,8 @@ func (s *Store) Put(meta Metadata, body []byte) (string, error) {
 	if _, err := os.Stat(final); err == nil {
 		return id, nil
 	}
-	tmp, err := os.CreateTemp(sub, ".tmp-"+id[:16]+"-*")
-	if err != nil {
-		return "", fmt.Errorf("evidence: creating temp file: %w", err)
-	}
-	tmpName := tmp.Name()
-	cleanup := func() { _ = os.Remove(tmpName) }
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		cleanup()
-		return "", fmt.Errorf("evidence: writing %s: %w", tmpName, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		cleanup()
-		return "", fmt.Errorf("evidence: syncing %s: %w", tmpName, err)
-	}
-	if err := tmp.Close(); err != nil {
-		cleanup()
-		return "", fmt.Errorf("evidence: closing %s: %w", tmpName, err)
-	}
 	// Rename over an identical record written concurrently is harmless: same bytes.
-	if err := os.Rename(tmpName, final); err != nil {
-		cleanup()
-		return "", fmt.Errorf("evidence: renaming into place: %w", err)
-	}
-	if err := syncDir(sub); err != nil {
+	if err := WriteFileAtomic(final, data, 0o600); err != nil {
 		return "", err
 	}
 	return id, nil

@@ -48,6 +48,13 @@ func ParseLifetime(s string) (int64, error) {
 // Every fixture first prints a report: its name and lifetime, the names (never the
 // values) of its environment variables, and the capabilities it denied itself.
 func RunChild(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
+	return runChild(args, stdin, stdout, stderr, environ, nil)
+}
+
+// runChild is RunChild; started, when set, is called once the arguments are valid and
+// right before any fixture code runs (the guarded gate's start callback, seed 003
+// GATE_START_CALLBACK: it reports the payload record).
+func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string, started func()) int {
 	if len(args) != 2 {
 		fmt.Fprintf(stderr, "usage: fixture-child <%s> <lifetime-ms>\n", strings.Join(Fixtures(), "|"))
 		return ExitUsage
@@ -61,6 +68,9 @@ func RunChild(args []string, stdin io.Reader, stdout, stderr io.Writer, environ 
 	if err != nil {
 		fmt.Fprintf(stderr, "fixture-child: %v\n", err)
 		return ExitUsage
+	}
+	if started != nil {
+		started()
 	}
 	signal.Ignore(syscall.SIGPIPE)
 	if fixture == "hang" {

@@ -116,8 +116,9 @@ type Request struct {
 	MaxOutputBytes int64
 }
 
-// validate checks r and returns a copy, collecting every problem.
-func (r Request) validate() (Request, error) {
+// validate checks r for the path whose collector tag is collector and returns a copy,
+// collecting every problem.
+func (r Request) validate(collector string) (Request, error) {
 	var p []string
 	if !IsFixture(r.Fixture) {
 		p = append(p, fmt.Sprintf("fixture %q must be one of %s", clipText(r.Fixture, 32), strings.Join(Fixtures(), ", ")))
@@ -126,8 +127,8 @@ func (r Request) validate() (Request, error) {
 	if err := evidence.ValidateMetadata(evidence.Metadata{Pins: r.Pins, Check: r.Check}); errors.As(err, &verr) {
 		p = append(p, verr.Problems...)
 	}
-	if r.Pins.Collector != evidence.LocalFixtureCollector {
-		p = append(p, fmt.Sprintf("pins.collector %q must be %q on this path", clipText(r.Pins.Collector, 64), evidence.LocalFixtureCollector))
+	if r.Pins.Collector != collector {
+		p = append(p, fmt.Sprintf("pins.collector %q must be %q on this path", clipText(r.Pins.Collector, 64), collector))
 	}
 	if r.TimeoutMs < 1 || r.TimeoutMs > MaxTimeoutMS {
 		p = append(p, fmt.Sprintf("timeoutMs %d must be between 1 and %d", r.TimeoutMs, MaxTimeoutMS))
@@ -196,7 +197,7 @@ func (w *Worker) Run(ctx context.Context, req Request) (Result, error) {
 	if ctx == nil {
 		return Result{}, &RequestError{Problems: []string{"context must not be nil"}}
 	}
-	req, err := req.validate() // validated and copied before anything starts (invariant 3)
+	req, err := req.validate(evidence.LocalFixtureCollector) // validated and copied before anything starts (invariant 3)
 	if err != nil {
 		return Result{}, err
 	}
@@ -206,7 +207,7 @@ func (w *Worker) Run(ctx context.Context, req Request) (Result, error) {
 	if ctx.Err() != nil {
 		return notStarted(ReasonAborted, "aborted before the process started")
 	}
-	dir, err := createWorkspace(w.root)
+	dir, err := createWorkspace(w.root, workspacePrefix)
 	if err != nil {
 		return notStarted(ReasonSetupFailed, err.Error())
 	}

@@ -27,10 +27,22 @@ import (
 //	                                                      (orphan) exits 0 at once
 //	<test binary> hostile-grandchild                      writes "tick" every 200 ms forever
 //	AGENTPROOF_TEST_MODE=controller <test binary> …       a controller the tests SIGKILL
+//	<dir fault-<mode>>/<copy of the test binary> fixture-child --gate …
+//	                                                      a guarded child with a start-up
+//	                                                      fault (see runFault): the fault is
+//	                                                      the name of the copy's directory,
+//	                                                      because a guarded child's argv and
+//	                                                      environment are fixed
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "fixture-child":
+			if mode := faultMode(); mode != "" {
+				os.Exit(runFault(mode))
+			}
+			if len(os.Args) > 2 && os.Args[2] == GateFlag {
+				os.Exit(RunGate(os.Args[2:], ControlPipe(), os.Stdin, os.Stdout, os.Stderr))
+			}
 			os.Exit(RunChild(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, os.Environ()))
 		case "hostile-leader":
 			os.Exit(hostileLeader(os.Args[2:]))

@@ -28,6 +28,10 @@ import (
 //   - TerminateGrace, KillConfirm, CloseGrace: zero means the package defaults.
 //   - ExtraFiles: passed to the child as fds 3, 4, … (reserved for the guarded path's
 //     control pipe); Supervise does not close them.
+//   - BeforeStart: when set, called synchronously immediately before the process is
+//     started, after every other preparation (the guarded path's launch window: its last
+//     ownership and workspace checks). A non-nil error starts nothing: the Outcome has
+//     Refused set to it and Started false.
 type Spec struct {
 	Path           string
 	Args           []string
@@ -39,12 +43,13 @@ type Spec struct {
 	KillConfirm    time.Duration
 	CloseGrace     time.Duration
 	ExtraFiles     []*os.File
+	BeforeStart    func() error
 }
 
 // Outcome is what Supervise observed of one child process. It records, never judges.
 //
-//   - Started: a process was created (it had a pid). When false, SpawnError or Aborted
-//     says why and every other field is zero.
+//   - Started: a process was created (it had a pid). When false, SpawnError, Refused or
+//     Aborted says why and every other field is zero.
 //   - ExitCode: nil unless a normal exit was observed. Signal: the terminating signal's
 //     name ("SIGKILL") when it was killed by one, else "".
 //   - Exited: the exit was observed and the process reaped. StdioClosed: stdout and
@@ -73,6 +78,7 @@ type Outcome struct {
 	Output         Captured
 	CollectorError string
 	SpawnError     error
+	Refused        error
 }
 
 // SpecError lists every problem of an invalid Spec; Supervise returns it before anything
@@ -305,6 +311,14 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 		return o
 	}
 	start := time.Now()
+	if spec.BeforeStart != nil {
+		if err := spec.BeforeStart(); err != nil {
+			closeAll(inR, inW, outR, outW, errR, errW)
+			o.Refused = err
+			return o
+		}
+	}
+	// Nothing blocks, yields or releases a lock between BeforeStart and the fork.
 	err = cmd.Start()
 	closeAll(inR, outW, errW) // the child holds its own copies
 	if err != nil || cmd.Process == nil || cmd.Process.Pid <= 0 {

@@ -1,7 +1,7 @@
 // Package worker owns agentproof's bounded child processes and the local fixture worker
-// of seed 003 (unguarded path).
+// of seed 003: the legacy path Worker.Run and the guarded path Worker.RunGuarded.
 //
-// Two layers:
+// Two layers, and the guarded path on top:
 //
 //   - Supervise (supervise.go) runs any program as a bounded child: explicit argv and
 //     environment (nothing inherited), no shell, an explicit working directory, its own
@@ -9,6 +9,7 @@
 //     written and is closed at settle, one combined stdout+stderr byte budget that keeps
 //     the head, and a timeout that escalates SIGTERM → SIGKILL to the process group. It
 //     returns an Outcome, never panics, and never claims an exit it did not observe.
+//
 //   - Worker.Run (fixture.go) is seed 003's run(): it validates and copies a fixture
 //     Request, creates a private workspace under the workspace root (workspace.go),
 //     spawns the fixed fixture program `<program> fixture-child <fixture> <lifetime-ms>`
@@ -17,8 +18,19 @@
 //     (quarantine.go), and stores exactly one evidence record. It never judges: the
 //     assurance package classifies records.
 //
+//   - Worker.RunGuarded (guarded.go) is seed 003's runGuarded(): the same bounded run
+//     under an Attempt fence (fence.go: the controller hold is an flock on
+//     <fence>-journal, the execution lock an flock on <fence>), in a provisioned
+//     workspace identified by device and inode (workspace.go), admitted by the gate
+//     (gate.go: the child takes the fence and reports admission and payload records on
+//     fd 3 before any fixture code runs), with the program pinned by an execution
+//     manifest (manifest.go: the executable plus the embedded module sources it is built
+//     from) and refused on drift. Ownership is checked at call start, in the launch
+//     window right before the fork (Spec.BeforeStart), after the exit and before return;
+//     a controller that lost ownership removes and stores nothing.
+//
 // The fixture programs themselves live in child.go (RunChild), reached through the hidden
-// command `agentproof fixture-child`.
+// command `agentproof fixture-child` (with `--gate`, RunGate first).
 //
 // Go adaptations of the Node seed (DESIGN.md "How seed 003 maps to Go"): process.execPath
 // becomes os.Executable() (Options.Program overrides it, for tests and embedders); the

@@ -27,7 +27,7 @@ func newFixtureCmd(a *app) *cobra.Command {
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newFixtureRunCmd(a))
+	cmd.AddCommand(newFixtureRunCmd(a), newFixtureManifestCmd(a))
 	return cmd
 }
 
@@ -47,6 +47,8 @@ func newFixtureRunCmd(a *app) *cobra.Command {
 		evidenceDir   string
 		workspaceRoot string
 		asJSON        bool
+		guarded       bool
+		gopts         guardedOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "run <pass|fail|hang|noisy>",
@@ -58,11 +60,21 @@ working directory, its own process group, a timeout (SIGTERM, then SIGKILL) and 
 combined stdout+stderr budget. The evidence is stored in a content-addressed store and
 classified by assurance.
 
+With --guarded the run takes the guarded path: an Attempt fence (provisioned in a
+temporary directory, or the one in --fence-dir) is held by this process, a workspace is
+provisioned for it, the current execution manifest is pinned (or --execution-digest),
+and the child's admission gate must take the fence before any fixture code runs. A gate
+refusal (the fence held by another process), a death before admission or malformed
+control records are collector errors: Inconclusive, never a pass. A program that no
+longer matches the pinned digest is not started (drift).
+
 Prints the termination summary, the evidence id and the assurance class. Exit codes:
-0 Verified, 1 Failed, 3 Inconclusive, 2 usage or setup error, 130 interrupted.`),
+0 Verified, 1 Failed, 3 Inconclusive (also drift and lost ownership), 2 usage or setup
+error, 130 interrupted.`),
 		Example: `  agentproof fixture run pass
   agentproof fixture run hang --timeout 500ms --json
-  agentproof fixture run noisy --max-output 1MiB`,
+  agentproof fixture run noisy --max-output 1MiB
+  agentproof fixture run pass --guarded --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("%s takes exactly one fixture name (%s), got %d arguments", cmd.CommandPath(), strings.Join(worker.Fixtures(), ", "), len(args))
@@ -92,7 +104,13 @@ Prints the termination summary, the evidence id and the assurance class. Exit co
 					evidenceDir = filepath.Join(cache, "agentproof", "evidence")
 				}
 			}
-			for flag, p := range map[string]string{"--evidence-dir": evidenceDir, "--workspace-root": workspaceRoot} {
+			if !guarded && (gopts.fenceDir != "" || gopts.digest != "") {
+				problems = append(problems, "--fence-dir and --execution-digest need --guarded")
+			}
+			if gopts.digest != "" && !executionDigestPattern.MatchString(gopts.digest) {
+				problems = append(problems, fmt.Sprintf("--execution-digest %q must be sha256: and 64 lower-case hex characters", gopts.digest))
+			}
+			for flag, p := range map[string]string{"--evidence-dir": evidenceDir, "--workspace-root": workspaceRoot, "--fence-dir": gopts.fenceDir} {
 				if p == "" {
 					continue
 				}
@@ -115,6 +133,11 @@ Prints the termination summary, the evidence id and the assurance class. Exit co
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if guarded {
+				return runGuardedFixture(a, ctx, w, store, worker.Request{
+					Fixture: fixture, TimeoutMs: timeout.Milliseconds(), MaxOutputBytes: budget,
+				}, workspaceRoot, gopts, asJSON)
+			}
 			res, err := w.Run(ctx, worker.Request{
 				Fixture: fixture,
 				Pins: evidence.Pins{
@@ -136,6 +159,9 @@ Prints the termination summary, the evidence id and the assurance class. Exit co
 	cmd.Flags().StringVar(&evidenceDir, "evidence-dir", "", "absolute evidence store directory (default <user cache dir>/agentproof/evidence)")
 	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "absolute directory for the private working directory (default the system temp dir)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object {status, evidenceId, termination, assurance}")
+	cmd.Flags().BoolVar(&guarded, "guarded", false, "run on the guarded path: attempt fence, admission gate, pinned execution manifest")
+	cmd.Flags().StringVar(&gopts.fenceDir, "fence-dir", "", "with --guarded: absolute dedicated fence directory to use (provisioned when empty or missing)")
+	cmd.Flags().StringVar(&gopts.digest, "execution-digest", "", "with --guarded: pin this execution digest instead of the current manifest's")
 	return cmd
 }
 
@@ -155,11 +181,24 @@ func reportFixtureRun(a *app, ctx context.Context, fixture, storeDir string, res
 	case worker.StatusStorageFailed:
 		r := assurance.Result{Class: assurance.Inconclusive, Reason: "evidence could not be stored: " + res.Message}
 		out.Assurance = &r
+	case worker.StatusOwnershipLost:
+		if res.EvidenceID != "" {
+			id := res.EvidenceID
+			out.EvidenceID = &id
+		}
+		r := assurance.Result{Class: assurance.Inconclusive, Reason: res.Message}
+		out.Assurance = &r
 	case worker.StatusNotStarted:
 		out.Message = res.Reason + ": " + res.Message
-		code = ExitUsage
-		if res.Reason == worker.ReasonAborted {
+		switch res.Reason {
+		case worker.ReasonAborted:
 			code = ExitInterrupted
+		case worker.ReasonDrift, worker.ReasonOwnershipLost:
+			// Nothing ran, so nothing can be judged: the pinned program or the ownership
+			// was not there to run it under.
+			code = ExitInconclusive
+		default:
+			code = ExitUsage
 		}
 	}
 	if ctx.Err() != nil && code != ExitUsage {
@@ -219,6 +258,8 @@ func yesNo(v bool) string {
 	}
 	return "no"
 }
+
+var executionDigestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 var byteSizePattern = regexp.MustCompile(`^([0-9]{1,12})\s*(B|KiB|MiB)?$`)
 

@@ -8,16 +8,24 @@ import (
 )
 
 // newFixtureChildCmd is the hidden fixture program the local fixture worker spawns
-// (seed 003, fixture-child): `agentproof fixture-child <fixture> <lifetime-ms>`. Its exit
-// codes are the seed's EXIT table, not the CLI's: a wrong argument exits 64.
+// (seed 003, fixture-child): `agentproof fixture-child <fixture> <lifetime-ms>`, or on the
+// guarded path `agentproof fixture-child --gate <fence-dir> <fixture> <lifetime-ms>` (the
+// admission gate, worker.RunGate). Its exit codes are the seed's EXIT table, not the
+// CLI's: a wrong argument exits 64, a gate refusal 123.
 func newFixtureChildCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:                "fixture-child <fixture> <lifetime-ms>",
+		Use:                "fixture-child [--gate <fence-dir>] <fixture> <lifetime-ms>",
 		Short:              "Run one built-in fixture program (spawned by the fixture worker)",
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			code := worker.RunChild(args, a.stdin, a.stdout, a.stderr, os.Environ())
+			var code int
+			if len(args) > 0 && args[0] == worker.GateFlag {
+				// The guarded path (seed 003): the gate runs first, then the fixture.
+				code = worker.RunGate(args, worker.ControlPipe(), a.stdin, a.stdout, a.stderr)
+			} else {
+				code = worker.RunChild(args, a.stdin, a.stdout, a.stderr, os.Environ())
+			}
 			if code == 0 {
 				return nil
 			}

@@ -1,0 +1,53 @@
+// Package campaign runs selected catalog cells as a campaign: it plans attempts,
+// schedules them through an Executor with a concurrency bound and the automatic retry
+// policy, judges each attempt into a verdict and reports progress (issue 9; spec
+// runner-e2e-harness §3, §6, §9; DESIGN.md "Verdicts").
+//
+// The parts, in the order data flows:
+//
+//   - NewPlan validates Options (campaign id sanitised as spec §3 says, max parallelism,
+//     0 or 1 automatic retries) and selects cells exactly as `agentproof list` does
+//     (same *catalog.SelectionError values; an empty selector is refused).
+//     Plan.Attempt renders attempt n of a cell with a fresh nonce — a function of
+//     --seed, the cell id and n when a seed is given, random otherwise.
+//   - Scheduler.Run runs the plan's cells through an Executor, at most MaxParallel at
+//     once, retries at most once after transient_infrastructure or provider_variance
+//     (ShouldRetry), stops starting attempts when its context is cancelled (running
+//     attempts see their context cancelled; what finished is kept; the Summary is
+//     Partial) and reports Events.
+//   - Executor is the seam for the real executor (own `agentproof serve` child per
+//     attempt, fixtures, flows through the HTTP API); it reports plain facts in an
+//     AttemptOutcome, and Judge turns them into a Judgement (verdict, FailureClass,
+//     reason) by ordered rules, the same for every executor. ClassifyError applies the
+//     ordered text rules of spec §9 to attempt errors. Counted maps a calibration
+//     cell's observed verdict against its expected one.
+//   - Registry is the fixture registry of spec §6 and seed 000 ("New Paperclip object
+//     fixtures"): definitions with dependencies, set up depth-first in registration
+//     order after the whole graph was checked, torn down in reverse completion order
+//     (also after a partial setup), keeping only ids and sanitized metadata.
+//   - Display renders Events: a live multi-line display on a terminal, timestamped
+//     plain lines otherwise, and always the final line
+//     "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
+//
+// Results are written with evidence.WriteFileAtomic (temp file, fsync, rename, fsync of
+// the directory).
+//
+// # Decisions where sources differ or are silent
+//
+//   - Graph errors (unknown dependency, cycle) are all reported before any setup; the
+//     upstream registry found them during its depth-first walk, after earlier fixtures
+//     had been set up.
+//   - A missed deadline is provider_variance (retryable, inconclusive); a collector
+//     error and an unreached matcher are permanent_infrastructure ("missing required
+//     evidence", spec §9); an error whose text matches no rule is candidate_failure
+//     (the spec's default), which fails the attempt.
+//   - A definite matcher failure fails the attempt even when another matcher was not
+//     reached (the observation is final); a missed deadline, an infrastructure error
+//     or an interruption make it inconclusive first.
+//   - A calibration cell counts as passed exactly when observed equals expected;
+//     otherwise it counts as inconclusive when the observed verdict is inconclusive
+//     and as failed otherwise. A calibration attempt that already counts as passed is
+//     not retried.
+//   - Campaign ids may not be "." or ".." or longer than MaxCampaignIDLength bytes
+//     (they name a directory).
+package campaign

@@ -1,0 +1,195 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/agentproof/agentproof/redact"
+)
+
+// FailureClass says why an attempt did not pass (spec runner-e2e-harness §9). The empty
+// class means none (a passed attempt).
+type FailureClass string
+
+// The failure classes of spec §9.
+const (
+	// CandidateFailure: the agent under test is at fault (a matcher failed, the agent
+	// broke the flow). Final; the verdict is failed.
+	CandidateFailure FailureClass = "candidate_failure"
+	// ProviderVariance: the model provider behaved unusually (a missed deadline, an
+	// observed state that did not arrive in time). Retryable; inconclusive.
+	ProviderVariance FailureClass = "provider_variance"
+	// TransientInfrastructure: a fault of the harness, server or network that may not
+	// recur. Retryable; inconclusive.
+	TransientInfrastructure FailureClass = "transient_infrastructure"
+	// PermanentInfrastructure: a configuration or environment fault that will recur
+	// (missing credential, unauthorized, incompatible model, missing evidence). Final;
+	// inconclusive.
+	PermanentInfrastructure FailureClass = "permanent_infrastructure"
+	// SecretLeak: a secret value reached something agentproof keeps or shows. Overrides
+	// every other class; final; the verdict is failed.
+	SecretLeak FailureClass = "secret_leak"
+	// CleanupFailure: teardown failed or could not be confirmed. Final; failed.
+	CleanupFailure FailureClass = "cleanup_failure"
+)
+
+// FailureClasses lists every class in declaration order.
+var FailureClasses = []FailureClass{CandidateFailure, ProviderVariance, TransientInfrastructure,
+	PermanentInfrastructure, SecretLeak, CleanupFailure}
+
+// Words returns the class as words for humans ("transient infrastructure failure").
+func (c FailureClass) Words() string {
+	switch c {
+	case CandidateFailure:
+		return "candidate failure"
+	case ProviderVariance:
+		return "provider variance"
+	case TransientInfrastructure:
+		return "transient infrastructure failure"
+	case PermanentInfrastructure:
+		return "permanent infrastructure failure"
+	case SecretLeak:
+		return "secret leak"
+	case CleanupFailure:
+		return "cleanup failure"
+	}
+	return string(c)
+}
+
+// ClassError attaches a known class to an error, so that ClassifyError need not read its
+// text (spec §9: "typed errors carry their own class"). The executor uses it for facts
+// it knows the class of, such as an observed state that did not arrive in time
+// (ProviderVariance).
+type ClassError struct {
+	Class FailureClass
+	Err   error
+}
+
+// Error returns the wrapped error's text (the class is not part of it).
+func (e *ClassError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *ClassError) Unwrap() error { return e.Err }
+
+// The text rules of spec §9 as regular expressions over the lower-cased message,
+// written from the spec's description. "A followed later by B" rules are split into
+// two expressions (see followedBy) to keep matching linear and cheap.
+var (
+	reBootstrapBeforeTask = regexp.MustCompile(`bootstrap failed before task creation`)
+	reSecret              = regexp.MustCompile(`secret`)
+	reLeakWord            = regexp.MustCompile(`leak|plaintext|redaction`)
+	reSessionOpen         = regexp.MustCompile(`session[ _-]?open`)
+	reReject              = regexp.MustCompile(`reject`)
+	reRetryableFalse      = regexp.MustCompile(`retryable\s*[=:]\s*false`)
+	reCredentialOrModel   = regexp.MustCompile(`credential|api[ _-]?key|model`)
+	rePermanentMarker     = regexp.MustCompile(`retryable\s*[=:]\s*false|effective_model_mismatch`)
+	reCleanup             = regexp.MustCompile(`clean[ -]?up|tear[ -]?down`)
+	reLease               = regexp.MustCompile(`lease`)
+	reRelease             = regexp.MustCompile(`releas`)
+	rePermanent           = regexp.MustCompile(`missing (required )?credential|missing fixture secret|` +
+		`invalid.{0,40}(credential|api[ _-]?key)|unauthori[sz]ed|forbidden|qualification|` +
+		`model.{0,40}(unsupported|incompatible|not supported)|artifact.{0,40}incompatible|` +
+		`runner_remote_\w*(incompatible|unavailable)|immutable image digest`)
+	reProtocolDefect = regexp.MustCompile(`chat idle[- ]state invariant|unrecoverable native session close|` +
+		`runner did not durably suspend before checkpoint`)
+	reTransientDirect = regexp.MustCompile(`\b(429|5\d\d)\b|rate[ _-]?limit|econnreset|econnrefused|socket hang up|` +
+		`network (error|interruption|timeout)|service unavailable`)
+	reTransientNoun = regexp.MustCompile(`\b(provider|server|bootstrap|browser|webserver|health|daytona|sandbox|ingress|preview|connection|harness)\b`)
+	reTransientVerb = regexp.MustCompile(`\b(temporar\w*|timed out|time out|timeouts?|closed|failed|unavailable|interrupt\w*|reset|refused|create\w*|start\w*|connect\w*)\b`)
+	reTimeout       = regexp.MustCompile(`\btimeouts?\b`)
+)
+
+// followedBy reports whether a match of first is followed (after its end, possibly
+// with other text between) by a match of then. The earliest match of first leaves the
+// longest rest, so checking it alone is enough.
+func followedBy(msg string, first, then *regexp.Regexp) bool {
+	loc := first.FindStringIndex(msg)
+	return loc != nil && then.MatchString(msg[loc[1]:])
+}
+
+// isTransient is the transient pattern of rule 8.
+func isTransient(msg string) bool {
+	return reTransientDirect.MatchString(msg) ||
+		followedBy(msg, reTransientNoun, reTransientVerb) ||
+		followedBy(msg, reTimeout, reTransientNoun)
+}
+
+// ClassifyError returns the failure class of an attempt error. Ordered rules, first
+// match wins (spec §9, in the order of the newest upstream classifier), applied to
+// err.Error() unless noted:
+//
+//  0. (agentproof) a secret leak anywhere in the chain (redact.ErrLeak,
+//     ErrSecretInRecord) → secret_leak; a *ClassError in the chain → its class;
+//     context.Canceled or context.DeadlineExceeded (an interrupted attempt, a timed-out
+//     call) → transient_infrastructure;
+//  1. "bootstrap failed before task creation" → transient_infrastructure;
+//  2. "secret … leak|plaintext|redaction" → secret_leak;
+//  3. a session-open rejection with retryable=false that names no credential, API key
+//     or model → candidate_failure;
+//  4. "retryable=false" or "effective_model_mismatch" → permanent_infrastructure;
+//  5. cleanup, teardown or lease … release → transient_infrastructure when the
+//     transient pattern (rule 8) also matches, else cleanup_failure;
+//  6. the permanent pattern (missing credential or fixture secret, invalid credential or
+//     API key, unauthorized, forbidden, qualification, unsupported or incompatible
+//     model, incompatible artifact, runner_remote_…incompatible/unavailable, immutable
+//     image digest) → permanent_infrastructure;
+//  7. known protocol-defect markers → candidate_failure;
+//  8. the transient pattern (HTTP 429 or any 5xx number, rate limit, ECONNRESET,
+//     ECONNREFUSED, socket hang up, network error/interruption/timeout, service
+//     unavailable, a provider/server/… noun followed by timed out/failed/refused/…, or
+//     a timeout followed by such a noun) → transient_infrastructure;
+//  9. anything else → candidate_failure (the spec's default).
+//
+// A nil error has no class ("").
+func ClassifyError(err error) FailureClass {
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, redact.ErrLeak) || errors.Is(err, ErrSecretInRecord) {
+		return SecretLeak
+	}
+	var ce *ClassError
+	if errors.As(err, &ce) && ce.Class != "" {
+		return ce.Class
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return TransientInfrastructure
+	}
+	return ClassifyText(err.Error())
+}
+
+// ClassifyText applies rules 1–9 of ClassifyError to a message.
+func ClassifyText(msg string) FailureClass {
+	msg = strings.ToLower(msg)
+	switch {
+	case reBootstrapBeforeTask.MatchString(msg):
+		return TransientInfrastructure
+	case followedBy(msg, reSecret, reLeakWord):
+		return SecretLeak
+	case reSessionOpen.MatchString(msg) && reReject.MatchString(msg) &&
+		reRetryableFalse.MatchString(msg) && !reCredentialOrModel.MatchString(msg):
+		return CandidateFailure
+	case rePermanentMarker.MatchString(msg):
+		return PermanentInfrastructure
+	case reCleanup.MatchString(msg) || followedBy(msg, reLease, reRelease):
+		if isTransient(msg) {
+			return TransientInfrastructure
+		}
+		return CleanupFailure
+	case rePermanent.MatchString(msg):
+		return PermanentInfrastructure
+	case reProtocolDefect.MatchString(msg):
+		return CandidateFailure
+	case isTransient(msg):
+		return TransientInfrastructure
+	}
+	return CandidateFailure
+}
+
+// Retryable reports whether an attempt that ended with class may be retried
+// automatically: only transient_infrastructure and provider_variance (spec §9).
+func Retryable(c FailureClass) bool {
+	return c == TransientInfrastructure || c == ProviderVariance
+}

@@ -1,0 +1,241 @@
+package campaign
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+)
+
+// ProgressMode selects how a campaign reports progress (--progress).
+type ProgressMode string
+
+// Progress modes.
+const (
+	// ProgressAuto is tty when the output is a terminal, plain otherwise.
+	ProgressAuto ProgressMode = "auto"
+	// ProgressTTY is a live multi-line display: one line per running attempt, a
+	// campaign bar and the counts.
+	ProgressTTY ProgressMode = "tty"
+	// ProgressPlain is one timestamped line per event.
+	ProgressPlain ProgressMode = "plain"
+	// ProgressNone prints only the final campaign line.
+	ProgressNone ProgressMode = "none"
+)
+
+// ParseProgressMode parses a --progress value; anything but auto, tty, plain or none is
+// an error naming the accepted values.
+func ParseProgressMode(s string) (ProgressMode, error) {
+	switch m := ProgressMode(s); m {
+	case ProgressAuto, ProgressTTY, ProgressPlain, ProgressNone:
+		return m, nil
+	}
+	return "", fmt.Errorf("--progress must be auto, tty, plain or none, not %q", s)
+}
+
+// IsTerminal reports whether w is a terminal (an *os.File on a TTY).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// Display renders campaign Events to a writer. Observe must receive a campaign's
+// events in order (Scheduler.Observe does that); the display ends with the campaign's
+// Summary.Line as its last line, in every mode, when EventCampaignFinished arrives.
+// Close releases the live display if the campaign never finished (a panic, a bug);
+// it is safe to call more than once, but not concurrently with Observe.
+type Display struct {
+	mode ProgressMode
+	w    io.Writer
+
+	// tty mode
+	mu       sync.Mutex // guards counts (read by the decorator goroutine)
+	counts   Counts
+	progress *mpb.Progress
+	campaign *mpb.Bar
+	running  map[attemptKey]*mpb.Bar
+	closed   bool
+}
+
+type attemptKey struct {
+	cell    string
+	attempt int
+}
+
+// NewDisplay returns a display writing to w in mode (ProgressAuto resolved with
+// IsTerminal(w)). The tty display refreshes on its own goroutines until the campaign
+// finishes or Close is called.
+func NewDisplay(mode ProgressMode, w io.Writer) *Display {
+	if mode == ProgressAuto {
+		mode = ProgressPlain
+		if IsTerminal(w) {
+			mode = ProgressTTY
+		}
+	}
+	return &Display{mode: mode, w: w, running: make(map[attemptKey]*mpb.Bar)}
+}
+
+// Mode is the resolved mode (never ProgressAuto).
+func (d *Display) Mode() ProgressMode { return d.mode }
+
+// Observe renders one event.
+func (d *Display) Observe(e Event) {
+	switch d.mode {
+	case ProgressTTY:
+		d.observeTTY(e)
+	case ProgressPlain:
+		if line := plainLine(e); line != "" {
+			fmt.Fprintf(d.w, "%s %s\n", e.Time.UTC().Format("2006-01-02T15:04:05.000Z"), line)
+		}
+		if e.Kind == EventCampaignFinished {
+			fmt.Fprintln(d.w, e.Summary.Line())
+		}
+	default:
+		if e.Kind == EventCampaignFinished {
+			fmt.Fprintln(d.w, e.Summary.Line())
+		}
+	}
+}
+
+// maxReasonDisplay bounds a reason on a progress line, in bytes.
+const maxReasonDisplay = 240
+
+// oneLine makes s a single display line of at most maxReasonDisplay bytes.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxReasonDisplay {
+		cut := maxReasonDisplay
+		for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// plainLine is the text of an event in plain mode (without the timestamp), "" for none.
+func plainLine(e Event) string {
+	c := e.Counts
+	switch e.Kind {
+	case EventCampaignStarted:
+		return fmt.Sprintf("Campaign %s: running %d cell(s) with max parallelism %d", e.CampaignID, c.Selected, e.MaxParallel)
+	case EventAttemptStarted:
+		return fmt.Sprintf("start %s attempt %d", e.Cell.ID, e.Attempt)
+	case EventAttemptFinished:
+		return fmt.Sprintf("[%d/%d] %s", c.Finished, c.Selected, attemptLine(e.Result))
+	case EventRetrying:
+		return fmt.Sprintf("Retrying %s in a fresh isolated attempt after %s", e.Cell.ID, e.Result.Judgement.FailureClass.Words())
+	case EventInterrupted:
+		return fmt.Sprintf("interrupted: starting nothing more; cancelling %d running attempt(s)", c.Running)
+	case EventCampaignFinished:
+		s := e.Summary
+		if s.Partial {
+			return fmt.Sprintf("Campaign %s is partial: %d of %d cell(s) finished", s.CampaignID, s.Executed, s.Selected)
+		}
+	}
+	return ""
+}
+
+// attemptLine describes a finished attempt: verdict (and, for calibration cells, the
+// expectation and how it counts), cell, attempt, duration, class and reason; an
+// interrupted attempt that does not count is reported as such, without a verdict.
+func attemptLine(r *AttemptResult) string {
+	var b strings.Builder
+	j := r.Judgement
+	took := r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond)
+	if !r.Counts() {
+		fmt.Fprintf(&b, "interrupted %s attempt %d after %s: %s", r.Plan.Cell.ID, r.Plan.Attempt, took, oneLine(j.Reason))
+		return b.String()
+	}
+	b.WriteString(string(j.Verdict))
+	if exp := r.Plan.Cell.ExpectedVerdict; exp != "" {
+		fmt.Fprintf(&b, " (expected %s: counts as %s)", exp, r.Counted)
+	}
+	fmt.Fprintf(&b, " %s attempt %d in %s", r.Plan.Cell.ID, r.Plan.Attempt, took)
+	if r.Outcome.Interrupted {
+		b.WriteString(" (interrupted)")
+	}
+	if j.FailureClass != "" {
+		fmt.Fprintf(&b, " [%s]", j.FailureClass)
+	}
+	b.WriteString(": ")
+	b.WriteString(oneLine(j.Reason))
+	return b.String()
+}
+
+func (d *Display) observeTTY(e Event) {
+	d.mu.Lock()
+	d.counts = e.Counts
+	d.mu.Unlock()
+	if d.closed || (d.progress == nil && e.Kind != EventCampaignStarted) {
+		return // closed, or events of a campaign whose start this display never saw
+	}
+	switch e.Kind {
+	case EventCampaignStarted:
+		d.progress = mpb.New(mpb.WithOutput(d.w), mpb.WithAutoRefresh(), mpb.WithRefreshRate(150*time.Millisecond))
+		d.campaign = d.progress.AddBar(int64(e.Counts.Selected),
+			mpb.BarPriority(math.MaxInt32),
+			mpb.PrependDecorators(decor.Name("campaign "+e.CampaignID+" ")),
+			mpb.AppendDecorators(decor.CountersNoUnit(" %d/%d"), decor.Any(d.countsText)))
+	case EventAttemptStarted:
+		bar := d.progress.AddSpinner(0,
+			mpb.PrependDecorators(decor.Name(fmt.Sprintf("%s #%d ", e.Cell.ID, e.Attempt))),
+			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO)))
+		d.running[attemptKey{e.Cell.ID, e.Attempt}] = bar
+	case EventAttemptFinished:
+		k := attemptKey{e.Cell.ID, e.Attempt}
+		if bar := d.running[k]; bar != nil {
+			bar.Abort(true)
+			delete(d.running, k)
+		}
+		d.campaign.SetCurrent(int64(e.Counts.Finished))
+		fmt.Fprintln(d.progress, attemptLine(e.Result))
+	case EventRetrying, EventInterrupted:
+		fmt.Fprintln(d.progress, plainLine(e))
+	case EventCampaignFinished:
+		if line := plainLine(e); line != "" {
+			fmt.Fprintln(d.progress, line)
+		}
+		d.shutdown()
+		fmt.Fprintln(d.w, e.Summary.Line())
+	}
+}
+
+// countsText is the campaign bar's counts decorator.
+func (d *Display) countsText(decor.Statistics) string {
+	d.mu.Lock()
+	c := d.counts
+	d.mu.Unlock()
+	return fmt.Sprintf("  %d running, %d passed, %d failed, %d inconclusive", c.Running, c.Passed, c.Failed, c.Inconclusive)
+}
+
+// shutdown ends every bar and waits for the live display's goroutines.
+func (d *Display) shutdown() {
+	if d.closed || d.progress == nil {
+		d.closed = true
+		return
+	}
+	d.closed = true
+	for k, bar := range d.running {
+		bar.Abort(true)
+		delete(d.running, k)
+	}
+	d.campaign.Abort(false) // no-op when it completed
+	d.progress.Wait()
+}
+
+// Close stops the live display if it is still running. It returns nil; the error
+// result lets it serve as an io.Closer.
+func (d *Display) Close() error {
+	if d.mode == ProgressTTY {
+		d.shutdown()
+	}
+	return nil
+}

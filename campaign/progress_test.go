@@ -1,0 +1,296 @@
+package campaign
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentproof/agentproof/catalog"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// golden compares got with testdata/<name>, rewriting it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", name, diff)
+	}
+}
+
+// goldenCells is a fixed selection covering calibration expectations, a retry, a
+// failure and a pass.
+var goldenCells = []string{
+	"calibration.fixture-pass.local.process-exit",
+	"calibration.fixture-hang.local.process-exit",
+	"grader-calibration.nop.local.message-marker",
+	markerCell,
+	"core-compatibility.reference.local.ask-question",
+	"warm-continuity.reference.local.warm-three-turn",
+}
+
+// goldenScript gives each golden cell a fixed outcome per attempt (a fake executor:
+// it only feeds the display; see schedule_test.go).
+func goldenScript(p AttemptPlan) AttemptOutcome {
+	switch p.Cell.ID {
+	case "calibration.fixture-hang.local.process-exit":
+		return deadlineOutcome
+	case "grader-calibration.nop.local.message-marker":
+		return failOutcome
+	case "core-compatibility.reference.local.ask-question":
+		if p.Attempt == 1 {
+			return transientOutcome
+		}
+		return passOutcome
+	case "warm-continuity.reference.local.warm-three-turn":
+		o := clean(okMatcher, notReachedMatcher)
+		o.Err = errors.New("401 unauthorized:\n  token expired") // a reason on two lines
+		return o
+	}
+	return passOutcome
+}
+
+func TestPlainProgressGolden(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []ProgressMode{ProgressPlain, ProgressNone, ProgressAuto} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			d := NewDisplay(mode, &out)
+			if mode == ProgressAuto && d.Mode() != ProgressPlain {
+				t.Fatalf("auto on a buffer resolved to %s, want plain", d.Mode())
+			}
+			p := newTestPlan(t, catalog.Selector{IDs: goldenCells}, Options{CampaignID: "golden", MaxParallel: 1, MaxAutomaticRetries: 1})
+			sum := (&Scheduler{Executor: &scriptedExecutor{script: goldenScript}, Observe: d.Observe}).Run(context.Background(), p)
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			name := "progress/plain-complete.golden"
+			if mode == ProgressNone {
+				name = "progress/none-complete.golden"
+			}
+			golden(t, name, out.Bytes())
+			if !strings.HasSuffix(out.String(), "\n"+sum.Line()+"\n") && out.String() != sum.Line()+"\n" {
+				t.Errorf("the last line is not the summary line %q", sum.Line())
+			}
+		})
+	}
+}
+
+// TestPlainProgressInterruptedGolden cancels the campaign during its third attempt; the
+// executor returns only once the display has reported the interruption, so the output
+// is deterministic.
+func TestPlainProgressInterruptedGolden(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	d := NewDisplay(ProgressPlain, &out)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	interrupted := make(chan struct{})
+	observe := func(e Event) {
+		d.Observe(e)
+		if e.Kind == EventInterrupted {
+			close(interrupted)
+		}
+	}
+	var calls int
+	exec := &scriptedExecutor{script: func(p AttemptPlan) AttemptOutcome {
+		calls++
+		if calls < 3 {
+			return goldenScript(p)
+		}
+		cancel()
+		select {
+		case <-interrupted:
+		case <-time.After(hangGuard):
+		}
+		return AttemptOutcome{Interrupted: true, CleanupConfirmed: true}
+	}}
+	p := newTestPlan(t, catalog.Selector{IDs: goldenCells}, Options{CampaignID: "golden", MaxParallel: 1, MaxAutomaticRetries: 1})
+	sum := (&Scheduler{Executor: exec, Observe: observe}).Run(ctx, p)
+	if !sum.Partial {
+		t.Fatal("campaign not partial")
+	}
+	golden(t, "progress/plain-interrupted.golden", out.Bytes())
+}
+
+func TestParseProgressMode(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"auto", "tty", "plain", "none"} {
+		if m, err := ParseProgressMode(s); err != nil || string(m) != s {
+			t.Errorf("ParseProgressMode(%q) = %q, %v", s, m, err)
+		}
+	}
+	for _, s := range []string{"", "TTY", "json"} {
+		if _, err := ParseProgressMode(s); err == nil || !strings.Contains(err.Error(), "auto, tty, plain or none") {
+			t.Errorf("ParseProgressMode(%q) error = %v", s, err)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", maxReasonDisplay) // 2 bytes each: the cut lands mid-rune
+	tests := []struct{ in, want string }{
+		{"a\nb\t c", "a b c"},
+		{"  ", ""},
+		{long, long[:maxReasonDisplay] + "…"},
+		{"x" + long, "x" + long[:maxReasonDisplay-2] + "…"},
+	}
+	for _, tt := range tests {
+		if got := oneLine(tt.in); got != tt.want {
+			t.Errorf("oneLine(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	if IsTerminal(&b) {
+		t.Error("a buffer is a terminal")
+	}
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if IsTerminal(f) {
+		t.Error("a regular file is a terminal")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the live display's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// mpbGoroutines returns the stacks of live goroutines running the progress library.
+func mpbGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "github.com/vbauerster/mpb") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// waitNoMPB waits until the progress library's goroutines have returned (they are
+// finishing their deferred calls when Wait returns).
+func waitNoMPB(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		left := mpbGoroutines()
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d progress goroutines leaked:\n%s", len(left), strings.Join(left, "\n\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestTTYProgress runs campaigns through the live display (not in parallel with other
+// tests, so that its goroutine check sees only its own goroutines): it must not crash,
+// must end with the summary line and must leave no goroutine behind — after a complete
+// campaign, an interrupted one, and a Close without a finished campaign.
+func TestTTYProgress(t *testing.T) {
+	t.Run("complete", func(t *testing.T) {
+		out := &syncBuffer{}
+		d := NewDisplay(ProgressTTY, out)
+		slow := &scriptedExecutor{script: func(p AttemptPlan) AttemptOutcome {
+			time.Sleep(20 * time.Millisecond) // let the display refresh with bars on screen
+			return goldenScript(p)
+		}}
+		p := newTestPlan(t, catalog.Selector{IDs: goldenCells}, Options{CampaignID: "tty", MaxParallel: 2, MaxAutomaticRetries: 1})
+		sum := (&Scheduler{Executor: slow, Observe: d.Observe}).Run(context.Background(), p)
+		must(t, d.Close())
+		waitNoMPB(t)
+		s := out.String()
+		if !strings.HasSuffix(s, "\n"+sum.Line()+"\n") {
+			t.Errorf("output does not end with %q:\n%s", sum.Line(), s)
+		}
+		for _, id := range goldenCells {
+			if !strings.Contains(s, " "+id+" attempt 1 in ") {
+				t.Errorf("no finished line for %s", id)
+			}
+		}
+		if !strings.Contains(s, "Retrying core-compatibility.reference.local.ask-question") {
+			t.Error("no retry line")
+		}
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		out := &syncBuffer{}
+		d := NewDisplay(ProgressTTY, out)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		exec := &blockingExecutor{finishFirst: 1, honest: true, blocked: make(chan string, 64)}
+		p := newTestPlan(t, catalog.Selector{IDs: goldenCells}, Options{CampaignID: "tty", MaxParallel: 2})
+		done := make(chan *Summary)
+		go func() { done <- (&Scheduler{Executor: exec, Observe: d.Observe}).Run(ctx, p) }()
+		for range 2 {
+			<-exec.blocked
+		}
+		cancel()
+		sum := <-done
+		must(t, d.Close())
+		waitNoMPB(t)
+		s := out.String()
+		if !sum.Partial || !strings.Contains(s, "is partial") || !strings.HasSuffix(s, sum.Line()+"\n") {
+			t.Errorf("partial campaign output:\n%s", s)
+		}
+	})
+	t.Run("close without a finished campaign", func(t *testing.T) {
+		out := &syncBuffer{}
+		d := NewDisplay(ProgressTTY, out)
+		c := loadDefault(t).Cell(markerCell)
+		d.Observe(Event{Kind: EventAttemptStarted, Cell: c, Attempt: 1}) // before the start: ignored
+		d.Observe(Event{Kind: EventCampaignStarted, CampaignID: "tty", Counts: Counts{Selected: 3}})
+		d.Observe(Event{Kind: EventAttemptStarted, Cell: c, Attempt: 1, Counts: Counts{Selected: 3, Running: 1}})
+		must(t, d.Close())
+		must(t, d.Close())
+		d.Observe(Event{Kind: EventAttemptStarted, Cell: c, Attempt: 2}) // ignored after Close
+		waitNoMPB(t)
+	})
+}

@@ -1,0 +1,158 @@
+package campaign
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/match"
+)
+
+// Verdict is the outcome of an attempt or a cell (DESIGN.md "Verdicts").
+type Verdict string
+
+// The three verdicts.
+const (
+	// Passed: complete evidence, every matcher passed, cleanup confirmed, no leak.
+	Passed Verdict = "passed"
+	// Failed: complete evidence and the candidate is at fault (candidate_failure), or a
+	// safety rule broke (secret_leak, cleanup_failure).
+	Failed Verdict = "failed"
+	// Inconclusive: the evidence is incomplete (a missed deadline, a collector error, an
+	// unreached matcher, an interruption) or infrastructure was at fault.
+	Inconclusive Verdict = "inconclusive"
+)
+
+// Judgement is an attempt's verdict with its failure class ("" when passed) and a
+// one-sentence reason for humans and reports.
+type Judgement struct {
+	Verdict      Verdict      `json:"verdict"`
+	FailureClass FailureClass `json:"failureClass,omitempty"`
+	Reason       string       `json:"reason"`
+}
+
+// maxReasonMatchers is how many failing matchers a reason names before "and N more".
+const maxReasonMatchers = 3
+
+// Judge returns the verdict of one attempt from its outcome (DESIGN.md "Verdicts",
+// spec §9). Ordered rules, first match wins:
+//
+//  1. a leak (Leaks non-empty, or Err classified secret_leak) → failed, secret_leak —
+//     it overrides everything;
+//  2. cleanup not confirmed (CleanupProblem set, CleanupConfirmed false, or Err
+//     classified cleanup_failure) → failed, cleanup_failure (spec §6: "Teardown must fail
+//     the cell if provider cleanup cannot be confirmed");
+//  3. Interrupted → inconclusive, transient_infrastructure;
+//  4. Err classified as an infrastructure class (transient, permanent, provider
+//     variance) → inconclusive with that class;
+//  5. CollectorError → inconclusive, permanent_infrastructure (spec §9: missing
+//     required evidence);
+//  6. DeadlineMissed → inconclusive, provider_variance (a missed deadline is
+//     inconclusive, never failed);
+//  7. a matcher that failed (neither passed nor not reached) → failed,
+//     candidate_failure — the observation is final, so a definite mismatch blames the
+//     candidate even when another matcher was not reached;
+//  8. Err classified candidate_failure (the agent broke the flow) → failed,
+//     candidate_failure;
+//  9. no matcher evaluated → inconclusive, permanent_infrastructure (nothing vouches
+//     for the attempt);
+//  10. a matcher not reached → inconclusive, permanent_infrastructure;
+//  11. otherwise → passed.
+//
+// Reasons never contain more than the texts the outcome carries (matcher details are
+// redacted by match; errors and problems must be redacted by the executor).
+func Judge(o AttemptOutcome) Judgement {
+	errClass := ClassifyError(o.Err)
+	switch {
+	case len(o.Leaks) > 0:
+		return Judgement{Failed, SecretLeak, "secret leak: " + strings.Join(o.Leaks, "; ")}
+	case errClass == SecretLeak:
+		return Judgement{Failed, SecretLeak, "secret leak: " + o.Err.Error()}
+	case o.CleanupProblem != "":
+		return Judgement{Failed, CleanupFailure, "cleanup failed: " + o.CleanupProblem}
+	case errClass == CleanupFailure:
+		return Judgement{Failed, CleanupFailure, "cleanup failed: " + o.Err.Error()}
+	case !o.CleanupConfirmed:
+		return Judgement{Failed, CleanupFailure, "cleanup was not confirmed"}
+	case o.Interrupted:
+		return Judgement{Inconclusive, TransientInfrastructure, "the attempt was interrupted"}
+	case errClass == TransientInfrastructure || errClass == PermanentInfrastructure || errClass == ProviderVariance:
+		return Judgement{Inconclusive, errClass, errClass.Words() + ": " + o.Err.Error()}
+	case o.CollectorError != "":
+		return Judgement{Inconclusive, PermanentInfrastructure, "collector error: " + o.CollectorError}
+	case o.DeadlineMissed != "":
+		return Judgement{Inconclusive, ProviderVariance, "missed the " + o.DeadlineMissed + " deadline"}
+	}
+	var failed, notReached []string
+	for i, m := range o.Matchers {
+		switch {
+		case m.Passed:
+		case m.NotReached:
+			notReached = append(notReached, describeMatcher(i, m))
+		default:
+			failed = append(failed, describeMatcher(i, m))
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return Judgement{Failed, CandidateFailure, listReason("matcher failed", "matchers failed", failed)}
+	case errClass == CandidateFailure:
+		return Judgement{Failed, CandidateFailure, o.Err.Error()}
+	case len(o.Matchers) == 0:
+		return Judgement{Inconclusive, PermanentInfrastructure, "no matcher was evaluated"}
+	case len(notReached) > 0:
+		return Judgement{Inconclusive, PermanentInfrastructure, listReason("matcher not reached", "matchers not reached", notReached)}
+	}
+	return Judgement{Passed, "", fmt.Sprintf("every matcher passed (%d), cleanup confirmed, no leak", len(o.Matchers))}
+}
+
+func describeMatcher(i int, m match.Outcome) string {
+	return fmt.Sprintf("#%d %s: %s", i+1, m.Kind, m.Detail)
+}
+
+func listReason(one, many string, items []string) string {
+	head := one
+	if len(items) > 1 {
+		head = fmt.Sprintf("%d %s", len(items), many)
+	}
+	shown := items[:min(len(items), maxReasonMatchers)]
+	s := head + ": " + strings.Join(shown, "; ")
+	if rest := len(items) - len(shown); rest > 0 {
+		s += fmt.Sprintf("; and %d more", rest)
+	}
+	return s
+}
+
+// Counted is how a cell's verdict counts in its campaign (DESIGN.md "Verdicts"; catalog
+// Suite.ExpectedVerdicts). For an ordinary cell (expected == "") it is the observed
+// verdict. A calibration cell counts as passed exactly when the observed verdict equals
+// the expected one; otherwise it counts as inconclusive when the observed verdict is
+// inconclusive (the evidence cannot show whether the expectation holds) and as failed
+// when it is not (the calibration was contradicted).
+func Counted(expected string, observed Verdict) Verdict {
+	switch {
+	case expected == "":
+		return observed
+	case Verdict(expected) == observed:
+		return Passed
+	case observed == Inconclusive:
+		return Inconclusive
+	}
+	return Failed
+}
+
+// ShouldRetry reports whether attempt number attempt (1-based) of cell, judged j, is
+// followed by an automatic retry in a brand-new isolated attempt (spec §9): only when
+// j's class is Retryable, fewer than maxAutomaticRetries retries were made (0 or 1),
+// the profile is not a qualification candidate and the case's automaticRetryPolicy is
+// not "single_attempt". agentproof adds one rule: a calibration cell whose attempt
+// already counts as passed (an expected inconclusive observed) is not retried, since a
+// retry could only repeat the expectation. Callers also stop retrying once the
+// campaign is cancelled.
+func ShouldRetry(cell *catalog.Cell, j Judgement, attempt, maxAutomaticRetries int) bool {
+	return Retryable(j.FailureClass) &&
+		Counted(cell.ExpectedVerdict, j.Verdict) != Passed &&
+		attempt <= maxAutomaticRetries &&
+		!cell.Profile.QualificationCandidate &&
+		cell.Case.AutomaticRetryPolicy != "single_attempt"
+}
