@@ -140,6 +140,8 @@ func TestKillNineLoop(t *testing.T) {
 	for round := range rounds {
 		var mu sync.Mutex
 		var wg sync.WaitGroup
+		firstAck := make(chan struct{})
+		var once sync.Once
 		for w := range workers {
 			wg.Add(1)
 			go func() {
@@ -159,10 +161,18 @@ func TestKillNineLoop(t *testing.T) {
 					mu.Lock()
 					acked[key] = res
 					mu.Unlock()
+					once.Do(func() { close(firstAck) })
 				}
 			}()
 		}
-		time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
+		// kill at a random point after the round's first acknowledgement, so that
+		// every round has acknowledged commands to check however slow the machine
+		select {
+		case <-firstAck:
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d: no command acknowledged within a minute", round)
+		}
+		time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
 		if err := child.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
