@@ -65,7 +65,8 @@ type Profile struct {
 	Generation string   `yaml:"generation"` // legacy | native; also the expected runtime mode
 	Groups     []string `yaml:"groups"`
 	// Driver selects the agent: "fixture:pass|fail|hang|noisy", "reference", "nop",
-	// "wrong", "exec:codex|opencode|claude" (DESIGN.md "Agents").
+	// "wrong", "exec" (a command and args of your own, in driverConfig) or
+	// "exec:codex|opencode|claude" (DESIGN.md "Agents"; package agent).
 	Driver string `yaml:"driver"`
 	// DriverConfig is the driver's configuration, free-form but scanned for raw secrets;
 	// values of any "env" map in it must be secret references.
@@ -199,17 +200,18 @@ type PlanMarkers struct {
 
 // ReferenceScript is what the built-in `reference` agent does for a case: one entry per
 // turn (run), in order. The `nop` and `wrong` calibration agents derive their behaviour
-// from it too (nothing, or the same steps with a wrong nonce).
+// from it too (nothing, or the same steps with a wrong nonce). Its JSON form (the json
+// tags) is how a rendered script reaches the built-in agent process (package agent).
 type ReferenceScript struct {
-	Turns []*ReferenceTurn `yaml:"turns"`
+	Turns []*ReferenceTurn `yaml:"turns" json:"turns"`
 }
 
 // ReferenceTurn is one run of the reference agent. Trigger names the wake that starts
 // it: assignment (turn 1), revision_requested, interaction_answered,
 // interaction_accepted or follow_up. Steps run in order.
 type ReferenceTurn struct {
-	Trigger string           `yaml:"trigger"`
-	Steps   []*ReferenceStep `yaml:"steps"`
+	Trigger string           `yaml:"trigger" json:"trigger"`
+	Steps   []*ReferenceStep `yaml:"steps" json:"steps"`
 }
 
 // ReferenceStep is either one semantic command (Command = the kind of
@@ -222,19 +224,19 @@ type ReferenceTurn struct {
 // new); request_human_input with targetDocumentKey targets that document's latest
 // revision.
 type ReferenceStep struct {
-	Command string         `yaml:"command"`
-	Args    map[string]any `yaml:"args"`
-	Present bool           `yaml:"present"`
-	Edit    *WorkspaceEdit `yaml:"edit"`
+	Command string         `yaml:"command" json:"command,omitempty"`
+	Args    map[string]any `yaml:"args" json:"args,omitempty"`
+	Present bool           `yaml:"present" json:"present,omitempty"`
+	Edit    *WorkspaceEdit `yaml:"edit" json:"edit,omitempty"`
 }
 
 // WorkspaceEdit changes one workspace file: Path is workspace-relative (template), and
 // exactly one of Write (replace content), Append or Delete is set.
 type WorkspaceEdit struct {
-	Path   string  `yaml:"path"`
-	Write  *string `yaml:"write"`
-	Append *string `yaml:"append"`
-	Delete bool    `yaml:"delete"`
+	Path   string  `yaml:"path" json:"path"`
+	Write  *string `yaml:"write" json:"write,omitempty"`
+	Append *string `yaml:"append" json:"append,omitempty"`
+	Delete bool    `yaml:"delete" json:"delete,omitempty"`
 }
 
 // Suite is one durable testing purpose (seed 000 "Suites and matrices"; spec §2.6).

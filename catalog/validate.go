@@ -30,7 +30,7 @@ const maxIDLength = 100
 // of the calibration suite).
 var (
 	Generations          = []string{"legacy", "native"}
-	Drivers              = []string{"fixture:pass", "fixture:fail", "fixture:hang", "fixture:noisy", "reference", "nop", "wrong", "exec:codex", "exec:opencode", "exec:claude"}
+	Drivers              = []string{"fixture:pass", "fixture:fail", "fixture:hang", "fixture:noisy", "reference", "nop", "wrong", "exec", "exec:codex", "exec:opencode", "exec:claude"}
 	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
 	CredentialScopes     = []string{"profile", "environment"}
 	EnvironmentDrivers   = []string{"local", "sandbox"}

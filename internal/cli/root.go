@@ -68,6 +68,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newFixtureCmd(a),
 		newFixtureChildCmd(a),
 		newServeCmd(a),
+		newAgentCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentproof/agentproof/agent/reference"
+	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// BuiltinConfigSchema tags a BuiltinConfig.
+const BuiltinConfigSchema = "agentproof.builtin-agent-config/v1"
+
+// MaxBuiltinConfigBytes bounds the JSON of a BuiltinConfig: it travels in one environment
+// variable, and Linux caps one at 128 KiB.
+const MaxBuiltinConfigBytes = 96 << 10
+
+// BuiltinConfig is what the reference and wrong agents need beyond their run: the
+// attempt's nonce and the case's reference script rendered with it. The harness puts it
+// in the agent's adapter configuration when it creates the agent for an attempt; the
+// driver passes it to the process in EnvConfig.
+type BuiltinConfig struct {
+	Schema    string                   `json:"schema"`
+	Nonce     string                   `json:"nonce"`
+	Reference *catalog.ReferenceScript `json:"reference"`
+}
+
+// ParseBuiltinConfig decodes and checks a BuiltinConfig (untrusted input: it comes from
+// an agent's adapter configuration). Unknown fields, a wrong schema tag, a nonce that
+// does not match catalog.NoncePattern, a missing or empty script, an unknown trigger, a
+// step that is not exactly one command or one edit, and a document larger than
+// MaxBuiltinConfigBytes are errors, all reported together.
+func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
+	if len(b) > MaxBuiltinConfigBytes {
+		return nil, fmt.Errorf("agent: built-in agent configuration is %d bytes; the limit is %d", len(b), MaxBuiltinConfigBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c BuiltinConfig
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("agent: built-in agent configuration: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("agent: built-in agent configuration: trailing data after the JSON object")
+	}
+	var p []string
+	if c.Schema != BuiltinConfigSchema {
+		p = append(p, fmt.Sprintf("schema %q is not %s", c.Schema, BuiltinConfigSchema))
+	}
+	if !catalog.NoncePattern.MatchString(c.Nonce) {
+		p = append(p, fmt.Sprintf("nonce %q does not match %s", c.Nonce, catalog.NoncePattern))
+	}
+	if c.Reference == nil || len(c.Reference.Turns) == 0 {
+		p = append(p, "reference script with at least one turn is required")
+	} else {
+		for ti, t := range c.Reference.Turns {
+			if t == nil {
+				p = append(p, fmt.Sprintf("turns[%d] is empty", ti))
+				continue
+			}
+			if !slices.Contains(catalog.TurnTriggers, t.Trigger) {
+				p = append(p, fmt.Sprintf("turns[%d] trigger %q is not one of %s", ti, t.Trigger, strings.Join(catalog.TurnTriggers, ", ")))
+			}
+			for si, st := range t.Steps {
+				if st == nil || (st.Command == "") == (st.Edit == nil) {
+					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command or one edit", ti, si))
+				}
+			}
+		}
+	}
+	if len(p) > 0 {
+		return nil, fmt.Errorf("agent: built-in agent configuration: %s", strings.Join(p, "; "))
+	}
+	return &c, nil
+}
+
+// builtinDriver runs `agentproof agent <reference|wrong|nop>`.
+type builtinDriver struct {
+	name   string
+	bounds bounds
+}
+
+func (d builtinDriver) Name() string { return d.name }
+
+// Launch builds the spec of a built-in agent. nop gets only the base environment (it
+// needs nothing and touches nothing); reference and wrong get the run's identity, token,
+// resolved secrets and, in EnvConfig, the BuiltinConfig from env.AdapterConfig, which
+// must parse (ParseBuiltinConfig).
+func (d builtinDriver) Launch(_ controlplane.RunContext, env RunEnv) (worker.Spec, error) {
+	if err := requireExecutable(env); err != nil {
+		return worker.Spec{}, err
+	}
+	spec := worker.Spec{
+		Path:           env.Executable,
+		Args:           []string{"agentproof", "agent", d.name},
+		Dir:            env.Workspace,
+		Timeout:        d.bounds.timeout,
+		MaxOutputBytes: d.bounds.maxOutput,
+	}
+	if d.name == "nop" {
+		if err := requireRun(env, false); err != nil {
+			return worker.Spec{}, err
+		}
+		spec.Env = []string{"LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}
+		return spec, nil
+	}
+	if err := requireRun(env, true); err != nil {
+		return worker.Spec{}, err
+	}
+	if _, err := ParseBuiltinConfig(env.AdapterConfig); err != nil {
+		return worker.Spec{}, err
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, env.AdapterConfig); err != nil {
+		return worker.Spec{}, fmt.Errorf("agent: built-in agent configuration: %w", err)
+	}
+	e, err := apiEnv(env, EnvConfig+"="+compact.String())
+	if err != nil {
+		return worker.Spec{}, err
+	}
+	spec.Env = e
+	return spec, nil
+}
+
+// Report: a built-in agent completes its own run; one it left open failed.
+func (d builtinDriver) Report(o worker.Outcome) Report {
+	return Report{Summary: Summarize(o), RunStatus: "failed", Transcript: transcript(o)}
+}
+
+func requireExecutable(env RunEnv) error {
+	if !filepath.IsAbs(env.Executable) {
+		return fmt.Errorf("agent: cannot launch: the agentproof executable %q must be an absolute path", env.Executable)
+	}
+	return nil
+}
+
+// RunBuiltin is the body of `agentproof agent <name>`: it reads the run from environ (the
+// process's own environment, passed explicitly), connects with dial and carries out the
+// run. nop returns at once without reading or touching anything. reference and wrong
+// need EnvAPIURL, EnvRunToken, EnvRunID, EnvWorkspace, EnvStateDir and EnvConfig; wrong
+// runs reference.WrongScript of the configured script. Errors: a missing variable or an
+// invalid configuration (*UsageError), a dial error, or the reference agent's error.
+func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer) (reference.Outcome, error) {
+	switch name {
+	case "nop":
+		return reference.Outcome{}, nil
+	case "reference", "wrong":
+	default:
+		return reference.Outcome{}, &UsageError{Problems: []string{fmt.Sprintf("unknown built-in agent %q (reference, wrong or nop)", name)}}
+	}
+	vars := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	var missing []string
+	for _, k := range []string{EnvAPIURL, EnvRunToken, EnvRunID, EnvWorkspace, EnvStateDir, EnvConfig} {
+		if vars[k] == "" {
+			missing = append(missing, k+" is not set")
+		}
+	}
+	if len(missing) > 0 {
+		return reference.Outcome{}, &UsageError{Problems: missing}
+	}
+	cfg, err := ParseBuiltinConfig([]byte(vars[EnvConfig]))
+	if err != nil {
+		return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
+	}
+	script := cfg.Reference
+	if name == "wrong" {
+		if script, err = reference.WrongScript(script, cfg.Nonce); err != nil {
+			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
+		}
+	}
+	port, err := dial(ctx, vars[EnvAPIURL], vars[EnvRunToken])
+	if err != nil {
+		return reference.Outcome{}, fmt.Errorf("agent: connecting to %s: %w", vars[EnvAPIURL], err)
+	}
+	return reference.Execute(ctx, port, vars[EnvRunID], reference.Config{Script: script, Workspace: vars[EnvWorkspace], StateDir: vars[EnvStateDir]})
+}
+
+// UsageError reports a built-in agent started without what it needs (exit code 2).
+type UsageError struct {
+	Problems []string
+}
+
+// Error renders "agent: <problems; …>".
+func (e *UsageError) Error() string { return "agent: " + strings.Join(e.Problems, "; ") }

@@ -1,0 +1,335 @@
+// Package agent owns the agent drivers (DESIGN.md "Agents"; issue 8): a Driver turns a
+// profile's driver configuration, a run's context and what the runner knows about the
+// run (RunEnv) into a worker.Spec — an absolute program path, the complete argv, the
+// complete environment, the working directory, a timeout and an output budget — for
+// worker.Supervise, and after the exit turns the worker.Outcome into a Report: the
+// termination summary, the run status to record when the agent left its run open,
+// usage (none of this package's drivers report any) and transcript evidence.
+//
+// Drivers: fixture:<pass|fail|hang|noisy> (the seed 003 fixture programs), reference,
+// wrong and nop (the built-in agents, `agentproof agent <name>`, see RunBuiltin and
+// package reference) and exec (bring your own agent: a command and arguments from the
+// profile). No driver inherits the parent's environment or uses a shell.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// Environment variables the runner gives an agent process (built-in and exec agents;
+// fixture programs get exactly worker.ChildEnvironment()).
+const (
+	// EnvAPIURL is the base URL of the control plane's agent API.
+	EnvAPIURL = "AGENTPROOF_API_URL"
+	// EnvRunToken is the run token that authenticates the agent for its run.
+	EnvRunToken = "AGENTPROOF_RUN_TOKEN"
+	// EnvRunID is the id of the run the process carries out.
+	EnvRunID = "AGENTPROOF_RUN_ID"
+	// EnvWorkspace is the absolute workspace directory (also the working directory).
+	EnvWorkspace = "AGENTPROOF_WORKSPACE"
+	// EnvStateDir is the agent's private directory that outlives its runs (also HOME).
+	EnvStateDir = "AGENTPROOF_AGENT_STATE_DIR"
+	// EnvConfig holds a built-in agent's configuration as JSON (BuiltinConfig).
+	EnvConfig = "AGENTPROOF_AGENT_CONFIG"
+)
+
+// Defaults of a driver configuration that sets no bound.
+const (
+	// DefaultTimeout bounds one agent process (one run) when driverConfig has no timeoutMs.
+	DefaultTimeout = 10 * time.Minute
+	// DefaultMaxOutputBytes bounds one process's stdout+stderr (bytes) when driverConfig
+	// has no maxOutputBytes.
+	DefaultMaxOutputBytes = 1 << 20
+	// DefaultFixtureTimeout bounds a fixture program whose driverConfig has no timeoutMs
+	// (a fixture's lifetime must stay within worker.MaxChildLifetimeMS).
+	DefaultFixtureTimeout = time.Minute
+)
+
+// RunEnv is what the runner knows about one run when it launches the agent:
+//
+//   - Executable: absolute path of the agentproof binary (os.Executable()); the fixture
+//     and built-in drivers run it.
+//   - Workspace: absolute path of the run's workspace (the process's working directory).
+//   - APIURL, RunID, RunToken: how the agent reaches the agent API for this run. The
+//     token is placed only in the environment, never in argv.
+//   - StateDir: absolute path of the agent's private directory that outlives its runs
+//     (its HOME; the reference agent keeps its session there).
+//   - Secrets: resolved secret environment, variable name → value. Values exist only
+//     here and in the child's environment; they are never logged.
+//   - AdapterConfig: the agent's adapter configuration as the harness created it; the
+//     reference and wrong agents read a BuiltinConfig from it.
+type RunEnv struct {
+	Executable    string
+	Workspace     string
+	APIURL        string
+	RunID         string
+	RunToken      string
+	StateDir      string
+	Secrets       map[string]string
+	AdapterConfig json.RawMessage
+}
+
+// Driver launches one kind of agent. Implementations are immutable and safe for
+// concurrent use.
+type Driver interface {
+	// Name is the profile's driver, for example "fixture:hang" or "exec".
+	Name() string
+	// Launch returns the process spec of one run. It fails (without side effects) when
+	// env lacks what the driver needs, a template does not render, or a secret name is
+	// not a valid environment variable name or collides with a runner variable.
+	Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec, error)
+	// Report describes a finished process (see Report).
+	Report(o worker.Outcome) Report
+}
+
+// Report is what a driver makes of a finished agent process:
+//
+//   - Summary: the termination summary (how the process ended), one line.
+//   - RunStatus: how the runner completes the run when the process left it open:
+//     "succeeded" only for a fixture program that exited 0 in time (fixtures never
+//     talk to the API: their exit is the whole story), otherwise "failed".
+//   - Usage: the usage the agent reported, as JSON for billing.ExtractLLM; nil when it
+//     reported none (read as unavailable, never as zero cost). No driver of this package
+//     reports usage.
+//   - Transcript: evidence to store — the kept stdout and stderr.
+type Report struct {
+	Summary    string
+	RunStatus  string
+	Usage      json.RawMessage
+	Transcript []Evidence
+}
+
+// Evidence is one piece of transcript evidence: a file name, a media type and the bytes.
+type Evidence struct {
+	Name      string
+	MediaType string
+	Body      []byte
+}
+
+// ConfigError lists every problem of a driver name or configuration.
+type ConfigError struct {
+	Driver   string
+	Problems []string
+}
+
+// Error renders "agent: driver <name>: <problems; …>".
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("agent: driver %s: %s", e.Driver, strings.Join(e.Problems, "; "))
+}
+
+// New returns the driver named driver (a catalog profile's driver) configured by config
+// (the profile's driverConfig; nil for none). Keys every driver reads: timeoutMs (> 0,
+// ms) and maxOutputBytes (> 0, ≤ worker.MaxOutputBytes). wrong also reads strategy
+// ("wrong_nonce", the default); exec reads command (absolute path), args (templates, see
+// ExecVars) and env (secret references, resolved by the server into RunEnv.Secrets).
+// Unknown keys, wrong types and unknown drivers are a *ConfigError listing every problem.
+func New(driver string, config map[string]any) (Driver, error) {
+	ce := &ConfigError{Driver: driver}
+	var d Driver
+	switch {
+	case strings.HasPrefix(driver, "fixture:"):
+		name := strings.TrimPrefix(driver, "fixture:")
+		if !worker.IsFixture(name) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("unknown fixture %q (one of %s)", name, strings.Join(worker.Fixtures(), ", ")))
+			return nil, ce
+		}
+		b := parseBounds(config, ce, nil)
+		if _, set := config["timeoutMs"]; !set {
+			b.timeout = DefaultFixtureTimeout
+		}
+		if b.timeout > time.Duration(worker.MaxTimeoutMS)*time.Millisecond {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("timeoutMs must be at most %d for a fixture program", worker.MaxTimeoutMS))
+		}
+		d = fixtureDriver{fixture: name, bounds: b}
+	case driver == "reference" || driver == "nop":
+		d = builtinDriver{name: driver, bounds: parseBounds(config, ce, nil)}
+	case driver == "wrong":
+		b := parseBounds(config, ce, []string{"strategy"})
+		if s, ok := config["strategy"]; ok && s != "wrong_nonce" {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("strategy %v is not wrong_nonce", s))
+		}
+		d = builtinDriver{name: driver, bounds: b}
+	case driver == "exec":
+		d = newExec(config, ce)
+	case strings.HasPrefix(driver, "exec:"):
+		ce.Problems = append(ce.Problems, "the real-CLI drivers (exec:codex, exec:opencode, exec:claude) are not built yet; use exec with a command")
+	default:
+		ce.Problems = append(ce.Problems, "unknown driver (one of fixture:pass, fixture:fail, fixture:hang, fixture:noisy, reference, nop, wrong, exec)")
+	}
+	if len(ce.Problems) > 0 {
+		return nil, ce
+	}
+	return d, nil
+}
+
+// bounds are a driver's process bounds.
+type bounds struct {
+	timeout   time.Duration
+	maxOutput int64
+}
+
+// parseBounds reads timeoutMs and maxOutputBytes from config and reports unknown keys
+// (those not in extra).
+func parseBounds(config map[string]any, ce *ConfigError, extra []string) bounds {
+	b := bounds{timeout: DefaultTimeout, maxOutput: DefaultMaxOutputBytes}
+	for _, k := range slices.Sorted(maps.Keys(config)) {
+		v := config[k]
+		switch k {
+		case "timeoutMs":
+			if n, ok := positiveInt(v); ok {
+				b.timeout = time.Duration(n) * time.Millisecond
+			} else {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("timeoutMs %v must be a positive whole number of milliseconds", v))
+			}
+		case "maxOutputBytes":
+			if n, ok := positiveInt(v); ok && n <= worker.MaxOutputBytes {
+				b.maxOutput = n
+			} else {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("maxOutputBytes %v must be a whole number of bytes in 1..%d", v, worker.MaxOutputBytes))
+			}
+		default:
+			if !slices.Contains(extra, k) {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("unknown driverConfig key %q", k))
+			}
+		}
+	}
+	return b
+}
+
+// positiveInt accepts the number shapes YAML and JSON decoding produce.
+func positiveInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), n > 0
+	case int64:
+		return n, n > 0
+	case uint64:
+		return int64(n), n > 0 && n < 1<<62
+	case float64:
+		return int64(n), n > 0 && n == float64(int64(n)) && n < 1<<62
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil && i > 0
+	}
+	return 0, false
+}
+
+// envNameRE is the grammar of an environment variable name a secret may take.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// baseEnv is the environment every built-in and exec agent starts from: a fixed PATH,
+// locale and time zone, HOME = the agent's state directory.
+func baseEnv(env RunEnv) []string {
+	return []string{"HOME=" + env.StateDir, "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}
+}
+
+// apiEnv is baseEnv plus the run's identity, token and resolved secrets, sorted by name.
+// Secret names must be valid and must not shadow a runner variable.
+func apiEnv(env RunEnv, extra ...string) ([]string, error) {
+	out := append(baseEnv(env),
+		EnvAPIURL+"="+env.APIURL, EnvRunToken+"="+env.RunToken, EnvRunID+"="+env.RunID,
+		EnvWorkspace+"="+env.Workspace, EnvStateDir+"="+env.StateDir)
+	out = append(out, extra...)
+	taken := map[string]bool{}
+	for _, kv := range out {
+		k, _, _ := strings.Cut(kv, "=")
+		taken[k] = true
+	}
+	var bad []string
+	for _, name := range slices.Sorted(maps.Keys(env.Secrets)) {
+		switch {
+		case !envNameRE.MatchString(name):
+			bad = append(bad, fmt.Sprintf("secret name %q is not an environment variable name", name))
+		case taken[name] || strings.HasPrefix(name, "AGENTPROOF_"):
+			bad = append(bad, fmt.Sprintf("secret name %q collides with a variable the runner sets", name))
+		default:
+			out = append(out, name+"="+env.Secrets[name])
+		}
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("agent: %s", strings.Join(bad, "; "))
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// requireRun checks the RunEnv fields every launch needs, and those named in api.
+func requireRun(env RunEnv, api bool) error {
+	var p []string
+	abs := func(name, v string) {
+		if !strings.HasPrefix(v, "/") {
+			p = append(p, fmt.Sprintf("%s %q must be an absolute path", name, v))
+		}
+	}
+	abs("workspace", env.Workspace)
+	if api {
+		abs("state directory", env.StateDir)
+		if env.APIURL == "" || env.RunID == "" || env.RunToken == "" {
+			p = append(p, "the API URL, run id and run token are required")
+		}
+	}
+	if len(p) > 0 {
+		return fmt.Errorf("agent: cannot launch: %s", strings.Join(p, "; "))
+	}
+	return nil
+}
+
+// Summarize is the termination summary of a process outcome, for example "exited with
+// code 0 after 1.2s" or "timed out after 2s; sent SIGTERM, SIGKILL; killed by SIGKILL".
+func Summarize(o worker.Outcome) string {
+	if !o.Started {
+		switch {
+		case o.SpawnError != nil:
+			return "not started: " + o.SpawnError.Error()
+		case o.Aborted:
+			return "not started: aborted before the spawn"
+		}
+		return "not started"
+	}
+	var parts []string
+	switch {
+	case o.TimedOut:
+		parts = append(parts, "timed out after "+o.Duration.Round(time.Millisecond).String())
+	case o.OutputExceeded:
+		parts = append(parts, fmt.Sprintf("output exceeded its budget (%d bytes received)", o.OutputBytes))
+	case o.Aborted:
+		parts = append(parts, "stopped by the runner")
+	}
+	if len(o.SignalsSent) > 0 {
+		parts = append(parts, "sent "+strings.Join(o.SignalsSent, ", "))
+	}
+	switch {
+	case o.ExitCode != nil:
+		parts = append(parts, fmt.Sprintf("exited with code %d after %s", *o.ExitCode, o.Duration.Round(time.Millisecond)))
+	case o.Signal != "":
+		parts = append(parts, "killed by "+o.Signal)
+	case !o.Exited:
+		parts = append(parts, "exit not confirmed")
+	}
+	if o.CollectorError != "" {
+		parts = append(parts, "collector: "+o.CollectorError)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// transcript is the kept output of a process as evidence.
+func transcript(o worker.Outcome) []Evidence {
+	return []Evidence{
+		{Name: "stdout.log", MediaType: "text/plain", Body: o.Output.Stdout()},
+		{Name: "stderr.log", MediaType: "text/plain", Body: o.Output.Stderr()},
+	}
+}
+
+// Dialer connects a built-in agent to the agent API at apiURL with the run token (the
+// HTTP client of package client); tests pass one that returns a controlplane.Memory.
+type Dialer func(ctx context.Context, apiURL, runToken string) (controlplane.Port, error)

@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// ExecVars are the placeholders an exec agent's args may use ({{name}}, see
+// catalog.Template): workspace, apiUrl, runId, stateDir and taskId. The run token and
+// secrets are deliberately not among them: they reach the agent only through its
+// environment (EnvRunToken and the secret names).
+var ExecVars = []string{"apiUrl", "runId", "stateDir", "taskId", "workspace"}
+
+// execDriver runs a command declared in the profile (bring your own agent): never a
+// shell, the argv exactly as templated, the environment exactly apiEnv.
+type execDriver struct {
+	command string
+	args    []catalog.Template
+	envRefs []string // names the profile binds to secret references
+	bounds  bounds
+}
+
+func newExec(config map[string]any, ce *ConfigError) Driver {
+	d := execDriver{}
+	d.bounds = parseBounds(config, ce, []string{"command", "args", "env"})
+	cmd, ok := config["command"].(string)
+	switch {
+	case !ok || cmd == "":
+		ce.Problems = append(ce.Problems, "command (an absolute path) is required")
+	case !filepath.IsAbs(cmd) || strings.ContainsRune(cmd, 0):
+		ce.Problems = append(ce.Problems, fmt.Sprintf("command %q must be an absolute path (no PATH lookup, no shell)", cmd))
+	default:
+		d.command = cmd
+	}
+	if raw, present := config["args"]; present {
+		list, ok := raw.([]any)
+		if !ok {
+			ce.Problems = append(ce.Problems, "args must be a list of strings")
+		}
+		for i, a := range list {
+			s, ok := a.(string)
+			if !ok {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("args[%d] must be a string", i))
+				continue
+			}
+			t, err := catalog.ParseTemplate(s)
+			if err != nil {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("args[%d]: %v", i, err))
+				continue
+			}
+			for _, v := range t.Vars() {
+				if !slices.Contains(ExecVars, v) {
+					ce.Problems = append(ce.Problems, fmt.Sprintf("args[%d] uses {{%s}}; args may use only %s (the run token and secrets go only into the environment)", i, v, strings.Join(ExecVars, ", ")))
+				}
+			}
+			d.args = append(d.args, t)
+		}
+	}
+	if raw, present := config["env"]; present {
+		m, ok := raw.(map[string]any)
+		if !ok {
+			ce.Problems = append(ce.Problems, "env must map variable names to secret references")
+		}
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if !envNameRE.MatchString(name) {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("env name %q is not an environment variable name", name))
+				continue
+			}
+			d.envRefs = append(d.envRefs, name)
+		}
+	}
+	return d
+}
+
+func (d execDriver) Name() string { return "exec" }
+
+// Launch renders the args with the run's values (ExecVars) and builds the spec: Path is
+// the command itself, argv[0] the command, the environment apiEnv (base, run identity,
+// run token, resolved secrets). Every name the profile's env binds must have a resolved
+// secret in env.Secrets.
+func (d execDriver) Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec, error) {
+	if err := requireRun(env, true); err != nil {
+		return worker.Spec{}, err
+	}
+	var missing []string
+	for _, name := range d.envRefs {
+		if _, ok := env.Secrets[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return worker.Spec{}, fmt.Errorf("agent: exec: secrets %s are not resolved", strings.Join(missing, ", "))
+	}
+	vars := map[string]string{
+		"apiUrl": env.APIURL, "runId": env.RunID, "stateDir": env.StateDir,
+		"taskId": rc.ActiveTask.ID, "workspace": env.Workspace,
+	}
+	args := []string{d.command}
+	for i, t := range d.args {
+		s, err := t.Render(vars)
+		if err != nil {
+			return worker.Spec{}, fmt.Errorf("agent: exec: args[%d]: %w", i, err)
+		}
+		args = append(args, s)
+	}
+	e, err := apiEnv(env)
+	if err != nil {
+		return worker.Spec{}, err
+	}
+	return worker.Spec{Path: d.command, Args: args, Env: e, Dir: env.Workspace, Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput}, nil
+}
+
+// Report: an exec agent completes its own run; one it left open failed.
+func (d execDriver) Report(o worker.Outcome) Report {
+	return Report{Summary: Summarize(o), RunStatus: "failed", Transcript: transcript(o)}
+}

@@ -1,0 +1,94 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentproof/agentproof/worker"
+)
+
+// parentOnly is set in the test process only; no child may see it.
+const parentOnly = "AGENTPROOF_TEST_PARENT_ONLY"
+
+// The test binary doubles as the programs the drivers launch, so every launch test runs
+// a real child process:
+//
+//	<test binary> fixture-child <fixture> <lifetime-ms>   the real fixture program
+//	<test binary> report                                  prints {args, env, cwd} as JSON, exits 0
+//	<test binary> hostile-leader <file>                   ignores SIGTERM, starts a grandchild in
+//	                                                      its process group, sleeps forever
+//	<test binary> hostile-grandchild <file>               appends "tick" to file and stdout forever
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "fixture-child":
+			os.Exit(worker.RunChild(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, os.Environ()))
+		case "report":
+			os.Exit(report())
+		case "hostile-leader":
+			os.Exit(hostileLeader(os.Args[2]))
+		case "hostile-grandchild":
+			hostileGrandchild(os.Args[2])
+		}
+	}
+	if err := os.Setenv(parentOnly, "leak"); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+// childReport is what the report program prints.
+type childReport struct {
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	Cwd  string   `json:"cwd"`
+}
+
+func report() int {
+	cwd, _ := os.Getwd()
+	b, _ := json.Marshal(childReport{Args: os.Args, Env: os.Environ(), Cwd: cwd})
+	fmt.Println(string(b))
+	return 0
+}
+
+func hostileLeader(file string) int {
+	signal.Ignore(syscall.SIGTERM)
+	self, err := os.Executable()
+	if err != nil {
+		return 3
+	}
+	gc := &exec.Cmd{Path: self, Args: []string{self, "hostile-grandchild", file}, Env: os.Environ(), Stdout: os.Stdout, Stderr: os.Stderr}
+	if err := gc.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "hostile-leader:", err)
+		return 3
+	}
+	// Report only once the grandchild is writing, so the test knows it ran.
+	for {
+		if fi, err := os.Stat(file); err == nil && fi.Size() > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	fmt.Printf("grandchild pid=%d\n", gc.Process.Pid)
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+func hostileGrandchild(file string) {
+	signal.Ignore(syscall.SIGTERM, syscall.SIGPIPE)
+	for {
+		if f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+			_, _ = f.WriteString("tick\n")
+			_ = f.Close()
+		}
+		fmt.Println("tick")
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,427 @@
+package reference_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentproof/agentproof/agent/reference"
+	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/match"
+)
+
+// The tests in this file play every default-catalog case end to end in process: the
+// control plane is controlplane.Memory, the "runner" opens a run per wake and lets the
+// agent carry it out, the "harness" plays the human between runs. controlplane.Memory
+// has no board operations (the server adds them), and its resolve_human_input command
+// needs a run that owns the task — which the board never has — so the harness edits the
+// state the way the board API will: resolve the interaction (and schedule the
+// interaction_resolved wake its continuation policy asks for), or post a comment (and
+// schedule an issue_commented wake), through Snapshot and Restore.
+
+const (
+	companyID = "company-1"
+	agentID   = "agent-1"
+	boardID   = "board-1"
+	taskID    = "task-1"
+	boardAt   = "2026-08-09T12:00:00.000Z"
+)
+
+// world is one attempt: the control plane, the agent's workspace and state directory.
+type world struct {
+	t         *testing.T
+	m         *controlplane.Memory
+	workspace string
+	stateDir  string
+	runs      int
+	consumed  map[string]bool // wake ids already delivered
+	boardSeq  int
+}
+
+func newWorld(t *testing.T, r *catalog.RenderedCase, workMode string) *world {
+	t.Helper()
+	prompt := r.Prompt
+	m, err := controlplane.NewMemory(controlplane.Seed{
+		Company: &controlplane.Company{ID: companyID, IssuePrefix: "APF"},
+		Actors: []*controlplane.Actor{
+			{ID: agentID, CompanyID: companyID, Name: "Runner E2E reference", Role: "qa", Status: "active", BudgetID: "budget-agent", CapabilityGrants: []string{}},
+			{ID: boardID, CompanyID: companyID, Name: "Board", Role: "board", Status: "active", BudgetID: "budget-board", CapabilityGrants: []string{}},
+		},
+		Tasks: []*controlplane.Task{{ID: taskID, CompanyID: companyID, Identifier: "APF-1", Title: r.Title, Description: &prompt,
+			Status: "todo", Priority: "medium", WorkMode: workMode, AssigneeActorID: ptr(agentID)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return &world{t: t, m: m, workspace: t.TempDir(), stateDir: t.TempDir(), consumed: map[string]bool{}}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// agentFunc carries out one run (nil: the process did nothing, like nop).
+type agentFunc func(ctx context.Context, port controlplane.Port, runID string) error
+
+// run opens the next run with wake, lets agent carry it out and, like the runner,
+// completes the run as failed when the agent left it open.
+func (w *world) run(ctx context.Context, wake controlplane.Wake, agent agentFunc) string {
+	w.t.Helper()
+	w.runs++
+	runID := fmt.Sprintf("run-%d", w.runs)
+	st := w.state()
+	resume := st.Tasks[0].Status == "done" || st.Tasks[0].Status == "cancelled"
+	if _, err := w.m.OpenFixtureRun(ctx, controlplane.OpenInput{
+		Identity:    controlplane.Identity{RunID: runID, SessionID: "session-" + runID, CompanyID: companyID, IssueID: taskID, AgentID: agentID},
+		BackendKind: "runner", SourceInstanceID: "agentproof-runner", Wake: &wake, Resume: resume,
+	}); err != nil {
+		w.t.Fatalf("opening %s with wake %s: %v", runID, wake.Reason, err)
+	}
+	if agent != nil {
+		if err := agent(ctx, w.m, runID); err != nil {
+			w.t.Logf("agent error in %s: %v", runID, err)
+		}
+	}
+	if r := w.runByID(runID); r.Status == "running" {
+		ev, _ := json.Marshal(controlplane.NativeEvent{EventID: runID + ":completed", RunID: runID, Sequence: 1, Type: "run.completed"})
+		if _, err := w.m.AppendEvent(ctx, ev); err != nil {
+			w.t.Fatal(err)
+		}
+		in, _ := json.Marshal(controlplane.NativeRunResult{RunID: runID, Status: "failed", Summary: "the agent process exited without completing the run"})
+		if err := w.m.CompleteRun(ctx, in); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	return runID
+}
+
+func (w *world) state() controlplane.State {
+	w.t.Helper()
+	st, err := w.m.Snapshot(context.Background())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return st
+}
+
+func (w *world) runByID(id string) *controlplane.Run {
+	for _, r := range w.state().Runs {
+		if r.ID == id {
+			return r
+		}
+	}
+	w.t.Fatalf("run %s not found", id)
+	return nil
+}
+
+// nextWake returns the oldest undelivered scheduled wake of the agent on the task
+// (false when none) and marks it delivered.
+func (w *world) nextWake() (controlplane.Wake, bool) {
+	for _, sw := range w.state().Wakes {
+		if sw.ActorID == agentID && sw.TaskID == taskID && sw.Status == "scheduled" && !w.consumed[sw.ID] {
+			w.consumed[sw.ID] = true
+			return controlplane.Wake{Reason: sw.Reason, Payload: sw.Payload}, true
+		}
+	}
+	return controlplane.Wake{}, false
+}
+
+// edit changes the state like a board operation would and restores the control plane
+// from it (the agent is not running meanwhile).
+func (w *world) edit(f func(st *controlplane.State)) {
+	w.t.Helper()
+	st := w.state()
+	f(&st)
+	b, err := json.Marshal(st)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if w.m, err = controlplane.Restore(b); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// restart serializes and restores the control plane, like a server restart.
+func (w *world) restart() {
+	w.t.Helper()
+	b, err := w.m.Serialize(context.Background())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if w.m, err = controlplane.Restore(b); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) scheduleWake(st *controlplane.State, reason string, payload any) {
+	w.boardSeq++
+	p, _ := json.Marshal(payload)
+	st.Wakes = append(st.Wakes, &controlplane.ScheduledWake{ID: fmt.Sprintf("board-wake-%d", w.boardSeq), ActorID: agentID, TaskID: taskID,
+		Reason: reason, Payload: p, DueAt: boardAt, Status: "scheduled", CreatedAt: boardAt})
+}
+
+// pending returns the task's pending interaction of the given kind, or nil.
+func (w *world) pending(kind string) *controlplane.Interaction {
+	for _, in := range w.state().Interactions {
+		if in.TaskID == taskID && in.Status == "pending" && in.Kind == kind {
+			return in
+		}
+	}
+	return nil
+}
+
+// resolve resolves a pending interaction as the board and schedules the wake its
+// continuation policy asks for (the rules of resolve_human_input, spec §3.5).
+func (w *world) resolve(id, outcome string, result any) {
+	w.edit(func(st *controlplane.State) {
+		for _, in := range st.Interactions {
+			if in.ID != id {
+				continue
+			}
+			r, _ := json.Marshal(result)
+			in.Status, in.Result, in.ResolvedAt = outcome, r, ptr(boardAt)
+			if in.ContinuationPolicy == "wake_assignee" || (in.ContinuationPolicy == "wake_assignee_on_accept" && outcome == "accepted") {
+				w.scheduleWake(st, "interaction_resolved", map[string]string{"interactionId": id, "outcome": outcome})
+			}
+		}
+	})
+}
+
+// comment posts a board comment on the task and schedules the issue_commented wake.
+func (w *world) comment(body string) {
+	w.edit(func(st *controlplane.State) {
+		w.boardSeq++
+		id := fmt.Sprintf("board-comment-%d", w.boardSeq)
+		st.Comments = append(st.Comments, &controlplane.Comment{ID: id, TaskID: taskID, AuthorActorID: ptr(boardID), Body: body, CreatedAt: boardAt})
+		w.scheduleWake(st, "issue_commented", map[string]string{"commentId": id})
+	})
+}
+
+// play runs a case's flow: the first run is woken by the assignment; between runs the
+// harness acts as the flow prescribes, and stops as soon as the state it waits for is
+// not there (a real harness would time out waiting for it).
+func (w *world) play(ctx context.Context, c *catalog.Case, r *catalog.RenderedCase, agent agentFunc) {
+	w.t.Helper()
+	wake := controlplane.Wake{Reason: "issue_assigned", Payload: json.RawMessage(`{}`)}
+	for {
+		w.run(ctx, wake, agent)
+		if w.runs >= c.ExpectedRunCount {
+			return
+		}
+		switch c.Flow {
+		case "question_resume_completion":
+			q := w.pending("questions")
+			if q == nil {
+				return
+			}
+			if c.RestartServerBeforeAnswer {
+				w.restart()
+			}
+			w.resolve(q.ID, "answered", map[string]any{"answers": []any{map[string]any{"questionId": "colour", "optionLabel": r.QuestionAnswer.OptionLabel}}})
+		case "plan_revision_acceptance":
+			q := w.pending("confirmation")
+			if q == nil {
+				return
+			}
+			if w.runs == 1 {
+				w.resolve(q.ID, "rejected", map[string]any{"note": r.RevisionRequest})
+			} else {
+				w.resolve(q.ID, "accepted", map[string]any{})
+			}
+		case "warm_three_turn":
+			if w.state().Tasks[0].Status != "in_review" {
+				return // the turn was not submitted for review
+			}
+			w.comment(r.Followups[w.runs-1])
+		default:
+			return
+		}
+		var ok bool
+		if wake, ok = w.nextWake(); !ok {
+			return
+		}
+	}
+}
+
+// observe builds the matchers' observation from the final state and workspace (spec
+// runner-e2e-harness §5 "Message source").
+func (w *world) observe(cell *catalog.Cell) *match.Observation {
+	w.t.Helper()
+	st := w.state()
+	bodies := map[string]string{}
+	for _, c := range st.Comments {
+		bodies[c.ID] = c.Body
+	}
+	obs := &match.Observation{HasMessage: true, RuntimeMode: cell.Profile.Generation, Environment: cell.Environment.ID,
+		HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
+	for _, run := range st.Runs {
+		if run.TaskID != taskID || run.ActorID != agentID {
+			continue
+		}
+		obs.RunStatus = run.Status
+		var res struct {
+			Result struct {
+				PresentationDecision struct {
+					CommentID *string `json:"commentId"`
+				} `json:"presentationDecision"`
+			} `json:"result"`
+		}
+		_ = json.Unmarshal(run.Result, &res)
+		if id := res.Result.PresentationDecision.CommentID; id != nil {
+			obs.Turns = append(obs.Turns, bodies[*id])
+			continue
+		}
+		var msgs []string
+		for _, a := range st.Audit {
+			if a.RunID == nil || *a.RunID != run.ID || a.Action != "semantic_command.applied" {
+				continue
+			}
+			var d struct {
+				EntityRefs []string `json:"entityRefs"`
+			}
+			_ = json.Unmarshal(a.Details, &d)
+			for _, ref := range d.EntityRefs {
+				if id, ok := strings.CutPrefix(ref, "comment:"); ok {
+					msgs = append(msgs, bodies[id])
+				}
+			}
+		}
+		obs.Turns = append(obs.Turns, strings.Join(msgs, "\n"))
+	}
+	obs.Message = strings.Join(obs.Turns, "\n")
+	obs.IssueStatus = st.Tasks[0].Status
+	err := filepath.WalkDir(w.workspace, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(w.workspace, p)
+		obs.Files[filepath.ToSlash(rel)] = b
+		return nil
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return obs
+}
+
+// agentFor returns the in-process agent of a built-in driver for one attempt.
+func agentFor(t *testing.T, driver string, r *catalog.RenderedCase, w *world) agentFunc {
+	t.Helper()
+	script := r.Reference
+	switch driver {
+	case "nop":
+		return nil
+	case "wrong":
+		var err error
+		if script, err = reference.WrongScript(r.Reference, r.Nonce); err != nil {
+			t.Fatal(err)
+		}
+	case "reference":
+	default:
+		t.Fatalf("no in-process agent for driver %s", driver)
+	}
+	return func(ctx context.Context, port controlplane.Port, runID string) error {
+		_, err := reference.Execute(ctx, port, runID, reference.Config{Script: script, Workspace: w.workspace, StateDir: w.stateDir})
+		return err
+	}
+}
+
+func failing(outcomes []match.Outcome) []string {
+	var out []string
+	for _, o := range outcomes {
+		if !o.Passed {
+			out = append(out, o.Kind+": "+o.Detail)
+		}
+	}
+	return out
+}
+
+// TestDefaultCatalogFlows plays every built-in-agent cell of the default catalog against
+// controlplane.Memory: the reference agent must satisfy every matcher of its case in
+// exactly the expected number of successful runs, with no pending interaction and no
+// retry wake left; nop and wrong must fail at least one matcher.
+func TestDefaultCatalogFlows(t *testing.T) {
+	t.Parallel()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	n := 0
+	for _, cell := range cat.Cells {
+		key := cell.Profile.Driver + "/" + cell.Case.ID
+		if cell.Case.Reference == nil || seen[key] {
+			continue
+		}
+		seen[key] = true
+		n++
+		t.Run(key, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			r, err := cell.Render("n0nce" + strings.ReplaceAll(cell.Case.ID, "-", ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := newWorld(t, r, cell.Case.WorkMode)
+			w.play(ctx, cell.Case, r, agentFor(t, cell.Profile.Driver, r, w))
+			matchers, err := match.CompileAll(r.Matchers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := w.observe(cell)
+			fails := failing(match.Evaluate(matchers, obs))
+			if cell.Profile.Driver != "reference" {
+				if len(fails) == 0 {
+					t.Fatalf("every matcher passed for the %s agent; observation %+v", cell.Profile.Driver, obs)
+				}
+				return
+			}
+			if len(fails) > 0 {
+				t.Fatalf("failing matchers: %v\nobservation: turns %q issue %s run %s files %v", fails, obs.Turns, obs.IssueStatus, obs.RunStatus, keys(obs.Files))
+			}
+			st := w.state()
+			if len(st.Runs) != cell.Case.ExpectedRunCount {
+				t.Errorf("%d runs, want %d", len(st.Runs), cell.Case.ExpectedRunCount)
+			}
+			for _, run := range st.Runs {
+				if run.Status != "succeeded" {
+					t.Errorf("run %s is %s, want succeeded", run.ID, run.Status)
+				}
+			}
+			for _, in := range st.Interactions {
+				if in.Status == "pending" {
+					t.Errorf("interaction %s is still pending", in.ID)
+				}
+			}
+			for _, wk := range st.Wakes {
+				if !w.consumed[wk.ID] {
+					t.Errorf("wake %s (%s) was left undelivered", wk.ID, wk.Reason)
+				}
+			}
+		})
+	}
+	if n != 18 {
+		t.Errorf("played %d driver/case pairs, want the 18 of suite grader-calibration", n)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,450 @@
+package reference
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// SourceInstanceID is the PRP source instance of the events the reference agent appends.
+const SourceInstanceID = "agentproof-reference"
+
+// Config is what one run of the reference agent needs besides the port and the run id.
+//
+//   - Script: the case's rendered reference script (nonce substituted); required.
+//   - Workspace: absolute path of the run's workspace directory; edits stay inside it.
+//   - StateDir: an existing directory private to the agent that outlives its runs (its
+//     "home"); the Session lives there.
+//   - Now: the clock stamped on appended events; nil means time.Now.
+type Config struct {
+	Script    *catalog.ReferenceScript
+	Workspace string
+	StateDir  string
+	Now       func() time.Time
+}
+
+// Outcome says what one run of the agent did: Turn is the 1-based script turn carried
+// out (0 when the wake fitted no turn and the run ended without work), Disposition the
+// reported work disposition, CommentID the presentation comment ("" when none).
+type Outcome struct {
+	Turn        int
+	Disposition string
+	CommentID   string
+}
+
+// maxAttempts bounds the tries of one port call that fails with a retryable error
+// (controlplane.IsRetryable: a lost acknowledgement or transient fault); every try sends
+// the same input, so idempotency makes a retry safe.
+const maxAttempts = 4
+
+// Execute carries out one run of the reference agent (see the package doc) and returns
+// what it did. Errors: an invalid Config; any port error that is not retryable, or still
+// retryable after maxAttempts tries (wrapped, with the step that failed); a workspace edit
+// that leaves the workspace or fails; a session that cannot be read or written. On an
+// error the run is left open: the runner completes it as failed.
+func Execute(ctx context.Context, port controlplane.Port, runID string, cfg Config) (Outcome, error) {
+	if err := cfg.validate(); err != nil {
+		return Outcome{}, err
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	var rc controlplane.RunContext
+	if err := retry(ctx, func() (err error) { rc, err = port.Context(ctx, runID); return err }); err != nil {
+		return Outcome{}, fmt.Errorf("reference: reading the run context of %s: %w", runID, err)
+	}
+	taskID := rc.ActiveTask.ID
+	sess, err := LoadSession(cfg.StateDir, taskID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if sess.LastRunID == runID {
+		return Outcome{}, fmt.Errorf("reference: run %s already carried out turn %d", runID, sess.TurnsDone)
+	}
+	r := &runner{port: port, runID: runID, cfg: cfg, sess: sess, now: now}
+	k := sess.TurnsDone
+	if k >= len(cfg.Script.Turns) || !Accepts(cfg.Script.Turns[k].Trigger, rc.Wake) {
+		// Nothing of the script fits this wake: hand the task back without work.
+		summary := fmt.Sprintf("No work for wake %q: the reference script has %d turns and %d are done.", rc.Wake.Reason, len(cfg.Script.Turns), k)
+		d, err := r.complete(ctx, 0, summary, "")
+		if err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{Disposition: d}, nil
+	}
+	turn := cfg.Script.Turns[k]
+	commentID, presented, err := r.steps(ctx, k, turn)
+	if err != nil {
+		return Outcome{}, err
+	}
+	summary := presented
+	if summary == "" {
+		summary = fmt.Sprintf("Turn %d of %d carried out.", k+1, len(cfg.Script.Turns))
+	}
+	d, err := r.complete(ctx, k+1, summary, commentID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	sess.TurnsDone = k + 1
+	sess.LastRunID = runID
+	if err := SaveSession(cfg.StateDir, taskID, sess); err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Turn: k + 1, Disposition: d, CommentID: commentID}, nil
+}
+
+func (c Config) validate() error {
+	var p []string
+	if c.Script == nil || len(c.Script.Turns) == 0 {
+		p = append(p, "a reference script with at least one turn is required")
+	} else {
+		for i, t := range c.Script.Turns {
+			if t == nil {
+				p = append(p, fmt.Sprintf("turn %d is empty", i+1))
+			}
+		}
+	}
+	if !filepath.IsAbs(c.Workspace) {
+		p = append(p, fmt.Sprintf("workspace %q must be an absolute path", c.Workspace))
+	}
+	if c.StateDir == "" {
+		p = append(p, "a state directory is required")
+	}
+	if len(p) > 0 {
+		return fmt.Errorf("reference: invalid configuration: %s", strings.Join(p, "; "))
+	}
+	return nil
+}
+
+// Accepts reports whether a turn with the given trigger (catalog.TurnTriggers) is what
+// wake asks for. Wake reasons are those of spec control-plane-port §1.13 plus the
+// assignment of a task:
+//
+//   - assignment: any wake except a resolved interaction or approval (the first run of
+//     a task may be woken as manual, issue_assigned, assignment, issue_commented, resume
+//     or scheduled_retry);
+//   - revision_requested: interaction_resolved with outcome rejected, or issue_commented
+//     (a revision asked for in a comment);
+//   - interaction_answered / interaction_accepted: interaction_resolved with outcome
+//     answered / accepted;
+//   - approval_resolved: approval_resolved;
+//   - follow_up: issue_commented.
+func Accepts(trigger string, wake controlplane.Wake) bool {
+	var p struct {
+		Outcome string `json:"outcome"`
+	}
+	_ = json.Unmarshal(wake.Payload, &p)
+	switch trigger {
+	case "assignment":
+		return wake.Reason != "interaction_resolved" && wake.Reason != "approval_resolved"
+	case "revision_requested":
+		return (wake.Reason == "interaction_resolved" && p.Outcome == "rejected") || wake.Reason == "issue_commented"
+	case "interaction_answered":
+		return wake.Reason == "interaction_resolved" && p.Outcome == "answered"
+	case "interaction_accepted":
+		return wake.Reason == "interaction_resolved" && p.Outcome == "accepted"
+	case "approval_resolved":
+		return wake.Reason == "approval_resolved"
+	case "follow_up":
+		return wake.Reason == "issue_commented"
+	}
+	return false
+}
+
+// Disposition maps the task's status after a turn to the reported work disposition of
+// the run result (spec control-plane-port §2.8): done → done, blocked → blocked, and
+// anything else → needs_review, which keeps (or puts) the task in review, where the
+// human's answer, review or follow-up wakes the agent again.
+//
+// A turn that waits for a human does not report yielded: the control plane reconciles
+// yielded to todo and schedules a scheduled_retry wake (spec §2.8 step 7), which a runner
+// would deliver as an extra run before the human has answered.
+func Disposition(taskStatus string) string {
+	switch taskStatus {
+	case "done":
+		return "done"
+	case "blocked":
+		return "blocked"
+	default:
+		return "needs_review"
+	}
+}
+
+// runner carries out one run.
+type runner struct {
+	port  controlplane.Port
+	runID string
+	cfg   Config
+	sess  *Session
+	now   func() time.Time
+}
+
+// steps carries out turn k's steps and returns the presentation comment's id and body.
+func (r *runner) steps(ctx context.Context, k int, turn *catalog.ReferenceTurn) (commentID, body string, err error) {
+	for i, st := range turn.Steps {
+		where := fmt.Sprintf("turn %d step %d", k+1, i+1)
+		if st == nil {
+			return "", "", fmt.Errorf("reference: %s is empty", where)
+		}
+		if st.Edit != nil {
+			if err := EditWorkspace(r.cfg.Workspace, st.Edit); err != nil {
+				return "", "", fmt.Errorf("reference: %s: %w", where, err)
+			}
+			continue
+		}
+		cmd, err := r.command(st)
+		if err != nil {
+			return "", "", fmt.Errorf("reference: %s (%s): %w", where, st.Command, err)
+		}
+		env := controlplane.CommandEnvelope{
+			RunID:          r.runID,
+			IdempotencyKey: fmt.Sprintf("agentproof-reference/turn-%d/step-%d", k+1, i+1),
+			Command:        cmd,
+		}
+		var res controlplane.CommandResult
+		if err := retry(ctx, func() (err error) { res, err = r.port.ApplyCommand(ctx, env); return err }); err != nil {
+			return "", "", fmt.Errorf("reference: %s (%s): %w", where, st.Command, err)
+		}
+		if st.Command == "write_document" {
+			key, _ := st.Args["key"].(string)
+			if rev := ref(res.EntityRefs, "revision"); rev != "" {
+				r.sess.Documents[key] = rev
+			}
+		}
+		if st.Present {
+			commentID = ref(res.EntityRefs, "comment")
+			body = presentedText(st)
+		}
+	}
+	return commentID, body, nil
+}
+
+// command builds the command JSON of a step, resolving the script-only conventions:
+// write_document without baseRevisionId uses the document's latest revision known to
+// the session (null when new); request_human_input with targetDocumentKey targets that
+// document's latest revision.
+func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
+	cmd := make(map[string]any, len(st.Args)+1)
+	for k, v := range st.Args {
+		cmd[k] = v
+	}
+	cmd["kind"] = st.Command
+	switch st.Command {
+	case "write_document":
+		if _, ok := cmd["baseRevisionId"]; !ok {
+			key, _ := cmd["key"].(string)
+			if rev, ok := r.sess.Documents[key]; ok {
+				cmd["baseRevisionId"] = rev
+			} else {
+				cmd["baseRevisionId"] = nil
+			}
+		}
+	case "request_human_input":
+		if key, ok := cmd["targetDocumentKey"]; ok {
+			delete(cmd, "targetDocumentKey")
+			k, _ := key.(string)
+			rev, ok := r.sess.Documents[k]
+			if !ok {
+				return nil, fmt.Errorf("targetDocumentKey %q names a document this agent has not written", k)
+			}
+			cmd["targetRevisionId"] = rev
+		}
+	}
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the command: %w", err)
+	}
+	return b, nil
+}
+
+// presentedText is the comment body a commenting command posts.
+func presentedText(st *catalog.ReferenceStep) string {
+	for _, k := range []string{"summary", "body", "reason"} {
+		if s, ok := st.Args[k].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// ref returns the id of the first entity ref "<prefix>:<id>" in refs, or "".
+func ref(refs []string, prefix string) string {
+	for _, r := range refs {
+		if id, ok := strings.CutPrefix(r, prefix+":"); ok {
+			return id
+		}
+	}
+	return ""
+}
+
+// complete appends the run's result and terminal events and completes the run; it
+// returns the reported disposition. turn is the 1-based turn carried out (0: none).
+func (r *runner) complete(ctx context.Context, turn int, summary, commentID string) (string, error) {
+	var rc controlplane.RunContext
+	if err := retry(ctx, func() (err error) { rc, err = r.port.Context(ctx, r.runID); return err }); err != nil {
+		return "", fmt.Errorf("reference: reading the run context before completing: %w", err)
+	}
+	disposition := Disposition(rc.ActiveTask.Status)
+	result := runResult(disposition, clip(summary, 12000), commentID, r.runID)
+	terminal := map[string]any{"turnTerminalState": "completed", "runTerminalState": "succeeded", "reportedWorkDisposition": disposition}
+	turnID := fmt.Sprintf("%s:turn-%d", r.runID, turn)
+	emitted := r.now().UTC().Format("2006-01-02T15:04:05.000Z")
+	for seq, ev := range []struct {
+		typ     string
+		payload any
+	}{{"run.result.proposed", result}, {"run.terminal", terminal}} {
+		payload, err := json.Marshal(ev.payload)
+		if err != nil {
+			return "", fmt.Errorf("reference: encoding %s: %w", ev.typ, err)
+		}
+		priority := 1
+		if ev.typ == "run.terminal" {
+			priority = 0
+		}
+		raw, err := json.Marshal(controlplane.PRPEvent{
+			Schema: "paperclip.prp.event.v1", SourceEventID: fmt.Sprintf("%s:%s:%d", SourceInstanceID, r.runID, seq+1),
+			SourceSeq: int64(seq + 1), SourceInstanceID: SourceInstanceID, SourceKind: "runner", RunID: r.runID,
+			TurnID: turnID, EventType: ev.typ, SchemaVersion: 1, Priority: priority, EmittedAt: emitted, Payload: payload,
+		})
+		if err != nil {
+			return "", fmt.Errorf("reference: encoding %s: %w", ev.typ, err)
+		}
+		if err := retry(ctx, func() error { _, err := r.port.AppendEvent(ctx, raw); return err }); err != nil {
+			return "", fmt.Errorf("reference: appending %s: %w", ev.typ, err)
+		}
+	}
+	resultJSON, err := json.Marshal(result)
+	if err != nil {
+		return "", fmt.Errorf("reference: encoding the result: %w", err)
+	}
+	terminalJSON, err := json.Marshal(terminal)
+	if err != nil {
+		return "", fmt.Errorf("reference: encoding the terminal: %w", err)
+	}
+	in, err := json.Marshal(controlplane.CompleteInput{
+		Result: resultJSON, Terminal: terminalJSON, TurnID: turnID,
+		CallerResultID: r.runID + ":result", CallerDedupeKey: r.runID + ":complete",
+	})
+	if err != nil {
+		return "", fmt.Errorf("reference: encoding the completion: %w", err)
+	}
+	if err := retry(ctx, func() error { return r.port.CompleteRun(ctx, in) }); err != nil {
+		return "", fmt.Errorf("reference: completing run %s: %w", r.runID, err)
+	}
+	return disposition, nil
+}
+
+// runResult is a paperclip.run_result.v1 result; presentationDecision.commentId names
+// the run's user-facing comment (spec runner-e2e-harness §5 "Message source").
+func runResult(disposition, summary, commentID, runID string) map[string]any {
+	evidenceRef := "run:" + runID
+	res := map[string]any{
+		"reportedWorkDisposition": disposition,
+		"summary":                 summary,
+		"completionClaim": map[string]any{
+			"contractRevision":   1,
+			"objectiveSatisfied": disposition == "done",
+			"criteria":           []any{map[string]any{"criterionId": "reference-script-turn", "status": "satisfied", "evidenceRefs": []any{evidenceRef}}},
+			"remainingWork":      []any{},
+		},
+		"evidence":          []any{map[string]any{"kind": "run", "ref": evidenceRef}},
+		"verification":      []any{map[string]any{"commandOrCheck": "reference script steps applied", "status": "passed"}},
+		"attentionRequests": []any{},
+		"artifacts":         []any{},
+	}
+	if commentID != "" {
+		res["presentationDecision"] = map[string]any{"commentId": commentID}
+	}
+	if disposition == "blocked" {
+		res["blocker"] = map[string]any{"reasonCode": "blocked_by_script", "owner": "board", "unblockAction": "unblock the task", "scope": "task_wide"}
+	}
+	return res
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
+
+// retry calls f until it succeeds, fails with an error that is not retryable, ctx ends,
+// or maxAttempts tries failed; it returns the last error.
+func retry(ctx context.Context, f func() error) error {
+	var err error
+	for attempt := range maxAttempts {
+		if err = f(); err == nil || !controlplane.IsRetryable(err) {
+			return err
+		}
+		t := time.NewTimer(time.Duration(attempt+1) * 20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return err
+}
+
+// ErrOutsideWorkspace is returned for an edit path that is not a relative path inside
+// the workspace.
+var ErrOutsideWorkspace = errors.New("path leaves the workspace")
+
+// EditWorkspace carries out one workspace edit inside workspace: write replaces the file
+// (creating parent directories), append appends (creating the file), delete removes it
+// (a missing file is not an error). Paths must be local (filepath.IsLocal) and are
+// resolved through os.Root, so neither ".." nor a symbolic link can reach outside the
+// workspace (ErrOutsideWorkspace, or the os.Root error). Files are created 0644,
+// directories 0755.
+func EditWorkspace(workspace string, e *catalog.WorkspaceEdit) error {
+	p := filepath.FromSlash(e.Path)
+	if !filepath.IsLocal(p) {
+		return fmt.Errorf("edit %q: %w", e.Path, ErrOutsideWorkspace)
+	}
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		return fmt.Errorf("opening the workspace: %w", err)
+	}
+	defer root.Close()
+	if dir := filepath.Dir(p); dir != "." && (e.Write != nil || e.Append != nil) {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("edit %q: %w", e.Path, err)
+		}
+	}
+	switch {
+	case e.Write != nil:
+		err = root.WriteFile(p, []byte(*e.Write), 0o644)
+	case e.Append != nil:
+		var f *os.File
+		f, err = root.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err == nil {
+			_, err = f.WriteString(*e.Append)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+	case e.Delete:
+		err = root.Remove(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	default:
+		err = errors.New("needs exactly one of write, append or delete")
+	}
+	if err != nil {
+		return fmt.Errorf("edit %q: %w", e.Path, err)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package reference
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/agentproof/agentproof/catalog"
+)
+
+// WrongNonce returns the nonce the wrong agent uses instead of nonce: 16 lower-case hex
+// digits of SHA-256("agentproof-wrong-nonce:" + nonce [+ ":" + n]), with the smallest n
+// that makes it neither contain nonce nor be contained in it, so no marker built from it
+// can contain the right marker. It matches catalog.NoncePattern.
+func WrongNonce(nonce string) string {
+	for n := 0; ; n++ {
+		seed := "agentproof-wrong-nonce:" + nonce
+		if n > 0 {
+			seed += ":" + strconv.Itoa(n)
+		}
+		sum := sha256.Sum256([]byte(seed))
+		w := hex.EncodeToString(sum[:8])
+		if !strings.Contains(w, nonce) && !strings.Contains(nonce, w) {
+			return w
+		}
+	}
+}
+
+// WrongScript returns a copy of script (rendered with nonce) in which every occurrence
+// of nonce — in command arguments at any depth, edit paths and edit contents — is
+// replaced by WrongNonce(nonce): the plausible-but-wrong behaviour of the `wrong`
+// calibration agent (profile strategy wrong_nonce). script is not modified. It returns
+// an error when nonce is empty or does not occur in the script at all (the result would
+// not be wrong).
+func WrongScript(script *catalog.ReferenceScript, nonce string) (*catalog.ReferenceScript, error) {
+	if nonce == "" {
+		return nil, errors.New("reference: the wrong agent needs the attempt's nonce")
+	}
+	if script == nil {
+		return nil, errors.New("reference: no reference script")
+	}
+	wrong := WrongNonce(nonce)
+	found := false
+	sub := func(s string) string {
+		if strings.Contains(s, nonce) {
+			found = true
+			return strings.ReplaceAll(s, nonce, wrong)
+		}
+		return s
+	}
+	out := &catalog.ReferenceScript{}
+	for _, t := range script.Turns {
+		if t == nil {
+			out.Turns = append(out.Turns, nil)
+			continue
+		}
+		nt := &catalog.ReferenceTurn{Trigger: t.Trigger}
+		for _, st := range t.Steps {
+			if st == nil {
+				nt.Steps = append(nt.Steps, nil)
+				continue
+			}
+			ns := &catalog.ReferenceStep{Command: st.Command, Present: st.Present}
+			if st.Args != nil {
+				ns.Args = replaceValue(st.Args, sub).(map[string]any)
+			}
+			if e := st.Edit; e != nil {
+				ne := &catalog.WorkspaceEdit{Path: sub(e.Path), Delete: e.Delete}
+				if e.Write != nil {
+					w := sub(*e.Write)
+					ne.Write = &w
+				}
+				if e.Append != nil {
+					a := sub(*e.Append)
+					ne.Append = &a
+				}
+				ns.Edit = ne
+			}
+			nt.Steps = append(nt.Steps, ns)
+		}
+		out.Turns = append(out.Turns, nt)
+	}
+	if !found {
+		return nil, errors.New("reference: the nonce occurs nowhere in the reference script, so the wrong agent could not be wrong")
+	}
+	return out, nil
+}
+
+// replaceValue copies a decoded YAML/JSON value, applying sub to every string.
+func replaceValue(v any, sub func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return sub(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[k] = replaceValue(val, sub)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = replaceValue(val, sub)
+		}
+		return out
+	default:
+		return v
+	}
+}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/spf13/cobra"
+)
+
+// errNoAgentClient is what dialAgentAPI returns until the HTTP client of the agent API
+// (package client, issue 7) is wired in.
+var errNoAgentClient = errors.New("this build has no HTTP client for the agent API (package client)")
+
+// dialAgentAPI connects a built-in agent to the agent API at url with the run token. The
+// HTTP client of package client plugs in here.
+var dialAgentAPI agent.Dialer = func(context.Context, string, string) (controlplane.Port, error) {
+	return nil, errNoAgentClient
+}
+
+// newAgentCmd is the hidden command the heartbeat runner launches for the built-in
+// agents (DESIGN.md "Agents"): `agentproof agent <reference|wrong|nop>`. The agent reads
+// its run from its own environment (agent.EnvAPIURL and siblings, set by the driver).
+// nop exits 0 at once and touches nothing. Exit codes: 0 the run was carried out, 2 the
+// environment lacks what the agent needs, 1 anything else (the runner then completes
+// the run as failed).
+func newAgentCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:    "agent <reference|wrong|nop>",
+		Short:  "Run one turn of a built-in agent (launched by the heartbeat runner)",
+		Hidden: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("%s needs exactly one agent name: reference, wrong or nop", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			out, err := agent.RunBuiltin(ctx, args[0], os.Environ(), dialAgentAPI)
+			var ue *agent.UsageError
+			if errors.As(err, &ue) {
+				return &UsageError{Err: err}
+			}
+			if err != nil {
+				return err
+			}
+			if args[0] == "nop" {
+				return nil
+			}
+			if out.Turn == 0 {
+				_, err = fmt.Fprintf(a.stdout, "%s agent: no turn fits this wake; run completed as %s\n", args[0], out.Disposition)
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "%s agent: turn %d carried out; run completed as %s\n", args[0], out.Turn, out.Disposition)
+			return err
+		},
+	}
+}
