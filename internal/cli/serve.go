@@ -41,7 +41,7 @@ SIGTERM or SIGINT drains in-flight requests, commits and exits 0.`),
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			run, err := server.Start(ctx, server.Options{Home: home, Postgres: postgres}, addr)
+			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres}, addr, server.RunnerOptions{})
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
