@@ -24,11 +24,12 @@ import (
 //
 //	<test binary> agent <reference|wrong|nop>   the built-in agents (cli.Main)
 //	<test binary> fixture-child <fixture> <ms>  the seed 003 fixture programs (cli.Main)
+//	<test binary> serve --home <dir>            `agentproof serve` (cli.Main)
 //	<test binary> print-env                     an exec agent that prints its environment
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "agent", "fixture-child":
+		case "agent", "fixture-child", "serve":
 			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		case "print-env":
 			fmt.Println(strings.Join(os.Environ(), "\n"))

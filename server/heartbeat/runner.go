@@ -112,8 +112,8 @@ type Runner struct {
 	rec  records
 
 	mu       sync.Mutex
-	runs     map[string]*Record   // run id → record (copies handed out)
-	order    []string             // run ids in the order they were taken
+	runs     map[string]*Record     // run id → record (copies handed out)
+	order    []string               // run ids in the order they were taken
 	locks    map[string]*sync.Mutex // run id → the run's lock
 	live     map[string]context.CancelFunc
 	busy     map[string]bool              // company → a run in flight
@@ -231,7 +231,10 @@ func (r *Runner) loop() {
 	}
 }
 
-func (r *Runner) now() string { return r.cfg.Now().UTC().Format("2006-01-02T15:04:05.000Z") }
+func (r *Runner) now() string { return stamp(r.cfg.Now()) }
+
+// stamp formats a wall-clock time for records: RFC 3339 UTC with microseconds.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
 
 // Run returns a copy of run id's record.
 func (r *Runner) Run(id string) (Record, bool) {
@@ -507,7 +510,17 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	lock.Unlock() // Stop may now reserve its intent and cancel runCtx
 
 	var startedAt time.Time
-	l.spec.BeforeStart = func() error { startedAt = r.cfg.Now(); return nil }
+	l.spec.BeforeStart = func() error {
+		// In memory only (no I/O in the launch window): the board sees the process start
+		// at once; the durable record gets it when the process ends.
+		startedAt = r.cfg.Now()
+		r.mu.Lock()
+		if cur := r.runs[j.runID]; cur != nil {
+			cur.ProcessStartedAt = stamp(startedAt)
+		}
+		r.mu.Unlock()
+		return nil
+	}
 	o, err := worker.Supervise(runCtx, l.spec)
 	endedAt := r.cfg.Now()
 	if err != nil {
@@ -519,8 +532,8 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		rec.Cancellation = cur.Cancellation
 	}
 	if o.Started {
-		rec.ProcessStartedAt = startedAt.UTC().Format("2006-01-02T15:04:05.000Z")
-		rec.ProcessEndedAt = endedAt.UTC().Format("2006-01-02T15:04:05.000Z")
+		rec.ProcessStartedAt = stamp(startedAt)
+		rec.ProcessEndedAt = stamp(endedAt)
 	}
 	report := l.driver.Report(o)
 	if !o.Started && report.Summary == "" {
