@@ -46,13 +46,13 @@ const settle = 3 * time.Minute
 // instance is a real server with its heartbeat runner on 127.0.0.1 over a temporary
 // home; it can be restarted on the same home.
 type instance struct {
-	t    *testing.T
+	t    testing.TB
 	home string
 	mu   sync.Mutex
 	sv   *server.Serving
 }
 
-func startInstance(t *testing.T) *instance {
+func startInstance(t testing.TB) *instance {
 	t.Helper()
 	in := &instance{t: t, home: t.TempDir()}
 	in.start()
@@ -117,7 +117,7 @@ func (in *instance) company(ctx context.Context) *client.Company {
 // handle returns the company on the current server (after a restart too).
 func (in *instance) handle(co *client.Company) *client.Company { return in.board().Company(co.ID()) }
 
-func mustJSON(t *testing.T, v any) json.RawMessage {
+func mustJSON(t testing.TB, v any) json.RawMessage {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -127,7 +127,7 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 }
 
 // createAgent creates an agent whose adapterConfig is cfg and returns its id.
-func createAgent(ctx context.Context, t *testing.T, co *client.Company, cfg map[string]any) string {
+func createAgent(ctx context.Context, t testing.TB, co *client.Company, cfg map[string]any) string {
 	t.Helper()
 	res, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "Runner E2E agent", Role: "qa", AdapterConfig: mustJSON(t, cfg)})
 	if err != nil {
@@ -137,7 +137,7 @@ func createAgent(ctx context.Context, t *testing.T, co *client.Company, cfg map[
 }
 
 // createIssue creates an issue assigned to actor and returns its id and wake ids.
-func createIssue(ctx context.Context, t *testing.T, co *client.Company, title, prompt, workMode, actor string) (string, []string) {
+func createIssue(ctx context.Context, t testing.TB, co *client.Company, title, prompt, workMode, actor string) (string, []string) {
 	t.Helper()
 	req := api.CreateIssueRequest{Title: title, AssigneeActorID: &actor}
 	if prompt != "" {
@@ -154,7 +154,7 @@ func createIssue(ctx context.Context, t *testing.T, co *client.Company, title, p
 }
 
 // builtinConfig is the adapterConfig of a built-in agent playing rendered case r.
-func builtinConfig(t *testing.T, driver string, r *catalog.RenderedCase, workspace string) map[string]any {
+func builtinConfig(t testing.TB, driver string, r *catalog.RenderedCase, workspace string) map[string]any {
 	t.Helper()
 	return map[string]any{
 		"driver":       driver,
@@ -165,7 +165,7 @@ func builtinConfig(t *testing.T, driver string, r *catalog.RenderedCase, workspa
 }
 
 // waitFor polls cond until it holds or settle passes.
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
+func waitFor(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(settle)
 	for {
@@ -184,7 +184,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 }
 
 // waitRecord waits until the runner's record of runID satisfies cond.
-func waitRecord(t *testing.T, in *instance, runID, what string, cond func(api.HeartbeatRun) bool) api.HeartbeatRun {
+func waitRecord(t testing.TB, in *instance, runID, what string, cond func(api.HeartbeatRun) bool) api.HeartbeatRun {
 	t.Helper()
 	var rec api.HeartbeatRun
 	waitFor(t, what, func() (bool, error) {
@@ -201,7 +201,7 @@ func waitRecord(t *testing.T, in *instance, runID, what string, cond func(api.He
 func finished(r api.HeartbeatRun) bool { return r.State == api.RunFinished }
 
 // waitRuns waits until company has n heartbeat runs, every one finished, and returns them.
-func waitRuns(t *testing.T, in *instance, co *client.Company, n int) []api.HeartbeatRun {
+func waitRuns(t testing.TB, in *instance, co *client.Company, n int) []api.HeartbeatRun {
 	t.Helper()
 	var runs []api.HeartbeatRun
 	waitFor(t, fmt.Sprintf("%d finished runs", n), func() (bool, error) {
@@ -220,7 +220,7 @@ func waitRuns(t *testing.T, in *instance, co *client.Company, n int) []api.Heart
 	return runs
 }
 
-func snapshot(t *testing.T, co *client.Company) controlplane.State {
+func snapshot(t testing.TB, co *client.Company) controlplane.State {
 	t.Helper()
 	st, err := co.Snapshot(context.Background())
 	if err != nil {
