@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/report"
+)
+
+// reportFlags are the options shared by `report` and `report merge`.
+type reportFlags struct {
+	results   string
+	campaign  string
+	history   string
+	catalog   *string
+	asFailure bool
+}
+
+func (f *reportFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.results, "results", "results", "results root `directory`: campaigns live in <results>/<campaign>/, history in <results>/history.json")
+	fl.StringVar(&f.history, "history", "", "history `file` to merge into (default <results>/history.json)")
+	fl.BoolVar(&f.asFailure, "inconclusive-as-failure", false, "count inconclusive cells as failures in junit.xml and the exit code (default: keep the campaign's earlier choice, else skipped / exit 3)")
+	f.catalog = catalogFlag(cmd)
+}
+
+// options builds report.Options for one campaign; the inconclusive-as-failure choice is
+// passed only when the flag was given, so regeneration keeps the stored choice.
+func (f *reportFlags) options(cmd *cobra.Command, campaign string) (report.Options, error) {
+	if !report.ValidCampaignID(campaign) {
+		return report.Options{}, usageErrorf("--campaign %q must be a letter or digit followed by at most 199 letters, digits, '.', '_' or '-'", campaign)
+	}
+	c, err := loadCatalog(*f.catalog)
+	if err != nil {
+		return report.Options{}, err
+	}
+	o := report.Options{ResultsRoot: f.results, CampaignID: campaign, Catalog: c, HistoryPath: f.history}
+	if cmd.Flags().Changed("inconclusive-as-failure") {
+		v := f.asFailure
+		o.InconclusiveAsFailure = &v
+	}
+	return o, nil
+}
+
+func newReportCmd(a *app) *cobra.Command {
+	var f reportFlags
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Regenerate campaign.json, summary.md, junit.xml, the dashboard and history.json from stored results",
+		Long: `Regenerate a campaign's report from its stored result.json files, without running
+anything: campaign.json, summary.md, junit.xml, dashboard.html and an identical
+index.html at <results>/<campaign>/, and history.json at the results root (or
+--history). For every expected cell the best attempt is chosen (a valid result first,
+then the latest finishedAt, then the higher attempt); an expected cell without a
+valid result gets a synthetic inconclusive result (permanent_infrastructure).
+
+Use the --catalog the run used (default: the embedded catalog): it supplies the grids,
+labels, fingerprints and the completeness of each suite.
+
+The expected cells are the campaign.json "expected" list written by 'agentproof run';
+without a campaign.json, the cells that have results. Without --campaign every
+campaign directory under --results is regenerated. The output depends only on the
+stored results, the catalog and the history, so regenerating reproduces the files
+byte for byte.
+
+junit.xml reports inconclusive cells as skipped with their reason; with
+--inconclusive-as-failure they are failures (type "inconclusive") and the exit code
+is 1 instead of 3. The choice is stored in campaign.json and kept on regeneration.
+
+Exit codes: 0 every cell passed (calibration cells: met their expectation), 1 a cell
+failed, 3 nothing failed but a cell was inconclusive, 2 bad flags or unreadable input.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ids := []string{f.campaign}
+			if f.campaign == "" {
+				var err error
+				if ids, err = campaignDirs(f.results); err != nil {
+					return err
+				}
+			}
+			worst := 0
+			for _, id := range ids {
+				o, err := f.options(cmd, id)
+				if err != nil {
+					return err
+				}
+				g, err := report.Generate(o)
+				if err != nil {
+					return reportError(err)
+				}
+				worst = worseExit(worst, g.Campaign.ExitCode())
+				printGenerated(a, g)
+			}
+			if worst != 0 {
+				return withExit(worst, nil)
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&f.campaign, "campaign", "", "campaign `id` to regenerate (default: every campaign under --results)")
+	cmd.AddCommand(newReportMergeCmd(a))
+	return cmd
+}
+
+func newReportMergeCmd(a *app) *cobra.Command {
+	var f reportFlags
+	var idsFile string
+	cmd := &cobra.Command{
+		Use:   "merge --expected-ids FILE DIR...",
+		Short: "Merge attempt directories from separate machines into one campaign and report it",
+		Long: `Merge the attempt directories that separate machines produced (one CI job or
+Kubernetes Indexed Job per cell, from 'agentproof list --matrix-json') into
+<results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/, then report
+the campaign as 'agentproof report' does.
+
+Each DIR may be a results root, a campaign directory or an attempt directory: every
+result.json below it in a directory named attempt-<n> is an attempt. An attempt already present with identical
+result.json is skipped (merging twice changes nothing); a different attempt with the
+same number (a rerun) is kept beside it as attempt-<n>-<digest>, and the best attempt
+is chosen. Symbolic links are not copied.
+
+--expected-ids names the selection: the JSON printed by 'agentproof list
+--matrix-json', a JSON array of ids, or one id per line. Expected cells with no
+result get a synthetic inconclusive result. The campaign id is --campaign, or the one
+campaign id all merged results name.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("report merge needs at least one DIR to merge (see 'agentproof report merge --help')")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			if idsFile == "" {
+				return usageErrorf("report merge needs --expected-ids FILE (the output of 'agentproof list --matrix-json', a JSON array or one id per line)")
+			}
+			b, err := os.ReadFile(idsFile)
+			if err != nil {
+				return &UsageError{Err: fmt.Errorf("reading --expected-ids: %w", err)}
+			}
+			ids, err := report.ParseExpectedIDs(idsFile, b)
+			if err != nil {
+				return &UsageError{Err: err}
+			}
+			m, err := report.Merge(report.MergeOptions{Sources: dirs, ResultsRoot: f.results, CampaignID: f.campaign})
+			if err != nil {
+				return reportError(err)
+			}
+			for _, w := range m.Warnings {
+				fmt.Fprintf(a.stderr, "warning: %s\n", w)
+			}
+			fmt.Fprintf(a.stdout, "Merged %d attempt(s) into %s (%d already present)\n", len(m.Copied), filepath.Join(f.results, m.CampaignID), len(m.Skipped))
+			o, err := f.options(cmd, m.CampaignID)
+			if err != nil {
+				return err
+			}
+			o.ExpectedIDs = ids
+			g, err := report.Generate(o)
+			if err != nil {
+				return reportError(err)
+			}
+			printGenerated(a, g)
+			if code := g.Campaign.ExitCode(); code != 0 {
+				return withExit(code, nil)
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&f.campaign, "campaign", "", "campaign `id` to merge into (default: the one campaign id the results name)")
+	cmd.Flags().StringVar(&idsFile, "expected-ids", "", "`file` with the expected execution ids (list --matrix-json output, a JSON array, or one per line)")
+	return cmd
+}
+
+// campaignDirs lists the campaign directories under root (sorted): directories with a
+// valid campaign id holding a campaign.json or at least one result.json.
+func campaignDirs(root string) ([]string, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("reading --results: %w", err)}
+	}
+	var ids []string
+	for _, e := range entries {
+		if !e.IsDir() || !report.ValidCampaignID(e.Name()) {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		found := false
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && (d.Name() == report.ResultFile || p == filepath.Join(dir, report.CampaignFile)) {
+				found = true
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if found {
+			ids = append(ids, e.Name())
+		}
+	}
+	if len(ids) == 0 {
+		return nil, usageErrorf("no campaign with results under %s (name one with --campaign)", root)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// reportError maps invalid input (bad documents, missing directories) to usage errors.
+func reportError(err error) error {
+	var ve *report.ValidationError
+	if errors.As(err, &ve) || errors.Is(err, fs.ErrNotExist) {
+		return &UsageError{Err: err}
+	}
+	return err
+}
+
+// worseExit orders exit codes as DESIGN.md "Verdicts" does: 1 beats 3 beats 0.
+func worseExit(a, b int) int {
+	rank := func(c int) int {
+		switch c {
+		case 1:
+			return 2
+		case 3:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+func printGenerated(a *app, g *report.Generated) {
+	c := g.Campaign
+	state := "complete"
+	if c.Partial {
+		state = "partial"
+	}
+	fmt.Fprintf(a.stdout, "Campaign %s: %d/%d passed, %d failed, %d inconclusive (%s)\n", c.CampaignID, c.Passed, c.Selected, c.Failed, c.Inconclusive, state)
+	fmt.Fprintf(a.stdout, "  %s\n", filepath.Join(g.CampaignDir, report.DashboardFile))
+	for _, id := range g.Unexpected {
+		fmt.Fprintf(a.stderr, "warning: result for %s is not in the expected cells; left out\n", id)
+	}
+	for _, w := range g.Warnings {
+		fmt.Fprintf(a.stderr, "warning: %s\n", w)
+	}
+}

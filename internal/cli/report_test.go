@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReportExitCodes checks the exit codes of report and report merge against the
+// report package's fixed campaign: 1 when a cell failed, 3 when the worst is
+// inconclusive (1 with --inconclusive-as-failure, a choice regeneration keeps), 0 when
+// everything passed, 2 for usage errors.
+func TestReportExitCodes(t *testing.T) {
+	t.Parallel()
+	src, err := filepath.Abs("../../report/testdata/results/camp-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _ := filepath.Abs("../../report/testdata/catalog")
+	run := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := Main(args, strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	ids := func(t *testing.T, lines ...string) string {
+		p := filepath.Join(t.TempDir(), "ids.txt")
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name  string
+		ids   []string
+		extra []string
+		want  int
+		again int // exit code of a plain regeneration afterwards
+	}{
+		{"failed cell", []string{"core.reference.daytona.message-marker", "calibration.fixture-pass.local.process-exit"}, nil, 1, 1},
+		{"missing cell is inconclusive", []string{"core.wrong.local.message-marker", "calibration.fixture-pass.local.process-exit"}, nil, 3, 3},
+		{"inconclusive as failure is kept", []string{"core.wrong.local.message-marker"}, []string{"--inconclusive-as-failure"}, 1, 1},
+		{"all passed", []string{"calibration.fixture-pass.local.process-exit", "calibration.fixture-fail.local.process-exit", "core.reference.local.message-marker"}, nil, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := t.TempDir()
+			args := append([]string{"report", "merge", "--catalog", cat, "--results", out, "--expected-ids", ids(t, tt.ids...)}, tt.extra...)
+			if code, text := run(append(args, src)...); code != tt.want {
+				t.Fatalf("merge exit %d, want %d:\n%s", code, tt.want, text)
+			}
+			if code, text := run("report", "--catalog", cat, "--results", out, "--campaign", "camp-2"); code != tt.again {
+				t.Fatalf("report exit %d, want %d:\n%s", code, tt.again, text)
+			}
+		})
+	}
+	for _, args := range [][]string{
+		{"report", "merge", src},
+		{"report", "merge", "--expected-ids", ids(t, "x")},
+		{"report", "--results", filepath.Join(t.TempDir(), "none")},
+		{"report", "--campaign", "../etc", "--results", t.TempDir()},
+	} {
+		if code, text := run(args...); code != ExitUsage {
+			t.Errorf("%q: exit %d, want 2:\n%s", args, code, text)
+		}
+	}
+}

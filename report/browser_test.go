@@ -1,0 +1,173 @@
+package report
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// findChromium returns Debian's chromium (or $AGENTPROOF_CHROMIUM). The browser test
+// must run in CI: when CI=true and no browser is installed it FAILS (.ci/run installs
+// the `chromium` package). Only on a developer machine without chromium and without CI
+// set does it skip, saying so.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv("AGENTPROOF_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
+		if name == "" {
+			continue
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is not installed but CI is set: install Debian's chromium package (.ci/run does)")
+	}
+	t.Skip("chromium is not installed and CI is unset: skipping the browser test locally (apt-get install chromium to run it)")
+	return ""
+}
+
+// TestDashboardInBrowser opens the generated dashboard from disk in headless Chromium:
+// no console errors, no network requests, a failed card expands to its matcher table,
+// the partial-campaign toggle reveals the partial campaign, and a screenshot is saved
+// (in $AGENTPROOF_ARTIFACTS when set, else the test's temporary directory).
+func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel()
+	chromium := findChromium(t)
+	root, _, _ := buildFixtureHistory(t)
+	page := filepath.Join(root, "camp-2", DashboardFile)
+	pageURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(page)}).String()
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.WindowSize(1440, 1000),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelTimeout()
+
+	var mu sync.Mutex
+	var problems, requests []string
+	err := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			switch e.Type {
+			case runtime.ConsoleAPICalledTypeError, runtime.ConsoleAPICalledTypeWarning, runtime.ConsoleAPICalledTypeAssert:
+				problems = append(problems, "console "+string(e.Type))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError || e.Entry.Level == log.EntryLevelWarning {
+				problems = append(problems, "log "+string(e.Entry.Level)+": "+e.Entry.Text)
+			}
+		case *network.EventRequestWillBeSent:
+			requests = append(requests, e.Request.URL)
+		}
+	})
+	if err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("driving chromium: %v", err)
+		}
+	}
+	countVisible := `Array.from(document.querySelectorAll("#campaigns tr.camp")).filter(r => !r.hidden).length`
+	must(chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.ID("history"))))
+	cards, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("details.card").length`))
+	must(err)
+	topShot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	must(err)
+	must(chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`details[data-state="failed"] > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`details[data-state="failed"][open] table.matchers`)),
+	))
+	failedOpen, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("details[data-state=failed][open]").length`))
+	must(err)
+	matcherRows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("details[data-state=failed][open] table.matchers tbody tr")).map(r => Array.from(r.cells).map(c => c.innerText).join(" | "))`))
+	must(err)
+	shownBefore, err := chromedp.Run(ctx, chromedp.Evaluate[int](countVisible))
+	must(err)
+	must(chromedp.Do(ctx, chromedp.Click(chromedp.ID("camp-partial"))))
+	shownAfter, err := chromedp.Run(ctx, chromedp.Evaluate[int](countVisible))
+	must(err)
+	shownText, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("camp-shown")))
+	must(err)
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	must(err)
+	cardShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`details[data-state="failed"][open]`)))
+	must(err)
+	historyShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID("history")))
+	must(err)
+
+	dir := os.Getenv("AGENTPROOF_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shotPath := filepath.Join(dir, "dashboard.png")
+	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png", dir)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Errorf("console errors or warnings: %q", problems)
+	}
+	for _, r := range requests {
+		if r != pageURL && !strings.HasPrefix(r, "data:") {
+			t.Errorf("network request to %q", r)
+		}
+	}
+	// The test catalog's calibration suite has 2 cells and core 3 (wrong has no Daytona).
+	if cards != 5 {
+		t.Errorf("%d cards, want 5", cards)
+	}
+	if failedOpen != 1 {
+		t.Errorf("%d failed cards open, want 1", failedOpen)
+	}
+	if len(matcherRows) != 2 || !strings.HasPrefix(matcherRows[0], "failed | message_exact") || !strings.Contains(matcherRows[0], `"><img src=x onerror=alert(2)>`) || !strings.HasPrefix(matcherRows[1], "passed | issue_status") {
+		t.Errorf("matcher table rows: %q", matcherRows)
+	}
+	if shownBefore != 2 || shownAfter != 3 || shownText != "3 of 3 campaigns shown" {
+		t.Errorf("partial toggle: %d rows before, %d after, %q", shownBefore, shownAfter, shownText)
+	}
+}

@@ -1,0 +1,300 @@
+package report
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/agentproof/agentproof/billing"
+	"github.com/agentproof/agentproof/catalog"
+)
+
+// Campaign is campaign.json (schema agentproof.campaign/v1; spec runner-e2e-harness
+// §7.4 with agentproof's verdicts): the selection (Expected, sorted), the counts over
+// the chosen result of every expected cell, per-suite summaries and the results
+// themselves (sorted by execution id).
+//
+// Counts: Selected = |Expected|; Executed = results with attempt > 0; Passed, Failed and
+// Inconclusive count cell outcomes (see Outcome) and always sum to Selected; Retries =
+// Σ max(0, attempt − 1); CleanupPassed = every result's cleanup passed. Partial is true
+// unless every suite of the catalog that is not manual-only appears and every listed
+// suite is complete (see SuiteSummary). GeneratedAt is the latest finishedAt of the
+// results (never the wall clock, so regeneration is byte-identical); StartedAt the
+// earliest startedAt.
+type Campaign struct {
+	Schema                string `json:"schema"`
+	CampaignID            string `json:"campaignId"`
+	StartedAt             string `json:"startedAt"`
+	GeneratedAt           string `json:"generatedAt"`
+	Partial               bool   `json:"partial"`
+	Selected              int    `json:"selected"`
+	Executed              int    `json:"executed"`
+	Passed                int    `json:"passed"`
+	Failed                int    `json:"failed"`
+	Inconclusive          int    `json:"inconclusive"`
+	Retries               int    `json:"retries"`
+	CleanupPassed         bool   `json:"cleanupPassed"`
+	DurationMs            int64  `json:"durationMs"`
+	InconclusiveAsFailure bool   `json:"inconclusiveAsFailure"`
+	Fingerprint           string `json:"fingerprint"`
+	// RankingSnapshots are the results' ranking snapshots, de-duplicated by snapshot id
+	// and sorted by it (spec §7.4).
+	RankingSnapshots []CampaignRankingSnapshot `json:"rankingSnapshots"`
+	Billing          billing.Aggregate         `json:"billing"`
+	Expected         []string                  `json:"expected"`
+	Suites           []SuiteSummary            `json:"suites"`
+	Results          []Result                  `json:"results"`
+	// Candidates lists, per execution id, the attempts that were considered and why an
+	// attempt was not chosen or not valid (sorted; empty when every cell had exactly one
+	// valid attempt).
+	Candidates []CandidateNote `json:"candidates"`
+}
+
+// CampaignRankingSnapshot is one ranking snapshot the campaign's results used.
+type CampaignRankingSnapshot struct {
+	SnapshotID string `json:"snapshotId"`
+	CapturedAt string `json:"capturedAt"`
+	SourceURL  string `json:"sourceUrl"`
+}
+
+// CandidateNote records an attempt that was found for an expected cell: where it was
+// found (relative to the campaign directory), whether it was valid, whether it was
+// chosen, and its validation problems.
+type CandidateNote struct {
+	ExecutionID string   `json:"executionId"`
+	Dir         string   `json:"dir"`
+	Attempt     int      `json:"attempt"`
+	Valid       bool     `json:"valid"`
+	Chosen      bool     `json:"chosen"`
+	Problems    []string `json:"problems,omitempty"`
+}
+
+// SuiteSummary summarises one suite of a campaign (spec §7.4). SuiteDefinitionHash is the
+// reporting catalog's fingerprint of the suite, or the selection fingerprint
+// ("selection-…") for a suite the catalog does not know. Complete ⇔ the catalog knows
+// the suite, its expectedMatrixSize equals the selection, every catalog cell of the
+// suite is selected, and every result carries the catalog's hash (a mixed-definition
+// run is partial).
+type SuiteSummary struct {
+	SuiteID             string            `json:"suiteId"`
+	Label               string            `json:"label"`
+	SuiteDefinitionHash string            `json:"suiteDefinitionHash"`
+	Expected            int               `json:"expected"`
+	Selected            int               `json:"selected"`
+	Executed            int               `json:"executed"`
+	Passed              int               `json:"passed"`
+	Failed              int               `json:"failed"`
+	Inconclusive        int               `json:"inconclusive"`
+	Retries             int               `json:"retries"`
+	CleanupPassed       bool              `json:"cleanupPassed"`
+	Complete            bool              `json:"complete"`
+	DurationMs          int64             `json:"durationMs"`
+	Billing             billing.Aggregate `json:"billing"`
+}
+
+// Outcome is what a result counts as in a campaign:
+//
+//   - a synthetic result counts as its own verdict (never as meeting a calibration
+//     expectation: a missing result proves nothing);
+//   - a calibration cell (ExpectedVerdict set) counts as passed exactly when the
+//     observed verdict equals the expected one (catalog Suite.ExpectedVerdicts); a
+//     mismatch counts as failed, except that an inconclusive observation of a cell
+//     expected to pass or fail stays inconclusive (the evidence cannot tell);
+//   - an ordinary cell counts as passed when its verdict is passed and its cleanup
+//     passed (spec §7.4), as failed when the verdict is failed or a passed verdict
+//     lacks a confirmed cleanup, and as inconclusive otherwise.
+func Outcome(r *Result) Verdict {
+	switch {
+	case r.Synthetic:
+		return r.Verdict
+	case r.ExpectedVerdict != "":
+		if r.Verdict == r.ExpectedVerdict {
+			return Passed
+		}
+		if r.Verdict == Inconclusive {
+			return Inconclusive
+		}
+		return Failed
+	case r.Verdict == Passed && r.Cleanup == CleanupPassed:
+		return Passed
+	case r.Verdict == Inconclusive:
+		return Inconclusive
+	default:
+		return Failed
+	}
+}
+
+// ExitCode is the campaign's exit code: the worst of its cells' outcomes, failed (1)
+// beats inconclusive (3) beats passed (0) (DESIGN.md "Verdicts"). With
+// InconclusiveAsFailure an inconclusive cell counts as failed.
+func (c *Campaign) ExitCode() int {
+	switch {
+	case c.Failed > 0, c.Inconclusive > 0 && c.InconclusiveAsFailure:
+		return 1
+	case c.Inconclusive > 0:
+		return 3
+	}
+	return 0
+}
+
+// buildCampaign computes the campaign document from chosen results (one per expected id,
+// sorted by execution id).
+func buildCampaign(id string, cat *catalog.Catalog, expected []string, results []Result, notes []CandidateNote, inconclusiveAsFailure bool) *Campaign {
+	c := &Campaign{
+		Schema: CampaignSchema, CampaignID: id, Expected: expected, Results: results,
+		Selected: len(expected), CleanupPassed: true, InconclusiveAsFailure: inconclusiveAsFailure,
+		Candidates: notes,
+	}
+	if c.Candidates == nil {
+		c.Candidates = []CandidateNote{}
+	}
+	bySuite := map[string][]*Result{}
+	var suiteOrder []string
+	var all []billing.Summary
+	for i := range results {
+		r := &results[i]
+		if _, ok := bySuite[r.SuiteID]; !ok {
+			suiteOrder = append(suiteOrder, r.SuiteID)
+		}
+		bySuite[r.SuiteID] = append(bySuite[r.SuiteID], r)
+		tally(&c.Executed, &c.Passed, &c.Failed, &c.Inconclusive, &c.Retries, &c.CleanupPassed, &c.DurationMs, r)
+		all = append(all, billingOf(r))
+		if r.FinishedAt > c.GeneratedAt {
+			c.GeneratedAt = r.FinishedAt
+		}
+		if r.StartedAt != "" && (c.StartedAt == "" || r.StartedAt < c.StartedAt) {
+			c.StartedAt = r.StartedAt
+		}
+	}
+	c.Billing = billing.Sum(all)
+	c.RankingSnapshots = []CampaignRankingSnapshot{}
+	for i := range results {
+		if rs := results[i].RankingSnapshot; rs != nil && !slices.ContainsFunc(c.RankingSnapshots, func(s CampaignRankingSnapshot) bool { return s.SnapshotID == rs.SnapshotID }) {
+			c.RankingSnapshots = append(c.RankingSnapshots, CampaignRankingSnapshot{SnapshotID: rs.SnapshotID, CapturedAt: rs.CapturedAt, SourceURL: rs.SourceURL})
+		}
+	}
+	slices.SortFunc(c.RankingSnapshots, func(a, b CampaignRankingSnapshot) int { return strings.Compare(a.SnapshotID, b.SnapshotID) })
+	slices.Sort(suiteOrder)
+	if cat != nil {
+		// Catalog order reads better than alphabetical order and is just as stable.
+		slices.SortStableFunc(suiteOrder, func(a, b string) int { return suiteIndex(cat, a) - suiteIndex(cat, b) })
+	}
+	present := map[string]bool{}
+	var prints []string
+	for _, sid := range suiteOrder {
+		s := summarizeSuite(cat, sid, bySuite[sid])
+		present[sid] = s.Complete
+		c.Suites = append(c.Suites, s)
+		prints = append(prints, sid+":"+s.SuiteDefinitionHash)
+	}
+	if c.Suites == nil {
+		c.Suites = []SuiteSummary{}
+	}
+	slices.Sort(prints)
+	c.Fingerprint = strings.Join(prints, "|")
+	c.Partial = cat == nil || len(c.Suites) == 0
+	for _, s := range c.Suites {
+		if !s.Complete {
+			c.Partial = true
+		}
+	}
+	if cat != nil {
+		for _, s := range cat.Suites {
+			if !s.ManualOnly && !present[s.ID] {
+				c.Partial = true
+			}
+		}
+	}
+	return c
+}
+
+func suiteIndex(cat *catalog.Catalog, id string) int {
+	for i, s := range cat.Suites {
+		if s.ID == id {
+			return i
+		}
+	}
+	return len(cat.Suites)
+}
+
+func tally(executed, passed, failed, inconclusive, retries *int, cleanup *bool, dur *int64, r *Result) {
+	if r.Attempt > 0 {
+		*executed++
+	}
+	switch Outcome(r) {
+	case Passed:
+		*passed++
+	case Failed:
+		*failed++
+	default:
+		*inconclusive++
+	}
+	*retries += max(0, r.Attempt-1)
+	if r.Cleanup != CleanupPassed {
+		*cleanup = false
+	}
+	*dur += r.DurationMs
+}
+
+// billingOf returns the result's billing summary, computing one from its usage and
+// runtime usage when the result carries none (spec §8.2 fallback: agent time = the
+// attempt's duration; local is not metered, anything else unavailable).
+func billingOf(r *Result) billing.Summary {
+	if r.Billing != nil {
+		return *r.Billing
+	}
+	rt := billing.RuntimeUsage{Provider: r.EnvironmentID, AgentRunDurationMs: r.DurationMs, CostStatus: billing.RuntimeUnavailable, CostSource: billing.SourceProviderCostUnavailable}
+	if r.RuntimeUsage != nil {
+		rt = *r.RuntimeUsage
+	} else if r.EnvironmentID == "local" {
+		rt.CostStatus, rt.CostSource = billing.RuntimeNotMetered, billing.SourceLocalNotMetered
+	}
+	return billing.Summarize(billing.ExtractLLM(r.Usage, r.RunIDs), rt)
+}
+
+func summarizeSuite(cat *catalog.Catalog, sid string, rs []*Result) SuiteSummary {
+	s := SuiteSummary{SuiteID: sid, Label: sid, Selected: len(rs), CleanupPassed: true}
+	var sums []billing.Summary
+	selected := map[string]bool{}
+	for _, r := range rs {
+		tally(&s.Executed, &s.Passed, &s.Failed, &s.Inconclusive, &s.Retries, &s.CleanupPassed, &s.DurationMs, r)
+		sums = append(sums, billingOf(r))
+		selected[r.ExecutionID] = true
+	}
+	s.Billing = billing.Sum(sums)
+	var suite *catalog.Suite
+	if cat != nil {
+		suite = cat.Suite(sid)
+	}
+	if suite == nil {
+		ids := make([]string, 0, len(rs))
+		for _, r := range rs {
+			ids = append(ids, r.ExecutionID)
+		}
+		s.SuiteDefinitionHash = catalog.SelectionFingerprint(ids)
+		return s
+	}
+	if suite.Label != "" {
+		s.Label = suite.Label
+	}
+	s.SuiteDefinitionHash = suite.Fingerprint
+	s.Expected = suite.ExpectedMatrixSize
+	catalogCells := 0
+	allSelected := true
+	for _, cell := range cat.Cells {
+		if cell.Suite.ID != sid {
+			continue
+		}
+		catalogCells++
+		if !selected[cell.ID] {
+			allSelected = false
+		}
+	}
+	sameHash := true
+	for _, r := range rs {
+		if r.SuiteDefinitionHash != suite.Fingerprint {
+			sameHash = false
+		}
+	}
+	s.Complete = allSelected && sameHash && catalogCells == len(rs) && s.Expected == len(rs)
+	return s
+}

@@ -1,0 +1,410 @@
+package report
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/agentproof/agentproof/billing"
+	"github.com/agentproof/agentproof/catalog"
+)
+
+//go:embed dashboard.tmpl
+var dashboardTemplate string
+
+//go:embed dashboard.js
+var dashboardScript string
+
+var dashboardTmpl = template.Must(template.New("dashboard").Funcs(template.FuncMap{
+	"tokens":   Tokens,
+	"clean":    func(s string) string { return Clean(s, false) },
+	"duration": Duration,
+}).Parse(dashboardTemplate))
+
+// ChartCampaigns is how many complete campaigns the history trend charts show.
+const ChartCampaigns = 20
+
+// Dashboard renders dashboard.html (spec runner-e2e-harness §7.6): one self-contained
+// file — inline CSS, one inline script allowed by a hash in the page's
+// Content-Security-Policy (default-src 'none', so nothing is fetched), inline SVG charts
+// drawn from numbers, no external asset, no content from evidence files (evidence is
+// only linked, with cleaned relative hrefs). All text is HTML-escaped by html/template.
+// cat may be nil (grids are then built from the results' ids); hist may be nil (no
+// history section content); it should be the history as of this campaign (History.Upto).
+func Dashboard(c *Campaign, cat *catalog.Catalog, hist *History) ([]byte, error) {
+	v := buildView(c, cat, hist)
+	var b bytes.Buffer
+	if err := dashboardTmpl.Execute(&b, v); err != nil {
+		return nil, fmt.Errorf("rendering dashboard: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+type dashView struct {
+	CSP          string
+	Script       template.JS
+	Campaign     *Campaign
+	State        string
+	TotalTime    string
+	PassPercent  string
+	Tiles        []tile
+	Suites       []suiteView
+	History      historyView
+	Unknown      []CandidateNote
+	HasNotes     bool
+	CampaignNote string
+}
+
+type tile struct{ Label, Value, Note, Class string }
+
+type suiteView struct {
+	ID, Label, Description, Hash, Anchor string
+	Summary                              SuiteSummary
+	Strip                                []tile
+	Envs                                 []headView
+	Rows                                 []rowView
+}
+
+type headView struct{ Label, Sub string }
+
+type rowView struct {
+	Label, Sub string
+	Cells      [][]cardView
+}
+
+type cardView struct {
+	State, StateLabel, CaseID, CaseLabel, ExecutionID, Anchor string
+	Error                                                     string
+	Expected                                                  string
+	Selected                                                  bool
+	R                                                         *Result
+	Outcome                                                   string
+	Facts                                                     []tile
+	BillingLine                                               []string
+	Matchers                                                  []matcherRow
+	MatchersPassed, MatchersTotal, NotReached                 int
+	Termination, Usage, Billing                               string
+	Timings                                                   []TurnTiming
+	Evidence                                                  []linkView
+	Notes                                                     []CandidateNote
+}
+
+type matcherRow struct{ State, Class, Kind, Expected, Observed, Detail string }
+
+type linkView struct{ Href, Label string }
+
+type historyView struct {
+	Present          bool
+	Latest, Green    string
+	Charts           []chartView
+	Caption          string
+	SuiteCharts      []suiteChartsView
+	Rows             []campaignRow
+	SuiteIDs         []string
+	NoCompleteCharts bool
+}
+
+type suiteChartsView struct {
+	SuiteID, Caption string
+	Charts           []chartView
+}
+
+type campaignRow struct {
+	ID, Time, Status, StatusClass, Counts, Tokens, Cost, Time2, Search, Suites string
+	Partial, Current                                                           bool
+}
+
+func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
+	sum := sha256.Sum256([]byte(dashboardScript))
+	v := &dashView{
+		CSP:      "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; base-uri 'none'; form-action 'none'",
+		Script:   template.JS(dashboardScript),
+		Campaign: c,
+		State:    yesNo(!c.Partial, "complete", "partial"),
+	}
+	v.TotalTime = Duration(c.DurationMs)
+	if c.Selected > 0 {
+		v.PassPercent = fmt.Sprintf("%.0f%%", 100*float64(c.Passed)/float64(c.Selected))
+	} else {
+		v.PassPercent = "–"
+	}
+	a := c.Billing
+	v.Tiles = []tile{
+		{Label: "Input tokens", Value: Tokens(a.LLM.InputTokens), Note: fmt.Sprintf("%d/%d runs with token usage", a.LLM.RunsWithTokenUsage, a.LLM.RunCount)},
+		{Label: "Output tokens", Value: Tokens(a.LLM.OutputTokens)},
+		{Label: "Cached input tokens", Value: Tokens(a.LLM.CachedInputTokens)},
+		{Label: "LLM reported subtotal", Value: moneyOrWord(a.ReportedLLMCostUSD, string(a.LLM.CostStatus)), Note: fmt.Sprintf("%d/%d runs provider-priced · %s", a.LLM.RunsWithReportedCost, a.LLM.RunCount, a.LLM.CostStatus), Class: wordClass(a.ReportedLLMCostUSD)},
+		{Label: "Runtime list estimate", Value: AggregateRuntimeText(a), Note: runtimeNote(a), Class: wordClass(a.EstimatedRuntimeCostUSD)},
+		{Label: "Agent execution time", Value: Duration(a.AgentRunDurationMs)},
+		{Label: "Sandbox lease time", Value: leaseText(a)},
+		{Label: "Complete billing", Value: fmt.Sprintf("%d/%d", a.TestsWithCompleteBilling, a.TestCount), Note: "results with tokens, prices and runtime all known"},
+	}
+	notesByID := map[string][]CandidateNote{}
+	for _, n := range c.Candidates {
+		notesByID[n.ExecutionID] = append(notesByID[n.ExecutionID], n)
+	}
+	v.HasNotes = len(c.Candidates) > 0
+	byID := map[string]*Result{}
+	for i := range c.Results {
+		byID[c.Results[i].ExecutionID] = &c.Results[i]
+	}
+	for _, s := range c.Suites {
+		v.Suites = append(v.Suites, buildSuite(s, cat, byID, notesByID))
+	}
+	v.History = buildHistory(c, hist)
+	return v
+}
+
+func leaseText(a billing.Aggregate) string {
+	if a.LeaseDurationMs == 0 && a.RuntimeCostStatus == billing.RuntimeNotMetered {
+		return "not metered"
+	}
+	return Duration(a.LeaseDurationMs)
+}
+
+func runtimeNote(a billing.Aggregate) string {
+	parts := []string{}
+	for _, k := range []string{"estimated", "not_metered", "unavailable"} {
+		if n := a.RuntimeCostStatuses[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ReplaceAll(k, "_", " ")))
+		}
+	}
+	return strings.Join(parts, " · ")
+}
+
+// moneyOrWord shows a known amount in dollars and an unknown one as its status word
+// (never $0).
+func moneyOrWord(v *float64, word string) string {
+	if v == nil {
+		return strings.ReplaceAll(word, "_", " ")
+	}
+	return USD(*v)
+}
+
+func wordClass(v *float64) string {
+	if v == nil {
+		return "word"
+	}
+	return ""
+}
+
+func buildSuite(s SuiteSummary, cat *catalog.Catalog, byID map[string]*Result, notes map[string][]CandidateNote) suiteView {
+	sv := suiteView{ID: s.SuiteID, Label: s.Label, Hash: s.SuiteDefinitionHash, Anchor: "suite-" + s.SuiteID, Summary: s}
+	a := s.Billing
+	rate := "–"
+	if s.Selected > 0 {
+		rate = fmt.Sprintf("%.0f%%", 100*float64(s.Passed)/float64(s.Selected))
+	}
+	sv.Strip = []tile{
+		{Label: "Pass rate", Value: rate, Note: fmt.Sprintf("%d passed · %d failed · %d inconclusive", s.Passed, s.Failed, s.Inconclusive)},
+		{Label: "Tokens", Value: Tokens(a.LLM.TotalTokens), Note: string(a.LLM.CostStatus)},
+		{Label: "Cost", Value: moneyOrWord(a.ObservedAndEstimatedCostUSD, "unavailable"), Note: "LLM " + aggregateLLMText(a) + " · runtime " + AggregateRuntimeText(a), Class: wordClass(a.ObservedAndEstimatedCostUSD)},
+		{Label: "Agent / lease time", Value: Duration(a.AgentRunDurationMs) + " / " + leaseText(a)},
+		{Label: "Executed", Value: fmt.Sprintf("%d/%d", s.Executed, s.Selected), Note: fmt.Sprintf("%d retries", s.Retries)},
+		{Label: "Cleanup", Value: yesNo(s.CleanupPassed, "passed", "not confirmed"), Class: yesNo(s.CleanupPassed, "", "bad")},
+		{Label: "Selection", Value: yesNo(s.Complete, "complete", "partial"), Note: fmt.Sprintf("%d of %d cells", s.Selected, s.Expected)},
+	}
+	var profiles []*catalog.Profile
+	var envs []*catalog.Environment
+	var cases []*catalog.Case
+	if cat != nil {
+		if suite := cat.Suite(s.SuiteID); suite != nil {
+			sv.Description = suite.Description
+			profiles, envs, cases = suite.ResolvedProfiles(), uniqueEnvs(suite.ResolvedEnvironments()), suite.ResolvedCases()
+		}
+	}
+	if profiles == nil {
+		// Unknown suite: the grid comes from the results' ids.
+		var ps, es, cs []string
+		for id := range byID {
+			su, p, e, c, _ := ParseExecutionID(id)
+			if su != s.SuiteID {
+				continue
+			}
+			ps, es, cs = addOnce(ps, p), addOnce(es, e), addOnce(cs, c)
+		}
+		slices.Sort(ps)
+		slices.Sort(es)
+		slices.Sort(cs)
+		for _, p := range ps {
+			profiles = append(profiles, &catalog.Profile{ID: p, SupportedEnvironments: es})
+		}
+		for _, e := range es {
+			envs = append(envs, &catalog.Environment{ID: e})
+		}
+		for _, c := range cs {
+			cases = append(cases, &catalog.Case{ID: c})
+		}
+	}
+	for _, e := range envs {
+		h := headView{Label: orID(e.Label, e.ID)}
+		if e.Provider != "" {
+			h.Sub = e.Provider + " · " + orID(e.ExpectedExecutionTarget.Kind, "?")
+		}
+		sv.Envs = append(sv.Envs, h)
+	}
+	for _, p := range profiles {
+		row := rowView{Label: orID(p.Label, p.ID)}
+		if p.Model != "" {
+			row.Sub = p.Generation + " · " + p.Provider + " · " + p.Model
+		}
+		for _, e := range envs {
+			var cards []cardView
+			if slices.Contains(p.SupportedEnvironments, e.ID) {
+				for _, cs := range cases {
+					id := s.SuiteID + "." + p.ID + "." + e.ID + "." + cs.ID
+					cards = append(cards, buildCard(id, cs, byID[id], notes[id]))
+				}
+			}
+			row.Cells = append(row.Cells, cards)
+		}
+		sv.Rows = append(sv.Rows, row)
+	}
+	return sv
+}
+
+func uniqueEnvs(es []*catalog.Environment) []*catalog.Environment {
+	var out []*catalog.Environment
+	for _, e := range es {
+		if !slices.ContainsFunc(out, func(o *catalog.Environment) bool { return o.ID == e.ID }) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func addOnce(s []string, v string) []string {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+func orID(label, id string) string {
+	if label != "" {
+		return label
+	}
+	return id
+}
+
+func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) cardView {
+	cv := cardView{CaseID: cs.ID, CaseLabel: orID(cs.Label, cs.ID), ExecutionID: id, Anchor: "execution-" + id, Notes: notes}
+	if r == nil {
+		cv.State, cv.StateLabel = "not-selected", "not selected"
+		return cv
+	}
+	cv.Selected, cv.R = true, r
+	cv.Outcome = string(Outcome(r))
+	cv.State, cv.StateLabel = cv.Outcome, cv.Outcome
+	if r.Synthetic {
+		cv.State, cv.StateLabel = "missing", "missing"
+	}
+	if r.ExpectedVerdict != "" {
+		cv.Expected = "expects " + string(r.ExpectedVerdict)
+	}
+	bl := billingOf(r)
+	cv.BillingLine = []string{
+		fmt.Sprintf("%s in / %s out", Tokens(bl.LLM.InputTokens), Tokens(bl.LLM.OutputTokens)),
+		Tokens(bl.LLM.CachedInputTokens) + " cached",
+		fmt.Sprintf("%d/%d runs priced", bl.LLM.RunsWithReportedCost, bl.LLM.RunCount),
+		"LLM " + LLMCostText(bl.LLM),
+		"runtime " + RuntimeCostText(bl.Runtime),
+	}
+	lease := "–"
+	if bl.Runtime.LeaseDurationMs != nil {
+		lease = Duration(*bl.Runtime.LeaseDurationMs)
+	} else if bl.Runtime.CostStatus == billing.RuntimeNotMetered {
+		lease = "not metered"
+	}
+	cv.Facts = []tile{
+		{Label: "Verdict", Value: string(r.Verdict)},
+		{Label: "Attempt", Value: fmt.Sprint(r.Attempt)},
+		{Label: "Duration", Value: Duration(r.DurationMs)},
+		{Label: "Agent time", Value: Duration(bl.Runtime.AgentRunDurationMs)},
+		{Label: "Lease", Value: lease},
+		{Label: "Runtime mode", Value: orID(r.RuntimeMode, "–")},
+		{Label: "Provider", Value: orID(r.Provider, "–")},
+		{Label: "Model", Value: orID(r.Model, "–")},
+		{Label: "Cleanup", Value: r.Cleanup},
+	}
+	cv.Error = Clean(r.Error, false)
+	if r.FailureClass != "" {
+		cv.Facts = append(cv.Facts, tile{Label: "Failure class", Value: string(r.FailureClass)})
+	}
+	if r.IssueIdentifier != "" {
+		cv.Facts = append(cv.Facts, tile{Label: "Issue", Value: Clean(r.IssueIdentifier, true)})
+	}
+	for _, m := range r.MatcherResults {
+		row := matcherRow{State: "passed", Class: "ok", Kind: m.Kind, Detail: Clean(m.Detail, false)}
+		cv.MatchersTotal++
+		switch {
+		case m.NotReached:
+			row.State, row.Class = "not reached", "nr"
+			cv.NotReached++
+		case !m.Passed:
+			row.State, row.Class = "failed", "bad"
+		default:
+			cv.MatchersPassed++
+		}
+		if m.Expected != nil {
+			row.Expected = compactJSON(m.Expected, 1200)
+		}
+		if m.Observed != nil {
+			row.Observed = compactJSON(m.Observed, 1200)
+		}
+		cv.Matchers = append(cv.Matchers, row)
+	}
+	if len(r.Termination) > 0 {
+		cv.Termination = indentJSON(r.Termination)
+	}
+	cv.Timings = r.TurnTimings
+	if r.Usage != nil {
+		cv.Usage = prettyJSON(r.Usage)
+	}
+	cv.Billing = prettyJSON(bl)
+	for _, e := range r.Evidence {
+		if href, ok := evidenceHref(e); ok {
+			cv.Evidence = append(cv.Evidence, linkView{Href: href, Label: e})
+		}
+	}
+	return cv
+}
+
+// evidenceHref builds a relative link from cleaned, URL-escaped path segments; anything
+// that is not a safe relative path (absolute, "..", a scheme) gives no link.
+func evidenceHref(p string) (string, bool) {
+	if !SafeRelPath(p) || strings.Contains(p, ":") {
+		return "", false
+	}
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/"), true
+}
+
+func prettyJSON(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return clip(strings.TrimSuffix(buf.String(), "\n"), 20000)
+}
+
+func indentJSON(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return clip(buf.String(), 20000)
+}

@@ -1,0 +1,207 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/agentproof/agentproof/billing"
+)
+
+// History is history.json at the results root (schema agentproof.history/v1; spec
+// runner-e2e-harness §7.5): every campaign's summary, newest first, with pointers to
+// the latest and the latest green campaign overall and per suite. UpdatedAt is the
+// newest campaign's generatedAt (never the wall clock).
+//
+// A campaign is green when it is not partial and nothing failed or was inconclusive; a
+// suite is green in a campaign when it is complete (the whole matrix, matching
+// fingerprints) and nothing in it failed or was inconclusive.
+type History struct {
+	Schema                string            `json:"schema"`
+	UpdatedAt             string            `json:"updatedAt"`
+	LatestCampaignID      *string           `json:"latestCampaignId"`
+	LatestGreenCampaignID *string           `json:"latestGreenCampaignId"`
+	LatestBySuite         map[string]string `json:"latestBySuite"`
+	LatestGreenBySuite    map[string]string `json:"latestGreenBySuite"`
+	Campaigns             []HistoryCampaign `json:"campaigns"`
+}
+
+// HistoryCampaign is one campaign in the history: its counts, fingerprint (sorted
+// "suiteId:hash" joined by "|"), billing aggregate, suites and one entry per cell.
+type HistoryCampaign struct {
+	CampaignID    string             `json:"campaignId"`
+	GeneratedAt   string             `json:"generatedAt"`
+	Partial       bool               `json:"partial"`
+	Selected      int                `json:"selected"`
+	Executed      int                `json:"executed"`
+	Passed        int                `json:"passed"`
+	Failed        int                `json:"failed"`
+	Inconclusive  int                `json:"inconclusive"`
+	Retries       int                `json:"retries"`
+	CleanupPassed bool               `json:"cleanupPassed"`
+	DurationMs    int64              `json:"durationMs"`
+	Fingerprint   string             `json:"fingerprint"`
+	Billing       billing.Aggregate  `json:"billing"`
+	Suites        []SuiteSummary     `json:"suites"`
+	Executions    []HistoryExecution `json:"executions"`
+}
+
+// HistoryExecution is one cell of a history campaign: ids, verdict, what it counted as
+// (outcome), duration (ms), attempt, cleanup and its billing summary.
+type HistoryExecution struct {
+	ExecutionID   string          `json:"executionId"`
+	SuiteID       string          `json:"suiteId"`
+	ProfileID     string          `json:"profileId"`
+	EnvironmentID string          `json:"environmentId"`
+	CaseID        string          `json:"caseId"`
+	Provider      string          `json:"provider"`
+	Model         string          `json:"model"`
+	Verdict       Verdict         `json:"verdict"`
+	Outcome       Verdict         `json:"outcome"`
+	DurationMs    int64           `json:"durationMs"`
+	Attempt       int             `json:"attempt"`
+	Cleanup       string          `json:"cleanup"`
+	Billing       billing.Summary `json:"billing"`
+}
+
+// Green reports whether the campaign is complete with nothing failed or inconclusive.
+func (h *HistoryCampaign) Green() bool { return !h.Partial && h.Failed == 0 && h.Inconclusive == 0 }
+
+func (s *SuiteSummary) green() bool { return s.Complete && s.Failed == 0 && s.Inconclusive == 0 }
+
+// Entry converts a campaign to its history entry.
+func (c *Campaign) Entry() HistoryCampaign {
+	h := HistoryCampaign{
+		CampaignID: c.CampaignID, GeneratedAt: c.GeneratedAt, Partial: c.Partial,
+		Selected: c.Selected, Executed: c.Executed, Passed: c.Passed, Failed: c.Failed,
+		Inconclusive: c.Inconclusive, Retries: c.Retries, CleanupPassed: c.CleanupPassed,
+		DurationMs: c.DurationMs, Fingerprint: c.Fingerprint, Billing: c.Billing,
+		Suites: c.Suites, Executions: make([]HistoryExecution, 0, len(c.Results)),
+	}
+	for i := range c.Results {
+		r := &c.Results[i]
+		h.Executions = append(h.Executions, HistoryExecution{
+			ExecutionID: r.ExecutionID, SuiteID: r.SuiteID, ProfileID: r.ProfileID,
+			EnvironmentID: r.EnvironmentID, CaseID: r.CaseID, Provider: r.Provider, Model: r.Model,
+			Verdict: r.Verdict, Outcome: Outcome(r), DurationMs: r.DurationMs, Attempt: r.Attempt,
+			Cleanup: r.Cleanup, Billing: billingOf(r),
+		})
+	}
+	return h
+}
+
+// ReadHistory reads history.json at path. A missing file is an empty history; a file
+// with another schema tag is replaced by an empty history (spec §7.5) and reported in
+// the returned warning. A file that is not JSON, or a v1 file that does not decode
+// strictly, is an error: history is never silently thrown away.
+func ReadHistory(path string) (*History, string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return emptyHistory(), "", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("reading history: %w", err)
+	}
+	var probe struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, "", fmt.Errorf("history %s is not JSON (move it away to start a new history): %w", path, err)
+	}
+	if probe.Schema != HistorySchema {
+		return emptyHistory(), fmt.Sprintf("history %s has schema %q, not %q: starting a new history", path, probe.Schema, HistorySchema), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var h History
+	if err := dec.Decode(&h); err != nil {
+		return nil, "", &ValidationError{Label: path, Problems: []string{err.Error()}}
+	}
+	var problems []string
+	seen := map[string]bool{}
+	for i, c := range h.Campaigns {
+		if !validCampaignID(c.CampaignID) {
+			problems = append(problems, fmt.Sprintf("campaigns[%d].campaignId: %q is not a campaign id", i, c.CampaignID))
+		}
+		if seen[c.CampaignID] {
+			problems = append(problems, fmt.Sprintf("campaigns[%d].campaignId: %q appears twice", i, c.CampaignID))
+		}
+		seen[c.CampaignID] = true
+	}
+	if len(problems) > 0 {
+		return nil, "", &ValidationError{Label: path, Problems: problems}
+	}
+	return &h, "", nil
+}
+
+func emptyHistory() *History {
+	return &History{Schema: HistorySchema, LatestBySuite: map[string]string{}, LatestGreenBySuite: map[string]string{}, Campaigns: []HistoryCampaign{}}
+}
+
+// Merge returns h with entry added (spec §7.5): an older entry with the same campaign id
+// is dropped, campaigns are sorted by generatedAt descending (then campaign id), and the
+// pointers are recomputed. h is not modified.
+func (h *History) Merge(entry HistoryCampaign) *History {
+	out := emptyHistory()
+	out.Campaigns = append(out.Campaigns, entry)
+	for _, c := range h.Campaigns {
+		if c.CampaignID != entry.CampaignID {
+			out.Campaigns = append(out.Campaigns, c)
+		}
+	}
+	slices.SortStableFunc(out.Campaigns, func(a, b HistoryCampaign) int {
+		if c := strings.Compare(b.GeneratedAt, a.GeneratedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.CampaignID, b.CampaignID)
+	})
+	out.repoint()
+	return out
+}
+
+// repoint recomputes UpdatedAt and the latest / latest-green pointers.
+func (h *History) repoint() {
+	h.LatestCampaignID, h.LatestGreenCampaignID, h.UpdatedAt = nil, nil, ""
+	h.LatestBySuite, h.LatestGreenBySuite = map[string]string{}, map[string]string{}
+	for i := range h.Campaigns {
+		c := &h.Campaigns[i]
+		if h.LatestCampaignID == nil {
+			id := c.CampaignID
+			h.LatestCampaignID = &id
+			h.UpdatedAt = c.GeneratedAt
+		}
+		if h.LatestGreenCampaignID == nil && c.Green() {
+			id := c.CampaignID
+			h.LatestGreenCampaignID = &id
+		}
+		for j := range c.Suites {
+			s := &c.Suites[j]
+			if _, ok := h.LatestBySuite[s.SuiteID]; !ok {
+				h.LatestBySuite[s.SuiteID] = c.CampaignID
+			}
+			if _, ok := h.LatestGreenBySuite[s.SuiteID]; !ok && s.green() {
+				h.LatestGreenBySuite[s.SuiteID] = c.CampaignID
+			}
+		}
+	}
+}
+
+// Upto returns the history as it was when the campaign with the given generatedAt and id
+// was the newest: the campaigns not newer than it, pointers recomputed. The dashboard of
+// a campaign shows this view, so regenerating an older campaign's dashboard after newer
+// campaigns ran reproduces it byte for byte.
+func (h *History) Upto(generatedAt, id string) *History {
+	out := emptyHistory()
+	for _, c := range h.Campaigns {
+		if c.GeneratedAt < generatedAt || (c.GeneratedAt == generatedAt && c.CampaignID >= id) {
+			out.Campaigns = append(out.Campaigns, c)
+		}
+	}
+	out.repoint()
+	return out
+}

@@ -1,0 +1,242 @@
+package report
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentproof/agentproof/catalog"
+)
+
+// ResultFile is the name of an attempt's result record.
+const ResultFile = "result.json"
+
+// maxResultBytes bounds one result.json (bytes); a larger file is an invalid candidate.
+const maxResultBytes = 32 << 20
+
+// Candidate is one result.json found under a campaign directory. Dir is the attempt
+// directory relative to the campaign directory (slash-separated). Result is nil when the
+// file could not be decoded at all; Problems lists every validation problem (Valid ⇔
+// none).
+type Candidate struct {
+	Dir      string
+	Result   *Result
+	Problems []string
+}
+
+// Valid reports whether the candidate decoded and validated without problems.
+func (c *Candidate) Valid() bool { return c.Result != nil && len(c.Problems) == 0 }
+
+// LoadCandidates walks campaignDir for attempt records: files named result.json whose
+// directory is named "attempt-…" (so a result.json an agent left among the evidence is
+// never mistaken for one; symbolic links are not followed), and decodes each strictly. A file that fails validation is still returned,
+// with its problems, so that best-attempt selection can prefer valid attempts and
+// report why the others were rejected. Candidates are sorted by Dir. The error is
+// non-nil only when the directory cannot be walked.
+func LoadCandidates(campaignDir string) ([]Candidate, error) {
+	var out []Candidate
+	err := filepath.WalkDir(campaignDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !isAttemptRecord(p, d) {
+			return nil
+		}
+		rel, err := filepath.Rel(campaignDir, filepath.Dir(p))
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			return nil // a result.json at the campaign root is not an attempt
+		}
+		out = append(out, decodeCandidate(p, rel))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading results under %s: %w", campaignDir, err)
+	}
+	slices.SortFunc(out, func(a, b Candidate) int { return strings.Compare(a.Dir, b.Dir) })
+	return out, nil
+}
+
+// isAttemptRecord reports whether p is a regular file result.json in a directory named
+// attempt-….
+func isAttemptRecord(p string, d fs.DirEntry) bool {
+	return !d.IsDir() && d.Name() == ResultFile && d.Type().IsRegular() &&
+		strings.HasPrefix(filepath.Base(filepath.Dir(p)), "attempt-")
+}
+
+func decodeCandidate(p, rel string) Candidate {
+	c := Candidate{Dir: rel}
+	info, err := os.Stat(p)
+	if err != nil {
+		c.Problems = []string{err.Error()}
+		return c
+	}
+	if info.Size() > maxResultBytes {
+		c.Problems = []string{fmt.Sprintf("result.json is %d bytes, more than %d", info.Size(), maxResultBytes)}
+		return c
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		c.Problems = []string{err.Error()}
+		return c
+	}
+	r, err := DecodeResult(rel+"/"+ResultFile, b)
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		c.Problems = ve.Problems
+		// Keep what decoded, when it did, so that the note can name the cell.
+		var loose Result
+		if json.Unmarshal(b, &loose) == nil && loose.ExecutionID != "" {
+			c.Result = &loose
+		}
+		return c
+	}
+	if err != nil {
+		c.Problems = []string{err.Error()}
+		return c
+	}
+	if r.Synthetic {
+		c.Problems = []string{"synthetic results are never read back from result.json"}
+	}
+	c.Result = r
+	return c
+}
+
+// better reports whether a is a better candidate than b for the same cell (spec §7.3):
+// valid first, then the latest finishedAt, then the higher attempt, then (for
+// determinism) the smaller directory name.
+func better(a, b *Candidate) bool {
+	if a.Valid() != b.Valid() {
+		return a.Valid()
+	}
+	if a.Valid() {
+		if c := cmp.Compare(a.Result.FinishedAt, b.Result.FinishedAt); c != 0 {
+			ta, _ := parseTime(a.Result.FinishedAt)
+			tb, _ := parseTime(b.Result.FinishedAt)
+			if !ta.Equal(tb) {
+				return ta.After(tb)
+			}
+		}
+		if a.Result.Attempt != b.Result.Attempt {
+			return a.Result.Attempt > b.Result.Attempt
+		}
+	}
+	return a.Dir < b.Dir
+}
+
+// Choose picks the best candidate for every expected execution id and makes up a
+// synthetic result for each expected id without a valid candidate (see Synthetic). It
+// returns the results sorted by execution id, one per expected id, the notes on every
+// candidate of an expected id, and the execution ids found that were not expected
+// (sorted; they are left out of the campaign).
+func Choose(cat *catalog.Catalog, campaignID string, expected []string, cands []Candidate) ([]Result, []CandidateNote, []string) {
+	want := map[string]bool{}
+	for _, id := range expected {
+		want[id] = true
+	}
+	byID := map[string][]*Candidate{}
+	var unexpected []string
+	for i := range cands {
+		c := &cands[i]
+		id := ""
+		if c.Result != nil {
+			id = c.Result.ExecutionID
+		}
+		if !want[id] {
+			if id == "" {
+				id = "(undecodable " + c.Dir + "/" + ResultFile + ")"
+			}
+			if !slices.Contains(unexpected, id) {
+				unexpected = append(unexpected, id)
+			}
+			continue
+		}
+		byID[id] = append(byID[id], c)
+	}
+	slices.Sort(unexpected)
+	ids := slices.Clone(expected)
+	slices.Sort(ids)
+	results := make([]Result, 0, len(ids))
+	var notes []CandidateNote
+	for _, id := range ids {
+		cs := byID[id]
+		var best *Candidate
+		for _, c := range cs {
+			if best == nil || better(c, best) {
+				best = c
+			}
+		}
+		for _, c := range cs {
+			attempt := 0
+			if c.Result != nil {
+				attempt = c.Result.Attempt
+			}
+			if len(cs) > 1 || !c.Valid() {
+				notes = append(notes, CandidateNote{ExecutionID: id, Dir: c.Dir, Attempt: attempt, Valid: c.Valid(), Chosen: c == best && c.Valid(), Problems: c.Problems})
+			}
+		}
+		if best == nil || !best.Valid() {
+			reason := "no result.json was found for this cell"
+			if best != nil {
+				reason = fmt.Sprintf("no valid result.json: %s: %s", best.Dir, strings.Join(best.Problems, "; "))
+			}
+			results = append(results, Synthetic(cat, campaignID, id, reason))
+			continue
+		}
+		r := *best.Result
+		r.Evidence = prefixEvidence(best.Dir, r.Evidence)
+		results = append(results, r)
+	}
+	return results, notes, unexpected
+}
+
+// prefixEvidence rewrites evidence paths relative to the campaign directory, so the
+// dashboard and summaries can link them.
+func prefixEvidence(dir string, files []string) []string {
+	out := make([]string, 0, len(files))
+	for _, f := range files {
+		out = append(out, dir+"/"+f)
+	}
+	return out
+}
+
+// Synthetic is the result recorded for an expected cell that left no valid result
+// (spec §7.1/§7.3 "synthetic failure result", adapted to agentproof's verdicts): attempt
+// 0, verdict inconclusive with class permanent_infrastructure (the evidence is missing,
+// which DESIGN.md "Verdicts" makes inconclusive, never passed), cleanup not_started, the
+// given reason as its error. Its suite hash is the catalog's when the catalog knows the
+// suite; provider and model come from the catalog cell when known.
+func Synthetic(cat *catalog.Catalog, campaignID, id, reason string) Result {
+	s, p, e, c, _ := ParseExecutionID(id)
+	r := Result{
+		Schema: ResultSchema, ExecutionID: id, CampaignID: campaignID,
+		SuiteID: s, ProfileID: p, EnvironmentID: e, CaseID: c,
+		Verdict: Inconclusive, FailureClass: PermanentInfrastructure,
+		Error:   reason,
+		Cleanup: CleanupNotStarted, RunIDs: []string{}, MatcherResults: []MatcherResult{}, Evidence: []string{},
+		Synthetic: true,
+	}
+	if cat != nil {
+		if cell := cat.Cell(id); cell != nil {
+			r.Provider, r.Model = cell.Profile.Provider, cell.Profile.Model
+			r.RuntimeMode = cell.Profile.Generation
+			r.ExpectedVerdict = Verdict(cell.ExpectedVerdict)
+		}
+		if suite := cat.Suite(s); suite != nil {
+			r.SuiteDefinitionHash = suite.Fingerprint
+		}
+	}
+	if r.SuiteDefinitionHash == "" {
+		r.SuiteDefinitionHash = "unknown"
+	}
+	return r
+}

@@ -1,0 +1,261 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ParseExpectedIDs reads an expected-ids file: the JSON document of `agentproof list
+// --matrix-json` (its executionIds, or the include[].executionId when executionIds is
+// absent), a JSON array of ids, or plain text with one id per line (blank lines and
+// lines starting with '#' ignored). Ids are returned sorted and must be unique and
+// well-formed (<suite>.<profile>.<environment>.<case>); every problem is reported in a
+// *ValidationError.
+func ParseExpectedIDs(label string, b []byte) ([]string, error) {
+	var ids []string
+	trimmed := bytes.TrimSpace(b)
+	switch {
+	case bytes.HasPrefix(trimmed, []byte("{")):
+		var doc struct {
+			Include []struct {
+				ExecutionID string `json:"executionId"`
+			} `json:"include"`
+			ExecutionIDs []string `json:"executionIds"`
+		}
+		if err := json.Unmarshal(trimmed, &doc); err != nil {
+			return nil, &ValidationError{Label: label, Problems: []string{"not a --matrix-json document: " + err.Error()}}
+		}
+		ids = doc.ExecutionIDs
+		if ids == nil {
+			for _, j := range doc.Include {
+				ids = append(ids, j.ExecutionID)
+			}
+		}
+	case bytes.HasPrefix(trimmed, []byte("[")):
+		if err := json.Unmarshal(trimmed, &ids); err != nil {
+			return nil, &ValidationError{Label: label, Problems: []string{"not a JSON array of ids: " + err.Error()}}
+		}
+	default:
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			ids = append(ids, line)
+		}
+		if err := sc.Err(); err != nil {
+			return nil, &ValidationError{Label: label, Problems: []string{err.Error()}}
+		}
+	}
+	var problems []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if _, _, _, _, ok := ParseExecutionID(id); !ok {
+			problems = append(problems, fmt.Sprintf("%q is not an execution id <suite>.<profile>.<environment>.<case>", clip(Clean(id, true), 80)))
+		}
+		if seen[id] {
+			problems = append(problems, fmt.Sprintf("%q appears twice", id))
+		}
+		seen[id] = true
+	}
+	if len(ids) == 0 {
+		problems = append(problems, "no execution ids")
+	}
+	if len(problems) > 0 {
+		return nil, &ValidationError{Label: label, Problems: problems}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// MergeOptions says which attempt directories to merge into which campaign.
+type MergeOptions struct {
+	// Sources are directories produced by separate machines (results roots, campaign
+	// directories or attempt directories); every result.json below them in a
+	// directory named attempt-… is an attempt.
+	Sources []string
+	// ResultsRoot and CampaignID name the target campaign directory. An empty
+	// CampaignID is taken from the results when they all agree.
+	ResultsRoot string
+	CampaignID  string
+}
+
+// Merged reports what Merge copied and skipped.
+type Merged struct {
+	CampaignID string
+	Copied     []string // target attempt directories, relative to the campaign directory
+	Skipped    []string // identical attempts already present
+	Warnings   []string
+}
+
+type sourceAttempt struct {
+	dir    string
+	result *Result
+	digest string
+	raw    []byte
+}
+
+// Merge copies every attempt directory found under the sources into
+// ResultsRoot/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/ (the
+// layout `agentproof run` writes). An identical attempt already there (same result.json
+// bytes) is skipped, so merging twice changes nothing; a different attempt with the
+// same number (a rerun of a CI job) goes to attempt-<n>-<12 hex digits of its
+// result.json's SHA-256>, and best-attempt selection chooses between them. Symbolic
+// links and special files are not copied. A result.json that does not decode, or names
+// no valid execution id, is skipped with a warning. Run Generate afterwards.
+func Merge(opts MergeOptions) (*Merged, error) {
+	var found []sourceAttempt
+	m := &Merged{}
+	campaigns := map[string]bool{}
+	for _, src := range opts.Sources {
+		st, err := os.Stat(src)
+		if err != nil {
+			return nil, fmt.Errorf("merge source: %w", err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("merge source %s is not a directory", src)
+		}
+		err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !isAttemptRecord(p, d) {
+				return nil
+			}
+			raw, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			var r Result
+			if err := json.Unmarshal(raw, &r); err != nil {
+				m.Warnings = append(m.Warnings, fmt.Sprintf("skipped %s: not a result document: %v", p, err))
+				return nil
+			}
+			if _, _, _, _, ok := ParseExecutionID(r.ExecutionID); !ok || r.Attempt < 1 {
+				m.Warnings = append(m.Warnings, fmt.Sprintf("skipped %s: no valid executionId and attempt", p))
+				return nil
+			}
+			sum := sha256.Sum256(raw)
+			found = append(found, sourceAttempt{dir: filepath.Dir(p), result: &r, digest: hex.EncodeToString(sum[:]), raw: raw})
+			if validCampaignID(r.CampaignID) {
+				campaigns[r.CampaignID] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading merge source %s: %w", src, err)
+		}
+	}
+	m.CampaignID = opts.CampaignID
+	if m.CampaignID == "" {
+		ids := slices.Sorted(func(yield func(string) bool) {
+			for k := range campaigns {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		if len(ids) != 1 {
+			return nil, fmt.Errorf("the merged results name %d campaigns (%s): choose one with --campaign", len(ids), strings.Join(ids, ", "))
+		}
+		m.CampaignID = ids[0]
+	}
+	if !validCampaignID(m.CampaignID) {
+		return nil, fmt.Errorf("campaign id %q must match [A-Za-z0-9][A-Za-z0-9._-]{0,199}", m.CampaignID)
+	}
+	// Deterministic order: by execution id, attempt, digest.
+	slices.SortFunc(found, func(a, b sourceAttempt) int {
+		if c := strings.Compare(a.result.ExecutionID, b.result.ExecutionID); c != 0 {
+			return c
+		}
+		if a.result.Attempt != b.result.Attempt {
+			return a.result.Attempt - b.result.Attempt
+		}
+		return strings.Compare(a.digest, b.digest)
+	})
+	campaignDir := filepath.Join(opts.ResultsRoot, m.CampaignID)
+	for _, a := range found {
+		s, p, e, c, _ := ParseExecutionID(a.result.ExecutionID)
+		base := filepath.Join(s, p, e, c, "attempt-"+strconv.Itoa(a.result.Attempt))
+		rel := base
+		existing, err := os.ReadFile(filepath.Join(campaignDir, rel, ResultFile))
+		if err == nil && !bytes.Equal(existing, a.raw) {
+			rel = base + "-" + a.digest[:12]
+			existing, err = os.ReadFile(filepath.Join(campaignDir, rel, ResultFile))
+		}
+		if err == nil && bytes.Equal(existing, a.raw) {
+			m.Skipped = append(m.Skipped, filepath.ToSlash(rel))
+			continue
+		}
+		if err := copyTree(a.dir, filepath.Join(campaignDir, rel)); err != nil {
+			return nil, err
+		}
+		m.Copied = append(m.Copied, filepath.ToSlash(rel))
+	}
+	return m, nil
+}
+
+// copyTree copies regular files and directories from src to dst (created), skipping
+// symbolic links and special files; result.json is written last and atomically, so a
+// half-copied attempt is never mistaken for a complete one.
+func copyTree(src, dst string) error {
+	var resultSrc string
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		case rel == ResultFile:
+			resultSrc = p
+			return nil
+		}
+		return copyFile(p, target)
+	})
+	if err != nil {
+		return fmt.Errorf("copying %s to %s: %w", src, dst, err)
+	}
+	b, err := os.ReadFile(resultSrc)
+	if err != nil {
+		return fmt.Errorf("copying %s: %w", resultSrc, err)
+	}
+	return WriteFileAtomic(filepath.Join(dst, ResultFile), b)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}

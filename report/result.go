@@ -1,0 +1,553 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentproof/agentproof/billing"
+	"github.com/agentproof/agentproof/catalog"
+)
+
+// Schema tags of the files this package reads and writes (DESIGN.md "Files a campaign
+// writes": agentproof.<name>/v<N>).
+const (
+	ResultSchema   = "agentproof.result/v1"
+	CampaignSchema = "agentproof.campaign/v1"
+	HistorySchema  = "agentproof.history/v1"
+)
+
+// Verdict is a cell's verdict (DESIGN.md "Verdicts").
+type Verdict string
+
+// Verdicts. Passed contributes exit code 0, Failed 1, Inconclusive 3.
+const (
+	Passed       Verdict = "passed"
+	Failed       Verdict = "failed"
+	Inconclusive Verdict = "inconclusive"
+)
+
+// FailureClass classifies why an attempt did not pass (spec runner-e2e-harness §9).
+type FailureClass string
+
+// Failure classes (spec §9). Candidate failures and the safety classes SecretLeak and
+// CleanupFailure make a failed verdict; the infrastructure classes and ProviderVariance
+// make an inconclusive one (DESIGN.md "Verdicts").
+const (
+	CandidateFailure        FailureClass = "candidate_failure"
+	ProviderVariance        FailureClass = "provider_variance"
+	TransientInfrastructure FailureClass = "transient_infrastructure"
+	PermanentInfrastructure FailureClass = "permanent_infrastructure"
+	SecretLeak              FailureClass = "secret_leak"
+	CleanupFailure          FailureClass = "cleanup_failure"
+)
+
+// Cleanup states of an attempt's teardown (spec §7.1).
+const (
+	CleanupNotStarted = "not_started"
+	CleanupPassed     = "passed"
+	CleanupFailed     = "failed"
+)
+
+// MaxExecutionIDLength bounds an execution id, in bytes (spec §7.1).
+const MaxExecutionIDLength = 512
+
+// Source says which code produced a result (spec §7.1): commit, ref and CI run URL, each
+// nullable.
+type Source struct {
+	SHA            *string `json:"sha"`
+	Ref            *string `json:"ref"`
+	WorkflowRunURL *string `json:"workflowRunUrl"`
+}
+
+// RankingSnapshot ties a ranked profile's result to the model-ranking snapshot it was
+// chosen from (spec §7.1, §1.4): snapshot id, capture time (RFC 3339), source URL, rank
+// (≥ 1) and canonical model id.
+type RankingSnapshot struct {
+	SnapshotID       string `json:"snapshotId"`
+	CapturedAt       string `json:"capturedAt"`
+	SourceURL        string `json:"sourceUrl"`
+	Rank             int    `json:"rank"`
+	CanonicalModelID string `json:"canonicalModelId"`
+}
+
+// MatcherResult is one matcher's outcome, shaped like match.Outcome: the matcher kind,
+// whether it passed, whether its evidence was never reached, the expectation and the
+// observed value (arbitrary JSON, bounded by the matcher package) and a detail sentence.
+type MatcherResult struct {
+	Kind       string `json:"kind"`
+	Passed     bool   `json:"passed"`
+	NotReached bool   `json:"notReached,omitempty"`
+	Expected   any    `json:"expected,omitempty"`
+	Observed   any    `json:"observed,omitempty"`
+	Detail     string `json:"detail"`
+}
+
+// TurnTiming is one turn of a multi-turn case (spec §7.1): when the human submitted it,
+// when its run started and finished (RFC 3339, nullable) and the derived latencies in ms.
+type TurnTiming struct {
+	Turn                    int     `json:"turn"`
+	SubmittedAt             string  `json:"submittedAt"`
+	RunStartedAt            *string `json:"runStartedAt"`
+	RunFinishedAt           *string `json:"runFinishedAt"`
+	SchedulerLatencyMs      *int64  `json:"schedulerLatencyMs"`
+	RunDurationMs           *int64  `json:"runDurationMs"`
+	ResponseLatencyMs       *int64  `json:"responseLatencyMs"`
+	RunID                   string  `json:"runId"`
+	LeaseAcquisitionOutcome string  `json:"leaseAcquisitionOutcome"`
+}
+
+// Result is one attempt of one cell, `result.json` (schema agentproof.result/v1; spec
+// runner-e2e-harness §7.1 with agentproof's verdicts). Times are RFC 3339 in UTC,
+// durations in ms. Usage is the raw, sanitised provider usage (any JSON or null);
+// RuntimeUsage and Billing are computed by package billing. Termination is the process
+// termination summary, an opaque JSON object. Evidence lists the attempt's evidence
+// files relative to the attempt directory (slash-separated, no "..").
+//
+// Synthetic is set on results this package made up for expected cells without any
+// result (attempt 0); they are never written to disk as result.json.
+type Result struct {
+	Schema              string                `json:"schema"`
+	ExecutionID         string                `json:"executionId"`
+	CampaignID          string                `json:"campaignId"`
+	SuiteID             string                `json:"suiteId"`
+	SuiteDefinitionHash string                `json:"suiteDefinitionHash"`
+	ProfileID           string                `json:"profileId"`
+	EnvironmentID       string                `json:"environmentId"`
+	CaseID              string                `json:"caseId"`
+	Provider            string                `json:"provider"`
+	Model               string                `json:"model"`
+	RuntimeMode         string                `json:"runtimeMode,omitempty"`
+	Source              *Source               `json:"source,omitempty"`
+	RankingSnapshot     *RankingSnapshot      `json:"rankingSnapshot,omitempty"`
+	Attempt             int                   `json:"attempt"`
+	Verdict             Verdict               `json:"verdict"`
+	ExpectedVerdict     Verdict               `json:"expectedVerdict,omitempty"`
+	FailureClass        FailureClass          `json:"failureClass,omitempty"`
+	Error               string                `json:"error,omitempty"`
+	IssueID             string                `json:"issueId,omitempty"`
+	IssueIdentifier     string                `json:"issueIdentifier,omitempty"`
+	RunIDs              []string              `json:"runIds"`
+	TurnTimings         []TurnTiming          `json:"turnTimings,omitempty"`
+	StartedAt           string                `json:"startedAt"`
+	FinishedAt          string                `json:"finishedAt"`
+	DurationMs          int64                 `json:"durationMs"`
+	MatcherResults      []MatcherResult       `json:"matcherResults"`
+	Termination         json.RawMessage       `json:"termination,omitempty"`
+	Usage               any                   `json:"usage"`
+	RuntimeUsage        *billing.RuntimeUsage `json:"runtimeUsage,omitempty"`
+	Billing             *billing.Summary      `json:"billing,omitempty"`
+	Cleanup             string                `json:"cleanup"`
+	Evidence            []string              `json:"evidence"`
+	Synthetic           bool                  `json:"synthetic,omitempty"`
+}
+
+// ValidationError lists every problem found in one document, each naming its field.
+type ValidationError struct {
+	Label    string
+	Problems []string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("%s: %d problem(s): %s", e.Label, len(e.Problems), strings.Join(e.Problems, "; "))
+}
+
+// ErrInvalid matches every *ValidationError with errors.Is.
+var ErrInvalid = errors.New("invalid report document")
+
+// Is reports whether target is ErrInvalid.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// DecodeResult parses and strictly validates one result.json (spec §7.1 "newer versions
+// validate every field strictly"): unknown fields, trailing data, wrong types, unknown
+// enumerations, malformed dates, unsafe evidence paths, negative or non-finite numbers
+// and an execution id that disagrees with its components are all reported together in a
+// *ValidationError labelled label. Other errors are JSON syntax errors.
+func DecodeResult(label string, b []byte) (*Result, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var r Result
+	if err := dec.Decode(&r); err != nil {
+		return nil, &ValidationError{Label: label, Problems: []string{"not a result document: " + err.Error()}}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &ValidationError{Label: label, Problems: []string{"trailing data after the result object"}}
+	}
+	r.Usage = plainNumbers(r.Usage)
+	for i := range r.MatcherResults {
+		r.MatcherResults[i].Expected = plainNumbers(r.MatcherResults[i].Expected)
+		r.MatcherResults[i].Observed = plainNumbers(r.MatcherResults[i].Observed)
+	}
+	if err := r.Validate(label); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// plainNumbers turns json.Number values back into float64 (as encoding/json decodes
+// into any), so that Usage keeps the shape package billing expects.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return x.String()
+		}
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plainNumbers(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = plainNumbers(e)
+		}
+		return x
+	}
+	return v
+}
+
+// Validate checks every field of r (see DecodeResult) and returns a *ValidationError
+// naming each problem, or nil.
+func (r *Result) Validate(label string) error {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	if r.Schema != ResultSchema {
+		add("schema: want %q, got %q", ResultSchema, r.Schema)
+	}
+	p = append(p, checkExecutionID(r.ExecutionID, r.SuiteID, r.ProfileID, r.EnvironmentID, r.CaseID)...)
+	if !validCampaignID(r.CampaignID) {
+		add("campaignId: %q must match [A-Za-z0-9][A-Za-z0-9._-]{0,199}", r.CampaignID)
+	}
+	if r.SuiteDefinitionHash == "" || !printable(r.SuiteDefinitionHash) || len(r.SuiteDefinitionHash) > 200 {
+		add("suiteDefinitionHash: must be a non-empty printable string")
+	}
+	for _, f := range []struct{ name, v string }{{"provider", r.Provider}, {"model", r.Model}} {
+		if !printable(f.v) || len(f.v) > 512 {
+			add("%s: must be printable text of at most 512 bytes", f.name)
+		}
+	}
+	switch r.RuntimeMode {
+	case "", "legacy", "native":
+	default:
+		add("runtimeMode: %q is not legacy or native", r.RuntimeMode)
+	}
+	if r.Source != nil {
+		if r.Source.WorkflowRunURL != nil && !safeURL(*r.Source.WorkflowRunURL) {
+			add("source.workflowRunUrl: must be an http(s) URL without user information")
+		}
+		for _, f := range []struct {
+			name string
+			v    *string
+		}{{"source.sha", r.Source.SHA}, {"source.ref", r.Source.Ref}} {
+			if f.v != nil && (!printable(*f.v) || len(*f.v) > 512) {
+				add("%s: must be printable text", f.name)
+			}
+		}
+	}
+	if rs := r.RankingSnapshot; rs != nil {
+		if rs.SnapshotID == "" || !printable(rs.SnapshotID) || !printable(rs.CanonicalModelID) || rs.Rank < 1 {
+			add("rankingSnapshot: needs a printable snapshotId and canonicalModelId and a rank of at least 1")
+		}
+		if _, ok := parseTime(rs.CapturedAt); !ok {
+			add("rankingSnapshot.capturedAt: %q is not an RFC 3339 time", rs.CapturedAt)
+		}
+		if !safeURL(rs.SourceURL) {
+			add("rankingSnapshot.sourceUrl: must be an http(s) URL without user information")
+		}
+	}
+	if r.Attempt < 1 && !r.Synthetic {
+		add("attempt: must be at least 1, got %d", r.Attempt)
+	}
+	if !validVerdict(r.Verdict) {
+		add("verdict: %q is not passed, failed or inconclusive", r.Verdict)
+	}
+	if r.ExpectedVerdict != "" && !validVerdict(r.ExpectedVerdict) {
+		add("expectedVerdict: %q is not passed, failed or inconclusive", r.ExpectedVerdict)
+	}
+	switch r.FailureClass {
+	case "":
+		if r.Verdict != Passed && validVerdict(r.Verdict) {
+			add("failureClass: required when the verdict is %s", r.Verdict)
+		}
+	case CandidateFailure, ProviderVariance, TransientInfrastructure, PermanentInfrastructure, SecretLeak, CleanupFailure:
+		if r.Verdict == Passed {
+			add("failureClass: %q given for a passed verdict", r.FailureClass)
+		}
+	default:
+		add("failureClass: %q is not one of candidate_failure, provider_variance, transient_infrastructure, permanent_infrastructure, secret_leak, cleanup_failure", r.FailureClass)
+	}
+	if !utf8.ValidString(r.Error) || !utf8.ValidString(r.IssueID) || !utf8.ValidString(r.IssueIdentifier) {
+		add("error, issueId, issueIdentifier: must be valid UTF-8")
+	}
+	for i, id := range r.RunIDs {
+		if id == "" || !printable(id) {
+			add("runIds[%d]: must be non-empty printable text", i)
+		}
+	}
+	start, okStart := parseTime(r.StartedAt)
+	end, okEnd := parseTime(r.FinishedAt)
+	if !okStart {
+		add("startedAt: %q is not an RFC 3339 time", r.StartedAt)
+	}
+	if !okEnd {
+		add("finishedAt: %q is not an RFC 3339 time", r.FinishedAt)
+	}
+	if okStart && okEnd && end.Before(start) {
+		add("finishedAt: before startedAt")
+	}
+	if r.DurationMs < 0 {
+		add("durationMs: must not be negative")
+	}
+	for i, t := range r.TurnTimings {
+		if t.Turn < 1 {
+			add("turnTimings[%d].turn: must be at least 1", i)
+		}
+		if _, ok := parseTime(t.SubmittedAt); !ok {
+			add("turnTimings[%d].submittedAt: not an RFC 3339 time", i)
+		}
+		for _, s := range []*string{t.RunStartedAt, t.RunFinishedAt} {
+			if s != nil {
+				if _, ok := parseTime(*s); !ok {
+					add("turnTimings[%d]: run time %q is not an RFC 3339 time", i, *s)
+				}
+			}
+		}
+		for _, v := range []*int64{t.SchedulerLatencyMs, t.RunDurationMs, t.ResponseLatencyMs} {
+			if v != nil && *v < 0 {
+				add("turnTimings[%d]: latencies must not be negative", i)
+			}
+		}
+		switch t.LeaseAcquisitionOutcome {
+		case "created", "resumed", "replacement", "unknown":
+		default:
+			add("turnTimings[%d].leaseAcquisitionOutcome: %q is not created, resumed, replacement or unknown", i, t.LeaseAcquisitionOutcome)
+		}
+	}
+	for i, m := range r.MatcherResults {
+		if m.Kind == "" || !printable(m.Kind) {
+			add("matcherResults[%d].kind: must be non-empty printable text", i)
+		}
+		if m.Passed && m.NotReached {
+			add("matcherResults[%d]: cannot be both passed and not reached", i)
+		}
+		if !utf8.ValidString(m.Detail) {
+			add("matcherResults[%d].detail: must be valid UTF-8", i)
+		}
+		if !finiteJSON(m.Expected) || !finiteJSON(m.Observed) {
+			add("matcherResults[%d]: numbers must be finite", i)
+		}
+	}
+	if len(r.Termination) > 0 {
+		var obj map[string]any
+		if err := json.Unmarshal(r.Termination, &obj); err != nil || obj == nil {
+			add("termination: must be a JSON object")
+		}
+	}
+	if !finiteJSON(r.Usage) {
+		add("usage: numbers must be finite")
+	}
+	if r.RuntimeUsage != nil {
+		p = append(p, checkRuntime("runtimeUsage", r.RuntimeUsage)...)
+	}
+	if r.Billing != nil {
+		p = append(p, checkRuntime("billing.runtime", &r.Billing.Runtime)...)
+		p = append(p, checkLLM("billing.llm", &r.Billing.LLM)...)
+		for _, f := range []struct {
+			name string
+			v    *float64
+		}{{"billing.reportedCostUsd", r.Billing.ReportedCostUSD}, {"billing.estimatedRuntimeCostUsd", r.Billing.EstimatedRuntimeCostUSD}, {"billing.observedAndEstimatedCostUsd", r.Billing.ObservedAndEstimatedCostUSD}} {
+			if !nonNegative(f.v) {
+				add("%s: must be a non-negative finite number or null", f.name)
+			}
+		}
+	}
+	switch r.Cleanup {
+	case CleanupNotStarted, CleanupPassed, CleanupFailed:
+	default:
+		add("cleanup: %q is not not_started, passed or failed", r.Cleanup)
+	}
+	for i, e := range r.Evidence {
+		if !SafeRelPath(e) {
+			add("evidence[%d]: %q is not a safe relative path", i, e)
+		}
+	}
+	if len(p) > 0 {
+		return &ValidationError{Label: label, Problems: p}
+	}
+	return nil
+}
+
+func checkRuntime(name string, rt *billing.RuntimeUsage) []string {
+	var p []string
+	switch rt.CostStatus {
+	case billing.RuntimeEstimated, billing.RuntimeUnavailable, billing.RuntimeNotMetered:
+	default:
+		p = append(p, fmt.Sprintf("%s.costStatus: %q is not estimated, unavailable or not_metered", name, rt.CostStatus))
+	}
+	if rt.AgentRunDurationMs < 0 || (rt.LeaseDurationMs != nil && *rt.LeaseDurationMs < 0) || rt.LeaseCount < 0 {
+		p = append(p, name+": durations and counts must not be negative")
+	}
+	for _, v := range []*float64{rt.CPUCores, rt.MemoryGiB, rt.DiskGiB, rt.EstimatedListCostUSD} {
+		if !nonNegative(v) {
+			p = append(p, name+": resources and estimates must be non-negative finite numbers")
+			break
+		}
+	}
+	if rt.CostStatus == billing.RuntimeEstimated && rt.EstimatedListCostUSD == nil {
+		p = append(p, name+": an estimated runtime cost needs estimatedListCostUsd")
+	}
+	if rt.PricingURL != "" && !safeURL(rt.PricingURL) {
+		p = append(p, name+".pricingUrl: must be an http(s) URL without user information")
+	}
+	return p
+}
+
+func checkLLM(name string, l *billing.LLMUsage) []string {
+	var p []string
+	switch l.CostStatus {
+	case billing.CostReported, billing.CostPartial, billing.CostUnpriced, billing.CostUnavailable:
+	default:
+		p = append(p, fmt.Sprintf("%s.costStatus: %q is not reported, partial, unpriced or unavailable", name, l.CostStatus))
+	}
+	if l.RunCount < 0 || l.RunsWithTokenUsage < 0 || l.RunsWithReportedCost < 0 || l.InputTokens < 0 || l.OutputTokens < 0 || l.CachedInputTokens < 0 || l.TotalTokens < 0 {
+		p = append(p, name+": counts must not be negative")
+	}
+	if !nonNegative(l.ReportedCostUSD) {
+		p = append(p, name+".reportedCostUsd: must be a non-negative finite number or null")
+	}
+	return p
+}
+
+func nonNegative(v *float64) bool {
+	return v == nil || (!math.IsNaN(*v) && !math.IsInf(*v, 0) && *v >= 0)
+}
+
+func finiteJSON(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case map[string]any:
+		for _, e := range x {
+			if !finiteJSON(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !finiteJSON(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func validVerdict(v Verdict) bool { return v == Passed || v == Failed || v == Inconclusive }
+
+// ParseExecutionID splits "<suite>.<profile>.<environment>.<case>" into its four
+// components, each following catalog.IDPattern. ok is false for anything else,
+// including ids longer than MaxExecutionIDLength.
+func ParseExecutionID(id string) (suite, profile, env, cs string, ok bool) {
+	if len(id) > MaxExecutionIDLength {
+		return "", "", "", "", false
+	}
+	parts := strings.Split(id, ".")
+	if len(parts) != 4 {
+		return "", "", "", "", false
+	}
+	for _, p := range parts {
+		if !catalog.IDPattern.MatchString(p) {
+			return "", "", "", "", false
+		}
+	}
+	return parts[0], parts[1], parts[2], parts[3], true
+}
+
+func checkExecutionID(id, suite, profile, env, cs string) []string {
+	s, p, e, c, ok := ParseExecutionID(id)
+	if !ok {
+		return []string{fmt.Sprintf("executionId: %q must be <suite>.<profile>.<environment>.<case> of catalog ids (at most %d bytes)", clip(id, 80), MaxExecutionIDLength)}
+	}
+	var out []string
+	for _, f := range []struct{ name, got, want string }{{"suiteId", suite, s}, {"profileId", profile, p}, {"environmentId", env, e}, {"caseId", cs, c}} {
+		if f.got != f.want {
+			out = append(out, fmt.Sprintf("%s: %q disagrees with executionId (%q)", f.name, clip(f.got, 80), f.want))
+		}
+	}
+	return out
+}
+
+// validCampaignID reports whether id is a campaign id: ^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$
+// (spec §7.5), and not "." or "..".
+func validCampaignID(id string) bool {
+	if id == "" || len(id) > 200 || id == "." || id == ".." {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || (c != '.' && c != '_' && c != '-')) {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidCampaignID reports whether id may name a campaign (and its directory): a letter
+// or digit followed by at most 199 letters, digits, '.', '_' or '-' (spec §7.5).
+func ValidCampaignID(id string) bool { return validCampaignID(id) }
+
+func parseTime(s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
+}
+
+func safeURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
+}
+
+// SafeRelPath reports whether p is a clean, slash-separated relative path inside a
+// directory: no empty, "." or ".." element, no leading slash, no backslash, no control
+// characters.
+func SafeRelPath(p string) bool {
+	if p == "" || len(p) > 1024 || strings.Contains(p, "\\") || !printable(p) {
+		return false
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return path.Clean(p) == p
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,423 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const validResult = `{"schema":"agentproof.result/v1","executionId":"s.p.local.c","campaignId":"c1","suiteId":"s","suiteDefinitionHash":"h","profileId":"p","environmentId":"local","caseId":"c","provider":"x","model":"m","attempt":1,"verdict":"passed","runIds":["r"],"startedAt":"2026-11-29T10:00:00Z","finishedAt":"2026-11-29T10:00:01Z","durationMs":1000,"matcherResults":[{"kind":"run_status","passed":true,"detail":"matched"}],"termination":{"exitCode":0},"usage":{"inputTokens":3},"cleanup":"passed","evidence":["logs/agent.log"]}`
+
+// edit returns validResult with one top-level field replaced (value "" removes it).
+func edit(t *testing.T, field, value string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(validResult), &m); err != nil {
+		t.Fatal(err)
+	}
+	if value == "" {
+		delete(m, field)
+	} else {
+		m[field] = json.RawMessage(value)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestDecodeResultStrict(t *testing.T) {
+	t.Parallel()
+	if _, err := DecodeResult("ok", []byte(validResult)); err != nil {
+		t.Fatalf("valid result rejected: %v", err)
+	}
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"unknown field", edit(t, "extra", `1`), "unknown field"},
+		{"trailing data", validResult + "{}", "trailing data"},
+		{"schema", edit(t, "schema", `"paperclip.runner-e2e.result/v2"`), "schema"},
+		{"id grammar", edit(t, "executionId", `"s.p.local"`), "executionId"},
+		{"id disagrees", edit(t, "caseId", `"other"`), "caseId"},
+		{"campaign id", edit(t, "campaignId", `"../x"`), "campaignId"},
+		{"verdict enum", edit(t, "verdict", `"ok"`), "verdict"},
+		{"failed needs class", edit(t, "verdict", `"failed"`), "failureClass: required"},
+		{"class enum", edit(t, "failureClass", `"oops"`), "failureClass"},
+		{"date", edit(t, "startedAt", `"yesterday"`), "startedAt"},
+		{"order", edit(t, "finishedAt", `"2026-11-29T09:00:00Z"`), "before startedAt"},
+		{"negative duration", edit(t, "durationMs", `-1`), "durationMs"},
+		{"attempt", edit(t, "attempt", `0`), "attempt"},
+		{"wrong type", edit(t, "attempt", `"1"`), "not a result document"},
+		{"cleanup enum", edit(t, "cleanup", `"done"`), "cleanup"},
+		{"evidence escape", edit(t, "evidence", `["../../etc/passwd"]`), "evidence[0]"},
+		{"evidence absolute", edit(t, "evidence", `["/etc/passwd"]`), "evidence[0]"},
+		{"termination not object", edit(t, "termination", `[1]`), "termination"},
+		{"runtime mode", edit(t, "runtimeMode", `"hybrid"`), "runtimeMode"},
+		{"url userinfo", edit(t, "source", `{"sha":null,"ref":null,"workflowRunUrl":"https://u:p@example.com/x"}`), "workflowRunUrl"},
+		{"ranking snapshot", edit(t, "rankingSnapshot", `{"snapshotId":"s","capturedAt":"now","sourceUrl":"ftp://x","rank":0,"canonicalModelId":"m"}`), "rankingSnapshot"},
+		{"matcher both", edit(t, "matcherResults", `[{"kind":"k","passed":true,"notReached":true,"detail":""}]`), "not reached"},
+		{"runtime status", edit(t, "runtimeUsage", `{"provider":"local","agentRunDurationMs":1,"leaseDurationMs":null,"leaseCount":0,"costStatus":"free","costSource":"x"}`), "costStatus"},
+		{"estimate without amount", edit(t, "runtimeUsage", `{"provider":"daytona","agentRunDurationMs":1,"leaseDurationMs":1,"leaseCount":1,"costStatus":"estimated","costSource":"x"}`), "estimatedListCostUsd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := DecodeResult("r", []byte(tt.doc))
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("want a ValidationError, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not mention %q", err, tt.want)
+			}
+		})
+	}
+	// Several problems are reported together.
+	_, err := DecodeResult("r", []byte(strings.Replace(strings.Replace(validResult, `"cleanup":"passed"`, `"cleanup":"?"`, 1), `"verdict":"passed"`, `"verdict":"?"`, 1)))
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 2 {
+		t.Errorf("want two problems together, got %v", err)
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		r    Result
+		want Verdict
+	}{
+		{"passed", Result{Verdict: Passed, Cleanup: CleanupPassed}, Passed},
+		{"passed without cleanup", Result{Verdict: Passed, Cleanup: CleanupFailed}, Failed},
+		{"failed", Result{Verdict: Failed, Cleanup: CleanupPassed}, Failed},
+		{"inconclusive", Result{Verdict: Inconclusive, Cleanup: CleanupPassed}, Inconclusive},
+		{"calibration met", Result{Verdict: Failed, ExpectedVerdict: Failed, Cleanup: CleanupPassed}, Passed},
+		{"calibration inconclusive met", Result{Verdict: Inconclusive, ExpectedVerdict: Inconclusive}, Passed},
+		{"calibration unmet", Result{Verdict: Passed, ExpectedVerdict: Failed}, Failed},
+		{"calibration unknown", Result{Verdict: Inconclusive, ExpectedVerdict: Passed}, Inconclusive},
+		{"synthetic never meets expectation", Result{Verdict: Inconclusive, ExpectedVerdict: Inconclusive, Synthetic: true}, Inconclusive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Outcome(&tt.r); got != tt.want {
+				t.Errorf("Outcome = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func writeResult(t *testing.T, dir, doc string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ResultFile), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChooseBestAttempt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base := filepath.Join(dir, "s", "p", "local", "c")
+	late := strings.ReplaceAll(validResult, "10:00:01Z", "11:00:00Z")
+	// attempt-1: valid, earlier; attempt-2: invalid (newest); attempt-3: valid, latest;
+	// attempt-1-dup: same finish as attempt-3 but a lower attempt.
+	writeResult(t, filepath.Join(base, "attempt-1"), validResult)
+	writeResult(t, filepath.Join(base, "attempt-2"), strings.Replace(strings.ReplaceAll(validResult, "10:00:01Z", "12:00:00Z"), `"cleanup":"passed"`, `"cleanup":"maybe"`, 1))
+	writeResult(t, filepath.Join(base, "attempt-3"), strings.Replace(late, `"attempt":1`, `"attempt":3`, 1))
+	writeResult(t, filepath.Join(base, "attempt-1-dup"), late)
+	writeResult(t, filepath.Join(dir, "x", "y", "z", "w", "attempt-1"), strings.ReplaceAll(validResult, "s.p.local.c", "x.y.z.w"))
+	writeResult(t, filepath.Join(dir, "junk", "attempt-1"), "{not json")
+	cands, err := LoadCandidates(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, notes, unexpected := Choose(nil, "c1", []string{"s.p.local.c", "s.p.local.gone"}, cands)
+	if len(results) != 2 || results[0].ExecutionID != "s.p.local.c" || results[0].Attempt != 3 {
+		t.Fatalf("chosen: %+v", results)
+	}
+	if results[0].Evidence[0] != "s/p/local/c/attempt-3/logs/agent.log" {
+		t.Errorf("evidence not relative to the campaign: %v", results[0].Evidence)
+	}
+	gone := results[1]
+	if !gone.Synthetic || gone.Verdict != Inconclusive || gone.FailureClass != PermanentInfrastructure || gone.Attempt != 0 || gone.SuiteDefinitionHash != "unknown" {
+		t.Errorf("synthetic: %+v", gone)
+	}
+	if diff := cmp.Diff([]string{"(undecodable junk/attempt-1/result.json)", "x.y.z.w"}, unexpected); diff != "" {
+		t.Errorf("unexpected (-want +got):\n%s", diff)
+	}
+	var chosen, invalid int
+	for _, n := range notes {
+		if n.Chosen {
+			chosen++
+		}
+		if !n.Valid {
+			invalid++
+			if len(n.Problems) == 0 || !strings.Contains(n.Problems[0], "cleanup") {
+				t.Errorf("invalid note lacks its problem: %+v", n)
+			}
+		}
+	}
+	if len(notes) != 4 || chosen != 1 || invalid != 1 {
+		t.Errorf("notes: %+v", notes)
+	}
+
+	// Only an invalid attempt: the synthetic result names its problems.
+	only := t.TempDir()
+	writeResult(t, filepath.Join(only, "s", "attempt-1"), edit(t, "verdict", `"maybe"`))
+	writeResult(t, filepath.Join(only, "t", "attempt-1"), edit(t, "synthetic", `true`))
+	cands, err = LoadCandidates(only)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, _, _ = Choose(nil, "c1", []string{"s.p.local.c"}, cands)
+	if !results[0].Synthetic || !strings.Contains(results[0].Error, "no valid result.json") || !strings.Contains(results[0].Error, "verdict") {
+		t.Errorf("synthetic for invalid: %+v", results[0])
+	}
+}
+
+func TestHistoryMerge(t *testing.T) {
+	t.Parallel()
+	suite := func(id string, complete bool, failed int) SuiteSummary {
+		return SuiteSummary{SuiteID: id, Complete: complete, Failed: failed}
+	}
+	green := HistoryCampaign{CampaignID: "a", GeneratedAt: "2026-01-01T00:00:00Z", Suites: []SuiteSummary{suite("s", true, 0), suite("t", true, 0)}}
+	red := HistoryCampaign{CampaignID: "b", GeneratedAt: "2026-01-02T00:00:00Z", Failed: 1, Suites: []SuiteSummary{suite("s", true, 1), suite("t", true, 0)}}
+	partial := HistoryCampaign{CampaignID: "c", GeneratedAt: "2026-01-03T00:00:00Z", Partial: true, Suites: []SuiteSummary{suite("t", false, 0)}}
+	h := emptyHistory().Merge(green).Merge(partial).Merge(red)
+	ids := []string{}
+	for _, c := range h.Campaigns {
+		ids = append(ids, c.CampaignID)
+	}
+	if diff := cmp.Diff([]string{"c", "b", "a"}, ids); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	if *h.LatestCampaignID != "c" || *h.LatestGreenCampaignID != "a" || h.UpdatedAt != "2026-01-03T00:00:00Z" {
+		t.Errorf("pointers: %v %v %s", *h.LatestCampaignID, *h.LatestGreenCampaignID, h.UpdatedAt)
+	}
+	if diff := cmp.Diff(map[string]string{"s": "b", "t": "c"}, h.LatestBySuite); diff != "" {
+		t.Errorf("latestBySuite: %s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"s": "a", "t": "b"}, h.LatestGreenBySuite); diff != "" {
+		t.Errorf("latestGreenBySuite: %s", diff)
+	}
+	// Re-merging an entry replaces it.
+	fixed := red
+	fixed.Failed = 0
+	fixed.Suites = []SuiteSummary{suite("s", true, 0), suite("t", true, 0)}
+	h2 := h.Merge(fixed)
+	if len(h2.Campaigns) != 3 || *h2.LatestGreenCampaignID != "b" {
+		t.Errorf("re-merge: %d campaigns, green %v", len(h2.Campaigns), *h2.LatestGreenCampaignID)
+	}
+	if up := h2.Upto(red.GeneratedAt, "b"); len(up.Campaigns) != 2 || *up.LatestCampaignID != "b" {
+		t.Errorf("Upto: %+v", up)
+	}
+
+	dir := t.TempDir()
+	p := filepath.Join(dir, "history.json")
+	if err := os.WriteFile(p, []byte(`{"schema":"paperclip.runner-e2e.history/v1","campaigns":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, warn, err := ReadHistory(p); err != nil || warn == "" || len(got.Campaigns) != 0 {
+		t.Errorf("other schema: %v %q %v", got, warn, err)
+	}
+	if err := os.WriteFile(p, []byte(`{not json`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadHistory(p); err == nil {
+		t.Error("corrupt history must not be replaced silently")
+	}
+}
+
+func TestCleanF13(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, oneLine, multi string }{
+		{"\x1b[31mERR\x1b[0m", `\x1b[31mERR\x1b[0m`, `\x1b[31mERR\x1b[0m`},
+		{"a\x00b\x0bc\x0cd", `a\x00b\x0bc\x0cd`, `a\x00b\x0bc\x0cd`},
+		{"bad \xff byte", `bad \xff byte`, `bad \xff byte`},
+		{"nonchar \uFFFE", `nonchar \ufffe`, `nonchar \ufffe`},
+		{"line\nbreak\ttab", "line break tab", "line\nbreak\ttab"},
+		{"ok é 😀 ]]>", "ok é 😀 ]]>", "ok é 😀 ]]>"},
+	}
+	for _, tt := range tests {
+		if got := Clean(tt.in, true); got != tt.oneLine {
+			t.Errorf("Clean(%q, true) = %q, want %q", tt.in, got, tt.oneLine)
+		}
+		if got := Clean(tt.in, false); got != tt.multi {
+			t.Errorf("Clean(%q, false) = %q, want %q", tt.in, got, tt.multi)
+		}
+	}
+	// A case id with \x07 in an attribute still yields well-formed XML.
+	c := &Campaign{CampaignID: "c", Results: []Result{{ExecutionID: "s.p.e.c\x07", SuiteID: "s", Verdict: Failed, FailureClass: CandidateFailure, Error: "]]>\x00", Cleanup: CleanupPassed}}}
+	if out := string(JUnit(c)); strings.ContainsAny(out, "\x07\x00") || !strings.Contains(out, `name="s.p.e.c\x07"`) {
+		t.Errorf("junit:\n%s", out)
+	}
+}
+
+func TestFormats(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[float64]string{0.26748: "$0.2675", 0.004458: "$0.004458", 0: "$0.000000", 12.5: "$12.5000"} {
+		if got := USD(in); got != want {
+			t.Errorf("USD(%v) = %s, want %s", in, got, want)
+		}
+	}
+	for in, want := range map[int64]string{999: "999ms", 1500: "1.5s", 61_000: "1m 1s", 3_660_000: "1h 1m"} {
+		if got := Duration(in); got != want {
+			t.Errorf("Duration(%d) = %s, want %s", in, got, want)
+		}
+	}
+	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
+		if got := Tokens(in); got != want {
+			t.Errorf("Tokens(%d) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sub", "f.txt")
+	for _, content := range []string{"one", "two"} {
+		if err := WriteFileAtomic(p, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(p); string(b) != content {
+			t.Errorf("got %q, want %q", b, content)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(p))
+	if len(entries) != 1 {
+		t.Errorf("temporary files left: %v", entries)
+	}
+	if err := WriteFileAtomic(filepath.Join(p, "under-a-file"), nil); err == nil {
+		t.Error("writing under a regular file must fail")
+	}
+}
+
+func FuzzDecodeResult(f *testing.F) {
+	f.Add([]byte(validResult))
+	f.Add([]byte(`{"schema":"agentproof.result/v1"}`))
+	f.Add([]byte(`{"usage":{"runs":[{"usage":{"inputTokens":1e308}}]}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeResult("fuzz", b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error is not a ValidationError: %v", err)
+			}
+			return
+		}
+		// A valid result re-encodes and decodes to an equally valid result.
+		out, err := EncodeResult(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecodeResult("again", out); err != nil {
+			t.Fatalf("re-encoded result invalid: %v\n%s", err, out)
+		}
+		// Rendering never panics and the XML stays free of raw control characters.
+		c := buildCampaign("c", nil, []string{r.ExecutionID}, []Result{*r}, nil, false)
+		if x := JUnit(c); strings.ContainsAny(string(x), "\x00\x1b") {
+			t.Fatal("control character in junit.xml")
+		}
+		_ = Summary(c)
+		if _, err := Dashboard(c, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func FuzzParseExpectedIDs(f *testing.F) {
+	f.Add([]byte("a.b.c.d\n"))
+	f.Add([]byte(`{"executionIds":["a.b.c.d"]}`))
+	f.Add([]byte(`["a.b.c.d","a.b.c.d"]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ids, err := ParseExpectedIDs("fuzz", b)
+		if err != nil {
+			return
+		}
+		for i, id := range ids {
+			if _, _, _, _, ok := ParseExecutionID(id); !ok {
+				t.Fatalf("accepted malformed id %q", id)
+			}
+			if i > 0 && ids[i-1] >= id {
+				t.Fatalf("ids not sorted and unique: %q", ids)
+			}
+		}
+	})
+}
+
+func TestChartBreaksAtDefinitionChanges(t *testing.T) {
+	t.Parallel()
+	pts := []point{
+		{label: "a", value: 1, ok: true, key: "v1"},
+		{label: "b", value: 2, ok: true, key: "v1"},
+		{label: "c", value: 3, ok: true, key: "v2"},
+		{label: "d", ok: false, key: "v2"}, // unknown: a gap, never zero
+		{label: "e", value: 4, ok: true, key: "v2"},
+		{label: "f", value: 5, ok: true, key: "v2"},
+	}
+	c := buildChart("t", pts, fmtTokens)
+	if len(c.Segments) != 2 || len(c.Breaks) != 1 || len(c.Dots) != 5 {
+		t.Errorf("segments %q, breaks %v, %d dots", c.Segments, c.Breaks, len(c.Dots))
+	}
+	if strings.Count(c.Segments[0], ",") != 2 || strings.Count(c.Segments[1], ",") != 2 {
+		t.Errorf("segment a-b and e-f expected: %q", c.Segments)
+	}
+	if empty := buildChart("t", []point{{label: "x"}}, fmtTokens); empty.Empty == "" || len(empty.Dots) != 0 {
+		t.Errorf("no data must not be drawn as zero: %+v", empty)
+	}
+}
+
+func TestDashboardNotSelectedAndMissing(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	copyDir(t, "testdata/results/camp-2", filepath.Join(root, "camp-2"), nil)
+	ids := []string{"core.reference.local.message-marker", "core.wrong.local.message-marker"}
+	g, err := Generate(Options{ResultsRoot: root, CampaignID: "camp-2", Catalog: loadCatalog(t, nil), ExpectedIDs: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Campaign.Partial || g.Campaign.Suites[0].Complete {
+		t.Error("a partial selection must be partial")
+	}
+	if diff := cmp.Diff([]string{"calibration.fixture-fail.local.process-exit", "calibration.fixture-pass.local.process-exit", "core.reference.daytona.message-marker"}, g.Unexpected); diff != "" {
+		t.Errorf("unexpected: %s", diff)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "camp-2", DashboardFile))
+	dash := string(b)
+	for id, state := range map[string]string{
+		"core.reference.daytona.message-marker": "not-selected",
+		"core.wrong.local.message-marker":       "missing",
+		"core.reference.local.message-marker":   "passed",
+	} {
+		if card := cardHTML(t, dash, id); !strings.Contains(card, `data-state="`+state+`"`) {
+			t.Errorf("%s: want state %s in %s", id, state, card[:min(len(card), 200)])
+		}
+	}
+	if strings.Contains(dash, "calibration.fixture") {
+		t.Error("unselected suites have no grid")
+	}
+}
+
+func TestResultJSONAmongEvidenceIsNoAttempt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeResult(t, filepath.Join(dir, "s", "p", "local", "c", "attempt-1"), validResult)
+	// An agent wrote a result.json into its workspace evidence: not an attempt.
+	writeResult(t, filepath.Join(dir, "s", "p", "local", "c", "attempt-1", "workspace"), strings.Replace(validResult, `"attempt":1`, `"attempt":9`, 1))
+	cands, err := LoadCandidates(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cands) != 1 || cands[0].Result.Attempt != 1 {
+		t.Errorf("candidates: %+v", cands)
+	}
+}

@@ -1,0 +1,287 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/redact"
+)
+
+// Files written at the campaign root and the results root (DESIGN.md "Files a campaign
+// writes").
+const (
+	CampaignFile  = "campaign.json"
+	SummaryFile   = "summary.md"
+	JUnitFile     = "junit.xml"
+	DashboardFile = "dashboard.html"
+	IndexFile     = "index.html"
+	HistoryFile   = "history.json"
+)
+
+// Options says what Generate reads and writes.
+type Options struct {
+	// ResultsRoot is the results directory: campaigns live in ResultsRoot/<campaign>/.
+	ResultsRoot string
+	// CampaignID names the campaign directory (see ValidCampaignID).
+	CampaignID string
+	// Catalog is the reporting catalog (full matrix, labels, fingerprints); nil reports
+	// every suite as unknown (partial).
+	Catalog *catalog.Catalog
+	// ExpectedIDs is the selection. When nil, the `expected` list of an existing
+	// campaign.json is used, and failing that the ids of the results found.
+	ExpectedIDs []string
+	// HistoryPath is history.json; "" means ResultsRoot/history.json.
+	HistoryPath string
+	// InconclusiveAsFailure makes JUnit count inconclusive cells as failures and the
+	// exit code 1 instead of 3. When nil, an existing campaign.json's choice is kept
+	// (default false), so regeneration reproduces the same files.
+	InconclusiveAsFailure *bool
+	// Secrets, when non-nil, sanitises every result before anything is rendered (exact
+	// values and secret shapes; package redact).
+	Secrets *redact.Set
+}
+
+// Generated is what Generate wrote: the campaign, the merged history, the campaign
+// directory, the execution ids found but not expected, and warnings (for example a
+// replaced history with another schema).
+type Generated struct {
+	Campaign    *Campaign
+	History     *History
+	CampaignDir string
+	Unexpected  []string
+	Warnings    []string
+}
+
+// Generate reads every result.json of the campaign, chooses the best attempt per
+// expected cell (synthetic results for cells without one), and writes campaign.json,
+// summary.md, junit.xml, dashboard.html and the identical index.html at the campaign
+// root and the merged history.json at the results root. The output depends only on
+// the stored results, the catalog, the expected ids and the prior history, so running
+// it again reproduces every file byte for byte. Every file is written atomically.
+//
+// Errors: a usage problem (invalid campaign id, unreadable directory, a corrupt
+// history) or a write failure, wrapped with context.
+func Generate(opts Options) (*Generated, error) {
+	if !validCampaignID(opts.CampaignID) {
+		return nil, fmt.Errorf("campaign id %q must match [A-Za-z0-9][A-Za-z0-9._-]{0,199}", opts.CampaignID)
+	}
+	dir := filepath.Join(opts.ResultsRoot, opts.CampaignID)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("campaign directory %s: %w", dir, errOr(err, errors.New("not a directory")))
+	}
+	cands, err := LoadCandidates(dir)
+	if err != nil {
+		return nil, err
+	}
+	prior, err := readPriorCampaign(filepath.Join(dir, CampaignFile))
+	if err != nil {
+		return nil, err
+	}
+	expected := opts.ExpectedIDs
+	if expected == nil && prior != nil {
+		expected = prior.Expected
+	}
+	if expected == nil {
+		for _, c := range cands {
+			if c.Result != nil && !slices.Contains(expected, c.Result.ExecutionID) {
+				if _, _, _, _, ok := ParseExecutionID(c.Result.ExecutionID); ok {
+					expected = append(expected, c.Result.ExecutionID)
+				}
+			}
+		}
+	}
+	expected = slices.Compact(slices.Sorted(slices.Values(expected)))
+	if expected == nil {
+		expected = []string{}
+	}
+	var bad []string
+	for _, id := range expected {
+		if _, _, _, _, ok := ParseExecutionID(id); !ok {
+			bad = append(bad, fmt.Sprintf("%q", clip(id, 80)))
+		}
+	}
+	if len(bad) > 0 {
+		return nil, &ValidationError{Label: "expected ids", Problems: bad}
+	}
+	asFailure := false
+	if opts.InconclusiveAsFailure != nil {
+		asFailure = *opts.InconclusiveAsFailure
+	} else if prior != nil {
+		asFailure = prior.InconclusiveAsFailure
+	}
+	results, notes, unexpected := Choose(opts.Catalog, opts.CampaignID, expected, cands)
+	if opts.Secrets != nil {
+		for i := range results {
+			sanitizeResult(opts.Secrets, &results[i])
+		}
+		for i := range notes {
+			for j, p := range notes[i].Problems {
+				notes[i].Problems[j] = opts.Secrets.RedactText(p)
+			}
+		}
+	}
+	c := buildCampaign(opts.CampaignID, opts.Catalog, expected, results, notes, asFailure)
+
+	histPath := opts.HistoryPath
+	if histPath == "" {
+		histPath = filepath.Join(opts.ResultsRoot, HistoryFile)
+	}
+	hist, warn, err := ReadHistory(histPath)
+	if err != nil {
+		return nil, err
+	}
+	g := &Generated{Campaign: c, CampaignDir: dir, Unexpected: unexpected}
+	if warn != "" {
+		g.Warnings = append(g.Warnings, warn)
+	}
+	g.History = hist.Merge(c.Entry())
+
+	campaignJSON, err := encodeJSON(c)
+	if err != nil {
+		return nil, err
+	}
+	dash, err := Dashboard(c, opts.Catalog, g.History.Upto(c.GeneratedAt, c.CampaignID))
+	if err != nil {
+		return nil, err
+	}
+	histJSON, err := encodeJSON(g.History)
+	if err != nil {
+		return nil, err
+	}
+	files := []struct {
+		path string
+		data []byte
+	}{
+		{filepath.Join(dir, CampaignFile), campaignJSON},
+		{filepath.Join(dir, SummaryFile), Summary(c)},
+		{filepath.Join(dir, JUnitFile), JUnit(c)},
+		{filepath.Join(dir, DashboardFile), dash},
+		{filepath.Join(dir, IndexFile), dash},
+		{histPath, histJSON},
+	}
+	for _, f := range files {
+		if opts.Secrets != nil {
+			if err := opts.Secrets.Check(filepath.Base(f.path), f.data, false); err != nil {
+				return nil, fmt.Errorf("refusing to write %s: %w", f.path, err)
+			}
+		}
+		if err := WriteFileAtomic(f.path, f.data); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+func errOr(err, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
+}
+
+// readPriorCampaign reads an existing campaign.json for its expected ids and options;
+// nil when there is none. A file that is not a campaign document is an error (it would
+// be overwritten).
+func readPriorCampaign(path string) (*Campaign, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	var c Campaign
+	if err := json.Unmarshal(b, &c); err != nil || c.Schema != CampaignSchema {
+		return nil, fmt.Errorf("%s exists but is not an %s document (move it away to regenerate): %v", path, CampaignSchema, err)
+	}
+	return &c, nil
+}
+
+// sanitizeResult redacts every free-text and raw JSON field of r.
+func sanitizeResult(s *redact.Set, r *Result) {
+	r.Error = s.RedactText(r.Error)
+	r.IssueIdentifier = s.RedactText(r.IssueIdentifier)
+	r.Usage = s.SanitizeJSON(r.Usage)
+	for i := range r.MatcherResults {
+		m := &r.MatcherResults[i]
+		m.Detail = s.RedactText(m.Detail)
+		m.Expected = s.SanitizeJSON(m.Expected)
+		m.Observed = s.SanitizeJSON(m.Observed)
+	}
+	if len(r.Termination) > 0 {
+		if b, err := s.SanitizeJSONBytes("termination", r.Termination); err == nil {
+			r.Termination = bytes.TrimSpace(b)
+		} else {
+			r.Termination = json.RawMessage(`{"redacted":"termination summary withheld: it could not be sanitised"}`)
+		}
+	}
+}
+
+// encodeJSON encodes v with two-space indentation, without HTML escaping, ending in a
+// newline. encoding/json orders struct fields by declaration and map keys by sort, so
+// the bytes are deterministic.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encoding JSON: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// EncodeResult encodes a result as result.json is written (two-space indentation, no
+// HTML escaping, final newline).
+func EncodeResult(r *Result) ([]byte, error) { return encodeJSON(r) }
+
+// WriteFileAtomic writes data to path through a temporary file in the same directory
+// (created 0644), fsyncs it, renames it over path and fsyncs the directory, so a reader
+// sees either the old or the new file, never a torn one. The directory is created when
+// missing.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("renaming into %s: %w", path, err)
+	}
+	ok = true
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
