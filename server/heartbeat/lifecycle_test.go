@@ -367,3 +367,28 @@ func childPID(parent int) int {
 	}
 	return 0
 }
+
+// TestConcurrencyBound: with MaxConcurrent 1, two companies' hang runs never overlap:
+// the second process starts only after the first ended.
+func TestConcurrencyBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := startInstanceWith(t, server.RunnerOptions{MaxConcurrent: 1})
+	var ids []string
+	for range 2 {
+		ids = append(ids, hangAgent(ctx, t, in.company(ctx), 1500*time.Millisecond))
+	}
+	var spans [][2]time.Time
+	for _, id := range ids {
+		rec := waitRecord(t, in, id, "the hang run to finish", finished)
+		start, err1 := time.Parse(time.RFC3339Nano, rec.ProcessStartedAt)
+		end, err2 := time.Parse(time.RFC3339Nano, rec.ProcessEndedAt)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("record %+v has no process times", rec)
+		}
+		spans = append(spans, [2]time.Time{start, end})
+	}
+	if spans[0][0].Before(spans[1][1]) && spans[1][0].Before(spans[0][1]) {
+		t.Fatalf("the processes overlapped: %v", spans)
+	}
+}
