@@ -117,20 +117,25 @@ func hangAgent(ctx context.Context, t *testing.T, co *client.Company, timeout ti
 }
 
 // TestHangStoppedAtTimeout: fixture:hang ignores SIGTERM; at its timeout the process
-// group gets SIGTERM then SIGKILL and the run is failed with timedOut.
+// group gets SIGTERM then SIGKILL and the run is failed with timedOut and the
+// termination summary.
 func TestHangStoppedAtTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	in := startInstance(t)
 	co := in.company(ctx)
-	runID := hangAgent(ctx, t, co, 1500*time.Millisecond)
+	runID := hangAgent(ctx, t, co, 5*time.Second)
 	rec := waitRecord(t, in, runID, "the hang run to finish", finished)
 	term := rec.Termination
 	if rec.Status != "failed" || term == nil || !term.TimedOut || !term.Started || term.ExitCode != nil {
 		t.Fatalf("record %+v, want a failed run whose process timed out", rec)
 	}
-	if !slices.Equal(term.SignalsSent, []string{"SIGTERM", "SIGKILL"}) || term.Signal != "SIGKILL" {
-		t.Fatalf("signals sent %v, killed by %q; want SIGTERM then SIGKILL", term.SignalsSent, term.Signal)
+	// hang ignores SIGTERM once its handler is installed; a child still starting up
+	// (slow under -race on a loaded machine) may die of the SIGTERM itself.
+	escalated := slices.Equal(term.SignalsSent, []string{"SIGTERM", "SIGKILL"}) && term.Signal == "SIGKILL"
+	early := slices.Equal(term.SignalsSent, []string{"SIGTERM"}) && term.Signal == "SIGTERM"
+	if !escalated && !early {
+		t.Fatalf("signals sent %v, killed by %q; want SIGTERM, then SIGKILL unless SIGTERM ended it", term.SignalsSent, term.Signal)
 	}
 	run := findRun(t, snapshot(t, co), runID)
 	var res controlplane.NativeRunResult
