@@ -397,3 +397,40 @@ func TestConcurrencyBound(t *testing.T) {
 		t.Fatalf("the processes overlapped: %v", spans)
 	}
 }
+
+// TestStopRunWithoutProcess: a run the board opened itself (no agent process of this
+// server) is completed as cancelled under the reserved intent at once.
+func TestStopRunWithoutProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := startInstance(t)
+	co := in.company(ctx)
+	res, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "Driverless", Role: "qa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := createIssue(ctx, t, co, "Opened by the board", "", "", res.ID)
+	st := snapshot(t, co)
+	if _, err := co.OpenFixtureRun(ctx, controlplane.OpenInput{BackendKind: "board",
+		Identity: controlplane.Identity{RunID: "board-run-1", SessionID: "s1", CompanyID: st.Company.ID, IssueID: task, AgentID: res.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.NewString()
+	b := in.board()
+	out, err := b.CancelRun(ctx, "board-run-1", id)
+	if err != nil || out.Disposition != "reserved" || out.Status != "cancelled" {
+		t.Fatalf("Stop: %+v, %v; want reserved and cancelled", out, err)
+	}
+	if run := findRun(t, snapshot(t, co), "board-run-1"); run.Status != "cancelled" {
+		t.Fatalf("run is %s, want cancelled", run.Status)
+	}
+	if out, err := b.CancelRun(ctx, "board-run-1", id); err != nil || out.Disposition != "joined" {
+		t.Fatalf("repeated Stop: %+v, %v; want joined", out, err)
+	}
+	if _, err := b.CancelRun(ctx, "board-run-1", uuid.NewString()); stopCode(err) != heartbeat.CodeCancellationConflict {
+		t.Fatalf("another UUID: %v, want a conflict", err)
+	}
+	if runs := snapshot(t, co).Runs; len(runs) != 1 {
+		t.Fatalf("%d runs, want only the board's: the runner never runs an agent without a driver", len(runs))
+	}
+}
