@@ -83,8 +83,10 @@ type BoardResult struct {
 	ScheduledWakeIDs []string `json:"scheduledWakeIds"`
 }
 
-// workModes are the accepted workMode values of create_issue.
-var workModes = []string{"standard", "planning", "review"}
+// workModes are the accepted workMode values of create_issue: the task work modes of
+// the port spec (control-plane-port.md §1.3), which include every case workMode of
+// the catalog (standard, planning, ask; runner-e2e-harness.md §2.5).
+var workModes = []string{"standard", "ask", "planning", "skill_test"}
 
 // decodeStrict decodes a board input, rejecting unknown fields and trailing data.
 func decodeStrict(raw json.RawMessage, v any) error {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -304,13 +305,46 @@ func TestAuthAndBadInput(t *testing.T) {
 	}
 }
 
-// TestOpenAPIMatchesRoutes: every route answers at the path and method the document
-// names (never the catch-all 404 not_found, never 405), and every documented schema
-// reference resolves.
+// TestOpenAPIMatchesRoutes: the document /openapi.json serves and the routes the
+// server's muxes serve are the same set, for Start (board and agent routes) and for
+// Serve (plus the heartbeat routes): every documented operation is routed (never the
+// catch-all 404 not_found, never 405) and answers with a status and body its
+// responses document; every served pattern besides the document itself and the
+// catch-all is documented; every schema reference resolves.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Parallel()
-	w := newBoardWorld(t)
-	_, _, b := call(t, w.base, "GET", "/openapi.json", "", nil)
+	t.Run("Start", func(t *testing.T) {
+		t.Parallel()
+		w := newBoardWorld(t)
+		checkOpenAPI(t, w.base, w.boardTk, server.ServedPatterns(w.in.run), map[string]string{
+			"{company}": w.co.ID(), "{run}": "run-1", "{issue}": w.issue, "{interaction}": "x", "{approval}": "y"})
+	})
+	t.Run("Serve", func(t *testing.T) {
+		t.Parallel()
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a company without an assigned issue: no wake, so the runner launches nothing
+		sv, err := server.Serve(context.Background(), server.Options{Home: t.TempDir()}, "127.0.0.1:0", server.RunnerOptions{Executable: exe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sv.Shutdown(context.Background()) })
+		co, err := client.New(sv.URL, sv.BoardToken(), nil).CreateCompany(context.Background(), "Acme", "ACME")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOpenAPI(t, sv.URL, sv.BoardToken(), server.ServedPatterns(sv.Running), map[string]string{
+			"{company}": co.ID(), "{run}": "run-1", "{issue}": "x", "{interaction}": "x", "{approval}": "y"})
+	})
+}
+
+// checkOpenAPI checks the document served at base against served (the patterns of
+// the server's muxes); ids substitutes the path parameters.
+func checkOpenAPI(t *testing.T, base, boardTk string, served []string, ids map[string]string) {
+	t.Helper()
+	_, _, raw := call(t, base, "GET", "/openapi.json", "", nil)
 	var doc struct {
 		OpenAPI    string                                `json:"openapi"`
 		Paths      map[string]map[string]json.RawMessage `json:"paths"`
@@ -318,24 +352,91 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			Schemas map[string]json.RawMessage `json:"schemas"`
 		} `json:"components"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil || doc.OpenAPI != "3.1.0" {
+	if err := json.Unmarshal(raw, &doc); err != nil || doc.OpenAPI != "3.1.0" {
 		t.Fatalf("openapi document: %v (version %q)", err, doc.OpenAPI)
 	}
-	n := 0
+	sdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := jsonschema.NewCompiler()
+	comp.DefaultDraft(jsonschema.Draft2020)
+	const docURL = "https://agentproof.invalid/openapi.json"
+	if err := comp.AddResource(docURL, sdoc); err != nil {
+		t.Fatal(err)
+	}
+	var subst []string
+	for k, v := range ids {
+		subst = append(subst, k, v)
+	}
+	replacer := strings.NewReplacer(subst...)
+	documented := map[string]bool{}
 	for path, methods := range doc.Paths {
-		for method := range methods {
-			n++
-			p := strings.NewReplacer("{company}", w.co.ID(), "{run}", "run-1", "{issue}", w.issue, "{interaction}", "x", "{approval}", "y").Replace(path)
-			status, code, _ := call(t, w.base, strings.ToUpper(method), p, w.boardTk, []byte(`{"unknownField":1}`))
+		for method, rawOp := range methods {
+			op := strings.ToUpper(method) + " " + path
+			documented[op] = true
+			var responses struct {
+				Responses map[string]struct {
+					Content json.RawMessage `json:"content"`
+				} `json:"responses"`
+			}
+			if err := json.Unmarshal(rawOp, &responses); err != nil {
+				t.Fatalf("%s: %v", op, err)
+			}
+			p := replacer.Replace(path)
+			if strings.Contains(p, "{") {
+				t.Errorf("%s: a path parameter the test does not know", op)
+				continue
+			}
+			status, code, b := call(t, base, strings.ToUpper(method), p, boardTk, []byte(`{"unknownField":1}`))
 			if code == "not_found" || status == 405 {
-				t.Errorf("%s %s is documented but not routed (%d %s)", method, path, status, code)
+				t.Errorf("%s is documented but not routed (%d %s)", op, status, code)
+				continue
+			}
+			key := strconv.Itoa(status)
+			r, ok := responses.Responses[key]
+			if !ok && status >= 400 {
+				key = "default"
+				r, ok = responses.Responses[key]
+			}
+			if !ok {
+				t.Errorf("%s answered %d, a status its responses do not document: %s", op, status, b)
+				continue
+			}
+			if r.Content == nil {
+				if len(b) != 0 {
+					t.Errorf("%s answered %d with a body its response %s does not document: %s", op, status, key, b)
+				}
+				continue
+			}
+			ptr := "#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(path) + "/" + method + "/responses/" + key + "/content/application~1json/schema"
+			sch, err := comp.Compile(docURL + ptr)
+			if err != nil {
+				t.Fatalf("%s: compiling %s: %v", op, ptr, err)
+			}
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+			if err != nil {
+				t.Fatalf("%s: %v: %s", op, err, b)
+			}
+			if err := sch.Validate(v); err != nil {
+				t.Errorf("%s answered %d with a body that does not match its response %s: %v\n%s", op, status, key, err, b)
 			}
 		}
 	}
-	if n != 26 {
-		t.Errorf("document has %d operations, want 26", n)
+	n := 0
+	for _, pattern := range served {
+		if pattern == "/" || pattern == "GET /openapi.json" {
+			continue // the catch-all and the document itself
+		}
+		n++
+		if !documented[pattern] {
+			t.Errorf("the server serves %q, which /openapi.json does not document", pattern)
+		}
 	}
-	for _, ref := range regexpRefs(b) {
+	if n != len(documented) {
+		t.Errorf("the server serves %d routes, the document has %d operations", n, len(documented))
+	}
+	for _, ref := range regexpRefs(raw) {
 		if _, ok := doc.Components.Schemas[ref]; !ok {
 			t.Errorf("schema %s is referenced but not defined", ref)
 		}

@@ -7,32 +7,23 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 )
 
-var (
-	openAPIOnce sync.Once
-	openAPIDoc  []byte
-)
-
-// openAPI returns the OpenAPI 3.1 document of every route, generated from the route
-// table and the Go wire types (so it cannot drift from the handlers).
-func (s *Server) openAPI() []byte {
-	openAPIOnce.Do(func() {
-		b, err := json.Marshal(OpenAPIDocument(s.table()))
-		if err != nil {
-			panic("server: encoding the OpenAPI document: " + err.Error())
-		}
-		openAPIDoc = b
-	})
-	return openAPIDoc
+// openAPI returns the encoded OpenAPI 3.1 document of routes, generated from the
+// route tables and the Go wire types (so it cannot drift from the handlers).
+func openAPI(routes []route) []byte {
+	b, err := json.Marshal(OpenAPIDocument(routes))
+	if err != nil {
+		panic("server: encoding the OpenAPI document: " + err.Error())
+	}
+	return b
 }
 
 var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
 
 // OpenAPIDocument builds the OpenAPI 3.1 document of routes: one operation per route
-// with its path parameters, request body schema, success response schema and the error
-// schema for every other status; schemas are under components/schemas, named after
+// with its path parameters, request body schema, success response schema (under its
+// status and its more statuses) and the error schema for every other status; schemas are under components/schemas, named after
 // the Go types.
 func OpenAPIDocument(routes []route) map[string]any {
 	g := &schemaGen{defs: map[string]any{}}
@@ -54,11 +45,13 @@ func OpenAPIDocument(routes []route) map[string]any {
 		}
 		resp := map[string]any{"default": map[string]any{"description": "error {code, message, retryable}",
 			"content": map[string]any{"application/json": map[string]any{"schema": errRef}}}}
-		if rt.response == nil {
-			resp[strconv.Itoa(rt.status)] = map[string]any{"description": "done"}
-		} else {
-			resp[strconv.Itoa(rt.status)] = map[string]any{"description": "ok", "content": map[string]any{
-				"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(rt.response))}}}
+		for _, status := range append([]int{rt.status}, rt.more...) {
+			if rt.response == nil {
+				resp[strconv.Itoa(status)] = map[string]any{"description": "done"}
+			} else {
+				resp[strconv.Itoa(status)] = map[string]any{"description": "ok", "content": map[string]any{
+					"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(rt.response))}}}
+			}
 		}
 		op["responses"] = resp
 		auth := "agentToken"

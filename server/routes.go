@@ -32,48 +32,77 @@ type route struct {
 	status          int
 	summary         string
 	h               func(ctx context.Context, r *http.Request, p principal) (any, error)
+	more            []int // further success statuses answering the response body (h returns withStatus)
 }
 
 func (s *Server) table() []route {
 	return []route{
-		{"POST", "/api/companies", true, api.CreateCompanyRequest{}, api.Company{}, 201, "create a company", s.createCompany},
-		{"GET", "/api/companies", true, nil, api.CompanyList{}, 200, "list companies", s.listCompanies},
-		{"POST", "/api/companies/{company}/secrets", true, api.CreateSecretRequest{}, api.SecretRef{}, 201, "store a secret (the value is never returned)", s.createSecret},
-		{"POST", "/api/companies/{company}/start", true, nil, nil, 204, "start the company's control plane", s.start},
-		{"POST", "/api/companies/{company}/stop", true, nil, nil, 204, "stop the company's control plane", s.stop},
-		{"POST", "/api/companies/{company}/agents", true, api.CreateAgentRequest{}, api.BoardResult{}, 201, "create an agent", s.board(controlplane.BoardCreateAgent, func() any { return &api.CreateAgentRequest{} })},
-		{"POST", "/api/companies/{company}/projects", true, api.CreateProjectRequest{}, api.BoardResult{}, 201, "create a project", s.board(controlplane.BoardCreateProject, func() any { return &api.CreateProjectRequest{} })},
-		{"POST", "/api/companies/{company}/environments", true, api.CreateEnvironmentRequest{}, api.BoardResult{}, 201, "create an environment", s.board(controlplane.BoardCreateEnvironment, func() any { return &api.CreateEnvironmentRequest{} })},
-		{"POST", "/api/companies/{company}/issues", true, api.CreateIssueRequest{}, api.BoardResult{}, 201, "create an issue", s.board(controlplane.BoardCreateIssue, func() any { return &api.CreateIssueRequest{} })},
-		{"POST", "/api/companies/{company}/issues/{issue}/comments", true, api.CommentRequest{}, api.BoardResult{}, 201, "comment on an issue", s.board(controlplane.BoardComment, func() any { return &api.CommentRequest{} })},
-		{"POST", "/api/companies/{company}/interactions/{interaction}/resolve", true, api.ResolveInteractionRequest{}, api.BoardResult{}, 200, "resolve an interaction", s.board(controlplane.BoardResolveInteraction, func() any { return &api.ResolveInteractionRequest{} })},
-		{"POST", "/api/companies/{company}/approvals/{approval}/decide", true, api.DecideApprovalRequest{}, api.BoardResult{}, 200, "decide an approval", s.board(controlplane.BoardDecideApproval, func() any { return &api.DecideApprovalRequest{} })},
-		{"GET", "/api/companies/{company}/wakes", true, nil, api.WakeList{}, 200, "list scheduled wakes (query dueBy)", s.listWakes},
-		{"GET", "/api/companies/{company}/decisions", true, nil, api.DecisionList{}, 200, "list decision records", s.decisions},
-		{"GET", "/api/companies/{company}/state", true, nil, json.RawMessage{}, 200, "the serialized state (canonical JSON)", s.state},
-		{"GET", "/api/companies/{company}/snapshot", true, nil, json.RawMessage{}, 200, "the state as a JSON object", s.snapshot},
-		{"POST", "/api/companies/{company}/runs", true, controlplane.OpenInput{}, controlplane.RunContext{}, 201, "open (check out) a run; returns its context", s.openRun},
-		{"POST", "/api/companies/{company}/checkouts", true, controlplane.OpenInput{}, nil, 204, "open (check out) a run without reading its context", s.checkout},
-		{"GET", "/api/companies/{company}/runs/{run}/context", false, nil, controlplane.RunContext{}, 200, "a run's context", s.runContext},
-		{"GET", "/api/companies/{company}/runs/{run}/events", false, nil, controlplane.Replay{}, 200, "replay PRP events (query sourceInstanceId, afterSourceSeq, limit)", s.replay},
-		{"POST", "/api/companies/{company}/events", false, json.RawMessage{}, controlplane.Receipt{}, 200, "append a PRP or native run event", s.appendEvent},
-		{"POST", "/api/companies/{company}/commands", false, api.CommandRequest{}, controlplane.CommandResult{}, 200, "apply a semantic command", s.applyCommand},
-		{"POST", "/api/companies/{company}/commands/try", false, api.CommandRequest{}, controlplane.CommandOutcome{}, 200, "apply a semantic command; state-machine errors folded into the outcome", s.tryCommand},
-		{"POST", "/api/companies/{company}/complete", false, json.RawMessage{}, nil, 204, "complete a run", s.complete},
-		{"GET", "/api/companies/{company}/session/checkpoint", false, nil, api.Checkpoint{}, 200, "the active run's session checkpoint", s.loadCheckpoint},
-		{"PUT", "/api/companies/{company}/session/checkpoint", false, json.RawMessage{}, nil, 204, "store the active run's session checkpoint", s.checkpoint},
+		{"POST", "/api/companies", true, api.CreateCompanyRequest{}, api.Company{}, 201, "create a company", s.createCompany, nil},
+		{"GET", "/api/companies", true, nil, api.CompanyList{}, 200, "list companies", s.listCompanies, nil},
+		{"POST", "/api/companies/{company}/secrets", true, api.CreateSecretRequest{}, api.SecretRef{}, 201, "store a secret (the value is never returned)", s.createSecret, nil},
+		{"POST", "/api/companies/{company}/start", true, nil, nil, 204, "start the company's control plane", s.start, nil},
+		{"POST", "/api/companies/{company}/stop", true, nil, nil, 204, "stop the company's control plane", s.stop, nil},
+		{"POST", "/api/companies/{company}/agents", true, api.CreateAgentRequest{}, api.BoardResult{}, 201, "create an agent", s.board(controlplane.BoardCreateAgent, func() any { return &api.CreateAgentRequest{} }), nil},
+		{"POST", "/api/companies/{company}/projects", true, api.CreateProjectRequest{}, api.BoardResult{}, 201, "create a project", s.board(controlplane.BoardCreateProject, func() any { return &api.CreateProjectRequest{} }), nil},
+		{"POST", "/api/companies/{company}/environments", true, api.CreateEnvironmentRequest{}, api.BoardResult{}, 201, "create an environment", s.board(controlplane.BoardCreateEnvironment, func() any { return &api.CreateEnvironmentRequest{} }), nil},
+		{"POST", "/api/companies/{company}/issues", true, api.CreateIssueRequest{}, api.BoardResult{}, 201, "create an issue", s.board(controlplane.BoardCreateIssue, func() any { return &api.CreateIssueRequest{} }), nil},
+		{"POST", "/api/companies/{company}/issues/{issue}/comments", true, api.CommentRequest{}, api.BoardResult{}, 201, "comment on an issue", s.board(controlplane.BoardComment, func() any { return &api.CommentRequest{} }), nil},
+		{"POST", "/api/companies/{company}/interactions/{interaction}/resolve", true, api.ResolveInteractionRequest{}, api.BoardResult{}, 200, "resolve an interaction", s.board(controlplane.BoardResolveInteraction, func() any { return &api.ResolveInteractionRequest{} }), nil},
+		{"POST", "/api/companies/{company}/approvals/{approval}/decide", true, api.DecideApprovalRequest{}, api.BoardResult{}, 200, "decide an approval", s.board(controlplane.BoardDecideApproval, func() any { return &api.DecideApprovalRequest{} }), nil},
+		{"GET", "/api/companies/{company}/wakes", true, nil, api.WakeList{}, 200, "list scheduled wakes (query dueBy)", s.listWakes, nil},
+		{"GET", "/api/companies/{company}/decisions", true, nil, api.DecisionList{}, 200, "list decision records", s.decisions, nil},
+		{"GET", "/api/companies/{company}/state", true, nil, json.RawMessage{}, 200, "the serialized state (canonical JSON)", s.state, nil},
+		{"GET", "/api/companies/{company}/snapshot", true, nil, json.RawMessage{}, 200, "the state as a JSON object", s.snapshot, nil},
+		{"POST", "/api/companies/{company}/runs", true, controlplane.OpenInput{}, controlplane.RunContext{}, 201, "open (check out) a run; returns its context", s.openRun, nil},
+		{"POST", "/api/companies/{company}/checkouts", true, controlplane.OpenInput{}, nil, 204, "open (check out) a run without reading its context", s.checkout, nil},
+		{"GET", "/api/companies/{company}/runs/{run}/context", false, nil, controlplane.RunContext{}, 200, "a run's context", s.runContext, nil},
+		{"GET", "/api/companies/{company}/runs/{run}/events", false, nil, controlplane.Replay{}, 200, "replay PRP events (query sourceInstanceId, afterSourceSeq, limit)", s.replay, nil},
+		{"POST", "/api/companies/{company}/events", false, json.RawMessage{}, controlplane.Receipt{}, 200, "append a PRP or native run event", s.appendEvent, nil},
+		{"POST", "/api/companies/{company}/commands", false, api.CommandRequest{}, controlplane.CommandResult{}, 200, "apply a semantic command", s.applyCommand, nil},
+		{"POST", "/api/companies/{company}/commands/try", false, api.CommandRequest{}, controlplane.CommandOutcome{}, 200, "apply a semantic command; state-machine errors folded into the outcome", s.tryCommand, nil},
+		{"POST", "/api/companies/{company}/complete", false, json.RawMessage{}, nil, 204, "complete a run", s.complete, nil},
+		{"GET", "/api/companies/{company}/session/checkpoint", false, nil, api.Checkpoint{}, 200, "the active run's session checkpoint", s.loadCheckpoint, nil},
+		{"PUT", "/api/companies/{company}/session/checkpoint", false, json.RawMessage{}, nil, 204, "store the active run's session checkpoint", s.checkpoint, nil},
 	}
 }
 
+// serveMux is an http.ServeMux that records every pattern registered on it, so that a
+// test can check that every served route is in the OpenAPI document. Every mux of this
+// package is one.
+type serveMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func newServeMux() *serveMux { return &serveMux{ServeMux: http.NewServeMux()} }
+
+// Handle registers h for pattern (http.ServeMux.Handle) and records pattern.
+func (m *serveMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+// HandleFunc registers h for pattern (http.ServeMux.HandleFunc) and records pattern.
+func (m *serveMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+// handleOpenAPI serves GET /openapi.json: the document of routes, which must be every
+// route mux serves besides the document itself and the catch-all.
+func handleOpenAPI(mux *serveMux, routes []route) {
+	doc := openAPI(routes)
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(doc)
+	})
+}
+
 func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
+	mux := newServeMux()
 	for _, rt := range s.table() {
 		mux.HandleFunc(rt.method+" "+rt.pattern, s.wrap(rt))
 	}
-	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(s.openAPI())
-	})
+	handleOpenAPI(mux, s.table())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &controlplane.Error{Code: "not_found", Message: "no route " + r.Method + " " + r.URL.Path})
 	})
@@ -114,8 +143,12 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		status := rt.status
+		if ws, ok := out.(withStatus); ok {
+			status, out = ws.status, ws.body
+		}
 		if b, ok := out.(rawBody); ok {
-			w.WriteHeader(rt.status)
+			w.WriteHeader(status)
 			w.Write(b)
 			return
 		}
@@ -124,13 +157,20 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 			writeError(w, fmt.Errorf("server: encoding the response: %w", err))
 			return
 		}
-		w.WriteHeader(rt.status)
+		w.WriteHeader(status)
 		w.Write(b)
 	}
 }
 
 // rawBody is a response already encoded as JSON.
 type rawBody []byte
+
+// withStatus is a response body answered with one of its route's more statuses
+// instead of the route's status.
+type withStatus struct {
+	status int
+	body   any
+}
 
 func invalid(msg string) error { return &controlplane.Error{Code: "invalid_request", Message: msg} }
 

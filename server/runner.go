@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -118,81 +117,66 @@ func (h runnerHost) ResolveSecret(ctx context.Context, company string, ref api.S
 
 func (h runnerHost) AgentAPIURL(company string) string { return h.url + "/api/companies/" + company }
 
-// heartbeatHandler serves the heartbeat routes and hands every other request to the
-// API handler, kicking the runner after each state-changing request:
+// heartbeatTable is the heartbeat routes of rn (board token only; also in the OpenAPI
+// document Serve serves):
 //
-//	POST /api/heartbeat-runs/{run}/cancel        Stop (board; body api.CancelRunRequest)
-//	GET  /api/heartbeat-runs/{run}               the run's api.HeartbeatRun (board)
-//	GET  /api/companies/{company}/heartbeat-runs  api.HeartbeatRunList (board)
-func (s *Server) heartbeatHandler(rn *heartbeat.Runner) http.Handler {
-	mux := http.NewServeMux()
-	board := func(h func(w http.ResponseWriter, r *http.Request) (any, int, error)) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			r.Body = http.MaxBytesReader(w, r.Body, api.MaxBodyBytes)
-			p, err := s.authenticate(r)
-			if err != nil {
-				writeError(w, err)
-				return
-			}
-			if !p.board {
-				writeError(w, errForbidden("this route needs the board token"))
-				return
-			}
-			for _, name := range []string{"company", "run"} {
-				if v := r.PathValue(name); v != "" && !idPattern.MatchString(v) {
-					writeError(w, invalid(fmt.Sprintf("%s id %q is not a valid id", name, v)))
-					return
+//	POST /api/heartbeat-runs/{run}/cancel        Stop (body api.CancelRunRequest, optional)
+//	GET  /api/heartbeat-runs/{run}               the run's api.HeartbeatRun
+//	GET  /api/companies/{company}/heartbeat-runs  api.HeartbeatRunList
+func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
+	return []route{
+		{method: "POST", pattern: "/api/heartbeat-runs/{run}/cancel", board: true, request: api.CancelRunRequest{}, response: api.CancelRunResponse{},
+			status: http.StatusAccepted, more: []int{http.StatusOK}, summary: "Stop a heartbeat run (202 reserved, 200 joined an earlier Stop); an empty body is a Stop without a cancellationRequestId",
+			h: func(ctx context.Context, r *http.Request, _ principal) (any, error) {
+				b, err := readBody(r)
+				if err != nil {
+					return nil, err
 				}
-			}
-			out, status, err := h(w, r)
-			if err != nil {
-				writeError(w, err)
-				return
-			}
-			b, err := json.Marshal(out)
-			if err != nil {
-				writeError(w, fmt.Errorf("server: encoding the response: %w", err))
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			w.Write(b)
-		}
+				var req api.CancelRunRequest
+				if len(b) > 0 {
+					if err := DecodeStrict(b, &req); err != nil {
+						return nil, err
+					}
+				}
+				out, err := rn.Cancel(ctx, r.PathValue("run"), heartbeat.StopRequest{RequestID: req.CancellationRequestID, Actor: heartbeat.LocalBoardActor})
+				if err != nil {
+					return nil, err
+				}
+				if out.Disposition == "joined" {
+					return withStatus{http.StatusOK, out}, nil
+				}
+				return out, nil
+			}},
+		{method: "GET", pattern: "/api/heartbeat-runs/{run}", board: true, response: api.HeartbeatRun{}, status: http.StatusOK,
+			summary: "the heartbeat runner's record of a run",
+			h: func(_ context.Context, r *http.Request, _ principal) (any, error) {
+				rec, ok := rn.Run(r.PathValue("run"))
+				if !ok {
+					return nil, &api.Error{Code: "run_missing", Message: "no heartbeat run " + r.PathValue("run")}
+				}
+				return rec, nil
+			}},
+		{method: "GET", pattern: "/api/companies/{company}/heartbeat-runs", board: true, response: api.HeartbeatRunList{}, status: http.StatusOK,
+			summary: "the company's heartbeat run records in the order their wakes were taken",
+			h: func(_ context.Context, r *http.Request, _ principal) (any, error) {
+				if _, err := s.pathCompany(r); err != nil {
+					return nil, err
+				}
+				return api.HeartbeatRunList{Runs: rn.Runs(r.PathValue("company"))}, nil
+			}},
 	}
-	mux.HandleFunc("POST /api/heartbeat-runs/{run}/cancel", board(func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		b, err := readBody(r)
-		if err != nil {
-			return nil, 0, err
-		}
-		var req api.CancelRunRequest
-		if len(b) > 0 {
-			if err := DecodeStrict(b, &req); err != nil {
-				return nil, 0, err
-			}
-		}
-		out, err := rn.Cancel(r.Context(), r.PathValue("run"), heartbeat.StopRequest{RequestID: req.CancellationRequestID, Actor: heartbeat.LocalBoardActor})
-		if err != nil {
-			return nil, 0, err
-		}
-		status := http.StatusAccepted
-		if out.Disposition == "joined" {
-			status = http.StatusOK
-		}
-		return out, status, nil
-	}))
-	mux.HandleFunc("GET /api/heartbeat-runs/{run}", board(func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		rec, ok := rn.Run(r.PathValue("run"))
-		if !ok {
-			return nil, 0, &api.Error{Code: "run_missing", Message: "no heartbeat run " + r.PathValue("run")}
-		}
-		return rec, http.StatusOK, nil
-	}))
-	mux.HandleFunc("GET /api/companies/{company}/heartbeat-runs", board(func(w http.ResponseWriter, r *http.Request) (any, int, error) {
-		if _, err := s.pathCompany(r); err != nil {
-			return nil, 0, err
-		}
-		return api.HeartbeatRunList{Runs: rn.Runs(r.PathValue("company"))}, http.StatusOK, nil
-	}))
+}
+
+// heartbeatHandler serves the heartbeat routes (heartbeatTable) and the OpenAPI
+// document of every route, and hands every other request to the API handler, kicking
+// the runner after each state-changing request.
+func (s *Server) heartbeatHandler(rn *heartbeat.Runner) http.Handler {
+	mux := newServeMux()
+	hb := s.heartbeatTable(rn)
+	for _, rt := range hb {
+		mux.HandleFunc(rt.method+" "+rt.pattern, s.wrap(rt))
+	}
+	handleOpenAPI(mux, append(s.table(), hb...))
 	apiHandler := s.Handler()
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		apiHandler.ServeHTTP(w, r)

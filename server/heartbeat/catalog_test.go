@@ -59,13 +59,7 @@ func newAttempt(t *testing.T, cell *catalog.Cell, nonce string) *attempt {
 	if title == "" { // process-exit has no title: the fixture never reads it
 		title = "Runner E2E " + cell.Case.ID + " " + nonce
 	}
-	workMode := cell.Case.WorkMode
-	if workMode == "ask" {
-		// The board's create_issue (issue 7) accepts standard, planning and review only;
-		// the reference agent does not read the work mode, so ask-question runs as standard.
-		workMode = "standard"
-	}
-	a.task, _ = createIssue(ctx, t, a.co, title, r.Prompt, workMode, a.actor)
+	a.task, _ = createIssue(ctx, t, a.co, title, r.Prompt, cell.Case.WorkMode, a.actor)
 	return a
 }
 

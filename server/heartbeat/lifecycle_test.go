@@ -59,6 +59,13 @@ func TestReferenceReachesDone(t *testing.T) {
 	if rec.Status != "succeeded" || rec.Termination == nil || rec.Termination.ExitCode == nil || *rec.Termination.ExitCode != 0 {
 		t.Fatalf("record %+v, want a succeeded run whose process exited 0", rec)
 	}
+	// the record and the list answer the schemas /openapi.json documents for them
+	if status, body := documentedCall(t, a.in, "GET", "/api/heartbeat-runs/{run}", map[string]string{"run": rec.RunID}, ""); status != 200 {
+		t.Fatalf("GET the record: %d %s", status, body)
+	}
+	if status, body := documentedCall(t, a.in, "GET", "/api/companies/{company}/heartbeat-runs", map[string]string{"company": a.co.ID()}, ""); status != 200 {
+		t.Fatalf("GET the records: %d %s", status, body)
+	}
 	if rec.RunID != heartbeat.RunID(a.co.ID(), rec.WakeID) || rec.WakeReason != "issue_assigned" || rec.Workspace != a.workspace {
 		t.Fatalf("record %+v does not describe the assignment wake in the workspace %s", rec, a.workspace)
 	}
@@ -417,15 +424,23 @@ func TestStopRunWithoutProcess(t *testing.T) {
 	}
 	id := uuid.NewString()
 	b := in.board()
-	out, err := b.CancelRun(ctx, "board-run-1", id)
-	if err != nil || out.Disposition != "reserved" || out.Status != "cancelled" {
-		t.Fatalf("Stop: %+v, %v; want reserved and cancelled", out, err)
+	// the Stop's answers are the ones /openapi.json documents: 202 reserved, 200 joined
+	status, body := documentedCall(t, in, "POST", "/api/heartbeat-runs/{run}/cancel", map[string]string{"run": "board-run-1"},
+		`{"cancellationRequestId":"`+id+`"}`)
+	var out api.CancelRunResponse
+	if err := json.Unmarshal(body, &out); err != nil || status != 202 || out.Disposition != "reserved" || out.Status != "cancelled" {
+		t.Fatalf("Stop: %d %s, %v; want 202 reserved and cancelled", status, body, err)
 	}
 	if run := findRun(t, snapshot(t, co), "board-run-1"); run.Status != "cancelled" {
 		t.Fatalf("run is %s, want cancelled", run.Status)
 	}
 	if out, err := b.CancelRun(ctx, "board-run-1", id); err != nil || out.Disposition != "joined" {
 		t.Fatalf("repeated Stop: %+v, %v; want joined", out, err)
+	}
+	status, body = documentedCall(t, in, "POST", "/api/heartbeat-runs/{run}/cancel", map[string]string{"run": "board-run-1"},
+		`{"cancellationRequestId":"`+id+`"}`)
+	if err := json.Unmarshal(body, &out); err != nil || status != 200 || out.Disposition != "joined" {
+		t.Fatalf("repeated Stop over HTTP: %d %s, %v; want 200 joined", status, body, err)
 	}
 	if _, err := b.CancelRun(ctx, "board-run-1", uuid.NewString()); stopCode(err) != heartbeat.CodeCancellationConflict {
 		t.Fatalf("another UUID: %v, want a conflict", err)

@@ -1,14 +1,21 @@
 package heartbeat_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
@@ -239,4 +246,64 @@ func snapshot(t testing.TB, co *client.Company) controlplane.State {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// documentedCall sends a board request to pattern (an OpenAPI path, with args
+// substituting its parameters) and checks that the answer's status and body are what
+// the operation's responses in the server's /openapi.json document; it returns the
+// status and body.
+func documentedCall(t testing.TB, in *instance, method, pattern string, args map[string]string, body string) (int, []byte) {
+	t.Helper()
+	send := func(method, path, token, body string) (int, []byte) {
+		req, err := http.NewRequest(method, in.sv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, b
+	}
+	path := pattern
+	for k, v := range args {
+		path = strings.ReplaceAll(path, "{"+k+"}", url.PathEscape(v))
+	}
+	status, b := send(method, path, in.sv.BoardToken(), body)
+	_, raw := send("GET", "/openapi.json", "", "")
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := jsonschema.NewCompiler()
+	comp.DefaultDraft(jsonschema.Draft2020)
+	const docURL = "https://agentproof.invalid/openapi.json"
+	if err := comp.AddResource(docURL, doc); err != nil {
+		t.Fatal(err)
+	}
+	key := strconv.Itoa(status)
+	if status >= 400 {
+		key = "default"
+	}
+	ptr := "#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(pattern) + "/" + strings.ToLower(method) + "/responses/" + key + "/content/application~1json/schema"
+	sch, err := comp.Compile(docURL + ptr)
+	if err != nil {
+		t.Fatalf("%s %s answered %d, which its responses do not document: %v\n%s", method, pattern, status, err, b)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s %s: %v: %s", method, pattern, err, b)
+	}
+	if err := sch.Validate(v); err != nil {
+		t.Fatalf("%s %s answered %d with a body that does not match its schema: %v\n%s", method, pattern, status, err, b)
+	}
+	return status, b
 }
