@@ -1,0 +1,204 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/server/heartbeat"
+)
+
+// RunnerOptions configure the heartbeat runner of Serve (issue 8). Executable is the
+// absolute path of the agentproof binary the built-in and fixture drivers run (""
+// means os.Executable()); MaxConcurrent and PollInterval are heartbeat.Config's.
+type RunnerOptions struct {
+	Executable    string
+	MaxConcurrent int
+	PollInterval  time.Duration
+}
+
+// HeartbeatDir is the directory of heartbeat run records inside the instance home.
+const HeartbeatDir = "heartbeat"
+
+// Serving is a Running server with its heartbeat runner.
+type Serving struct {
+	*Running
+	Runner *heartbeat.Runner
+}
+
+// Serve opens the instance, listens on addr and serves the HTTP API plus the heartbeat
+// routes (Stop API, run records), with the heartbeat runner taking wakes (package
+// heartbeat). Errors: Open's, a listen failure, runner recovery failures.
+func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*Serving, error) {
+	home, err := filepath.Abs(opts.Home)
+	if err != nil {
+		return nil, fmt.Errorf("server: home: %w", err)
+	}
+	opts.Home = home
+	exe := ro.Executable
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("server: locating the agentproof executable: %w", err)
+		}
+	}
+	s, err := Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("server: listening on %s: %w", addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	rn, err := heartbeat.New(runnerHost{s: s, url: url}, heartbeat.Config{Dir: filepath.Join(home, HeartbeatDir), Home: home,
+		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval})
+	if err != nil {
+		ln.Close()
+		s.Close()
+		return nil, err
+	}
+	h := s.heartbeatHandler(rn)
+	r := &Running{Server: s, Addr: ln.Addr().String(), URL: url, done: make(chan error, 1),
+		hs: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}}
+	go func() {
+		err := r.hs.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		r.done <- err
+	}()
+	if err := rn.Start(ctx); err != nil {
+		r.Shutdown(context.Background())
+		return nil, err
+	}
+	return &Serving{Running: r, Runner: rn}, nil
+}
+
+// Shutdown stops the runner first (its agent processes are stopped and their runs
+// completed while the store is still open), then the HTTP server and the store.
+func (sv *Serving) Shutdown(ctx context.Context) error {
+	err := sv.Runner.Shutdown(ctx)
+	if serr := sv.Running.Shutdown(ctx); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// runnerHost adapts a Server to heartbeat.Host.
+type runnerHost struct {
+	s   *Server
+	url string
+}
+
+func (h runnerHost) Companies() []string { return h.s.inst.Companies() }
+
+func (h runnerHost) Company(id string) (heartbeat.Company, bool) {
+	c := h.s.inst.Company(id)
+	if c == nil {
+		return nil, false
+	}
+	return c, true
+}
+
+func (h runnerHost) MintAgentToken(company, actor, run string) string {
+	return h.s.MintAgentToken(company, actor, run)
+}
+
+func (h runnerHost) ResolveSecret(ctx context.Context, company string, ref api.SecretRef) (string, error) {
+	return h.s.ResolveSecret(ctx, company, ref)
+}
+
+func (h runnerHost) AgentAPIURL(company string) string { return h.url + "/api/companies/" + company }
+
+// heartbeatHandler serves the heartbeat routes and hands every other request to the
+// API handler, kicking the runner after each state-changing request:
+//
+//	POST /api/heartbeat-runs/{run}/cancel        Stop (board; body api.CancelRunRequest)
+//	GET  /api/heartbeat-runs/{run}               the run's api.HeartbeatRun (board)
+//	GET  /api/companies/{company}/heartbeat-runs  api.HeartbeatRunList (board)
+func (s *Server) heartbeatHandler(rn *heartbeat.Runner) http.Handler {
+	mux := http.NewServeMux()
+	board := func(h func(w http.ResponseWriter, r *http.Request) (any, int, error)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, api.MaxBodyBytes)
+			p, err := s.authenticate(r)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			if !p.board {
+				writeError(w, errForbidden("this route needs the board token"))
+				return
+			}
+			for _, name := range []string{"company", "run"} {
+				if v := r.PathValue(name); v != "" && !idPattern.MatchString(v) {
+					writeError(w, invalid(fmt.Sprintf("%s id %q is not a valid id", name, v)))
+					return
+				}
+			}
+			out, status, err := h(w, r)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			b, err := json.Marshal(out)
+			if err != nil {
+				writeError(w, fmt.Errorf("server: encoding the response: %w", err))
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			w.Write(b)
+		}
+	}
+	mux.HandleFunc("POST /api/heartbeat-runs/{run}/cancel", board(func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		b, err := readBody(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		var req api.CancelRunRequest
+		if len(b) > 0 {
+			if err := DecodeStrict(b, &req); err != nil {
+				return nil, 0, err
+			}
+		}
+		out, err := rn.Cancel(r.Context(), r.PathValue("run"), heartbeat.StopRequest{RequestID: req.CancellationRequestID, Actor: heartbeat.LocalBoardActor})
+		if err != nil {
+			return nil, 0, err
+		}
+		status := http.StatusAccepted
+		if out.Disposition == "joined" {
+			status = http.StatusOK
+		}
+		return out, status, nil
+	}))
+	mux.HandleFunc("GET /api/heartbeat-runs/{run}", board(func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		rec, ok := rn.Run(r.PathValue("run"))
+		if !ok {
+			return nil, 0, &api.Error{Code: "run_missing", Message: "no heartbeat run " + r.PathValue("run")}
+		}
+		return rec, http.StatusOK, nil
+	}))
+	mux.HandleFunc("GET /api/companies/{company}/heartbeat-runs", board(func(w http.ResponseWriter, r *http.Request) (any, int, error) {
+		if _, err := s.pathCompany(r); err != nil {
+			return nil, 0, err
+		}
+		return api.HeartbeatRunList{Runs: rn.Runs(r.PathValue("company"))}, http.StatusOK, nil
+	}))
+	apiHandler := s.Handler()
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apiHandler.ServeHTTP(w, r)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			rn.Kick()
+		}
+	}))
+	return mux
+}
