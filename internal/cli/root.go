@@ -70,6 +70,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newServeCmd(a),
 		newAgentCmd(a),
 		newReportCmd(a),
+		newRunCmd(a),
 	)
 	return root
 }
