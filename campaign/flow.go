@@ -97,6 +97,7 @@ func (a *attempt) waitTurn(ctx context.Context, n int) (*view, error) {
 		v, err := a.look(ctx)
 		if err == nil {
 			if v.settled(n) {
+				a.note("run %d settled: %s %s", n, v.runs[n-1].ID, v.runs[n-1].Status)
 				a.noteTurn(n, v)
 				return v, nil
 			}
@@ -198,6 +199,7 @@ func (a *attempt) flow(ctx context.Context, _ *Fixtures) error {
 			break
 		}
 		if c.RestartServerBeforeAnswer {
+			a.note("restarting the server before answering question %s", q.ID)
 			if err := a.restartServer(ctx); err != nil {
 				return err
 			}
@@ -208,6 +210,7 @@ func (a *attempt) flow(ctx context.Context, _ *Fixtures) error {
 			break
 		}
 		a.submitted = append(a.submitted, time.Now())
+		a.note("answering question %s with %q", q.ID, rc.QuestionAnswer.OptionLabel)
 		if _, err := a.co.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: "answered", Result: result}); err != nil {
 			return fmt.Errorf("answering question %s: %w", q.ID, err)
 		}
@@ -231,6 +234,7 @@ func (a *attempt) flow(ctx context.Context, _ *Fixtures) error {
 				result = json.RawMessage(`{}`)
 			}
 			a.submitted = append(a.submitted, time.Now())
+			a.note("resolving plan confirmation %s as %s", q.ID, outcome)
 			if _, err := a.co.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: outcome, Result: result}); err != nil {
 				return fmt.Errorf("resolving plan confirmation %s as %s: %w", q.ID, outcome, err)
 			}
@@ -258,6 +262,7 @@ func (a *attempt) flow(ctx context.Context, _ *Fixtures) error {
 		}
 		a.submitted = append(a.submitted, time.Now())
 		note := "Approved plan revision " + rev
+		a.note("approving %s (plan revision %s)", ap.ID, rev)
 		if _, err := a.co.DecideApproval(ctx, ap.ID, api.DecideApprovalRequest{Decision: "approved", Note: note}); err != nil {
 			return fmt.Errorf("approving %s: %w", ap.ID, err)
 		}
@@ -277,6 +282,7 @@ func (a *attempt) flow(ctx context.Context, _ *Fixtures) error {
 				break
 			}
 			a.submitted = append(a.submitted, time.Now())
+			a.note("posting follow-up %d", turn)
 			if _, err := a.co.Comment(ctx, task, rc.Followups[turn-1]); err != nil {
 				return fmt.Errorf("posting follow-up %d: %w", turn, err)
 			}
@@ -358,6 +364,7 @@ func (a *attempt) restartServer(ctx context.Context) error {
 		return fmt.Errorf("server restart failed: %w", err)
 	}
 	a.srv = srv
+	a.note("server restarted on %s", srv.addr)
 	id := a.co.ID()
 	a.cl = clientFor(srv)
 	a.co = a.cl.Company(id)
@@ -428,8 +435,8 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 		if r.Termination.OutputExceeded {
 			collect = append(collect, fmt.Sprintf("run %s exceeded its output bound", r.RunID))
 		}
-		if r.Termination.TimedOut {
-			collect = append(collect, fmt.Sprintf("run %s timed out and its exit is not a result", r.RunID))
+		if r.Termination.TimedOut && a.processDeadline == "" {
+			a.processDeadline = fmt.Sprintf("run %s process", r.RunID)
 		}
 	}
 	for _, ar := range v.st.Artifacts {

@@ -91,6 +91,15 @@ type attempt struct {
 	facts   AttemptFacts
 	// turn bookkeeping
 	submitted []time.Time
+	// processDeadline names a run whose agent process timed out, or "".
+	processDeadline string
+	// flowLog records what the harness did, as the human, with times (logs/flow.log).
+	flowLog []string
+}
+
+// note adds a line to the flow log.
+func (a *attempt) note(format string, args ...any) {
+	a.flowLog = append(a.flowLog, time.Now().UTC().Format(time.RFC3339Nano)+" "+fmt.Sprintf(format, args...))
 }
 
 // ExecuteAttempt implements Executor (see the interface's contract).
@@ -151,6 +160,7 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 		return
 	}
 	a.srv = srv
+	a.note("server started on %s", srv.addr)
 	a.cl = clientFor(srv)
 	reg := NewRegistry(a.secrets)
 	for _, d := range a.definitions() {
@@ -192,6 +202,9 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 	if collectErr != nil {
 		out.CollectorError = a.secrets.RedactText(collectErr.Error())
 	}
+	if a.processDeadline != "" && out.DeadlineMissed == "" {
+		out.DeadlineMissed = a.processDeadline
+	}
 	if obs != nil {
 		ms, err := match.CompileAll(a.plan.Case.Matchers)
 		if err != nil {
@@ -232,6 +245,9 @@ func (a *attempt) cleanup(ctx context.Context, out *AttemptOutcome) {
 			problems = append(problems, err.Error())
 		}
 		a.writeBounded("logs/serve.stderr.log", a.srv.stderr.Bytes())
+	}
+	if len(a.flowLog) > 0 {
+		a.writeBounded("logs/flow.log", []byte(strings.Join(a.flowLog, "\n")+"\n"))
 	}
 	if a.root != "" {
 		a.collectAgentLogs()

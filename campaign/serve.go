@@ -88,6 +88,7 @@ func serveEnv(root string) []string {
 // their text classifies as transient infrastructure ("server … failed").
 func startServe(ctx context.Context, exe, home, root string) (*serveChild, error) {
 	cmd := exec.Command(exe, "serve", "--home", home, "--addr", "127.0.0.1:0")
+	cmd.Args[0] = "agentproof" // argv[0] names the command (a test binary dispatches on it)
 	cmd.Env = serveEnv(root)
 	cmd.Dir = root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
