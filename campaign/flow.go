@@ -220,6 +220,11 @@ func (a *attempt) flow(ctx context.Context, _ *Fixtures) error {
 		if p := v.pending(task, ""); p != nil {
 			problems = append(problems, fmt.Sprintf("interaction %s is still pending at the end", p.ID))
 		}
+		for i, r := range v.runs {
+			if r.Status != "succeeded" {
+				problems = append(problems, fmt.Sprintf("run %d ended %s, not succeeded", i+1, r.Status))
+			}
+		}
 	case "plan_revision_acceptance":
 		for turn, outcome := range []string{"rejected", "accepted"} {
 			q := v.pending(task, "confirmation")
