@@ -461,3 +461,21 @@ func (m *Memory) RunActor(ctx context.Context, runID string) (actorID, companyID
 	}
 	return r.ActorID, r.CompanyID, nil
 }
+
+// SnapshotJSON returns the state as plain JSON (encoding/json field order, HTML not
+// escaped): what Restore reads, much cheaper than Serialize's canonical form. The
+// durable store writes its periodic snapshots with it; Restore(SnapshotJSON()) then
+// Serialize equals Serialize.
+func (m *Memory) SnapshotJSON(ctx context.Context) ([]byte, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.unlock()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m.st); err != nil {
+		return nil, newErr("fixture_state_invalid", "encoding the state: %v", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}

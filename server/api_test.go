@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/client"
@@ -188,6 +192,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newBoardWorld(t)
+	if cs := w.in.run.Companies(); len(cs) != 1 || cs[0] != w.co.ID() {
+		t.Fatalf("Companies() = %v", cs)
+	}
 	got, err := w.in.run.ResolveSecret(ctx, w.co.ID(), w.ref)
 	if err != nil || got != secretValue {
 		t.Fatalf("ResolveSecret: %q, %v", got, err)
@@ -341,4 +348,130 @@ func regexpRefs(b []byte) []string {
 		out = append(out, part[:strings.IndexByte(part, '"')])
 	}
 	return out
+}
+
+// TestHomeIsExclusive: a second instance on the same home is refused while the first
+// is open, and accepted after it closes.
+func TestHomeIsExclusive(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ctx := context.Background()
+	s, err := server.Open(ctx, server.Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Open(ctx, server.Options{Home: home}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second open: %v, want in use", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = server.Open(ctx, server.Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
+
+// TestResponsesMatchOpenAPISchemas validates real responses of the board and agent
+// routes against the schemas the document gives for them (JSON Schema 2020-12).
+func TestResponsesMatchOpenAPISchemas(t *testing.T) {
+	t.Parallel()
+	w := newBoardWorld(t)
+	_, _, raw := call(t, w.base, "GET", "/openapi.json", "", nil)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := jsonschema.NewCompiler()
+	comp.DefaultDraft(jsonschema.Draft2020)
+	if err := comp.AddResource("https://agentproof.invalid/openapi.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	co := "/api/companies/" + w.co.ID()
+	cases := []struct {
+		method, path, token, body, pathKey string
+		status                             string
+	}{
+		{"GET", "/api/companies", w.boardTk, "", "/api/companies", "200"},
+		{"POST", co + "/projects", w.boardTk, `{"name":"P"}`, "/api/companies/{company}/projects", "201"},
+		{"POST", co + "/issues", w.boardTk, `{"title":"x","assigneeActorId":"` + w.agent + `"}`, "/api/companies/{company}/issues", "201"},
+		{"POST", co + "/secrets", w.boardTk, `{"name":"n","key":"K","value":"v"}`, "/api/companies/{company}/secrets", "201"},
+		{"GET", co + "/wakes", w.boardTk, "", "/api/companies/{company}/wakes", "200"},
+		{"GET", co + "/decisions", w.boardTk, "", "/api/companies/{company}/decisions", "200"},
+		{"GET", co + "/runs/run-1/context", w.runTok, "", "/api/companies/{company}/runs/{run}/context", "200"},
+		{"POST", co + "/commands", w.runTok, `{"runId":"run-1","idempotencyKey":"s1","command":{"kind":"report_progress","body":"b"}}`, "/api/companies/{company}/commands", "200"},
+		{"POST", co + "/commands/try", w.runTok, `{"runId":"run-1","idempotencyKey":"s2","command":{"kind":"nope"}}`, "/api/companies/{company}/commands/try", "200"},
+		{"POST", co + "/events", w.runTok, `{"eventId":"e1","runId":"run-1","sequence":1,"type":"run.started"}`, "/api/companies/{company}/events", "200"},
+		{"GET", co + "/runs/run-1/events?sourceInstanceId=capability-mock", w.runTok, "", "/api/companies/{company}/runs/{run}/events", "200"},
+		{"GET", co + "/session/checkpoint", w.runTok, "", "/api/companies/{company}/session/checkpoint", "200"},
+		{"POST", co + "/issues", w.boardTk, `{"title":""}`, "/api/companies/{company}/issues", "default"},
+	}
+	for _, c := range cases {
+		status, _, b := call(t, w.base, c.method, c.path, c.token, []byte(c.body))
+		method := strings.ToLower(c.method)
+		ptr := "#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(c.pathKey) + "/" + method + "/responses/" + c.status + "/content/application~1json/schema"
+		sch, err := comp.Compile("https://agentproof.invalid/openapi.json" + ptr)
+		if err != nil {
+			t.Fatalf("%s %s: compiling %s: %v", c.method, c.pathKey, ptr, err)
+		}
+		if (c.status == "default") != (status >= 400) {
+			t.Fatalf("%s %s: status %d %s", c.method, c.path, status, b)
+		}
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(v); err != nil {
+			t.Errorf("%s %s: response does not match its schema: %v\n%s", c.method, c.path, err, b)
+		}
+	}
+	// the schemas are strict: an error body is not a BoardResult
+	sch, err := comp.Compile("https://agentproof.invalid/openapi.json#/paths/~1api~1companies~1{company}~1issues/post/responses/201/content/application~1json/schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sch.Validate(map[string]any{"code": "x", "message": "m", "retryable": false}) == nil {
+		t.Fatal("an error body validates as a BoardResult")
+	}
+}
+
+// TestConcurrentBoardAndAgentWrites (field failure F17): the board and the agent send
+// 50 concurrent writes to the same task; none fails with a 5xx or a lock error, and
+// all are in the state.
+func TestConcurrentBoardAndAgentWrites(t *testing.T) {
+	t.Parallel()
+	w := newBoardWorld(t)
+	co := "/api/companies/" + w.co.ID()
+	var wg sync.WaitGroup
+	errs := make(chan string, 50)
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var status int
+			var code string
+			if i%2 == 0 {
+				status, code, _ = call(t, w.base, "POST", co+"/issues/"+w.issue+"/comments", w.boardTk, []byte(fmt.Sprintf(`{"body":"board %d"}`, i)))
+			} else {
+				status, code, _ = call(t, w.base, "POST", co+"/commands", w.runTok,
+					[]byte(fmt.Sprintf(`{"runId":"run-1","idempotencyKey":"c%d","command":{"kind":"report_progress","body":"agent %d"}}`, i, i)))
+			}
+			if status >= 300 {
+				errs <- fmt.Sprintf("write %d: %d %s", i, status, code)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	st, err := w.co.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Comments) != 50 {
+		t.Fatalf("%d comments, want 50", len(st.Comments))
+	}
 }

@@ -41,7 +41,7 @@ type serveChild struct {
 	pid  int
 }
 
-func startServe(t *testing.T, home string) *serveChild {
+func startServe(t testing.TB, home string) *serveChild {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -73,7 +73,7 @@ func startServe(t *testing.T, home string) *serveChild {
 	return &serveChild{cmd: cmd, addr: ready.Addr, pid: ready.PID}
 }
 
-func (c *serveChild) client(t *testing.T, home string) *client.Client {
+func (c *serveChild) client(t testing.TB, home string) *client.Client {
 	t.Helper()
 	tok, err := os.ReadFile(filepath.Join(home, "board.token"))
 	if err != nil {
@@ -91,7 +91,7 @@ func TestServeReadyAndSIGTERM(t *testing.T) {
 	if _, err := c.client(t, home).Companies(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"board.token", "master.key"} {
+	for _, f := range []string{"board.token", "master.key", "instance.db", "instance.db-wal"} {
 		fi, err := os.Stat(filepath.Join(home, f))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("%s: %v mode %v, want 0600", f, err, fi.Mode().Perm())
@@ -140,6 +140,8 @@ func TestKillNineLoop(t *testing.T) {
 	for round := range rounds {
 		var mu sync.Mutex
 		var wg sync.WaitGroup
+		firstAck := make(chan struct{})
+		var once sync.Once
 		for w := range workers {
 			wg.Add(1)
 			go func() {
@@ -159,10 +161,18 @@ func TestKillNineLoop(t *testing.T) {
 					mu.Lock()
 					acked[key] = res
 					mu.Unlock()
+					once.Do(func() { close(firstAck) })
 				}
 			}()
 		}
-		time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
+		// kill at a random point after the round's first acknowledgement, so that
+		// every round has acknowledged commands to check however slow the machine
+		select {
+		case <-firstAck:
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d: no command acknowledged within a minute", round)
+		}
+		time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
 		if err := child.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}

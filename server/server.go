@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/controlplane/store"
@@ -40,6 +41,7 @@ type Options struct {
 // Server is an open control-plane instance with its HTTP handler. Close it to commit
 // and close the store.
 type Server struct {
+	lock       *os.File // exclusive flock on LockFile while open
 	inst       *store.Instance
 	boardToken string
 	master     []byte // 32 bytes, AES-256-GCM key of secrets
@@ -52,7 +54,23 @@ const (
 	DatabaseFile   = "instance.db"
 	BoardTokenFile = "board.token"
 	MasterKeyFile  = "master.key"
+	LockFile       = "instance.lock"
 )
+
+// lockHome takes an exclusive, non-blocking flock on the home's lock file, so that two
+// processes never serve one home (the kernel releases it when a process dies, even by
+// SIGKILL). Error: the home is in use.
+func lockHome(home string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(home, LockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("server: opening the lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("server: instance home %s is in use by another process: %w", home, err)
+	}
+	return f, nil
+}
 
 // Open opens (creating when needed) the instance in opts.Home. Errors: Home missing or
 // not a directory, a key file with permissions wider than 0600, store errors.
@@ -63,6 +81,16 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("server: creating home: %w", err)
 	}
+	lock, err := lockHome(opts.Home)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
 	token, err := secretFile(filepath.Join(opts.Home, BoardTokenFile), func(b []byte) []byte {
 		return []byte(hex.EncodeToString(b))
 	})
@@ -80,14 +108,23 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Postgres != "" {
 		inst, err = store.OpenPostgres(ctx, opts.Postgres)
 	} else {
-		inst, err = store.OpenSQLite(ctx, filepath.Join(opts.Home, DatabaseFile))
+		db := filepath.Join(opts.Home, DatabaseFile)
+		// the database holds sealed secrets and the journal: 0600 (SQLite gives its
+		// -wal and -shm files the database file's mode)
+		if f, cerr := os.OpenFile(db, os.O_RDWR|os.O_CREATE, 0o600); cerr != nil {
+			return nil, fmt.Errorf("server: creating %s: %w", DatabaseFile, cerr)
+		} else {
+			f.Close()
+		}
+		inst, err = store.OpenSQLite(ctx, db)
 	}
 	if err != nil {
 		return nil, err
 	}
 	mac := hmac.New(sha256.New, master)
 	mac.Write([]byte("agentproof agent tokens v1"))
-	s := &Server{inst: inst, boardToken: strings.TrimSpace(string(token)), master: master, tokenKey: mac.Sum(nil)}
+	ok = true
+	s := &Server{lock: lock, inst: inst, boardToken: strings.TrimSpace(string(token)), master: master, tokenKey: mac.Sum(nil)}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -143,7 +180,11 @@ func (s *Server) BoardToken() string { return s.boardToken }
 func (s *Server) Store() *store.Instance { return s.inst }
 
 // Close commits queued writes and closes the store.
-func (s *Server) Close() error { return s.inst.Close() }
+func (s *Server) Close() error {
+	err := s.inst.Close()
+	s.lock.Close()
+	return err
+}
 
 // company returns the company or a company_missing *Error.
 func (s *Server) company(id string) (*store.Company, error) {
@@ -175,3 +216,7 @@ func (s *Server) OpenRun(ctx context.Context, company string, in controlplane.Op
 	}
 	return c.OpenFixtureRun(ctx, in)
 }
+
+// Companies returns the instance ids of every company in creation order (the heartbeat
+// runner iterates them for due wakes).
+func (s *Server) Companies() []string { return s.inst.Companies() }

@@ -24,9 +24,11 @@ const (
 
 // Company is one durable company: a controlplane.Memory whose state-changing calls are
 // journaled and committed before they return. It implements controlplane.Port and the
-// board operations; reads go straight to the Memory. Once a commit fails the company
-// refuses every further call with a retryable store_unavailable error (its memory may
-// be ahead of the disk; reopening the instance reloads it from the journal).
+// board operations; reads go straight to the Memory, so a read may see a write whose
+// group commit is still in flight (never one that failed: once a commit fails the
+// company refuses every further call, reads included, with a retryable
+// store_unavailable error — its memory may be ahead of the disk; reopening the
+// instance reloads it from the journal).
 type Company struct {
 	inst *Instance
 	id   string
@@ -49,6 +51,16 @@ func (c *Company) fail(err error) {
 	if c.broken == nil {
 		c.broken = err
 	}
+}
+
+// readable fails once a commit has failed.
+func (c *Company) readable() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken != nil {
+		return unavailable(c.broken)
+	}
+	return nil
 }
 
 func unavailable(err error) error {
@@ -87,7 +99,7 @@ func (c *Company) do(ctx context.Context, op string, input any, apply func() err
 	}
 	var snapAck chan error
 	if seq-c.lastSnapshot >= SnapshotEvery {
-		state, err := c.mem.Serialize(context.Background())
+		state, err := c.mem.SnapshotJSON(context.Background())
 		if err == nil {
 			snapAck = make(chan error, 1)
 			if c.inst.enqueue(pending{kind: "snapshot", company: c.id, seq: seq, data: state, ack: snapAck}) == nil {
@@ -191,6 +203,7 @@ type rawArg struct {
 	bytes []byte
 }
 
+// MarshalJSON writes {"v": <json>} or {"s": "<bytes>"}.
 func (r rawArg) MarshalJSON() ([]byte, error) {
 	if r.valid {
 		return json.Marshal(struct {
@@ -248,6 +261,9 @@ func (c *Company) OpenFixtureRun(ctx context.Context, in controlplane.OpenInput)
 
 // Context implements controlplane.Port (a read).
 func (c *Company) Context(ctx context.Context, runID string) (controlplane.RunContext, error) {
+	if err := c.readable(); err != nil {
+		return controlplane.RunContext{}, err
+	}
 	return c.mem.Context(ctx, runID)
 }
 
@@ -264,6 +280,9 @@ func (c *Company) AppendEvent(ctx context.Context, event json.RawMessage) (contr
 
 // ReplayEvents implements controlplane.Port (a read).
 func (c *Company) ReplayEvents(ctx context.Context, q controlplane.ReplayQuery) (controlplane.Replay, error) {
+	if err := c.readable(); err != nil {
+		return controlplane.Replay{}, err
+	}
 	return c.mem.ReplayEvents(ctx, q)
 }
 
@@ -312,6 +331,9 @@ func (c *Company) doEnvelope(ctx context.Context, env controlplane.CommandEnvelo
 
 // LoadSessionCheckpoint implements controlplane.Port (a read).
 func (c *Company) LoadSessionCheckpoint(ctx context.Context) (json.RawMessage, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
 	return c.mem.LoadSessionCheckpoint(ctx)
 }
 
@@ -327,16 +349,27 @@ func (c *Company) CompleteRun(ctx context.Context, input json.RawMessage) error 
 
 // Snapshot implements controlplane.Port (a read).
 func (c *Company) Snapshot(ctx context.Context) (controlplane.State, error) {
+	if err := c.readable(); err != nil {
+		return controlplane.State{}, err
+	}
 	return c.mem.Snapshot(ctx)
 }
 
 // DecisionRecords implements controlplane.Port (a read).
 func (c *Company) DecisionRecords(ctx context.Context) ([]controlplane.Decision, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
 	return c.mem.DecisionRecords(ctx)
 }
 
 // Serialize implements controlplane.Port (a read).
-func (c *Company) Serialize(ctx context.Context) ([]byte, error) { return c.mem.Serialize(ctx) }
+func (c *Company) Serialize(ctx context.Context) ([]byte, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
+	return c.mem.Serialize(ctx)
+}
 
 // ApplyBoard applies and journals one board operation (controlplane.Memory.ApplyBoard).
 func (c *Company) ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error) {
@@ -356,6 +389,9 @@ type boardArg struct {
 
 // ListWakes returns the company's scheduled wakes (controlplane.Memory.ListWakes).
 func (c *Company) ListWakes(ctx context.Context, dueAtOrBefore string) ([]controlplane.ScheduledWake, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
 	return c.mem.ListWakes(ctx, dueAtOrBefore)
 }
 

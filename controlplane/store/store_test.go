@@ -3,11 +3,14 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/controlplane/conformance"
@@ -100,9 +103,47 @@ func TestSQLiteConformance(t *testing.T) {
 // whole journal from the first snapshot.
 func TestRestartReplaysByteIdentical(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "i.db")
-	inst, err := store.OpenSQLite(ctx, path)
+	testRestart(t, func(ctx context.Context) (*store.Instance, error) { return store.OpenSQLite(ctx, path) })
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("database file: %v", err)
+	}
+}
+
+// TestRestartReplaysByteIdenticalPostgres is the same against PostgreSQL
+// (AGENTPROOF_TEST_POSTGRES_URL, a fresh schema). When the variable is unset the test
+// fails under CI (CI set) and is skipped locally.
+func TestRestartReplaysByteIdenticalPostgres(t *testing.T) {
+	t.Parallel()
+	u := os.Getenv("AGENTPROOF_TEST_POSTGRES_URL")
+	if u == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("AGENTPROOF_TEST_POSTGRES_URL is unset under CI: .ci/postgres.sh must run first")
+		}
+		t.Skip("AGENTPROOF_TEST_POSTGRES_URL is unset (local run without PostgreSQL); CI fails instead")
+	}
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := fmt.Sprintf("store_%d_%d", time.Now().UnixNano(), os.Getpid())
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Exec("DROP SCHEMA " + schema + " CASCADE")
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	testRestart(t, func(ctx context.Context) (*store.Instance, error) {
+		return store.OpenPostgres(ctx, u+sep+"search_path="+schema)
+	})
+}
+
+func testRestart(t *testing.T, openInstance func(context.Context) (*store.Instance, error)) {
+	ctx := context.Background()
+	inst, err := openInstance(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +152,8 @@ func TestRestartReplaysByteIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := inst.Company(id)
-	agent, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateAgent, Input: []byte(`{"name":"Eng","role":"engineer"}`)})
+	agent, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateAgent,
+		Input: []byte(`{"name":"Eng <&>","role":"engineer","adapterConfig":{"z":"<b>&\u2028é","a":[1.50,2e3,{"y":null,"x":true}]}}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +161,7 @@ func TestRestartReplaysByteIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range store.SnapshotEvery + 40 {
-		in := fmt.Sprintf(`{"title":"issue %d","assigneeActorId":%q}`, i, agent.ID)
+		in := fmt.Sprintf(`{"title":"issue %d <&> \u00e9 \u2028 \ud83d\ude00","assigneeActorId":%q}`, i, agent.ID)
 		if _, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateIssue, Input: []byte(in)}); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +178,7 @@ func TestRestartReplaysByteIdentical(t *testing.T) {
 	if err := inst.Close(); err != nil {
 		t.Fatal(err)
 	}
-	inst, err = store.OpenSQLite(ctx, path)
+	inst, err = openInstance(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +197,36 @@ func TestRestartReplaysByteIdentical(t *testing.T) {
 	if !bytes.Equal(full, after) {
 		t.Fatal("replay of the whole journal differs from the snapshot-based restore")
 	}
-	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
-		t.Fatalf("database file: %v", err)
+}
+
+// TestWritesAfterCloseFailClosed: a write that cannot be journaled is refused with a
+// retryable store_unavailable error, and from then on the company refuses reads too.
+func TestWritesAfterCloseFailClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	inst, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "i.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := inst.CreateBoardCompany(ctx, "A", "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := inst.Company(id)
+	if _, err := c.Serialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Start(ctx)
+	if controlplane.CodeOf(err) != "store_unavailable" || !controlplane.IsRetryable(err) {
+		t.Fatalf("write after close: %v, want retryable store_unavailable", err)
+	}
+	if _, err := c.Serialize(ctx); controlplane.CodeOf(err) != "store_unavailable" {
+		t.Fatalf("read after a failed write: %v, want store_unavailable", err)
+	}
+	if _, err := inst.CreateBoardCompany(ctx, "B", "B"); err != store.ErrClosed {
+		t.Fatalf("company after close: %v, want ErrClosed", err)
 	}
 }

@@ -104,6 +104,9 @@ func conformanceTarget(target, postgres, tokenFile string) (conformance.Harness,
 		if target == "sqlite" && postgres != "" {
 			return nil, nothing, usageErrorf("--postgres is only for --target postgres")
 		}
+		if postgres != "" {
+			dropLibpqEnvironment()
+		}
 		home, err := os.MkdirTemp("", "agentproof-conformance-")
 		if err != nil {
 			return nil, nothing, err

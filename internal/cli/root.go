@@ -67,10 +67,10 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newFingerprintCmd(a),
 		newFixtureCmd(a),
 		newFixtureChildCmd(a),
-		newServeCmd(a),
 		newAgentCmd(a),
 		newReportCmd(a),
 		newRunCmd(a),
+		newServeCmd(a),
 	)
 	return root
 }

@@ -39,6 +39,9 @@ SIGTERM or SIGINT drains in-flight requests, commits and exits 0.`),
 			if home == "" {
 				return usageErrorf("--home is required")
 			}
+			if postgres != "" {
+				dropLibpqEnvironment()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres}, addr, server.RunnerOptions{})
@@ -60,4 +63,16 @@ SIGTERM or SIGINT drains in-flight requests, commits and exits 0.`),
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
 	cmd.Flags().StringVar(&postgres, "postgres", "", "PostgreSQL URL (postgres://…) instead of the home's SQLite file")
 	return cmd
+}
+
+// dropLibpqEnvironment removes PG* variables from this process's environment before a
+// PostgreSQL connection is made: pgx reads them (PGPASSWORD, PGHOST, …) as defaults
+// for whatever the URL leaves out, and the control plane's database settings come
+// only from --postgres.
+func dropLibpqEnvironment() {
+	for _, kv := range os.Environ() {
+		if k, _, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "PG") {
+			os.Unsetenv(k)
+		}
+	}
 }

@@ -48,6 +48,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,8 +113,8 @@ type Runner struct {
 	rec  records
 
 	mu       sync.Mutex
-	runs     map[string]*Record   // run id → record (copies handed out)
-	order    []string             // run ids in the order they were taken
+	runs     map[string]*Record     // run id → record (copies handed out)
+	order    []string               // run ids in the order they were taken
 	locks    map[string]*sync.Mutex // run id → the run's lock
 	live     map[string]context.CancelFunc
 	busy     map[string]bool              // company → a run in flight
@@ -231,7 +232,10 @@ func (r *Runner) loop() {
 	}
 }
 
-func (r *Runner) now() string { return r.cfg.Now().UTC().Format("2006-01-02T15:04:05.000Z") }
+func (r *Runner) now() string { return stamp(r.cfg.Now()) }
+
+// stamp formats a wall-clock time for records: RFC 3339 UTC with microseconds.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
 
 // Run returns a copy of run id's record.
 func (r *Runner) Run(id string) (Record, bool) {
@@ -273,17 +277,30 @@ func cloneRecord(rec *Record) Record {
 	return c
 }
 
-// put stores rec (durably, then in memory). The caller holds the run's lock.
+// put stores rec durably, then in memory. The caller holds the run's lock.
 func (r *Runner) put(rec *Record) error {
+	r.normalize(rec)
+	if err := r.rec.save(rec); err != nil {
+		return err
+	}
+	r.remember(rec)
+	return nil
+}
+
+func (r *Runner) normalize(rec *Record) {
 	if rec.Evidence == nil {
 		rec.Evidence = []api.EvidenceRef{}
 	}
 	if len(rec.Usage) == 0 {
 		rec.Usage = json.RawMessage("null")
 	}
-	if err := r.rec.save(rec); err != nil {
-		return err
-	}
+}
+
+// remember keeps rec in memory only: a state the board may see but a restart need not
+// (a restart derives it from the control plane, see recover). The caller holds the
+// run's lock.
+func (r *Runner) remember(rec *Record) {
+	r.normalize(rec)
 	c := cloneRecord(rec)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -291,7 +308,6 @@ func (r *Runner) put(rec *Record) error {
 		r.order = append(r.order, rec.RunID)
 	}
 	r.runs[rec.RunID] = &c
-	return nil
 }
 
 func (r *Runner) runLock(id string) *sync.Mutex {
@@ -460,10 +476,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	lock.Lock()
 	rec := &Record{Schema: api.HeartbeatRunSchema, RunID: j.runID, CompanyID: j.company, ActorID: j.actor.ID, TaskID: j.task.ID,
 		WakeID: j.wake.ID, WakeReason: j.wake.Reason, Driver: j.cfg.Driver, State: api.RunOpening, WakeObservedAt: j.seenAt}
-	if err := r.put(rec); err != nil {
-		lock.Unlock()
-		return // the wake stays undelivered; the next scan retries
-	}
+	r.remember(rec)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.mu.Lock()
@@ -498,16 +511,21 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		return
 	}
 	rec.State = api.RunLaunching
-	if err := r.put(rec); err != nil {
-		o := worker.Outcome{SpawnError: err}
-		r.finish(j.c, rec, o, agent.Report{Summary: "not started: recording the launch failed: " + err.Error(), RunStatus: "failed"}, nil)
-		lock.Unlock()
-		return
-	}
+	r.remember(rec)
 	lock.Unlock() // Stop may now reserve its intent and cancel runCtx
 
 	var startedAt time.Time
-	l.spec.BeforeStart = func() error { startedAt = r.cfg.Now(); return nil }
+	l.spec.BeforeStart = func() error {
+		// In memory only (no I/O in the launch window): the board sees the process start
+		// at once; the durable record gets it when the process ends.
+		startedAt = r.cfg.Now()
+		r.mu.Lock()
+		if cur := r.runs[j.runID]; cur != nil {
+			cur.ProcessStartedAt = stamp(startedAt)
+		}
+		r.mu.Unlock()
+		return nil
+	}
 	o, err := worker.Supervise(runCtx, l.spec)
 	endedAt := r.cfg.Now()
 	if err != nil {
@@ -519,8 +537,8 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		rec.Cancellation = cur.Cancellation
 	}
 	if o.Started {
-		rec.ProcessStartedAt = startedAt.UTC().Format("2006-01-02T15:04:05.000Z")
-		rec.ProcessEndedAt = endedAt.UTC().Format("2006-01-02T15:04:05.000Z")
+		rec.ProcessStartedAt = stamp(startedAt)
+		rec.ProcessEndedAt = stamp(endedAt)
 	}
 	report := l.driver.Report(o)
 	if !o.Started && report.Summary == "" {
@@ -603,8 +621,9 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	return launch{driver: d, spec: spec, secrets: secrets}, nil
 }
 
-// finish records the process's evidence and termination and completes the run when
-// the agent left it running. The caller holds the run's lock.
+// finish completes the run when the agent left it running (first: that is what the
+// board observes), then stores the redacted evidence and the final record. The caller
+// holds the run's lock.
 func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.Report, secrets *redact.Set) {
 	if secrets == nil {
 		secrets = redact.NewSet()
@@ -613,15 +632,6 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 		Signal: o.Signal, TimedOut: o.TimedOut, OutputExceeded: o.OutputExceeded, Aborted: o.Aborted,
 		SignalsSent: append([]string{}, o.SignalsSent...), DurationMs: o.Duration.Milliseconds(), OutputBytes: o.OutputBytes,
 		CollectorError: o.CollectorError}
-	if len(report.Usage) > 0 {
-		rec.Usage = slices.Clone(report.Usage)
-	}
-	for _, ev := range report.Transcript {
-		body := []byte(secrets.RedactText(string(ev.Body)))
-		if ref, err := r.rec.putEvidence(rec.RunID, ev.Name, ev.MediaType, body); err == nil {
-			rec.Evidence = append(rec.Evidence, ref)
-		}
-	}
 	status := report.RunStatus
 	summary := rec.Termination.Summary
 	if rec.Cancellation != nil {
@@ -631,19 +641,57 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 	if status == "" {
 		status = "failed"
 	}
-	final, err := completeIfRunning(context.Background(), c, rec.RunID, status, summary)
+	silent := rec.Driver == "nop" || strings.HasPrefix(rec.Driver, "fixture:")
+	final, err := completeIfRunning(context.Background(), c, rec.RunID, status, summary, silent)
+	rec.FinishedAt = r.now() // the run is terminal from here on
 	if err != nil {
 		rec.Reason = "completing the run failed: " + err.Error()
 	}
+	if len(report.Usage) > 0 {
+		rec.Usage = slices.Clone(report.Usage)
+	}
+	// Evidence files are independent: write them concurrently (each is fsynced).
+	refs := make([]*api.EvidenceRef, len(report.Transcript))
+	var wg sync.WaitGroup
+	for i, ev := range report.Transcript {
+		wg.Go(func() {
+			body := []byte(secrets.RedactText(string(ev.Body)))
+			if ref, err := r.rec.putEvidence(rec.RunID, ev.Name, ev.MediaType, body); err == nil {
+				refs[i] = &ref
+			}
+		})
+	}
+	wg.Wait()
+	for _, ref := range refs {
+		if ref != nil {
+			rec.Evidence = append(rec.Evidence, *ref)
+		}
+	}
 	rec.Status = final
 	rec.State = api.RunFinished
-	rec.FinishedAt = r.now()
 	_ = r.put(rec)
 }
 
 // completeIfRunning completes runID natively with status and summary when it is still
 // running (appending its run.completed event first) and returns its status afterwards.
-func completeIfRunning(ctx context.Context, c Company, runID, status, summary string) (string, error) {
+// With silent set (an agent that never talks to the API: nop, the fixture programs) it
+// appends run.completed with sequence 1 without reading the state first; otherwise,
+// or when that append is refused, it reads the run from a snapshot (an agent that
+// completed its own run must not meet a denied append in the decision log).
+func completeIfRunning(ctx context.Context, c Company, runID, status, summary string, silent bool) (string, error) {
+	complete := func() (string, error) {
+		in, _ := json.Marshal(controlplane.NativeRunResult{RunID: runID, Status: status, Summary: clip(summary, 2000)})
+		if err := c.CompleteRun(ctx, in); err != nil {
+			return "", err
+		}
+		return status, nil // a native completion sets exactly this status
+	}
+	ev, _ := json.Marshal(controlplane.NativeEvent{EventID: runID + ":completed", RunID: runID, Sequence: 1, Type: "run.completed"})
+	if silent {
+		if _, err := c.AppendEvent(ctx, ev); err == nil {
+			return complete()
+		}
+	}
 	st, err := c.Snapshot(ctx)
 	if err != nil {
 		return "", err
@@ -673,16 +721,7 @@ func completeIfRunning(ctx context.Context, c Company, runID, status, summary st
 			return run.Status, fmt.Errorf("appending run.completed: %w", err)
 		}
 	}
-	in, _ := json.Marshal(controlplane.NativeRunResult{RunID: runID, Status: status, Summary: clip(summary, 2000)})
-	if err := c.CompleteRun(ctx, in); err != nil {
-		return run.Status, err
-	}
-	if st, err = c.Snapshot(ctx); err == nil {
-		if run := findRun(st, runID); run != nil {
-			return run.Status, nil
-		}
-	}
-	return status, nil
+	return complete()
 }
 
 func findRun(st controlplane.State, id string) *controlplane.Run {
@@ -694,23 +733,17 @@ func findRun(st controlplane.State, id string) *controlplane.Run {
 	return nil
 }
 
-// recover completes the runs a previous server left open (see the package doc).
+// recover completes the runs a previous server left open (see the package doc): every
+// running run of the control plane whose id carries the runner's prefix and that has
+// no finished record is an orphan; records left opening or launching whose run does
+// not exist were never checked out.
 func (r *Runner) recover(ctx context.Context) error {
-	r.mu.Lock()
-	var open []*Record
-	for _, id := range r.order {
-		if rec := r.runs[id]; rec.State == api.RunOpening || rec.State == api.RunLaunching {
-			c := cloneRecord(rec)
-			open = append(open, &c)
-		}
-	}
-	r.mu.Unlock()
+	const reason = "orphaned: the server stopped while this run's agent process was starting or running; " +
+		"the process died with the server and the run is not relaunched"
 	var errs []error
-	for _, rec := range open {
-		c, ok := r.host.Company(rec.CompanyID)
+	for _, company := range r.host.Companies() {
+		c, ok := r.host.Company(company)
 		if !ok {
-			rec.State, rec.Reason = api.RunNotOpened, "the company no longer exists"
-			errs = append(errs, r.put(rec))
 			continue
 		}
 		st, err := c.Snapshot(ctx)
@@ -718,27 +751,35 @@ func (r *Runner) recover(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		run := findRun(st, rec.RunID)
-		if run == nil {
-			rec.State, rec.Reason = api.RunNotOpened, "the server stopped before the checkout; the wake is taken again"
-			errs = append(errs, r.put(rec))
-			continue
-		}
-		reason := "orphaned: the server stopped while this run's agent process was starting or running; " +
-			"the process died with the server and the run is not relaunched"
-		status := run.Status
-		if run.Status == "running" {
+		prefix := RunID(company, "")
+		for _, run := range st.Runs {
+			wakeID, ours := strings.CutPrefix(run.ID, prefix)
+			if !ours || run.Status != "running" {
+				continue
+			}
+			rec, known := r.Run(run.ID)
+			if !known {
+				rec = Record{Schema: api.HeartbeatRunSchema, RunID: run.ID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
+					WakeID: wakeID, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
+			}
 			if st.Lifecycle != "running" {
-				errs = append(errs, fmt.Errorf("heartbeat: cannot complete orphaned run %s: company %s is %s", rec.RunID, rec.CompanyID, st.Lifecycle))
+				errs = append(errs, fmt.Errorf("heartbeat: cannot complete orphaned run %s: company %s is %s", run.ID, company, st.Lifecycle))
 				continue
 			}
-			if status, err = completeIfRunning(ctx, c, rec.RunID, "failed", reason); err != nil {
-				errs = append(errs, fmt.Errorf("heartbeat: completing orphaned run %s: %w", rec.RunID, err))
+			status, err := completeIfRunning(ctx, c, run.ID, "failed", reason, false)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("heartbeat: completing orphaned run %s: %w", run.ID, err))
 				continue
+			}
+			rec.State, rec.Reason, rec.Status, rec.FinishedAt = api.RunOrphaned, reason, status, r.now()
+			errs = append(errs, r.put(&rec))
+		}
+		for _, rec := range r.Runs(company) {
+			if (rec.State == api.RunOpening || rec.State == api.RunLaunching) && findRun(st, rec.RunID) == nil {
+				rec.State, rec.Reason = api.RunNotOpened, "the server stopped before the checkout; the wake is taken again"
+				errs = append(errs, r.put(&rec))
 			}
 		}
-		rec.State, rec.Reason, rec.Status, rec.FinishedAt = api.RunOrphaned, reason, status, r.now()
-		errs = append(errs, r.put(rec))
 	}
 	return errors.Join(errs...)
 }
@@ -796,7 +837,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		cancel() // the process group gets SIGTERM, then SIGKILL after the grace period
 	} else {
 		summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
-		if status, err = completeIfRunning(ctx, c, runID, "cancelled", summary); err != nil {
+		if status, err = completeIfRunning(ctx, c, runID, "cancelled", summary, false); err != nil {
 			return api.CancelRunResponse{}, err
 		}
 		rec.Status, rec.FinishedAt = status, r.now()
