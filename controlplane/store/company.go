@@ -37,7 +37,9 @@ type Company struct {
 	mem          *controlplane.Memory
 	seq          int64
 	lastSnapshot int64
-	broken       error
+	// lastSnapshotSize is the size in bytes of the last snapshot (see SnapshotEvery).
+	lastSnapshotSize int
+	broken           error
 }
 
 var _ controlplane.Port = (*Company)(nil)
@@ -98,12 +100,13 @@ func (c *Company) do(ctx context.Context, op string, input any, apply func() err
 		return unavailable(err)
 	}
 	var snapAck chan error
-	if seq-c.lastSnapshot >= SnapshotEvery {
+	if seq-c.lastSnapshot >= max(SnapshotEvery, int64(c.lastSnapshotSize/SnapshotBytesPerEntry)) {
 		state, err := c.mem.SnapshotJSON(context.Background())
 		if err == nil {
 			snapAck = make(chan error, 1)
 			if c.inst.enqueue(pending{kind: "snapshot", company: c.id, seq: seq, data: state, ack: snapAck}) == nil {
 				c.lastSnapshot = seq
+				c.lastSnapshotSize = len(state)
 			} else {
 				snapAck = nil
 			}

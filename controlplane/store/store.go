@@ -37,8 +37,14 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// SnapshotEvery is how many journal entries of a company separate two snapshots.
-const SnapshotEvery = 256
+// SnapshotEvery is the least number of journal entries of a company between two
+// snapshots. The interval grows with the state (one entry per SnapshotBytesPerEntry
+// bytes of the last snapshot), so that snapshot cost per operation stays bounded while
+// a restart replays at most max(SnapshotEvery, size/SnapshotBytesPerEntry) entries.
+const (
+	SnapshotEvery         = 256
+	SnapshotBytesPerEntry = 1024
+)
 
 // Dialect names a backend: "sqlite" or "postgres".
 type Dialect string
@@ -213,11 +219,11 @@ func (in *Instance) load(ctx context.Context) error {
 		return fmt.Errorf("store: listing companies: %w", err)
 	}
 	for _, id := range ids {
-		m, seq, err := in.replay(ctx, id, false)
+		m, seq, snap, err := in.replay(ctx, id, false)
 		if err != nil {
 			return err
 		}
-		in.companies[id] = &Company{inst: in, id: id, mem: m, seq: seq, lastSnapshot: seq - seq%SnapshotEvery}
+		in.companies[id] = &Company{inst: in, id: id, mem: m, seq: seq, lastSnapshot: snap.seq, lastSnapshotSize: snap.size}
 		in.order = append(in.order, id)
 	}
 	return nil
@@ -225,7 +231,13 @@ func (in *Instance) load(ctx context.Context) error {
 
 // replay rebuilds company id from its newest snapshot (or, with fromStart, its first
 // one) and the journal after it, returning the Memory and the last journal seq.
-func (in *Instance) replay(ctx context.Context, id string, fromStart bool) (*controlplane.Memory, int64, error) {
+// snapshotInfo is the sequence number and size (bytes) of the snapshot a replay began at.
+type snapshotInfo struct {
+	seq  int64
+	size int
+}
+
+func (in *Instance) replay(ctx context.Context, id string, fromStart bool) (*controlplane.Memory, int64, snapshotInfo, error) {
 	order := "DESC"
 	if fromStart {
 		order = "ASC"
@@ -234,15 +246,15 @@ func (in *Instance) replay(ctx context.Context, id string, fromStart bool) (*con
 	var state []byte
 	err := in.db.QueryRowContext(ctx, in.q("SELECT seq, state FROM snapshots WHERE company_id = ? ORDER BY seq "+order+" LIMIT 1"), id).Scan(&snapSeq, &state)
 	if err != nil {
-		return nil, 0, fmt.Errorf("store: company %s: reading snapshot: %w", id, err)
+		return nil, 0, snapshotInfo{}, fmt.Errorf("store: company %s: reading snapshot: %w", id, err)
 	}
 	m, err := controlplane.Restore(state)
 	if err != nil {
-		return nil, 0, fmt.Errorf("store: company %s: restoring snapshot %d: %w", id, snapSeq, err)
+		return nil, 0, snapshotInfo{}, fmt.Errorf("store: company %s: restoring snapshot %d: %w", id, snapSeq, err)
 	}
 	rows, err := in.db.QueryContext(ctx, in.q("SELECT seq, op, input FROM journal WHERE company_id = ? AND seq > ? ORDER BY seq"), id, snapSeq)
 	if err != nil {
-		return nil, 0, fmt.Errorf("store: company %s: reading journal: %w", id, err)
+		return nil, 0, snapshotInfo{}, fmt.Errorf("store: company %s: reading journal: %w", id, err)
 	}
 	defer rows.Close()
 	last := snapSeq
@@ -251,27 +263,27 @@ func (in *Instance) replay(ctx context.Context, id string, fromStart bool) (*con
 		var op string
 		var input []byte
 		if err := rows.Scan(&seq, &op, &input); err != nil {
-			return nil, 0, fmt.Errorf("store: company %s: reading journal: %w", id, err)
+			return nil, 0, snapshotInfo{}, fmt.Errorf("store: company %s: reading journal: %w", id, err)
 		}
 		if seq != last+1 {
-			return nil, 0, fmt.Errorf("store: company %s: journal gap after entry %d (next is %d)", id, last, seq)
+			return nil, 0, snapshotInfo{}, fmt.Errorf("store: company %s: journal gap after entry %d (next is %d)", id, last, seq)
 		}
 		if err := applyEntry(ctx, m, op, input); err != nil {
-			return nil, 0, fmt.Errorf("store: company %s: replaying entry %d (%s): %w", id, seq, op, err)
+			return nil, 0, snapshotInfo{}, fmt.Errorf("store: company %s: replaying entry %d (%s): %w", id, seq, op, err)
 		}
 		last = seq
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("store: company %s: reading journal: %w", id, err)
+		return nil, 0, snapshotInfo{}, fmt.Errorf("store: company %s: reading journal: %w", id, err)
 	}
-	return m, last, nil
+	return m, last, snapshotInfo{seq: snapSeq, size: len(state)}, nil
 }
 
 // ReplayFromStart rebuilds company id from its first snapshot and its whole journal,
 // ignoring later snapshots, and returns its Serialize output: a durable company's
 // Serialize equals it (the journal is the truth). Errors: unknown company, I/O.
 func (in *Instance) ReplayFromStart(ctx context.Context, id string) ([]byte, error) {
-	m, _, err := in.replay(ctx, id, true)
+	m, _, _, err := in.replay(ctx, id, true)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +332,7 @@ func (in *Instance) addCompany(ctx context.Context, build func(id string) (*cont
 		in.mu.Unlock()
 		return "", err
 	}
-	c := &Company{inst: in, id: id, mem: m}
+	c := &Company{inst: in, id: id, mem: m, lastSnapshotSize: len(state)}
 	in.companies[id] = c
 	in.order = append(in.order, id)
 	in.mu.Unlock()
@@ -500,4 +512,23 @@ func (in *Instance) SecretCount(ctx context.Context, company string) (int, error
 		return 0, fmt.Errorf("store: counting secrets: %w", err)
 	}
 	return n, nil
+}
+
+// SnapshotSeqs returns the journal sequence numbers at which company id has snapshots,
+// ascending (0 is the initial state). Errors: I/O.
+func (in *Instance) SnapshotSeqs(ctx context.Context, id string) ([]int64, error) {
+	rows, err := in.db.QueryContext(ctx, in.q("SELECT seq FROM snapshots WHERE company_id = ? ORDER BY seq"), id)
+	if err != nil {
+		return nil, fmt.Errorf("store: listing snapshots of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("store: listing snapshots of %s: %w", id, err)
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }

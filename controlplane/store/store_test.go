@@ -190,6 +190,13 @@ func testRestart(t *testing.T, openInstance func(context.Context) (*store.Instan
 	if !bytes.Equal(before, after) {
 		t.Fatal("state after restart differs from state before")
 	}
+	seqs, err := inst.SnapshotSeqs(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seqs) < 2 || seqs[0] != 0 || seqs[1] != store.SnapshotEvery {
+		t.Fatalf("snapshots at %v, want the initial one and one at %d", seqs, store.SnapshotEvery)
+	}
 	full, err := inst.ReplayFromStart(ctx, id)
 	if err != nil {
 		t.Fatal(err)
