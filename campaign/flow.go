@@ -434,6 +434,11 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 				a.facts.Usage = u
 			}
 		}
+		if !r.Termination.Started {
+			// Not the candidate's doing: the runner could not launch the agent
+			// (configuration, driver not built, spawn failure).
+			collect = append(collect, fmt.Sprintf("the agent process of run %s was not started: %s", r.RunID, r.Termination.Summary))
+		}
 		if r.Termination.CollectorError != "" {
 			collect = append(collect, r.Termination.CollectorError)
 		}

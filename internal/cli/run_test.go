@@ -19,7 +19,27 @@ import (
 
 // extraSuites are ordinary (non-calibration) suites added to a copy of the default
 // catalog, so that a run can fail (nop) or end inconclusive (a hanging fixture).
-const extraSuites = `suites:
+const extraSuites = `profiles:
+  - id: missing-exec
+    label: An exec agent whose command does not exist
+    generation: native
+    groups: [builtin]
+    driver: exec
+    driverConfig: {command: /nonexistent/agentproof-test-agent}
+    provider: agentproof
+    model: agentproof/missing
+    modelQualification: {source: builtin, qualificationId: "builtin:missing"}
+    supportedEnvironments: [local]
+    expectedRuntimeMetadata: {adapterType: agentproof_builtin, provider: agentproof}
+suites:
+  - id: ordinary-missing
+    label: Ordinary missing agent
+    description: An agent that cannot be launched is not the candidate's failure.
+    profiles: [missing-exec]
+    environments: [local]
+    cases: [message-marker]
+    expectedMatrixSize: 1
+    manualOnly: true
   - id: ordinary-nop
     label: Ordinary nop
     description: The nop agent on an ordinary cell.
@@ -104,6 +124,9 @@ func TestRunExitCodes(t *testing.T) {
 			campaignDoc{Partial: true, Selected: 1, Executed: 1, Inconclusive: 1, Retries: 1, CleanupPassed: true}},
 		{"no retry with --max-automatic-retries 0", []string{"--suite", "ordinary-hang", "--max-automatic-retries", "0"}, ExitInconclusive,
 			[]string{"ordinary-hang/fixture-hang/local/process-exit/attempt-1/result.json"},
+			campaignDoc{Partial: true, Selected: 1, Executed: 1, Inconclusive: 1, CleanupPassed: true}},
+		{"an agent that cannot start is inconclusive, not failed", []string{"--suite", "ordinary-missing", "--max-automatic-retries", "0"}, ExitInconclusive,
+			[]string{"ordinary-missing/missing-exec/local/message-marker/attempt-1/result.json"},
 			campaignDoc{Partial: true, Selected: 1, Executed: 1, Inconclusive: 1, CleanupPassed: true}},
 		{"no selector", nil, ExitUsage, nil, campaignDoc{}},
 		{"zero parallelism", []string{"--all", "--max-parallel", "0"}, ExitUsage, nil, campaignDoc{}},
