@@ -161,6 +161,9 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 	}
 	a.srv = srv
 	a.note("server started on %s", srv.addr)
+	// The board token is an instance secret too: it must not reach the workspace, the
+	// evidence or any file of the home but its own.
+	a.secrets = a.secrets.With(srv.token)
 	a.cl = clientFor(srv)
 	reg := NewRegistry(a.secrets)
 	for _, d := range a.definitions() {
@@ -258,6 +261,9 @@ func (a *attempt) cleanup(ctx context.Context, out *AttemptOutcome) {
 					problems = append(problems, fmt.Sprintf("leak scan of the %s could not complete: %v", d.name, a.secrets.RedactText(err.Error())))
 				}
 				for _, l := range leaks {
+					if d.path == a.home && l.Path == boardTokenFile {
+						continue // the board token's own file
+					}
 					out.Leaks = append(out.Leaks, fmt.Sprintf("%s %s: %s", d.name, l.Path, l.Leak.String()))
 				}
 			}

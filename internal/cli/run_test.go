@@ -31,7 +31,26 @@ const extraSuites = `profiles:
     modelQualification: {source: builtin, qualificationId: "builtin:missing"}
     supportedEnvironments: [local]
     expectedRuntimeMetadata: {adapterType: agentproof_builtin, provider: agentproof}
+  - id: leaky-exec
+    label: An exec agent that copies its environment into the workspace
+    generation: native
+    groups: [builtin]
+    driver: exec
+    driverConfig: {command: /usr/bin/cp, args: [/proc/self/environ, leaked-env.txt]}
+    provider: agentproof
+    model: agentproof/leaky
+    modelQualification: {source: builtin, qualificationId: "builtin:leaky"}
+    supportedEnvironments: [local]
+    expectedRuntimeMetadata: {adapterType: agentproof_builtin, provider: agentproof}
 suites:
+  - id: ordinary-leak
+    label: Ordinary leaky agent
+    description: An agent that writes a secret into its workspace fails with secret_leak.
+    profiles: [leaky-exec]
+    environments: [local]
+    cases: [message-marker]
+    expectedMatrixSize: 1
+    manualOnly: true
   - id: ordinary-missing
     label: Ordinary missing agent
     description: An agent that cannot be launched is not the candidate's failure.
@@ -128,6 +147,9 @@ func TestRunExitCodes(t *testing.T) {
 		{"an agent that cannot start is inconclusive, not failed", []string{"--suite", "ordinary-missing", "--max-automatic-retries", "0"}, ExitInconclusive,
 			[]string{"ordinary-missing/missing-exec/local/message-marker/attempt-1/result.json"},
 			campaignDoc{Partial: true, Selected: 1, Executed: 1, Inconclusive: 1, CleanupPassed: true}},
+		{"a secret in the workspace is a leak", []string{"--suite", "ordinary-leak"}, ExitFailed,
+			[]string{"ordinary-leak/leaky-exec/local/message-marker/attempt-1/result.json"},
+			campaignDoc{Partial: true, Selected: 1, Executed: 1, Failed: 1, CleanupPassed: true}},
 		{"no selector", nil, ExitUsage, nil, campaignDoc{}},
 		{"zero parallelism", []string{"--all", "--max-parallel", "0"}, ExitUsage, nil, campaignDoc{}},
 	}
@@ -149,6 +171,12 @@ func TestRunExitCodes(t *testing.T) {
 			for _, a := range tt.attempts {
 				if _, err := os.Stat(filepath.Join(res, "c", a)); err != nil {
 					t.Errorf("attempt result: %v", err)
+				}
+			}
+			if strings.Contains(tt.name, "leak") {
+				b, err := os.ReadFile(filepath.Join(res, "c", tt.attempts[0]))
+				if err != nil || !strings.Contains(string(b), `"failureClass": "secret_leak"`) || !strings.Contains(string(b), "workspace leaked-env.txt") {
+					t.Errorf("result.json does not report the workspace leak: %s %v", b, err)
 				}
 			}
 			if got := readCampaign(t, filepath.Join(res, "c", "campaign.json")); got != tt.want {
