@@ -112,6 +112,8 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	if err != nil {
 		return fmt.Errorf("locating the agentproof executable: %w", err)
 	}
+	// Said first, so that the campaign line stays the last line of the output.
+	fmt.Fprintf(a.stderr, "Results: %s\n", filepath.Join(root, plan.CampaignID))
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -147,7 +149,6 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 		for _, w := range g.Warnings {
 			fmt.Fprintf(a.stderr, "agentproof: %s\n", w)
 		}
-		fmt.Fprintf(a.stderr, "Results: %s\n", g.CampaignDir)
 	}
 	switch {
 	case interrupted:
