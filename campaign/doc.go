@@ -66,8 +66,10 @@
 //     is a collector error (permanent_infrastructure, inconclusive): its exit is not a
 //     result. The process_exit calibration relies on both.
 //   - An interrupted attempt that does not count (AttemptResult.Counts) keeps its
-//     evidence but gets no result.json, so its cell is missing from the campaign, which
-//     is then partial.
+//     evidence but gets no result.json. An interrupted campaign's report covers the
+//     cells that finished, which makes it partial by spec §7.4's own rule (a suite lacks
+//     cells) and keeps `agentproof report` regeneration byte-identical; the campaign
+//     line still counts against the whole selection.
 //   - The [project] fixture of spec §6 is not registered: no default case needs one.
 //   - Campaign ids may not be "." or ".." or longer than MaxCampaignIDLength bytes
 //     (they name a directory).

@@ -17,8 +17,7 @@ import (
 // Inconclusive count cell outcomes (see Outcome) and always sum to Selected; Retries =
 // Σ max(0, attempt − 1); CleanupPassed = every result's cleanup passed. Partial is true
 // unless every suite of the catalog that is not manual-only appears and every listed
-// suite is complete (see SuiteSummary) and every expected cell has a stored result (no
-// synthetic result: an interrupted campaign is partial). GeneratedAt is the latest finishedAt of the
+// suite is complete (see SuiteSummary). GeneratedAt is the latest finishedAt of the
 // results (never the wall clock, so regeneration is byte-identical); StartedAt the
 // earliest startedAt.
 type Campaign struct {
@@ -193,11 +192,6 @@ func buildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 	slices.Sort(prints)
 	c.Fingerprint = strings.Join(prints, "|")
 	c.Partial = cat == nil || len(c.Suites) == 0
-	for i := range results {
-		if results[i].Synthetic {
-			c.Partial = true // an expected cell without a result: the campaign did not finish it
-		}
-	}
 	for _, s := range c.Suites {
 		if !s.Complete {
 			c.Partial = true

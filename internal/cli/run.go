@@ -135,9 +135,14 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	interrupted := ctx.Err() != nil
 	stop()
 
-	ids := make([]string, len(plan.Cells))
-	for i, cell := range plan.Cells {
-		ids[i] = cell.ID
+	// The campaign's cells: the selection, or, when it did not finish, the cells that
+	// did. campaign.json is then partial by spec §7.4's own rule (a suite lacks cells),
+	// and `agentproof report` regenerates it unchanged from its expected list.
+	ids := make([]string, 0, len(plan.Cells))
+	for _, cr := range sum.Cells {
+		if !sum.Partial || cr.Status == campaign.CellFinished {
+			ids = append(ids, cr.Cell.ID)
+		}
 	}
 	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids})
 	for _, w := range writeErrs {

@@ -258,8 +258,10 @@ func TestRunInterrupted(t *testing.T) {
 		t.Errorf("attempt roots left behind: %q", roots)
 	}
 	c := readCampaign(t, filepath.Join(res, "int", "campaign.json"))
-	if !c.Partial || c.Selected != 28 || c.Executed == 0 || c.Executed >= 28 {
-		t.Errorf("campaign.json = %+v, want a partial campaign with some of 28 cells executed", c)
+	// campaign.json holds the cells that finished, so its suites are incomplete and the
+	// campaign is partial (spec §7.4).
+	if !c.Partial || c.Executed == 0 || c.Executed >= 28 || c.Selected != c.Executed {
+		t.Errorf("campaign.json = %+v, want a partial campaign of the cells that finished (fewer than 28)", c)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "Campaign int: ") {
