@@ -97,9 +97,9 @@ type CancelRunRequest struct {
 	CancellationRequestID string `json:"cancellationRequestId,omitempty"`
 }
 
-// CancelRunResponse answers a Stop: the run, the intent it reserved or joined
-// (Disposition "reserved" or "joined") and the run's status in the control plane at
-// the time of the answer (the process may still be stopping).
+// CancelRunResponse answers a Stop: the run, the intent it reserved (Disposition
+// "reserved", HTTP 202) or joined ("joined", HTTP 200) and the run's status in the
+// control plane at the time of the answer (the process may still be stopping).
 type CancelRunResponse struct {
 	RunID       string       `json:"runId"`
 	Disposition string       `json:"disposition"`

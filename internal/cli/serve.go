@@ -32,8 +32,15 @@ board.token (the bearer token of board routes) and master.key (the key that seal
 secrets), both 0600. Nothing is read from the environment: a database URL comes
 only from --postgres.
 
+The heartbeat runner turns the scheduled wakes of agents whose adapterConfig names
+a driver into runs: one bounded child process per run (no shell, explicit
+environment, secrets resolved only into the child's environment). Run records and
+their redacted output live in <home>/heartbeat; POST
+/api/heartbeat-runs/{runId}/cancel stops a run.
+
 When ready, prints one JSON line {"addr": "HOST:PORT", "pid": N} on stdout.
-SIGTERM or SIGINT drains in-flight requests, commits and exits 0.`),
+SIGTERM or SIGINT stops running agents, drains in-flight requests, commits and
+exits 0.`),
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if home == "" {

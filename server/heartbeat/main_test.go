@@ -48,13 +48,21 @@ const settle = 3 * time.Minute
 type instance struct {
 	t    testing.TB
 	home string
+	ro   server.RunnerOptions
 	mu   sync.Mutex
 	sv   *server.Serving
 }
 
 func startInstance(t testing.TB) *instance {
 	t.Helper()
-	in := &instance{t: t, home: t.TempDir()}
+	return startInstanceWith(t, server.RunnerOptions{})
+}
+
+// startInstanceWith starts an instance whose runner has ro's bounds (the executable
+// is always the test binary).
+func startInstanceWith(t testing.TB, ro server.RunnerOptions) *instance {
+	t.Helper()
+	in := &instance{t: t, home: t.TempDir(), ro: ro}
 	in.start()
 	t.Cleanup(func() {
 		in.mu.Lock()
@@ -74,8 +82,12 @@ func (in *instance) start() {
 	if err != nil {
 		in.t.Fatal(err)
 	}
-	sv, err := server.Serve(context.Background(), server.Options{Home: in.home}, "127.0.0.1:0",
-		server.RunnerOptions{Executable: exe, PollInterval: 50 * time.Millisecond})
+	ro := in.ro
+	ro.Executable = exe
+	if ro.PollInterval == 0 {
+		ro.PollInterval = 50 * time.Millisecond
+	}
+	sv, err := server.Serve(context.Background(), server.Options{Home: in.home}, "127.0.0.1:0", ro)
 	if err != nil {
 		in.t.Fatal(err)
 	}
