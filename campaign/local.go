@@ -95,6 +95,8 @@ type attempt struct {
 	processDeadline string
 	// flowLog records what the harness did, as the human, with times (logs/flow.log).
 	flowLog []string
+	// canary is the attempt's canary secret value (see CanarySecretKey).
+	canary string
 }
 
 // note adds a line to the flow log.
@@ -135,7 +137,8 @@ func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) (o
 		a.cleanup(ctx, &out)
 		return out
 	}
-	a.secrets = redact.NewSet("apcanary-" + hex.EncodeToString(canary))
+	a.canary = "apcanary-" + hex.EncodeToString(canary)
+	a.secrets = redact.NewSet(a.canary)
 
 	actx, cancel := context.WithTimeoutCause(ctx, plan.AttemptTimeout, errAttemptDeadline)
 	defer cancel()
@@ -343,7 +346,7 @@ func (a *attempt) definitions() []Definition {
 				for _, name := range names {
 					var value string
 					if name == CanarySecretKey {
-						value = a.secrets.Values()[0]
+						value = a.canary
 					} else {
 						v, ok := "", false
 						if a.x.Credential != nil {
