@@ -47,6 +47,7 @@ A cell needing a credential reads its value from the environment variable of the
 same name (for example OPENAI_API_KEY); the value reaches the instance only as a
 secret.
 
+A campaign directory that already holds results is refused (exit 2).
 Results: <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/
 (result.json, snapshots/, workspace-manifest.json, logs/), then campaign.json,
 summary.md, junit.xml and dashboard.html in <results>/<campaign>/ and history.json in
@@ -105,7 +106,11 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	if err != nil {
 		return usageErrorf("--results: %v", err)
 	}
-	if err := os.MkdirAll(filepath.Join(root, plan.CampaignID), 0o755); err != nil {
+	campaignDir := filepath.Join(root, plan.CampaignID)
+	if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
+		return usageErrorf("campaign directory %s already holds results; choose another --campaign or remove it", campaignDir)
+	}
+	if err := os.MkdirAll(campaignDir, 0o755); err != nil {
 		return usageErrorf("--results: %v", err)
 	}
 	exe, err := os.Executable()
@@ -113,7 +118,7 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 		return fmt.Errorf("locating the agentproof executable: %w", err)
 	}
 	// Said first, so that the campaign line stays the last line of the output.
-	fmt.Fprintf(a.stderr, "Results: %s\n", filepath.Join(root, plan.CampaignID))
+	fmt.Fprintf(a.stderr, "Results: %s\n", campaignDir)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
