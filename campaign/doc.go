@@ -25,6 +25,13 @@
 //     fixtures"): definitions with dependencies, set up depth-first in registration
 //     order after the whole graph was checked, torn down in reverse completion order
 //     (also after a partial setup), keeping only ids and sanitized metadata.
+//   - LocalExecutor is the real Executor: a private temp root per attempt, its own
+//     `agentproof serve` child (explicit environment, loopback port, own SQLite home),
+//     the fixture graph company → secrets → environment → agent → task through the
+//     board API, the case's flow played as the human (flow.go), the observation built
+//     from API snapshots and the workspace, teardown, server stop (SIGTERM, SIGKILL
+//     after StopGrace), a leak scan of the closed home, the workspace and the evidence,
+//     and removal of the temp root. WriteResult turns a judged attempt into result.json.
 //   - Display renders Events: a live multi-line display on a terminal, timestamped
 //     plain lines otherwise, and always the final line
 //     "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
@@ -48,6 +55,22 @@
 //     otherwise it counts as inconclusive when the observed verdict is inconclusive
 //     and as failed otherwise. A calibration attempt that already counts as passed is
 //     not retried.
+//   - A case's workMode "ask" has no create_issue counterpart (standard, planning,
+//     review): it is created as a standard task whose prompt asks the question.
+//   - Every attempt stores a fresh random canary secret (CanarySecretKey) and hands it
+//     to its agent by reference; the leak scan looks for it and every credential value
+//     in the closed instance home, the workspace and the attempt's evidence, so the scan
+//     tests something even for cells without credentials.
+//   - An agent process that timed out is a missed deadline ("run <id> process":
+//     provider_variance, inconclusive, retryable); one that exceeded its output bound
+//     is a collector error (permanent_infrastructure, inconclusive): its exit is not a
+//     result. The process_exit calibration relies on both.
+//   - An interrupted attempt that does not count (AttemptResult.Counts) keeps its
+//     evidence but gets no result.json. An interrupted campaign's report covers the
+//     cells that finished, which makes it partial by spec §7.4's own rule (a suite lacks
+//     cells) and keeps `agentproof report` regeneration byte-identical; the campaign
+//     line still counts against the whole selection.
+//   - The [project] fixture of spec §6 is not registered: no default case needs one.
 //   - Campaign ids may not be "." or ".." or longer than MaxCampaignIDLength bytes
 //     (they name a directory).
 package campaign

@@ -61,4 +61,7 @@ type AttemptOutcome struct {
 	Leaks []string
 	// Interrupted is true when the attempt's context was cancelled before it finished.
 	Interrupted bool
+	// Facts are what result.json reports beside the verdict (task, runs, turns,
+	// termination, usage, evidence files); nil when the executor collects none.
+	Facts *AttemptFacts
 }

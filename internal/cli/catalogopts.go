@@ -48,13 +48,7 @@ func selectorFlags(cmd *cobra.Command, sel *catalog.Selector) {
 
 // selectCells applies sel, mapping selection errors to usage errors (exit 2).
 func selectCells(c *catalog.Catalog, sel catalog.Selector) ([]*catalog.Cell, error) {
-	sel.IDs = trimAll(sel.IDs)
-	sel.Suites = trimAll(sel.Suites)
-	sel.Groups = trimAll(sel.Groups)
-	sel.Profiles = trimAll(sel.Profiles)
-	sel.Environments = trimAll(sel.Environments)
-	sel.Cases = trimAll(sel.Cases)
-	cells, err := c.Select(sel)
+	cells, err := c.Select(trimSelector(sel))
 	var se *catalog.SelectionError
 	if errors.As(err, &se) {
 		return nil, &UsageError{Err: se}
@@ -63,6 +57,17 @@ func selectCells(c *catalog.Catalog, sel catalog.Selector) ([]*catalog.Cell, err
 		return nil, fmt.Errorf("selecting cells: %w", err)
 	}
 	return cells, nil
+}
+
+// trimSelector trims every selector value the way `list` does (shared by `run`).
+func trimSelector(sel catalog.Selector) catalog.Selector {
+	sel.IDs = trimAll(sel.IDs)
+	sel.Suites = trimAll(sel.Suites)
+	sel.Groups = trimAll(sel.Groups)
+	sel.Profiles = trimAll(sel.Profiles)
+	sel.Environments = trimAll(sel.Environments)
+	sel.Cases = trimAll(sel.Cases)
+	return sel
 }
 
 // trimAll drops blank values and surrounding spaces (from "a, b" comma lists).

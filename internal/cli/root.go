@@ -74,6 +74,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newFixtureChildCmd(a),
 		newAgentCmd(a),
 		newReportCmd(a),
+		newRunCmd(a),
 		newServeCmd(a),
 	)
 	return root

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Benchmark of `agentproof run` (issue 9 "Benchmarks"). Rerun from the repository root:
+#
+#   bench/run-overhead.sh [CELLS]        # default 500
+#
+# It builds agentproof, generates a catalog whose suite "bench" has CELLS fixture-pass
+# cells (the default catalog plus CELLS copies of the process-exit case), and runs
+#   1. one cell (startup: wall time of a 1-cell campaign),
+#   2. all CELLS cells at --max-parallel 4 with full isolation (own `agentproof serve`
+#      child, SQLite home and workspace per attempt),
+# printing wall times, the marginal wall time per cell ((T_N - T_1) / (N - 1)) and the
+# peak RSS (VmHWM) of the `run` process itself (its serve children are not counted).
+# The per-cell harness overhead of reference × message-marker is the Go benchmark
+#   go test ./internal/cli -run '^$' -bench BenchmarkCellOverhead -benchtime 20x
+set -euo pipefail
+N=${1:-500}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/agentproof" "$root/cmd/agentproof"
+mkdir -p "$work/catalog"
+cp "$root"/catalog/default/*.yaml "$work/catalog/"
+{
+  echo "cases:"
+  for i in $(seq -w 1 "$N"); do
+    cat <<C
+  - id: bench-exit-$i
+    label: Fixture process exit $i
+    groups: [calibration]
+    workMode: standard
+    flow: process_exit
+    expectedRunCount: 1
+    attemptTimeoutMs: {local: 60000}
+    expectedTerminalState: {run: succeeded}
+    matchers:
+      - {kind: run_status, expected: "{{runStatus}}"}
+C
+  done
+  echo "suites:"
+  echo "  - id: bench"
+  echo "    label: Benchmark"
+  echo "    description: $N fixture-pass cells."
+  echo "    manualOnly: true"
+  echo "    profiles: [fixture-pass]"
+  echo "    environments: [local]"
+  echo "    expectedMatrixSize: $N"
+  echo "    cases:"
+  for i in $(seq -w 1 "$N"); do echo "      - bench-exit-$i"; done
+} > "$work/catalog/zz-bench.yaml"
+
+# run_timed LABEL ARGS...: runs agentproof run, prints wall ms and peak RSS (KiB).
+run_timed() {
+  local label=$1; shift
+  local start end pid hwm=0 h
+  start=$(date +%s%N)
+  env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" "$work/agentproof" run --catalog "$work/catalog" \
+    --results "$work/results" --progress none "$@" > "$work/$label.out" 2> "$work/$label.err" &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    h=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    [[ -n "$h" && "$h" -gt "$hwm" ]] && hwm=$h
+    sleep 0.05
+  done
+  wait "$pid" || { echo "$label: agentproof run exited $?"; cat "$work/$label.err"; exit 1; }
+  end=$(date +%s%N)
+  echo "$label $(( (end - start) / 1000000 )) $hwm"
+}
+
+one=$(run_timed one --id "bench.fixture-pass.local.bench-exit-$(printf "%0${#N}d" 1)" --campaign bench-1 --max-parallel 4)
+all=$(run_timed all --suite bench --campaign "bench-$N" --max-parallel 4)
+tail -n1 "$work/all.out"
+read -r _ t1 rss1 <<<"$one"
+read -r _ tn rssn <<<"$all"
+echo "startup (1 cell):            ${t1} ms wall, peak RSS ${rss1} KiB"
+echo "$N cells (--max-parallel 4):  ${tn} ms wall, peak RSS $((rssn / 1024)) MiB"
+awk -v t1="$t1" -v tn="$tn" -v n="$N" 'BEGIN { printf "marginal wall time per cell: %.2f ms\n", (tn - t1) / (n - 1) }'

@@ -1,0 +1,94 @@
+package campaign
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/agentproof/agentproof/report"
+)
+
+// ResultFile is the name of an attempt's result document in its directory.
+const ResultFile = "result.json"
+
+// ResultOf maps a judged attempt to its result.json document (schema
+// agentproof.result/v1; spec runner-e2e-harness §7.1 with agentproof's verdicts):
+// identity and definition hash from the cell, verdict, expected verdict and failure
+// class from the Judgement, the reason as error for a verdict other than passed,
+// matcher results, and the executor's facts (task, runs, turns, termination, usage,
+// evidence files). Cleanup is "passed" when the outcome confirmed it, "failed"
+// otherwise. Usage is null when the executor reported none (unavailable, never 0).
+func ResultOf(r *AttemptResult) *report.Result {
+	cell := r.Plan.Cell
+	res := &report.Result{
+		Schema:              report.ResultSchema,
+		ExecutionID:         cell.ID,
+		CampaignID:          r.Plan.CampaignID,
+		SuiteID:             cell.Suite.ID,
+		SuiteDefinitionHash: cell.Suite.Fingerprint,
+		ProfileID:           cell.Profile.ID,
+		EnvironmentID:       cell.Environment.ID,
+		CaseID:              cell.Case.ID,
+		Provider:            cell.Profile.Provider,
+		Model:               cell.Profile.Model,
+		RuntimeMode:         cell.Profile.Generation,
+		Attempt:             r.Plan.Attempt,
+		Verdict:             report.Verdict(r.Judgement.Verdict),
+		ExpectedVerdict:     report.Verdict(cell.ExpectedVerdict),
+		FailureClass:        report.FailureClass(r.Judgement.FailureClass),
+		RunIDs:              []string{},
+		StartedAt:           r.StartedAt.UTC().Format(time.RFC3339Nano),
+		FinishedAt:          r.FinishedAt.UTC().Format(time.RFC3339Nano),
+		DurationMs:          max(0, r.FinishedAt.Sub(r.StartedAt).Milliseconds()),
+		MatcherResults:      []report.MatcherResult{},
+		Cleanup:             report.CleanupFailed,
+		Evidence:            []string{},
+	}
+	if p := cell.Profile.Ranking; p != nil {
+		res.RankingSnapshot = &report.RankingSnapshot{SnapshotID: p.SnapshotID, CapturedAt: p.CapturedAt, SourceURL: p.SourceURL, Rank: p.Rank, CanonicalModelID: p.CanonicalModelID}
+	}
+	if r.Judgement.Verdict != Passed {
+		res.Error = r.Judgement.Reason
+	}
+	if r.Outcome.CleanupConfirmed && r.Outcome.CleanupProblem == "" {
+		res.Cleanup = report.CleanupPassed
+	}
+	for _, m := range r.Outcome.Matchers {
+		res.MatcherResults = append(res.MatcherResults, report.MatcherResult{Kind: m.Kind, Passed: m.Passed, NotReached: m.NotReached, Expected: m.Expected, Observed: m.Observed, Detail: m.Detail})
+	}
+	if f := r.Outcome.Facts; f != nil {
+		res.IssueID, res.IssueIdentifier = f.IssueID, f.IssueIdentifier
+		if f.RunIDs != nil {
+			res.RunIDs = slices.Clone(f.RunIDs)
+		}
+		res.TurnTimings = slices.Clone(f.TurnTimings)
+		res.Termination = f.Termination
+		res.Usage = f.Usage
+		if f.Evidence != nil {
+			res.Evidence = slices.Sorted(slices.Values(f.Evidence))
+		}
+	}
+	return res
+}
+
+// WriteResult writes attempt r's result.json into root/r.Plan.Dir atomically (temp
+// file, fsync, rename), after validating it (report.Result.Validate), so that a killed
+// run leaves no half-written JSON. Errors: an invalid document, an encoding or a write
+// failure, with the path.
+func WriteResult(root string, r *AttemptResult) error {
+	res := ResultOf(r)
+	dir := filepath.Join(root, r.Plan.Dir)
+	if err := res.Validate(filepath.Join(dir, ResultFile)); err != nil {
+		return err
+	}
+	b, err := report.EncodeResult(res)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", filepath.Join(dir, ResultFile), err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	return report.WriteFileAtomic(filepath.Join(dir, ResultFile), b)
+}

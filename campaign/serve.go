@@ -1,0 +1,190 @@
+package campaign
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// StopGrace is how long a stopped child (an `agentproof serve` instance) gets between
+// SIGTERM and SIGKILL (issue 9 "Ctrl-C / SIGTERM": SIGKILL after 5 s).
+const StopGrace = 5 * time.Second
+
+// serveReadyTimeout bounds how long a serve child may take to print its ready line.
+const serveReadyTimeout = 30 * time.Second
+
+// maxServeLog bounds the serve child's stderr kept as evidence, in bytes.
+const maxServeLog = 64 << 10
+
+// boardTokenFile is the file in the instance home holding the board token (package
+// server's BoardTokenFile; kept as a literal so that campaign does not import server).
+const boardTokenFile = "board.token"
+
+// serveChild is one running `agentproof serve` process on a loopback port with its own
+// instance home. It is not safe for concurrent use.
+type serveChild struct {
+	cmd    *exec.Cmd
+	addr   string
+	token  string
+	done   chan struct{} // closed when Wait returned
+	err    error         // Wait's error, valid after done
+	stderr *boundedBuffer
+}
+
+// boundedBuffer keeps the first max bytes written to it and counts the rest.
+type boundedBuffer struct {
+	mu      sync.Mutex
+	b       []byte
+	max     int
+	dropped int64
+}
+
+func (w *boundedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	room := w.max - len(w.b)
+	if room > 0 {
+		n := min(room, len(p))
+		w.b = append(w.b, p[:n]...)
+		w.dropped += int64(len(p) - n)
+	} else {
+		w.dropped += int64(len(p))
+	}
+	return len(p), nil
+}
+
+// Bytes returns a copy of what was kept, with a note of what was dropped.
+func (w *boundedBuffer) Bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := append([]byte(nil), w.b...)
+	if w.dropped > 0 {
+		out = append(out, fmt.Sprintf("\n[agentproof: %d more bytes dropped]\n", w.dropped)...)
+	}
+	return out
+}
+
+// serveEnv is the explicit environment of a serve child: nothing of the parent's
+// (PREAMBLE: child processes get an explicit environment), HOME and TMPDIR inside the
+// attempt's private root.
+func serveEnv(root string) []string {
+	return []string{"PATH=/usr/bin:/bin", "LANG=C", "TZ=UTC", "HOME=" + root, "TMPDIR=" + filepath.Join(root, "tmp")}
+}
+
+// startServe starts `<exe> serve --home home --addr 127.0.0.1:0` (no shell, its own
+// process group, SIGKILL if this process dies), waits for its ready line
+// {"addr","pid"} and reads the board token from the home. Errors name what failed;
+// their text classifies as transient infrastructure ("server … failed").
+func startServe(ctx context.Context, exe, home, root string) (*serveChild, error) {
+	cmd := exec.Command(exe, "serve", "--home", home, "--addr", "127.0.0.1:0")
+	cmd.Args[0] = "agentproof" // argv[0] names the command (a test binary dispatches on it)
+	cmd.Env = serveEnv(root)
+	cmd.Dir = root
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("server start failed: %w", err)
+	}
+	s := &serveChild{cmd: cmd, done: make(chan struct{}), stderr: &boundedBuffer{max: maxServeLog}}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("server start failed: %w", err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		line, _ := r.ReadString('\n')
+		lines <- line
+		_, _ = io.Copy(io.Discard, r) // keep the pipe drained
+	}()
+	go func() {
+		s.err = cmd.Wait()
+		close(s.done)
+	}()
+	timer := time.NewTimer(serveReadyTimeout)
+	defer timer.Stop()
+	var line string
+	select {
+	case line = <-lines:
+	case <-ctx.Done():
+		s.stop()
+		return nil, fmt.Errorf("server start interrupted: %w", ctx.Err())
+	case <-timer.C:
+		s.stop()
+		return nil, fmt.Errorf("server start timed out after %s", serveReadyTimeout)
+	}
+	var ready struct {
+		Addr string `json:"addr"`
+		PID  int    `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(line), &ready); err != nil || ready.Addr == "" {
+		s.stop()
+		<-s.done
+		return nil, fmt.Errorf("server start failed: no ready line (stderr: %s)", strings.TrimSpace(string(s.stderr.Bytes())))
+	}
+	host, _, err := net.SplitHostPort(ready.Addr)
+	if err != nil || !net.ParseIP(host).IsLoopback() {
+		s.stop()
+		return nil, fmt.Errorf("server start failed: ready address %q is not a loopback address", ready.Addr)
+	}
+	tok, err := os.ReadFile(filepath.Join(home, boardTokenFile))
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("server start failed: reading the board token: %w", err)
+	}
+	s.addr, s.token = ready.Addr, strings.TrimSpace(string(tok))
+	return s, nil
+}
+
+// URL is the child's base URL.
+func (s *serveChild) URL() string { return "http://" + s.addr }
+
+// stop sends SIGTERM to the child's process group, SIGKILL after StopGrace, and waits
+// for the child. It returns an error when the child had to be killed or its group
+// survived; a second call returns the first result.
+func (s *serveChild) stop() error {
+	pgid := s.cmd.Process.Pid
+	select {
+	case <-s.done:
+		return s.survivors(pgid)
+	default:
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	timer := time.NewTimer(StopGrace)
+	defer timer.Stop()
+	killed := false
+	select {
+	case <-s.done:
+	case <-timer.C:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		killed = true
+		<-s.done
+	}
+	if err := s.survivors(pgid); err != nil {
+		return err
+	}
+	if killed {
+		return errors.New("server did not stop within 5 s of SIGTERM and was killed")
+	}
+	return nil
+}
+
+// survivors kills what is left of the child's process group and reports it.
+func (s *serveChild) survivors(pgid int) error {
+	if err := syscall.Kill(-pgid, 0); err == nil {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		return fmt.Errorf("processes of the server's group %d outlived it and were killed", pgid)
+	}
+	return nil
+}

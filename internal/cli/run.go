@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/report"
+)
+
+// runOptions are the flags of `agentproof run`.
+type runOptions struct {
+	sel         catalog.Selector
+	results     string
+	campaignID  string
+	maxParallel int
+	maxRetries  int
+	seed        int64
+	progress    string
+}
+
+func newRunCmd(a *app) *cobra.Command {
+	var o runOptions
+	var dir *string
+	cmd := &cobra.Command{
+		Use:   "run [selectors]",
+		Short: "Run the selected cells as a campaign: isolated attempts, graded, with results",
+		Long: strings.TrimSpace(`
+Run the selected cells of the catalog as a campaign. Every attempt gets a private
+temp root, its own 'agentproof serve' child on a loopback port with its own SQLite
+file, fixtures created through the board API (company, secrets, local environment,
+agent, task), the case's flow played as the human through the same API, matchers
+evaluated against what the API and the workspace show, a teardown, a leak scan and
+a verdict: passed, failed or inconclusive.
+
+Selectors are those of 'agentproof list' (--all, --id, --suite, --group, --profile,
+--environment, --case); an empty or unknown selection exits 2 before anything starts.
+A cell needing a credential reads its value from the environment variable of the
+same name (for example OPENAI_API_KEY); the value reaches the instance only as a
+secret.
+
+A campaign directory that already holds results is refused (exit 2).
+Results: <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/
+(result.json, snapshots/, workspace-manifest.json, logs/), then campaign.json,
+summary.md, junit.xml and dashboard.html in <results>/<campaign>/ and history.json in
+<results>/. The last line is
+"Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
+
+Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,
+writes what finished (the campaign is partial) and exits 130.
+Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
+2 usage or configuration error, 130 interrupted.`),
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.run(cmd, *dir, o)
+		},
+	}
+	dir = catalogFlag(cmd)
+	selectorFlags(cmd, &o.sel)
+	f := cmd.Flags()
+	f.StringVar(&o.results, "results", "agentproof-results", "results directory")
+	f.StringVar(&o.campaignID, "campaign", "", "campaign id (default local-<UTC timestamp>; sanitised to [A-Za-z0-9_.-])")
+	f.IntVar(&o.maxParallel, "max-parallel", 0, "attempts running at once (default: the number of CPUs)")
+	f.IntVar(&o.maxRetries, "max-automatic-retries", 1, "automatic retries after a transient or provider-variance failure: 0 or 1")
+	f.Int64Var(&o.seed, "seed", 0, "seed for deterministic nonces (default: random nonces)")
+	f.StringVar(&o.progress, "progress", "auto", "progress display: auto, tty, plain or none")
+	return cmd
+}
+
+// run is the body of `agentproof run`.
+func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
+	mode, err := campaign.ParseProgressMode(o.progress)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	c, err := loadCatalog(dir)
+	if err != nil {
+		return err
+	}
+	opts := campaign.Options{CampaignID: o.campaignID, MaxParallel: o.maxParallel, MaxAutomaticRetries: o.maxRetries}
+	if cmd.Flags().Changed("seed") {
+		seed := o.seed
+		opts.Seed = &seed
+	}
+	if cmd.Flags().Changed("max-parallel") && o.maxParallel == 0 {
+		return usageErrorf("--max-parallel must be a positive integer, not 0")
+	}
+	plan, err := campaign.NewPlan(c, trimSelector(o.sel), opts)
+	if err != nil {
+		var se *catalog.SelectionError
+		var oe *campaign.OptionsError
+		if errors.As(err, &se) || errors.As(err, &oe) {
+			return &UsageError{Err: err}
+		}
+		return fmt.Errorf("planning the campaign: %w", err)
+	}
+	root, err := filepath.Abs(o.results)
+	if err != nil {
+		return usageErrorf("--results: %v", err)
+	}
+	campaignDir := filepath.Join(root, plan.CampaignID)
+	if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
+		return usageErrorf("campaign directory %s already holds results; choose another --campaign or remove it", campaignDir)
+	}
+	if err := os.MkdirAll(campaignDir, 0o755); err != nil {
+		return usageErrorf("--results: %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("locating the agentproof executable: %w", err)
+	}
+	// Said first, so that the campaign line stays the last line of the output.
+	fmt.Fprintf(a.stderr, "Results: %s\n", campaignDir)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	exec := &campaign.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv}
+	display := campaign.NewDisplay(mode, a.stdout)
+	defer display.Close()
+	var writeErrs []string
+	sched := &campaign.Scheduler{Executor: exec, Observe: func(e campaign.Event) {
+		if e.Kind == campaign.EventAttemptFinished && e.Result != nil && e.Result.Counts() {
+			// Only an attempt that counts is a result; an interrupted one keeps its
+			// evidence but no result.json (its cell is then missing: the campaign is partial).
+			if err := campaign.WriteResult(root, e.Result); err != nil {
+				writeErrs = append(writeErrs, err.Error())
+			}
+		}
+		display.Observe(e)
+	}}
+	sum := sched.Run(ctx, plan)
+	interrupted := ctx.Err() != nil
+	stop()
+
+	// The campaign's cells: the selection, or, when it did not finish, the cells that
+	// did. campaign.json is then partial by spec §7.4's own rule (a suite lacks cells),
+	// and `agentproof report` regenerates it unchanged from its expected list.
+	ids := make([]string, 0, len(plan.Cells))
+	for _, cr := range sum.Cells {
+		if !sum.Partial || cr.Status == campaign.CellFinished {
+			ids = append(ids, cr.Cell.ID)
+		}
+	}
+	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids})
+	for _, w := range writeErrs {
+		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
+	}
+	if genErr != nil {
+		fmt.Fprintf(a.stderr, "agentproof: generating the campaign report: %v\n", genErr)
+	} else {
+		for _, w := range g.Warnings {
+			fmt.Fprintf(a.stderr, "agentproof: %s\n", w)
+		}
+	}
+	switch {
+	case interrupted:
+		return withExit(ExitInterrupted, nil)
+	case genErr != nil || len(writeErrs) > 0:
+		return withExit(ExitFailed, nil)
+	}
+	code := g.Campaign.ExitCode()
+	if want := exitOf(sum); want != code {
+		fmt.Fprintf(a.stderr, "agentproof: the campaign report (exit %d) and the scheduler (exit %d) disagree; reporting the worse\n", code, want)
+		code = worseExit(code, want)
+	}
+	return withExit(code, nil)
+}
+
+// exitOf is the exit code of a scheduler summary (1 beats 3 beats 0).
+func exitOf(s *campaign.Summary) int {
+	switch s.Worst() {
+	case campaign.Failed:
+		return ExitFailed
+	case campaign.Inconclusive:
+		return ExitInconclusive
+	}
+	return ExitOK
+}

@@ -1,0 +1,309 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentproof/agentproof/catalog"
+)
+
+// extraSuites are ordinary (non-calibration) suites added to a copy of the default
+// catalog, so that a run can fail (nop) or end inconclusive (a hanging fixture).
+const extraSuites = `profiles:
+  - id: missing-exec
+    label: An exec agent whose command does not exist
+    generation: native
+    groups: [builtin]
+    driver: exec
+    driverConfig: {command: /nonexistent/agentproof-test-agent}
+    provider: agentproof
+    model: agentproof/missing
+    modelQualification: {source: builtin, qualificationId: "builtin:missing"}
+    supportedEnvironments: [local]
+    expectedRuntimeMetadata: {adapterType: agentproof_builtin, provider: agentproof}
+  - id: leaky-exec
+    label: An exec agent that copies its environment into the workspace
+    generation: native
+    groups: [builtin]
+    driver: exec
+    driverConfig: {command: /usr/bin/cp, args: [/proc/self/environ, leaked-env.txt]}
+    provider: agentproof
+    model: agentproof/leaky
+    modelQualification: {source: builtin, qualificationId: "builtin:leaky"}
+    supportedEnvironments: [local]
+    expectedRuntimeMetadata: {adapterType: agentproof_builtin, provider: agentproof}
+suites:
+  - id: ordinary-leak
+    label: Ordinary leaky agent
+    description: An agent that writes a secret into its workspace fails with secret_leak.
+    profiles: [leaky-exec]
+    environments: [local]
+    cases: [message-marker]
+    expectedMatrixSize: 1
+    manualOnly: true
+  - id: ordinary-missing
+    label: Ordinary missing agent
+    description: An agent that cannot be launched is not the candidate's failure.
+    profiles: [missing-exec]
+    environments: [local]
+    cases: [message-marker]
+    expectedMatrixSize: 1
+    manualOnly: true
+  - id: ordinary-nop
+    label: Ordinary nop
+    description: The nop agent on an ordinary cell.
+    profiles: [nop]
+    environments: [local]
+    cases: [message-marker]
+    expectedMatrixSize: 1
+    manualOnly: true
+  - id: ordinary-hang
+    label: Ordinary hang
+    description: A hanging fixture on an ordinary cell.
+    profiles: [fixture-hang]
+    environments: [local]
+    cases: [process-exit]
+    expectedMatrixSize: 1
+    manualOnly: true
+`
+
+// catalogWithExtras writes the default catalog plus extraSuites into a directory.
+func catalogWithExtras(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := fs.ReadDir(catalog.DefaultFS(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := fs.ReadFile(catalog.DefaultFS(), e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "zz-extra.yaml"), []byte(extraSuites), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// readCampaign decodes the fields of campaign.json the tests look at.
+type campaignDoc struct {
+	Partial                            bool `json:"partial"`
+	Selected, Executed, Passed, Failed int
+	Inconclusive, Retries              int
+	CleanupPassed                      bool `json:"cleanupPassed"`
+}
+
+func readCampaign(t *testing.T, path string) campaignDoc {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c campaignDoc
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestRunExitCodes runs real campaigns in process (the executor starts this test
+// binary as `agentproof serve`): a failed ordinary cell exits 1, an inconclusive one 3
+// (after one automatic retry in a new attempt, both attempts kept), usage errors 2.
+// A selection of one manual-only suite is partial (spec §7.4: not every suite appears).
+func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
+	cat := catalogWithExtras(t)
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		attempts []string
+		want     campaignDoc
+	}{
+		{"nop fails", []string{"--suite", "ordinary-nop"}, ExitFailed,
+			[]string{"ordinary-nop/nop/local/message-marker/attempt-1/result.json"},
+			campaignDoc{Partial: true, Selected: 1, Executed: 1, Failed: 1, CleanupPassed: true}},
+		{"a hanging fixture is inconclusive, retried once", []string{"--suite", "ordinary-hang"}, ExitInconclusive,
+			[]string{"ordinary-hang/fixture-hang/local/process-exit/attempt-1/result.json", "ordinary-hang/fixture-hang/local/process-exit/attempt-2/result.json"},
+			campaignDoc{Partial: true, Selected: 1, Executed: 1, Inconclusive: 1, Retries: 1, CleanupPassed: true}},
+		{"no retry with --max-automatic-retries 0", []string{"--suite", "ordinary-hang", "--max-automatic-retries", "0"}, ExitInconclusive,
+			[]string{"ordinary-hang/fixture-hang/local/process-exit/attempt-1/result.json"},
+			campaignDoc{Partial: true, Selected: 1, Executed: 1, Inconclusive: 1, CleanupPassed: true}},
+		{"an agent that cannot start is inconclusive, not failed", []string{"--suite", "ordinary-missing", "--max-automatic-retries", "0"}, ExitInconclusive,
+			[]string{"ordinary-missing/missing-exec/local/message-marker/attempt-1/result.json"},
+			campaignDoc{Partial: true, Selected: 1, Executed: 1, Inconclusive: 1, CleanupPassed: true}},
+		{"a secret in the workspace is a leak", []string{"--suite", "ordinary-leak"}, ExitFailed,
+			[]string{"ordinary-leak/leaky-exec/local/message-marker/attempt-1/result.json"},
+			campaignDoc{Partial: true, Selected: 1, Executed: 1, Failed: 1, CleanupPassed: true}},
+		{"no selector", nil, ExitUsage, nil, campaignDoc{}},
+		{"zero parallelism", []string{"--all", "--max-parallel", "0"}, ExitUsage, nil, campaignDoc{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := t.TempDir()
+			args := append([]string{"run", "--catalog", cat, "--results", res, "--campaign", "c", "--progress", "none"}, tt.args...)
+			var stdout, stderr bytes.Buffer
+			if code := Main(args, nil, &stdout, &stderr); code != tt.code {
+				t.Fatalf("exit %d, want %d; stdout %s; stderr %s", code, tt.code, stdout.String(), stderr.String())
+			}
+			if tt.code == ExitUsage {
+				if _, err := os.Stat(filepath.Join(res, "c")); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a usage error created the campaign directory (%v)", err)
+				}
+				return
+			}
+			for _, a := range tt.attempts {
+				if _, err := os.Stat(filepath.Join(res, "c", a)); err != nil {
+					t.Errorf("attempt result: %v", err)
+				}
+			}
+			if strings.Contains(tt.name, "leak") {
+				b, err := os.ReadFile(filepath.Join(res, "c", tt.attempts[0]))
+				if err != nil || !strings.Contains(string(b), `"failureClass": "secret_leak"`) || !strings.Contains(string(b), "workspace leaked-env.txt") {
+					t.Errorf("result.json does not report the workspace leak: %s %v", b, err)
+				}
+			}
+			if got := readCampaign(t, filepath.Join(res, "c", "campaign.json")); got != tt.want {
+				t.Errorf("campaign.json = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// startRun starts `agentproof run` as a child process (this test binary dispatches
+// on argv[0]) with TMPDIR set to tmp, so that its attempt roots are found there.
+func startRun(t *testing.T, tmp string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := &exec.Cmd{Path: self, Args: append([]string{"agentproof", "run"}, args...),
+		Env: []string{"HOME=" + tmp, "TMPDIR=" + tmp, "PATH=/usr/bin:/bin"}, Stdout: &stdout, Stderr: &stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, &stdout, &stderr
+}
+
+// processesUnder lists the live processes whose command line or working directory
+// mentions dir (zombies excluded), as "pid: cmdline".
+func processesUnder(dir string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		stat, err := os.ReadFile(filepath.Join(p, "stat"))
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		cwd, _ := os.Readlink(filepath.Join(p, "cwd"))
+		if strings.Contains(string(cmdline), dir) || strings.HasPrefix(cwd, dir) {
+			out = append(out, filepath.Base(p)+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// TestRunInterrupted: SIGINT mid-campaign stops scheduling, stops the running agents
+// and servers, writes what finished, marks the campaign partial and exits 130; no
+// process of the campaign is left in the process table and no attempt root remains.
+func TestRunInterrupted(t *testing.T) {
+	t.Parallel()
+	tmp, res := t.TempDir(), t.TempDir()
+	cmd, stdout, stderr := startRun(t, tmp, "--all", "--results", res, "--campaign", "int", "--max-parallel", "2", "--progress", "plain")
+	// Wait until one attempt finished and another is running.
+	mid := false
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && !mid; time.Sleep(20 * time.Millisecond) {
+		results, _ := filepath.Glob(filepath.Join(res, "int", "*", "*", "*", "*", "attempt-1", "result.json"))
+		roots, _ := filepath.Glob(filepath.Join(tmp, "agentproof-attempt-*"))
+		mid = len(results) >= 1 && len(roots) >= 1 && len(processesUnder(tmp)) > 0
+	}
+	if !mid {
+		t.Fatalf("the campaign never reached its middle; stdout %s; stderr %s", stdout, stderr)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+		t.Fatalf("wait = %v, want exit %d; stdout %s; stderr %s", err, ExitInterrupted, stdout, stderr)
+	}
+	if left := processesUnder(tmp); len(left) > 0 {
+		t.Errorf("processes outlived the interrupted campaign: %q", left)
+	}
+	if roots, _ := filepath.Glob(filepath.Join(tmp, "agentproof-attempt-*")); len(roots) > 0 {
+		t.Errorf("attempt roots left behind: %q", roots)
+	}
+	c := readCampaign(t, filepath.Join(res, "int", "campaign.json"))
+	// campaign.json holds the cells that finished, so its suites are incomplete and the
+	// campaign is partial (spec §7.4).
+	if !c.Partial || c.Executed == 0 || c.Executed >= 28 || c.Selected != c.Executed {
+		t.Errorf("campaign.json = %+v, want a partial campaign of the cells that finished (fewer than 28)", c)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "Campaign int: ") {
+		t.Errorf("last line %q is not the campaign line", last)
+	}
+}
+
+// TestRunParallelCampaigns: two campaigns run at the same time into different results
+// directories, each isolated and complete.
+func TestRunParallelCampaigns(t *testing.T) {
+	t.Parallel()
+	var wg sync.WaitGroup
+	type run struct {
+		res         string
+		err         error
+		out, errout *bytes.Buffer
+	}
+	runs := make([]*run, 2)
+	for i := range runs {
+		tmp := t.TempDir()
+		r := &run{res: t.TempDir()}
+		runs[i] = r
+		cmd, out, errout := startRun(t, tmp, "--suite", "core-compatibility", "--results", r.res, "--campaign", "par", "--max-parallel", "2", "--progress", "none")
+		r.out, r.errout = out, errout
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.err = cmd.Wait()
+		}()
+	}
+	wg.Wait()
+	for i, r := range runs {
+		if r.err != nil {
+			t.Errorf("campaign %d: %v; stdout %s; stderr %s", i, r.err, r.out, r.errout)
+			continue
+		}
+		if got := strings.TrimSpace(r.out.String()); got != "Campaign par: 3/3 passed, 0 failed, 0 inconclusive" {
+			t.Errorf("campaign %d printed %q", i, got)
+		}
+		c := readCampaign(t, filepath.Join(r.res, "par", "campaign.json"))
+		if c.Passed != 3 || c.Executed != 3 || c.Partial && c.Selected != 3 {
+			t.Errorf("campaign %d: %+v", i, c)
+		}
+	}
+}
