@@ -55,8 +55,7 @@
 //     otherwise it counts as inconclusive when the observed verdict is inconclusive
 //     and as failed otherwise. A calibration attempt that already counts as passed is
 //     not retried.
-//   - A case's workMode "ask" has no create_issue counterpart (standard, planning,
-//     review): it is created as a standard task whose prompt asks the question.
+//   - A case's workMode (standard, planning, ask) is the created task's work mode.
 //   - Every attempt stores a fresh random canary secret (CanarySecretKey) and hands it
 //     to its agent by reference; the leak scan looks for it and every credential value
 //     in the closed instance home, the workspace and the attempt's evidence, so the scan

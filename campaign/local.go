@@ -418,7 +418,7 @@ func (a *attempt) definitions() []Definition {
 				if rc.Prompt != "" {
 					req.Description = ptr(rc.Prompt)
 				}
-				if wm := issueWorkMode(cell.Case.WorkMode); wm != "" {
+				if wm := cell.Case.WorkMode; wm != "" {
 					req.WorkMode = &wm
 				}
 				a.submitted = append(a.submitted, time.Now())
@@ -436,18 +436,6 @@ func (a *attempt) definitions() []Definition {
 			},
 		},
 	}
-}
-
-// issueWorkMode maps a case's work mode to create_issue's (standard, planning,
-// review): "ask" has no board counterpart and is a standard task whose prompt asks.
-func issueWorkMode(m string) string {
-	switch m {
-	case "planning":
-		return "planning"
-	case "":
-		return ""
-	}
-	return "standard"
 }
 
 func ptr[T any](v T) *T { return &v }

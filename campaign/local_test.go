@@ -67,15 +67,6 @@ func FuzzAnswerFor(f *testing.F) {
 	})
 }
 
-func TestIssueWorkMode(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{"standard": "standard", "planning": "planning", "ask": "standard", "": ""} {
-		if got := issueWorkMode(in); got != want {
-			t.Errorf("issueWorkMode(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestViewSettled(t *testing.T) {
 	t.Parallel()
 	done := &controlplane.Run{ID: "r1", Status: "succeeded"}
