@@ -24,7 +24,7 @@ type reportFlags struct {
 
 func (f *reportFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.results, "results", "results", "results root `directory`: campaigns live in <results>/<campaign>/, history in <results>/history.json")
+	fl.StringVar(&f.results, "results", "agentproof-results", "results root `directory`: campaigns live in <results>/<campaign>/, history in <results>/history.json")
 	fl.StringVar(&f.history, "history", "", "history `file` to merge into (default <results>/history.json)")
 	fl.BoolVar(&f.asFailure, "inconclusive-as-failure", false, "count inconclusive cells as failures in junit.xml and the exit code (default: keep the campaign's earlier choice, else skipped / exit 3)")
 	f.catalog = catalogFlag(cmd)
