@@ -69,6 +69,8 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newFixtureChildCmd(a),
 		newAgentCmd(a),
 		newReportCmd(a),
+		newModelCmd(a),
+		newAgentsCmd(a),
 	)
 	return root
 }
