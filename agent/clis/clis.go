@@ -240,7 +240,7 @@ func NPMEnv(environ []string) []string {
 }
 
 // Install installs each CLI of cs into opts.Dir unless a completed install is there
-// already (then it is reused): `npm install --prefix DIR/<name>-<version>.tmp-… 
+// already (then it is reused): `npm install --prefix DIR/<name>-<version>.tmp-…
 // --ignore-scripts --no-audit --no-fund PACKAGE@VERSION`, then the native binary is
 // located, an install record written and the directory renamed into place, so an
 // interrupted install never looks complete. Progress lines go to opts.Progress. It

@@ -383,8 +383,8 @@ func TestOpenCodeOffline(t *testing.T) {
 		{"@ai-sdk/openai", "/v1/responses"},
 		{"@ai-sdk/anthropic", "/v1/messages"},
 	} {
+		// Sequential: each OpenCode run is CPU-heavy (Bun start, sqlite, snapshots).
 		t.Run(strings.TrimPrefix(tc.npm, "@ai-sdk/"), func(t *testing.T) {
-			t.Parallel()
 			bin := locate(t, "opencode")
 			nonce := "oc" + strings.ReplaceAll(strings.TrimPrefix(tc.npm, "@ai-sdk/"), "-", "")
 			srv, running, logPath := startModel(t, okScript, nonce)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/agentproof/agentproof/canonjson"
 )
 
 // shellTools are the names of shell tools the CLIs offer, compared case-insensitively,
@@ -75,7 +77,7 @@ func (s *Script) Decide(req *Request) (Reply, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
-	b, err := json.Marshal(args)
+	b, err := canonjson.Ordered(args) // keys sorted, no HTML escaping
 	if err != nil {
 		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: arguments: %v", st.Describe(n), err)}
 	}
