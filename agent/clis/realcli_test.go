@@ -62,6 +62,12 @@ type modelRun struct {
 // startModel serves script (rendered with nonce) on 127.0.0.1 and logs to a file.
 func startModel(t *testing.T, script, nonce string) (*scriptedmodel.Server, *scriptedmodel.Running, string) {
 	t.Helper()
+	return startModelOpts(t, script, nonce, false)
+}
+
+// startModelOpts is startModel with chunked framing on or off.
+func startModelOpts(t *testing.T, script, nonce string, chunked bool) (*scriptedmodel.Server, *scriptedmodel.Running, string) {
+	t.Helper()
 	sc, err := scriptedmodel.ParseScript("test script", []byte(script), map[string]string{"nonce": nonce})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +78,7 @@ func startModel(t *testing.T, script, nonce string) (*scriptedmodel.Server, *scr
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	srv, err := scriptedmodel.New(scriptedmodel.Options{Script: sc, Log: f})
+	srv, err := scriptedmodel.New(scriptedmodel.Options{Script: sc, Log: f, Chunked: chunked, ChunkSeed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,11 +265,30 @@ func codexEnv(root string) []string {
 	return isolatedEnv(root, "CODEX_HOME="+filepath.Join(root, "codex-home"), "SCRIPTED_API_KEY="+apiKey)
 }
 
+// TestCodexOffline runs Codex against the scripted model, with plain framing and with
+// every frame written in 1–7-byte pieces (field failure F09 b: records that the pinned
+// Codex reassembles split frames).
 func TestCodexOffline(t *testing.T) {
 	t.Parallel()
+	for _, chunked := range []bool{false, true} {
+		name := "plain"
+		if chunked {
+			name = "chunked"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testCodexOffline(t, chunked)
+		})
+	}
+}
+
+func testCodexOffline(t *testing.T, chunked bool) {
 	bin := locate(t, "codex")
-	const nonce = "cx7f3a"
-	srv, running, logPath := startModel(t, okScript, nonce)
+	nonce := "cx7f3a"
+	if chunked {
+		nonce = "cx7f3b"
+	}
+	srv, running, logPath := startModelOpts(t, okScript, nonce, chunked)
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "codex-home"), 0o700); err != nil {
 		t.Fatal(err)
