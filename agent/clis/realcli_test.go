@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -486,4 +487,68 @@ func TestOpenCodeWrongScriptFailsNamingTheStep(t *testing.T) {
 	if refused != 1 {
 		t.Errorf("model refused %d requests at step 1, want exactly 1", refused)
 	}
+}
+
+// TestClaudeOffline runs Claude Code (optional, manual-only: .ci/agents.sh does not
+// install it; `agentproof agents install claude` does) against the scripted model's
+// Anthropic Messages stream. Without an install in AGENTPROOF_AGENTS_DIR it is skipped.
+func TestClaudeOffline(t *testing.T) {
+	t.Parallel()
+	dir := agentsDir(t)
+	c, _ := clis.Lookup("claude")
+	in, err := clis.Locate(dir, c, clis.HostPlatform())
+	var ni *clis.NotInstalledError
+	if errors.As(err, &ni) {
+		t.Skipf("Claude Code is optional and not installed in %s (agentproof agents install --dir %s claude)", dir, dir)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nonce = "cl5e1"
+	srv, running, logPath := startModel(t, okScript, nonce)
+	root := t.TempDir()
+	env := isolatedEnv(root,
+		"ANTHROPIC_BASE_URL=http://"+running.Addr, "ANTHROPIC_API_KEY="+apiKey,
+		"CLAUDE_CONFIG_DIR="+filepath.Join(root, "claude"),
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
+		"DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_MAX_RETRIES=0",
+	)
+	args := []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--bare",
+		"--model", "scripted-model", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"}
+	r := runCLI(t, root, in.Binary, args, env)
+	if r.exitCode != 0 {
+		t.Fatalf("claude exited %d\nstdout:\n%s\nstderr:\n%s", r.exitCode, r.stdout, clip(r.stderr))
+	}
+	checkProof(t, r, nonce)
+	var result map[string]any
+	for _, ev := range jsonLines(t, r.stdout) {
+		if ev["type"] == "result" {
+			result = ev
+		}
+	}
+	if result == nil || result["is_error"] != false || result["result"] != "DONE_"+nonce {
+		t.Errorf("result event = %v, want success with DONE_%s", result, nonce)
+	}
+	entries := readLog(t, logPath)
+	if got := srv.Requests(); len(got) != len(entries) {
+		t.Errorf("log file has %d requests, server saw %d", len(entries), len(got))
+	}
+	posts := 0
+	for _, e := range entries {
+		if e.Method == "POST" {
+			posts++
+			if e.Path != "/v1/messages" || !e.Stream {
+				t.Errorf("request %d = %s %s stream=%v, want a streamed POST /v1/messages", e.Seq, e.Method, e.Path, e.Stream)
+			}
+			if got := e.Headers["x-api-key"]; len(got) != 1 || got[0] != "[REDACTED]" {
+				t.Errorf("request %d x-api-key logged as %q", e.Seq, got)
+			}
+		}
+	}
+	// Two turns, each streamed once: no fallback to non-streamed retries (which Claude
+	// Code makes when it distrusts a stream's framing, spec real-agent-clis §3).
+	if posts != 2 {
+		t.Errorf("scripted model saw %d POSTs, want 2", posts)
+	}
+	checkModelLog(t, entries, apiKey, logPath)
 }
