@@ -69,6 +69,12 @@ func startModel(t *testing.T, script, nonce string) (*scriptedmodel.Server, *scr
 // startModelOpts is startModel with chunked framing on or off.
 func startModelOpts(t *testing.T, script, nonce string, chunked bool) (*scriptedmodel.Server, *scriptedmodel.Running, string) {
 	t.Helper()
+	return startModelWith(t, script, nonce, scriptedmodel.Options{Chunked: chunked, ChunkSeed: 1})
+}
+
+// startModelWith is startModel with options (Script and Log are filled in).
+func startModelWith(t *testing.T, script, nonce string, opts scriptedmodel.Options) (*scriptedmodel.Server, *scriptedmodel.Running, string) {
+	t.Helper()
 	sc, err := scriptedmodel.ParseScript("test script", []byte(script), map[string]string{"nonce": nonce})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +85,8 @@ func startModelOpts(t *testing.T, script, nonce string, chunked bool) (*scripted
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	srv, err := scriptedmodel.New(scriptedmodel.Options{Script: sc, Log: f, Chunked: chunked, ChunkSeed: 1})
+	opts.Script, opts.Log = sc, f
+	srv, err := scriptedmodel.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,8 +177,15 @@ func jsonLines(t *testing.T, b []byte) []map[string]any {
 	return out
 }
 
-func readLog(t *testing.T, path string) []scriptedmodel.LogEntry {
+// readLog stops the scripted model (Close waits for requests in flight to be logged)
+// and reads its request log.
+func readLog(t *testing.T, running *scriptedmodel.Running, path string) []scriptedmodel.LogEntry {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := running.Close(ctx); err != nil {
+		t.Fatalf("stopping the scripted model: %v", err)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -249,11 +263,16 @@ const apiKey = "sk-agentproof-test-0123456789abcdef"
 // Responses provider on the scripted model (no WebSockets, no retries), telemetry,
 // feedback, update checks and plugins off, no sandbox, no approvals, JSONL events.
 func codexArgs(url, prompt string) []string {
+	return codexArgsExtra(url, prompt, "")
+}
+
+// codexArgsExtra is codexArgs with extra provider keys (",key=value…").
+func codexArgsExtra(url, prompt, extra string) []string {
 	return []string{
 		"exec", "--json", "--skip-git-repo-check", "--ephemeral",
 		"--dangerously-bypass-approvals-and-sandbox",
 		"-c", "model_provider=scripted",
-		"-c", fmt.Sprintf(`model_providers.scripted={name="Scripted",base_url=%q,env_key="SCRIPTED_API_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0}`, url),
+		"-c", fmt.Sprintf(`model_providers.scripted={name="Scripted",base_url=%q,env_key="SCRIPTED_API_KEY",wire_api="responses",request_max_retries=0,stream_max_retries=0%s}`, url, extra),
 		"-m", "scripted-model",
 		"-c", "analytics.enabled=false", "-c", "feedback.enabled=false",
 		"-c", "check_for_update_on_startup=false", "-c", `otel.exporter="none"`,
@@ -329,7 +348,7 @@ func testCodexOffline(t *testing.T, chunked bool) {
 	}
 	// Every model response the event stream reports (one command, one message) is one
 	// request the scripted model answered; nothing else reached it.
-	entries := readLog(t, logPath)
+	entries := readLog(t, running, logPath)
 	if got := srv.Requests(); len(got) != len(entries) {
 		t.Errorf("log file has %d requests, server saw %d", len(entries), len(got))
 	}
@@ -363,7 +382,7 @@ func TestCodexWrongScriptFailsNamingTheStep(t *testing.T) {
 	if !bytes.Contains(r.stdout, []byte(want)) && !bytes.Contains(r.stderr, []byte(want)) {
 		t.Errorf("codex output does not name %q\nstdout:\n%s\nstderr:\n%s", want, r.stdout, clip(r.stderr))
 	}
-	entries := readLog(t, logPath)
+	entries := readLog(t, running, logPath)
 	if len(entries) != 1 || entries[0].Status != 400 || entries[0].Step != 1 {
 		t.Errorf("model log = %+v, want exactly one request refused with 400 at step 1", entries)
 	}
@@ -442,7 +461,7 @@ func TestOpenCodeOffline(t *testing.T) {
 			if len(tools) != 1 || tools[0]["tool"] != "bash" {
 				t.Errorf("tool_use events = %v, want one bash call", tools)
 			}
-			entries := readLog(t, logPath)
+			entries := readLog(t, running, logPath)
 			if got := srv.Requests(); len(got) != len(entries) {
 				t.Errorf("log file has %d requests, server saw %d", len(entries), len(got))
 			}
@@ -479,7 +498,7 @@ func TestOpenCodeWrongScriptFailsNamingTheStep(t *testing.T) {
 		t.Errorf("opencode output does not name %q\nstdout:\n%s\nstderr:\n%s", want, r.stdout, clip(r.stderr))
 	}
 	refused := 0
-	for _, e := range readLog(t, logPath) {
+	for _, e := range readLog(t, running, logPath) {
 		if e.Status == 400 && e.Step == 1 {
 			refused++
 		}
@@ -529,7 +548,7 @@ func TestClaudeOffline(t *testing.T) {
 	if result == nil || result["is_error"] != false || result["result"] != "DONE_"+nonce {
 		t.Errorf("result event = %v, want success with DONE_%s", result, nonce)
 	}
-	entries := readLog(t, logPath)
+	entries := readLog(t, running, logPath)
 	if got := srv.Requests(); len(got) != len(entries) {
 		t.Errorf("log file has %d requests, server saw %d", len(entries), len(got))
 	}
@@ -551,4 +570,30 @@ func TestClaudeOffline(t *testing.T) {
 		t.Errorf("scripted model saw %d POSTs, want 2", posts)
 	}
 	checkModelLog(t, entries, apiKey, logPath)
+}
+
+// TestCodexIdleTimeoutIgnoresKeepAlives records what the pinned Codex does with comment
+// keep-alives (field failure F09 a): the scripted model holds the first frame for 4 s
+// behind a `: keepalive` comment every 500 ms, the provider's stream_idle_timeout_ms is
+// 2000, and Codex 0.171 still reports an idle timeout (its parser drops comments before
+// its idle timer sees them) and exits non-zero. A driver must therefore keep scripted
+// delays below the idle limit; if a new Codex version passes here, update the spec.
+func TestCodexIdleTimeoutIgnoresKeepAlives(t *testing.T) {
+	t.Parallel()
+	bin := locate(t, "codex")
+	_, running, logPath := startModelWith(t, okScript, "cxidle", scriptedmodel.Options{Hold: 4 * time.Second, KeepAlive: 500 * time.Millisecond})
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "codex-home"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, root, bin, codexArgsExtra(running.URL, prompt, ",stream_idle_timeout_ms=2000"), codexEnv(root))
+	if r.exitCode == 0 {
+		t.Fatalf("codex passed although the stream was idle (comments only) past its idle timeout\nstdout:\n%s", r.stdout)
+	}
+	if !bytes.Contains(r.stdout, []byte("idle timeout")) {
+		t.Errorf("codex output does not report an idle timeout\nstdout:\n%s\nstderr:\n%s", r.stdout, clip(r.stderr))
+	}
+	if n := len(readLog(t, running, logPath)); n != 1 {
+		t.Errorf("scripted model saw %d requests, want 1 (stream_max_retries=0)", n)
+	}
 }

@@ -367,6 +367,9 @@ type Running struct {
 	URL    string
 	server *http.Server
 	done   chan error
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // AddrError is a listen address the scripted model refuses: it serves only loopback.
@@ -401,11 +404,15 @@ func (s *Server) Listen(addr string) (*Running, error) {
 	return r, nil
 }
 
-// Close stops accepting requests and waits up to the context's deadline for open ones.
+// Close stops accepting requests and waits up to the context's deadline for the
+// requests in flight to finish (and be logged). Later calls return the first result.
 func (r *Running) Close(ctx context.Context) error {
-	err := r.server.Shutdown(ctx)
-	if serr := <-r.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	return err
+	r.closeOnce.Do(func() {
+		err := r.server.Shutdown(ctx)
+		if serr := <-r.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+		r.closeErr = err
+	})
+	return r.closeErr
 }
