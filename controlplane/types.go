@@ -39,6 +39,10 @@ type Actor struct {
 	Status           string   `json:"status"`
 	BudgetID         string   `json:"budgetId"`
 	CapabilityGrants []string `json:"capabilityGrants"`
+	// AdapterConfig is the board's adapter configuration of an agent (board operation
+	// create_agent): a JSON object whose credentials are secret references only. Nil for
+	// seeded actors, and then absent from the serialized state.
+	AdapterConfig json.RawMessage `json:"adapterConfig,omitempty"`
 }
 
 // Task is a unit of work (spec §1.3). Nullable fields are pointers; StatusVersion is
@@ -317,6 +321,10 @@ type State struct {
 	Idempotency          []*IdempotencyRecord       `json:"idempotency"`
 	SemanticToolRuntimes map[string]json.RawMessage `json:"semanticToolRuntimes"`
 	Faults               []*FaultRule               `json:"faults"`
+	// Projects and Environments are created by board operations; empty lists are absent
+	// from the serialized state, so seed-001 states serialize as before.
+	Projects     []*Project     `json:"projects,omitempty"`
+	Environments []*Environment `json:"environments,omitempty"`
 }
 
 // Seed describes an initial state (spec §1.16). Nil fields take the defaults: company
@@ -339,6 +347,10 @@ type Seed struct {
 	WorkspaceServices []*WorkspaceService `json:"workspaceServices,omitempty"`
 	Budgets           []*Budget           `json:"budgets,omitempty"`
 	Faults            []*FaultRule        `json:"faults,omitempty"`
+	// Bare drops the default actor, task and actor budgets (nil Actors/Tasks/Budgets
+	// then mean none; the company budget is still created): the starting state of a
+	// board-created company.
+	Bare bool `json:"bare,omitempty"`
 }
 
 // Identity binds a run to its company, task (IssueID), actor (AgentID) and session.

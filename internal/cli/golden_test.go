@@ -94,3 +94,30 @@ func TestExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageErrorsPointAtHelp: a mistyped command or flag names the help to read.
+func TestUsageErrorsPointAtHelp(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"no-such-command"}, "Run 'agentproof --help' for usage."},
+		{[]string{"version", "--no-such-flag"}, "Run 'agentproof version --help' for usage."},
+	}
+	for _, tt := range tests {
+		var out, errb bytes.Buffer
+		if code := Main(tt.args, strings.NewReader(""), &out, &errb); code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d", tt.args, code, ExitUsage)
+		}
+		if !strings.Contains(errb.String(), tt.want) {
+			t.Errorf("%v: stderr %q does not contain %q", tt.args, errb.String(), tt.want)
+		}
+	}
+	// An argument error that is not about flags does not add the hint twice.
+	var out, errb bytes.Buffer
+	Main([]string{"version", "extra"}, strings.NewReader(""), &out, &errb)
+	if strings.Count(errb.String(), "--help") != 1 {
+		t.Errorf("version extra: stderr %q", errb.String())
+	}
+}

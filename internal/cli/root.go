@@ -29,12 +29,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	code := exitCode(err)
 	if err != nil {
 		var ee *ExitError
 		if !errors.As(err, &ee) || ee.Err != nil {
 			fmt.Fprintf(stderr, "agentproof: %v\n", err)
+		}
+		// A flag or command the user got wrong: point at the help that teaches it.
+		var ue *UsageError
+		if code == ExitUsage && cmd != nil && (errors.As(err, &ue) && isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command")) {
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}
 	}
 	return code
@@ -57,7 +62,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &UsageError{Err: err}
+		return &UsageError{Err: flagError{err}}
 	})
 	root.AddCommand(
 		newConformanceCmd(a),
@@ -69,10 +74,22 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newFixtureChildCmd(a),
 		newAgentCmd(a),
 		newReportCmd(a),
+		newServeCmd(a),
 		newModelCmd(a),
 		newAgentsCmd(a),
 	)
 	return root
+}
+
+// flagError marks a usage error that cobra or pflag raised while parsing flags.
+type flagError struct{ error }
+
+func (e flagError) Unwrap() error { return e.error }
+
+// isFlagError reports whether err came from flag parsing.
+func isFlagError(err error) bool {
+	var fe flagError
+	return errors.As(err, &fe)
 }
 
 // noArgs is cobra.NoArgs with a usage error that maps to exit code 2.

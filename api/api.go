@@ -1,0 +1,153 @@
+// Package api holds the wire types of the control-plane HTTP API (issue 7) shared by
+// package server (which serves them) and package client (which speaks them). Board
+// routes live under /api/companies; agent routes under /api/companies/{company}/…
+// take a per-run agent token. Every error body is Error.
+package api
+
+import (
+	"encoding/json"
+
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// MaxBodyBytes bounds every request body (bytes); a larger body is refused with 413
+// and code request_too_large.
+const MaxBodyBytes = 1 << 20
+
+// Error is every error body: the state machine's {code, message, retryable}, or one of
+// the transport codes invalid_request (400), unauthorized (401), forbidden (403),
+// not_found / company_missing (404), request_too_large (413), secret_ref_required (400).
+type Error = controlplane.Error
+
+// CreateCompanyRequest creates a company. With State (a serialized seed-001 state,
+// tag paperclip.capability.mock-state.v1) it is a fixture company that keeps the
+// state's own ids; otherwise Name and IssuePrefix are required and the company starts
+// bare (no actors, no tasks) with its instance-managed local environment.
+type CreateCompanyRequest struct {
+	Name        string          `json:"name,omitempty"`
+	IssuePrefix string          `json:"issuePrefix,omitempty"`
+	State       json.RawMessage `json:"state,omitempty"`
+}
+
+// Company identifies a company of the instance.
+type Company struct {
+	ID string `json:"id"`
+}
+
+// CompanyList lists the instance's companies in creation order.
+type CompanyList struct {
+	Companies []Company `json:"companies"`
+}
+
+// CreateSecretRequest stores a secret value: Name is a label, Key the credential it
+// fills (for example OPENAI_API_KEY). The value is never returned.
+type CreateSecretRequest struct {
+	Name  string `json:"name"`
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// SecretRefType is the Type of a SecretRef.
+const SecretRefType = "secret_ref"
+
+// SecretRef references a stored secret: {type: "secret_ref", secretId, version:
+// "latest"}. It is the only form a credential may take in agent and environment
+// payloads.
+type SecretRef struct {
+	Type     string `json:"type"`
+	SecretID string `json:"secretId"`
+	Version  string `json:"version"`
+}
+
+// CreateAgentRequest is board operation create_agent; AdapterConfig holds credentials
+// as SecretRefs only.
+type CreateAgentRequest struct {
+	Name             string          `json:"name"`
+	Role             string          `json:"role"`
+	CapabilityGrants []string        `json:"capabilityGrants,omitempty"`
+	AdapterConfig    json.RawMessage `json:"adapterConfig,omitempty"`
+	BudgetCents      *int64          `json:"budgetCents,omitempty"`
+}
+
+// CreateProjectRequest is board operation create_project.
+type CreateProjectRequest struct {
+	Name        string  `json:"name"`
+	Description *string `json:"description,omitempty"`
+}
+
+// CreateEnvironmentRequest is board operation create_environment; Config holds
+// credentials as SecretRefs only. Kind "local" is instance-managed (one per company,
+// created with a board company; a second is 409 environment_conflict).
+type CreateEnvironmentRequest struct {
+	Name   string          `json:"name"`
+	Kind   string          `json:"kind"`
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// CreateIssueRequest is board operation create_issue; an assignee gets an
+// issue_assigned wake.
+type CreateIssueRequest struct {
+	Title           string  `json:"title"`
+	Description     *string `json:"description,omitempty"`
+	WorkMode        *string `json:"workMode,omitempty"`
+	Priority        *string `json:"priority,omitempty"`
+	AssigneeActorID *string `json:"assigneeActorId,omitempty"`
+	ParentID        *string `json:"parentId,omitempty"`
+	Status          *string `json:"status,omitempty"`
+}
+
+// CommentRequest is board operation comment (the issue is in the path); the assignee
+// gets an issue_commented wake.
+type CommentRequest struct {
+	Body string `json:"body"`
+}
+
+// ResolveInteractionRequest is board operation resolve_interaction (the interaction is
+// in the path): Outcome accepted, rejected (also a revision request) or expired, or
+// answered for questions.
+type ResolveInteractionRequest struct {
+	Outcome string          `json:"outcome"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
+// DecideApprovalRequest is board operation decide_approval (the approval is in the
+// path): Decision approved, rejected or cancelled; Note is required.
+type DecideApprovalRequest struct {
+	Decision string `json:"decision"`
+	Note     string `json:"note"`
+}
+
+// BoardResult answers every board operation.
+type BoardResult = controlplane.BoardResult
+
+// CommandRequest carries a semantic command. Command is its JSON object; CommandText
+// carries a command that is not valid JSON (so that the state machine, not the
+// transport, rejects it) and is exclusive with Command.
+type CommandRequest struct {
+	RunID            string          `json:"runId"`
+	IdempotencyKey   string          `json:"idempotencyKey"`
+	ExpectedRevision *int64          `json:"expectedRevision,omitempty"`
+	Command          json.RawMessage `json:"command,omitempty"`
+	CommandText      *string         `json:"commandText,omitempty"`
+}
+
+// WakeList lists scheduled wakes, oldest first.
+type WakeList struct {
+	Wakes []controlplane.ScheduledWake `json:"wakes"`
+}
+
+// DecisionList lists decision records, oldest first.
+type DecisionList struct {
+	Decisions []controlplane.Decision `json:"decisions"`
+}
+
+// Checkpoint is a session checkpoint (null when none).
+type Checkpoint struct {
+	Checkpoint json.RawMessage `json:"checkpoint"`
+}
+
+// Ready is the line `agentproof serve` prints on stdout when it accepts requests.
+type Ready struct {
+	Addr string `json:"addr"`
+	PID  int    `json:"pid"`
+}

@@ -1,0 +1,113 @@
+package api
+
+import "encoding/json"
+
+// HeartbeatRunSchema tags a HeartbeatRun.
+const HeartbeatRunSchema = "agentproof.heartbeat-run/v1"
+
+// Heartbeat run states (HeartbeatRun.State): what the heartbeat runner did with a wake.
+const (
+	// RunOpening: the runner is opening the run (checkout) for the wake.
+	RunOpening = "opening"
+	// RunLaunching: the run is open and its agent process is being started or runs.
+	RunLaunching = "launching"
+	// RunFinished: the process ended (or never started) and the run is terminal.
+	RunFinished = "finished"
+	// RunNotOpened: the checkout was refused; Reason says why. No process was started.
+	RunNotOpened = "not_opened"
+	// RunOrphaned: the server stopped while the run's process was (possibly) running;
+	// after the restart the run was completed as failed, never relaunched.
+	RunOrphaned = "orphaned"
+)
+
+// HeartbeatRun is the heartbeat runner's durable record of one run (board route
+// GET /api/heartbeat-runs/{runId}): which wake it carried, the agent's driver, the
+// process's termination, bounded output evidence, wall-clock times (RFC 3339 UTC, ms),
+// the usage the driver reported (null: unavailable, never zero) and the Stop intent.
+// Status is the run's status in the control plane when the record was last written
+// (running, succeeded, failed, cancelled, budget_stopped; "" before the run exists).
+// The run token and secret values are never part of it.
+type HeartbeatRun struct {
+	Schema           string          `json:"schema"`
+	RunID            string          `json:"runId"`
+	CompanyID        string          `json:"companyId"`
+	ActorID          string          `json:"actorId"`
+	TaskID           string          `json:"taskId"`
+	WakeID           string          `json:"wakeId"`
+	WakeReason       string          `json:"wakeReason"`
+	Driver           string          `json:"driver"`
+	State            string          `json:"state"`
+	Status           string          `json:"status"`
+	Reason           string          `json:"reason,omitempty"`
+	Workspace        string          `json:"workspace,omitempty"`
+	WakeObservedAt   string          `json:"wakeObservedAt"`
+	OpenedAt         string          `json:"openedAt,omitempty"`
+	ProcessStartedAt string          `json:"processStartedAt,omitempty"`
+	ProcessEndedAt   string          `json:"processEndedAt,omitempty"`
+	FinishedAt       string          `json:"finishedAt,omitempty"`
+	Termination      *Termination    `json:"termination,omitempty"`
+	Usage            json.RawMessage `json:"usage"`
+	Evidence         []EvidenceRef   `json:"evidence"`
+	Cancellation     *CancelIntent   `json:"cancellation,omitempty"`
+}
+
+// Termination is how an agent process ended (worker.Outcome, summarised): Summary is
+// one line; DurationMs is the process's wall time in ms; ExitCode is nil unless it
+// exited normally; Signal names the killing signal; SignalsSent lists the escalation.
+type Termination struct {
+	Summary        string   `json:"summary"`
+	Started        bool     `json:"started"`
+	PID            int      `json:"pid,omitempty"`
+	ExitCode       *int     `json:"exitCode"`
+	Signal         string   `json:"signal,omitempty"`
+	TimedOut       bool     `json:"timedOut"`
+	OutputExceeded bool     `json:"outputExceeded"`
+	Aborted        bool     `json:"aborted"`
+	SignalsSent    []string `json:"signalsSent"`
+	DurationMs     int64    `json:"durationMs"`
+	OutputBytes    int64    `json:"outputBytes"`
+	CollectorError string   `json:"collectorError,omitempty"`
+}
+
+// EvidenceRef is one stored piece of run evidence: the file (relative to the run's
+// record directory), its media type, size in bytes and SHA-256 (hex) of the stored,
+// redacted bytes.
+type EvidenceRef struct {
+	Name      string `json:"name"`
+	MediaType string `json:"mediaType"`
+	Bytes     int64  `json:"bytes"`
+	SHA256    string `json:"sha256"`
+}
+
+// CancelIntent is a reserved Stop of a run (seed 000, "Correlated native Stop API"):
+// IntentID is "native-cancellation:<uuid>"; RequestID the caller's
+// cancellationRequestId (Correlated) or a UUID the server drew for a Stop without one;
+// Actor the board actor ("local-board" for the instance board token).
+type CancelIntent struct {
+	IntentID    string `json:"intentId"`
+	RequestID   string `json:"requestId"`
+	Correlated  bool   `json:"correlated"`
+	Actor       string `json:"actor"`
+	RequestedAt string `json:"requestedAt"`
+}
+
+// CancelRunRequest is the body of POST /api/heartbeat-runs/{runId}/cancel (optional:
+// an empty body is a Stop without a cancellationRequestId).
+type CancelRunRequest struct {
+	CancellationRequestID string `json:"cancellationRequestId,omitempty"`
+}
+
+// CancelRunResponse answers a Stop: the run, the intent it reserved (Disposition
+// "reserved", HTTP 202) or joined ("joined", HTTP 200) and the run's status in the
+// control plane at the time of the answer (the process may still be stopping).
+type CancelRunResponse struct {
+	RunID       string       `json:"runId"`
+	Disposition string       `json:"disposition"`
+	Intent      CancelIntent `json:"intent"`
+	Status      string       `json:"status"`
+}
+
+// HeartbeatRunList lists a company's heartbeat runs in the order their wakes were taken.
+type HeartbeatRunList struct {
+	Runs []HeartbeatRun `json:"runs"`
+}

@@ -1,0 +1,483 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// Board operations are what a real control plane's board (a human operator) does that
+// the seed's port lacks (issue 7): create agents, projects, environments and issues,
+// comment on an issue, resolve an interaction, decide an approval. Each is one
+// operation on the company's state machine, deterministic like the port (fixture clock,
+// fixture ids), recorded with an audit record and a decision (operation
+// "board_<kind>", outcome allowed; denials record a denied decision), rolled back
+// whole when it fails, and journaled by the durable store like every port operation.
+
+// Board operation kinds (BoardOp.Kind).
+const (
+	BoardCreateAgent        = "create_agent"
+	BoardCreateProject      = "create_project"
+	BoardCreateEnvironment  = "create_environment"
+	BoardCreateIssue        = "create_issue"
+	BoardComment            = "comment"
+	BoardResolveInteraction = "resolve_interaction"
+	BoardDecideApproval     = "decide_approval"
+)
+
+// BoardKinds lists every board operation kind.
+var BoardKinds = []string{BoardCreateAgent, BoardCreateProject, BoardCreateEnvironment, BoardCreateIssue,
+	BoardComment, BoardResolveInteraction, BoardDecideApproval}
+
+// LocalEnvironment is the name and kind of the instance-managed environment: exactly one
+// per company; creating a second fails with environment_conflict.
+const LocalEnvironment = "local"
+
+// Project groups issues of a company (board operation create_project).
+type Project struct {
+	ID          string  `json:"id"`
+	CompanyID   string  `json:"companyId"`
+	Name        string  `json:"name"`
+	Description *string `json:"description"`
+	CreatedAt   string  `json:"createdAt"`
+}
+
+// Environment is where a company's agents run (board operation create_environment).
+// Kind is "local" (instance-managed, one per company) or another adapter's name; Config
+// is a JSON object whose credentials are secret references only.
+type Environment struct {
+	ID        string          `json:"id"`
+	CompanyID string          `json:"companyId"`
+	Name      string          `json:"name"`
+	Kind      string          `json:"kind"`
+	Config    json.RawMessage `json:"config"`
+	CreatedAt string          `json:"createdAt"`
+}
+
+// BoardOp is one board operation: Kind is one of BoardKinds and Input its JSON object:
+//
+//   - create_agent: {name, role, capabilityGrants?, adapterConfig?, budgetCents?}
+//     (budgetCents defaults to 1000, a hard-stop actor budget)
+//   - create_project: {name, description?}
+//   - create_environment: {name, kind, config?}
+//   - create_issue: {title, description?, workMode?, priority?, assigneeActorId?,
+//     parentId?, status?}; an assignee gets an issue_assigned wake
+//   - comment: {issueId, body}; the assignee gets an issue_commented wake
+//   - resolve_interaction: {interactionId, outcome, result?} (resolve_human_input's
+//     rules: outcome accepted/rejected/expired, or answered for questions; a revision
+//     request is outcome rejected with a result saying what to revise)
+//   - decide_approval: {approvalId, decision, note} (decide_approval's rules)
+type BoardOp struct {
+	Kind  string          `json:"kind"`
+	Input json.RawMessage `json:"input"`
+}
+
+// BoardResult is an applied board operation: ID is the created or acted-on entity.
+type BoardResult struct {
+	Kind             string   `json:"kind"`
+	ID               string   `json:"id"`
+	StateRevision    int64    `json:"stateRevision"`
+	EntityRefs       []string `json:"entityRefs"`
+	ScheduledWakeIDs []string `json:"scheduledWakeIds"`
+}
+
+// workModes are the accepted workMode values of create_issue: the task work modes of
+// the port spec (control-plane-port.md §1.3), which include every case workMode of
+// the catalog (standard, planning, ask; runner-e2e-harness.md §2.5).
+var workModes = []string{"standard", "ask", "planning", "skill_test"}
+
+// decodeStrict decodes a board input, rejecting unknown fields and trailing data.
+func decodeStrict(raw json.RawMessage, v any) error {
+	if isNull(raw) {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return newErr("board_input_invalid", "board input: %v", err)
+	}
+	if dec.More() {
+		return newErr("board_input_invalid", "board input has trailing data")
+	}
+	return nil
+}
+
+func needField(v, field string) error {
+	if strings.TrimSpace(v) == "" {
+		return newErr("board_input_invalid", "%s is required", field)
+	}
+	return nil
+}
+
+// canonicalObject canonicalises raw, which must be a JSON object (null → {}).
+func canonicalObject(raw json.RawMessage, what string) (json.RawMessage, error) {
+	if isNull(raw) {
+		return json.RawMessage("{}"), nil
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, newErr("board_input_invalid", "%s must be a JSON object: %v", what, err)
+	}
+	b, err := canonicalRaw(raw)
+	if err != nil {
+		return nil, newErr("board_input_invalid", "%s: %v", what, err)
+	}
+	return b, nil
+}
+
+// ApplyBoard applies one board operation (see BoardOp). It needs no running lifecycle.
+// Errors (*Error): board_input_invalid (unknown kind or field, missing field, bad
+// value), actor_missing, task_missing, interaction_missing, approval_missing,
+// environment_conflict (a second local environment or a duplicate name), and the
+// codes of resolve_human_input and decide_approval. A failed operation changes
+// nothing but a denied decision record.
+func (m *Memory) ApplyBoard(ctx context.Context, op BoardOp) (BoardResult, error) {
+	if err := m.lock(ctx); err != nil {
+		return BoardResult{}, err
+	}
+	defer m.unlock()
+	operation := "board_" + op.Kind
+	if !slices.Contains(BoardKinds, op.Kind) {
+		return BoardResult{}, m.deny(nil, "board_operation", "board_input_invalid", nil,
+			newErr("board_input_invalid", "unknown board operation %q", op.Kind))
+	}
+	mark := len(m.undo)
+	c := &cmdCtx{kind: op.Kind, raw: op.Input}
+	id, action, entity, err := m.board(c)
+	if err != nil {
+		m.rollback(mark)
+		code := CodeOf(err)
+		var e *Error
+		if ce, ok := err.(*Error); ok {
+			e = ce
+		} else {
+			e = newErr("board_input_invalid", "%v", err)
+			code = e.Code
+		}
+		return BoardResult{}, m.deny(nil, operation, code, m.sortedUnique(c.refs), e)
+	}
+	refs := m.sortedUnique(c.refs)
+	wakes := c.wakes
+	if wakes == nil {
+		wakes = []string{}
+	}
+	m.recordMutationSorted(nil, nil, action, entity, id, map[string]any{"entityRefs": refs, "kind": op.Kind},
+		operation, "allowed", "board_operation_applied", refs)
+	return BoardResult{Kind: op.Kind, ID: id, StateRevision: m.st.Revision, EntityRefs: refs, ScheduledWakeIDs: slices.Clone(wakes)}, nil
+}
+
+// board runs one operation and returns the entity id, audit action and entity type.
+func (m *Memory) board(c *cmdCtx) (id, action, entity string, err error) {
+	switch c.kind {
+	case BoardCreateAgent:
+		id, err = m.boardCreateAgent(c)
+		return id, "agent.created", "actor", err
+	case BoardCreateProject:
+		id, err = m.boardCreateProject(c)
+		return id, "project.created", "project", err
+	case BoardCreateEnvironment:
+		id, err = m.boardCreateEnvironment(c)
+		return id, "environment.created", "environment", err
+	case BoardCreateIssue:
+		id, err = m.boardCreateIssue(c)
+		return id, "issue.created", "task", err
+	case BoardComment:
+		id, err = m.boardComment(c)
+		return id, "issue.commented", "comment", err
+	case BoardResolveInteraction:
+		id, err = m.boardResolveInteraction(c)
+		return id, "interaction.resolved", "interaction", err
+	default: // BoardDecideApproval
+		id, err = m.boardDecideApproval(c)
+		return id, "approval.decided", "approval", err
+	}
+}
+
+func (m *Memory) boardCreateAgent(c *cmdCtx) (string, error) {
+	var in struct {
+		Name             string          `json:"name"`
+		Role             string          `json:"role"`
+		CapabilityGrants []string        `json:"capabilityGrants"`
+		AdapterConfig    json.RawMessage `json:"adapterConfig"`
+		BudgetCents      *int64          `json:"budgetCents"`
+	}
+	if err := decodeStrict(c.raw, &in); err != nil {
+		return "", err
+	}
+	if err := needField(in.Name, "agent name"); err != nil {
+		return "", err
+	}
+	if err := needField(in.Role, "agent role"); err != nil {
+		return "", err
+	}
+	limit := int64(1000)
+	if in.BudgetCents != nil {
+		if *in.BudgetCents < 0 {
+			return "", newErr("board_input_invalid", "budgetCents must not be negative")
+		}
+		limit = *in.BudgetCents
+	}
+	cfg, err := canonicalObject(in.AdapterConfig, "adapterConfig")
+	if err != nil {
+		return "", err
+	}
+	grants := m.sortedUnique(nonNil(in.CapabilityGrants))
+	id := m.newID("actor")
+	budgetID := "budget-" + id
+	a := &Actor{ID: id, CompanyID: m.st.Company.ID, Name: in.Name, Role: in.Role, Status: "active", BudgetID: budgetID,
+		CapabilityGrants: grants, AdapterConfig: cfg}
+	appendv(m, &m.st.Actors, a)
+	mapSet(m, m.idx.actors, id, a)
+	appendv(m, &m.st.Budgets, &Budget{ID: budgetID, Scope: "actor", ScopeID: id, LimitCents: limit, HardStop: true})
+	c.ref("actor", id)
+	return id, nil
+}
+
+func (m *Memory) boardCreateProject(c *cmdCtx) (string, error) {
+	var in struct {
+		Name        string  `json:"name"`
+		Description *string `json:"description"`
+	}
+	if err := decodeStrict(c.raw, &in); err != nil {
+		return "", err
+	}
+	if err := needField(in.Name, "project name"); err != nil {
+		return "", err
+	}
+	p := &Project{ID: m.newID("project"), CompanyID: m.st.Company.ID, Name: in.Name, Description: in.Description}
+	p.CreatedAt = m.now()
+	appendv(m, &m.st.Projects, p)
+	c.ref("project", p.ID)
+	return p.ID, nil
+}
+
+func (m *Memory) boardCreateEnvironment(c *cmdCtx) (string, error) {
+	var in struct {
+		Name   string          `json:"name"`
+		Kind   string          `json:"kind"`
+		Config json.RawMessage `json:"config"`
+	}
+	if err := decodeStrict(c.raw, &in); err != nil {
+		return "", err
+	}
+	if err := needField(in.Name, "environment name"); err != nil {
+		return "", err
+	}
+	if err := needField(in.Kind, "environment kind"); err != nil {
+		return "", err
+	}
+	for _, e := range m.st.Environments {
+		if in.Kind == LocalEnvironment && e.Kind == LocalEnvironment {
+			c.ref("environment", e.ID)
+			return "", newErr("environment_conflict", "company %s already has its local environment %s", m.st.Company.ID, e.ID)
+		}
+		if e.Name == in.Name {
+			c.ref("environment", e.ID)
+			return "", newErr("environment_conflict", "environment name %q is taken by %s", in.Name, e.ID)
+		}
+	}
+	cfg, err := canonicalObject(in.Config, "environment config")
+	if err != nil {
+		return "", err
+	}
+	e := &Environment{ID: m.newID("environment"), CompanyID: m.st.Company.ID, Name: in.Name, Kind: in.Kind, Config: cfg}
+	e.CreatedAt = m.now()
+	appendv(m, &m.st.Environments, e)
+	c.ref("environment", e.ID)
+	return e.ID, nil
+}
+
+func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
+	var in struct {
+		Title           string  `json:"title"`
+		Description     *string `json:"description"`
+		WorkMode        *string `json:"workMode"`
+		Priority        *string `json:"priority"`
+		AssigneeActorID *string `json:"assigneeActorId"`
+		ParentID        *string `json:"parentId"`
+		Status          *string `json:"status"`
+	}
+	if err := decodeStrict(c.raw, &in); err != nil {
+		return "", err
+	}
+	if err := needField(in.Title, "issue title"); err != nil {
+		return "", err
+	}
+	workMode := "standard"
+	if in.WorkMode != nil {
+		if !slices.Contains(workModes, *in.WorkMode) {
+			return "", newErr("board_input_invalid", "workMode must be one of %s", strings.Join(workModes, ", "))
+		}
+		workMode = *in.WorkMode
+	}
+	priority := "medium"
+	if in.Priority != nil {
+		if !slices.Contains(priorities, *in.Priority) {
+			return "", newErr("board_input_invalid", "priority must be one of %s", strings.Join(priorities, ", "))
+		}
+		priority = *in.Priority
+	}
+	status := "todo"
+	if in.Status != nil {
+		if *in.Status != "backlog" && *in.Status != "todo" {
+			return "", newErr("board_input_invalid", "issue status must be backlog or todo")
+		}
+		status = *in.Status
+	}
+	if in.AssigneeActorID != nil {
+		if _, err := m.actor(*in.AssigneeActorID); err != nil {
+			return "", err
+		}
+		c.ref("actor", *in.AssigneeActorID)
+	}
+	if in.ParentID != nil {
+		if _, err := m.task(*in.ParentID); err != nil {
+			return "", err
+		}
+		c.ref("task", *in.ParentID)
+	}
+	id := m.newID("task")
+	n := m.nextCounter("issue-number")
+	t := &Task{ID: id, CompanyID: m.st.Company.ID, Identifier: m.st.Company.IssuePrefix + "-" + itoa(n), Title: in.Title,
+		Description: in.Description, Status: status, Priority: priority, WorkMode: workMode, ParentID: in.ParentID,
+		AssigneeActorID: in.AssigneeActorID}
+	m.addTask(t)
+	c.ref("task", id)
+	if in.AssigneeActorID != nil && status == "todo" {
+		w := m.scheduleWake(*in.AssigneeActorID, id, "issue_assigned", mustJSON(map[string]string{"issueId": id}), 0)
+		c.wakes = append(c.wakes, w.ID)
+	}
+	return id, nil
+}
+
+func (m *Memory) boardComment(c *cmdCtx) (string, error) {
+	var in struct {
+		IssueID string `json:"issueId"`
+		Body    string `json:"body"`
+	}
+	if err := decodeStrict(c.raw, &in); err != nil {
+		return "", err
+	}
+	t, err := m.task(in.IssueID)
+	if err != nil {
+		return "", err
+	}
+	if err := needField(in.Body, "comment body"); err != nil {
+		return "", err
+	}
+	cm := m.addComment(t.ID, nil, in.Body)
+	c.ref("task", t.ID)
+	c.ref("comment", cm.ID)
+	if t.AssigneeActorID != nil {
+		w := m.scheduleWake(*t.AssigneeActorID, t.ID, "issue_commented", mustJSON(map[string]string{"commentId": cm.ID, "issueId": t.ID}), 0)
+		c.wakes = append(c.wakes, w.ID)
+	}
+	return cm.ID, nil
+}
+
+func (m *Memory) boardResolveInteraction(c *cmdCtx) (string, error) {
+	var in struct {
+		InteractionID string          `json:"interactionId"`
+		Outcome       string          `json:"outcome"`
+		Result        json.RawMessage `json:"result"`
+	}
+	if err := decodeStrict(c.raw, &in); err != nil {
+		return "", err
+	}
+	it := m.idx.interactions[in.InteractionID]
+	if it == nil {
+		return "", newErr("interaction_missing", "interaction %s does not exist", in.InteractionID)
+	}
+	t, err := m.task(it.TaskID)
+	if err != nil {
+		return "", err
+	}
+	c.task = t
+	c.ref("task", t.ID)
+	return it.ID, m.resolveHumanInput(c)
+}
+
+func (m *Memory) boardDecideApproval(c *cmdCtx) (string, error) {
+	var in struct {
+		ApprovalID string `json:"approvalId"`
+		Decision   string `json:"decision"`
+		Note       string `json:"note"`
+	}
+	if err := decodeStrict(c.raw, &in); err != nil {
+		return "", err
+	}
+	ap := m.idx.approvals[in.ApprovalID]
+	if ap == nil || len(ap.TaskIDs) == 0 {
+		return "", newErr("approval_missing", "approval %s does not exist", in.ApprovalID)
+	}
+	t, err := m.task(ap.TaskIDs[0])
+	if err != nil {
+		return "", err
+	}
+	c.task = t
+	return ap.ID, m.decideApproval(c)
+}
+
+// ListWakes returns copies of the scheduled wakes, oldest first; with dueAtOrBefore
+// non-empty (ISO-8601 UTC with ms, as DueAt) only those due by then.
+func (m *Memory) ListWakes(ctx context.Context, dueAtOrBefore string) ([]ScheduledWake, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.unlock()
+	out := []ScheduledWake{}
+	for _, w := range m.st.Wakes {
+		if dueAtOrBefore != "" && w.DueAt > dueAtOrBefore {
+			continue
+		}
+		c := *w
+		c.Payload = slices.Clone(w.Payload)
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ActiveRun returns the id of the active run and whether there is one.
+func (m *Memory) ActiveRun(ctx context.Context) (string, bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return "", false, err
+	}
+	defer m.unlock()
+	if m.st.ActiveRunID == nil {
+		return "", false, nil
+	}
+	return *m.st.ActiveRunID, true, nil
+}
+
+// RunActor returns the actor and company of a run; run_missing when unknown.
+func (m *Memory) RunActor(ctx context.Context, runID string) (actorID, companyID string, err error) {
+	if err := m.lock(ctx); err != nil {
+		return "", "", err
+	}
+	defer m.unlock()
+	r, err := m.run(runID)
+	if err != nil {
+		return "", "", err
+	}
+	return r.ActorID, r.CompanyID, nil
+}
+
+// SnapshotJSON returns the state as plain JSON (encoding/json field order, HTML not
+// escaped): what Restore reads, much cheaper than Serialize's canonical form. The
+// durable store writes its periodic snapshots with it; Restore(SnapshotJSON()) then
+// Serialize equals Serialize.
+func (m *Memory) SnapshotJSON(ctx context.Context) ([]byte, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.unlock()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m.st); err != nil {
+		return nil, newErr("fixture_state_invalid", "encoding the state: %v", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}

@@ -1,0 +1,122 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/agentproof/agentproof/catalog"
+)
+
+func boardOps() []BoardOp {
+	op := func(kind, in string) BoardOp { return BoardOp{Kind: kind, Input: json.RawMessage(in)} }
+	return []BoardOp{
+		op(BoardCreateEnvironment, `{"name":"local","kind":"local"}`),
+		op(BoardCreateAgent, `{"name":"Eng","role":"engineer","capabilityGrants":["b","a","a"],"adapterConfig":{"z":1,"a":{"type":"secret_ref","secretId":"s","version":"latest"}}}`),
+		op(BoardCreateProject, `{"name":"Core"}`),
+		op(BoardCreateIssue, `{"title":"T","assigneeActorId":"fixture-actor-0001","workMode":"planning"}`),
+		op(BoardComment, `{"issueId":"fixture-task-0001","body":"hi"}`),
+		op(BoardCreateEnvironment, `{"name":"other","kind":"local"}`),
+		op(BoardCreateIssue, `{"title":"T","assigneeActorId":"nobody"}`),
+		op(BoardCreateIssue, `{"title":"T","surprise":true}`),
+		op("drop_tables", `{}`),
+	}
+}
+
+// TestBoardOperationsDeterministic: the same operations on two bare companies give
+// byte-identical states; failures leave only their denied decision; wakes follow
+// assignment and comments.
+func TestBoardOperationsDeterministic(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var states [][]byte
+	for range 2 {
+		m, err := NewMemory(Seed{Bare: true, Company: &Company{ID: "c", Name: "C", IssuePrefix: "C", BudgetID: "b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var codes []string
+		for _, op := range boardOps() {
+			before, _ := m.Serialize(ctx)
+			revBefore := m.st.Revision
+			_, err := m.ApplyBoard(ctx, op)
+			codes = append(codes, CodeOf(err))
+			if err != nil {
+				after, _ := m.Serialize(ctx)
+				if m.st.Revision != revBefore+1 || len(m.st.Decisions) == 0 || m.st.Decisions[len(m.st.Decisions)-1].Outcome != "denied" {
+					t.Fatalf("%s: a failure must record exactly one denied decision", op.Kind)
+				}
+				if bytes.Equal(before, after) {
+					t.Fatalf("%s: the denied decision is missing from the state", op.Kind)
+				}
+			}
+		}
+		want := []string{"", "", "", "", "", "environment_conflict", "actor_missing", "board_input_invalid", "board_input_invalid"}
+		for i := range want {
+			if codes[i] != want[i] {
+				t.Fatalf("operation %d: code %q, want %q", i, codes[i], want[i])
+			}
+		}
+		ws, _ := m.ListWakes(ctx, "")
+		if len(ws) != 2 || ws[0].Reason != "issue_assigned" || ws[1].Reason != "issue_commented" {
+			t.Fatalf("wakes %+v", ws)
+		}
+		if len(m.st.Tasks) != 1 || len(m.st.Actors) != 1 || string(m.st.Actors[0].AdapterConfig) != `{"a":{"secretId":"s","type":"secret_ref","version":"latest"},"z":1}` {
+			t.Fatalf("state: %d tasks, %d actors, adapterConfig %s", len(m.st.Tasks), len(m.st.Actors), m.st.Actors[0].AdapterConfig)
+		}
+		b, _ := m.Serialize(ctx)
+		r, err := Restore(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, _ := r.Serialize(ctx)
+		if !bytes.Equal(b, rb) {
+			t.Fatal("restore changes a board company's state")
+		}
+		states = append(states, b)
+	}
+	if !bytes.Equal(states[0], states[1]) {
+		t.Fatal("the same board operations gave different states")
+	}
+}
+
+// TestCreateIssueWorkModes: create_issue accepts every case workMode of the catalog
+// (runner-e2e-harness.md §2.5, ask included) and every task work mode of the port spec
+// (control-plane-port.md §1.3), stores it on the task, and refuses any other value
+// with board_input_invalid.
+func TestCreateIssueWorkModes(t *testing.T) {
+	t.Parallel()
+	modes := map[string]string{"skill_test": ""} // mode → wanted code
+	for _, m := range catalog.WorkModes {
+		modes[m] = ""
+	}
+	for _, m := range []string{"review", "lazy", "", "ASK"} {
+		modes[m] = "board_input_invalid"
+	}
+	for mode, code := range modes {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			m, err := NewMemory(Seed{Bare: true, Company: &Company{ID: "c", Name: "C", IssuePrefix: "C", BudgetID: "b"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, _ := json.Marshal(map[string]string{"title": "T", "workMode": mode})
+			res, err := m.ApplyBoard(ctx, BoardOp{Kind: BoardCreateIssue, Input: in})
+			if CodeOf(err) != code {
+				t.Fatalf("workMode %q: code %q (%v), want %q", mode, CodeOf(err), err, code)
+			}
+			if code != "" {
+				return
+			}
+			st, err := m.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Tasks) != 1 || st.Tasks[0].ID != res.ID || st.Tasks[0].WorkMode != mode {
+				t.Fatalf("workMode %q: tasks %+v", mode, st.Tasks)
+			}
+		})
+	}
+}

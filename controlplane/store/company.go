@@ -1,0 +1,407 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// Journal operation names (the op column): each replays one state-changing call.
+const (
+	opStart      = "start"
+	opStop       = "stop"
+	opOpenRun    = "open_run"
+	opAppend     = "append_event"
+	opCommand    = "apply_command"
+	opCheckpoint = "checkpoint_session"
+	opComplete   = "complete_run"
+	opBoard      = "board"
+)
+
+// Company is one durable company: a controlplane.Memory whose state-changing calls are
+// journaled and committed before they return. It implements controlplane.Port and the
+// board operations; reads go straight to the Memory, so a read may see a write whose
+// group commit is still in flight (never one that failed: once a commit fails the
+// company refuses every further call, reads included, with a retryable
+// store_unavailable error — its memory may be ahead of the disk; reopening the
+// instance reloads it from the journal).
+type Company struct {
+	inst *Instance
+	id   string
+
+	mu           sync.Mutex // orders memory application and journal order
+	mem          *controlplane.Memory
+	seq          int64
+	lastSnapshot int64
+	// lastSnapshotSize is the size in bytes of the last snapshot (see SnapshotEvery).
+	lastSnapshotSize int
+	broken           error
+}
+
+var _ controlplane.Port = (*Company)(nil)
+
+// ID returns the company's instance id.
+func (c *Company) ID() string { return c.id }
+
+func (c *Company) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken == nil {
+		c.broken = err
+	}
+}
+
+// readable fails once a commit has failed.
+func (c *Company) readable() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken != nil {
+		return unavailable(c.broken)
+	}
+	return nil
+}
+
+func unavailable(err error) error {
+	return fmt.Errorf("%w (%v)", &controlplane.Error{Code: "store_unavailable", Message: "the company's journal could not be committed", Retryable: true}, err)
+}
+
+// do applies one state-changing call under the company lock, queues its journal entry
+// in the same order and waits for the commit. apply's error is the call's result; it
+// is journaled whatever it is (denials change the state too) unless it carries no
+// state-machine code, which means the Memory was not reached.
+func (c *Company) do(ctx context.Context, op string, input any, apply func() error) error {
+	data, err := json.Marshal(input)
+	if err != nil {
+		return fmt.Errorf("store: encoding %s: %w", op, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.broken != nil {
+		c.mu.Unlock()
+		return unavailable(c.broken)
+	}
+	callErr := apply()
+	if callErr != nil && controlplane.CodeOf(callErr) == "" {
+		c.mu.Unlock()
+		return callErr
+	}
+	c.seq++
+	seq := c.seq
+	ack := make(chan error, 1)
+	if err := c.inst.enqueue(pending{kind: "journal", company: c.id, seq: seq, op: op, data: data, ack: ack}); err != nil {
+		c.broken = err
+		c.mu.Unlock()
+		return unavailable(err)
+	}
+	var snapAck chan error
+	if seq-c.lastSnapshot >= max(SnapshotEvery, int64(c.lastSnapshotSize/SnapshotBytesPerEntry)) {
+		state, err := c.mem.SnapshotJSON(context.Background())
+		if err == nil {
+			snapAck = make(chan error, 1)
+			if c.inst.enqueue(pending{kind: "snapshot", company: c.id, seq: seq, data: state, ack: snapAck}) == nil {
+				c.lastSnapshot = seq
+				c.lastSnapshotSize = len(state)
+			} else {
+				snapAck = nil
+			}
+		}
+	}
+	c.mu.Unlock()
+	if err := <-ack; err != nil {
+		c.fail(err)
+		return unavailable(err)
+	}
+	if snapAck != nil {
+		if err := <-snapAck; err != nil {
+			c.fail(err)
+		}
+	}
+	return callErr
+}
+
+// applyEntry replays one journal entry on m; the call's own state-machine error is the
+// recorded outcome, not a replay failure.
+func applyEntry(ctx context.Context, m *controlplane.Memory, op string, input []byte) error {
+	var err error
+	switch op {
+	case opStart:
+		err = m.Start(ctx)
+	case opStop:
+		err = m.Stop(ctx)
+	case opOpenRun:
+		var in controlplane.OpenInput
+		if err := json.Unmarshal(input, &in); err != nil {
+			return err
+		}
+		err = m.OpenRun(ctx, in)
+	case opAppend:
+		arg, derr := decodeRawArg(input)
+		if derr != nil {
+			return derr
+		}
+		_, err = m.AppendEvent(ctx, arg)
+	case opCommand:
+		var a struct {
+			RunID            string          `json:"runId"`
+			IdempotencyKey   string          `json:"idempotencyKey"`
+			ExpectedRevision *int64          `json:"expectedRevision"`
+			Command          json.RawMessage `json:"command"`
+		}
+		if err := json.Unmarshal(input, &a); err != nil {
+			return err
+		}
+		cmd, derr := decodeRawArg(a.Command)
+		if derr != nil {
+			return derr
+		}
+		_, err = m.ApplyCommand(ctx, controlplane.CommandEnvelope{RunID: a.RunID, IdempotencyKey: a.IdempotencyKey, ExpectedRevision: a.ExpectedRevision, Command: cmd})
+	case opCheckpoint, opComplete:
+		arg, derr := decodeRawArg(input)
+		if derr != nil {
+			return derr
+		}
+		if op == opCheckpoint {
+			err = m.CheckpointSession(ctx, arg)
+		} else {
+			err = m.CompleteRun(ctx, arg)
+		}
+	case opBoard:
+		var b struct {
+			Kind  string          `json:"kind"`
+			Input json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(input, &b); err != nil {
+			return err
+		}
+		arg, derr := decodeRawArg(b.Input)
+		if derr != nil {
+			return derr
+		}
+		_, err = m.ApplyBoard(ctx, controlplane.BoardOp{Kind: b.Kind, Input: arg})
+	default:
+		return fmt.Errorf("unknown journal operation %q", op)
+	}
+	if err != nil && controlplane.CodeOf(err) == "" {
+		return err
+	}
+	return nil
+}
+
+// doRaw journals a raw JSON argument (see rawArg: invalid JSON is kept as a string and
+// replayed as its bytes, so that its rejection replays too).
+func (c *Company) doRaw(ctx context.Context, op string, arg json.RawMessage, apply func() error) error {
+	return c.do(ctx, op, rawArg{valid: json.Valid(arg), bytes: arg}, apply)
+}
+
+// rawArg is a raw argument in the journal: {"v": <json>} when valid, {"s": "<bytes>"}
+// otherwise.
+type rawArg struct {
+	valid bool
+	bytes []byte
+}
+
+// MarshalJSON writes {"v": <json>} or {"s": "<bytes>"}.
+func (r rawArg) MarshalJSON() ([]byte, error) {
+	if r.valid {
+		return json.Marshal(struct {
+			V json.RawMessage `json:"v"`
+		}{r.bytes})
+	}
+	return json.Marshal(struct {
+		S string `json:"s"`
+	}{string(r.bytes)})
+}
+
+func decodeRawArg(input []byte) ([]byte, error) {
+	var a struct {
+		V json.RawMessage `json:"v"`
+		S *string         `json:"s"`
+	}
+	if err := json.Unmarshal(input, &a); err != nil {
+		return nil, err
+	}
+	if a.S != nil {
+		return []byte(*a.S), nil
+	}
+	if a.V == nil {
+		return nil, errors.New("raw argument has neither v nor s")
+	}
+	return a.V, nil
+}
+
+// Start implements controlplane.Port.
+func (c *Company) Start(ctx context.Context) error {
+	return c.do(ctx, opStart, struct{}{}, func() error { return c.mem.Start(context.Background()) })
+}
+
+// Stop implements controlplane.Port.
+func (c *Company) Stop(ctx context.Context) error {
+	return c.do(ctx, opStop, struct{}{}, func() error { return c.mem.Stop(context.Background()) })
+}
+
+// OpenRun implements controlplane.Port.
+func (c *Company) OpenRun(ctx context.Context, in controlplane.OpenInput) error {
+	return c.do(ctx, opOpenRun, in, func() error { return c.mem.OpenRun(context.Background(), in) })
+}
+
+// OpenFixtureRun implements controlplane.Port: the journal records an open_run; the
+// context is read under the same lock.
+func (c *Company) OpenFixtureRun(ctx context.Context, in controlplane.OpenInput) (controlplane.RunContext, error) {
+	var rc controlplane.RunContext
+	err := c.do(ctx, opOpenRun, in, func() error {
+		var err error
+		rc, err = c.mem.OpenFixtureRun(context.Background(), in)
+		return err
+	})
+	return rc, err
+}
+
+// Context implements controlplane.Port (a read).
+func (c *Company) Context(ctx context.Context, runID string) (controlplane.RunContext, error) {
+	if err := c.readable(); err != nil {
+		return controlplane.RunContext{}, err
+	}
+	return c.mem.Context(ctx, runID)
+}
+
+// AppendEvent implements controlplane.Port.
+func (c *Company) AppendEvent(ctx context.Context, event json.RawMessage) (controlplane.Receipt, error) {
+	var r controlplane.Receipt
+	err := c.doRaw(ctx, opAppend, event, func() error {
+		var err error
+		r, err = c.mem.AppendEvent(context.Background(), event)
+		return err
+	})
+	return r, err
+}
+
+// ReplayEvents implements controlplane.Port (a read).
+func (c *Company) ReplayEvents(ctx context.Context, q controlplane.ReplayQuery) (controlplane.Replay, error) {
+	if err := c.readable(); err != nil {
+		return controlplane.Replay{}, err
+	}
+	return c.mem.ReplayEvents(ctx, q)
+}
+
+// ApplyCommand implements controlplane.Port.
+func (c *Company) ApplyCommand(ctx context.Context, env controlplane.CommandEnvelope) (controlplane.CommandResult, error) {
+	var r controlplane.CommandResult
+	err := c.doEnvelope(ctx, env, func() error {
+		var err error
+		r, err = c.mem.ApplyCommand(context.Background(), env)
+		return err
+	})
+	return r, err
+}
+
+// TryApplyCommand implements controlplane.Port.
+func (c *Company) TryApplyCommand(ctx context.Context, env controlplane.CommandEnvelope) (controlplane.CommandOutcome, error) {
+	var o controlplane.CommandOutcome
+	var denied error
+	err := c.doEnvelope(ctx, env, func() error {
+		var err error
+		o, err = c.mem.TryApplyCommand(context.Background(), env)
+		if err == nil && !o.OK && o.Error != nil {
+			denied = o.Error // journaled like any denial; folded back below
+			return denied
+		}
+		return err
+	})
+	if denied != nil && err == denied {
+		return o, nil
+	}
+	return o, err
+}
+
+// envelopeArg journals a command envelope whose command may be invalid JSON.
+type envelopeArg struct {
+	RunID            string `json:"runId"`
+	IdempotencyKey   string `json:"idempotencyKey"`
+	ExpectedRevision *int64 `json:"expectedRevision,omitempty"`
+	Command          rawArg `json:"command"`
+}
+
+func (c *Company) doEnvelope(ctx context.Context, env controlplane.CommandEnvelope, apply func() error) error {
+	return c.do(ctx, opCommand, envelopeArg{RunID: env.RunID, IdempotencyKey: env.IdempotencyKey, ExpectedRevision: env.ExpectedRevision,
+		Command: rawArg{valid: json.Valid(env.Command), bytes: env.Command}}, apply)
+}
+
+// LoadSessionCheckpoint implements controlplane.Port (a read).
+func (c *Company) LoadSessionCheckpoint(ctx context.Context) (json.RawMessage, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
+	return c.mem.LoadSessionCheckpoint(ctx)
+}
+
+// CheckpointSession implements controlplane.Port.
+func (c *Company) CheckpointSession(ctx context.Context, snapshot json.RawMessage) error {
+	return c.doRaw(ctx, opCheckpoint, snapshot, func() error { return c.mem.CheckpointSession(context.Background(), snapshot) })
+}
+
+// CompleteRun implements controlplane.Port.
+func (c *Company) CompleteRun(ctx context.Context, input json.RawMessage) error {
+	return c.doRaw(ctx, opComplete, input, func() error { return c.mem.CompleteRun(context.Background(), input) })
+}
+
+// Snapshot implements controlplane.Port (a read).
+func (c *Company) Snapshot(ctx context.Context) (controlplane.State, error) {
+	if err := c.readable(); err != nil {
+		return controlplane.State{}, err
+	}
+	return c.mem.Snapshot(ctx)
+}
+
+// DecisionRecords implements controlplane.Port (a read).
+func (c *Company) DecisionRecords(ctx context.Context) ([]controlplane.Decision, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
+	return c.mem.DecisionRecords(ctx)
+}
+
+// Serialize implements controlplane.Port (a read).
+func (c *Company) Serialize(ctx context.Context) ([]byte, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
+	return c.mem.Serialize(ctx)
+}
+
+// ApplyBoard applies and journals one board operation (controlplane.Memory.ApplyBoard).
+func (c *Company) ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error) {
+	var r controlplane.BoardResult
+	err := c.do(ctx, opBoard, boardArg{Kind: op.Kind, Input: rawArg{valid: json.Valid(op.Input), bytes: op.Input}}, func() error {
+		var err error
+		r, err = c.mem.ApplyBoard(context.Background(), op)
+		return err
+	})
+	return r, err
+}
+
+type boardArg struct {
+	Kind  string `json:"kind"`
+	Input rawArg `json:"input"`
+}
+
+// ListWakes returns the company's scheduled wakes (controlplane.Memory.ListWakes).
+func (c *Company) ListWakes(ctx context.Context, dueAtOrBefore string) ([]controlplane.ScheduledWake, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
+	return c.mem.ListWakes(ctx, dueAtOrBefore)
+}
+
+// ActiveRun returns the active run id (controlplane.Memory.ActiveRun).
+func (c *Company) ActiveRun(ctx context.Context) (string, bool, error) { return c.mem.ActiveRun(ctx) }
+
+// RunActor returns a run's actor and state company id (controlplane.Memory.RunActor).
+func (c *Company) RunActor(ctx context.Context, runID string) (string, string, error) {
+	return c.mem.RunActor(ctx, runID)
+}

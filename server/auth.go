@@ -1,0 +1,118 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// agentTokenPrefix starts every agent token: "apr1.<claims>.<mac>", both parts
+// base64url without padding; mac = HMAC-SHA256(tokenKey, "apr1." + claims).
+const agentTokenPrefix = "apr1."
+
+// AgentClaims are what an agent token is bound to: the instance company id, the actor
+// and the run.
+type AgentClaims struct {
+	Company string `json:"c"`
+	Actor   string `json:"a"`
+	Run     string `json:"r"`
+}
+
+// MintAgentToken returns a bearer token for agent routes bound to (company, actor,
+// run): the heartbeat runner mints one per run. A token for one company or run gets
+// 403 on another's resources.
+func (s *Server) MintAgentToken(company, actor, run string) string {
+	claims, _ := json.Marshal(AgentClaims{Company: company, Actor: actor, Run: run})
+	body := agentTokenPrefix + base64.RawURLEncoding.EncodeToString(claims)
+	mac := hmac.New(sha256.New, s.tokenKey)
+	mac.Write([]byte(body))
+	return body + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// parseAgentToken verifies tok and returns its claims.
+func (s *Server) parseAgentToken(tok string) (AgentClaims, bool) {
+	if !strings.HasPrefix(tok, agentTokenPrefix) {
+		return AgentClaims{}, false
+	}
+	i := strings.LastIndexByte(tok, '.')
+	if i <= len(agentTokenPrefix) {
+		return AgentClaims{}, false
+	}
+	body, sig := tok[:i], tok[i+1:]
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return AgentClaims{}, false
+	}
+	mac := hmac.New(sha256.New, s.tokenKey)
+	mac.Write([]byte(body))
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return AgentClaims{}, false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body[len(agentTokenPrefix):])
+	if err != nil {
+		return AgentClaims{}, false
+	}
+	var c AgentClaims
+	if err := json.Unmarshal(raw, &c); err != nil || c.Company == "" || c.Run == "" || c.Actor == "" {
+		return AgentClaims{}, false
+	}
+	return c, true
+}
+
+// principal is who is calling: the board (every route) or an agent (its run's routes).
+type principal struct {
+	board bool
+	agent AgentClaims
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// authenticate returns the caller, or a 401 error.
+func (s *Server) authenticate(r *http.Request) (principal, error) {
+	tok := bearer(r)
+	if tok == "" {
+		return principal{}, errUnauthorized("a bearer token is required")
+	}
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.boardToken)) == 1 {
+		return principal{board: true}, nil
+	}
+	if c, ok := s.parseAgentToken(tok); ok {
+		return principal{agent: c}, nil
+	}
+	return principal{}, errUnauthorized("the bearer token is not valid")
+}
+
+func errUnauthorized(msg string) error {
+	return &controlplane.Error{Code: "unauthorized", Message: msg}
+}
+
+func errForbidden(msg string) error {
+	return &controlplane.Error{Code: "forbidden", Message: msg}
+}
+
+// mayAct checks that p may act on run of company: the board always, an agent only on
+// its own company and run.
+func (p principal) mayAct(company, run string) error {
+	if p.board {
+		return nil
+	}
+	if p.agent.Company != company {
+		return errForbidden("the agent token belongs to another company")
+	}
+	if p.agent.Run != run {
+		return errForbidden("the agent token belongs to another run")
+	}
+	return nil
+}

@@ -1,0 +1,270 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/client"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/controlplane/store"
+	"github.com/agentproof/agentproof/internal/cli"
+)
+
+// childEnv marks a re-executed test binary that runs `agentproof serve`.
+const childEnv = "AGENTPROOF_TEST_SERVE_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// serveChild is a real `agentproof serve` process (this test binary re-executed with
+// an explicit environment).
+type serveChild struct {
+	cmd  *exec.Cmd
+	addr string
+	pid  int
+}
+
+func startServe(t testing.TB, home string) *serveChild {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "serve", "--home", home, "--addr", "127.0.0.1:0")
+	cmd.Env = []string{childEnv + "=1"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadBytes('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no ready line: %v; stderr: %s", err, stderr.String())
+	}
+	var ready api.Ready
+	if err := json.Unmarshal(line, &ready); err != nil || ready.Addr == "" || ready.PID != cmd.Process.Pid {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("ready line %q: %v (child pid %d)", line, err, cmd.Process.Pid)
+	}
+	return &serveChild{cmd: cmd, addr: ready.Addr, pid: ready.PID}
+}
+
+func (c *serveChild) client(t testing.TB, home string) *client.Client {
+	t.Helper()
+	tok, err := os.ReadFile(filepath.Join(home, "board.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.New("http://"+c.addr, strings.TrimSpace(string(tok)), nil)
+}
+
+// TestServeReadyAndSIGTERM: serve prints its ready line with its pid, answers, and
+// exits 0 on SIGTERM; the home's key files are 0600.
+func TestServeReadyAndSIGTERM(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	c := startServe(t, home)
+	if _, err := c.client(t, home).Companies(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"board.token", "master.key", "instance.db", "instance.db-wal"} {
+		fi, err := os.Stat(filepath.Join(home, f))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v mode %v, want 0600", f, err, fi.Mode().Perm())
+		}
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v, want exit 0", err)
+	}
+}
+
+// TestKillNineLoop kills `serve` with SIGKILL at random points while clients apply
+// commands, in a bounded loop. After every restart each acknowledged command is
+// present exactly once, every command in the state is whole (one idempotency record,
+// one applied audit record, one progress comment), a replayed idempotency key returns
+// the stored result as a duplicate, and at the end the state equals a replay of the
+// whole journal.
+func TestKillNineLoop(t *testing.T) {
+	t.Parallel()
+	const rounds, workers = 6, 4
+	home := t.TempDir()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+
+	child := startServe(t, home)
+	board := child.client(t, home)
+	co, err := board.CreateFixtureCompany(ctx, controlplane.Seed{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := co.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	open := controlplane.OpenInput{Identity: controlplane.Identity{RunID: "run-1", SessionID: "s-1", CompanyID: "company-1", IssueID: "task-1", AgentID: "actor-1"}, BackendKind: "mock"}
+	if err := co.OpenRun(ctx, open); err != nil {
+		t.Fatal(err)
+	}
+	command := func(key string) controlplane.CommandEnvelope {
+		return controlplane.CommandEnvelope{RunID: "run-1", IdempotencyKey: key, Command: json.RawMessage(`{"body":"progress ` + key + `","kind":"report_progress"}`)}
+	}
+
+	acked := map[string]controlplane.CommandResult{}
+	var sent []string
+	for round := range rounds {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		firstAck := make(chan struct{})
+		var once sync.Once
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					key := fmt.Sprintf("r%d-w%d-%d", round, w, i)
+					mu.Lock()
+					sent = append(sent, key)
+					mu.Unlock()
+					res, err := co.ApplyCommand(ctx, command(key))
+					if err != nil {
+						if controlplane.CodeOf(err) != "" {
+							t.Errorf("command %s: state-machine error %v", key, err)
+						}
+						return // the server is gone
+					}
+					mu.Lock()
+					acked[key] = res
+					mu.Unlock()
+					once.Do(func() { close(firstAck) })
+				}
+			}()
+		}
+		// kill at a random point after the round's first acknowledgement, so that
+		// every round has acknowledged commands to check however slow the machine
+		select {
+		case <-firstAck:
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d: no command acknowledged within a minute", round)
+		}
+		time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
+		if err := child.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		child.cmd.Wait()
+		wg.Wait()
+
+		child = startServe(t, home)
+		co = child.client(t, home).Company(co.ID())
+		verifyCommands(t, co, acked, sent)
+		// the lost-acknowledgement probe: an acknowledged key replayed after the
+		// restart returns the stored result as a duplicate
+		for key, want := range acked {
+			got, err := co.ApplyCommand(ctx, command(key))
+			if err != nil {
+				t.Fatalf("replaying %s: %v", key, err)
+			}
+			if got.Disposition != "duplicate" || got.CommandID != want.CommandID {
+				t.Fatalf("replaying %s: got %+v, want duplicate of %s", key, got, want.CommandID)
+			}
+			break
+		}
+	}
+	final, err := co.Serialize(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+	inst, err := store.OpenSQLite(ctx, filepath.Join(home, "instance.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	restored, err := inst.Company(co.ID()).Serialize(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := inst.ReplayFromStart(ctx, co.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(final, restored) || !bytes.Equal(final, replayed) {
+		t.Fatal("final state, restored state and whole-journal replay differ")
+	}
+	if len(acked) == 0 {
+		t.Fatal("no command was acknowledged in any round")
+	}
+	t.Logf("%d rounds, %d commands acknowledged, %d sent", rounds, len(acked), len(sent))
+}
+
+func verifyCommands(t *testing.T, co *client.Company, acked map[string]controlplane.CommandResult, sent []string) {
+	t.Helper()
+	st, err := co.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := map[string]int{}
+	for _, r := range st.Idempotency {
+		records[r.Key]++
+	}
+	applied := map[string]int{}
+	for _, a := range st.Audit {
+		if a.Action == "semantic_command.applied" {
+			var d struct {
+				IdempotencyKey string `json:"idempotencyKey"`
+			}
+			json.Unmarshal(a.Details, &d)
+			applied[d.IdempotencyKey]++
+		}
+	}
+	comments := map[string]int{}
+	for _, c := range st.Comments {
+		comments[strings.TrimPrefix(c.Body, "progress ")]++
+	}
+	for key, res := range acked {
+		if records[key] != 1 {
+			t.Fatalf("acknowledged command %s has %d idempotency records, want 1", key, records[key])
+		}
+		for _, r := range st.Idempotency {
+			if r.Key == key && r.Result.CommandID != res.CommandID {
+				t.Fatalf("acknowledged command %s: stored %s, acknowledged %s", key, r.Result.CommandID, res.CommandID)
+			}
+		}
+	}
+	for _, key := range sent {
+		n := records[key]
+		if n > 1 || applied[key] != n || comments[key] != n {
+			t.Fatalf("command %s is half-applied: %d idempotency records, %d audit records, %d comments", key, n, applied[key], comments[key])
+		}
+	}
+}

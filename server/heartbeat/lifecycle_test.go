@@ -1,0 +1,451 @@
+package heartbeat_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/client"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/server"
+	"github.com/agentproof/agentproof/server/heartbeat"
+)
+
+// cellOf returns the default catalog's cell of profile and case.
+func cellOf(t *testing.T, profile, caseID string) *catalog.Cell {
+	t.Helper()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cat.Cells {
+		if c.Profile.ID == profile && c.Case.ID == caseID {
+			return c
+		}
+	}
+	t.Fatalf("no cell %s × %s in the default catalog", profile, caseID)
+	return nil
+}
+
+// TestReferenceReachesDone: a task assigned to the reference agent reaches done with the
+// marker comment through a real server, the runner and a real child process.
+func TestReferenceReachesDone(t *testing.T) {
+	t.Parallel()
+	a := newAttempt(t, cellOf(t, "reference", "message-marker"), "n0ncedone1")
+	recs := waitRuns(t, a.in, a.co, 1)
+	st := snapshot(t, a.company())
+	if task := taskOf(st, a.task); task == nil || task.Status != "done" {
+		t.Fatalf("task is %+v, want done", task)
+	}
+	if !slices.ContainsFunc(st.Comments, func(c *controlplane.Comment) bool { return strings.Contains(c.Body, a.r.Marker) }) {
+		t.Fatalf("no comment carries the marker %s", a.r.Marker)
+	}
+	rec := recs[0]
+	if rec.Status != "succeeded" || rec.Termination == nil || rec.Termination.ExitCode == nil || *rec.Termination.ExitCode != 0 {
+		t.Fatalf("record %+v, want a succeeded run whose process exited 0", rec)
+	}
+	// the record and the list answer the schemas /openapi.json documents for them
+	if status, body := documentedCall(t, a.in, "GET", "/api/heartbeat-runs/{run}", map[string]string{"run": rec.RunID}, ""); status != 200 {
+		t.Fatalf("GET the record: %d %s", status, body)
+	}
+	if status, body := documentedCall(t, a.in, "GET", "/api/companies/{company}/heartbeat-runs", map[string]string{"company": a.co.ID()}, ""); status != 200 {
+		t.Fatalf("GET the records: %d %s", status, body)
+	}
+	if rec.RunID != heartbeat.RunID(a.co.ID(), rec.WakeID) || rec.WakeReason != "issue_assigned" || rec.Workspace != a.workspace {
+		t.Fatalf("record %+v does not describe the assignment wake in the workspace %s", rec, a.workspace)
+	}
+}
+
+// TestQuestionRestartNoDuplicateNoLostAnswer: the agent asks, the run ends, the server
+// restarts while the question is pending, the board's answer schedules a wake and a
+// second run resumes and completes: exactly two runs, the second carrying the answer.
+func TestQuestionRestartNoDuplicateNoLostAnswer(t *testing.T) {
+	t.Parallel()
+	a := newAttempt(t, cellOf(t, "reference", "structured-question-restart-resume"), "n0ncerestart")
+	waitRuns(t, a.in, a.co, 1)
+	q := a.pending("questions")
+	if q == nil {
+		t.Fatal("the agent asked no question")
+	}
+	a.in.restart()
+	if recs := waitRuns(t, a.in, a.co, 1); len(recs) != 1 {
+		t.Fatalf("%d runs after the restart, want still 1", len(recs))
+	}
+	a.resolve(q.ID, "answered", map[string]any{"answers": []any{map[string]any{"questionId": "colour", "optionLabel": a.r.QuestionAnswer.OptionLabel}}})
+	recs := waitRuns(t, a.in, a.co, 2)
+	st := snapshot(t, a.company())
+	if len(st.Runs) != 2 || len(recs) != 2 {
+		t.Fatalf("%d runs and %d records, want 2", len(st.Runs), len(recs))
+	}
+	second := st.Runs[1]
+	var payload struct {
+		InteractionID string `json:"interactionId"`
+		Outcome       string `json:"outcome"`
+	}
+	_ = json.Unmarshal(second.Wake.Payload, &payload)
+	if second.Status != "succeeded" || second.Wake.Reason != "interaction_resolved" || payload.InteractionID != q.ID || payload.Outcome != "answered" {
+		t.Fatalf("second run %s (%s, wake %s %s) does not carry the answer", second.ID, second.Status, second.Wake.Reason, second.Wake.Payload)
+	}
+	if task := taskOf(st, a.task); task.Status != "done" {
+		t.Fatalf("task is %s, want done", task.Status)
+	}
+	if !slices.ContainsFunc(st.Comments, func(c *controlplane.Comment) bool {
+		return strings.Contains(c.Body, a.r.QuestionAnswer.OptionLabel) || strings.Contains(c.Body, a.r.Marker)
+	}) {
+		t.Fatal("no comment shows the answer was used")
+	}
+}
+
+// hangAgent creates an agent running fixture:hang with timeout and an issue for it, and
+// returns the run id of its assignment wake.
+func hangAgent(ctx context.Context, t *testing.T, co *client.Company, timeout time.Duration) string {
+	t.Helper()
+	actor := createAgent(ctx, t, co, map[string]any{"driver": "fixture:hang", "driverConfig": map[string]any{"timeoutMs": timeout.Milliseconds()}})
+	_, wakes := createIssue(ctx, t, co, "Hang", "", "", actor)
+	if len(wakes) != 1 {
+		t.Fatalf("issue creation scheduled %v, want one wake", wakes)
+	}
+	return heartbeat.RunID(co.ID(), wakes[0])
+}
+
+// TestHangStoppedAtTimeout: fixture:hang ignores SIGTERM; at its timeout the process
+// group gets SIGTERM then SIGKILL and the run is failed with timedOut and the
+// termination summary.
+func TestHangStoppedAtTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := startInstance(t)
+	co := in.company(ctx)
+	runID := hangAgent(ctx, t, co, 5*time.Second)
+	rec := waitRecord(t, in, runID, "the hang run to finish", finished)
+	term := rec.Termination
+	if rec.Status != "failed" || term == nil || !term.TimedOut || !term.Started || term.ExitCode != nil {
+		t.Fatalf("record %+v, want a failed run whose process timed out", rec)
+	}
+	// hang ignores SIGTERM once its handler is installed; a child still starting up
+	// (slow under -race on a loaded machine) may die of the SIGTERM itself.
+	escalated := slices.Equal(term.SignalsSent, []string{"SIGTERM", "SIGKILL"}) && term.Signal == "SIGKILL"
+	early := slices.Equal(term.SignalsSent, []string{"SIGTERM"}) && term.Signal == "SIGTERM"
+	if !escalated && !early {
+		t.Fatalf("signals sent %v, killed by %q; want SIGTERM, then SIGKILL unless SIGTERM ended it", term.SignalsSent, term.Signal)
+	}
+	run := findRun(t, snapshot(t, co), runID)
+	var res controlplane.NativeRunResult
+	if err := json.Unmarshal(run.Result, &res); err != nil || !strings.Contains(res.Summary, "timed out") {
+		t.Fatalf("run result %s does not carry the termination summary", run.Result)
+	}
+}
+
+func findRun(t *testing.T, st controlplane.State, id string) *controlplane.Run {
+	t.Helper()
+	for _, r := range st.Runs {
+		if r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("run %s not found", id)
+	return nil
+}
+
+// stopStatus is the HTTP status class of a Stop's error (200 for none).
+func stopCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *controlplane.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return err.Error()
+}
+
+// TestStopRunningHang: Stop with a UUID reserves native-cancellation:<uuid> and stops the
+// process group; the same UUID again joins (idempotent), another UUID is a conflict, a
+// malformed one is invalid; after the run is cancelled only the
+// same UUID still joins.
+func TestStopRunningHang(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := startInstance(t)
+	co := in.company(ctx)
+	runID := hangAgent(ctx, t, co, 4*time.Minute)
+	waitRecord(t, in, runID, "the hang process to start", func(r api.HeartbeatRun) bool { return r.ProcessStartedAt != "" })
+	b := in.board()
+	first, other := uuid.NewString(), uuid.NewString()
+	if _, err := b.CancelRun(ctx, runID, "not-a-uuid"); stopCode(err) != heartbeat.CodeCancellationIDInvalid {
+		t.Fatalf("malformed UUID: %v, want %s", err, heartbeat.CodeCancellationIDInvalid)
+	}
+	res, err := b.CancelRun(ctx, runID, first)
+	if err != nil || res.Disposition != "reserved" || res.Intent.IntentID != heartbeat.IntentPrefix+first || res.Intent.Actor != heartbeat.LocalBoardActor {
+		t.Fatalf("first Stop: %+v, %v", res, err)
+	}
+	steps := []struct {
+		name, id, code, disposition string
+	}{
+		{"same UUID again", first, "", "joined"},
+		{"another UUID", other, heartbeat.CodeCancellationConflict, ""},
+		{"malformed UUID", "1234", heartbeat.CodeCancellationIDInvalid, ""},
+	}
+	// (An omitted id joins the reserved intent only while the run is still running,
+	// which this test cannot hold open without timing; TestDecideStop covers it.)
+	for _, s := range steps {
+		res, err := b.CancelRun(ctx, runID, s.id)
+		if stopCode(err) != s.code || (s.code == "" && (res.Disposition != s.disposition || res.Intent.RequestID != first)) {
+			t.Fatalf("%s: %+v, %v; want code %q disposition %q", s.name, res, err, s.code, s.disposition)
+		}
+	}
+	rec := waitRecord(t, in, runID, "the stopped run to finish", finished)
+	if rec.Status != "cancelled" || rec.Cancellation == nil || rec.Cancellation.IntentID != heartbeat.IntentPrefix+first || !rec.Termination.Aborted {
+		t.Fatalf("record %+v, want a cancelled run with the intent", rec)
+	}
+	if !rec.Termination.Started || len(rec.Termination.SignalsSent) == 0 || rec.Termination.SignalsSent[0] != "SIGTERM" {
+		t.Fatalf("signals %v, want SIGTERM first", rec.Termination.SignalsSent)
+	}
+	if run := findRun(t, snapshot(t, co), runID); run.Status != "cancelled" {
+		t.Fatalf("run is %s, want cancelled", run.Status)
+	}
+	for _, s := range []struct{ name, id, code string }{
+		{"same UUID on the terminal run", first, ""},
+		{"another UUID on the terminal run", other, heartbeat.CodeCancellationConflict},
+		{"omitted id on the terminal run", "", heartbeat.CodeCancellationConflict},
+	} {
+		if _, err := b.CancelRun(ctx, runID, s.id); stopCode(err) != s.code {
+			t.Fatalf("%s: %v, want code %q", s.name, err, s.code)
+		}
+	}
+	if _, err := b.CancelRun(ctx, "hb-no-such-run", first); stopCode(err) != "run_missing" {
+		t.Fatalf("unknown run: %v, want run_missing", err)
+	}
+	agentTok := in.sv.MintAgentToken(co.ID(), "x", runID)
+	if _, err := client.New(in.sv.URL, agentTok, nil).CancelRun(ctx, runID, first); stopCode(err) != "forbidden" {
+		t.Fatalf("Stop with an agent token: %v, want forbidden", err)
+	}
+}
+
+// TestSecretNeverStored: an exec agent whose env binds a secret receives its value in
+// its environment and prints it; after the run no file of the instance home holds the
+// value (redact.Set.ScanTree), and the stored stdout shows the redaction.
+func TestSecretNeverStored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := startInstance(t)
+	co := in.company(ctx)
+	value := "agentproof-test-" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	ref, err := co.CreateSecret(ctx, api.CreateSecretRequest{Name: "provider key", Key: "OPENAI_API_KEY", Value: value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	actor := createAgent(ctx, t, co, map[string]any{"driver": "exec",
+		"driverConfig": map[string]any{"command": exe, "args": []string{"print-env"}, "timeoutMs": settle.Milliseconds()},
+		"env":          map[string]any{"OPENAI_API_KEY": ref}})
+	_, wakes := createIssue(ctx, t, co, "Print the environment", "", "", actor)
+	runID := heartbeat.RunID(co.ID(), wakes[0])
+	rec := waitRecord(t, in, runID, "the exec run to finish", finished)
+	if rec.Termination == nil || rec.Termination.ExitCode == nil || *rec.Termination.ExitCode != 0 {
+		t.Fatalf("record %+v, want an exit 0", rec)
+	}
+	stdout, err := os.ReadFile(filepath.Join(in.home, server.HeartbeatDir, "runs", runID, "stdout.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(stdout), "OPENAI_API_KEY="+redact.Redacted) {
+		t.Fatalf("stored stdout does not show the redacted secret:\n%s", stdout)
+	}
+	if strings.Contains(string(stdout), "AGENTPROOF_RUN_TOKEN=apr1.") {
+		t.Fatal("the run token was stored in the evidence")
+	}
+	in.restart() // commit everything the store holds to disk
+	leaks, err := redact.NewSet(value).ScanTree(in.home, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leaks) > 0 {
+		t.Fatalf("the secret value is stored in the instance home: %+v", leaks)
+	}
+}
+
+// TestOrphanedRunAfterKill: `agentproof serve` is killed with SIGKILL while its runner
+// has a fixture:hang process running. The restarted server completes that run as failed
+// ("orphaned") and starts no second process for it; the process died with the server.
+func TestOrphanedRunAfterKill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "serve", "--home", home)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready api.Ready
+	if err := json.Unmarshal([]byte(line), &ready); err != nil {
+		t.Fatalf("ready line %q: %v", line, err)
+	}
+	token, err := os.ReadFile(filepath.Join(home, server.BoardTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := client.New("http://"+ready.Addr, strings.TrimSpace(string(token)), nil)
+	co, err := b.CreateCompany(ctx, "Orphans", "ORP")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := co.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runID := hangAgent(ctx, t, co, 4*time.Minute)
+	var pid int
+	waitFor(t, "the hang process to run", func() (bool, error) {
+		pid = childPID(cmd.Process.Pid)
+		return pid != 0, nil
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	waitFor(t, "the orphaned process to die with the server", func() (bool, error) {
+		return syscall.Kill(pid, 0) != nil, nil
+	})
+	in := &instance{t: t, home: home}
+	in.start()
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), settle)
+		defer cancel()
+		in.sv.Shutdown(sctx)
+	})
+	rec := waitRecord(t, in, runID, "the orphaned record", func(r api.HeartbeatRun) bool { return r.State == api.RunOrphaned })
+	if rec.Status != "failed" || !strings.Contains(rec.Reason, "orphaned") {
+		t.Fatalf("record %+v, want an orphaned failed run", rec)
+	}
+	st := snapshot(t, in.handle(co))
+	if run := findRun(t, st, runID); run.Status != "failed" {
+		t.Fatalf("run is %s, want failed", run.Status)
+	}
+	if len(st.Runs) != 1 {
+		t.Fatalf("%d runs, want 1: the orphan must not be relaunched", len(st.Runs))
+	}
+	if recs, err := in.handle(co).HeartbeatRuns(ctx); err != nil || len(recs) != 1 {
+		t.Fatalf("records %+v (%v), want the orphan's only", recs, err)
+	}
+}
+
+// childPID returns the pid of a child of parent (0 when none), from /proc/*/stat.
+func childPID(parent int) int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range dirs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may contain spaces, so split after the last ')'.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(parent) {
+			pid, _ := strconv.Atoi(strings.Fields(s)[0])
+			return pid
+		}
+	}
+	return 0
+}
+
+// TestConcurrencyBound: with MaxConcurrent 1, two companies' hang runs never overlap:
+// the second process starts only after the first ended.
+func TestConcurrencyBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := startInstanceWith(t, server.RunnerOptions{MaxConcurrent: 1})
+	var ids []string
+	for range 2 {
+		ids = append(ids, hangAgent(ctx, t, in.company(ctx), 1500*time.Millisecond))
+	}
+	var spans [][2]time.Time
+	for _, id := range ids {
+		rec := waitRecord(t, in, id, "the hang run to finish", finished)
+		start, err1 := time.Parse(time.RFC3339Nano, rec.ProcessStartedAt)
+		end, err2 := time.Parse(time.RFC3339Nano, rec.ProcessEndedAt)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("record %+v has no process times", rec)
+		}
+		spans = append(spans, [2]time.Time{start, end})
+	}
+	if spans[0][0].Before(spans[1][1]) && spans[1][0].Before(spans[0][1]) {
+		t.Fatalf("the processes overlapped: %v", spans)
+	}
+}
+
+// TestStopRunWithoutProcess: a run the board opened itself (no agent process of this
+// server) is completed as cancelled under the reserved intent at once.
+func TestStopRunWithoutProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := startInstance(t)
+	co := in.company(ctx)
+	res, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "Driverless", Role: "qa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := createIssue(ctx, t, co, "Opened by the board", "", "", res.ID)
+	st := snapshot(t, co)
+	if _, err := co.OpenFixtureRun(ctx, controlplane.OpenInput{BackendKind: "board",
+		Identity: controlplane.Identity{RunID: "board-run-1", SessionID: "s1", CompanyID: st.Company.ID, IssueID: task, AgentID: res.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.NewString()
+	b := in.board()
+	// the Stop's answers are the ones /openapi.json documents: 202 reserved, 200 joined
+	status, body := documentedCall(t, in, "POST", "/api/heartbeat-runs/{run}/cancel", map[string]string{"run": "board-run-1"},
+		`{"cancellationRequestId":"`+id+`"}`)
+	var out api.CancelRunResponse
+	if err := json.Unmarshal(body, &out); err != nil || status != 202 || out.Disposition != "reserved" || out.Status != "cancelled" {
+		t.Fatalf("Stop: %d %s, %v; want 202 reserved and cancelled", status, body, err)
+	}
+	if run := findRun(t, snapshot(t, co), "board-run-1"); run.Status != "cancelled" {
+		t.Fatalf("run is %s, want cancelled", run.Status)
+	}
+	if out, err := b.CancelRun(ctx, "board-run-1", id); err != nil || out.Disposition != "joined" {
+		t.Fatalf("repeated Stop: %+v, %v; want joined", out, err)
+	}
+	status, body = documentedCall(t, in, "POST", "/api/heartbeat-runs/{run}/cancel", map[string]string{"run": "board-run-1"},
+		`{"cancellationRequestId":"`+id+`"}`)
+	if err := json.Unmarshal(body, &out); err != nil || status != 200 || out.Disposition != "joined" {
+		t.Fatalf("repeated Stop over HTTP: %d %s, %v; want 200 joined", status, body, err)
+	}
+	if _, err := b.CancelRun(ctx, "board-run-1", uuid.NewString()); stopCode(err) != heartbeat.CodeCancellationConflict {
+		t.Fatalf("another UUID: %v, want a conflict", err)
+	}
+	if runs := snapshot(t, co).Runs; len(runs) != 1 {
+		t.Fatalf("%d runs, want only the board's: the runner never runs an agent without a driver", len(runs))
+	}
+}

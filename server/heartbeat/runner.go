@@ -1,0 +1,873 @@
+// Package heartbeat is the heartbeat runner of the control-plane server (issue 8;
+// DESIGN.md "The way data flows"): it turns scheduled wakes into bounded agent runs.
+//
+// For every company whose lifecycle is running, the runner takes the scheduled wakes in
+// due order (DueAt, then schedule order; the fixture clock of seed 001 is not wall time,
+// so DueAt orders wakes and does not delay them). A wake is the runner's when its actor's
+// adapterConfig names a driver (AgentConfig) and the actor's environment is local. For
+// such a wake it opens (atomically checks out) the run "hb-<company>-<wakeId>" with the
+// wake, mints the run token, resolves the secret references of the agent's and the
+// environment's env into values that exist only in the child's environment, and
+// launches the agent's driver (package agent) through worker.Supervise in the workspace:
+// one process per run (lifecycle per_turn), bounded time and output, explicit
+// environment, no shell, its own process group. When the process exits and the run is
+// still running, the runner completes it: cancelled after a Stop, otherwise with the
+// driver's verdict (failed for every agent that talks to the API; a fixture program's
+// clean exit is succeeded). Every run leaves a durable Record (api.HeartbeatRun):
+// termination summary, redacted bounded stdout/stderr as evidence, times, usage.
+//
+// Delivery is durable without a second source of truth: the run id is derived from
+// the wake id, so a wake is delivered exactly when the control plane holds its run (the
+// open_run journal entry), and wakes that can never run (obsolete, refused checkout)
+// are noted in files. Concurrency is bounded (Config.MaxConcurrent) and a company runs
+// at most one run at a time (the seed-001 state machine has one active run).
+//
+// Restart: records are written before the checkout and before the launch. A record
+// found "opening" or "launching" at start-up means the server stopped while the run's
+// process may have been running. Its process cannot be running any more (the worker
+// starts children with Pdeathsig SIGKILL and in their own process group; a
+// server killed with SIGKILL takes them down with it), and the runner cannot know how far
+// the agent got, so it never relaunches it: the run is completed as failed with the
+// reason "orphaned" (State RunOrphaned) and a later wake starts a fresh run. A record
+// "opening" whose run does not exist was never checked out: its wake is simply taken
+// again.
+//
+// Stop (seed 000, "Correlated native Stop API") is Runner.Cancel: the intent is decided
+// (DecideStop) and written into the run's record under the run's lock before the
+// process's context is cancelled, which makes worker.Supervise send SIGTERM to the
+// process group and SIGKILL after worker.TerminateGrace.
+package heartbeat
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// Company is one company's control plane as the runner uses it;
+// controlplane/store.Company implements it.
+type Company interface {
+	Snapshot(ctx context.Context) (controlplane.State, error)
+	OpenFixtureRun(ctx context.Context, in controlplane.OpenInput) (controlplane.RunContext, error)
+	AppendEvent(ctx context.Context, event json.RawMessage) (controlplane.Receipt, error)
+	CompleteRun(ctx context.Context, input json.RawMessage) error
+}
+
+// Host is what the runner needs from the server: the companies, run tokens, secret
+// resolution (values in process only) and the agent API's URL of a company.
+type Host interface {
+	// Companies lists the instance's company ids in creation order.
+	Companies() []string
+	// Company returns company id, false when it does not exist.
+	Company(id string) (Company, bool)
+	// MintAgentToken returns the bearer token of run for actor in company.
+	MintAgentToken(company, actor, run string) string
+	// ResolveSecret returns the value ref points to; errors never contain the value.
+	ResolveSecret(ctx context.Context, company string, ref api.SecretRef) (string, error)
+	// AgentAPIURL is the base URL of company's agent routes
+	// (http://host:port/api/companies/<company>).
+	AgentAPIURL(company string) string
+}
+
+// Config configures a Runner.
+//
+//   - Dir: where records and evidence live (created 0700), normally <home>/heartbeat.
+//   - Home: the instance home; default workspaces are Home/workspaces/<company> and
+//     agent state directories Home/agents/<company>/<actor>.
+//   - Executable: absolute path of the agentproof binary the built-in and fixture
+//     drivers run.
+//   - MaxConcurrent: runs in flight at once over all companies (default 4).
+//   - PollInterval: how often due wakes are looked for without a Kick (default 200 ms).
+//   - Now: wall clock for record times (default time.Now).
+type Config struct {
+	Dir           string
+	Home          string
+	Executable    string
+	MaxConcurrent int
+	PollInterval  time.Duration
+	Now           func() time.Time
+}
+
+// Runner is the heartbeat runner. Create it with New, start it with Start, stop it
+// with Shutdown before the store closes.
+type Runner struct {
+	host Host
+	cfg  Config
+	rec  records
+
+	mu       sync.Mutex
+	runs     map[string]*Record     // run id → record (copies handed out)
+	order    []string               // run ids in the order they were taken
+	locks    map[string]*sync.Mutex // run id → the run's lock
+	live     map[string]context.CancelFunc
+	busy     map[string]bool              // company → a run in flight
+	skipped  map[string]map[string]string // company → wake id → reason
+	inflight int
+
+	kick     chan struct{}
+	base     context.Context
+	stopBase context.CancelFunc
+	loopDone chan struct{}
+	wg       sync.WaitGroup
+	started  bool
+}
+
+// New loads the records in cfg.Dir and returns a runner that is not started yet.
+// Errors: missing Dir/Home/Executable, unreadable records.
+func New(host Host, cfg Config) (*Runner, error) {
+	var p []string
+	if cfg.Dir == "" || !filepath.IsAbs(cfg.Dir) {
+		p = append(p, "an absolute records directory is required")
+	}
+	if cfg.Home == "" || !filepath.IsAbs(cfg.Home) {
+		p = append(p, "an absolute instance home is required")
+	}
+	if !filepath.IsAbs(cfg.Executable) {
+		p = append(p, "the absolute path of the agentproof executable is required")
+	}
+	if len(p) > 0 {
+		return nil, fmt.Errorf("heartbeat: %v", p)
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = 4
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 200 * time.Millisecond
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("heartbeat: creating %s: %w", cfg.Dir, err)
+	}
+	r := &Runner{host: host, cfg: cfg, rec: records{dir: cfg.Dir}, runs: map[string]*Record{}, locks: map[string]*sync.Mutex{},
+		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{})}
+	all, err := r.rec.loadAll()
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(all, func(a, b *Record) int { return cmp.Compare(a.WakeObservedAt, b.WakeObservedAt) })
+	for _, rec := range all {
+		r.runs[rec.RunID] = rec
+		r.order = append(r.order, rec.RunID)
+	}
+	if r.skipped, err = r.rec.loadSkipped(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// RunID is the id of the run that carries wake wakeID of company.
+func RunID(company, wakeID string) string { return "hb-" + company + "-" + wakeID }
+
+// Start recovers the runs a previous server left open (see the package doc) and starts
+// taking wakes. Errors: recovery could not read or complete a run.
+func (r *Runner) Start(ctx context.Context) error {
+	if err := r.recover(ctx); err != nil {
+		return err
+	}
+	r.base, r.stopBase = context.WithCancel(context.Background())
+	r.started = true
+	go r.loop()
+	r.Kick()
+	return nil
+}
+
+// Kick makes the runner look for due wakes now (the server calls it after every
+// state-changing request).
+func (r *Runner) Kick() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Shutdown stops taking wakes, stops every running agent process (SIGTERM, then
+// SIGKILL) and waits until their runs are completed and recorded, or ctx ends.
+func (r *Runner) Shutdown(ctx context.Context) error {
+	if !r.started {
+		return nil
+	}
+	r.stopBase()
+	<-r.loopDone
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("heartbeat: runs still finishing at shutdown: %w", ctx.Err())
+	}
+}
+
+func (r *Runner) loop() {
+	defer close(r.loopDone)
+	t := time.NewTicker(r.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		r.scan(r.base)
+		select {
+		case <-r.base.Done():
+			return
+		case <-r.kick:
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Runner) now() string { return stamp(r.cfg.Now()) }
+
+// stamp formats a wall-clock time for records: RFC 3339 UTC with microseconds.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
+
+// Run returns a copy of run id's record.
+func (r *Runner) Run(id string) (Record, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.runs[id]
+	if !ok {
+		return Record{}, false
+	}
+	return cloneRecord(rec), true
+}
+
+// Runs returns copies of company's records in the order their wakes were taken.
+func (r *Runner) Runs(company string) []Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := []Record{}
+	for _, id := range r.order {
+		if rec := r.runs[id]; rec.CompanyID == company {
+			out = append(out, cloneRecord(rec))
+		}
+	}
+	return out
+}
+
+func cloneRecord(rec *Record) Record {
+	c := *rec
+	c.Evidence = slices.Clone(rec.Evidence)
+	c.Usage = slices.Clone(rec.Usage)
+	if rec.Termination != nil {
+		t := *rec.Termination
+		t.SignalsSent = slices.Clone(t.SignalsSent)
+		c.Termination = &t
+	}
+	if rec.Cancellation != nil {
+		in := *rec.Cancellation
+		c.Cancellation = &in
+	}
+	return c
+}
+
+// put stores rec durably, then in memory. The caller holds the run's lock.
+func (r *Runner) put(rec *Record) error {
+	r.normalize(rec)
+	if err := r.rec.save(rec); err != nil {
+		return err
+	}
+	r.remember(rec)
+	return nil
+}
+
+func (r *Runner) normalize(rec *Record) {
+	if rec.Evidence == nil {
+		rec.Evidence = []api.EvidenceRef{}
+	}
+	if len(rec.Usage) == 0 {
+		rec.Usage = json.RawMessage("null")
+	}
+}
+
+// remember keeps rec in memory only: a state the board may see but a restart need not
+// (a restart derives it from the control plane, see recover). The caller holds the
+// run's lock.
+func (r *Runner) remember(rec *Record) {
+	r.normalize(rec)
+	c := cloneRecord(rec)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.runs[rec.RunID]; !ok {
+		r.order = append(r.order, rec.RunID)
+	}
+	r.runs[rec.RunID] = &c
+}
+
+func (r *Runner) runLock(id string) *sync.Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.locks[id]
+	if l == nil {
+		l = &sync.Mutex{}
+		r.locks[id] = l
+	}
+	return l
+}
+
+// job is one wake the runner takes.
+type job struct {
+	company string
+	c       Company
+	wake    controlplane.ScheduledWake
+	state   controlplane.State // snapshot the wake was picked from
+	actor   *controlplane.Actor
+	task    *controlplane.Task
+	env     *controlplane.Environment
+	cfg     AgentConfig
+	cfgErr  error
+	resume  bool
+	runID   string
+	seenAt  string
+}
+
+// scan takes due wakes while capacity lasts.
+func (r *Runner) scan(ctx context.Context) {
+	for _, id := range r.host.Companies() {
+		if ctx.Err() != nil {
+			return
+		}
+		r.mu.Lock()
+		full, busy := r.inflight >= r.cfg.MaxConcurrent, r.busy[id]
+		r.mu.Unlock()
+		if full {
+			return
+		}
+		if busy {
+			continue
+		}
+		c, ok := r.host.Company(id)
+		if !ok {
+			continue
+		}
+		st, err := c.Snapshot(ctx)
+		if err != nil || st.Lifecycle != "running" {
+			continue
+		}
+		j, ok := r.pick(ctx, id, c, st)
+		if !ok {
+			continue
+		}
+		r.mu.Lock()
+		r.busy[id] = true
+		r.inflight++
+		r.mu.Unlock()
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.execute(ctx, j)
+			r.mu.Lock()
+			delete(r.busy, id)
+			r.inflight--
+			r.mu.Unlock()
+			r.Kick()
+		}()
+	}
+}
+
+// pick returns the first due wake of company the runner should take now.
+func (r *Runner) pick(ctx context.Context, company string, c Company, st controlplane.State) (job, bool) {
+	runs := map[string]bool{}
+	for _, run := range st.Runs {
+		runs[run.ID] = true
+	}
+	actors := map[string]*controlplane.Actor{}
+	for _, a := range st.Actors {
+		actors[a.ID] = a
+	}
+	tasks := map[string]*controlplane.Task{}
+	for _, t := range st.Tasks {
+		tasks[t.ID] = t
+	}
+	wakes := slices.Clone(st.Wakes)
+	slices.SortStableFunc(wakes, func(a, b *controlplane.ScheduledWake) int { return cmp.Compare(a.DueAt, b.DueAt) })
+	r.mu.Lock()
+	skipped := maps.Clone(r.skipped[company])
+	r.mu.Unlock()
+	for _, w := range wakes {
+		runID := RunID(company, w.ID)
+		if w.Status != "scheduled" || runs[runID] || skipped[w.ID] != "" {
+			continue
+		}
+		a := actors[w.ActorID]
+		if a == nil {
+			continue
+		}
+		cfg, mine, cfgErr := parseAgentConfig(a.AdapterConfig)
+		if !mine {
+			continue
+		}
+		env := environmentOf(st, cfg.EnvironmentID)
+		if env == nil || env.Kind != controlplane.LocalEnvironment {
+			continue // not a local agent: another runner's wake
+		}
+		t := tasks[w.TaskID]
+		if t == nil {
+			r.skipWake(company, w.ID, "the wake's task does not exist")
+			continue
+		}
+		if t.CheckoutRunID != nil {
+			continue // checked out by a run in flight: the wake waits
+		}
+		resume := false
+		if t.Status == "done" || t.Status == "cancelled" {
+			if w.Reason != "issue_commented" {
+				r.skipWake(company, w.ID, fmt.Sprintf("the task is %s and the wake (%s) is not a follow-up", t.Status, w.Reason))
+				continue
+			}
+			resume = true
+		}
+		if a.Status != "active" {
+			r.skipWake(company, w.ID, "the agent is "+a.Status)
+			continue
+		}
+		return job{company: company, c: c, wake: *w, state: st, actor: a, task: t, env: env, cfg: cfg, cfgErr: cfgErr,
+			resume: resume, runID: runID, seenAt: r.now()}, true
+	}
+	return job{}, false
+}
+
+// environmentOf returns the environment id, or the company's local one for "".
+func environmentOf(st controlplane.State, id string) *controlplane.Environment {
+	for _, e := range st.Environments {
+		if (id == "" && e.Kind == controlplane.LocalEnvironment) || (id != "" && e.ID == id) {
+			return e
+		}
+	}
+	return nil
+}
+
+func (r *Runner) skipWake(company, wakeID, reason string) {
+	_ = r.rec.skip(skippedWake{CompanyID: company, WakeID: wakeID, Reason: reason, At: r.now()})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.skipped[company] == nil {
+		r.skipped[company] = map[string]string{}
+	}
+	r.skipped[company][wakeID] = reason
+}
+
+// launch is what execute prepared for the process.
+type launch struct {
+	driver  agent.Driver
+	spec    worker.Spec
+	secrets *redact.Set
+}
+
+// execute carries one wake through open, launch, supervision and completion.
+func (r *Runner) execute(ctx context.Context, j job) {
+	lock := r.runLock(j.runID)
+	lock.Lock()
+	rec := &Record{Schema: api.HeartbeatRunSchema, RunID: j.runID, CompanyID: j.company, ActorID: j.actor.ID, TaskID: j.task.ID,
+		WakeID: j.wake.ID, WakeReason: j.wake.Reason, Driver: j.cfg.Driver, State: api.RunOpening, WakeObservedAt: j.seenAt}
+	r.remember(rec)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.mu.Lock()
+	r.live[j.runID] = cancel
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.live, j.runID)
+		r.mu.Unlock()
+	}()
+	in := controlplane.OpenInput{
+		Identity:    controlplane.Identity{RunID: j.runID, SessionID: "session-" + j.runID, CompanyID: j.state.Company.ID, IssueID: j.task.ID, AgentID: j.actor.ID},
+		BackendKind: "agentproof-runner", SourceInstanceID: "agentproof-runner",
+		Wake: &controlplane.Wake{Reason: j.wake.Reason, Payload: j.wake.Payload}, Resume: j.resume,
+	}
+	rc, err := j.c.OpenFixtureRun(context.WithoutCancel(ctx), in)
+	if err != nil {
+		rec.State, rec.Reason = api.RunNotOpened, "checkout refused: "+err.Error()
+		if controlplane.CodeOf(err) != "" && !controlplane.IsRetryable(err) {
+			r.skipWake(j.company, j.wake.ID, rec.Reason)
+		}
+		_ = r.put(rec)
+		lock.Unlock()
+		return
+	}
+	rec.OpenedAt, rec.Status = r.now(), "running"
+	l, prepErr := r.prepare(ctx, j, rc, rec)
+	if prepErr != nil {
+		o := worker.Outcome{SpawnError: prepErr}
+		r.finish(j.c, rec, o, agent.Report{Summary: "not started: " + prepErr.Error(), RunStatus: "failed"}, nil)
+		lock.Unlock()
+		return
+	}
+	rec.State = api.RunLaunching
+	r.remember(rec)
+	lock.Unlock() // Stop may now reserve its intent and cancel runCtx
+
+	var startedAt time.Time
+	l.spec.BeforeStart = func() error {
+		// In memory only (no I/O in the launch window): the board sees the process start
+		// at once; the durable record gets it when the process ends.
+		startedAt = r.cfg.Now()
+		r.mu.Lock()
+		if cur := r.runs[j.runID]; cur != nil {
+			cur.ProcessStartedAt = stamp(startedAt)
+		}
+		r.mu.Unlock()
+		return nil
+	}
+	o, err := worker.Supervise(runCtx, l.spec)
+	endedAt := r.cfg.Now()
+	if err != nil {
+		o = worker.Outcome{SpawnError: err}
+	}
+	lock.Lock()
+	defer lock.Unlock()
+	if cur, ok := r.Run(j.runID); ok && cur.Cancellation != nil {
+		rec.Cancellation = cur.Cancellation
+	}
+	if o.Started {
+		rec.ProcessStartedAt = stamp(startedAt)
+		rec.ProcessEndedAt = stamp(endedAt)
+	}
+	report := l.driver.Report(o)
+	if !o.Started && report.Summary == "" {
+		report.Summary = agent.Summarize(o)
+	}
+	r.finish(j.c, rec, o, report, l.secrets)
+}
+
+// prepare resolves the driver, workspace, state directory and secrets and builds the
+// process spec. Its errors never contain a secret value.
+func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext, rec *Record) (launch, error) {
+	if j.cfgErr != nil {
+		return launch{}, j.cfgErr
+	}
+	var envCfg environmentConfig
+	if len(j.env.Config) > 0 {
+		if err := json.Unmarshal(j.env.Config, &envCfg); err != nil {
+			return launch{}, fmt.Errorf("environment %s config: %w", j.env.ID, err)
+		}
+	}
+	d, err := agent.New(j.cfg.Driver, j.cfg.DriverConfig)
+	if err != nil {
+		return launch{}, err
+	}
+	workspace := j.cfg.Cwd
+	if workspace == "" {
+		workspace = envCfg.Workspace
+	}
+	if workspace == "" {
+		workspace = filepath.Join(r.cfg.Home, "workspaces", j.company)
+	}
+	if !filepath.IsAbs(workspace) {
+		return launch{}, fmt.Errorf("workspace %q must be an absolute path", workspace)
+	}
+	if err := os.MkdirAll(workspace, 0o700); err != nil {
+		return launch{}, fmt.Errorf("creating the workspace: %w", err)
+	}
+	rec.Workspace = workspace
+	stateDir := filepath.Join(r.cfg.Home, "agents", j.company, j.actor.ID)
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return launch{}, fmt.Errorf("creating the agent state directory: %w", err)
+	}
+	vars := map[string]EnvValue{}
+	for _, src := range []struct {
+		where string
+		get   func() (map[string]EnvValue, error)
+	}{
+		{"environment " + j.env.ID + " envVars", func() (map[string]EnvValue, error) { return envValues(envCfg.EnvVars, "envVars") }},
+		{"adapterConfig.env", func() (map[string]EnvValue, error) { return envValues(j.cfg.Env, "env") }},
+		{"driverConfig.env", func() (map[string]EnvValue, error) { return driverEnv(j.cfg.DriverConfig) }},
+	} {
+		m, err := src.get()
+		if err != nil {
+			return launch{}, fmt.Errorf("%s: %w", src.where, err)
+		}
+		maps.Copy(vars, m) // later sources win: agent over environment
+	}
+	token := r.host.MintAgentToken(j.company, j.actor.ID, j.runID)
+	secrets := redact.NewSet(token)
+	resolved := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		v := vars[name]
+		if v.Ref == nil {
+			resolved[name] = v.Value
+			continue
+		}
+		val, err := r.host.ResolveSecret(ctx, j.company, *v.Ref)
+		if err != nil {
+			return launch{}, fmt.Errorf("resolving the secret of %s: %w", name, err)
+		}
+		resolved[name] = val
+		secrets = secrets.With(val)
+	}
+	builtin := j.cfg.Builtin
+	spec, err := d.Launch(rc, agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
+		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin})
+	if err != nil {
+		return launch{}, err
+	}
+	return launch{driver: d, spec: spec, secrets: secrets}, nil
+}
+
+// finish completes the run when the agent left it running (first: that is what the
+// board observes), then stores the redacted evidence and the final record. The caller
+// holds the run's lock.
+func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.Report, secrets *redact.Set) {
+	if secrets == nil {
+		secrets = redact.NewSet()
+	}
+	rec.Termination = &api.Termination{Summary: secrets.RedactText(report.Summary), Started: o.Started, PID: o.PID, ExitCode: o.ExitCode,
+		Signal: o.Signal, TimedOut: o.TimedOut, OutputExceeded: o.OutputExceeded, Aborted: o.Aborted,
+		SignalsSent: append([]string{}, o.SignalsSent...), DurationMs: o.Duration.Milliseconds(), OutputBytes: o.OutputBytes,
+		CollectorError: o.CollectorError}
+	status := report.RunStatus
+	summary := rec.Termination.Summary
+	if rec.Cancellation != nil {
+		status = "cancelled"
+		summary = fmt.Sprintf("stopped by %s (%s); %s", rec.Cancellation.Actor, rec.Cancellation.IntentID, summary)
+	}
+	if status == "" {
+		status = "failed"
+	}
+	silent := rec.Driver == "nop" || strings.HasPrefix(rec.Driver, "fixture:")
+	final, err := completeIfRunning(context.Background(), c, rec.RunID, status, summary, silent)
+	rec.FinishedAt = r.now() // the run is terminal from here on
+	if err != nil {
+		rec.Reason = "completing the run failed: " + err.Error()
+	}
+	if len(report.Usage) > 0 {
+		rec.Usage = slices.Clone(report.Usage)
+	}
+	// Evidence files are independent: write them concurrently (each is fsynced).
+	refs := make([]*api.EvidenceRef, len(report.Transcript))
+	var wg sync.WaitGroup
+	for i, ev := range report.Transcript {
+		wg.Go(func() {
+			body := []byte(secrets.RedactText(string(ev.Body)))
+			if ref, err := r.rec.putEvidence(rec.RunID, ev.Name, ev.MediaType, body); err == nil {
+				refs[i] = &ref
+			}
+		})
+	}
+	wg.Wait()
+	for _, ref := range refs {
+		if ref != nil {
+			rec.Evidence = append(rec.Evidence, *ref)
+		}
+	}
+	rec.Status = final
+	rec.State = api.RunFinished
+	_ = r.put(rec)
+}
+
+// completeIfRunning completes runID natively with status and summary when it is still
+// running (appending its run.completed event first) and returns its status afterwards.
+// With silent set (an agent that never talks to the API: nop, the fixture programs) it
+// appends run.completed with sequence 1 without reading the state first; otherwise,
+// or when that append is refused, it reads the run from a snapshot (an agent that
+// completed its own run must not meet a denied append in the decision log).
+func completeIfRunning(ctx context.Context, c Company, runID, status, summary string, silent bool) (string, error) {
+	complete := func() (string, error) {
+		in, _ := json.Marshal(controlplane.NativeRunResult{RunID: runID, Status: status, Summary: clip(summary, 2000)})
+		if err := c.CompleteRun(ctx, in); err != nil {
+			return "", err
+		}
+		return status, nil // a native completion sets exactly this status
+	}
+	ev, _ := json.Marshal(controlplane.NativeEvent{EventID: runID + ":completed", RunID: runID, Sequence: 1, Type: "run.completed"})
+	if silent {
+		if _, err := c.AppendEvent(ctx, ev); err == nil {
+			return complete()
+		}
+	}
+	st, err := c.Snapshot(ctx)
+	if err != nil {
+		return "", err
+	}
+	run := findRun(st, runID)
+	if run == nil {
+		return "", &controlplane.Error{Code: "run_missing", Message: "run " + runID + " does not exist"}
+	}
+	if run.Status != "running" {
+		return run.Status, nil
+	}
+	native, completed := int64(0), false
+	for _, raw := range run.Events {
+		var h struct {
+			SourceEventID *string `json:"sourceEventId"`
+			Type          string  `json:"type"`
+		}
+		_ = json.Unmarshal(raw, &h)
+		if h.SourceEventID == nil {
+			native++
+			completed = completed || h.Type == "run.completed"
+		}
+	}
+	if !completed {
+		ev, _ := json.Marshal(controlplane.NativeEvent{EventID: runID + ":completed", RunID: runID, Sequence: native + 1, Type: "run.completed"})
+		if _, err := c.AppendEvent(ctx, ev); err != nil {
+			return run.Status, fmt.Errorf("appending run.completed: %w", err)
+		}
+	}
+	return complete()
+}
+
+func findRun(st controlplane.State, id string) *controlplane.Run {
+	for _, run := range st.Runs {
+		if run.ID == id {
+			return run
+		}
+	}
+	return nil
+}
+
+// recover completes the runs a previous server left open (see the package doc): every
+// running run of the control plane whose id carries the runner's prefix and that has
+// no finished record is an orphan; records left opening or launching whose run does
+// not exist were never checked out.
+func (r *Runner) recover(ctx context.Context) error {
+	const reason = "orphaned: the server stopped while this run's agent process was starting or running; " +
+		"the process died with the server and the run is not relaunched"
+	var errs []error
+	for _, company := range r.host.Companies() {
+		c, ok := r.host.Company(company)
+		if !ok {
+			continue
+		}
+		st, err := c.Snapshot(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		prefix := RunID(company, "")
+		for _, run := range st.Runs {
+			wakeID, ours := strings.CutPrefix(run.ID, prefix)
+			if !ours || run.Status != "running" {
+				continue
+			}
+			rec, known := r.Run(run.ID)
+			if !known {
+				rec = Record{Schema: api.HeartbeatRunSchema, RunID: run.ID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
+					WakeID: wakeID, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
+			}
+			if st.Lifecycle != "running" {
+				errs = append(errs, fmt.Errorf("heartbeat: cannot complete orphaned run %s: company %s is %s", run.ID, company, st.Lifecycle))
+				continue
+			}
+			status, err := completeIfRunning(ctx, c, run.ID, "failed", reason, false)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("heartbeat: completing orphaned run %s: %w", run.ID, err))
+				continue
+			}
+			rec.State, rec.Reason, rec.Status, rec.FinishedAt = api.RunOrphaned, reason, status, r.now()
+			errs = append(errs, r.put(&rec))
+		}
+		for _, rec := range r.Runs(company) {
+			if (rec.State == api.RunOpening || rec.State == api.RunLaunching) && findRun(st, rec.RunID) == nil {
+				rec.State, rec.Reason = api.RunNotOpened, "the server stopped before the checkout; the wake is taken again"
+				errs = append(errs, r.put(&rec))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Cancel is the Stop API (seed 000, "Correlated native Stop API") for runID, called by
+// board actor req.Actor with req.RequestID as sent. Under the run's lock it decides
+// (DecideStop), writes a reserved intent into the run's record, and only then cancels
+// the process (SIGTERM to its group, SIGKILL after worker.TerminateGrace); a running run
+// without a process of this runner is completed as cancelled at once. Errors
+// (*controlplane.Error): cancellation_request_id_invalid (400), run_missing (404),
+// cancellation_conflict (409); store errors.
+func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api.CancelRunResponse, error) {
+	id, err := ParseRequestID(req.RequestID)
+	if err != nil {
+		return api.CancelRunResponse{}, err
+	}
+	req.RequestID = id
+	company, c, run, err := r.locate(ctx, runID)
+	if err != nil {
+		return api.CancelRunResponse{}, err
+	}
+	lock := r.runLock(runID)
+	lock.Lock()
+	defer lock.Unlock()
+	// Re-read under the lock: the run may have finished meanwhile.
+	st, err := c.Snapshot(ctx)
+	if err != nil {
+		return api.CancelRunResponse{}, err
+	}
+	if run = findRun(st, runID); run == nil {
+		return api.CancelRunResponse{}, &controlplane.Error{Code: "run_missing", Message: "run " + runID + " does not exist"}
+	}
+	rec, known := r.Run(runID)
+	if !known {
+		rec = Record{Schema: api.HeartbeatRunSchema, RunID: runID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
+			State: api.RunFinished, Status: run.Status, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
+	}
+	verdict, intent, err := DecideStop(run.Status != "running", rec.Cancellation, req, func() string { return uuid.NewString() })
+	if err != nil {
+		return api.CancelRunResponse{}, err
+	}
+	if verdict == StopJoin {
+		return api.CancelRunResponse{RunID: runID, Disposition: "joined", Intent: intent, Status: run.Status}, nil
+	}
+	intent.RequestedAt = r.now()
+	rec.Cancellation = &intent
+	if err := r.put(&rec); err != nil {
+		return api.CancelRunResponse{}, fmt.Errorf("heartbeat: reserving the Stop intent: %w", err)
+	}
+	r.mu.Lock()
+	cancel := r.live[runID]
+	r.mu.Unlock()
+	status := run.Status
+	if cancel != nil {
+		cancel() // the process group gets SIGTERM, then SIGKILL after the grace period
+	} else {
+		summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
+		if status, err = completeIfRunning(ctx, c, runID, "cancelled", summary, false); err != nil {
+			return api.CancelRunResponse{}, err
+		}
+		rec.Status, rec.FinishedAt = status, r.now()
+		if rec.State == api.RunOpening || rec.State == api.RunLaunching {
+			rec.State = api.RunFinished
+		}
+		_ = r.put(&rec)
+	}
+	return api.CancelRunResponse{RunID: runID, Disposition: "reserved", Intent: intent, Status: status}, nil
+}
+
+// locate finds the company holding runID: the record's company, else every company.
+func (r *Runner) locate(ctx context.Context, runID string) (string, Company, *controlplane.Run, error) {
+	if rec, ok := r.Run(runID); ok {
+		if c, ok := r.host.Company(rec.CompanyID); ok {
+			return rec.CompanyID, c, nil, nil
+		}
+	}
+	for _, id := range r.host.Companies() {
+		c, ok := r.host.Company(id)
+		if !ok {
+			continue
+		}
+		st, err := c.Snapshot(ctx)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if run := findRun(st, runID); run != nil {
+			return id, c, run, nil
+		}
+	}
+	return "", nil, nil, &controlplane.Error{Code: "run_missing", Message: "run " + runID + " does not exist"}
+}

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"encoding/json"
+	"path"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// openAPI returns the encoded OpenAPI 3.1 document of routes, generated from the
+// route tables and the Go wire types (so it cannot drift from the handlers).
+func openAPI(routes []route) []byte {
+	b, err := json.Marshal(OpenAPIDocument(routes))
+	if err != nil {
+		panic("server: encoding the OpenAPI document: " + err.Error())
+	}
+	return b
+}
+
+var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
+
+// OpenAPIDocument builds the OpenAPI 3.1 document of routes: one operation per route
+// with its path parameters, request body schema, success response schema (under its
+// status and its more statuses) and the error schema for every other status; schemas are under components/schemas, named after
+// the Go types.
+func OpenAPIDocument(routes []route) map[string]any {
+	g := &schemaGen{defs: map[string]any{}}
+	errRef := g.schema(reflect.TypeOf(errorBody{}))
+	paths := map[string]map[string]any{}
+	for _, rt := range routes {
+		op := map[string]any{"summary": rt.summary, "operationId": operationID(rt)}
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(rt.pattern, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
+				"schema": map[string]any{"type": "string", "pattern": idPattern.String()}})
+		}
+		if params != nil {
+			op["parameters"] = params
+		}
+		if rt.request != nil {
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+				"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(rt.request))}}}
+		}
+		resp := map[string]any{"default": map[string]any{"description": "error {code, message, retryable}",
+			"content": map[string]any{"application/json": map[string]any{"schema": errRef}}}}
+		for _, status := range append([]int{rt.status}, rt.more...) {
+			if rt.response == nil {
+				resp[strconv.Itoa(status)] = map[string]any{"description": "done"}
+			} else {
+				resp[strconv.Itoa(status)] = map[string]any{"description": "ok", "content": map[string]any{
+					"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(rt.response))}}}
+			}
+		}
+		op["responses"] = resp
+		auth := "agentToken"
+		if rt.board {
+			auth = "boardToken"
+		}
+		op["security"] = []any{map[string]any{auth: []any{}}}
+		if paths[rt.pattern] == nil {
+			paths[rt.pattern] = map[string]any{}
+		}
+		paths[rt.pattern][strings.ToLower(rt.method)] = op
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "agentproof control plane", "version": "1"},
+		"paths":   paths,
+		"components": map[string]any{
+			"schemas": g.defs,
+			"securitySchemes": map[string]any{
+				"boardToken": map[string]any{"type": "http", "scheme": "bearer", "description": "the instance board token (every route)"},
+				"agentToken": map[string]any{"type": "http", "scheme": "bearer", "description": "a per-run agent token (its own company and run)"},
+			},
+		},
+	}
+}
+
+// errorBody is the error schema's Go shape.
+type errorBody struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+func operationID(rt route) string {
+	p := strings.NewReplacer("/api/companies", "companies", "{", "", "}", "", "/", "_").Replace(rt.pattern)
+	return strings.ToLower(rt.method) + "_" + p
+}
+
+type schemaGen struct{ defs map[string]any }
+
+var rawMessageType = reflect.TypeOf(json.RawMessage{})
+
+func (g *schemaGen) schema(t reflect.Type) map[string]any {
+	if t == rawMessageType {
+		return map[string]any{} // any JSON value
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		s := g.schema(t.Elem())
+		return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return map[string]any{"type": "integer"}
+	case reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.Slice:
+		return map[string]any{"type": []any{"array", "null"}, "items": g.schema(t.Elem())}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": g.schema(t.Elem())}
+	case reflect.Struct:
+		name := path.Base(t.PkgPath()) + "." + t.Name()
+		if _, ok := g.defs[name]; !ok {
+			g.defs[name] = nil // reserve against recursion
+			props := map[string]any{}
+			var required []string
+			for i := range t.NumField() {
+				f := t.Field(i)
+				if !f.IsExported() {
+					continue
+				}
+				tag := f.Tag.Get("json")
+				if tag == "-" {
+					continue
+				}
+				jname, opts, _ := strings.Cut(tag, ",")
+				if jname == "" {
+					jname = f.Name
+				}
+				props[jname] = g.schema(f.Type)
+				if !strings.Contains(opts, "omitempty") {
+					required = append(required, jname)
+				}
+			}
+			def := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+			if required != nil {
+				def["required"] = required
+			}
+			g.defs[name] = def
+		}
+		return map[string]any{"$ref": "#/components/schemas/" + name}
+	}
+	return map[string]any{}
+}

@@ -1,0 +1,620 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/controlplane/store"
+)
+
+// idPattern bounds every id in a path: no separators, no dot segments, no traversal.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_:@+=-]{0,127}$`)
+
+var issuePrefixPattern = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
+
+// route is one registered route (also the source of the OpenAPI document's paths).
+type route struct {
+	method, pattern string
+	board           bool // board token only
+	request         any  // request body type (nil: none, json.RawMessage: any JSON)
+	response        any  // success body type (nil: 204)
+	status          int
+	summary         string
+	h               func(ctx context.Context, r *http.Request, p principal) (any, error)
+	more            []int // further success statuses answering the response body (h returns withStatus)
+}
+
+func (s *Server) table() []route {
+	return []route{
+		{"POST", "/api/companies", true, api.CreateCompanyRequest{}, api.Company{}, 201, "create a company", s.createCompany, nil},
+		{"GET", "/api/companies", true, nil, api.CompanyList{}, 200, "list companies", s.listCompanies, nil},
+		{"POST", "/api/companies/{company}/secrets", true, api.CreateSecretRequest{}, api.SecretRef{}, 201, "store a secret (the value is never returned)", s.createSecret, nil},
+		{"POST", "/api/companies/{company}/start", true, nil, nil, 204, "start the company's control plane", s.start, nil},
+		{"POST", "/api/companies/{company}/stop", true, nil, nil, 204, "stop the company's control plane", s.stop, nil},
+		{"POST", "/api/companies/{company}/agents", true, api.CreateAgentRequest{}, api.BoardResult{}, 201, "create an agent", s.board(controlplane.BoardCreateAgent, func() any { return &api.CreateAgentRequest{} }), nil},
+		{"POST", "/api/companies/{company}/projects", true, api.CreateProjectRequest{}, api.BoardResult{}, 201, "create a project", s.board(controlplane.BoardCreateProject, func() any { return &api.CreateProjectRequest{} }), nil},
+		{"POST", "/api/companies/{company}/environments", true, api.CreateEnvironmentRequest{}, api.BoardResult{}, 201, "create an environment", s.board(controlplane.BoardCreateEnvironment, func() any { return &api.CreateEnvironmentRequest{} }), nil},
+		{"POST", "/api/companies/{company}/issues", true, api.CreateIssueRequest{}, api.BoardResult{}, 201, "create an issue", s.board(controlplane.BoardCreateIssue, func() any { return &api.CreateIssueRequest{} }), nil},
+		{"POST", "/api/companies/{company}/issues/{issue}/comments", true, api.CommentRequest{}, api.BoardResult{}, 201, "comment on an issue", s.board(controlplane.BoardComment, func() any { return &api.CommentRequest{} }), nil},
+		{"POST", "/api/companies/{company}/interactions/{interaction}/resolve", true, api.ResolveInteractionRequest{}, api.BoardResult{}, 200, "resolve an interaction", s.board(controlplane.BoardResolveInteraction, func() any { return &api.ResolveInteractionRequest{} }), nil},
+		{"POST", "/api/companies/{company}/approvals/{approval}/decide", true, api.DecideApprovalRequest{}, api.BoardResult{}, 200, "decide an approval", s.board(controlplane.BoardDecideApproval, func() any { return &api.DecideApprovalRequest{} }), nil},
+		{"GET", "/api/companies/{company}/wakes", true, nil, api.WakeList{}, 200, "list scheduled wakes (query dueBy)", s.listWakes, nil},
+		{"GET", "/api/companies/{company}/decisions", true, nil, api.DecisionList{}, 200, "list decision records", s.decisions, nil},
+		{"GET", "/api/companies/{company}/state", true, nil, json.RawMessage{}, 200, "the serialized state (canonical JSON)", s.state, nil},
+		{"GET", "/api/companies/{company}/snapshot", true, nil, json.RawMessage{}, 200, "the state as a JSON object", s.snapshot, nil},
+		{"POST", "/api/companies/{company}/runs", true, controlplane.OpenInput{}, controlplane.RunContext{}, 201, "open (check out) a run; returns its context", s.openRun, nil},
+		{"POST", "/api/companies/{company}/checkouts", true, controlplane.OpenInput{}, nil, 204, "open (check out) a run without reading its context", s.checkout, nil},
+		{"GET", "/api/companies/{company}/runs/{run}/context", false, nil, controlplane.RunContext{}, 200, "a run's context", s.runContext, nil},
+		{"GET", "/api/companies/{company}/runs/{run}/events", false, nil, controlplane.Replay{}, 200, "replay PRP events (query sourceInstanceId, afterSourceSeq, limit)", s.replay, nil},
+		{"POST", "/api/companies/{company}/events", false, json.RawMessage{}, controlplane.Receipt{}, 200, "append a PRP or native run event", s.appendEvent, nil},
+		{"POST", "/api/companies/{company}/commands", false, api.CommandRequest{}, controlplane.CommandResult{}, 200, "apply a semantic command", s.applyCommand, nil},
+		{"POST", "/api/companies/{company}/commands/try", false, api.CommandRequest{}, controlplane.CommandOutcome{}, 200, "apply a semantic command; state-machine errors folded into the outcome", s.tryCommand, nil},
+		{"POST", "/api/companies/{company}/complete", false, json.RawMessage{}, nil, 204, "complete a run", s.complete, nil},
+		{"GET", "/api/companies/{company}/session/checkpoint", false, nil, api.Checkpoint{}, 200, "the active run's session checkpoint", s.loadCheckpoint, nil},
+		{"PUT", "/api/companies/{company}/session/checkpoint", false, json.RawMessage{}, nil, 204, "store the active run's session checkpoint", s.checkpoint, nil},
+	}
+}
+
+// serveMux is an http.ServeMux that records every pattern registered on it, so that a
+// test can check that every served route is in the OpenAPI document. Every mux of this
+// package is one.
+type serveMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func newServeMux() *serveMux { return &serveMux{ServeMux: http.NewServeMux()} }
+
+// Handle registers h for pattern (http.ServeMux.Handle) and records pattern.
+func (m *serveMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+// HandleFunc registers h for pattern (http.ServeMux.HandleFunc) and records pattern.
+func (m *serveMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+// handleOpenAPI serves GET /openapi.json: the document of routes, which must be every
+// route mux serves besides the document itself and the catch-all.
+func handleOpenAPI(mux *serveMux, routes []route) {
+	doc := openAPI(routes)
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(doc)
+	})
+}
+
+func (s *Server) routes() http.Handler {
+	mux := newServeMux()
+	for _, rt := range s.table() {
+		mux.HandleFunc(rt.method+" "+rt.pattern, s.wrap(rt))
+	}
+	handleOpenAPI(mux, s.table())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &controlplane.Error{Code: "not_found", Message: "no route " + r.Method + " " + r.URL.Path})
+	})
+	return mux
+}
+
+func (s *Server) wrap(rt route) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, api.MaxBodyBytes)
+		p, err := s.authenticate(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		for _, name := range []string{"company", "run", "issue", "interaction", "approval"} {
+			if v := r.PathValue(name); v != "" && !idPattern.MatchString(v) {
+				writeError(w, invalid(fmt.Sprintf("%s id %q is not a valid id", name, v)))
+				return
+			}
+		}
+		if !p.board {
+			if rt.board {
+				writeError(w, errForbidden("this route needs the board token"))
+				return
+			}
+			if c := r.PathValue("company"); c != p.agent.Company {
+				writeError(w, errForbidden("the agent token belongs to another company"))
+				return
+			}
+		}
+		out, err := rt.h(r.Context(), r, p)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if rt.response == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		status := rt.status
+		if ws, ok := out.(withStatus); ok {
+			status, out = ws.status, ws.body
+		}
+		if b, ok := out.(rawBody); ok {
+			w.WriteHeader(status)
+			w.Write(b)
+			return
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			writeError(w, fmt.Errorf("server: encoding the response: %w", err))
+			return
+		}
+		w.WriteHeader(status)
+		w.Write(b)
+	}
+}
+
+// rawBody is a response already encoded as JSON.
+type rawBody []byte
+
+// withStatus is a response body answered with one of its route's more statuses
+// instead of the route's status.
+type withStatus struct {
+	status int
+	body   any
+}
+
+func invalid(msg string) error { return &controlplane.Error{Code: "invalid_request", Message: msg} }
+
+// StatusOf maps an error to its HTTP status: 400 malformed or invalid input, 401/403
+// auth, 404 missing, 409 conflicts, 413 too large, 503 retryable faults and store
+// unavailability, 422 other state-machine refusals, 500 errors without a code.
+func StatusOf(err error) int {
+	var e *controlplane.Error
+	if !errors.As(err, &e) {
+		return http.StatusInternalServerError
+	}
+	c := e.Code
+	switch {
+	case e.Retryable:
+		return http.StatusServiceUnavailable
+	case c == "unauthorized":
+		return http.StatusUnauthorized
+	case c == "forbidden" || strings.HasSuffix(c, "scope_violation") || strings.HasPrefix(c, "capability_"):
+		return http.StatusForbidden
+	case c == "not_found" || strings.HasSuffix(c, "_missing"):
+		return http.StatusNotFound
+	case c == "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case strings.Contains(c, "conflict") || strings.HasPrefix(c, "checkout_") || strings.HasSuffix(c, "already_running") ||
+		strings.HasSuffix(c, "already_resolved") || strings.HasSuffix(c, "already_decided"):
+		return http.StatusConflict
+	case c == "invalid_request" || c == "secret_ref_required" || strings.HasSuffix(c, "_invalid") || strings.HasSuffix(c, "_required"):
+		return http.StatusBadRequest
+	}
+	return http.StatusUnprocessableEntity
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var e *controlplane.Error
+	if !errors.As(err, &e) {
+		e = &controlplane.Error{Code: "internal_error", Message: "internal error"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(StatusOf(e))
+	b, _ := json.Marshal(e)
+	w.Write(b)
+}
+
+// readBody reads the whole (size-limited) body.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, &controlplane.Error{Code: "request_too_large", Message: fmt.Sprintf("the request body exceeds %d bytes", api.MaxBodyBytes)}
+	}
+	if err != nil {
+		return nil, invalid("reading the request body: " + err.Error())
+	}
+	return b, nil
+}
+
+// DecodeStrict decodes one JSON object from b into v, rejecting unknown fields, wrong
+// types and trailing data with an invalid_request *Error.
+func DecodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalid("malformed request body: " + err.Error())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("malformed request body: trailing data after the JSON object")
+	}
+	return nil
+}
+
+func decodeBody(r *http.Request, v any) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return DecodeStrict(b, v)
+}
+
+func (s *Server) pathCompany(r *http.Request) (*store.Company, error) {
+	return s.company(r.PathValue("company"))
+}
+
+// ---- board handlers ----
+
+func (s *Server) createCompany(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	var req api.CreateCompanyRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if len(req.State) > 0 {
+		if req.Name != "" || req.IssuePrefix != "" {
+			return nil, invalid("state excludes name and issuePrefix")
+		}
+		id, err := s.inst.CreateCompany(ctx, req.State)
+		if err != nil {
+			return nil, err
+		}
+		return api.Company{ID: id}, nil
+	}
+	var problems []string
+	if strings.TrimSpace(req.Name) == "" {
+		problems = append(problems, "name is required")
+	}
+	if !issuePrefixPattern.MatchString(req.IssuePrefix) {
+		problems = append(problems, "issuePrefix must be 1-10 upper-case letters or digits, starting with a letter")
+	}
+	if len(problems) > 0 {
+		return nil, invalid(strings.Join(problems, "; "))
+	}
+	id, err := s.inst.CreateBoardCompany(ctx, req.Name, req.IssuePrefix)
+	if err != nil {
+		return nil, err
+	}
+	c := s.inst.Company(id)
+	if _, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateEnvironment,
+		Input: json.RawMessage(`{"kind":"local","name":"local"}`)}); err != nil {
+		return nil, fmt.Errorf("server: creating the local environment: %w", err)
+	}
+	return api.Company{ID: id}, nil
+}
+
+func (s *Server) listCompanies(context.Context, *http.Request, principal) (any, error) {
+	out := api.CompanyList{Companies: []api.Company{}}
+	for _, id := range s.inst.Companies() {
+		out.Companies = append(out.Companies, api.Company{ID: id})
+	}
+	return out, nil
+}
+
+func (s *Server) createSecret(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	var req api.CreateSecretRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	return s.PutSecret(ctx, r.PathValue("company"), req)
+}
+
+func (s *Server) start(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	return nil, c.Start(ctx)
+}
+
+func (s *Server) stop(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	return nil, c.Stop(ctx)
+}
+
+// board decodes a typed request, checks secret references, adds the path ids and
+// applies the board operation.
+func (s *Server) board(kind string, newReq func() any) func(ctx context.Context, r *http.Request, p principal) (any, error) {
+	return func(ctx context.Context, r *http.Request, _ principal) (any, error) {
+		c, err := s.pathCompany(r)
+		if err != nil {
+			return nil, err
+		}
+		req := newReq()
+		if err := decodeBody(r, req); err != nil {
+			return nil, err
+		}
+		var input any = req
+		switch v := req.(type) {
+		case *api.CreateAgentRequest:
+			if err := s.checkSecretRefs(ctx, c.ID(), v.AdapterConfig); err != nil {
+				return nil, err
+			}
+		case *api.CreateEnvironmentRequest:
+			if err := s.checkSecretRefs(ctx, c.ID(), v.Config); err != nil {
+				return nil, err
+			}
+		case *api.CommentRequest:
+			input = map[string]any{"issueId": r.PathValue("issue"), "body": v.Body}
+		case *api.ResolveInteractionRequest:
+			input = map[string]any{"interactionId": r.PathValue("interaction"), "outcome": v.Outcome, "result": v.Result}
+		case *api.DecideApprovalRequest:
+			input = map[string]any{"approvalId": r.PathValue("approval"), "decision": v.Decision, "note": v.Note}
+		}
+		b, err := json.Marshal(input)
+		if err != nil {
+			return nil, invalid(err.Error())
+		}
+		return c.ApplyBoard(ctx, controlplane.BoardOp{Kind: kind, Input: b})
+	}
+}
+
+func (s *Server) listWakes(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	ws, err := s.DueWakes(ctx, r.PathValue("company"), r.URL.Query().Get("dueBy"))
+	if err != nil {
+		return nil, err
+	}
+	return api.WakeList{Wakes: ws}, nil
+}
+
+func (s *Server) decisions(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := c.DecisionRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return api.DecisionList{Decisions: ds}, nil
+}
+
+func (s *Server) state(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.Serialize(ctx)
+	return rawBody(b), err
+}
+
+func (s *Server) snapshot(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (s *Server) openRun(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	var in controlplane.OpenInput
+	if err := decodeBody(r, &in); err != nil {
+		return nil, err
+	}
+	return c.OpenFixtureRun(ctx, in)
+}
+
+func (s *Server) checkout(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	var in controlplane.OpenInput
+	if err := decodeBody(r, &in); err != nil {
+		return nil, err
+	}
+	return nil, c.OpenRun(ctx, in)
+}
+
+// ---- agent handlers ----
+
+// agentRun checks that p may act on run (the board may act on any).
+func (s *Server) agentRun(ctx context.Context, c *store.Company, p principal, run string) error {
+	if p.board {
+		return nil
+	}
+	if err := p.mayAct(c.ID(), run); err != nil {
+		return err
+	}
+	actor, _, err := c.RunActor(ctx, run)
+	if err != nil {
+		return err
+	}
+	if actor != p.agent.Actor {
+		return errForbidden("the agent token belongs to another actor")
+	}
+	return nil
+}
+
+// activeRunFor checks an agent's token against the company's active run.
+func (s *Server) activeRunFor(ctx context.Context, c *store.Company, p principal) error {
+	if p.board {
+		return nil
+	}
+	run, ok, err := c.ActiveRun(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errForbidden("there is no active run for this agent token")
+	}
+	return s.agentRun(ctx, c, p, run)
+}
+
+func (s *Server) runContext(ctx context.Context, r *http.Request, p principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.agentRun(ctx, c, p, r.PathValue("run")); err != nil {
+		return nil, err
+	}
+	return c.Context(ctx, r.PathValue("run"))
+}
+
+func (s *Server) replay(ctx context.Context, r *http.Request, p principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	run := r.PathValue("run")
+	if err := s.agentRun(ctx, c, p, run); err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	rq := controlplane.ReplayQuery{RunID: run, SourceInstanceID: q.Get("sourceInstanceId")}
+	if v := q.Get("afterSourceSeq"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, invalid("afterSourceSeq must be an integer")
+		}
+		rq.AfterSourceSeq = n
+	}
+	rq.Limit = math.MaxInt32 // absent: every event
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, invalid("limit must be an integer")
+		}
+		rq.Limit = n
+	}
+	return c.ReplayEvents(ctx, rq)
+}
+
+// runOf returns the runId member of a JSON object body ("" when absent or not JSON).
+func runOf(b []byte) string {
+	var h struct {
+		RunID string `json:"runId"`
+	}
+	if json.Unmarshal(b, &h) != nil {
+		return ""
+	}
+	return h.RunID
+}
+
+func (s *Server) appendEvent(ctx context.Context, r *http.Request, p principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	b, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if !p.board {
+		if err := s.agentRun(ctx, c, p, runOf(b)); err != nil {
+			return nil, err
+		}
+	}
+	return c.AppendEvent(ctx, b)
+}
+
+func (s *Server) envelope(ctx context.Context, r *http.Request, p principal) (*store.Company, controlplane.CommandEnvelope, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, controlplane.CommandEnvelope{}, err
+	}
+	var req api.CommandRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, controlplane.CommandEnvelope{}, err
+	}
+	env := controlplane.CommandEnvelope{RunID: req.RunID, IdempotencyKey: req.IdempotencyKey, ExpectedRevision: req.ExpectedRevision, Command: req.Command}
+	if req.CommandText != nil {
+		if req.Command != nil {
+			return nil, env, invalid("command and commandText are exclusive")
+		}
+		env.Command = json.RawMessage(*req.CommandText)
+	}
+	if err := s.agentRun(ctx, c, p, req.RunID); err != nil {
+		return nil, env, err
+	}
+	return c, env, nil
+}
+
+func (s *Server) applyCommand(ctx context.Context, r *http.Request, p principal) (any, error) {
+	c, env, err := s.envelope(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
+	return c.ApplyCommand(ctx, env)
+}
+
+func (s *Server) tryCommand(ctx context.Context, r *http.Request, p principal) (any, error) {
+	c, env, err := s.envelope(ctx, r, p)
+	if err != nil {
+		return nil, err
+	}
+	return c.TryApplyCommand(ctx, env)
+}
+
+func (s *Server) complete(ctx context.Context, r *http.Request, p principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	b, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if !p.board {
+		if run := runOf(b); run != "" {
+			err = s.agentRun(ctx, c, p, run)
+		} else {
+			err = s.activeRunFor(ctx, c, p)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, c.CompleteRun(ctx, b)
+}
+
+func (s *Server) loadCheckpoint(ctx context.Context, r *http.Request, p principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.activeRunFor(ctx, c, p); err != nil {
+		return nil, err
+	}
+	cp, err := c.LoadSessionCheckpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return api.Checkpoint{Checkpoint: cp}, nil
+}
+
+func (s *Server) checkpoint(ctx context.Context, r *http.Request, p principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.activeRunFor(ctx, c, p); err != nil {
+		return nil, err
+	}
+	b, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	return nil, c.CheckpointSession(ctx, b)
+}

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/server/heartbeat"
+)
+
+// RunnerOptions configure the heartbeat runner of Serve (issue 8). Executable is the
+// absolute path of the agentproof binary the built-in and fixture drivers run (""
+// means os.Executable()); MaxConcurrent and PollInterval are heartbeat.Config's.
+type RunnerOptions struct {
+	Executable    string
+	MaxConcurrent int
+	PollInterval  time.Duration
+}
+
+// HeartbeatDir is the directory of heartbeat run records inside the instance home.
+const HeartbeatDir = "heartbeat"
+
+// Serving is a Running server with its heartbeat runner.
+type Serving struct {
+	*Running
+	Runner *heartbeat.Runner
+}
+
+// Serve opens the instance, listens on addr and serves the HTTP API plus the heartbeat
+// routes (Stop API, run records), with the heartbeat runner taking wakes (package
+// heartbeat). Errors: Open's, a listen failure, runner recovery failures.
+func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*Serving, error) {
+	home, err := filepath.Abs(opts.Home)
+	if err != nil {
+		return nil, fmt.Errorf("server: home: %w", err)
+	}
+	opts.Home = home
+	exe := ro.Executable
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("server: locating the agentproof executable: %w", err)
+		}
+	}
+	s, err := Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("server: listening on %s: %w", addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	rn, err := heartbeat.New(runnerHost{s: s, url: url}, heartbeat.Config{Dir: filepath.Join(home, HeartbeatDir), Home: home,
+		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval})
+	if err != nil {
+		ln.Close()
+		s.Close()
+		return nil, err
+	}
+	h := s.heartbeatHandler(rn)
+	r := &Running{Server: s, Addr: ln.Addr().String(), URL: url, done: make(chan error, 1),
+		hs: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}}
+	go func() {
+		err := r.hs.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		r.done <- err
+	}()
+	if err := rn.Start(ctx); err != nil {
+		r.Shutdown(context.Background())
+		return nil, err
+	}
+	return &Serving{Running: r, Runner: rn}, nil
+}
+
+// Shutdown stops the runner first (its agent processes are stopped and their runs
+// completed while the store is still open), then the HTTP server and the store.
+func (sv *Serving) Shutdown(ctx context.Context) error {
+	err := sv.Runner.Shutdown(ctx)
+	if serr := sv.Running.Shutdown(ctx); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// runnerHost adapts a Server to heartbeat.Host.
+type runnerHost struct {
+	s   *Server
+	url string
+}
+
+func (h runnerHost) Companies() []string { return h.s.inst.Companies() }
+
+func (h runnerHost) Company(id string) (heartbeat.Company, bool) {
+	c := h.s.inst.Company(id)
+	if c == nil {
+		return nil, false
+	}
+	return c, true
+}
+
+func (h runnerHost) MintAgentToken(company, actor, run string) string {
+	return h.s.MintAgentToken(company, actor, run)
+}
+
+func (h runnerHost) ResolveSecret(ctx context.Context, company string, ref api.SecretRef) (string, error) {
+	return h.s.ResolveSecret(ctx, company, ref)
+}
+
+func (h runnerHost) AgentAPIURL(company string) string { return h.url + "/api/companies/" + company }
+
+// heartbeatTable is the heartbeat routes of rn (board token only; also in the OpenAPI
+// document Serve serves):
+//
+//	POST /api/heartbeat-runs/{run}/cancel        Stop (body api.CancelRunRequest, optional)
+//	GET  /api/heartbeat-runs/{run}               the run's api.HeartbeatRun
+//	GET  /api/companies/{company}/heartbeat-runs  api.HeartbeatRunList
+func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
+	return []route{
+		{method: "POST", pattern: "/api/heartbeat-runs/{run}/cancel", board: true, request: api.CancelRunRequest{}, response: api.CancelRunResponse{},
+			status: http.StatusAccepted, more: []int{http.StatusOK}, summary: "Stop a heartbeat run (202 reserved, 200 joined an earlier Stop); an empty body is a Stop without a cancellationRequestId",
+			h: func(ctx context.Context, r *http.Request, _ principal) (any, error) {
+				b, err := readBody(r)
+				if err != nil {
+					return nil, err
+				}
+				var req api.CancelRunRequest
+				if len(b) > 0 {
+					if err := DecodeStrict(b, &req); err != nil {
+						return nil, err
+					}
+				}
+				out, err := rn.Cancel(ctx, r.PathValue("run"), heartbeat.StopRequest{RequestID: req.CancellationRequestID, Actor: heartbeat.LocalBoardActor})
+				if err != nil {
+					return nil, err
+				}
+				if out.Disposition == "joined" {
+					return withStatus{http.StatusOK, out}, nil
+				}
+				return out, nil
+			}},
+		{method: "GET", pattern: "/api/heartbeat-runs/{run}", board: true, response: api.HeartbeatRun{}, status: http.StatusOK,
+			summary: "the heartbeat runner's record of a run",
+			h: func(_ context.Context, r *http.Request, _ principal) (any, error) {
+				rec, ok := rn.Run(r.PathValue("run"))
+				if !ok {
+					return nil, &api.Error{Code: "run_missing", Message: "no heartbeat run " + r.PathValue("run")}
+				}
+				return rec, nil
+			}},
+		{method: "GET", pattern: "/api/companies/{company}/heartbeat-runs", board: true, response: api.HeartbeatRunList{}, status: http.StatusOK,
+			summary: "the company's heartbeat run records in the order their wakes were taken",
+			h: func(_ context.Context, r *http.Request, _ principal) (any, error) {
+				if _, err := s.pathCompany(r); err != nil {
+					return nil, err
+				}
+				return api.HeartbeatRunList{Runs: rn.Runs(r.PathValue("company"))}, nil
+			}},
+	}
+}
+
+// heartbeatHandler serves the heartbeat routes (heartbeatTable) and the OpenAPI
+// document of every route, and hands every other request to the API handler, kicking
+// the runner after each state-changing request.
+func (s *Server) heartbeatHandler(rn *heartbeat.Runner) http.Handler {
+	mux := newServeMux()
+	hb := s.heartbeatTable(rn)
+	for _, rt := range hb {
+		mux.HandleFunc(rt.method+" "+rt.pattern, s.wrap(rt))
+	}
+	handleOpenAPI(mux, append(s.table(), hb...))
+	apiHandler := s.Handler()
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apiHandler.ServeHTTP(w, r)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			rn.Kick()
+		}
+	}))
+	return mux
+}

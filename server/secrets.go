@@ -1,0 +1,192 @@
+package server
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/controlplane/store"
+	"github.com/agentproof/agentproof/redact"
+)
+
+func (s *Server) aead() (cipher.AEAD, error) {
+	block, err := aes.NewCipher(s.master)
+	if err != nil {
+		return nil, fmt.Errorf("server: cipher: %w", err)
+	}
+	return cipher.NewGCM(block)
+}
+
+func secretAAD(company, id string, version int64) []byte {
+	return []byte(company + "\x00" + id + "\x00" + strconv.FormatInt(version, 10))
+}
+
+// PutSecret seals value under the master key and stores it for company, returning
+// its reference. Errors: company_missing, invalid_request (empty name, key or value),
+// store errors.
+func (s *Server) PutSecret(ctx context.Context, company string, req api.CreateSecretRequest) (api.SecretRef, error) {
+	if _, err := s.company(company); err != nil {
+		return api.SecretRef{}, err
+	}
+	var problems []string
+	if strings.TrimSpace(req.Name) == "" {
+		problems = append(problems, "name is required")
+	}
+	if strings.TrimSpace(req.Key) == "" {
+		problems = append(problems, "key is required")
+	}
+	if req.Value == "" {
+		problems = append(problems, "value is required")
+	}
+	if len(problems) > 0 {
+		return api.SecretRef{}, invalid(strings.Join(problems, "; "))
+	}
+	idb := make([]byte, 12)
+	if _, err := rand.Read(idb); err != nil {
+		return api.SecretRef{}, err
+	}
+	id := "secret-" + hex.EncodeToString(idb)
+	g, err := s.aead()
+	if err != nil {
+		return api.SecretRef{}, err
+	}
+	nonce := make([]byte, g.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return api.SecretRef{}, err
+	}
+	const version = 1
+	sealed := store.SealedSecret{CompanyID: company, ID: id, Name: req.Name, Key: req.Key, Version: version, Nonce: nonce,
+		Ciphertext: g.Seal(nil, nonce, []byte(req.Value), secretAAD(company, id, version))}
+	if err := s.inst.PutSecret(ctx, sealed); err != nil {
+		return api.SecretRef{}, err
+	}
+	return api.SecretRef{Type: api.SecretRefType, SecretID: id, Version: "latest"}, nil
+}
+
+// ResolveSecret returns the value ref points to in company (for the heartbeat runner,
+// in process only: no route returns a value). Errors: secret_missing, invalid_request
+// (not a secret_ref of version latest), decryption failure.
+func (s *Server) ResolveSecret(ctx context.Context, company string, ref api.SecretRef) (string, error) {
+	if ref.Type != api.SecretRefType || ref.Version != "latest" || ref.SecretID == "" {
+		return "", invalid("not a secret reference {type: secret_ref, secretId, version: latest}")
+	}
+	sec, ok, err := s.inst.Secret(ctx, company, ref.SecretID)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", &controlplane.Error{Code: "secret_missing", Message: fmt.Sprintf("secret %s does not exist in company %s", ref.SecretID, company)}
+	}
+	g, err := s.aead()
+	if err != nil {
+		return "", err
+	}
+	plain, err := g.Open(nil, sec.Nonce, sec.Ciphertext, secretAAD(company, sec.ID, sec.Version))
+	if err != nil {
+		return "", fmt.Errorf("server: secret %s does not decrypt under this instance's master key", sec.ID)
+	}
+	return string(plain), nil
+}
+
+// credentialWords mark a key as naming a credential (compared lower-case with _ - .
+// and spaces removed), beyond redact.SensitiveKey's exact names (so OPENAI_API_KEY,
+// githubToken, dbPassword are credentials).
+var credentialWords = []string{"apikey", "token", "secret", "password", "passwd", "credential", "privatekey", "accesskey", "auth"}
+
+func credentialKey(k string) bool {
+	if redact.SensitiveKey(k) {
+		return true
+	}
+	n := strings.Map(func(r rune) rune {
+		switch r {
+		case '_', '-', '.', ' ':
+			return -1
+		}
+		return r
+	}, strings.ToLower(k))
+	for _, w := range credentialWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSecretRefs verifies that payload (agent adapter config or environment config)
+// holds credentials only as secret references of company that exist: a
+// credential-named key must hold a SecretRef, no string may have a secret's shape, and
+// every SecretRef must name a stored secret. It returns a secret_ref_required *Error
+// listing every problem.
+func (s *Server) checkSecretRefs(ctx context.Context, company string, payload json.RawMessage) error {
+	if len(payload) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(payload, &v); err != nil {
+		return invalid("payload is not valid JSON: " + err.Error())
+	}
+	var problems []string
+	var walk func(path string, v any, credential bool)
+	walk = func(path string, v any, credential bool) {
+		if ref, ok := asSecretRef(v); ok {
+			if _, found, err := s.inst.Secret(ctx, company, ref.SecretID); err != nil || !found {
+				problems = append(problems, path+": secret "+ref.SecretID+" does not exist in this company")
+			}
+			return
+		}
+		switch t := v.(type) {
+		case map[string]any:
+			if credential {
+				problems = append(problems, path+": a credential must be a secret reference")
+				return
+			}
+			for k, c := range t {
+				if redact.HasShape(k) {
+					problems = append(problems, path+": a key has the shape of a secret")
+					continue
+				}
+				walk(path+"."+k, c, credentialKey(k))
+			}
+		case []any:
+			for i, c := range t {
+				walk(path+"["+strconv.Itoa(i)+"]", c, credential)
+			}
+		case string:
+			if credential {
+				problems = append(problems, path+": a credential must be a secret reference, not a value")
+			} else if redact.HasShape(t) {
+				problems = append(problems, path+": the value has the shape of a secret; store it with POST /secrets and pass its reference")
+			}
+		case nil, bool, float64:
+			if credential && t != nil {
+				problems = append(problems, path+": a credential must be a secret reference")
+			}
+		}
+	}
+	walk("$", v, false)
+	if len(problems) > 0 {
+		return &controlplane.Error{Code: "secret_ref_required", Message: strings.Join(problems, "; ")}
+	}
+	return nil
+}
+
+func asSecretRef(v any) (api.SecretRef, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || m["type"] != api.SecretRefType {
+		return api.SecretRef{}, false
+	}
+	id, _ := m["secretId"].(string)
+	ver, _ := m["version"].(string)
+	if len(m) != 3 || id == "" || ver != "latest" {
+		return api.SecretRef{}, false
+	}
+	return api.SecretRef{Type: api.SecretRefType, SecretID: id, Version: ver}, true
+}

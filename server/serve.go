@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Running is a Server accepting HTTP requests on a listener.
+type Running struct {
+	*Server
+	// Addr is the listening address (host:port); URL is "http://" + Addr.
+	Addr, URL string
+	hs        *http.Server
+	done      chan error
+}
+
+// Start opens the instance and serves it on addr (for example 127.0.0.1:0). Errors:
+// Open's, and a listen failure.
+func Start(ctx context.Context, opts Options, addr string) (*Running, error) {
+	s, err := Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("server: listening on %s: %w", addr, err)
+	}
+	r := &Running{Server: s, Addr: ln.Addr().String(), URL: "http://" + ln.Addr().String(), done: make(chan error, 1),
+		hs: &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}}
+	go func() {
+		err := r.hs.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		r.done <- err
+	}()
+	return r, nil
+}
+
+// Shutdown stops accepting connections, waits for in-flight requests (until ctx is
+// done), then commits and closes the store. It returns the first error.
+func (r *Running) Shutdown(ctx context.Context) error {
+	err := r.hs.Shutdown(ctx)
+	if serr := <-r.done; err == nil {
+		err = serr
+	}
+	if cerr := r.Server.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

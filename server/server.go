@@ -1,0 +1,222 @@
+// Package server is the control-plane HTTP API (issue 7): board routes (companies,
+// secrets, environments, agents, projects, issues, comments, interactions, approvals,
+// runs, wakes, decisions, state) behind the instance board token, and agent routes
+// (run context, events, commands with idempotency keys, completion, session
+// checkpoints, replay) behind per-run agent tokens. Each company is a durable seed-001
+// state machine (package controlplane/store). Errors are JSON {code, message,
+// retryable}. The OpenAPI 3.1 document is served at /openapi.json.
+//
+// The instance home holds instance.db (SQLite, unless a PostgreSQL URL is given),
+// board.token and master.key (both 0600). Secrets are sealed with AES-256-GCM under
+// the master key; no route, log or snapshot returns a value. In-process code (the
+// heartbeat runner) uses DueWakes, OpenRun, MintAgentToken and ResolveSecret.
+package server
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/controlplane/store"
+)
+
+// Options configure Open. Home is required; Postgres, when set, is the database URL
+// (the instance then keeps only its token and key files in Home).
+type Options struct {
+	Home     string
+	Postgres string
+}
+
+// Server is an open control-plane instance with its HTTP handler. Close it to commit
+// and close the store.
+type Server struct {
+	lock       *os.File // exclusive flock on LockFile while open
+	inst       *store.Instance
+	boardToken string
+	master     []byte // 32 bytes, AES-256-GCM key of secrets
+	tokenKey   []byte // HMAC-SHA256 key of agent tokens, derived from master
+	handler    http.Handler
+}
+
+// File names in the instance home.
+const (
+	DatabaseFile   = "instance.db"
+	BoardTokenFile = "board.token"
+	MasterKeyFile  = "master.key"
+	LockFile       = "instance.lock"
+)
+
+// lockHome takes an exclusive, non-blocking flock on the home's lock file, so that two
+// processes never serve one home (the kernel releases it when a process dies, even by
+// SIGKILL). Error: the home is in use.
+func lockHome(home string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(home, LockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("server: opening the lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("server: instance home %s is in use by another process: %w", home, err)
+	}
+	return f, nil
+}
+
+// Open opens (creating when needed) the instance in opts.Home. Errors: Home missing or
+// not a directory, a key file with permissions wider than 0600, store errors.
+func Open(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Home == "" {
+		return nil, errors.New("server: an instance home is required")
+	}
+	if err := os.MkdirAll(opts.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("server: creating home: %w", err)
+	}
+	lock, err := lockHome(opts.Home)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
+	token, err := secretFile(filepath.Join(opts.Home, BoardTokenFile), func(b []byte) []byte {
+		return []byte(hex.EncodeToString(b))
+	})
+	if err != nil {
+		return nil, err
+	}
+	master, err := secretFile(filepath.Join(opts.Home, MasterKeyFile), func(b []byte) []byte { return b })
+	if err != nil {
+		return nil, err
+	}
+	if len(master) != 32 {
+		return nil, fmt.Errorf("server: %s must hold 32 bytes, has %d", MasterKeyFile, len(master))
+	}
+	var inst *store.Instance
+	if opts.Postgres != "" {
+		inst, err = store.OpenPostgres(ctx, opts.Postgres)
+	} else {
+		db := filepath.Join(opts.Home, DatabaseFile)
+		// the database holds sealed secrets and the journal: 0600 (SQLite gives its
+		// -wal and -shm files the database file's mode)
+		if f, cerr := os.OpenFile(db, os.O_RDWR|os.O_CREATE, 0o600); cerr != nil {
+			return nil, fmt.Errorf("server: creating %s: %w", DatabaseFile, cerr)
+		} else {
+			f.Close()
+		}
+		inst, err = store.OpenSQLite(ctx, db)
+	}
+	if err != nil {
+		return nil, err
+	}
+	mac := hmac.New(sha256.New, master)
+	mac.Write([]byte("agentproof agent tokens v1"))
+	ok = true
+	s := &Server{lock: lock, inst: inst, boardToken: strings.TrimSpace(string(token)), master: master, tokenKey: mac.Sum(nil)}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// secretFile reads path, or creates it 0600 from 32 random bytes passed through
+// encode. It refuses a file readable by group or others.
+func secretFile(path string, encode func([]byte) []byte) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("server: random bytes: %w", err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("server: creating %s: %w", filepath.Base(path), err)
+		}
+		data := encode(b)
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("server: writing %s: %w", filepath.Base(path), err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("server: syncing %s: %w", filepath.Base(path), err)
+		}
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+		return data, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server: %s: %w", filepath.Base(path), err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("server: %s has mode %o; it must be 0600", filepath.Base(path), fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("server: reading %s: %w", filepath.Base(path), err)
+	}
+	return b, nil
+}
+
+// Handler returns the HTTP handler of every route.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// BoardToken returns the instance board token (for in-process callers and tests; it is
+// never logged).
+func (s *Server) BoardToken() string { return s.boardToken }
+
+// Store returns the underlying store instance.
+func (s *Server) Store() *store.Instance { return s.inst }
+
+// Close commits queued writes and closes the store.
+func (s *Server) Close() error {
+	err := s.inst.Close()
+	s.lock.Close()
+	return err
+}
+
+// company returns the company or a company_missing *Error.
+func (s *Server) company(id string) (*store.Company, error) {
+	c := s.inst.Company(id)
+	if c == nil {
+		return nil, &controlplane.Error{Code: "company_missing", Message: fmt.Sprintf("company %s does not exist", id)}
+	}
+	return c, nil
+}
+
+// DueWakes returns company's scheduled wakes due at or before dueBy (the state's
+// ISO-8601 ms form; "" for all), oldest first: what the heartbeat runner takes.
+// Errors: company_missing.
+func (s *Server) DueWakes(ctx context.Context, company, dueBy string) ([]controlplane.ScheduledWake, error) {
+	c, err := s.company(company)
+	if err != nil {
+		return nil, err
+	}
+	return c.ListWakes(ctx, dueBy)
+}
+
+// OpenRun opens (atomically checks out, journaled) a run in company and returns its
+// context: the runner's checkout of a due wake. Errors: company_missing and the
+// state machine's open_run codes.
+func (s *Server) OpenRun(ctx context.Context, company string, in controlplane.OpenInput) (controlplane.RunContext, error) {
+	c, err := s.company(company)
+	if err != nil {
+		return controlplane.RunContext{}, err
+	}
+	return c.OpenFixtureRun(ctx, in)
+}
+
+// Companies returns the instance ids of every company in creation order (the heartbeat
+// runner iterates them for due wakes).
+func (s *Server) Companies() []string { return s.inst.Companies() }
