@@ -76,6 +76,8 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newReportCmd(a),
 		newRunCmd(a),
 		newServeCmd(a),
+		newModelCmd(a),
+		newAgentsCmd(a),
 	)
 	return root
 }

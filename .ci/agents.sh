@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the pinned real agent CLIs (Codex, OpenCode; spec real-agent-clis) with
+# `agentproof agents install` and prints the cache directory on stdout, for the tests
+# that run the real CLIs against the scripted model (agent/clis, AGENTPROOF_AGENTS_DIR).
+# Progress goes to stderr. A warm machine reuses the installs already in the cache.
+#
+# Use from .ci/run (two lines, so a failure here stops the run under set -e):
+#   AGENTPROOF_AGENTS_DIR="$(.ci/agents.sh)"
+#   export AGENTPROOF_AGENTS_DIR
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+dir="${AGENTPROOF_AGENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agentproof/agents}"
+
+# npm fetches the CLIs (Node 20 is on the machines; Debian's nodejs/npm otherwise).
+if ! command -v npm >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq nodejs npm >&2
+fi
+
+start=$(date +%s)
+go run ./cmd/agentproof agents install --dir "$dir" >&2
+echo "agent CLIs ready in $dir ($(( $(date +%s) - start ))s)" >&2
+echo "$dir"

@@ -1,0 +1,363 @@
+// Package clis installs and locates the pinned real agent CLIs agentproof qualifies
+// (issue 12; spec real-agent-clis): Codex (@openai/codex), OpenCode (opencode-ai) and,
+// on request, Claude Code (@anthropic-ai/claude-code). Each is installed with npm into
+// its own directory of a cache (one per name and version), with install scripts off,
+// and run later by executing the native binary its npm package ships, never the
+// JavaScript wrapper and never through a shell.
+package clis
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// CLI is one pinned agent CLI: its short name (the exec driver's suffix), the npm
+// package and exact version, whether it is installed only on request (Optional), and
+// the candidate paths of its native binary below node_modules for a platform.
+type CLI struct {
+	Name     string
+	Package  string
+	Version  string
+	Optional bool
+	binaries func(p Platform) []string
+}
+
+// Spec is the npm package spec "package@version".
+func (c CLI) Spec() string { return c.Package + "@" + c.Version }
+
+// Platform is what picks a CLI's native binary: GOOS, GOARCH and (x86-64 only) whether
+// the CPU has AVX2 (OpenCode ships a "baseline" build for CPUs without it).
+type Platform struct {
+	GOOS   string
+	GOARCH string
+	AVX2   bool
+}
+
+// HostPlatform is the platform agentproof runs on.
+func HostPlatform() Platform {
+	p := Platform{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
+	if p.GOARCH == "amd64" && p.GOOS == "linux" {
+		b, _ := os.ReadFile("/proc/cpuinfo")
+		p.AVX2 = slices.Contains(strings.Fields(string(b)), "avx2")
+	}
+	return p
+}
+
+// npmOS and npmArch name a platform as npm packages do.
+func npmArch(goarch string) string {
+	if goarch == "amd64" {
+		return "x64"
+	}
+	return goarch
+}
+
+// Pinned are the CLI versions agentproof qualifies (spec real-agent-clis §6: pin exact
+// versions; Claude Code 2.1.197 is the newest that supports Node 20).
+var Pinned = []CLI{
+	{Name: "codex", Package: "@openai/codex", Version: "0.171.0", binaries: func(p Platform) []string {
+		osName := p.GOOS
+		if osName == "windows" {
+			osName = "win32"
+		}
+		// vendor/<target triple>/bin/codex; the triple is globbed.
+		return []string{filepath.Join("@openai", "codex-"+osName+"-"+npmArch(p.GOARCH), "vendor", "*", "bin", "codex")}
+	}},
+	{Name: "opencode", Package: "opencode-ai", Version: "1.18.33", binaries: func(p Platform) []string {
+		base := "opencode-" + p.GOOS + "-" + npmArch(p.GOARCH)
+		variants := []string{base, base + "-baseline", base + "-musl", base + "-baseline-musl"}
+		if p.GOARCH == "amd64" && !p.AVX2 {
+			variants = []string{base + "-baseline", base + "-baseline-musl"}
+		}
+		var out []string
+		for _, v := range variants {
+			out = append(out, filepath.Join(v, "bin", "opencode"))
+		}
+		return out
+	}},
+	{Name: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.197", Optional: true, binaries: func(p Platform) []string {
+		return []string{filepath.Join("@anthropic-ai", "claude-code-"+p.GOOS+"-"+npmArch(p.GOARCH), "claude")}
+	}},
+}
+
+// Lookup returns the pinned CLI named name.
+func Lookup(name string) (CLI, bool) {
+	for _, c := range Pinned {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return CLI{}, false
+}
+
+// DefaultDir is the default cache directory: $XDG_CACHE_HOME/agentproof/agents (or the
+// platform's user cache directory, os.UserCacheDir). It returns an error when no cache
+// directory can be determined (no HOME).
+func DefaultDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("locating the agent CLI cache: %w (pass --dir)", err)
+	}
+	return filepath.Join(base, "agentproof", "agents"), nil
+}
+
+// Installed describes one installed CLI: name, npm spec, the install directory (the
+// npm prefix), the absolute path of its native binary, and whether an existing install
+// was reused.
+type Installed struct {
+	Name    string `json:"name"`
+	Package string `json:"package"`
+	Version string `json:"version"`
+	Dir     string `json:"dir"`
+	Binary  string `json:"binary"`
+	Reused  bool   `json:"reused"`
+}
+
+// markerFile, inside an install directory, records a completed install.
+const markerFile = "agentproof-install.json"
+
+// installDir is DIR/<name>-<version>.
+func installDir(dir string, c CLI) string {
+	return filepath.Join(dir, c.Name+"-"+c.Version)
+}
+
+// NotInstalledError is a CLI with no completed install in the cache.
+type NotInstalledError struct {
+	Name, Dir string
+}
+
+// Error names the install command.
+func (e *NotInstalledError) Error() string {
+	return fmt.Sprintf("agent CLI %s is not installed in %s (run: agentproof agents install --dir %s %s)", e.Name, e.Dir, e.Dir, e.Name)
+}
+
+// Locate returns the completed install of c in the cache dir for platform p. It returns
+// a *NotInstalledError when there is none, and an error when the install's native
+// binary is missing or not executable.
+func Locate(dir string, c CLI, p Platform) (Installed, error) {
+	d := installDir(dir, c)
+	b, err := os.ReadFile(filepath.Join(d, markerFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Installed{}, &NotInstalledError{Name: c.Name, Dir: dir}
+	}
+	if err != nil {
+		return Installed{}, fmt.Errorf("reading the install record of %s: %w", c.Name, err)
+	}
+	var in Installed
+	if err := json.Unmarshal(b, &in); err != nil || in.Version != c.Version || in.Package != c.Package {
+		return Installed{}, fmt.Errorf("install record %s does not describe %s (reinstall it)", filepath.Join(d, markerFile), c.Spec())
+	}
+	bin, err := findBinary(d, c, p)
+	if err != nil {
+		return Installed{}, err
+	}
+	in.Dir, in.Binary = d, bin
+	return in, nil
+}
+
+// findBinary finds c's native binary below prefix/node_modules.
+func findBinary(prefix string, c CLI, p Platform) (string, error) {
+	nm := filepath.Join(prefix, "node_modules")
+	var tried []string
+	for _, pattern := range c.binaries(p) {
+		matches, _ := filepath.Glob(filepath.Join(nm, pattern))
+		slices.Sort(matches)
+		for _, m := range matches {
+			if st, err := os.Stat(m); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+				abs, err := filepath.Abs(m)
+				if err != nil {
+					return "", err
+				}
+				return abs, nil
+			}
+		}
+		tried = append(tried, filepath.Join(nm, pattern))
+	}
+	return "", fmt.Errorf("%s: no native binary for %s/%s in its npm install (looked for %s)", c.Spec(), p.GOOS, p.GOARCH, strings.Join(tried, ", "))
+}
+
+// NPMError is npm missing or failing; Command is the npm command line to run by hand.
+type NPMError struct {
+	Command string
+	Err     error
+	Output  string
+}
+
+// Error names the npm command and the cause.
+func (e *NPMError) Error() string {
+	msg := fmt.Sprintf("installing an agent CLI needs npm (%s): %v", e.Command, e.Err)
+	if e.Output != "" {
+		msg += "\n" + e.Output
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *NPMError) Unwrap() error { return e.Err }
+
+// Options configure Install: the cache directory (Dir, required, made absolute), the
+// npm program (NPM: a path, or "" to look "npm" up on PATH), where progress lines go,
+// the platform, and the environment npm runs with (Env, nil = NPMEnv(os.Environ())).
+type Options struct {
+	Dir      string
+	NPM      string
+	Progress io.Writer
+	Platform Platform
+	Env      []string
+}
+
+// NPMEnv keeps from environ only what npm needs: PATH (to find node), HOME and the
+// temporary directory (npm's cache), locale, npm_config_* settings, proxy variables
+// and CA bundle settings (the registry may be reachable only through a proxy or a
+// TLS-inspecting gateway).
+func NPMEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		lk := strings.ToLower(k)
+		switch {
+		case k == "PATH" || k == "HOME" || k == "TMPDIR" || k == "LANG" || k == "USER" || k == "SYSTEMROOT":
+		case strings.HasPrefix(lk, "npm_config_"):
+		case lk == "http_proxy" || lk == "https_proxy" || lk == "no_proxy":
+		case k == "NODE_EXTRA_CA_CERTS" || k == "SSL_CERT_FILE" || k == "SSL_CERT_DIR":
+		default:
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// Install installs each CLI of cs into opts.Dir unless a completed install is there
+// already (then it is reused): `npm install --prefix DIR/<name>-<version>.tmp-…
+// --ignore-scripts --no-audit --no-fund PACKAGE@VERSION`, then the native binary is
+// located, an install record written and the directory renamed into place, so an
+// interrupted install never looks complete. Progress lines go to opts.Progress. It
+// returns the installs in the order of cs and an *NPMError naming the npm command when
+// npm is missing or fails.
+func Install(ctx context.Context, cs []CLI, opts Options) ([]Installed, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("installing agent CLIs: no cache directory")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("installing agent CLIs: %w", err)
+	}
+	if opts.Platform.GOOS == "" {
+		opts.Platform = HostPlatform()
+	}
+	if opts.Env == nil {
+		opts.Env = NPMEnv(os.Environ())
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	var out []Installed
+	for _, c := range cs {
+		if in, err := Locate(dir, c, opts.Platform); err == nil {
+			in.Reused = true
+			fmt.Fprintf(progress, "%s %s already installed: %s\n", c.Name, c.Version, in.Binary)
+			out = append(out, in)
+			continue
+		}
+		in, err := installOne(ctx, dir, c, opts, progress)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func installOne(ctx context.Context, dir string, c CLI, opts Options, progress io.Writer) (Installed, error) {
+	final := installDir(dir, c)
+	args := []string{"install", "--prefix", final, "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error", c.Spec()}
+	display := "npm " + strings.Join(args, " ")
+	npm := opts.NPM
+	if npm == "" {
+		p, err := lookPath("npm", opts.Env)
+		if err != nil {
+			return Installed{}, &NPMError{Command: display, Err: errors.New("npm was not found on PATH; install Node.js 20 or later (it ships npm)")}
+		}
+		npm = p
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Installed{}, fmt.Errorf("installing %s: %w", c.Name, err)
+	}
+	tmp, err := os.MkdirTemp(dir, "."+c.Name+"-"+c.Version+".tmp-")
+	if err != nil {
+		return Installed{}, fmt.Errorf("installing %s: %w", c.Name, err)
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Fprintf(progress, "installing %s (%s) with npm into %s …\n", c.Name, c.Spec(), final)
+	start := time.Now()
+	args[2] = tmp
+	cmd := exec.CommandContext(ctx, npm, args...)
+	cmd.Env = opts.Env
+	cmd.Dir = dir
+	var outBuf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
+	if err := cmd.Run(); err != nil {
+		return Installed{}, &NPMError{Command: display, Err: err, Output: tail(outBuf.String(), 2000)}
+	}
+	if _, err := findBinary(tmp, c, opts.Platform); err != nil {
+		return Installed{}, err
+	}
+	rec, _ := json.MarshalIndent(Installed{Name: c.Name, Package: c.Package, Version: c.Version}, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, markerFile), append(rec, '\n'), 0o644); err != nil {
+		return Installed{}, fmt.Errorf("installing %s: %w", c.Name, err)
+	}
+	// A stale, incomplete directory (no record) is replaced.
+	if err := os.RemoveAll(final); err != nil {
+		return Installed{}, fmt.Errorf("installing %s: %w", c.Name, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return Installed{}, fmt.Errorf("installing %s: %w", c.Name, err)
+	}
+	in, err := Locate(dir, c, opts.Platform)
+	if err != nil {
+		return Installed{}, err
+	}
+	fmt.Fprintf(progress, "installed %s %s in %.1fs: %s\n", c.Name, c.Version, time.Since(start).Seconds(), in.Binary)
+	return in, nil
+}
+
+// lookPath finds prog on the PATH of env (not the parent's).
+func lookPath(prog string, env []string) (string, error) {
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			continue
+		}
+		p := filepath.Join(d, prog)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}

@@ -1,0 +1,22 @@
+// Package scriptedmodel is the scripted model: a local HTTP server that speaks the model
+// APIs real agent CLIs use — OpenAI Responses (Codex), OpenAI Chat Completions and
+// Anthropic Messages (OpenCode, Claude Code) — and answers each request from a script
+// instead of a language model, so that unmodified CLIs run offline and deterministically
+// (issue 12; spec real-agent-clis §5).
+//
+// A Script is a sequence of steps, one per assistant turn: call a tool by role ("shell",
+// or a semantic tool such as finish_task, matched against the request's own tool list by
+// name suffix so MCP-prefixed names fit) or answer text. The step is picked from the
+// conversation the request carries (its number of assistant turns), so the server keeps
+// no per-session state and a retried request gets the same answer. A request that does
+// not fit the script gets HTTP 400 with a JSON error naming the step; the CLIs then stop
+// with exit 1. Every request is logged as one JSON line (headers and body redacted with
+// package redact) and every response carries token usage.
+//
+// Streams follow each client's framing exactly (field failures F08, F09): Responses and
+// Messages events carry an `event:` line whose name equals the "type" inside `data:`,
+// Chat Completions chunks are data-only and end with `data: [DONE]`. Options add the
+// adversarial framings of F09 (frames split into 1–7-byte writes; a held first frame
+// behind `: keepalive` comments). ReadEvents is the matching reader, buffering across
+// reads and decoding UTF-8 only on whole lines.
+package scriptedmodel

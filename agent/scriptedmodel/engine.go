@@ -1,0 +1,191 @@
+package scriptedmodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentproof/agentproof/canonjson"
+)
+
+// shellTools are the names of shell tools the CLIs offer, compared case-insensitively,
+// in order of preference: Codex exec_command, OpenCode bash, Claude Code Bash, Gemini
+// run_shell_command, and generic names.
+var shellTools = []string{"exec_command", "bash", "shell", "shell_command", "run_shell_command", "local_shell"}
+
+// shellCommandParams are the names a shell tool's command parameter goes by (Codex
+// `cmd`, OpenCode and Claude Code `command`).
+var shellCommandParams = []string{"cmd", "command"}
+
+// Reply is what the model answers to one request: a tool call (ToolName, Namespace,
+// Arguments as a JSON object text, CallID) or text (Text). Step is the 0-based script
+// step played, -1 for an auxiliary (tool-less) request.
+type Reply struct {
+	Step      int
+	ToolName  string
+	Namespace string
+	Arguments string
+	CallID    string
+	Text      string
+}
+
+// IsCall reports whether the reply is a tool call.
+func (r Reply) IsCall() bool { return r.ToolName != "" }
+
+// StepError is a request that does not fit the script. Step is the 0-based step the
+// request asked for (len(steps) when the script is exhausted); the message names it.
+type StepError struct {
+	Step    int
+	Message string
+}
+
+// Error renders the message; it always names the step.
+func (e *StepError) Error() string { return e.Message }
+
+// Decide picks the reply to req from the script: a request that offers no tools is
+// auxiliary (answered with AuxAnswer, no step used); otherwise the conversation's number
+// of assistant turns picks the step. It returns a *StepError naming the step when the
+// script is exhausted, the step's Expect is not in the latest input, or no offered tool
+// fits the step's role.
+func (s *Script) Decide(req *Request) (Reply, error) {
+	if len(req.Tools) == 0 {
+		return Reply{Step: -1, Text: s.AuxAnswer}, nil
+	}
+	n := req.AssistantTurns()
+	if n >= len(s.Steps) {
+		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("script exhausted: the conversation has %d assistant turns, so it asks for step %d, but the script has %d steps", n, n+1, len(s.Steps))}
+	}
+	st := s.Steps[n]
+	if st.Expect != "" && !strings.Contains(req.LatestInput(), st.Expect) {
+		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: the latest input does not contain %q (got %q)", st.Describe(n), st.Expect, clip(req.LatestInput(), 200))}
+	}
+	if st.Call == "" {
+		return Reply{Step: n, Text: st.Answer}, nil
+	}
+	tool, err := resolveTool(st.Call, req.Tools)
+	if err != nil {
+		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: %v", st.Describe(n), err)}
+	}
+	args := st.Args
+	if st.Call == RoleShell {
+		args, err = shellArgs(st.Args, tool, n)
+		if err != nil {
+			return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: %v", st.Describe(n), err)}
+		}
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	b, err := canonjson.Ordered(args) // keys sorted, no HTML escaping
+	if err != nil {
+		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: arguments: %v", st.Describe(n), err)}
+	}
+	return Reply{Step: n, ToolName: tool.Name, Namespace: tool.Namespace, Arguments: string(b), CallID: fmt.Sprintf("call_ap_%d", n+1)}, nil
+}
+
+// resolveTool finds the offered tool for role: for "shell" the first shell tool by
+// preference; otherwise the tool named role exactly, or else the single tool whose name
+// ends in role after a separator (`_`, `.`, `/`, `:` or `-`; MCP prefixes such as
+// mcp__agentproof__finish_task or agentproof_finish_task).
+func resolveTool(role string, tools []Tool) (Tool, error) {
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	offered := strings.Join(names, ", ")
+	if role == RoleShell {
+		for _, want := range shellTools {
+			for _, t := range tools {
+				if strings.EqualFold(t.Name, want) {
+					return t, nil
+				}
+			}
+		}
+		return Tool{}, fmt.Errorf("the request offers no shell tool (%s); offered: %s", strings.Join(shellTools, ", "), offered)
+	}
+	var matches []Tool
+	for _, t := range tools {
+		if t.Name == role {
+			return t, nil
+		}
+		if strings.HasSuffix(t.Name, role) && len(t.Name) > len(role) && strings.ContainsRune("_./:-", rune(t.Name[len(t.Name)-len(role)-1])) {
+			matches = append(matches, t)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return Tool{}, fmt.Errorf("the request offers no tool for %q; offered: %s", role, offered)
+	}
+	var m []string
+	for _, t := range matches {
+		m = append(m, t.Name)
+	}
+	return Tool{}, fmt.Errorf("%q matches several offered tools: %s", role, strings.Join(m, ", "))
+}
+
+// shellArgs maps a shell step's args onto the tool's schema: `command` becomes the
+// tool's command parameter (cmd or command), other args pass through, and required
+// string parameters the step leaves unset (such as a description) are filled in.
+func shellArgs(args map[string]any, tool Tool, step int) (map[string]any, error) {
+	var schema struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if len(tool.Parameters) > 0 {
+		if err := json.Unmarshal(tool.Parameters, &schema); err != nil {
+			return nil, fmt.Errorf("tool %s: parameters are not a JSON Schema object: %v", tool.Name, err)
+		}
+	}
+	param := ""
+	for _, p := range shellCommandParams {
+		if _, ok := schema.Properties[p]; ok {
+			param = p
+			break
+		}
+	}
+	if param == "" {
+		return nil, fmt.Errorf("shell tool %s has no cmd or command parameter", tool.Name)
+	}
+	out := make(map[string]any, len(args)+1)
+	for k, v := range args {
+		if k != "command" {
+			out[k] = v
+		}
+	}
+	out[param] = args["command"]
+	for _, req := range schema.Required {
+		if _, ok := out[req]; ok {
+			continue
+		}
+		if p, ok := schema.Properties[req]; ok && p.Type == "string" {
+			out[req] = fmt.Sprintf("agentproof scripted step %d", step+1)
+		}
+	}
+	return out, nil
+}
+
+// toolNames lists the names of tools (for logs).
+func toolNames(tools []Tool) []string {
+	out := make([]string, 0, len(tools))
+	for _, t := range tools {
+		name := t.Name
+		if t.Namespace != "" {
+			name = t.Namespace + "/" + t.Name
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…" // never a split UTF-8 sequence
+}

@@ -1,0 +1,293 @@
+package scriptedmodel
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/agentproof/agentproof/catalog"
+	"go.yaml.in/yaml/v3"
+)
+
+// ScriptSchema is the optional `schema:` tag of a model script.
+const ScriptSchema = "agentproof.model-script/v1"
+
+// DefaultModel is the model id the scripted model serves when a script names none.
+const DefaultModel = "scripted-model"
+
+// DefaultAuxAnswer is the text the scripted model gives to an auxiliary request (one that
+// offers no tools, such as OpenCode's title generator) when the script sets no aux_answer.
+const DefaultAuxAnswer = "Scripted session"
+
+// RoleShell is the tool role that resolves to the request's own shell tool (Codex
+// exec_command, OpenCode bash, Claude Code Bash, …); its step's `command` argument is
+// renamed to that tool's command parameter (`cmd` or `command`).
+const RoleShell = "shell"
+
+// MaxScriptBytes bounds a script file (bytes).
+const MaxScriptBytes = 1 << 20
+
+// MaxSteps bounds the number of steps of one script.
+const MaxSteps = 1000
+
+// roleRE is what a tool role must look like: a semantic tool name such as finish_task or
+// report_progress, or "shell".
+var roleRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,127}$`)
+
+// Script is a parsed, rendered model script: the model id, the text for auxiliary
+// requests, optional fixed usage, and the steps the model plays in order, one step per
+// assistant turn of the conversation.
+type Script struct {
+	// Model is the model id served by GET /v1/models and echoed in responses.
+	Model string
+	// AuxAnswer answers requests that offer no tools (title generators).
+	AuxAnswer string
+	// Usage, when non-nil, is the token usage every response reports; otherwise usage is
+	// estimated from the request and output sizes (see Usage).
+	Usage *Usage
+	// Steps are played in order: the conversation's number of assistant turns picks the
+	// step (so a retried request gets the same step again).
+	Steps []Step
+}
+
+// Step is one assistant turn: exactly one of Call (a tool role, with Args) or Answer
+// (final text). Expect, when set, is a substring the latest tool result or user message
+// of the request must contain, or the request is refused naming this step. Line is the
+// step's line in the script file (1-based) for messages.
+type Step struct {
+	Call   string
+	Args   map[string]any
+	Answer string
+	Expect string
+	Line   int
+}
+
+// Describe renders the step for messages: "step 2 (call finish_task, line 7)".
+func (s Step) Describe(index int) string {
+	what := "answer"
+	if s.Call != "" {
+		what = "call " + s.Call
+	}
+	if s.Line > 0 {
+		return fmt.Sprintf("step %d (%s, line %d)", index+1, what, s.Line)
+	}
+	return fmt.Sprintf("step %d (%s)", index+1, what)
+}
+
+// Usage is token usage reported to the client: input and output tokens.
+type Usage struct {
+	InputTokens  int `yaml:"input_tokens" json:"input_tokens"`
+	OutputTokens int `yaml:"output_tokens" json:"output_tokens"`
+}
+
+// ScriptError lists every problem of a script, each prefixed with its line when known.
+type ScriptError struct {
+	Name     string
+	Problems []string
+}
+
+// Error renders "model script NAME: p1; p2".
+func (e *ScriptError) Error() string {
+	return fmt.Sprintf("model script %s: %s", e.Name, strings.Join(e.Problems, "; "))
+}
+
+type rawScript struct {
+	Schema    string    `yaml:"schema"`
+	Model     string    `yaml:"model"`
+	AuxAnswer string    `yaml:"aux_answer"`
+	Usage     *Usage    `yaml:"usage"`
+	Steps     []rawStep `yaml:"steps"`
+}
+
+type rawStep struct {
+	Call   string         `yaml:"call"`
+	Args   map[string]any `yaml:"args"`
+	Answer *string        `yaml:"answer"`
+	Expect string         `yaml:"expect"`
+}
+
+// ParseScript parses a model script (YAML) named name and renders every string in it
+// with vars ({{name}} placeholders, catalog.Template syntax, for example {{nonce}}). The
+// document:
+//
+//	schema: agentproof.model-script/v1   # optional
+//	model: scripted-model                # optional
+//	aux_answer: "Scripted session"       # optional, answer to tool-less requests
+//	usage: {input_tokens: 10, output_tokens: 2}   # optional fixed usage
+//	steps:
+//	  - call: shell                      # the request's shell tool
+//	    args: {command: "echo hi > f.txt"}
+//	  - call: finish_task                # a semantic tool, matched by name suffix
+//	    args: {summary: "done {{nonce}}"}
+//	    expect: "exit code 0"            # optional: the preceding tool result contains it
+//	  - answer: "MARKER_{{nonce}}"
+//
+// It returns a *ScriptError listing every problem (unknown fields, a step with neither or
+// both of call and answer, a bad role, a shell step without a string command, an
+// undefined variable, a script over MaxScriptBytes or MaxSteps).
+func ParseScript(name string, data []byte, vars map[string]string) (*Script, error) {
+	se := &ScriptError{Name: name}
+	if len(data) > MaxScriptBytes {
+		se.Problems = append(se.Problems, fmt.Sprintf("larger than %d bytes", MaxScriptBytes))
+		return nil, se
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			se.Problems = append(se.Problems, "empty document")
+		} else {
+			se.Problems = append(se.Problems, err.Error())
+		}
+		return nil, se
+	}
+	var raw rawScript
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	if err := strict.Decode(&raw); err != nil {
+		se.Problems = append(se.Problems, err.Error())
+		return nil, se
+	}
+	lines := stepLines(&doc)
+	render := func(where, s string) string {
+		if !strings.Contains(s, "{{") {
+			return s
+		}
+		t, err := catalog.ParseTemplate(s)
+		if err == nil {
+			var out string
+			if out, err = t.Render(vars); err == nil {
+				return out
+			}
+		}
+		se.Problems = append(se.Problems, fmt.Sprintf("%s: %v", where, err))
+		return s
+	}
+	s := &Script{Model: render("model", raw.Model), AuxAnswer: render("aux_answer", raw.AuxAnswer), Usage: raw.Usage}
+	if raw.Schema != "" && raw.Schema != ScriptSchema {
+		se.Problems = append(se.Problems, fmt.Sprintf("schema is %q, want %q", raw.Schema, ScriptSchema))
+	}
+	if s.Model == "" {
+		s.Model = DefaultModel
+	}
+	if s.AuxAnswer == "" {
+		s.AuxAnswer = DefaultAuxAnswer
+	}
+	if u := raw.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0) {
+		se.Problems = append(se.Problems, "usage: token counts must not be negative")
+	}
+	switch {
+	case len(raw.Steps) == 0:
+		se.Problems = append(se.Problems, "steps: at least one step is required")
+	case len(raw.Steps) > MaxSteps:
+		se.Problems = append(se.Problems, fmt.Sprintf("steps: more than %d", MaxSteps))
+	}
+	for i, rs := range raw.Steps {
+		st := Step{Call: rs.Call, Expect: rs.Expect}
+		if i < len(lines) {
+			st.Line = lines[i]
+		}
+		where := fmt.Sprintf("step %d", i+1)
+		if st.Line > 0 {
+			where = fmt.Sprintf("step %d (line %d)", i+1, st.Line)
+		}
+		switch {
+		case rs.Call == "" && rs.Answer == nil:
+			se.Problems = append(se.Problems, where+": needs call or answer")
+		case rs.Call != "" && rs.Answer != nil:
+			se.Problems = append(se.Problems, where+": has both call and answer")
+		case rs.Call != "" && !roleRE.MatchString(rs.Call):
+			se.Problems = append(se.Problems, fmt.Sprintf("%s: call %q is not a tool role (letters, digits, _ . -)", where, rs.Call))
+		}
+		if rs.Answer != nil {
+			st.Answer = render(where+": answer", *rs.Answer)
+			if rs.Args != nil {
+				se.Problems = append(se.Problems, where+": an answer takes no args")
+			}
+		}
+		st.Expect = render(where+": expect", rs.Expect)
+		if rs.Args != nil {
+			rendered, err := renderArgs(rs.Args, render, where+": args")
+			if err != nil {
+				se.Problems = append(se.Problems, fmt.Sprintf("%s: args: %v", where, err))
+			}
+			st.Args = rendered
+		}
+		if rs.Call == RoleShell {
+			if c, ok := st.Args["command"].(string); !ok || c == "" {
+				se.Problems = append(se.Problems, where+": call shell needs args.command, a non-empty string")
+			}
+		}
+		s.Steps = append(s.Steps, st)
+	}
+	if len(se.Problems) > 0 {
+		return nil, se
+	}
+	return s, nil
+}
+
+// renderArgs renders every string in a YAML-decoded argument map and converts it to
+// JSON-compatible values (map[string]any keys only; YAML maps with non-string keys are
+// refused).
+func renderArgs(args map[string]any, render func(where, s string) string, where string) (map[string]any, error) {
+	v, err := jsonValue(args, render, where)
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
+}
+
+func jsonValue(v any, render func(where, s string) string, where string) (any, error) {
+	switch x := v.(type) {
+	case string:
+		return render(where, x), nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			r, err := jsonValue(e, render, where+"."+k)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := jsonValue(e, render, fmt.Sprintf("%s[%d]", where, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	case nil, bool, int, int64, uint64, float64:
+		return x, nil
+	default:
+		return nil, fmt.Errorf("%s: a %T is not a JSON value (YAML maps need string keys)", where, v)
+	}
+}
+
+// stepLines returns the line of each item of the top-level `steps` sequence.
+func stepLines(doc *yaml.Node) []int {
+	if doc == nil || len(doc.Content) == 0 {
+		return nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "steps" && root.Content[i+1].Kind == yaml.SequenceNode {
+			var out []int
+			for _, n := range root.Content[i+1].Content {
+				out = append(out, n.Line)
+			}
+			return out
+		}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/spf13/cobra"
+)
+
+func newAgentsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agents",
+		Short: "Manage the pinned real agent CLIs (Codex, OpenCode, Claude Code)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageErrorf("%s needs a subcommand: install (see '%s --help')", cmd.CommandPath(), cmd.CommandPath())
+		},
+	}
+	cmd.AddCommand(newAgentsInstallCmd(a))
+	return cmd
+}
+
+// agentsInstallJSON is what `agentproof agents install --json` prints.
+type agentsInstallJSON struct {
+	Dir    string           `json:"dir"`
+	Agents []clis.Installed `json:"agents"`
+}
+
+func newAgentsInstallCmd(a *app) *cobra.Command {
+	var (
+		dir    string
+		asJSON bool
+	)
+	var pinned []string
+	for _, c := range clis.Pinned {
+		opt := ""
+		if c.Optional {
+			opt = ", only when named"
+		}
+		pinned = append(pinned, fmt.Sprintf("  %-9s %s%s", c.Name, c.Spec(), opt))
+	}
+	cmd := &cobra.Command{
+		Use:   "install [NAME...]",
+		Short: "Install the pinned agent CLIs with npm into a cache directory",
+		Long: strings.TrimSpace(`
+Install the pinned agent CLIs with npm (install scripts off) into a cache
+directory, one directory per name and version, and locate each CLI's native binary
+(agentproof runs it directly). A CLI already installed is reused. Without NAME it
+installs every CLI that is not optional.
+
+Pinned CLIs:
+` + strings.Join(pinned, "\n") + `
+
+Progress lines go to stderr; --json prints {dir, agents: [{name, package, version,
+dir, binary, reused}]} on stdout. Without npm it exits 2 naming the npm command.`),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var cs []clis.CLI
+			if len(args) == 0 {
+				for _, c := range clis.Pinned {
+					if !c.Optional {
+						cs = append(cs, c)
+					}
+				}
+			}
+			var unknown []string
+			for _, name := range args {
+				c, ok := clis.Lookup(name)
+				if !ok {
+					unknown = append(unknown, name)
+					continue
+				}
+				cs = append(cs, c)
+			}
+			if len(unknown) > 0 {
+				var known []string
+				for _, c := range clis.Pinned {
+					known = append(known, c.Name)
+				}
+				return usageErrorf("unknown agent CLI %s (known: %s)", strings.Join(unknown, ", "), strings.Join(known, ", "))
+			}
+			if dir == "" {
+				d, err := clis.DefaultDir()
+				if err != nil {
+					return &UsageError{Err: err}
+				}
+				dir = d
+			}
+			var progress io.Writer = a.stderr
+			installed, err := clis.Install(cmd.Context(), cs, clis.Options{Dir: dir, Progress: progress})
+			var ne *clis.NPMError
+			if errors.As(err, &ne) {
+				return &UsageError{Err: err}
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := agentsInstallJSON{Dir: dir, Agents: installed}
+				if len(installed) > 0 {
+					out.Dir = strings.TrimSuffix(installed[0].Dir, "/"+installed[0].Name+"-"+installed[0].Version)
+				}
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			for _, in := range installed {
+				if _, err := fmt.Fprintf(a.stdout, "%s %s %s\n", in.Name, in.Version, in.Binary); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "cache directory (default: the user cache directory's agentproof/agents)")
+	f.BoolVar(&asJSON, "json", false, "print the installed CLIs as JSON")
+	return cmd
+}
