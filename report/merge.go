@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,6 +16,11 @@ import (
 	"strconv"
 	"strings"
 )
+
+// ErrMergeCampaign is wrapped by Merge when the campaign to merge into is not
+// determined: the sources name several campaigns and none was chosen, or the id is not a
+// valid campaign id. It is a usage error: the caller must pick a campaign id.
+var ErrMergeCampaign = errors.New("merge campaign id")
 
 // ParseExpectedIDs reads an expected-ids file: the JSON document of `agentproof list
 // --matrix-json` (its executionIds, or the include[].executionId when executionIds is
@@ -169,12 +175,12 @@ func Merge(opts MergeOptions) (*Merged, error) {
 			}
 		})
 		if len(ids) != 1 {
-			return nil, fmt.Errorf("the merged results name %d campaigns (%s): choose one with --campaign", len(ids), strings.Join(ids, ", "))
+			return nil, fmt.Errorf("%w: the merged results name %d campaigns (%s): choose one with --campaign", ErrMergeCampaign, len(ids), strings.Join(ids, ", "))
 		}
 		m.CampaignID = ids[0]
 	}
 	if !validCampaignID(m.CampaignID) {
-		return nil, fmt.Errorf("campaign id %q must match [A-Za-z0-9][A-Za-z0-9._-]{0,199}", m.CampaignID)
+		return nil, fmt.Errorf("%w: %q must match [A-Za-z0-9][A-Za-z0-9._-]{0,199}", ErrMergeCampaign, m.CampaignID)
 	}
 	// Deterministic order: by execution id, attempt, digest.
 	slices.SortFunc(found, func(a, b sourceAttempt) int {

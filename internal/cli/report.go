@@ -149,6 +149,9 @@ campaign id all merged results name.`,
 				return &UsageError{Err: err}
 			}
 			m, err := report.Merge(report.MergeOptions{Sources: dirs, ResultsRoot: f.results, CampaignID: f.campaign})
+			if errors.Is(err, report.ErrMergeCampaign) {
+				return &UsageError{Err: err}
+			}
 			if err != nil {
 				return reportError(err)
 			}

@@ -19,6 +19,24 @@ func TestReportExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cat, _ := filepath.Abs("../../report/testdata/catalog")
+	// other holds one attempt of camp-2 relabelled as campaign camp-9.
+	other := t.TempDir()
+	one := filepath.Join(src, "calibration/fixture-pass/local/process-exit/attempt-1/result.json")
+	raw, err := os.ReadFile(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(other, "calibration/fixture-pass/local/process-exit/attempt-1")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	relabelled := strings.Replace(string(raw), `"campaignId": "camp-2"`, `"campaignId": "camp-9"`, 1)
+	if relabelled == string(raw) {
+		t.Fatal("test data: campaignId not found")
+	}
+	if err := os.WriteFile(filepath.Join(dst, "result.json"), []byte(relabelled), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	run := func(args ...string) (int, string) {
 		var out, errb bytes.Buffer
 		code := Main(args, strings.NewReader(""), &out, &errb)
@@ -61,9 +79,13 @@ func TestReportExitCodes(t *testing.T) {
 		{"report", "merge", "--expected-ids", ids(t, "x")},
 		{"report", "--results", filepath.Join(t.TempDir(), "none")},
 		{"report", "--campaign", "../etc", "--results", t.TempDir()},
+		// Sources from two campaigns and no --campaign: the user must choose one.
+		{"report", "merge", "--catalog", cat, "--results", t.TempDir(), "--expected-ids", ids(t, "calibration.fixture-pass.local.process-exit"), src, other},
 	} {
 		if code, text := run(args...); code != ExitUsage {
 			t.Errorf("%q: exit %d, want 2:\n%s", args, code, text)
+		} else if args[1] == "merge" && len(args) > 8 && !strings.Contains(text, "choose one with --campaign") {
+			t.Errorf("%q: %s", args, text)
 		}
 	}
 }
