@@ -409,14 +409,10 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 	if v.task != nil {
 		obs.IssueStatus = v.task.Status
 	}
-	bodies := map[string]string{}
-	for _, c := range v.st.Comments {
-		bodies[c.ID] = c.Body
-	}
 	for _, run := range v.runs {
 		a.facts.RunIDs = append(a.facts.RunIDs, run.ID)
 		obs.RunStatus = run.Status
-		obs.Turns = append(obs.Turns, runMessage(&v.st, run, bodies))
+		obs.Turns = append(obs.Turns, v.st.RunMessage(run))
 	}
 	obs.HasMessage = len(v.runs) > 0
 	obs.Message = strings.Join(obs.Turns, "\n")
@@ -481,38 +477,6 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 		return obs, errors.New(strings.Join(collect, "; "))
 	}
 	return obs, nil
-}
-
-// runMessage is a run's user-facing message: its presentation comment, else every
-// comment its semantic commands created, joined with "\n" (spec §5).
-func runMessage(st *controlplane.State, run *controlplane.Run, bodies map[string]string) string {
-	var res struct {
-		Result struct {
-			PresentationDecision struct {
-				CommentID *string `json:"commentId"`
-			} `json:"presentationDecision"`
-		} `json:"result"`
-	}
-	_ = json.Unmarshal(run.Result, &res)
-	if id := res.Result.PresentationDecision.CommentID; id != nil {
-		return bodies[*id]
-	}
-	var msgs []string
-	for _, au := range st.Audit {
-		if au.RunID == nil || *au.RunID != run.ID || au.Action != "semantic_command.applied" {
-			continue
-		}
-		var d struct {
-			EntityRefs []string `json:"entityRefs"`
-		}
-		_ = json.Unmarshal(au.Details, &d)
-		for _, ref := range d.EntityRefs {
-			if id, ok := strings.CutPrefix(ref, "comment:"); ok {
-				msgs = append(msgs, bodies[id])
-			}
-		}
-	}
-	return strings.Join(msgs, "\n")
 }
 
 // snapshotWorkspace reads every regular file of ws (relative slash paths) up to

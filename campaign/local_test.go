@@ -94,27 +94,6 @@ func TestViewSettled(t *testing.T) {
 	}
 }
 
-func TestRunMessage(t *testing.T) {
-	t.Parallel()
-	runID := "run-1"
-	st := &controlplane.State{
-		Comments: []*controlplane.Comment{{ID: "c1", Body: "progress"}, {ID: "c2", Body: "MARK"}},
-		Audit: []*controlplane.AuditRecord{
-			{RunID: &runID, Action: "semantic_command.applied", Details: json.RawMessage(`{"entityRefs":["comment:c1"]}`)},
-			{RunID: &runID, Action: "semantic_command.applied", Details: json.RawMessage(`{"entityRefs":["task:t","comment:c2"]}`)},
-		},
-	}
-	bodies := map[string]string{"c1": "progress", "c2": "MARK"}
-	presented := &controlplane.Run{ID: runID, Result: json.RawMessage(`{"result":{"presentationDecision":{"commentId":"c2"}}}`)}
-	if got := runMessage(st, presented, bodies); got != "MARK" {
-		t.Errorf("presented message = %q, want MARK", got)
-	}
-	plain := &controlplane.Run{ID: runID}
-	if got := runMessage(st, plain, bodies); got != "progress\nMARK" {
-		t.Errorf("message without presentation = %q", got)
-	}
-}
-
 func TestSnapshotWorkspace(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()

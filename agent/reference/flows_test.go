@@ -256,10 +256,6 @@ func (w *world) play(ctx context.Context, c *catalog.Case, r *catalog.RenderedCa
 func (w *world) observe(cell *catalog.Cell) *match.Observation {
 	w.t.Helper()
 	st := w.state()
-	bodies := map[string]string{}
-	for _, c := range st.Comments {
-		bodies[c.ID] = c.Body
-	}
 	obs := &match.Observation{HasMessage: true, RuntimeMode: cell.Profile.Generation, Environment: cell.Environment.ID,
 		HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 	for _, run := range st.Runs {
@@ -267,34 +263,7 @@ func (w *world) observe(cell *catalog.Cell) *match.Observation {
 			continue
 		}
 		obs.RunStatus = run.Status
-		var res struct {
-			Result struct {
-				PresentationDecision struct {
-					CommentID *string `json:"commentId"`
-				} `json:"presentationDecision"`
-			} `json:"result"`
-		}
-		_ = json.Unmarshal(run.Result, &res)
-		if id := res.Result.PresentationDecision.CommentID; id != nil {
-			obs.Turns = append(obs.Turns, bodies[*id])
-			continue
-		}
-		var msgs []string
-		for _, a := range st.Audit {
-			if a.RunID == nil || *a.RunID != run.ID || a.Action != "semantic_command.applied" {
-				continue
-			}
-			var d struct {
-				EntityRefs []string `json:"entityRefs"`
-			}
-			_ = json.Unmarshal(a.Details, &d)
-			for _, ref := range d.EntityRefs {
-				if id, ok := strings.CutPrefix(ref, "comment:"); ok {
-					msgs = append(msgs, bodies[id])
-				}
-			}
-		}
-		obs.Turns = append(obs.Turns, strings.Join(msgs, "\n"))
+		obs.Turns = append(obs.Turns, st.RunMessage(run))
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	obs.IssueStatus = st.Tasks[0].Status

@@ -2,7 +2,6 @@ package heartbeat_test
 
 import (
 	"context"
-	"encoding/json"
 	"io/fs"
 	"maps"
 	"os"
@@ -137,10 +136,6 @@ func taskOf(st controlplane.State, id string) *controlplane.Task {
 // observe builds the matchers' observation from the API state and the workspace.
 func (a *attempt) observe(st controlplane.State) *match.Observation {
 	a.t.Helper()
-	bodies := map[string]string{}
-	for _, c := range st.Comments {
-		bodies[c.ID] = c.Body
-	}
 	obs := &match.Observation{HasMessage: true, RuntimeMode: a.cell.Profile.Generation, Environment: a.cell.Environment.ID,
 		HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 	for _, run := range st.Runs {
@@ -148,34 +143,7 @@ func (a *attempt) observe(st controlplane.State) *match.Observation {
 			continue
 		}
 		obs.RunStatus = run.Status
-		var res struct {
-			Result struct {
-				PresentationDecision struct {
-					CommentID *string `json:"commentId"`
-				} `json:"presentationDecision"`
-			} `json:"result"`
-		}
-		_ = json.Unmarshal(run.Result, &res)
-		if id := res.Result.PresentationDecision.CommentID; id != nil {
-			obs.Turns = append(obs.Turns, bodies[*id])
-			continue
-		}
-		var msgs []string
-		for _, au := range st.Audit {
-			if au.RunID == nil || *au.RunID != run.ID || au.Action != "semantic_command.applied" {
-				continue
-			}
-			var d struct {
-				EntityRefs []string `json:"entityRefs"`
-			}
-			_ = json.Unmarshal(au.Details, &d)
-			for _, ref := range d.EntityRefs {
-				if id, ok := strings.CutPrefix(ref, "comment:"); ok {
-					msgs = append(msgs, bodies[id])
-				}
-			}
-		}
-		obs.Turns = append(obs.Turns, strings.Join(msgs, "\n"))
+		obs.Turns = append(obs.Turns, st.RunMessage(run))
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	if t := taskOf(st, a.task); t != nil {
