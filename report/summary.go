@@ -75,7 +75,7 @@ func verdictText(r *Result) string {
 }
 
 // detailText explains a result in one line: its failure class and error, the failed
-// matchers, or "ok".
+// matchers whose detail the error does not already quote, or "ok".
 func detailText(r *Result) string {
 	var parts []string
 	if r.FailureClass != "" {
@@ -85,7 +85,7 @@ func detailText(r *Result) string {
 		parts = append(parts, r.Error)
 	}
 	for _, m := range r.MatcherResults {
-		if !m.Passed {
+		if !m.Passed && !strings.Contains(r.Error, m.Detail) {
 			parts = append(parts, m.Kind+": "+m.Detail)
 		}
 	}
