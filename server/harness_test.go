@@ -2,10 +2,6 @@ package server_test
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +10,7 @@ import (
 
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane/conformance"
+	"github.com/agentproof/agentproof/controlplane/store/storetest"
 	"github.com/agentproof/agentproof/server"
 )
 
@@ -76,38 +73,10 @@ func TestConformanceOverHTTPSQLite(t *testing.T) {
 	conformance.Run(t, startInstance(t, server.Options{}).harness())
 }
 
-// postgresURL returns AGENTPROOF_TEST_POSTGRES_URL. When it is unset the test fails
-// under CI (CI set) and is skipped locally, where no PostgreSQL may be running.
+// postgresURL returns a PostgreSQL URL with a fresh schema (storetest.PostgresURL).
 func postgresURL(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv("AGENTPROOF_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("AGENTPROOF_TEST_POSTGRES_URL is unset under CI: .ci/postgres.sh must run first")
-		}
-		t.Skip("AGENTPROOF_TEST_POSTGRES_URL is unset (local run without PostgreSQL); CI fails instead")
-	}
-	// A fresh schema per test: instances of parallel tests never share tables.
-	db, err := sql.Open("pgx", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	schema := fmt.Sprintf("t_%d_%d", time.Now().UnixNano(), os.Getpid())
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("creating schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if db, err := sql.Open("pgx", u); err == nil {
-			db.Exec("DROP SCHEMA " + schema + " CASCADE")
-			db.Close()
-		}
-	})
-	sep := "?"
-	if strings.Contains(u, "?") {
-		sep = "&"
-	}
-	return u + sep + "search_path=" + schema
+	return storetest.PostgresURL(t, "t")
 }
 
 // TestConformanceOverHTTPPostgres is the same suite backed by PostgreSQL.

@@ -3,18 +3,16 @@ package store_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/controlplane/conformance"
 	"github.com/agentproof/agentproof/controlplane/store"
+	"github.com/agentproof/agentproof/controlplane/store/storetest"
 )
 
 // sqliteHarness gives each Port its own SQLite file; Restart closes the instance and
@@ -115,29 +113,9 @@ func TestRestartReplaysByteIdentical(t *testing.T) {
 // fails under CI (CI set) and is skipped locally.
 func TestRestartReplaysByteIdenticalPostgres(t *testing.T) {
 	t.Parallel()
-	u := os.Getenv("AGENTPROOF_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("AGENTPROOF_TEST_POSTGRES_URL is unset under CI: .ci/postgres.sh must run first")
-		}
-		t.Skip("AGENTPROOF_TEST_POSTGRES_URL is unset (local run without PostgreSQL); CI fails instead")
-	}
-	db, err := sql.Open("pgx", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	schema := fmt.Sprintf("store_%d_%d", time.Now().UnixNano(), os.Getpid())
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Exec("DROP SCHEMA " + schema + " CASCADE")
-	sep := "?"
-	if strings.Contains(u, "?") {
-		sep = "&"
-	}
+	u := storetest.PostgresURL(t, "store")
 	testRestart(t, func(ctx context.Context) (*store.Instance, error) {
-		return store.OpenPostgres(ctx, u+sep+"search_path="+schema)
+		return store.OpenPostgres(ctx, u)
 	})
 }
 

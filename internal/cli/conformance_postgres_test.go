@@ -2,13 +2,10 @@ package cli
 
 import (
 	"bytes"
-	"database/sql"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/agentproof/agentproof/controlplane/store/storetest"
 	_ "github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -17,29 +14,9 @@ import (
 // under CI (CI set: .ci/postgres.sh must have run) and is skipped locally.
 func TestConformanceTargetPostgres(t *testing.T) {
 	t.Parallel()
-	u := os.Getenv("AGENTPROOF_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("AGENTPROOF_TEST_POSTGRES_URL is unset under CI: .ci/postgres.sh must run first")
-		}
-		t.Skip("AGENTPROOF_TEST_POSTGRES_URL is unset (local run without PostgreSQL); CI fails instead")
-	}
-	db, err := sql.Open("pgx", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	schema := fmt.Sprintf("cli_%d_%d", time.Now().UnixNano(), os.Getpid())
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Exec("DROP SCHEMA " + schema + " CASCADE")
-	sep := "?"
-	if strings.Contains(u, "?") {
-		sep = "&"
-	}
+	u := storetest.PostgresURL(t, "cli")
 	var out, errOut bytes.Buffer
-	code := Main([]string{"conformance", "--target", "postgres", "--postgres", u + sep + "search_path=" + schema}, nil, &out, &errOut)
+	code := Main([]string{"conformance", "--target", "postgres", "--postgres", u}, nil, &out, &errOut)
 	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out.String()), "53 passed, 0 failed") {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
 	}
