@@ -10,6 +10,7 @@ package redact
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -194,4 +195,54 @@ func (s *Set) Check(label string, b []byte, shapes bool) error {
 		return &LeakError{Label: label, Leaks: []Leak{l}}
 	}
 	return nil
+}
+
+// WithCredentials returns a new set holding s's values and, for every credential value,
+// the forms in which it may appear in a file (CredentialForms), so that an exact scan
+// still finds a credential that was JSON-escaped or cut into its parts.
+func (s *Set) WithCredentials(values ...string) *Set {
+	var all []string
+	for _, v := range values {
+		all = append(all, CredentialForms(v)...)
+	}
+	return s.With(all...)
+}
+
+// minFragment is the shortest part of a credential value that CredentialForms adds as
+// a secret of its own, in bytes: shorter runs (a "Bearer" prefix, a key name) are not
+// secret and would make false positives.
+const minFragment = 16
+
+// CredentialForms returns v (trimmed) and the forms in which a credential value shows
+// up in files besides itself: its JSON string encoding without the quotes (when that
+// differs: a value with a newline, a quote or a backslash), and, for a value made of
+// several parts (a "Bearer <token>" header, a NAME=value assignment, a PEM block's
+// lines), every run of at least 16 token characters [A-Za-z0-9._~+/=-] — the part
+// that is the secret. Empty for an empty value.
+func CredentialForms(v string) []string {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil
+	}
+	out := []string{v}
+	if b, err := json.Marshal(v); err == nil {
+		if esc := string(b[1 : len(b)-1]); esc != v {
+			out = append(out, esc)
+		}
+	}
+	parts := strings.FieldsFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._~+/=-", r))
+	})
+	if len(parts) > 1 || strings.Contains(v, "=") {
+		for _, p := range parts {
+			// an assignment's value is the part after its last '='
+			if i := strings.LastIndexByte(p, '='); i >= 0 && i < len(p)-1 && !strings.HasSuffix(p, "=") {
+				p = p[i+1:]
+			}
+			if len(p) >= minFragment && p != v {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }

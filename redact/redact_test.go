@@ -294,6 +294,17 @@ func FuzzSanitizeJSON(f *testing.F) {
 				t.Fatalf("secret %q survived in %s", v, out)
 			}
 		}
+		// Nor in decoded form: a secret JSON escapes (quotes, control characters)
+		// must not survive as a decoded key or string either.
+		var back any
+		dec := json.NewDecoder(bytes.NewReader(out))
+		dec.UseNumber()
+		if err := dec.Decode(&back); err != nil {
+			t.Fatalf("output does not decode: %v", err)
+		}
+		if leaks := s.ScanJSON(back, false); len(leaks) > 0 {
+			t.Fatalf("decoded output still holds the secret: %+v", leaks)
+		}
 	})
 }
 

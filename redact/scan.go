@@ -47,6 +47,16 @@ func (s *Set) ScanReader(r io.Reader, shapes bool) (Leak, bool, error) {
 	}
 }
 
+// SafePath returns a path fit to name a file in a report: p itself, or, when a file or
+// directory name in it holds a secret (exact or shaped), p with every secret redacted
+// (RedactText), so that naming the file never reveals the value.
+func (s *Set) SafePath(p string) string {
+	if _, ok := s.FindLeak([]byte(p), true); ok {
+		return s.RedactText(p)
+	}
+	return p
+}
+
 // FileLeak is a leak found in a file of a scanned tree; Path is relative to the root
 // (slash-separated), with "!member" for an archive member.
 type FileLeak struct {
@@ -66,8 +76,15 @@ func (s *Set) ScanTree(root string, shapes bool) ([]FileLeak, error) {
 		if err != nil {
 			return fmt.Errorf("scanning %s: %w", path, err)
 		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
+		raw, _ := filepath.Rel(root, path)
+		raw = filepath.ToSlash(raw)
+		rel := s.SafePath(raw)
+		if rel != raw && d.Name() != "" {
+			if l, ok := s.FindLeak([]byte(d.Name()), shapes); ok {
+				l.Where = "file name"
+				out = append(out, FileLeak{Path: rel, Leak: l})
+			}
+		}
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(path)
@@ -124,7 +141,7 @@ func (s *Set) scanZip(path, rel string, shapes bool) []FileLeak {
 	defer zr.Close()
 	var out []FileLeak
 	for _, m := range zr.File {
-		name := rel + "!" + m.Name
+		name := rel + "!" + s.SafePath(m.Name)
 		if l, ok := s.FindLeak([]byte(m.Name), shapes); ok {
 			l.Where = "member name"
 			out = append(out, FileLeak{Path: rel, Leak: l})
