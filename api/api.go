@@ -5,6 +5,8 @@
 package api
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/json"
 
 	"github.com/agentproof/agentproof/controlplane"
@@ -150,4 +152,23 @@ type Checkpoint struct {
 type Ready struct {
 	Addr string `json:"addr"`
 	PID  int    `json:"pid"`
+}
+
+// Instance home files that hold the instance's own generated secrets (package server
+// creates them 0600 on first start; the harness reads them to add them to an attempt's
+// secret set, spec runner-e2e-harness §10.1).
+const (
+	// BoardTokenFile holds the board token (64 hex digits).
+	BoardTokenFile = "board.token"
+	// MasterKeyFile holds the master key that seals secrets (32 raw bytes).
+	MasterKeyFile = "master.key"
+)
+
+// RunTokenKey derives the HMAC-SHA256 key of run (agent) tokens from an instance's
+// master key: HMAC-SHA256(master, "agentproof agent tokens v1"), 32 bytes. The server
+// signs run tokens with it; the harness derives it to keep it out of every result.
+func RunTokenKey(master []byte) []byte {
+	mac := hmac.New(sha256.New, master)
+	mac.Write([]byte("agentproof agent tokens v1"))
+	return mac.Sum(nil)
 }

@@ -67,6 +67,10 @@ type Termination struct {
 	DurationMs     int64    `json:"durationMs"`
 	OutputBytes    int64    `json:"outputBytes"`
 	CollectorError string   `json:"collectorError,omitempty"`
+	// SecretsRedacted counts the pieces of the agent's output (the termination summary,
+	// stdout, stderr) in which the runner found and redacted an exact secret value of
+	// the run (its resolved secrets or its run token): the agent printed a secret.
+	SecretsRedacted int `json:"secretsRedacted,omitempty"`
 }
 
 // EvidenceRef is one stored piece of run evidence: the file (relative to the run's

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentproof/agentproof/match"
+	"github.com/agentproof/agentproof/redact"
 )
 
 // Executor runs one attempt of one cell in isolation (DESIGN.md "The way data flows").
@@ -64,4 +65,9 @@ type AttemptOutcome struct {
 	// Facts are what result.json reports beside the verdict (task, runs, turns,
 	// termination, usage, evidence files); nil when the executor collects none.
 	Facts *AttemptFacts
+
+	// secrets is the attempt's secret set and evidence its evidence writer, both kept
+	// for WriteResult (the LocalExecutor sets them; nil for other executors).
+	secrets  *redact.Set
+	evidence *evidenceWriter
 }

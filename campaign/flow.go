@@ -362,7 +362,7 @@ func (a *attempt) restartServer(ctx context.Context) error {
 	if err := a.srv.stop(); err != nil {
 		return fmt.Errorf("server restart failed: stopping: %w", err)
 	}
-	a.writeBounded("logs/serve-before-restart.stderr.log", a.srv.stderr.Bytes())
+	a.writeBounded("logs/serve-before-restart.stderr.log", a.srv.stderr.Bytes(), true)
 	srv, err := startServe(ctx, a.x.Executable, a.home, a.root)
 	if err != nil {
 		a.srv = nil
@@ -437,6 +437,9 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 		}
 		if r.Termination.CollectorError != "" {
 			collect = append(collect, r.Termination.CollectorError)
+		}
+		if n := r.Termination.SecretsRedacted; n > 0 {
+			a.printed = append(a.printed, fmt.Sprintf("the agent of run %s printed a secret (the runner redacted it from %d piece(s) of its output)", r.RunID, n))
 		}
 		if r.Termination.OutputExceeded {
 			collect = append(collect, fmt.Sprintf("run %s exceeded its output bound", r.RunID))

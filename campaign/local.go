@@ -60,6 +60,12 @@ type LocalExecutor struct {
 	// KeepRoot keeps the attempt's temp root (for debugging); cleanup is then not
 	// confirmed and the attempt fails with cleanup_failure, so keep it off in campaigns.
 	KeepRoot bool
+	// Canaries are fake credentials of every secret shape (see Canaries) that every
+	// attempt stores as secrets of its instance and hands to its agent through secret
+	// references, beside the attempt canary (`agentproof run --canary`; issue 11
+	// "Canary mode"). Any of them found in the closed instance home, the workspace,
+	// the agent's output or the evidence fails the attempt with secret_leak.
+	Canaries []Canary
 }
 
 // AttemptFacts are the facts of an attempt that result.json reports beside the verdict
@@ -97,6 +103,13 @@ type attempt struct {
 	flowLog []string
 	// canary is the attempt's canary secret value (see CanarySecretKey).
 	canary string
+	// ev packages the evidence (allowlist, sanitiser, manifest).
+	ev *evidenceWriter
+	// graded is set once the case's matchers were evaluated (required evidence then
+	// must exist).
+	graded bool
+	// printed names runs whose agent printed a secret (the runner redacted it).
+	printed []string
 }
 
 // note adds a line to the flow log.
@@ -107,6 +120,7 @@ func (a *attempt) note(format string, args ...any) {
 // ExecuteAttempt implements Executor (see the interface's contract).
 func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) (out AttemptOutcome) {
 	a := &attempt{x: x, plan: plan, dir: filepath.Join(x.ResultsRoot, plan.Dir)}
+	a.ev = newEvidenceWriter(a.dir)
 	defer func() {
 		if r := recover(); r != nil {
 			out.Err = &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("harness panic: %v", r)}
@@ -115,6 +129,7 @@ func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) (o
 			out.Interrupted = true
 		}
 		out.Facts = &a.facts
+		out.secrets, out.evidence = a.secrets, a.ev
 	}()
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return AttemptOutcome{Err: &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("creating the attempt directory: %w", err)}, CleanupConfirmed: true}
@@ -139,6 +154,9 @@ func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) (o
 	}
 	a.canary = "apcanary-" + hex.EncodeToString(canary)
 	a.secrets = redact.NewSet(a.canary)
+	for _, c := range x.Canaries {
+		a.secrets = a.secrets.WithCredentials(c.Value)
+	}
 
 	actx, cancel := context.WithTimeoutCause(ctx, plan.AttemptTimeout, errAttemptDeadline)
 	defer cancel()
@@ -164,9 +182,15 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 	}
 	a.srv = srv
 	a.note("server started on %s", srv.addr)
-	// The board token is an instance secret too: it must not reach the workspace, the
-	// evidence or any file of the home but its own.
-	a.secrets = a.secrets.With(srv.token)
+	// The instance's own generated secrets (board token, master key, run-token key)
+	// must not reach the workspace, the evidence or any file of the home but their
+	// own (spec §10.1).
+	inst, err := instanceSecrets(a.home, srv.token)
+	if err != nil {
+		out.Err = &ClassError{Class: TransientInfrastructure, Err: fmt.Errorf("server start failed: %w", err)}
+		return
+	}
+	a.secrets = a.secrets.With(inst...)
 	a.cl = clientFor(srv)
 	reg := NewRegistry(a.secrets)
 	for _, d := range a.definitions() {
@@ -212,6 +236,7 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 		out.DeadlineMissed = a.processDeadline
 	}
 	if obs != nil {
+		a.graded = true
 		ms, err := match.CompileAll(a.plan.Case.Matchers)
 		if err != nil {
 			out.Err = &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("compiling the case's matchers: %w", err)}
@@ -250,10 +275,10 @@ func (a *attempt) cleanup(ctx context.Context, out *AttemptOutcome) {
 		if err := a.srv.stop(); err != nil {
 			problems = append(problems, err.Error())
 		}
-		a.writeBounded("logs/serve.stderr.log", a.srv.stderr.Bytes())
+		a.writeBounded("logs/serve.stderr.log", a.srv.stderr.Bytes(), true)
 	}
 	if len(a.flowLog) > 0 {
-		a.writeBounded("logs/flow.log", []byte(strings.Join(a.flowLog, "\n")+"\n"))
+		a.writeBounded("logs/flow.log", []byte(strings.Join(a.flowLog, "\n")+"\n"), true)
 	}
 	if a.root != "" {
 		a.collectAgentLogs()
@@ -264,10 +289,10 @@ func (a *attempt) cleanup(ctx context.Context, out *AttemptOutcome) {
 					problems = append(problems, fmt.Sprintf("leak scan of the %s could not complete: %v", d.name, a.secrets.RedactText(err.Error())))
 				}
 				for _, l := range leaks {
-					if d.path == a.home && l.Path == boardTokenFile {
-						continue // the board token's own file
+					if d.path == a.home && ownSecretFile(a.home, l.Path) {
+						continue // the board token's or master key's own file
 					}
-					out.Leaks = append(out.Leaks, fmt.Sprintf("%s %s: %s", d.name, l.Path, l.Leak.String()))
+					out.Leaks = append(out.Leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", d.name, l.Path, l.Leak.String()))
 				}
 			}
 		}
@@ -281,6 +306,19 @@ func (a *attempt) cleanup(ctx context.Context, out *AttemptOutcome) {
 			problems = append(problems, "temp root kept for debugging: "+a.root)
 		}
 	}
+	for _, p := range a.printed {
+		out.Leaks = append(out.Leaks, p)
+	}
+	if a.graded {
+		if missing := a.ev.checkRequired(); len(missing) > 0 {
+			msg := "missing required evidence: " + strings.Join(missing, ", ")
+			if out.CollectorError != "" {
+				msg = out.CollectorError + "; " + msg
+			}
+			out.CollectorError = msg
+		}
+	}
+	out.Leaks = append(out.Leaks, a.ev.leakTexts()...)
 	if a.dir != "" {
 		a.evidenceLeakScan(out)
 	}
@@ -342,11 +380,20 @@ func (a *attempt) definitions() []Definition {
 			Setup: func(ctx context.Context, _ Resolved) (Record, error) {
 				rec := Record{IDs: map[string]string{}, Metadata: map[string]string{}}
 				names := append([]string{CanarySecretKey}, cell.RequiredCredentials...)
+				canaries := map[string]string{}
+				for _, c := range a.x.Canaries {
+					if !slices.Contains(names, c.Name) {
+						names = append(names, c.Name)
+					}
+					canaries[c.Name] = c.Value
+				}
 				var missing []string
 				for _, name := range names {
 					var value string
 					if name == CanarySecretKey {
 						value = a.canary
+					} else if v, ok := canaries[name]; ok {
+						value = v
 					} else {
 						v, ok := "", false
 						if a.x.Credential != nil {
@@ -356,7 +403,7 @@ func (a *attempt) definitions() []Definition {
 							missing = append(missing, name)
 							continue
 						}
-						a.secrets = a.secrets.With(v)
+						a.secrets = a.secrets.WithCredentials(v)
 						value = v
 					}
 					ref, err := a.co.CreateSecret(ctx, api.CreateSecretRequest{Name: strings.ToLower(name), Key: name, Value: value})
@@ -470,7 +517,7 @@ func (a *attempt) adapterConfig(res Resolved) (json.RawMessage, error) {
 			cfg["driverConfig"] = dc
 		}
 	}
-	if p.Driver == "reference" || p.Driver == "wrong" {
+	if p.Driver == "reference" || p.Driver == "wrong" || p.Driver == "leaky" {
 		if a.plan.Case.Reference == nil {
 			return nil, fmt.Errorf("case %s has no reference script for the %s agent", a.plan.Cell.Case.ID, p.Driver)
 		}
@@ -492,34 +539,29 @@ func findTask(st *controlplane.State, id string) *controlplane.Task {
 	return nil
 }
 
-// writeJSON writes v as indented JSON to the attempt directory (redacted), atomically,
-// and records it as evidence. Errors are ignored beyond not recording the file: missing
-// evidence shows as missing.
+// writeJSON writes v as indented JSON to the attempt directory through the evidence
+// guard (sanitised, re-scanned, atomically) and records it as evidence. Errors are not
+// returned beyond not recording the file: missing evidence shows as missing (and a
+// required file missing makes the attempt inconclusive).
 func (a *attempt) writeJSON(rel string, v any) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return
 	}
-	a.writeFile(rel, append(b, '\n'))
+	a.writeFile(rel, append(b, '\n'), true)
 }
 
-// writeBounded writes b (already bounded) redacted.
-func (a *attempt) writeBounded(rel string, b []byte) {
+// writeBounded writes b (already bounded) through the evidence guard; ours says
+// agentproof produced the content (see report.EvidenceKind).
+func (a *attempt) writeBounded(rel string, b []byte, ours bool) {
 	if len(b) == 0 {
 		return
 	}
-	a.writeFile(rel, b)
+	a.writeFile(rel, b, ours)
 }
 
-func (a *attempt) writeFile(rel string, b []byte) {
-	if a.secrets != nil {
-		b = []byte(a.secrets.RedactText(string(b)))
-	}
-	p := filepath.Join(a.dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return
-	}
-	if err := report.WriteFileAtomic(p, b); err != nil {
+func (a *attempt) writeFile(rel string, b []byte, ours bool) {
+	if !a.ev.write(a.secrets, rel, b, ours) {
 		return
 	}
 	if !slices.Contains(a.facts.Evidence, rel) {
@@ -554,7 +596,7 @@ func (a *attempt) collectAgentLogs() {
 		defer f.Close()
 		buf := make([]byte, maxAgentLog)
 		n, _ := io.ReadFull(f, buf)
-		a.writeBounded("logs/agent/"+rel, buf[:n])
+		a.writeBounded("logs/agent/"+rel, buf[:n], false)
 		return nil
 	})
 }

@@ -1,8 +1,6 @@
 package campaign
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -73,22 +71,15 @@ func ResultOf(r *AttemptResult) *report.Result {
 	return res
 }
 
-// WriteResult writes attempt r's result.json into root/r.Plan.Dir atomically (temp
-// file, fsync, rename), after validating it (report.Result.Validate), so that a killed
-// run leaves no half-written JSON. Errors: an invalid document, an encoding or a write
-// failure, with the path.
+// WriteResult writes attempt r's result.json into root/r.Plan.Dir and then its
+// evidence-manifest.json (report.EvidenceManifest: every file of the attempt with size
+// and SHA-256, the leaks found while writing, dropped and missing files), after
+// validating the result (report.Result.Validate). Both pass the evidence guard
+// (report.Guard) with the attempt's secret set: result.json is sanitised
+// (report.SanitizeResult), scanned and refused if a secret remains; every write is
+// atomic (temp file, fsync, rename), so a killed run leaves no half-written JSON.
+// Errors: an invalid document, an encoding or a write failure, with the path.
 func WriteResult(root string, r *AttemptResult) error {
 	res := ResultOf(r)
-	dir := filepath.Join(root, r.Plan.Dir)
-	if err := res.Validate(filepath.Join(dir, ResultFile)); err != nil {
-		return err
-	}
-	b, err := report.EncodeResult(res)
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", filepath.Join(dir, ResultFile), err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	return report.WriteFileAtomic(filepath.Join(dir, ResultFile), b)
+	return writeResultAndManifest(filepath.Join(root, r.Plan.Dir), res, r.Outcome.secrets, r.Outcome.evidence)
 }

@@ -3,6 +3,8 @@ package campaign
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agentproof/agentproof/api"
 )
 
 // StopGrace is how long a stopped child (an `agentproof serve` instance) gets between
@@ -29,7 +33,7 @@ const maxServeLog = 64 << 10
 
 // boardTokenFile is the file in the instance home holding the board token (package
 // server's BoardTokenFile; kept as a literal so that campaign does not import server).
-const boardTokenFile = "board.token"
+const boardTokenFile = api.BoardTokenFile
 
 // serveChild is one running `agentproof serve` process on a loopback port with its own
 // instance home. It is not safe for concurrent use.
@@ -187,4 +191,36 @@ func (s *serveChild) survivors(pgid int) error {
 		return fmt.Errorf("processes of the server's group %d outlived it and were killed", pgid)
 	}
 	return nil
+}
+
+// masterKeyFile is the instance home file holding the master key (api.MasterKeyFile).
+const masterKeyFile = api.MasterKeyFile
+
+// instanceSecrets returns the instance's own generated secrets once its serve child is
+// ready: the board token, the master key read from the home (raw, hex and base64
+// forms) and the run-token key derived from it (api.RunTokenKey, same forms). Error:
+// the master key cannot be read.
+func instanceSecrets(home, boardToken string) ([]string, error) {
+	master, err := os.ReadFile(filepath.Join(home, masterKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading the master key: %w", err)
+	}
+	out := []string{boardToken}
+	for _, k := range [][]byte{master, api.RunTokenKey(master)} {
+		out = append(out, string(k), hex.EncodeToString(k), base64.StdEncoding.EncodeToString(k),
+			base64.RawStdEncoding.EncodeToString(k), base64.RawURLEncoding.EncodeToString(k))
+	}
+	return out, nil
+}
+
+// ownSecretFile reports whether rel (relative to home) is one of the files holding an
+// instance secret by design — board.token or master.key as a regular file of mode
+// 0600 — which the persisted-state leak scan does not count (spec §10.2 keeps one such
+// exception too).
+func ownSecretFile(home, rel string) bool {
+	if rel != boardTokenFile && rel != masterKeyFile {
+		return false
+	}
+	fi, err := os.Lstat(filepath.Join(home, rel))
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() == 0o600
 }

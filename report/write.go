@@ -119,7 +119,7 @@ func Generate(opts Options) (*Generated, error) {
 	results, notes, unexpected := Choose(opts.Catalog, opts.CampaignID, expected, cands)
 	if opts.Secrets != nil {
 		for i := range results {
-			sanitizeResult(opts.Secrets, &results[i])
+			SanitizeResult(opts.Secrets, &results[i])
 		}
 		for i := range notes {
 			for j, p := range notes[i].Problems {
@@ -166,13 +166,13 @@ func Generate(opts Options) (*Generated, error) {
 		{filepath.Join(dir, IndexFile), dash},
 		{histPath, histJSON},
 	}
+	guard := Guard{Secrets: opts.Secrets}
 	for _, f := range files {
-		if opts.Secrets != nil {
-			if err := opts.Secrets.Check(filepath.Base(f.path), f.data, false); err != nil {
-				return nil, fmt.Errorf("refusing to write %s: %w", f.path, err)
-			}
+		gf, err := guard.Write(f.path, f.data, true)
+		for _, l := range gf.Leaks {
+			g.Warnings = append(g.Warnings, fmt.Sprintf("secret leak in %s (%s): redacted before writing", filepath.Base(f.path), l))
 		}
-		if err := WriteFileAtomic(f.path, f.data); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -204,8 +204,11 @@ func readPriorCampaign(path string) (*Campaign, error) {
 	return &c, nil
 }
 
-// sanitizeResult redacts every free-text and raw JSON field of r.
-func sanitizeResult(s *redact.Set, r *Result) {
+// SanitizeResult redacts every free-text and raw JSON field of r in place with s (exact
+// values and secret shapes): error, issue identifier, usage, matcher details, expected
+// and observed values, and the termination summary (withheld when it cannot be
+// sanitised).
+func SanitizeResult(s *redact.Set, r *Result) {
 	r.Error = s.RedactText(r.Error)
 	r.IssueIdentifier = s.RedactText(r.IssueIdentifier)
 	r.Usage = s.SanitizeJSON(r.Usage)

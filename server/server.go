@@ -14,9 +14,7 @@ package server
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -27,6 +25,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/controlplane/store"
 )
@@ -52,8 +51,8 @@ type Server struct {
 // File names in the instance home.
 const (
 	DatabaseFile   = "instance.db"
-	BoardTokenFile = "board.token"
-	MasterKeyFile  = "master.key"
+	BoardTokenFile = api.BoardTokenFile
+	MasterKeyFile  = api.MasterKeyFile
 	LockFile       = "instance.lock"
 )
 
@@ -121,10 +120,8 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	mac := hmac.New(sha256.New, master)
-	mac.Write([]byte("agentproof agent tokens v1"))
 	ok = true
-	s := &Server{lock: lock, inst: inst, boardToken: strings.TrimSpace(string(token)), master: master, tokenKey: mac.Sum(nil)}
+	s := &Server{lock: lock, inst: inst, boardToken: strings.TrimSpace(string(token)), master: master, tokenKey: api.RunTokenKey(master)}
 	s.handler = s.routes()
 	return s, nil
 }

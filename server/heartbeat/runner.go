@@ -628,7 +628,16 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 	if secrets == nil {
 		secrets = redact.NewSet()
 	}
-	rec.Termination = &api.Termination{Summary: secrets.RedactText(report.Summary), Started: o.Started, PID: o.PID, ExitCode: o.ExitCode,
+	printed := 0
+	if secrets.FindExact([]byte(report.Summary)) >= 0 {
+		printed++
+	}
+	for _, ev := range report.Transcript {
+		if secrets.FindExact(ev.Body) >= 0 {
+			printed++
+		}
+	}
+	rec.Termination = &api.Termination{Summary: secrets.RedactText(report.Summary), SecretsRedacted: printed, Started: o.Started, PID: o.PID, ExitCode: o.ExitCode,
 		Signal: o.Signal, TimedOut: o.TimedOut, OutputExceeded: o.OutputExceeded, Aborted: o.Aborted,
 		SignalsSent: append([]string{}, o.SignalsSent...), DurationMs: o.Duration.Milliseconds(), OutputBytes: o.OutputBytes,
 		CollectorError: o.CollectorError}

@@ -1,0 +1,166 @@
+package campaign
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/report"
+)
+
+// RequiredEvidence are the files every attempt that reached grading must leave in its
+// directory (issue 11 "a missing required file makes the cell inconclusive"; spec §10.3
+// lists the upstream set): the API snapshot the matchers were evaluated against, the
+// workspace manifest and the fixture states. result.json and evidence-manifest.json are
+// written after the verdict and are always present.
+var RequiredEvidence = []string{"fixtures.json", "snapshots/api-state.json", "workspace-manifest.json"}
+
+// evidenceWriter packages one attempt's evidence: every file goes through report.Guard
+// (allowlist, raw scan, sanitise, re-scan, atomic write) and is recorded for
+// evidence-manifest.json with its size, SHA-256 and the leaks found on the way. It is
+// safe for concurrent use.
+type evidenceWriter struct {
+	dir string // the attempt directory (absolute)
+
+	mu      sync.Mutex
+	files   map[string]report.EvidenceFile
+	leaks   []report.EvidenceLeak
+	dropped []report.EvidenceDropped
+	missing []string
+}
+
+func newEvidenceWriter(dir string) *evidenceWriter {
+	return &evidenceWriter{dir: dir, files: map[string]report.EvidenceFile{}}
+}
+
+// write guards b into rel (slash-separated, relative to the attempt directory) with
+// secrets; ours says agentproof rendered the content (report.EvidenceKind). It reports
+// whether the file was written. A leak found is recorded (and the file written
+// sanitised, or withheld); a refused kind is recorded as dropped.
+func (w *evidenceWriter) write(secrets *redact.Set, rel string, b []byte, ours bool) bool {
+	safe := secrets.SafePath(rel)
+	if safe != rel || !report.SafeRelPath(rel) {
+		w.record(func() {
+			w.dropped = append(w.dropped, report.EvidenceDropped{File: safe, Reason: "unsafe file name"})
+			if safe != rel {
+				w.leaks = append(w.leaks, report.EvidenceLeak{File: safe, Reason: "secret in the file name"})
+			}
+		})
+		return false
+	}
+	gf, err := report.Guard{Secrets: secrets}.Write(filepath.Join(w.dir, filepath.FromSlash(rel)), b, ours)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range gf.Leaks {
+		w.leaks = append(w.leaks, report.EvidenceLeak{File: rel, Reason: l.String()})
+	}
+	if err != nil {
+		reason := "could not be written"
+		switch {
+		case gf.Withheld:
+			reason = "withheld: it holds a secret that cannot be redacted"
+		case strings.Contains(err.Error(), report.ErrNotAllowed.Error()):
+			_, _, reason = report.EvidenceKind(rel, ours)
+		}
+		w.dropped = append(w.dropped, report.EvidenceDropped{File: rel, Reason: reason})
+		delete(w.files, rel)
+		return false
+	}
+	w.files[rel] = report.EvidenceFile{Path: rel, Bytes: gf.Bytes, SHA256: gf.SHA256, Redacted: len(gf.Leaks) > 0}
+	return true
+}
+
+func (w *evidenceWriter) record(f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f()
+}
+
+// checkRequired records which of RequiredEvidence are missing and returns them.
+func (w *evidenceWriter) checkRequired() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.missing = nil
+	for _, rel := range RequiredEvidence {
+		if _, ok := w.files[rel]; !ok {
+			w.missing = append(w.missing, rel)
+		}
+	}
+	return slices.Clone(w.missing)
+}
+
+// leakTexts describes the recorded leaks for AttemptOutcome.Leaks.
+func (w *evidenceWriter) leakTexts() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, l := range w.leaks {
+		out = append(out, fmt.Sprintf("evidence %s: %s", l.File, l.Reason))
+	}
+	return out
+}
+
+// manifest returns the evidence manifest of what was written (files sorted by path).
+func (w *evidenceWriter) manifest() *report.EvidenceManifest {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := &report.EvidenceManifest{Schema: report.EvidenceManifestSchema, Files: []report.EvidenceFile{},
+		Leaks: slices.Clone(w.leaks), Dropped: slices.Clone(w.dropped), Missing: slices.Clone(w.missing)}
+	for _, rel := range slices.Sorted(maps.Keys(w.files)) {
+		if rel != report.EvidenceManifestFile {
+			m.Files = append(m.Files, w.files[rel])
+		}
+	}
+	if m.Leaks == nil {
+		m.Leaks = []report.EvidenceLeak{}
+	}
+	if m.Dropped == nil {
+		m.Dropped = []report.EvidenceDropped{}
+	}
+	if m.Missing == nil {
+		m.Missing = []string{}
+	}
+	return m
+}
+
+// writeResultAndManifest writes result.json (sanitised with secrets, then guarded) and
+// then evidence-manifest.json listing every file of the attempt, result.json included,
+// both into dir. w may be nil (an executor without an evidence writer): the manifest
+// then lists result.json only.
+func writeResultAndManifest(dir string, res *report.Result, secrets *redact.Set, w *evidenceWriter) error {
+	if w == nil {
+		w = newEvidenceWriter(dir)
+	}
+	if secrets != nil {
+		report.SanitizeResult(secrets, res)
+	}
+	if !slices.Contains(res.Evidence, report.EvidenceManifestFile) {
+		res.Evidence = slices.Sorted(slices.Values(append(res.Evidence, report.EvidenceManifestFile)))
+	}
+	if err := res.Validate(filepath.Join(dir, ResultFile)); err != nil {
+		return err
+	}
+	b, err := report.EncodeResult(res)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", filepath.Join(dir, ResultFile), err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	if !w.write(secrets, ResultFile, b, true) {
+		return fmt.Errorf("writing %s: refused by the evidence guard (see %s)", filepath.Join(dir, ResultFile), report.EvidenceManifestFile)
+	}
+	mb, err := report.EncodeEvidenceManifest(w.manifest())
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", report.EvidenceManifestFile, err)
+	}
+	if !w.write(secrets, report.EvidenceManifestFile, mb, true) {
+		return fmt.Errorf("writing %s: refused by the evidence guard", filepath.Join(dir, report.EvidenceManifestFile))
+	}
+	return nil
+}
