@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -152,9 +153,9 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 	switch name {
 	case "nop":
 		return reference.Outcome{}, nil
-	case "reference", "wrong":
+	case "reference", "wrong", "leaky":
 	default:
-		return reference.Outcome{}, &UsageError{Problems: []string{fmt.Sprintf("unknown built-in agent %q (reference, wrong or nop)", name)}}
+		return reference.Outcome{}, &UsageError{Problems: []string{fmt.Sprintf("unknown built-in agent %q (reference, wrong, leaky or nop)", name)}}
 	}
 	vars := map[string]string{}
 	for _, kv := range environ {
@@ -176,16 +177,77 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 		return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 	}
 	script := cfg.Reference
-	if name == "wrong" {
+	rcfg := reference.Config{Workspace: vars[EnvWorkspace], StateDir: vars[EnvStateDir]}
+	credentials := Credentials(vars)
+	leak := credentialLines(credentials)
+	switch name {
+	case "wrong":
 		if script, err = reference.WrongScript(script, cfg.Nonce); err != nil {
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
+		// In canary mode the wrong agent is careless too: it writes the canary
+		// credentials it sees into a workspace file (issue 11 "Canary mode").
+		if canaries := canaryLines(credentials); canaries != "" {
+			if script, err = reference.LeakyScript(script, canaries, false); err != nil {
+				return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
+			}
+		}
+	case "leaky":
+		if script, err = reference.LeakyScript(script, leak, true); err != nil {
+			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
+		}
+		rcfg.ResultNote = "verified the credentials: " + leak
 	}
+	rcfg.Script = script
 	port, err := dial(ctx, vars[EnvAPIURL], vars[EnvRunToken])
 	if err != nil {
 		return reference.Outcome{}, fmt.Errorf("agent: connecting to %s: %w", vars[EnvAPIURL], err)
 	}
-	return reference.Execute(ctx, port, vars[EnvRunID], reference.Config{Script: script, Workspace: vars[EnvWorkspace], StateDir: vars[EnvStateDir]})
+	out, err := reference.Execute(ctx, port, vars[EnvRunID], rcfg)
+	if name == "leaky" {
+		// stdout and an error message: the last two ways out.
+		out.Output = leak
+		if err == nil {
+			err = fmt.Errorf("leaky agent: the provider rejected the credentials %s", strings.ReplaceAll(leak, "\n", ", "))
+		}
+	}
+	return out, err
+}
+
+// Credentials returns the credential variables of a built-in agent's environment: every
+// variable the runner did not set itself (not AGENTPROOF_*, HOME, LANG, PATH or TZ),
+// name → value. These are the secrets the agent's adapter configuration resolved.
+func Credentials(vars map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range vars {
+		switch {
+		case strings.HasPrefix(k, "AGENTPROOF_"), k == "HOME", k == "LANG", k == "PATH", k == "TZ", v == "":
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// credentialLines renders credentials as NAME=value lines, sorted by name.
+func credentialLines(creds map[string]string) string {
+	var lines []string
+	for _, k := range slices.Sorted(maps.Keys(creds)) {
+		lines = append(lines, k+"="+creds[k])
+	}
+	return strings.Join(lines, "\n")
+}
+
+// canaryLines renders the canary credentials (names starting APF_CANARY_) as
+// credentialLines does; "" when there are none (not canary mode).
+func canaryLines(creds map[string]string) string {
+	c := map[string]string{}
+	for k, v := range creds {
+		if strings.HasPrefix(k, "APF_CANARY_") {
+			c[k] = v
+		}
+	}
+	return credentialLines(c)
 }
 
 // UsageError reports a built-in agent started without what it needs (exit code 2).

@@ -7,8 +7,8 @@
 // usage (none of this package's drivers report any) and transcript evidence.
 //
 // Drivers: fixture:<pass|fail|hang|noisy> (the seed 003 fixture programs), reference,
-// wrong and nop (the built-in agents, `agentproof agent <name>`, see RunBuiltin and
-// package reference) and exec (bring your own agent: a command and arguments from the
+// wrong, leaky and nop (the built-in agents, `agentproof agent <name>`, see RunBuiltin
+// and package reference) and exec (bring your own agent: a command and arguments from the
 // profile). No driver inherits the parent's environment or uses a shell.
 package agent
 
@@ -151,7 +151,7 @@ func New(driver string, config map[string]any) (Driver, error) {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("timeoutMs must be at most %d for a fixture program", worker.MaxTimeoutMS))
 		}
 		d = fixtureDriver{fixture: name, bounds: b}
-	case driver == "reference" || driver == "nop":
+	case driver == "reference" || driver == "nop" || driver == "leaky":
 		d = builtinDriver{name: driver, bounds: parseBounds(config, ce, nil)}
 	case driver == "wrong":
 		b := parseBounds(config, ce, []string{"strategy"})
@@ -164,7 +164,7 @@ func New(driver string, config map[string]any) (Driver, error) {
 	case strings.HasPrefix(driver, "exec:"):
 		ce.Problems = append(ce.Problems, "the real-CLI drivers (exec:codex, exec:opencode, exec:claude) are not built yet; use exec with a command")
 	default:
-		ce.Problems = append(ce.Problems, "unknown driver (one of fixture:pass, fixture:fail, fixture:hang, fixture:noisy, reference, nop, wrong, exec)")
+		ce.Problems = append(ce.Problems, "unknown driver (one of fixture:pass, fixture:fail, fixture:hang, fixture:noisy, reference, nop, wrong, leaky, exec)")
 	}
 	if len(ce.Problems) > 0 {
 		return nil, ce

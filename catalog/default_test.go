@@ -19,7 +19,7 @@ func TestDefaultCatalog(t *testing.T) {
 	for _, cell := range c.Cells {
 		sizes[cell.Suite.ID]++
 	}
-	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 18, "core-compatibility": 3, "local-session-integrity": 2, "warm-continuity": 1}
+	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 3, "local-session-integrity": 2, "warm-continuity": 1}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
 	}
@@ -31,7 +31,7 @@ func TestDefaultCatalog(t *testing.T) {
 	}
 	wantVerdicts := map[string]string{
 		"fixture-pass": "passed", "fixture-fail": "failed", "fixture-hang": "inconclusive", "fixture-noisy": "inconclusive",
-		"reference": "passed", "nop": "failed", "wrong": "failed",
+		"reference": "passed", "nop": "failed", "wrong": "failed", "leaky": "failed",
 	}
 	if diff := cmp.Diff(wantVerdicts, verdicts); diff != "" {
 		t.Errorf("calibration verdicts (-want +got):\n%s", diff)

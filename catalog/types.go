@@ -65,7 +65,7 @@ type Profile struct {
 	Generation string   `yaml:"generation"` // legacy | native; also the expected runtime mode
 	Groups     []string `yaml:"groups"`
 	// Driver selects the agent: "fixture:pass|fail|hang|noisy", "reference", "nop",
-	// "wrong", "exec" (a command and args of your own, in driverConfig) or
+	// "wrong", "leaky" (the reference agent that also leaks its credentials), "exec" (a command and args of your own, in driverConfig) or
 	// "exec:codex|opencode|claude" (DESIGN.md "Agents"; package agent).
 	Driver string `yaml:"driver"`
 	// DriverConfig is the driver's configuration, free-form but scanned for raw secrets;

@@ -30,7 +30,7 @@ const maxIDLength = 100
 // of the calibration suite).
 var (
 	Generations          = []string{"legacy", "native"}
-	Drivers              = []string{"fixture:pass", "fixture:fail", "fixture:hang", "fixture:noisy", "reference", "nop", "wrong", "exec", "exec:codex", "exec:opencode", "exec:claude"}
+	Drivers              = []string{"fixture:pass", "fixture:fail", "fixture:hang", "fixture:noisy", "reference", "nop", "wrong", "leaky", "exec", "exec:codex", "exec:opencode", "exec:claude"}
 	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
 	CredentialScopes     = []string{"profile", "environment"}
 	EnvironmentDrivers   = []string{"local", "sandbox"}
@@ -842,7 +842,7 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 		if cell.AttemptTimeoutMs <= 0 {
 			v.add(v.at(&cell.Case.AttemptTimeoutMs, cell.Case), "case %s has no attemptTimeoutMs for environment %s and the environment has no attemptDeadlineMs (cell %s)", cell.Case.ID, cell.Environment.ID, cell.ID)
 		}
-		if cell.Profile.Driver == "reference" || cell.Profile.Driver == "wrong" {
+		if cell.Profile.Driver == "reference" || cell.Profile.Driver == "wrong" || cell.Profile.Driver == "leaky" {
 			if cell.Case.Reference == nil {
 				v.add(v.at(cell.Case), "case %s has no reference script, which profile %s (driver %s) needs (cell %s)", cell.Case.ID, cell.Profile.ID, cell.Profile.Driver, cell.ID)
 			}

@@ -25,11 +25,14 @@ const SourceInstanceID = "agentproof-reference"
 //   - StateDir: an existing directory private to the agent that outlives its runs (its
 //     "home"); the Session lives there.
 //   - Now: the clock stamped on appended events; nil means time.Now.
+//   - ResultNote: when set, one more verification entry of the run result (its
+//     commandOrCheck); the leaky calibration agent leaks through it.
 type Config struct {
-	Script    *catalog.ReferenceScript
-	Workspace string
-	StateDir  string
-	Now       func() time.Time
+	Script     *catalog.ReferenceScript
+	Workspace  string
+	StateDir   string
+	Now        func() time.Time
+	ResultNote string
 }
 
 // Outcome says what one run of the agent did: Turn is the 1-based script turn carried
@@ -39,6 +42,9 @@ type Outcome struct {
 	Turn        int
 	Disposition string
 	CommentID   string
+	// Output is text the agent prints on its standard output beside its turn line
+	// (the leaky agent's stdout leak); "" for the reference and wrong agents.
+	Output string
 }
 
 // maxAttempts bounds the tries of one port call that fails with a retryable error
@@ -296,6 +302,9 @@ func (r *runner) complete(ctx context.Context, turn int, summary, commentID stri
 	}
 	disposition := Disposition(rc.ActiveTask.Status)
 	result := runResult(disposition, clip(summary, 12000), commentID, r.runID)
+	if r.cfg.ResultNote != "" {
+		result["verification"] = append(result["verification"].([]any), map[string]any{"commandOrCheck": r.cfg.ResultNote, "status": "passed"})
+	}
 	terminal := map[string]any{"turnTerminalState": "completed", "runTerminalState": "succeeded", "reportedWorkDisposition": disposition}
 	turnID := fmt.Sprintf("%s:turn-%d", r.runID, turn)
 	emitted := r.now().UTC().Format("2006-01-02T15:04:05.000Z")

@@ -22,19 +22,19 @@ var dialAgentAPI agent.Dialer = func(context.Context, string, string) (controlpl
 }
 
 // newAgentCmd is the hidden command the heartbeat runner launches for the built-in
-// agents (DESIGN.md "Agents"): `agentproof agent <reference|wrong|nop>`. The agent reads
+// agents (DESIGN.md "Agents"): `agentproof agent <reference|wrong|leaky|nop>`. The agent reads
 // its run from its own environment (agent.EnvAPIURL and siblings, set by the driver).
 // nop exits 0 at once and touches nothing. Exit codes: 0 the run was carried out, 2 the
 // environment lacks what the agent needs, 1 anything else (the runner then completes
 // the run as failed).
 func newAgentCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:    "agent <reference|wrong|nop>",
+		Use:    "agent <reference|wrong|leaky|nop>",
 		Short:  "Run one turn of a built-in agent (launched by the heartbeat runner)",
 		Hidden: true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErrorf("%s needs exactly one agent name: reference, wrong or nop", cmd.CommandPath())
+				return usageErrorf("%s needs exactly one agent name: reference, wrong, leaky or nop", cmd.CommandPath())
 			}
 			return nil
 		},
@@ -44,6 +44,12 @@ func newAgentCmd(a *app) *cobra.Command {
 				ctx = context.Background()
 			}
 			out, err := agent.RunBuiltin(ctx, args[0], os.Environ(), dialAgentAPI)
+			if out.Output != "" {
+				// the leaky calibration agent prints what it should not
+				if _, werr := fmt.Fprintln(a.stdout, out.Output); werr != nil && err == nil {
+					err = werr
+				}
+			}
 			var ue *agent.UsageError
 			if errors.As(err, &ue) {
 				return &UsageError{Err: err}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
 )
 
@@ -25,6 +26,7 @@ type runOptions struct {
 	maxRetries  int
 	seed        int64
 	progress    string
+	canary      bool
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -46,6 +48,23 @@ Selectors are those of 'agentproof list' (--all, --id, --suite, --group, --profi
 A cell needing a credential reads its value from the environment variable of the
 same name (for example OPENAI_API_KEY); the value reaches the instance only as a
 secret.
+
+Every attempt also stores a fresh random canary secret (APF_ATTEMPT_CANARY) and hands
+it to its agent. After each attempt the closed instance home and the workspace are
+scanned for every secret value (credentials, the canary, the instance's own board
+token, master key and run-token key); every file written into the results passes one
+guard: only allowlisted kinds (.json .log .txt .md .png, and .xml/.html agentproof
+renders itself), scanned, sanitised, scanned again. A secret found anywhere fails the
+cell with class secret_leak, whatever else happened; the report names the file, never
+the value. Each attempt lists its files, sizes, SHA-256 and leaks in
+evidence-manifest.json.
+
+--canary also injects fake secrets of every known shape (sk-ant-..., sk-...,
+sk-proj-..., OPENROUTER_API_KEY=..., Bearer ..., a JWT, a PEM private key block) as
+credentials APF_CANARY_*: they reach each agent only through secret references,
+never argv. Use it to prove the leak detection: with --suite grader-calibration the
+leaky agent (and the wrong agent) leak them and must end failed with secret_leak, and
+no canary may appear under the results directory.
 
 A campaign directory that already holds results is refused (exit 2).
 Results: <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/
@@ -72,6 +91,7 @@ Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
 	f.IntVar(&o.maxRetries, "max-automatic-retries", 1, "automatic retries after a transient or provider-variance failure: 0 or 1")
 	f.Int64Var(&o.seed, "seed", 0, "seed for deterministic nonces (default: random nonces)")
 	f.StringVar(&o.progress, "progress", "auto", "progress display: auto, tty, plain or none")
+	f.BoolVar(&o.canary, "canary", false, "inject fake secrets of every known shape as credentials (APF_CANARY_*) to prove leaks are caught")
 	return cmd
 }
 
@@ -123,6 +143,20 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	defer stop()
 
 	exec := &campaign.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv}
+	// The campaign files are guarded with every credential value the cells load and,
+	// with --canary, the canaries (each attempt guards its own files with its own set).
+	secrets := redact.NewSet()
+	for _, cell := range plan.Cells {
+		for _, name := range cell.RequiredCredentials {
+			if v, ok := os.LookupEnv(name); ok {
+				secrets = secrets.WithCredentials(v)
+			}
+		}
+	}
+	if o.canary {
+		exec.Canaries = campaign.Canaries(plan.CampaignID)
+		secrets = secrets.With(campaign.CanaryValues(plan.CampaignID)...)
+	}
 	display := campaign.NewDisplay(mode, a.stdout)
 	defer display.Close()
 	var writeErrs []string
@@ -149,7 +183,7 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 			ids = append(ids, cr.Cell.ID)
 		}
 	}
-	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids})
+	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets})
 	for _, w := range writeErrs {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
