@@ -62,15 +62,20 @@ evidence-manifest.json.
 --canary also injects fake secrets of every known shape (sk-ant-..., sk-...,
 sk-proj-..., OPENROUTER_API_KEY=..., Bearer ..., a JWT, a PEM private key block) as
 credentials APF_CANARY_*: they reach each agent only through secret references,
-never argv. Use it to prove the leak detection: with --suite grader-calibration the
-leaky agent (and the wrong agent) leak them and must end failed with secret_leak, and
-no canary may appear under the results directory.
+never argv. Use it to prove the leak detection end to end:
+
+  agentproof run --suite grader-calibration --canary
+
+The leaky agent (and, with --canary, the wrong agent) leak them (a comment, a
+workspace file, stdout, an error message, a run result); those cells must end failed
+with secret_leak, which is what the suite expects, so the campaign passes. Then no
+canary value may appear anywhere under the results directory.
 
 A campaign directory that already holds results is refused (exit 2).
 Results: <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/
-(result.json, snapshots/, workspace-manifest.json, logs/), then campaign.json,
-summary.md, junit.xml and dashboard.html in <results>/<campaign>/ and history.json in
-<results>/. The last line is
+(result.json, evidence-manifest.json, snapshots/, workspace-manifest.json, logs/),
+then campaign.json, summary.md, junit.xml and dashboard.html in <results>/<campaign>/
+and history.json in <results>/. The last line is
 "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 
 Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,

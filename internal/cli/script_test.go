@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"bytes"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"regexp"
 	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/agentproof/agentproof/campaign"
 )
 
 // TestMain lets testscript run this test binary as the `agentproof` command inside
@@ -22,7 +28,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "canaryscan": canaryScan},
 	})
 }
 
@@ -37,4 +43,79 @@ func holdFence(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ts.Check(syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
 	ts.Defer(func() { _ = f.Close() })
+}
+
+// canaryScan is the script command `canaryscan <results> <campaign>`: it reads every
+// file under results and fails naming each file (never the value) that holds a canary
+// value of campaign (campaign.CanaryValues, every form) or an attempt canary
+// ("apcanary-" and 48 hex digits). With `!` it expects at least one finding.
+func canaryScan(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: canaryscan <results> <campaign>")
+	}
+	found := findCanaries(ts.MkAbs(args[0]), args[1])
+	switch {
+	case neg && len(found) == 0:
+		ts.Fatalf("no canary found under %s", args[0])
+	case !neg && len(found) > 0:
+		ts.Fatalf("canary values found in: %v", found)
+	}
+	ts.Logf("scanned %s for %d canary forms", args[0], len(campaign.CanaryValues(args[1])))
+}
+
+var attemptCanary = regexp.MustCompile(`apcanary-[0-9a-f]{48}`)
+
+// findCanaries returns the files under root (relative) holding a canary of campaignID
+// or an attempt canary; a file that cannot be read counts as a finding.
+func findCanaries(root, campaignID string) []string {
+	values := campaign.CanaryValues(campaignID)
+	var found []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			found = append(found, rel+" (unreadable)")
+			return nil
+		}
+		hit := attemptCanary.Match(b)
+		for _, v := range values {
+			hit = hit || bytes.Contains(b, []byte(v))
+		}
+		if hit {
+			found = append(found, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		found = append(found, "walk: "+err.Error())
+	}
+	return found
+}
+
+// TestFindCanaries: the results-tree scan of the canary script finds a planted canary
+// (every form) and an attempt canary, and nothing in a clean tree.
+func TestFindCanaries(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if got := findCanaries(root, "c1"); len(got) != 0 {
+		t.Fatalf("clean tree: %v", got)
+	}
+	for i, v := range append(campaign.CanaryValues("c1"), "apcanary-"+string(bytes.Repeat([]byte("ab"), 24))) {
+		dir := filepath.Join(root, "d", string(rune('a'+i)))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "f.json"), []byte(`{"x":"`+v+`"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := findCanaries(root, "c1"); len(got) != i+1 {
+			t.Fatalf("after planting form %d: found %v", i, got)
+		}
+	}
+	if got := findCanaries(root, "other"); len(got) != 1 {
+		t.Errorf("another campaign's canaries must not match (only the attempt canary): %v", got)
+	}
 }
