@@ -103,7 +103,7 @@ func (g Guard) Write(p string, data []byte, ours bool) (GuardedFile, error) {
 	clean, leaks, err := g.sanitize(name, kind, data)
 	out := GuardedFile{Leaks: leaks}
 	if err != nil {
-		out.Withheld = true
+		out.Withheld = errors.Is(err, redact.ErrLeak)
 		return out, fmt.Errorf("refusing to write %s: %w", g.Secrets.SafePath(p), err)
 	}
 	if err := WriteFileAtomic(p, clean); err != nil {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -206,19 +205,40 @@ func Merge(opts MergeOptions) (*Merged, error) {
 			m.Skipped = append(m.Skipped, filepath.ToSlash(rel))
 			continue
 		}
-		if err := copyTree(a.dir, filepath.Join(campaignDir, rel)); err != nil {
+		warnings, err := copyTree(a.dir, filepath.Join(campaignDir, rel))
+		if err != nil {
 			return nil, err
 		}
+		m.Warnings = append(m.Warnings, warnings...)
 		m.Copied = append(m.Copied, filepath.ToSlash(rel))
 	}
 	return m, nil
 }
 
 // copyTree copies regular files and directories from src to dst (created), skipping
-// symbolic links and special files; result.json is written last and atomically, so a
-// half-copied attempt is never mistaken for a complete one.
-func copyTree(src, dst string) error {
+// symbolic links and special files, every file through the evidence guard (Guard with
+// no secret set: the allowlist and secret shapes; a file it refuses is left out and
+// named in a warning); result.json is written last and atomically, so a half-copied
+// attempt is never mistaken for a complete one.
+func copyTree(src, dst string) ([]string, error) {
 	var resultSrc string
+	var warnings []string
+	guard := Guard{}
+	copyOne := func(p, target, rel string) error {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		gf, err := guard.Write(target, b, true)
+		for _, l := range gf.Leaks {
+			warnings = append(warnings, fmt.Sprintf("%s: secret leak (%s): redacted while copying", filepath.ToSlash(rel), l))
+		}
+		if errors.Is(err, ErrNotAllowed) || gf.Withheld {
+			warnings = append(warnings, fmt.Sprintf("%s: not copied: %v", filepath.ToSlash(rel), err))
+			return nil
+		}
+		return err
+	}
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -237,31 +257,13 @@ func copyTree(src, dst string) error {
 			resultSrc = p
 			return nil
 		}
-		return copyFile(p, target)
+		return copyOne(p, target, rel)
 	})
 	if err != nil {
-		return fmt.Errorf("copying %s to %s: %w", src, dst, err)
+		return warnings, fmt.Errorf("copying %s to %s: %w", src, dst, err)
 	}
-	b, err := os.ReadFile(resultSrc)
-	if err != nil {
-		return fmt.Errorf("copying %s: %w", resultSrc, err)
+	if err := copyOne(resultSrc, filepath.Join(dst, ResultFile), ResultFile); err != nil {
+		return warnings, fmt.Errorf("copying %s: %w", resultSrc, err)
 	}
-	return WriteFileAtomic(filepath.Join(dst, ResultFile), b)
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
+	return warnings, nil
 }
