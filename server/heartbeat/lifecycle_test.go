@@ -239,7 +239,8 @@ func TestStopRunningHang(t *testing.T) {
 
 // TestSecretNeverStored: an exec agent whose env binds a secret receives its value in
 // its environment and prints it; after the run no file of the instance home holds the
-// value (redact.Set.ScanTree), and the stored stdout shows the redaction.
+// value (redact.Set.ScanTree), the stored stdout shows the redaction and the record
+// counts it (Termination.SecretsRedacted).
 func TestSecretNeverStored(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -272,6 +273,10 @@ func TestSecretNeverStored(t *testing.T) {
 	}
 	if strings.Contains(string(stdout), "AGENTPROOF_RUN_TOKEN=apr1.") {
 		t.Fatal("the run token was stored in the evidence")
+	}
+	// the record says the agent printed a secret, so the harness can fail the attempt
+	if rec.Termination.SecretsRedacted != 1 {
+		t.Fatalf("secretsRedacted = %d, want 1 (stdout)", rec.Termination.SecretsRedacted)
 	}
 	in.restart() // commit everything the store holds to disk
 	leaks, err := redact.NewSet(value).ScanTree(in.home, false)
