@@ -175,7 +175,7 @@ func TestRunExitCodes(t *testing.T) {
 			}
 			if strings.Contains(tt.name, "leak") {
 				b, err := os.ReadFile(filepath.Join(res, "c", tt.attempts[0]))
-				if err != nil || !strings.Contains(string(b), `"failureClass": "secret_leak"`) || !strings.Contains(string(b), "workspace leaked-env.txt") {
+				if err != nil || !strings.Contains(string(b), `"failureClass": "secret_leak"`) || !strings.Contains(string(b), "persisted workspace state at leaked-env.txt") {
 					t.Errorf("result.json does not report the workspace leak: %s %v", b, err)
 				}
 			}
