@@ -36,8 +36,11 @@
 //     plain lines otherwise, and always the final line
 //     "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 //
-// Results are written with evidence.WriteFileAtomic (temp file, fsync, rename, fsync of
-// the directory).
+// Every file of an attempt goes through report.Guard (issue 11): allowlisted kinds only,
+// raw scan, sanitise, re-scan, atomic write (temp file, fsync, rename, fsync of the
+// directory); the leaks found on the way fail the attempt (secret_leak) and are listed,
+// with every file's size and SHA-256, in evidence-manifest.json, written after
+// result.json by WriteResult.
 //
 // # Decisions where sources differ or are silent
 //
@@ -60,6 +63,25 @@
 //     to its agent by reference; the leak scan looks for it and every credential value
 //     in the closed instance home, the workspace and the attempt's evidence, so the scan
 //     tests something even for cells without credentials.
+//   - The attempt's secret set holds, besides credentials and the canary, the
+//     instance's board token, master key and run-token key (api.RunTokenKey) in raw,
+//     hex and base64 forms, and every credential in the forms it takes in files
+//     (redact.CredentialForms). board.token and master.key themselves (0600 regular
+//     files) are the only files of the home the persisted-state scan exempts.
+//   - Canary mode (LocalExecutor.Canaries, `run --canary`) adds fake secrets of every
+//     shape, derived from the campaign id so that a test can recompute them (Canaries).
+//     The leaky calibration agent leaks them; the wrong agent, which must otherwise
+//     fail by its markers alone, also writes them into its workspace in canary mode
+//     (the issue asks both to try), so in canary mode its cells fail with secret_leak.
+//   - A printed secret (stdout, stderr, the termination summary) is redacted by the
+//     heartbeat runner before it is stored; the runner counts it
+//     (Termination.SecretsRedacted) and the attempt fails with secret_leak anyway.
+//   - Required evidence (RequiredEvidence) is checked only for attempts that reached
+//     grading; a missing file is a collector error (inconclusive,
+//     permanent_infrastructure), overridden by a leak. Nothing is copied from the
+//     agent's workspace into the results beyond workspace-manifest.json (paths, sizes,
+//     hashes); its logs are copied through the guard as agent content (no HTML, XML
+//     or SVG).
 //   - An agent process that timed out is a missed deadline ("run <id> process":
 //     provider_variance, inconclusive, retryable); one that exceeded its output bound
 //     is a collector error (permanent_infrastructure, inconclusive): its exit is not a

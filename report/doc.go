@@ -35,5 +35,14 @@
 //   - JUnit: one <testsuite> per suite under a <testsuites> root instead of the spec's
 //     single suite; inconclusive cells are <skipped> unless InconclusiveAsFailure.
 //   - DESIGN.md lets report import billing and catalog; it also imports redact (a leaf
-//     listed below it) to sanitise results when a secret set is given.
+//     listed below it): Guard is the one choke point every results file passes
+//     (allowlist by extension, raw scan, sanitise, re-scan, atomic write), used by
+//     Generate, Merge and the executor. Clean content is written byte for byte, so
+//     regeneration stays byte-identical.
+//   - The evidence manifest (EvidenceManifest, agentproof.evidence-manifest/v1) keeps
+//     the spec's {files, leaks, missing} and adds dropped (files the allowlist refused);
+//     the upstream tag paperclip.runner-e2e.evidence/v1 is not reused.
+//   - The evidence allowlist is the (json, log, txt, md, png, and xml/html only
+//     when agentproof rendered them), stricter than spec §10.3, which also keeps css,
+//     js, webm and inspected zip archives.
 package report
