@@ -145,8 +145,11 @@ func (s *Set) Overlap() int {
 
 // FindExact returns the offset of the first exact secret in b, or -1.
 func (s *Set) FindExact(b []byte) int {
+	if s == nil {
+		return -1
+	}
 	first := -1
-	for _, v := range s.Values() {
+	for _, v := range s.values {
 		if i := bytes.Index(b, []byte(v)); i >= 0 && (first < 0 || i < first) {
 			first = i
 		}
@@ -181,6 +184,9 @@ func (s *Set) find(b []byte, shapes bool) (Leak, int, bool) {
 // become Redacted (longest first), then secret shapes become RedactedShape (a bearer
 // token keeps its "Bearer " prefix, a provider key assignment keeps its key name).
 func (s *Set) RedactText(text string) string {
+	if s != nil && s.FindExact([]byte(text)) < 0 && !HasShape(text) {
+		return text // the common case: nothing to redact, no copy
+	}
 	for _, v := range s.Values() {
 		text = strings.ReplaceAll(text, v, Redacted)
 	}
