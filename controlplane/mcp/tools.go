@@ -2,7 +2,9 @@ package mcp
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
@@ -233,7 +235,7 @@ func spec(name string, command bool, req, opt []string, field func(string) schem
 		if s == nil {
 			panic(fmt.Sprintf("mcp: tool %s argument %s has no schema", name, arg))
 		}
-		props[arg] = s
+		props[arg] = withBoundsDescribed(s)
 	}
 	required := slices.Clone(req)
 	if required == nil {
@@ -243,6 +245,49 @@ func spec(name string, command bool, req, opt []string, field func(string) schem
 		Name: name, Command: command, Description: toolDescriptions[name], Required: req, Optional: opt,
 		InputSchema: schema{"type": "object", "properties": props, "required": required},
 	}
+}
+
+// withBoundsDescribed returns a copy of s whose description also states its bounds in
+// words, in brackets ("[not empty, at most 12000 characters]", "[matching ^...$]",
+// "[at most 50 items]", "[an integer from 0 to 31536000]"):
+// Codex passes the model only type, enum, items, properties, required and description
+// (it drops maxLength, pattern, maxItems, minimum and maximum — observed with Codex
+// 0.171, field failure F10), so the words are what the model sees of a bound; the
+// server still enforces the keywords.
+func withBoundsDescribed(s schema) schema {
+	out := maps.Clone(s)
+	var words []string
+	if v, ok := s["minLength"]; ok {
+		if v == 1 {
+			words = append(words, "not empty")
+		} else {
+			words = append(words, fmt.Sprintf("at least %v characters", v))
+		}
+	}
+	if v, ok := s["maxLength"]; ok {
+		words = append(words, fmt.Sprintf("at most %v characters", v))
+	}
+	if v, ok := s["pattern"]; ok {
+		words = append(words, fmt.Sprintf("matching %v", v))
+	}
+	if v, ok := s["minItems"]; ok {
+		words = append(words, fmt.Sprintf("at least %v items", v))
+	}
+	if v, ok := s["maxItems"]; ok {
+		words = append(words, fmt.Sprintf("at most %v items", v))
+	}
+	lo, hasLo := s["minimum"]
+	hi, hasHi := s["maximum"]
+	if hasLo && hasHi {
+		words = append(words, fmt.Sprintf("an integer from %v to %v", lo, hi))
+	}
+	if items, ok := s["items"].(schema); ok {
+		out["items"] = withBoundsDescribed(items)
+	}
+	if len(words) > 0 {
+		out["description"] = fmt.Sprintf("%v [%s]", s["description"], strings.Join(words, ", "))
+	}
+	return out
 }
 
 // commandToolNames are the agent-facing command kinds in controlplane.CommandKinds order.

@@ -20,14 +20,14 @@ import (
 )
 
 // mcpWorld is a real control-plane server on 127.0.0.1 with a fixture company whose
-// run-1 (actor-1 on task-1) is open.
+// run-1 (actor-1 on task-1) is open with the given capability claims.
 type mcpWorld struct {
 	co     *client.Company
 	apiURL string
 	token  string
 }
 
-func newMCPWorld(t *testing.T) *mcpWorld {
+func newMCPWorld(t *testing.T, capabilities ...string) *mcpWorld {
 	t.Helper()
 	ctx := context.Background()
 	r, err := server.Start(ctx, server.Options{Home: t.TempDir()}, "127.0.0.1:0")
@@ -46,7 +46,7 @@ func newMCPWorld(t *testing.T) *mcpWorld {
 	if err := co.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := co.OpenFixtureRun(ctx, controlplane.OpenInput{BackendKind: "mock", Identity: controlplane.Identity{
+	if _, err := co.OpenFixtureRun(ctx, controlplane.OpenInput{BackendKind: "mock", Capabilities: capabilities, Identity: controlplane.Identity{
 		RunID: "run-1", SessionID: "s-1", CompanyID: "company-1", IssueID: "task-1", AgentID: "actor-1"}}); err != nil {
 		t.Fatal(err)
 	}
