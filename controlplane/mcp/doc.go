@@ -21,7 +21,12 @@
 // oneOf/anyOf/allOf, no null types, no format and no additionalProperties (OpenAI's
 // strict mode and Codex's schema sanitizer mishandle it). Unknown arguments are still
 // refused: DecodeArguments validates against the published schema plus
-// additionalProperties false.
+// additionalProperties false. Observed with the pinned CLIs (internal/cli
+// TestMCPWithRealCodex / TestMCPWithRealOpenCode): Codex 0.171 hands the model type,
+// enum, items, properties, required and description only (it drops maxLength, pattern,
+// maxItems, minimum, maximum), OpenCode 1.18.33 keeps every keyword and adds
+// additionalProperties false itself; so each bound is also stated in words in its
+// property's description ("[not empty, at most 12000 characters]").
 //
 // Two conventions are resolved by the server, as the reference agent resolves them:
 // write_document without baseRevisionId writes on top of the document's latest
@@ -38,7 +43,8 @@
 // second application, and within one process a retry resends the exact command first
 // sent (resolved baseRevisionId included); the price is that an identical second call
 // in the same run is a duplicate too. Retryable control-plane errors are retried up to
-// 4 times with the same envelope.
+// 4 times with the same envelope; after a refusal (a non-retryable control-plane error,
+// which records nothing under the key) an identical later call is resolved afresh.
 //
 // Results are one text content holding JSON: for a command the control plane's
 // CommandResult plus commentId and presented (CommandResult); for the read tools the

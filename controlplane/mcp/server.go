@@ -257,6 +257,14 @@ func (h *handler) command(ctx context.Context, t ToolSpec, args map[string]any) 
 		}
 	}
 	if err != nil {
+		var ce *controlplane.Error
+		if errors.As(err, &ce) && !ce.Retryable {
+			// Refused: the control plane recorded nothing under the key, so an identical
+			// later call may resolve its conventions afresh.
+			h.mu.Lock()
+			delete(h.sent, key)
+			h.mu.Unlock()
+		}
 		return nil, asToolError("applying "+t.Name, err)
 	}
 	out := CommandResult{CommandResult: res}
