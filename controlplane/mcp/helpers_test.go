@@ -31,7 +31,7 @@ type world struct {
 	session  *sdk.ClientSession
 }
 
-func newWorld(t *testing.T, seed controlplane.Seed, capabilities ...string) *world {
+func newWorld(t testing.TB, seed controlplane.Seed, capabilities ...string) *world {
 	t.Helper()
 	ctx := context.Background()
 	r, err := server.Start(ctx, server.Options{Home: t.TempDir()}, "127.0.0.1:0")
