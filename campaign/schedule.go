@@ -71,10 +71,16 @@ type Summary struct {
 }
 
 // Line is the campaign's last output line: "Campaign <id>: <passed>/<selected> passed,
-// <failed> failed, <inconclusive> inconclusive" (issue 9 "Progress").
+// <failed> failed, <inconclusive> inconclusive" (issue 9 "Progress"); a partial campaign
+// adds ", <n> not run (partial)" so that the counts add up to the selection while the
+// campaign report (which covers only the finished cells) says "partial" too.
 func (s *Summary) Line() string {
-	return fmt.Sprintf("Campaign %s: %d/%d passed, %d failed, %d inconclusive",
+	line := fmt.Sprintf("Campaign %s: %d/%d passed, %d failed, %d inconclusive",
 		s.CampaignID, s.Passed, s.Selected, s.Failed, s.Inconclusive)
+	if s.Partial {
+		line += fmt.Sprintf(", %d not run (partial)", s.Selected-s.Passed-s.Failed-s.Inconclusive)
+	}
+	return line
 }
 
 // Worst is the campaign's verdict: failed if any cell failed, else inconclusive if any

@@ -137,9 +137,9 @@ func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
 	}
 	a := c.Billing
 	v.Tiles = []tile{
-		{Label: "Input tokens", Value: Tokens(a.LLM.InputTokens), Note: fmt.Sprintf("%d/%d runs with token usage", a.LLM.RunsWithTokenUsage, a.LLM.RunCount)},
-		{Label: "Output tokens", Value: Tokens(a.LLM.OutputTokens)},
-		{Label: "Cached input tokens", Value: Tokens(a.LLM.CachedInputTokens)},
+		{Label: "Input tokens", Value: UsageTokens(a.LLM.InputTokens, a.LLM), Note: fmt.Sprintf("%d/%d runs reported token usage", a.LLM.RunsWithTokenUsage, a.LLM.RunCount)},
+		{Label: "Output tokens", Value: UsageTokens(a.LLM.OutputTokens, a.LLM)},
+		{Label: "Cached input tokens", Value: UsageTokens(a.LLM.CachedInputTokens, a.LLM)},
 		{Label: "LLM reported subtotal", Value: moneyOrWord(a.ReportedLLMCostUSD, string(a.LLM.CostStatus)), Note: fmt.Sprintf("%d/%d runs provider-priced · %s", a.LLM.RunsWithReportedCost, a.LLM.RunCount, a.LLM.CostStatus), Class: wordClass(a.ReportedLLMCostUSD)},
 		{Label: "Runtime list estimate", Value: AggregateRuntimeText(a), Note: runtimeNote(a), Class: wordClass(a.EstimatedRuntimeCostUSD)},
 		{Label: "Agent execution time", Value: Duration(a.AgentRunDurationMs)},
@@ -204,7 +204,7 @@ func buildSuite(s SuiteSummary, cat *catalog.Catalog, byID map[string]*Result, n
 	}
 	sv.Strip = []tile{
 		{Label: "Pass rate", Value: rate, Note: fmt.Sprintf("%d passed · %d failed · %d inconclusive", s.Passed, s.Failed, s.Inconclusive)},
-		{Label: "Tokens", Value: Tokens(a.LLM.TotalTokens), Note: string(a.LLM.CostStatus)},
+		{Label: "Tokens", Value: UsageTokens(a.LLM.TotalTokens, a.LLM), Note: string(a.LLM.CostStatus)},
 		{Label: "Cost", Value: moneyOrWord(a.ObservedAndEstimatedCostUSD, "unavailable"), Note: "LLM " + aggregateLLMText(a) + " · runtime " + AggregateRuntimeText(a), Class: wordClass(a.ObservedAndEstimatedCostUSD)},
 		{Label: "Agent / lease time", Value: Duration(a.AgentRunDurationMs) + " / " + leaseText(a)},
 		{Label: "Executed", Value: fmt.Sprintf("%d/%d", s.Executed, s.Selected), Note: fmt.Sprintf("%d retries", s.Retries)},
@@ -311,8 +311,8 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 	}
 	bl := billingOf(r)
 	cv.BillingLine = []string{
-		fmt.Sprintf("%s in / %s out", Tokens(bl.LLM.InputTokens), Tokens(bl.LLM.OutputTokens)),
-		Tokens(bl.LLM.CachedInputTokens) + " cached",
+		tokensInOutWords(bl.LLM),
+		UsageTokens(bl.LLM.CachedInputTokens, bl.LLM) + " cached",
 		fmt.Sprintf("%d/%d runs priced", bl.LLM.RunsWithReportedCost, bl.LLM.RunCount),
 		"LLM " + LLMCostText(bl.LLM),
 		"runtime " + RuntimeCostText(bl.Runtime),
@@ -407,4 +407,13 @@ func indentJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return clip(buf.String(), 20000)
+}
+
+// tokensInOutWords is "<input> in / <output> out", or "unavailable" when no run reported
+// token usage.
+func tokensInOutWords(u billing.LLMUsage) string {
+	if u.RunsWithTokenUsage == 0 {
+		return "unavailable"
+	}
+	return fmt.Sprintf("%s in / %s out", Tokens(u.InputTokens), Tokens(u.OutputTokens))
 }

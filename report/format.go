@@ -52,6 +52,25 @@ func Tokens(n int64) string {
 	return b.String()
 }
 
+// UsageTokens is Tokens(n) for a count taken from usage, or "unavailable" when no run of
+// usage reported token usage: a missing count is never shown as 0 (DESIGN.md "honest
+// coverage").
+func UsageTokens(n int64, usage billing.LLMUsage) string {
+	if usage.RunsWithTokenUsage == 0 {
+		return "unavailable"
+	}
+	return Tokens(n)
+}
+
+// TokensInOut is "<input> / <output>" tokens of usage, or "unavailable" when no run of
+// usage reported token usage.
+func TokensInOut(usage billing.LLMUsage) string {
+	if usage.RunsWithTokenUsage == 0 {
+		return "unavailable"
+	}
+	return Tokens(usage.InputTokens) + " / " + Tokens(usage.OutputTokens)
+}
+
 // LLMCostText is the provider-reported model spend: the amount with its coverage status
 // when any run was priced ("$0.0123 (reported)", "$0.0100 (partial: 1/2 runs priced)"),
 // otherwise the status word alone ("unpriced", "unavailable") — never $0 for missing data

@@ -25,8 +25,8 @@ func Summary(c *Campaign) []byte {
 		fmt.Fprintf(&b, "Started %s · finished %s · total test time %s\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
 	}
 	a := c.Billing
-	fmt.Fprintf(&b, "Tokens: %s input / %s output / %s cached (%d/%d runs with token usage)\n\n",
-		Tokens(a.LLM.InputTokens), Tokens(a.LLM.OutputTokens), Tokens(a.LLM.CachedInputTokens), a.LLM.RunsWithTokenUsage, a.LLM.RunCount)
+	fmt.Fprintf(&b, "Tokens: %s input / %s output / %s cached (%d/%d runs reported token usage)\n\n",
+		UsageTokens(a.LLM.InputTokens, a.LLM), UsageTokens(a.LLM.OutputTokens, a.LLM), UsageTokens(a.LLM.CachedInputTokens, a.LLM), a.LLM.RunsWithTokenUsage, a.LLM.RunCount)
 	fmt.Fprintf(&b, "LLM cost reported by providers: %s; %d/%d runs priced\n\n", aggregateLLMText(a), a.LLM.RunsWithReportedCost, a.LLM.RunCount)
 	fmt.Fprintf(&b, "Runtime: agent execution %s · lease %s · cost %s\n\n", Duration(a.AgentRunDurationMs), Duration(a.LeaseDurationMs), AggregateRuntimeText(a))
 	b.WriteString("Unpriced and unavailable usage is excluded from dollar totals and never counted as free; runtime costs are list-price estimates; local execution is not metered.\n\n")
@@ -35,9 +35,9 @@ func Summary(c *Campaign) []byte {
 	for i := range c.Results {
 		r := &c.Results[i]
 		bl := billingOf(r)
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %.3f | %s / %s | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %.3f | %s | %s | %s | %s |\n",
 			md(r.ExecutionID), r.Attempt, md(verdictText(r)), md(r.EnvironmentID),
-			float64(r.DurationMs)/1000, Tokens(bl.LLM.InputTokens), Tokens(bl.LLM.OutputTokens),
+			float64(r.DurationMs)/1000, TokensInOut(bl.LLM),
 			md(LLMCostText(bl.LLM)), md(RuntimeCostText(bl.Runtime)), md(detailText(r)))
 	}
 	return []byte(b.String())

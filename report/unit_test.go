@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/billing"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -419,5 +420,28 @@ func TestResultJSONAmongEvidenceIsNoAttempt(t *testing.T) {
 	}
 	if len(cands) != 1 || cands[0].Result.Attempt != 1 {
 		t.Errorf("candidates: %+v", cands)
+	}
+}
+
+// Token counts are shown only when some run reported usage: a missing count is
+// "unavailable", never 0.
+func TestUsageTokensNeverZeroForMissing(t *testing.T) {
+	t.Parallel()
+	none := billing.LLMUsage{RunCount: 3}
+	some := billing.LLMUsage{RunCount: 3, RunsWithTokenUsage: 1, InputTokens: 12000, OutputTokens: 0}
+	for _, tc := range []struct {
+		name, got, want string
+	}{
+		{"none input", UsageTokens(none.InputTokens, none), "unavailable"},
+		{"some input", UsageTokens(some.InputTokens, some), "12,000"},
+		{"some output reported as zero", UsageTokens(some.OutputTokens, some), "0"},
+		{"none in/out", TokensInOut(none), "unavailable"},
+		{"some in/out", TokensInOut(some), "12,000 / 0"},
+		{"none dashboard", tokensInOutWords(none), "unavailable"},
+		{"some dashboard", tokensInOutWords(some), "12,000 in / 0 out"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, tc.got, tc.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,9 @@ func loadCatalog(dir string) (*catalog.Catalog, error) {
 		c, err = catalog.Default()
 	} else {
 		c, err = catalog.LoadDir(dir)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &UsageError{Err: fmt.Errorf("--catalog %s: no such file or directory; pass a catalog directory (every *.yaml below it) or one YAML file, or leave --catalog out to use the embedded default catalog", dir)}
 	}
 	if err != nil {
 		return nil, &UsageError{Err: err}

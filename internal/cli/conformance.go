@@ -37,7 +37,7 @@ func newConformanceCmdFor(a *app, override conformance.Harness) *cobra.Command {
 		Use:   "conformance",
 		Short: "Run the control-plane port conformance suite against a control plane",
 		Long: strings.TrimSpace(`
-Run the control-plane port conformance suite (seed 001: the 13 port contract steps
+Run the control-plane port conformance suite (the 13 port contract steps
 and the 40 Given/When/Then cases) against a control plane chosen by --target:
 
   memory    the deterministic in-memory port (default)

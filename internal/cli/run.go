@@ -79,7 +79,8 @@ and history.json in <results>/. The last line is
 "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 
 Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,
-writes what finished (the campaign is partial) and exits 130.
+writes what finished (the campaign is partial: the last line adds ", <n> not run
+(partial)" and the campaign report covers only the cells that finished) and exits 130.
 Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
 2 usage or configuration error, 130 interrupted.`),
 		Args: noArgs,

@@ -24,7 +24,7 @@ func newServeCmd(a *app) *cobra.Command {
 		Use:   "serve",
 		Short: "Run a control-plane instance (HTTP API) over an instance home",
 		Long: strings.TrimSpace(`
-Run a control-plane instance: companies, each a durable seed-001 state machine,
+Run a control-plane instance: companies, each a durable control-plane state machine,
 behind the board and agent HTTP API (OpenAPI 3.1 at /openapi.json).
 
 The instance home (--home) holds instance.db (SQLite, unless --postgres is given),
