@@ -131,7 +131,9 @@ func (e *ConfigError) Error() string {
 // (the profile's driverConfig; nil for none). Keys every driver reads: timeoutMs (> 0,
 // ms) and maxOutputBytes (> 0, ≤ worker.MaxOutputBytes). wrong also reads strategy
 // ("wrong_nonce", the default); exec reads command (absolute path), args (templates, see
-// ExecVars) and env (secret references, resolved by the server into RunEnv.Secrets).
+// ExecVars) and env (secret references, resolved by the server into RunEnv.Secrets);
+// exec:codex, exec:opencode and exec:claude read binary, modelBaseUrl, live and script
+// (see CLIKeyBinary and the other CLIKey constants).
 // Unknown keys, wrong types and unknown drivers are a *ConfigError listing every problem.
 func New(driver string, config map[string]any) (Driver, error) {
 	ce := &ConfigError{Driver: driver}
@@ -162,9 +164,9 @@ func New(driver string, config map[string]any) (Driver, error) {
 	case driver == "exec":
 		d = newExec(config, ce)
 	case strings.HasPrefix(driver, "exec:"):
-		ce.Problems = append(ce.Problems, "the real-CLI drivers (exec:codex, exec:opencode, exec:claude) are not built yet; use exec with a command")
+		d = newCLI(strings.TrimPrefix(driver, "exec:"), config, ce)
 	default:
-		ce.Problems = append(ce.Problems, "unknown driver (one of fixture:pass, fixture:fail, fixture:hang, fixture:noisy, reference, nop, wrong, exec)")
+		ce.Problems = append(ce.Problems, "unknown driver (one of fixture:pass, fixture:fail, fixture:hang, fixture:noisy, reference, nop, wrong, exec, exec:codex, exec:opencode, exec:claude)")
 	}
 	if len(ce.Problems) > 0 {
 		return nil, ce
