@@ -25,6 +25,8 @@ type runOptions struct {
 	maxRetries  int
 	seed        int64
 	progress    string
+	live        bool
+	agentsDir   string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -54,6 +56,16 @@ summary.md, junit.xml and dashboard.html in <results>/<campaign>/ and history.js
 <results>/. The last line is
 "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 
+Cells of real agent CLIs (drivers exec:codex, exec:opencode, exec:claude) run the
+pinned CLI's native binary from the agents cache (--agents-dir, default
+$AGENTPROOF_AGENTS_DIR or the user cache directory's agentproof/agents). A pinned
+CLI missing from the cache is installed with npm before any cell starts, with
+progress on stderr; without npm the run stops with exit 2 naming
+'agentproof agents install'. By default each attempt of such a cell talks to its own
+scripted model on 127.0.0.1 (offline, no credential); --live uses the profile's live
+provider instead, with the profile's credential read from the environment and
+stored as a secret.
+
 Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,
 writes what finished (the campaign is partial) and exits 130.
 Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
@@ -72,6 +84,8 @@ Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
 	f.IntVar(&o.maxRetries, "max-automatic-retries", 1, "automatic retries after a transient or provider-variance failure: 0 or 1")
 	f.Int64Var(&o.seed, "seed", 0, "seed for deterministic nonces (default: random nonces)")
 	f.StringVar(&o.progress, "progress", "auto", "progress display: auto, tty, plain or none")
+	f.BoolVar(&o.live, "live", false, "run agent CLI cells against their profile's live provider instead of the scripted model (needs the profile's credential)")
+	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
 	return cmd
 }
 
@@ -113,6 +127,10 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	if err := os.MkdirAll(campaignDir, 0o755); err != nil {
 		return usageErrorf("--results: %v", err)
 	}
+	binaries, err := a.ensureCLIs(cmd, plan.Cells, o)
+	if err != nil {
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("locating the agentproof executable: %w", err)
@@ -122,7 +140,7 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	exec := &campaign.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv}
+	exec := &campaign.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIBinaries: binaries, Live: o.live}
 	display := campaign.NewDisplay(mode, a.stdout)
 	defer display.Close()
 	var writeErrs []string
