@@ -76,7 +76,7 @@ const DefaultCLIMaxOutputBytes = 16 << 20
 type LiveProvider struct {
 	BaseURL    string `json:"baseUrl"`
 	Model      string `json:"model"`
-	Credential string `json:"credentialName"`
+	Credential string `json:"envVar"`
 	NPM        string `json:"npm,omitempty"`
 }
 
@@ -131,7 +131,7 @@ func newCLI(name string, config map[string]any, ce *ConfigError) Driver {
 				ce.Problems = append(ce.Problems, "live.model is required")
 			}
 			if !envNameRE.MatchString(lp.Credential) {
-				ce.Problems = append(ce.Problems, "live.credentialName must name a credential (an environment variable name)")
+				ce.Problems = append(ce.Problems, "live.envVar must name the credential holding the key (an environment variable name)")
 			}
 			d.live = &lp
 		}

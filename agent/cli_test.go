@@ -23,9 +23,9 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 func TestCLILaunchGolden(t *testing.T) {
 	t.Parallel()
 	live := map[string]map[string]any{
-		"codex":    {"baseUrl": "https://api.openai.com/v1", "model": "gpt-5.2-codex", "credentialName": "OPENAI_API_KEY"},
-		"opencode": {"baseUrl": "https://api.openai.com/v1", "model": "gpt-5.2", "credentialName": "OPENAI_API_KEY", "npm": "@ai-sdk/openai"},
-		"claude":   {"baseUrl": "https://api.anthropic.com/v1", "model": "claude-sonnet-4-5", "credentialName": "OPENAI_API_KEY"},
+		"codex":    {"baseUrl": "https://api.openai.com/v1", "model": "gpt-5.2-codex", "envVar": "OPENAI_API_KEY"},
+		"opencode": {"baseUrl": "https://api.openai.com/v1", "model": "gpt-5.2", "envVar": "OPENAI_API_KEY", "npm": "@ai-sdk/openai"},
+		"claude":   {"baseUrl": "https://api.anthropic.com/v1", "model": "claude-sonnet-4-5", "envVar": "OPENAI_API_KEY"},
 	}
 	for _, cli := range []string{"codex", "opencode", "claude"} {
 		for _, mode := range []string{"scripted", "live"} {
@@ -122,7 +122,7 @@ func TestCLILaunchNeedsBinaryAndModel(t *testing.T) {
 	}{
 		{map[string]any{"modelBaseUrl": "http://127.0.0.1:1"}, "no native binary"},
 		{map[string]any{"binary": "/bin/true"}, "no model endpoint"},
-		{map[string]any{"binary": "/bin/true", "live": map[string]any{"baseUrl": "https://x", "model": "m", "credentialName": "NOT_BOUND"}}, "live credential NOT_BOUND"},
+		{map[string]any{"binary": "/bin/true", "live": map[string]any{"baseUrl": "https://x", "model": "m", "envVar": "NOT_BOUND"}}, "live credential NOT_BOUND"},
 	} {
 		d := mustNew(t, "exec:codex", tc.cfg)
 		_, err := d.Launch(runContext(), runEnv(t))

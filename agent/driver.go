@@ -102,11 +102,22 @@ type Driver interface {
 //     reported none (read as unavailable, never as zero cost). No driver of this package
 //     reports usage.
 //   - Transcript: evidence to store — the kept stdout and stderr.
+//   - Presentation: the comment the run presented as its user-facing message, when the
+//     runner completes the run (spec runner-e2e-harness §5); nil for none. The runner
+//     fills it for the real-CLI drivers from the MCP server's record.
 type Report struct {
-	Summary    string
-	RunStatus  string
-	Usage      json.RawMessage
-	Transcript []Evidence
+	Summary      string
+	RunStatus    string
+	Usage        json.RawMessage
+	Transcript   []Evidence
+	Presentation *Presentation
+}
+
+// Presentation names a run's presented comment: CommentID (what the run result's
+// presentationDecision.commentId must name) and its Text.
+type Presentation struct {
+	CommentID string
+	Text      string
 }
 
 // Evidence is one piece of transcript evidence: a file name, a media type and the bytes.

@@ -623,6 +623,6 @@ func (a *attempt) liveCredential() string {
 		return ""
 	}
 	live, _ := a.plan.Cell.Profile.DriverConfig[agent.CLIKeyLive].(map[string]any)
-	c, _ := live["credentialName"].(string)
+	c, _ := live["envVar"].(string)
 	return c
 }
