@@ -131,6 +131,14 @@ type CommandRequest struct {
 	CommandText      *string         `json:"commandText,omitempty"`
 }
 
+// DocumentList is the answer of GET /api/companies/{company}/runs/{run}/documents: the
+// documents of the run's active task TaskID, in creation order, each with every revision
+// (oldest first). An agent token reads its own run's list only.
+type DocumentList struct {
+	TaskID    string                   `json:"taskId"`
+	Documents []*controlplane.Document `json:"documents"`
+}
+
 // WakeList lists scheduled wakes, oldest first.
 type WakeList struct {
 	Wakes []controlplane.ScheduledWake `json:"wakes"`

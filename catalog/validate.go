@@ -85,6 +85,23 @@ func CommandKinds() []string {
 	return sortedKeys(commandArgsByKind)
 }
 
+// CommandArgs returns the arguments a reference step of command kind must carry
+// (required) and may carry (optional), copies in declaration order; ok is false for a kind
+// that is not a semantic tool. targetDocumentKey (request_human_input) is a script-only
+// convention resolved by the agent to targetRevisionId. Package controlplane/mcp derives
+// its tool schemas' properties and required lists from these.
+func CommandArgs(kind string) (required, optional []string, ok bool) {
+	a, ok := commandArgsByKind[kind]
+	if !ok {
+		return nil, nil, false
+	}
+	return slices.Clone(a.required), slices.Clone(a.optional), true
+}
+
+// CommentingCommands returns the command kinds that create a comment and so may carry
+// present: true (the comment is the run's user-facing message), a copy.
+func CommentingCommands() []string { return slices.Clone(commentingCommands) }
+
 type validator struct {
 	c  *Catalog
 	ps *problems

@@ -320,3 +320,11 @@ func (co *Company) Wakes(ctx context.Context, dueBy string) ([]controlplane.Sche
 	err := co.c.do(ctx, "GET", co.prefix+path, nil, &out)
 	return out.Wakes, err
 }
+
+// RunDocuments returns the documents of run's active task with every revision (agent
+// route GET /runs/{run}/documents).
+func (co *Company) RunDocuments(ctx context.Context, runID string) (api.DocumentList, error) {
+	var out api.DocumentList
+	err := co.c.do(ctx, "GET", co.prefix+"/runs/"+url.PathEscape(runID)+"/documents", nil, &out)
+	return out, err
+}

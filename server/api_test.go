@@ -97,6 +97,34 @@ func newBoardWorld(t *testing.T) *boardWorld {
 		base: in.run.URL, boardTk: srv.BoardToken()}
 }
 
+// TestRunDocuments: GET runs/{run}/documents lists the documents of the run's active
+// task only, with every revision, for the run's agent token.
+func TestRunDocuments(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newBoardWorld(t)
+	agentCo, err := client.DialAgent(ctx, w.base+"/api/companies/"+w.co.ID(), w.runTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range []string{
+		`{"kind":"write_document","key":"plan","title":"Plan","body":"v1","baseRevisionId":null}`,
+		`{"kind":"write_document","key":"notes","title":"Notes","body":"n1","baseRevisionId":null}`,
+	} {
+		if _, err := agentCo.ApplyCommand(ctx, controlplane.CommandEnvelope{RunID: "run-1", IdempotencyKey: fmt.Sprint("k", i), Command: json.RawMessage(cmd)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := agentCo.(*client.Company).RunDocuments(ctx, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.TaskID != w.issue || len(list.Documents) != 2 || list.Documents[0].Key != "plan" || list.Documents[1].Key != "notes" ||
+		len(list.Documents[0].Revisions) != 1 || list.Documents[0].Revisions[0].Body != "v1" {
+		t.Fatalf("documents of run-1 = %+v", list)
+	}
+}
+
 // TestBoardOperations walks the board: local environment, secrets, agents, issues
 // with wakes, comments, an interaction and an approval resolved by the board.
 func TestBoardOperations(t *testing.T) {
@@ -280,6 +308,9 @@ func TestAuthAndBadInput(t *testing.T) {
 		{"agent token for another actor", "GET", co + "/runs/run-1/context", srv.MintAgentToken(w.co.ID(), "actor-x", "run-1"), nil, 403, "forbidden"},
 		{"agent command for another run", "POST", co + "/commands", srv.MintAgentToken(w.co.ID(), w.agent, "run-9"), cmd, 403, "forbidden"},
 		{"agent's own context", "GET", co + "/runs/run-1/context", w.runTok, nil, 200, ""},
+		{"agent's own documents", "GET", co + "/runs/run-1/documents", w.runTok, nil, 200, ""},
+		{"agent documents of another run", "GET", co + "/runs/run-2/documents", w.runTok, nil, 403, "forbidden"},
+		{"documents of an unknown run", "GET", co + "/runs/run-2/documents", srv.MintAgentToken(w.co.ID(), w.agent, "run-2"), nil, 404, "run_missing"},
 		{"agent command", "POST", co + "/commands", w.runTok, cmd, 200, ""},
 		{"malformed JSON", "POST", co + "/issues", w.boardTk, []byte(`{"title":`), 400, "invalid_request"},
 		{"wrong type", "POST", co + "/issues", w.boardTk, []byte(`{"title":5}`), 400, "invalid_request"},

@@ -56,6 +56,7 @@ func (s *Server) table() []route {
 		{"POST", "/api/companies/{company}/runs", true, controlplane.OpenInput{}, controlplane.RunContext{}, 201, "open (check out) a run; returns its context", s.openRun, nil},
 		{"POST", "/api/companies/{company}/checkouts", true, controlplane.OpenInput{}, nil, 204, "open (check out) a run without reading its context", s.checkout, nil},
 		{"GET", "/api/companies/{company}/runs/{run}/context", false, nil, controlplane.RunContext{}, 200, "a run's context", s.runContext, nil},
+		{"GET", "/api/companies/{company}/runs/{run}/documents", false, nil, api.DocumentList{}, 200, "the documents of the run's active task, every revision", s.runDocuments, nil},
 		{"GET", "/api/companies/{company}/runs/{run}/events", false, nil, controlplane.Replay{}, 200, "replay PRP events (query sourceInstanceId, afterSourceSeq, limit)", s.replay, nil},
 		{"POST", "/api/companies/{company}/events", false, json.RawMessage{}, controlplane.Receipt{}, 200, "append a PRP or native run event", s.appendEvent, nil},
 		{"POST", "/api/companies/{company}/commands", false, api.CommandRequest{}, controlplane.CommandResult{}, 200, "apply a semantic command", s.applyCommand, nil},
@@ -470,6 +471,34 @@ func (s *Server) runContext(ctx context.Context, r *http.Request, p principal) (
 		return nil, err
 	}
 	return c.Context(ctx, r.PathValue("run"))
+}
+
+// runDocuments lists the documents of run's active task (the read side of write_document
+// for agents, which may not read the snapshot), in creation order.
+func (s *Server) runDocuments(ctx context.Context, r *http.Request, p principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	run := r.PathValue("run")
+	if err := s.agentRun(ctx, c, p, run); err != nil {
+		return nil, err
+	}
+	rc, err := c.Context(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := api.DocumentList{TaskID: rc.ActiveTask.ID, Documents: []*controlplane.Document{}}
+	for _, d := range st.Documents {
+		if d.TaskID == rc.ActiveTask.ID {
+			out.Documents = append(out.Documents, d)
+		}
+	}
+	return out, nil
 }
 
 func (s *Server) replay(ctx context.Context, r *http.Request, p principal) (any, error) {

@@ -78,6 +78,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newServeCmd(a),
 		newModelCmd(a),
 		newAgentsCmd(a),
+		newMCPCmd(a),
 	)
 	return root
 }
