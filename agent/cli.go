@@ -240,7 +240,7 @@ func (d cliDriver) Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec, 
 		}
 	}
 	return worker.Spec{Path: d.binary, Args: append([]string{d.binary}, p.args...), Env: e, Dir: env.Workspace,
-		Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput}, nil
+		Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput, NullStdin: true}, nil
 }
 
 // cliPath is the PATH of a CLI process: its shell tool runs ordinary programs.
@@ -279,7 +279,7 @@ func (d cliDriver) plan(rc controlplane.RunContext, env RunEnv, n int, dir strin
 	} else {
 		modelURL, model, keyVar = strings.TrimRight(d.live.BaseURL, "/"), d.live.Model, d.live.Credential
 	}
-	mcpVars := []string{EnvAPIURL, EnvRunToken, EnvRunID}
+	mcpVars := []string{EnvAPIURL, EnvRunToken, EnvRunID, EnvStateDir}
 	switch d.cli {
 	case "codex":
 		codexHome := filepath.Join(dir, "codex-home")

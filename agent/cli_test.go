@@ -47,6 +47,9 @@ func TestCLILaunchGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if !spec.NullStdin {
+					t.Error("the CLI's stdin is not /dev/null (field failure F03)")
+				}
 				if spec.Path != "/opt/agents/"+cli+"/bin/"+cli || spec.Args[0] != spec.Path || spec.Dir != env.Workspace {
 					t.Errorf("spec runs %s %q in %s, want the native binary in the workspace", spec.Path, spec.Args[0], spec.Dir)
 				}
