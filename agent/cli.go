@@ -36,8 +36,9 @@ const (
 	// only when modelBaseUrl is absent (`agentproof run --live`).
 	CLIKeyLive = "live"
 	// CLIKeyScript names the model script the executor derives for the scripted model:
-	// "oracle" (the case's reference turns as tool calls; the default) or "nop" (a text
-	// answer only). The driver itself does not read it.
+	// "oracle" (the case's reference turns as tool calls; the default), "nop" (a text
+	// answer only) or "wrong" (a call of a tool no CLI offers: the scripted model refuses
+	// it naming the step, the CLI exits non-zero). The driver itself does not read it.
 	CLIKeyScript = "script"
 )
 
@@ -45,6 +46,7 @@ const (
 const (
 	ScriptOracle = "oracle"
 	ScriptNop    = "nop"
+	ScriptWrong  = "wrong"
 )
 
 // ScriptedModelID is the model id every CLI asks the scripted model for.
@@ -136,8 +138,8 @@ func newCLI(name string, config map[string]any, ce *ConfigError) Driver {
 			d.live = &lp
 		}
 	}
-	if v, ok := config[CLIKeyScript]; ok && v != ScriptOracle && v != ScriptNop {
-		ce.Problems = append(ce.Problems, fmt.Sprintf("script %v is not %s or %s", v, ScriptOracle, ScriptNop))
+	if v, ok := config[CLIKeyScript]; ok && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("script %v is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
 	}
 	return d
 }

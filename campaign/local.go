@@ -592,7 +592,7 @@ func (a *attempt) collectAgentLogs() {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
-		if !strings.HasSuffix(rel, ".log") && !strings.Contains(rel, "stdout") && !strings.Contains(rel, "stderr") {
+		if !strings.HasSuffix(rel, ".log") && !strings.HasSuffix(rel, ".jsonl") && !strings.Contains(rel, "stdout") && !strings.Contains(rel, "stderr") {
 			return nil
 		}
 		f, err := os.Open(p)

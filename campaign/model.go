@@ -32,14 +32,18 @@ type modelServer struct {
 }
 
 // ModelScripts returns the model scripts of a CLI cell's runs: the driverConfig script
-// "nop" gives text-only answers (calibration); anything else ("oracle", the default)
+// "nop" gives text-only answers (calibration), "wrong" calls a tool no CLI offers (the
+// scripted model refuses it naming step 1); anything else ("oracle", the default)
 // derives one script per turn of the case's rendered reference script
 // (scriptedmodel.FromReference).
 func ModelScripts(plan AttemptPlan) ([]*scriptedmodel.Script, error) {
 	p := plan.Cell.Profile
-	if s, _ := p.DriverConfig[agent.CLIKeyScript].(string); s == agent.ScriptNop {
-		runs := plan.Cell.Case.ExpectedRunCount
-		return scriptedmodel.NopScripts(max(runs, 1)), nil
+	runs := max(plan.Cell.Case.ExpectedRunCount, 1)
+	switch s, _ := p.DriverConfig[agent.CLIKeyScript].(string); s {
+	case agent.ScriptNop:
+		return scriptedmodel.NopScripts(runs), nil
+	case agent.ScriptWrong:
+		return scriptedmodel.WrongScripts(runs), nil
 	}
 	return scriptedmodel.FromReference(plan.Case.Reference)
 }

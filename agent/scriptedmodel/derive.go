@@ -114,3 +114,16 @@ func ShellCommand(e *catalog.WorkspaceEdit) (string, error) {
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// WrongTool is the tool a wrong script calls: no CLI offers it, so the scripted model
+// refuses the request naming step 1 and the CLI exits non-zero.
+const WrongTool = "no_such_tool"
+
+// WrongScripts returns n scripts whose first step calls WrongTool.
+func WrongScripts(n int) []*Script {
+	out := make([]*Script, max(n, 1))
+	for i := range out {
+		out[i] = &Script{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer, Steps: []Step{{Call: WrongTool, Args: map[string]any{}}, {Answer: DefaultFinalAnswer}}}
+	}
+	return out
+}

@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/catalog"
 )
 
 // TestMain lets testscript run this test binary as the `agentproof` command inside
@@ -22,8 +28,58 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog},
+		Setup: func(env *testscript.Env) error {
+			if dir := scriptAgentsDir(); dir != "" {
+				env.Setenv(EnvAgentsDir, dir)
+			}
+			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "clis" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return scriptAgentsDir() != "", nil
+		},
 	})
+}
+
+// scriptAgentsDir is the agent CLI cache the scripts use: $AGENTPROOF_AGENTS_DIR, else
+// the default cache when the pinned CLIs are installed there; "" when they are not (a
+// script guarded by [clis] then skips, except in CI: see TestScriptsCLIsInCI).
+func scriptAgentsDir() string {
+	for _, dir := range []string{os.Getenv(EnvAgentsDir), defaultAgentsDir()} {
+		if dir == "" {
+			continue
+		}
+		ok := true
+		for _, c := range clis.Pinned {
+			if c.Optional {
+				continue
+			}
+			if _, err := clis.Locate(dir, c, clis.HostPlatform()); err != nil {
+				ok = false
+			}
+		}
+		if ok {
+			return dir
+		}
+	}
+	return ""
+}
+
+func defaultAgentsDir() string {
+	d, _ := clis.DefaultDir()
+	return d
+}
+
+// TestScriptsCLIsInCI: in CI the real agent CLIs must be installed (.ci/agents.sh), so
+// the scripts that run them never skip there.
+func TestScriptsCLIsInCI(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("CI") != "" && scriptAgentsDir() == "" {
+		t.Fatalf("CI is set but the pinned agent CLIs are not installed in $%s (run .ci/agents.sh)", EnvAgentsDir)
+	}
 }
 
 // holdFence is the script command `holdfence <file>`: the test process (not the
@@ -37,4 +93,24 @@ func holdFence(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ts.Check(syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
 	ts.Defer(func() { _ = f.Close() })
+}
+
+// defaultCatalog is the script command `defaultcatalog <dir>`: it writes the embedded
+// default catalog's files into dir, so a script can extend it with files of its own.
+func defaultCatalog(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: defaultcatalog <dir>")
+	}
+	dir := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(dir, 0o755))
+	ts.Check(fs.WalkDir(catalog.DefaultFS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(catalog.DefaultFS(), p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
+	}))
 }
