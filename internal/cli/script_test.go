@@ -1,16 +1,21 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/catalog"
 )
 
@@ -28,7 +33,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog, "modelseen": modelSeen},
 		Setup: func(env *testscript.Env) error {
 			if dir := scriptAgentsDir(); dir != "" {
 				env.Setenv(EnvAgentsDir, dir)
@@ -113,4 +118,41 @@ func defaultCatalog(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
 	}))
+}
+
+// modelSeen is the script command `modelseen <cli> <attempt-dir>`: every model response
+// the CLI's event streams report (agent.ParseEvents ModelTurns, run by run) is a request
+// the attempt's scripted model answered with a script step for that run — so no model
+// request of the CLI went anywhere but the scripted model on 127.0.0.1 — and the
+// scripted model answered no step the CLI did not report.
+func modelSeen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: modelseen <cli> <attempt-dir>")
+	}
+	dir := ts.MkAbs(args[1])
+	streams, err := filepath.Glob(filepath.Join(dir, "logs", "agent", "runs", "*", "events.jsonl"))
+	ts.Check(err)
+	slices.Sort(streams)
+	if len(streams) == 0 {
+		ts.Fatalf("no event stream under %s", dir)
+	}
+	answered := map[int]int{}
+	raw, err := os.ReadFile(filepath.Join(dir, "logs", "model-requests.jsonl"))
+	ts.Check(err)
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var e scriptedmodel.LogEntry
+		ts.Check(json.Unmarshal([]byte(line), &e))
+		if e.Status == 200 && e.Step > 0 {
+			answered[e.Run]++
+		}
+	}
+	for i, p := range streams {
+		b, err := os.ReadFile(p)
+		ts.Check(err)
+		ev := agent.ParseEvents(args[0], b)
+		if ev.ModelTurns == 0 || ev.ModelTurns != answered[i+1] {
+			ts.Fatalf("run %d: the %s event stream reports %d model responses, the scripted model answered %d steps", i+1, args[0], ev.ModelTurns, answered[i+1])
+		}
+		ts.Logf("run %d: %d model responses, all answered by the scripted model", i+1, ev.ModelTurns)
+	}
 }
