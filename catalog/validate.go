@@ -859,10 +859,7 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 		if cell.AttemptTimeoutMs <= 0 {
 			v.add(v.at(&cell.Case.AttemptTimeoutMs, cell.Case), "case %s has no attemptTimeoutMs for environment %s and the environment has no attemptDeadlineMs (cell %s)", cell.Case.ID, cell.Environment.ID, cell.ID)
 		}
-		// A real-CLI profile's oracle model scripts are derived from the reference turns
-		// (driverConfig script other than nop/wrong).
-		cliOracle := strings.HasPrefix(cell.Profile.Driver, "exec:") && cell.Profile.DriverConfig["script"] != "nop" && cell.Profile.DriverConfig["script"] != "wrong"
-		if cell.Profile.Driver == "reference" || cell.Profile.Driver == "wrong" || cliOracle {
+		if cell.Profile.Driver == "reference" || cell.Profile.Driver == "wrong" {
 			if cell.Case.Reference == nil {
 				v.add(v.at(cell.Case), "case %s has no reference script, which profile %s (driver %s) needs (cell %s)", cell.Case.ID, cell.Profile.ID, cell.Profile.Driver, cell.ID)
 			}
