@@ -4,12 +4,14 @@
 // complete environment, the working directory, a timeout and an output budget — for
 // worker.Supervise, and after the exit turns the worker.Outcome into a Report: the
 // termination summary, the run status to record when the agent left its run open,
-// usage (none of this package's drivers report any) and transcript evidence.
+// usage (the real-CLI drivers read it from the CLI's event stream) and transcript
+// evidence.
 //
 // Drivers: fixture:<pass|fail|hang|noisy> (the seed 003 fixture programs), reference,
 // wrong and nop (the built-in agents, `agentproof agent <name>`, see RunBuiltin and
-// package reference) and exec (bring your own agent: a command and arguments from the
-// profile). No driver inherits the parent's environment or uses a shell.
+// package reference), exec (bring your own agent: a command and arguments from the
+// profile) and exec:codex, exec:opencode, exec:claude (the pinned real agent CLIs, see
+// cli.go). No driver inherits the parent's environment or uses a shell.
 package agent
 
 import (
@@ -96,11 +98,13 @@ type Driver interface {
 //
 //   - Summary: the termination summary (how the process ended), one line.
 //   - RunStatus: how the runner completes the run when the process left it open:
-//     "succeeded" only for a fixture program that exited 0 in time (fixtures never
-//     talk to the API: their exit is the whole story), otherwise "failed".
+//     "succeeded" for a fixture program that exited 0 in time (fixtures never talk to
+//     the API: their exit is the whole story) and for a real CLI that exited 0 (a CLI
+//     never completes its run itself: it works through the MCP tools, and the matchers
+//     judge what it did), otherwise "failed".
 //   - Usage: the usage the agent reported, as JSON for billing.ExtractLLM; nil when it
-//     reported none (read as unavailable, never as zero cost). No driver of this package
-//     reports usage.
+//     reported none (read as unavailable, never as zero cost). Only the real-CLI
+//     drivers report usage (from the CLI's JSON event stream).
 //   - Transcript: evidence to store — the kept stdout and stderr.
 //   - Presentation: the comment the run presented as its user-facing message, when the
 //     runner completes the run (spec runner-e2e-harness §5); nil for none. The runner
