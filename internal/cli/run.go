@@ -116,6 +116,11 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 		}
 		return fmt.Errorf("planning the campaign: %w", err)
 	}
+	// Before anything starts or is written: the agent CLIs the cells need.
+	binaries, err := a.ensureCLIs(cmd, plan.Cells, o)
+	if err != nil {
+		return err
+	}
 	root, err := filepath.Abs(o.results)
 	if err != nil {
 		return usageErrorf("--results: %v", err)
@@ -126,10 +131,6 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	}
 	if err := os.MkdirAll(campaignDir, 0o755); err != nil {
 		return usageErrorf("--results: %v", err)
-	}
-	binaries, err := a.ensureCLIs(cmd, plan.Cells, o)
-	if err != nil {
-		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
