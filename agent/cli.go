@@ -330,7 +330,10 @@ func cmpOr(a, b string) string {
 // session files, no sandbox or approvals (the workspace is the attempt's private
 // directory), no retries (a scripted-model refusal ends the run at once), analytics,
 // feedback, update checks, OpenTelemetry, plugins and shell snapshots off, and the MCP
-// server `<executable> mcp` forwarding mcpVars from Codex's environment (env_vars).
+// server `<executable> mcp` forwarding mcpVars from Codex's environment (env_vars),
+// required: without it Codex 0.171 sends its first model request without the server's
+// tools when the server starts slowly (seen under load); with it Codex waits for the
+// handshake (up to startup_timeout_sec) and exits 1 if the server cannot start.
 func CodexArgs(modelURL, model, keyVar, executable string, mcpVars []string, prompt string) []string {
 	quoted := make([]string, len(mcpVars))
 	for i, v := range mcpVars {
@@ -345,7 +348,7 @@ func CodexArgs(modelURL, model, keyVar, executable string, mcpVars []string, pro
 		"-c", "analytics.enabled=false", "-c", "feedback.enabled=false",
 		"-c", "check_for_update_on_startup=false", "-c", `otel.exporter="none"`,
 		"--disable", "plugins", "--disable", "shell_snapshot",
-		"-c", fmt.Sprintf(`mcp_servers.%s={command=%s,args=["mcp"],env_vars=[%s],startup_timeout_sec=30,tool_timeout_sec=120}`, MCPServerName, strconv.Quote(executable), strings.Join(quoted, ",")),
+		"-c", fmt.Sprintf(`mcp_servers.%s={command=%s,args=["mcp"],env_vars=[%s],required=true,startup_timeout_sec=60,tool_timeout_sec=120}`, MCPServerName, strconv.Quote(executable), strings.Join(quoted, ",")),
 		prompt,
 	}
 }

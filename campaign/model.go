@@ -103,6 +103,8 @@ func cliFailureError(msg string) error {
 	switch {
 	case strings.Contains(low, "stream disconnected before completion") || strings.Contains(low, "stream closed before"):
 		return &ClassError{Class: PermanentInfrastructure, Err: errors.New("the CLI's model stream closed before completion (scripted model defect): " + msg)}
+	case strings.Contains(low, "mcp servers failed to initialize") || strings.Contains(low, "mcp server startup failed"):
+		return &ClassError{Class: TransientInfrastructure, Err: errors.New("the agentproof MCP server did not start for the CLI: " + msg)}
 	case strings.Contains(low, "idle timeout"):
 		return &ClassError{Class: TransientInfrastructure, Err: errors.New("the CLI's model stream hit its idle timeout: " + msg)}
 	}
