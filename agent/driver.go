@@ -4,12 +4,14 @@
 // complete environment, the working directory, a timeout and an output budget — for
 // worker.Supervise, and after the exit turns the worker.Outcome into a Report: the
 // termination summary, the run status to record when the agent left its run open,
-// usage (none of this package's drivers report any) and transcript evidence.
+// usage (the real-CLI drivers read it from the CLI's event stream) and transcript
+// evidence.
 //
 // Drivers: fixture:<pass|fail|hang|noisy> (the seed 003 fixture programs), reference,
 // wrong, leaky and nop (the built-in agents, `agentproof agent <name>`, see RunBuiltin
-// and package reference) and exec (bring your own agent: a command and arguments from the
-// profile). No driver inherits the parent's environment or uses a shell.
+// and package reference), exec (bring your own agent: a command and arguments from the
+// profile) and exec:codex, exec:opencode, exec:claude (the pinned real agent CLIs, see
+// cli.go). No driver inherits the parent's environment or uses a shell.
 package agent
 
 import (
@@ -96,17 +98,30 @@ type Driver interface {
 //
 //   - Summary: the termination summary (how the process ended), one line.
 //   - RunStatus: how the runner completes the run when the process left it open:
-//     "succeeded" only for a fixture program that exited 0 in time (fixtures never
-//     talk to the API: their exit is the whole story), otherwise "failed".
+//     "succeeded" for a fixture program that exited 0 in time (fixtures never talk to
+//     the API: their exit is the whole story) and for a real CLI that exited 0 (a CLI
+//     never completes its run itself: it works through the MCP tools, and the matchers
+//     judge what it did), otherwise "failed".
 //   - Usage: the usage the agent reported, as JSON for billing.ExtractLLM; nil when it
-//     reported none (read as unavailable, never as zero cost). No driver of this package
-//     reports usage.
+//     reported none (read as unavailable, never as zero cost). Only the real-CLI
+//     drivers report usage (from the CLI's JSON event stream).
 //   - Transcript: evidence to store — the kept stdout and stderr.
+//   - Presentation: the comment the run presented as its user-facing message, when the
+//     runner completes the run (spec runner-e2e-harness §5); nil for none. The runner
+//     fills it for the real-CLI drivers from the MCP server's record.
 type Report struct {
-	Summary    string
-	RunStatus  string
-	Usage      json.RawMessage
-	Transcript []Evidence
+	Summary      string
+	RunStatus    string
+	Usage        json.RawMessage
+	Transcript   []Evidence
+	Presentation *Presentation
+}
+
+// Presentation names a run's presented comment: CommentID (what the run result's
+// presentationDecision.commentId must name) and its Text.
+type Presentation struct {
+	CommentID string
+	Text      string
 }
 
 // Evidence is one piece of transcript evidence: a file name, a media type and the bytes.
@@ -131,7 +146,9 @@ func (e *ConfigError) Error() string {
 // (the profile's driverConfig; nil for none). Keys every driver reads: timeoutMs (> 0,
 // ms) and maxOutputBytes (> 0, ≤ worker.MaxOutputBytes). wrong also reads strategy
 // ("wrong_nonce", the default); exec reads command (absolute path), args (templates, see
-// ExecVars) and env (secret references, resolved by the server into RunEnv.Secrets).
+// ExecVars) and env (secret references, resolved by the server into RunEnv.Secrets);
+// exec:codex, exec:opencode and exec:claude read binary, modelBaseUrl, live and script
+// (see CLIKeyBinary and the other CLIKey constants).
 // Unknown keys, wrong types and unknown drivers are a *ConfigError listing every problem.
 func New(driver string, config map[string]any) (Driver, error) {
 	ce := &ConfigError{Driver: driver}
@@ -162,9 +179,9 @@ func New(driver string, config map[string]any) (Driver, error) {
 	case driver == "exec":
 		d = newExec(config, ce)
 	case strings.HasPrefix(driver, "exec:"):
-		ce.Problems = append(ce.Problems, "the real-CLI drivers (exec:codex, exec:opencode, exec:claude) are not built yet; use exec with a command")
+		d = newCLI(strings.TrimPrefix(driver, "exec:"), config, ce)
 	default:
-		ce.Problems = append(ce.Problems, "unknown driver (one of fixture:pass, fixture:fail, fixture:hang, fixture:noisy, reference, nop, wrong, leaky, exec)")
+		ce.Problems = append(ce.Problems, "unknown driver (one of fixture:pass, fixture:fail, fixture:hang, fixture:noisy, reference, nop, wrong, leaky, exec, exec:codex, exec:opencode, exec:claude)")
 	}
 	if len(ce.Problems) > 0 {
 		return nil, ce

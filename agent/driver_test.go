@@ -70,7 +70,11 @@ func TestNewRejectsBadConfigurations(t *testing.T) {
 		want   []string // every problem the error must name
 	}{
 		{"bogus", nil, []string{"unknown driver"}},
-		{"exec:codex", nil, []string{"not built yet"}},
+		{"exec:gemini", nil, []string{`unknown agent CLI "gemini"`}},
+		{"exec:codex", map[string]any{"binary": "codex", "modelBaseUrl": "https://example.com", "script": "smart", "color": 1},
+			[]string{"binary codex must be an absolute path", "modelBaseUrl https://example.com must be a loopback", "script smart", `unknown driverConfig key "color"`}},
+		{"exec:opencode", map[string]any{"live": map[string]any{"baseUrl": "ftp://x", "envVar": "bad-name", "extra": 1}}, []string{"live:"}},
+		{"exec:claude", map[string]any{"live": map[string]any{"baseUrl": "ftp://x", "envVar": "bad-name"}}, []string{"live.baseUrl", "live.model is required", "live.envVar"}},
 		{"fixture:bogus", nil, []string{`unknown fixture "bogus"`}},
 		{"fixture:pass", map[string]any{"timeoutMs": 999_999_999, "maxOutputBytes": 0}, []string{"at most", "maxOutputBytes 0"}},
 		{"reference", map[string]any{"timeoutMs": "soon", "color": "red"}, []string{"timeoutMs soon", `unknown driverConfig key "color"`}},

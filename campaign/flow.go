@@ -417,6 +417,7 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 	obs.HasMessage = len(v.runs) > 0
 	obs.Message = strings.Join(obs.Turns, "\n")
 	var collect []string
+	var usageRuns []any
 	for _, r := range v.records {
 		if r.Termination == nil {
 			continue
@@ -427,8 +428,11 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 		if len(r.Usage) > 0 && string(r.Usage) != "null" {
 			var u any
 			if json.Unmarshal(r.Usage, &u) == nil {
-				a.facts.Usage = u
+				usageRuns = append(usageRuns, map[string]any{"runId": r.RunID, "usage": u})
 			}
+		}
+		if _, isCLI := IsCLIDriver(r.Driver); isCLI && r.Status == "failed" && r.Termination.Started && r.Termination.ExitCode != nil && *r.Termination.ExitCode != 0 {
+			a.cliFailures = append(a.cliFailures, fmt.Sprintf("run %s failed: %s", r.RunID, r.Termination.Summary))
 		}
 		if !r.Termination.Started {
 			// Not the candidate's doing: the runner could not launch the agent
@@ -447,6 +451,13 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 		if r.Termination.TimedOut && a.processDeadline == "" {
 			a.processDeadline = fmt.Sprintf("run %s process", r.RunID)
 		}
+	}
+	switch len(usageRuns) {
+	case 0:
+	case 1:
+		a.facts.Usage = usageRuns[0].(map[string]any)["usage"]
+	default:
+		a.facts.Usage = map[string]any{"runs": usageRuns} // spec §8.1: multi-run usage
 	}
 	for _, ar := range v.st.Artifacts {
 		if ar.TaskID == a.facts.IssueID {

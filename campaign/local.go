@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
@@ -66,6 +67,13 @@ type LocalExecutor struct {
 	// "Canary mode"). Any of them found in the closed instance home, the workspace,
 	// the agent's output or the evidence fails the attempt with secret_leak.
 	Canaries []Canary
+	// CLIBinaries maps a real agent CLI's name (codex, opencode, claude) to the absolute
+	// path of its native binary (package agent/clis); a CLI cell whose CLI is missing
+	// ends inconclusive (permanent_infrastructure).
+	CLIBinaries map[string]string
+	// Live runs CLI cells against their profile's live provider (driverConfig live, its
+	// credential stored as a secret) instead of a scripted model per attempt.
+	Live bool
 }
 
 // AttemptFacts are the facts of an attempt that result.json reports beside the verdict
@@ -110,6 +118,10 @@ type attempt struct {
 	graded bool
 	// printed names runs whose agent printed a secret (the runner redacted it).
 	printed []string
+	// model is the attempt's scripted model (CLI cells that are not live), or nil.
+	model *modelServer
+	// cliFailures describe CLI runs that ended failed with a non-zero exit.
+	cliFailures []string
 }
 
 // note adds a line to the flow log.
@@ -191,6 +203,12 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 		return
 	}
 	a.secrets = a.secrets.With(inst...)
+	if _, isCLI := IsCLIDriver(a.plan.Cell.Profile.Driver); isCLI && !a.x.Live {
+		if err := a.startModel(); err != nil {
+			out.Err = err
+			return
+		}
+	}
 	a.cl = clientFor(srv)
 	reg := NewRegistry(a.secrets)
 	for _, d := range a.definitions() {
@@ -235,6 +253,9 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 	if a.processDeadline != "" && out.DeadlineMissed == "" {
 		out.DeadlineMissed = a.processDeadline
 	}
+	if out.Err == nil && len(a.cliFailures) > 0 {
+		out.Err = cliFailureError(a.secrets.RedactText(strings.Join(a.cliFailures, "; ")))
+	}
 	if obs != nil {
 		a.graded = true
 		ms, err := match.CompileAll(a.plan.Case.Matchers)
@@ -276,6 +297,9 @@ func (a *attempt) cleanup(ctx context.Context, out *AttemptOutcome) {
 			problems = append(problems, err.Error())
 		}
 		a.writeBounded("logs/serve.stderr.log", a.srv.stderr.Bytes(), true)
+	}
+	if err := a.stopModel(); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if len(a.flowLog) > 0 {
 		a.writeBounded("logs/flow.log", []byte(strings.Join(a.flowLog, "\n")+"\n"), true)
@@ -386,6 +410,9 @@ func (a *attempt) definitions() []Definition {
 						names = append(names, c.Name)
 					}
 					canaries[c.Name] = c.Value
+				}
+				if lc := a.liveCredential(); lc != "" && !slices.Contains(names, lc) {
+					names = append(names, lc)
 				}
 				var missing []string
 				for _, name := range names {
@@ -517,6 +544,27 @@ func (a *attempt) adapterConfig(res Resolved) (json.RawMessage, error) {
 			cfg["driverConfig"] = dc
 		}
 	}
+	if name, isCLI := IsCLIDriver(p.Driver); isCLI {
+		dc, _ := cfg["driverConfig"].(map[string]any)
+		if dc == nil {
+			dc = map[string]any{}
+		}
+		bin := a.x.CLIBinaries[name]
+		if bin == "" {
+			return nil, fmt.Errorf("agent CLI %s is not installed: no native binary for profile %s (run: agentproof agents install %s)", name, p.ID, name)
+		}
+		dc[agent.CLIKeyBinary] = bin
+		delete(dc, agent.CLIKeyScript) // the executor's concern (ModelScripts)
+		if a.x.Live {
+			if _, ok := dc[agent.CLIKeyLive]; !ok {
+				return nil, fmt.Errorf("profile %s has no live provider (driverConfig live) for --live", p.ID)
+			}
+		} else {
+			delete(dc, agent.CLIKeyLive)
+			dc[agent.CLIKeyModelBaseURL] = a.model.running.URL
+		}
+		cfg["driverConfig"] = dc
+	}
 	if p.Driver == "reference" || p.Driver == "wrong" || p.Driver == "leaky" {
 		if a.plan.Case.Reference == nil {
 			return nil, fmt.Errorf("case %s has no reference script for the %s agent", a.plan.Cell.Case.ID, p.Driver)
@@ -586,7 +634,7 @@ func (a *attempt) collectAgentLogs() {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
-		if !strings.HasSuffix(rel, ".log") && !strings.Contains(rel, "stdout") && !strings.Contains(rel, "stderr") {
+		if !strings.HasSuffix(rel, ".log") && !strings.HasSuffix(rel, ".jsonl") && !strings.Contains(rel, "stdout") && !strings.Contains(rel, "stderr") {
 			return nil
 		}
 		f, err := os.Open(p)
@@ -606,3 +654,17 @@ var _ Executor = (*LocalExecutor)(nil)
 
 // clientFor returns a board client of a serve child.
 func clientFor(s *serveChild) *client.Client { return client.New(s.URL(), s.token, nil) }
+
+// liveCredential is the credential of the profile's live provider when the campaign
+// runs live, or "".
+func (a *attempt) liveCredential() string {
+	if !a.x.Live {
+		return ""
+	}
+	if _, isCLI := IsCLIDriver(a.plan.Cell.Profile.Driver); !isCLI {
+		return ""
+	}
+	live, _ := a.plan.Cell.Profile.DriverConfig[agent.CLIKeyLive].(map[string]any)
+	c, _ := live["envVar"].(string)
+	return c
+}

@@ -94,6 +94,10 @@ func Judge(o AttemptOutcome) Judgement {
 		}
 	}
 	switch {
+	case len(failed) > 0 && errClass == CandidateFailure:
+		// The agent's own failure first (for example a CLI that exited non-zero, naming
+		// the model-script step it broke), then the matchers it left failing.
+		return Judgement{Failed, CandidateFailure, o.Err.Error() + "; " + listReason("matcher failed", "matchers failed", failed)}
 	case len(failed) > 0:
 		return Judgement{Failed, CandidateFailure, listReason("matcher failed", "matchers failed", failed)}
 	case errClass == CandidateFailure:

@@ -19,7 +19,8 @@ func TestDefaultCatalog(t *testing.T) {
 	for _, cell := range c.Cells {
 		sizes[cell.Suite.ID]++
 	}
-	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 3, "local-session-integrity": 2, "warm-continuity": 1}
+	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
+		"cli-calibration": 4, "claude": 3}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
 	}
@@ -32,6 +33,7 @@ func TestDefaultCatalog(t *testing.T) {
 	wantVerdicts := map[string]string{
 		"fixture-pass": "passed", "fixture-fail": "failed", "fixture-hang": "inconclusive", "fixture-noisy": "inconclusive",
 		"reference": "passed", "nop": "failed", "wrong": "failed", "leaky": "failed",
+		"codex": "passed", "codex-nop": "failed", "opencode": "passed", "opencode-nop": "failed",
 	}
 	if diff := cmp.Diff(wantVerdicts, verdicts); diff != "" {
 		t.Errorf("calibration verdicts (-want +got):\n%s", diff)
@@ -43,7 +45,10 @@ func TestDefaultCatalog(t *testing.T) {
 		if len(cell.RequiredCredentials) != 0 {
 			t.Errorf("%s needs credentials %v; the default catalog runs offline", cell.ID, cell.RequiredCredentials)
 		}
-		if cell.Profile.Driver == "reference" && cell.Case.Reference == nil {
+		if (cell.Suite.ID == "claude") != (cell.Suite.ManualOnly) || (cell.Profile.Driver == "exec:claude") != cell.Suite.ManualOnly {
+			t.Errorf("%s: only the claude suite (exec:claude) is manual-only", cell.ID)
+		}
+		if (cell.Profile.Driver == "reference" || strings.HasPrefix(cell.Profile.Driver, "exec:")) && cell.Case.Reference == nil {
 			t.Errorf("%s: no reference script", cell.ID)
 		}
 	}

@@ -12,7 +12,7 @@ type MatrixJob struct {
 	ExecutionID    string `json:"executionId"`
 	SuiteID        string `json:"suiteId"`
 	ProfileID      string `json:"profileId"`
-	CredentialName string `json:"credentialName"`
+	CredentialName string `json:"envVar"`
 	EnvironmentID  string `json:"environmentId"`
 	CaseID         string `json:"caseId"`
 	TimeoutMinutes int    `json:"timeoutMinutes"`

@@ -32,6 +32,9 @@ import (
 //     started, after every other preparation (the guarded path's launch window: its last
 //     ownership and workspace checks). A non-nil error starts nothing: the Outcome has
 //     Refused set to it and Started false.
+//   - NullStdin: the child's stdin is /dev/null instead of a pipe the supervisor holds
+//     open until the child settles. Real agent CLIs read a piped stdin to its end
+//     before they start (field failure F03), so their drivers set it.
 type Spec struct {
 	Path           string
 	Args           []string
@@ -44,6 +47,7 @@ type Spec struct {
 	CloseGrace     time.Duration
 	ExtraFiles     []*os.File
 	BeforeStart    func() error
+	NullStdin      bool
 }
 
 // Outcome is what Supervise observed of one child process. It records, never judges.
@@ -268,9 +272,15 @@ func Supervise(ctx context.Context, spec Spec) (Outcome, error) {
 
 func supervise(ctx context.Context, spec Spec) Outcome {
 	var o Outcome
-	inR, inW, err := os.Pipe()
+	var inR, inW *os.File // inW stays nil with NullStdin (Close on nil is a no-op error)
+	var err error
+	if spec.NullStdin {
+		inR, err = os.Open(os.DevNull)
+	} else {
+		inR, inW, err = os.Pipe()
+	}
 	if err != nil {
-		o.SpawnError = fmt.Errorf("creating stdin pipe: %w", err)
+		o.SpawnError = fmt.Errorf("creating stdin: %w", err)
 		return o
 	}
 	outR, outW, err := os.Pipe()

@@ -41,6 +41,9 @@ type Options struct {
 	ChunkSeed uint64
 	Hold      time.Duration
 	KeepAlive time.Duration
+	// Run is the 1-based run this server plays in a RunSet (0 outside one); it is
+	// copied into every log entry.
+	Run int
 }
 
 // LogEntry is one logged request: sequence number (1-based), time (RFC 3339, UTC),
@@ -52,6 +55,7 @@ type Options struct {
 type LogEntry struct {
 	Schema    string              `json:"schema"`
 	Seq       int                 `json:"seq"`
+	Run       int                 `json:"run,omitempty"`
 	Time      string              `json:"time"`
 	Method    string              `json:"method"`
 	Path      string              `json:"path"`
@@ -128,7 +132,7 @@ func (s *Server) begin(r *http.Request, body []byte) LogEntry {
 	seq := s.seq
 	s.mu.Unlock()
 	e := LogEntry{
-		Schema: LogSchema, Seq: seq, Time: s.opts.Clock().UTC().Format(time.RFC3339Nano),
+		Schema: LogSchema, Seq: seq, Run: s.opts.Run, Time: s.opts.Clock().UTC().Format(time.RFC3339Nano),
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Headers: s.headers(r.Header),
 		BodyBytes: len(body), Step: -1,
 	}
@@ -387,6 +391,11 @@ func (e *AddrError) Error() string {
 // "localhost", port 0 picks a free one). It returns an *AddrError for a non-loopback
 // host and the listen error otherwise.
 func (s *Server) Listen(addr string) (*Running, error) {
+	return listen(addr, s)
+}
+
+// listen serves h on a loopback addr (see Server.Listen).
+func listen(addr string, h http.Handler) (*Running, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, &AddrError{Addr: addr, Reason: err.Error()}
@@ -398,7 +407,7 @@ func (s *Server) Listen(addr string) (*Running, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scripted model: %w", err)
 	}
-	r := &Running{Addr: ln.Addr().String(), server: &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}, done: make(chan error, 1)}
+	r := &Running{Addr: ln.Addr().String(), server: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, done: make(chan error, 1)}
 	r.URL = "http://" + r.Addr + "/v1"
 	go func() { r.done <- r.server.Serve(ln) }()
 	return r, nil

@@ -48,7 +48,7 @@ AND across dimensions; groups are ANDed); --id is exclusive with --all and with 
 dimensions. An unknown value or an empty selection exits 2.
 
 --json prints the selected cells as a JSON array. --matrix-json prints one JSON line
-{include: [{executionId, suiteId, profileId, credentialName, environmentId, caseId,
+{include: [{executionId, suiteId, profileId, envVar, environmentId, caseId,
 timeoutMinutes, needsDaytona}], needsDaytona, executionIds} sorted by executionId, for
 CI matrices and Kubernetes Indexed Jobs; it leaves out manual-only suites unless they
 are named.`,

@@ -27,6 +27,8 @@ type runOptions struct {
 	seed        int64
 	progress    string
 	canary      bool
+	live        bool
+	agentsDir   string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -78,6 +80,16 @@ then campaign.json, summary.md, junit.xml and dashboard.html in <results>/<campa
 and history.json in <results>/. The last line is
 "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 
+Cells of real agent CLIs (drivers exec:codex, exec:opencode, exec:claude) run the
+pinned CLI's native binary from the agents cache (--agents-dir, default
+$AGENTPROOF_AGENTS_DIR or the user cache directory's agentproof/agents). A pinned
+CLI missing from the cache is installed with npm before any cell starts, with
+progress on stderr; without npm the run stops with exit 2 naming
+'agentproof agents install'. By default each attempt of such a cell talks to its own
+scripted model on 127.0.0.1 (offline, no credential); --live uses the profile's live
+provider instead, with the profile's credential read from the environment and
+stored as a secret.
+
 Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,
 writes what finished (the campaign is partial: the last line adds ", <n> not run
 (partial)" and the campaign report covers only the cells that finished) and exits 130.
@@ -98,6 +110,8 @@ Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
 	f.Int64Var(&o.seed, "seed", 0, "seed for deterministic nonces (default: random nonces)")
 	f.StringVar(&o.progress, "progress", "auto", "progress display: auto, tty, plain or none")
 	f.BoolVar(&o.canary, "canary", false, "inject fake secrets of every known shape as credentials (APF_CANARY_*) to prove leaks are caught")
+	f.BoolVar(&o.live, "live", false, "run agent CLI cells against their profile's live provider instead of the scripted model (needs the profile's credential)")
+	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
 	return cmd
 }
 
@@ -128,6 +142,11 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 		}
 		return fmt.Errorf("planning the campaign: %w", err)
 	}
+	// Before anything starts or is written: the agent CLIs the cells need.
+	binaries, err := a.ensureCLIs(cmd, plan.Cells, o)
+	if err != nil {
+		return err
+	}
 	root, err := filepath.Abs(o.results)
 	if err != nil {
 		return usageErrorf("--results: %v", err)
@@ -148,7 +167,7 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	exec := &campaign.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv}
+	exec := &campaign.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIBinaries: binaries, Live: o.live}
 	// The campaign files are guarded with every credential value the cells load and,
 	// with --canary, the canaries (each attempt guards its own files with its own set).
 	secrets := redact.NewSet()

@@ -232,7 +232,9 @@ func processesUnder(dir string) []string {
 func TestRunInterrupted(t *testing.T) {
 	t.Parallel()
 	tmp, res := t.TempDir(), t.TempDir()
-	cmd, stdout, stderr := startRun(t, tmp, "--all", "--results", res, "--campaign", "int", "--max-parallel", "2", "--progress", "plain")
+	// The built-in agents' cells (the agent CLI cells need the CLIs and an executable
+	// named agentproof for their MCP server: see run_clis.txtar).
+	cmd, stdout, stderr := startRun(t, tmp, "--group", "builtin", "--results", res, "--campaign", "int", "--max-parallel", "2", "--progress", "plain")
 	// Wait until one attempt finished and another is running.
 	mid := false
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && !mid; time.Sleep(20 * time.Millisecond) {
@@ -284,7 +286,7 @@ func TestRunParallelCampaigns(t *testing.T) {
 		tmp := t.TempDir()
 		r := &run{res: t.TempDir()}
 		runs[i] = r
-		cmd, out, errout := startRun(t, tmp, "--suite", "core-compatibility", "--results", r.res, "--campaign", "par", "--max-parallel", "2", "--progress", "none")
+		cmd, out, errout := startRun(t, tmp, "--suite", "core-compatibility", "--profile", "reference", "--results", r.res, "--campaign", "par", "--max-parallel", "2", "--progress", "none")
 		r.out, r.errout = out, errout
 		wg.Add(1)
 		go func() {

@@ -2,16 +2,24 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/catalog"
 )
 
 // TestMain lets testscript run this test binary as the `agentproof` command inside
@@ -28,8 +36,58 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "canaryscan": canaryScan},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog, "modelseen": modelSeen, "canaryscan": canaryScan},
+		Setup: func(env *testscript.Env) error {
+			if dir := scriptAgentsDir(); dir != "" {
+				env.Setenv(EnvAgentsDir, dir)
+			}
+			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "clis" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return scriptAgentsDir() != "", nil
+		},
 	})
+}
+
+// scriptAgentsDir is the agent CLI cache the scripts use: $AGENTPROOF_AGENTS_DIR, else
+// the default cache when the pinned CLIs are installed there; "" when they are not (a
+// script guarded by [clis] then skips, except in CI: see TestScriptsCLIsInCI).
+func scriptAgentsDir() string {
+	for _, dir := range []string{os.Getenv(EnvAgentsDir), defaultAgentsDir()} {
+		if dir == "" {
+			continue
+		}
+		ok := true
+		for _, c := range clis.Pinned {
+			if c.Optional {
+				continue
+			}
+			if _, err := clis.Locate(dir, c, clis.HostPlatform()); err != nil {
+				ok = false
+			}
+		}
+		if ok {
+			return dir
+		}
+	}
+	return ""
+}
+
+func defaultAgentsDir() string {
+	d, _ := clis.DefaultDir()
+	return d
+}
+
+// TestScriptsCLIsInCI: in CI the real agent CLIs must be installed (.ci/agents.sh), so
+// the scripts that run them never skip there.
+func TestScriptsCLIsInCI(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("CI") != "" && scriptAgentsDir() == "" {
+		t.Fatalf("CI is set but the pinned agent CLIs are not installed in $%s (run .ci/agents.sh)", EnvAgentsDir)
+	}
 }
 
 // holdFence is the script command `holdfence <file>`: the test process (not the
@@ -117,5 +175,62 @@ func TestFindCanaries(t *testing.T) {
 	}
 	if got := findCanaries(root, "other"); len(got) != 1 {
 		t.Errorf("another campaign's canaries must not match (only the attempt canary): %v", got)
+	}
+}
+
+// defaultCatalog is the script command `defaultcatalog <dir>`: it writes the embedded
+// default catalog's files into dir, so a script can extend it with files of its own.
+func defaultCatalog(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: defaultcatalog <dir>")
+	}
+	dir := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(dir, 0o755))
+	ts.Check(fs.WalkDir(catalog.DefaultFS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(catalog.DefaultFS(), p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
+	}))
+}
+
+// modelSeen is the script command `modelseen <cli> <attempt-dir>`: every model response
+// the CLI's event streams report (agent.ParseEvents ModelTurns, run by run) is a request
+// the attempt's scripted model answered with a script step for that run — so no model
+// request of the CLI went anywhere but the scripted model on 127.0.0.1 — and the
+// scripted model answered no step the CLI did not report.
+func modelSeen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: modelseen <cli> <attempt-dir>")
+	}
+	dir := ts.MkAbs(args[1])
+	streams, err := filepath.Glob(filepath.Join(dir, "logs", "agent", "runs", "*", "events.jsonl"))
+	ts.Check(err)
+	slices.Sort(streams)
+	if len(streams) == 0 {
+		ts.Fatalf("no event stream under %s", dir)
+	}
+	answered := map[int]int{}
+	raw, err := os.ReadFile(filepath.Join(dir, "logs", "model-requests.jsonl"))
+	ts.Check(err)
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var e scriptedmodel.LogEntry
+		ts.Check(json.Unmarshal([]byte(line), &e))
+		if e.Status == 200 && e.Step > 0 {
+			answered[e.Run]++
+		}
+	}
+	for i, p := range streams {
+		b, err := os.ReadFile(p)
+		ts.Check(err)
+		ev := agent.ParseEvents(args[0], b)
+		if ev.ModelTurns == 0 || ev.ModelTurns != answered[i+1] {
+			ts.Fatalf("run %d: the %s event stream reports %d model responses, the scripted model answered %d steps", i+1, args[0], ev.ModelTurns, answered[i+1])
+		}
+		ts.Logf("run %d: %d model responses, all answered by the scripted model", i+1, ev.ModelTurns)
 	}
 }

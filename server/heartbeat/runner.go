@@ -465,9 +465,10 @@ func (r *Runner) skipWake(company, wakeID, reason string) {
 
 // launch is what execute prepared for the process.
 type launch struct {
-	driver  agent.Driver
-	spec    worker.Spec
-	secrets *redact.Set
+	driver   agent.Driver
+	spec     worker.Spec
+	secrets  *redact.Set
+	stateDir string
 }
 
 // execute carries one wake through open, launch, supervision and completion.
@@ -544,6 +545,15 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	if !o.Started && report.Summary == "" {
 		report.Summary = agent.Summarize(o)
 	}
+	if strings.HasPrefix(rec.Driver, "exec:") && report.Presentation == nil {
+		// A real CLI presents through the MCP server, which records the presented
+		// comment in the agent's state directory (see ReadPresentation).
+		if p, err := ReadPresentation(l.stateDir, rec.RunID); err == nil && p != nil {
+			report.Presentation = p
+		} else if err != nil {
+			report.Summary += "; presentation record unreadable: " + err.Error()
+		}
+	}
 	r.finish(j.c, rec, o, report, l.secrets)
 }
 
@@ -618,7 +628,7 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	if err != nil {
 		return launch{}, err
 	}
-	return launch{driver: d, spec: spec, secrets: secrets}, nil
+	return launch{driver: d, spec: spec, secrets: secrets, stateDir: stateDir}, nil
 }
 
 // finish completes the run when the agent left it running (first: that is what the
@@ -651,7 +661,12 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 		status = "failed"
 	}
 	silent := rec.Driver == "nop" || strings.HasPrefix(rec.Driver, "fixture:")
-	final, err := completeIfRunning(context.Background(), c, rec.RunID, status, summary, silent)
+	var result json.RawMessage
+	if p := report.Presentation; p != nil && p.CommentID != "" && status != "cancelled" {
+		// spec runner-e2e-harness §5: the run's message is the presented comment.
+		result, _ = json.Marshal(map[string]any{"presentationDecision": map[string]string{"commentId": p.CommentID}})
+	}
+	final, err := completeIfRunning(context.Background(), c, rec.RunID, status, summary, silent, result)
 	rec.FinishedAt = r.now() // the run is terminal from here on
 	if err != nil {
 		rec.Reason = "completing the run failed: " + err.Error()
@@ -687,9 +702,17 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 // appends run.completed with sequence 1 without reading the state first; otherwise,
 // or when that append is refused, it reads the run from a snapshot (an agent that
 // completed its own run must not meet a denied append in the decision log).
-func completeIfRunning(ctx context.Context, c Company, runID, status, summary string, silent bool) (string, error) {
+func completeIfRunning(ctx context.Context, c Company, runID, status, summary string, silent bool, result json.RawMessage) (string, error) {
 	complete := func() (string, error) {
 		in, _ := json.Marshal(controlplane.NativeRunResult{RunID: runID, Status: status, Summary: clip(summary, 2000)})
+		if len(result) > 0 {
+			// The native completion carries the run's result beside its status, so
+			// controlplane.State.RunMessage finds result.presentationDecision.
+			in, _ = json.Marshal(struct {
+				controlplane.NativeRunResult
+				Result json.RawMessage `json:"result"`
+			}{controlplane.NativeRunResult{RunID: runID, Status: status, Summary: clip(summary, 2000)}, result})
+		}
 		if err := c.CompleteRun(ctx, in); err != nil {
 			return "", err
 		}
@@ -775,7 +798,7 @@ func (r *Runner) recover(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("heartbeat: cannot complete orphaned run %s: company %s is %s", run.ID, company, st.Lifecycle))
 				continue
 			}
-			status, err := completeIfRunning(ctx, c, run.ID, "failed", reason, false)
+			status, err := completeIfRunning(ctx, c, run.ID, "failed", reason, false, nil)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("heartbeat: completing orphaned run %s: %w", run.ID, err))
 				continue
@@ -846,7 +869,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		cancel() // the process group gets SIGTERM, then SIGKILL after the grace period
 	} else {
 		summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
-		if status, err = completeIfRunning(ctx, c, runID, "cancelled", summary, false); err != nil {
+		if status, err = completeIfRunning(ctx, c, runID, "cancelled", summary, false, nil); err != nil {
 			return api.CancelRunResponse{}, err
 		}
 		rec.Status, rec.FinishedAt = status, r.now()

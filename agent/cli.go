@@ -1,0 +1,496 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// The real agent CLIs (issue 12; DESIGN.md "Agents"; spec real-agent-clis): drivers
+// exec:codex, exec:opencode and exec:claude run the CLI's native binary directly (never
+// the npm wrapper, never a shell; field failure F01), non-interactively with its JSON
+// event stream on stdout (captured as transcript evidence and read for usage), stdin
+// /dev/null (F03), an explicit environment, per-run HOME / XDG / CODEX_HOME /
+// CLAUDE_CONFIG_DIR directories, telemetry, update checks and plugins off, and the
+// semantic tools registered as the MCP server `<agentproof> mcp` through the CLI's own
+// configuration. The run's API URL, run id and token reach that server only through
+// environment variables the CLI forwards (never argv, never a file).
+
+// CLI driver configuration keys (driverConfig of an exec:<cli> profile).
+const (
+	// CLIKeyBinary is the absolute path of the CLI's native binary. The executor sets it
+	// from the agents cache (package agent/clis) before it creates the agent.
+	CLIKeyBinary = "binary"
+	// CLIKeyModelBaseURL is the root URL of the attempt's scripted model
+	// ("http://127.0.0.1:PORT"); run n of the agent uses ROOT/runs/<n>/v1. The executor
+	// sets it unless the campaign runs live.
+	CLIKeyModelBaseURL = "modelBaseUrl"
+	// CLIKeyLive holds the live provider of the profile (see LiveProvider); it is used
+	// only when modelBaseUrl is absent (`agentproof run --live`).
+	CLIKeyLive = "live"
+	// CLIKeyScript names the model script the executor derives for the scripted model:
+	// "oracle" (the case's reference turns as tool calls; the default), "nop" (a text
+	// answer only) or "wrong" (a call of a tool no CLI offers: the scripted model refuses
+	// it naming the step, the CLI exits non-zero). The driver itself does not read it.
+	CLIKeyScript = "script"
+)
+
+// Model scripts a CLI profile may ask the executor for (driverConfig script).
+const (
+	ScriptOracle = "oracle"
+	ScriptNop    = "nop"
+	ScriptWrong  = "wrong"
+)
+
+// ScriptedModelID is the model id every CLI asks the scripted model for.
+const ScriptedModelID = "scripted-model"
+
+// ScriptedAPIKeyVar names the variable holding the scripted model's API key: a fixed,
+// non-secret placeholder (the scripted model checks no key; the CLIs insist on one).
+const ScriptedAPIKeyVar = "AGENTPROOF_MODEL_API_KEY"
+
+// ScriptedAPIKey is the placeholder value of ScriptedAPIKeyVar.
+const ScriptedAPIKey = "agentproof-scripted-model"
+
+// MCPServerName is the name of the semantic-tools MCP server in every CLI's
+// configuration; the tools reach the model as e.g. agentproof__finish_task (Codex),
+// agentproof_finish_task (OpenCode) or mcp__agentproof__finish_task (Claude Code).
+const MCPServerName = "agentproof"
+
+// DefaultCLIMaxOutputBytes bounds a CLI's stdout+stderr when driverConfig sets no
+// maxOutputBytes (bytes): the JSON event stream of a long run is larger than a
+// built-in agent's log.
+const DefaultCLIMaxOutputBytes = 16 << 20
+
+// LiveProvider is the live model endpoint of a CLI profile (driverConfig live), used
+// only with `agentproof run --live`: BaseURL (the OpenAI- or Anthropic-style base URL),
+// Model (the provider's model id), Credential (the catalog credential whose value the
+// harness stores as a secret and binds to the agent's environment under the same name)
+// and, for OpenCode, NPM (the AI SDK package that selects the wire format; default
+// @ai-sdk/openai).
+type LiveProvider struct {
+	BaseURL    string `json:"baseUrl"`
+	Model      string `json:"model"`
+	Credential string `json:"envVar"`
+	NPM        string `json:"npm,omitempty"`
+}
+
+// cliDriver runs one of the pinned real agent CLIs.
+type cliDriver struct {
+	cli      string // codex | opencode | claude
+	binary   string
+	modelURL string
+	live     *LiveProvider
+	bounds   bounds
+}
+
+// cliNames are the CLIs an exec:<name> driver may name.
+var cliNames = []string{"codex", "opencode", "claude"}
+
+// newCLI parses the driverConfig of exec:<name>.
+func newCLI(name string, config map[string]any, ce *ConfigError) Driver {
+	d := cliDriver{cli: name}
+	if !slices.Contains(cliNames, name) {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("unknown agent CLI %q (exec:codex, exec:opencode or exec:claude)", name))
+		return nil
+	}
+	_, outputSet := config["maxOutputBytes"]
+	d.bounds = parseBounds(config, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript})
+	if !outputSet {
+		d.bounds.maxOutput = DefaultCLIMaxOutputBytes
+	}
+	if v, ok := config[CLIKeyBinary]; ok {
+		s, _ := v.(string)
+		if !filepath.IsAbs(s) || strings.ContainsRune(s, 0) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("binary %v must be an absolute path", v))
+		}
+		d.binary = s
+	}
+	if v, ok := config[CLIKeyModelBaseURL]; ok {
+		s, _ := v.(string)
+		if !strings.HasPrefix(s, "http://127.0.0.1:") && !strings.HasPrefix(s, "http://[::1]:") && !strings.HasPrefix(s, "http://localhost:") {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("modelBaseUrl %v must be a loopback http URL (the scripted model)", v))
+		}
+		d.modelURL = strings.TrimRight(s, "/")
+	}
+	if v, ok := config[CLIKeyLive]; ok {
+		b, _ := json.Marshal(v)
+		var lp LiveProvider
+		if err := strictJSON(b, &lp); err != nil {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("live: %v", err))
+		} else {
+			if !strings.HasPrefix(lp.BaseURL, "https://") && !strings.HasPrefix(lp.BaseURL, "http://") {
+				ce.Problems = append(ce.Problems, "live.baseUrl must be an http(s) URL")
+			}
+			if lp.Model == "" {
+				ce.Problems = append(ce.Problems, "live.model is required")
+			}
+			if !envNameRE.MatchString(lp.Credential) {
+				ce.Problems = append(ce.Problems, "live.envVar must name the credential holding the key (an environment variable name)")
+			}
+			d.live = &lp
+		}
+	}
+	if v, ok := config[CLIKeyScript]; ok && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("script %v is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
+	}
+	return d
+}
+
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func (d cliDriver) Name() string { return "exec:" + d.cli }
+
+// CLIRunDir is the directory of run n (1-based) of a CLI agent below its state
+// directory: STATE/cli-runs/<n>. It holds the run's HOME (home/), XDG directories
+// (xdg/config, xdg/data, xdg/cache, xdg/state), TMPDIR (tmp/), CODEX_HOME (codex-home/)
+// or CLAUDE_CONFIG_DIR (claude/), and run-id (the id of the run that owns it).
+func CLIRunDir(stateDir string, n int) string {
+	return filepath.Join(stateDir, "cli-runs", strconv.Itoa(n))
+}
+
+// runIndex returns the 1-based index of runID among the agent's CLI runs: the existing
+// run directory that names it, or the next free index. Runs of one agent are sequential
+// (a company runs one run at a time), so counting is race-free.
+func runIndex(stateDir, runID string) (int, error) {
+	entries, err := os.ReadDir(filepath.Join(stateDir, "cli-runs"))
+	if err != nil && !os.IsNotExist(err) {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		i, err := strconv.Atoi(e.Name())
+		if err != nil || !e.IsDir() {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(stateDir, "cli-runs", e.Name(), "run-id")); err == nil && string(b) == runID {
+			return i, nil
+		}
+		n = max(n, i)
+	}
+	return n + 1, nil
+}
+
+// Launch prepares run rc of the CLI: it finds the run's index among the agent's CLI
+// runs, creates the run's private directories (CLIRunDir; the one side effect of a CLI
+// driver's Launch) and builds the spec: the native binary as Path, the CLI's
+// non-interactive argv, the explicit environment (cliEnv) and the workspace as working
+// directory. Errors: a missing binary or model endpoint, a RunEnv without the run's
+// identity, an unusable state directory.
+func (d cliDriver) Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec, error) {
+	if err := requireRun(env, true); err != nil {
+		return worker.Spec{}, err
+	}
+	if err := requireExecutable(env); err != nil {
+		return worker.Spec{}, err
+	}
+	if d.binary == "" {
+		return worker.Spec{}, fmt.Errorf("agent: %s: no native binary configured (driverConfig binary; `agentproof agents install %s`)", d.Name(), d.cli)
+	}
+	if d.modelURL == "" && d.live == nil {
+		return worker.Spec{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model) or live", d.Name())
+	}
+	if d.modelURL == "" && d.live != nil {
+		if _, ok := env.Secrets[d.live.Credential]; !ok {
+			return worker.Spec{}, fmt.Errorf("agent: %s: live credential %s is not bound to a resolved secret", d.Name(), d.live.Credential)
+		}
+	}
+	n, err := runIndex(env.StateDir, env.RunID)
+	if err != nil {
+		return worker.Spec{}, fmt.Errorf("agent: %s: reading the agent's runs: %w", d.Name(), err)
+	}
+	dir := CLIRunDir(env.StateDir, n)
+	p := d.plan(rc, env, n, dir)
+	for _, sub := range p.dirs {
+		if err := os.MkdirAll(sub, 0o700); err != nil {
+			return worker.Spec{}, fmt.Errorf("agent: %s: creating the run's directories: %w", d.Name(), err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run-id"), []byte(env.RunID), 0o600); err != nil {
+		return worker.Spec{}, fmt.Errorf("agent: %s: %w", d.Name(), err)
+	}
+	for name, body := range p.files {
+		if err := os.WriteFile(name, body, 0o600); err != nil {
+			return worker.Spec{}, fmt.Errorf("agent: %s: %w", d.Name(), err)
+		}
+	}
+	e, err := apiEnv(env, p.env...)
+	if err != nil {
+		return worker.Spec{}, err
+	}
+	// HOME is the run's own home, not the agent's state directory.
+	for i, kv := range e {
+		if strings.HasPrefix(kv, "HOME=") {
+			e[i] = "HOME=" + filepath.Join(dir, "home")
+		}
+		if strings.HasPrefix(kv, "PATH=") {
+			e[i] = "PATH=" + cliPath
+		}
+		if strings.HasPrefix(kv, "LANG=") {
+			e[i] = "LANG=C.UTF-8"
+		}
+	}
+	return worker.Spec{Path: d.binary, Args: append([]string{d.binary}, p.args...), Env: e, Dir: env.Workspace,
+		Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput, NullStdin: true}, nil
+}
+
+// cliPath is the PATH of a CLI process: its shell tool runs ordinary programs.
+const cliPath = "/usr/local/bin:/usr/bin:/bin"
+
+// cliPlan is what one CLI run needs: argv after the program, extra environment, the
+// directories to create and files to write (absolute paths).
+type cliPlan struct {
+	args  []string
+	env   []string
+	dirs  []string
+	files map[string][]byte
+}
+
+// plan builds the CLI's command line and environment for run n in dir (pure: Launch
+// creates what it lists).
+func (d cliDriver) plan(rc controlplane.RunContext, env RunEnv, n int, dir string) cliPlan {
+	home := filepath.Join(dir, "home")
+	p := cliPlan{
+		dirs:  []string{home, filepath.Join(dir, "tmp"), filepath.Join(dir, "xdg", "config"), filepath.Join(dir, "xdg", "data"), filepath.Join(dir, "xdg", "cache"), filepath.Join(dir, "xdg", "state")},
+		files: map[string][]byte{},
+		env: []string{
+			"XDG_CONFIG_HOME=" + filepath.Join(dir, "xdg", "config"),
+			"XDG_DATA_HOME=" + filepath.Join(dir, "xdg", "data"),
+			"XDG_CACHE_HOME=" + filepath.Join(dir, "xdg", "cache"),
+			"XDG_STATE_HOME=" + filepath.Join(dir, "xdg", "state"),
+			"TMPDIR=" + filepath.Join(dir, "tmp"),
+			"TERM=dumb", "NO_COLOR=1",
+		},
+	}
+	prompt := Prompt(rc)
+	modelURL, model, keyVar := "", ScriptedModelID, ScriptedAPIKeyVar
+	if d.modelURL != "" {
+		modelURL = d.modelURL + "/runs/" + strconv.Itoa(n) + "/v1"
+		p.env = append(p.env, ScriptedAPIKeyVar+"="+ScriptedAPIKey)
+	} else {
+		modelURL, model, keyVar = strings.TrimRight(d.live.BaseURL, "/"), d.live.Model, d.live.Credential
+	}
+	mcpVars := []string{EnvAPIURL, EnvRunToken, EnvRunID, EnvStateDir}
+	switch d.cli {
+	case "codex":
+		codexHome := filepath.Join(dir, "codex-home")
+		p.dirs = append(p.dirs, codexHome)
+		p.env = append(p.env, "CODEX_HOME="+codexHome)
+		p.args = CodexArgs(modelURL, model, keyVar, env.Executable, mcpVars, prompt)
+	case "opencode":
+		npm := "@ai-sdk/openai-compatible"
+		if d.live != nil && d.modelURL == "" {
+			npm = cmpOr(d.live.NPM, "@ai-sdk/openai")
+		}
+		p.env = append(p.env, "OPENCODE_CONFIG_CONTENT="+OpenCodeConfig(npm, modelURL, model, keyVar, env.Executable, mcpVars))
+		p.env = append(p.env, OpenCodeOfflineEnv...)
+		p.args = []string{"run", "--format", "json", "-m", "agentproof/" + model, prompt}
+	case "claude":
+		cfgDir := filepath.Join(dir, "claude")
+		p.dirs = append(p.dirs, cfgDir)
+		mcpFile := filepath.Join(cfgDir, "agentproof-mcp.json")
+		p.files[mcpFile] = ClaudeMCPConfig(env.Executable, mcpVars)
+		base := strings.TrimSuffix(modelURL, "/v1")
+		p.env = append(p.env, "CLAUDE_CONFIG_DIR="+cfgDir, "ANTHROPIC_BASE_URL="+base, "IS_SANDBOX=1")
+		if d.modelURL != "" {
+			p.env = append(p.env, "ANTHROPIC_API_KEY="+ScriptedAPIKey)
+		} else if keyVar != "ANTHROPIC_API_KEY" {
+			// The secret is bound under its credential name; Claude Code reads this one.
+			p.env = append(p.env, "ANTHROPIC_API_KEY="+env.Secrets[keyVar])
+		}
+		p.env = append(p.env, ClaudeOfflineEnv...)
+		p.args = []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--bare",
+			"--model", model, "--permission-mode", "acceptEdits",
+			"--allowedTools", "Bash,Edit,Read,mcp__" + MCPServerName,
+			"--mcp-config", mcpFile, "--strict-mcp-config"}
+	}
+	return p
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// CodexArgs is the argv (after the program) of `codex exec` against a custom Responses
+// provider at modelURL (spec real-agent-clis §1): JSONL events, no git check, no
+// session files, no sandbox or approvals (the workspace is the attempt's private
+// directory), no retries (a scripted-model refusal ends the run at once), analytics,
+// feedback, update checks, OpenTelemetry, plugins and shell snapshots off, and the MCP
+// server `<executable> mcp` forwarding mcpVars from Codex's environment (env_vars),
+// required: without it Codex 0.171 sends its first model request without the server's
+// tools when the server starts slowly (seen under load); with it Codex waits for the
+// handshake (up to startup_timeout_sec) and exits 1 if the server cannot start.
+func CodexArgs(modelURL, model, keyVar, executable string, mcpVars []string, prompt string) []string {
+	quoted := make([]string, len(mcpVars))
+	for i, v := range mcpVars {
+		quoted[i] = strconv.Quote(v)
+	}
+	return []string{
+		"exec", "--json", "--skip-git-repo-check", "--ephemeral",
+		"--dangerously-bypass-approvals-and-sandbox",
+		"-c", "model_provider=agentproof_model",
+		"-c", fmt.Sprintf(`model_providers.agentproof_model={name="agentproof model",base_url=%s,env_key=%s,wire_api="responses",request_max_retries=0,stream_max_retries=0}`, strconv.Quote(modelURL), strconv.Quote(keyVar)),
+		"-m", model,
+		"-c", "analytics.enabled=false", "-c", "feedback.enabled=false",
+		"-c", "check_for_update_on_startup=false", "-c", `otel.exporter="none"`,
+		"--disable", "plugins", "--disable", "shell_snapshot",
+		"-c", fmt.Sprintf(`mcp_servers.%s={command=%s,args=["mcp"],env_vars=[%s],required=true,startup_timeout_sec=60,tool_timeout_sec=120}`, MCPServerName, strconv.Quote(executable), strings.Join(quoted, ",")),
+		prompt,
+	}
+}
+
+// OpenCodeOfflineEnv are the variables that keep OpenCode from reaching the network
+// beyond its model (spec real-agent-clis §2).
+var OpenCodeOfflineEnv = []string{
+	"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1",
+	"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+	"OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_CLAUDE_CODE=1",
+	"OPENCODE_DISABLE_EXTERNAL_SKILLS=1",
+}
+
+// ClaudeOfflineEnv are the variables that keep Claude Code from reaching the network
+// beyond its model and make it fail fast (spec real-agent-clis §3).
+var ClaudeOfflineEnv = []string{
+	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
+	"DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_MAX_RETRIES=0",
+}
+
+// OpenCodeConfig is OPENCODE_CONFIG_CONTENT: one provider "agentproof" (AI SDK package
+// npm selects the wire format) at modelURL whose key OpenCode reads from keyVar
+// ({env:…} substitution), sharing and autoupdate off, bash and edits allowed, web
+// fetches denied, and the local MCP server `<executable> mcp` whose environment names
+// mcpVars as {env:…} references (the values stay in OpenCode's environment).
+func OpenCodeConfig(npm, modelURL, model, keyVar, executable string, mcpVars []string) string {
+	mcpEnv := map[string]string{}
+	for _, v := range mcpVars {
+		mcpEnv[v] = "{env:" + v + "}"
+	}
+	cfg := map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"model":   "agentproof/" + model, "small_model": "agentproof/" + model,
+		"autoupdate": false, "share": "disabled",
+		"permission": map[string]any{"bash": "allow", "edit": "allow", "webfetch": "deny"},
+		"provider": map[string]any{"agentproof": map[string]any{
+			"npm": npm, "name": "agentproof model",
+			"options": map[string]any{"baseURL": modelURL, "apiKey": "{env:" + keyVar + "}"},
+			"models": map[string]any{model: map[string]any{
+				"name": model, "tool_call": true, "limit": map[string]any{"context": 128000, "output": 4096},
+			}},
+		}},
+		"mcp": map[string]any{MCPServerName: map[string]any{
+			"type": "local", "command": []string{executable, "mcp"}, "environment": mcpEnv, "enabled": true, "timeout": 30000,
+		}},
+	}
+	b, _ := json.Marshal(cfg) // maps: sorted keys, deterministic
+	return string(b)
+}
+
+// ClaudeMCPConfig is the --mcp-config file of Claude Code: the stdio server
+// `<executable> mcp` whose env names mcpVars as ${VAR} references, expanded by Claude
+// Code from its own environment (no value is written to the file).
+func ClaudeMCPConfig(executable string, mcpVars []string) []byte {
+	env := map[string]string{}
+	for _, v := range mcpVars {
+		env[v] = "${" + v + "}"
+	}
+	b, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{MCPServerName: map[string]any{
+		"type": "stdio", "command": executable, "args": []string{"mcp"}, "env": env,
+	}}}, "", "  ")
+	return append(b, '\n')
+}
+
+// Prompt is the message a CLI receives for run rc: the task, why the agent was woken
+// (with the wake's payload and any interaction results, as JSON) and how to work
+// through the semantic tools of the agentproof MCP server.
+func Prompt(rc controlplane.RunContext) string {
+	var b strings.Builder
+	t := rc.ActiveTask
+	fmt.Fprintf(&b, "You are working on task %s: %s\n", cmpOr(t.Identifier, t.ID), t.Title)
+	if t.Description != nil && *t.Description != "" {
+		fmt.Fprintf(&b, "\n%s\n", *t.Description)
+	}
+	fmt.Fprintf(&b, "\nThis run was started because of: %s.\n", cmpOr(rc.Wake.Reason, "assignment"))
+	if len(rc.Wake.Payload) > 0 && string(rc.Wake.Payload) != "null" && string(rc.Wake.Payload) != "{}" {
+		fmt.Fprintf(&b, "Wake details (JSON): %s\n", rc.Wake.Payload)
+	}
+	if len(rc.InteractionResults) > 0 {
+		if ir, err := json.Marshal(rc.InteractionResults); err == nil {
+			fmt.Fprintf(&b, "Answers to your earlier requests (JSON): %s\n", ir)
+		}
+	}
+	b.WriteString("\nWork only through the tools of the agentproof MCP server (get_task_context, report_progress, " +
+		"write_document, request_human_input, finish_task, request_review, block_task, …) and your shell for files " +
+		"in the working directory. Post your final message with the tool that ends your turn.\n")
+	return b.String()
+}
+
+// Report: the CLI exited 0 → the run it left open is completed as succeeded; any other
+// ending → failed, with the exit code, the CLI's own error events and the stderr tail in
+// the summary. Usage comes from the JSON event stream (Codex turn.completed, OpenCode
+// step_finish, Claude Code result), the transcript is the event stream (events.jsonl)
+// and stderr.
+func (d cliDriver) Report(o worker.Outcome) Report {
+	stdout, stderr := o.Output.Stdout(), o.Output.Stderr()
+	ev := ParseEvents(d.cli, stdout)
+	r := Report{Summary: Summarize(o), RunStatus: "failed", Transcript: []Evidence{
+		{Name: "events.jsonl", MediaType: "application/jsonl", Body: stdout},
+		{Name: "stderr.log", MediaType: "text/plain", Body: stderr},
+	}}
+	if o.Started && o.ExitCode != nil && *o.ExitCode == 0 && !o.TimedOut && !o.OutputExceeded && !o.Aborted {
+		r.RunStatus = "succeeded"
+	} else {
+		var parts []string
+		if len(ev.Errors) > 0 {
+			parts = append(parts, d.cli+" reported: "+strings.Join(lastN(ev.Errors, 3), " | "))
+		}
+		if tail := tailText(stderr, 600); tail != "" {
+			parts = append(parts, "stderr tail: "+tail)
+		}
+		if len(parts) > 0 {
+			r.Summary += "; " + strings.Join(parts, "; ")
+		}
+	}
+	if ev.Oversized > 0 {
+		r.Summary += fmt.Sprintf("; %d oversized event line(s) not parsed", ev.Oversized)
+	}
+	if u := ev.Usage(); u != nil {
+		r.Usage = u
+	}
+	return r
+}
+
+func lastN(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// tailText is the last n bytes of b as one line of valid UTF-8 (newlines → " ⏎ ").
+func tailText(b []byte, n int) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > n {
+		s = s[len(s)-n:]
+		for len(s) > 0 && !isRuneStart(s[0]) {
+			s = s[1:]
+		}
+		s = "…" + s
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ⏎ ")), " ")
+}
+
+func isRuneStart(c byte) bool { return c&0xC0 != 0x80 }

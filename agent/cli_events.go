@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// MaxEventLineBytes bounds one line of a CLI's JSON event stream (bytes); a longer line
+// is counted as oversized and not parsed, never silently dropped (field failure F04).
+const MaxEventLineBytes = 8 << 20
+
+// CLIEvents is what a CLI's JSON event stream says about a run: token usage summed over
+// its turns, the number of model responses it reports (ModelTurns: Codex agent messages,
+// command executions and MCP tool calls; OpenCode step_finish events; Claude Code
+// assistant messages), the MCP tool calls it made (tool names in order), its final
+// text, the error messages it reported, and how many lines were oversized or not JSON.
+type CLIEvents struct {
+	CLI          string
+	InputTokens  int64
+	OutputTokens int64
+	CachedTokens int64
+	UsageEvents  int
+	ModelTurns   int
+	ToolCalls    []string
+	FinalText    string
+	Errors       []string
+	Oversized    int
+	NotJSON      int
+}
+
+// Usage is the run's usage as JSON for billing.ExtractLLM ({inputTokens, outputTokens,
+// cachedInputTokens, source}), or nil when the stream reported no usage (read as
+// unavailable, never as zero).
+func (e CLIEvents) Usage() json.RawMessage {
+	if e.UsageEvents == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]any{
+		"inputTokens": e.InputTokens, "outputTokens": e.OutputTokens, "cachedInputTokens": e.CachedTokens,
+		"source": e.CLI + " event stream", "usageEvents": e.UsageEvents,
+	})
+	return b
+}
+
+// ParseEvents reads the JSON event stream of cli ("codex", "opencode" or "claude") line
+// by line (lines split anywhere by the pipe are whole here: the worker captured the
+// stream) and sums what CLIEvents describes. Unknown event types are ignored.
+func ParseEvents(cli string, stream []byte) CLIEvents {
+	ev := CLIEvents{CLI: cli}
+	sc := bufio.NewScanner(bytes.NewReader(stream))
+	sc.Buffer(make([]byte, 0, 64<<10), MaxEventLineBytes)
+	sc.Split(scanLinesCountingOversized(&ev.Oversized))
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			ev.NotJSON++
+			continue
+		}
+		switch cli {
+		case "codex":
+			ev.codex(m)
+		case "opencode":
+			ev.opencode(m)
+		case "claude":
+			ev.claude(m)
+		}
+	}
+	return ev
+}
+
+// scanLinesCountingOversized splits lines like bufio.ScanLines but skips a line longer
+// than MaxEventLineBytes (counting it) instead of stopping the scan.
+func scanLinesCountingOversized(oversized *int) bufio.SplitFunc {
+	skipping := false
+	return func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			if skipping {
+				skipping = false
+				return i + 1, nil, nil
+			}
+			return i + 1, data[:i], nil
+		}
+		if len(data) >= MaxEventLineBytes {
+			if !skipping {
+				*oversized++
+				skipping = true
+			}
+			return len(data), nil, nil
+		}
+		if atEOF && len(data) > 0 {
+			if skipping {
+				return len(data), nil, nil
+			}
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	}
+}
+
+func obj(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func num(v any) int64 {
+	f, _ := v.(float64)
+	if f < 0 {
+		return 0
+	}
+	return int64(f)
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func (ev *CLIEvents) codex(m map[string]any) {
+	switch m["type"] {
+	case "turn.completed":
+		u := obj(m["usage"])
+		if u != nil {
+			ev.UsageEvents++
+			cached := num(u["cached_input_tokens"])
+			// Codex's input_tokens include the cached ones; billing counts them apart.
+			ev.InputTokens += max(0, num(u["input_tokens"])-cached)
+			ev.CachedTokens += cached
+			ev.OutputTokens += num(u["output_tokens"])
+		}
+	case "turn.failed":
+		ev.Errors = append(ev.Errors, str(obj(m["error"])["message"]))
+	case "error":
+		ev.Errors = append(ev.Errors, str(m["message"]))
+	case "item.completed":
+		item := obj(m["item"])
+		switch item["type"] {
+		case "agent_message":
+			ev.ModelTurns++
+			ev.FinalText = str(item["text"])
+		case "command_execution":
+			ev.ModelTurns++
+		case "mcp_tool_call":
+			ev.ModelTurns++
+			ev.ToolCalls = append(ev.ToolCalls, str(item["tool"]))
+		case "error":
+			// "Model metadata for `X` not found" is harmless with a custom provider.
+			if msg := str(item["message"]); !strings.Contains(msg, "Model metadata for") {
+				ev.Errors = append(ev.Errors, msg)
+			}
+		}
+	}
+}
+
+func (ev *CLIEvents) opencode(m map[string]any) {
+	part := obj(m["part"])
+	switch m["type"] {
+	case "step_finish":
+		ev.ModelTurns++
+		if t := obj(part["tokens"]); t != nil {
+			ev.UsageEvents++
+			ev.InputTokens += num(t["input"])
+			ev.OutputTokens += num(t["output"]) + num(t["reasoning"])
+			ev.CachedTokens += num(obj(t["cache"])["read"])
+		}
+	case "text":
+		ev.FinalText = str(part["text"])
+	case "tool_use":
+		if tool := str(part["tool"]); tool != "bash" && tool != "edit" && tool != "write" && tool != "read" {
+			ev.ToolCalls = append(ev.ToolCalls, tool)
+		}
+	case "error":
+		e := obj(m["error"])
+		msg := str(obj(e["data"])["message"])
+		if msg == "" {
+			msg = str(e["name"])
+		}
+		ev.Errors = append(ev.Errors, msg)
+	}
+}
+
+func (ev *CLIEvents) claude(m map[string]any) {
+	switch m["type"] {
+	case "assistant":
+		ev.ModelTurns++
+		for _, c := range sliceOf(obj(m["message"])["content"]) {
+			if cm := obj(c); cm["type"] == "tool_use" && strings.HasPrefix(str(cm["name"]), "mcp__") {
+				ev.ToolCalls = append(ev.ToolCalls, str(cm["name"]))
+			}
+		}
+	case "result":
+		if u := obj(m["usage"]); u != nil {
+			ev.UsageEvents++
+			ev.InputTokens += num(u["input_tokens"])
+			ev.OutputTokens += num(u["output_tokens"])
+			ev.CachedTokens += num(u["cache_read_input_tokens"])
+		}
+		ev.FinalText = str(m["result"])
+		if m["is_error"] == true {
+			ev.Errors = append(ev.Errors, fmt.Sprintf("%s: %s", str(m["subtype"]), str(m["result"])))
+		}
+	}
+}
+
+func sliceOf(v any) []any {
+	s, _ := v.([]any)
+	return s
+}

@@ -1,0 +1,129 @@
+package scriptedmodel
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentproof/agentproof/catalog"
+)
+
+// Model scripts of the real-CLI cells are derived from the case's rendered reference
+// script (catalog.ReferenceScript), so a case declares its behaviour once: run n of the
+// CLI plays turn n. Each command step becomes a call of the semantic tool of the same
+// name with the same arguments, each workspace edit a call of the CLI's shell tool
+// (ShellCommand), and the run ends with a text answer: the presented text of the turn
+// (the summary, body or reason of its `present` step) or "Done.".
+
+// DefaultFinalAnswer ends a derived run whose turn presents no text.
+const DefaultFinalAnswer = "Done."
+
+// NopAnswer is the only reply of a nop script (calibration: a CLI that only talks must
+// fail every case).
+const NopAnswer = "I have looked at the task and will not do anything."
+
+// FromReference returns one script per turn of ref (see above). It returns an error
+// naming the turn and step when a step is neither a command nor an edit, or an edit
+// path is absolute or leaves the workspace.
+func FromReference(ref *catalog.ReferenceScript) ([]*Script, error) {
+	if ref == nil || len(ref.Turns) == 0 {
+		return nil, fmt.Errorf("scripted model: the case has no reference script to derive model scripts from")
+	}
+	var out []*Script
+	for ti, t := range ref.Turns {
+		s := &Script{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer}
+		answer := DefaultFinalAnswer
+		for si, st := range t.Steps {
+			where := fmt.Sprintf("reference turn %d step %d", ti+1, si+1)
+			switch {
+			case st == nil:
+				return nil, fmt.Errorf("scripted model: %s is empty", where)
+			case st.Edit != nil:
+				cmd, err := ShellCommand(st.Edit)
+				if err != nil {
+					return nil, fmt.Errorf("scripted model: %s: %w", where, err)
+				}
+				s.Steps = append(s.Steps, Step{Call: RoleShell, Args: map[string]any{"command": cmd}})
+			case st.Command != "":
+				args, err := renderArgs(st.Args, func(_, v string) string { return v }, "args")
+				if err != nil && st.Args != nil {
+					return nil, fmt.Errorf("scripted model: %s: %w", where, err)
+				}
+				if args == nil {
+					args = map[string]any{}
+				}
+				s.Steps = append(s.Steps, Step{Call: st.Command, Args: args})
+				if st.Present {
+					for _, k := range []string{"summary", "body", "reason"} {
+						if v, ok := st.Args[k].(string); ok {
+							answer = v
+							break
+						}
+					}
+				}
+			default:
+				return nil, fmt.Errorf("scripted model: %s is neither a command nor an edit", where)
+			}
+		}
+		s.Steps = append(s.Steps, Step{Answer: answer})
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// NopScripts returns n scripts that each answer NopAnswer and call no tool.
+func NopScripts(n int) []*Script {
+	out := make([]*Script, max(n, 1))
+	for i := range out {
+		out[i] = &Script{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer, Steps: []Step{{Answer: NopAnswer}}}
+	}
+	return out
+}
+
+// ShellCommand is the POSIX shell command that performs a workspace edit relative to
+// the working directory: write → printf '%s' CONTENT > PATH, append → >>, delete →
+// rm -f. Arguments are single-quoted. Errors: an absolute path, a path with "..", or
+// an edit that is not exactly one of write, append and delete.
+func ShellCommand(e *catalog.WorkspaceEdit) (string, error) {
+	p := e.Path
+	if p == "" || strings.HasPrefix(p, "/") || strings.Contains("/"+p+"/", "/../") {
+		return "", fmt.Errorf("edit path %q must be relative and stay in the workspace", p)
+	}
+	n := 0
+	for _, set := range []bool{e.Write != nil, e.Append != nil, e.Delete} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return "", fmt.Errorf("edit of %q must set exactly one of write, append and delete", p)
+	}
+	dir := ""
+	if i := strings.LastIndex(p, "/"); i > 0 {
+		dir = "mkdir -p -- " + shellQuote(p[:i]) + " && "
+	}
+	switch {
+	case e.Write != nil:
+		return dir + "printf '%s' " + shellQuote(*e.Write) + " > " + shellQuote(p), nil
+	case e.Append != nil:
+		return dir + "printf '%s' " + shellQuote(*e.Append) + " >> " + shellQuote(p), nil
+	}
+	return "rm -f -- " + shellQuote(p), nil
+}
+
+// shellQuote single-quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// WrongTool is the tool a wrong script calls: no CLI offers it, so the scripted model
+// refuses the request naming step 1 and the CLI exits non-zero.
+const WrongTool = "no_such_tool"
+
+// WrongScripts returns n scripts whose first step calls WrongTool.
+func WrongScripts(n int) []*Script {
+	out := make([]*Script, max(n, 1))
+	for i := range out {
+		out[i] = &Script{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer, Steps: []Step{{Call: WrongTool, Args: map[string]any{}}, {Answer: DefaultFinalAnswer}}}
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/catalog"
+)
+
+// EnvAgentsDir names the agent CLI cache `agentproof run` uses when --agents-dir is not
+// given (CI installs the CLIs there with .ci/agents.sh).
+const EnvAgentsDir = "AGENTPROOF_AGENTS_DIR"
+
+// ensureCLIs returns the native binary of every pinned agent CLI the selected cells
+// run (name → absolute path), installing missing ones into the cache first (progress on
+// stderr). Errors: an unknown CLI or no cache directory (usage, exit 2); npm missing or
+// failing (usage, exit 2, naming `agentproof agents install`); any other install error.
+func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions) (map[string]string, error) {
+	var need []clis.CLI
+	for _, cell := range cells {
+		name, ok := campaign.IsCLIDriver(cell.Profile.Driver)
+		if !ok || slices.ContainsFunc(need, func(c clis.CLI) bool { return c.Name == name }) {
+			continue
+		}
+		c, ok := clis.Lookup(name)
+		if !ok {
+			return nil, usageErrorf("profile %s: no pinned agent CLI named %s", cell.Profile.ID, name)
+		}
+		need = append(need, c)
+	}
+	if len(need) == 0 {
+		return nil, nil
+	}
+	dir := o.agentsDir
+	if dir == "" {
+		dir = os.Getenv(EnvAgentsDir)
+	}
+	if dir == "" {
+		d, err := clis.DefaultDir()
+		if err != nil {
+			return nil, &UsageError{Err: err}
+		}
+		dir = d
+	}
+	out := map[string]string{}
+	var missing []clis.CLI
+	for _, c := range need {
+		if in, err := clis.Locate(dir, c, clis.HostPlatform()); err == nil {
+			out[c.Name] = in.Binary
+		} else {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	need = missing
+	installed, err := clis.Install(cmd.Context(), need, clis.Options{Dir: dir, Progress: a.stderr})
+	var ne *clis.NPMError
+	if errors.As(err, &ne) {
+		return nil, &UsageError{Err: fmt.Errorf("%w\nInstall the agent CLIs first: agentproof agents install --dir %s %s", err, dir, cliNames(need))}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("installing the agent CLIs: %w", err)
+	}
+	for _, in := range installed {
+		out[in.Name] = in.Binary
+	}
+	return out, nil
+}
+
+func cliNames(cs []clis.CLI) string {
+	s := ""
+	for i, c := range cs {
+		if i > 0 {
+			s += " "
+		}
+		s += c.Name
+	}
+	return s
+}
