@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,18 +49,19 @@ func ModelScripts(plan AttemptPlan) ([]*scriptedmodel.Script, error) {
 	return scriptedmodel.FromReference(plan.Case.Reference)
 }
 
-// startModel starts the scripted model of a CLI cell (not live), logging requests to
-// ModelLogFile in the attempt directory.
+// maxModelLog bounds the scripted model's request log kept as evidence, in bytes.
+const maxModelLog = 8 << 20
+
+// startModel starts the scripted model of a CLI cell (not live), logging requests to a
+// file in the attempt's private temp root; stopModel moves the log into the results
+// (ModelLogFile) through the evidence guard.
 func (a *attempt) startModel() error {
 	scripts, err := ModelScripts(a.plan)
 	if err != nil {
 		return &ClassError{Class: PermanentInfrastructure, Err: err}
 	}
-	path := filepath.Join(a.dir, filepath.FromSlash(ModelLogFile))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("scripted model log: %w", err)}
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	path := filepath.Join(a.root, "model-requests.jsonl")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("scripted model log: %w", err)}
 	}
@@ -74,7 +76,6 @@ func (a *attempt) startModel() error {
 		return &ClassError{Class: TransientInfrastructure, Err: fmt.Errorf("scripted model start failed: %w", err)}
 	}
 	a.model = &modelServer{set: set, running: running, log: f}
-	a.facts.Evidence = append(a.facts.Evidence, ModelLogFile)
 	a.note("scripted model started on %s with %d run script(s)", running.URL, len(scripts))
 	return nil
 }
@@ -91,7 +92,24 @@ func (a *attempt) stopModel() error {
 	if err != nil {
 		return fmt.Errorf("stopping the scripted model: %w", err)
 	}
+	// The log holds what the agent sent (redacted by the model server): it reaches the
+	// results only through the guard, like every other file.
+	log, err := readBounded(a.model.log.Name(), maxModelLog)
+	if err != nil {
+		return fmt.Errorf("reading the scripted model's request log: %w", err)
+	}
+	a.writeBounded(ModelLogFile, log, false)
 	return nil
+}
+
+// readBounded reads at most limit bytes of the file at path.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // cliFailureError classes the failure of CLI runs described by msg: a stream the CLI

@@ -34,8 +34,9 @@ const (
 // EvidenceKind returns the kind of a results file by its (lower-cased) extension and
 // whether it may be kept at all. ours says the content was rendered by agentproof
 // (result.json, summary.md, junit.xml, dashboard.html, its own logs and snapshots);
-// content that came from an agent (its logs, its workspace) may be .json, .log, .txt,
-// .md or .png only: HTML and XML are kept only when ours (an agent's HTML could carry
+// content that came from an agent (its logs, its workspace) may be .json, .jsonl (JSON
+// lines, such as a CLI's event stream, scanned and redacted as text: exact values in
+// every form and key shapes), .log, .txt, .md or .png only: HTML and XML are kept only when ours (an agent's HTML could carry
 // script, its XML a stylesheet), and SVG and every other extension (scripts, archives,
 // binaries) never. The reason says why a file is refused.
 func EvidenceKind(name string, ours bool) (kind string, ok bool, reason string) {
@@ -43,7 +44,7 @@ func EvidenceKind(name string, ours bool) (kind string, ok bool, reason string) 
 	switch ext {
 	case ".json":
 		return KindJSON, true, ""
-	case ".log", ".txt", ".md":
+	case ".jsonl", ".log", ".txt", ".md":
 		return KindText, true, ""
 	case ".xml", ".html":
 		if ours {

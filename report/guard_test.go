@@ -22,6 +22,7 @@ func TestEvidenceKind(t *testing.T) {
 	}{
 		{"result.json", false, KindJSON, true},
 		{"logs/agent/stdout.log", false, KindText, true},
+		{"logs/agent/runs/r1/events.jsonl", false, KindText, true},
 		{"notes.TXT", false, KindText, true},
 		{"summary.md", true, KindText, true},
 		{"junit.xml", true, KindText, true},
@@ -61,6 +62,7 @@ func TestGuardWrite(t *testing.T) {
 	}{
 		{name: "clean json kept byte for byte", file: "a.json", data: []byte("{\"b\": 1,\n \"a\": \"x\"}\n"), unchanged: true},
 		{name: "clean text kept", file: "a.log", data: []byte("hello\n"), unchanged: true},
+		{name: "JSON lines kept", file: "logs/events.jsonl", data: []byte("{\"type\":\"turn.started\"}\n"), unchanged: true},
 		{name: "json value", file: "a.json", data: []byte(`{"note":"key ` + secret + `"}`), leaks: 1},
 		{name: "json key", file: "a.json", data: []byte(`{"` + secret + `":1}`), leaks: 1},
 		{name: "json escaped value", file: "a.json", data: []byte(`{"note":"\u0067uard-secret-0123456789"}`), leaks: 1},

@@ -55,7 +55,7 @@ Every attempt also stores a fresh random canary secret (APF_ATTEMPT_CANARY) and 
 it to its agent. After each attempt the closed instance home and the workspace are
 scanned for every secret value (credentials, the canary, the instance's own board
 token, master key and run-token key); every file written into the results passes one
-guard: only allowlisted kinds (.json .log .txt .md .png, and .xml/.html agentproof
+guard: only allowlisted kinds (.json .jsonl .log .txt .md .png, and .xml/.html agentproof
 renders itself), scanned, sanitised, scanned again. A secret found anywhere fails the
 cell with class secret_leak, whatever else happened; the report names the file, never
 the value. Each attempt lists its files, sizes, SHA-256 and leaks in
