@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -66,7 +67,9 @@ func (c *Catalog) Select(sel Selector) ([]*Cell, error) {
 		return nil, &SelectionError{Message: "--all cannot be combined with dimension selectors (--suite, --group, --profile, --environment, --case)"}
 	}
 	var problems []string
-	check := func(label string, values []string, known func(string) bool) {
+	// check records the values of one dimension that name nothing; with names set, the
+	// problem lists the known ones (sorted) so the user can pick.
+	check := func(label string, values []string, known func(string) bool, names map[string]bool) {
 		var unknown []string
 		for _, v := range values {
 			if !known(v) && !slices.Contains(unknown, v) {
@@ -74,16 +77,20 @@ func (c *Catalog) Select(sel Selector) ([]*Cell, error) {
 			}
 		}
 		if len(unknown) > 0 {
-			problems = append(problems, fmt.Sprintf("unknown %s: %s", label, strings.Join(unknown, ", ")))
+			p := fmt.Sprintf("unknown %s: %s", label, strings.Join(unknown, ", "))
+			if len(names) > 0 {
+				p += fmt.Sprintf(" (known: %s)", strings.Join(slices.Sorted(maps.Keys(names)), ", "))
+			}
+			problems = append(problems, p)
 		}
 	}
 	idx := c.index()
-	check("suite", sel.Suites, func(v string) bool { return idx.suites[v] })
-	check("group", sel.Groups, func(v string) bool { return idx.groups[v] })
-	check("profile", sel.Profiles, func(v string) bool { return idx.profiles[v] })
-	check("environment", sel.Environments, func(v string) bool { return idx.envs[v] })
-	check("case", sel.Cases, func(v string) bool { return idx.cases[v] })
-	check("cell id", sel.IDs, func(v string) bool { return c.byCellID[v] != nil })
+	check("suite", sel.Suites, func(v string) bool { return idx.suites[v] }, idx.suites)
+	check("group", sel.Groups, func(v string) bool { return idx.groups[v] }, idx.groups)
+	check("profile", sel.Profiles, func(v string) bool { return idx.profiles[v] }, idx.profiles)
+	check("environment", sel.Environments, func(v string) bool { return idx.envs[v] }, idx.envs)
+	check("case", sel.Cases, func(v string) bool { return idx.cases[v] }, idx.cases)
+	check("cell id", sel.IDs, func(v string) bool { return c.byCellID[v] != nil }, nil)
 	if len(problems) > 0 {
 		return nil, &SelectionError{Message: strings.Join(problems, "; ") + " (use 'agentproof list' to inspect valid cells)"}
 	}

@@ -45,7 +45,7 @@ func TestSelect(t *testing.T) {
 		{"AND across dimensions", Selector{Environments: []string{"daytona"}, Cases: []string{"resume"}}, []string{"tricky.agent.daytona.resume"}, ""},
 		{"groups are checked against the cells", Selector{Groups: []string{"core"}}, nil, "unknown group: core"},
 		{"ids keep matrix order", Selector{IDs: []string{"tricky.agent-b.local.resume", "tricky.agent.local.hello"}}, []string{"tricky.agent.local.hello", "tricky.agent-b.local.resume"}, ""},
-		{"unknown values are all named", Selector{Suites: []string{"nope", "nope", "tricky"}, Profiles: []string{"ghost"}}, nil, "unknown suite: nope; unknown profile: ghost"},
+		{"unknown values are all named", Selector{Suites: []string{"nope", "nope", "tricky"}, Profiles: []string{"ghost"}}, nil, "unknown suite: nope (known: plain, tricky); unknown profile: ghost (known: agent, agent-b)"},
 		{"unknown id", Selector{IDs: []string{"tricky.agent-b.local.hello"}}, nil, "unknown cell id: tricky.agent-b.local.hello"},
 		{"id exclusive with all", Selector{IDs: []string{"tricky.agent.local.hello"}, All: true}, nil, "--id cannot be combined"},
 		{"id exclusive with dimensions", Selector{IDs: []string{"tricky.agent.local.hello"}, Suites: []string{"tricky"}}, nil, "--id cannot be combined"},

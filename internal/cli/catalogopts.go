@@ -28,13 +28,19 @@ func loadCatalog(dir string) (*catalog.Catalog, error) {
 	} else {
 		c, err = catalog.LoadDir(dir)
 	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &UsageError{Err: fmt.Errorf("--catalog %s: no such file or directory; pass a catalog directory (every *.yaml below it) or one YAML file, or leave --catalog out to use the embedded default catalog", dir)}
-	}
 	if err != nil {
-		return nil, &UsageError{Err: err}
+		return nil, &UsageError{Err: catalogPathError(dir, err)}
 	}
 	return c, nil
+}
+
+// catalogPathError turns a --catalog path that does not exist into an error that says
+// what to pass instead; other errors are returned as they are.
+func catalogPathError(dir string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--catalog %s: no such file or directory; pass a catalog directory (every *.yaml below it) or one YAML file, or leave --catalog out to use the embedded default catalog", dir)
+	}
+	return err
 }
 
 // selectorFlags adds the cell selectors of spec runner-e2e-harness §3 to cmd. Dimension

@@ -46,7 +46,7 @@ Every problem is reported at once. Exit code 0 when valid, 2 when not.`,
 			}
 			var ve *catalog.ValidationError
 			if err != nil && !errors.As(err, &ve) {
-				return &UsageError{Err: err}
+				return &UsageError{Err: catalogPathError(*dir, err)}
 			}
 			rep := validateReport{Valid: err == nil, Problems: []validateProblem{}}
 			if ve != nil {
@@ -70,6 +70,16 @@ Every problem is reported at once. Exit code 0 when valid, 2 when not.`,
 					fmt.Fprintln(a.stderr, p.String())
 				}
 				return withExit(ExitUsage, fmt.Errorf("catalog is invalid: %d problem(s)", len(ve.Problems)))
+			}
+			manual := 0
+			for _, cell := range c.Cells {
+				if cell.Suite.ManualOnly {
+					manual++
+				}
+			}
+			if manual > 0 {
+				_, err = fmt.Fprintf(a.stdout, "catalog is valid: %d suites, %d cells (%d in manual-only suites, which --all leaves out)\n", rep.Suites, rep.Cells, manual)
+				return err
 			}
 			_, err = fmt.Fprintf(a.stdout, "catalog is valid: %d suites, %d cells\n", rep.Suites, rep.Cells)
 			return err
