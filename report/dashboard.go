@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 
@@ -371,10 +372,34 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 	cv.Billing = prettyJSON(bl)
 	for _, e := range r.Evidence {
 		if href, ok := evidenceHref(e); ok {
-			cv.Evidence = append(cv.Evidence, linkView{Href: href, Label: e})
+			cv.Evidence = append(cv.Evidence, linkView{Href: href, Label: evidenceLabel(e)})
 		}
 	}
 	return cv
+}
+
+// evidenceLabel is the link text of an evidence file: its path, prefixed with what it
+// is for the files a reader looks for first (a CLI's event stream, the scripted model's
+// request log, the flow log, API snapshots).
+func evidenceLabel(rel string) string {
+	base := path.Base(rel)
+	what := ""
+	switch {
+	case base == "events.jsonl":
+		what = "agent CLI event stream"
+	case base == "model-requests.jsonl":
+		what = "scripted model request log"
+	case base == "flow.log":
+		what = "flow log"
+	case base == "evidence-manifest.json":
+		what = "evidence manifest"
+	case strings.HasPrefix(rel, "snapshots/"):
+		what = "API snapshot"
+	}
+	if what == "" {
+		return rel
+	}
+	return what + ": " + rel
 }
 
 // evidenceHref builds a relative link from cleaned, URL-escaped path segments; anything

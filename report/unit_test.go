@@ -445,3 +445,19 @@ func TestUsageTokensNeverZeroForMissing(t *testing.T) {
 		}
 	}
 }
+
+// Evidence links say what the files a reader looks for first are.
+func TestEvidenceLabel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ rel, want string }{
+		{"logs/agent/runs/r1/events.jsonl", "agent CLI event stream: logs/agent/runs/r1/events.jsonl"},
+		{"logs/model-requests.jsonl", "scripted model request log: logs/model-requests.jsonl"},
+		{"logs/flow.log", "flow log: logs/flow.log"},
+		{"snapshots/api-state.json", "API snapshot: snapshots/api-state.json"},
+		{"logs/agent/runs/r1/stderr.log", "logs/agent/runs/r1/stderr.log"},
+	} {
+		if got := evidenceLabel(tc.rel); got != tc.want {
+			t.Errorf("evidenceLabel(%q) = %q, want %q", tc.rel, got, tc.want)
+		}
+	}
+}
