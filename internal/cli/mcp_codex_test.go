@@ -192,6 +192,10 @@ func TestMCPWithRealCodex(t *testing.T) {
 			"-c", fmt.Sprintf("mcp_servers.agentproof.command=%q", self),
 			"-c", `mcp_servers.agentproof.args=["mcp"]`,
 			"-c", fmt.Sprintf("mcp_servers.agentproof.env_vars=[%q,%q,%q,%q]", agent.EnvAPIURL, agent.EnvRunToken, agent.EnvRunID, agent.EnvStateDir),
+			// Without required, Codex 0.171 may send its first model request before a slow
+			// MCP server has started, without its tools (as the exec:codex driver does).
+			"-c", "mcp_servers.agentproof.required=true",
+			"-c", "mcp_servers.agentproof.startup_timeout_sec=60",
 			"Create the child task, then finish.",
 		}
 		env := []string{
