@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,32 +50,10 @@ func BenchmarkCLICell(b *testing.B) {
 					b.Fatalf("%v: %s %s", err, stdout.String(), stderr.String())
 				}
 				at := filepath.Join(res, id, "core-compatibility", cli, "local", "message-marker", "attempt-1")
-				var r struct {
-					DurationMs int64 `json:"durationMs"`
-				}
-				var recs []struct {
-					Termination *struct {
-						DurationMs int64 `json:"durationMs"`
-					} `json:"termination"`
-				}
-				for name, v := range map[string]any{"result.json": &r, "snapshots/heartbeat-runs.json": &recs} {
-					raw, err := os.ReadFile(filepath.Join(at, name))
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := json.Unmarshal(raw, v); err != nil {
-						b.Fatal(err)
-					}
-				}
-				ms := int64(0)
-				for _, rec := range recs {
-					if rec.Termination != nil {
-						ms += rec.Termination.DurationMs
-					}
-				}
-				cell = append(cell, float64(r.DurationMs))
+				cellMs, ms := attemptTimes(b, at)
+				cell = append(cell, float64(cellMs))
 				cliMs = append(cliMs, float64(ms))
-				share = append(share, 100*float64(r.DurationMs-ms)/float64(max(r.DurationMs, 1)))
+				share = append(share, 100*float64(cellMs-ms)/float64(max(cellMs, 1)))
 			}
 			b.ReportMetric(median(cell), "cell-ms")
 			b.ReportMetric(median(cliMs), "cli-ms")

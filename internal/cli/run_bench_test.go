@@ -27,31 +27,9 @@ func BenchmarkCellOverhead(b *testing.B) {
 			b.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
 		}
 		dir := filepath.Join(res, id, "core-compatibility", "reference", "local", "message-marker", "attempt-1")
-		var r struct {
-			DurationMs int64 `json:"durationMs"`
-		}
-		var recs []struct {
-			Termination *struct {
-				DurationMs int64 `json:"durationMs"`
-			} `json:"termination"`
-		}
-		for name, v := range map[string]any{"result.json": &r, "snapshots/heartbeat-runs.json": &recs} {
-			raw, err := os.ReadFile(filepath.Join(dir, name))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := json.Unmarshal(raw, v); err != nil {
-				b.Fatal(err)
-			}
-		}
-		agentMs := int64(0)
-		for _, rec := range recs {
-			if rec.Termination != nil {
-				agentMs += rec.Termination.DurationMs
-			}
-		}
-		overhead = append(overhead, float64(r.DurationMs-agentMs))
-		attempt = append(attempt, float64(r.DurationMs))
+		cellMs, agentMs := attemptTimes(b, dir)
+		overhead = append(overhead, float64(cellMs-agentMs))
+		attempt = append(attempt, float64(cellMs))
 	}
 	b.ReportMetric(median(overhead), "overhead-ms/cell")
 	b.ReportMetric(median(attempt), "attempt-ms/cell")
@@ -64,4 +42,33 @@ func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// attemptTimes reads an attempt directory's wall time (result.json durationMs) and the
+// sum of its agent processes' durations (snapshots/heartbeat-runs.json), in ms.
+func attemptTimes(b *testing.B, dir string) (cellMs, agentMs int64) {
+	b.Helper()
+	var r struct {
+		DurationMs int64 `json:"durationMs"`
+	}
+	var recs []struct {
+		Termination *struct {
+			DurationMs int64 `json:"durationMs"`
+		} `json:"termination"`
+	}
+	for name, v := range map[string]any{"result.json": &r, "snapshots/heartbeat-runs.json": &recs} {
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, rec := range recs {
+		if rec.Termination != nil {
+			agentMs += rec.Termination.DurationMs
+		}
+	}
+	return r.DurationMs, agentMs
 }
