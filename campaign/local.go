@@ -637,16 +637,23 @@ func (a *attempt) collectAgentLogs() {
 		if !strings.HasSuffix(rel, ".log") && !strings.HasSuffix(rel, ".jsonl") && !strings.Contains(rel, "stdout") && !strings.Contains(rel, "stderr") {
 			return nil
 		}
-		f, err := os.Open(p)
+		b, err := readBounded(p, maxAgentLog)
 		if err != nil {
 			return nil
 		}
-		defer f.Close()
-		buf := make([]byte, maxAgentLog)
-		n, _ := io.ReadFull(f, buf)
-		a.writeBounded("logs/agent/"+rel, buf[:n], false)
+		a.writeBounded("logs/agent/"+rel, b, false)
 		return nil
 	})
+}
+
+// readBounded reads at most limit bytes of the file at path.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // Compile-time check.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,16 +99,6 @@ func (a *attempt) stopModel() error {
 	}
 	a.writeBounded(ModelLogFile, log, false)
 	return nil
-}
-
-// readBounded reads at most limit bytes of the file at path.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // cliFailureError classes the failure of CLI runs described by msg: a stream the CLI
