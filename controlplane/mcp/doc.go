@@ -64,10 +64,10 @@
 // last successful presenting call, where finish_task, request_review and block_task
 // present by default, report_progress presents only with present: true, and
 // present: false opts any of them out. When AGENTPROOF_AGENT_STATE_DIR is set the
-// record is written (atomically, after each presenting call) to PresentationPath
-// (<stateDir>/agentproof-mcp/presentation-<run>.json) and read back with
-// ReadPresentation. The exec driver, when it completes the run, must put
-// {"presentationDecision": {"commentId": p.CommentID}} in the run result when
-// ReadPresentation returns a presentation (p.Text is a good result summary), and no
-// presentationDecision otherwise (all the run's comments are then the message).
+// record is written (atomically, after each presenting call) with
+// agent.WritePresentation (<stateDir>/agentproof-mcp/presentation-<run>.json). The
+// heartbeat runner reads it back with agent.ReadPresentation when the CLI exits and
+// puts {"presentationDecision": {"commentId": p.CommentID}} in the run result (p.Text is
+// the summary); without a record there is no presentationDecision and all the run's
+// comments are the message.
 package mcp

@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/canonjson"
 	"github.com/agentproof/agentproof/catalog"
@@ -285,7 +286,7 @@ func (h *handler) present(tool, commentID, text string) error {
 	if h.cfg.StateDir == "" {
 		return nil
 	}
-	return WritePresentation(h.cfg.StateDir, Presentation{RunID: h.cfg.RunID, CommentID: commentID, Tool: tool, Text: text})
+	return agent.WritePresentation(h.cfg.StateDir, agent.PresentationRecord{RunID: h.cfg.RunID, CommentID: commentID, Tool: tool, Text: text})
 }
 
 // commentText is the comment body a commenting command posts (as the reference agent

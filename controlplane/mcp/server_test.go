@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/controlplane/mcp"
 )
@@ -69,7 +70,7 @@ func TestCommandTools(t *testing.T) {
 		t.Fatalf("comments %q", bodies)
 	}
 
-	p, err := mcp.ReadPresentation(w.stateDir, "run-1")
+	p, err := agent.ReadPresentation(w.stateDir, "run-1")
 	if err != nil || p == nil || p.CommentID != fin.CommentID || p.Text != "all done" || p.Tool != "finish_task" {
 		t.Fatalf("presentation = %+v, %v; want comment %s", p, err, fin.CommentID)
 	}
@@ -137,7 +138,7 @@ func TestDenialsAndDuplicates(t *testing.T) {
 		t.Fatalf("finish_task on a done task = %q (isError %v)", text, isErr)
 	}
 	// present: false on finish_task keeps the earlier presentation.
-	if p, err := mcp.ReadPresentation(w.stateDir, "run-1"); err != nil || p == nil || p.Text != "first" {
+	if p, err := agent.ReadPresentation(w.stateDir, "run-1"); err != nil || p == nil || p.Text != "first" {
 		t.Fatalf("presentation = %+v, %v", p, err)
 	}
 }
@@ -148,16 +149,16 @@ func TestPresentOptions(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, controlplane.Seed{})
 	w.ok(t, "request_review", map[string]any{"summary": "look", "present": false}, nil)
-	if p, err := mcp.ReadPresentation(w.stateDir, "run-1"); err != nil || p != nil {
+	if p, err := agent.ReadPresentation(w.stateDir, "run-1"); err != nil || p != nil {
 		t.Fatalf("presentation after present:false = %+v, %v; want none", p, err)
 	}
 	var r mcp.CommandResult
 	w.ok(t, "report_progress", map[string]any{"body": "the answer", "present": true}, &r)
-	p, err := mcp.ReadPresentation(w.stateDir, "run-1")
+	p, err := agent.ReadPresentation(w.stateDir, "run-1")
 	if err != nil || p == nil || p.CommentID != r.CommentID || p.Text != "the answer" || p.Tool != "report_progress" {
 		t.Fatalf("presentation = %+v, %v", p, err)
 	}
-	if _, err := os.Stat(mcp.PresentationPath(w.stateDir, "run-1")); err != nil {
+	if _, err := os.Stat(agent.PresentationPath(w.stateDir, "run-1")); err != nil {
 		t.Fatal(err)
 	}
 }

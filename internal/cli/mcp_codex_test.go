@@ -148,7 +148,7 @@ func (r realCLIRun) checkEffects(t *testing.T) {
 	if child != "backlog/high" || task1 != "done" {
 		t.Errorf("after the CLI: child task %q, task-1 %q; want backlog/high and done\nstdout:\n%s", child, task1, r.stdout)
 	}
-	p, err := mcp.ReadPresentation(r.stateDir, "run-1")
+	p, err := agent.ReadPresentation(r.stateDir, "run-1")
 	if err != nil || p == nil || p.Text != "MARKER-"+r.nonce {
 		t.Errorf("presentation %+v, %v", p, err)
 	}

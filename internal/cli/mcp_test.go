@@ -144,7 +144,7 @@ func TestMCPChildProcess(t *testing.T) {
 	if strings.Join(bodies, "|") != "starting|MARKER-42" || len(st.Documents) != 1 || st.Tasks[0].Status != "done" {
 		t.Fatalf("state after the calls: comments %q, %d documents, task %s", bodies, len(st.Documents), st.Tasks[0].Status)
 	}
-	p, err := mcp.ReadPresentation(stateDir, "run-1")
+	p, err := agent.ReadPresentation(stateDir, "run-1")
 	if err != nil || p == nil || p.CommentID != fin.CommentID || p.Text != "MARKER-42" {
 		t.Fatalf("presentation %+v, %v", p, err)
 	}

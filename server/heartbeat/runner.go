@@ -547,9 +547,9 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	}
 	if strings.HasPrefix(rec.Driver, "exec:") && report.Presentation == nil {
 		// A real CLI presents through the MCP server, which records the presented
-		// comment in the agent's state directory (see ReadPresentation).
-		if p, err := ReadPresentation(l.stateDir, rec.RunID); err == nil && p != nil {
-			report.Presentation = p
+		// comment in the agent's state directory (see agent.ReadPresentation).
+		if p, err := agent.ReadPresentation(l.stateDir, rec.RunID); err == nil && p != nil {
+			report.Presentation = &agent.Presentation{CommentID: p.CommentID, Text: p.Text}
 		} else if err != nil {
 			report.Summary += "; presentation record unreadable: " + err.Error()
 		}
