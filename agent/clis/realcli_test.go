@@ -23,20 +23,37 @@ import (
 // (`agentproof agents install --dir "$AGENTPROOF_AGENTS_DIR"`).
 const EnvAgentsDir = "AGENTPROOF_AGENTS_DIR"
 
-// agentsDir returns the installed CLI cache. The real-CLI tests need the CLIs (hundreds
-// of MB from npm), which .ci/agents.sh installs: in CI (CI set) a missing
-// AGENTPROOF_AGENTS_DIR fails the test; on a developer machine without it the test is
-// skipped with the command that enables it.
+// agentsDir returns the installed CLI cache: $AGENTPROOF_AGENTS_DIR, else the default
+// cache (DefaultDir) when every pinned, non-optional CLI is installed there. The
+// real-CLI tests need the CLIs (hundreds of MB from npm), which .ci/agents.sh installs:
+// in CI (CI set) missing CLIs fail the test; on a developer machine without them the
+// test is skipped with the command that installs them.
 func agentsDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv(EnvAgentsDir)
-	if dir == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set: run .ci/agents.sh first (it installs the pinned agent CLIs and exports it)", EnvAgentsDir)
-		}
-		t.Skipf("real agent CLIs not installed: set %s after `go run ./cmd/agentproof agents install --dir DIR` (CI fails instead of skipping)", EnvAgentsDir)
+	if dir := os.Getenv(EnvAgentsDir); dir != "" {
+		return dir
 	}
-	return dir
+	if dir, err := clis.DefaultDir(); err == nil && pinnedInstalled(dir) {
+		return dir
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is not set: run .ci/agents.sh first (it installs the pinned agent CLIs and exports it)", EnvAgentsDir)
+	}
+	t.Skipf("real agent CLIs not installed: run `go run ./cmd/agentproof agents install` (or set %s to a cache that holds them); CI fails instead of skipping", EnvAgentsDir)
+	return ""
+}
+
+// pinnedInstalled reports whether every pinned, non-optional CLI is installed in dir.
+func pinnedInstalled(dir string) bool {
+	for _, c := range clis.Pinned {
+		if c.Optional {
+			continue
+		}
+		if _, err := clis.Locate(dir, c, clis.HostPlatform()); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func locate(t *testing.T, name string) string {

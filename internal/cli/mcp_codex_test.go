@@ -44,17 +44,18 @@ type realCLIRun struct {
 	entries  []scriptedmodel.LogEntry
 }
 
-// locateCLI returns the installed pinned CLI's binary (optional test: needs the CLIs that
-// `agentproof agents install --dir DIR` put in $AGENTPROOF_AGENTS_DIR; CI sets it and
-// fails without it, a developer machine without it skips, as agent/clis does).
+// locateCLI returns the installed pinned CLI's binary from the cache the scripts use
+// (scriptAgentsDir: $AGENTPROOF_AGENTS_DIR, else the default cache when it holds the
+// pinned CLIs). CI sets the variable and fails without the CLIs; a developer machine
+// without them skips, as agent/clis does.
 func locateCLI(t *testing.T, name string) string {
 	t.Helper()
-	dir := os.Getenv("AGENTPROOF_AGENTS_DIR")
+	dir := scriptAgentsDir()
 	if dir == "" {
 		if os.Getenv("CI") != "" {
-			t.Fatal("AGENTPROOF_AGENTS_DIR is not set: run .ci/agents.sh first")
+			t.Fatal("the pinned agent CLIs are not installed: run .ci/agents.sh first")
 		}
-		t.Skip("real agent CLIs not installed: set AGENTPROOF_AGENTS_DIR after `go run ./cmd/agentproof agents install --dir DIR`")
+		t.Skip("real agent CLIs not installed: run `go run ./cmd/agentproof agents install` (or set AGENTPROOF_AGENTS_DIR)")
 	}
 	c, _ := clis.Lookup(name)
 	in, err := clis.Locate(dir, c, clis.HostPlatform())
