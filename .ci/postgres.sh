@@ -33,6 +33,8 @@ fi
 runuser -u postgres -- "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust --no-sync >/dev/null
 runuser -u postgres -- "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 60 \
 	-o "-c listen_addresses=127.0.0.1 -c port=$pg_port -c unix_socket_directories=$pg_dir -c fsync=on" start >/dev/null
+# Stop the server (and drop its directory) when the shell that sourced this exits.
+trap 'runuser -u postgres -- "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1 || true; rm -rf "$pg_dir"' EXIT
 runuser -u postgres -- "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres agentproof_test
 
 export AGENTPROOF_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$pg_port/agentproof_test?sslmode=disable"
