@@ -10,6 +10,8 @@ import (
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // TestEvidenceWriter: the allowlist drops what it must, a leak is recorded by file and
@@ -56,7 +58,7 @@ func TestEvidenceWriter(t *testing.T) {
 		t.Fatal("no leaky cell in the default catalog")
 	}
 	j := Judge(o)
-	if j.Verdict != Failed || j.FailureClass != SecretLeak || strings.Contains(j.Reason, secret) {
+	if j.Verdict != verdict.Failed || j.FailureClass != verdict.SecretLeak || strings.Contains(j.Reason, secret) {
 		t.Fatalf("judgement = %+v", j)
 	}
 	start := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
@@ -104,11 +106,11 @@ func TestMissingRequiredEvidenceIsInconclusive(t *testing.T) {
 	t.Parallel()
 	o := AttemptOutcome{Matchers: []match.Outcome{{Kind: "run_status", Passed: true}}, CleanupConfirmed: true,
 		CollectorError: "missing required evidence: workspace-manifest.json"}
-	if j := Judge(o); j.Verdict != Inconclusive || j.FailureClass != PermanentInfrastructure {
+	if j := Judge(o); j.Verdict != verdict.Inconclusive || j.FailureClass != verdict.PermanentInfrastructure {
 		t.Errorf("judgement = %+v", j)
 	}
 	o.Leaks = []string{"evidence a.json: exact secret value"}
-	if j := Judge(o); j.Verdict != Failed || j.FailureClass != SecretLeak {
+	if j := Judge(o); j.Verdict != verdict.Failed || j.FailureClass != verdict.SecretLeak {
 		t.Errorf("leak must override: %+v", j)
 	}
 }

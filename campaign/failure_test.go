@@ -7,71 +7,73 @@ import (
 	"testing"
 
 	"github.com/agentproof/agentproof/redact"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 func TestClassifyText(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		msg  string
-		want FailureClass
+		want verdict.FailureClass
 	}{
 		// 1. bootstrap before task creation wins over everything after it.
-		{"Error: browser bootstrap failed before task creation: unauthorized", TransientInfrastructure},
-		{"bootstrap failed before task creation", TransientInfrastructure},
+		{"Error: browser bootstrap failed before task creation: unauthorized", verdict.TransientInfrastructure},
+		{"bootstrap failed before task creation", verdict.TransientInfrastructure},
 		// 2. secret leak.
-		{"secret value leaked into api-state.json", SecretLeak},
-		{"Secrets were written in plaintext to the log", SecretLeak},
-		{"secret redaction failed for the transcript; cleanup failed", SecretLeak},
-		{"leak of a secret", CandidateFailure}, // the spec's order: "secret … leak"
+		{"secret value leaked into api-state.json", verdict.SecretLeak},
+		{"Secrets were written in plaintext to the log", verdict.SecretLeak},
+		{"secret redaction failed for the transcript; cleanup failed", verdict.SecretLeak},
+		{"leak of a secret", verdict.CandidateFailure}, // the spec's order: "secret … leak"
 		// 3. session-open rejection, not about credentials or models, retryable=false.
-		{"ACP session open rejected by the runner (retryable=false)", CandidateFailure},
-		{"session open rejected: invalid credential (retryable=false)", PermanentInfrastructure},
-		{"session open rejected: model gone (retryable=false)", PermanentInfrastructure},
+		{"ACP session open rejected by the runner (retryable=false)", verdict.CandidateFailure},
+		{"session open rejected: invalid credential (retryable=false)", verdict.PermanentInfrastructure},
+		{"session open rejected: model gone (retryable=false)", verdict.PermanentInfrastructure},
 		// 4. retryable=false, effective_model_mismatch.
-		{"runner refused: retryable=false", PermanentInfrastructure},
-		{"effective_model_mismatch: asked for a, got b", PermanentInfrastructure},
+		{"runner refused: retryable=false", verdict.PermanentInfrastructure},
+		{"effective_model_mismatch: asked for a, got b", verdict.PermanentInfrastructure},
 		// 5. cleanup: transient when the transient pattern matches too.
-		{"fixture teardown failed: fixture \"environment\" teardown: delete returned 404 twice", CleanupFailure},
-		{"cleanup failed: server returned 503", TransientInfrastructure},
-		{"lease was never released", CleanupFailure},
-		{"teardown: connection refused", TransientInfrastructure},
-		{"fixture setup failed and cleanup failed: missing credential OPENAI_API_KEY", CleanupFailure},
+		{"fixture teardown failed: fixture \"environment\" teardown: delete returned 404 twice", verdict.CleanupFailure},
+		{"cleanup failed: server returned 503", verdict.TransientInfrastructure},
+		{"lease was never released", verdict.CleanupFailure},
+		{"teardown: connection refused", verdict.TransientInfrastructure},
+		{"fixture setup failed and cleanup failed: missing credential OPENAI_API_KEY", verdict.CleanupFailure},
 		// 6. permanent.
-		{"missing credential OPENAI_API_KEY", PermanentInfrastructure},
-		{"missing required credential DAYTONA_API_KEY", PermanentInfrastructure},
-		{"missing fixture secret for the company", PermanentInfrastructure},
-		{"invalid OpenAI api key", PermanentInfrastructure},
-		{"POST /api/companies: 401 Unauthorized", PermanentInfrastructure},
-		{"403 Forbidden", PermanentInfrastructure},
-		{"model qualification failed", PermanentInfrastructure},
-		{"model gpt-x is unsupported by this adapter", PermanentInfrastructure},
-		{"artifact format incompatible with the runner", PermanentInfrastructure},
-		{"runner_remote_protocol_incompatible", PermanentInfrastructure},
-		{"runner_remote_unavailable", PermanentInfrastructure},
-		{"the Daytona image has no immutable image digest", PermanentInfrastructure},
+		{"missing credential OPENAI_API_KEY", verdict.PermanentInfrastructure},
+		{"missing required credential DAYTONA_API_KEY", verdict.PermanentInfrastructure},
+		{"missing fixture secret for the company", verdict.PermanentInfrastructure},
+		{"invalid OpenAI api key", verdict.PermanentInfrastructure},
+		{"POST /api/companies: 401 Unauthorized", verdict.PermanentInfrastructure},
+		{"403 Forbidden", verdict.PermanentInfrastructure},
+		{"model qualification failed", verdict.PermanentInfrastructure},
+		{"model gpt-x is unsupported by this adapter", verdict.PermanentInfrastructure},
+		{"artifact format incompatible with the runner", verdict.PermanentInfrastructure},
+		{"runner_remote_protocol_incompatible", verdict.PermanentInfrastructure},
+		{"runner_remote_unavailable", verdict.PermanentInfrastructure},
+		{"the Daytona image has no immutable image digest", verdict.PermanentInfrastructure},
 		// 7. protocol defects blame the candidate even when transient words follow.
-		{"chat idle-state invariant broken; server closed", CandidateFailure},
-		{"unrecoverable native session close", CandidateFailure},
-		{"runner did not durably suspend before checkpoint", CandidateFailure},
+		{"chat idle-state invariant broken; server closed", verdict.CandidateFailure},
+		{"unrecoverable native session close", verdict.CandidateFailure},
+		{"runner did not durably suspend before checkpoint", verdict.CandidateFailure},
 		// 8. transient.
-		{"GET /api/issues/1: 429 Too Many Requests", TransientInfrastructure},
-		{"status 502 from the gateway", TransientInfrastructure},
-		{"provider rate limit reached", TransientInfrastructure},
-		{"read: ECONNRESET", TransientInfrastructure},
-		{"dial tcp 127.0.0.1:4100: connect: connection refused", TransientInfrastructure},
-		{"socket hang up", TransientInfrastructure},
-		{"network error while polling", TransientInfrastructure},
-		{"service unavailable", TransientInfrastructure},
-		{"the server did not start within 30s", TransientInfrastructure},
-		{"sandbox file-sync RPC timed out", TransientInfrastructure},
-		{"timeout waiting for the server", TransientInfrastructure},
-		{"harness interrupted", TransientInfrastructure},
+		{"GET /api/issues/1: 429 Too Many Requests", verdict.TransientInfrastructure},
+		{"status 502 from the gateway", verdict.TransientInfrastructure},
+		{"provider rate limit reached", verdict.TransientInfrastructure},
+		{"read: ECONNRESET", verdict.TransientInfrastructure},
+		{"dial tcp 127.0.0.1:4100: connect: connection refused", verdict.TransientInfrastructure},
+		{"socket hang up", verdict.TransientInfrastructure},
+		{"network error while polling", verdict.TransientInfrastructure},
+		{"service unavailable", verdict.TransientInfrastructure},
+		{"the server did not start within 30s", verdict.TransientInfrastructure},
+		{"sandbox file-sync RPC timed out", verdict.TransientInfrastructure},
+		{"timeout waiting for the server", verdict.TransientInfrastructure},
+		{"harness interrupted", verdict.TransientInfrastructure},
 		// 9. candidate words and the default.
-		{"matcher message_contains: expected marker, observed nothing", CandidateFailure},
-		{"issue status is todo, expected done", CandidateFailure},
-		{"took 512ms", CandidateFailure}, // a number glued to a unit is not a status
-		{"something odd", CandidateFailure},
-		{"", CandidateFailure},
+		{"matcher message_contains: expected marker, observed nothing", verdict.CandidateFailure},
+		{"issue status is todo, expected done", verdict.CandidateFailure},
+		{"took 512ms", verdict.CandidateFailure}, // a number glued to a unit is not a status
+		{"something odd", verdict.CandidateFailure},
+		{"", verdict.CandidateFailure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.msg, func(t *testing.T) {
@@ -92,16 +94,16 @@ func TestClassifyError(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want FailureClass
+		want verdict.FailureClass
 	}{
 		{"nil has no class", nil, ""},
-		{"typed class wins over its text", &ClassError{Class: ProviderVariance, Err: errors.New("missing credential X")}, ProviderVariance},
-		{"wrapped typed class", fmt.Errorf("flow: %w", &ClassError{Class: TransientInfrastructure, Err: errors.New("x")}), TransientInfrastructure},
-		{"leak overrides a typed class", errors.Join(&ClassError{Class: ProviderVariance, Err: errors.New("slow")}, leakErr), SecretLeak},
-		{"record leak", fmt.Errorf("fixture: %w", ErrSecretInRecord), SecretLeak},
-		{"cancelled", fmt.Errorf("waiting for the run: %w", context.Canceled), TransientInfrastructure},
-		{"deadline exceeded in a call", fmt.Errorf("GET: %w", context.DeadlineExceeded), TransientInfrastructure},
-		{"text rules", errors.New("401 unauthorized"), PermanentInfrastructure},
+		{"typed class wins over its text", &ClassError{Class: verdict.ProviderVariance, Err: errors.New("missing credential X")}, verdict.ProviderVariance},
+		{"wrapped typed class", fmt.Errorf("flow: %w", &ClassError{Class: verdict.TransientInfrastructure, Err: errors.New("x")}), verdict.TransientInfrastructure},
+		{"leak overrides a typed class", errors.Join(&ClassError{Class: verdict.ProviderVariance, Err: errors.New("slow")}, leakErr), verdict.SecretLeak},
+		{"record leak", fmt.Errorf("fixture: %w", ErrSecretInRecord), verdict.SecretLeak},
+		{"cancelled", fmt.Errorf("waiting for the run: %w", context.Canceled), verdict.TransientInfrastructure},
+		{"deadline exceeded in a call", fmt.Errorf("GET: %w", context.DeadlineExceeded), verdict.TransientInfrastructure},
+		{"text rules", errors.New("401 unauthorized"), verdict.PermanentInfrastructure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,39 +115,14 @@ func TestClassifyError(t *testing.T) {
 	}
 }
 
-func TestFailureClassWords(t *testing.T) {
-	t.Parallel()
-	seen := map[string]bool{}
-	for _, c := range FailureClasses {
-		w := c.Words()
-		if w == "" || w == string(c) || seen[w] {
-			t.Errorf("%s: words %q are empty, the raw value or duplicated", c, w)
-		}
-		seen[w] = true
-	}
-	if got := FailureClass("other").Words(); got != "other" {
-		t.Errorf("unknown class words = %q", got)
-	}
-}
-
-func TestRetryable(t *testing.T) {
-	t.Parallel()
-	want := map[FailureClass]bool{TransientInfrastructure: true, ProviderVariance: true}
-	for _, c := range append(FailureClasses, "") {
-		if got := Retryable(c); got != want[c] {
-			t.Errorf("Retryable(%q) = %v, want %v", c, got, want[c])
-		}
-	}
-}
-
 // FuzzClassifyText checks that any message gets exactly one known class and that the
 // classifier never panics on untrusted error text.
 func FuzzClassifyText(f *testing.F) {
 	for _, s := range []string{"secret leak", "429", "cleanup failed: 503", "server timed out", "", "\xff\xfe"} {
 		f.Add(s)
 	}
-	known := map[FailureClass]bool{}
-	for _, c := range FailureClasses {
+	known := map[verdict.FailureClass]bool{}
+	for _, c := range verdict.FailureClasses {
 		known[c] = true
 	}
 	f.Fuzz(func(t *testing.T, msg string) {

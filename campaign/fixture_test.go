@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentproof/agentproof/redact"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // fixtureLog records the order of setup and teardown calls.
@@ -310,8 +312,8 @@ func TestRecordsKeepOnlySanitizedState(t *testing.T) {
 	if strings.Contains(err.Error(), secret) {
 		t.Errorf("error text carries the secret: %v", err)
 	}
-	if got := ClassifyError(err); got != SecretLeak {
-		t.Errorf("ClassifyError = %s, want %s", got, SecretLeak)
+	if got := ClassifyError(err); got != verdict.SecretLeak {
+		t.Errorf("ClassifyError = %s, want %s", got, verdict.SecretLeak)
 	}
 	if diff := cmp.Diff([]string{"secrets", "company"}, tornDown); diff != "" {
 		t.Errorf("teardown order (-want +got):\n%s", diff)

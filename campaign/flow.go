@@ -17,6 +17,8 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/report"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // turnDeadlineError is a missed per-turn deadline (turn is 1-based).
@@ -296,7 +298,7 @@ func (a *attempt) flow(ctx context.Context, _ *Fixtures) error {
 			}
 		}
 	default:
-		return &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("flow %q is not supported by this executor", c.Flow)}
+		return &ClassError{Class: verdict.PermanentInfrastructure, Err: fmt.Errorf("flow %q is not supported by this executor", c.Flow)}
 	}
 	if v2, err := a.look(ctx); err == nil {
 		v = v2
@@ -305,7 +307,7 @@ func (a *attempt) flow(ctx context.Context, _ *Fixtures) error {
 		problems = append(problems, fmt.Sprintf("expected %d runs, observed %d", want, len(v.runs)))
 	}
 	if len(problems) > 0 {
-		return &ClassError{Class: CandidateFailure, Err: errors.New("flow: " + strings.Join(problems, "; "))}
+		return &ClassError{Class: verdict.CandidateFailure, Err: errors.New("flow: " + strings.Join(problems, "; "))}
 	}
 	return nil
 }

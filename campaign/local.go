@@ -21,6 +21,8 @@ import (
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // CanarySecretKey is the credential key of the canary secret every attempt stores in
@@ -135,7 +137,7 @@ func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) (o
 	a.ev = newEvidenceWriter(a.dir)
 	defer func() {
 		if r := recover(); r != nil {
-			out.Err = &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("harness panic: %v", r)}
+			out.Err = &ClassError{Class: verdict.PermanentInfrastructure, Err: fmt.Errorf("harness panic: %v", r)}
 		}
 		if ctx.Err() != nil {
 			out.Interrupted = true
@@ -144,23 +146,23 @@ func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) (o
 		out.secrets, out.evidence = a.secrets, a.ev
 	}()
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
-		return AttemptOutcome{Err: &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("creating the attempt directory: %w", err)}, CleanupConfirmed: true}
+		return AttemptOutcome{Err: &ClassError{Class: verdict.PermanentInfrastructure, Err: fmt.Errorf("creating the attempt directory: %w", err)}, CleanupConfirmed: true}
 	}
 	root, err := os.MkdirTemp(x.TempDir, "agentproof-attempt-")
 	if err != nil {
-		return AttemptOutcome{Err: &ClassError{Class: TransientInfrastructure, Err: fmt.Errorf("harness temp root create failed: %w", err)}, CleanupConfirmed: true}
+		return AttemptOutcome{Err: &ClassError{Class: verdict.TransientInfrastructure, Err: fmt.Errorf("harness temp root create failed: %w", err)}, CleanupConfirmed: true}
 	}
 	a.root, a.home, a.ws = root, filepath.Join(root, "home"), filepath.Join(root, "workspace")
 	for _, d := range []string{a.home, a.ws, filepath.Join(root, "tmp"), filepath.Join(root, "artifacts")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			out.Err = &ClassError{Class: TransientInfrastructure, Err: fmt.Errorf("harness temp root create failed: %w", err)}
+			out.Err = &ClassError{Class: verdict.TransientInfrastructure, Err: fmt.Errorf("harness temp root create failed: %w", err)}
 			a.cleanup(ctx, &out)
 			return out
 		}
 	}
 	canary := make([]byte, 24)
 	if _, err := rand.Read(canary); err != nil {
-		out.Err = &ClassError{Class: TransientInfrastructure, Err: fmt.Errorf("harness canary: %w", err)}
+		out.Err = &ClassError{Class: verdict.TransientInfrastructure, Err: fmt.Errorf("harness canary: %w", err)}
 		a.cleanup(ctx, &out)
 		return out
 	}
@@ -199,7 +201,7 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 	// own (spec §10.1).
 	inst, err := instanceSecrets(a.home, srv.token)
 	if err != nil {
-		out.Err = &ClassError{Class: TransientInfrastructure, Err: fmt.Errorf("server start failed: %w", err)}
+		out.Err = &ClassError{Class: verdict.TransientInfrastructure, Err: fmt.Errorf("server start failed: %w", err)}
 		return
 	}
 	a.secrets = a.secrets.With(inst...)
@@ -213,7 +215,7 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 	reg := NewRegistry(a.secrets)
 	for _, d := range a.definitions() {
 		if err := reg.Register(d); err != nil {
-			out.Err = &ClassError{Class: PermanentInfrastructure, Err: err}
+			out.Err = &ClassError{Class: verdict.PermanentInfrastructure, Err: err}
 			return
 		}
 	}
@@ -260,7 +262,7 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 		a.graded = true
 		ms, err := match.CompileAll(a.plan.Case.Matchers)
 		if err != nil {
-			out.Err = &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("compiling the case's matchers: %w", err)}
+			out.Err = &ClassError{Class: verdict.PermanentInfrastructure, Err: fmt.Errorf("compiling the case's matchers: %w", err)}
 			return
 		}
 		out.Matchers = match.Evaluate(ms, obs)
@@ -270,12 +272,12 @@ func (a *attempt) run(ctx context.Context, out *AttemptOutcome) {
 // classify returns err as the attempt error, redacted, keeping its class.
 func (a *attempt) classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		return &ClassError{Class: TransientInfrastructure, Err: err}
+		return &ClassError{Class: verdict.TransientInfrastructure, Err: err}
 	}
 	class := ClassifyError(err)
 	msg := a.secrets.RedactText(err.Error())
-	if class == SecretLeak {
-		return &ClassError{Class: SecretLeak, Err: errors.New(msg)}
+	if class == verdict.SecretLeak {
+		return &ClassError{Class: verdict.SecretLeak, Err: errors.New(msg)}
 	}
 	return &ClassError{Class: class, Err: errors.New(msg)}
 }
@@ -441,7 +443,7 @@ func (a *attempt) definitions() []Definition {
 					rec.Metadata[name] = "secret_ref"
 				}
 				if len(missing) > 0 {
-					return rec, &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("missing credential %s", strings.Join(missing, ", "))}
+					return rec, &ClassError{Class: verdict.PermanentInfrastructure, Err: fmt.Errorf("missing credential %s", strings.Join(missing, ", "))}
 				}
 				return rec, nil
 			},
@@ -451,7 +453,7 @@ func (a *attempt) definitions() []Definition {
 			Dependencies: []string{"company"},
 			Setup: func(ctx context.Context, _ Resolved) (Record, error) {
 				if cell.Environment.Driver != "local" {
-					return Record{}, &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("environment driver %q is not supported by this executor (local only)", cell.Environment.Driver)}
+					return Record{}, &ClassError{Class: verdict.PermanentInfrastructure, Err: fmt.Errorf("environment driver %q is not supported by this executor (local only)", cell.Environment.Driver)}
 				}
 				st, err := a.co.Snapshot(ctx)
 				if err != nil {
@@ -462,7 +464,7 @@ func (a *attempt) definitions() []Definition {
 						return Record{IDs: map[string]string{"environment": e.ID}, Metadata: map[string]string{"kind": e.Kind, "catalogEnvironment": cell.Environment.ID}}, nil
 					}
 				}
-				return Record{}, &ClassError{Class: PermanentInfrastructure, Err: errors.New("the instance has no local environment to discover")}
+				return Record{}, &ClassError{Class: verdict.PermanentInfrastructure, Err: errors.New("the instance has no local environment to discover")}
 			},
 		},
 		{
@@ -471,7 +473,7 @@ func (a *attempt) definitions() []Definition {
 			Setup: func(ctx context.Context, res Resolved) (Record, error) {
 				cfg, err := a.adapterConfig(res)
 				if err != nil {
-					return Record{}, &ClassError{Class: PermanentInfrastructure, Err: err}
+					return Record{}, &ClassError{Class: verdict.PermanentInfrastructure, Err: err}
 				}
 				r, err := a.co.CreateAgent(ctx, api.CreateAgentRequest{Name: "agentproof " + cell.Profile.ID, Role: "engineer", AdapterConfig: cfg})
 				if err != nil {

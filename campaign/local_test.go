@@ -13,6 +13,8 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/report"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 const colourPayload = `{"questions":[{"id":"colour","prompt":"Which?","options":[{"id":"cobalt","label":"Cobalt"},{"id":"amber","label":"Amber"}]}]}`
@@ -148,32 +150,32 @@ func TestResultOf(t *testing.T) {
 	tests := []struct {
 		name    string
 		outcome AttemptOutcome
-		verdict report.Verdict
-		class   report.FailureClass
+		want    verdict.Verdict
+		class   verdict.FailureClass
 		cleanup string
 	}{
 		{"passed", AttemptOutcome{Matchers: []match.Outcome{{Kind: "run_status", Passed: true, Detail: "matched"}}, CleanupConfirmed: true,
 			Facts: &AttemptFacts{IssueID: "t1", IssueIdentifier: "APF-1", RunIDs: []string{"r1"}, Termination: term, Evidence: []string{"workspace-manifest.json", "logs/flow.log"}}},
-			report.Passed, "", report.CleanupPassed},
-		{"deadline", AttemptOutcome{DeadlineMissed: "run r1 process", CleanupConfirmed: true}, report.Inconclusive, report.ProviderVariance, report.CleanupPassed},
-		{"cleanup problem", AttemptOutcome{CleanupProblem: "temp root could not be removed"}, report.Failed, report.CleanupFailure, report.CleanupFailed},
-		{"leak", AttemptOutcome{Leaks: []string{"workspace out.txt: exact secret value"}, CleanupConfirmed: true}, report.Failed, report.SecretLeak, report.CleanupPassed},
-		{"error", AttemptOutcome{Err: errors.New("server start failed: boom"), CleanupConfirmed: true}, report.Inconclusive, report.TransientInfrastructure, report.CleanupPassed},
+			verdict.Passed, "", report.CleanupPassed},
+		{"deadline", AttemptOutcome{DeadlineMissed: "run r1 process", CleanupConfirmed: true}, verdict.Inconclusive, verdict.ProviderVariance, report.CleanupPassed},
+		{"cleanup problem", AttemptOutcome{CleanupProblem: "temp root could not be removed"}, verdict.Failed, verdict.CleanupFailure, report.CleanupFailed},
+		{"leak", AttemptOutcome{Leaks: []string{"workspace out.txt: exact secret value"}, CleanupConfirmed: true}, verdict.Failed, verdict.SecretLeak, report.CleanupPassed},
+		{"error", AttemptOutcome{Err: errors.New("server start failed: boom"), CleanupConfirmed: true}, verdict.Inconclusive, verdict.TransientInfrastructure, report.CleanupPassed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			j := Judge(tt.outcome)
 			ar := &AttemptResult{Plan: AttemptPlan{CampaignID: "c", Cell: cell, Attempt: 1, Dir: "c/x/attempt-1"},
-				Outcome: tt.outcome, Judgement: j, Counted: Counted(cell.ExpectedVerdict, j.Verdict), StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond)}
+				Outcome: tt.outcome, Judgement: j, Counted: verdict.Counted(cell.ExpectedVerdict, j.Verdict, tt.outcome.CleanupConfirmed), StartedAt: start, FinishedAt: start.Add(1500 * time.Millisecond)}
 			r := ResultOf(ar)
 			if err := r.Validate("result"); err != nil {
 				t.Fatal(err)
 			}
-			if r.Verdict != tt.verdict || r.FailureClass != tt.class || r.Cleanup != tt.cleanup || r.ExpectedVerdict != "inconclusive" || r.DurationMs != 1500 {
+			if r.Verdict != tt.want || r.FailureClass != tt.class || r.Cleanup != tt.cleanup || r.ExpectedVerdict != "inconclusive" || r.DurationMs != 1500 {
 				t.Errorf("result = verdict %s class %s cleanup %s expected %s duration %d", r.Verdict, r.FailureClass, r.Cleanup, r.ExpectedVerdict, r.DurationMs)
 			}
-			if tt.verdict != report.Passed && r.Error != j.Reason {
+			if tt.want != verdict.Passed && r.Error != j.Reason {
 				t.Errorf("error = %q, want the reason %q", r.Error, j.Reason)
 			}
 			if f := tt.outcome.Facts; f != nil && (r.IssueIdentifier != "APF-1" || len(r.RunIDs) != 1 || string(r.Termination) != string(term) || r.Evidence[0] != "logs/flow.log") {

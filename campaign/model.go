@@ -11,6 +11,8 @@ import (
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // ModelLogFile is the scripted model's request log in an attempt directory (one JSON
@@ -57,22 +59,22 @@ const maxModelLog = 8 << 20
 func (a *attempt) startModel() error {
 	scripts, err := ModelScripts(a.plan)
 	if err != nil {
-		return &ClassError{Class: PermanentInfrastructure, Err: err}
+		return &ClassError{Class: verdict.PermanentInfrastructure, Err: err}
 	}
 	path := filepath.Join(a.root, "model-requests.jsonl")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
-		return &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("scripted model log: %w", err)}
+		return &ClassError{Class: verdict.PermanentInfrastructure, Err: fmt.Errorf("scripted model log: %w", err)}
 	}
 	set, err := scriptedmodel.NewRunSet(scripts, scriptedmodel.Options{Log: f, Secrets: a.secrets})
 	if err != nil {
 		f.Close()
-		return &ClassError{Class: PermanentInfrastructure, Err: err}
+		return &ClassError{Class: verdict.PermanentInfrastructure, Err: err}
 	}
 	running, err := set.Listen("127.0.0.1:0")
 	if err != nil {
 		f.Close()
-		return &ClassError{Class: TransientInfrastructure, Err: fmt.Errorf("scripted model start failed: %w", err)}
+		return &ClassError{Class: verdict.TransientInfrastructure, Err: fmt.Errorf("scripted model start failed: %w", err)}
 	}
 	a.model = &modelServer{set: set, running: running, log: f}
 	a.note("scripted model started on %s with %d run script(s)", running.URL, len(scripts))
@@ -109,11 +111,11 @@ func cliFailureError(msg string) error {
 	low := strings.ToLower(msg)
 	switch {
 	case strings.Contains(low, "stream disconnected before completion") || strings.Contains(low, "stream closed before"):
-		return &ClassError{Class: PermanentInfrastructure, Err: errors.New("the CLI's model stream closed before completion (scripted model defect): " + msg)}
+		return &ClassError{Class: verdict.PermanentInfrastructure, Err: errors.New("the CLI's model stream closed before completion (scripted model defect): " + msg)}
 	case strings.Contains(low, "mcp servers failed to initialize") || strings.Contains(low, "mcp server startup failed"):
-		return &ClassError{Class: TransientInfrastructure, Err: errors.New("the agentproof MCP server did not start for the CLI: " + msg)}
+		return &ClassError{Class: verdict.TransientInfrastructure, Err: errors.New("the agentproof MCP server did not start for the CLI: " + msg)}
 	case strings.Contains(low, "idle timeout"):
-		return &ClassError{Class: TransientInfrastructure, Err: errors.New("the CLI's model stream hit its idle timeout: " + msg)}
+		return &ClassError{Class: verdict.TransientInfrastructure, Err: errors.New("the CLI's model stream hit its idle timeout: " + msg)}
 	}
-	return &ClassError{Class: CandidateFailure, Err: errors.New(msg)}
+	return &ClassError{Class: verdict.CandidateFailure, Err: errors.New(msg)}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/agentproof/agentproof/catalog"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // TestCLIFailureClasses: a CLI's own failure is the candidate's; a model stream closed
@@ -14,12 +16,12 @@ func TestCLIFailureClasses(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		msg  string
-		want FailureClass
+		want verdict.FailureClass
 	}{
-		{"run r failed: exited with code 1; codex reported: agentproof scripted model: step 1 (call x)", CandidateFailure},
-		{"run r failed: codex reported: stream disconnected before completion: closed", PermanentInfrastructure},
-		{"run r failed: codex reported: idle timeout waiting for SSE", TransientInfrastructure},
-		{"run r failed: required MCP servers failed to initialize: agentproof", TransientInfrastructure},
+		{"run r failed: exited with code 1; codex reported: agentproof scripted model: step 1 (call x)", verdict.CandidateFailure},
+		{"run r failed: codex reported: stream disconnected before completion: closed", verdict.PermanentInfrastructure},
+		{"run r failed: codex reported: idle timeout waiting for SSE", verdict.TransientInfrastructure},
+		{"run r failed: required MCP servers failed to initialize: agentproof", verdict.TransientInfrastructure},
 	} {
 		if got := ClassifyError(cliFailureError(tc.msg)); got != tc.want {
 			t.Errorf("%q classed %s, want %s", tc.msg, got, tc.want)

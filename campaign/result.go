@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/report"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // ResultFile is the name of an attempt's result document in its directory.
@@ -33,9 +35,9 @@ func ResultOf(r *AttemptResult) *report.Result {
 		Model:               cell.Profile.Model,
 		RuntimeMode:         cell.Profile.Generation,
 		Attempt:             r.Plan.Attempt,
-		Verdict:             report.Verdict(r.Judgement.Verdict),
-		ExpectedVerdict:     report.Verdict(cell.ExpectedVerdict),
-		FailureClass:        report.FailureClass(r.Judgement.FailureClass),
+		Verdict:             r.Judgement.Verdict,
+		ExpectedVerdict:     cell.ExpectedVerdict,
+		FailureClass:        r.Judgement.FailureClass,
 		RunIDs:              []string{},
 		StartedAt:           r.StartedAt.UTC().Format(time.RFC3339Nano),
 		FinishedAt:          r.FinishedAt.UTC().Format(time.RFC3339Nano),
@@ -47,7 +49,7 @@ func ResultOf(r *AttemptResult) *report.Result {
 	if p := cell.Profile.Ranking; p != nil {
 		res.RankingSnapshot = &report.RankingSnapshot{SnapshotID: p.SnapshotID, CapturedAt: p.CapturedAt, SourceURL: p.SourceURL, Rank: p.Rank, CanonicalModelID: p.CanonicalModelID}
 	}
-	if r.Judgement.Verdict != Passed {
+	if r.Judgement.Verdict != verdict.Passed {
 		res.Error = r.Judgement.Reason
 	}
 	if r.Outcome.CleanupConfirmed && r.Outcome.CleanupProblem == "" {

@@ -7,15 +7,17 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // AttemptResult is one judged attempt.
 type AttemptResult struct {
 	Plan      AttemptPlan
 	Outcome   AttemptOutcome
-	Judgement Judgement
+	Judgement verdict.Judgement
 	// Counted is how the attempt counts (Counted(cell.ExpectedVerdict, verdict)).
-	Counted    Verdict
+	Counted    verdict.Verdict
 	StartedAt  time.Time
 	FinishedAt time.Time
 }
@@ -24,7 +26,7 @@ type AttemptResult struct {
 // interrupted, or it broke a safety rule before the interruption (a failed verdict:
 // secret_leak or cleanup_failure), which an interruption must not hide.
 func (r *AttemptResult) Counts() bool {
-	return !r.Outcome.Interrupted || r.Judgement.Verdict == Failed
+	return !r.Outcome.Interrupted || r.Judgement.Verdict == verdict.Failed
 }
 
 // CellStatus says how far a cell got.
@@ -50,7 +52,7 @@ type CellResult struct {
 	// Counts), -1 when none does.
 	Final int
 	// Verdict is the counted verdict of the final attempt, "" when none finished.
-	Verdict Verdict
+	Verdict verdict.Verdict
 }
 
 // Summary is a campaign's outcome. Cells are in plan (matrix) order.
@@ -86,14 +88,14 @@ func (s *Summary) Line() string {
 // Worst is the campaign's verdict: failed if any cell failed, else inconclusive if any
 // was inconclusive, else passed (DESIGN.md "Verdicts": 1 beats 3 beats 0). A campaign
 // with no finished cell is inconclusive.
-func (s *Summary) Worst() Verdict {
+func (s *Summary) Worst() verdict.Verdict {
 	switch {
 	case s.Failed > 0:
-		return Failed
+		return verdict.Failed
 	case s.Inconclusive > 0 || s.Executed == 0:
-		return Inconclusive
+		return verdict.Inconclusive
 	}
-	return Passed
+	return verdict.Passed
 }
 
 // EventKind is the kind of a progress Event.
@@ -235,9 +237,9 @@ func (s *Scheduler) Run(ctx context.Context, p *Plan) *Summary {
 		}
 		sum.Executed++
 		switch c.Verdict {
-		case Passed:
+		case verdict.Passed:
 			sum.Passed++
-		case Failed:
+		case verdict.Failed:
 			sum.Failed++
 		default:
 			sum.Inconclusive++
@@ -299,16 +301,16 @@ func (r *run) attempt(ctx context.Context, cell *catalog.Cell, n int) AttemptRes
 	res := AttemptResult{Plan: plan, StartedAt: r.p.Now()}
 	if planErr != nil {
 		// Nothing ran, so nothing needs cleaning up; the plan error is the harness's.
-		res.Outcome = AttemptOutcome{Err: &ClassError{Class: PermanentInfrastructure, Err: planErr}, CleanupConfirmed: true}
+		res.Outcome = AttemptOutcome{Err: &ClassError{Class: verdict.PermanentInfrastructure, Err: planErr}, CleanupConfirmed: true}
 	} else {
 		res.Outcome = r.s.Executor.ExecuteAttempt(ctx, plan)
 	}
 	res.FinishedAt = r.p.Now()
-	if ctx.Err() != nil && !res.Outcome.Interrupted && Judge(res.Outcome).Verdict == Inconclusive {
+	if ctx.Err() != nil && !res.Outcome.Interrupted && Judge(res.Outcome).Verdict == verdict.Inconclusive {
 		res.Outcome.Interrupted = true
 	}
 	res.Judgement = Judge(res.Outcome)
-	res.Counted = Counted(cell.ExpectedVerdict, res.Judgement.Verdict)
+	res.Counted = verdict.Counted(cell.ExpectedVerdict, res.Judgement.Verdict, res.Outcome.CleanupConfirmed)
 	return res
 }
 
@@ -328,15 +330,15 @@ func (r *run) interrupt() {
 	}
 }
 
-func (r *run) count(v Verdict) { r.add(v, 1) }
+func (r *run) count(v verdict.Verdict) { r.add(v, 1) }
 
-func (r *run) uncount(v Verdict) { r.add(v, -1) }
+func (r *run) uncount(v verdict.Verdict) { r.add(v, -1) }
 
-func (r *run) add(v Verdict, d int) {
+func (r *run) add(v verdict.Verdict, d int) {
 	switch v {
-	case Passed:
+	case verdict.Passed:
 		r.counts.Passed += d
-	case Failed:
+	case verdict.Failed:
 		r.counts.Failed += d
 	default:
 		r.counts.Inconclusive += d

@@ -18,6 +18,8 @@ import (
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/match"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // hangGuard bounds how long a test waits for something that must happen; reaching it
@@ -108,16 +110,16 @@ func TestSchedulerRetryPolicy(t *testing.T) {
 		maxRetries  int
 		outcomes    []AttemptOutcome // by attempt
 		wantCalls   int
-		wantVerdict Verdict
+		wantVerdict verdict.Verdict
 		wantRetries int
 	}{
-		{"passes first time", 1, []AttemptOutcome{passOutcome}, 1, Passed, 0},
-		{"transient then pass", 1, []AttemptOutcome{transientOutcome, passOutcome}, 2, Passed, 1},
-		{"transient twice stays inconclusive", 1, []AttemptOutcome{transientOutcome, transientOutcome}, 2, Inconclusive, 1},
-		{"provider variance then fail", 1, []AttemptOutcome{deadlineOutcome, failOutcome}, 2, Failed, 1},
-		{"retries disabled", 0, []AttemptOutcome{transientOutcome, passOutcome}, 1, Inconclusive, 0},
-		{"permanent is final", 1, []AttemptOutcome{permanentOutcome, passOutcome}, 1, Inconclusive, 0},
-		{"candidate failure is final", 1, []AttemptOutcome{failOutcome, passOutcome}, 1, Failed, 0},
+		{"passes first time", 1, []AttemptOutcome{passOutcome}, 1, verdict.Passed, 0},
+		{"transient then pass", 1, []AttemptOutcome{transientOutcome, passOutcome}, 2, verdict.Passed, 1},
+		{"transient twice stays inconclusive", 1, []AttemptOutcome{transientOutcome, transientOutcome}, 2, verdict.Inconclusive, 1},
+		{"provider variance then fail", 1, []AttemptOutcome{deadlineOutcome, failOutcome}, 2, verdict.Failed, 1},
+		{"retries disabled", 0, []AttemptOutcome{transientOutcome, passOutcome}, 1, verdict.Inconclusive, 0},
+		{"permanent is final", 1, []AttemptOutcome{permanentOutcome, passOutcome}, 1, verdict.Inconclusive, 0},
+		{"candidate failure is final", 1, []AttemptOutcome{failOutcome, passOutcome}, 1, verdict.Failed, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,11 +178,11 @@ func TestSchedulerCountsCalibration(t *testing.T) {
 	want.Selected = len(p.Cells)
 	for _, c := range p.Cells {
 		o := byProfile[c.Profile.ID]
-		v := Counted(c.ExpectedVerdict, Judge(o).Verdict)
+		v := verdict.Counted(c.ExpectedVerdict, Judge(o).Verdict, o.CleanupConfirmed)
 		switch v {
-		case Passed:
+		case verdict.Passed:
 			want.Passed++
-		case Failed:
+		case verdict.Failed:
 			want.Failed++
 		default:
 			want.Inconclusive++
@@ -205,7 +207,7 @@ func TestSchedulerCountsCalibration(t *testing.T) {
 	if sum.Line() != wantLine {
 		t.Errorf("Line = %q, want %q", sum.Line(), wantLine)
 	}
-	if sum.Worst() != Failed {
+	if sum.Worst() != verdict.Failed {
 		t.Errorf("Worst = %s, want failed", sum.Worst())
 	}
 	for i, c := range sum.Cells {
@@ -394,7 +396,7 @@ func TestSchedulerNoRetryAfterCancellation(t *testing.T) {
 	defer cancel()
 	exec := &scriptedExecutor{script: func(AttemptPlan) AttemptOutcome {
 		cancel()
-		return AttemptOutcome{Matchers: []match.Outcome{okMatcher}, Err: &ClassError{Class: TransientInfrastructure, Err: errors.New("x")},
+		return AttemptOutcome{Matchers: []match.Outcome{okMatcher}, Err: &ClassError{Class: verdict.TransientInfrastructure, Err: errors.New("x")},
 			CleanupConfirmed: true, Interrupted: true}
 	}}
 	p := newTestPlan(t, catalog.Selector{IDs: []string{markerCell}}, Options{MaxParallel: 1, MaxAutomaticRetries: 1})
@@ -416,7 +418,7 @@ func TestSchedulerPlanFailure(t *testing.T) {
 		t.Fatalf("executor called for an unplanned attempt")
 	}
 	j := sum.Cells[0].Attempts[0].Judgement
-	if sum.Cells[0].Verdict != Inconclusive || j.FailureClass != PermanentInfrastructure || sum.Retries != 0 {
+	if sum.Cells[0].Verdict != verdict.Inconclusive || j.FailureClass != verdict.PermanentInfrastructure || sum.Retries != 0 {
 		t.Errorf("verdict %s class %s retries %d (%s)", sum.Cells[0].Verdict, j.FailureClass, sum.Retries, j.Reason)
 	}
 }
@@ -429,12 +431,12 @@ func TestSummaryWorst(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		s    Summary
-		want Verdict
+		want verdict.Verdict
 	}{
-		{Summary{Executed: 2, Passed: 2}, Passed},
-		{Summary{Executed: 2, Passed: 1, Inconclusive: 1}, Inconclusive},
-		{Summary{Executed: 3, Passed: 1, Inconclusive: 1, Failed: 1}, Failed},
-		{Summary{}, Inconclusive},
+		{Summary{Executed: 2, Passed: 2}, verdict.Passed},
+		{Summary{Executed: 2, Passed: 1, Inconclusive: 1}, verdict.Inconclusive},
+		{Summary{Executed: 3, Passed: 1, Inconclusive: 1, Failed: 1}, verdict.Failed},
+		{Summary{}, verdict.Inconclusive},
 	}
 	for _, tt := range tests {
 		if got := tt.s.Worst(); got != tt.want {
@@ -464,7 +466,7 @@ func TestSchedulerInterruptedSafetyFailureCounts(t *testing.T) {
 				Options{MaxParallel: 1, MaxAutomaticRetries: 1})
 			sum := (&Scheduler{Executor: exec}).Run(ctx, p)
 			c := sum.Cells[0]
-			if c.Status != CellFinished || c.Verdict != Failed || sum.Failed != 1 || sum.Executed != 1 || !sum.Partial {
+			if c.Status != CellFinished || c.Verdict != verdict.Failed || sum.Failed != 1 || sum.Executed != 1 || !sum.Partial {
 				t.Errorf("cell %s/%s; summary failed %d executed %d partial %v", c.Status, c.Verdict, sum.Failed, sum.Executed, sum.Partial)
 			}
 			if sum.Cells[1].Status != CellNotStarted || len(exec.calls) != 1 {

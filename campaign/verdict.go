@@ -6,30 +6,9 @@ import (
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/match"
+
+	"github.com/agentproof/agentproof/verdict"
 )
-
-// Verdict is the outcome of an attempt or a cell (DESIGN.md "Verdicts").
-type Verdict string
-
-// The three verdicts.
-const (
-	// Passed: complete evidence, every matcher passed, cleanup confirmed, no leak.
-	Passed Verdict = "passed"
-	// Failed: complete evidence and the candidate is at fault (candidate_failure), or a
-	// safety rule broke (secret_leak, cleanup_failure).
-	Failed Verdict = "failed"
-	// Inconclusive: the evidence is incomplete (a missed deadline, a collector error, an
-	// unreached matcher, an interruption) or infrastructure was at fault.
-	Inconclusive Verdict = "inconclusive"
-)
-
-// Judgement is an attempt's verdict with its failure class ("" when passed) and a
-// one-sentence reason for humans and reports.
-type Judgement struct {
-	Verdict      Verdict      `json:"verdict"`
-	FailureClass FailureClass `json:"failureClass,omitempty"`
-	Reason       string       `json:"reason"`
-}
 
 // maxReasonMatchers is how many failing matchers a reason names before "and N more".
 const maxReasonMatchers = 3
@@ -61,27 +40,27 @@ const maxReasonMatchers = 3
 //
 // Reasons never contain more than the texts the outcome carries (matcher details are
 // redacted by match; errors and problems must be redacted by the executor).
-func Judge(o AttemptOutcome) Judgement {
+func Judge(o AttemptOutcome) verdict.Judgement {
 	errClass := ClassifyError(o.Err)
 	switch {
 	case len(o.Leaks) > 0:
-		return Judgement{Failed, SecretLeak, "secret leak: " + strings.Join(o.Leaks, "; ")}
-	case errClass == SecretLeak:
-		return Judgement{Failed, SecretLeak, "secret leak: " + o.Err.Error()}
+		return judgement(verdict.Failed, verdict.SecretLeak, "secret leak: " + strings.Join(o.Leaks, "; "))
+	case errClass == verdict.SecretLeak:
+		return judgement(verdict.Failed, verdict.SecretLeak, "secret leak: " + o.Err.Error())
 	case o.CleanupProblem != "":
-		return Judgement{Failed, CleanupFailure, "cleanup failed: " + o.CleanupProblem}
-	case errClass == CleanupFailure:
-		return Judgement{Failed, CleanupFailure, "cleanup failed: " + o.Err.Error()}
+		return judgement(verdict.Failed, verdict.CleanupFailure, "cleanup failed: " + o.CleanupProblem)
+	case errClass == verdict.CleanupFailure:
+		return judgement(verdict.Failed, verdict.CleanupFailure, "cleanup failed: " + o.Err.Error())
 	case !o.CleanupConfirmed:
-		return Judgement{Failed, CleanupFailure, "cleanup was not confirmed"}
+		return judgement(verdict.Failed, verdict.CleanupFailure, "cleanup was not confirmed")
 	case o.Interrupted:
-		return Judgement{Inconclusive, TransientInfrastructure, "the attempt was interrupted"}
-	case errClass == TransientInfrastructure || errClass == PermanentInfrastructure || errClass == ProviderVariance:
-		return Judgement{Inconclusive, errClass, errClass.Words() + ": " + o.Err.Error()}
+		return judgement(verdict.Inconclusive, verdict.TransientInfrastructure, "the attempt was interrupted")
+	case errClass == verdict.TransientInfrastructure || errClass == verdict.PermanentInfrastructure || errClass == verdict.ProviderVariance:
+		return judgement(verdict.Inconclusive, errClass, errClass.Words() + ": " + o.Err.Error())
 	case o.CollectorError != "":
-		return Judgement{Inconclusive, PermanentInfrastructure, "collector error: " + o.CollectorError}
+		return judgement(verdict.Inconclusive, verdict.PermanentInfrastructure, "collector error: " + o.CollectorError)
 	case o.DeadlineMissed != "":
-		return Judgement{Inconclusive, ProviderVariance, "missed the " + o.DeadlineMissed + " deadline"}
+		return judgement(verdict.Inconclusive, verdict.ProviderVariance, "missed the " + o.DeadlineMissed + " deadline")
 	}
 	var failed, notReached []string
 	for i, m := range o.Matchers {
@@ -94,20 +73,20 @@ func Judge(o AttemptOutcome) Judgement {
 		}
 	}
 	switch {
-	case len(failed) > 0 && errClass == CandidateFailure:
+	case len(failed) > 0 && errClass == verdict.CandidateFailure:
 		// The agent's own failure first (for example a CLI that exited non-zero, naming
 		// the model-script step it broke), then the matchers it left failing.
-		return Judgement{Failed, CandidateFailure, o.Err.Error() + "; " + listReason("matcher failed", "matchers failed", failed)}
+		return judgement(verdict.Failed, verdict.CandidateFailure, o.Err.Error() + "; " + listReason("matcher failed", "matchers failed", failed))
 	case len(failed) > 0:
-		return Judgement{Failed, CandidateFailure, listReason("matcher failed", "matchers failed", failed)}
-	case errClass == CandidateFailure:
-		return Judgement{Failed, CandidateFailure, o.Err.Error()}
+		return judgement(verdict.Failed, verdict.CandidateFailure, listReason("matcher failed", "matchers failed", failed))
+	case errClass == verdict.CandidateFailure:
+		return judgement(verdict.Failed, verdict.CandidateFailure, o.Err.Error())
 	case len(o.Matchers) == 0:
-		return Judgement{Inconclusive, PermanentInfrastructure, "no matcher was evaluated"}
+		return judgement(verdict.Inconclusive, verdict.PermanentInfrastructure, "no matcher was evaluated")
 	case len(notReached) > 0:
-		return Judgement{Inconclusive, PermanentInfrastructure, listReason("matcher not reached", "matchers not reached", notReached)}
+		return judgement(verdict.Inconclusive, verdict.PermanentInfrastructure, listReason("matcher not reached", "matchers not reached", notReached))
 	}
-	return Judgement{Passed, "", fmt.Sprintf("every matcher passed (%d), cleanup confirmed, no leak", len(o.Matchers))}
+	return judgement(verdict.Passed, "", fmt.Sprintf("every matcher passed (%d), cleanup confirmed, no leak", len(o.Matchers)))
 }
 
 func describeMatcher(i int, m match.Outcome) string {
@@ -127,24 +106,6 @@ func listReason(one, many string, items []string) string {
 	return s
 }
 
-// Counted is how a cell's verdict counts in its campaign (DESIGN.md "Verdicts"; catalog
-// Suite.ExpectedVerdicts). For an ordinary cell (expected == "") it is the observed
-// verdict. A calibration cell counts as passed exactly when the observed verdict equals
-// the expected one; otherwise it counts as inconclusive when the observed verdict is
-// inconclusive (the evidence cannot show whether the expectation holds) and as failed
-// when it is not (the calibration was contradicted).
-func Counted(expected string, observed Verdict) Verdict {
-	switch {
-	case expected == "":
-		return observed
-	case Verdict(expected) == observed:
-		return Passed
-	case observed == Inconclusive:
-		return Inconclusive
-	}
-	return Failed
-}
-
 // ShouldRetry reports whether attempt number attempt (1-based) of cell, judged j, is
 // followed by an automatic retry in a brand-new isolated attempt (spec §9): only when
 // j's class is Retryable, fewer than maxAutomaticRetries retries were made (0 or 1),
@@ -153,10 +114,15 @@ func Counted(expected string, observed Verdict) Verdict {
 // already counts as passed (an expected inconclusive observed) is not retried, since a
 // retry could only repeat the expectation. Callers also stop retrying once the
 // campaign is cancelled.
-func ShouldRetry(cell *catalog.Cell, j Judgement, attempt, maxAutomaticRetries int) bool {
-	return Retryable(j.FailureClass) &&
-		Counted(cell.ExpectedVerdict, j.Verdict) != Passed &&
+func ShouldRetry(cell *catalog.Cell, j verdict.Judgement, attempt, maxAutomaticRetries int) bool {
+	return j.FailureClass.Retryable() &&
+		verdict.Counted(cell.ExpectedVerdict, j.Verdict, true) != verdict.Passed &&
 		attempt <= maxAutomaticRetries &&
 		!cell.Profile.QualificationCandidate &&
 		cell.Case.AutomaticRetryPolicy != "single_attempt"
+}
+
+// judgement builds a verdict.Judgement.
+func judgement(v verdict.Verdict, c verdict.FailureClass, reason string) verdict.Judgement {
+	return verdict.Judgement{Verdict: v, FailureClass: c, Reason: reason}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/match"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 var (
@@ -26,55 +28,55 @@ func TestJudge(t *testing.T) {
 	tests := []struct {
 		name       string
 		outcome    AttemptOutcome
-		verdict    Verdict
-		class      FailureClass
+		verdict    verdict.Verdict
+		class      verdict.FailureClass
 		reasonPart string
 	}{
-		{"every matcher passed", clean(okMatcher, okMatcher), Passed, "", "every matcher passed (2)"},
-		{"a matcher failed", clean(okMatcher, failedMatcher), Failed, CandidateFailure, "matcher failed: #2 message_contains"},
+		{"every matcher passed", clean(okMatcher, okMatcher), verdict.Passed, "", "every matcher passed (2)"},
+		{"a matcher failed", clean(okMatcher, failedMatcher), verdict.Failed, verdict.CandidateFailure, "matcher failed: #2 message_contains"},
 		{"several failed, listed with a bound", clean(failedMatcher, failedMatcher, failedMatcher, failedMatcher, failedMatcher),
-			Failed, CandidateFailure, "5 matchers failed: #1 message_contains"},
-		{"failed beats not reached", clean(notReachedMatcher, failedMatcher), Failed, CandidateFailure, "#2"},
-		{"not reached is inconclusive", clean(okMatcher, notReachedMatcher), Inconclusive, PermanentInfrastructure, "matcher not reached: #2"},
-		{"no matcher evaluated", clean(), Inconclusive, PermanentInfrastructure, "no matcher was evaluated"},
+			verdict.Failed, verdict.CandidateFailure, "5 matchers failed: #1 message_contains"},
+		{"failed beats not reached", clean(notReachedMatcher, failedMatcher), verdict.Failed, verdict.CandidateFailure, "#2"},
+		{"not reached is inconclusive", clean(okMatcher, notReachedMatcher), verdict.Inconclusive, verdict.PermanentInfrastructure, "matcher not reached: #2"},
+		{"no matcher evaluated", clean(), verdict.Inconclusive, verdict.PermanentInfrastructure, "no matcher was evaluated"},
 		{"leak overrides everything",
 			with(clean(failedMatcher), func(o *AttemptOutcome) {
 				o.Leaks = []string{"exact secret value at result.json"}
 				o.DeadlineMissed = "attempt"
 				o.CleanupConfirmed = false
 				o.Err = errors.New("503 service unavailable")
-			}), Failed, SecretLeak, "secret leak: exact secret value at result.json"},
+			}), verdict.Failed, verdict.SecretLeak, "secret leak: exact secret value at result.json"},
 		{"leak from the error", with(clean(okMatcher), func(o *AttemptOutcome) { o.Err = ErrSecretInRecord }),
-			Failed, SecretLeak, "secret leak: "},
+			verdict.Failed, verdict.SecretLeak, "secret leak: "},
 		{"cleanup problem beats a deadline",
 			with(clean(okMatcher), func(o *AttemptOutcome) {
 				o.CleanupProblem = "process group 4242 survived SIGKILL"
 				o.DeadlineMissed = "turn 2"
-			}), Failed, CleanupFailure, "cleanup failed: process group 4242 survived SIGKILL"},
+			}), verdict.Failed, verdict.CleanupFailure, "cleanup failed: process group 4242 survived SIGKILL"},
 		{"cleanup error text", with(clean(okMatcher), func(o *AttemptOutcome) {
 			o.Err = errors.New(`fixture teardown failed: fixture "environment" teardown: 404`)
-		}), Failed, CleanupFailure, "cleanup failed: fixture teardown failed"},
-		{"cleanup not confirmed", AttemptOutcome{Matchers: []match.Outcome{okMatcher}}, Failed, CleanupFailure, "cleanup was not confirmed"},
+		}), verdict.Failed, verdict.CleanupFailure, "cleanup failed: fixture teardown failed"},
+		{"cleanup not confirmed", AttemptOutcome{Matchers: []match.Outcome{okMatcher}}, verdict.Failed, verdict.CleanupFailure, "cleanup was not confirmed"},
 		{"interrupted", with(clean(failedMatcher), func(o *AttemptOutcome) { o.Interrupted = true }),
-			Inconclusive, TransientInfrastructure, "interrupted"},
+			verdict.Inconclusive, verdict.TransientInfrastructure, "interrupted"},
 		{"transient error beats failed matchers", with(clean(failedMatcher), func(o *AttemptOutcome) {
 			o.Err = errors.New("GET /api/issues: 502 bad gateway")
-		}), Inconclusive, TransientInfrastructure, "transient infrastructure failure: GET /api/issues: 502"},
+		}), verdict.Inconclusive, verdict.TransientInfrastructure, "transient infrastructure failure: GET /api/issues: 502"},
 		{"permanent error", with(clean(), func(o *AttemptOutcome) { o.Err = errors.New("missing credential OPENAI_API_KEY") }),
-			Inconclusive, PermanentInfrastructure, "permanent infrastructure failure: missing credential"},
+			verdict.Inconclusive, verdict.PermanentInfrastructure, "permanent infrastructure failure: missing credential"},
 		{"typed provider variance", with(clean(), func(o *AttemptOutcome) {
-			o.Err = &ClassError{Class: ProviderVariance, Err: errors.New("plan never appeared")}
-		}), Inconclusive, ProviderVariance, "provider variance: plan never appeared"},
+			o.Err = &ClassError{Class: verdict.ProviderVariance, Err: errors.New("plan never appeared")}
+		}), verdict.Inconclusive, verdict.ProviderVariance, "provider variance: plan never appeared"},
 		{"collector error", with(clean(failedMatcher), func(o *AttemptOutcome) { o.CollectorError = "workspace snapshot unreadable" }),
-			Inconclusive, PermanentInfrastructure, "collector error: workspace snapshot unreadable"},
+			verdict.Inconclusive, verdict.PermanentInfrastructure, "collector error: workspace snapshot unreadable"},
 		{"deadline missed is never failed", with(clean(failedMatcher), func(o *AttemptOutcome) { o.DeadlineMissed = "turn 3" }),
-			Inconclusive, ProviderVariance, "missed the turn 3 deadline"},
+			verdict.Inconclusive, verdict.ProviderVariance, "missed the turn 3 deadline"},
 		{"candidate error with passing matchers", with(clean(okMatcher), func(o *AttemptOutcome) {
 			o.Err = errors.New("the agent finished without asking the question")
-		}), Failed, CandidateFailure, "the agent finished without asking the question"},
+		}), verdict.Failed, verdict.CandidateFailure, "the agent finished without asking the question"},
 		{"candidate error without grading", with(clean(), func(o *AttemptOutcome) {
 			o.Err = errors.New("run status failed before the plan was published")
-		}), Failed, CandidateFailure, "run status failed"},
+		}), verdict.Failed, verdict.CandidateFailure, "run status failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,35 +104,8 @@ func TestJudgeReasonBound(t *testing.T) {
 	}
 }
 
-func TestCounted(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		expected string
-		observed Verdict
-		want     Verdict
-	}{
-		{"", Passed, Passed},
-		{"", Failed, Failed},
-		{"", Inconclusive, Inconclusive},
-		{"passed", Passed, Passed},
-		{"failed", Failed, Passed},
-		{"inconclusive", Inconclusive, Passed},
-		{"passed", Failed, Failed},
-		{"inconclusive", Failed, Failed},
-		{"failed", Passed, Failed},
-		{"inconclusive", Passed, Failed},
-		{"passed", Inconclusive, Inconclusive},
-		{"failed", Inconclusive, Inconclusive},
-	}
-	for _, tt := range tests {
-		if got := Counted(tt.expected, tt.observed); got != tt.want {
-			t.Errorf("Counted(%q, %s) = %s, want %s", tt.expected, tt.observed, got, tt.want)
-		}
-	}
-}
-
 // testCell builds a cell for policy tests.
-func testCell(expected string, qualificationCandidate bool, retryPolicy string) *catalog.Cell {
+func testCell(expected verdict.Verdict, qualificationCandidate bool, retryPolicy string) *catalog.Cell {
 	return &catalog.Cell{
 		ID:              "suite.profile.local.case",
 		Profile:         &catalog.Profile{ID: "profile", QualificationCandidate: qualificationCandidate},
@@ -141,12 +116,12 @@ func testCell(expected string, qualificationCandidate bool, retryPolicy string) 
 
 func TestShouldRetry(t *testing.T) {
 	t.Parallel()
-	transient := Judgement{Inconclusive, TransientInfrastructure, "503"}
-	variance := Judgement{Inconclusive, ProviderVariance, "slow"}
+	transient := judgement(verdict.Inconclusive, verdict.TransientInfrastructure, "503")
+	variance := judgement(verdict.Inconclusive, verdict.ProviderVariance, "slow")
 	tests := []struct {
 		name       string
 		cell       *catalog.Cell
-		j          Judgement
+		j          verdict.Judgement
 		attempt    int
 		maxRetries int
 		want       bool
@@ -155,11 +130,11 @@ func TestShouldRetry(t *testing.T) {
 		{"provider variance first attempt", testCell("", false, ""), variance, 1, 1, true},
 		{"at most one retry", testCell("", false, ""), transient, 2, 1, false},
 		{"retries disabled", testCell("", false, ""), transient, 1, 0, false},
-		{"permanent is final", testCell("", false, ""), Judgement{Inconclusive, PermanentInfrastructure, ""}, 1, 1, false},
-		{"candidate is final", testCell("", false, ""), Judgement{Failed, CandidateFailure, ""}, 1, 1, false},
-		{"leak is final", testCell("", false, ""), Judgement{Failed, SecretLeak, ""}, 1, 1, false},
-		{"cleanup is final", testCell("", false, ""), Judgement{Failed, CleanupFailure, ""}, 1, 1, false},
-		{"passed is final", testCell("", false, ""), Judgement{Passed, "", ""}, 1, 1, false},
+		{"permanent is final", testCell("", false, ""), judgement(verdict.Inconclusive, verdict.PermanentInfrastructure, ""), 1, 1, false},
+		{"candidate is final", testCell("", false, ""), judgement(verdict.Failed, verdict.CandidateFailure, ""), 1, 1, false},
+		{"leak is final", testCell("", false, ""), judgement(verdict.Failed, verdict.SecretLeak, ""), 1, 1, false},
+		{"cleanup is final", testCell("", false, ""), judgement(verdict.Failed, verdict.CleanupFailure, ""), 1, 1, false},
+		{"passed is final", testCell("", false, ""), judgement(verdict.Passed, "", ""), 1, 1, false},
 		{"qualification candidate", testCell("", true, ""), transient, 1, 1, false},
 		{"single_attempt case", testCell("", false, "single_attempt"), transient, 1, 1, false},
 		{"calibration expectation already met", testCell("inconclusive", false, ""), variance, 1, 1, false},

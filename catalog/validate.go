@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentproof/agentproof/match"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // IDPattern is the grammar of suite, profile, environment, case and group ids: lower-case
@@ -52,7 +53,6 @@ var (
 	RunStates          = []string{"succeeded", "failed", "cancelled"}
 	ToolReviews        = []string{"approve", "decline", "always", "restart"}
 	RetryPolicies      = []string{"", "single_attempt"}
-	Verdicts           = []string{"passed", "failed", "inconclusive"}
 	TurnTriggers       = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
 	daytonaImageRE     = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
 	sha256HexRE        = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -128,13 +128,13 @@ func (v *validator) at(ptrs ...any) Pos {
 
 func (v *validator) add(p Pos, format string, args ...any) { v.ps.add(p, format, args...) }
 
-func oneOf(list []string) string {
+func oneOf[T ~string](list []T) string {
 	var q []string
 	for _, s := range list {
 		if s == "" {
 			continue
 		}
-		q = append(q, s)
+		q = append(q, string(s))
 	}
 	return strings.Join(q, ", ")
 }
@@ -763,9 +763,8 @@ func (v *validator) validateSuiteFields(s *Suite) {
 		v.add(v.at(&s.ExpectedMatrixSize, s), "suite %s expectedMatrixSize must not be negative", s.ID)
 	}
 	for _, p := range sortedKeys(s.ExpectedVerdicts) {
-		verdict := s.ExpectedVerdicts[p]
-		if !slices.Contains(Verdicts, verdict) {
-			v.add(v.at(mapEntry{mapPointer(s.ExpectedVerdicts), p}, &s.ExpectedVerdicts, s), "suite %s expectedVerdicts.%s %q is not one of %s", s.ID, p, verdict, oneOf(Verdicts))
+		if want := s.ExpectedVerdicts[p]; !want.Valid() {
+			v.add(v.at(mapEntry{mapPointer(s.ExpectedVerdicts), p}, &s.ExpectedVerdicts, s), "suite %s expectedVerdicts.%s %q is not one of %s", s.ID, p, want, oneOf(verdict.Verdicts))
 		}
 	}
 	if s.DefinitionMetadata != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"strings"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // JUnit renders junit.xml (spec runner-e2e-harness §7.3): a <testsuites> root named
@@ -66,7 +68,7 @@ func JUnit(c *Campaign) []byte {
 			switch junitKind(c, r) {
 			case "failure":
 				typ := string(r.FailureClass)
-				if Outcome(r) == Inconclusive {
+				if Outcome(r) == verdict.Inconclusive {
 					typ = "inconclusive"
 				} else if typ == "" {
 					typ = "failed"
@@ -95,9 +97,9 @@ func suiteStart(rs []*Result) string {
 
 func junitKind(c *Campaign, r *Result) string {
 	switch Outcome(r) {
-	case Failed:
+	case verdict.Failed:
 		return "failure"
-	case Inconclusive:
+	case verdict.Inconclusive:
 		if c.InconclusiveAsFailure {
 			return "failure"
 		}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
@@ -449,11 +451,11 @@ func TestMergeThreeMachines(t *testing.T) {
 	for _, r := range camp.Results {
 		switch r.ExecutionID {
 		case "core.wrong.local.message-marker":
-			if !r.Synthetic || r.Attempt != 0 || r.Verdict != Inconclusive || r.FailureClass != PermanentInfrastructure || r.Cleanup != CleanupNotStarted {
+			if !r.Synthetic || r.Attempt != 0 || r.Verdict != verdict.Inconclusive || r.FailureClass != verdict.PermanentInfrastructure || r.Cleanup != CleanupNotStarted {
 				t.Errorf("missing cell: %+v", r)
 			}
 		case "core.reference.local.message-marker":
-			if r.Attempt != 2 || r.Verdict != Passed {
+			if r.Attempt != 2 || r.Verdict != verdict.Passed {
 				t.Errorf("retried cell: attempt %d verdict %s", r.Attempt, r.Verdict)
 			}
 			if len(r.Evidence) != 1 || r.Evidence[0] != "core/reference/local/message-marker/attempt-2/snapshots/api-state.json" {
@@ -488,7 +490,7 @@ func TestMergeThreeMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range g.Campaign.Results {
-		if r.ExecutionID == "core.reference.daytona.message-marker" && r.Verdict != Passed {
+		if r.ExecutionID == "core.reference.daytona.message-marker" && r.Verdict != verdict.Passed {
 			t.Errorf("the later rerun should win: %s", r.Verdict)
 		}
 	}

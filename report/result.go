@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // Schema tags of the files this package reads and writes (DESIGN.md "Files a campaign
@@ -23,31 +24,6 @@ const (
 	ResultSchema   = "agentproof.result/v1"
 	CampaignSchema = "agentproof.campaign/v1"
 	HistorySchema  = "agentproof.history/v1"
-)
-
-// Verdict is a cell's verdict (DESIGN.md "Verdicts").
-type Verdict string
-
-// Verdicts. Passed contributes exit code 0, Failed 1, Inconclusive 3.
-const (
-	Passed       Verdict = "passed"
-	Failed       Verdict = "failed"
-	Inconclusive Verdict = "inconclusive"
-)
-
-// FailureClass classifies why an attempt did not pass (spec runner-e2e-harness §9).
-type FailureClass string
-
-// Failure classes (spec §9). Candidate failures and the safety classes SecretLeak and
-// CleanupFailure make a failed verdict; the infrastructure classes and ProviderVariance
-// make an inconclusive one (DESIGN.md "Verdicts").
-const (
-	CandidateFailure        FailureClass = "candidate_failure"
-	ProviderVariance        FailureClass = "provider_variance"
-	TransientInfrastructure FailureClass = "transient_infrastructure"
-	PermanentInfrastructure FailureClass = "permanent_infrastructure"
-	SecretLeak              FailureClass = "secret_leak"
-	CleanupFailure          FailureClass = "cleanup_failure"
 )
 
 // Cleanup states of an attempt's teardown (spec §7.1).
@@ -129,9 +105,9 @@ type Result struct {
 	Source              *Source               `json:"source,omitempty"`
 	RankingSnapshot     *RankingSnapshot      `json:"rankingSnapshot,omitempty"`
 	Attempt             int                   `json:"attempt"`
-	Verdict             Verdict               `json:"verdict"`
-	ExpectedVerdict     Verdict               `json:"expectedVerdict,omitempty"`
-	FailureClass        FailureClass          `json:"failureClass,omitempty"`
+	Verdict             verdict.Verdict       `json:"verdict"`
+	ExpectedVerdict     verdict.Verdict       `json:"expectedVerdict,omitempty"`
+	FailureClass        verdict.FailureClass  `json:"failureClass,omitempty"`
 	Error               string                `json:"error,omitempty"`
 	IssueID             string                `json:"issueId,omitempty"`
 	IssueIdentifier     string                `json:"issueIdentifier,omitempty"`
@@ -269,23 +245,23 @@ func (r *Result) Validate(label string) error {
 	if r.Attempt < 1 && !r.Synthetic {
 		add("attempt: must be at least 1, got %d", r.Attempt)
 	}
-	if !validVerdict(r.Verdict) {
+	if !r.Verdict.Valid() {
 		add("verdict: %q is not passed, failed or inconclusive", r.Verdict)
 	}
-	if r.ExpectedVerdict != "" && !validVerdict(r.ExpectedVerdict) {
+	if r.ExpectedVerdict != "" && !r.ExpectedVerdict.Valid() {
 		add("expectedVerdict: %q is not passed, failed or inconclusive", r.ExpectedVerdict)
 	}
-	switch r.FailureClass {
-	case "":
-		if r.Verdict != Passed && validVerdict(r.Verdict) {
+	switch {
+	case r.FailureClass == "":
+		if r.Verdict != verdict.Passed && r.Verdict.Valid() {
 			add("failureClass: required when the verdict is %s", r.Verdict)
 		}
-	case CandidateFailure, ProviderVariance, TransientInfrastructure, PermanentInfrastructure, SecretLeak, CleanupFailure:
-		if r.Verdict == Passed {
+	case r.FailureClass.Valid():
+		if r.Verdict == verdict.Passed {
 			add("failureClass: %q given for a passed verdict", r.FailureClass)
 		}
 	default:
-		add("failureClass: %q is not one of candidate_failure, provider_variance, transient_infrastructure, permanent_infrastructure, secret_leak, cleanup_failure", r.FailureClass)
+		add("failureClass: %q is not one of %v", r.FailureClass, verdict.FailureClasses)
 	}
 	if !utf8.ValidString(r.Error) || !utf8.ValidString(r.IssueID) || !utf8.ValidString(r.IssueIdentifier) {
 		add("error, issueId, issueIdentifier: must be valid UTF-8")
@@ -452,8 +428,6 @@ func finiteJSON(v any) bool {
 	}
 	return true
 }
-
-func validVerdict(v Verdict) bool { return v == Passed || v == Failed || v == Inconclusive }
 
 // ParseExecutionID splits "<suite>.<profile>.<environment>.<case>" into its four
 // components, each following catalog.IDPattern. ok is false for anything else,

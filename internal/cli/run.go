@@ -94,7 +94,8 @@ Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down
 writes what finished (the campaign is partial: the last line adds ", <n> not run
 (partial)" and the campaign report covers only the cells that finished) and exits 130.
 Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
-2 usage or configuration error, 130 interrupted.`),
+2 usage or configuration error, 70 internal error (a bug in agentproof, or a result
+or the campaign report could not be written), 130 interrupted.`),
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.run(cmd, *dir, o)
@@ -223,23 +224,7 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	case interrupted:
 		return withExit(ExitInterrupted, nil)
 	case genErr != nil || len(writeErrs) > 0:
-		return withExit(ExitFailed, nil)
+		return withExit(ExitInternal, errors.New("the campaign's results are incomplete: agentproof could not write them (see above); "+bugNote))
 	}
-	code := g.Campaign.ExitCode()
-	if want := exitOf(sum); want != code {
-		fmt.Fprintf(a.stderr, "agentproof: the campaign report (exit %d) and the scheduler (exit %d) disagree; reporting the worse\n", code, want)
-		code = worseExit(code, want)
-	}
-	return withExit(code, nil)
-}
-
-// exitOf is the exit code of a scheduler summary (1 beats 3 beats 0).
-func exitOf(s *campaign.Summary) int {
-	switch s.Worst() {
-	case campaign.Failed:
-		return ExitFailed
-	case campaign.Inconclusive:
-		return ExitInconclusive
-	}
-	return ExitOK
+	return withExit(g.Campaign.ExitCode(), nil)
 }
