@@ -17,7 +17,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentproof/agentproof/catalog"
-	"github.com/agentproof/agentproof/match"
 
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -29,25 +28,17 @@ const hangGuard = 30 * time.Second
 // scriptedExecutor returns, for each (cell, attempt), the outcome its script gives,
 // and records every call.
 type scriptedExecutor struct {
-	script func(plan AttemptPlan) AttemptOutcome
+	script func(plan AttemptPlan) Outcome
 	mu     sync.Mutex
 	calls  []AttemptPlan
 }
 
-func (e *scriptedExecutor) ExecuteAttempt(_ context.Context, plan AttemptPlan) AttemptOutcome {
+func (e *scriptedExecutor) ExecuteAttempt(_ context.Context, plan AttemptPlan) Outcome {
 	e.mu.Lock()
 	e.calls = append(e.calls, plan)
 	e.mu.Unlock()
 	return e.script(plan)
 }
-
-var (
-	passOutcome      = clean(okMatcher)
-	failOutcome      = clean(failedMatcher)
-	transientOutcome = AttemptOutcome{Err: errors.New("GET /api/issues/1: 503 service unavailable"), CleanupConfirmed: true}
-	permanentOutcome = AttemptOutcome{Err: errors.New("missing credential OPENAI_API_KEY"), CleanupConfirmed: true}
-	deadlineOutcome  = AttemptOutcome{Matchers: []match.Outcome{failedMatcher}, DeadlineMissed: "attempt", CleanupConfirmed: true}
-)
 
 // fixedClock returns a clock that advances by step on every reading.
 func fixedClock(start time.Time, step time.Duration) func() time.Time {
@@ -108,23 +99,23 @@ func TestSchedulerRetryPolicy(t *testing.T) {
 	tests := []struct {
 		name        string
 		maxRetries  int
-		outcomes    []AttemptOutcome // by attempt
+		outcomes    []Outcome // by attempt
 		wantCalls   int
 		wantVerdict verdict.Verdict
 		wantRetries int
 	}{
-		{"passes first time", 1, []AttemptOutcome{passOutcome}, 1, verdict.Passed, 0},
-		{"transient then pass", 1, []AttemptOutcome{transientOutcome, passOutcome}, 2, verdict.Passed, 1},
-		{"transient twice stays inconclusive", 1, []AttemptOutcome{transientOutcome, transientOutcome}, 2, verdict.Inconclusive, 1},
-		{"provider variance then fail", 1, []AttemptOutcome{deadlineOutcome, failOutcome}, 2, verdict.Failed, 1},
-		{"retries disabled", 0, []AttemptOutcome{transientOutcome, passOutcome}, 1, verdict.Inconclusive, 0},
-		{"permanent is final", 1, []AttemptOutcome{permanentOutcome, passOutcome}, 1, verdict.Inconclusive, 0},
-		{"candidate failure is final", 1, []AttemptOutcome{failOutcome, passOutcome}, 1, verdict.Failed, 0},
+		{"passes first time", 1, []Outcome{passOutcome}, 1, verdict.Passed, 0},
+		{"transient then pass", 1, []Outcome{transientOutcome, passOutcome}, 2, verdict.Passed, 1},
+		{"transient twice stays inconclusive", 1, []Outcome{transientOutcome, transientOutcome}, 2, verdict.Inconclusive, 1},
+		{"provider variance then fail", 1, []Outcome{deadlineOutcome, failOutcome}, 2, verdict.Failed, 1},
+		{"retries disabled", 0, []Outcome{transientOutcome, passOutcome}, 1, verdict.Inconclusive, 0},
+		{"permanent is final", 1, []Outcome{permanentOutcome, passOutcome}, 1, verdict.Inconclusive, 0},
+		{"candidate failure is final", 1, []Outcome{failOutcome, passOutcome}, 1, verdict.Failed, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			exec := &scriptedExecutor{script: func(p AttemptPlan) AttemptOutcome { return tt.outcomes[p.Attempt-1] }}
+			exec := &scriptedExecutor{script: func(p AttemptPlan) Outcome { return tt.outcomes[p.Attempt-1] }}
 			rec := &recorder{}
 			p := newTestPlan(t, catalog.Selector{IDs: []string{cell}}, Options{MaxParallel: 2, MaxAutomaticRetries: tt.maxRetries})
 			sum := (&Scheduler{Executor: exec, Observe: rec.observe}).Run(context.Background(), p)
@@ -160,7 +151,7 @@ func TestSchedulerRetryPolicy(t *testing.T) {
 // line, the event order and the running totals.
 func TestSchedulerCountsCalibration(t *testing.T) {
 	t.Parallel()
-	byProfile := map[string]AttemptOutcome{
+	byProfile := map[string]Outcome{
 		"fixture-pass":  passOutcome,
 		"fixture-fail":  failOutcome,
 		"fixture-hang":  deadlineOutcome, // expected inconclusive: met, so not retried
@@ -169,7 +160,7 @@ func TestSchedulerCountsCalibration(t *testing.T) {
 		"nop":           failOutcome,
 		"wrong":         transientOutcome, // expected failed, observed inconclusive twice
 	}
-	exec := &scriptedExecutor{script: func(p AttemptPlan) AttemptOutcome { return byProfile[p.Cell.Profile.ID] }}
+	exec := &scriptedExecutor{script: func(p AttemptPlan) Outcome { return byProfile[p.Cell.Profile.ID] }}
 	rec := &recorder{}
 	p := newTestPlan(t, catalog.Selector{All: true}, Options{MaxParallel: 3, MaxAutomaticRetries: 1})
 	sum := (&Scheduler{Executor: exec, Observe: rec.observe}).Run(context.Background(), p)
@@ -178,7 +169,7 @@ func TestSchedulerCountsCalibration(t *testing.T) {
 	want.Selected = len(p.Cells)
 	for _, c := range p.Cells {
 		o := byProfile[c.Profile.ID]
-		v := verdict.Counted(c.ExpectedVerdict, Judge(o).Verdict, o.CleanupConfirmed)
+		v := verdict.Counted(c.ExpectedVerdict, o.Judgement.Verdict, o.CleanupConfirmed)
 		switch v {
 		case verdict.Passed:
 			want.Passed++
@@ -206,9 +197,6 @@ func TestSchedulerCountsCalibration(t *testing.T) {
 		itoa(want.Failed) + " failed, " + itoa(want.Inconclusive) + " inconclusive"
 	if sum.Line() != wantLine {
 		t.Errorf("Line = %q, want %q", sum.Line(), wantLine)
-	}
-	if sum.Worst() != verdict.Failed {
-		t.Errorf("Worst = %s, want failed", sum.Worst())
 	}
 	for i, c := range sum.Cells {
 		if c.Cell != p.Cells[i] {
@@ -248,7 +236,7 @@ func TestSchedulerConcurrencyBound(t *testing.T) {
 			inFlight, most := 0, 0
 			full := make(chan struct{})
 			var fullOnce sync.Once
-			exec := &scriptedExecutor{script: func(AttemptPlan) AttemptOutcome {
+			exec := &scriptedExecutor{script: func(AttemptPlan) Outcome {
 				mu.Lock()
 				inFlight++
 				most = max(most, inFlight)
@@ -294,7 +282,7 @@ type blockingExecutor struct {
 	blocked chan string // receives the cell id of each attempt that starts blocking
 }
 
-func (e *blockingExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) AttemptOutcome {
+func (e *blockingExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) Outcome {
 	e.mu.Lock()
 	e.calls++
 	n := e.calls
@@ -306,12 +294,12 @@ func (e *blockingExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan)
 	select {
 	case <-ctx.Done():
 	case <-time.After(hangGuard):
-		return AttemptOutcome{Err: errors.New("the test never cancelled"), CleanupConfirmed: true}
+		return judged(verdict.Failed, verdict.CandidateFailure, "the test never cancelled")
 	}
 	if e.honest {
-		return AttemptOutcome{Interrupted: true, CleanupConfirmed: true}
+		return interruptedOutcome
 	}
-	return AttemptOutcome{Err: errors.New("server connection reset"), CleanupConfirmed: true}
+	return judged(verdict.Inconclusive, verdict.TransientInfrastructure, "transient infrastructure failure: server connection reset")
 }
 
 func TestSchedulerCancellation(t *testing.T) {
@@ -394,10 +382,11 @@ func TestSchedulerNoRetryAfterCancellation(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	exec := &scriptedExecutor{script: func(AttemptPlan) AttemptOutcome {
+	exec := &scriptedExecutor{script: func(AttemptPlan) Outcome {
 		cancel()
-		return AttemptOutcome{Matchers: []match.Outcome{okMatcher}, Err: &ClassError{Class: verdict.TransientInfrastructure, Err: errors.New("x")},
-			CleanupConfirmed: true, Interrupted: true}
+		o := judged(verdict.Inconclusive, verdict.TransientInfrastructure, "transient infrastructure failure: x")
+		o.Interrupted = true
+		return o
 	}}
 	p := newTestPlan(t, catalog.Selector{IDs: []string{markerCell}}, Options{MaxParallel: 1, MaxAutomaticRetries: 1})
 	sum := (&Scheduler{Executor: exec}).Run(ctx, p)
@@ -410,14 +399,14 @@ func TestSchedulerNoRetryAfterCancellation(t *testing.T) {
 // executor is not called and the cell is inconclusive, never passed.
 func TestSchedulerPlanFailure(t *testing.T) {
 	t.Parallel()
-	exec := &scriptedExecutor{script: func(AttemptPlan) AttemptOutcome { return passOutcome }}
+	exec := &scriptedExecutor{script: func(AttemptPlan) Outcome { return passOutcome }}
 	p := newTestPlan(t, catalog.Selector{IDs: []string{markerCell}},
 		Options{MaxParallel: 1, MaxAutomaticRetries: 1, Random: failingReader{}})
 	sum := (&Scheduler{Executor: exec}).Run(context.Background(), p)
 	if len(exec.calls) != 0 {
 		t.Fatalf("executor called for an unplanned attempt")
 	}
-	j := sum.Cells[0].Attempts[0].Judgement
+	j := sum.Cells[0].Attempts[0].Outcome.Judgement
 	if sum.Cells[0].Verdict != verdict.Inconclusive || j.FailureClass != verdict.PermanentInfrastructure || sum.Retries != 0 {
 		t.Errorf("verdict %s class %s retries %d (%s)", sum.Cells[0].Verdict, j.FailureClass, sum.Retries, j.Reason)
 	}
@@ -427,38 +416,20 @@ type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("entropy exhausted") }
 
-func TestSummaryWorst(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		s    Summary
-		want verdict.Verdict
-	}{
-		{Summary{Executed: 2, Passed: 2}, verdict.Passed},
-		{Summary{Executed: 2, Passed: 1, Inconclusive: 1}, verdict.Inconclusive},
-		{Summary{Executed: 3, Passed: 1, Inconclusive: 1, Failed: 1}, verdict.Failed},
-		{Summary{}, verdict.Inconclusive},
-	}
-	for _, tt := range tests {
-		if got := tt.s.Worst(); got != tt.want {
-			t.Errorf("%+v: Worst = %s, want %s", tt.s, got, tt.want)
-		}
-	}
-}
-
 // TestSchedulerInterruptedSafetyFailureCounts: an interruption does not hide a leak or
 // a cleanup failure found before it — the attempt counts as failed, and the campaign
 // is still partial.
 func TestSchedulerInterruptedSafetyFailureCounts(t *testing.T) {
 	t.Parallel()
-	for name, outcome := range map[string]AttemptOutcome{
-		"leak":    {Interrupted: true, CleanupConfirmed: true, Leaks: []string{"exact secret value at agent.log"}},
-		"cleanup": {Interrupted: true, CleanupProblem: "process group survived SIGKILL"},
+	for name, outcome := range map[string]Outcome{
+		"leak":    {Interrupted: true, CleanupConfirmed: true, Judgement: verdict.Judgement{Verdict: verdict.Failed, FailureClass: verdict.SecretLeak, Reason: "secret leak: exact secret value at agent.log"}},
+		"cleanup": {Interrupted: true, Judgement: verdict.Judgement{Verdict: verdict.Failed, FailureClass: verdict.CleanupFailure, Reason: "cleanup failed: process group survived SIGKILL"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			exec := &scriptedExecutor{script: func(AttemptPlan) AttemptOutcome {
+			exec := &scriptedExecutor{script: func(AttemptPlan) Outcome {
 				cancel()
 				return outcome
 			}}

@@ -45,23 +45,23 @@ func DefaultFS() fs.FS {
 // Default loads and validates the embedded default catalog, the one every command uses
 // when --catalog is not given. Problems are reported as for Load, with file names
 // "default/<file>.yaml".
-func Default() (*Catalog, error) {
-	return load(DefaultFS(), "default")
+func Default(opts ...Option) (*Catalog, error) {
+	return load(DefaultFS(), "default", buildOptions(opts))
 }
 
 // LoadDir loads and validates the catalog in directory dir (every *.yaml file below it,
 // in path order), or the single file dir names. Problems name files as dir joined with
 // their relative path. It returns a *ValidationError listing every problem, or a
 // wrapped error when a file cannot be read.
-func LoadDir(dir string) (*Catalog, error) {
+func LoadDir(dir string, opts ...Option) (*Catalog, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	if !fi.IsDir() {
-		return load(fileFS{dir}, "")
+		return load(fileFS{dir}, "", buildOptions(opts))
 	}
-	return load(os.DirFS(dir), dir)
+	return load(os.DirFS(dir), dir, buildOptions(opts))
 }
 
 // fileFS is a file system holding exactly one file, named by its own path.
@@ -81,8 +81,8 @@ func (f fileFS) Open(name string) (fs.File, error) {
 // sequence; a catalog may split them across files freely. It returns the catalog with
 // its matrix and suite fingerprints, or a *ValidationError listing every problem (spec
 // runner-e2e-harness §2.8), or a wrapped error when the file system fails.
-func Load(fsys fs.FS) (*Catalog, error) {
-	return load(fsys, "")
+func Load(fsys fs.FS, opts ...Option) (*Catalog, error) {
+	return load(fsys, "", buildOptions(opts))
 }
 
 // document is one YAML document of a catalog file.
@@ -96,7 +96,7 @@ type document struct {
 	Rankings     []*Ranking     `yaml:"rankings"`
 }
 
-func load(fsys fs.FS, prefix string) (*Catalog, error) {
+func load(fsys fs.FS, prefix string, o loadOptions) (*Catalog, error) {
 	var names []string
 	if ff, ok := fsys.(fileFS); ok {
 		names = []string{ff.name}
@@ -183,7 +183,7 @@ func load(fsys fs.FS, prefix string) (*Catalog, error) {
 		}
 	}
 	if len(ps.list) == 0 {
-		validate(c, ps)
+		validate(c, ps, o)
 	}
 	if err := ps.err(); err != nil {
 		return nil, err

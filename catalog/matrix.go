@@ -130,7 +130,7 @@ func (s *Suite) FingerprintJSON() ([]byte, error) {
 	for _, cs := range s.cases {
 		t := canonjson.Object{
 			{Key: "id", Value: cs.ID},
-			{Key: "flow", Value: cs.Flow},
+			{Key: "flow", Value: string(cs.Flow)},
 			{Key: "expectedRunCount", Value: float64(cs.ExpectedRunCount)},
 		}
 		if cs.MinimumExpectedRunCount != nil {

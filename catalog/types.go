@@ -158,7 +158,7 @@ type Case struct {
 	Label                     string           `yaml:"label"`
 	Groups                    []string         `yaml:"groups"`
 	WorkMode                  string           `yaml:"workMode"` // standard | planning | ask
-	Flow                      string           `yaml:"flow"`
+	Flow                      Flow             `yaml:"flow"`
 	ExpectedRunCount          int              `yaml:"expectedRunCount"`
 	MinimumExpectedRunCount   *int             `yaml:"minimumExpectedRunCount"`
 	AttemptTimeoutMs          map[string]int64 `yaml:"attemptTimeoutMs"` // environment id → ms

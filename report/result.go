@@ -81,6 +81,35 @@ type TurnTiming struct {
 	LeaseAcquisitionOutcome string  `json:"leaseAcquisitionOutcome"`
 }
 
+// RuntimeFacts is what the heartbeat runner recorded launching one run's agent
+// process (api.LaunchFacts; docs/ARCHITECTURE.md "Observed facts"): the driver, the
+// adapter type and model provider it launched with, the agent CLI's name and version
+// (VersionSource says where the version came from: the shipping npm package's
+// package.json, or "--version" output), the
+// executable's path and SHA-256 (hex), the argv shape (flags kept, values replaced by
+// "<value>": never a secret), the runtime mode (legacy | native), the control-plane
+// environment id and execution target (local | remote), the process id and its start
+// time in clock ticks since boot (/proc/<pid>/stat field 22), and the facts the runner
+// could not observe (Problems).
+type RuntimeFacts struct {
+	RunID             string   `json:"runId"`
+	Driver            string   `json:"driver"`
+	AdapterType       string   `json:"adapterType,omitempty"`
+	Provider          string   `json:"provider,omitempty"`
+	CLIName           string   `json:"cliName,omitempty"`
+	CLIVersion        string   `json:"cliVersion,omitempty"`
+	VersionSource     string   `json:"versionSource,omitempty"`
+	Binary            string   `json:"binary,omitempty"`
+	BinarySHA256      string   `json:"binarySha256,omitempty"`
+	Argv              []string `json:"argv,omitempty"`
+	RuntimeMode       string   `json:"runtimeMode,omitempty"`
+	EnvironmentID     string   `json:"environmentId,omitempty"`
+	ExecutionTarget   string   `json:"executionTarget,omitempty"`
+	PID               int      `json:"pid,omitempty"`
+	ProcessStartTicks uint64   `json:"processStartTicks,omitempty"`
+	Problems          []string `json:"problems,omitempty"`
+}
+
 // Result is one attempt of one cell, `result.json` (schema agentproof.result/v1; spec
 // runner-e2e-harness §7.1 with agentproof's verdicts). Times are RFC 3339 in UTC,
 // durations in ms. Usage is the raw, sanitised provider usage (any JSON or null);
@@ -122,6 +151,7 @@ type Result struct {
 	RuntimeUsage        *billing.RuntimeUsage `json:"runtimeUsage,omitempty"`
 	Billing             *billing.Summary      `json:"billing,omitempty"`
 	Cleanup             string                `json:"cleanup"`
+	RuntimeFacts        []RuntimeFacts        `json:"runtimeFacts,omitempty"`
 	Evidence            []string              `json:"evidence"`
 	Synthetic           bool                  `json:"synthetic,omitempty"`
 }
@@ -348,6 +378,9 @@ func (r *Result) Validate(label string) error {
 			}
 		}
 	}
+	for i, rf := range r.RuntimeFacts {
+		p = append(p, checkRuntimeFacts(fmt.Sprintf("runtimeFacts[%d]", i), &rf)...)
+	}
 	switch r.Cleanup {
 	case CleanupNotStarted, CleanupPassed, CleanupFailed:
 	default:
@@ -362,6 +395,52 @@ func (r *Result) Validate(label string) error {
 		return &ValidationError{Label: label, Problems: p}
 	}
 	return nil
+}
+
+// checkRuntimeFacts checks one run's launch facts: printable bounded text, a hex
+// SHA-256, known runtime modes and execution targets, a non-negative pid.
+func checkRuntimeFacts(name string, rf *RuntimeFacts) []string {
+	var p []string
+	texts := []string{rf.RunID, rf.Driver, rf.AdapterType, rf.Provider, rf.CLIName, rf.CLIVersion, rf.VersionSource, rf.Binary, rf.EnvironmentID}
+	texts = append(append(texts, rf.Argv...), rf.Problems...)
+	for _, t := range texts {
+		if !printable(t) || len(t) > 4096 {
+			p = append(p, name+": every text must be printable, at most 4096 bytes")
+			break
+		}
+	}
+	if rf.RunID == "" || rf.Driver == "" {
+		p = append(p, name+": runId and driver are required")
+	}
+	if rf.BinarySHA256 != "" && !isSHA256Hex(rf.BinarySHA256) {
+		p = append(p, name+".binarySha256: must be 64 lower-case hex digits")
+	}
+	switch rf.RuntimeMode {
+	case "", "legacy", "native":
+	default:
+		p = append(p, fmt.Sprintf("%s.runtimeMode: %q is not legacy or native", name, rf.RuntimeMode))
+	}
+	switch rf.ExecutionTarget {
+	case "", "local", "remote":
+	default:
+		p = append(p, fmt.Sprintf("%s.executionTarget: %q is not local or remote", name, rf.ExecutionTarget))
+	}
+	if rf.PID < 0 || len(rf.Argv) > 256 || len(rf.Problems) > 64 {
+		p = append(p, name+": pid must not be negative; at most 256 argv entries and 64 problems")
+	}
+	return p
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func checkRuntime(name string, rt *billing.RuntimeUsage) []string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/catalog"
 )
 
@@ -19,19 +20,24 @@ func catalogFlag(cmd *cobra.Command) *string {
 }
 
 // loadCatalog loads the catalog in dir, or the embedded default catalog when dir is "".
-// An invalid catalog or an unreadable directory is a usage error (exit 2).
+// An invalid catalog, one naming a flow no implementation plays, or an unreadable
+// directory is a usage error (exit 2).
 func loadCatalog(dir string) (*catalog.Catalog, error) {
-	var c *catalog.Catalog
-	var err error
-	if dir == "" {
-		c, err = catalog.Default()
-	} else {
-		c, err = catalog.LoadDir(dir)
-	}
+	c, err := readCatalog(dir)
 	if err != nil {
 		return nil, &UsageError{Err: catalogPathError(dir, err)}
 	}
 	return c, nil
+}
+
+// readCatalog loads the catalog in dir (the default when "") with the flow registry's
+// implemented flows (catalog.WithFlows), returning the loader's errors as they are.
+func readCatalog(dir string) (*catalog.Catalog, error) {
+	implemented := catalog.WithFlows(flows.Implemented()...)
+	if dir == "" {
+		return catalog.Default(implemented)
+	}
+	return catalog.LoadDir(dir, implemented)
 }
 
 // catalogPathError turns a --catalog path that does not exist into an error that says

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
@@ -168,7 +169,7 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	exec := &campaign.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIBinaries: binaries, Live: o.live}
+	exec := &attempt.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIs: binaries, Live: o.live}
 	// The campaign files are guarded with every credential value the cells load and,
 	// with --canary, the canaries (each attempt guards its own files with its own set).
 	secrets := redact.NewSet()
@@ -185,17 +186,9 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	}
 	display := campaign.NewDisplay(mode, a.stdout)
 	defer display.Close()
-	var writeErrs []string
-	sched := &campaign.Scheduler{Executor: exec, Observe: func(e campaign.Event) {
-		if e.Kind == campaign.EventAttemptFinished && e.Result != nil && e.Result.Counts() {
-			// Only an attempt that counts is a result; an interrupted one keeps its
-			// evidence but no result.json (its cell is then missing: the campaign is partial).
-			if err := campaign.WriteResult(root, e.Result); err != nil {
-				writeErrs = append(writeErrs, err.Error())
-			}
-		}
-		display.Observe(e)
-	}}
+	// The scheduler writes each attempt's result.json as it ends; the display only
+	// renders progress.
+	sched := &campaign.Scheduler{Executor: exec, ResultsRoot: root, Observe: display.Observe}
 	sum := sched.Run(ctx, plan)
 	interrupted := ctx.Err() != nil
 	stop()
@@ -210,7 +203,7 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 		}
 	}
 	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets})
-	for _, w := range writeErrs {
+	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
 	if genErr != nil {
@@ -223,7 +216,7 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	switch {
 	case interrupted:
 		return withExit(ExitInterrupted, nil)
-	case genErr != nil || len(writeErrs) > 0:
+	case genErr != nil || len(sum.WriteErrors) > 0:
 		return withExit(ExitInternal, errors.New("the campaign's results are incomplete: agentproof could not write them (see above); "+bugNote))
 	}
 	return withExit(g.Campaign.ExitCode(), nil)

@@ -33,17 +33,12 @@ func newValidateCmd(a *app) *cobra.Command {
 		Short: "Check a catalog and report every problem with file:line:column",
 		Long: `Load a catalog (the embedded default, or --catalog DIR) and check it completely:
 strict YAML (unknown keys are errors), duplicate and unknown ids, raw secrets, matrix
-sizes, exclusions, matcher specs, templates and reference scripts, ranking hashes.
-Every problem is reported at once. Exit code 0 when valid, 2 when not.`,
+sizes, exclusions, matcher specs, templates and reference scripts, ranking hashes, and
+that every case's flow has an implementation in this agentproof. Every problem is
+reported at once. Exit code 0 when valid, 2 when not.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var c *catalog.Catalog
-			var err error
-			if *dir == "" {
-				c, err = catalog.Default()
-			} else {
-				c, err = catalog.LoadDir(*dir)
-			}
+			c, err := readCatalog(*dir)
 			var ve *catalog.ValidationError
 			if err != nil && !errors.As(err, &ve) {
 				return &UsageError{Err: catalogPathError(*dir, err)}

@@ -120,6 +120,7 @@ type Runner struct {
 	busy     map[string]bool              // company → a run in flight
 	skipped  map[string]map[string]string // company → wake id → reason
 	inflight int
+	bins     binaries // launched executables' facts, per file version
 
 	kick     chan struct{}
 	base     context.Context
@@ -273,6 +274,11 @@ func cloneRecord(rec *Record) Record {
 	if rec.Cancellation != nil {
 		in := *rec.Cancellation
 		c.Cancellation = &in
+	}
+	if rec.Launch != nil {
+		l := *rec.Launch
+		l.Argv, l.Problems = slices.Clone(l.Argv), slices.Clone(l.Problems)
+		c.Launch = &l
 	}
 	return c
 }
@@ -515,6 +521,15 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	r.remember(rec)
 	lock.Unlock() // Stop may now reserve its intent and cancel runCtx
 
+	facts, observed := r.launchFacts(j, l.spec, l.secrets)
+	l.spec.AfterStart = func(pid int) {
+		facts.PID = pid
+		ticks, err := procStartTicks(pid)
+		if err != nil {
+			facts.Problems = append(facts.Problems, "the process start time could not be read: "+err.Error())
+		}
+		facts.ProcessStartTicks = ticks
+	}
 	var startedAt time.Time
 	l.spec.BeforeStart = func() error {
 		// In memory only (no I/O in the launch window): the board sees the process start
@@ -537,9 +552,11 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	if cur, ok := r.Run(j.runID); ok && cur.Cancellation != nil {
 		rec.Cancellation = cur.Cancellation
 	}
+	observed()
 	if o.Started {
 		rec.ProcessStartedAt = stamp(startedAt)
 		rec.ProcessEndedAt = stamp(endedAt)
+		rec.Launch = facts
 	}
 	report := l.driver.Report(o)
 	if !o.Started && report.Summary == "" {

@@ -1,30 +1,11 @@
-package campaign
+package attempt
 
 import (
-	"context"
-	"errors"
 	"regexp"
 	"strings"
 
-	"github.com/agentproof/agentproof/redact"
-
 	"github.com/agentproof/agentproof/verdict"
 )
-
-// ClassError attaches a known class to an error, so that ClassifyError need not read its
-// text (spec §9: "typed errors carry their own class"). The executor uses it for facts
-// it knows the class of, such as an observed state that did not arrive in time
-// (ProviderVariance).
-type ClassError struct {
-	Class verdict.FailureClass
-	Err   error
-}
-
-// Error returns the wrapped error's text (the class is not part of it).
-func (e *ClassError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the wrapped error.
-func (e *ClassError) Unwrap() error { return e.Err }
 
 // The text rules of spec §9 as regular expressions over the lower-cased message,
 // written from the spec's description. "A followed later by B" rules are split into
@@ -69,14 +50,11 @@ func isTransient(msg string) bool {
 		followedBy(msg, reTimeout, reTransientNoun)
 }
 
-// ClassifyError returns the failure class of an attempt error. Ordered rules, first
-// match wins (spec §9, in the order of the newest upstream classifier), applied to
-// err.Error() unless noted:
+// ClassifyText applies the ordered text rules of spec §9 (first match wins, in the
+// order of the newest upstream classifier) to a message. agentproof applies them only
+// to words that come from the agent under test or a live provider (cliFault): every
+// fault of its own carries its origin and class as a value (verdict.Fault).
 //
-//  0. (agentproof) a secret leak anywhere in the chain (redact.ErrLeak,
-//     ErrSecretInRecord) → secret_leak; a *ClassError in the chain → its class;
-//     context.Canceled or context.DeadlineExceeded (an interrupted attempt, a timed-out
-//     call) → transient_infrastructure;
 //  1. "bootstrap failed before task creation" → transient_infrastructure;
 //  2. "secret … leak|plaintext|redaction" → secret_leak;
 //  3. a session-open rejection with retryable=false that names no credential, API key
@@ -94,26 +72,6 @@ func isTransient(msg string) bool {
 //     unavailable, a provider/server/… noun followed by timed out/failed/refused/…, or
 //     a timeout followed by such a noun) → transient_infrastructure;
 //  9. anything else → candidate_failure (the spec's default).
-//
-// A nil error has no class ("").
-func ClassifyError(err error) verdict.FailureClass {
-	if err == nil {
-		return ""
-	}
-	if errors.Is(err, redact.ErrLeak) || errors.Is(err, ErrSecretInRecord) {
-		return verdict.SecretLeak
-	}
-	var ce *ClassError
-	if errors.As(err, &ce) && ce.Class != "" {
-		return ce.Class
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return verdict.TransientInfrastructure
-	}
-	return ClassifyText(err.Error())
-}
-
-// ClassifyText applies rules 1–9 of ClassifyError to a message.
 func ClassifyText(msg string) verdict.FailureClass {
 	msg = strings.ToLower(msg)
 	switch {
