@@ -390,6 +390,16 @@ func TestDashboardBillingWords(t *testing.T) {
 	if !strings.Contains(dash, "not metered") || !strings.Contains(dash, "unavailable") || !strings.Contains(dash, "est.") {
 		t.Error("coverage words missing from the dashboard")
 	}
+	// the card shows what the runner recorded launching each run
+	card := cardHTML(t, dash, "core.reference.local.message-marker")
+	for _, w := range []string{"<h3>Launched</h3>", "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03", "pid 4242 · start tick 987654", "native · local", "agentproof &lt;value&gt; &lt;value&gt;"} {
+		if !strings.Contains(card, w) {
+			t.Errorf("the card lacks the launch fact %q", w)
+		}
+	}
+	if strings.Contains(cardHTML(t, dash, "core.reference.daytona.message-marker"), "<h3>Launched</h3>") {
+		t.Error("a result without launch facts shows a launch table")
+	}
 }
 
 func TestSecretsAreRedactedEverywhere(t *testing.T) {

@@ -262,7 +262,8 @@ func agentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 			if err != nil {
 				return fixture.Record{}, verdict.HarnessFault(err, false)
 			}
-			r, err := b.Company(res["company"].IDs["company"]).CreateAgent(ctx, api.CreateAgentRequest{Name: "agentproof " + p.ID, Role: "engineer", AdapterConfig: cfg})
+			req := api.CreateAgentRequest{Name: "agentproof " + p.ID, Role: "engineer", AdapterConfig: cfg, CapabilityGrants: flows.CapabilityGrants(in.plan.Case.Reference)}
+			r, err := b.Company(res["company"].IDs["company"]).CreateAgent(ctx, req)
 			if err != nil {
 				return fixture.Record{}, flows.BoardFault("creating the agent", err)
 			}

@@ -121,19 +121,16 @@ func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, waitError(ctx, err)
+			return nil, waitError(ctx)
 		case <-t.C:
 		}
 	}
 }
 
-// waitError says why waiting ended: the board not answering (lastErr from a look that
-// did not fail because the wait ended) beats a deadline; a turn deadline is its
-// *DeadlineError; anything else is the context's error.
-func waitError(ctx context.Context, lastErr error) error {
-	if lastErr != nil && !errors.Is(lastErr, context.Canceled) && !errors.Is(lastErr, context.DeadlineExceeded) {
-		return BoardFault("the board did not answer while the flow waited", lastErr)
-	}
+// waitError says why waiting ended: a turn deadline is its *DeadlineError; anything
+// else (the attempt's deadline, a cancellation) is the context's error. A board that
+// stopped answering was blamed before (BoardPatience).
+func waitError(ctx context.Context) error {
 	var de *DeadlineError
 	if cause := context.Cause(ctx); errors.As(cause, &de) {
 		return de

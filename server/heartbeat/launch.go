@@ -161,11 +161,15 @@ func examine(fh *os.File, path string, probeVersion bool, probes string) binaryF
 
 // packageVersion reads the version of the npm package that ships the binary at path:
 // the nearest package.json in the binary's directory or up to maxPackageDepth above
-// it, whose version starts with major.minor.patch. source names the package and its
-// version as written ("package.json of @openai/codex-linux-x64: 0.171.0-linux-x64").
+// it, inside a node_modules tree, whose version starts with major.minor.patch. source
+// names the package and its version as written ("package.json of @openai/codex:
+// 0.171.0-linux-x64").
 func packageVersion(path string) (version, source string, ok bool) {
 	dir := filepath.Dir(path)
 	for range maxPackageDepth {
+		if !strings.Contains(filepath.ToSlash(dir)+"/", "/node_modules/") {
+			break
+		}
 		b, err := os.ReadFile(filepath.Join(dir, "package.json"))
 		if err == nil {
 			var pkg struct {
