@@ -66,7 +66,9 @@ func (c lazyCompany) Stop(ctx context.Context) error  { return c.co().Stop(ctx) 
 func (c lazyCompany) CreateSecret(ctx context.Context, req api.CreateSecretRequest) (api.SecretRef, error) {
 	return c.co().CreateSecret(ctx, req)
 }
-func (c lazyCompany) Snapshot(ctx context.Context) (controlplane.State, error) { return c.co().Snapshot(ctx) }
+func (c lazyCompany) Snapshot(ctx context.Context) (controlplane.State, error) {
+	return c.co().Snapshot(ctx)
+}
 func (c lazyCompany) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (controlplane.BoardResult, error) {
 	return c.co().CreateAgent(ctx, req)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/workspace"
 )
 
 // Observation is what the observe stage saw after the flow: the observation the
@@ -30,7 +31,7 @@ type Observation struct {
 }
 
 // observe reads the company state and the heartbeat records through the board and the
-// workspace from disk, writes snapshots/api-state.json, snapshots/heartbeat-runs.json
+// workspace from disk (package workspace: bounded, links listed, never followed), writes snapshots/api-state.json, snapshots/heartbeat-runs.json
 // and workspace-manifest.json, and builds the observation (spec §5 "Message source").
 // The runtime mode, environment and runtime facts it reports are those the heartbeat
 // runner recorded launching each run (api.LaunchFacts), never the catalog's.
@@ -60,13 +61,13 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 		o.Facts.RunIDs = append(o.Facts.RunIDs, r.ID)
 	}
 	o.Facts.Termination, o.Facts.Usage = terminationAndUsage(o.Runs)
-	files, manifest, werr := snapshotWorkspace(p.Workspace)
+	snap, werr := workspace.Take(ctx, p.Workspace, workspace.Limits{})
 	if werr != nil {
 		o.Fault = verdict.HarnessFault(fmt.Errorf("workspace snapshot: %s", f.Secrets.RedactText(werr.Error())), false)
 		return o
 	}
-	o.Match.Files, o.Match.HasWorkspaceSnapshot = files, true
-	writeJSON(a.ev, f.Secrets, "workspace-manifest.json", map[string]any{"schema": "agentproof.workspace-manifest/v1", "files": manifest})
+	o.Match.Files, o.Match.HasWorkspaceSnapshot = snap.Files, true
+	writeJSON(a.ev, f.Secrets, "workspace-manifest.json", snap.Document())
 	return o
 }
 

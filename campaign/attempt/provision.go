@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // CanarySecretKey is the credential key of the canary secret every attempt stores in
@@ -27,11 +28,14 @@ const CanarySecretKey = "APF_ATTEMPT_CANARY"
 // the value, for teardown.
 type Provisioned struct {
 	Root, Home, Workspace string
-	Instance              *instance
-	Model                 *modelServer
-	Canary                string
-	Secrets               *redact.Set
-	Fault                 *verdict.Fault
+	// rootClaim is this process's owner record of Root (worker.SweepStaleRoots leaves
+	// a claimed root alone); teardown releases it.
+	rootClaim *worker.RootClaim
+	Instance  *instance
+	Model     *modelServer
+	Canary    string
+	Secrets   *redact.Set
+	Fault     *verdict.Fault
 }
 
 // provision creates the temp root, draws the canary, starts the serve child and, for a
@@ -44,7 +48,12 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 		p.Fault = verdict.HarnessFault(fmt.Errorf("creating the attempt directory: %w", err), false)
 		return p
 	}
-	root, err := os.MkdirTemp(x.TempDir, "agentproof-attempt-")
+	root, err := os.MkdirTemp(x.TempDir, worker.AttemptRootPrefix)
+	if err == nil { // the owner record worker.SweepStaleRoots honours
+		if p.rootClaim, err = worker.ClaimAttemptRoot(root); err != nil {
+			_ = os.RemoveAll(root)
+		}
+	}
 	if err != nil {
 		p.Fault = verdict.HarnessFault(fmt.Errorf("harness temp root create failed: %w", err), true)
 		return p

@@ -51,6 +51,7 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 		collectAgentLogs(a.ev, secrets, p.Home)
 		t.Leaks = append(t.Leaks, scanClosed(secrets, p.Home, p.Workspace, &t.Problems)...)
 		t.Problems = append(t.Problems, x.removeRoot(p.Root)...)
+		_ = p.rootClaim.Release() // removed or kept: nobody's to sweep
 	}
 	if s.Grades.Matchers != nil {
 		t.Missing = a.ev.CheckRequired()

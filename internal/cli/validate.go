@@ -34,8 +34,13 @@ func newValidateCmd(a *app) *cobra.Command {
 		Long: `Load a catalog (the embedded default, or --catalog DIR) and check it completely:
 strict YAML (unknown keys are errors), duplicate and unknown ids, raw secrets, matrix
 sizes, exclusions, matcher specs, templates and reference scripts, ranking hashes, and
-that every case's flow has an implementation in this agentproof. Every problem is
-reported at once. Exit code 0 when valid, 2 when not.`,
+the driverConfig of exec profiles (command: the absolute path of an existing executable
+file; args: strings using only {{apiUrl}} {{runId}} {{stateDir}} {{taskId}}
+{{workspace}}; timeoutMs: 1..86400000; maxOutputBytes: 1..67108864; no other key), and
+that every case's flow has an implementation in this agentproof. Only regular files
+are read: a named pipe, device or socket among the *.yaml files is a problem naming
+it, and is never opened for reading.
+Every problem is reported at once. Exit code 0 when valid, 2 when not.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := readCatalog(*dir)
