@@ -1,5 +1,6 @@
-// Package heartbeat is the heartbeat runner of the control-plane server (issue 8;
-// DESIGN.md "The way data flows"): it turns scheduled wakes into bounded agent runs.
+// Package heartbeat is the heartbeat runner of the control-plane server
+// (docs/ARCHITECTURE.md "Data flow", "Observed facts"): it turns scheduled wakes into
+// bounded agent runs and records what it launched.
 //
 // For every company whose lifecycle is running, the runner takes the scheduled wakes in
 // due order (DueAt, then schedule order; the fixture clock of seed 001 is not wall time,
@@ -14,7 +15,10 @@
 // still running, the runner completes it: cancelled after a Stop, otherwise with the
 // driver's verdict (failed for every agent that talks to the API; a fixture program's
 // clean exit is succeeded). Every run leaves a durable Record (api.HeartbeatRun):
-// termination summary, redacted bounded stdout/stderr as evidence, times, usage.
+// termination summary, redacted bounded stdout/stderr as evidence, times, usage, and
+// the launch facts (api.LaunchFacts, launch.go): the driver, the binary's path,
+// SHA-256 and version, the argv shape, the runtime mode, the environment and target,
+// the pid and its start time.
 //
 // Delivery is durable without a second source of truth: the run id is derived from
 // the wake id, so a wake is delivered exactly when the control plane holds its run (the
