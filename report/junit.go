@@ -69,9 +69,9 @@ func JUnit(c *Campaign) []byte {
 			case "failure":
 				typ := string(r.FailureClass)
 				if Outcome(r) == verdict.Inconclusive {
-					typ = "inconclusive"
+					typ = string(verdict.Inconclusive)
 				} else if typ == "" {
-					typ = "failed"
+					typ = string(verdict.Failed)
 				}
 				fmt.Fprintf(&b, "\n      <failure message=%s type=%s>%s</failure>\n    ", xmlAttr(msg), xmlAttr(typ), xmlText(junitBody(r)))
 			case "skipped":

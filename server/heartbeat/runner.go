@@ -874,7 +874,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		return api.CancelRunResponse{}, err
 	}
 	req.RequestID = id
-	company, c, run, err := r.locate(ctx, runID)
+	company, c, _, err := r.locate(ctx, runID)
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
@@ -886,7 +886,8 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
-	if run = findRun(st, runID); run == nil {
+	run := findRun(st, runID)
+	if run == nil {
 		return api.CancelRunResponse{}, &controlplane.Error{Code: "run_missing", Message: "run " + runID + " does not exist"}
 	}
 	rec, known := r.Run(runID)
