@@ -314,5 +314,5 @@ func ShouldRetry(cell *catalog.Cell, j verdict.Judgement, attempt, maxAutomaticR
 		verdict.Counted(cell.ExpectedVerdict, j.Verdict, true) != verdict.Passed &&
 		attempt <= maxAutomaticRetries &&
 		!cell.Profile.QualificationCandidate &&
-		cell.Case.AutomaticRetryPolicy != "single_attempt"
+		cell.Case.AutomaticRetryPolicy != catalog.RetrySingleAttempt
 }

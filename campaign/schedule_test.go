@@ -9,6 +9,10 @@ package campaign
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -17,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/report"
 
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -444,5 +449,51 @@ func TestSchedulerInterruptedSafetyFailureCounts(t *testing.T) {
 				t.Errorf("second cell %s after %d calls", sum.Cells[1].Status, len(exec.calls))
 			}
 		})
+	}
+}
+
+// TestSchedulerWritesResults: with a results root, the scheduler writes each attempt
+// that counts (result.json, evidence-manifest.json) as the attempt ends — before its
+// EventAttemptFinished reaches Observe, which only renders — and none for an attempt an
+// interruption cut short; a result that cannot be written is reported in the Summary.
+func TestSchedulerWritesResults(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	p := newTestPlan(t, catalog.Selector{IDs: []string{markerCell, "core-compatibility.reference.local.ask-question"}}, Options{MaxParallel: 2, MaxAutomaticRetries: 0})
+	exec := &scriptedExecutor{script: func(plan AttemptPlan) Outcome {
+		if plan.Cell.ID == markerCell {
+			return passOutcome
+		}
+		return interruptedOutcome
+	}}
+	var seen []string
+	observe := func(e Event) {
+		if e.Kind != EventAttemptFinished {
+			return
+		}
+		_, err := os.Stat(filepath.Join(root, e.Result.Plan.Dir, ResultFile))
+		seen = append(seen, fmt.Sprintf("%s written=%v", e.Cell.ID, err == nil))
+	}
+	sum := (&Scheduler{Executor: exec, ResultsRoot: root, Observe: observe}).Run(context.Background(), p)
+	slices.Sort(seen)
+	want := []string{"core-compatibility.reference.local.ask-question written=false", markerCell + " written=true"}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("results on disk when the attempt finished (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(root, sum.Cells[0].Attempts[0].Plan.Dir, report.EvidenceManifestFile)); err != nil {
+		t.Errorf("no evidence manifest: %v", err)
+	}
+	if len(sum.WriteErrors) != 0 {
+		t.Errorf("write errors: %v", sum.WriteErrors)
+	}
+
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p = newTestPlan(t, catalog.Selector{IDs: []string{markerCell}}, Options{MaxParallel: 1})
+	sum = (&Scheduler{Executor: &scriptedExecutor{script: func(AttemptPlan) Outcome { return passOutcome }}, ResultsRoot: blocked}).Run(context.Background(), p)
+	if len(sum.WriteErrors) != 1 || sum.Cells[0].Attempts[0].WriteErr == nil {
+		t.Errorf("a results root that is a file: write errors %v", sum.WriteErrors)
 	}
 }

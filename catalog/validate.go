@@ -26,6 +26,10 @@ var CredentialPattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 
 const maxIDLength = 100
 
+// RetrySingleAttempt is the automaticRetryPolicy of a case that must never be retried
+// automatically (spec §9).
+const RetrySingleAttempt = "single_attempt"
+
 // Enumerations of the catalog's closed fields (spec runner-e2e-harness §2.3–2.6, plus
 // agentproof's own drivers, the builtin qualification source and the process_exit flow
 // of the calibration suite).
@@ -45,7 +49,7 @@ var (
 	IssueStates          = []string{"done", "in_review", "blocked", "in_progress"}
 	RunStates            = []string{"succeeded", "failed", "cancelled"}
 	ToolReviews          = []string{"approve", "decline", "always", "restart"}
-	RetryPolicies        = []string{"", "single_attempt"}
+	RetryPolicies        = []string{"", RetrySingleAttempt}
 	TurnTriggers         = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
 	daytonaImageRE       = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
 	sha256HexRE          = regexp.MustCompile(`^[0-9a-f]{64}$`)
