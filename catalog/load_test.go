@@ -278,6 +278,16 @@ func TestBadInput(t *testing.T) {
 			},
 		},
 		{
+			name: "unknown normalize form",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "      - {kind: message_exact, expected: \"{{marker}}\"}\n",
+					"      - {kind: message_exact, expected: \"{{marker}}\"}\n      - {kind: message_contains, expected: \"OK\", normalize: nfd}\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "normalize: nfd")) + `61: case hello matchers\[1\]: matcher message_contains: normalize: normalize must be one of none, nfc, nfkc`}
+			},
+		},
+		{
 			name: "huge file",
 			files: func(t *testing.T) map[string]string {
 				f := ab(baseA, baseB)

@@ -642,7 +642,7 @@ func (v *validator) validateMatchers(cs *Case, vars map[string]string) {
 		fields := map[string]any{
 			"kind": &m.Kind, "expected": &m.Expected, "count": &m.Count, "pattern": &m.Pattern,
 			"flags": &m.Flags, "path": &m.Path, "name": &m.Name, "mimeType": &m.MimeType,
-			"schema": &m.Schema, "turn": &m.Turn,
+			"schema": &m.Schema, "turn": &m.Turn, "normalize": &m.Normalize,
 		}
 		msg := se.Error()
 		if se.Construct != "" && !strings.Contains(msg, se.Construct) {

@@ -49,18 +49,18 @@ var (
 		KindJSONSchema,
 	}
 	kindFields = map[string][]string{
-		KindMessageExact:       {"expected", "turn"},
-		KindMessageContains:    {"expected", "turn"},
-		KindMessageOccurrences: {"expected", "count", "turn"},
+		KindMessageExact:       {"expected", "turn", "normalize"},
+		KindMessageContains:    {"expected", "turn", "normalize"},
+		KindMessageOccurrences: {"expected", "count", "turn", "normalize"},
 		KindMessageRegex:       {"pattern", "flags", "turn"},
-		KindMessageOrdered:     {"expected", "turn"},
+		KindMessageOrdered:     {"expected", "turn", "normalize"},
 		KindIssueStatus:        {"expected"},
 		KindRunStatus:          {"expected"},
 		KindRuntimeMode:        {"expected"},
 		KindEnvironment:        {"expected"},
 		KindFileExists:         {"path"},
-		KindFileExact:          {"path", "expected"},
-		KindFileContains:       {"path", "expected"},
+		KindFileExact:          {"path", "expected", "normalize"},
+		KindFileContains:       {"path", "expected", "normalize"},
 		KindArtifactExists:     {"name", "mimeType"},
 		KindJSONPath:           {"path", "expected"},
 		KindJSONSchema:         {"schema"},
@@ -80,7 +80,7 @@ type compiled struct {
 	spec     Spec
 	specJSON string // JSON.stringify-compatible encoding of spec, for details
 
-	text    string   // message kinds: normalised expected; status/file kinds: raw expected
+	text    string   // message kinds: normalised expected; file kinds: expected in form; status kinds: raw expected
 	items   []string // message_ordered: normalised items
 	count   int      // message_occurrences
 	re      *regexp.Regexp
@@ -90,7 +90,8 @@ type compiled struct {
 	wantJS  []byte // json_path: RFC 8785 encoding of want
 	schema  *jsonschema.Schema
 	turn    int
-	display any // Outcome.Expected
+	form    unicodeForm // text kinds: the Unicode normalisation of both sides
+	display any         // Outcome.Expected
 }
 
 // Kind returns the matcher's kind ("" for the zero Matcher).
@@ -171,6 +172,11 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		}
 	}
 	c := &compiled{spec: spec, turn: spec.Turn}
+	if f, ok := parseForm(spec.Normalize); ok {
+		c.form = f
+	} else {
+		bad("normalize", "normalize must be one of %s (the Unicode normalisation both sides are compared in; absent means nfc); got %q", strings.Join(normalizeForms, ", "), spec.Normalize)
+	}
 	if spec.Turn < 0 {
 		bad("turn", "turn must be 1 or more (the 1-based turn whose message to check), or absent for the whole message; got %d", spec.Turn)
 	}
@@ -178,12 +184,12 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	switch spec.Kind {
 	case KindMessageExact, KindMessageContains:
 		if s, ok := stringParam(spec, bad, "the text to look for in the message"); ok {
-			c.text = Normalize(s)
+			c.text = Normalize(c.form.apply(s))
 			c.display = c.text
 		}
 	case KindMessageOccurrences:
 		if s, ok := stringParam(spec, bad, "the text whose occurrences to count"); ok {
-			c.text = Normalize(s)
+			c.text = Normalize(c.form.apply(s))
 		}
 		switch {
 		case spec.Count == nil:
@@ -216,8 +222,9 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		c.file = checkWorkspacePath(spec.Path, bad)
 		c.display = c.file
 		if spec.Kind != KindFileExists {
-			if s, ok := stringParam(spec, bad, "the file content to compare with (raw, not normalised)"); ok {
-				c.text, c.display = s, s
+			if s, ok := stringParam(spec, bad, "the file content to compare with (whitespace as it is; Unicode normalised as normalize says)"); ok {
+				c.text = c.form.apply(s)
+				c.display = c.text
 			}
 		}
 	case KindArtifactExists:
@@ -270,6 +277,7 @@ func presentFields(s Spec) []string {
 	add(s.MimeType != "", "mimeType")
 	add(s.Schema != nil, "schema")
 	add(s.Turn != 0, "turn")
+	add(s.Normalize != "", "normalize")
 	return out
 }
 
@@ -429,7 +437,7 @@ func compileOrdered(spec Spec, c *compiled, bad badFunc) {
 	}
 	c.items = make([]string, len(raw))
 	for i, s := range raw {
-		c.items[i] = Normalize(s)
+		c.items[i] = Normalize(c.form.apply(s))
 	}
 	c.display = c.items
 }
