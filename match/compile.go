@@ -115,10 +115,12 @@ func (m Matcher) Spec() Spec {
 // a missing or unknown kind; a field the kind does not use; a missing or mistyped
 // parameter; a negative count or turn; flags outside "ims"; a pattern RE2 cannot compile
 // (naming lookahead, lookbehind or backreference when the pattern uses one); a runtime
-// mode other than legacy/native; a workspace path that is empty, absolute or contains
-// "..", a malformed mimeType; a JSONPath that does not parse (RFC 9535, or the legacy dot
-// form converted first); an expected value that cannot be encoded as JSON; and a JSON
-// Schema that does not compile (draft 2020-12, references outside the schema refused).
+// mode other than legacy/native; a normalize other than none/nfc/nfkc; a workspace path
+// that is empty, absolute or contains "..", a malformed mimeType; a JSONPath that does
+// not parse (RFC 9535, or the legacy dot form converted first); an expected value that
+// cannot be encoded as JSON; and a JSON Schema that does not compile (draft 2020-12,
+// references outside the schema refused and named as written, a "format" outside
+// SchemaFormats refused; SpecError.Pointer says where in the schema).
 // Use CompileAll to get every problem of every spec.
 func Compile(spec Spec) (Matcher, error) {
 	m, problems := compile(spec)
@@ -556,55 +558,5 @@ func quoteName(s string) string {
 }
 
 // schemaURL is the location under which a matcher's schema is registered; it is never
-// fetched.
+// fetched (see recordingLoader).
 const schemaURL = "https://agentproof.invalid/matcher.schema.json"
-
-// refusingLoader refuses to load any schema resource: a matcher's schema must be
-// self-contained (no file or network access at validation or evaluation).
-type refusingLoader struct{}
-
-// Load always fails.
-func (refusingLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("schema references %s; a matcher's schema must be self-contained (no remote or file $ref)", url)
-}
-
-func compileSchema(spec Spec, c *compiled, bad badFunc) {
-	if spec.Schema == nil {
-		bad("schema", "schema is required: a JSON Schema (draft 2020-12) document the observation's JSON must satisfy")
-		return
-	}
-	raw, err := json.Marshal(spec.Schema)
-	if err != nil {
-		e := bad("schema", "schema cannot be encoded as JSON; use only maps with string keys, lists, strings, numbers and booleans")
-		e.Err = err
-		return
-	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
-	if err != nil {
-		e := bad("schema", "schema is not a JSON document: %v", err)
-		e.Err = err
-		return
-	}
-	switch doc.(type) {
-	case map[string]any, bool:
-	default:
-		bad("schema", "schema must be a map (or a boolean), not %s", jsonType(doc))
-		return
-	}
-	comp := jsonschema.NewCompiler()
-	comp.DefaultDraft(jsonschema.Draft2020)
-	comp.UseLoader(refusingLoader{})
-	if err := comp.AddResource(schemaURL, doc); err != nil {
-		e := bad("schema", "schema cannot be registered: %v", err)
-		e.Err = err
-		return
-	}
-	sch, err := comp.Compile(schemaURL)
-	if err != nil {
-		e := bad("schema", "schema is not a valid JSON Schema (draft 2020-12): %s", strings.ReplaceAll(err.Error(), schemaURL, "schema"))
-		e.Err = err
-		return
-	}
-	c.schema = sch
-	c.display = spec.Schema
-}

@@ -126,15 +126,22 @@ func (c *compiled) eval(ev *evidence) result {
 		if missing != "" {
 			return result{missing: missing}
 		}
-		nodes := c.jpath.Select(doc)
-		if len(nodes) != 1 {
-			return result{observed: canonjson.Object{
-				{Key: "selected", Value: len(nodes)},
-				{Key: "nodes", Value: []any(nodes)},
-			}}
+		nodes := c.jpath.SelectLocated(doc)
+		if len(nodes) == 1 {
+			if got, err := canonjson.Sorted(nodes[0].Node); err == nil && bytes.Equal(got, c.wantJS) {
+				return result{passed: true, observed: nodes[0].Node}
+			}
 		}
-		got, err := canonjson.Sorted(nodes[0])
-		return result{passed: err == nil && bytes.Equal(got, c.wantJS), observed: nodes[0]}
+		// A failure lists every selected node with its RFC 9535 normalized path
+		// ($['runs'][1]['status']), so that the detail says where each value is.
+		located := make([]any, len(nodes))
+		for i, n := range nodes {
+			located[i] = canonjson.Object{{Key: "path", Value: n.Path.String()}, {Key: "value", Value: n.Node}}
+		}
+		return result{observed: canonjson.Object{
+			{Key: "selected", Value: len(nodes)},
+			{Key: "nodes", Value: located},
+		}}
 	case KindJSONSchema:
 		doc, missing := ev.document()
 		if missing != "" {

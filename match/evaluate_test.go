@@ -227,7 +227,12 @@ var evalCases = []evalCase{
 	{"json schema/2020-12 prefixItems", Spec{Kind: KindJSONSchema, Schema: map[string]any{
 		"prefixItems": []any{map[string]any{"type": "string"}}, "items": false,
 	}}, withJSON(full(), `["a", 1]`), fail},
-	{"json schema/unknown format ignored", Spec{Kind: KindJSONSchema, Schema: map[string]any{"format": "no-such-format"}}, withJSON(full(), `"x"`), pass},
+	{"json schema/format asserted", Spec{Kind: KindJSONSchema, Schema: map[string]any{"properties": map[string]any{
+		"email": map[string]any{"format": "email"}, "when": map[string]any{"format": "date-time"}, "id": map[string]any{"format": "uuid"},
+	}}}, withJSON(full(), `{"email":"not an address","when":"yesterday","id":"123"}`), fail},
+	{"json schema/format satisfied", Spec{Kind: KindJSONSchema, Schema: map[string]any{"properties": map[string]any{
+		"email": map[string]any{"format": "email"}, "when": map[string]any{"format": "date-time"}, "id": map[string]any{"format": "uuid"},
+	}}}, withJSON(full(), `{"email":"a@example.com","when":"2026-12-01T12:00:00Z","id":"0b9e5b4a-3f1c-4e1a-9a57-1d6f0c1e2b3a"}`), pass},
 	{"json schema/null document", Spec{Kind: KindJSONSchema, Schema: map[string]any{"type": "null"}}, withJSON(full(), `null`), pass},
 	{"json schema/no document", Spec{Kind: KindJSONSchema, Schema: true}, withoutJSON(full()), notReached},
 }
@@ -309,8 +314,9 @@ func TestEvaluateOutcomes(t *testing.T) {
 	want := []Outcome{
 		{Kind: KindMessageOccurrences, Expected: 1, Observed: 2,
 			Detail: `expected {"kind":"message_occurrences","expected":"aa","count":1}; observed 2`},
-		{Kind: KindJSONPath, Expected: "x", Observed: mustObject(`selected`, 2, `nodes`, []any{"succeeded", "failed"}),
-			Detail: `expected {"kind":"json_path","expected":"x","path":"$.runs[*].status"}; observed {"selected":2,"nodes":["succeeded","failed"]}`},
+		{Kind: KindJSONPath, Expected: "x", Observed: mustObject(`selected`, 2, `nodes`, []any{
+			mustObject(`path`, `$['runs'][0]['status']`, `value`, "succeeded"), mustObject(`path`, `$['runs'][1]['status']`, `value`, "failed")}),
+			Detail: `expected {"kind":"json_path","expected":"x","path":"$.runs[*].status"}; observed {"selected":2,"nodes":[{"path":"$['runs'][0]['status']","value":"succeeded"},{"path":"$['runs'][1]['status']","value":"failed"}]}`},
 		{Kind: KindArtifactExists, Passed: true, Expected: mustObject("name", "server.log"), Observed: obs.Artifacts, Detail: "matched"},
 		{Kind: KindFileExists, Expected: "nope", Observed: false, Detail: `expected {"kind":"file_exists","path":"nope"}; observed false`},
 	}
@@ -518,6 +524,22 @@ func TestNeedsJSONEscape(t *testing.T) {
 	}
 }
 
+// TestJSONPathFailureNamesPaths: a failed json_path lists every selected node with its
+// RFC 9535 normalized path, not only its value.
+func TestJSONPathFailureNamesPaths(t *testing.T) {
+	t.Parallel()
+	m, err := Compile(Spec{Kind: KindJSONPath, Path: "$..id", Expected: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := m.Evaluate(&Observation{JSON: []byte(`{"a":[{"id":"p"},{"b":{"id":"q"}}],"it's":{"id":7}}`)})
+	for _, want := range []string{`"selected":3`, `{"path":"$['a'][0]['id']","value":"p"}`, `{"path":"$['a'][1]['b']['id']","value":"q"}`, `{"path":"$['it\\'s']['id']","value":7}`} {
+		if o.Passed || !strings.Contains(o.Detail, want) {
+			t.Errorf("detail %s lacks %s", o.Detail, want)
+		}
+	}
+}
+
 func TestSecretInNumberIsRedactedFromDetail(t *testing.T) {
 	t.Parallel()
 	m, err := Compile(Spec{Kind: KindJSONPath, Path: "$.n", Expected: 1})
@@ -525,7 +547,7 @@ func TestSecretInNumberIsRedactedFromDetail(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := m.Evaluate(&Observation{JSON: []byte(`{"n":98765432101}`), Secrets: []string{"98765432101"}})
-	if o.Passed || strings.Contains(o.Detail, "98765432101") || !strings.HasSuffix(o.Detail, "; observed "+redaction) {
+	if o.Passed || strings.Contains(o.Detail, "98765432101") || !strings.HasSuffix(o.Detail, `"value":`+redaction+`}]}`) {
 		t.Errorf("detail %q", o.Detail)
 	}
 }
