@@ -46,8 +46,12 @@
 // form, a JSON Schema "format" agentproof does not assert and a $ref outside the schema
 // at the line of the keyword; docs/matchers.md), reference scripts,
 // the raw-secret scan of spec §2.8, secret references, per-suite and total matrix sizes,
-// exclusions that are not in the matrix, calibration verdicts and ranking content
-// hashes.
+// exclusions that are not in the matrix, calibration verdicts, ranking content
+// hashes and the driverConfig of exec profiles (validateExecConfig: an existing
+// executable at an absolute path, string args, bounded timeoutMs and maxOutputBytes).
+// LoadDir reads regular files only: a FIFO, device or socket is a problem naming it and
+// is never opened for reading (files are opened with O_NONBLOCK and checked again, so a
+// FIFO cannot block loading).
 //
 // # Decisions where sources differ
 //
