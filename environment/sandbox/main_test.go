@@ -145,8 +145,8 @@ func testExe() string {
 func hostileSpec(l *environment.Lease, args ...string) worker.Spec {
 	exe := testExe()
 	return worker.Spec{Path: exe, Args: append([]string{exe, "hostile"}, args...),
-		Env:     []string{"PATH=/usr/bin:/bin", "HOME=" + Home, "LANG=C", "TZ=UTC", "GORACE=atexit_sleep_ms=0"},
-		Dir:     l.Workspace, Timeout: 60 * time.Second, MaxOutputBytes: 1 << 20, NullStdin: true}
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + Home, "LANG=C", "TZ=UTC", "GORACE=atexit_sleep_ms=0"},
+		Dir: l.Workspace, Timeout: 60 * time.Second, MaxOutputBytes: 1 << 20, NullStdin: true}
 }
 
 // result is one supervised launch.
