@@ -75,8 +75,8 @@ func (p *Provider) Probe(ctx context.Context) environment.ProbeReport {
 			err := probeCgroup(h.ownDir())
 			add("cgroup "+c, err == nil, "%s%s", where, errSuffix(err))
 		}
-		if sys.V2 != nil && exists(filepath.Join(sys.V2.ownDir(), "cgroup.kill")) && !p.opt.NoCgroupKill {
-			add("kill", true, "cgroup2 cgroup.kill at %s (the whole tree at once), then confirmed empty", sys.V2.ownDir())
+		if sys.V2 != nil && root && !p.opt.NoCgroupKill && probeCgroupKill(sys.V2.ownDir()) {
+			add("kill", true, "cgroup2 cgroup.kill under %s (the whole tree at once), then confirmed empty", sys.V2.ownDir())
 		} else {
 			add("kill", true, "SIGKILL rounds over the lease's cgroup.procs until empty (no cgroup.kill); the pids limit bounds a fork race")
 		}
@@ -157,6 +157,21 @@ func probeCgroup(dir string) error {
 		return err
 	}
 	return syscall.Rmdir(d)
+}
+
+// probeCgroupKill reports whether a child cgroup of the cgroup2 directory dir has
+// cgroup.kill (Linux 5.14 and later).
+func probeCgroupKill(dir string) bool {
+	id, err := environment.NewLeaseID()
+	if err != nil {
+		return false
+	}
+	d := filepath.Join(dir, cgroupPrefix+"probe-"+id)
+	if os.Mkdir(d, 0o755) != nil {
+		return false
+	}
+	defer syscall.Rmdir(d)
+	return exists(filepath.Join(d, "cgroup.kill"))
 }
 
 // probeTmpfs mounts and unmounts a 1 MiB tmpfs in a temporary directory.

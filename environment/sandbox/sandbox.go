@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/environment"
@@ -81,6 +82,16 @@ type Options struct {
 // Provider is the sandbox provider. Create it with New.
 type Provider struct {
 	opt Options
+
+	versionOnce sync.Once
+	version     string
+	versionErr  error
+}
+
+// bwrapVersion is bwrapVersion of the provider's bwrap, run once per provider.
+func (p *Provider) bwrapVersion(ctx context.Context) (string, error) {
+	p.versionOnce.Do(func() { p.version, p.versionErr = bwrapVersion(ctx, p.opt.Bwrap) })
+	return p.version, p.versionErr
 }
 
 var _ environment.Provider = (*Provider)(nil)
@@ -190,7 +201,7 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	if os.Geteuid() != 0 {
 		return nil, errors.New("sandbox lease: this provider needs root here (cgroup limits and the lease disk's tmpfs are mounted on the host); see `agentproof environments probe`")
 	}
-	version, err := bwrapVersion(ctx, p.opt.Bwrap)
+	version, err := p.bwrapVersion(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox lease: %w", err)
 	}

@@ -1,0 +1,51 @@
+package sandbox
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/local"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// BenchmarkAttempt is one attempt's environment overhead: Setup, Launch of a trivial
+// process (/usr/bin/true) supervised by the worker, Settle and Cleanup, for local and
+// for the sandbox, side by side in one run (the goal: sandbox ≤ 30 ms over
+// local). Run: go test -run '^$' -bench Attempt -count 10 ./environment/sandbox/
+func BenchmarkAttempt(b *testing.B) {
+	requireSandbox(b)
+	for _, p := range []environment.Provider{local.New(), New(Options{})} {
+		b.Run(string(p.Name()), func(b *testing.B) {
+			root := leaseRoot(b)
+			ctx := context.Background()
+			for b.Loop() {
+				l, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "bench", Root: root, Shape: smallShape, Workspace: ""})
+				if err != nil {
+					b.Fatal(err)
+				}
+				dir := l.Workspace
+				if dir == "" {
+					dir = root
+				}
+				x, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: worker.Spec{Path: "/usr/bin/true", Args: []string{"true"},
+					Dir: dir, Timeout: 30 * time.Second, MaxOutputBytes: 1 << 16, NullStdin: true}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				o, err := worker.Supervise(ctx, x.Spec())
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := x.Settle(o)
+				if s.Outcome.ExitCode == nil || *s.Outcome.ExitCode != 0 || len(s.Problems) > 0 {
+					b.Fatalf("true: %+v %v %s", s.Outcome, s.Problems, o.Output.Stderr())
+				}
+				if r := p.Cleanup(ctx, l); !r.Confirmed {
+					b.Fatal(r.Reason())
+				}
+			}
+		})
+	}
+}
