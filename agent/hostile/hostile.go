@@ -56,7 +56,7 @@ const MaxOutput = 4096
 // Attacks lists the attack names with their arguments.
 var Attacks = []string{
 	"read <path>", "proc-environ <pid> <variable-name>", "connect <host:port>", "reach <url> <expected-body-substring>",
-	"write <path>", "daemon [wait <ready-file>]", "forkbomb <max-processes>", "memory <bytes>", "diskfill <dir> <bytes>",
+	"write <path>", "write-fd <fd>", "daemon [wait <ready-file>]", "forkbomb <max-processes>", "memory <bytes>", "diskfill <dir> <bytes>",
 	"facts", "term-grace <ready-file>", "sleeper",
 }
 
@@ -100,6 +100,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 			return ExitUsage
 		}
 		r = write(args[1])
+	case "write-fd":
+		fd, err := strconv.Atoi(argOr(args, 1))
+		if err != nil || fd < 0 || !need(1) {
+			return ExitUsage
+		}
+		r = writeFD(fd)
 	case "daemon":
 		switch {
 		case len(args) == 1:
@@ -231,6 +237,15 @@ func write(path string) Report {
 	return Report{Target: path, Detail: "written"}
 }
 
+// writeFD writes a line to an inherited descriptor (contained when there is none).
+func writeFD(fd int) Report {
+	f := os.NewFile(uintptr(fd), "inherited")
+	if _, err := f.Write([]byte("hostile agent was here\n")); err != nil {
+		return Report{Target: strconv.Itoa(fd), Contained: true, Detail: err.Error()}
+	}
+	return Report{Target: strconv.Itoa(fd), Detail: "written"}
+}
+
 // daemon starts a sleeper in a new session (setsid: out of the process group the
 // worker kills), and exits at once, or, with a ready file, writes that file and keeps
 // running beside it.
@@ -335,9 +350,19 @@ func facts() Report {
 			}
 		}
 	}
-	out := fmt.Sprintf("uid=%d gid=%d pid=%d host=%s pid1=%q pids=%s ifaces=%s cwd=%s status=%s cgroup=%s",
+	var fds []string
+	if list, err := os.ReadDir("/proc/self/fd"); err == nil {
+		for _, e := range list {
+			target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+			if strings.HasPrefix(target, "pipe:") {
+				target = "pipe"
+			}
+			fds = append(fds, e.Name()+":"+target)
+		}
+	}
+	out := fmt.Sprintf("uid=%d gid=%d pid=%d host=%s pid1=%q pids=%s ifaces=%s cwd=%s status=%s fds=%s cgroup=%s",
 		os.Getuid(), os.Getgid(), os.Getpid(), host, strings.ReplaceAll(string(pid1), "\x00", " "), strings.Join(pids, ","),
-		strings.Join(ifs, ","), mustCwd(), nnp, strings.ReplaceAll(strings.TrimSpace(string(cg)), "\n", ","))
+		strings.Join(ifs, ","), mustCwd(), nnp, strings.Join(fds, ","), strings.ReplaceAll(strings.TrimSpace(string(cg)), "\n", ","))
 	return Report{Contained: true, Detail: "facts", Output: out}
 }
 

@@ -83,7 +83,7 @@ func parseInit(args []string) (initArgs, error) {
 // RunInit is `agentproof sandbox-init`, PID 1 of a sandbox (started by bubblewrap with
 // --as-pid-1, as the sandbox user, without capabilities). It
 //
-//  1. closes every inherited descriptor but stdio, the --pass-fds descriptors (fds
+//  1. makes itself not dumpable and closes every inherited descriptor but stdio, the --pass-fds descriptors (fds
 //     3…, the worker's extra files) and the status fd, so the agent can reach nothing
 //     of the host through one;
 //  2. checks that loopback is up in its network namespace (bringing it up when it is
@@ -107,6 +107,10 @@ func RunInit(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentproof %s: %v\n", InitCommand, err)
 		return 64
 	}
+	// Not dumpable: the agent (the same user) can neither ptrace init nor open its
+	// descriptors through /proc/1/fd.
+	const prSetDumpable = 4
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0)
 	status := os.NewFile(uintptr(a.statusFD), "status")
 	closeStrayFDs(3+a.passFDs, a.statusFD)
 	syscall.CloseOnExec(a.statusFD)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -305,5 +306,52 @@ func TestCgroupLimits(t *testing.T) {
 	}
 	if full, err := diskFull(st.Disk); err != nil || full {
 		t.Errorf("a fresh disk is full: %v", err)
+	}
+}
+
+// TestDiskDir: a directory on the lease disk is writable inside as a bind and
+// persists across launches of a reused lease; reserved and odd names are refused.
+func TestDiskDir(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	p := New(Options{})
+	l := setup(t, p, environment.LeaseSpec{Reuse: true})
+	dir, err := DiskDir(l, "agent-state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind := []environment.Bind{{Path: dir, Write: true}}
+	if r := launch(t, context.Background(), p, l, environment.LaunchRequest{Spec: hostileSpec(l, "write", filepath.Join(dir, "session")), Binds: bind}); r.report.Contained {
+		t.Fatalf("the disk directory is not writable inside: %+v", r.report)
+	}
+	if r := launch(t, context.Background(), p, l, environment.LaunchRequest{Spec: hostileSpec(l, "read", filepath.Join(dir, "session")), Binds: bind}); r.report.Contained {
+		t.Errorf("the disk directory did not persist: %+v", r.report)
+	}
+	for _, bad := range []string{"", "..", "tmp", "a/b"} {
+		if _, err := DiskDir(l, bad); err == nil {
+			t.Errorf("DiskDir(%q) accepted", bad)
+		}
+	}
+}
+
+// TestPassFDs: the worker's extra files reach the agent as fds 3, … (the guarded
+// path's control pipe); that nothing else does is TestFacts' descriptor check.
+func TestPassFDs(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	p := New(Options{})
+	l := setup(t, p, environment.LeaseSpec{})
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	spec := hostileSpec(l, "write-fd", "3")
+	spec.ExtraFiles = []*os.File{wr}
+	r := launch(t, context.Background(), p, l, environment.LaunchRequest{Spec: spec})
+	_ = wr.Close()
+	got, _ := io.ReadAll(rd)
+	if string(got) != "hostile agent was here\n" || exitCode(r.Outcome) != "1" {
+		t.Errorf("fd 3: read %q, exit %s, %+v %s", got, exitCode(r.Outcome), r.report, r.stderr)
 	}
 }

@@ -31,6 +31,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -350,4 +352,27 @@ func existingCgroups(cs leaseCgroups) []string {
 		}
 	}
 	return out
+}
+
+// DiskDir returns a directory on l's disk (under the disk cap), creating it owned by
+// the sandbox user when it does not exist: the place for what must be writable inside
+// and persist across a reused lease's launches besides the workspace (for example an
+// agent's state directory, bound with environment.Bind{Write: true}). name is one
+// path element of [A-Za-z0-9._-]. Errors: not a sandbox lease, a bad name, a
+// filesystem error.
+func DiskDir(l *environment.Lease, name string) (string, error) {
+	st, err := leaseState(l)
+	if err != nil {
+		return "", err
+	}
+	if name == "" || name == "." || name == ".." || strings.ContainsFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) || slices.Contains([]string{"home", "tmp", "shm", "runs", "workspace"}, name) {
+		return "", &environment.SpecError{What: "disk directory", Problems: []string{fmt.Sprintf("name %q must be one path element of [A-Za-z0-9._-] and not a reserved one", name)}}
+	}
+	dir := filepath.Join(st.Disk, name)
+	if err := mkdirOwned(dir, st.UID, st.GID); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	return dir, nil
 }

@@ -26,6 +26,13 @@ func TestFacts(t *testing.T) {
 			t.Errorf("facts lack %q: %s", want, out)
 		}
 	}
+	// stdin is /dev/null, stdout and stderr the worker's pipes, nothing else inherited
+	if !strings.Contains(out, "fds=0:/dev/null,1:pipe,2:pipe,") || strings.Count(out, ":pipe") != 2 {
+		t.Errorf("the agent inherited more than its stdio (init's status pipe?): %s", out)
+	}
+	if r := attack(t, p, l, "read", "/proc/1/environ"); !r.report.Contained {
+		t.Errorf("the agent can read init's /proc entries: %+v", r.report)
+	}
 	// Only init and the agent itself: no process of the host is visible.
 	pid := r.Facts["agentPid"]
 	if !strings.Contains(out, "pid="+pid+" ") || !strings.Contains(out, "pids=1,"+pid+" ") {
