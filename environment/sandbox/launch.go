@@ -84,8 +84,10 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 			probs = append(probs, fmt.Sprintf("readOnly[%d] %q must be an absolute, clean path", i, ro))
 			continue
 		}
-		if _, err := os.Stat(ro); err != nil {
+		if fi, err := os.Stat(ro); err != nil {
 			probs = append(probs, fmt.Sprintf("readOnly[%d]: %v", i, err))
+		} else if p := othersCannotRead(fi, st.UID); p != "" {
+			probs = append(probs, fmt.Sprintf("readOnly[%d] %s %s", i, ro, p))
 		}
 		for _, w := range writable {
 			if environment.Within(ro, w) {
@@ -111,7 +113,8 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 	scratch := st.Disk
 	if !l.Reuse {
 		scratch = filepath.Join(st.Disk, "runs", strconv.Itoa(n))
-		if err := os.MkdirAll(filepath.Dir(scratch), 0o755); err == nil {
+		err := os.MkdirAll(filepath.Dir(scratch), 0o755)
+		if err == nil {
 			err = makeScratchAt(scratch, st.UID, st.GID)
 		}
 		if err != nil {
@@ -147,6 +150,23 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 	forks, _ := st.Cgroups.forkRefusals()
 	return &launched{spec: wrapped, lease: l, st: st, n: n, dir: dir, scratch: scratch, statusR: statusR, statusW: statusW,
 		oom0: oom, forks0: forks}, nil
+}
+
+// othersCannotRead says why the sandbox user (uid, a stranger to the host's files) could
+// not use a read-only bind: a directory needs r and x for others, a file r. A bind shows
+// the inode with its own mode, so a 0700 directory stays closed inside.
+func othersCannotRead(fi os.FileInfo, uid int) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid {
+		return ""
+	}
+	need := os.FileMode(0o004)
+	if fi.IsDir() {
+		need = 0o005
+	}
+	if fi.Mode().Perm()&need != need {
+		return fmt.Sprintf("has mode %04o: the sandbox user (uid %d) cannot read it inside; bind a world-readable path within it", fi.Mode().Perm(), uid)
+	}
+	return ""
 }
 
 func makeScratchAt(dir string, uid, gid int) error {
