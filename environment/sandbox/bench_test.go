@@ -66,3 +66,23 @@ func BenchmarkAttempt(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSetupCleanup is the host side of a lease alone (cgroups with their limits,
+// the disk's tmpfs, the lease file; then kill, unmount, rmdir, confirm), without any
+// launch: what BenchmarkAttempt/sandbox spends outside the processes it starts.
+func BenchmarkSetupCleanup(b *testing.B) {
+	requireSandbox(b)
+	p := New(Options{})
+	root := leaseRoot(b)
+	cpu0 := cpuTime()
+	for b.Loop() {
+		l, err := p.Setup(context.Background(), environment.LeaseSpec{EnvironmentID: "bench", Root: root, Shape: smallShape})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := p.Cleanup(context.Background(), l); !r.Confirmed {
+			b.Fatal(r.Reason())
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+}
