@@ -172,11 +172,24 @@ func TestRuntime(t *testing.T) {
 			t.Errorf("estimate %v, want %v", *got.EstimatedListCostUSD, want)
 		}
 	})
-	t.Run("unknown provider unavailable", func(t *testing.T) {
+	t.Run("provider without rate table: unpriced with shape, unavailable without", func(t *testing.T) {
 		t.Parallel()
-		got := Runtime(RuntimeInput{Provider: "exe-dev", Leases: []Lease{shape}})
+		got := Runtime(RuntimeInput{Provider: "sandbox", Leases: []Lease{shape, shape}})
+		if got.CostStatus != RuntimeUnpriced || got.CostSource != SourceNoRateTable || got.EstimatedListCostUSD != nil || got.PricingURL != "" {
+			t.Errorf("got %+v", got)
+		}
+		if got.LeaseDurationMs == nil || *got.LeaseDurationMs != 7_200_000 || got.LeaseCount != 2 || got.CPUCores == nil || *got.MemoryGiB != 4 {
+			t.Errorf("lease time and shape must be kept: %+v", got)
+		}
+		partial := shape
+		partial.MemoryGiB = nil
+		got = Runtime(RuntimeInput{Provider: "exe-dev", Leases: []Lease{partial}})
 		if got.CostStatus != RuntimeUnavailable || got.EstimatedListCostUSD != nil {
 			t.Errorf("got %+v", got)
+		}
+		got = Runtime(RuntimeInput{Provider: "sandbox"})
+		if got.CostStatus != RuntimeUnavailable || got.LeaseDurationMs != nil {
+			t.Errorf("no leases: got %+v", got)
 		}
 	})
 }
@@ -234,6 +247,16 @@ func TestSummarizeAndSum(t *testing.T) {
 	}
 	if got := Sum([]Summary{a}); got.RuntimeCostStatus != RuntimeNotMetered || got.LLM.CostStatus != CostReported {
 		t.Errorf("single local: %+v", got)
+	}
+	box := Summarize(priced, Runtime(RuntimeInput{Provider: "sandbox", Leases: []Lease{{StartedAt: time.Unix(0, 0), ReleasedAt: time.Unix(60, 0), CPUCores: f(1), MemoryGiB: f(1), DiskGiB: f(1)}}}))
+	if box.Complete || box.EstimatedRuntimeCostUSD != nil {
+		t.Errorf("an unpriced runtime is not complete billing and costs nothing known: %+v", box)
+	}
+	if got := Sum([]Summary{a, b, box}); got.RuntimeCostStatus != RuntimeUnpriced || got.LeaseDurationMs != 3_660_000 {
+		t.Errorf("local+daytona+sandbox: %+v", got)
+	}
+	if got := Sum([]Summary{box, d}); got.RuntimeCostStatus != RuntimeUnavailable {
+		t.Errorf("unavailable beats unpriced: %+v", got)
 	}
 }
 

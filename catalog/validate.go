@@ -35,7 +35,7 @@ var (
 	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
 	CredentialScopes     = []string{"profile", "environment"}
 	EnvironmentDrivers   = []string{"local", "sandbox"}
-	EnvironmentProviders = []string{"local", "daytona"}
+	EnvironmentProviders = []string{"local", "daytona", "sandbox"}
 	LifecycleSetups      = []string{"instance_managed", "create_via_api"}
 	LifecycleProbes      = []string{"run_context_via_api"}
 	LifecycleCleanups    = []string{"instance_shutdown", "delete_via_api_and_destroy_leases"}
@@ -359,6 +359,12 @@ func (v *validator) validateEnvironment(e *Environment) {
 	if r := e.Resources; r != nil && (r.CPU <= 0 || r.MemoryGiB <= 0 || r.DiskGiB <= 0) {
 		v.add(v.at(r, e), "environment %s resources cpu, memoryGiB and diskGiB must all be positive", e.ID)
 	}
+	if r := e.Resources; r != nil && r.PIDs < 0 {
+		v.add(v.at(&r.PIDs, e), "environment %s resources pids must be positive when set", e.ID)
+	}
+	if e.Provider == "sandbox" {
+		v.validateSandboxEnvironment(e)
+	}
 	if img, ok := e.Config["image"]; ok && e.Provider == "daytona" {
 		s, _ := img.(string)
 		if !daytonaImageRE.MatchString(s) {
@@ -366,6 +372,24 @@ func (v *validator) validateEnvironment(e *Environment) {
 		}
 	}
 	v.scanPayload(&e.Config, "environment "+e.ID+" config")
+}
+
+// validateSandboxEnvironment checks what the sandbox provider (package
+// environment/sandbox) needs beyond every environment's fields: the sandbox driver, a
+// complete resource shape including pids (the cgroup limits are pinned, never the
+// machine's defaults) and, when present, a boolean config.reuseLease.
+func (v *validator) validateSandboxEnvironment(e *Environment) {
+	if e.Driver != "sandbox" {
+		v.add(v.at(&e.Driver, e), "environment %s has provider sandbox, which needs driver sandbox (got %q)", e.ID, e.Driver)
+	}
+	if r := e.Resources; r != nil && r.PIDs == 0 {
+		v.add(v.at(r, e), "sandbox environment %s must pin resources.pids (the most processes and threads its agent may run)", e.ID)
+	}
+	if reuse, ok := e.Config["reuseLease"]; ok {
+		if _, isBool := reuse.(bool); !isBool {
+			v.add(v.at(&e.Config, e), "environment %s config.reuseLease must be true or false", e.ID)
+		}
+	}
 }
 
 // envRef is how suites name an environment: "id", or "id@configurationKey".

@@ -173,7 +173,7 @@ func leaseText(a billing.Aggregate) string {
 
 func runtimeNote(a billing.Aggregate) string {
 	parts := []string{}
-	for _, k := range []string{"estimated", "not_metered", "unavailable"} {
+	for _, k := range []string{"estimated", "not_metered", "unpriced", "unavailable"} {
 		if n := a.RuntimeCostStatuses[k]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ReplaceAll(k, "_", " ")))
 		}

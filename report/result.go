@@ -391,9 +391,9 @@ func (r *Result) Validate(label string) error {
 func checkRuntime(name string, rt *billing.RuntimeUsage) []string {
 	var p []string
 	switch rt.CostStatus {
-	case billing.RuntimeEstimated, billing.RuntimeUnavailable, billing.RuntimeNotMetered:
+	case billing.RuntimeEstimated, billing.RuntimeUnavailable, billing.RuntimeNotMetered, billing.RuntimeUnpriced:
 	default:
-		p = append(p, fmt.Sprintf("%s.costStatus: %q is not estimated, unavailable or not_metered", name, rt.CostStatus))
+		p = append(p, fmt.Sprintf("%s.costStatus: %q is not estimated, unavailable, unpriced or not_metered", name, rt.CostStatus))
 	}
 	if rt.AgentRunDurationMs < 0 || (rt.LeaseDurationMs != nil && *rt.LeaseDurationMs < 0) || rt.LeaseCount < 0 {
 		p = append(p, name+": durations and counts must not be negative")

@@ -79,6 +79,10 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newModelCmd(a),
 		newAgentsCmd(a),
 		newMCPCmd(a),
+		newEnvironmentsCmd(a),
+		newSandboxEnterCmd(a),
+		newSandboxInitCmd(a),
+		newHostileCmd(a),
 	)
 	return root
 }
