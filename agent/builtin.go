@@ -148,7 +148,8 @@ func requireExecutable(env RunEnv) error {
 // run. nop returns at once without reading or touching anything. reference and wrong
 // need EnvAPIURL, EnvRunToken, EnvRunID, EnvWorkspace, EnvStateDir and EnvConfig; wrong
 // runs reference.WrongScript of the configured script. Errors: a missing variable or an
-// invalid configuration (*UsageError), a dial error, or the reference agent's error.
+// invalid configuration (*UsageError), a nil dial, a dial error, or the reference
+// agent's error.
 func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer) (reference.Outcome, error) {
 	switch name {
 	case "nop":
@@ -199,6 +200,9 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 		rcfg.ResultNote = "verified the credentials: " + leak
 	}
 	rcfg.Script = script
+	if dial == nil {
+		return reference.Outcome{}, errors.New("agent: no dialer for the agent API")
+	}
 	port, err := dial(ctx, vars[EnvAPIURL], vars[EnvRunToken])
 	if err != nil {
 		return reference.Outcome{}, fmt.Errorf("agent: connecting to %s: %w", vars[EnvAPIURL], err)
