@@ -41,7 +41,7 @@ func TestBoardOperationsDeterministic(t *testing.T) {
 			before, _ := m.Serialize(ctx)
 			revBefore := m.st.Revision
 			_, err := m.ApplyBoard(ctx, op)
-			codes = append(codes, CodeOf(err))
+			codes = append(codes, string(CodeOf(err)))
 			if err != nil {
 				after, _ := m.Serialize(ctx)
 				if m.st.Revision != revBefore+1 || len(m.st.Decisions) == 0 || m.st.Decisions[len(m.st.Decisions)-1].Outcome != "denied" {
@@ -87,12 +87,12 @@ func TestBoardOperationsDeterministic(t *testing.T) {
 // with board_input_invalid.
 func TestCreateIssueWorkModes(t *testing.T) {
 	t.Parallel()
-	modes := map[string]string{"skill_test": ""} // mode → wanted code
+	modes := map[string]Code{"skill_test": ""} // mode → wanted code
 	for _, m := range catalog.WorkModes {
 		modes[m] = ""
 	}
 	for _, m := range []string{"review", "lazy", "", "ASK"} {
-		modes[m] = "board_input_invalid"
+		modes[m] = CodeBoardInputInvalid
 	}
 	for mode, code := range modes {
 		t.Run(mode, func(t *testing.T) {

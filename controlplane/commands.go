@@ -97,24 +97,24 @@ func (m *Memory) applyLocked(env CommandEnvelope) (CommandResult, string, error)
 		return CommandResult{}, kind, err
 	}
 	if strings.TrimSpace(env.IdempotencyKey) == "" {
-		return CommandResult{}, kind, newErr("idempotency_key_required", "an idempotency key is required")
+		return CommandResult{}, kind, newErr(CodeIdempotencyKeyRequired, "an idempotency key is required")
 	}
 	r, err := m.run(env.RunID)
 	if err != nil {
 		return CommandResult{}, kind, err
 	}
 	if headErr != nil {
-		return CommandResult{}, kind, newErr("semantic_command_invalid", "command must be a JSON object with a kind: %v", headErr)
+		return CommandResult{}, kind, newErr(CodeSemanticCommandInvalid, "command must be a JSON object with a kind: %v", headErr)
 	}
 	canon, err := canonicalRaw(env.Command)
 	if err != nil {
-		return CommandResult{}, kind, newErr("semantic_command_invalid", "command is not valid JSON: %v", err)
+		return CommandResult{}, kind, newErr(CodeSemanticCommandInvalid, "command is not valid JSON: %v", err)
 	}
 	runID := strp(r.ID)
 	scope := r.ID + ":semantic-command"
 	if rec := m.idx.idem[[2]string{scope, env.IdempotencyKey}]; rec != nil {
 		if rec.InputCanonical != string(canon) {
-			return CommandResult{}, kind, newErr("idempotency_conflict", "idempotency key %s was used for a different command", env.IdempotencyKey)
+			return CommandResult{}, kind, newErr(CodeIdempotencyConflict, "idempotency key %s was used for a different command", env.IdempotencyKey)
 		}
 		m.recordDecision(runID, rec.Result.CommandKind, "duplicate", "command_already_applied", rec.Result.EntityRefs)
 		res := cloneResult(rec.Result)
@@ -126,10 +126,10 @@ func (m *Memory) applyLocked(env CommandEnvelope) (CommandResult, string, error)
 		return CommandResult{}, kind, err
 	}
 	if env.ExpectedRevision != nil && *env.ExpectedRevision != m.st.Revision {
-		return CommandResult{}, kind, newErr("state_revision_conflict", "expected state revision %d, found %d", *env.ExpectedRevision, m.st.Revision)
+		return CommandResult{}, kind, newErr(CodeStateRevisionConflict, "expected state revision %d, found %d", *env.ExpectedRevision, m.st.Revision)
 	}
 	if !slices.Contains(CommandKinds, kind) {
-		return CommandResult{}, kind, newErr("semantic_command_invalid", "unknown command kind %q", kind)
+		return CommandResult{}, kind, newErr(CodeSemanticCommandInvalid, "unknown command kind %q", kind)
 	}
 	c, err := m.authorize(r, head, env.Command)
 	if err != nil {
@@ -171,7 +171,7 @@ func (m *Memory) authorize(r *Run, head commandHead, raw json.RawMessage) (*cmdC
 	kind := head.Kind
 	if claim, ok := RequiredClaims[kind]; ok && !slices.Contains(r.Capabilities, claim) {
 		return nil, m.deny(runID, kind, "required_claim_missing", []string{"run:" + r.ID},
-			newErr("operation_not_authorized", "the fixture run does not hold the required command claim %s", claim))
+			newErr(CodeOperationNotAuthorized, "the fixture run does not hold the required command claim %s", claim))
 	}
 	taskID := r.TaskID
 	if head.TaskID != nil {
@@ -186,7 +186,7 @@ func (m *Memory) authorize(r *Run, head commandHead, raw json.RawMessage) (*cmdC
 	}
 	if task.ID != r.TaskID {
 		return nil, m.deny(runID, kind, "active_task_scope_required", []string{"task:" + task.ID},
-			newErr("task_scope_violation", "command task %s is not the run's active task %s", task.ID, r.TaskID))
+			newErr(CodeTaskScopeViolation, "command task %s is not the run's active task %s", task.ID, r.TaskID))
 	}
 	actor, err := m.actor(r.ActorID)
 	if err != nil {
@@ -194,12 +194,12 @@ func (m *Memory) authorize(r *Run, head commandHead, raw json.RawMessage) (*cmdC
 	}
 	if !eq(task.AssigneeActorID, actor.ID) || !eq(task.CheckoutRunID, r.ID) || !eq(task.ExecutionRunID, r.ID) {
 		return nil, m.deny(runID, kind, "run_does_not_own_task", []string{"task:" + task.ID},
-			newErr("task_ownership_violation", "fixture run %s does not own task %s", r.ID, task.ID))
+			newErr(CodeTaskOwnershipViolation, "fixture run %s does not own task %s", r.ID, task.ID))
 	}
 	if kind == "decide_approval" {
 		if !slices.Contains(ApprovalRoles, strings.ToLower(strings.TrimSpace(actor.Role))) {
 			return nil, m.deny(runID, kind, "actor_role_not_authorized", []string{"actor:" + actor.ID},
-				newErr("operation_not_authorized", "actor role %s may not decide approvals", actor.Role))
+				newErr(CodeOperationNotAuthorized, "actor role %s may not decide approvals", actor.Role))
 		}
 		var in struct {
 			ApprovalID string `json:"approvalId"`
@@ -208,11 +208,11 @@ func (m *Memory) authorize(r *Run, head commandHead, raw json.RawMessage) (*cmdC
 		if ap := m.idx.approvals[in.ApprovalID]; ap != nil {
 			if ap.CompanyID != m.st.Company.ID || !slices.Contains(ap.TaskIDs, task.ID) {
 				return nil, m.deny(runID, kind, "active_task_scope_required", []string{"approval:" + ap.ID},
-					newErr("approval_scope_violation", "approval %s is not linked to task %s", ap.ID, task.ID))
+					newErr(CodeApprovalScopeViolation, "approval %s is not linked to task %s", ap.ID, task.ID))
 			}
 			if eq(ap.RequestedByActorID, actor.ID) {
 				return nil, m.deny(runID, kind, "self_approval_forbidden", []string{"approval:" + ap.ID},
-					newErr("self_approval_forbidden", "actor %s requested approval %s and may not decide it", actor.ID, ap.ID))
+					newErr(CodeSelfApprovalForbidden, "actor %s requested approval %s and may not decide it", actor.ID, ap.ID))
 			}
 		}
 	}
@@ -254,14 +254,14 @@ type commandDetails struct {
 
 func required(v, field string) error {
 	if strings.TrimSpace(v) == "" {
-		return newErr("semantic_command_invalid", "%s is required", field)
+		return newErr(CodeSemanticCommandInvalid, "%s is required", field)
 	}
 	return nil
 }
 
 func decode(raw json.RawMessage, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
-		return newErr("semantic_command_invalid", "command fields are invalid: %v", err)
+		return newErr(CodeSemanticCommandInvalid, "command fields are invalid: %v", err)
 	}
 	return nil
 }
@@ -299,7 +299,7 @@ func (m *Memory) transition(c *cmdCtx, t *Task, to string) error {
 	}
 	if !ok {
 		return m.deny(strp(c.run.ID), c.kind, "task_transition_illegal", []string{"task:" + t.ID},
-			newErr("task_transition_illegal", "fixture task cannot transition from %s to %s", from, to))
+			newErr(CodeTaskTransitionIllegal, "fixture task cannot transition from %s to %s", from, to))
 	}
 	if from != to {
 		edit(m, t, func(t *Task) { t.Status = to })
@@ -349,7 +349,7 @@ func (m *Memory) replaceDependencies(c *cmdCtx, task *Task, ids []string) error 
 	ids = m.sortedUnique(ids)
 	for _, id := range ids {
 		if id == task.ID {
-			return newErr("dependency_cycle", "a task cannot block itself")
+			return newErr(CodeDependencyCycle, "a task cannot block itself")
 		}
 		dep, err := m.task(id)
 		if err != nil {
@@ -359,7 +359,7 @@ func (m *Memory) replaceDependencies(c *cmdCtx, task *Task, ids []string) error 
 			return err
 		}
 		if m.dependsOn(id, task.ID) {
-			return newErr("dependency_cycle", "dependency %s would create a cycle", id)
+			return newErr(CodeDependencyCycle, "dependency %s would create a cycle", id)
 		}
 	}
 	m.deleteBlockers(func(b *Blocker) bool { return b.TaskID == task.ID })
@@ -374,10 +374,10 @@ func (m *Memory) replaceDependencies(c *cmdCtx, task *Task, ids []string) error 
 func (m *Memory) approvalOnTask(c *cmdCtx, id string) (*Approval, error) {
 	ap := m.idx.approvals[id]
 	if ap == nil || ap.CompanyID != m.st.Company.ID {
-		return nil, newErr("approval_missing", "approval %s does not exist", id)
+		return nil, newErr(CodeApprovalMissing, "approval %s does not exist", id)
 	}
 	if !slices.Contains(ap.TaskIDs, c.task.ID) {
-		return nil, newErr("approval_scope_violation", "approval %s is not linked to task %s", id, c.task.ID)
+		return nil, newErr(CodeApprovalScopeViolation, "approval %s is not linked to task %s", id, c.task.ID)
 	}
 	return ap, nil
 }

@@ -41,11 +41,11 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(input, &probe); err != nil || probe == nil {
-		return newErr("native_result_invalid", "completion must be a JSON object")
+		return newErr(CodeNativeResultInvalid, "completion must be a JSON object")
 	}
 	canon, err := canonicalRaw(input)
 	if err != nil {
-		return newErr("native_result_invalid", "completion is not valid JSON: %v", err)
+		return newErr(CodeNativeResultInvalid, "completion is not valid JSON: %v", err)
 	}
 	_, native := probe["runId"]
 	var r *Run
@@ -61,7 +61,7 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 	runID := strp(r.ID)
 	if !isNull(r.Result) {
 		if !bytes.Equal(r.Result, canon) {
-			return newErr("native_result_replay_conflict", "fixture run %s already committed a different result", r.ID)
+			return newErr(CodeNativeResultReplayConflict, "fixture run %s already committed a different result", r.ID)
 		}
 		m.recordDecision(runID, "complete_run", "duplicate", "terminal_result_already_committed", []string{"run:" + r.ID})
 		return nil
@@ -79,7 +79,7 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 	if native {
 		var nr NativeRunResult
 		if err := json.Unmarshal(input, &nr); err != nil || (nr.Status != "succeeded" && nr.Status != "failed" && nr.Status != "cancelled") {
-			return newErr("native_result_invalid", "native run result needs status succeeded, failed or cancelled")
+			return newErr(CodeNativeResultInvalid, "native run result needs status succeeded, failed or cancelled")
 		}
 		found := false
 		for _, raw := range r.Events {
@@ -91,23 +91,23 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 			}
 		}
 		if !found {
-			return newErr("terminal_event_missing", "fixture run %s has no run.completed event", r.ID)
+			return newErr(CodeTerminalEventMissing, "fixture run %s has no run.completed event", r.ID)
 		}
 		newTaskStatus, runStatus = task.Status, nr.Status
 	} else {
 		var pc prpCompletion
 		_ = json.Unmarshal(input, &pc)
 		if isNull(pc.Result) {
-			return newErr("native_result_invalid", "completion result is required")
+			return newErr(CodeNativeResultInvalid, "completion result is required")
 		}
 		if msg := validateShape("result", pc.Result); msg != "" {
-			return newErr("native_result_invalid", "%s", msg)
+			return newErr(CodeNativeResultInvalid, "%s", msg)
 		}
 		if isNull(pc.Terminal) {
-			return newErr("native_result_invalid", "completion terminal is required")
+			return newErr(CodeNativeResultInvalid, "completion terminal is required")
 		}
 		if msg := validateShape("terminal", pc.Terminal); msg != "" {
-			return newErr("native_result_invalid", "terminal %s", msg)
+			return newErr(CodeNativeResultInvalid, "terminal %s", msg)
 		}
 		found := false
 		for _, idx := range ri.byEventID {
@@ -119,7 +119,7 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 			}
 		}
 		if !found {
-			return newErr("terminal_event_missing", "fixture run %s has no committed run.terminal event", r.ID)
+			return newErr(CodeTerminalEventMissing, "fixture run %s has no committed run.terminal event", r.ID)
 		}
 		_ = json.Unmarshal(pc.Result, &res)
 		var term terminalHead
@@ -129,7 +129,7 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 		case "done":
 			newTaskStatus = "done"
 			if m.hasUnresolvedBlockers(task.ID, "") {
-				return newErr("terminal_reconciliation_failed", "fixture task %s still has unresolved blockers", task.ID)
+				return newErr(CodeTerminalReconciliationFailed, "fixture task %s still has unresolved blockers", task.ID)
 			}
 		case "blocked":
 			newTaskStatus = "blocked"

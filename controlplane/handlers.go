@@ -52,7 +52,7 @@ func (m *Memory) handle(c *cmdCtx) error {
 	case "schedule_wake":
 		return m.scheduleWakeCommand(c)
 	}
-	return newErr("semantic_command_invalid", "unknown command kind %q", c.kind)
+	return newErr(CodeSemanticCommandInvalid, "unknown command kind %q", c.kind)
 }
 
 func (m *Memory) reportProgress(c *cmdCtx) error {
@@ -76,7 +76,7 @@ var skillNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 // returns the frontmatter name and description.
 func parseSkillMarkdown(md string) (name, description string, err error) {
 	bad := func(msg string) (string, string, error) {
-		return "", "", newErr("invalid_skill_document", "%s", msg)
+		return "", "", newErr(CodeInvalidSkillDocument, "%s", msg)
 	}
 	if !strings.HasPrefix(md, "---\n") {
 		return bad("skill markdown must start with a frontmatter block (---)")
@@ -142,16 +142,16 @@ func (m *Memory) createSkill(c *cmdCtx) error {
 		return err
 	}
 	if name != in.Name {
-		return newErr("invalid_skill_document", "skill frontmatter name %s must equal the skill name %s", name, in.Name)
+		return newErr(CodeInvalidSkillDocument, "skill frontmatter name %s must equal the skill name %s", name, in.Name)
 	}
 	if desc != strings.TrimSpace(in.Description) {
-		return newErr("invalid_skill_document", "skill frontmatter description must equal the skill description")
+		return newErr(CodeInvalidSkillDocument, "skill frontmatter description must equal the skill description")
 	}
 	if in.Slug != nil && *in.Slug != in.Name {
-		return newErr("invalid_skill_document", "skill slug %s must equal the skill name %s", *in.Slug, in.Name)
+		return newErr(CodeInvalidSkillDocument, "skill slug %s must equal the skill name %s", *in.Slug, in.Name)
 	}
 	if m.idx.skillSlugs[in.Name] {
-		return newErr("fixture_state_invalid", "A skill with that name already exists")
+		return newErr(CodeFixtureStateInvalid, "A skill with that name already exists")
 	}
 	sk := &Skill{ID: m.newID("skill"), CompanyID: m.st.Company.ID, Name: in.Name, Slug: in.Name,
 		Description: strings.TrimSpace(in.Description), Markdown: in.Markdown}
@@ -183,13 +183,13 @@ func (m *Memory) writeDocument(c *cmdCtx) error {
 	doc := m.idx.docs[k]
 	if doc == nil {
 		if in.BaseRevisionID != nil {
-			return newErr("document_revision_conflict", "a new document must use a null base revision")
+			return newErr(CodeDocumentRevisionConflict, "a new document must use a null base revision")
 		}
 		doc = &Document{ID: m.newID("document"), TaskID: c.task.ID, Key: in.Key, Title: in.Title, Format: "markdown", Revisions: []*DocumentRevision{}}
 		appendv(m, &m.st.Documents, doc)
 		mapSet(m, m.idx.docs, k, doc)
 	} else if in.BaseRevisionID == nil || *in.BaseRevisionID != doc.LatestRevisionID {
-		return newErr("document_revision_conflict", "document latest revision is %s", doc.LatestRevisionID)
+		return newErr(CodeDocumentRevisionConflict, "document latest revision is %s", doc.LatestRevisionID)
 	}
 	rev := &DocumentRevision{ID: m.newID("revision"), DocumentID: doc.ID, Revision: len(doc.Revisions) + 1, Body: in.Body, ChangeSummary: in.ChangeSummary}
 	rev.CreatedAt = m.now()
@@ -225,10 +225,10 @@ func (m *Memory) requestHumanInput(c *cmdCtx) error {
 	if in.TargetRevisionID != nil {
 		doc := m.idx.revisionDoc[*in.TargetRevisionID]
 		if doc == nil || doc.TaskID != c.task.ID {
-			return newErr("interaction_target_missing", "target revision %s is not a revision of a document on task %s", *in.TargetRevisionID, c.task.ID)
+			return newErr(CodeInteractionTargetMissing, "target revision %s is not a revision of a document on task %s", *in.TargetRevisionID, c.task.ID)
 		}
 		if doc.LatestRevisionID != *in.TargetRevisionID {
-			return newErr("interaction_target_stale", "target revision %s is not the latest revision %s", *in.TargetRevisionID, doc.LatestRevisionID)
+			return newErr(CodeInteractionTargetStale, "target revision %s is not the latest revision %s", *in.TargetRevisionID, doc.LatestRevisionID)
 		}
 	}
 	if err := m.transition(c, c.task, "in_review"); err != nil {
@@ -257,7 +257,7 @@ func canonicalOr(raw json.RawMessage, def string) (json.RawMessage, error) {
 	}
 	b, err := canonicalRaw(raw)
 	if err != nil {
-		return nil, newErr("semantic_command_invalid", "payload is not valid JSON: %v", err)
+		return nil, newErr(CodeSemanticCommandInvalid, "payload is not valid JSON: %v", err)
 	}
 	return b, nil
 }
@@ -273,17 +273,17 @@ func (m *Memory) resolveHumanInput(c *cmdCtx) error {
 	}
 	it := m.idx.interactions[in.InteractionID]
 	if it == nil || it.TaskID != c.task.ID {
-		return newErr("interaction_missing", "interaction %s does not exist on task %s", in.InteractionID, c.task.ID)
+		return newErr(CodeInteractionMissing, "interaction %s does not exist on task %s", in.InteractionID, c.task.ID)
 	}
 	if it.Status != "pending" {
-		return newErr("interaction_already_resolved", "interaction %s is already %s", it.ID, it.Status)
+		return newErr(CodeInteractionAlreadyResolved, "interaction %s is already %s", it.ID, it.Status)
 	}
 	allowed := []string{"accepted", "rejected", "expired"}
 	if it.Kind == "questions" || it.Kind == "item_verdicts" {
 		allowed = []string{"answered", "rejected", "expired"}
 	}
 	if !slices.Contains(allowed, in.Outcome) {
-		return newErr("interaction_outcome_invalid", "%s is not valid for %s", in.Outcome, it.Kind)
+		return newErr(CodeInteractionOutcomeInvalid, "%s is not valid for %s", in.Outcome, it.Kind)
 	}
 	result, err := canonicalOr(in.Result, "{}")
 	if err != nil {
@@ -319,7 +319,7 @@ func (m *Memory) registerDeliverable(c *cmdCtx) error {
 	}
 	size, ok := safeNonNegative(in.ByteSize)
 	if !ok {
-		return newErr("artifact_invalid", "artifact byteSize must be a non-negative safe integer")
+		return newErr(CodeArtifactInvalid, "artifact byteSize must be a non-negative safe integer")
 	}
 	for _, f := range [][2]string{{in.Filename, "artifact filename"}, {in.ContentType, "artifact contentType"}, {in.SHA256, "artifact sha256"}, {in.ContentRef, "artifact contentRef"}, {in.Title, "work product title"}} {
 		if err := required(f[0], f[1]); err != nil {
@@ -364,20 +364,20 @@ func (m *Memory) reassignTask(c *cmdCtx) error {
 		return err
 	}
 	if target.ID == c.task.ID {
-		return newErr("reassignment_current_task", "a run cannot reassign its own active task")
+		return newErr(CodeReassignmentCurrentTask, "a run cannot reassign its own active task")
 	}
 	switch target.Status {
 	case "done", "cancelled", "in_review":
-		return newErr("reassignment_state_denied", "task %s is %s and cannot be reassigned", target.ID, target.Status)
+		return newErr(CodeReassignmentStateDenied, "task %s is %s and cannot be reassigned", target.ID, target.Status)
 	}
 	if assignee.Status != "active" {
-		return newErr("reassignment_target_unavailable", "actor %s is %s", assignee.ID, assignee.Status)
+		return newErr(CodeReassignmentTargetUnavailable, "actor %s is %s", assignee.ID, assignee.Status)
 	}
 	version, ok := safeNonNegative(in.ExpectedStatusVersion)
 	sameAssignee := (in.ExpectedAssigneeActorID == nil && target.AssigneeActorID == nil) ||
 		(in.ExpectedAssigneeActorID != nil && eq(target.AssigneeActorID, *in.ExpectedAssigneeActorID))
 	if !ok || !sameAssignee || version != int64(target.StatusVersion) {
-		return newErr("reassignment_conflict", "task %s changed since it was observed. Refresh the task before deciding again", target.ID)
+		return newErr(CodeReassignmentConflict, "task %s changed since it was observed. Refresh the task before deciding again", target.ID)
 	}
 	if err := required(in.Reason, "reassignment reason"); err != nil {
 		return err
@@ -453,12 +453,12 @@ func (m *Memory) createTask(c *cmdCtx) error {
 	priority := "medium"
 	if in.Priority != nil {
 		if !slices.Contains(priorities, *in.Priority) {
-			return newErr("semantic_command_invalid", "task priority must be one of %s", strings.Join(priorities, ", "))
+			return newErr(CodeSemanticCommandInvalid, "task priority must be one of %s", strings.Join(priorities, ", "))
 		}
 		priority = *in.Priority
 	}
 	if in.Status != nil && *in.Status != "backlog" && *in.Status != "todo" {
-		return newErr("semantic_command_invalid", "task status must be backlog or todo")
+		return newErr(CodeSemanticCommandInvalid, "task status must be backlog or todo")
 	}
 	var blockers []string
 	if in.BlockedByTaskIDs != nil {
@@ -527,10 +527,10 @@ func (m *Memory) decideApproval(c *cmdCtx) error {
 		return err
 	}
 	if ap.Status != "pending" {
-		return newErr("approval_already_decided", "approval %s is already %s", ap.ID, ap.Status)
+		return newErr(CodeApprovalAlreadyDecided, "approval %s is already %s", ap.ID, ap.Status)
 	}
 	if in.Decision != "approved" && in.Decision != "rejected" && in.Decision != "cancelled" {
-		return newErr("semantic_command_invalid", "approval decision must be approved, rejected or cancelled")
+		return newErr(CodeSemanticCommandInvalid, "approval decision must be approved, rejected or cancelled")
 	}
 	if err := required(in.Note, "approval decision note"); err != nil {
 		return err
@@ -604,7 +604,7 @@ func (m *Memory) controlWorkspaceService(c *cmdCtx) error {
 	}
 	svc := m.idx.services[in.ServiceID]
 	if svc == nil || svc.TaskID != c.task.ID {
-		return newErr("workspace_service_missing", "workspace service %s does not exist on task %s", in.ServiceID, c.task.ID)
+		return newErr(CodeWorkspaceServiceMissing, "workspace service %s does not exist on task %s", in.ServiceID, c.task.ID)
 	}
 	var status string
 	url := svc.URL
@@ -619,7 +619,7 @@ func (m *Memory) controlWorkspaceService(c *cmdCtx) error {
 	case "fail":
 		status, url = "failed", nil
 	default:
-		return newErr("semantic_command_invalid", "workspace service action must be start, stop or fail")
+		return newErr(CodeSemanticCommandInvalid, "workspace service action must be start, stop or fail")
 	}
 	at := m.now()
 	edit(m, svc, func(s *WorkspaceService) {
@@ -639,11 +639,11 @@ func (m *Memory) recordBudgetUsage(c *cmdCtx) error {
 		Cents json.Number `json:"cents"`
 	}
 	if err := decode(c.raw, &in); err != nil {
-		return newErr("budget_usage_invalid", "budget usage cents must be a non-negative safe integer")
+		return newErr(CodeBudgetUsageInvalid, "budget usage cents must be a non-negative safe integer")
 	}
 	cents, ok := safeNonNegative(in.Cents)
 	if !ok {
-		return newErr("budget_usage_invalid", "budget usage cents must be a non-negative safe integer")
+		return newErr(CodeBudgetUsageInvalid, "budget usage cents must be a non-negative safe integer")
 	}
 	budgets, err := m.effectiveBudgets(c.actor)
 	if err != nil {
@@ -748,7 +748,7 @@ func (m *Memory) releaseTask(c *cmdCtx) error {
 		return err
 	}
 	if !eq(c.task.CheckoutRunID, c.run.ID) || !eq(c.task.ExecutionRunID, c.run.ID) {
-		return newErr("release_lock_mismatch", "fixture run %s does not hold the lock of task %s", c.run.ID, c.task.ID)
+		return newErr(CodeReleaseLockMismatch, "fixture run %s does not hold the lock of task %s", c.run.ID, c.task.ID)
 	}
 	if err := m.transition(c, c.task, "todo"); err != nil {
 		return err
@@ -773,10 +773,10 @@ func (m *Memory) scheduleWakeCommand(c *cmdCtx) error {
 	}
 	delay, ok := safeNonNegative(in.DelayTicks)
 	if !ok {
-		return newErr("wake_delay_invalid", "wake delayTicks must be a non-negative safe integer")
+		return newErr(CodeWakeDelayInvalid, "wake delayTicks must be a non-negative safe integer")
 	}
 	if c.task.AssigneeActorID == nil {
-		return newErr("wake_assignee_missing", "task %s has no assignee to wake", c.task.ID)
+		return newErr(CodeWakeAssigneeMissing, "task %s has no assignee to wake", c.task.ID)
 	}
 	if err := required(in.Reason, "wake reason"); err != nil {
 		return err

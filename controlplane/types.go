@@ -277,7 +277,7 @@ type FaultRule struct {
 	CommandKind string `json:"commandKind,omitempty"`
 	Effect      string `json:"effect"`
 	Remaining   int    `json:"remaining"`
-	Code        string `json:"code,omitempty"`
+	Code        Code   `json:"code,omitempty"`
 }
 
 // Skill is a company skill created by create_skill (spec §1.15).

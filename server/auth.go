@@ -95,11 +95,11 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 }
 
 func errUnauthorized(msg string) error {
-	return &controlplane.Error{Code: "unauthorized", Message: msg}
+	return &controlplane.Error{Code: controlplane.CodeUnauthorized, Message: msg}
 }
 
 func errForbidden(msg string) error {
-	return &controlplane.Error{Code: "forbidden", Message: msg}
+	return &controlplane.Error{Code: controlplane.CodeForbidden, Message: msg}
 }
 
 // mayAct checks that p may act on run of company: the board always, an agent only on

@@ -105,7 +105,7 @@ func (s *Server) routes() http.Handler {
 	}
 	handleOpenAPI(mux, s.table())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &controlplane.Error{Code: "not_found", Message: "no route " + r.Method + " " + r.URL.Path})
+		writeError(w, &controlplane.Error{Code: controlplane.CodeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
 	})
 	return mux
 }
@@ -173,41 +173,40 @@ type withStatus struct {
 	body   any
 }
 
-func invalid(msg string) error { return &controlplane.Error{Code: "invalid_request", Message: msg} }
+func invalid(msg string) error { return &controlplane.Error{Code: controlplane.CodeInvalidRequest, Message: msg} }
 
-// StatusOf maps an error to its HTTP status: 400 malformed or invalid input, 401/403
-// auth, 404 missing, 409 conflicts, 413 too large, 503 retryable faults and store
-// unavailability, 422 other state-machine refusals, 500 errors without a code.
+// StatusOf maps an error to its HTTP status by its code's class (controlplane.Class):
+// 400 invalid input, 401/403 auth, 404 missing, 409 conflicts, 413 too large, 503
+// retryable faults and store unavailability, 500 internal errors and errors without a
+// code, 422 other state-machine refusals.
 func StatusOf(err error) int {
 	var e *controlplane.Error
 	if !errors.As(err, &e) {
 		return http.StatusInternalServerError
 	}
-	c := e.Code
-	switch {
-	case e.Retryable:
+	if e.Retryable {
 		return http.StatusServiceUnavailable
-	case c == "unauthorized":
-		return http.StatusUnauthorized
-	case c == "forbidden" || strings.HasSuffix(c, "scope_violation") || strings.HasPrefix(c, "capability_"):
-		return http.StatusForbidden
-	case c == "not_found" || strings.HasSuffix(c, "_missing"):
-		return http.StatusNotFound
-	case c == "request_too_large":
-		return http.StatusRequestEntityTooLarge
-	case strings.Contains(c, "conflict") || strings.HasPrefix(c, "checkout_") || strings.HasSuffix(c, "already_running") ||
-		strings.HasSuffix(c, "already_resolved") || strings.HasSuffix(c, "already_decided"):
-		return http.StatusConflict
-	case c == "invalid_request" || c == "secret_ref_required" || strings.HasSuffix(c, "_invalid") || strings.HasSuffix(c, "_required"):
-		return http.StatusBadRequest
 	}
-	return http.StatusUnprocessableEntity
+	return classStatus[e.Code.Class()]
+}
+
+// classStatus is the HTTP status of each code class.
+var classStatus = map[controlplane.Class]int{
+	controlplane.ClassRefused:      http.StatusUnprocessableEntity,
+	controlplane.ClassInvalid:      http.StatusBadRequest,
+	controlplane.ClassUnauthorized: http.StatusUnauthorized,
+	controlplane.ClassForbidden:    http.StatusForbidden,
+	controlplane.ClassMissing:      http.StatusNotFound,
+	controlplane.ClassConflict:     http.StatusConflict,
+	controlplane.ClassTooLarge:     http.StatusRequestEntityTooLarge,
+	controlplane.ClassUnavailable:  http.StatusServiceUnavailable,
+	controlplane.ClassInternal:     http.StatusInternalServerError,
 }
 
 func writeError(w http.ResponseWriter, err error) {
 	var e *controlplane.Error
 	if !errors.As(err, &e) {
-		e = &controlplane.Error{Code: "internal_error", Message: "internal error"}
+		e = &controlplane.Error{Code: controlplane.CodeInternalError, Message: "internal error"}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(StatusOf(e))
@@ -220,7 +219,7 @@ func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, &controlplane.Error{Code: "request_too_large", Message: fmt.Sprintf("the request body exceeds %d bytes", api.MaxBodyBytes)}
+		return nil, &controlplane.Error{Code: controlplane.CodeRequestTooLarge, Message: fmt.Sprintf("the request body exceeds %d bytes", api.MaxBodyBytes)}
 	}
 	if err != nil {
 		return nil, invalid("reading the request body: " + err.Error())

@@ -36,7 +36,7 @@ func case01(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	return wantCode(e.p.Start(ctx), "mock_already_running")
+	return wantCode(e.p.Start(ctx), controlplane.CodeMockAlreadyRunning)
 }
 
 func case02(ctx context.Context, h Harness) error {
@@ -45,7 +45,7 @@ func case02(ctx context.Context, h Harness) error {
 		return noErr(err, "building the port")
 	}
 	_, err = p.OpenFixtureRun(ctx, openInput("run-1", "task-1", "actor-1"))
-	return wantCode(err, "mock_not_running")
+	return wantCode(err, controlplane.CodeMockNotRunning)
 }
 
 func case03(ctx context.Context, h Harness) error {
@@ -100,7 +100,7 @@ func case05(ctx context.Context, h Harness) error {
 	if _, err := e.open("run-1", "task-1", "actor-1"); err != nil {
 		return noErr(err, "open")
 	}
-	return wantCode(e.p.OpenRun(ctx, openInput("run-1", "task-2", "actor-1")), "run_binding_conflict")
+	return wantCode(e.p.OpenRun(ctx, openInput("run-1", "task-2", "actor-1")), controlplane.CodeRunBindingConflict)
 }
 
 func case06(ctx context.Context, h Harness) error {
@@ -112,7 +112,7 @@ func case06(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.open("run-1", "task-1", "actor-1")
-	if err := wantCode(err, "checkout_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeCheckoutConflict); err != nil {
 		return err
 	}
 	return e.wantLastDecision("open_run", "denied", "checkout_assignee_conflict")
@@ -126,7 +126,7 @@ func case07(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.open("run-y", "task-1", "actor-1")
-	if err := wantCode(err, "checkout_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeCheckoutConflict); err != nil {
 		return err
 	}
 	return e.wantLastDecision("open_run", "denied", "checkout_lock_conflict")
@@ -138,7 +138,7 @@ func case08(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.open("run-1", "task-1", "actor-1")
-	if err := wantCode(err, "terminal_task_requires_resume"); err != nil {
+	if err := wantCode(err, controlplane.CodeTerminalTaskRequiresResume); err != nil {
 		return err
 	}
 	in := openInput("run-1", "task-1", "actor-1")
@@ -164,7 +164,7 @@ func case09(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.open("run-1", "task-1", "actor-1")
-	if err := wantCode(err, "budget_hard_stop"); err != nil {
+	if err := wantCode(err, controlplane.CodeBudgetHardStop); err != nil {
 		return err
 	}
 	st, err := e.snap()
@@ -279,7 +279,7 @@ func case13(ctx context.Context, h Harness) error {
 		return noErr(err, "report_progress")
 	}
 	_, err = e.cmd("run-1", "k1", "report_progress", map[string]any{"body": "b"})
-	return wantCode(err, "idempotency_conflict")
+	return wantCode(err, controlplane.CodeIdempotencyConflict)
 }
 
 func case14(ctx context.Context, h Harness) error {
@@ -288,7 +288,7 @@ func case14(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "  ", "report_progress", map[string]any{"body": "a"})
-	return wantCode(err, "idempotency_key_required")
+	return wantCode(err, controlplane.CodeIdempotencyKeyRequired)
 }
 
 func case15(ctx context.Context, h Harness) error {
@@ -303,7 +303,7 @@ func case15(ctx context.Context, h Harness) error {
 	stale := int64(len(before)) - 1
 	_, err = e.p.ApplyCommand(ctx, controlplane.CommandEnvelope{RunID: "run-1", IdempotencyKey: "k1", ExpectedRevision: &stale,
 		Command: command("report_progress", map[string]any{"body": "a"})})
-	if err := wantCode(err, "state_revision_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeStateRevisionConflict); err != nil {
 		return err
 	}
 	after, err := e.p.DecisionRecords(ctx)
@@ -324,7 +324,7 @@ func case16(ctx context.Context, h Harness) error {
 	if err != nil {
 		return noErr(err, "tryApplyCommand")
 	}
-	if out.OK || out.Error == nil || out.Error.Code != "operation_not_authorized" || out.StateRevision != 2 || out.CommandKind != "control_workspace_service" {
+	if out.OK || out.Error == nil || out.Error.Code != controlplane.CodeOperationNotAuthorized || out.StateRevision != 2 || out.CommandKind != "control_workspace_service" {
 		return failf("outcome %+v, want not ok, operation_not_authorized, stateRevision 2", out)
 	}
 	if err := e.wantLastDecision("control_workspace_service", "denied", "required_claim_missing"); err != nil {
@@ -346,7 +346,7 @@ func case17(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "k1", "report_progress", map[string]any{"taskId": "task-2", "body": "a"})
-	if err := wantCode(err, "task_scope_violation"); err != nil {
+	if err := wantCode(err, controlplane.CodeTaskScopeViolation); err != nil {
 		return err
 	}
 	return e.wantLastDecision("report_progress", "denied", "active_task_scope_required")
@@ -365,7 +365,7 @@ func case18(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "k2", "request_review", map[string]any{"summary": "again"})
-	if err := wantCode(err, "task_transition_illegal"); err != nil {
+	if err := wantCode(err, controlplane.CodeTaskTransitionIllegal); err != nil {
 		return err
 	}
 	after, err := e.p.Serialize(ctx)
@@ -394,7 +394,7 @@ func case19(ctx context.Context, h Harness) error {
 		return noErr(err, "write v1")
 	}
 	_, err = doc("k2", nil)
-	if err := wantCode(err, "document_revision_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeDocumentRevisionConflict); err != nil {
 		return err
 	}
 	st, err := e.snap()
@@ -437,10 +437,10 @@ func case20(ctx context.Context, h Harness) error {
 			"targetRevisionId": target, "continuationPolicy": "none"})
 		return err
 	}
-	if err := wantCode(ask("k3", rev1), "interaction_target_stale"); err != nil {
+	if err := wantCode(ask("k3", rev1), controlplane.CodeInteractionTargetStale); err != nil {
 		return err
 	}
-	return wantCode(ask("k4", "fixture-revision-9999"), "interaction_target_missing")
+	return wantCode(ask("k4", "fixture-revision-9999"), controlplane.CodeInteractionTargetMissing)
 }
 
 func case21(ctx context.Context, h Harness) error {
@@ -460,7 +460,7 @@ func case21(ctx context.Context, h Harness) error {
 		}
 	}
 	_, err = e.cmd("run-1", "k2", "resolve_human_input", map[string]any{"interactionId": id, "outcome": "answered", "result": map[string]any{}})
-	if err := wantCode(err, "interaction_outcome_invalid"); err != nil {
+	if err := wantCode(err, controlplane.CodeInteractionOutcomeInvalid); err != nil {
 		return err
 	}
 	res, err = e.cmd("run-1", "k3", "resolve_human_input", map[string]any{"interactionId": id, "outcome": "accepted", "result": map[string]any{"ok": true}})
@@ -530,7 +530,7 @@ func case23(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "k1", "create_task", map[string]any{"title": "  "})
-	if err := wantCode(err, "semantic_command_invalid"); err != nil {
+	if err := wantCode(err, controlplane.CodeSemanticCommandInvalid); err != nil {
 		return err
 	}
 	st, err := e.snap()
@@ -568,7 +568,7 @@ func case24(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "k1", "create_task", map[string]any{"title": ""})
-	if err := wantCode(err, "semantic_command_invalid"); err != nil {
+	if err := wantCode(err, controlplane.CodeSemanticCommandInvalid); err != nil {
 		return err
 	}
 	after, err := e.p.Serialize(ctx)
@@ -648,7 +648,7 @@ func case25(ctx context.Context, h Harness) error {
 		return failf("no system comment")
 	}
 	_, err = e.cmd("run-1", "k2", "report_progress", map[string]any{"body": "more"})
-	return wantCode(err, "budget_hard_stop")
+	return wantCode(err, controlplane.CodeBudgetHardStop)
 }
 
 func case26(ctx context.Context, h Harness) error {
@@ -686,7 +686,7 @@ func case27(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "k1", "set_dependencies", map[string]any{"blockedByTaskIds": []string{"task-3"}})
-	if err := wantCode(err, "dependency_cycle"); err != nil {
+	if err := wantCode(err, controlplane.CodeDependencyCycle); err != nil {
 		return err
 	}
 	e, err = openDefault(ctx, h, controlplane.Seed{
@@ -787,7 +787,7 @@ func case29(ctx context.Context, h Harness) error {
 	changed := ev
 	changed.Payload = json.RawMessage(`{"text":"changed"}`)
 	_, err = e.appendEvent(changed)
-	if err := wantCode(err, "native_event_replay_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeNativeEventReplayConflict); err != nil {
 		return err
 	}
 	rc, err := e.appendEvent(ev)
@@ -800,7 +800,7 @@ func case29(ctx context.Context, h Harness) error {
 	other := ev
 	other.SourceEventID = "source-a:other"
 	_, err = e.appendEvent(other)
-	return wantCode(err, "native_event_replay_conflict")
+	return wantCode(err, controlplane.CodeNativeEventReplayConflict)
 }
 
 func case30(ctx context.Context, h Harness) error {
@@ -812,7 +812,7 @@ func case30(ctx context.Context, h Harness) error {
 		return noErr(err, "native 1")
 	}
 	_, err = e.appendEvent(controlplane.NativeEvent{EventID: "n-3", RunID: "run-1", Sequence: 3, Type: "run.completed"})
-	return wantCode(err, "native_event_sequence_gap")
+	return wantCode(err, controlplane.CodeNativeEventSequenceGap)
 }
 
 func case31(ctx context.Context, h Harness) error {
@@ -821,11 +821,11 @@ func case31(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.p.ReplayEvents(ctx, controlplane.ReplayQuery{RunID: "run-1", SourceInstanceID: "source-b", Limit: 10})
-	if err := wantCode(err, "replay_binding_mismatch"); err != nil {
+	if err := wantCode(err, controlplane.CodeReplayBindingMismatch); err != nil {
 		return err
 	}
 	_, err = e.p.ReplayEvents(ctx, controlplane.ReplayQuery{RunID: "run-unknown", SourceInstanceID: "source-a", Limit: 10})
-	return wantCode(err, "run_missing")
+	return wantCode(err, controlplane.CodeRunMissing)
 }
 
 func completion(disposition, summary string, runState string) json.RawMessage {
@@ -842,14 +842,14 @@ func case32(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	if err := wantCode(e.p.CompleteRun(ctx, completion("done", "finished", "succeeded")), "terminal_event_missing"); err != nil {
+	if err := wantCode(e.p.CompleteRun(ctx, completion("done", "finished", "succeeded")), controlplane.CodeTerminalEventMissing); err != nil {
 		return err
 	}
 	if err := e.terminalEvent("source-a", 1, "done"); err != nil {
 		return err
 	}
 	bad := mustJSON(controlplane.CompleteInput{Result: json.RawMessage(`{"reportedWorkDisposition":"done","summary":""}`), Terminal: Terminal("succeeded", "done")})
-	if err := wantCode(e.p.CompleteRun(ctx, bad), "native_result_invalid"); err != nil {
+	if err := wantCode(e.p.CompleteRun(ctx, bad), controlplane.CodeNativeResultInvalid); err != nil {
 		return err
 	}
 	st, err := e.snap()
@@ -908,7 +908,7 @@ func case34(ctx context.Context, h Harness) error {
 	if err := e.terminalEvent("source-a", 1, "done"); err != nil {
 		return err
 	}
-	return wantCode(e.p.CompleteRun(ctx, completion("done", "finished", "succeeded")), "terminal_reconciliation_failed")
+	return wantCode(e.p.CompleteRun(ctx, completion("done", "finished", "succeeded")), controlplane.CodeTerminalReconciliationFailed)
 }
 
 func case35(ctx context.Context, h Harness) error {
@@ -928,7 +928,7 @@ func case35(ctx context.Context, h Harness) error {
 	if err := e.wantLastDecision("complete_run", "duplicate", "terminal_result_already_committed"); err != nil {
 		return err
 	}
-	return wantCode(e.p.CompleteRun(ctx, completion("done", "mutated summary", "succeeded")), "native_result_replay_conflict")
+	return wantCode(e.p.CompleteRun(ctx, completion("done", "mutated summary", "succeeded")), controlplane.CodeNativeResultReplayConflict)
 }
 
 func case36(ctx context.Context, h Harness) error {
@@ -989,19 +989,19 @@ func case37(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	if err := wantCode(decide(e, "k1"), "self_approval_forbidden"); err != nil {
+	if err := wantCode(decide(e, "k1"), controlplane.CodeSelfApprovalForbidden); err != nil {
 		return err
 	}
 	if e, err = openDefault(ctx, h, approvalSeed("engineer", "actor-2", "task-1"), claim); err != nil {
 		return err
 	}
-	if err := wantCode(decide(e, "k1"), "operation_not_authorized"); err != nil {
+	if err := wantCode(decide(e, "k1"), controlplane.CodeOperationNotAuthorized); err != nil {
 		return err
 	}
 	if e, err = openDefault(ctx, h, approvalSeed("Approver ", "actor-2", "task-2"), claim); err != nil {
 		return err
 	}
-	return wantCode(decide(e, "k1"), "approval_scope_violation")
+	return wantCode(decide(e, "k1"), controlplane.CodeApprovalScopeViolation)
 }
 
 func case38(ctx context.Context, h Harness) error {
@@ -1085,7 +1085,7 @@ func case39(ctx context.Context, h Harness) error {
 			"expectedAssigneeActorId": "actor-2", "expectedStatusVersion": version, "reason": "rebalance"})
 	}
 	_, err = reassign("k1", 7)
-	if err := wantCode(err, "reassignment_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeReassignmentConflict); err != nil {
 		return err
 	}
 	res, err := reassign("k2", 0)

@@ -154,5 +154,5 @@ func budget(id, scope, scopeID string, limit, spent int64) *controlplane.Budget 
 }
 
 func fault(id, kind, effect string) *controlplane.FaultRule {
-	return &controlplane.FaultRule{ID: id, Operation: "apply_command", CommandKind: kind, Effect: effect, Remaining: 1, Code: "scripted_" + effect}
+	return &controlplane.FaultRule{ID: id, Operation: "apply_command", CommandKind: kind, Effect: effect, Remaining: 1, Code: controlplane.Code("scripted_" + effect)}
 }

@@ -167,7 +167,7 @@ func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 				return failf("openRun with a forged issue id was accepted")
 			}
 			rep.OpenBindingRejected = true
-			return wantCode(err, "run_binding_conflict")
+			return wantCode(err, controlplane.CodeRunBindingConflict)
 		},
 		func() error { // 3
 			rc, err := appendEv(portEvent(1))
@@ -207,13 +207,13 @@ func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 		func() error { // 7: schema-valid payload mutations under the same event id
 			mutated := portEvent(2)
 			mutated.Payload = Result("done", "mutated result payload")
-			err := wantCode(func() error { _, err := appendEv(mutated); return err }(), "native_event_replay_conflict")
+			err := wantCode(func() error { _, err := appendEv(mutated); return err }(), controlplane.CodeNativeEventReplayConflict)
 			if err != nil {
 				return fmt.Errorf("event id mutation: %w", err)
 			}
 			forged := portEvent(1)
 			forged.Payload = json.RawMessage(`{"backend":"forged"}`)
-			if err := wantCode(func() error { _, err := appendEv(forged); return err }(), "native_event_replay_conflict"); err != nil {
+			if err := wantCode(func() error { _, err := appendEv(forged); return err }(), controlplane.CodeNativeEventReplayConflict); err != nil {
 				return fmt.Errorf("forged e1 payload: %w", err)
 			}
 			rep.EventIDMutationRejected = true
@@ -223,7 +223,7 @@ func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 			mutated := portEvent(2)
 			mutated.SourceEventID = PortSource + ":mutated-sequence-two"
 			mutated.Payload = Result("done", "mutated result payload")
-			if err := wantCode(func() error { _, err := appendEv(mutated); return err }(), "native_event_replay_conflict"); err != nil {
+			if err := wantCode(func() error { _, err := appendEv(mutated); return err }(), controlplane.CodeNativeEventReplayConflict); err != nil {
 				return fmt.Errorf("event sequence mutation: %w", err)
 			}
 			rep.EventSequenceMutationRej = true
@@ -250,7 +250,7 @@ func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 		},
 		func() error { // 10
 			_, err := p.ReplayEvents(ctx, controlplane.ReplayQuery{RunID: "forged-run", SourceInstanceID: PortSource, AfterSourceSeq: 0, Limit: 10})
-			if err := wantCode(err, "run_missing"); err != nil {
+			if err := wantCode(err, controlplane.CodeRunMissing); err != nil {
 				return err
 			}
 			rep.ReplayBindingRejected = true
@@ -267,7 +267,7 @@ func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 			return nil
 		},
 		func() error { // 12
-			if err := wantCode(p.CompleteRun(ctx, portCompletion("mutated result replay")), "native_result_replay_conflict"); err != nil {
+			if err := wantCode(p.CompleteRun(ctx, portCompletion("mutated result replay")), controlplane.CodeNativeResultReplayConflict); err != nil {
 				return err
 			}
 			rep.ResultMutationRejected = true

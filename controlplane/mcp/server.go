@@ -159,7 +159,7 @@ func asToolError(what string, err error) *toolError {
 		if ce.Retryable {
 			msg += " (retryable)"
 		}
-		return &toolError{code: ce.Code, msg: msg}
+		return &toolError{code: string(ce.Code), msg: msg}
 	}
 	return &toolError{code: "agent_api_unreachable", msg: what + ": " + err.Error()}
 }

@@ -66,7 +66,7 @@ func (c *Company) readable() error {
 }
 
 func unavailable(err error) error {
-	return fmt.Errorf("%w (%v)", &controlplane.Error{Code: "store_unavailable", Message: "the company's journal could not be committed", Retryable: true}, err)
+	return fmt.Errorf("%w (%v)", &controlplane.Error{Code: controlplane.CodeStoreUnavailable, Message: "the company's journal could not be committed", Retryable: true}, err)
 }
 
 // do applies one state-changing call under the company lock, queues its journal entry

@@ -730,7 +730,7 @@ func completeIfRunning(ctx context.Context, c Company, runID, status, summary st
 	}
 	run := findRun(st, runID)
 	if run == nil {
-		return "", &controlplane.Error{Code: "run_missing", Message: "run " + runID + " does not exist"}
+		return "", &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
 	}
 	if run.Status != "running" {
 		return run.Status, nil
@@ -842,7 +842,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		return api.CancelRunResponse{}, err
 	}
 	if run = findRun(st, runID); run == nil {
-		return api.CancelRunResponse{}, &controlplane.Error{Code: "run_missing", Message: "run " + runID + " does not exist"}
+		return api.CancelRunResponse{}, &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
 	}
 	rec, known := r.Run(runID)
 	if !known {
@@ -901,5 +901,5 @@ func (r *Runner) locate(ctx context.Context, runID string) (string, Company, *co
 			return id, c, run, nil
 		}
 	}
-	return "", nil, nil, &controlplane.Error{Code: "run_missing", Message: "run " + runID + " does not exist"}
+	return "", nil, nil, &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
 }
