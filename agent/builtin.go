@@ -133,7 +133,7 @@ func (d builtinDriver) Launch(_ controlplane.RunContext, env RunEnv) (worker.Spe
 
 // Report: a built-in agent completes its own run; one it left open failed.
 func (d builtinDriver) Report(o worker.Outcome) Report {
-	return Report{Summary: Summarize(o), RunStatus: "failed", Transcript: transcript(o)}
+	return Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, Transcript: transcript(o)}
 }
 
 func requireExecutable(env RunEnv) error {

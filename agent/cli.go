@@ -423,7 +423,7 @@ func Prompt(rc controlplane.RunContext) string {
 	if t.Description != nil && *t.Description != "" {
 		fmt.Fprintf(&b, "\n%s\n", *t.Description)
 	}
-	fmt.Fprintf(&b, "\nThis run was started because of: %s.\n", cmpOr(rc.Wake.Reason, "assignment"))
+	fmt.Fprintf(&b, "\nThis run was started because of: %s.\n", cmpOr(string(rc.Wake.Reason), "assignment"))
 	if len(rc.Wake.Payload) > 0 && string(rc.Wake.Payload) != "null" && string(rc.Wake.Payload) != "{}" {
 		fmt.Fprintf(&b, "Wake details (JSON): %s\n", rc.Wake.Payload)
 	}
@@ -446,12 +446,12 @@ func Prompt(rc controlplane.RunContext) string {
 func (d cliDriver) Report(o worker.Outcome) Report {
 	stdout, stderr := o.Output.Stdout(), o.Output.Stderr()
 	ev := ParseEvents(d.cli, stdout)
-	r := Report{Summary: Summarize(o), RunStatus: "failed", Transcript: []Evidence{
+	r := Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, Transcript: []Evidence{
 		{Name: "events.jsonl", MediaType: "application/jsonl", Body: stdout},
 		{Name: "stderr.log", MediaType: "text/plain", Body: stderr},
 	}}
 	if o.Started && o.ExitCode != nil && *o.ExitCode == 0 && !o.TimedOut && !o.OutputExceeded && !o.Aborted {
-		r.RunStatus = "succeeded"
+		r.RunStatus = controlplane.RunSucceeded
 	} else {
 		var parts []string
 		if len(ev.Errors) > 0 {

@@ -161,7 +161,7 @@ func TestCLIReport(t *testing.T) {
 	tests := []struct {
 		cli, stdout, stderr string
 		exit                *int
-		status              string
+		status              controlplane.RunStatus
 		usage               string
 		summary             []string
 	}{

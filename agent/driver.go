@@ -111,7 +111,7 @@ type Driver interface {
 //     fills it for the real-CLI drivers from the MCP server's record.
 type Report struct {
 	Summary      string
-	RunStatus    string
+	RunStatus    controlplane.RunStatus
 	Usage        json.RawMessage
 	Transcript   []Evidence
 	Presentation *Presentation

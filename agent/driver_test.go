@@ -379,7 +379,7 @@ func TestFixtureDrivers(t *testing.T) {
 	tests := []struct {
 		driver   string
 		config   map[string]any
-		status   string
+		status   controlplane.RunStatus
 		timedOut bool
 	}{
 		{"fixture:pass", map[string]any{"timeoutMs": 20000}, "succeeded", false},

@@ -119,5 +119,5 @@ func (d execDriver) Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec,
 
 // Report: an exec agent completes its own run; one it left open failed.
 func (d execDriver) Report(o worker.Outcome) Report {
-	return Report{Summary: Summarize(o), RunStatus: "failed", Transcript: transcript(o)}
+	return Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, Transcript: transcript(o)}
 }

@@ -12,8 +12,18 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
 )
+
+// statusNames spells control-plane statuses as the catalog's YAML does.
+func statusNames[S ~string](statuses ...S) []string {
+	out := make([]string, len(statuses))
+	for i, s := range statuses {
+		out[i] = string(s)
+	}
+	return out
+}
 
 // IDPattern is the grammar of suite, profile, environment, case and group ids: lower-case
 // letters and digits in dash-separated words, at most 100 characters. Dots are excluded
@@ -48,8 +58,8 @@ var (
 		"first_task", "agent_chat", "instruction_persistence", "native_provider_loss",
 		"process_exit",
 	}
-	IssueStates        = []string{"done", "in_review", "blocked", "in_progress"}
-	RunStates          = []string{"succeeded", "failed", "cancelled"}
+	IssueStates        = statusNames(controlplane.TaskDone, controlplane.TaskInReview, controlplane.TaskBlocked, controlplane.TaskInProgress)
+	RunStates          = statusNames(controlplane.CompletionStatuses...)
 	ToolReviews        = []string{"approve", "decline", "always", "restart"}
 	RetryPolicies      = []string{"", "single_attempt"}
 	Verdicts           = []string{"passed", "failed", "inconclusive"}

@@ -291,13 +291,13 @@ func (m *Memory) boardCreateEnvironment(c *cmdCtx) (string, error) {
 
 func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 	var in struct {
-		Title           string  `json:"title"`
-		Description     *string `json:"description"`
-		WorkMode        *string `json:"workMode"`
-		Priority        *string `json:"priority"`
-		AssigneeActorID *string `json:"assigneeActorId"`
-		ParentID        *string `json:"parentId"`
-		Status          *string `json:"status"`
+		Title           string      `json:"title"`
+		Description     *string     `json:"description"`
+		WorkMode        *string     `json:"workMode"`
+		Priority        *string     `json:"priority"`
+		AssigneeActorID *string     `json:"assigneeActorId"`
+		ParentID        *string     `json:"parentId"`
+		Status          *TaskStatus `json:"status"`
 	}
 	if err := decodeStrict(c.raw, &in); err != nil {
 		return "", err
@@ -319,9 +319,9 @@ func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 		}
 		priority = *in.Priority
 	}
-	status := "todo"
+	status := TaskTodo
 	if in.Status != nil {
-		if *in.Status != "backlog" && *in.Status != "todo" {
+		if *in.Status != TaskBacklog && *in.Status != TaskTodo {
 			return "", newErr(CodeBoardInputInvalid, "issue status must be backlog or todo")
 		}
 		status = *in.Status
@@ -345,8 +345,8 @@ func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 		AssigneeActorID: in.AssigneeActorID}
 	m.addTask(t)
 	c.ref("task", id)
-	if in.AssigneeActorID != nil && status == "todo" {
-		w := m.scheduleWake(*in.AssigneeActorID, id, "issue_assigned", mustJSON(map[string]string{"issueId": id}), 0)
+	if in.AssigneeActorID != nil && status == TaskTodo {
+		w := m.scheduleWake(*in.AssigneeActorID, id, WakeIssueAssigned, mustJSON(map[string]string{"issueId": id}), 0)
 		c.wakes = append(c.wakes, w.ID)
 	}
 	return id, nil

@@ -278,23 +278,23 @@ func safeNonNegative(n json.Number) (int64, bool) {
 	return int64(f), true
 }
 
-var transitions = map[string][]string{
-	"backlog":     {"todo", "cancelled"},
-	"todo":        {"in_progress", "blocked", "cancelled"},
-	"in_progress": {"in_review", "blocked", "done", "cancelled"},
-	"in_review":   {"in_progress", "done", "cancelled"},
-	"blocked":     {"todo", "in_progress", "cancelled"},
+var transitions = map[TaskStatus][]TaskStatus{
+	TaskBacklog:    {TaskTodo, TaskCancelled},
+	TaskTodo:       {TaskInProgress, TaskBlocked, TaskCancelled},
+	TaskInProgress: {TaskInReview, TaskBlocked, TaskDone, TaskCancelled},
+	TaskInReview:   {TaskInProgress, TaskDone, TaskCancelled},
+	TaskBlocked:    {TaskTodo, TaskInProgress, TaskCancelled},
 }
 
 // transition moves the task through the command transition table (spec §1.3); an
 // illegal move records a denied decision and fails with task_transition_illegal.
-func (m *Memory) transition(c *cmdCtx, t *Task, to string) error {
+func (m *Memory) transition(c *cmdCtx, t *Task, to TaskStatus) error {
 	from := t.Status
 	ok := slices.Contains(transitions[from], to)
-	if !ok && c.kind == "release_task" && from == "in_progress" && to == "todo" {
+	if !ok && c.kind == "release_task" && from == TaskInProgress && to == TaskTodo {
 		ok = true
 	}
-	if !ok && (c.kind == "request_human_input" || c.kind == "request_approval") && from == "in_review" && to == "in_review" {
+	if !ok && (c.kind == "request_human_input" || c.kind == "request_approval") && from == TaskInReview && to == TaskInReview {
 		ok = true
 	}
 	if !ok {
@@ -323,7 +323,7 @@ func (m *Memory) addTask(t *Task) {
 func (m *Memory) dependsOn(from, target string) bool {
 	adj := map[string][]string{}
 	for _, b := range m.st.Blockers {
-		if t := m.idx.tasks[b.BlockedByTaskID]; t != nil && t.Status != "done" {
+		if t := m.idx.tasks[b.BlockedByTaskID]; t != nil && t.Status != TaskDone {
 			adj[b.TaskID] = append(adj[b.TaskID], b.BlockedByTaskID)
 		}
 	}

@@ -206,12 +206,12 @@ func (m *Memory) writeDocument(c *cmdCtx) error {
 
 func (m *Memory) requestHumanInput(c *cmdCtx) error {
 	var in struct {
-		InteractionKind    string          `json:"interactionKind"`
-		Title              string          `json:"title"`
-		Prompt             string          `json:"prompt"`
-		Payload            json.RawMessage `json:"payload"`
-		TargetRevisionID   *string         `json:"targetRevisionId"`
-		ContinuationPolicy string          `json:"continuationPolicy"`
+		InteractionKind    InteractionKind    `json:"interactionKind"`
+		Title              string             `json:"title"`
+		Prompt             string             `json:"prompt"`
+		Payload            json.RawMessage    `json:"payload"`
+		TargetRevisionID   *string            `json:"targetRevisionId"`
+		ContinuationPolicy ContinuationPolicy `json:"continuationPolicy"`
 	}
 	if err := decode(c.raw, &in); err != nil {
 		return err
@@ -231,7 +231,7 @@ func (m *Memory) requestHumanInput(c *cmdCtx) error {
 			return newErr(CodeInteractionTargetStale, "target revision %s is not the latest revision %s", *in.TargetRevisionID, doc.LatestRevisionID)
 		}
 	}
-	if err := m.transition(c, c.task, "in_review"); err != nil {
+	if err := m.transition(c, c.task, TaskInReview); err != nil {
 		return err
 	}
 	payload, err := canonicalOr(in.Payload, "{}")
@@ -240,9 +240,9 @@ func (m *Memory) requestHumanInput(c *cmdCtx) error {
 	}
 	policy := in.ContinuationPolicy
 	if policy == "" {
-		policy = "none"
+		policy = ContinueNone
 	}
-	it := &Interaction{ID: m.newID("interaction"), TaskID: c.task.ID, Kind: in.InteractionKind, Status: "pending", Title: in.Title,
+	it := &Interaction{ID: m.newID("interaction"), TaskID: c.task.ID, Kind: in.InteractionKind, Status: InteractionPending, Title: in.Title,
 		Prompt: in.Prompt, Payload: payload, TargetRevisionID: in.TargetRevisionID, ContinuationPolicy: policy, Result: json.RawMessage("null")}
 	it.CreatedAt = m.now()
 	appendv(m, &m.st.Interactions, it)
@@ -264,9 +264,9 @@ func canonicalOr(raw json.RawMessage, def string) (json.RawMessage, error) {
 
 func (m *Memory) resolveHumanInput(c *cmdCtx) error {
 	var in struct {
-		InteractionID string          `json:"interactionId"`
-		Outcome       string          `json:"outcome"`
-		Result        json.RawMessage `json:"result"`
+		InteractionID string            `json:"interactionId"`
+		Outcome       InteractionStatus `json:"outcome"`
+		Result        json.RawMessage   `json:"result"`
 	}
 	if err := decode(c.raw, &in); err != nil {
 		return err
@@ -275,14 +275,10 @@ func (m *Memory) resolveHumanInput(c *cmdCtx) error {
 	if it == nil || it.TaskID != c.task.ID {
 		return newErr(CodeInteractionMissing, "interaction %s does not exist on task %s", in.InteractionID, c.task.ID)
 	}
-	if it.Status != "pending" {
+	if it.Status != InteractionPending {
 		return newErr(CodeInteractionAlreadyResolved, "interaction %s is already %s", it.ID, it.Status)
 	}
-	allowed := []string{"accepted", "rejected", "expired"}
-	if it.Kind == "questions" || it.Kind == "item_verdicts" {
-		allowed = []string{"answered", "rejected", "expired"}
-	}
-	if !slices.Contains(allowed, in.Outcome) {
+	if !slices.Contains(it.Kind.Outcomes(), in.Outcome) {
 		return newErr(CodeInteractionOutcomeInvalid, "%s is not valid for %s", in.Outcome, it.Kind)
 	}
 	result, err := canonicalOr(in.Result, "{}")
@@ -296,10 +292,10 @@ func (m *Memory) resolveHumanInput(c *cmdCtx) error {
 		i.ResolvedAt = strp(resolvedAt)
 	})
 	c.ref("interaction", it.ID)
-	wake := it.ContinuationPolicy == "wake_assignee" || (it.ContinuationPolicy == "wake_assignee_on_accept" && in.Outcome == "accepted")
+	wake := it.ContinuationPolicy == ContinueWakeAssignee || (it.ContinuationPolicy == ContinueWakeAssigneeOnAccept && in.Outcome == InteractionAccepted)
 	if wake && c.task.AssigneeActorID != nil {
-		w := m.scheduleWake(*c.task.AssigneeActorID, c.task.ID, "interaction_resolved",
-			mustJSON(map[string]string{"interactionId": it.ID, "outcome": in.Outcome}), 0)
+		w := m.scheduleWake(*c.task.AssigneeActorID, c.task.ID, WakeInteractionResolved,
+			mustJSON(map[string]string{"interactionId": it.ID, "outcome": string(in.Outcome)}), 0)
 		c.wakes = append(c.wakes, w.ID)
 	}
 	return nil
@@ -367,7 +363,7 @@ func (m *Memory) reassignTask(c *cmdCtx) error {
 		return newErr(CodeReassignmentCurrentTask, "a run cannot reassign its own active task")
 	}
 	switch target.Status {
-	case "done", "cancelled", "in_review":
+	case TaskDone, TaskCancelled, TaskInReview:
 		return newErr(CodeReassignmentStateDenied, "task %s is %s and cannot be reassigned", target.ID, target.Status)
 	}
 	if assignee.Status != "active" {
@@ -388,7 +384,7 @@ func (m *Memory) reassignTask(c *cmdCtx) error {
 	}
 	if target.ExecutionRunID != nil {
 		if other := m.idx.runs[*target.ExecutionRunID]; other != nil {
-			edit(m, other, func(r *Run) { r.Status = "cancelled" })
+			edit(m, other, func(r *Run) { r.Status = RunCancelled })
 		}
 	}
 	edit(m, target, func(t *Task) {
@@ -396,13 +392,13 @@ func (m *Memory) reassignTask(c *cmdCtx) error {
 		t.StatusVersion++
 		t.CheckoutRunID = nil
 		t.ExecutionRunID = nil
-		if t.Status == "in_progress" {
-			t.Status = "todo"
+		if t.Status == TaskInProgress {
+			t.Status = TaskTodo
 		}
 	})
 	m.addComment(target.ID, strp(c.actor.ID), in.Reason)
-	if target.Status == "todo" {
-		w := m.scheduleWake(assignee.ID, target.ID, "manual", mustJSON(map[string]string{"reason": in.Reason}), 0)
+	if target.Status == TaskTodo {
+		w := m.scheduleWake(assignee.ID, target.ID, WakeManual, mustJSON(map[string]string{"reason": in.Reason}), 0)
 		c.wakes = append(c.wakes, w.ID)
 	}
 	return nil
@@ -419,7 +415,7 @@ func (m *Memory) setDependencies(c *cmdCtx) error {
 		return err
 	}
 	if len(in.BlockedByTaskIDs) > 0 {
-		return m.transition(c, c.task, "blocked")
+		return m.transition(c, c.task, TaskBlocked)
 	}
 	return nil
 }
@@ -428,12 +424,12 @@ var priorities = []string{"critical", "high", "medium", "low"}
 
 func (m *Memory) createTask(c *cmdCtx) error {
 	var in struct {
-		Title            string    `json:"title"`
-		Description      *string   `json:"description"`
-		AssigneeActorID  *string   `json:"assigneeActorId"`
-		Priority         *string   `json:"priority"`
-		BlockedByTaskIDs *[]string `json:"blockedByTaskIds"`
-		Status           *string   `json:"status"`
+		Title            string      `json:"title"`
+		Description      *string     `json:"description"`
+		AssigneeActorID  *string     `json:"assigneeActorId"`
+		Priority         *string     `json:"priority"`
+		BlockedByTaskIDs *[]string   `json:"blockedByTaskIds"`
+		Status           *TaskStatus `json:"status"`
 	}
 	if err := decode(c.raw, &in); err != nil {
 		return err
@@ -457,19 +453,19 @@ func (m *Memory) createTask(c *cmdCtx) error {
 		}
 		priority = *in.Priority
 	}
-	if in.Status != nil && *in.Status != "backlog" && *in.Status != "todo" {
+	if in.Status != nil && *in.Status != TaskBacklog && *in.Status != TaskTodo {
 		return newErr(CodeSemanticCommandInvalid, "task status must be backlog or todo")
 	}
 	var blockers []string
 	if in.BlockedByTaskIDs != nil {
 		blockers = *in.BlockedByTaskIDs
 	}
-	status := "todo"
+	status := TaskTodo
 	switch {
-	case in.Status != nil && *in.Status == "backlog":
-		status = "backlog"
+	case in.Status != nil && *in.Status == TaskBacklog:
+		status = TaskBacklog
 	case len(blockers) > 0:
-		status = "blocked"
+		status = TaskBlocked
 	}
 	id := m.newID("task")
 	n := m.nextCounter("issue-number")
@@ -501,11 +497,11 @@ func (m *Memory) requestApproval(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := m.transition(c, c.task, "in_review"); err != nil {
+	if err := m.transition(c, c.task, TaskInReview); err != nil {
 		return err
 	}
 	ap := &Approval{ID: m.newID("approval"), CompanyID: m.st.Company.ID, TaskIDs: []string{c.task.ID}, Type: in.ApprovalType,
-		Status: "pending", RequestedByActorID: strp(c.actor.ID), Payload: payload, Comments: []*ApprovalComment{}}
+		Status: ApprovalPending, RequestedByActorID: strp(c.actor.ID), Payload: payload, Comments: []*ApprovalComment{}}
 	ap.CreatedAt = m.now()
 	appendv(m, &m.st.Approvals, ap)
 	mapSet(m, m.idx.approvals, ap.ID, ap)
@@ -515,9 +511,9 @@ func (m *Memory) requestApproval(c *cmdCtx) error {
 
 func (m *Memory) decideApproval(c *cmdCtx) error {
 	var in struct {
-		ApprovalID string `json:"approvalId"`
-		Decision   string `json:"decision"`
-		Note       string `json:"note"`
+		ApprovalID string         `json:"approvalId"`
+		Decision   ApprovalStatus `json:"decision"`
+		Note       string         `json:"note"`
 	}
 	if err := decode(c.raw, &in); err != nil {
 		return err
@@ -526,10 +522,10 @@ func (m *Memory) decideApproval(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	if ap.Status != "pending" {
+	if ap.Status != ApprovalPending {
 		return newErr(CodeApprovalAlreadyDecided, "approval %s is already %s", ap.ID, ap.Status)
 	}
-	if in.Decision != "approved" && in.Decision != "rejected" && in.Decision != "cancelled" {
+	if !slices.Contains(ApprovalDecisions, in.Decision) {
 		return newErr(CodeSemanticCommandInvalid, "approval decision must be approved, rejected or cancelled")
 	}
 	if err := required(in.Note, "approval decision note"); err != nil {
@@ -543,7 +539,7 @@ func (m *Memory) decideApproval(c *cmdCtx) error {
 			if t == nil || !eq(t.AssigneeActorID, requester.ID) || t.CheckoutRunID != nil || t.ExecutionRunID != nil {
 				continue
 			}
-			if (t.Status == "todo" || t.Status == "blocked" || t.Status == "in_review") && !m.hasUnresolvedBlockers(t.ID, "") {
+			if (t.Status == TaskTodo || t.Status == TaskBlocked || t.Status == TaskInReview) && !m.hasUnresolvedBlockers(t.ID, "") {
 				target = t
 				break
 			}
@@ -551,7 +547,7 @@ func (m *Memory) decideApproval(c *cmdCtx) error {
 		if target == nil {
 			target = &Task{ID: m.newID("task"), CompanyID: m.st.Company.ID, Identifier: m.st.Company.IssuePrefix + "-APPROVAL-" + ap.ID,
 				Title: "Continue after approval " + ap.ID, Description: strp("Continue the work that waited on approval " + ap.ID + "."),
-				Status: "todo", Priority: "medium", WorkMode: "standard", AssigneeActorID: strp(requester.ID)}
+				Status: TaskTodo, Priority: "medium", WorkMode: "standard", AssigneeActorID: strp(requester.ID)}
 			m.addTask(target)
 			c.ref("task", target.ID)
 		}
@@ -563,7 +559,7 @@ func (m *Memory) decideApproval(c *cmdCtx) error {
 		a.DecidedAt = strp(decidedAt)
 	})
 	if target != nil {
-		w := m.scheduleWake(requester.ID, target.ID, "approval_resolved", mustJSON(map[string]string{"approvalId": ap.ID, "decision": in.Decision}), 0)
+		w := m.scheduleWake(requester.ID, target.ID, WakeApprovalResolved, mustJSON(map[string]string{"approvalId": ap.ID, "decision": string(in.Decision)}), 0)
 		c.wakes = append(c.wakes, w.ID)
 	}
 	c.ref("approval", ap.ID)
@@ -661,8 +657,8 @@ func (m *Memory) recordBudgetUsage(c *cmdCtx) error {
 		return nil
 	}
 	edit(m, c.actor, func(a *Actor) { a.Status = "paused" })
-	edit(m, c.run, func(r *Run) { r.Status = "budget_stopped" })
-	if err := m.transition(c, c.task, "blocked"); err != nil {
+	edit(m, c.run, func(r *Run) { r.Status = RunBudgetStopped })
+	if err := m.transition(c, c.task, TaskBlocked); err != nil {
 		return err
 	}
 	edit(m, c.task, func(t *Task) {
@@ -685,7 +681,7 @@ func (m *Memory) finishTask(c *cmdCtx) error {
 	if err := required(in.Summary, "finish summary"); err != nil {
 		return err
 	}
-	if err := m.transition(c, c.task, "done"); err != nil {
+	if err := m.transition(c, c.task, TaskDone); err != nil {
 		return err
 	}
 	at := m.now()
@@ -711,7 +707,7 @@ func (m *Memory) blockTask(c *cmdCtx) error {
 			return err
 		}
 	}
-	if err := m.transition(c, c.task, "blocked"); err != nil {
+	if err := m.transition(c, c.task, TaskBlocked); err != nil {
 		return err
 	}
 	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Reason)
@@ -726,7 +722,7 @@ func (m *Memory) requestReview(c *cmdCtx) error {
 	if err := decode(c.raw, &in); err != nil {
 		return err
 	}
-	if err := m.transition(c, c.task, "in_review"); err != nil {
+	if err := m.transition(c, c.task, TaskInReview); err != nil {
 		return err
 	}
 	if err := required(in.Summary, "review summary"); err != nil {
@@ -750,7 +746,7 @@ func (m *Memory) releaseTask(c *cmdCtx) error {
 	if !eq(c.task.CheckoutRunID, c.run.ID) || !eq(c.task.ExecutionRunID, c.run.ID) {
 		return newErr(CodeReleaseLockMismatch, "fixture run %s does not hold the lock of task %s", c.run.ID, c.task.ID)
 	}
-	if err := m.transition(c, c.task, "todo"); err != nil {
+	if err := m.transition(c, c.task, TaskTodo); err != nil {
 		return err
 	}
 	edit(m, c.task, func(t *Task) {
@@ -785,7 +781,7 @@ func (m *Memory) scheduleWakeCommand(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	w := m.scheduleWake(*c.task.AssigneeActorID, c.task.ID, in.Reason, payload, delay)
+	w := m.scheduleWake(*c.task.AssigneeActorID, c.task.ID, WakeReason(in.Reason), payload, delay)
 	c.ref("wake", w.ID)
 	c.wakes = append(c.wakes, w.ID)
 	return nil

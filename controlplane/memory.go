@@ -125,7 +125,7 @@ func stateFromSeed(seed Seed) (*State, error) {
 		Schema:            StateSchema,
 		Clock:             Clock{EpochMs: DefaultEpochMs},
 		Counters:          map[string]int64{},
-		Lifecycle:         "stopped",
+		Lifecycle:         LifecycleStopped,
 		Company:           company,
 		OutOfScopeTaskIDs: slices.Clone(seed.OutOfScopeTaskIDs),
 	}
@@ -144,7 +144,7 @@ func stateFromSeed(seed Seed) (*State, error) {
 		if len(st.Actors) > 0 {
 			assignee = ptr(st.Actors[0].ID)
 		}
-		st.Tasks = []*Task{{ID: "task-1", CompanyID: company.ID, Identifier: company.IssuePrefix + "-1", Title: "Deterministic fixture task", Status: "todo", Priority: "medium", WorkMode: "standard", AssigneeActorID: assignee}}
+		st.Tasks = []*Task{{ID: "task-1", CompanyID: company.ID, Identifier: company.IssuePrefix + "-1", Title: "Deterministic fixture task", Status: TaskTodo, Priority: "medium", WorkMode: "standard", AssigneeActorID: assignee}}
 	}
 	if seed.Budgets != nil {
 		st.Budgets = cloneAll(seed.Budgets)
@@ -228,7 +228,7 @@ func normalize(st *State) {
 		st.Counters = map[string]int64{}
 	}
 	if st.Lifecycle == "" {
-		st.Lifecycle = "stopped"
+		st.Lifecycle = LifecycleStopped
 	}
 	if st.SemanticToolRuntimes == nil {
 		st.SemanticToolRuntimes = map[string]json.RawMessage{}
@@ -741,7 +741,7 @@ func (m *Memory) assertCompany(kind, id, companyID string) error {
 }
 
 func (m *Memory) assertRunning() error {
-	if m.st.Lifecycle != "running" {
+	if m.st.Lifecycle != LifecycleRunning {
 		return newErr(CodeMockNotRunning, "the capability mock is not running")
 	}
 	return nil
@@ -749,9 +749,9 @@ func (m *Memory) assertRunning() error {
 
 func assertRunWritable(r *Run) error {
 	switch r.Status {
-	case "running":
+	case RunRunning:
 		return nil
-	case "budget_stopped":
+	case RunBudgetStopped:
 		return newErr(CodeBudgetHardStop, "fixture run %s was stopped by a budget hard stop", r.ID)
 	default:
 		return newErr(CodeRunNotWritable, "fixture run is %s", r.Status)
@@ -857,10 +857,10 @@ func (m *Memory) Start(ctx context.Context) error {
 		return err
 	}
 	defer m.unlock()
-	if m.st.Lifecycle == "running" {
+	if m.st.Lifecycle == LifecycleRunning {
 		return newErr(CodeMockAlreadyRunning, "the capability mock is already running")
 	}
-	m.st.Lifecycle = "running"
+	m.st.Lifecycle = LifecycleRunning
 	return nil
 }
 
@@ -871,7 +871,7 @@ func (m *Memory) Stop(ctx context.Context) error {
 		return err
 	}
 	defer m.unlock()
-	m.st.Lifecycle = "stopped"
+	m.st.Lifecycle = LifecycleStopped
 	m.st.ActiveRunID = nil
 	return nil
 }

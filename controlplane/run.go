@@ -97,13 +97,13 @@ func (m *Memory) openLocked(in OpenInput) error {
 		return m.deny(runID, "open_run", "checkout_lock_conflict", refs,
 			newErr(CodeCheckoutConflict, "fixture task %s is checked out by %s", task.ID, *task.CheckoutRunID))
 	}
-	terminal := task.Status == "done" || task.Status == "cancelled"
+	terminal := task.Status.Terminal()
 	if terminal && !in.Resume {
 		return m.deny(runID, "open_run", "terminal_task_requires_resume", refs,
 			newErr(CodeTerminalTaskRequiresResume, "fixture task %s is %s; reopen it with resume", task.ID, task.Status))
 	}
 	switch task.Status {
-	case "backlog", "todo", "blocked", "in_review":
+	case TaskBacklog, TaskTodo, TaskBlocked, TaskInReview:
 	default:
 		if !terminal {
 			return m.deny(runID, "open_run", "checkout_status_illegal", refs,
@@ -119,12 +119,12 @@ func (m *Memory) openLocked(in OpenInput) error {
 		t.AssigneeActorID = strp(actor.ID)
 		t.CheckoutRunID = strp(id.RunID)
 		t.ExecutionRunID = strp(id.RunID)
-		t.Status = "in_progress"
+		t.Status = TaskInProgress
 		if t.StartedAt == nil {
 			t.StartedAt = strp(openedAt)
 		}
 	})
-	wake := Wake{Reason: "manual", Payload: json.RawMessage("{}")}
+	wake := Wake{Reason: WakeManual, Payload: json.RawMessage("{}")}
 	if in.Wake != nil {
 		wake.Reason = in.Wake.Reason
 		wake.Payload = sanitizeRaw(in.Wake.Payload)
@@ -139,7 +139,7 @@ func (m *Memory) openLocked(in OpenInput) error {
 	}
 	run := &Run{
 		ID: id.RunID, CompanyID: id.CompanyID, ActorID: actor.ID, TaskID: task.ID, SessionID: id.SessionID,
-		BackendKind: in.BackendKind, SourceInstanceID: source, Status: "running", Attempt: attempt,
+		BackendKind: in.BackendKind, SourceInstanceID: source, Status: RunRunning, Attempt: attempt,
 		OpenedAt: openedAt, Wake: wake, Capabilities: m.sortedUnique(caps), Events: []json.RawMessage{},
 		Result: json.RawMessage("null"), SessionCheckpoint: json.RawMessage("null"),
 	}

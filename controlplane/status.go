@@ -66,6 +66,7 @@ const (
 	// InteractionQuestions is resolved as answered, not accepted.
 	InteractionQuestions    InteractionKind = "questions"
 	InteractionSuggestTasks InteractionKind = "suggest_tasks"
+	// InteractionItemVerdicts is resolved as answered, not accepted.
 	InteractionItemVerdicts InteractionKind = "item_verdicts"
 )
 
@@ -80,9 +81,9 @@ type InteractionStatus string
 const (
 	// InteractionPending: waiting for the human.
 	InteractionPending InteractionStatus = "pending"
-	// InteractionAccepted: accepted (every kind but questions).
+	// InteractionAccepted: accepted (every kind but questions and item_verdicts).
 	InteractionAccepted InteractionStatus = "accepted"
-	// InteractionAnswered: answered (questions only).
+	// InteractionAnswered: answered (questions and item_verdicts only).
 	InteractionAnswered InteractionStatus = "answered"
 	// InteractionRejected: rejected (also a revision request).
 	InteractionRejected InteractionStatus = "rejected"
@@ -91,9 +92,10 @@ const (
 )
 
 // Outcomes returns the outcomes a resolution of an interaction of kind k may give:
-// answered, rejected, expired for questions; accepted, rejected, expired otherwise.
+// answered, rejected, expired for questions and item_verdicts; accepted, rejected,
+// expired otherwise.
 func (k InteractionKind) Outcomes() []InteractionStatus {
-	if k == InteractionQuestions {
+	if k == InteractionQuestions || k == InteractionItemVerdicts {
 		return []InteractionStatus{InteractionAnswered, InteractionRejected, InteractionExpired}
 	}
 	return []InteractionStatus{InteractionAccepted, InteractionRejected, InteractionExpired}
@@ -165,4 +167,21 @@ const (
 	LifecycleStopped Lifecycle = "stopped"
 	// LifecycleRunning: after Start.
 	LifecycleRunning Lifecycle = "running"
+)
+
+// WorkDisposition is a completion result's reportedWorkDisposition (spec §2.8): what
+// the run says became of its task; the completion reconciles the task's status from
+// it.
+type WorkDisposition string
+
+// Work dispositions (spec §2.8).
+const (
+	// WorkDone: the task is finished (task → done; fails while blockers remain).
+	WorkDone WorkDisposition = "done"
+	// WorkBlocked: the task waits (task → blocked).
+	WorkBlocked WorkDisposition = "blocked"
+	// WorkNeedsReview: a human must look (task → in_review).
+	WorkNeedsReview WorkDisposition = "needs_review"
+	// WorkYielded: the run gave the task back (task → todo and a scheduled_retry wake).
+	WorkYielded WorkDisposition = "yielded"
 )

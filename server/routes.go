@@ -173,7 +173,9 @@ type withStatus struct {
 	body   any
 }
 
-func invalid(msg string) error { return &controlplane.Error{Code: controlplane.CodeInvalidRequest, Message: msg} }
+func invalid(msg string) error {
+	return &controlplane.Error{Code: controlplane.CodeInvalidRequest, Message: msg}
+}
 
 // StatusOf maps an error to its HTTP status by its code's class (controlplane.Class):
 // 400 invalid input, 401/403 auth, 404 missing, 409 conflicts, 413 too large, 503

@@ -143,7 +143,7 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 				if err != nil {
 					return nil, err
 				}
-				if out.Disposition == "joined" {
+				if out.Disposition == api.CancelJoined {
 					return withStatus{http.StatusOK, out}, nil
 				}
 				return out, nil

@@ -195,8 +195,9 @@ func TestStopRunningHang(t *testing.T) {
 		t.Fatalf("first Stop: %+v, %v", res, err)
 	}
 	steps := []struct {
-		name, id, disposition string
-		code                  controlplane.Code
+		name, id    string
+		disposition api.CancelDisposition
+		code        controlplane.Code
 	}{
 		{"same UUID again", first, "joined", ""},
 		{"another UUID", other, "", controlplane.CodeCancellationConflict},

@@ -357,7 +357,7 @@ func (r *Runner) scan(ctx context.Context) {
 			continue
 		}
 		st, err := c.Snapshot(ctx)
-		if err != nil || st.Lifecycle != "running" {
+		if err != nil || st.Lifecycle != controlplane.LifecycleRunning {
 			continue
 		}
 		j, ok := r.pick(ctx, id, c, st)
@@ -402,7 +402,7 @@ func (r *Runner) pick(ctx context.Context, company string, c Company, st control
 	r.mu.Unlock()
 	for _, w := range wakes {
 		runID := RunID(company, w.ID)
-		if w.Status != "scheduled" || runs[runID] || skipped[w.ID] != "" {
+		if w.Status != controlplane.WakeScheduled || runs[runID] || skipped[w.ID] != "" {
 			continue
 		}
 		a := actors[w.ActorID]
@@ -426,8 +426,8 @@ func (r *Runner) pick(ctx context.Context, company string, c Company, st control
 			continue // checked out by a run in flight: the wake waits
 		}
 		resume := false
-		if t.Status == "done" || t.Status == "cancelled" {
-			if w.Reason != "issue_commented" {
+		if t.Status.Terminal() {
+			if w.Reason != controlplane.WakeIssueCommented {
 				r.skipWake(company, w.ID, fmt.Sprintf("the task is %s and the wake (%s) is not a follow-up", t.Status, w.Reason))
 				continue
 			}
@@ -503,11 +503,11 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		lock.Unlock()
 		return
 	}
-	rec.OpenedAt, rec.Status = r.now(), "running"
+	rec.OpenedAt, rec.Status = r.now(), controlplane.RunRunning
 	l, prepErr := r.prepare(ctx, j, rc, rec)
 	if prepErr != nil {
 		o := worker.Outcome{SpawnError: prepErr}
-		r.finish(j.c, rec, o, agent.Report{Summary: "not started: " + prepErr.Error(), RunStatus: "failed"}, nil)
+		r.finish(j.c, rec, o, agent.Report{Summary: "not started: " + prepErr.Error(), RunStatus: controlplane.RunFailed}, nil)
 		lock.Unlock()
 		return
 	}
@@ -654,15 +654,15 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 	status := report.RunStatus
 	summary := rec.Termination.Summary
 	if rec.Cancellation != nil {
-		status = "cancelled"
+		status = controlplane.RunCancelled
 		summary = fmt.Sprintf("stopped by %s (%s); %s", rec.Cancellation.Actor, rec.Cancellation.IntentID, summary)
 	}
 	if status == "" {
-		status = "failed"
+		status = controlplane.RunFailed
 	}
 	silent := rec.Driver == "nop" || strings.HasPrefix(rec.Driver, "fixture:")
 	var result json.RawMessage
-	if p := report.Presentation; p != nil && p.CommentID != "" && status != "cancelled" {
+	if p := report.Presentation; p != nil && p.CommentID != "" && status != controlplane.RunCancelled {
 		// spec runner-e2e-harness §5: the run's message is the presented comment.
 		result, _ = json.Marshal(map[string]any{"presentationDecision": map[string]string{"commentId": p.CommentID}})
 	}
@@ -702,8 +702,8 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 // appends run.completed with sequence 1 without reading the state first; otherwise,
 // or when that append is refused, it reads the run from a snapshot (an agent that
 // completed its own run must not meet a denied append in the decision log).
-func completeIfRunning(ctx context.Context, c Company, runID, status, summary string, silent bool, result json.RawMessage) (string, error) {
-	complete := func() (string, error) {
+func completeIfRunning(ctx context.Context, c Company, runID string, status controlplane.RunStatus, summary string, silent bool, result json.RawMessage) (controlplane.RunStatus, error) {
+	complete := func() (controlplane.RunStatus, error) {
 		in, _ := json.Marshal(controlplane.NativeRunResult{RunID: runID, Status: status, Summary: clip(summary, 2000)})
 		if len(result) > 0 {
 			// The native completion carries the run's result beside its status, so
@@ -732,7 +732,7 @@ func completeIfRunning(ctx context.Context, c Company, runID, status, summary st
 	if run == nil {
 		return "", &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
 	}
-	if run.Status != "running" {
+	if run.Status != controlplane.RunRunning {
 		return run.Status, nil
 	}
 	native, completed := int64(0), false
@@ -786,7 +786,7 @@ func (r *Runner) recover(ctx context.Context) error {
 		prefix := RunID(company, "")
 		for _, run := range st.Runs {
 			wakeID, ours := strings.CutPrefix(run.ID, prefix)
-			if !ours || run.Status != "running" {
+			if !ours || run.Status != controlplane.RunRunning {
 				continue
 			}
 			rec, known := r.Run(run.ID)
@@ -794,11 +794,11 @@ func (r *Runner) recover(ctx context.Context) error {
 				rec = Record{Schema: api.HeartbeatRunSchema, RunID: run.ID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
 					WakeID: wakeID, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
 			}
-			if st.Lifecycle != "running" {
+			if st.Lifecycle != controlplane.LifecycleRunning {
 				errs = append(errs, fmt.Errorf("heartbeat: cannot complete orphaned run %s: company %s is %s", run.ID, company, st.Lifecycle))
 				continue
 			}
-			status, err := completeIfRunning(ctx, c, run.ID, "failed", reason, false, nil)
+			status, err := completeIfRunning(ctx, c, run.ID, controlplane.RunFailed, reason, false, nil)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("heartbeat: completing orphaned run %s: %w", run.ID, err))
 				continue
@@ -849,12 +849,12 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		rec = Record{Schema: api.HeartbeatRunSchema, RunID: runID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
 			State: api.RunFinished, Status: run.Status, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
 	}
-	verdict, intent, err := DecideStop(run.Status != "running", rec.Cancellation, req, func() string { return uuid.NewString() })
+	verdict, intent, err := DecideStop(run.Status != controlplane.RunRunning, rec.Cancellation, req, func() string { return uuid.NewString() })
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
 	if verdict == StopJoin {
-		return api.CancelRunResponse{RunID: runID, Disposition: "joined", Intent: intent, Status: run.Status}, nil
+		return api.CancelRunResponse{RunID: runID, Disposition: api.CancelJoined, Intent: intent, Status: run.Status}, nil
 	}
 	intent.RequestedAt = r.now()
 	rec.Cancellation = &intent
@@ -869,7 +869,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		cancel() // the process group gets SIGTERM, then SIGKILL after the grace period
 	} else {
 		summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
-		if status, err = completeIfRunning(ctx, c, runID, "cancelled", summary, false, nil); err != nil {
+		if status, err = completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil); err != nil {
 			return api.CancelRunResponse{}, err
 		}
 		rec.Status, rec.FinishedAt = status, r.now()
@@ -878,7 +878,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		}
 		_ = r.put(&rec)
 	}
-	return api.CancelRunResponse{RunID: runID, Disposition: "reserved", Intent: intent, Status: status}, nil
+	return api.CancelRunResponse{RunID: runID, Disposition: api.CancelReserved, Intent: intent, Status: status}, nil
 }
 
 // locate finds the company holding runID: the record's company, else every company.
