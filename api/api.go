@@ -89,13 +89,13 @@ type CreateEnvironmentRequest struct {
 // CreateIssueRequest is board operation create_issue; an assignee gets an
 // issue_assigned wake.
 type CreateIssueRequest struct {
-	Title           string  `json:"title"`
-	Description     *string `json:"description,omitempty"`
-	WorkMode        *string `json:"workMode,omitempty"`
-	Priority        *string `json:"priority,omitempty"`
-	AssigneeActorID *string `json:"assigneeActorId,omitempty"`
-	ParentID        *string `json:"parentId,omitempty"`
-	Status          *string `json:"status,omitempty"`
+	Title           string                   `json:"title"`
+	Description     *string                  `json:"description,omitempty"`
+	WorkMode        *string                  `json:"workMode,omitempty"`
+	Priority        *string                  `json:"priority,omitempty"`
+	AssigneeActorID *string                  `json:"assigneeActorId,omitempty"`
+	ParentID        *string                  `json:"parentId,omitempty"`
+	Status          *controlplane.TaskStatus `json:"status,omitempty"`
 }
 
 // CommentRequest is board operation comment (the issue is in the path); the assignee
@@ -108,15 +108,15 @@ type CommentRequest struct {
 // in the path): Outcome accepted, rejected (also a revision request) or expired, or
 // answered for questions.
 type ResolveInteractionRequest struct {
-	Outcome string          `json:"outcome"`
-	Result  json.RawMessage `json:"result,omitempty"`
+	Outcome controlplane.InteractionStatus `json:"outcome"`
+	Result  json.RawMessage                `json:"result,omitempty"`
 }
 
 // DecideApprovalRequest is board operation decide_approval (the approval is in the
 // path): Decision approved, rejected or cancelled; Note is required.
 type DecideApprovalRequest struct {
-	Decision string `json:"decision"`
-	Note     string `json:"note"`
+	Decision controlplane.ApprovalStatus `json:"decision"`
+	Note     string                      `json:"note"`
 }
 
 // BoardResult answers every board operation.

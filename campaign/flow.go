@@ -240,7 +240,7 @@ func (a *attempt) flow(ctx context.Context, _ *Fixtures) error {
 			}
 			a.submitted = append(a.submitted, time.Now())
 			a.note("resolving plan confirmation %s as %s", q.ID, outcome)
-			if _, err := a.co.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: outcome, Result: result}); err != nil {
+			if _, err := a.co.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: controlplane.InteractionStatus(outcome), Result: result}); err != nil {
 				return fmt.Errorf("resolving plan confirmation %s as %s: %w", q.ID, outcome, err)
 			}
 			if v, err = a.waitTurn(ctx, turn+2); err != nil {

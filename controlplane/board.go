@@ -379,9 +379,9 @@ func (m *Memory) boardComment(c *cmdCtx) (string, error) {
 
 func (m *Memory) boardResolveInteraction(c *cmdCtx) (string, error) {
 	var in struct {
-		InteractionID string          `json:"interactionId"`
-		Outcome       string          `json:"outcome"`
-		Result        json.RawMessage `json:"result"`
+		InteractionID string            `json:"interactionId"`
+		Outcome       InteractionStatus `json:"outcome"`
+		Result        json.RawMessage   `json:"result"`
 	}
 	if err := decodeStrict(c.raw, &in); err != nil {
 		return "", err
@@ -401,11 +401,12 @@ func (m *Memory) boardResolveInteraction(c *cmdCtx) (string, error) {
 
 func (m *Memory) boardDecideApproval(c *cmdCtx) (string, error) {
 	var in struct {
-		ApprovalID string `json:"approvalId"`
-		Decision   string `json:"decision"`
-		Note       string `json:"note"`
+		ApprovalID string         `json:"approvalId"`
+		Decision   ApprovalStatus `json:"decision"`
+		Note       string         `json:"note"`
 	}
 	if err := decodeStrict(c.raw, &in); err != nil {
+
 		return "", err
 	}
 	ap := m.idx.approvals[in.ApprovalID]

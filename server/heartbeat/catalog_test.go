@@ -75,7 +75,7 @@ func (a *attempt) pending(kind controlplane.InteractionKind) *controlplane.Inter
 	return nil
 }
 
-func (a *attempt) resolve(id, outcome string, result any) {
+func (a *attempt) resolve(id string, outcome controlplane.InteractionStatus, result any) {
 	a.t.Helper()
 	if _, err := a.company().ResolveInteraction(context.Background(), id, api.ResolveInteractionRequest{Outcome: outcome, Result: mustJSON(a.t, result)}); err != nil {
 		a.t.Fatal(err)
