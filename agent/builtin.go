@@ -11,7 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/reference"
+
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
@@ -85,11 +87,11 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 
 // builtinDriver runs `agentproof agent <reference|wrong|nop>`.
 type builtinDriver struct {
-	name   string
+	name   driver.Name
 	bounds bounds
 }
 
-func (d builtinDriver) Name() string { return d.name }
+func (d builtinDriver) Name() string { return d.name.String() }
 
 // Launch builds the spec of a built-in agent. nop gets only the base environment (it
 // needs nothing and touches nothing); reference and wrong get the run's identity, token,
@@ -101,12 +103,12 @@ func (d builtinDriver) Launch(_ controlplane.RunContext, env RunEnv) (worker.Spe
 	}
 	spec := worker.Spec{
 		Path:           env.Executable,
-		Args:           []string{"agentproof", "agent", d.name},
+		Args:           []string{"agentproof", "agent", d.name.String()},
 		Dir:            env.Workspace,
 		Timeout:        d.bounds.timeout,
 		MaxOutputBytes: d.bounds.maxOutput,
 	}
-	if d.name == "nop" {
+	if d.name.Kind == driver.KindNop {
 		if err := requireRun(env, false); err != nil {
 			return worker.Spec{}, err
 		}
@@ -151,12 +153,12 @@ func requireExecutable(env RunEnv) error {
 // invalid configuration (*UsageError), a nil dial, a dial error, or the reference
 // agent's error.
 func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer) (reference.Outcome, error) {
-	switch name {
-	case "nop":
-		return reference.Outcome{}, nil
-	case "reference", "wrong", "leaky":
-	default:
+	n, err := driver.Parse(name)
+	if err != nil || !n.Builtin() {
 		return reference.Outcome{}, &UsageError{Problems: []string{fmt.Sprintf("unknown built-in agent %q (reference, wrong, leaky or nop)", name)}}
+	}
+	if n.Kind == driver.KindNop {
+		return reference.Outcome{}, nil
 	}
 	vars := map[string]string{}
 	for _, kv := range environ {
@@ -181,8 +183,8 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 	rcfg := reference.Config{Workspace: vars[EnvWorkspace], StateDir: vars[EnvStateDir]}
 	credentials := Credentials(vars)
 	leak := credentialLines(credentials)
-	switch name {
-	case "wrong":
+	switch n.Kind {
+	case driver.KindWrong:
 		if script, err = reference.WrongScript(script, cfg.Nonce); err != nil {
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
@@ -193,7 +195,7 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 				return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 			}
 		}
-	case "leaky":
+	case driver.KindLeaky:
 		if script, err = reference.LeakyScript(script, leak, true); err != nil {
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
@@ -208,7 +210,7 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 		return reference.Outcome{}, fmt.Errorf("agent: connecting to %s: %w", vars[EnvAPIURL], err)
 	}
 	out, err := reference.Execute(ctx, port, vars[EnvRunID], rcfg)
-	if name == "leaky" {
+	if n.Kind == driver.KindLeaky {
 		// stdout and an error message: the last two ways out.
 		out.Output = leak
 		if err == nil {

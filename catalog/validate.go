@@ -12,7 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/controlplane"
+
 	"github.com/agentproof/agentproof/match"
 )
 
@@ -40,7 +42,7 @@ const maxIDLength = 100
 // of the calibration suite).
 var (
 	Generations          = []string{"legacy", "native"}
-	Drivers              = []string{"fixture:pass", "fixture:fail", "fixture:hang", "fixture:noisy", "reference", "nop", "wrong", "leaky", "exec", "exec:codex", "exec:opencode", "exec:claude"}
+	Drivers              = driver.Names()
 	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
 	CredentialScopes     = []string{"profile", "environment"}
 	EnvironmentDrivers   = []string{"local", "sandbox"}
@@ -392,7 +394,9 @@ func (v *validator) validateProfile(p *Profile) {
 	v.required("profile label", &p.Label, p)
 	v.enum("profile generation", &p.Generation, Generations, p, true)
 	v.groupRefs("profile "+p.ID, p.Groups, p)
-	v.enum("profile driver", &p.Driver, Drivers, p, true)
+	if _, err := driver.Parse(p.Driver); err != nil {
+		v.enum("profile driver", &p.Driver, Drivers, p, true) // the same list: driver.Names
+	}
 	v.required("profile provider", &p.Provider, p)
 	v.required("profile model", &p.Model, p)
 	v.enum("modelQualification source", &p.ModelQualification.Source, QualificationSources, p, true)
@@ -869,12 +873,13 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 		if cell.AttemptTimeoutMs <= 0 {
 			v.add(v.at(&cell.Case.AttemptTimeoutMs, cell.Case), "case %s has no attemptTimeoutMs for environment %s and the environment has no attemptDeadlineMs (cell %s)", cell.Case.ID, cell.Environment.ID, cell.ID)
 		}
-		if cell.Profile.Driver == "reference" || cell.Profile.Driver == "wrong" || cell.Profile.Driver == "leaky" {
+		d, _ := driver.Parse(cell.Profile.Driver) // refused above when it does not parse
+		if d.NeedsReference() {
 			if cell.Case.Reference == nil {
 				v.add(v.at(cell.Case), "case %s has no reference script, which profile %s (driver %s) needs (cell %s)", cell.Case.ID, cell.Profile.ID, cell.Profile.Driver, cell.ID)
 			}
 		}
-		if strings.HasPrefix(cell.Profile.Driver, "fixture:") != (cell.Case.Flow == "process_exit") {
+		if _, fixture := d.Fixture(); !d.IsZero() && fixture != (cell.Case.Flow == "process_exit") {
 			v.add(v.at(&s.Cases, s), "cell %s pairs driver %s with flow %s; fixture drivers run exactly the process_exit flow", cell.ID, cell.Profile.Driver, cell.Case.Flow)
 		}
 		if prev := v.c.byCellID[cell.ID]; prev != nil {

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
+
 	"github.com/spf13/cobra"
 )
 
@@ -47,7 +49,7 @@ func newAgentCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if args[0] == "nop" {
+			if d, _ := driver.Parse(args[0]); d.Kind == driver.KindNop { // RunBuiltin accepted it
 				return nil
 			}
 			if out.Turn == 0 {

@@ -55,6 +55,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
+
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/redact"
@@ -330,7 +332,7 @@ type job struct {
 	actor   *controlplane.Actor
 	task    *controlplane.Task
 	env     *controlplane.Environment
-	cfg     AgentConfig
+	cfg     api.AdapterConfig
 	cfgErr  error
 	resume  bool
 	runID   string
@@ -476,7 +478,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	lock := r.runLock(j.runID)
 	lock.Lock()
 	rec := &Record{Schema: api.HeartbeatRunSchema, RunID: j.runID, CompanyID: j.company, ActorID: j.actor.ID, TaskID: j.task.ID,
-		WakeID: j.wake.ID, WakeReason: j.wake.Reason, Driver: j.cfg.Driver, State: api.RunOpening, WakeObservedAt: j.seenAt}
+		WakeID: j.wake.ID, WakeReason: j.wake.Reason, Driver: j.cfg.Driver.String(), State: api.RunOpening, WakeObservedAt: j.seenAt}
 	r.remember(rec)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -545,7 +547,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	if !o.Started && report.Summary == "" {
 		report.Summary = agent.Summarize(o)
 	}
-	if strings.HasPrefix(rec.Driver, "exec:") && report.Presentation == nil {
+	if _, isCLI := j.cfg.Driver.CLI(); isCLI && report.Presentation == nil {
 		// A real CLI presents through the MCP server, which records the presented
 		// comment in the agent's state directory (see agent.ReadPresentation).
 		if p, err := agent.ReadPresentation(l.stateDir, rec.RunID); err == nil && p != nil {
@@ -569,7 +571,11 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 			return launch{}, fmt.Errorf("environment %s config: %w", j.env.ID, err)
 		}
 	}
-	d, err := agent.New(j.cfg.Driver, j.cfg.DriverConfig)
+	var dc api.DriverConfig
+	if j.cfg.DriverConfig != nil {
+		dc = *j.cfg.DriverConfig
+	}
+	d, err := agent.New(j.cfg.Driver, dc)
 	if err != nil {
 		return launch{}, err
 	}
@@ -591,21 +597,15 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return launch{}, fmt.Errorf("creating the agent state directory: %w", err)
 	}
-	vars := map[string]EnvValue{}
-	for _, src := range []struct {
-		where string
-		get   func() (map[string]EnvValue, error)
-	}{
-		{"environment " + j.env.ID + " envVars", func() (map[string]EnvValue, error) { return envValues(envCfg.EnvVars, "envVars") }},
-		{"adapterConfig.env", func() (map[string]EnvValue, error) { return envValues(j.cfg.Env, "env") }},
-		{"driverConfig.env", func() (map[string]EnvValue, error) { return driverEnv(j.cfg.DriverConfig) }},
-	} {
-		m, err := src.get()
-		if err != nil {
-			return launch{}, fmt.Errorf("%s: %w", src.where, err)
-		}
-		maps.Copy(vars, m) // later sources win: agent over environment
+	envVars, err := envValues(envCfg.EnvVars, "envVars")
+	if err != nil {
+		return launch{}, fmt.Errorf("environment %s envVars: %w", j.env.ID, err)
 	}
+	vars := map[string]api.EnvValue{}
+	maps.Copy(vars, envVars) // later sources win: agent over environment
+	maps.Copy(vars, j.cfg.Env)
+	maps.Copy(vars, dc.Env)
+
 	token := r.host.MintAgentToken(j.company, j.actor.ID, j.runID)
 	secrets := redact.NewSet(token)
 	resolved := map[string]string{}
@@ -660,7 +660,8 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 	if status == "" {
 		status = controlplane.RunFailed
 	}
-	silent := rec.Driver == "nop" || strings.HasPrefix(rec.Driver, "fixture:")
+	name, _ := driver.Parse(rec.Driver) // the record's driver came from a parsed adapterConfig
+	silent := name.Silent()
 	var result json.RawMessage
 	if p := report.Presentation; p != nil && p.CommentID != "" && status != controlplane.RunCancelled {
 		// spec runner-e2e-harness §5: the run's message is the presented comment.
