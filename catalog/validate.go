@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/controlplane"
-
 	"github.com/agentproof/agentproof/match"
 )
 
@@ -69,50 +68,39 @@ var (
 	daytonaImageRE     = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
 	sha256HexRE        = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	configurationKeyRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	commandArgsByKind  = map[string]struct{ required, optional []string }{
-		"report_progress":           {[]string{"body"}, nil},
-		"create_skill":              {[]string{"name", "description", "markdown"}, []string{"slug"}},
-		"write_document":            {[]string{"key", "title", "body"}, []string{"baseRevisionId", "changeSummary"}},
-		"request_human_input":       {[]string{"interactionKind", "title", "prompt", "continuationPolicy"}, []string{"payload", "targetRevisionId", "targetDocumentKey"}},
-		"register_deliverable":      {[]string{"filename", "contentType", "byteSize", "sha256", "contentRef", "title"}, nil},
-		"reassign_task":             {[]string{"targetTaskId", "assigneeActorId", "expectedStatusVersion", "reason"}, []string{"expectedAssigneeActorId"}},
-		"set_dependencies":          {[]string{"blockedByTaskIds"}, nil},
-		"create_task":               {[]string{"title"}, []string{"description", "assigneeActorId", "priority", "blockedByTaskIds", "status"}},
-		"request_approval":          {[]string{"approvalType", "payload"}, nil},
-		"decide_approval":           {[]string{"approvalId", "decision", "note"}, nil},
-		"comment_on_approval":       {[]string{"approvalId", "body"}, nil},
-		"control_workspace_service": {[]string{"serviceId", "action"}, []string{"url"}},
-		"finish_task":               {[]string{"summary"}, nil},
-		"block_task":                {[]string{"reason"}, []string{"blockedByTaskIds"}},
-		"request_review":            {[]string{"summary"}, nil},
-		"schedule_wake":             {[]string{"reason", "delayTicks"}, []string{"payload"}},
-	}
-	// commentingCommands create a comment, so they may carry present: true.
-	commentingCommands = []string{"report_progress", "finish_task", "block_task", "request_review"}
 )
 
-// CommandKinds returns the semantic command kinds a reference script may use (the
-// semantic tools of spec control-plane-port §3), sorted.
-func CommandKinds() []string {
-	return sortedKeys(commandArgsByKind)
+// toolCommand returns the semantic-command table row (controlplane.Commands) of an
+// agent-facing command kind; ok is false for any other string. Reference-script steps
+// use exactly these commands and arguments.
+func toolCommand(kind string) (controlplane.CommandSpec, bool) {
+	c, ok := controlplane.LookupCommand(controlplane.CommandKind(kind))
+	return c, ok && c.Tool
 }
 
-// CommandArgs returns the arguments a reference step of command kind must carry
-// (required) and may carry (optional), copies in declaration order; ok is false for a kind
-// that is not a semantic tool. targetDocumentKey (request_human_input) is a script-only
-// convention resolved by the agent to targetRevisionId. Package controlplane/mcp derives
-// its tool schemas' properties and required lists from these.
-func CommandArgs(kind string) (required, optional []string, ok bool) {
-	a, ok := commandArgsByKind[kind]
-	if !ok {
-		return nil, nil, false
+// toolCommandNames are the agent-facing command kinds, sorted.
+func toolCommandNames() []string {
+	var out []string
+	for _, c := range controlplane.Commands() {
+		if c.Tool {
+			out = append(out, string(c.Kind))
+		}
 	}
-	return slices.Clone(a.required), slices.Clone(a.optional), true
+	slices.Sort(out)
+	return out
 }
 
-// CommentingCommands returns the command kinds that create a comment and so may carry
-// present: true (the comment is the run's user-facing message), a copy.
-func CommentingCommands() []string { return slices.Clone(commentingCommands) }
+// commentingNames are the command kinds that post a comment and so may carry
+// present: true, in table order.
+func commentingNames() []string {
+	var out []string
+	for _, c := range controlplane.Commands() {
+		if c.Tool && c.Commenting {
+			out = append(out, string(c.Kind))
+		}
+	}
+	return out
+}
 
 type validator struct {
 	c  *Catalog
@@ -707,8 +695,8 @@ func (v *validator) validateReference(cs *Case, vars map[string]string) {
 			}
 			if st.Present {
 				presents++
-				if !slices.Contains(commentingCommands, st.Command) {
-					v.add(v.at(&st.Present, st), "%s: present applies only to commands that post a comment (%s)", sname, strings.Join(commentingCommands, ", "))
+				if c, _ := toolCommand(st.Command); !c.Commenting {
+					v.add(v.at(&st.Present, st), "%s: present applies only to commands that post a comment (%s)", sname, strings.Join(commentingNames(), ", "))
 				}
 			}
 		}
@@ -719,19 +707,19 @@ func (v *validator) validateReference(cs *Case, vars map[string]string) {
 }
 
 func (v *validator) validateCommand(st *ReferenceStep, sname string, vars map[string]string) {
-	spec, ok := commandArgsByKind[st.Command]
+	spec, ok := toolCommand(st.Command)
 	if !ok {
-		v.add(v.at(&st.Command, st), "%s: unknown command %q (one of %s)", sname, st.Command, strings.Join(CommandKinds(), ", "))
+		v.add(v.at(&st.Command, st), "%s: unknown command %q (one of %s)", sname, st.Command, strings.Join(toolCommandNames(), ", "))
 		return
 	}
-	for _, req := range spec.required {
+	for _, req := range spec.Required {
 		if _, ok := st.Args[req]; !ok {
 			v.add(v.at(&st.Args, st), "%s: command %s needs args.%s", sname, st.Command, req)
 		}
 	}
 	for _, k := range sortedKeys(st.Args) {
-		if k != "taskId" && !slices.Contains(spec.required, k) && !slices.Contains(spec.optional, k) {
-			v.add(v.at(mapEntry{mapPointer(st.Args), k}, &st.Args, st), "%s: command %s has no argument %q (arguments: %s)", sname, st.Command, k, strings.Join(append(append([]string{}, spec.required...), spec.optional...), ", "))
+		if k != "taskId" && !slices.Contains(spec.Required, k) && !slices.Contains(spec.Optional, k) {
+			v.add(v.at(mapEntry{mapPointer(st.Args), k}, &st.Args, st), "%s: command %s has no argument %q (arguments: %s)", sname, st.Command, k, strings.Join(append(spec.Required, spec.Optional...), ", "))
 		}
 	}
 	if _, err := renderValue(st.Args, vars); err != nil {

@@ -314,8 +314,8 @@ func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 	}
 	priority := "medium"
 	if in.Priority != nil {
-		if !slices.Contains(priorities, *in.Priority) {
-			return "", newErr(CodeBoardInputInvalid, "priority must be one of %s", strings.Join(priorities, ", "))
+		if !slices.Contains(TaskPriorities, *in.Priority) {
+			return "", newErr(CodeBoardInputInvalid, "priority must be one of %s", strings.Join(TaskPriorities, ", "))
 		}
 		priority = *in.Priority
 	}

@@ -9,48 +9,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// handle dispatches one command kind (spec §3). It runs inside the undo log: any error
-// is rolled back by the caller.
+// handle dispatches one command kind (spec §3) to its handler in the command table. It
+// runs inside the undo log: any error is rolled back by the caller.
 func (m *Memory) handle(c *cmdCtx) error {
-	switch c.kind {
-	case "report_progress":
-		return m.reportProgress(c)
-	case "create_skill":
-		return m.createSkill(c)
-	case "write_document":
-		return m.writeDocument(c)
-	case "request_human_input":
-		return m.requestHumanInput(c)
-	case "resolve_human_input":
-		return m.resolveHumanInput(c)
-	case "register_deliverable":
-		return m.registerDeliverable(c)
-	case "reassign_task":
-		return m.reassignTask(c)
-	case "set_dependencies":
-		return m.setDependencies(c)
-	case "create_task":
-		return m.createTask(c)
-	case "request_approval":
-		return m.requestApproval(c)
-	case "decide_approval":
-		return m.decideApproval(c)
-	case "comment_on_approval":
-		return m.commentOnApproval(c)
-	case "control_workspace_service":
-		return m.controlWorkspaceService(c)
-	case "record_budget_usage":
-		return m.recordBudgetUsage(c)
-	case "finish_task":
-		return m.finishTask(c)
-	case "block_task":
-		return m.blockTask(c)
-	case "request_review":
-		return m.requestReview(c)
-	case "release_task":
-		return m.releaseTask(c)
-	case "schedule_wake":
-		return m.scheduleWakeCommand(c)
+	if spec, ok := commandByKind[CommandKind(c.kind)]; ok {
+		return spec.handle(m, c)
 	}
 	return newErr(CodeSemanticCommandInvalid, "unknown command kind %q", c.kind)
 }
@@ -420,7 +383,9 @@ func (m *Memory) setDependencies(c *cmdCtx) error {
 	return nil
 }
 
-var priorities = []string{"critical", "high", "medium", "low"}
+// TaskPriorities are the task priorities of create_task and create_issue (spec §1.3),
+// highest first; the default is medium.
+var TaskPriorities = []string{"critical", "high", "medium", "low"}
 
 func (m *Memory) createTask(c *cmdCtx) error {
 	var in struct {
@@ -448,8 +413,8 @@ func (m *Memory) createTask(c *cmdCtx) error {
 	}
 	priority := "medium"
 	if in.Priority != nil {
-		if !slices.Contains(priorities, *in.Priority) {
-			return newErr(CodeSemanticCommandInvalid, "task priority must be one of %s", strings.Join(priorities, ", "))
+		if !slices.Contains(TaskPriorities, *in.Priority) {
+			return newErr(CodeSemanticCommandInvalid, "task priority must be one of %s", strings.Join(TaskPriorities, ", "))
 		}
 		priority = *in.Priority
 	}
@@ -589,6 +554,10 @@ func (m *Memory) commentOnApproval(c *cmdCtx) error {
 	return nil
 }
 
+// ServiceActions are the actions of control_workspace_service (spec §3.13): start
+// (status running, optionally with a URL), stop (stopped) and fail (failed).
+var ServiceActions = []string{"start", "stop", "fail"}
+
 func (m *Memory) controlWorkspaceService(c *cmdCtx) error {
 	var in struct {
 		ServiceID string  `json:"serviceId"`
@@ -604,7 +573,7 @@ func (m *Memory) controlWorkspaceService(c *cmdCtx) error {
 	}
 	var status string
 	url := svc.URL
-	switch in.Action {
+	switch in.Action { // ServiceActions
 	case "start":
 		status = "running"
 		if in.URL != nil {

@@ -133,8 +133,8 @@ func TestScenarioInvariants(t *testing.T) {
 			kinds[d.Operation] = true
 		}
 	}
-	for _, k := range controlplane.CommandKinds {
-		if !kinds[k] && k != "block_task" && k != "request_review" && k != "release_task" {
+	for _, k := range controlplane.CommandKinds() {
+		if !kinds[string(k)] && k != controlplane.CommandBlockTask && k != controlplane.CommandRequestReview && k != controlplane.CommandReleaseTask {
 			t.Errorf("command kind %s never applied in the scenario", k)
 		}
 	}

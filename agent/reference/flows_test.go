@@ -170,7 +170,6 @@ func (w *world) scheduleWake(st *controlplane.State, reason controlplane.WakeRea
 
 // pending returns the task's pending interaction of the given kind, or nil.
 func (w *world) pending(kind controlplane.InteractionKind) *controlplane.Interaction {
-
 	for _, in := range w.state().Interactions {
 		if in.TaskID == taskID && in.Status == "pending" && in.Kind == kind {
 			return in
@@ -191,7 +190,6 @@ func (w *world) resolve(id string, outcome controlplane.InteractionStatus, resul
 			in.Status, in.Result, in.ResolvedAt = outcome, r, ptr(boardAt)
 			if in.ContinuationPolicy == "wake_assignee" || (in.ContinuationPolicy == "wake_assignee_on_accept" && outcome == "accepted") {
 				w.scheduleWake(st, "interaction_resolved", map[string]string{"interactionId": id, "outcome": string(outcome)})
-
 			}
 		}
 	})

@@ -222,7 +222,7 @@ func (r *runner) steps(ctx context.Context, k int, turn *catalog.ReferenceTurn) 
 		if err := retry(ctx, func() (err error) { res, err = r.port.ApplyCommand(ctx, env); return err }); err != nil {
 			return "", "", fmt.Errorf("reference: %s (%s): %w", where, st.Command, err)
 		}
-		if st.Command == "write_document" {
+		if controlplane.CommandKind(st.Command) == controlplane.CommandWriteDocument {
 			key, _ := st.Args["key"].(string)
 			if rev := ref(res.EntityRefs, "revision"); rev != "" {
 				r.sess.Documents[key] = rev
@@ -246,8 +246,8 @@ func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 		cmd[k] = v
 	}
 	cmd["kind"] = st.Command
-	switch st.Command {
-	case "write_document":
+	switch controlplane.CommandKind(st.Command) {
+	case controlplane.CommandWriteDocument:
 		if _, ok := cmd["baseRevisionId"]; !ok {
 			key, _ := cmd["key"].(string)
 			if rev, ok := r.sess.Documents[key]; ok {
@@ -256,7 +256,7 @@ func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 				cmd["baseRevisionId"] = nil
 			}
 		}
-	case "request_human_input":
+	case controlplane.CommandRequestHumanInput:
 		if key, ok := cmd["targetDocumentKey"]; ok {
 			delete(cmd, "targetDocumentKey")
 			k, _ := key.(string)
@@ -274,14 +274,12 @@ func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 	return b, nil
 }
 
-// presentedText is the comment body a commenting command posts.
+// presentedText is the comment body a commenting command posts: its message argument
+// (controlplane.CommandSpec.MessageArg); "" for any other command.
 func presentedText(st *catalog.ReferenceStep) string {
-	for _, k := range []string{"summary", "body", "reason"} {
-		if s, ok := st.Args[k].(string); ok {
-			return s
-		}
-	}
-	return ""
+	c, _ := controlplane.LookupCommand(controlplane.CommandKind(st.Command))
+	s, _ := st.Args[c.MessageArg].(string)
+	return s
 }
 
 // ref returns the id of the first entity ref "<prefix>:<id>" in refs, or "".

@@ -140,7 +140,6 @@ func TestAccepts(t *testing.T) {
 func TestDisposition(t *testing.T) {
 	t.Parallel()
 	for status, want := range map[controlplane.TaskStatus]controlplane.WorkDisposition{"done": "done", "blocked": "blocked", "in_review": "needs_review", "in_progress": "needs_review", "todo": "needs_review"} {
-
 		if got := reference.Disposition(status); got != want {
 			t.Errorf("Disposition(%s) = %s, want %s", status, got, want)
 		}
@@ -173,7 +172,6 @@ func newMemory(t testing.TB, faults ...*controlplane.FaultRule) *controlplane.Me
 }
 
 func open(t testing.TB, m *controlplane.Memory, runID string, reason controlplane.WakeReason) {
-
 	t.Helper()
 	if _, err := m.OpenFixtureRun(context.Background(), controlplane.OpenInput{
 		Identity:    controlplane.Identity{RunID: runID, SessionID: "s", CompanyID: "company-1", IssueID: "task-1", AgentID: "actor-1"},

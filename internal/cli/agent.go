@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/driver"
-
 	"github.com/spf13/cobra"
 )
 

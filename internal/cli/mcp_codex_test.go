@@ -19,8 +19,7 @@ import (
 	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/controlplane"
-
-	"github.com/agentproof/agentproof/controlplane/mcp"
+	"github.com/agentproof/agentproof/mcp"
 )
 
 // codexMCPScript makes the scripted model call two semantic tools through Codex's MCP

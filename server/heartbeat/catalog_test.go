@@ -66,7 +66,6 @@ func (a *attempt) company() *client.Company { return a.in.handle(a.co) }
 
 // pending returns the task's pending interaction of kind, or nil.
 func (a *attempt) pending(kind controlplane.InteractionKind) *controlplane.Interaction {
-
 	for _, it := range snapshot(a.t, a.company()).Interactions {
 		if it.TaskID == a.task && it.Status == "pending" && it.Kind == kind {
 			return it
@@ -144,7 +143,6 @@ func (a *attempt) observe(st controlplane.State) *match.Observation {
 			continue
 		}
 		obs.RunStatus = string(run.Status)
-
 		obs.Turns = append(obs.Turns, st.RunMessage(run))
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")

@@ -56,7 +56,6 @@ import (
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/driver"
-
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/redact"
@@ -605,7 +604,6 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	maps.Copy(vars, envVars) // later sources win: agent over environment
 	maps.Copy(vars, j.cfg.Env)
 	maps.Copy(vars, dc.Env)
-
 	token := r.host.MintAgentToken(j.company, j.actor.ID, j.runID)
 	secrets := redact.NewSet(token)
 	resolved := map[string]string{}
