@@ -418,6 +418,9 @@ func (v *validator) validateProfile(p *Profile) {
 		}
 	}
 	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
+	if d, _ := driver.Parse(p.Driver); d.Kind == driver.KindExec {
+		v.validateExecConfig(p)
+	}
 }
 
 // validateCases registers case ids, then checks the cases concurrently: rendering

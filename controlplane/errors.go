@@ -103,6 +103,9 @@ const (
 	CodeCompanyMissing Code = "company_missing"
 	// CodeRequestTooLarge: a request body over api.MaxBodyBytes.
 	CodeRequestTooLarge Code = "request_too_large"
+	// CodeRequestTimeout: the body did not arrive within the server's body timeout (a
+	// client trickling its body); the connection is closed.
+	CodeRequestTimeout Code = "request_timeout"
 	// CodeSecretRefRequired: a credential given as a raw value instead of a secret
 	// reference.
 	CodeSecretRefRequired Code = "secret_ref_required"
@@ -139,6 +142,8 @@ const (
 	ClassConflict
 	// ClassTooLarge: the request is too large (413).
 	ClassTooLarge
+	// ClassTimeout: the request did not arrive in time (408).
+	ClassTimeout
 	// ClassUnavailable: a transient failure; retry (503).
 	ClassUnavailable
 	// ClassInternal: a failure of the server itself (500).
@@ -196,6 +201,7 @@ var codeClasses = map[Code]Class{
 	CodeCancellationConflict:       ClassConflict,
 
 	CodeRequestTooLarge: ClassTooLarge,
+	CodeRequestTimeout:  ClassTimeout,
 
 	CodeStoreUnavailable: ClassUnavailable,
 

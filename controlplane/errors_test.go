@@ -37,7 +37,7 @@ func TestCodeClasses(t *testing.T) {
 		CodeTerminalEventMissing: ClassMissing, CodeTerminalReconciliationFailed: ClassRefused,
 		CodeBoardInputInvalid: ClassInvalid, CodeEnvironmentConflict: ClassConflict, CodeStoreUnavailable: ClassUnavailable,
 		CodeInvalidRequest: ClassInvalid, CodeUnauthorized: ClassUnauthorized, CodeForbidden: ClassForbidden,
-		CodeNotFound: ClassMissing, CodeCompanyMissing: ClassMissing, CodeRequestTooLarge: ClassTooLarge,
+		CodeNotFound: ClassMissing, CodeCompanyMissing: ClassMissing, CodeRequestTooLarge: ClassTooLarge, CodeRequestTimeout: ClassTimeout,
 		CodeSecretRefRequired: ClassInvalid, CodeSecretMissing: ClassMissing, CodeInternalError: ClassInternal,
 		CodeCancellationConflict: ClassConflict, CodeCancellationRequestIDInvalid: ClassInvalid,
 		"scripted_retryable_error": ClassRefused,

@@ -73,7 +73,12 @@ workspace file, stdout, an error message, a run result); those cells must end fa
 with secret_leak, which is what the suite expects, so the campaign passes. Then no
 canary value may appear anywhere under the results directory.
 
-A campaign directory that already holds results is refused (exit 2).
+A campaign directory that already holds results is refused (exit 2). The results
+directory is locked (flock on <results>/.agentproof-results.lock) while the campaign
+writes; a second run, report or report merge into the same results directory does not
+wait: it exits 2 at once, naming the directory (use another --results, or wait for the
+first to finish). The default campaign id ends in 8 random hex digits, so two runs
+started at the same moment never share a campaign directory.
 Results: <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/
 (result.json, evidence-manifest.json, snapshots/, workspace-manifest.json, logs/),
 then campaign.json, summary.md, junit.xml and dashboard.html in <results>/<campaign>/
@@ -104,7 +109,7 @@ Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
 	selectorFlags(cmd, &o.sel)
 	f := cmd.Flags()
 	f.StringVar(&o.results, "results", "agentproof-results", "results directory")
-	f.StringVar(&o.campaignID, "campaign", "", "campaign id (default local-<UTC timestamp>; sanitised to [A-Za-z0-9_.-])")
+	f.StringVar(&o.campaignID, "campaign", "", "campaign id (default local-<UTC timestamp>-<8 random hex digits>; sanitised to [A-Za-z0-9_.-])")
 	f.IntVar(&o.maxParallel, "max-parallel", 0, "attempts running at once (default: the number of CPUs)")
 	f.IntVar(&o.maxRetries, "max-automatic-retries", 1, "automatic retries after a transient or provider-variance failure: 0 or 1")
 	f.Int64Var(&o.seed, "seed", 0, "seed for deterministic nonces (default: random nonces)")
@@ -151,6 +156,11 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	if err != nil {
 		return usageErrorf("--results: %v", err)
 	}
+	unlock, err := lockResults(root, true) // held until the campaign's files are written
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	campaignDir := filepath.Join(root, plan.CampaignID)
 	if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
 		return usageErrorf("campaign directory %s already holds results; choose another --campaign or remove it", campaignDir)
