@@ -226,7 +226,7 @@ func (m *Memory) boardCreateAgent(c *cmdCtx) (string, error) {
 	grants := m.sortedUnique(nonNil(in.CapabilityGrants))
 	id := m.newID("actor")
 	budgetID := "budget-" + id
-	a := &Actor{ID: id, CompanyID: m.st.Company.ID, Name: in.Name, Role: in.Role, Status: "active", BudgetID: budgetID,
+	a := &Actor{ID: id, CompanyID: m.st.Company.ID, Name: in.Name, Role: in.Role, Status: ActorActive, BudgetID: budgetID,
 		CapabilityGrants: grants, AdapterConfig: cfg}
 	appendv(m, &m.st.Actors, a)
 	mapSet(m, m.idx.actors, id, a)

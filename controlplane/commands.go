@@ -532,7 +532,7 @@ func (m *Memory) requesterEligible(ap *Approval) *Actor {
 		return nil
 	}
 	a := m.idx.actors[*ap.RequestedByActorID]
-	if a == nil || a.Status != "active" {
+	if a == nil || a.Status != ActorActive {
 		return nil
 	}
 	bs := m.applicableBudgets(a)

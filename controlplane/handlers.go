@@ -329,7 +329,7 @@ func (m *Memory) reassignTask(c *cmdCtx) error {
 	case TaskDone, TaskCancelled, TaskInReview:
 		return newErr(CodeReassignmentStateDenied, "task %s is %s and cannot be reassigned", target.ID, target.Status)
 	}
-	if assignee.Status != "active" {
+	if assignee.Status != ActorActive {
 		return newErr(CodeReassignmentTargetUnavailable, "actor %s is %s", assignee.ID, assignee.Status)
 	}
 	version, ok := safeNonNegative(in.ExpectedStatusVersion)
@@ -625,7 +625,7 @@ func (m *Memory) recordBudgetUsage(c *cmdCtx) error {
 	if !stopped {
 		return nil
 	}
-	edit(m, c.actor, func(a *Actor) { a.Status = "paused" })
+	edit(m, c.actor, func(a *Actor) { a.Status = ActorPaused })
 	edit(m, c.run, func(r *Run) { r.Status = RunBudgetStopped })
 	if err := m.transition(c, c.task, TaskBlocked); err != nil {
 		return err

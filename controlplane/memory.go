@@ -135,7 +135,7 @@ func stateFromSeed(seed Seed) (*State, error) {
 	if seed.Actors != nil || seed.Bare {
 		st.Actors = cloneAll(seed.Actors)
 	} else {
-		st.Actors = []*Actor{{ID: "actor-1", CompanyID: company.ID, Name: "Mock Engineer", Role: "engineer", Status: "active", BudgetID: "budget-actor-1", CapabilityGrants: []string{}}}
+		st.Actors = []*Actor{{ID: "actor-1", CompanyID: company.ID, Name: "Mock Engineer", Role: "engineer", Status: ActorActive, BudgetID: "budget-actor-1", CapabilityGrants: []string{}}}
 	}
 	if seed.Tasks != nil || seed.Bare {
 		st.Tasks = cloneAll(seed.Tasks)

@@ -71,7 +71,7 @@ func (m *Memory) openLocked(in OpenInput) error {
 	if id.CompanyID != actor.CompanyID || id.CompanyID != task.CompanyID || id.CompanyID != m.st.Company.ID {
 		return newErr(CodeCompanyScopeViolation, "fixture run identity company %s does not match the actor, task and fixture company", id.CompanyID)
 	}
-	if actor.Status != "active" {
+	if actor.Status != ActorActive {
 		return m.deny(runID, "open_run", "actor_not_active", []string{"actor:" + actor.ID},
 			newErr(CodeActorNotActive, "fixture actor %s is %s", actor.ID, actor.Status))
 	}
@@ -81,7 +81,7 @@ func (m *Memory) openLocked(in OpenInput) error {
 	}
 	for _, b := range budgets {
 		if exceeded(b) {
-			edit(m, actor, func(a *Actor) { a.Status = "paused" })
+			edit(m, actor, func(a *Actor) { a.Status = ActorPaused })
 			m.recordMutation(runID, strp(actor.ID), "budget.hard_stop", "budget", b.ID,
 				map[string]int64{"spentCents": b.SpentCents, "limitCents": b.LimitCents},
 				"open_run", "denied", "budget_hard_stop", []string{"budget:" + b.ID, "actor:" + actor.ID})

@@ -185,3 +185,14 @@ const (
 	// WorkYielded: the run gave the task back (task → todo and a scheduled_retry wake).
 	WorkYielded WorkDisposition = "yielded"
 )
+
+// ActorStatus is Actor.Status (spec §1.2).
+type ActorStatus string
+
+// Actor statuses (spec §1.2).
+const (
+	// ActorActive: the actor may run.
+	ActorActive ActorStatus = "active"
+	// ActorPaused: stopped by a budget hard stop; checkouts are refused.
+	ActorPaused ActorStatus = "paused"
+)

@@ -30,15 +30,15 @@ type Company struct {
 	BudgetID    string `json:"budgetId"`
 }
 
-// Actor is an agent or human of the company (spec §1.2). Status is "active" or "paused".
+// Actor is an agent or human of the company (spec §1.2).
 type Actor struct {
-	ID               string   `json:"id"`
-	CompanyID        string   `json:"companyId"`
-	Name             string   `json:"name"`
-	Role             string   `json:"role"`
-	Status           string   `json:"status"`
-	BudgetID         string   `json:"budgetId"`
-	CapabilityGrants []string `json:"capabilityGrants"`
+	ID               string      `json:"id"`
+	CompanyID        string      `json:"companyId"`
+	Name             string      `json:"name"`
+	Role             string      `json:"role"`
+	Status           ActorStatus `json:"status"`
+	BudgetID         string      `json:"budgetId"`
+	CapabilityGrants []string    `json:"capabilityGrants"`
 	// AdapterConfig is the board's adapter configuration of an agent (board operation
 	// create_agent): a JSON object whose credentials are secret references only. Nil for
 	// seeded actors, and then absent from the serialized state.
@@ -385,11 +385,11 @@ type ContextCompany struct {
 
 // ContextActor is the run's actor as seen in a run context.
 type ContextActor struct {
-	ID               string   `json:"id"`
-	Name             string   `json:"name"`
-	Role             string   `json:"role"`
-	Status           string   `json:"status"`
-	CapabilityGrants []string `json:"capabilityGrants"`
+	ID               string      `json:"id"`
+	Name             string      `json:"name"`
+	Role             string      `json:"role"`
+	Status           ActorStatus `json:"status"`
+	CapabilityGrants []string    `json:"capabilityGrants"`
 }
 
 // ContextBudget summarises the effective budgets in cents (spec §2.3): SpentCents is

@@ -107,7 +107,7 @@ func (s *Server) runLive(ctx context.Context, p principal) (principal, error) {
 		return p, errUnauthorized("the agent token's company does not exist")
 	}
 	running, status, err := c.RunRunning(ctx, p.agent.Run)
-	if controlplane.CodeOf(err) == "run_missing" {
+	if controlplane.CodeOf(err) == controlplane.CodeRunMissing {
 		return p, errUnauthorized("the agent token's run " + p.agent.Run + " does not exist")
 	}
 	if err != nil {

@@ -171,7 +171,7 @@ func case09(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	if a := actorByID(st, "actor-1"); a.Status != "paused" {
+	if a := actorByID(st, "actor-1"); a.Status != controlplane.ActorPaused {
 		return failf("actor status %s, want paused", a.Status)
 	}
 	if n := len(st.Audit); n == 0 || st.Audit[n-1].Action != "budget.hard_stop" {
@@ -633,7 +633,7 @@ func case25(ctx context.Context, h Harness) error {
 	}
 	t := taskByID(st, "task-1")
 	switch {
-	case actorByID(st, "actor-1").Status != "paused":
+	case actorByID(st, "actor-1").Status != controlplane.ActorPaused:
 		return failf("actor not paused")
 	case runByID(st, "run-1").Status != controlplane.RunBudgetStopped:
 		return failf("run status %s, want budget_stopped", runByID(st, "run-1").Status)
@@ -1046,7 +1046,7 @@ func case38(ctx context.Context, h Harness) error {
 	}
 	// Paused or budgetless requester → no wake, no task.
 	paused := approvalSeed("approver", "actor-2", "task-1")
-	paused.Actors[1].Status = "paused"
+	paused.Actors[1].Status = controlplane.ActorPaused
 	budgetless := approvalSeed("approver", "actor-2", "task-1")
 	budgetless.Budgets = []*controlplane.Budget{budget("budget-actor-1", "actor", "actor-1", 1000, 0)}
 	for name, seed := range map[string]controlplane.Seed{"paused": paused, "budgetless": budgetless} {

@@ -138,7 +138,7 @@ func actor(id, role string, grants ...string) *controlplane.Actor {
 	if grants == nil {
 		grants = []string{}
 	}
-	return &controlplane.Actor{ID: id, CompanyID: "company-1", Name: "Actor " + id, Role: role, Status: "active", BudgetID: "budget-" + id, CapabilityGrants: grants}
+	return &controlplane.Actor{ID: id, CompanyID: "company-1", Name: "Actor " + id, Role: role, Status: controlplane.ActorActive, BudgetID: "budget-" + id, CapabilityGrants: grants}
 }
 
 func task(id string, status controlplane.TaskStatus, assignee string) *controlplane.Task {

@@ -25,7 +25,7 @@ func PortSeed() controlplane.Seed {
 	return controlplane.Seed{
 		Company: &controlplane.Company{ID: PortCompanyID, BudgetID: "budget-company-phase6"},
 		Actors: []*controlplane.Actor{{ID: PortActorID, CompanyID: PortCompanyID, Name: "Conformance Agent", Role: "engineer",
-			Status: "active", BudgetID: "budget-actor-phase6", CapabilityGrants: []string{}}},
+			Status: controlplane.ActorActive, BudgetID: "budget-actor-phase6", CapabilityGrants: []string{}}},
 		Tasks: []*controlplane.Task{{ID: PortTaskID, CompanyID: PortCompanyID, Identifier: "MCK-1", Title: "Phase 6 conformance task",
 			Status: controlplane.TaskTodo, Priority: "medium", WorkMode: "standard", AssigneeActorID: ptr(PortActorID)}},
 	}

@@ -434,8 +434,8 @@ func (r *Runner) pick(ctx context.Context, company string, c Company, st control
 			}
 			resume = true
 		}
-		if a.Status != "active" {
-			r.skipWake(company, w.ID, "the agent is "+a.Status)
+		if a.Status != controlplane.ActorActive {
+			r.skipWake(company, w.ID, "the agent is "+string(a.Status))
 			continue
 		}
 		return job{company: company, c: c, wake: *w, state: st, actor: a, task: t, env: env, cfg: cfg, cfgErr: cfgErr,
