@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
@@ -43,7 +44,18 @@ const (
 	// answer only) or "wrong" (a call of a tool no CLI offers: the scripted model refuses
 	// it naming the step, the CLI exits non-zero). The driver itself does not read it.
 	CLIKeyScript = "script"
+	// CLIKeyResultGrace is how long (ms, 1..MaxResultGraceMs, below timeoutMs) the CLI
+	// may take to exit after its terminal event (TerminalEvent) before the worker stops
+	// it; the run is then graded on that result (default DefaultResultGrace).
+	CLIKeyResultGrace = "resultGraceMs"
 )
+
+// DefaultResultGrace is a CLI's grace between its terminal event and its exit when
+// driverConfig sets no resultGraceMs. The pinned CLIs exit within about 250 ms of it.
+const DefaultResultGrace = worker.DefaultResultGrace
+
+// MaxResultGraceMs bounds driverConfig resultGraceMs (ms).
+const MaxResultGraceMs = 60_000
 
 // Model scripts a CLI profile may ask the executor for (driverConfig script).
 const (
@@ -79,15 +91,28 @@ type cliDriver struct {
 	modelURL string
 	live     *api.LiveProvider
 	bounds   bounds
+	grace    time.Duration // resultGraceMs
 }
 
 // newCLI reads the driverConfig of exec:<name> (name is a pinned CLI: driver.Parse
 // checked it).
 func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
 	d := cliDriver{cli: name.Arg}
-	d.bounds = parseBounds(config, name, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript})
+	d.bounds = parseBounds(config, name, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript, CLIKeyResultGrace})
 	if config.MaxOutputBytes == nil {
 		d.bounds.maxOutput = DefaultCLIMaxOutputBytes
+	}
+	d.grace = DefaultResultGrace
+	if v := config.ResultGraceMs; v != nil {
+		n := *v
+		switch {
+		case n <= 0 || n > MaxResultGraceMs:
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be a whole number of milliseconds in 1..%d", CLIKeyResultGrace, n, MaxResultGraceMs))
+		case time.Duration(n)*time.Millisecond >= d.bounds.timeout:
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be below timeoutMs (%d)", CLIKeyResultGrace, n, d.bounds.timeout.Milliseconds()))
+		default:
+			d.grace = time.Duration(n) * time.Millisecond
+		}
 	}
 	if s := config.Binary; s != "" {
 		if !filepath.IsAbs(s) || strings.ContainsRune(s, 0) {
@@ -210,8 +235,10 @@ func (d cliDriver) Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec, 
 			e[i] = "LANG=C.UTF-8"
 		}
 	}
+	cli := d.cli
 	return worker.Spec{Path: d.binary, Args: append([]string{d.binary}, p.args...), Env: e, Dir: env.Workspace,
-		Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput, NullStdin: true}, nil
+		Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput, NullStdin: true,
+		ResultLine: func(line []byte) bool { return TerminalEvent(cli, line) }, ResultGrace: d.grace}, nil
 }
 
 // cliPath is the PATH of a CLI process: its shell tool runs ordinary programs.
@@ -407,21 +434,33 @@ func Prompt(rc controlplane.RunContext) string {
 	return b.String()
 }
 
-// Report: the CLI exited 0 → the run it left open is completed as succeeded; any other
-// ending → failed, with the exit code, the CLI's own error events and the stderr tail in
-// the summary. Usage comes from the JSON event stream (Codex turn.completed, OpenCode
-// step_finish, Claude Code result), the transcript is the event stream (events.jsonl)
-// and stderr.
+// Report: the CLI exited 0 after its terminal event (TerminalEvent) → the run it left
+// open is completed as succeeded; it emitted a terminal event that is not a failure and
+// was stopped because it did not exit within the result grace → succeeded too, graded on
+// that result (the summary says it was stopped); it exited 0 without a terminal event →
+// failed, the event stream is incomplete (EventStreamComplete false: the CLI did not
+// finish cleanly); any other ending → failed, with the exit code, the CLI's own error
+// events and the stderr tail in the summary. Usage comes from the JSON event stream
+// (Codex turn.completed, OpenCode step_finish, Claude Code result), the transcript is
+// the event stream (events.jsonl) and stderr.
 func (d cliDriver) Report(o worker.Outcome) Report {
 	stdout, stderr := o.Output.Stdout(), o.Output.Stderr()
 	ev := ParseEvents(d.cli, stdout)
-	r := Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, Transcript: []Evidence{
+	complete := ev.Terminal != ""
+	r := Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, EventStreamComplete: &complete, Transcript: []Evidence{
 		{Name: "events.jsonl", MediaType: "application/jsonl", Body: stdout},
 		{Name: "stderr.log", MediaType: "text/plain", Body: stderr},
 	}}
-	if o.Started && o.ExitCode != nil && *o.ExitCode == 0 && !o.TimedOut && !o.OutputExceeded && !o.Aborted {
+	cleanExit := o.Started && o.ExitCode != nil && *o.ExitCode == 0 && !o.TimedOut && !o.OutputExceeded && !o.Aborted
+	switch {
+	case cleanExit && complete:
 		r.RunStatus = controlplane.RunSucceeded
-	} else {
+	case o.StoppedAfterResult && complete && !ev.TerminalFailed && !o.OutputExceeded && !o.Aborted:
+		r.RunStatus = controlplane.RunSucceeded
+		r.Summary += fmt.Sprintf("; graded on its terminal event (%s): the CLI did not exit within %s of it", ev.Terminal, d.grace)
+	case cleanExit:
+		r.Summary += fmt.Sprintf("; exited 0 without its terminal event (%s): the event stream is incomplete", terminalName(d.cli))
+	default:
 		var parts []string
 		if len(ev.Errors) > 0 {
 			parts = append(parts, d.cli+" reported: "+strings.Join(lastN(ev.Errors, 3), " | "))
@@ -440,6 +479,17 @@ func (d cliDriver) Report(o worker.Outcome) Report {
 		r.Usage = u
 	}
 	return r
+}
+
+// terminalName names cli's terminal event for a summary.
+func terminalName(cli string) string {
+	switch cli {
+	case "codex":
+		return CodexTurnCompleted
+	case "claude":
+		return ClaudeResult
+	}
+	return OpenCodeStepFinish + " with a finish reason"
 }
 
 func lastN(s []string, n int) []string {

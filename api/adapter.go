@@ -62,7 +62,8 @@ const LifecyclePerTurn LifecycleMode = "per_turn"
 //   - exec:<cli>: Binary (the CLI's absolute native binary, set by the harness from the
 //     agents cache), ModelBaseURL (the scripted model's loopback root URL, unless live),
 //     Live (the live provider, `agentproof run --live`) and Script (the model script the
-//     harness derives: oracle, nop or wrong; the driver itself ignores it).
+//     harness derives: oracle, nop or wrong; the driver itself ignores it) and
+//     ResultGraceMs (ms the CLI may take to exit after its terminal event).
 type DriverConfig struct {
 	TimeoutMs      *int64              `json:"timeoutMs,omitempty"`
 	MaxOutputBytes *int64              `json:"maxOutputBytes,omitempty"`
@@ -74,6 +75,7 @@ type DriverConfig struct {
 	ModelBaseURL   string              `json:"modelBaseUrl,omitempty"`
 	Live           *LiveProvider       `json:"live,omitempty"`
 	Script         string              `json:"script,omitempty"`
+	ResultGraceMs  *int64              `json:"resultGraceMs,omitempty"`
 }
 
 // LiveProvider is the live model endpoint of a CLI profile (DriverConfig.Live), used
