@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/reference"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
@@ -87,11 +88,11 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 
 // builtinDriver runs `agentproof agent <reference|wrong|nop>`.
 type builtinDriver struct {
-	name   string
+	name   driver.Name
 	bounds bounds
 }
 
-func (d builtinDriver) Name() string { return d.name }
+func (d builtinDriver) Name() string { return d.name.String() }
 
 // Launch builds the spec of a built-in agent. nop gets only the base environment (it
 // needs nothing and touches nothing); reference and wrong get the run's identity, token,
@@ -103,12 +104,12 @@ func (d builtinDriver) Launch(_ controlplane.RunContext, env RunEnv) (worker.Spe
 	}
 	spec := worker.Spec{
 		Path:           env.Executable,
-		Args:           []string{"agentproof", "agent", d.name},
+		Args:           []string{"agentproof", "agent", d.name.String()},
 		Dir:            env.Workspace,
 		Timeout:        d.bounds.timeout,
 		MaxOutputBytes: d.bounds.maxOutput,
 	}
-	if d.name == "nop" {
+	if d.name.Kind == driver.KindNop {
 		if err := requireRun(env, false); err != nil {
 			return worker.Spec{}, err
 		}
@@ -135,7 +136,7 @@ func (d builtinDriver) Launch(_ controlplane.RunContext, env RunEnv) (worker.Spe
 
 // Report: a built-in agent completes its own run; one it left open failed.
 func (d builtinDriver) Report(o worker.Outcome) Report {
-	return Report{Summary: Summarize(o), RunStatus: "failed", Transcript: transcript(o)}
+	return Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, Transcript: transcript(o)}
 }
 
 func requireExecutable(env RunEnv) error {
@@ -150,14 +151,15 @@ func requireExecutable(env RunEnv) error {
 // run. nop returns at once without reading or touching anything. reference and wrong
 // need EnvAPIURL, EnvRunToken, EnvRunID, EnvWorkspace, EnvStateDir and EnvConfig; wrong
 // runs reference.WrongScript of the configured script. Errors: a missing variable or an
-// invalid configuration (*UsageError), a dial error, or the reference agent's error.
+// invalid configuration (*UsageError), a nil dial, a dial error, or the reference
+// agent's error.
 func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer) (reference.Outcome, error) {
-	switch name {
-	case "nop":
-		return reference.Outcome{}, nil
-	case "reference", "wrong", "leaky":
-	default:
+	n, err := driver.Parse(name)
+	if err != nil || !n.Builtin() {
 		return reference.Outcome{}, &UsageError{Problems: []string{fmt.Sprintf("unknown built-in agent %q (reference, wrong, leaky or nop)", name)}}
+	}
+	if n.Kind == driver.KindNop {
+		return reference.Outcome{}, nil
 	}
 	vars := map[string]string{}
 	for _, kv := range environ {
@@ -182,8 +184,8 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 	rcfg := reference.Config{Workspace: vars[EnvWorkspace], StateDir: vars[EnvStateDir]}
 	credentials := Credentials(vars)
 	leak := credentialLines(credentials)
-	switch name {
-	case "wrong":
+	switch n.Kind {
+	case driver.KindWrong:
 		if script, err = reference.WrongScript(script, cfg.Nonce); err != nil {
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
@@ -196,7 +198,7 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 				return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 			}
 		}
-	case "leaky":
+	case driver.KindLeaky:
 		if len(credentials) > 0 {
 			leak += "\n" + EncodedCredentialLines(credentials)
 		}
@@ -206,12 +208,15 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 		rcfg.ResultNote = "verified the credentials: " + leak
 	}
 	rcfg.Script = script
+	if dial == nil {
+		return reference.Outcome{}, errors.New("agent: no dialer for the agent API")
+	}
 	port, err := dial(ctx, vars[EnvAPIURL], vars[EnvRunToken])
 	if err != nil {
 		return reference.Outcome{}, fmt.Errorf("agent: connecting to %s: %w", vars[EnvAPIURL], err)
 	}
 	out, err := reference.Execute(ctx, port, vars[EnvRunID], rcfg)
-	if name == "leaky" {
+	if n.Kind == driver.KindLeaky {
 		// stdout and an error message: the last two ways out.
 		out.Output = leak
 		if err == nil {

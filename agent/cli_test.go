@@ -163,7 +163,7 @@ func TestCLIReport(t *testing.T) {
 	tests := []struct {
 		cli, stdout, stderr string
 		exit                *int
-		status              string
+		status              controlplane.RunStatus
 		usage               string
 		summary             []string
 	}{

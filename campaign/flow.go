@@ -167,7 +167,7 @@ func parseRFC3339(vs ...string) (time.Time, bool) {
 // pending returns the task's pending interaction of kind, or nil.
 func (v *view) pending(task, kind string) *controlplane.Interaction {
 	for _, in := range v.st.Interactions {
-		if in.TaskID == task && in.Status == "pending" && (kind == "" || in.Kind == kind) {
+		if in.TaskID == task && in.Status == "pending" && (kind == "" || string(in.Kind) == kind) {
 			return in
 		}
 	}
@@ -238,7 +238,7 @@ func (a *attempt) flow(ctx context.Context, _ *Fixtures) error {
 			}
 			a.submitted = append(a.submitted, time.Now())
 			a.note("resolving plan confirmation %s as %s", q.ID, outcome)
-			if _, err := a.co.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: outcome, Result: result}); err != nil {
+			if _, err := a.co.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: controlplane.InteractionStatus(outcome), Result: result}); err != nil {
 				return fmt.Errorf("resolving plan confirmation %s as %s: %w", q.ID, outcome, err)
 			}
 			if v, err = a.waitTurn(ctx, turn+2); err != nil {
@@ -394,11 +394,11 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 		obs.Environment = cell.Environment.ID
 	}
 	if v.task != nil {
-		obs.IssueStatus = v.task.Status
+		obs.IssueStatus = string(v.task.Status)
 	}
 	for _, run := range v.runs {
 		a.facts.RunIDs = append(a.facts.RunIDs, run.ID)
-		obs.RunStatus = run.Status
+		obs.RunStatus = string(run.Status)
 		obs.Turns = append(obs.Turns, v.st.RunMessage(run))
 	}
 	obs.HasMessage = len(v.runs) > 0

@@ -399,7 +399,7 @@ func (a *attempt) definitions() []Definition {
 			Teardown: func(ctx context.Context, rec Record, _ Resolved) error {
 				if err := a.cl.Company(rec.IDs["company"]).Stop(ctx); err != nil {
 					var ce *controlplane.Error
-					if errors.As(err, &ce) && strings.Contains(ce.Code, "lifecycle") {
+					if errors.As(err, &ce) && strings.Contains(string(ce.Code), "lifecycle") {
 						return nil // already stopped
 					}
 					return fmt.Errorf("stopping the company: %w", err)

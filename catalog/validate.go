@@ -13,8 +13,19 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
 )
+
+// statusNames spells control-plane statuses as the catalog's YAML does.
+func statusNames[S ~string](statuses ...S) []string {
+	out := make([]string, len(statuses))
+	for i, s := range statuses {
+		out[i] = string(s)
+	}
+	return out
+}
 
 // IDPattern is the grammar of suite, profile, environment, case and group ids: lower-case
 // letters and digits in dash-separated words, at most 100 characters. Dots are excluded
@@ -31,7 +42,7 @@ const maxIDLength = 100
 // of the calibration suite).
 var (
 	Generations          = []string{"legacy", "native"}
-	Drivers              = []string{"fixture:pass", "fixture:fail", "fixture:hang", "fixture:noisy", "reference", "nop", "wrong", "leaky", "exec", "exec:codex", "exec:opencode", "exec:claude"}
+	Drivers              = driver.Names()
 	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
 	CredentialScopes     = []string{"profile", "environment"}
 	EnvironmentDrivers   = []string{"local", "sandbox"}
@@ -49,8 +60,8 @@ var (
 		"first_task", "agent_chat", "instruction_persistence", "native_provider_loss",
 		"process_exit",
 	}
-	IssueStates        = []string{"done", "in_review", "blocked", "in_progress"}
-	RunStates          = []string{"succeeded", "failed", "cancelled"}
+	IssueStates        = statusNames(controlplane.TaskDone, controlplane.TaskInReview, controlplane.TaskBlocked, controlplane.TaskInProgress)
+	RunStates          = statusNames(controlplane.CompletionStatuses...)
 	ToolReviews        = []string{"approve", "decline", "always", "restart"}
 	RetryPolicies      = []string{"", "single_attempt"}
 	Verdicts           = []string{"passed", "failed", "inconclusive"}
@@ -58,50 +69,39 @@ var (
 	daytonaImageRE     = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
 	sha256HexRE        = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	configurationKeyRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	commandArgsByKind  = map[string]struct{ required, optional []string }{
-		"report_progress":           {[]string{"body"}, nil},
-		"create_skill":              {[]string{"name", "description", "markdown"}, []string{"slug"}},
-		"write_document":            {[]string{"key", "title", "body"}, []string{"baseRevisionId", "changeSummary"}},
-		"request_human_input":       {[]string{"interactionKind", "title", "prompt", "continuationPolicy"}, []string{"payload", "targetRevisionId", "targetDocumentKey"}},
-		"register_deliverable":      {[]string{"filename", "contentType", "byteSize", "sha256", "contentRef", "title"}, nil},
-		"reassign_task":             {[]string{"targetTaskId", "assigneeActorId", "expectedStatusVersion", "reason"}, []string{"expectedAssigneeActorId"}},
-		"set_dependencies":          {[]string{"blockedByTaskIds"}, nil},
-		"create_task":               {[]string{"title"}, []string{"description", "assigneeActorId", "priority", "blockedByTaskIds", "status"}},
-		"request_approval":          {[]string{"approvalType", "payload"}, nil},
-		"decide_approval":           {[]string{"approvalId", "decision", "note"}, nil},
-		"comment_on_approval":       {[]string{"approvalId", "body"}, nil},
-		"control_workspace_service": {[]string{"serviceId", "action"}, []string{"url"}},
-		"finish_task":               {[]string{"summary"}, nil},
-		"block_task":                {[]string{"reason"}, []string{"blockedByTaskIds"}},
-		"request_review":            {[]string{"summary"}, nil},
-		"schedule_wake":             {[]string{"reason", "delayTicks"}, []string{"payload"}},
-	}
-	// commentingCommands create a comment, so they may carry present: true.
-	commentingCommands = []string{"report_progress", "finish_task", "block_task", "request_review"}
 )
 
-// CommandKinds returns the semantic command kinds a reference script may use (the
-// semantic tools of spec control-plane-port §3), sorted.
-func CommandKinds() []string {
-	return sortedKeys(commandArgsByKind)
+// toolCommand returns the semantic-command table row (controlplane.Commands) of an
+// agent-facing command kind; ok is false for any other string. Reference-script steps
+// use exactly these commands and arguments.
+func toolCommand(kind string) (controlplane.CommandSpec, bool) {
+	c, ok := controlplane.LookupCommand(controlplane.CommandKind(kind))
+	return c, ok && c.Tool
 }
 
-// CommandArgs returns the arguments a reference step of command kind must carry
-// (required) and may carry (optional), copies in declaration order; ok is false for a kind
-// that is not a semantic tool. targetDocumentKey (request_human_input) is a script-only
-// convention resolved by the agent to targetRevisionId. Package controlplane/mcp derives
-// its tool schemas' properties and required lists from these.
-func CommandArgs(kind string) (required, optional []string, ok bool) {
-	a, ok := commandArgsByKind[kind]
-	if !ok {
-		return nil, nil, false
+// toolCommandNames are the agent-facing command kinds, sorted.
+func toolCommandNames() []string {
+	var out []string
+	for _, c := range controlplane.Commands() {
+		if c.Tool {
+			out = append(out, string(c.Kind))
+		}
 	}
-	return slices.Clone(a.required), slices.Clone(a.optional), true
+	slices.Sort(out)
+	return out
 }
 
-// CommentingCommands returns the command kinds that create a comment and so may carry
-// present: true (the comment is the run's user-facing message), a copy.
-func CommentingCommands() []string { return slices.Clone(commentingCommands) }
+// commentingNames are the command kinds that post a comment and so may carry
+// present: true, in table order.
+func commentingNames() []string {
+	var out []string
+	for _, c := range controlplane.Commands() {
+		if c.Tool && c.Commenting {
+			out = append(out, string(c.Kind))
+		}
+	}
+	return out
+}
 
 type validator struct {
 	c  *Catalog
@@ -407,7 +407,9 @@ func (v *validator) validateProfile(p *Profile) {
 	v.required("profile label", &p.Label, p)
 	v.enum("profile generation", &p.Generation, Generations, p, true)
 	v.groupRefs("profile "+p.ID, p.Groups, p)
-	v.enum("profile driver", &p.Driver, Drivers, p, true)
+	if _, err := driver.Parse(p.Driver); err != nil {
+		v.enum("profile driver", &p.Driver, Drivers, p, true) // the same list: driver.Names
+	}
 	v.required("profile provider", &p.Provider, p)
 	v.required("profile model", &p.Model, p)
 	v.enum("modelQualification source", &p.ModelQualification.Source, QualificationSources, p, true)
@@ -441,7 +443,7 @@ func (v *validator) validateProfile(p *Profile) {
 		}
 	}
 	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
-	if p.Driver == "exec" {
+	if d, _ := driver.Parse(p.Driver); d.Kind == driver.KindExec {
 		v.validateExecConfig(p)
 	}
 }
@@ -767,8 +769,8 @@ func (v *validator) validateReference(cs *Case, vars map[string]string) {
 			}
 			if st.Present {
 				presents++
-				if !slices.Contains(commentingCommands, st.Command) {
-					v.add(v.at(&st.Present, st), "%s: present applies only to commands that post a comment (%s)", sname, strings.Join(commentingCommands, ", "))
+				if c, _ := toolCommand(st.Command); !c.Commenting {
+					v.add(v.at(&st.Present, st), "%s: present applies only to commands that post a comment (%s)", sname, strings.Join(commentingNames(), ", "))
 				}
 			}
 		}
@@ -779,19 +781,19 @@ func (v *validator) validateReference(cs *Case, vars map[string]string) {
 }
 
 func (v *validator) validateCommand(st *ReferenceStep, sname string, vars map[string]string) {
-	spec, ok := commandArgsByKind[st.Command]
+	spec, ok := toolCommand(st.Command)
 	if !ok {
-		v.add(v.at(&st.Command, st), "%s: unknown command %q (one of %s)", sname, st.Command, strings.Join(CommandKinds(), ", "))
+		v.add(v.at(&st.Command, st), "%s: unknown command %q (one of %s)", sname, st.Command, strings.Join(toolCommandNames(), ", "))
 		return
 	}
-	for _, req := range spec.required {
+	for _, req := range spec.Required {
 		if _, ok := st.Args[req]; !ok {
 			v.add(v.at(&st.Args, st), "%s: command %s needs args.%s", sname, st.Command, req)
 		}
 	}
 	for _, k := range sortedKeys(st.Args) {
-		if k != "taskId" && !slices.Contains(spec.required, k) && !slices.Contains(spec.optional, k) {
-			v.add(v.at(mapEntry{mapPointer(st.Args), k}, &st.Args, st), "%s: command %s has no argument %q (arguments: %s)", sname, st.Command, k, strings.Join(append(append([]string{}, spec.required...), spec.optional...), ", "))
+		if k != "taskId" && !slices.Contains(spec.Required, k) && !slices.Contains(spec.Optional, k) {
+			v.add(v.at(mapEntry{mapPointer(st.Args), k}, &st.Args, st), "%s: command %s has no argument %q (arguments: %s)", sname, st.Command, k, strings.Join(append(spec.Required, spec.Optional...), ", "))
 		}
 	}
 	if _, err := renderValue(st.Args, vars); err != nil {
@@ -933,12 +935,13 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 		if cell.AttemptTimeoutMs <= 0 {
 			v.add(v.at(&cell.Case.AttemptTimeoutMs, cell.Case), "case %s has no attemptTimeoutMs for environment %s and the environment has no attemptDeadlineMs (cell %s)", cell.Case.ID, cell.Environment.ID, cell.ID)
 		}
-		if cell.Profile.Driver == "reference" || cell.Profile.Driver == "wrong" || cell.Profile.Driver == "leaky" {
+		d, _ := driver.Parse(cell.Profile.Driver) // refused above when it does not parse
+		if d.NeedsReference() {
 			if cell.Case.Reference == nil {
 				v.add(v.at(cell.Case), "case %s has no reference script, which profile %s (driver %s) needs (cell %s)", cell.Case.ID, cell.Profile.ID, cell.Profile.Driver, cell.ID)
 			}
 		}
-		if strings.HasPrefix(cell.Profile.Driver, "fixture:") != (cell.Case.Flow == "process_exit") {
+		if _, fixture := d.Fixture(); !d.IsZero() && fixture != (cell.Case.Flow == "process_exit") {
 			v.add(v.at(&s.Cases, s), "cell %s pairs driver %s with flow %s; fixture drivers run exactly the process_exit flow", cell.ID, cell.Profile.Driver, cell.Case.Flow)
 		}
 		if prev := v.c.byCellID[cell.ID]; prev != nil {

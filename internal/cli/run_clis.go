@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/agent/clis"
-	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/catalog"
 )
 
@@ -24,8 +24,13 @@ const EnvAgentsDir = "AGENTPROOF_AGENTS_DIR"
 func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions) (map[string]string, error) {
 	var need []clis.CLI
 	for _, cell := range cells {
-		name, ok := campaign.IsCLIDriver(cell.Profile.Driver)
+		d, err := driver.Parse(cell.Profile.Driver)
+		if err != nil {
+			return nil, usageErrorf("profile %s: %v", cell.Profile.ID, err)
+		}
+		name, ok := d.CLI()
 		if !ok || slices.ContainsFunc(need, func(c clis.CLI) bool { return c.Name == name }) {
+
 			continue
 		}
 		c, ok := clis.Lookup(name)
