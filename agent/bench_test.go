@@ -12,7 +12,7 @@ import (
 // Launch (spec building) plus worker.Supervise of a program that exits at once (the test
 // binary's report mode, standing in for `agentproof agent nop`).
 func BenchmarkLaunchAndSupervise(b *testing.B) {
-	d, err := agent.New("exec", map[string]any{"command": selfB(b), "args": []any{"report"}, "timeoutMs": 20000})
+	d, err := build("exec", map[string]any{"command": selfB(b), "args": []any{"report"}, "timeoutMs": 20000})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func BenchmarkLaunchAndSupervise(b *testing.B) {
 // BenchmarkLaunchSpec measures building one launch spec (the driver's share of the
 // runner's wake-to-process-start latency).
 func BenchmarkLaunchSpec(b *testing.B) {
-	d, err := agent.New("reference", nil)
+	d, err := build("reference", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/reference"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
@@ -85,11 +88,11 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 
 // builtinDriver runs `agentproof agent <reference|wrong|nop>`.
 type builtinDriver struct {
-	name   string
+	name   driver.Name
 	bounds bounds
 }
 
-func (d builtinDriver) Name() string { return d.name }
+func (d builtinDriver) Name() string { return d.name.String() }
 
 // Launch builds the spec of a built-in agent. nop gets only the base environment (it
 // needs nothing and touches nothing); reference and wrong get the run's identity, token,
@@ -101,12 +104,12 @@ func (d builtinDriver) Launch(_ controlplane.RunContext, env RunEnv) (worker.Spe
 	}
 	spec := worker.Spec{
 		Path:           env.Executable,
-		Args:           []string{"agentproof", "agent", d.name},
+		Args:           []string{"agentproof", "agent", d.name.String()},
 		Dir:            env.Workspace,
 		Timeout:        d.bounds.timeout,
 		MaxOutputBytes: d.bounds.maxOutput,
 	}
-	if d.name == "nop" {
+	if d.name.Kind == driver.KindNop {
 		if err := requireRun(env, false); err != nil {
 			return worker.Spec{}, err
 		}
@@ -133,7 +136,7 @@ func (d builtinDriver) Launch(_ controlplane.RunContext, env RunEnv) (worker.Spe
 
 // Report: a built-in agent completes its own run; one it left open failed.
 func (d builtinDriver) Report(o worker.Outcome) Report {
-	return Report{Summary: Summarize(o), RunStatus: "failed", Transcript: transcript(o)}
+	return Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, Transcript: transcript(o)}
 }
 
 func requireExecutable(env RunEnv) error {
@@ -148,14 +151,15 @@ func requireExecutable(env RunEnv) error {
 // run. nop returns at once without reading or touching anything. reference and wrong
 // need EnvAPIURL, EnvRunToken, EnvRunID, EnvWorkspace, EnvStateDir and EnvConfig; wrong
 // runs reference.WrongScript of the configured script. Errors: a missing variable or an
-// invalid configuration (*UsageError), a dial error, or the reference agent's error.
+// invalid configuration (*UsageError), a nil dial, a dial error, or the reference
+// agent's error.
 func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer) (reference.Outcome, error) {
-	switch name {
-	case "nop":
-		return reference.Outcome{}, nil
-	case "reference", "wrong", "leaky":
-	default:
+	n, err := driver.Parse(name)
+	if err != nil || !n.Builtin() {
 		return reference.Outcome{}, &UsageError{Problems: []string{fmt.Sprintf("unknown built-in agent %q (reference, wrong, leaky or nop)", name)}}
+	}
+	if n.Kind == driver.KindNop {
+		return reference.Outcome{}, nil
 	}
 	vars := map[string]string{}
 	for _, kv := range environ {
@@ -180,31 +184,39 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 	rcfg := reference.Config{Workspace: vars[EnvWorkspace], StateDir: vars[EnvStateDir]}
 	credentials := Credentials(vars)
 	leak := credentialLines(credentials)
-	switch name {
-	case "wrong":
+	switch n.Kind {
+	case driver.KindWrong:
 		if script, err = reference.WrongScript(script, cfg.Nonce); err != nil {
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
 		// In canary mode the wrong agent is careless too: it writes the canary
-		// credentials it sees into a workspace file (issue 11 "Canary mode").
-		if canaries := canaryLines(credentials); canaries != "" {
+		// credentials it sees into a workspace file (issue 11 "Canary mode"), only in
+		// encoded forms (base64 inside a blob, hex), so that its secret_leak
+		// proves the encoded copies are found.
+		if canaries := EncodedCredentialLines(canaryCredentials(credentials)); canaries != "" {
 			if script, err = reference.LeakyScript(script, canaries, false); err != nil {
 				return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 			}
 		}
-	case "leaky":
+	case driver.KindLeaky:
+		if len(credentials) > 0 {
+			leak += "\n" + EncodedCredentialLines(credentials)
+		}
 		if script, err = reference.LeakyScript(script, leak, true); err != nil {
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
 		rcfg.ResultNote = "verified the credentials: " + leak
 	}
 	rcfg.Script = script
+	if dial == nil {
+		return reference.Outcome{}, errors.New("agent: no dialer for the agent API")
+	}
 	port, err := dial(ctx, vars[EnvAPIURL], vars[EnvRunToken])
 	if err != nil {
 		return reference.Outcome{}, fmt.Errorf("agent: connecting to %s: %w", vars[EnvAPIURL], err)
 	}
 	out, err := reference.Execute(ctx, port, vars[EnvRunID], rcfg)
-	if name == "leaky" {
+	if n.Kind == driver.KindLeaky {
 		// stdout and an error message: the last two ways out.
 		out.Output = leak
 		if err == nil {
@@ -238,16 +250,35 @@ func credentialLines(creds map[string]string) string {
 	return strings.Join(lines, "\n")
 }
 
-// canaryLines renders the canary credentials (names starting APF_CANARY_) as
-// credentialLines does; "" when there are none (not canary mode).
-func canaryLines(creds map[string]string) string {
+// canaryCredentials returns the canary credentials (names starting APF_CANARY_) of
+// creds; empty when there are none (not canary mode).
+func canaryCredentials(creds map[string]string) map[string]string {
 	c := map[string]string{}
 	for k, v := range creds {
 		if strings.HasPrefix(k, "APF_CANARY_") {
 			c[k] = v
 		}
 	}
-	return credentialLines(c)
+	return c
+}
+
+// EncodedCredentialLines renders creds (name → value, sorted by name) as a careless
+// agent would copy them in encoded forms, two lines per credential: the base64 of a
+// "NAME=value" line inside a larger blob (the value at byte offset 0, 1 or 2 mod 3 of
+// it, credential by credential) and the value in hexadecimal. No line holds the value
+// or any part of it verbatim (percent-encoding would: it keeps a "Bearer <token>"
+// token as it is). "" for no credentials. The calibration agents use it to prove that encoded copies of a
+// secret are caught (docs/secrets.md).
+func EncodedCredentialLines(creds map[string]string) string {
+	var lines []string
+	for i, k := range slices.Sorted(maps.Keys(creds)) {
+		v := creds[k]
+		blob := strings.Repeat("#", i%3) + "export " + k + "=" + v + "\n# end of the credentials file\n"
+		lines = append(lines,
+			k+" (base64 of my env file)="+base64.StdEncoding.EncodeToString([]byte(blob)),
+			k+" (hex)="+hex.EncodeToString([]byte(v)))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // UsageError reports a built-in agent started without what it needs (exit code 2).

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -24,7 +25,9 @@ import (
 // configuration. The run's API URL, run id and token reach that server only through
 // environment variables the CLI forwards (never argv, never a file).
 
-// CLI driver configuration keys (driverConfig of an exec:<cli> profile).
+// CLI driver configuration keys: the JSON names of the api.DriverConfig fields an
+// exec:<cli> driver reads (the campaign executor still sets them in a catalog
+// driverConfig map).
 const (
 	// CLIKeyBinary is the absolute path of the CLI's native binary. The executor sets it
 	// from the agents cache (package agent/clis) before it creates the agent.
@@ -33,7 +36,7 @@ const (
 	// ("http://127.0.0.1:PORT"); run n of the agent uses ROOT/runs/<n>/v1. The executor
 	// sets it unless the campaign runs live.
 	CLIKeyModelBaseURL = "modelBaseUrl"
-	// CLIKeyLive holds the live provider of the profile (see LiveProvider); it is used
+	// CLIKeyLive holds the live provider of the profile (api.LiveProvider); it is used
 	// only when modelBaseUrl is absent (`agentproof run --live`).
 	CLIKeyLive = "live"
 	// CLIKeyScript names the model script the executor derives for the scripted model:
@@ -81,98 +84,64 @@ const MCPServerName = "agentproof"
 // built-in agent's log.
 const DefaultCLIMaxOutputBytes = 16 << 20
 
-// LiveProvider is the live model endpoint of a CLI profile (driverConfig live), used
-// only with `agentproof run --live`: BaseURL (the OpenAI- or Anthropic-style base URL),
-// Model (the provider's model id), Credential (the catalog credential whose value the
-// harness stores as a secret and binds to the agent's environment under the same name)
-// and, for OpenCode, NPM (the AI SDK package that selects the wire format; default
-// @ai-sdk/openai).
-type LiveProvider struct {
-	BaseURL    string `json:"baseUrl"`
-	Model      string `json:"model"`
-	Credential string `json:"envVar"`
-	NPM        string `json:"npm,omitempty"`
-}
-
 // cliDriver runs one of the pinned real agent CLIs.
 type cliDriver struct {
 	cli      string // codex | opencode | claude
 	binary   string
 	modelURL string
-	live     *LiveProvider
+	live     *api.LiveProvider
 	bounds   bounds
 	grace    time.Duration // resultGraceMs
 }
 
-// cliNames are the CLIs an exec:<name> driver may name.
-var cliNames = []string{"codex", "opencode", "claude"}
-
-// newCLI parses the driverConfig of exec:<name>.
-func newCLI(name string, config map[string]any, ce *ConfigError) Driver {
-	d := cliDriver{cli: name}
-	if !slices.Contains(cliNames, name) {
-		ce.Problems = append(ce.Problems, fmt.Sprintf("unknown agent CLI %q (exec:codex, exec:opencode or exec:claude)", name))
-		return nil
-	}
-	_, outputSet := config["maxOutputBytes"]
-	d.bounds = parseBounds(config, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript, CLIKeyResultGrace})
-	if !outputSet {
+// newCLI reads the driverConfig of exec:<name> (name is a pinned CLI: driver.Parse
+// checked it).
+func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
+	d := cliDriver{cli: name.Arg}
+	d.bounds = parseBounds(config, name, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript, CLIKeyResultGrace})
+	if config.MaxOutputBytes == nil {
 		d.bounds.maxOutput = DefaultCLIMaxOutputBytes
 	}
 	d.grace = DefaultResultGrace
-	if v, ok := config[CLIKeyResultGrace]; ok {
-		n, ok := positiveInt(v)
+	if v := config.ResultGraceMs; v != nil {
+		n := *v
 		switch {
-		case !ok || n > MaxResultGraceMs:
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %v must be a whole number of milliseconds in 1..%d", CLIKeyResultGrace, v, MaxResultGraceMs))
+		case n <= 0 || n > MaxResultGraceMs:
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be a whole number of milliseconds in 1..%d", CLIKeyResultGrace, n, MaxResultGraceMs))
 		case time.Duration(n)*time.Millisecond >= d.bounds.timeout:
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %v must be below timeoutMs (%d)", CLIKeyResultGrace, v, d.bounds.timeout.Milliseconds()))
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be below timeoutMs (%d)", CLIKeyResultGrace, n, d.bounds.timeout.Milliseconds()))
 		default:
 			d.grace = time.Duration(n) * time.Millisecond
 		}
 	}
-	if v, ok := config[CLIKeyBinary]; ok {
-		s, _ := v.(string)
+	if s := config.Binary; s != "" {
 		if !filepath.IsAbs(s) || strings.ContainsRune(s, 0) {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("binary %v must be an absolute path", v))
+			ce.Problems = append(ce.Problems, fmt.Sprintf("binary %q must be an absolute path", s))
 		}
 		d.binary = s
 	}
-	if v, ok := config[CLIKeyModelBaseURL]; ok {
-		s, _ := v.(string)
+	if s := config.ModelBaseURL; s != "" {
 		if !strings.HasPrefix(s, "http://127.0.0.1:") && !strings.HasPrefix(s, "http://[::1]:") && !strings.HasPrefix(s, "http://localhost:") {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("modelBaseUrl %v must be a loopback http URL (the scripted model)", v))
+			ce.Problems = append(ce.Problems, fmt.Sprintf("modelBaseUrl %q must be a loopback http URL (the scripted model)", s))
 		}
 		d.modelURL = strings.TrimRight(s, "/")
 	}
-	if v, ok := config[CLIKeyLive]; ok {
-		b, _ := json.Marshal(v)
-		var lp LiveProvider
-		if err := strictJSON(b, &lp); err != nil {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("live: %v", err))
-		} else {
-			if !strings.HasPrefix(lp.BaseURL, "https://") && !strings.HasPrefix(lp.BaseURL, "http://") {
-				ce.Problems = append(ce.Problems, "live.baseUrl must be an http(s) URL")
-			}
-			if lp.Model == "" {
-				ce.Problems = append(ce.Problems, "live.model is required")
-			}
-			if !envNameRE.MatchString(lp.Credential) {
-				ce.Problems = append(ce.Problems, "live.envVar must name the credential holding the key (an environment variable name)")
-			}
-			d.live = &lp
+	if lp := config.Live; lp != nil {
+		if !strings.HasPrefix(lp.BaseURL, "https://") && !strings.HasPrefix(lp.BaseURL, "http://") {
+			ce.Problems = append(ce.Problems, "live.baseUrl must be an http(s) URL")
 		}
+		if lp.Model == "" {
+			ce.Problems = append(ce.Problems, "live.model is required")
+		}
+		if !envNameRE.MatchString(lp.Credential) {
+			ce.Problems = append(ce.Problems, "live.envVar must name the credential holding the key (an environment variable name)")
+		}
+		d.live = lp
 	}
-	if v, ok := config[CLIKeyScript]; ok && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
-		ce.Problems = append(ce.Problems, fmt.Sprintf("script %v is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
+	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("script %q is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
 	}
 	return d
-}
-
-func strictJSON(b []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
 
 func (d cliDriver) Name() string { return "exec:" + d.cli }
@@ -450,7 +419,7 @@ func Prompt(rc controlplane.RunContext) string {
 	if t.Description != nil && *t.Description != "" {
 		fmt.Fprintf(&b, "\n%s\n", *t.Description)
 	}
-	fmt.Fprintf(&b, "\nThis run was started because of: %s.\n", cmpOr(rc.Wake.Reason, "assignment"))
+	fmt.Fprintf(&b, "\nThis run was started because of: %s.\n", cmpOr(string(rc.Wake.Reason), "assignment"))
 	if len(rc.Wake.Payload) > 0 && string(rc.Wake.Payload) != "null" && string(rc.Wake.Payload) != "{}" {
 		fmt.Fprintf(&b, "Wake details (JSON): %s\n", rc.Wake.Payload)
 	}
@@ -478,16 +447,16 @@ func (d cliDriver) Report(o worker.Outcome) Report {
 	stdout, stderr := o.Output.Stdout(), o.Output.Stderr()
 	ev := ParseEvents(d.cli, stdout)
 	complete := ev.Terminal != ""
-	r := Report{Summary: Summarize(o), RunStatus: "failed", EventStreamComplete: &complete, Transcript: []Evidence{
+	r := Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, EventStreamComplete: &complete, Transcript: []Evidence{
 		{Name: "events.jsonl", MediaType: "application/jsonl", Body: stdout},
 		{Name: "stderr.log", MediaType: "text/plain", Body: stderr},
 	}}
 	cleanExit := o.Started && o.ExitCode != nil && *o.ExitCode == 0 && !o.TimedOut && !o.OutputExceeded && !o.Aborted
 	switch {
 	case cleanExit && complete:
-		r.RunStatus = "succeeded"
+		r.RunStatus = controlplane.RunSucceeded
 	case o.StoppedAfterResult && complete && !ev.TerminalFailed && !o.OutputExceeded && !o.Aborted:
-		r.RunStatus = "succeeded"
+		r.RunStatus = controlplane.RunSucceeded
 		r.Summary += fmt.Sprintf("; graded on its terminal event (%s): the CLI did not exit within %s of it", ev.Terminal, d.grace)
 	case cleanExit:
 		r.Summary += fmt.Sprintf("; exited 0 without its terminal event (%s): the event stream is incomplete", terminalName(d.cli))

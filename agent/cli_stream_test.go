@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/internal/fakecli"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -53,7 +54,7 @@ func TestCLIReportEventStream(t *testing.T) {
 	tests := []struct {
 		name, cli, stdout string
 		o                 worker.Outcome
-		status            string
+		status            controlplane.RunStatus
 		complete          bool
 		summary           string
 	}{
@@ -105,7 +106,7 @@ func TestCLIResultGraceConfig(t *testing.T) {
 		{map[string]any{"resultGraceMs": agent.MaxResultGraceMs + 1}, false},
 		{map[string]any{"resultGraceMs": 2000, "timeoutMs": 2000}, false},
 	} {
-		_, err := agent.New("exec:codex", tc.cfg)
+		_, err := build("exec:codex", tc.cfg)
 		if (err == nil) != tc.ok {
 			t.Errorf("%v: error %v, want ok=%v", tc.cfg, err, tc.ok)
 		}
@@ -123,7 +124,7 @@ func TestCLIFakeRuns(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		fake     string
-		status   string
+		status   controlplane.RunStatus
 		complete bool
 		stopped  bool
 	}{

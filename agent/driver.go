@@ -24,6 +24,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -115,7 +117,7 @@ type Driver interface {
 //     drivers without an event stream.
 type Report struct {
 	Summary             string
-	RunStatus           string
+	RunStatus           controlplane.RunStatus
 	Usage               json.RawMessage
 	Transcript          []Evidence
 	Presentation        *Presentation
@@ -147,46 +149,41 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("agent: driver %s: %s", e.Driver, strings.Join(e.Problems, "; "))
 }
 
-// New returns the driver named driver (a catalog profile's driver) configured by config
-// (the profile's driverConfig; nil for none). Keys every driver reads: timeoutMs (> 0,
-// ms) and maxOutputBytes (> 0, ≤ worker.MaxOutputBytes). wrong also reads strategy
-// ("wrong_nonce", the default); exec reads command (absolute path), args (templates, see
-// ExecVars) and env (secret references, resolved by the server into RunEnv.Secrets);
-// exec:codex, exec:opencode and exec:claude read binary, modelBaseUrl, live and script
-// (see CLIKeyBinary and the other CLIKey constants).
-// Unknown keys, wrong types and unknown drivers are a *ConfigError listing every problem.
-func New(driver string, config map[string]any) (Driver, error) {
-	ce := &ConfigError{Driver: driver}
+// New returns the driver name (a catalog profile's driver, parsed by driver.Parse)
+// configured by config (the profile's driverConfig). Every driver reads TimeoutMs (> 0,
+// ms) and MaxOutputBytes (1..worker.MaxOutputBytes, bytes); wrong also reads Strategy
+// ("wrong_nonce", the default); exec reads Command (absolute path), Args (templates, see
+// ExecVars) and Env (secret references, resolved by the server into RunEnv.Secrets);
+// exec:codex, exec:opencode and exec:claude read Binary, ModelBaseURL, Live and Script.
+// A key the driver does not read, a value out of range and the zero Name are a
+// *ConfigError listing every problem.
+func New(name driver.Name, config api.DriverConfig) (Driver, error) {
+	ce := &ConfigError{Driver: name.String()}
 	var d Driver
-	switch {
-	case strings.HasPrefix(driver, "fixture:"):
-		name := strings.TrimPrefix(driver, "fixture:")
-		if !worker.IsFixture(name) {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("unknown fixture %q (one of %s)", name, strings.Join(worker.Fixtures(), ", ")))
-			return nil, ce
-		}
-		b := parseBounds(config, ce, nil)
-		if _, set := config["timeoutMs"]; !set {
+	switch name.Kind {
+	case driver.KindFixture:
+		b := parseBounds(config, name, ce, nil)
+		if config.TimeoutMs == nil {
 			b.timeout = DefaultFixtureTimeout
 		}
 		if b.timeout > time.Duration(worker.MaxTimeoutMS)*time.Millisecond {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("timeoutMs must be at most %d for a fixture program", worker.MaxTimeoutMS))
 		}
-		d = fixtureDriver{fixture: name, bounds: b}
-	case driver == "reference" || driver == "nop" || driver == "leaky":
-		d = builtinDriver{name: driver, bounds: parseBounds(config, ce, nil)}
-	case driver == "wrong":
-		b := parseBounds(config, ce, []string{"strategy"})
-		if s, ok := config["strategy"]; ok && s != "wrong_nonce" {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("strategy %v is not wrong_nonce", s))
+		d = fixtureDriver{fixture: name.Arg, bounds: b}
+	case driver.KindReference, driver.KindNop, driver.KindLeaky:
+		d = builtinDriver{name: name, bounds: parseBounds(config, name, ce, nil)}
+	case driver.KindWrong:
+		b := parseBounds(config, name, ce, []string{"strategy"})
+		if config.Strategy != "" && config.Strategy != "wrong_nonce" {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("strategy %q is not wrong_nonce", config.Strategy))
 		}
-		d = builtinDriver{name: driver, bounds: b}
-	case driver == "exec":
-		d = newExec(config, ce)
-	case strings.HasPrefix(driver, "exec:"):
-		d = newCLI(strings.TrimPrefix(driver, "exec:"), config, ce)
+		d = builtinDriver{name: name, bounds: b}
+	case driver.KindExec:
+		d = newExec(config, name, ce)
+	case driver.KindCLI:
+		d = newCLI(name, config, ce)
 	default:
-		ce.Problems = append(ce.Problems, "unknown driver (one of fixture:pass, fixture:fail, fixture:hang, fixture:noisy, reference, nop, wrong, leaky, exec, exec:codex, exec:opencode, exec:claude)")
+		ce.Problems = append(ce.Problems, "no driver (one of "+strings.Join(driver.Names(), ", ")+")")
 	}
 	if len(ce.Problems) > 0 {
 		return nil, ce
@@ -200,50 +197,38 @@ type bounds struct {
 	maxOutput int64
 }
 
-// parseBounds reads timeoutMs and maxOutputBytes from config and reports unknown keys
-// (those not in extra).
-func parseBounds(config map[string]any, ce *ConfigError, extra []string) bounds {
+// parseBounds reads TimeoutMs and MaxOutputBytes from config and reports every other
+// key that is set but not in reads (the keys the driver reads besides its bounds).
+func parseBounds(config api.DriverConfig, name driver.Name, ce *ConfigError, reads []string) bounds {
 	b := bounds{timeout: DefaultTimeout, maxOutput: DefaultMaxOutputBytes}
-	for _, k := range slices.Sorted(maps.Keys(config)) {
-		v := config[k]
-		switch k {
-		case "timeoutMs":
-			if n, ok := positiveInt(v); ok {
-				b.timeout = time.Duration(n) * time.Millisecond
-			} else {
-				ce.Problems = append(ce.Problems, fmt.Sprintf("timeoutMs %v must be a positive whole number of milliseconds", v))
-			}
-		case "maxOutputBytes":
-			if n, ok := positiveInt(v); ok && n <= worker.MaxOutputBytes {
-				b.maxOutput = n
-			} else {
-				ce.Problems = append(ce.Problems, fmt.Sprintf("maxOutputBytes %v must be a whole number of bytes in 1..%d", v, worker.MaxOutputBytes))
-			}
-		default:
-			if !slices.Contains(extra, k) {
-				ce.Problems = append(ce.Problems, fmt.Sprintf("unknown driverConfig key %q", k))
-			}
+	if n := config.TimeoutMs; n != nil {
+		if *n > 0 && *n < 1<<62/int64(time.Millisecond) {
+			b.timeout = time.Duration(*n) * time.Millisecond
+		} else {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("timeoutMs %d must be a positive whole number of milliseconds", *n))
+		}
+	}
+	if n := config.MaxOutputBytes; n != nil {
+		if *n > 0 && *n <= worker.MaxOutputBytes {
+			b.maxOutput = *n
+		} else {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("maxOutputBytes %d must be a whole number of bytes in 1..%d", *n, worker.MaxOutputBytes))
+		}
+	}
+	for _, key := range setKeys(config) {
+		if key != "timeoutMs" && key != "maxOutputBytes" && !slices.Contains(reads, key) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("driverConfig %s does not apply to driver %s", key, name))
 		}
 	}
 	return b
 }
 
-// positiveInt accepts the number shapes YAML and JSON decoding produce.
-func positiveInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), n > 0
-	case int64:
-		return n, n > 0
-	case uint64:
-		return int64(n), n > 0 && n < 1<<62
-	case float64:
-		return int64(n), n > 0 && n == float64(int64(n)) && n < 1<<62
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil && i > 0
-	}
-	return 0, false
+// setKeys returns the JSON keys of config that are set (non-zero), sorted.
+func setKeys(config api.DriverConfig) []string {
+	b, _ := json.Marshal(config) // every field is omitempty: the keys present are the set ones
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	return slices.Sorted(maps.Keys(m))
 }
 
 // envNameRE is the grammar of an environment variable name a secret may take.

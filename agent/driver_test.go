@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
@@ -53,56 +55,83 @@ func runContext() controlplane.RunContext {
 	return controlplane.RunContext{RunID: "run-1", ActiveTask: controlplane.Task{ID: "task-9"}}
 }
 
+// build makes the driver of a profile's driver string and YAML-shaped driverConfig the
+// way the harness does: driver.Parse, api.DriverConfigOf, agent.New.
+func build(name string, config map[string]any) (agent.Driver, error) {
+	n, err := driver.Parse(name)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := api.DriverConfigOf(config)
+	if err != nil {
+		return nil, err
+	}
+	return agent.New(n, dc)
+}
+
 func mustNew(t *testing.T, driver string, config map[string]any) agent.Driver {
 	t.Helper()
-	d, err := agent.New(driver, config)
+	d, err := build(driver, config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
+// TestNewRejectsBadConfigurations: a driver string, a driverConfig key or value, or a
+// key the driver does not read is refused with every problem named (parse, decode and
+// agent.New each report all of theirs at once).
 func TestNewRejectsBadConfigurations(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		driver string
 		config map[string]any
+		newErr bool     // the error is agent.New's *ConfigError
 		want   []string // every problem the error must name
 	}{
-		{"bogus", nil, []string{"unknown driver"}},
-		{"exec:gemini", nil, []string{`unknown agent CLI "gemini"`}},
-		{"exec:codex", map[string]any{"binary": "codex", "modelBaseUrl": "https://example.com", "script": "smart", "color": 1},
-			[]string{"binary codex must be an absolute path", "modelBaseUrl https://example.com must be a loopback", "script smart", `unknown driverConfig key "color"`}},
-		{"exec:opencode", map[string]any{"live": map[string]any{"baseUrl": "ftp://x", "envVar": "bad-name", "extra": 1}}, []string{"live:"}},
-		{"exec:claude", map[string]any{"live": map[string]any{"baseUrl": "ftp://x", "envVar": "bad-name"}}, []string{"live.baseUrl", "live.model is required", "live.envVar"}},
-		{"fixture:bogus", nil, []string{`unknown fixture "bogus"`}},
-		{"fixture:pass", map[string]any{"timeoutMs": 999_999_999, "maxOutputBytes": 0}, []string{"at most", "maxOutputBytes 0"}},
-		{"reference", map[string]any{"timeoutMs": "soon", "color": "red"}, []string{"timeoutMs soon", `unknown driverConfig key "color"`}},
-		{"nop", map[string]any{"timeoutMs": 1.5}, []string{"timeoutMs 1.5"}},
-		{"wrong", map[string]any{"strategy": "shuffle"}, []string{"strategy shuffle"}},
-		{"exec", nil, []string{"command (an absolute path) is required"}},
-		{"exec", map[string]any{"command": "codex", "args": "--x"}, []string{`command "codex" must be an absolute path`, "args must be a list"}},
-		{"exec", map[string]any{"command": "/bin/true", "args": []any{"{{runToken}}", 7, "{{unclosed"}, "env": map[string]any{"BAD-NAME": map[string]any{}}},
-			[]string{"args[0] uses {{runToken}}", "args[1] must be a string", "args[2]:", `env name "BAD-NAME"`}},
+		{"bogus", nil, false, []string{`unknown driver "bogus"`}},
+		{"exec:gemini", nil, false, []string{`unknown driver "exec:gemini"`, "exec:codex"}},
+		{"fixture:bogus", nil, false, []string{`unknown driver "fixture:bogus"`}},
+		{"exec:codex", map[string]any{"binary": "codex", "modelBaseUrl": "https://example.com", "script": "smart"}, true,
+			[]string{`binary "codex" must be an absolute path`, `modelBaseUrl "https://example.com" must be a loopback`, `script "smart"`}},
+		{"exec:codex", map[string]any{"color": 1, "binray": "/x"}, false, []string{`unknown key "color"`, `unknown key "binray"`}},
+		{"exec:opencode", map[string]any{"live": map[string]any{"baseUrl": "ftp://x", "envVar": "bad-name", "extra": 1}}, false, []string{`live: unknown key "extra"`}},
+		{"exec:claude", map[string]any{"live": map[string]any{"baseUrl": "ftp://x", "envVar": "bad-name"}}, true, []string{"live.baseUrl", "live.model is required", "live.envVar"}},
+		{"fixture:pass", map[string]any{"timeoutMs": 999_999_999, "maxOutputBytes": 0}, true, []string{"at most", "maxOutputBytes 0"}},
+		{"reference", map[string]any{"timeoutMs": "soon", "color": "red"}, false, []string{"timeoutMs: a JSON string", `unknown key "color"`}},
+		{"reference", map[string]any{"command": "/bin/true", "script": "nop"}, true, []string{"driverConfig command does not apply to driver reference", "driverConfig script does not apply"}},
+		{"nop", map[string]any{"timeoutMs": 1.5}, false, []string{"timeoutMs: a JSON number 1.5"}},
+		{"nop", map[string]any{"timeoutMs": -1}, true, []string{"timeoutMs -1 must be a positive"}},
+		{"wrong", map[string]any{"strategy": "shuffle"}, true, []string{`strategy "shuffle"`}},
+		{"exec", nil, true, []string{"command (an absolute path) is required"}},
+		{"exec", map[string]any{"command": "codex"}, true, []string{`command "codex" must be an absolute path`}},
+		{"exec", map[string]any{"command": "/bin/true", "args": "--x"}, false, []string{"args: a JSON string"}},
+		{"exec", map[string]any{"command": "/bin/true", "args": []any{"{{runToken}}", 7}}, false, []string{"args: a JSON number"}},
+		{"exec", map[string]any{"command": "/bin/true", "args": []any{"{{runToken}}", "{{unclosed"}, "env": map[string]any{"BAD-NAME": "x"}}, true,
+			[]string{"args[0] uses {{runToken}}", "args[1]:", `env name "BAD-NAME"`}},
+		{"exec", map[string]any{"command": "/bin/true", "env": map[string]any{"K": map[string]any{}}}, false, []string{"secret reference"}},
 	}
 	for _, tc := range tests {
-		_, err := agent.New(tc.driver, tc.config)
+		_, err := build(tc.driver, tc.config)
 		var ce *agent.ConfigError
-		if !errors.As(err, &ce) {
-			t.Errorf("New(%s, %v) error %v is not a *ConfigError", tc.driver, tc.config, err)
+		if err == nil || errors.As(err, &ce) != tc.newErr {
+			t.Errorf("build(%s, %v) error %v (%T); want a *ConfigError: %v", tc.driver, tc.config, err, err, tc.newErr)
 			continue
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(err.Error(), w) {
-				t.Errorf("New(%s, %v) error %q does not mention %q", tc.driver, tc.config, err, w)
+				t.Errorf("build(%s, %v) error %q does not mention %q", tc.driver, tc.config, err, w)
 			}
 		}
 	}
-	for _, d := range []string{"fixture:pass", "fixture:fail", "fixture:hang", "fixture:noisy", "reference", "nop", "wrong"} {
-		got, err := agent.New(d, nil)
+	for _, d := range []string{"fixture:pass", "fixture:fail", "fixture:hang", "fixture:noisy", "reference", "nop", "wrong", "leaky"} {
+		got, err := build(d, nil)
 		if err != nil || got.Name() != d {
 			t.Errorf("New(%s) = %v, %v", d, got, err)
 		}
+	}
+	if _, err := agent.New(driver.Name{}, api.DriverConfig{}); err == nil {
+		t.Error("New accepted the zero driver")
 	}
 }
 
@@ -115,7 +144,7 @@ func TestDefaultCatalogProfilesHaveDrivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range cat.Profiles {
-		if _, err := agent.New(p.Driver, p.DriverConfig); err != nil {
+		if _, err := build(p.Driver, p.DriverConfig); err != nil {
 			t.Errorf("profile %s: %v", p.ID, err)
 		}
 	}
@@ -150,7 +179,7 @@ func TestLaunchSpecs(t *testing.T) {
 		{"nop", nil, []string{"agentproof", "agent", "nop"}, []string{"LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}, agent.DefaultTimeout, agent.DefaultMaxOutputBytes},
 		{"reference", map[string]any{"timeoutMs": 30000}, []string{"agentproof", "agent", "reference"}, apiEnv("AGENTPROOF_AGENT_CONFIG=" + compact.String()), 30 * time.Second, agent.DefaultMaxOutputBytes},
 		{"wrong", map[string]any{"strategy": "wrong_nonce"}, []string{"agentproof", "agent", "wrong"}, apiEnv("AGENTPROOF_AGENT_CONFIG=" + compact.String()), agent.DefaultTimeout, agent.DefaultMaxOutputBytes},
-		{"exec", map[string]any{"command": "/opt/agent/bin/run", "args": []any{"--cwd", "{{workspace}}", "--run={{runId}}"}, "env": map[string]any{"OPENAI_API_KEY": map[string]any{"type": "secret_ref"}}},
+		{"exec", map[string]any{"command": "/opt/agent/bin/run", "args": []any{"--cwd", "{{workspace}}", "--run={{runId}}"}, "env": map[string]any{"OPENAI_API_KEY": map[string]any{"type": "secret_ref", "secretId": "secret-1", "version": "latest"}}},
 			[]string{"/opt/agent/bin/run", "--cwd", env.Workspace, "--run=run-1"}, apiEnv(), agent.DefaultTimeout, agent.DefaultMaxOutputBytes},
 	}
 	for _, tc := range tests {
@@ -205,7 +234,7 @@ func TestLaunchErrors(t *testing.T) {
 		{"secret shadows a runner variable", "exec", map[string]any{"command": "/bin/true"}, func(e *agent.RunEnv) {
 			e.Secrets = map[string]string{"AGENTPROOF_RUN_TOKEN": "x", "PATH": "/tmp", "BAD-NAME": "y"}
 		}, `"AGENTPROOF_RUN_TOKEN" collides`},
-		{"unresolved secret", "exec", map[string]any{"command": "/bin/true", "env": map[string]any{"ANTHROPIC_API_KEY": map[string]any{}}}, func(e *agent.RunEnv) {}, "ANTHROPIC_API_KEY are not resolved"},
+		{"unresolved secret", "exec", map[string]any{"command": "/bin/true", "env": map[string]any{"ANTHROPIC_API_KEY": map[string]any{"type": "secret_ref", "secretId": "secret-2", "version": "latest"}}}, func(e *agent.RunEnv) {}, "ANTHROPIC_API_KEY are not resolved"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -379,7 +408,7 @@ func TestFixtureDrivers(t *testing.T) {
 	tests := []struct {
 		driver   string
 		config   map[string]any
-		status   string
+		status   controlplane.RunStatus
 		timedOut bool
 	}{
 		{"fixture:pass", map[string]any{"timeoutMs": 20000}, "succeeded", false},

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
@@ -28,54 +30,37 @@ type execDriver struct {
 	bounds  bounds
 }
 
-func newExec(config map[string]any, ce *ConfigError) Driver {
+func newExec(config api.DriverConfig, name driver.Name, ce *ConfigError) Driver {
 	d := execDriver{}
-	d.bounds = parseBounds(config, ce, []string{"command", "args", "env"})
-	cmd, ok := config["command"].(string)
+	d.bounds = parseBounds(config, name, ce, []string{"command", "args", "env"})
+	cmd := config.Command
 	switch {
-	case !ok || cmd == "":
+	case cmd == "":
 		ce.Problems = append(ce.Problems, "command (an absolute path) is required")
 	case !filepath.IsAbs(cmd) || strings.ContainsRune(cmd, 0):
 		ce.Problems = append(ce.Problems, fmt.Sprintf("command %q must be an absolute path (no PATH lookup, no shell)", cmd))
 	default:
 		d.command = cmd
 	}
-	if raw, present := config["args"]; present {
-		list, ok := raw.([]any)
-		if !ok {
-			ce.Problems = append(ce.Problems, "args must be a list of strings")
+	for i, s := range config.Args {
+		t, err := catalog.ParseTemplate(s)
+		if err != nil {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("args[%d]: %v", i, err))
+			continue
 		}
-		for i, a := range list {
-			s, ok := a.(string)
-			if !ok {
-				ce.Problems = append(ce.Problems, fmt.Sprintf("args[%d] must be a string", i))
-				continue
+		for _, v := range t.Vars() {
+			if !slices.Contains(ExecVars, v) {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("args[%d] uses {{%s}}; args may use only %s (the run token and secrets go only into the environment)", i, v, strings.Join(ExecVars, ", ")))
 			}
-			t, err := catalog.ParseTemplate(s)
-			if err != nil {
-				ce.Problems = append(ce.Problems, fmt.Sprintf("args[%d]: %v", i, err))
-				continue
-			}
-			for _, v := range t.Vars() {
-				if !slices.Contains(ExecVars, v) {
-					ce.Problems = append(ce.Problems, fmt.Sprintf("args[%d] uses {{%s}}; args may use only %s (the run token and secrets go only into the environment)", i, v, strings.Join(ExecVars, ", ")))
-				}
-			}
-			d.args = append(d.args, t)
 		}
+		d.args = append(d.args, t)
 	}
-	if raw, present := config["env"]; present {
-		m, ok := raw.(map[string]any)
-		if !ok {
-			ce.Problems = append(ce.Problems, "env must map variable names to secret references")
+	for _, name := range slices.Sorted(maps.Keys(config.Env)) {
+		if !envNameRE.MatchString(name) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("env name %q is not an environment variable name", name))
+			continue
 		}
-		for _, name := range slices.Sorted(maps.Keys(m)) {
-			if !envNameRE.MatchString(name) {
-				ce.Problems = append(ce.Problems, fmt.Sprintf("env name %q is not an environment variable name", name))
-				continue
-			}
-			d.envRefs = append(d.envRefs, name)
-		}
+		d.envRefs = append(d.envRefs, name)
 	}
 	return d
 }
@@ -120,5 +105,5 @@ func (d execDriver) Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec,
 
 // Report: an exec agent completes its own run; one it left open failed.
 func (d execDriver) Report(o worker.Outcome) Report {
-	return Report{Summary: Summarize(o), RunStatus: "failed", Transcript: transcript(o)}
+	return Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, Transcript: transcript(o)}
 }

@@ -42,9 +42,9 @@ func (d fixtureDriver) Launch(_ controlplane.RunContext, env RunEnv) (worker.Spe
 // Report: a fixture's exit is the whole story — RunStatus is succeeded exactly when it
 // exited 0 within its bounds with a complete observation.
 func (d fixtureDriver) Report(o worker.Outcome) Report {
-	status := "failed"
+	status := controlplane.RunFailed
 	if o.Exited && o.ExitCode != nil && *o.ExitCode == 0 && !o.TimedOut && !o.OutputExceeded && !o.Aborted && o.CollectorError == "" {
-		status = "succeeded"
+		status = controlplane.RunSucceeded
 	}
 	return Report{Summary: Summarize(o), RunStatus: status, Transcript: transcript(o)}
 }

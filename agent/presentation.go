@@ -14,7 +14,7 @@ import (
 const PresentationSchema = "agentproof.mcp-presentation/v1"
 
 // PresentationRecord is the file form of a real-CLI run's presented comment, written by
-// the MCP server (`agentproof mcp`, package controlplane/mcp) and read by the heartbeat
+// the MCP server (`agentproof mcp`, package mcp) and read by the heartbeat
 // runner when the CLI exits: the comment created by the last successful presenting call (finish_task, request_review and
 // block_task present by default; any commenting tool with present: true; present: false
 // opts out). CommentID is what the run result's presentationDecision.commentId must

@@ -27,16 +27,6 @@ const (
 	MaxIdempotencyKeyBytes = 256
 )
 
-// Transport error codes: the codes package server answers beside the state machine's
-// (every other transport code is named in Error's doc).
-const (
-	// CodeRequestTooLarge (413): the body exceeds MaxBodyBytes.
-	CodeRequestTooLarge = "request_too_large"
-	// CodeRequestTimeout (408): the body did not arrive within the server's body
-	// timeout (a client trickling its body); the connection is closed.
-	CodeRequestTimeout = "request_timeout"
-)
-
 // Error is every error body: the state machine's {code, message, retryable}, or one of
 // the transport codes invalid_request (400: malformed JSON, unknown fields, text that
 // is not valid UTF-8 or holds NUL, nesting deeper than MaxBodyDepth, a key longer than
@@ -114,13 +104,13 @@ type CreateEnvironmentRequest struct {
 // CreateIssueRequest is board operation create_issue; an assignee gets an
 // issue_assigned wake.
 type CreateIssueRequest struct {
-	Title           string  `json:"title"`
-	Description     *string `json:"description,omitempty"`
-	WorkMode        *string `json:"workMode,omitempty"`
-	Priority        *string `json:"priority,omitempty"`
-	AssigneeActorID *string `json:"assigneeActorId,omitempty"`
-	ParentID        *string `json:"parentId,omitempty"`
-	Status          *string `json:"status,omitempty"`
+	Title           string                   `json:"title"`
+	Description     *string                  `json:"description,omitempty"`
+	WorkMode        *string                  `json:"workMode,omitempty"`
+	Priority        *string                  `json:"priority,omitempty"`
+	AssigneeActorID *string                  `json:"assigneeActorId,omitempty"`
+	ParentID        *string                  `json:"parentId,omitempty"`
+	Status          *controlplane.TaskStatus `json:"status,omitempty"`
 }
 
 // CommentRequest is board operation comment (the issue is in the path); the assignee
@@ -133,15 +123,15 @@ type CommentRequest struct {
 // in the path): Outcome accepted, rejected (also a revision request) or expired, or
 // answered for questions.
 type ResolveInteractionRequest struct {
-	Outcome string          `json:"outcome"`
-	Result  json.RawMessage `json:"result,omitempty"`
+	Outcome controlplane.InteractionStatus `json:"outcome"`
+	Result  json.RawMessage                `json:"result,omitempty"`
 }
 
 // DecideApprovalRequest is board operation decide_approval (the approval is in the
 // path): Decision approved, rejected or cancelled; Note is required.
 type DecideApprovalRequest struct {
-	Decision string `json:"decision"`
-	Note     string `json:"note"`
+	Decision controlplane.ApprovalStatus `json:"decision"`
+	Note     string                      `json:"note"`
 }
 
 // BoardResult answers every board operation.

@@ -1,23 +1,30 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/agentproof/agentproof/controlplane"
+)
 
 // HeartbeatRunSchema tags a HeartbeatRun.
 const HeartbeatRunSchema = "agentproof.heartbeat-run/v1"
 
-// Heartbeat run states (HeartbeatRun.State): what the heartbeat runner did with a wake.
+// HeartbeatState is HeartbeatRun.State: what the heartbeat runner did with a wake.
+type HeartbeatState string
+
+// Heartbeat run states (HeartbeatRun.State).
 const (
 	// RunOpening: the runner is opening the run (checkout) for the wake.
-	RunOpening = "opening"
+	RunOpening HeartbeatState = "opening"
 	// RunLaunching: the run is open and its agent process is being started or runs.
-	RunLaunching = "launching"
+	RunLaunching HeartbeatState = "launching"
 	// RunFinished: the process ended (or never started) and the run is terminal.
-	RunFinished = "finished"
+	RunFinished HeartbeatState = "finished"
 	// RunNotOpened: the checkout was refused; Reason says why. No process was started.
-	RunNotOpened = "not_opened"
+	RunNotOpened HeartbeatState = "not_opened"
 	// RunOrphaned: the server stopped while the run's process was (possibly) running;
 	// after the restart the run was completed as failed, never relaunched.
-	RunOrphaned = "orphaned"
+	RunOrphaned HeartbeatState = "orphaned"
 )
 
 // HeartbeatRun is the heartbeat runner's durable record of one run (board route
@@ -28,28 +35,28 @@ const (
 // (running, succeeded, failed, cancelled, budget_stopped; "" before the run exists).
 // The run token and secret values are never part of it.
 type HeartbeatRun struct {
-	Schema           string          `json:"schema"`
-	RunID            string          `json:"runId"`
-	CompanyID        string          `json:"companyId"`
-	ActorID          string          `json:"actorId"`
-	TaskID           string          `json:"taskId"`
-	WakeID           string          `json:"wakeId"`
-	WakeReason       string          `json:"wakeReason"`
-	Driver           string          `json:"driver"`
-	State            string          `json:"state"`
-	Status           string          `json:"status"`
-	Reason           string          `json:"reason,omitempty"`
-	Workspace        string          `json:"workspace,omitempty"`
-	WakeObservedAt   string          `json:"wakeObservedAt"`
-	OpenedAt         string          `json:"openedAt,omitempty"`
-	ProcessStartedAt string          `json:"processStartedAt,omitempty"`
-	ProcessEndedAt   string          `json:"processEndedAt,omitempty"`
-	FinishedAt       string          `json:"finishedAt,omitempty"`
-	Launch           *LaunchFacts    `json:"launch,omitempty"`
-	Termination      *Termination    `json:"termination,omitempty"`
-	Usage            json.RawMessage `json:"usage"`
-	Evidence         []EvidenceRef   `json:"evidence"`
-	Cancellation     *CancelIntent   `json:"cancellation,omitempty"`
+	Schema           string                  `json:"schema"`
+	RunID            string                  `json:"runId"`
+	CompanyID        string                  `json:"companyId"`
+	ActorID          string                  `json:"actorId"`
+	TaskID           string                  `json:"taskId"`
+	WakeID           string                  `json:"wakeId"`
+	WakeReason       controlplane.WakeReason `json:"wakeReason"`
+	Driver           string                  `json:"driver"`
+	State            HeartbeatState          `json:"state"`
+	Status           controlplane.RunStatus  `json:"status"`
+	Reason           string                  `json:"reason,omitempty"`
+	Workspace        string                  `json:"workspace,omitempty"`
+	WakeObservedAt   string                  `json:"wakeObservedAt"`
+	OpenedAt         string                  `json:"openedAt,omitempty"`
+	ProcessStartedAt string                  `json:"processStartedAt,omitempty"`
+	ProcessEndedAt   string                  `json:"processEndedAt,omitempty"`
+	FinishedAt       string                  `json:"finishedAt,omitempty"`
+	Launch           *LaunchFacts            `json:"launch,omitempty"`
+	Termination      *Termination            `json:"termination,omitempty"`
+	Usage            json.RawMessage         `json:"usage"`
+	Evidence         []EvidenceRef           `json:"evidence"`
+	Cancellation     *CancelIntent           `json:"cancellation,omitempty"`
 }
 
 // Termination is how an agent process ended (worker.Outcome, summarised): Summary is
@@ -130,11 +137,22 @@ type CancelRunRequest struct {
 // "reserved", HTTP 202) or joined ("joined", HTTP 200) and the run's status in the
 // control plane at the time of the answer (the process may still be stopping).
 type CancelRunResponse struct {
-	RunID       string       `json:"runId"`
-	Disposition string       `json:"disposition"`
-	Intent      CancelIntent `json:"intent"`
-	Status      string       `json:"status"`
+	RunID       string                 `json:"runId"`
+	Disposition CancelDisposition      `json:"disposition"`
+	Intent      CancelIntent           `json:"intent"`
+	Status      controlplane.RunStatus `json:"status"`
 }
+
+// CancelDisposition is CancelRunResponse.Disposition.
+type CancelDisposition string
+
+// Stop dispositions.
+const (
+	// CancelReserved: this Stop reserved the run's intent (HTTP 202).
+	CancelReserved CancelDisposition = "reserved"
+	// CancelJoined: this Stop joined the intent an earlier one reserved (HTTP 200).
+	CancelJoined CancelDisposition = "joined"
+)
 
 // HeartbeatRunList lists a company's heartbeat runs in the order their wakes were taken.
 type HeartbeatRunList struct {

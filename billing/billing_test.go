@@ -71,6 +71,14 @@ func TestExtractLLM(t *testing.T) {
 			LLMUsage{RunCount: 2, CostStatus: CostUnavailable}},
 		{"priced without tokens counts as priced", `{"costUsd":0.07}`, nil,
 			LLMUsage{RunCount: 1, RunsWithReportedCost: 1, ReportedCostUSD: usd(0.07), CostStatus: CostReported}},
+		{"cache-write tokens counted apart and in the total", `{"inputTokens":10,"outputTokens":2,"cachedInputTokens":3,"cacheWriteInputTokens":40}`, nil,
+			LLMUsage{RunCount: 1, RunsWithTokenUsage: 1, InputTokens: 10, OutputTokens: 2, CachedInputTokens: 3, CacheWriteInputTokens: 40, TotalTokens: 55, CostStatus: CostUnpriced}},
+		{"cache-write aliases", `{"runs":[{"usage":{"cacheWriteTokens":5}},{"usage":{"cacheCreationInputTokens":6}},{"usage":{"cacheWriteInputTokens":1,"cacheWriteTokens":99}}]}`, nil,
+			LLMUsage{RunCount: 3, RunsWithTokenUsage: 3, CacheWriteInputTokens: 12, TotalTokens: 12, CostStatus: CostUnpriced}},
+		{"cache writes alone are token usage", `{"runDelta":{"cacheWriteInputTokens":7}}`, nil,
+			LLMUsage{RunCount: 1, RunsWithTokenUsage: 1, CacheWriteInputTokens: 7, TotalTokens: 7, CostStatus: CostUnpriced}},
+		{"providerReportedUsd is a reported cost", `{"inputTokens":4,"outputTokens":1,"providerReportedUsd":0.0123}`, nil,
+			LLMUsage{RunCount: 1, RunsWithTokenUsage: 1, RunsWithReportedCost: 1, InputTokens: 4, OutputTokens: 1, TotalTokens: 5, ReportedCostUSD: usd(0.0123), CostStatus: CostReported}},
 		{"usage not an object", `[1,2]`, []string{"a"},
 			LLMUsage{RunCount: 1, CostStatus: CostUnavailable}},
 	}
@@ -164,11 +172,24 @@ func TestRuntime(t *testing.T) {
 			t.Errorf("estimate %v, want %v", *got.EstimatedListCostUSD, want)
 		}
 	})
-	t.Run("unknown provider unavailable", func(t *testing.T) {
+	t.Run("provider without rate table: unpriced with shape, unavailable without", func(t *testing.T) {
 		t.Parallel()
-		got := Runtime(RuntimeInput{Provider: "exe-dev", Leases: []Lease{shape}})
+		got := Runtime(RuntimeInput{Provider: "sandbox", Leases: []Lease{shape, shape}})
+		if got.CostStatus != RuntimeUnpriced || got.CostSource != SourceNoRateTable || got.EstimatedListCostUSD != nil || got.PricingURL != "" {
+			t.Errorf("got %+v", got)
+		}
+		if got.LeaseDurationMs == nil || *got.LeaseDurationMs != 7_200_000 || got.LeaseCount != 2 || got.CPUCores == nil || *got.MemoryGiB != 4 {
+			t.Errorf("lease time and shape must be kept: %+v", got)
+		}
+		partial := shape
+		partial.MemoryGiB = nil
+		got = Runtime(RuntimeInput{Provider: "exe-dev", Leases: []Lease{partial}})
 		if got.CostStatus != RuntimeUnavailable || got.EstimatedListCostUSD != nil {
 			t.Errorf("got %+v", got)
+		}
+		got = Runtime(RuntimeInput{Provider: "sandbox"})
+		if got.CostStatus != RuntimeUnavailable || got.LeaseDurationMs != nil {
+			t.Errorf("no leases: got %+v", got)
 		}
 	})
 }
@@ -203,6 +224,11 @@ func TestSummarizeAndSum(t *testing.T) {
 		t.Errorf("no usage: %+v", e)
 	}
 
+	w := Summarize(ExtractLLM(decode(t, `{"inputTokens":1,"cacheWriteInputTokens":9}`), nil), local)
+	if agg := Sum([]Summary{a, w}); agg.LLM.CacheWriteInputTokens != 9 || agg.LLM.TotalTokens != 15+10 {
+		t.Errorf("cache writes in the aggregate: %+v", agg.LLM)
+	}
+
 	agg := Sum([]Summary{a, b, c, d, e})
 	if agg.TestCount != 5 || agg.TestsWithCompleteBilling != 2 {
 		t.Errorf("counts: %+v", agg)
@@ -221,6 +247,16 @@ func TestSummarizeAndSum(t *testing.T) {
 	}
 	if got := Sum([]Summary{a}); got.RuntimeCostStatus != RuntimeNotMetered || got.LLM.CostStatus != CostReported {
 		t.Errorf("single local: %+v", got)
+	}
+	box := Summarize(priced, Runtime(RuntimeInput{Provider: "sandbox", Leases: []Lease{{StartedAt: time.Unix(0, 0), ReleasedAt: time.Unix(60, 0), CPUCores: f(1), MemoryGiB: f(1), DiskGiB: f(1)}}}))
+	if box.Complete || box.EstimatedRuntimeCostUSD != nil {
+		t.Errorf("an unpriced runtime is not complete billing and costs nothing known: %+v", box)
+	}
+	if got := Sum([]Summary{a, b, box}); got.RuntimeCostStatus != RuntimeUnpriced || got.LeaseDurationMs != 3_660_000 {
+		t.Errorf("local+daytona+sandbox: %+v", got)
+	}
+	if got := Sum([]Summary{box, d}); got.RuntimeCostStatus != RuntimeUnavailable {
+		t.Errorf("unavailable beats unpriced: %+v", got)
 	}
 }
 

@@ -17,11 +17,18 @@ const (
 	RuntimeUnavailable RuntimeCostStatus = "unavailable"
 	// RuntimeNotMetered: the local environment; run time is recorded, cost is not metered.
 	RuntimeNotMetered RuntimeCostStatus = "not_metered"
+	// RuntimeUnpriced: every lease reported its pinned shape and window, so the
+	// resource-hours are known, but the provider has no rate table (for example the
+	// sandbox provider on this machine): the cost is unknown, never zero.
+	RuntimeUnpriced RuntimeCostStatus = "unpriced"
 
 	// SourceLocalNotMetered is the cost source of the local environment.
 	SourceLocalNotMetered = "local_not_metered"
 	// SourceProviderCostUnavailable is the cost source when no estimate could be made.
 	SourceProviderCostUnavailable = "provider_cost_unavailable"
+	// SourceNoRateTable is the cost source of an unpriced runtime: leases with a
+	// complete shape from a provider absent from RateTables.
+	SourceNoRateTable = "no_rate_table"
 )
 
 // RateTable is a versioned set of public list prices for one runtime provider, in US
@@ -103,7 +110,9 @@ type RuntimeUsage struct {
 
 // Runtime computes the runtime usage of an attempt (spec §8.2). Local is not metered
 // (run time still recorded); a provider with a rate table is estimated only when it has
-// leases and every lease reports cpu, memory and disk; anything else is unavailable.
+// leases and every lease reports cpu, memory and disk; a provider without a rate table
+// whose leases all report their shape is unpriced (its lease time and shape are kept);
+// anything else (no leases, a lease without its shape) is unavailable.
 func Runtime(in RuntimeInput) RuntimeUsage {
 	out := RuntimeUsage{Provider: in.Provider, AgentRunDurationMs: runDuration(in.Runs)}
 	if in.Provider == "local" {
@@ -146,7 +155,12 @@ func Runtime(in RuntimeInput) RuntimeUsage {
 	out.MemoryGiB = sameAcross(in.Leases, func(l Lease) *float64 { return l.MemoryGiB })
 	out.DiskGiB = sameAcross(in.Leases, func(l Lease) *float64 { return l.DiskGiB })
 	rt, ok := RateTables[in.Provider]
-	if !ok || !complete {
+	if !complete {
+		return out
+	}
+	if !ok {
+		out.CostStatus = RuntimeUnpriced
+		out.CostSource = SourceNoRateTable
 		return out
 	}
 	est := roundUSD(hoursCost)

@@ -34,7 +34,7 @@ func Summarize(llm LLMUsage, rt RuntimeUsage) Summary {
 	s.Complete = llm.RunCount > 0 &&
 		llm.RunsWithTokenUsage >= llm.RunCount &&
 		llm.RunsWithReportedCost >= llm.RunCount &&
-		rt.CostStatus != RuntimeUnavailable
+		rt.CostStatus != RuntimeUnavailable && rt.CostStatus != RuntimeUnpriced
 	return s
 }
 
@@ -56,7 +56,7 @@ type Aggregate struct {
 
 // Sum aggregates summaries. RuntimeCostStatus is "estimated" or "not_metered" only when
 // every result has that status (mixed estimated and not metered counts as estimated);
-// any unavailable result makes it "unavailable".
+// any unavailable result makes it "unavailable", else any unpriced one "unpriced".
 func Sum(summaries []Summary) Aggregate {
 	a := Aggregate{TestCount: len(summaries), RuntimeCostStatuses: map[string]int{}}
 	add := func(dst **float64, v *float64) {
@@ -83,6 +83,7 @@ func Sum(summaries []Summary) Aggregate {
 		a.LLM.InputTokens += s.LLM.InputTokens
 		a.LLM.OutputTokens += s.LLM.OutputTokens
 		a.LLM.CachedInputTokens += s.LLM.CachedInputTokens
+		a.LLM.CacheWriteInputTokens += s.LLM.CacheWriteInputTokens
 		a.LLM.TotalTokens += s.LLM.TotalTokens
 		add(&a.LLM.ReportedCostUSD, s.LLM.ReportedCostUSD)
 		add(&a.ReportedLLMCostUSD, s.ReportedCostUSD)
@@ -94,6 +95,8 @@ func Sum(summaries []Summary) Aggregate {
 	switch {
 	case len(summaries) == 0 || a.RuntimeCostStatuses[string(RuntimeUnavailable)] > 0:
 		a.RuntimeCostStatus = RuntimeUnavailable
+	case a.RuntimeCostStatuses[string(RuntimeUnpriced)] > 0:
+		a.RuntimeCostStatus = RuntimeUnpriced
 	case a.RuntimeCostStatuses[string(RuntimeEstimated)] > 0:
 		a.RuntimeCostStatus = RuntimeEstimated
 	default:

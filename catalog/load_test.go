@@ -106,6 +106,35 @@ func TestBaseCatalogIsValid(t *testing.T) {
 	}
 }
 
+// TestSandboxEnvironmentValid: a sandbox-provider environment with a complete shape
+// (pids included) and a boolean reuseLease loads, with its shape kept.
+func TestSandboxEnvironmentValid(t *testing.T) {
+	t.Parallel()
+	a := mustReplace(t, baseA, "profiles:\n", `  - id: box
+    label: Box
+    driver: sandbox
+    provider: sandbox
+    lifecycle: {setup: create_via_api, probe: run_context_via_api, cleanup: delete_via_api_and_destroy_leases}
+    expectedExecutionTarget: {kind: local}
+    resources: {cpu: 2, memoryGiB: 1, diskGiB: 3, pids: 256}
+    config: {reuseLease: false}
+profiles:
+`)
+	c, err := loadFiles(map[string]string{"a.yaml": a, "b.yaml": baseB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var box *Environment
+	for _, e := range c.Environments {
+		if e.ID == "box" {
+			box = e
+		}
+	}
+	if box == nil || box.Resources == nil || *box.Resources != (Resources{CPU: 2, MemoryGiB: 1, DiskGiB: 3, PIDs: 256}) {
+		t.Fatalf("box = %+v", box)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	huge := "# " + strings.Repeat("x", MaxFileBytes) + "\n"
@@ -278,6 +307,37 @@ func TestBadInput(t *testing.T) {
 			},
 		},
 		{
+			name: "unknown normalize form",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "      - {kind: message_exact, expected: \"{{marker}}\"}\n",
+					"      - {kind: message_exact, expected: \"{{marker}}\"}\n      - {kind: message_contains, expected: \"OK\", normalize: nfd}\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "normalize: nfd")) + `61: case hello matchers\[1\]: matcher message_contains: normalize: normalize must be one of none, nfc, nfkc`}
+			},
+		},
+		{
+			name: "unknown schema format",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "      - {kind: message_exact, expected: \"{{marker}}\"}\n",
+					"      - {kind: message_exact, expected: \"{{marker}}\"}\n      - kind: json_schema\n        schema:\n          type: object\n          properties:\n            when:\n              type: string\n              format: date-tme\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "format: date-tme")) + `15: case hello matchers\[1\]: matcher json_schema: schema: format "date-tme" at /properties/when/format is not a format agentproof asserts`}
+			},
+		},
+		{
+			name: "relative schema ref",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "      - {kind: message_exact, expected: \"{{marker}}\"}\n",
+					"      - {kind: message_exact, expected: \"{{marker}}\"}\n      - kind: json_schema\n        schema:\n          items:\n            $ref: ./shared/defs.json\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "$ref: ./shared")) + `13: case hello matchers\[1\]: matcher json_schema: schema: schema refers to \$ref "\./shared/defs\.json" at /items/\$ref, outside the schema`}
+			},
+			absent: []string{"agentproof.invalid"},
+		},
+		{
 			name: "huge file",
 			files: func(t *testing.T) map[string]string {
 				f := ab(baseA, baseB)
@@ -410,6 +470,37 @@ func TestBadInput(t *testing.T) {
 			},
 			want: func(t *testing.T, f map[string]string) []string {
 				return []string{`suite id "Core\.Suite" must be lower-case words`, `case flow "single-turn" is not one of single_turn, `}
+			},
+		},
+		{
+			name: "sandbox environment rules",
+			files: func(t *testing.T) map[string]string {
+				a := mustReplace(t, baseA, "profiles:\n", `  - id: box
+    label: Box
+    driver: local
+    provider: sandbox
+    lifecycle: {setup: create_via_api, probe: run_context_via_api, cleanup: delete_via_api_and_destroy_leases}
+    expectedExecutionTarget: {kind: local}
+    resources: {cpu: 1, memoryGiB: 1, diskGiB: 1}
+    config: {reuseLease: "yes"}
+  - id: box2
+    label: Box 2
+    driver: sandbox
+    provider: sandbox
+    lifecycle: {setup: create_via_api, probe: run_context_via_api, cleanup: delete_via_api_and_destroy_leases}
+    expectedExecutionTarget: {kind: local}
+    resources: {cpu: 1, memoryGiB: 1, diskGiB: 1, pids: -3}
+profiles:
+`)
+				return ab(a, baseB)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{
+					`environment box has provider sandbox, which needs driver sandbox \(got "local"\)`,
+					`sandbox environment box must pin resources\.pids`,
+					`environment box config\.reuseLease must be true or false`,
+					`environment box2 resources pids must be positive when set`,
+				}
 			},
 		},
 		{

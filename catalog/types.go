@@ -116,7 +116,7 @@ type Environment struct {
 	Label            string    `yaml:"label"`
 	Groups           []string  `yaml:"groups"`
 	Driver           string    `yaml:"driver"`   // local | sandbox
-	Provider         string    `yaml:"provider"` // local | daytona
+	Provider         string    `yaml:"provider"` // local | daytona | sandbox
 	Credential       string    `yaml:"credential"`
 	Lifecycle        Lifecycle `yaml:"lifecycle"`
 	// AttemptDeadlineMs is the attempt timeout (ms) of a case that declares none for
@@ -137,11 +137,14 @@ type Lifecycle struct {
 	Cleanup string `yaml:"cleanup"` // instance_shutdown | delete_via_api_and_destroy_leases
 }
 
-// Resources is a pinned billable resource shape: CPU cores, memory and disk in GiB.
+// Resources is a pinned billable resource shape: CPU cores, memory and disk in GiB, and
+// PIDs, the most processes and threads the environment's agent may run at once
+// (enforced by the sandbox provider's pids cgroup; required there, optional elsewhere).
 type Resources struct {
 	CPU       int `yaml:"cpu"`
 	MemoryGiB int `yaml:"memoryGiB"`
 	DiskGiB   int `yaml:"diskGiB"`
+	PIDs      int `yaml:"pids"`
 }
 
 // ExecutionTarget is where a run must report it executed (spec §2.4).

@@ -7,14 +7,26 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/verdict"
 )
+
+// statusNames spells control-plane statuses as the catalog's YAML does.
+func statusNames[S ~string](statuses ...S) []string {
+	out := make([]string, len(statuses))
+	for i, s := range statuses {
+		out[i] = string(s)
+	}
+	return out
+}
 
 // IDPattern is the grammar of suite, profile, environment, case and group ids: lower-case
 // letters and digits in dash-separated words, at most 100 characters. Dots are excluded
@@ -35,69 +47,58 @@ const RetrySingleAttempt = "single_attempt"
 // of the calibration suite).
 var (
 	Generations          = []string{"legacy", "native"}
-	Drivers              = []string{"fixture:pass", "fixture:fail", "fixture:hang", "fixture:noisy", "reference", "nop", "wrong", "leaky", "exec", "exec:codex", "exec:opencode", "exec:claude"}
+	Drivers              = driver.Names()
 	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
 	CredentialScopes     = []string{"profile", "environment"}
 	EnvironmentDrivers   = []string{"local", "sandbox"}
-	EnvironmentProviders = []string{"local", "daytona"}
+	EnvironmentProviders = []string{"local", "daytona", "sandbox"}
 	LifecycleSetups      = []string{"instance_managed", "create_via_api"}
 	LifecycleProbes      = []string{"run_context_via_api"}
 	LifecycleCleanups    = []string{"instance_shutdown", "delete_via_api_and_destroy_leases"}
 	TargetKinds          = []string{"local", "remote"}
 	TargetTransports     = []string{"", "sandbox"}
 	WorkModes            = []string{"standard", "planning", "ask"}
-	IssueStates          = []string{"done", "in_review", "blocked", "in_progress"}
-	RunStates            = []string{"succeeded", "failed", "cancelled"}
-	ToolReviews          = []string{"approve", "decline", "always", "restart"}
-	RetryPolicies        = []string{"", RetrySingleAttempt}
-	TurnTriggers         = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
-	daytonaImageRE       = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
-	sha256HexRE          = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	configurationKeyRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	commandArgsByKind    = map[string]struct{ required, optional []string }{
-		"report_progress":           {[]string{"body"}, nil},
-		"create_skill":              {[]string{"name", "description", "markdown"}, []string{"slug"}},
-		"write_document":            {[]string{"key", "title", "body"}, []string{"baseRevisionId", "changeSummary"}},
-		"request_human_input":       {[]string{"interactionKind", "title", "prompt", "continuationPolicy"}, []string{"payload", "targetRevisionId", "targetDocumentKey"}},
-		"register_deliverable":      {[]string{"filename", "contentType", "byteSize", "sha256", "contentRef", "title"}, nil},
-		"reassign_task":             {[]string{"targetTaskId", "assigneeActorId", "expectedStatusVersion", "reason"}, []string{"expectedAssigneeActorId"}},
-		"set_dependencies":          {[]string{"blockedByTaskIds"}, nil},
-		"create_task":               {[]string{"title"}, []string{"description", "assigneeActorId", "priority", "blockedByTaskIds", "status"}},
-		"request_approval":          {[]string{"approvalType", "payload"}, nil},
-		"decide_approval":           {[]string{"approvalId", "decision", "note"}, nil},
-		"comment_on_approval":       {[]string{"approvalId", "body"}, nil},
-		"control_workspace_service": {[]string{"serviceId", "action"}, []string{"url"}},
-		"finish_task":               {[]string{"summary"}, nil},
-		"block_task":                {[]string{"reason"}, []string{"blockedByTaskIds"}},
-		"request_review":            {[]string{"summary"}, nil},
-		"schedule_wake":             {[]string{"reason", "delayTicks"}, []string{"payload"}},
-	}
-	// commentingCommands create a comment, so they may carry present: true.
-	commentingCommands = []string{"report_progress", "finish_task", "block_task", "request_review"}
+	IssueStates        = statusNames(controlplane.TaskDone, controlplane.TaskInReview, controlplane.TaskBlocked, controlplane.TaskInProgress)
+	RunStates          = statusNames(controlplane.CompletionStatuses...)
+	ToolReviews        = []string{"approve", "decline", "always", "restart"}
+	RetryPolicies      = []string{"", RetrySingleAttempt}
+	TurnTriggers       = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
+	daytonaImageRE     = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
+	sha256HexRE        = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	configurationKeyRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 )
 
-// CommandKinds returns the semantic command kinds a reference script may use (the
-// semantic tools of spec control-plane-port §3), sorted.
-func CommandKinds() []string {
-	return sortedKeys(commandArgsByKind)
+// toolCommand returns the semantic-command table row (controlplane.Commands) of an
+// agent-facing command kind; ok is false for any other string. Reference-script steps
+// use exactly these commands and arguments.
+func toolCommand(kind string) (controlplane.CommandSpec, bool) {
+	c, ok := controlplane.LookupCommand(controlplane.CommandKind(kind))
+	return c, ok && c.Tool
 }
 
-// CommandArgs returns the arguments a reference step of command kind must carry
-// (required) and may carry (optional), copies in declaration order; ok is false for a kind
-// that is not a semantic tool. targetDocumentKey (request_human_input) is a script-only
-// convention resolved by the agent to targetRevisionId. Package controlplane/mcp derives
-// its tool schemas' properties and required lists from these.
-func CommandArgs(kind string) (required, optional []string, ok bool) {
-	a, ok := commandArgsByKind[kind]
-	if !ok {
-		return nil, nil, false
+// toolCommandNames are the agent-facing command kinds, sorted.
+func toolCommandNames() []string {
+	var out []string
+	for _, c := range controlplane.Commands() {
+		if c.Tool {
+			out = append(out, string(c.Kind))
+		}
 	}
-	return slices.Clone(a.required), slices.Clone(a.optional), true
+	slices.Sort(out)
+	return out
 }
 
-// CommentingCommands returns the command kinds that create a comment and so may carry
-// present: true (the comment is the run's user-facing message), a copy.
-func CommentingCommands() []string { return slices.Clone(commentingCommands) }
+// commentingNames are the command kinds that post a comment and so may carry
+// present: true, in table order.
+func commentingNames() []string {
+	var out []string
+	for _, c := range controlplane.Commands() {
+		if c.Tool && c.Commenting {
+			out = append(out, string(c.Kind))
+		}
+	}
+	return out
+}
 
 type validator struct {
 	c  *Catalog
@@ -370,6 +371,12 @@ func (v *validator) validateEnvironment(e *Environment) {
 	if r := e.Resources; r != nil && (r.CPU <= 0 || r.MemoryGiB <= 0 || r.DiskGiB <= 0) {
 		v.add(v.at(r, e), "environment %s resources cpu, memoryGiB and diskGiB must all be positive", e.ID)
 	}
+	if r := e.Resources; r != nil && r.PIDs < 0 {
+		v.add(v.at(&r.PIDs, e), "environment %s resources pids must be positive when set", e.ID)
+	}
+	if e.Provider == "sandbox" {
+		v.validateSandboxEnvironment(e)
+	}
 	if img, ok := e.Config["image"]; ok && e.Provider == "daytona" {
 		s, _ := img.(string)
 		if !daytonaImageRE.MatchString(s) {
@@ -377,6 +384,24 @@ func (v *validator) validateEnvironment(e *Environment) {
 		}
 	}
 	v.scanPayload(&e.Config, "environment "+e.ID+" config")
+}
+
+// validateSandboxEnvironment checks what the sandbox provider (package
+// environment/sandbox) needs beyond every environment's fields: the sandbox driver, a
+// complete resource shape including pids (the cgroup limits are pinned, never the
+// machine's defaults) and, when present, a boolean config.reuseLease.
+func (v *validator) validateSandboxEnvironment(e *Environment) {
+	if e.Driver != "sandbox" {
+		v.add(v.at(&e.Driver, e), "environment %s has provider sandbox, which needs driver sandbox (got %q)", e.ID, e.Driver)
+	}
+	if r := e.Resources; r != nil && r.PIDs == 0 {
+		v.add(v.at(r, e), "sandbox environment %s must pin resources.pids (the most processes and threads its agent may run)", e.ID)
+	}
+	if reuse, ok := e.Config["reuseLease"]; ok {
+		if _, isBool := reuse.(bool); !isBool {
+			v.add(v.at(&e.Config, e), "environment %s config.reuseLease must be true or false", e.ID)
+		}
+	}
 }
 
 // envRef is how suites name an environment: "id", or "id@configurationKey".
@@ -394,7 +419,9 @@ func (v *validator) validateProfile(p *Profile) {
 	v.required("profile label", &p.Label, p)
 	v.enum("profile generation", &p.Generation, Generations, p, true)
 	v.groupRefs("profile "+p.ID, p.Groups, p)
-	v.enum("profile driver", &p.Driver, Drivers, p, true)
+	if _, err := driver.Parse(p.Driver); err != nil {
+		v.enum("profile driver", &p.Driver, Drivers, p, true) // the same list: driver.Names
+	}
 	v.required("profile provider", &p.Provider, p)
 	v.required("profile model", &p.Model, p)
 	v.enum("modelQualification source", &p.ModelQualification.Source, QualificationSources, p, true)
@@ -428,7 +455,7 @@ func (v *validator) validateProfile(p *Profile) {
 		}
 	}
 	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
-	if p.Driver == "exec" {
+	if d, _ := driver.Parse(p.Driver); d.Kind == driver.KindExec {
 		v.validateExecConfig(p)
 	}
 }
@@ -658,14 +685,60 @@ func (v *validator) validateMatchers(cs *Case, vars map[string]string) {
 		fields := map[string]any{
 			"kind": &m.Kind, "expected": &m.Expected, "count": &m.Count, "pattern": &m.Pattern,
 			"flags": &m.Flags, "path": &m.Path, "name": &m.Name, "mimeType": &m.MimeType,
-			"schema": &m.Schema, "turn": &m.Turn,
+			"schema": &m.Schema, "turn": &m.Turn, "normalize": &m.Normalize,
 		}
 		msg := se.Error()
 		if se.Construct != "" && !strings.Contains(msg, se.Construct) {
 			msg += " (" + se.Construct + " is a JavaScript-only construct; RE2 does not support it)"
 		}
-		v.add(v.at(fields[se.Field], m, cs), "case %s matchers[%d]: %s", cs.ID, se.Index, msg)
+		pos := v.at(fields[se.Field], m, cs)
+		if se.Pointer != "" {
+			// the keyword at fault inside a free-form value (a schema's format or $ref)
+			if n := yamlPointer(v.c.rawOf(fields[se.Field]), se.Pointer); n != nil {
+				pos.Line, pos.Column = n.Line, n.Column
+			}
+		}
+		v.add(pos, "case %s matchers[%d]: %s", cs.ID, se.Index, msg)
 	}
+}
+
+// yamlPointer returns the node a JSON Pointer (RFC 6901) names inside n: for a mapping
+// member, the node of its key (the line where the keyword is written); nil when n is nil
+// or the pointer does not lead anywhere. Aliases are followed.
+func yamlPointer(n *yaml.Node, pointer string) *yaml.Node {
+	if n == nil || !strings.HasPrefix(pointer, "/") {
+		return nil
+	}
+	at := n
+	for _, tok := range strings.Split(pointer[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			var next *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == tok {
+					at, next = n.Content[i], n.Content[i+1]
+					break
+				}
+			}
+			if next == nil {
+				return nil
+			}
+			n = next
+		case yaml.SequenceNode:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return nil
+			}
+			at, n = n.Content[i], n.Content[i]
+		default:
+			return nil
+		}
+	}
+	return at
 }
 
 func (v *validator) validateReference(cs *Case, vars map[string]string) {
@@ -709,8 +782,8 @@ func (v *validator) validateReference(cs *Case, vars map[string]string) {
 			}
 			if st.Present {
 				presents++
-				if !slices.Contains(commentingCommands, st.Command) {
-					v.add(v.at(&st.Present, st), "%s: present applies only to commands that post a comment (%s)", sname, strings.Join(commentingCommands, ", "))
+				if c, _ := toolCommand(st.Command); !c.Commenting {
+					v.add(v.at(&st.Present, st), "%s: present applies only to commands that post a comment (%s)", sname, strings.Join(commentingNames(), ", "))
 				}
 			}
 		}
@@ -721,19 +794,19 @@ func (v *validator) validateReference(cs *Case, vars map[string]string) {
 }
 
 func (v *validator) validateCommand(st *ReferenceStep, sname string, vars map[string]string) {
-	spec, ok := commandArgsByKind[st.Command]
+	spec, ok := toolCommand(st.Command)
 	if !ok {
-		v.add(v.at(&st.Command, st), "%s: unknown command %q (one of %s)", sname, st.Command, strings.Join(CommandKinds(), ", "))
+		v.add(v.at(&st.Command, st), "%s: unknown command %q (one of %s)", sname, st.Command, strings.Join(toolCommandNames(), ", "))
 		return
 	}
-	for _, req := range spec.required {
+	for _, req := range spec.Required {
 		if _, ok := st.Args[req]; !ok {
 			v.add(v.at(&st.Args, st), "%s: command %s needs args.%s", sname, st.Command, req)
 		}
 	}
 	for _, k := range sortedKeys(st.Args) {
-		if k != "taskId" && !slices.Contains(spec.required, k) && !slices.Contains(spec.optional, k) {
-			v.add(v.at(mapEntry{mapPointer(st.Args), k}, &st.Args, st), "%s: command %s has no argument %q (arguments: %s)", sname, st.Command, k, strings.Join(append(append([]string{}, spec.required...), spec.optional...), ", "))
+		if k != "taskId" && !slices.Contains(spec.Required, k) && !slices.Contains(spec.Optional, k) {
+			v.add(v.at(mapEntry{mapPointer(st.Args), k}, &st.Args, st), "%s: command %s has no argument %q (arguments: %s)", sname, st.Command, k, strings.Join(append(spec.Required, spec.Optional...), ", "))
 		}
 	}
 	if _, err := renderValue(st.Args, vars); err != nil {
@@ -874,12 +947,13 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 		if cell.AttemptTimeoutMs <= 0 {
 			v.add(v.at(&cell.Case.AttemptTimeoutMs, cell.Case), "case %s has no attemptTimeoutMs for environment %s and the environment has no attemptDeadlineMs (cell %s)", cell.Case.ID, cell.Environment.ID, cell.ID)
 		}
-		if cell.Profile.Driver == "reference" || cell.Profile.Driver == "wrong" || cell.Profile.Driver == "leaky" {
+		d, _ := driver.Parse(cell.Profile.Driver) // refused above when it does not parse
+		if d.NeedsReference() {
 			if cell.Case.Reference == nil {
 				v.add(v.at(cell.Case), "case %s has no reference script, which profile %s (driver %s) needs (cell %s)", cell.Case.ID, cell.Profile.ID, cell.Profile.Driver, cell.ID)
 			}
 		}
-		if strings.HasPrefix(cell.Profile.Driver, "fixture:") != (cell.Case.Flow == FlowProcessExit) {
+		if _, fixture := d.Fixture(); !d.IsZero() && fixture != (cell.Case.Flow == FlowProcessExit) {
 			v.add(v.at(&s.Cases, s), "cell %s pairs driver %s with flow %s; fixture drivers run exactly the process_exit flow", cell.ID, cell.Profile.Driver, cell.Case.Flow)
 		}
 		if prev := v.c.byCellID[cell.ID]; prev != nil {

@@ -64,7 +64,7 @@ func (w *world) agent(t *testing.T, company, token string) controlplane.Port {
 
 // wantError checks that err is a *controlplane.Error with code and retryable, whose
 // message says something, and whose Error() starts with the code.
-func wantError(t *testing.T, err error, code string, retryable bool) {
+func wantError(t *testing.T, err error, code controlplane.Code, retryable bool) {
 	t.Helper()
 	var e *controlplane.Error
 	if !errors.As(err, &e) {
@@ -73,7 +73,7 @@ func wantError(t *testing.T, err error, code string, retryable bool) {
 	if e.Code != code || e.Retryable != retryable || controlplane.IsRetryable(err) != retryable {
 		t.Fatalf("error %+v, want code %s retryable %v", e, code, retryable)
 	}
-	if strings.TrimSpace(e.Message) == "" || !strings.HasPrefix(err.Error(), code+": ") {
+	if strings.TrimSpace(e.Message) == "" || !strings.HasPrefix(err.Error(), string(code)+": ") {
 		t.Fatalf("error %q has no message or does not start with its code", err)
 	}
 }
@@ -91,7 +91,7 @@ func TestErrorMapping(t *testing.T) {
 	cases := []struct {
 		name      string
 		call      func() error
-		code      string
+		code      controlplane.Code
 		retryable bool
 	}{
 		{"unknown company (404)", func() error { _, err := w.board.Company("company-9999").Snapshot(ctx); return err }, "company_missing", false},
@@ -142,7 +142,7 @@ func TestAuthFailures(t *testing.T) {
 	cases := []struct {
 		name string
 		call func() error
-		code string
+		code controlplane.Code
 	}{
 		{"no token", func() error { _, err := New(w.run.URL, "", nil).Companies(ctx); return err }, "unauthorized"},
 		{"wrong board token", func() error { _, err := New(w.run.URL, "not-the-token", nil).Companies(ctx); return err }, "unauthorized"},
@@ -202,7 +202,7 @@ func TestBodyRejections(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.call()
-			wantError(t, err, c.code, false)
+			wantError(t, err, controlplane.Code(c.code), false)
 			if !strings.Contains(err.Error(), c.says) {
 				t.Fatalf("error %q does not say %q", err, c.says)
 			}

@@ -96,17 +96,17 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return newErr("board_input_invalid", "board input: %v", err)
+		return newErr(CodeBoardInputInvalid, "board input: %v", err)
 	}
 	if dec.More() {
-		return newErr("board_input_invalid", "board input has trailing data")
+		return newErr(CodeBoardInputInvalid, "board input has trailing data")
 	}
 	return nil
 }
 
 func needField(v, field string) error {
 	if strings.TrimSpace(v) == "" {
-		return newErr("board_input_invalid", "%s is required", field)
+		return newErr(CodeBoardInputInvalid, "%s is required", field)
 	}
 	return nil
 }
@@ -118,11 +118,11 @@ func canonicalObject(raw json.RawMessage, what string) (json.RawMessage, error) 
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, newErr("board_input_invalid", "%s must be a JSON object: %v", what, err)
+		return nil, newErr(CodeBoardInputInvalid, "%s must be a JSON object: %v", what, err)
 	}
 	b, err := canonicalRaw(raw)
 	if err != nil {
-		return nil, newErr("board_input_invalid", "%s: %v", what, err)
+		return nil, newErr(CodeBoardInputInvalid, "%s: %v", what, err)
 	}
 	return b, nil
 }
@@ -141,7 +141,7 @@ func (m *Memory) ApplyBoard(ctx context.Context, op BoardOp) (BoardResult, error
 	operation := "board_" + op.Kind
 	if !slices.Contains(BoardKinds, op.Kind) {
 		return BoardResult{}, m.deny(nil, "board_operation", "board_input_invalid", nil,
-			newErr("board_input_invalid", "unknown board operation %q", op.Kind))
+			newErr(CodeBoardInputInvalid, "unknown board operation %q", op.Kind))
 	}
 	mark := len(m.undo)
 	c := &cmdCtx{kind: op.Kind, raw: op.Input}
@@ -153,10 +153,10 @@ func (m *Memory) ApplyBoard(ctx context.Context, op BoardOp) (BoardResult, error
 		if ce, ok := err.(*Error); ok {
 			e = ce
 		} else {
-			e = newErr("board_input_invalid", "%v", err)
+			e = newErr(CodeBoardInputInvalid, "%v", err)
 			code = e.Code
 		}
-		return BoardResult{}, m.deny(nil, operation, code, m.sortedUnique(c.refs), e)
+		return BoardResult{}, m.deny(nil, operation, string(code), m.sortedUnique(c.refs), e)
 	}
 	refs := m.sortedUnique(c.refs)
 	wakes := c.wakes
@@ -215,7 +215,7 @@ func (m *Memory) boardCreateAgent(c *cmdCtx) (string, error) {
 	limit := int64(1000)
 	if in.BudgetCents != nil {
 		if *in.BudgetCents < 0 {
-			return "", newErr("board_input_invalid", "budgetCents must not be negative")
+			return "", newErr(CodeBoardInputInvalid, "budgetCents must not be negative")
 		}
 		limit = *in.BudgetCents
 	}
@@ -226,7 +226,7 @@ func (m *Memory) boardCreateAgent(c *cmdCtx) (string, error) {
 	grants := m.sortedUnique(nonNil(in.CapabilityGrants))
 	id := m.newID("actor")
 	budgetID := "budget-" + id
-	a := &Actor{ID: id, CompanyID: m.st.Company.ID, Name: in.Name, Role: in.Role, Status: "active", BudgetID: budgetID,
+	a := &Actor{ID: id, CompanyID: m.st.Company.ID, Name: in.Name, Role: in.Role, Status: ActorActive, BudgetID: budgetID,
 		CapabilityGrants: grants, AdapterConfig: cfg}
 	appendv(m, &m.st.Actors, a)
 	mapSet(m, m.idx.actors, id, a)
@@ -271,11 +271,11 @@ func (m *Memory) boardCreateEnvironment(c *cmdCtx) (string, error) {
 	for _, e := range m.st.Environments {
 		if in.Kind == LocalEnvironment && e.Kind == LocalEnvironment {
 			c.ref("environment", e.ID)
-			return "", newErr("environment_conflict", "company %s already has its local environment %s", m.st.Company.ID, e.ID)
+			return "", newErr(CodeEnvironmentConflict, "company %s already has its local environment %s", m.st.Company.ID, e.ID)
 		}
 		if e.Name == in.Name {
 			c.ref("environment", e.ID)
-			return "", newErr("environment_conflict", "environment name %q is taken by %s", in.Name, e.ID)
+			return "", newErr(CodeEnvironmentConflict, "environment name %q is taken by %s", in.Name, e.ID)
 		}
 	}
 	cfg, err := canonicalObject(in.Config, "environment config")
@@ -291,13 +291,13 @@ func (m *Memory) boardCreateEnvironment(c *cmdCtx) (string, error) {
 
 func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 	var in struct {
-		Title           string  `json:"title"`
-		Description     *string `json:"description"`
-		WorkMode        *string `json:"workMode"`
-		Priority        *string `json:"priority"`
-		AssigneeActorID *string `json:"assigneeActorId"`
-		ParentID        *string `json:"parentId"`
-		Status          *string `json:"status"`
+		Title           string      `json:"title"`
+		Description     *string     `json:"description"`
+		WorkMode        *string     `json:"workMode"`
+		Priority        *string     `json:"priority"`
+		AssigneeActorID *string     `json:"assigneeActorId"`
+		ParentID        *string     `json:"parentId"`
+		Status          *TaskStatus `json:"status"`
 	}
 	if err := decodeStrict(c.raw, &in); err != nil {
 		return "", err
@@ -308,21 +308,21 @@ func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 	workMode := "standard"
 	if in.WorkMode != nil {
 		if !slices.Contains(workModes, *in.WorkMode) {
-			return "", newErr("board_input_invalid", "workMode must be one of %s", strings.Join(workModes, ", "))
+			return "", newErr(CodeBoardInputInvalid, "workMode must be one of %s", strings.Join(workModes, ", "))
 		}
 		workMode = *in.WorkMode
 	}
 	priority := "medium"
 	if in.Priority != nil {
-		if !slices.Contains(priorities, *in.Priority) {
-			return "", newErr("board_input_invalid", "priority must be one of %s", strings.Join(priorities, ", "))
+		if !slices.Contains(TaskPriorities, *in.Priority) {
+			return "", newErr(CodeBoardInputInvalid, "priority must be one of %s", strings.Join(TaskPriorities, ", "))
 		}
 		priority = *in.Priority
 	}
-	status := "todo"
+	status := TaskTodo
 	if in.Status != nil {
-		if *in.Status != "backlog" && *in.Status != "todo" {
-			return "", newErr("board_input_invalid", "issue status must be backlog or todo")
+		if *in.Status != TaskBacklog && *in.Status != TaskTodo {
+			return "", newErr(CodeBoardInputInvalid, "issue status must be backlog or todo")
 		}
 		status = *in.Status
 	}
@@ -345,8 +345,8 @@ func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 		AssigneeActorID: in.AssigneeActorID}
 	m.addTask(t)
 	c.ref("task", id)
-	if in.AssigneeActorID != nil && status == "todo" {
-		w := m.scheduleWake(*in.AssigneeActorID, id, "issue_assigned", mustJSON(map[string]string{"issueId": id}), 0)
+	if in.AssigneeActorID != nil && status == TaskTodo {
+		w := m.scheduleWake(*in.AssigneeActorID, id, WakeIssueAssigned, mustJSON(map[string]string{"issueId": id}), 0)
 		c.wakes = append(c.wakes, w.ID)
 	}
 	return id, nil
@@ -379,16 +379,16 @@ func (m *Memory) boardComment(c *cmdCtx) (string, error) {
 
 func (m *Memory) boardResolveInteraction(c *cmdCtx) (string, error) {
 	var in struct {
-		InteractionID string          `json:"interactionId"`
-		Outcome       string          `json:"outcome"`
-		Result        json.RawMessage `json:"result"`
+		InteractionID string            `json:"interactionId"`
+		Outcome       InteractionStatus `json:"outcome"`
+		Result        json.RawMessage   `json:"result"`
 	}
 	if err := decodeStrict(c.raw, &in); err != nil {
 		return "", err
 	}
 	it := m.idx.interactions[in.InteractionID]
 	if it == nil {
-		return "", newErr("interaction_missing", "interaction %s does not exist", in.InteractionID)
+		return "", newErr(CodeInteractionMissing, "interaction %s does not exist", in.InteractionID)
 	}
 	t, err := m.task(it.TaskID)
 	if err != nil {
@@ -401,16 +401,17 @@ func (m *Memory) boardResolveInteraction(c *cmdCtx) (string, error) {
 
 func (m *Memory) boardDecideApproval(c *cmdCtx) (string, error) {
 	var in struct {
-		ApprovalID string `json:"approvalId"`
-		Decision   string `json:"decision"`
-		Note       string `json:"note"`
+		ApprovalID string         `json:"approvalId"`
+		Decision   ApprovalStatus `json:"decision"`
+		Note       string         `json:"note"`
 	}
 	if err := decodeStrict(c.raw, &in); err != nil {
+
 		return "", err
 	}
 	ap := m.idx.approvals[in.ApprovalID]
 	if ap == nil || len(ap.TaskIDs) == 0 {
-		return "", newErr("approval_missing", "approval %s does not exist", in.ApprovalID)
+		return "", newErr(CodeApprovalMissing, "approval %s does not exist", in.ApprovalID)
 	}
 	t, err := m.task(ap.TaskIDs[0])
 	if err != nil {
@@ -468,7 +469,7 @@ func (m *Memory) RunActor(ctx context.Context, runID string) (actorID, companyID
 // running) and returns its status (running, succeeded, failed, cancelled or
 // budget_stopped). Package server accepts a run's agent token only while it runs.
 // Errors: run_missing when unknown.
-func (m *Memory) RunRunning(ctx context.Context, runID string) (running bool, status string, err error) {
+func (m *Memory) RunRunning(ctx context.Context, runID string) (running bool, status RunStatus, err error) {
 	if err := m.lock(ctx); err != nil {
 		return false, "", err
 	}
@@ -493,7 +494,7 @@ func (m *Memory) SnapshotJSON(ctx context.Context) ([]byte, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(m.st); err != nil {
-		return nil, newErr("fixture_state_invalid", "encoding the state: %v", err)
+		return nil, newErr(CodeFixtureStateInvalid, "encoding the state: %v", err)
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

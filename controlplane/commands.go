@@ -8,30 +8,172 @@ import (
 	"strings"
 )
 
-// CommandKinds lists the 19 semantic command kinds of the V-new adapter (spec §3), in
-// catalogue order. Seed 001 says "eighteen" and lists seventeen; the newest adapter adds
-// create_skill and reassign_task (spec §0, §9.1).
-var CommandKinds = []string{
-	"report_progress", "create_skill", "write_document", "request_human_input", "resolve_human_input",
-	"register_deliverable", "reassign_task", "set_dependencies", "create_task", "request_approval",
-	"decide_approval", "comment_on_approval", "control_workspace_service", "record_budget_usage",
-	"finish_task", "block_task", "request_review", "release_task", "schedule_wake",
+// CommandKind names a semantic command (spec §3); its JSON form is the plain string.
+type CommandKind string
+
+// The 19 semantic command kinds of the V-new adapter (spec §3), in catalogue order.
+const (
+	CommandReportProgress          CommandKind = "report_progress"
+	CommandCreateSkill             CommandKind = "create_skill"
+	CommandWriteDocument           CommandKind = "write_document"
+	CommandRequestHumanInput       CommandKind = "request_human_input"
+	CommandResolveHumanInput       CommandKind = "resolve_human_input"
+	CommandRegisterDeliverable     CommandKind = "register_deliverable"
+	CommandReassignTask            CommandKind = "reassign_task"
+	CommandSetDependencies         CommandKind = "set_dependencies"
+	CommandCreateTask              CommandKind = "create_task"
+	CommandRequestApproval         CommandKind = "request_approval"
+	CommandDecideApproval          CommandKind = "decide_approval"
+	CommandCommentOnApproval       CommandKind = "comment_on_approval"
+	CommandControlWorkspaceService CommandKind = "control_workspace_service"
+	CommandRecordBudgetUsage       CommandKind = "record_budget_usage"
+	CommandFinishTask              CommandKind = "finish_task"
+	CommandBlockTask               CommandKind = "block_task"
+	CommandRequestReview           CommandKind = "request_review"
+	CommandReleaseTask             CommandKind = "release_task"
+	CommandScheduleWake            CommandKind = "schedule_wake"
+)
+
+// CommandSpec is one row of the semantic-command table: everything agentproof knows
+// about a command kind besides its handler's logic. The state machine dispatches and
+// authorizes by it, package mcp derives its tools from it, and catalog validation checks
+// reference-script steps against it.
+//
+//   - Kind: the command kind.
+//   - Claim: the run capability the command needs (spec §3 table); "" for none.
+//   - Tool: agent-facing — a tool of the MCP server and a command a reference script
+//     may use. The others (resolve_human_input, record_budget_usage, release_task) are
+//     reachable only through the API.
+//   - Required, Optional: the tool's and reference step's arguments (besides kind and
+//     taskId), in declaration order. request_human_input's targetDocumentKey is a
+//     convention of the agents (resolved to targetRevisionId before the command is
+//     sent), not a field of the command.
+//   - Commenting: the command posts a comment that may be the run's user-facing
+//     message (the tool's and step's present flag).
+//   - PresentsByDefault: a commenting command that ends a turn; its comment is
+//     presented unless the call says present: false.
+//   - MessageArg: the argument whose text the posted comment is (commenting commands).
+//   - Description: what the command does, in the words the model reads.
+type CommandSpec struct {
+	Kind              CommandKind
+	Claim             string
+	Tool              bool
+	Required          []string
+	Optional          []string
+	Commenting        bool
+	PresentsByDefault bool
+	MessageArg        string
+	Description       string
+
+	handle func(*Memory, *cmdCtx) error
 }
 
-// RequiredClaims maps each command kind to the run capability it needs (spec §3 table);
-// kinds absent from the map need none.
-var RequiredClaims = map[string]string{
-	"resolve_human_input":       "control_plane:interactions",
-	"set_dependencies":          "dependencies:write",
-	"reassign_task":             "delegation:tasks:assign",
-	"create_task":               "delegation:tasks:create",
-	"request_approval":          "governance:approvals:request",
-	"decide_approval":           "governance:approvals:decide",
-	"comment_on_approval":       "governance:approvals:comment",
-	"control_workspace_service": "workspace:control",
-	"record_budget_usage":       "control_plane:budget",
-	"release_task":              "control_plane:release",
-	"schedule_wake":             "control_plane:wakes",
+// commandTable is the semantic-command table in catalogue order (spec §3).
+var commandTable = []CommandSpec{
+	{Kind: CommandReportProgress, Tool: true, Required: []string{"body"}, Commenting: true, MessageArg: "body",
+		Description: "Post a progress note on your task (a comment). Not your final answer: end with finish_task, request_review or block_task.",
+		handle:      (*Memory).reportProgress},
+	{Kind: CommandCreateSkill, Tool: true, Required: []string{"name", "description", "markdown"}, Optional: []string{"slug"},
+		Description: "Create a company skill from SKILL.md markdown (frontmatter name and description must match the arguments).",
+		handle:      (*Memory).createSkill},
+	{Kind: CommandWriteDocument, Tool: true, Required: []string{"key", "title", "body"}, Optional: []string{"baseRevisionId", "changeSummary"},
+		Description: "Create or revise a markdown document on your task (for example the plan, key \"plan\"). Each call writes a new revision.",
+		handle:      (*Memory).writeDocument},
+	{Kind: CommandRequestHumanInput, Tool: true, Required: []string{"interactionKind", "title", "prompt", "continuationPolicy"},
+		Optional:    []string{"payload", "targetRevisionId", "targetDocumentKey"},
+		Description: "Ask the human a question and wait: the task goes to review until they answer. Optionally about a document (targetDocumentKey).",
+		handle:      (*Memory).requestHumanInput},
+	{Kind: CommandResolveHumanInput, Claim: "control_plane:interactions", Required: []string{"interactionId", "outcome"}, Optional: []string{"result"},
+		Description: "Resolve a pending interaction of your task with an outcome and a result.",
+		handle:      (*Memory).resolveHumanInput},
+	{Kind: CommandRegisterDeliverable, Tool: true, Required: []string{"filename", "contentType", "byteSize", "sha256", "contentRef", "title"},
+		Description: "Register a file you produced as a deliverable of the task.",
+		handle:      (*Memory).registerDeliverable},
+	{Kind: CommandReassignTask, Claim: "delegation:tasks:assign", Tool: true, Required: []string{"targetTaskId", "assigneeActorId", "expectedStatusVersion", "reason"},
+		Optional:    []string{"expectedAssigneeActorId"},
+		Description: "Reassign another task to an actor. Pass the assignee and statusVersion you observed.",
+		handle:      (*Memory).reassignTask},
+	{Kind: CommandSetDependencies, Claim: "dependencies:write", Tool: true, Required: []string{"blockedByTaskIds"},
+		Description: "Replace the list of tasks your task waits for; a non-empty list blocks your task.",
+		handle:      (*Memory).setDependencies},
+	{Kind: CommandCreateTask, Claim: "delegation:tasks:create", Tool: true, Required: []string{"title"},
+		Optional:    []string{"description", "assigneeActorId", "priority", "blockedByTaskIds", "status"},
+		Description: "Create a subtask of your task.",
+		handle:      (*Memory).createTask},
+	{Kind: CommandRequestApproval, Claim: "governance:approvals:request", Tool: true, Required: []string{"approvalType", "payload"},
+		Description: "Ask the board for an approval; your task goes to review until it is decided.",
+		handle:      (*Memory).requestApproval},
+	{Kind: CommandDecideApproval, Claim: "governance:approvals:decide", Tool: true, Required: []string{"approvalId", "decision", "note"},
+		Description: "Decide an approval linked to your task (approver roles only; not your own request).",
+		handle:      (*Memory).decideApproval},
+	{Kind: CommandCommentOnApproval, Claim: "governance:approvals:comment", Tool: true, Required: []string{"approvalId", "body"},
+		Description: "Comment on an approval linked to your task.",
+		handle:      (*Memory).commentOnApproval},
+	{Kind: CommandControlWorkspaceService, Claim: "workspace:control", Tool: true, Required: []string{"serviceId", "action"}, Optional: []string{"url"},
+		Description: "Start, stop or mark failed a workspace service of your task.",
+		handle:      (*Memory).controlWorkspaceService},
+	{Kind: CommandRecordBudgetUsage, Claim: "control_plane:budget", Required: []string{"cents"},
+		Description: "Record spending of your run in cents; a hard-stop budget that is exceeded stops the run.",
+		handle:      (*Memory).recordBudgetUsage},
+	{Kind: CommandFinishTask, Tool: true, Required: []string{"summary"}, Commenting: true, PresentsByDefault: true, MessageArg: "summary",
+		Description: "Finish your task: it becomes done and the summary is posted as your answer to the user.",
+		handle:      (*Memory).finishTask},
+	{Kind: CommandBlockTask, Tool: true, Required: []string{"reason"}, Optional: []string{"blockedByTaskIds"}, Commenting: true, PresentsByDefault: true, MessageArg: "reason",
+		Description: "Mark your task blocked, with the reason posted as your answer to the user.",
+		handle:      (*Memory).blockTask},
+	{Kind: CommandRequestReview, Tool: true, Required: []string{"summary"}, Commenting: true, PresentsByDefault: true, MessageArg: "summary",
+		Description: "Hand your task to the human for review, with a summary posted as your answer to the user.",
+		handle:      (*Memory).requestReview},
+	{Kind: CommandReleaseTask, Claim: "control_plane:release", Required: []string{"reason"},
+		Description: "Give your task back: it returns to todo with the reason as a comment.",
+		handle:      (*Memory).releaseTask},
+	{Kind: CommandScheduleWake, Claim: "control_plane:wakes", Tool: true, Required: []string{"reason", "delayTicks"}, Optional: []string{"payload"},
+		Description: "Schedule a later wake of your task's assignee.",
+		handle:      (*Memory).scheduleWakeCommand},
+}
+
+// commandByKind indexes commandTable.
+var commandByKind = func() map[CommandKind]*CommandSpec {
+	m := make(map[CommandKind]*CommandSpec, len(commandTable))
+	for i := range commandTable {
+		m[commandTable[i].Kind] = &commandTable[i]
+	}
+	return m
+}()
+
+// Commands returns the semantic-command table in catalogue order (spec §3), copies.
+// Seed 001 says "eighteen" kinds and lists seventeen; the newest adapter adds
+// create_skill and reassign_task (spec §0, §9.1).
+func Commands() []CommandSpec {
+	out := make([]CommandSpec, len(commandTable))
+	for i, c := range commandTable {
+		out[i] = c.clone()
+	}
+	return out
+}
+
+// CommandKinds returns the 19 command kinds in catalogue order.
+func CommandKinds() []CommandKind {
+	out := make([]CommandKind, len(commandTable))
+	for i, c := range commandTable {
+		out[i] = c.Kind
+	}
+	return out
+}
+
+// LookupCommand returns the table row of kind (a copy); ok is false for an unknown kind.
+func LookupCommand(kind CommandKind) (CommandSpec, bool) {
+	c, ok := commandByKind[kind]
+	if !ok {
+		return CommandSpec{}, false
+	}
+	return c.clone(), true
+}
+
+func (c CommandSpec) clone() CommandSpec {
+	c.Required = slices.Clone(c.Required)
+	c.Optional = slices.Clone(c.Optional)
+	return c
 }
 
 // ApprovalRoles are the actor roles (trimmed, lower-cased) allowed to decide approvals.
@@ -97,24 +239,24 @@ func (m *Memory) applyLocked(env CommandEnvelope) (CommandResult, string, error)
 		return CommandResult{}, kind, err
 	}
 	if strings.TrimSpace(env.IdempotencyKey) == "" {
-		return CommandResult{}, kind, newErr("idempotency_key_required", "an idempotency key is required")
+		return CommandResult{}, kind, newErr(CodeIdempotencyKeyRequired, "an idempotency key is required")
 	}
 	r, err := m.run(env.RunID)
 	if err != nil {
 		return CommandResult{}, kind, err
 	}
 	if headErr != nil {
-		return CommandResult{}, kind, newErr("semantic_command_invalid", "command must be a JSON object with a kind: %v", headErr)
+		return CommandResult{}, kind, newErr(CodeSemanticCommandInvalid, "command must be a JSON object with a kind: %v", headErr)
 	}
 	canon, err := canonicalRaw(env.Command)
 	if err != nil {
-		return CommandResult{}, kind, newErr("semantic_command_invalid", "command is not valid JSON: %v", err)
+		return CommandResult{}, kind, newErr(CodeSemanticCommandInvalid, "command is not valid JSON: %v", err)
 	}
 	runID := strp(r.ID)
 	scope := r.ID + ":semantic-command"
 	if rec := m.idx.idem[[2]string{scope, env.IdempotencyKey}]; rec != nil {
 		if rec.InputCanonical != string(canon) {
-			return CommandResult{}, kind, newErr("idempotency_conflict", "idempotency key %s was used for a different command", env.IdempotencyKey)
+			return CommandResult{}, kind, newErr(CodeIdempotencyConflict, "idempotency key %s was used for a different command", env.IdempotencyKey)
 		}
 		m.recordDecision(runID, rec.Result.CommandKind, "duplicate", "command_already_applied", rec.Result.EntityRefs)
 		res := cloneResult(rec.Result)
@@ -126,12 +268,13 @@ func (m *Memory) applyLocked(env CommandEnvelope) (CommandResult, string, error)
 		return CommandResult{}, kind, err
 	}
 	if env.ExpectedRevision != nil && *env.ExpectedRevision != m.st.Revision {
-		return CommandResult{}, kind, newErr("state_revision_conflict", "expected state revision %d, found %d", *env.ExpectedRevision, m.st.Revision)
+		return CommandResult{}, kind, newErr(CodeStateRevisionConflict, "expected state revision %d, found %d", *env.ExpectedRevision, m.st.Revision)
 	}
-	if !slices.Contains(CommandKinds, kind) {
-		return CommandResult{}, kind, newErr("semantic_command_invalid", "unknown command kind %q", kind)
+	spec, known := commandByKind[CommandKind(kind)]
+	if !known {
+		return CommandResult{}, kind, newErr(CodeSemanticCommandInvalid, "unknown command kind %q", kind)
 	}
-	c, err := m.authorize(r, head, env.Command)
+	c, err := m.authorize(r, spec, head, env.Command)
 	if err != nil {
 		return CommandResult{}, kind, err
 	}
@@ -166,12 +309,12 @@ func cloneResult(r CommandResult) CommandResult {
 }
 
 // authorize applies spec §6.1; denials persist a denied decision.
-func (m *Memory) authorize(r *Run, head commandHead, raw json.RawMessage) (*cmdCtx, error) {
+func (m *Memory) authorize(r *Run, spec *CommandSpec, head commandHead, raw json.RawMessage) (*cmdCtx, error) {
 	runID := strp(r.ID)
 	kind := head.Kind
-	if claim, ok := RequiredClaims[kind]; ok && !slices.Contains(r.Capabilities, claim) {
+	if claim := spec.Claim; claim != "" && !slices.Contains(r.Capabilities, claim) {
 		return nil, m.deny(runID, kind, "required_claim_missing", []string{"run:" + r.ID},
-			newErr("operation_not_authorized", "the fixture run does not hold the required command claim %s", claim))
+			newErr(CodeOperationNotAuthorized, "the fixture run does not hold the required command claim %s", claim))
 	}
 	taskID := r.TaskID
 	if head.TaskID != nil {
@@ -186,7 +329,7 @@ func (m *Memory) authorize(r *Run, head commandHead, raw json.RawMessage) (*cmdC
 	}
 	if task.ID != r.TaskID {
 		return nil, m.deny(runID, kind, "active_task_scope_required", []string{"task:" + task.ID},
-			newErr("task_scope_violation", "command task %s is not the run's active task %s", task.ID, r.TaskID))
+			newErr(CodeTaskScopeViolation, "command task %s is not the run's active task %s", task.ID, r.TaskID))
 	}
 	actor, err := m.actor(r.ActorID)
 	if err != nil {
@@ -194,12 +337,12 @@ func (m *Memory) authorize(r *Run, head commandHead, raw json.RawMessage) (*cmdC
 	}
 	if !eq(task.AssigneeActorID, actor.ID) || !eq(task.CheckoutRunID, r.ID) || !eq(task.ExecutionRunID, r.ID) {
 		return nil, m.deny(runID, kind, "run_does_not_own_task", []string{"task:" + task.ID},
-			newErr("task_ownership_violation", "fixture run %s does not own task %s", r.ID, task.ID))
+			newErr(CodeTaskOwnershipViolation, "fixture run %s does not own task %s", r.ID, task.ID))
 	}
-	if kind == "decide_approval" {
+	if spec.Kind == CommandDecideApproval {
 		if !slices.Contains(ApprovalRoles, strings.ToLower(strings.TrimSpace(actor.Role))) {
 			return nil, m.deny(runID, kind, "actor_role_not_authorized", []string{"actor:" + actor.ID},
-				newErr("operation_not_authorized", "actor role %s may not decide approvals", actor.Role))
+				newErr(CodeOperationNotAuthorized, "actor role %s may not decide approvals", actor.Role))
 		}
 		var in struct {
 			ApprovalID string `json:"approvalId"`
@@ -208,11 +351,11 @@ func (m *Memory) authorize(r *Run, head commandHead, raw json.RawMessage) (*cmdC
 		if ap := m.idx.approvals[in.ApprovalID]; ap != nil {
 			if ap.CompanyID != m.st.Company.ID || !slices.Contains(ap.TaskIDs, task.ID) {
 				return nil, m.deny(runID, kind, "active_task_scope_required", []string{"approval:" + ap.ID},
-					newErr("approval_scope_violation", "approval %s is not linked to task %s", ap.ID, task.ID))
+					newErr(CodeApprovalScopeViolation, "approval %s is not linked to task %s", ap.ID, task.ID))
 			}
 			if eq(ap.RequestedByActorID, actor.ID) {
 				return nil, m.deny(runID, kind, "self_approval_forbidden", []string{"approval:" + ap.ID},
-					newErr("self_approval_forbidden", "actor %s requested approval %s and may not decide it", actor.ID, ap.ID))
+					newErr(CodeSelfApprovalForbidden, "actor %s requested approval %s and may not decide it", actor.ID, ap.ID))
 			}
 		}
 	}
@@ -254,14 +397,14 @@ type commandDetails struct {
 
 func required(v, field string) error {
 	if strings.TrimSpace(v) == "" {
-		return newErr("semantic_command_invalid", "%s is required", field)
+		return newErr(CodeSemanticCommandInvalid, "%s is required", field)
 	}
 	return nil
 }
 
 func decode(raw json.RawMessage, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
-		return newErr("semantic_command_invalid", "command fields are invalid: %v", err)
+		return newErr(CodeSemanticCommandInvalid, "command fields are invalid: %v", err)
 	}
 	return nil
 }
@@ -278,28 +421,29 @@ func safeNonNegative(n json.Number) (int64, bool) {
 	return int64(f), true
 }
 
-var transitions = map[string][]string{
-	"backlog":     {"todo", "cancelled"},
-	"todo":        {"in_progress", "blocked", "cancelled"},
-	"in_progress": {"in_review", "blocked", "done", "cancelled"},
-	"in_review":   {"in_progress", "done", "cancelled"},
-	"blocked":     {"todo", "in_progress", "cancelled"},
+var transitions = map[TaskStatus][]TaskStatus{
+	TaskBacklog:    {TaskTodo, TaskCancelled},
+	TaskTodo:       {TaskInProgress, TaskBlocked, TaskCancelled},
+	TaskInProgress: {TaskInReview, TaskBlocked, TaskDone, TaskCancelled},
+	TaskInReview:   {TaskInProgress, TaskDone, TaskCancelled},
+	TaskBlocked:    {TaskTodo, TaskInProgress, TaskCancelled},
 }
 
 // transition moves the task through the command transition table (spec §1.3); an
 // illegal move records a denied decision and fails with task_transition_illegal.
-func (m *Memory) transition(c *cmdCtx, t *Task, to string) error {
+func (m *Memory) transition(c *cmdCtx, t *Task, to TaskStatus) error {
 	from := t.Status
 	ok := slices.Contains(transitions[from], to)
-	if !ok && c.kind == "release_task" && from == "in_progress" && to == "todo" {
+	kind := CommandKind(c.kind)
+	if !ok && kind == CommandReleaseTask && from == TaskInProgress && to == TaskTodo {
 		ok = true
 	}
-	if !ok && (c.kind == "request_human_input" || c.kind == "request_approval") && from == "in_review" && to == "in_review" {
+	if !ok && (kind == CommandRequestHumanInput || kind == CommandRequestApproval) && from == TaskInReview && to == TaskInReview {
 		ok = true
 	}
 	if !ok {
 		return m.deny(strp(c.run.ID), c.kind, "task_transition_illegal", []string{"task:" + t.ID},
-			newErr("task_transition_illegal", "fixture task cannot transition from %s to %s", from, to))
+			newErr(CodeTaskTransitionIllegal, "fixture task cannot transition from %s to %s", from, to))
 	}
 	if from != to {
 		edit(m, t, func(t *Task) { t.Status = to })
@@ -323,7 +467,7 @@ func (m *Memory) addTask(t *Task) {
 func (m *Memory) dependsOn(from, target string) bool {
 	adj := map[string][]string{}
 	for _, b := range m.st.Blockers {
-		if t := m.idx.tasks[b.BlockedByTaskID]; t != nil && t.Status != "done" {
+		if t := m.idx.tasks[b.BlockedByTaskID]; t != nil && t.Status != TaskDone {
 			adj[b.TaskID] = append(adj[b.TaskID], b.BlockedByTaskID)
 		}
 	}
@@ -349,7 +493,7 @@ func (m *Memory) replaceDependencies(c *cmdCtx, task *Task, ids []string) error 
 	ids = m.sortedUnique(ids)
 	for _, id := range ids {
 		if id == task.ID {
-			return newErr("dependency_cycle", "a task cannot block itself")
+			return newErr(CodeDependencyCycle, "a task cannot block itself")
 		}
 		dep, err := m.task(id)
 		if err != nil {
@@ -359,7 +503,7 @@ func (m *Memory) replaceDependencies(c *cmdCtx, task *Task, ids []string) error 
 			return err
 		}
 		if m.dependsOn(id, task.ID) {
-			return newErr("dependency_cycle", "dependency %s would create a cycle", id)
+			return newErr(CodeDependencyCycle, "dependency %s would create a cycle", id)
 		}
 	}
 	m.deleteBlockers(func(b *Blocker) bool { return b.TaskID == task.ID })
@@ -374,10 +518,10 @@ func (m *Memory) replaceDependencies(c *cmdCtx, task *Task, ids []string) error 
 func (m *Memory) approvalOnTask(c *cmdCtx, id string) (*Approval, error) {
 	ap := m.idx.approvals[id]
 	if ap == nil || ap.CompanyID != m.st.Company.ID {
-		return nil, newErr("approval_missing", "approval %s does not exist", id)
+		return nil, newErr(CodeApprovalMissing, "approval %s does not exist", id)
 	}
 	if !slices.Contains(ap.TaskIDs, c.task.ID) {
-		return nil, newErr("approval_scope_violation", "approval %s is not linked to task %s", id, c.task.ID)
+		return nil, newErr(CodeApprovalScopeViolation, "approval %s is not linked to task %s", id, c.task.ID)
 	}
 	return ap, nil
 }
@@ -388,7 +532,7 @@ func (m *Memory) requesterEligible(ap *Approval) *Actor {
 		return nil
 	}
 	a := m.idx.actors[*ap.RequestedByActorID]
-	if a == nil || a.Status != "active" {
+	if a == nil || a.Status != ActorActive {
 		return nil
 	}
 	bs := m.applicableBudgets(a)

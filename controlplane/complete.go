@@ -27,12 +27,12 @@ type prpCompletion struct {
 }
 
 type resultHead struct {
-	ReportedWorkDisposition string          `json:"reportedWorkDisposition"`
+	ReportedWorkDisposition WorkDisposition `json:"reportedWorkDisposition"`
 	Continuation            json.RawMessage `json:"continuation"`
 }
 
 type terminalHead struct {
-	RunTerminalState string `json:"runTerminalState"`
+	RunTerminalState RunStatus `json:"runTerminalState"`
 }
 
 func (m *Memory) completeLocked(input json.RawMessage) error {
@@ -41,11 +41,11 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(input, &probe); err != nil || probe == nil {
-		return newErr("native_result_invalid", "completion must be a JSON object")
+		return newErr(CodeNativeResultInvalid, "completion must be a JSON object")
 	}
 	canon, err := canonicalRaw(input)
 	if err != nil {
-		return newErr("native_result_invalid", "completion is not valid JSON: %v", err)
+		return newErr(CodeNativeResultInvalid, "completion is not valid JSON: %v", err)
 	}
 	_, native := probe["runId"]
 	var r *Run
@@ -61,7 +61,7 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 	runID := strp(r.ID)
 	if !isNull(r.Result) {
 		if !bytes.Equal(r.Result, canon) {
-			return newErr("native_result_replay_conflict", "fixture run %s already committed a different result", r.ID)
+			return newErr(CodeNativeResultReplayConflict, "fixture run %s already committed a different result", r.ID)
 		}
 		m.recordDecision(runID, "complete_run", "duplicate", "terminal_result_already_committed", []string{"run:" + r.ID})
 		return nil
@@ -74,12 +74,13 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 		return err
 	}
 	ri := m.idx.runIdx[r.ID]
-	var newTaskStatus, runStatus string
+	var newTaskStatus TaskStatus
+	var runStatus RunStatus
 	var res resultHead
 	if native {
 		var nr NativeRunResult
-		if err := json.Unmarshal(input, &nr); err != nil || (nr.Status != "succeeded" && nr.Status != "failed" && nr.Status != "cancelled") {
-			return newErr("native_result_invalid", "native run result needs status succeeded, failed or cancelled")
+		if err := json.Unmarshal(input, &nr); err != nil || !slices.Contains(CompletionStatuses, nr.Status) {
+			return newErr(CodeNativeResultInvalid, "native run result needs status succeeded, failed or cancelled")
 		}
 		found := false
 		for _, raw := range r.Events {
@@ -91,23 +92,23 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 			}
 		}
 		if !found {
-			return newErr("terminal_event_missing", "fixture run %s has no run.completed event", r.ID)
+			return newErr(CodeTerminalEventMissing, "fixture run %s has no run.completed event", r.ID)
 		}
 		newTaskStatus, runStatus = task.Status, nr.Status
 	} else {
 		var pc prpCompletion
 		_ = json.Unmarshal(input, &pc)
 		if isNull(pc.Result) {
-			return newErr("native_result_invalid", "completion result is required")
+			return newErr(CodeNativeResultInvalid, "completion result is required")
 		}
 		if msg := validateShape("result", pc.Result); msg != "" {
-			return newErr("native_result_invalid", "%s", msg)
+			return newErr(CodeNativeResultInvalid, "%s", msg)
 		}
 		if isNull(pc.Terminal) {
-			return newErr("native_result_invalid", "completion terminal is required")
+			return newErr(CodeNativeResultInvalid, "completion terminal is required")
 		}
 		if msg := validateShape("terminal", pc.Terminal); msg != "" {
-			return newErr("native_result_invalid", "terminal %s", msg)
+			return newErr(CodeNativeResultInvalid, "terminal %s", msg)
 		}
 		found := false
 		for _, idx := range ri.byEventID {
@@ -119,29 +120,29 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 			}
 		}
 		if !found {
-			return newErr("terminal_event_missing", "fixture run %s has no committed run.terminal event", r.ID)
+			return newErr(CodeTerminalEventMissing, "fixture run %s has no committed run.terminal event", r.ID)
 		}
 		_ = json.Unmarshal(pc.Result, &res)
 		var term terminalHead
 		_ = json.Unmarshal(pc.Terminal, &term)
 		runStatus = term.RunTerminalState
 		switch res.ReportedWorkDisposition {
-		case "done":
-			newTaskStatus = "done"
+		case WorkDone:
+			newTaskStatus = TaskDone
 			if m.hasUnresolvedBlockers(task.ID, "") {
-				return newErr("terminal_reconciliation_failed", "fixture task %s still has unresolved blockers", task.ID)
+				return newErr(CodeTerminalReconciliationFailed, "fixture task %s still has unresolved blockers", task.ID)
 			}
-		case "blocked":
-			newTaskStatus = "blocked"
-		case "needs_review":
-			newTaskStatus = "in_review"
-		case "yielded":
-			newTaskStatus = "todo"
+		case WorkBlocked:
+			newTaskStatus = TaskBlocked
+		case WorkNeedsReview:
+			newTaskStatus = TaskInReview
+		case WorkYielded:
+			newTaskStatus = TaskTodo
 		}
 	}
 	// Plan the blocker fan-out before the fault (V-new: skip backlog dependents).
 	var dependents []*Task
-	if newTaskStatus == "done" {
+	if newTaskStatus == TaskDone {
 		var ids []string
 		for _, b := range m.st.Blockers {
 			if b.BlockedByTaskID == task.ID {
@@ -156,7 +157,7 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 			if err := m.assertCompany("task", dep.ID, dep.CompanyID); err != nil {
 				return err
 			}
-			if dep.Status == "backlog" || m.hasUnresolvedBlockers(dep.ID, task.ID) {
+			if dep.Status == TaskBacklog || m.hasUnresolvedBlockers(dep.ID, task.ID) {
 				continue
 			}
 			if dep.AssigneeActorID != nil {
@@ -177,26 +178,26 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 	}
 	if !native {
 		switch newTaskStatus {
-		case "done":
+		case TaskDone:
 			var completedAt *string
 			if task.CompletedAt == nil {
 				completedAt = strp(m.now())
 			}
 			edit(m, task, func(t *Task) {
-				t.Status = "done"
+				t.Status = TaskDone
 				if completedAt != nil {
 					t.CompletedAt = completedAt
 				}
 			})
 			m.deleteBlockers(func(b *Blocker) bool { return b.TaskID == task.ID })
-		case "yielded", "todo":
-			edit(m, task, func(t *Task) { t.Status = "todo" })
+		case TaskTodo:
+			edit(m, task, func(t *Task) { t.Status = TaskTodo })
 			if task.AssigneeActorID != nil {
 				cont := res.Continuation
 				if isNull(cont) {
 					cont = json.RawMessage("{}")
 				}
-				m.scheduleWake(*task.AssigneeActorID, task.ID, "scheduled_retry",
+				m.scheduleWake(*task.AssigneeActorID, task.ID, WakeScheduledRetry,
 					mustJSON(map[string]any{"runId": r.ID, "continuation": cont}), 1)
 			}
 		default:
@@ -220,11 +221,11 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 	wakeIDs := []string{}
 	for _, dep := range dependents {
 		m.deleteBlockers(func(b *Blocker) bool { return b.TaskID == dep.ID })
-		if dep.Status == "blocked" {
-			edit(m, dep, func(t *Task) { t.Status = "todo" })
+		if dep.Status == TaskBlocked {
+			edit(m, dep, func(t *Task) { t.Status = TaskTodo })
 		}
 		if dep.AssigneeActorID != nil {
-			w := m.scheduleWake(*dep.AssigneeActorID, dep.ID, "blockers_resolved", mustJSON(map[string]string{"completedTaskId": task.ID}), 0)
+			w := m.scheduleWake(*dep.AssigneeActorID, dep.ID, WakeBlockersResolved, mustJSON(map[string]string{"completedTaskId": task.ID}), 0)
 			wakeIDs = append(wakeIDs, w.ID)
 		}
 	}
@@ -246,7 +247,7 @@ func (m *Memory) hasUnresolvedBlockers(taskID, except string) bool {
 		if b.TaskID != taskID || b.BlockedByTaskID == except {
 			continue
 		}
-		if t := m.idx.tasks[b.BlockedByTaskID]; t == nil || t.Status != "done" {
+		if t := m.idx.tasks[b.BlockedByTaskID]; t == nil || t.Status != TaskDone {
 			return true
 		}
 	}
@@ -267,12 +268,12 @@ func (m *Memory) deleteBlockers(drop func(*Blocker) bool) {
 }
 
 // scheduleWake creates a scheduled wake: tick first, then id (spec §4).
-func (m *Memory) scheduleWake(actorID, taskID, reason string, payload json.RawMessage, delayTicks int64) *ScheduledWake {
+func (m *Memory) scheduleWake(actorID, taskID string, reason WakeReason, payload json.RawMessage, delayTicks int64) *ScheduledWake {
 	ms := m.st.Clock.EpochMs + m.st.Clock.Tick*1000
 	createdAt := m.now()
 	id := m.newID("wake")
 	w := &ScheduledWake{ID: id, ActorID: actorID, TaskID: taskID, Reason: reason, Payload: sanitizeRaw(payload),
-		DueAt: formatMs(ms + delayTicks*1000), Status: "scheduled", CreatedAt: createdAt}
+		DueAt: formatMs(ms + delayTicks*1000), Status: WakeScheduled, CreatedAt: createdAt}
 	appendv(m, &m.st.Wakes, w)
 	return w
 }

@@ -8,7 +8,7 @@
 // with idempotency and an optional expected revision (ApplyCommand/TryApplyCommand),
 // session checkpoints, terminal reconciliation with blocker-wake fan-out (CompleteRun),
 // and introspection (Snapshot, DecisionRecords, Serialize). Errors carry the state
-// machine's code in an *Error (see CodeOf), which survives a JSON round trip.
+// machine's code in an *Error (see CodeOf, a Code), which survives a JSON round trip.
 //
 // Memory is the in-memory adapter. It does no I/O and reads no wall clock and no
 // randomness: timestamps come from the fixture clock (epoch 2026-08-09T00:00:00.000Z +
@@ -22,8 +22,16 @@
 // Command kinds: the seed says "eighteen semantic command kinds" and lists seventeen.
 // The newest adapter has nineteen — the seventeen listed plus create_skill and
 // reassign_task (spec §0, §3, §9.1); the "eighteen" most likely conflates the 18/18
-// operation matrix of the conformance docs. This package implements all nineteen
-// (CommandKinds) with the claims of RequiredClaims.
+// operation matrix of the conformance docs. This package implements all nineteen. The
+// semantic-command table (Commands: kind, claim, arguments, description, whether it is
+// an agent-facing tool and whether it posts a presentable comment) is the one list of
+// them: the state machine dispatches and authorizes by it, package mcp builds its tools
+// from it and package catalog checks reference scripts against it.
+//
+// Vocabularies: every closed string of the state (task, run, interaction, approval and
+// wake statuses, wake reasons, lifecycle, work dispositions; status.go) and every error
+// code (Code, with its Class; errors.go) is a named string type whose constants are the
+// exact wire values.
 //
 // Deliberate choices where the notes leave room (each also noted at its code): a
 // completion's terminal is validated against the terminal schema (the notes say the

@@ -9,50 +9,13 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// handle dispatches one command kind (spec §3). It runs inside the undo log: any error
-// is rolled back by the caller.
+// handle dispatches one command kind (spec §3) to its handler in the command table. It
+// runs inside the undo log: any error is rolled back by the caller.
 func (m *Memory) handle(c *cmdCtx) error {
-	switch c.kind {
-	case "report_progress":
-		return m.reportProgress(c)
-	case "create_skill":
-		return m.createSkill(c)
-	case "write_document":
-		return m.writeDocument(c)
-	case "request_human_input":
-		return m.requestHumanInput(c)
-	case "resolve_human_input":
-		return m.resolveHumanInput(c)
-	case "register_deliverable":
-		return m.registerDeliverable(c)
-	case "reassign_task":
-		return m.reassignTask(c)
-	case "set_dependencies":
-		return m.setDependencies(c)
-	case "create_task":
-		return m.createTask(c)
-	case "request_approval":
-		return m.requestApproval(c)
-	case "decide_approval":
-		return m.decideApproval(c)
-	case "comment_on_approval":
-		return m.commentOnApproval(c)
-	case "control_workspace_service":
-		return m.controlWorkspaceService(c)
-	case "record_budget_usage":
-		return m.recordBudgetUsage(c)
-	case "finish_task":
-		return m.finishTask(c)
-	case "block_task":
-		return m.blockTask(c)
-	case "request_review":
-		return m.requestReview(c)
-	case "release_task":
-		return m.releaseTask(c)
-	case "schedule_wake":
-		return m.scheduleWakeCommand(c)
+	if spec, ok := commandByKind[CommandKind(c.kind)]; ok {
+		return spec.handle(m, c)
 	}
-	return newErr("semantic_command_invalid", "unknown command kind %q", c.kind)
+	return newErr(CodeSemanticCommandInvalid, "unknown command kind %q", c.kind)
 }
 
 func (m *Memory) reportProgress(c *cmdCtx) error {
@@ -76,7 +39,7 @@ var skillNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 // returns the frontmatter name and description.
 func parseSkillMarkdown(md string) (name, description string, err error) {
 	bad := func(msg string) (string, string, error) {
-		return "", "", newErr("invalid_skill_document", "%s", msg)
+		return "", "", newErr(CodeInvalidSkillDocument, "%s", msg)
 	}
 	if !strings.HasPrefix(md, "---\n") {
 		return bad("skill markdown must start with a frontmatter block (---)")
@@ -142,16 +105,16 @@ func (m *Memory) createSkill(c *cmdCtx) error {
 		return err
 	}
 	if name != in.Name {
-		return newErr("invalid_skill_document", "skill frontmatter name %s must equal the skill name %s", name, in.Name)
+		return newErr(CodeInvalidSkillDocument, "skill frontmatter name %s must equal the skill name %s", name, in.Name)
 	}
 	if desc != strings.TrimSpace(in.Description) {
-		return newErr("invalid_skill_document", "skill frontmatter description must equal the skill description")
+		return newErr(CodeInvalidSkillDocument, "skill frontmatter description must equal the skill description")
 	}
 	if in.Slug != nil && *in.Slug != in.Name {
-		return newErr("invalid_skill_document", "skill slug %s must equal the skill name %s", *in.Slug, in.Name)
+		return newErr(CodeInvalidSkillDocument, "skill slug %s must equal the skill name %s", *in.Slug, in.Name)
 	}
 	if m.idx.skillSlugs[in.Name] {
-		return newErr("fixture_state_invalid", "A skill with that name already exists")
+		return newErr(CodeFixtureStateInvalid, "A skill with that name already exists")
 	}
 	sk := &Skill{ID: m.newID("skill"), CompanyID: m.st.Company.ID, Name: in.Name, Slug: in.Name,
 		Description: strings.TrimSpace(in.Description), Markdown: in.Markdown}
@@ -183,13 +146,13 @@ func (m *Memory) writeDocument(c *cmdCtx) error {
 	doc := m.idx.docs[k]
 	if doc == nil {
 		if in.BaseRevisionID != nil {
-			return newErr("document_revision_conflict", "a new document must use a null base revision")
+			return newErr(CodeDocumentRevisionConflict, "a new document must use a null base revision")
 		}
 		doc = &Document{ID: m.newID("document"), TaskID: c.task.ID, Key: in.Key, Title: in.Title, Format: "markdown", Revisions: []*DocumentRevision{}}
 		appendv(m, &m.st.Documents, doc)
 		mapSet(m, m.idx.docs, k, doc)
 	} else if in.BaseRevisionID == nil || *in.BaseRevisionID != doc.LatestRevisionID {
-		return newErr("document_revision_conflict", "document latest revision is %s", doc.LatestRevisionID)
+		return newErr(CodeDocumentRevisionConflict, "document latest revision is %s", doc.LatestRevisionID)
 	}
 	rev := &DocumentRevision{ID: m.newID("revision"), DocumentID: doc.ID, Revision: len(doc.Revisions) + 1, Body: in.Body, ChangeSummary: in.ChangeSummary}
 	rev.CreatedAt = m.now()
@@ -206,12 +169,12 @@ func (m *Memory) writeDocument(c *cmdCtx) error {
 
 func (m *Memory) requestHumanInput(c *cmdCtx) error {
 	var in struct {
-		InteractionKind    string          `json:"interactionKind"`
-		Title              string          `json:"title"`
-		Prompt             string          `json:"prompt"`
-		Payload            json.RawMessage `json:"payload"`
-		TargetRevisionID   *string         `json:"targetRevisionId"`
-		ContinuationPolicy string          `json:"continuationPolicy"`
+		InteractionKind    InteractionKind    `json:"interactionKind"`
+		Title              string             `json:"title"`
+		Prompt             string             `json:"prompt"`
+		Payload            json.RawMessage    `json:"payload"`
+		TargetRevisionID   *string            `json:"targetRevisionId"`
+		ContinuationPolicy ContinuationPolicy `json:"continuationPolicy"`
 	}
 	if err := decode(c.raw, &in); err != nil {
 		return err
@@ -225,13 +188,13 @@ func (m *Memory) requestHumanInput(c *cmdCtx) error {
 	if in.TargetRevisionID != nil {
 		doc := m.idx.revisionDoc[*in.TargetRevisionID]
 		if doc == nil || doc.TaskID != c.task.ID {
-			return newErr("interaction_target_missing", "target revision %s is not a revision of a document on task %s", *in.TargetRevisionID, c.task.ID)
+			return newErr(CodeInteractionTargetMissing, "target revision %s is not a revision of a document on task %s", *in.TargetRevisionID, c.task.ID)
 		}
 		if doc.LatestRevisionID != *in.TargetRevisionID {
-			return newErr("interaction_target_stale", "target revision %s is not the latest revision %s", *in.TargetRevisionID, doc.LatestRevisionID)
+			return newErr(CodeInteractionTargetStale, "target revision %s is not the latest revision %s", *in.TargetRevisionID, doc.LatestRevisionID)
 		}
 	}
-	if err := m.transition(c, c.task, "in_review"); err != nil {
+	if err := m.transition(c, c.task, TaskInReview); err != nil {
 		return err
 	}
 	payload, err := canonicalOr(in.Payload, "{}")
@@ -240,9 +203,9 @@ func (m *Memory) requestHumanInput(c *cmdCtx) error {
 	}
 	policy := in.ContinuationPolicy
 	if policy == "" {
-		policy = "none"
+		policy = ContinueNone
 	}
-	it := &Interaction{ID: m.newID("interaction"), TaskID: c.task.ID, Kind: in.InteractionKind, Status: "pending", Title: in.Title,
+	it := &Interaction{ID: m.newID("interaction"), TaskID: c.task.ID, Kind: in.InteractionKind, Status: InteractionPending, Title: in.Title,
 		Prompt: in.Prompt, Payload: payload, TargetRevisionID: in.TargetRevisionID, ContinuationPolicy: policy, Result: json.RawMessage("null")}
 	it.CreatedAt = m.now()
 	appendv(m, &m.st.Interactions, it)
@@ -257,33 +220,29 @@ func canonicalOr(raw json.RawMessage, def string) (json.RawMessage, error) {
 	}
 	b, err := canonicalRaw(raw)
 	if err != nil {
-		return nil, newErr("semantic_command_invalid", "payload is not valid JSON: %v", err)
+		return nil, newErr(CodeSemanticCommandInvalid, "payload is not valid JSON: %v", err)
 	}
 	return b, nil
 }
 
 func (m *Memory) resolveHumanInput(c *cmdCtx) error {
 	var in struct {
-		InteractionID string          `json:"interactionId"`
-		Outcome       string          `json:"outcome"`
-		Result        json.RawMessage `json:"result"`
+		InteractionID string            `json:"interactionId"`
+		Outcome       InteractionStatus `json:"outcome"`
+		Result        json.RawMessage   `json:"result"`
 	}
 	if err := decode(c.raw, &in); err != nil {
 		return err
 	}
 	it := m.idx.interactions[in.InteractionID]
 	if it == nil || it.TaskID != c.task.ID {
-		return newErr("interaction_missing", "interaction %s does not exist on task %s", in.InteractionID, c.task.ID)
+		return newErr(CodeInteractionMissing, "interaction %s does not exist on task %s", in.InteractionID, c.task.ID)
 	}
-	if it.Status != "pending" {
-		return newErr("interaction_already_resolved", "interaction %s is already %s", it.ID, it.Status)
+	if it.Status != InteractionPending {
+		return newErr(CodeInteractionAlreadyResolved, "interaction %s is already %s", it.ID, it.Status)
 	}
-	allowed := []string{"accepted", "rejected", "expired"}
-	if it.Kind == "questions" || it.Kind == "item_verdicts" {
-		allowed = []string{"answered", "rejected", "expired"}
-	}
-	if !slices.Contains(allowed, in.Outcome) {
-		return newErr("interaction_outcome_invalid", "%s is not valid for %s", in.Outcome, it.Kind)
+	if !slices.Contains(it.Kind.Outcomes(), in.Outcome) {
+		return newErr(CodeInteractionOutcomeInvalid, "%s is not valid for %s", in.Outcome, it.Kind)
 	}
 	result, err := canonicalOr(in.Result, "{}")
 	if err != nil {
@@ -296,10 +255,10 @@ func (m *Memory) resolveHumanInput(c *cmdCtx) error {
 		i.ResolvedAt = strp(resolvedAt)
 	})
 	c.ref("interaction", it.ID)
-	wake := it.ContinuationPolicy == "wake_assignee" || (it.ContinuationPolicy == "wake_assignee_on_accept" && in.Outcome == "accepted")
+	wake := it.ContinuationPolicy == ContinueWakeAssignee || (it.ContinuationPolicy == ContinueWakeAssigneeOnAccept && in.Outcome == InteractionAccepted)
 	if wake && c.task.AssigneeActorID != nil {
-		w := m.scheduleWake(*c.task.AssigneeActorID, c.task.ID, "interaction_resolved",
-			mustJSON(map[string]string{"interactionId": it.ID, "outcome": in.Outcome}), 0)
+		w := m.scheduleWake(*c.task.AssigneeActorID, c.task.ID, WakeInteractionResolved,
+			mustJSON(map[string]string{"interactionId": it.ID, "outcome": string(in.Outcome)}), 0)
 		c.wakes = append(c.wakes, w.ID)
 	}
 	return nil
@@ -319,7 +278,7 @@ func (m *Memory) registerDeliverable(c *cmdCtx) error {
 	}
 	size, ok := safeNonNegative(in.ByteSize)
 	if !ok {
-		return newErr("artifact_invalid", "artifact byteSize must be a non-negative safe integer")
+		return newErr(CodeArtifactInvalid, "artifact byteSize must be a non-negative safe integer")
 	}
 	for _, f := range [][2]string{{in.Filename, "artifact filename"}, {in.ContentType, "artifact contentType"}, {in.SHA256, "artifact sha256"}, {in.ContentRef, "artifact contentRef"}, {in.Title, "work product title"}} {
 		if err := required(f[0], f[1]); err != nil {
@@ -364,20 +323,20 @@ func (m *Memory) reassignTask(c *cmdCtx) error {
 		return err
 	}
 	if target.ID == c.task.ID {
-		return newErr("reassignment_current_task", "a run cannot reassign its own active task")
+		return newErr(CodeReassignmentCurrentTask, "a run cannot reassign its own active task")
 	}
 	switch target.Status {
-	case "done", "cancelled", "in_review":
-		return newErr("reassignment_state_denied", "task %s is %s and cannot be reassigned", target.ID, target.Status)
+	case TaskDone, TaskCancelled, TaskInReview:
+		return newErr(CodeReassignmentStateDenied, "task %s is %s and cannot be reassigned", target.ID, target.Status)
 	}
-	if assignee.Status != "active" {
-		return newErr("reassignment_target_unavailable", "actor %s is %s", assignee.ID, assignee.Status)
+	if assignee.Status != ActorActive {
+		return newErr(CodeReassignmentTargetUnavailable, "actor %s is %s", assignee.ID, assignee.Status)
 	}
 	version, ok := safeNonNegative(in.ExpectedStatusVersion)
 	sameAssignee := (in.ExpectedAssigneeActorID == nil && target.AssigneeActorID == nil) ||
 		(in.ExpectedAssigneeActorID != nil && eq(target.AssigneeActorID, *in.ExpectedAssigneeActorID))
 	if !ok || !sameAssignee || version != int64(target.StatusVersion) {
-		return newErr("reassignment_conflict", "task %s changed since it was observed. Refresh the task before deciding again", target.ID)
+		return newErr(CodeReassignmentConflict, "task %s changed since it was observed. Refresh the task before deciding again", target.ID)
 	}
 	if err := required(in.Reason, "reassignment reason"); err != nil {
 		return err
@@ -388,7 +347,7 @@ func (m *Memory) reassignTask(c *cmdCtx) error {
 	}
 	if target.ExecutionRunID != nil {
 		if other := m.idx.runs[*target.ExecutionRunID]; other != nil {
-			edit(m, other, func(r *Run) { r.Status = "cancelled" })
+			edit(m, other, func(r *Run) { r.Status = RunCancelled })
 		}
 	}
 	edit(m, target, func(t *Task) {
@@ -396,13 +355,13 @@ func (m *Memory) reassignTask(c *cmdCtx) error {
 		t.StatusVersion++
 		t.CheckoutRunID = nil
 		t.ExecutionRunID = nil
-		if t.Status == "in_progress" {
-			t.Status = "todo"
+		if t.Status == TaskInProgress {
+			t.Status = TaskTodo
 		}
 	})
 	m.addComment(target.ID, strp(c.actor.ID), in.Reason)
-	if target.Status == "todo" {
-		w := m.scheduleWake(assignee.ID, target.ID, "manual", mustJSON(map[string]string{"reason": in.Reason}), 0)
+	if target.Status == TaskTodo {
+		w := m.scheduleWake(assignee.ID, target.ID, WakeManual, mustJSON(map[string]string{"reason": in.Reason}), 0)
 		c.wakes = append(c.wakes, w.ID)
 	}
 	return nil
@@ -419,21 +378,23 @@ func (m *Memory) setDependencies(c *cmdCtx) error {
 		return err
 	}
 	if len(in.BlockedByTaskIDs) > 0 {
-		return m.transition(c, c.task, "blocked")
+		return m.transition(c, c.task, TaskBlocked)
 	}
 	return nil
 }
 
-var priorities = []string{"critical", "high", "medium", "low"}
+// TaskPriorities are the task priorities of create_task and create_issue (spec §1.3),
+// highest first; the default is medium.
+var TaskPriorities = []string{"critical", "high", "medium", "low"}
 
 func (m *Memory) createTask(c *cmdCtx) error {
 	var in struct {
-		Title            string    `json:"title"`
-		Description      *string   `json:"description"`
-		AssigneeActorID  *string   `json:"assigneeActorId"`
-		Priority         *string   `json:"priority"`
-		BlockedByTaskIDs *[]string `json:"blockedByTaskIds"`
-		Status           *string   `json:"status"`
+		Title            string      `json:"title"`
+		Description      *string     `json:"description"`
+		AssigneeActorID  *string     `json:"assigneeActorId"`
+		Priority         *string     `json:"priority"`
+		BlockedByTaskIDs *[]string   `json:"blockedByTaskIds"`
+		Status           *TaskStatus `json:"status"`
 	}
 	if err := decode(c.raw, &in); err != nil {
 		return err
@@ -452,24 +413,24 @@ func (m *Memory) createTask(c *cmdCtx) error {
 	}
 	priority := "medium"
 	if in.Priority != nil {
-		if !slices.Contains(priorities, *in.Priority) {
-			return newErr("semantic_command_invalid", "task priority must be one of %s", strings.Join(priorities, ", "))
+		if !slices.Contains(TaskPriorities, *in.Priority) {
+			return newErr(CodeSemanticCommandInvalid, "task priority must be one of %s", strings.Join(TaskPriorities, ", "))
 		}
 		priority = *in.Priority
 	}
-	if in.Status != nil && *in.Status != "backlog" && *in.Status != "todo" {
-		return newErr("semantic_command_invalid", "task status must be backlog or todo")
+	if in.Status != nil && *in.Status != TaskBacklog && *in.Status != TaskTodo {
+		return newErr(CodeSemanticCommandInvalid, "task status must be backlog or todo")
 	}
 	var blockers []string
 	if in.BlockedByTaskIDs != nil {
 		blockers = *in.BlockedByTaskIDs
 	}
-	status := "todo"
+	status := TaskTodo
 	switch {
-	case in.Status != nil && *in.Status == "backlog":
-		status = "backlog"
+	case in.Status != nil && *in.Status == TaskBacklog:
+		status = TaskBacklog
 	case len(blockers) > 0:
-		status = "blocked"
+		status = TaskBlocked
 	}
 	id := m.newID("task")
 	n := m.nextCounter("issue-number")
@@ -501,11 +462,11 @@ func (m *Memory) requestApproval(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := m.transition(c, c.task, "in_review"); err != nil {
+	if err := m.transition(c, c.task, TaskInReview); err != nil {
 		return err
 	}
 	ap := &Approval{ID: m.newID("approval"), CompanyID: m.st.Company.ID, TaskIDs: []string{c.task.ID}, Type: in.ApprovalType,
-		Status: "pending", RequestedByActorID: strp(c.actor.ID), Payload: payload, Comments: []*ApprovalComment{}}
+		Status: ApprovalPending, RequestedByActorID: strp(c.actor.ID), Payload: payload, Comments: []*ApprovalComment{}}
 	ap.CreatedAt = m.now()
 	appendv(m, &m.st.Approvals, ap)
 	mapSet(m, m.idx.approvals, ap.ID, ap)
@@ -515,9 +476,9 @@ func (m *Memory) requestApproval(c *cmdCtx) error {
 
 func (m *Memory) decideApproval(c *cmdCtx) error {
 	var in struct {
-		ApprovalID string `json:"approvalId"`
-		Decision   string `json:"decision"`
-		Note       string `json:"note"`
+		ApprovalID string         `json:"approvalId"`
+		Decision   ApprovalStatus `json:"decision"`
+		Note       string         `json:"note"`
 	}
 	if err := decode(c.raw, &in); err != nil {
 		return err
@@ -526,11 +487,11 @@ func (m *Memory) decideApproval(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	if ap.Status != "pending" {
-		return newErr("approval_already_decided", "approval %s is already %s", ap.ID, ap.Status)
+	if ap.Status != ApprovalPending {
+		return newErr(CodeApprovalAlreadyDecided, "approval %s is already %s", ap.ID, ap.Status)
 	}
-	if in.Decision != "approved" && in.Decision != "rejected" && in.Decision != "cancelled" {
-		return newErr("semantic_command_invalid", "approval decision must be approved, rejected or cancelled")
+	if !slices.Contains(ApprovalDecisions, in.Decision) {
+		return newErr(CodeSemanticCommandInvalid, "approval decision must be approved, rejected or cancelled")
 	}
 	if err := required(in.Note, "approval decision note"); err != nil {
 		return err
@@ -543,7 +504,7 @@ func (m *Memory) decideApproval(c *cmdCtx) error {
 			if t == nil || !eq(t.AssigneeActorID, requester.ID) || t.CheckoutRunID != nil || t.ExecutionRunID != nil {
 				continue
 			}
-			if (t.Status == "todo" || t.Status == "blocked" || t.Status == "in_review") && !m.hasUnresolvedBlockers(t.ID, "") {
+			if (t.Status == TaskTodo || t.Status == TaskBlocked || t.Status == TaskInReview) && !m.hasUnresolvedBlockers(t.ID, "") {
 				target = t
 				break
 			}
@@ -551,7 +512,7 @@ func (m *Memory) decideApproval(c *cmdCtx) error {
 		if target == nil {
 			target = &Task{ID: m.newID("task"), CompanyID: m.st.Company.ID, Identifier: m.st.Company.IssuePrefix + "-APPROVAL-" + ap.ID,
 				Title: "Continue after approval " + ap.ID, Description: strp("Continue the work that waited on approval " + ap.ID + "."),
-				Status: "todo", Priority: "medium", WorkMode: "standard", AssigneeActorID: strp(requester.ID)}
+				Status: TaskTodo, Priority: "medium", WorkMode: "standard", AssigneeActorID: strp(requester.ID)}
 			m.addTask(target)
 			c.ref("task", target.ID)
 		}
@@ -563,7 +524,7 @@ func (m *Memory) decideApproval(c *cmdCtx) error {
 		a.DecidedAt = strp(decidedAt)
 	})
 	if target != nil {
-		w := m.scheduleWake(requester.ID, target.ID, "approval_resolved", mustJSON(map[string]string{"approvalId": ap.ID, "decision": in.Decision}), 0)
+		w := m.scheduleWake(requester.ID, target.ID, WakeApprovalResolved, mustJSON(map[string]string{"approvalId": ap.ID, "decision": string(in.Decision)}), 0)
 		c.wakes = append(c.wakes, w.ID)
 	}
 	c.ref("approval", ap.ID)
@@ -593,6 +554,10 @@ func (m *Memory) commentOnApproval(c *cmdCtx) error {
 	return nil
 }
 
+// ServiceActions are the actions of control_workspace_service (spec §3.13): start
+// (status running, optionally with a URL), stop (stopped) and fail (failed).
+var ServiceActions = []string{"start", "stop", "fail"}
+
 func (m *Memory) controlWorkspaceService(c *cmdCtx) error {
 	var in struct {
 		ServiceID string  `json:"serviceId"`
@@ -604,11 +569,11 @@ func (m *Memory) controlWorkspaceService(c *cmdCtx) error {
 	}
 	svc := m.idx.services[in.ServiceID]
 	if svc == nil || svc.TaskID != c.task.ID {
-		return newErr("workspace_service_missing", "workspace service %s does not exist on task %s", in.ServiceID, c.task.ID)
+		return newErr(CodeWorkspaceServiceMissing, "workspace service %s does not exist on task %s", in.ServiceID, c.task.ID)
 	}
 	var status string
 	url := svc.URL
-	switch in.Action {
+	switch in.Action { // ServiceActions
 	case "start":
 		status = "running"
 		if in.URL != nil {
@@ -619,7 +584,7 @@ func (m *Memory) controlWorkspaceService(c *cmdCtx) error {
 	case "fail":
 		status, url = "failed", nil
 	default:
-		return newErr("semantic_command_invalid", "workspace service action must be start, stop or fail")
+		return newErr(CodeSemanticCommandInvalid, "workspace service action must be start, stop or fail")
 	}
 	at := m.now()
 	edit(m, svc, func(s *WorkspaceService) {
@@ -639,11 +604,11 @@ func (m *Memory) recordBudgetUsage(c *cmdCtx) error {
 		Cents json.Number `json:"cents"`
 	}
 	if err := decode(c.raw, &in); err != nil {
-		return newErr("budget_usage_invalid", "budget usage cents must be a non-negative safe integer")
+		return newErr(CodeBudgetUsageInvalid, "budget usage cents must be a non-negative safe integer")
 	}
 	cents, ok := safeNonNegative(in.Cents)
 	if !ok {
-		return newErr("budget_usage_invalid", "budget usage cents must be a non-negative safe integer")
+		return newErr(CodeBudgetUsageInvalid, "budget usage cents must be a non-negative safe integer")
 	}
 	budgets, err := m.effectiveBudgets(c.actor)
 	if err != nil {
@@ -660,9 +625,9 @@ func (m *Memory) recordBudgetUsage(c *cmdCtx) error {
 	if !stopped {
 		return nil
 	}
-	edit(m, c.actor, func(a *Actor) { a.Status = "paused" })
-	edit(m, c.run, func(r *Run) { r.Status = "budget_stopped" })
-	if err := m.transition(c, c.task, "blocked"); err != nil {
+	edit(m, c.actor, func(a *Actor) { a.Status = ActorPaused })
+	edit(m, c.run, func(r *Run) { r.Status = RunBudgetStopped })
+	if err := m.transition(c, c.task, TaskBlocked); err != nil {
 		return err
 	}
 	edit(m, c.task, func(t *Task) {
@@ -685,7 +650,7 @@ func (m *Memory) finishTask(c *cmdCtx) error {
 	if err := required(in.Summary, "finish summary"); err != nil {
 		return err
 	}
-	if err := m.transition(c, c.task, "done"); err != nil {
+	if err := m.transition(c, c.task, TaskDone); err != nil {
 		return err
 	}
 	at := m.now()
@@ -711,7 +676,7 @@ func (m *Memory) blockTask(c *cmdCtx) error {
 			return err
 		}
 	}
-	if err := m.transition(c, c.task, "blocked"); err != nil {
+	if err := m.transition(c, c.task, TaskBlocked); err != nil {
 		return err
 	}
 	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Reason)
@@ -726,7 +691,7 @@ func (m *Memory) requestReview(c *cmdCtx) error {
 	if err := decode(c.raw, &in); err != nil {
 		return err
 	}
-	if err := m.transition(c, c.task, "in_review"); err != nil {
+	if err := m.transition(c, c.task, TaskInReview); err != nil {
 		return err
 	}
 	if err := required(in.Summary, "review summary"); err != nil {
@@ -748,9 +713,9 @@ func (m *Memory) releaseTask(c *cmdCtx) error {
 		return err
 	}
 	if !eq(c.task.CheckoutRunID, c.run.ID) || !eq(c.task.ExecutionRunID, c.run.ID) {
-		return newErr("release_lock_mismatch", "fixture run %s does not hold the lock of task %s", c.run.ID, c.task.ID)
+		return newErr(CodeReleaseLockMismatch, "fixture run %s does not hold the lock of task %s", c.run.ID, c.task.ID)
 	}
-	if err := m.transition(c, c.task, "todo"); err != nil {
+	if err := m.transition(c, c.task, TaskTodo); err != nil {
 		return err
 	}
 	edit(m, c.task, func(t *Task) {
@@ -773,10 +738,10 @@ func (m *Memory) scheduleWakeCommand(c *cmdCtx) error {
 	}
 	delay, ok := safeNonNegative(in.DelayTicks)
 	if !ok {
-		return newErr("wake_delay_invalid", "wake delayTicks must be a non-negative safe integer")
+		return newErr(CodeWakeDelayInvalid, "wake delayTicks must be a non-negative safe integer")
 	}
 	if c.task.AssigneeActorID == nil {
-		return newErr("wake_assignee_missing", "task %s has no assignee to wake", c.task.ID)
+		return newErr(CodeWakeAssigneeMissing, "task %s has no assignee to wake", c.task.ID)
 	}
 	if err := required(in.Reason, "wake reason"); err != nil {
 		return err
@@ -785,7 +750,7 @@ func (m *Memory) scheduleWakeCommand(c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	w := m.scheduleWake(*c.task.AssigneeActorID, c.task.ID, in.Reason, payload, delay)
+	w := m.scheduleWake(*c.task.AssigneeActorID, c.task.ID, WakeReason(in.Reason), payload, delay)
 	c.ref("wake", w.ID)
 	c.wakes = append(c.wakes, w.ID)
 	return nil

@@ -23,7 +23,7 @@ func p[T any](v T) *T { return &v }
 // richSeed exercises most entity kinds: two actors (the first an approver), four tasks,
 // a blocker, an approval requested by actor-2, a workspace service and two faults.
 func richSeed() controlplane.Seed {
-	task := func(id, status, assignee string) *controlplane.Task {
+	task := func(id string, status controlplane.TaskStatus, assignee string) *controlplane.Task {
 		t := &controlplane.Task{ID: id, CompanyID: "company-1", Identifier: "MCK-" + id, Title: "Task " + id, Status: status, Priority: "medium", WorkMode: "standard"}
 		if assignee != "" {
 			t.AssigneeActorID = p(assignee)
@@ -152,7 +152,7 @@ func checkInvariants(t testing.TB, m *controlplane.Memory) {
 		}
 	}
 	// The unresolved-blocker graph is acyclic and has no self-edges.
-	status := map[string]string{}
+	status := map[string]controlplane.TaskStatus{}
 	for _, tk := range st.Tasks {
 		status[tk.ID] = tk.Status
 	}

@@ -75,14 +75,14 @@ func Restore(data []byte) (*Memory, error) {
 		Schema string `json:"schema"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, newErr("fixture_state_invalid", "fixture state is not valid JSON: %v", err)
+		return nil, newErr(CodeFixtureStateInvalid, "fixture state is not valid JSON: %v", err)
 	}
 	if probe.Schema != StateSchema {
-		return nil, newErr("fixture_state_invalid", "fixture state schema must be %s", StateSchema)
+		return nil, newErr(CodeFixtureStateInvalid, "fixture state schema must be %s", StateSchema)
 	}
 	var st State
 	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, newErr("fixture_state_invalid", "fixture state is not valid JSON: %v", err)
+		return nil, newErr(CodeFixtureStateInvalid, "fixture state is not valid JSON: %v", err)
 	}
 	return newMemory(&st)
 }
@@ -125,7 +125,7 @@ func stateFromSeed(seed Seed) (*State, error) {
 		Schema:            StateSchema,
 		Clock:             Clock{EpochMs: DefaultEpochMs},
 		Counters:          map[string]int64{},
-		Lifecycle:         "stopped",
+		Lifecycle:         LifecycleStopped,
 		Company:           company,
 		OutOfScopeTaskIDs: slices.Clone(seed.OutOfScopeTaskIDs),
 	}
@@ -135,7 +135,7 @@ func stateFromSeed(seed Seed) (*State, error) {
 	if seed.Actors != nil || seed.Bare {
 		st.Actors = cloneAll(seed.Actors)
 	} else {
-		st.Actors = []*Actor{{ID: "actor-1", CompanyID: company.ID, Name: "Mock Engineer", Role: "engineer", Status: "active", BudgetID: "budget-actor-1", CapabilityGrants: []string{}}}
+		st.Actors = []*Actor{{ID: "actor-1", CompanyID: company.ID, Name: "Mock Engineer", Role: "engineer", Status: ActorActive, BudgetID: "budget-actor-1", CapabilityGrants: []string{}}}
 	}
 	if seed.Tasks != nil || seed.Bare {
 		st.Tasks = cloneAll(seed.Tasks)
@@ -144,7 +144,7 @@ func stateFromSeed(seed Seed) (*State, error) {
 		if len(st.Actors) > 0 {
 			assignee = ptr(st.Actors[0].ID)
 		}
-		st.Tasks = []*Task{{ID: "task-1", CompanyID: company.ID, Identifier: company.IssuePrefix + "-1", Title: "Deterministic fixture task", Status: "todo", Priority: "medium", WorkMode: "standard", AssigneeActorID: assignee}}
+		st.Tasks = []*Task{{ID: "task-1", CompanyID: company.ID, Identifier: company.IssuePrefix + "-1", Title: "Deterministic fixture task", Status: TaskTodo, Priority: "medium", WorkMode: "standard", AssigneeActorID: assignee}}
 	}
 	if seed.Budgets != nil {
 		st.Budgets = cloneAll(seed.Budgets)
@@ -193,11 +193,11 @@ func cloneDeep[T any](in []*T) ([]*T, error) {
 	}
 	b, err := json.Marshal(in)
 	if err != nil {
-		return nil, newErr("fixture_state_invalid", "fixture seed does not encode: %v", err)
+		return nil, newErr(CodeFixtureStateInvalid, "fixture seed does not encode: %v", err)
 	}
 	var out []*T
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, newErr("fixture_state_invalid", "fixture seed does not decode: %v", err)
+		return nil, newErr(CodeFixtureStateInvalid, "fixture seed does not decode: %v", err)
 	}
 	return out, nil
 }
@@ -228,7 +228,7 @@ func normalize(st *State) {
 		st.Counters = map[string]int64{}
 	}
 	if st.Lifecycle == "" {
-		st.Lifecycle = "stopped"
+		st.Lifecycle = LifecycleStopped
 	}
 	if st.SemanticToolRuntimes == nil {
 		st.SemanticToolRuntimes = map[string]json.RawMessage{}
@@ -302,7 +302,7 @@ func canonicalizeRaw(st *State) error {
 		}
 		c, err := canonicalRaw(*r)
 		if err != nil {
-			bad = newErr("fixture_state_invalid", "%s is not valid JSON: %v", what, err)
+			bad = newErr(CodeFixtureStateInvalid, "%s is not valid JSON: %v", what, err)
 			return
 		}
 		*r = c
@@ -339,57 +339,57 @@ func canonicalizeRaw(st *State) error {
 func (m *Memory) validate() error {
 	st := m.st
 	if strings.TrimSpace(st.Company.ID) == "" {
-		return newErr("fixture_state_invalid", "fixture company id is required")
+		return newErr(CodeFixtureStateInvalid, "fixture company id is required")
 	}
 	if d := firstDuplicate(st.Actors, func(a *Actor) string { return a.ID }); d != "" {
-		return newErr("fixture_state_invalid", "duplicate fixture actor id %s", d)
+		return newErr(CodeFixtureStateInvalid, "duplicate fixture actor id %s", d)
 	}
 	if d := firstDuplicate(st.Tasks, func(t *Task) string { return t.ID }); d != "" {
-		return newErr("fixture_state_invalid", "duplicate fixture task id %s", d)
+		return newErr(CodeFixtureStateInvalid, "duplicate fixture task id %s", d)
 	}
 	if d := firstDuplicate(st.Runs, func(r *Run) string { return r.ID }); d != "" {
-		return newErr("fixture_state_invalid", "duplicate fixture run id %s", d)
+		return newErr(CodeFixtureStateInvalid, "duplicate fixture run id %s", d)
 	}
 	actors := map[string]*Actor{}
 	for _, a := range st.Actors {
 		if a.CompanyID != st.Company.ID {
-			return newErr("company_scope_violation", "fixture actor %s is outside company %s", a.ID, st.Company.ID)
+			return newErr(CodeCompanyScopeViolation, "fixture actor %s is outside company %s", a.ID, st.Company.ID)
 		}
 		actors[a.ID] = a
 	}
 	tasks := map[string]*Task{}
 	for _, t := range st.Tasks {
 		if t.CompanyID != st.Company.ID {
-			return newErr("company_scope_violation", "fixture task %s is outside company %s", t.ID, st.Company.ID)
+			return newErr(CodeCompanyScopeViolation, "fixture task %s is outside company %s", t.ID, st.Company.ID)
 		}
 		tasks[t.ID] = t
 	}
 	for _, t := range st.Tasks {
 		if t.AssigneeActorID != nil {
 			if a := actors[*t.AssigneeActorID]; a == nil || a.CompanyID != t.CompanyID {
-				return newErr("fixture_state_invalid", "fixture task %s has an invalid assignee actor", t.ID)
+				return newErr(CodeFixtureStateInvalid, "fixture task %s has an invalid assignee actor", t.ID)
 			}
 		}
 	}
 	for _, ap := range st.Approvals {
 		if ap.CompanyID != st.Company.ID {
-			return newErr("company_scope_violation", "fixture approval %s is outside company %s", ap.ID, st.Company.ID)
+			return newErr(CodeCompanyScopeViolation, "fixture approval %s is outside company %s", ap.ID, st.Company.ID)
 		}
 		if len(ap.TaskIDs) == 0 {
-			return newErr("fixture_state_invalid", "fixture approval %s has an invalid linked task", ap.ID)
+			return newErr(CodeFixtureStateInvalid, "fixture approval %s has an invalid linked task", ap.ID)
 		}
 		for _, id := range ap.TaskIDs {
 			if tasks[id] == nil {
-				return newErr("fixture_state_invalid", "fixture approval %s has an invalid linked task", ap.ID)
+				return newErr(CodeFixtureStateInvalid, "fixture approval %s has an invalid linked task", ap.ID)
 			}
 		}
 		if ap.RequestedByActorID != nil && actors[*ap.RequestedByActorID] == nil {
-			return newErr("fixture_state_invalid", "fixture approval %s has an invalid requester actor", ap.ID)
+			return newErr(CodeFixtureStateInvalid, "fixture approval %s has an invalid requester actor", ap.ID)
 		}
 	}
 	for _, b := range st.Blockers {
 		if tasks[b.TaskID] == nil || tasks[b.BlockedByTaskID] == nil || b.TaskID == b.BlockedByTaskID {
-			return newErr("fixture_state_invalid", "fixture blocker %s has an invalid task reference", b.ID)
+			return newErr(CodeFixtureStateInvalid, "fixture blocker %s has an invalid task reference", b.ID)
 		}
 	}
 	runs := map[string]bool{}
@@ -398,17 +398,17 @@ func (m *Memory) validate() error {
 	}
 	for id := range st.SemanticToolRuntimes {
 		if !runs[id] {
-			return newErr("fixture_state_invalid", "semantic tool runtime for %s is invalid", id)
+			return newErr(CodeFixtureStateInvalid, "semantic tool runtime for %s is invalid", id)
 		}
 	}
 	for _, f := range st.Faults {
 		switch f.Operation {
 		case "open_run", "append_event", "apply_command", "complete_run":
 		default:
-			return newErr("fixture_state_invalid", "fault %s has unknown operation %q", f.ID, f.Operation)
+			return newErr(CodeFixtureStateInvalid, "fault %s has unknown operation %q", f.ID, f.Operation)
 		}
 		if f.Effect != "retryable_error" && f.Effect != "lost_ack" {
-			return newErr("fixture_state_invalid", "fault %s has unknown effect %q", f.ID, f.Effect)
+			return newErr(CodeFixtureStateInvalid, "fault %s has unknown effect %q", f.ID, f.Effect)
 		}
 	}
 	return nil
@@ -691,7 +691,7 @@ func (m *Memory) faultBefore(f *FaultRule, runID *string, label string) error {
 	if f == nil || f.Effect != "retryable_error" {
 		return nil
 	}
-	m.recordDecision(runID, label, "faulted", f.Code, []string{"fault:" + f.ID})
+	m.recordDecision(runID, label, "faulted", string(f.Code), []string{"fault:" + f.ID})
 	return &Error{Code: f.Code, Message: "scripted fault " + f.ID, Retryable: true}
 }
 
@@ -700,7 +700,7 @@ func (m *Memory) faultAfter(f *FaultRule, runID *string, label string) error {
 	if f == nil || f.Effect != "lost_ack" {
 		return nil
 	}
-	m.recordDecision(runID, label, "faulted", f.Code, []string{"fault:" + f.ID})
+	m.recordDecision(runID, label, "faulted", string(f.Code), []string{"fault:" + f.ID})
 	return &Error{Code: f.Code, Message: "scripted lost acknowledgement " + f.ID, Retryable: true}
 }
 
@@ -709,7 +709,7 @@ func (m *Memory) faultAfter(f *FaultRule, runID *string, label string) error {
 func (m *Memory) actor(id string) (*Actor, error) {
 	a := m.idx.actors[id]
 	if a == nil {
-		return nil, newErr("actor_missing", "fixture actor %s does not exist", id)
+		return nil, newErr(CodeActorMissing, "fixture actor %s does not exist", id)
 	}
 	return a, nil
 }
@@ -718,9 +718,9 @@ func (m *Memory) task(id string) (*Task, error) {
 	t := m.idx.tasks[id]
 	if t == nil {
 		if m.idx.outOfScope[id] {
-			return nil, newErr("company_scope_violation", "fixture task %s belongs to another company", id)
+			return nil, newErr(CodeCompanyScopeViolation, "fixture task %s belongs to another company", id)
 		}
-		return nil, newErr("task_missing", "fixture task %s does not exist", id)
+		return nil, newErr(CodeTaskMissing, "fixture task %s does not exist", id)
 	}
 	return t, nil
 }
@@ -728,33 +728,33 @@ func (m *Memory) task(id string) (*Task, error) {
 func (m *Memory) run(id string) (*Run, error) {
 	r := m.idx.runs[id]
 	if r == nil {
-		return nil, newErr("run_missing", "fixture run %s does not exist", id)
+		return nil, newErr(CodeRunMissing, "fixture run %s does not exist", id)
 	}
 	return r, nil
 }
 
 func (m *Memory) assertCompany(kind, id, companyID string) error {
 	if companyID != m.st.Company.ID {
-		return newErr("company_scope_violation", "fixture %s %s is outside company %s", kind, id, m.st.Company.ID)
+		return newErr(CodeCompanyScopeViolation, "fixture %s %s is outside company %s", kind, id, m.st.Company.ID)
 	}
 	return nil
 }
 
 func (m *Memory) assertRunning() error {
-	if m.st.Lifecycle != "running" {
-		return newErr("mock_not_running", "the capability mock is not running")
+	if m.st.Lifecycle != LifecycleRunning {
+		return newErr(CodeMockNotRunning, "the capability mock is not running")
 	}
 	return nil
 }
 
 func assertRunWritable(r *Run) error {
 	switch r.Status {
-	case "running":
+	case RunRunning:
 		return nil
-	case "budget_stopped":
-		return newErr("budget_hard_stop", "fixture run %s was stopped by a budget hard stop", r.ID)
+	case RunBudgetStopped:
+		return newErr(CodeBudgetHardStop, "fixture run %s was stopped by a budget hard stop", r.ID)
 	default:
-		return newErr("run_not_writable", "fixture run is %s", r.Status)
+		return newErr(CodeRunNotWritable, "fixture run is %s", r.Status)
 	}
 }
 
@@ -772,7 +772,7 @@ func (m *Memory) applicableBudgets(a *Actor) []*Budget {
 func (m *Memory) effectiveBudgets(a *Actor) ([]*Budget, error) {
 	bs := m.applicableBudgets(a)
 	if len(bs) == 0 {
-		return nil, newErr("fixture_state_invalid", "actor %s has no fixture budget", a.ID)
+		return nil, newErr(CodeFixtureStateInvalid, "actor %s has no fixture budget", a.ID)
 	}
 	return bs, nil
 }
@@ -857,10 +857,10 @@ func (m *Memory) Start(ctx context.Context) error {
 		return err
 	}
 	defer m.unlock()
-	if m.st.Lifecycle == "running" {
-		return newErr("mock_already_running", "the capability mock is already running")
+	if m.st.Lifecycle == LifecycleRunning {
+		return newErr(CodeMockAlreadyRunning, "the capability mock is already running")
 	}
-	m.st.Lifecycle = "running"
+	m.st.Lifecycle = LifecycleRunning
 	return nil
 }
 
@@ -871,7 +871,7 @@ func (m *Memory) Stop(ctx context.Context) error {
 		return err
 	}
 	defer m.unlock()
-	m.st.Lifecycle = "stopped"
+	m.st.Lifecycle = LifecycleStopped
 	m.st.ActiveRunID = nil
 	return nil
 }

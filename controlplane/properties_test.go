@@ -14,7 +14,7 @@ const skillMarkdown = "---\nname: release-notes\ndescription: Write release note
 // step is one call of a scripted scenario with the code it must produce ("" = success).
 type step struct {
 	name string
-	code string
+	code controlplane.Code
 	do   func(ctx context.Context, m *controlplane.Memory) error
 }
 
@@ -133,8 +133,8 @@ func TestScenarioInvariants(t *testing.T) {
 			kinds[d.Operation] = true
 		}
 	}
-	for _, k := range controlplane.CommandKinds {
-		if !kinds[k] && k != "block_task" && k != "request_review" && k != "release_task" {
+	for _, k := range controlplane.CommandKinds() {
+		if !kinds[string(k)] && k != controlplane.CommandBlockTask && k != controlplane.CommandRequestReview && k != controlplane.CommandReleaseTask {
 			t.Errorf("command kind %s never applied in the scenario", k)
 		}
 	}
@@ -199,9 +199,10 @@ func TestBlockAndReleaseKinds(t *testing.T) {
 func TestFailedCommandsRollBack(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name, kind, code string
-		fields           map[string]any
-		denied           bool
+		name, kind string
+		code       controlplane.Code
+		fields     map[string]any
+		denied     bool
 	}{
 		{"blank body", "report_progress", "semantic_command_invalid", map[string]any{"body": ""}, false},
 		{"scope", "report_progress", "task_scope_violation", map[string]any{"taskId": "task-2", "body": "x"}, true},
@@ -303,7 +304,10 @@ func TestReturnedValuesAreCopies(t *testing.T) {
 // TestRestoreRejects covers restore's error codes.
 func TestRestoreRejects(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ name, in, code string }{
+	for _, tc := range []struct {
+		name, in string
+		code     controlplane.Code
+	}{
 		{"not json", "{", "fixture_state_invalid"},
 		{"wrong tag", `{"schema":"other"}`, "fixture_state_invalid"},
 		{"foreign task", `{"schema":"paperclip.capability.mock-state.v1","company":{"id":"c"},"tasks":[{"id":"t","companyId":"d"}]}`, "company_scope_violation"},

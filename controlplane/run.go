@@ -54,7 +54,7 @@ func (m *Memory) openLocked(in OpenInput) error {
 		want := runBinding{id.CompanyID, id.AgentID, id.IssueID, id.SessionID, in.BackendKind, source}
 		have := runBinding{r.CompanyID, r.ActorID, r.TaskID, r.SessionID, r.BackendKind, r.SourceInstanceID}
 		if want != have {
-			return newErr("run_binding_conflict", "fixture run id is already bound to different context")
+			return newErr(CodeRunBindingConflict, "fixture run id is already bound to different context")
 		}
 		setv(m, &m.st.ActiveRunID, strp(r.ID))
 		m.recordDecision(runID, "open_run", "duplicate", "run_binding_resumed", []string{"run:" + r.ID})
@@ -69,11 +69,11 @@ func (m *Memory) openLocked(in OpenInput) error {
 		return err
 	}
 	if id.CompanyID != actor.CompanyID || id.CompanyID != task.CompanyID || id.CompanyID != m.st.Company.ID {
-		return newErr("company_scope_violation", "fixture run identity company %s does not match the actor, task and fixture company", id.CompanyID)
+		return newErr(CodeCompanyScopeViolation, "fixture run identity company %s does not match the actor, task and fixture company", id.CompanyID)
 	}
-	if actor.Status != "active" {
+	if actor.Status != ActorActive {
 		return m.deny(runID, "open_run", "actor_not_active", []string{"actor:" + actor.ID},
-			newErr("actor_not_active", "fixture actor %s is %s", actor.ID, actor.Status))
+			newErr(CodeActorNotActive, "fixture actor %s is %s", actor.ID, actor.Status))
 	}
 	budgets, err := m.effectiveBudgets(actor)
 	if err != nil {
@@ -81,33 +81,33 @@ func (m *Memory) openLocked(in OpenInput) error {
 	}
 	for _, b := range budgets {
 		if exceeded(b) {
-			edit(m, actor, func(a *Actor) { a.Status = "paused" })
+			edit(m, actor, func(a *Actor) { a.Status = ActorPaused })
 			m.recordMutation(runID, strp(actor.ID), "budget.hard_stop", "budget", b.ID,
 				map[string]int64{"spentCents": b.SpentCents, "limitCents": b.LimitCents},
 				"open_run", "denied", "budget_hard_stop", []string{"budget:" + b.ID, "actor:" + actor.ID})
-			return newErr("budget_hard_stop", "fixture budget %s reached its hard stop", b.ID)
+			return newErr(CodeBudgetHardStop, "fixture budget %s reached its hard stop", b.ID)
 		}
 	}
 	refs := []string{"run:" + id.RunID, "task:" + task.ID}
 	if task.AssigneeActorID != nil && *task.AssigneeActorID != actor.ID {
 		return m.deny(runID, "open_run", "checkout_assignee_conflict", refs,
-			newErr("checkout_conflict", "fixture task %s is assigned to %s", task.ID, *task.AssigneeActorID))
+			newErr(CodeCheckoutConflict, "fixture task %s is assigned to %s", task.ID, *task.AssigneeActorID))
 	}
 	if task.CheckoutRunID != nil && *task.CheckoutRunID != id.RunID {
 		return m.deny(runID, "open_run", "checkout_lock_conflict", refs,
-			newErr("checkout_conflict", "fixture task %s is checked out by %s", task.ID, *task.CheckoutRunID))
+			newErr(CodeCheckoutConflict, "fixture task %s is checked out by %s", task.ID, *task.CheckoutRunID))
 	}
-	terminal := task.Status == "done" || task.Status == "cancelled"
+	terminal := task.Status.Terminal()
 	if terminal && !in.Resume {
 		return m.deny(runID, "open_run", "terminal_task_requires_resume", refs,
-			newErr("terminal_task_requires_resume", "fixture task %s is %s; reopen it with resume", task.ID, task.Status))
+			newErr(CodeTerminalTaskRequiresResume, "fixture task %s is %s; reopen it with resume", task.ID, task.Status))
 	}
 	switch task.Status {
-	case "backlog", "todo", "blocked", "in_review":
+	case TaskBacklog, TaskTodo, TaskBlocked, TaskInReview:
 	default:
 		if !terminal {
 			return m.deny(runID, "open_run", "checkout_status_illegal", refs,
-				newErr("task_transition_illegal", "fixture task cannot transition from %s to in_progress", task.Status))
+				newErr(CodeTaskTransitionIllegal, "fixture task cannot transition from %s to in_progress", task.Status))
 		}
 	}
 	fault := m.consumeFault("open_run", "")
@@ -119,12 +119,12 @@ func (m *Memory) openLocked(in OpenInput) error {
 		t.AssigneeActorID = strp(actor.ID)
 		t.CheckoutRunID = strp(id.RunID)
 		t.ExecutionRunID = strp(id.RunID)
-		t.Status = "in_progress"
+		t.Status = TaskInProgress
 		if t.StartedAt == nil {
 			t.StartedAt = strp(openedAt)
 		}
 	})
-	wake := Wake{Reason: "manual", Payload: json.RawMessage("{}")}
+	wake := Wake{Reason: WakeManual, Payload: json.RawMessage("{}")}
 	if in.Wake != nil {
 		wake.Reason = in.Wake.Reason
 		wake.Payload = sanitizeRaw(in.Wake.Payload)
@@ -139,7 +139,7 @@ func (m *Memory) openLocked(in OpenInput) error {
 	}
 	run := &Run{
 		ID: id.RunID, CompanyID: id.CompanyID, ActorID: actor.ID, TaskID: task.ID, SessionID: id.SessionID,
-		BackendKind: in.BackendKind, SourceInstanceID: source, Status: "running", Attempt: attempt,
+		BackendKind: in.BackendKind, SourceInstanceID: source, Status: RunRunning, Attempt: attempt,
 		OpenedAt: openedAt, Wake: wake, Capabilities: m.sortedUnique(caps), Events: []json.RawMessage{},
 		Result: json.RawMessage("null"), SessionCheckpoint: json.RawMessage("null"),
 	}
@@ -180,7 +180,7 @@ func (m *Memory) contextLocked(runID string) (RunContext, error) {
 	seen := map[string]bool{task.ID: true}
 	for p := task.ParentID; p != nil; {
 		if seen[*p] {
-			return RunContext{}, newErr("fixture_state_invalid", "fixture task ancestry contains a cycle")
+			return RunContext{}, newErr(CodeFixtureStateInvalid, "fixture task ancestry contains a cycle")
 		}
 		seen[*p] = true
 		pt, err := m.task(*p)
@@ -242,7 +242,7 @@ func (m *Memory) appendLocked(event json.RawMessage) (Receipt, error) {
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(event, &probe); err != nil || probe == nil {
-		return Receipt{}, newErr("native_event_invalid", "event must be a JSON object")
+		return Receipt{}, newErr(CodeNativeEventInvalid, "event must be a JSON object")
 	}
 	var runIDStr string
 	_ = json.Unmarshal(probe["runId"], &runIDStr)
@@ -261,11 +261,11 @@ func (m *Memory) appendLocked(event json.RawMessage) (Receipt, error) {
 	ri := m.idx.runIdx[r.ID]
 	canon, err := canonicalRaw(event)
 	if err != nil {
-		return Receipt{}, newErr("native_event_invalid", "event is not valid JSON: %v", err)
+		return Receipt{}, newErr(CodeNativeEventInvalid, "event is not valid JSON: %v", err)
 	}
 	if _, isPRP := probe["sourceEventId"]; isPRP {
 		if msg := validateShape("event", event); msg != "" {
-			return Receipt{}, newErr("native_event_invalid", "%s", msg)
+			return Receipt{}, newErr(CodeNativeEventInvalid, "%s", msg)
 		}
 		var h eventHead
 		_ = json.Unmarshal(event, &h)
@@ -274,7 +274,7 @@ func (m *Memory) appendLocked(event json.RawMessage) (Receipt, error) {
 				continue
 			}
 			if !bytes.Equal(r.Events[idx], canon) {
-				return Receipt{}, newErr("native_event_replay_conflict", "event %s (sequence %d) was already committed with different content", *h.SourceEventID, h.SourceSeq)
+				return Receipt{}, newErr(CodeNativeEventReplayConflict, "event %s (sequence %d) was already committed with different content", *h.SourceEventID, h.SourceSeq)
 			}
 			m.recordDecision(runID, "append_event", "duplicate", "event_already_committed", []string{"event:" + *h.SourceEventID})
 			return Receipt{Cursor: h.SourceSeq, HighestContiguousSourceSeq: ri.highestContiguous(h.SourceInstanceID), Disposition: "duplicate"}, nil
@@ -291,17 +291,17 @@ func (m *Memory) appendLocked(event json.RawMessage) (Receipt, error) {
 	}
 	var h eventHead
 	if err := json.Unmarshal(event, &h); err != nil || h.EventID == "" || (h.Type != "run.started" && h.Type != "run.completed") {
-		return Receipt{}, newErr("native_event_invalid", "native event needs eventId, runId, sequence and type run.started or run.completed")
+		return Receipt{}, newErr(CodeNativeEventInvalid, "native event needs eventId, runId, sequence and type run.started or run.completed")
 	}
 	if idx := lookup(ri.native, h.Sequence); idx >= 0 {
 		if !bytes.Equal(r.Events[idx], canon) {
-			return Receipt{}, newErr("native_event_replay_conflict", "native event sequence %d was already committed with different content", h.Sequence)
+			return Receipt{}, newErr(CodeNativeEventReplayConflict, "native event sequence %d was already committed with different content", h.Sequence)
 		}
 		m.recordDecision(runID, "append_event", "duplicate", "event_already_committed", []string{"event:" + h.EventID})
 		return Receipt{Cursor: h.Sequence, HighestContiguousSourceSeq: ri.nativeCount, Disposition: "duplicate"}, nil
 	}
 	if h.Sequence != ri.nativeCount+1 {
-		return Receipt{}, newErr("native_event_sequence_gap", "native event sequence must be %d", ri.nativeCount+1)
+		return Receipt{}, newErr(CodeNativeEventSequenceGap, "native event sequence must be %d", ri.nativeCount+1)
 	}
 	m.commitEvent(r, ri, canon)
 	m.recordMutation(runID, strp(r.ActorID), "run.event_appended", "event", h.EventID,
@@ -339,7 +339,7 @@ func (m *Memory) ReplayEvents(ctx context.Context, q ReplayQuery) (Replay, error
 		return Replay{}, err
 	}
 	if q.SourceInstanceID != r.SourceInstanceID {
-		return Replay{}, newErr("replay_binding_mismatch", "fixture run %s is bound to source instance %s", r.ID, r.SourceInstanceID)
+		return Replay{}, newErr(CodeReplayBindingMismatch, "fixture run %s is bound to source instance %s", r.ID, r.SourceInstanceID)
 	}
 	ri := m.idx.runIdx[r.ID]
 	seqs := ri.bySeq[q.SourceInstanceID]
@@ -382,7 +382,7 @@ func (m *Memory) LoadSessionCheckpoint(ctx context.Context) (json.RawMessage, er
 
 func (m *Memory) activeRun() (*Run, error) {
 	if m.st.ActiveRunID == nil {
-		return nil, newErr("run_missing", "no active fixture run")
+		return nil, newErr(CodeRunMissing, "no active fixture run")
 	}
 	return m.run(*m.st.ActiveRunID)
 }
@@ -403,7 +403,7 @@ func (m *Memory) CheckpointSession(ctx context.Context, snapshot json.RawMessage
 	}
 	canon, err := canonicalRaw(snapshot)
 	if err != nil {
-		return newErr("semantic_command_invalid", "session checkpoint is not valid JSON: %v", err)
+		return newErr(CodeSemanticCommandInvalid, "session checkpoint is not valid JSON: %v", err)
 	}
 	edit(m, r, func(r *Run) { r.SessionCheckpoint = canon })
 	m.recordMutation(strp(r.ID), strp(r.ActorID), "run.session_checkpointed", "run", r.ID, map[string]any{},

@@ -30,15 +30,15 @@ type Company struct {
 	BudgetID    string `json:"budgetId"`
 }
 
-// Actor is an agent or human of the company (spec §1.2). Status is "active" or "paused".
+// Actor is an agent or human of the company (spec §1.2).
 type Actor struct {
-	ID               string   `json:"id"`
-	CompanyID        string   `json:"companyId"`
-	Name             string   `json:"name"`
-	Role             string   `json:"role"`
-	Status           string   `json:"status"`
-	BudgetID         string   `json:"budgetId"`
-	CapabilityGrants []string `json:"capabilityGrants"`
+	ID               string      `json:"id"`
+	CompanyID        string      `json:"companyId"`
+	Name             string      `json:"name"`
+	Role             string      `json:"role"`
+	Status           ActorStatus `json:"status"`
+	BudgetID         string      `json:"budgetId"`
+	CapabilityGrants []string    `json:"capabilityGrants"`
 	// AdapterConfig is the board's adapter configuration of an agent (board operation
 	// create_agent): a JSON object whose credentials are secret references only. Nil for
 	// seeded actors, and then absent from the serialized state.
@@ -48,21 +48,21 @@ type Actor struct {
 // Task is a unit of work (spec §1.3). Nullable fields are pointers; StatusVersion is
 // only advanced by reassign_task.
 type Task struct {
-	ID              string  `json:"id"`
-	CompanyID       string  `json:"companyId"`
-	Identifier      string  `json:"identifier"`
-	Title           string  `json:"title"`
-	Description     *string `json:"description"`
-	Status          string  `json:"status"`
-	Priority        string  `json:"priority"`
-	WorkMode        string  `json:"workMode"`
-	ParentID        *string `json:"parentId"`
-	AssigneeActorID *string `json:"assigneeActorId"`
-	CheckoutRunID   *string `json:"checkoutRunId"`
-	ExecutionRunID  *string `json:"executionRunId"`
-	StartedAt       *string `json:"startedAt"`
-	CompletedAt     *string `json:"completedAt"`
-	StatusVersion   int     `json:"statusVersion"`
+	ID              string     `json:"id"`
+	CompanyID       string     `json:"companyId"`
+	Identifier      string     `json:"identifier"`
+	Title           string     `json:"title"`
+	Description     *string    `json:"description"`
+	Status          TaskStatus `json:"status"`
+	Priority        string     `json:"priority"`
+	WorkMode        string     `json:"workMode"`
+	ParentID        *string    `json:"parentId"`
+	AssigneeActorID *string    `json:"assigneeActorId"`
+	CheckoutRunID   *string    `json:"checkoutRunId"`
+	ExecutionRunID  *string    `json:"executionRunId"`
+	StartedAt       *string    `json:"startedAt"`
+	CompletedAt     *string    `json:"completedAt"`
+	StatusVersion   int        `json:"statusVersion"`
 }
 
 // Comment is a task comment (spec §1.4); AuthorActorID nil means the system.
@@ -97,18 +97,18 @@ type DocumentRevision struct {
 
 // Interaction is a request for human input (spec §1.6).
 type Interaction struct {
-	ID                 string          `json:"id"`
-	TaskID             string          `json:"taskId"`
-	Kind               string          `json:"kind"`
-	Status             string          `json:"status"`
-	Title              string          `json:"title"`
-	Prompt             string          `json:"prompt"`
-	Payload            json.RawMessage `json:"payload"`
-	TargetRevisionID   *string         `json:"targetRevisionId"`
-	ContinuationPolicy string          `json:"continuationPolicy"`
-	Result             json.RawMessage `json:"result"`
-	CreatedAt          string          `json:"createdAt"`
-	ResolvedAt         *string         `json:"resolvedAt"`
+	ID                 string             `json:"id"`
+	TaskID             string             `json:"taskId"`
+	Kind               InteractionKind    `json:"kind"`
+	Status             InteractionStatus  `json:"status"`
+	Title              string             `json:"title"`
+	Prompt             string             `json:"prompt"`
+	Payload            json.RawMessage    `json:"payload"`
+	TargetRevisionID   *string            `json:"targetRevisionId"`
+	ContinuationPolicy ContinuationPolicy `json:"continuationPolicy"`
+	Result             json.RawMessage    `json:"result"`
+	CreatedAt          string             `json:"createdAt"`
+	ResolvedAt         *string            `json:"resolvedAt"`
 }
 
 // ApprovalComment is a comment on an approval.
@@ -125,7 +125,7 @@ type Approval struct {
 	CompanyID          string             `json:"companyId"`
 	TaskIDs            []string           `json:"taskIds"`
 	Type               string             `json:"type"`
-	Status             string             `json:"status"`
+	Status             ApprovalStatus     `json:"status"`
 	RequestedByActorID *string            `json:"requestedByActorId"`
 	Payload            json.RawMessage    `json:"payload"`
 	DecisionNote       *string            `json:"decisionNote"`
@@ -196,7 +196,7 @@ type Budget struct {
 
 // Wake is the reason an actor is woken, with a redacted payload (spec §1.13).
 type Wake struct {
-	Reason  string          `json:"reason"`
+	Reason  WakeReason      `json:"reason"`
 	Payload json.RawMessage `json:"payload"`
 }
 
@@ -210,7 +210,7 @@ type Run struct {
 	SessionID         string            `json:"sessionId"`
 	BackendKind       string            `json:"backendKind"`
 	SourceInstanceID  string            `json:"sourceInstanceId"`
-	Status            string            `json:"status"`
+	Status            RunStatus         `json:"status"`
 	Attempt           int               `json:"attempt"`
 	OpenedAt          string            `json:"openedAt"`
 	FinishedAt        *string           `json:"finishedAt"`
@@ -227,10 +227,10 @@ type ScheduledWake struct {
 	ID        string          `json:"id"`
 	ActorID   string          `json:"actorId"`
 	TaskID    string          `json:"taskId"`
-	Reason    string          `json:"reason"`
+	Reason    WakeReason      `json:"reason"`
 	Payload   json.RawMessage `json:"payload"`
 	DueAt     string          `json:"dueAt"`
-	Status    string          `json:"status"`
+	Status    WakeStatus      `json:"status"`
 	CreatedAt string          `json:"createdAt"`
 }
 
@@ -277,7 +277,7 @@ type FaultRule struct {
 	CommandKind string `json:"commandKind,omitempty"`
 	Effect      string `json:"effect"`
 	Remaining   int    `json:"remaining"`
-	Code        string `json:"code,omitempty"`
+	Code        Code   `json:"code,omitempty"`
 }
 
 // Skill is a company skill created by create_skill (spec §1.15).
@@ -298,7 +298,7 @@ type State struct {
 	Revision             int64                      `json:"revision"`
 	Clock                Clock                      `json:"clock"`
 	Counters             map[string]int64           `json:"counters"`
-	Lifecycle            string                     `json:"lifecycle"`
+	Lifecycle            Lifecycle                  `json:"lifecycle"`
 	ActiveRunID          *string                    `json:"activeRunId"`
 	Company              Company                    `json:"company"`
 	Actors               []*Actor                   `json:"actors"`
@@ -385,11 +385,11 @@ type ContextCompany struct {
 
 // ContextActor is the run's actor as seen in a run context.
 type ContextActor struct {
-	ID               string   `json:"id"`
-	Name             string   `json:"name"`
-	Role             string   `json:"role"`
-	Status           string   `json:"status"`
-	CapabilityGrants []string `json:"capabilityGrants"`
+	ID               string      `json:"id"`
+	Name             string      `json:"name"`
+	Role             string      `json:"role"`
+	Status           ActorStatus `json:"status"`
+	CapabilityGrants []string    `json:"capabilityGrants"`
 }
 
 // ContextBudget summarises the effective budgets in cents (spec §2.3): SpentCents is
@@ -402,10 +402,10 @@ type ContextBudget struct {
 
 // InteractionResult is a resolved interaction of the active task.
 type InteractionResult struct {
-	ID     string          `json:"id"`
-	Kind   string          `json:"kind"`
-	Status string          `json:"status"`
-	Result json.RawMessage `json:"result"`
+	ID     string            `json:"id"`
+	Kind   InteractionKind   `json:"kind"`
+	Status InteractionStatus `json:"status"`
+	Result json.RawMessage   `json:"result"`
 }
 
 // RunContext is what a run sees of the world (spec §2.3, schema ContextSchema).
@@ -505,9 +505,9 @@ type PRPEvent struct {
 // NativeRunResult completes a run natively (discriminated by RunID); Status is
 // succeeded, failed or cancelled.
 type NativeRunResult struct {
-	RunID   string `json:"runId"`
-	Status  string `json:"status"`
-	Summary string `json:"summary"`
+	RunID   string    `json:"runId"`
+	Status  RunStatus `json:"status"`
+	Summary string    `json:"summary"`
 }
 
 // CompleteInput completes the active run with a PRP result and terminal (spec §2.8).

@@ -86,7 +86,8 @@ func LLMCostText(l billing.LLMUsage) string {
 }
 
 // RuntimeCostText is the runtime estimate: "$0.2675 est." when estimated, "not metered"
-// for local execution, "unavailable" otherwise.
+// for local execution, "unpriced" for leases without a rate table, "unavailable"
+// otherwise.
 func RuntimeCostText(rt billing.RuntimeUsage) string {
 	return runtimeWord(rt.CostStatus, rt.EstimatedListCostUSD)
 }
@@ -97,6 +98,8 @@ func runtimeWord(status billing.RuntimeCostStatus, est *float64) string {
 		return USD(*est) + " est."
 	case status == billing.RuntimeNotMetered:
 		return "not metered"
+	case status == billing.RuntimeUnpriced && est == nil:
+		return "unpriced"
 	case est != nil:
 		return USD(*est) + " est. (partial)"
 	}

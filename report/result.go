@@ -446,9 +446,9 @@ func isSHA256Hex(s string) bool {
 func checkRuntime(name string, rt *billing.RuntimeUsage) []string {
 	var p []string
 	switch rt.CostStatus {
-	case billing.RuntimeEstimated, billing.RuntimeUnavailable, billing.RuntimeNotMetered:
+	case billing.RuntimeEstimated, billing.RuntimeUnavailable, billing.RuntimeNotMetered, billing.RuntimeUnpriced:
 	default:
-		p = append(p, fmt.Sprintf("%s.costStatus: %q is not estimated, unavailable or not_metered", name, rt.CostStatus))
+		p = append(p, fmt.Sprintf("%s.costStatus: %q is not estimated, unavailable, unpriced or not_metered", name, rt.CostStatus))
 	}
 	if rt.AgentRunDurationMs < 0 || (rt.LeaseDurationMs != nil && *rt.LeaseDurationMs < 0) || rt.LeaseCount < 0 {
 		p = append(p, name+": durations and counts must not be negative")
@@ -475,7 +475,7 @@ func checkLLM(name string, l *billing.LLMUsage) []string {
 	default:
 		p = append(p, fmt.Sprintf("%s.costStatus: %q is not reported, partial, unpriced or unavailable", name, l.CostStatus))
 	}
-	if l.RunCount < 0 || l.RunsWithTokenUsage < 0 || l.RunsWithReportedCost < 0 || l.InputTokens < 0 || l.OutputTokens < 0 || l.CachedInputTokens < 0 || l.TotalTokens < 0 {
+	if l.RunCount < 0 || l.RunsWithTokenUsage < 0 || l.RunsWithReportedCost < 0 || l.InputTokens < 0 || l.OutputTokens < 0 || l.CachedInputTokens < 0 || l.CacheWriteInputTokens < 0 || l.TotalTokens < 0 {
 		p = append(p, name+": counts must not be negative")
 	}
 	if !nonNegative(l.ReportedCostUSD) {

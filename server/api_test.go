@@ -45,7 +45,7 @@ func call(t *testing.T, base, method, path, token string, body []byte) (int, str
 			t.Fatalf("%s %s: status %d with a non-error body %q", method, path, resp.StatusCode, b)
 		}
 	}
-	return resp.StatusCode, e.Code, b
+	return resp.StatusCode, string(e.Code), b
 }
 
 const secretValue = "sk-proj-AAAABBBBCCCCDDDDEEEEFFFFGGGGHHHH1234"

@@ -71,7 +71,7 @@ func (s *Server) parseAgentToken(tok string) (AgentClaims, bool) {
 type principal struct {
 	board bool
 	agent AgentClaims
-	ended string
+	ended controlplane.RunStatus
 }
 
 func bearer(r *http.Request) string {
@@ -107,7 +107,7 @@ func (s *Server) runLive(ctx context.Context, p principal) (principal, error) {
 		return p, errUnauthorized("the agent token's company does not exist")
 	}
 	running, status, err := c.RunRunning(ctx, p.agent.Run)
-	if controlplane.CodeOf(err) == "run_missing" {
+	if controlplane.CodeOf(err) == controlplane.CodeRunMissing {
 		return p, errUnauthorized("the agent token's run " + p.agent.Run + " does not exist")
 	}
 	if err != nil {
@@ -121,15 +121,15 @@ func (s *Server) runLive(ctx context.Context, p principal) (principal, error) {
 
 // errRunEnded is the 401 of an agent token whose run ended.
 func errRunEnded(p principal) error {
-	return errUnauthorized("the agent token expired: run " + p.agent.Run + " ended (" + p.ended + ")")
+	return errUnauthorized("the agent token expired: run " + p.agent.Run + " ended (" + string(p.ended) + ")")
 }
 
 func errUnauthorized(msg string) error {
-	return &controlplane.Error{Code: "unauthorized", Message: msg}
+	return &controlplane.Error{Code: controlplane.CodeUnauthorized, Message: msg}
 }
 
 func errForbidden(msg string) error {
-	return &controlplane.Error{Code: "forbidden", Message: msg}
+	return &controlplane.Error{Code: controlplane.CodeForbidden, Message: msg}
 }
 
 // mayAct checks that p may act on run of company: the board always, an agent only on

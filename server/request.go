@@ -50,9 +50,9 @@ func readRequestBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return nil, &controlplane.Error{Code: api.CodeRequestTooLarge, Message: fmt.Sprintf("the request body exceeds %d bytes", api.MaxBodyBytes)}
+		return nil, &controlplane.Error{Code: controlplane.CodeRequestTooLarge, Message: fmt.Sprintf("the request body exceeds %d bytes", api.MaxBodyBytes)}
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return nil, &controlplane.Error{Code: api.CodeRequestTimeout, Message: "the request body was not received in time"}
+		return nil, &controlplane.Error{Code: controlplane.CodeRequestTimeout, Message: "the request body was not received in time"}
 	case err != nil:
 		return nil, invalid("reading the request body: " + err.Error())
 	}

@@ -64,7 +64,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		var e api.Error
-		if resp.StatusCode != http.StatusRequestTimeout || json.Unmarshal(b, &e) != nil || e.Code != api.CodeRequestTimeout {
+		if resp.StatusCode != http.StatusRequestTimeout || json.Unmarshal(b, &e) != nil || e.Code != controlplane.CodeRequestTimeout {
 			t.Fatalf("trickled body: %d %s, want 408 request_timeout", resp.StatusCode, b)
 		}
 		if !resp.Close && resp.Header.Get("Connection") != "close" {

@@ -134,7 +134,7 @@ func (s *Server) routes() http.Handler {
 			writeError(w, err)
 			return
 		}
-		writeError(w, &controlplane.Error{Code: "not_found", Message: "no route " + r.Method + " " + r.URL.Path})
+		writeError(w, &controlplane.Error{Code: controlplane.CodeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
 	})
 	return mux
 }
@@ -221,44 +221,43 @@ type withStatus struct {
 	body   any
 }
 
-func invalid(msg string) error { return &controlplane.Error{Code: "invalid_request", Message: msg} }
+func invalid(msg string) error {
+	return &controlplane.Error{Code: controlplane.CodeInvalidRequest, Message: msg}
+}
 
-// StatusOf maps an error to its HTTP status: 400 malformed or invalid input, 401/403
-// auth, 404 missing, 408 a body too slow, 409 conflicts, 413 too large, 503 retryable
-// faults and store unavailability, 422 other state-machine refusals, 500 errors
-// without a code.
+// StatusOf maps an error to its HTTP status by its code's class (controlplane.Class):
+// 400 invalid input, 401/403 auth, 404 missing, 408 a body too slow, 409 conflicts, 413
+// too large, 503 retryable faults and store unavailability, 500 internal errors and
+// errors without a code, 422 other state-machine refusals.
 func StatusOf(err error) int {
 	var e *controlplane.Error
 	if !errors.As(err, &e) {
 		return http.StatusInternalServerError
 	}
-	c := e.Code
-	switch {
-	case e.Retryable:
+	if e.Retryable {
 		return http.StatusServiceUnavailable
-	case c == "unauthorized":
-		return http.StatusUnauthorized
-	case c == "forbidden" || strings.HasSuffix(c, "scope_violation") || strings.HasPrefix(c, "capability_"):
-		return http.StatusForbidden
-	case c == "not_found" || strings.HasSuffix(c, "_missing"):
-		return http.StatusNotFound
-	case c == api.CodeRequestTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case c == api.CodeRequestTimeout:
-		return http.StatusRequestTimeout
-	case strings.Contains(c, "conflict") || strings.HasPrefix(c, "checkout_") || strings.HasSuffix(c, "already_running") ||
-		strings.HasSuffix(c, "already_resolved") || strings.HasSuffix(c, "already_decided"):
-		return http.StatusConflict
-	case c == "invalid_request" || c == "secret_ref_required" || strings.HasSuffix(c, "_invalid") || strings.HasSuffix(c, "_required"):
-		return http.StatusBadRequest
 	}
-	return http.StatusUnprocessableEntity
+	return classStatus[e.Code.Class()]
+}
+
+// classStatus is the HTTP status of each code class.
+var classStatus = map[controlplane.Class]int{
+	controlplane.ClassRefused:      http.StatusUnprocessableEntity,
+	controlplane.ClassInvalid:      http.StatusBadRequest,
+	controlplane.ClassUnauthorized: http.StatusUnauthorized,
+	controlplane.ClassForbidden:    http.StatusForbidden,
+	controlplane.ClassMissing:      http.StatusNotFound,
+	controlplane.ClassConflict:     http.StatusConflict,
+	controlplane.ClassTooLarge:     http.StatusRequestEntityTooLarge,
+	controlplane.ClassTimeout:      http.StatusRequestTimeout,
+	controlplane.ClassUnavailable:  http.StatusServiceUnavailable,
+	controlplane.ClassInternal:     http.StatusInternalServerError,
 }
 
 func writeError(w http.ResponseWriter, err error) {
 	var e *controlplane.Error
 	if !errors.As(err, &e) {
-		e = &controlplane.Error{Code: "internal_error", Message: "internal error"}
+		e = &controlplane.Error{Code: controlplane.CodeInternalError, Message: "internal error"}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(StatusOf(e))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/server/heartbeat"
 )
 
@@ -147,7 +148,7 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 				if err != nil {
 					return nil, err
 				}
-				if out.Disposition == "joined" {
+				if out.Disposition == api.CancelJoined {
 					return withStatus{http.StatusOK, out}, nil
 				}
 				return out, nil
@@ -157,7 +158,7 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 			h: func(_ context.Context, r *http.Request, _ principal) (any, error) {
 				rec, ok := rn.Run(r.PathValue("run"))
 				if !ok {
-					return nil, &api.Error{Code: "run_missing", Message: "no heartbeat run " + r.PathValue("run")}
+					return nil, &api.Error{Code: controlplane.CodeRunMissing, Message: "no heartbeat run " + r.PathValue("run")}
 				}
 				return rec, nil
 			}},

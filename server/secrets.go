@@ -85,7 +85,7 @@ func (s *Server) ResolveSecret(ctx context.Context, company string, ref api.Secr
 		return "", err
 	}
 	if !ok {
-		return "", &controlplane.Error{Code: "secret_missing", Message: fmt.Sprintf("secret %s does not exist in company %s", ref.SecretID, company)}
+		return "", &controlplane.Error{Code: controlplane.CodeSecretMissing, Message: fmt.Sprintf("secret %s does not exist in company %s", ref.SecretID, company)}
 	}
 	g, err := s.aead()
 	if err != nil {
@@ -196,7 +196,7 @@ func (s *Server) checkSecretRefs(ctx context.Context, company string, payload js
 		problems = append(problems, fmt.Sprintf("and %d more", more))
 	}
 	if len(problems) > 0 {
-		return &controlplane.Error{Code: "secret_ref_required", Message: strings.Join(problems, "; ")}
+		return &controlplane.Error{Code: controlplane.CodeSecretRefRequired, Message: strings.Join(problems, "; ")}
 	}
 	return nil
 }

@@ -209,7 +209,7 @@ func (s *Server) Close() error {
 func (s *Server) company(id string) (*store.Company, error) {
 	c := s.inst.Company(id)
 	if c == nil {
-		return nil, &controlplane.Error{Code: "company_missing", Message: fmt.Sprintf("company %s does not exist", id)}
+		return nil, &controlplane.Error{Code: controlplane.CodeCompanyMissing, Message: fmt.Sprintf("company %s does not exist", id)}
 	}
 	return c, nil
 }

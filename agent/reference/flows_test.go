@@ -161,7 +161,7 @@ func (w *world) restart() {
 	}
 }
 
-func (w *world) scheduleWake(st *controlplane.State, reason string, payload any) {
+func (w *world) scheduleWake(st *controlplane.State, reason controlplane.WakeReason, payload any) {
 	w.boardSeq++
 	p, _ := json.Marshal(payload)
 	st.Wakes = append(st.Wakes, &controlplane.ScheduledWake{ID: fmt.Sprintf("board-wake-%d", w.boardSeq), ActorID: agentID, TaskID: taskID,
@@ -169,7 +169,7 @@ func (w *world) scheduleWake(st *controlplane.State, reason string, payload any)
 }
 
 // pending returns the task's pending interaction of the given kind, or nil.
-func (w *world) pending(kind string) *controlplane.Interaction {
+func (w *world) pending(kind controlplane.InteractionKind) *controlplane.Interaction {
 	for _, in := range w.state().Interactions {
 		if in.TaskID == taskID && in.Status == "pending" && in.Kind == kind {
 			return in
@@ -180,7 +180,7 @@ func (w *world) pending(kind string) *controlplane.Interaction {
 
 // resolve resolves a pending interaction as the board and schedules the wake its
 // continuation policy asks for (the rules of resolve_human_input, spec §3.5).
-func (w *world) resolve(id, outcome string, result any) {
+func (w *world) resolve(id string, outcome controlplane.InteractionStatus, result any) {
 	w.edit(func(st *controlplane.State) {
 		for _, in := range st.Interactions {
 			if in.ID != id {
@@ -189,7 +189,7 @@ func (w *world) resolve(id, outcome string, result any) {
 			r, _ := json.Marshal(result)
 			in.Status, in.Result, in.ResolvedAt = outcome, r, ptr(boardAt)
 			if in.ContinuationPolicy == "wake_assignee" || (in.ContinuationPolicy == "wake_assignee_on_accept" && outcome == "accepted") {
-				w.scheduleWake(st, "interaction_resolved", map[string]string{"interactionId": id, "outcome": outcome})
+				w.scheduleWake(st, "interaction_resolved", map[string]string{"interactionId": id, "outcome": string(outcome)})
 			}
 		}
 	})
@@ -262,11 +262,11 @@ func (w *world) observe(cell *catalog.Cell) *match.Observation {
 		if run.TaskID != taskID || run.ActorID != agentID {
 			continue
 		}
-		obs.RunStatus = run.Status
+		obs.RunStatus = string(run.Status)
 		obs.Turns = append(obs.Turns, st.RunMessage(run))
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
-	obs.IssueStatus = st.Tasks[0].Status
+	obs.IssueStatus = string(st.Tasks[0].Status)
 	err := filepath.WalkDir(w.workspace, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

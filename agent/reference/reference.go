@@ -40,7 +40,7 @@ type Config struct {
 // reported work disposition, CommentID the presentation comment ("" when none).
 type Outcome struct {
 	Turn        int
-	Disposition string
+	Disposition controlplane.WorkDisposition
 	CommentID   string
 	// Output is text the agent prints on its standard output beside its turn line
 	// (the leaky agent's stdout leak); "" for the reference and wrong agents.
@@ -147,22 +147,23 @@ func (c Config) validate() error {
 //   - follow_up: issue_commented.
 func Accepts(trigger string, wake controlplane.Wake) bool {
 	var p struct {
-		Outcome string `json:"outcome"`
+		Outcome controlplane.InteractionStatus `json:"outcome"`
 	}
 	_ = json.Unmarshal(wake.Payload, &p)
+	resolved := wake.Reason == controlplane.WakeInteractionResolved
 	switch trigger {
 	case "assignment":
-		return wake.Reason != "interaction_resolved" && wake.Reason != "approval_resolved"
+		return !resolved && wake.Reason != controlplane.WakeApprovalResolved
 	case "revision_requested":
-		return (wake.Reason == "interaction_resolved" && p.Outcome == "rejected") || wake.Reason == "issue_commented"
+		return (resolved && p.Outcome == controlplane.InteractionRejected) || wake.Reason == controlplane.WakeIssueCommented
 	case "interaction_answered":
-		return wake.Reason == "interaction_resolved" && p.Outcome == "answered"
+		return resolved && p.Outcome == controlplane.InteractionAnswered
 	case "interaction_accepted":
-		return wake.Reason == "interaction_resolved" && p.Outcome == "accepted"
+		return resolved && p.Outcome == controlplane.InteractionAccepted
 	case "approval_resolved":
-		return wake.Reason == "approval_resolved"
+		return wake.Reason == controlplane.WakeApprovalResolved
 	case "follow_up":
-		return wake.Reason == "issue_commented"
+		return wake.Reason == controlplane.WakeIssueCommented
 	}
 	return false
 }
@@ -175,14 +176,14 @@ func Accepts(trigger string, wake controlplane.Wake) bool {
 // A turn that waits for a human does not report yielded: the control plane reconciles
 // yielded to todo and schedules a scheduled_retry wake (spec §2.8 step 7), which a runner
 // would deliver as an extra run before the human has answered.
-func Disposition(taskStatus string) string {
+func Disposition(taskStatus controlplane.TaskStatus) controlplane.WorkDisposition {
 	switch taskStatus {
-	case "done":
-		return "done"
-	case "blocked":
-		return "blocked"
+	case controlplane.TaskDone:
+		return controlplane.WorkDone
+	case controlplane.TaskBlocked:
+		return controlplane.WorkBlocked
 	default:
-		return "needs_review"
+		return controlplane.WorkNeedsReview
 	}
 }
 
@@ -221,7 +222,7 @@ func (r *runner) steps(ctx context.Context, k int, turn *catalog.ReferenceTurn) 
 		if err := retry(ctx, func() (err error) { res, err = r.port.ApplyCommand(ctx, env); return err }); err != nil {
 			return "", "", fmt.Errorf("reference: %s (%s): %w", where, st.Command, err)
 		}
-		if st.Command == "write_document" {
+		if controlplane.CommandKind(st.Command) == controlplane.CommandWriteDocument {
 			key, _ := st.Args["key"].(string)
 			if rev := ref(res.EntityRefs, "revision"); rev != "" {
 				r.sess.Documents[key] = rev
@@ -245,8 +246,8 @@ func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 		cmd[k] = v
 	}
 	cmd["kind"] = st.Command
-	switch st.Command {
-	case "write_document":
+	switch controlplane.CommandKind(st.Command) {
+	case controlplane.CommandWriteDocument:
 		if _, ok := cmd["baseRevisionId"]; !ok {
 			key, _ := cmd["key"].(string)
 			if rev, ok := r.sess.Documents[key]; ok {
@@ -255,7 +256,7 @@ func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 				cmd["baseRevisionId"] = nil
 			}
 		}
-	case "request_human_input":
+	case controlplane.CommandRequestHumanInput:
 		if key, ok := cmd["targetDocumentKey"]; ok {
 			delete(cmd, "targetDocumentKey")
 			k, _ := key.(string)
@@ -273,14 +274,12 @@ func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 	return b, nil
 }
 
-// presentedText is the comment body a commenting command posts.
+// presentedText is the comment body a commenting command posts: its message argument
+// (controlplane.CommandSpec.MessageArg); "" for any other command.
 func presentedText(st *catalog.ReferenceStep) string {
-	for _, k := range []string{"summary", "body", "reason"} {
-		if s, ok := st.Args[k].(string); ok {
-			return s
-		}
-	}
-	return ""
+	c, _ := controlplane.LookupCommand(controlplane.CommandKind(st.Command))
+	s, _ := st.Args[c.MessageArg].(string)
+	return s
 }
 
 // ref returns the id of the first entity ref "<prefix>:<id>" in refs, or "".
@@ -295,7 +294,7 @@ func ref(refs []string, prefix string) string {
 
 // complete appends the run's result and terminal events and completes the run; it
 // returns the reported disposition. turn is the 1-based turn carried out (0: none).
-func (r *runner) complete(ctx context.Context, turn int, summary, commentID string) (string, error) {
+func (r *runner) complete(ctx context.Context, turn int, summary, commentID string) (controlplane.WorkDisposition, error) {
 	var rc controlplane.RunContext
 	if err := retry(ctx, func() (err error) { rc, err = r.port.Context(ctx, r.runID); return err }); err != nil {
 		return "", fmt.Errorf("reference: reading the run context before completing: %w", err)
@@ -305,7 +304,7 @@ func (r *runner) complete(ctx context.Context, turn int, summary, commentID stri
 	if r.cfg.ResultNote != "" {
 		result["verification"] = append(result["verification"].([]any), map[string]any{"commandOrCheck": r.cfg.ResultNote, "status": "passed"})
 	}
-	terminal := map[string]any{"turnTerminalState": "completed", "runTerminalState": "succeeded", "reportedWorkDisposition": disposition}
+	terminal := map[string]any{"turnTerminalState": "completed", "runTerminalState": controlplane.RunSucceeded, "reportedWorkDisposition": disposition}
 	turnID := fmt.Sprintf("%s:turn-%d", r.runID, turn)
 	emitted := r.now().UTC().Format("2006-01-02T15:04:05.000Z")
 	for seq, ev := range []struct {
@@ -355,14 +354,14 @@ func (r *runner) complete(ctx context.Context, turn int, summary, commentID stri
 
 // runResult is a paperclip.run_result.v1 result; presentationDecision.commentId names
 // the run's user-facing comment (spec runner-e2e-harness §5 "Message source").
-func runResult(disposition, summary, commentID, runID string) map[string]any {
+func runResult(disposition controlplane.WorkDisposition, summary, commentID, runID string) map[string]any {
 	evidenceRef := "run:" + runID
 	res := map[string]any{
 		"reportedWorkDisposition": disposition,
 		"summary":                 summary,
 		"completionClaim": map[string]any{
 			"contractRevision":   1,
-			"objectiveSatisfied": disposition == "done",
+			"objectiveSatisfied": disposition == controlplane.WorkDone,
 			"criteria":           []any{map[string]any{"criterionId": "reference-script-turn", "status": "satisfied", "evidenceRefs": []any{evidenceRef}}},
 			"remainingWork":      []any{},
 		},
@@ -374,7 +373,7 @@ func runResult(disposition, summary, commentID, runID string) map[string]any {
 	if commentID != "" {
 		res["presentationDecision"] = map[string]any{"commentId": commentID}
 	}
-	if disposition == "blocked" {
+	if disposition == controlplane.WorkBlocked {
 		res["blocker"] = map[string]any{"reasonCode": "blocked_by_script", "owner": "board", "unblockAction": "unblock the task", "scope": "task_wide"}
 	}
 	return res

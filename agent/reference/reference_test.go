@@ -104,7 +104,7 @@ func TestEditOutsideWorkspaceIsTyped(t *testing.T) {
 
 func TestAccepts(t *testing.T) {
 	t.Parallel()
-	wake := func(reason, outcome string) controlplane.Wake {
+	wake := func(reason controlplane.WakeReason, outcome string) controlplane.Wake {
 		p, _ := json.Marshal(map[string]string{"outcome": outcome})
 		return controlplane.Wake{Reason: reason, Payload: p}
 	}
@@ -139,7 +139,7 @@ func TestAccepts(t *testing.T) {
 
 func TestDisposition(t *testing.T) {
 	t.Parallel()
-	for status, want := range map[string]string{"done": "done", "blocked": "blocked", "in_review": "needs_review", "in_progress": "needs_review", "todo": "needs_review"} {
+	for status, want := range map[controlplane.TaskStatus]controlplane.WorkDisposition{"done": "done", "blocked": "blocked", "in_review": "needs_review", "in_progress": "needs_review", "todo": "needs_review"} {
 		if got := reference.Disposition(status); got != want {
 			t.Errorf("Disposition(%s) = %s, want %s", status, got, want)
 		}
@@ -171,7 +171,7 @@ func newMemory(t testing.TB, faults ...*controlplane.FaultRule) *controlplane.Me
 	return m
 }
 
-func open(t testing.TB, m *controlplane.Memory, runID, reason string) {
+func open(t testing.TB, m *controlplane.Memory, runID string, reason controlplane.WakeReason) {
 	t.Helper()
 	if _, err := m.OpenFixtureRun(context.Background(), controlplane.OpenInput{
 		Identity:    controlplane.Identity{RunID: runID, SessionID: "s", CompanyID: "company-1", IssueID: "task-1", AgentID: "actor-1"},

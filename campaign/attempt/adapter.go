@@ -3,10 +3,10 @@ package attempt
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
+	"reflect"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
 )
@@ -42,42 +42,52 @@ func (x *LocalExecutor) liveCredential(plan campaign.AttemptPlan) string {
 	if _, isCLI := cliName(plan.Cell.Profile.Driver); !isCLI {
 		return ""
 	}
-	live, _ := plan.Cell.Profile.DriverConfig[agent.CLIKeyLive].(map[string]any)
-	c, _ := live["envVar"].(string)
-	return c
+	dc, err := api.DriverConfigOf(plan.Cell.Profile.DriverConfig)
+	if err != nil || dc.Live == nil {
+		return ""
+	}
+	return dc.Live.Credential
 }
 
-// adapterConfig is the agent's adapter configuration for the heartbeat runner: the
-// profile's driver and driver configuration, every stored secret (the canary, the
-// credentials) as a secret reference in env, the workspace as cwd and, for reference,
-// wrong and leaky, the rendered reference script (agent.BuiltinConfig, schema
-// agentproof.builtin-agent-config/v1). Errors (a CLI not installed, no live provider
-// for --live, no reference script) are the harness's configuration faults.
+// adapterConfig is the agent's adapter configuration for the heartbeat runner
+// (api.AdapterConfig): the profile's driver and driver configuration, every stored
+// secret (the canary, the credentials) as a secret reference in env, the workspace as
+// cwd and, for reference, wrong and leaky, the rendered reference script
+// (agent.BuiltinConfig, schema agentproof.builtin-agent-config/v1). Errors (a driver
+// configuration the api does not accept, a CLI not installed, no live provider for
+// --live, no reference script) are the harness's configuration faults.
 func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[string]string, environmentID string) (json.RawMessage, error) {
 	p := plan.Cell.Profile
-	env := map[string]any{}
-	for name, id := range secretIDs {
-		env[name] = api.SecretRef{Type: api.SecretRefType, SecretID: id, Version: "latest"}
+	d, err := driver.Parse(p.Driver)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.ID, err)
 	}
-	cfg := map[string]any{"driver": p.Driver, "env": env, "environmentId": environmentID, "cwd": in.workspace, "lifecycleMode": "per_turn"}
-	dc := maps.Clone(p.DriverConfig)
-	delete(dc, "strategy") // the wrong agent's strategy is the driver's own; not a driver option
-	if name, isCLI := cliName(p.Driver); isCLI {
-		if dc == nil {
-			dc = map[string]any{}
-		}
-		if err := cliDriverConfig(dc, name, p.ID, in); err != nil {
+	dc, err := api.DriverConfigOf(p.DriverConfig)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.ID, err)
+	}
+	dc.Strategy = "" // the wrong agent's strategy is the driver's own; not a driver option
+	cfg := api.AdapterConfig{Driver: d, Env: map[string]api.EnvValue{}, EnvironmentID: environmentID, Cwd: in.workspace, LifecycleMode: api.LifecyclePerTurn}
+	for name, id := range secretIDs {
+		cfg.Env[name] = api.EnvValue{Ref: &api.SecretRef{Type: api.SecretRefType, SecretID: id, Version: "latest"}}
+	}
+	if name, isCLI := d.CLI(); isCLI {
+		if err := cliDriverConfig(&dc, name, p.ID, in); err != nil {
 			return nil, err
 		}
 	}
-	if len(dc) > 0 {
-		cfg["driverConfig"] = dc
+	if !reflect.ValueOf(dc).IsZero() {
+		cfg.DriverConfig = &dc
 	}
-	if slices.Contains([]string{"reference", "wrong", "leaky"}, p.Driver) {
+	if d.NeedsReference() {
 		if plan.Case.Reference == nil {
 			return nil, fmt.Errorf("case %s has no reference script for the %s agent", plan.Cell.Case.ID, p.Driver)
 		}
-		cfg["builtin"] = map[string]any{"schema": "agentproof.builtin-agent-config/v1", "nonce": plan.Nonce, "reference": plan.Case.Reference}
+		b, err := json.Marshal(agent.BuiltinConfig{Schema: agent.BuiltinConfigSchema, Nonce: plan.Nonce, Reference: plan.Case.Reference})
+		if err != nil {
+			return nil, fmt.Errorf("encoding the built-in agent's configuration: %w", err)
+		}
+		cfg.Builtin = b
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
@@ -89,19 +99,17 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 // cliDriverConfig completes a CLI driver's configuration dc: the pinned native binary,
 // and either the live provider (kept) or the scripted model's URL (the live provider
 // and the model script removed: they are the executor's concern).
-func cliDriverConfig(dc map[string]any, name, profile string, in agentInput) error {
+func cliDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) error {
 	if in.cli.Binary == "" {
 		return fmt.Errorf("agent CLI %s is not installed: no native binary for profile %s (run: agentproof agents install %s)", name, profile, name)
 	}
-	dc[agent.CLIKeyBinary] = in.cli.Binary
-	delete(dc, agent.CLIKeyScript)
+	dc.Binary, dc.Script = in.cli.Binary, ""
 	if in.live {
-		if _, ok := dc[agent.CLIKeyLive]; !ok {
+		if dc.Live == nil {
 			return fmt.Errorf("profile %s has no live provider (driverConfig live) for --live", profile)
 		}
 		return nil
 	}
-	delete(dc, agent.CLIKeyLive)
-	dc[agent.CLIKeyModelBaseURL] = in.modelURL
+	dc.Live, dc.ModelBaseURL = nil, in.modelURL
 	return nil
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -46,11 +48,12 @@ func (p Pace) String() string {
 
 // PaceOf is the pace of a profile's agent in a campaign run live or not.
 func PaceOf(p *catalog.Profile, live bool) Pace {
-	_, isCLI := cliName(p.Driver)
+	d, _ := driver.Parse(p.Driver) // the catalog validated it
+	_, isCLI := d.CLI()
 	switch {
-	case strings.HasPrefix(p.Driver, "fixture:"):
+	case d.Kind == driver.KindFixture:
 		return PaceFixture
-	case isCLI && live, p.Driver == "exec":
+	case isCLI && live, d.Kind == driver.KindExec:
 		return PaceLive
 	}
 	return PaceScripted
@@ -96,7 +99,7 @@ func runFaults(p Pace, runs []api.HeartbeatRun) (out, paced []*verdict.Fault) {
 			paced = append(paced, paceFault(p, fmt.Sprintf("run %s exceeded its output bound (%d bytes)", r.RunID, t.OutputBytes), true))
 		case t.CollectorError != "":
 			out = append(out, verdict.HarnessFault(fmt.Errorf("collector error of run %s: %s", r.RunID, t.CollectorError), false))
-		case r.Status == "failed" && t.ExitCode != nil && *t.ExitCode != 0:
+		case r.Status == controlplane.RunFailed && t.ExitCode != nil && *t.ExitCode != 0:
 			if _, isCLI := cliName(r.Driver); isCLI {
 				out = append(out, cliFault(p, fmt.Sprintf("run %s failed: %s", r.RunID, t.Summary)))
 			}

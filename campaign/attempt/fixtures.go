@@ -200,7 +200,7 @@ func companyFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 		},
 		Teardown: func(ctx context.Context, rec fixture.Record, _ fixture.Resolved) error {
 			err := b.Company(rec.IDs["company"]).Stop(ctx)
-			if err == nil || controlplane.CodeOf(err) == "mock_not_running" {
+			if err == nil || controlplane.CodeOf(err) == controlplane.CodeMockNotRunning {
 				return nil // stopped, or already stopped
 			}
 			return fmt.Errorf("stopping the company: %w", err)

@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/redact"
@@ -24,11 +24,14 @@ const ModelLogFile = "logs/model-requests.jsonl"
 // maxModelLog bounds the scripted model's request log kept as evidence, in bytes.
 const maxModelLog = 8 << 20
 
-// cliName reports whether a profile driver runs a real agent CLI (exec:<name>) and
-// returns the CLI's name.
-func cliName(driver string) (string, bool) {
-	name, ok := strings.CutPrefix(driver, "exec:")
-	return name, ok && name != ""
+// cliName reports whether a driver string names a real agent CLI (exec:<name>) and
+// returns the CLI's name, through the one parser of driver names (driver.Parse).
+func cliName(s string) (string, bool) {
+	d, err := driver.Parse(s)
+	if err != nil {
+		return "", false
+	}
+	return d.CLI()
 }
 
 // modelServer is the attempt's scripted model: one script per run, on 127.0.0.1.

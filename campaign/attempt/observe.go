@@ -91,11 +91,11 @@ func matchObservation(st *controlplane.State, task string, runs []*controlplane.
 	for _, x := range st.Tasks {
 		if x.ID == task {
 			t = x
-			obs.IssueStatus = x.Status
+			obs.IssueStatus = string(x.Status)
 		}
 	}
 	for _, run := range runs {
-		obs.RunStatus = run.Status
+		obs.RunStatus = string(run.Status)
 		obs.Turns = append(obs.Turns, st.RunMessage(run))
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/match"
@@ -75,10 +74,8 @@ func (x *LocalExecutor) expectations(plan campaign.AttemptPlan) map[string]strin
 	if name, isCLI := cliName(p.Driver); isCLI {
 		pin := x.CLIs[name]
 		want[match.RuntimeCLIName], want[match.RuntimeCLIVersion], want[match.RuntimeBinarySHA256] = name, pin.Version, pin.SHA256
-		if x.Live {
-			live, _ := p.DriverConfig[agent.CLIKeyLive].(map[string]any)
-			base, _ := live["baseUrl"].(string)
-			if u, err := url.Parse(base); err == nil {
+		if dc, err := api.DriverConfigOf(p.DriverConfig); err == nil && x.Live && dc.Live != nil {
+			if u, err := url.Parse(dc.Live.BaseURL); err == nil {
 				want[match.RuntimeProvider] = u.Hostname()
 			}
 		}

@@ -30,7 +30,7 @@ func playPlanApproval(ctx context.Context, s *Session) Outcome {
 	}
 	out.submit()
 	s.log("approving %s (plan revision %s)", ap.ID, rev)
-	if _, err := s.Board.DecideApproval(ctx, ap.ID, api.DecideApprovalRequest{Decision: "approved", Note: "Approved plan revision " + rev}); err != nil {
+	if _, err := s.Board.DecideApproval(ctx, ap.ID, api.DecideApprovalRequest{Decision: controlplane.ApprovalApproved, Note: "Approved plan revision " + rev}); err != nil {
 		out.Err = BoardFault("approving "+ap.ID, err)
 		return out
 	}
@@ -41,7 +41,7 @@ func playPlanApproval(ctx context.Context, s *Session) Outcome {
 // pendingApproval returns the pending approval whose first task is task, or nil.
 func pendingApproval(v *view, task string) *controlplane.Approval {
 	for _, x := range v.st.Approvals {
-		if x.Status == "pending" && len(x.TaskIDs) > 0 && x.TaskIDs[0] == task {
+		if x.Status == controlplane.ApprovalPending && len(x.TaskIDs) > 0 && x.TaskIDs[0] == task {
 			return x
 		}
 	}

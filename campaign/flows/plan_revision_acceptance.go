@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
 )
 
 // playPlanRevision is flow plan_revision_acceptance: run 1 must leave a pending plan
@@ -18,14 +19,14 @@ func playPlanRevision(ctx context.Context, s *Session) Outcome {
 		out.Err = err
 		return out
 	}
-	for turn, outcome := range []string{"rejected", "accepted"} {
-		q := v.pending(s.TaskID, "confirmation")
+	for turn, outcome := range []controlplane.InteractionStatus{controlplane.InteractionRejected, controlplane.InteractionAccepted} {
+		q := v.pending(s.TaskID, controlplane.InteractionConfirmation)
 		if q == nil {
 			out.Problems = append(out.Problems, fmt.Sprintf("no plan confirmation pending after run %d", turn+1))
 			return out
 		}
 		result := json.RawMessage(`{}`)
-		if outcome == "rejected" {
+		if outcome == controlplane.InteractionRejected {
 			result, _ = json.Marshal(map[string]string{"note": s.Rendered.RevisionRequest})
 		}
 		out.submit()

@@ -21,7 +21,7 @@ func playQuestionResume(ctx context.Context, s *Session) Outcome {
 		out.Err = err
 		return out
 	}
-	q := v.pending(s.TaskID, "questions")
+	q := v.pending(s.TaskID, controlplane.InteractionQuestions)
 	if q == nil {
 		out.Problems = append(out.Problems, "no pending question after run 1")
 		return out
@@ -38,7 +38,7 @@ func playQuestionResume(ctx context.Context, s *Session) Outcome {
 	}
 	out.submit()
 	s.log("answering question %s with %q", q.ID, s.Rendered.QuestionAnswer.OptionLabel)
-	if _, err := s.Board.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: "answered", Result: result}); err != nil {
+	if _, err := s.Board.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: controlplane.InteractionAnswered, Result: result}); err != nil {
 		out.Err = BoardFault("answering question "+q.ID, err)
 		return out
 	}
@@ -49,7 +49,7 @@ func playQuestionResume(ctx context.Context, s *Session) Outcome {
 		out.Problems = append(out.Problems, fmt.Sprintf("interaction %s is still pending at the end", p.ID))
 	}
 	for i, r := range v.runs {
-		if r.Status != "succeeded" {
+		if r.Status != controlplane.RunSucceeded {
 			out.Problems = append(out.Problems, fmt.Sprintf("run %d ended %s, not succeeded", i+1, r.Status))
 		}
 	}

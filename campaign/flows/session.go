@@ -82,7 +82,7 @@ func BoardFault(what string, err error) *verdict.Fault {
 
 // CapabilityGrants are the run capabilities the agent of a case needs for its work:
 // the claim of every semantic command of the case's reference script that requires one
-// (controlplane.RequiredClaims; for example governance:approvals:request for a plan
+// (the semantic-command table, controlplane.LookupCommand; for example governance:approvals:request for a plan
 // approval), sorted and without duplicates; nil when none does. The fixtures grant
 // them to the agent they create.
 func CapabilityGrants(script *catalog.ReferenceScript) []string {
@@ -92,8 +92,9 @@ func CapabilityGrants(script *catalog.ReferenceScript) []string {
 	}
 	for _, turn := range script.Turns {
 		for _, st := range turn.Steps {
-			if claim, ok := controlplane.RequiredClaims[st.Command]; ok && !slices.Contains(out, claim) {
-				out = append(out, claim)
+			spec, ok := controlplane.LookupCommand(controlplane.CommandKind(st.Command))
+			if ok && spec.Claim != "" && !slices.Contains(out, spec.Claim) {
+				out = append(out, spec.Claim)
 			}
 		}
 	}

@@ -53,7 +53,7 @@ func look(ctx context.Context, s *Session) (*view, error) {
 // settled reports whether run n (1-based) exists, is terminal and every heartbeat
 // record is done (its process ended), so that the workspace and the state are stable.
 func (v *view) settled(n int) bool {
-	if len(v.runs) < n || v.runs[n-1].Status == "running" {
+	if len(v.runs) < n || v.runs[n-1].Status == controlplane.RunRunning {
 		return false
 	}
 	for _, r := range v.records {
@@ -75,9 +75,9 @@ func (v *view) refused() string {
 }
 
 // pending returns the task's pending interaction of kind ("" for any), or nil.
-func (v *view) pending(task, kind string) *controlplane.Interaction {
+func (v *view) pending(task string, kind controlplane.InteractionKind) *controlplane.Interaction {
 	for _, in := range v.st.Interactions {
-		if in.TaskID == task && in.Status == "pending" && (kind == "" || in.Kind == kind) {
+		if in.TaskID == task && in.Status == controlplane.InteractionPending && (kind == "" || in.Kind == kind) {
 			return in
 		}
 	}

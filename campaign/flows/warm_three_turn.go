@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentproof/agentproof/controlplane"
 )
 
 // playWarmThreeTurn is flow warm_three_turn: after each turn the workspace file must
@@ -26,7 +28,7 @@ func playWarmThreeTurn(ctx context.Context, s *Session) Outcome {
 		if turn > len(followups) {
 			break
 		}
-		if v.task == nil || v.task.Status != "in_review" {
+		if v.task == nil || v.task.Status != controlplane.TaskInReview {
 			out.Problems = append(out.Problems, fmt.Sprintf("turn %d was not submitted for review", turn))
 			break
 		}

@@ -36,7 +36,7 @@ func case01(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	return wantCode(e.p.Start(ctx), "mock_already_running")
+	return wantCode(e.p.Start(ctx), controlplane.CodeMockAlreadyRunning)
 }
 
 func case02(ctx context.Context, h Harness) error {
@@ -45,7 +45,7 @@ func case02(ctx context.Context, h Harness) error {
 		return noErr(err, "building the port")
 	}
 	_, err = p.OpenFixtureRun(ctx, openInput("run-1", "task-1", "actor-1"))
-	return wantCode(err, "mock_not_running")
+	return wantCode(err, controlplane.CodeMockNotRunning)
 }
 
 func case03(ctx context.Context, h Harness) error {
@@ -57,7 +57,7 @@ func case03(ctx context.Context, h Harness) error {
 	if err != nil {
 		return noErr(err, "open")
 	}
-	if rc.Schema != controlplane.ContextSchema || rc.ActiveTask.Status != "in_progress" {
+	if rc.Schema != controlplane.ContextSchema || rc.ActiveTask.Status != controlplane.TaskInProgress {
 		return failf("context %s task status %s, want %s in_progress", rc.Schema, rc.ActiveTask.Status, controlplane.ContextSchema)
 	}
 	st, err := e.snap()
@@ -65,7 +65,7 @@ func case03(ctx context.Context, h Harness) error {
 		return err
 	}
 	t := taskByID(st, "task-1")
-	if deref(t.CheckoutRunID) != "run-1" || deref(t.ExecutionRunID) != "run-1" || t.Status != "in_progress" {
+	if deref(t.CheckoutRunID) != "run-1" || deref(t.ExecutionRunID) != "run-1" || t.Status != controlplane.TaskInProgress {
 		return failf("task-1 locks %s/%s status %s, want run-1/run-1 in_progress", deref(t.CheckoutRunID), deref(t.ExecutionRunID), t.Status)
 	}
 	if err := equal(st.Revision, int64(1), "revision"); err != nil {
@@ -100,45 +100,45 @@ func case05(ctx context.Context, h Harness) error {
 	if _, err := e.open("run-1", "task-1", "actor-1"); err != nil {
 		return noErr(err, "open")
 	}
-	return wantCode(e.p.OpenRun(ctx, openInput("run-1", "task-2", "actor-1")), "run_binding_conflict")
+	return wantCode(e.p.OpenRun(ctx, openInput("run-1", "task-2", "actor-1")), controlplane.CodeRunBindingConflict)
 }
 
 func case06(ctx context.Context, h Harness) error {
 	e, err := setup(ctx, h, controlplane.Seed{
 		Actors: []*controlplane.Actor{actor("actor-1", "engineer"), actor("actor-2", "engineer")},
-		Tasks:  []*controlplane.Task{task("task-1", "todo", "actor-2")},
+		Tasks:  []*controlplane.Task{task("task-1", controlplane.TaskTodo, "actor-2")},
 	})
 	if err != nil {
 		return err
 	}
 	_, err = e.open("run-1", "task-1", "actor-1")
-	if err := wantCode(err, "checkout_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeCheckoutConflict); err != nil {
 		return err
 	}
 	return e.wantLastDecision("open_run", "denied", "checkout_assignee_conflict")
 }
 
 func case07(ctx context.Context, h Harness) error {
-	t := task("task-1", "todo", "actor-1")
+	t := task("task-1", controlplane.TaskTodo, "actor-1")
 	t.CheckoutRunID = ptr("run-x")
 	e, err := setup(ctx, h, controlplane.Seed{Tasks: []*controlplane.Task{t}})
 	if err != nil {
 		return err
 	}
 	_, err = e.open("run-y", "task-1", "actor-1")
-	if err := wantCode(err, "checkout_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeCheckoutConflict); err != nil {
 		return err
 	}
 	return e.wantLastDecision("open_run", "denied", "checkout_lock_conflict")
 }
 
 func case08(ctx context.Context, h Harness) error {
-	e, err := setup(ctx, h, controlplane.Seed{Tasks: []*controlplane.Task{task("task-1", "done", "actor-1")}})
+	e, err := setup(ctx, h, controlplane.Seed{Tasks: []*controlplane.Task{task("task-1", controlplane.TaskDone, "actor-1")}})
 	if err != nil {
 		return err
 	}
 	_, err = e.open("run-1", "task-1", "actor-1")
-	if err := wantCode(err, "terminal_task_requires_resume"); err != nil {
+	if err := wantCode(err, controlplane.CodeTerminalTaskRequiresResume); err != nil {
 		return err
 	}
 	in := openInput("run-1", "task-1", "actor-1")
@@ -151,7 +151,7 @@ func case08(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	if rc.ActiveTask.Status != "in_progress" || runByID(st, "run-1").Attempt != 2 {
+	if rc.ActiveTask.Status != controlplane.TaskInProgress || runByID(st, "run-1").Attempt != 2 {
 		return failf("resume gave status %s attempt %d, want in_progress attempt 2", rc.ActiveTask.Status, runByID(st, "run-1").Attempt)
 	}
 	return nil
@@ -164,14 +164,14 @@ func case09(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.open("run-1", "task-1", "actor-1")
-	if err := wantCode(err, "budget_hard_stop"); err != nil {
+	if err := wantCode(err, controlplane.CodeBudgetHardStop); err != nil {
 		return err
 	}
 	st, err := e.snap()
 	if err != nil {
 		return err
 	}
-	if a := actorByID(st, "actor-1"); a.Status != "paused" {
+	if a := actorByID(st, "actor-1"); a.Status != controlplane.ActorPaused {
 		return failf("actor status %s, want paused", a.Status)
 	}
 	if n := len(st.Audit); n == 0 || st.Audit[n-1].Action != "budget.hard_stop" {
@@ -186,7 +186,7 @@ func case10(ctx context.Context, h Harness) error {
 		return err
 	}
 	in := openInput("run-1", "task-1", "actor-1")
-	in.Wake = &controlplane.Wake{Reason: "manual", Payload: json.RawMessage(`{"apiKey":"sk-live-123","nested":{"authorization":"Bearer abc.def","note":"keep"}}`)}
+	in.Wake = &controlplane.Wake{Reason: controlplane.WakeManual, Payload: json.RawMessage(`{"apiKey":"sk-live-123","nested":{"authorization":"Bearer abc.def","note":"keep"}}`)}
 	rc, err := e.p.OpenFixtureRun(ctx, in)
 	if err != nil {
 		return noErr(err, "open")
@@ -279,7 +279,7 @@ func case13(ctx context.Context, h Harness) error {
 		return noErr(err, "report_progress")
 	}
 	_, err = e.cmd("run-1", "k1", "report_progress", map[string]any{"body": "b"})
-	return wantCode(err, "idempotency_conflict")
+	return wantCode(err, controlplane.CodeIdempotencyConflict)
 }
 
 func case14(ctx context.Context, h Harness) error {
@@ -288,7 +288,7 @@ func case14(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "  ", "report_progress", map[string]any{"body": "a"})
-	return wantCode(err, "idempotency_key_required")
+	return wantCode(err, controlplane.CodeIdempotencyKeyRequired)
 }
 
 func case15(ctx context.Context, h Harness) error {
@@ -303,7 +303,7 @@ func case15(ctx context.Context, h Harness) error {
 	stale := int64(len(before)) - 1
 	_, err = e.p.ApplyCommand(ctx, controlplane.CommandEnvelope{RunID: "run-1", IdempotencyKey: "k1", ExpectedRevision: &stale,
 		Command: command("report_progress", map[string]any{"body": "a"})})
-	if err := wantCode(err, "state_revision_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeStateRevisionConflict); err != nil {
 		return err
 	}
 	after, err := e.p.DecisionRecords(ctx)
@@ -324,7 +324,7 @@ func case16(ctx context.Context, h Harness) error {
 	if err != nil {
 		return noErr(err, "tryApplyCommand")
 	}
-	if out.OK || out.Error == nil || out.Error.Code != "operation_not_authorized" || out.StateRevision != 2 || out.CommandKind != "control_workspace_service" {
+	if out.OK || out.Error == nil || out.Error.Code != controlplane.CodeOperationNotAuthorized || out.StateRevision != 2 || out.CommandKind != "control_workspace_service" {
 		return failf("outcome %+v, want not ok, operation_not_authorized, stateRevision 2", out)
 	}
 	if err := e.wantLastDecision("control_workspace_service", "denied", "required_claim_missing"); err != nil {
@@ -341,12 +341,12 @@ func case16(ctx context.Context, h Harness) error {
 }
 
 func case17(ctx context.Context, h Harness) error {
-	e, err := openDefault(ctx, h, controlplane.Seed{Tasks: []*controlplane.Task{task("task-1", "todo", "actor-1"), task("task-2", "todo", "actor-1")}})
+	e, err := openDefault(ctx, h, controlplane.Seed{Tasks: []*controlplane.Task{task("task-1", controlplane.TaskTodo, "actor-1"), task("task-2", controlplane.TaskTodo, "actor-1")}})
 	if err != nil {
 		return err
 	}
 	_, err = e.cmd("run-1", "k1", "report_progress", map[string]any{"taskId": "task-2", "body": "a"})
-	if err := wantCode(err, "task_scope_violation"); err != nil {
+	if err := wantCode(err, controlplane.CodeTaskScopeViolation); err != nil {
 		return err
 	}
 	return e.wantLastDecision("report_progress", "denied", "active_task_scope_required")
@@ -365,7 +365,7 @@ func case18(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "k2", "request_review", map[string]any{"summary": "again"})
-	if err := wantCode(err, "task_transition_illegal"); err != nil {
+	if err := wantCode(err, controlplane.CodeTaskTransitionIllegal); err != nil {
 		return err
 	}
 	after, err := e.p.Serialize(ctx)
@@ -394,7 +394,7 @@ func case19(ctx context.Context, h Harness) error {
 		return noErr(err, "write v1")
 	}
 	_, err = doc("k2", nil)
-	if err := wantCode(err, "document_revision_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeDocumentRevisionConflict); err != nil {
 		return err
 	}
 	st, err := e.snap()
@@ -437,10 +437,10 @@ func case20(ctx context.Context, h Harness) error {
 			"targetRevisionId": target, "continuationPolicy": "none"})
 		return err
 	}
-	if err := wantCode(ask("k3", rev1), "interaction_target_stale"); err != nil {
+	if err := wantCode(ask("k3", rev1), controlplane.CodeInteractionTargetStale); err != nil {
 		return err
 	}
-	return wantCode(ask("k4", "fixture-revision-9999"), "interaction_target_missing")
+	return wantCode(ask("k4", "fixture-revision-9999"), controlplane.CodeInteractionTargetMissing)
 }
 
 func case21(ctx context.Context, h Harness) error {
@@ -460,7 +460,7 @@ func case21(ctx context.Context, h Harness) error {
 		}
 	}
 	_, err = e.cmd("run-1", "k2", "resolve_human_input", map[string]any{"interactionId": id, "outcome": "answered", "result": map[string]any{}})
-	if err := wantCode(err, "interaction_outcome_invalid"); err != nil {
+	if err := wantCode(err, controlplane.CodeInteractionOutcomeInvalid); err != nil {
 		return err
 	}
 	res, err = e.cmd("run-1", "k3", "resolve_human_input", map[string]any{"interactionId": id, "outcome": "accepted", "result": map[string]any{"ok": true}})
@@ -471,7 +471,7 @@ func case21(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	wakes := countWakes(st, "interaction_resolved")
+	wakes := countWakes(st, controlplane.WakeInteractionResolved)
 	if len(wakes) != 1 || len(res.ScheduledWakeIDs) != 1 || res.ScheduledWakeIDs[0] != wakes[0].ID {
 		return failf("got %d interaction_resolved wakes and scheduledWakeIds %v, want exactly one", len(wakes), res.ScheduledWakeIDs)
 	}
@@ -530,7 +530,7 @@ func case23(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "k1", "create_task", map[string]any{"title": "  "})
-	if err := wantCode(err, "semantic_command_invalid"); err != nil {
+	if err := wantCode(err, controlplane.CodeSemanticCommandInvalid); err != nil {
 		return err
 	}
 	st, err := e.snap()
@@ -568,7 +568,7 @@ func case24(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "k1", "create_task", map[string]any{"title": ""})
-	if err := wantCode(err, "semantic_command_invalid"); err != nil {
+	if err := wantCode(err, controlplane.CodeSemanticCommandInvalid); err != nil {
 		return err
 	}
 	after, err := e.p.Serialize(ctx)
@@ -633,11 +633,11 @@ func case25(ctx context.Context, h Harness) error {
 	}
 	t := taskByID(st, "task-1")
 	switch {
-	case actorByID(st, "actor-1").Status != "paused":
+	case actorByID(st, "actor-1").Status != controlplane.ActorPaused:
 		return failf("actor not paused")
-	case runByID(st, "run-1").Status != "budget_stopped":
+	case runByID(st, "run-1").Status != controlplane.RunBudgetStopped:
 		return failf("run status %s, want budget_stopped", runByID(st, "run-1").Status)
-	case t.Status != "blocked" || t.CheckoutRunID != nil || t.ExecutionRunID != nil:
+	case t.Status != controlplane.TaskBlocked || t.CheckoutRunID != nil || t.ExecutionRunID != nil:
 		return failf("task %s with locks %s/%s, want blocked and unlocked", t.Status, deref(t.CheckoutRunID), deref(t.ExecutionRunID))
 	}
 	system := false
@@ -648,7 +648,7 @@ func case25(ctx context.Context, h Harness) error {
 		return failf("no system comment")
 	}
 	_, err = e.cmd("run-1", "k2", "report_progress", map[string]any{"body": "more"})
-	return wantCode(err, "budget_hard_stop")
+	return wantCode(err, controlplane.CodeBudgetHardStop)
 }
 
 func case26(ctx context.Context, h Harness) error {
@@ -679,18 +679,18 @@ func case27(ctx context.Context, h Harness) error {
 		return &controlplane.Blocker{ID: id, TaskID: t, BlockedByTaskID: by, CreatedAt: "2026-08-09T00:00:00.000Z"}
 	}
 	e, err := openDefault(ctx, h, controlplane.Seed{
-		Tasks:    []*controlplane.Task{task("task-1", "todo", "actor-1"), task("task-2", "todo", ""), task("task-3", "todo", "")},
+		Tasks:    []*controlplane.Task{task("task-1", controlplane.TaskTodo, "actor-1"), task("task-2", controlplane.TaskTodo, ""), task("task-3", controlplane.TaskTodo, "")},
 		Blockers: []*controlplane.Blocker{blocker("b-1", "task-3", "task-2"), blocker("b-2", "task-2", "task-1")},
 	}, "dependencies:write")
 	if err != nil {
 		return err
 	}
 	_, err = e.cmd("run-1", "k1", "set_dependencies", map[string]any{"blockedByTaskIds": []string{"task-3"}})
-	if err := wantCode(err, "dependency_cycle"); err != nil {
+	if err := wantCode(err, controlplane.CodeDependencyCycle); err != nil {
 		return err
 	}
 	e, err = openDefault(ctx, h, controlplane.Seed{
-		Tasks:    []*controlplane.Task{task("task-1", "todo", "actor-1"), task("task-2", "todo", ""), task("task-3", "done", "")},
+		Tasks:    []*controlplane.Task{task("task-1", controlplane.TaskTodo, "actor-1"), task("task-2", controlplane.TaskTodo, ""), task("task-3", controlplane.TaskDone, "")},
 		Blockers: []*controlplane.Blocker{blocker("b-1", "task-2", "task-3"), blocker("b-2", "task-3", "task-1")},
 	}, "dependencies:write")
 	if err != nil {
@@ -703,7 +703,7 @@ func case27(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	return equal(taskByID(st, "task-1").Status, "blocked", "task-1 status")
+	return equal(taskByID(st, "task-1").Status, controlplane.TaskBlocked, "task-1 status")
 }
 
 func case28(ctx context.Context, h Harness) error {
@@ -787,7 +787,7 @@ func case29(ctx context.Context, h Harness) error {
 	changed := ev
 	changed.Payload = json.RawMessage(`{"text":"changed"}`)
 	_, err = e.appendEvent(changed)
-	if err := wantCode(err, "native_event_replay_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeNativeEventReplayConflict); err != nil {
 		return err
 	}
 	rc, err := e.appendEvent(ev)
@@ -800,7 +800,7 @@ func case29(ctx context.Context, h Harness) error {
 	other := ev
 	other.SourceEventID = "source-a:other"
 	_, err = e.appendEvent(other)
-	return wantCode(err, "native_event_replay_conflict")
+	return wantCode(err, controlplane.CodeNativeEventReplayConflict)
 }
 
 func case30(ctx context.Context, h Harness) error {
@@ -812,7 +812,7 @@ func case30(ctx context.Context, h Harness) error {
 		return noErr(err, "native 1")
 	}
 	_, err = e.appendEvent(controlplane.NativeEvent{EventID: "n-3", RunID: "run-1", Sequence: 3, Type: "run.completed"})
-	return wantCode(err, "native_event_sequence_gap")
+	return wantCode(err, controlplane.CodeNativeEventSequenceGap)
 }
 
 func case31(ctx context.Context, h Harness) error {
@@ -821,19 +821,19 @@ func case31(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.p.ReplayEvents(ctx, controlplane.ReplayQuery{RunID: "run-1", SourceInstanceID: "source-b", Limit: 10})
-	if err := wantCode(err, "replay_binding_mismatch"); err != nil {
+	if err := wantCode(err, controlplane.CodeReplayBindingMismatch); err != nil {
 		return err
 	}
 	_, err = e.p.ReplayEvents(ctx, controlplane.ReplayQuery{RunID: "run-unknown", SourceInstanceID: "source-a", Limit: 10})
-	return wantCode(err, "run_missing")
+	return wantCode(err, controlplane.CodeRunMissing)
 }
 
-func completion(disposition, summary string, runState string) json.RawMessage {
+func completion(disposition controlplane.WorkDisposition, summary string, runState controlplane.RunStatus) json.RawMessage {
 	return mustJSON(controlplane.CompleteInput{Result: Result(disposition, summary), Terminal: Terminal(runState, disposition)})
 }
 
-func (e *env) terminalEvent(source string, seq int64, disposition string) error {
-	_, err := e.appendEvent(PRPEvent("run-1", source, seq, "run.terminal", Terminal("succeeded", disposition)))
+func (e *env) terminalEvent(source string, seq int64, disposition controlplane.WorkDisposition) error {
+	_, err := e.appendEvent(PRPEvent("run-1", source, seq, "run.terminal", Terminal(controlplane.RunSucceeded, disposition)))
 	return noErr(err, "append run.terminal")
 }
 
@@ -842,14 +842,14 @@ func case32(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	if err := wantCode(e.p.CompleteRun(ctx, completion("done", "finished", "succeeded")), "terminal_event_missing"); err != nil {
+	if err := wantCode(e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "finished", controlplane.RunSucceeded)), controlplane.CodeTerminalEventMissing); err != nil {
 		return err
 	}
-	if err := e.terminalEvent("source-a", 1, "done"); err != nil {
+	if err := e.terminalEvent("source-a", 1, controlplane.WorkDone); err != nil {
 		return err
 	}
-	bad := mustJSON(controlplane.CompleteInput{Result: json.RawMessage(`{"reportedWorkDisposition":"done","summary":""}`), Terminal: Terminal("succeeded", "done")})
-	if err := wantCode(e.p.CompleteRun(ctx, bad), "native_result_invalid"); err != nil {
+	bad := mustJSON(controlplane.CompleteInput{Result: json.RawMessage(`{"reportedWorkDisposition":"done","summary":""}`), Terminal: Terminal(controlplane.RunSucceeded, controlplane.WorkDone)})
+	if err := wantCode(e.p.CompleteRun(ctx, bad), controlplane.CodeNativeResultInvalid); err != nil {
 		return err
 	}
 	st, err := e.snap()
@@ -860,9 +860,9 @@ func case32(ctx context.Context, h Harness) error {
 }
 
 func case33(ctx context.Context, h Harness) error {
-	t2 := task("task-2", "blocked", "actor-1")
+	t2 := task("task-2", controlplane.TaskBlocked, "actor-1")
 	e, err := openSource(ctx, h, controlplane.Seed{
-		Tasks:    []*controlplane.Task{task("task-1", "todo", "actor-1"), t2},
+		Tasks:    []*controlplane.Task{task("task-1", controlplane.TaskTodo, "actor-1"), t2},
 		Blockers: []*controlplane.Blocker{{ID: "b-1", TaskID: "task-2", BlockedByTaskID: "task-1", CreatedAt: "2026-08-09T00:00:00.000Z"}},
 	}, "source-a")
 	if err != nil {
@@ -871,10 +871,10 @@ func case33(ctx context.Context, h Harness) error {
 	if _, err := e.cmd("run-1", "k1", "finish_task", map[string]any{"summary": "done"}); err != nil {
 		return noErr(err, "finish_task")
 	}
-	if err := e.terminalEvent("source-a", 1, "done"); err != nil {
+	if err := e.terminalEvent("source-a", 1, controlplane.WorkDone); err != nil {
 		return err
 	}
-	if err := e.p.CompleteRun(ctx, completion("done", "finished", "succeeded")); err != nil {
+	if err := e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "finished", controlplane.RunSucceeded)); err != nil {
 		return noErr(err, "completeRun")
 	}
 	st, err := e.snap()
@@ -883,15 +883,15 @@ func case33(ctx context.Context, h Harness) error {
 	}
 	t1 := taskByID(st, "task-1")
 	switch {
-	case t1.Status != "done" || t1.CheckoutRunID != nil || t1.ExecutionRunID != nil:
+	case t1.Status != controlplane.TaskDone || t1.CheckoutRunID != nil || t1.ExecutionRunID != nil:
 		return failf("task-1 %s locks %s/%s, want done and unlocked", t1.Status, deref(t1.CheckoutRunID), deref(t1.ExecutionRunID))
-	case taskByID(st, "task-2").Status != "todo":
+	case taskByID(st, "task-2").Status != controlplane.TaskTodo:
 		return failf("task-2 %s, want todo", taskByID(st, "task-2").Status)
 	case len(st.Blockers) != 0:
 		return failf("%d blockers left, want 0", len(st.Blockers))
-	case len(countWakes(st, "blockers_resolved")) != 1:
-		return failf("%d blockers_resolved wakes, want 1", len(countWakes(st, "blockers_resolved")))
-	case runByID(st, "run-1").Status != "succeeded":
+	case len(countWakes(st, controlplane.WakeBlockersResolved)) != 1:
+		return failf("%d blockers_resolved wakes, want 1", len(countWakes(st, controlplane.WakeBlockersResolved)))
+	case runByID(st, "run-1").Status != controlplane.RunSucceeded:
 		return failf("run %s, want succeeded", runByID(st, "run-1").Status)
 	}
 	return nil
@@ -899,16 +899,16 @@ func case33(ctx context.Context, h Harness) error {
 
 func case34(ctx context.Context, h Harness) error {
 	e, err := openSource(ctx, h, controlplane.Seed{
-		Tasks:    []*controlplane.Task{task("task-1", "todo", "actor-1"), task("task-2", "todo", "")},
+		Tasks:    []*controlplane.Task{task("task-1", controlplane.TaskTodo, "actor-1"), task("task-2", controlplane.TaskTodo, "")},
 		Blockers: []*controlplane.Blocker{{ID: "b-1", TaskID: "task-1", BlockedByTaskID: "task-2", CreatedAt: "2026-08-09T00:00:00.000Z"}},
 	}, "source-a")
 	if err != nil {
 		return err
 	}
-	if err := e.terminalEvent("source-a", 1, "done"); err != nil {
+	if err := e.terminalEvent("source-a", 1, controlplane.WorkDone); err != nil {
 		return err
 	}
-	return wantCode(e.p.CompleteRun(ctx, completion("done", "finished", "succeeded")), "terminal_reconciliation_failed")
+	return wantCode(e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "finished", controlplane.RunSucceeded)), controlplane.CodeTerminalReconciliationFailed)
 }
 
 func case35(ctx context.Context, h Harness) error {
@@ -916,19 +916,19 @@ func case35(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	if err := e.terminalEvent("source-a", 1, "done"); err != nil {
+	if err := e.terminalEvent("source-a", 1, controlplane.WorkDone); err != nil {
 		return err
 	}
-	if err := e.p.CompleteRun(ctx, completion("done", "finished", "succeeded")); err != nil {
+	if err := e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "finished", controlplane.RunSucceeded)); err != nil {
 		return noErr(err, "completeRun")
 	}
-	if err := e.p.CompleteRun(ctx, completion("done", "finished", "succeeded")); err != nil {
+	if err := e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "finished", controlplane.RunSucceeded)); err != nil {
 		return noErr(err, "identical completeRun")
 	}
 	if err := e.wantLastDecision("complete_run", "duplicate", "terminal_result_already_committed"); err != nil {
 		return err
 	}
-	return wantCode(e.p.CompleteRun(ctx, completion("done", "mutated summary", "succeeded")), "native_result_replay_conflict")
+	return wantCode(e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "mutated summary", controlplane.RunSucceeded)), controlplane.CodeNativeResultReplayConflict)
 }
 
 func case36(ctx context.Context, h Harness) error {
@@ -936,20 +936,20 @@ func case36(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	if err := e.terminalEvent("source-a", 1, "yielded"); err != nil {
+	if err := e.terminalEvent("source-a", 1, controlplane.WorkYielded); err != nil {
 		return err
 	}
-	if err := e.p.CompleteRun(ctx, completion("yielded", "more later", "succeeded")); err != nil {
+	if err := e.p.CompleteRun(ctx, completion(controlplane.WorkYielded, "more later", controlplane.RunSucceeded)); err != nil {
 		return noErr(err, "completeRun")
 	}
 	st, err := e.snap()
 	if err != nil {
 		return err
 	}
-	if s := taskByID(st, "task-1").Status; s != "todo" {
+	if s := taskByID(st, "task-1").Status; s != controlplane.TaskTodo {
 		return failf("task %s, want todo", s)
 	}
-	ws := countWakes(st, "scheduled_retry")
+	ws := countWakes(st, controlplane.WakeScheduledRetry)
 	if len(ws) != 1 {
 		return failf("%d scheduled_retry wakes, want 1", len(ws))
 	}
@@ -972,8 +972,8 @@ func case36(ctx context.Context, h Harness) error {
 func approvalSeed(role string, requester string, taskIDs ...string) controlplane.Seed {
 	return controlplane.Seed{
 		Actors: []*controlplane.Actor{actor("actor-1", role), actor("actor-2", "engineer")},
-		Tasks:  []*controlplane.Task{task("task-1", "todo", "actor-1"), task("task-2", "todo", "actor-2")},
-		Approvals: []*controlplane.Approval{{ID: "approval-1", CompanyID: "company-1", TaskIDs: taskIDs, Type: "deploy", Status: "pending",
+		Tasks:  []*controlplane.Task{task("task-1", controlplane.TaskTodo, "actor-1"), task("task-2", controlplane.TaskTodo, "actor-2")},
+		Approvals: []*controlplane.Approval{{ID: "approval-1", CompanyID: "company-1", TaskIDs: taskIDs, Type: "deploy", Status: controlplane.ApprovalPending,
 			RequestedByActorID: ptr(requester), Payload: json.RawMessage(`{}`), CreatedAt: "2026-08-09T00:00:00.000Z"}},
 	}
 }
@@ -989,19 +989,19 @@ func case37(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	if err := wantCode(decide(e, "k1"), "self_approval_forbidden"); err != nil {
+	if err := wantCode(decide(e, "k1"), controlplane.CodeSelfApprovalForbidden); err != nil {
 		return err
 	}
 	if e, err = openDefault(ctx, h, approvalSeed("engineer", "actor-2", "task-1"), claim); err != nil {
 		return err
 	}
-	if err := wantCode(decide(e, "k1"), "operation_not_authorized"); err != nil {
+	if err := wantCode(decide(e, "k1"), controlplane.CodeOperationNotAuthorized); err != nil {
 		return err
 	}
 	if e, err = openDefault(ctx, h, approvalSeed("Approver ", "actor-2", "task-2"), claim); err != nil {
 		return err
 	}
-	return wantCode(decide(e, "k1"), "approval_scope_violation")
+	return wantCode(decide(e, "k1"), controlplane.CodeApprovalScopeViolation)
 }
 
 func case38(ctx context.Context, h Harness) error {
@@ -1018,7 +1018,7 @@ func case38(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	ws := countWakes(st, "approval_resolved")
+	ws := countWakes(st, controlplane.WakeApprovalResolved)
 	if len(ws) != 1 || ws[0].TaskID != "task-2" || ws[0].ActorID != "actor-2" {
 		return failf("want one approval_resolved wake for actor-2 on task-2, got %d", len(ws))
 	}
@@ -1038,15 +1038,15 @@ func case38(ctx context.Context, h Harness) error {
 			recovery = t
 		}
 	}
-	if recovery == nil || recovery.Status != "todo" || deref(recovery.AssigneeActorID) != "actor-2" {
+	if recovery == nil || recovery.Status != controlplane.TaskTodo || deref(recovery.AssigneeActorID) != "actor-2" {
 		return failf("no todo recovery task MCK-APPROVAL-approval-1 assigned to actor-2")
 	}
-	if ws := countWakes(st, "approval_resolved"); len(ws) != 1 || ws[0].TaskID != recovery.ID {
+	if ws := countWakes(st, controlplane.WakeApprovalResolved); len(ws) != 1 || ws[0].TaskID != recovery.ID {
 		return failf("want one approval_resolved wake on the recovery task")
 	}
 	// Paused or budgetless requester → no wake, no task.
 	paused := approvalSeed("approver", "actor-2", "task-1")
-	paused.Actors[1].Status = "paused"
+	paused.Actors[1].Status = controlplane.ActorPaused
 	budgetless := approvalSeed("approver", "actor-2", "task-1")
 	budgetless.Budgets = []*controlplane.Budget{budget("budget-actor-1", "actor", "actor-1", 1000, 0)}
 	for name, seed := range map[string]controlplane.Seed{"paused": paused, "budgetless": budgetless} {
@@ -1059,7 +1059,7 @@ func case38(ctx context.Context, h Harness) error {
 		if st, err = e.snap(); err != nil {
 			return err
 		}
-		if len(st.Wakes) != 0 || len(st.Tasks) != 2 || st.Approvals[0].Status != "approved" {
+		if len(st.Wakes) != 0 || len(st.Tasks) != 2 || st.Approvals[0].Status != controlplane.ApprovalApproved {
 			return failf("%s requester: %d wakes, %d tasks, approval %s; want 0, 2, approved", name, len(st.Wakes), len(st.Tasks), st.Approvals[0].Status)
 		}
 	}
@@ -1069,7 +1069,7 @@ func case38(ctx context.Context, h Harness) error {
 func case39(ctx context.Context, h Harness) error {
 	e, err := setup(ctx, h, controlplane.Seed{
 		Actors: []*controlplane.Actor{actor("actor-1", "engineer"), actor("actor-2", "engineer")},
-		Tasks:  []*controlplane.Task{task("task-1", "todo", "actor-1"), task("task-2", "todo", "actor-2")},
+		Tasks:  []*controlplane.Task{task("task-1", controlplane.TaskTodo, "actor-1"), task("task-2", controlplane.TaskTodo, "actor-2")},
 	})
 	if err != nil {
 		return err
@@ -1085,7 +1085,7 @@ func case39(ctx context.Context, h Harness) error {
 			"expectedAssigneeActorId": "actor-2", "expectedStatusVersion": version, "reason": "rebalance"})
 	}
 	_, err = reassign("k1", 7)
-	if err := wantCode(err, "reassignment_conflict"); err != nil {
+	if err := wantCode(err, controlplane.CodeReassignmentConflict); err != nil {
 		return err
 	}
 	res, err := reassign("k2", 0)
@@ -1098,12 +1098,12 @@ func case39(ctx context.Context, h Harness) error {
 	}
 	t2 := taskByID(st, "task-2")
 	switch {
-	case runByID(st, "run-2").Status != "cancelled":
+	case runByID(st, "run-2").Status != controlplane.RunCancelled:
 		return failf("run-2 %s, want cancelled", runByID(st, "run-2").Status)
-	case t2.Status != "todo" || t2.StatusVersion != 1 || deref(t2.AssigneeActorID) != "actor-1":
+	case t2.Status != controlplane.TaskTodo || t2.StatusVersion != 1 || deref(t2.AssigneeActorID) != "actor-1":
 		return failf("task-2 %s version %d assignee %s, want todo 1 actor-1", t2.Status, t2.StatusVersion, deref(t2.AssigneeActorID))
 	}
-	ws := countWakes(st, "manual")
+	ws := countWakes(st, controlplane.WakeManual)
 	if len(ws) != 1 || len(res.ScheduledWakeIDs) != 1 {
 		return failf("want one manual wake, got %d", len(ws))
 	}

@@ -127,7 +127,7 @@ func Summary(rs []CaseResult) (passed, failed int) {
 func failf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
 // wantCode checks that err carries the state-machine code want.
-func wantCode(err error, want string) error {
+func wantCode(err error, want controlplane.Code) error {
 	if err == nil {
 		return failf("expected error %s, got success", want)
 	}

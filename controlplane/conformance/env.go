@@ -116,7 +116,7 @@ func deref(p *string) string {
 	return *p
 }
 
-func countWakes(st controlplane.State, reason string) []*controlplane.ScheduledWake {
+func countWakes(st controlplane.State, reason controlplane.WakeReason) []*controlplane.ScheduledWake {
 	var out []*controlplane.ScheduledWake
 	for _, w := range st.Wakes {
 		if w.Reason == reason {
@@ -138,10 +138,10 @@ func actor(id, role string, grants ...string) *controlplane.Actor {
 	if grants == nil {
 		grants = []string{}
 	}
-	return &controlplane.Actor{ID: id, CompanyID: "company-1", Name: "Actor " + id, Role: role, Status: "active", BudgetID: "budget-" + id, CapabilityGrants: grants}
+	return &controlplane.Actor{ID: id, CompanyID: "company-1", Name: "Actor " + id, Role: role, Status: controlplane.ActorActive, BudgetID: "budget-" + id, CapabilityGrants: grants}
 }
 
-func task(id, status string, assignee string) *controlplane.Task {
+func task(id string, status controlplane.TaskStatus, assignee string) *controlplane.Task {
 	t := &controlplane.Task{ID: id, CompanyID: "company-1", Identifier: "MCK-" + id, Title: "Task " + id, Status: status, Priority: "medium", WorkMode: "standard"}
 	if assignee != "" {
 		t.AssigneeActorID = ptr(assignee)
@@ -154,5 +154,5 @@ func budget(id, scope, scopeID string, limit, spent int64) *controlplane.Budget 
 }
 
 func fault(id, kind, effect string) *controlplane.FaultRule {
-	return &controlplane.FaultRule{ID: id, Operation: "apply_command", CommandKind: kind, Effect: effect, Remaining: 1, Code: "scripted_" + effect}
+	return &controlplane.FaultRule{ID: id, Operation: "apply_command", CommandKind: kind, Effect: effect, Remaining: 1, Code: controlplane.Code("scripted_" + effect)}
 }

@@ -25,9 +25,9 @@ func PortSeed() controlplane.Seed {
 	return controlplane.Seed{
 		Company: &controlplane.Company{ID: PortCompanyID, BudgetID: "budget-company-phase6"},
 		Actors: []*controlplane.Actor{{ID: PortActorID, CompanyID: PortCompanyID, Name: "Conformance Agent", Role: "engineer",
-			Status: "active", BudgetID: "budget-actor-phase6", CapabilityGrants: []string{}}},
+			Status: controlplane.ActorActive, BudgetID: "budget-actor-phase6", CapabilityGrants: []string{}}},
 		Tasks: []*controlplane.Task{{ID: PortTaskID, CompanyID: PortCompanyID, Identifier: "MCK-1", Title: "Phase 6 conformance task",
-			Status: "todo", Priority: "medium", WorkMode: "standard", AssigneeActorID: ptr(PortActorID)}},
+			Status: controlplane.TaskTodo, Priority: "medium", WorkMode: "standard", AssigneeActorID: ptr(PortActorID)}},
 	}
 }
 
@@ -44,13 +44,13 @@ func PortOpen() controlplane.OpenInput {
 
 // Result returns a schema-valid run result (paperclip.run_result.v1) with the given
 // disposition and summary; blocked and yielded results carry their required members.
-func Result(disposition, summary string) json.RawMessage {
+func Result(disposition controlplane.WorkDisposition, summary string) json.RawMessage {
 	r := map[string]any{
 		"reportedWorkDisposition": disposition,
 		"summary":                 summary,
 		"completionClaim": map[string]any{
 			"contractRevision":   1,
-			"objectiveSatisfied": disposition == "done",
+			"objectiveSatisfied": disposition == controlplane.WorkDone,
 			"criteria":           []any{map[string]any{"criterionId": "criterion-1", "status": "satisfied", "evidenceRefs": []any{"event:2"}}},
 			"remainingWork":      []any{},
 		},
@@ -60,16 +60,16 @@ func Result(disposition, summary string) json.RawMessage {
 		"artifacts":         []any{},
 	}
 	switch disposition {
-	case "blocked":
+	case controlplane.WorkBlocked:
 		r["blocker"] = map[string]any{"reasonCode": "waiting", "owner": "board", "unblockAction": "decide", "scope": "task_wide"}
-	case "yielded":
+	case controlplane.WorkYielded:
 		r["continuation"] = map[string]any{"kind": "retry", "summary": "continue later", "idempotencyKey": "continuation-1"}
 	}
 	return mustJSON(r)
 }
 
 // Terminal returns a schema-valid terminal (paperclip.prp.terminal.v1).
-func Terminal(runState, disposition string) json.RawMessage {
+func Terminal(runState controlplane.RunStatus, disposition controlplane.WorkDisposition) json.RawMessage {
 	return mustJSON(map[string]any{"turnTerminalState": "completed", "runTerminalState": runState, "reportedWorkDisposition": disposition})
 }
 
@@ -99,15 +99,15 @@ func portEvent(n int64) controlplane.PRPEvent {
 	case 1:
 		return PRPEvent(PortRunID, PortSource, 1, "session.started", json.RawMessage(`{"backend":"mock"}`))
 	case 2:
-		return PRPEvent(PortRunID, PortSource, 2, "run.result.proposed", Result("done", "Phase 6 conformance task completed."))
+		return PRPEvent(PortRunID, PortSource, 2, "run.result.proposed", Result(controlplane.WorkDone, "Phase 6 conformance task completed."))
 	default:
-		return PRPEvent(PortRunID, PortSource, 3, "run.terminal", Terminal("succeeded", "done"))
+		return PRPEvent(PortRunID, PortSource, 3, "run.terminal", Terminal(controlplane.RunSucceeded, controlplane.WorkDone))
 	}
 }
 
 func portCompletion(summary string) json.RawMessage {
 	return mustJSON(controlplane.CompleteInput{
-		Result: Result("done", summary), Terminal: Terminal("succeeded", "done"), TurnID: PortTurnID,
+		Result: Result(controlplane.WorkDone, summary), Terminal: Terminal(controlplane.RunSucceeded, controlplane.WorkDone), TurnID: PortTurnID,
 		CallerResultID: "result-phase6-conformance", CallerDedupeKey: "dedupe-phase6-conformance",
 	})
 }
@@ -167,7 +167,7 @@ func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 				return failf("openRun with a forged issue id was accepted")
 			}
 			rep.OpenBindingRejected = true
-			return wantCode(err, "run_binding_conflict")
+			return wantCode(err, controlplane.CodeRunBindingConflict)
 		},
 		func() error { // 3
 			rc, err := appendEv(portEvent(1))
@@ -206,14 +206,14 @@ func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 		},
 		func() error { // 7: schema-valid payload mutations under the same event id
 			mutated := portEvent(2)
-			mutated.Payload = Result("done", "mutated result payload")
-			err := wantCode(func() error { _, err := appendEv(mutated); return err }(), "native_event_replay_conflict")
+			mutated.Payload = Result(controlplane.WorkDone, "mutated result payload")
+			err := wantCode(func() error { _, err := appendEv(mutated); return err }(), controlplane.CodeNativeEventReplayConflict)
 			if err != nil {
 				return fmt.Errorf("event id mutation: %w", err)
 			}
 			forged := portEvent(1)
 			forged.Payload = json.RawMessage(`{"backend":"forged"}`)
-			if err := wantCode(func() error { _, err := appendEv(forged); return err }(), "native_event_replay_conflict"); err != nil {
+			if err := wantCode(func() error { _, err := appendEv(forged); return err }(), controlplane.CodeNativeEventReplayConflict); err != nil {
 				return fmt.Errorf("forged e1 payload: %w", err)
 			}
 			rep.EventIDMutationRejected = true
@@ -222,8 +222,8 @@ func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 		func() error { // 8: same sequence, new event id
 			mutated := portEvent(2)
 			mutated.SourceEventID = PortSource + ":mutated-sequence-two"
-			mutated.Payload = Result("done", "mutated result payload")
-			if err := wantCode(func() error { _, err := appendEv(mutated); return err }(), "native_event_replay_conflict"); err != nil {
+			mutated.Payload = Result(controlplane.WorkDone, "mutated result payload")
+			if err := wantCode(func() error { _, err := appendEv(mutated); return err }(), controlplane.CodeNativeEventReplayConflict); err != nil {
 				return fmt.Errorf("event sequence mutation: %w", err)
 			}
 			rep.EventSequenceMutationRej = true
@@ -250,7 +250,7 @@ func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 		},
 		func() error { // 10
 			_, err := p.ReplayEvents(ctx, controlplane.ReplayQuery{RunID: "forged-run", SourceInstanceID: PortSource, AfterSourceSeq: 0, Limit: 10})
-			if err := wantCode(err, "run_missing"); err != nil {
+			if err := wantCode(err, controlplane.CodeRunMissing); err != nil {
 				return err
 			}
 			rep.ReplayBindingRejected = true
@@ -267,7 +267,7 @@ func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 			return nil
 		},
 		func() error { // 12
-			if err := wantCode(p.CompleteRun(ctx, portCompletion("mutated result replay")), "native_result_replay_conflict"); err != nil {
+			if err := wantCode(p.CompleteRun(ctx, portCompletion("mutated result replay")), controlplane.CodeNativeResultReplayConflict); err != nil {
 				return err
 			}
 			rep.ResultMutationRejected = true

@@ -66,7 +66,7 @@ func (c *Company) readable() error {
 }
 
 func unavailable(err error) error {
-	return fmt.Errorf("%w (%v)", &controlplane.Error{Code: "store_unavailable", Message: "the company's journal could not be committed", Retryable: true}, err)
+	return fmt.Errorf("%w (%v)", &controlplane.Error{Code: controlplane.CodeStoreUnavailable, Message: "the company's journal could not be committed", Retryable: true}, err)
 }
 
 // do applies one state-changing call under the company lock, queues its journal entry
@@ -403,7 +403,7 @@ func (c *Company) ActiveRun(ctx context.Context) (string, bool, error) { return 
 
 // RunRunning reports whether a run is still running, with its status
 // (controlplane.Memory.RunRunning).
-func (c *Company) RunRunning(ctx context.Context, runID string) (bool, string, error) {
+func (c *Company) RunRunning(ctx context.Context, runID string) (bool, controlplane.RunStatus, error) {
 	return c.mem.RunRunning(ctx, runID)
 }
 

@@ -7,24 +7,15 @@ import (
 	"os"
 
 	"github.com/agentproof/agentproof/agent"
-	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/spf13/cobra"
 )
-
-// errNoAgentClient is what dialAgentAPI returns until the HTTP client of the agent API
-// (package client, issue 7) is wired in.
-var errNoAgentClient = errors.New("this build has no HTTP client for the agent API (package client)")
-
-// dialAgentAPI connects a built-in agent to the agent API at url with the run token. The
-// HTTP client of package client plugs in here.
-var dialAgentAPI agent.Dialer = func(context.Context, string, string) (controlplane.Port, error) {
-	return nil, errNoAgentClient
-}
 
 // newAgentCmd is the hidden command the heartbeat runner launches for the built-in
 // agents (DESIGN.md "Agents"): `agentproof agent <reference|wrong|leaky|nop>`. The agent reads
 // its run from its own environment (agent.EnvAPIURL and siblings, set by the driver).
-// nop exits 0 at once and touches nothing. Exit codes: 0 the run was carried out, 2 the
+// nop exits 0 at once and touches nothing. The agent reaches the agent API through
+// a.dialAgent. Exit codes: 0 the run was carried out, 2 the
 // environment lacks what the agent needs, 1 anything else (the runner then completes
 // the run as failed).
 func newAgentCmd(a *app) *cobra.Command {
@@ -43,7 +34,7 @@ func newAgentCmd(a *app) *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			out, err := agent.RunBuiltin(ctx, args[0], os.Environ(), dialAgentAPI)
+			out, err := agent.RunBuiltin(ctx, args[0], os.Environ(), a.dialAgent)
 			if out.Output != "" {
 				// the leaky calibration agent prints what it should not
 				if _, werr := fmt.Fprintln(a.stdout, out.Output); werr != nil && err == nil {
@@ -57,7 +48,7 @@ func newAgentCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if args[0] == "nop" {
+			if d, _ := driver.Parse(args[0]); d.Kind == driver.KindNop { // RunBuiltin accepted it
 				return nil
 			}
 			if out.Turn == 0 {

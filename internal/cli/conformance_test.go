@@ -18,7 +18,7 @@ type forgetfulHarness struct{ conformance.MemoryHarness }
 type unstartablePort struct{ controlplane.Port }
 
 func (unstartablePort) Start(context.Context) error {
-	return &controlplane.Error{Code: "mock_not_running", Message: "broken on purpose"}
+	return &controlplane.Error{Code: controlplane.CodeMockNotRunning, Message: "broken on purpose"}
 }
 
 func (h forgetfulHarness) New(ctx context.Context, seed controlplane.Seed) (controlplane.Port, error) {

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/agent"
-	"github.com/agentproof/agentproof/controlplane/mcp"
+	"github.com/agentproof/agentproof/mcp"
 )
 
 // nopWriteCloser lets the MCP transport write to a.stdout without closing it.
@@ -23,7 +23,7 @@ type nopWriteCloser struct{ io.Writer }
 func (nopWriteCloser) Close() error { return nil }
 
 // newMCPCmd is `agentproof mcp`: the semantic tools of one run as an MCP server on stdio
-// (package controlplane/mcp). Contract (the exec:codex and exec:opencode drivers rely
+// (package mcp). Contract (the exec:codex and exec:opencode drivers rely
 // on it): it reads agent.EnvAPIURL and agent.EnvRunToken (required), agent.EnvRunID
 // (optional: else the run named in the token) and agent.EnvStateDir (optional: where the
 // presentation file goes) from its own environment; a missing required variable is a

@@ -18,7 +18,8 @@ import (
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
-	"github.com/agentproof/agentproof/controlplane/mcp"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/mcp"
 )
 
 // codexMCPScript makes the scripted model call two semantic tools through Codex's MCP
@@ -137,13 +138,14 @@ func (r realCLIRun) checkEffects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var child, task1 string
+	var child string
+	var task1 controlplane.TaskStatus
 	for _, tk := range st.Tasks {
 		switch {
 		case tk.ID == "task-1":
 			task1 = tk.Status
 		case tk.Title == "child "+r.nonce:
-			child = tk.Status + "/" + tk.Priority
+			child = string(tk.Status) + "/" + tk.Priority
 		}
 	}
 	if child != "backlog/high" || task1 != "done" {

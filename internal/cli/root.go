@@ -10,13 +10,19 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/client"
 )
 
-// app carries the streams every command writes to, so that tests can inject them.
+// app carries what the commands depend on, so that tests can inject it: the streams
+// every command writes to and dialAgent, how a built-in agent (`agentproof agent`)
+// reaches the agent API (client.DialAgent in Main; nil refuses to dial).
 type app struct {
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	dialAgent agent.Dialer
 }
 
 // Main runs the agentproof command line with args (without the program name) and the
@@ -31,7 +37,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			code = int(ExitInternal)
 		}
 	}()
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, dialAgent: client.DialAgent}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -101,6 +107,10 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newModelCmd(a),
 		newAgentsCmd(a),
 		newMCPCmd(a),
+		newEnvironmentsCmd(a),
+		newSandboxEnterCmd(a),
+		newSandboxInitCmd(a),
+		newHostileCmd(a),
 	)
 	return root
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/catalog"
 )
@@ -26,8 +26,13 @@ const EnvAgentsDir = "AGENTPROOF_AGENTS_DIR"
 func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions) (map[string]attempt.PinnedCLI, error) {
 	var need []clis.CLI
 	for _, cell := range cells {
-		name, ok := strings.CutPrefix(cell.Profile.Driver, "exec:")
-		if !ok || name == "" || slices.ContainsFunc(need, func(c clis.CLI) bool { return c.Name == name }) {
+		d, err := driver.Parse(cell.Profile.Driver)
+		if err != nil {
+			return nil, usageErrorf("profile %s: %v", cell.Profile.ID, err)
+		}
+		name, ok := d.CLI()
+		if !ok || slices.ContainsFunc(need, func(c clis.CLI) bool { return c.Name == name }) {
+
 			continue
 		}
 		c, ok := clis.Lookup(name)

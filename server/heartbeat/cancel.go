@@ -18,15 +18,6 @@ const IntentPrefix = "native-cancellation:"
 // local-board user ID").
 const LocalBoardActor = "local-board"
 
-// Error codes of the Stop API (HTTP statuses through server.StatusOf).
-const (
-	// CodeCancellationConflict (409): an earlier or different intent, an earlier
-	// uncorrelated Stop, a different board actor, or a terminal run without this intent.
-	CodeCancellationConflict = "cancellation_conflict"
-	// CodeCancellationIDInvalid (400): cancellationRequestId is not a UUID.
-	CodeCancellationIDInvalid = "cancellation_request_id_invalid"
-)
-
 // Intent is a reserved Stop of one run (api.CancelIntent), stored durably in the run's
 // record before the process is signalled.
 type Intent = api.CancelIntent
@@ -53,14 +44,14 @@ const (
 
 // ParseRequestID checks a cancellationRequestId: "" (omitted) is valid; anything else
 // must be a UUID in its canonical 36-character form (any version). It returns the
-// lower-case form. Error: *controlplane.Error CodeCancellationIDInvalid (HTTP 400).
+// lower-case form. Error: *controlplane.Error controlplane.CodeCancellationRequestIDInvalid (HTTP 400).
 func ParseRequestID(id string) (string, error) {
 	if id == "" {
 		return "", nil
 	}
 	u, err := uuid.Parse(id)
 	if err != nil || len(id) != 36 {
-		return "", &controlplane.Error{Code: CodeCancellationIDInvalid,
+		return "", &controlplane.Error{Code: controlplane.CodeCancellationRequestIDInvalid,
 			Message: fmt.Sprintf("cancellationRequestId %q is not a UUID", clip(id, 64))}
 	}
 	return u.String(), nil
@@ -71,7 +62,7 @@ func ParseRequestID(id string) (string, error) {
 // existing is its reserved intent (nil when none); req.RequestID must have passed
 // ParseRequestID. It returns StopReserve with the intent to store (RequestedAt left
 // for the caller; for an omitted id the intent gets newID as RequestID), StopJoin with
-// the existing intent, or a *controlplane.Error with CodeCancellationConflict:
+// the existing intent, or a *controlplane.Error with controlplane.CodeCancellationConflict:
 //
 //   - a terminal run: only the same correlated UUID from the same actor joins;
 //   - a running run with an intent: the same UUID from the same actor joins, an omitted
@@ -80,7 +71,7 @@ func ParseRequestID(id string) (string, error) {
 //   - a running run without an intent: reserve.
 func DecideStop(terminal bool, existing *Intent, req StopRequest, newID func() string) (StopVerdict, Intent, error) {
 	conflict := func(msg string) (StopVerdict, Intent, error) {
-		return "", Intent{}, &controlplane.Error{Code: CodeCancellationConflict, Message: msg}
+		return "", Intent{}, &controlplane.Error{Code: controlplane.CodeCancellationConflict, Message: msg}
 	}
 	if existing != nil {
 		switch {

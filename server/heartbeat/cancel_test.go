@@ -49,8 +49,8 @@ func TestDecideStop(t *testing.T) {
 			t.Parallel()
 			v, in, err := heartbeat.DecideStop(tc.terminal, tc.existing, tc.req, func() string { return drawn })
 			if tc.conflict {
-				if controlplane.CodeOf(err) != heartbeat.CodeCancellationConflict {
-					t.Fatalf("got %v %+v %v, want %s", v, in, err, heartbeat.CodeCancellationConflict)
+				if controlplane.CodeOf(err) != controlplane.CodeCancellationConflict {
+					t.Fatalf("got %v %+v %v, want %s", v, in, err, controlplane.CodeCancellationConflict)
 				}
 				return
 			}
@@ -63,15 +63,18 @@ func TestDecideStop(t *testing.T) {
 
 func TestParseRequestID(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ in, want, code string }{
+	tests := []struct {
+		in, want string
+		code     controlplane.Code
+	}{
 		{"", "", ""},
 		{uuidA, uuidA, ""},
 		{"0B6F1C0E-2F0A-4C57-9A39-3F2B8F6D2A11", uuidA, ""},
-		{"not-a-uuid", "", heartbeat.CodeCancellationIDInvalid},
-		{"{" + uuidA + "}", "", heartbeat.CodeCancellationIDInvalid},
-		{"urn:uuid:" + uuidA, "", heartbeat.CodeCancellationIDInvalid},
-		{"0b6f1c0e2f0a4c579a393f2b8f6d2a11", "", heartbeat.CodeCancellationIDInvalid},
-		{uuidA + " ", "", heartbeat.CodeCancellationIDInvalid},
+		{"not-a-uuid", "", controlplane.CodeCancellationRequestIDInvalid},
+		{"{" + uuidA + "}", "", controlplane.CodeCancellationRequestIDInvalid},
+		{"urn:uuid:" + uuidA, "", controlplane.CodeCancellationRequestIDInvalid},
+		{"0b6f1c0e2f0a4c579a393f2b8f6d2a11", "", controlplane.CodeCancellationRequestIDInvalid},
+		{uuidA + " ", "", controlplane.CodeCancellationRequestIDInvalid},
 	}
 	for _, tc := range tests {
 		got, err := heartbeat.ParseRequestID(tc.in)
@@ -90,7 +93,7 @@ func FuzzParseRequestID(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := heartbeat.ParseRequestID(s)
 		if err != nil {
-			if controlplane.CodeOf(err) != heartbeat.CodeCancellationIDInvalid {
+			if controlplane.CodeOf(err) != controlplane.CodeCancellationRequestIDInvalid {
 				t.Fatalf("error %v has the wrong code", err)
 			}
 			return

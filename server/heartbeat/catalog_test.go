@@ -65,7 +65,7 @@ func newAttempt(t *testing.T, cell *catalog.Cell, nonce string) *attempt {
 func (a *attempt) company() *client.Company { return a.in.handle(a.co) }
 
 // pending returns the task's pending interaction of kind, or nil.
-func (a *attempt) pending(kind string) *controlplane.Interaction {
+func (a *attempt) pending(kind controlplane.InteractionKind) *controlplane.Interaction {
 	for _, it := range snapshot(a.t, a.company()).Interactions {
 		if it.TaskID == a.task && it.Status == "pending" && it.Kind == kind {
 			return it
@@ -74,7 +74,7 @@ func (a *attempt) pending(kind string) *controlplane.Interaction {
 	return nil
 }
 
-func (a *attempt) resolve(id, outcome string, result any) {
+func (a *attempt) resolve(id string, outcome controlplane.InteractionStatus, result any) {
 	a.t.Helper()
 	if _, err := a.company().ResolveInteraction(context.Background(), id, api.ResolveInteractionRequest{Outcome: outcome, Result: mustJSON(a.t, result)}); err != nil {
 		a.t.Fatal(err)
@@ -142,12 +142,12 @@ func (a *attempt) observe(st controlplane.State) *match.Observation {
 		if run.TaskID != a.task || run.ActorID != a.actor {
 			continue
 		}
-		obs.RunStatus = run.Status
+		obs.RunStatus = string(run.Status)
 		obs.Turns = append(obs.Turns, st.RunMessage(run))
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	if t := taskOf(st, a.task); t != nil {
-		obs.IssueStatus = t.Status
+		obs.IssueStatus = string(t.Status)
 	}
 	err := filepath.WalkDir(a.workspace, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

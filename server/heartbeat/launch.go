@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/redact"
@@ -91,9 +92,9 @@ type binaryEntry struct {
 // the facts. The binary is opened here, before the launch, and hashed through that
 // descriptor. The caller sets PID and ProcessStartTicks from the started process.
 func (r *Runner) launchFacts(j job, spec worker.Spec, secrets *redact.Set) (*api.LaunchFacts, func()) {
-	f := &api.LaunchFacts{Driver: j.cfg.Driver, AdapterType: adapterType(j.cfg.Driver), Provider: providerOf(j.cfg.Driver, j.cfg.DriverConfig),
+	f := &api.LaunchFacts{Driver: j.cfg.Driver.String(), AdapterType: adapterType(j.cfg.Driver), Provider: providerOf(j.cfg.Driver, j.cfg.DriverConfig),
 		Binary: spec.Path, Argv: argvShape(spec.Args, secrets), RuntimeMode: RuntimeNative, EnvironmentID: j.env.ID, ExecutionTarget: targetOf(j.env)}
-	cli, isCLI := strings.CutPrefix(j.cfg.Driver, "exec:")
+	cli, isCLI := j.cfg.Driver.CLI()
 	if isCLI {
 		f.CLIName = cli
 	}
@@ -222,11 +223,11 @@ func probe(path, probes string) (string, error) {
 }
 
 // adapterType is the adapter kind a driver is.
-func adapterType(driver string) string {
-	switch cli, isCLI := strings.CutPrefix(driver, "exec:"); {
-	case strings.HasPrefix(driver, "fixture:"):
+func adapterType(d driver.Name) string {
+	switch cli, isCLI := d.CLI(); {
+	case d.Kind == driver.KindFixture:
 		return "fixture"
-	case driver == "exec":
+	case d.Kind == driver.KindExec:
 		return "exec"
 	case isCLI:
 		return cli + "_local"
@@ -238,24 +239,26 @@ func adapterType(driver string) string {
 // configuration: "agentproof" for agents without a model, "scripted" for a CLI pointed
 // at the attempt's scripted model on a loopback address, the live provider's host for
 // a live CLI, "" when the runner cannot know (exec).
-func providerOf(driver string, dc map[string]any) string {
-	if driver == "exec" {
+func providerOf(d driver.Name, dc *api.DriverConfig) string {
+	if d.Kind == driver.KindExec {
 		return ""
 	}
-	if !strings.HasPrefix(driver, "exec:") {
+	if _, isCLI := d.CLI(); !isCLI {
 		return "agentproof"
 	}
-	if s, _ := dc[agent.CLIKeyModelBaseURL].(string); s != "" {
-		if u, err := url.Parse(s); err == nil {
+	if dc == nil {
+		return ""
+	}
+	if dc.ModelBaseURL != "" {
+		if u, err := url.Parse(dc.ModelBaseURL); err == nil {
 			if ip := net.ParseIP(u.Hostname()); u.Hostname() == "localhost" || ip != nil && ip.IsLoopback() {
 				return "scripted"
 			}
 			return u.Hostname()
 		}
 	}
-	live, _ := dc[agent.CLIKeyLive].(map[string]any)
-	if s, _ := live["baseUrl"].(string); s != "" {
-		if u, err := url.Parse(s); err == nil {
+	if dc.Live != nil {
+		if u, err := url.Parse(dc.Live.BaseURL); err == nil {
 			return u.Hostname()
 		}
 	}

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/redact"
 )
@@ -51,16 +52,21 @@ func TestAdapterAndProvider(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		driver           string
-		dc               map[string]any
+		dc               *api.DriverConfig
 		adapter, provide string
 	}{
 		{"fixture:hang", nil, "fixture", "agentproof"},
 		{"reference", nil, "agentproof_builtin", "agentproof"},
 		{"exec", nil, "exec", ""},
-		{"exec:codex", map[string]any{agent.CLIKeyModelBaseURL: "http://127.0.0.1:4000/v1"}, "codex_local", "scripted"},
-		{"exec:opencode", map[string]any{agent.CLIKeyLive: map[string]any{"baseUrl": "https://api.openai.com/v1"}}, "opencode_local", "api.openai.com"},
+		{"exec:codex", &api.DriverConfig{ModelBaseURL: "http://127.0.0.1:4000/v1"}, "codex_local", "scripted"},
+		{"exec:opencode", &api.DriverConfig{Live: &api.LiveProvider{BaseURL: "https://api.openai.com/v1"}}, "opencode_local", "api.openai.com"},
+		{"exec:claude", nil, "claude_local", ""},
 	} {
-		if a, p := adapterType(tt.driver), providerOf(tt.driver, tt.dc); a != tt.adapter || p != tt.provide {
+		d, err := driver.Parse(tt.driver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, p := adapterType(d), providerOf(d, tt.dc); a != tt.adapter || p != tt.provide {
 			t.Errorf("%s: adapter %q provider %q, want %q %q", tt.driver, a, p, tt.adapter, tt.provide)
 		}
 	}

@@ -203,7 +203,7 @@ func findRun(t *testing.T, st controlplane.State, id string) *controlplane.Run {
 }
 
 // stopStatus is the HTTP status class of a Stop's error (200 for none).
-func stopCode(err error) string {
+func stopCode(err error) controlplane.Code {
 	if err == nil {
 		return ""
 	}
@@ -211,7 +211,7 @@ func stopCode(err error) string {
 	if errors.As(err, &e) {
 		return e.Code
 	}
-	return err.Error()
+	return controlplane.Code(err.Error())
 }
 
 // TestStopRunningHang: Stop with a UUID reserves native-cancellation:<uuid> and stops the
@@ -227,19 +227,21 @@ func TestStopRunningHang(t *testing.T) {
 	waitRecord(t, in, runID, "the hang process to start", func(r api.HeartbeatRun) bool { return r.ProcessStartedAt != "" })
 	b := in.board()
 	first, other := uuid.NewString(), uuid.NewString()
-	if _, err := b.CancelRun(ctx, runID, "not-a-uuid"); stopCode(err) != heartbeat.CodeCancellationIDInvalid {
-		t.Fatalf("malformed UUID: %v, want %s", err, heartbeat.CodeCancellationIDInvalid)
+	if _, err := b.CancelRun(ctx, runID, "not-a-uuid"); stopCode(err) != controlplane.CodeCancellationRequestIDInvalid {
+		t.Fatalf("malformed UUID: %v, want %s", err, controlplane.CodeCancellationRequestIDInvalid)
 	}
 	res, err := b.CancelRun(ctx, runID, first)
 	if err != nil || res.Disposition != "reserved" || res.Intent.IntentID != heartbeat.IntentPrefix+first || res.Intent.Actor != heartbeat.LocalBoardActor {
 		t.Fatalf("first Stop: %+v, %v", res, err)
 	}
 	steps := []struct {
-		name, id, code, disposition string
+		name, id    string
+		disposition api.CancelDisposition
+		code        controlplane.Code
 	}{
-		{"same UUID again", first, "", "joined"},
-		{"another UUID", other, heartbeat.CodeCancellationConflict, ""},
-		{"malformed UUID", "1234", heartbeat.CodeCancellationIDInvalid, ""},
+		{"same UUID again", first, "joined", ""},
+		{"another UUID", other, "", controlplane.CodeCancellationConflict},
+		{"malformed UUID", "1234", "", controlplane.CodeCancellationRequestIDInvalid},
 	}
 	// (An omitted id joins the reserved intent only while the run is still running,
 	// which this test cannot hold open without timing; TestDecideStop covers it.)
@@ -259,10 +261,13 @@ func TestStopRunningHang(t *testing.T) {
 	if run := findRun(t, snapshot(t, co), runID); run.Status != "cancelled" {
 		t.Fatalf("run is %s, want cancelled", run.Status)
 	}
-	for _, s := range []struct{ name, id, code string }{
+	for _, s := range []struct {
+		name, id string
+		code     controlplane.Code
+	}{
 		{"same UUID on the terminal run", first, ""},
-		{"another UUID on the terminal run", other, heartbeat.CodeCancellationConflict},
-		{"omitted id on the terminal run", "", heartbeat.CodeCancellationConflict},
+		{"another UUID on the terminal run", other, controlplane.CodeCancellationConflict},
+		{"omitted id on the terminal run", "", controlplane.CodeCancellationConflict},
 	} {
 		if _, err := b.CancelRun(ctx, runID, s.id); stopCode(err) != s.code {
 			t.Fatalf("%s: %v, want code %q", s.name, err, s.code)
@@ -487,7 +492,7 @@ func TestStopRunWithoutProcess(t *testing.T) {
 	if err := json.Unmarshal(body, &out); err != nil || status != 200 || out.Disposition != "joined" {
 		t.Fatalf("repeated Stop over HTTP: %d %s, %v; want 200 joined", status, body, err)
 	}
-	if _, err := b.CancelRun(ctx, "board-run-1", uuid.NewString()); stopCode(err) != heartbeat.CodeCancellationConflict {
+	if _, err := b.CancelRun(ctx, "board-run-1", uuid.NewString()); stopCode(err) != controlplane.CodeCancellationConflict {
 		t.Fatalf("another UUID: %v, want a conflict", err)
 	}
 	if runs := snapshot(t, co).Runs; len(runs) != 1 {

@@ -59,6 +59,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/redact"
@@ -353,7 +354,7 @@ type job struct {
 	actor   *controlplane.Actor
 	task    *controlplane.Task
 	env     *controlplane.Environment
-	cfg     AgentConfig
+	cfg     api.AdapterConfig
 	cfgErr  error
 	resume  bool
 	runID   string
@@ -380,7 +381,7 @@ func (r *Runner) scan(ctx context.Context) {
 			continue
 		}
 		st, err := c.Snapshot(ctx)
-		if err != nil || st.Lifecycle != "running" {
+		if err != nil || st.Lifecycle != controlplane.LifecycleRunning {
 			continue
 		}
 		j, ok := r.pick(ctx, id, c, st)
@@ -425,7 +426,7 @@ func (r *Runner) pick(ctx context.Context, company string, c Company, st control
 	r.mu.Unlock()
 	for _, w := range wakes {
 		runID := RunID(company, w.ID)
-		if w.Status != "scheduled" || runs[runID] || skipped[w.ID] != "" {
+		if w.Status != controlplane.WakeScheduled || runs[runID] || skipped[w.ID] != "" {
 			continue
 		}
 		a := actors[w.ActorID]
@@ -449,15 +450,15 @@ func (r *Runner) pick(ctx context.Context, company string, c Company, st control
 			continue // checked out by a run in flight: the wake waits
 		}
 		resume := false
-		if t.Status == "done" || t.Status == "cancelled" {
-			if w.Reason != "issue_commented" {
+		if t.Status.Terminal() {
+			if w.Reason != controlplane.WakeIssueCommented {
 				r.skipWake(company, w.ID, fmt.Sprintf("the task is %s and the wake (%s) is not a follow-up", t.Status, w.Reason))
 				continue
 			}
 			resume = true
 		}
-		if a.Status != "active" {
-			r.skipWake(company, w.ID, "the agent is "+a.Status)
+		if a.Status != controlplane.ActorActive {
+			r.skipWake(company, w.ID, "the agent is "+string(a.Status))
 			continue
 		}
 		return job{company: company, c: c, wake: *w, state: st, actor: a, task: t, env: env, cfg: cfg, cfgErr: cfgErr,
@@ -499,7 +500,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	lock := r.runLock(j.runID)
 	lock.Lock()
 	rec := &Record{Schema: api.HeartbeatRunSchema, RunID: j.runID, CompanyID: j.company, ActorID: j.actor.ID, TaskID: j.task.ID,
-		WakeID: j.wake.ID, WakeReason: j.wake.Reason, Driver: j.cfg.Driver, State: api.RunOpening, WakeObservedAt: j.seenAt}
+		WakeID: j.wake.ID, WakeReason: j.wake.Reason, Driver: j.cfg.Driver.String(), State: api.RunOpening, WakeObservedAt: j.seenAt}
 	r.remember(rec)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -526,11 +527,11 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		lock.Unlock()
 		return
 	}
-	rec.OpenedAt, rec.Status = r.now(), "running"
+	rec.OpenedAt, rec.Status = r.now(), controlplane.RunRunning
 	l, prepErr := r.prepare(ctx, j, rc, rec)
 	if prepErr != nil {
 		o := worker.Outcome{SpawnError: prepErr}
-		r.finish(j.c, rec, o, agent.Report{Summary: "not started: " + prepErr.Error(), RunStatus: "failed"}, nil)
+		r.finish(j.c, rec, o, agent.Report{Summary: "not started: " + prepErr.Error(), RunStatus: controlplane.RunFailed}, nil)
 		lock.Unlock()
 		return
 	}
@@ -579,7 +580,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	if !o.Started && report.Summary == "" {
 		report.Summary = agent.Summarize(o)
 	}
-	if strings.HasPrefix(rec.Driver, "exec:") && report.Presentation == nil {
+	if _, isCLI := j.cfg.Driver.CLI(); isCLI && report.Presentation == nil {
 		// A real CLI presents through the MCP server, which records the presented
 		// comment in the agent's state directory (see agent.ReadPresentation).
 		if p, err := agent.ReadPresentation(l.stateDir, rec.RunID); err == nil && p != nil {
@@ -603,7 +604,11 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 			return launch{}, fmt.Errorf("environment %s config: %w", j.env.ID, err)
 		}
 	}
-	d, err := agent.New(j.cfg.Driver, j.cfg.DriverConfig)
+	var dc api.DriverConfig
+	if j.cfg.DriverConfig != nil {
+		dc = *j.cfg.DriverConfig
+	}
+	d, err := agent.New(j.cfg.Driver, dc)
 	if err != nil {
 		return launch{}, err
 	}
@@ -625,21 +630,14 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return launch{}, fmt.Errorf("creating the agent state directory: %w", err)
 	}
-	vars := map[string]EnvValue{}
-	for _, src := range []struct {
-		where string
-		get   func() (map[string]EnvValue, error)
-	}{
-		{"environment " + j.env.ID + " envVars", func() (map[string]EnvValue, error) { return envValues(envCfg.EnvVars, "envVars") }},
-		{"adapterConfig.env", func() (map[string]EnvValue, error) { return envValues(j.cfg.Env, "env") }},
-		{"driverConfig.env", func() (map[string]EnvValue, error) { return driverEnv(j.cfg.DriverConfig) }},
-	} {
-		m, err := src.get()
-		if err != nil {
-			return launch{}, fmt.Errorf("%s: %w", src.where, err)
-		}
-		maps.Copy(vars, m) // later sources win: agent over environment
+	envVars, err := envValues(envCfg.EnvVars, "envVars")
+	if err != nil {
+		return launch{}, fmt.Errorf("environment %s envVars: %w", j.env.ID, err)
 	}
+	vars := map[string]api.EnvValue{}
+	maps.Copy(vars, envVars) // later sources win: agent over environment
+	maps.Copy(vars, j.cfg.Env)
+	maps.Copy(vars, dc.Env)
 	token := r.host.MintAgentToken(j.company, j.actor.ID, j.runID)
 	secrets := redact.NewSet(token)
 	resolved := map[string]string{}
@@ -662,7 +660,7 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	if err != nil {
 		return launch{}, err
 	}
-	if !strings.HasPrefix(j.cfg.Driver, "fixture:") { // a fixture's environment is fixed (seed 003)
+	if _, fixture := j.cfg.Driver.Fixture(); !fixture { // a fixture's environment is fixed (seed 003)
 		// Escaped descendants are found by this marker and killed at teardown.
 		spec.Marker = worker.NewMarker()
 		if r.cfg.ProcessMarker != "" {
@@ -699,15 +697,16 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 	status := report.RunStatus
 	summary := rec.Termination.Summary
 	if rec.Cancellation != nil {
-		status = "cancelled"
+		status = controlplane.RunCancelled
 		summary = fmt.Sprintf("stopped by %s (%s); %s", rec.Cancellation.Actor, rec.Cancellation.IntentID, summary)
 	}
 	if status == "" {
-		status = "failed"
+		status = controlplane.RunFailed
 	}
-	silent := rec.Driver == "nop" || strings.HasPrefix(rec.Driver, "fixture:")
+	name, _ := driver.Parse(rec.Driver) // the record's driver came from a parsed adapterConfig
+	silent := name.Silent()
 	var result json.RawMessage
-	if p := report.Presentation; p != nil && p.CommentID != "" && status != "cancelled" {
+	if p := report.Presentation; p != nil && p.CommentID != "" && status != controlplane.RunCancelled {
 		// spec runner-e2e-harness §5: the run's message is the presented comment.
 		result, _ = json.Marshal(map[string]any{"presentationDecision": map[string]string{"commentId": p.CommentID}})
 	}
@@ -747,8 +746,8 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 // appends run.completed with sequence 1 without reading the state first; otherwise,
 // or when that append is refused, it reads the run from a snapshot (an agent that
 // completed its own run must not meet a denied append in the decision log).
-func completeIfRunning(ctx context.Context, c Company, runID, status, summary string, silent bool, result json.RawMessage) (string, error) {
-	complete := func() (string, error) {
+func completeIfRunning(ctx context.Context, c Company, runID string, status controlplane.RunStatus, summary string, silent bool, result json.RawMessage) (controlplane.RunStatus, error) {
+	complete := func() (controlplane.RunStatus, error) {
 		in, _ := json.Marshal(controlplane.NativeRunResult{RunID: runID, Status: status, Summary: clip(summary, 2000)})
 		if len(result) > 0 {
 			// The native completion carries the run's result beside its status, so
@@ -775,9 +774,9 @@ func completeIfRunning(ctx context.Context, c Company, runID, status, summary st
 	}
 	run := findRun(st, runID)
 	if run == nil {
-		return "", &controlplane.Error{Code: "run_missing", Message: "run " + runID + " does not exist"}
+		return "", &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
 	}
-	if run.Status != "running" {
+	if run.Status != controlplane.RunRunning {
 		return run.Status, nil
 	}
 	native, completed := int64(0), false
@@ -831,7 +830,7 @@ func (r *Runner) recover(ctx context.Context) error {
 		prefix := RunID(company, "")
 		for _, run := range st.Runs {
 			wakeID, ours := strings.CutPrefix(run.ID, prefix)
-			if !ours || run.Status != "running" {
+			if !ours || run.Status != controlplane.RunRunning {
 				continue
 			}
 			rec, known := r.Run(run.ID)
@@ -839,11 +838,11 @@ func (r *Runner) recover(ctx context.Context) error {
 				rec = Record{Schema: api.HeartbeatRunSchema, RunID: run.ID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
 					WakeID: wakeID, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
 			}
-			if st.Lifecycle != "running" {
+			if st.Lifecycle != controlplane.LifecycleRunning {
 				errs = append(errs, fmt.Errorf("heartbeat: cannot complete orphaned run %s: company %s is %s", run.ID, company, st.Lifecycle))
 				continue
 			}
-			status, err := completeIfRunning(ctx, c, run.ID, "failed", reason, false, nil)
+			status, err := completeIfRunning(ctx, c, run.ID, controlplane.RunFailed, reason, false, nil)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("heartbeat: completing orphaned run %s: %w", run.ID, err))
 				continue
@@ -888,19 +887,19 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 	}
 	run := findRun(st, runID)
 	if run == nil {
-		return api.CancelRunResponse{}, &controlplane.Error{Code: "run_missing", Message: "run " + runID + " does not exist"}
+		return api.CancelRunResponse{}, &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
 	}
 	rec, known := r.Run(runID)
 	if !known {
 		rec = Record{Schema: api.HeartbeatRunSchema, RunID: runID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
 			State: api.RunFinished, Status: run.Status, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
 	}
-	verdict, intent, err := DecideStop(run.Status != "running", rec.Cancellation, req, func() string { return uuid.NewString() })
+	verdict, intent, err := DecideStop(run.Status != controlplane.RunRunning, rec.Cancellation, req, func() string { return uuid.NewString() })
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
 	if verdict == StopJoin {
-		return api.CancelRunResponse{RunID: runID, Disposition: "joined", Intent: intent, Status: run.Status}, nil
+		return api.CancelRunResponse{RunID: runID, Disposition: api.CancelJoined, Intent: intent, Status: run.Status}, nil
 	}
 	intent.RequestedAt = r.now()
 	rec.Cancellation = &intent
@@ -915,7 +914,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		cancel() // the process group gets SIGTERM, then SIGKILL after the grace period
 	} else {
 		summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
-		if status, err = completeIfRunning(ctx, c, runID, "cancelled", summary, false, nil); err != nil {
+		if status, err = completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil); err != nil {
 			return api.CancelRunResponse{}, err
 		}
 		rec.Status, rec.FinishedAt = status, r.now()
@@ -924,7 +923,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		}
 		_ = r.put(&rec)
 	}
-	return api.CancelRunResponse{RunID: runID, Disposition: "reserved", Intent: intent, Status: status}, nil
+	return api.CancelRunResponse{RunID: runID, Disposition: api.CancelReserved, Intent: intent, Status: status}, nil
 }
 
 // locate finds the company holding runID: the record's company, else every company.
@@ -947,5 +946,5 @@ func (r *Runner) locate(ctx context.Context, runID string) (string, Company, *co
 			return id, c, run, nil
 		}
 	}
-	return "", nil, nil, &controlplane.Error{Code: "run_missing", Message: "run " + runID + " does not exist"}
+	return "", nil, nil, &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/client"
+	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/internal/fakecli"
 	"github.com/agentproof/agentproof/server"
 	"github.com/agentproof/agentproof/server/heartbeat"
@@ -49,7 +50,7 @@ func TestCLIEventStreamIncomplete(t *testing.T) {
 	for _, tt := range []struct {
 		fake     string
 		complete bool
-		status   string
+		status   controlplane.RunStatus
 	}{
 		{fakecli.CodexIncomplete, false, "failed"},
 		{fakecli.CodexComplete, true, "succeeded"},

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/canonjson"
-	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
 )
@@ -159,7 +157,7 @@ func asToolError(what string, err error) *toolError {
 		if ce.Retryable {
 			msg += " (retryable)"
 		}
-		return &toolError{code: ce.Code, msg: msg}
+		return &toolError{code: string(ce.Code), msg: msg}
 	}
 	return &toolError{code: "agent_api_unreachable", msg: what + ": " + err.Error()}
 }
@@ -217,8 +215,9 @@ type CommandResult struct {
 }
 
 func (h *handler) command(ctx context.Context, t ToolSpec, args map[string]any) (any, error) {
-	commenting := slices.Contains(catalog.CommentingCommands(), t.Name)
-	present := slices.Contains(presentByDefault, t.Name)
+	row, _ := controlplane.LookupCommand(controlplane.CommandKind(t.Name)) // every command tool has a row
+	commenting := row.Commenting
+	present := row.PresentsByDefault
 	if v, ok := args[presentArg].(bool); ok {
 		present = v
 	}
@@ -273,7 +272,8 @@ func (h *handler) command(ctx context.Context, t ToolSpec, args map[string]any) 
 		out.CommentID = entityRef(res.EntityRefs, "comment")
 		if present && out.CommentID != "" {
 			out.Presented = true
-			if err := h.present(t.Name, out.CommentID, commentText(args)); err != nil {
+			text, _ := args[row.MessageArg].(string)
+			if err := h.present(t.Name, out.CommentID, text); err != nil {
 				return nil, &toolError{code: "presentation_not_recorded", msg: err.Error()}
 			}
 		}
@@ -287,17 +287,6 @@ func (h *handler) present(tool, commentID, text string) error {
 		return nil
 	}
 	return agent.WritePresentation(h.cfg.StateDir, agent.PresentationRecord{RunID: h.cfg.RunID, CommentID: commentID, Tool: tool, Text: text})
-}
-
-// commentText is the comment body a commenting command posts (as the reference agent
-// reads it: summary, body or reason).
-func commentText(args map[string]any) string {
-	for _, k := range []string{"summary", "body", "reason"} {
-		if s, ok := args[k].(string); ok {
-			return s
-		}
-	}
-	return ""
 }
 
 func entityRef(refs []string, prefix string) string {
@@ -319,8 +308,8 @@ func (h *handler) buildCommand(ctx context.Context, kind string, args map[string
 		cmd[k] = v
 	}
 	cmd["kind"] = kind
-	switch kind {
-	case "write_document":
+	switch controlplane.CommandKind(kind) {
+	case controlplane.CommandWriteDocument:
 		if _, ok := cmd["baseRevisionId"]; !ok {
 			doc, err := h.document(ctx, args["key"].(string))
 			if err != nil {
@@ -332,8 +321,9 @@ func (h *handler) buildCommand(ctx context.Context, kind string, args map[string
 				cmd["baseRevisionId"] = nil
 			}
 		}
-	case "request_human_input":
+	case controlplane.CommandRequestHumanInput:
 		if key, ok := cmd["targetDocumentKey"].(string); ok {
+
 			if _, both := cmd["targetRevisionId"]; both {
 				return nil, &ArgumentError{Tool: kind, Problems: []string{"give targetRevisionId or targetDocumentKey, not both"}}
 			}

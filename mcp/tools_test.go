@@ -10,9 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
-	"github.com/agentproof/agentproof/controlplane/mcp"
+	"github.com/agentproof/agentproof/mcp"
 )
 
 // wantToolNames are the tool names the CLIs and the scripted model rely on.
@@ -120,12 +119,18 @@ func TestSchemasPlainSubset(t *testing.T) {
 	}
 }
 
-// TestToolsMatchCatalog: the command tools are exactly catalog.CommandKinds, each with
-// the catalog's required arguments as required and its optional ones (plus present on
-// the commenting tools) as optional, so a reference step's args are valid arguments of
-// its tool.
-func TestToolsMatchCatalog(t *testing.T) {
+// TestToolsMatchCommandTable: the command tools are exactly the agent-facing rows of
+// the command table, in its order, each with the row's description and required
+// arguments, and its optional ones (plus present on the commenting tools), so a
+// reference step's args are valid arguments of its tool.
+func TestToolsMatchCommandTable(t *testing.T) {
 	t.Parallel()
+	var want []string
+	for _, c := range controlplane.Commands() {
+		if c.Tool {
+			want = append(want, string(c.Kind))
+		}
+	}
 	var commands []string
 	for _, tl := range mcp.Tools() {
 		if !tl.Command {
@@ -135,26 +140,26 @@ func TestToolsMatchCatalog(t *testing.T) {
 			continue
 		}
 		commands = append(commands, tl.Name)
-		req, opt, ok := catalog.CommandArgs(tl.Name)
-		if !ok {
-			t.Errorf("%s is not a catalog command", tl.Name)
+		c, ok := controlplane.LookupCommand(controlplane.CommandKind(tl.Name))
+		if !ok || !c.Tool {
+			t.Errorf("%s is not an agent-facing command of the table", tl.Name)
 			continue
 		}
-		if slices.Contains(catalog.CommentingCommands(), tl.Name) {
+		opt := c.Optional
+		if c.Commenting {
 			opt = append(opt, "present")
 		}
-		if diff := cmp.Diff(req, tl.Required); diff != "" {
-			t.Errorf("%s required (-catalog +tool):\n%s", tl.Name, diff)
+		if diff := cmp.Diff(c.Required, tl.Required); diff != "" {
+			t.Errorf("%s required (-table +tool):\n%s", tl.Name, diff)
 		}
 		if diff := cmp.Diff(opt, tl.Optional); diff != "" {
-			t.Errorf("%s optional (-catalog +tool):\n%s", tl.Name, diff)
+			t.Errorf("%s optional (-table +tool):\n%s", tl.Name, diff)
 		}
-		if !slices.Contains(controlplane.CommandKinds, tl.Name) {
-			t.Errorf("%s is not a control-plane command kind", tl.Name)
+		if tl.Description != c.Description || tl.Description == "" {
+			t.Errorf("%s description %q, want the table's %q", tl.Name, tl.Description, c.Description)
 		}
 	}
-	slices.Sort(commands)
-	if diff := cmp.Diff(catalog.CommandKinds(), commands); diff != "" {
-		t.Errorf("command tools (-catalog +tools):\n%s", diff)
+	if diff := cmp.Diff(want, commands); diff != "" {
+		t.Errorf("command tools (-table +tools):\n%s", diff)
 	}
 }

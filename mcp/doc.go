@@ -4,7 +4,8 @@
 //
 // # Tools
 //
-// One tool per agent-facing command of spec control-plane-port §3 (catalog.CommandKinds):
+// One tool per agent-facing command of spec control-plane-port §3 (the rows of the
+// semantic-command table controlplane.Commands with Tool set, in its order):
 // report_progress, write_document, request_human_input, register_deliverable,
 // finish_task, block_task, request_review, create_task, set_dependencies,
 // request_approval, decide_approval, comment_on_approval, control_workspace_service,
@@ -12,8 +13,10 @@
 // list_documents and read_document. Names are exactly these; the CLIs add their own
 // prefix (Codex: mcp__agentproof__finish_task). A tool's arguments are the command's
 // fields without kind and taskId (every command acts on the run's own task):
-// catalog.CommandArgs gives the required and optional names (the same arguments a
-// reference script step carries, so a step's args are valid tool arguments), Tools
+// the table row gives the required and optional names and the description (the same
+// arguments a reference script step carries, so a step's args are valid tool
+// arguments), Tools
+
 // gives each one a bounded schema (maxLength, maxItems, enum, minimum/maximum).
 //
 // Schemas stay in the subset every client accepts (field failure F10): an object at the

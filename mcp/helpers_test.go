@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
-	"github.com/agentproof/agentproof/controlplane/mcp"
+	"github.com/agentproof/agentproof/mcp"
 	"github.com/agentproof/agentproof/server"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentproof/agentproof/controlplane/mcp"
+	"github.com/agentproof/agentproof/mcp"
 )
 
 // TestDecodeArguments: argument validation against the published schemas, all problems

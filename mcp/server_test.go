@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/controlplane"
-	"github.com/agentproof/agentproof/controlplane/mcp"
+	"github.com/agentproof/agentproof/mcp"
 )
 
 // TestCommandTools: command tools change the real control plane's state through the

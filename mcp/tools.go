@@ -6,12 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
 // Tool names: one per agent-facing semantic command (spec control-plane-port §3; the
-// kinds of catalog.CommandKinds) plus the read tools. CLIs prefix them themselves (Codex
+// rows of controlplane.Commands with Tool set, named by their kind) plus the read tools. CLIs prefix them themselves (Codex
 // calls finish_task "mcp__agentproof__finish_task").
 const (
 	ToolGetTaskContext = "get_task_context"
@@ -22,15 +21,12 @@ const (
 // ReadTools are the tools that read and change nothing.
 var ReadTools = []string{ToolGetTaskContext, ToolListDocuments, ToolReadDocument}
 
-// presentArg is the tool-only argument of the commenting tools (catalog.CommentingCommands):
-// whether the comment the call creates is the run's user-facing message. It is not sent
-// to the control plane.
+// presentArg is the tool-only argument of the commenting tools
+// (controlplane.CommandSpec.Commenting): whether the comment the call creates is the
+// run's user-facing message. It is not sent to the control plane. The tools that end a
+// turn (CommandSpec.PresentsByDefault) present unless the call says present: false;
+// report_progress presents only when asked.
 const presentArg = "present"
-
-// presentByDefault lists the commenting tools whose comment is presented unless the call
-// says present: false — the tools that end a turn. report_progress is not presented
-// unless asked.
-var presentByDefault = []string{"finish_task", "request_review", "block_task"}
 
 // Bounds of the argument schemas (characters for strings, items for arrays). They are
 // stricter than the control plane where the control plane has no bound, so that a
@@ -51,14 +47,23 @@ const (
 // Enumerations of closed command fields (spec control-plane-port §1.3, §1.6, §1.7, §1.10,
 // §1.13, §3).
 var (
-	interactionKinds    = []string{"confirmation", "checkbox", "questions", "suggest_tasks", "item_verdicts"}
-	continuationPolices = []string{"none", "wake_assignee", "wake_assignee_on_accept"}
-	taskPriorities      = []string{"critical", "high", "medium", "low"}
-	createTaskStatuses  = []string{"backlog", "todo"}
-	approvalDecisions   = []string{"approved", "rejected", "cancelled"}
-	serviceActions      = []string{"start", "stop", "fail"}
-	wakeReasons         = []string{"manual", "issue_commented", "interaction_resolved", "approval_resolved", "blockers_resolved", "scheduled_retry", "resume"}
+	interactionKinds    = names(controlplane.InteractionKinds)
+	continuationPolices = names(controlplane.ContinuationPolicies)
+	taskPriorities      = controlplane.TaskPriorities
+	createTaskStatuses  = names([]controlplane.TaskStatus{controlplane.TaskBacklog, controlplane.TaskTodo})
+	approvalDecisions   = names(controlplane.ApprovalDecisions)
+	serviceActions      = controlplane.ServiceActions
+	wakeReasons         = names(controlplane.ScheduleWakeReasons)
 )
+
+// names spells a control-plane vocabulary as schema enum values.
+func names[S ~string](values []S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
 
 type schema = map[string]any
 
@@ -151,27 +156,12 @@ var toolFieldSchemas = map[string]map[string]schema{
 	"block_task":           {"reason": str(1, maxTextChars, "what blocks the task, for the user (becomes a comment)")},
 }
 
-// toolDescriptions teach the model what each tool does.
-var toolDescriptions = map[string]string{
-	"report_progress":           "Post a progress note on your task (a comment). Not your final answer: end with finish_task, request_review or block_task.",
-	"write_document":            "Create or revise a markdown document on your task (for example the plan, key \"plan\"). Each call writes a new revision.",
-	"request_human_input":       "Ask the human a question and wait: the task goes to review until they answer. Optionally about a document (targetDocumentKey).",
-	"register_deliverable":      "Register a file you produced as a deliverable of the task.",
-	"finish_task":               "Finish your task: it becomes done and the summary is posted as your answer to the user.",
-	"block_task":                "Mark your task blocked, with the reason posted as your answer to the user.",
-	"request_review":            "Hand your task to the human for review, with a summary posted as your answer to the user.",
-	"create_task":               "Create a subtask of your task.",
-	"set_dependencies":          "Replace the list of tasks your task waits for; a non-empty list blocks your task.",
-	"request_approval":          "Ask the board for an approval; your task goes to review until it is decided.",
-	"decide_approval":           "Decide an approval linked to your task (approver roles only; not your own request).",
-	"comment_on_approval":       "Comment on an approval linked to your task.",
-	"control_workspace_service": "Start, stop or mark failed a workspace service of your task.",
-	"schedule_wake":             "Schedule a later wake of your task's assignee.",
-	"reassign_task":             "Reassign another task to an actor. Pass the assignee and statusVersion you observed.",
-	"create_skill":              "Create a company skill from SKILL.md markdown (frontmatter name and description must match the arguments).",
-	ToolGetTaskContext:          "Read your run's context: your task (id, title, description, status, statusVersion), its ancestors, the company, your actor, the wake that started this run, your capabilities, the budget and the results of resolved questions.",
-	ToolListDocuments:           "List the documents of your task: key, title, latest revision id and number of revisions.",
-	ToolReadDocument:            "Read a document of your task: the latest revision, or the given revision number.",
+// readToolDescriptions teach the model what each read tool does (the command tools'
+// descriptions are the command table's, controlplane.CommandSpec.Description).
+var readToolDescriptions = map[string]string{
+	ToolGetTaskContext: "Read your run's context: your task (id, title, description, status, statusVersion), its ancestors, the company, your actor, the wake that started this run, your capabilities, the budget and the results of resolved questions.",
+	ToolListDocuments:  "List the documents of your task: key, title, latest revision id and number of revisions.",
+	ToolReadDocument:   "Read a document of your task: the latest revision, or the given revision number.",
 }
 
 // readToolArgs are the read tools' arguments: required, optional.
@@ -197,19 +187,20 @@ type ToolSpec struct {
 	InputSchema map[string]any
 }
 
-// Tools returns every tool in a fixed order: the command tools in the order of
-// controlplane.CommandKinds filtered to the agent-facing ones (catalog.CommandKinds),
-// then the read tools. The command tools' arguments are catalog.CommandArgs plus, on
-// the commenting tools, present. It panics if a command has an argument without a
-// schema (a programming error caught by the tests).
+// Tools returns every tool in a fixed order: the command tools (the agent-facing rows of
+// controlplane.Commands, in its order), then the read tools. A command tool's name,
+// description and argument names are its table row's (plus present on the commenting
+// tools). It panics if a command has an argument without a schema (a programming error
+// caught by the tests).
 func Tools() []ToolSpec {
 	var out []ToolSpec
-	for _, kind := range commandToolNames() {
-		req, opt, _ := catalog.CommandArgs(kind)
-		if slices.Contains(catalog.CommentingCommands(), kind) {
+	for _, c := range commandTools() {
+		kind := string(c.Kind)
+		opt := c.Optional
+		if c.Commenting {
 			opt = append(opt, presentArg)
 		}
-		out = append(out, spec(kind, true, req, opt, func(arg string) schema {
+		out = append(out, spec(kind, true, c.Description, c.Required, opt, func(arg string) schema {
 			if s, ok := toolFieldSchemas[kind][arg]; ok {
 				return s
 			}
@@ -218,7 +209,7 @@ func Tools() []ToolSpec {
 	}
 	for _, name := range ReadTools {
 		a := readToolArgs[name]
-		out = append(out, spec(name, false, a[0], a[1], func(arg string) schema {
+		out = append(out, spec(name, false, readToolDescriptions[name], a[0], a[1], func(arg string) schema {
 			if s, ok := readFieldSchemas[arg]; ok {
 				return s
 			}
@@ -228,7 +219,7 @@ func Tools() []ToolSpec {
 	return out
 }
 
-func spec(name string, command bool, req, opt []string, field func(string) schema) ToolSpec {
+func spec(name string, command bool, description string, req, opt []string, field func(string) schema) ToolSpec {
 	props := schema{}
 	for _, arg := range append(slices.Clone(req), opt...) {
 		s := field(arg)
@@ -242,7 +233,7 @@ func spec(name string, command bool, req, opt []string, field func(string) schem
 		required = []string{}
 	}
 	return ToolSpec{
-		Name: name, Command: command, Description: toolDescriptions[name], Required: req, Optional: opt,
+		Name: name, Command: command, Description: description, Required: req, Optional: opt,
 		InputSchema: schema{"type": "object", "properties": props, "required": required},
 	}
 }
@@ -290,12 +281,12 @@ func withBoundsDescribed(s schema) schema {
 	return out
 }
 
-// commandToolNames are the agent-facing command kinds in controlplane.CommandKinds order.
-func commandToolNames() []string {
-	var out []string
-	for _, kind := range controlplane.CommandKinds {
-		if _, _, ok := catalog.CommandArgs(kind); ok {
-			out = append(out, kind)
+// commandTools are the agent-facing rows of the command table, in its order.
+func commandTools() []controlplane.CommandSpec {
+	var out []controlplane.CommandSpec
+	for _, c := range controlplane.Commands() {
+		if c.Tool {
+			out = append(out, c)
 		}
 	}
 	return out

@@ -8,7 +8,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentproof/agentproof/controlplane"
-	"github.com/agentproof/agentproof/controlplane/mcp"
+	"github.com/agentproof/agentproof/mcp"
 )
 
 // BenchmarkReportProgress measures one report_progress tool call end to end: MCP client →

@@ -1,0 +1,151 @@
+// Package driver names the agent drivers: the one parser of a profile's driver string
+// (catalog profiles, the adapter configuration the heartbeat runner reads, `agentproof
+// agent`). Package agent builds a driver from a Name; catalog validation, the heartbeat
+// runner and the CLI classify drivers through Name's methods instead of matching text.
+//
+// It is a leaf below packages agent and catalog (agent imports catalog, so catalog
+// cannot import agent): it imports only the fixture list of package worker and the
+// pinned CLI list of package agent/clis.
+package driver
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// Kind is the family of a driver.
+type Kind string
+
+// Driver kinds, with their spelling in a driver string.
+const (
+	// KindFixture is "fixture:<name>": one of the seed 003 fixture programs
+	// (worker.Fixtures); Name.Arg is the fixture.
+	KindFixture Kind = "fixture"
+	// KindReference is "reference": the built-in agent that carries out the case's
+	// reference script.
+	KindReference Kind = "reference"
+	// KindNop is "nop": the built-in agent that does nothing (calibration).
+	KindNop Kind = "nop"
+	// KindWrong is "wrong": the reference agent with a wrong nonce (calibration).
+	KindWrong Kind = "wrong"
+	// KindLeaky is "leaky": the reference agent that also leaks its credentials
+	// (calibration of the leak scan).
+	KindLeaky Kind = "leaky"
+	// KindExec is "exec": a command and arguments of the profile's own.
+	KindExec Kind = "exec"
+	// KindCLI is "exec:<cli>": a pinned real agent CLI (clis.Pinned); Name.Arg is its
+	// name (codex, opencode, claude).
+	KindCLI Kind = "exec:"
+)
+
+// Name is a parsed driver: its Kind and, for KindFixture and KindCLI, the fixture or
+// CLI name. The zero Name is no driver. Its JSON form is the driver string.
+type Name struct {
+	Kind Kind
+	Arg  string
+}
+
+// Error is a driver string that names no driver: the string and the accepted forms.
+type Error struct {
+	Driver string
+}
+
+// Error renders `unknown driver "<s>" (one of …)`.
+func (e *Error) Error() string {
+	return fmt.Sprintf("unknown driver %q (one of %s)", e.Driver, strings.Join(Names(), ", "))
+}
+
+// Parse reads a driver string: fixture:<pass|fail|hang|noisy>, reference, nop, wrong,
+// leaky, exec or exec:<codex|opencode|claude>. Anything else (an unknown fixture or
+// CLI, a different case, surrounding space) is an *Error.
+func Parse(s string) (Name, error) {
+	switch Kind(s) {
+	case KindReference, KindNop, KindWrong, KindLeaky, KindExec:
+		return Name{Kind: Kind(s)}, nil
+	}
+	if f, ok := strings.CutPrefix(s, string(KindFixture)+":"); ok && worker.IsFixture(f) {
+		return Name{Kind: KindFixture, Arg: f}, nil
+	}
+	if c, ok := strings.CutPrefix(s, string(KindCLI)); ok {
+		if _, pinned := clis.Lookup(c); pinned {
+			return Name{Kind: KindCLI, Arg: c}, nil
+		}
+	}
+	return Name{}, &Error{Driver: s}
+}
+
+// Names lists every driver string Parse accepts, fixtures and CLIs in their lists'
+// order.
+func Names() []string {
+	var out []string
+	for _, f := range worker.Fixtures() {
+		out = append(out, string(KindFixture)+":"+f)
+	}
+	out = append(out, string(KindReference), string(KindNop), string(KindWrong), string(KindLeaky), string(KindExec))
+	for _, c := range clis.Pinned {
+		out = append(out, string(KindCLI)+c.Name)
+	}
+	return out
+}
+
+// String is the driver string ("" for the zero Name).
+func (n Name) String() string {
+	switch n.Kind {
+	case KindFixture:
+		return string(KindFixture) + ":" + n.Arg
+	case KindCLI:
+		return string(KindCLI) + n.Arg
+	}
+	return string(n.Kind)
+}
+
+// IsZero reports whether n is no driver.
+func (n Name) IsZero() bool { return n.Kind == "" }
+
+// Fixture returns the fixture program's name; ok is false for other kinds.
+func (n Name) Fixture() (name string, ok bool) { return n.Arg, n.Kind == KindFixture }
+
+// CLI returns the real agent CLI's name; ok is false for other kinds.
+func (n Name) CLI() (name string, ok bool) { return n.Arg, n.Kind == KindCLI }
+
+// Builtin reports whether n runs a built-in agent (`agentproof agent <name>`):
+// reference, nop, wrong or leaky.
+func (n Name) Builtin() bool {
+	return slices.Contains([]Kind{KindReference, KindNop, KindWrong, KindLeaky}, n.Kind)
+}
+
+// NeedsReference reports whether n carries out the case's reference script, so the
+// case must have one: reference, wrong and leaky.
+func (n Name) NeedsReference() bool {
+	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky
+}
+
+// Silent reports whether n's process never talks to the agent API (nop and the
+// fixture programs): the runner completes its run without reading it first.
+func (n Name) Silent() bool { return n.Kind == KindNop || n.Kind == KindFixture }
+
+// MarshalJSON encodes the driver string.
+func (n Name) MarshalJSON() ([]byte, error) { return json.Marshal(n.String()) }
+
+// UnmarshalJSON decodes a driver string with Parse; "" decodes to the zero Name.
+func (n *Name) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("driver must be a string: %w", err)
+	}
+	if s == "" {
+		*n = Name{}
+		return nil
+	}
+	p, err := Parse(s)
+	if err != nil {
+		return err
+	}
+	*n = p
+	return nil
+}

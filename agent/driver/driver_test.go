@@ -1,0 +1,93 @@
+package driver_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentproof/agentproof/agent/driver"
+)
+
+// TestParse: every listed name parses and prints back; near misses are refused by an
+// *Error that names the string and the accepted names.
+func TestParse(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in                         string
+		kind                       driver.Kind
+		arg                        string
+		builtin, reference, silent bool
+	}{
+		{"fixture:hang", driver.KindFixture, "hang", false, false, true},
+		{"reference", driver.KindReference, "", true, true, false},
+		{"nop", driver.KindNop, "", true, false, true},
+		{"wrong", driver.KindWrong, "", true, true, false},
+		{"leaky", driver.KindLeaky, "", true, true, false},
+		{"exec", driver.KindExec, "", false, false, false},
+		{"exec:codex", driver.KindCLI, "codex", false, false, false},
+		{"exec:claude", driver.KindCLI, "claude", false, false, false},
+	}
+	for _, tc := range tests {
+		n, err := driver.Parse(tc.in)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.in, err)
+		}
+		if n.Kind != tc.kind || n.Arg != tc.arg || n.String() != tc.in || n.Builtin() != tc.builtin || n.NeedsReference() != tc.reference || n.Silent() != tc.silent {
+			t.Errorf("Parse(%q) = %+v (builtin %v, reference %v, silent %v)", tc.in, n, n.Builtin(), n.NeedsReference(), n.Silent())
+		}
+		if _, ok := n.CLI(); ok != (tc.kind == driver.KindCLI) {
+			t.Errorf("%s.CLI() ok = %v", tc.in, ok)
+		}
+		if _, ok := n.Fixture(); ok != (tc.kind == driver.KindFixture) {
+			t.Errorf("%s.Fixture() ok = %v", tc.in, ok)
+		}
+
+	}
+	for _, bad := range []string{"", "fixture:", "fixture:slow", "exec:", "exec:aider", "Reference", " nop", "exec:codex ", "fixture"} {
+		_, err := driver.Parse(bad)
+		var de *driver.Error
+		if err == nil || !strings.Contains(err.Error(), "exec:opencode") {
+			t.Errorf("Parse(%q) = %v, want an error listing the drivers", bad, err)
+		} else if de, _ = err.(*driver.Error); de == nil || de.Driver != bad {
+			t.Errorf("Parse(%q) error %T %+v", bad, err, err)
+		}
+	}
+	for _, s := range driver.Names() {
+		if n, err := driver.Parse(s); err != nil || n.String() != s {
+			t.Errorf("listed name %q: %+v, %v", s, n, err)
+		}
+	}
+}
+
+// TestNameJSON: a Name round-trips as its driver string; an unknown one fails decoding.
+func TestNameJSON(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		D driver.Name `json:"driver"`
+	}
+	if err := json.Unmarshal([]byte(`{"driver":"exec:opencode"}`), &v); err != nil || v.D != (driver.Name{Kind: driver.KindCLI, Arg: "opencode"}) {
+		t.Fatalf("decode: %+v, %v", v, err)
+	}
+	if b, _ := json.Marshal(v); string(b) != `{"driver":"exec:opencode"}` {
+		t.Fatalf("encode: %s", b)
+	}
+	if err := json.Unmarshal([]byte(`{"driver":"exec:nope"}`), &v); err == nil || !strings.Contains(err.Error(), `unknown driver "exec:nope"`) {
+		t.Fatalf("unknown driver decoded: %v", err)
+	}
+	if err := json.Unmarshal([]byte(`{"driver":7}`), &v); err == nil {
+		t.Fatal("a number decoded as a driver")
+	}
+}
+
+// FuzzParse: Parse never panics, and what it accepts prints back to the same string.
+func FuzzParse(f *testing.F) {
+	for _, s := range append(driver.Names(), "", "exec:", "fixture:x") {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := driver.Parse(s)
+		if err == nil && n.String() != s {
+			t.Fatalf("Parse(%q) = %+v prints %q", s, n, n.String())
+		}
+	})
+}

@@ -1,0 +1,198 @@
+package controlplane
+
+// The closed string vocabularies of the control-plane state (seed 001, spec
+// control-plane-port §1). Each is a named string type whose constants are the exact
+// JSON wire values; the JSON form of every type is a plain string. Code outside this
+// package compares against these constants, never against string literals.
+
+// TaskStatus is Task.Status (spec §1.3).
+type TaskStatus string
+
+// Task statuses (spec §1.3).
+const (
+	// TaskBacklog: created on hold; not picked up until it moves to todo.
+	TaskBacklog TaskStatus = "backlog"
+	// TaskTodo: ready to be checked out.
+	TaskTodo TaskStatus = "todo"
+	// TaskInProgress: checked out by a run.
+	TaskInProgress TaskStatus = "in_progress"
+	// TaskInReview: handed to a human (review, question, approval).
+	TaskInReview TaskStatus = "in_review"
+	// TaskBlocked: waits for another task or a human.
+	TaskBlocked TaskStatus = "blocked"
+	// TaskDone: finished (terminal; a follow-up resumes it).
+	TaskDone TaskStatus = "done"
+	// TaskCancelled: abandoned (terminal; a follow-up resumes it).
+	TaskCancelled TaskStatus = "cancelled"
+)
+
+// TaskStatuses lists every task status in the order of spec §1.3.
+var TaskStatuses = []TaskStatus{TaskBacklog, TaskTodo, TaskInProgress, TaskInReview, TaskBlocked, TaskDone, TaskCancelled}
+
+// Terminal reports whether s is done or cancelled (a new run needs Resume).
+func (s TaskStatus) Terminal() bool { return s == TaskDone || s == TaskCancelled }
+
+// RunStatus is Run.Status (spec §1.12) and the status of a native run result.
+type RunStatus string
+
+// Run statuses (spec §1.12).
+const (
+	// RunRunning: checked out; the only writable status.
+	RunRunning RunStatus = "running"
+	// RunSucceeded: completed successfully.
+	RunSucceeded RunStatus = "succeeded"
+	// RunFailed: completed unsuccessfully.
+	RunFailed RunStatus = "failed"
+	// RunCancelled: stopped (a Stop, or superseded by a reassignment).
+	RunCancelled RunStatus = "cancelled"
+	// RunBudgetStopped: stopped by a budget hard stop (record_budget_usage).
+	RunBudgetStopped RunStatus = "budget_stopped"
+)
+
+// RunStatuses lists every run status.
+var RunStatuses = []RunStatus{RunRunning, RunSucceeded, RunFailed, RunCancelled, RunBudgetStopped}
+
+// CompletionStatuses are the statuses a completion may give a run (native run results
+// and terminals).
+var CompletionStatuses = []RunStatus{RunSucceeded, RunFailed, RunCancelled}
+
+// InteractionKind is Interaction.Kind (spec §1.6).
+type InteractionKind string
+
+// Interaction kinds (spec §1.6).
+const (
+	InteractionConfirmation InteractionKind = "confirmation"
+	InteractionCheckbox     InteractionKind = "checkbox"
+	// InteractionQuestions is resolved as answered, not accepted.
+	InteractionQuestions    InteractionKind = "questions"
+	InteractionSuggestTasks InteractionKind = "suggest_tasks"
+	// InteractionItemVerdicts is resolved as answered, not accepted.
+	InteractionItemVerdicts InteractionKind = "item_verdicts"
+)
+
+// InteractionKinds lists every interaction kind.
+var InteractionKinds = []InteractionKind{InteractionConfirmation, InteractionCheckbox, InteractionQuestions, InteractionSuggestTasks, InteractionItemVerdicts}
+
+// InteractionStatus is Interaction.Status (spec §1.6); a resolution's outcome is the
+// status it leaves.
+type InteractionStatus string
+
+// Interaction statuses (spec §1.6).
+const (
+	// InteractionPending: waiting for the human.
+	InteractionPending InteractionStatus = "pending"
+	// InteractionAccepted: accepted (every kind but questions and item_verdicts).
+	InteractionAccepted InteractionStatus = "accepted"
+	// InteractionAnswered: answered (questions and item_verdicts only).
+	InteractionAnswered InteractionStatus = "answered"
+	// InteractionRejected: rejected (also a revision request).
+	InteractionRejected InteractionStatus = "rejected"
+	// InteractionExpired: no longer answerable.
+	InteractionExpired InteractionStatus = "expired"
+)
+
+// Outcomes returns the outcomes a resolution of an interaction of kind k may give:
+// answered, rejected, expired for questions and item_verdicts; accepted, rejected,
+// expired otherwise.
+func (k InteractionKind) Outcomes() []InteractionStatus {
+	if k == InteractionQuestions || k == InteractionItemVerdicts {
+		return []InteractionStatus{InteractionAnswered, InteractionRejected, InteractionExpired}
+	}
+	return []InteractionStatus{InteractionAccepted, InteractionRejected, InteractionExpired}
+}
+
+// ContinuationPolicy is Interaction.ContinuationPolicy (spec §1.6): who is woken when
+// the interaction is resolved.
+type ContinuationPolicy string
+
+// Continuation policies (spec §1.6).
+const (
+	// ContinueNone wakes nobody.
+	ContinueNone ContinuationPolicy = "none"
+	// ContinueWakeAssignee wakes the task's assignee on every outcome.
+	ContinueWakeAssignee ContinuationPolicy = "wake_assignee"
+	// ContinueWakeAssigneeOnAccept wakes the assignee only when accepted.
+	ContinueWakeAssigneeOnAccept ContinuationPolicy = "wake_assignee_on_accept"
+)
+
+// ContinuationPolicies lists every continuation policy.
+var ContinuationPolicies = []ContinuationPolicy{ContinueNone, ContinueWakeAssignee, ContinueWakeAssigneeOnAccept}
+
+// ApprovalStatus is Approval.Status (spec §1.7); a decision is the status it leaves.
+type ApprovalStatus string
+
+// Approval statuses (spec §1.7).
+const (
+	ApprovalPending   ApprovalStatus = "pending"
+	ApprovalApproved  ApprovalStatus = "approved"
+	ApprovalRejected  ApprovalStatus = "rejected"
+	ApprovalCancelled ApprovalStatus = "cancelled"
+)
+
+// ApprovalDecisions are the statuses a decision may give an approval.
+var ApprovalDecisions = []ApprovalStatus{ApprovalApproved, ApprovalRejected, ApprovalCancelled}
+
+// WakeStatus is ScheduledWake.Status (spec §1.13). The adapter only ever writes
+// WakeScheduled; a wake is delivered when its run exists.
+type WakeStatus string
+
+// WakeScheduled is the status of every wake the adapter schedules.
+const WakeScheduled WakeStatus = "scheduled"
+
+// WakeReason is why an actor is woken (Wake.Reason, ScheduledWake.Reason; spec §1.13).
+type WakeReason string
+
+// Wake reasons (spec §1.13, §3).
+const (
+	WakeManual              WakeReason = "manual"
+	WakeIssueAssigned       WakeReason = "issue_assigned"
+	WakeIssueCommented      WakeReason = "issue_commented"
+	WakeInteractionResolved WakeReason = "interaction_resolved"
+	WakeApprovalResolved    WakeReason = "approval_resolved"
+	WakeBlockersResolved    WakeReason = "blockers_resolved"
+	WakeScheduledRetry      WakeReason = "scheduled_retry"
+	WakeResume              WakeReason = "resume"
+)
+
+// ScheduleWakeReasons are the reasons a schedule_wake command may give (spec §3.15).
+var ScheduleWakeReasons = []WakeReason{WakeManual, WakeIssueCommented, WakeInteractionResolved, WakeApprovalResolved, WakeBlockersResolved, WakeScheduledRetry, WakeResume}
+
+// Lifecycle is State.Lifecycle (spec §2.1).
+type Lifecycle string
+
+// Lifecycle states (spec §2.1).
+const (
+	// LifecycleStopped: the initial state and the state after Stop; every operation
+	// but Start and introspection fails with CodeMockNotRunning.
+	LifecycleStopped Lifecycle = "stopped"
+	// LifecycleRunning: after Start.
+	LifecycleRunning Lifecycle = "running"
+)
+
+// WorkDisposition is a completion result's reportedWorkDisposition (spec §2.8): what
+// the run says became of its task; the completion reconciles the task's status from
+// it.
+type WorkDisposition string
+
+// Work dispositions (spec §2.8).
+const (
+	// WorkDone: the task is finished (task → done; fails while blockers remain).
+	WorkDone WorkDisposition = "done"
+	// WorkBlocked: the task waits (task → blocked).
+	WorkBlocked WorkDisposition = "blocked"
+	// WorkNeedsReview: a human must look (task → in_review).
+	WorkNeedsReview WorkDisposition = "needs_review"
+	// WorkYielded: the run gave the task back (task → todo and a scheduled_retry wake).
+	WorkYielded WorkDisposition = "yielded"
+)
+
+// ActorStatus is Actor.Status (spec §1.2).
+type ActorStatus string
+
+// Actor statuses (spec §1.2).
+const (
+	// ActorActive: the actor may run.
+	ActorActive ActorStatus = "active"
+	// ActorPaused: stopped by a budget hard stop; checkouts are refused.
+	ActorPaused ActorStatus = "paused"
+)

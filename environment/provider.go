@@ -1,0 +1,166 @@
+package environment
+
+import (
+	"context"
+	"strings"
+
+	"github.com/agentproof/agentproof/worker"
+)
+
+// ProviderName names a provider; it is the catalog environment's `provider` field.
+type ProviderName string
+
+// The providers agentproof implements.
+const (
+	// ProviderLocal runs the agent as the controller's own user, with only the worker's
+	// bounds (explicit environment, process group, timeout); today's behaviour.
+	ProviderLocal ProviderName = "local"
+	// ProviderSandbox runs the agent inside a bubblewrap sandbox on this Linux machine:
+	// its own mount, PID, IPC, UTS, user and network namespaces, cgroup limits and a
+	// size-capped writable disk (package environment/sandbox).
+	ProviderSandbox ProviderName = "sandbox"
+)
+
+// Provider is one execution environment implementation (seed 000: "Future providers …
+// should implement the same setup/probe/cleanup contract"). Implementations are safe
+// for concurrent use; a Lease may be used from several processes (see ReadLeaseFile).
+type Provider interface {
+	// Name is the provider's catalog name.
+	Name() ProviderName
+	// Probe reports whether this machine can run the provider. It never fails: every
+	// problem is a failed Check in the report.
+	Probe(ctx context.Context) ProbeReport
+	// Setup creates a lease for spec. Errors: a *SpecError for an invalid spec, wrapped
+	// system errors otherwise; on error nothing of the lease remains.
+	Setup(ctx context.Context, spec LeaseSpec) (*Lease, error)
+	// Launch prepares one process of req inside lease. The returned Launched's Spec is
+	// what worker.Supervise runs; its Settle must be called once Supervise returned
+	// (also when it did not start anything). Errors: a *SpecError for a request the
+	// lease cannot serve; nothing is started by Launch itself.
+	Launch(ctx context.Context, lease *Lease, req LaunchRequest) (Launched, error)
+	// Cleanup destroys lease (its processes first) and reports what it found and
+	// whether destruction was confirmed. It is idempotent: cleaning a lease that is
+	// already gone is confirmed with nothing found.
+	Cleanup(ctx context.Context, lease *Lease) CleanupReport
+}
+
+// LaunchRequest is one agent process to start inside a lease.
+//
+//   - Spec: the process as the driver built it, with host paths (worker.Spec's rules).
+//     Its Dir must be the lease's workspace or a path under a writable Bind.
+//   - Binds: further host paths the process sees at the same path. A writable bind
+//     must lie inside the lease's workspace or on the lease's disk (so that every
+//     writable byte is under the lease's disk cap where the provider has one).
+//   - ReadOnly: host paths (a CLI's install directory, a runtime) bound read-only at the
+//     same path, besides the provider's system directories and Spec.Path.
+type LaunchRequest struct {
+	Spec     worker.Spec
+	Binds    []Bind
+	ReadOnly []string
+}
+
+// Bind is a host path visible inside the lease at the same absolute path.
+type Bind struct {
+	Path  string `json:"path"`
+	Write bool   `json:"write"`
+}
+
+// Launched is one prepared process of a lease.
+type Launched interface {
+	// Spec is the process worker.Supervise must run (for the sandbox: the trampoline
+	// that enters the lease's cgroup and starts bubblewrap). BeforeStart and the
+	// bounds of the request's Spec are kept.
+	Spec() worker.Spec
+	// Settle is called once with what Supervise returned (the zero Outcome when it
+	// returned an error). It returns the agent's own outcome, the limits the host saw it
+	// hit and what could not be observed, and releases what the launch held
+	// (per-launch scratch space, the status pipe).
+	Settle(o worker.Outcome) Settled
+}
+
+// Settled is the host's account of one launch.
+//
+//   - Outcome: the worker's outcome with ExitCode/Signal replaced by the agent's own
+//     exit as the sandbox's init observed it (the worker sees only the wrapper's).
+//   - Limits: resource limits the host observed the launch hit (an OOM kill, refused
+//     forks, a full disk); each names its limit, so a verdict can blame the candidate
+//     with the limit named.
+//   - Problems: what could not be observed (no exit report from init, unreadable
+//     counters); non-empty means the account is incomplete.
+//   - Facts: provider facts of the launch ("bwrap": "0.8.0", "uid": "65534", …) for
+//     the run's observed facts.
+type Settled struct {
+	Outcome  worker.Outcome    `json:"-"`
+	Limits   []LimitHit        `json:"limits,omitempty"`
+	Problems []string          `json:"problems,omitempty"`
+	Facts    map[string]string `json:"facts,omitempty"`
+}
+
+// Resource names a pinned resource of a Shape.
+type Resource string
+
+// The resources a Shape pins.
+const (
+	ResourceCPU    Resource = "cpu"
+	ResourceMemory Resource = "memory"
+	ResourcePIDs   Resource = "pids"
+	ResourceDisk   Resource = "disk"
+)
+
+// LimitHit is one resource limit a launch was observed to hit: Limit is the pinned
+// value (bytes for memory and disk, a count for pids), Events how many times the host
+// counted it (OOM kills, refused forks; 1 for a full disk), Detail a sentence naming
+// the limit ("memory limit 268435456 bytes: 1 OOM kill").
+type LimitHit struct {
+	Resource Resource `json:"resource"`
+	Limit    int64    `json:"limit"`
+	Events   int64    `json:"events"`
+	Detail   string   `json:"detail"`
+}
+
+// ProbeReport is what a provider's Probe found. Available is true exactly when every
+// check passed.
+type ProbeReport struct {
+	Provider  ProviderName `json:"provider"`
+	Available bool         `json:"available"`
+	Checks    []Check      `json:"checks"`
+}
+
+// Check is one probed requirement: OK, and Detail saying what was found (a version, a
+// path) or what is missing and how to get it.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Missing returns "name: detail" of every failed check, in order.
+func (r ProbeReport) Missing() []string {
+	var out []string
+	for _, c := range r.Checks {
+		if !c.OK {
+			out = append(out, c.Name+": "+c.Detail)
+		}
+	}
+	return out
+}
+
+// NewProbeReport builds a report for provider from checks; Available is derived.
+func NewProbeReport(provider ProviderName, checks []Check) ProbeReport {
+	r := ProbeReport{Provider: provider, Available: len(checks) > 0, Checks: checks}
+	for _, c := range checks {
+		r.Available = r.Available && c.OK
+	}
+	return r
+}
+
+// SpecError lists every problem of an invalid LeaseSpec, LaunchRequest or lease file;
+// nothing was created.
+type SpecError struct {
+	What     string
+	Problems []string
+}
+
+func (e *SpecError) Error() string {
+	return "invalid " + e.What + ": " + strings.Join(e.Problems, "; ")
+}

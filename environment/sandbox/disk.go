@@ -1,0 +1,135 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentproof/agentproof/environment"
+)
+
+// The lease's disk is a tmpfs mounted on the host at <lease dir>/disk with
+// size=DiskBytes: every byte the agent can write (workspace, HOME, /tmp, /dev/shm) is
+// on it, so a full disk is ENOSPC for the agent and nothing for the host. Its pages
+// are RAM and are charged to the memory cgroup of the process that writes them, so the
+// memory limit covers them too (docs/environments.md).
+
+// mountDisk mounts a tmpfs of size bytes on dir (nosuid, nodev; its root owned by
+// uid:gid, mode 0700).
+func mountDisk(dir string, size int64, uid, gid int) error {
+	opts := fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", size, uid, gid)
+	if err := syscall.Mount("agentproof-lease", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mounting the lease disk (tmpfs %s) on %s: %w", opts, dir, err)
+	}
+	return nil
+}
+
+// mountsUnder lists the mount points in /proc/self/mountinfo at or under dir, deepest
+// first.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		if p := unescapeMount(fields[4]); environment.Within(dir, p) {
+			out = append(out, p)
+		}
+	}
+	// deepest first, so nested mounts come off before their parents
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if len(out[j]) > len(out[i]) {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// unmountAll unmounts every mount at or under dir and reports those that remain. A
+// busy mount is retried until wait passes; it is never detached lazily, because a lazy
+// detach hides a mount that something still uses instead of confirming it gone.
+func unmountAll(dir string, wait time.Duration) (remaining []string, err error) {
+	deadline := time.Now().Add(wait)
+	for {
+		ms, err := mountsUnder(dir)
+		if err != nil {
+			return nil, fmt.Errorf("reading mounts: %w", err)
+		}
+		if len(ms) == 0 {
+			return nil, nil
+		}
+		var errs []error
+		for _, m := range ms {
+			if err := syscall.Unmount(m, unix.UMOUNT_NOFOLLOW); err != nil && !errors.Is(err, syscall.EINVAL) {
+				errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
+			}
+		}
+		if time.Now().After(deadline) {
+			ms, _ = mountsUnder(dir)
+			return ms, errors.Join(errs...)
+		}
+		if len(errs) > 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// inventory counts the files under dir (not following symbolic links), keeping the
+// first environment.MaxInventoryFiles paths.
+func inventory(dir string) environment.Inventory {
+	var inv environment.Inventory
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return nil
+		}
+		inv.FileCount++
+		if len(inv.Files) < environment.MaxInventoryFiles {
+			inv.Files = append(inv.Files, path)
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				inv.FileBytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	return inv
+}
+
+// diskFull reports whether the filesystem at dir has less than one block free.
+func diskFull(dir string) (bool, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return false, err
+	}
+	return st.Bavail == 0, nil
+}
+
+// chownTree gives every file under root (root included, symbolic links themselves)
+// to uid:gid.
+func chownTree(root string, uid, gid int) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
+}

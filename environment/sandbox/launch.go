@@ -1,0 +1,426 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// systemDirs are bound read-only at their own path into every sandbox (when they exist):
+// the programs and libraries, and the few /etc entries programs need (TLS roots, the
+// Debian alternatives that /usr/bin links point through, the dynamic linker's cache).
+// Nothing else of the host is visible: never `--ro-bind / /`.
+var systemDirs = []string{"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates", "/etc/ld.so.cache", "/etc/localtime"}
+
+// topLinks are the merged-/usr top-level entries: recreated as the same symbolic link
+// when they are links on the host, bound read-only when they are directories.
+var topLinks = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// stageDir is where the trampoline stages bind sources in its private mount namespace.
+const stageDir = "/tmp"
+
+// launchPlan is one launch's bwrap invocation: the host paths the trampoline stages
+// (index i is staged at stageDir/i) and bwrap's arguments, which name them by their
+// staged paths.
+type launchPlan struct {
+	stage []string
+	args  []string
+}
+
+// staged returns the staged path of host path src, staging it once.
+func (p *launchPlan) staged(src string) string {
+	i := slices.Index(p.stage, src)
+	if i < 0 {
+		i = len(p.stage)
+		p.stage = append(p.stage, src)
+	}
+	return filepath.Join(stageDir, strconv.Itoa(i))
+}
+
+func (p *launchPlan) add(args ...string) { p.args = append(p.args, args...) }
+
+// Launch prepares req.Spec inside the lease (see the package doc). The spec's working
+// directory must be the workspace or a writable bind; writable binds must lie in the
+// workspace or on the lease's disk. Errors: a *environment.SpecError naming every
+// problem; filesystem errors preparing the launch directory.
+func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environment.LaunchRequest) (environment.Launched, error) {
+	st, err := leaseState(l)
+	if err != nil {
+		return nil, err
+	}
+	spec := req.Spec
+	var probs []string
+	if !filepath.IsAbs(spec.Path) || len(spec.Args) == 0 {
+		probs = append(probs, "spec needs an absolute path and argv")
+	} else if _, err := os.Stat(spec.Path); err != nil && !environment.Within(l.Workspace, spec.Path) {
+		probs = append(probs, fmt.Sprintf("the agent's program: %v", err))
+	}
+	writable := []string{l.Workspace}
+	for i, b := range req.Binds {
+		switch {
+		case !filepath.IsAbs(b.Path) || filepath.Clean(b.Path) != b.Path:
+			probs = append(probs, fmt.Sprintf("binds[%d] %q must be an absolute, clean path", i, b.Path))
+		case b.Write && !environment.Within(l.Workspace, b.Path) && !environment.Within(st.Disk, b.Path):
+			probs = append(probs, fmt.Sprintf("binds[%d] %s is writable but outside the workspace and the lease disk %s (every writable byte must be under the disk cap)", i, b.Path, st.Disk))
+		case b.Write:
+			writable = append(writable, b.Path)
+		}
+	}
+	for i, ro := range req.ReadOnly {
+		if !filepath.IsAbs(ro) || filepath.Clean(ro) != ro {
+			probs = append(probs, fmt.Sprintf("readOnly[%d] %q must be an absolute, clean path", i, ro))
+			continue
+		}
+		if fi, err := os.Stat(ro); err != nil {
+			probs = append(probs, fmt.Sprintf("readOnly[%d]: %v", i, err))
+		} else if p := othersCannotRead(fi, st.UID); p != "" {
+			probs = append(probs, fmt.Sprintf("readOnly[%d] %s %s", i, ro, p))
+		}
+		for _, w := range writable {
+			if environment.Within(ro, w) {
+				probs = append(probs, fmt.Sprintf("readOnly[%d] %s would cover the writable %s", i, ro, w))
+			}
+		}
+	}
+	inWritable := false
+	for _, w := range writable {
+		inWritable = inWritable || environment.Within(w, spec.Dir)
+	}
+	if !inWritable {
+		probs = append(probs, fmt.Sprintf("dir %s must be the workspace %s or inside a writable bind", spec.Dir, l.Workspace))
+	}
+	if len(probs) > 0 {
+		return nil, &environment.SpecError{What: "sandbox launch", Problems: probs}
+	}
+
+	n, dir, err := newLaunchDir(filepath.Join(l.Dir, "launches"))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox launch: %w", err)
+	}
+	scratch := st.Disk
+	if !l.Reuse {
+		scratch = filepath.Join(st.Disk, "runs", strconv.Itoa(n))
+		err := os.MkdirAll(filepath.Dir(scratch), 0o755)
+		if err == nil {
+			err = makeScratchAt(scratch, st.UID, st.GID)
+		}
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("sandbox launch: fresh scratch space: %w", err)
+		}
+	}
+	listens, hosts := bridgeListens(l.Endpoints)
+	if err := writeEtc(dir, st.UID, st.GID, hosts); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("sandbox launch: %w", err)
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("sandbox launch: status pipe: %w", err)
+	}
+	plan := p.plan(l, st, req, dir, scratch, listens, len(spec.ExtraFiles))
+
+	enter := []string{st.Executable, EnterCommand, "--uid", strconv.Itoa(st.UID), "--gid", strconv.Itoa(st.GID)}
+	for _, c := range st.Cgroups {
+		enter = append(enter, "--cgroup", c.Path)
+	}
+	for _, s := range plan.stage {
+		enter = append(enter, "--stage", s)
+	}
+	enter = append(enter, "--", st.Bwrap)
+	wrapped := spec
+	wrapped.Path = st.Executable
+	wrapped.Args = append(enter, plan.args...)
+	wrapped.ExtraFiles = append(slices.Clone(spec.ExtraFiles), statusW)
+	oom, _ := st.Cgroups.oomKills()
+	forks, _ := st.Cgroups.forkRefusals()
+	return &launched{spec: wrapped, lease: l, st: st, n: n, dir: dir, scratch: scratch, statusR: statusR, statusW: statusW,
+		oom0: oom, forks0: forks}, nil
+}
+
+// othersCannotRead says why the sandbox user (uid, a stranger to the host's files) could
+// not use a read-only bind: a directory needs r and x for others, a file r. A bind shows
+// the inode with its own mode, so a 0700 directory stays closed inside.
+func othersCannotRead(fi os.FileInfo, uid int) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid {
+		return ""
+	}
+	need := os.FileMode(0o004)
+	if fi.IsDir() {
+		need = 0o005
+	}
+	if fi.Mode().Perm()&need != need {
+		return fmt.Sprintf("has mode %04o: the sandbox user (uid %d) cannot read it inside; bind a world-readable path within it", fi.Mode().Perm(), uid)
+	}
+	return ""
+}
+
+func makeScratchAt(dir string, uid, gid int) error {
+	if err := mkdirOwned(dir, uid, gid); err != nil {
+		return err
+	}
+	return makeScratch(dir, uid, gid)
+}
+
+// newLaunchDir creates the next free launches/<n> directory (0755: the sandbox user
+// reads the generated files through it).
+func newLaunchDir(root string) (int, string, error) {
+	for n := 1; n < 1<<20; n++ {
+		dir := filepath.Join(root, strconv.Itoa(n))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return n, dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return 0, "", err
+		}
+	}
+	return 0, "", errors.New("too many launches")
+}
+
+// bridgeListens maps each endpoint to the address init listens on inside and the
+// /etc/hosts lines: a loopback IPv4 listen address is used as it is; a DNS name gets
+// the loopback alias 127.0.1.<i+1> and a hosts line.
+func bridgeListens(eps []environment.Endpoint) (listens []string, hosts []string) {
+	for i, e := range eps {
+		host, port, err := environment.SplitHostPort(e.Listen)
+		if err != nil {
+			continue // the lease file was validated; an invalid endpoint is never served
+		}
+		addr := e.Listen
+		if net.ParseIP(host) == nil {
+			alias := fmt.Sprintf("127.0.1.%d", i+1)
+			hosts = append(hosts, alias+" "+host)
+			addr = net.JoinHostPort(alias, strconv.Itoa(port))
+		}
+		listens = append(listens, addr+"="+filepath.Join(BridgeDir, e.Name+".sock"))
+	}
+	return listens, hosts
+}
+
+// writeEtc writes the sandbox's generated /etc files into dir: passwd and group with
+// the sandbox user only, hosts (localhost and the endpoints' names), nsswitch.conf
+// (files only) and an empty resolv.conf (there is no DNS: names are the allowlist).
+func writeEtc(dir string, uid, gid int, hosts []string) error {
+	files := map[string]string{
+		"passwd":        fmt.Sprintf("agent:x:%d:%d:agentproof sandbox:%s:/usr/sbin/nologin\n", uid, gid, Home),
+		"group":         fmt.Sprintf("agent:x:%d:\n", gid),
+		"hosts":         "127.0.0.1 localhost " + Hostname + "\n" + strings.Join(append(hosts, ""), "\n"),
+		"nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+		"resolv.conf":   "# agentproof sandbox: no DNS; reachable names are in /etc/hosts\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plan builds the bwrap arguments of one launch (the order matters: a mount point
+// must exist before what is mounted under it, and the read-only remounts come last).
+func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRequest, dir, scratch string, listens []string, passFDs int) *launchPlan {
+	pl := &launchPlan{}
+	pl.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup")
+	if versionAtLeast(st.BwrapVersion, 0, 8) {
+		pl.add("--disable-userns")
+	}
+	pl.add("--die-with-parent", "--as-pid-1", "--hostname", Hostname,
+		"--uid", strconv.Itoa(st.UID), "--gid", strconv.Itoa(st.GID))
+	for _, d := range systemDirs {
+		if exists(d) {
+			pl.add("--ro-bind", d, d)
+		}
+	}
+	for _, d := range topLinks {
+		if target, err := os.Readlink(d); err == nil {
+			pl.add("--symlink", target, d)
+		} else if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			pl.add("--ro-bind", d, d)
+		}
+	}
+	pl.add("--proc", "/proc", "--dev", "/dev")
+	for _, name := range []string{"passwd", "group", "hosts", "nsswitch.conf", "resolv.conf"} {
+		pl.add("--ro-bind", pl.staged(filepath.Join(dir, name)), "/etc/"+name)
+	}
+	pl.add("--bind", pl.staged(filepath.Join(scratch, "tmp")), "/tmp",
+		"--bind", pl.staged(filepath.Join(scratch, "shm")), "/dev/shm",
+		"--bind", pl.staged(filepath.Join(scratch, "home")), Home,
+		"--bind", pl.staged(l.Workspace), l.Workspace)
+	binds := slices.Clone(req.Binds)
+	slices.SortStableFunc(binds, func(a, b environment.Bind) int { return len(a.Path) - len(b.Path) })
+	for _, b := range binds {
+		flag := "--ro-bind"
+		if b.Write {
+			flag = "--bind"
+		}
+		pl.add(flag, pl.staged(b.Path), b.Path)
+	}
+	ro := append([]string{st.Executable}, req.ReadOnly...)
+	if !underSystem(req.Spec.Path) && !slices.ContainsFunc(ro, func(r string) bool { return environment.Within(r, req.Spec.Path) }) &&
+		!environment.Within(l.Workspace, req.Spec.Path) {
+		ro = append(ro, req.Spec.Path)
+	}
+	slices.Sort(ro)
+	for _, r := range slices.Compact(ro) {
+		// Read-only sources are the controller's (its binary, CLI installs): their
+		// links are resolved here, because the trampoline never follows one.
+		src := r
+		if real, err := filepath.EvalSymlinks(r); err == nil {
+			src = real
+		}
+		pl.add("--ro-bind", pl.staged(src), r)
+	}
+	pl.add("--ro-bind", pl.staged(filepath.Join(l.Dir, "bridge")), BridgeDir)
+	pl.add("--remount-ro", "/dev", "--remount-ro", "/")
+	pl.add("--chdir", req.Spec.Dir, "--", st.Executable, InitCommand,
+		"--status-fd", strconv.Itoa(3+passFDs), "--pass-fds", strconv.Itoa(passFDs))
+	for _, ls := range listens {
+		pl.add("--listen", ls)
+	}
+	pl.add("--", req.Spec.Path)
+	pl.add(req.Spec.Args...)
+	return pl
+}
+
+func underSystem(path string) bool {
+	for _, d := range append(slices.Clone(systemDirs), topLinks...) {
+		if environment.Within(d, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// launched is one prepared sandbox launch.
+type launched struct {
+	spec             worker.Spec
+	lease            *environment.Lease
+	st               state
+	n                int
+	dir, scratch     string
+	statusR, statusW *os.File
+	oom0, forks0     int64
+}
+
+func (x *launched) Spec() worker.Spec { return x.spec }
+
+// statusWait bounds how long Settle waits for init's exit report after the process
+// was supervised (the report is written before init exits, so it is normally there).
+const statusWait = 2 * time.Second
+
+// Settle reads init's exit report, puts the agent's own exit into the outcome, reads
+// the lease's OOM and fork-refusal counters and the disk's free space, and removes
+// the launch's generated files (and, when the lease is not reused, its scratch).
+func (x *launched) Settle(o worker.Outcome) environment.Settled {
+	s := environment.Settled{Outcome: o, Facts: map[string]string{
+		"provider": string(environment.ProviderSandbox), "lease": x.lease.ID, "launch": strconv.Itoa(x.n),
+		"bwrap": x.st.BwrapVersion, "uid": strconv.Itoa(x.st.UID),
+	}}
+	_ = x.statusW.Close()
+	rep, err := readStatus(x.statusR)
+	_ = x.statusR.Close()
+	switch {
+	case !o.Started:
+	case err != nil:
+		s.Problems = append(s.Problems, fmt.Sprintf("no exit report from the sandbox init (%v); the outcome is the trampoline's", err))
+	case rep.Error != "":
+		s.Problems = append(s.Problems, "sandbox init: "+rep.Error)
+		fallthrough
+	default:
+		if o.Exited && rep.Exited {
+			code := rep.ExitCode
+			s.Outcome.ExitCode, s.Outcome.Signal = nil, rep.Signal
+			if rep.Signal == "" {
+				s.Outcome.ExitCode = &code
+			}
+		}
+		if rep.PID > 0 {
+			s.Facts["agentPid"] = strconv.Itoa(rep.PID)
+		}
+		for name, n := range rep.Connections {
+			s.Facts["connections."+name] = strconv.FormatInt(n, 10)
+		}
+	}
+	shape := x.lease.Shape
+	if oom, ok := x.st.Cgroups.oomKills(); !ok {
+		s.Problems = append(s.Problems, "the memory cgroup's OOM counter is unreadable")
+	} else if d := oom - x.oom0; d > 0 {
+		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceMemory, Limit: shape.MemoryBytes, Events: d,
+			Detail: fmt.Sprintf("memory limit %d bytes: %d OOM kill(s)", shape.MemoryBytes, d)})
+	}
+	if forks, ok := x.st.Cgroups.forkRefusals(); !ok {
+		s.Problems = append(s.Problems, "the pids cgroup's counter is unreadable")
+	} else if d := forks - x.forks0; d > 0 {
+		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourcePIDs, Limit: shape.PIDs, Events: d,
+			Detail: fmt.Sprintf("pids limit %d: %d fork(s) refused", shape.PIDs, d)})
+	}
+	if full, err := diskFull(x.st.Disk); err == nil && full {
+		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceDisk, Limit: shape.DiskBytes, Events: 1,
+			Detail: fmt.Sprintf("disk limit %d bytes: the lease disk is full", shape.DiskBytes)})
+	}
+	_ = os.RemoveAll(x.dir)
+	if !x.lease.Reuse {
+		_ = os.RemoveAll(x.scratch)
+	}
+	return s
+}
+
+// initStatus is the exit report init writes on its status fd.
+type initStatus struct {
+	Schema      string           `json:"schema"`
+	PID         int              `json:"pid"`
+	Exited      bool             `json:"exited"`
+	ExitCode    int              `json:"exitCode"`
+	Signal      string           `json:"signal,omitempty"`
+	Error       string           `json:"error,omitempty"`
+	Connections map[string]int64 `json:"connections,omitempty"`
+}
+
+const initStatusSchema = "agentproof.sandbox-init.v1"
+
+func readStatus(r *os.File) (initStatus, error) {
+	var st initStatus
+	_ = r.SetReadDeadline(time.Now().Add(statusWait))
+	data, err := io.ReadAll(io.LimitReader(r, 64<<10))
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return st, err
+	}
+	if len(data) == 0 {
+		return st, errors.New("init wrote nothing")
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("malformed report: %w", err)
+	}
+	if st.Schema != initStatusSchema {
+		return st, fmt.Errorf("report schema %q", st.Schema)
+	}
+	return st, nil
+}
+
+// signalName is a signal's conventional name ("SIGKILL"), as worker.Outcome names it.
+func signalName(sig syscall.Signal) string {
+	names := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT",
+		syscall.SIGHUP: "SIGHUP", syscall.SIGSEGV: "SIGSEGV", syscall.SIGABRT: "SIGABRT", syscall.SIGPIPE: "SIGPIPE",
+		syscall.SIGQUIT: "SIGQUIT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGILL: "SIGILL",
+		syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGALRM: "SIGALRM", syscall.SIGXCPU: "SIGXCPU",
+		syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGSYS: "SIGSYS", syscall.SIGTRAP: "SIGTRAP"}
+	if n, ok := names[sig]; ok {
+		return n
+	}
+	return fmt.Sprintf("SIG%d", int(sig))
+}

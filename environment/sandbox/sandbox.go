@@ -1,0 +1,378 @@
+// Package sandbox is the sandbox execution environment provider: every agent process
+// runs inside a bubblewrap sandbox on this Linux machine (docs/environments.md is the
+// design note; DEPENDENCIES-ADDED.md says why bubblewrap).
+//
+// A lease (Setup) is, on the host:
+//
+//   - a lease directory <root>/<lease id> (mode 0711) holding lease.json, the bridge
+//     sockets (bridge/) and per-launch generated files (launches/<n>/);
+//   - the lease's disk: a tmpfs of the pinned disk size mounted at <lease dir>/disk,
+//     owned by the sandbox user, holding HOME (home/), /tmp (tmp/), /dev/shm (shm/),
+//     the workspace when the caller gives none (workspace/) and, when the lease is not
+//     reused, per-launch copies of the first three (runs/<n>/);
+//   - one cgroup per hierarchy (cgroup2 for membership and cgroup.kill; memory, pids
+//     and cpu from cgroup2 when it has them, else from cgroup v1), named
+//     agentproof-<lease id>, under the controller's own cgroup, with the pinned limits.
+//
+// A launch (Launch) is the trampoline `agentproof sandbox-enter` (RunEnter): it joins
+// the lease's cgroups, stages the bind sources in a private mount namespace, drops to
+// the sandbox user and executes bwrap, which starts `agentproof sandbox-init`
+// (RunInit) as PID 1 of new user, mount, PID, IPC, UTS, cgroup and network namespaces;
+// init brings the allowlisted endpoints in over the bridge, runs the agent, reaps
+// orphans and exits with the agent. Cleanup kills the lease's cgroups, unmounts its
+// disk, removes its cgroups and directory, and confirms each.
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentproof/agentproof/environment"
+)
+
+// Hidden commands of the agentproof binary the provider runs (internal/cli wires them).
+const (
+	// EnterCommand is the trampoline (RunEnter), run on the host by the worker.
+	EnterCommand = "sandbox-enter"
+	// InitCommand is the sandbox's PID 1 (RunInit), run inside by bubblewrap.
+	InitCommand = "sandbox-init"
+)
+
+// Paths inside the sandbox.
+const (
+	// Home is the sandbox user's home directory (its HOME should point here).
+	Home = "/home/agent"
+	// BridgeDir holds the bridge sockets inside the sandbox (read-only).
+	BridgeDir = "/run/agentproof/bridge"
+	// Hostname is the sandbox's host name (its own UTS namespace).
+	Hostname = "agentproof-sandbox"
+)
+
+// NobodyID is the default sandbox user and group id when the controller runs as root.
+const NobodyID = 65534
+
+// Options configures a Provider; the zero value means the defaults.
+//
+//   - Executable: the agentproof binary used as trampoline and init (default
+//     os.Executable()). It is bound read-only into every sandbox at its own path, so
+//     `agentproof mcp` runs from it too.
+//   - Bwrap: the bubblewrap binary (default: "bwrap" from PATH).
+//   - UID, GID: the sandbox user when the controller runs as root (default 65534); a
+//     non-root controller's sandbox runs as the controller's user.
+//   - Now: the clock of lease times (default time.Now).
+//   - NoCgroupKill: do not use cgroup.kill; kill with SIGKILL rounds instead (a test of
+//     that path; machines without cgroup.kill use it anyway).
+//   - KillWait: how long Cleanup waits for the cgroups to empty (default 5 s).
+type Options struct {
+	Executable   string
+	Bwrap        string
+	UID, GID     int
+	Now          func() time.Time
+	NoCgroupKill bool
+	KillWait     time.Duration
+}
+
+// Provider is the sandbox provider. Create it with New.
+type Provider struct {
+	opt Options
+
+	versionOnce sync.Once
+	version     string
+	versionErr  error
+}
+
+// bwrapVersion is bwrapVersion of the provider's bwrap, run once per provider.
+func (p *Provider) bwrapVersion(ctx context.Context) (string, error) {
+	p.versionOnce.Do(func() { p.version, p.versionErr = bwrapVersion(ctx, p.opt.Bwrap) })
+	return p.version, p.versionErr
+}
+
+var _ environment.Provider = (*Provider)(nil)
+
+// New returns a sandbox provider with opt's defaults filled in. It does not probe:
+// Setup fails with a clear error on a machine that cannot run it (see Probe).
+func New(opt Options) *Provider {
+	if opt.Executable == "" {
+		if exe, err := os.Executable(); err == nil {
+			opt.Executable = exe
+		}
+	}
+	if opt.Bwrap == "" {
+		if p, err := exec.LookPath("bwrap"); err == nil {
+			opt.Bwrap = p
+		}
+	}
+	if opt.Bwrap != "" && !filepath.IsAbs(opt.Bwrap) {
+		if p, err := filepath.Abs(opt.Bwrap); err == nil {
+			opt.Bwrap = p
+		}
+	}
+	if os.Geteuid() == 0 {
+		if opt.UID == 0 {
+			opt.UID = NobodyID
+		}
+		if opt.GID == 0 {
+			opt.GID = NobodyID
+		}
+	} else {
+		opt.UID, opt.GID = os.Getuid(), os.Getgid()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.KillWait <= 0 {
+		opt.KillWait = 5 * time.Second
+	}
+	return &Provider{opt: opt}
+}
+
+// Name is environment.ProviderSandbox.
+func (p *Provider) Name() environment.ProviderName { return environment.ProviderSandbox }
+
+// state is the sandbox part of a lease description (environment.Lease.State).
+type state struct {
+	UID          int          `json:"uid"`
+	GID          int          `json:"gid"`
+	Executable   string       `json:"executable"`
+	Bwrap        string       `json:"bwrap"`
+	BwrapVersion string       `json:"bwrapVersion"`
+	Disk         string       `json:"disk"`
+	Cgroups      leaseCgroups `json:"cgroups"`
+	NoCgroupKill bool         `json:"noCgroupKill,omitempty"`
+}
+
+func leaseState(l *environment.Lease) (state, error) {
+	var st state
+	if l == nil || l.Provider != environment.ProviderSandbox {
+		return st, &environment.SpecError{What: "lease", Problems: []string{"not a sandbox lease"}}
+	}
+	if err := json.Unmarshal(l.State, &st); err != nil {
+		return st, &environment.SpecError{What: "lease " + l.ID, Problems: []string{"sandbox state: " + err.Error()}}
+	}
+	var p []string
+	if !filepath.IsAbs(st.Executable) || !filepath.IsAbs(st.Bwrap) {
+		p = append(p, "executable and bwrap must be absolute paths")
+	}
+	if st.Disk != filepath.Join(l.Dir, "disk") {
+		p = append(p, fmt.Sprintf("disk %q is not the lease directory's disk", st.Disk))
+	}
+	for _, c := range st.Cgroups {
+		if filepath.Base(c.Path) != cgroupPrefix+l.ID {
+			p = append(p, fmt.Sprintf("cgroup %q is not named for the lease", c.Path))
+		}
+	}
+	if len(p) > 0 {
+		return st, &environment.SpecError{What: "lease " + l.ID, Problems: p}
+	}
+	return st, nil
+}
+
+// maxSocketPath is the longest bridge socket path a sockaddr_un holds (108 bytes with
+// the terminating NUL).
+const maxSocketPath = 107
+
+// Setup creates a sandbox lease (see the package doc). spec needs a pinned shape and a
+// lease root. Errors: a *environment.SpecError for an invalid spec; a wrapped error
+// naming what failed on the host (not root, no cgroup controller, tmpfs refused). On
+// error, whatever was made is destroyed again.
+func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*environment.Lease, error) {
+	probs := spec.Problems(true)
+	if !spec.Shape.Pinned() {
+		probs = append(probs, "the sandbox needs a pinned shape (cpuCores, memoryBytes, pids, diskBytes)")
+	} else {
+		probs = append(probs, spec.Shape.Problems()...)
+	}
+	if !filepath.IsAbs(p.opt.Executable) {
+		probs = append(probs, "the agentproof executable is unknown (Options.Executable)")
+	}
+	if p.opt.Bwrap == "" {
+		probs = append(probs, "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+	}
+	if len(probs) > 0 {
+		return nil, &environment.SpecError{What: "sandbox lease spec", Problems: probs}
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("sandbox lease: this provider needs root here (cgroup limits and the lease disk's tmpfs are mounted on the host); see `agentproof environments probe`")
+	}
+	version, err := p.bwrapVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox lease: %w", err)
+	}
+	id, err := environment.NewLeaseID()
+	if err != nil {
+		return nil, err
+	}
+	l := &environment.Lease{Schema: environment.LeaseSchema, ID: id, Provider: environment.ProviderSandbox,
+		EnvironmentID: spec.EnvironmentID, ConfigurationKey: spec.ConfigurationKey, Shape: spec.Shape, Reuse: spec.Reuse,
+		StartedAt: p.opt.Now().UTC(), Dir: filepath.Join(spec.Root, id), Live: spec.Live}
+	st := state{UID: p.opt.UID, GID: p.opt.GID, Executable: p.opt.Executable, Bwrap: p.opt.Bwrap, BwrapVersion: version,
+		Disk: filepath.Join(l.Dir, "disk"), NoCgroupKill: p.opt.NoCgroupKill}
+	for _, e := range spec.Endpoints {
+		e.Socket = filepath.Join(l.Dir, "bridge", e.Name+".sock")
+		if len(e.Socket) > maxSocketPath {
+			return nil, &environment.SpecError{What: "sandbox lease spec", Problems: []string{fmt.Sprintf("root %s is too deep: bridge socket path %s is longer than %d bytes", spec.Root, e.Socket, maxSocketPath)}}
+		}
+		l.Endpoints = append(l.Endpoints, e)
+	}
+	if err := os.Mkdir(l.Dir, 0o711); err != nil {
+		return nil, fmt.Errorf("sandbox lease: %w", err)
+	}
+	fail := func(err error) (*environment.Lease, error) {
+		l.State, _ = json.Marshal(st)
+		_ = p.Cleanup(context.WithoutCancel(ctx), l)
+		return nil, fmt.Errorf("sandbox lease: %w", err)
+	}
+	sys, err := discoverCgroups()
+	if err != nil {
+		return fail(err)
+	}
+	if st.Cgroups, err = createCgroups(sys, id, spec.Shape); err != nil {
+		return fail(err)
+	}
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{st.Disk, 0o700}, {filepath.Join(l.Dir, "bridge"), 0o711}, {filepath.Join(l.Dir, "launches"), 0o700}} {
+		if err := os.Mkdir(d.path, d.mode); err != nil {
+			return fail(err)
+		}
+	}
+	if err := mountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
+		return fail(err)
+	}
+	if err := makeScratch(st.Disk, st.UID, st.GID); err != nil {
+		return fail(err)
+	}
+	l.Workspace = spec.Workspace
+	if l.Workspace == "" {
+		l.Workspace = filepath.Join(st.Disk, "workspace")
+		if err := mkdirOwned(l.Workspace, st.UID, st.GID); err != nil {
+			return fail(err)
+		}
+	} else {
+		if fi, err := os.Stat(l.Workspace); err != nil || !fi.IsDir() {
+			return fail(fmt.Errorf("workspace %s must be an existing directory", l.Workspace))
+		}
+		// The sandbox user must own its workspace (content seeded before Setup included).
+		if err := chownTree(l.Workspace, st.UID, st.GID); err != nil {
+			return fail(fmt.Errorf("giving the workspace to the sandbox user: %w", err))
+		}
+	}
+	if l.State, err = json.Marshal(st); err != nil {
+		return fail(err)
+	}
+	if err := environment.WriteLeaseFile(l); err != nil {
+		return fail(err)
+	}
+	return l, nil
+}
+
+// makeScratch creates HOME, /tmp and /dev/shm of a launch under dir, owned by the
+// sandbox user.
+func makeScratch(dir string, uid, gid int) error {
+	for _, name := range []string{"home", "tmp", "shm"} {
+		if err := mkdirOwned(filepath.Join(dir, name), uid, gid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mkdirOwned(path string, uid, gid int) error {
+	if err := os.Mkdir(path, 0o700); err != nil {
+		return err
+	}
+	return os.Lchown(path, uid, gid)
+}
+
+// Cleanup destroys a sandbox lease and confirms it (see environment.Provider): it kills
+// every process in the lease's cgroups and waits until they are empty, records what
+// the disk held, unmounts the disk, removes the cgroups (rmdir succeeds only on empty
+// ones) and the lease directory, then checks that no process, mount, cgroup or file
+// of the lease remains. The caller's workspace (outside the lease directory) is kept.
+// A bridge served by this process should be closed first (Bridge.Close).
+func (p *Provider) Cleanup(_ context.Context, l *environment.Lease) environment.CleanupReport {
+	r := environment.CleanupReport{LeaseID: l.ID}
+	defer func() { r.EndedAt = p.opt.Now().UTC() }()
+	st, err := leaseState(l)
+	if err != nil {
+		r.Errors = append(r.Errors, err.Error())
+		return r
+	}
+	found, left, err := killCgroups(st.Cgroups, !st.NoCgroupKill, p.opt.KillWait)
+	r.Found.Processes = found
+	if err != nil {
+		r.Errors = append(r.Errors, "listing the lease's processes: "+err.Error())
+	}
+	for _, pid := range left {
+		r.Remaining.Processes = append(r.Remaining.Processes, environment.Process{PID: pid, Comm: comm(pid)})
+	}
+	if ms, err := mountsUnder(l.Dir); err == nil {
+		r.Found.Mounts = ms
+	}
+	disk := inventory(st.Disk)
+	r.Found.Files, r.Found.FileCount, r.Found.FileBytes = disk.Files, disk.FileCount, disk.FileBytes
+	remainingMounts, err := unmountAll(l.Dir, p.opt.KillWait)
+	r.Remaining.Mounts = remainingMounts
+	if err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	}
+	r.Found.Cgroups = existingCgroups(st.Cgroups)
+	r.Remaining.Cgroups = removeCgroups(st.Cgroups, p.opt.KillWait)
+	if len(r.Remaining.Mounts) == 0 {
+		// Only once nothing is mounted under it: RemoveAll must never descend into a
+		// mounted filesystem it did not mean to empty.
+		if err := os.RemoveAll(l.Dir); err != nil {
+			r.Errors = append(r.Errors, err.Error())
+		}
+	}
+	if _, err := os.Lstat(l.Dir); !errors.Is(err, os.ErrNotExist) {
+		rest := inventory(l.Dir)
+		r.Remaining.Files = append([]string{l.Dir}, rest.Files...)
+		r.Remaining.FileCount, r.Remaining.FileBytes = rest.FileCount+1, rest.FileBytes
+	}
+	r.Confirmed = r.Remaining.Empty() && len(r.Errors) == 0
+	return r
+}
+
+func existingCgroups(cs leaseCgroups) []string {
+	var out []string
+	for _, c := range cs {
+		if exists(c.Path) {
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}
+
+// DiskDir returns a directory on l's disk (under the disk cap), creating it owned by
+// the sandbox user when it does not exist: the place for what must be writable inside
+// and persist across a reused lease's launches besides the workspace (for example an
+// agent's state directory, bound with environment.Bind{Write: true}). name is one
+// path element of [A-Za-z0-9._-]. Errors: not a sandbox lease, a bad name, a
+// filesystem error.
+func DiskDir(l *environment.Lease, name string) (string, error) {
+	st, err := leaseState(l)
+	if err != nil {
+		return "", err
+	}
+	if name == "" || name == "." || name == ".." || strings.ContainsFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) || slices.Contains([]string{"home", "tmp", "shm", "runs", "workspace"}, name) {
+		return "", &environment.SpecError{What: "disk directory", Problems: []string{fmt.Sprintf("name %q must be one path element of [A-Za-z0-9._-] and not a reserved one", name)}}
+	}
+	dir := filepath.Join(st.Disk, name)
+	if err := mkdirOwned(dir, st.UID, st.GID); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	return dir, nil
+}

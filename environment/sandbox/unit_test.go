@@ -1,0 +1,136 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// These tests need no sandbox: they check the command lines and files the provider
+// builds.
+
+func TestParseInit(t *testing.T) {
+	t.Parallel()
+	ok := []string{"--status-fd", "4", "--pass-fds", "1", "--listen", "127.0.0.1:80=" + BridgeDir + "/cp.sock", "--", "/bin/agent", "agent", "x"}
+	a, err := parseInit(ok)
+	if err != nil || a.path != "/bin/agent" || len(a.argv) != 2 || a.listens[0].name != "cp" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	for name, args := range map[string][]string{
+		"no command":          {"--status-fd", "3", "--pass-fds", "0"},
+		"status fd mismatch":  {"--status-fd", "5", "--pass-fds", "0", "--", "/a", "a"},
+		"listen off loopback": {"--status-fd", "3", "--pass-fds", "0", "--listen", "0.0.0.0:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
+		"socket elsewhere":    {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:80=/run/x.sock", "--", "/a", "a"},
+		"relative command":    {"--status-fd", "3", "--pass-fds", "0", "--", "a", "a"},
+		"unknown flag":        {"--shell", "sh", "--", "/a", "a"},
+		"missing value":       {"--status-fd"},
+	} {
+		if _, err := parseInit(args); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestParseEnter(t *testing.T) {
+	t.Parallel()
+	for name, args := range map[string][]string{
+		"not a cgroup":     {"--uid", "1", "--gid", "1", "--cgroup", "/tmp/agentproof-x", "--", "/usr/bin/bwrap"},
+		"not a lease name": {"--uid", "1", "--gid", "1", "--cgroup", "/sys/fs/cgroup/pids", "--", "/usr/bin/bwrap"},
+		"relative bwrap":   {"--uid", "1", "--gid", "1", "--", "bwrap"},
+		"no ids":           {"--", "/usr/bin/bwrap"},
+		"relative stage":   {"--uid", "1", "--gid", "1", "--stage", "tmp/x", "--", "/usr/bin/bwrap"},
+		"negative uid":     {"--uid", "-1", "--gid", "1", "--", "/usr/bin/bwrap"},
+		"unknown flag":     {"--uid", "1", "--gid", "1", "--root", "/", "--", "/usr/bin/bwrap"},
+	} {
+		if _, err := parseEnter(args); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	e, err := parseEnter([]string{"--uid", "7", "--gid", "8", "--stage", "/a", "--", "/usr/bin/bwrap", "--x"})
+	if err != nil || e.uid != 7 || e.gid != 8 || len(e.stage) != 1 || len(e.argv) != 2 {
+		t.Errorf("%+v %v", e, err)
+	}
+}
+
+// TestPlan: the bwrap command line unshares every namespace, dies with its parent,
+// makes init PID 1, never binds the host root, binds the workspace and the scratch
+// space writable and everything else read-only, remounts / and /dev read-only last,
+// and runs init with the endpoints' listen addresses (a DNS name on a loopback alias).
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	dir := "/r/lease-0123456789abcdef"
+	st := state{UID: 65534, GID: 65534, Executable: "/opt/agentproof", Bwrap: "/usr/bin/bwrap", BwrapVersion: "0.8.0", Disk: dir + "/disk"}
+	raw, _ := json.Marshal(st)
+	l := &environment.Lease{Schema: environment.LeaseSchema, ID: filepath.Base(dir), Provider: environment.ProviderSandbox, EnvironmentID: "sandbox",
+		Shape: smallShape, StartedAt: time.Now(), Dir: dir, Workspace: dir + "/disk/workspace", State: raw,
+		Endpoints: []environment.Endpoint{
+			{Name: "cp", Kind: environment.EndpointControlPlane, Listen: "127.0.0.1:4100", Dial: "127.0.0.1:4100"},
+			{Name: "model", Kind: environment.EndpointModel, Listen: "model.test:8080", Dial: "127.0.0.1:5000"}}}
+	listens, hosts := bridgeListens(l.Endpoints)
+	if !slices.Equal(listens, []string{"127.0.0.1:4100=" + BridgeDir + "/cp.sock", "127.0.1.2:8080=" + BridgeDir + "/model.sock"}) || !slices.Equal(hosts, []string{"127.0.1.2 model.test"}) {
+		t.Fatalf("listens %v hosts %v", listens, hosts)
+	}
+	req := environment.LaunchRequest{Spec: worker.Spec{Path: "/opt/cli/bin/agent", Args: []string{"agent", "--go"}, Dir: l.Workspace},
+		Binds: []environment.Bind{{Path: dir + "/disk/state", Write: true}}, ReadOnly: []string{"/opt/cli"}}
+	pl := (&Provider{}).plan(l, st, req, dir+"/launches/1", st.Disk, listens, 1)
+	args := strings.Join(pl.args, " ")
+	for _, want := range []string{"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
+		"--disable-userns", "--die-with-parent", "--as-pid-1", "--ro-bind /usr /usr", "--proc /proc", "--dev /dev",
+		"--bind /tmp/5 /tmp ", "--bind /tmp/8 " + l.Workspace, "--bind /tmp/9 " + dir + "/disk/state", "--ro-bind /tmp/10 /opt/agentproof",
+		"--ro-bind /tmp/11 /opt/cli ", "--ro-bind /tmp/12 " + BridgeDir, "--remount-ro /dev --remount-ro / --chdir " + l.Workspace,
+		"-- /opt/agentproof sandbox-init --status-fd 4 --pass-fds 1 --listen 127.0.0.1:4100=" + BridgeDir + "/cp.sock",
+		"-- /opt/cli/bin/agent agent --go"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("plan lacks %q:\n%s", want, args)
+		}
+	}
+	if strings.Contains(args, "--ro-bind / /") || strings.Contains(args, "--bind / ") || strings.Contains(args, "--ro-bind /opt/cli/bin/agent") {
+		t.Errorf("plan binds too much:\n%s", args)
+	}
+	if pl.stage[8] != l.Workspace || pl.stage[0] != dir+"/launches/1/passwd" {
+		t.Errorf("stage %v", pl.stage)
+	}
+}
+
+func TestWriteEtc(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := writeEtc(dir, 65534, 65534, []string{"127.0.1.1 api.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	hosts, _ := os.ReadFile(filepath.Join(dir, "hosts"))
+	passwd, _ := os.ReadFile(filepath.Join(dir, "passwd"))
+	if !strings.Contains(string(hosts), "127.0.0.1 localhost") || !strings.Contains(string(hosts), "127.0.1.1 api.example.com\n") ||
+		string(passwd) != "agent:x:65534:65534:agentproof sandbox:/home/agent:/usr/sbin/nologin\n" {
+		t.Errorf("hosts %q passwd %q", hosts, passwd)
+	}
+}
+
+func TestMountinfoHelpers(t *testing.T) {
+	t.Parallel()
+	if got := unescapeMount(`/a\040b\011c\134d`); got != "/a b\tc\\d" {
+		t.Errorf("unescape %q", got)
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "events")
+	_ = os.WriteFile(f, []byte("oom 2\noom_kill 3\n"), 0o644)
+	if n, ok := counter(f, "oom_kill"); !ok || n != 3 {
+		t.Errorf("counter %d %v", n, ok)
+	}
+	if _, ok := counter(f, "max"); ok {
+		t.Error("a missing key was found")
+	}
+	if !versionAtLeast("0.8.0", 0, 8) || versionAtLeast("0.7.9", 0, 8) || !versionAtLeast("1.0", 0, 8) || versionAtLeast("x", 0, 1) {
+		t.Error("versionAtLeast")
+	}
+	if !limitMatches("memory.limit_in_bytes", "1000001", "999424") || limitMatches("pids.max", "5", "6") {
+		t.Error("limitMatches")
+	}
+}

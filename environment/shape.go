@@ -1,0 +1,70 @@
+package environment
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/agentproof/agentproof/catalog"
+)
+
+// GiB is 2³⁰ bytes.
+const GiB = int64(1) << 30
+
+// Shape is a pinned resource shape (seed 000 "Environments": keep CPU, memory and disk
+// explicit). CPUCores is a CPU quota in cores (1.5 = one and a half cores of CPU time
+// per wall second); MemoryBytes caps resident memory (RAM-backed writable space
+// included, see docs/environments.md); PIDs caps processes and threads together;
+// DiskBytes caps the lease's writable space. The zero Shape pins nothing (local).
+type Shape struct {
+	CPUCores    float64 `json:"cpuCores"`
+	MemoryBytes int64   `json:"memoryBytes"`
+	PIDs        int64   `json:"pids"`
+	DiskBytes   int64   `json:"diskBytes"`
+}
+
+// Limits of a Shape: below these a sandboxed agentproof init and a Go or Node agent
+// cannot start at all, so a smaller shape is a catalog mistake, not a limit to test.
+const (
+	MinMemoryBytes = 32 << 20
+	MinPIDs        = 16
+	MinDiskBytes   = 1 << 20
+	MinCPUCores    = 0.01
+)
+
+// Pinned reports whether every resource is set (what a sandbox lease needs and what a
+// runtime estimate needs).
+func (s Shape) Pinned() bool {
+	return s.CPUCores > 0 && s.MemoryBytes > 0 && s.PIDs > 0 && s.DiskBytes > 0
+}
+
+// IsZero reports whether the shape pins nothing.
+func (s Shape) IsZero() bool { return s == Shape{} }
+
+// Problems lists what is wrong with a pinned shape (each value at or above its Min*
+// limit, finite); it returns nil for a valid one.
+func (s Shape) Problems() []string {
+	var p []string
+	if math.IsNaN(s.CPUCores) || math.IsInf(s.CPUCores, 0) || s.CPUCores < MinCPUCores {
+		p = append(p, fmt.Sprintf("cpuCores %v must be a number ≥ %v", s.CPUCores, MinCPUCores))
+	}
+	if s.MemoryBytes < MinMemoryBytes {
+		p = append(p, fmt.Sprintf("memoryBytes %d must be ≥ %d", s.MemoryBytes, MinMemoryBytes))
+	}
+	if s.PIDs < MinPIDs {
+		p = append(p, fmt.Sprintf("pids %d must be ≥ %d", s.PIDs, MinPIDs))
+	}
+	if s.DiskBytes < MinDiskBytes {
+		p = append(p, fmt.Sprintf("diskBytes %d must be ≥ %d", s.DiskBytes, MinDiskBytes))
+	}
+	return p
+}
+
+// ShapeOf converts a catalog environment's resources (cores, GiB, GiB, count) into a
+// Shape. nil resources give the zero Shape. It does not validate: catalog validation
+// and Shape.Problems do.
+func ShapeOf(r *catalog.Resources) Shape {
+	if r == nil {
+		return Shape{}
+	}
+	return Shape{CPUCores: float64(r.CPU), MemoryBytes: int64(r.MemoryGiB) * GiB, PIDs: int64(r.PIDs), DiskBytes: int64(r.DiskGiB) * GiB}
+}

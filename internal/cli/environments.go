@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/providers"
+	"github.com/spf13/cobra"
+)
+
+// newEnvironmentsCmd is `agentproof environments probe [--json]`: every environment
+// provider's probe report (package environment). It exits 0 when it could print the
+// reports, whether or not a provider is available; the report says what is missing.
+func newEnvironmentsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "environments",
+		Short: "Inspect the execution environment providers of this machine",
+		Args:  noArgs,
+	}
+	var asJSON bool
+	probe := &cobra.Command{
+		Use:   "probe",
+		Short: "Check whether this machine can run each environment provider (local, sandbox)",
+		Long: strings.TrimSpace(`
+Probe every environment provider for real: the sandbox probe runs a trial bubblewrap
+sandbox, creates and removes a cgroup per pinned controller and mounts a small tmpfs,
+then reports each requirement as ok or missing with what it found (versions, paths,
+the cgroup hierarchy serving each controller). Nothing is left behind.`),
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			var reports []environment.ProbeReport
+			for _, p := range providers.All() {
+				reports = append(reports, p.Probe(ctx))
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(reports)
+			}
+			var b strings.Builder
+			for _, r := range reports {
+				state := "available"
+				if !r.Available {
+					state = "unavailable"
+				}
+				fmt.Fprintf(&b, "%s: %s\n", r.Provider, state)
+				for _, c := range r.Checks {
+					mark := "ok     "
+					if !c.OK {
+						mark = "MISSING"
+					}
+					fmt.Fprintf(&b, "  %s %-14s %s\n", mark, c.Name, c.Detail)
+				}
+			}
+			_, err := fmt.Fprint(a.stdout, b.String())
+			return err
+		},
+	}
+	probe.Flags().BoolVar(&asJSON, "json", false, "print the reports as a JSON array")
+	cmd.AddCommand(probe)
+	return cmd
+}
