@@ -40,7 +40,8 @@ file; args: strings using only {{apiUrl}} {{runId}} {{stateDir}} {{taskId}}
 that every case's flow has an implementation in this agentproof. Only regular files
 are read: a named pipe, device or socket among the *.yaml files is a problem naming
 it, and is never opened for reading.
-Every problem is reported at once. Exit code 0 when valid, 2 when not.`,
+Every problem is reported at once. Exit code 0 when valid, 2 when not, 70 on an
+internal error (a bug in agentproof).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := readCatalog(*dir)
