@@ -234,3 +234,16 @@ func modelSeen(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Logf("run %d: %d model responses, all answered by the scripted model", i+1, ev.ModelTurns)
 	}
 }
+
+// TestSchemaCommand: `agentproof schema` prints the embedded catalog JSON Schema byte
+// for byte.
+func TestSchemaCommand(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	if code := Main([]string{"schema"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !bytes.Equal(out.Bytes(), catalog.SchemaJSON) {
+		t.Fatal("agentproof schema does not print catalog.SchemaJSON")
+	}
+}
