@@ -109,12 +109,17 @@ type Driver interface {
 //   - Presentation: the comment the run presented as its user-facing message, when the
 //     runner completes the run (spec runner-e2e-harness §5); nil for none. The runner
 //     fills it for the real-CLI drivers from the MCP server's record.
+//   - LeftOpen: when the runner has to complete a run the agent left open, the detail
+//     it puts before the run's summary and the termination summary ("" for none): the
+//     exec driver says that an agent which exited 0 did not complete its run, and what
+//     it must call (ExecLeftOpen).
 type Report struct {
 	Summary      string
 	RunStatus    string
 	Usage        json.RawMessage
 	Transcript   []Evidence
 	Presentation *Presentation
+	LeftOpen     string
 }
 
 // Presentation names a run's presented comment: CommentID (what the run result's
