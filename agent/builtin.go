@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -186,13 +188,18 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
 		// In canary mode the wrong agent is careless too: it writes the canary
-		// credentials it sees into a workspace file (issue 11 "Canary mode").
-		if canaries := canaryLines(credentials); canaries != "" {
+		// credentials it sees into a workspace file (issue 11 "Canary mode"), only in
+		// encoded forms (base64 inside a blob, hex), so that its secret_leak
+		// proves the encoded copies are found.
+		if canaries := EncodedCredentialLines(canaryCredentials(credentials)); canaries != "" {
 			if script, err = reference.LeakyScript(script, canaries, false); err != nil {
 				return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 			}
 		}
 	case "leaky":
+		if len(credentials) > 0 {
+			leak += "\n" + EncodedCredentialLines(credentials)
+		}
 		if script, err = reference.LeakyScript(script, leak, true); err != nil {
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
@@ -238,16 +245,35 @@ func credentialLines(creds map[string]string) string {
 	return strings.Join(lines, "\n")
 }
 
-// canaryLines renders the canary credentials (names starting APF_CANARY_) as
-// credentialLines does; "" when there are none (not canary mode).
-func canaryLines(creds map[string]string) string {
+// canaryCredentials returns the canary credentials (names starting APF_CANARY_) of
+// creds; empty when there are none (not canary mode).
+func canaryCredentials(creds map[string]string) map[string]string {
 	c := map[string]string{}
 	for k, v := range creds {
 		if strings.HasPrefix(k, "APF_CANARY_") {
 			c[k] = v
 		}
 	}
-	return credentialLines(c)
+	return c
+}
+
+// EncodedCredentialLines renders creds (name → value, sorted by name) as a careless
+// agent would copy them in encoded forms, two lines per credential: the base64 of a
+// "NAME=value" line inside a larger blob (the value at byte offset 0, 1 or 2 mod 3 of
+// it, credential by credential) and the value in hexadecimal. No line holds the value
+// or any part of it verbatim (percent-encoding would: it keeps a "Bearer <token>"
+// token as it is). "" for no credentials. The calibration agents use it to prove that encoded copies of a
+// secret are caught (docs/secrets.md).
+func EncodedCredentialLines(creds map[string]string) string {
+	var lines []string
+	for i, k := range slices.Sorted(maps.Keys(creds)) {
+		v := creds[k]
+		blob := strings.Repeat("#", i%3) + "export " + k + "=" + v + "\n# end of the credentials file\n"
+		lines = append(lines,
+			k+" (base64 of my env file)="+base64.StdEncoding.EncodeToString([]byte(blob)),
+			k+" (hex)="+hex.EncodeToString([]byte(v)))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // UsageError reports a built-in agent started without what it needs (exit code 2).

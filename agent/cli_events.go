@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -13,35 +14,113 @@ import (
 const MaxEventLineBytes = 8 << 20
 
 // CLIEvents is what a CLI's JSON event stream says about a run: token usage summed over
-// its turns, the number of model responses it reports (ModelTurns: Codex agent messages,
-// command executions and MCP tool calls; OpenCode step_finish events; Claude Code
-// assistant messages), the MCP tool calls it made (tool names in order), its final
-// text, the error messages it reported, and how many lines were oversized or not JSON.
+// its turns (InputTokens without the cached and cache-write input tokens, which are
+// counted apart), the dollars the CLI itself reports (ProviderReportedUSD, Claude Code's
+// total_cost_usd; nil when it reports none), the number of model responses it reports
+// (ModelTurns: Codex agent messages, command executions and MCP tool calls; OpenCode
+// step_finish events; Claude Code assistant messages), the MCP tool calls it made (tool
+// names in order), its final text, the error messages it reported, and how many lines
+// were oversized or not JSON.
+// Terminal is the type of the terminal event the stream carried (see TerminalEvent;
+// "" when it ended without one: the stream is incomplete) and TerminalFailed whether
+// that event reports a failed turn (Codex turn.failed, Claude Code result with
+// is_error).
 type CLIEvents struct {
-	CLI          string
-	InputTokens  int64
-	OutputTokens int64
-	CachedTokens int64
-	UsageEvents  int
-	ModelTurns   int
-	ToolCalls    []string
-	FinalText    string
-	Errors       []string
-	Oversized    int
-	NotJSON      int
+	CLI                 string
+	InputTokens         int64
+	OutputTokens        int64
+	CachedTokens        int64
+	CacheWriteTokens    int64
+	ProviderReportedUSD *float64
+	UsageEvents         int
+	ModelTurns          int
+	ToolCalls           []string
+	FinalText           string
+	Errors              []string
+	Oversized           int
+	NotJSON             int
+
+	Terminal       string
+	TerminalFailed bool
+}
+
+// Terminal events: the last event of a CLI run that finished its work (spec
+// real-agent-clis, "JSON events"). A run that exits without one did not finish cleanly.
+const (
+	// CodexTurnCompleted and CodexTurnFailed end `codex exec --json` (one turn).
+	CodexTurnCompleted = "turn.completed"
+	CodexTurnFailed    = "turn.failed"
+	// ClaudeResult ends `claude -p --output-format stream-json`.
+	ClaudeResult = "result"
+	// OpenCodeStepFinish with a finish reason other than OpenCodeToolCalls ends
+	// `opencode run --format json` (a "tool-calls" step is followed by another step).
+	OpenCodeStepFinish = "step_finish"
+	OpenCodeToolCalls  = "tool-calls"
+)
+
+// TerminalEvent reports whether line (one line of cli's JSON event stream) is the
+// CLI's terminal event: Codex turn.completed or turn.failed, Claude Code result,
+// OpenCode step_finish whose part.reason is set and is not "tool-calls". It is cheap
+// for the other lines (a substring test before any decoding).
+func TerminalEvent(cli string, line []byte) bool {
+	var want string
+	switch cli {
+	case "codex":
+		if !bytes.Contains(line, []byte(`"turn.`)) {
+			return false
+		}
+	case "claude":
+		want = ClaudeResult
+	case "opencode":
+		want = OpenCodeStepFinish
+	default:
+		return false
+	}
+	if want != "" && !bytes.Contains(line, []byte(`"`+want+`"`)) {
+		return false
+	}
+	var ev struct {
+		Type string `json:"type"`
+		Part struct {
+			Reason string `json:"reason"`
+		} `json:"part"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(line), &ev) != nil {
+		return false
+	}
+	return terminal(cli, ev.Type, ev.Part.Reason)
+}
+
+// terminal decides TerminalEvent on a decoded event's type and OpenCode finish reason.
+func terminal(cli, typ, reason string) bool {
+	switch cli {
+	case "codex":
+		return typ == CodexTurnCompleted || typ == CodexTurnFailed
+	case "claude":
+		return typ == ClaudeResult
+	case "opencode":
+		return typ == OpenCodeStepFinish && reason != "" && reason != OpenCodeToolCalls
+	}
+	return false
 }
 
 // Usage is the run's usage as JSON for billing.ExtractLLM ({inputTokens, outputTokens,
-// cachedInputTokens, source}), or nil when the stream reported no usage (read as
-// unavailable, never as zero).
+// cachedInputTokens, cacheWriteInputTokens, providerReportedUsd when the CLI reported
+// dollars, source, usageEvents}), or nil when the stream reported no usage (read as
+// unavailable, never as zero). providerReportedUsd is what the CLI reported, kept apart
+// from any list-price estimate (seed 000 "Usage and billing data").
 func (e CLIEvents) Usage() json.RawMessage {
 	if e.UsageEvents == 0 {
 		return nil
 	}
-	b, _ := json.Marshal(map[string]any{
+	u := map[string]any{
 		"inputTokens": e.InputTokens, "outputTokens": e.OutputTokens, "cachedInputTokens": e.CachedTokens,
-		"source": e.CLI + " event stream", "usageEvents": e.UsageEvents,
-	})
+		"cacheWriteInputTokens": e.CacheWriteTokens, "source": e.CLI + " event stream", "usageEvents": e.UsageEvents,
+	}
+	if e.ProviderReportedUSD != nil {
+		u["providerReportedUsd"] = *e.ProviderReportedUSD
+	}
+	b, _ := json.Marshal(u)
 	return b
 }
 
@@ -62,6 +141,10 @@ func ParseEvents(cli string, stream []byte) CLIEvents {
 		if err := json.Unmarshal(line, &m); err != nil {
 			ev.NotJSON++
 			continue
+		}
+		if t, _ := m["type"].(string); terminal(cli, t, str(obj(m["part"])["reason"])) {
+			ev.Terminal = t
+			ev.TerminalFailed = t == CodexTurnFailed || (t == ClaudeResult && m["is_error"] == true)
 		}
 		switch cli {
 		case "codex":
@@ -129,9 +212,12 @@ func (ev *CLIEvents) codex(m map[string]any) {
 		if u != nil {
 			ev.UsageEvents++
 			cached := num(u["cached_input_tokens"])
-			// Codex's input_tokens include the cached ones; billing counts them apart.
-			ev.InputTokens += max(0, num(u["input_tokens"])-cached)
+			written := num(u["cache_write_input_tokens"])
+			// Codex's input_tokens are the whole prompt, cached and cache-written
+			// tokens included; billing counts those apart.
+			ev.InputTokens += max(0, num(u["input_tokens"])-cached-written)
 			ev.CachedTokens += cached
+			ev.CacheWriteTokens += written
 			ev.OutputTokens += num(u["output_tokens"])
 		}
 	case "turn.failed":
@@ -168,6 +254,10 @@ func (ev *CLIEvents) opencode(m map[string]any) {
 			ev.InputTokens += num(t["input"])
 			ev.OutputTokens += num(t["output"]) + num(t["reasoning"])
 			ev.CachedTokens += num(obj(t["cache"])["read"])
+			// OpenCode's input excludes cache reads and writes, as Anthropic's does.
+			// (Its part.cost is OpenCode's own list-price estimate, not provider-reported
+			// dollars, so it is not read.)
+			ev.CacheWriteTokens += num(obj(t["cache"])["write"])
 		}
 	case "text":
 		ev.FinalText = str(part["text"])
@@ -200,6 +290,15 @@ func (ev *CLIEvents) claude(m map[string]any) {
 			ev.InputTokens += num(u["input_tokens"])
 			ev.OutputTokens += num(u["output_tokens"])
 			ev.CachedTokens += num(u["cache_read_input_tokens"])
+			// Anthropic's input_tokens exclude cache reads and cache writes.
+			ev.CacheWriteTokens += num(u["cache_creation_input_tokens"])
+		}
+		if c, ok := m["total_cost_usd"].(float64); ok && c >= 0 && !math.IsInf(c, 0) {
+			total := c
+			if ev.ProviderReportedUSD != nil {
+				total += *ev.ProviderReportedUSD
+			}
+			ev.ProviderReportedUSD = &total
 		}
 		ev.FinalText = str(m["result"])
 		if m["is_error"] == true {

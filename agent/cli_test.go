@@ -137,7 +137,9 @@ func TestCLILaunchNeedsBinaryAndModel(t *testing.T) {
 
 // TestCLIReport checks the run status, the failure summary (exit code, the CLI's error
 // naming the model-script step, the stderr tail) and the usage read from each CLI's
-// event stream.
+// event stream: cache-write tokens (Codex cache_write_input_tokens, taken out of its
+// input_tokens; OpenCode cache.write; Claude cache_creation_input_tokens) and Claude's
+// total_cost_usd as providerReportedUsd (OpenCode's cost, its own estimate, is not read).
 func TestCLIReport(t *testing.T) {
 	t.Parallel()
 	codexOK := `{"type":"thread.started","thread_id":"t"}
@@ -145,7 +147,7 @@ func TestCLIReport(t *testing.T) {
 {"type":"item.completed","item":{"id":"i0","type":"error","message":"Model metadata for ` + "`scripted-model`" + ` not found"}}
 {"type":"item.completed","item":{"id":"i1","type":"mcp_tool_call","server":"agentproof","tool":"finish_task","status":"completed"}}
 {"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"M_1"}}
-{"type":"turn.completed","usage":{"input_tokens":120,"cached_input_tokens":20,"output_tokens":7,"reasoning_output_tokens":0}}
+{"type":"turn.completed","usage":{"input_tokens":150,"cached_input_tokens":20,"cache_write_input_tokens":30,"output_tokens":7,"reasoning_output_tokens":0}}
 `
 	codexFail := `{"type":"turn.started"}
 {"type":"error","message":"unexpected status 400 Bad Request: agentproof scripted model: step 1 (call finish_task, line 3): the request offers no tool for \"finish_task\""}
@@ -155,7 +157,7 @@ func TestCLIReport(t *testing.T) {
 {"type":"tool_use","part":{"tool":"agentproof_finish_task","state":{"status":"completed"}}}
 {"type":"step_finish","part":{"reason":"tool-calls","tokens":{"input":50,"output":5,"reasoning":1,"cache":{"read":10,"write":0}}}}
 {"type":"text","part":{"text":"M_1"}}
-{"type":"step_finish","part":{"reason":"stop","tokens":{"input":60,"output":3,"reasoning":0,"cache":{"read":0,"write":0}}}}
+{"type":"step_finish","part":{"reason":"stop","tokens":{"input":60,"output":3,"reasoning":0,"cache":{"read":0,"write":25}},"cost":0.5}}
 `
 	zero, one := 0, 1
 	tests := []struct {
@@ -165,11 +167,13 @@ func TestCLIReport(t *testing.T) {
 		usage               string
 		summary             []string
 	}{
-		{"codex", codexOK, "", &zero, "succeeded", `{"cachedInputTokens":20,"inputTokens":100,"outputTokens":7,"source":"codex event stream","usageEvents":1}`, []string{"exited with code 0"}},
+		{"codex", codexOK, "", &zero, "succeeded", `{"cacheWriteInputTokens":30,"cachedInputTokens":20,"inputTokens":100,"outputTokens":7,"source":"codex event stream","usageEvents":1}`, []string{"exited with code 0"}},
 		{"codex", codexFail, "warning\nfatal: gave up\n", &one, "failed", "", []string{"exited with code 1", "codex reported:", "step 1 (call finish_task", "stderr tail: warning ⏎ fatal: gave up"}},
-		{"opencode", opencodeOK, "", &zero, "succeeded", `{"cachedInputTokens":10,"inputTokens":110,"outputTokens":9,"source":"opencode event stream","usageEvents":2}`, []string{"exited with code 0"}},
-		{"claude", `{"type":"result","subtype":"success","is_error":false,"result":"M_1","usage":{"input_tokens":9,"output_tokens":2,"cache_read_input_tokens":1}}` + "\n", "", &zero, "succeeded",
-			`{"cachedInputTokens":1,"inputTokens":9,"outputTokens":2,"source":"claude event stream","usageEvents":1}`, nil},
+		{"opencode", opencodeOK, "", &zero, "succeeded", `{"cacheWriteInputTokens":25,"cachedInputTokens":10,"inputTokens":110,"outputTokens":9,"source":"opencode event stream","usageEvents":2}`, []string{"exited with code 0"}},
+		{"claude", `{"type":"result","subtype":"success","is_error":false,"result":"M_1","total_cost_usd":0.0421,"usage":{"input_tokens":9,"output_tokens":2,"cache_read_input_tokens":1,"cache_creation_input_tokens":1200}}` + "\n", "", &zero, "succeeded",
+			`{"cacheWriteInputTokens":1200,"cachedInputTokens":1,"inputTokens":9,"outputTokens":2,"providerReportedUsd":0.0421,"source":"claude event stream","usageEvents":1}`, nil},
+		{"claude", `{"type":"result","subtype":"success","is_error":false,"result":"M_1","usage":{"input_tokens":9,"output_tokens":2}}` + "\n", "", &zero, "succeeded",
+			`{"cacheWriteInputTokens":0,"cachedInputTokens":0,"inputTokens":9,"outputTokens":2,"source":"claude event stream","usageEvents":1}`, nil},
 	}
 	for i, tc := range tests {
 		d := mustNew(t, "exec:"+tc.cli, nil)

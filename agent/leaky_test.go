@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,12 +11,14 @@ import (
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/reference"
 	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/redact"
 )
 
 // TestRunBuiltinLeaks: the leaky agent carries out the reference turn and leaks every
-// credential it sees through a comment, a workspace file, its stdout (Output), its
-// error message and its run result; the wrong agent leaks only canary credentials, and
-// only into a workspace file. Neither puts a secret in argv.
+// credential it sees, raw and encoded, through a comment, a workspace file, its stdout
+// (Output), its error message and its run result; the wrong agent leaks only canary
+// credentials, only encoded (never raw), and only into a workspace file. Neither puts
+// a secret in argv.
 func TestRunBuiltinLeaks(t *testing.T) {
 	t.Parallel()
 	const canary = "sk-ant-apcanary-0123456789abcdef0123"
@@ -24,16 +27,17 @@ func TestRunBuiltinLeaks(t *testing.T) {
 		name    string
 		secrets map[string]string
 		leaked  []string // values that must be leaked
-		kept    []string // values that must not be
+		encoded []string // values that must be leaked hex-encoded into the file
+		kept    []string // values that must not be (raw)
 		comment bool
 		errLeak bool
 	}{
-		{"leaky", map[string]string{"OPENAI_API_KEY": secretValue, "APF_CANARY_ANTHROPIC_API_KEY": canary}, []string{secretValue, canary}, nil, true, true},
-		{"wrong", map[string]string{"OPENAI_API_KEY": secretValue, "APF_CANARY_ANTHROPIC_API_KEY": canary}, []string{canary}, []string{secretValue}, false, false},
-		{"wrong", map[string]string{"OPENAI_API_KEY": secretValue}, nil, []string{secretValue}, false, false},
+		{"leaky", map[string]string{"OPENAI_API_KEY": secretValue, "APF_CANARY_ANTHROPIC_API_KEY": canary}, []string{secretValue, canary}, []string{secretValue, canary}, nil, true, true},
+		{"wrong", map[string]string{"OPENAI_API_KEY": secretValue, "APF_CANARY_ANTHROPIC_API_KEY": canary}, nil, []string{canary}, []string{secretValue, canary}, false, false},
+		{"wrong", map[string]string{"OPENAI_API_KEY": secretValue}, nil, nil, []string{secretValue}, false, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name+"/"+strings.Join(tt.leaked, "+"), func(t *testing.T) {
+		t.Run(tt.name+"/"+strings.Join(append(tt.leaked, tt.encoded...), "+"), func(t *testing.T) {
 			t.Parallel()
 			m := openMemory(t)
 			env := runEnv(t)
@@ -72,12 +76,17 @@ func TestRunBuiltinLeaks(t *testing.T) {
 					t.Errorf("%s not leaked through comment, stdout, error and result", v[:8])
 				}
 			}
+			for _, v := range tt.encoded {
+				if !strings.Contains(string(file), hex.EncodeToString([]byte(v))) {
+					t.Errorf("%s not leaked hex-encoded into the workspace file", v[:8])
+				}
+			}
 			for _, v := range tt.kept {
 				if strings.Contains(string(file)+comments+out.Output+result, v) {
 					t.Errorf("%s leaked but must not be", v[:8])
 				}
 			}
-			if tt.leaked == nil && file != nil {
+			if tt.leaked == nil && tt.encoded == nil && file != nil {
 				t.Errorf("wrong agent without canaries wrote %s", reference.LeakFile)
 			}
 			// the reference work is still done: the marker is the final message
@@ -96,5 +105,36 @@ func TestCredentials(t *testing.T) {
 	}
 	if _, err := reference.LeakyScript(nil, "x", true); err == nil {
 		t.Error("LeakyScript(nil): want an error")
+	}
+}
+
+// TestEncodedCredentialLines: every line of the careless agents' encoded leak holds an
+// encoded copy of its credential (found by redact as an encoded leak) and none holds a
+// raw value.
+func TestEncodedCredentialLines(t *testing.T) {
+	t.Parallel()
+	creds := map[string]string{"A_KEY": "sk-ant-apcanary-0123456789abcdef0123", "B_AUTH": "Bearer apcanary/0123456789+abcdef", "C_PEM": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"}
+	got := agent.EncodedCredentialLines(creds)
+	for name, v := range creds {
+		if strings.Contains(got, v) {
+			t.Errorf("%s leaked raw", name)
+		}
+		set := redact.NewSet(v)
+		n := 0
+		for _, line := range strings.Split(got, "\n") {
+			if !strings.HasPrefix(line, name+" ") {
+				continue
+			}
+			n++
+			if l, ok := set.FindLeak([]byte(line), false); !ok || l.Reason != redact.ReasonEncoded {
+				t.Errorf("%s line %q: leak %+v, %v; want an encoded leak", name, line[:len(name)+8], l, ok)
+			}
+		}
+		if n < 2 {
+			t.Errorf("%s: %d lines, want at least 2", name, n)
+		}
+	}
+	if agent.EncodedCredentialLines(nil) != "" {
+		t.Error("lines for no credentials")
 	}
 }

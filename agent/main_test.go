@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentproof/agentproof/internal/fakecli"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -25,6 +26,7 @@ const parentOnly = "AGENTPROOF_TEST_PARENT_ONLY"
 //	                                                      its process group, sleeps forever
 //	<test binary> hostile-grandchild <file>               appends "tick" to file and stdout forever
 func TestMain(m *testing.M) {
+	fakecli.Main() // a fake agent CLI when started under a fake's name
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "fixture-child":

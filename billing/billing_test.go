@@ -71,6 +71,14 @@ func TestExtractLLM(t *testing.T) {
 			LLMUsage{RunCount: 2, CostStatus: CostUnavailable}},
 		{"priced without tokens counts as priced", `{"costUsd":0.07}`, nil,
 			LLMUsage{RunCount: 1, RunsWithReportedCost: 1, ReportedCostUSD: usd(0.07), CostStatus: CostReported}},
+		{"cache-write tokens counted apart and in the total", `{"inputTokens":10,"outputTokens":2,"cachedInputTokens":3,"cacheWriteInputTokens":40}`, nil,
+			LLMUsage{RunCount: 1, RunsWithTokenUsage: 1, InputTokens: 10, OutputTokens: 2, CachedInputTokens: 3, CacheWriteInputTokens: 40, TotalTokens: 55, CostStatus: CostUnpriced}},
+		{"cache-write aliases", `{"runs":[{"usage":{"cacheWriteTokens":5}},{"usage":{"cacheCreationInputTokens":6}},{"usage":{"cacheWriteInputTokens":1,"cacheWriteTokens":99}}]}`, nil,
+			LLMUsage{RunCount: 3, RunsWithTokenUsage: 3, CacheWriteInputTokens: 12, TotalTokens: 12, CostStatus: CostUnpriced}},
+		{"cache writes alone are token usage", `{"runDelta":{"cacheWriteInputTokens":7}}`, nil,
+			LLMUsage{RunCount: 1, RunsWithTokenUsage: 1, CacheWriteInputTokens: 7, TotalTokens: 7, CostStatus: CostUnpriced}},
+		{"providerReportedUsd is a reported cost", `{"inputTokens":4,"outputTokens":1,"providerReportedUsd":0.0123}`, nil,
+			LLMUsage{RunCount: 1, RunsWithTokenUsage: 1, RunsWithReportedCost: 1, InputTokens: 4, OutputTokens: 1, TotalTokens: 5, ReportedCostUSD: usd(0.0123), CostStatus: CostReported}},
 		{"usage not an object", `[1,2]`, []string{"a"},
 			LLMUsage{RunCount: 1, CostStatus: CostUnavailable}},
 	}
@@ -201,6 +209,11 @@ func TestSummarizeAndSum(t *testing.T) {
 	e := Summarize(none, local)
 	if e.Complete || e.ObservedAndEstimatedCostUSD != nil {
 		t.Errorf("no usage: %+v", e)
+	}
+
+	w := Summarize(ExtractLLM(decode(t, `{"inputTokens":1,"cacheWriteInputTokens":9}`), nil), local)
+	if agg := Sum([]Summary{a, w}); agg.LLM.CacheWriteInputTokens != 9 || agg.LLM.TotalTokens != 15+10 {
+		t.Errorf("cache writes in the aggregate: %+v", agg.LLM)
 	}
 
 	agg := Sum([]Summary{a, b, c, d, e})

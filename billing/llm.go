@@ -27,26 +27,34 @@ const (
 )
 
 // LLMUsage is the normalized LLM usage of one attempt (spec §8.1, §8.3 "llm"). Token
-// counts are whole tokens; ReportedCostUSD is in US dollars and is nil when no run
-// carried a usable reported cost (never 0 for "unknown").
+// counts are whole tokens: InputTokens excludes the cached (cache-read) and cache-write
+// input tokens, which are counted apart (CachedInputTokens, CacheWriteInputTokens: the
+// tokens a provider wrote into its prompt cache, billed at their own rate), and
+// TotalTokens is the sum of all four. ReportedCostUSD is the provider-reported model
+// spend in US dollars (a CLI's own report, such as Claude Code's total_cost_usd, read
+// as providerReportedUsd; never a list-price estimate) and is nil when no run carried a
+// usable reported cost (never 0 for "unknown").
 type LLMUsage struct {
-	RunCount             int        `json:"runCount"`
-	RunsWithTokenUsage   int        `json:"runsWithTokenUsage"`
-	RunsWithReportedCost int        `json:"runsWithReportedCost"`
-	InputTokens          int64      `json:"inputTokens"`
-	OutputTokens         int64      `json:"outputTokens"`
-	CachedInputTokens    int64      `json:"cachedInputTokens"`
-	TotalTokens          int64      `json:"totalTokens"`
-	ReportedCostUSD      *float64   `json:"reportedCostUsd"`
-	CostStatus           CostStatus `json:"costStatus"`
+	RunCount              int        `json:"runCount"`
+	RunsWithTokenUsage    int        `json:"runsWithTokenUsage"`
+	RunsWithReportedCost  int        `json:"runsWithReportedCost"`
+	InputTokens           int64      `json:"inputTokens"`
+	OutputTokens          int64      `json:"outputTokens"`
+	CachedInputTokens     int64      `json:"cachedInputTokens"`
+	CacheWriteInputTokens int64      `json:"cacheWriteInputTokens"`
+	TotalTokens           int64      `json:"totalTokens"`
+	ReportedCostUSD       *float64   `json:"reportedCostUsd"`
+	CostStatus            CostStatus `json:"costStatus"`
 }
 
-// Token key aliases, first valid one wins (spec §8.1).
+// Token key aliases, first valid one wins (spec §8.1; the cache-write keys and
+// providerReportedUsd are agentproof's: spec §8.1 has no cache-write count).
 var (
-	inputKeys  = []string{"inputTokens", "input", "promptTokens"}
-	outputKeys = []string{"outputTokens", "output", "completionTokens"}
-	cachedKeys = []string{"cachedInputTokens", "cacheReadTokens", "cachedReadTokens"}
-	costKeys   = []string{"cacheAdjustedCostUsd", "costUsd", "providerCostUsd"}
+	inputKeys      = []string{"inputTokens", "input", "promptTokens"}
+	outputKeys     = []string{"outputTokens", "output", "completionTokens"}
+	cachedKeys     = []string{"cachedInputTokens", "cacheReadTokens", "cachedReadTokens"}
+	cacheWriteKeys = []string{"cacheWriteInputTokens", "cacheWriteTokens", "cacheCreationInputTokens"}
+	costKeys       = []string{"cacheAdjustedCostUsd", "costUsd", "providerCostUsd", "providerReportedUsd"}
 )
 
 // ExtractLLM normalizes the raw usage recorded for an attempt. usage is decoded JSON
@@ -54,7 +62,10 @@ var (
 // object, or {"runs": [{"runId": …, "usage": {…}}, …]} for a multi-run attempt. runIDs
 // are the attempt's run ids; the run count is max(len(runIDs), 1, number of entries),
 // and runs without an entry count as runs without usage. Numbers count only when finite
-// and ≥ 0; a cost in a currency other than USD is unknown. A zero cost with zero input and
+// and ≥ 0; a cost in a currency other than USD is unknown. Cache-write tokens
+// (cacheWriteInputTokens | cacheWriteTokens | cacheCreationInputTokens) are counted
+// apart and in the total; a provider-reported cost may also be given as
+// providerReportedUsd. A zero cost with zero input and
 // output tokens does not count as priced (spec §8.1).
 func ExtractLLM(usage any, runIDs []string) LLMUsage {
 	requested := max(len(runIDs), 1)
@@ -85,10 +96,12 @@ func ExtractLLM(usage any, runIDs []string) LLMUsage {
 		in := firstNumber(meas, inputKeys)
 		outTok := firstNumber(meas, outputKeys)
 		cached := firstNumber(meas, cachedKeys)
+		written := firstNumber(meas, cacheWriteKeys)
 		out.InputTokens += tokens(in)
 		out.OutputTokens += tokens(outTok)
 		out.CachedInputTokens += tokens(cached)
-		if in > 0 || outTok > 0 || cached > 0 {
+		out.CacheWriteInputTokens += tokens(written)
+		if in > 0 || outTok > 0 || cached > 0 || written > 0 {
 			out.RunsWithTokenUsage++
 		}
 		if c, ok := entryCost(e, meas); ok && (c > 0 || in > 0 || outTok > 0) {
@@ -96,7 +109,7 @@ func ExtractLLM(usage any, runIDs []string) LLMUsage {
 			cost += c
 		}
 	}
-	out.TotalTokens = out.InputTokens + out.CachedInputTokens + out.OutputTokens
+	out.TotalTokens = out.InputTokens + out.CachedInputTokens + out.CacheWriteInputTokens + out.OutputTokens
 	if out.RunsWithReportedCost > 0 {
 		cost = roundUSD(cost)
 		out.ReportedCostUSD = &cost
@@ -131,7 +144,7 @@ func measurement(e map[string]any) map[string]any {
 }
 
 func hasTokenKey(m map[string]any) bool {
-	for _, keys := range [][]string{inputKeys, outputKeys, cachedKeys} {
+	for _, keys := range [][]string{inputKeys, outputKeys, cachedKeys, cacheWriteKeys} {
 		for _, k := range keys {
 			if _, ok := m[k]; ok {
 				return true

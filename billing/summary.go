@@ -83,6 +83,7 @@ func Sum(summaries []Summary) Aggregate {
 		a.LLM.InputTokens += s.LLM.InputTokens
 		a.LLM.OutputTokens += s.LLM.OutputTokens
 		a.LLM.CachedInputTokens += s.LLM.CachedInputTokens
+		a.LLM.CacheWriteInputTokens += s.LLM.CacheWriteInputTokens
 		a.LLM.TotalTokens += s.LLM.TotalTokens
 		add(&a.LLM.ReportedCostUSD, s.LLM.ReportedCostUSD)
 		add(&a.ReportedLLMCostUSD, s.ReportedCostUSD)

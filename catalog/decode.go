@@ -123,7 +123,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
 		d.pos[v.Addr().Interface()] = d.at(n)
 	}
 	t := v.Type()
-	if v.CanAddr() && (t == metadataType || (t.Kind() == reflect.Map && t.Elem() == anyType)) {
+	if v.CanAddr() && (t == metadataType || t == anyType || (t.Kind() == reflect.Map && t.Elem() == anyType)) {
 		d.raw[v.Addr().Interface()] = n
 	}
 	switch {

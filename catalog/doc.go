@@ -47,7 +47,9 @@
 // enumerations, flow contracts (seed 000: plan flows need plan markers and a revision
 // request, question flows an answer, warm_three_turn two follow-ups and three turn
 // markers), templates, matcher specs (match.CompileAll, so RE2-incompatible regular
-// expressions are rejected naming the JavaScript-only construct), reference scripts,
+// expressions are rejected naming the JavaScript-only construct, an unknown normalize
+// form, a JSON Schema "format" agentproof does not assert and a $ref outside the schema
+// at the line of the keyword; docs/matchers.md), reference scripts,
 // the raw-secret scan of spec §2.8, secret references, per-suite and total matrix sizes,
 // exclusions that are not in the matrix, calibration verdicts, ranking content
 // hashes and the driverConfig of exec profiles (validateExecConfig: an existing

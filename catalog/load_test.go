@@ -278,6 +278,37 @@ func TestBadInput(t *testing.T) {
 			},
 		},
 		{
+			name: "unknown normalize form",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "      - {kind: message_exact, expected: \"{{marker}}\"}\n",
+					"      - {kind: message_exact, expected: \"{{marker}}\"}\n      - {kind: message_contains, expected: \"OK\", normalize: nfd}\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "normalize: nfd")) + `61: case hello matchers\[1\]: matcher message_contains: normalize: normalize must be one of none, nfc, nfkc`}
+			},
+		},
+		{
+			name: "unknown schema format",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "      - {kind: message_exact, expected: \"{{marker}}\"}\n",
+					"      - {kind: message_exact, expected: \"{{marker}}\"}\n      - kind: json_schema\n        schema:\n          type: object\n          properties:\n            when:\n              type: string\n              format: date-tme\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "format: date-tme")) + `15: case hello matchers\[1\]: matcher json_schema: schema: format "date-tme" at /properties/when/format is not a format agentproof asserts`}
+			},
+		},
+		{
+			name: "relative schema ref",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "      - {kind: message_exact, expected: \"{{marker}}\"}\n",
+					"      - {kind: message_exact, expected: \"{{marker}}\"}\n      - kind: json_schema\n        schema:\n          items:\n            $ref: ./shared/defs.json\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "$ref: ./shared")) + `13: case hello matchers\[1\]: matcher json_schema: schema: schema refers to \$ref "\./shared/defs\.json" at /items/\$ref, outside the schema`}
+			},
+			absent: []string{"agentproof.invalid"},
+		},
+		{
 			name: "huge file",
 			files: func(t *testing.T) map[string]string {
 				f := ab(baseA, baseB)

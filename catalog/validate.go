@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -655,14 +656,60 @@ func (v *validator) validateMatchers(cs *Case, vars map[string]string) {
 		fields := map[string]any{
 			"kind": &m.Kind, "expected": &m.Expected, "count": &m.Count, "pattern": &m.Pattern,
 			"flags": &m.Flags, "path": &m.Path, "name": &m.Name, "mimeType": &m.MimeType,
-			"schema": &m.Schema, "turn": &m.Turn,
+			"schema": &m.Schema, "turn": &m.Turn, "normalize": &m.Normalize,
 		}
 		msg := se.Error()
 		if se.Construct != "" && !strings.Contains(msg, se.Construct) {
 			msg += " (" + se.Construct + " is a JavaScript-only construct; RE2 does not support it)"
 		}
-		v.add(v.at(fields[se.Field], m, cs), "case %s matchers[%d]: %s", cs.ID, se.Index, msg)
+		pos := v.at(fields[se.Field], m, cs)
+		if se.Pointer != "" {
+			// the keyword at fault inside a free-form value (a schema's format or $ref)
+			if n := yamlPointer(v.c.rawOf(fields[se.Field]), se.Pointer); n != nil {
+				pos.Line, pos.Column = n.Line, n.Column
+			}
+		}
+		v.add(pos, "case %s matchers[%d]: %s", cs.ID, se.Index, msg)
 	}
+}
+
+// yamlPointer returns the node a JSON Pointer (RFC 6901) names inside n: for a mapping
+// member, the node of its key (the line where the keyword is written); nil when n is nil
+// or the pointer does not lead anywhere. Aliases are followed.
+func yamlPointer(n *yaml.Node, pointer string) *yaml.Node {
+	if n == nil || !strings.HasPrefix(pointer, "/") {
+		return nil
+	}
+	at := n
+	for _, tok := range strings.Split(pointer[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			var next *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == tok {
+					at, next = n.Content[i], n.Content[i+1]
+					break
+				}
+			}
+			if next == nil {
+				return nil
+			}
+			n = next
+		case yaml.SequenceNode:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return nil
+			}
+			at, n = n.Content[i], n.Content[i]
+		default:
+			return nil
+		}
+	}
+	return at
 }
 
 func (v *validator) validateReference(cs *Case, vars map[string]string) {

@@ -49,18 +49,18 @@ var (
 		KindJSONSchema,
 	}
 	kindFields = map[string][]string{
-		KindMessageExact:       {"expected", "turn"},
-		KindMessageContains:    {"expected", "turn"},
-		KindMessageOccurrences: {"expected", "count", "turn"},
+		KindMessageExact:       {"expected", "turn", "normalize"},
+		KindMessageContains:    {"expected", "turn", "normalize"},
+		KindMessageOccurrences: {"expected", "count", "turn", "normalize"},
 		KindMessageRegex:       {"pattern", "flags", "turn"},
-		KindMessageOrdered:     {"expected", "turn"},
+		KindMessageOrdered:     {"expected", "turn", "normalize"},
 		KindIssueStatus:        {"expected"},
 		KindRunStatus:          {"expected"},
 		KindRuntimeMode:        {"expected"},
 		KindEnvironment:        {"expected"},
 		KindFileExists:         {"path"},
-		KindFileExact:          {"path", "expected"},
-		KindFileContains:       {"path", "expected"},
+		KindFileExact:          {"path", "expected", "normalize"},
+		KindFileContains:       {"path", "expected", "normalize"},
 		KindArtifactExists:     {"name", "mimeType"},
 		KindJSONPath:           {"path", "expected"},
 		KindJSONSchema:         {"schema"},
@@ -80,7 +80,7 @@ type compiled struct {
 	spec     Spec
 	specJSON string // JSON.stringify-compatible encoding of spec, for details
 
-	text    string   // message kinds: normalised expected; status/file kinds: raw expected
+	text    string   // message kinds: normalised expected; file kinds: expected in form; status kinds: raw expected
 	items   []string // message_ordered: normalised items
 	count   int      // message_occurrences
 	re      *regexp.Regexp
@@ -90,7 +90,8 @@ type compiled struct {
 	wantJS  []byte // json_path: RFC 8785 encoding of want
 	schema  *jsonschema.Schema
 	turn    int
-	display any // Outcome.Expected
+	form    unicodeForm // text kinds: the Unicode normalisation of both sides
+	display any         // Outcome.Expected
 }
 
 // Kind returns the matcher's kind ("" for the zero Matcher).
@@ -114,10 +115,12 @@ func (m Matcher) Spec() Spec {
 // a missing or unknown kind; a field the kind does not use; a missing or mistyped
 // parameter; a negative count or turn; flags outside "ims"; a pattern RE2 cannot compile
 // (naming lookahead, lookbehind or backreference when the pattern uses one); a runtime
-// mode other than legacy/native; a workspace path that is empty, absolute or contains
-// "..", a malformed mimeType; a JSONPath that does not parse (RFC 9535, or the legacy dot
-// form converted first); an expected value that cannot be encoded as JSON; and a JSON
-// Schema that does not compile (draft 2020-12, references outside the schema refused).
+// mode other than legacy/native; a normalize other than none/nfc/nfkc; a workspace path
+// that is empty, absolute or contains "..", a malformed mimeType; a JSONPath that does
+// not parse (RFC 9535, or the legacy dot form converted first); an expected value that
+// cannot be encoded as JSON; and a JSON Schema that does not compile (draft 2020-12,
+// references outside the schema refused and named as written, a "format" outside
+// SchemaFormats refused; SpecError.Pointer says where in the schema).
 // Use CompileAll to get every problem of every spec.
 func Compile(spec Spec) (Matcher, error) {
 	m, problems := compile(spec)
@@ -171,6 +174,11 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		}
 	}
 	c := &compiled{spec: spec, turn: spec.Turn}
+	if f, ok := parseForm(spec.Normalize); ok {
+		c.form = f
+	} else {
+		bad("normalize", "normalize must be one of %s (the Unicode normalisation both sides are compared in; absent means nfc); got %q", strings.Join(normalizeForms, ", "), spec.Normalize)
+	}
 	if spec.Turn < 0 {
 		bad("turn", "turn must be 1 or more (the 1-based turn whose message to check), or absent for the whole message; got %d", spec.Turn)
 	}
@@ -178,12 +186,12 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	switch spec.Kind {
 	case KindMessageExact, KindMessageContains:
 		if s, ok := stringParam(spec, bad, "the text to look for in the message"); ok {
-			c.text = Normalize(s)
+			c.text = Normalize(c.form.apply(s))
 			c.display = c.text
 		}
 	case KindMessageOccurrences:
 		if s, ok := stringParam(spec, bad, "the text whose occurrences to count"); ok {
-			c.text = Normalize(s)
+			c.text = Normalize(c.form.apply(s))
 		}
 		switch {
 		case spec.Count == nil:
@@ -216,8 +224,9 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		c.file = checkWorkspacePath(spec.Path, bad)
 		c.display = c.file
 		if spec.Kind != KindFileExists {
-			if s, ok := stringParam(spec, bad, "the file content to compare with (raw, not normalised)"); ok {
-				c.text, c.display = s, s
+			if s, ok := stringParam(spec, bad, "the file content to compare with (whitespace as it is; Unicode normalised as normalize says)"); ok {
+				c.text = c.form.apply(s)
+				c.display = c.text
 			}
 		}
 	case KindArtifactExists:
@@ -270,6 +279,7 @@ func presentFields(s Spec) []string {
 	add(s.MimeType != "", "mimeType")
 	add(s.Schema != nil, "schema")
 	add(s.Turn != 0, "turn")
+	add(s.Normalize != "", "normalize")
 	return out
 }
 
@@ -429,7 +439,7 @@ func compileOrdered(spec Spec, c *compiled, bad badFunc) {
 	}
 	c.items = make([]string, len(raw))
 	for i, s := range raw {
-		c.items[i] = Normalize(s)
+		c.items[i] = Normalize(c.form.apply(s))
 	}
 	c.display = c.items
 }
@@ -548,55 +558,5 @@ func quoteName(s string) string {
 }
 
 // schemaURL is the location under which a matcher's schema is registered; it is never
-// fetched.
+// fetched (see recordingLoader).
 const schemaURL = "https://agentproof.invalid/matcher.schema.json"
-
-// refusingLoader refuses to load any schema resource: a matcher's schema must be
-// self-contained (no file or network access at validation or evaluation).
-type refusingLoader struct{}
-
-// Load always fails.
-func (refusingLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("schema references %s; a matcher's schema must be self-contained (no remote or file $ref)", url)
-}
-
-func compileSchema(spec Spec, c *compiled, bad badFunc) {
-	if spec.Schema == nil {
-		bad("schema", "schema is required: a JSON Schema (draft 2020-12) document the observation's JSON must satisfy")
-		return
-	}
-	raw, err := json.Marshal(spec.Schema)
-	if err != nil {
-		e := bad("schema", "schema cannot be encoded as JSON; use only maps with string keys, lists, strings, numbers and booleans")
-		e.Err = err
-		return
-	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
-	if err != nil {
-		e := bad("schema", "schema is not a JSON document: %v", err)
-		e.Err = err
-		return
-	}
-	switch doc.(type) {
-	case map[string]any, bool:
-	default:
-		bad("schema", "schema must be a map (or a boolean), not %s", jsonType(doc))
-		return
-	}
-	comp := jsonschema.NewCompiler()
-	comp.DefaultDraft(jsonschema.Draft2020)
-	comp.UseLoader(refusingLoader{})
-	if err := comp.AddResource(schemaURL, doc); err != nil {
-		e := bad("schema", "schema cannot be registered: %v", err)
-		e.Err = err
-		return
-	}
-	sch, err := comp.Compile(schemaURL)
-	if err != nil {
-		e := bad("schema", "schema is not a valid JSON Schema (draft 2020-12): %s", strings.ReplaceAll(err.Error(), schemaURL, "schema"))
-		e.Err = err
-		return
-	}
-	c.schema = sch
-	c.display = spec.Schema
-}

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -95,11 +96,15 @@ func TestCompileRejects(t *testing.T) {
 		{"json path bad", Spec{Kind: KindJSONPath, Path: "$.a[", Expected: 1}, "path", "", "not a valid JSONPath"},
 		{"json path no expected", Spec{Kind: KindJSONPath, Path: "$.a"}, "expected", "", "expected is required"},
 		{"json path unencodable", Spec{Kind: KindJSONPath, Path: "$.a", Expected: map[any]any{1: 2}}, "expected", "", "cannot be encoded"},
+		{"normalize unknown", Spec{Kind: KindMessageExact, Expected: "x", Normalize: "nfd"}, "normalize", "", "must be one of none, nfc, nfkc"},
+		{"normalize on regex", Spec{Kind: KindMessageRegex, Pattern: "x", Normalize: "nfc"}, "normalize", "", "not used by kind message_regex"},
+		{"normalize on status", Spec{Kind: KindIssueStatus, Expected: "done", Normalize: "none"}, "normalize", "", "not used"},
 		{"schema missing", Spec{Kind: KindJSONSchema}, "schema", "", "schema is required"},
 		{"schema not map", Spec{Kind: KindJSONSchema, Schema: []any{1}}, "schema", "", "must be a map"},
 		{"schema invalid", Spec{Kind: KindJSONSchema, Schema: map[string]any{"type": 5}}, "schema", "", "not a valid JSON Schema"},
 		{"schema file ref", Spec{Kind: KindJSONSchema, Schema: map[string]any{"$ref": "file:///etc/passwd"}}, "schema", "", "self-contained"},
 		{"schema remote ref", Spec{Kind: KindJSONSchema, Schema: map[string]any{"$ref": "https://example.com/s.json"}}, "schema", "", "self-contained"},
+		{"schema unknown format", Spec{Kind: KindJSONSchema, Schema: map[string]any{"format": "date-tme"}}, "schema", "", `format "date-tme" at /format is not a format agentproof asserts`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,6 +130,79 @@ func TestCompileRejects(t *testing.T) {
 				t.Errorf("Error() %q does not name the field", err.Error())
 			}
 		})
+	}
+}
+
+// TestSchemaFormatsAsserted: every format of SchemaFormats is asserted (an invalid value
+// fails), so the list never names a format the library would ignore; under draft
+// 2020-12 that is not the default.
+func TestSchemaFormatsAsserted(t *testing.T) {
+	t.Parallel()
+	invalid := map[string]string{
+		"date": "2026-13-45", "date-time": "yesterday", "duration": "P1X", "email": "not an address",
+		"hostname": "-bad-.example", "ipv4": "300.1.1.1", "ipv6": "::g", "iri": "no scheme",
+		"iri-reference": "%zz", "json-pointer": "no-slash", "period": "x/y", "regex": "(",
+		"relative-json-pointer": "/a", "semver": "1.x", "time": "25:00:00Z", "uri": "no scheme",
+		"uri-reference": "%zz", "uri-template": "{", "uuid": "123",
+	}
+	if len(invalid) != len(SchemaFormats) {
+		t.Fatalf("%d invalid samples for %d formats", len(invalid), len(SchemaFormats))
+	}
+	for _, f := range SchemaFormats {
+		m, err := Compile(Spec{Kind: KindJSONSchema, Schema: map[string]any{"format": f}})
+		if err != nil {
+			t.Fatalf("format %s: %v", f, err)
+		}
+		v, ok := invalid[f]
+		if !ok {
+			t.Fatalf("no invalid sample for format %s", f)
+		}
+		doc, _ := json.Marshal(v)
+		if o := m.Evaluate(&Observation{JSON: doc}); o.Passed || o.NotReached {
+			t.Errorf("format %s accepted %q: %s", f, v, o.Detail)
+		}
+	}
+}
+
+// TestSchemaRefusalNamesTheRef: a refused $ref (relative, remote, under another $id)
+// and a foreign $schema are reported as written and where, never as the internal base
+// URL; several unknown formats are each reported with their pointer.
+func TestSchemaRefusalNamesTheRef(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		schema  map[string]any
+		message string
+		pointer string
+	}{
+		{map[string]any{"$ref": "./shared/defs.json"}, `$ref "./shared/defs.json" at /$ref`, "/$ref"},
+		{map[string]any{"properties": map[string]any{"a/b": map[string]any{"$ref": "../x.json#/foo"}}}, `$ref "../x.json#/foo" at /properties/a~1b/$ref`, "/properties/a~1b/$ref"},
+		{map[string]any{"$id": "https://example.com/root/", "items": map[string]any{"$ref": "defs.json"}}, `$ref "defs.json" at /items/$ref`, "/items/$ref"},
+		{map[string]any{"$schema": "https://example.com/meta"}, `$schema "https://example.com/meta" at /$schema`, "/$schema"},
+	}
+	for _, tt := range tests {
+		_, err := Compile(Spec{Kind: KindJSONSchema, Schema: tt.schema})
+		var se *SpecError
+		if !errors.As(err, &se) {
+			t.Fatalf("%v: err = %v", tt.schema, err)
+		}
+		if !strings.Contains(se.Message, tt.message) || strings.Contains(se.Message, "agentproof.invalid") || se.Pointer != tt.pointer {
+			t.Errorf("%v: message %q pointer %q; want %q at %q", tt.schema, se.Message, se.Pointer, tt.message, tt.pointer)
+		}
+	}
+	// an internal reference and an embedded resource are fine
+	for _, ok := range []map[string]any{
+		{"$defs": map[string]any{"n": map[string]any{"type": "integer"}}, "$ref": "#/$defs/n"},
+		{"$defs": map[string]any{"d": map[string]any{"$id": "defs.json", "type": "string"}}, "$ref": "defs.json"},
+	} {
+		if _, err := Compile(Spec{Kind: KindJSONSchema, Schema: ok}); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
+	}
+	_, err := CompileAll([]Spec{{Kind: KindJSONSchema, Schema: map[string]any{"properties": map[string]any{
+		"a": map[string]any{"format": "phone"}, "b": map[string]any{"items": map[string]any{"format": "colour"}}}}}})
+	var all SpecErrors
+	if !errors.As(err, &all) || len(all) != 2 || all[0].Pointer != "/properties/a/format" || all[1].Pointer != "/properties/b/items/format" {
+		t.Errorf("unknown formats: %v", err)
 	}
 }
 

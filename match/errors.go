@@ -8,17 +8,21 @@ import (
 // SpecError is one problem with a matcher Spec, found by Compile or CompileAll before any
 // evaluation. Kind is the spec's kind as written (possibly empty or unknown), Field the
 // offending field by its YAML/JSON name ("kind", "expected", "count", "pattern", "flags",
-// "path", "name", "mimeType", "schema", "turn"), Message says what is wrong and what to do.
+// "path", "name", "mimeType", "schema", "turn", "normalize"), Message says what is wrong and what to do.
 // For a regular expression that uses a construct RE2 lacks, Construct names it
 // ("lookahead", "lookbehind" or "backreference"). Index is the spec's position in the
-// slice given to CompileAll (0 from Compile). Err, when set, is the underlying library
-// error (regexp, JSONPath or JSON Schema) and is returned by Unwrap.
+// slice given to CompileAll (0 from Compile). Pointer, when set, is the JSON Pointer
+// (RFC 6901) of the offending keyword inside the field's value (for a schema: the
+// "format" or "$ref" at fault, such as "/properties/when/format"), so that a catalog can
+// point at its line. Err, when set, is the underlying library error (regexp, JSONPath or
+// JSON Schema) and is returned by Unwrap.
 type SpecError struct {
 	Index     int
 	Kind      string
 	Field     string
 	Message   string
 	Construct string
+	Pointer   string
 	Err       error
 }
 

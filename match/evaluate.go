@@ -37,6 +37,7 @@ type result struct {
 	passed   bool
 	missing  string // non-empty: evidence missing, the reason
 	observed any
+	hint     string // a failed text comparison: the unusual characters it involves (unicodeHint)
 }
 
 func (m Matcher) evaluate(ev *evidence) Outcome {
@@ -58,7 +59,7 @@ func (m Matcher) evaluate(ev *evidence) Outcome {
 	case o.Passed:
 		o.Detail = "matched"
 	default:
-		o.Detail = ev.failureDetail(c, o.Observed)
+		o.Detail = ev.failureDetail(c, o.Observed, r.hint)
 	}
 	return o
 }
@@ -67,7 +68,7 @@ func (c *compiled) eval(ev *evidence) result {
 	obs := ev.obs
 	switch c.spec.Kind {
 	case KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex, KindMessageOrdered:
-		msg, missing := ev.message(c.turn)
+		msg, missing := ev.message(c.turn, c.form)
 		if missing != "" {
 			return result{missing: missing}
 		}
@@ -92,12 +93,20 @@ func (c *compiled) eval(ev *evidence) result {
 			if !ok {
 				return result{}
 			}
-			return result{passed: string(content) == c.text, observed: ev.prefix(content)}
+			got := c.form.applyBytes(content)
+			if got == c.text {
+				return result{passed: true, observed: ev.prefix(content)}
+			}
+			return result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, true)}
 		default:
 			if !ok {
 				return result{}
 			}
-			return result{passed: bytes.Contains(content, []byte(c.text)), observed: ev.prefix(content)}
+			got := c.form.applyBytes(content)
+			if strings.Contains(got, c.text) {
+				return result{passed: true, observed: ev.prefix(content)}
+			}
+			return result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, false)}
 		}
 	case KindArtifactExists:
 		if !obs.HasArtifacts {
@@ -117,15 +126,22 @@ func (c *compiled) eval(ev *evidence) result {
 		if missing != "" {
 			return result{missing: missing}
 		}
-		nodes := c.jpath.Select(doc)
-		if len(nodes) != 1 {
-			return result{observed: canonjson.Object{
-				{Key: "selected", Value: len(nodes)},
-				{Key: "nodes", Value: []any(nodes)},
-			}}
+		nodes := c.jpath.SelectLocated(doc)
+		if len(nodes) == 1 {
+			if got, err := canonjson.Sorted(nodes[0].Node); err == nil && bytes.Equal(got, c.wantJS) {
+				return result{passed: true, observed: nodes[0].Node}
+			}
 		}
-		got, err := canonjson.Sorted(nodes[0])
-		return result{passed: err == nil && bytes.Equal(got, c.wantJS), observed: nodes[0]}
+		// A failure lists every selected node with its RFC 9535 normalized path
+		// ($['runs'][1]['status']), so that the detail says where each value is.
+		located := make([]any, len(nodes))
+		for i, n := range nodes {
+			located[i] = canonjson.Object{{Key: "path", Value: n.Path.String()}, {Key: "value", Value: n.Node}}
+		}
+		return result{observed: canonjson.Object{
+			{Key: "selected", Value: len(nodes)},
+			{Key: "nodes", Value: located},
+		}}
 	case KindJSONSchema:
 		doc, missing := ev.document()
 		if missing != "" {
@@ -146,9 +162,15 @@ func (c *compiled) eval(ev *evidence) result {
 func (c *compiled) evalMessage(msg string) result {
 	switch c.spec.Kind {
 	case KindMessageExact:
-		return result{passed: msg == c.text, observed: msg}
+		if msg == c.text {
+			return result{passed: true, observed: msg}
+		}
+		return result{observed: msg, hint: unicodeHint(c.text, msg, 0, true)}
 	case KindMessageContains:
-		return result{passed: strings.Contains(msg, c.text), observed: msg}
+		if strings.Contains(msg, c.text) {
+			return result{passed: true, observed: msg}
+		}
+		return result{observed: msg, hint: unicodeHint(c.text, msg, 0, false)}
 	case KindMessageOccurrences:
 		n := 0
 		if c.text != "" {
@@ -162,7 +184,7 @@ func (c *compiled) evalMessage(msg string) result {
 		for _, item := range c.items {
 			i := strings.Index(msg[pos:], item)
 			if i < 0 {
-				return result{observed: msg}
+				return result{observed: msg, hint: unicodeHint(item, msg, pos, false)}
 			}
 			pos += i + len(item)
 		}
@@ -214,10 +236,10 @@ func schemaErrors(err error) []string {
 type evidence struct {
 	obs *Observation
 
-	norm     string
-	normDone bool
-	turns    []string
-	turnDone []bool
+	norm     [formCount]string // the whole message, normalised, per Unicode form
+	normDone [formCount]bool
+	turns    [][formCount]string
+	turnDone [][formCount]bool
 
 	doc     any
 	docMiss string
@@ -237,29 +259,30 @@ func newEvidence(obs *Observation) *evidence {
 	return &evidence{obs: obs}
 }
 
-// message returns the normalised message (turn 0) or turn's message, or why it is
-// missing.
-func (ev *evidence) message(turn int) (string, string) {
+// message returns the normalised message (turn 0) or turn's message in Unicode form f
+// (first f, then Normalize: NFKC turns a no-break space into a space, which Normalize
+// then treats as one), or why it is missing.
+func (ev *evidence) message(turn int, f unicodeForm) (string, string) {
 	if turn == 0 {
 		if !ev.obs.HasMessage {
 			return "", "no message was observed"
 		}
-		if !ev.normDone {
-			ev.norm, ev.normDone = Normalize(ev.obs.Message), true
+		if !ev.normDone[f] {
+			ev.norm[f], ev.normDone[f] = Normalize(f.apply(ev.obs.Message)), true
 		}
-		return ev.norm, ""
+		return ev.norm[f], ""
 	}
 	if turn > len(ev.obs.Turns) {
 		return "", fmt.Sprintf("turn %d was not observed (%d turns observed)", turn, len(ev.obs.Turns))
 	}
 	if ev.turns == nil {
-		ev.turns = make([]string, len(ev.obs.Turns))
-		ev.turnDone = make([]bool, len(ev.obs.Turns))
+		ev.turns = make([][formCount]string, len(ev.obs.Turns))
+		ev.turnDone = make([][formCount]bool, len(ev.obs.Turns))
 	}
-	if !ev.turnDone[turn-1] {
-		ev.turns[turn-1], ev.turnDone[turn-1] = Normalize(ev.obs.Turns[turn-1]), true
+	if !ev.turnDone[turn-1][f] {
+		ev.turns[turn-1][f], ev.turnDone[turn-1][f] = Normalize(f.apply(ev.obs.Turns[turn-1])), true
 	}
-	return ev.turns[turn-1], ""
+	return ev.turns[turn-1][f], ""
 }
 
 // document returns the decoded JSON document (numbers as json.Number), or why it is
@@ -447,11 +470,15 @@ func (ev *evidence) redactValue(v any) any {
 	return v
 }
 
-// failureDetail renders `expected <matcher JSON>; observed <observed JSON>` within
-// DetailLimit bytes, redacted. observed is already redacted.
-func (ev *evidence) failureDetail(c *compiled, observed any) string {
+// failureDetail renders `expected <matcher JSON>; observed <observed JSON>`, then
+// "; " and hint when there is one, within DetailLimit bytes, redacted. observed is
+// already redacted.
+func (ev *evidence) failureDetail(c *compiled, observed any, hint string) string {
 	const pre, mid = "expected ", "; observed "
 	exp := ev.redactString(c.specJSON)
+	if hint != "" {
+		hint = "; " + truncate(ev.redactString(hint), DetailLimit/4)
+	}
 
 	// observed strings are already at most DetailLimit bytes (see bound).
 	js, err := canonjson.Ordered(observed)
@@ -461,7 +488,7 @@ func (ev *evidence) failureDetail(c *compiled, observed any) string {
 	}
 	obs = ev.redactString(obs)
 
-	budget := DetailLimit - len(pre) - len(mid)
+	budget := DetailLimit - len(pre) - len(mid) - len(hint)
 	if len(exp)+len(obs) > budget {
 		expMax := budget - len(obs)
 		if expMax < budget/4 {
@@ -470,7 +497,7 @@ func (ev *evidence) failureDetail(c *compiled, observed any) string {
 		exp = truncate(exp, expMax)
 		obs = truncate(obs, budget-len(exp))
 	}
-	return pre + exp + mid + obs
+	return pre + exp + mid + obs + hint
 }
 
 // truncMark ends a value shortened to fit DetailLimit.

@@ -52,6 +52,7 @@ func full() *Observation {
 		Files: map[string][]byte{
 			"daytona-warm-7.txt": []byte("T1-7\nT2-7\nT3-7\n"),
 			"dir/unicode.txt":    []byte("héllo  wörld\r\n"),
+			"decomposed.txt":     []byte("cafe\u0301 ﬁle\n"),
 			"empty.txt":          {},
 		},
 		HasWorkspaceSnapshot: true,
@@ -99,6 +100,16 @@ var evalCases = []evalCase{
 	{"exact/unicode", Spec{Kind: KindMessageExact, Expected: "héllo wörld ✓"}, msg("\u00a0héllo\t wörld ✓\ufeff"), pass},
 	{"exact/case sensitive", Spec{Kind: KindMessageExact, Expected: "ok"}, msg("OK"), fail},
 	{"exact/no message", Spec{Kind: KindMessageExact, Expected: "x"}, &Observation{}, notReached},
+	// Unicode: NFC by default on both sides; normalize none|nfkc; failures name the
+	// characters outside printable ASCII the sides differ in.
+	{"exact/nfc composes by default", Spec{Kind: KindMessageExact, Expected: "café"}, msg("cafe\u0301"), pass},
+	{"exact/nfc expected decomposed", Spec{Kind: KindMessageExact, Expected: "cafe\u0301"}, msg("café"), pass},
+	{"exact/normalize none keeps code points", Spec{Kind: KindMessageExact, Expected: "café", Normalize: NormalizeNone}, msg("cafe\u0301"), fail},
+	{"exact/no-break space named", Spec{Kind: KindMessageExact, Expected: "hello, world"}, msg("hello,\u00a0world"), fail},
+	{"exact/nfkc folds no-break space", Spec{Kind: KindMessageExact, Expected: "hello, world", Normalize: NormalizeNFKC}, msg("hello,\u00a0world"), pass},
+	{"exact/nfkc folds ligature and full width", Spec{Kind: KindMessageExact, Expected: "file OK", Normalize: NormalizeNFKC}, msg("ﬁle ＯＫ"), pass},
+	{"exact/homoglyph named", Spec{Kind: KindMessageExact, Expected: "paypal"}, msg("p\u0430ypal"), fail},
+	{"exact/ascii difference has no hint", Spec{Kind: KindMessageExact, Expected: "PAPERCLIP_OK_1"}, msg("PAPERCLIP_OK_2"), fail},
 	{"exact/nil observation", Spec{Kind: KindMessageExact, Expected: "x"}, nil, notReached},
 	// message_contains
 	{"contains/pass", Spec{Kind: KindMessageContains, Expected: "E2E_OK_7"}, msg("Done. PAPERCLIP\\_E2E\\_OK\\_7."), pass},
@@ -107,6 +118,9 @@ var evalCases = []evalCase{
 	{"contains/turn 2", Spec{Kind: KindMessageContains, Expected: "PAPERCLIP_E2E_WARM_T2_7", Turn: 2}, full(), pass},
 	{"contains/turn 1 lacks T2", Spec{Kind: KindMessageContains, Expected: "PAPERCLIP_E2E_WARM_T2_7", Turn: 1}, full(), fail},
 	{"contains/turn 3 missing", Spec{Kind: KindMessageContains, Expected: "x", Turn: 3}, full(), notReached},
+	{"contains/zero-width space named", Spec{Kind: KindMessageContains, Expected: "PAPERCLIP_OK"}, msg("done: PAPER\u200bCLIP_OK"), fail},
+	{"contains/nfc", Spec{Kind: KindMessageContains, Expected: "é"}, msg("cafe\u0301 au lait"), pass},
+	{"occurrences/nfc", Spec{Kind: KindMessageOccurrences, Expected: "é", Count: intp(2)}, msg("e\u0301 and é"), pass},
 	// message_occurrences
 	{"occurrences/once", Spec{Kind: KindMessageOccurrences, Expected: "OK_7", Count: intp(1)}, msg("PAPERCLIP_E2E_OK_7"), pass},
 	{"occurrences/twice fails once", Spec{Kind: KindMessageOccurrences, Expected: "OK_7", Count: intp(1)}, msg("OK_7 and OK_7"), fail},
@@ -137,6 +151,8 @@ var evalCases = []evalCase{
 	{"ordered/items normalised", Spec{Kind: KindMessageOrdered, Expected: []any{"WARM\\_T1", "WARM  T2"}}, msg("WARM_T1\r\nWARM\tT2"), pass},
 	{"ordered/empty message", Spec{Kind: KindMessageOrdered, Expected: []any{"a"}}, msg(""), fail},
 	{"ordered/no message", Spec{Kind: KindMessageOrdered, Expected: []any{"a"}}, &Observation{}, notReached},
+	{"ordered/nfkc items", Spec{Kind: KindMessageOrdered, Expected: []any{"file", "done"}, Normalize: NormalizeNFKC}, msg("ﬁle is done"), pass},
+	{"ordered/named at the offset in the message", Spec{Kind: KindMessageOrdered, Expected: []any{"T1", "hello world"}}, msg("T1 then hello\u00a0world"), fail},
 	// issue_status, run_status
 	{"issue status/pass", Spec{Kind: KindIssueStatus, Expected: "done"}, full(), pass},
 	{"issue status/fail", Spec{Kind: KindIssueStatus, Expected: "done"}, withStatus(full(), "in_review", "succeeded"), fail},
@@ -169,6 +185,10 @@ var evalCases = []evalCase{
 	{"file contains/raw spaces", Spec{Kind: KindFileContains, Path: "dir/unicode.txt", Expected: "o  w"}, full(), pass},
 	{"file contains/missing file", Spec{Kind: KindFileContains, Path: "nope.txt", Expected: ""}, full(), fail},
 	{"file contains/no snapshot", Spec{Kind: KindFileContains, Path: "a", Expected: ""}, withoutSnapshot(full()), notReached},
+	{"file exact/nfc by default", Spec{Kind: KindFileExact, Path: "decomposed.txt", Expected: "café ﬁle\n"}, full(), pass},
+	{"file exact/normalize none", Spec{Kind: KindFileExact, Path: "decomposed.txt", Expected: "café ﬁle\n", Normalize: NormalizeNone}, full(), fail},
+	{"file contains/nfkc", Spec{Kind: KindFileContains, Path: "decomposed.txt", Expected: "café file", Normalize: NormalizeNFKC}, full(), pass},
+	{"file contains/nfc keeps ligature", Spec{Kind: KindFileContains, Path: "decomposed.txt", Expected: "file"}, full(), fail},
 	// artifact_exists
 	{"artifact/by name", Spec{Kind: KindArtifactExists, Name: "server.log"}, full(), pass},
 	{"artifact/name and type", Spec{Kind: KindArtifactExists, Name: "final-state.png", MimeType: "image/png"}, full(), pass},
@@ -207,7 +227,12 @@ var evalCases = []evalCase{
 	{"json schema/2020-12 prefixItems", Spec{Kind: KindJSONSchema, Schema: map[string]any{
 		"prefixItems": []any{map[string]any{"type": "string"}}, "items": false,
 	}}, withJSON(full(), `["a", 1]`), fail},
-	{"json schema/unknown format ignored", Spec{Kind: KindJSONSchema, Schema: map[string]any{"format": "no-such-format"}}, withJSON(full(), `"x"`), pass},
+	{"json schema/format asserted", Spec{Kind: KindJSONSchema, Schema: map[string]any{"properties": map[string]any{
+		"email": map[string]any{"format": "email"}, "when": map[string]any{"format": "date-time"}, "id": map[string]any{"format": "uuid"},
+	}}}, withJSON(full(), `{"email":"not an address","when":"yesterday","id":"123"}`), fail},
+	{"json schema/format satisfied", Spec{Kind: KindJSONSchema, Schema: map[string]any{"properties": map[string]any{
+		"email": map[string]any{"format": "email"}, "when": map[string]any{"format": "date-time"}, "id": map[string]any{"format": "uuid"},
+	}}}, withJSON(full(), `{"email":"a@example.com","when":"2026-12-01T12:00:00Z","id":"0b9e5b4a-3f1c-4e1a-9a57-1d6f0c1e2b3a"}`), pass},
 	{"json schema/null document", Spec{Kind: KindJSONSchema, Schema: map[string]any{"type": "null"}}, withJSON(full(), `null`), pass},
 	{"json schema/no document", Spec{Kind: KindJSONSchema, Schema: true}, withoutJSON(full()), notReached},
 }
@@ -289,8 +314,9 @@ func TestEvaluateOutcomes(t *testing.T) {
 	want := []Outcome{
 		{Kind: KindMessageOccurrences, Expected: 1, Observed: 2,
 			Detail: `expected {"kind":"message_occurrences","expected":"aa","count":1}; observed 2`},
-		{Kind: KindJSONPath, Expected: "x", Observed: mustObject(`selected`, 2, `nodes`, []any{"succeeded", "failed"}),
-			Detail: `expected {"kind":"json_path","expected":"x","path":"$.runs[*].status"}; observed {"selected":2,"nodes":["succeeded","failed"]}`},
+		{Kind: KindJSONPath, Expected: "x", Observed: mustObject(`selected`, 2, `nodes`, []any{
+			mustObject(`path`, `$['runs'][0]['status']`, `value`, "succeeded"), mustObject(`path`, `$['runs'][1]['status']`, `value`, "failed")}),
+			Detail: `expected {"kind":"json_path","expected":"x","path":"$.runs[*].status"}; observed {"selected":2,"nodes":[{"path":"$['runs'][0]['status']","value":"succeeded"},{"path":"$['runs'][1]['status']","value":"failed"}]}`},
 		{Kind: KindArtifactExists, Passed: true, Expected: mustObject("name", "server.log"), Observed: obs.Artifacts, Detail: "matched"},
 		{Kind: KindFileExists, Expected: "nope", Observed: false, Detail: `expected {"kind":"file_exists","path":"nope"}; observed false`},
 	}
@@ -498,6 +524,22 @@ func TestNeedsJSONEscape(t *testing.T) {
 	}
 }
 
+// TestJSONPathFailureNamesPaths: a failed json_path lists every selected node with its
+// RFC 9535 normalized path, not only its value.
+func TestJSONPathFailureNamesPaths(t *testing.T) {
+	t.Parallel()
+	m, err := Compile(Spec{Kind: KindJSONPath, Path: "$..id", Expected: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := m.Evaluate(&Observation{JSON: []byte(`{"a":[{"id":"p"},{"b":{"id":"q"}}],"it's":{"id":7}}`)})
+	for _, want := range []string{`"selected":3`, `{"path":"$['a'][0]['id']","value":"p"}`, `{"path":"$['a'][1]['b']['id']","value":"q"}`, `{"path":"$['it\\'s']['id']","value":7}`} {
+		if o.Passed || !strings.Contains(o.Detail, want) {
+			t.Errorf("detail %s lacks %s", o.Detail, want)
+		}
+	}
+}
+
 func TestSecretInNumberIsRedactedFromDetail(t *testing.T) {
 	t.Parallel()
 	m, err := Compile(Spec{Kind: KindJSONPath, Path: "$.n", Expected: 1})
@@ -505,7 +547,7 @@ func TestSecretInNumberIsRedactedFromDetail(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := m.Evaluate(&Observation{JSON: []byte(`{"n":98765432101}`), Secrets: []string{"98765432101"}})
-	if o.Passed || strings.Contains(o.Detail, "98765432101") || !strings.HasSuffix(o.Detail, "; observed "+redaction) {
+	if o.Passed || strings.Contains(o.Detail, "98765432101") || !strings.HasSuffix(o.Detail, `"value":`+redaction+`}]}`) {
 		t.Errorf("detail %q", o.Detail)
 	}
 }

@@ -29,6 +29,8 @@ func FuzzEvaluate(f *testing.F) {
 		{`{"kind":"json_path","path":"$..status","expected":{"a":[1,2.5e3,null]}}`, "", `{"status":{"a":[1,2500,null]}}`, "", "", 0x10},
 		{`{"kind":"json_schema","schema":{"type":"object","required":["zz"],"properties":{"a":{"pattern":"^x"}}}}`, "", `{"a":"secretvalue9"}`, "", "secretvalue9", 0x10},
 		{`{"kind":"message_contains","expected":"sk-proj-ABCDEFGHIJKLMNOP"}`, "key sk-proj-ABCDEFGHIJKLMNOP", ``, "", "sk-proj-ABCDEFGHIJKLMNOP", 0x01},
+		{`{"kind":"message_exact","expected":"hello, world","normalize":"none"}`, "hello,\u00a0world", ``, "", "", 0x01},
+		{`{"kind":"file_contains","path":"a/b.txt","expected":"file","normalize":"nfkc"}`, "", ``, "\ufb01le \xff", "", 0x04},
 	}
 	for _, s := range seeds {
 		f.Add(s.spec, s.message, s.doc, s.file, s.secret, s.evidence)
@@ -118,4 +120,38 @@ func tokenShaped(s string) bool {
 		}
 	}
 	return letter && digit
+}
+
+// FuzzUnicodeHint: the hint of any failed comparison never panics, is valid UTF-8 when
+// its inputs are, names only characters outside printable ASCII, and is empty for two
+// printable-ASCII texts.
+func FuzzUnicodeHint(f *testing.F) {
+	f.Add("hello, world", "hello,\u00a0world", 0, true)
+	f.Add("PAPERCLIP_OK", "done: PAPER\u200bCLIP_OK", 0, false)
+	f.Add("café", "cafe\u0301", 0, true)
+	f.Add("paypal", "p\u0430ypal", 0, true)
+	f.Add("x", "\xff\xfe x", 1, false)
+	f.Fuzz(func(t *testing.T, expected, observed string, from int, exact bool) {
+		if from < 0 || from > len(observed) {
+			return
+		}
+		h := unicodeHint(expected, observed, from, exact)
+		if h == "" {
+			return
+		}
+		if !strings.HasPrefix(h, "the texts differ") || !strings.Contains(h, "U+") {
+			t.Fatalf("hint %q", h)
+		}
+		ascii := func(s string) bool {
+			for _, r := range s {
+				if unusual(r) {
+					return false
+				}
+			}
+			return true
+		}
+		if ascii(expected) && ascii(observed[from:]) && (!exact || ascii(observed)) {
+			t.Fatalf("hint for printable-ASCII texts: %q", h)
+		}
+	})
 }

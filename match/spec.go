@@ -22,17 +22,23 @@ package match
 // The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
 // (Observation.Turns) instead of the whole message; 0 or absent means the whole message.
 //
+// The text comparisons (message_exact, message_contains, message_occurrences,
+// message_ordered, file_exact, file_contains) accept normalize: "nfc" (the default when
+// absent), "nfkc" or "none", the Unicode normalisation form both sides are put in before
+// they are compared (NormalizeNFC, NormalizeNFKC, NormalizeNone; docs/matchers.md).
+//
 // String fields may hold templates (for example a per-attempt marker); the catalog
 // renders them before a Spec reaches Compile for evaluation.
 type Spec struct {
-	Kind     string `json:"kind" yaml:"kind"`
-	Expected any    `json:"expected,omitempty" yaml:"expected,omitempty"`
-	Count    *int   `json:"count,omitempty" yaml:"count,omitempty"`
-	Pattern  string `json:"pattern,omitempty" yaml:"pattern,omitempty"`
-	Flags    string `json:"flags,omitempty" yaml:"flags,omitempty"`
-	Path     string `json:"path,omitempty" yaml:"path,omitempty"`
-	Name     string `json:"name,omitempty" yaml:"name,omitempty"`
-	MimeType string `json:"mimeType,omitempty" yaml:"mimeType,omitempty"`
-	Schema   any    `json:"schema,omitempty" yaml:"schema,omitempty"`
-	Turn     int    `json:"turn,omitempty" yaml:"turn,omitempty"`
+	Kind      string `json:"kind" yaml:"kind"`
+	Expected  any    `json:"expected,omitempty" yaml:"expected,omitempty"`
+	Count     *int   `json:"count,omitempty" yaml:"count,omitempty"`
+	Pattern   string `json:"pattern,omitempty" yaml:"pattern,omitempty"`
+	Flags     string `json:"flags,omitempty" yaml:"flags,omitempty"`
+	Path      string `json:"path,omitempty" yaml:"path,omitempty"`
+	Name      string `json:"name,omitempty" yaml:"name,omitempty"`
+	MimeType  string `json:"mimeType,omitempty" yaml:"mimeType,omitempty"`
+	Schema    any    `json:"schema,omitempty" yaml:"schema,omitempty"`
+	Turn      int    `json:"turn,omitempty" yaml:"turn,omitempty"`
+	Normalize string `json:"normalize,omitempty" yaml:"normalize,omitempty"`
 }

@@ -9,12 +9,12 @@
 package redact
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Redaction markers (spec §10.2).
@@ -33,6 +33,9 @@ type Reason string
 const (
 	// ReasonExact: a value of the secret set occurs verbatim.
 	ReasonExact Reason = "exact secret value"
+	// ReasonEncoded: an encoded copy of a value of the secret set occurs (Leak.Encoding
+	// says which encoding; see EncodedForms).
+	ReasonEncoded Reason = "encoded secret value"
 	// ReasonShape: a value has the shape of a secret (see Shape).
 	ReasonShape Reason = "secret-shaped value"
 	// ReasonUninspectable: content that could not be inspected (a corrupt or encrypted
@@ -41,12 +44,13 @@ const (
 )
 
 // Leak describes one finding without its value. Shape is set for ReasonShape (for
-// example "openai-key"); Where is a location: a byte offset, a JSON path, or a file path
+// example "openai-key"), Encoding for ReasonEncoded (for example "base64"); Where is a location: a byte offset, a JSON path, or a file path
 // relative to the scanned root (for archive members, "archive.zip!member").
 type Leak struct {
-	Reason Reason `json:"reason"`
-	Shape  string `json:"shape,omitempty"`
-	Where  string `json:"where,omitempty"`
+	Reason   Reason   `json:"reason"`
+	Shape    string   `json:"shape,omitempty"`
+	Encoding Encoding `json:"encoding,omitempty"`
+	Where    string   `json:"where,omitempty"`
 }
 
 // String formats the leak as "<reason> at <where>" (never containing the value).
@@ -54,6 +58,9 @@ func (l Leak) String() string {
 	s := string(l.Reason)
 	if l.Shape != "" {
 		s += " (" + l.Shape + ")"
+	}
+	if l.Encoding != "" {
+		s += " (" + string(l.Encoding) + ")"
 	}
 	if l.Where != "" {
 		s += " at " + l.Where
@@ -84,10 +91,17 @@ func (e *LeakError) Is(target error) bool { return target == ErrLeak }
 
 // Set is an attempt's secret set: every credential value the attempt loaded plus the
 // instance's own generated secrets, trimmed, without empty values or duplicates, longest
-// first so that a longer secret is redacted before any secret it contains (spec §10.1).
-// A Set is immutable and safe for concurrent use. The zero value and nil are empty sets.
+// first (spec §10.1). Besides each value itself, a Set detects and redacts its encoded
+// copies (EncodedForms: JSON-escaped, hex, percent-encoded and base64, also inside a
+// larger base64 blob), so that a secret written in any of these forms is a leak too.
+// All forms are searched at once (see needleIndex), so the cost of a scan grows with
+// the size of the text, not with the number of forms. A Set is immutable and safe for
+// concurrent use. The zero value and nil are empty sets.
 type Set struct {
 	values []string
+
+	once  sync.Once
+	index *needleIndex // every form of every value; built on first use
 }
 
 // NewSet builds a secret set from values.
@@ -116,13 +130,54 @@ func (s *Set) With(values ...string) *Set {
 	return &Set{values: out}
 }
 
-// Values returns a copy of the set's values, longest first. Callers must treat them as
-// secrets: never print, log or store them.
+// needles returns the set's index, building it on first use (so that a chain of With
+// calls builds it once): every value, then every value's encoded forms, without
+// duplicates. nil for a nil set.
+func (s *Set) needles() *needleIndex {
+	if s == nil {
+		return nil
+	}
+	s.once.Do(func() {
+		seen := make(map[string]bool, len(s.values)*16)
+		needles := make([]needle, 0, len(s.values)*16)
+		for _, v := range s.values {
+			seen[v] = true
+			needles = append(needles, needle{text: v})
+		}
+		for _, v := range s.values {
+			for _, f := range EncodedForms(v) {
+				if !seen[f.Text] {
+					seen[f.Text] = true
+					needles = append(needles, needle{text: f.Text, enc: f.Encoding})
+				}
+			}
+		}
+		s.index = newNeedleIndex(needles)
+	})
+	return s.index
+}
+
+// Values returns a copy of the set's values, longest first (not their encoded forms:
+// see Forms). Callers must treat them as secrets: never print, log or store them.
 func (s *Set) Values() []string {
 	if s == nil {
 		return nil
 	}
 	return append([]string(nil), s.values...)
+}
+
+// Forms returns every text the set looks for: each value, then each value's encoded
+// forms (EncodedForms), without duplicates. Callers must treat them as secrets.
+func (s *Set) Forms() []Form {
+	ix := s.needles()
+	if ix == nil {
+		return nil
+	}
+	out := make([]Form, len(ix.needles))
+	for i, n := range ix.needles {
+		out[i] = Form{Text: n.text, Encoding: n.enc}
+	}
+	return out
 }
 
 // Len is the number of distinct secrets.
@@ -134,31 +189,35 @@ func (s *Set) Len() int {
 }
 
 // Overlap is the number of bytes a streaming scan keeps between chunks so that a secret
-// split across them is still found: max(256, longest secret + 16) (spec §10.2).
+// split across them is still found: max(256, longest form + 16) (spec §10.2, with the
+// encoded forms, which can be three times as long as the value).
 func (s *Set) Overlap() int {
 	n := 256
-	if s.Len() > 0 && len(s.values[0])+16 > n {
-		n = len(s.values[0]) + 16
+	if ix := s.needles(); ix != nil && ix.longest+16 > n {
+		n = ix.longest + 16
 	}
 	return n
 }
 
-// FindExact returns the offset of the first exact secret in b, or -1.
+// FindExact returns the offset of the first secret in b, in any of its forms, or -1.
 func (s *Set) FindExact(b []byte) int {
-	if s == nil {
-		return -1
-	}
-	first := -1
-	for _, v := range s.values {
-		if i := bytes.Index(b, []byte(v)); i >= 0 && (first < 0 || i < first) {
-			first = i
-		}
-	}
-	return first
+	i, _ := s.findForm(b)
+	return i
 }
 
-// FindLeak reports the first leak in b: an exact secret first, then (when shapes is true)
-// a secret-shaped value. Where is the byte offset.
+// findForm returns the offset of the first secret form in b and its encoding, or -1.
+func (s *Set) findForm(b []byte) (int, Encoding) {
+	ix := s.needles()
+	i, n := ix.first(b)
+	if i < 0 {
+		return -1, ""
+	}
+	return i, ix.needles[n].enc
+}
+
+// FindLeak reports the first leak in b: a secret in any of its forms first (ReasonExact
+// for the value itself, ReasonEncoded with Encoding set for an encoded copy), then (when
+// shapes is true) a secret-shaped value. Where is the byte offset.
 func (s *Set) FindLeak(b []byte, shapes bool) (Leak, bool) {
 	l, i, ok := s.find(b, shapes)
 	if ok {
@@ -169,7 +228,10 @@ func (s *Set) FindLeak(b []byte, shapes bool) (Leak, bool) {
 
 // find is FindLeak returning the offset as a number.
 func (s *Set) find(b []byte, shapes bool) (Leak, int, bool) {
-	if i := s.FindExact(b); i >= 0 {
+	if i, enc := s.findForm(b); i >= 0 {
+		if enc != "" {
+			return Leak{Reason: ReasonEncoded, Encoding: enc}, i, true
+		}
 		return Leak{Reason: ReasonExact}, i, true
 	}
 	if shapes {
@@ -180,15 +242,27 @@ func (s *Set) find(b []byte, shapes bool) (Leak, int, bool) {
 	return Leak{}, 0, false
 }
 
-// RedactText redacts text for logs, Markdown, HTML, XML and plain text: exact secrets
-// become Redacted (longest first), then secret shapes become RedactedShape (a bearer
+// RedactText redacts text for logs, Markdown, HTML, XML and plain text: every
+// occurrence of every form of every secret becomes Redacted (overlapping occurrences
+// are redacted together as one span, so no part of either survives), then secret shapes become RedactedShape (a bearer
 // token keeps its "Bearer " prefix, a provider key assignment keeps its key name).
 func (s *Set) RedactText(text string) string {
 	if s != nil && s.FindExact([]byte(text)) < 0 && !HasShape(text) {
 		return text // the common case: nothing to redact, no copy
 	}
-	for _, v := range s.Values() {
-		text = strings.ReplaceAll(text, v, Redacted)
+	if s != nil {
+		if spans := s.needles().all([]byte(text)); len(spans) > 0 {
+			var b strings.Builder
+			b.Grow(len(text))
+			prev := 0
+			for _, sp := range spans {
+				b.WriteString(text[prev:sp.start])
+				b.WriteString(Redacted)
+				prev = sp.end
+			}
+			b.WriteString(text[prev:])
+			text = b.String()
+		}
 	}
 	return redactShapes(text)
 }

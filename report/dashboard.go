@@ -141,6 +141,7 @@ func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
 		{Label: "Input tokens", Value: UsageTokens(a.LLM.InputTokens, a.LLM), Note: fmt.Sprintf("%d/%d runs reported token usage", a.LLM.RunsWithTokenUsage, a.LLM.RunCount)},
 		{Label: "Output tokens", Value: UsageTokens(a.LLM.OutputTokens, a.LLM)},
 		{Label: "Cached input tokens", Value: UsageTokens(a.LLM.CachedInputTokens, a.LLM)},
+		{Label: "Cache-write input tokens", Value: UsageTokens(a.LLM.CacheWriteInputTokens, a.LLM), Note: "written into the provider's prompt cache"},
 		{Label: "LLM reported subtotal", Value: moneyOrWord(a.ReportedLLMCostUSD, string(a.LLM.CostStatus)), Note: fmt.Sprintf("%d/%d runs provider-priced · %s", a.LLM.RunsWithReportedCost, a.LLM.RunCount, a.LLM.CostStatus), Class: wordClass(a.ReportedLLMCostUSD)},
 		{Label: "Runtime list estimate", Value: AggregateRuntimeText(a), Note: runtimeNote(a), Class: wordClass(a.EstimatedRuntimeCostUSD)},
 		{Label: "Agent execution time", Value: Duration(a.AgentRunDurationMs)},
@@ -314,6 +315,7 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 	cv.BillingLine = []string{
 		tokensInOutWords(bl.LLM),
 		UsageTokens(bl.LLM.CachedInputTokens, bl.LLM) + " cached",
+		UsageTokens(bl.LLM.CacheWriteInputTokens, bl.LLM) + " cache-write",
 		fmt.Sprintf("%d/%d runs priced", bl.LLM.RunsWithReportedCost, bl.LLM.RunCount),
 		"LLM " + LLMCostText(bl.LLM),
 		"runtime " + RuntimeCostText(bl.Runtime),

@@ -2,8 +2,11 @@ package report
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,6 +122,62 @@ func TestGuardWrite(t *testing.T) {
 	}
 }
 
+// TestGuardEncodedCopies: an encoded copy of a secret (base64 inside a larger blob, hex,
+// percent-encoded, JSON-escaped) in a JSON or text evidence file is reported as a leak
+// and redacted: no form of the secret reaches the written file. Today's main writes
+// them through untouched.
+func TestGuardEncodedCopies(t *testing.T) {
+	t.Parallel()
+	const secret = "guard-secret-0123456789/+\"quoted\""
+	set := redact.NewSet(secret)
+	blob := []byte("Authorization header follows: " + secret + " (end)")
+	copies := map[string]string{
+		"base64 blob":       base64.StdEncoding.EncodeToString(blob),
+		"base64url blob":    base64.RawURLEncoding.EncodeToString(blob[1:]),
+		"base64 offset 2":   base64.StdEncoding.EncodeToString(blob[2:]),
+		"hex":               hex.EncodeToString([]byte(secret)),
+		"HEX":               strings.ToUpper(hex.EncodeToString([]byte(secret))),
+		"percent-encoded":   url.QueryEscape(secret),
+		"json inside value": mustJSON(t, secret)[1 : len(mustJSON(t, secret))-1],
+	}
+	for name, c := range copies {
+		for _, f := range []struct{ file, data string }{
+			{"a.log", "the agent printed " + c + "\n"},
+			{"a.json", mustJSON(t, map[string]any{"comments": []any{map[string]any{"body": "posted " + c}}})},
+		} {
+			t.Run(name+"/"+f.file, func(t *testing.T) {
+				t.Parallel()
+				p := filepath.Join(t.TempDir(), f.file)
+				gf, err := Guard{Secrets: set}.Write(p, []byte(f.data), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(gf.Leaks) == 0 || gf.Leaks[0].Reason != redact.ReasonEncoded && gf.Leaks[0].Reason != redact.ReasonExact {
+					t.Fatalf("leaks = %+v, want the encoded copy", gf.Leaks)
+				}
+				got, _ := os.ReadFile(p)
+				for _, form := range set.Forms() {
+					if bytes.Contains(got, []byte(form.Text)) {
+						t.Fatalf("written %s still holds a %q form: %q", f.file, form.Encoding, got)
+					}
+				}
+				if !bytes.Contains(got, []byte(redact.Redacted)) {
+					t.Errorf("nothing redacted: %q", got)
+				}
+			})
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestEvidenceManifestDecode(t *testing.T) {
 	t.Parallel()
 	sum := strings.Repeat("a", 64)
@@ -157,6 +216,8 @@ func FuzzGuardSanitize(f *testing.F) {
 	f.Add("a.json", `{"k":"xSECRETVALUEx"}`, "SECRETVALUE")
 	f.Add("a.log", "line SECRETVALUE\nsk-aaaaaaaaaaaaaaaaaaaa", "SECRETVALUE")
 	f.Add("a.json", `["\u0053ECRETVALUE"]`, "SECRETVALUE")
+	f.Add("a.log", "c2VjcmV0LXZhbHVlLTAxMjM0NTY3ODk=", "secret-value-0123456789")
+	f.Add("a.json", `{"x":"736563726574\/2d76616c75652d30313233"}`, "secret/-value-0123")
 	f.Fuzz(func(t *testing.T, name, doc, secret string) {
 		if len(strings.TrimSpace(secret)) < 8 || strings.ContainsAny(secret, "[]") {
 			return
@@ -169,8 +230,10 @@ func FuzzGuardSanitize(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if bytes.Contains(out, []byte(strings.TrimSpace(secret))) {
-			t.Fatalf("guarded %s still holds the secret: %q", name, out)
+		for _, form := range g.Secrets.Forms() {
+			if bytes.Contains(out, []byte(form.Text)) {
+				t.Fatalf("guarded %s still holds the secret (%q form): %q", name, form.Encoding, out)
+			}
 		}
 		if name == "a.json" && !json.Valid(out) {
 			t.Fatalf("guarded JSON is invalid: %q", out)

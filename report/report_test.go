@@ -365,7 +365,7 @@ func TestDashboardBillingWords(t *testing.T) {
 	}{
 		{id: "calibration.fixture-pass.local.process-exit", want: []string{"LLM unavailable", "runtime not metered"}, notMoney: true},
 		{id: "core.reference.daytona.message-marker", want: []string{"LLM unpriced", "runtime $0.2675 est."}, notWant: []string{"LLM $0"}},
-		{id: "core.reference.local.message-marker", want: []string{"LLM $0.0421 (reported)", "runtime not metered"}},
+		{id: "core.reference.local.message-marker", want: []string{"LLM $0.0421 (reported)", "runtime not metered", "500 cache-write"}},
 		{id: "core.wrong.local.message-marker", want: []string{"missing", "LLM unavailable"}, notMoney: true},
 	}
 	for _, tt := range tests {
@@ -387,6 +387,16 @@ func TestDashboardBillingWords(t *testing.T) {
 	}
 	if !strings.Contains(dash, "not metered") || !strings.Contains(dash, "unavailable") || !strings.Contains(dash, "est.") {
 		t.Error("coverage words missing from the dashboard")
+	}
+	if !strings.Contains(dash, "Cache-write input tokens") {
+		t.Error("the dashboard has no cache-write tile")
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "camp-2", SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sum), " / 500 cache-write (") {
+		t.Errorf("summary.md does not show the cache-write tokens:\n%s", sum)
 	}
 }
 

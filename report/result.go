@@ -420,7 +420,7 @@ func checkLLM(name string, l *billing.LLMUsage) []string {
 	default:
 		p = append(p, fmt.Sprintf("%s.costStatus: %q is not reported, partial, unpriced or unavailable", name, l.CostStatus))
 	}
-	if l.RunCount < 0 || l.RunsWithTokenUsage < 0 || l.RunsWithReportedCost < 0 || l.InputTokens < 0 || l.OutputTokens < 0 || l.CachedInputTokens < 0 || l.TotalTokens < 0 {
+	if l.RunCount < 0 || l.RunsWithTokenUsage < 0 || l.RunsWithReportedCost < 0 || l.InputTokens < 0 || l.OutputTokens < 0 || l.CachedInputTokens < 0 || l.CacheWriteInputTokens < 0 || l.TotalTokens < 0 {
 		p = append(p, name+": counts must not be negative")
 	}
 	if !nonNegative(l.ReportedCostUSD) {

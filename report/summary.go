@@ -25,8 +25,9 @@ func Summary(c *Campaign) []byte {
 		fmt.Fprintf(&b, "Started %s · finished %s · total test time %s\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
 	}
 	a := c.Billing
-	fmt.Fprintf(&b, "Tokens: %s input / %s output / %s cached (%d/%d runs reported token usage)\n\n",
-		UsageTokens(a.LLM.InputTokens, a.LLM), UsageTokens(a.LLM.OutputTokens, a.LLM), UsageTokens(a.LLM.CachedInputTokens, a.LLM), a.LLM.RunsWithTokenUsage, a.LLM.RunCount)
+	fmt.Fprintf(&b, "Tokens: %s input / %s output / %s cached / %s cache-write (%d/%d runs reported token usage)\n\n",
+		UsageTokens(a.LLM.InputTokens, a.LLM), UsageTokens(a.LLM.OutputTokens, a.LLM), UsageTokens(a.LLM.CachedInputTokens, a.LLM),
+		UsageTokens(a.LLM.CacheWriteInputTokens, a.LLM), a.LLM.RunsWithTokenUsage, a.LLM.RunCount)
 	fmt.Fprintf(&b, "LLM cost reported by providers: %s; %d/%d runs priced\n\n", aggregateLLMText(a), a.LLM.RunsWithReportedCost, a.LLM.RunCount)
 	fmt.Fprintf(&b, "Runtime: agent execution %s · lease %s · cost %s\n\n", Duration(a.AgentRunDurationMs), Duration(a.LeaseDurationMs), AggregateRuntimeText(a))
 	b.WriteString("Unpriced and unavailable usage is excluded from dollar totals and never counted as free; runtime costs are list-price estimates; local execution is not metered.\n\n")

@@ -21,6 +21,8 @@ type RunnerOptions struct {
 	Executable    string
 	MaxConcurrent int
 	PollInterval  time.Duration
+	// ProcessMarker is heartbeat.Config's: an extra marker every agent process carries.
+	ProcessMarker string
 }
 
 // HeartbeatDir is the directory of heartbeat run records inside the instance home.
@@ -58,7 +60,7 @@ func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*S
 	}
 	url := "http://" + ln.Addr().String()
 	rn, err := heartbeat.New(runnerHost{s: s, url: url}, heartbeat.Config{Dir: filepath.Join(home, HeartbeatDir), Home: home,
-		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval})
+		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker})
 	if err != nil {
 		ln.Close()
 		s.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // runOptions are the flags of `agentproof run`.
@@ -72,6 +73,12 @@ The leaky agent (and, with --canary, the wrong agent) leak them (a comment, a
 workspace file, stdout, an error message, a run result); those cells must end failed
 with secret_leak, which is what the suite expects, so the campaign passes. Then no
 canary value may appear anywhere under the results directory.
+
+Before it starts, run removes the attempt temp roots (agentproof-attempt-* under the
+temp directory; they hold key files) that a killed run left behind: roots whose
+owner record no live process holds locked. It says how many on stderr. run and its
+serve children are child subreapers: orphaned descendants are re-parented to them
+and reaped, also when run is PID 1 of a PID namespace.
 
 A campaign directory that already holds results is refused (exit 2). The results
 directory is locked (flock on <results>/.agentproof-results.lock) while the campaign
@@ -172,6 +179,8 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if err != nil {
 		return fmt.Errorf("locating the agentproof executable: %w", err)
 	}
+	becomeSubreaper(a)
+	sweepStaleRoots(a)
 	// Said first, so that the campaign line stays the last line of the output.
 	fmt.Fprintf(a.stderr, "Results: %s\n", campaignDir)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -241,6 +250,19 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		code = worseExit(code, want)
 	}
 	return withExit(code, nil)
+}
+
+// sweepStaleRoots removes the attempt temp roots (they hold key files) that a killed
+// agentproof run left under the temp directory and no live process owns
+// (worker.SweepStaleRoots), and says so in one stderr line.
+func sweepStaleRoots(a *app) {
+	n, err := worker.SweepStaleRoots("")
+	if n > 0 {
+		fmt.Fprintf(a.stderr, "agentproof: removed %d stale attempt temp root(s) under %s that no live run owns\n", n, os.TempDir())
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "agentproof: sweeping stale attempt temp roots: %v\n", err)
+	}
 }
 
 // exitOf is the exit code of a scheduler summary (1 beats 3 beats 0).

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -20,6 +22,7 @@ import (
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/redact"
 )
 
 // TestMain lets testscript run this test binary as the `agentproof` command inside
@@ -111,8 +114,10 @@ func holdFence(ts *testscript.TestScript, neg bool, args []string) {
 
 // canaryScan is the script command `canaryscan <results> <campaign>`: it reads every
 // file under results and fails naming each file (never the value) that holds a canary
-// value of campaign (campaign.CanaryValues, every form) or an attempt canary
-// ("apcanary-" and 48 hex digits). With `!` it expects at least one finding.
+// value of campaign (campaign.CanaryValues, in every form a secret set detects: raw,
+// JSON-escaped, hex, percent-encoded, base64 at each offset) or an attempt canary
+// ("apcanary-" and 48 hex digits, raw, hex or base64). With `!` it expects at least one
+// finding.
 func canaryScan(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: canaryscan <results> <campaign>")
@@ -124,15 +129,28 @@ func canaryScan(ts *testscript.TestScript, neg bool, args []string) {
 	case !neg && len(found) > 0:
 		ts.Fatalf("canary values found in: %v", found)
 	}
-	ts.Logf("scanned %s for %d canary forms", args[0], len(campaign.CanaryValues(args[1])))
+	ts.Logf("scanned %s for %d canary forms", args[0], len(canaryForms(args[1])))
 }
 
-var attemptCanary = regexp.MustCompile(`apcanary-[0-9a-f]{48}`)
+// attemptCanary matches an attempt canary ("apcanary-" and 48 hex digits) raw, in hex
+// (either case) and in base64 (either alphabet; "apcanary-" starting at each of the
+// three byte offsets of a group, followed by the base64 of 45 more bytes: a campaign
+// canary, whose "apcanary" is followed by fewer hex digits, does not match).
+var attemptCanary = regexp.MustCompile(`apcanary-[0-9a-f]{48}|(?i:617063616e6172792d(?:3[0-9]|6[1-6]){48})|(?:YXBjYW5hcnkt|cGNhbmFyeS[01]|Y2FuYXJ5L[TW])[0-9A-Za-z+/_-]{60}`)
+
+// canaryForms returns every form of every canary value of campaignID.
+func canaryForms(campaignID string) []string {
+	var out []string
+	for _, f := range redact.NewSet(campaign.CanaryValues(campaignID)...).Forms() {
+		out = append(out, f.Text)
+	}
+	return out
+}
 
 // findCanaries returns the files under root (relative) holding a canary of campaignID
 // or an attempt canary; a file that cannot be read counts as a finding.
 func findCanaries(root, campaignID string) []string {
-	values := campaign.CanaryValues(campaignID)
+	values := canaryForms(campaignID)
 	var found []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -167,8 +185,10 @@ func TestFindCanaries(t *testing.T) {
 	if got := findCanaries(root, "c1"); len(got) != 0 {
 		t.Fatalf("clean tree: %v", got)
 	}
-	for i, v := range append(campaign.CanaryValues("c1"), "apcanary-"+string(bytes.Repeat([]byte("ab"), 24))) {
-		dir := filepath.Join(root, "d", string(rune('a'+i)))
+	attempt := "apcanary-" + string(bytes.Repeat([]byte("ab"), 24))
+	encodedAttempt := []string{hex.EncodeToString([]byte(attempt)), base64.StdEncoding.EncodeToString([]byte("x" + attempt)), base64.RawURLEncoding.EncodeToString([]byte("xy" + attempt))}
+	for i, v := range slices.Concat(canaryForms("c1"), []string{attempt}, encodedAttempt) {
+		dir := filepath.Join(root, "d", fmt.Sprintf("%03d", i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +199,7 @@ func TestFindCanaries(t *testing.T) {
 			t.Fatalf("after planting form %d: found %v", i, got)
 		}
 	}
-	if got := findCanaries(root, "other"); len(got) != 1 {
+	if got := findCanaries(root, "other"); len(got) != 1+len(encodedAttempt) {
 		t.Errorf("another campaign's canaries must not match (only the attempt canary): %v", got)
 	}
 }

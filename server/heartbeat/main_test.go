@@ -23,6 +23,7 @@ import (
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/internal/cli"
+	"github.com/agentproof/agentproof/internal/fakecli"
 	"github.com/agentproof/agentproof/server"
 )
 
@@ -36,7 +37,9 @@ import (
 //	<test binary> exit-3                        an exec agent that exits 3 at once
 //	<test binary> complete-native               an exec agent that completes its own run
 //	                                            (native run.completed event, then /complete)
+//	fake-codex-… (a symlink to the test binary)  a fake agent CLI (package fakecli)
 func TestMain(m *testing.M) {
+	fakecli.Main() // a fake agent CLI when started under a fake's name
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "agent", "fixture-child", "serve":
