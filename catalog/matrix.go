@@ -231,4 +231,3 @@ func (r *Ranking) ComputeContentHash() (string, error) {
 	}
 	return canonjson.SHA256Hex(b), nil
 }
-
