@@ -155,7 +155,8 @@ func (l *acpLog) wire(dir string, line []byte, size int) {
 	e := ACPLogEntry{Dir: dir, Bytes: size, Truncated: size > len(line)}
 	red := []byte(l.secrets.RedactText(string(line)))
 	c := ClassifyWireLine(line)
-	e.Method, e.Update = c.Method, c.Update
+	// Every field taken from the line is redacted: a method name is agent text too.
+	e.Method, e.Update = clip(l.secrets.RedactText(c.Method), 200), clip(l.secrets.RedactText(c.Update), 200)
 	if c.Object && !e.Truncated && json.Valid(red) {
 		e.Message = compactJSON(red)
 		if len(c.ID) > 0 && json.Valid([]byte(l.secrets.RedactText(string(c.ID)))) {

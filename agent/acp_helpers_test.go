@@ -198,6 +198,7 @@ func (h *hostile) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRe
 		}
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	case "echo-token":
+		fmt.Fprintln(os.Stderr, "stderr token "+h.token)
 		h.say(sid, "my token is "+h.token)
 	}
 	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil

@@ -429,13 +429,16 @@ func (s *ACPSession) cancel(reason string) error {
 
 // Close ends the session: it closes the agent's stdin, waits for the process to exit
 // (escalating to SIGTERM and SIGKILL of its process group), kills every descendant
-// left, and returns how the process ended. Pending permission requests are released.
+// left, and returns how the process ended (its stderr redacted with the session's
+// secrets). Pending permission requests are released.
 // It is idempotent.
 func (s *ACPSession) Close() ProcessExit {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return s.proc.stop()
+		exit := s.proc.stop()
+		exit.Stderr = []byte(s.log.secrets.RedactText(string(exit.Stderr)))
+		return exit
 	}
 	s.closed = true
 	ts := s.cur
@@ -444,6 +447,8 @@ func (s *ACPSession) Close() ProcessExit {
 		ts.cancelPending()
 	}
 	exit := s.proc.stop()
+	// The agent's stderr is agent text: it may echo the run token it got in session/new.
+	exit.Stderr = []byte(s.log.secrets.RedactText(string(exit.Stderr)))
 	s.log.note("process_exit", exit)
 	_ = s.log.close()
 	_ = s.root.Close()

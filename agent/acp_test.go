@@ -515,7 +515,10 @@ func TestACPLogRedactsSecrets(t *testing.T) {
 	if !strings.Contains(res.Message, acpToken) {
 		t.Fatalf("the hostile agent did not echo the token: %q", res.Message)
 	}
-	s.Close()
+	exit := s.Close()
+	if !bytes.Contains(exit.Stderr, []byte("stderr token [REDACTED]")) {
+		t.Errorf("stderr = %q, want the echoed token redacted", exit.Stderr)
+	}
 	if bytes.Contains(log.Bytes(), []byte(acpToken)) || bytes.Contains(res.Evidence[0].Body, []byte(acpToken)) {
 		t.Error("the run token reached the session log or the turn evidence")
 	}
