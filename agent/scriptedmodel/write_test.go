@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agentproof/agentproof/catalog"
 )
 
 const writeScript = `steps:
@@ -170,5 +172,37 @@ func TestServeGemini(t *testing.T) {
 	}
 	if len(steps) != 4 || steps[0] != 1 || steps[1] != 2 {
 		t.Errorf("logged steps %v", steps)
+	}
+}
+
+func TestForACP(t *testing.T) {
+	t.Parallel()
+	w1, w3, app := "one", "three", "+two"
+	ref := &catalog.ReferenceScript{Turns: []*catalog.ReferenceTurn{
+		{Trigger: "assignment", Steps: []*catalog.ReferenceStep{{Edit: &catalog.WorkspaceEdit{Path: "d/f.txt", Write: &w1}}}},
+		{Trigger: "follow_up", Steps: []*catalog.ReferenceStep{{Edit: &catalog.WorkspaceEdit{Path: "d/f.txt", Append: &app}}}},
+		{Trigger: "follow_up", Steps: []*catalog.ReferenceStep{{Edit: &catalog.WorkspaceEdit{Path: "d/f.txt", Write: &w3}}, {Command: "finish_task", Args: map[string]any{"summary": "S"}, Present: true}}},
+	}}
+	per, err := ForACP(ref, "/ws", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(per) != 3 || per[0].Steps[0].Call != RoleWrite || per[0].Steps[0].Args["path"] != "/ws/d/f.txt" ||
+		per[1].Steps[0].Call != RoleShell || per[2].Steps[1].Call != "finish_task" || per[2].Steps[2].Answer != "S" {
+		t.Errorf("per-turn scripts = %+v %+v %+v", per[0].Steps, per[1].Steps, per[2].Steps)
+	}
+	warm, err := ForACP(ref, "/ws", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, st := range warm[0].Steps {
+		roles = append(roles, st.Call+st.Answer)
+	}
+	if want := []string{RoleWrite, DefaultFinalAnswer, RoleShell, DefaultFinalAnswer, RoleWrite, "finish_task", "S"}; strings.Join(roles, ",") != strings.Join(want, ",") {
+		t.Errorf("warm script roles = %v, want %v", roles, want)
+	}
+	if _, err := ForACP(ref, "ws", false); err == nil {
+		t.Error("a relative workspace was accepted")
 	}
 }
