@@ -85,6 +85,22 @@ type realWorld struct {
 // workspace path as {{ws}} and the nonce) and returns the world.
 func newRealWorld(tb testing.TB, ra realACPAgent, nonce string, scripts ...string) *realWorld {
 	tb.Helper()
+	return newRealWorldWith(tb, ra, func(ws string) []*scriptedmodel.Script {
+		var parsed []*scriptedmodel.Script
+		for i, src := range scripts {
+			sc, err := scriptedmodel.ParseScript(fmt.Sprintf("session %d", i+1), []byte(src), map[string]string{"nonce": nonce, "ws": ws})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			parsed = append(parsed, sc)
+		}
+		return parsed
+	})
+}
+
+// newRealWorldWith is newRealWorld with the scripts made for the workspace by scripts.
+func newRealWorldWith(tb testing.TB, ra realACPAgent, scripts func(workspace string) []*scriptedmodel.Script) *realWorld {
+	tb.Helper()
 	cfg := realACPConfig(tb, ra)
 	root := tb.TempDir()
 	w := &acpWorld{root: root, workspace: filepath.Join(root, "workspace"), stateDir: filepath.Join(root, "state")}
@@ -93,15 +109,7 @@ func newRealWorld(tb testing.TB, ra realACPAgent, nonce string, scripts ...strin
 			tb.Fatal(err)
 		}
 	}
-	var parsed []*scriptedmodel.Script
-	for i, src := range scripts {
-		sc, err := scriptedmodel.ParseScript(fmt.Sprintf("session %d", i+1), []byte(src), map[string]string{"nonce": nonce, "ws": w.workspace})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		parsed = append(parsed, sc)
-	}
-	rs, err := scriptedmodel.NewRunSet(parsed, scriptedmodel.Options{})
+	rs, err := scriptedmodel.NewRunSet(scripts(w.workspace), scriptedmodel.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -153,17 +161,6 @@ const (
   - call: write_file
     args: {path: "{{ws}}/proof.txt", content: "proof-{{nonce}}"}
   - answer: "The write was denied, so proof.txt was not written ({{nonce}})."
-`
-	warmScript = `steps:
-  - call: write_file
-    args: {path: "{{ws}}/turn.txt", content: "one-{{nonce}}"}
-  - answer: "T1_{{nonce}}"
-  - call: write_file
-    args: {path: "{{ws}}/turn.txt", content: "two-{{nonce}}"}
-  - answer: "T2_{{nonce}}"
-  - call: write_file
-    args: {path: "{{ws}}/turn.txt", content: "three-{{nonce}}"}
-  - answer: "T3_{{nonce}}"
 `
 	realPrompt = "Do what the task asks."
 )
@@ -275,26 +272,40 @@ func testRealStop(t *testing.T, ra realACPAgent) {
 	}
 }
 
+// testRealWarm plays the three-turn reference script (write, append with the shell,
+// rewrite and finish) as one warm session whose model script scriptedmodel.ForACP
+// derived from it, as the executor will.
 func testRealWarm(t *testing.T, ra realACPAgent) {
 	const nonce = "rwm1"
-	w := newRealWorld(t, ra, nonce, warmScript)
+	w := newRealWorldWith(t, ra, func(ws string) []*scriptedmodel.Script {
+		sc, err := scriptedmodel.ForACP(threeTurnScript(nonce), ws, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	})
 	s := w.session(t, ra, agent.Approve)
+	want := []string{"one-" + nonce, "one-" + nonce + "+two-" + nonce, "three-" + nonce}
+	messages := []string{scriptedmodel.DefaultFinalAnswer, scriptedmodel.DefaultFinalAnswer, "three turns " + nonce}
 	var ids []agent.ProcessIdentity
-	for i, want := range []string{"one-", "two-", "three-"} {
+	for i := range 3 {
 		res, err := s.Prompt(context.Background(), agent.Turn{RunID: fmt.Sprintf("run-%d", i+1), Text: realPrompt})
 		if err != nil {
 			t.Fatalf("turn %d: %v (model: %v)", i+1, err, w.modelFailures())
 		}
-		if got, _ := readFile(t, filepath.Join(w.workspace, "turn.txt")); got != want+nonce {
-			t.Errorf("after turn %d turn.txt = %q, want %q", i+1, got, want+nonce)
+		if got, _ := readFile(t, filepath.Join(w.workspace, "log.txt")); got != want[i] {
+			t.Errorf("after turn %d log.txt = %q, want %q", i+1, got, want[i])
 		}
-		if !strings.Contains(res.Message, fmt.Sprintf("T%d_%s", i+1, nonce)) || res.StopReason != "end_turn" {
+		if !strings.Contains(res.Message, messages[i]) || res.StopReason != "end_turn" {
 			t.Errorf("turn %d: stop %q message %q", i+1, res.StopReason, res.Message)
 		}
 		ids = append(ids, res.Process)
 	}
 	if ids[0] != ids[1] || ids[1] != ids[2] {
 		t.Errorf("process identities %v, want one agent process for the three turns", ids)
+	}
+	if calls := readMCPCalls(w.stateDir); len(calls) != 1 || calls[0].Tool != "finish_task" {
+		t.Errorf("MCP calls = %+v, want the third turn's finish_task", calls)
 	}
 }
 
