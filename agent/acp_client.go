@@ -187,7 +187,9 @@ func (s *ACPSession) finishTurn(ts *turnState, id ProcessIdentity, idErr error, 
 	ts.ended = true
 	r := ts.res
 	r.SessionID, r.Process = s.ID, id
-	if idErr != nil {
+	if idErr != nil && !s.proc.exited() {
+		// A live process whose identity cannot be read is our fault; a dead one is the
+		// turn's failure (agent_gone).
 		r.HarnessErrors = append(r.HarnessErrors, "reading the process identity: "+idErr.Error())
 	}
 	r.EndedAt = s.env.Now()

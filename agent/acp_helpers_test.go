@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	acp "github.com/coder/acp-go-sdk"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,6 +86,7 @@ func readMCPCalls(stateDir string) []mcpCall {
 //	badproto       sends an update for another session, an update of an unknown tool
 //	               call and a line that is not JSON, then ends the turn
 //	ignore-cancel  asks a permission; when it is cancelled, ends the turn with end_turn
+//	orphan         starts a descendant in its own session and answers with its pid
 //	echo-token     answers with the run token it found in session/new's MCP server
 func hostileACP(mode string) int {
 	a := &hostile{mode: mode}
@@ -197,6 +201,16 @@ func (h *hostile) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRe
 			_ = h.conn.SessionUpdate(context.Background(), acp.SessionNotification{SessionId: sid, Update: acp.StartToolCall("w1", "write f", acp.WithStartStatus(acp.ToolCallStatusCompleted))})
 		}
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+	case "orphan":
+		// A descendant in its own session (not the agent's process group), still running
+		// when the client closes the session.
+		self, _ := os.Executable()
+		cmd := exec.Command(self, "hostile-grandchild", filepath.Join(h.cwd, "ticks"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			return acp.PromptResponse{}, err
+		}
+		h.say(sid, strconv.Itoa(cmd.Process.Pid))
 	case "echo-token":
 		fmt.Fprintln(os.Stderr, "stderr token "+h.token)
 		h.say(sid, "my token is "+h.token)

@@ -86,6 +86,17 @@ func ParseProcStat(b []byte) (ProcStat, error) {
 	return ProcStat{PPID: ppid, PGID: pgid, StartTime: start}, nil
 }
 
+// zombie reports whether pid has exited but is not reaped yet (state Z).
+func zombie(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+}
+
 // descendants lists the pids below pid (children, grandchildren, …) found by walking
 // /proc, including those that left pid's process group. Unreadable entries are skipped.
 func descendants(pid int) []int {
@@ -331,10 +342,12 @@ func (ap *agentProcess) escalate() {
 	}
 }
 
-// stop retires the process: it closes stdin and gives the process ACPCloseGrace to exit
-// (an ACP agent exits when its client goes away), escalates if it does not, kills every
-// descendant still alive (the process group and those that left it), reaps the process
-// and returns how it ended. It is idempotent.
+// stop retires the process: it snapshots the process tree below it, closes stdin and
+// gives the process ACPCloseGrace to exit (an ACP agent exits when its client goes
+// away), escalates if it does not, kills what is left (the process group, and every
+// process of the snapshot still alive, also those that left the group), reaps the
+// process and returns how it ended. A descendant born after the snapshot that left the
+// group is not found. It is idempotent.
 func (ap *agentProcess) stop() ProcessExit {
 	ap.mu.Lock()
 	if ap.done {
@@ -343,6 +356,16 @@ func (ap *agentProcess) stop() ProcessExit {
 		return e
 	}
 	ap.mu.Unlock()
+	// Snapshot the process tree while the leader lives: once it exits, its children are
+	// reparented and can no longer be found below it.
+	tree := map[int]uint64{}
+	if !ap.exited() {
+		for _, d := range descendants(ap.identity.PID) {
+			if st, err := ProcStartTime(d); err == nil {
+				tree[d] = st
+			}
+		}
+	}
 	_ = ap.stdin.Close()
 	select {
 	case <-ap.exitSeen:
@@ -357,11 +380,12 @@ func (ap *agentProcess) stop() ProcessExit {
 	} else if ap.waitErr != nil {
 		exit.Error = fmt.Sprintf("observing the exit: %v", ap.waitErr)
 	} else {
-		// Unreaped, so the pid and group are still ours: kill what is left below it.
-		rest := descendants(ap.identity.PID)
+		// Unreaped, so the pid and group are still ours: kill what is left of the group,
+		// and every process of the snapshot that is still the same process (same start
+		// time: no pid reuse), also those that left the group (setsid).
 		_ = syscall.Kill(-ap.identity.PID, syscall.SIGKILL)
-		for _, d := range rest {
-			if syscall.Kill(d, syscall.SIGKILL) == nil {
+		for d, st := range tree {
+			if cur, err := ProcStartTime(d); err == nil && cur == st && !zombie(d) && syscall.Kill(d, syscall.SIGKILL) == nil {
 				exit.Descendants++
 			}
 		}

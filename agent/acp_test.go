@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -625,4 +626,35 @@ func TestACPStartFailures(t *testing.T) {
 	if !errors.As(err, &se) || se.Stage != "initialize" || se.Exit == nil || se.Exit.ExitCode == nil {
 		t.Errorf("a non-ACP program: %v", err)
 	}
+}
+
+// TestACPCloseKillsDescendants: a descendant that left the agent's process group
+// (setsid) is found in the tree snapshot and killed at Close.
+func TestACPCloseKillsDescendants(t *testing.T) {
+	t.Parallel()
+	s, w, _ := hostileSession(t, "orphan", nil, agent.Approve)
+	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(res.Message)
+	if err != nil {
+		t.Fatalf("message %q is not a pid", res.Message)
+	}
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
+		if _, ok := readFile(t, filepath.Join(w.workspace, "ticks")); ok {
+			break
+		}
+	}
+	exit := s.Close()
+	if exit.Descendants < 1 {
+		t.Errorf("exit = %s, want the setsid descendant killed", exit.Summary())
+	}
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return // gone, or dead and waiting for its new parent to reap it
+		}
+	}
+	t.Errorf("descendant %d still runs after Close", pid)
 }
