@@ -86,12 +86,12 @@ func FuzzParseProcStat(f *testing.F) {
 	f.Add(") ) )", 0, 0, uint64(0))
 	f.Fuzz(func(t *testing.T, comm string, ppid, pgid int, start uint64) {
 		ppid, pgid = abs(ppid), abs(pgid)
-		line := fmt.Sprintf("4242 (%s) S %d %d 0 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 %d 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n", comm, ppid, pgid, start)
+		line := fmt.Sprintf("4242 (%s) S %d %d 0 0 -1 4194560 100 0 0 0 1 2 3 4 20 0 1 0 %d 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n", comm, ppid, pgid, start)
 		st, err := ParseProcStat([]byte(line))
 		if strings.ContainsAny(comm, "\n") {
 			return // not a kernel-made line
 		}
-		if err != nil || st.PPID != ppid || st.PGID != pgid || st.StartTime != start {
+		if err != nil || st.PPID != ppid || st.PGID != pgid || st.StartTime != start || st.CPUTicks != 10 {
 			t.Fatalf("ParseProcStat(%q) = %+v, %v", line, st, err)
 		}
 		_, _ = ParseProcStat([]byte(comm)) // anything else must not panic

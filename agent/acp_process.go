@@ -55,13 +55,19 @@ func ProcStartTime(pid int) (uint64, error) {
 }
 
 // ProcStat is what agentproof reads from a /proc/<pid>/stat line: the parent's pid
-// (field 4), the process group (field 5) and the start time (field 22, clock ticks
-// after boot).
+// (field 4), the process group (field 5), the CPU time in clock ticks (fields 14–17:
+// user, system, and those of reaped children) and the start time (field 22, clock
+// ticks after boot).
 type ProcStat struct {
 	PPID      int
 	PGID      int
+	CPUTicks  uint64
 	StartTime uint64
 }
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on every Linux ABI
+// agentproof runs on).
+const clockTicks = 100
 
 // ParseProcStat parses one /proc/<pid>/stat line. The command name (field 2) is
 // parenthesised and may itself contain spaces and parentheses (the process chooses it:
@@ -80,10 +86,19 @@ func ParseProcStat(b []byte) (ProcStat, error) {
 	ppid, err1 := strconv.Atoi(f[1])
 	pgid, err2 := strconv.Atoi(f[2])
 	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	var cpu uint64
+	var errs []error
+	for _, i := range []int{11, 12, 13, 14} { // utime, stime, cutime, cstime
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		errs = append(errs, err)
+		if n > 0 {
+			cpu += uint64(n)
+		}
+	}
+	if err := errors.Join(append(errs, err1, err2, err3)...); err != nil {
 		return ProcStat{}, fmt.Errorf("malformed field: %w", err)
 	}
-	return ProcStat{PPID: ppid, PGID: pgid, StartTime: start}, nil
+	return ProcStat{PPID: ppid, PGID: pgid, CPUTicks: cpu, StartTime: start}, nil
 }
 
 // zombie reports whether pid has exited but is not reaped yet (state Z).
@@ -140,8 +155,11 @@ func descendants(pid int) []int {
 // ProcessExit is how an ACP agent process ended: the exit code (nil unless it exited
 // normally), the terminating signal's name, the escalation signals agentproof sent, and
 // whether it was stopped for exceeding its time (TimedOut) or output (OutputExceeded)
-// budget, and the CPU time (ms) the process and the descendants it reaped used
-// (UserCPUMS, SystemCPUMS; the agent's side of the harness-share figure). Stderr is the kept head of its standard error (at most MaxStderrBytes),
+// budget, and CPU times (ms): UserCPUMS and SystemCPUMS of the process and the
+// descendants it reaped (from wait4), TreeCPUMS of the whole process tree when the
+// teardown began (user + system, with reaped children, from /proc: it also counts
+// descendants that are killed rather than reaped; the agent's side of the
+// harness-share figure). Stderr is the kept head of its standard error (at most MaxStderrBytes),
 // StderrBytes every byte it wrote there, StdoutBytes every byte of its ACP stream.
 type ProcessExit struct {
 	ExitCode       *int     `json:"exitCode"`
@@ -153,6 +171,7 @@ type ProcessExit struct {
 	DurationMS     int64    `json:"durationMs"`
 	UserCPUMS      int64    `json:"userCpuMs"`
 	SystemCPUMS    int64    `json:"systemCpuMs"`
+	TreeCPUMS      int64    `json:"treeCpuMs"`
 	StdoutBytes    int64    `json:"stdoutBytes"`
 	StderrBytes    int64    `json:"stderrBytes"`
 	Stderr         []byte   `json:"-"`
@@ -198,6 +217,10 @@ const MaxStderrBytes = 256 << 10
 // KillConfirm.
 const (
 	ACPCloseGrace     = 3 * time.Second
+	// ACPCloseGraceIgnoringEOF replaces ACPCloseGrace for agents known not to exit when
+	// their stdin closes (codex-acp, the Claude adapter, Gemini CLI): waiting longer
+	// only delays the SIGTERM they need.
+	ACPCloseGraceIgnoringEOF = 250 * time.Millisecond
 	ACPTerminateGrace = 2 * time.Second
 	ACPKillConfirm    = 5 * time.Second
 )
@@ -211,7 +234,8 @@ type agentProcess struct {
 	stdout   *boundedReader
 	stderr   *headBuffer
 
-	exitSeen chan struct{} // closed once the exit is observed (not yet reaped)
+	exitSeen   chan struct{} // closed once the exit is observed (not yet reaped)
+	closeGrace time.Duration
 	waitErr  error         // set before exitSeen closes
 
 	mu       sync.Mutex
@@ -225,7 +249,7 @@ type agentProcess struct {
 // startProcess starts spec with piped stdin and stdout. The spec's Timeout bounds the
 // process's whole life (the warm session), MaxOutputBytes its stdout. Errors: an invalid
 // spec or a failed spawn (nothing is left running).
-func startProcess(spec worker.Spec) (*agentProcess, error) {
+func startProcess(spec worker.Spec, closeGrace time.Duration) (*agentProcess, error) {
 	var p []string
 	if !filepath.IsAbs(spec.Path) {
 		p = append(p, fmt.Sprintf("path %q must be absolute", spec.Path))
@@ -266,7 +290,7 @@ func startProcess(spec worker.Spec) (*agentProcess, error) {
 		return nil, fmt.Errorf("agent: stderr pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	ap := &agentProcess{cmd: cmd, stdin: inW, stderr: &headBuffer{max: MaxStderrBytes}, exitSeen: make(chan struct{})}
+	ap := &agentProcess{cmd: cmd, stdin: inW, stderr: &headBuffer{max: MaxStderrBytes}, exitSeen: make(chan struct{}), closeGrace: closeGrace}
 	ap.start = time.Now()
 	err = cmd.Start()
 	closeFiles(inR, outW, errW)
@@ -343,7 +367,7 @@ func (ap *agentProcess) escalate() {
 }
 
 // stop retires the process: it snapshots the process tree below it, closes stdin and
-// gives the process ACPCloseGrace to exit (an ACP agent exits when its client goes
+// gives the process its close grace (ACPCloseGrace, or ACPCloseGraceIgnoringEOF) to exit (an ACP agent exits when its client goes
 // away), escalates if it does not, kills what is left (the process group, and every
 // process of the snapshot still alive, also those that left the group), reaps the
 // process and returns how it ended. A descendant born after the snapshot that left the
@@ -359,21 +383,27 @@ func (ap *agentProcess) stop() ProcessExit {
 	// Snapshot the process tree while the leader lives: once it exits, its children are
 	// reparented and can no longer be found below it.
 	tree := map[int]uint64{}
+	var treeTicks uint64
 	if !ap.exited() {
-		for _, d := range descendants(ap.identity.PID) {
-			if st, err := ProcStartTime(d); err == nil {
-				tree[d] = st
+		for _, d := range append([]int{ap.identity.PID}, descendants(ap.identity.PID)...) {
+			if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(d), "stat")); err == nil {
+				if st, err := ParseProcStat(b); err == nil {
+					treeTicks += st.CPUTicks
+					if d != ap.identity.PID {
+						tree[d] = st.StartTime
+					}
+				}
 			}
 		}
 	}
 	_ = ap.stdin.Close()
 	select {
 	case <-ap.exitSeen:
-	case <-time.After(ACPCloseGrace):
+	case <-time.After(ap.closeGrace):
 		ap.escalate()
 	}
 	ap.timer.Stop()
-	exit := ProcessExit{}
+	exit := ProcessExit{TreeCPUMS: int64(treeTicks) * 1000 / clockTicks}
 	if !ap.exited() {
 		exit.Error = fmt.Sprintf("exit not confirmed %v after SIGKILL", ACPKillConfirm)
 		go func() { <-ap.exitSeen; _ = ap.cmd.Wait() }()

@@ -149,7 +149,11 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 		secrets = secrets.WithCredentials(v)
 	}
 	s := &ACPSession{d: d, env: env, Index: n, root: root, log: newACPLog(env.Log, secrets, env.Now)}
-	proc, err := startProcess(l.spec)
+	grace := ACPCloseGrace
+	if d.agent == ACPCodex || d.agent == ACPClaude || d.agent == ACPGemini {
+		grace = ACPCloseGraceIgnoringEOF
+	}
+	proc, err := startProcess(l.spec, grace)
 	if err != nil {
 		root.Close()
 		return nil, &StartError{Stage: "spawn", Err: err}
