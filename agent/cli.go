@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
@@ -40,7 +41,18 @@ const (
 	// answer only) or "wrong" (a call of a tool no CLI offers: the scripted model refuses
 	// it naming the step, the CLI exits non-zero). The driver itself does not read it.
 	CLIKeyScript = "script"
+	// CLIKeyResultGrace is how long (ms, 1..MaxResultGraceMs, below timeoutMs) the CLI
+	// may take to exit after its terminal event (TerminalEvent) before the worker stops
+	// it; the run is then graded on that result (default DefaultResultGrace).
+	CLIKeyResultGrace = "resultGraceMs"
 )
+
+// DefaultResultGrace is a CLI's grace between its terminal event and its exit when
+// driverConfig sets no resultGraceMs. The pinned CLIs exit within about 250 ms of it.
+const DefaultResultGrace = worker.DefaultResultGrace
+
+// MaxResultGraceMs bounds driverConfig resultGraceMs (ms).
+const MaxResultGraceMs = 60_000
 
 // Model scripts a CLI profile may ask the executor for (driverConfig script).
 const (
@@ -89,6 +101,7 @@ type cliDriver struct {
 	modelURL string
 	live     *LiveProvider
 	bounds   bounds
+	grace    time.Duration // resultGraceMs
 }
 
 // cliNames are the CLIs an exec:<name> driver may name.
@@ -102,9 +115,21 @@ func newCLI(name string, config map[string]any, ce *ConfigError) Driver {
 		return nil
 	}
 	_, outputSet := config["maxOutputBytes"]
-	d.bounds = parseBounds(config, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript})
+	d.bounds = parseBounds(config, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript, CLIKeyResultGrace})
 	if !outputSet {
 		d.bounds.maxOutput = DefaultCLIMaxOutputBytes
+	}
+	d.grace = DefaultResultGrace
+	if v, ok := config[CLIKeyResultGrace]; ok {
+		n, ok := positiveInt(v)
+		switch {
+		case !ok || n > MaxResultGraceMs:
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %v must be a whole number of milliseconds in 1..%d", CLIKeyResultGrace, v, MaxResultGraceMs))
+		case time.Duration(n)*time.Millisecond >= d.bounds.timeout:
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %v must be below timeoutMs (%d)", CLIKeyResultGrace, v, d.bounds.timeout.Milliseconds()))
+		default:
+			d.grace = time.Duration(n) * time.Millisecond
+		}
 	}
 	if v, ok := config[CLIKeyBinary]; ok {
 		s, _ := v.(string)
@@ -241,8 +266,10 @@ func (d cliDriver) Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec, 
 			e[i] = "LANG=C.UTF-8"
 		}
 	}
+	cli := d.cli
 	return worker.Spec{Path: d.binary, Args: append([]string{d.binary}, p.args...), Env: e, Dir: env.Workspace,
-		Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput, NullStdin: true}, nil
+		Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput, NullStdin: true,
+		ResultLine: func(line []byte) bool { return TerminalEvent(cli, line) }, ResultGrace: d.grace}, nil
 }
 
 // cliPath is the PATH of a CLI process: its shell tool runs ordinary programs.
@@ -438,21 +465,33 @@ func Prompt(rc controlplane.RunContext) string {
 	return b.String()
 }
 
-// Report: the CLI exited 0 → the run it left open is completed as succeeded; any other
-// ending → failed, with the exit code, the CLI's own error events and the stderr tail in
-// the summary. Usage comes from the JSON event stream (Codex turn.completed, OpenCode
-// step_finish, Claude Code result), the transcript is the event stream (events.jsonl)
-// and stderr.
+// Report: the CLI exited 0 after its terminal event (TerminalEvent) → the run it left
+// open is completed as succeeded; it emitted a terminal event that is not a failure and
+// was stopped because it did not exit within the result grace → succeeded too, graded on
+// that result (the summary says it was stopped); it exited 0 without a terminal event →
+// failed, the event stream is incomplete (EventStreamComplete false: the CLI did not
+// finish cleanly); any other ending → failed, with the exit code, the CLI's own error
+// events and the stderr tail in the summary. Usage comes from the JSON event stream
+// (Codex turn.completed, OpenCode step_finish, Claude Code result), the transcript is
+// the event stream (events.jsonl) and stderr.
 func (d cliDriver) Report(o worker.Outcome) Report {
 	stdout, stderr := o.Output.Stdout(), o.Output.Stderr()
 	ev := ParseEvents(d.cli, stdout)
-	r := Report{Summary: Summarize(o), RunStatus: "failed", Transcript: []Evidence{
+	complete := ev.Terminal != ""
+	r := Report{Summary: Summarize(o), RunStatus: "failed", EventStreamComplete: &complete, Transcript: []Evidence{
 		{Name: "events.jsonl", MediaType: "application/jsonl", Body: stdout},
 		{Name: "stderr.log", MediaType: "text/plain", Body: stderr},
 	}}
-	if o.Started && o.ExitCode != nil && *o.ExitCode == 0 && !o.TimedOut && !o.OutputExceeded && !o.Aborted {
+	cleanExit := o.Started && o.ExitCode != nil && *o.ExitCode == 0 && !o.TimedOut && !o.OutputExceeded && !o.Aborted
+	switch {
+	case cleanExit && complete:
 		r.RunStatus = "succeeded"
-	} else {
+	case o.StoppedAfterResult && complete && !ev.TerminalFailed && !o.OutputExceeded && !o.Aborted:
+		r.RunStatus = "succeeded"
+		r.Summary += fmt.Sprintf("; graded on its terminal event (%s): the CLI did not exit within %s of it", ev.Terminal, d.grace)
+	case cleanExit:
+		r.Summary += fmt.Sprintf("; exited 0 without its terminal event (%s): the event stream is incomplete", terminalName(d.cli))
+	default:
 		var parts []string
 		if len(ev.Errors) > 0 {
 			parts = append(parts, d.cli+" reported: "+strings.Join(lastN(ev.Errors, 3), " | "))
@@ -471,6 +510,17 @@ func (d cliDriver) Report(o worker.Outcome) Report {
 		r.Usage = u
 	}
 	return r
+}
+
+// terminalName names cli's terminal event for a summary.
+func terminalName(cli string) string {
+	switch cli {
+	case "codex":
+		return CodexTurnCompleted
+	case "claude":
+		return ClaudeResult
+	}
+	return OpenCodeStepFinish + " with a finish reason"
 }
 
 func lastN(s []string, n int) []string {

@@ -17,6 +17,10 @@ const MaxEventLineBytes = 8 << 20
 // command executions and MCP tool calls; OpenCode step_finish events; Claude Code
 // assistant messages), the MCP tool calls it made (tool names in order), its final
 // text, the error messages it reported, and how many lines were oversized or not JSON.
+// Terminal is the type of the terminal event the stream carried (see TerminalEvent;
+// "" when it ended without one: the stream is incomplete) and TerminalFailed whether
+// that event reports a failed turn (Codex turn.failed, Claude Code result with
+// is_error).
 type CLIEvents struct {
 	CLI          string
 	InputTokens  int64
@@ -29,6 +33,69 @@ type CLIEvents struct {
 	Errors       []string
 	Oversized    int
 	NotJSON      int
+
+	Terminal       string
+	TerminalFailed bool
+}
+
+// Terminal events: the last event of a CLI run that finished its work (spec
+// real-agent-clis, "JSON events"). A run that exits without one did not finish cleanly.
+const (
+	// CodexTurnCompleted and CodexTurnFailed end `codex exec --json` (one turn).
+	CodexTurnCompleted = "turn.completed"
+	CodexTurnFailed    = "turn.failed"
+	// ClaudeResult ends `claude -p --output-format stream-json`.
+	ClaudeResult = "result"
+	// OpenCodeStepFinish with a finish reason other than OpenCodeToolCalls ends
+	// `opencode run --format json` (a "tool-calls" step is followed by another step).
+	OpenCodeStepFinish = "step_finish"
+	OpenCodeToolCalls  = "tool-calls"
+)
+
+// TerminalEvent reports whether line (one line of cli's JSON event stream) is the
+// CLI's terminal event: Codex turn.completed or turn.failed, Claude Code result,
+// OpenCode step_finish whose part.reason is set and is not "tool-calls". It is cheap
+// for the other lines (a substring test before any decoding).
+func TerminalEvent(cli string, line []byte) bool {
+	var want string
+	switch cli {
+	case "codex":
+		if !bytes.Contains(line, []byte(`"turn.`)) {
+			return false
+		}
+	case "claude":
+		want = ClaudeResult
+	case "opencode":
+		want = OpenCodeStepFinish
+	default:
+		return false
+	}
+	if want != "" && !bytes.Contains(line, []byte(`"`+want+`"`)) {
+		return false
+	}
+	var ev struct {
+		Type string `json:"type"`
+		Part struct {
+			Reason string `json:"reason"`
+		} `json:"part"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(line), &ev) != nil {
+		return false
+	}
+	return terminal(cli, ev.Type, ev.Part.Reason)
+}
+
+// terminal decides TerminalEvent on a decoded event's type and OpenCode finish reason.
+func terminal(cli, typ, reason string) bool {
+	switch cli {
+	case "codex":
+		return typ == CodexTurnCompleted || typ == CodexTurnFailed
+	case "claude":
+		return typ == ClaudeResult
+	case "opencode":
+		return typ == OpenCodeStepFinish && reason != "" && reason != OpenCodeToolCalls
+	}
+	return false
 }
 
 // Usage is the run's usage as JSON for billing.ExtractLLM ({inputTokens, outputTokens,
@@ -62,6 +129,10 @@ func ParseEvents(cli string, stream []byte) CLIEvents {
 		if err := json.Unmarshal(line, &m); err != nil {
 			ev.NotJSON++
 			continue
+		}
+		if t, _ := m["type"].(string); terminal(cli, t, str(obj(m["part"])["reason"])) {
+			ev.Terminal = t
+			ev.TerminalFailed = t == CodexTurnFailed || (t == ClaudeResult && m["is_error"] == true)
 		}
 		switch cli {
 		case "codex":

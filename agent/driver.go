@@ -109,12 +109,17 @@ type Driver interface {
 //   - Presentation: the comment the run presented as its user-facing message, when the
 //     runner completes the run (spec runner-e2e-harness §5); nil for none. The runner
 //     fills it for the real-CLI drivers from the MCP server's record.
+//   - EventStreamComplete: for a driver whose agent reports through an event stream
+//     (the real CLIs), whether the stream carried its terminal event (TerminalEvent);
+//     false means the agent did not finish cleanly, whatever its exit code. nil for
+//     drivers without an event stream.
 type Report struct {
-	Summary      string
-	RunStatus    string
-	Usage        json.RawMessage
-	Transcript   []Evidence
-	Presentation *Presentation
+	Summary             string
+	RunStatus           string
+	Usage               json.RawMessage
+	Transcript          []Evidence
+	Presentation        *Presentation
+	EventStreamComplete *bool
 }
 
 // Presentation names a run's presented comment: CommentID (what the run result's
@@ -321,6 +326,8 @@ func Summarize(o worker.Outcome) string {
 		parts = append(parts, fmt.Sprintf("output exceeded its budget (%d bytes received)", o.OutputBytes))
 	case o.Aborted:
 		parts = append(parts, "stopped by the runner")
+	case o.StoppedAfterResult:
+		parts = append(parts, "stopped after its result (it did not exit within the result grace)")
 	}
 	if len(o.SignalsSent) > 0 {
 		parts = append(parts, "sent "+strings.Join(o.SignalsSent, ", "))

@@ -13,10 +13,11 @@ import (
 )
 
 // ExecVars are the placeholders an exec agent's args may use ({{name}}, see
-// catalog.Template): workspace, apiUrl, runId, stateDir and taskId. The run token and
-// secrets are deliberately not among them: they reach the agent only through its
-// environment (EnvRunToken and the secret names).
-var ExecVars = []string{"apiUrl", "runId", "stateDir", "taskId", "workspace"}
+// catalog.Template): workspace, apiUrl, runId, stateDir and taskId (catalog.ExecArgVars,
+// which `agentproof validate` checks). The run token and secrets are deliberately not
+// among them: they reach the agent only through its environment (EnvRunToken and the
+// secret names).
+var ExecVars = catalog.ExecArgVars
 
 // execDriver runs a command declared in the profile (bring your own agent): never a
 // shell, the argv exactly as templated, the environment exactly apiEnv.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/internal/fakecli"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -30,6 +31,7 @@ const parentOnly = "AGENTPROOF_TEST_PARENT_ONLY"
 //	<test binary> mcp                                     a stub semantic-tools MCP server (acp_test.go)
 //	<test binary> acp                                     a hostile ACP agent, mode HOSTILE_MODE (acp_test.go)
 func TestMain(m *testing.M) {
+	fakecli.Main() // a fake agent CLI when started under a fake's name
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "fixture-child":

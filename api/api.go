@@ -12,13 +12,38 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// MaxBodyBytes bounds every request body (bytes); a larger body is refused with 413
-// and code request_too_large.
-const MaxBodyBytes = 1 << 20
+// Request limits of every route.
+const (
+	// MaxBodyBytes bounds every request body (bytes); a larger body is refused with 413
+	// and code request_too_large.
+	MaxBodyBytes = 1 << 20
+	// MaxBodyDepth bounds how deep the objects and arrays of a request body nest
+	// (levels); a deeper body is refused with 400 invalid_request naming the path.
+	MaxBodyDepth = 128
+	// MaxIdempotencyKeyBytes bounds idempotency and deduplication keys (bytes):
+	// idempotencyKey of a command, cancellationRequestId of a Stop, callerDedupeKey and
+	// callerResultId of a completion, eventId and sourceEventId of an event. A longer
+	// key is refused with 400 invalid_request naming the field.
+	MaxIdempotencyKeyBytes = 256
+)
+
+// Transport error codes: the codes package server answers beside the state machine's
+// (every other transport code is named in Error's doc).
+const (
+	// CodeRequestTooLarge (413): the body exceeds MaxBodyBytes.
+	CodeRequestTooLarge = "request_too_large"
+	// CodeRequestTimeout (408): the body did not arrive within the server's body
+	// timeout (a client trickling its body); the connection is closed.
+	CodeRequestTimeout = "request_timeout"
+)
 
 // Error is every error body: the state machine's {code, message, retryable}, or one of
-// the transport codes invalid_request (400), unauthorized (401), forbidden (403),
-// not_found / company_missing (404), request_too_large (413), secret_ref_required (400).
+// the transport codes invalid_request (400: malformed JSON, unknown fields, text that
+// is not valid UTF-8 or holds NUL, nesting deeper than MaxBodyDepth, a key longer than
+// MaxIdempotencyKeyBytes, a timestamp that is not RFC 3339; the message names the
+// field), unauthorized (401: no token, a token that is not valid, or the agent token of
+// a run that ended), forbidden (403), not_found / company_missing (404),
+// request_timeout (408), request_too_large (413), secret_ref_required (400).
 type Error = controlplane.Error
 
 // CreateCompanyRequest creates a company. With State (a serialized seed-001 state,

@@ -71,6 +71,30 @@ type Termination struct {
 	// stdout, stderr) in which the runner found and redacted an exact secret value of
 	// the run (its resolved secrets or its run token): the agent printed a secret.
 	SecretsRedacted int `json:"secretsRedacted,omitempty"`
+	// EventStreamComplete is set for an agent that reports through a JSON event stream
+	// (the real CLIs): whether the stream carried its terminal event (Codex
+	// turn.completed or turn.failed, Claude Code result, OpenCode step_finish with a
+	// finish reason). false: the agent did not finish cleanly, whatever its exit code.
+	// Absent for agents without an event stream.
+	EventStreamComplete *bool `json:"eventStreamComplete,omitempty"`
+	// StoppedAfterResult: the agent emitted its terminal event but did not exit within
+	// its result grace (driverConfig resultGraceMs, default 5 s) and was stopped
+	// (SignalsSent); the run was graded on that result.
+	StoppedAfterResult bool `json:"stoppedAfterResult,omitempty"`
+	// EscapedProcesses are the agent's descendants that had left its process group and
+	// were still alive when it ended, found by the run's process marker and killed at
+	// teardown. Any entry means the agent's cleanup failed.
+	EscapedProcesses []EscapedProcess `json:"escapedProcesses,omitempty"`
+}
+
+// EscapedProcess is one escaped descendant of an agent process: its PID (in the
+// server's PID namespace), Command (the process's name as /proc/<pid>/comm gives it, at
+// most 15 bytes, redacted; never its arguments or environment) and Killed (SIGKILL was
+// delivered and its exit confirmed).
+type EscapedProcess struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+	Killed  bool   `json:"killed"`
 }
 
 // EvidenceRef is one stored piece of run evidence: the file (relative to the run's

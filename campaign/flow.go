@@ -2,12 +2,9 @@ package campaign
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/workspace"
 )
 
 // turnDeadlineError is a missed per-turn deadline (turn is 1-based).
@@ -376,17 +374,6 @@ func (a *attempt) restartServer(ctx context.Context) error {
 	return nil
 }
 
-// maxObservedFile bounds a workspace file read into the observation, in bytes; larger
-// files appear in the manifest only.
-const maxObservedFile = 4 << 20
-
-// manifestEntry is one workspace file in workspace-manifest.json.
-type manifestEntry struct {
-	Path   string `json:"path"`
-	Bytes  int64  `json:"bytes"`
-	SHA256 string `json:"sha256"`
-}
-
 // observe builds the observation from the API (state, heartbeat records) and the
 // workspace, and writes snapshots/api-state.json, snapshots/heartbeat-runs.json and
 // workspace-manifest.json (spec §5 "Message source"). A nil observation means nothing
@@ -480,10 +467,10 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 	if b, err := json.Marshal(map[string]any{"issue": v.task, "runs": v.runs, "interactions": inters, "documents": docs}); err == nil {
 		obs.JSON = b
 	}
-	files, manifest, werr := snapshotWorkspace(a.ws)
+	snap, werr := workspace.Take(ctx, a.ws, workspace.Limits{})
 	if werr == nil {
-		obs.Files, obs.HasWorkspaceSnapshot = files, true
-		a.writeJSON("workspace-manifest.json", map[string]any{"schema": "agentproof.workspace-manifest/v1", "files": manifest})
+		obs.Files, obs.HasWorkspaceSnapshot = snap.Files, true
+		a.writeJSON("workspace-manifest.json", snap.Document())
 	} else {
 		collect = append(collect, "workspace snapshot: "+werr.Error())
 	}
@@ -491,35 +478,4 @@ func (a *attempt) observe(ctx context.Context, _ *Fixtures) (*match.Observation,
 		return obs, errors.New(strings.Join(collect, "; "))
 	}
 	return obs, nil
-}
-
-// snapshotWorkspace reads every regular file of ws (relative slash paths) up to
-// maxObservedFile bytes each, and lists every file with its size and SHA-256.
-func snapshotWorkspace(ws string) (map[string][]byte, []manifestEntry, error) {
-	files := map[string][]byte{}
-	manifest := []manifestEntry{}
-	err := filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(ws, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(b)
-		manifest = append(manifest, manifestEntry{Path: rel, Bytes: int64(len(b)), SHA256: hex.EncodeToString(sum[:])})
-		if len(b) <= maxObservedFile {
-			files[rel] = b
-		}
-		return nil
-	})
-	return files, manifest, err
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // CanarySecretKey is the credential key of the canary secret every attempt stores in
@@ -122,6 +123,8 @@ type attempt struct {
 	model *modelServer
 	// cliFailures describe CLI runs that ended failed with a non-zero exit.
 	cliFailures []string
+	// rootClaim is this process's owner record of root (released at cleanup).
+	rootClaim *worker.RootClaim
 }
 
 // note adds a line to the flow log.
@@ -146,7 +149,12 @@ func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) (o
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return AttemptOutcome{Err: &ClassError{Class: PermanentInfrastructure, Err: fmt.Errorf("creating the attempt directory: %w", err)}, CleanupConfirmed: true}
 	}
-	root, err := os.MkdirTemp(x.TempDir, "agentproof-attempt-")
+	root, err := os.MkdirTemp(x.TempDir, worker.AttemptRootPrefix)
+	if err == nil { // the owner record worker.SweepStaleRoots honours
+		if a.rootClaim, err = worker.ClaimAttemptRoot(root); err != nil {
+			_ = os.RemoveAll(root)
+		}
+	}
 	if err != nil {
 		return AttemptOutcome{Err: &ClassError{Class: TransientInfrastructure, Err: fmt.Errorf("harness temp root create failed: %w", err)}, CleanupConfirmed: true}
 	}
@@ -320,6 +328,7 @@ func (a *attempt) cleanup(ctx context.Context, out *AttemptOutcome) {
 				}
 			}
 		}
+		defer func() { _ = a.rootClaim.Release() }() // removed or kept: nobody's to sweep
 		if !a.x.KeepRoot {
 			if err := os.RemoveAll(a.root); err != nil {
 				problems = append(problems, fmt.Sprintf("temp root could not be removed: %v", err))

@@ -20,7 +20,7 @@ import (
 // Options configure a campaign (issue 9 "Build": the flags of `agentproof run`).
 type Options struct {
 	// CampaignID names the campaign and its results directory; "" means
-	// DefaultCampaignID(Now()). It is sanitised with SanitizeCampaignID.
+	// DefaultCampaignID(Now(), Random). It is sanitised with SanitizeCampaignID.
 	CampaignID string
 	// Seed, when set (--seed N), makes every attempt's nonce a function of the seed, the
 	// cell id and the attempt number; otherwise nonces are random.
@@ -33,7 +33,8 @@ type Options struct {
 	// Now is the clock (default time.Now); it names the default campaign and stamps
 	// progress events.
 	Now func() time.Time
-	// Random is the source of random nonces when Seed is nil (default crypto/rand).
+	// Random is the source of random nonces when Seed is nil, and of the default
+	// campaign id's suffix (default crypto/rand).
 	Random io.Reader
 }
 
@@ -70,11 +71,18 @@ func SanitizeCampaignID(raw string) (string, error) {
 }
 
 // DefaultCampaignID is "local-" followed by t's UTC ISO 8601 timestamp with
-// milliseconds, ':' and '.' replaced by '-' (spec §3), e.g.
-// "local-2026-11-30T04-10-47-123Z".
-func DefaultCampaignID(t time.Time) string {
+// milliseconds, ':' and '.' replaced by '-' (spec §3), then "-" and 8 lower-case hex
+// digits (4 bytes read from random), e.g. "local-2026-11-30T04-10-47-123Z-5f0c9a3e".
+// The suffix is an agentproof addition: two runs started in the same millisecond get
+// different campaigns instead of sharing (and clobbering) one results directory. The
+// result needs no sanitising. Error: random fails.
+func DefaultCampaignID(t time.Time, random io.Reader) (string, error) {
+	var b [4]byte
+	if _, err := io.ReadFull(random, b[:]); err != nil {
+		return "", fmt.Errorf("campaign: reading the random campaign id suffix: %w", err)
+	}
 	ts := t.UTC().Format("2006-01-02T15:04:05.000Z")
-	return "local-" + strings.NewReplacer(":", "-", ".", "-").Replace(ts)
+	return "local-" + strings.NewReplacer(":", "-", ".", "-").Replace(ts) + "-" + hex.EncodeToString(b[:]), nil
 }
 
 // Plan is a validated campaign: its id, the selected cells in matrix order and what
@@ -116,7 +124,11 @@ func NewPlan(c *catalog.Catalog, sel catalog.Selector, opts Options) (*Plan, err
 	var problems []string
 	raw := opts.CampaignID
 	if raw == "" {
-		raw = DefaultCampaignID(p.now())
+		def, err := DefaultCampaignID(p.now(), p.random)
+		if err != nil {
+			return nil, err
+		}
+		raw = def
 	}
 	id, err := SanitizeCampaignID(raw)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -95,12 +96,40 @@ func FuzzSanitizeCampaignID(f *testing.F) {
 func TestDefaultCampaignID(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 30, 5, 10, 47, 123_456_789, time.FixedZone("CET", 3600))
-	got := DefaultCampaignID(at)
-	if want := "local-2026-11-30T04-10-47-123Z"; got != want {
+	got, err := DefaultCampaignID(at, bytes.NewReader([]byte{0x5f, 0x0c, 0x9a, 0x3e}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "local-2026-11-30T04-10-47-123Z-5f0c9a3e"; got != want {
 		t.Errorf("DefaultCampaignID = %q, want %q", got, want)
 	}
 	if s, err := SanitizeCampaignID(got); err != nil || s != got {
 		t.Errorf("the default id is not already sanitised: %q, %v", s, err)
+	}
+	if _, err := DefaultCampaignID(at, bytes.NewReader(nil)); err == nil {
+		t.Error("DefaultCampaignID with a failing random source: no error")
+	}
+}
+
+// TestDefaultCampaignIDsDiffer: two plans made in the same millisecond (two runs
+// started at once into one results directory) get different campaign ids.
+func TestDefaultCampaignIDsDiffer(t *testing.T) {
+	t.Parallel()
+	c := loadDefault(t)
+	now := time.Date(2026, 11, 30, 4, 10, 47, 0, time.UTC)
+	ids := map[string]bool{}
+	for range 2 {
+		p, err := NewPlan(c, catalog.Selector{All: true}, Options{Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(p.CampaignID, "local-2026-11-30T04-10-47-000Z-") {
+			t.Errorf("campaign id %q", p.CampaignID)
+		}
+		ids[p.CampaignID] = true
+	}
+	if len(ids) != 2 {
+		t.Errorf("two plans in the same millisecond share campaign id %v", ids)
 	}
 }
 
@@ -179,7 +208,7 @@ func TestNewPlanSelectsLikeList(t *testing.T) {
 		if diff := cmp.Diff(cellIDs(want), cellIDs(p.Cells)); diff != "" {
 			t.Errorf("%+v: cells (-list +plan):\n%s", sel, diff)
 		}
-		if p.CampaignID != "local-2026-11-30T04-10-47-000Z" {
+		if !regexp.MustCompile(`^local-2026-11-30T04-10-47-000Z-[0-9a-f]{8}$`).MatchString(p.CampaignID) {
 			t.Errorf("campaign id = %q", p.CampaignID)
 		}
 		if p.MaxParallel != runtime.NumCPU() || p.MaxAutomaticRetries != 1 {

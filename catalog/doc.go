@@ -44,8 +44,12 @@
 // markers), templates, matcher specs (match.CompileAll, so RE2-incompatible regular
 // expressions are rejected naming the JavaScript-only construct), reference scripts,
 // the raw-secret scan of spec §2.8, secret references, per-suite and total matrix sizes,
-// exclusions that are not in the matrix, calibration verdicts and ranking content
-// hashes.
+// exclusions that are not in the matrix, calibration verdicts, ranking content
+// hashes and the driverConfig of exec profiles (validateExecConfig: an existing
+// executable at an absolute path, string args, bounded timeoutMs and maxOutputBytes).
+// LoadDir reads regular files only: a FIFO, device or socket is a problem naming it and
+// is never opened for reading (files are opened with O_NONBLOCK and checked again, so a
+// FIFO cannot block loading).
 //
 // # Decisions where sources differ
 //

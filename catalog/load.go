@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -59,10 +60,57 @@ func LoadDir(dir string) (*Catalog, error) {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	if !fi.IsDir() {
+		if !fi.Mode().IsRegular() {
+			ps := &problems{limit: maxProblems}
+			ps.add(Pos{File: dir}, "%s", notRegular(fi.Mode()))
+			return nil, ps.err()
+		}
 		return load(fileFS{dir}, "")
 	}
-	return load(os.DirFS(dir), dir)
+	return load(osDirFS{FS: os.DirFS(dir), dir: dir}, dir)
 }
+
+// osDirFS is os.DirFS(dir) whose catalog files readBounded opens itself, with
+// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+type osDirFS struct {
+	fs.FS
+	dir string
+}
+
+// ReadDir lists a directory (fs.ReadDirFS, for fs.WalkDir).
+func (d osDirFS) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(d.FS, name) }
+
+// Stat describes a file, following symbolic links (fs.StatFS).
+func (d osDirFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(d.FS, name) }
+
+// notRegular is the problem of a catalog path that is not a regular file: a named
+// pipe, a device or a socket is never opened for reading (a FIFO would block).
+func notRegular(m fs.FileMode) string {
+	return "is " + fileKind(m) + ", not a regular file; catalog files must be regular files (it was not read)"
+}
+
+// fileKind names the kind of a file that is not regular: "a named pipe (FIFO)", "a
+// socket", "a character device", "a device", "a directory" or "an irregular file".
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "an irregular file"
+}
+
+// notRegularError is readBounded's error for a path that is not a regular file.
+type notRegularError struct{ mode fs.FileMode }
+
+func (e *notRegularError) Error() string { return notRegular(e.mode) }
 
 // fileFS is a file system holding exactly one file, named by its own path.
 type fileFS struct{ name string }
@@ -141,6 +189,11 @@ func load(fsys fs.FS, prefix string) (*Catalog, error) {
 			ps.add(Pos{File: display}, "file is larger than %d bytes (%d MiB), the per-file limit; split the catalog into smaller files", MaxFileBytes, MaxFileBytes>>20)
 			continue
 		}
+		var nr *notRegularError
+		if errors.As(err, &nr) {
+			ps.add(Pos{File: display}, "%s", nr.Error())
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("catalog: reading %s: %w", display, err)
 		}
@@ -201,20 +254,45 @@ func displayRoot(prefix string) string {
 var errTooBig = errors.New("file too big")
 
 // readBounded reads at most MaxFileBytes of name; a longer file is errTooBig, whatever
-// its Stat says.
+// its Stat says. A name that is not a regular file (symbolic links followed) is a
+// *notRegularError and is never read: files of an osDirFS or fileFS are opened with
+// O_NONBLOCK and checked again on the open descriptor, so a FIFO swapped in after the
+// first check cannot block either.
 func readBounded(fsys fs.FS, name string) ([]byte, error) {
-	var f fs.File
+	// Checked before opening, so that not even a device is opened.
+	var fi fs.FileInfo
 	var err error
 	if ff, ok := fsys.(fileFS); ok {
-		f, err = os.Open(ff.name)
+		fi, err = os.Stat(ff.name)
 	} else {
+		fi, err = fs.Stat(fsys, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &notRegularError{fi.Mode()}
+	}
+	var f fs.File
+	switch d := fsys.(type) {
+	case fileFS:
+		f, err = os.OpenFile(d.name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	case osDirFS:
+		f, err = os.OpenFile(filepath.Join(d.dir, filepath.FromSlash(name)), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	default:
 		f, err = fsys.Open(name)
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > MaxFileBytes {
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &notRegularError{fi.Mode()}
+	}
+	if fi.Size() > MaxFileBytes {
 		return nil, errTooBig
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))

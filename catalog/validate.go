@@ -416,6 +416,9 @@ func (v *validator) validateProfile(p *Profile) {
 		}
 	}
 	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
+	if p.Driver == "exec" {
+		v.validateExecConfig(p)
+	}
 }
 
 // validateCases registers case ids, then checks the cases concurrently: rendering

@@ -122,9 +122,9 @@ func TestErrorMapping(t *testing.T) {
 	}
 }
 
-// TestAuthFailures: 401 (no, wrong or forged token) and 403 (an agent token on a board
-// route, another run or another company) come back as *controlplane.Error unauthorized
-// and forbidden, never retryable.
+// TestAuthFailures: 401 (no, wrong or forged token, or the agent token of a run that
+// does not exist) and 403 (an agent token on a board route or another company) come
+// back as *controlplane.Error unauthorized and forbidden, never retryable.
 func TestAuthFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -148,10 +148,10 @@ func TestAuthFailures(t *testing.T) {
 		{"wrong board token", func() error { _, err := New(w.run.URL, "not-the-token", nil).Companies(ctx); return err }, "unauthorized"},
 		{"forged agent token", func() error { _, err := w.agent(t, w.co.ID(), forged).Context(ctx, "run-1"); return err }, "unauthorized"},
 		{"agent token on a board route", func() error { _, err := w.agent(t, w.co.ID(), tok).Snapshot(ctx); return err }, "forbidden"},
-		{"agent token of another run", func() error {
+		{"agent token of a run that does not exist", func() error {
 			_, err := w.agent(t, w.co.ID(), w.run.MintAgentToken(w.co.ID(), "actor-1", "run-2")).ApplyCommand(ctx, env)
 			return err
-		}, "forbidden"},
+		}, "unauthorized"},
 		{"agent token on another company", func() error { _, err := w.agent(t, other.ID(), tok).Context(ctx, "run-1"); return err }, "forbidden"},
 	}
 	for _, c := range cases {

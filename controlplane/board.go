@@ -464,6 +464,22 @@ func (m *Memory) RunActor(ctx context.Context, runID string) (actorID, companyID
 	return r.ActorID, r.CompanyID, nil
 }
 
+// RunRunning reports whether a run is still running (its writes are accepted: status
+// running) and returns its status (running, succeeded, failed, cancelled or
+// budget_stopped). Package server accepts a run's agent token only while it runs.
+// Errors: run_missing when unknown.
+func (m *Memory) RunRunning(ctx context.Context, runID string) (running bool, status string, err error) {
+	if err := m.lock(ctx); err != nil {
+		return false, "", err
+	}
+	defer m.unlock()
+	r, err := m.run(runID)
+	if err != nil {
+		return false, "", err
+	}
+	return assertRunWritable(r) == nil, r.Status, nil
+}
+
 // SnapshotJSON returns the state as plain JSON (encoding/json field order, HTML not
 // escaped): what Restore reads, much cheaper than Serialize's canonical form. The
 // durable store writes its periodic snapshots with it; Restore(SnapshotJSON()) then

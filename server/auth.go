@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -66,9 +67,11 @@ func (s *Server) parseAgentToken(tok string) (AgentClaims, bool) {
 }
 
 // principal is who is calling: the board (every route) or an agent (its run's routes).
+// ended is the status of the agent token's run once it ended ("" while it runs).
 type principal struct {
 	board bool
 	agent AgentClaims
+	ended string
 }
 
 func bearer(r *http.Request) string {
@@ -92,6 +95,33 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		return principal{agent: c}, nil
 	}
 	return principal{}, errUnauthorized("the bearer token is not valid")
+}
+
+// runLive looks up the run an agent token is bound to and returns p with ended set
+// to the run's status when the run is no longer running. A token whose company or run
+// does not exist is 401 unauthorized: an agent token is valid only for its own run, and
+// only while the run runs (afterwards wrap refuses it with errRunEnded).
+func (s *Server) runLive(ctx context.Context, p principal) (principal, error) {
+	c := s.inst.Company(p.agent.Company)
+	if c == nil {
+		return p, errUnauthorized("the agent token's company does not exist")
+	}
+	running, status, err := c.RunRunning(ctx, p.agent.Run)
+	if controlplane.CodeOf(err) == "run_missing" {
+		return p, errUnauthorized("the agent token's run " + p.agent.Run + " does not exist")
+	}
+	if err != nil {
+		return p, err
+	}
+	if !running {
+		p.ended = status
+	}
+	return p, nil
+}
+
+// errRunEnded is the 401 of an agent token whose run ended.
+func errRunEnded(p principal) error {
+	return errUnauthorized("the agent token expired: run " + p.agent.Run + " ended (" + p.ended + ")")
 }
 
 func errUnauthorized(msg string) error {

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/agentproof/agentproof/api"
 )
 
 // openAPI returns the encoded OpenAPI 3.1 document of routes, generated from the
@@ -43,8 +45,13 @@ func OpenAPIDocument(routes []route) map[string]any {
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
 				"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(rt.request))}}}
 		}
-		resp := map[string]any{"default": map[string]any{"description": "error {code, message, retryable}",
-			"content": map[string]any{"application/json": map[string]any{"schema": errRef}}}}
+		errBody := func(desc string) map[string]any {
+			return map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": errRef}}}
+		}
+		resp := map[string]any{"default": errBody("error {code, message, retryable}")}
+		for status, desc := range requestErrors {
+			resp[strconv.Itoa(status)] = errBody(desc)
+		}
 		for _, status := range append([]int{rt.status}, rt.more...) {
 			if rt.response == nil {
 				resp[strconv.Itoa(status)] = map[string]any{"description": "done"}
@@ -76,6 +83,20 @@ func OpenAPIDocument(routes []route) map[string]any {
 			},
 		},
 	}
+}
+
+// requestErrors are the error responses every operation documents besides "default":
+// what the transport refuses before or while reading a request (api.Error).
+var requestErrors = map[int]string{
+	400: "invalid_request (or the state machine's *_invalid / *_required codes): malformed JSON, unknown fields, " +
+		"text that is not valid UTF-8 or holds NUL (U+0000), objects and arrays nested deeper than " + strconv.Itoa(api.MaxBodyDepth) +
+		" levels, an idempotency or deduplication key (idempotencyKey, cancellationRequestId, callerDedupeKey, callerResultId, " +
+		"eventId, sourceEventId) longer than " + strconv.Itoa(api.MaxIdempotencyKeyBytes) + " bytes, a timestamp (dueBy) that is not RFC 3339; " +
+		"the message names the field",
+	401: "unauthorized: no bearer token, a token that is not valid, or the agent token of a run that ended (an agent token " +
+		"expires when its run ends; only an identical retry of the run's completion is still accepted)",
+	408: "request_timeout: the body did not arrive within the server's body timeout; the connection is closed",
+	413: "request_too_large: the body exceeds " + strconv.Itoa(api.MaxBodyBytes) + " bytes",
 }
 
 // errorBody is the error schema's Go shape.

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
@@ -33,6 +34,16 @@ type route struct {
 	summary         string
 	h               func(ctx context.Context, r *http.Request, p principal) (any, error)
 	more            []int // further success statuses answering the response body (h returns withStatus)
+}
+
+// completePattern is the completion route's pattern.
+const completePattern = "/api/companies/{company}/complete"
+
+// afterRunEnd reports whether rt also accepts the agent token of a run that ended:
+// only the completion, so that an agent can retry a completion whose acknowledgement
+// was lost (the handler then accepts only an identical retry).
+func (rt route) afterRunEnd() bool {
+	return rt.method == http.MethodPost && rt.pattern == completePattern
 }
 
 func (s *Server) table() []route {
@@ -61,21 +72,31 @@ func (s *Server) table() []route {
 		{"POST", "/api/companies/{company}/events", false, json.RawMessage{}, controlplane.Receipt{}, 200, "append a PRP or native run event", s.appendEvent, nil},
 		{"POST", "/api/companies/{company}/commands", false, api.CommandRequest{}, controlplane.CommandResult{}, 200, "apply a semantic command", s.applyCommand, nil},
 		{"POST", "/api/companies/{company}/commands/try", false, api.CommandRequest{}, controlplane.CommandOutcome{}, 200, "apply a semantic command; state-machine errors folded into the outcome", s.tryCommand, nil},
-		{"POST", "/api/companies/{company}/complete", false, json.RawMessage{}, nil, 204, "complete a run", s.complete, nil},
+		{"POST", completePattern, false, json.RawMessage{}, nil, 204, "complete a run (after the run ended, its agent token is accepted only for an identical retry of the completion)", s.complete, nil},
 		{"GET", "/api/companies/{company}/session/checkpoint", false, nil, api.Checkpoint{}, 200, "the active run's session checkpoint", s.loadCheckpoint, nil},
 		{"PUT", "/api/companies/{company}/session/checkpoint", false, json.RawMessage{}, nil, 204, "store the active run's session checkpoint", s.checkpoint, nil},
 	}
 }
 
 // serveMux is an http.ServeMux that records every pattern registered on it, so that a
-// test can check that every served route is in the OpenAPI document. Every mux of this
-// package is one.
+// test can check that every served route is in the OpenAPI document, and that bounds
+// the reading of every request's body (bodyTimeout, from the moment the mux receives
+// the request). Every mux of this package is one.
 type serveMux struct {
 	*http.ServeMux
-	patterns []string
+	patterns    []string
+	bodyTimeout time.Duration
 }
 
-func newServeMux() *serveMux { return &serveMux{ServeMux: http.NewServeMux()} }
+func newServeMux(bodyTimeout time.Duration) *serveMux {
+	return &serveMux{ServeMux: http.NewServeMux(), bodyTimeout: bodyTimeout}
+}
+
+// ServeHTTP sets the body deadline (setBodyDeadline), then routes the request.
+func (m *serveMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setBodyDeadline(w, m.bodyTimeout)
+	m.ServeMux.ServeHTTP(w, r)
+}
 
 // Handle registers h for pattern (http.ServeMux.Handle) and records pattern.
 func (m *serveMux) Handle(pattern string, h http.Handler) {
@@ -98,21 +119,31 @@ func handleOpenAPI(mux *serveMux, routes []route) {
 	})
 }
 
+// routes is the API handler. A request to no route is authenticated first: without a
+// valid token it is 401 unauthorized, like every route but /openapi.json (which is
+// public), so that the route table answers only to callers holding a token; with one
+// it is 404 not_found.
 func (s *Server) routes() http.Handler {
-	mux := newServeMux()
+	mux := newServeMux(s.bodyTimeout)
 	for _, rt := range s.table() {
 		mux.HandleFunc(rt.method+" "+rt.pattern, s.wrap(rt))
 	}
 	handleOpenAPI(mux, s.table())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.authenticate(r); err != nil {
+			writeError(w, err)
+			return
+		}
 		writeError(w, &controlplane.Error{Code: "not_found", Message: "no route " + r.Method + " " + r.URL.Path})
 	})
 	return mux
 }
 
+// wrap serves rt: authentication (an agent token only while its run runs; after the
+// run ended, only rt.afterRunEnd routes accept it), path ids, the body (read whole
+// within the body deadline, then checkJSONText), the handler and its response.
 func (s *Server) wrap(rt route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, api.MaxBodyBytes)
 		p, err := s.authenticate(r)
 		if err != nil {
 			writeError(w, err)
@@ -133,7 +164,24 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 				writeError(w, errForbidden("the agent token belongs to another company"))
 				return
 			}
+			if p, err = s.runLive(r.Context(), p); err != nil {
+				writeError(w, err)
+				return
+			}
+			if p.ended != "" && !rt.afterRunEnd() {
+				writeError(w, errRunEnded(p))
+				return
+			}
 		}
+		body, err := readRequestBody(w, r)
+		if err == nil && len(body) > 0 {
+			err = checkJSONText(body)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		out, err := rt.h(r.Context(), r, p)
 		if err != nil {
 			writeError(w, err)
@@ -176,8 +224,9 @@ type withStatus struct {
 func invalid(msg string) error { return &controlplane.Error{Code: "invalid_request", Message: msg} }
 
 // StatusOf maps an error to its HTTP status: 400 malformed or invalid input, 401/403
-// auth, 404 missing, 409 conflicts, 413 too large, 503 retryable faults and store
-// unavailability, 422 other state-machine refusals, 500 errors without a code.
+// auth, 404 missing, 408 a body too slow, 409 conflicts, 413 too large, 503 retryable
+// faults and store unavailability, 422 other state-machine refusals, 500 errors
+// without a code.
 func StatusOf(err error) int {
 	var e *controlplane.Error
 	if !errors.As(err, &e) {
@@ -193,8 +242,10 @@ func StatusOf(err error) int {
 		return http.StatusForbidden
 	case c == "not_found" || strings.HasSuffix(c, "_missing"):
 		return http.StatusNotFound
-	case c == "request_too_large":
+	case c == api.CodeRequestTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case c == api.CodeRequestTimeout:
+		return http.StatusRequestTimeout
 	case strings.Contains(c, "conflict") || strings.HasPrefix(c, "checkout_") || strings.HasSuffix(c, "already_running") ||
 		strings.HasSuffix(c, "already_resolved") || strings.HasSuffix(c, "already_decided"):
 		return http.StatusConflict
@@ -215,13 +266,9 @@ func writeError(w http.ResponseWriter, err error) {
 	w.Write(b)
 }
 
-// readBody reads the whole (size-limited) body.
+// readBody returns the body wrap read and checked (readRequestBody, checkJSONText).
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, &controlplane.Error{Code: "request_too_large", Message: fmt.Sprintf("the request body exceeds %d bytes", api.MaxBodyBytes)}
-	}
 	if err != nil {
 		return nil, invalid("reading the request body: " + err.Error())
 	}
@@ -363,7 +410,11 @@ func (s *Server) board(kind string, newReq func() any) func(ctx context.Context,
 }
 
 func (s *Server) listWakes(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	ws, err := s.DueWakes(ctx, r.PathValue("company"), r.URL.Query().Get("dueBy"))
+	dueBy, err := stateTime("dueBy", r.URL.Query().Get("dueBy"))
+	if err != nil {
+		return nil, err
+	}
+	ws, err := s.DueWakes(ctx, r.PathValue("company"), dueBy)
 	if err != nil {
 		return nil, err
 	}
@@ -550,6 +601,9 @@ func (s *Server) appendEvent(ctx context.Context, r *http.Request, p principal) 
 	if err != nil {
 		return nil, err
 	}
+	if err := bodyKeys(b, "eventId", "sourceEventId"); err != nil {
+		return nil, err
+	}
 	if !p.board {
 		if err := s.agentRun(ctx, c, p, runOf(b)); err != nil {
 			return nil, err
@@ -565,6 +619,9 @@ func (s *Server) envelope(ctx context.Context, r *http.Request, p principal) (*s
 	}
 	var req api.CommandRequest
 	if err := decodeBody(r, &req); err != nil {
+		return nil, controlplane.CommandEnvelope{}, err
+	}
+	if err := checkKeyLength("idempotencyKey", req.IdempotencyKey); err != nil {
 		return nil, controlplane.CommandEnvelope{}, err
 	}
 	env := controlplane.CommandEnvelope{RunID: req.RunID, IdempotencyKey: req.IdempotencyKey, ExpectedRevision: req.ExpectedRevision, Command: req.Command}
@@ -605,17 +662,25 @@ func (s *Server) complete(ctx context.Context, r *http.Request, p principal) (an
 	if err != nil {
 		return nil, err
 	}
+	if err := bodyKeys(b, "callerDedupeKey", "callerResultId"); err != nil {
+		return nil, err
+	}
 	if !p.board {
 		if run := runOf(b); run != "" {
 			err = s.agentRun(ctx, c, p, run)
 		} else {
 			err = s.activeRunFor(ctx, c, p)
 		}
-		if err != nil {
-			return nil, err
-		}
 	}
-	return nil, c.CompleteRun(ctx, b)
+	if err == nil {
+		err = c.CompleteRun(ctx, b)
+	}
+	if err != nil && p.ended != "" {
+		// After the run ended, its token serves only an identical retry of its own
+		// completion (the state machine answers it as a duplicate).
+		return nil, errRunEnded(p)
+	}
+	return nil, err
 }
 
 func (s *Server) loadCheckpoint(ctx context.Context, r *http.Request, p principal) (any, error) {

@@ -21,6 +21,8 @@ type RunnerOptions struct {
 	Executable    string
 	MaxConcurrent int
 	PollInterval  time.Duration
+	// ProcessMarker is heartbeat.Config's: an extra marker every agent process carries.
+	ProcessMarker string
 }
 
 // HeartbeatDir is the directory of heartbeat run records inside the instance home.
@@ -58,7 +60,7 @@ func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*S
 	}
 	url := "http://" + ln.Addr().String()
 	rn, err := heartbeat.New(runnerHost{s: s, url: url}, heartbeat.Config{Dir: filepath.Join(home, HeartbeatDir), Home: home,
-		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval})
+		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker})
 	if err != nil {
 		ln.Close()
 		s.Close()
@@ -66,7 +68,7 @@ func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*S
 	}
 	h := s.heartbeatHandler(rn)
 	r := &Running{Server: s, Addr: ln.Addr().String(), URL: url, done: make(chan error, 1),
-		hs: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}}
+		hs: s.httpServer(h)}
 	go func() {
 		err := r.hs.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -138,6 +140,9 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 						return nil, err
 					}
 				}
+				if err := checkKeyLength("cancellationRequestId", req.CancellationRequestID); err != nil {
+					return nil, err
+				}
 				out, err := rn.Cancel(ctx, r.PathValue("run"), heartbeat.StopRequest{RequestID: req.CancellationRequestID, Actor: heartbeat.LocalBoardActor})
 				if err != nil {
 					return nil, err
@@ -171,7 +176,7 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 // document of every route, and hands every other request to the API handler, kicking
 // the runner after each state-changing request.
 func (s *Server) heartbeatHandler(rn *heartbeat.Runner) http.Handler {
-	mux := newServeMux()
+	mux := newServeMux(s.bodyTimeout)
 	hb := s.heartbeatTable(rn)
 	for _, rt := range hb {
 		mux.HandleFunc(rt.method+" "+rt.pattern, s.wrap(rt))

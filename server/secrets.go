@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -120,11 +122,16 @@ func credentialKey(k string) bool {
 	return false
 }
 
+// maxSecretRefProblems bounds the problems checkSecretRefs lists; the rest are counted.
+const maxSecretRefProblems = 20
+
 // checkSecretRefs verifies that payload (agent adapter config or environment config)
 // holds credentials only as secret references of company that exist: a
 // credential-named key must hold a SecretRef, no string may have a secret's shape, and
 // every SecretRef must name a stored secret. It returns a secret_ref_required *Error
-// listing every problem.
+// listing the first maxSecretRefProblems problems (and how many more there are). Its
+// cost is linear in the payload's size: the path of a value ($.env.OPENAI_API_KEY,
+// $.args[2]) is kept as a stack of segments and spelled out only for a problem.
 func (s *Server) checkSecretRefs(ctx context.Context, company string, payload json.RawMessage) error {
 	if len(payload) == 0 {
 		return nil
@@ -134,44 +141,60 @@ func (s *Server) checkSecretRefs(ctx context.Context, company string, payload js
 		return invalid("payload is not valid JSON: " + err.Error())
 	}
 	var problems []string
-	var walk func(path string, v any, credential bool)
-	walk = func(path string, v any, credential bool) {
+	more := 0
+	var segs []string // path segments below "$": ".key" or "[i]"
+	report := func(msg string) {
+		if len(problems) == maxSecretRefProblems {
+			more++
+			return
+		}
+		problems = append(problems, "$"+strings.Join(segs, "")+": "+msg)
+	}
+	var walk func(v any, credential bool)
+	walk = func(v any, credential bool) {
 		if ref, ok := asSecretRef(v); ok {
 			if _, found, err := s.inst.Secret(ctx, company, ref.SecretID); err != nil || !found {
-				problems = append(problems, path+": secret "+ref.SecretID+" does not exist in this company")
+				report("secret " + ref.SecretID + " does not exist in this company")
 			}
 			return
 		}
 		switch t := v.(type) {
 		case map[string]any:
 			if credential {
-				problems = append(problems, path+": a credential must be a secret reference")
+				report("a credential must be a secret reference")
 				return
 			}
-			for k, c := range t {
+			for _, k := range slices.Sorted(maps.Keys(t)) {
 				if redact.HasShape(k) {
-					problems = append(problems, path+": a key has the shape of a secret")
+					report("a key has the shape of a secret")
 					continue
 				}
-				walk(path+"."+k, c, credentialKey(k))
+				segs = append(segs, "."+k)
+				walk(t[k], credentialKey(k))
+				segs = segs[:len(segs)-1]
 			}
 		case []any:
 			for i, c := range t {
-				walk(path+"["+strconv.Itoa(i)+"]", c, credential)
+				segs = append(segs, "["+strconv.Itoa(i)+"]")
+				walk(c, credential)
+				segs = segs[:len(segs)-1]
 			}
 		case string:
 			if credential {
-				problems = append(problems, path+": a credential must be a secret reference, not a value")
+				report("a credential must be a secret reference, not a value")
 			} else if redact.HasShape(t) {
-				problems = append(problems, path+": the value has the shape of a secret; store it with POST /secrets and pass its reference")
+				report("the value has the shape of a secret; store it with POST /secrets and pass its reference")
 			}
 		case nil, bool, float64:
 			if credential && t != nil {
-				problems = append(problems, path+": a credential must be a secret reference")
+				report("a credential must be a secret reference")
 			}
 		}
 	}
-	walk("$", v, false)
+	walk(v, false)
+	if more > 0 {
+		problems = append(problems, fmt.Sprintf("and %d more", more))
+	}
 	if len(problems) > 0 {
 		return &controlplane.Error{Code: "secret_ref_required", Message: strings.Join(problems, "; ")}
 	}

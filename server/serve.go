@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"time"
 )
 
 // Running is a Server accepting HTTP requests on a listener.
@@ -31,7 +30,7 @@ func Start(ctx context.Context, opts Options, addr string) (*Running, error) {
 		return nil, fmt.Errorf("server: listening on %s: %w", addr, err)
 	}
 	r := &Running{Server: s, Addr: ln.Addr().String(), URL: "http://" + ln.Addr().String(), done: make(chan error, 1),
-		hs: &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}}
+		hs: s.httpServer(s.Handler())}
 	go func() {
 		err := r.hs.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {

@@ -10,9 +10,23 @@
 // board.token and master.key (both 0600). Secrets are sealed with AES-256-GCM under
 // the master key; no route, log or snapshot returns a value. In-process code (the
 // heartbeat runner) uses DueWakes, OpenRun, MintAgentToken and ResolveSecret.
+//
+// Every request is bounded before a handler sees it: headers within ReadHeaderTimeout,
+// the body within ReadBodyTimeout (408 request_timeout, connection closed) and
+// api.MaxBodyBytes (413); every string of a JSON body must be valid UTF-8 without NUL
+// and nesting is at most api.MaxBodyDepth (400 naming the field's JSONPath);
+// idempotency and deduplication keys are at most api.MaxIdempotencyKeyBytes and dueBy
+// must be RFC 3339 (400 naming the field). Walks of request bodies are linear in their
+// size. An agent token is accepted only while its run runs: once the run ended (or for
+// a run that does not exist) it is 401, except for an identical retry of the run's
+// completion, which the state machine answers as a duplicate (so that a lost
+// acknowledgement can be retried). The heartbeat runner completes runs in process and
+// needs no token. A request to no route is authenticated first: 401 without a valid
+// token, 404 with one; /openapi.json is public.
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -24,6 +38,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
@@ -31,10 +46,14 @@ import (
 )
 
 // Options configure Open. Home is required; Postgres, when set, is the database URL
-// (the instance then keeps only its token and key files in Home).
+// (the instance then keeps only its token and key files in Home). ReadHeaderTimeout
+// and ReadBodyTimeout bound reading a request's headers and its body (0 means
+// DefaultReadHeaderTimeout and DefaultReadBodyTimeout).
 type Options struct {
-	Home     string
-	Postgres string
+	Home              string
+	Postgres          string
+	ReadHeaderTimeout time.Duration
+	ReadBodyTimeout   time.Duration
 }
 
 // Server is an open control-plane instance with its HTTP handler. Close it to commit
@@ -46,6 +65,8 @@ type Server struct {
 	master     []byte // 32 bytes, AES-256-GCM key of secrets
 	tokenKey   []byte // HMAC-SHA256 key of agent tokens, derived from master
 	handler    http.Handler
+	// headerTimeout and bodyTimeout bound reading a request's headers and body.
+	headerTimeout, bodyTimeout time.Duration
 }
 
 // File names in the instance home.
@@ -121,7 +142,8 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	ok = true
-	s := &Server{lock: lock, inst: inst, boardToken: strings.TrimSpace(string(token)), master: master, tokenKey: api.RunTokenKey(master)}
+	s := &Server{lock: lock, inst: inst, boardToken: strings.TrimSpace(string(token)), master: master, tokenKey: api.RunTokenKey(master),
+		headerTimeout: cmp.Or(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout), bodyTimeout: cmp.Or(opts.ReadBodyTimeout, DefaultReadBodyTimeout)}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -48,6 +48,8 @@ func TestMain(m *testing.M) {
 			os.Exit(hostileLeader(os.Args[2:]))
 		case "hostile-grandchild":
 			hostileGrandchild()
+		case "claim-root":
+			os.Exit(claimRoot(os.Args[2]))
 		}
 	}
 	if os.Getenv("AGENTPROOF_TEST_MODE") == "controller" {

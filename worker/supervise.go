@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,19 @@ import (
 //   - NullStdin: the child's stdin is /dev/null instead of a pipe the supervisor holds
 //     open until the child settles. Real agent CLIs read a piped stdin to its end
 //     before they start (field failure F03), so their drivers set it.
+//   - Marker, ExtraMarkers: when Marker is set (a NewMarker token), the environment
+//     gets MarkerVar=<Marker>[,<ExtraMarkers>…] (Env must not set MarkerVar itself),
+//     and once the process has ended Supervise sweeps every process still carrying
+//     Marker — descendants that left the process group (setsid) — kills them and lists
+//     them in Outcome.Escaped (docs/processes.md). ExtraMarkers (for example an
+//     attempt's) are only carried, for a caller's own SweepMarked.
+//   - ResultLine, ResultGrace: when ResultLine is set, it is called with every
+//     complete stdout line (without the newline; lines over MaxWatchedLineBytes are
+//     skipped) until it returns true — the process emitted its terminal result. The
+//     process then has ResultGrace (zero: DefaultResultGrace) to exit on its own;
+//     after that it is stopped like a timeout (SIGTERM, SIGKILL) and
+//     Outcome.StoppedAfterResult is set. ResultLine runs on the reader goroutine: it
+//     must be fast and must not keep the slice.
 type Spec struct {
 	Path           string
 	Args           []string
@@ -48,7 +62,18 @@ type Spec struct {
 	ExtraFiles     []*os.File
 	BeforeStart    func() error
 	NullStdin      bool
+	Marker         string
+	ExtraMarkers   []string
+	ResultLine     func(line []byte) bool
+	ResultGrace    time.Duration
 }
+
+// DefaultResultGrace is how long a process that emitted its terminal result line
+// (Spec.ResultLine) may take to exit before it is stopped.
+const DefaultResultGrace = 5 * time.Second
+
+// MaxWatchedLineBytes bounds a stdout line that Spec.ResultLine is shown (bytes).
+const MaxWatchedLineBytes = 8 << 20
 
 // Outcome is what Supervise observed of one child process. It records, never judges.
 //
@@ -63,26 +88,36 @@ type Spec struct {
 //     len(Output.Stderr()) ≤ MaxOutputBytes.
 //   - Output: the kept head of each stream.
 //   - CollectorError: "" when the observation is complete; otherwise the reasons it is
-//     not (output overflow, abort, unconfirmed exit, unclosed stdio), "; "-separated.
+//     not (output overflow, abort, unconfirmed exit, unclosed stdio, a sweep that
+//     could not complete or an escaped process that survived SIGKILL), "; "-separated.
 //     A timeout alone sets TimedOut, not CollectorError (seed 003, invariant 9).
+//   - ResultSeen: Spec.ResultLine returned true for a stdout line.
+//     StoppedAfterResult: the process did not exit within Spec.ResultGrace of that
+//     line and was stopped (SIGTERM, then SIGKILL; SignalsSent lists them).
+//   - Escaped: the processes found carrying Spec.Marker after the process ended that
+//     were not members of its process group (descendants that escaped it), each killed;
+//     nil when none was found or Spec.Marker is unset.
 type Outcome struct {
-	Started        bool
-	PID            int
-	ExitCode       *int
-	Signal         string
-	Exited         bool
-	StdioClosed    bool
-	TimedOut       bool
-	OutputExceeded bool
-	Aborted        bool
-	SignalsSent    []string
-	Duration       time.Duration
-	OutputBytes    int64
-	CapturedBytes  int64
-	Output         Captured
-	CollectorError string
-	SpawnError     error
-	Refused        error
+	Started            bool
+	PID                int
+	ExitCode           *int
+	Signal             string
+	Exited             bool
+	StdioClosed        bool
+	TimedOut           bool
+	OutputExceeded     bool
+	Aborted            bool
+	SignalsSent        []string
+	Duration           time.Duration
+	OutputBytes        int64
+	CapturedBytes      int64
+	Output             Captured
+	CollectorError     string
+	SpawnError         error
+	Refused            error
+	ResultSeen         bool
+	StoppedAfterResult bool
+	Escaped            []EscapedProcess
 }
 
 // SpecError lists every problem of an invalid Spec; Supervise returns it before anything
@@ -128,8 +163,23 @@ func validateSpec(s *Spec) error {
 	if s.MaxOutputBytes <= 0 {
 		p = append(p, fmt.Sprintf("max output %d bytes must be > 0", s.MaxOutputBytes))
 	}
-	if s.TerminateGrace < 0 || s.KillConfirm < 0 || s.CloseGrace < 0 {
+	if s.TerminateGrace < 0 || s.KillConfirm < 0 || s.CloseGrace < 0 || s.ResultGrace < 0 {
 		p = append(p, "grace periods must not be negative")
+	}
+	if s.Marker != "" || len(s.ExtraMarkers) > 0 {
+		if !ValidMarker(s.Marker) {
+			p = append(p, fmt.Sprintf("marker %q is not a marker token", clipText(s.Marker, 80)))
+		}
+		for _, m := range s.ExtraMarkers {
+			if !ValidMarker(m) {
+				p = append(p, fmt.Sprintf("extra marker %q is not a marker token", clipText(m, 80)))
+			}
+		}
+		for _, e := range s.Env {
+			if strings.HasPrefix(e, MarkerVar+"=") {
+				p = append(p, "env must not set "+MarkerVar+" (Spec.Marker does)")
+			}
+		}
 	}
 	if len(p) > 0 {
 		return &SpecError{Problems: p}
@@ -148,6 +198,68 @@ type capture struct {
 	chunks   [2][][]byte
 	exceeded bool
 	overflow chan struct{}
+	watch    *lineWatch // stdout lines for Spec.ResultLine, or nil
+}
+
+// lineWatch shows complete stdout lines to a Spec.ResultLine until it returns true,
+// then closes fired. Only the stdout reader goroutine touches it before fired closes.
+type lineWatch struct {
+	fn       func([]byte) bool
+	partial  []byte
+	skipping bool
+	done     bool
+	fired    chan struct{}
+}
+
+// feed passes the complete lines of b (with the partial line kept from before) to fn.
+func (w *lineWatch) feed(b []byte) {
+	for !w.done && len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if !w.skipping {
+				if len(w.partial)+len(b) > MaxWatchedLineBytes {
+					w.partial, w.skipping = w.partial[:0], true
+				} else {
+					w.partial = append(w.partial, b...)
+				}
+			}
+			return
+		}
+		line := b[:i]
+		b = b[i+1:]
+		if w.skipping {
+			w.skipping = false
+			continue
+		}
+		if len(w.partial) > 0 {
+			if len(w.partial)+len(line) > MaxWatchedLineBytes {
+				w.partial = w.partial[:0]
+				continue
+			}
+			w.partial = append(w.partial, line...)
+			line = w.partial
+		}
+		if w.fn(line) {
+			w.done = true
+			w.partial = nil
+			close(w.fired)
+			return
+		}
+		w.partial = w.partial[:0]
+	}
+}
+
+// seen reports whether fn returned true for a line.
+func (w *lineWatch) seen() bool {
+	if w == nil {
+		return false
+	}
+	select {
+	case <-w.fired:
+		return true
+	default:
+		return false
+	}
 }
 
 const captureChunk = 1 << 20
@@ -205,6 +317,9 @@ func (c *capture) read(stream int, f *os.File, done *sync.WaitGroup) {
 		}
 		n, err := f.Read(dst)
 		if n > 0 {
+			if stream == 0 && c.watch != nil {
+				c.watch.feed(dst[:n])
+			}
 			if kept := c.account(n); kept > 0 && intoChunk {
 				last := &chunks[len(chunks)-1]
 				*last = (*last)[:len(*last)+kept]
@@ -266,6 +381,12 @@ func Supervise(ctx context.Context, spec Spec) (Outcome, error) {
 	}
 	if spec.CloseGrace == 0 {
 		spec.CloseGrace = CloseGrace
+	}
+	if spec.ResultGrace == 0 {
+		spec.ResultGrace = DefaultResultGrace
+	}
+	if kv := markerEnv(spec.Marker, spec.ExtraMarkers); kv != "" {
+		spec.Env = append(spec.Env, kv)
 	}
 	return supervise(ctx, spec), nil
 }
@@ -344,6 +465,11 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 	pid := o.PID
 
 	c := &capture{budget: spec.MaxOutputBytes, overflow: make(chan struct{})}
+	var resultC <-chan struct{}
+	if spec.ResultLine != nil {
+		c.watch = &lineWatch{fn: spec.ResultLine, fired: make(chan struct{})}
+		resultC = c.watch.fired
+	}
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go c.read(0, outR, &readers)
@@ -363,20 +489,57 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 	timer := time.NewTimer(spec.Timeout)
 	defer timer.Stop()
 	exited := false
-	select {
-	case <-exitSeen:
-		exited = true
-	case <-timer.C:
-		o.TimedOut = true
-	case <-c.overflow:
-		o.OutputExceeded = true
-	case <-ctx.Done():
-		o.Aborted = true
+	var graceC <-chan time.Time
+wait:
+	for {
+		select {
+		case <-exitSeen:
+			exited = true
+			break wait
+		case <-timer.C:
+			o.TimedOut = true
+			break wait
+		case <-c.overflow:
+			o.OutputExceeded = true
+			break wait
+		case <-ctx.Done():
+			o.Aborted = true
+			break wait
+		case <-resultC:
+			// The terminal result is out: the process gets ResultGrace to exit.
+			resultC = nil
+			grace := time.NewTimer(spec.ResultGrace)
+			defer grace.Stop()
+			graceC = grace.C
+		case <-graceC:
+			o.StoppedAfterResult = true
+			break wait
+		}
 	}
 	if !exited {
 		exited = escalate(&o, pid, exitSeen, spec)
 	}
 	var reasons []string
+	// Descendants that left the process group are found by the marker and killed
+	// while the leader is still unreaped (its pid and group id stay ours, so a group
+	// member is told apart by its pgid).
+	escapees := func() {
+		if spec.Marker == "" {
+			return
+		}
+		found, err := sweep(spec.Marker, func(p, pgid int) bool { return p == pid || pgid == pid }, SweepConfirm)
+		if err != nil {
+			reasons = append(reasons, "sweeping escaped descendants: "+err.Error())
+		}
+		for _, e := range found {
+			if !e.Killed {
+				reasons = append(reasons, fmt.Sprintf("escaped descendant %d (%s) survived SIGKILL", e.PID, e.Command))
+			}
+		}
+		if len(found) > 0 {
+			o.Escaped = found
+		}
+	}
 	if o.OutputExceeded {
 		reasons = append(reasons, fmt.Sprintf("output exceeded the %d-byte budget; the process was stopped", spec.MaxOutputBytes))
 	}
@@ -386,6 +549,7 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 	switch {
 	case !exited:
 		reasons = append(reasons, fmt.Sprintf("exit not confirmed %v after SIGKILL", spec.KillConfirm))
+		escapees()
 		// Reap it whenever it does exit, so it never lingers as a zombie of ours.
 		go func() {
 			<-exitSeen
@@ -397,10 +561,12 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 		// waitid failed (e.g. someone else reaped the child): nothing proves the pid is
 		// still ours, so send nothing more and claim no exit.
 		reasons = append(reasons, fmt.Sprintf("observing the exit: %v", waitErr))
+		escapees()
 	default:
 		// Members left in the group after the leader's exit would keep the pipes open
 		// (F01): the group id is still ours because the leader is not reaped yet.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		escapees()
 		state, err := cmd.Process.Wait()
 		if err != nil {
 			reasons = append(reasons, fmt.Sprintf("reaping the process: %v", err))
@@ -432,6 +598,7 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 		closeAll(outR, errR)
 	}
 	o.Duration = time.Since(start)
+	o.ResultSeen = c.watch.seen()
 	c.mu.Lock()
 	o.OutputBytes, o.CapturedBytes = c.received, c.kept
 	o.Output = Captured{chunks: c.chunks}

@@ -401,6 +401,12 @@ func (c *Company) ListWakes(ctx context.Context, dueAtOrBefore string) ([]contro
 // ActiveRun returns the active run id (controlplane.Memory.ActiveRun).
 func (c *Company) ActiveRun(ctx context.Context) (string, bool, error) { return c.mem.ActiveRun(ctx) }
 
+// RunRunning reports whether a run is still running, with its status
+// (controlplane.Memory.RunRunning).
+func (c *Company) RunRunning(ctx context.Context, runID string) (bool, string, error) {
+	return c.mem.RunRunning(ctx, runID)
+}
+
 // RunActor returns a run's actor and state company id (controlplane.Memory.RunActor).
 func (c *Company) RunActor(ctx context.Context, runID string) (string, string, error) {
 	return c.mem.RunActor(ctx, runID)

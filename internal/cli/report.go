@@ -73,13 +73,22 @@ junit.xml reports inconclusive cells as skipped with their reason; with
 --inconclusive-as-failure they are failures (type "inconclusive") and the exit code
 is 1 instead of 3. The choice is stored in campaign.json and kept on regeneration.
 
+The results directory is locked (<results>/.agentproof-results.lock) while the report
+is written; when an 'agentproof run' or another report holds it, report exits 2 at
+once instead of waiting.
+
 Exit codes: 0 every cell passed (calibration cells: met their expectation), 1 a cell
-failed, 3 nothing failed but a cell was inconclusive, 2 bad flags or unreadable input.`,
+failed, 3 nothing failed but a cell was inconclusive, 2 bad flags, unreadable input or
+a results directory in use.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			unlock, err := lockResults(f.results, false)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			ids := []string{f.campaign}
 			if f.campaign == "" {
-				var err error
 				if ids, err = campaignDirs(f.results); err != nil {
 					return err
 				}
@@ -129,7 +138,8 @@ is chosen. Symbolic links are not copied.
 --expected-ids names the selection: the JSON printed by 'agentproof list
 --matrix-json', a JSON array of ids, or one id per line. Expected cells with no
 result get a synthetic inconclusive result. The campaign id is --campaign, or the one
-campaign id all merged results name.`,
+campaign id all merged results name. The results directory (--results) is locked while
+merging and reporting, as for 'agentproof report': when it is in use, merge exits 2.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf("report merge needs at least one DIR to merge (see 'agentproof report merge --help')")
@@ -148,6 +158,11 @@ campaign id all merged results name.`,
 			if err != nil {
 				return &UsageError{Err: err}
 			}
+			unlock, err := lockResults(f.results, true)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			m, err := report.Merge(report.MergeOptions{Sources: dirs, ResultsRoot: f.results, CampaignID: f.campaign})
 			if errors.Is(err, report.ErrMergeCampaign) {
 				return &UsageError{Err: err}

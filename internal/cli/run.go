@@ -15,6 +15,7 @@ import (
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // runOptions are the flags of `agentproof run`.
@@ -73,7 +74,18 @@ workspace file, stdout, an error message, a run result); those cells must end fa
 with secret_leak, which is what the suite expects, so the campaign passes. Then no
 canary value may appear anywhere under the results directory.
 
-A campaign directory that already holds results is refused (exit 2).
+Before it starts, run removes the attempt temp roots (agentproof-attempt-* under the
+temp directory; they hold key files) that a killed run left behind: roots whose
+owner record no live process holds locked. It says how many on stderr. run and its
+serve children are child subreapers: orphaned descendants are re-parented to them
+and reaped, also when run is PID 1 of a PID namespace.
+
+A campaign directory that already holds results is refused (exit 2). The results
+directory is locked (flock on <results>/.agentproof-results.lock) while the campaign
+writes; a second run, report or report merge into the same results directory does not
+wait: it exits 2 at once, naming the directory (use another --results, or wait for the
+first to finish). The default campaign id ends in 8 random hex digits, so two runs
+started at the same moment never share a campaign directory.
 Results: <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/
 (result.json, evidence-manifest.json, snapshots/, workspace-manifest.json, logs/),
 then campaign.json, summary.md, junit.xml and dashboard.html in <results>/<campaign>/
@@ -104,7 +116,7 @@ Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
 	selectorFlags(cmd, &o.sel)
 	f := cmd.Flags()
 	f.StringVar(&o.results, "results", "agentproof-results", "results directory")
-	f.StringVar(&o.campaignID, "campaign", "", "campaign id (default local-<UTC timestamp>; sanitised to [A-Za-z0-9_.-])")
+	f.StringVar(&o.campaignID, "campaign", "", "campaign id (default local-<UTC timestamp>-<8 random hex digits>; sanitised to [A-Za-z0-9_.-])")
 	f.IntVar(&o.maxParallel, "max-parallel", 0, "attempts running at once (default: the number of CPUs)")
 	f.IntVar(&o.maxRetries, "max-automatic-retries", 1, "automatic retries after a transient or provider-variance failure: 0 or 1")
 	f.Int64Var(&o.seed, "seed", 0, "seed for deterministic nonces (default: random nonces)")
@@ -151,6 +163,11 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	if err != nil {
 		return usageErrorf("--results: %v", err)
 	}
+	unlock, err := lockResults(root, true) // held until the campaign's files are written
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	campaignDir := filepath.Join(root, plan.CampaignID)
 	if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
 		return usageErrorf("campaign directory %s already holds results; choose another --campaign or remove it", campaignDir)
@@ -162,6 +179,8 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 	if err != nil {
 		return fmt.Errorf("locating the agentproof executable: %w", err)
 	}
+	becomeSubreaper(a)
+	sweepStaleRoots(a)
 	// Said first, so that the campaign line stays the last line of the output.
 	fmt.Fprintf(a.stderr, "Results: %s\n", campaignDir)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -231,6 +250,19 @@ func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
 		code = worseExit(code, want)
 	}
 	return withExit(code, nil)
+}
+
+// sweepStaleRoots removes the attempt temp roots (they hold key files) that a killed
+// agentproof run left under the temp directory and no live process owns
+// (worker.SweepStaleRoots), and says so in one stderr line.
+func sweepStaleRoots(a *app) {
+	n, err := worker.SweepStaleRoots("")
+	if n > 0 {
+		fmt.Fprintf(a.stderr, "agentproof: removed %d stale attempt temp root(s) under %s that no live run owns\n", n, os.TempDir())
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "agentproof: sweeping stale attempt temp roots: %v\n", err)
+	}
 }
 
 // exitOf is the exit code of a scheduler summary (1 beats 3 beats 0).

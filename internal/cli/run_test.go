@@ -21,11 +21,11 @@ import (
 // catalog, so that a run can fail (nop) or end inconclusive (a hanging fixture).
 const extraSuites = `profiles:
   - id: missing-exec
-    label: An exec agent whose command does not exist
+    label: An exec agent whose command cannot be executed (not a program)
     generation: native
     groups: [builtin]
     driver: exec
-    driverConfig: {command: /nonexistent/agentproof-test-agent}
+    driverConfig: {command: "@NOT_A_PROGRAM@"}
     provider: agentproof
     model: agentproof/missing
     modelQualification: {source: builtin, qualificationId: "builtin:missing"}
@@ -94,7 +94,14 @@ func catalogWithExtras(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "zz-extra.yaml"), []byte(extraSuites), 0o644); err != nil {
+	// An executable file the kernel refuses to run (exec format error): it passes
+	// validation (it exists, is a regular file, has an execute bit) but cannot start.
+	notAProgram := filepath.Join(dir, "not-a-program")
+	if err := os.WriteFile(notAProgram, []byte("not a program\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	extra := strings.ReplaceAll(extraSuites, "@NOT_A_PROGRAM@", notAProgram)
+	if err := os.WriteFile(filepath.Join(dir, "zz-extra.yaml"), []byte(extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir

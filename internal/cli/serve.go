@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -13,13 +14,22 @@ import (
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/server"
+	"github.com/agentproof/agentproof/worker"
 )
+
+// becomeSubreaper makes this process a child subreaper that reaps adopted orphans
+// (worker.BecomeSubreaper); a failure is reported on stderr and is not fatal.
+func becomeSubreaper(a *app) {
+	if _, err := worker.BecomeSubreaper(); err != nil {
+		fmt.Fprintf(a.stderr, "agentproof: %v\n", err)
+	}
+}
 
 // drainTimeout bounds how long SIGTERM waits for in-flight requests.
 const drainTimeout = 10 * time.Second
 
 func newServeCmd(a *app) *cobra.Command {
-	var home, addr, postgres string
+	var home, addr, postgres, marker string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a control-plane instance (HTTP API) over an instance home",
@@ -38,6 +48,13 @@ environment, secrets resolved only into the child's environment). Run records an
 their redacted output live in <home>/heartbeat; POST
 /api/heartbeat-runs/{runId}/cancel stops a run.
 
+Every agent process carries a marker in its environment (AGENTPROOF_PROCESS_MARKER);
+when its run ends, descendants that left its process group (a setsid daemon) are
+found by that marker, killed and listed in the run's termination record.
+--process-marker adds a marker of the caller's (for example an attempt's) to every
+agent process, so that the caller can sweep them after this server is gone. The
+server is a child subreaper: orphaned descendants are re-parented to it and reaped.
+
 When ready, prints one JSON line {"addr": "HOST:PORT", "pid": N} on stdout.
 SIGTERM or SIGINT stops running agents, drains in-flight requests, commits and
 exits 0.`),
@@ -46,12 +63,16 @@ exits 0.`),
 			if home == "" {
 				return usageErrorf("--home is required")
 			}
+			if marker != "" && !worker.ValidMarker(marker) {
+				return usageErrorf("--process-marker %q must be 8 to 64 characters of [a-z0-9-]", marker)
+			}
 			if postgres != "" {
 				dropLibpqEnvironment()
 			}
+			becomeSubreaper(a)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres}, addr, server.RunnerOptions{})
+			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres}, addr, server.RunnerOptions{ProcessMarker: marker})
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
@@ -69,6 +90,7 @@ exits 0.`),
 	cmd.Flags().StringVar(&home, "home", "", "instance home directory (created when missing)")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
 	cmd.Flags().StringVar(&postgres, "postgres", "", "PostgreSQL URL (postgres://…) instead of the home's SQLite file")
+	cmd.Flags().StringVar(&marker, "process-marker", "", "an extra marker every agent process carries in AGENTPROOF_PROCESS_MARKER (8-64 of [a-z0-9-])")
 	return cmd
 }
 

@@ -33,7 +33,12 @@ func newValidateCmd(a *app) *cobra.Command {
 		Short: "Check a catalog and report every problem with file:line:column",
 		Long: `Load a catalog (the embedded default, or --catalog DIR) and check it completely:
 strict YAML (unknown keys are errors), duplicate and unknown ids, raw secrets, matrix
-sizes, exclusions, matcher specs, templates and reference scripts, ranking hashes.
+sizes, exclusions, matcher specs, templates and reference scripts, ranking hashes, and
+the driverConfig of exec profiles (command: the absolute path of an existing executable
+file; args: strings using only {{apiUrl}} {{runId}} {{stateDir}} {{taskId}}
+{{workspace}}; timeoutMs: 1..86400000; maxOutputBytes: 1..67108864; no other key).
+Only regular files are read: a named pipe, device or socket among the *.yaml files is
+a problem naming it, and is never opened for reading.
 Every problem is reported at once. Exit code 0 when valid, 2 when not.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -23,6 +23,7 @@ import (
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/internal/cli"
+	"github.com/agentproof/agentproof/internal/fakecli"
 	"github.com/agentproof/agentproof/server"
 )
 
@@ -33,7 +34,9 @@ import (
 //	<test binary> fixture-child <fixture> <ms>  the seed 003 fixture programs (cli.Main)
 //	<test binary> serve --home <dir>            `agentproof serve` (cli.Main)
 //	<test binary> print-env                     an exec agent that prints its environment
+//	fake-codex-… (a symlink to the test binary)  a fake agent CLI (package fakecli)
 func TestMain(m *testing.M) {
+	fakecli.Main() // a fake agent CLI when started under a fake's name
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "agent", "fixture-child", "serve":

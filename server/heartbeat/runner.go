@@ -96,6 +96,10 @@ type Host interface {
 //   - MaxConcurrent: runs in flight at once over all companies (default 4).
 //   - PollInterval: how often due wakes are looked for without a Kick (default 200 ms).
 //   - Now: wall clock for record times (default time.Now).
+//   - ProcessMarker: an extra process marker (worker.NewMarker) every agent process
+//     carries besides its run's own, for example the attempt's, so that the caller
+//     can sweep escaped descendants with worker.SweepMarked after the server is gone
+//     ("" for none).
 type Config struct {
 	Dir           string
 	Home          string
@@ -103,6 +107,7 @@ type Config struct {
 	MaxConcurrent int
 	PollInterval  time.Duration
 	Now           func() time.Time
+	ProcessMarker string
 }
 
 // Runner is the heartbeat runner. Create it with New, start it with Start, stop it
@@ -141,6 +146,9 @@ func New(host Host, cfg Config) (*Runner, error) {
 	}
 	if !filepath.IsAbs(cfg.Executable) {
 		p = append(p, "the absolute path of the agentproof executable is required")
+	}
+	if cfg.ProcessMarker != "" && !worker.ValidMarker(cfg.ProcessMarker) {
+		p = append(p, "the process marker must be a marker token (8-64 of [a-z0-9-])")
 	}
 	if len(p) > 0 {
 		return nil, fmt.Errorf("heartbeat: %v", p)
@@ -268,6 +276,11 @@ func cloneRecord(rec *Record) Record {
 	if rec.Termination != nil {
 		t := *rec.Termination
 		t.SignalsSent = slices.Clone(t.SignalsSent)
+		t.EscapedProcesses = slices.Clone(t.EscapedProcesses)
+		if t.EventStreamComplete != nil {
+			complete := *t.EventStreamComplete
+			t.EventStreamComplete = &complete
+		}
 		c.Termination = &t
 	}
 	if rec.Cancellation != nil {
@@ -628,6 +641,13 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	if err != nil {
 		return launch{}, err
 	}
+	if !strings.HasPrefix(j.cfg.Driver, "fixture:") { // a fixture's environment is fixed (seed 003)
+		// Escaped descendants are found by this marker and killed at teardown.
+		spec.Marker = worker.NewMarker()
+		if r.cfg.ProcessMarker != "" {
+			spec.ExtraMarkers = []string{r.cfg.ProcessMarker}
+		}
+	}
 	return launch{driver: d, spec: spec, secrets: secrets, stateDir: stateDir}, nil
 }
 
@@ -650,7 +670,11 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 	rec.Termination = &api.Termination{Summary: secrets.RedactText(report.Summary), SecretsRedacted: printed, Started: o.Started, PID: o.PID, ExitCode: o.ExitCode,
 		Signal: o.Signal, TimedOut: o.TimedOut, OutputExceeded: o.OutputExceeded, Aborted: o.Aborted,
 		SignalsSent: append([]string{}, o.SignalsSent...), DurationMs: o.Duration.Milliseconds(), OutputBytes: o.OutputBytes,
-		CollectorError: o.CollectorError}
+		CollectorError: o.CollectorError, EventStreamComplete: report.EventStreamComplete, StoppedAfterResult: o.StoppedAfterResult}
+	for _, e := range o.Escaped {
+		rec.Termination.EscapedProcesses = append(rec.Termination.EscapedProcesses,
+			api.EscapedProcess{PID: e.PID, Command: secrets.RedactText(e.Command), Killed: e.Killed})
+	}
 	status := report.RunStatus
 	summary := rec.Termination.Summary
 	if rec.Cancellation != nil {

@@ -1,0 +1,341 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentproof/agentproof/worker"
+)
+
+// ownedRoots lists the attempt roots under tmp that carry an owner record.
+func ownedRoots(tmp string) []string {
+	recs, _ := filepath.Glob(filepath.Join(tmp, worker.AttemptRootPrefix+"*", worker.RootOwnerFile))
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = filepath.Dir(r)
+	}
+	return out
+}
+
+// TestRunSweepsStaleRootsOfKilledRun: `agentproof run` killed with SIGKILL mid-attempt
+// leaves its attempt root (with the instance's key files); the next run removes it,
+// says so on stderr, and leaves a root whose owner is alive.
+func TestRunSweepsStaleRootsOfKilledRun(t *testing.T) {
+	t.Parallel()
+	tmp, cat := t.TempDir(), catalogWithExtras(t)
+	killed, _, _ := startRun(t, tmp, "--catalog", cat, "--suite", "ordinary-hang", "--results", t.TempDir(), "--campaign", "k", "--progress", "none")
+	var stale []string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && len(stale) == 0; time.Sleep(20 * time.Millisecond) {
+		stale = ownedRoots(tmp)
+	}
+	if len(stale) != 1 {
+		t.Fatalf("the first run made no owned attempt root under %s", tmp)
+	}
+	waitFor := func(cond func() bool) bool {
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if cond() {
+				return true
+			}
+		}
+		return false
+	}
+	// Killed once its instance home holds its keys.
+	if !waitFor(func() bool { _, err := os.Stat(filepath.Join(stale[0], "home", "master.key")); return err == nil }) {
+		t.Fatalf("no master.key in %s", stale[0])
+	}
+	if err := killed.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = killed.Wait()
+	if !waitFor(func() bool { return len(processesUnder(tmp)) == 0 }) {
+		t.Fatalf("the killed run's processes live on: %q", processesUnder(tmp))
+	}
+	if _, err := os.Stat(stale[0]); err != nil {
+		t.Fatalf("the killed run's root is already gone: %v", err)
+	}
+	// A root this (live) test process owns.
+	live, err := os.MkdirTemp(tmp, worker.AttemptRootPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := worker.ClaimAttemptRoot(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claim.Release()
+
+	next, stdout, stderr := startRun(t, tmp, "--catalog", cat, "--suite", "ordinary-nop", "--results", t.TempDir(), "--campaign", "n", "--progress", "none")
+	_ = next.Wait()
+	if !strings.Contains(stderr.String(), "agentproof: removed 1 stale attempt temp root(s) under "+tmp) {
+		t.Errorf("the next run did not report the sweep; stdout %s; stderr %s", stdout, stderr)
+	}
+	if _, err := os.Stat(stale[0]); err == nil {
+		t.Errorf("the killed run's root %s (with its key files) survived the next run", stale[0])
+	}
+	if _, err := os.Stat(filepath.Join(live, worker.RootOwnerFile)); err != nil {
+		t.Errorf("the live owner's root was swept: %v", err)
+	}
+}
+
+// nsProc is a process seen from the host: its pid, parent and state.
+type nsProc struct {
+	pid, ppid int
+	state     string
+	cmdline   string
+}
+
+// namespaceProcs lists the processes whose PID namespace is that of pid init.
+func namespaceProcs(init int) []nsProc {
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init))
+	if err != nil {
+		return nil
+	}
+	var out []nsProc
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if l, err := os.Readlink(d + "/ns/pid"); err != nil || l != ns {
+			continue
+		}
+		b, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		ppid, _ := strconv.Atoi(f[1])
+		cmd, _ := os.ReadFile(d + "/cmdline")
+		out = append(out, nsProc{pid: pid, ppid: ppid, state: f[0], cmdline: strings.ReplaceAll(string(cmd), "\x00", " ")})
+	}
+	return out
+}
+
+// TestRunReapsAsPIDOne runs `agentproof run` as PID 1 of a new PID namespace
+// (`unshare -fp --mount-proc`), with three cells at once: an agent that leaves a
+// background child in its group (killed with the group: an orphan zombie), one that
+// leaves a daemon in its own session with a scrubbed environment (the marker sweep
+// cannot see it, so it outlives its cell and is re-parented to run itself), and one
+// that holds the campaign open. Once the daemon has exited, no zombie may be left in
+// the namespace: serve and run reap what they adopt.
+func TestRunReapsAsPIDOne(t *testing.T) {
+	t.Parallel()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare(1) is not installed: cannot make a PID namespace")
+	}
+	if out, err := exec.Command(unshare, "-fp", "--mount-proc", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("cannot create a PID namespace here (needs root or user namespaces): %v %s", err, out)
+	}
+	dir := t.TempDir()
+	rel1, rel2 := filepath.Join(dir, "release-daemon"), filepath.Join(dir, "release-holder")
+	profile := func(id, command string, args ...string) string {
+		a, _ := json.Marshal(args)
+		return fmt.Sprintf(`  - id: %s
+    label: %s
+    generation: native
+    groups: [builtin]
+    driver: exec
+    driverConfig: {command: %s, args: %s, timeoutMs: 120000}
+    provider: agentproof
+    model: agentproof/%s
+    modelQualification: {source: builtin, qualificationId: "builtin:%s"}
+    supportedEnvironments: [local]
+    expectedRuntimeMetadata: {adapterType: agentproof_builtin, provider: agentproof}
+`, id, id, command, a, id, id)
+	}
+	extra := "profiles:\n" +
+		profile("orphaner", "/bin/sh", "-c", "sleep 0.1 >/dev/null 2>&1 & exit 0") +
+		profile("daemonizer", "/bin/sh", "-c", `setsid -f env -i /bin/sh -c 'exec >/dev/null 2>&1 </dev/null; while [ ! -e `+rel1+` ]; do sleep 0.05; done'; sleep 0.5; exit 0`) +
+		profile("holder", "/bin/sh", "-c", "while [ ! -e "+rel2+" ]; do sleep 0.05; done") +
+		`suites:
+  - id: zombies
+    label: Zombies
+    description: Agents that leave orphans behind.
+    profiles: [orphaner, daemonizer, holder]
+    environments: [local]
+    cases: [message-marker]
+    expectedMatrixSize: 3
+    manualOnly: true
+`
+	cat := catalogWithExtras(t)
+	if err := os.WriteFile(filepath.Join(cat, "zz-zombies.yaml"), []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "agentproof") // testscript dispatches on argv[0]'s name
+	if err := os.Symlink(self, link); err != nil {
+		t.Fatal(err)
+	}
+	tmp, res := t.TempDir(), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	cmd := &exec.Cmd{Path: unshare, Args: []string{"unshare", "-fp", "--mount-proc", link, "run", "--catalog", cat, "--suite", "zombies",
+		"--results", res, "--campaign", "z", "--max-parallel", "3", "--max-automatic-retries", "0", "--progress", "none"},
+		Env: []string{"HOME=" + tmp, "TMPDIR=" + tmp, "PATH=/usr/bin:/bin"}, Stdout: &stdout, Stderr: &stderr,
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = os.WriteFile(rel1, nil, 0o644)
+		_ = os.WriteFile(rel2, nil, 0o644)
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(2 * time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; stdout %s; stderr %s", what, &stdout, &stderr)
+			}
+		}
+	}
+	// PID 1 of the namespace: unshare's child.
+	var init int
+	wait("agentproof run as PID 1", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+		init, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return init > 0
+	})
+	// The orphaner's and the daemonizer's cells are done; the daemon has outlived its
+	// cell's server and belongs to run (PID 1) now.
+	for _, p := range []string{"orphaner", "daemonizer"} {
+		wait(p+"'s cell to finish", func() bool {
+			_, err := os.Stat(filepath.Join(res, "z", "zombies", p, "local", "message-marker", "attempt-1", "result.json"))
+			return err == nil
+		})
+	}
+	daemon := 0
+	wait("the daemon to be adopted by run", func() bool {
+		for _, p := range namespaceProcs(init) {
+			if strings.Contains(p.cmdline, rel1) && p.ppid == init {
+				daemon = p.pid
+			}
+		}
+		return daemon > 0
+	})
+	if err := os.WriteFile(rel1, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var zombies []nsProc
+	wait("the daemon to exit", func() bool {
+		for _, p := range namespaceProcs(init) {
+			if p.pid == daemon && p.state != "Z" {
+				return false
+			}
+		}
+		return true
+	})
+	// No zombie may remain in the namespace (the reapers run at least every second).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		zombies = zombies[:0]
+		for _, p := range namespaceProcs(init) {
+			if p.state == "Z" {
+				zombies = append(zombies, p)
+			}
+		}
+		if len(zombies) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(zombies) > 0 {
+		t.Errorf("zombies accumulate in the namespace of agentproof run: %+v", zombies)
+	}
+	if err := os.WriteFile(rel2, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		done <- nil
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the campaign did not end; stdout %s; stderr %s", &stdout, &stderr)
+	}
+	if !strings.Contains(stdout.String(), "Campaign z: ") {
+		t.Errorf("no campaign line; stdout %s; stderr %s", &stdout, &stderr)
+	}
+}
+
+// TestRunWorkspaceManifest: a campaign's workspace-manifest.json lists a link with its
+// target (not followed) and a file over the load cap with its size and hash (a sparse
+// 8 MiB file: hashed while streaming, never loaded).
+func TestRunWorkspaceManifest(t *testing.T) {
+	t.Parallel()
+	cat := catalogWithExtras(t)
+	extra := `profiles:
+  - id: workspace-exec
+    label: An exec agent that leaves a link and a sparse file
+    generation: native
+    groups: [builtin]
+    driver: exec
+    driverConfig: {command: /bin/sh, args: [-c, "ln -s /etc/passwd link && truncate -s 8M big.bin && echo hi > small.txt"]}
+    provider: agentproof
+    model: agentproof/workspace
+    modelQualification: {source: builtin, qualificationId: "builtin:workspace"}
+    supportedEnvironments: [local]
+    expectedRuntimeMetadata: {adapterType: agentproof_builtin, provider: agentproof}
+suites:
+  - id: workspace-manifest
+    label: Workspace manifest
+    description: Links and big files in the manifest.
+    profiles: [workspace-exec]
+    environments: [local]
+    cases: [message-marker]
+    expectedMatrixSize: 1
+    manualOnly: true
+`
+	if err := os.WriteFile(filepath.Join(cat, "zz-workspace.yaml"), []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	Main([]string{"run", "--catalog", cat, "--suite", "workspace-manifest", "--results", res, "--campaign", "w", "--progress", "none", "--max-automatic-retries", "0"}, nil, &stdout, &stderr)
+	b, err := os.ReadFile(filepath.Join(res, "w", "workspace-manifest", "workspace-exec", "local", "message-marker", "attempt-1", "workspace-manifest.json"))
+	if err != nil {
+		t.Fatalf("%v; stdout %s; stderr %s", err, &stdout, &stderr)
+	}
+	var doc struct {
+		Schema string `json:"schema"`
+		Files  []struct {
+			Path, Type, SHA256, Target, Note string
+			Bytes                            int64
+			Loaded                           bool
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range doc.Files {
+		got[f.Path] = fmt.Sprintf("%s %d %s loaded=%v target=%s", f.Type, f.Bytes, f.SHA256, f.Loaded, f.Target)
+	}
+	want := map[string]string{
+		"big.bin":   "file 8388608 2daeb1f36095b44b318410b3f4e8b5d989dcc7bb023d1426c492dab0a3053e74 loaded=false target=",
+		"link":      "symlink 11  loaded=false target=/etc/passwd",
+		"small.txt": "file 3 98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4 loaded=true target=",
+	}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("manifest %s = %q, want %q", p, got[p], w)
+		}
+	}
+	if len(got) != len(want) || doc.Schema != "agentproof.workspace-manifest/v1" {
+		t.Errorf("manifest %s", b)
+	}
+}

@@ -1,0 +1,90 @@
+package worker
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// subreaper makes the test process a subreaper with its reaper running.
+func subreaper(t *testing.T) *Reaper {
+	t.Helper()
+	r, err := BecomeSubreaper()
+	if err != nil {
+		t.Fatalf("BecomeSubreaper: %v", err)
+	}
+	return r
+}
+
+// TestReaperReapsAdoptedOrphans: an orphan whose parent exited is re-parented to this
+// process (a subreaper) and, when it exits, reaped: it does not stay a zombie.
+func TestReaperReapsAdoptedOrphans(t *testing.T) {
+	t.Parallel()
+	r := subreaper(t)
+	before := r.Reaped()
+	out, err := exec.Command("/bin/sh", "-c", "sleep 0.5 >/dev/null 2>&1 & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := readProc(orphan)
+	if !ok || p.ppid != os.Getpid() {
+		t.Fatalf("orphan %d: %+v, want it adopted by this process (%d)", orphan, p, os.Getpid())
+	}
+	if !waitFor(20*time.Second, func() bool { _, exists := readProc(orphan); return !exists }) {
+		p, _ := readProc(orphan)
+		t.Fatalf("orphan %d not reaped: %+v", orphan, p)
+	}
+	if r.Reaped() <= before {
+		t.Errorf("reaped count %d did not grow", r.Reaped())
+	}
+}
+
+// TestReaperLeavesExecChildren: the reaper never takes the exit status of a child
+// os/exec waits for — not even of one that has been a zombie for several reaper
+// passes before its Wait — while orphans are reaped around it.
+func TestReaperLeavesExecChildren(t *testing.T) {
+	t.Parallel()
+	r := subreaper(t)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			cmd := exec.Command("/bin/sh", "-c", "sleep 0.05 >/dev/null 2>&1 & exit "+strconv.Itoa(i%7))
+			if err := cmd.Start(); err != nil {
+				t.Error(err)
+				return
+			}
+			// Let it become a zombie and let the reaper pass over it several times.
+			waitFor(10*time.Second, func() bool { p, _ := readProc(cmd.Process.Pid); return p.state == "Z" })
+			for range 5 {
+				r.Kick()
+				time.Sleep(20 * time.Millisecond)
+			}
+			err := cmd.Wait()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Errorf("child %d: Wait: %v (the reaper stole its status?)", i, err)
+				return
+			}
+			if code != i%7 {
+				t.Errorf("child %d exited %d, want %d", i, code, i%7)
+			}
+		})
+	}
+	wg.Wait()
+	// Supervise's children too (waitid WNOWAIT, then Wait).
+	o, err := Supervise(context.Background(), Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "exit 5"}, Dir: t.TempDir(), Timeout: 10 * time.Second, MaxOutputBytes: 1024})
+	if err != nil || o.ExitCode == nil || *o.ExitCode != 5 || o.CollectorError != "" {
+		t.Errorf("supervised child: %+v %v", o, err)
+	}
+}
