@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,12 +88,26 @@ func readMCPCalls(stateDir string) []mcpCall {
 //	               call and a line that is not JSON, then ends the turn
 //	ignore-cancel  asks a permission; when it is cancelled, ends the turn with end_turn
 //	orphan         starts a descendant in its own session and answers with its pid
+//	orphan-at-exit when its client closes the stream, starts a descendant in its own
+//	               session, then exits
 //	echo-token     answers with the run token it found in session/new's MCP server
 func hostileACP(mode string) int {
 	a := &hostile{mode: mode}
 	conn := acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
 	a.conn = conn
 	<-conn.Done()
+	if mode == "orphan-at-exit" {
+		// Born after the client's snapshot, in its own session: only the marker finds it.
+		self, _ := os.Executable()
+		cmd := exec.Command(self, "hostile-grandchild", filepath.Join(a.cwd, "late-ticks"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		_ = cmd.Start()
+		for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(a.cwd, "late-ticks")); err == nil {
+				break
+			}
+		}
+	}
 	return 0
 }
 

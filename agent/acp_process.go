@@ -155,27 +155,30 @@ func descendants(pid int) []int {
 // ProcessExit is how an ACP agent process ended: the exit code (nil unless it exited
 // normally), the terminating signal's name, the escalation signals agentproof sent, and
 // whether it was stopped for exceeding its time (TimedOut) or output (OutputExceeded)
-// budget, and CPU times (ms): UserCPUMS and SystemCPUMS of the process and the
+// budget, how many descendants of the tree snapshot were killed (Descendants) and the
+// processes found carrying the session's marker after the exit (Escaped: descendants
+// that left the process group, worker.SweepMarked), and CPU times (ms): UserCPUMS and SystemCPUMS of the process and the
 // descendants it reaped (from wait4), TreeCPUMS of the whole process tree when the
 // teardown began (user + system, with reaped children, from /proc: it also counts
 // descendants that are killed rather than reaped; the agent's side of the
 // harness-share figure). Stderr is the kept head of its standard error (at most MaxStderrBytes),
 // StderrBytes every byte it wrote there, StdoutBytes every byte of its ACP stream.
 type ProcessExit struct {
-	ExitCode       *int     `json:"exitCode"`
-	Signal         string   `json:"signal,omitempty"`
-	SignalsSent    []string `json:"signalsSent,omitempty"`
-	TimedOut       bool     `json:"timedOut,omitempty"`
-	OutputExceeded bool     `json:"outputExceeded,omitempty"`
-	Descendants    int      `json:"descendantsKilled,omitempty"`
-	DurationMS     int64    `json:"durationMs"`
-	UserCPUMS      int64    `json:"userCpuMs"`
-	SystemCPUMS    int64    `json:"systemCpuMs"`
-	TreeCPUMS      int64    `json:"treeCpuMs"`
-	StdoutBytes    int64    `json:"stdoutBytes"`
-	StderrBytes    int64    `json:"stderrBytes"`
-	Stderr         []byte   `json:"-"`
-	Error          string   `json:"error,omitempty"`
+	ExitCode       *int                    `json:"exitCode"`
+	Signal         string                  `json:"signal,omitempty"`
+	SignalsSent    []string                `json:"signalsSent,omitempty"`
+	TimedOut       bool                    `json:"timedOut,omitempty"`
+	OutputExceeded bool                    `json:"outputExceeded,omitempty"`
+	Descendants    int                     `json:"descendantsKilled,omitempty"`
+	Escaped        []worker.EscapedProcess `json:"escaped,omitempty"`
+	DurationMS     int64                   `json:"durationMs"`
+	UserCPUMS      int64                   `json:"userCpuMs"`
+	SystemCPUMS    int64                   `json:"systemCpuMs"`
+	TreeCPUMS      int64                   `json:"treeCpuMs"`
+	StdoutBytes    int64                   `json:"stdoutBytes"`
+	StderrBytes    int64                   `json:"stderrBytes"`
+	Stderr         []byte                  `json:"-"`
+	Error          string                  `json:"error,omitempty"`
 }
 
 // Summary renders the exit in one line, for example "exited with code 0 after 1.2s".
@@ -202,6 +205,9 @@ func (e ProcessExit) Summary() string {
 	if e.Descendants > 0 {
 		parts = append(parts, fmt.Sprintf("%d descendant process(es) killed", e.Descendants))
 	}
+	if len(e.Escaped) > 0 {
+		parts = append(parts, fmt.Sprintf("%d escaped descendant(s) found by the marker", len(e.Escaped)))
+	}
 	if e.Error != "" {
 		parts = append(parts, e.Error)
 	}
@@ -216,13 +222,13 @@ const MaxStderrBytes = 256 << 10
 // CloseGrace to exit by itself, then SIGTERM and TerminateGrace, then SIGKILL and
 // KillConfirm.
 const (
-	ACPCloseGrace     = 3 * time.Second
+	ACPCloseGrace = 3 * time.Second
 	// ACPCloseGraceIgnoringEOF replaces ACPCloseGrace for agents known not to exit when
 	// their stdin closes (codex-acp, the Claude adapter, Gemini CLI): waiting longer
 	// only delays the SIGTERM they need.
 	ACPCloseGraceIgnoringEOF = 250 * time.Millisecond
-	ACPTerminateGrace = 2 * time.Second
-	ACPKillConfirm    = 5 * time.Second
+	ACPTerminateGrace        = 2 * time.Second
+	ACPKillConfirm           = 5 * time.Second
 )
 
 // agentProcess is one running ACP agent process.
@@ -236,7 +242,8 @@ type agentProcess struct {
 
 	exitSeen   chan struct{} // closed once the exit is observed (not yet reaped)
 	closeGrace time.Duration
-	waitErr  error         // set before exitSeen closes
+	marker     string // worker.MarkerVar token of the process and its descendants
+	waitErr    error  // set before exitSeen closes
 
 	mu       sync.Mutex
 	signals  []string
@@ -271,8 +278,15 @@ func startProcess(spec worker.Spec, closeGrace time.Duration) (*agentProcess, er
 	if len(p) > 0 {
 		return nil, &worker.SpecError{Problems: p}
 	}
+	env := append([]string{}, spec.Env...)
+	if spec.Marker != "" {
+		if !worker.ValidMarker(spec.Marker) {
+			return nil, &worker.SpecError{Problems: []string{"marker is not a marker token"}}
+		}
+		env = append(env, worker.MarkerVar+"="+strings.Join(append([]string{spec.Marker}, spec.ExtraMarkers...), ","))
+	}
 	cmd := &exec.Cmd{
-		Path: spec.Path, Args: spec.Args, Env: append([]string{}, spec.Env...), Dir: spec.Dir,
+		Path: spec.Path, Args: spec.Args, Env: env, Dir: spec.Dir,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	inR, inW, err := os.Pipe()
@@ -290,7 +304,7 @@ func startProcess(spec worker.Spec, closeGrace time.Duration) (*agentProcess, er
 		return nil, fmt.Errorf("agent: stderr pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	ap := &agentProcess{cmd: cmd, stdin: inW, stderr: &headBuffer{max: MaxStderrBytes}, exitSeen: make(chan struct{}), closeGrace: closeGrace}
+	ap := &agentProcess{cmd: cmd, stdin: inW, stderr: &headBuffer{max: MaxStderrBytes}, exitSeen: make(chan struct{}), closeGrace: closeGrace, marker: spec.Marker}
 	ap.start = time.Now()
 	err = cmd.Start()
 	closeFiles(inR, outW, errW)
@@ -370,8 +384,9 @@ func (ap *agentProcess) escalate() {
 // gives the process its close grace (ACPCloseGrace, or ACPCloseGraceIgnoringEOF) to exit (an ACP agent exits when its client goes
 // away), escalates if it does not, kills what is left (the process group, and every
 // process of the snapshot still alive, also those that left the group), reaps the
-// process and returns how it ended. A descendant born after the snapshot that left the
-// group is not found. It is idempotent.
+// process, then kills every process still carrying the process's marker
+// (worker.SweepMarked: descendants born after the snapshot that left the group), and
+// returns how it ended. It is idempotent.
 func (ap *agentProcess) stop() ProcessExit {
 	ap.mu.Lock()
 	if ap.done {
@@ -420,6 +435,14 @@ func (ap *agentProcess) stop() ProcessExit {
 			}
 		}
 		err := ap.cmd.Wait()
+		if ap.marker != "" {
+			// Descendants that left the group after the snapshot still carry the marker.
+			esc, serr := worker.SweepMarked(ap.marker, worker.SweepConfirm)
+			exit.Escaped = esc
+			if serr != nil {
+				exit.Error = "sweeping escaped descendants: " + serr.Error()
+			}
+		}
 		if ps := ap.cmd.ProcessState; ps != nil {
 			exit.UserCPUMS, exit.SystemCPUMS = ps.UserTime().Milliseconds(), ps.SystemTime().Milliseconds()
 		}

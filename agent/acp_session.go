@@ -16,6 +16,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // ACPEnv is what ACPDriver.Start needs besides the driver's configuration:
@@ -153,6 +154,8 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 	if d.agent == ACPCodex || d.agent == ACPClaude || d.agent == ACPGemini {
 		grace = ACPCloseGraceIgnoringEOF
 	}
+	marker := worker.NewMarker()
+	l.spec.Marker = marker
 	proc, err := startProcess(l.spec, grace)
 	if err != nil {
 		root.Close()
@@ -197,7 +200,7 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 	if init.ProtocolVersion != acp.ProtocolVersionNumber {
 		return fail("initialize", fmt.Errorf("the agent speaks ACP protocol version %d; agentproof speaks %d", init.ProtocolVersion, acp.ProtocolVersionNumber))
 	}
-	resp, err := s.conn.NewSession(startCtx, acp.NewSessionRequest{Cwd: env.Run.Workspace, McpServers: []acp.McpServer{MCPServerFor(env.Run)}})
+	resp, err := s.conn.NewSession(startCtx, acp.NewSessionRequest{Cwd: env.Run.Workspace, McpServers: []acp.McpServer{MCPServerFor(env.Run, marker)}})
 	if err != nil {
 		return fail("session/new", err)
 	}
@@ -220,17 +223,20 @@ func authMethodID(m acp.AuthMethod) string {
 
 // MCPServerFor is the agentproof MCP server of a session started for run env: the
 // stdio server `<executable> mcp` (named MCPServerName) whose environment carries the
-// run's API URL, id, token and state directory (see `agentproof mcp`). The token
+// run's API URL, id, token and state directory (see `agentproof mcp`) and, when marker
+// is set, the session's process marker (worker.MarkerVar), so that the server is found
+// at teardown even when the agent starts it with only this environment. The token
 // travels only in this session/new message, never in the agent's own environment or
 // argv.
-func MCPServerFor(env RunEnv) acp.McpServer {
-	return acp.McpServer{Stdio: &acp.McpServerStdio{
-		Name: MCPServerName, Command: env.Executable, Args: []string{"mcp"},
-		Env: []acp.EnvVariable{
-			{Name: EnvAPIURL, Value: env.APIURL}, {Name: EnvRunToken, Value: env.RunToken},
-			{Name: EnvRunID, Value: env.RunID}, {Name: EnvStateDir, Value: env.StateDir},
-		},
-	}}
+func MCPServerFor(env RunEnv, marker string) acp.McpServer {
+	vars := []acp.EnvVariable{
+		{Name: EnvAPIURL, Value: env.APIURL}, {Name: EnvRunToken, Value: env.RunToken},
+		{Name: EnvRunID, Value: env.RunID}, {Name: EnvStateDir, Value: env.StateDir},
+	}
+	if marker != "" {
+		vars = append(vars, acp.EnvVariable{Name: worker.MarkerVar, Value: marker})
+	}
+	return acp.McpServer{Stdio: &acp.McpServerStdio{Name: MCPServerName, Command: env.Executable, Args: []string{"mcp"}, Env: vars}}
 }
 
 // Identity is the agent process's identity, read afresh from /proc (it is still

@@ -658,3 +658,17 @@ func TestACPCloseKillsDescendants(t *testing.T) {
 	}
 	t.Errorf("descendant %d still runs after Close", pid)
 }
+
+// TestACPCloseSweepsMarkedEscapers: a descendant born after the tree snapshot in its
+// own session carries the session's marker and is found and killed by the sweep.
+func TestACPCloseSweepsMarkedEscapers(t *testing.T) {
+	t.Parallel()
+	s, _, _ := hostileSession(t, "orphan-at-exit", nil, agent.Approve)
+	if _, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	exit := s.Close()
+	if len(exit.Escaped) != 1 || !exit.Escaped[0].Killed {
+		t.Errorf("exit = %+v (%s), want one escaped descendant killed", exit.Escaped, exit.Summary())
+	}
+}
