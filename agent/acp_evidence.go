@@ -274,14 +274,19 @@ func (t *lineTap) flush() {
 	t.buf, t.size = t.buf[:0], 0
 }
 
-// tapReader passes reads of r through and feeds them to tap.
+// tapReader passes reads of r through and feeds them to tap. When open is set, every
+// Read first waits for it to be closed.
 type tapReader struct {
-	r   io.Reader
-	tap *lineTap
-	mu  sync.Mutex
+	r    io.Reader
+	tap  *lineTap
+	open chan struct{}
+	mu   sync.Mutex
 }
 
 func (t *tapReader) Read(p []byte) (int, error) {
+	if t.open != nil {
+		<-t.open
+	}
 	n, err := t.r.Read(p)
 	t.mu.Lock()
 	if n > 0 {

@@ -93,8 +93,10 @@ func readMCPCalls(stateDir string) []mcpCall {
 //	echo-token     answers with the run token it found in session/new's MCP server
 func hostileACP(mode string) int {
 	a := &hostile{mode: mode}
-	conn := acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
+	open := make(chan struct{})
+	conn := acp.NewAgentSideConnection(a, os.Stdout, readerFunc(func(p []byte) (int, error) { <-open; return os.Stdin.Read(p) }))
 	a.conn = conn
+	close(open)
 	<-conn.Done()
 	if mode == "orphan-at-exit" {
 		// Born after the client's snapshot, in its own session: only the marker finds it.
@@ -232,3 +234,8 @@ func (h *hostile) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRe
 	}
 	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 }
+
+// readerFunc adapts a function to io.Reader.
+type readerFunc func(p []byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

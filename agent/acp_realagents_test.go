@@ -182,10 +182,15 @@ func TestRealACPAgents(t *testing.T) {
 	for _, ra := range realACPAgents {
 		t.Run(strings.TrimPrefix(ra.driver, "acp:"), func(t *testing.T) {
 			t.Parallel()
-			t.Run("approve-write", func(t *testing.T) { testRealApprove(t, ra) })
-			t.Run("deny-write", func(t *testing.T) { testRealDeny(t, ra) })
-			t.Run("stop-while-pending", func(t *testing.T) { testRealStop(t, ra) })
-			t.Run("warm-three-turns", func(t *testing.T) { testRealWarm(t, ra) })
+			for name, f := range map[string]func(*testing.T, realACPAgent){
+				"approve-write": testRealApprove, "deny-write": testRealDeny,
+				"stop-while-pending": testRealStop, "warm-three-turns": testRealWarm,
+			} {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					f(t, ra)
+				})
+			}
 		})
 	}
 }

@@ -166,9 +166,12 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 		"argv0": l.spec.Path, "args": len(l.spec.Args) - 1, "session": n})
 	s.client = &acpClient{s: s}
 	in := &tapWriter{w: proc.stdin, tap: &lineTap{maxLine: MaxACPLineBytes, emit: func(b []byte, n int) { s.log.wire(DirClient, b, n) }}}
-	out := &tapReader{r: proc.stdout, tap: &lineTap{maxLine: MaxACPLineBytes, emit: func(b []byte, n int) { s.log.wire(DirAgent, b, n) }}}
+	// The SDK starts reading inside NewClientSideConnection, before it has stored its
+	// connection and before SetLogger: the tap holds every read until both are done.
+	out := &tapReader{r: proc.stdout, tap: &lineTap{maxLine: MaxACPLineBytes, emit: func(b []byte, n int) { s.log.wire(DirAgent, b, n) }}, open: make(chan struct{})}
 	s.conn = acp.NewClientSideConnection(s.client, in, out)
 	s.conn.SetLogger(slog.New(&sdkLogHandler{log: s.log}))
+	close(out.open)
 
 	startCtx, cancel := context.WithTimeout(ctx, d.startTimeout)
 	defer cancel()

@@ -150,7 +150,7 @@ func TestACPReferenceApprovedWrite(t *testing.T) {
 	}
 	exit := s.Close()
 	if exit.ExitCode == nil || *exit.ExitCode != 0 {
-		t.Errorf("agent exit = %s", exit.Summary())
+		t.Errorf("agent exit = %s\nstderr:\n%s", exit.Summary(), exit.Stderr)
 	}
 	if bytes.Contains(log.Bytes(), []byte(acpToken)) {
 		t.Error("the session log contains the run token")

@@ -101,15 +101,30 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	a := &agent{cfg: cfg, sessions: map[string]*session{}}
-	conn := acp.NewAgentSideConnection(a, out, in)
+	// The SDK starts reading inside NewAgentSideConnection, before it has stored its own
+	// connection and before SetLogger: hold the reader until both are done.
+	gate := &gatedReader{r: in, open: make(chan struct{})}
+	conn := acp.NewAgentSideConnection(a, out, gate)
 	conn.SetLogger(cfg.Logger)
 	a.conn = conn
+	close(gate.open)
 	select {
 	case <-conn.Done():
 	case <-ctx.Done():
 	}
 	a.closeAll()
 	return nil
+}
+
+// gatedReader blocks every Read until open is closed.
+type gatedReader struct {
+	r    io.Reader
+	open chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }
 
 // agent implements acp.Agent.
