@@ -31,14 +31,16 @@ import (
 
 // CLI is one pinned agent CLI: its short name (the exec driver's suffix, or the ACP
 // agent's package name), the npm package and exact version, whether it is installed
-// only on request (Optional), the runtime its entry point needs (RuntimeNode, or ""
-// for a native binary), and the candidate paths of its native binary (or entry script)
-// below node_modules for a platform.
+// only on request (Optional), whether it is an ACP agent (ACP: driven by the acp:
+// drivers only, never an exec:<cli> driver), the runtime its entry point needs
+// (RuntimeNode, or "" for a native binary), and the candidate paths of its native
+// binary (or entry script) below node_modules for a platform.
 type CLI struct {
 	Name     string
 	Package  string
 	Version  string
 	Optional bool
+	ACP      bool
 	Runtime  string
 	binaries func(p Platform) []string
 }
@@ -105,17 +107,17 @@ var Pinned = []CLI{
 	// platform); claude-agent-acp 0.23.1 is the newest adapter whose package runs on
 	// Node 20 (the @agentclientprotocol/claude-agent-acp successor needs Node 22) and it
 	// runs the Claude Code its Agent SDK bundles (cli.js); Gemini CLI is a JS bundle.
-	{Name: "codex-acp", Package: "@zed-industries/codex-acp", Version: "0.16.0", binaries: func(p Platform) []string {
+	{Name: "codex-acp", Package: "@zed-industries/codex-acp", Version: "0.16.0", ACP: true, binaries: func(p Platform) []string {
 		osName := p.GOOS
 		if osName == "windows" {
 			osName = "win32"
 		}
 		return []string{filepath.Join("@zed-industries", "codex-acp-"+osName+"-"+npmArch(p.GOARCH), "bin", "codex-acp")}
 	}},
-	{Name: "claude-acp", Package: "@zed-industries/claude-agent-acp", Version: "0.23.1", Optional: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
+	{Name: "claude-acp", Package: "@zed-industries/claude-agent-acp", Version: "0.23.1", Optional: true, ACP: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
 		return []string{filepath.Join("@zed-industries", "claude-agent-acp", "dist", "index.js")}
 	}},
-	{Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", Runtime: RuntimeNode, binaries: func(Platform) []string {
+	{Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", ACP: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
 		return []string{filepath.Join("@google", "gemini-cli", "bundle", "gemini.js")}
 	}},
 }
