@@ -71,6 +71,19 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 	return o
 }
 
+// secretForms is every text of the secret set the matchers must keep out of their
+// outcomes: each value and each of its encoded forms (redact.Set.Forms: base64 at
+// every offset, hex, percent- and JSON-escaped), so that an encoded copy an agent
+// posted is redacted from a matcher's detail like the value itself.
+func secretForms(secrets *redact.Set) []string {
+	forms := secrets.Forms()
+	out := make([]string, len(forms))
+	for i, f := range forms {
+		out[i] = f.Text
+	}
+	return out
+}
+
 // taskRuns returns the task's runs in state order.
 func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 	var out []*controlplane.Run
@@ -86,7 +99,7 @@ func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 // status, the last run's status, every run's message (turn by turn), the artifacts and
 // the composite JSON {issue, runs, interactions, documents}.
 func matchObservation(st *controlplane.State, task string, runs []*controlplane.Run, secrets *redact.Set) *match.Observation {
-	obs := &match.Observation{Secrets: secrets.Values(), HasArtifacts: true, HasMessage: len(runs) > 0}
+	obs := &match.Observation{Secrets: secretForms(secrets), HasArtifacts: true, HasMessage: len(runs) > 0}
 	var t *controlplane.Task
 	for _, x := range st.Tasks {
 		if x.ID == task {

@@ -7,9 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // Teardown is what the teardown stage returns: the cleanup problems (a fixture that
@@ -45,11 +48,18 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	if s.Fixtures.CleanupErr != "" {
 		t.Problems = append(t.Problems, s.Fixtures.CleanupErr)
 	}
-	t.Problems = append(t.Problems, stopServices(a, p, secrets)...)
+	killed := false
+	if p.Instance != nil {
+		var problems []string
+		problems, killed = stopServices(a, p, secrets)
+		t.Problems = append(t.Problems, problems...)
+	}
+	t.Problems = append(t.Problems, escapedOf(s.Observation.Runs)...)
+	t.Problems = append(t.Problems, sweepMarker(a, p.Marker, killed, secrets)...)
 	a.ev.Write(secrets, "logs/flow.log", []byte(a.log.text()), true)
 	if p.Root != "" {
 		collectAgentLogs(a.ev, secrets, p.Home)
-		t.Leaks = append(t.Leaks, scanClosed(secrets, p.Home, p.Workspace, &t.Problems)...)
+		t.Leaks = append(t.Leaks, scanClosed(secrets, p, &t.Problems)...)
 		t.Problems = append(t.Problems, x.removeRoot(p.Root)...)
 		_ = p.rootClaim.Release() // removed or kept: nobody's to sweep
 	}
@@ -63,13 +73,19 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 }
 
 // stopServices stops the server and the scripted model and keeps their logs; it
-// returns the cleanup problems.
-func stopServices(a *attempt, p *Provisioned, secrets *redact.Set) []string {
-	var problems []string
+// returns the cleanup problems and whether the server had to be killed (then a harness
+// note in the flow log, not a problem: its exit was confirmed, and the agent processes
+// it may have left behind are the marker sweep's).
+func stopServices(a *attempt, p *Provisioned, secrets *redact.Set) (problems []string, killed bool) {
 	if p.Instance != nil {
-		current, earlier, err := p.Instance.stop()
+		start := time.Now()
+		current, earlier, k, err := p.Instance.stop()
+		a.log.note("server stopped in %d ms", time.Since(start).Milliseconds())
 		if err != nil {
 			problems = append(problems, err.Error())
+		}
+		if killed = k; killed {
+			a.log.note("harness note: the server did not stop within %s of SIGTERM and was killed (its exit confirmed)", StopGrace)
 		}
 		for _, log := range earlier {
 			a.ev.Write(secrets, "logs/serve-before-restart.stderr.log", log, true)
@@ -81,27 +97,90 @@ func stopServices(a *attempt, p *Provisioned, secrets *redact.Set) []string {
 			problems = append(problems, err.Error())
 		}
 	}
+	return problems, killed
+}
+
+// sweepMarker kills every process that still carries the attempt's marker after the
+// server is gone (worker.SweepMarked): an agent's descendant that escaped its run's
+// own sweep. Each one found is a cleanup problem (the candidate left it), except,
+// after a server that had to be killed (serverKilled), the ones whose exit was
+// confirmed: the server was stopped before it could stop its agents, so they are the
+// harness's (a note in the flow log). A sweep that could not run is a problem
+// (cleanup not confirmed).
+func sweepMarker(a *attempt, marker string, serverKilled bool, secrets *redact.Set) []string {
+	if marker == "" {
+		return nil
+	}
+	found, err := worker.SweepMarked(marker, worker.SweepConfirm)
+	var problems []string
+	if err != nil {
+		problems = append(problems, "the sweep for the attempt's escaped processes could not complete: "+secrets.RedactText(err.Error()))
+	}
+	for _, e := range found {
+		what := fmt.Sprintf("%s (pid %d)", secrets.RedactText(e.Command), e.PID)
+		switch {
+		case !e.Killed:
+			problems = append(problems, "an agent process outlived the server and could not be confirmed killed: "+what)
+		case serverKilled:
+			a.log.note("harness note: the killed server left agent process %s; killed", what)
+		default:
+			problems = append(problems, "an agent process escaped its run and outlived the server; killed: "+what)
+		}
+	}
 	return problems
 }
 
-// scanClosed scans the closed instance home and the workspace for every secret value
-// (exact values only: spec §10.2); the home's own key files are exempt. A scan that
-// could not complete is a cleanup problem (appended to problems).
-func scanClosed(secrets *redact.Set, home, workspace string, problems *[]string) []string {
+// scanClosed scans everything the agent could write inside the attempt's temp root
+// for every secret value, raw and encoded (redact.Set forms; spec §10.2): the closed
+// instance home (the agents' per-run HOME, XDG and CLI config directories are under
+// it), the workspace, and the rest of the root (tmp, artifacts, the scripted model's
+// files, whatever an agent wrote there). The home's own key files are exempt. A scan
+// that could not complete is a cleanup problem (appended to problems).
+func scanClosed(secrets *redact.Set, p *Provisioned, problems *[]string) []string {
+	found, err := secrets.ScanTree(p.Root, false)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		*problems = append(*problems, fmt.Sprintf("leak scan of the attempt's temp root could not complete: %v", secrets.RedactText(err.Error())))
+	}
 	var leaks []string
-	for _, d := range []struct{ name, path string }{{"instance home", home}, {"workspace", workspace}} {
-		found, err := secrets.ScanTree(d.path, false)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			*problems = append(*problems, fmt.Sprintf("leak scan of the %s could not complete: %v", d.name, secrets.RedactText(err.Error())))
-		}
-		for _, l := range found {
-			if d.path == home && ownSecretFile(home, l.Path) {
+	for _, l := range found {
+		abs := filepath.Join(p.Root, filepath.FromSlash(strings.SplitN(l.Path, "!", 2)[0]))
+		place := "attempt temp root"
+		switch {
+		case within(p.Home, abs):
+			rel, _ := filepath.Rel(p.Home, abs)
+			if ownSecretFile(p.Home, filepath.ToSlash(rel)) {
 				continue // the board token's or master key's own file
 			}
-			leaks = append(leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", d.name, l.Path, l.Leak.String()))
+			place = "instance home"
+		case within(p.Workspace, abs):
+			place = "workspace"
 		}
+		rel, _ := filepath.Rel(rootOf(place, p), abs)
+		if place == "attempt temp root" {
+			rel = l.Path
+		} else if i := strings.Index(l.Path, "!"); i >= 0 {
+			rel = filepath.ToSlash(rel) + l.Path[i:]
+		}
+		leaks = append(leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", place, filepath.ToSlash(rel), l.Leak.String()))
 	}
 	return leaks
+}
+
+// rootOf is the directory a scanClosed place is relative to.
+func rootOf(place string, p *Provisioned) string {
+	switch place {
+	case "instance home":
+		return p.Home
+	case "workspace":
+		return p.Workspace
+	}
+	return p.Root
+}
+
+// within reports whether path is dir or below it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // removeRoot removes the attempt's temp root (unless KeepRoot) and confirms it is gone.
@@ -156,4 +235,24 @@ func collectAgentLogs(ev *campaign.Evidence, secrets *redact.Set, home string) {
 		}
 		return nil
 	})
+}
+
+// escapedOf describes the escaped processes the runs' terminations list.
+func escapedOf(runs []api.HeartbeatRun) []string {
+	var out []string
+	for _, r := range runs {
+		if r.Termination == nil || len(r.Termination.EscapedProcesses) == 0 {
+			continue
+		}
+		var ps []string
+		for _, e := range r.Termination.EscapedProcesses {
+			state := "killed"
+			if !e.Killed {
+				state = "its exit not confirmed"
+			}
+			ps = append(ps, fmt.Sprintf("%s (pid %d, %s)", e.Command, e.PID, state))
+		}
+		out = append(out, fmt.Sprintf("the agent of run %s left %d process(es) outside its process group: %s", r.RunID, len(ps), strings.Join(ps, ", ")))
+	}
+	return out
 }
