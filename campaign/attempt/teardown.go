@@ -16,12 +16,13 @@ import (
 )
 
 // Teardown is what the teardown stage returns: the cleanup problems (a fixture that
-// did not tear down, a server that had to be killed or left processes behind, a temp
-// root that could not be removed), the leaks found (in the closed instance home, the
-// workspace, the evidence written), the required evidence missing (only for attempts
-// that reached grading), and whether cleanup was confirmed (teardown ran and found no
-// problem). Cleanup findings of later checks (processes that escaped their group, a
-// scan of the whole temp root) belong in Problems and Leaks.
+// did not tear down, processes of the server's group that outlived it, a run's agent
+// that left processes outside its process group, processes the attempt's marker sweep
+// killed after the server stopped, a temp root that could not be removed), the leaks
+// found (anywhere in the attempt's temp root, in the evidence written), the required
+// evidence missing (only for attempts that reached grading), and whether cleanup was
+// confirmed (teardown ran and found no problem). A server that had to be killed is a
+// harness note in the flow log, not a problem.
 type Teardown struct {
 	Problems  []string
 	Leaks     []string
@@ -30,9 +31,10 @@ type Teardown struct {
 }
 
 // teardown tears down what the stages left, in reverse: the fixtures (fixtures.json),
-// the server (its logs), the scripted model (its request log), then writes the flow
-// log and the agent logs, scans the closed home and the workspace for leaks, removes
-// the temp root, checks the required evidence and scans the evidence written. It runs
+// the server (its logs), the scripted model (its request log), then kills what still
+// carries the attempt's process marker, writes the flow log and the agent logs, scans
+// the whole temp root for leaks, removes it, checks the required evidence and scans the
+// evidence written. It runs
 // with a context that outlives a cancellation, bounded by teardownTimeout.
 func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Teardown {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
@@ -143,44 +145,29 @@ func scanClosed(secrets *redact.Set, p *Provisioned, problems *[]string) []strin
 	}
 	var leaks []string
 	for _, l := range found {
-		abs := filepath.Join(p.Root, filepath.FromSlash(strings.SplitN(l.Path, "!", 2)[0]))
-		place := "attempt temp root"
-		switch {
-		case within(p.Home, abs):
-			rel, _ := filepath.Rel(p.Home, abs)
-			if ownSecretFile(p.Home, filepath.ToSlash(rel)) {
-				continue // the board token's or master key's own file
-			}
-			place = "instance home"
-		case within(p.Workspace, abs):
-			place = "workspace"
+		place, rel := placeOf(p, l.Path)
+		if place == "instance home" && ownSecretFile(p.Home, rel) {
+			continue // the board token's or master key's own file
 		}
-		rel, _ := filepath.Rel(rootOf(place, p), abs)
-		if place == "attempt temp root" {
-			rel = l.Path
-		} else if i := strings.Index(l.Path, "!"); i >= 0 {
-			rel = filepath.ToSlash(rel) + l.Path[i:]
-		}
-		leaks = append(leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", place, filepath.ToSlash(rel), l.Leak.String()))
+		leaks = append(leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", place, rel, l.Leak.String()))
 	}
 	return leaks
 }
 
-// rootOf is the directory a scanClosed place is relative to.
-func rootOf(place string, p *Provisioned) string {
-	switch place {
-	case "instance home":
-		return p.Home
-	case "workspace":
-		return p.Workspace
+// placeOf names where in the temp root a scanned path (slash-separated, relative to
+// the root, "!member" for an archive member) lies — the instance home, the workspace
+// or elsewhere in the root — and returns it relative to that place.
+func placeOf(p *Provisioned, path string) (place, rel string) {
+	for _, d := range []struct{ name, dir string }{{"instance home", p.Home}, {"workspace", p.Workspace}} {
+		prefix, err := filepath.Rel(p.Root, d.dir)
+		if err != nil {
+			continue
+		}
+		if r, ok := strings.CutPrefix(path, filepath.ToSlash(prefix)+"/"); ok {
+			return d.name, r
+		}
 	}
-	return p.Root
-}
-
-// within reports whether path is dir or below it.
-func within(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return "attempt temp root", path
 }
 
 // removeRoot removes the attempt's temp root (unless KeepRoot) and confirms it is gone.

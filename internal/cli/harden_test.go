@@ -60,10 +60,10 @@ const hardenExec = `credentials:
   - {id: APF_HARDEN_CRED, scope: profile, description: A test credential.}
 profiles:
   - id: daemonizer
-    label: An exec agent that leaves a setsid daemon behind
+    label: The example exec agent, leaving a setsid daemon behind
     generation: native
     driver: exec
-    driverConfig: {command: /bin/sh, args: [-c, "setsid /bin/sh -c 'echo $$ > @PIDFILE@; exec sleep 3000' >/dev/null 2>&1 </dev/null & sleep 0.5; exit 0"], timeoutMs: 60000}
+    driverConfig: {command: /bin/sh, args: [-c, "setsid /bin/sh -c 'echo $$ > @PIDFILE@; exec sleep 3000' >/dev/null 2>&1 </dev/null & sleep 0.3; exec @EXAMPLES@/exec-agent.py"], timeoutMs: 60000}
     provider: agentproof
     model: agentproof/daemonizer
     modelQualification: {source: builtin, qualificationId: "builtin:daemonizer"}
@@ -128,7 +128,9 @@ print("posted")
 
 // TestRunHardenedVerdicts runs the hardenExec agents in one real campaign (a child
 // `agentproof run` with the credential in its environment):
-//   - the daemonizer's cell ends cleanup_failure and its daemon is gone;
+//   - the daemonizer (the example agent, which completes its run and passes every
+//     matcher, after starting a setsid daemon) ends cleanup_failure, and its daemon is
+//     gone;
 //   - base64 copies under the agent's HOME and in the attempt's temp root beside the
 //     workspace are secret leaks (the root outside home and workspace was not scanned);
 //   - a hex copy posted as the message is a secret leak;
@@ -239,7 +241,7 @@ func fakeCodexInstall(t *testing.T, script string) string {
 	}
 	sum := sha256.Sum256([]byte(script))
 	files := map[string]string{
-		filepath.Join(base, "agentproof-install.json"): fmt.Sprintf(`{"name": "codex", "package": "@openai/codex", "version": "0.171.0", "binarySha256": "%x"}`, sum),
+		filepath.Join(base, "agentproof-install.json"):                                    fmt.Sprintf(`{"name": "codex", "package": "@openai/codex", "version": "0.171.0", "binarySha256": "%x"}`, sum),
 		filepath.Join(base, "node_modules", "@openai", "codex-linux-x64", "package.json"): `{"name": "@openai/codex", "version": "0.171.0-linux-x64"}`,
 	}
 	for p, body := range files {
