@@ -129,7 +129,9 @@ func TestMatrixJobs(t *testing.T) {
 // credential.
 func TestProfileEnvCredentials(t *testing.T) {
 	t.Parallel()
-	ref := func(id string) map[string]any { return map[string]any{"type": "secret_ref", "secretId": id, "version": "latest"} }
+	ref := func(id string) map[string]any {
+		return map[string]any{"type": "secret_ref", "secretId": id, "version": "latest"}
+	}
 	p := &Profile{DriverConfig: map[string]any{"env": map[string]any{
 		"B_TOKEN": ref("OPENAI_API_KEY"), "A_TOKEN": ref("ANTHROPIC_API_KEY"), "C_TOKEN": ref("OPENAI_API_KEY"),
 		"D_TOKEN": ref("123e4567-e89b-12d3-a456-426614174000"),
