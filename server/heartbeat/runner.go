@@ -685,7 +685,7 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	}
 	builtin := j.cfg.Builtin
 	spec, err := d.Launch(rc, agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
-		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin})
+		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin, ServerHome: r.cfg.Home})
 	if err != nil {
 		return launch{}, err
 	}
