@@ -108,8 +108,10 @@ func (h *leaseHold) environmentConfig() json.RawMessage {
 // cleanup problem when destruction was not confirmed (the report's Reason()).
 func (h *leaseHold) release(ctx context.Context, runs []api.HeartbeatRun) (environment.LeaseRecord, string) {
 	var problems []string
-	if err := h.bridge.Close(); err != nil {
-		problems = append(problems, "closing the lease's bridge: "+err.Error())
+	if h.bridge != nil {
+		if err := h.bridge.Close(); err != nil {
+			problems = append(problems, "closing the lease's bridge: "+err.Error())
+		}
 	}
 	rep := h.provider.Cleanup(ctx, h.lease)
 	if !rep.Confirmed {

@@ -165,7 +165,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := probeSandbox(cmd, plan.Cells); err != nil {
+	if err := probeSandbox(cmd.Context(), plan.Cells, sandbox.Options{}); err != nil {
 		return err
 	}
 	root, err := filepath.Abs(o.results)
@@ -251,8 +251,9 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 // probeSandbox probes the sandbox provider (for real: a trial sandbox, the cgroup
 // controllers, a tmpfs) when a selected cell runs in a sandbox environment, before
 // anything starts: a machine that cannot run it is a configuration error (exit 2)
-// naming every missing requirement, the cells' environments and what to do.
-func probeSandbox(cmd *cobra.Command, cells []*catalog.Cell) error {
+// naming every missing requirement, the cells' environments and what to do. opt
+// configures the provider probed (the zero value: bwrap from PATH, this executable).
+func probeSandbox(ctx context.Context, cells []*catalog.Cell, opt sandbox.Options) error {
 	var envs []string
 	for _, c := range cells {
 		if environment.ProviderName(c.Environment.Provider) == environment.ProviderSandbox && !slices.Contains(envs, c.Environment.ID) {
@@ -262,11 +263,10 @@ func probeSandbox(cmd *cobra.Command, cells []*catalog.Cell) error {
 	if len(envs) == 0 {
 		return nil
 	}
-	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	r := sandbox.New(sandbox.Options{}).Probe(ctx)
+	r := sandbox.New(opt).Probe(ctx)
 	if r.Available {
 		return nil
 	}
