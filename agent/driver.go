@@ -45,6 +45,9 @@ const (
 	EnvStateDir = "AGENTPROOF_AGENT_STATE_DIR"
 	// EnvConfig holds a built-in agent's configuration as JSON (BuiltinConfig).
 	EnvConfig = "AGENTPROOF_AGENT_CONFIG"
+	// EnvHostileServerHome is the control plane's instance home on the host, given only
+	// to the hostile suite's agents (driver hostile:<attack>) as what they aim at.
+	EnvHostileServerHome = "AGENTPROOF_HOSTILE_SERVER_HOME"
 )
 
 // Defaults of a driver configuration that sets no bound.
@@ -72,6 +75,8 @@ const (
 //     here and in the child's environment; they are never logged.
 //   - AdapterConfig: the agent's adapter configuration as the harness created it; the
 //     reference and wrong agents read a BuiltinConfig from it.
+//   - ServerHome: the control plane's instance home on the host; only the hostile
+//     suite's agents get it (EnvHostileServerHome), as the target of their attack.
 type RunEnv struct {
 	Executable    string
 	Workspace     string
@@ -81,6 +86,7 @@ type RunEnv struct {
 	StateDir      string
 	Secrets       map[string]string
 	AdapterConfig json.RawMessage
+	ServerHome    string
 }
 
 // Driver launches one kind of agent. Implementations are immutable and safe for
@@ -175,7 +181,7 @@ func New(name driver.Name, config api.DriverConfig) (Driver, error) {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("timeoutMs must be at most %d for a fixture program", worker.MaxTimeoutMS))
 		}
 		d = fixtureDriver{fixture: name.Arg, bounds: b}
-	case driver.KindReference, driver.KindNop, driver.KindLeaky:
+	case driver.KindReference, driver.KindNop, driver.KindLeaky, driver.KindHostile:
 		d = builtinDriver{name: name, bounds: parseBounds(config, name, ce, nil)}
 	case driver.KindWrong:
 		b := parseBounds(config, name, ce, []string{"strategy"})

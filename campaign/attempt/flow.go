@@ -46,6 +46,10 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 				return nil, err
 			}
 			a.log.note("server restarted on %s", p.Instance.addr())
+			// The lease outlives the serve child: its bridge now dials the new port.
+			if err := p.Lease.retarget(p.Instance.addr()); err != nil {
+				return nil, fmt.Errorf("retargeting the lease's bridge: %w", err)
+			}
 			return p.Instance.board().Company(f.CompanyID), nil
 		},
 	}

@@ -246,5 +246,9 @@ func facts(s *Stages) *campaign.Facts {
 		f.IssueID, f.IssueIdentifier = s.Fixtures.TaskID, s.Fixtures.Identifier
 	}
 	f.Matchers = s.Grades.Matchers
+	if ls := s.Teardown.Leases; len(ls) > 0 {
+		f.Leases = ls
+		f.RuntimeUsage = leaseRuntime(ls[0].Provider, ls, s.Observation.Runs)
+	}
 	return &f
 }

@@ -53,6 +53,20 @@ func TestJudge(t *testing.T) {
 		{"not reached is inconclusive", graded(PaceScripted, okMatcher, notReachedMatcher), verdict.Inconclusive, verdict.PermanentInfrastructure, "matcher not reached: #2"},
 		{"no matcher evaluated", graded(PaceScripted), verdict.Inconclusive, verdict.PermanentInfrastructure, "no matcher was evaluated"},
 
+		// A sandbox lease's limits: the host saw the agent exceed its pinned shape.
+		{"a memory limit hit is the candidate's, the limit named", with(graded(PaceScripted, failedMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "reference", api.Termination{Started: true, Signal: "SIGKILL",
+				Limits: []api.LimitHit{{Resource: "memory", Limit: 1 << 30, Events: 1, Detail: "memory limit 1073741824 bytes: 1 OOM kill(s)"}}})}
+		}), verdict.Failed, verdict.CandidateFailure, "run r-1 exceeded its environment's resource limits: memory limit 1073741824 bytes: 1 OOM kill(s)"},
+		{"a pids limit hit fails even a passing attempt", with(graded(PaceLive, okMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec", api.Termination{Started: true, TimedOut: true,
+				Limits: []api.LimitHit{{Resource: "pids", Limit: 128, Events: 3, Detail: "pids limit 128: 3 fork(s) refused"}}})}
+		}), verdict.Failed, verdict.CandidateFailure, "pids limit 128: 3 fork(s) refused"},
+		{"an incomplete environment account is the harness's", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "reference", api.Termination{Started: true,
+				EnvironmentProblems: []string{"no exit report from the sandbox init (init wrote nothing)"}})}
+		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "the environment's account of run r-1 is incomplete: no exit report"},
+
 		// Safety first: a leak beats everything, a cleanup failure beats a pass.
 		{"leak beats everything", with(graded(PaceScripted, failedMatcher), func(s *Stages) {
 			s.Teardown = Teardown{Leaks: []string{"evidence result.json: exact secret value"}, Problems: []string{"temp root could not be removed"}}

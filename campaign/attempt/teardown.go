@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -28,13 +29,18 @@ type Teardown struct {
 	Leaks     []string
 	Missing   []string
 	Confirmed bool
+	// Leases are the records of the attempt's environment leases after their cleanup
+	// (a sandbox cell's one lease; none for a local cell).
+	Leases []environment.LeaseRecord
 }
 
 // teardown tears down what the stages left, in reverse: the fixtures (fixtures.json),
 // the server (its logs), the scripted model (its request log), then kills what still
 // carries the attempt's process marker, writes the flow log and the agent logs, scans
-// the whole temp root for leaks, removes it, checks the required evidence and scans the
-// evidence written. It runs
+// the whole temp root for leaks (a sandbox lease's disk among it), closes a sandbox
+// lease's bridge and destroys the lease (an unconfirmed cleanup is a cleanup problem
+// naming what remained), removes the temp root, checks the required evidence and scans
+// the evidence written. It runs
 // with a context that outlives a cancellation, bounded by teardownTimeout.
 func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Teardown {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
@@ -62,6 +68,13 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	if p.Root != "" {
 		collectAgentLogs(a.ev, secrets, p.Home)
 		t.Leaks = append(t.Leaks, scanClosed(secrets, p, &t.Problems)...)
+		if p.Lease != nil { // after the workspace's scan: it lives on the lease disk
+			rec, problem := p.Lease.release(tctx, s.Observation.Runs)
+			t.Leases = append(t.Leases, rec)
+			if problem != "" {
+				t.Problems = append(t.Problems, secrets.RedactText(problem))
+			}
+		}
 		t.Problems = append(t.Problems, x.removeRoot(p.Root)...)
 		_ = p.rootClaim.Release() // removed or kept: nobody's to sweep
 	}

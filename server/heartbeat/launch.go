@@ -22,6 +22,7 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -267,7 +268,7 @@ func providerOf(d driver.Name, dc *api.DriverConfig) string {
 
 // targetOf is the kind of execution target an environment is.
 func targetOf(e *controlplane.Environment) string {
-	if e.Kind == controlplane.LocalEnvironment {
+	if e.Kind == controlplane.LocalEnvironment || e.Kind == string(environment.ProviderSandbox) { // the sandbox runs on this machine
 		return "local"
 	}
 	return "remote"
