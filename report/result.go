@@ -522,7 +522,7 @@ func ParseExecutionID(id string) (suite, profile, env, cs string, ok bool) {
 		return "", "", "", "", false
 	}
 	for _, p := range parts {
-		if !catalog.IDPattern.MatchString(p) {
+		if !catalog.IDPattern().MatchString(p) {
 			return "", "", "", "", false
 		}
 	}
