@@ -31,6 +31,9 @@ func Summary(c *Campaign) []byte {
 	fmt.Fprintf(&b, "LLM cost reported by providers: %s; %d/%d runs priced\n\n", aggregateLLMText(a), a.LLM.RunsWithReportedCost, a.LLM.RunCount)
 	fmt.Fprintf(&b, "Runtime: agent execution %s · lease %s · cost %s\n\n", Duration(a.AgentRunDurationMs), Duration(a.LeaseDurationMs), AggregateRuntimeText(a))
 	b.WriteString("Unpriced and unavailable usage is excluded from dollar totals and never counted as free; runtime costs are list-price estimates; local execution is not metered.\n\n")
+	if c.Repeat > 1 {
+		writeRepeats(&b, c)
+	}
 	b.WriteString("| Cell | Attempt | Verdict | Runtime | Duration (s) | Tokens (in/out) | LLM reported | Runtime estimate | Detail |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for i := range c.Results {
@@ -42,6 +45,28 @@ func Summary(c *Campaign) []byte {
 			md(LLMCostText(bl.LLM)), md(RuntimeCostText(bl.Runtime)), md(detailText(r)))
 	}
 	return []byte(b.String())
+}
+
+// writeRepeats renders the repeats table of a campaign run with --repeat: per cell the
+// pass rate with its count, pass^k, pass@k, flakiness and each repetition's outcome.
+func writeRepeats(b *strings.Builder, c *Campaign) {
+	fmt.Fprintf(b, "Repeats: every cell ran %d times; %d flaky. A cell passes only when every repetition passed (pass^k).\n\n", c.Repeat, c.Flaky)
+	b.WriteString("| Cell | Pass rate | pass^k | pass@k | Flaky | Repetitions |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, r := range c.Repeats {
+		var outs []string
+		for _, o := range r.Outcomes {
+			s := string(o.Counted)
+			if o.Missing {
+				s += " (missing)"
+			}
+			outs = append(outs, s)
+		}
+		fmt.Fprintf(b, "| %s | %d/%d (%.0f%%) | %s | %s | %s | %s |\n", md(r.ExecutionID), r.Passed, r.Repetitions,
+			100*float64(r.Passed)/float64(max(r.Repetitions, 1)), yesNo(r.PassAll, "yes", "no"), yesNo(r.PassAny, "yes", "no"),
+			yesNo(r.Flaky, "**flaky**", "no"), md(strings.Join(outs, ", ")))
+	}
+	b.WriteString("\n")
 }
 
 func yesNo(ok bool, yes, no string) string {

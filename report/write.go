@@ -43,6 +43,9 @@ type Options struct {
 	// exit code 1 instead of 3. When nil, an existing campaign.json's choice is kept
 	// (default false), so regeneration reproduces the same files.
 	InconclusiveAsFailure *bool
+	// Repeat is the campaign's repetitions per cell (`run --repeat`). 0 keeps an
+	// existing campaign.json's, else the largest repeat a result records (1: none).
+	Repeat int
 	// Secrets, when non-nil, sanitises every result before anything is rendered (exact
 	// values and secret shapes; package redact).
 	Secrets *redact.Set
@@ -116,7 +119,18 @@ func Generate(opts Options) (*Generated, error) {
 	} else if prior != nil {
 		asFailure = prior.InconclusiveAsFailure
 	}
-	results, notes, unexpected := Choose(opts.Catalog, opts.CampaignID, expected, cands)
+	repeat := opts.Repeat
+	if repeat == 0 && prior != nil {
+		repeat = prior.Repeat
+	}
+	if repeat == 0 {
+		for _, c := range cands {
+			if c.Result != nil {
+				repeat = max(repeat, c.Result.Repeat)
+			}
+		}
+	}
+	results, notes, unexpected, repeats := ChooseRepeated(opts.Catalog, opts.CampaignID, expected, cands, repeat)
 	if opts.Secrets != nil {
 		for i := range results {
 			SanitizeResult(opts.Secrets, &results[i])
@@ -128,6 +142,14 @@ func Generate(opts Options) (*Generated, error) {
 		}
 	}
 	c := buildCampaign(opts.CampaignID, opts.Catalog, expected, results, notes, asFailure)
+	if repeat > 1 {
+		c.Repeat, c.Repeats = repeat, repeats
+		for _, r := range repeats {
+			if r.Flaky {
+				c.Flaky++
+			}
+		}
+	}
 
 	histPath := opts.HistoryPath
 	if histPath == "" {

@@ -31,6 +31,9 @@ type runOptions struct {
 	canary      bool
 	live        bool
 	agentsDir   string
+	repeat      int
+	resume      string
+	rerunFailed string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -103,6 +106,25 @@ scripted model on 127.0.0.1 (offline, no credential); --live uses the profile's 
 provider instead, with the profile's credential read from the environment and
 stored as a secret.
 
+--repeat N runs every selected cell N times (repetitions 1..N, each its own series of
+fresh isolated attempts, kept under <case>/repeat-<k>/attempt-<n>/). A cell passes only
+when every repetition passed (pass^k); it fails when any repetition failed, else it is
+inconclusive when any was; it is flaky when its repetitions disagree. Flaky has no
+exit code of its own: a flaky cell with a failed repetition exits 1, one whose other
+repetitions passed and one was inconclusive exits 3. The last line then counts cells
+and ends with " (N repetitions each, <k> flaky)"; summary.md, campaign.json and the
+dashboard show each cell's pass rate, pass^k, pass@k and its repetitions.
+
+--resume <campaign> continues a campaign that was interrupted or killed: it reads the
+selection, repetitions and seed from <results>/<campaign>/plan.json (written before
+the first attempt), keeps every stored result, and runs the cells (repetitions) that
+have none, including those killed mid-attempt (their evidence stays; the new attempt
+gets the next attempt number). --rerun-failed <campaign> runs the cells whose result
+does not count as passed again, as new attempts; the report then chooses the newest
+attempt of each cell and campaign.json lists both under "candidates". Neither takes
+selectors or --campaign; both refuse (exit 2) a campaign without plan.json or whose
+suites changed definition since it started.
+
 Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,
 writes what finished (the campaign is partial: the last line adds ", <n> not run
 (partial)" and the campaign report covers only the cells that finished) and exits 130.
@@ -125,6 +147,9 @@ or the campaign report could not be written), 130 interrupted.`),
 	f.StringVar(&o.progress, "progress", "auto", "progress display: auto, tty, plain or none")
 	f.BoolVar(&o.canary, "canary", false, "inject fake secrets of every known shape as credentials (APF_CANARY_*) to prove leaks are caught")
 	f.BoolVar(&o.live, "live", false, "run agent CLI cells against their profile's live provider instead of the scripted model (needs the profile's credential)")
+	f.IntVar(&o.repeat, "repeat", 1, "run every selected cell N times, each repetition an independent attempt (pass rate, pass^k, pass@k, flaky in the report)")
+	f.StringVar(&o.resume, "resume", "", "continue the campaign `id` under --results: run its selected cells (and repetitions) that have no result, keep the rest")
+	f.StringVar(&o.rerunFailed, "rerun-failed", "", "run the cells of the campaign `id` under --results that did not pass again, as new attempts of the same campaign")
 	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
 	return cmd
 }
@@ -139,7 +164,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := campaign.Options{CampaignID: o.campaignID, MaxParallel: o.maxParallel, MaxAutomaticRetries: o.maxRetries}
+	opts := campaign.Options{CampaignID: o.campaignID, MaxParallel: o.maxParallel, MaxAutomaticRetries: o.maxRetries, Repeat: o.repeat}
 	if cmd.Flags().Changed("seed") {
 		seed := o.seed
 		opts.Seed = &seed
@@ -147,35 +172,35 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if cmd.Flags().Changed("max-parallel") && o.maxParallel == 0 {
 		return usageErrorf("--max-parallel must be a positive integer, not 0")
 	}
-	plan, err := campaign.NewPlan(c, trimSelector(o.sel), opts)
-	if err != nil {
-		var se *catalog.SelectionError
-		var oe *campaign.OptionsError
-		if errors.As(err, &se) || errors.As(err, &oe) {
-			return &UsageError{Err: err}
-		}
-		return fmt.Errorf("planning the campaign: %w", err)
-	}
-	// Before anything starts or is written: the agent CLIs the cells need.
-	binaries, err := a.ensureCLIs(cmd, plan.Cells, o)
-	if err != nil {
-		return err
+	if o.repeat < 1 || o.repeat > campaign.MaxRepeat {
+		return usageErrorf("--repeat must be between 1 and %d, not %d", campaign.MaxRepeat, o.repeat)
 	}
 	root, err := filepath.Abs(o.results)
 	if err != nil {
 		return usageErrorf("--results: %v", err)
 	}
-	unlock, err := lockResults(root, true) // held until the campaign's files are written
+	plan, unlock, err := a.planRun(cmd, c, root, o, opts)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	campaignDir := filepath.Join(root, plan.CampaignID)
-	if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
-		return usageErrorf("campaign directory %s already holds results; choose another --campaign or remove it", campaignDir)
+	// Before anything starts or is written: the agent CLIs the cells to run need.
+	binaries, err := a.ensureCLIs(cmd, plan.UnitCells(), o)
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(campaignDir, 0o755); err != nil {
-		return usageErrorf("--results: %v", err)
+	campaignDir := filepath.Join(root, plan.CampaignID)
+	if !plan.Resumed() {
+		if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
+			return usageErrorf("campaign directory %s already holds results; choose another --campaign, remove it, or continue it with --resume %s", campaignDir, plan.CampaignID)
+		}
+		if err := os.MkdirAll(campaignDir, 0o755); err != nil {
+			return usageErrorf("--results: %v", err)
+		}
+		// Before the first attempt, so that a killed campaign can be resumed.
+		if err := campaign.WritePlanRecord(root, plan); err != nil {
+			return withExit(ExitInternal, fmt.Errorf("%w; %s", err, bugNote))
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -215,13 +240,14 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	// The campaign's cells: the selection, or, when it did not finish, the cells that
 	// did. campaign.json is then partial by spec §7.4's own rule (a suite lacks cells),
 	// and `agentproof report` regenerates it unchanged from its expected list.
-	ids := make([]string, 0, len(plan.Cells))
-	for _, cr := range sum.Cells {
-		if !sum.Partial || cr.Status == campaign.CellFinished {
-			ids = append(ids, cr.Cell.ID)
+	ids := sum.Finished
+	if !sum.Partial {
+		ids = make([]string, 0, len(plan.Cells))
+		for _, cell := range plan.Cells {
+			ids = append(ids, cell.ID)
 		}
 	}
-	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets})
+	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
@@ -239,6 +265,72 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		return withExit(ExitInternal, errors.New("the campaign's results are incomplete: agentproof could not write them (see above); "+bugNote))
 	}
 	return withExit(g.Campaign.ExitCode(), nil)
+}
+
+// planRun plans the campaign and takes the results root's lock (held until the
+// campaign's files are written; the caller calls unlock): a new campaign from the
+// selectors, or with --resume / --rerun-failed the rest of a stored one
+// (campaign.ResumePlan, read under the lock). Every planning problem is a *UsageError.
+func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o runOptions, opts campaign.Options) (*campaign.Plan, func(), error) {
+	mode, id := campaign.ResumeMode(0), ""
+	switch {
+	case o.resume != "" && o.rerunFailed != "":
+		return nil, nil, usageErrorf("--resume and --rerun-failed are exclusive")
+	case o.resume != "":
+		mode, id = campaign.Resume, o.resume
+	case o.rerunFailed != "":
+		mode, id = campaign.RerunFailed, o.rerunFailed
+	}
+	if mode == 0 {
+		plan, err := campaign.NewPlan(c, trimSelector(o.sel), opts)
+		if err != nil {
+			return nil, nil, planError(err)
+		}
+		unlock, err := lockResults(root, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		return plan, unlock, nil
+	}
+	flag := map[campaign.ResumeMode]string{campaign.Resume: "--resume", campaign.RerunFailed: "--rerun-failed"}[mode]
+	if !trimSelector(o.sel).IsEmpty() || o.campaignID != "" {
+		return nil, nil, usageErrorf("%s takes the selection and the campaign id of the stored campaign: give no selector and no --campaign", flag)
+	}
+	if cmd.Flags().Changed("repeat") {
+		opts.Repeat = o.repeat
+	} else {
+		opts.Repeat = 0
+	}
+	if !report.ValidCampaignID(id) {
+		return nil, nil, usageErrorf("%s %q must be a letter or digit followed by at most 199 letters, digits, '.', '_' or '-'", flag, id)
+	}
+	if st, err := os.Stat(filepath.Join(root, id)); err != nil || !st.IsDir() {
+		return nil, nil, usageErrorf("%s %s: no campaign directory %s", flag, id, filepath.Join(root, id))
+	}
+	unlock, err := lockResults(root, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.CampaignID = id
+	plan, err := campaign.ResumePlan(c, root, mode, opts)
+	if err != nil {
+		unlock()
+		return nil, nil, planError(err)
+	}
+	fmt.Fprintf(a.stderr, "agentproof: %s %s: keeping %d stored result(s), running %d repetition(s) of %d cell(s)\n", flag, id, len(plan.Kept), len(plan.Units), len(plan.Cells))
+	return plan, unlock, nil
+}
+
+// planError maps a planning error: selection, option and resume problems are usage
+// errors (exit 2); anything else is agentproof's own.
+func planError(err error) error {
+	var se *catalog.SelectionError
+	var oe *campaign.OptionsError
+	var re *campaign.ResumeError
+	if errors.As(err, &se) || errors.As(err, &oe) || errors.As(err, &re) {
+		return &UsageError{Err: err}
+	}
+	return fmt.Errorf("planning the campaign: %w", err)
 }
 
 // sweepStaleRoots removes the attempt temp roots (they hold key files) that a killed
