@@ -93,7 +93,8 @@ started at the same moment never share a campaign directory.
 Results: <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/
 (result.json, evidence-manifest.json, snapshots/, workspace-manifest.json, logs/),
 then campaign.json, summary.md, junit.xml and dashboard.html in <results>/<campaign>/
-and history.json in <results>/. The last line is
+and history.json in <results>/ (summary.md is also appended to $GITHUB_STEP_SUMMARY
+when that is set). The last line is
 "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 
 Cells of real agent CLIs (drivers exec:codex, exec:opencode, exec:claude) run the
@@ -257,6 +258,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		for _, w := range g.Warnings {
 			fmt.Fprintf(a.stderr, "agentproof: %s\n", w)
 		}
+		appendStepSummary(a, g)
 	}
 	switch {
 	case interrupted:
