@@ -105,7 +105,8 @@ progress on stderr; without npm the run stops with exit 2 naming
 'agentproof agents install'. By default each attempt of such a cell talks to its own
 scripted model on 127.0.0.1 (offline, no credential); --live uses the profile's live
 provider instead, with the profile's credential read from the environment and
-stored as a secret.
+stored as a secret; a --live campaign whose cells need a credential that is not set
+is refused before anything starts (exit 2, naming the variable and the cells).
 
 --repeat N runs every selected cell N times (repetitions 1..N, each its own series of
 fresh isolated attempts, kept under <case>/repeat-<k>/attempt-<n>/). A cell passes only
@@ -180,16 +181,11 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if err != nil {
 		return usageErrorf("--results: %v", err)
 	}
-	plan, unlock, err := a.planRun(cmd, c, root, o, opts)
+	plan, binaries, unlock, err := a.planRun(cmd, c, root, o, opts)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	// Before anything starts or is written: the agent CLIs the cells to run need.
-	binaries, err := a.ensureCLIs(cmd, plan.UnitCells(), o)
-	if err != nil {
-		return err
-	}
 	campaignDir := filepath.Join(root, plan.CampaignID)
 	if !plan.Resumed() {
 		if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
@@ -269,15 +265,17 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	return withExit(g.Campaign.ExitCode(), nil)
 }
 
-// planRun plans the campaign and takes the results root's lock (held until the
-// campaign's files are written; the caller calls unlock): a new campaign from the
-// selectors, or with --resume / --rerun-failed the rest of a stored one
-// (campaign.ResumePlan, read under the lock). Every planning problem is a *UsageError.
-func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o runOptions, opts campaign.Options) (*campaign.Plan, func(), error) {
+// planRun plans the campaign, checks what its cells need before anything starts or is
+// written (--live credentials, the agent CLIs: prepare) and takes the results root's
+// lock (held until the campaign's files are written; the caller calls unlock): a new
+// campaign from the selectors, or with --resume / --rerun-failed the rest of a stored
+// one (campaign.ResumePlan, read under the lock). Every planning problem is a
+// *UsageError.
+func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o runOptions, opts campaign.Options) (*campaign.Plan, map[string]attempt.PinnedCLI, func(), error) {
 	mode, id := campaign.ResumeMode(0), ""
 	switch {
 	case o.resume != "" && o.rerunFailed != "":
-		return nil, nil, usageErrorf("--resume and --rerun-failed are exclusive")
+		return nil, nil, nil, usageErrorf("--resume and --rerun-failed are exclusive")
 	case o.resume != "":
 		mode, id = campaign.Resume, o.resume
 	case o.rerunFailed != "":
@@ -286,17 +284,21 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 	if mode == 0 {
 		plan, err := campaign.NewPlan(c, trimSelector(o.sel), opts)
 		if err != nil {
-			return nil, nil, planError(err)
+			return nil, nil, nil, planError(err)
+		}
+		binaries, err := a.prepare(cmd, plan, o)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		unlock, err := lockResults(root, true)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return plan, unlock, nil
+		return plan, binaries, unlock, nil
 	}
 	flag := map[campaign.ResumeMode]string{campaign.Resume: "--resume", campaign.RerunFailed: "--rerun-failed"}[mode]
 	if !trimSelector(o.sel).IsEmpty() || o.campaignID != "" {
-		return nil, nil, usageErrorf("%s takes the selection and the campaign id of the stored campaign: give no selector and no --campaign", flag)
+		return nil, nil, nil, usageErrorf("%s takes the selection and the campaign id of the stored campaign: give no selector and no --campaign", flag)
 	}
 	if cmd.Flags().Changed("repeat") {
 		opts.Repeat = o.repeat
@@ -304,23 +306,69 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 		opts.Repeat = 0
 	}
 	if !report.ValidCampaignID(id) {
-		return nil, nil, usageErrorf("%s %q must be a letter or digit followed by at most 199 letters, digits, '.', '_' or '-'", flag, id)
+		return nil, nil, nil, usageErrorf("%s %q must be a letter or digit followed by at most 199 letters, digits, '.', '_' or '-'", flag, id)
 	}
 	if st, err := os.Stat(filepath.Join(root, id)); err != nil || !st.IsDir() {
-		return nil, nil, usageErrorf("%s %s: no campaign directory %s", flag, id, filepath.Join(root, id))
+		return nil, nil, nil, usageErrorf("%s %s: no campaign directory %s", flag, id, filepath.Join(root, id))
 	}
 	unlock, err := lockResults(root, false)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	opts.CampaignID = id
 	plan, err := campaign.ResumePlan(c, root, mode, opts)
 	if err != nil {
 		unlock()
-		return nil, nil, planError(err)
+		return nil, nil, nil, planError(err)
+	}
+	binaries, err := a.prepare(cmd, plan, o)
+	if err != nil {
+		unlock()
+		return nil, nil, nil, err
 	}
 	fmt.Fprintf(a.stderr, "agentproof: %s %s: keeping %d stored result(s), running %d repetition(s) of %d cell(s)\n", flag, id, len(plan.Kept), len(plan.Units), len(plan.Cells))
-	return plan, unlock, nil
+	return plan, binaries, unlock, nil
+}
+
+// prepare checks, before anything starts, what the cells to run need: with --live the
+// live providers' credentials (livePreflight), then the agent CLIs (installed when
+// missing: ensureCLIs). It returns the CLIs' binaries.
+func (a *app) prepare(cmd *cobra.Command, plan *campaign.Plan, o runOptions) (map[string]attempt.PinnedCLI, error) {
+	if o.live {
+		if err := livePreflight(plan.UnitCells(), os.LookupEnv); err != nil {
+			return nil, err
+		}
+	}
+	return a.ensureCLIs(cmd, plan.UnitCells(), o)
+}
+
+// livePreflight refuses a --live campaign whose cells need a live provider credential
+// that the environment lacks (unset or empty), before anything starts: a *UsageError
+// naming every missing variable with the cells that need it.
+func livePreflight(cells []*catalog.Cell, lookup func(string) (string, bool)) error {
+	need := map[string][]string{}
+	var names []string
+	for _, cell := range cells {
+		name := attempt.LiveCredential(cell)
+		if name == "" {
+			continue
+		}
+		if v, ok := lookup(name); ok && v != "" {
+			continue
+		}
+		if _, seen := need[name]; !seen {
+			names = append(names, name)
+		}
+		need[name] = append(need[name], cell.ID)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	var problems []string
+	for _, n := range names {
+		problems = append(problems, fmt.Sprintf("%s is not set, and %d --live cell(s) need it: %s", n, len(need[n]), strings.Join(need[n], ", ")))
+	}
+	return usageErrorf("--live: %s (set the variable, or run without --live against the scripted model)", strings.Join(problems, "; "))
 }
 
 // planError maps a planning error: selection, option and resume problems are usage

@@ -374,3 +374,24 @@ func TestRunParallelCampaigns(t *testing.T) {
 		}
 	}
 }
+
+// TestLivePreflight: with --live, a cell whose live provider's credential is unset or
+// empty is refused before anything starts; cells without a live provider need nothing.
+func TestLivePreflight(t *testing.T) {
+	t.Parallel()
+	c, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := []*catalog.Cell{c.Cell("core-compatibility.codex.local.message-marker"), c.Cell("core-compatibility.reference.local.message-marker")}
+	for name, env := range map[string]map[string]string{"unset": {}, "empty": {"OPENAI_API_KEY": ""}} {
+		err := livePreflight(cells, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "OPENAI_API_KEY is not set, and 1 --live cell(s) need it: core-compatibility.codex.local.message-marker") {
+			t.Errorf("%s: %v, want a usage error naming OPENAI_API_KEY and the codex cell", name, err)
+		}
+	}
+	if err := livePreflight(cells, func(string) (string, bool) { return "sk-test", true }); err != nil {
+		t.Errorf("with the credential: %v", err)
+	}
+}
