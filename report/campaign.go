@@ -52,6 +52,9 @@ type Campaign struct {
 	Expected         []string                  `json:"expected"`
 	Suites           []SuiteSummary            `json:"suites"`
 	Results          []Result                  `json:"results"`
+	// Provenance is what produced the campaign (nil when the generator was given none
+	// and no earlier campaign.json had one).
+	Provenance *Provenance `json:"provenance,omitempty"`
 	// Candidates lists, per execution id, the attempts that were considered and why an
 	// attempt was not chosen or not valid (sorted; empty when every cell had exactly one
 	// valid attempt).
@@ -84,6 +87,51 @@ type RepetitionOutcome struct {
 	Verdict    verdict.Verdict `json:"verdict"`
 	Counted    verdict.Verdict `json:"counted"`
 	Missing    bool            `json:"missing,omitempty"`
+}
+
+// Provenance is what produced a campaign: agentproof's module version, VCS revision
+// ("unknown" for a binary built without VCS stamping) and whether its tree was
+// modified, the Go version, the host's OS and architecture (Go's GOOS/GOARCH names) —
+// all of the binary that ran the campaign, recorded by `agentproof run` — and every
+// agent CLI the results record launching (CLIs, derived from the results' runtime
+// facts when the report is generated).
+type Provenance struct {
+	Version  string          `json:"version"`
+	Revision string          `json:"revision"`
+	Modified bool            `json:"modified"`
+	Go       string          `json:"go"`
+	OS       string          `json:"os"`
+	Arch     string          `json:"arch"`
+	CLIs     []CLIProvenance `json:"clis"`
+}
+
+// CLIProvenance is one agent CLI binary a campaign's runs launched: its name, version
+// and the SHA-256 (hex) of the binary, as the heartbeat runner observed them (empty
+// when not observed). Sorted by name, version, digest; each distinct triple once.
+type CLIProvenance struct {
+	Name         string `json:"name"`
+	Version      string `json:"version"`
+	BinarySHA256 string `json:"binarySha256"`
+}
+
+// cliProvenance collects the distinct agent CLIs the results record launching.
+func cliProvenance(results []Result) []CLIProvenance {
+	out := []CLIProvenance{}
+	for i := range results {
+		for _, rf := range results[i].RuntimeFacts {
+			if rf.CLIName == "" {
+				continue
+			}
+			p := CLIProvenance{Name: rf.CLIName, Version: rf.CLIVersion, BinarySHA256: rf.BinarySHA256}
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b CLIProvenance) int {
+		return strings.Compare(a.Name+"\x00"+a.Version+"\x00"+a.BinarySHA256, b.Name+"\x00"+b.Version+"\x00"+b.BinarySHA256)
+	})
+	return out
 }
 
 // CampaignRankingSnapshot is one ranking snapshot the campaign's results used.

@@ -511,3 +511,31 @@ func TestChooseRepeated(t *testing.T) {
 		t.Errorf("unexpected %v, want the repeated results named", unexpected)
 	}
 }
+
+// TestProvenance: campaign.json carries the given provenance with the agent CLIs the
+// results record (distinct, sorted), and regeneration without one keeps it.
+func TestProvenance(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	withCLI := strings.Replace(validResult, `"evidence":`, `"runtimeFacts":[{"runId":"r","driver":"exec:codex","cliName":"codex","cliVersion":"0.1.0","binarySha256":"abababababababababababababababababababababababababababababababab"},{"runId":"r2","driver":"exec:codex","cliName":"codex","cliVersion":"0.1.0","binarySha256":"abababababababababababababababababababababababababababababababab"}],"evidence":`, 1)
+	writeResult(t, filepath.Join(root, "c1", "s", "p", "local", "c", "attempt-1"), withCLI)
+	prov := &Provenance{Version: "v1.2.3", Revision: "abc", Go: "go1.26", OS: "linux", Arch: "amd64"}
+	g, err := Generate(Options{ResultsRoot: root, CampaignID: "c1", Provenance: prov})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Provenance{Version: "v1.2.3", Revision: "abc", Go: "go1.26", OS: "linux", Arch: "amd64", CLIs: []CLIProvenance{{Name: "codex", Version: "0.1.0", BinarySHA256: "abababababababababababababababababababababababababababababababab"}}}
+	if len(g.Campaign.Candidates) > 0 {
+		t.Fatalf("the result was not valid: %+v", g.Campaign.Candidates)
+	}
+	if diff := cmp.Diff(want, g.Campaign.Provenance); diff != "" {
+		t.Errorf("provenance (-want +got):\n%s", diff)
+	}
+	before, _ := os.ReadFile(filepath.Join(root, "c1", CampaignFile))
+	if _, err := Generate(Options{ResultsRoot: root, CampaignID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(root, "c1", CampaignFile)); string(after) != string(before) {
+		t.Errorf("regeneration changed campaign.json:\n%s", after)
+	}
+}

@@ -46,6 +46,10 @@ type Options struct {
 	// Repeat is the campaign's repetitions per cell (`run --repeat`). 0 keeps an
 	// existing campaign.json's, else the largest repeat a result records (1: none).
 	Repeat int
+	// Provenance, when non-nil, is the producing binary and host (its CLIs are
+	// replaced by those the results record); nil keeps an existing campaign.json's
+	// (so regeneration reproduces it), else the campaign has none.
+	Provenance *Provenance
 	// Secrets, when non-nil, sanitises every result before anything is rendered (exact
 	// values and secret shapes; package redact).
 	Secrets *redact.Set
@@ -142,6 +146,15 @@ func Generate(opts Options) (*Generated, error) {
 		}
 	}
 	c := buildCampaign(opts.CampaignID, opts.Catalog, expected, results, notes, asFailure)
+	prov := opts.Provenance
+	if prov == nil && prior != nil {
+		prov = prior.Provenance
+	}
+	if prov != nil {
+		p := *prov
+		p.CLIs = cliProvenance(results)
+		c.Provenance = &p
+	}
 	if repeat > 1 {
 		c.Repeat, c.Repeats = repeat, repeats
 		for _, r := range repeats {
