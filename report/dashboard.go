@@ -97,7 +97,9 @@ type cardView struct {
 	State, StateLabel, CaseID, CaseLabel, ExecutionID, Anchor string
 	// Reason is the one-line reason shown on a card that did not pass (detailText);
 	// Class its failure class; Search the lower-case text the cell filter matches.
-	Reason, Class, Search                     string
+	Reason, Class, Search string
+	// Repeats summarises a repeated cell's repetitions ("" without --repeat).
+	Repeats                                   string
 	Error                                     string
 	Expected                                  string
 	Selected                                  bool
@@ -179,7 +181,41 @@ func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
 	}
 	v.History = buildHistory(c, hist)
 	v.Triage, v.Classes = buildTriage(c)
+	addRepeats(v, c)
 	return v
+}
+
+// addRepeats writes each repeated cell's pass rate, pass^k, pass@k and flakiness on
+// its card.
+func addRepeats(v *dashView, c *Campaign) {
+	rp := map[string]Repeats{}
+	for _, r := range c.Repeats {
+		rp[r.ExecutionID] = r
+	}
+	if len(rp) == 0 {
+		return
+	}
+	for si := range v.Suites {
+		for ri := range v.Suites[si].Rows {
+			for _, cell := range v.Suites[si].Rows[ri].Cells {
+				for k := range cell {
+					if r, ok := rp[cell[k].ExecutionID]; ok {
+						cell[k].Repeats = repeatsText(r)
+					}
+				}
+			}
+		}
+	}
+}
+
+// repeatsText is "repeats: 2/4 passed (50%) · pass^k no · pass@k yes · flaky".
+func repeatsText(r Repeats) string {
+	s := fmt.Sprintf("repeats: %d/%d passed (%.0f%%) · pass^k %s · pass@k %s", r.Passed, r.Repetitions,
+		100*float64(r.Passed)/float64(max(r.Repetitions, 1)), yesNo(r.PassAll, "yes", "no"), yesNo(r.PassAny, "yes", "no"))
+	if r.Flaky {
+		s += " · flaky"
+	}
+	return s
 }
 
 // buildTriage lists the cells that need attention (see dashView.Triage) and the
