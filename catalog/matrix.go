@@ -245,7 +245,7 @@ func (p *Profile) EnvCredentials() []string {
 	for _, name := range slices.Sorted(maps.Keys(env)) {
 		ref, _ := env[name].(map[string]any)
 		id, _ := ref["secretId"].(string)
-		if id == "" || uuidRE.MatchString(id) || slices.Contains(out, id) {
+		if id == "" || uuidRE().MatchString(id) || slices.Contains(out, id) {
 			continue
 		}
 		out = append(out, id)

@@ -33,7 +33,7 @@ type SecretRef struct {
 
 // IsSecretUUID reports whether a SecretRef's secretId is a UUID (a stored secret's id)
 // rather than the name of a declared credential.
-func IsSecretUUID(id string) bool { return uuidRE.MatchString(id) }
+func IsSecretUUID(id string) bool { return uuidRE().MatchString(id) }
 
 // scanRawSecrets reports every scalar (value or key) of a document that looks like a
 // provider key. The message never repeats the value.
