@@ -227,13 +227,13 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 }
 
 // Credentials returns the credential variables of a built-in agent's environment: every
-// variable the runner did not set itself (not AGENTPROOF_*, HOME, LANG, PATH or TZ),
-// name → value. These are the secrets the agent's adapter configuration resolved.
+// variable the runner did not set itself (not AGENTPROOF_*, AGENT_HOME, HOME, LANG, PATH
+// or TZ), name → value. These are the secrets the agent's adapter configuration resolved.
 func Credentials(vars map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range vars {
 		switch {
-		case strings.HasPrefix(k, "AGENTPROOF_"), k == "HOME", k == "LANG", k == "PATH", k == "TZ", v == "":
+		case strings.HasPrefix(k, "AGENTPROOF_"), k == EnvAgentHome, k == "HOME", k == "LANG", k == "PATH", k == "TZ", v == "":
 		default:
 			out[k] = v
 		}

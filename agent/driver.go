@@ -45,6 +45,9 @@ const (
 	EnvStateDir = "AGENTPROOF_AGENT_STATE_DIR"
 	// EnvConfig holds a built-in agent's configuration as JSON (BuiltinConfig).
 	EnvConfig = "AGENTPROOF_AGENT_CONFIG"
+	// EnvAgentHome is the agent's registered home directory (RunEnv.AgentHome), edited
+	// with ordinary filesystem tools and saved by the runner after every run.
+	EnvAgentHome = "AGENT_HOME"
 )
 
 // Defaults of a driver configuration that sets no bound.
@@ -81,6 +84,10 @@ type RunEnv struct {
 	StateDir      string
 	Secrets       map[string]string
 	AdapterConfig json.RawMessage
+	// AgentHome is the agent's registered home directory (absolute; "" for none): the
+	// runner materialises it from the control plane's managed files before the launch
+	// and saves it after; the agent gets it as EnvAgentHome.
+	AgentHome string
 }
 
 // Driver launches one kind of agent. Implementations are immutable and safe for
@@ -246,6 +253,9 @@ func apiEnv(env RunEnv, extra ...string) ([]string, error) {
 	out := append(baseEnv(env),
 		EnvAPIURL+"="+env.APIURL, EnvRunToken+"="+env.RunToken, EnvRunID+"="+env.RunID,
 		EnvWorkspace+"="+env.Workspace, EnvStateDir+"="+env.StateDir)
+	if env.AgentHome != "" {
+		out = append(out, EnvAgentHome+"="+env.AgentHome)
+	}
 	out = append(out, extra...)
 	taken := map[string]bool{}
 	for _, kv := range out {

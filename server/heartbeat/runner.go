@@ -69,6 +69,13 @@ type Company interface {
 	OpenFixtureRun(ctx context.Context, in controlplane.OpenInput) (controlplane.RunContext, error)
 	AppendEvent(ctx context.Context, event json.RawMessage) (controlplane.Receipt, error)
 	CompleteRun(ctx context.Context, input json.RawMessage) error
+	// ApplyBoard applies a board operation (the Retry route).
+	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
+	// PutBlob, Blob, HasBlob and SaveHome keep agent homes (home.go).
+	PutBlob(ctx context.Context, in controlplane.BlobPut) (controlplane.BlobRef, error)
+	Blob(ctx context.Context, sha256 string) ([]byte, error)
+	HasBlob(ctx context.Context, sha256 string) (int64, bool, error)
+	SaveHome(ctx context.Context, in controlplane.HomeSave) (controlplane.HomeReceipt, error)
 }
 
 // Host is what the runner needs from the server: the companies, run tokens, secret
@@ -347,6 +354,7 @@ type job struct {
 	cfg     api.AdapterConfig
 	cfgErr  error
 	resume  bool
+	retryOf string // the run a retry wake retries
 	runID   string
 	seenAt  string
 }
@@ -451,8 +459,16 @@ func (r *Runner) pick(ctx context.Context, company string, c Company, st control
 			r.skipWake(company, w.ID, "the agent is "+string(a.Status))
 			continue
 		}
+		var retryOf string
+		if w.Reason == controlplane.WakeRetry {
+			var p struct {
+				RetryOf string `json:"retryOf"`
+			}
+			_ = json.Unmarshal(w.Payload, &p)
+			retryOf = p.RetryOf
+		}
 		return job{company: company, c: c, wake: *w, state: st, actor: a, task: t, env: env, cfg: cfg, cfgErr: cfgErr,
-			resume: resume, runID: runID, seenAt: r.now()}, true
+			resume: resume, retryOf: retryOf, runID: runID, seenAt: r.now()}, true
 	}
 	return job{}, false
 }
@@ -483,6 +499,7 @@ type launch struct {
 	spec     worker.Spec
 	secrets  *redact.Set
 	stateDir string
+	home     *homeBaseline // the materialised AGENT_HOME; nil for a fixture program
 }
 
 // execute carries one wake through open, launch, supervision and completion.
@@ -505,7 +522,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	in := controlplane.OpenInput{
 		Identity:    controlplane.Identity{RunID: j.runID, SessionID: "session-" + j.runID, CompanyID: j.state.Company.ID, IssueID: j.task.ID, AgentID: j.actor.ID},
 		BackendKind: "agentproof-runner", SourceInstanceID: "agentproof-runner",
-		Wake: &controlplane.Wake{Reason: j.wake.Reason, Payload: j.wake.Payload}, Resume: j.resume,
+		Wake: &controlplane.Wake{Reason: j.wake.Reason, Payload: j.wake.Payload}, Resume: j.resume, RetryOf: j.retryOf,
 	}
 	rc, err := j.c.OpenFixtureRun(context.WithoutCancel(ctx), in)
 	if err != nil {
@@ -548,6 +565,9 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	}
 	lock.Lock()
 	defer lock.Unlock()
+	if l.home != nil {
+		r.recordSave(context.WithoutCancel(ctx), j.c, rec, *l.home)
+	}
 	if cur, ok := r.Run(j.runID); ok && cur.Cancellation != nil {
 		rec.Cancellation = cur.Cancellation
 	}
@@ -634,19 +654,47 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 		secrets = secrets.With(val)
 	}
 	builtin := j.cfg.Builtin
-	spec, err := d.Launch(rc, agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
-		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin})
+	_, fixture := j.cfg.Driver.Fixture()
+	var home *homeBaseline
+	if !fixture { // a fixture's environment is fixed (seed 003): no AGENT_HOME
+		b, err := r.materialise(ctx, j.c, j.company, j.actor.ID)
+		if err != nil {
+			return launch{}, fmt.Errorf("materialising AGENT_HOME: %w", err)
+		}
+		if err := r.rec.putBaseline(j.runID, b); err != nil {
+			return launch{}, fmt.Errorf("recording the AGENT_HOME baseline: %w", err)
+		}
+		home = &b
+		rec.AgentHome = b.Dir
+	}
+	env := agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
+		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin}
+	if home != nil {
+		env.AgentHome = home.Dir
+	}
+	spec, err := d.Launch(rc, env)
 	if err != nil {
 		return launch{}, err
 	}
-	if _, fixture := j.cfg.Driver.Fixture(); !fixture { // a fixture's environment is fixed (seed 003)
+	if !fixture {
 		// Escaped descendants are found by this marker and killed at teardown.
 		spec.Marker = worker.NewMarker()
 		if r.cfg.ProcessMarker != "" {
 			spec.ExtraMarkers = []string{r.cfg.ProcessMarker}
 		}
 	}
-	return launch{driver: d, spec: spec, secrets: secrets, stateDir: stateDir}, nil
+	return launch{driver: d, spec: spec, secrets: secrets, stateDir: stateDir, home: home}, nil
+}
+
+// recordSave saves the run's home (saveHome) and notes the receipt, or why there is
+// none, in its record. The caller holds the run's lock.
+func (r *Runner) recordSave(ctx context.Context, c Company, rec *Record, base homeBaseline) {
+	rc, err := r.saveHome(ctx, c, rec.RunID, base)
+	if err != nil {
+		rec.HomeSaveError = clip(err.Error(), 2000)
+		return
+	}
+	rec.HomeReceiptID = rc.ID
 }
 
 // finish completes the run when the agent left it running (first: that is what the
@@ -794,7 +842,7 @@ func findRun(st controlplane.State, id string) *controlplane.Run {
 // not exist were never checked out.
 func (r *Runner) recover(ctx context.Context) error {
 	const reason = "orphaned: the server stopped while this run's agent process was starting or running; " +
-		"the process died with the server and the run is not relaunched"
+		"the process died with the server and the run is not relaunched; it is interrupted (Retry starts a new run)"
 	var errs []error
 	for _, company := range r.host.Companies() {
 		c, ok := r.host.Company(company)
@@ -821,7 +869,12 @@ func (r *Runner) recover(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("heartbeat: cannot complete orphaned run %s: company %s is %s", run.ID, company, st.Lifecycle))
 				continue
 			}
-			status, err := completeIfRunning(ctx, c, run.ID, controlplane.RunFailed, reason, false, nil)
+			if base, ok, err := r.rec.baseline(run.ID); err != nil {
+				rec.HomeSaveError = err.Error()
+			} else if ok && rec.HomeReceiptID == "" {
+				r.recordSave(ctx, c, &rec, base)
+			}
+			status, err := completeIfRunning(ctx, c, run.ID, controlplane.RunInterrupted, reason, false, nil)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("heartbeat: completing orphaned run %s: %w", run.ID, err))
 				continue
@@ -843,9 +896,12 @@ func (r *Runner) recover(ctx context.Context) error {
 // board actor req.Actor with req.RequestID as sent. Under the run's lock it decides
 // (DecideStop), writes a reserved intent into the run's record, and only then cancels
 // the process (SIGTERM to its group, SIGKILL after worker.TerminateGrace); a running run
-// without a process of this runner is completed as cancelled at once. Errors
-// (*controlplane.Error): cancellation_request_id_invalid (400), run_missing (404),
-// cancellation_conflict (409); store errors.
+// without a process of this runner is completed as cancelled at once. A request with an
+// idempotency key is remembered with its response in the same record write; a replay
+// of the key with the same body answers that response again, with another body it is
+// idempotency_conflict. Errors (*controlplane.Error): cancellation_request_id_invalid
+// (400), run_missing (404), cancellation_conflict and idempotency_conflict (409); store
+// errors.
 func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api.CancelRunResponse, error) {
 	id, err := ParseRequestID(req.RequestID)
 	if err != nil {
@@ -872,36 +928,86 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		rec = Record{Schema: api.HeartbeatRunSchema, RunID: runID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
 			State: api.RunFinished, Status: run.Status, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
 	}
+	if req.IdempotencyKey != "" {
+		if i := slices.IndexFunc(rec.IdempotentStops, func(s api.IdempotentStop) bool { return s.Key == req.IdempotencyKey }); i >= 0 {
+			if rec.IdempotentStops[i].RequestSHA256 != req.RequestSHA256 {
+				return api.CancelRunResponse{}, &controlplane.Error{Code: controlplane.CodeIdempotencyConflict,
+					Message: "this Idempotency-Key was used for a different Stop request of run " + runID}
+			}
+			return rec.IdempotentStops[i].Response, nil
+		}
+	}
+	remember := func(resp api.CancelRunResponse) {
+		if req.IdempotencyKey == "" {
+			return
+		}
+		i := slices.IndexFunc(rec.IdempotentStops, func(s api.IdempotentStop) bool { return s.Key == req.IdempotencyKey })
+		if i < 0 {
+			rec.IdempotentStops = append(rec.IdempotentStops, api.IdempotentStop{Key: req.IdempotencyKey, RequestSHA256: req.RequestSHA256, Response: resp})
+		} else {
+			rec.IdempotentStops[i].Response = resp
+		}
+	}
 	verdict, intent, err := DecideStop(run.Status != controlplane.RunRunning, rec.Cancellation, req, func() string { return uuid.NewString() })
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
 	if verdict == StopJoin {
-		return api.CancelRunResponse{RunID: runID, Disposition: api.CancelJoined, Intent: intent, Status: run.Status}, nil
+		resp := api.CancelRunResponse{RunID: runID, Disposition: api.CancelJoined, Intent: intent, Status: run.Status}
+		if req.IdempotencyKey != "" {
+			remember(resp)
+			if err := r.put(&rec); err != nil {
+				return api.CancelRunResponse{}, fmt.Errorf("heartbeat: recording the Stop: %w", err)
+			}
+		}
+		return resp, nil
 	}
 	intent.RequestedAt = r.now()
 	rec.Cancellation = &intent
+	resp := api.CancelRunResponse{RunID: runID, Disposition: api.CancelReserved, Intent: intent, Status: run.Status}
+	remember(resp)
 	if err := r.put(&rec); err != nil {
 		return api.CancelRunResponse{}, fmt.Errorf("heartbeat: reserving the Stop intent: %w", err)
 	}
 	r.mu.Lock()
 	cancel := r.live[runID]
 	r.mu.Unlock()
-	status := run.Status
 	if cancel != nil {
 		cancel() // the process group gets SIGTERM, then SIGKILL after the grace period
-	} else {
-		summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
-		if status, err = completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil); err != nil {
-			return api.CancelRunResponse{}, err
-		}
-		rec.Status, rec.FinishedAt = status, r.now()
-		if rec.State == api.RunOpening || rec.State == api.RunLaunching {
-			rec.State = api.RunFinished
-		}
-		_ = r.put(&rec)
+		return resp, nil
 	}
-	return api.CancelRunResponse{RunID: runID, Disposition: api.CancelReserved, Intent: intent, Status: status}, nil
+	summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
+	status, err := completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil)
+	if err != nil {
+		return api.CancelRunResponse{}, err
+	}
+	rec.Status, rec.FinishedAt = status, r.now()
+	if rec.State == api.RunOpening || rec.State == api.RunLaunching {
+		rec.State = api.RunFinished
+	}
+	resp.Status = status
+	remember(resp)
+	_ = r.put(&rec)
+	return resp, nil
+}
+
+// Retry is the Retry button for runID (board operation retry_run on its company, with
+// the idempotency key key): the run must be failed or interrupted and not retried yet.
+// The response names the retry wake and the run this runner opens for it (bound to
+// runID by retryOf). Errors (*controlplane.Error): run_missing (404), run_not_retryable,
+// run_already_retried, checkout_conflict, idempotency_conflict (409), actor_not_active.
+func (r *Runner) Retry(ctx context.Context, runID, key string) (api.RetryRunResponse, error) {
+	company, c, _, err := r.locate(ctx, runID)
+	if err != nil {
+		return api.RetryRunResponse{}, err
+	}
+	in, _ := json.Marshal(map[string]string{"runId": runID})
+	res, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardRetryRun, Input: in, IdempotencyKey: key})
+	if err != nil {
+		return api.RetryRunResponse{}, err
+	}
+	r.Kick()
+	return api.RetryRunResponse{RunID: runID, WakeID: res.ID, RetryRunID: RunID(company, res.ID), StateRevision: res.StateRevision}, nil
 }
 
 // locate finds the company holding runID: the record's company, else every company.
