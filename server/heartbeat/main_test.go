@@ -34,6 +34,7 @@ import (
 //	<test binary> fixture-child <fixture> <ms>  the seed 003 fixture programs (cli.Main)
 //	<test binary> serve --home <dir>            `agentproof serve` (cli.Main)
 //	<test binary> print-env                     an exec agent that prints its environment
+//	<test binary> edit-home <mode>              an exec agent that edits $AGENT_HOME (homes_test.go)
 //	fake-codex-… (a symlink to the test binary)  a fake agent CLI (package fakecli)
 func TestMain(m *testing.M) {
 	fakecli.Main() // a fake agent CLI when started under a fake's name
@@ -44,6 +45,8 @@ func TestMain(m *testing.M) {
 		case "print-env":
 			fmt.Println(strings.Join(os.Environ(), "\n"))
 			os.Exit(0)
+		case "edit-home":
+			os.Exit(editHome(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())
