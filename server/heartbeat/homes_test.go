@@ -319,3 +319,45 @@ func TestAgentHomeConflict(t *testing.T) {
 		t.Fatalf("stopped run %+v: want cancelled with a receipt", rec)
 	}
 }
+
+// TestStopWithIdempotencyKey: a Stop with an Idempotency-Key is answered the same (202,
+// the same intent) when replayed, also after a server restart; the same key with another
+// body is 409; a second key joins (200) and replays as joined.
+func TestStopWithIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := startInstance(t)
+	co := in.company(ctx)
+	runID := hangAgent(ctx, t, co, 4*time.Minute)
+	waitRecord(t, in, runID, "the hang process", func(r api.HeartbeatRun) bool { return r.ProcessStartedAt != "" })
+	stop := func(body, key string) (int, []byte) {
+		status, b := documentedCallKey(t, in, "POST", "/api/heartbeat-runs/{run}/cancel", map[string]string{"run": runID}, body, key)
+		return status, b
+	}
+	const body = `{"cancellationRequestId":"7a0c3f2e-9d51-4b8e-8f0a-1c2d3e4f5a6b"}`
+	status, first := stop(body, "stop-key-1")
+	if status != 202 {
+		t.Fatalf("first Stop: %d %s", status, first)
+	}
+	if status, again := stop(body, "stop-key-1"); status != 202 || !bytes.Equal(again, first) {
+		t.Fatalf("replayed Stop: %d %s, want 202 %s", status, again, first)
+	}
+	if status, b := stop(`{}`, "stop-key-1"); status != 409 || !strings.Contains(string(b), "idempotency_conflict") {
+		t.Fatalf("same key, other body: %d %s", status, b)
+	}
+	status, joined := stop(body, "stop-key-2")
+	if status != 200 {
+		t.Fatalf("joining Stop: %d %s", status, joined)
+	}
+	waitRecord(t, in, runID, "the stopped run", finished)
+	in.restart()
+	if status, again := stop(body, "stop-key-1"); status != 202 || !bytes.Equal(again, first) {
+		t.Fatalf("replayed Stop after restart: %d %s, want 202 %s", status, again, first)
+	}
+	if status, again := stop(body, "stop-key-2"); status != 200 || !bytes.Equal(again, joined) {
+		t.Fatalf("replayed joining Stop after restart: %d %s, want 200 %s", status, again, joined)
+	}
+	if status, b := stop(`{}`, strings.Repeat("k", api.MaxIdempotencyKeyBytes+1)); status != 400 {
+		t.Fatalf("a key over the bound: %d %s", status, b)
+	}
+}

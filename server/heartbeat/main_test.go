@@ -260,6 +260,12 @@ func snapshot(t testing.TB, co *client.Company) controlplane.State {
 // status and body.
 func documentedCall(t testing.TB, in *instance, method, pattern string, args map[string]string, body string) (int, []byte) {
 	t.Helper()
+	return documentedCallKey(t, in, method, pattern, args, body, "")
+}
+
+// documentedCallKey is documentedCall with an Idempotency-Key ("" for none).
+func documentedCallKey(t testing.TB, in *instance, method, pattern string, args map[string]string, body, key string) (int, []byte) {
+	t.Helper()
 	send := func(method, path, token, body string) (int, []byte) {
 		req, err := http.NewRequest(method, in.sv.URL+path, strings.NewReader(body))
 		if err != nil {
@@ -267,6 +273,9 @@ func documentedCall(t testing.TB, in *instance, method, pattern string, args map
 		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
+			if key != "" {
+				req.Header.Set(api.IdempotencyKeyHeader, key)
+			}
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -295,11 +304,11 @@ func documentedCall(t testing.TB, in *instance, method, pattern string, args map
 	if err := comp.AddResource(docURL, doc); err != nil {
 		t.Fatal(err)
 	}
-	key := strconv.Itoa(status)
+	respKey := strconv.Itoa(status)
 	if status >= 400 {
-		key = "default"
+		respKey = "default"
 	}
-	ptr := "#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(pattern) + "/" + strings.ToLower(method) + "/responses/" + key + "/content/application~1json/schema"
+	ptr := "#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(pattern) + "/" + strings.ToLower(method) + "/responses/" + respKey + "/content/application~1json/schema"
 	sch, err := comp.Compile(docURL + ptr)
 	if err != nil {
 		t.Fatalf("%s %s answered %d, which its responses do not document: %v\n%s", method, pattern, status, err, b)

@@ -295,6 +295,7 @@ func cloneRecord(rec *Record) Record {
 		in := *rec.Cancellation
 		c.Cancellation = &in
 	}
+	c.IdempotentStops = slices.Clone(rec.IdempotentStops)
 	return c
 }
 
@@ -568,8 +569,11 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	if l.home != nil {
 		r.recordSave(context.WithoutCancel(ctx), j.c, rec, *l.home)
 	}
-	if cur, ok := r.Run(j.runID); ok && cur.Cancellation != nil {
-		rec.Cancellation = cur.Cancellation
+	if cur, ok := r.Run(j.runID); ok { // what Stop wrote meanwhile
+		if cur.Cancellation != nil {
+			rec.Cancellation = cur.Cancellation
+		}
+		rec.IdempotentStops = cur.IdempotentStops
 	}
 	if o.Started {
 		rec.ProcessStartedAt = stamp(startedAt)
