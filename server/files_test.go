@@ -87,7 +87,6 @@ func TestBlobAndFileRoutes(t *testing.T) {
 	}
 }
 
-
 // TestDeliverableBytesVerified: an agent uploads bytes and registers them by SHA-256,
 // or sends them inline; the artifact's download returns exactly those bytes. A
 // declared digest or size that is not the bytes' is artifact_digest_mismatch (400), a
