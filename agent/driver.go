@@ -122,6 +122,10 @@ type Driver interface {
 //     (the real CLIs), whether the stream carried its terminal event (TerminalEvent);
 //     false means the agent did not finish cleanly, whatever its exit code. nil for
 //     drivers without an event stream.
+//   - LeftOpen: when the runner has to complete a run the agent left open, the detail
+//     it puts before the run's summary and the termination summary ("" for none): the
+//     exec driver says that an agent which exited 0 did not complete its run, and what
+//     it must call (ExecLeftOpen).
 type Report struct {
 	Summary             string
 	RunStatus           controlplane.RunStatus
@@ -129,6 +133,7 @@ type Report struct {
 	Transcript          []Evidence
 	Presentation        *Presentation
 	EventStreamComplete *bool
+	LeftOpen            string
 }
 
 // Presentation names a run's presented comment: CommentID (what the run result's

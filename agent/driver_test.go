@@ -294,6 +294,31 @@ func TestExecLaunchIsExplicit(t *testing.T) {
 	if rep.RunStatus != "failed" || !strings.Contains(rep.Summary, "exited with code 0") || len(rep.Transcript) != 2 || !bytes.Equal(rep.Transcript[0].Body, o.Output.Stdout()) {
 		t.Errorf("report %+v", rep)
 	}
+	// exit 0 with the run left open: the runner must say so and what to call
+	if rep.LeftOpen != agent.ExecLeftOpen || !strings.Contains(rep.LeftOpen, "POST $AGENTPROOF_API_URL/complete") {
+		t.Errorf("LeftOpen %q, want agent.ExecLeftOpen", rep.LeftOpen)
+	}
+}
+
+// TestExecReportLeftOpen: only an exec agent that exited 0 gets the left-open detail;
+// a non-zero exit, a kill or a failed start already says what went wrong.
+func TestExecReportLeftOpen(t *testing.T) {
+	t.Parallel()
+	d := mustNew(t, "exec", map[string]any{"command": "/bin/true"})
+	zero, three := 0, 3
+	for _, c := range []struct {
+		o    worker.Outcome
+		want string
+	}{
+		{worker.Outcome{Started: true, Exited: true, ExitCode: &zero}, agent.ExecLeftOpen},
+		{worker.Outcome{Started: true, Exited: true, ExitCode: &three}, ""},
+		{worker.Outcome{Started: true, Exited: true, Signal: "SIGKILL", TimedOut: true}, ""},
+		{worker.Outcome{}, ""},
+	} {
+		if got := d.Report(c.o).LeftOpen; got != c.want {
+			t.Errorf("%s: LeftOpen %q, want %q", agent.Summarize(c.o), got, c.want)
+		}
+	}
 }
 
 // TestHostileExecAgentIsGone: an exec agent that ignores SIGTERM and forks a grandchild

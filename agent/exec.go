@@ -103,7 +103,19 @@ func (d execDriver) Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec,
 	return worker.Spec{Path: d.command, Args: args, Env: e, Dir: env.Workspace, Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput}, nil
 }
 
-// Report: an exec agent completes its own run; one it left open failed.
+// ExecLeftOpen is the detail of a run whose exec agent exited 0 without completing it
+// (Report.LeftOpen): the runner completes such a run as failed, and this says why and
+// which calls complete a run (docs/agent-protocol.md "Completing the run").
+const ExecLeftOpen = "the exec agent exited 0 without completing its run, so the runner completed it as failed: " +
+	"an exec agent must append its run.result.proposed and run.terminal events (POST $" + EnvAPIURL + "/events) " +
+	"and then complete the run (POST $" + EnvAPIURL + "/complete) before it exits (docs/agent-protocol.md)"
+
+// Report: an exec agent completes its own run; one it left open failed (LeftOpen says
+// so when the agent exited 0).
 func (d execDriver) Report(o worker.Outcome) Report {
-	return Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, Transcript: transcript(o)}
+	r := Report{Summary: Summarize(o), RunStatus: controlplane.RunFailed, Transcript: transcript(o)}
+	if o.ExitCode != nil && *o.ExitCode == 0 {
+		r.LeftOpen = ExecLeftOpen
+	}
+	return r
 }

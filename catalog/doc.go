@@ -13,7 +13,12 @@
 // strict: an unknown or duplicate key, or a value of the wrong YAML type, is a problem
 // at its line and column, never ignored. YAML anchors and aliases work (merge keys
 // "<<" do not); alias expansion is bounded. The embedded default catalog
-// (catalog/default/*.yaml, Default) is used when no catalog is named.
+// (catalog/default/*.yaml, Default) is used when no catalog is named. Several parts —
+// the default catalog and any number of directories or files (Sources, LoadSources) —
+// merge into one catalog: a user's suite may name the default's profiles, environments
+// and cases, and an id declared in two parts is a duplicate naming both files. A YAML
+// syntax error is reported at the line holding the offending text (syntaxErrorLine), not
+// at the parser's context mark.
 //
 // Templates: case strings such as title, prompt and matcher parameters hold
 // placeholders "{{name}}" rendered per attempt (Cell.Render) with a fresh nonce. Marker

@@ -47,7 +47,7 @@ func DefaultFS() fs.FS {
 // when --catalog is not given. Problems are reported as for Load, with file names
 // "default/<file>.yaml".
 func Default() (*Catalog, error) {
-	return load(DefaultFS(), "default")
+	return loadSources([]source{defaultSource()})
 }
 
 // LoadDir loads and validates the catalog in directory dir (every *.yaml file below it,
@@ -55,19 +55,109 @@ func Default() (*Catalog, error) {
 // their relative path. It returns a *ValidationError listing every problem, or a
 // wrapped error when a file cannot be read.
 func LoadDir(dir string) (*Catalog, error) {
+	return LoadSources(Sources{Paths: []string{dir}})
+}
+
+// Sources names the parts of one merged catalog: Default adds the embedded default
+// catalog (read first, its files named "default/<file>.yaml"); Paths are catalog
+// directories (every *.yaml file below each, in path order) or single YAML files, read
+// in the order given, each named as in LoadDir. The parts are one catalog: a suite of
+// one part may name the profiles, environments, cases, groups and credentials of
+// another, and an id declared in two parts is a duplicate (the problem names both
+// files). A file that two paths include (overlapping directories) is a problem too.
+type Sources struct {
+	Default bool
+	Paths   []string
+}
+
+// LoadSources loads and validates the merged catalog of s (see Sources). Errors: a
+// *ValidationError listing every problem (no part at all is one), an error wrapping
+// fs.ErrNotExist naming a path that does not exist, or a wrapped error when a file
+// cannot be read.
+func LoadSources(s Sources) (*Catalog, error) {
+	var srcs []source
+	if s.Default {
+		srcs = append(srcs, defaultSource())
+	}
+	for _, dir := range s.Paths {
+		src, err := pathSource(dir)
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, src)
+	}
+	if len(srcs) == 0 {
+		ps := &problems{limit: maxProblems}
+		ps.add(Pos{}, "no catalog: name a catalog directory or file, or the embedded default catalog")
+		return nil, ps.err()
+	}
+	return loadSources(srcs)
+}
+
+// source is one part of a catalog: its files and how problems name them.
+type source struct {
+	fsys   fs.FS
+	prefix string // joined before each file's relative path in problems ("" for a single file)
+	// osRoot is the absolute OS path of the directory (or file) the part reads, for
+	// noticing a file two parts include; "" for the embedded default catalog.
+	osRoot string
+	// bad is a problem of the path itself (not a regular file); the part has no files.
+	bad string
+}
+
+func defaultSource() source { return source{fsys: DefaultFS(), prefix: "default"} }
+
+// pathSource is the part of a catalog path: a directory or one file.
+func pathSource(dir string) (source, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
+		return source{}, fmt.Errorf("catalog: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return source{}, fmt.Errorf("catalog: %w", err)
 	}
 	if !fi.IsDir() {
 		if !fi.Mode().IsRegular() {
-			ps := &problems{limit: maxProblems}
-			ps.add(Pos{File: dir}, "%s", notRegular(fi.Mode()))
-			return nil, ps.err()
+			return source{prefix: dir, bad: notRegular(fi.Mode())}, nil
 		}
-		return load(fileFS{dir}, "")
+		return source{fsys: fileFS{dir}, osRoot: abs}, nil
 	}
-	return load(osDirFS{FS: os.DirFS(dir), dir: dir}, dir)
+	return source{fsys: osDirFS{FS: os.DirFS(dir), dir: dir}, prefix: dir, osRoot: abs}, nil
+}
+
+// names lists the part's *.yaml files (relative slash paths, sorted; the one file's own
+// path for a single-file part).
+func (s source) names() ([]string, error) {
+	if ff, ok := s.fsys.(fileFS); ok {
+		return []string{ff.name}, nil
+	}
+	var names []string
+	err := fs.WalkDir(s.fsys, ".", func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !de.IsDir() && strings.HasSuffix(p, ".yaml") {
+			names = append(names, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: listing files: %w", err)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// osPath is the absolute OS path of the part's file name ("" for embedded files).
+func (s source) osPath(name string) string {
+	switch {
+	case s.osRoot == "":
+		return ""
+	case s.prefix == "":
+		return s.osRoot
+	}
+	return filepath.Join(s.osRoot, filepath.FromSlash(name))
 }
 
 // osDirFS is os.DirFS(dir) whose catalog files readBounded opens itself, with
@@ -130,7 +220,7 @@ func (f fileFS) Open(name string) (fs.File, error) {
 // its matrix and suite fingerprints, or a *ValidationError listing every problem (spec
 // runner-e2e-harness §2.8), or a wrapped error when the file system fails.
 func Load(fsys fs.FS) (*Catalog, error) {
-	return load(fsys, "")
+	return loadSources([]source{{fsys: fsys}})
 }
 
 // document is one YAML document of a catalog file.
@@ -144,65 +234,71 @@ type document struct {
 	Rankings     []*Ranking     `yaml:"rankings"`
 }
 
-func load(fsys fs.FS, prefix string) (*Catalog, error) {
-	var names []string
-	if ff, ok := fsys.(fileFS); ok {
-		names = []string{ff.name}
-	} else {
-		err := fs.WalkDir(fsys, ".", func(p string, de fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !de.IsDir() && strings.HasSuffix(p, ".yaml") {
-				names = append(names, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("catalog: listing files: %w", err)
-		}
-	}
-	slices.Sort(names)
+// loadSources reads every file of every part (bounded: MaxFiles, MaxFileBytes,
+// MaxTotalBytes over all parts), parses them and validates the merged catalog.
+func loadSources(srcs []source) (*Catalog, error) {
 	ps := &problems{limit: maxProblems}
 	c := &Catalog{}
-	if len(names) == 0 {
-		ps.add(Pos{}, "catalog %s has no *.yaml files", displayRoot(prefix))
-		return nil, ps.err()
-	}
-	if len(names) > MaxFiles {
-		ps.add(Pos{}, "catalog %s has %d *.yaml files; the limit is %d", displayRoot(prefix), len(names), MaxFiles)
-		return nil, ps.err()
-	}
 	type file struct {
 		display string
 		data    []byte
 	}
 	var files []file
-	total := 0
-	for _, name := range names {
-		display := name
-		if prefix != "" {
-			display = path.Join(filepath.ToSlash(prefix), name)
-		}
-		data, err := readBounded(fsys, name)
-		if errors.Is(err, errTooBig) {
-			ps.add(Pos{File: display}, "file is larger than %d bytes (%d MiB), the per-file limit; split the catalog into smaller files", MaxFileBytes, MaxFileBytes>>20)
+	total, count := 0, 0
+	included := map[string]string{} // OS path → display name of the file that included it
+files:
+	for _, src := range srcs {
+		if src.bad != "" {
+			ps.add(Pos{File: src.prefix}, "%s", src.bad)
 			continue
 		}
-		var nr *notRegularError
-		if errors.As(err, &nr) {
-			ps.add(Pos{File: display}, "%s", nr.Error())
-			continue
-		}
+		names, err := src.names()
 		if err != nil {
-			return nil, fmt.Errorf("catalog: reading %s: %w", display, err)
+			return nil, err
 		}
-		total += len(data)
-		if total > MaxTotalBytes {
-			ps.add(Pos{File: display}, "catalog files add up to more than %d bytes (%d MiB), the total limit", MaxTotalBytes, MaxTotalBytes>>20)
-			break
+		if len(names) == 0 {
+			ps.add(Pos{}, "catalog %s has no *.yaml files", displayRoot(src.prefix))
+			continue
 		}
-		files = append(files, file{display, data})
+		if count += len(names); count > MaxFiles {
+			ps.add(Pos{}, "catalog %s has %d *.yaml files; the limit is %d", displayRoot(src.prefix), count, MaxFiles)
+			return nil, ps.err()
+		}
+		for _, name := range names {
+			display := name
+			if src.prefix != "" {
+				display = path.Join(filepath.ToSlash(src.prefix), name)
+			}
+			if p := src.osPath(name); p != "" {
+				if first, ok := included[p]; ok {
+					ps.add(Pos{File: display}, "is the same file as %s: two catalog paths include it (they overlap); name each file once", first)
+					continue
+				}
+				included[p] = display
+			}
+			data, err := readBounded(src.fsys, name)
+			if errors.Is(err, errTooBig) {
+				ps.add(Pos{File: display}, "file is larger than %d bytes (%d MiB), the per-file limit; split the catalog into smaller files", MaxFileBytes, MaxFileBytes>>20)
+				continue
+			}
+			var nr *notRegularError
+			if errors.As(err, &nr) {
+				ps.add(Pos{File: display}, "%s", nr.Error())
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("catalog: reading %s: %w", display, err)
+			}
+			total += len(data)
+			if total > MaxTotalBytes {
+				ps.add(Pos{File: display}, "catalog files add up to more than %d bytes (%d MiB), the total limit", MaxTotalBytes, MaxTotalBytes>>20)
+				break files
+			}
+			files = append(files, file{display, data})
+		}
+	}
+	if len(ps.list) > 0 && len(files) == 0 {
+		return nil, ps.err()
 	}
 	// Files are parsed concurrently (each into its own position tables and problem
 	// list) and merged in path order, so the result does not depend on scheduling.
@@ -334,6 +430,9 @@ func parseFile(file string, data []byte) *parsed {
 			if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 				p.Line, _ = strconv.Atoi(m[1])
 				msg = m[2]
+			}
+			if line := syntaxErrorLine(data, err); line > 0 {
+				p.Line = line // the offending line, not the parser's context mark
 			}
 			r.ps.add(p, "malformed YAML: %s", msg)
 			return r

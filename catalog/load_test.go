@@ -266,7 +266,7 @@ func TestBadInput(t *testing.T) {
 				return f
 			},
 			want: func(t *testing.T, f map[string]string) []string {
-				return []string{"^" + regexp.QuoteMeta(at(t, "c.yaml", f["c.yaml"], "id: agent")) + `9: duplicate profile id "agent"$`}
+				return []string{"^" + regexp.QuoteMeta(at(t, "c.yaml", f["c.yaml"], "id: agent")) + `9: duplicate profile id "agent" \(first declared at ` + regexp.QuoteMeta(at(t, "a.yaml", f["a.yaml"], "id: agent")) + `9\)$`}
 			},
 		},
 		{

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/agentproof/agentproof/canonjson"
 )
@@ -232,6 +231,3 @@ func (r *Ranking) ComputeContentHash() (string, error) {
 	}
 	return canonjson.SHA256Hex(b), nil
 }
-
-// hasDot reports whether an id component would make a cell id ambiguous.
-func hasDot(s string) bool { return strings.Contains(s, ".") }

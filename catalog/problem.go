@@ -41,6 +41,15 @@ func (p Pos) String() string {
 	return b.String()
 }
 
+// Location renders the position as "file:line:column" ("file:line" when the column
+// is unknown, "file" when the line is, "(unknown position)" for the zero Pos).
+func (p Pos) Location() string {
+	if p.File == "" {
+		return "(unknown position)"
+	}
+	return strings.TrimSuffix(p.String(), ": ")
+}
+
 // ValidationError is every problem Load found in a catalog, sorted by file, line and
 // column (problems without a position first). It is the only error type Load returns
 // for bad catalog content; I/O failures of the file system are wrapped errors.

@@ -193,3 +193,33 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultFilesDeclareSchema: every default catalog file starts with the
+// yaml-language-server modeline naming catalog/schema/catalog.schema.json by a path
+// relative to the file, so an editor validates it against the schema; the modeline is
+// a comment, so the default suites' fingerprints (testdata/default-fingerprints.golden,
+// TestDefaultFingerprintsGolden) do not depend on it.
+func TestDefaultFilesDeclareSchema(t *testing.T) {
+	t.Parallel()
+	names, err := fs.Glob(DefaultFS(), "*.yaml")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("default files: %v %v", names, err)
+	}
+	for _, name := range names {
+		data, err := fs.ReadFile(DefaultFS(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(string(data), "\n"); first != DefaultSchemaModeline {
+			t.Errorf("default/%s starts with %q, want %q", name, first, DefaultSchemaModeline)
+		}
+	}
+	target := strings.TrimPrefix(DefaultSchemaModeline, "# yaml-language-server: $schema=")
+	onDisk, err := os.ReadFile(filepath.Join("default", filepath.FromSlash(target)))
+	if err != nil {
+		t.Fatalf("the modeline's schema path does not resolve from catalog/default: %v", err)
+	}
+	if !bytes.Equal(onDisk, SchemaJSON) {
+		t.Fatal("the modeline names a file other than the embedded schema")
+	}
+}

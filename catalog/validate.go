@@ -188,14 +188,14 @@ func validate(c *Catalog, ps *problems) {
 	}
 
 	for _, g := range nonNil(v, c.Groups, "group") {
-		if v.id("group", &g.ID, g) && v.dup("group", g.ID, &g.ID, v.groups[g.ID] != nil) {
+		if v.id("group", &g.ID, g) && v.dup("group", g.ID, &g.ID, firstID(v.groups[g.ID], func(g *Group) *string { return &g.ID })) {
 			v.groups[g.ID] = g
 		}
 	}
 	for _, cr := range nonNil(v, c.Credentials, "credential") {
 		if cr.ID == "" || !CredentialPattern.MatchString(cr.ID) {
 			v.add(v.at(&cr.ID, cr), "credential id %q must match %s", cr.ID, CredentialPattern)
-		} else if v.dup("credential", cr.ID, &cr.ID, v.credentials[cr.ID] != nil) {
+		} else if v.dup("credential", cr.ID, &cr.ID, firstID(v.credentials[cr.ID], func(c *Credential) *string { return &c.ID })) {
 			v.credentials[cr.ID] = cr
 		}
 		v.enum("credential scope", &cr.Scope, CredentialScopes, cr, true)
@@ -213,7 +213,7 @@ func validate(c *Catalog, ps *problems) {
 	suites := nonNil(v, c.Suites, "suite")
 	c.suiteByID = map[string]*Suite{}
 	for _, s := range suites {
-		if v.id("suite", &s.ID, s) && v.dup("suite", s.ID, &s.ID, c.suiteByID[s.ID] != nil) {
+		if v.id("suite", &s.ID, s) && v.dup("suite", s.ID, &s.ID, firstID(c.suiteByID[s.ID], func(s *Suite) *string { return &s.ID })) {
 			c.suiteByID[s.ID] = s
 		}
 	}
@@ -252,13 +252,23 @@ func nonNil[T any](v *validator, list []*T, kind string) []*T {
 	return out
 }
 
-// dup reports a duplicate id and returns whether the id is new.
-func (v *validator) dup(kind, id string, field *string, exists bool) bool {
-	if exists {
-		v.add(v.at(field), "duplicate %s id %q", kind, id)
+// dup reports a duplicate id at field, naming where first (the id field of the first
+// declaration, nil when the id is new) is declared — in a merged catalog that is often
+// another file — and returns whether the id is new.
+func (v *validator) dup(kind, id string, field, first *string) bool {
+	if first != nil {
+		v.add(v.at(field), "duplicate %s id %q (first declared at %s)", kind, id, v.at(first).Location())
 		return false
 	}
 	return true
+}
+
+// firstID returns the id field of an earlier declaration, nil when there is none.
+func firstID[T any](earlier *T, id func(*T) *string) *string {
+	if earlier == nil {
+		return nil
+	}
+	return id(earlier)
 }
 
 func (v *validator) scanPayload(ptr any, where string) {
@@ -325,8 +335,8 @@ func (v *validator) validateEnvironment(e *Environment) {
 	}
 	if ok {
 		ref := envRef(e)
-		if v.envByRef[ref] != nil {
-			v.add(v.at(&e.ID, e), "duplicate environment %q", ref)
+		if first := v.envByRef[ref]; first != nil {
+			v.add(v.at(&e.ID, e), "duplicate environment %q (first declared at %s)", ref, v.at(&first.ID, first).Location())
 		} else {
 			v.envByRef[ref] = e
 			v.envs[e.ID] = append(v.envs[e.ID], e)
@@ -401,7 +411,7 @@ func envRef(e *Environment) string {
 }
 
 func (v *validator) validateProfile(p *Profile) {
-	if v.id("profile", &p.ID, p) && v.dup("profile", p.ID, &p.ID, v.profiles[p.ID] != nil) {
+	if v.id("profile", &p.ID, p) && v.dup("profile", p.ID, &p.ID, firstID(v.profiles[p.ID], func(p *Profile) *string { return &p.ID })) {
 		v.profiles[p.ID] = p
 	}
 	v.required("profile label", &p.Label, p)
@@ -453,7 +463,7 @@ func (v *validator) validateProfile(p *Profile) {
 // its own problems; they are merged (and later sorted by position) afterwards.
 func (v *validator) validateCases(cases []*Case) {
 	for _, cs := range cases {
-		if v.id("case", &cs.ID, cs) && v.dup("case", cs.ID, &cs.ID, v.cases[cs.ID] != nil) {
+		if v.id("case", &cs.ID, cs) && v.dup("case", cs.ID, &cs.ID, firstID(v.cases[cs.ID], func(c *Case) *string { return &c.ID })) {
 			v.cases[cs.ID] = cs
 		}
 	}

@@ -102,3 +102,13 @@ func firstIssue(err error) string {
 	loc := "/" + strings.Join(ve.InstanceLocation, "/")
 	return fmt.Sprintf("at %s: %s", loc, ve.ErrorKind.LocalizedString(message.NewPrinter(language.English)))
 }
+
+// PRPSchema returns the embedded PRP JSON Schema (draft 2020-12) the control plane
+// validates with: name "event" (paperclip.prp.event.v1, what POST /events takes for a
+// PRP event), "terminal" (paperclip.prp.terminal.v1) or "result"
+// (paperclip.run_result.v1). Each has its own $id under
+// https://agentproof.dev/schemas/prp/v1/ and refers to the others by relative file
+// name. Errors: an unknown name (fs.ErrNotExist).
+func PRPSchema(name string) ([]byte, error) {
+	return schemaFS.ReadFile("schemas/" + name + ".schema.json")
+}

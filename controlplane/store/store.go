@@ -12,6 +12,11 @@
 // grouped: one goroutine writes every queued journal entry of every company in one
 // transaction and acknowledges them all after the commit (field failure F18: no
 // acknowledged entry exists only in memory).
+//
+// Blob bytes (docs/files.md) are kept in table blobs, written in the transaction of the
+// journal entry that records them; the state machine holds their metadata only, so
+// snapshots and the journal never carry them (an inline deliverable's base64 travels in
+// its command), and every read is checked against its SHA-256.
 package store
 
 import (

@@ -11,34 +11,58 @@ import (
 	"github.com/agentproof/agentproof/catalog"
 )
 
-// catalogFlag adds --catalog to cmd and returns where its value lands.
-func catalogFlag(cmd *cobra.Command) *string {
-	var dir string
-	cmd.Flags().StringVar(&dir, "catalog", "", "catalog directory (every *.yaml below it) or file; default: the embedded default catalog")
-	return &dir
+// catalogSource is what --catalog and --with-default select: the catalog paths in the
+// order given and whether the embedded default catalog is part of the catalog.
+type catalogSource struct {
+	paths       []string
+	withDefault bool
 }
 
-// loadCatalog loads the catalog in dir, or the embedded default catalog when dir is "".
-// An invalid catalog or an unreadable directory is a usage error (exit 2).
-func loadCatalog(dir string) (*catalog.Catalog, error) {
-	var c *catalog.Catalog
-	var err error
-	if dir == "" {
-		c, err = catalog.Default()
-	} else {
-		c, err = catalog.LoadDir(dir)
+// sources maps the flags to catalog.Sources: no --catalog means the embedded default
+// catalog alone; --with-default adds it to the given paths.
+func (s catalogSource) sources() catalog.Sources {
+	return catalog.Sources{Default: s.withDefault || len(s.paths) == 0, Paths: s.paths}
+}
+
+// catalogFlag adds --catalog (repeatable) and --with-default to cmd and returns where
+// their values land.
+func catalogFlag(cmd *cobra.Command) *catalogSource {
+	var src catalogSource
+	f := cmd.Flags()
+	f.StringArrayVar(&src.paths, "catalog", nil, "catalog `path`: a directory (every *.yaml below it) or one YAML file; repeatable, the parts merge into one catalog (an id declared twice is an error naming both files); default: the embedded default catalog")
+	f.BoolVar(&src.withDefault, "with-default", false, "add the embedded default catalog to the --catalog paths, so their suites can use its profiles, environments, cases, groups and credentials (codex, reference, local, message-marker, ...)")
+	return &src
+}
+
+// loadCatalog loads the catalog src selects (catalogSource.sources). An invalid catalog
+// or an unreadable path is a usage error (exit 2).
+func loadCatalog(src catalogSource) (*catalog.Catalog, error) {
+	if err := src.check(); err != nil {
+		return nil, err
 	}
+	c, err := catalog.LoadSources(src.sources())
 	if err != nil {
-		return nil, &UsageError{Err: catalogPathError(dir, err)}
+		return nil, &UsageError{Err: catalogPathError(err)}
 	}
 	return c, nil
 }
 
+// check refuses an empty --catalog value (exit 2).
+func (s catalogSource) check() error {
+	for _, p := range s.paths {
+		if strings.TrimSpace(p) == "" {
+			return usageErrorf("--catalog needs a path: a catalog directory or one YAML file")
+		}
+	}
+	return nil
+}
+
 // catalogPathError turns a --catalog path that does not exist into an error that says
 // what to pass instead; other errors are returned as they are.
-func catalogPathError(dir string, err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("--catalog %s: no such file or directory; pass a catalog directory (every *.yaml below it) or one YAML file, or leave --catalog out to use the embedded default catalog", dir)
+func catalogPathError(err error) error {
+	var pe *fs.PathError
+	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) {
+		return fmt.Errorf("--catalog %s: no such file or directory; pass a catalog directory (every *.yaml below it) or one YAML file, or leave --catalog out to use the embedded default catalog", pe.Path)
 	}
 	return err
 }

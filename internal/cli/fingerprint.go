@@ -18,7 +18,7 @@ type fingerprintEntry struct {
 func newFingerprintCmd(a *app) *cobra.Command {
 	var suites []string
 	var asJSON bool
-	var dir *string
+	var dir *catalogSource
 	cmd := &cobra.Command{
 		Use:   "fingerprint",
 		Short: "Print each suite's definition fingerprint (64 hex digits)",

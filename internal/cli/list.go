@@ -33,7 +33,7 @@ type listCell struct {
 func newListCmd(a *app) *cobra.Command {
 	var sel catalog.Selector
 	var asJSON, matrixJSON bool
-	var dir *string
+	var dir *catalogSource
 	cmd := &cobra.Command{
 		Use:   "list [selectors]",
 		Short: "List catalog cells as TSV, JSON, or a CI job matrix",

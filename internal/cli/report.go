@@ -18,7 +18,7 @@ type reportFlags struct {
 	results   string
 	campaign  string
 	history   string
-	catalog   *string
+	catalog   *catalogSource
 	asFailure bool
 }
 

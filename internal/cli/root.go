@@ -76,6 +76,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newValidateCmd(a),
 		newListCmd(a),
 		newFingerprintCmd(a),
+		newSchemaCmd(a),
 		newFixtureCmd(a),
 		newFixtureChildCmd(a),
 		newAgentCmd(a),

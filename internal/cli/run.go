@@ -34,7 +34,7 @@ type runOptions struct {
 
 func newRunCmd(a *app) *cobra.Command {
 	var o runOptions
-	var dir *string
+	var dir *catalogSource
 	cmd := &cobra.Command{
 		Use:   "run [selectors]",
 		Short: "Run the selected cells as a campaign: isolated attempts, graded, with results",
@@ -128,7 +128,7 @@ Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
 }
 
 // run is the body of `agentproof run`.
-func (a *app) run(cmd *cobra.Command, dir string, o runOptions) error {
+func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	mode, err := campaign.ParseProgressMode(o.progress)
 	if err != nil {
 		return &UsageError{Err: err}

@@ -39,11 +39,17 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog, "modelseen": modelSeen, "canaryscan": canaryScan},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog,
+			"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv},
 		Setup: func(env *testscript.Env) error {
 			if dir := scriptAgentsDir(); dir != "" {
 				env.Setenv(EnvAgentsDir, dir)
 			}
+			examples, err := filepath.Abs(filepath.Join("..", "..", "examples"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("EXAMPLES", examples) // the repository's examples/ directory
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
@@ -254,3 +260,47 @@ func modelSeen(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Logf("run %d: %d model responses, all answered by the scripted model", i+1, ev.ModelTurns)
 	}
 }
+
+// TestSchemaCommand: `agentproof schema` prints the embedded catalog JSON Schema byte
+// for byte.
+func TestSchemaCommand(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	if code := Main([]string{"schema"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !bytes.Equal(out.Bytes(), catalog.SchemaJSON) {
+		t.Fatal("agentproof schema does not print catalog.SchemaJSON")
+	}
+}
+
+// expandEnv is the script command `expandenv <file>...`: it replaces every ${NAME} in
+// each file with the script's environment variable NAME (for example ${EXAMPLES}, the
+// repository's examples/ directory, or ${WORK}), so a catalog file can name an absolute
+// path; a bare $name (a YAML "$schema" comment) stays as it is. A name the script's
+// environment lacks is an error.
+func expandEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: expandenv <file>...")
+	}
+	for _, name := range args {
+		p := ts.MkAbs(name)
+		b, err := os.ReadFile(p)
+		ts.Check(err)
+		var missing []string
+		out := bracedVar.ReplaceAllStringFunc(string(b), func(m string) string {
+			k := m[2 : len(m)-1]
+			v := ts.Getenv(k)
+			if v == "" {
+				missing = append(missing, k)
+			}
+			return v
+		})
+		if len(missing) > 0 {
+			ts.Fatalf("expandenv %s: no variable %s in the script's environment", name, strings.Join(missing, ", "))
+		}
+		ts.Check(os.WriteFile(p, []byte(out), 0o644))
+	}
+}
+
+var bracedVar = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)

@@ -27,11 +27,12 @@ type validateProblem struct {
 
 func newValidateCmd(a *app) *cobra.Command {
 	var asJSON bool
-	var dir *string
+	var dir *catalogSource
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check a catalog and report every problem with file:line:column",
-		Long: `Load a catalog (the embedded default, or --catalog DIR) and check it completely:
+		Long: `Load a catalog (the embedded default; or the --catalog paths, merged in the order
+given, plus the embedded default with --with-default) and check it completely:
 strict YAML (unknown keys are errors), duplicate and unknown ids, raw secrets, matrix
 sizes, exclusions, matcher specs, templates and reference scripts, ranking hashes, and
 the driverConfig of exec profiles (command: the absolute path of an existing executable
@@ -42,16 +43,13 @@ a problem naming it, and is never opened for reading.
 Every problem is reported at once. Exit code 0 when valid, 2 when not.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var c *catalog.Catalog
-			var err error
-			if *dir == "" {
-				c, err = catalog.Default()
-			} else {
-				c, err = catalog.LoadDir(*dir)
+			if err := dir.check(); err != nil {
+				return err
 			}
+			c, err := catalog.LoadSources(dir.sources())
 			var ve *catalog.ValidationError
 			if err != nil && !errors.As(err, &ve) {
-				return &UsageError{Err: catalogPathError(*dir, err)}
+				return &UsageError{Err: catalogPathError(err)}
 			}
 			rep := validateReport{Valid: err == nil, Problems: []validateProblem{}}
 			if ve != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/client"
@@ -290,6 +291,64 @@ func TestSecretNeverStored(t *testing.T) {
 	}
 	if len(leaks) > 0 {
 		t.Fatalf("the secret value is stored in the instance home: %+v", leaks)
+	}
+}
+
+// TestExecAgentLeftRunOpen: an exec agent that exits 0 without completing its run gets
+// a run failed by the runner whose summary (the run's result and the record's
+// termination summary) says so and names the calls that complete a run
+// (agent.ExecLeftOpen); one that exits non-zero, or completes its own run, does not.
+func TestExecAgentLeftRunOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := startInstance(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		mode     string
+		status   controlplane.RunStatus
+		leftOpen bool
+	}{
+		{"print-env", controlplane.RunFailed, true},
+		{"exit-3", controlplane.RunFailed, false},
+		{"complete-native", controlplane.RunSucceeded, false},
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			t.Parallel()
+			co := in.company(ctx)
+			actor := createAgent(ctx, t, co, map[string]any{"driver": "exec",
+				"driverConfig": map[string]any{"command": exe, "args": []string{c.mode}, "timeoutMs": settle.Milliseconds()}})
+			_, wakes := createIssue(ctx, t, co, "Exec agent "+c.mode, "", "", actor)
+			runID := heartbeat.RunID(co.ID(), wakes[0])
+			rec := waitRecord(t, in, runID, "the exec run to finish", finished)
+			if rec.Status != c.status || rec.Termination == nil {
+				t.Fatalf("record %+v, want status %s", rec, c.status)
+			}
+			var run *controlplane.Run
+			for _, r := range snapshot(t, co).Runs {
+				if r.ID == runID {
+					run = r
+				}
+			}
+			var res struct {
+				Summary string `json:"summary"`
+			}
+			if run == nil || json.Unmarshal(run.Result, &res) != nil {
+				t.Fatalf("run %s has no result", runID)
+			}
+			if got := strings.HasPrefix(rec.Termination.Summary, agent.ExecLeftOpen+"; exited with code 0"); got != c.leftOpen {
+				t.Errorf("termination summary %q: says the run was left open = %v, want %v", rec.Termination.Summary, got, c.leftOpen)
+			}
+			if got := strings.HasPrefix(res.Summary, agent.ExecLeftOpen); got != c.leftOpen {
+				t.Errorf("run result summary %q: says the run was left open = %v, want %v", res.Summary, got, c.leftOpen)
+			}
+			if c.mode == "complete-native" && res.Summary != "completed by the agent itself" {
+				t.Errorf("the agent's own completion was replaced: %q", res.Summary)
+			}
+		})
 	}
 }
 

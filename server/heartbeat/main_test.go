@@ -35,6 +35,9 @@ import (
 //	<test binary> serve --home <dir>            `agentproof serve` (cli.Main)
 //	<test binary> print-env                     an exec agent that prints its environment
 //	<test binary> edit-home <mode>              an exec agent that edits $AGENT_HOME (homes_test.go)
+//	<test binary> exit-3                        an exec agent that exits 3 at once
+//	<test binary> complete-native               an exec agent that completes its own run
+//	                                            (native run.completed event, then /complete)
 //	fake-codex-… (a symlink to the test binary)  a fake agent CLI (package fakecli)
 func TestMain(m *testing.M) {
 	fakecli.Main() // a fake agent CLI when started under a fake's name
@@ -47,9 +50,44 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		case "edit-home":
 			os.Exit(editHome(os.Args[2:]))
+		case "exit-3":
+			os.Exit(3)
+		case "complete-native":
+			if err := completeNative(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
 		}
 	}
 	os.Exit(m.Run())
+}
+
+// completeNative completes the run of this exec agent natively through the agent API
+// (agent.EnvAPIURL, agent.EnvRunToken, agent.EnvRunID): its run.completed event, then
+// {runId, status: succeeded, summary}.
+func completeNative() error {
+	base, token, run := os.Getenv(agent.EnvAPIURL), os.Getenv(agent.EnvRunToken), os.Getenv(agent.EnvRunID)
+	for _, call := range []struct{ path, body string }{
+		{"/events", fmt.Sprintf(`{"eventId":"%s:done","runId":"%s","sequence":1,"type":"run.completed"}`, run, run)},
+		{"/complete", fmt.Sprintf(`{"runId":"%s","status":"succeeded","summary":"completed by the agent itself"}`, run)},
+	} {
+		req, err := http.NewRequest("POST", base+call.path, strings.NewReader(call.body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			return fmt.Errorf("POST %s: %d %s", call.path, resp.StatusCode, b)
+		}
+	}
+	return nil
 }
 
 // settle bounds every wait for an observable state: children built with -race are slow,

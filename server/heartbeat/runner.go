@@ -27,8 +27,14 @@
 // process may have been running. Its process cannot be running any more (the worker
 // starts children with Pdeathsig SIGKILL and in their own process group; a
 // server killed with SIGKILL takes them down with it), and the runner cannot know how far
-// the agent got, so it never relaunches it: the run is completed as failed with the
-// reason "orphaned" (State RunOrphaned) and a later wake starts a fresh run. A record
+// the agent got, so it never relaunches it: its home is saved from its baseline and the
+// run is completed as interrupted with the reason "orphaned" (State RunOrphaned); Retry
+// (Runner.Retry, board operation retry_run) starts a new run bound to it (retryOf).
+//
+// Agent homes (home.go, docs/files.md): every run but a fixture program's gets
+// AGENT_HOME, materialised from the control plane's managed files before the launch and
+// saved (a receipt; conflicts kept, never overwritten) after it. Stop and Retry take an
+// Idempotency-Key, remembered with their response. A record
 // "opening" whose run does not exist was never checked out: its wake is simply taken
 // again.
 //
@@ -741,7 +747,14 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 		// spec runner-e2e-harness §5: the run's message is the presented comment.
 		result, _ = json.Marshal(map[string]any{"presentationDecision": map[string]string{"commentId": p.CommentID}})
 	}
-	final, err := completeIfRunning(context.Background(), c, rec.RunID, status, summary, silent, result)
+	leftOpen := report.LeftOpen != "" && rec.Cancellation == nil
+	if leftOpen {
+		summary = report.LeftOpen + "; " + summary
+	}
+	final, closed, err := completeIfRunning(context.Background(), c, rec.RunID, status, summary, silent, result)
+	if closed && leftOpen {
+		rec.Termination.Summary = summary // the agent left its run open: say so and what to call
+	}
 	rec.FinishedAt = r.now() // the run is terminal from here on
 	if err != nil {
 		rec.Reason = "completing the run failed: " + err.Error()
@@ -772,13 +785,14 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 }
 
 // completeIfRunning completes runID natively with status and summary when it is still
-// running (appending its run.completed event first) and returns its status afterwards.
+// running (appending its run.completed event first) and returns its status afterwards
+// and whether it completed the run (false: the run had ended already, or an error).
 // With silent set (an agent that never talks to the API: nop, the fixture programs) it
 // appends run.completed with sequence 1 without reading the state first; otherwise,
 // or when that append is refused, it reads the run from a snapshot (an agent that
 // completed its own run must not meet a denied append in the decision log).
-func completeIfRunning(ctx context.Context, c Company, runID string, status controlplane.RunStatus, summary string, silent bool, result json.RawMessage) (controlplane.RunStatus, error) {
-	complete := func() (controlplane.RunStatus, error) {
+func completeIfRunning(ctx context.Context, c Company, runID string, status controlplane.RunStatus, summary string, silent bool, result json.RawMessage) (controlplane.RunStatus, bool, error) {
+	complete := func() (controlplane.RunStatus, bool, error) {
 		in, _ := json.Marshal(controlplane.NativeRunResult{RunID: runID, Status: status, Summary: clip(summary, 2000)})
 		if len(result) > 0 {
 			// The native completion carries the run's result beside its status, so
@@ -789,9 +803,9 @@ func completeIfRunning(ctx context.Context, c Company, runID string, status cont
 			}{controlplane.NativeRunResult{RunID: runID, Status: status, Summary: clip(summary, 2000)}, result})
 		}
 		if err := c.CompleteRun(ctx, in); err != nil {
-			return "", err
+			return "", false, err
 		}
-		return status, nil // a native completion sets exactly this status
+		return status, true, nil // a native completion sets exactly this status
 	}
 	ev, _ := json.Marshal(controlplane.NativeEvent{EventID: runID + ":completed", RunID: runID, Sequence: 1, Type: "run.completed"})
 	if silent {
@@ -801,14 +815,14 @@ func completeIfRunning(ctx context.Context, c Company, runID string, status cont
 	}
 	st, err := c.Snapshot(ctx)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	run := findRun(st, runID)
 	if run == nil {
-		return "", &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
+		return "", false, &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
 	}
 	if run.Status != controlplane.RunRunning {
-		return run.Status, nil
+		return run.Status, false, nil
 	}
 	native, completed := int64(0), false
 	for _, raw := range run.Events {
@@ -825,7 +839,7 @@ func completeIfRunning(ctx context.Context, c Company, runID string, status cont
 	if !completed {
 		ev, _ := json.Marshal(controlplane.NativeEvent{EventID: runID + ":completed", RunID: runID, Sequence: native + 1, Type: "run.completed"})
 		if _, err := c.AppendEvent(ctx, ev); err != nil {
-			return run.Status, fmt.Errorf("appending run.completed: %w", err)
+			return run.Status, false, fmt.Errorf("appending run.completed: %w", err)
 		}
 	}
 	return complete()
@@ -878,7 +892,7 @@ func (r *Runner) recover(ctx context.Context) error {
 			} else if ok && rec.HomeReceiptID == "" {
 				r.recordSave(ctx, c, &rec, base)
 			}
-			status, err := completeIfRunning(ctx, c, run.ID, controlplane.RunInterrupted, reason, false, nil)
+			status, _, err := completeIfRunning(ctx, c, run.ID, controlplane.RunInterrupted, reason, false, nil)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("heartbeat: completing orphaned run %s: %w", run.ID, err))
 				continue
@@ -981,7 +995,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		return resp, nil
 	}
 	summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
-	status, err := completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil)
+	status, _, err := completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil)
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
