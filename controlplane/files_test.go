@@ -451,3 +451,52 @@ func TestRegisterDeliverableInlineStoresBytes(t *testing.T) {
 		t.Fatalf("artifact %+v bytes %v %v", a, got, err)
 	}
 }
+
+// FuzzBoardFiles feeds random file operations (put_file, resolve_file_conflict,
+// retry_run and a home save of random paths) to a board company: nothing panics, a
+// refused operation changes nothing but its one denied decision, every stored file path
+// passes ValidFilePath, and Serialize/Restore stays byte-identical.
+func FuzzBoardFiles(f *testing.F) {
+	for _, seed := range []struct{ kind, input, path string }{
+		{controlplane.BoardPutFile, `{"path":"notes/a.txt","sha256":"SHA"}`, "a/b"},
+		{controlplane.BoardPutFile, `{"path":"../x","sha256":"SHA","scope":"agent_home","ownerId":"fixture-actor-0001"}`, "../../etc"},
+		{controlplane.BoardPutFile, `{"path":"x","sha256":"SHA","expectedSha256":""}`, "x\x00y"},
+		{controlplane.BoardResolveFileConflict, `{"conflictId":"fixture-file-conflict-0001","resolution":"take_incoming","currentSha256":""}`, "memory.md"},
+		{controlplane.BoardRetryRun, `{"runId":"run-1"}`, "./a"},
+	} {
+		f.Add(seed.kind, seed.input, seed.path)
+	}
+	f.Fuzz(func(t *testing.T, kind, input, path string) {
+		ctx := context.Background()
+		m := boardMemory(t)
+		ref, err := m.PutBlob(ctx, controlplane.BlobPut{Content: []byte("fuzz")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		input = strings.ReplaceAll(input, "SHA", ref.SHA256)
+		before, _ := m.Serialize(ctx)
+		ds0, _ := m.DecisionRecords(ctx)
+		if _, err := m.ApplyBoard(ctx, controlplane.BoardOp{Kind: kind, Input: json.RawMessage(input)}); err != nil {
+			ds, _ := m.DecisionRecords(ctx)
+			if len(ds) != len(ds0)+1 || ds[len(ds)-1].Outcome != "denied" {
+				t.Fatalf("a refused %s left %d new decisions", kind, len(ds)-len(ds0))
+			}
+			if after, _ := m.Serialize(ctx); bytes.Equal(before, after) {
+				t.Fatal("the denied decision is missing")
+			}
+		}
+		failRun(t, m, "run-1", "", "")
+		_, _ = m.SaveHome(ctx, controlplane.HomeSave{ActorID: "fixture-actor-0001", RunID: "run-1",
+			Changes: []controlplane.HomeChange{{Path: path, NewSHA256: ref.SHA256, ByteSize: ref.ByteSize}}})
+		st, _ := m.Snapshot(ctx)
+		for _, f := range st.Files {
+			if msg := controlplane.ValidFilePath(f.Path); msg != "" {
+				t.Fatalf("stored path %q: %s", f.Path, msg)
+			}
+			if strings.Contains("/"+f.Path+"/", "/../") {
+				t.Fatalf("stored path %q escapes", f.Path)
+			}
+		}
+		roundTrip(t, m)
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ func editHome(args []string) int {
 		must(os.MkdirAll(filepath.Join(home, "notes"), 0o700))
 		must(os.WriteFile(filepath.Join(home, "notes", "new.txt"), []byte("new\n"), 0o600))
 		must(os.Symlink("/etc/passwd", filepath.Join(home, "evil")))
+		must(os.Symlink("/etc", filepath.Join(home, "etcdir")))
+		must(syscall.Mkfifo(filepath.Join(home, "pipe"), 0o600))
 	case "report":
 		must(filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
@@ -179,8 +182,10 @@ func TestAgentHomeSavedAndMaterialised(t *testing.T) {
 	if rc.CopiedBytes != int64(len(memory)+len("new\n")) {
 		t.Fatalf("copied %d bytes, want only the changed files' %d", rc.CopiedBytes, len(memory)+len("new\n"))
 	}
-	if len(rc.Problems) != 1 || !strings.HasPrefix(rc.Problems[0], "evil: not a regular file") {
-		t.Fatalf("problems %q", rc.Problems)
+	slices.Sort(rc.Problems)
+	if len(rc.Problems) != 3 || !strings.HasPrefix(rc.Problems[0], "etcdir: not a regular file") ||
+		!strings.HasPrefix(rc.Problems[1], "evil: not a regular file") || !strings.HasPrefix(rc.Problems[2], "pipe: not a regular file") {
+		t.Fatalf("problems %q: want the two links and the FIFO, never followed or opened", rc.Problems)
 	}
 	shas, bodies := homeListing(ctx, t, co, actor)
 	if len(shas) != 3 || !bytes.Equal(bodies["memory.md"], memory) || !bytes.Equal(bodies["bin/model.bin"], big) || string(bodies["notes/new.txt"]) != "new\n" {
