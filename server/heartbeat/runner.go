@@ -926,7 +926,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		return api.CancelRunResponse{}, err
 	}
 	req.RequestID = id
-	company, c, run, err := r.locate(ctx, runID)
+	company, c, _, err := r.locate(ctx, runID)
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
@@ -938,7 +938,8 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
-	if run = findRun(st, runID); run == nil {
+	run := findRun(st, runID)
+	if run == nil {
 		return api.CancelRunResponse{}, &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
 	}
 	rec, known := r.Run(runID)
