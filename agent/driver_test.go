@@ -90,7 +90,7 @@ func TestNewRejectsBadConfigurations(t *testing.T) {
 		want   []string // every problem the error must name
 	}{
 		{"bogus", nil, false, []string{`unknown driver "bogus"`}},
-		{"exec:bard", nil, false, []string{`unknown driver "exec:bard"`, "exec:codex"}},
+		{"exec:gemini", nil, false, []string{`unknown driver "exec:gemini"`, "exec:codex"}},
 		{"fixture:bogus", nil, false, []string{`unknown driver "fixture:bogus"`}},
 		{"exec:codex", map[string]any{"binary": "codex", "modelBaseUrl": "https://example.com", "script": "smart"}, true,
 			[]string{`binary "codex" must be an absolute path`, `modelBaseUrl "https://example.com" must be a loopback`, `script "smart"`}},

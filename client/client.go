@@ -302,38 +302,39 @@ func (co *Company) board(ctx context.Context, method, path string, in any, opts 
 }
 
 // CreateAgent is board operation create_agent.
-func (co *Company) CreateAgent(ctx context.Context, req api.CreateAgentRequest, opts ...WriteOption) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/agents", req, opts)
+func (co *Company) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (controlplane.BoardResult, error) {
+	return co.board(ctx, "POST", "/agents", req, nil)
 }
 
 // CreateProject is board operation create_project.
-func (co *Company) CreateProject(ctx context.Context, req api.CreateProjectRequest, opts ...WriteOption) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/projects", req, opts)
+func (co *Company) CreateProject(ctx context.Context, req api.CreateProjectRequest) (controlplane.BoardResult, error) {
+	return co.board(ctx, "POST", "/projects", req, nil)
 }
 
 // CreateEnvironment is board operation create_environment.
-func (co *Company) CreateEnvironment(ctx context.Context, req api.CreateEnvironmentRequest, opts ...WriteOption) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/environments", req, opts)
+func (co *Company) CreateEnvironment(ctx context.Context, req api.CreateEnvironmentRequest) (controlplane.BoardResult, error) {
+	return co.board(ctx, "POST", "/environments", req, nil)
 }
 
 // CreateIssue is board operation create_issue.
-func (co *Company) CreateIssue(ctx context.Context, req api.CreateIssueRequest, opts ...WriteOption) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/issues", req, opts)
+func (co *Company) CreateIssue(ctx context.Context, req api.CreateIssueRequest) (controlplane.BoardResult, error) {
+	return co.board(ctx, "POST", "/issues", req, nil)
 }
 
-// Comment is board operation comment on issue.
-func (co *Company) Comment(ctx context.Context, issue, body string, opts ...WriteOption) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/issues/"+url.PathEscape(issue)+"/comments", api.CommentRequest{Body: body}, opts)
+// Comment is board operation comment on issue. A keyed (idempotent) comment, like
+// every keyed board write, goes through ApplyBoard with the BoardOp's IdempotencyKey.
+func (co *Company) Comment(ctx context.Context, issue, body string) (controlplane.BoardResult, error) {
+	return co.board(ctx, "POST", "/issues/"+url.PathEscape(issue)+"/comments", api.CommentRequest{Body: body}, nil)
 }
 
 // ResolveInteraction is board operation resolve_interaction.
-func (co *Company) ResolveInteraction(ctx context.Context, interaction string, req api.ResolveInteractionRequest, opts ...WriteOption) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/interactions/"+url.PathEscape(interaction)+"/resolve", req, opts)
+func (co *Company) ResolveInteraction(ctx context.Context, interaction string, req api.ResolveInteractionRequest) (controlplane.BoardResult, error) {
+	return co.board(ctx, "POST", "/interactions/"+url.PathEscape(interaction)+"/resolve", req, nil)
 }
 
 // DecideApproval is board operation decide_approval.
-func (co *Company) DecideApproval(ctx context.Context, approval string, req api.DecideApprovalRequest, opts ...WriteOption) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/approvals/"+url.PathEscape(approval)+"/decide", req, opts)
+func (co *Company) DecideApproval(ctx context.Context, approval string, req api.DecideApprovalRequest) (controlplane.BoardResult, error) {
+	return co.board(ctx, "POST", "/approvals/"+url.PathEscape(approval)+"/decide", req, nil)
 }
 
 // Wakes lists scheduled wakes due at or before dueBy ("" for all).

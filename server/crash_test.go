@@ -296,6 +296,10 @@ func TestKillNineBoardCommentsExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := func(key string) string { return "comment " + key }
+	keyed := func(key string) (controlplane.BoardResult, error) {
+		in, _ := json.Marshal(map[string]string{"issueId": issue.ID, "body": body(key)})
+		return co.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardComment, Input: in, IdempotencyKey: key})
+	}
 	acked := map[string]string{} // key → comment id
 	var sent []string
 	lost, committedUnacked := 0, 0
@@ -313,7 +317,7 @@ func TestKillNineBoardCommentsExactlyOnce(t *testing.T) {
 					mu.Lock()
 					sent = append(sent, key)
 					mu.Unlock()
-					res, err := co.Comment(ctx, issue.ID, body(key), client.IdempotencyKey(key))
+					res, err := keyed(key)
 					if err != nil {
 						if controlplane.CodeOf(err) != "" {
 							t.Errorf("comment %s: state-machine error %v", key, err)
@@ -357,7 +361,7 @@ func TestKillNineBoardCommentsExactlyOnce(t *testing.T) {
 			if committed[key] {
 				committedUnacked++
 			}
-			res, err := co.Comment(ctx, issue.ID, body(key), client.IdempotencyKey(key))
+			res, err := keyed(key)
 			if err != nil {
 				t.Fatalf("replaying %s: %v", key, err)
 			}
@@ -379,7 +383,7 @@ func TestKillNineBoardCommentsExactlyOnce(t *testing.T) {
 		}
 		// an acknowledged key replayed after the restart answers its original id
 		for key, id := range acked {
-			res, err := co.Comment(ctx, issue.ID, body(key), client.IdempotencyKey(key))
+			res, err := keyed(key)
 			if err != nil || res.ID != id {
 				t.Fatalf("replaying acknowledged %s: %+v %v, want %s", key, res, err, id)
 			}

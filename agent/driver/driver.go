@@ -72,7 +72,7 @@ func Parse(s string) (Name, error) {
 		return Name{Kind: KindFixture, Arg: f}, nil
 	}
 	if c, ok := strings.CutPrefix(s, string(KindCLI)); ok {
-		if _, pinned := clis.Lookup(c); pinned {
+		if pin, pinned := clis.Lookup(c); pinned && !pin.ACP {
 			return Name{Kind: KindCLI, Arg: c}, nil
 		}
 	}
@@ -88,7 +88,9 @@ func Names() []string {
 	}
 	out = append(out, string(KindReference), string(KindNop), string(KindWrong), string(KindLeaky), string(KindExec))
 	for _, c := range clis.Pinned {
-		out = append(out, string(KindCLI)+c.Name)
+		if !c.ACP { // the ACP agents are acp: drivers (package agent)
+			out = append(out, string(KindCLI)+c.Name)
+		}
 	}
 	return out
 }
