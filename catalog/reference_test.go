@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -10,11 +11,22 @@ import (
 
 // simulate carries out a rendered reference script on a model of the control plane
 // just detailed enough to grade it: per-run user-facing messages (the present comment,
-// else every comment of the run), the issue status after the last run, workspace files.
-func simulate(script *ReferenceScript) *match.Observation {
+// else every comment of the run), the issue status after the last run, workspace files,
+// and the composite JSON's comments (the human's follow-ups, each once, with a null
+// author, before the turn they start; the agent's own).
+func simulate(script *ReferenceScript, followups []string) *match.Observation {
 	obs := &match.Observation{HasMessage: true, RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 	issue := "todo"
-	for _, turn := range script.Turns {
+	type comment struct {
+		Author *string `json:"authorActorId"`
+		Body   string  `json:"body"`
+	}
+	agent := "agent"
+	var all []comment
+	for i, turn := range script.Turns {
+		if i > 0 && i <= len(followups) {
+			all = append(all, comment{Body: followups[i-1]})
+		}
 		if issue != "done" {
 			issue = "in_progress"
 		}
@@ -48,6 +60,7 @@ func simulate(script *ReferenceScript) *match.Observation {
 			}
 			if body != "" {
 				comments = append(comments, body)
+				all = append(all, comment{Author: &agent, Body: body})
 				if st.Present {
 					present, hasPresent = body, true
 				}
@@ -60,6 +73,7 @@ func simulate(script *ReferenceScript) *match.Observation {
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	obs.IssueStatus = issue
+	obs.JSON, _ = json.Marshal(map[string]any{"comments": all})
 	return obs
 }
 
@@ -111,13 +125,13 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 			case "reference", "leaky":
 				// leaky carries out the reference script (and leaks: the leak, not a
 				// matcher, must fail it)
-				obs = simulate(r.Reference)
+				obs = simulate(r.Reference, r.Followups)
 			case "wrong":
 				wrong, err := cell.Render("wr0ng99")
 				if err != nil {
 					t.Fatal(err)
 				}
-				obs = simulate(wrong.Reference)
+				obs = simulate(wrong.Reference, r.Followups)
 			case "nop":
 				obs = &match.Observation{HasMessage: true, IssueStatus: "in_progress", RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 				for range cell.Case.ExpectedRunCount {

@@ -24,8 +24,8 @@ import "encoding/json"
 //   - Artifacts are the attempt's artifacts; HasArtifacts says they were collected. An
 //     artifact whose bytes were downloaded (through the public artifact download) has
 //     Downloaded set and the bytes in Content.
-//   - JSON is a composite JSON document such as {issue, runs, interactions, documents};
-//     nil means none was observed.
+//   - JSON is a composite JSON document such as {issue, runs, interactions, documents,
+//     comments}; nil means none was observed.
 //   - Secrets are values that must never appear in an Outcome's Detail, Expected or
 //     Observed (replaced by "[REDACTED]"); empty strings are ignored.
 //
