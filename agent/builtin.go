@@ -74,8 +74,18 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 				p = append(p, fmt.Sprintf("turns[%d] trigger %q is not one of %s", ti, t.Trigger, strings.Join(catalog.TurnTriggers, ", ")))
 			}
 			for si, st := range t.Steps {
-				if st == nil || (st.Command == "") == (st.Edit == nil) {
-					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command or one edit", ti, si))
+				if st == nil {
+					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command, one edit or one wait", ti, si))
+					continue
+				}
+				n := 0
+				for _, set := range []bool{st.Command != "", st.Edit != nil, st.Wait != nil} {
+					if set {
+						n++
+					}
+				}
+				if n != 1 {
+					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command, one edit or one wait", ti, si))
 				}
 			}
 		}

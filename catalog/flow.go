@@ -40,6 +40,16 @@ var Flows = []Flow{
 	FlowProcessExit, FlowLostAcknowledgement, FlowCrashRetry,
 }
 
+// ScriptTurns is how many turns a reference script of the case carries out: one per
+// expected run, but for flow crash_retry, whose second run (the Retry of the killed
+// first) carries out the turn the kill cut short again.
+func (cs *Case) ScriptTurns() int {
+	if cs.Flow == FlowCrashRetry {
+		return cs.ExpectedRunCount - 1
+	}
+	return cs.ExpectedRunCount
+}
+
 // AgentFlow reports whether f has an agent do work through the control plane (every
 // flow but process_exit, whose fixture programs never talk to the API).
 func (f Flow) AgentFlow() bool { return f != FlowProcessExit }

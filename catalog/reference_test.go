@@ -14,7 +14,10 @@ import (
 // else every comment of the run), the issue status after the last run, workspace files,
 // and the composite JSON's comments (the human's follow-ups, each once, with a null
 // author, before the turn they start; the agent's own).
-func simulate(script *ReferenceScript, followups []string) *match.Observation {
+//
+// Under flow crash_retry the first run is killed before it does anything (an empty
+// message, status failed) and the script runs in its retry (retryOf the first).
+func simulate(script *ReferenceScript, followups []string, flow Flow) *match.Observation {
 	obs := &match.Observation{HasMessage: true, RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 	issue := "todo"
 	type comment struct {
@@ -71,9 +74,14 @@ func simulate(script *ReferenceScript, followups []string) *match.Observation {
 		}
 		obs.Turns = append(obs.Turns, present)
 	}
+	doc := map[string]any{"comments": all}
+	if flow == FlowCrashRetry {
+		obs.Turns = append([]string{""}, obs.Turns...)
+		doc["runs"] = []any{map[string]any{"id": "run-1", "status": "failed"}, map[string]any{"id": "run-2", "status": "succeeded", "retryOf": "run-1"}}
+	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	obs.IssueStatus = issue
-	obs.JSON, _ = json.Marshal(map[string]any{"comments": all})
+	obs.JSON, _ = json.Marshal(doc)
 	return obs
 }
 
@@ -125,13 +133,13 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 			case "reference", "leaky":
 				// leaky carries out the reference script (and leaks: the leak, not a
 				// matcher, must fail it)
-				obs = simulate(r.Reference, r.Followups)
+				obs = simulate(r.Reference, r.Followups, cell.Case.Flow)
 			case "wrong":
 				wrong, err := cell.Render("wr0ng99")
 				if err != nil {
 					t.Fatal(err)
 				}
-				obs = simulate(wrong.Reference, r.Followups)
+				obs = simulate(wrong.Reference, r.Followups, cell.Case.Flow)
 			case "nop":
 				obs = &match.Observation{HasMessage: true, IssueStatus: "in_progress", RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 				for range cell.Case.ExpectedRunCount {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -256,10 +257,13 @@ func TestFlows(t *testing.T) {
 		agent   string // reference, nop or idle
 		board   func(Board) Board
 		restart bool
-		timeout time.Duration
-		problem string // a substring of a problem, "" for none
-		fault   verdict.Origin
-		err     string // a substring of Err, "" for none
+		// impostor: the heartbeat records name a real process that is not the run's
+		// (it must survive the flow)
+		impostor bool
+		timeout  time.Duration
+		problem  string // a substring of a problem, "" for none
+		fault    verdict.Origin
+		err      string // a substring of Err, "" for none
 	}{
 		{name: "single turn", cell: "grader-calibration.reference.local.message-marker", agent: "reference"},
 		{name: "single turn, the agent does nothing", cell: "grader-calibration.reference.local.message-marker", agent: "nop"},
@@ -282,6 +286,9 @@ func TestFlows(t *testing.T) {
 			board: func(b Board) Board { return unkeyed{b} }, fault: verdict.Harness, err: "not the committed"},
 		{name: "lost acknowledgement, the harness cannot restart", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "reference",
 			fault: verdict.Harness, err: "can address and restart the server"},
+		{name: "crash retry, the agent never waits", cell: "board-idempotency.reference.local.crash-retry", agent: "nop", problem: "run 1 ended before the agent wrote its run id"},
+		{name: "crash retry, a process that is not the run's is never signalled", cell: "board-idempotency.reference.local.crash-retry", agent: "reference",
+			impostor: true, fault: verdict.Harness, err: "not positively identified, so it was not signalled"},
 		{name: "a turn deadline", cell: "grader-calibration.reference.local.message-marker", agent: "idle", timeout: 200 * time.Millisecond, err: "turn 1 deadline (200 ms) missed"},
 	}
 	for _, tt := range tests {
@@ -310,6 +317,12 @@ func TestFlows(t *testing.T) {
 			if tt.board != nil {
 				b = tt.board(b)
 			}
+			var victim *exec.Cmd
+			if tt.impostor {
+				var ticks uint64
+				victim, ticks = sleeper(t)
+				b = impostor{b, victim.Process.Pid, ticks}
+			}
 			s := &Session{Board: b, TaskID: w.task, Case: cell.Case, Rendered: rc, Workspace: w.workspace, TurnTimeout: tt.timeout, Poll: 5 * time.Millisecond, Log: t.Logf}
 			if tt.restart {
 				s.ServerURL, s.BoardAt = w.url, w.boardAt
@@ -325,6 +338,9 @@ func TestFlows(t *testing.T) {
 			cancel()
 			agentDone.Wait()
 			checkOutcome(t, out, tt.problem, tt.fault, tt.err)
+			if victim != nil && !alive(victim) {
+				t.Error("the flow signalled a process it had not identified")
+			}
 		})
 	}
 }

@@ -34,6 +34,7 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPlanApprovalCompletion:   playPlanApproval,
 	catalog.FlowWarmThreeTurn:            playWarmThreeTurn,
 	catalog.FlowLostAcknowledgement:      playLostAcknowledgement,
+	catalog.FlowCrashRetry:               playCrashRetry,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.

@@ -571,6 +571,14 @@ func (r *Runner) execute(ctx context.Context, j job) {
 			facts.Problems = append(facts.Problems, "the process start time could not be read: "+err.Error())
 		}
 		facts.ProcessStartTicks = ticks
+		// The board sees the running process's identity at once (in memory; the durable
+		// record gets the whole launch facts when the process ends), so that a human
+		// can positively identify it (pid and start time) while it runs.
+		r.mu.Lock()
+		if cur := r.runs[j.runID]; cur != nil && cur.Launch == nil {
+			cur.Launch = &api.LaunchFacts{PID: pid, ProcessStartTicks: ticks}
+		}
+		r.mu.Unlock()
 	}
 	var startedAt time.Time
 	l.spec.BeforeStart = func() error {
