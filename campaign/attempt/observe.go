@@ -153,7 +153,8 @@ func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 
 // matchObservation builds the persisted-state part of the observation: the task's
 // status, the last run's status, every run's message (turn by turn), the artifacts and
-// the composite JSON {issue, runs, interactions, documents}.
+// the composite JSON {issue, runs, interactions, documents, comments} (comments: the
+// task's persisted comments in order, the human's with a null authorActorId).
 func matchObservation(st *controlplane.State, task string, runs []*controlplane.Run, secrets *redact.Set) *match.Observation {
 	obs := &match.Observation{Secrets: secretForms(secrets), HasArtifacts: true, HasMessage: len(runs) > 0}
 	var t *controlplane.Task
@@ -175,6 +176,12 @@ func matchObservation(st *controlplane.State, task string, runs []*controlplane.
 	}
 	var docs []*controlplane.Document
 	var inters []*controlplane.Interaction
+	comments := []*controlplane.Comment{}
+	for _, c := range st.Comments {
+		if c.TaskID == task {
+			comments = append(comments, c)
+		}
+	}
 	for _, d := range st.Documents {
 		if d.TaskID == task {
 			docs = append(docs, d)
@@ -185,7 +192,7 @@ func matchObservation(st *controlplane.State, task string, runs []*controlplane.
 			inters = append(inters, in)
 		}
 	}
-	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs}); err == nil {
+	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs, "comments": comments}); err == nil {
 		obs.JSON = b
 	}
 	return obs
