@@ -40,7 +40,7 @@ type BuiltinConfig struct {
 
 // ParseBuiltinConfig decodes and checks a BuiltinConfig (untrusted input: it comes from
 // an agent's adapter configuration). Unknown fields, a wrong schema tag, a nonce that
-// does not match catalog.NoncePattern, a missing or empty script, an unknown trigger, a
+// does not match catalog.NoncePattern(), a missing or empty script, an unknown trigger, a
 // step that is not exactly one command or one edit, and a document larger than
 // MaxBuiltinConfigBytes are errors, all reported together.
 func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
@@ -60,8 +60,8 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 	if c.Schema != BuiltinConfigSchema {
 		p = append(p, fmt.Sprintf("schema %q is not %s", c.Schema, BuiltinConfigSchema))
 	}
-	if !catalog.NoncePattern.MatchString(c.Nonce) {
-		p = append(p, fmt.Sprintf("nonce %q does not match %s", c.Nonce, catalog.NoncePattern))
+	if !catalog.NoncePattern().MatchString(c.Nonce) {
+		p = append(p, fmt.Sprintf("nonce %q does not match %s", c.Nonce, catalog.NoncePattern()))
 	}
 	if c.Reference == nil || len(c.Reference.Turns) == 0 {
 		p = append(p, "reference script with at least one turn is required")

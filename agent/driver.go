@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/agent/driver"
@@ -243,7 +244,7 @@ func setKeys(config api.DriverConfig) []string {
 }
 
 // envNameRE is the grammar of an environment variable name a secret may take.
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // baseEnv is the environment every built-in and exec agent starts from: a fixed PATH,
 // locale and time zone, HOME = the agent's state directory.
@@ -266,7 +267,7 @@ func apiEnv(env RunEnv, extra ...string) ([]string, error) {
 	var bad []string
 	for _, name := range slices.Sorted(maps.Keys(env.Secrets)) {
 		switch {
-		case !envNameRE.MatchString(name):
+		case !envNameRE().MatchString(name):
 			bad = append(bad, fmt.Sprintf("secret name %q is not an environment variable name", name))
 		case taken[name] || strings.HasPrefix(name, "AGENTPROOF_"):
 			bad = append(bad, fmt.Sprintf("secret name %q collides with a variable the runner sets", name))

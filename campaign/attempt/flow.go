@@ -38,7 +38,11 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 		Poll:        x.PollInterval,
 		Log:         a.log.note,
 		Restart: func(ctx context.Context) (flows.Board, error) {
-			if err := p.Instance.restart(ctx); err != nil {
+			killed, err := p.Instance.restart(ctx)
+			if killed {
+				a.log.note("harness note: the server did not stop within %s of SIGTERM before the restart and was killed (its exit confirmed)", StopGrace)
+			}
+			if err != nil {
 				return nil, err
 			}
 			a.log.note("server restarted on %s", p.Instance.addr())

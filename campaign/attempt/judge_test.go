@@ -34,7 +34,10 @@ func record(id, driver string, t api.Termination) api.HeartbeatRun {
 // "Verdicts"): no process runs; every row is plain stage values.
 func TestJudge(t *testing.T) {
 	t.Parallel()
-	exit1 := 1
+	exit0, exit1 := 0, 1
+	incomplete, complete := false, true
+	runStatusFailed := match.Outcome{Kind: "run_status", Detail: `expected "succeeded"; observed "failed"`}
+	runtimeFailed := match.Outcome{Kind: match.KindRuntimeMetadata, Detail: "binarySha256 differs"}
 	tests := []struct {
 		name       string
 		stages     *Stages
@@ -143,6 +146,34 @@ func TestJudge(t *testing.T) {
 			s.Flow.Deadline = "turn 1 (1000 ms)"
 			s.Observation.Fault = verdict.HarnessFault(errors.New("reading the heartbeat runs: connection refused"), true)
 		}), verdict.Inconclusive, verdict.TransientInfrastructure, "reading the heartbeat runs"},
+
+		// An incomplete event stream: the run's outcome was not observed whole.
+		{"an incomplete event stream beats the run_status failure it causes", with(graded(PaceScripted, okMatcher, runStatusFailed, failedMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "event_stream_incomplete: the event stream of run r-1"},
+		{"an incomplete event stream beats a flow contract violation", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Flow.Problems = []string{"no pending question after run 1"}
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "event_stream_incomplete"},
+		{"an incomplete event stream live is provider variance", with(graded(PaceLive, runStatusFailed), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+		}), verdict.Inconclusive, verdict.ProviderVariance, "event_stream_incomplete"},
+		{"an incomplete event stream never passes", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "event_stream_incomplete"},
+		{"a wrong binary still fails beside an incomplete stream", with(graded(PaceScripted, runtimeFailed, runStatusFailed), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+		}), verdict.Failed, verdict.CandidateFailure, "runtime_metadata"},
+		{"a CLI that exited non-zero without its terminal event is its own failure", with(graded(PaceScripted, runStatusFailed), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit1, EventStreamComplete: &incomplete, Summary: "exit 1: boom"})}
+		}), verdict.Failed, verdict.CandidateFailure, "run r-1 failed: exit 1: boom"},
+		{"a CLI stopped after its result is graded on it", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{{RunID: "r-1", Driver: "exec:codex", Status: "succeeded", Termination: &api.Termination{Started: true,
+				StoppedAfterResult: true, Signal: "SIGKILL", SignalsSent: []string{"SIGTERM", "SIGKILL"}, EventStreamComplete: &complete}}}
+		}), verdict.Passed, "", "every matcher passed"},
+		{"escaped processes are a cleanup failure", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Teardown = Teardown{Problems: escapedOf([]api.HeartbeatRun{{RunID: "r-1", Termination: &api.Termination{EscapedProcesses: []api.EscapedProcess{{PID: 42, Command: "sleep", Killed: true}}}}})}
+		}), verdict.Failed, verdict.CleanupFailure, "the agent of run r-1 left 1 process(es) outside its process group: sleep (pid 42, killed)"},
 
 		// The candidate's own failures.
 		{"flow contract violation with passing matchers", with(graded(PaceScripted, okMatcher), func(s *Stages) {
