@@ -245,8 +245,9 @@ func TestRunInterrupted(t *testing.T) {
 	tmp, res := t.TempDir(), t.TempDir()
 	// The built-in agents' cells (the agent CLI cells need the CLIs and an executable
 	// named agentproof for their MCP server: see run_clis.txtar).
-	// The reference agent's 12 cells of them, so that the resume below stays short.
-	cmd, stdout, stderr := startRun(t, tmp, "--group", "builtin", "--profile", "reference", "--results", res, "--campaign", "int", "--max-parallel", "2", "--progress", "plain")
+	// The reference agent's local cells of them, so that the resume below stays short
+	// (sandbox cells need a short TMPDIR for their bridge sockets; run_sandbox.txtar).
+	cmd, stdout, stderr := startRun(t, tmp, "--group", "builtin", "--profile", "reference", "--environment", "local", "--results", res, "--campaign", "int", "--max-parallel", "2", "--progress", "plain")
 	// Wait until one attempt finished and another is running.
 	mid := false
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && !mid; time.Sleep(20 * time.Millisecond) {

@@ -56,7 +56,12 @@ func TestCLIEventStreamIncomplete(t *testing.T) {
 		{fakecli.CodexComplete, true, "succeeded"},
 	} {
 		co := in.company(ctx)
-		runID := runAgent(ctx, t, co, fakeCodex(t, tt.fake))
+		cfg := fakeCodex(t, tt.fake)
+		// A complete CLI exits right after its terminal event; under -race on a loaded
+		// machine that can take more than fakeCodex's 1 s grace, which is the lingering
+		// test's subject, not this one's.
+		cfg["driverConfig"].(map[string]any)["resultGraceMs"] = 20_000
+		runID := runAgent(ctx, t, co, cfg)
 		rec := waitRecord(t, in, runID, tt.fake+" to finish", finished)
 		term := rec.Termination
 		if term == nil || term.ExitCode == nil || *term.ExitCode != 0 || term.EventStreamComplete == nil || *term.EventStreamComplete != tt.complete || rec.Status != tt.status {
