@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
@@ -50,6 +52,35 @@ type LocalExecutor struct {
 	// Live runs CLI cells against their profile's live provider (driverConfig live, its
 	// credential stored as a secret) instead of a scripted model per attempt.
 	Live bool
+
+	// shared holds the serve flags every attempt's serve child gets once they are
+	// made (serveFlags); sharedOnce starts making them.
+	sharedOnce sync.Once
+	shared     atomic.Pointer[[]string]
+}
+
+// serveFlags returns the serve flags every attempt's serve child gets: --known-digest
+// with the SHA-256 of Executable (the fixture and built-in agents' binary), hashed
+// once per campaign instead of once per serve child (50 ms of CPU for a 40 MB
+// binary). The first call starts hashing in the background and does not wait for
+// it: a child started before the digest is known (the first attempts) gets no flag
+// and hashes the binary itself, as does every child when the binary cannot be hashed
+// (it then records why).
+func (x *LocalExecutor) serveFlags() []string {
+	x.sharedOnce.Do(func() {
+		if x.Executable == "" {
+			return
+		}
+		go func() {
+			if d, err := api.HashExecutable(x.Executable); err == nil {
+				x.shared.Store(&[]string{"--known-digest", d.String()})
+			}
+		}()
+	})
+	if f := x.shared.Load(); f != nil {
+		return *f
+	}
+	return nil
 }
 
 // PinnedCLI is the pinned install of an agent CLI: the absolute path of its native

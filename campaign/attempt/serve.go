@@ -92,16 +92,17 @@ func serveEnv(root string) []string {
 }
 
 // startServe starts `<exe> serve --home home --addr 127.0.0.1:0 --process-marker
-// marker` (no shell, its own process group, SIGKILL if this process dies; every agent
+// marker <flags>` (no shell, its own process group, SIGKILL if this process dies; every agent
 // process the server launches carries the attempt's marker, see worker.SweepMarked),
 // waits for its ready line
 // {"addr","pid"} and reads the board token from the home. Errors name what failed;
 // their text classifies as transient infrastructure ("server … failed").
-func startServe(ctx context.Context, exe, home, root, marker string) (*serveChild, error) {
+func startServe(ctx context.Context, exe, home, root, marker string, flags []string) (*serveChild, error) {
 	args := []string{"serve", "--home", home, "--addr", "127.0.0.1:0"}
 	if marker != "" {
 		args = append(args, "--process-marker", marker)
 	}
+	args = append(args, flags...)
 	cmd := exec.Command(exe, args...)
 	cmd.Args[0] = "agentproof" // argv[0] names the command (a test binary dispatches on it)
 	cmd.Env = serveEnv(root)

@@ -30,6 +30,7 @@ const drainTimeout = 10 * time.Second
 
 func newServeCmd(a *app) *cobra.Command {
 	var home, addr, postgres, marker string
+	var knownDigests []string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a control-plane instance (HTTP API) over an instance home",
@@ -55,6 +56,11 @@ found by that marker, killed and listed in the run's termination record.
 agent process, so that the caller can sweep them after this server is gone. The
 server is a child subreaper: orphaned descendants are re-parented to it and reaped.
 
+--known-digest DEV:INO:SIZE:MTIME_NS:CTIME_NS:SHA256 (repeatable) gives the SHA-256
+of an executable file version the caller hashed: a launch of that file version (the
+same device, inode, size and times by fstat of the opened file) records it as the
+binary's digest instead of hashing the file again; any other file is hashed.
+
 When ready, prints one JSON line {"addr": "HOST:PORT", "pid": N} on stdout.
 SIGTERM or SIGINT stops running agents, drains in-flight requests, commits and
 exits 0.`),
@@ -66,13 +72,21 @@ exits 0.`),
 			if marker != "" && !worker.ValidMarker(marker) {
 				return usageErrorf("--process-marker %q must be 8 to 64 characters of [a-z0-9-]", marker)
 			}
+			known := make([]api.KnownDigest, 0, len(knownDigests))
+			for _, kd := range knownDigests {
+				k, err := api.ParseKnownDigest(kd)
+				if err != nil {
+					return usageErrorf("--known-digest: %v", err)
+				}
+				known = append(known, k)
+			}
 			if postgres != "" {
 				dropLibpqEnvironment()
 			}
 			becomeSubreaper(a)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres}, addr, server.RunnerOptions{ProcessMarker: marker})
+			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres}, addr, server.RunnerOptions{ProcessMarker: marker, KnownDigests: known})
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
@@ -91,6 +105,7 @@ exits 0.`),
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
 	cmd.Flags().StringVar(&postgres, "postgres", "", "PostgreSQL URL (postgres://…) instead of the home's SQLite file")
 	cmd.Flags().StringVar(&marker, "process-marker", "", "an extra marker every agent process carries in AGENTPROOF_PROCESS_MARKER (8-64 of [a-z0-9-])")
+	cmd.Flags().StringArrayVar(&knownDigests, "known-digest", nil, "the SHA-256 of an executable file version the caller hashed: DEV:INO:SIZE:MTIME_NS:CTIME_NS:SHA256 (repeatable)")
 	return cmd
 }
 

@@ -121,6 +121,9 @@ type Host interface {
 //     carries besides its run's own, for example the attempt's, so that the caller
 //     can sweep escaped descendants with worker.SweepMarked after the server is gone
 //     ("" for none).
+//   - KnownDigests: SHA-256 digests of executable file versions the caller observed
+//     (api.KnownDigest); a launch of a matching file version that needs no version
+//     probe records that digest instead of hashing the file again.
 type Config struct {
 	Dir           string
 	Home          string
@@ -129,6 +132,7 @@ type Config struct {
 	PollInterval  time.Duration
 	Now           func() time.Time
 	ProcessMarker string
+	KnownDigests  []api.KnownDigest
 }
 
 // Runner is the heartbeat runner. Create it with New, start it with Start, stop it
