@@ -73,6 +73,8 @@ type Server struct {
 	handler    http.Handler
 	// headerTimeout and bodyTimeout bound reading a request's headers and body.
 	headerTimeout, bodyTimeout time.Duration
+	// feed is the change sequence of GET /api/changes.
+	feed *changeFeed
 }
 
 // File names in the instance home.
@@ -149,7 +151,7 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	}
 	ok = true
 	s := &Server{lock: lock, inst: inst, boardToken: strings.TrimSpace(string(token)), master: master, tokenKey: api.RunTokenKey(master),
-		headerTimeout: cmp.Or(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout), bodyTimeout: cmp.Or(opts.ReadBodyTimeout, DefaultReadBodyTimeout)}
+		headerTimeout: cmp.Or(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout), bodyTimeout: cmp.Or(opts.ReadBodyTimeout, DefaultReadBodyTimeout), feed: newChangeFeed()}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -204,8 +206,10 @@ func (s *Server) BoardToken() string { return s.boardToken }
 // Store returns the underlying store instance.
 func (s *Server) Store() *store.Instance { return s.inst }
 
-// Close commits queued writes and closes the store.
+// Close commits queued writes and closes the store (ending every GET /api/changes
+// wait first).
 func (s *Server) Close() error {
+	s.feed.close()
 	err := s.inst.Close()
 	s.lock.Close()
 	return err

@@ -10,8 +10,89 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// defaultPoll is how often a flow looks at the board while it waits.
+// defaultPoll is how often a flow looks at the board while it waits when the board
+// has no change feed (ChangeWaiter) or the feed fails.
 const defaultPoll = 25 * time.Millisecond
+
+// changeWait bounds one wait on the board's change feed: without a change, the flow
+// still looks at least this often (a change the feed did not announce is seen late,
+// never missed).
+const changeWait = 500 * time.Millisecond
+
+// minLookGap is the least time between two looks when the feed announces changes
+// back to back (an agent writing events continuously), so that a busy agent does not
+// make the flow look hundreds of times a second.
+const minLookGap = 10 * time.Millisecond
+
+// ChangeWaiter is the board's change feed (GET /api/changes, api.Changes), which a
+// Board may implement (*client.Company does): WaitChanges returns the change sequence
+// number once it is above after or when wait passed.
+type ChangeWaiter interface {
+	WaitChanges(ctx context.Context, after uint64, wait time.Duration) (uint64, error)
+}
+
+// pacer decides when a waiting flow looks again: as soon as the board announces a
+// change after the last look (long-poll on its change feed, at most changeWait), or
+// every poll period when the board has no feed or the feed failed.
+type pacer struct {
+	feed     ChangeWaiter // nil: poll
+	seq      uint64       // the sequence number read before the last look
+	poll     time.Duration
+	lastLook time.Time
+}
+
+// newPacer reads the feed's sequence number before the first look (so that a change
+// between that look and the first wait ends the wait at once).
+func newPacer(ctx context.Context, s *Session) *pacer {
+	p := &pacer{poll: s.Poll}
+	if p.poll <= 0 {
+		p.poll = defaultPoll
+	}
+	if w, ok := s.Board.(ChangeWaiter); ok {
+		if seq, err := w.WaitChanges(ctx, 0, 0); err == nil {
+			p.feed, p.seq = w, seq
+		}
+	}
+	p.lastLook = time.Now()
+	return p
+}
+
+// wait returns when the flow should look again, or the context's error.
+func (p *pacer) wait(ctx context.Context) error {
+	if p.feed != nil {
+		if gap := minLookGap - time.Since(p.lastLook); gap > 0 {
+			if err := sleep(ctx, gap); err != nil {
+				return err
+			}
+		}
+		seq, err := p.feed.WaitChanges(ctx, p.seq, changeWait)
+		if err == nil {
+			p.seq = seq // below the last one: a restarted server; look at once
+			p.lastLook = time.Now()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The feed failed (a dead server): fall through to one poll period, so that
+		// the look that follows reports the failure and BoardPatience applies.
+	}
+	err := sleep(ctx, p.poll)
+	p.lastLook = time.Now()
+	return err
+}
+
+// sleep waits d or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // BoardPatience is how long a flow keeps looking at a board that fails every look
 // before it blames the harness (a server that died is not a slow agent).
@@ -95,12 +176,7 @@ func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
 		ctx, cancel = context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: n, Limit: s.TurnTimeout})
 		defer cancel()
 	}
-	poll := s.Poll
-	if poll <= 0 {
-		poll = defaultPoll
-	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
+	pace := newPacer(ctx, s)
 	var failingSince time.Time
 	for {
 		v, err := look(ctx, s)
@@ -119,10 +195,8 @@ func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
 		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
 			return nil, BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
 		}
-		select {
-		case <-ctx.Done():
+		if pace.wait(ctx) != nil {
 			return nil, waitError(ctx)
-		case <-t.C:
 		}
 	}
 }
