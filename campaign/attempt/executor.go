@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/controlplane/store"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // LocalExecutor is the real campaign.Executor (docs/ARCHITECTURE.md "Stages"): every
@@ -53,34 +56,88 @@ type LocalExecutor struct {
 	// credential stored as a secret) instead of a scripted model per attempt.
 	Live bool
 
-	// shared holds the serve flags every attempt's serve child gets once they are
-	// made (serveFlags); sharedOnce starts making them.
+	// shared is what every attempt's serve child is given, made in the background
+	// once (serveFlags); sharedOnce starts making it, sharedDone is closed when it
+	// is made.
 	sharedOnce sync.Once
-	shared     atomic.Pointer[[]string]
+	sharedDone chan struct{}
+	digest     atomic.Pointer[string] // --known-digest's value
+	template   atomic.Pointer[string] // --template-db's value
+	sharedRoot string                 // where the template lives (removed by Close)
+	sharedLock *worker.RootClaim
 }
 
-// serveFlags returns the serve flags every attempt's serve child gets: --known-digest
-// with the SHA-256 of Executable (the fixture and built-in agents' binary), hashed
-// once per campaign instead of once per serve child (50 ms of CPU for a 40 MB
-// binary). The first call starts hashing in the background and does not wait for
-// it: a child started before the digest is known (the first attempts) gets no flag
-// and hashes the binary itself, as does every child when the binary cannot be hashed
-// (it then records why).
+// serveFlags returns the serve flags every attempt's serve child gets, made once in
+// the background on the first call, which does not wait for them (a child started
+// before they are made gets those made so far, possibly none, and does that work
+// itself):
+//
+//   - --known-digest with the SHA-256 of Executable (the fixture and built-in agents'
+//     binary), hashed once per campaign instead of once per serve child (50 ms of
+//     CPU for a 40 MB binary). When the binary cannot be hashed, each child hashes
+//     it itself and records why it could not.
+//   - --template-db with a pre-migrated SQLite template (store.WriteSQLiteTemplate)
+//     in a claimed root of its own below TempDir (swept like an attempt root when
+//     this process is killed; removed by Close), which each child copies into its
+//     new home, checked against the template's schema and digest, instead of
+//     migrating a new database. When it cannot be made, each child migrates.
 func (x *LocalExecutor) serveFlags() []string {
 	x.sharedOnce.Do(func() {
+		x.sharedDone = make(chan struct{})
 		if x.Executable == "" {
+			close(x.sharedDone)
 			return
 		}
-		go func() {
-			if d, err := api.HashExecutable(x.Executable); err == nil {
-				x.shared.Store(&[]string{"--known-digest", d.String()})
+		root, err := os.MkdirTemp(x.TempDir, worker.AttemptRootPrefix+"shared-")
+		if err == nil {
+			if x.sharedLock, err = worker.ClaimAttemptRoot(root); err != nil {
+				_ = os.RemoveAll(root)
+			} else {
+				x.sharedRoot = root
 			}
-		}()
+		}
+		var wg sync.WaitGroup
+		if x.sharedRoot != "" {
+			wg.Go(func() {
+				if t, err := store.WriteSQLiteTemplate(context.Background(), x.sharedRoot); err == nil {
+					v := t.String()
+					x.template.Store(&v)
+				}
+			})
+		}
+		wg.Go(func() {
+			if d, err := api.HashExecutable(x.Executable); err == nil {
+				v := d.String()
+				x.digest.Store(&v)
+			}
+		})
+		go func() { wg.Wait(); close(x.sharedDone) }()
 	})
-	if f := x.shared.Load(); f != nil {
-		return *f
+	var flags []string
+	if d := x.digest.Load(); d != nil {
+		flags = append(flags, "--known-digest", *d)
 	}
-	return nil
+	if t := x.template.Load(); t != nil {
+		flags = append(flags, "--template-db", *t)
+	}
+	return flags
+}
+
+// Close removes what the attempts shared (the template's root) once it is made.
+// Call it after the last attempt ended. Error: the root could not be removed.
+func (x *LocalExecutor) Close() error {
+	x.sharedOnce.Do(func() {}) // nothing was started: nothing to remove
+	if x.sharedDone != nil {
+		<-x.sharedDone
+	}
+	if x.sharedRoot == "" {
+		return nil
+	}
+	err := os.RemoveAll(x.sharedRoot)
+	if rerr := x.sharedLock.Release(); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // PinnedCLI is the pinned install of an agent CLI: the absolute path of its native
