@@ -157,11 +157,14 @@ func (m *serveMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.
 
 // handleOpenAPI serves GET /openapi.json: the document of routes, which must be every
 // route mux serves besides the document itself and the catch-all.
+// The document is built on its first request, not when the server starts: most
+// instances (an attempt's) are never asked for it, and building it is a large part
+// of a start.
 func handleOpenAPI(mux *serveMux, routes []route) {
-	doc := openAPI(routes)
+	doc := sync.OnceValue(func() []byte { return openAPI(routes) })
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(doc)
+		w.Write(doc())
 	})
 }
 
