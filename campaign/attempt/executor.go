@@ -59,18 +59,22 @@ type LocalExecutor struct {
 	// shared is what every attempt's serve child is given, made in the background
 	// once (serveFlags); sharedOnce starts making it, sharedDone is closed when it
 	// is made.
-	sharedOnce sync.Once
-	sharedDone chan struct{}
-	digest     atomic.Pointer[string] // --known-digest's value
-	template   atomic.Pointer[string] // --template-db's value
-	sharedRoot string                 // where the template lives (removed by Close)
-	sharedLock *worker.RootClaim
+	sharedOnce  sync.Once
+	sharedDone  chan struct{}
+	sharedCalls atomic.Int64
+	digest      atomic.Pointer[string] // --known-digest's value
+	template    atomic.Pointer[string] // --template-db's value
+	sharedRoot  string                 // where the template lives (removed by Close)
+	sharedLock  *worker.RootClaim
 }
 
+// sharedWait bounds how long an attempt waits for the shared serve flags.
+const sharedWait = 5 * time.Second
+
 // serveFlags returns the serve flags every attempt's serve child gets, made once in
-// the background on the first call, which does not wait for them (a child started
-// before they are made gets those made so far, possibly none, and does that work
-// itself):
+// the background on the first call, which does not wait for them (its child gets
+// none and does that work itself); later calls wait for them (at most sharedWait,
+// then they get those made so far):
 //
 //   - --known-digest with the SHA-256 of Executable (the fixture and built-in agents'
 //     binary), hashed once per campaign instead of once per serve child (50 ms of
@@ -113,6 +117,17 @@ func (x *LocalExecutor) serveFlags() []string {
 		})
 		go func() { wg.Wait(); close(x.sharedDone) }()
 	})
+	if x.sharedCalls.Add(1) > 1 {
+		// Every attempt but the first waits for them (bounded): with several attempts
+		// at once, children that each hashed the binary would cost more than the
+		// wait. The first does not, so that a one-cell campaign waits for nothing.
+		t := time.NewTimer(sharedWait)
+		select {
+		case <-x.sharedDone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	var flags []string
 	if d := x.digest.Load(); d != nil {
 		flags = append(flags, "--known-digest", *d)

@@ -107,7 +107,8 @@ type view struct {
 	records []api.HeartbeatRun
 }
 
-// look reads the state and the heartbeat records.
+// look reads the state, then the heartbeat records (in that order: a run the state
+// shows terminal whose process still runs has a record still launching).
 func look(ctx context.Context, s *Session) (*view, error) {
 	st, err := s.Board.Snapshot(ctx)
 	if err != nil {
@@ -117,6 +118,36 @@ func look(ctx context.Context, s *Session) (*view, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the heartbeat runs: %w", err)
 	}
+	return viewOf(s, st, recs), nil
+}
+
+// lookSettle is look for a flow waiting for a run to settle: the heartbeat records
+// alone first, and while one of them is still opening or launching, nothing more (no
+// run can be settled until then; the records also say why a wake was refused).
+// Otherwise it is look.
+func lookSettle(ctx context.Context, s *Session) (*view, error) {
+	recs, err := s.Board.HeartbeatRuns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the heartbeat runs: %w", err)
+	}
+	if busy(recs) {
+		return &view{records: recs}, nil
+	}
+	return look(ctx, s)
+}
+
+// busy reports whether a record's process is being opened or launched (or runs).
+func busy(recs []api.HeartbeatRun) bool {
+	for _, r := range recs {
+		if r.State == api.RunOpening || r.State == api.RunLaunching {
+			return true
+		}
+	}
+	return false
+}
+
+// viewOf is the view of the session's task in state st with records recs.
+func viewOf(s *Session, st controlplane.State, recs []api.HeartbeatRun) *view {
 	v := &view{st: st, records: recs}
 	for _, t := range st.Tasks {
 		if t.ID == s.TaskID {
@@ -128,7 +159,7 @@ func look(ctx context.Context, s *Session) (*view, error) {
 			v.runs = append(v.runs, r)
 		}
 	}
-	return v, nil
+	return v
 }
 
 // settled reports whether run n (1-based) exists, is terminal and every heartbeat
@@ -137,12 +168,7 @@ func (v *view) settled(n int) bool {
 	if len(v.runs) < n || v.runs[n-1].Status == controlplane.RunRunning {
 		return false
 	}
-	for _, r := range v.records {
-		if r.State == api.RunOpening || r.State == api.RunLaunching {
-			return false
-		}
-	}
-	return true
+	return !busy(v.records)
 }
 
 // refused returns the reason of a wake the runner could not open, or "".
@@ -179,7 +205,7 @@ func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
 	pace := newPacer(ctx, s)
 	var failingSince time.Time
 	for {
-		v, err := look(ctx, s)
+		v, err := lookSettle(ctx, s)
 		switch {
 		case err == nil:
 			failingSince = time.Time{}
