@@ -397,11 +397,12 @@ func (s *Server) createCompany(ctx context.Context, r *http.Request, _ principal
 		return nil, err
 	}
 	c := s.inst.Company(id)
-	if _, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateEnvironment,
-		Input: json.RawMessage(`{"kind":"local","name":"local"}`)}); err != nil {
+	env, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateEnvironment,
+		Input: json.RawMessage(`{"kind":"local","name":"local"}`)})
+	if err != nil {
 		return nil, fmt.Errorf("server: creating the local environment: %w", err)
 	}
-	return api.Company{ID: id}, nil
+	return api.Company{ID: id, LocalEnvironmentID: env.ID}, nil
 }
 
 func (s *Server) listCompanies(context.Context, *http.Request, principal) (any, error) {
