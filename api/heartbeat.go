@@ -33,7 +33,8 @@ const (
 // the usage the driver reported (null: unavailable, never zero) and the Stop intent.
 // Status is the run's status in the control plane when the record was last written
 // (running, succeeded, failed, cancelled, budget_stopped; "" before the run exists).
-// The run token and secret values are never part of it.
+// The run token and secret values are never part of it. ACP is the prompt turn of an
+// acp:<agent> run (nil for every other driver).
 type HeartbeatRun struct {
 	Schema           string                  `json:"schema"`
 	RunID            string                  `json:"runId"`
@@ -57,6 +58,7 @@ type HeartbeatRun struct {
 	Usage            json.RawMessage         `json:"usage"`
 	Evidence         []EvidenceRef           `json:"evidence"`
 	Cancellation     *CancelIntent           `json:"cancellation,omitempty"`
+	ACP              *ACPTurn                `json:"acp,omitempty"`
 }
 
 // Termination is how an agent process ended (worker.Outcome, summarised): Summary is

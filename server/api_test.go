@@ -371,7 +371,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkOpenAPI(t, sv.URL, sv.BoardToken(), server.ServedPatterns(sv.Running), map[string]string{
-			"{company}": co.ID(), "{run}": "run-1", "{issue}": "x", "{interaction}": "x", "{approval}": "y"})
+			"{company}": co.ID(), "{run}": "run-1", "{issue}": "x", "{interaction}": "x", "{approval}": "y", "{permission}": "perm-x"})
 	})
 }
 

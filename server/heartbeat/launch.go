@@ -222,7 +222,8 @@ func probe(path, probes string) (string, error) {
 	return "", fmt.Errorf("%s %s printed no version number", filepath.Base(path), VersionFlag)
 }
 
-// adapterType is the adapter kind a driver is.
+// adapterType is the adapter kind a driver is: fixture, exec, <cli>_local,
+// acp_<agent> or agentproof_builtin.
 func adapterType(d driver.Name) string {
 	switch cli, isCLI := d.CLI(); {
 	case d.Kind == driver.KindFixture:
@@ -231,6 +232,8 @@ func adapterType(d driver.Name) string {
 		return "exec"
 	case isCLI:
 		return cli + "_local"
+	case d.Kind == driver.KindACP:
+		return "acp_" + d.Arg
 	}
 	return "agentproof_builtin"
 }
@@ -243,7 +246,7 @@ func providerOf(d driver.Name, dc *api.DriverConfig) string {
 	if d.Kind == driver.KindExec {
 		return ""
 	}
-	if _, isCLI := d.CLI(); !isCLI {
+	if _, isCLI := d.CLI(); !isCLI && (d.Kind != driver.KindACP || d.BuiltinACP()) {
 		return "agentproof"
 	}
 	if dc == nil {

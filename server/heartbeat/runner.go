@@ -132,6 +132,10 @@ type Runner struct {
 	inflight int
 	bins     binaries // launched executables' facts, per file version
 
+	pmu       sync.Mutex             // guards perms and permOrder (permission.go)
+	perms     map[string]*permission // permission id → permission interaction
+	permOrder []string               // permission ids in the order they were asked
+
 	kick     chan struct{}
 	base     context.Context
 	stopBase context.CancelFunc
@@ -172,7 +176,8 @@ func New(host Host, cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("heartbeat: creating %s: %w", cfg.Dir, err)
 	}
 	r := &Runner{host: host, cfg: cfg, rec: records{dir: cfg.Dir}, runs: map[string]*Record{}, locks: map[string]*sync.Mutex{},
-		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{})}
+		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
+		perms: map[string]*permission{}}
 	all, err := r.rec.loadAll()
 	if err != nil {
 		return nil, err
@@ -183,6 +188,9 @@ func New(host Host, cfg Config) (*Runner, error) {
 		r.order = append(r.order, rec.RunID)
 	}
 	if r.skipped, err = r.rec.loadSkipped(); err != nil {
+		return nil, err
+	}
+	if err := r.loadPermissions(r.order); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -528,6 +536,10 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		return
 	}
 	rec.OpenedAt, rec.Status = r.now(), controlplane.RunRunning
+	if _, isACP := j.cfg.Driver.ACP(); isACP {
+		r.executeACP(ctx, runCtx, j, rc, rec, lock) // unlocks lock
+		return
+	}
 	l, prepErr := r.prepare(ctx, j, rc, rec)
 	if prepErr != nil {
 		o := worker.Outcome{SpawnError: prepErr}
@@ -595,22 +607,49 @@ func (r *Runner) execute(ctx context.Context, j job) {
 // prepare resolves the driver, workspace, state directory and secrets and builds the
 // process spec. Its errors never contain a secret value.
 func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext, rec *Record) (launch, error) {
+	var dc api.DriverConfig
+	if j.cfg.DriverConfig != nil {
+		dc = *j.cfg.DriverConfig
+	}
+	env, secrets, err := r.prepareEnv(ctx, j, rec)
+	if err != nil {
+		return launch{}, err
+	}
+	d, err := agent.New(j.cfg.Driver, dc)
+	if err != nil {
+		return launch{}, err
+	}
+	spec, err := d.Launch(rc, env)
+	if err != nil {
+		return launch{}, err
+	}
+	if _, fixture := j.cfg.Driver.Fixture(); !fixture { // a fixture's environment is fixed (seed 003)
+		// Escaped descendants are found by this marker and killed at teardown.
+		spec.Marker = worker.NewMarker()
+		if r.cfg.ProcessMarker != "" {
+			spec.ExtraMarkers = []string{r.cfg.ProcessMarker}
+		}
+	}
+	return launch{driver: d, spec: spec, secrets: secrets, stateDir: env.StateDir}, nil
+}
+
+// prepareEnv resolves what every driver's launch needs: the workspace (created; also
+// set in rec), the agent's state directory, the run token and the resolved secrets
+// (the RunEnv), and the secret set to redact (the token and every resolved secret).
+// Its errors never contain a secret value.
+func (r *Runner) prepareEnv(ctx context.Context, j job, rec *Record) (agent.RunEnv, *redact.Set, error) {
 	if j.cfgErr != nil {
-		return launch{}, j.cfgErr
+		return agent.RunEnv{}, nil, j.cfgErr
 	}
 	var envCfg environmentConfig
 	if len(j.env.Config) > 0 {
 		if err := json.Unmarshal(j.env.Config, &envCfg); err != nil {
-			return launch{}, fmt.Errorf("environment %s config: %w", j.env.ID, err)
+			return agent.RunEnv{}, nil, fmt.Errorf("environment %s config: %w", j.env.ID, err)
 		}
 	}
 	var dc api.DriverConfig
 	if j.cfg.DriverConfig != nil {
 		dc = *j.cfg.DriverConfig
-	}
-	d, err := agent.New(j.cfg.Driver, dc)
-	if err != nil {
-		return launch{}, err
 	}
 	workspace := j.cfg.Cwd
 	if workspace == "" {
@@ -620,19 +659,19 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 		workspace = filepath.Join(r.cfg.Home, "workspaces", j.company)
 	}
 	if !filepath.IsAbs(workspace) {
-		return launch{}, fmt.Errorf("workspace %q must be an absolute path", workspace)
+		return agent.RunEnv{}, nil, fmt.Errorf("workspace %q must be an absolute path", workspace)
 	}
 	if err := os.MkdirAll(workspace, 0o700); err != nil {
-		return launch{}, fmt.Errorf("creating the workspace: %w", err)
+		return agent.RunEnv{}, nil, fmt.Errorf("creating the workspace: %w", err)
 	}
 	rec.Workspace = workspace
 	stateDir := filepath.Join(r.cfg.Home, "agents", j.company, j.actor.ID)
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return launch{}, fmt.Errorf("creating the agent state directory: %w", err)
+		return agent.RunEnv{}, nil, fmt.Errorf("creating the agent state directory: %w", err)
 	}
 	envVars, err := envValues(envCfg.EnvVars, "envVars")
 	if err != nil {
-		return launch{}, fmt.Errorf("environment %s envVars: %w", j.env.ID, err)
+		return agent.RunEnv{}, nil, fmt.Errorf("environment %s envVars: %w", j.env.ID, err)
 	}
 	vars := map[string]api.EnvValue{}
 	maps.Copy(vars, envVars) // later sources win: agent over environment
@@ -649,25 +688,13 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 		}
 		val, err := r.host.ResolveSecret(ctx, j.company, *v.Ref)
 		if err != nil {
-			return launch{}, fmt.Errorf("resolving the secret of %s: %w", name, err)
+			return agent.RunEnv{}, nil, fmt.Errorf("resolving the secret of %s: %w", name, err)
 		}
 		resolved[name] = val
 		secrets = secrets.With(val)
 	}
-	builtin := j.cfg.Builtin
-	spec, err := d.Launch(rc, agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
-		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin})
-	if err != nil {
-		return launch{}, err
-	}
-	if _, fixture := j.cfg.Driver.Fixture(); !fixture { // a fixture's environment is fixed (seed 003)
-		// Escaped descendants are found by this marker and killed at teardown.
-		spec.Marker = worker.NewMarker()
-		if r.cfg.ProcessMarker != "" {
-			spec.ExtraMarkers = []string{r.cfg.ProcessMarker}
-		}
-	}
-	return launch{driver: d, spec: spec, secrets: secrets, stateDir: stateDir}, nil
+	return agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
+		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: j.cfg.Builtin}, secrets, nil
 }
 
 // finish completes the run when the agent left it running (first: that is what the
@@ -918,8 +945,13 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 	cancel := r.live[runID]
 	r.mu.Unlock()
 	status := run.Status
+	// A permission still pending is closed now, before the agent hears of the Stop: a
+	// later answer gets 409 (the ACP driver answers the agent "cancelled").
+	r.closeRunPermissions(runID, fmt.Sprintf("the run was stopped by %s (%s) while the permission was pending", intent.Actor, intent.IntentID))
 	if cancel != nil {
-		cancel() // the process group gets SIGTERM, then SIGKILL after the grace period
+		// The process group gets SIGTERM, then SIGKILL after the grace period; an ACP
+		// session gets session/cancel and must end its turn "cancelled".
+		cancel()
 	} else {
 		summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
 		if status, _, err = completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil); err != nil {
