@@ -20,7 +20,7 @@ func TestDefaultCatalog(t *testing.T) {
 		sizes[cell.Suite.ID]++
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
-		"cli-calibration": 4, "claude": 3}
+		"cli-calibration": 4, "claude": 3, "native-boundaries": 9}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
 	}
@@ -34,6 +34,7 @@ func TestDefaultCatalog(t *testing.T) {
 		"fixture-pass": "passed", "fixture-fail": "failed", "fixture-hang": "inconclusive", "fixture-noisy": "inconclusive",
 		"reference": "passed", "nop": "failed", "wrong": "failed", "leaky": "failed",
 		"codex": "passed", "codex-nop": "failed", "opencode": "passed", "opencode-nop": "failed",
+		"acp-reference": "passed", "acp-nop": "failed", "acp-wrong": "failed",
 	}
 	if diff := cmp.Diff(wantVerdicts, verdicts); diff != "" {
 		t.Errorf("calibration verdicts (-want +got):\n%s", diff)

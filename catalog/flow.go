@@ -9,7 +9,7 @@ import "slices"
 type Flow string
 
 // The flows of the catalog's enumeration (spec §2.5, plus process_exit of agentproof's
-// process-control calibration).
+// process-control calibration and the native-boundary flows of the ACP drivers).
 const (
 	FlowSingleTurn               Flow = "single_turn"
 	FlowPlanRevisionAcceptance   Flow = "plan_revision_acceptance"
@@ -26,6 +26,16 @@ const (
 	FlowInstructionPersistence   Flow = "instruction_persistence"
 	FlowNativeProviderLoss       Flow = "native_provider_loss"
 	FlowProcessExit              Flow = "process_exit"
+	// FlowPermissionApproveWrite: the agent asks permission (an ACP
+	// session/request_permission, a permission interaction on the board) and the human
+	// approves it (docs/acp.md).
+	FlowPermissionApproveWrite Flow = "permission_approve_write"
+	// FlowPermissionDenyWrite: the human declines the agent's permission request.
+	FlowPermissionDenyWrite Flow = "permission_deny_write"
+	// FlowPendingPermissionStop: the human stops the run (the Stop API) while its
+	// permission request is pending, then answers the closed request (which must be
+	// refused with 409).
+	FlowPendingPermissionStop Flow = "pending_permission_stop"
 )
 
 // Flows lists the catalog's flow enumeration in declaration order.
@@ -34,7 +44,7 @@ var Flows = []Flow{
 	FlowPlanApprovalCompletion, FlowWarmThreeTurn, FlowGovernedToolReview,
 	FlowEverydayWorkflow, FlowContextIntegrity, FlowContinuationAccounting, FlowContinuation,
 	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
-	FlowProcessExit,
+	FlowProcessExit, FlowPermissionApproveWrite, FlowPermissionDenyWrite, FlowPendingPermissionStop,
 }
 
 // AgentFlow reports whether f has an agent do work through the control plane (every

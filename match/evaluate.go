@@ -83,7 +83,7 @@ func (c *compiled) eval(ev *evidence) result {
 		return equalField(obs.Environment, c.text, "the environment was not observed")
 	case KindRuntimeMetadata:
 		return c.evalRuntime(obs)
-	case KindFileExists, KindFileExact, KindFileContains:
+	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
 		if !obs.HasWorkspaceSnapshot {
 			return result{missing: "no workspace snapshot was taken"}
 		}
@@ -91,6 +91,11 @@ func (c *compiled) eval(ev *evidence) result {
 		switch c.spec.Kind {
 		case KindFileExists:
 			return result{passed: ok, observed: ok}
+		case KindFileAbsent:
+			if ok {
+				return result{observed: ev.prefix(content)}
+			}
+			return result{passed: true, observed: false}
 		case KindFileExact:
 			if !ok {
 				return result{}

@@ -13,7 +13,7 @@ package match
 //	issue_status, run_status               expected (string)
 //	runtime_mode                           expected ("legacy" | "native")
 //	environment                            expected (environment id)
-//	file_exists                            path (workspace-relative)
+//	file_exists, file_absent               path (workspace-relative)
 //	file_exact, file_contains              path, expected (string)
 //	artifact_exists                        name, mimeType (optional)
 //	json_path                              path (RFC 9535 or legacy dot form), expected (any JSON)

@@ -45,8 +45,13 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 	if err != nil {
 		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the heartbeat runs: %s", f.Secrets.RedactText(err.Error())), true)}
 	}
+	perms, err := co.Permissions(ctx, f.TaskID)
+	if err != nil {
+		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the permission interactions: %s", f.Secrets.RedactText(err.Error())), true)}
+	}
 	writeJSON(a.ev, f.Secrets, "snapshots/api-state.json", st)
 	writeJSON(a.ev, f.Secrets, "snapshots/heartbeat-runs.json", recs)
+	writeJSON(a.ev, f.Secrets, "snapshots/permissions.json", perms)
 	o := Observation{Facts: campaign.Facts{IssueID: f.TaskID, IssueIdentifier: f.Identifier, RunIDs: []string{}}}
 	runs := taskRuns(&st, f.TaskID)
 	for _, r := range recs {
@@ -54,7 +59,7 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 			o.Runs = append(o.Runs, r)
 		}
 	}
-	o.Match = matchObservation(&st, f.TaskID, runs, f.Secrets)
+	o.Match = matchObservation(&st, f.TaskID, runs, o.Runs, perms, f.Secrets)
 	observeRuntime(&o, a.plan, f)
 	o.Facts.TurnTimings = turnTimings(runs, o.Runs, fl.Submitted)
 	for _, r := range runs {
@@ -84,8 +89,11 @@ func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 
 // matchObservation builds the persisted-state part of the observation: the task's
 // status, the last run's status, every run's message (turn by turn), the artifacts and
-// the composite JSON {issue, runs, interactions, documents}.
-func matchObservation(st *controlplane.State, task string, runs []*controlplane.Run, secrets *redact.Set) *match.Observation {
+// the composite JSON {issue, runs, interactions, documents, heartbeatRuns,
+// permissions}: heartbeatRuns are the heartbeat runner's records of the task's runs
+// (what it observed launching them; an ACP run's turn facts under acp), permissions
+// the task's permission interactions (api.Permission), both as the board serves them.
+func matchObservation(st *controlplane.State, task string, runs []*controlplane.Run, recs []api.HeartbeatRun, perms []api.Permission, secrets *redact.Set) *match.Observation {
 	obs := &match.Observation{Secrets: secrets.Values(), HasArtifacts: true, HasMessage: len(runs) > 0}
 	var t *controlplane.Task
 	for _, x := range st.Tasks {
@@ -116,7 +124,13 @@ func matchObservation(st *controlplane.State, task string, runs []*controlplane.
 			inters = append(inters, in)
 		}
 	}
-	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs}); err == nil {
+	if recs == nil {
+		recs = []api.HeartbeatRun{}
+	}
+	if perms == nil {
+		perms = []api.Permission{}
+	}
+	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs, "heartbeatRuns": recs, "permissions": perms}); err == nil {
 		obs.JSON = b
 	}
 	return obs
