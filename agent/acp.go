@@ -238,7 +238,7 @@ func (d *ACPDriver) launch(env RunEnv, n int) (acpLaunch, error) {
 		return l, nil
 	}
 	if d.binary == "" {
-		return acpLaunch{}, fmt.Errorf("agent: %s: no binary configured (driverConfig binary; `agentproof agents install %s`)", d.Name(), acpCLIName(d.agent))
+		return acpLaunch{}, fmt.Errorf("agent: %s: no binary configured (driverConfig binary; `agentproof agents install %s`)", d.Name(), acpPackage(d.agent))
 	}
 	if d.modelURL == "" {
 		return acpLaunch{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
@@ -282,13 +282,8 @@ func (d *ACPDriver) launch(env RunEnv, n int) (acpLaunch, error) {
 	return l, nil
 }
 
-// acpCLIName is the agent/clis name of a real ACP agent's package.
-func acpCLIName(agent string) string {
-	switch agent {
-	case ACPCodex:
-		return "codex-acp"
-	case ACPClaude:
-		return "claude-acp"
-	}
-	return agent
+// acpPackage is the agent/clis name of a real ACP agent's package.
+func acpPackage(agent string) string {
+	pkg, _ := driver.Name{Kind: driver.KindACP, Arg: agent}.Package()
+	return pkg
 }

@@ -151,6 +151,23 @@ func (n Name) BuiltinACP() bool {
 	return n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPNop || n.Arg == ACPWrong)
 }
 
+// Package returns the agent/clis name of the pinned package n runs: the CLI of
+// exec:<cli>, and the real agent of acp:<agent> (codex-acp, claude-acp, gemini,
+// opencode); ok is false for every other driver (the built-in ACP agents included).
+func (n Name) Package() (name string, ok bool) {
+	switch {
+	case n.Kind == KindCLI:
+		return n.Arg, true
+	case n.Kind != KindACP || n.BuiltinACP():
+		return "", false
+	case n.Arg == ACPCodex:
+		return "codex-acp", true
+	case n.Arg == ACPClaude:
+		return "claude-acp", true
+	}
+	return n.Arg, true
+}
+
 // Builtin reports whether n runs a built-in agent (`agentproof agent <name>`):
 // reference, nop, wrong or leaky.
 func (n Name) Builtin() bool {

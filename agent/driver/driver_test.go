@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/agent/driver"
 )
 
@@ -48,6 +49,11 @@ func TestParse(t *testing.T) {
 		}
 		if a, ok := n.ACP(); ok != (tc.kind == driver.KindACP) || (ok && a != tc.arg) {
 			t.Errorf("%s.ACP() = %q, %v", tc.in, a, ok)
+		}
+		if pkg, ok := n.Package(); ok != (tc.kind == driver.KindCLI || tc.kind == driver.KindACP && !n.BuiltinACP()) {
+			t.Errorf("%s.Package() = %q, %v", tc.in, pkg, ok)
+		} else if _, pinned := clis.Lookup(pkg); ok && !pinned {
+			t.Errorf("%s.Package() = %q, not a pinned package", tc.in, pkg)
 		}
 		if n.BuiltinACP() != (tc.kind == driver.KindACP && (tc.arg == "reference" || tc.arg == "nop" || tc.arg == "wrong")) {
 			t.Errorf("%s.BuiltinACP() = %v", tc.in, n.BuiltinACP())
