@@ -23,7 +23,8 @@ const (
 	// RunNotOpened: the checkout was refused; Reason says why. No process was started.
 	RunNotOpened HeartbeatState = "not_opened"
 	// RunOrphaned: the server stopped while the run's process was (possibly) running;
-	// after the restart the run was completed as failed, never relaunched.
+	// after the restart the run was completed as interrupted (its home saved when it
+	// had been materialised), never relaunched; Retry starts a new run bound to it.
 	RunOrphaned HeartbeatState = "orphaned"
 )
 
@@ -59,6 +60,24 @@ type HeartbeatRun struct {
 	Evidence         []EvidenceRef           `json:"evidence"`
 	Cancellation     *CancelIntent           `json:"cancellation,omitempty"`
 	ACP              *ACPTurn                `json:"acp,omitempty"`
+	// AgentHome is the run's AGENT_HOME directory (absent for a fixture program);
+	// HomeReceiptID the control plane's receipt of its save at the end of the run, and
+	// HomeSaveError why the save failed.
+	AgentHome     string `json:"agentHome,omitempty"`
+	HomeReceiptID string `json:"homeReceiptId,omitempty"`
+	HomeSaveError string `json:"homeSaveError,omitempty"`
+	// IdempotentStops are the Stop requests with an Idempotency-Key the run received:
+	// the key, the SHA-256 of the request body and the response it got, which a replay
+	// with the same key answers again (written in the same atomic record write as the
+	// intent they reserved or joined).
+	IdempotentStops []IdempotentStop `json:"idempotentStops,omitempty"`
+}
+
+// IdempotentStop is one keyed Stop request of a run and its stored response.
+type IdempotentStop struct {
+	Key           string            `json:"key"`
+	RequestSHA256 string            `json:"requestSha256"`
+	Response      CancelRunResponse `json:"response"`
 }
 
 // Termination is how an agent process ended (worker.Outcome, summarised): Summary is
@@ -95,6 +114,29 @@ type Termination struct {
 	// were still alive when it ended, found by the run's process marker and killed at
 	// teardown. Any entry means the agent's cleanup failed.
 	EscapedProcesses []EscapedProcess `json:"escapedProcesses,omitempty"`
+	// Limits are the resource limits of the run's environment lease the host observed
+	// the agent hit (a sandbox's OOM kill, refused forks, a full disk), each naming its
+	// limit; the agent exceeded its pinned shape (docs/environments.md "Resource
+	// shape"). Absent for local runs.
+	Limits []LimitHit `json:"limits,omitempty"`
+	// EnvironmentProblems are what the environment provider could not observe about
+	// the launch (no exit report from the sandbox's init, unreadable counters): the
+	// account of the run is incomplete.
+	EnvironmentProblems []string `json:"environmentProblems,omitempty"`
+	// Environment holds the provider's facts of the launch ("provider": "sandbox",
+	// "lease", "bwrap" version, "uid", "agentPid", "connections.<endpoint>").
+	Environment map[string]string `json:"environment,omitempty"`
+}
+
+// LimitHit is one pinned resource limit a run was observed to hit
+// (environment.LimitHit): Resource is memory, pids or disk; Limit the pinned value
+// (bytes for memory and disk, a count for pids); Events how often the host counted it;
+// Detail the sentence naming the limit ("memory limit 268435456 bytes: 1 OOM kill(s)").
+type LimitHit struct {
+	Resource string `json:"resource"`
+	Limit    int64  `json:"limit"`
+	Events   int64  `json:"events"`
+	Detail   string `json:"detail"`
 }
 
 // EscapedProcess is one escaped descendant of an agent process: its PID (in the

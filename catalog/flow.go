@@ -9,7 +9,9 @@ import "slices"
 type Flow string
 
 // The flows of the catalog's enumeration (spec §2.5, plus process_exit of agentproof's
-// process-control calibration and the native-boundary flows of the ACP drivers).
+// process-control calibration, lost_acknowledgement and crash_retry of the board
+// idempotency and Retry journeys: docs/files.md, and the native-boundary flows of the
+// ACP drivers).
 const (
 	FlowSingleTurn               Flow = "single_turn"
 	FlowPlanRevisionAcceptance   Flow = "plan_revision_acceptance"
@@ -26,6 +28,8 @@ const (
 	FlowInstructionPersistence   Flow = "instruction_persistence"
 	FlowNativeProviderLoss       Flow = "native_provider_loss"
 	FlowProcessExit              Flow = "process_exit"
+	FlowLostAcknowledgement      Flow = "lost_acknowledgement"
+	FlowCrashRetry               Flow = "crash_retry"
 	// FlowPermissionApproveWrite: the agent asks permission (an ACP
 	// session/request_permission, a permission interaction on the board) and the human
 	// approves it (docs/acp.md).
@@ -44,7 +48,18 @@ var Flows = []Flow{
 	FlowPlanApprovalCompletion, FlowWarmThreeTurn, FlowGovernedToolReview,
 	FlowEverydayWorkflow, FlowContextIntegrity, FlowContinuationAccounting, FlowContinuation,
 	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
-	FlowProcessExit, FlowPermissionApproveWrite, FlowPermissionDenyWrite, FlowPendingPermissionStop,
+	FlowProcessExit, FlowLostAcknowledgement, FlowCrashRetry,
+	FlowPermissionApproveWrite, FlowPermissionDenyWrite, FlowPendingPermissionStop,
+}
+
+// ScriptTurns is how many turns a reference script of the case carries out: one per
+// expected run, but for flow crash_retry, whose second run (the Retry of the killed
+// first) carries out the turn the kill cut short again.
+func (cs *Case) ScriptTurns() int {
+	if cs.Flow == FlowCrashRetry {
+		return cs.ExpectedRunCount - 1
+	}
+	return cs.ExpectedRunCount
 }
 
 // AgentFlow reports whether f has an agent do work through the control plane (every

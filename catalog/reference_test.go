@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -10,11 +11,25 @@ import (
 
 // simulate carries out a rendered reference script on a model of the control plane
 // just detailed enough to grade it: per-run user-facing messages (the present comment,
-// else every comment of the run), the issue status after the last run, workspace files.
-func simulate(script *ReferenceScript) *match.Observation {
+// else every comment of the run), the issue status after the last run, workspace files,
+// and the composite JSON's comments (the human's follow-ups, each once, with a null
+// author, before the turn they start; the agent's own).
+//
+// Under flow crash_retry the first run is killed before it does anything (an empty
+// message, status failed) and the script runs in its retry (retryOf the first).
+func simulate(script *ReferenceScript, followups []string, flow Flow) *match.Observation {
 	obs := &match.Observation{HasMessage: true, RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 	issue := "todo"
-	for _, turn := range script.Turns {
+	type comment struct {
+		Author *string `json:"authorActorId"`
+		Body   string  `json:"body"`
+	}
+	agent := "agent"
+	var all []comment
+	for i, turn := range script.Turns {
+		if i > 0 && i <= len(followups) {
+			all = append(all, comment{Body: followups[i-1]})
+		}
 		if issue != "done" {
 			issue = "in_progress"
 		}
@@ -48,6 +63,7 @@ func simulate(script *ReferenceScript) *match.Observation {
 			}
 			if body != "" {
 				comments = append(comments, body)
+				all = append(all, comment{Author: &agent, Body: body})
 				if st.Present {
 					present, hasPresent = body, true
 				}
@@ -58,8 +74,14 @@ func simulate(script *ReferenceScript) *match.Observation {
 		}
 		obs.Turns = append(obs.Turns, present)
 	}
+	doc := map[string]any{"comments": all}
+	if flow == FlowCrashRetry {
+		obs.Turns = append([]string{""}, obs.Turns...)
+		doc["runs"] = []any{map[string]any{"id": "run-1", "status": "failed"}, map[string]any{"id": "run-2", "status": "succeeded", "retryOf": "run-1"}}
+	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	obs.IssueStatus = issue
+	obs.JSON, _ = json.Marshal(doc)
 	return obs
 }
 
@@ -114,17 +136,23 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 					driver = "nop"
 				}
 			}
+			hostile := strings.HasPrefix(driver, "hostile:")
+			if hostile {
+				// the hostile agent attacks, then carries out the reference script: what
+				// the host observed of the attack (a leak, a limit), not a matcher, fails it
+				driver = "reference"
+			}
 			switch driver {
 			case "reference", "leaky":
 				// leaky carries out the reference script (and leaks: the leak, not a
 				// matcher, must fail it)
-				obs = simulate(r.Reference)
+				obs = simulate(r.Reference, r.Followups, cell.Case.Flow)
 			case "wrong":
 				wrong, err := cell.Render("wr0ng99")
 				if err != nil {
 					t.Fatal(err)
 				}
-				obs = simulate(wrong.Reference)
+				obs = simulate(wrong.Reference, r.Followups, cell.Case.Flow)
 			case "nop":
 				obs = &match.Observation{HasMessage: true, IssueStatus: "in_progress", RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 				for range cell.Case.ExpectedRunCount {
@@ -136,7 +164,7 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 			obs.RuntimeMode, obs.Environment = cell.Profile.Generation, cell.Environment.ID
 			fails := failing(match.Evaluate(matchers, obs))
 			passed := len(fails) == 0
-			if want := cell.ExpectedVerdict != verdict.Failed || cell.Profile.Driver == "leaky"; passed != want {
+			if want := cell.ExpectedVerdict != verdict.Failed || cell.Profile.Driver == "leaky" || hostile; passed != want {
 				t.Errorf("all matchers passed = %v, want %v; failing: %v", passed, want, fails)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/agent/hostile"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -45,6 +46,10 @@ const (
 	// as a session by the heartbeat runner (docs/acp.md); Name.Arg is the agent (one of
 	// ACPAgents).
 	KindACP Kind = "acp:"
+	// KindHostile is "hostile:<attack>": the built-in hostile agent of the hostile
+	// suite (hostile.SuiteAttacks); Name.Arg is the attack, made once before the agent
+	// carries out the case's reference script.
+	KindHostile Kind = "hostile:"
 )
 
 // ACP agents an acp:<agent> driver may name: agentproof's own (reference, nop,
@@ -80,7 +85,8 @@ func (e *Error) Error() string {
 }
 
 // Parse reads a driver string: fixture:<pass|fail|hang|noisy>, reference, nop, wrong,
-// leaky, exec, exec:<codex|opencode|claude> or acp:<agent> (ACPAgents). Anything else (an unknown fixture or
+// leaky, exec, exec:<codex|opencode|claude>, hostile:<attack> (hostile.SuiteAttacks)
+// or acp:<agent> (ACPAgents). Anything else (an unknown fixture or
 // CLI, a different case, surrounding space) is an *Error.
 func Parse(s string) (Name, error) {
 	switch Kind(s) {
@@ -89,6 +95,9 @@ func Parse(s string) (Name, error) {
 	}
 	if f, ok := strings.CutPrefix(s, string(KindFixture)+":"); ok && worker.IsFixture(f) {
 		return Name{Kind: KindFixture, Arg: f}, nil
+	}
+	if a, ok := strings.CutPrefix(s, string(KindHostile)); ok && slices.Contains(hostile.SuiteAttacks, a) {
+		return Name{Kind: KindHostile, Arg: a}, nil
 	}
 	if c, ok := strings.CutPrefix(s, string(KindCLI)); ok {
 		if pin, pinned := clis.Lookup(c); pinned && !pin.ACP {
@@ -117,6 +126,9 @@ func Names() []string {
 	for _, a := range ACPAgents {
 		out = append(out, string(KindACP)+a)
 	}
+	for _, a := range hostile.SuiteAttacks {
+		out = append(out, string(KindHostile)+a)
+	}
 	return out
 }
 
@@ -129,6 +141,8 @@ func (n Name) String() string {
 		return string(KindCLI) + n.Arg
 	case KindACP:
 		return string(KindACP) + n.Arg
+	case KindHostile:
+		return string(KindHostile) + n.Arg
 	}
 	return string(n.Kind)
 }
@@ -169,17 +183,21 @@ func (n Name) Package() (name string, ok bool) {
 }
 
 // Builtin reports whether n runs a built-in agent (`agentproof agent <name>`):
-// reference, nop, wrong or leaky.
+// reference, nop, wrong, leaky or hostile:<attack>.
 func (n Name) Builtin() bool {
-	return slices.Contains([]Kind{KindReference, KindNop, KindWrong, KindLeaky}, n.Kind)
+	return slices.Contains([]Kind{KindReference, KindNop, KindWrong, KindLeaky, KindHostile}, n.Kind)
 }
 
 // NeedsReference reports whether n carries out the case's reference script, so the
-// case must have one: reference, wrong, leaky, acp:reference and acp:wrong.
+// case must have one: reference, wrong, leaky, hostile:<attack>, acp:reference and
+// acp:wrong.
 func (n Name) NeedsReference() bool {
-	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky ||
+	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky || n.Kind == KindHostile ||
 		(n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPWrong))
 }
+
+// Hostile returns the hostile agent's attack; ok is false for other kinds.
+func (n Name) Hostile() (attack string, ok bool) { return n.Arg, n.Kind == KindHostile }
 
 // Silent reports whether n's process never talks to the agent API (nop and the
 // fixture programs): the runner completes its run without reading it first.

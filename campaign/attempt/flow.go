@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/campaign/flows"
+	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -37,11 +38,23 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 		TurnTimeout: a.plan.TurnTimeout,
 		Poll:        x.PollInterval,
 		Log:         a.log.note,
+		ServerURL:   func() string { return p.Instance.url },
+		BoardAt: func(base string) flows.Board {
+			return client.New(base, p.Instance.token, nil).Company(f.CompanyID)
+		},
 		Restart: func(ctx context.Context) (flows.Board, error) {
-			if err := p.Instance.restart(ctx); err != nil {
+			killed, err := p.Instance.restart(ctx)
+			if killed {
+				a.log.note("harness note: the server did not stop within %s of SIGTERM before the restart and was killed (its exit confirmed)", StopGrace)
+			}
+			if err != nil {
 				return nil, err
 			}
 			a.log.note("server restarted on %s", p.Instance.addr())
+			// The lease outlives the serve child: its bridge now dials the new port.
+			if err := p.Lease.retarget(p.Instance.addr()); err != nil {
+				return nil, fmt.Errorf("retargeting the lease's bridge: %w", err)
+			}
 			return p.Instance.board().Company(f.CompanyID), nil
 		},
 	}

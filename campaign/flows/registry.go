@@ -36,6 +36,8 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPermissionApproveWrite:   playPermissionApprove,
 	catalog.FlowPermissionDenyWrite:      playPermissionDeny,
 	catalog.FlowPendingPermissionStop:    playPendingPermissionStop,
+	catalog.FlowLostAcknowledgement:      playLostAcknowledgement,
+	catalog.FlowCrashRetry:               playCrashRetry,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.

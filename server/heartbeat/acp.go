@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -37,13 +38,18 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 	if j.cfg.DriverConfig != nil {
 		dc = *j.cfg.DriverConfig
 	}
-	env, secrets, err := r.prepareEnv(ctx, j, rec)
+	env, secrets, lease, err := r.prepareEnv(ctx, j, rec)
+	if err == nil && lease != nil {
+		// An ACP session is driven from the runner over the agent's stdio; nothing here
+		// launches it inside a sandbox lease, so it is refused rather than run unconfined.
+		err = fmt.Errorf("driver %s runs in a local environment only; environment %s is a sandbox", j.cfg.Driver, j.env.ID)
+	}
 	var d *agent.ACPDriver
 	if err == nil {
 		d, err = agent.NewACP(j.cfg.Driver, dc)
 	}
 	if err != nil {
-		r.finish(j.c, rec, worker.Outcome{SpawnError: err}, agent.Report{Summary: "not started: " + err.Error(), RunStatus: controlplane.RunFailed}, nil)
+		r.finish(j.c, rec, worker.Outcome{SpawnError: err}, agent.Report{Summary: "not started: " + err.Error(), RunStatus: controlplane.RunFailed}, nil, nil)
 		lock.Unlock()
 		return
 	}
@@ -105,7 +111,7 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 			report.Summary += "; presentation record unreadable: " + err.Error()
 		}
 	}
-	r.finish(j.c, rec, o, report, secrets)
+	r.finish(j.c, rec, o, report, secrets, nil)
 }
 
 // acpReport turns an ACP session's start, turn and exit into the worker outcome and

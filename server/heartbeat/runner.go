@@ -31,8 +31,14 @@
 // process may have been running. Its process cannot be running any more (the worker
 // starts children with Pdeathsig SIGKILL and in their own process group; a
 // server killed with SIGKILL takes them down with it), and the runner cannot know how far
-// the agent got, so it never relaunches it: the run is completed as failed with the
-// reason "orphaned" (State RunOrphaned) and a later wake starts a fresh run. A record
+// the agent got, so it never relaunches it: its home is saved from its baseline and the
+// run is completed as interrupted with the reason "orphaned" (State RunOrphaned); Retry
+// (Runner.Retry, board operation retry_run) starts a new run bound to it (retryOf).
+//
+// Agent homes (home.go, docs/files.md): every run but a fixture program's gets
+// AGENT_HOME, materialised from the control plane's managed files before the launch and
+// saved (a receipt; conflicts kept, never overwritten) after it. Stop and Retry take an
+// Idempotency-Key, remembered with their response. A record
 // "opening" whose run does not exist was never checked out: its wake is simply taken
 // again.
 //
@@ -62,6 +68,9 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/providers"
+	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -73,6 +82,13 @@ type Company interface {
 	OpenFixtureRun(ctx context.Context, in controlplane.OpenInput) (controlplane.RunContext, error)
 	AppendEvent(ctx context.Context, event json.RawMessage) (controlplane.Receipt, error)
 	CompleteRun(ctx context.Context, input json.RawMessage) error
+	// ApplyBoard applies a board operation (the Retry route).
+	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
+	// PutBlob, Blob, HasBlob and SaveHome keep agent homes (home.go).
+	PutBlob(ctx context.Context, in controlplane.BlobPut) (controlplane.BlobRef, error)
+	Blob(ctx context.Context, sha256 string) ([]byte, error)
+	HasBlob(ctx context.Context, sha256 string) (int64, bool, error)
+	SaveHome(ctx context.Context, in controlplane.HomeSave) (controlplane.HomeReceipt, error)
 }
 
 // Host is what the runner needs from the server: the companies, run tokens, secret
@@ -301,6 +317,7 @@ func cloneRecord(rec *Record) Record {
 		in := *rec.Cancellation
 		c.Cancellation = &in
 	}
+	c.IdempotentStops = slices.Clone(rec.IdempotentStops)
 	if rec.Launch != nil {
 		l := *rec.Launch
 		l.Argv, l.Problems = slices.Clone(l.Argv), slices.Clone(l.Problems)
@@ -365,6 +382,7 @@ type job struct {
 	cfg     api.AdapterConfig
 	cfgErr  error
 	resume  bool
+	retryOf string // the run a retry wake retries
 	runID   string
 	seenAt  string
 }
@@ -446,8 +464,8 @@ func (r *Runner) pick(ctx context.Context, company string, c Company, st control
 			continue
 		}
 		env := environmentOf(st, cfg.EnvironmentID)
-		if env == nil || env.Kind != controlplane.LocalEnvironment {
-			continue // not a local agent: another runner's wake
+		if env == nil || !runnerEnvironment(env) {
+			continue // not a local or sandbox agent: another runner's wake
 		}
 		t := tasks[w.TaskID]
 		if t == nil {
@@ -469,8 +487,16 @@ func (r *Runner) pick(ctx context.Context, company string, c Company, st control
 			r.skipWake(company, w.ID, "the agent is "+string(a.Status))
 			continue
 		}
+		var retryOf string
+		if w.Reason == controlplane.WakeRetry {
+			var p struct {
+				RetryOf string `json:"retryOf"`
+			}
+			_ = json.Unmarshal(w.Payload, &p)
+			retryOf = p.RetryOf
+		}
 		return job{company: company, c: c, wake: *w, state: st, actor: a, task: t, env: env, cfg: cfg, cfgErr: cfgErr,
-			resume: resume, runID: runID, seenAt: r.now()}, true
+			resume: resume, retryOf: retryOf, runID: runID, seenAt: r.now()}, true
 	}
 	return job{}, false
 }
@@ -495,12 +521,18 @@ func (r *Runner) skipWake(company, wakeID, reason string) {
 	r.skipped[company][wakeID] = reason
 }
 
-// launch is what execute prepared for the process.
+// launch is what execute prepared for the process: the driver, the agent's own spec
+// (agentSpec, what the launch facts describe) and the spec worker.Supervise runs
+// (spec: the same for a local agent; for a sandbox lease the provider's trampoline,
+// whose Settle gives back the agent's own outcome, in leased).
 type launch struct {
-	driver   agent.Driver
-	spec     worker.Spec
-	secrets  *redact.Set
-	stateDir string
+	driver    agent.Driver
+	agentSpec worker.Spec
+	spec      worker.Spec
+	leased    environment.Launched
+	secrets   *redact.Set
+	stateDir  string
+	home      *homeBaseline // the materialised AGENT_HOME; nil for a fixture program
 }
 
 // execute carries one wake through open, launch, supervision and completion.
@@ -523,7 +555,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	in := controlplane.OpenInput{
 		Identity:    controlplane.Identity{RunID: j.runID, SessionID: "session-" + j.runID, CompanyID: j.state.Company.ID, IssueID: j.task.ID, AgentID: j.actor.ID},
 		BackendKind: "agentproof-runner", SourceInstanceID: "agentproof-runner",
-		Wake: &controlplane.Wake{Reason: j.wake.Reason, Payload: j.wake.Payload}, Resume: j.resume,
+		Wake: &controlplane.Wake{Reason: j.wake.Reason, Payload: j.wake.Payload}, Resume: j.resume, RetryOf: j.retryOf,
 	}
 	rc, err := j.c.OpenFixtureRun(context.WithoutCancel(ctx), in)
 	if err != nil {
@@ -543,7 +575,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	l, prepErr := r.prepare(ctx, j, rc, rec)
 	if prepErr != nil {
 		o := worker.Outcome{SpawnError: prepErr}
-		r.finish(j.c, rec, o, agent.Report{Summary: "not started: " + prepErr.Error(), RunStatus: controlplane.RunFailed}, nil)
+		r.finish(j.c, rec, o, agent.Report{Summary: "not started: " + prepErr.Error(), RunStatus: controlplane.RunFailed}, nil, nil)
 		lock.Unlock()
 		return
 	}
@@ -551,7 +583,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	r.remember(rec)
 	lock.Unlock() // Stop may now reserve its intent and cancel runCtx
 
-	facts, observed := r.launchFacts(j, l.spec, l.secrets)
+	facts, observed := r.launchFacts(j, l.agentSpec, l.secrets)
 	l.spec.AfterStart = func(pid int) {
 		facts.PID = pid
 		ticks, err := procStartTicks(pid)
@@ -559,6 +591,14 @@ func (r *Runner) execute(ctx context.Context, j job) {
 			facts.Problems = append(facts.Problems, "the process start time could not be read: "+err.Error())
 		}
 		facts.ProcessStartTicks = ticks
+		// The board sees the running process's identity at once (in memory; the durable
+		// record gets the whole launch facts when the process ends), so that a human
+		// can positively identify it (pid and start time) while it runs.
+		r.mu.Lock()
+		if cur := r.runs[j.runID]; cur != nil && cur.Launch == nil {
+			cur.Launch = &api.LaunchFacts{PID: pid, ProcessStartTicks: ticks}
+		}
+		r.mu.Unlock()
 	}
 	var startedAt time.Time
 	l.spec.BeforeStart = func() error {
@@ -577,11 +617,22 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	if err != nil {
 		o = worker.Outcome{SpawnError: err}
 	}
+	var settled *environment.Settled
+	if l.leased != nil {
+		st := l.leased.Settle(o) // the agent's own exit, the limits it hit
+		settled, o = &st, st.Outcome
+	}
 	observed() // the binary's digest and version (bounded), before taking the run's lock
 	lock.Lock()
 	defer lock.Unlock()
-	if cur, ok := r.Run(j.runID); ok && cur.Cancellation != nil {
-		rec.Cancellation = cur.Cancellation
+	if l.home != nil {
+		r.recordSave(context.WithoutCancel(ctx), j.c, rec, *l.home)
+	}
+	if cur, ok := r.Run(j.runID); ok { // what Stop wrote meanwhile
+		if cur.Cancellation != nil {
+			rec.Cancellation = cur.Cancellation
+		}
+		rec.IdempotentStops = cur.IdempotentStops
 	}
 	if o.Started {
 		rec.ProcessStartedAt = stamp(startedAt)
@@ -601,77 +652,123 @@ func (r *Runner) execute(ctx context.Context, j job) {
 			report.Summary += "; presentation record unreadable: " + err.Error()
 		}
 	}
-	r.finish(j.c, rec, o, report, l.secrets)
+	r.finish(j.c, rec, o, report, l.secrets, settled)
 }
 
-// prepare resolves the driver, workspace, state directory and secrets and builds the
-// process spec. Its errors never contain a secret value.
+// prepare resolves the driver, workspace, state directory, AGENT_HOME and secrets and
+// builds the process spec. Its errors never contain a secret value.
 func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext, rec *Record) (launch, error) {
+	env, secrets, lease, err := r.prepareEnv(ctx, j, rec)
+	if err != nil {
+		return launch{}, err
+	}
 	var dc api.DriverConfig
 	if j.cfg.DriverConfig != nil {
 		dc = *j.cfg.DriverConfig
-	}
-	env, secrets, err := r.prepareEnv(ctx, j, rec)
-	if err != nil {
-		return launch{}, err
 	}
 	d, err := agent.New(j.cfg.Driver, dc)
 	if err != nil {
 		return launch{}, err
 	}
+	stateDir := env.StateDir
+	_, fixture := j.cfg.Driver.Fixture()
+	var home *homeBaseline
+	if !fixture { // a fixture's environment is fixed (seed 003): no AGENT_HOME
+		dir := r.HomeDir(j.company, j.actor.ID)
+		if lease != nil { // nothing of the server home is bound into a sandbox
+			if dir, err = sandbox.DiskDir(lease, "home-"+j.actor.ID); err != nil {
+				return launch{}, fmt.Errorf("creating AGENT_HOME on lease %s: %w", lease.ID, err)
+			}
+		}
+		b, err := r.materialise(ctx, j.c, j.actor.ID, dir)
+		if err != nil {
+			return launch{}, fmt.Errorf("materialising AGENT_HOME: %w", err)
+		}
+		if err := r.rec.putBaseline(j.runID, b); err != nil {
+			return launch{}, fmt.Errorf("recording the AGENT_HOME baseline: %w", err)
+		}
+		home = &b
+		rec.AgentHome = b.Dir
+		env.AgentHome = home.Dir
+	}
 	spec, err := d.Launch(rc, env)
 	if err != nil {
 		return launch{}, err
 	}
-	if _, fixture := j.cfg.Driver.Fixture(); !fixture { // a fixture's environment is fixed (seed 003)
+	if !fixture {
 		// Escaped descendants are found by this marker and killed at teardown.
 		spec.Marker = worker.NewMarker()
 		if r.cfg.ProcessMarker != "" {
 			spec.ExtraMarkers = []string{r.cfg.ProcessMarker}
 		}
 	}
-	return launch{driver: d, spec: spec, secrets: secrets, stateDir: env.StateDir}, nil
+	l := launch{driver: d, agentSpec: spec, spec: spec, secrets: secrets, stateDir: stateDir, home: home}
+	if lease != nil {
+		if l.leased, err = launchLeased(ctx, lease, j.cfg.Driver, spec, stateDir, env.AgentHome); err != nil {
+			return launch{}, err
+		}
+		l.spec = l.leased.Spec()
+	}
+	return l, nil
 }
 
-// prepareEnv resolves what every driver's launch needs: the workspace (created; also
-// set in rec), the agent's state directory, the run token and the resolved secrets
-// (the RunEnv), and the secret set to redact (the token and every resolved secret).
-// Its errors never contain a secret value.
-func (r *Runner) prepareEnv(ctx context.Context, j job, rec *Record) (agent.RunEnv, *redact.Set, error) {
+// prepareEnv resolves what every driver's launch needs: the environment's lease (nil
+// unless the environment is a sandbox), the workspace (created; also set in rec), the
+// agent's state directory (on the lease disk under a sandbox), the run token and the
+// resolved secrets (the RunEnv, without AGENT_HOME), and the secret set to redact (the
+// token and every resolved secret). Its errors never contain a secret value.
+func (r *Runner) prepareEnv(ctx context.Context, j job, rec *Record) (agent.RunEnv, *redact.Set, *environment.Lease, error) {
 	if j.cfgErr != nil {
-		return agent.RunEnv{}, nil, j.cfgErr
+		return agent.RunEnv{}, nil, nil, j.cfgErr
 	}
 	var envCfg environmentConfig
 	if len(j.env.Config) > 0 {
 		if err := json.Unmarshal(j.env.Config, &envCfg); err != nil {
-			return agent.RunEnv{}, nil, fmt.Errorf("environment %s config: %w", j.env.ID, err)
+			return agent.RunEnv{}, nil, nil, fmt.Errorf("environment %s config: %w", j.env.ID, err)
 		}
 	}
 	var dc api.DriverConfig
 	if j.cfg.DriverConfig != nil {
 		dc = *j.cfg.DriverConfig
 	}
+	var lease *environment.Lease
+	var err error
+	if j.env.Kind == string(environment.ProviderSandbox) {
+		if lease, err = environment.ReadLeaseFile(envCfg.Lease); err != nil {
+			return agent.RunEnv{}, nil, nil, fmt.Errorf("environment %s: %w", j.env.ID, err)
+		}
+	}
 	workspace := j.cfg.Cwd
 	if workspace == "" {
 		workspace = envCfg.Workspace
+	}
+	if workspace == "" && lease != nil {
+		workspace = lease.Workspace
 	}
 	if workspace == "" {
 		workspace = filepath.Join(r.cfg.Home, "workspaces", j.company)
 	}
 	if !filepath.IsAbs(workspace) {
-		return agent.RunEnv{}, nil, fmt.Errorf("workspace %q must be an absolute path", workspace)
+		return agent.RunEnv{}, nil, nil, fmt.Errorf("workspace %q must be an absolute path", workspace)
 	}
 	if err := os.MkdirAll(workspace, 0o700); err != nil {
-		return agent.RunEnv{}, nil, fmt.Errorf("creating the workspace: %w", err)
+		return agent.RunEnv{}, nil, nil, fmt.Errorf("creating the workspace: %w", err)
 	}
 	rec.Workspace = workspace
 	stateDir := filepath.Join(r.cfg.Home, "agents", j.company, j.actor.ID)
+	if lease != nil {
+		// Nothing of the server home is bound into a sandbox: the agent's state lives on
+		// the lease's disk, under its cap (docs/environments.md "Where a lease lives").
+		if stateDir, err = sandbox.DiskDir(lease, "agent-"+j.actor.ID); err != nil {
+			return agent.RunEnv{}, nil, nil, fmt.Errorf("creating the agent state directory on lease %s: %w", lease.ID, err)
+		}
+	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return agent.RunEnv{}, nil, fmt.Errorf("creating the agent state directory: %w", err)
+		return agent.RunEnv{}, nil, nil, fmt.Errorf("creating the agent state directory: %w", err)
 	}
 	envVars, err := envValues(envCfg.EnvVars, "envVars")
 	if err != nil {
-		return agent.RunEnv{}, nil, fmt.Errorf("environment %s envVars: %w", j.env.ID, err)
+		return agent.RunEnv{}, nil, nil, fmt.Errorf("environment %s envVars: %w", j.env.ID, err)
 	}
 	vars := map[string]api.EnvValue{}
 	maps.Copy(vars, envVars) // later sources win: agent over environment
@@ -688,19 +785,83 @@ func (r *Runner) prepareEnv(ctx context.Context, j job, rec *Record) (agent.RunE
 		}
 		val, err := r.host.ResolveSecret(ctx, j.company, *v.Ref)
 		if err != nil {
-			return agent.RunEnv{}, nil, fmt.Errorf("resolving the secret of %s: %w", name, err)
+			return agent.RunEnv{}, nil, nil, fmt.Errorf("resolving the secret of %s: %w", name, err)
 		}
 		resolved[name] = val
 		secrets = secrets.With(val)
 	}
 	return agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
-		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: j.cfg.Builtin}, secrets, nil
+		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: j.cfg.Builtin, ServerHome: r.cfg.Home}, secrets, lease, nil
+}
+
+// runnerEnvironment reports whether the runner launches agents of control-plane
+// environment e: the instance's local environment, or a sandbox environment whose
+// config names the campaign's lease file.
+func runnerEnvironment(e *controlplane.Environment) bool {
+	return e.Kind == controlplane.LocalEnvironment || e.Kind == string(environment.ProviderSandbox)
+}
+
+// launchLeased prepares spec inside lease through its provider: the agent's state
+// directory (on the lease disk, given to the sandbox user after the driver wrote its
+// files there) as a writable bind and, for a real CLI, its install's node_modules
+// read-only (the install directory itself is closed to the sandbox user). Errors:
+// the provider is unknown, the state directory cannot be handed over, Launch refused
+// the request (naming why).
+func launchLeased(ctx context.Context, lease *environment.Lease, d driver.Name, spec worker.Spec, stateDir, agentHome string) (environment.Launched, error) {
+	p, ok := providers.Get(lease.Provider)
+	if !ok {
+		return nil, fmt.Errorf("lease %s: no environment provider %q", lease.ID, lease.Provider)
+	}
+	if err := sandbox.Own(lease, stateDir); err != nil {
+		return nil, fmt.Errorf("lease %s: handing the agent state directory to the sandbox user: %w", lease.ID, err)
+	}
+	req := environment.LaunchRequest{Spec: spec, Binds: []environment.Bind{{Path: stateDir, Write: true}}}
+	if agentHome != "" { // the materialised AGENT_HOME, saved by the runner after the run
+		if err := sandbox.Own(lease, agentHome); err != nil {
+			return nil, fmt.Errorf("lease %s: handing AGENT_HOME to the sandbox user: %w", lease.ID, err)
+		}
+		req.Binds = append(req.Binds, environment.Bind{Path: agentHome, Write: true})
+	}
+	if _, isCLI := d.CLI(); isCLI {
+		if nm, ok := nodeModules(spec.Path); ok {
+			req.ReadOnly = append(req.ReadOnly, nm)
+		}
+	}
+	x, err := p.Launch(ctx, lease, req)
+	if err != nil {
+		return nil, fmt.Errorf("lease %s: %w", lease.ID, err)
+	}
+	return x, nil
+}
+
+// nodeModules is the outermost node_modules directory on binary's path (a pinned CLI's
+// native binary ships in an npm package under <install>/node_modules), false when the
+// path has none.
+func nodeModules(binary string) (string, bool) {
+	const elem = string(filepath.Separator) + "node_modules"
+	i := strings.Index(binary+string(filepath.Separator), elem+string(filepath.Separator))
+	if i < 0 {
+		return "", false
+	}
+	return binary[:i+len(elem)], true
+}
+
+// recordSave saves the run's home (saveHome) and notes the receipt, or why there is
+// none, in its record. The caller holds the run's lock.
+func (r *Runner) recordSave(ctx context.Context, c Company, rec *Record, base homeBaseline) {
+	rc, err := r.saveHome(ctx, c, rec.RunID, base)
+	if err != nil {
+		rec.HomeSaveError = clip(err.Error(), 2000)
+		return
+	}
+	rec.HomeReceiptID = rc.ID
 }
 
 // finish completes the run when the agent left it running (first: that is what the
 // board observes), then stores the redacted evidence and the final record. The caller
-// holds the run's lock.
-func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.Report, secrets *redact.Set) {
+// holds the run's lock. settled is the environment provider's account of a leased
+// launch (nil for a local one): its limits, problems and facts join the termination.
+func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.Report, secrets *redact.Set, settled *environment.Settled) {
 	if secrets == nil {
 		secrets = redact.NewSet()
 	}
@@ -717,6 +878,13 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 		Signal: o.Signal, TimedOut: o.TimedOut, OutputExceeded: o.OutputExceeded, Aborted: o.Aborted,
 		SignalsSent: append([]string{}, o.SignalsSent...), DurationMs: o.Duration.Milliseconds(), OutputBytes: o.OutputBytes,
 		CollectorError: o.CollectorError, EventStreamComplete: report.EventStreamComplete, StoppedAfterResult: o.StoppedAfterResult}
+	if settled != nil {
+		rec.Termination.EnvironmentProblems = slices.Clone(settled.Problems)
+		rec.Termination.Environment = settled.Facts
+		for _, h := range settled.Limits {
+			rec.Termination.Limits = append(rec.Termination.Limits, api.LimitHit{Resource: string(h.Resource), Limit: h.Limit, Events: h.Events, Detail: h.Detail})
+		}
+	}
 	for _, e := range o.Escaped {
 		rec.Termination.EscapedProcesses = append(rec.Termination.EscapedProcesses,
 			api.EscapedProcess{PID: e.PID, Command: secrets.RedactText(e.Command), Killed: e.Killed})
@@ -850,7 +1018,7 @@ func findRun(st controlplane.State, id string) *controlplane.Run {
 // not exist were never checked out.
 func (r *Runner) recover(ctx context.Context) error {
 	const reason = "orphaned: the server stopped while this run's agent process was starting or running; " +
-		"the process died with the server and the run is not relaunched"
+		"the process died with the server and the run is not relaunched; it is interrupted (Retry starts a new run)"
 	var errs []error
 	for _, company := range r.host.Companies() {
 		c, ok := r.host.Company(company)
@@ -877,7 +1045,12 @@ func (r *Runner) recover(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("heartbeat: cannot complete orphaned run %s: company %s is %s", run.ID, company, st.Lifecycle))
 				continue
 			}
-			status, _, err := completeIfRunning(ctx, c, run.ID, controlplane.RunFailed, reason, false, nil)
+			if base, ok, err := r.rec.baseline(run.ID); err != nil {
+				rec.HomeSaveError = err.Error()
+			} else if ok && rec.HomeReceiptID == "" {
+				r.recordSave(ctx, c, &rec, base)
+			}
+			status, _, err := completeIfRunning(ctx, c, run.ID, controlplane.RunInterrupted, reason, false, nil)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("heartbeat: completing orphaned run %s: %w", run.ID, err))
 				continue
@@ -899,9 +1072,12 @@ func (r *Runner) recover(ctx context.Context) error {
 // board actor req.Actor with req.RequestID as sent. Under the run's lock it decides
 // (DecideStop), writes a reserved intent into the run's record, and only then cancels
 // the process (SIGTERM to its group, SIGKILL after worker.TerminateGrace); a running run
-// without a process of this runner is completed as cancelled at once. Errors
-// (*controlplane.Error): cancellation_request_id_invalid (400), run_missing (404),
-// cancellation_conflict (409); store errors.
+// without a process of this runner is completed as cancelled at once. A request with an
+// idempotency key is remembered with its response in the same record write; a replay
+// of the key with the same body answers that response again, with another body it is
+// idempotency_conflict. Errors (*controlplane.Error): cancellation_request_id_invalid
+// (400), run_missing (404), cancellation_conflict and idempotency_conflict (409); store
+// errors.
 func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api.CancelRunResponse, error) {
 	id, err := ParseRequestID(req.RequestID)
 	if err != nil {
@@ -929,22 +1105,50 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		rec = Record{Schema: api.HeartbeatRunSchema, RunID: runID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
 			State: api.RunFinished, Status: run.Status, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
 	}
+	if req.IdempotencyKey != "" {
+		if i := slices.IndexFunc(rec.IdempotentStops, func(s api.IdempotentStop) bool { return s.Key == req.IdempotencyKey }); i >= 0 {
+			if rec.IdempotentStops[i].RequestSHA256 != req.RequestSHA256 {
+				return api.CancelRunResponse{}, &controlplane.Error{Code: controlplane.CodeIdempotencyConflict,
+					Message: "this Idempotency-Key was used for a different Stop request of run " + runID}
+			}
+			return rec.IdempotentStops[i].Response, nil
+		}
+	}
+	remember := func(resp api.CancelRunResponse) {
+		if req.IdempotencyKey == "" {
+			return
+		}
+		i := slices.IndexFunc(rec.IdempotentStops, func(s api.IdempotentStop) bool { return s.Key == req.IdempotencyKey })
+		if i < 0 {
+			rec.IdempotentStops = append(rec.IdempotentStops, api.IdempotentStop{Key: req.IdempotencyKey, RequestSHA256: req.RequestSHA256, Response: resp})
+		} else {
+			rec.IdempotentStops[i].Response = resp
+		}
+	}
 	verdict, intent, err := DecideStop(run.Status != controlplane.RunRunning, rec.Cancellation, req, func() string { return uuid.NewString() })
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
 	if verdict == StopJoin {
-		return api.CancelRunResponse{RunID: runID, Disposition: api.CancelJoined, Intent: intent, Status: run.Status}, nil
+		resp := api.CancelRunResponse{RunID: runID, Disposition: api.CancelJoined, Intent: intent, Status: run.Status}
+		if req.IdempotencyKey != "" {
+			remember(resp)
+			if err := r.put(&rec); err != nil {
+				return api.CancelRunResponse{}, fmt.Errorf("heartbeat: recording the Stop: %w", err)
+			}
+		}
+		return resp, nil
 	}
 	intent.RequestedAt = r.now()
 	rec.Cancellation = &intent
+	resp := api.CancelRunResponse{RunID: runID, Disposition: api.CancelReserved, Intent: intent, Status: run.Status}
+	remember(resp)
 	if err := r.put(&rec); err != nil {
 		return api.CancelRunResponse{}, fmt.Errorf("heartbeat: reserving the Stop intent: %w", err)
 	}
 	r.mu.Lock()
 	cancel := r.live[runID]
 	r.mu.Unlock()
-	status := run.Status
 	// A permission still pending is closed now, before the agent hears of the Stop: a
 	// later answer gets 409 (the ACP driver answers the agent "cancelled").
 	r.closeRunPermissions(runID, fmt.Sprintf("the run was stopped by %s (%s) while the permission was pending", intent.Actor, intent.IntentID))
@@ -952,18 +1156,40 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		// The process group gets SIGTERM, then SIGKILL after the grace period; an ACP
 		// session gets session/cancel and must end its turn "cancelled".
 		cancel()
-	} else {
-		summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
-		if status, _, err = completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil); err != nil {
-			return api.CancelRunResponse{}, err
-		}
-		rec.Status, rec.FinishedAt = status, r.now()
-		if rec.State == api.RunOpening || rec.State == api.RunLaunching {
-			rec.State = api.RunFinished
-		}
-		_ = r.put(&rec)
+		return resp, nil
 	}
-	return api.CancelRunResponse{RunID: runID, Disposition: api.CancelReserved, Intent: intent, Status: status}, nil
+	summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
+	status, _, err := completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil)
+	if err != nil {
+		return api.CancelRunResponse{}, err
+	}
+	rec.Status, rec.FinishedAt = status, r.now()
+	if rec.State == api.RunOpening || rec.State == api.RunLaunching {
+		rec.State = api.RunFinished
+	}
+	resp.Status = status
+	remember(resp)
+	_ = r.put(&rec)
+	return resp, nil
+}
+
+// Retry is the Retry button for runID (board operation retry_run on its company, with
+// the idempotency key key): the run must be failed or interrupted and not retried yet.
+// The response names the retry wake and the run this runner opens for it (bound to
+// runID by retryOf). Errors (*controlplane.Error): run_missing (404), run_not_retryable,
+// run_already_retried, checkout_conflict, idempotency_conflict (409), actor_not_active.
+func (r *Runner) Retry(ctx context.Context, runID, key string) (api.RetryRunResponse, error) {
+	company, c, _, err := r.locate(ctx, runID)
+	if err != nil {
+		return api.RetryRunResponse{}, err
+	}
+	in, _ := json.Marshal(map[string]string{"runId": runID})
+	res, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardRetryRun, Input: in, IdempotencyKey: key})
+	if err != nil {
+		return api.RetryRunResponse{}, err
+	}
+	r.Kick()
+	return api.RetryRunResponse{RunID: runID, WakeID: res.ID, RetryRunID: RunID(company, res.ID), StateRevision: res.StateRevision}, nil
 }
 
 // locate finds the company holding runID: the record's company, else every company.
