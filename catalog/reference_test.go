@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -10,14 +11,30 @@ import (
 
 // simulate carries out a rendered reference script on a model of the control plane
 // just detailed enough to grade it: per-run user-facing messages (the present comment,
-// else every comment of the run), the issue status after the last run, workspace files.
+// else every comment of the run), the issue status after the last run, workspace files,
+// and the composite JSON of documents, interactions and approvals (an interaction or
+// approval a turn asks for is decided as the next turn's trigger says).
 func simulate(script *ReferenceScript) *match.Observation {
 	obs := &match.Observation{HasMessage: true, RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 	issue := "todo"
+	docs := map[string]map[string]any{}
+	var docList, inters, approvals []map[string]any
+	var asked []map[string]any // the decisions the last turn asked for
 	for _, turn := range script.Turns {
 		if issue != "done" {
 			issue = "in_progress"
 		}
+		for _, d := range asked {
+			switch turn.Trigger {
+			case "revision_requested":
+				d["status"] = "rejected"
+			case "interaction_accepted":
+				d["status"] = "accepted"
+			case "approval_resolved":
+				d["status"] = "approved"
+			}
+		}
+		asked = nil
 		var comments []string
 		present := ""
 		hasPresent := false
@@ -45,6 +62,26 @@ func simulate(script *ReferenceScript) *match.Observation {
 				body, issue = st.Args["reason"].(string), "blocked"
 			case "request_human_input", "request_approval":
 				issue = "in_review"
+				d := map[string]any{"id": st.Command + "-" + string(rune('a'+len(inters)+len(approvals))), "status": "pending", "targetRevisionId": nil}
+				if key, ok := st.Args["targetDocumentKey"].(string); ok && docs[key] != nil {
+					d["targetRevisionId"] = docs[key]["latestRevisionId"]
+				}
+				if st.Command == "request_approval" {
+					approvals = append(approvals, d)
+				} else {
+					inters = append(inters, d)
+				}
+				asked = append(asked, d)
+			case "write_document":
+				key := st.Args["key"].(string)
+				if docs[key] == nil {
+					docs[key] = map[string]any{"key": key, "revisions": []any{}}
+					docList = append(docList, docs[key])
+				}
+				revs := docs[key]["revisions"].([]any)
+				id := key + "-revision-" + string(rune('1'+len(revs)))
+				docs[key]["revisions"] = append(revs, map[string]any{"id": id, "body": st.Args["body"]})
+				docs[key]["latestRevisionId"] = id
 			}
 			if body != "" {
 				comments = append(comments, body)
@@ -60,6 +97,11 @@ func simulate(script *ReferenceScript) *match.Observation {
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	obs.IssueStatus = issue
+	b, err := json.Marshal(map[string]any{"documents": docList, "interactions": inters, "approvals": approvals})
+	if err != nil {
+		panic(err)
+	}
+	obs.JSON = b
 	return obs
 }
 
@@ -119,7 +161,8 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 				}
 				obs = simulate(wrong.Reference)
 			case "nop":
-				obs = &match.Observation{HasMessage: true, IssueStatus: "in_progress", RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
+				obs = &match.Observation{HasMessage: true, IssueStatus: "in_progress", RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{},
+					JSON: json.RawMessage(`{"documents":[],"interactions":[],"approvals":[]}`)}
 				for range cell.Case.ExpectedRunCount {
 					obs.Turns = append(obs.Turns, "")
 				}

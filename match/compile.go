@@ -46,7 +46,7 @@ var (
 		KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex,
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
-		KindJSONSchema, KindRuntimeMetadata,
+		KindJSONSchema, KindRuntimeMetadata, KindPlanRevisions,
 	}
 	kindFields = map[string][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -65,6 +65,7 @@ var (
 		KindJSONPath:           {"path", "expected"},
 		KindJSONSchema:         {"schema"},
 		KindRuntimeMetadata:    {"expected"},
+		KindPlanRevisions:      {"name", "expected"},
 	}
 )
 
@@ -91,6 +92,7 @@ type compiled struct {
 	wantJS  []byte // json_path: RFC 8785 encoding of want
 	schema  *jsonschema.Schema
 	runtime canonjson.Object // runtime_metadata: expected key → value, sorted by key
+	plan    []planRevision   // plan_revisions: the expected revisions, oldest first (text: the document key)
 	turn    int
 	form    unicodeForm // text kinds: the Unicode normalisation of both sides
 	display any         // Outcome.Expected
@@ -252,6 +254,8 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		compileSchema(spec, c, bad)
 	case KindRuntimeMetadata:
 		compileRuntime(spec, c, bad)
+	case KindPlanRevisions:
+		compilePlan(spec, c, bad)
 	}
 
 	js, err := canonjson.Ordered(spec)

@@ -83,6 +83,8 @@ func (c *compiled) eval(ev *evidence) result {
 		return equalField(obs.Environment, c.text, "the environment was not observed")
 	case KindRuntimeMetadata:
 		return c.evalRuntime(obs)
+	case KindPlanRevisions:
+		return c.evalPlan(obs)
 	case KindFileExists, KindFileExact, KindFileContains:
 		if !obs.HasWorkspaceSnapshot {
 			return result{missing: "no workspace snapshot was taken"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,7 +85,8 @@ func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 
 // matchObservation builds the persisted-state part of the observation: the task's
 // status, the last run's status, every run's message (turn by turn), the artifacts and
-// the composite JSON {issue, runs, interactions, documents}.
+// the composite JSON {issue, runs, interactions, documents, approvals} (the approvals
+// linked to the task).
 func matchObservation(st *controlplane.State, task string, runs []*controlplane.Run, secrets *redact.Set) *match.Observation {
 	obs := &match.Observation{Secrets: secrets.Values(), HasArtifacts: true, HasMessage: len(runs) > 0}
 	var t *controlplane.Task
@@ -116,7 +118,13 @@ func matchObservation(st *controlplane.State, task string, runs []*controlplane.
 			inters = append(inters, in)
 		}
 	}
-	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs}); err == nil {
+	approvals := []*controlplane.Approval{}
+	for _, ap := range st.Approvals {
+		if slices.Contains(ap.TaskIDs, task) {
+			approvals = append(approvals, ap)
+		}
+	}
+	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs, "approvals": approvals}); err == nil {
 		obs.JSON = b
 	}
 	return obs

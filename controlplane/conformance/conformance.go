@@ -59,12 +59,12 @@ type Case struct {
 const caseTimeout = 60 * time.Second
 
 // Check runs every case against h and returns their results in order: the 13 port
-// contract steps, then the 40 Given/When/Then cases.
+// contract steps, the 40 Given/When/Then cases, then the journey cases (JourneyCases).
 func Check(h Harness) []CaseResult {
 	var out []CaseResult
 	steps := runPortContract(h)
 	out = append(out, steps...)
-	for _, c := range Cases() {
+	for _, c := range append(Cases(), JourneyCases()...) {
 		out = append(out, runCase(c, h))
 	}
 	return out
@@ -100,7 +100,7 @@ func Run(t *testing.T, h Harness) {
 			})
 		}
 	})
-	for _, c := range Cases() {
+	for _, c := range append(Cases(), JourneyCases()...) {
 		t.Run(c.Name, func(t *testing.T) {
 			r := runCase(c, h)
 			if !r.Passed {

@@ -20,8 +20,8 @@ func TestCheckCountsEveryCase(t *testing.T) {
 	t.Parallel()
 	rs := conformance.Check(conformance.MemoryHarness{})
 	passed, failed := conformance.Summary(rs)
-	if passed+failed != 53 {
-		t.Fatalf("Check returned %d results, want 53 (13 port steps + 40 cases)", passed+failed)
+	if passed+failed != 55 {
+		t.Fatalf("Check returned %d results, want 55 (13 port steps + 40 cases + 2 journey cases)", passed+failed)
 	}
 	for _, r := range rs {
 		if !r.Passed {

@@ -37,8 +37,9 @@ func newConformanceCmdFor(a *app, override conformance.Harness) *cobra.Command {
 		Use:   "conformance",
 		Short: "Run the control-plane port conformance suite against a control plane",
 		Long: strings.TrimSpace(`
-Run the control-plane port conformance suite (the 13 port contract steps
-and the 40 Given/When/Then cases) against a control plane chosen by --target:
+Run the control-plane port conformance suite (the 13 port contract steps,
+the 40 Given/When/Then cases and the 2 journey cases) against a control
+plane chosen by --target:
 
   memory    the deterministic in-memory port (default)
   sqlite    a real server on 127.0.0.1 over a temporary SQLite instance, through
