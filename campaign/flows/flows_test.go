@@ -195,7 +195,7 @@ func TestFlows(t *testing.T) {
 	tests := []struct {
 		name    string
 		cell    string
-		agent   string // reference, nop or idle
+		agent   string                         // reference, nop or idle
 		script  func(*catalog.ReferenceScript) // changes the rendered reference script
 		board   func(Board) Board
 		restart bool
