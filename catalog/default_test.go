@@ -20,7 +20,7 @@ func TestDefaultCatalog(t *testing.T) {
 		sizes[cell.Suite.ID]++
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
-		"cli-calibration": 4, "claude": 3, "journey-calibration": 4, "product-journeys": 2}
+		"cli-calibration": 4, "claude": 3, "journey-calibration": 8, "product-journeys": 4}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
 	}

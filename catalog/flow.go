@@ -26,6 +26,10 @@ const (
 	FlowInstructionPersistence   Flow = "instruction_persistence"
 	FlowNativeProviderLoss       Flow = "native_provider_loss"
 	FlowProcessExit              Flow = "process_exit"
+	// FlowBlockerGuidance: the worker blocks its task on a decision only a human can
+	// make, the human answers with a comment, the worker resumes (seed 000 "Direct
+	// blocker fixtures"); the company also has a manager agent that must not run.
+	FlowBlockerGuidance Flow = "blocker_guidance"
 )
 
 // Flows lists the catalog's flow enumeration in declaration order.
@@ -34,8 +38,12 @@ var Flows = []Flow{
 	FlowPlanApprovalCompletion, FlowWarmThreeTurn, FlowGovernedToolReview,
 	FlowEverydayWorkflow, FlowContextIntegrity, FlowContinuationAccounting, FlowContinuation,
 	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
-	FlowProcessExit,
+	FlowProcessExit, FlowBlockerGuidance,
 }
+
+// HasManager reports whether the fixtures of a case with flow f create a manager
+// agent beside the worker (blocker_guidance).
+func (f Flow) HasManager() bool { return f == FlowBlockerGuidance }
 
 // AgentFlow reports whether f has an agent do work through the control plane (every
 // flow but process_exit, whose fixture programs never talk to the API).

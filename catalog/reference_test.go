@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -20,10 +21,24 @@ func simulate(script *ReferenceScript) *match.Observation {
 	docs := map[string]map[string]any{}
 	var docList, inters, approvals []map[string]any
 	var asked []map[string]any // the decisions the last turn asked for
-	for _, turn := range script.Turns {
+	var comments, runs []any   // the task's comments and runs, clock ticks as times
+	tick := 0
+	now := func() string { tick++; return fmt.Sprintf("2026-01-01T00:00:%02d.000Z", tick) }
+	comment := func(author any) {
+		comments = append(comments, map[string]any{"id": fmt.Sprintf("comment-%d", len(comments)+1), "authorActorId": author, "createdAt": now()})
+	}
+	for i, turn := range script.Turns {
 		if issue != "done" {
 			issue = "in_progress"
 		}
+		wake := "issue_assigned"
+		if turn.Trigger == "follow_up" {
+			comment(nil) // the human's follow-up or answer
+			wake = "issue_commented"
+		} else if i > 0 {
+			wake = "interaction_resolved"
+		}
+		runs = append(runs, map[string]any{"id": fmt.Sprintf("run-%d", i+1), "actorId": "worker", "taskId": "task-1", "status": "succeeded", "wakeReason": wake, "openedAt": now()})
 		for _, d := range asked {
 			switch turn.Trigger {
 			case "revision_requested":
@@ -35,7 +50,7 @@ func simulate(script *ReferenceScript) *match.Observation {
 			}
 		}
 		asked = nil
-		var comments []string
+		var bodies []string
 		present := ""
 		hasPresent := false
 		for _, st := range turn.Steps {
@@ -84,20 +99,24 @@ func simulate(script *ReferenceScript) *match.Observation {
 				docs[key]["latestRevisionId"] = id
 			}
 			if body != "" {
-				comments = append(comments, body)
+				comment("worker")
+				bodies = append(bodies, body)
 				if st.Present {
 					present, hasPresent = body, true
 				}
 			}
 		}
 		if !hasPresent {
-			present = strings.Join(comments, "\n")
+			present = strings.Join(bodies, "\n")
 		}
 		obs.Turns = append(obs.Turns, present)
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	obs.IssueStatus = issue
-	b, err := json.Marshal(map[string]any{"documents": docList, "interactions": inters, "approvals": approvals})
+	b, err := json.Marshal(map[string]any{"documents": docList, "interactions": inters, "approvals": approvals, "comments": comments,
+		"issue": map[string]any{"id": "task-1", "status": issue, "assigneeActorId": "worker"},
+		"company": map[string]any{"agentId": "worker", "managerId": "manager", "actors": []any{map[string]any{"id": "worker"}, map[string]any{"id": "manager"}},
+			"tasks": []any{map[string]any{"id": "task-1"}}, "runs": runs}})
 	if err != nil {
 		panic(err)
 	}

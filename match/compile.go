@@ -46,7 +46,7 @@ var (
 		KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex,
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
-		KindJSONSchema, KindRuntimeMetadata, KindPlanRevisions,
+		KindJSONSchema, KindRuntimeMetadata, KindPlanRevisions, KindBlockerGuidance,
 	}
 	kindFields = map[string][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -66,6 +66,7 @@ var (
 		KindJSONSchema:         {"schema"},
 		KindRuntimeMetadata:    {"expected"},
 		KindPlanRevisions:      {"name", "expected"},
+		KindBlockerGuidance:    {},
 	}
 )
 

@@ -284,8 +284,8 @@ func TestLegacyPathToJSONPath(t *testing.T) {
 func TestKinds(t *testing.T) {
 	t.Parallel()
 	ks := Kinds()
-	if len(ks) != 17 {
-		t.Fatalf("Kinds() has %d kinds, spec §5 lists 15 and agentproof adds runtime_metadata and plan_revisions", len(ks))
+	if len(ks) != 18 {
+		t.Fatalf("Kinds() has %d kinds, spec §5 lists 15 and agentproof adds runtime_metadata, plan_revisions and blocker_guidance", len(ks))
 	}
 	ks[0] = "mutated"
 	if Kinds()[0] != KindMessageExact {

@@ -85,6 +85,8 @@ func (c *compiled) eval(ev *evidence) result {
 		return c.evalRuntime(obs)
 	case KindPlanRevisions:
 		return c.evalPlan(obs)
+	case KindBlockerGuidance:
+		return evalBlocker(obs)
 	case KindFileExists, KindFileExact, KindFileContains:
 		if !obs.HasWorkspaceSnapshot {
 			return result{missing: "no workspace snapshot was taken"}

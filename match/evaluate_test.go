@@ -48,6 +48,15 @@ func planObs(status string) *Observation {
 		`"interactions":[],"approvals":[{"id":"approval-1","status":"` + status + `","targetRevisionId":"rev-1"}]}`)}
 }
 
+// blockerObs is a blocker-guidance observation whose task is assigned to assignee.
+func blockerObs(assignee string) *Observation {
+	return &Observation{JSON: json.RawMessage(`{"issue":{"id":"t","status":"done","assigneeActorId":"` + assignee + `"},` +
+		`"comments":[{"id":"c1","authorActorId":"worker","createdAt":"1"},{"id":"c2","authorActorId":null,"createdAt":"2"}],` +
+		`"company":{"agentId":"worker","managerId":"manager","actors":[{"id":"worker"},{"id":"manager"}],"tasks":[{"id":"t"}],` +
+		`"runs":[{"id":"r1","actorId":"worker","taskId":"t","status":"succeeded","wakeReason":"issue_assigned","openedAt":"0"},` +
+		`{"id":"r2","actorId":"worker","taskId":"t","status":"succeeded","wakeReason":"issue_commented","openedAt":"2"}]}}`)}
+}
+
 func full() *Observation {
 	return &Observation{
 		Message:     "PAPERCLIP_E2E_OK_7",
@@ -195,6 +204,10 @@ var evalCases = []evalCase{
 	{"plan revisions/pass", Spec{Kind: KindPlanRevisions, Expected: []any{map[string]any{"steps": 2, "outcome": "approved"}}}, planObs("approved"), pass},
 	{"plan revisions/pending", Spec{Kind: KindPlanRevisions, Expected: []any{map[string]any{"steps": 2, "outcome": "approved"}}}, planObs("pending"), fail},
 	{"plan revisions/no json", Spec{Kind: KindPlanRevisions, Expected: []any{map[string]any{"steps": 2, "outcome": "approved"}}}, msg("x"), notReached},
+	// blocker_guidance: question, human answer, continuation, no manager run (blocker_test.go has the rest)
+	{"blocker guidance/pass", Spec{Kind: KindBlockerGuidance}, blockerObs("worker"), pass},
+	{"blocker guidance/reassigned", Spec{Kind: KindBlockerGuidance}, blockerObs("manager"), fail},
+	{"blocker guidance/no json", Spec{Kind: KindBlockerGuidance}, msg("x"), notReached},
 	{"runtime metadata/not observed", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeCLIName: "codex"}}, msg("x"), notReached},
 	// file_exists, file_exact, file_contains
 	{"file exists/pass", Spec{Kind: KindFileExists, Path: "daytona-warm-7.txt"}, full(), pass},

@@ -31,6 +31,7 @@ const (
 	companyID = "company-1"
 	agentID   = "agent-1"
 	boardID   = "board-1"
+	managerID = "manager-1" // no run of it is ever opened here
 	taskID    = "task-1"
 	boardAt   = "2026-08-09T12:00:00.000Z"
 )
@@ -227,7 +228,14 @@ func (w *world) comment(body string) {
 	w.edit(func(st *controlplane.State) {
 		w.boardSeq++
 		id := fmt.Sprintf("board-comment-%d", w.boardSeq)
-		st.Comments = append(st.Comments, &controlplane.Comment{ID: id, TaskID: taskID, AuthorActorID: ptr(boardID), Body: body, CreatedAt: boardAt})
+		at := boardAt // the control plane's clock, when a run finished: the comment comes after it
+		for _, r := range st.Runs {
+			if r.FinishedAt != nil {
+				at = *r.FinishedAt
+			}
+		}
+		// a board comment has no author actor, as on the server
+		st.Comments = append(st.Comments, &controlplane.Comment{ID: id, TaskID: taskID, AuthorActorID: nil, Body: body, CreatedAt: at})
 		w.scheduleWake(st, "issue_commented", map[string]string{"commentId": id})
 	})
 }
@@ -267,6 +275,11 @@ func (w *world) play(ctx context.Context, c *catalog.Case, r *catalog.RenderedCa
 			if !w.approve() {
 				return
 			}
+		case "blocker_guidance":
+			if w.state().Tasks[0].Status != "blocked" {
+				return // the worker did not block on its question
+			}
+			w.comment(r.Followups[0])
 		case "warm_three_turn":
 			if w.state().Tasks[0].Status != "in_review" {
 				return // the turn was not submitted for review
@@ -298,7 +311,23 @@ func (w *world) observe(cell *catalog.Cell) *match.Observation {
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	obs.IssueStatus = string(st.Tasks[0].Status)
-	b, err := json.Marshal(map[string]any{"documents": st.Documents, "interactions": st.Interactions, "approvals": st.Approvals})
+	var comments []*controlplane.Comment
+	for _, c := range st.Comments {
+		if c.TaskID == taskID {
+			comments = append(comments, c)
+		}
+	}
+	company := map[string]any{"agentId": agentID, "managerId": managerID, "actors": []any{map[string]any{"id": agentID}, map[string]any{"id": managerID}}}
+	var tasks, runs []any
+	for _, t := range st.Tasks {
+		tasks = append(tasks, map[string]any{"id": t.ID})
+	}
+	for _, r := range st.Runs {
+		runs = append(runs, map[string]any{"id": r.ID, "actorId": r.ActorID, "taskId": r.TaskID, "status": r.Status, "wakeReason": r.Wake.Reason, "openedAt": r.OpenedAt})
+	}
+	company["tasks"], company["runs"] = tasks, runs
+	b, err := json.Marshal(map[string]any{"documents": st.Documents, "interactions": st.Interactions, "approvals": st.Approvals,
+		"issue": st.Tasks[0], "comments": comments, "company": company})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -442,8 +471,8 @@ func TestDefaultCatalogFlows(t *testing.T) {
 			}
 		})
 	}
-	if n != 28 {
-		t.Errorf("played %d driver/case pairs, want the 24 of suite grader-calibration and the 4 of journey-calibration", n)
+	if n != 32 {
+		t.Errorf("played %d driver/case pairs, want the 24 of suite grader-calibration and the 8 of journey-calibration", n)
 	}
 }
 

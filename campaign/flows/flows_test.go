@@ -221,6 +221,8 @@ func TestFlows(t *testing.T) {
 		{name: "plan approval, no approval", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "nop", problem: "no pending plan approval after run 1"},
 		{name: "plan approval of no revision", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "reference", script: untargeted,
 			problem: "targets no plan revision"},
+		{name: "blocker guidance", cell: "journey-calibration.reference.local.blocker-guidance", agent: "reference"},
+		{name: "blocker guidance, the agent never blocks", cell: "journey-calibration.reference.local.blocker-guidance", agent: "nop", problem: "not blocked on a question"},
 		{name: "warm three turns", cell: "grader-calibration.reference.local.warm-three-turn", agent: "reference"},
 		{name: "warm three turns, no file", cell: "grader-calibration.reference.local.warm-three-turn", agent: "nop", problem: "after turn 1 the workspace file"},
 		{name: "a turn deadline", cell: "grader-calibration.reference.local.message-marker", agent: "idle", timeout: 200 * time.Millisecond, err: "turn 1 deadline (200 ms) missed"},

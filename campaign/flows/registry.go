@@ -33,6 +33,7 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPlanRevisionAcceptance:   playPlanRevision,
 	catalog.FlowPlanApprovalCompletion:   playPlanApproval,
 	catalog.FlowWarmThreeTurn:            playWarmThreeTurn,
+	catalog.FlowBlockerGuidance:          playBlockerGuidance,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.
