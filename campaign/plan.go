@@ -50,7 +50,7 @@ func (e *OptionsError) Error() string { return strings.Join(e.Problems, "; ") }
 // directory).
 const MaxCampaignIDLength = 128
 
-var campaignIDInvalid = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+var campaignIDInvalid = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_.-]+`) })
 
 // SanitizeCampaignID returns raw with every run of characters outside [A-Za-z0-9_.-]
 // replaced by "-" and leading and trailing dashes trimmed (spec runner-e2e-harness §3).
@@ -58,7 +58,7 @@ var campaignIDInvalid = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 // names a directory) or when it is longer than MaxCampaignIDLength bytes; the last two
 // are agentproof additions.
 func SanitizeCampaignID(raw string) (string, error) {
-	id := strings.Trim(campaignIDInvalid.ReplaceAllString(raw, "-"), "-")
+	id := strings.Trim(campaignIDInvalid().ReplaceAllString(raw, "-"), "-")
 	switch {
 	case id == "":
 		return "", fmt.Errorf("campaign id %q has no character from [A-Za-z0-9_.-]", raw)

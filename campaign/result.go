@@ -78,6 +78,11 @@ func addFacts(res *report.Result, f *Facts) {
 	}
 	res.RuntimeFacts = slices.Clone(f.Runtime)
 	res.RuntimeMode = agreedRuntimeMode(f.Runtime)
+	res.Leases = slices.Clone(f.Leases)
+	if f.RuntimeUsage != nil {
+		rt := *f.RuntimeUsage
+		res.RuntimeUsage = &rt
+	}
 }
 
 // agreedRuntimeMode is the runtime mode every recorded run launched with, or "".

@@ -12,6 +12,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
@@ -23,11 +24,15 @@ var dashboardTemplate string
 //go:embed dashboard.js
 var dashboardScript string
 
-var dashboardTmpl = template.Must(template.New("dashboard").Funcs(template.FuncMap{
-	"tokens":   Tokens,
-	"clean":    func(s string) string { return Clean(s, false) },
-	"duration": Duration,
-}).Parse(dashboardTemplate))
+// dashboardTmpl parses the dashboard template on first use: parsing it at package
+// init would cost every agentproof process (serve children, agents) at start.
+var dashboardTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("dashboard").Funcs(template.FuncMap{
+		"tokens":   Tokens,
+		"clean":    func(s string) string { return Clean(s, false) },
+		"duration": Duration,
+	}).Parse(dashboardTemplate))
+})
 
 // ChartCampaigns is how many complete campaigns the history trend charts show.
 const ChartCampaigns = 20
@@ -42,7 +47,7 @@ const ChartCampaigns = 20
 func Dashboard(c *Campaign, cat *catalog.Catalog, hist *History) ([]byte, error) {
 	v := buildView(c, cat, hist)
 	var b bytes.Buffer
-	if err := dashboardTmpl.Execute(&b, v); err != nil {
+	if err := dashboardTmpl().Execute(&b, v); err != nil {
 		return nil, fmt.Errorf("rendering dashboard: %w", err)
 	}
 	return b.Bytes(), nil

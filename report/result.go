@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -120,40 +121,41 @@ type RuntimeFacts struct {
 // Synthetic is set on results this package made up for expected cells without any
 // result (attempt 0); they are never written to disk as result.json.
 type Result struct {
-	Schema              string                `json:"schema"`
-	ExecutionID         string                `json:"executionId"`
-	CampaignID          string                `json:"campaignId"`
-	SuiteID             string                `json:"suiteId"`
-	SuiteDefinitionHash string                `json:"suiteDefinitionHash"`
-	ProfileID           string                `json:"profileId"`
-	EnvironmentID       string                `json:"environmentId"`
-	CaseID              string                `json:"caseId"`
-	Provider            string                `json:"provider"`
-	Model               string                `json:"model"`
-	RuntimeMode         string                `json:"runtimeMode,omitempty"`
-	Source              *Source               `json:"source,omitempty"`
-	RankingSnapshot     *RankingSnapshot      `json:"rankingSnapshot,omitempty"`
-	Attempt             int                   `json:"attempt"`
-	Verdict             verdict.Verdict       `json:"verdict"`
-	ExpectedVerdict     verdict.Verdict       `json:"expectedVerdict,omitempty"`
-	FailureClass        verdict.FailureClass  `json:"failureClass,omitempty"`
-	Error               string                `json:"error,omitempty"`
-	IssueID             string                `json:"issueId,omitempty"`
-	IssueIdentifier     string                `json:"issueIdentifier,omitempty"`
-	RunIDs              []string              `json:"runIds"`
-	TurnTimings         []TurnTiming          `json:"turnTimings,omitempty"`
-	StartedAt           string                `json:"startedAt"`
-	FinishedAt          string                `json:"finishedAt"`
-	DurationMs          int64                 `json:"durationMs"`
-	MatcherResults      []MatcherResult       `json:"matcherResults"`
-	Termination         json.RawMessage       `json:"termination,omitempty"`
-	Usage               any                   `json:"usage"`
-	RuntimeUsage        *billing.RuntimeUsage `json:"runtimeUsage,omitempty"`
-	Billing             *billing.Summary      `json:"billing,omitempty"`
-	Cleanup             string                `json:"cleanup"`
-	RuntimeFacts        []RuntimeFacts        `json:"runtimeFacts,omitempty"`
-	Evidence            []string              `json:"evidence"`
-	Synthetic           bool                  `json:"synthetic,omitempty"`
+	Schema              string                    `json:"schema"`
+	ExecutionID         string                    `json:"executionId"`
+	CampaignID          string                    `json:"campaignId"`
+	SuiteID             string                    `json:"suiteId"`
+	SuiteDefinitionHash string                    `json:"suiteDefinitionHash"`
+	ProfileID           string                    `json:"profileId"`
+	EnvironmentID       string                    `json:"environmentId"`
+	CaseID              string                    `json:"caseId"`
+	Provider            string                    `json:"provider"`
+	Model               string                    `json:"model"`
+	RuntimeMode         string                    `json:"runtimeMode,omitempty"`
+	Source              *Source                   `json:"source,omitempty"`
+	RankingSnapshot     *RankingSnapshot          `json:"rankingSnapshot,omitempty"`
+	Attempt             int                       `json:"attempt"`
+	Verdict             verdict.Verdict           `json:"verdict"`
+	ExpectedVerdict     verdict.Verdict           `json:"expectedVerdict,omitempty"`
+	FailureClass        verdict.FailureClass      `json:"failureClass,omitempty"`
+	Error               string                    `json:"error,omitempty"`
+	IssueID             string                    `json:"issueId,omitempty"`
+	IssueIdentifier     string                    `json:"issueIdentifier,omitempty"`
+	RunIDs              []string                  `json:"runIds"`
+	TurnTimings         []TurnTiming              `json:"turnTimings,omitempty"`
+	StartedAt           string                    `json:"startedAt"`
+	FinishedAt          string                    `json:"finishedAt"`
+	DurationMs          int64                     `json:"durationMs"`
+	MatcherResults      []MatcherResult           `json:"matcherResults"`
+	Termination         json.RawMessage           `json:"termination,omitempty"`
+	Usage               any                       `json:"usage"`
+	RuntimeUsage        *billing.RuntimeUsage     `json:"runtimeUsage,omitempty"`
+	Billing             *billing.Summary          `json:"billing,omitempty"`
+	Cleanup             string                    `json:"cleanup"`
+	RuntimeFacts        []RuntimeFacts            `json:"runtimeFacts,omitempty"`
+	Leases              []environment.LeaseRecord `json:"leases,omitempty"`
+	Evidence            []string                  `json:"evidence"`
+	Synthetic           bool                      `json:"synthetic,omitempty"`
 }
 
 // ValidationError lists every problem found in one document, each naming its field.
@@ -520,7 +522,7 @@ func ParseExecutionID(id string) (suite, profile, env, cs string, ok bool) {
 		return "", "", "", "", false
 	}
 	for _, p := range parts {
-		if !catalog.IDPattern.MatchString(p) {
+		if !catalog.IDPattern().MatchString(p) {
 			return "", "", "", "", false
 		}
 	}

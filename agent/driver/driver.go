@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/agent/hostile"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -41,6 +42,10 @@ const (
 	// KindCLI is "exec:<cli>": a pinned real agent CLI (clis.Pinned); Name.Arg is its
 	// name (codex, opencode, claude).
 	KindCLI Kind = "exec:"
+	// KindHostile is "hostile:<attack>": the built-in hostile agent of the hostile
+	// suite (hostile.SuiteAttacks); Name.Arg is the attack, made once before the agent
+	// carries out the case's reference script.
+	KindHostile Kind = "hostile:"
 )
 
 // Name is a parsed driver: its Kind and, for KindFixture and KindCLI, the fixture or
@@ -61,7 +66,8 @@ func (e *Error) Error() string {
 }
 
 // Parse reads a driver string: fixture:<pass|fail|hang|noisy>, reference, nop, wrong,
-// leaky, exec or exec:<codex|opencode|claude>. Anything else (an unknown fixture or
+// leaky, exec, exec:<codex|opencode|claude> or hostile:<attack>
+// (hostile.SuiteAttacks). Anything else (an unknown fixture or
 // CLI, a different case, surrounding space) is an *Error.
 func Parse(s string) (Name, error) {
 	switch Kind(s) {
@@ -70,6 +76,9 @@ func Parse(s string) (Name, error) {
 	}
 	if f, ok := strings.CutPrefix(s, string(KindFixture)+":"); ok && worker.IsFixture(f) {
 		return Name{Kind: KindFixture, Arg: f}, nil
+	}
+	if a, ok := strings.CutPrefix(s, string(KindHostile)); ok && slices.Contains(hostile.SuiteAttacks, a) {
+		return Name{Kind: KindHostile, Arg: a}, nil
 	}
 	if c, ok := strings.CutPrefix(s, string(KindCLI)); ok {
 		if pin, pinned := clis.Lookup(c); pinned && !pin.ACP {
@@ -92,6 +101,9 @@ func Names() []string {
 			out = append(out, string(KindCLI)+c.Name)
 		}
 	}
+	for _, a := range hostile.SuiteAttacks {
+		out = append(out, string(KindHostile)+a)
+	}
 	return out
 }
 
@@ -102,6 +114,8 @@ func (n Name) String() string {
 		return string(KindFixture) + ":" + n.Arg
 	case KindCLI:
 		return string(KindCLI) + n.Arg
+	case KindHostile:
+		return string(KindHostile) + n.Arg
 	}
 	return string(n.Kind)
 }
@@ -116,16 +130,19 @@ func (n Name) Fixture() (name string, ok bool) { return n.Arg, n.Kind == KindFix
 func (n Name) CLI() (name string, ok bool) { return n.Arg, n.Kind == KindCLI }
 
 // Builtin reports whether n runs a built-in agent (`agentproof agent <name>`):
-// reference, nop, wrong or leaky.
+// reference, nop, wrong, leaky or hostile:<attack>.
 func (n Name) Builtin() bool {
-	return slices.Contains([]Kind{KindReference, KindNop, KindWrong, KindLeaky}, n.Kind)
+	return slices.Contains([]Kind{KindReference, KindNop, KindWrong, KindLeaky, KindHostile}, n.Kind)
 }
 
 // NeedsReference reports whether n carries out the case's reference script, so the
 // case must have one: reference, wrong and leaky.
 func (n Name) NeedsReference() bool {
-	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky
+	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky || n.Kind == KindHostile
 }
+
+// Hostile returns the hostile agent's attack; ok is false for other kinds.
+func (n Name) Hostile() (attack string, ok bool) { return n.Arg, n.Kind == KindHostile }
 
 // Silent reports whether n's process never talks to the agent API (nop and the
 // fixture programs): the runner completes its run without reading it first.

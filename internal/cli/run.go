@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -14,6 +16,8 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/worker"
@@ -161,6 +165,9 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := probeSandbox(cmd.Context(), plan.Cells, sandbox.Options{}); err != nil {
+		return err
+	}
 	root, err := filepath.Abs(o.results)
 	if err != nil {
 		return usageErrorf("--results: %v", err)
@@ -239,6 +246,33 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		return withExit(ExitInternal, errors.New("the campaign's results are incomplete: agentproof could not write them (see above); "+bugNote))
 	}
 	return withExit(g.Campaign.ExitCode(), nil)
+}
+
+// probeSandbox probes the sandbox provider (for real: a trial sandbox, the cgroup
+// controllers, a tmpfs) when a selected cell runs in a sandbox environment, before
+// anything starts: a machine that cannot run it is a configuration error (exit 2)
+// naming every missing requirement, the cells' environments and what to do. opt
+// configures the provider probed (the zero value: bwrap from PATH, this executable).
+func probeSandbox(ctx context.Context, cells []*catalog.Cell, opt sandbox.Options) error {
+	var envs []string
+	for _, c := range cells {
+		if environment.ProviderName(c.Environment.Provider) == environment.ProviderSandbox && !slices.Contains(envs, c.Environment.ID) {
+			envs = append(envs, c.Environment.ID)
+		}
+	}
+	if len(envs) == 0 {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r := sandbox.New(opt).Probe(ctx)
+	if r.Available {
+		return nil
+	}
+	return usageErrorf("the selected cells of environment %s need the sandbox provider, which this machine cannot run: %s "+
+		"(install bubblewrap 0.8 or later — Debian/Ubuntu: apt-get install bubblewrap —, run as root with unprivileged user namespaces enabled, "+
+		"see `agentproof environments probe`; or deselect those environments)", strings.Join(envs, ", "), strings.Join(r.Missing(), "; "))
 }
 
 // sweepStaleRoots removes the attempt temp roots (they hold key files) that a killed
