@@ -75,8 +75,18 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 				p = append(p, fmt.Sprintf("turns[%d] trigger %q is not one of %s", ti, t.Trigger, strings.Join(catalog.TurnTriggers, ", ")))
 			}
 			for si, st := range t.Steps {
-				if st == nil || (st.Command == "") == (st.Edit == nil) {
-					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command or one edit", ti, si))
+				if st == nil {
+					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command, one edit or one wait", ti, si))
+					continue
+				}
+				n := 0
+				for _, set := range []bool{st.Command != "", st.Edit != nil, st.Wait != nil} {
+					if set {
+						n++
+					}
+				}
+				if n != 1 {
+					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command, one edit or one wait", ti, si))
 				}
 			}
 		}
@@ -243,13 +253,13 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 }
 
 // Credentials returns the credential variables of a built-in agent's environment: every
-// variable the runner did not set itself (not AGENTPROOF_*, HOME, LANG, PATH or TZ),
-// name → value. These are the secrets the agent's adapter configuration resolved.
+// variable the runner did not set itself (not AGENTPROOF_*, AGENT_HOME, HOME, LANG, PATH
+// or TZ), name → value. These are the secrets the agent's adapter configuration resolved.
 func Credentials(vars map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range vars {
 		switch {
-		case strings.HasPrefix(k, "AGENTPROOF_"), k == "HOME", k == "LANG", k == "PATH", k == "TZ", v == "":
+		case strings.HasPrefix(k, "AGENTPROOF_"), k == EnvAgentHome, k == "HOME", k == "LANG", k == "PATH", k == "TZ", v == "":
 		default:
 			out[k] = v
 		}

@@ -49,6 +49,9 @@ const (
 	// EnvHostileServerHome is the control plane's instance home on the host, given only
 	// to the hostile suite's agents (driver hostile:<attack>) as what they aim at.
 	EnvHostileServerHome = "AGENTPROOF_HOSTILE_SERVER_HOME"
+	// EnvAgentHome is the agent's registered home directory (RunEnv.AgentHome), edited
+	// with ordinary filesystem tools and saved by the runner after every run.
+	EnvAgentHome = "AGENT_HOME"
 )
 
 // Defaults of a driver configuration that sets no bound.
@@ -88,6 +91,10 @@ type RunEnv struct {
 	Secrets       map[string]string
 	AdapterConfig json.RawMessage
 	ServerHome    string
+	// AgentHome is the agent's registered home directory (absolute; "" for none): the
+	// runner materialises it from the control plane's managed files before the launch
+	// and saves it after; the agent gets it as EnvAgentHome.
+	AgentHome string
 }
 
 // Driver launches one kind of agent. Implementations are immutable and safe for
@@ -258,6 +265,9 @@ func apiEnv(env RunEnv, extra ...string) ([]string, error) {
 	out := append(baseEnv(env),
 		EnvAPIURL+"="+env.APIURL, EnvRunToken+"="+env.RunToken, EnvRunID+"="+env.RunID,
 		EnvWorkspace+"="+env.Workspace, EnvStateDir+"="+env.StateDir)
+	if env.AgentHome != "" {
+		out = append(out, EnvAgentHome+"="+env.AgentHome)
+	}
 	out = append(out, extra...)
 	taken := map[string]bool{}
 	for _, kv := range out {

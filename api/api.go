@@ -22,10 +22,22 @@ const (
 	MaxBodyDepth = 128
 	// MaxIdempotencyKeyBytes bounds idempotency and deduplication keys (bytes):
 	// idempotencyKey of a command, cancellationRequestId of a Stop, callerDedupeKey and
-	// callerResultId of a completion, eventId and sourceEventId of an event. A longer
-	// key is refused with 400 invalid_request naming the field.
-	MaxIdempotencyKeyBytes = 256
+	// callerResultId of a completion, eventId and sourceEventId of an event, and the
+	// Idempotency-Key header of a board write (controlplane.MaxIdempotencyKeyBytes). A
+	// longer key is refused with 400 invalid_request naming the field.
+	MaxIdempotencyKeyBytes = controlplane.MaxIdempotencyKeyBytes
+	// MaxFileBytes bounds the raw body of a blob upload (bytes), instead of
+	// MaxBodyBytes (controlplane.MaxFileBytes, 32 MiB).
+	MaxFileBytes = controlplane.MaxFileBytes
 )
+
+// IdempotencyKeyHeader is the header a board write carries its idempotency key in (at
+// most MaxIdempotencyKeyBytes bytes): the key and the committed response are stored
+// with the write, and a replay with the same key returns that response (same ids, same
+// status); the same key with a different request is 409 idempotency_conflict. Routes
+// that take no key refuse the header (400 idempotency_key_invalid), and so do agent
+// tokens.
+const IdempotencyKeyHeader = "Idempotency-Key"
 
 // Error is every error body: the state machine's {code, message, retryable}, or one of
 // the transport codes invalid_request (400: malformed JSON, unknown fields, text that

@@ -23,7 +23,8 @@ const (
 	// RunNotOpened: the checkout was refused; Reason says why. No process was started.
 	RunNotOpened HeartbeatState = "not_opened"
 	// RunOrphaned: the server stopped while the run's process was (possibly) running;
-	// after the restart the run was completed as failed, never relaunched.
+	// after the restart the run was completed as interrupted (its home saved when it
+	// had been materialised), never relaunched; Retry starts a new run bound to it.
 	RunOrphaned HeartbeatState = "orphaned"
 )
 
@@ -57,6 +58,24 @@ type HeartbeatRun struct {
 	Usage            json.RawMessage         `json:"usage"`
 	Evidence         []EvidenceRef           `json:"evidence"`
 	Cancellation     *CancelIntent           `json:"cancellation,omitempty"`
+	// AgentHome is the run's AGENT_HOME directory (absent for a fixture program);
+	// HomeReceiptID the control plane's receipt of its save at the end of the run, and
+	// HomeSaveError why the save failed.
+	AgentHome     string `json:"agentHome,omitempty"`
+	HomeReceiptID string `json:"homeReceiptId,omitempty"`
+	HomeSaveError string `json:"homeSaveError,omitempty"`
+	// IdempotentStops are the Stop requests with an Idempotency-Key the run received:
+	// the key, the SHA-256 of the request body and the response it got, which a replay
+	// with the same key answers again (written in the same atomic record write as the
+	// intent they reserved or joined).
+	IdempotentStops []IdempotentStop `json:"idempotentStops,omitempty"`
+}
+
+// IdempotentStop is one keyed Stop request of a run and its stored response.
+type IdempotentStop struct {
+	Key           string            `json:"key"`
+	RequestSHA256 string            `json:"requestSha256"`
+	Response      CancelRunResponse `json:"response"`
 }
 
 // Termination is how an agent process ended (worker.Outcome, summarised): Summary is

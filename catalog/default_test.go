@@ -20,7 +20,7 @@ func TestDefaultCatalog(t *testing.T) {
 		sizes[cell.Suite.ID]++
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
-		"cli-calibration": 4, "claude": 3, "sandbox-compatibility": 6, "hostile-sandbox": 5, "hostile-local": 2,
+		"cli-calibration": 4, "claude": 3, "sandbox-compatibility": 6, "hostile-sandbox": 5, "hostile-local": 2, "board-idempotency": 6,
 		"journey-calibration": 8, "product-journeys": 4}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
@@ -88,7 +88,7 @@ func TestRenderDefaultCases(t *testing.T) {
 				t.Errorf("%s: unrendered template in %q", cell.ID, s)
 			}
 		}
-		if len(r.Reference.Turns) != cell.Case.ExpectedRunCount {
+		if len(r.Reference.Turns) != cell.Case.ScriptTurns() {
 			t.Errorf("%s: %d reference turns, %d runs", cell.ID, len(r.Reference.Turns), cell.Case.ExpectedRunCount)
 		}
 	}

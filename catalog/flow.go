@@ -9,7 +9,8 @@ import "slices"
 type Flow string
 
 // The flows of the catalog's enumeration (spec §2.5, plus process_exit of agentproof's
-// process-control calibration).
+// process-control calibration, and lost_acknowledgement and crash_retry of the board
+// idempotency and Retry journeys: docs/files.md).
 const (
 	FlowSingleTurn               Flow = "single_turn"
 	FlowPlanRevisionAcceptance   Flow = "plan_revision_acceptance"
@@ -26,6 +27,8 @@ const (
 	FlowInstructionPersistence   Flow = "instruction_persistence"
 	FlowNativeProviderLoss       Flow = "native_provider_loss"
 	FlowProcessExit              Flow = "process_exit"
+	FlowLostAcknowledgement      Flow = "lost_acknowledgement"
+	FlowCrashRetry               Flow = "crash_retry"
 	// FlowBlockerGuidance: the worker blocks its task on a decision only a human can
 	// make, the human answers with a comment, the worker resumes (seed 000 "Direct
 	// blocker fixtures"); the company also has a manager agent that must not run.
@@ -38,7 +41,17 @@ var Flows = []Flow{
 	FlowPlanApprovalCompletion, FlowWarmThreeTurn, FlowGovernedToolReview,
 	FlowEverydayWorkflow, FlowContextIntegrity, FlowContinuationAccounting, FlowContinuation,
 	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
-	FlowProcessExit, FlowBlockerGuidance,
+	FlowProcessExit, FlowLostAcknowledgement, FlowCrashRetry, FlowBlockerGuidance,
+}
+
+// ScriptTurns is how many turns a reference script of the case carries out: one per
+// expected run, but for flow crash_retry, whose second run (the Retry of the killed
+// first) carries out the turn the kill cut short again.
+func (cs *Case) ScriptTurns() int {
+	if cs.Flow == FlowCrashRetry {
+		return cs.ExpectedRunCount - 1
+	}
+	return cs.ExpectedRunCount
 }
 
 // HasManager reports whether the fixtures of a case with flow f create a manager

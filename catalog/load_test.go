@@ -457,7 +457,7 @@ func TestBadInput(t *testing.T) {
 					`steps\[1\]: command report_progress needs args\.body`,
 					`steps\[1\]: command report_progress has no argument "text"`,
 					`steps\[2\] edit path "\.\./escape\.txt" must be a relative path inside the workspace`,
-					`steps\[3\] needs a command or an edit`,
+					`steps\[3\] needs a command, an edit or a wait`,
 				}
 			},
 		},

@@ -13,9 +13,14 @@ import (
 // simulate carries out a rendered reference script on a model of the control plane
 // just detailed enough to grade it: per-run user-facing messages (the present comment,
 // else every comment of the run), the issue status after the last run, workspace files,
-// and the composite JSON of documents, interactions and approvals (an interaction or
-// approval a turn asks for is decided as the next turn's trigger says).
-func simulate(script *ReferenceScript) *match.Observation {
+// and the composite JSON of documents, interactions, approvals, comments (the human's
+// follow-ups, each once, with a null author, before the turn they start; the agent's
+// own) and the company view (an interaction or approval a turn asks for is decided as
+// the next turn's trigger says).
+//
+// Under flow crash_retry the first run is killed before it does anything (an empty
+// message, status failed) and the script runs in its retry (retryOf the first).
+func simulate(script *ReferenceScript, followups []string, flow Flow) *match.Observation {
 	obs := &match.Observation{HasMessage: true, RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 	issue := "todo"
 	docs := map[string]map[string]any{}
@@ -24,16 +29,22 @@ func simulate(script *ReferenceScript) *match.Observation {
 	var comments, runs []any   // the task's comments and runs, clock ticks as times
 	tick := 0
 	now := func() string { tick++; return fmt.Sprintf("2026-01-01T00:00:%02d.000Z", tick) }
-	comment := func(author any) {
-		comments = append(comments, map[string]any{"id": fmt.Sprintf("comment-%d", len(comments)+1), "authorActorId": author, "createdAt": now()})
+	comment := func(author any, body string) {
+		comments = append(comments, map[string]any{"id": fmt.Sprintf("comment-%d", len(comments)+1), "authorActorId": author, "body": body, "createdAt": now()})
 	}
 	for i, turn := range script.Turns {
 		if issue != "done" {
 			issue = "in_progress"
 		}
 		wake := "issue_assigned"
+		followed := i > 0 && i <= len(followups)
+		if followed {
+			comment(nil, followups[i-1]) // the human's follow-up or answer
+		}
 		if turn.Trigger == "follow_up" {
-			comment(nil) // the human's follow-up or answer
+			if !followed {
+				comment(nil, "")
+			}
 			wake = "issue_commented"
 		} else if i > 0 {
 			wake = "interaction_resolved"
@@ -99,7 +110,7 @@ func simulate(script *ReferenceScript) *match.Observation {
 				docs[key]["latestRevisionId"] = id
 			}
 			if body != "" {
-				comment("worker")
+				comment("worker", body)
 				bodies = append(bodies, body)
 				if st.Present {
 					present, hasPresent = body, true
@@ -111,12 +122,17 @@ func simulate(script *ReferenceScript) *match.Observation {
 		}
 		obs.Turns = append(obs.Turns, present)
 	}
-	obs.Message = strings.Join(obs.Turns, "\n")
-	obs.IssueStatus = issue
-	b, err := json.Marshal(map[string]any{"documents": docList, "interactions": inters, "approvals": approvals, "comments": comments,
+	doc := map[string]any{"documents": docList, "interactions": inters, "approvals": approvals, "comments": comments,
 		"issue": map[string]any{"id": "task-1", "status": issue, "assigneeActorId": "worker"},
 		"company": map[string]any{"agentId": "worker", "managerId": "manager", "actors": []any{map[string]any{"id": "worker"}, map[string]any{"id": "manager"}},
-			"tasks": []any{map[string]any{"id": "task-1"}}, "runs": runs}})
+			"tasks": []any{map[string]any{"id": "task-1"}}, "runs": runs}}
+	if flow == FlowCrashRetry {
+		obs.Turns = append([]string{""}, obs.Turns...)
+		doc["runs"] = []any{map[string]any{"id": "run-1", "status": "failed"}, map[string]any{"id": "run-2", "status": "succeeded", "retryOf": "run-1"}}
+	}
+	obs.Message = strings.Join(obs.Turns, "\n")
+	obs.IssueStatus = issue
+	b, err := json.Marshal(doc)
 	if err != nil {
 		panic(err)
 	}
@@ -178,13 +194,13 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 			case "reference", "leaky":
 				// leaky carries out the reference script (and leaks: the leak, not a
 				// matcher, must fail it)
-				obs = simulate(r.Reference)
+				obs = simulate(r.Reference, r.Followups, cell.Case.Flow)
 			case "wrong":
 				wrong, err := cell.Render("wr0ng99")
 				if err != nil {
 					t.Fatal(err)
 				}
-				obs = simulate(wrong.Reference)
+				obs = simulate(wrong.Reference, r.Followups, cell.Case.Flow)
 			case "nop":
 				obs = &match.Observation{HasMessage: true, IssueStatus: "in_progress", RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{},
 					JSON: json.RawMessage(`{"documents":[],"interactions":[],"approvals":[]}`)}

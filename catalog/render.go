@@ -192,6 +192,17 @@ func renderScript(s *ReferenceScript, vars map[string]string) (*ReferenceScript,
 				}
 				rs.Args = a.(map[string]any)
 			}
+			if st.Wait != nil {
+				w := *st.Wait
+				var err error
+				if w.Ready, err = renderString(w.Ready, vars); err != nil {
+					return nil, fmt.Errorf("turns[%d].steps[%d].wait.ready: %w", ti, si, err)
+				}
+				if w.Release, err = renderString(w.Release, vars); err != nil {
+					return nil, fmt.Errorf("turns[%d].steps[%d].wait.release: %w", ti, si, err)
+				}
+				rs.Wait = &w
+			}
 			if st.Edit != nil {
 				e := *st.Edit
 				var err error

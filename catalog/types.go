@@ -219,8 +219,8 @@ type ReferenceTurn struct {
 }
 
 // ReferenceStep is either one semantic command (Command = the kind of
-// spec control-plane-port §3, Args its inputs; string args are templates) or one
-// workspace edit (Edit). Present marks the command whose comment is the run's
+// spec control-plane-port §3, Args its inputs; string args are templates), one
+// workspace edit (Edit) or one file wait (Wait). Present marks the command whose comment is the run's
 // user-facing message (resultJson.presentationDecision.commentId, spec §5).
 //
 // Script-only argument conventions the reference agent resolves at run time:
@@ -232,6 +232,17 @@ type ReferenceStep struct {
 	Args    map[string]any `yaml:"args" json:"args,omitempty"`
 	Present bool           `yaml:"present" json:"present,omitempty"`
 	Edit    *WorkspaceEdit `yaml:"edit" json:"edit,omitempty"`
+	Wait    *WorkspaceWait `yaml:"wait" json:"wait,omitempty"`
+}
+
+// WorkspaceWait is a step that waits in an ordinary bounded file wait (seed 000: the
+// worker-crash case's observable active execution): the agent writes its run id to
+// Ready, then waits until Release exists, at most TimeoutMs (ms; 1…600000), and
+// fails the run when it does not appear. Both paths are workspace-relative templates.
+type WorkspaceWait struct {
+	Ready     string `yaml:"ready" json:"ready"`
+	Release   string `yaml:"release" json:"release"`
+	TimeoutMs int    `yaml:"timeoutMs" json:"timeoutMs"`
 }
 
 // WorkspaceEdit changes one workspace file: Path is workspace-relative (template), and

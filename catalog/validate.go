@@ -761,8 +761,8 @@ func (v *validator) validateReference(cs *Case, vars map[string]string) {
 		return
 	}
 	name := "case " + cs.ID + " reference"
-	if len(ref.Turns) != cs.ExpectedRunCount {
-		v.add(v.at(&ref.Turns, ref, cs), "%s has %d turns; expectedRunCount is %d (one turn per run)", name, len(ref.Turns), cs.ExpectedRunCount)
+	if want := cs.ScriptTurns(); len(ref.Turns) != want {
+		v.add(v.at(&ref.Turns, ref, cs), "%s has %d turns; expectedRunCount is %d (one turn per run that does not retry a killed one: %d)", name, len(ref.Turns), cs.ExpectedRunCount, want)
 	}
 	for ti, t := range ref.Turns {
 		if t == nil {
@@ -784,15 +784,23 @@ func (v *validator) validateReference(cs *Case, vars map[string]string) {
 				continue
 			}
 			sname := fmt.Sprintf("%s steps[%d]", tname, si)
+			kinds := 0
+			for _, set := range []bool{st.Command != "", st.Edit != nil, st.Wait != nil} {
+				if set {
+					kinds++
+				}
+			}
 			switch {
-			case st.Command != "" && st.Edit != nil:
-				v.add(v.at(st), "%s has both command and edit; use one step for each", sname)
-			case st.Command == "" && st.Edit == nil:
-				v.add(v.at(st), "%s needs a command or an edit", sname)
+			case kinds > 1:
+				v.add(v.at(st), "%s has more than one of command, edit and wait; use one step for each", sname)
+			case kinds == 0:
+				v.add(v.at(st), "%s needs a command, an edit or a wait", sname)
 			case st.Command != "":
 				v.validateCommand(st, sname, vars)
-			default:
+			case st.Edit != nil:
 				v.validateEdit(st, sname, vars)
+			default:
+				v.validateWait(st, sname, vars)
 			}
 			if st.Present {
 				presents++
@@ -854,6 +862,22 @@ func (v *validator) validateEdit(st *ReferenceStep, sname string, vars map[strin
 		if _, err := renderString(*s, vars); err != nil {
 			v.add(v.at(s, e), "%s edit %s: %v", sname, what, err)
 		}
+	}
+}
+
+func (v *validator) validateWait(st *ReferenceStep, sname string, vars map[string]string) {
+	w := st.Wait
+	for what, p := range map[string]*string{"ready": &w.Ready, "release": &w.Release} {
+		r, err := renderString(*p, vars)
+		switch {
+		case err != nil:
+			v.add(v.at(p, w), "%s wait %s: %v", sname, what, err)
+		case !localPath(r):
+			v.add(v.at(p, w), "%s wait %s %q must be a relative path inside the workspace", sname, what, *p)
+		}
+	}
+	if w.TimeoutMs < 1 || w.TimeoutMs > 600000 {
+		v.add(v.at(&w.TimeoutMs, w), "%s wait timeoutMs %d must be 1…600000 ms", sname, w.TimeoutMs)
 	}
 }
 

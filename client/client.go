@@ -41,6 +41,12 @@ func New(base, token string, hc *http.Client) *Client {
 // response returns its *controlplane.Error; transport failures return wrapped errors
 // without a code.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	return c.doWith(ctx, method, path, in, out, nil)
+}
+
+// doWith is do with write options (an Idempotency-Key header, a raw body's content
+// type).
+func (c *Client) doWith(ctx context.Context, method, path string, in, out any, opts []WriteOption) error {
 	var body io.Reader
 	if in != nil {
 		b, ok := in.([]byte)
@@ -59,6 +65,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, o := range opts {
+		o(req)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -88,6 +97,23 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	return nil
 }
+
+// WriteOption sets something on a write request.
+type WriteOption func(*http.Request)
+
+// IdempotencyKey makes a board write idempotent (the Idempotency-Key header, at most
+// api.MaxIdempotencyKeyBytes bytes): a replay with the same key returns the response
+// the server stored (same ids); the same key with a different request is 409
+// idempotency_conflict. An empty key sends no header.
+func IdempotencyKey(key string) WriteOption {
+	return func(r *http.Request) {
+		if key != "" {
+			r.Header.Set(api.IdempotencyKeyHeader, key)
+		}
+	}
+}
+
+func rawBody(r *http.Request) { r.Header.Set("Content-Type", "application/octet-stream") }
 
 // CreateCompany creates a board company (bare, with its local environment).
 func (c *Client) CreateCompany(ctx context.Context, name, issuePrefix string) (*Company, error) {
@@ -269,45 +295,46 @@ func (co *Company) CreateSecret(ctx context.Context, req api.CreateSecretRequest
 	return out, err
 }
 
-func (co *Company) board(ctx context.Context, method, path string, in any) (controlplane.BoardResult, error) {
+func (co *Company) board(ctx context.Context, method, path string, in any, opts []WriteOption) (controlplane.BoardResult, error) {
 	var out controlplane.BoardResult
-	err := co.c.do(ctx, method, co.prefix+path, in, &out)
+	err := co.c.doWith(ctx, method, co.prefix+path, in, &out, opts)
 	return out, err
 }
 
 // CreateAgent is board operation create_agent.
 func (co *Company) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/agents", req)
+	return co.board(ctx, "POST", "/agents", req, nil)
 }
 
 // CreateProject is board operation create_project.
 func (co *Company) CreateProject(ctx context.Context, req api.CreateProjectRequest) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/projects", req)
+	return co.board(ctx, "POST", "/projects", req, nil)
 }
 
 // CreateEnvironment is board operation create_environment.
 func (co *Company) CreateEnvironment(ctx context.Context, req api.CreateEnvironmentRequest) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/environments", req)
+	return co.board(ctx, "POST", "/environments", req, nil)
 }
 
 // CreateIssue is board operation create_issue.
 func (co *Company) CreateIssue(ctx context.Context, req api.CreateIssueRequest) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/issues", req)
+	return co.board(ctx, "POST", "/issues", req, nil)
 }
 
-// Comment is board operation comment on issue.
+// Comment is board operation comment on issue. A keyed (idempotent) comment, like
+// every keyed board write, goes through ApplyBoard with the BoardOp's IdempotencyKey.
 func (co *Company) Comment(ctx context.Context, issue, body string) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/issues/"+url.PathEscape(issue)+"/comments", api.CommentRequest{Body: body})
+	return co.board(ctx, "POST", "/issues/"+url.PathEscape(issue)+"/comments", api.CommentRequest{Body: body}, nil)
 }
 
 // ResolveInteraction is board operation resolve_interaction.
 func (co *Company) ResolveInteraction(ctx context.Context, interaction string, req api.ResolveInteractionRequest) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/interactions/"+url.PathEscape(interaction)+"/resolve", req)
+	return co.board(ctx, "POST", "/interactions/"+url.PathEscape(interaction)+"/resolve", req, nil)
 }
 
 // DecideApproval is board operation decide_approval.
 func (co *Company) DecideApproval(ctx context.Context, approval string, req api.DecideApprovalRequest) (controlplane.BoardResult, error) {
-	return co.board(ctx, "POST", "/approvals/"+url.PathEscape(approval)+"/decide", req)
+	return co.board(ctx, "POST", "/approvals/"+url.PathEscape(approval)+"/decide", req, nil)
 }
 
 // Wakes lists scheduled wakes due at or before dueBy ("" for all).

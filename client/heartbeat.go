@@ -14,10 +14,10 @@ import (
 // /api/heartbeat-runs/{runId}/cancel with cancellationRequestID ("" omits it). Errors
 // come back as *controlplane.Error: cancellation_request_id_invalid (400), run_missing
 // (404), cancellation_conflict (409).
-func (c *Client) CancelRun(ctx context.Context, runID, cancellationRequestID string) (api.CancelRunResponse, error) {
+func (c *Client) CancelRun(ctx context.Context, runID, cancellationRequestID string, opts ...WriteOption) (api.CancelRunResponse, error) {
 	var out api.CancelRunResponse
-	err := c.do(ctx, "POST", "/api/heartbeat-runs/"+url.PathEscape(runID)+"/cancel",
-		api.CancelRunRequest{CancellationRequestID: cancellationRequestID}, &out)
+	err := c.doWith(ctx, "POST", "/api/heartbeat-runs/"+url.PathEscape(runID)+"/cancel",
+		api.CancelRunRequest{CancellationRequestID: cancellationRequestID}, &out, opts)
 	return out, err
 }
 

@@ -25,11 +25,21 @@ const (
 	BoardComment            = "comment"
 	BoardResolveInteraction = "resolve_interaction"
 	BoardDecideApproval     = "decide_approval"
+	// BoardPutFile writes a managed file (files.go).
+	BoardPutFile = "put_file"
+	// BoardResolveFileConflict resolves a home file conflict (home.go).
+	BoardResolveFileConflict = "resolve_file_conflict"
+	// BoardRetryRun asks for a new run of a failed or interrupted run (Retry).
+	BoardRetryRun = "retry_run"
 )
+
+// boardPutBlob is the kind under which a keyed blob upload (PutBlob with an
+// idempotency key) is remembered; it is not an ApplyBoard kind.
+const boardPutBlob = "put_blob"
 
 // BoardKinds lists every board operation kind.
 var BoardKinds = []string{BoardCreateAgent, BoardCreateProject, BoardCreateEnvironment, BoardCreateIssue,
-	BoardComment, BoardResolveInteraction, BoardDecideApproval}
+	BoardComment, BoardResolveInteraction, BoardDecideApproval, BoardPutFile, BoardResolveFileConflict, BoardRetryRun}
 
 // LocalEnvironment is the name and kind of the instance-managed environment: exactly one
 // per company; creating a second fails with environment_conflict.
@@ -69,9 +79,35 @@ type Environment struct {
 //     rules: outcome accepted/rejected/expired, or answered for questions; a revision
 //     request is outcome rejected with a result saying what to revise)
 //   - decide_approval: {approvalId, decision, note} (decide_approval's rules)
+//   - put_file: {scope?, ownerId?, path, sha256, contentType?, expectedSha256?} writes
+//     the managed file at path (scope company, the default, or agent_home with the
+//     agent's actor id as ownerId) to the stored blob sha256; with expectedSha256 the
+//     file's current SHA-256 ("" for none) must be it (file_revision_conflict)
+//   - resolve_file_conflict: {conflictId, resolution, currentSha256} (home.go)
+//   - retry_run: {runId}: a failed or interrupted run gets a retry: its task returns to
+//     todo and its actor gets a retry wake whose payload is {"retryOf": runId}; the run
+//     opened for that wake (OpenInput.RetryOf) is bound to it (Run.RetryOf). A run is
+//     retried at most once (run_already_retried); a run that is not failed or
+//     interrupted, or whose task is done or cancelled, is run_not_retryable.
+//
+// IdempotencyKey (at most MaxIdempotencyKeyBytes bytes; "" for none) makes the
+// operation idempotent: the first success is remembered with its kind and canonical
+// input (BoardIdempotencyRecord), and a later operation with the same key returns that
+// result unchanged (same ids) when kind and input are the same, and fails with
+// idempotency_conflict otherwise. A failed operation remembers nothing.
 type BoardOp struct {
-	Kind  string          `json:"kind"`
-	Input json.RawMessage `json:"input"`
+	Kind           string          `json:"kind"`
+	Input          json.RawMessage `json:"input"`
+	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
+}
+
+// BoardIdempotencyRecord is a keyed board write's memory: its key, kind, canonical
+// input and the result it committed.
+type BoardIdempotencyRecord struct {
+	Key            string      `json:"key"`
+	Kind           string      `json:"kind"`
+	InputCanonical string      `json:"inputCanonical"`
+	Result         BoardResult `json:"result"`
 }
 
 // BoardResult is an applied board operation: ID is the created or acted-on entity.
@@ -143,6 +179,9 @@ func (m *Memory) ApplyBoard(ctx context.Context, op BoardOp) (BoardResult, error
 		return BoardResult{}, m.deny(nil, "board_operation", "board_input_invalid", nil,
 			newErr(CodeBoardInputInvalid, "unknown board operation %q", op.Kind))
 	}
+	if res, replayed, err := m.boardReplay(op, operation); err != nil || replayed {
+		return res, err
+	}
 	mark := len(m.undo)
 	c := &cmdCtx{kind: op.Kind, raw: op.Input}
 	id, action, entity, err := m.board(c)
@@ -165,7 +204,68 @@ func (m *Memory) ApplyBoard(ctx context.Context, op BoardOp) (BoardResult, error
 	}
 	m.recordMutationSorted(nil, nil, action, entity, id, map[string]any{"entityRefs": refs, "kind": op.Kind},
 		operation, "allowed", "board_operation_applied", refs)
-	return BoardResult{Kind: op.Kind, ID: id, StateRevision: m.st.Revision, EntityRefs: refs, ScheduledWakeIDs: slices.Clone(wakes)}, nil
+	res := BoardResult{Kind: op.Kind, ID: id, StateRevision: m.st.Revision, EntityRefs: refs, ScheduledWakeIDs: slices.Clone(wakes)}
+	if err := m.boardRemember(op, res); err != nil {
+		m.rollback(mark)
+		return BoardResult{}, err
+	}
+	return res, nil
+}
+
+// boardReplay looks op's idempotency key up: a record with the same kind and canonical
+// input is a replay (a duplicate decision, the stored result, true); a record with
+// another kind or input is idempotency_conflict (a denied decision). No key, or a key
+// not used yet, is (zero, false, nil). A key over MaxIdempotencyKeyBytes is
+// board_input_invalid.
+func (m *Memory) boardReplay(op BoardOp, operation string) (BoardResult, bool, error) {
+	if op.IdempotencyKey == "" {
+		return BoardResult{}, false, nil
+	}
+	if len(op.IdempotencyKey) > MaxIdempotencyKeyBytes {
+		return BoardResult{}, false, m.deny(nil, operation, string(CodeBoardInputInvalid), nil,
+			newErr(CodeBoardInputInvalid, "the idempotency key is %d bytes long; at most %d bytes are allowed", len(op.IdempotencyKey), MaxIdempotencyKeyBytes))
+	}
+	rec := m.idx.boardIdem[op.IdempotencyKey]
+	if rec == nil {
+		return BoardResult{}, false, nil
+	}
+	canon, err := boardCanonical(op.Input)
+	if err != nil || rec.Kind != op.Kind || rec.InputCanonical != canon {
+		return BoardResult{}, false, m.deny(nil, operation, string(CodeIdempotencyConflict), rec.Result.EntityRefs,
+			newErr(CodeIdempotencyConflict, "idempotency key %q was used for a different %s request", clipID(op.IdempotencyKey), rec.Kind))
+	}
+	m.recordDecision(nil, operation, "duplicate", "board_operation_replayed", rec.Result.EntityRefs)
+	return cloneBoardResult(rec.Result), true, nil
+}
+
+// boardRemember stores res under op's idempotency key (nothing without a key).
+func (m *Memory) boardRemember(op BoardOp, res BoardResult) error {
+	if op.IdempotencyKey == "" {
+		return nil
+	}
+	canon, err := boardCanonical(op.Input)
+	if err != nil {
+		return newErr(CodeBoardInputInvalid, "board input: %v", err)
+	}
+	rec := &BoardIdempotencyRecord{Key: op.IdempotencyKey, Kind: op.Kind, InputCanonical: canon, Result: cloneBoardResult(res)}
+	appendv(m, &m.st.BoardIdempotency, rec)
+	mapSet(m, m.idx.boardIdem, rec.Key, rec)
+	return nil
+}
+
+// boardCanonical is the canonical JSON of a board input (null and absent are {}).
+func boardCanonical(raw json.RawMessage) (string, error) {
+	if isNull(raw) {
+		return "{}", nil
+	}
+	b, err := canonicalRaw(raw)
+	return string(b), err
+}
+
+func cloneBoardResult(r BoardResult) BoardResult {
+	r.EntityRefs = slices.Clone(r.EntityRefs)
+	r.ScheduledWakeIDs = slices.Clone(r.ScheduledWakeIDs)
+	return r
 }
 
 // board runs one operation and returns the entity id, audit action and entity type.
@@ -189,10 +289,75 @@ func (m *Memory) board(c *cmdCtx) (id, action, entity string, err error) {
 	case BoardResolveInteraction:
 		id, err = m.boardResolveInteraction(c)
 		return id, "interaction.resolved", "interaction", err
-	default: // BoardDecideApproval
+	case BoardDecideApproval:
 		id, err = m.boardDecideApproval(c)
 		return id, "approval.decided", "approval", err
+	case BoardPutFile:
+		id, err = m.boardPutFile(c)
+		return id, "file.written", "file", err
+	case BoardResolveFileConflict:
+		id, err = m.boardResolveFileConflict(c)
+		return id, "file_conflict.resolved", "file_conflict", err
+	default: // BoardRetryRun
+		id, err = m.boardRetryRun(c)
+		return id, "run.retry_requested", "wake", err
 	}
+}
+
+// boardRetryRun is board operation retry_run (see BoardOp); it returns the retry wake's
+// id.
+func (m *Memory) boardRetryRun(c *cmdCtx) (string, error) {
+	var in struct {
+		RunID string `json:"runId"`
+	}
+	if err := decodeStrict(c.raw, &in); err != nil {
+		return "", err
+	}
+	r, err := m.run(in.RunID)
+	if err != nil {
+		return "", err
+	}
+	c.ref("run", r.ID)
+	if r.RetryWakeID != nil {
+		return "", newErr(CodeRunAlreadyRetried, "run %s was already retried (wake %s)", r.ID, *r.RetryWakeID)
+	}
+	if !slices.Contains(RetryableStatuses, r.Status) {
+		return "", newErr(CodeRunNotRetryable, "run %s is %s; only a failed or interrupted run is retried", r.ID, r.Status)
+	}
+	t, err := m.task(r.TaskID)
+	if err != nil {
+		return "", err
+	}
+	c.ref("task", t.ID)
+	if t.Status.Terminal() {
+		return "", newErr(CodeRunNotRetryable, "task %s of run %s is %s", t.ID, r.ID, t.Status)
+	}
+	if t.CheckoutRunID != nil && *t.CheckoutRunID != r.ID {
+		return "", newErr(CodeCheckoutConflict, "task %s is checked out by %s", t.ID, *t.CheckoutRunID)
+	}
+	a, err := m.actor(r.ActorID)
+	if err != nil {
+		return "", err
+	}
+	if a.Status != ActorActive {
+		return "", newErr(CodeActorNotActive, "actor %s is %s", a.ID, a.Status)
+	}
+	edit(m, t, func(t *Task) {
+		if t.Status == TaskInProgress {
+			t.Status = TaskTodo
+		}
+		if t.CheckoutRunID != nil && *t.CheckoutRunID == r.ID {
+			t.CheckoutRunID = nil
+		}
+		if t.ExecutionRunID != nil && *t.ExecutionRunID == r.ID {
+			t.ExecutionRunID = nil
+		}
+	})
+	w := m.scheduleWake(a.ID, t.ID, WakeRetry, mustJSON(map[string]string{"retryOf": r.ID}), 0)
+	edit(m, r, func(r *Run) { r.RetryWakeID = strp(w.ID) })
+	c.ref("wake", w.ID)
+	c.wakes = append(c.wakes, w.ID)
+	return w.ID, nil
 }
 
 func (m *Memory) boardCreateAgent(c *cmdCtx) (string, error) {

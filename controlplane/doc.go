@@ -28,6 +28,12 @@
 // them: the state machine dispatches and authorizes by it, package mcp builds its tools
 // from it and package catalog checks reference scripts against it.
 //
+// Beyond the seed (docs/files.md): content-addressed blobs and managed files (files.go;
+// register_deliverable verifies its artifact's declared size and SHA-256 against its
+// bytes), agent homes saved with receipts and conflicts (home.go), board operations
+// with idempotency keys, and Retry (board operation retry_run, OpenInput.RetryOf,
+// run status interrupted). Board is the interface of that side; Memory implements it.
+//
 // Vocabularies: every closed string of the state (task, run, interaction, approval and
 // wake statuses, wake reasons, lifecycle, work dispositions; status.go) and every error
 // code (Code, with its Class; errors.go) is a named string type whose constants are the

@@ -90,6 +90,42 @@ const (
 	// CodeStoreUnavailable: a durable store (package controlplane/store) could not
 	// commit; retryable.
 	CodeStoreUnavailable Code = "store_unavailable"
+
+	// Managed files and blobs (files.go, home.go).
+	//
+	// CodeBlobInvalid: a SHA-256 that is not 64 lower-case hex digits, a negative size,
+	// or bytes that do not hash to the SHA-256 and size they are recorded under.
+	CodeBlobInvalid Code = "blob_invalid"
+	// CodeBlobMissing: no bytes are stored under the SHA-256 (in this company).
+	CodeBlobMissing Code = "blob_missing"
+	// CodeArtifactContentMissing: register_deliverable names a SHA-256 whose bytes were
+	// never uploaded (and the command carries none).
+	CodeArtifactContentMissing Code = "artifact_content_missing"
+	// CodeArtifactDigestMismatch: register_deliverable's declared sha256 or byteSize
+	// does not match its bytes (the inline content, or the stored blob).
+	CodeArtifactDigestMismatch Code = "artifact_digest_mismatch"
+	// CodeFileMissing: no managed file with that id (or in that scope).
+	CodeFileMissing Code = "file_missing"
+	// CodeFileRevisionConflict: put_file's expectedSha256 is not the file's current
+	// SHA-256 (someone changed the file since it was read).
+	CodeFileRevisionConflict Code = "file_revision_conflict"
+	// CodeFileConflictMissing: no file conflict with that id.
+	CodeFileConflictMissing Code = "file_conflict_missing"
+	// CodeFileConflictStale: resolve_file_conflict names a current SHA-256 that is not
+	// the file's current one: the reviewed file changed again.
+	CodeFileConflictStale Code = "file_conflict_stale"
+	// CodeFileConflictResolved: the conflict was already resolved.
+	CodeFileConflictResolved Code = "file_conflict_already_resolved"
+	// CodeHomeSaveConflict: a run's home was already saved with a different receipt.
+	CodeHomeSaveConflict Code = "home_save_conflict"
+
+	// Retry (board operation retry_run, open with retryOf).
+	//
+	// CodeRunNotRetryable: the run is not failed or interrupted, or its task is done or
+	// cancelled, or an open names a retryOf that was not asked for.
+	CodeRunNotRetryable Code = "run_not_retryable"
+	// CodeRunAlreadyRetried: the run already has a retry (asked for or opened).
+	CodeRunAlreadyRetried Code = "run_already_retried"
 )
 
 // Codes of the HTTP API around the state machine (packages server, server/heartbeat
@@ -124,6 +160,9 @@ const (
 	CodeCancellationConflict Code = "cancellation_conflict"
 	// CodeCancellationRequestIDInvalid: a cancellationRequestId that is not a UUID.
 	CodeCancellationRequestIDInvalid Code = "cancellation_request_id_invalid"
+	// CodeIdempotencyKeyInvalid: an Idempotency-Key header on a route that takes none,
+	// or one that is empty.
+	CodeIdempotencyKeyInvalid Code = "idempotency_key_invalid"
 )
 
 // Class is what kind of refusal a Code is; package server maps it to an HTTP status.
@@ -169,6 +208,9 @@ var codeClasses = map[Code]Class{
 	CodeInvalidRequest:               ClassInvalid,
 	CodeSecretRefRequired:            ClassInvalid,
 	CodeCancellationRequestIDInvalid: ClassInvalid,
+	CodeIdempotencyKeyInvalid:        ClassInvalid,
+	CodeBlobInvalid:                  ClassInvalid,
+	CodeArtifactDigestMismatch:       ClassInvalid,
 
 	CodeUnauthorized: ClassUnauthorized,
 
@@ -189,6 +231,10 @@ var codeClasses = map[Code]Class{
 	CodeInteractionTargetMissing: ClassMissing,
 	CodeWakeAssigneeMissing:      ClassMissing,
 	CodeTerminalEventMissing:     ClassMissing,
+	CodeBlobMissing:              ClassMissing,
+	CodeArtifactContentMissing:   ClassMissing,
+	CodeFileMissing:              ClassMissing,
+	CodeFileConflictMissing:      ClassMissing,
 
 	CodeMockAlreadyRunning:         ClassConflict,
 	CodeRunBindingConflict:         ClassConflict,
@@ -204,6 +250,12 @@ var codeClasses = map[Code]Class{
 	CodeNativeResultReplayConflict: ClassConflict,
 	CodeEnvironmentConflict:        ClassConflict,
 	CodeCancellationConflict:       ClassConflict,
+	CodeFileRevisionConflict:       ClassConflict,
+	CodeFileConflictStale:          ClassConflict,
+	CodeFileConflictResolved:       ClassConflict,
+	CodeHomeSaveConflict:           ClassConflict,
+	CodeRunNotRetryable:            ClassConflict,
+	CodeRunAlreadyRetried:          ClassConflict,
 
 	CodeRequestTooLarge: ClassTooLarge,
 	CodeRequestTimeout:  ClassTimeout,

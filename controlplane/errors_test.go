@@ -40,6 +40,11 @@ func TestCodeClasses(t *testing.T) {
 		CodeNotFound: ClassMissing, CodeCompanyMissing: ClassMissing, CodeRequestTooLarge: ClassTooLarge, CodeRequestTimeout: ClassTimeout,
 		CodeSecretRefRequired: ClassInvalid, CodeSecretMissing: ClassMissing, CodeInternalError: ClassInternal,
 		CodeCancellationConflict: ClassConflict, CodeCancellationRequestIDInvalid: ClassInvalid,
+		CodeIdempotencyKeyInvalid: ClassInvalid, CodeBlobInvalid: ClassInvalid, CodeBlobMissing: ClassMissing,
+		CodeArtifactContentMissing: ClassMissing, CodeArtifactDigestMismatch: ClassInvalid, CodeFileMissing: ClassMissing,
+		CodeFileRevisionConflict: ClassConflict, CodeFileConflictMissing: ClassMissing, CodeFileConflictStale: ClassConflict,
+		CodeFileConflictResolved: ClassConflict, CodeHomeSaveConflict: ClassConflict, CodeRunNotRetryable: ClassConflict,
+		CodeRunAlreadyRetried:      ClassConflict,
 		"scripted_retryable_error": ClassRefused,
 	}
 	for code, class := range want {

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -293,14 +294,21 @@ func (m *Memory) resolveHumanInput(c *cmdCtx) error {
 	return nil
 }
 
+// registerDeliverable registers an artifact whose bytes are verified: with
+// contentBase64 (standard base64, at most MaxInlineContentBytes decoded) the bytes are
+// the command's and are stored as a blob; without it the blob sha256 must already be
+// stored (uploaded). Either way the declared sha256 and byteSize must be the bytes'
+// (artifact_digest_mismatch), and a sha256 without bytes is artifact_content_missing.
+// contentRef defaults to "sha256:<sha256>".
 func (m *Memory) registerDeliverable(c *cmdCtx) error {
 	var in struct {
-		Filename    string      `json:"filename"`
-		ContentType string      `json:"contentType"`
-		ByteSize    json.Number `json:"byteSize"`
-		SHA256      string      `json:"sha256"`
-		ContentRef  string      `json:"contentRef"`
-		Title       string      `json:"title"`
+		Filename      string      `json:"filename"`
+		ContentType   string      `json:"contentType"`
+		ByteSize      json.Number `json:"byteSize"`
+		SHA256        string      `json:"sha256"`
+		ContentRef    *string     `json:"contentRef"`
+		ContentBase64 *string     `json:"contentBase64"`
+		Title         string      `json:"title"`
 	}
 	if err := decode(c.raw, &in); err != nil {
 		return err
@@ -309,16 +317,55 @@ func (m *Memory) registerDeliverable(c *cmdCtx) error {
 	if !ok {
 		return newErr(CodeArtifactInvalid, "artifact byteSize must be a non-negative safe integer")
 	}
-	for _, f := range [][2]string{{in.Filename, "artifact filename"}, {in.ContentType, "artifact contentType"}, {in.SHA256, "artifact sha256"}, {in.ContentRef, "artifact contentRef"}, {in.Title, "work product title"}} {
+	for _, f := range [][2]string{{in.Filename, "artifact filename"}, {in.ContentType, "artifact contentType"}, {in.SHA256, "artifact sha256"}, {in.Title, "work product title"}} {
 		if err := required(f[0], f[1]); err != nil {
 			return err
 		}
 	}
-	art := &Artifact{ID: m.newID("artifact"), TaskID: c.task.ID, Filename: in.Filename, ContentType: in.ContentType, ByteSize: size, SHA256: in.SHA256, ContentRef: in.ContentRef}
+	if !ValidSHA256(in.SHA256) {
+		return newErr(CodeArtifactInvalid, "artifact sha256 must be 64 lower-case hex digits")
+	}
+	ref := "sha256:" + in.SHA256
+	if in.ContentRef != nil {
+		if err := required(*in.ContentRef, "artifact contentRef"); err != nil {
+			return err
+		}
+		ref = *in.ContentRef
+	}
+	if in.ContentBase64 != nil {
+		if base64.StdEncoding.DecodedLen(len(*in.ContentBase64)) > MaxInlineContentBytes+3 {
+			return newErr(CodeArtifactInvalid, "contentBase64 holds more than %d bytes; upload the bytes first and register them by sha256", MaxInlineContentBytes)
+		}
+		data, err := base64.StdEncoding.Strict().DecodeString(*in.ContentBase64)
+		if err != nil {
+			return newErr(CodeArtifactInvalid, "contentBase64 is not standard base64: %v", err)
+		}
+		if len(data) > MaxInlineContentBytes {
+			return newErr(CodeArtifactInvalid, "contentBase64 holds %d bytes; at most %d are accepted inline", len(data), MaxInlineContentBytes)
+		}
+		if got := SHA256Hex(data); got != in.SHA256 || int64(len(data)) != size {
+			return newErr(CodeArtifactDigestMismatch, "the declared sha256 %s and byteSize %d are not the content's: sha256 %s, %d bytes", in.SHA256, size, got, len(data))
+		}
+		if b := m.idx.blobs[in.SHA256]; b == nil {
+			m.addBlob(in.SHA256, size, data)
+		} else if _, held := m.contents[in.SHA256]; !held {
+			mapSet(m, m.contents, in.SHA256, data)
+		}
+	} else {
+		b := m.idx.blobs[in.SHA256]
+		if b == nil {
+			return newErr(CodeArtifactContentMissing, "no bytes are stored under sha256 %s: upload them first, or send contentBase64", in.SHA256)
+		}
+		if b.ByteSize != size {
+			return newErr(CodeArtifactDigestMismatch, "the declared byteSize %d is not the stored bytes' %d (sha256 %s)", size, b.ByteSize, in.SHA256)
+		}
+	}
+	c.ref("blob", in.SHA256)
+	art := &Artifact{ID: m.newID("artifact"), TaskID: c.task.ID, Filename: in.Filename, ContentType: in.ContentType, ByteSize: size, SHA256: in.SHA256, ContentRef: ref}
 	art.CreatedAt = m.now()
 	appendv(m, &m.st.Artifacts, art)
 	wp := &WorkProduct{ID: m.newID("work-product"), TaskID: c.task.ID, Type: "artifact", Title: in.Title,
-		Metadata: WorkProductMetadata{Filename: in.Filename, ContentType: in.ContentType, ByteSize: size, ContentRef: in.ContentRef}, ArtifactID: strp(art.ID)}
+		Metadata: WorkProductMetadata{Filename: in.Filename, ContentType: in.ContentType, ByteSize: size, ContentRef: ref}, ArtifactID: strp(art.ID)}
 	wp.CreatedAt = m.now()
 	appendv(m, &m.st.WorkProducts, wp)
 	c.ref("artifact", art.ID)

@@ -29,6 +29,9 @@ type Memory struct {
 	idx  indexes
 	undo []func()
 	coll *collate.Collator
+	// contents are the bytes of the blobs held here, by SHA-256 (files.go); Serialize
+	// writes them into the blobs' content, Restore reads them back.
+	contents map[string][]byte
 }
 
 // runIndex speeds up event dedupe and replay for one run; it is rebuilt on restore.
@@ -52,6 +55,12 @@ type indexes struct {
 	runIdx       map[string]*runIndex
 	idem         map[[2]string]*IdempotencyRecord
 	skillSlugs   map[string]bool
+	blobs        map[string]*Blob
+	files        map[fileKey]*ManagedFile
+	fileIDs      map[string]*ManagedFile
+	conflicts    map[string]*FileConflict
+	receipts     map[string]*HomeReceipt // by run id
+	boardIdem    map[string]*BoardIdempotencyRecord
 }
 
 var _ Port = (*Memory)(nil)
@@ -92,7 +101,11 @@ func newMemory(st *State) (*Memory, error) {
 	if err := canonicalizeRaw(st); err != nil {
 		return nil, err
 	}
-	m := &Memory{st: st, coll: collate.New(language.Und)}
+	contents, err := takeContents(st)
+	if err != nil {
+		return nil, err
+	}
+	m := &Memory{st: st, coll: collate.New(language.Und), contents: contents}
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
@@ -335,6 +348,26 @@ func canonicalizeRaw(st *State) error {
 	return bad
 }
 
+// takeContents moves the blobs' serialized bytes out of the state (after checking that
+// they hash to their blob) into the Memory's contents.
+func takeContents(st *State) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, b := range st.Blobs {
+		if !ValidSHA256(b.SHA256) || b.ByteSize < 0 {
+			return nil, newErr(CodeFixtureStateInvalid, "blob %q has an invalid SHA-256 or size", clipID(b.SHA256))
+		}
+		if b.Content == nil {
+			continue
+		}
+		if int64(len(b.Content)) != b.ByteSize || SHA256Hex(b.Content) != b.SHA256 {
+			return nil, newErr(CodeFixtureStateInvalid, "the content of blob %s does not hash to it", b.SHA256)
+		}
+		out[b.SHA256] = b.Content
+		b.Content = nil
+	}
+	return out, nil
+}
+
 // validate checks the state in the order of spec §1.17.
 func (m *Memory) validate() error {
 	st := m.st
@@ -435,6 +468,24 @@ func (m *Memory) rebuild() {
 		interactions: map[string]*Interaction{}, approvals: map[string]*Approval{},
 		services: map[string]*WorkspaceService{}, runs: map[string]*Run{}, runIdx: map[string]*runIndex{},
 		idem: map[[2]string]*IdempotencyRecord{}, skillSlugs: map[string]bool{},
+		blobs: map[string]*Blob{}, files: map[fileKey]*ManagedFile{}, fileIDs: map[string]*ManagedFile{},
+		conflicts: map[string]*FileConflict{}, receipts: map[string]*HomeReceipt{}, boardIdem: map[string]*BoardIdempotencyRecord{},
+	}
+	for _, b := range st.Blobs {
+		ix.blobs[b.SHA256] = b
+	}
+	for _, f := range st.Files {
+		ix.files[fileKey{f.Scope, f.OwnerID, f.Path}] = f
+		ix.fileIDs[f.ID] = f
+	}
+	for _, c := range st.FileConflicts {
+		ix.conflicts[c.ID] = c
+	}
+	for _, r := range st.HomeReceipts {
+		ix.receipts[r.RunID] = r
+	}
+	for _, r := range st.BoardIdempotency {
+		ix.boardIdem[r.Key] = r
 	}
 	for _, a := range st.Actors {
 		ix.actors[a.ID] = a
@@ -929,13 +980,20 @@ func cloneTask(t *Task) Task {
 	return c
 }
 
-// Serialize returns the state as sorted-key canonical JSON under StateSchema.
+// Serialize returns the state as sorted-key canonical JSON under StateSchema; the
+// blobs whose bytes the Memory holds carry them as content (base64).
 func (m *Memory) Serialize(ctx context.Context) ([]byte, error) {
 	if err := m.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer m.unlock()
+	for _, bl := range m.st.Blobs {
+		bl.Content = m.contents[bl.SHA256]
+	}
 	b, err := canonjson.Sorted(m.st)
+	for _, bl := range m.st.Blobs {
+		bl.Content = nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: serialize: %w", err)
 	}

@@ -44,3 +44,18 @@ type Port interface {
 	// Serialize returns the state as sorted-key canonical JSON (tag StateSchema).
 	Serialize(ctx context.Context) ([]byte, error)
 }
+
+// Board is the board side of one company's control plane beyond the seed's port: board
+// operations (with idempotency keys) and content-addressed blobs (files.go). Memory,
+// the durable store's Company and the HTTP client's Company implement it, and package
+// conformance checks it with the Port.
+type Board interface {
+	// ApplyBoard applies one board operation (BoardOp).
+	ApplyBoard(ctx context.Context, op BoardOp) (BoardResult, error)
+	// PutBlob stores bytes and returns their reference.
+	PutBlob(ctx context.Context, in BlobPut) (BlobRef, error)
+	// Blob returns the bytes stored under a SHA-256 (blob_missing when none).
+	Blob(ctx context.Context, sha256 string) ([]byte, error)
+}
+
+var _ Board = (*Memory)(nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/agentproof/agentproof/controlplane"
@@ -17,6 +18,9 @@ type step struct {
 	code controlplane.Code
 	do   func(ctx context.Context, m *controlplane.Memory) error
 }
+
+// abcSHA is the SHA-256 of "abc".
+const abcSHA = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
 func apply(key, kind string, fields map[string]any) func(context.Context, *controlplane.Memory) error {
 	return func(ctx context.Context, m *controlplane.Memory) error {
@@ -53,9 +57,17 @@ func scenario() []step {
 		{"resolve_human_input", "", apply("k7", "resolve_human_input", map[string]any{"interactionId": "fixture-interaction-0001", "outcome": "accepted", "result": map[string]any{"ok": true}})},
 		{"resolve again", "interaction_already_resolved", apply("k8", "resolve_human_input", map[string]any{"interactionId": "fixture-interaction-0001", "outcome": "rejected"})},
 		{"register_deliverable", "", apply("k9", "register_deliverable", map[string]any{"filename": "a.txt", "contentType": "text/plain", "byteSize": 3,
-			"sha256": "abc", "contentRef": "blob:1", "title": "A"})},
+			"sha256": abcSHA, "contentBase64": "YWJj", "contentRef": "blob:1", "title": "A"})},
+		{"register_deliverable by reference", "", apply("k9r", "register_deliverable", map[string]any{"filename": "b.txt", "contentType": "text/plain", "byteSize": 3,
+			"sha256": abcSHA, "title": "B"})},
 		{"register_deliverable bad size", "artifact_invalid", apply("k10", "register_deliverable", map[string]any{"filename": "a.txt", "contentType": "text/plain",
-			"byteSize": 1.5, "sha256": "abc", "contentRef": "blob:1", "title": "A"})},
+			"byteSize": 1.5, "sha256": abcSHA, "contentRef": "blob:1", "title": "A"})},
+		{"register_deliverable wrong digest", "artifact_digest_mismatch", apply("k10d", "register_deliverable", map[string]any{"filename": "a.txt", "contentType": "text/plain",
+			"byteSize": 3, "sha256": abcSHA, "contentBase64": "YWJk", "title": "A"})},
+		{"register_deliverable wrong size by reference", "artifact_digest_mismatch", apply("k10s", "register_deliverable", map[string]any{"filename": "a.txt", "contentType": "text/plain",
+			"byteSize": 4, "sha256": abcSHA, "title": "A"})},
+		{"register_deliverable no bytes", "artifact_content_missing", apply("k10m", "register_deliverable", map[string]any{"filename": "a.txt", "contentType": "text/plain",
+			"byteSize": 3, "sha256": strings.Repeat("0", 64), "title": "A"})},
 		{"create_skill", "", apply("k11", "create_skill", map[string]any{"name": "release-notes", "description": "Write release notes", "markdown": skillMarkdown})},
 		{"create_skill duplicate", "fixture_state_invalid", apply("k12", "create_skill", map[string]any{"name": "release-notes", "description": "Write release notes", "markdown": skillMarkdown})},
 		{"create_skill bad", "invalid_skill_document", apply("k13", "create_skill", map[string]any{"name": "x", "description": "d", "markdown": "no frontmatter"})},

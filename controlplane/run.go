@@ -97,6 +97,14 @@ func (m *Memory) openLocked(in OpenInput) error {
 		return m.deny(runID, "open_run", "checkout_lock_conflict", refs,
 			newErr(CodeCheckoutConflict, "fixture task %s is checked out by %s", task.ID, *task.CheckoutRunID))
 	}
+	var retried *Run
+	if in.RetryOf != "" {
+		var err error
+		if retried, err = m.retryTarget(runID, in.RetryOf, task, actor); err != nil {
+			return err
+		}
+		refs = append(refs, "run:"+retried.ID)
+	}
 	terminal := task.Status.Terminal()
 	if terminal && !in.Resume {
 		return m.deny(runID, "open_run", "terminal_task_requires_resume", refs,
@@ -143,6 +151,10 @@ func (m *Memory) openLocked(in OpenInput) error {
 		OpenedAt: openedAt, Wake: wake, Capabilities: m.sortedUnique(caps), Events: []json.RawMessage{},
 		Result: json.RawMessage("null"), SessionCheckpoint: json.RawMessage("null"),
 	}
+	if retried != nil {
+		run.RetryOf = strp(retried.ID)
+		edit(m, retried, func(r *Run) { r.RetriedByRunID = strp(run.ID) })
+	}
 	appendv(m, &m.st.Runs, run)
 	mapSet(m, m.idx.runs, run.ID, run)
 	mapSet(m, m.idx.runIdx, run.ID, newRunIndex())
@@ -151,6 +163,27 @@ func (m *Memory) openLocked(in OpenInput) error {
 		map[string]any{"taskId": task.ID, "wakeReason": wake.Reason, "capabilities": run.Capabilities},
 		"open_run", "allowed", "atomic_checkout_acquired", refs)
 	return m.faultAfter(fault, runID, "open_run")
+}
+
+// retryTarget checks that the run being opened may retry run id (OpenInput.RetryOf).
+func (m *Memory) retryTarget(runID *string, id string, task *Task, actor *Actor) (*Run, error) {
+	prev, err := m.run(id)
+	if err != nil {
+		return nil, err
+	}
+	refs := []string{"run:" + *runID, "run:" + prev.ID}
+	switch {
+	case prev.RetryWakeID == nil:
+		return nil, m.deny(runID, "open_run", string(CodeRunNotRetryable), refs,
+			newErr(CodeRunNotRetryable, "no retry was asked for run %s", prev.ID))
+	case prev.RetriedByRunID != nil:
+		return nil, m.deny(runID, "open_run", string(CodeRunAlreadyRetried), refs,
+			newErr(CodeRunAlreadyRetried, "run %s is already retried by %s", prev.ID, *prev.RetriedByRunID))
+	case prev.TaskID != task.ID || prev.ActorID != actor.ID:
+		return nil, m.deny(runID, "open_run", string(CodeRunBindingConflict), refs,
+			newErr(CodeRunBindingConflict, "run %s retried by another task or actor", prev.ID))
+	}
+	return prev, nil
 }
 
 // Context returns the run context of runID (spec §2.3). Errors: run_missing,
@@ -221,6 +254,7 @@ func (m *Memory) contextLocked(runID string) (RunContext, error) {
 		Capabilities:       slices.Clone(r.Capabilities),
 		Budget:             ContextBudget{LimitCents: limit, RemainingCents: remaining, SpentCents: limit - remaining},
 		InteractionResults: results,
+		RetryOf:            clonePtr(r.RetryOf),
 	}, nil
 }
 

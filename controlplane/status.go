@@ -47,14 +47,21 @@ const (
 	RunCancelled RunStatus = "cancelled"
 	// RunBudgetStopped: stopped by a budget hard stop (record_budget_usage).
 	RunBudgetStopped RunStatus = "budget_stopped"
+	// RunInterrupted: the server stopped while the run's agent process was running;
+	// the heartbeat runner's crash recovery completes such an orphaned run so (a native
+	// completion). Like a failed run it may be retried (board operation retry_run).
+	RunInterrupted RunStatus = "interrupted"
 )
 
 // RunStatuses lists every run status.
-var RunStatuses = []RunStatus{RunRunning, RunSucceeded, RunFailed, RunCancelled, RunBudgetStopped}
+var RunStatuses = []RunStatus{RunRunning, RunSucceeded, RunFailed, RunCancelled, RunBudgetStopped, RunInterrupted}
 
-// CompletionStatuses are the statuses a completion may give a run (native run results
-// and terminals).
-var CompletionStatuses = []RunStatus{RunSucceeded, RunFailed, RunCancelled}
+// CompletionStatuses are the statuses a native completion may give a run (native run
+// results); a PRP terminal's runTerminalState is one of the first three.
+var CompletionStatuses = []RunStatus{RunSucceeded, RunFailed, RunCancelled, RunInterrupted}
+
+// RetryableStatuses are the statuses of a run that board operation retry_run accepts.
+var RetryableStatuses = []RunStatus{RunFailed, RunInterrupted}
 
 // InteractionKind is Interaction.Kind (spec §1.6).
 type InteractionKind string
@@ -152,6 +159,9 @@ const (
 	WakeBlockersResolved    WakeReason = "blockers_resolved"
 	WakeScheduledRetry      WakeReason = "scheduled_retry"
 	WakeResume              WakeReason = "resume"
+	// WakeRetry: board operation retry_run asked for a new run of a failed or
+	// interrupted run; the wake's payload is {"retryOf": "<run id>"}.
+	WakeRetry WakeReason = "retry"
 )
 
 // ScheduleWakeReasons are the reasons a schedule_wake command may give (spec §3.15).
@@ -196,3 +206,48 @@ const (
 	// ActorPaused: stopped by a budget hard stop; checkouts are refused.
 	ActorPaused ActorStatus = "paused"
 )
+
+// FileScope is ManagedFile.Scope: whose managed storage a file is in.
+type FileScope string
+
+// File scopes.
+const (
+	// FileScopeCompany: the company's own files (board uploads, supporting files);
+	// OwnerID is "".
+	FileScopeCompany FileScope = "company"
+	// FileScopeAgentHome: an agent's registered home (AGENT_HOME); OwnerID is the
+	// agent's actor id. The heartbeat runner materialises it before every run and saves
+	// it after (HomeSave).
+	FileScopeAgentHome FileScope = "agent_home"
+)
+
+// FileScopes lists every file scope.
+var FileScopes = []FileScope{FileScopeCompany, FileScopeAgentHome}
+
+// ConflictStatus is FileConflict.Status.
+type ConflictStatus string
+
+// Conflict statuses.
+const (
+	// ConflictOpen: the run's version is kept beside the current file, waiting for a
+	// board decision.
+	ConflictOpen ConflictStatus = "open"
+	// ConflictResolved: the board decided (FileConflict.Resolution).
+	ConflictResolved ConflictStatus = "resolved"
+)
+
+// ConflictResolution is how the board resolves a FileConflict (board operation
+// resolve_file_conflict).
+type ConflictResolution string
+
+// Conflict resolutions.
+const (
+	// ResolveKeepCurrent keeps the current file; the run's version stays in the
+	// conflict record (and its blob in the store).
+	ResolveKeepCurrent ConflictResolution = "keep_current"
+	// ResolveTakeIncoming applies the run's version (its bytes, or its deletion).
+	ResolveTakeIncoming ConflictResolution = "take_incoming"
+)
+
+// ConflictResolutions lists every resolution.
+var ConflictResolutions = []ConflictResolution{ResolveKeepCurrent, ResolveTakeIncoming}

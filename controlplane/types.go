@@ -223,6 +223,13 @@ type Run struct {
 	Events            []json.RawMessage `json:"events"`
 	Result            json.RawMessage   `json:"result"`
 	SessionCheckpoint json.RawMessage   `json:"sessionCheckpoint"`
+	// RetryOf is the failed or interrupted run this run retries (board operation
+	// retry_run, then an open with OpenInput.RetryOf); nil for a first run.
+	RetryOf *string `json:"retryOf,omitempty"`
+	// RetryWakeID is the retry wake retry_run scheduled for this run; RetriedByRunID the
+	// run opened for it. Both nil until the run is retried.
+	RetryWakeID    *string `json:"retryWakeId,omitempty"`
+	RetriedByRunID *string `json:"retriedByRunId,omitempty"`
 }
 
 // ScheduledWake is a wake the adapter scheduled (spec §1.13); DueAt = CreatedAt +
@@ -329,6 +336,13 @@ type State struct {
 	// from the serialized state, so seed-001 states serialize as before.
 	Projects     []*Project     `json:"projects,omitempty"`
 	Environments []*Environment `json:"environments,omitempty"`
+	// Managed storage (files.go, home.go) and board idempotency (board.go); empty lists
+	// are absent from the serialized state.
+	Blobs            []*Blob                   `json:"blobs,omitempty"`
+	Files            []*ManagedFile            `json:"files,omitempty"`
+	HomeReceipts     []*HomeReceipt            `json:"homeReceipts,omitempty"`
+	FileConflicts    []*FileConflict           `json:"fileConflicts,omitempty"`
+	BoardIdempotency []*BoardIdempotencyRecord `json:"boardIdempotency,omitempty"`
 }
 
 // Seed describes an initial state (spec §1.16). Nil fields take the defaults: company
@@ -377,6 +391,10 @@ type OpenInput struct {
 	Wake             *Wake    `json:"wake,omitempty"`
 	Capabilities     []string `json:"capabilities"`
 	Resume           bool     `json:"resume,omitempty"`
+	// RetryOf binds the new run to the failed or interrupted run it retries; that run
+	// must have a retry asked for (retry_run) and no retry opened yet, and the same task
+	// and actor (run_not_retryable, run_already_retried, run_binding_conflict).
+	RetryOf string `json:"retryOf,omitempty"`
 }
 
 // ContextCompany is the company as seen in a run context.
@@ -424,6 +442,8 @@ type RunContext struct {
 	Capabilities       []string            `json:"capabilities"`
 	Budget             ContextBudget       `json:"budget"`
 	InteractionResults []InteractionResult `json:"interactionResults"`
+	// RetryOf is the run this run retries (Run.RetryOf); absent for a first run.
+	RetryOf *string `json:"retryOf,omitempty"`
 }
 
 // Receipt acknowledges an appended event (spec §2.4); Disposition is committed or duplicate.

@@ -58,10 +58,10 @@ var (
 		KindRunStatus:          {"expected"},
 		KindRuntimeMode:        {"expected"},
 		KindEnvironment:        {"expected"},
-		KindFileExists:         {"path"},
-		KindFileExact:          {"path", "expected", "normalize"},
-		KindFileContains:       {"path", "expected", "normalize"},
-		KindArtifactExists:     {"name", "mimeType"},
+		KindFileExists:         {"path", "sha256", "source"},
+		KindFileExact:          {"path", "expected", "normalize", "sha256", "source"},
+		KindFileContains:       {"path", "expected", "normalize", "sha256", "source"},
+		KindArtifactExists:     {"name", "mimeType", "sha256", "expected", "normalize"},
 		KindJSONPath:           {"path", "expected"},
 		KindJSONSchema:         {"schema"},
 		KindRuntimeMetadata:    {"expected"},
@@ -97,6 +97,7 @@ type compiled struct {
 	turn    int
 	form    unicodeForm // text kinds: the Unicode normalisation of both sides
 	display any         // Outcome.Expected
+	hasText bool        // artifact_exists: expected was given
 }
 
 // Kind returns the matcher's kind ("" for the zero Matcher).
@@ -228,6 +229,12 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	case KindFileExists, KindFileExact, KindFileContains:
 		c.file = checkWorkspacePath(spec.Path, bad)
 		c.display = c.file
+		switch spec.Source {
+		case "", SourceWorkspace, SourceAgentHome:
+		default:
+			bad("source", "source must be %s (the default) or %s; got %q", SourceWorkspace, SourceAgentHome, spec.Source)
+		}
+		checkSHA256(spec, bad)
 		if spec.Kind != KindFileExists {
 			if s, ok := stringParam(spec, bad, "the file content to compare with (whitespace as it is; Unicode normalised as normalize says)"); ok {
 				c.text = c.form.apply(s)
@@ -244,9 +251,20 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 				e.Err = err
 			}
 		}
+		checkSHA256(spec, bad)
 		want := canonjson.Object{{Key: "name", Value: spec.Name}}
 		if spec.MimeType != "" {
 			want = append(want, canonjson.Member{Key: "mimeType", Value: spec.MimeType})
+		}
+		if spec.SHA256 != "" {
+			want = append(want, canonjson.Member{Key: "sha256", Value: spec.SHA256})
+		}
+		if spec.Expected != nil {
+			if s, ok := stringParam(spec, bad, "the artifact's downloaded text to compare with (whitespace as it is)"); ok {
+				c.text = c.form.apply(s)
+				c.hasText = true
+				want = append(want, canonjson.Member{Key: "expected", Value: c.text})
+			}
 		}
 		c.display = want
 	case KindJSONPath:
@@ -271,6 +289,20 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	return Matcher{c: c}, nil
 }
 
+// checkSHA256 checks an optional sha256 field: 64 lower-case hex digits.
+func checkSHA256(spec Spec, bad badFunc) {
+	if spec.SHA256 == "" {
+		return
+	}
+	ok := len(spec.SHA256) == 64
+	for _, r := range spec.SHA256 {
+		ok = ok && (r >= '0' && r <= '9' || r >= 'a' && r <= 'f')
+	}
+	if !ok {
+		bad("sha256", "sha256 must be 64 lower-case hex digits (the SHA-256 of the expected bytes); got %q", spec.SHA256)
+	}
+}
+
 // presentFields lists the non-kind fields set in spec, in declaration order.
 func presentFields(s Spec) []string {
 	var out []string
@@ -289,6 +321,8 @@ func presentFields(s Spec) []string {
 	add(s.Schema != nil, "schema")
 	add(s.Turn != 0, "turn")
 	add(s.Normalize != "", "normalize")
+	add(s.SHA256 != "", "sha256")
+	add(s.Source != "", "source")
 	return out
 }
 

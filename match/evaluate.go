@@ -2,6 +2,8 @@ package match
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -88,45 +90,50 @@ func (c *compiled) eval(ev *evidence) result {
 	case KindBlockerGuidance:
 		return evalBlocker(obs)
 	case KindFileExists, KindFileExact, KindFileContains:
-		if !obs.HasWorkspaceSnapshot {
+		files := obs.Files
+		if c.spec.Source == SourceAgentHome {
+			if !obs.HasHomeFiles {
+				return result{missing: "the agent home was not downloaded"}
+			}
+			files = obs.HomeFiles
+		} else if !obs.HasWorkspaceSnapshot {
 			return result{missing: "no workspace snapshot was taken"}
 		}
-		content, ok := obs.Files[c.file]
+		content, ok := files[c.file]
+		var r result
 		switch c.spec.Kind {
 		case KindFileExists:
-			return result{passed: ok, observed: ok}
+			r = result{passed: ok, observed: ok}
 		case KindFileExact:
 			if !ok {
 				return result{}
 			}
 			got := c.form.applyBytes(content)
 			if got == c.text {
-				return result{passed: true, observed: ev.prefix(content)}
+				r = result{passed: true, observed: ev.prefix(content)}
+			} else {
+				r = result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, true)}
 			}
-			return result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, true)}
 		default:
 			if !ok {
 				return result{}
 			}
 			got := c.form.applyBytes(content)
 			if strings.Contains(got, c.text) {
-				return result{passed: true, observed: ev.prefix(content)}
+				r = result{passed: true, observed: ev.prefix(content)}
+			} else {
+				r = result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, false)}
 			}
-			return result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, false)}
 		}
+		if ok && c.spec.SHA256 != "" {
+			if got := sha256Hex(content); got != c.spec.SHA256 {
+				r.passed = false
+				r.hint = joinHint(r.hint, fmt.Sprintf("the file's SHA-256 is %s (%d bytes), not %s", got, len(content), c.spec.SHA256))
+			}
+		}
+		return r
 	case KindArtifactExists:
-		if !obs.HasArtifacts {
-			return result{missing: "artifacts were not collected"}
-		}
-		found := []Artifact{}
-		passed := false
-		for _, a := range obs.Artifacts {
-			found = append(found, a)
-			if a.Name == c.spec.Name && (c.spec.MimeType == "" || a.MimeType == c.spec.MimeType) {
-				passed = true
-			}
-		}
-		return result{passed: passed, observed: found}
+		return c.evalArtifacts(obs)
 	case KindJSONPath:
 		doc, missing := ev.document()
 		if missing != "" {
@@ -529,4 +536,73 @@ func runeCut(s string, n int) int {
 		n--
 	}
 	return n
+}
+
+// evalArtifacts is artifact_exists (see Spec): an artifact with the name (and media
+// type) passes when its downloaded bytes, if any, are its declared ones, and it meets
+// sha256 and expected, which need downloaded bytes.
+func (c *compiled) evalArtifacts(obs *Observation) result {
+	if !obs.HasArtifacts {
+		return result{missing: "artifacts were not collected"}
+	}
+	needBytes := c.spec.SHA256 != "" || c.hasText
+	found := []Artifact{}
+	passed, undownloaded := false, false
+	var hints []string
+	for _, a := range obs.Artifacts {
+		var v struct {
+			DownloadedSHA256 string
+			DownloadedBytes  int64
+		}
+		if a.Downloaded {
+			v.DownloadedSHA256, v.DownloadedBytes = sha256Hex(a.Content), int64(len(a.Content))
+		}
+		shown := a
+		shown.Content = nil // outcomes never carry the bytes
+		found = append(found, shown)
+		if a.Name != c.spec.Name || (c.spec.MimeType != "" && a.MimeType != c.spec.MimeType) {
+			continue
+		}
+		ok := true
+		if a.Downloaded && (v.DownloadedSHA256 != a.SHA256 || v.DownloadedBytes != a.ByteSize) {
+			ok = false
+			hints = append(hints, fmt.Sprintf("artifact %s was registered with SHA-256 %s (%d bytes) but its download is %s (%d bytes)",
+				a.Name, a.SHA256, a.ByteSize, v.DownloadedSHA256, v.DownloadedBytes))
+		}
+		if needBytes && !a.Downloaded {
+			undownloaded = true
+			continue
+		}
+		if c.spec.SHA256 != "" && v.DownloadedSHA256 != c.spec.SHA256 {
+			ok = false
+			hints = append(hints, fmt.Sprintf("artifact %s downloads as SHA-256 %s, not %s", a.Name, v.DownloadedSHA256, c.spec.SHA256))
+		}
+		if c.hasText {
+			if got := c.form.applyBytes(a.Content); got != c.text {
+				ok = false
+				if h := unicodeHint(c.text, got, 0, true); h != "" {
+					hints = append(hints, h)
+				} else {
+					hints = append(hints, fmt.Sprintf("artifact %s's downloaded text is not the expected text", a.Name))
+				}
+			}
+		}
+		passed = passed || ok
+	}
+	if !passed && undownloaded && len(hints) == 0 {
+		return result{missing: "the bytes of artifact " + c.spec.Name + " were not downloaded"}
+	}
+	return result{passed: passed, observed: found, hint: strings.Join(hints, "; ")}
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func joinHint(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }

@@ -1,6 +1,8 @@
 package match
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -89,6 +91,30 @@ func full() *Observation {
 }
 
 func withoutJSON(o *Observation) *Observation { o.JSON = nil; return o }
+
+// emptySHA is the SHA-256 of no bytes.
+const emptySHA = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+var homeBinary = []byte{0, 0xff, 0xfe, 'b', 0, 0x80}
+
+func shaOf(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// withHome adds a downloaded agent home: an instructions file and a binary.
+func withHome(o *Observation) *Observation {
+	o.HasHomeFiles = true
+	o.HomeFiles = map[string][]byte{"AGENTS.md": []byte("nonce-7\n"), "bin/blob.bin": homeBinary}
+	return o
+}
+
+// withDownload adds artifact out.bin registered as registered and downloaded as got.
+func withDownload(o *Observation, registered, got []byte) *Observation {
+	o.Artifacts = append(o.Artifacts, Artifact{Name: "out.bin", MimeType: "application/octet-stream", SHA256: shaOf(registered),
+		ByteSize: int64(len(registered)), Downloaded: true, Content: got})
+	return o
+}
 func withoutSnapshot(o *Observation) *Observation {
 	o.HasWorkspaceSnapshot, o.Files = false, nil
 	return o
@@ -237,6 +263,22 @@ var evalCases = []evalCase{
 	{"artifact/missing", Spec{Kind: KindArtifactExists, Name: "failure.png"}, full(), fail},
 	{"artifact/none collected yet observed", Spec{Kind: KindArtifactExists, Name: "x"}, &Observation{HasArtifacts: true}, fail},
 	{"artifact/not collected", Spec{Kind: KindArtifactExists, Name: "server.log"}, withoutArtifacts(full()), notReached},
+	// sha256, downloaded bytes and the agent home
+	{"file exists/sha256", Spec{Kind: KindFileExists, Path: "empty.txt", SHA256: emptySHA}, full(), pass},
+	{"file exists/wrong sha256", Spec{Kind: KindFileExists, Path: "daytona-warm-7.txt", SHA256: emptySHA}, full(), fail},
+	{"file exact/text right but sha256 wrong", Spec{Kind: KindFileExact, Path: "daytona-warm-7.txt", Expected: "T1-7\nT2-7\nT3-7\n", SHA256: emptySHA}, full(), fail},
+	{"home/binary by sha256", Spec{Kind: KindFileExists, Path: "bin/blob.bin", Source: SourceAgentHome, SHA256: shaOf(homeBinary)}, withHome(full()), pass},
+	{"home/binary altered", Spec{Kind: KindFileExists, Path: "bin/blob.bin", Source: SourceAgentHome, SHA256: shaOf(append([]byte{1}, homeBinary...))}, withHome(full()), fail},
+	{"home/instructions exact", Spec{Kind: KindFileExact, Path: "AGENTS.md", Source: SourceAgentHome, Expected: "nonce-7\n"}, withHome(full()), pass},
+	{"home/not the workspace", Spec{Kind: KindFileExists, Path: "daytona-warm-7.txt", Source: SourceAgentHome}, withHome(full()), fail},
+	{"home/not downloaded", Spec{Kind: KindFileExists, Path: "AGENTS.md", Source: SourceAgentHome}, full(), notReached},
+	{"home/workspace by default", Spec{Kind: KindFileExists, Path: "AGENTS.md"}, withHome(full()), fail},
+	{"artifact/downloaded bytes equal", Spec{Kind: KindArtifactExists, Name: "out.bin", SHA256: shaOf(homeBinary)}, withDownload(full(), homeBinary, homeBinary), pass},
+	{"artifact/download is not the registered bytes", Spec{Kind: KindArtifactExists, Name: "out.bin"}, withDownload(full(), homeBinary, []byte("other")), fail},
+	{"artifact/sha256 of other bytes", Spec{Kind: KindArtifactExists, Name: "out.bin", SHA256: emptySHA}, withDownload(full(), homeBinary, homeBinary), fail},
+	{"artifact/expected text", Spec{Kind: KindArtifactExists, Name: "out.bin", Expected: "readback nonce-7\n"}, withDownload(full(), []byte("readback nonce-7\n"), []byte("readback nonce-7\n")), pass},
+	{"artifact/expected other text", Spec{Kind: KindArtifactExists, Name: "out.bin", Expected: "readback nonce-8\n"}, withDownload(full(), []byte("readback nonce-7\n"), []byte("readback nonce-7\n")), fail},
+	{"artifact/sha256 needs the bytes", Spec{Kind: KindArtifactExists, Name: "server.log", SHA256: emptySHA}, full(), notReached},
 	// json_path
 	{"json path/rfc", Spec{Kind: KindJSONPath, Path: "$.issue.status", Expected: "done"}, full(), pass},
 	{"json path/legacy", Spec{Kind: KindJSONPath, Path: "runs.1.status", Expected: "failed"}, full(), pass},

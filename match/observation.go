@@ -18,9 +18,14 @@ import "encoding/json"
 //   - Files maps workspace-relative, slash-separated, clean paths to their content, read
 //     from the attempt's workspace snapshot only; HasWorkspaceSnapshot says a snapshot
 //     exists (a path absent from Files is then a missing file).
-//   - Artifacts are the attempt's artifacts; HasArtifacts says they were collected.
-//   - JSON is a composite JSON document such as {issue, runs, interactions, documents};
-//     nil means none was observed.
+//   - HomeFiles maps the agent's managed home (AGENT_HOME) paths to their bytes as
+//     downloaded through the control plane's public file API (each download checked
+//     against its SHA-256); HasHomeFiles says the home was downloaded.
+//   - Artifacts are the attempt's artifacts; HasArtifacts says they were collected. An
+//     artifact whose bytes were downloaded (through the public artifact download) has
+//     Downloaded set and the bytes in Content.
+//   - JSON is a composite JSON document such as {issue, runs, interactions, documents,
+//     comments}; nil means none was observed.
 //   - Secrets are values that must never appear in an Outcome's Detail, Expected or
 //     Observed (replaced by "[REDACTED]"); empty strings are ignored.
 //
@@ -37,19 +42,24 @@ type Observation struct {
 	HasRuntimeFacts      bool                `json:"hasRuntimeFacts"`
 	Files                map[string][]byte   `json:"files,omitempty"`
 	HasWorkspaceSnapshot bool                `json:"hasWorkspaceSnapshot"`
+	HomeFiles            map[string][]byte   `json:"homeFiles,omitempty"`
+	HasHomeFiles         bool                `json:"hasHomeFiles"`
 	Artifacts            []Artifact          `json:"artifacts,omitempty"`
 	HasArtifacts         bool                `json:"hasArtifacts"`
 	JSON                 json.RawMessage     `json:"json,omitempty"`
 	Secrets              []string            `json:"-"`
 }
 
-// Artifact is one artifact an attempt produced: its name, media type, lower-case hex
-// SHA-256 of its content and its size in bytes.
+// Artifact is one artifact an attempt produced: its name, media type, the lower-case
+// hex SHA-256 and size in bytes it was registered with, and — when Downloaded — the
+// bytes its public download returned (Content; never encoded into results).
 type Artifact struct {
-	Name     string `json:"name"`
-	MimeType string `json:"mimeType,omitempty"`
-	SHA256   string `json:"sha256,omitempty"`
-	ByteSize int64  `json:"byteSize"`
+	Name       string `json:"name"`
+	MimeType   string `json:"mimeType,omitempty"`
+	SHA256     string `json:"sha256,omitempty"`
+	ByteSize   int64  `json:"byteSize"`
+	Downloaded bool   `json:"downloaded,omitempty"`
+	Content    []byte `json:"-"`
 }
 
 // Outcome is one matcher's result. Exactly one of Passed and NotReached is true, or

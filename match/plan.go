@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // KindPlanRevisions grades a task's plan document revision by revision, from the
@@ -107,11 +108,11 @@ func intValue(v any) (int, bool) {
 	return 0, false
 }
 
-// stepLine is one numbered step of a plan body.
-var stepLine = regexp.MustCompile(`(?m)^[ \t]*\d+[.)][ \t]+\S`)
+// stepLine is one numbered step of a plan body, compiled on first use.
+var stepLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^[ \t]*\d+[.)][ \t]+\S`) })
 
 // PlanSteps counts the numbered steps ("1. …", "2) …") of a plan body.
-func PlanSteps(body string) int { return len(stepLine.FindAllString(body, -1)) }
+func PlanSteps(body string) int { return len(stepLine().FindAllString(body, -1)) }
 
 // planState is the part of the composite JSON observation plan_revisions reads.
 type planState struct {

@@ -13,9 +13,9 @@ package match
 //	issue_status, run_status               expected (string)
 //	runtime_mode                           expected ("legacy" | "native")
 //	environment                            expected (environment id)
-//	file_exists                            path (workspace-relative)
-//	file_exact, file_contains              path, expected (string)
-//	artifact_exists                        name, mimeType (optional)
+//	file_exists                            path (workspace-relative), sha256, source (optional)
+//	file_exact, file_contains              path, expected (string), sha256, source (optional)
+//	artifact_exists                        name, mimeType, sha256, expected (string) (optional)
 //	json_path                              path (RFC 9535 or legacy dot form), expected (any JSON)
 //	json_schema                            schema (JSON Schema draft 2020-12 document)
 //	runtime_metadata                       expected ({runtime key: string}, see RuntimeKeys)
@@ -29,6 +29,14 @@ package match
 // message_ordered, file_exact, file_contains) accept normalize: "nfc" (the default when
 // absent), "nfkc" or "none", the Unicode normalisation form both sides are put in before
 // they are compared (NormalizeNFC, NormalizeNFKC, NormalizeNone; docs/matchers.md).
+//
+// The file kinds read the attempt's workspace snapshot, or with source: agent_home the
+// agent's managed home as downloaded through the control plane's public file API
+// (Observation.HomeFiles). sha256 (64 lower-case hex digits) additionally requires the
+// observed bytes to hash to it. artifact_exists checks an artifact's downloaded bytes
+// whenever they were downloaded (they must hash to its declared sha256 and have its
+// declared byteSize); with sha256 or expected it requires them: sha256 is the bytes'
+// SHA-256, expected their text (compared like file_exact, with normalize).
 //
 // String fields may hold templates (for example a per-attempt marker); the catalog
 // renders them before a Spec reaches Compile for evaluation.
@@ -44,4 +52,14 @@ type Spec struct {
 	Schema    any    `json:"schema,omitempty" yaml:"schema,omitempty"`
 	Turn      int    `json:"turn,omitempty" yaml:"turn,omitempty"`
 	Normalize string `json:"normalize,omitempty" yaml:"normalize,omitempty"`
+	SHA256    string `json:"sha256,omitempty" yaml:"sha256,omitempty"`
+	Source    string `json:"source,omitempty" yaml:"source,omitempty"`
 }
+
+// File sources (Spec.Source of the file kinds).
+const (
+	// SourceWorkspace: the attempt's workspace snapshot (the default).
+	SourceWorkspace = "workspace"
+	// SourceAgentHome: the agent's managed home, downloaded through the public file API.
+	SourceAgentHome = "agent_home"
+)

@@ -42,6 +42,8 @@ const (
 	maxDelayTicks    = 31536000 // one year of 1-second ticks
 	maxSafeInteger   = 9007199254740991
 	maxStatusVersion = 1<<31 - 1
+	// maxInlineBase64Chars is the base64 length of controlplane.MaxInlineContentBytes.
+	maxInlineBase64Chars = (controlplane.MaxInlineContentBytes + 2) / 3 * 4
 )
 
 // Enumerations of closed command fields (spec control-plane-port §1.3, §1.6, §1.7, §1.10,
@@ -117,7 +119,8 @@ var fieldSchemas = map[string]schema{
 	"contentType":             str(1, maxTitleChars, "its media type, e.g. text/plain"),
 	"byteSize":                integer(maxSafeInteger, "its size in bytes"),
 	"sha256":                  schema{"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "its SHA-256, 64 lower-case hex digits"},
-	"contentRef":              str(1, maxURLChars, "where its content is, e.g. a workspace path"),
+	"contentRef":              str(1, maxURLChars, "where its content is, e.g. a workspace path (default sha256:<sha256>)"),
+	"contentBase64":           str(0, maxInlineBase64Chars, "the file's bytes in standard base64 (at most 512 KiB decoded); sha256 and byteSize must be theirs"),
 	"targetTaskId":            str(1, maxIDChars, "the task to reassign (not the run's own task)"),
 	"assigneeActorId":         str(1, maxIDChars, "the actor id of the assignee"),
 	"expectedAssigneeActorId": str(1, maxIDChars, "the assignee you observed; omit when the task was unassigned"),

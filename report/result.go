@@ -34,6 +34,9 @@ const (
 	CleanupFailed     = "failed"
 )
 
+// maxRepeat bounds a result's repeat (campaign.MaxRepeat, which imports this package).
+const maxRepeat = 1000
+
 // MaxExecutionIDLength bounds an execution id, in bytes (spec §7.1).
 const MaxExecutionIDLength = 512
 
@@ -118,6 +121,9 @@ type RuntimeFacts struct {
 // termination summary, an opaque JSON object. Evidence lists the attempt's evidence
 // files relative to the attempt directory (slash-separated, no "..").
 //
+// Repetition (1..Repeat) and Repeat (the campaign's repetitions per cell) are set only
+// with `run --repeat N`, N > 1; both are 0 otherwise.
+//
 // Synthetic is set on results this package made up for expected cells without any
 // result (attempt 0); they are never written to disk as result.json.
 type Result struct {
@@ -135,6 +141,8 @@ type Result struct {
 	Source              *Source                   `json:"source,omitempty"`
 	RankingSnapshot     *RankingSnapshot          `json:"rankingSnapshot,omitempty"`
 	Attempt             int                       `json:"attempt"`
+	Repetition          int                       `json:"repetition,omitempty"`
+	Repeat              int                       `json:"repeat,omitempty"`
 	Verdict             verdict.Verdict           `json:"verdict"`
 	ExpectedVerdict     verdict.Verdict           `json:"expectedVerdict,omitempty"`
 	FailureClass        verdict.FailureClass      `json:"failureClass,omitempty"`
@@ -276,6 +284,14 @@ func (r *Result) Validate(label string) error {
 	}
 	if r.Attempt < 1 && !r.Synthetic {
 		add("attempt: must be at least 1, got %d", r.Attempt)
+	}
+	switch {
+	case r.Repeat < 0 || r.Repeat > maxRepeat:
+		add("repeat: must be between 0 and %d, got %d", maxRepeat, r.Repeat)
+	case r.Repeat == 0 && r.Repetition != 0:
+		add("repetition: %d given without repeat", r.Repetition)
+	case r.Repeat > 0 && (r.Repetition < 1 || r.Repetition > r.Repeat):
+		add("repetition: must be between 1 and repeat (%d), got %d", r.Repeat, r.Repetition)
 	}
 	if !r.Verdict.Valid() {
 		add("verdict: %q is not passed, failed or inconclusive", r.Verdict)

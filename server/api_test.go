@@ -26,12 +26,22 @@ import (
 // success bodies).
 func call(t *testing.T, base, method, path, token string, body []byte) (int, string, []byte) {
 	t.Helper()
+	status, code, b, _ := callHeaders(t, base, method, path, token, body, nil)
+	return status, code, b
+}
+
+// callHeaders is call with request headers, returning the response headers too.
+func callHeaders(t *testing.T, base, method, path, token string, body []byte, headers map[string]string) (int, string, []byte, http.Header) {
+	t.Helper()
 	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -40,12 +50,12 @@ func call(t *testing.T, base, method, path, token string, body []byte) (int, str
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var e api.Error
-	if resp.StatusCode >= 400 {
+	if resp.StatusCode >= 400 && resp.StatusCode != http.StatusRequestedRangeNotSatisfiable {
 		if err := json.Unmarshal(b, &e); err != nil || e.Code == "" {
 			t.Fatalf("%s %s: status %d with a non-error body %q", method, path, resp.StatusCode, b)
 		}
 	}
-	return resp.StatusCode, string(e.Code), b
+	return resp.StatusCode, string(e.Code), b, resp.Header
 }
 
 const secretValue = "sk-proj-AAAABBBBCCCCDDDDEEEEFFFFGGGGHHHH1234"
@@ -351,8 +361,13 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Run("Start", func(t *testing.T) {
 		t.Parallel()
 		w := newBoardWorld(t)
+		ref, err := w.co.PutBlob(context.Background(), controlplane.BlobPut{Content: []byte("bytes")})
+		if err != nil {
+			t.Fatal(err)
+		}
 		checkOpenAPI(t, w.base, w.boardTk, server.ServedPatterns(w.in.run), map[string]string{
-			"{company}": w.co.ID(), "{run}": "run-1", "{issue}": w.issue, "{interaction}": "x", "{approval}": "y"})
+			"{company}": w.co.ID(), "{run}": "run-1", "{issue}": w.issue, "{interaction}": "x", "{approval}": "y",
+			"{sha256}": ref.SHA256, "{file}": "x", "{artifact}": "x", "{conflict}": "x"})
 	})
 	t.Run("Serve", func(t *testing.T) {
 		t.Parallel()
@@ -371,7 +386,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkOpenAPI(t, sv.URL, sv.BoardToken(), server.ServedPatterns(sv.Running), map[string]string{
-			"{company}": co.ID(), "{run}": "run-1", "{issue}": "x", "{interaction}": "x", "{approval}": "y"})
+			"{company}": co.ID(), "{run}": "run-1", "{issue}": "x", "{interaction}": "x", "{approval}": "y",
+			"{sha256}": strings.Repeat("0", 64), "{file}": "x", "{artifact}": "x", "{conflict}": "x"})
 	})
 }
 
@@ -412,7 +428,7 @@ func checkOpenAPI(t *testing.T, base, boardTk string, served []string, ids map[s
 			documented[op] = true
 			var responses struct {
 				Responses map[string]struct {
-					Content json.RawMessage `json:"content"`
+					Content map[string]json.RawMessage `json:"content"`
 				} `json:"responses"`
 			}
 			if err := json.Unmarshal(rawOp, &responses); err != nil {
@@ -423,7 +439,7 @@ func checkOpenAPI(t *testing.T, base, boardTk string, served []string, ids map[s
 				t.Errorf("%s: a path parameter the test does not know", op)
 				continue
 			}
-			status, code, b := call(t, base, strings.ToUpper(method), p, boardTk, []byte(`{"unknownField":1}`))
+			status, code, b, hdr := callHeaders(t, base, strings.ToUpper(method), p, boardTk, []byte(`{"unknownField":1}`), nil)
 			if code == "not_found" || status == 405 {
 				t.Errorf("%s is documented but not routed (%d %s)", op, status, code)
 				continue
@@ -441,6 +457,13 @@ func checkOpenAPI(t *testing.T, base, boardTk string, served []string, ids map[s
 			if r.Content == nil {
 				if len(b) != 0 {
 					t.Errorf("%s answered %d with a body its response %s does not document: %s", op, status, key, b)
+				}
+				continue
+			}
+			if _, isJSON := r.Content["application/json"]; !isJSON {
+				ct, _, _ := strings.Cut(hdr.Get("Content-Type"), ";")
+				if _, ok := r.Content[ct]; !ok {
+					t.Errorf("%s answered %d with Content-Type %q, which its response %s does not document", op, status, ct, key)
 				}
 				continue
 			}

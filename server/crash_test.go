@@ -268,3 +268,133 @@ func verifyCommands(t *testing.T, co *client.Company, acked map[string]controlpl
 		}
 	}
 }
+
+// TestKillNineBoardCommentsExactlyOnce: `serve` is killed with SIGKILL while board
+// comments with Idempotency-Keys are in flight, in a bounded loop. After every restart
+// each request whose acknowledgement was lost is replayed with its key and body (the
+// lost-acknowledgement probe); afterwards every key has exactly one comment, a replay
+// of an acknowledged key returns the id it was acknowledged with, and a replay of an
+// unacknowledged one returns the id of its single comment.
+func TestKillNineBoardCommentsExactlyOnce(t *testing.T) {
+	t.Parallel()
+	const rounds, workers = 4, 4
+	home := t.TempDir()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+
+	child := startServe(t, home)
+	co, err := child.client(t, home).CreateCompany(ctx, "Crash", "CRA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "Eng", Role: "engineer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue, err := co.CreateIssue(ctx, api.CreateIssueRequest{Title: "Crash me", AssigneeActorID: &agent.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(key string) string { return "comment " + key }
+	keyed := func(key string) (controlplane.BoardResult, error) {
+		in, _ := json.Marshal(map[string]string{"issueId": issue.ID, "body": body(key)})
+		return co.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardComment, Input: in, IdempotencyKey: key})
+	}
+	acked := map[string]string{} // key → comment id
+	var sent []string
+	lost, committedUnacked := 0, 0
+	for round := range rounds {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		firstAck := make(chan struct{})
+		var once sync.Once
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					key := fmt.Sprintf("r%d-w%d-%d", round, w, i)
+					mu.Lock()
+					sent = append(sent, key)
+					mu.Unlock()
+					res, err := keyed(key)
+					if err != nil {
+						if controlplane.CodeOf(err) != "" {
+							t.Errorf("comment %s: state-machine error %v", key, err)
+						}
+						return // the server is gone
+					}
+					mu.Lock()
+					acked[key] = res.ID
+					mu.Unlock()
+					once.Do(func() { close(firstAck) })
+				}
+			}()
+		}
+		select {
+		case <-firstAck:
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d: no comment acknowledged within a minute", round)
+		}
+		time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
+		if err := child.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		child.cmd.Wait()
+		wg.Wait()
+
+		child = startServe(t, home)
+		co = child.client(t, home).Company(co.ID())
+		pre, err := co.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed := map[string]bool{}
+		for _, c := range pre.Comments {
+			committed[strings.TrimPrefix(c.Body, "comment ")] = true
+		}
+		for _, key := range sent {
+			if _, ok := acked[key]; ok {
+				continue
+			}
+			lost++
+			if committed[key] {
+				committedUnacked++
+			}
+			res, err := keyed(key)
+			if err != nil {
+				t.Fatalf("replaying %s: %v", key, err)
+			}
+			acked[key] = res.ID
+		}
+		st, err := co.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string][]string{}
+		for _, c := range st.Comments {
+			key := strings.TrimPrefix(c.Body, "comment ")
+			ids[key] = append(ids[key], c.ID)
+		}
+		for _, key := range sent {
+			if len(ids[key]) != 1 || ids[key][0] != acked[key] {
+				t.Fatalf("key %s: comments %v, acknowledged %s: want exactly one, the acknowledged one", key, ids[key], acked[key])
+			}
+		}
+		// an acknowledged key replayed after the restart answers its original id
+		for key, id := range acked {
+			res, err := keyed(key)
+			if err != nil || res.ID != id {
+				t.Fatalf("replaying acknowledged %s: %+v %v, want %s", key, res, err, id)
+			}
+			break
+		}
+	}
+	if err := child.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+	t.Logf("%d rounds, %d comments sent, %d unacknowledged and replayed with their key, %d of those already committed", rounds, len(sent), lost, committedUnacked)
+}

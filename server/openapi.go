@@ -40,10 +40,22 @@ func OpenAPIDocument(routes []route) map[string]any {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
 				"schema": map[string]any{"type": "string", "pattern": idPattern().String()}})
 		}
+		if rt.idempotent {
+			params = append(params, map[string]any{"name": api.IdempotencyKeyHeader, "in": "header", "required": false,
+				"description": "makes the write idempotent: a replay with the same key returns the stored response (same ids, same status); " +
+					"the same key with a different request is 409 idempotency_conflict; board token only",
+				"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": api.MaxIdempotencyKeyBytes}})
+		}
 		if params != nil {
 			op["parameters"] = params
 		}
-		if rt.request != nil {
+		_, rawRequest := rt.request.(rawBytes)
+		_, rawResponse := rt.response.(rawBytes)
+		switch {
+		case rawRequest:
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+				"application/octet-stream": map[string]any{"schema": binarySchema}}}
+		case rt.request != nil:
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
 				"application/json": map[string]any{"schema": g.requestSchema(rt)}}}
 		}
@@ -54,10 +66,22 @@ func OpenAPIDocument(routes []route) map[string]any {
 		for status, desc := range requestErrors {
 			resp[strconv.Itoa(status)] = errBody(desc)
 		}
+		if rawResponse {
+			resp["304"] = map[string]any{"description": "not modified (If-None-Match matched the ETag, the quoted SHA-256)"}
+			resp["416"] = map[string]any{"description": "range not satisfiable", "content": map[string]any{"text/plain": map[string]any{"schema": map[string]any{"type": "string"}}}}
+		}
 		for _, status := range append([]int{rt.status}, rt.more...) {
-			if rt.response == nil {
+			switch {
+			case rawResponse:
+				desc := "the bytes (Content-Type as recorded, ETag the quoted SHA-256, Content-Digest sha-256)"
+				if status == 206 {
+					desc = "the requested range of the bytes"
+				}
+				resp[strconv.Itoa(status)] = map[string]any{"description": desc, "content": map[string]any{
+					"application/octet-stream": map[string]any{"schema": binarySchema}}}
+			case rt.response == nil:
 				resp[strconv.Itoa(status)] = map[string]any{"description": "done"}
-			} else {
+			default:
 				resp[strconv.Itoa(status)] = map[string]any{"description": "ok", "content": map[string]any{
 					"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(rt.response))}}}
 			}
@@ -87,18 +111,21 @@ func OpenAPIDocument(routes []route) map[string]any {
 	}
 }
 
+// binarySchema is the schema of raw bytes.
+var binarySchema = map[string]any{"type": "string", "contentMediaType": "application/octet-stream"}
+
 // requestErrors are the error responses every operation documents besides "default":
 // what the transport refuses before or while reading a request (api.Error).
 var requestErrors = map[int]string{
 	400: "invalid_request (or the state machine's *_invalid / *_required codes): malformed JSON, unknown fields, " +
 		"text that is not valid UTF-8 or holds NUL (U+0000), objects and arrays nested deeper than " + strconv.Itoa(api.MaxBodyDepth) +
 		" levels, an idempotency or deduplication key (idempotencyKey, cancellationRequestId, callerDedupeKey, callerResultId, " +
-		"eventId, sourceEventId) longer than " + strconv.Itoa(api.MaxIdempotencyKeyBytes) + " bytes, a timestamp (dueBy) that is not RFC 3339; " +
+		"eventId, sourceEventId, the Idempotency-Key header) longer than " + strconv.Itoa(api.MaxIdempotencyKeyBytes) + " bytes, a timestamp (dueBy) that is not RFC 3339; " +
 		"the message names the field",
 	401: "unauthorized: no bearer token, a token that is not valid, or the agent token of a run that ended (an agent token " +
 		"expires when its run ends; only an identical retry of the run's completion is still accepted)",
 	408: "request_timeout: the body did not arrive within the server's body timeout; the connection is closed",
-	413: "request_too_large: the body exceeds " + strconv.Itoa(api.MaxBodyBytes) + " bytes",
+	413: "request_too_large: the body exceeds " + strconv.Itoa(api.MaxBodyBytes) + " bytes (an upload: " + strconv.Itoa(api.MaxFileBytes) + " bytes)",
 }
 
 // errorBody is the error schema's Go shape.

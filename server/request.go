@@ -42,15 +42,16 @@ func setBodyDeadline(w http.ResponseWriter, timeout time.Duration) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 }
 
-// readRequestBody reads r's whole body, bounded by api.MaxBodyBytes (413
-// request_too_large) and by the deadline setBodyDeadline set (408 request_timeout),
-// then lifts the deadline, so that a handler that runs long is never cut off by it.
-func readRequestBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBodyBytes))
+// readRequestBody reads r's whole body, bounded by limit bytes (api.MaxBodyBytes, or
+// api.MaxFileBytes for an upload; 413 request_too_large) and by the deadline
+// setBodyDeadline set (408 request_timeout), then lifts the deadline, so that a handler
+// that runs long is never cut off by it.
+func readRequestBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return nil, &controlplane.Error{Code: controlplane.CodeRequestTooLarge, Message: fmt.Sprintf("the request body exceeds %d bytes", api.MaxBodyBytes)}
+		return nil, &controlplane.Error{Code: controlplane.CodeRequestTooLarge, Message: fmt.Sprintf("the request body exceeds %d bytes", limit)}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, &controlplane.Error{Code: controlplane.CodeRequestTimeout, Message: "the request body was not received in time"}
 	case err != nil:
@@ -182,6 +183,31 @@ func checkKeyLength(field, key string) error {
 	}
 	return nil
 }
+
+// checkIdempotencyKey checks the Idempotency-Key header of a request: absent is fine
+// everywhere; present, it must be for a route that takes one (rt.idempotent), from the
+// board, not empty, and at most api.MaxIdempotencyKeyBytes (400 otherwise).
+func checkIdempotencyKey(r *http.Request, rt route, p principal) error {
+	vs, present := r.Header[api.IdempotencyKeyHeader]
+	if !present {
+		return nil
+	}
+	bad := func(msg string) error {
+		return &controlplane.Error{Code: controlplane.CodeIdempotencyKeyInvalid, Message: msg}
+	}
+	switch {
+	case !rt.idempotent:
+		return bad(rt.method + " " + rt.pattern + " takes no " + api.IdempotencyKeyHeader + " header")
+	case !p.board:
+		return bad("an agent token takes no " + api.IdempotencyKeyHeader + " header (commands carry their idempotencyKey in the body)")
+	case len(vs) != 1 || strings.TrimSpace(vs[0]) == "":
+		return bad("the " + api.IdempotencyKeyHeader + " header must be given once and not be empty")
+	}
+	return checkKeyLength(api.IdempotencyKeyHeader, vs[0])
+}
+
+// idempotencyKey returns the request's (checked) Idempotency-Key, "" when absent.
+func idempotencyKey(r *http.Request) string { return r.Header.Get(api.IdempotencyKeyHeader) }
 
 // bodyKeys checks the deduplication keys of a raw JSON body (events: eventId,
 // sourceEventId; completions: callerDedupeKey, callerResultId) with checkKeyLength. A

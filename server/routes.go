@@ -35,7 +35,17 @@ type route struct {
 	summary         string
 	h               func(ctx context.Context, r *http.Request, p principal) (any, error)
 	more            []int // further success statuses answering the response body (h returns withStatus)
+	// idempotent: the route takes an Idempotency-Key header from the board (see
+	// api.IdempotencyKeyHeader); every other route, and every agent token, is refused
+	// one.
+	idempotent bool
 }
+
+// rawBytes marks a route's request or response body as raw bytes
+// (application/octet-stream) instead of JSON: an upload's body is read whole, bounded by
+// api.MaxFileBytes instead of api.MaxBodyBytes and not checked as JSON text; a download
+// handler returns a download, served with Range support.
+type rawBytes struct{}
 
 // completePattern is the completion route's pattern.
 const completePattern = "/api/companies/{company}/complete"
@@ -48,34 +58,67 @@ func (rt route) afterRunEnd() bool {
 }
 
 func (s *Server) table() []route {
+	boardOp := func(kind string, newReq func() any) func(ctx context.Context, r *http.Request, p principal) (any, error) {
+		return s.board(kind, newReq)
+	}
 	return []route{
-		{"POST", "/api/companies", true, api.CreateCompanyRequest{}, api.Company{}, 201, "create a company", s.createCompany, nil},
-		{"GET", "/api/companies", true, nil, api.CompanyList{}, 200, "list companies", s.listCompanies, nil},
-		{"POST", "/api/companies/{company}/secrets", true, api.CreateSecretRequest{}, api.SecretRef{}, 201, "store a secret (the value is never returned)", s.createSecret, nil},
-		{"POST", "/api/companies/{company}/start", true, nil, nil, 204, "start the company's control plane", s.start, nil},
-		{"POST", "/api/companies/{company}/stop", true, nil, nil, 204, "stop the company's control plane", s.stop, nil},
-		{"POST", "/api/companies/{company}/agents", true, api.CreateAgentRequest{}, api.BoardResult{}, 201, "create an agent", s.board(controlplane.BoardCreateAgent, func() any { return &api.CreateAgentRequest{} }), nil},
-		{"POST", "/api/companies/{company}/projects", true, api.CreateProjectRequest{}, api.BoardResult{}, 201, "create a project", s.board(controlplane.BoardCreateProject, func() any { return &api.CreateProjectRequest{} }), nil},
-		{"POST", "/api/companies/{company}/environments", true, api.CreateEnvironmentRequest{}, api.BoardResult{}, 201, "create an environment", s.board(controlplane.BoardCreateEnvironment, func() any { return &api.CreateEnvironmentRequest{} }), nil},
-		{"POST", "/api/companies/{company}/issues", true, api.CreateIssueRequest{}, api.BoardResult{}, 201, "create an issue", s.board(controlplane.BoardCreateIssue, func() any { return &api.CreateIssueRequest{} }), nil},
-		{"POST", "/api/companies/{company}/issues/{issue}/comments", true, api.CommentRequest{}, api.BoardResult{}, 201, "comment on an issue", s.board(controlplane.BoardComment, func() any { return &api.CommentRequest{} }), nil},
-		{"POST", "/api/companies/{company}/interactions/{interaction}/resolve", true, api.ResolveInteractionRequest{}, api.BoardResult{}, 200, "resolve an interaction", s.board(controlplane.BoardResolveInteraction, func() any { return &api.ResolveInteractionRequest{} }), nil},
-		{"POST", "/api/companies/{company}/approvals/{approval}/decide", true, api.DecideApprovalRequest{}, api.BoardResult{}, 200, "decide an approval", s.board(controlplane.BoardDecideApproval, func() any { return &api.DecideApprovalRequest{} }), nil},
-		{"GET", "/api/companies/{company}/wakes", true, nil, api.WakeList{}, 200, "list scheduled wakes (query dueBy)", s.listWakes, nil},
-		{"GET", "/api/companies/{company}/decisions", true, nil, api.DecisionList{}, 200, "list decision records", s.decisions, nil},
-		{"GET", "/api/companies/{company}/state", true, nil, json.RawMessage{}, 200, "the serialized state (canonical JSON)", s.state, nil},
-		{"GET", "/api/companies/{company}/snapshot", true, nil, json.RawMessage{}, 200, "the state as a JSON object", s.snapshot, nil},
-		{"POST", "/api/companies/{company}/runs", true, controlplane.OpenInput{}, controlplane.RunContext{}, 201, "open (check out) a run; returns its context", s.openRun, nil},
-		{"POST", "/api/companies/{company}/checkouts", true, controlplane.OpenInput{}, nil, 204, "open (check out) a run without reading its context", s.checkout, nil},
-		{"GET", "/api/companies/{company}/runs/{run}/context", false, nil, controlplane.RunContext{}, 200, "a run's context", s.runContext, nil},
-		{"GET", "/api/companies/{company}/runs/{run}/documents", false, nil, api.DocumentList{}, 200, "the documents of the run's active task, every revision", s.runDocuments, nil},
-		{"GET", "/api/companies/{company}/runs/{run}/events", false, nil, controlplane.Replay{}, 200, "replay PRP events (query sourceInstanceId, afterSourceSeq, limit)", s.replay, nil},
-		{"POST", "/api/companies/{company}/events", false, json.RawMessage{}, controlplane.Receipt{}, 200, "append a PRP or native run event", s.appendEvent, nil},
-		{"POST", "/api/companies/{company}/commands", false, api.CommandRequest{}, controlplane.CommandResult{}, 200, "apply a semantic command", s.applyCommand, nil},
-		{"POST", "/api/companies/{company}/commands/try", false, api.CommandRequest{}, controlplane.CommandOutcome{}, 200, "apply a semantic command; state-machine errors folded into the outcome", s.tryCommand, nil},
-		{"POST", completePattern, false, json.RawMessage{}, nil, 204, "complete a run (after the run ended, its agent token is accepted only for an identical retry of the completion)", s.complete, nil},
-		{"GET", "/api/companies/{company}/session/checkpoint", false, nil, api.Checkpoint{}, 200, "the active run's session checkpoint", s.loadCheckpoint, nil},
-		{"PUT", "/api/companies/{company}/session/checkpoint", false, json.RawMessage{}, nil, 204, "store the active run's session checkpoint", s.checkpoint, nil},
+		{method: "POST", pattern: "/api/companies", board: true, request: api.CreateCompanyRequest{}, response: api.Company{}, status: 201, summary: "create a company", h: s.createCompany},
+		{method: "GET", pattern: "/api/companies", board: true, response: api.CompanyList{}, status: 200, summary: "list companies", h: s.listCompanies},
+		{method: "POST", pattern: "/api/companies/{company}/secrets", board: true, request: api.CreateSecretRequest{}, response: api.SecretRef{}, status: 201, summary: "store a secret (the value is never returned)", h: s.createSecret},
+		{method: "POST", pattern: "/api/companies/{company}/start", board: true, status: 204, summary: "start the company's control plane", h: s.start},
+		{method: "POST", pattern: "/api/companies/{company}/stop", board: true, status: 204, summary: "stop the company's control plane", h: s.stop},
+		{method: "POST", pattern: "/api/companies/{company}/agents", board: true, request: api.CreateAgentRequest{}, response: api.BoardResult{}, status: 201, summary: "create an agent", idempotent: true,
+			h: boardOp(controlplane.BoardCreateAgent, func() any { return &api.CreateAgentRequest{} })},
+		{method: "POST", pattern: "/api/companies/{company}/projects", board: true, request: api.CreateProjectRequest{}, response: api.BoardResult{}, status: 201, summary: "create a project", idempotent: true,
+			h: boardOp(controlplane.BoardCreateProject, func() any { return &api.CreateProjectRequest{} })},
+		{method: "POST", pattern: "/api/companies/{company}/environments", board: true, request: api.CreateEnvironmentRequest{}, response: api.BoardResult{}, status: 201, summary: "create an environment", idempotent: true,
+			h: boardOp(controlplane.BoardCreateEnvironment, func() any { return &api.CreateEnvironmentRequest{} })},
+		{method: "POST", pattern: "/api/companies/{company}/issues", board: true, request: api.CreateIssueRequest{}, response: api.BoardResult{}, status: 201, summary: "create an issue", idempotent: true,
+			h: boardOp(controlplane.BoardCreateIssue, func() any { return &api.CreateIssueRequest{} })},
+		{method: "POST", pattern: "/api/companies/{company}/issues/{issue}/comments", board: true, request: api.CommentRequest{}, response: api.BoardResult{}, status: 201, summary: "comment on an issue", idempotent: true,
+			h: boardOp(controlplane.BoardComment, func() any { return &api.CommentRequest{} })},
+		{method: "POST", pattern: "/api/companies/{company}/interactions/{interaction}/resolve", board: true, request: api.ResolveInteractionRequest{}, response: api.BoardResult{}, status: 200, summary: "resolve an interaction", idempotent: true,
+			h: boardOp(controlplane.BoardResolveInteraction, func() any { return &api.ResolveInteractionRequest{} })},
+		{method: "POST", pattern: "/api/companies/{company}/approvals/{approval}/decide", board: true, request: api.DecideApprovalRequest{}, response: api.BoardResult{}, status: 200, summary: "decide an approval", idempotent: true,
+			h: boardOp(controlplane.BoardDecideApproval, func() any { return &api.DecideApprovalRequest{} })},
+		{method: "POST", pattern: "/api/companies/{company}/runs/{run}/retry", board: true, response: api.BoardResult{}, status: 201,
+			summary: "Retry a failed or interrupted run: its task returns to todo and its agent gets a retry wake (payload retryOf); the result's id is the wake", idempotent: true,
+			h: s.retryRun},
+		{method: "POST", pattern: "/api/companies/{company}/blobs", request: rawBytes{}, response: api.BlobRef{}, status: 201,
+			summary: "upload bytes (at most " + strconv.Itoa(api.MaxFileBytes) + "), stored by their SHA-256; board or agent token", idempotent: true, h: s.uploadBlob},
+		{method: "GET", pattern: "/api/companies/{company}/blobs/{sha256}", response: rawBytes{}, status: 200, more: []int{206},
+			summary: "download stored bytes by SHA-256 (Range requests; an agent only those of the files and artifacts it may read)", h: s.downloadBlob},
+		{method: "PUT", pattern: "/api/companies/{company}/files", board: true, request: api.PutFileRequest{}, response: api.BoardResult{}, status: 200,
+			summary: "write a managed file (scope company or agent_home) to an uploaded blob; expectedSha256 guards a lost update", idempotent: true,
+			h: boardOp(controlplane.BoardPutFile, func() any { return &api.PutFileRequest{} })},
+		{method: "GET", pattern: "/api/companies/{company}/files", response: api.FileList{}, status: 200,
+			summary: "list managed files (query scope, owner); an agent sees the company's files and its own home", h: s.listFiles},
+		{method: "GET", pattern: "/api/companies/{company}/files/{file}/content", response: rawBytes{}, status: 200, more: []int{206},
+			summary: "download a managed file (Range requests)", h: s.fileContent},
+		{method: "GET", pattern: "/api/companies/{company}/artifacts/{artifact}/content", response: rawBytes{}, status: 200, more: []int{206},
+			summary: "download an artifact's bytes (Range requests; an agent only its own task's)", h: s.artifactContent},
+		{method: "GET", pattern: "/api/companies/{company}/home-receipts", board: true, response: api.HomeReceiptList{}, status: 200,
+			summary: "list agent home save receipts (query actor, run)", h: s.homeReceipts},
+		{method: "GET", pattern: "/api/companies/{company}/file-conflicts", board: true, response: api.FileConflictList{}, status: 200,
+			summary: "list agent home file conflicts (query actor, status)", h: s.fileConflicts},
+		{method: "POST", pattern: "/api/companies/{company}/file-conflicts/{conflict}/resolve", board: true, request: api.ResolveFileConflictRequest{}, response: api.BoardResult{}, status: 200,
+			summary: "resolve a home file conflict against the reviewed current SHA-256 (409 file_conflict_stale when it changed)", idempotent: true,
+			h: boardOp(controlplane.BoardResolveFileConflict, func() any { return &api.ResolveFileConflictRequest{} })},
+		{method: "GET", pattern: "/api/companies/{company}/wakes", board: true, response: api.WakeList{}, status: 200, summary: "list scheduled wakes (query dueBy)", h: s.listWakes},
+		{method: "GET", pattern: "/api/companies/{company}/decisions", board: true, response: api.DecisionList{}, status: 200, summary: "list decision records", h: s.decisions},
+		{method: "GET", pattern: "/api/companies/{company}/state", board: true, response: json.RawMessage{}, status: 200, summary: "the serialized state (canonical JSON)", h: s.state},
+		{method: "GET", pattern: "/api/companies/{company}/snapshot", board: true, response: json.RawMessage{}, status: 200, summary: "the state as a JSON object", h: s.snapshot},
+		{method: "POST", pattern: "/api/companies/{company}/runs", board: true, request: controlplane.OpenInput{}, response: controlplane.RunContext{}, status: 201, summary: "open (check out) a run; returns its context", h: s.openRun},
+		{method: "POST", pattern: "/api/companies/{company}/checkouts", board: true, request: controlplane.OpenInput{}, status: 204, summary: "open (check out) a run without reading its context", h: s.checkout},
+		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/context", response: controlplane.RunContext{}, status: 200, summary: "a run's context", h: s.runContext},
+		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/documents", response: api.DocumentList{}, status: 200, summary: "the documents of the run's active task, every revision", h: s.runDocuments},
+		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/events", response: controlplane.Replay{}, status: 200, summary: "replay PRP events (query sourceInstanceId, afterSourceSeq, limit)", h: s.replay},
+		{method: "POST", pattern: "/api/companies/{company}/events", request: json.RawMessage{}, response: controlplane.Receipt{}, status: 200, summary: "append a PRP or native run event", h: s.appendEvent},
+		{method: "POST", pattern: "/api/companies/{company}/commands", request: api.CommandRequest{}, response: controlplane.CommandResult{}, status: 200, summary: "apply a semantic command", h: s.applyCommand},
+		{method: "POST", pattern: "/api/companies/{company}/commands/try", request: api.CommandRequest{}, response: controlplane.CommandOutcome{}, status: 200, summary: "apply a semantic command; state-machine errors folded into the outcome", h: s.tryCommand},
+		{method: "POST", pattern: completePattern, request: json.RawMessage{}, status: 204, summary: "complete a run (after the run ended, its agent token is accepted only for an identical retry of the completion)", h: s.complete},
+		{method: "GET", pattern: "/api/companies/{company}/session/checkpoint", response: api.Checkpoint{}, status: 200, summary: "the active run's session checkpoint", h: s.loadCheckpoint},
+		{method: "PUT", pattern: "/api/companies/{company}/session/checkpoint", request: json.RawMessage{}, status: 204, summary: "store the active run's session checkpoint", h: s.checkpoint},
 	}
 }
 
@@ -150,7 +193,7 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
-		for _, name := range []string{"company", "run", "issue", "interaction", "approval"} {
+		for _, name := range []string{"company", "run", "issue", "interaction", "approval", "file", "artifact", "conflict", "sha256"} {
 			if v := r.PathValue(name); v != "" && !idPattern().MatchString(v) {
 				writeError(w, invalid(fmt.Sprintf("%s id %q is not a valid id", name, v)))
 				return
@@ -174,8 +217,17 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 				return
 			}
 		}
-		body, err := readRequestBody(w, r)
-		if err == nil && len(body) > 0 {
+		if err := checkIdempotencyKey(r, rt, p); err != nil {
+			writeError(w, err)
+			return
+		}
+		_, raw := rt.request.(rawBytes)
+		limit := int64(api.MaxBodyBytes)
+		if raw {
+			limit = api.MaxFileBytes
+		}
+		body, err := readRequestBody(w, r, limit)
+		if err == nil && len(body) > 0 && !raw {
 			err = checkJSONText(body)
 		}
 		if err != nil {
@@ -186,6 +238,10 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 		out, err := rt.h(r.Context(), r, p)
 		if err != nil {
 			writeError(w, err)
+			return
+		}
+		if d, ok := out.(download); ok {
+			serveDownload(w, r, d)
 			return
 		}
 		if rt.response == nil {
@@ -400,12 +456,14 @@ func (s *Server) board(kind string, newReq func() any) func(ctx context.Context,
 			input = map[string]any{"interactionId": r.PathValue("interaction"), "outcome": v.Outcome, "result": v.Result}
 		case *api.DecideApprovalRequest:
 			input = map[string]any{"approvalId": r.PathValue("approval"), "decision": v.Decision, "note": v.Note}
+		case *api.ResolveFileConflictRequest:
+			input = map[string]any{"conflictId": r.PathValue("conflict"), "resolution": v.Resolution, "currentSha256": v.CurrentSHA256}
 		}
 		b, err := json.Marshal(input)
 		if err != nil {
 			return nil, invalid(err.Error())
 		}
-		return c.ApplyBoard(ctx, controlplane.BoardOp{Kind: kind, Input: b})
+		return c.ApplyBoard(ctx, controlplane.BoardOp{Kind: kind, Input: b, IdempotencyKey: idempotencyKey(r)})
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -129,7 +130,8 @@ func (h runnerHost) AgentAPIURL(company string) string { return h.url + "/api/co
 func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 	return []route{
 		{method: "POST", pattern: "/api/heartbeat-runs/{run}/cancel", board: true, request: api.CancelRunRequest{}, response: api.CancelRunResponse{},
-			status: http.StatusAccepted, more: []int{http.StatusOK}, summary: "Stop a heartbeat run (202 reserved, 200 joined an earlier Stop); an empty body is a Stop without a cancellationRequestId",
+			status: http.StatusAccepted, more: []int{http.StatusOK}, idempotent: true,
+			summary: "Stop a heartbeat run (202 reserved, 200 joined an earlier Stop); an empty body is a Stop without a cancellationRequestId",
 			h: func(ctx context.Context, r *http.Request, _ principal) (any, error) {
 				b, err := readBody(r)
 				if err != nil {
@@ -144,7 +146,9 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 				if err := checkKeyLength("cancellationRequestId", req.CancellationRequestID); err != nil {
 					return nil, err
 				}
-				out, err := rn.Cancel(ctx, r.PathValue("run"), heartbeat.StopRequest{RequestID: req.CancellationRequestID, Actor: heartbeat.LocalBoardActor})
+				canon, _ := json.Marshal(req)
+				out, err := rn.Cancel(ctx, r.PathValue("run"), heartbeat.StopRequest{RequestID: req.CancellationRequestID, Actor: heartbeat.LocalBoardActor,
+					IdempotencyKey: idempotencyKey(r), RequestSHA256: controlplane.SHA256Hex(canon)})
 				if err != nil {
 					return nil, err
 				}
@@ -152,6 +156,11 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 					return withStatus{http.StatusOK, out}, nil
 				}
 				return out, nil
+			}},
+		{method: "POST", pattern: "/api/heartbeat-runs/{run}/retry", board: true, response: api.RetryRunResponse{}, status: http.StatusCreated, idempotent: true,
+			summary: "Retry a failed or interrupted heartbeat run: a retry wake for its agent and task, and the id of the run opened for it (bound by retryOf); 409 run_not_retryable or run_already_retried",
+			h: func(ctx context.Context, r *http.Request, _ principal) (any, error) {
+				return rn.Retry(ctx, r.PathValue("run"), idempotencyKey(r))
 			}},
 		{method: "GET", pattern: "/api/heartbeat-runs/{run}", board: true, response: api.HeartbeatRun{}, status: http.StatusOK,
 			summary: "the heartbeat runner's record of a run",

@@ -6,6 +6,12 @@
 // state machine (package controlplane/store). Errors are JSON {code, message,
 // retryable}. The OpenAPI 3.1 document is served at /openapi.json.
 //
+// Managed files (files.go, docs/files.md): blob upload (raw body, at most
+// api.MaxFileBytes) and Range downloads of blobs, managed files and artifacts, home
+// receipts and conflicts. Every board write takes an Idempotency-Key header
+// (api.IdempotencyKeyHeader; routes that take none, and agent tokens, refuse it), and
+// Retry (POST /runs/{run}/retry) asks for a new run of a failed or interrupted one.
+//
 // The instance home holds instance.db (SQLite, unless a PostgreSQL URL is given),
 // board.token and master.key (both 0600). Secrets are sealed with AES-256-GCM under
 // the master key; no route, log or snapshot returns a value. In-process code (the

@@ -209,6 +209,12 @@ func (r *runner) steps(ctx context.Context, k int, turn *catalog.ReferenceTurn) 
 			}
 			continue
 		}
+		if st.Wait != nil {
+			if err := WaitInWorkspace(ctx, r.cfg.Workspace, r.runID, st.Wait); err != nil {
+				return "", "", fmt.Errorf("reference: %s: %w", where, err)
+			}
+			continue
+		}
 		cmd, err := r.command(st)
 		if err != nil {
 			return "", "", fmt.Errorf("reference: %s (%s): %w", where, st.Command, err)
@@ -409,6 +415,45 @@ func retry(ctx context.Context, f func() error) error {
 // ErrOutsideWorkspace is returned for an edit path that is not a relative path inside
 // the workspace.
 var ErrOutsideWorkspace = errors.New("path leaves the workspace")
+
+// waitPoll is how often WaitInWorkspace looks for the release file.
+const waitPoll = 20 * time.Millisecond
+
+// WaitInWorkspace carries out a wait step: it writes runID to w.Ready (inside the
+// workspace, through an os.Root), then looks every waitPoll for w.Release until it
+// exists or w.TimeoutMs passes. Errors: a path outside the workspace
+// (ErrOutsideWorkspace), the ready file that cannot be written, the timeout, the
+// context's end.
+func WaitInWorkspace(ctx context.Context, workspace, runID string, w *catalog.WorkspaceWait) error {
+	ready, release := filepath.FromSlash(w.Ready), filepath.FromSlash(w.Release)
+	if !filepath.IsLocal(ready) || !filepath.IsLocal(release) {
+		return fmt.Errorf("wait %q/%q: %w", w.Ready, w.Release, ErrOutsideWorkspace)
+	}
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		return fmt.Errorf("opening the workspace: %w", err)
+	}
+	defer root.Close()
+	if err := root.WriteFile(ready, []byte(runID), 0o644); err != nil {
+		return fmt.Errorf("wait: writing %q: %w", w.Ready, err)
+	}
+	deadline := time.NewTimer(time.Duration(w.TimeoutMs) * time.Millisecond)
+	defer deadline.Stop()
+	tick := time.NewTicker(waitPoll)
+	defer tick.Stop()
+	for {
+		if _, err := root.Stat(release); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("wait: %q did not appear within %d ms", w.Release, w.TimeoutMs)
+		case <-tick.C:
+		}
+	}
+}
 
 // EditWorkspace carries out one workspace edit inside workspace: write replaces the file
 // (creating parent directories), append appends (creating the file), delete removes it

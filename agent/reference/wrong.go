@@ -78,6 +78,9 @@ func WrongScript(script *catalog.ReferenceScript, nonce string) (*catalog.Refere
 				}
 				ns.Edit = ne
 			}
+			if w := st.Wait; w != nil {
+				ns.Wait = &catalog.WorkspaceWait{Ready: sub(w.Ready), Release: sub(w.Release), TimeoutMs: w.TimeoutMs}
+			}
 			nt.Steps = append(nt.Steps, ns)
 		}
 		out.Turns = append(out.Turns, nt)

@@ -40,10 +40,17 @@ func (x *LocalExecutor) liveCredential(plan campaign.AttemptPlan) string {
 	if !x.Live {
 		return ""
 	}
-	if _, isCLI := cliName(plan.Cell.Profile.Driver); !isCLI {
+	return LiveCredential(plan.Cell)
+}
+
+// LiveCredential is the environment variable holding the credential of cell's live
+// provider under `run --live` (its profile's driverConfig.live.envVar), or "" when the
+// cell is no agent CLI cell or its profile declares no live provider.
+func LiveCredential(cell *catalog.Cell) string {
+	if _, isCLI := cliName(cell.Profile.Driver); !isCLI {
 		return ""
 	}
-	dc, err := api.DriverConfigOf(plan.Cell.Profile.DriverConfig)
+	dc, err := api.DriverConfigOf(cell.Profile.DriverConfig)
 	if err != nil || dc.Live == nil {
 		return ""
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/campaign/flows"
+	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -37,6 +38,10 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 		TurnTimeout: a.plan.TurnTimeout,
 		Poll:        x.PollInterval,
 		Log:         a.log.note,
+		ServerURL:   func() string { return p.Instance.url },
+		BoardAt: func(base string) flows.Board {
+			return client.New(base, p.Instance.token, nil).Company(f.CompanyID)
+		},
 		Restart: func(ctx context.Context) (flows.Board, error) {
 			killed, err := p.Instance.restart(ctx)
 			if killed {

@@ -155,7 +155,8 @@ func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 // matchObservation builds the persisted-state part of the observation: the task's
 // status, the last run's status, every run's message (turn by turn), the artifacts and
 // the composite JSON {issue, runs, interactions, documents, approvals, comments, company}
-// (the approvals linked to the task, the task's comments, the company-wide view).
+// (the approvals linked to the task; comments: the task's persisted comments in order,
+// the human's with a null authorActorId; the company-wide view).
 func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.Run) *match.Observation {
 	task := f.TaskID
 	obs := &match.Observation{Secrets: secretForms(f.Secrets), HasArtifacts: true, HasMessage: len(runs) > 0}
@@ -178,6 +179,12 @@ func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.
 	}
 	var docs []*controlplane.Document
 	var inters []*controlplane.Interaction
+	comments := []*controlplane.Comment{}
+	for _, c := range st.Comments {
+		if c.TaskID == task {
+			comments = append(comments, c)
+		}
+	}
 	for _, d := range st.Documents {
 		if d.TaskID == task {
 			docs = append(docs, d)
@@ -192,12 +199,6 @@ func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.
 	for _, ap := range st.Approvals {
 		if slices.Contains(ap.TaskIDs, task) {
 			approvals = append(approvals, ap)
-		}
-	}
-	comments := []*controlplane.Comment{}
-	for _, c := range st.Comments {
-		if c.TaskID == task {
-			comments = append(comments, c)
 		}
 	}
 	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs, "approvals": approvals,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -48,26 +49,62 @@ func testCatalog(t *testing.T) *catalog.Catalog {
 	return c
 }
 
-// world is one company on an in-process server with a task assigned to an agent.
+// world is one company on an in-process server with a task assigned to an agent; the
+// server can be restarted on its home (restart), so co, url and token are those of the
+// server running now.
 type world struct {
-	co        *client.Company
+	home      string
 	task      string
 	workspace string
+
+	mu    sync.Mutex
+	srv   *server.Server
+	ts    *httptest.Server
+	co    *client.Company
+	token string
+}
+
+func (w *world) company() *client.Company { w.mu.Lock(); defer w.mu.Unlock(); return w.co }
+func (w *world) url() string              { w.mu.Lock(); defer w.mu.Unlock(); return w.ts.URL }
+
+// boardAt is the company's board at another base URL (a proxy in front of the server).
+func (w *world) boardAt(base string) Board {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return heartbeatless{client.New(base, w.token, nil).Company(w.co.ID())}
+}
+
+// restart closes the server and opens a new one on the same home.
+func (w *world) restart(ctx context.Context) (Board, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ts.Close()
+	w.srv.Close()
+	s, err := server.Open(ctx, server.Options{Home: w.home})
+	if err != nil {
+		return nil, err
+	}
+	w.srv, w.ts = s, httptest.NewServer(s.Handler())
+	w.token = s.BoardToken()
+	w.co = client.New(w.ts.URL, w.token, nil).Company(w.co.ID())
+	return heartbeatless{w.co}, nil
 }
 
 func newWorld(t *testing.T, rc *catalog.RenderedCase, workMode string) *world {
 	t.Helper()
 	ctx := context.Background()
-	s, err := server.Open(ctx, server.Options{Home: t.TempDir()})
+	w := &world{home: t.TempDir(), workspace: t.TempDir()}
+	s, err := server.Open(ctx, server.Options{Home: w.home})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { ts.Close(); s.Close() })
-	co, err := client.New(ts.URL, s.BoardToken(), nil).CreateCompany(ctx, "flows", "FLO")
+	w.srv, w.ts, w.token = s, httptest.NewServer(s.Handler()), s.BoardToken()
+	t.Cleanup(func() { w.mu.Lock(); defer w.mu.Unlock(); w.ts.Close(); w.srv.Close() })
+	co, err := client.New(w.ts.URL, w.token, nil).CreateCompany(ctx, "flows", "FLO")
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.co = co
 	if err := co.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +123,8 @@ func newWorld(t *testing.T, rc *catalog.RenderedCase, workMode string) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{co: co, task: task.ID, workspace: t.TempDir()}
+	w.task = task.ID
+	return w
 }
 
 // runAgent plays the agent until ctx ends: every scheduled wake of the task that has
@@ -94,9 +132,10 @@ func newWorld(t *testing.T, rc *catalog.RenderedCase, workMode string) *world {
 func (w *world) runAgent(ctx context.Context, t *testing.T, script *catalog.ReferenceScript) {
 	state := t.TempDir()
 	for ctx.Err() == nil {
-		st, err := w.co.Snapshot(ctx)
+		co := w.company()
+		st, err := co.Snapshot(ctx)
 		if err == nil {
-			w.takeWakes(ctx, t, st, script, state)
+			w.takeWakes(ctx, t, co, st, script, state)
 		}
 		select {
 		case <-ctx.Done():
@@ -105,7 +144,7 @@ func (w *world) runAgent(ctx context.Context, t *testing.T, script *catalog.Refe
 	}
 }
 
-func (w *world) takeWakes(ctx context.Context, t *testing.T, st controlplane.State, script *catalog.ReferenceScript, state string) {
+func (w *world) takeWakes(ctx context.Context, t *testing.T, co *client.Company, st controlplane.State, script *catalog.ReferenceScript, state string) {
 	runs := map[string]bool{}
 	for _, r := range st.Runs {
 		runs[r.ID] = true
@@ -127,11 +166,11 @@ func (w *world) takeWakes(ctx context.Context, t *testing.T, st controlplane.Sta
 		}
 		in := controlplane.OpenInput{Identity: controlplane.Identity{RunID: runID, SessionID: "session-" + runID, CompanyID: st.Company.ID, IssueID: task.ID, AgentID: wk.ActorID},
 			BackendKind: "flows-test", SourceInstanceID: "flows-test", Wake: &controlplane.Wake{Reason: wk.Reason, Payload: wk.Payload}, Resume: resume}
-		if _, err := w.co.OpenFixtureRun(ctx, in); err != nil {
+		if _, err := co.OpenFixtureRun(ctx, in); err != nil {
 			continue // taken meanwhile, or not yet takeable
 		}
-		if _, err := reference.Execute(ctx, w.co, runID, reference.Config{Script: script, Workspace: w.workspace, StateDir: state}); err != nil && ctx.Err() == nil {
-			t.Errorf("agent run %s: %v", runID, err)
+		if _, err := reference.Execute(ctx, co, runID, reference.Config{Script: script, Workspace: w.workspace, StateDir: state}); err != nil && ctx.Err() == nil && w.company() == co {
+			t.Errorf("agent run %s: %v", runID, err) // (a run a restart cut short is not the agent's error)
 		}
 		return // one run at a time: look again
 	}
@@ -182,6 +221,16 @@ func untargeted(s *catalog.ReferenceScript) {
 	}
 }
 
+// unkeyed is a board that drops every write's Idempotency-Key (a control plane
+// without idempotent board writes): the replay of a lost acknowledgement then creates
+// a second comment.
+type unkeyed struct{ Board }
+
+func (u unkeyed) ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error) {
+	op.IdempotencyKey = ""
+	return u.Board.ApplyBoard(ctx, op)
+}
+
 // nopScript is a script whose one turn fits no wake: every run ends without work.
 var nopScript = &catalog.ReferenceScript{Turns: []*catalog.ReferenceTurn{{Trigger: "follow_up"}}}
 
@@ -199,10 +248,13 @@ func TestFlows(t *testing.T) {
 		script  func(*catalog.ReferenceScript) // changes the rendered reference script
 		board   func(Board) Board
 		restart bool
-		timeout time.Duration
-		problem string // a substring of a problem, "" for none
-		fault   verdict.Origin
-		err     string // a substring of Err, "" for none
+		// impostor: the heartbeat records name a real process that is not the run's
+		// (it must survive the flow)
+		impostor bool
+		timeout  time.Duration
+		problem  string // a substring of a problem, "" for none
+		fault    verdict.Origin
+		err      string // a substring of Err, "" for none
 	}{
 		{name: "single turn", cell: "grader-calibration.reference.local.message-marker", agent: "reference"},
 		{name: "single turn, the agent does nothing", cell: "grader-calibration.reference.local.message-marker", agent: "nop"},
@@ -225,6 +277,15 @@ func TestFlows(t *testing.T) {
 		{name: "blocker guidance, the agent never blocks", cell: "journey-calibration.reference.local.blocker-guidance", agent: "nop", problem: "not blocked on a question"},
 		{name: "warm three turns", cell: "grader-calibration.reference.local.warm-three-turn", agent: "reference"},
 		{name: "warm three turns, no file", cell: "grader-calibration.reference.local.warm-three-turn", agent: "nop", problem: "after turn 1 the workspace file"},
+		{name: "lost acknowledgement", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "reference", restart: true},
+		{name: "lost acknowledgement, the agent does nothing", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "nop", restart: true},
+		{name: "lost acknowledgement, a board that forgets its keys", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "reference", restart: true,
+			board: func(b Board) Board { return unkeyed{b} }, fault: verdict.Harness, err: "not the committed"},
+		{name: "lost acknowledgement, the harness cannot restart", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "reference",
+			fault: verdict.Harness, err: "can address and restart the server"},
+		{name: "crash retry, the agent never waits", cell: "board-idempotency.reference.local.crash-retry", agent: "nop", problem: "run 1 ended before the agent wrote its run id"},
+		{name: "crash retry, a process that is not the run's is never signalled", cell: "board-idempotency.reference.local.crash-retry", agent: "reference",
+			impostor: true, fault: verdict.Harness, err: "not positively identified, so it was not signalled"},
 		{name: "a turn deadline", cell: "grader-calibration.reference.local.message-marker", agent: "idle", timeout: 200 * time.Millisecond, err: "turn 1 deadline (200 ms) missed"},
 	}
 	for _, tt := range tests {
@@ -252,15 +313,34 @@ func TestFlows(t *testing.T) {
 				}
 				agentDone.Go(func() { w.runAgent(ctx, t, script) })
 			}
-			var b Board = heartbeatless{w.co}
+			var b Board = heartbeatless{w.company()}
 			if tt.board != nil {
 				b = tt.board(b)
 			}
-			s := &Session{Board: b, TaskID: w.task, Case: cell.Case, Rendered: rc, Workspace: w.workspace, TurnTimeout: tt.timeout, Poll: 5 * time.Millisecond}
+			var victim *exec.Cmd
+			if tt.impostor {
+				var ticks uint64
+				victim, ticks = sleeper(t)
+				b = impostor{b, victim.Process.Pid, ticks}
+			}
+			s := &Session{Board: b, TaskID: w.task, Case: cell.Case, Rendered: rc, Workspace: w.workspace, TurnTimeout: tt.timeout, Poll: 5 * time.Millisecond, Log: t.Logf}
+			if tt.restart {
+				s.ServerURL, s.BoardAt = w.url, w.boardAt
+				s.Restart = func(ctx context.Context) (Board, error) {
+					b, err := w.restart(ctx)
+					if err == nil && tt.board != nil {
+						b = tt.board(b)
+					}
+					return b, err
+				}
+			}
 			out := Run(ctx, s)
 			cancel()
 			agentDone.Wait()
 			checkOutcome(t, out, tt.problem, tt.fault, tt.err)
+			if victim != nil && !alive(victim) {
+				t.Error("the flow signalled a process it had not identified")
+			}
 		})
 	}
 }

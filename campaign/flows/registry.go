@@ -33,6 +33,8 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPlanRevisionAcceptance:   playPlanRevision,
 	catalog.FlowPlanApprovalCompletion:   playPlanApproval,
 	catalog.FlowWarmThreeTurn:            playWarmThreeTurn,
+	catalog.FlowLostAcknowledgement:      playLostAcknowledgement,
+	catalog.FlowCrashRetry:               playCrashRetry,
 	catalog.FlowBlockerGuidance:          playBlockerGuidance,
 }
 

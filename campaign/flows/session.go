@@ -14,20 +14,26 @@ import (
 )
 
 // Board is the part of the board API a flow uses: one company's state and heartbeat
-// run records, and the human's actions. *client.Company implements it.
+// run records, and the human's actions; ApplyBoard is any board write, keyed when the
+// BoardOp carries an IdempotencyKey (docs/files.md "Idempotent board writes").
+// *client.Company implements it.
 type Board interface {
 	Snapshot(ctx context.Context) (controlplane.State, error)
 	HeartbeatRuns(ctx context.Context) ([]api.HeartbeatRun, error)
 	ResolveInteraction(ctx context.Context, interaction string, req api.ResolveInteractionRequest) (controlplane.BoardResult, error)
 	DecideApproval(ctx context.Context, approval string, req api.DecideApprovalRequest) (controlplane.BoardResult, error)
 	Comment(ctx context.Context, issue, body string) (controlplane.BoardResult, error)
+	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
 }
 
 // Session is what a flow plays with: the board, the task the fixtures created, the
 // case as declared and as rendered for the attempt, the workspace (for checks of the
 // warm flow), the per-turn deadline (0 for none), how often to look (default 25 ms),
 // how to restart the server (nil when the harness cannot; it returns the board of the
-// new server) and where to log what the human did (nil for nowhere).
+// new server), the running server's base URL and a board of the same company whose
+// requests go to another base URL (both nil when the harness cannot: the lost-
+// acknowledgement probe sends through its proxy with them) and where to log what the
+// human did (nil for nowhere).
 type Session struct {
 	Board       Board
 	TaskID      string
@@ -37,6 +43,8 @@ type Session struct {
 	TurnTimeout time.Duration
 	Poll        time.Duration
 	Restart     func(ctx context.Context) (Board, error)
+	ServerURL   func() string
+	BoardAt     func(baseURL string) Board
 	Log         func(format string, args ...any)
 }
 

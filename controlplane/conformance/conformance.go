@@ -1,7 +1,9 @@
 // Package conformance is the exported conformance suite of the control-plane port
 // (seed 001 "Shared conformance"; spec control-plane-port §7 and §10). It runs
 // unchanged against any controlplane.Port: the in-memory Memory here, the durable store
-// and the HTTP client later. A Harness builds a fresh Port from a seed and can restart
+// and the HTTP client later. The board cases (BoardCases) also need the Port to be a
+// controlplane.Board (blobs, byte-verified deliverables, managed files, keyed board
+// writes, Retry); every Port of agentproof is one. A Harness builds a fresh Port from a seed and can restart
 // it; Check runs every case and returns one CaseResult per case, Run does the same as
 // named subtests of a go test.
 package conformance
@@ -59,12 +61,13 @@ type Case struct {
 const caseTimeout = 60 * time.Second
 
 // Check runs every case against h and returns their results in order: the 13 port
-// contract steps, the 40 Given/When/Then cases, then the journey cases (JourneyCases).
+// contract steps, the 40 Given/When/Then cases, the 5 board cases (BoardCases), then the
+// journey cases (JourneyCases).
 func Check(h Harness) []CaseResult {
 	var out []CaseResult
 	steps := runPortContract(h)
 	out = append(out, steps...)
-	for _, c := range append(Cases(), JourneyCases()...) {
+	for _, c := range append(append(Cases(), BoardCases()...), JourneyCases()...) {
 		out = append(out, runCase(c, h))
 	}
 	return out
@@ -100,7 +103,7 @@ func Run(t *testing.T, h Harness) {
 			})
 		}
 	})
-	for _, c := range append(Cases(), JourneyCases()...) {
+	for _, c := range append(append(Cases(), BoardCases()...), JourneyCases()...) {
 		t.Run(c.Name, func(t *testing.T) {
 			r := runCase(c, h)
 			if !r.Passed {

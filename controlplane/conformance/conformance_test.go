@@ -20,8 +20,8 @@ func TestCheckCountsEveryCase(t *testing.T) {
 	t.Parallel()
 	rs := conformance.Check(conformance.MemoryHarness{})
 	passed, failed := conformance.Summary(rs)
-	if passed+failed != 55 {
-		t.Fatalf("Check returned %d results, want 55 (13 port steps + 40 cases + 2 journey cases)", passed+failed)
+	if passed+failed != 60 {
+		t.Fatalf("Check returned %d results, want 60 (13 port steps + 40 cases + 5 board cases + 2 journey cases)", passed+failed)
 	}
 	for _, r := range rs {
 		if !r.Passed {
@@ -30,12 +30,18 @@ func TestCheckCountsEveryCase(t *testing.T) {
 	}
 }
 
+// boardPort is a Port that is also a Board, as every Port of agentproof is.
+type boardPort interface {
+	controlplane.Port
+	controlplane.Board
+}
+
 // lenientPort is a deliberately broken Port: it accepts a replayed event whose content
 // changed as a duplicate instead of failing closed.
-type lenientPort struct{ controlplane.Port }
+type lenientPort struct{ boardPort }
 
 func (p lenientPort) AppendEvent(ctx context.Context, ev json.RawMessage) (controlplane.Receipt, error) {
-	r, err := p.Port.AppendEvent(ctx, ev)
+	r, err := p.boardPort.AppendEvent(ctx, ev)
 	if controlplane.CodeOf(err) == "native_event_replay_conflict" {
 		return controlplane.Receipt{Disposition: "duplicate"}, nil
 	}
@@ -46,12 +52,85 @@ type lenientHarness struct{ conformance.MemoryHarness }
 
 func (h lenientHarness) New(ctx context.Context, seed controlplane.Seed) (controlplane.Port, error) {
 	p, err := h.MemoryHarness.New(ctx, seed)
-	return lenientPort{p}, err
+	if err != nil {
+		return nil, err
+	}
+	return lenientPort{p.(boardPort)}, nil
 }
 
 func (h lenientHarness) Restart(ctx context.Context, p controlplane.Port) (controlplane.Port, error) {
 	r, err := h.MemoryHarness.Restart(ctx, p)
-	return lenientPort{r}, err
+	if err != nil {
+		return nil, err
+	}
+	return lenientPort{r.(boardPort)}, nil
+}
+
+// forgetfulPort is a deliberately broken Board: it ignores idempotency keys, so a
+// replayed board write is applied again.
+type forgetfulPort struct{ boardPort }
+
+func (p forgetfulPort) ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error) {
+	op.IdempotencyKey = ""
+	return p.boardPort.ApplyBoard(ctx, op)
+}
+
+type forgetfulHarness struct{ conformance.MemoryHarness }
+
+func (h forgetfulHarness) New(ctx context.Context, seed controlplane.Seed) (controlplane.Port, error) {
+	p, err := h.MemoryHarness.New(ctx, seed)
+	if err != nil {
+		return nil, err
+	}
+	return forgetfulPort{p.(boardPort)}, nil
+}
+
+func (h forgetfulHarness) Restart(ctx context.Context, p controlplane.Port) (controlplane.Port, error) {
+	r, err := h.MemoryHarness.Restart(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return forgetfulPort{r.(boardPort)}, nil
+}
+
+// plainPort is a Port that is not a Board.
+type plainPort struct{ controlplane.Port }
+
+type plainHarness struct{ conformance.MemoryHarness }
+
+func (h plainHarness) New(ctx context.Context, seed controlplane.Seed) (controlplane.Port, error) {
+	p, err := h.MemoryHarness.New(ctx, seed)
+	return plainPort{p}, err
+}
+
+func (h plainHarness) Restart(ctx context.Context, p controlplane.Port) (controlplane.Port, error) {
+	r, err := h.MemoryHarness.Restart(ctx, p.(plainPort).Port)
+	return plainPort{r}, err
+}
+
+// TestBoardCasesCatchBrokenBoards: a Board that forgets idempotency keys fails exactly
+// the idempotency case; a Port that is no Board fails every board case and nothing else.
+func TestBoardCasesCatchBrokenBoards(t *testing.T) {
+	t.Parallel()
+	failedOf := func(h conformance.Harness) []string {
+		var out []string
+		for _, r := range conformance.Check(h) {
+			if !r.Passed {
+				out = append(out, r.Name)
+			}
+		}
+		return out
+	}
+	if got := strings.Join(failedOf(forgetfulHarness{}), ","); got != "board/04-idempotent-board-write" {
+		t.Fatalf("a forgetful board fails %s, want board/04-idempotent-board-write", got)
+	}
+	var all []string
+	for _, c := range conformance.BoardCases() {
+		all = append(all, c.Name)
+	}
+	if got := strings.Join(failedOf(plainHarness{}), ","); got != strings.Join(all, ",") {
+		t.Fatalf("a port that is no board fails %s, want %s", got, strings.Join(all, ","))
+	}
 }
 
 // TestCheckCatchesABrokenPort: the suite fails exactly the cases that exercise replay

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,8 @@ const (
 	opCheckpoint = "checkpoint_session"
 	opComplete   = "complete_run"
 	opBoard      = "board"
+	opPutBlob    = "put_blob"
+	opSaveHome   = "save_home"
 )
 
 // Company is one durable company: a controlplane.Memory whose state-changing calls are
@@ -42,7 +45,10 @@ type Company struct {
 	broken           error
 }
 
-var _ controlplane.Port = (*Company)(nil)
+var (
+	_ controlplane.Port  = (*Company)(nil)
+	_ controlplane.Board = (*Company)(nil)
+)
 
 // ID returns the company's instance id.
 func (c *Company) ID() string { return c.id }
@@ -74,6 +80,14 @@ func unavailable(err error) error {
 // is journaled whatever it is (denials change the state too) unless it carries no
 // state-machine code, which means the Memory was not reached.
 func (c *Company) do(ctx context.Context, op string, input any, apply func() error) error {
+	return c.doBlob(ctx, op, input, "", nil, apply)
+}
+
+// doBlob is do for an operation that stores bytes: when apply succeeds, content is
+// written to the blobs table under sha in the journal entry's transaction, so that no
+// committed entry refers to bytes that are not. Bytes the Memory took in itself
+// (inline register_deliverable content) are written the same way.
+func (c *Company) doBlob(ctx context.Context, op string, input any, sha string, content []byte, apply func() error) error {
 	data, err := json.Marshal(input)
 	if err != nil {
 		return fmt.Errorf("store: encoding %s: %w", op, err)
@@ -91,10 +105,17 @@ func (c *Company) do(ctx context.Context, op string, input any, apply func() err
 		c.mu.Unlock()
 		return callErr
 	}
+	blobs := c.mem.TakeContents()
+	if content != nil && callErr == nil {
+		if blobs == nil {
+			blobs = map[string][]byte{}
+		}
+		blobs[sha] = content
+	}
 	c.seq++
 	seq := c.seq
 	ack := make(chan error, 1)
-	if err := c.inst.enqueue(pending{kind: "journal", company: c.id, seq: seq, op: op, data: data, ack: ack}); err != nil {
+	if err := c.inst.enqueue(pending{kind: "journal", company: c.id, seq: seq, op: op, data: data, blobs: blobs, ack: ack}); err != nil {
 		c.broken = err
 		c.mu.Unlock()
 		return unavailable(err)
@@ -173,8 +194,9 @@ func applyEntry(ctx context.Context, m *controlplane.Memory, op string, input []
 		}
 	case opBoard:
 		var b struct {
-			Kind  string          `json:"kind"`
-			Input json.RawMessage `json:"input"`
+			Kind           string          `json:"kind"`
+			Input          json.RawMessage `json:"input"`
+			IdempotencyKey string          `json:"idempotencyKey"`
 		}
 		if err := json.Unmarshal(input, &b); err != nil {
 			return err
@@ -183,7 +205,19 @@ func applyEntry(ctx context.Context, m *controlplane.Memory, op string, input []
 		if derr != nil {
 			return derr
 		}
-		_, err = m.ApplyBoard(ctx, controlplane.BoardOp{Kind: b.Kind, Input: arg})
+		_, err = m.ApplyBoard(ctx, controlplane.BoardOp{Kind: b.Kind, Input: arg, IdempotencyKey: b.IdempotencyKey})
+	case opPutBlob:
+		var in controlplane.BlobRecord
+		if err := json.Unmarshal(input, &in); err != nil {
+			return err
+		}
+		_, err = m.RecordBlob(ctx, in)
+	case opSaveHome:
+		var in controlplane.HomeSave
+		if err := json.Unmarshal(input, &in); err != nil {
+			return err
+		}
+		_, err = m.SaveHome(ctx, in)
 	default:
 		return fmt.Errorf("unknown journal operation %q", op)
 	}
@@ -377,7 +411,7 @@ func (c *Company) Serialize(ctx context.Context) ([]byte, error) {
 // ApplyBoard applies and journals one board operation (controlplane.Memory.ApplyBoard).
 func (c *Company) ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error) {
 	var r controlplane.BoardResult
-	err := c.do(ctx, opBoard, boardArg{Kind: op.Kind, Input: rawArg{valid: json.Valid(op.Input), bytes: op.Input}}, func() error {
+	err := c.do(ctx, opBoard, boardArg{Kind: op.Kind, Input: rawArg{valid: json.Valid(op.Input), bytes: op.Input}, IdempotencyKey: op.IdempotencyKey}, func() error {
 		var err error
 		r, err = c.mem.ApplyBoard(context.Background(), op)
 		return err
@@ -386,8 +420,82 @@ func (c *Company) ApplyBoard(ctx context.Context, op controlplane.BoardOp) (cont
 }
 
 type boardArg struct {
-	Kind  string `json:"kind"`
-	Input rawArg `json:"input"`
+	Kind           string `json:"kind"`
+	Input          rawArg `json:"input"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+}
+
+// PutBlob implements controlplane.Board: the bytes are written to the blobs table in
+// the transaction of (or one before) the journal entry that records the blob.
+// Errors: request_too_large, Memory.PutBlob's, store_unavailable.
+func (c *Company) PutBlob(ctx context.Context, in controlplane.BlobPut) (controlplane.BlobRef, error) {
+	if len(in.Content) > controlplane.MaxFileBytes {
+		return controlplane.BlobRef{}, &controlplane.Error{Code: controlplane.CodeRequestTooLarge,
+			Message: fmt.Sprintf("the blob is %d bytes; at most %d bytes are stored", len(in.Content), controlplane.MaxFileBytes)}
+	}
+	content := in.Content
+	if content == nil {
+		content = []byte{}
+	}
+	rec := controlplane.BlobRecord{SHA256: controlplane.SHA256Hex(content), ByteSize: int64(len(content)), IdempotencyKey: in.IdempotencyKey}
+	var ref controlplane.BlobRef
+	err := c.doBlob(ctx, opPutBlob, rec, rec.SHA256, content, func() error {
+		var err error
+		ref, err = c.mem.RecordBlob(context.Background(), rec)
+		return err
+	})
+	return ref, err
+}
+
+// Blob implements controlplane.Board: the bytes of a blob the company recorded, read
+// from the blobs table and checked against their SHA-256. Errors: blob_invalid,
+// blob_missing, store_unavailable (bytes not committed yet, or damaged).
+func (c *Company) Blob(ctx context.Context, sha string) ([]byte, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
+	if !controlplane.ValidSHA256(sha) {
+		return nil, &controlplane.Error{Code: controlplane.CodeBlobInvalid, Message: "not a SHA-256 of 64 lower-case hex digits"}
+	}
+	if _, ok, err := c.mem.HasBlob(ctx, sha); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, &controlplane.Error{Code: controlplane.CodeBlobMissing, Message: "no blob " + sha + " is stored"}
+	}
+	var data []byte
+	err := c.inst.db.QueryRowContext(ctx, c.inst.q("SELECT content FROM blobs WHERE company_id = ? AND sha256 = ?"), c.id, sha).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, unavailable(fmt.Errorf("the bytes of blob %s are not committed yet", sha))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading blob %s: %w", sha, err)
+	}
+	if controlplane.SHA256Hex(data) != sha {
+		return nil, unavailable(fmt.Errorf("the stored bytes of blob %s do not hash to it", sha))
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+// HasBlob reports whether the company recorded a blob under sha, and its size in bytes.
+func (c *Company) HasBlob(ctx context.Context, sha string) (int64, bool, error) {
+	if err := c.readable(); err != nil {
+		return 0, false, err
+	}
+	return c.mem.HasBlob(ctx, sha)
+}
+
+// SaveHome applies and journals one home save (controlplane.Memory.SaveHome).
+func (c *Company) SaveHome(ctx context.Context, in controlplane.HomeSave) (controlplane.HomeReceipt, error) {
+	var r controlplane.HomeReceipt
+	err := c.do(ctx, opSaveHome, in, func() error {
+		var err error
+		r, err = c.mem.SaveHome(context.Background(), in)
+		return err
+	})
+	return r, err
 }
 
 // ListWakes returns the company's scheduled wakes (controlplane.Memory.ListWakes).

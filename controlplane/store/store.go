@@ -12,6 +12,11 @@
 // grouped: one goroutine writes every queued journal entry of every company in one
 // transaction and acknowledges them all after the commit (field failure F18: no
 // acknowledged entry exists only in memory).
+//
+// Blob bytes (docs/files.md) are kept in table blobs, written in the transaction of the
+// journal entry that records them; the state machine holds their metadata only, so
+// snapshots and the journal never carry them (an inline deliverable's base64 travels in
+// its command), and every read is checked against its SHA-256.
 package store
 
 import (
@@ -21,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,14 +78,16 @@ type Instance struct {
 	closed   chan struct{}
 }
 
-// pending is one queued write: a journal entry, a snapshot or a secret, acknowledged
-// on ack after its transaction commits.
+// pending is one queued write: a journal entry, a snapshot, a company or a secret,
+// acknowledged on ack after its transaction commits. blobs are blob bytes written in
+// the same transaction, before the journal entry or company that refers to them.
 type pending struct {
 	kind    string // "journal", "snapshot", "company", "secret"
 	company string
 	seq     int64
 	op      string
 	data    []byte
+	blobs   map[string][]byte // SHA-256 → bytes
 	secret  *SealedSecret
 	ack     chan error
 }
@@ -252,6 +260,7 @@ func (in *Instance) replay(ctx context.Context, id string, fromStart bool) (*con
 	if err != nil {
 		return nil, 0, snapshotInfo{}, fmt.Errorf("store: company %s: restoring snapshot %d: %w", id, snapSeq, err)
 	}
+	m.TakeContents() // bytes live in the blobs table
 	rows, err := in.db.QueryContext(ctx, in.q("SELECT seq, op, input FROM journal WHERE company_id = ? AND seq > ? ORDER BY seq"), id, snapSeq)
 	if err != nil {
 		return nil, 0, snapshotInfo{}, fmt.Errorf("store: company %s: reading journal: %w", id, err)
@@ -271,6 +280,7 @@ func (in *Instance) replay(ctx context.Context, id string, fromStart bool) (*con
 		if err := applyEntry(ctx, m, op, input); err != nil {
 			return nil, 0, snapshotInfo{}, fmt.Errorf("store: company %s: replaying entry %d (%s): %w", id, seq, op, err)
 		}
+		m.TakeContents() // inline deliverable bytes were written to the blobs table with the entry
 		last = seq
 	}
 	if err := rows.Err(); err != nil {
@@ -322,13 +332,16 @@ func (in *Instance) addCompany(ctx context.Context, build func(id string) (*cont
 		in.mu.Unlock()
 		return "", err
 	}
+	// the initial state's blob bytes go to the blobs table (in the company's
+	// transaction), never into its snapshot
+	contents := m.TakeContents()
 	state, err := m.Serialize(ctx)
 	if err != nil {
 		in.mu.Unlock()
 		return "", err
 	}
 	ack := make(chan error, 1)
-	if err := in.enqueue(pending{kind: "company", company: id, seq: int64(len(in.order) + 1), data: state, ack: ack}); err != nil {
+	if err := in.enqueue(pending{kind: "company", company: id, seq: int64(len(in.order) + 1), data: state, blobs: contents, ack: ack}); err != nil {
 		in.mu.Unlock()
 		return "", err
 	}
@@ -341,6 +354,15 @@ func (in *Instance) addCompany(ctx context.Context, build func(id string) (*cont
 		return "", err
 	}
 	return id, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Company returns the company with instance id id, or nil.
@@ -422,6 +444,14 @@ func (in *Instance) writeBatch(batch []pending) error {
 	}
 	for _, p := range batch {
 		var err error
+		for _, sha := range sortedKeys(p.blobs) {
+			data := p.blobs[sha]
+			if _, err = tx.ExecContext(ctx, in.q("INSERT INTO blobs (company_id, sha256, byte_size, content) VALUES (?, ?, ?, ?) ON CONFLICT (company_id, sha256) DO NOTHING"),
+				p.company, sha, int64(len(data)), data); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("store: writing blob %s of %s: %w", sha, p.company, err)
+			}
+		}
 		switch p.kind {
 		case "journal":
 			_, err = tx.ExecContext(ctx, in.q("INSERT INTO journal (company_id, seq, op, input) VALUES (?, ?, ?, ?)"), p.company, p.seq, p.op, p.data)

@@ -23,10 +23,14 @@ const LocalBoardActor = "local-board"
 type Intent = api.CancelIntent
 
 // StopRequest is one call of the Stop API: RequestID is the cancellationRequestId as
-// sent ("" when omitted); Actor the calling board actor.
+// sent ("" when omitted); Actor the calling board actor; IdempotencyKey the request's
+// Idempotency-Key ("" for none) and RequestSHA256 the SHA-256 of its body (both
+// compared on a replay).
 type StopRequest struct {
-	RequestID string
-	Actor     string
+	RequestID      string
+	Actor          string
+	IdempotencyKey string
+	RequestSHA256  string
 }
 
 // StopVerdict says what a Stop request does to a run.

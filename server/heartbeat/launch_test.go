@@ -70,7 +70,8 @@ func TestAdapterAndProvider(t *testing.T) {
 			t.Errorf("%s: adapter %q provider %q, want %q %q", tt.driver, a, p, tt.adapter, tt.provide)
 		}
 	}
-	if targetOf(&controlplane.Environment{Kind: controlplane.LocalEnvironment}) != "local" || targetOf(&controlplane.Environment{Kind: "sandbox"}) != "remote" {
+	if targetOf(&controlplane.Environment{Kind: controlplane.LocalEnvironment}) != "local" || targetOf(&controlplane.Environment{Kind: "sandbox"}) != "local" ||
+		targetOf(&controlplane.Environment{Kind: "daytona"}) != "remote" {
 		t.Error("targetOf")
 	}
 }

@@ -393,8 +393,10 @@ func TestExecAgentLeftRunOpen(t *testing.T) {
 }
 
 // TestOrphanedRunAfterKill: `agentproof serve` is killed with SIGKILL while its runner
-// has a fixture:hang process running. The restarted server completes that run as failed
-// ("orphaned") and starts no second process for it; the process died with the server.
+// has a fixture:hang process running. The restarted server completes that run as
+// interrupted ("orphaned") and starts no second process for it; the process died with
+// the server. Retry then starts exactly one new run bound to it (retryOf); a second
+// Retry is 409.
 func TestOrphanedRunAfterKill(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -455,18 +457,40 @@ func TestOrphanedRunAfterKill(t *testing.T) {
 		in.sv.Shutdown(sctx)
 	})
 	rec := waitRecord(t, in, runID, "the orphaned record", func(r api.HeartbeatRun) bool { return r.State == api.RunOrphaned })
-	if rec.Status != "failed" || !strings.Contains(rec.Reason, "orphaned") {
-		t.Fatalf("record %+v, want an orphaned failed run", rec)
+	if rec.Status != controlplane.RunInterrupted || !strings.Contains(rec.Reason, "orphaned") {
+		t.Fatalf("record %+v, want an orphaned interrupted run", rec)
 	}
 	st := snapshot(t, in.handle(co))
-	if run := findRun(t, st, runID); run.Status != "failed" {
-		t.Fatalf("run is %s, want failed", run.Status)
+	if run := findRun(t, st, runID); run.Status != controlplane.RunInterrupted {
+		t.Fatalf("run is %s, want interrupted", run.Status)
 	}
 	if len(st.Runs) != 1 {
 		t.Fatalf("%d runs, want 1: the orphan must not be relaunched", len(st.Runs))
 	}
 	if recs, err := in.handle(co).HeartbeatRuns(ctx); err != nil || len(recs) != 1 {
 		t.Fatalf("records %+v (%v), want the orphan's only", recs, err)
+	}
+	bc := client.New(in.sv.URL, in.sv.BoardToken(), nil)
+	retry, err := bc.RetryHeartbeatRun(ctx, runID, client.IdempotencyKey("retry-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := bc.RetryHeartbeatRun(ctx, runID, client.IdempotencyKey("retry-1")); err != nil || again != retry {
+		t.Fatalf("replayed Retry: %+v %v, want %+v", again, err, retry)
+	}
+	if _, err := bc.RetryHeartbeatRun(ctx, runID); controlplane.CodeOf(err) != controlplane.CodeRunAlreadyRetried {
+		t.Fatalf("second Retry: %v, want run_already_retried", err)
+	}
+	waitRecord(t, in, retry.RetryRunID, "the retry's process", func(r api.HeartbeatRun) bool { return r.ProcessStartedAt != "" })
+	st = snapshot(t, in.handle(co))
+	if run := findRun(t, st, retry.RetryRunID); run.RetryOf == nil || *run.RetryOf != runID || run.TaskID != findRun(t, st, runID).TaskID {
+		t.Fatalf("retry run %+v, want bound to %s", run, runID)
+	}
+	if len(st.Runs) != 2 {
+		t.Fatalf("%d runs, want the orphan and one retry", len(st.Runs))
+	}
+	if _, err := bc.CancelRun(ctx, retry.RetryRunID, ""); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 //	<test binary> fixture-child <fixture> <ms>  the seed 003 fixture programs (cli.Main)
 //	<test binary> serve --home <dir>            `agentproof serve` (cli.Main)
 //	<test binary> print-env                     an exec agent that prints its environment
+//	<test binary> edit-home <mode>              an exec agent that edits $AGENT_HOME (homes_test.go)
 //	<test binary> exit-3                        an exec agent that exits 3 at once
 //	<test binary> complete-native               an exec agent that completes its own run
 //	                                            (native run.completed event, then /complete)
@@ -47,6 +48,8 @@ func TestMain(m *testing.M) {
 		case "print-env":
 			fmt.Println(strings.Join(os.Environ(), "\n"))
 			os.Exit(0)
+		case "edit-home":
+			os.Exit(editHome(os.Args[2:]))
 		case "exit-3":
 			os.Exit(3)
 		case "complete-native":
@@ -295,6 +298,12 @@ func snapshot(t testing.TB, co *client.Company) controlplane.State {
 // status and body.
 func documentedCall(t testing.TB, in *instance, method, pattern string, args map[string]string, body string) (int, []byte) {
 	t.Helper()
+	return documentedCallKey(t, in, method, pattern, args, body, "")
+}
+
+// documentedCallKey is documentedCall with an Idempotency-Key ("" for none).
+func documentedCallKey(t testing.TB, in *instance, method, pattern string, args map[string]string, body, key string) (int, []byte) {
+	t.Helper()
 	send := func(method, path, token, body string) (int, []byte) {
 		req, err := http.NewRequest(method, in.sv.URL+path, strings.NewReader(body))
 		if err != nil {
@@ -302,6 +311,9 @@ func documentedCall(t testing.TB, in *instance, method, pattern string, args map
 		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
+			if key != "" {
+				req.Header.Set(api.IdempotencyKeyHeader, key)
+			}
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -330,11 +342,11 @@ func documentedCall(t testing.TB, in *instance, method, pattern string, args map
 	if err := comp.AddResource(docURL, doc); err != nil {
 		t.Fatal(err)
 	}
-	key := strconv.Itoa(status)
+	respKey := strconv.Itoa(status)
 	if status >= 400 {
-		key = "default"
+		respKey = "default"
 	}
-	ptr := "#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(pattern) + "/" + strings.ToLower(method) + "/responses/" + key + "/content/application~1json/schema"
+	ptr := "#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(pattern) + "/" + strings.ToLower(method) + "/responses/" + respKey + "/content/application~1json/schema"
 	sch, err := comp.Compile(docURL + ptr)
 	if err != nil {
 		t.Fatalf("%s %s answered %d, which its responses do not document: %v\n%s", method, pattern, status, err, b)

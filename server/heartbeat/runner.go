@@ -31,8 +31,14 @@
 // process may have been running. Its process cannot be running any more (the worker
 // starts children with Pdeathsig SIGKILL and in their own process group; a
 // server killed with SIGKILL takes them down with it), and the runner cannot know how far
-// the agent got, so it never relaunches it: the run is completed as failed with the
-// reason "orphaned" (State RunOrphaned) and a later wake starts a fresh run. A record
+// the agent got, so it never relaunches it: its home is saved from its baseline and the
+// run is completed as interrupted with the reason "orphaned" (State RunOrphaned); Retry
+// (Runner.Retry, board operation retry_run) starts a new run bound to it (retryOf).
+//
+// Agent homes (home.go, docs/files.md): every run but a fixture program's gets
+// AGENT_HOME, materialised from the control plane's managed files before the launch and
+// saved (a receipt; conflicts kept, never overwritten) after it. Stop and Retry take an
+// Idempotency-Key, remembered with their response. A record
 // "opening" whose run does not exist was never checked out: its wake is simply taken
 // again.
 //
@@ -76,6 +82,13 @@ type Company interface {
 	OpenFixtureRun(ctx context.Context, in controlplane.OpenInput) (controlplane.RunContext, error)
 	AppendEvent(ctx context.Context, event json.RawMessage) (controlplane.Receipt, error)
 	CompleteRun(ctx context.Context, input json.RawMessage) error
+	// ApplyBoard applies a board operation (the Retry route).
+	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
+	// PutBlob, Blob, HasBlob and SaveHome keep agent homes (home.go).
+	PutBlob(ctx context.Context, in controlplane.BlobPut) (controlplane.BlobRef, error)
+	Blob(ctx context.Context, sha256 string) ([]byte, error)
+	HasBlob(ctx context.Context, sha256 string) (int64, bool, error)
+	SaveHome(ctx context.Context, in controlplane.HomeSave) (controlplane.HomeReceipt, error)
 }
 
 // Host is what the runner needs from the server: the companies, run tokens, secret
@@ -296,6 +309,7 @@ func cloneRecord(rec *Record) Record {
 		in := *rec.Cancellation
 		c.Cancellation = &in
 	}
+	c.IdempotentStops = slices.Clone(rec.IdempotentStops)
 	if rec.Launch != nil {
 		l := *rec.Launch
 		l.Argv, l.Problems = slices.Clone(l.Argv), slices.Clone(l.Problems)
@@ -360,6 +374,7 @@ type job struct {
 	cfg     api.AdapterConfig
 	cfgErr  error
 	resume  bool
+	retryOf string // the run a retry wake retries
 	runID   string
 	seenAt  string
 }
@@ -464,8 +479,16 @@ func (r *Runner) pick(ctx context.Context, company string, c Company, st control
 			r.skipWake(company, w.ID, "the agent is "+string(a.Status))
 			continue
 		}
+		var retryOf string
+		if w.Reason == controlplane.WakeRetry {
+			var p struct {
+				RetryOf string `json:"retryOf"`
+			}
+			_ = json.Unmarshal(w.Payload, &p)
+			retryOf = p.RetryOf
+		}
 		return job{company: company, c: c, wake: *w, state: st, actor: a, task: t, env: env, cfg: cfg, cfgErr: cfgErr,
-			resume: resume, runID: runID, seenAt: r.now()}, true
+			resume: resume, retryOf: retryOf, runID: runID, seenAt: r.now()}, true
 	}
 	return job{}, false
 }
@@ -501,6 +524,7 @@ type launch struct {
 	leased    environment.Launched
 	secrets   *redact.Set
 	stateDir  string
+	home      *homeBaseline // the materialised AGENT_HOME; nil for a fixture program
 }
 
 // execute carries one wake through open, launch, supervision and completion.
@@ -523,7 +547,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	in := controlplane.OpenInput{
 		Identity:    controlplane.Identity{RunID: j.runID, SessionID: "session-" + j.runID, CompanyID: j.state.Company.ID, IssueID: j.task.ID, AgentID: j.actor.ID},
 		BackendKind: "agentproof-runner", SourceInstanceID: "agentproof-runner",
-		Wake: &controlplane.Wake{Reason: j.wake.Reason, Payload: j.wake.Payload}, Resume: j.resume,
+		Wake: &controlplane.Wake{Reason: j.wake.Reason, Payload: j.wake.Payload}, Resume: j.resume, RetryOf: j.retryOf,
 	}
 	rc, err := j.c.OpenFixtureRun(context.WithoutCancel(ctx), in)
 	if err != nil {
@@ -555,6 +579,14 @@ func (r *Runner) execute(ctx context.Context, j job) {
 			facts.Problems = append(facts.Problems, "the process start time could not be read: "+err.Error())
 		}
 		facts.ProcessStartTicks = ticks
+		// The board sees the running process's identity at once (in memory; the durable
+		// record gets the whole launch facts when the process ends), so that a human
+		// can positively identify it (pid and start time) while it runs.
+		r.mu.Lock()
+		if cur := r.runs[j.runID]; cur != nil && cur.Launch == nil {
+			cur.Launch = &api.LaunchFacts{PID: pid, ProcessStartTicks: ticks}
+		}
+		r.mu.Unlock()
 	}
 	var startedAt time.Time
 	l.spec.BeforeStart = func() error {
@@ -581,8 +613,14 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	observed() // the binary's digest and version (bounded), before taking the run's lock
 	lock.Lock()
 	defer lock.Unlock()
-	if cur, ok := r.Run(j.runID); ok && cur.Cancellation != nil {
-		rec.Cancellation = cur.Cancellation
+	if l.home != nil {
+		r.recordSave(context.WithoutCancel(ctx), j.c, rec, *l.home)
+	}
+	if cur, ok := r.Run(j.runID); ok { // what Stop wrote meanwhile
+		if cur.Cancellation != nil {
+			rec.Cancellation = cur.Cancellation
+		}
+		rec.IdempotentStops = cur.IdempotentStops
 	}
 	if o.Started {
 		rec.ProcessStartedAt = stamp(startedAt)
@@ -684,21 +722,44 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 		secrets = secrets.With(val)
 	}
 	builtin := j.cfg.Builtin
-	spec, err := d.Launch(rc, agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
-		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin, ServerHome: r.cfg.Home})
+	_, fixture := j.cfg.Driver.Fixture()
+	var home *homeBaseline
+	if !fixture { // a fixture's environment is fixed (seed 003): no AGENT_HOME
+		dir := r.HomeDir(j.company, j.actor.ID)
+		if lease != nil { // nothing of the server home is bound into a sandbox
+			if dir, err = sandbox.DiskDir(lease, "home-"+j.actor.ID); err != nil {
+				return launch{}, fmt.Errorf("creating AGENT_HOME on lease %s: %w", lease.ID, err)
+			}
+		}
+		b, err := r.materialise(ctx, j.c, j.actor.ID, dir)
+		if err != nil {
+			return launch{}, fmt.Errorf("materialising AGENT_HOME: %w", err)
+		}
+		if err := r.rec.putBaseline(j.runID, b); err != nil {
+			return launch{}, fmt.Errorf("recording the AGENT_HOME baseline: %w", err)
+		}
+		home = &b
+		rec.AgentHome = b.Dir
+	}
+	env := agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
+		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin, ServerHome: r.cfg.Home}
+	if home != nil {
+		env.AgentHome = home.Dir
+	}
+	spec, err := d.Launch(rc, env)
 	if err != nil {
 		return launch{}, err
 	}
-	if _, fixture := j.cfg.Driver.Fixture(); !fixture { // a fixture's environment is fixed (seed 003)
+	if !fixture {
 		// Escaped descendants are found by this marker and killed at teardown.
 		spec.Marker = worker.NewMarker()
 		if r.cfg.ProcessMarker != "" {
 			spec.ExtraMarkers = []string{r.cfg.ProcessMarker}
 		}
 	}
-	l := launch{driver: d, agentSpec: spec, spec: spec, secrets: secrets, stateDir: stateDir}
+	l := launch{driver: d, agentSpec: spec, spec: spec, secrets: secrets, stateDir: stateDir, home: home}
 	if lease != nil {
-		if l.leased, err = launchLeased(ctx, lease, j.cfg.Driver, spec, stateDir); err != nil {
+		if l.leased, err = launchLeased(ctx, lease, j.cfg.Driver, spec, stateDir, env.AgentHome); err != nil {
 			return launch{}, err
 		}
 		l.spec = l.leased.Spec()
@@ -719,7 +780,7 @@ func runnerEnvironment(e *controlplane.Environment) bool {
 // read-only (the install directory itself is closed to the sandbox user). Errors:
 // the provider is unknown, the state directory cannot be handed over, Launch refused
 // the request (naming why).
-func launchLeased(ctx context.Context, lease *environment.Lease, d driver.Name, spec worker.Spec, stateDir string) (environment.Launched, error) {
+func launchLeased(ctx context.Context, lease *environment.Lease, d driver.Name, spec worker.Spec, stateDir, agentHome string) (environment.Launched, error) {
 	p, ok := providers.Get(lease.Provider)
 	if !ok {
 		return nil, fmt.Errorf("lease %s: no environment provider %q", lease.ID, lease.Provider)
@@ -728,6 +789,12 @@ func launchLeased(ctx context.Context, lease *environment.Lease, d driver.Name, 
 		return nil, fmt.Errorf("lease %s: handing the agent state directory to the sandbox user: %w", lease.ID, err)
 	}
 	req := environment.LaunchRequest{Spec: spec, Binds: []environment.Bind{{Path: stateDir, Write: true}}}
+	if agentHome != "" { // the materialised AGENT_HOME, saved by the runner after the run
+		if err := sandbox.Own(lease, agentHome); err != nil {
+			return nil, fmt.Errorf("lease %s: handing AGENT_HOME to the sandbox user: %w", lease.ID, err)
+		}
+		req.Binds = append(req.Binds, environment.Bind{Path: agentHome, Write: true})
+	}
 	if _, isCLI := d.CLI(); isCLI {
 		if nm, ok := nodeModules(spec.Path); ok {
 			req.ReadOnly = append(req.ReadOnly, nm)
@@ -750,6 +817,17 @@ func nodeModules(binary string) (string, bool) {
 		return "", false
 	}
 	return binary[:i+len(elem)], true
+}
+
+// recordSave saves the run's home (saveHome) and notes the receipt, or why there is
+// none, in its record. The caller holds the run's lock.
+func (r *Runner) recordSave(ctx context.Context, c Company, rec *Record, base homeBaseline) {
+	rc, err := r.saveHome(ctx, c, rec.RunID, base)
+	if err != nil {
+		rec.HomeSaveError = clip(err.Error(), 2000)
+		return
+	}
+	rec.HomeReceiptID = rc.ID
 }
 
 // finish completes the run when the agent left it running (first: that is what the
@@ -913,7 +991,7 @@ func findRun(st controlplane.State, id string) *controlplane.Run {
 // not exist were never checked out.
 func (r *Runner) recover(ctx context.Context) error {
 	const reason = "orphaned: the server stopped while this run's agent process was starting or running; " +
-		"the process died with the server and the run is not relaunched"
+		"the process died with the server and the run is not relaunched; it is interrupted (Retry starts a new run)"
 	var errs []error
 	for _, company := range r.host.Companies() {
 		c, ok := r.host.Company(company)
@@ -940,7 +1018,12 @@ func (r *Runner) recover(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("heartbeat: cannot complete orphaned run %s: company %s is %s", run.ID, company, st.Lifecycle))
 				continue
 			}
-			status, _, err := completeIfRunning(ctx, c, run.ID, controlplane.RunFailed, reason, false, nil)
+			if base, ok, err := r.rec.baseline(run.ID); err != nil {
+				rec.HomeSaveError = err.Error()
+			} else if ok && rec.HomeReceiptID == "" {
+				r.recordSave(ctx, c, &rec, base)
+			}
+			status, _, err := completeIfRunning(ctx, c, run.ID, controlplane.RunInterrupted, reason, false, nil)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("heartbeat: completing orphaned run %s: %w", run.ID, err))
 				continue
@@ -962,9 +1045,12 @@ func (r *Runner) recover(ctx context.Context) error {
 // board actor req.Actor with req.RequestID as sent. Under the run's lock it decides
 // (DecideStop), writes a reserved intent into the run's record, and only then cancels
 // the process (SIGTERM to its group, SIGKILL after worker.TerminateGrace); a running run
-// without a process of this runner is completed as cancelled at once. Errors
-// (*controlplane.Error): cancellation_request_id_invalid (400), run_missing (404),
-// cancellation_conflict (409); store errors.
+// without a process of this runner is completed as cancelled at once. A request with an
+// idempotency key is remembered with its response in the same record write; a replay
+// of the key with the same body answers that response again, with another body it is
+// idempotency_conflict. Errors (*controlplane.Error): cancellation_request_id_invalid
+// (400), run_missing (404), cancellation_conflict and idempotency_conflict (409); store
+// errors.
 func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api.CancelRunResponse, error) {
 	id, err := ParseRequestID(req.RequestID)
 	if err != nil {
@@ -992,36 +1078,86 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		rec = Record{Schema: api.HeartbeatRunSchema, RunID: runID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
 			State: api.RunFinished, Status: run.Status, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
 	}
+	if req.IdempotencyKey != "" {
+		if i := slices.IndexFunc(rec.IdempotentStops, func(s api.IdempotentStop) bool { return s.Key == req.IdempotencyKey }); i >= 0 {
+			if rec.IdempotentStops[i].RequestSHA256 != req.RequestSHA256 {
+				return api.CancelRunResponse{}, &controlplane.Error{Code: controlplane.CodeIdempotencyConflict,
+					Message: "this Idempotency-Key was used for a different Stop request of run " + runID}
+			}
+			return rec.IdempotentStops[i].Response, nil
+		}
+	}
+	remember := func(resp api.CancelRunResponse) {
+		if req.IdempotencyKey == "" {
+			return
+		}
+		i := slices.IndexFunc(rec.IdempotentStops, func(s api.IdempotentStop) bool { return s.Key == req.IdempotencyKey })
+		if i < 0 {
+			rec.IdempotentStops = append(rec.IdempotentStops, api.IdempotentStop{Key: req.IdempotencyKey, RequestSHA256: req.RequestSHA256, Response: resp})
+		} else {
+			rec.IdempotentStops[i].Response = resp
+		}
+	}
 	verdict, intent, err := DecideStop(run.Status != controlplane.RunRunning, rec.Cancellation, req, func() string { return uuid.NewString() })
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
 	if verdict == StopJoin {
-		return api.CancelRunResponse{RunID: runID, Disposition: api.CancelJoined, Intent: intent, Status: run.Status}, nil
+		resp := api.CancelRunResponse{RunID: runID, Disposition: api.CancelJoined, Intent: intent, Status: run.Status}
+		if req.IdempotencyKey != "" {
+			remember(resp)
+			if err := r.put(&rec); err != nil {
+				return api.CancelRunResponse{}, fmt.Errorf("heartbeat: recording the Stop: %w", err)
+			}
+		}
+		return resp, nil
 	}
 	intent.RequestedAt = r.now()
 	rec.Cancellation = &intent
+	resp := api.CancelRunResponse{RunID: runID, Disposition: api.CancelReserved, Intent: intent, Status: run.Status}
+	remember(resp)
 	if err := r.put(&rec); err != nil {
 		return api.CancelRunResponse{}, fmt.Errorf("heartbeat: reserving the Stop intent: %w", err)
 	}
 	r.mu.Lock()
 	cancel := r.live[runID]
 	r.mu.Unlock()
-	status := run.Status
 	if cancel != nil {
 		cancel() // the process group gets SIGTERM, then SIGKILL after the grace period
-	} else {
-		summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
-		if status, _, err = completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil); err != nil {
-			return api.CancelRunResponse{}, err
-		}
-		rec.Status, rec.FinishedAt = status, r.now()
-		if rec.State == api.RunOpening || rec.State == api.RunLaunching {
-			rec.State = api.RunFinished
-		}
-		_ = r.put(&rec)
+		return resp, nil
 	}
-	return api.CancelRunResponse{RunID: runID, Disposition: api.CancelReserved, Intent: intent, Status: status}, nil
+	summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)
+	status, _, err := completeIfRunning(ctx, c, runID, controlplane.RunCancelled, summary, false, nil)
+	if err != nil {
+		return api.CancelRunResponse{}, err
+	}
+	rec.Status, rec.FinishedAt = status, r.now()
+	if rec.State == api.RunOpening || rec.State == api.RunLaunching {
+		rec.State = api.RunFinished
+	}
+	resp.Status = status
+	remember(resp)
+	_ = r.put(&rec)
+	return resp, nil
+}
+
+// Retry is the Retry button for runID (board operation retry_run on its company, with
+// the idempotency key key): the run must be failed or interrupted and not retried yet.
+// The response names the retry wake and the run this runner opens for it (bound to
+// runID by retryOf). Errors (*controlplane.Error): run_missing (404), run_not_retryable,
+// run_already_retried, checkout_conflict, idempotency_conflict (409), actor_not_active.
+func (r *Runner) Retry(ctx context.Context, runID, key string) (api.RetryRunResponse, error) {
+	company, c, _, err := r.locate(ctx, runID)
+	if err != nil {
+		return api.RetryRunResponse{}, err
+	}
+	in, _ := json.Marshal(map[string]string{"runId": runID})
+	res, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardRetryRun, Input: in, IdempotencyKey: key})
+	if err != nil {
+		return api.RetryRunResponse{}, err
+	}
+	r.Kick()
+	return api.RetryRunResponse{RunID: runID, WakeID: res.ID, RetryRunID: RunID(company, res.ID), StateRevision: res.StateRevision}, nil
 }
 
 // locate finds the company holding runID: the record's company, else every company.

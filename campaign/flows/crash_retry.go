@@ -1,0 +1,170 @@
+package flows
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// playCrashRetry is flow crash_retry (seed 000: the worker-crash case; docs/files.md
+// "Crash and Retry"): run 1 must signal that it is waiting — it writes its run id to
+// the case's workspaceFile and waits for <workspaceFile>.release —; the human
+// positively identifies the agent's process (the pid and process start time the
+// heartbeat runner recorded launching that run, checked against /proc/<pid>/stat and
+// the run id in /proc/<pid>/environ: never a bare pid), sends SIGKILL to exactly that
+// process, sees the run fail, releases the wait and presses Retry through the public
+// API (board operation retry_run, keyed); the retry must be one run bound to the
+// killed one (retryOf) that finishes the task. A process that cannot be identified is
+// never signalled (a harness fault); an agent that never waits is the candidate's
+// problem; a board that binds no retry is a harness fault.
+func playCrashRetry(ctx context.Context, s *Session) Outcome {
+	var out Outcome
+	rel := s.Rendered.WorkspaceFile
+	if rel == "" {
+		out.Err = permanent(errors.New("flow crash_retry needs the case's workspaceFile (the readiness file)"))
+		return out
+	}
+	rec, err := waitReady(ctx, s, rel)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	if rec == nil {
+		out.Problems = append(out.Problems, fmt.Sprintf("run 1 ended before the agent wrote its run id to %s and waited", rel))
+		return out
+	}
+	l := rec.Launch
+	if err := identify(l.PID, l.ProcessStartTicks, rec.RunID); err != nil {
+		out.Err = permanent(fmt.Errorf("run %s: the agent's process was not positively identified, so it was not signalled: %w", rec.RunID, err))
+		return out
+	}
+	s.log("run %s: process %d (start %d ticks, run id in its environment) identified; sending SIGKILL", rec.RunID, l.PID, l.ProcessStartTicks)
+	if err := syscall.Kill(l.PID, syscall.SIGKILL); err != nil {
+		out.Err = permanent(fmt.Errorf("run %s: SIGKILL to process %d: %w", rec.RunID, l.PID, err))
+		return out
+	}
+	v, err := waitTurn(ctx, s, 1)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	crashed := v.runs[0]
+	s.log("run %s ended %s after the kill", crashed.ID, crashed.Status)
+	if crashed.ID != rec.RunID || crashed.Status != controlplane.RunFailed {
+		out.Err = permanent(fmt.Errorf("the killed run %s ended %s (run 1 is %s), not failed", rec.RunID, crashed.Status, crashed.ID))
+		return out
+	}
+	if err := os.WriteFile(filepath.Join(s.Workspace, filepath.FromSlash(rel)+".release"), []byte("released\n"), 0o644); err != nil {
+		out.Err = permanent(fmt.Errorf("releasing the wait: %w", err))
+		return out
+	}
+	in, _ := json.Marshal(map[string]string{"runId": crashed.ID})
+	out.submit()
+	s.log("pressing Retry on run %s", crashed.ID)
+	if _, err := s.Board.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardRetryRun, Input: in, IdempotencyKey: "retry-" + s.Rendered.Nonce}); err != nil {
+		out.Err = BoardFault("pressing Retry on run "+crashed.ID, err)
+		return out
+	}
+	if v, out.Err = waitTurn(ctx, s, 2); out.Err != nil {
+		return out
+	}
+	retry := v.runs[1]
+	s.log("retry run %s ended %s", retry.ID, retry.Status)
+	if retry.RetryOf == nil || *retry.RetryOf != crashed.ID {
+		out.Err = permanent(fmt.Errorf("run 2 %s is not bound to the killed run %s (retryOf %v)", retry.ID, crashed.ID, retry.RetryOf))
+	}
+	return out
+}
+
+// waitReady looks until run 1's agent wrote its run id to the readiness file while
+// the heartbeat runner records that run's process running with its launch facts; it
+// returns that record, or nil when run 1 settled first (the agent never waited).
+func waitReady(ctx context.Context, s *Session, rel string) (*api.HeartbeatRun, error) {
+	poll := s.Poll
+	if poll <= 0 {
+		poll = defaultPoll
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	var failingSince time.Time
+	for {
+		v, err := look(ctx, s)
+		switch {
+		case err == nil:
+			failingSince = time.Time{}
+			if b, rerr := os.ReadFile(filepath.Join(s.Workspace, filepath.FromSlash(rel))); rerr == nil && len(v.runs) > 0 {
+				id := strings.TrimSpace(string(b))
+				for i := range v.records {
+					r := &v.records[i]
+					if r.RunID == id && id == v.runs[0].ID && r.Launch != nil && r.Launch.PID > 0 && v.runs[0].Status == controlplane.RunRunning {
+						return r, nil
+					}
+				}
+			}
+			if v.settled(1) {
+				return nil, nil
+			}
+			if why := v.refused(); why != "" {
+				return nil, permanent(errors.New(why))
+			}
+		case failingSince.IsZero():
+			failingSince = time.Now()
+		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
+			return nil, BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, waitError(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// identify checks that process pid is the one the runner launched for runID: its start
+// time (/proc/<pid>/stat field 22, clock ticks since boot) is ticks, and its initial
+// environment names the run (AGENTPROOF_RUN_ID=<runID>). Errors name what differs.
+func identify(pid int, ticks uint64, runID string) error {
+	if pid <= 1 || ticks == 0 {
+		return fmt.Errorf("no recorded pid and start time (pid %d, start %d)", pid, ticks)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return err
+	}
+	// the command name (field 2) is parenthesised and may hold spaces: fields after
+	// the last ')' start at field 3
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return errors.New("unreadable /proc stat")
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 {
+		return errors.New("short /proc stat")
+	}
+	got, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil || got != ticks {
+		return fmt.Errorf("process %d started at %s ticks, the run's process at %d (another process)", pid, f[19], ticks)
+	}
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return err
+	}
+	want := []byte("AGENTPROOF_RUN_ID=" + runID)
+	for kv := range bytes.SplitSeq(env, []byte{0}) {
+		if bytes.Equal(kv, want) {
+			return nil
+		}
+	}
+	return fmt.Errorf("process %d does not name run %s in its environment", pid, runID)
+}

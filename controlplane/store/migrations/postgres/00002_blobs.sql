@@ -1,0 +1,10 @@
+-- +goose Up
+CREATE TABLE blobs (
+    company_id TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    byte_size BIGINT NOT NULL,
+    content BYTEA NOT NULL,
+    PRIMARY KEY (company_id, sha256)
+);
+-- +goose Down
+DROP TABLE blobs;
