@@ -48,6 +48,10 @@ const (
 	// may take to exit after its terminal event (TerminalEvent) before the worker stops
 	// it; the run is then graded on that result (default DefaultResultGrace).
 	CLIKeyResultGrace = "resultGraceMs"
+	// CLIKeyModel is the model id the CLI asks the scripted model for (default
+	// ScriptedModelID); the scripted model answers under any id. With a live provider
+	// the id is live.model.
+	CLIKeyModel = "model"
 )
 
 // DefaultResultGrace is a CLI's grace between its terminal event and its exit when
@@ -88,6 +92,7 @@ const DefaultCLIMaxOutputBytes = 16 << 20
 type cliDriver struct {
 	cli      string // codex | opencode | claude
 	binary   string
+	model    string // the scripted model's id as the CLI asks for it
 	modelURL string
 	live     *api.LiveProvider
 	bounds   bounds
@@ -97,8 +102,14 @@ type cliDriver struct {
 // newCLI reads the driverConfig of exec:<name> (name is a pinned CLI: driver.Parse
 // checked it).
 func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
-	d := cliDriver{cli: name.Arg}
-	d.bounds = parseBounds(config, name, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript, CLIKeyResultGrace})
+	d := cliDriver{cli: name.Arg, model: ScriptedModelID}
+	d.bounds = parseBounds(config, name, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript, CLIKeyResultGrace, CLIKeyModel})
+	if m := config.Model; m != "" {
+		if len(m) > 200 || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' || r == '\\' }) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %q must be a model id (at most 200 characters, no spaces, quotes or control characters)", CLIKeyModel, m))
+		}
+		d.model = m
+	}
 	if config.MaxOutputBytes == nil {
 		d.bounds.maxOutput = DefaultCLIMaxOutputBytes
 	}
@@ -270,7 +281,7 @@ func (d cliDriver) plan(rc controlplane.RunContext, env RunEnv, n int, dir strin
 		},
 	}
 	prompt := Prompt(rc)
-	modelURL, model, keyVar := "", ScriptedModelID, ScriptedAPIKeyVar
+	modelURL, model, keyVar := "", d.model, ScriptedAPIKeyVar
 	if d.modelURL != "" {
 		modelURL = d.modelURL + "/runs/" + strconv.Itoa(n) + "/v1"
 		p.env = append(p.env, ScriptedAPIKeyVar+"="+ScriptedAPIKey)

@@ -159,7 +159,8 @@ func (e *ConfigError) Error() string {
 // ms) and MaxOutputBytes (1..worker.MaxOutputBytes, bytes); wrong also reads Strategy
 // ("wrong_nonce", the default); exec reads Command (absolute path), Args (templates, see
 // ExecVars) and Env (secret references, resolved by the server into RunEnv.Secrets);
-// exec:codex, exec:opencode and exec:claude read Binary, ModelBaseURL, Live and Script.
+// exec:codex, exec:opencode and exec:claude read Binary, ModelBaseURL, Live, Script,
+// ResultGraceMs and Model.
 // A key the driver does not read, a value out of range and the zero Name are a
 // *ConfigError listing every problem.
 func New(name driver.Name, config api.DriverConfig) (Driver, error) {

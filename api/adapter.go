@@ -63,7 +63,9 @@ const LifecyclePerTurn LifecycleMode = "per_turn"
 //     agents cache), ModelBaseURL (the scripted model's loopback root URL, unless live),
 //     Live (the live provider, `agentproof run --live`) and Script (the model script the
 //     harness derives: oracle, nop or wrong; the driver itself ignores it) and
-//     ResultGraceMs (ms the CLI may take to exit after its terminal event).
+//     ResultGraceMs (ms the CLI may take to exit after its terminal event) and Model (the
+//     model id the CLI asks the scripted model for; default "scripted-model": the
+//     generated model-breadth profiles set their ranked model's id, docs/breadth.md).
 type DriverConfig struct {
 	TimeoutMs      *int64              `json:"timeoutMs,omitempty"`
 	MaxOutputBytes *int64              `json:"maxOutputBytes,omitempty"`
@@ -76,6 +78,7 @@ type DriverConfig struct {
 	Live           *LiveProvider       `json:"live,omitempty"`
 	Script         string              `json:"script,omitempty"`
 	ResultGraceMs  *int64              `json:"resultGraceMs,omitempty"`
+	Model          string              `json:"model,omitempty"`
 }
 
 // LiveProvider is the live model endpoint of a CLI profile (DriverConfig.Live), used

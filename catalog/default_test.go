@@ -20,7 +20,7 @@ func TestDefaultCatalog(t *testing.T) {
 		sizes[cell.Suite.ID]++
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
-		"cli-calibration": 4, "claude": 3}
+		"cli-calibration": 4, "claude": 3, BreadthLiveSuite: 5, BreadthOfflineSuite: 5}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
 	}
@@ -45,8 +45,9 @@ func TestDefaultCatalog(t *testing.T) {
 		if len(cell.RequiredCredentials) != 0 {
 			t.Errorf("%s needs credentials %v; the default catalog runs offline", cell.ID, cell.RequiredCredentials)
 		}
-		if (cell.Suite.ID == "claude") != (cell.Suite.ManualOnly) || (cell.Profile.Driver == "exec:claude") != cell.Suite.ManualOnly {
-			t.Errorf("%s: only the claude suite (exec:claude) is manual-only", cell.ID)
+		manual := cell.Suite.ID == "claude" || cell.Suite.ID == BreadthLiveSuite
+		if manual != cell.Suite.ManualOnly || (cell.Profile.Driver == "exec:claude" && !cell.Suite.ManualOnly) {
+			t.Errorf("%s: only the claude suite (exec:claude) and the live breadth suite are manual-only", cell.ID)
 		}
 		if (cell.Profile.Driver == "reference" || strings.HasPrefix(cell.Profile.Driver, "exec:")) && cell.Case.Reference == nil {
 			t.Errorf("%s: no reference script", cell.ID)
