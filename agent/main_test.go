@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/internal/fakecli"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -25,6 +27,9 @@ const parentOnly = "AGENTPROOF_TEST_PARENT_ONLY"
 //	<test binary> hostile-leader <file>                   ignores SIGTERM, starts a grandchild in
 //	                                                      its process group, sleeps forever
 //	<test binary> hostile-grandchild <file>               appends "tick" to file and stdout forever
+//	<test binary> agent acp-<reference|nop|wrong>         the built-in ACP agents
+//	<test binary> mcp                                     a stub semantic-tools MCP server (acp_test.go)
+//	<test binary> acp                                     a hostile ACP agent, mode HOSTILE_MODE (acp_test.go)
 func TestMain(m *testing.M) {
 	fakecli.Main() // a fake agent CLI when started under a fake's name
 	if len(os.Args) > 1 {
@@ -37,6 +42,19 @@ func TestMain(m *testing.M) {
 			os.Exit(hostileLeader(os.Args[2]))
 		case "hostile-grandchild":
 			hostileGrandchild(os.Args[2])
+		case "agent":
+			// `agentproof agent acp-<name>`: the built-in ACP agents.
+			if err := agent.RunACPBuiltin(context.Background(), os.Args[2], os.Environ(), os.Stdin, os.Stdout, os.Stderr); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			os.Exit(0)
+		case "mcp":
+			os.Exit(stubMCP())
+		case "acp":
+			// A real ACP agent's command line (acp:opencode runs "<binary> acp"): the
+			// hostile ACP agents of the driver tests, mode from HOSTILE_MODE.
+			os.Exit(hostileACP(os.Getenv("HOSTILE_MODE")))
 		}
 	}
 	if err := os.Setenv(parentOnly, "leak"); err != nil {

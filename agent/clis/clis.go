@@ -1,9 +1,12 @@
 // Package clis installs and locates the pinned real agent CLIs agentproof qualifies
-// (issue 12; spec real-agent-clis): Codex (@openai/codex), OpenCode (opencode-ai) and,
-// on request, Claude Code (@anthropic-ai/claude-code). Each is installed with npm into
-// its own directory of a cache (one per name and version), with install scripts off,
-// and run later by executing the native binary its npm package ships, never the
-// JavaScript wrapper and never through a shell.
+// (issue 12; spec real-agent-clis): Codex (@openai/codex), OpenCode (opencode-ai), the
+// ACP agents Codex ACP (@zed-industries/codex-acp) and Gemini CLI (@google/gemini-cli)
+// and, on request, Claude Code (@anthropic-ai/claude-code) and its ACP adapter
+// (@zed-industries/claude-agent-acp; docs/acp.md). Each is installed with npm into its
+// own directory of a cache (one per name and version), with install scripts off, and
+// run later by executing the native binary its npm package ships, never the JavaScript
+// wrapper and never through a shell; the two that ship no native binary (Runtime
+// "node": the Claude ACP adapter, Gemini CLI) run as `node <entry script>`.
 package clis
 
 import (
@@ -19,20 +22,27 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// CLI is one pinned agent CLI: its short name (the exec driver's suffix), the npm
-// package and exact version, whether it is installed only on request (Optional), and
-// the candidate paths of its native binary below node_modules for a platform.
+// CLI is one pinned agent CLI: its short name (the exec driver's suffix, or the ACP
+// agent's package name), the npm package and exact version, whether it is installed
+// only on request (Optional), the runtime its entry point needs (RuntimeNode, or ""
+// for a native binary), and the candidate paths of its native binary (or entry script)
+// below node_modules for a platform.
 type CLI struct {
 	Name     string
 	Package  string
 	Version  string
 	Optional bool
+	Runtime  string
 	binaries func(p Platform) []string
 }
+
+// RuntimeNode marks a CLI whose entry point is a JavaScript file run by Node.js.
+const RuntimeNode = "node"
 
 // Spec is the npm package spec "package@version".
 func (c CLI) Spec() string { return c.Package + "@" + c.Version }
@@ -89,6 +99,48 @@ var Pinned = []CLI{
 	{Name: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.197", Optional: true, binaries: func(p Platform) []string {
 		return []string{filepath.Join("@anthropic-ai", "claude-code-"+p.GOOS+"-"+npmArch(p.GOARCH), "claude")}
 	}},
+	// ACP agents (docs/acp.md). codex-acp embeds Codex (a native Rust binary per
+	// platform); claude-agent-acp 0.23.1 is the newest adapter whose package runs on
+	// Node 20 (the @agentclientprotocol/claude-agent-acp successor needs Node 22) and it
+	// runs the Claude Code its Agent SDK bundles (cli.js); Gemini CLI is a JS bundle.
+	{Name: "codex-acp", Package: "@zed-industries/codex-acp", Version: "0.16.0", binaries: func(p Platform) []string {
+		osName := p.GOOS
+		if osName == "windows" {
+			osName = "win32"
+		}
+		return []string{filepath.Join("@zed-industries", "codex-acp-"+osName+"-"+npmArch(p.GOARCH), "bin", "codex-acp")}
+	}},
+	{Name: "claude-acp", Package: "@zed-industries/claude-agent-acp", Version: "0.23.1", Optional: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
+		return []string{filepath.Join("@zed-industries", "claude-agent-acp", "dist", "index.js")}
+	}},
+	{Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", Runtime: RuntimeNode, binaries: func(Platform) []string {
+		return []string{filepath.Join("@google", "gemini-cli", "bundle", "gemini.js")}
+	}},
+}
+
+// MinNodeMajor is the oldest Node.js major version the RuntimeNode CLIs run on.
+const MinNodeMajor = 20
+
+// Node returns the absolute path of the Node.js binary on the PATH of environ that runs
+// the RuntimeNode CLIs, after checking `node --version` is at least MinNodeMajor.
+// Errors name what is missing.
+func Node(ctx context.Context, environ []string) (string, error) {
+	p, err := lookPath("node", environ)
+	if err != nil {
+		return "", errors.New("node was not found on PATH; install Node.js 20 or later")
+	}
+	cmd := exec.CommandContext(ctx, p, "--version")
+	cmd.Env = []string{}
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("running %s --version: %w", p, err)
+	}
+	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
+	major, _, _ := strings.Cut(v, ".")
+	if n, err := strconv.Atoi(major); err != nil || n < MinNodeMajor {
+		return "", fmt.Errorf("%s is Node.js %s; the agent CLIs need %d or later", p, strings.TrimSpace(string(out)), MinNodeMajor)
+	}
+	return p, nil
 }
 
 // Lookup returns the pinned CLI named name.
@@ -113,14 +165,15 @@ func DefaultDir() (string, error) {
 }
 
 // Installed describes one installed CLI: name, npm spec, the install directory (the
-// npm prefix), the absolute path of its native binary, and whether an existing install
-// was reused.
+// npm prefix), the absolute path of its native binary (or, with Runtime RuntimeNode,
+// its JavaScript entry script), and whether an existing install was reused.
 type Installed struct {
 	Name    string `json:"name"`
 	Package string `json:"package"`
 	Version string `json:"version"`
 	Dir     string `json:"dir"`
 	Binary  string `json:"binary"`
+	Runtime string `json:"runtime,omitempty"`
 	Reused  bool   `json:"reused"`
 }
 
@@ -162,7 +215,7 @@ func Locate(dir string, c CLI, p Platform) (Installed, error) {
 	if err != nil {
 		return Installed{}, err
 	}
-	in.Dir, in.Binary = d, bin
+	in.Dir, in.Binary, in.Runtime = d, bin, c.Runtime
 	return in, nil
 }
 

@@ -34,6 +34,9 @@ func TestLocate(t *testing.T) {
 	codex, _ := Lookup("codex")
 	opencode, _ := Lookup("opencode")
 	claude, _ := Lookup("claude")
+	codexACP, _ := Lookup("codex-acp")
+	claudeACP, _ := Lookup("claude-acp")
+	gemini, _ := Lookup("gemini")
 	linux := Platform{GOOS: "linux", GOARCH: "amd64", AVX2: true}
 	tests := []struct {
 		name    string
@@ -49,6 +52,9 @@ func TestLocate(t *testing.T) {
 		{"opencode prefers the AVX2 build", opencode, linux, []string{"opencode-linux-x64/bin/opencode", "opencode-linux-x64-baseline/bin/opencode"}, true, "opencode-linux-x64/bin/opencode", ""},
 		{"opencode baseline without AVX2", opencode, Platform{GOOS: "linux", GOARCH: "amd64"}, []string{"opencode-linux-x64/bin/opencode", "opencode-linux-x64-baseline/bin/opencode"}, true, "opencode-linux-x64-baseline/bin/opencode", ""},
 		{"claude", claude, linux, []string{"@anthropic-ai/claude-code-linux-x64/claude"}, true, "@anthropic-ai/claude-code-linux-x64/claude", ""},
+		{"codex-acp", codexACP, linux, []string{"@zed-industries/codex-acp-linux-x64/bin/codex-acp"}, true, "@zed-industries/codex-acp-linux-x64/bin/codex-acp", ""},
+		{"claude-acp entry script", claudeACP, linux, []string{"@zed-industries/claude-agent-acp/dist/index.js"}, true, "@zed-industries/claude-agent-acp/dist/index.js", ""},
+		{"gemini entry script", gemini, linux, []string{"@google/gemini-cli/bundle/gemini.js"}, true, "@google/gemini-cli/bundle/gemini.js", ""},
 		{"no record: not installed", codex, linux, []string{"@openai/codex-linux-x64/vendor/x/bin/codex"}, false, "", "is not installed"},
 		{"record but no binary", opencode, linux, []string{"opencode-darwin-arm64/bin/opencode"}, true, "", "no native binary for linux/amd64"},
 	}
@@ -70,7 +76,7 @@ func TestLocate(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := filepath.Join(installDir(dir, tc.cli), "node_modules", tc.want)
-			if got.Binary != want || got.Version != tc.cli.Version || got.Dir != installDir(dir, tc.cli) {
+			if got.Binary != want || got.Version != tc.cli.Version || got.Dir != installDir(dir, tc.cli) || got.Runtime != tc.cli.Runtime {
 				t.Errorf("Locate = %+v, want binary %s", got, want)
 			}
 		})
@@ -149,5 +155,30 @@ func TestNPMEnv(t *testing.T) {
 	want := "PATH=/bin HOME=/h npm_config_registry=r HTTPS_PROXY=p NODE_EXTRA_CA_CERTS=/c"
 	if strings.Join(got, " ") != want {
 		t.Errorf("NPMEnv = %v, want %s", got, want)
+	}
+}
+
+func TestNode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, script string) {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "node"), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("new", "#!/bin/sh\necho v20.20.2\n")
+	write("old", "#!/bin/sh\necho v18.19.0\n")
+	ctx := context.Background()
+	if p, err := Node(ctx, []string{"PATH=" + filepath.Join(dir, "new")}); err != nil || p != filepath.Join(dir, "new", "node") {
+		t.Errorf("Node = %q, %v", p, err)
+	}
+	if _, err := Node(ctx, []string{"PATH=" + filepath.Join(dir, "old")}); err == nil || !strings.Contains(err.Error(), "need 20 or later") {
+		t.Errorf("an old node: %v", err)
+	}
+	if _, err := Node(ctx, []string{"PATH=" + filepath.Join(dir, "none")}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("no node: %v", err)
 	}
 }

@@ -127,3 +127,39 @@ func WrongScripts(n int) []*Script {
 	}
 	return out
 }
+
+// ForACP returns the model scripts of a case's reference script for an ACP agent whose
+// workspace is the absolute path workspace (docs/acp.md): like FromReference, except
+// that a write edit becomes a write_file step at the absolute path (the agent's own
+// write tool, which asks the client's permission; the shell for Codex). With warm
+// false there is one script per turn (session n plays turn n, per_turn lifecycle);
+// with warm true one script holds every turn's steps in order, each turn ending with
+// its answer (one session serves every turn and the conversation's assistant turns
+// keep counting across prompts). Errors: as FromReference, and a relative workspace.
+func ForACP(ref *catalog.ReferenceScript, workspace string, warm bool) ([]*Script, error) {
+	if !strings.HasPrefix(workspace, "/") {
+		return nil, fmt.Errorf("scripted model: workspace %q must be an absolute path", workspace)
+	}
+	scripts, err := FromReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	for ti, t := range ref.Turns {
+		k := 0 // FromReference made one step per reference step, in order
+		for _, st := range t.Steps {
+			if st.Edit != nil && st.Edit.Write != nil {
+				scripts[ti].Steps[k] = Step{Call: RoleWrite, Args: map[string]any{
+					"path": strings.TrimRight(workspace, "/") + "/" + st.Edit.Path, "content": *st.Edit.Write}}
+			}
+			k++
+		}
+	}
+	if !warm {
+		return scripts, nil
+	}
+	one := &Script{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer}
+	for _, s := range scripts {
+		one.Steps = append(one.Steps, s.Steps...)
+	}
+	return []*Script{one}, nil
+}

@@ -1,11 +1,12 @@
 // Package scriptedmodel is the scripted model: a local HTTP server that speaks the model
 // APIs real agent CLIs use — OpenAI Responses (Codex), OpenAI Chat Completions and
-// Anthropic Messages (OpenCode, Claude Code) — and answers each request from a script
+// Anthropic Messages (OpenCode, Claude Code), and the Gemini API (Gemini CLI) — and answers each request from a script
 // instead of a language model, so that unmodified CLIs run offline and deterministically
 // (issue 12; spec real-agent-clis §5).
 //
-// A Script is a sequence of steps, one per assistant turn: call a tool by role ("shell",
-// or a semantic tool such as finish_task, matched against the request's own tool list by
+// A Script is a sequence of steps, one per assistant turn: call a tool by role ("shell";
+// "write_file", the agent's own file-writing tool, which asks an ACP client's
+// permission; or a semantic tool such as finish_task, matched against the request's own tool list by
 // name suffix so MCP-prefixed names fit) or answer text. The step is picked from the
 // conversation the request carries (its number of assistant turns), so the server keeps
 // no per-session state and a retried request gets the same answer. A request that does

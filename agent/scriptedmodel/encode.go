@@ -65,6 +65,8 @@ func StreamFrames(f Format, reply Reply, m Meta, includeUsage bool) []Frame {
 		return responsesFrames(reply, m)
 	case FormatChat:
 		return chatFrames(reply, m, includeUsage)
+	case FormatGemini:
+		return geminiFrames(reply, m)
 	default:
 		return messagesFrames(reply, m)
 	}
@@ -76,6 +78,8 @@ func Body(f Format, reply Reply, m Meta) []byte {
 	switch f {
 	case FormatResponses:
 		return encode(responseObject(reply, m, "completed", true))
+	case FormatGemini:
+		return encode(geminiResponse(reply, m))
 	case FormatChat:
 		msg := object{{Key: "role", Value: "assistant"}}
 		finish := "stop"

@@ -14,6 +14,15 @@ import (
 // run_shell_command, and generic names.
 var shellTools = []string{"exec_command", "bash", "shell", "shell_command", "run_shell_command", "local_shell"}
 
+// writeTools are the names of file-writing tools the agents offer, compared
+// case-insensitively, in order of preference: OpenCode write, Claude Code Write, Gemini
+// CLI write_file, and generic names.
+var writeTools = []string{"write", "write_file", "create_file", "writefile"}
+
+// writePathParams are the names a write tool's path parameter goes by (OpenCode
+// filePath, Claude Code file_path, Gemini CLI file_path or absolute_path).
+var writePathParams = []string{"filePath", "file_path", "absolute_path", "path"}
+
 // shellCommandParams are the names a shell tool's command parameter goes by (Codex
 // `cmd`, OpenCode and Claude Code `command`).
 var shellCommandParams = []string{"cmd", "command"}
@@ -63,17 +72,32 @@ func (s *Script) Decide(req *Request) (Reply, error) {
 	if st.Call == "" {
 		return Reply{Step: n, Text: st.Answer}, nil
 	}
-	tool, err := resolveTool(st.Call, req.Tools)
+	role, args := st.Call, st.Args
+	if role == RoleWrite {
+		tool, wargs, ok, err := writeArgs(st.Args, req.Tools)
+		if err != nil {
+			return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: %v", st.Describe(n), err)}
+		}
+		if ok {
+			return toolReply(n, st, tool, wargs)
+		}
+		role, args = RoleShell, wargs // no write tool: the shell writes the file
+	}
+	tool, err := resolveTool(role, req.Tools)
 	if err != nil {
 		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: %v", st.Describe(n), err)}
 	}
-	args := st.Args
-	if st.Call == RoleShell {
-		args, err = shellArgs(st.Args, tool, n)
+	if role == RoleShell {
+		args, err = shellArgs(args, tool, n)
 		if err != nil {
 			return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: %v", st.Describe(n), err)}
 		}
 	}
+	return toolReply(n, st, tool, args)
+}
+
+// toolReply is the reply calling tool with args.
+func toolReply(n int, st Step, tool Tool, args map[string]any) (Reply, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -82,6 +106,74 @@ func (s *Script) Decide(req *Request) (Reply, error) {
 		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: arguments: %v", st.Describe(n), err)}
 	}
 	return Reply{Step: n, ToolName: tool.Name, Namespace: tool.Namespace, Arguments: string(b), CallID: fmt.Sprintf("call_ap_%d", n+1)}, nil
+}
+
+// findTool returns the first offered tool whose name equals (case-insensitively) one
+// of names, in the order of names.
+func findTool(tools []Tool, names []string) (Tool, bool) {
+	for _, want := range names {
+		for _, t := range tools {
+			if strings.EqualFold(t.Name, want) {
+				return t, true
+			}
+		}
+	}
+	return Tool{}, false
+}
+
+// writeArgs maps a write_file step's {path, content} onto the request's write tool
+// (ok: that tool and its arguments) or, when it offers none, returns the shell step's
+// arguments {command: ShellWrite(path, content)} (ok false).
+func writeArgs(args map[string]any, tools []Tool) (Tool, map[string]any, bool, error) {
+	path, _ := args["path"].(string)
+	content, _ := args["content"].(string)
+	tool, ok := findTool(tools, writeTools)
+	if !ok {
+		return Tool{}, map[string]any{"command": ShellWrite(path, content)}, false, nil
+	}
+	props, _, err := schemaProps(tool)
+	if err != nil {
+		return Tool{}, nil, false, err
+	}
+	pathParam := ""
+	for _, p := range writePathParams {
+		if _, ok := props[p]; ok {
+			pathParam = p
+			break
+		}
+	}
+	if pathParam == "" {
+		return Tool{}, nil, false, fmt.Errorf("write tool %s has no %s parameter", tool.Name, strings.Join(writePathParams, ", "))
+	}
+	if _, ok := props["content"]; !ok {
+		return Tool{}, nil, false, fmt.Errorf("write tool %s has no content parameter", tool.Name)
+	}
+	return tool, map[string]any{pathParam: path, "content": content}, true, nil
+}
+
+// ShellWrite is the POSIX shell command that writes content to path (printf '%s',
+// single-quoted arguments): the fallback of a write_file step for agents without a
+// write tool.
+func ShellWrite(path, content string) string {
+	return "printf '%s' " + shellQuote(content) + " > " + shellQuote(path)
+}
+
+// schemaProps reads a tool's JSON Schema properties and required list.
+func schemaProps(tool Tool) (map[string]struct {
+	Type any `json:"type"`
+}, []string, error) {
+	var schema struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if len(tool.Parameters) > 0 {
+		if err := json.Unmarshal(tool.Parameters, &schema); err != nil {
+			return nil, nil, fmt.Errorf("tool %s: parameters are not a JSON Schema object: %v", tool.Name, err)
+		}
+	}
+	return schema.Properties, schema.Required, nil
 }
 
 // resolveTool finds the offered tool for role: for "shell" the first shell tool by
@@ -130,20 +222,13 @@ func resolveTool(role string, tools []Tool) (Tool, error) {
 // tool's command parameter (cmd or command), other args pass through, and required
 // string parameters the step leaves unset (such as a description) are filled in.
 func shellArgs(args map[string]any, tool Tool, step int) (map[string]any, error) {
-	var schema struct {
-		Properties map[string]struct {
-			Type any `json:"type"`
-		} `json:"properties"`
-		Required []string `json:"required"`
-	}
-	if len(tool.Parameters) > 0 {
-		if err := json.Unmarshal(tool.Parameters, &schema); err != nil {
-			return nil, fmt.Errorf("tool %s: parameters are not a JSON Schema object: %v", tool.Name, err)
-		}
+	props, required, err := schemaProps(tool)
+	if err != nil {
+		return nil, err
 	}
 	param := ""
 	for _, p := range shellCommandParams {
-		if _, ok := schema.Properties[p]; ok {
+		if _, ok := props[p]; ok {
 			param = p
 			break
 		}
@@ -158,11 +243,11 @@ func shellArgs(args map[string]any, tool Tool, step int) (map[string]any, error)
 		}
 	}
 	out[param] = args["command"]
-	for _, req := range schema.Required {
+	for _, req := range required {
 		if _, ok := out[req]; ok {
 			continue
 		}
-		if p, ok := schema.Properties[req]; ok && p.Type == "string" {
+		if p, ok := props[req]; ok && p.Type == "string" {
 			out[req] = fmt.Sprintf("agentproof scripted step %d", step+1)
 		}
 	}

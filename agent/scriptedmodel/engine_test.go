@@ -180,10 +180,13 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add(1, `{"messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"bash"}}]}],"tools":`+opencodeChat+`,"stream_options":{"include_usage":true}}`)
 	f.Add(2, `{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}]}],"tools":`+claudeTools+`}`)
 	f.Add(2, `{"messages":[{"role":"user","content":[{"type":"tool_result","content":"x"}]}]}`)
+	f.Add(3, `{"contents":[{"role":"model","parts":[{"functionCall":{"name":"write_file","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"write_file","response":{}}}]}],"tools":[{"functionDeclarations":[{"name":"write_file","parametersJsonSchema":{"properties":{"file_path":{},"content":{}}}}]}]}`)
+	f.Add(7, `{"messages":[],"tools":[{"type":"function","function":{"name":"write","parameters":{"properties":{"filePath":{},"content":{}}}}}]}`)
 	s := mustScript(f, threeSteps)
-	formats := []Format{FormatResponses, FormatChat, FormatMessages}
+	ws := mustScript(f, writeScript)
+	formats := []Format{FormatResponses, FormatChat, FormatMessages, FormatGemini}
 	f.Fuzz(func(t *testing.T, which int, body string) {
-		format := formats[(which%3+3)%3]
+		format := formats[(which%4+4)%4]
 		req, err := DecodeRequest(format, []byte(body))
 		if err != nil {
 			var de *DecodeError
@@ -192,7 +195,11 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		reply, err := s.Decide(req)
+		sc := s
+		if (which/4)%2 != 0 {
+			sc = ws // the write_file role
+		}
+		reply, err := sc.Decide(req)
 		if err != nil {
 			var se *StepError
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), "step ") {

@@ -21,6 +21,9 @@ const (
 	// FormatMessages is Anthropic Messages: POST /v1/messages (Claude Code, OpenCode with
 	// @ai-sdk/anthropic).
 	FormatMessages Format = "messages"
+	// FormatGemini is the Gemini API: POST /v1beta/models/<model>:streamGenerateContent
+	// and :generateContent (Gemini CLI).
+	FormatGemini Format = "gemini"
 )
 
 // MaxRequestBytes bounds a request body the scripted model reads (bytes).
@@ -134,6 +137,8 @@ func DecodeRequest(f Format, body []byte) (*Request, error) {
 		err = decodeChat(top, r)
 	case FormatMessages:
 		err = decodeMessages(top, r)
+	case FormatGemini:
+		err = decodeGemini(top, r)
 	default:
 		err = fmt.Errorf("unknown format")
 	}

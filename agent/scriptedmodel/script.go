@@ -27,6 +27,15 @@ const DefaultAuxAnswer = "Scripted session"
 // renamed to that tool's command parameter (`cmd` or `command`).
 const RoleShell = "shell"
 
+// RoleWrite is the tool role that resolves to the request's own file-writing tool
+// (OpenCode write, Claude Code Write, Gemini CLI write_file, …): its step's `path` and
+// `content` arguments are renamed to that tool's parameters (filePath, file_path,
+// absolute_path or path; content). When the request offers no such tool (Codex), the
+// step becomes a call of the shell tool that writes the file (ShellWrite). The native
+// tool of an ACP agent asks the client's permission before it writes, which is what
+// the native-boundary cases observe; path should be absolute (the agents require it).
+const RoleWrite = "write_file"
+
 // MaxScriptBytes bounds a script file (bytes).
 const MaxScriptBytes = 1 << 20
 
@@ -219,6 +228,13 @@ func ParseScript(name string, data []byte, vars map[string]string) (*Script, err
 		if rs.Call == RoleShell {
 			if c, ok := st.Args["command"].(string); !ok || c == "" {
 				se.Problems = append(se.Problems, where+": call shell needs args.command, a non-empty string")
+			}
+		}
+		if rs.Call == RoleWrite {
+			p, okPath := st.Args["path"].(string)
+			_, okContent := st.Args["content"].(string)
+			if !okPath || p == "" || !okContent || len(st.Args) != 2 {
+				se.Problems = append(se.Problems, where+": call write_file needs exactly args.path (a non-empty string) and args.content (a string)")
 			}
 		}
 		s.Steps = append(s.Steps, st)

@@ -75,8 +75,8 @@ type LogEntry struct {
 }
 
 // Server is the scripted model: an http.Handler serving POST /v1/responses, POST
-// /v1/chat/completions, POST /v1/messages, GET /v1/models and HEAD / (spec
-// real-agent-clis §5). It is safe for concurrent use.
+// /v1/chat/completions, POST /v1/messages, POST /v1beta/models/<model>:<method> (Gemini),
+// GET /v1/models and HEAD / (spec real-agent-clis §5). It is safe for concurrent use.
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
@@ -103,6 +103,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/responses", s.model(FormatResponses))
 	s.mux.HandleFunc("POST /v1/chat/completions", s.model(FormatChat))
 	s.mux.HandleFunc("POST /v1/messages", s.model(FormatMessages))
+	s.mux.HandleFunc("POST /v1beta/models/{action}", s.gemini)
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("/", s.other)
 	return s, nil
@@ -218,6 +219,13 @@ func (s *Server) model(f Format) http.HandlerFunc {
 			fail(http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
 		}
+		if f == FormatGemini {
+			// The method, not the body, says whether to stream; the model is in the path.
+			req.Stream = strings.HasSuffix(r.URL.Path, ":streamGenerateContent")
+			if model, _, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1beta/models/"), ":"); ok && req.Model == "" {
+				req.Model = model
+			}
+		}
 		e.Stream, e.Tools = req.Stream, toolNames(req.Tools)
 		reply, err := s.opts.Script.Decide(req)
 		if err != nil {
@@ -250,6 +258,26 @@ func (s *Server) model(f Format) http.HandlerFunc {
 		}
 		s.stream(r.Context(), w, StreamFrames(f, reply, m, req.IncludeUsage))
 		s.finish(e)
+	}
+}
+
+// gemini routes POST /v1beta/models/<model>:<method>: streamGenerateContent (streamed
+// whatever the body says) and generateContent play the script; countTokens answers an
+// estimate; other methods get 404.
+func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
+	action := r.PathValue("action")
+	switch {
+	case strings.HasSuffix(action, ":streamGenerateContent"), strings.HasSuffix(action, ":generateContent"):
+		s.model(FormatGemini)(w, r)
+	case strings.HasSuffix(action, ":countTokens"):
+		body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+		e := s.begin(r, body)
+		e.Format, e.Status, e.Step = FormatGemini, http.StatusOK, 0
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(encode(object{{Key: "totalTokens", Value: max(1, (len(body)+3)/4)}}))
+		s.finish(e)
+	default:
+		s.other(w, r)
 	}
 }
 

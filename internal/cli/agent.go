@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/driver"
@@ -12,7 +13,9 @@ import (
 )
 
 // newAgentCmd is the hidden command the heartbeat runner launches for the built-in
-// agents (DESIGN.md "Agents"): `agentproof agent <reference|wrong|leaky|nop>`. The agent reads
+// agents (DESIGN.md "Agents"): `agentproof agent <reference|wrong|leaky|nop>`, and the
+// ACP drivers for the built-in ACP agents: `agentproof agent acp-<reference|nop|wrong>`
+// (agent.RunACPBuiltin: ACP on stdin/stdout, docs/acp.md). The agent reads
 // its run from its own environment (agent.EnvAPIURL and siblings, set by the driver).
 // nop exits 0 at once and touches nothing. The agent reaches the agent API through
 // a.dialAgent. Exit codes: 0 the run was carried out, 2 the
@@ -20,12 +23,12 @@ import (
 // the run as failed).
 func newAgentCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:    "agent <reference|wrong|leaky|nop>",
+		Use:    "agent <reference|wrong|leaky|nop|acp-reference|acp-nop|acp-wrong>",
 		Short:  "Run one turn of a built-in agent (launched by the heartbeat runner)",
 		Hidden: true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErrorf("%s needs exactly one agent name: reference, wrong, leaky or nop", cmd.CommandPath())
+				return usageErrorf("%s needs exactly one agent name: reference, wrong, leaky, nop, acp-reference, acp-nop or acp-wrong", cmd.CommandPath())
 			}
 			return nil
 		},
@@ -33,6 +36,14 @@ func newAgentCmd(a *app) *cobra.Command {
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
+			}
+			if slices.Contains(agent.ACPBuiltinCommands, args[0]) {
+				err := agent.RunACPBuiltin(ctx, args[0], os.Environ(), a.stdin, a.stdout, a.stderr)
+				var ue *agent.UsageError
+				if errors.As(err, &ue) {
+					return &UsageError{Err: err}
+				}
+				return err
 			}
 			out, err := agent.RunBuiltin(ctx, args[0], os.Environ(), a.dialAgent)
 			if out.Output != "" {

@@ -41,7 +41,7 @@ func newAgentsInstallCmd(a *app) *cobra.Command {
 		if c.Optional {
 			opt = ", only when named"
 		}
-		pinned = append(pinned, fmt.Sprintf("  %-9s %s%s", c.Name, c.Spec(), opt))
+		pinned = append(pinned, fmt.Sprintf("  %-10s %s%s", c.Name, c.Spec(), opt))
 	}
 	cmd := &cobra.Command{
 		Use:   "install [NAME...]",

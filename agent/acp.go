@@ -1,0 +1,351 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentproof/agentproof/worker"
+)
+
+// ACP drivers (docs/acp.md): acp:<agent> runs an agent that speaks the Agent Client
+// Protocol on its stdin/stdout, with agentproof as the ACP client. Unlike the exec
+// drivers (one process per run, supervised to its exit), an ACP driver starts a
+// session (ACPDriver.Start: the process, initialize, session/new with the workspace as
+// cwd and the agentproof MCP server) that serves one prompt per turn (ACPSession.Prompt)
+// until it is closed: one turn per session (per_turn) or several (warm).
+//
+// Agents: reference, nop and wrong are agentproof's own ACP agents (`agentproof agent
+// acp-reference|acp-nop|acp-wrong`, package agent/acpagent), the calibration of the
+// native-boundary cases; opencode, codex, claude and gemini are real agents (pinned in
+// package agent/clis) driven offline against the scripted model.
+
+// ACPDriverPrefix starts every ACP driver name.
+const ACPDriverPrefix = "acp:"
+
+// ACP agents an acp:<agent> driver may name.
+const (
+	ACPReference = "reference"
+	ACPNop       = "nop"
+	ACPWrong     = "wrong"
+	ACPOpenCode  = "opencode"
+	ACPCodex     = "codex"
+	ACPClaude    = "claude"
+	ACPGemini    = "gemini"
+)
+
+// ACPAgents lists the agents of the ACP drivers, built-in ones first.
+var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPOpenCode, ACPCodex, ACPClaude, ACPGemini}
+
+// IsBuiltinACP reports whether agent is one of agentproof's own ACP agents.
+func IsBuiltinACP(agent string) bool {
+	return agent == ACPReference || agent == ACPNop || agent == ACPWrong
+}
+
+// ACP driver configuration keys (driverConfig of an acp:<agent> profile), besides
+// timeoutMs (the whole session's lifetime, ms), maxOutputBytes (the agent's stdout,
+// bytes) and, for the real agents, binary and modelBaseUrl (CLIKeyBinary,
+// CLIKeyModelBaseURL) and script (CLIKeyScript).
+const (
+	// ACPKeyTurnTimeout bounds one prompt turn (ms); at the deadline the driver sends
+	// session/cancel and, if the turn still does not end, gives up on the session.
+	ACPKeyTurnTimeout = "turnTimeoutMs"
+	// ACPKeyCancelGrace is how long a turn may take to end after session/cancel before
+	// the driver gives up on the session (ms).
+	ACPKeyCancelGrace = "cancelGraceMs"
+	// ACPKeyStartTimeout bounds the start (process, initialize and session/new; ms).
+	ACPKeyStartTimeout = "startTimeoutMs"
+	// ACPKeyNode is the absolute path of the Node.js binary that runs a JavaScript agent
+	// (claude, gemini): binary is then the agent's entry script.
+	ACPKeyNode = "node"
+	// ACPKeyClientFS turns the client's file system capability (fs/read_text_file,
+	// fs/write_text_file, confined to the workspace) on or off; default on, except for
+	// gemini.
+	ACPKeyClientFS = "clientFs"
+)
+
+// Defaults of an ACP driver.
+const (
+	DefaultACPTurnTimeout  = 5 * time.Minute
+	DefaultACPStartTimeout = 2 * time.Minute
+	// DefaultACPCancelGrace is how long a cancelled turn may take to end with its
+	// response before the driver gives up on the session.
+	DefaultACPCancelGrace = 15 * time.Second
+)
+
+// ACPDriver starts ACP sessions of one agent. It is immutable and safe for concurrent
+// use.
+type ACPDriver struct {
+	agent        string
+	binary       string
+	node         string
+	modelURL     string
+	clientFS     bool
+	bounds       bounds
+	turnTimeout  time.Duration
+	startTimeout time.Duration
+	cancelGrace  time.Duration
+}
+
+// NewACP returns the ACP driver named driver ("acp:<agent>", one of ACPAgents)
+// configured by config (the profile's driverConfig; nil for none). Unknown keys, wrong
+// types, an unknown agent, and a real agent's binary that is not an absolute path are a
+// *ConfigError listing every problem.
+func NewACP(driver string, config map[string]any) (*ACPDriver, error) {
+	ce := &ConfigError{Driver: driver}
+	name, ok := strings.CutPrefix(driver, ACPDriverPrefix)
+	if !ok || !slices.Contains(ACPAgents, name) {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("unknown ACP driver (one of %s%s)", ACPDriverPrefix, strings.Join(ACPAgents, ", "+ACPDriverPrefix)))
+		return nil, ce
+	}
+	// Gemini CLI 0.61 cannot create a file through the client: it reads first and does
+	// not recognise the client's "Resource not found" error (docs/acp.md), so it gets
+	// no fs capability unless the profile asks for it.
+	d := &ACPDriver{agent: name, clientFS: name != ACPGemini, turnTimeout: DefaultACPTurnTimeout, startTimeout: DefaultACPStartTimeout, cancelGrace: DefaultACPCancelGrace}
+	keys := []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace, ACPKeyClientFS}
+	if !IsBuiltinACP(name) {
+		keys = append(keys, CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyScript, ACPKeyNode)
+	}
+	_, outputSet := config["maxOutputBytes"]
+	d.bounds = acpBounds(config, ce, keys)
+	if !outputSet {
+		d.bounds.maxOutput = DefaultCLIMaxOutputBytes
+	}
+	for _, k := range []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace} {
+		v, set := config[k]
+		if !set {
+			continue
+		}
+		n, ok := acpPositiveInt(v)
+		if !ok {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %v must be a positive whole number of milliseconds", k, v))
+			continue
+		}
+		switch k {
+		case ACPKeyTurnTimeout:
+			d.turnTimeout = time.Duration(n) * time.Millisecond
+		case ACPKeyStartTimeout:
+			d.startTimeout = time.Duration(n) * time.Millisecond
+		default:
+			d.cancelGrace = time.Duration(n) * time.Millisecond
+		}
+	}
+	if v, set := config[ACPKeyClientFS]; set {
+		b, ok := v.(bool)
+		if !ok {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %v must be true or false", ACPKeyClientFS, v))
+		}
+		d.clientFS = b
+	}
+	for _, k := range []string{CLIKeyBinary, ACPKeyNode} {
+		v, set := config[k]
+		if !set {
+			continue
+		}
+		s, _ := v.(string)
+		if !filepath.IsAbs(s) || strings.ContainsRune(s, 0) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %v must be an absolute path", k, v))
+		}
+		if k == CLIKeyBinary {
+			d.binary = s
+		} else {
+			d.node = s
+		}
+	}
+	if v, ok := config[CLIKeyModelBaseURL]; ok {
+		s, _ := v.(string)
+		if !strings.HasPrefix(s, "http://127.0.0.1:") && !strings.HasPrefix(s, "http://[::1]:") && !strings.HasPrefix(s, "http://localhost:") {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("modelBaseUrl %v must be a loopback http URL (the scripted model)", v))
+		}
+		d.modelURL = strings.TrimRight(s, "/")
+	}
+	if v, ok := config[CLIKeyScript]; ok && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("script %v is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
+	}
+	if len(ce.Problems) > 0 {
+		return nil, ce
+	}
+	return d, nil
+}
+
+// Name is the driver's name, "acp:<agent>".
+func (d *ACPDriver) Name() string { return ACPDriverPrefix + d.agent }
+
+// Agent is the agent's short name (one of ACPAgents).
+func (d *ACPDriver) Agent() string { return d.agent }
+
+// ACPSessionDir is the directory of ACP session n (1-based) of an agent below its
+// state directory: STATE/acp-sessions/<n>. It holds the session's HOME (home/), XDG
+// directories, TMPDIR (tmp/), the agent's own configuration directory when it needs one
+// (codex-home/, claude/, gemini/), and run-id (the run that started it).
+func ACPSessionDir(stateDir string, n int) string {
+	return filepath.Join(stateDir, "acp-sessions", strconv.Itoa(n))
+}
+
+// nextSessionIndex returns the next free session index below stateDir.
+func nextSessionIndex(stateDir string) (int, error) {
+	entries, err := os.ReadDir(filepath.Join(stateDir, "acp-sessions"))
+	if err != nil && !os.IsNotExist(err) {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		if i, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() {
+			n = max(n, i)
+		}
+	}
+	return n + 1, nil
+}
+
+// acpLaunch is what one ACP session's process needs: the process spec, the session's
+// directory and index, and the directories and files to create first.
+type acpLaunch struct {
+	spec  worker.Spec
+	index int
+	dir   string
+	dirs  []string
+	files map[string][]byte
+}
+
+// launch plans session n of the agent for env (pure: Start creates what it lists).
+func (d *ACPDriver) launch(env RunEnv, n int) (acpLaunch, error) {
+	if err := requireRun(env, true); err != nil {
+		return acpLaunch{}, err
+	}
+	if err := requireExecutable(env); err != nil {
+		return acpLaunch{}, err
+	}
+	dir := ACPSessionDir(env.StateDir, n)
+	home := filepath.Join(dir, "home")
+	l := acpLaunch{index: n, dir: dir, files: map[string][]byte{}, dirs: []string{home, filepath.Join(dir, "tmp"),
+		filepath.Join(dir, "xdg", "config"), filepath.Join(dir, "xdg", "data"), filepath.Join(dir, "xdg", "cache"), filepath.Join(dir, "xdg", "state")}}
+	l.spec = worker.Spec{Dir: env.Workspace, Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput}
+	if IsBuiltinACP(d.agent) {
+		l.spec.Path = env.Executable
+		l.spec.Args = []string{"agentproof", "agent", "acp-" + d.agent}
+		l.spec.Env = []string{"HOME=" + env.StateDir, "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC",
+			EnvWorkspace + "=" + env.Workspace, EnvStateDir + "=" + env.StateDir}
+		if d.agent != ACPNop {
+			if _, err := ParseBuiltinConfig(env.AdapterConfig); err != nil {
+				return acpLaunch{}, err
+			}
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, env.AdapterConfig); err != nil {
+				return acpLaunch{}, fmt.Errorf("agent: built-in agent configuration: %w", err)
+			}
+			l.spec.Env = append(l.spec.Env, EnvConfig+"="+compact.String())
+		}
+		slices.Sort(l.spec.Env)
+		l.dirs = nil // a built-in agent keeps its state in the state directory itself
+		return l, nil
+	}
+	if d.binary == "" {
+		return acpLaunch{}, fmt.Errorf("agent: %s: no binary configured (driverConfig binary; `agentproof agents install %s`)", d.Name(), acpCLIName(d.agent))
+	}
+	if d.modelURL == "" {
+		return acpLaunch{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
+	}
+	modelURL := d.modelURL + "/runs/" + strconv.Itoa(n) + "/v1"
+	p, err := d.realPlan(env, dir, modelURL)
+	if err != nil {
+		return acpLaunch{}, err
+	}
+	base := []string{"HOME=" + home, "LANG=C.UTF-8", "PATH=" + cliPath, "TZ=UTC", "TERM=dumb", "NO_COLOR=1",
+		"XDG_CONFIG_HOME=" + filepath.Join(dir, "xdg", "config"), "XDG_DATA_HOME=" + filepath.Join(dir, "xdg", "data"),
+		"XDG_CACHE_HOME=" + filepath.Join(dir, "xdg", "cache"), "XDG_STATE_HOME=" + filepath.Join(dir, "xdg", "state"),
+		"TMPDIR=" + filepath.Join(dir, "tmp")}
+	envMap := map[string]string{}
+	for _, kv := range append(base, p.env...) {
+		k, v, _ := strings.Cut(kv, "=")
+		envMap[k] = v // the plan's entries win over the base
+	}
+	for name, v := range env.Secrets {
+		if !envNameRE.MatchString(name) || strings.HasPrefix(name, "AGENTPROOF_") {
+			return acpLaunch{}, fmt.Errorf("agent: secret name %q is not usable in an agent's environment", name)
+		}
+		if _, taken := envMap[name]; taken {
+			return acpLaunch{}, fmt.Errorf("agent: secret name %q collides with a variable the runner sets", name)
+		}
+		envMap[name] = v
+	}
+	for _, k := range slices.Sorted(maps.Keys(envMap)) {
+		l.spec.Env = append(l.spec.Env, k+"="+envMap[k])
+	}
+	l.dirs = append(l.dirs, p.dirs...)
+	maps.Copy(l.files, p.files)
+	l.spec.Path = d.binary
+	l.spec.Args = append([]string{d.binary}, p.args...)
+	if d.node != "" {
+		l.spec.Path = d.node
+		l.spec.Args = append([]string{d.node, d.binary}, p.args...)
+	} else if strings.HasSuffix(d.binary, ".js") || strings.HasSuffix(d.binary, ".mjs") {
+		return acpLaunch{}, fmt.Errorf("agent: %s: binary %s is a JavaScript entry point: driverConfig node must name the Node.js binary", d.Name(), d.binary)
+	}
+	return l, nil
+}
+
+// acpCLIName is the agent/clis name of a real ACP agent's package.
+func acpCLIName(agent string) string {
+	switch agent {
+	case ACPCodex:
+		return "codex-acp"
+	case ACPClaude:
+		return "claude-acp"
+	}
+	return agent
+}
+
+// acpBounds reads the worker bounds (timeoutMs, maxOutputBytes) of an ACP driver's
+// map-shaped driverConfig and refuses any key outside extra. (The ACP driver still
+// takes its configuration as a map; moving it onto api.DriverConfig and the
+// agent/driver parser is part of wiring it into the heartbeat runner.)
+func acpBounds(config map[string]any, ce *ConfigError, extra []string) bounds {
+	b := bounds{timeout: DefaultTimeout, maxOutput: DefaultMaxOutputBytes}
+	for _, k := range slices.Sorted(maps.Keys(config)) {
+		v := config[k]
+		switch k {
+		case "timeoutMs":
+			if n, ok := acpPositiveInt(v); ok {
+				b.timeout = time.Duration(n) * time.Millisecond
+			} else {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("timeoutMs %v must be a positive whole number of milliseconds", v))
+			}
+		case "maxOutputBytes":
+			if n, ok := acpPositiveInt(v); ok && n <= worker.MaxOutputBytes {
+				b.maxOutput = n
+			} else {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("maxOutputBytes %v must be a whole number of bytes in 1..%d", v, worker.MaxOutputBytes))
+			}
+		default:
+			if !slices.Contains(extra, k) {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("unknown driverConfig key %q", k))
+			}
+		}
+	}
+	return b
+}
+
+// acpPositiveInt accepts the number shapes YAML and JSON decoding produce.
+func acpPositiveInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), n > 0
+	case int64:
+		return n, n > 0
+	case uint64:
+		return int64(n), n > 0 && n < 1<<62
+	case float64:
+		return int64(n), n > 0 && n == float64(int64(n)) && n < 1<<62
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil && i > 0
+	}
+	return 0, false
+}

@@ -1,0 +1,101 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// realPlan is the command line, environment, directories and files of a real ACP
+// agent's session in dir, whose scripted model is at modelURL (docs/acp.md "Agents").
+func (d *ACPDriver) realPlan(env RunEnv, dir, modelURL string) (cliPlan, error) {
+	p := cliPlan{files: map[string][]byte{}}
+	switch d.agent {
+	case ACPOpenCode:
+		p.args = []string{"acp"}
+		p.env = append(p.env, ScriptedAPIKeyVar+"="+ScriptedAPIKey, "OPENCODE_CONFIG_CONTENT="+OpenCodeACPConfig(modelURL))
+		p.env = append(p.env, OpenCodeOfflineEnv...)
+	case ACPCodex:
+		codexHome := filepath.Join(dir, "codex-home")
+		p.dirs = append(p.dirs, codexHome)
+		p.env = append(p.env, "CODEX_HOME="+codexHome, ScriptedAPIKeyVar+"="+ScriptedAPIKey)
+		p.args = CodexACPArgs(modelURL, CodexACPModel, ScriptedAPIKeyVar)
+	case ACPClaude:
+		cfgDir := filepath.Join(dir, "claude")
+		p.dirs = append(p.dirs, cfgDir)
+		p.env = append(p.env, "CLAUDE_CONFIG_DIR="+cfgDir, "ANTHROPIC_BASE_URL="+strings.TrimSuffix(modelURL, "/v1"),
+			"ANTHROPIC_API_KEY="+ScriptedAPIKey, "ANTHROPIC_MODEL="+ScriptedModelID, "ANTHROPIC_SMALL_FAST_MODEL="+ScriptedModelID)
+		p.env = append(p.env, ClaudeOfflineEnv...)
+	case ACPGemini:
+		home := filepath.Join(dir, "home")
+		p.files[filepath.Join(home, ".gemini", "settings.json")] = GeminiSettings()
+		p.dirs = append(p.dirs, filepath.Join(home, ".gemini"))
+		p.env = append(p.env, "GEMINI_API_KEY="+ScriptedAPIKey, "GOOGLE_GEMINI_BASE_URL="+strings.TrimSuffix(modelURL, "/v1"),
+			"GEMINI_CLI_NO_RELAUNCH=true", "GEMINI_SANDBOX=false", "GEMINI_CLI_TRUST_WORKSPACE=true")
+		p.args = []string{"--acp", "--model", ScriptedModelID}
+	default:
+		return cliPlan{}, fmt.Errorf("agent: %s: not supported yet", d.Name())
+	}
+	return p, nil
+}
+
+// OpenCodeACPConfig is OPENCODE_CONFIG_CONTENT for `opencode acp`: the provider
+// "agentproof" on the scripted model through Chat Completions (its key read from
+// ScriptedAPIKeyVar), sharing and autoupdate off, web fetches denied, and edits and
+// shell commands set to "ask", so that OpenCode asks the ACP client before it writes a
+// file or runs a command. The MCP server comes from session/new, not from here.
+func OpenCodeACPConfig(modelURL string) string {
+	cfg := map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"model":   "agentproof/" + ScriptedModelID, "small_model": "agentproof/" + ScriptedModelID,
+		"autoupdate": false, "share": "disabled",
+		"permission": map[string]any{"bash": "ask", "edit": "ask", "webfetch": "deny"},
+		"provider": map[string]any{"agentproof": map[string]any{
+			"npm": "@ai-sdk/openai-compatible", "name": "agentproof model",
+			"options": map[string]any{"baseURL": modelURL, "apiKey": "{env:" + ScriptedAPIKeyVar + "}"},
+			"models": map[string]any{ScriptedModelID: map[string]any{
+				"name": ScriptedModelID, "tool_call": true, "limit": map[string]any{"context": 128000, "output": 4096},
+			}},
+		}},
+	}
+	b, _ := json.Marshal(cfg)
+	return string(b)
+}
+
+// CodexACPModel is the model id codex-acp asks the scripted model for: a slug Codex
+// 0.16's model catalog knows, so that Codex has model metadata (with an unknown slug it
+// reports "Model metadata … not found" as an agent message, which would pollute the
+// turn's message) and offers its full tool set (apply_patch besides exec_command). The
+// scripted model serves any model id.
+const CodexACPModel = "gpt-5.3-codex"
+
+// CodexACPArgs is the argv (after the program) of codex-acp against a custom Responses
+// provider at modelURL: the same provider, telemetry and plugin settings as the exec
+// driver (CodexArgs), but with approvals on ("untrusted": every command that is not
+// known to be read-only is sent to the client as a permission request) and the
+// workspace-write sandbox.
+func CodexACPArgs(modelURL, model, keyVar string) []string {
+	return []string{
+		"-c", "model_provider=agentproof_model",
+		"-c", fmt.Sprintf(`model_providers.agentproof_model={name="agentproof model",base_url=%s,env_key=%s,wire_api="responses",request_max_retries=0,stream_max_retries=0}`, strconv.Quote(modelURL), strconv.Quote(keyVar)),
+		"-c", "model=" + strconv.Quote(model),
+		"-c", `approval_policy="untrusted"`, "-c", `sandbox_mode="workspace-write"`,
+		"-c", "analytics.enabled=false", "-c", "feedback.enabled=false",
+		"-c", "check_for_update_on_startup=false", "-c", `otel.exporter="none"`,
+		"-c", "features.plugins=false", "-c", "features.shell_snapshot=false",
+	}
+}
+
+// GeminiSettings is ~/.gemini/settings.json for Gemini CLI: API-key authentication,
+// usage statistics, telemetry and update checks off.
+func GeminiSettings() []byte {
+	b, _ := json.MarshalIndent(map[string]any{
+		"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+		"privacy":   map[string]any{"usageStatisticsEnabled": false},
+		"telemetry": map[string]any{"enabled": false},
+		"general":   map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true},
+	}, "", "  ")
+	return append(b, '\n')
+}

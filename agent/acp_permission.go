@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// Permissions (docs/acp.md "Permissions"): an ACP agent asks before a sensitive tool
+// call with session/request_permission (the tool call and the options it offers: allow
+// once, allow always, reject once, reject always). The driver hands every such request
+// to the session's PermissionDecider — the human's side. In a campaign the decider
+// turns the request into a control-plane interaction that the harness answers through
+// the board API; in tests it is one of the deciders below. When the turn is cancelled
+// (ACPSession.Cancel) every pending request is answered "cancelled", whatever the
+// decider does, as the protocol requires.
+
+// Permission option kinds an agent offers (ACP PermissionOptionKind).
+const (
+	PermissionAllowOnce    = "allow_once"
+	PermissionAllowAlways  = "allow_always"
+	PermissionRejectOnce   = "reject_once"
+	PermissionRejectAlways = "reject_always"
+)
+
+// PermissionOption is one answer the agent offers: its id (what a decision selects), its
+// label and its kind (PermissionAllowOnce, …).
+type PermissionOption struct {
+	ID   string `json:"optionId"`
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+}
+
+// PermissionRequest is one session/request_permission as the decider sees it: the turn
+// and run it belongs to, the tool call (id, title, kind such as "edit" or "execute", the
+// file locations it touches — absolute paths as the agent sent them — and its raw input),
+// and the options offered, in the agent's order. Seq numbers the requests of a session
+// (1-based).
+type PermissionRequest struct {
+	Seq        int                `json:"seq"`
+	Turn       int                `json:"turn"`
+	RunID      string             `json:"runId"`
+	ToolCallID string             `json:"toolCallId"`
+	Title      string             `json:"title,omitempty"`
+	Kind       string             `json:"kind,omitempty"`
+	Locations  []string           `json:"locations,omitempty"`
+	RawInput   json.RawMessage    `json:"rawInput,omitempty"`
+	Options    []PermissionOption `json:"options"`
+}
+
+// Option returns the first offered option of kind, if any.
+func (r PermissionRequest) Option(kind string) (PermissionOption, bool) {
+	for _, o := range r.Options {
+		if o.Kind == kind {
+			return o, true
+		}
+	}
+	return PermissionOption{}, false
+}
+
+// PermissionDecision is the human's answer: the id of the selected option, or Cancelled.
+type PermissionDecision struct {
+	OptionID  string `json:"optionId,omitempty"`
+	Cancelled bool   `json:"cancelled,omitempty"`
+}
+
+// PermissionDecider answers permission requests (the human's side of the session).
+// Decide blocks until there is an answer. Its ctx is cancelled when the turn is
+// cancelled or the session ends; the driver then answers the agent "cancelled" whatever
+// Decide returns. An error (the board could not be reached, …) is a harness fault: the
+// agent is answered "cancelled" and the turn records the error (TurnResult.HarnessErrors).
+// A decision naming an option the request does not offer is treated the same way.
+// Implementations must be safe for concurrent use (an agent may ask several at once).
+type PermissionDecider interface {
+	Decide(ctx context.Context, req PermissionRequest) (PermissionDecision, error)
+}
+
+// DeciderFunc adapts a function to PermissionDecider.
+type DeciderFunc func(ctx context.Context, req PermissionRequest) (PermissionDecision, error)
+
+// Decide calls f.
+func (f DeciderFunc) Decide(ctx context.Context, req PermissionRequest) (PermissionDecision, error) {
+	return f(ctx, req)
+}
+
+// DecideByKind is the decider that selects, for every request, the first offered option
+// of the first kind in kinds that the request offers (for example PermissionAllowOnce,
+// PermissionAllowAlways to approve; PermissionRejectOnce, PermissionRejectAlways to
+// decline). A request offering none of them is an error.
+func DecideByKind(kinds ...string) PermissionDecider {
+	return DeciderFunc(func(_ context.Context, req PermissionRequest) (PermissionDecision, error) {
+		for _, k := range kinds {
+			if o, ok := req.Option(k); ok {
+				return PermissionDecision{OptionID: o.ID}, nil
+			}
+		}
+		return PermissionDecision{}, fmt.Errorf("permission request %d offers no option of kind %v", req.Seq, kinds)
+	})
+}
+
+// Approve selects allow_once (or else allow_always); Decline selects reject_once (or
+// else reject_always).
+var (
+	Approve = DecideByKind(PermissionAllowOnce, PermissionAllowAlways)
+	Decline = DecideByKind(PermissionRejectOnce, PermissionRejectAlways)
+)
+
+// HoldDecider never answers by itself: every request waits until its context ends (the
+// turn is cancelled or the session closes). Pending receives each request as it
+// arrives (buffered; a full buffer drops the notice, never the request). It is the
+// decider of the "Stop while a permission is pending" calibration.
+type HoldDecider struct {
+	Pending chan PermissionRequest
+
+	mu   sync.Mutex
+	seen []PermissionRequest
+}
+
+// NewHoldDecider returns a HoldDecider whose Pending channel buffers n requests.
+func NewHoldDecider(n int) *HoldDecider {
+	return &HoldDecider{Pending: make(chan PermissionRequest, n)}
+}
+
+// Decide records req, announces it on Pending and waits for ctx to end.
+func (h *HoldDecider) Decide(ctx context.Context, req PermissionRequest) (PermissionDecision, error) {
+	h.mu.Lock()
+	h.seen = append(h.seen, req)
+	h.mu.Unlock()
+	select {
+	case h.Pending <- req:
+	default:
+	}
+	<-ctx.Done()
+	return PermissionDecision{Cancelled: true}, nil
+}
+
+// Seen returns every request Decide received, in order.
+func (h *HoldDecider) Seen() []PermissionRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]PermissionRequest(nil), h.seen...)
+}

@@ -1,0 +1,520 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// ACPEnv is what ACPDriver.Start needs besides the driver's configuration:
+//
+//   - Run: the run that starts the session (RunEnv: executable, workspace, API URL, run
+//     id and token, state directory, resolved secrets, adapter configuration). The
+//     agentproof MCP server of session/new is bound to this run.
+//   - Decider: answers the agent's permission requests (required).
+//   - Log: where the whole session's evidence log goes (JSONL, ACPLogEntry); may be nil
+//     (each turn's share is in TurnResult.Evidence either way).
+//   - Redact: values to redact from the log besides the run token and the resolved
+//     secrets, which are always redacted.
+//   - Now: the clock of the log and the turn times (default time.Now).
+type ACPEnv struct {
+	Run     RunEnv
+	Decider PermissionDecider
+	Log     io.Writer
+	Redact  *redact.Set
+	Now     func() time.Time
+}
+
+// ACPSession is one running ACP agent process with one ACP session: the warm lifecycle
+// sends several prompts to it, per_turn one. Prompt and Cancel may be called from
+// different goroutines; Prompt calls are serialised (one turn at a time). Close retires
+// the process; it must always be called.
+type ACPSession struct {
+	d      *ACPDriver
+	env    ACPEnv
+	proc   *agentProcess
+	conn   *acp.ClientSideConnection
+	log    *acpLog
+	client *acpClient
+	root   *os.Root
+
+	// Index is the session's index among the agent's ACP sessions (1-based; the
+	// scripted model serves it at /runs/<Index>/v1).
+	Index int
+	// ID is the agent's session id (session/new).
+	ID string
+	// Agent is what the agent said about itself in initialize: its name, title and
+	// version, the protocol version and its capabilities (raw JSON).
+	Agent ACPAgentInfo
+
+	promptMu sync.Mutex // one turn at a time
+
+	mu          sync.Mutex
+	turns       int
+	cur         *turnState
+	closed      bool
+	broken      error // the session cannot serve another turn (why)
+	permissions int   // permission requests so far
+	written     int64 // bytes written through fs/write_text_file
+}
+
+// ACPAgentInfo is the agent's side of initialize.
+type ACPAgentInfo struct {
+	Name            string          `json:"name,omitempty"`
+	Title           string          `json:"title,omitempty"`
+	Version         string          `json:"version,omitempty"`
+	ProtocolVersion int             `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities,omitempty"`
+	AuthMethods     []string        `json:"authMethods,omitempty"`
+}
+
+// StartError is a session that could not start, with what was observed of the process
+// (Exit is nil when no process was started).
+type StartError struct {
+	Stage string // "launch", "spawn", "initialize", "session/new"
+	Err   error
+	Exit  *ProcessExit
+}
+
+// Error renders "agent: ACP session: <stage>: <cause> (<exit summary>; stderr: …)".
+func (e *StartError) Error() string {
+	msg := fmt.Sprintf("agent: ACP session: %s: %v", e.Stage, e.Err)
+	if e.Exit != nil {
+		msg += " (" + e.Exit.Summary()
+		if tail := tailText(e.Exit.Stderr, 400); tail != "" {
+			msg += "; stderr: " + tail
+		}
+		msg += ")"
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Start launches the agent in env.Run's workspace and opens its ACP session: it creates
+// the session's directories (ACPSessionDir), starts the process (explicit environment,
+// its own process group, no shell), sends initialize (protocol version 1, the client
+// capabilities below, agentproof as client) and session/new (cwd = the workspace,
+// mcpServers = the agentproof MCP server bound to env.Run's run). Client capabilities:
+// fs/read_text_file and fs/write_text_file confined to the workspace (unless
+// driverConfig clientFs is false); no terminal. The whole start is bounded by
+// startTimeoutMs. Errors: a *StartError naming the stage; the process is gone.
+func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) {
+	if env.Decider == nil {
+		return nil, &StartError{Stage: "launch", Err: errors.New("no permission decider")}
+	}
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	n, err := nextSessionIndex(env.Run.StateDir)
+	if err != nil {
+		return nil, &StartError{Stage: "launch", Err: fmt.Errorf("reading the agent's sessions: %w", err)}
+	}
+	l, err := d.launch(env.Run, n)
+	if err != nil {
+		return nil, &StartError{Stage: "launch", Err: err}
+	}
+	for _, dir := range append([]string{l.dir}, l.dirs...) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, &StartError{Stage: "launch", Err: err}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(l.dir, "run-id"), []byte(env.Run.RunID), 0o600); err != nil {
+		return nil, &StartError{Stage: "launch", Err: err}
+	}
+	for name, body := range l.files {
+		if err := os.WriteFile(name, body, 0o600); err != nil {
+			return nil, &StartError{Stage: "launch", Err: err}
+		}
+	}
+	root, err := os.OpenRoot(env.Run.Workspace)
+	if err != nil {
+		return nil, &StartError{Stage: "launch", Err: fmt.Errorf("opening the workspace: %w", err)}
+	}
+	secrets := env.Redact.With(env.Run.RunToken)
+	for _, v := range env.Run.Secrets {
+		secrets = secrets.WithCredentials(v)
+	}
+	s := &ACPSession{d: d, env: env, Index: n, root: root, log: newACPLog(env.Log, secrets, env.Now)}
+	grace := ACPCloseGrace
+	if d.agent == ACPCodex || d.agent == ACPClaude || d.agent == ACPGemini {
+		grace = ACPCloseGraceIgnoringEOF
+	}
+	marker := worker.NewMarker()
+	l.spec.Marker = marker
+	proc, err := startProcess(l.spec, grace)
+	if err != nil {
+		root.Close()
+		return nil, &StartError{Stage: "spawn", Err: err}
+	}
+	s.proc = proc
+	s.log.note("process_start", map[string]any{"pid": proc.identity.PID, "startTime": proc.identity.StartTime,
+		"argv0": l.spec.Path, "args": len(l.spec.Args) - 1, "session": n})
+	s.client = &acpClient{s: s}
+	in := &tapWriter{w: proc.stdin, tap: &lineTap{maxLine: MaxACPLineBytes, emit: func(b []byte, n int) { s.log.wire(DirClient, b, n) }}}
+	// The SDK starts reading inside NewClientSideConnection, before it has stored its
+	// connection and before SetLogger: the tap holds every read until both are done.
+	out := &tapReader{r: proc.stdout, tap: &lineTap{maxLine: MaxACPLineBytes, emit: func(b []byte, n int) { s.log.wire(DirAgent, b, n) }}, open: make(chan struct{})}
+	s.conn = acp.NewClientSideConnection(s.client, in, out)
+	s.conn.SetLogger(slog.New(&sdkLogHandler{log: s.log}))
+	close(out.open)
+
+	startCtx, cancel := context.WithTimeout(ctx, d.startTimeout)
+	defer cancel()
+	fail := func(stage string, err error) (*ACPSession, error) {
+		exit := s.Close()
+		return nil, &StartError{Stage: stage, Err: err, Exit: &exit}
+	}
+	init, err := s.conn.Initialize(startCtx, acp.InitializeRequest{
+		ProtocolVersion: acp.ProtocolVersionNumber,
+		ClientCapabilities: acp.ClientCapabilities{
+			Fs: acp.FileSystemCapabilities{ReadTextFile: d.clientFS, WriteTextFile: d.clientFS},
+		},
+		ClientInfo: &acp.Implementation{Name: "agentproof", Version: "1"},
+	})
+	if err != nil {
+		return fail("initialize", err)
+	}
+	s.Agent.ProtocolVersion = int(init.ProtocolVersion)
+	if init.AgentInfo != nil {
+		s.Agent.Name, s.Agent.Version = init.AgentInfo.Name, init.AgentInfo.Version
+		if init.AgentInfo.Title != nil {
+			s.Agent.Title = *init.AgentInfo.Title
+		}
+	}
+	s.Agent.Capabilities, _ = json.Marshal(init.AgentCapabilities)
+	for _, m := range init.AuthMethods {
+		s.Agent.AuthMethods = append(s.Agent.AuthMethods, authMethodID(m))
+	}
+	if init.ProtocolVersion != acp.ProtocolVersionNumber {
+		return fail("initialize", fmt.Errorf("the agent speaks ACP protocol version %d; agentproof speaks %d", init.ProtocolVersion, acp.ProtocolVersionNumber))
+	}
+	resp, err := s.conn.NewSession(startCtx, acp.NewSessionRequest{Cwd: env.Run.Workspace, McpServers: []acp.McpServer{MCPServerFor(env.Run, marker)}})
+	if err != nil {
+		return fail("session/new", err)
+	}
+	if resp.SessionId == "" {
+		return fail("session/new", errors.New("the agent returned no session id"))
+	}
+	s.ID = string(resp.SessionId)
+	return s, nil
+}
+
+// authMethodID names an advertised authentication method.
+func authMethodID(m acp.AuthMethod) string {
+	b, _ := json.Marshal(m)
+	var v struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(b, &v)
+	return v.ID
+}
+
+// MCPServerFor is the agentproof MCP server of a session started for run env: the
+// stdio server `<executable> mcp` (named MCPServerName) whose environment carries the
+// run's API URL, id, token and state directory (see `agentproof mcp`) and, when marker
+// is set, the session's process marker (worker.MarkerVar), so that the server is found
+// at teardown even when the agent starts it with only this environment. The token
+// travels only in this session/new message, never in the agent's own environment or
+// argv.
+func MCPServerFor(env RunEnv, marker string) acp.McpServer {
+	vars := []acp.EnvVariable{
+		{Name: EnvAPIURL, Value: env.APIURL}, {Name: EnvRunToken, Value: env.RunToken},
+		{Name: EnvRunID, Value: env.RunID}, {Name: EnvStateDir, Value: env.StateDir},
+	}
+	if marker != "" {
+		vars = append(vars, acp.EnvVariable{Name: worker.MarkerVar, Value: marker})
+	}
+	return acp.McpServer{Stdio: &acp.McpServerStdio{Name: MCPServerName, Command: env.Executable, Args: []string{"mcp"}, Env: vars}}
+}
+
+// Identity is the agent process's identity, read afresh from /proc (it is still
+// running: agentproof has not reaped it). Errors: the process is gone.
+func (s *ACPSession) Identity() (ProcessIdentity, error) {
+	if s.proc.exited() {
+		return ProcessIdentity{}, fmt.Errorf("agent: the ACP agent process %s has exited", s.proc.identity)
+	}
+	st, err := ProcStartTime(s.proc.identity.PID)
+	if err != nil {
+		return ProcessIdentity{}, err
+	}
+	return ProcessIdentity{PID: s.proc.identity.PID, StartTime: st}, nil
+}
+
+// Turn is one prompt: the run it belongs to and the prompt text (see Prompt).
+type Turn struct {
+	RunID string
+	Text  string
+}
+
+// TurnFailure classifies a turn that did not end with a stop reason.
+type TurnFailure string
+
+// Turn failures. The agent's faults: it answered the prompt with a JSON-RPC error, it
+// went away (exited, closed its stream, exceeded its output), or it did not end the
+// turn in time (TurnTimedOut: the turn deadline passed, session/cancel was sent and the
+// turn still did not end within the cancel grace). Misuse is the caller's (harness)
+// fault: a closed or broken session.
+const (
+	TurnAgentError TurnFailure = "agent_error"
+	TurnAgentGone  TurnFailure = "agent_gone"
+	TurnTimedOut   TurnFailure = "timed_out"
+	TurnMisuse     TurnFailure = "misuse"
+)
+
+// TurnError is a turn that did not end with a stop reason.
+type TurnError struct {
+	Failure TurnFailure
+	Err     error
+}
+
+// Error renders "agent: ACP turn: <failure>: <cause>".
+func (e *TurnError) Error() string { return fmt.Sprintf("agent: ACP turn: %s: %v", e.Failure, e.Err) }
+
+// Unwrap returns the cause.
+func (e *TurnError) Unwrap() error { return e.Err }
+
+// Prompt sends one session/prompt with t.Text and blocks until the agent ends the turn.
+// Meanwhile every session/update is recorded and summarised, permission requests go to
+// the decider, and file operations are served in the workspace. The result is returned
+// even on error (what was observed before the failure). Errors: a *TurnError.
+func (s *ACPSession) Prompt(ctx context.Context, t Turn) (TurnResult, error) {
+	s.promptMu.Lock()
+	defer s.promptMu.Unlock()
+	s.mu.Lock()
+	if s.closed || s.broken != nil {
+		why := s.broken
+		if s.closed {
+			why = errors.New("the session is closed")
+		}
+		s.mu.Unlock()
+		return TurnResult{}, &TurnError{Failure: TurnMisuse, Err: why}
+	}
+	s.turns++
+	ts := newTurnState(s.turns, t.RunID, s.env.Now())
+	s.cur = ts
+	s.mu.Unlock()
+	s.log.beginTurn(ts.n)
+	id, idErr := s.Identity()
+	s.log.note("turn_start", map[string]any{"turn": ts.n, "runId": t.RunID, "pid": id.PID, "startTime": id.StartTime})
+
+	// The request's context ends only at the turn's hard deadline: a Stop is the
+	// protocol's session/cancel (Cancel), after which the agent must still answer.
+	turnCtx, cancelTurn := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTurn()
+	done := make(chan promptAnswer, 1)
+	go func() {
+		r, err := s.conn.Prompt(turnCtx, acp.PromptRequest{SessionId: acp.SessionId(s.ID), Prompt: []acp.ContentBlock{acp.TextBlock(t.Text)}})
+		done <- promptAnswer{r, err}
+	}()
+	deadline := time.NewTimer(s.d.turnTimeout)
+	defer deadline.Stop()
+	var a promptAnswer
+	var failure TurnFailure
+	stuck := false // the agent did not end the turn even after session/cancel
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		// The caller gives up: cancel as a Stop would, then wait the grace.
+		var answered bool
+		if a, answered = s.cancelAndWait(done, "the caller's context ended: "+context.Cause(ctx).Error()); !answered {
+			failure, stuck = TurnTimedOut, true
+		}
+	case <-deadline.C:
+		why := fmt.Sprintf("the turn deadline (%v) passed", s.d.turnTimeout)
+		ans, answered := s.cancelAndWait(done, why)
+		a = promptAnswer{resp: ans.resp, err: errors.New(why + "; the turn ended after session/cancel")}
+		if !answered {
+			a.err, stuck = ans.err, true
+		}
+		failure = TurnTimedOut
+	case <-s.conn.Done():
+		select {
+		case a = <-done:
+		case <-time.After(time.Second):
+			a = promptAnswer{err: errors.New("the agent closed its ACP stream")}
+		}
+	}
+	res := s.finishTurn(ts, id, idErr, a.resp)
+	if failure == "" && a.err != nil {
+		failure = TurnAgentError
+		if s.proc.exited() || isDisconnect(a.err) {
+			failure = TurnAgentGone
+		}
+	}
+	if failure != "" {
+		err := a.err
+		if err == nil {
+			err = errors.New("the turn did not end")
+		}
+		res.Failure = string(failure) + ": " + err.Error()
+		s.mu.Lock()
+		if failure == TurnAgentGone || stuck {
+			s.broken = fmt.Errorf("turn %d: %s", ts.n, res.Failure)
+		}
+		s.mu.Unlock()
+		s.log.note("turn_end", map[string]any{"turn": ts.n, "failure": res.Failure})
+		res.Evidence = s.turnEvidence()
+		return res, &TurnError{Failure: failure, Err: err}
+	}
+	s.log.note("turn_end", map[string]any{"turn": ts.n, "stopReason": res.StopReason, "durationMs": res.DurationMS})
+	res.Evidence = s.turnEvidence()
+	return res, nil
+}
+
+// cancelAndWait sends session/cancel for a turn that must end now (why) and waits the
+// cancel grace for the agent's answer.
+func (s *ACPSession) cancelAndWait(done <-chan promptAnswer, why string) (promptAnswer, bool) {
+	_ = s.cancel(why)
+	select {
+	case a := <-done:
+		return a, true
+	case <-time.After(s.d.cancelGrace):
+		return promptAnswer{err: fmt.Errorf("%s; session/cancel was sent and the turn did not end within %v", why, s.d.cancelGrace)}, false
+	}
+}
+
+// promptAnswer is the outcome of one session/prompt request.
+type promptAnswer struct {
+	resp acp.PromptResponse
+	err  error
+}
+
+func isDisconnect(err error) bool {
+	var re *acp.RequestError
+	if errors.As(err, &re) {
+		b, _ := json.Marshal(re.Data)
+		return strings.Contains(string(b), "peer disconnected")
+	}
+	return false
+}
+
+// Cancel is the native Stop of the running turn: it sends session/cancel, then answers
+// every pending permission request "cancelled" (and any that arrives later in the
+// turn). The turn's Prompt then returns once the agent ends it, which must be with stop
+// reason "cancelled" (TurnResult.CancelHonoured). Errors: no turn is running, or the
+// notification could not be sent.
+func (s *ACPSession) Cancel(reason string) error {
+	return s.cancel(reason)
+}
+
+func (s *ACPSession) cancel(reason string) error {
+	s.mu.Lock()
+	ts := s.cur
+	s.mu.Unlock()
+	if ts == nil {
+		return errors.New("agent: no ACP turn is running")
+	}
+	ts.mu.Lock()
+	if ts.ended {
+		ts.mu.Unlock()
+		return errors.New("agent: no ACP turn is running")
+	}
+	first := !ts.cancelRequested
+	ts.cancelRequested = true
+	if first {
+		ts.cancelAt = s.env.Now()
+	}
+	ts.mu.Unlock()
+	if !first {
+		return nil
+	}
+	s.log.note("cancel", map[string]any{"turn": ts.n, "reason": reason})
+	err := s.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(s.ID)})
+	// After the notification: pending permission requests are answered "cancelled".
+	ts.cancelPending()
+	return err
+}
+
+// Close ends the session: it closes the agent's stdin, waits for the process to exit
+// (escalating to SIGTERM and SIGKILL of its process group), kills every descendant
+// left, and returns how the process ended (its stderr redacted with the session's
+// secrets). Pending permission requests are released.
+// It is idempotent.
+func (s *ACPSession) Close() ProcessExit {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		exit := s.proc.stop()
+		exit.Stderr = []byte(s.log.secrets.RedactText(string(exit.Stderr)))
+		return exit
+	}
+	s.closed = true
+	ts := s.cur
+	s.mu.Unlock()
+	if ts != nil {
+		ts.cancelPending()
+	}
+	exit := s.proc.stop()
+	// The agent's stderr is agent text: it may echo the run token it got in session/new.
+	exit.Stderr = []byte(s.log.secrets.RedactText(string(exit.Stderr)))
+	s.log.note("process_exit", exit)
+	_ = s.log.close()
+	_ = s.root.Close()
+	return exit
+}
+
+// LogError returns the first error writing the session log, if any (a harness fault).
+func (s *ACPSession) LogError() error {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	return s.log.err
+}
+
+func (s *ACPSession) turnEvidence() []Evidence {
+	b, cut := s.log.turnEvidence()
+	ev := []Evidence{{Name: "acp-turn.jsonl", MediaType: "application/jsonl", Body: b}}
+	if cut > 0 {
+		ev[0].Name = fmt.Sprintf("acp-turn.jsonl (%d lines over %d bytes not kept)", cut, MaxACPTurnLogBytes)
+	}
+	return ev
+}
+
+// sdkLogHandler records the ACP SDK's own diagnostics (a malformed message, a failed
+// notification handler) in the session log, redacted like everything else there.
+type sdkLogHandler struct {
+	log   *acpLog
+	attrs []slog.Attr
+}
+
+func (h *sdkLogHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h *sdkLogHandler) Handle(_ context.Context, r slog.Record) error {
+	attrs := map[string]string{}
+	for _, a := range h.attrs {
+		attrs[a.Key] = clip(a.Value.String(), 2000)
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = clip(a.Value.String(), 2000)
+		return true
+	})
+	h.log.note("sdk_log", map[string]any{"level": r.Level.String(), "msg": r.Message, "attrs": attrs})
+	return nil
+}
+
+func (h *sdkLogHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return &sdkLogHandler{log: h.log, attrs: append(append([]slog.Attr(nil), h.attrs...), a...)}
+}
+
+func (h *sdkLogHandler) WithGroup(string) slog.Handler { return h }
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
