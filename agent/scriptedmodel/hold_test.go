@@ -22,7 +22,7 @@ const steerScript = `steps:
 var (
 	steerFirst = `{"stream":true,"messages":[{"role":"user","content":"go"}],"tools":` + opencodeChat + `}`
 	// The agent delivered the steer after the tool result (Pi: a user message).
-	steerSecond = `{"stream":true,"messages":[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"call_ap_1","type":"function","function":{"name":"bash","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_ap_1","content":"(no output)"},{"role":"user","content":"Change of plan: reply STEERED_7Q2 only."}],"tools":` + opencodeChat + `}`
+	steerSecond   = `{"stream":true,"messages":[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"call_ap_1","type":"function","function":{"name":"bash","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_ap_1","content":"(no output)"},{"role":"user","content":"Change of plan: reply STEERED_7Q2 only."}],"tools":` + opencodeChat + `}`
 	noSteerSecond = `{"stream":true,"messages":[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"call_ap_1","type":"function","function":{"name":"bash","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_ap_1","content":"(no output)"}],"tools":` + opencodeChat + `}`
 )
 
