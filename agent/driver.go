@@ -188,6 +188,8 @@ func New(name driver.Name, config api.DriverConfig) (Driver, error) {
 		d = newExec(config, name, ce)
 	case driver.KindCLI:
 		d = newCLI(name, config, ce)
+	case driver.KindRPC:
+		ce.Problems = append(ce.Problems, "a session driver: one process serves every turn; build it with agent.NewPi (docs/pi.md), not agent.New")
 	default:
 		ce.Problems = append(ce.Problems, "no driver (one of "+strings.Join(driver.Names(), ", ")+")")
 	}

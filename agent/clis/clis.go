@@ -1,12 +1,12 @@
 // Package clis installs and locates the pinned real agent CLIs agentproof qualifies
 // (issue 12; spec real-agent-clis): Codex (@openai/codex), OpenCode (opencode-ai), the
-// ACP agents Codex ACP (@zed-industries/codex-acp) and Gemini CLI (@google/gemini-cli)
-// and, on request, Claude Code (@anthropic-ai/claude-code) and its ACP adapter
+// ACP agents Codex ACP (@zed-industries/codex-acp) and Gemini CLI (@google/gemini-cli),
+// Pi (@mariozechner/pi-coding-agent; docs/pi.md) and, on request, Claude Code (@anthropic-ai/claude-code) and its ACP adapter
 // (@zed-industries/claude-agent-acp; docs/acp.md). Each is installed with npm into its
 // own directory of a cache (one per name and version), with install scripts off, and
 // run later by executing the native binary its npm package ships, never the JavaScript
-// wrapper and never through a shell; the two that ship no native binary (Runtime
-// "node": the Claude ACP adapter, Gemini CLI) run as `node <entry script>`.
+// wrapper and never through a shell; those that ship no native binary (Runtime "node":
+// the Claude ACP adapter, Gemini CLI, Pi) run as `node <entry script>`.
 package clis
 
 import (
@@ -115,6 +115,11 @@ var Pinned = []CLI{
 	}},
 	{Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", Runtime: RuntimeNode, binaries: func(Platform) []string {
 		return []string{filepath.Join("@google", "gemini-cli", "bundle", "gemini.js")}
+	}},
+	// Pi (docs/pi.md), driven in its RPC mode by the rpc:pi driver: pure JavaScript
+	// (its cli.js runs on Node 20.6+; 0.73.1 is the newest on npm).
+	{Name: "pi", Package: "@mariozechner/pi-coding-agent", Version: "0.73.1", Runtime: RuntimeNode, binaries: func(Platform) []string {
+		return []string{filepath.Join("@mariozechner", "pi-coding-agent", "dist", "cli.js")}
 	}},
 }
 

@@ -38,10 +38,20 @@ const (
 	KindLeaky Kind = "leaky"
 	// KindExec is "exec": a command and arguments of the profile's own.
 	KindExec Kind = "exec"
-	// KindCLI is "exec:<cli>": a pinned real agent CLI (clis.Pinned); Name.Arg is its
-	// name (codex, opencode, claude).
+	// KindCLI is "exec:<cli>": a pinned real agent CLI run by an exec driver
+	// (ExecCLIs); Name.Arg is its name (codex, opencode, claude).
 	KindCLI Kind = "exec:"
+	// KindRPC is "rpc:<agent>": a session driver over the agent's own RPC protocol
+	// (RPCAgents: pi, docs/pi.md); Name.Arg is the agent.
+	KindRPC Kind = "rpc:"
 )
+
+// ExecCLIs are the pinned CLIs that have an exec driver (agent/cli.go). The other pins
+// (the ACP adapters, Gemini CLI, Pi) are driven by session drivers.
+var ExecCLIs = []string{"codex", "opencode", "claude"}
+
+// RPCAgents are the agents of the rpc: session drivers.
+var RPCAgents = []string{"pi"}
 
 // Name is a parsed driver: its Kind and, for KindFixture and KindCLI, the fixture or
 // CLI name. The zero Name is no driver. Its JSON form is the driver string.
@@ -61,8 +71,8 @@ func (e *Error) Error() string {
 }
 
 // Parse reads a driver string: fixture:<pass|fail|hang|noisy>, reference, nop, wrong,
-// leaky, exec or exec:<codex|opencode|claude>. Anything else (an unknown fixture or
-// CLI, a different case, surrounding space) is an *Error.
+// leaky, exec, exec:<codex|opencode|claude> or rpc:pi. Anything else (an unknown
+// fixture or CLI, a different case, surrounding space) is an *Error.
 func Parse(s string) (Name, error) {
 	switch Kind(s) {
 	case KindReference, KindNop, KindWrong, KindLeaky, KindExec:
@@ -72,9 +82,12 @@ func Parse(s string) (Name, error) {
 		return Name{Kind: KindFixture, Arg: f}, nil
 	}
 	if c, ok := strings.CutPrefix(s, string(KindCLI)); ok {
-		if _, pinned := clis.Lookup(c); pinned {
+		if _, pinned := clis.Lookup(c); pinned && slices.Contains(ExecCLIs, c) {
 			return Name{Kind: KindCLI, Arg: c}, nil
 		}
+	}
+	if a, ok := strings.CutPrefix(s, string(KindRPC)); ok && slices.Contains(RPCAgents, a) {
+		return Name{Kind: KindRPC, Arg: a}, nil
 	}
 	return Name{}, &Error{Driver: s}
 }
@@ -88,7 +101,12 @@ func Names() []string {
 	}
 	out = append(out, string(KindReference), string(KindNop), string(KindWrong), string(KindLeaky), string(KindExec))
 	for _, c := range clis.Pinned {
-		out = append(out, string(KindCLI)+c.Name)
+		if slices.Contains(ExecCLIs, c.Name) {
+			out = append(out, string(KindCLI)+c.Name)
+		}
+	}
+	for _, a := range RPCAgents {
+		out = append(out, string(KindRPC)+a)
 	}
 	return out
 }
@@ -100,9 +118,16 @@ func (n Name) String() string {
 		return string(KindFixture) + ":" + n.Arg
 	case KindCLI:
 		return string(KindCLI) + n.Arg
+	case KindRPC:
+		return string(KindRPC) + n.Arg
 	}
 	return string(n.Kind)
 }
+
+// Session reports whether n is a session driver (rpc:<agent>): one long-lived agent
+// process serves the turns through its own protocol (agent.NewPi), not one process per
+// run (agent.New).
+func (n Name) Session() bool { return n.Kind == KindRPC }
 
 // IsZero reports whether n is no driver.
 func (n Name) IsZero() bool { return n.Kind == "" }

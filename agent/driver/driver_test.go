@@ -26,6 +26,7 @@ func TestParse(t *testing.T) {
 		{"exec", driver.KindExec, "", false, false, false},
 		{"exec:codex", driver.KindCLI, "codex", false, false, false},
 		{"exec:claude", driver.KindCLI, "claude", false, false, false},
+		{"rpc:pi", driver.KindRPC, "pi", false, false, false},
 	}
 	for _, tc := range tests {
 		n, err := driver.Parse(tc.in)
@@ -41,9 +42,14 @@ func TestParse(t *testing.T) {
 		if _, ok := n.Fixture(); ok != (tc.kind == driver.KindFixture) {
 			t.Errorf("%s.Fixture() ok = %v", tc.in, ok)
 		}
+		if n.Session() != (tc.kind == driver.KindRPC) {
+			t.Errorf("%s.Session() = %v", tc.in, n.Session())
+		}
 
 	}
-	for _, bad := range []string{"", "fixture:", "fixture:slow", "exec:", "exec:aider", "Reference", " nop", "exec:codex ", "fixture"} {
+	for _, bad := range []string{"", "fixture:", "fixture:slow", "exec:", "exec:aider", "Reference", " nop", "exec:codex ", "fixture",
+		// Pinned packages without an exec driver, and unknown RPC agents.
+		"exec:pi", "exec:gemini", "exec:codex-acp", "rpc:", "rpc:codex", "rpc:Pi"} {
 		_, err := driver.Parse(bad)
 		var de *driver.Error
 		if err == nil || !strings.Contains(err.Error(), "exec:opencode") {
