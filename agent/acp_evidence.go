@@ -121,13 +121,13 @@ type acpLog struct {
 	// envelope (ClassifyWireLine unless set); the Pi driver sets both.
 	schema   string
 	classify func([]byte) WireLine
-	seq     int64
-	turn    int
-	written int64
-	dropped int64
-	turnBuf bytes.Buffer
-	turnCut int64
-	err     error
+	seq      int64
+	turn     int
+	written  int64
+	dropped  int64
+	turnBuf  bytes.Buffer
+	turnCut  int64
+	err      error
 }
 
 func newACPLog(out io.Writer, secrets *redact.Set, now func() time.Time) *acpLog {
