@@ -90,8 +90,9 @@ const DefaultCLIMaxOutputBytes = 16 << 20
 
 // cliDriver runs one of the pinned real agent CLIs.
 type cliDriver struct {
-	cli      string // codex | opencode | claude
+	cli      string // codex | opencode | claude | kilo | qwen | copilot
 	binary   string
+	node     string // Node.js, for a CLI whose binary is a JavaScript entry script
 	model    string // the scripted model's id as the CLI asks for it
 	modelURL string
 	live     *api.LiveProvider
@@ -103,7 +104,7 @@ type cliDriver struct {
 // checked it).
 func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
 	d := cliDriver{cli: name.Arg, model: ScriptedModelID}
-	d.bounds = parseBounds(config, name, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript, CLIKeyResultGrace, CLIKeyModel})
+	d.bounds = parseBounds(config, name, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript, CLIKeyResultGrace, CLIKeyModel, ACPKeyNode})
 	if m := config.Model; m != "" {
 		if len(m) > 200 || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' || r == '\\' }) {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %q must be a model id (at most 200 characters, no spaces, quotes or control characters)", CLIKeyModel, m))
@@ -130,6 +131,12 @@ func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("binary %q must be an absolute path", s))
 		}
 		d.binary = s
+	}
+	if s := config.Node; s != "" {
+		if !filepath.IsAbs(s) || strings.ContainsRune(s, 0) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("node %q must be an absolute path", s))
+		}
+		d.node = s
 	}
 	if s := config.ModelBaseURL; s != "" {
 		if !strings.HasPrefix(s, "http://127.0.0.1:") && !strings.HasPrefix(s, "http://[::1]:") && !strings.HasPrefix(s, "http://localhost:") {
@@ -247,7 +254,13 @@ func (d cliDriver) Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec, 
 		}
 	}
 	cli := d.cli
-	return worker.Spec{Path: d.binary, Args: append([]string{d.binary}, p.args...), Env: e, Dir: env.Workspace,
+	path, args := d.binary, append([]string{d.binary}, p.args...)
+	if d.node != "" {
+		path, args = d.node, append([]string{d.node, d.binary}, p.args...)
+	} else if strings.HasSuffix(d.binary, ".js") || strings.HasSuffix(d.binary, ".mjs") {
+		return worker.Spec{}, fmt.Errorf("agent: %s: binary %s is a JavaScript entry script: driverConfig node must name the Node.js binary", d.Name(), d.binary)
+	}
+	return worker.Spec{Path: path, Args: args, Env: e, Dir: env.Workspace,
 		Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput, NullStdin: true,
 		ResultLine: func(line []byte) bool { return TerminalEvent(cli, line) }, ResultGrace: d.grace}, nil
 }
@@ -321,6 +334,8 @@ func (d cliDriver) plan(rc controlplane.RunContext, env RunEnv, n int, dir strin
 			"--model", model, "--permission-mode", "acceptEdits",
 			"--allowedTools", "Bash,Edit,Read,mcp__" + MCPServerName,
 			"--mcp-config", mcpFile, "--strict-mcp-config"}
+	default:
+		d.morePlan(&p, dir, modelURL, model, keyVar, env, mcpVars, prompt)
 	}
 	return p
 }
@@ -494,10 +509,10 @@ func (d cliDriver) Report(o worker.Outcome) Report {
 
 // terminalName names cli's terminal event for a summary.
 func terminalName(cli string) string {
-	switch cli {
+	switch eventDialect(cli) {
 	case "codex":
 		return CodexTurnCompleted
-	case "claude":
+	case "claude", "copilot":
 		return ClaudeResult
 	}
 	return OpenCodeStepFinish + " with a finish reason"

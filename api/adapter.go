@@ -65,7 +65,8 @@ const LifecyclePerTurn LifecycleMode = "per_turn"
 //     harness derives: oracle, nop or wrong; the driver itself ignores it) and
 //     ResultGraceMs (ms the CLI may take to exit after its terminal event) and Model (the
 //     model id the CLI asks the scripted model for; default "scripted-model": the
-//     generated model-breadth profiles set their ranked model's id, docs/breadth.md).
+//     generated model-breadth profiles set their ranked model's id, docs/breadth.md)
+//     and Node (the Node.js binary that runs a JavaScript CLI's entry script, binary).
 type DriverConfig struct {
 	TimeoutMs      *int64              `json:"timeoutMs,omitempty"`
 	MaxOutputBytes *int64              `json:"maxOutputBytes,omitempty"`
@@ -79,6 +80,7 @@ type DriverConfig struct {
 	Script         string              `json:"script,omitempty"`
 	ResultGraceMs  *int64              `json:"resultGraceMs,omitempty"`
 	Model          string              `json:"model,omitempty"`
+	Node           string              `json:"node,omitempty"`
 }
 
 // LiveProvider is the live model endpoint of a CLI profile (DriverConfig.Live), used

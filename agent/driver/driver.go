@@ -39,7 +39,7 @@ const (
 	// KindExec is "exec": a command and arguments of the profile's own.
 	KindExec Kind = "exec"
 	// KindCLI is "exec:<cli>": a pinned real agent CLI run by an exec driver
-	// (ExecCLIs); Name.Arg is its name (codex, opencode, claude).
+	// (ExecCLIs); Name.Arg is its name (codex, opencode, claude, kilo, qwen, copilot).
 	KindCLI Kind = "exec:"
 	// KindRPC is "rpc:<agent>": a session driver over the agent's own RPC protocol
 	// (RPCAgents: pi, docs/pi.md); Name.Arg is the agent.
@@ -48,7 +48,7 @@ const (
 
 // ExecCLIs are the pinned CLIs that have an exec driver (agent/cli.go). The other pins
 // (the ACP adapters, Gemini CLI, Pi) are driven by session drivers.
-var ExecCLIs = []string{"codex", "opencode", "claude"}
+var ExecCLIs = []string{"codex", "opencode", "claude", "kilo", "qwen", "copilot"}
 
 // RPCAgents are the agents of the rpc: session drivers.
 var RPCAgents = []string{"pi"}
