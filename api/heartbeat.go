@@ -52,6 +52,7 @@ type HeartbeatRun struct {
 	ProcessStartedAt string                  `json:"processStartedAt,omitempty"`
 	ProcessEndedAt   string                  `json:"processEndedAt,omitempty"`
 	FinishedAt       string                  `json:"finishedAt,omitempty"`
+	Launch           *LaunchFacts            `json:"launch,omitempty"`
 	Termination      *Termination            `json:"termination,omitempty"`
 	Usage            json.RawMessage         `json:"usage"`
 	Evidence         []EvidenceRef           `json:"evidence"`

@@ -2,7 +2,6 @@ package campaign
 
 import (
 	"context"
-	"errors"
 	"io"
 	"testing"
 
@@ -13,7 +12,7 @@ import (
 // scheduler's, planner's and display's own cost per attempt, nothing an executor does.
 type nopExecutor struct{}
 
-func (nopExecutor) ExecuteAttempt(context.Context, AttemptPlan) AttemptOutcome { return passOutcome }
+func (nopExecutor) ExecuteAttempt(context.Context, AttemptPlan) Outcome { return passOutcome }
 
 // BenchmarkSchedulerPerCell runs the whole default catalog (every cell planned, nonce
 // rendered, judged, counted and reported in plain mode) at max parallelism 4 and
@@ -35,48 +34,4 @@ func BenchmarkSchedulerPerCell(b *testing.B) {
 		(&Scheduler{Executor: nopExecutor{}, Observe: d.Observe}).Run(context.Background(), p)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(p.Cells)), "ns/cell")
-}
-
-func BenchmarkJudge(b *testing.B) {
-	o := clean(okMatcher, okMatcher, failedMatcher, notReachedMatcher)
-	o.Err = errors.New("the agent finished without asking the question")
-	for b.Loop() {
-		Judge(o)
-	}
-}
-
-func BenchmarkClassifyText(b *testing.B) {
-	msg := "flow question_resume_completion: waiting for the pending question: the run finished with status failed and no interaction"
-	for b.Loop() {
-		ClassifyText(msg)
-	}
-}
-
-// BenchmarkRegistry sets up and tears down the six-fixture Paperclip graph.
-func BenchmarkRegistry(b *testing.B) {
-	log := &fixtureLog{}
-	specs := []spec{
-		{id: "company"}, {id: "secrets", deps: []string{"company"}},
-		{id: "environment", deps: []string{"company", "secrets"}},
-		{id: "agent", deps: []string{"company", "secrets", "environment"}},
-		{id: "project", deps: []string{"company", "environment"}},
-		{id: "task", deps: []string{"agent", "project"}, noTeardown: true},
-	}
-	reg := NewRegistry(nil)
-	for _, s := range specs {
-		if err := reg.Register(log.define(s)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		log.calls = log.calls[:0]
-		fx, err := reg.SetupAll(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := fx.Teardown(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

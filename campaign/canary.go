@@ -13,7 +13,7 @@ import (
 // reaches an agent as a secret reference named CanaryPrefix + its name.
 const CanaryPrefix = "APF_CANARY_"
 
-// Canary is a fake credential of one known secret shape (issue 11 "Canary mode"): Name
+// Canary is a fake credential of one known secret shape (`run --canary`): Name
 // is its credential name (an environment variable of the agent, CanaryPrefix + a
 // provider-like name), Shape the redact shape it has (for example "anthropic-key"), and
 // Value the fake secret. A canary must never appear anywhere under the results

@@ -14,17 +14,17 @@ import (
 )
 
 // RequiredEvidence are the files every attempt that reached grading must leave in its
-// directory (issue 11 "a missing required file makes the cell inconclusive"; spec §10.3
-// lists the upstream set): the API snapshot the matchers were evaluated against, the
+// directory (a missing one makes the attempt inconclusive; spec §10.3 lists the
+// upstream set): the API snapshot the matchers were evaluated against, the
 // workspace manifest and the fixture states. result.json and evidence-manifest.json are
 // written after the verdict and are always present.
 var RequiredEvidence = []string{"fixtures.json", "snapshots/api-state.json", "workspace-manifest.json"}
 
-// evidenceWriter packages one attempt's evidence: every file goes through report.Guard
-// (allowlist, raw scan, sanitise, re-scan, atomic write) and is recorded for
-// evidence-manifest.json with its size, SHA-256 and the leaks found on the way. It is
-// safe for concurrent use.
-type evidenceWriter struct {
+// Evidence packages one attempt's evidence: every file goes through report.Guard
+// (allowlist, raw scan, sanitise, re-scan, atomic write: temp file, fsync, rename) and
+// is recorded for evidence-manifest.json with its size, SHA-256 and the leaks found on
+// the way. It is safe for concurrent use.
+type Evidence struct {
 	dir string // the attempt directory (absolute)
 
 	mu      sync.Mutex
@@ -34,15 +34,23 @@ type evidenceWriter struct {
 	missing []string
 }
 
-func newEvidenceWriter(dir string) *evidenceWriter {
-	return &evidenceWriter{dir: dir, files: map[string]report.EvidenceFile{}}
+// NewEvidence returns the evidence writer of the attempt directory dir (absolute).
+func NewEvidence(dir string) *Evidence {
+	return &Evidence{dir: dir, files: map[string]report.EvidenceFile{}}
 }
 
-// write guards b into rel (slash-separated, relative to the attempt directory) with
-// secrets; ours says agentproof rendered the content (report.EvidenceKind). It reports
-// whether the file was written. A leak found is recorded (and the file written
-// sanitised, or withheld); a refused kind is recorded as dropped.
-func (w *evidenceWriter) write(secrets *redact.Set, rel string, b []byte, ours bool) bool {
+// Dir is the attempt directory.
+func (w *Evidence) Dir() string { return w.dir }
+
+// Write guards b into rel (slash-separated, relative to the attempt directory) with
+// secrets (nil for none); ours says agentproof rendered the content
+// (report.EvidenceKind). It reports whether the file was written. A leak found is
+// recorded (and the file written sanitised, or withheld); a refused kind is recorded
+// as dropped. Empty content is not written.
+func (w *Evidence) Write(secrets *redact.Set, rel string, b []byte, ours bool) bool {
+	if len(b) == 0 {
+		return false
+	}
 	safe := secrets.SafePath(rel)
 	if safe != rel || !report.SafeRelPath(rel) {
 		w.record(func() {
@@ -75,14 +83,14 @@ func (w *evidenceWriter) write(secrets *redact.Set, rel string, b []byte, ours b
 	return true
 }
 
-func (w *evidenceWriter) record(f func()) {
+func (w *Evidence) record(f func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	f()
 }
 
-// checkRequired records which of RequiredEvidence are missing and returns them.
-func (w *evidenceWriter) checkRequired() []string {
+// CheckRequired records which of RequiredEvidence are missing and returns them.
+func (w *Evidence) CheckRequired() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.missing = nil
@@ -94,8 +102,8 @@ func (w *evidenceWriter) checkRequired() []string {
 	return slices.Clone(w.missing)
 }
 
-// leakTexts describes the recorded leaks for AttemptOutcome.Leaks.
-func (w *evidenceWriter) leakTexts() []string {
+// Leaks describes the leaks found while writing ("evidence <file>: <reason>").
+func (w *Evidence) Leaks() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []string
@@ -105,8 +113,15 @@ func (w *evidenceWriter) leakTexts() []string {
 	return out
 }
 
+// Files returns the files written so far, sorted (relative slash paths).
+func (w *Evidence) Files() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(maps.Keys(w.files))
+}
+
 // manifest returns the evidence manifest of what was written (files sorted by path).
-func (w *evidenceWriter) manifest() *report.EvidenceManifest {
+func (w *Evidence) manifest() *report.EvidenceManifest {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m := &report.EvidenceManifest{Schema: report.EvidenceManifestSchema, Files: []report.EvidenceFile{},
@@ -130,12 +145,9 @@ func (w *evidenceWriter) manifest() *report.EvidenceManifest {
 
 // writeResultAndManifest writes result.json (sanitised with secrets, then guarded) and
 // then evidence-manifest.json listing every file of the attempt, result.json included,
-// both into dir. w may be nil (an executor without an evidence writer): the manifest
-// then lists result.json only.
-func writeResultAndManifest(dir string, res *report.Result, secrets *redact.Set, w *evidenceWriter) error {
-	if w == nil {
-		w = newEvidenceWriter(dir)
-	}
+// both into w's directory.
+func writeResultAndManifest(res *report.Result, secrets *redact.Set, w *Evidence) error {
+	dir := w.dir
 	if secrets != nil {
 		report.SanitizeResult(secrets, res)
 	}
@@ -152,14 +164,14 @@ func writeResultAndManifest(dir string, res *report.Result, secrets *redact.Set,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	if !w.write(secrets, ResultFile, b, true) {
+	if !w.Write(secrets, ResultFile, b, true) {
 		return fmt.Errorf("writing %s: refused by the evidence guard (see %s)", filepath.Join(dir, ResultFile), report.EvidenceManifestFile)
 	}
 	mb, err := report.EncodeEvidenceManifest(w.manifest())
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", report.EvidenceManifestFile, err)
 	}
-	if !w.write(secrets, report.EvidenceManifestFile, mb, true) {
+	if !w.Write(secrets, report.EvidenceManifestFile, mb, true) {
 		return fmt.Errorf("writing %s: refused by the evidence guard", filepath.Join(dir, report.EvidenceManifestFile))
 	}
 	return nil

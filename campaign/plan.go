@@ -17,7 +17,7 @@ import (
 	"github.com/agentproof/agentproof/catalog"
 )
 
-// Options configure a campaign (issue 9 "Build": the flags of `agentproof run`).
+// Options configure a campaign (the flags of `agentproof run`).
 type Options struct {
 	// CampaignID names the campaign and its results directory; "" means
 	// DefaultCampaignID(Now(), Random). It is sanitised with SanitizeCampaignID.

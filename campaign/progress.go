@@ -131,7 +131,7 @@ func plainLine(e Event) string {
 	case EventAttemptFinished:
 		return fmt.Sprintf("[%d/%d] %s", c.Finished, c.Selected, attemptLine(e.Result))
 	case EventRetrying:
-		return fmt.Sprintf("Retrying %s in a fresh isolated attempt after %s", e.Cell.ID, e.Result.Judgement.FailureClass.Words())
+		return fmt.Sprintf("Retrying %s in a fresh isolated attempt after %s", e.Cell.ID, e.Result.Outcome.Judgement.FailureClass.Words())
 	case EventInterrupted:
 		return fmt.Sprintf("interrupted: starting nothing more; cancelling %d running attempt(s)", c.Running)
 	case EventCampaignFinished:
@@ -148,7 +148,7 @@ func plainLine(e Event) string {
 // interrupted attempt that does not count is reported as such, without a verdict.
 func attemptLine(r *AttemptResult) string {
 	var b strings.Builder
-	j := r.Judgement
+	j := r.Outcome.Judgement
 	took := r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond)
 	if !r.Counts() {
 		fmt.Fprintf(&b, "interrupted %s attempt %d after %s: %s", r.Plan.Cell.ID, r.Plan.Attempt, took, oneLine(j.Reason))

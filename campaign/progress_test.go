@@ -3,7 +3,6 @@ package campaign
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentproof/agentproof/catalog"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -54,7 +55,7 @@ var goldenCells = []string{
 
 // goldenScript gives each golden cell a fixed outcome per attempt (a fake executor:
 // it only feeds the display; see schedule_test.go).
-func goldenScript(p AttemptPlan) AttemptOutcome {
+func goldenScript(p AttemptPlan) Outcome {
 	switch p.Cell.ID {
 	case "calibration.fixture-hang.local.process-exit":
 		return deadlineOutcome
@@ -66,9 +67,8 @@ func goldenScript(p AttemptPlan) AttemptOutcome {
 		}
 		return passOutcome
 	case "warm-continuity.reference.local.warm-three-turn":
-		o := clean(okMatcher, notReachedMatcher)
-		o.Err = errors.New("401 unauthorized:\n  token expired") // a reason on two lines
-		return o
+		// a reason on two lines
+		return judged(verdict.Inconclusive, verdict.PermanentInfrastructure, "permanent infrastructure failure: 401 unauthorized:\n  token expired")
 	}
 	return passOutcome
 }
@@ -117,7 +117,7 @@ func TestPlainProgressInterruptedGolden(t *testing.T) {
 		}
 	}
 	var calls int
-	exec := &scriptedExecutor{script: func(p AttemptPlan) AttemptOutcome {
+	exec := &scriptedExecutor{script: func(p AttemptPlan) Outcome {
 		calls++
 		if calls < 3 {
 			return goldenScript(p)
@@ -127,7 +127,7 @@ func TestPlainProgressInterruptedGolden(t *testing.T) {
 		case <-interrupted:
 		case <-time.After(hangGuard):
 		}
-		return AttemptOutcome{Interrupted: true, CleanupConfirmed: true}
+		return interruptedOutcome
 	}}
 	p := newTestPlan(t, catalog.Selector{IDs: goldenCells}, Options{CampaignID: "golden", MaxParallel: 1, MaxAutomaticRetries: 1})
 	sum := (&Scheduler{Executor: exec, Observe: observe}).Run(ctx, p)
@@ -239,7 +239,7 @@ func TestTTYProgress(t *testing.T) {
 	t.Run("complete", func(t *testing.T) {
 		out := &syncBuffer{}
 		d := NewDisplay(ProgressTTY, out)
-		slow := &scriptedExecutor{script: func(p AttemptPlan) AttemptOutcome {
+		slow := &scriptedExecutor{script: func(p AttemptPlan) Outcome {
 			time.Sleep(20 * time.Millisecond) // let the display refresh with bars on screen
 			return goldenScript(p)
 		}}

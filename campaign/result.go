@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // ResultFile is the name of an attempt's result document in its directory.
@@ -14,10 +15,12 @@ const ResultFile = "result.json"
 // ResultOf maps a judged attempt to its result.json document (schema
 // agentproof.result/v1; spec runner-e2e-harness §7.1 with agentproof's verdicts):
 // identity and definition hash from the cell, verdict, expected verdict and failure
-// class from the Judgement, the reason as error for a verdict other than passed,
-// matcher results, and the executor's facts (task, runs, turns, termination, usage,
-// evidence files). Cleanup is "passed" when the outcome confirmed it, "failed"
-// otherwise. Usage is null when the executor reported none (unavailable, never 0).
+// class from the Judgement, the reason as error for a verdict other than passed, and
+// the executor's facts (task, runs, turns, termination, usage, matcher results, the
+// runtime facts the runner recorded) and evidence files. The runtime mode is the one
+// the runner recorded launching the runs when every run agrees, and "" (not observed)
+// otherwise: never the profile's declaration. Cleanup is "passed" when the outcome confirmed it, "failed" otherwise.
+// Usage is null when the executor reported none (unavailable, never 0).
 func ResultOf(r *AttemptResult) *report.Result {
 	cell := r.Plan.Cell
 	res := &report.Result{
@@ -31,11 +34,10 @@ func ResultOf(r *AttemptResult) *report.Result {
 		CaseID:              cell.Case.ID,
 		Provider:            cell.Profile.Provider,
 		Model:               cell.Profile.Model,
-		RuntimeMode:         cell.Profile.Generation,
 		Attempt:             r.Plan.Attempt,
-		Verdict:             report.Verdict(r.Judgement.Verdict),
-		ExpectedVerdict:     report.Verdict(cell.ExpectedVerdict),
-		FailureClass:        report.FailureClass(r.Judgement.FailureClass),
+		Verdict:             r.Outcome.Judgement.Verdict,
+		ExpectedVerdict:     cell.ExpectedVerdict,
+		FailureClass:        r.Outcome.Judgement.FailureClass,
 		RunIDs:              []string{},
 		StartedAt:           r.StartedAt.UTC().Format(time.RFC3339Nano),
 		FinishedAt:          r.FinishedAt.UTC().Format(time.RFC3339Nano),
@@ -47,28 +49,47 @@ func ResultOf(r *AttemptResult) *report.Result {
 	if p := cell.Profile.Ranking; p != nil {
 		res.RankingSnapshot = &report.RankingSnapshot{SnapshotID: p.SnapshotID, CapturedAt: p.CapturedAt, SourceURL: p.SourceURL, Rank: p.Rank, CanonicalModelID: p.CanonicalModelID}
 	}
-	if r.Judgement.Verdict != Passed {
-		res.Error = r.Judgement.Reason
+	if r.Outcome.Judgement.Verdict != verdict.Passed {
+		res.Error = r.Outcome.Judgement.Reason
 	}
-	if r.Outcome.CleanupConfirmed && r.Outcome.CleanupProblem == "" {
+	if r.Outcome.CleanupConfirmed {
 		res.Cleanup = report.CleanupPassed
 	}
-	for _, m := range r.Outcome.Matchers {
-		res.MatcherResults = append(res.MatcherResults, report.MatcherResult{Kind: m.Kind, Passed: m.Passed, NotReached: m.NotReached, Expected: m.Expected, Observed: m.Observed, Detail: m.Detail})
-	}
 	if f := r.Outcome.Facts; f != nil {
-		res.IssueID, res.IssueIdentifier = f.IssueID, f.IssueIdentifier
-		if f.RunIDs != nil {
-			res.RunIDs = slices.Clone(f.RunIDs)
-		}
-		res.TurnTimings = slices.Clone(f.TurnTimings)
-		res.Termination = f.Termination
-		res.Usage = f.Usage
-		if f.Evidence != nil {
-			res.Evidence = slices.Sorted(slices.Values(f.Evidence))
-		}
+		addFacts(res, f)
+	}
+	if ev := r.Outcome.Evidence; ev != nil {
+		res.Evidence = ev.Files()
 	}
 	return res
+}
+
+// addFacts copies an executor's facts into res.
+func addFacts(res *report.Result, f *Facts) {
+	res.IssueID, res.IssueIdentifier = f.IssueID, f.IssueIdentifier
+	if f.RunIDs != nil {
+		res.RunIDs = slices.Clone(f.RunIDs)
+	}
+	res.TurnTimings = slices.Clone(f.TurnTimings)
+	res.Termination = f.Termination
+	res.Usage = f.Usage
+	for _, m := range f.Matchers {
+		res.MatcherResults = append(res.MatcherResults, report.MatcherResult{Kind: m.Kind, Passed: m.Passed, NotReached: m.NotReached, Expected: m.Expected, Observed: m.Observed, Detail: m.Detail})
+	}
+	res.RuntimeFacts = slices.Clone(f.Runtime)
+	res.RuntimeMode = agreedRuntimeMode(f.Runtime)
+}
+
+// agreedRuntimeMode is the runtime mode every recorded run launched with, or "".
+func agreedRuntimeMode(facts []report.RuntimeFacts) string {
+	mode := ""
+	for i, rf := range facts {
+		if i > 0 && rf.RuntimeMode != mode {
+			return ""
+		}
+		mode = rf.RuntimeMode
+	}
+	return mode
 }
 
 // WriteResult writes attempt r's result.json into root/r.Plan.Dir and then its
@@ -80,6 +101,9 @@ func ResultOf(r *AttemptResult) *report.Result {
 // atomic (temp file, fsync, rename), so a killed run leaves no half-written JSON.
 // Errors: an invalid document, an encoding or a write failure, with the path.
 func WriteResult(root string, r *AttemptResult) error {
-	res := ResultOf(r)
-	return writeResultAndManifest(filepath.Join(root, r.Plan.Dir), res, r.Outcome.secrets, r.Outcome.evidence)
+	ev := r.Outcome.Evidence
+	if ev == nil {
+		ev = NewEvidence(filepath.Join(root, r.Plan.Dir))
+	}
+	return writeResultAndManifest(ResultOf(r), r.Outcome.Secrets, ev)
 }

@@ -2,99 +2,12 @@ package campaign
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/verdict"
 )
-
-// AttemptResult is one judged attempt.
-type AttemptResult struct {
-	Plan      AttemptPlan
-	Outcome   AttemptOutcome
-	Judgement Judgement
-	// Counted is how the attempt counts (Counted(cell.ExpectedVerdict, verdict)).
-	Counted    Verdict
-	StartedAt  time.Time
-	FinishedAt time.Time
-}
-
-// Counts reports whether the attempt counts as a finished result: it was not
-// interrupted, or it broke a safety rule before the interruption (a failed verdict:
-// secret_leak or cleanup_failure), which an interruption must not hide.
-func (r *AttemptResult) Counts() bool {
-	return !r.Outcome.Interrupted || r.Judgement.Verdict == Failed
-}
-
-// CellStatus says how far a cell got.
-type CellStatus string
-
-// Cell statuses.
-const (
-	// CellFinished: at least one attempt counts (AttemptResult.Counts); the last such
-	// attempt is the cell's result.
-	CellFinished CellStatus = "finished"
-	// CellInterrupted: an attempt started but none counts.
-	CellInterrupted CellStatus = "interrupted"
-	// CellNotStarted: the campaign was cancelled before the cell's first attempt.
-	CellNotStarted CellStatus = "not_started"
-)
-
-// CellResult is one selected cell with its attempts in order.
-type CellResult struct {
-	Cell     *catalog.Cell
-	Attempts []AttemptResult
-	Status   CellStatus
-	// Final is the index in Attempts of the attempt that counts (the last one that
-	// Counts), -1 when none does.
-	Final int
-	// Verdict is the counted verdict of the final attempt, "" when none finished.
-	Verdict Verdict
-}
-
-// Summary is a campaign's outcome. Cells are in plan (matrix) order.
-type Summary struct {
-	CampaignID string
-	// Selected is the number of selected cells; Executed those that finished.
-	Selected, Executed int
-	// Passed, Failed and Inconclusive count finished cells by counted verdict.
-	Passed, Failed, Inconclusive int
-	// Retries is the number of automatic retries started.
-	Retries int
-	// Partial is true when the campaign was cancelled before every cell finished
-	// (or an attempt was interrupted).
-	Partial    bool
-	Cells      []CellResult
-	StartedAt  time.Time
-	FinishedAt time.Time
-}
-
-// Line is the campaign's last output line: "Campaign <id>: <passed>/<selected> passed,
-// <failed> failed, <inconclusive> inconclusive" (issue 9 "Progress"); a partial campaign
-// adds ", <n> not run (partial)" so that the counts add up to the selection while the
-// campaign report (which covers only the finished cells) says "partial" too.
-func (s *Summary) Line() string {
-	line := fmt.Sprintf("Campaign %s: %d/%d passed, %d failed, %d inconclusive",
-		s.CampaignID, s.Passed, s.Selected, s.Failed, s.Inconclusive)
-	if s.Partial {
-		line += fmt.Sprintf(", %d not run (partial)", s.Selected-s.Passed-s.Failed-s.Inconclusive)
-	}
-	return line
-}
-
-// Worst is the campaign's verdict: failed if any cell failed, else inconclusive if any
-// was inconclusive, else passed (DESIGN.md "Verdicts": 1 beats 3 beats 0). A campaign
-// with no finished cell is inconclusive.
-func (s *Summary) Worst() Verdict {
-	switch {
-	case s.Failed > 0:
-		return Failed
-	case s.Inconclusive > 0 || s.Executed == 0:
-		return Inconclusive
-	}
-	return Passed
-}
 
 // EventKind is the kind of a progress Event.
 type EventKind string
@@ -149,9 +62,14 @@ type Event struct {
 // Scheduler runs a Plan's cells through an Executor.
 type Scheduler struct {
 	Executor Executor
+	// ResultsRoot, when set, is where each attempt that counts gets its result.json
+	// (WriteResult), written as the attempt ends, by the attempt's worker goroutine,
+	// outside any lock of the scheduler. "" writes nothing (tests of the policy).
+	ResultsRoot string
 	// Observe receives every Event, one at a time and in order (calls are serialised,
 	// so it need not be safe for concurrent use). It must not block for long: workers
-	// wait for it. Nil means no progress reporting.
+	// wait for it. It only renders progress: results are written before an attempt's
+	// EventAttemptFinished. Nil means no progress reporting.
 	Observe func(Event)
 }
 
@@ -159,15 +77,17 @@ type Scheduler struct {
 type run struct {
 	s      *Scheduler
 	p      *Plan
-	mu     sync.Mutex // guards counts, cells and event delivery
+	mu     sync.Mutex // guards counts, cells, writeErrs and event delivery
 	counts Counts
 	cells  []CellResult
 	// interrupted is set once EventInterrupted was emitted.
 	interrupted bool
+	writeErrs   []string
 }
 
 // Run runs every cell of p, at most p.MaxParallel attempts at once, in plan order of
-// start. After an attempt it applies the retry policy (ShouldRetry with
+// start. After an attempt it writes the attempt's result (when it counts and
+// ResultsRoot is set) and applies the retry policy (ShouldRetry with
 // p.MaxAutomaticRetries; the retry is a brand-new attempt with its own nonce). When ctx
 // is cancelled it starts nothing more: running attempts see their ctx cancelled, their
 // results and those of finished attempts are kept, and the Summary is Partial. An
@@ -182,12 +102,22 @@ func (s *Scheduler) Run(ctx context.Context, p *Plan) *Summary {
 	started := p.Now()
 	r.counts.Selected = len(p.Cells)
 	r.emit(Event{Kind: EventCampaignStarted})
+	r.work(ctx)
+	if ctx.Err() != nil {
+		r.interrupt() // the cancellation raced with the last attempts' return
+	}
+	sum := r.summary(started)
+	r.emit(Event{Kind: EventCampaignFinished, Summary: sum})
+	return sum
+}
 
+// work feeds the cells to at most MaxParallel workers and returns when every started
+// attempt has returned (emitting EventInterrupted as soon as ctx is cancelled).
+func (r *run) work(ctx context.Context) {
 	next := make(chan int)
-	done := make(chan struct{})
 	go func() {
 		defer close(next)
-		for i := range p.Cells {
+		for i := range r.p.Cells {
 			select {
 			case next <- i:
 			case <-ctx.Done():
@@ -195,38 +125,32 @@ func (s *Scheduler) Run(ctx context.Context, p *Plan) *Summary {
 			}
 		}
 	}()
-	workers := min(max(p.MaxParallel, 1), len(p.Cells))
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range min(max(r.p.MaxParallel, 1), len(r.p.Cells)) {
+		wg.Go(func() {
 			for i := range next {
 				if ctx.Err() != nil {
 					continue // drain: the feeder may have sent before seeing the cancellation
 				}
 				r.runCell(ctx, i)
 			}
-		}()
+		})
 	}
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		r.interrupt()
 		<-done
 	}
-	if ctx.Err() != nil {
-		r.interrupt() // the cancellation raced with the last attempts' return
-	}
+}
 
-	sum := &Summary{CampaignID: p.CampaignID, Selected: len(p.Cells), StartedAt: started, FinishedAt: p.Now()}
+// summary counts the finished cells.
+func (r *run) summary(started time.Time) *Summary {
+	sum := &Summary{CampaignID: r.p.CampaignID, Selected: len(r.p.Cells), StartedAt: started, FinishedAt: r.p.Now()}
 	r.mu.Lock()
-	sum.Cells = r.cells
-	sum.Retries = r.counts.Retries
+	sum.Cells, sum.Retries, sum.WriteErrors = r.cells, r.counts.Retries, r.writeErrs
 	r.mu.Unlock()
 	for _, c := range sum.Cells {
 		if c.Status != CellFinished {
@@ -235,9 +159,9 @@ func (s *Scheduler) Run(ctx context.Context, p *Plan) *Summary {
 		}
 		sum.Executed++
 		switch c.Verdict {
-		case Passed:
+		case verdict.Passed:
 			sum.Passed++
-		case Failed:
+		case verdict.Failed:
 			sum.Failed++
 		default:
 			sum.Inconclusive++
@@ -248,7 +172,6 @@ func (s *Scheduler) Run(ctx context.Context, p *Plan) *Summary {
 			}
 		}
 	}
-	r.emit(Event{Kind: EventCampaignFinished, Summary: sum})
 	return sum
 }
 
@@ -257,36 +180,52 @@ func (r *run) runCell(ctx context.Context, i int) {
 	cell := r.p.Cells[i]
 	for n := 1; ; n++ {
 		res := r.attempt(ctx, cell, n)
-		r.mu.Lock()
-		c := &r.cells[i]
-		c.Attempts = append(c.Attempts, res)
-		r.counts.Running--
-		if res.Counts() {
-			if c.Status != CellFinished {
-				r.counts.Finished++
-			} else {
-				r.uncount(c.Verdict)
-			}
-			c.Status, c.Final, c.Verdict = CellFinished, len(c.Attempts)-1, res.Counted
-			r.count(res.Counted)
-		} else if c.Status == CellNotStarted {
-			c.Status = CellInterrupted
+		if res.Counts() && r.s.ResultsRoot != "" {
+			// Only an attempt that counts is a result; an interrupted one keeps its
+			// evidence but no result.json (its cell is then missing: the campaign is
+			// partial). Written here, outside the lock.
+			res.WriteErr = WriteResult(r.s.ResultsRoot, &res)
 		}
-		r.emitLocked(Event{Kind: EventAttemptFinished, Cell: cell, Attempt: n, Result: &res})
-		retry := !res.Outcome.Interrupted && ctx.Err() == nil &&
-			ShouldRetry(cell, res.Judgement, n, r.p.MaxAutomaticRetries)
-		if retry {
-			r.counts.Retries++
-			r.emitLocked(Event{Kind: EventRetrying, Cell: cell, Attempt: n + 1, Result: &res})
-		}
-		r.mu.Unlock()
-		if !retry {
+		if !r.record(ctx, i, n, res) {
 			return
 		}
 	}
 }
 
-// attempt plans, executes and judges attempt n of cell.
+// record counts attempt n of cell i and emits its events; it reports whether a retry
+// follows.
+func (r *run) record(ctx context.Context, i, n int, res AttemptResult) bool {
+	cell := r.p.Cells[i]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := &r.cells[i]
+	c.Attempts = append(c.Attempts, res)
+	r.counts.Running--
+	if res.WriteErr != nil {
+		r.writeErrs = append(r.writeErrs, res.WriteErr.Error())
+	}
+	if res.Counts() {
+		if c.Status != CellFinished {
+			r.counts.Finished++
+		} else {
+			r.uncount(c.Verdict)
+		}
+		c.Status, c.Final, c.Verdict = CellFinished, len(c.Attempts)-1, res.Counted
+		r.count(res.Counted)
+	} else if c.Status == CellNotStarted {
+		c.Status = CellInterrupted
+	}
+	r.emitLocked(Event{Kind: EventAttemptFinished, Cell: cell, Attempt: n, Result: &res})
+	retry := !res.Outcome.Interrupted && ctx.Err() == nil &&
+		ShouldRetry(cell, res.Outcome.Judgement, n, r.p.MaxAutomaticRetries)
+	if retry {
+		r.counts.Retries++
+		r.emitLocked(Event{Kind: EventRetrying, Cell: cell, Attempt: n + 1, Result: &res})
+	}
+	return retry
+}
+
+// attempt plans, executes and counts attempt n of cell.
 func (r *run) attempt(ctx context.Context, cell *catalog.Cell, n int) AttemptResult {
 	plan, planErr := r.p.Attempt(cell, n)
 	if planErr != nil {
@@ -299,16 +238,17 @@ func (r *run) attempt(ctx context.Context, cell *catalog.Cell, n int) AttemptRes
 	res := AttemptResult{Plan: plan, StartedAt: r.p.Now()}
 	if planErr != nil {
 		// Nothing ran, so nothing needs cleaning up; the plan error is the harness's.
-		res.Outcome = AttemptOutcome{Err: &ClassError{Class: PermanentInfrastructure, Err: planErr}, CleanupConfirmed: true}
+		f := verdict.HarnessFault(planErr, false)
+		res.Outcome = Outcome{Judgement: verdict.Judgement{Verdict: verdict.Inconclusive, FailureClass: f.Class, Reason: f.Class.Words() + ": " + f.Error()}, CleanupConfirmed: true}
 	} else {
 		res.Outcome = r.s.Executor.ExecuteAttempt(ctx, plan)
 	}
 	res.FinishedAt = r.p.Now()
-	if ctx.Err() != nil && !res.Outcome.Interrupted && Judge(res.Outcome).Verdict == Inconclusive {
+	if ctx.Err() != nil && !res.Outcome.Interrupted && res.Outcome.Judgement.Verdict == verdict.Inconclusive {
 		res.Outcome.Interrupted = true
+		res.Outcome.Judgement = InterruptedJudgement()
 	}
-	res.Judgement = Judge(res.Outcome)
-	res.Counted = Counted(cell.ExpectedVerdict, res.Judgement.Verdict)
+	res.Counted = verdict.Counted(cell.ExpectedVerdict, res.Outcome.Judgement.Verdict, res.Outcome.CleanupConfirmed)
 	return res
 }
 
@@ -328,15 +268,15 @@ func (r *run) interrupt() {
 	}
 }
 
-func (r *run) count(v Verdict) { r.add(v, 1) }
+func (r *run) count(v verdict.Verdict) { r.add(v, 1) }
 
-func (r *run) uncount(v Verdict) { r.add(v, -1) }
+func (r *run) uncount(v verdict.Verdict) { r.add(v, -1) }
 
-func (r *run) add(v Verdict, d int) {
+func (r *run) add(v verdict.Verdict, d int) {
 	switch v {
-	case Passed:
+	case verdict.Passed:
 		r.counts.Passed += d
-	case Failed:
+	case verdict.Failed:
 		r.counts.Failed += d
 	default:
 		r.counts.Inconclusive += d
@@ -359,4 +299,20 @@ func (r *run) emitLocked(e Event) {
 	e.MaxParallel = r.p.MaxParallel
 	e.Counts = r.counts
 	r.s.Observe(e)
+}
+
+// ShouldRetry reports whether attempt number attempt (1-based) of cell, judged j, is
+// followed by an automatic retry in a brand-new isolated attempt (spec §9): only when
+// j's class is retryable, fewer than maxAutomaticRetries retries were made (0 or 1),
+// the profile is not a qualification candidate and the case's automaticRetryPolicy is
+// not "single_attempt". agentproof adds one rule: a calibration cell whose attempt
+// already counts as passed (an expected inconclusive observed) is not retried, since a
+// retry could only repeat the expectation. Callers also stop retrying once the
+// campaign is cancelled.
+func ShouldRetry(cell *catalog.Cell, j verdict.Judgement, attempt, maxAutomaticRetries int) bool {
+	return j.FailureClass.Retryable() &&
+		verdict.Counted(cell.ExpectedVerdict, j.Verdict, true) != verdict.Passed &&
+		attempt <= maxAutomaticRetries &&
+		!cell.Profile.QualificationCandidate &&
+		cell.Case.AutomaticRetryPolicy != catalog.RetrySingleAttempt
 }

@@ -9,6 +9,10 @@ package campaign
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -17,7 +21,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentproof/agentproof/catalog"
-	"github.com/agentproof/agentproof/match"
+	"github.com/agentproof/agentproof/report"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // hangGuard bounds how long a test waits for something that must happen; reaching it
@@ -27,25 +33,17 @@ const hangGuard = 30 * time.Second
 // scriptedExecutor returns, for each (cell, attempt), the outcome its script gives,
 // and records every call.
 type scriptedExecutor struct {
-	script func(plan AttemptPlan) AttemptOutcome
+	script func(plan AttemptPlan) Outcome
 	mu     sync.Mutex
 	calls  []AttemptPlan
 }
 
-func (e *scriptedExecutor) ExecuteAttempt(_ context.Context, plan AttemptPlan) AttemptOutcome {
+func (e *scriptedExecutor) ExecuteAttempt(_ context.Context, plan AttemptPlan) Outcome {
 	e.mu.Lock()
 	e.calls = append(e.calls, plan)
 	e.mu.Unlock()
 	return e.script(plan)
 }
-
-var (
-	passOutcome      = clean(okMatcher)
-	failOutcome      = clean(failedMatcher)
-	transientOutcome = AttemptOutcome{Err: errors.New("GET /api/issues/1: 503 service unavailable"), CleanupConfirmed: true}
-	permanentOutcome = AttemptOutcome{Err: errors.New("missing credential OPENAI_API_KEY"), CleanupConfirmed: true}
-	deadlineOutcome  = AttemptOutcome{Matchers: []match.Outcome{failedMatcher}, DeadlineMissed: "attempt", CleanupConfirmed: true}
-)
 
 // fixedClock returns a clock that advances by step on every reading.
 func fixedClock(start time.Time, step time.Duration) func() time.Time {
@@ -106,23 +104,23 @@ func TestSchedulerRetryPolicy(t *testing.T) {
 	tests := []struct {
 		name        string
 		maxRetries  int
-		outcomes    []AttemptOutcome // by attempt
+		outcomes    []Outcome // by attempt
 		wantCalls   int
-		wantVerdict Verdict
+		wantVerdict verdict.Verdict
 		wantRetries int
 	}{
-		{"passes first time", 1, []AttemptOutcome{passOutcome}, 1, Passed, 0},
-		{"transient then pass", 1, []AttemptOutcome{transientOutcome, passOutcome}, 2, Passed, 1},
-		{"transient twice stays inconclusive", 1, []AttemptOutcome{transientOutcome, transientOutcome}, 2, Inconclusive, 1},
-		{"provider variance then fail", 1, []AttemptOutcome{deadlineOutcome, failOutcome}, 2, Failed, 1},
-		{"retries disabled", 0, []AttemptOutcome{transientOutcome, passOutcome}, 1, Inconclusive, 0},
-		{"permanent is final", 1, []AttemptOutcome{permanentOutcome, passOutcome}, 1, Inconclusive, 0},
-		{"candidate failure is final", 1, []AttemptOutcome{failOutcome, passOutcome}, 1, Failed, 0},
+		{"passes first time", 1, []Outcome{passOutcome}, 1, verdict.Passed, 0},
+		{"transient then pass", 1, []Outcome{transientOutcome, passOutcome}, 2, verdict.Passed, 1},
+		{"transient twice stays inconclusive", 1, []Outcome{transientOutcome, transientOutcome}, 2, verdict.Inconclusive, 1},
+		{"provider variance then fail", 1, []Outcome{deadlineOutcome, failOutcome}, 2, verdict.Failed, 1},
+		{"retries disabled", 0, []Outcome{transientOutcome, passOutcome}, 1, verdict.Inconclusive, 0},
+		{"permanent is final", 1, []Outcome{permanentOutcome, passOutcome}, 1, verdict.Inconclusive, 0},
+		{"candidate failure is final", 1, []Outcome{failOutcome, passOutcome}, 1, verdict.Failed, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			exec := &scriptedExecutor{script: func(p AttemptPlan) AttemptOutcome { return tt.outcomes[p.Attempt-1] }}
+			exec := &scriptedExecutor{script: func(p AttemptPlan) Outcome { return tt.outcomes[p.Attempt-1] }}
 			rec := &recorder{}
 			p := newTestPlan(t, catalog.Selector{IDs: []string{cell}}, Options{MaxParallel: 2, MaxAutomaticRetries: tt.maxRetries})
 			sum := (&Scheduler{Executor: exec, Observe: rec.observe}).Run(context.Background(), p)
@@ -158,7 +156,7 @@ func TestSchedulerRetryPolicy(t *testing.T) {
 // line, the event order and the running totals.
 func TestSchedulerCountsCalibration(t *testing.T) {
 	t.Parallel()
-	byProfile := map[string]AttemptOutcome{
+	byProfile := map[string]Outcome{
 		"fixture-pass":  passOutcome,
 		"fixture-fail":  failOutcome,
 		"fixture-hang":  deadlineOutcome, // expected inconclusive: met, so not retried
@@ -167,7 +165,7 @@ func TestSchedulerCountsCalibration(t *testing.T) {
 		"nop":           failOutcome,
 		"wrong":         transientOutcome, // expected failed, observed inconclusive twice
 	}
-	exec := &scriptedExecutor{script: func(p AttemptPlan) AttemptOutcome { return byProfile[p.Cell.Profile.ID] }}
+	exec := &scriptedExecutor{script: func(p AttemptPlan) Outcome { return byProfile[p.Cell.Profile.ID] }}
 	rec := &recorder{}
 	p := newTestPlan(t, catalog.Selector{All: true}, Options{MaxParallel: 3, MaxAutomaticRetries: 1})
 	sum := (&Scheduler{Executor: exec, Observe: rec.observe}).Run(context.Background(), p)
@@ -176,11 +174,11 @@ func TestSchedulerCountsCalibration(t *testing.T) {
 	want.Selected = len(p.Cells)
 	for _, c := range p.Cells {
 		o := byProfile[c.Profile.ID]
-		v := Counted(c.ExpectedVerdict, Judge(o).Verdict)
+		v := verdict.Counted(c.ExpectedVerdict, o.Judgement.Verdict, o.CleanupConfirmed)
 		switch v {
-		case Passed:
+		case verdict.Passed:
 			want.Passed++
-		case Failed:
+		case verdict.Failed:
 			want.Failed++
 		default:
 			want.Inconclusive++
@@ -204,9 +202,6 @@ func TestSchedulerCountsCalibration(t *testing.T) {
 		itoa(want.Failed) + " failed, " + itoa(want.Inconclusive) + " inconclusive"
 	if sum.Line() != wantLine {
 		t.Errorf("Line = %q, want %q", sum.Line(), wantLine)
-	}
-	if sum.Worst() != Failed {
-		t.Errorf("Worst = %s, want failed", sum.Worst())
 	}
 	for i, c := range sum.Cells {
 		if c.Cell != p.Cells[i] {
@@ -246,7 +241,7 @@ func TestSchedulerConcurrencyBound(t *testing.T) {
 			inFlight, most := 0, 0
 			full := make(chan struct{})
 			var fullOnce sync.Once
-			exec := &scriptedExecutor{script: func(AttemptPlan) AttemptOutcome {
+			exec := &scriptedExecutor{script: func(AttemptPlan) Outcome {
 				mu.Lock()
 				inFlight++
 				most = max(most, inFlight)
@@ -292,7 +287,7 @@ type blockingExecutor struct {
 	blocked chan string // receives the cell id of each attempt that starts blocking
 }
 
-func (e *blockingExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) AttemptOutcome {
+func (e *blockingExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan) Outcome {
 	e.mu.Lock()
 	e.calls++
 	n := e.calls
@@ -304,12 +299,12 @@ func (e *blockingExecutor) ExecuteAttempt(ctx context.Context, plan AttemptPlan)
 	select {
 	case <-ctx.Done():
 	case <-time.After(hangGuard):
-		return AttemptOutcome{Err: errors.New("the test never cancelled"), CleanupConfirmed: true}
+		return judged(verdict.Failed, verdict.CandidateFailure, "the test never cancelled")
 	}
 	if e.honest {
-		return AttemptOutcome{Interrupted: true, CleanupConfirmed: true}
+		return interruptedOutcome
 	}
-	return AttemptOutcome{Err: errors.New("server connection reset"), CleanupConfirmed: true}
+	return judged(verdict.Inconclusive, verdict.TransientInfrastructure, "transient infrastructure failure: server connection reset")
 }
 
 func TestSchedulerCancellation(t *testing.T) {
@@ -392,10 +387,11 @@ func TestSchedulerNoRetryAfterCancellation(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	exec := &scriptedExecutor{script: func(AttemptPlan) AttemptOutcome {
+	exec := &scriptedExecutor{script: func(AttemptPlan) Outcome {
 		cancel()
-		return AttemptOutcome{Matchers: []match.Outcome{okMatcher}, Err: &ClassError{Class: TransientInfrastructure, Err: errors.New("x")},
-			CleanupConfirmed: true, Interrupted: true}
+		o := judged(verdict.Inconclusive, verdict.TransientInfrastructure, "transient infrastructure failure: x")
+		o.Interrupted = true
+		return o
 	}}
 	p := newTestPlan(t, catalog.Selector{IDs: []string{markerCell}}, Options{MaxParallel: 1, MaxAutomaticRetries: 1})
 	sum := (&Scheduler{Executor: exec}).Run(ctx, p)
@@ -408,15 +404,15 @@ func TestSchedulerNoRetryAfterCancellation(t *testing.T) {
 // executor is not called and the cell is inconclusive, never passed.
 func TestSchedulerPlanFailure(t *testing.T) {
 	t.Parallel()
-	exec := &scriptedExecutor{script: func(AttemptPlan) AttemptOutcome { return passOutcome }}
+	exec := &scriptedExecutor{script: func(AttemptPlan) Outcome { return passOutcome }}
 	p := newTestPlan(t, catalog.Selector{IDs: []string{markerCell}},
 		Options{MaxParallel: 1, MaxAutomaticRetries: 1, Random: failingReader{}})
 	sum := (&Scheduler{Executor: exec}).Run(context.Background(), p)
 	if len(exec.calls) != 0 {
 		t.Fatalf("executor called for an unplanned attempt")
 	}
-	j := sum.Cells[0].Attempts[0].Judgement
-	if sum.Cells[0].Verdict != Inconclusive || j.FailureClass != PermanentInfrastructure || sum.Retries != 0 {
+	j := sum.Cells[0].Attempts[0].Outcome.Judgement
+	if sum.Cells[0].Verdict != verdict.Inconclusive || j.FailureClass != verdict.PermanentInfrastructure || sum.Retries != 0 {
 		t.Errorf("verdict %s class %s retries %d (%s)", sum.Cells[0].Verdict, j.FailureClass, sum.Retries, j.Reason)
 	}
 }
@@ -425,38 +421,20 @@ type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("entropy exhausted") }
 
-func TestSummaryWorst(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		s    Summary
-		want Verdict
-	}{
-		{Summary{Executed: 2, Passed: 2}, Passed},
-		{Summary{Executed: 2, Passed: 1, Inconclusive: 1}, Inconclusive},
-		{Summary{Executed: 3, Passed: 1, Inconclusive: 1, Failed: 1}, Failed},
-		{Summary{}, Inconclusive},
-	}
-	for _, tt := range tests {
-		if got := tt.s.Worst(); got != tt.want {
-			t.Errorf("%+v: Worst = %s, want %s", tt.s, got, tt.want)
-		}
-	}
-}
-
 // TestSchedulerInterruptedSafetyFailureCounts: an interruption does not hide a leak or
 // a cleanup failure found before it — the attempt counts as failed, and the campaign
 // is still partial.
 func TestSchedulerInterruptedSafetyFailureCounts(t *testing.T) {
 	t.Parallel()
-	for name, outcome := range map[string]AttemptOutcome{
-		"leak":    {Interrupted: true, CleanupConfirmed: true, Leaks: []string{"exact secret value at agent.log"}},
-		"cleanup": {Interrupted: true, CleanupProblem: "process group survived SIGKILL"},
+	for name, outcome := range map[string]Outcome{
+		"leak":    {Interrupted: true, CleanupConfirmed: true, Judgement: verdict.Judgement{Verdict: verdict.Failed, FailureClass: verdict.SecretLeak, Reason: "secret leak: exact secret value at agent.log"}},
+		"cleanup": {Interrupted: true, Judgement: verdict.Judgement{Verdict: verdict.Failed, FailureClass: verdict.CleanupFailure, Reason: "cleanup failed: process group survived SIGKILL"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			exec := &scriptedExecutor{script: func(AttemptPlan) AttemptOutcome {
+			exec := &scriptedExecutor{script: func(AttemptPlan) Outcome {
 				cancel()
 				return outcome
 			}}
@@ -464,12 +442,58 @@ func TestSchedulerInterruptedSafetyFailureCounts(t *testing.T) {
 				Options{MaxParallel: 1, MaxAutomaticRetries: 1})
 			sum := (&Scheduler{Executor: exec}).Run(ctx, p)
 			c := sum.Cells[0]
-			if c.Status != CellFinished || c.Verdict != Failed || sum.Failed != 1 || sum.Executed != 1 || !sum.Partial {
+			if c.Status != CellFinished || c.Verdict != verdict.Failed || sum.Failed != 1 || sum.Executed != 1 || !sum.Partial {
 				t.Errorf("cell %s/%s; summary failed %d executed %d partial %v", c.Status, c.Verdict, sum.Failed, sum.Executed, sum.Partial)
 			}
 			if sum.Cells[1].Status != CellNotStarted || len(exec.calls) != 1 {
 				t.Errorf("second cell %s after %d calls", sum.Cells[1].Status, len(exec.calls))
 			}
 		})
+	}
+}
+
+// TestSchedulerWritesResults: with a results root, the scheduler writes each attempt
+// that counts (result.json, evidence-manifest.json) as the attempt ends — before its
+// EventAttemptFinished reaches Observe, which only renders — and none for an attempt an
+// interruption cut short; a result that cannot be written is reported in the Summary.
+func TestSchedulerWritesResults(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	p := newTestPlan(t, catalog.Selector{IDs: []string{markerCell, "core-compatibility.reference.local.ask-question"}}, Options{MaxParallel: 2, MaxAutomaticRetries: 0})
+	exec := &scriptedExecutor{script: func(plan AttemptPlan) Outcome {
+		if plan.Cell.ID == markerCell {
+			return passOutcome
+		}
+		return interruptedOutcome
+	}}
+	var seen []string
+	observe := func(e Event) {
+		if e.Kind != EventAttemptFinished {
+			return
+		}
+		_, err := os.Stat(filepath.Join(root, e.Result.Plan.Dir, ResultFile))
+		seen = append(seen, fmt.Sprintf("%s written=%v", e.Cell.ID, err == nil))
+	}
+	sum := (&Scheduler{Executor: exec, ResultsRoot: root, Observe: observe}).Run(context.Background(), p)
+	slices.Sort(seen)
+	want := []string{"core-compatibility.reference.local.ask-question written=false", markerCell + " written=true"}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("results on disk when the attempt finished (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(root, sum.Cells[0].Attempts[0].Plan.Dir, report.EvidenceManifestFile)); err != nil {
+		t.Errorf("no evidence manifest: %v", err)
+	}
+	if len(sum.WriteErrors) != 0 {
+		t.Errorf("write errors: %v", sum.WriteErrors)
+	}
+
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p = newTestPlan(t, catalog.Selector{IDs: []string{markerCell}}, Options{MaxParallel: 1})
+	sum = (&Scheduler{Executor: &scriptedExecutor{script: func(AttemptPlan) Outcome { return passOutcome }}, ResultsRoot: blocked}).Run(context.Background(), p)
+	if len(sum.WriteErrors) != 1 || sum.Cells[0].Attempts[0].WriteErr == nil {
+		t.Errorf("a results root that is a file: write errors %v", sum.WriteErrors)
 	}
 }

@@ -27,7 +27,7 @@ func TestDefaultCatalog(t *testing.T) {
 	verdicts := map[string]string{}
 	for _, cell := range c.Cells {
 		if cell.ExpectedVerdict != "" {
-			verdicts[cell.Profile.ID] = cell.ExpectedVerdict
+			verdicts[cell.Profile.ID] = string(cell.ExpectedVerdict)
 		}
 	}
 	wantVerdicts := map[string]string{

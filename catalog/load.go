@@ -46,16 +46,16 @@ func DefaultFS() fs.FS {
 // Default loads and validates the embedded default catalog, the one every command uses
 // when --catalog is not given. Problems are reported as for Load, with file names
 // "default/<file>.yaml".
-func Default() (*Catalog, error) {
-	return loadSources([]source{defaultSource()})
+func Default(opts ...Option) (*Catalog, error) {
+	return loadSources([]source{defaultSource()}, buildOptions(opts))
 }
 
 // LoadDir loads and validates the catalog in directory dir (every *.yaml file below it,
 // in path order), or the single file dir names. Problems name files as dir joined with
 // their relative path. It returns a *ValidationError listing every problem, or a
 // wrapped error when a file cannot be read.
-func LoadDir(dir string) (*Catalog, error) {
-	return LoadSources(Sources{Paths: []string{dir}})
+func LoadDir(dir string, opts ...Option) (*Catalog, error) {
+	return LoadSources(Sources{Paths: []string{dir}}, opts...)
 }
 
 // Sources names the parts of one merged catalog: Default adds the embedded default
@@ -74,7 +74,7 @@ type Sources struct {
 // *ValidationError listing every problem (no part at all is one), an error wrapping
 // fs.ErrNotExist naming a path that does not exist, or a wrapped error when a file
 // cannot be read.
-func LoadSources(s Sources) (*Catalog, error) {
+func LoadSources(s Sources, opts ...Option) (*Catalog, error) {
 	var srcs []source
 	if s.Default {
 		srcs = append(srcs, defaultSource())
@@ -91,7 +91,7 @@ func LoadSources(s Sources) (*Catalog, error) {
 		ps.add(Pos{}, "no catalog: name a catalog directory or file, or the embedded default catalog")
 		return nil, ps.err()
 	}
-	return loadSources(srcs)
+	return loadSources(srcs, buildOptions(opts))
 }
 
 // source is one part of a catalog: its files and how problems name them.
@@ -222,8 +222,8 @@ func (f fileFS) Open(name string) (fs.File, error) {
 // sequence; a catalog may split them across files freely. It returns the catalog with
 // its matrix and suite fingerprints, or a *ValidationError listing every problem (spec
 // runner-e2e-harness §2.8), or a wrapped error when the file system fails.
-func Load(fsys fs.FS) (*Catalog, error) {
-	return loadSources([]source{{fsys: fsys}})
+func Load(fsys fs.FS, opts ...Option) (*Catalog, error) {
+	return loadSources([]source{{fsys: fsys}}, buildOptions(opts))
 }
 
 // document is one YAML document of a catalog file.
@@ -239,7 +239,7 @@ type document struct {
 
 // loadSources reads every file of every part (bounded: MaxFiles, MaxFileBytes,
 // MaxTotalBytes over all parts), parses them and validates the merged catalog.
-func loadSources(srcs []source) (*Catalog, error) {
+func loadSources(srcs []source, o loadOptions) (*Catalog, error) {
 	ps := &problems{limit: maxProblems}
 	c := &Catalog{}
 	type file struct {
@@ -338,7 +338,7 @@ files:
 		addBreadth(c, ps)
 	}
 	if len(ps.list) == 0 {
-		validate(c, ps)
+		validate(c, ps, o)
 	}
 	if err := ps.err(); err != nil {
 		return nil, err

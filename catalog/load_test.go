@@ -624,3 +624,34 @@ func TestProblemsReportedTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestUnimplementedFlowRefused: with the implemented-flow set (WithFlows), a case whose
+// flow no implementation plays is a problem naming the case's flow position and the
+// implemented flows; without the option, or when the flow is implemented, the
+// catalog loads.
+func TestUnimplementedFlowRefused(t *testing.T) {
+	t.Parallel()
+	if _, err := Default(WithFlows(Flows...)); err != nil {
+		t.Fatalf("every flow implemented: %v", err)
+	}
+	if _, err := Default(); err != nil {
+		t.Fatalf("no implemented-flow set: %v", err)
+	}
+	_, err := Default(WithFlows(FlowSingleTurn, FlowProcessExit))
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want a *ValidationError", err)
+	}
+	var warm *Problem
+	for i, p := range ve.Problems {
+		if strings.Contains(p.Message, `flow "warm_three_turn"`) {
+			warm = &ve.Problems[i]
+		}
+		if !strings.Contains(p.Message, "implemented flows: single_turn, process_exit") {
+			t.Errorf("problem does not name the implemented flows: %s", p)
+		}
+	}
+	if warm == nil || warm.File != "default/cases.yaml" || warm.Line == 0 {
+		t.Fatalf("no positioned problem for the warm case: %v", ve.Problems)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/agentproof/agentproof/canonjson"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // Cell is one element of a suite's matrix: one (suite, profile, environment, case),
@@ -26,7 +27,7 @@ type Cell struct {
 	AttemptTimeoutMs int64
 	// ExpectedVerdict is "" for an ordinary cell; for a calibration cell it is the
 	// verdict (passed, failed, inconclusive) the cell must produce.
-	ExpectedVerdict string
+	ExpectedVerdict verdict.Verdict
 }
 
 // Cell returns the cell with the given id, or nil.
@@ -42,7 +43,7 @@ func cellID(suite, profile, env, cs string) string {
 
 // buildMatrix returns the suite's cells before and after exclusions (spec §2.7): for
 // each profile, each suite environment the profile supports, each case.
-func buildMatrix(s *Suite, expected map[string]string) (all []string, cells []*Cell) {
+func buildMatrix(s *Suite, expected map[string]verdict.Verdict) (all []string, cells []*Cell) {
 	excluded := make(map[string]bool, len(s.ExcludedExecutionIDs))
 	for _, id := range s.ExcludedExecutionIDs {
 		excluded[id] = true
@@ -128,7 +129,7 @@ func (s *Suite) FingerprintJSON() ([]byte, error) {
 	for _, cs := range s.cases {
 		t := canonjson.Object{
 			{Key: "id", Value: cs.ID},
-			{Key: "flow", Value: cs.Flow},
+			{Key: "flow", Value: string(cs.Flow)},
 			{Key: "expectedRunCount", Value: float64(cs.ExpectedRunCount)},
 		}
 		if cs.MinimumExpectedRunCount != nil {

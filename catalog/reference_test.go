@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentproof/agentproof/match"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // simulate carries out a rendered reference script on a model of the control plane
@@ -128,7 +129,7 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 			obs.RuntimeMode, obs.Environment = cell.Profile.Generation, cell.Environment.ID
 			fails := failing(match.Evaluate(matchers, obs))
 			passed := len(fails) == 0
-			if want := cell.ExpectedVerdict != "failed" || cell.Profile.Driver == "leaky"; passed != want {
+			if want := cell.ExpectedVerdict != verdict.Failed || cell.Profile.Driver == "leaky"; passed != want {
 				t.Errorf("all matchers passed = %v, want %v; failing: %v", passed, want, fails)
 			}
 		})

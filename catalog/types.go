@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentproof/agentproof/canonjson"
 	"github.com/agentproof/agentproof/match"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // Catalog is a loaded, validated catalog: every declaration of every file in file-name
@@ -168,7 +169,7 @@ type Case struct {
 	Label                     string           `yaml:"label"`
 	Groups                    []string         `yaml:"groups"`
 	WorkMode                  string           `yaml:"workMode"` // standard | planning | ask
-	Flow                      string           `yaml:"flow"`
+	Flow                      Flow             `yaml:"flow"`
 	ExpectedRunCount          int              `yaml:"expectedRunCount"`
 	MinimumExpectedRunCount   *int             `yaml:"minimumExpectedRunCount"`
 	AttemptTimeoutMs          map[string]int64 `yaml:"attemptTimeoutMs"` // environment id → ms
@@ -268,7 +269,7 @@ type Suite struct {
 	// ExpectedVerdicts makes a calibration suite: profile id → the verdict its cells
 	// must produce (passed, failed or inconclusive). Such a cell counts as passed exactly
 	// when the observed verdict equals the expected one.
-	ExpectedVerdicts map[string]string `yaml:"expectedVerdicts"`
+	ExpectedVerdicts map[string]verdict.Verdict `yaml:"expectedVerdicts"`
 
 	// Fingerprint is the suite definition hash (spec §4), 64 lower-case hex digits.
 	Fingerprint string `yaml:"-"`

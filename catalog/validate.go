@@ -16,6 +16,7 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // statusNames spells control-plane statuses as the catalog's YAML does.
@@ -37,6 +38,10 @@ var CredentialPattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 
 const maxIDLength = 100
 
+// RetrySingleAttempt is the automaticRetryPolicy of a case that must never be retried
+// automatically (spec §9).
+const RetrySingleAttempt = "single_attempt"
+
 // Enumerations of the catalog's closed fields (spec runner-e2e-harness §2.3–2.6, plus
 // agentproof's own drivers, the builtin qualification source and the process_exit flow
 // of the calibration suite).
@@ -54,22 +59,14 @@ var (
 	TargetKinds          = []string{"local", "remote"}
 	TargetTransports     = []string{"", "sandbox"}
 	WorkModes            = []string{"standard", "planning", "ask"}
-	Flows                = []string{
-		"single_turn", "plan_revision_acceptance", "question_resume_completion",
-		"plan_approval_completion", "warm_three_turn", "governed_tool_review",
-		"everyday_workflow", "context_integrity", "continuation_accounting", "continuation",
-		"first_task", "agent_chat", "instruction_persistence", "native_provider_loss",
-		"process_exit",
-	}
-	IssueStates        = statusNames(controlplane.TaskDone, controlplane.TaskInReview, controlplane.TaskBlocked, controlplane.TaskInProgress)
-	RunStates          = statusNames(controlplane.CompletionStatuses...)
-	ToolReviews        = []string{"approve", "decline", "always", "restart"}
-	RetryPolicies      = []string{"", "single_attempt"}
-	Verdicts           = []string{"passed", "failed", "inconclusive"}
-	TurnTriggers       = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
-	daytonaImageRE     = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
-	sha256HexRE        = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	configurationKeyRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	IssueStates          = statusNames(controlplane.TaskDone, controlplane.TaskInReview, controlplane.TaskBlocked, controlplane.TaskInProgress)
+	RunStates            = statusNames(controlplane.CompletionStatuses...)
+	ToolReviews          = []string{"approve", "decline", "always", "restart"}
+	RetryPolicies        = []string{"", RetrySingleAttempt}
+	TurnTriggers         = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
+	daytonaImageRE       = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
+	sha256HexRE          = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	configurationKeyRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 )
 
 // toolCommand returns the semantic-command table row (controlplane.Commands) of an
@@ -115,6 +112,7 @@ type validator struct {
 	envByRef    map[string]*Environment   // "id" and "id@key" → environment
 	cases       map[string]*Case
 	rankings    map[string]*Ranking
+	flows       []Flow // the implemented flows (WithFlows), nil for any
 }
 
 // at returns the recorded position of the value ptr points to, or of the first
@@ -130,19 +128,24 @@ func (v *validator) at(ptrs ...any) Pos {
 
 func (v *validator) add(p Pos, format string, args ...any) { v.ps.add(p, format, args...) }
 
-func oneOf(list []string) string {
+func oneOf[T ~string](list []T) string {
 	var q []string
 	for _, s := range list {
 		if s == "" {
 			continue
 		}
-		q = append(q, s)
+		q = append(q, string(s))
 	}
 	return strings.Join(q, ", ")
 }
 
 // enum checks an enumerated string field.
 func (v *validator) enum(what string, field *string, allowed []string, owner any, required bool) {
+	enumOf(v, what, field, allowed, owner, required)
+}
+
+// enumOf checks that *field is one of allowed (or empty when not required).
+func enumOf[T ~string](v *validator, what string, field *T, allowed []T, owner any, required bool) {
 	if *field == "" {
 		if required {
 			v.add(v.at(field, owner), "%s is required (one of %s)", what, oneOf(allowed))
@@ -152,6 +155,15 @@ func (v *validator) enum(what string, field *string, allowed []string, owner any
 	if !slices.Contains(allowed, *field) {
 		v.add(v.at(field, owner), "%s %q is not one of %s", what, *field, oneOf(allowed))
 	}
+}
+
+// implemented checks that a case's flow (one of the enumeration) is one this
+// agentproof can play, when loading was given the implemented set (WithFlows).
+func (v *validator) implemented(cs *Case) {
+	if v.flows == nil || cs.Flow == "" || !slices.Contains(Flows, cs.Flow) || slices.Contains(v.flows, cs.Flow) {
+		return
+	}
+	v.add(v.at(&cs.Flow, cs), "case %s flow %q has no implementation in this agentproof; implemented flows: %s", cs.ID, cs.Flow, oneOf(v.flows))
 }
 
 func (v *validator) required(what string, field *string, owner any) {
@@ -180,12 +192,12 @@ func (v *validator) groupRefs(owner string, groups []string, ownerPtr any) {
 	}
 }
 
-func validate(c *Catalog, ps *problems) {
+func validate(c *Catalog, ps *problems, o loadOptions) {
 	v := &validator{
 		c: c, ps: ps,
 		groups: map[string]*Group{}, credentials: map[string]*Credential{}, profiles: map[string]*Profile{},
 		envs: map[string][]*Environment{}, envByRef: map[string]*Environment{}, cases: map[string]*Case{},
-		rankings: map[string]*Ranking{},
+		rankings: map[string]*Ranking{}, flows: o.flows,
 	}
 
 	for _, g := range nonNil(v, c.Groups, "group") {
@@ -506,7 +518,8 @@ func (v *validator) validateCase(cs *Case) {
 	v.required("case label", &cs.Label, cs)
 	v.groupRefs(name, cs.Groups, cs)
 	v.enum("case workMode", &cs.WorkMode, WorkModes, cs, true)
-	v.enum("case flow", &cs.Flow, Flows, cs, true)
+	enumOf(v, "case flow", &cs.Flow, Flows, cs, true)
+	v.implemented(cs)
 	if cs.ExpectedRunCount < 1 {
 		v.add(v.at(&cs.ExpectedRunCount, cs), "%s expectedRunCount must be at least 1", name)
 	}
@@ -525,32 +538,32 @@ func (v *validator) validateCase(cs *Case) {
 	if cs.TurnTimeoutMs < 0 {
 		v.add(v.at(&cs.TurnTimeoutMs, cs), "%s turnTimeoutMs must not be negative", name)
 	}
-	v.enum("expectedTerminalState issue", &cs.ExpectedTerminalState.Issue, IssueStates, cs, cs.Flow != "process_exit")
+	v.enum("expectedTerminalState issue", &cs.ExpectedTerminalState.Issue, IssueStates, cs, cs.Flow.AgentFlow())
 	v.enum("expectedTerminalState run", &cs.ExpectedTerminalState.Run, RunStates, cs, true)
 	v.enum("toolReviewDecision", &cs.ToolReviewDecision, ToolReviews, cs, false)
 	v.enum("automaticRetryPolicy", &cs.AutomaticRetryPolicy, RetryPolicies, cs, false)
 
 	// Flow contracts (seed 000 "Task cases and matchers").
-	agentFlow := cs.Flow != "process_exit"
+	agentFlow := cs.Flow.AgentFlow()
 	if agentFlow {
 		v.required(name+" title", &cs.Title, cs)
 		v.required(name+" prompt", &cs.Prompt, cs)
 		v.required(name+" marker", &cs.Marker, cs)
 	}
 	switch cs.Flow {
-	case "plan_revision_acceptance":
+	case FlowPlanRevisionAcceptance:
 		v.required(name+" revisionRequest (plan_revision_acceptance)", &cs.RevisionRequest, cs)
 		v.needPlanMarkers(cs)
-	case "plan_approval_completion":
+	case FlowPlanApprovalCompletion:
 		v.needPlanMarkers(cs)
-	case "question_resume_completion":
+	case FlowQuestionResumeCompletion:
 		if cs.QuestionAnswer == nil {
 			v.add(v.at(cs), "%s: flow question_resume_completion needs questionAnswer {optionLabel, expectedMarker}", name)
 		} else {
 			v.required(name+" questionAnswer optionLabel", &cs.QuestionAnswer.OptionLabel, cs.QuestionAnswer)
 			v.required(name+" questionAnswer expectedMarker", &cs.QuestionAnswer.ExpectedMarker, cs.QuestionAnswer)
 		}
-	case "warm_three_turn":
+	case FlowWarmThreeTurn:
 		if len(cs.Followups) != 2 {
 			v.add(v.at(&cs.Followups, cs), "%s: flow warm_three_turn needs exactly two followups, got %d", name, len(cs.Followups))
 		}
@@ -561,12 +574,12 @@ func (v *validator) validateCase(cs *Case) {
 		if cs.TurnTimeoutMs <= 0 {
 			v.add(v.at(&cs.TurnTimeoutMs, cs), "%s: flow warm_three_turn needs a positive turnTimeoutMs", name)
 		}
-	case "governed_tool_review":
+	case FlowGovernedToolReview:
 		if cs.ToolReviewDecision == "" {
 			v.add(v.at(cs), "%s: flow governed_tool_review needs toolReviewDecision", name)
 		}
 	}
-	if cs.RestartServerBeforeAnswer && cs.Flow != "question_resume_completion" {
+	if cs.RestartServerBeforeAnswer && cs.Flow != FlowQuestionResumeCompletion {
 		v.add(v.at(&cs.RestartServerBeforeAnswer, cs), "%s: restartServerBeforeQuestionAnswer applies only to flow question_resume_completion", name)
 	}
 
@@ -858,9 +871,8 @@ func (v *validator) validateSuiteFields(s *Suite) {
 		v.add(v.at(&s.ExpectedMatrixSize, s), "suite %s expectedMatrixSize must not be negative", s.ID)
 	}
 	for _, p := range sortedKeys(s.ExpectedVerdicts) {
-		verdict := s.ExpectedVerdicts[p]
-		if !slices.Contains(Verdicts, verdict) {
-			v.add(v.at(mapEntry{mapPointer(s.ExpectedVerdicts), p}, &s.ExpectedVerdicts, s), "suite %s expectedVerdicts.%s %q is not one of %s", s.ID, p, verdict, oneOf(Verdicts))
+		if want := s.ExpectedVerdicts[p]; !want.Valid() {
+			v.add(v.at(mapEntry{mapPointer(s.ExpectedVerdicts), p}, &s.ExpectedVerdicts, s), "suite %s expectedVerdicts.%s %q is not one of %s", s.ID, p, want, oneOf(verdict.Verdicts))
 		}
 	}
 	if s.DefinitionMetadata != nil {
@@ -960,7 +972,7 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 				v.add(v.at(cell.Case), "case %s has no reference script, which profile %s (driver %s) needs (cell %s)", cell.Case.ID, cell.Profile.ID, cell.Profile.Driver, cell.ID)
 			}
 		}
-		if _, fixture := d.Fixture(); !d.IsZero() && fixture != (cell.Case.Flow == "process_exit") {
+		if _, fixture := d.Fixture(); !d.IsZero() && fixture != (cell.Case.Flow == FlowProcessExit) {
 			v.add(v.at(&s.Cases, s), "cell %s pairs driver %s with flow %s; fixture drivers run exactly the process_exit flow", cell.ID, cell.Profile.Driver, cell.Case.Flow)
 		}
 		if prev := v.c.byCellID[cell.ID]; prev != nil {

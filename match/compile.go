@@ -46,7 +46,7 @@ var (
 		KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex,
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
-		KindJSONSchema,
+		KindJSONSchema, KindRuntimeMetadata,
 	}
 	kindFields = map[string][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -64,6 +64,7 @@ var (
 		KindArtifactExists:     {"name", "mimeType"},
 		KindJSONPath:           {"path", "expected"},
 		KindJSONSchema:         {"schema"},
+		KindRuntimeMetadata:    {"expected"},
 	}
 )
 
@@ -89,6 +90,7 @@ type compiled struct {
 	want    any    // json_path: expected value as given
 	wantJS  []byte // json_path: RFC 8785 encoding of want
 	schema  *jsonschema.Schema
+	runtime canonjson.Object // runtime_metadata: expected key → value, sorted by key
 	turn    int
 	form    unicodeForm // text kinds: the Unicode normalisation of both sides
 	display any         // Outcome.Expected
@@ -248,6 +250,8 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		compileJSONPath(spec, c, bad)
 	case KindJSONSchema:
 		compileSchema(spec, c, bad)
+	case KindRuntimeMetadata:
+		compileRuntime(spec, c, bad)
 	}
 
 	js, err := canonjson.Ordered(spec)

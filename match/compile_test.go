@@ -26,6 +26,7 @@ func TestCompileAccepts(t *testing.T) {
 		{Kind: KindRunStatus, Expected: "succeeded"},
 		{Kind: KindRuntimeMode, Expected: "native"},
 		{Kind: KindEnvironment, Expected: "local"},
+		{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeCLIName: "codex", RuntimeBinarySHA256: strings.Repeat("0", 64)}},
 		{Kind: KindFileExists, Path: "./dir/a.txt"},
 		{Kind: KindFileExact, Path: "daytona-warm-1.txt", Expected: "T1-1\n"},
 		{Kind: KindFileContains, Path: "a..b/c", Expected: ""},
@@ -84,6 +85,10 @@ func TestCompileRejects(t *testing.T) {
 		{"ordered item not string", Spec{Kind: KindMessageOrdered, Expected: []any{"a", 2}}, "expected", "", "expected[1] must be a string"},
 		{"status empty", Spec{Kind: KindIssueStatus, Expected: ""}, "expected", "", "must not be empty"},
 		{"runtime mode", Spec{Kind: KindRuntimeMode, Expected: "hybrid"}, "expected", "", `"legacy" or "native"`},
+		{"runtime metadata not an object", Spec{Kind: KindRuntimeMetadata, Expected: "codex"}, "expected", "", "object of runtime keys"},
+		{"runtime metadata empty", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{}}, "expected", "", "object of runtime keys"},
+		{"runtime metadata unknown key", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{"colour": "blue"}}, "expected", "", `unknown runtime key "colour"`},
+		{"runtime metadata not a string", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeCLIVersion: 1}}, "expected", "", "must be a non-empty string"},
 		{"file no path", Spec{Kind: KindFileExists}, "path", "", "path is required"},
 		{"file absolute", Spec{Kind: KindFileExists, Path: "/etc/passwd"}, "path", "", "absolute"},
 		{"file windows absolute", Spec{Kind: KindFileExists, Path: `C:\x`}, "path", "", "absolute"},
@@ -279,8 +284,8 @@ func TestLegacyPathToJSONPath(t *testing.T) {
 func TestKinds(t *testing.T) {
 	t.Parallel()
 	ks := Kinds()
-	if len(ks) != 15 {
-		t.Fatalf("Kinds() has %d kinds, spec §5 lists 15", len(ks))
+	if len(ks) != 16 {
+		t.Fatalf("Kinds() has %d kinds, spec §5 lists 15 and agentproof adds runtime_metadata", len(ks))
 	}
 	ks[0] = "mutated"
 	if Kinds()[0] != KindMessageExact {

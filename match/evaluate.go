@@ -81,6 +81,8 @@ func (c *compiled) eval(ev *evidence) result {
 		return equalField(obs.RuntimeMode, c.text, "the runtime mode was not observed")
 	case KindEnvironment:
 		return equalField(obs.Environment, c.text, "the environment was not observed")
+	case KindRuntimeMetadata:
+		return c.evalRuntime(obs)
 	case KindFileExists, KindFileExact, KindFileContains:
 		if !obs.HasWorkspaceSnapshot {
 			return result{missing: "no workspace snapshot was taken"}

@@ -49,6 +49,11 @@ func full() *Observation {
 		RunStatus:   "succeeded",
 		RuntimeMode: "native",
 		Environment: "local",
+		RuntimeFacts: []map[string]string{
+			{RuntimeDriver: "exec:codex", RuntimeCLIName: "codex", RuntimeCLIVersion: "0.171.0", RuntimeBinarySHA256: strings.Repeat("ab", 32)},
+			{RuntimeDriver: "exec:codex", RuntimeCLIName: "codex", RuntimeCLIVersion: "0.171.0", RuntimeBinarySHA256: strings.Repeat("ab", 32)},
+		},
+		HasRuntimeFacts: true,
 		Files: map[string][]byte{
 			"daytona-warm-7.txt": []byte("T1-7\nT2-7\nT3-7\n"),
 			"dir/unicode.txt":    []byte("héllo  wörld\r\n"),
@@ -168,6 +173,17 @@ var evalCases = []evalCase{
 	{"environment/pass", Spec{Kind: KindEnvironment, Expected: "local"}, full(), pass},
 	{"environment/fail", Spec{Kind: KindEnvironment, Expected: "daytona"}, full(), fail},
 	{"environment/not observed", Spec{Kind: KindEnvironment, Expected: "local"}, msg("x"), notReached},
+	// runtime_metadata: every run must match every key
+	{"runtime metadata/pass", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeCLIName: "codex", RuntimeCLIVersion: "0.171.0"}}, full(), pass},
+	{"runtime metadata/other binary", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeBinarySHA256: strings.Repeat("cd", 32)}}, full(), fail},
+	{"runtime metadata/one run differs", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeDriver: "exec:codex"}}, func() *Observation {
+		o := full()
+		o.RuntimeFacts[1] = map[string]string{RuntimeDriver: "exec:opencode"}
+		return o
+	}(), fail},
+	{"runtime metadata/key not recorded", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeProvider: "scripted"}}, full(), notReached},
+	{"runtime metadata/mismatch beats unrecorded", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeProvider: "scripted", RuntimeCLIVersion: "9.9.9"}}, full(), fail},
+	{"runtime metadata/not observed", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeCLIName: "codex"}}, msg("x"), notReached},
 	// file_exists, file_exact, file_contains
 	{"file exists/pass", Spec{Kind: KindFileExists, Path: "daytona-warm-7.txt"}, full(), pass},
 	{"file exists/cleaned path", Spec{Kind: KindFileExists, Path: "./dir//unicode.txt"}, full(), pass},

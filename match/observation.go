@@ -11,7 +11,10 @@ import "encoding/json"
 //     is HasMessage with Message ""). Turns are the per-turn messages of a multi-turn
 //     flow, turn 1 first; a matcher with turn n reads Turns[n-1].
 //   - IssueStatus, RunStatus, RuntimeMode ("legacy" | "native") and Environment (the
-//     environment id): "" means not observed.
+//     environment id): "" means not observed. RuntimeMode and Environment are what the
+//     heartbeat runner recorded launching the runs, never the catalog's declaration.
+//   - RuntimeFacts are, per run in order, the runtime keys (RuntimeKeys) the runner
+//     recorded launching it; HasRuntimeFacts says they were collected.
 //   - Files maps workspace-relative, slash-separated, clean paths to their content, read
 //     from the attempt's workspace snapshot only; HasWorkspaceSnapshot says a snapshot
 //     exists (a path absent from Files is then a missing file).
@@ -23,19 +26,21 @@ import "encoding/json"
 //
 // Evaluation only reads an Observation.
 type Observation struct {
-	Message              string            `json:"message,omitempty"`
-	HasMessage           bool              `json:"hasMessage"`
-	Turns                []string          `json:"turns,omitempty"`
-	IssueStatus          string            `json:"issueStatus,omitempty"`
-	RunStatus            string            `json:"runStatus,omitempty"`
-	RuntimeMode          string            `json:"runtimeMode,omitempty"`
-	Environment          string            `json:"environment,omitempty"`
-	Files                map[string][]byte `json:"files,omitempty"`
-	HasWorkspaceSnapshot bool              `json:"hasWorkspaceSnapshot"`
-	Artifacts            []Artifact        `json:"artifacts,omitempty"`
-	HasArtifacts         bool              `json:"hasArtifacts"`
-	JSON                 json.RawMessage   `json:"json,omitempty"`
-	Secrets              []string          `json:"-"`
+	Message              string              `json:"message,omitempty"`
+	HasMessage           bool                `json:"hasMessage"`
+	Turns                []string            `json:"turns,omitempty"`
+	IssueStatus          string              `json:"issueStatus,omitempty"`
+	RunStatus            string              `json:"runStatus,omitempty"`
+	RuntimeMode          string              `json:"runtimeMode,omitempty"`
+	Environment          string              `json:"environment,omitempty"`
+	RuntimeFacts         []map[string]string `json:"runtimeFacts,omitempty"`
+	HasRuntimeFacts      bool                `json:"hasRuntimeFacts"`
+	Files                map[string][]byte   `json:"files,omitempty"`
+	HasWorkspaceSnapshot bool                `json:"hasWorkspaceSnapshot"`
+	Artifacts            []Artifact          `json:"artifacts,omitempty"`
+	HasArtifacts         bool                `json:"hasArtifacts"`
+	JSON                 json.RawMessage     `json:"json,omitempty"`
+	Secrets              []string            `json:"-"`
 }
 
 // Artifact is one artifact an attempt produced: its name, media type, lower-case hex

@@ -18,6 +18,7 @@ package match
 //	artifact_exists                        name, mimeType (optional)
 //	json_path                              path (RFC 9535 or legacy dot form), expected (any JSON)
 //	json_schema                            schema (JSON Schema draft 2020-12 document)
+//	runtime_metadata                       expected ({runtime key: string}, see RuntimeKeys)
 //
 // The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
 // (Observation.Turns) instead of the whole message; 0 or absent means the whole message.

@@ -6,6 +6,8 @@ import (
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // Campaign is campaign.json (schema agentproof.campaign/v1; spec runner-e2e-harness
@@ -91,49 +93,29 @@ type SuiteSummary struct {
 	Billing             billing.Aggregate `json:"billing"`
 }
 
-// Outcome is what a result counts as in a campaign:
-//
-//   - a synthetic result counts as its own verdict (never as meeting a calibration
-//     expectation: a missing result proves nothing);
-//   - a calibration cell (ExpectedVerdict set) counts as passed exactly when the
-//     observed verdict equals the expected one (catalog Suite.ExpectedVerdicts); a
-//     mismatch counts as failed, except that an inconclusive observation of a cell
-//     expected to pass or fail stays inconclusive (the evidence cannot tell);
-//   - an ordinary cell counts as passed when its verdict is passed and its cleanup
-//     passed (spec §7.4), as failed when the verdict is failed or a passed verdict
-//     lacks a confirmed cleanup, and as inconclusive otherwise.
-func Outcome(r *Result) Verdict {
-	switch {
-	case r.Synthetic:
+// Outcome is what a result counts as in a campaign: a synthetic result counts as its
+// own verdict (a missing result proves nothing, so it never meets a calibration
+// expectation); any other counts by the one rule, verdict.Counted, of its verdict
+// against its expected verdict, with its cleanup (spec §7.4: a pass needs cleanup
+// passed).
+func Outcome(r *Result) verdict.Verdict {
+	if r.Synthetic {
 		return r.Verdict
-	case r.ExpectedVerdict != "":
-		if r.Verdict == r.ExpectedVerdict {
-			return Passed
-		}
-		if r.Verdict == Inconclusive {
-			return Inconclusive
-		}
-		return Failed
-	case r.Verdict == Passed && r.Cleanup == CleanupPassed:
-		return Passed
-	case r.Verdict == Inconclusive:
-		return Inconclusive
-	default:
-		return Failed
 	}
+	return verdict.Counted(r.ExpectedVerdict, r.Verdict, r.Cleanup == CleanupPassed)
 }
 
-// ExitCode is the campaign's exit code: the worst of its cells' outcomes, failed (1)
-// beats inconclusive (3) beats passed (0) (DESIGN.md "Verdicts"). With
+// ExitCode is the campaign's exit code: the worst of its cells' outcomes by the one
+// worst-of rule (verdict.Worst: failed beats inconclusive beats passed). With
 // InconclusiveAsFailure an inconclusive cell counts as failed.
-func (c *Campaign) ExitCode() int {
+func (c *Campaign) ExitCode() verdict.ExitCode {
 	switch {
 	case c.Failed > 0, c.Inconclusive > 0 && c.InconclusiveAsFailure:
-		return 1
+		return verdict.WorstOf(verdict.Failed)
 	case c.Inconclusive > 0:
-		return 3
+		return verdict.WorstOf(verdict.Inconclusive)
 	}
-	return 0
+	return verdict.WorstOf(verdict.Passed)
 }
 
 // buildCampaign computes the campaign document from chosen results (one per expected id,
@@ -221,9 +203,9 @@ func tally(executed, passed, failed, inconclusive, retries *int, cleanup *bool, 
 		*executed++
 	}
 	switch Outcome(r) {
-	case Passed:
+	case verdict.Passed:
 		*passed++
-	case Failed:
+	case verdict.Failed:
 		*failed++
 	default:
 		*inconclusive++

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/billing"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // Chart geometry (SVG user units).
@@ -234,14 +236,14 @@ func buildHistory(c *Campaign, h *History) historyView {
 			Cost:   moneyOrWord(hc.Billing.ReportedLLMCostUSD, string(hc.Billing.LLM.CostStatus)) + " + " + AggregateRuntimeText(hc.Billing),
 			Time2:  Duration(hc.Billing.AgentRunDurationMs) + " / " + leaseText(hc.Billing),
 		}
+		status := verdict.Passed
 		switch {
 		case hc.Failed > 0:
-			row.Status, row.StatusClass = "failed", "failed"
+			status = verdict.Failed
 		case hc.Inconclusive > 0:
-			row.Status, row.StatusClass = "inconclusive", "inconclusive"
-		default:
-			row.Status, row.StatusClass = "passed", "passed"
+			status = verdict.Inconclusive
 		}
+		row.Status, row.StatusClass = string(status), string(status)
 		words := []string{hc.CampaignID, hc.GeneratedAt, row.Status, yesNo(hc.Partial, "partial", "complete")}
 		var ss []string
 		for _, s := range hc.Suites {

@@ -93,6 +93,7 @@ type cardView struct {
 	MatchersPassed, MatchersTotal, NotReached                 int
 	Termination, Usage, Billing                               string
 	Timings                                                   []TurnTiming
+	Runtime                                                   []RuntimeFacts
 	Evidence                                                  []linkView
 	Notes                                                     []CandidateNote
 }
@@ -368,6 +369,7 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 		cv.Termination = indentJSON(r.Termination)
 	}
 	cv.Timings = r.TurnTimings
+	cv.Runtime = r.RuntimeFacts
 	if r.Usage != nil {
 		cv.Usage = prettyJSON(r.Usage)
 	}

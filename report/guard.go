@@ -18,7 +18,7 @@ import (
 // evidence allowlist.
 var ErrNotAllowed = errors.New("not an allowed evidence file")
 
-// Evidence kinds (spec runner-e2e-harness §10.3, issue 11 "Evidence allowlist"): what a
+// Evidence kinds (spec runner-e2e-harness §10.3, the evidence allowlist): what a
 // file's extension makes of it.
 const (
 	// KindJSON: parsed, scanned key by key and value by value, sanitised as JSON.

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/billing"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // History is history.json at the results root (schema agentproof.history/v1; spec
@@ -61,8 +63,8 @@ type HistoryExecution struct {
 	CaseID        string          `json:"caseId"`
 	Provider      string          `json:"provider"`
 	Model         string          `json:"model"`
-	Verdict       Verdict         `json:"verdict"`
-	Outcome       Verdict         `json:"outcome"`
+	Verdict       verdict.Verdict `json:"verdict"`
+	Outcome       verdict.Verdict `json:"outcome"`
 	DurationMs    int64           `json:"durationMs"`
 	Attempt       int             `json:"attempt"`
 	Cleanup       string          `json:"cleanup"`

@@ -6,6 +6,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"strings"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // JUnit renders junit.xml (spec runner-e2e-harness §7.3): a <testsuites> root named
@@ -66,10 +68,10 @@ func JUnit(c *Campaign) []byte {
 			switch junitKind(c, r) {
 			case "failure":
 				typ := string(r.FailureClass)
-				if Outcome(r) == Inconclusive {
-					typ = "inconclusive"
+				if Outcome(r) == verdict.Inconclusive {
+					typ = string(verdict.Inconclusive)
 				} else if typ == "" {
-					typ = "failed"
+					typ = string(verdict.Failed)
 				}
 				fmt.Fprintf(&b, "\n      <failure message=%s type=%s>%s</failure>\n    ", xmlAttr(msg), xmlAttr(typ), xmlText(junitBody(r)))
 			case "skipped":
@@ -95,9 +97,9 @@ func suiteStart(rs []*Result) string {
 
 func junitKind(c *Campaign, r *Result) string {
 	switch Outcome(r) {
-	case Failed:
+	case verdict.Failed:
 		return "failure"
-	case Inconclusive:
+	case verdict.Inconclusive:
 		if c.InconclusiveAsFailure {
 			return "failure"
 		}

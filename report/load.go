@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/catalog"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // ResultFile is the name of an attempt's result record.
@@ -220,7 +222,7 @@ func Synthetic(cat *catalog.Catalog, campaignID, id, reason string) Result {
 	r := Result{
 		Schema: ResultSchema, ExecutionID: id, CampaignID: campaignID,
 		SuiteID: s, ProfileID: p, EnvironmentID: e, CaseID: c,
-		Verdict: Inconclusive, FailureClass: PermanentInfrastructure,
+		Verdict: verdict.Inconclusive, FailureClass: verdict.PermanentInfrastructure,
 		Error:   reason,
 		Cleanup: CleanupNotStarted, RunIDs: []string{}, MatcherResults: []MatcherResult{}, Evidence: []string{},
 		Synthetic: true,
@@ -229,7 +231,7 @@ func Synthetic(cat *catalog.Catalog, campaignID, id, reason string) Result {
 		if cell := cat.Cell(id); cell != nil {
 			r.Provider, r.Model = cell.Profile.Provider, cell.Profile.Model
 			r.RuntimeMode = cell.Profile.Generation
-			r.ExpectedVerdict = Verdict(cell.ExpectedVerdict)
+			r.ExpectedVerdict = verdict.Verdict(cell.ExpectedVerdict)
 		}
 		if suite := cat.Suite(s); suite != nil {
 			r.SuiteDefinitionHash = suite.Fingerprint

@@ -17,8 +17,8 @@ const EvidenceManifestFile = "evidence-manifest.json"
 // agentproof.<name>/v<N>).
 const EvidenceManifestSchema = "agentproof.evidence-manifest/v1"
 
-// EvidenceManifest is an attempt's `evidence-manifest.json` (issue 11 "Evidence
-// allowlist"; spec §10.3): every file kept in the attempt directory with its size in
+// EvidenceManifest is an attempt's `evidence-manifest.json` (the evidence allowlist;
+// spec §10.3): every file kept in the attempt directory with its size in
 // bytes and SHA-256 as written (sorted by path; the manifest does not list itself),
 // the leaks found while writing them (file and reason, never the value; the file as
 // written no longer holds it, or was withheld), the files dropped by the allowlist, and

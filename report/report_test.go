@@ -17,6 +17,8 @@ import (
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
@@ -388,6 +390,16 @@ func TestDashboardBillingWords(t *testing.T) {
 	if !strings.Contains(dash, "not metered") || !strings.Contains(dash, "unavailable") || !strings.Contains(dash, "est.") {
 		t.Error("coverage words missing from the dashboard")
 	}
+	// the card shows what the runner recorded launching each run
+	card := cardHTML(t, dash, "core.reference.local.message-marker")
+	for _, w := range []string{"<h3>Launched</h3>", "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03", "pid 4242 · start tick 987654", "native · local", "agentproof &lt;value&gt; &lt;value&gt;"} {
+		if !strings.Contains(card, w) {
+			t.Errorf("the card lacks the launch fact %q", w)
+		}
+	}
+	if strings.Contains(cardHTML(t, dash, "core.reference.daytona.message-marker"), "<h3>Launched</h3>") {
+		t.Error("a result without launch facts shows a launch table")
+	}
 	if !strings.Contains(dash, "Cache-write input tokens") {
 		t.Error("the dashboard has no cache-write tile")
 	}
@@ -459,11 +471,11 @@ func TestMergeThreeMachines(t *testing.T) {
 	for _, r := range camp.Results {
 		switch r.ExecutionID {
 		case "core.wrong.local.message-marker":
-			if !r.Synthetic || r.Attempt != 0 || r.Verdict != Inconclusive || r.FailureClass != PermanentInfrastructure || r.Cleanup != CleanupNotStarted {
+			if !r.Synthetic || r.Attempt != 0 || r.Verdict != verdict.Inconclusive || r.FailureClass != verdict.PermanentInfrastructure || r.Cleanup != CleanupNotStarted {
 				t.Errorf("missing cell: %+v", r)
 			}
 		case "core.reference.local.message-marker":
-			if r.Attempt != 2 || r.Verdict != Passed {
+			if r.Attempt != 2 || r.Verdict != verdict.Passed {
 				t.Errorf("retried cell: attempt %d verdict %s", r.Attempt, r.Verdict)
 			}
 			if len(r.Evidence) != 1 || r.Evidence[0] != "core/reference/local/message-marker/attempt-2/snapshots/api-state.json" {
@@ -498,7 +510,7 @@ func TestMergeThreeMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range g.Campaign.Results {
-		if r.ExecutionID == "core.reference.daytona.message-marker" && r.Verdict != Passed {
+		if r.ExecutionID == "core.reference.daytona.message-marker" && r.Verdict != verdict.Passed {
 			t.Errorf("the later rerun should win: %s", r.Verdict)
 		}
 	}

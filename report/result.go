@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // Schema tags of the files this package reads and writes (DESIGN.md "Files a campaign
@@ -23,31 +24,6 @@ const (
 	ResultSchema   = "agentproof.result/v1"
 	CampaignSchema = "agentproof.campaign/v1"
 	HistorySchema  = "agentproof.history/v1"
-)
-
-// Verdict is a cell's verdict (DESIGN.md "Verdicts").
-type Verdict string
-
-// Verdicts. Passed contributes exit code 0, Failed 1, Inconclusive 3.
-const (
-	Passed       Verdict = "passed"
-	Failed       Verdict = "failed"
-	Inconclusive Verdict = "inconclusive"
-)
-
-// FailureClass classifies why an attempt did not pass (spec runner-e2e-harness §9).
-type FailureClass string
-
-// Failure classes (spec §9). Candidate failures and the safety classes SecretLeak and
-// CleanupFailure make a failed verdict; the infrastructure classes and ProviderVariance
-// make an inconclusive one (DESIGN.md "Verdicts").
-const (
-	CandidateFailure        FailureClass = "candidate_failure"
-	ProviderVariance        FailureClass = "provider_variance"
-	TransientInfrastructure FailureClass = "transient_infrastructure"
-	PermanentInfrastructure FailureClass = "permanent_infrastructure"
-	SecretLeak              FailureClass = "secret_leak"
-	CleanupFailure          FailureClass = "cleanup_failure"
 )
 
 // Cleanup states of an attempt's teardown (spec §7.1).
@@ -105,6 +81,35 @@ type TurnTiming struct {
 	LeaseAcquisitionOutcome string  `json:"leaseAcquisitionOutcome"`
 }
 
+// RuntimeFacts is what the heartbeat runner recorded launching one run's agent
+// process (api.LaunchFacts; docs/ARCHITECTURE.md "Observed facts"): the driver, the
+// adapter type and model provider it launched with, the agent CLI's name and version
+// (VersionSource says where the version came from: the shipping npm package's
+// package.json, or "--version" output), the
+// executable's path and SHA-256 (hex), the argv shape (flags kept, values replaced by
+// "<value>": never a secret), the runtime mode (legacy | native), the control-plane
+// environment id and execution target (local | remote), the process id and its start
+// time in clock ticks since boot (/proc/<pid>/stat field 22), and the facts the runner
+// could not observe (Problems).
+type RuntimeFacts struct {
+	RunID             string   `json:"runId"`
+	Driver            string   `json:"driver"`
+	AdapterType       string   `json:"adapterType,omitempty"`
+	Provider          string   `json:"provider,omitempty"`
+	CLIName           string   `json:"cliName,omitempty"`
+	CLIVersion        string   `json:"cliVersion,omitempty"`
+	VersionSource     string   `json:"versionSource,omitempty"`
+	Binary            string   `json:"binary,omitempty"`
+	BinarySHA256      string   `json:"binarySha256,omitempty"`
+	Argv              []string `json:"argv,omitempty"`
+	RuntimeMode       string   `json:"runtimeMode,omitempty"`
+	EnvironmentID     string   `json:"environmentId,omitempty"`
+	ExecutionTarget   string   `json:"executionTarget,omitempty"`
+	PID               int      `json:"pid,omitempty"`
+	ProcessStartTicks uint64   `json:"processStartTicks,omitempty"`
+	Problems          []string `json:"problems,omitempty"`
+}
+
 // Result is one attempt of one cell, `result.json` (schema agentproof.result/v1; spec
 // runner-e2e-harness §7.1 with agentproof's verdicts). Times are RFC 3339 in UTC,
 // durations in ms. Usage is the raw, sanitised provider usage (any JSON or null);
@@ -129,9 +134,9 @@ type Result struct {
 	Source              *Source               `json:"source,omitempty"`
 	RankingSnapshot     *RankingSnapshot      `json:"rankingSnapshot,omitempty"`
 	Attempt             int                   `json:"attempt"`
-	Verdict             Verdict               `json:"verdict"`
-	ExpectedVerdict     Verdict               `json:"expectedVerdict,omitempty"`
-	FailureClass        FailureClass          `json:"failureClass,omitempty"`
+	Verdict             verdict.Verdict       `json:"verdict"`
+	ExpectedVerdict     verdict.Verdict       `json:"expectedVerdict,omitempty"`
+	FailureClass        verdict.FailureClass  `json:"failureClass,omitempty"`
 	Error               string                `json:"error,omitempty"`
 	IssueID             string                `json:"issueId,omitempty"`
 	IssueIdentifier     string                `json:"issueIdentifier,omitempty"`
@@ -146,6 +151,7 @@ type Result struct {
 	RuntimeUsage        *billing.RuntimeUsage `json:"runtimeUsage,omitempty"`
 	Billing             *billing.Summary      `json:"billing,omitempty"`
 	Cleanup             string                `json:"cleanup"`
+	RuntimeFacts        []RuntimeFacts        `json:"runtimeFacts,omitempty"`
 	Evidence            []string              `json:"evidence"`
 	Synthetic           bool                  `json:"synthetic,omitempty"`
 }
@@ -269,23 +275,23 @@ func (r *Result) Validate(label string) error {
 	if r.Attempt < 1 && !r.Synthetic {
 		add("attempt: must be at least 1, got %d", r.Attempt)
 	}
-	if !validVerdict(r.Verdict) {
+	if !r.Verdict.Valid() {
 		add("verdict: %q is not passed, failed or inconclusive", r.Verdict)
 	}
-	if r.ExpectedVerdict != "" && !validVerdict(r.ExpectedVerdict) {
+	if r.ExpectedVerdict != "" && !r.ExpectedVerdict.Valid() {
 		add("expectedVerdict: %q is not passed, failed or inconclusive", r.ExpectedVerdict)
 	}
-	switch r.FailureClass {
-	case "":
-		if r.Verdict != Passed && validVerdict(r.Verdict) {
+	switch {
+	case r.FailureClass == "":
+		if r.Verdict != verdict.Passed && r.Verdict.Valid() {
 			add("failureClass: required when the verdict is %s", r.Verdict)
 		}
-	case CandidateFailure, ProviderVariance, TransientInfrastructure, PermanentInfrastructure, SecretLeak, CleanupFailure:
-		if r.Verdict == Passed {
+	case r.FailureClass.Valid():
+		if r.Verdict == verdict.Passed {
 			add("failureClass: %q given for a passed verdict", r.FailureClass)
 		}
 	default:
-		add("failureClass: %q is not one of candidate_failure, provider_variance, transient_infrastructure, permanent_infrastructure, secret_leak, cleanup_failure", r.FailureClass)
+		add("failureClass: %q is not one of %v", r.FailureClass, verdict.FailureClasses)
 	}
 	if !utf8.ValidString(r.Error) || !utf8.ValidString(r.IssueID) || !utf8.ValidString(r.IssueIdentifier) {
 		add("error, issueId, issueIdentifier: must be valid UTF-8")
@@ -372,6 +378,9 @@ func (r *Result) Validate(label string) error {
 			}
 		}
 	}
+	for i, rf := range r.RuntimeFacts {
+		p = append(p, checkRuntimeFacts(fmt.Sprintf("runtimeFacts[%d]", i), &rf)...)
+	}
 	switch r.Cleanup {
 	case CleanupNotStarted, CleanupPassed, CleanupFailed:
 	default:
@@ -386,6 +395,52 @@ func (r *Result) Validate(label string) error {
 		return &ValidationError{Label: label, Problems: p}
 	}
 	return nil
+}
+
+// checkRuntimeFacts checks one run's launch facts: printable bounded text, a hex
+// SHA-256, known runtime modes and execution targets, a non-negative pid.
+func checkRuntimeFacts(name string, rf *RuntimeFacts) []string {
+	var p []string
+	texts := []string{rf.RunID, rf.Driver, rf.AdapterType, rf.Provider, rf.CLIName, rf.CLIVersion, rf.VersionSource, rf.Binary, rf.EnvironmentID}
+	texts = append(append(texts, rf.Argv...), rf.Problems...)
+	for _, t := range texts {
+		if !printable(t) || len(t) > 4096 {
+			p = append(p, name+": every text must be printable, at most 4096 bytes")
+			break
+		}
+	}
+	if rf.RunID == "" || rf.Driver == "" {
+		p = append(p, name+": runId and driver are required")
+	}
+	if rf.BinarySHA256 != "" && !isSHA256Hex(rf.BinarySHA256) {
+		p = append(p, name+".binarySha256: must be 64 lower-case hex digits")
+	}
+	switch rf.RuntimeMode {
+	case "", "legacy", "native":
+	default:
+		p = append(p, fmt.Sprintf("%s.runtimeMode: %q is not legacy or native", name, rf.RuntimeMode))
+	}
+	switch rf.ExecutionTarget {
+	case "", "local", "remote":
+	default:
+		p = append(p, fmt.Sprintf("%s.executionTarget: %q is not local or remote", name, rf.ExecutionTarget))
+	}
+	if rf.PID < 0 || len(rf.Argv) > 256 || len(rf.Problems) > 64 {
+		p = append(p, name+": pid must not be negative; at most 256 argv entries and 64 problems")
+	}
+	return p
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func checkRuntime(name string, rt *billing.RuntimeUsage) []string {
@@ -452,8 +507,6 @@ func finiteJSON(v any) bool {
 	}
 	return true
 }
-
-func validVerdict(v Verdict) bool { return v == Passed || v == Failed || v == Inconclusive }
 
 // ParseExecutionID splits "<suite>.<profile>.<environment>.<case>" into its four
 // components, each following catalog.IDPattern. ok is false for anything else,

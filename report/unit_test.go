@@ -10,6 +10,8 @@ import (
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 const validResult = `{"schema":"agentproof.result/v1","executionId":"s.p.local.c","campaignId":"c1","suiteId":"s","suiteDefinitionHash":"h","profileId":"p","environmentId":"local","caseId":"c","provider":"x","model":"m","attempt":1,"verdict":"passed","runIds":["r"],"startedAt":"2026-11-29T10:00:00Z","finishedAt":"2026-11-29T10:00:01Z","durationMs":1000,"matcherResults":[{"kind":"run_status","passed":true,"detail":"matched"}],"termination":{"exitCode":0},"usage":{"inputTokens":3},"cleanup":"passed","evidence":["logs/agent.log"]}`
@@ -60,6 +62,11 @@ func TestDecodeResultStrict(t *testing.T) {
 		{"evidence absolute", edit(t, "evidence", `["/etc/passwd"]`), "evidence[0]"},
 		{"termination not object", edit(t, "termination", `[1]`), "termination"},
 		{"runtime mode", edit(t, "runtimeMode", `"hybrid"`), "runtimeMode"},
+		{"runtime facts digest", edit(t, "runtimeFacts", `[{"runId":"r","driver":"exec:codex","binarySha256":"not-hex"}]`), "runtimeFacts[0].binarySha256"},
+		{"runtime facts mode", edit(t, "runtimeFacts", `[{"runId":"r","driver":"d","runtimeMode":"hybrid"}]`), "runtimeFacts[0].runtimeMode"},
+		{"runtime facts target", edit(t, "runtimeFacts", `[{"runId":"r","driver":"d","executionTarget":"moon"}]`), "runtimeFacts[0].executionTarget"},
+		{"runtime facts run", edit(t, "runtimeFacts", `[{"runId":"","driver":""}]`), "runId and driver are required"},
+		{"runtime facts pid", edit(t, "runtimeFacts", `[{"runId":"r","driver":"d","pid":-1}]`), "pid must not be negative"},
 		{"url userinfo", edit(t, "source", `{"sha":null,"ref":null,"workflowRunUrl":"https://u:p@example.com/x"}`), "workflowRunUrl"},
 		{"ranking snapshot", edit(t, "rankingSnapshot", `{"snapshotId":"s","capturedAt":"now","sourceUrl":"ftp://x","rank":0,"canonicalModelId":"m"}`), "rankingSnapshot"},
 		{"matcher both", edit(t, "matcherResults", `[{"kind":"k","passed":true,"notReached":true,"detail":""}]`), "not reached"},
@@ -92,17 +99,17 @@ func TestOutcome(t *testing.T) {
 	tests := []struct {
 		name string
 		r    Result
-		want Verdict
+		want verdict.Verdict
 	}{
-		{"passed", Result{Verdict: Passed, Cleanup: CleanupPassed}, Passed},
-		{"passed without cleanup", Result{Verdict: Passed, Cleanup: CleanupFailed}, Failed},
-		{"failed", Result{Verdict: Failed, Cleanup: CleanupPassed}, Failed},
-		{"inconclusive", Result{Verdict: Inconclusive, Cleanup: CleanupPassed}, Inconclusive},
-		{"calibration met", Result{Verdict: Failed, ExpectedVerdict: Failed, Cleanup: CleanupPassed}, Passed},
-		{"calibration inconclusive met", Result{Verdict: Inconclusive, ExpectedVerdict: Inconclusive}, Passed},
-		{"calibration unmet", Result{Verdict: Passed, ExpectedVerdict: Failed}, Failed},
-		{"calibration unknown", Result{Verdict: Inconclusive, ExpectedVerdict: Passed}, Inconclusive},
-		{"synthetic never meets expectation", Result{Verdict: Inconclusive, ExpectedVerdict: Inconclusive, Synthetic: true}, Inconclusive},
+		{"passed", Result{Verdict: verdict.Passed, Cleanup: CleanupPassed}, verdict.Passed},
+		{"passed without cleanup", Result{Verdict: verdict.Passed, Cleanup: CleanupFailed}, verdict.Failed},
+		{"failed", Result{Verdict: verdict.Failed, Cleanup: CleanupPassed}, verdict.Failed},
+		{"inconclusive", Result{Verdict: verdict.Inconclusive, Cleanup: CleanupPassed}, verdict.Inconclusive},
+		{"calibration met", Result{Verdict: verdict.Failed, ExpectedVerdict: verdict.Failed, Cleanup: CleanupPassed}, verdict.Passed},
+		{"calibration inconclusive met", Result{Verdict: verdict.Inconclusive, ExpectedVerdict: verdict.Inconclusive}, verdict.Passed},
+		{"calibration unmet", Result{Verdict: verdict.Passed, ExpectedVerdict: verdict.Failed}, verdict.Failed},
+		{"calibration unknown", Result{Verdict: verdict.Inconclusive, ExpectedVerdict: verdict.Passed}, verdict.Inconclusive},
+		{"synthetic never meets expectation", Result{Verdict: verdict.Inconclusive, ExpectedVerdict: verdict.Inconclusive, Synthetic: true}, verdict.Inconclusive},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,7 +156,7 @@ func TestChooseBestAttempt(t *testing.T) {
 		t.Errorf("evidence not relative to the campaign: %v", results[0].Evidence)
 	}
 	gone := results[1]
-	if !gone.Synthetic || gone.Verdict != Inconclusive || gone.FailureClass != PermanentInfrastructure || gone.Attempt != 0 || gone.SuiteDefinitionHash != "unknown" {
+	if !gone.Synthetic || gone.Verdict != verdict.Inconclusive || gone.FailureClass != verdict.PermanentInfrastructure || gone.Attempt != 0 || gone.SuiteDefinitionHash != "unknown" {
 		t.Errorf("synthetic: %+v", gone)
 	}
 	if diff := cmp.Diff([]string{"(undecodable junk/attempt-1/result.json)", "x.y.z.w"}, unexpected); diff != "" {
@@ -257,7 +264,7 @@ func TestCleanF13(t *testing.T) {
 		}
 	}
 	// A case id with \x07 in an attribute still yields well-formed XML.
-	c := &Campaign{CampaignID: "c", Results: []Result{{ExecutionID: "s.p.e.c\x07", SuiteID: "s", Verdict: Failed, FailureClass: CandidateFailure, Error: "]]>\x00", Cleanup: CleanupPassed}}}
+	c := &Campaign{CampaignID: "c", Results: []Result{{ExecutionID: "s.p.e.c\x07", SuiteID: "s", Verdict: verdict.Failed, FailureClass: verdict.CandidateFailure, Error: "]]>\x00", Cleanup: CleanupPassed}}}
 	if out := string(JUnit(c)); strings.ContainsAny(out, "\x07\x00") || !strings.Contains(out, `name="s.p.e.c\x07"`) {
 		t.Errorf("junit:\n%s", out)
 	}

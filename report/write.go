@@ -218,6 +218,16 @@ func SanitizeResult(s *redact.Set, r *Result) {
 		m.Expected = s.SanitizeJSON(m.Expected)
 		m.Observed = s.SanitizeJSON(m.Observed)
 	}
+	for i := range r.RuntimeFacts {
+		rf := &r.RuntimeFacts[i]
+		rf.Binary = s.RedactText(rf.Binary)
+		for j := range rf.Argv {
+			rf.Argv[j] = s.RedactText(rf.Argv[j])
+		}
+		for j := range rf.Problems {
+			rf.Problems[j] = s.RedactText(rf.Problems[j])
+		}
+	}
 	if len(r.Termination) > 0 {
 		if b, err := s.SanitizeJSONBytes("termination", r.Termination); err == nil {
 			r.Termination = bytes.TrimSpace(b)

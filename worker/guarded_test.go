@@ -282,6 +282,7 @@ func TestRunGuardedRejectsInvalidGuards(t *testing.T) {
 		g := newGuarded(t, "")
 		var rerr *RequestError
 		// A nil context is the input under test.
+		//lint:ignore SA1012 a nil context is the input under test
 		if _, err := g.w.RunGuarded(nil, g.request("pass", 1000, 1000), g.guard()); !errors.As(err, &rerr) {
 			t.Errorf("err = %v", err)
 		}

@@ -33,6 +33,10 @@ import (
 //     started, after every other preparation (the guarded path's launch window: its last
 //     ownership and workspace checks). A non-nil error starts nothing: the Outcome has
 //     Refused set to it and Started false.
+//   - AfterStart: when set, called synchronously right after the process started, with
+//     its pid, before the supervisor waits for anything. The process is not reaped
+//     before AfterStart returns, so /proc/<pid> names it (alive or a zombie); it must
+//     return promptly (the timeout runs from the start).
 //   - NullStdin: the child's stdin is /dev/null instead of a pipe the supervisor holds
 //     open until the child settles. Real agent CLIs read a piped stdin to its end
 //     before they start (field failure F03), so their drivers set it.
@@ -61,6 +65,7 @@ type Spec struct {
 	CloseGrace     time.Duration
 	ExtraFiles     []*os.File
 	BeforeStart    func() error
+	AfterStart     func(pid int)
 	NullStdin      bool
 	Marker         string
 	ExtraMarkers   []string
@@ -463,6 +468,9 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 	o.Started = true
 	o.PID = cmd.Process.Pid
 	pid := o.PID
+	if spec.AfterStart != nil {
+		spec.AfterStart(pid)
+	}
 
 	c := &capture{budget: spec.MaxOutputBytes, overflow: make(chan struct{})}
 	var resultC <-chan struct{}

@@ -12,6 +12,8 @@ package clis
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,14 +31,16 @@ import (
 
 // CLI is one pinned agent CLI: its short name (the exec driver's suffix, or the ACP
 // agent's package name), the npm package and exact version, whether it is installed
-// only on request (Optional), the runtime its entry point needs (RuntimeNode, or ""
-// for a native binary), and the candidate paths of its native binary (or entry script)
-// below node_modules for a platform.
+// only on request (Optional), whether it is an ACP agent (ACP: driven by the acp:
+// drivers only, never an exec:<cli> driver), the runtime its entry point needs
+// (RuntimeNode, or "" for a native binary), and the candidate paths of its native
+// binary (or entry script) below node_modules for a platform.
 type CLI struct {
 	Name     string
 	Package  string
 	Version  string
 	Optional bool
+	ACP      bool
 	Runtime  string
 	binaries func(p Platform) []string
 }
@@ -103,17 +107,17 @@ var Pinned = []CLI{
 	// platform); claude-agent-acp 0.23.1 is the newest adapter whose package runs on
 	// Node 20 (the @agentclientprotocol/claude-agent-acp successor needs Node 22) and it
 	// runs the Claude Code its Agent SDK bundles (cli.js); Gemini CLI is a JS bundle.
-	{Name: "codex-acp", Package: "@zed-industries/codex-acp", Version: "0.16.0", binaries: func(p Platform) []string {
+	{Name: "codex-acp", Package: "@zed-industries/codex-acp", Version: "0.16.0", ACP: true, binaries: func(p Platform) []string {
 		osName := p.GOOS
 		if osName == "windows" {
 			osName = "win32"
 		}
 		return []string{filepath.Join("@zed-industries", "codex-acp-"+osName+"-"+npmArch(p.GOARCH), "bin", "codex-acp")}
 	}},
-	{Name: "claude-acp", Package: "@zed-industries/claude-agent-acp", Version: "0.23.1", Optional: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
+	{Name: "claude-acp", Package: "@zed-industries/claude-agent-acp", Version: "0.23.1", Optional: true, ACP: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
 		return []string{filepath.Join("@zed-industries", "claude-agent-acp", "dist", "index.js")}
 	}},
-	{Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", Runtime: RuntimeNode, binaries: func(Platform) []string {
+	{Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", ACP: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
 		return []string{filepath.Join("@google", "gemini-cli", "bundle", "gemini.js")}
 	}},
 	// More CLIs (docs/clis.md), optional: the quick start installs only the default set.
@@ -196,15 +200,19 @@ func DefaultDir() (string, error) {
 
 // Installed describes one installed CLI: name, npm spec, the install directory (the
 // npm prefix), the absolute path of its native binary (or, with Runtime RuntimeNode,
-// its JavaScript entry script), and whether an existing install was reused.
+// its JavaScript entry script), the SHA-256 (hex) that file had when it was installed
+// (the pin a run's recorded binary is compared with; an install recorded before
+// agentproof kept it gets it on its first Locate), and whether an existing install was
+// reused.
 type Installed struct {
-	Name    string `json:"name"`
-	Package string `json:"package"`
-	Version string `json:"version"`
-	Dir     string `json:"dir"`
-	Binary  string `json:"binary"`
-	Runtime string `json:"runtime,omitempty"`
-	Reused  bool   `json:"reused"`
+	Name         string `json:"name"`
+	Package      string `json:"package"`
+	Version      string `json:"version"`
+	BinarySHA256 string `json:"binarySha256,omitempty"`
+	Dir          string `json:"dir"`
+	Binary       string `json:"binary"`
+	Runtime      string `json:"runtime,omitempty"`
+	Reused       bool   `json:"reused"`
 }
 
 // markerFile, inside an install directory, records a completed install.
@@ -245,8 +253,39 @@ func Locate(dir string, c CLI, p Platform) (Installed, error) {
 	if err != nil {
 		return Installed{}, err
 	}
+	if in.BinarySHA256 == "" {
+		// An install recorded before the digest was kept: pin what is there now.
+		if in.BinarySHA256, err = fileSHA256(bin); err != nil {
+			return Installed{}, fmt.Errorf("hashing the native binary of %s: %w", c.Name, err)
+		}
+		_ = writeRecord(d, Installed{Name: in.Name, Package: in.Package, Version: in.Version, BinarySHA256: in.BinarySHA256})
+	}
 	in.Dir, in.Binary, in.Runtime = d, bin, c.Runtime
 	return in, nil
+}
+
+// fileSHA256 is the SHA-256 (lower-case hex) of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// writeRecord writes an install record into dir (temporary file, then rename).
+func writeRecord(dir string, in Installed) error {
+	b, _ := json.MarshalIndent(in, "", "  ")
+	tmp := filepath.Join(dir, markerFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, markerFile))
 }
 
 // findBinary finds c's native binary below prefix/node_modules.
@@ -395,11 +434,15 @@ func installOne(ctx context.Context, dir string, c CLI, opts Options, progress i
 	if err := cmd.Run(); err != nil {
 		return Installed{}, &NPMError{Command: display, Err: err, Output: tail(outBuf.String(), 2000)}
 	}
-	if _, err := findBinary(tmp, c, opts.Platform); err != nil {
+	bin, err := findBinary(tmp, c, opts.Platform)
+	if err != nil {
 		return Installed{}, err
 	}
-	rec, _ := json.MarshalIndent(Installed{Name: c.Name, Package: c.Package, Version: c.Version}, "", "  ")
-	if err := os.WriteFile(filepath.Join(tmp, markerFile), append(rec, '\n'), 0o644); err != nil {
+	sum, err := fileSHA256(bin)
+	if err != nil {
+		return Installed{}, fmt.Errorf("installing %s: hashing its native binary: %w", c.Name, err)
+	}
+	if err := writeRecord(tmp, Installed{Name: c.Name, Package: c.Package, Version: c.Version, BinarySHA256: sum}); err != nil {
 		return Installed{}, fmt.Errorf("installing %s: %w", c.Name, err)
 	}
 	// A stale, incomplete directory (no record) is replaced.

@@ -73,8 +73,6 @@ type modelRun struct {
 	stdout    []byte
 	stderr    []byte
 	exitCode  int
-	requests  []scriptedmodel.LogEntry
-	logLines  int
 }
 
 // startModel serves script (rendered with nonce) on 127.0.0.1 and logs to a file.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // TestCatalogCommandExitCodes pins the exit codes of validate, list and fingerprint.
@@ -11,7 +13,7 @@ func TestCatalogCommandExitCodes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		args []string
-		want int
+		want verdict.ExitCode
 	}{
 		{[]string{"validate"}, ExitOK},
 		{[]string{"validate", "--catalog", "testdata/no-such-dir"}, ExitUsage},
@@ -29,7 +31,7 @@ func TestCatalogCommandExitCodes(t *testing.T) {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()
 			var out, errb bytes.Buffer
-			if got := Main(tt.args, strings.NewReader(""), &out, &errb); got != tt.want {
+			if got := verdict.ExitCode(Main(tt.args, strings.NewReader(""), &out, &errb)); got != tt.want {
 				t.Errorf("exit = %d, want %d; stderr: %s", got, tt.want, errb.String())
 			}
 		})

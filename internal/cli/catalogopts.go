@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/catalog"
 )
 
@@ -34,17 +35,24 @@ func catalogFlag(cmd *cobra.Command) *catalogSource {
 	return &src
 }
 
-// loadCatalog loads the catalog src selects (catalogSource.sources). An invalid catalog
-// or an unreadable path is a usage error (exit 2).
+// loadCatalog loads the catalog src selects (catalogSource.sources). An invalid catalog,
+// one naming a flow no implementation plays, or an unreadable path is a usage error
+// (exit 2).
 func loadCatalog(src catalogSource) (*catalog.Catalog, error) {
 	if err := src.check(); err != nil {
 		return nil, err
 	}
-	c, err := catalog.LoadSources(src.sources())
+	c, err := readCatalog(src)
 	if err != nil {
 		return nil, &UsageError{Err: catalogPathError(err)}
 	}
 	return c, nil
+}
+
+// readCatalog loads the catalog src selects with the flow registry's implemented flows
+// (catalog.WithFlows), returning the loader's errors as they are.
+func readCatalog(src catalogSource) (*catalog.Catalog, error) {
+	return catalog.LoadSources(src.sources(), catalog.WithFlows(flows.Implemented()...))
 }
 
 // check refuses an empty --catalog value (exit 2).

@@ -8,6 +8,8 @@ import (
 
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/controlplane/conformance"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // forgetfulHarness builds Ports that never start, so every case fails.
@@ -32,7 +34,7 @@ func TestConformanceExitsOneOnFailure(t *testing.T) {
 	cmd := newConformanceCmdFor(&app{stdout: &out}, forgetfulHarness{})
 	cmd.SetArgs(nil)
 	err := cmd.Execute()
-	if code := exitCode(err); code != ExitFailed {
+	if code := exitCode(err); verdict.ExitCode(code) != ExitFailed {
 		t.Fatalf("exit code %d, want %d (err %v)", code, ExitFailed, err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

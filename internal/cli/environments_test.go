@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/agentproof/agentproof/environment"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // TestEnvironmentsProbe: `environments probe --json` prints one report per provider
@@ -17,7 +19,7 @@ import (
 func TestEnvironmentsProbe(t *testing.T) {
 	t.Parallel()
 	var out, errb bytes.Buffer
-	if code := Main([]string{"environments", "probe", "--json"}, strings.NewReader(""), &out, &errb); code != ExitOK {
+	if code := Main([]string{"environments", "probe", "--json"}, strings.NewReader(""), &out, &errb); verdict.ExitCode(code) != ExitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var reports []environment.ProbeReport
@@ -35,7 +37,7 @@ func TestEnvironmentsProbe(t *testing.T) {
 		t.Errorf("CI=true but the sandbox is unavailable: %v", sb.Missing())
 	}
 	out.Reset()
-	if code := Main([]string{"environments", "probe"}, strings.NewReader(""), &out, &errb); code != ExitOK {
+	if code := Main([]string{"environments", "probe"}, strings.NewReader(""), &out, &errb); verdict.ExitCode(code) != ExitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	text := out.String()

@@ -4,28 +4,28 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
-// Exit codes of every agentproof command. A campaign's code is the worst of its cells:
-// ExitFailed beats ExitInconclusive beats ExitOK (DESIGN.md "Verdicts").
+// The exit codes of every agentproof command are verdict.ExitCode (README "Exit
+// codes"): 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive,
+// 70 internal error (a bug in agentproof), 130 interrupted. A campaign's code is the
+// worst of its cells by verdict.Worst.
 const (
-	// ExitOK: everything passed (or, for a calibration cell, met its expectation).
-	ExitOK = 0
-	// ExitFailed: at least one verdict is failed (the candidate is at fault or a safety rule broke).
-	ExitFailed = 1
-	// ExitUsage: a usage or configuration error, reported before anything started.
-	ExitUsage = 2
-	// ExitInconclusive: nothing failed, but some evidence was incomplete.
-	ExitInconclusive = 3
-	// ExitInterrupted: the user interrupted the command (SIGINT or SIGTERM).
-	ExitInterrupted = 130
+	ExitOK           = verdict.ExitPassed
+	ExitFailed       = verdict.ExitFailed
+	ExitUsage        = verdict.ExitUsage
+	ExitInconclusive = verdict.ExitInconclusive
+	ExitInternal     = verdict.ExitInternal
+	ExitInterrupted  = verdict.ExitInterrupted
 )
 
 // ExitError carries an exit code on an error so that commands can return it and Main can
 // map it to the process's exit status. Err may be nil when the command already printed
 // everything it had to say (for example a failed verdict with its report).
 type ExitError struct {
-	Code int
+	Code verdict.ExitCode
 	Err  error
 }
 
@@ -53,13 +53,15 @@ func usageErrorf(format string, args ...any) error {
 }
 
 // withExit wraps err (which may be nil) so that Main exits with code.
-func withExit(code int, err error) error {
+func withExit(code verdict.ExitCode, err error) error {
 	return &ExitError{Code: code, Err: err}
 }
 
 // exitCode maps an error returned by a command to the process exit status: nil → 0,
-// *ExitError → its code, *UsageError → ExitUsage, anything else → 1 (an unexpected fault).
-func exitCode(err error) int {
+// *ExitError → its code, *UsageError (and cobra's unknown-command error) → ExitUsage,
+// anything else → ExitInternal: an error no command classified is agentproof's own
+// fault, never a failed verdict.
+func exitCode(err error) verdict.ExitCode {
 	if err == nil {
 		return ExitOK
 	}
@@ -75,5 +77,5 @@ func exitCode(err error) int {
 	if strings.HasPrefix(err.Error(), "unknown command") {
 		return ExitUsage
 	}
-	return ExitFailed
+	return ExitInternal
 }

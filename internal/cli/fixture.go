@@ -18,6 +18,8 @@ import (
 	"github.com/agentproof/agentproof/evidence"
 	"github.com/agentproof/agentproof/worker"
 	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 func newFixtureCmd(a *app) *cobra.Command {
@@ -70,7 +72,7 @@ longer matches the pinned digest is not started (drift).
 
 Prints the termination summary, the evidence id and the assurance class. Exit codes:
 0 Verified, 1 Failed, 3 Inconclusive (also drift and lost ownership), 2 usage or setup
-error, 130 interrupted.`),
+error, 70 internal error (a bug in agentproof), 130 interrupted.`),
 		Example: `  agentproof fixture run pass
   agentproof fixture run hang --timeout 500ms --json
   agentproof fixture run noisy --max-output 1MiB
@@ -174,7 +176,7 @@ func reportFixtureRun(a *app, ctx context.Context, fixture, storeDir string, res
 		out.EvidenceID = &id
 		r := assurance.Classify(*res.Metadata)
 		out.Assurance = &r
-		code = map[assurance.Class]int{assurance.Verified: ExitOK, assurance.Failed: ExitFailed}[r.Class]
+		code = map[assurance.Class]verdict.ExitCode{assurance.Verified: ExitOK, assurance.Failed: ExitFailed}[r.Class]
 		if r.Class == assurance.Inconclusive {
 			code = ExitInconclusive
 		}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/agentproof/agentproof/worker"
 	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // newFixtureChildCmd is the hidden fixture program the local fixture worker spawns
@@ -29,7 +31,8 @@ func newFixtureChildCmd(a *app) *cobra.Command {
 			if code == 0 {
 				return nil
 			}
-			return withExit(code, nil)
+			// The seed's EXIT table, passed through as the process status.
+			return withExit(verdict.ExitCode(code), nil)
 		},
 	}
 }

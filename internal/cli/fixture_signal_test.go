@@ -53,7 +53,7 @@ func TestFixtureRunInterrupted(t *testing.T) {
 	}
 	err = cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+	if !errors.As(err, &ee) || ee.ExitCode() != int(ExitInterrupted) {
 		t.Fatalf("wait = %v, want exit %d; stderr: %s", err, ExitInterrupted, stderr.String())
 	}
 	var out struct {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 func TestParseByteSize(t *testing.T) {
@@ -73,7 +75,7 @@ func TestFixtureRunUsageErrors(t *testing.T) {
 			t.Parallel()
 			var out, errb bytes.Buffer
 			code := Main(append([]string{"fixture", "run", "pass"}, tt.args...), strings.NewReader(""), &out, &errb)
-			if code != ExitUsage || !strings.Contains(errb.String(), tt.want) {
+			if verdict.ExitCode(code) != ExitUsage || !strings.Contains(errb.String(), tt.want) {
 				t.Errorf("exit %d stderr %q, want %d and %q", code, errb.String(), ExitUsage, tt.want)
 			}
 			if out.Len() != 0 {

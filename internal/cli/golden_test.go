@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -76,7 +80,7 @@ func TestExitCodes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		args []string
-		want int
+		want verdict.ExitCode
 	}{
 		{[]string{"version"}, ExitOK},
 		{[]string{"version", "extra"}, ExitUsage},
@@ -88,7 +92,7 @@ func TestExitCodes(t *testing.T) {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()
 			var out, errb bytes.Buffer
-			if got := Main(tt.args, strings.NewReader(""), &out, &errb); got != tt.want {
+			if got := verdict.ExitCode(Main(tt.args, strings.NewReader(""), &out, &errb)); got != tt.want {
 				t.Errorf("exit = %d, want %d; stderr: %s", got, tt.want, errb.String())
 			}
 		})
@@ -107,7 +111,7 @@ func TestUsageErrorsPointAtHelp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer
-		if code := Main(tt.args, strings.NewReader(""), &out, &errb); code != ExitUsage {
+		if code := Main(tt.args, strings.NewReader(""), &out, &errb); verdict.ExitCode(code) != ExitUsage {
 			t.Errorf("%v: exit %d, want %d", tt.args, code, ExitUsage)
 		}
 		if !strings.Contains(errb.String(), tt.want) {
@@ -119,5 +123,37 @@ func TestUsageErrorsPointAtHelp(t *testing.T) {
 	Main([]string{"version", "extra"}, strings.NewReader(""), &out, &errb)
 	if strings.Count(errb.String(), "--help") != 1 {
 		t.Errorf("version extra: stderr %q", errb.String())
+	}
+}
+
+// TestInternalErrors: an error no command classified is an internal error (exit 70,
+// never 1, the code of a failed cell), printed with "this is a bug in agentproof".
+func TestInternalErrors(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{errors.New("unexpected state"), fmt.Errorf("writing: %w", os.ErrPermission)} {
+		if got := exitCode(err); got != ExitInternal {
+			t.Errorf("exitCode(%v) = %d, want %d", err, got, ExitInternal)
+		}
+		var b bytes.Buffer
+		printError(&b, nil, err)
+		if !strings.Contains(b.String(), "internal error: "+err.Error()) || !strings.Contains(b.String(), "this is a bug in agentproof") {
+			t.Errorf("printed %q", b.String())
+		}
+	}
+	for err, want := range map[error]verdict.ExitCode{
+		nil:                                 ExitOK,
+		withExit(ExitFailed, nil):           ExitFailed,
+		usageErrorf("bad flag"):             ExitUsage,
+		withExit(ExitInterrupted, nil):      ExitInterrupted,
+		errors.New("unknown command \"x\""): ExitUsage,
+	} {
+		if got := exitCode(err); got != want {
+			t.Errorf("exitCode(%v) = %d, want %d", err, got, want)
+		}
+	}
+	var b bytes.Buffer
+	printError(&b, nil, withExit(ExitFailed, nil))
+	if b.Len() != 0 {
+		t.Errorf("a wordless exit error printed %q", b.String())
 	}
 }

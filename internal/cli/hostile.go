@@ -5,6 +5,8 @@ import (
 
 	"github.com/agentproof/agentproof/agent/hostile"
 	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // newHostileCmd is the hidden built-in hostile agent (package agent/hostile):
@@ -18,7 +20,7 @@ func newHostileCmd(a *app) *cobra.Command {
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if code := hostile.Run(args, a.stdout, a.stderr); code != 0 {
-				return withExit(code, nil)
+				return withExit(verdict.ExitCode(code), nil) // the process status, passed through
 			}
 			return nil
 		},

@@ -8,26 +8,28 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/catalog"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // listCell is one element of `agentproof list --json`.
 type listCell struct {
-	ID                  string   `json:"id"`
-	Suite               string   `json:"suite"`
-	Profile             string   `json:"profile"`
-	Environment         string   `json:"environment"`
-	Case                string   `json:"case"`
-	Generation          string   `json:"generation"`
-	Driver              string   `json:"driver"`
-	Provider            string   `json:"provider"`
-	Model               string   `json:"model"`
-	Groups              []string `json:"groups"`
-	RequiredCredentials []string `json:"requiredCredentials"`
-	AttemptTimeoutMs    int64    `json:"attemptTimeoutMs"`
-	ExpectedRunCount    int      `json:"expectedRunCount"`
-	ExpectedVerdict     string   `json:"expectedVerdict,omitempty"`
-	ManualOnly          bool     `json:"manualOnly"`
-	SuiteFingerprint    string   `json:"suiteFingerprint"`
+	ID                  string          `json:"id"`
+	Suite               string          `json:"suite"`
+	Profile             string          `json:"profile"`
+	Environment         string          `json:"environment"`
+	Case                string          `json:"case"`
+	Generation          string          `json:"generation"`
+	Driver              string          `json:"driver"`
+	Provider            string          `json:"provider"`
+	Model               string          `json:"model"`
+	Groups              []string        `json:"groups"`
+	RequiredCredentials []string        `json:"requiredCredentials"`
+	AttemptTimeoutMs    int64           `json:"attemptTimeoutMs"`
+	ExpectedRunCount    int             `json:"expectedRunCount"`
+	ExpectedVerdict     verdict.Verdict `json:"expectedVerdict,omitempty"`
+	ManualOnly          bool            `json:"manualOnly"`
+	SuiteFingerprint    string          `json:"suiteFingerprint"`
 }
 
 func newListCmd(a *app) *cobra.Command {

@@ -64,7 +64,8 @@ OpenCode (opencode.json or OPENCODE_CONFIG_CONTENT):
     "environment": {"AGENTPROOF_API_URL": "http://127.0.0.1:PORT/api/companies/ID",
                     "AGENTPROOF_RUN_TOKEN": "..."}}}}
 
-Exit codes: 0 when the client closes stdin, 2 when a required variable is missing.`),
+Exit codes: 0 when the client closes stdin, 2 when a required variable is missing, 70
+on an internal error (a bug in agentproof).`),
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // TestModelServe runs `agentproof model serve` in-process: it prints the ready line,
@@ -74,7 +76,7 @@ func TestAgentsInstallWithoutNPM(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "agents")
 	var stdout, stderr bytes.Buffer
 	code := Main([]string{"agents", "install", "--dir", dir}, strings.NewReader(""), &stdout, &stderr)
-	if code != ExitUsage {
+	if verdict.ExitCode(code) != ExitUsage {
 		t.Fatalf("exit %d, want %d; stderr %s", code, ExitUsage, stderr.String())
 	}
 	want := "npm install --prefix " + filepath.Join(dir, "codex-0.171.0") + " --ignore-scripts --no-audit --no-fund --loglevel=error @openai/codex@0.171.0"

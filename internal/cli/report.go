@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/report"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // reportFlags are the options shared by `report` and `report merge`.
@@ -79,7 +81,7 @@ once instead of waiting.
 
 Exit codes: 0 every cell passed (calibration cells: met their expectation), 1 a cell
 failed, 3 nothing failed but a cell was inconclusive, 2 bad flags, unreadable input or
-a results directory in use.`,
+a results directory in use, 70 internal error (a bug in agentproof).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			unlock, err := lockResults(f.results, false)
@@ -93,7 +95,7 @@ a results directory in use.`,
 					return err
 				}
 			}
-			worst := 0
+			worst := ExitOK
 			for _, id := range ids {
 				o, err := f.options(cmd, id)
 				if err != nil {
@@ -103,10 +105,10 @@ a results directory in use.`,
 				if err != nil {
 					return reportError(err)
 				}
-				worst = worseExit(worst, g.Campaign.ExitCode())
+				worst = verdict.Worst(worst, g.Campaign.ExitCode())
 				printGenerated(a, g)
 			}
-			if worst != 0 {
+			if worst != ExitOK {
 				return withExit(worst, nil)
 			}
 			return nil
@@ -184,7 +186,7 @@ merging and reporting, as for 'agentproof report': when it is in use, merge exit
 				return reportError(err)
 			}
 			printGenerated(a, g)
-			if code := g.Campaign.ExitCode(); code != 0 {
+			if code := g.Campaign.ExitCode(); code != ExitOK {
 				return withExit(code, nil)
 			}
 			return nil
@@ -235,23 +237,6 @@ func reportError(err error) error {
 		return &UsageError{Err: err}
 	}
 	return err
-}
-
-// worseExit orders exit codes as DESIGN.md "Verdicts" does: 1 beats 3 beats 0.
-func worseExit(a, b int) int {
-	rank := func(c int) int {
-		switch c {
-		case 1:
-			return 2
-		case 3:
-			return 1
-		}
-		return 0
-	}
-	if rank(b) > rank(a) {
-		return b
-	}
-	return a
 }
 
 func printGenerated(a *app, g *report.Generated) {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // TestReportExitCodes checks the exit codes of report and report merge against the
@@ -82,7 +84,7 @@ func TestReportExitCodes(t *testing.T) {
 		// Sources from two campaigns and no --campaign: the user must choose one.
 		{"report", "merge", "--catalog", cat, "--results", t.TempDir(), "--expected-ids", ids(t, "calibration.fixture-pass.local.process-exit"), src, other},
 	} {
-		if code, text := run(args...); code != ExitUsage {
+		if code, text := run(args...); verdict.ExitCode(code) != ExitUsage {
 			t.Errorf("%q: exit %d, want 2:\n%s", args, code, text)
 		} else if args[1] == "merge" && len(args) > 8 && !strings.Contains(text, "choose one with --campaign") {
 			t.Errorf("%q: %s", args, text)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // TestResultsLockedDuringRun: while one `agentproof run` writes a campaign into a
@@ -81,7 +83,7 @@ suites:
 		}
 		var out, errout bytes.Buffer
 		code := Main(args, nil, &out, &errout)
-		if code != ExitUsage {
+		if verdict.ExitCode(code) != ExitUsage {
 			t.Errorf("%s: exit %d, want %d; stdout %s; stderr %s", strings.Join(args[:2], " "), code, ExitUsage, out.String(), errout.String())
 		}
 		if want := "results directory " + res + " is in use by another agentproof run"; !strings.Contains(errout.String(), want) {
@@ -96,11 +98,11 @@ suites:
 		t.Fatal(err)
 	}
 	var ee *exec.ExitError
-	if err := first.Wait(); !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+	if err := first.Wait(); !errors.As(err, &ee) || ee.ExitCode() != int(ExitInterrupted) {
 		t.Fatalf("first run: %v, want exit %d; stderr %s", err, ExitInterrupted, stderr)
 	}
 	var out, errout bytes.Buffer
-	if code := Main([]string{"run", "--catalog", cat, "--suite", "calibration", "--profile", "fixture-pass", "--results", res, "--progress", "none"}, nil, &out, &errout); code != ExitOK {
+	if code := Main([]string{"run", "--catalog", cat, "--suite", "calibration", "--profile", "fixture-pass", "--results", res, "--progress", "none"}, nil, &out, &errout); verdict.ExitCode(code) != ExitOK {
 		t.Fatalf("a run after the first ended: exit %d; stdout %s; stderr %s", code, out.String(), errout.String())
 	}
 	// Both campaigns are there, under distinct default ids.

@@ -26,9 +26,17 @@ type app struct {
 }
 
 // Main runs the agentproof command line with args (without the program name) and the
-// given streams, and returns the process exit code: 0 ok, 1 failed, 2 usage or
-// configuration error, 3 inconclusive, 130 interrupted.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// given streams, and returns the process exit code (verdict.ExitCode): 0 passed,
+// 1 failed, 2 usage or configuration error, 3 inconclusive, 70 internal error (a bug
+// in agentproof: the error is printed with "this is a bug in agentproof"),
+// 130 interrupted. A panic in a command is an internal error too.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "agentproof: internal error: panic: %v\n%s\n", r, bugNote)
+			code = int(ExitInternal)
+		}
+	}()
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, dialAgent: client.DialAgent}
 	root := newRootCmd(a)
 	root.SetArgs(args)
@@ -36,20 +44,34 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteC()
-	code := exitCode(err)
-	if err != nil {
-		var ee *ExitError
-		if !errors.As(err, &ee) || ee.Err != nil {
-			fmt.Fprintf(stderr, "agentproof: %v\n", err)
-		}
-		// A flag or command the user got wrong: point at the help that teaches it.
-		var ue *UsageError
-		if code == ExitUsage && cmd != nil && (errors.As(err, &ue) && isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command")) {
-			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
-		}
-	}
-	return code
+	printError(stderr, cmd, err)
+	return int(exitCode(err))
 }
+
+// printError prints what Main says about err (nothing for nil): an internal error
+// (exit code 70) with bugNote; any other error once, unless it is an *ExitError
+// without words (the command already printed its outcome); for a flag or command the
+// user got wrong, a pointer to the command's help.
+func printError(stderr io.Writer, cmd *cobra.Command, err error) {
+	if err == nil {
+		return
+	}
+	exit := exitCode(err)
+	var ee *ExitError
+	switch {
+	case exit == ExitInternal && !errors.As(err, &ee):
+		fmt.Fprintf(stderr, "agentproof: internal error: %v\n%s\n", err, bugNote)
+	case !errors.As(err, &ee) || ee.Err != nil:
+		fmt.Fprintf(stderr, "agentproof: %v\n", err)
+	}
+	var ue *UsageError
+	if exit == ExitUsage && cmd != nil && (errors.As(err, &ue) && isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command")) {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+}
+
+// bugNote follows every internal error (exit code 70).
+const bugNote = "this is a bug in agentproof; please report it with the command line you ran and this message"
 
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
@@ -63,7 +85,7 @@ database and workspace; deterministic matchers grade the resulting state, messag
 and files; the verdict is passed, failed or inconclusive, never a guess.
 
 Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
-(evidence incomplete), 130 interrupted.`),
+(evidence incomplete), 70 internal error (a bug in agentproof), 130 interrupted.`),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
@@ -106,7 +107,8 @@ Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down
 writes what finished (the campaign is partial: the last line adds ", <n> not run
 (partial)" and the campaign report covers only the cells that finished) and exits 130.
 Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
-2 usage or configuration error, 130 interrupted.`),
+2 usage or configuration error, 70 internal error (a bug in agentproof, or a result
+or the campaign report could not be written), 130 interrupted.`),
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.run(cmd, *dir, o)
@@ -186,7 +188,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	exec := &campaign.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIBinaries: binaries, Live: o.live}
+	exec := &attempt.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIs: binaries, Live: o.live}
 	// The campaign files are guarded with every credential value the cells load and,
 	// with --canary, the canaries (each attempt guards its own files with its own set).
 	secrets := redact.NewSet()
@@ -203,17 +205,9 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	}
 	display := campaign.NewDisplay(mode, a.stdout)
 	defer display.Close()
-	var writeErrs []string
-	sched := &campaign.Scheduler{Executor: exec, Observe: func(e campaign.Event) {
-		if e.Kind == campaign.EventAttemptFinished && e.Result != nil && e.Result.Counts() {
-			// Only an attempt that counts is a result; an interrupted one keeps its
-			// evidence but no result.json (its cell is then missing: the campaign is partial).
-			if err := campaign.WriteResult(root, e.Result); err != nil {
-				writeErrs = append(writeErrs, err.Error())
-			}
-		}
-		display.Observe(e)
-	}}
+	// The scheduler writes each attempt's result.json as it ends; the display only
+	// renders progress.
+	sched := &campaign.Scheduler{Executor: exec, ResultsRoot: root, Observe: display.Observe}
 	sum := sched.Run(ctx, plan)
 	interrupted := ctx.Err() != nil
 	stop()
@@ -228,7 +222,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		}
 	}
 	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets})
-	for _, w := range writeErrs {
+	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
 	if genErr != nil {
@@ -241,15 +235,10 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	switch {
 	case interrupted:
 		return withExit(ExitInterrupted, nil)
-	case genErr != nil || len(writeErrs) > 0:
-		return withExit(ExitFailed, nil)
+	case genErr != nil || len(sum.WriteErrors) > 0:
+		return withExit(ExitInternal, errors.New("the campaign's results are incomplete: agentproof could not write them (see above); "+bugNote))
 	}
-	code := g.Campaign.ExitCode()
-	if want := exitOf(sum); want != code {
-		fmt.Fprintf(a.stderr, "agentproof: the campaign report (exit %d) and the scheduler (exit %d) disagree; reporting the worse\n", code, want)
-		code = worseExit(code, want)
-	}
-	return withExit(code, nil)
+	return withExit(g.Campaign.ExitCode(), nil)
 }
 
 // sweepStaleRoots removes the attempt temp roots (they hold key files) that a killed
@@ -263,15 +252,4 @@ func sweepStaleRoots(a *app) {
 	if err != nil {
 		fmt.Fprintf(a.stderr, "agentproof: sweeping stale attempt temp roots: %v\n", err)
 	}
-}
-
-// exitOf is the exit code of a scheduler summary (1 beats 3 beats 0).
-func exitOf(s *campaign.Summary) int {
-	switch s.Worst() {
-	case campaign.Failed:
-		return ExitFailed
-	case campaign.Inconclusive:
-		return ExitInconclusive
-	}
-	return ExitOK
 }

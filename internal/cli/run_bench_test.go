@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // BenchmarkCellOverhead measures the per-cell harness overhead of `agentproof run` for
@@ -23,7 +25,7 @@ func BenchmarkCellOverhead(b *testing.B) {
 		id := "b" + strconv.Itoa(i)
 		var stdout, stderr bytes.Buffer
 		args := []string{"run", "--id", "core-compatibility.reference.local.message-marker", "--results", res, "--campaign", id, "--progress", "none"}
-		if code := Main(args, nil, &stdout, &stderr); code != ExitOK {
+		if code := Main(args, nil, &stdout, &stderr); verdict.ExitCode(code) != ExitOK {
 			b.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
 		}
 		dir := filepath.Join(res, id, "core-compatibility", "reference", "local", "message-marker", "attempt-1")

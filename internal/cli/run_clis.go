@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/catalog"
 )
 
@@ -17,11 +18,12 @@ import (
 // given (CI installs the CLIs there with .ci/agents.sh).
 const EnvAgentsDir = "AGENTPROOF_AGENTS_DIR"
 
-// ensureCLIs returns the native binary of every pinned agent CLI the selected cells
-// run (name → absolute path), installing missing ones into the cache first (progress on
-// stderr). Errors: an unknown CLI or no cache directory (usage, exit 2); npm missing or
-// failing (usage, exit 2, naming `agentproof agents install`); any other install error.
-func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions) (map[string]string, error) {
+// ensureCLIs returns the pinned install of every agent CLI the selected cells run
+// (name → native binary, pinned version, the binary's SHA-256 recorded at install),
+// installing missing ones into the cache first (progress on stderr). Errors: an
+// unknown CLI or no cache directory (usage, exit 2); npm missing or failing (usage,
+// exit 2, naming `agentproof agents install`); any other install error.
+func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions) (map[string]attempt.PinnedCLI, error) {
 	var need []clis.CLI
 	for _, cell := range cells {
 		d, err := driver.Parse(cell.Profile.Driver)
@@ -53,11 +55,11 @@ func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions
 		}
 		dir = d
 	}
-	out := map[string]string{}
+	out := map[string]attempt.PinnedCLI{}
 	var missing []clis.CLI
 	for _, c := range need {
 		if in, err := clis.Locate(dir, c, clis.HostPlatform()); err == nil {
-			out[c.Name] = in.Binary
+			out[c.Name] = pinOf(in)
 		} else {
 			missing = append(missing, c)
 		}
@@ -75,9 +77,13 @@ func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions
 		return nil, fmt.Errorf("installing the agent CLIs: %w", err)
 	}
 	for _, in := range installed {
-		out[in.Name] = in.Binary
+		out[in.Name] = pinOf(in)
 	}
 	return out, nil
+}
+
+func pinOf(in clis.Installed) attempt.PinnedCLI {
+	return attempt.PinnedCLI{Binary: in.Binary, Version: in.Version, SHA256: in.BinarySHA256}
 }
 
 func cliNames(cs []clis.CLI) string {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // TestRunWithoutNPMStopsBeforeStarting: a selection with agent CLI cells whose CLIs are
@@ -18,7 +20,7 @@ func TestRunWithoutNPMStopsBeforeStarting(t *testing.T) {
 	res := filepath.Join(t.TempDir(), "res")
 	var stdout, stderr bytes.Buffer
 	code := Main([]string{"run", "--suite", "core-compatibility", "--results", res, "--campaign", "c", "--progress", "none"}, nil, &stdout, &stderr)
-	if code != ExitUsage {
+	if verdict.ExitCode(code) != ExitUsage {
 		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, ExitUsage, stdout.String(), stderr.String())
 	}
 	for _, want := range []string{"npm was not found", "agentproof agents install --dir", "codex opencode"} {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // extraSuites are ordinary (non-calibration) suites added to a copy of the default
@@ -138,7 +140,7 @@ func TestRunExitCodes(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
-		code     int
+		code     verdict.ExitCode
 		attempts []string
 		want     campaignDoc
 	}{
@@ -166,7 +168,7 @@ func TestRunExitCodes(t *testing.T) {
 			res := t.TempDir()
 			args := append([]string{"run", "--catalog", cat, "--results", res, "--campaign", "c", "--progress", "none"}, tt.args...)
 			var stdout, stderr bytes.Buffer
-			if code := Main(args, nil, &stdout, &stderr); code != tt.code {
+			if code := verdict.ExitCode(Main(args, nil, &stdout, &stderr)); code != tt.code {
 				t.Fatalf("exit %d, want %d; stdout %s; stderr %s", code, tt.code, stdout.String(), stderr.String())
 			}
 			if tt.code == ExitUsage {
@@ -257,7 +259,7 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+	if !errors.As(err, &ee) || ee.ExitCode() != int(ExitInterrupted) {
 		t.Fatalf("wait = %v, want exit %d; stdout %s; stderr %s", err, ExitInterrupted, stdout, stderr)
 	}
 	if left := processesUnder(tmp); len(left) > 0 {

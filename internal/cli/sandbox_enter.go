@@ -3,6 +3,8 @@ package cli
 import (
 	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // newSandboxEnterCmd is the hidden trampoline of a sandbox launch (sandbox.RunEnter):
@@ -17,7 +19,7 @@ func newSandboxEnterCmd(a *app) *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			return withExit(sandbox.RunEnter(args, a.stderr), nil)
+			return withExit(verdict.ExitCode(sandbox.RunEnter(args, a.stderr)), nil) // the process status, passed through
 		},
 	}
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // newSandboxInitCmd is the hidden PID 1 of a sandbox (sandbox.RunInit):
@@ -18,7 +20,7 @@ func newSandboxInitCmd(a *app) *cobra.Command {
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if code := sandbox.RunInit(args, a.stderr); code != 0 {
-				return withExit(code, nil)
+				return withExit(verdict.ExitCode(code), nil) // the process status, passed through
 			}
 			return nil
 		},

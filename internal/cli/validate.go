@@ -37,16 +37,18 @@ strict YAML (unknown keys are errors), duplicate and unknown ids, raw secrets, m
 sizes, exclusions, matcher specs, templates and reference scripts, ranking hashes, and
 the driverConfig of exec profiles (command: the absolute path of an existing executable
 file; args: strings using only {{apiUrl}} {{runId}} {{stateDir}} {{taskId}}
-{{workspace}}; timeoutMs: 1..86400000; maxOutputBytes: 1..67108864; no other key).
-Only regular files are read: a named pipe, device or socket among the *.yaml files is
-a problem naming it, and is never opened for reading.
-Every problem is reported at once. Exit code 0 when valid, 2 when not.`,
+{{workspace}}; timeoutMs: 1..86400000; maxOutputBytes: 1..67108864; no other key), and
+that every case's flow has an implementation in this agentproof. Only regular files
+are read: a named pipe, device or socket among the *.yaml files is a problem naming
+it, and is never opened for reading.
+Every problem is reported at once. Exit code 0 when valid, 2 when not, 70 on an
+internal error (a bug in agentproof).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := dir.check(); err != nil {
 				return err
 			}
-			c, err := catalog.LoadSources(dir.sources())
+			c, err := readCatalog(*dir)
 			var ve *catalog.ValidationError
 			if err != nil && !errors.As(err, &ve) {
 				return &UsageError{Err: catalogPathError(err)}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // TestValidateExecDriverConfig: `agentproof validate` (and every command that loads the
@@ -54,7 +56,7 @@ func TestValidateExecDriverConfig(t *testing.T) {
 	file := filepath.Join(dir, "zz-mine.yaml")
 	for _, args := range [][]string{{"validate", "--catalog", dir}, {"run", "--catalog", dir, "--all", "--results", filepath.Join(dir, "res")}} {
 		var out, errout bytes.Buffer
-		if code := Main(args, nil, &out, &errout); code != ExitUsage {
+		if code := Main(args, nil, &out, &errout); verdict.ExitCode(code) != ExitUsage {
 			t.Fatalf("%s: exit %d, want %d; stderr %s", args[0], code, ExitUsage, errout.String())
 		}
 		for _, want := range []string{
@@ -98,7 +100,7 @@ func TestValidateRefusesFIFO(t *testing.T) {
 		}()
 		select {
 		case r := <-done:
-			if r.code != ExitUsage || !strings.Contains(r.stderr, fifo+": is a named pipe (FIFO), not a regular file") {
+			if verdict.ExitCode(r.code) != ExitUsage || !strings.Contains(r.stderr, fifo+": is a named pipe (FIFO), not a regular file") {
 				t.Errorf("validate --catalog %s: exit %d, stderr %q", target, r.code, r.stderr)
 			}
 		case <-time.After(30 * time.Second):

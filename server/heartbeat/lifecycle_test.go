@@ -3,6 +3,8 @@ package heartbeat_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -69,6 +71,44 @@ func TestReferenceReachesDone(t *testing.T) {
 	}
 	if rec.RunID != heartbeat.RunID(a.co.ID(), rec.WakeID) || rec.WakeReason != "issue_assigned" || rec.Workspace != a.workspace {
 		t.Fatalf("record %+v does not describe the assignment wake in the workspace %s", rec, a.workspace)
+	}
+	checkLaunch(t, rec, st)
+}
+
+// checkLaunch: the record says what the runner launched — observed, not configured:
+// the executable's path and SHA-256 (of the file itself), the process id the
+// termination reports with its start time from /proc, the runtime mode, the
+// environment the run executed in and the argv shape without the prompt or a secret.
+func checkLaunch(t *testing.T, rec api.HeartbeatRun, st controlplane.State) {
+	t.Helper()
+	l := rec.Launch
+	if l == nil {
+		t.Fatal("the record has no launch facts")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	envs := map[string]string{}
+	for _, e := range st.Environments {
+		envs[e.ID] = e.Kind
+	}
+	switch {
+	case l.Driver != "reference" || l.AdapterType != "agentproof_builtin" || l.Provider != "agentproof" || l.CLIName != "":
+		t.Errorf("launch driver facts %+v", l)
+	case l.Binary != exe || l.BinarySHA256 != hex.EncodeToString(sum[:]):
+		t.Errorf("launch binary %s %s, want %s %x", l.Binary, l.BinarySHA256, exe, sum)
+	case l.PID == 0 || l.PID != rec.Termination.PID || l.ProcessStartTicks == 0:
+		t.Errorf("launch process %d started at tick %d; the termination says pid %d", l.PID, l.ProcessStartTicks, rec.Termination.PID)
+	case l.RuntimeMode != heartbeat.RuntimeNative || l.ExecutionTarget != "local" || envs[l.EnvironmentID] != controlplane.LocalEnvironment:
+		t.Errorf("launch runtime %s target %s environment %s", l.RuntimeMode, l.ExecutionTarget, l.EnvironmentID)
+	case strings.Join(l.Argv, " ") != "agentproof <value> <value>" || len(l.Problems) != 0: // agent reference
+		t.Errorf("launch argv %q problems %q", l.Argv, l.Problems)
 	}
 }
 

@@ -1,5 +1,6 @@
-// Package heartbeat is the heartbeat runner of the control-plane server (issue 8;
-// DESIGN.md "The way data flows"): it turns scheduled wakes into bounded agent runs.
+// Package heartbeat is the heartbeat runner of the control-plane server
+// (docs/ARCHITECTURE.md "Data flow", "Observed facts"): it turns scheduled wakes into
+// bounded agent runs and records what it launched.
 //
 // For every company whose lifecycle is running, the runner takes the scheduled wakes in
 // due order (DueAt, then schedule order; the fixture clock of seed 001 is not wall time,
@@ -14,7 +15,10 @@
 // still running, the runner completes it: cancelled after a Stop, otherwise with the
 // driver's verdict (failed for every agent that talks to the API; a fixture program's
 // clean exit is succeeded). Every run leaves a durable Record (api.HeartbeatRun):
-// termination summary, redacted bounded stdout/stderr as evidence, times, usage.
+// termination summary, redacted bounded stdout/stderr as evidence, times, usage, and
+// the launch facts (api.LaunchFacts, launch.go): the driver, the binary's path,
+// SHA-256 and version, the argv shape, the runtime mode, the environment and target,
+// the pid and its start time.
 //
 // Delivery is durable without a second source of truth: the run id is derived from
 // the wake id, so a wake is delivered exactly when the control plane holds its run (the
@@ -126,6 +130,7 @@ type Runner struct {
 	busy     map[string]bool              // company → a run in flight
 	skipped  map[string]map[string]string // company → wake id → reason
 	inflight int
+	bins     binaries // launched executables' facts, per file version
 
 	kick     chan struct{}
 	base     context.Context
@@ -287,6 +292,11 @@ func cloneRecord(rec *Record) Record {
 	if rec.Cancellation != nil {
 		in := *rec.Cancellation
 		c.Cancellation = &in
+	}
+	if rec.Launch != nil {
+		l := *rec.Launch
+		l.Argv, l.Problems = slices.Clone(l.Argv), slices.Clone(l.Problems)
+		c.Launch = &l
 	}
 	return c
 }
@@ -529,6 +539,15 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	r.remember(rec)
 	lock.Unlock() // Stop may now reserve its intent and cancel runCtx
 
+	facts, observed := r.launchFacts(j, l.spec, l.secrets)
+	l.spec.AfterStart = func(pid int) {
+		facts.PID = pid
+		ticks, err := procStartTicks(pid)
+		if err != nil {
+			facts.Problems = append(facts.Problems, "the process start time could not be read: "+err.Error())
+		}
+		facts.ProcessStartTicks = ticks
+	}
 	var startedAt time.Time
 	l.spec.BeforeStart = func() error {
 		// In memory only (no I/O in the launch window): the board sees the process start
@@ -546,6 +565,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	if err != nil {
 		o = worker.Outcome{SpawnError: err}
 	}
+	observed() // the binary's digest and version (bounded), before taking the run's lock
 	lock.Lock()
 	defer lock.Unlock()
 	if cur, ok := r.Run(j.runID); ok && cur.Cancellation != nil {
@@ -554,6 +574,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	if o.Started {
 		rec.ProcessStartedAt = stamp(startedAt)
 		rec.ProcessEndedAt = stamp(endedAt)
+		rec.Launch = facts
 	}
 	report := l.driver.Report(o)
 	if !o.Started && report.Summary == "" {
@@ -860,7 +881,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		return api.CancelRunResponse{}, err
 	}
 	req.RequestID = id
-	company, c, run, err := r.locate(ctx, runID)
+	company, c, _, err := r.locate(ctx, runID)
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
@@ -872,7 +893,8 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 	if err != nil {
 		return api.CancelRunResponse{}, err
 	}
-	if run = findRun(st, runID); run == nil {
+	run := findRun(st, runID)
+	if run == nil {
 		return api.CancelRunResponse{}, &controlplane.Error{Code: controlplane.CodeRunMissing, Message: "run " + runID + " does not exist"}
 	}
 	rec, known := r.Run(runID)

@@ -1,4 +1,4 @@
-package campaign
+package attempt
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ import (
 )
 
 // StopGrace is how long a stopped child (an `agentproof serve` instance) gets between
-// SIGTERM and SIGKILL (issue 9 "Ctrl-C / SIGTERM": SIGKILL after 5 s).
+// SIGTERM and SIGKILL (docs/ARCHITECTURE.md "Cancellation": SIGKILL after 5 s).
 const StopGrace = 5 * time.Second
 
 // serveReadyTimeout bounds how long a serve child may take to print its ready line.

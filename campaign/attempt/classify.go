@@ -1,77 +1,11 @@
-package campaign
+package attempt
 
 import (
-	"context"
-	"errors"
 	"regexp"
 	"strings"
 
-	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/verdict"
 )
-
-// FailureClass says why an attempt did not pass (spec runner-e2e-harness §9). The empty
-// class means none (a passed attempt).
-type FailureClass string
-
-// The failure classes of spec §9.
-const (
-	// CandidateFailure: the agent under test is at fault (a matcher failed, the agent
-	// broke the flow). Final; the verdict is failed.
-	CandidateFailure FailureClass = "candidate_failure"
-	// ProviderVariance: the model provider behaved unusually (a missed deadline, an
-	// observed state that did not arrive in time). Retryable; inconclusive.
-	ProviderVariance FailureClass = "provider_variance"
-	// TransientInfrastructure: a fault of the harness, server or network that may not
-	// recur. Retryable; inconclusive.
-	TransientInfrastructure FailureClass = "transient_infrastructure"
-	// PermanentInfrastructure: a configuration or environment fault that will recur
-	// (missing credential, unauthorized, incompatible model, missing evidence). Final;
-	// inconclusive.
-	PermanentInfrastructure FailureClass = "permanent_infrastructure"
-	// SecretLeak: a secret value reached something agentproof keeps or shows. Overrides
-	// every other class; final; the verdict is failed.
-	SecretLeak FailureClass = "secret_leak"
-	// CleanupFailure: teardown failed or could not be confirmed. Final; failed.
-	CleanupFailure FailureClass = "cleanup_failure"
-)
-
-// FailureClasses lists every class in declaration order.
-var FailureClasses = []FailureClass{CandidateFailure, ProviderVariance, TransientInfrastructure,
-	PermanentInfrastructure, SecretLeak, CleanupFailure}
-
-// Words returns the class as words for humans ("transient infrastructure failure").
-func (c FailureClass) Words() string {
-	switch c {
-	case CandidateFailure:
-		return "candidate failure"
-	case ProviderVariance:
-		return "provider variance"
-	case TransientInfrastructure:
-		return "transient infrastructure failure"
-	case PermanentInfrastructure:
-		return "permanent infrastructure failure"
-	case SecretLeak:
-		return "secret leak"
-	case CleanupFailure:
-		return "cleanup failure"
-	}
-	return string(c)
-}
-
-// ClassError attaches a known class to an error, so that ClassifyError need not read its
-// text (spec §9: "typed errors carry their own class"). The executor uses it for facts
-// it knows the class of, such as an observed state that did not arrive in time
-// (ProviderVariance).
-type ClassError struct {
-	Class FailureClass
-	Err   error
-}
-
-// Error returns the wrapped error's text (the class is not part of it).
-func (e *ClassError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the wrapped error.
-func (e *ClassError) Unwrap() error { return e.Err }
 
 // The text rules of spec §9 as regular expressions over the lower-cased message,
 // written from the spec's description. "A followed later by B" rules are split into
@@ -116,14 +50,11 @@ func isTransient(msg string) bool {
 		followedBy(msg, reTimeout, reTransientNoun)
 }
 
-// ClassifyError returns the failure class of an attempt error. Ordered rules, first
-// match wins (spec §9, in the order of the newest upstream classifier), applied to
-// err.Error() unless noted:
+// ClassifyText applies the ordered text rules of spec §9 (first match wins, in the
+// order of the newest upstream classifier) to a message. agentproof applies them only
+// to words that come from the agent under test or a live provider (cliFault): every
+// fault of its own carries its origin and class as a value (verdict.Fault).
 //
-//  0. (agentproof) a secret leak anywhere in the chain (redact.ErrLeak,
-//     ErrSecretInRecord) → secret_leak; a *ClassError in the chain → its class;
-//     context.Canceled or context.DeadlineExceeded (an interrupted attempt, a timed-out
-//     call) → transient_infrastructure;
 //  1. "bootstrap failed before task creation" → transient_infrastructure;
 //  2. "secret … leak|plaintext|redaction" → secret_leak;
 //  3. a session-open rejection with retryable=false that names no credential, API key
@@ -141,55 +72,29 @@ func isTransient(msg string) bool {
 //     unavailable, a provider/server/… noun followed by timed out/failed/refused/…, or
 //     a timeout followed by such a noun) → transient_infrastructure;
 //  9. anything else → candidate_failure (the spec's default).
-//
-// A nil error has no class ("").
-func ClassifyError(err error) FailureClass {
-	if err == nil {
-		return ""
-	}
-	if errors.Is(err, redact.ErrLeak) || errors.Is(err, ErrSecretInRecord) {
-		return SecretLeak
-	}
-	var ce *ClassError
-	if errors.As(err, &ce) && ce.Class != "" {
-		return ce.Class
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return TransientInfrastructure
-	}
-	return ClassifyText(err.Error())
-}
-
-// ClassifyText applies rules 1–9 of ClassifyError to a message.
-func ClassifyText(msg string) FailureClass {
+func ClassifyText(msg string) verdict.FailureClass {
 	msg = strings.ToLower(msg)
 	switch {
 	case reBootstrapBeforeTask.MatchString(msg):
-		return TransientInfrastructure
+		return verdict.TransientInfrastructure
 	case followedBy(msg, reSecret, reLeakWord):
-		return SecretLeak
+		return verdict.SecretLeak
 	case reSessionOpen.MatchString(msg) && reReject.MatchString(msg) &&
 		reRetryableFalse.MatchString(msg) && !reCredentialOrModel.MatchString(msg):
-		return CandidateFailure
+		return verdict.CandidateFailure
 	case rePermanentMarker.MatchString(msg):
-		return PermanentInfrastructure
+		return verdict.PermanentInfrastructure
 	case reCleanup.MatchString(msg) || followedBy(msg, reLease, reRelease):
 		if isTransient(msg) {
-			return TransientInfrastructure
+			return verdict.TransientInfrastructure
 		}
-		return CleanupFailure
+		return verdict.CleanupFailure
 	case rePermanent.MatchString(msg):
-		return PermanentInfrastructure
+		return verdict.PermanentInfrastructure
 	case reProtocolDefect.MatchString(msg):
-		return CandidateFailure
+		return verdict.CandidateFailure
 	case isTransient(msg):
-		return TransientInfrastructure
+		return verdict.TransientInfrastructure
 	}
-	return CandidateFailure
-}
-
-// Retryable reports whether an attempt that ended with class may be retried
-// automatically: only transient_infrastructure and provider_variance (spec §9).
-func Retryable(c FailureClass) bool {
-	return c == TransientInfrastructure || c == ProviderVariance
+	return verdict.CandidateFailure
 }

@@ -1,0 +1,115 @@
+package attempt
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/campaign"
+)
+
+// agentInput is what the agent's adapter configuration needs besides the fixture
+// records: the workspace, the scripted model's URL (offline CLI cells), the pinned CLI
+// (CLI cells; a zero Binary means not installed) and whether the campaign runs live.
+type agentInput struct {
+	workspace string
+	modelURL  string
+	cli       PinnedCLI
+	live      bool
+}
+
+// agentInput collects the agent's adapter inputs from the provisioned attempt.
+func (x *LocalExecutor) agentInput(plan campaign.AttemptPlan, p *Provisioned) agentInput {
+	in := agentInput{workspace: p.Workspace, live: x.Live}
+	if p.Model != nil {
+		in.modelURL = p.Model.running.URL
+	}
+	if name, isCLI := cliName(plan.Cell.Profile.Driver); isCLI {
+		in.cli = x.CLIs[name]
+	}
+	return in
+}
+
+// liveCredential is the credential of the profile's live provider when the campaign
+// runs live, or "".
+func (x *LocalExecutor) liveCredential(plan campaign.AttemptPlan) string {
+	if !x.Live {
+		return ""
+	}
+	if _, isCLI := cliName(plan.Cell.Profile.Driver); !isCLI {
+		return ""
+	}
+	dc, err := api.DriverConfigOf(plan.Cell.Profile.DriverConfig)
+	if err != nil || dc.Live == nil {
+		return ""
+	}
+	return dc.Live.Credential
+}
+
+// adapterConfig is the agent's adapter configuration for the heartbeat runner
+// (api.AdapterConfig): the profile's driver and driver configuration, every stored
+// secret (the canary, the credentials) as a secret reference in env, the workspace as
+// cwd and, for reference, wrong and leaky, the rendered reference script
+// (agent.BuiltinConfig, schema agentproof.builtin-agent-config/v1). Errors (a driver
+// configuration the api does not accept, a CLI not installed, no live provider for
+// --live, no reference script) are the harness's configuration faults.
+func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[string]string, environmentID string) (json.RawMessage, error) {
+	p := plan.Cell.Profile
+	d, err := driver.Parse(p.Driver)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.ID, err)
+	}
+	dc, err := api.DriverConfigOf(p.DriverConfig)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.ID, err)
+	}
+	dc.Strategy = "" // the wrong agent's strategy is the driver's own; not a driver option
+	cfg := api.AdapterConfig{Driver: d, Env: map[string]api.EnvValue{}, EnvironmentID: environmentID, Cwd: in.workspace, LifecycleMode: api.LifecyclePerTurn}
+	for name, id := range secretIDs {
+		cfg.Env[name] = api.EnvValue{Ref: &api.SecretRef{Type: api.SecretRefType, SecretID: id, Version: "latest"}}
+	}
+	if name, isCLI := d.CLI(); isCLI {
+		if err := cliDriverConfig(&dc, name, p.ID, in); err != nil {
+			return nil, err
+		}
+	}
+	if !reflect.ValueOf(dc).IsZero() {
+		cfg.DriverConfig = &dc
+	}
+	if d.NeedsReference() {
+		if plan.Case.Reference == nil {
+			return nil, fmt.Errorf("case %s has no reference script for the %s agent", plan.Cell.Case.ID, p.Driver)
+		}
+		b, err := json.Marshal(agent.BuiltinConfig{Schema: agent.BuiltinConfigSchema, Nonce: plan.Nonce, Reference: plan.Case.Reference})
+		if err != nil {
+			return nil, fmt.Errorf("encoding the built-in agent's configuration: %w", err)
+		}
+		cfg.Builtin = b
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the adapter configuration: %w", err)
+	}
+	return b, nil
+}
+
+// cliDriverConfig completes a CLI driver's configuration dc: the pinned native binary,
+// and either the live provider (kept) or the scripted model's URL (the live provider
+// and the model script removed: they are the executor's concern).
+func cliDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) error {
+	if in.cli.Binary == "" {
+		return fmt.Errorf("agent CLI %s is not installed: no native binary for profile %s (run: agentproof agents install %s)", name, profile, name)
+	}
+	dc.Binary, dc.Script = in.cli.Binary, ""
+	if in.live {
+		if dc.Live == nil {
+			return fmt.Errorf("profile %s has no live provider (driverConfig live) for --live", profile)
+		}
+		return nil
+	}
+	dc.Live, dc.ModelBaseURL = nil, in.modelURL
+	return nil
+}

@@ -1,0 +1,180 @@
+package attempt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// LocalExecutor is the real campaign.Executor (docs/ARCHITECTURE.md "Stages"): every
+// attempt runs the stages provision → fixtures → flow → observe → grade → teardown,
+// each returning a value, and Judge makes the verdict of those values. Evidence lands
+// in ResultsRoot/plan.Dir.
+//
+// A LocalExecutor is safe for concurrent use: attempts share only its configuration.
+type LocalExecutor struct {
+	// ResultsRoot is the results directory (evidence goes to ResultsRoot/plan.Dir).
+	ResultsRoot string
+	// Executable is the absolute path of the agentproof binary started as `serve`.
+	Executable string
+	// TempDir is where attempt roots are created ("" means os.TempDir()).
+	TempDir string
+	// Credential returns the value of a catalog credential (for example from the run
+	// command's environment); nil means none is available. A cell needing a credential
+	// without a value ends inconclusive (permanent_infrastructure), never failed.
+	Credential func(name string) (string, bool)
+	// PollInterval is how often the flow looks at the API while waiting for a state
+	// (default 25 ms).
+	PollInterval time.Duration
+	// KeepRoot keeps the attempt's temp root (for debugging); cleanup is then not
+	// confirmed and the attempt fails with cleanup_failure, so keep it off in campaigns.
+	KeepRoot bool
+	// Canaries are fake credentials of every secret shape (campaign.Canaries) that
+	// every attempt stores as secrets of its instance and hands to its agent through
+	// secret references, beside the attempt canary (`agentproof run --canary`). Any of
+	// them found in the closed instance home, the workspace, the agent's output or the
+	// evidence fails the attempt with secret_leak.
+	Canaries []campaign.Canary
+	// CLIs maps a real agent CLI's name (codex, opencode, claude) to its pinned
+	// install (package agent/clis); a CLI cell whose CLI is missing ends inconclusive
+	// (permanent_infrastructure).
+	CLIs map[string]PinnedCLI
+	// Live runs CLI cells against their profile's live provider (driverConfig live, its
+	// credential stored as a secret) instead of a scripted model per attempt.
+	Live bool
+}
+
+// PinnedCLI is the pinned install of an agent CLI: the absolute path of its native
+// binary, the pinned version and the binary's SHA-256 recorded when it was installed
+// ("" when unknown). The profile's runtime metadata check compares what the runner
+// recorded launching against them.
+type PinnedCLI struct {
+	Binary  string
+	Version string
+	SHA256  string
+}
+
+// Compile-time check.
+var _ campaign.Executor = (*LocalExecutor)(nil)
+
+// errAttemptDeadline is the cause of an attempt context whose deadline passed.
+var errAttemptDeadline = errors.New("attempt deadline")
+
+// teardownTimeout bounds observation and teardown of one attempt after its flow (both
+// run even when the attempt was cancelled or its deadline passed).
+const teardownTimeout = 15 * time.Second
+
+// Stages are the values the stages of one attempt returned, in stage order, and what
+// Judge makes the verdict of. A stage that did not run is its zero value.
+type Stages struct {
+	// Pace says who sets the agent's pace (see Pace): it decides who a missed
+	// deadline, a hang or a flood is blamed on.
+	Pace        Pace
+	Provisioned Provisioned
+	Fixtures    Fixtures
+	Flow        FlowOutcome
+	Observation Observation
+	Grades      Grades
+	Teardown    Teardown
+	// Panic is a harness fault for a stage that panicked (a bug), or nil.
+	Panic *verdict.Fault
+	// Interrupted is true when the attempt's context was cancelled before it ended.
+	Interrupted bool
+}
+
+// secrets is the attempt's most complete secret set so far.
+func (s *Stages) secrets() *redact.Set {
+	switch {
+	case s.Fixtures.Secrets != nil:
+		return s.Fixtures.Secrets
+	case s.Provisioned.Secrets != nil:
+		return s.Provisioned.Secrets
+	}
+	return redact.NewSet()
+}
+
+// attempt is what one ExecuteAttempt shares between its stages: the plan, the
+// evidence writer (safe for concurrent use) and the flow log (what the harness did,
+// written to logs/flow.log at teardown). Stages never write into it beyond those two
+// sinks.
+type attempt struct {
+	plan campaign.AttemptPlan
+	ev   *campaign.Evidence
+	log  *flowLog
+}
+
+// flowLog records what the harness did, as the human, with times.
+type flowLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *flowLog) note(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, time.Now().UTC().Format(time.RFC3339Nano)+" "+fmt.Sprintf(format, args...))
+}
+
+func (l *flowLog) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 0 {
+		return ""
+	}
+	return strings.Join(l.lines, "\n") + "\n"
+}
+
+// ExecuteAttempt implements campaign.Executor: it runs the stages, tears down whatever
+// they left (also after a panic, which is a harness fault), and judges.
+func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan campaign.AttemptPlan) campaign.Outcome {
+	a := &attempt{plan: plan, ev: campaign.NewEvidence(filepath.Join(x.ResultsRoot, plan.Dir)), log: &flowLog{}}
+	s := &Stages{Pace: PaceOf(plan.Cell.Profile, x.Live)}
+	x.runStages(ctx, a, s)
+	s.Teardown = x.teardown(ctx, a, s)
+	s.Interrupted = ctx.Err() != nil
+	return campaign.Outcome{
+		Judgement:        Judge(s),
+		Interrupted:      s.Interrupted,
+		CleanupConfirmed: s.Teardown.Confirmed,
+		Facts:            facts(s),
+		Evidence:         a.ev,
+		Secrets:          s.secrets(),
+	}
+}
+
+// runStages runs provision, fixtures, flow, observe and grade, each only when the
+// stage before it left something to work on, under the attempt's deadline (observe
+// and grade have their own bound, so that a slow attempt's evidence is still kept). A
+// panic stops the stages and is recorded as a harness fault.
+func (x *LocalExecutor) runStages(ctx context.Context, a *attempt, s *Stages) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.Panic = verdict.HarnessFault(fmt.Errorf("harness panic: %v", r), false)
+		}
+	}()
+	actx, cancel := context.WithTimeoutCause(ctx, a.plan.AttemptTimeout, errAttemptDeadline)
+	defer cancel()
+	s.Provisioned = x.provision(actx, a)
+	if s.Provisioned.Fault != nil {
+		return
+	}
+	s.Fixtures = x.setupFixtures(actx, a, &s.Provisioned)
+	if s.Fixtures.Fault != nil || s.Fixtures.TaskID == "" {
+		return
+	}
+	s.Flow = x.playFlow(actx, a, &s.Provisioned, &s.Fixtures)
+	octx, ocancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer ocancel()
+	s.Observation = x.observe(octx, a, &s.Provisioned, &s.Fixtures, &s.Flow)
+	if s.Observation.Match != nil {
+		s.Grades = grade(a.plan, s.Observation.Match, x.expectations(a.plan))
+	}
+}

@@ -1,0 +1,315 @@
+package attempt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/campaign/fixture"
+	"github.com/agentproof/agentproof/campaign/flows"
+	"github.com/agentproof/agentproof/client"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// SetupBoard is the part of the board API the fixtures stage uses: creating a company
+// and addressing one. clientBoard adapts *client.Client.
+type SetupBoard interface {
+	CreateCompany(ctx context.Context, name, issuePrefix string) (CompanyBoard, error)
+	Company(id string) CompanyBoard
+}
+
+// CompanyBoard is one company's board operations the fixtures use; *client.Company
+// implements it.
+type CompanyBoard interface {
+	ID() string
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+	CreateSecret(ctx context.Context, req api.CreateSecretRequest) (api.SecretRef, error)
+	Snapshot(ctx context.Context) (controlplane.State, error)
+	CreateAgent(ctx context.Context, req api.CreateAgentRequest) (controlplane.BoardResult, error)
+	CreateIssue(ctx context.Context, req api.CreateIssueRequest) (controlplane.BoardResult, error)
+}
+
+// clientBoard is a SetupBoard over the board client of the attempt's server: the
+// server running now (a restart during the flow replaces it; teardown talks to the
+// new one).
+type clientBoard struct{ in *instance }
+
+func (b clientBoard) CreateCompany(ctx context.Context, name, prefix string) (CompanyBoard, error) {
+	co, err := b.in.board().CreateCompany(ctx, name, prefix)
+	if err != nil {
+		return nil, err
+	}
+	return co, nil
+}
+
+func (b clientBoard) Company(id string) CompanyBoard { return lazyCompany{b.in, id} }
+
+// lazyCompany addresses company id on the instance's current server at every call.
+type lazyCompany struct {
+	in *instance
+	id string
+}
+
+func (c lazyCompany) co() *client.Company { return c.in.board().Company(c.id) }
+
+func (c lazyCompany) ID() string                      { return c.id }
+func (c lazyCompany) Start(ctx context.Context) error { return c.co().Start(ctx) }
+func (c lazyCompany) Stop(ctx context.Context) error  { return c.co().Stop(ctx) }
+func (c lazyCompany) CreateSecret(ctx context.Context, req api.CreateSecretRequest) (api.SecretRef, error) {
+	return c.co().CreateSecret(ctx, req)
+}
+func (c lazyCompany) Snapshot(ctx context.Context) (controlplane.State, error) {
+	return c.co().Snapshot(ctx)
+}
+func (c lazyCompany) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (controlplane.BoardResult, error) {
+	return c.co().CreateAgent(ctx, req)
+}
+func (c lazyCompany) CreateIssue(ctx context.Context, req api.CreateIssueRequest) (controlplane.BoardResult, error) {
+	return c.co().CreateIssue(ctx, req)
+}
+
+// Fixtures is what the fixtures stage returns: the set-up fixtures (for teardown and
+// fixtures.json), the ids the flow and the observation need (company, control-plane
+// environment, task and its identifier), when the task was created (turn 1's
+// submission), the secret set with the credentials loaded, and the fault that stopped
+// setup (nil when every fixture was set up). CleanupErr is the redacted error of the
+// partial teardown SetupAll ran after a failed setup, or "".
+type Fixtures struct {
+	Set                      *fixture.Fixtures
+	CompanyID, EnvironmentID string
+	TaskID, Identifier       string
+	Submitted                time.Time
+	Secrets                  *redact.Set
+	Fault                    *verdict.Fault
+	CleanupErr               string
+}
+
+// fixtureInput is everything the fixture definitions need: the plan, the secrets to
+// store (in order, the canary first), the credentials without a value, the secret set,
+// and what the agent's adapter configuration needs.
+type fixtureInput struct {
+	plan    campaign.AttemptPlan
+	stored  []storedSecret
+	missing []string
+	secrets *redact.Set
+	agent   agentInput
+}
+
+type storedSecret struct{ name, value string }
+
+// setupFixtures loads the cell's credentials (and the live provider's), adds them to
+// the secret set and sets the fixture graph up through the attempt's server.
+func (x *LocalExecutor) setupFixtures(ctx context.Context, a *attempt, p *Provisioned) Fixtures {
+	in := fixtureInput{plan: a.plan, secrets: p.Secrets, agent: x.agentInput(a.plan, p)}
+	names := append([]string{CanarySecretKey}, a.plan.Cell.RequiredCredentials...)
+	canaries := map[string]string{CanarySecretKey: p.Canary}
+	for _, c := range x.Canaries {
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
+		canaries[c.Name] = c.Value
+	}
+	if lc := x.liveCredential(a.plan); lc != "" && !slices.Contains(names, lc) {
+		names = append(names, lc)
+	}
+	for _, name := range names {
+		v, ok := canaries[name]
+		if !ok && x.Credential != nil {
+			if v, ok = x.Credential(name); ok && v != "" {
+				in.secrets = in.secrets.WithCredentials(v)
+			}
+		}
+		if v == "" {
+			in.missing = append(in.missing, name)
+			continue
+		}
+		in.stored = append(in.stored, storedSecret{name, v})
+	}
+	return setup(ctx, clientBoard{p.Instance}, in)
+}
+
+// setup sets the fixture graph company → secrets → environment → agent → task up
+// through b (seed 000 "New Paperclip object fixtures"; spec §6). Every failure is the
+// harness's (a refused board call, a missing credential, an unsupported environment)
+// or a secret leak into a record; never the candidate's.
+func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
+	var submitted time.Time
+	reg := fixture.NewRegistry(in.secrets)
+	for _, d := range []fixture.Definition{companyFixture(b, in), secretsFixture(b, in), environmentFixture(b, in),
+		agentFixture(b, in), taskFixture(b, in, &submitted)} {
+		if err := reg.Register(d); err != nil {
+			return Fixtures{Secrets: in.secrets, Fault: verdict.HarnessFault(err, false)}
+		}
+	}
+	fx, err := reg.SetupAll(ctx)
+	out := Fixtures{Set: fx, Secrets: in.secrets, Submitted: submitted}
+	if rec, ok := fx.Record("company"); ok {
+		out.CompanyID = rec.IDs["company"]
+	}
+	if rec, ok := fx.Record("environment"); ok {
+		out.EnvironmentID = rec.IDs["environment"]
+	}
+	if rec, ok := fx.Record("task"); ok {
+		out.TaskID, out.Identifier = rec.IDs["task"], rec.Metadata["identifier"]
+	}
+	if err != nil {
+		out.Fault = setupFault(ctx, err, in.secrets)
+		var se *fixture.SetupError
+		if errors.As(err, &se) && se.Teardown != nil {
+			out.CleanupErr = in.secrets.RedactText(se.Teardown.Error())
+		}
+	}
+	return out
+}
+
+// setupFault is the fault of a failed fixture setup, its words redacted: the fault a
+// definition returned (a board refusal, a missing credential, a leak into a record),
+// a transient harness fault when the attempt's context ended during setup (the
+// verdict sees an interruption first), a permanent harness fault otherwise.
+func setupFault(ctx context.Context, err error, secrets *redact.Set) *verdict.Fault {
+	words := errors.New(secrets.RedactText(err.Error()))
+	if f := verdict.FaultOf(err); f != nil {
+		return &verdict.Fault{Origin: f.Origin, Class: f.Class, Err: words}
+	}
+	if ctx.Err() != nil {
+		return verdict.HarnessFault(fmt.Errorf("the attempt's deadline passed during fixture setup: %w", words), true)
+	}
+	return verdict.HarnessFault(words, false)
+}
+
+func companyFixture(b SetupBoard, in fixtureInput) fixture.Definition {
+	return fixture.Definition{
+		ID: "company",
+		Setup: func(ctx context.Context, _ fixture.Resolved) (fixture.Record, error) {
+			co, err := b.CreateCompany(ctx, "agentproof "+in.plan.Cell.Case.ID, "APF")
+			if err != nil {
+				return fixture.Record{}, flows.BoardFault("creating the company", err)
+			}
+			if err := co.Start(ctx); err != nil {
+				return fixture.Record{}, flows.BoardFault("starting the company", err)
+			}
+			return fixture.Record{IDs: map[string]string{"company": co.ID()}, Metadata: map[string]string{"issuePrefix": "APF"}}, nil
+		},
+		Teardown: func(ctx context.Context, rec fixture.Record, _ fixture.Resolved) error {
+			err := b.Company(rec.IDs["company"]).Stop(ctx)
+			if err == nil || controlplane.CodeOf(err) == controlplane.CodeMockNotRunning {
+				return nil // stopped, or already stopped
+			}
+			return fmt.Errorf("stopping the company: %w", err)
+		},
+	}
+}
+
+func secretsFixture(b SetupBoard, in fixtureInput) fixture.Definition {
+	return fixture.Definition{
+		ID:           "secrets",
+		Dependencies: []string{"company"},
+		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
+			co := b.Company(res["company"].IDs["company"])
+			rec := fixture.Record{IDs: map[string]string{}, Metadata: map[string]string{}}
+			for _, s := range in.stored {
+				ref, err := co.CreateSecret(ctx, api.CreateSecretRequest{Name: strings.ToLower(s.name), Key: s.name, Value: s.value})
+				if err != nil {
+					return fixture.Record{}, flows.BoardFault("storing secret "+s.name, err)
+				}
+				rec.IDs[s.name] = ref.SecretID
+				rec.Metadata[s.name] = "secret_ref"
+			}
+			if len(in.missing) > 0 {
+				return rec, verdict.HarnessFault(fmt.Errorf("missing credential %s", strings.Join(in.missing, ", ")), false)
+			}
+			return rec, nil
+		},
+	}
+}
+
+func environmentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
+	env := in.plan.Cell.Environment
+	return fixture.Definition{
+		ID:           "environment",
+		Dependencies: []string{"company"},
+		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
+			if env.Driver != "local" {
+				return fixture.Record{}, verdict.HarnessFault(fmt.Errorf("environment driver %q is not supported by this executor (local only)", env.Driver), false)
+			}
+			st, err := b.Company(res["company"].IDs["company"]).Snapshot(ctx)
+			if err != nil {
+				return fixture.Record{}, flows.BoardFault("reading the company state", err)
+			}
+			for _, e := range st.Environments {
+				if e.Kind == controlplane.LocalEnvironment {
+					return fixture.Record{IDs: map[string]string{"environment": e.ID}, Metadata: map[string]string{"kind": e.Kind, "catalogEnvironment": env.ID}}, nil
+				}
+			}
+			return fixture.Record{}, verdict.HarnessFault(errors.New("the instance has no local environment to discover"), false)
+		},
+	}
+}
+
+func agentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
+	p := in.plan.Cell.Profile
+	return fixture.Definition{
+		ID:           "agent",
+		Dependencies: []string{"secrets", "environment"},
+		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
+			cfg, err := adapterConfig(in.plan, in.agent, res["secrets"].IDs, res["environment"].IDs["environment"])
+			if err != nil {
+				return fixture.Record{}, verdict.HarnessFault(err, false)
+			}
+			req := api.CreateAgentRequest{Name: "agentproof " + p.ID, Role: "engineer", AdapterConfig: cfg, CapabilityGrants: flows.CapabilityGrants(in.plan.Case.Reference)}
+			r, err := b.Company(res["company"].IDs["company"]).CreateAgent(ctx, req)
+			if err != nil {
+				return fixture.Record{}, flows.BoardFault("creating the agent", err)
+			}
+			return fixture.Record{IDs: map[string]string{"agent": r.ID}, Metadata: map[string]string{"driver": p.Driver, "profile": p.ID}}, nil
+		},
+	}
+}
+
+// taskFixture creates the task assigned to the agent; *submitted gets the time the
+// human submitted it (turn 1).
+func taskFixture(b SetupBoard, in fixtureInput, submitted *time.Time) fixture.Definition {
+	cell, rc := in.plan.Cell, in.plan.Case
+	return fixture.Definition{
+		ID:           "task",
+		Dependencies: []string{"agent"},
+		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
+			title := rc.Title
+			if title == "" {
+				title = "agentproof " + cell.ID + " " + rc.Nonce
+			}
+			req := api.CreateIssueRequest{Title: title, AssigneeActorID: ptr(res["agent"].IDs["agent"])}
+			if rc.Prompt != "" {
+				req.Description = ptr(rc.Prompt)
+			}
+			if wm := cell.Case.WorkMode; wm != "" {
+				req.WorkMode = &wm
+			}
+			co := b.Company(res["company"].IDs["company"])
+			*submitted = time.Now()
+			r, err := co.CreateIssue(ctx, req)
+			if err != nil {
+				return fixture.Record{}, flows.BoardFault("creating the task", err)
+			}
+			meta := map[string]string{}
+			if st, err := co.Snapshot(ctx); err == nil {
+				for _, t := range st.Tasks {
+					if t.ID == r.ID {
+						meta["identifier"] = t.Identifier
+					}
+				}
+			}
+			return fixture.Record{IDs: map[string]string{"task": r.ID}, Metadata: meta}, nil
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,77 @@
+package attempt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/campaign/flows"
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// FlowOutcome is what the flow stage returns: when the human submitted each turn
+// (turn 1, the task's creation, first), the flow contract violations the flow saw (the
+// candidate's), the deadline that passed (named with its limit, "turn 2 (600000 ms)"
+// or "attempt (480000 ms)"; "" for none), whether the attempt was interrupted, and
+// the harness fault that stopped the flow (nil for none).
+type FlowOutcome struct {
+	Submitted   []time.Time
+	Problems    []string
+	Deadline    string
+	Interrupted bool
+	Fault       *verdict.Fault
+}
+
+// playFlow plays the case's flow (package flows) against the attempt's server as the
+// human, restarting the server when the flow asks.
+func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned, f *Fixtures) FlowOutcome {
+	s := &flows.Session{
+		Board:       p.Instance.board().Company(f.CompanyID),
+		TaskID:      f.TaskID,
+		Case:        a.plan.Cell.Case,
+		Rendered:    a.plan.Case,
+		Workspace:   p.Workspace,
+		TurnTimeout: a.plan.TurnTimeout,
+		Poll:        x.PollInterval,
+		Log:         a.log.note,
+		Restart: func(ctx context.Context) (flows.Board, error) {
+			if err := p.Instance.restart(ctx); err != nil {
+				return nil, err
+			}
+			a.log.note("server restarted on %s", p.Instance.addr())
+			return p.Instance.board().Company(f.CompanyID), nil
+		},
+	}
+	return flowOutcome(ctx, a.plan, f.Submitted, flows.Run(ctx, s), f.Secrets)
+}
+
+// flowOutcome maps what the flow returned to the stage's value: a *flows.DeadlineError
+// is a missed turn deadline, the attempt context's own deadline the attempt deadline,
+// a cancellation an interruption, a fault the fault (its words redacted), and any
+// other error a harness fault (the flow's own code failed).
+func flowOutcome(ctx context.Context, plan campaign.AttemptPlan, first time.Time, out flows.Outcome, secrets *redact.Set) FlowOutcome {
+	fo := FlowOutcome{Submitted: append([]time.Time{first}, out.Submitted...)}
+	for _, p := range out.Problems {
+		fo.Problems = append(fo.Problems, secrets.RedactText(p))
+	}
+	var de *flows.DeadlineError
+	switch err := out.Err; {
+	case err == nil:
+	case errors.As(err, &de):
+		fo.Deadline = fmt.Sprintf("turn %d (%d ms)", de.Turn, de.Limit.Milliseconds())
+	case errors.Is(context.Cause(ctx), errAttemptDeadline):
+		fo.Deadline = fmt.Sprintf("attempt (%d ms)", plan.AttemptTimeout.Milliseconds())
+	case ctx.Err() != nil:
+		fo.Interrupted = true
+	default:
+		fault := verdict.FaultOf(err)
+		if fault == nil {
+			fault = verdict.HarnessFault(err, false)
+		}
+		fo.Fault = &verdict.Fault{Origin: fault.Origin, Class: fault.Class, Err: errors.New(secrets.RedactText(err.Error()))}
+	}
+	return fo
+}

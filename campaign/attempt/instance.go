@@ -1,0 +1,66 @@
+package attempt
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentproof/agentproof/client"
+)
+
+// instance is the attempt's control-plane server: a serve child on its instance home,
+// which the question flow may restart (a new child on the same home). Only the
+// attempt's flow goroutine restarts it; teardown stops it after the flow returned.
+type instance struct {
+	exe, home, root string
+	child           *serveChild // nil after a restart whose new child did not start
+	url, token      string      // the last child's, kept when it is gone
+	// earlier holds the stderr logs of children a restart stopped, oldest first.
+	earlier [][]byte
+}
+
+// startInstance starts the first serve child (startServe's errors).
+func startInstance(ctx context.Context, exe, home, root string) (*instance, error) {
+	child, err := startServe(ctx, exe, home, root)
+	if err != nil {
+		return nil, err
+	}
+	return &instance{exe: exe, home: home, root: root, child: child, url: child.URL(), token: child.token}, nil
+}
+
+// board returns a board client of the running child (of the last one when none runs:
+// its calls then fail, refused, as they would against any server that is gone).
+func (in *instance) board() *client.Client {
+	return client.New(in.url, in.token, nil)
+}
+
+// addr is the running (or last) child's address.
+func (in *instance) addr() string { return strings.TrimPrefix(in.url, "http://") }
+
+// restart stops the running child and starts a new one on the same home. Errors:
+// the child did not stop cleanly, or the new one did not start (the instance then has
+// no running child; stop is a no-op).
+func (in *instance) restart(ctx context.Context) error {
+	if err := in.child.stop(); err != nil {
+		return fmt.Errorf("stopping: %w", err)
+	}
+	in.earlier = append(in.earlier, in.child.stderr.Bytes())
+	child, err := startServe(ctx, in.exe, in.home, in.root)
+	if err != nil {
+		in.child = nil
+		return err
+	}
+	in.child, in.url, in.token = child, child.URL(), child.token
+	return nil
+}
+
+// stop stops the running child (SIGTERM, SIGKILL after StopGrace) and returns its
+// stderr log ("" when a restart left none running) and those of the children a restart
+// stopped. Error: the child had to be killed or its process group outlived it.
+func (in *instance) stop() (current []byte, earlier [][]byte, err error) {
+	if in.child != nil {
+		err = in.child.stop()
+		current = in.child.stderr.Bytes()
+	}
+	return current, in.earlier, err
+}

@@ -1,0 +1,194 @@
+package attempt
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/match"
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// maxReasonMatchers is how many failing matchers a reason names before "and N more".
+const maxReasonMatchers = 3
+
+// Judge is the verdict of one attempt: a pure function of what its stages returned
+// (docs/ARCHITECTURE.md "Verdicts", spec §9). Ordered rules, first match wins:
+//
+//  1. a leak — found at teardown (home, workspace, evidence), printed by an agent (the
+//     runner redacted it), or a leak fault of any stage → failed, secret_leak; it
+//     overrides everything;
+//  2. cleanup not confirmed (a teardown problem) → failed, cleanup_failure (spec §6:
+//     "Teardown must fail the cell if provider cleanup cannot be confirmed");
+//  3. interrupted (the attempt's context, or the flow, saw a cancellation) →
+//     inconclusive, transient_infrastructure;
+//  4. a harness or provider fault, in stage order (a panic, provision, fixtures, flow,
+//     observe, grade, then the runs' records: a process never started, a collector
+//     error, a CLI failure its words blame on the harness or the provider) →
+//     inconclusive with its class;
+//  5. required evidence missing → inconclusive, permanent_infrastructure;
+//  6. a missed deadline, a hung or flooding process of a fixture program or a live
+//     provider → inconclusive with its class (paceFault); of a scripted, offline agent
+//     → failed, candidate_failure, the deadline named;
+//  7. a matcher that failed (neither passed nor not reached) → failed,
+//     candidate_failure (after the candidate's own failure, when there is one) — the
+//     observation is final, so a definite mismatch blames the candidate even when
+//     another matcher was not reached;
+//  8. a candidate fault (a flow contract violation, a CLI that exited non-zero) →
+//     failed, candidate_failure;
+//  9. no matcher evaluated → inconclusive, permanent_infrastructure;
+//  10. a matcher not reached → inconclusive, permanent_infrastructure;
+//  11. otherwise → passed.
+//
+// Reasons hold only the stages' texts, which the stages redacted.
+func Judge(s *Stages) verdict.Judgement {
+	faults, paced := stageFaults(s)
+	if leaks := leaksOf(s, faults); len(leaks) > 0 {
+		return judgement(verdict.Failed, verdict.SecretLeak, "secret leak: "+strings.Join(leaks, "; "))
+	}
+	if !s.Teardown.Confirmed {
+		return judgement(verdict.Failed, verdict.CleanupFailure, cleanupReason(s.Teardown))
+	}
+	if s.Interrupted || s.Flow.Interrupted {
+		return campaign.InterruptedJudgement()
+	}
+	var candidate []*verdict.Fault
+	for _, f := range faults {
+		switch f.Origin {
+		case verdict.Candidate:
+			candidate = append(candidate, f)
+		case verdict.Harness, verdict.Provider:
+			return faultJudgement(f)
+		}
+	}
+	if len(s.Teardown.Missing) > 0 {
+		return judgement(verdict.Inconclusive, verdict.PermanentInfrastructure, "collector error: missing required evidence: "+strings.Join(s.Teardown.Missing, ", "))
+	}
+	if len(paced) > 0 {
+		return faultJudgement(paced[0])
+	}
+	return matcherJudgement(s.Grades.Matchers, candidate)
+}
+
+// stageFaults are the faults the stages returned, in stage order (faults), and the
+// missed deadlines, hangs and floods blamed by pace (paced): the flow's deadline
+// first, then the runs'.
+func stageFaults(s *Stages) (faults, paced []*verdict.Fault) {
+	for _, f := range []*verdict.Fault{s.Panic, s.Provisioned.Fault, s.Fixtures.Fault, s.Flow.Fault} {
+		if f != nil {
+			faults = append(faults, f)
+		}
+	}
+	if len(s.Flow.Problems) > 0 {
+		faults = append(faults, verdict.CandidateFault(fmt.Errorf("flow: %s", strings.Join(s.Flow.Problems, "; "))))
+	}
+	for _, f := range []*verdict.Fault{s.Observation.Fault, s.Grades.Fault} {
+		if f != nil {
+			faults = append(faults, f)
+		}
+	}
+	if s.Flow.Deadline != "" {
+		paced = append(paced, paceFault(s.Pace, "the "+s.Flow.Deadline+" deadline", false))
+	}
+	runs, runPaced := runFaults(s.Pace, s.Observation.Runs)
+	return append(faults, runs...), append(paced, runPaced...)
+}
+
+// leaksOf lists every leak: found at teardown, printed by a run's agent (the runner
+// redacted it from its output, but the agent printed it), or a leak fault.
+func leaksOf(s *Stages, faults []*verdict.Fault) []string {
+	leaks := append([]string(nil), s.Teardown.Leaks...)
+	for _, r := range s.Observation.Runs {
+		if t := r.Termination; t != nil && t.SecretsRedacted > 0 {
+			leaks = append(leaks, fmt.Sprintf("the agent of run %s printed a secret (the runner redacted it from %d piece(s) of its output)", r.RunID, t.SecretsRedacted))
+		}
+	}
+	for _, f := range faults {
+		if f.Class == verdict.SecretLeak {
+			leaks = append(leaks, f.Error())
+		}
+	}
+	return leaks
+}
+
+func cleanupReason(t Teardown) string {
+	if len(t.Problems) == 0 {
+		return "cleanup was not confirmed"
+	}
+	return "cleanup failed: " + strings.Join(t.Problems, "; ")
+}
+
+// faultJudgement is the judgement of one fault: its class's verdict, and its words
+// after the class's ("transient infrastructure failure: server start failed: …"); a
+// candidate's own words stand alone.
+func faultJudgement(f *verdict.Fault) verdict.Judgement {
+	if f.Origin == verdict.Candidate {
+		return judgement(f.Class.Verdict(), f.Class, f.Error())
+	}
+	return judgement(f.Class.Verdict(), f.Class, f.Class.Words()+": "+f.Error())
+}
+
+// matcherJudgement judges the matchers after every fault but the candidate's own.
+func matcherJudgement(ms []match.Outcome, candidate []*verdict.Fault) verdict.Judgement {
+	var failed, notReached []string
+	for i, m := range ms {
+		switch {
+		case m.Passed:
+		case m.NotReached:
+			notReached = append(notReached, describeMatcher(i, m))
+		default:
+			failed = append(failed, describeMatcher(i, m))
+		}
+	}
+	var own []string
+	for _, f := range candidate {
+		own = append(own, f.Error())
+	}
+	switch {
+	case len(failed) > 0 && len(own) > 0:
+		// The agent's own failure first (for example a CLI that exited non-zero, naming
+		// the model-script step it broke), then the matchers it left failing.
+		return judgement(verdict.Failed, verdict.CandidateFailure, strings.Join(own, "; ")+"; "+listReason("matcher failed", "matchers failed", failed))
+	case len(failed) > 0:
+		return judgement(verdict.Failed, verdict.CandidateFailure, listReason("matcher failed", "matchers failed", failed))
+	case len(own) > 0:
+		return judgement(verdict.Failed, verdict.CandidateFailure, strings.Join(own, "; "))
+	case len(ms) == 0:
+		return judgement(verdict.Inconclusive, verdict.PermanentInfrastructure, "no matcher was evaluated")
+	case len(notReached) > 0:
+		return judgement(verdict.Inconclusive, verdict.PermanentInfrastructure, listReason("matcher not reached", "matchers not reached", notReached))
+	}
+	return judgement(verdict.Passed, "", fmt.Sprintf("every matcher passed (%d), cleanup confirmed, no leak", len(ms)))
+}
+
+func describeMatcher(i int, m match.Outcome) string {
+	return fmt.Sprintf("#%d %s: %s", i+1, m.Kind, m.Detail)
+}
+
+func listReason(one, many string, items []string) string {
+	head := one
+	if len(items) > 1 {
+		head = fmt.Sprintf("%d %s", len(items), many)
+	}
+	shown := items[:min(len(items), maxReasonMatchers)]
+	s := head + ": " + strings.Join(shown, "; ")
+	if rest := len(items) - len(shown); rest > 0 {
+		s += fmt.Sprintf("; and %d more", rest)
+	}
+	return s
+}
+
+// judgement builds a verdict.Judgement.
+func judgement(v verdict.Verdict, c verdict.FailureClass, reason string) verdict.Judgement {
+	return verdict.Judgement{Verdict: v, FailureClass: c, Reason: reason}
+}
+
+// facts are the facts result.json reports of an attempt.
+func facts(s *Stages) *campaign.Facts {
+	f := s.Observation.Facts
+	if f.IssueID == "" {
+		f.IssueID, f.IssueIdentifier = s.Fixtures.TaskID, s.Fixtures.Identifier
+	}
+	f.Matchers = s.Grades.Matchers
+	return &f
+}

@@ -1,0 +1,206 @@
+package attempt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/match"
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/workspace"
+)
+
+// Observation is what the observe stage saw after the flow: the observation the
+// matchers grade (nil when nothing could be observed), the heartbeat runner's records
+// of the task's runs (how each process was launched and how it ended: the verdict
+// reads timeouts, floods, collector errors and printed secrets from them), the facts
+// result.json reports, and the fault that kept evidence from being collected (the
+// board did not answer, the workspace could not be read; nil for none).
+type Observation struct {
+	Match *match.Observation
+	Runs  []api.HeartbeatRun
+	Facts campaign.Facts
+	Fault *verdict.Fault
+}
+
+// observe reads the company state and the heartbeat records through the board and the
+// workspace from disk (package workspace: bounded, links listed, never followed), writes snapshots/api-state.json, snapshots/heartbeat-runs.json
+// and workspace-manifest.json, and builds the observation (spec §5 "Message source").
+// The runtime mode, environment and runtime facts it reports are those the heartbeat
+// runner recorded launching each run (api.LaunchFacts), never the catalog's.
+func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned, f *Fixtures, fl *FlowOutcome) Observation {
+	co := p.Instance.board().Company(f.CompanyID)
+	st, err := co.Snapshot(ctx)
+	if err != nil {
+		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the company state: %s", f.Secrets.RedactText(err.Error())), true)}
+	}
+	recs, err := co.HeartbeatRuns(ctx)
+	if err != nil {
+		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the heartbeat runs: %s", f.Secrets.RedactText(err.Error())), true)}
+	}
+	writeJSON(a.ev, f.Secrets, "snapshots/api-state.json", st)
+	writeJSON(a.ev, f.Secrets, "snapshots/heartbeat-runs.json", recs)
+	o := Observation{Facts: campaign.Facts{IssueID: f.TaskID, IssueIdentifier: f.Identifier, RunIDs: []string{}}}
+	runs := taskRuns(&st, f.TaskID)
+	for _, r := range recs {
+		if r.TaskID == f.TaskID {
+			o.Runs = append(o.Runs, r)
+		}
+	}
+	o.Match = matchObservation(&st, f.TaskID, runs, f.Secrets)
+	observeRuntime(&o, a.plan, f)
+	o.Facts.TurnTimings = turnTimings(runs, o.Runs, fl.Submitted)
+	for _, r := range runs {
+		o.Facts.RunIDs = append(o.Facts.RunIDs, r.ID)
+	}
+	o.Facts.Termination, o.Facts.Usage = terminationAndUsage(o.Runs)
+	snap, werr := workspace.Take(ctx, p.Workspace, workspace.Limits{})
+	if werr != nil {
+		o.Fault = verdict.HarnessFault(fmt.Errorf("workspace snapshot: %s", f.Secrets.RedactText(werr.Error())), false)
+		return o
+	}
+	o.Match.Files, o.Match.HasWorkspaceSnapshot = snap.Files, true
+	writeJSON(a.ev, f.Secrets, "workspace-manifest.json", snap.Document())
+	return o
+}
+
+// taskRuns returns the task's runs in state order.
+func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
+	var out []*controlplane.Run
+	for _, r := range st.Runs {
+		if r.TaskID == task {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// matchObservation builds the persisted-state part of the observation: the task's
+// status, the last run's status, every run's message (turn by turn), the artifacts and
+// the composite JSON {issue, runs, interactions, documents}.
+func matchObservation(st *controlplane.State, task string, runs []*controlplane.Run, secrets *redact.Set) *match.Observation {
+	obs := &match.Observation{Secrets: secrets.Values(), HasArtifacts: true, HasMessage: len(runs) > 0}
+	var t *controlplane.Task
+	for _, x := range st.Tasks {
+		if x.ID == task {
+			t = x
+			obs.IssueStatus = string(x.Status)
+		}
+	}
+	for _, run := range runs {
+		obs.RunStatus = string(run.Status)
+		obs.Turns = append(obs.Turns, st.RunMessage(run))
+	}
+	obs.Message = strings.Join(obs.Turns, "\n")
+	for _, ar := range st.Artifacts {
+		if ar.TaskID == task {
+			obs.Artifacts = append(obs.Artifacts, match.Artifact{Name: ar.Filename, MimeType: ar.ContentType, SHA256: ar.SHA256, ByteSize: ar.ByteSize})
+		}
+	}
+	var docs []*controlplane.Document
+	var inters []*controlplane.Interaction
+	for _, d := range st.Documents {
+		if d.TaskID == task {
+			docs = append(docs, d)
+		}
+	}
+	for _, in := range st.Interactions {
+		if in.TaskID == task {
+			inters = append(inters, in)
+		}
+	}
+	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs}); err == nil {
+		obs.JSON = b
+	}
+	return obs
+}
+
+// terminationAndUsage returns the last run's termination summary and the usage of the
+// runs (one run's usage, or {"runs": [...]} for several: spec §8.1); nil when none.
+func terminationAndUsage(recs []api.HeartbeatRun) (json.RawMessage, any) {
+	var term json.RawMessage
+	var usageRuns []map[string]any
+	for _, r := range recs {
+		if r.Termination == nil {
+			continue
+		}
+		if b, err := json.Marshal(r.Termination); err == nil {
+			term = b
+		}
+		if len(r.Usage) > 0 && string(r.Usage) != "null" {
+			var u any
+			if json.Unmarshal(r.Usage, &u) == nil {
+				usageRuns = append(usageRuns, map[string]any{"runId": r.RunID, "usage": u})
+			}
+		}
+	}
+	switch len(usageRuns) {
+	case 0:
+		return term, nil
+	case 1:
+		return term, usageRuns[0]["usage"]
+	}
+	runs := make([]any, len(usageRuns))
+	for i, u := range usageRuns {
+		runs[i] = u
+	}
+	return term, map[string]any{"runs": runs}
+}
+
+// turnTimings are the timings of each turn whose run exists: when the human submitted
+// it, when its process started and the run finished (from the heartbeat record, wall
+// clock), and the latencies derived from them.
+func turnTimings(runs []*controlplane.Run, recs []api.HeartbeatRun, submitted []time.Time) []report.TurnTiming {
+	var out []report.TurnTiming
+	for n := 1; n <= len(runs) && n <= len(submitted); n++ {
+		run, sub := runs[n-1], submitted[n-1]
+		tt := report.TurnTiming{Turn: n, RunID: run.ID, LeaseAcquisitionOutcome: "unknown", SubmittedAt: sub.UTC().Format(time.RFC3339Nano)}
+		for _, r := range recs {
+			if r.RunID != run.ID {
+				continue
+			}
+			start, okS := parseRFC3339(r.ProcessStartedAt, r.OpenedAt)
+			end, okE := parseRFC3339(r.FinishedAt, r.ProcessEndedAt)
+			if okS {
+				tt.RunStartedAt = ptr(start.UTC().Format(time.RFC3339Nano))
+				tt.SchedulerLatencyMs = ptr(max(0, start.Sub(sub).Milliseconds()))
+			}
+			if okE {
+				tt.RunFinishedAt = ptr(end.UTC().Format(time.RFC3339Nano))
+				tt.ResponseLatencyMs = ptr(max(0, end.Sub(sub).Milliseconds()))
+			}
+			if okS && okE {
+				tt.RunDurationMs = ptr(max(0, end.Sub(start).Milliseconds()))
+			}
+		}
+		out = append(out, tt)
+	}
+	return out
+}
+
+func parseRFC3339(vs ...string) (time.Time, bool) {
+	for _, s := range vs {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// writeJSON writes v as indented JSON into the attempt's evidence through the guard
+// (agentproof's own content). A file that cannot be encoded or written is simply
+// missing (a required one makes the attempt inconclusive).
+func writeJSON(ev *campaign.Evidence, secrets *redact.Set, rel string, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return
+	}
+	ev.Write(secrets, rel, append(b, '\n'), true)
+}

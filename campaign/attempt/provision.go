@@ -1,0 +1,109 @@
+package attempt
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// CanarySecretKey is the credential key of the canary secret every attempt stores in
+// its instance and hands to its agent through a secret reference: a fresh random value
+// that must never appear in the closed instance home, the workspace or the evidence
+// (the leak scan looks for it with every credential value).
+const CanarySecretKey = "APF_ATTEMPT_CANARY"
+
+// Provisioned is what the provision stage returns: the attempt's private temp root
+// (Root) with its instance home, workspace, tmp and artifacts directories, the running
+// control-plane server, the scripted model (CLI cells run offline; nil otherwise), the
+// attempt canary and the secret set so far (the canary, the campaign's canaries, the
+// instance's own board token, master key and run-token key). Fault is the harness
+// fault that stopped provisioning, or nil; whatever was provisioned before it is in
+// the value, for teardown.
+type Provisioned struct {
+	Root, Home, Workspace string
+	// rootClaim is this process's owner record of Root (worker.SweepStaleRoots leaves
+	// a claimed root alone); teardown releases it.
+	rootClaim *worker.RootClaim
+	Instance  *instance
+	Model     *modelServer
+	Canary    string
+	Secrets   *redact.Set
+	Fault     *verdict.Fault
+}
+
+// provision creates the temp root, draws the canary, starts the serve child and, for a
+// CLI cell that is not live, the scripted model. Every failure is the harness's:
+// transient for what may work in a fresh attempt (a directory, a process, a port),
+// permanent for what will not (model scripts that cannot be derived).
+func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
+	var p Provisioned
+	if err := os.MkdirAll(a.ev.Dir(), 0o755); err != nil {
+		p.Fault = verdict.HarnessFault(fmt.Errorf("creating the attempt directory: %w", err), false)
+		return p
+	}
+	root, err := os.MkdirTemp(x.TempDir, worker.AttemptRootPrefix)
+	if err == nil { // the owner record worker.SweepStaleRoots honours
+		if p.rootClaim, err = worker.ClaimAttemptRoot(root); err != nil {
+			_ = os.RemoveAll(root)
+		}
+	}
+	if err != nil {
+		p.Fault = verdict.HarnessFault(fmt.Errorf("harness temp root create failed: %w", err), true)
+		return p
+	}
+	p.Root, p.Home, p.Workspace = root, filepath.Join(root, "home"), filepath.Join(root, "workspace")
+	for _, d := range []string{p.Home, p.Workspace, filepath.Join(root, "tmp"), filepath.Join(root, "artifacts")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			p.Fault = verdict.HarnessFault(fmt.Errorf("harness temp root create failed: %w", err), true)
+			return p
+		}
+	}
+	canary := make([]byte, 24)
+	if _, err := rand.Read(canary); err != nil {
+		p.Fault = verdict.HarnessFault(fmt.Errorf("harness canary: %w", err), true)
+		return p
+	}
+	p.Canary = "apcanary-" + hex.EncodeToString(canary)
+	p.Secrets = redact.NewSet(p.Canary)
+	for _, c := range x.Canaries {
+		p.Secrets = p.Secrets.WithCredentials(c.Value)
+	}
+	p.Fault = x.startServices(ctx, a, &p)
+	return p
+}
+
+// startServices starts the serve child (adding the instance's own secrets to the set)
+// and the scripted model of an offline CLI cell.
+func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provisioned) *verdict.Fault {
+	in, err := startInstance(ctx, x.Executable, p.Home, p.Root)
+	if err != nil {
+		return verdict.HarnessFault(err, true)
+	}
+	p.Instance = in
+	a.log.note("server started on %s", in.addr())
+	// The instance's own generated secrets (board token, master key, run-token key)
+	// must not reach the workspace, the evidence or any file of the home but their own
+	// (spec §10.1).
+	inst, err := instanceSecrets(p.Home, in.child.token)
+	if err != nil {
+		return verdict.HarnessFault(fmt.Errorf("server start failed: %w", err), true)
+	}
+	p.Secrets = p.Secrets.With(inst...)
+	if _, isCLI := cliName(a.plan.Cell.Profile.Driver); !isCLI || x.Live {
+		return nil
+	}
+	m, fault := startModel(a.plan, p.Root, p.Secrets)
+	if fault != nil {
+		return fault
+	}
+	p.Model = m
+	a.log.note("scripted model started on %s with %d run script(s)", m.running.URL, m.scripts)
+	return nil
+}

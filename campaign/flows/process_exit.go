@@ -1,0 +1,12 @@
+package flows
+
+import "context"
+
+// playProcessExit is flow process_exit (agentproof's process-control calibration with
+// the seed 003 fixture programs): the assignment launches the program; the human
+// waits for its run to settle. The program never talks to the API, so its exit is
+// the whole story (the matchers grade the run's status).
+func playProcessExit(ctx context.Context, s *Session) Outcome {
+	_, err := waitTurn(ctx, s, 1)
+	return Outcome{Err: err}
+}

@@ -1,0 +1,106 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// Board is the part of the board API a flow uses: one company's state and heartbeat
+// run records, and the human's actions. *client.Company implements it.
+type Board interface {
+	Snapshot(ctx context.Context) (controlplane.State, error)
+	HeartbeatRuns(ctx context.Context) ([]api.HeartbeatRun, error)
+	ResolveInteraction(ctx context.Context, interaction string, req api.ResolveInteractionRequest) (controlplane.BoardResult, error)
+	DecideApproval(ctx context.Context, approval string, req api.DecideApprovalRequest) (controlplane.BoardResult, error)
+	Comment(ctx context.Context, issue, body string) (controlplane.BoardResult, error)
+}
+
+// Session is what a flow plays with: the board, the task the fixtures created, the
+// case as declared and as rendered for the attempt, the workspace (for checks of the
+// warm flow), the per-turn deadline (0 for none), how often to look (default 25 ms),
+// how to restart the server (nil when the harness cannot; it returns the board of the
+// new server) and where to log what the human did (nil for nowhere).
+type Session struct {
+	Board       Board
+	TaskID      string
+	Case        *catalog.Case
+	Rendered    *catalog.RenderedCase
+	Workspace   string
+	TurnTimeout time.Duration
+	Poll        time.Duration
+	Restart     func(ctx context.Context) (Board, error)
+	Log         func(format string, args ...any)
+}
+
+func (s *Session) log(format string, args ...any) {
+	if s.Log != nil {
+		s.Log(format, args...)
+	}
+}
+
+// Outcome is what a flow did and saw: Submitted holds the time the human submitted
+// each turn after the first (turn 1 is the task's creation, the fixtures' doing),
+// Problems the flow contract violations it observed (the candidate's), Err what
+// stopped it, or nil (see the package doc).
+type Outcome struct {
+	Submitted []time.Time
+	Problems  []string
+	Err       error
+}
+
+// DeadlineError is a missed per-turn deadline: Turn is 1-based, Limit the case's
+// turnTimeoutMs.
+type DeadlineError struct {
+	Turn  int
+	Limit time.Duration
+}
+
+// Error names the turn and the limit.
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("turn %d deadline (%d ms) missed", e.Turn, e.Limit.Milliseconds())
+}
+
+// BoardFault blames a failed board call on the harness: the board is agentproof's own
+// server, and the human's actions are agentproof's own. It is transient (retried in a
+// fresh attempt) when the call may succeed later — the error is not a control-plane
+// error (a network failure, a closed connection) or is one marked retryable — and
+// permanent otherwise (the board refused the request). what says what the human was
+// doing ("answering question q-1").
+func BoardFault(what string, err error) *verdict.Fault {
+	var ce *controlplane.Error
+	transient := !errors.As(err, &ce) || controlplane.IsRetryable(err)
+	return verdict.HarnessFault(fmt.Errorf("%s: %w", what, err), transient)
+}
+
+// CapabilityGrants are the run capabilities the agent of a case needs for its work:
+// the claim of every semantic command of the case's reference script that requires one
+// (the semantic-command table, controlplane.LookupCommand; for example governance:approvals:request for a plan
+// approval), sorted and without duplicates; nil when none does. The fixtures grant
+// them to the agent they create.
+func CapabilityGrants(script *catalog.ReferenceScript) []string {
+	var out []string
+	if script == nil {
+		return nil
+	}
+	for _, turn := range script.Turns {
+		for _, st := range turn.Steps {
+			spec, ok := controlplane.LookupCommand(controlplane.CommandKind(st.Command))
+			if ok && spec.Claim != "" && !slices.Contains(out, spec.Claim) {
+				out = append(out, spec.Claim)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// permanent is a permanent harness fault.
+func permanent(err error) *verdict.Fault { return verdict.HarnessFault(err, false) }

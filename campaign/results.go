@@ -1,0 +1,89 @@
+package campaign
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentproof/agentproof/catalog"
+
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// AttemptResult is one judged attempt.
+type AttemptResult struct {
+	Plan    AttemptPlan
+	Outcome Outcome
+	// Counted is how the attempt counts (verdict.Counted of the cell's expected verdict,
+	// the attempt's verdict and its cleanup).
+	Counted    verdict.Verdict
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// WriteErr is why its result.json could not be written (Scheduler.ResultsRoot), or
+	// nil.
+	WriteErr error
+}
+
+// Counts reports whether the attempt counts as a finished result: it was not
+// interrupted, or it broke a safety rule before the interruption (a failed verdict:
+// secret_leak or cleanup_failure), which an interruption must not hide.
+func (r *AttemptResult) Counts() bool {
+	return !r.Outcome.Interrupted || r.Outcome.Judgement.Verdict == verdict.Failed
+}
+
+// CellStatus says how far a cell got.
+type CellStatus string
+
+// Cell statuses.
+const (
+	// CellFinished: at least one attempt counts (AttemptResult.Counts); the last such
+	// attempt is the cell's result.
+	CellFinished CellStatus = "finished"
+	// CellInterrupted: an attempt started but none counts.
+	CellInterrupted CellStatus = "interrupted"
+	// CellNotStarted: the campaign was cancelled before the cell's first attempt.
+	CellNotStarted CellStatus = "not_started"
+)
+
+// CellResult is one selected cell with its attempts in order.
+type CellResult struct {
+	Cell     *catalog.Cell
+	Attempts []AttemptResult
+	Status   CellStatus
+	// Final is the index in Attempts of the attempt that counts (the last one that
+	// Counts), -1 when none does.
+	Final int
+	// Verdict is the counted verdict of the final attempt, "" when none finished.
+	Verdict verdict.Verdict
+}
+
+// Summary is a campaign's outcome. Cells are in plan (matrix) order.
+type Summary struct {
+	CampaignID string
+	// Selected is the number of selected cells; Executed those that finished.
+	Selected, Executed int
+	// Passed, Failed and Inconclusive count finished cells by counted verdict.
+	Passed, Failed, Inconclusive int
+	// Retries is the number of automatic retries started.
+	Retries int
+	// Partial is true when the campaign was cancelled before every cell finished
+	// (or an attempt was interrupted).
+	Partial bool
+	// WriteErrors are the results that could not be written (AttemptResult.WriteErr).
+	WriteErrors []string
+	Cells       []CellResult
+	StartedAt   time.Time
+	FinishedAt  time.Time
+}
+
+// Line is the campaign's last output line: "Campaign <id>: <passed>/<selected> passed,
+// <failed> failed, <inconclusive> inconclusive" (docs/ARCHITECTURE.md "Data flow"); a partial campaign
+// adds ", <n> not run (partial)" so that the counts add up to the selection while the
+// campaign report (which covers only the finished cells) says "partial" too.
+func (s *Summary) Line() string {
+	line := fmt.Sprintf("Campaign %s: %d/%d passed, %d failed, %d inconclusive",
+		s.CampaignID, s.Passed, s.Selected, s.Failed, s.Inconclusive)
+	if s.Partial {
+		line += fmt.Sprintf(", %d not run (partial)", s.Selected-s.Passed-s.Failed-s.Inconclusive)
+	}
+	return line
+}

@@ -1,0 +1,68 @@
+package catalog
+
+import "slices"
+
+// Flow names how the harness plays the human in a case (seed 000 "Task cases and
+// matchers"; spec runner-e2e-harness §2.5). The enumeration is the catalog's; which
+// flows this agentproof can play is the flow registry's (package campaign/flows),
+// passed to Load as WithFlows.
+type Flow string
+
+// The flows of the catalog's enumeration (spec §2.5, plus process_exit of agentproof's
+// process-control calibration).
+const (
+	FlowSingleTurn               Flow = "single_turn"
+	FlowPlanRevisionAcceptance   Flow = "plan_revision_acceptance"
+	FlowQuestionResumeCompletion Flow = "question_resume_completion"
+	FlowPlanApprovalCompletion   Flow = "plan_approval_completion"
+	FlowWarmThreeTurn            Flow = "warm_three_turn"
+	FlowGovernedToolReview       Flow = "governed_tool_review"
+	FlowEverydayWorkflow         Flow = "everyday_workflow"
+	FlowContextIntegrity         Flow = "context_integrity"
+	FlowContinuationAccounting   Flow = "continuation_accounting"
+	FlowContinuation             Flow = "continuation"
+	FlowFirstTask                Flow = "first_task"
+	FlowAgentChat                Flow = "agent_chat"
+	FlowInstructionPersistence   Flow = "instruction_persistence"
+	FlowNativeProviderLoss       Flow = "native_provider_loss"
+	FlowProcessExit              Flow = "process_exit"
+)
+
+// Flows lists the catalog's flow enumeration in declaration order.
+var Flows = []Flow{
+	FlowSingleTurn, FlowPlanRevisionAcceptance, FlowQuestionResumeCompletion,
+	FlowPlanApprovalCompletion, FlowWarmThreeTurn, FlowGovernedToolReview,
+	FlowEverydayWorkflow, FlowContextIntegrity, FlowContinuationAccounting, FlowContinuation,
+	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
+	FlowProcessExit,
+}
+
+// AgentFlow reports whether f has an agent do work through the control plane (every
+// flow but process_exit, whose fixture programs never talk to the API).
+func (f Flow) AgentFlow() bool { return f != FlowProcessExit }
+
+// Option configures Load, LoadDir and Default.
+type Option func(*loadOptions)
+
+type loadOptions struct {
+	// flows, when non-nil, are the flows an implementation can play: a case naming
+	// any other flow is a problem.
+	flows []Flow
+}
+
+// WithFlows makes loading refuse a case whose flow is not among implemented (naming
+// the case's file:line and the implemented flows), so that a catalog that could only
+// end inconclusive is a usage error before anything starts. The command line passes
+// the flow registry's set (flows.Implemented); without the option every flow of the
+// enumeration is accepted.
+func WithFlows(implemented ...Flow) Option {
+	return func(o *loadOptions) { o.flows = slices.Clone(implemented) }
+}
+
+func buildOptions(opts []Option) loadOptions {
+	var o loadOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}

@@ -1,0 +1,316 @@
+package heartbeat
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// Launch facts (api.LaunchFacts): what the runner observes launching a run's agent
+// process, so that runtime checks grade what happened, not what the catalog declares.
+
+// RuntimeNative is the runtime mode of every run this runner launches: it opens each
+// run through the native run protocol (a checkout with a session, native events, a
+// native completion).
+const RuntimeNative = "native"
+
+// VersionFlag is how the runner asks an agent CLI's binary for its version when no
+// npm package ships it (LaunchFacts.VersionSource "--version").
+const VersionFlag = "--version"
+
+// maxPackageDepth is how many directories above an agent CLI's binary the runner looks
+// for the package.json of the npm package that ships it.
+const maxPackageDepth = 6
+
+// coreVersionRE is the major.minor.patch of an npm package version (the platform
+// packages of an agent CLI tag their version with the platform: "0.171.0-linux-x64").
+var coreVersionRE = regexp.MustCompile(`^\d+\.\d+\.\d+`)
+
+// versionProbeTimeout bounds `<binary> --version`; maxVersionOutput its output, bytes.
+const (
+	versionProbeTimeout = 10 * time.Second
+	maxVersionOutput    = 4 << 10
+)
+
+// versionRE finds a version number in a CLI's --version output ("codex-cli 0.171.0",
+// "1.18.33", "2.1.197 (Claude Code)").
+var versionRE = regexp.MustCompile(`\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?`)
+
+// maxArgvToken bounds one kept argv token of the argv shape, in bytes.
+const maxArgvToken = 128
+
+// binaryKey identifies one executable file version: device, inode, size and change
+// times, from fstat of the opened file.
+type binaryKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
+}
+
+// binaryFacts are the facts of one executable: its SHA-256 and, for an agent CLI, the
+// version it reports, with what could not be observed.
+type binaryFacts struct {
+	sha256, version, versionSource string
+	problems                       []string
+}
+
+// binaries caches binaryFacts per binaryKey for the runner's lifetime (an attempt's
+// server launches the same CLI once per run; hashing a 300 MB binary once is enough).
+type binaries struct {
+	mu sync.Mutex
+	m  map[binaryKey]*binaryEntry
+}
+
+type binaryEntry struct {
+	once  sync.Once
+	facts binaryFacts
+}
+
+// launchFacts returns the facts known before the launch (everything but the binary's
+// digest and version and the process's identity) and starts observing the binary:
+// the returned function waits for its digest (and, for a CLI, version) and completes
+// the facts. The binary is opened here, before the launch, and hashed through that
+// descriptor. The caller sets PID and ProcessStartTicks from the started process.
+func (r *Runner) launchFacts(j job, spec worker.Spec, secrets *redact.Set) (*api.LaunchFacts, func()) {
+	f := &api.LaunchFacts{Driver: j.cfg.Driver.String(), AdapterType: adapterType(j.cfg.Driver), Provider: providerOf(j.cfg.Driver, j.cfg.DriverConfig),
+		Binary: spec.Path, Argv: argvShape(spec.Args, secrets), RuntimeMode: RuntimeNative, EnvironmentID: j.env.ID, ExecutionTarget: targetOf(j.env)}
+	cli, isCLI := j.cfg.Driver.CLI()
+	if isCLI {
+		f.CLIName = cli
+	}
+	done := make(chan binaryFacts, 1)
+	if fh, err := os.Open(spec.Path); err != nil {
+		done <- binaryFacts{problems: []string{"the binary could not be opened: " + err.Error()}}
+	} else {
+		go func() {
+			defer fh.Close()
+			done <- r.bins.observe(fh, spec.Path, isCLI, filepath.Join(r.cfg.Dir, "probes"))
+		}()
+	}
+	return f, func() {
+		bf := <-done
+		f.BinarySHA256, f.CLIVersion, f.VersionSource = bf.sha256, bf.version, bf.versionSource
+		f.Problems = append(f.Problems, bf.problems...)
+	}
+}
+
+// observe returns the facts of the executable opened as fh from path (cached per file
+// version); a version probe runs in a fresh directory below probes.
+func (b *binaries) observe(fh *os.File, path string, probeVersion bool, probes string) binaryFacts {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(fh.Fd()), &st); err != nil {
+		return binaryFacts{problems: []string{"the binary could not be examined: " + err.Error()}}
+	}
+	key := binaryKey{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	b.mu.Lock()
+	if b.m == nil {
+		b.m = map[binaryKey]*binaryEntry{}
+	}
+	e := b.m[key]
+	if e == nil {
+		e = &binaryEntry{}
+		b.m[key] = e
+	}
+	b.mu.Unlock()
+	e.once.Do(func() { e.facts = examine(fh, path, probeVersion, probes) })
+	return e.facts
+}
+
+// examine hashes the open file and, for a CLI, asks the binary for its version.
+func examine(fh *os.File, path string, probeVersion bool, probes string) binaryFacts {
+	var bf binaryFacts
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		bf.problems = append(bf.problems, "the binary could not be hashed: "+err.Error())
+	} else {
+		bf.sha256 = hex.EncodeToString(h.Sum(nil))
+	}
+	if !probeVersion {
+		return bf
+	}
+	if v, source, ok := packageVersion(path); ok {
+		bf.version, bf.versionSource = v, source
+		return bf
+	}
+	v, err := probe(path, probes)
+	if err != nil {
+		bf.problems = append(bf.problems, err.Error())
+	}
+	bf.version, bf.versionSource = v, VersionFlag
+	return bf
+}
+
+// packageVersion reads the version of the npm package that ships the binary at path:
+// the nearest package.json in the binary's directory or up to maxPackageDepth above
+// it, inside a node_modules tree, whose version starts with major.minor.patch. source
+// names the package and its version as written ("package.json of @openai/codex:
+// 0.171.0-linux-x64").
+func packageVersion(path string) (version, source string, ok bool) {
+	dir := filepath.Dir(path)
+	for range maxPackageDepth {
+		if !strings.Contains(filepath.ToSlash(dir)+"/", "/node_modules/") {
+			break
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+		if err == nil {
+			var pkg struct {
+				Name    string `json:"name"`
+				Version string `json:"version"`
+			}
+			if json.Unmarshal(b, &pkg) == nil {
+				if v := coreVersionRE.FindString(pkg.Version); v != "" {
+					return v, fmt.Sprintf("package.json of %s: %s", pkg.Name, pkg.Version), true
+				}
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", "", false
+}
+
+// probe runs `<path> --version` bounded (time, output), with no environment but PATH
+// and a HOME of its own (a fresh directory below probes, removed afterwards: the
+// agent's state stays the agent's), and returns the first version number it printed
+// (stdout, else stderr).
+func probe(path, probes string) (string, error) {
+	if err := os.MkdirAll(probes, 0o700); err != nil {
+		return "", fmt.Errorf("the version probe has no directory: %w", err)
+	}
+	dir, err := os.MkdirTemp(probes, "probe-")
+	if err != nil {
+		return "", fmt.Errorf("the version probe has no directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	o, err := worker.Supervise(context.Background(), worker.Spec{Path: path, Args: []string{filepath.Base(path), VersionFlag},
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "LANG=C"}, Dir: dir, Timeout: versionProbeTimeout,
+		MaxOutputBytes: maxVersionOutput, NullStdin: true})
+	if err != nil {
+		return "", fmt.Errorf("the version probe could not start: %w", err)
+	}
+	if !o.Started || o.TimedOut {
+		return "", fmt.Errorf("the version probe did not finish (%s)", agent.Summarize(o))
+	}
+	for _, out := range [][]byte{o.Output.Stdout(), o.Output.Stderr()} {
+		if v := versionRE.Find(out); v != nil {
+			return string(v), nil
+		}
+	}
+	return "", fmt.Errorf("%s %s printed no version number", filepath.Base(path), VersionFlag)
+}
+
+// adapterType is the adapter kind a driver is.
+func adapterType(d driver.Name) string {
+	switch cli, isCLI := d.CLI(); {
+	case d.Kind == driver.KindFixture:
+		return "fixture"
+	case d.Kind == driver.KindExec:
+		return "exec"
+	case isCLI:
+		return cli + "_local"
+	}
+	return "agentproof_builtin"
+}
+
+// providerOf is who serves the model of a run launched with driver and its driver
+// configuration: "agentproof" for agents without a model, "scripted" for a CLI pointed
+// at the attempt's scripted model on a loopback address, the live provider's host for
+// a live CLI, "" when the runner cannot know (exec).
+func providerOf(d driver.Name, dc *api.DriverConfig) string {
+	if d.Kind == driver.KindExec {
+		return ""
+	}
+	if _, isCLI := d.CLI(); !isCLI {
+		return "agentproof"
+	}
+	if dc == nil {
+		return ""
+	}
+	if dc.ModelBaseURL != "" {
+		if u, err := url.Parse(dc.ModelBaseURL); err == nil {
+			if ip := net.ParseIP(u.Hostname()); u.Hostname() == "localhost" || ip != nil && ip.IsLoopback() {
+				return "scripted"
+			}
+			return u.Hostname()
+		}
+	}
+	if dc.Live != nil {
+		if u, err := url.Parse(dc.Live.BaseURL); err == nil {
+			return u.Hostname()
+		}
+	}
+	return ""
+}
+
+// targetOf is the kind of execution target an environment is.
+func targetOf(e *controlplane.Environment) string {
+	if e.Kind == controlplane.LocalEnvironment {
+		return "local"
+	}
+	return "remote"
+}
+
+// argvShape is argv without anything that could be a secret or prompt text: argv[0]'s
+// base name, each flag (a short token starting with "-") kept up to "=", every other
+// token "<value>"; kept tokens are redacted with the run's secrets too.
+func argvShape(args []string, secrets *redact.Set) []string {
+	if len(args) == 0 {
+		return []string{}
+	}
+	out := []string{filepath.Base(args[0])}
+	for _, a := range args[1:] {
+		flag, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case !strings.HasPrefix(a, "-") || len(flag) < 2 || len(flag) > maxArgvToken || strings.ContainsAny(flag, " \t\n"):
+			out = append(out, "<value>")
+		case hasValue:
+			out = append(out, secrets.RedactText(flag)+"=<value>")
+		default:
+			out = append(out, secrets.RedactText(flag))
+		}
+	}
+	return out
+}
+
+// procStartTicks is the start time of process pid in clock ticks since boot: field 22
+// of /proc/<pid>/stat (proc(5)); the fields are counted after the command's closing
+// parenthesis, since the command name may hold spaces and parentheses.
+func procStartTicks(pid int) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat has no command field", pid)
+	}
+	// After ") " come fields 3 (state), 4, …; field 22 is the 20th of them.
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat has %d fields after the command, want at least 20", pid, len(fields))
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
+}

@@ -1,0 +1,133 @@
+package heartbeat
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/redact"
+)
+
+func TestArgvShape(t *testing.T) {
+	t.Parallel()
+	secrets := redact.NewSet("sk-proj-AAAABBBBCCCCDDDDEEEEFFFF")
+	got := argvShape([]string{"/opt/bin/codex", "exec", "--json", "-c", `model_provider="x"`, "--api-key=sk-proj-AAAABBBBCCCCDDDDEEEEFFFF",
+		"-sk-proj-AAAABBBBCCCCDDDDEEEEFFFF", "-", "--" + strings.Repeat("x", 200), "Post exactly PAPERCLIP_E2E_OK_1 --json"}, secrets)
+	want := []string{"codex", "<value>", "--json", "-c", "<value>", "--api-key=<value>", "-[REDACTED]", "<value>", "<value>", "<value>"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("argvShape = %q, want %q", got, want)
+	}
+	if len(argvShape(nil, secrets)) != 0 {
+		t.Error("an empty argv has an empty shape")
+	}
+}
+
+func TestProcStartTicks(t *testing.T) {
+	t.Parallel()
+	ticks, err := procStartTicks(os.Getpid())
+	if err != nil || ticks == 0 {
+		t.Fatalf("procStartTicks(self) = %d, %v", ticks, err)
+	}
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if fields[19] != strconv.FormatUint(ticks, 10) {
+		t.Errorf("field 22 is %s, procStartTicks read %d", fields[19], ticks)
+	}
+	if _, err := procStartTicks(1 << 30); err == nil {
+		t.Error("a pid that does not exist: want an error")
+	}
+}
+
+func TestAdapterAndProvider(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		driver           string
+		dc               *api.DriverConfig
+		adapter, provide string
+	}{
+		{"fixture:hang", nil, "fixture", "agentproof"},
+		{"reference", nil, "agentproof_builtin", "agentproof"},
+		{"exec", nil, "exec", ""},
+		{"exec:codex", &api.DriverConfig{ModelBaseURL: "http://127.0.0.1:4000/v1"}, "codex_local", "scripted"},
+		{"exec:opencode", &api.DriverConfig{Live: &api.LiveProvider{BaseURL: "https://api.openai.com/v1"}}, "opencode_local", "api.openai.com"},
+		{"exec:claude", nil, "claude_local", ""},
+	} {
+		d, err := driver.Parse(tt.driver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, p := adapterType(d), providerOf(d, tt.dc); a != tt.adapter || p != tt.provide {
+			t.Errorf("%s: adapter %q provider %q, want %q %q", tt.driver, a, p, tt.adapter, tt.provide)
+		}
+	}
+	if targetOf(&controlplane.Environment{Kind: controlplane.LocalEnvironment}) != "local" || targetOf(&controlplane.Environment{Kind: "sandbox"}) != "remote" {
+		t.Error("targetOf")
+	}
+}
+
+// TestBinaryFacts: an agent CLI's binary is hashed through the file opened before the
+// launch; its version comes from the package.json of the npm package that ships it,
+// else from `--version` (a fake CLI that reports another version than the pinned one),
+// and a binary that prints none is a recorded problem, not a guess.
+func TestBinaryFacts(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "node_modules", "@openai", "codex-linux-x64")
+	fake := filepath.Join(dir, "bin", "codex")
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'codex-cli 9.9.9'; fi\n"
+	if err := os.MkdirAll(filepath.Dir(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(script))
+	var b binaries
+	observe := func(path string) binaryFacts {
+		fh, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		return b.observe(fh, path, true, filepath.Join(dir, "probes"))
+	}
+	bf := observe(fake)
+	if bf.sha256 != hex.EncodeToString(sum[:]) || bf.version != "9.9.9" || bf.versionSource != VersionFlag || len(bf.problems) != 0 {
+		t.Errorf("fake CLI facts = %+v", bf)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"@openai/codex","version":"0.171.0-linux-x64"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if bf := observe(fake); bf.version != "9.9.9" {
+		t.Errorf("the facts of one file version are cached: %+v", bf)
+	}
+	if err := os.WriteFile(fake, []byte(script+"# changed\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if bf := observe(fake); bf.version != "0.171.0" || !strings.Contains(bf.versionSource, "package.json of @openai/codex: 0.171.0-linux-x64") {
+		t.Errorf("package metadata: %+v", bf)
+	}
+	silent := filepath.Join(t.TempDir(), "silent", "true")
+	if err := os.MkdirAll(filepath.Dir(silent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(silent, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "package.json"))
+	if bf := observe(silent); bf.version != "" || len(bf.problems) != 1 || !strings.Contains(bf.problems[0], "printed no version") {
+		t.Errorf("silent binary: %+v", bf)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "probes")); len(entries) != 0 {
+		t.Errorf("probe directories left behind: %v", entries)
+	}
+}
