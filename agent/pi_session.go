@@ -319,9 +319,9 @@ func (s *PiSession) request(ctx context.Context, cmd map[string]any) (piResponse
 	case <-ctx.Done():
 		return piResponse{}, fmt.Errorf("waiting for the answer to %v: %w", cmd["type"], context.Cause(ctx))
 	case <-t.C:
-		return piResponse{}, fmt.Errorf("Pi did not answer %v within %v", cmd["type"], PiRequestTimeout)
+		return piResponse{}, fmt.Errorf("agent: Pi did not answer %v within %v", cmd["type"], PiRequestTimeout)
 	case <-s.readDone:
-		return piResponse{}, fmt.Errorf("Pi closed its RPC stream before answering %v", cmd["type"])
+		return piResponse{}, fmt.Errorf("agent: Pi closed its RPC stream before answering %v", cmd["type"])
 	}
 }
 
@@ -784,7 +784,7 @@ func (s *PiSession) Prompt(ctx context.Context, t PiTurn) (PiTurnResult, error) 
 	}()
 	r, err := s.request(ctx, map[string]any{"type": "prompt", "message": t.Text})
 	if err == nil && !r.Success {
-		err = fmt.Errorf("Pi refused the prompt: %s", r.Error)
+		err = fmt.Errorf("agent: Pi refused the prompt: %s", r.Error)
 	}
 	if err != nil {
 		return fail(s.goneOr(TurnAgentError), err)
@@ -805,7 +805,7 @@ func (s *PiSession) Prompt(ctx context.Context, t PiTurn) (PiTurnResult, error) 
 		return fail(TurnTimedOut, errors.New(why+"; the turn ended after the abort"))
 	}
 	if !s.sawAgentEnd(ts) {
-		return fail(TurnAgentGone, errors.New("Pi closed its RPC stream during the turn"))
+		return fail(TurnAgentGone, errors.New("agent: Pi closed its RPC stream during the turn"))
 	}
 	res := s.result(ts, idErr)
 	if res.StopReason == "error" && !res.CancelRequested {
