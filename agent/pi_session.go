@@ -29,8 +29,9 @@ const PiLogSchema = "agentproof.pi-rpc-log/v1"
 // from its head and counted.
 const MaxPiLineBytes = 16 << 20
 
-// PiRequestTimeout bounds the wait for Pi's response to one command (get_state, the run
-// identity, a steer, a follow-up).
+// PiRequestTimeout bounds the wait for Pi's response to one command of a started
+// session (the run identity, a prompt, a steer, a follow-up); the first get_state of a
+// starting Pi waits up to the driver's startTimeoutMs instead.
 const PiRequestTimeout = 30 * time.Second
 
 // PiEnv is what PiDriver.Start needs besides the driver's configuration:
@@ -250,7 +251,7 @@ func (d *PiDriver) Start(ctx context.Context, env PiEnv) (*PiSession, error) {
 	go s.read()
 	startCtx, cancel := context.WithTimeout(ctx, d.startTimeout)
 	defer cancel()
-	resp, err := s.request(startCtx, map[string]any{"type": "get_state"})
+	resp, err := s.request(startCtx, d.startTimeout, map[string]any{"type": "get_state"})
 	if err == nil && !resp.Success {
 		err = fmt.Errorf("get_state failed: %s", resp.Error)
 	}
@@ -293,9 +294,9 @@ func (s *PiSession) send(cmd map[string]any) error {
 	return err
 }
 
-// request sends cmd with a fresh id and waits for Pi's response (ctx, PiRequestTimeout,
-// or Pi's exit end the wait).
-func (s *PiSession) request(ctx context.Context, cmd map[string]any) (piResponse, error) {
+// request sends cmd with a fresh id and waits for Pi's response (ctx, limit — PiRequestTimeout,
+// or startTimeoutMs for the first get_state of a starting Pi — or Pi's exit end the wait).
+func (s *PiSession) request(ctx context.Context, limit time.Duration, cmd map[string]any) (piResponse, error) {
 	s.mu.Lock()
 	s.reqSeq++
 	id := "agentproof-" + strconv.Itoa(s.reqSeq)
@@ -311,7 +312,7 @@ func (s *PiSession) request(ctx context.Context, cmd map[string]any) (piResponse
 	if err := s.send(cmd); err != nil {
 		return piResponse{}, fmt.Errorf("sending %v: %w", cmd["type"], err)
 	}
-	t := time.NewTimer(PiRequestTimeout)
+	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {
 	case r := <-ch:
@@ -319,7 +320,7 @@ func (s *PiSession) request(ctx context.Context, cmd map[string]any) (piResponse
 	case <-ctx.Done():
 		return piResponse{}, fmt.Errorf("waiting for the answer to %v: %w", cmd["type"], context.Cause(ctx))
 	case <-t.C:
-		return piResponse{}, fmt.Errorf("agent: Pi did not answer %v within %v", cmd["type"], PiRequestTimeout)
+		return piResponse{}, fmt.Errorf("agent: Pi did not answer %v within %v", cmd["type"], limit)
 	case <-s.readDone:
 		return piResponse{}, fmt.Errorf("agent: Pi closed its RPC stream before answering %v", cmd["type"])
 	}
@@ -768,7 +769,7 @@ func (s *PiSession) Prompt(ctx context.Context, t PiTurn) (PiTurnResult, error) 
 		return res, &TurnError{Failure: f, Err: err}
 	}
 	identity, _ := json.Marshal(map[string]string{"apiUrl": s.env.Run.APIURL, "runId": t.RunID, "runToken": t.RunToken, "stateDir": s.env.Run.StateDir})
-	if r, err := s.request(ctx, map[string]any{"type": "prompt", "message": "/agentproof-run " + string(identity)}); err != nil || !r.Success {
+	if r, err := s.request(ctx, PiRequestTimeout, map[string]any{"type": "prompt", "message": "/agentproof-run " + string(identity)}); err != nil || !r.Success {
 		if err == nil {
 			err = fmt.Errorf("the extension refused the run identity: %s", r.Error)
 		}
@@ -782,7 +783,7 @@ func (s *PiSession) Prompt(ctx context.Context, t PiTurn) (PiTurnResult, error) 
 		s.cur = nil
 		s.mu.Unlock()
 	}()
-	r, err := s.request(ctx, map[string]any{"type": "prompt", "message": t.Text})
+	r, err := s.request(ctx, PiRequestTimeout, map[string]any{"type": "prompt", "message": t.Text})
 	if err == nil && !r.Success {
 		err = fmt.Errorf("agent: Pi refused the prompt: %s", r.Error)
 	}
@@ -912,7 +913,7 @@ func (s *PiSession) deliver(ctx context.Context, kind, text string) error {
 	i := len(*list)
 	*list = append(*list, rec)
 	ts.mu.Unlock()
-	r, err := s.request(ctx, map[string]any{"type": kind, "message": text})
+	r, err := s.request(ctx, PiRequestTimeout, map[string]any{"type": kind, "message": text})
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	switch {
