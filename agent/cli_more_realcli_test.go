@@ -49,7 +49,7 @@ func optionalCLIConfig(t *testing.T, name string) map[string]any {
 	case err != nil:
 		t.Fatalf("locating %s: %v", name, err)
 	}
-	cfg := map[string]any{"binary": in.Binary, "timeoutMs": 240000}
+	cfg := map[string]any{"binary": in.Binary, "timeoutMs": 480000} // alone 5–20 s; minutes at load average 70
 	if in.Runtime == clis.RuntimeNode {
 		node, err := clis.Node(context.Background(), []string{"PATH=/usr/local/bin:/usr/bin:/bin"})
 		if err != nil {
