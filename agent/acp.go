@@ -267,7 +267,7 @@ func (d *ACPDriver) launch(env RunEnv, n int) (acpLaunch, error) {
 		envMap[k] = v // the plan's entries win over the base
 	}
 	for name, v := range env.Secrets {
-		if !envNameRE.MatchString(name) || strings.HasPrefix(name, "AGENTPROOF_") {
+		if !envNameRE().MatchString(name) || strings.HasPrefix(name, "AGENTPROOF_") {
 			return acpLaunch{}, fmt.Errorf("agent: secret name %q is not usable in an agent's environment", name)
 		}
 		if _, taken := envMap[name]; taken {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/hostile"
 	"github.com/agentproof/agentproof/agent/reference"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
@@ -39,7 +40,7 @@ type BuiltinConfig struct {
 
 // ParseBuiltinConfig decodes and checks a BuiltinConfig (untrusted input: it comes from
 // an agent's adapter configuration). Unknown fields, a wrong schema tag, a nonce that
-// does not match catalog.NoncePattern, a missing or empty script, an unknown trigger, a
+// does not match catalog.NoncePattern(), a missing or empty script, an unknown trigger, a
 // step that is not exactly one command or one edit, and a document larger than
 // MaxBuiltinConfigBytes are errors, all reported together.
 func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
@@ -59,8 +60,8 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 	if c.Schema != BuiltinConfigSchema {
 		p = append(p, fmt.Sprintf("schema %q is not %s", c.Schema, BuiltinConfigSchema))
 	}
-	if !catalog.NoncePattern.MatchString(c.Nonce) {
-		p = append(p, fmt.Sprintf("nonce %q does not match %s", c.Nonce, catalog.NoncePattern))
+	if !catalog.NoncePattern().MatchString(c.Nonce) {
+		p = append(p, fmt.Sprintf("nonce %q does not match %s", c.Nonce, catalog.NoncePattern()))
 	}
 	if c.Reference == nil || len(c.Reference.Turns) == 0 {
 		p = append(p, "reference script with at least one turn is required")
@@ -126,7 +127,11 @@ func (d builtinDriver) Launch(_ controlplane.RunContext, env RunEnv) (worker.Spe
 	if err := json.Compact(&compact, env.AdapterConfig); err != nil {
 		return worker.Spec{}, fmt.Errorf("agent: built-in agent configuration: %w", err)
 	}
-	e, err := apiEnv(env, EnvConfig+"="+compact.String())
+	extra := []string{EnvConfig + "=" + compact.String()}
+	if d.name.Kind == driver.KindHostile {
+		extra = append(extra, EnvHostileServerHome+"="+env.ServerHome)
+	}
+	e, err := apiEnv(env, extra...)
 	if err != nil {
 		return worker.Spec{}, err
 	}
@@ -208,6 +213,14 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 		rcfg.ResultNote = "verified the credentials: " + leak
 	}
 	rcfg.Script = script
+	attackReport := ""
+	if attack, ok := n.Hostile(); ok {
+		// The hostile suite's agent attacks first, then carries out the reference
+		// script: what the host observed of the attack decides the verdict.
+		rep := hostile.RunSuite(attack, hostile.Target{ServerHome: vars[EnvHostileServerHome], Credentials: credentialLines(credentials)})
+		b, _ := json.Marshal(rep)
+		attackReport = string(b)
+	}
 	if dial == nil {
 		return reference.Outcome{}, errors.New("agent: no dialer for the agent API")
 	}
@@ -216,6 +229,9 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 		return reference.Outcome{}, fmt.Errorf("agent: connecting to %s: %w", vars[EnvAPIURL], err)
 	}
 	out, err := reference.Execute(ctx, port, vars[EnvRunID], rcfg)
+	if attackReport != "" {
+		out.Output = attackReport
+	}
 	if n.Kind == driver.KindLeaky {
 		// stdout and an error message: the last two ways out.
 		out.Output = leak

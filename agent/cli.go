@@ -151,7 +151,7 @@ func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
 		if lp.Model == "" {
 			ce.Problems = append(ce.Problems, "live.model is required")
 		}
-		if !envNameRE.MatchString(lp.Credential) {
+		if !envNameRE().MatchString(lp.Credential) {
 			ce.Problems = append(ce.Problems, "live.envVar must name the credential holding the key (an environment variable name)")
 		}
 		d.live = lp

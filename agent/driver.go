@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/agent/driver"
@@ -45,6 +46,9 @@ const (
 	EnvStateDir = "AGENTPROOF_AGENT_STATE_DIR"
 	// EnvConfig holds a built-in agent's configuration as JSON (BuiltinConfig).
 	EnvConfig = "AGENTPROOF_AGENT_CONFIG"
+	// EnvHostileServerHome is the control plane's instance home on the host, given only
+	// to the hostile suite's agents (driver hostile:<attack>) as what they aim at.
+	EnvHostileServerHome = "AGENTPROOF_HOSTILE_SERVER_HOME"
 )
 
 // Defaults of a driver configuration that sets no bound.
@@ -72,6 +76,8 @@ const (
 //     here and in the child's environment; they are never logged.
 //   - AdapterConfig: the agent's adapter configuration as the harness created it; the
 //     reference and wrong agents read a BuiltinConfig from it.
+//   - ServerHome: the control plane's instance home on the host; only the hostile
+//     suite's agents get it (EnvHostileServerHome), as the target of their attack.
 type RunEnv struct {
 	Executable    string
 	Workspace     string
@@ -81,6 +87,7 @@ type RunEnv struct {
 	StateDir      string
 	Secrets       map[string]string
 	AdapterConfig json.RawMessage
+	ServerHome    string
 }
 
 // Driver launches one kind of agent. Implementations are immutable and safe for
@@ -176,7 +183,7 @@ func New(name driver.Name, config api.DriverConfig) (Driver, error) {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("timeoutMs must be at most %d for a fixture program", worker.MaxTimeoutMS))
 		}
 		d = fixtureDriver{fixture: name.Arg, bounds: b}
-	case driver.KindReference, driver.KindNop, driver.KindLeaky:
+	case driver.KindReference, driver.KindNop, driver.KindLeaky, driver.KindHostile:
 		d = builtinDriver{name: name, bounds: parseBounds(config, name, ce, nil)}
 	case driver.KindWrong:
 		b := parseBounds(config, name, ce, []string{"strategy"})
@@ -240,7 +247,7 @@ func setKeys(config api.DriverConfig) []string {
 }
 
 // envNameRE is the grammar of an environment variable name a secret may take.
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // baseEnv is the environment every built-in and exec agent starts from: a fixed PATH,
 // locale and time zone, HOME = the agent's state directory.
@@ -263,7 +270,7 @@ func apiEnv(env RunEnv, extra ...string) ([]string, error) {
 	var bad []string
 	for _, name := range slices.Sorted(maps.Keys(env.Secrets)) {
 		switch {
-		case !envNameRE.MatchString(name):
+		case !envNameRE().MatchString(name):
 			bad = append(bad, fmt.Sprintf("secret name %q is not an environment variable name", name))
 		case taken[name] || strings.HasPrefix(name, "AGENTPROOF_"):
 			bad = append(bad, fmt.Sprintf("secret name %q collides with a variable the runner sets", name))

@@ -56,7 +56,7 @@ func newExec(config api.DriverConfig, name driver.Name, ce *ConfigError) Driver 
 		d.args = append(d.args, t)
 	}
 	for _, name := range slices.Sorted(maps.Keys(config.Env)) {
-		if !envNameRE.MatchString(name) {
+		if !envNameRE().MatchString(name) {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("env name %q is not an environment variable name", name))
 			continue
 		}

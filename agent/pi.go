@@ -307,7 +307,7 @@ func (d *PiDriver) launch(env RunEnv, n int, tools []PiTool) (piLaunch, error) {
 		"TMPDIR": filepath.Join(dir, "tmp"), "PI_OFFLINE": "1", "AGENTPROOF_PI_CONFIG": cfgFile,
 	}
 	for name, v := range env.Secrets {
-		if !envNameRE.MatchString(name) || strings.HasPrefix(name, "AGENTPROOF_") {
+		if !envNameRE().MatchString(name) || strings.HasPrefix(name, "AGENTPROOF_") {
 			return piLaunch{}, fmt.Errorf("agent: secret name %q is not usable in an agent's environment", name)
 		}
 		if _, taken := envMap[name]; taken {

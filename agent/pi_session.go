@@ -327,7 +327,7 @@ func (s *PiSession) request(ctx context.Context, limit time.Duration, cmd map[st
 }
 
 // piTypeRE finds the "type" of a line too long to decode.
-var piTypeRE = regexp.MustCompile(`"type"\s*:\s*"([a-z_]{1,40})"`)
+var piTypeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"type"\s*:\s*"([a-z_]{1,40})"`) })
 
 // read consumes Pi's stdout until it ends: every line is logged, responses go to their
 // waiting request, dialogs to the deciders, events to the current turn.
@@ -423,7 +423,7 @@ func (m piMessage) text() string {
 func (s *PiSession) dispatch(line []byte, oversized bool) {
 	var l piLine
 	if oversized || json.Unmarshal(line, &l) != nil {
-		if m := piTypeRE.FindSubmatch(line[:min(len(line), 4096)]); m != nil {
+		if m := piTypeRE().FindSubmatch(line[:min(len(line), 4096)]); m != nil {
 			l.Type = string(m[1])
 		}
 		s.event(l, nil, oversized)

@@ -93,6 +93,29 @@ type Termination struct {
 	// were still alive when it ended, found by the run's process marker and killed at
 	// teardown. Any entry means the agent's cleanup failed.
 	EscapedProcesses []EscapedProcess `json:"escapedProcesses,omitempty"`
+	// Limits are the resource limits of the run's environment lease the host observed
+	// the agent hit (a sandbox's OOM kill, refused forks, a full disk), each naming its
+	// limit; the agent exceeded its pinned shape (docs/environments.md "Resource
+	// shape"). Absent for local runs.
+	Limits []LimitHit `json:"limits,omitempty"`
+	// EnvironmentProblems are what the environment provider could not observe about
+	// the launch (no exit report from the sandbox's init, unreadable counters): the
+	// account of the run is incomplete.
+	EnvironmentProblems []string `json:"environmentProblems,omitempty"`
+	// Environment holds the provider's facts of the launch ("provider": "sandbox",
+	// "lease", "bwrap" version, "uid", "agentPid", "connections.<endpoint>").
+	Environment map[string]string `json:"environment,omitempty"`
+}
+
+// LimitHit is one pinned resource limit a run was observed to hit
+// (environment.LimitHit): Resource is memory, pids or disk; Limit the pinned value
+// (bytes for memory and disk, a count for pids); Events how often the host counted it;
+// Detail the sentence naming the limit ("memory limit 268435456 bytes: 1 OOM kill(s)").
+type LimitHit struct {
+	Resource string `json:"resource"`
+	Limit    int64  `json:"limit"`
+	Events   int64  `json:"events"`
+	Detail   string `json:"detail"`
 }
 
 // EscapedProcess is one escaped descendant of an agent process: its PID (in the

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Benchmark of `agentproof run` (issue 9 "Benchmarks"). Rerun from the repository root:
 #
-#   bench/run-overhead.sh [CELLS]        # default 500
+#   bench/run-overhead.sh [CELLS [BASELINE]]   # default 500 cells
+#
+# With BASELINE (another agentproof binary, for example one built from main) both
+# binaries run the same campaigns interleaved (this tree's 1 cell, the baseline's 1 cell,
+# this tree's CELLS, the baseline's CELLS), so a before/after comes from one run on a
+# loaded machine; each line is labelled "this" or "baseline".
 #
 # It builds agentproof, generates a catalog whose suite "bench" has CELLS fixture-pass
 # cells (the default catalog plus CELLS copies of the process-exit case), and runs
@@ -14,6 +19,7 @@
 #   go test ./internal/cli -run '^$' -bench BenchmarkCellOverhead -benchtime 20x
 set -euo pipefail
 N=${1:-500}
+BASE=${2:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -48,12 +54,12 @@ C
   for i in $(seq -w 1 "$N"); do echo "      - bench-exit-$i"; done
 } > "$work/catalog/zz-bench.yaml"
 
-# run_timed LABEL ARGS...: runs agentproof run, prints wall ms and peak RSS (KiB).
+# run_timed LABEL BINARY ARGS...: runs agentproof run, prints wall ms and peak RSS (KiB).
 run_timed() {
-  local label=$1; shift
+  local label=$1 bin=$2; shift 2
   local start end pid hwm=0 h
   start=$(date +%s%N)
-  env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" "$work/agentproof" run --catalog "$work/catalog" \
+  env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" "$bin" run --catalog "$work/catalog" \
     --results "$work/results" --progress none "$@" > "$work/$label.out" 2> "$work/$label.err" &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
@@ -66,11 +72,22 @@ run_timed() {
   echo "$label $(( (end - start) / 1000000 )) $hwm"
 }
 
-one=$(run_timed one --id "bench.fixture-pass.local.bench-exit-$(printf "%0${#N}d" 1)" --campaign bench-1 --max-parallel 4)
-all=$(run_timed all --suite bench --campaign "bench-$N" --max-parallel 4)
-tail -n1 "$work/all.out"
-read -r _ t1 rss1 <<<"$one"
-read -r _ tn rssn <<<"$all"
-echo "startup (1 cell):            ${t1} ms wall, peak RSS ${rss1} KiB"
-echo "$N cells (--max-parallel 4):  ${tn} ms wall, peak RSS $((rssn / 1024)) MiB"
-awk -v t1="$t1" -v tn="$tn" -v n="$N" 'BEGIN { printf "marginal wall time per cell: %.2f ms\n", (tn - t1) / (n - 1) }'
+bins=(this)
+[[ -n $BASE ]] && bins+=(baseline)
+binary() { if [[ $1 == this ]]; then echo "$work/agentproof"; else echo "$BASE"; fi; }
+declare -A one all
+for b in "${bins[@]}"; do
+  one[$b]=$(run_timed "one-$b" "$(binary "$b")" --id "bench.fixture-pass.local.bench-exit-$(printf "%0${#N}d" 1)" --campaign "bench-1-$b" --max-parallel 4)
+done
+for b in "${bins[@]}"; do
+  all[$b]=$(run_timed "all-$b" "$(binary "$b")" --suite bench --campaign "bench-$N-$b" --max-parallel 4)
+done
+echo "machine: $(nproc) cores, $(uptime)"
+for b in "${bins[@]}"; do
+  tail -n1 "$work/all-$b.out"
+  read -r _ t1 rss1 <<<"${one[$b]}"
+  read -r _ tn rssn <<<"${all[$b]}"
+  echo "$b: startup (1 cell):            ${t1} ms wall, peak RSS ${rss1} KiB"
+  echo "$b: $N cells (--max-parallel 4):  ${tn} ms wall, peak RSS $((rssn / 1024)) MiB"
+  awk -v b="$b" -v t1="$t1" -v tn="$tn" -v n="$N" 'BEGIN { printf "%s: marginal wall time per cell: %.2f ms\n", b, (tn - t1) / (n - 1) }'
+done

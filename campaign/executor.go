@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/agentproof/agentproof/billing"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
@@ -69,6 +71,10 @@ type Facts struct {
 	Usage    any
 	Matchers []match.Outcome
 	Runtime  []report.RuntimeFacts
+	// Leases are the attempt's environment lease records (a sandbox cell's), and
+	// RuntimeUsage the runtime estimate made of them (nil without a lease).
+	Leases       []environment.LeaseRecord
+	RuntimeUsage *billing.RuntimeUsage
 }
 
 // InterruptedJudgement is the judgement of an attempt that an interruption cut short

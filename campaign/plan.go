@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // Options configure a campaign (the flags of `agentproof run`).
@@ -30,6 +31,10 @@ type Options struct {
 	MaxParallel int
 	// MaxAutomaticRetries is 0 or 1 (--max-automatic-retries; the CLI's default is 1).
 	MaxAutomaticRetries int
+	// Repeat is how many times every selected cell runs (--repeat; 0 means 1), each
+	// repetition an independent series of attempts (docs/ARCHITECTURE.md "Repeats").
+	// At most MaxRepeat.
+	Repeat int
 	// Now is the clock (default time.Now); it names the default campaign and stamps
 	// progress events.
 	Now func() time.Time
@@ -46,11 +51,14 @@ type OptionsError struct {
 // Error joins the problems with "; ".
 func (e *OptionsError) Error() string { return strings.Join(e.Problems, "; ") }
 
+// MaxRepeat bounds --repeat: the repetitions of one cell in one campaign.
+const MaxRepeat = 1000
+
 // MaxCampaignIDLength is the longest campaign id accepted, in bytes (it names a
 // directory).
 const MaxCampaignIDLength = 128
 
-var campaignIDInvalid = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+var campaignIDInvalid = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_.-]+`) })
 
 // SanitizeCampaignID returns raw with every run of characters outside [A-Za-z0-9_.-]
 // replaced by "-" and leading and trailing dashes trimmed (spec runner-e2e-harness §3).
@@ -58,7 +66,7 @@ var campaignIDInvalid = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 // names a directory) or when it is longer than MaxCampaignIDLength bytes; the last two
 // are agentproof additions.
 func SanitizeCampaignID(raw string) (string, error) {
-	id := strings.Trim(campaignIDInvalid.ReplaceAllString(raw, "-"), "-")
+	id := strings.Trim(campaignIDInvalid().ReplaceAllString(raw, "-"), "-")
 	switch {
 	case id == "":
 		return "", fmt.Errorf("campaign id %q has no character from [A-Za-z0-9_.-]", raw)
@@ -88,10 +96,21 @@ func DefaultCampaignID(t time.Time, random io.Reader) (string, error) {
 // Plan is a validated campaign: its id, the selected cells in matrix order and what
 // renders an attempt of any of them. It is safe for concurrent use.
 type Plan struct {
-	CampaignID          string
-	Cells               []*catalog.Cell
+	CampaignID string
+	// Cells are the selected cells in matrix order.
+	Cells []*catalog.Cell
+	// Repeat is the number of repetitions of every cell (at least 1).
+	Repeat int
+	// Units are what the scheduler runs, in order: every cell's repetitions 1..Repeat
+	// (each starting at attempt 1), or, for a resumed campaign (Plan.Resume), the
+	// repetitions that still need a result.
+	Units []Unit
+	// Kept are the repetitions of a resumed campaign whose stored results count and
+	// are kept (they run no attempt; the campaign's summary counts them).
+	Kept                []Kept
 	MaxParallel         int
 	MaxAutomaticRetries int
+	resumed             bool
 	now                 func() time.Time
 	seed                *int64
 	mu                  sync.Mutex // guards random
@@ -138,6 +157,10 @@ func NewPlan(c *catalog.Catalog, sel catalog.Selector, opts Options) (*Plan, err
 	if p.MaxParallel < 0 {
 		problems = append(problems, fmt.Sprintf("--max-parallel must be a positive integer, not %d", opts.MaxParallel))
 	}
+	p.Repeat = max(opts.Repeat, 1)
+	if opts.Repeat < 0 || opts.Repeat > MaxRepeat {
+		problems = append(problems, fmt.Sprintf("--repeat must be between 1 and %d, not %d", MaxRepeat, opts.Repeat))
+	}
 	if p.MaxAutomaticRetries != 0 && p.MaxAutomaticRetries != 1 {
 		problems = append(problems, fmt.Sprintf("--max-automatic-retries must be 0 or 1, not %d", opts.MaxAutomaticRetries))
 	}
@@ -153,7 +176,48 @@ func NewPlan(c *catalog.Catalog, sel catalog.Selector, opts Options) (*Plan, err
 		return nil, err
 	}
 	p.Cells = cells
+	for _, c := range cells {
+		for k := 1; k <= p.Repeat; k++ {
+			p.Units = append(p.Units, Unit{Cell: c, Repetition: k, FirstAttempt: 1})
+		}
+	}
 	return p, nil
+}
+
+// Unit is one repetition of one selected cell: a series of attempts (the first, then
+// at most the automatic retries) that ends with at most one counted result.
+type Unit struct {
+	Cell *catalog.Cell
+	// Repetition is 1..Plan.Repeat.
+	Repetition int
+	// FirstAttempt is the number of the unit's first attempt: 1, or, when a campaign
+	// is resumed, one more than the highest attempt directory the repetition already
+	// holds (nothing stored is overwritten).
+	FirstAttempt int
+}
+
+// Kept is a repetition of a resumed campaign whose stored result is kept, with how it
+// counts (verdict.Counted).
+type Kept struct {
+	Cell       *catalog.Cell
+	Repetition int
+	Counted    verdict.Verdict
+}
+
+// Resumed reports whether the plan continues a stored campaign (ResumePlan).
+func (p *Plan) Resumed() bool { return p.resumed }
+
+// UnitCells are the distinct cells of p.Units, in order: the cells that will run.
+func (p *Plan) UnitCells() []*catalog.Cell {
+	var out []*catalog.Cell
+	seen := map[string]bool{}
+	for _, u := range p.Units {
+		if !seen[u.Cell.ID] {
+			seen[u.Cell.ID] = true
+			out = append(out, u.Cell)
+		}
+	}
+	return out
 }
 
 // Now returns the plan's clock reading.
@@ -165,8 +229,12 @@ func (p *Plan) Now() time.Time { return p.now() }
 type AttemptPlan struct {
 	CampaignID string
 	Cell       *catalog.Cell
-	// Attempt is 1 for the first attempt, 2 for the automatic retry.
+	// Attempt is 1 for the first attempt, 2 for the automatic retry; a resumed or
+	// rerun repetition continues after the attempts it already holds.
 	Attempt int
+	// Repetition is 1..Repeat; Repeat is the plan's repetitions per cell (1 without
+	// --repeat).
+	Repetition, Repeat int
 	// Nonce is the attempt's nonce (catalog.NoncePattern): 16 lower-case hex digits.
 	Nonce string
 	// Case is the cell's case rendered with Nonce.
@@ -176,7 +244,8 @@ type AttemptPlan struct {
 	// TurnTimeout is the case's per-turn deadline, 0 when it declares none.
 	TurnTimeout time.Duration
 	// Dir is the attempt's results directory relative to the results root:
-	// <campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>.
+	// <campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>, and with --repeat
+	// (Plan.Repeat > 1) <campaign>/<suite>/<profile>/<environment>/<case>/repeat-<k>/attempt-<n>.
 	Dir string
 }
 
@@ -186,10 +255,17 @@ type AttemptPlan struct {
 // scheduled first); without one, 8 random bytes in hex. It returns an error when n < 1,
 // the randomness source fails or the case does not render.
 func (p *Plan) Attempt(cell *catalog.Cell, n int) (AttemptPlan, error) {
-	if n < 1 {
-		return AttemptPlan{}, fmt.Errorf("campaign: attempt number %d of %s: must be at least 1", n, cell.ID)
+	return p.AttemptOf(cell, 1, n)
+}
+
+// AttemptOf is Attempt for repetition rep (1-based) of cell. With a seed, repetitions
+// after the first hash the repetition too, so that every repetition gets its own
+// nonces; repetition 1 keeps Attempt's. Errors: those of Attempt, or rep < 1.
+func (p *Plan) AttemptOf(cell *catalog.Cell, rep, n int) (AttemptPlan, error) {
+	if n < 1 || rep < 1 {
+		return AttemptPlan{}, fmt.Errorf("campaign: attempt number %d of %s repetition %d: both must be at least 1", n, cell.ID, rep)
 	}
-	nonce, err := p.nonce(cell.ID, n)
+	nonce, err := p.nonce(cell.ID, rep, n)
 	if err != nil {
 		return AttemptPlan{}, err
 	}
@@ -201,19 +277,34 @@ func (p *Plan) Attempt(cell *catalog.Cell, n int) (AttemptPlan, error) {
 		CampaignID:     p.CampaignID,
 		Cell:           cell,
 		Attempt:        n,
+		Repetition:     rep,
+		Repeat:         p.Repeat,
 		Nonce:          nonce,
 		Case:           rc,
 		AttemptTimeout: time.Duration(cell.AttemptTimeoutMs) * time.Millisecond,
 		TurnTimeout:    time.Duration(cell.Case.TurnTimeoutMs) * time.Millisecond,
-		Dir: filepath.Join(p.CampaignID, cell.Suite.ID, cell.Profile.ID, cell.Environment.ID, cell.Case.ID,
-			"attempt-"+strconv.Itoa(n)),
+		Dir:            filepath.Join(p.CampaignID, p.RepetitionDir(cell, rep), "attempt-"+strconv.Itoa(n)),
 	}, nil
 }
 
-func (p *Plan) nonce(cellID string, n int) (string, error) {
+// RepetitionDir is where repetition rep of cell keeps its attempts, relative to the
+// campaign directory: <suite>/<profile>/<environment>/<case>, with "/repeat-<k>"
+// appended when the plan repeats cells.
+func (p *Plan) RepetitionDir(cell *catalog.Cell, rep int) string {
+	d := filepath.Join(cell.Suite.ID, cell.Profile.ID, cell.Environment.ID, cell.Case.ID)
+	if p.Repeat > 1 {
+		d = filepath.Join(d, "repeat-"+strconv.Itoa(rep))
+	}
+	return d
+}
+
+func (p *Plan) nonce(cellID string, rep, n int) (string, error) {
 	if p.seed != nil {
 		h := sha256.New()
 		fmt.Fprintf(h, "agentproof-nonce/v1\x00%d\x00%s\x00%d", *p.seed, cellID, n)
+		if rep > 1 {
+			fmt.Fprintf(h, "\x00repetition\x00%d", rep)
+		}
 		return hex.EncodeToString(h.Sum(nil))[:16], nil
 	}
 	var b [8]byte

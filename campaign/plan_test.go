@@ -84,7 +84,7 @@ func FuzzSanitizeCampaignID(f *testing.F) {
 			return
 		}
 		if id == "." || id == ".." || filepath.Base(id) != id || strings.Trim(id, "-") != id ||
-			campaignIDInvalid.MatchString(id) || len(id) > MaxCampaignIDLength {
+			campaignIDInvalid().MatchString(id) || len(id) > MaxCampaignIDLength {
 			t.Fatalf("SanitizeCampaignID(%q) = %q, not a safe id", raw, id)
 		}
 		if again, err := SanitizeCampaignID(id); err != nil || again != id {
@@ -248,7 +248,7 @@ func TestAttemptSeededNonces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !catalog.NoncePattern.MatchString(a.Nonce) || len(a.Nonce) != 16 {
+		if !catalog.NoncePattern().MatchString(a.Nonce) || len(a.Nonce) != 16 {
 			t.Fatalf("nonce %q is not 16 hex digits", a.Nonce)
 		}
 		return a.Nonce
@@ -359,7 +359,7 @@ func TestAttemptRandomNonces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if seen[a.Nonce] || !catalog.NoncePattern.MatchString(a.Nonce) {
+			if seen[a.Nonce] || !catalog.NoncePattern().MatchString(a.Nonce) {
 				t.Fatalf("nonce %q repeated or malformed", a.Nonce)
 			}
 			seen[a.Nonce] = true

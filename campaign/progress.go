@@ -12,6 +12,8 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/agentproof/agentproof/catalog"
 )
 
 // ProgressMode selects how a campaign reports progress (--progress).
@@ -65,8 +67,18 @@ type Display struct {
 }
 
 type attemptKey struct {
-	cell    string
-	attempt int
+	cell       string
+	repetition int
+	attempt    int
+}
+
+// unitName names a cell's repetition on a progress line: the cell id, followed by
+// "repetition <k>" when the campaign repeats cells.
+func unitName(cell *catalog.Cell, rep, repeat int) string {
+	if repeat > 1 {
+		return fmt.Sprintf("%s repetition %d", cell.ID, rep)
+	}
+	return cell.ID
 }
 
 // NewDisplay returns a display writing to w in mode (ProgressAuto resolved with
@@ -125,13 +137,16 @@ func plainLine(e Event) string {
 	c := e.Counts
 	switch e.Kind {
 	case EventCampaignStarted:
+		if e.Repeat > 1 {
+			return fmt.Sprintf("Campaign %s: running %d repetition(s) (%d each) with max parallelism %d", e.CampaignID, c.Selected, e.Repeat, e.MaxParallel)
+		}
 		return fmt.Sprintf("Campaign %s: running %d cell(s) with max parallelism %d", e.CampaignID, c.Selected, e.MaxParallel)
 	case EventAttemptStarted:
-		return fmt.Sprintf("start %s attempt %d", e.Cell.ID, e.Attempt)
+		return fmt.Sprintf("start %s attempt %d", unitName(e.Cell, e.Repetition, e.Repeat), e.Attempt)
 	case EventAttemptFinished:
-		return fmt.Sprintf("[%d/%d] %s", c.Finished, c.Selected, attemptLine(e.Result))
+		return fmt.Sprintf("[%d/%d] %s", c.Finished, c.Selected, attemptLine(e.Result, e.Repeat))
 	case EventRetrying:
-		return fmt.Sprintf("Retrying %s in a fresh isolated attempt after %s", e.Cell.ID, e.Result.Outcome.Judgement.FailureClass.Words())
+		return fmt.Sprintf("Retrying %s in a fresh isolated attempt after %s", unitName(e.Cell, e.Repetition, e.Repeat), e.Result.Outcome.Judgement.FailureClass.Words())
 	case EventInterrupted:
 		return fmt.Sprintf("interrupted: starting nothing more; cancelling %d running attempt(s)", c.Running)
 	case EventCampaignFinished:
@@ -146,19 +161,20 @@ func plainLine(e Event) string {
 // attemptLine describes a finished attempt: verdict (and, for calibration cells, the
 // expectation and how it counts), cell, attempt, duration, class and reason; an
 // interrupted attempt that does not count is reported as such, without a verdict.
-func attemptLine(r *AttemptResult) string {
+func attemptLine(r *AttemptResult, repeat int) string {
 	var b strings.Builder
+	name := unitName(r.Plan.Cell, r.Plan.Repetition, repeat)
 	j := r.Outcome.Judgement
 	took := r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond)
 	if !r.Counts() {
-		fmt.Fprintf(&b, "interrupted %s attempt %d after %s: %s", r.Plan.Cell.ID, r.Plan.Attempt, took, oneLine(j.Reason))
+		fmt.Fprintf(&b, "interrupted %s attempt %d after %s: %s", name, r.Plan.Attempt, took, oneLine(j.Reason))
 		return b.String()
 	}
 	b.WriteString(string(j.Verdict))
 	if exp := r.Plan.Cell.ExpectedVerdict; exp != "" {
 		fmt.Fprintf(&b, " (expected %s: counts as %s)", exp, r.Counted)
 	}
-	fmt.Fprintf(&b, " %s attempt %d in %s", r.Plan.Cell.ID, r.Plan.Attempt, took)
+	fmt.Fprintf(&b, " %s attempt %d in %s", name, r.Plan.Attempt, took)
 	if r.Outcome.Interrupted {
 		b.WriteString(" (interrupted)")
 	}
@@ -186,17 +202,17 @@ func (d *Display) observeTTY(e Event) {
 			mpb.AppendDecorators(decor.CountersNoUnit(" %d/%d"), decor.Any(d.countsText)))
 	case EventAttemptStarted:
 		bar := d.progress.AddSpinner(0,
-			mpb.PrependDecorators(decor.Name(fmt.Sprintf("%s #%d ", e.Cell.ID, e.Attempt))),
+			mpb.PrependDecorators(decor.Name(fmt.Sprintf("%s #%d ", unitName(e.Cell, e.Repetition, e.Repeat), e.Attempt))),
 			mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO)))
-		d.running[attemptKey{e.Cell.ID, e.Attempt}] = bar
+		d.running[attemptKey{e.Cell.ID, e.Repetition, e.Attempt}] = bar
 	case EventAttemptFinished:
-		k := attemptKey{e.Cell.ID, e.Attempt}
+		k := attemptKey{e.Cell.ID, e.Repetition, e.Attempt}
 		if bar := d.running[k]; bar != nil {
 			bar.Abort(true)
 			delete(d.running, k)
 		}
 		d.campaign.SetCurrent(int64(e.Counts.Finished))
-		fmt.Fprintln(d.progress, attemptLine(e.Result))
+		fmt.Fprintln(d.progress, attemptLine(e.Result, e.Repeat))
 	case EventRetrying, EventInterrupted:
 		fmt.Fprintln(d.progress, plainLine(e))
 	case EventCampaignFinished:

@@ -16,7 +16,7 @@ const ResultFile = "result.json"
 // agentproof.result/v1; spec runner-e2e-harness §7.1 with agentproof's verdicts):
 // identity and definition hash from the cell, verdict, expected verdict and failure
 // class from the Judgement, the reason as error for a verdict other than passed, and
-// the executor's facts (task, runs, turns, termination, usage, matcher results, the
+// the repetition and the plan's repetitions (only with --repeat), the executor's facts (task, runs, turns, termination, usage, matcher results, the
 // runtime facts the runner recorded) and evidence files. The runtime mode is the one
 // the runner recorded launching the runs when every run agrees, and "" (not observed)
 // otherwise: never the profile's declaration. Cleanup is "passed" when the outcome confirmed it, "failed" otherwise.
@@ -45,6 +45,9 @@ func ResultOf(r *AttemptResult) *report.Result {
 		MatcherResults:      []report.MatcherResult{},
 		Cleanup:             report.CleanupFailed,
 		Evidence:            []string{},
+	}
+	if r.Plan.Repeat > 1 {
+		res.Repetition, res.Repeat = r.Plan.Repetition, r.Plan.Repeat
 	}
 	if p := cell.Profile.Ranking; p != nil {
 		res.RankingSnapshot = &report.RankingSnapshot{SnapshotID: p.SnapshotID, CapturedAt: p.CapturedAt, SourceURL: p.SourceURL, Rank: p.Rank, CanonicalModelID: p.CanonicalModelID}
@@ -78,6 +81,11 @@ func addFacts(res *report.Result, f *Facts) {
 	}
 	res.RuntimeFacts = slices.Clone(f.Runtime)
 	res.RuntimeMode = agreedRuntimeMode(f.Runtime)
+	res.Leases = slices.Clone(f.Leases)
+	if f.RuntimeUsage != nil {
+		rt := *f.RuntimeUsage
+		res.RuntimeUsage = &rt
+	}
 }
 
 // agreedRuntimeMode is the runtime mode every recorded run launched with, or "".

@@ -44,11 +44,14 @@ const (
 	CellNotStarted CellStatus = "not_started"
 )
 
-// CellResult is one selected cell with its attempts in order.
+// CellResult is one unit of the plan (a repetition of a selected cell) with its
+// attempts in order.
 type CellResult struct {
-	Cell     *catalog.Cell
-	Attempts []AttemptResult
-	Status   CellStatus
+	Cell *catalog.Cell
+	// Repetition is the unit's repetition (1..Plan.Repeat).
+	Repetition int
+	Attempts   []AttemptResult
+	Status     CellStatus
 	// Final is the index in Attempts of the attempt that counts (the last one that
 	// Counts), -1 when none does.
 	Final int
@@ -59,10 +62,19 @@ type CellResult struct {
 // Summary is a campaign's outcome. Cells are in plan (matrix) order.
 type Summary struct {
 	CampaignID string
-	// Selected is the number of selected cells; Executed those that finished.
+	// Selected is the number of selected cells; Executed those that finished (every
+	// repetition has a counted result, run now or kept).
 	Selected, Executed int
-	// Passed, Failed and Inconclusive count finished cells by counted verdict.
+	// Passed, Failed and Inconclusive count finished cells by counted verdict
+	// (verdict.Repeated of their repetitions).
 	Passed, Failed, Inconclusive int
+	// Repeat is the number of repetitions of every cell; Flaky counts the finished
+	// cells whose repetitions disagree (verdict.Flaky).
+	Repeat, Flaky int
+	// Kept is the number of repetitions a resumed campaign kept from before.
+	Kept int
+	// Finished are the ids of the finished cells, in plan order.
+	Finished []string
 	// Retries is the number of automatic retries started.
 	Retries int
 	// Partial is true when the campaign was cancelled before every cell finished
@@ -70,9 +82,10 @@ type Summary struct {
 	Partial bool
 	// WriteErrors are the results that could not be written (AttemptResult.WriteErr).
 	WriteErrors []string
-	Cells       []CellResult
-	StartedAt   time.Time
-	FinishedAt  time.Time
+	// Cells are the plan's units (Plan.Units), in order.
+	Cells      []CellResult
+	StartedAt  time.Time
+	FinishedAt time.Time
 }
 
 // Line is the campaign's last output line: "Campaign <id>: <passed>/<selected> passed,
@@ -84,6 +97,9 @@ func (s *Summary) Line() string {
 		s.CampaignID, s.Passed, s.Selected, s.Failed, s.Inconclusive)
 	if s.Partial {
 		line += fmt.Sprintf(", %d not run (partial)", s.Selected-s.Passed-s.Failed-s.Inconclusive)
+	}
+	if s.Repeat > 1 {
+		line += fmt.Sprintf(" (%d repetitions each, %d flaky)", s.Repeat, s.Flaky)
 	}
 	return line
 }

@@ -48,11 +48,14 @@ type Event struct {
 	Time        time.Time
 	CampaignID  string
 	MaxParallel int
-	Counts      Counts
-	// Cell and Attempt are set for attempt events and EventRetrying (Attempt is the
-	// number of the attempt about to start).
-	Cell    *catalog.Cell
-	Attempt int
+	// Repeat is the plan's number of repetitions per cell.
+	Repeat int
+	Counts Counts
+	// Cell, Repetition and Attempt are set for attempt events and EventRetrying
+	// (Attempt is the number of the attempt about to start).
+	Cell       *catalog.Cell
+	Repetition int
+	Attempt    int
 	// Result is set for EventAttemptFinished (the retry's class is in its Judgement).
 	Result *AttemptResult
 	// Summary is set for EventCampaignFinished.
@@ -95,12 +98,12 @@ type run struct {
 // as interrupted even if the executor did not say so, since the cancellation may be its
 // cause. Run returns when every started attempt has returned; it never returns nil.
 func (s *Scheduler) Run(ctx context.Context, p *Plan) *Summary {
-	r := &run{s: s, p: p, cells: make([]CellResult, len(p.Cells))}
-	for i, c := range p.Cells {
-		r.cells[i] = CellResult{Cell: c, Status: CellNotStarted, Final: -1}
+	r := &run{s: s, p: p, cells: make([]CellResult, len(p.Units))}
+	for i, u := range p.Units {
+		r.cells[i] = CellResult{Cell: u.Cell, Repetition: u.Repetition, Status: CellNotStarted, Final: -1}
 	}
 	started := p.Now()
-	r.counts.Selected = len(p.Cells)
+	r.counts.Selected = len(p.Units)
 	r.emit(Event{Kind: EventCampaignStarted})
 	r.work(ctx)
 	if ctx.Err() != nil {
@@ -117,7 +120,7 @@ func (r *run) work(ctx context.Context) {
 	next := make(chan int)
 	go func() {
 		defer close(next)
-		for i := range r.p.Cells {
+		for i := range r.p.Units {
 			select {
 			case next <- i:
 			case <-ctx.Done():
@@ -126,7 +129,7 @@ func (r *run) work(ctx context.Context) {
 		}
 	}()
 	var wg sync.WaitGroup
-	for range min(max(r.p.MaxParallel, 1), len(r.p.Cells)) {
+	for range min(max(r.p.MaxParallel, 1), len(r.p.Units)) {
 		wg.Go(func() {
 			for i := range next {
 				if ctx.Err() != nil {
@@ -146,19 +149,44 @@ func (r *run) work(ctx context.Context) {
 	}
 }
 
-// summary counts the finished cells.
+// summary counts the finished cells: a cell is finished when every one of its
+// repetitions (run now or kept from before) has a counted result, and then counts as
+// verdict.Repeated of them.
 func (r *run) summary(started time.Time) *Summary {
-	sum := &Summary{CampaignID: r.p.CampaignID, Selected: len(r.p.Cells), StartedAt: started, FinishedAt: r.p.Now()}
+	sum := &Summary{CampaignID: r.p.CampaignID, Selected: len(r.p.Cells), Repeat: r.p.Repeat, Kept: len(r.p.Kept), StartedAt: started, FinishedAt: r.p.Now()}
 	r.mu.Lock()
 	sum.Cells, sum.Retries, sum.WriteErrors = r.cells, r.counts.Retries, r.writeErrs
 	r.mu.Unlock()
+	counted := map[string][]verdict.Verdict{}
+	unfinished := map[string]bool{}
+	for _, k := range r.p.Kept {
+		counted[k.Cell.ID] = append(counted[k.Cell.ID], k.Counted)
+	}
 	for _, c := range sum.Cells {
 		if c.Status != CellFinished {
+			sum.Partial = true
+			unfinished[c.Cell.ID] = true
+			continue
+		}
+		counted[c.Cell.ID] = append(counted[c.Cell.ID], c.Verdict)
+		for _, a := range c.Attempts {
+			if a.Outcome.Interrupted {
+				sum.Partial = true
+			}
+		}
+	}
+	for _, cell := range r.p.Cells {
+		vs := counted[cell.ID]
+		if unfinished[cell.ID] || len(vs) == 0 {
 			sum.Partial = true
 			continue
 		}
 		sum.Executed++
-		switch c.Verdict {
+		sum.Finished = append(sum.Finished, cell.ID)
+		if verdict.Flaky(vs...) {
+			sum.Flaky++
+		}
+		switch verdict.Repeated(vs...) {
 		case verdict.Passed:
 			sum.Passed++
 		case verdict.Failed:
@@ -166,20 +194,15 @@ func (r *run) summary(started time.Time) *Summary {
 		default:
 			sum.Inconclusive++
 		}
-		for _, a := range c.Attempts {
-			if a.Outcome.Interrupted {
-				sum.Partial = true
-			}
-		}
 	}
 	return sum
 }
 
-// runCell runs cell i's attempts: the first, then at most the retries the policy allows.
+// runCell runs unit i's attempts: the first, then at most the retries the policy allows.
 func (r *run) runCell(ctx context.Context, i int) {
-	cell := r.p.Cells[i]
-	for n := 1; ; n++ {
-		res := r.attempt(ctx, cell, n)
+	u := r.p.Units[i]
+	for n := u.FirstAttempt; ; n++ {
+		res := r.attempt(ctx, u, n)
 		if res.Counts() && r.s.ResultsRoot != "" {
 			// Only an attempt that counts is a result; an interrupted one keeps its
 			// evidence but no result.json (its cell is then missing: the campaign is
@@ -195,7 +218,8 @@ func (r *run) runCell(ctx context.Context, i int) {
 // record counts attempt n of cell i and emits its events; it reports whether a retry
 // follows.
 func (r *run) record(ctx context.Context, i, n int, res AttemptResult) bool {
-	cell := r.p.Cells[i]
+	u := r.p.Units[i]
+	cell := u.Cell
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := &r.cells[i]
@@ -215,25 +239,28 @@ func (r *run) record(ctx context.Context, i, n int, res AttemptResult) bool {
 	} else if c.Status == CellNotStarted {
 		c.Status = CellInterrupted
 	}
-	r.emitLocked(Event{Kind: EventAttemptFinished, Cell: cell, Attempt: n, Result: &res})
+	r.emitLocked(Event{Kind: EventAttemptFinished, Cell: cell, Repetition: u.Repetition, Attempt: n, Result: &res})
+	// The retry policy counts the attempts of this run of the unit, not those a
+	// resumed campaign already held.
 	retry := !res.Outcome.Interrupted && ctx.Err() == nil &&
-		ShouldRetry(cell, res.Outcome.Judgement, n, r.p.MaxAutomaticRetries)
+		ShouldRetry(cell, res.Outcome.Judgement, n-u.FirstAttempt+1, r.p.MaxAutomaticRetries)
 	if retry {
 		r.counts.Retries++
-		r.emitLocked(Event{Kind: EventRetrying, Cell: cell, Attempt: n + 1, Result: &res})
+		r.emitLocked(Event{Kind: EventRetrying, Cell: cell, Repetition: u.Repetition, Attempt: n + 1, Result: &res})
 	}
 	return retry
 }
 
-// attempt plans, executes and counts attempt n of cell.
-func (r *run) attempt(ctx context.Context, cell *catalog.Cell, n int) AttemptResult {
-	plan, planErr := r.p.Attempt(cell, n)
+// attempt plans, executes and counts attempt n of unit u.
+func (r *run) attempt(ctx context.Context, u Unit, n int) AttemptResult {
+	cell := u.Cell
+	plan, planErr := r.p.AttemptOf(cell, u.Repetition, n)
 	if planErr != nil {
-		plan = AttemptPlan{CampaignID: r.p.CampaignID, Cell: cell, Attempt: n}
+		plan = AttemptPlan{CampaignID: r.p.CampaignID, Cell: cell, Repetition: u.Repetition, Attempt: n}
 	}
 	r.mu.Lock()
 	r.counts.Running++
-	r.emitLocked(Event{Kind: EventAttemptStarted, Cell: cell, Attempt: n})
+	r.emitLocked(Event{Kind: EventAttemptStarted, Cell: cell, Repetition: u.Repetition, Attempt: n})
 	r.mu.Unlock()
 	res := AttemptResult{Plan: plan, StartedAt: r.p.Now()}
 	if planErr != nil {
@@ -297,6 +324,7 @@ func (r *run) emitLocked(e Event) {
 	e.Time = r.p.Now()
 	e.CampaignID = r.p.CampaignID
 	e.MaxParallel = r.p.MaxParallel
+	e.Repeat = r.p.Repeat
 	e.Counts = r.counts
 	r.s.Observe(e)
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/canonjson"
@@ -99,7 +100,7 @@ func (e *SnapshotError) Error() string {
 }
 
 // snapshotIDRE is the grammar of a snapshot id.
-var snapshotIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
+var snapshotIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`) })
 
 // ParseSnapshot decodes and checks a snapshot file named file (for messages). With
 // requireHash the content hash must be present; when present it must match the models
@@ -137,7 +138,7 @@ func (s *Snapshot) problems(requireHash bool) []string {
 	if s.Schema != SnapshotSchema {
 		p = append(p, fmt.Sprintf("schema is %q, want %q", s.Schema, SnapshotSchema))
 	}
-	if !snapshotIDRE.MatchString(s.SnapshotID) {
+	if !snapshotIDRE().MatchString(s.SnapshotID) {
 		p = append(p, fmt.Sprintf("snapshotId %q must be lower-case letters, digits, '.', '_' or '-'", s.SnapshotID))
 	}
 	if s.Ranking == "" {
@@ -241,14 +242,14 @@ func EmbeddedSnapshot() (*Snapshot, error) {
 func EmbeddedSnapshotBytes() []byte { return bytes.Clone(embeddedSnapshot) }
 
 // nonSlugRE matches every run of characters a profile id may not hold.
-var nonSlugRE = regexp.MustCompile(`[^a-z0-9]+`)
+var nonSlugRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9]+`) })
 
 // BreadthProfileID is the generated profile id of a model (spec §1.4): "openrouter-" +
 // the model id lower-cased, every run of characters other than [a-z0-9] replaced by "-",
 // leading and trailing "-" trimmed; e.g. nvidia/nemotron-3-ultra-550b-a55b:free →
 // openrouter-nvidia-nemotron-3-ultra-550b-a55b-free.
 func BreadthProfileID(modelID string) string {
-	return BreadthProfilePrefix + strings.Trim(nonSlugRE.ReplaceAllString(strings.ToLower(modelID), "-"), "-")
+	return BreadthProfilePrefix + strings.Trim(nonSlugRE().ReplaceAllString(strings.ToLower(modelID), "-"), "-")
 }
 
 // breadthDecls are the declarations generated from a snapshot: its ranking, one profile

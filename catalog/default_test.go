@@ -21,22 +21,27 @@ func TestDefaultCatalog(t *testing.T) {
 		sizes[cell.Suite.ID]++
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
-		"cli-calibration": 4, "claude": 3, BreadthLiveSuite: 5, BreadthOfflineSuite: 5,
-		"more-clis-calibration": 6, "more-clis": 12}
+		"cli-calibration": 4, "claude": 3, "sandbox-compatibility": 6, "hostile-sandbox": 5, "hostile-local": 2,
+		BreadthLiveSuite: 5, BreadthOfflineSuite: 5, "more-clis-calibration": 6, "more-clis": 12}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
 	}
 	verdicts := map[string]string{}
 	for _, cell := range c.Cells {
 		if cell.ExpectedVerdict != "" {
-			verdicts[cell.Profile.ID] = string(cell.ExpectedVerdict)
+			verdicts[cell.Profile.ID+"@"+cell.Environment.ID] = string(cell.ExpectedVerdict)
 		}
 	}
 	wantVerdicts := map[string]string{
-		"fixture-pass": "passed", "fixture-fail": "failed", "fixture-hang": "inconclusive", "fixture-noisy": "inconclusive",
-		"reference": "passed", "nop": "failed", "wrong": "failed", "leaky": "failed",
-		"codex": "passed", "codex-nop": "failed", "opencode": "passed", "opencode-nop": "failed",
-		"kilo": "passed", "kilo-nop": "failed", "qwen": "passed", "qwen-nop": "failed", "copilot": "passed", "copilot-nop": "failed",
+		"fixture-pass@local": "passed", "fixture-fail@local": "failed", "fixture-hang@local": "inconclusive", "fixture-noisy@local": "inconclusive",
+		"reference@local": "passed", "nop@local": "failed", "wrong@local": "failed", "leaky@local": "failed",
+		"codex@local": "passed", "codex-nop@local": "failed", "opencode@local": "passed", "opencode-nop@local": "failed",
+		// the hostile suite: contained in the sandbox (the limits fail the cell, named);
+		// the read and write attacks succeed under local (secret_leak)
+		"hostile-read-server@sandbox-hostile": "passed", "hostile-write-server@sandbox-hostile": "passed", "hostile-daemon@sandbox-hostile": "passed",
+		"hostile-forkbomb@sandbox-hostile": "failed", "hostile-memory@sandbox-hostile": "failed",
+		"hostile-read-server@local": "failed", "hostile-write-server@local": "failed",
+		"kilo@local": "passed", "kilo-nop@local": "failed", "qwen@local": "passed", "qwen-nop@local": "failed", "copilot@local": "passed", "copilot-nop@local": "failed",
 	}
 	if diff := cmp.Diff(wantVerdicts, verdicts); diff != "" {
 		t.Errorf("calibration verdicts (-want +got):\n%s", diff)

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -36,7 +37,7 @@ var (
 	// execConfigKeys are the driverConfig keys of the exec driver.
 	execConfigKeys = []string{"args", "command", "env", "maxOutputBytes", "timeoutMs"}
 	// envNameRE is the grammar of an environment variable name a secret may take.
-	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // validateExecConfig checks an exec profile's driverConfig before anything starts: the
@@ -104,7 +105,7 @@ func (v *validator) validateExecConfig(p *Profile) {
 			v.add(at("env", -1), "%s.env must map environment variable names to secret references", name)
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if !envNameRE.MatchString(k) {
+			if !envNameRE().MatchString(k) {
 				v.add(at("env", -1), "%s.env name %q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", name, k)
 			}
 		}

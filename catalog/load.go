@@ -407,7 +407,7 @@ func readBounded(fsys fs.FS, name string) ([]byte, error) {
 	return data, nil
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // parsed is one file's decoded documents with their position tables and problems.
 type parsed struct {
@@ -433,7 +433,7 @@ func parseFile(file string, data []byte) *parsed {
 		if err != nil {
 			msg := strings.TrimPrefix(err.Error(), "yaml: ")
 			p := Pos{File: file}
-			if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+			if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
 				p.Line, _ = strconv.Atoi(m[1])
 				msg = m[2]
 			}

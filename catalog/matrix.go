@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/agentproof/agentproof/canonjson"
@@ -19,8 +20,9 @@ type Cell struct {
 	// Groups is the de-duplicated union of suite, profile, environment and case groups,
 	// in first-seen order.
 	Groups []string
-	// RequiredCredentials is the profile's credential (if any) followed by the
-	// environment's (if any).
+	// RequiredCredentials is the profile's credential (if any), then the credentials
+	// the secret references of its driverConfig env name (Profile.EnvCredentials), then
+	// the environment's (if any), without duplicates.
 	RequiredCredentials []string
 	// AttemptTimeoutMs is the case's attempt timeout for this environment, or the
 	// environment's attempt deadline when the case declares none (ms).
@@ -64,11 +66,10 @@ func buildMatrix(s *Suite, expected map[string]verdict.Verdict) (all []string, c
 					Groups:          unionGroups(s.Groups, p.Groups, e.Groups, cs.Groups),
 					ExpectedVerdict: expected[p.ID],
 				}
-				if p.Credential != "" {
-					cell.RequiredCredentials = append(cell.RequiredCredentials, p.Credential)
-				}
-				if e.Credential != "" {
-					cell.RequiredCredentials = append(cell.RequiredCredentials, e.Credential)
+				for _, c := range append(append([]string{p.Credential}, p.EnvCredentials()...), e.Credential) {
+					if c != "" && !slices.Contains(cell.RequiredCredentials, c) {
+						cell.RequiredCredentials = append(cell.RequiredCredentials, c)
+					}
 				}
 				if t, ok := cs.AttemptTimeoutMs[e.ID]; ok {
 					cell.AttemptTimeoutMs = t
@@ -231,4 +232,23 @@ func (r *Ranking) ComputeContentHash() (string, error) {
 		return "", err
 	}
 	return canonjson.SHA256Hex(b), nil
+}
+
+// EnvCredentials are the credentials the secret references of the profile's
+// driverConfig env name ({type: secret_ref, secretId: <credential>}), sorted by
+// variable name, without duplicates. A reference by UUID names a stored secret, not a
+// credential, and is left out. The campaign loads each one and stores it as a secret
+// of the attempt's instance (spec §2.2; catalog/secrets.go).
+func (p *Profile) EnvCredentials() []string {
+	env, _ := p.DriverConfig["env"].(map[string]any)
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		ref, _ := env[name].(map[string]any)
+		id, _ := ref["secretId"].(string)
+		if id == "" || uuidRE().MatchString(id) || slices.Contains(out, id) {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
 }

@@ -107,6 +107,12 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 					driver = "nop"
 				}
 			}
+			hostile := strings.HasPrefix(driver, "hostile:")
+			if hostile {
+				// the hostile agent attacks, then carries out the reference script: what
+				// the host observed of the attack (a leak, a limit), not a matcher, fails it
+				driver = "reference"
+			}
 			switch driver {
 			case "reference", "leaky":
 				// leaky carries out the reference script (and leaks: the leak, not a
@@ -129,7 +135,7 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 			obs.RuntimeMode, obs.Environment = cell.Profile.Generation, cell.Environment.ID
 			fails := failing(match.Evaluate(matchers, obs))
 			passed := len(fails) == 0
-			if want := cell.ExpectedVerdict != verdict.Failed || cell.Profile.Driver == "leaky"; passed != want {
+			if want := cell.ExpectedVerdict != verdict.Failed || cell.Profile.Driver == "leaky" || hostile; passed != want {
 				t.Errorf("all matchers passed = %v, want %v; failing: %v", passed, want, fails)
 			}
 		})

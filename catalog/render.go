@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/agentproof/agentproof/match"
 )
@@ -11,7 +12,7 @@ import (
 // NoncePattern is what a per-attempt nonce must look like: 1–64 ASCII letters, digits,
 // '_' or '-', so that markers built from it stay literal in messages, file names and
 // regular expressions.
-var NoncePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var NoncePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // sampleNonce renders templates during validation.
 const sampleNonce = "0123456789abcdef"
@@ -96,8 +97,8 @@ func caseVars(c *Case, nonce, runtimeMode, environment string) (map[string]strin
 // NoncePattern). It returns an error when the nonce is malformed or a template names an
 // undefined variable (validation makes the latter impossible for a loaded catalog).
 func (cell *Cell) Render(nonce string) (*RenderedCase, error) {
-	if !NoncePattern.MatchString(nonce) {
-		return nil, fmt.Errorf("catalog: nonce %q does not match %s", nonce, NoncePattern)
+	if !NoncePattern().MatchString(nonce) {
+		return nil, fmt.Errorf("catalog: nonce %q does not match %s", nonce, NoncePattern())
 	}
 	return renderCase(cell.Case, nonce, cell.Profile.Generation, cell.Environment.ID)
 }

@@ -3,6 +3,7 @@ package catalog
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -11,11 +12,13 @@ import (
 // value, only a reference to it.
 var (
 	// rawSecretRE finds provider key shapes anywhere in a catalog file.
-	rawSecretRE = regexp.MustCompile(`\b(?:sk-(?:proj-)?|sk-ant-)[A-Za-z0-9_-]{12,}\b`)
+	rawSecretRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(?:sk-(?:proj-)?|sk-ant-)[A-Za-z0-9_-]{12,}\b`) })
 	// credentialKeyRE matches keys that name a credential: ending in api?key,
 	// access?token, credential or secret, case-insensitively.
-	credentialKeyRE = regexp.MustCompile(`(?i)(?:api.?key|access.?token|credential|secret)$`)
-	uuidRE          = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	credentialKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(?:api.?key|access.?token|credential|secret)$`) })
+	uuidRE          = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	})
 )
 
 // SecretRef is the only shape a secret may take in a catalog payload:
@@ -28,6 +31,10 @@ type SecretRef struct {
 	Version  string `json:"version"`
 }
 
+// IsSecretUUID reports whether a SecretRef's secretId is a UUID (a stored secret's id)
+// rather than the name of a declared credential.
+func IsSecretUUID(id string) bool { return uuidRE().MatchString(id) }
+
 // scanRawSecrets reports every scalar (value or key) of a document that looks like a
 // provider key. The message never repeats the value.
 func scanRawSecrets(file string, root *yaml.Node, ps *problems) {
@@ -39,7 +46,7 @@ func scanRawSecrets(file string, root *yaml.Node, ps *problems) {
 		}
 		// Every key shape starts with "sk-"; the substring test spares the regexp
 		// (slow with \b) on nearly every scalar.
-		if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "sk-") && rawSecretRE.MatchString(n.Value) {
+		if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "sk-") && rawSecretRE().MatchString(n.Value) {
 			ps.add(Pos{File: file, Line: n.Line, Column: n.Column},
 				"contains a raw secret-looking value; declare a credential and refer to it with {type: secret_ref, secretId: <credential>, version: latest}")
 		}
@@ -105,7 +112,7 @@ func (s *payloadScanner) scan(n *yaml.Node, where string) {
 					s.checkSecretRef(ev, epath)
 				}
 				continue
-			case credentialKeyRE.MatchString(key):
+			case credentialKeyRE().MatchString(key):
 				if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" && strings.TrimSpace(v.Value) != "" {
 					s.ps.add(s.at(v), "contains a raw credential at %s; use a secret reference {type: secret_ref, secretId: <credential>, version: latest}", path)
 					continue
@@ -167,7 +174,7 @@ func (s *payloadScanner) checkSecretRef(n *yaml.Node, where string) {
 			ref.SecretID = str
 			if str == "" {
 				s.ps.add(s.at(v), "%s: secret reference secretId must be a declared credential name or a UUID", where)
-			} else if !uuidRE.MatchString(str) && s.credentials[str] == nil {
+			} else if !uuidRE().MatchString(str) && s.credentials[str] == nil {
 				s.ps.add(s.at(v), "%s: secret reference secretId %q is neither a declared credential nor a UUID", where, str)
 			}
 		case "version":

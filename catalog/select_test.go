@@ -123,3 +123,23 @@ func TestMatrixJobs(t *testing.T) {
 		t.Errorf("required credentials (-want +got):\n%s", diff)
 	}
 }
+
+// TestProfileEnvCredentials: the credentials a profile's driverConfig env refers to by
+// name are listed (sorted by variable, once each); a reference by UUID is not a
+// credential.
+func TestProfileEnvCredentials(t *testing.T) {
+	t.Parallel()
+	ref := func(id string) map[string]any {
+		return map[string]any{"type": "secret_ref", "secretId": id, "version": "latest"}
+	}
+	p := &Profile{DriverConfig: map[string]any{"env": map[string]any{
+		"B_TOKEN": ref("OPENAI_API_KEY"), "A_TOKEN": ref("ANTHROPIC_API_KEY"), "C_TOKEN": ref("OPENAI_API_KEY"),
+		"D_TOKEN": ref("123e4567-e89b-12d3-a456-426614174000"),
+	}}}
+	if diff := cmp.Diff([]string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, p.EnvCredentials()); diff != "" {
+		t.Errorf("EnvCredentials (-want +got):\n%s", diff)
+	}
+	if got := (&Profile{}).EnvCredentials(); len(got) != 0 {
+		t.Errorf("no driverConfig: %v", got)
+	}
+}

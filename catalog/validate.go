@@ -31,10 +31,10 @@ func statusNames[S ~string](statuses ...S) []string {
 // IDPattern is the grammar of suite, profile, environment, case and group ids: lower-case
 // letters and digits in dash-separated words, at most 100 characters. Dots are excluded
 // so that a cell id "<suite>.<profile>.<environment>.<case>" splits unambiguously.
-var IDPattern = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
+var IDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`) })
 
 // CredentialPattern is the grammar of credential names (environment-variable style).
-var CredentialPattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+var CredentialPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`) })
 
 const maxIDLength = 100
 
@@ -64,9 +64,9 @@ var (
 	ToolReviews          = []string{"approve", "decline", "always", "restart"}
 	RetryPolicies        = []string{"", RetrySingleAttempt}
 	TurnTriggers         = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
-	daytonaImageRE       = regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`)
-	sha256HexRE          = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	configurationKeyRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	daytonaImageRE       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`) })
+	sha256HexRE          = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
+	configurationKeyRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`) })
 )
 
 // toolCommand returns the semantic-command table row (controlplane.Commands) of an
@@ -177,8 +177,8 @@ func (v *validator) id(kind string, field *string, owner any) bool {
 		v.add(v.at(field, owner), "%s id is required", kind)
 		return false
 	}
-	if len(*field) > maxIDLength || !IDPattern.MatchString(*field) {
-		v.add(v.at(field, owner), "%s id %q must be lower-case words of letters and digits joined by single dashes (%s), at most %d characters", kind, *field, IDPattern, maxIDLength)
+	if len(*field) > maxIDLength || !IDPattern().MatchString(*field) {
+		v.add(v.at(field, owner), "%s id %q must be lower-case words of letters and digits joined by single dashes (%s), at most %d characters", kind, *field, IDPattern(), maxIDLength)
 		return false
 	}
 	return true
@@ -206,8 +206,8 @@ func validate(c *Catalog, ps *problems, o loadOptions) {
 		}
 	}
 	for _, cr := range nonNil(v, c.Credentials, "credential") {
-		if cr.ID == "" || !CredentialPattern.MatchString(cr.ID) {
-			v.add(v.at(&cr.ID, cr), "credential id %q must match %s", cr.ID, CredentialPattern)
+		if cr.ID == "" || !CredentialPattern().MatchString(cr.ID) {
+			v.add(v.at(&cr.ID, cr), "credential id %q must match %s", cr.ID, CredentialPattern())
 		} else if v.dup("credential", cr.ID, &cr.ID, firstID(v.credentials[cr.ID], func(c *Credential) *string { return &c.ID })) {
 			v.credentials[cr.ID] = cr
 		}
@@ -325,7 +325,7 @@ func (v *validator) validateRanking(r *Ranking) {
 		}
 		ids[m.ID] = true
 	}
-	if !sha256HexRE.MatchString(r.ContentHash) {
+	if !sha256HexRE().MatchString(r.ContentHash) {
 		v.add(v.at(&r.ContentHash, r), "ranking contentHash must be 64 lower-case hex digits")
 		return
 	}
@@ -341,7 +341,7 @@ func (v *validator) validateRanking(r *Ranking) {
 
 func (v *validator) validateEnvironment(e *Environment) {
 	ok := v.id("environment", &e.ID, e)
-	if e.ConfigurationKey != "" && (len(e.ConfigurationKey) > maxIDLength || !configurationKeyRE.MatchString(e.ConfigurationKey)) {
+	if e.ConfigurationKey != "" && (len(e.ConfigurationKey) > maxIDLength || !configurationKeyRE().MatchString(e.ConfigurationKey)) {
 		v.add(v.at(&e.ConfigurationKey, e), "environment configurationKey %q must be lower-case letters, digits, '.', '_' or '-'", e.ConfigurationKey)
 	}
 	if e.ConfigurationKey == "default" {
@@ -391,7 +391,7 @@ func (v *validator) validateEnvironment(e *Environment) {
 	}
 	if img, ok := e.Config["image"]; ok && e.Provider == "daytona" {
 		s, _ := img.(string)
-		if !daytonaImageRE.MatchString(s) {
+		if !daytonaImageRE().MatchString(s) {
 			v.add(v.at(&e.Config, e), "environment %s config.image must be pinned by an immutable digest (<name>@sha256:<64 hex>)", e.ID)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -33,7 +34,7 @@ func (m *Memory) reportProgress(c *cmdCtx) error {
 	return nil
 }
 
-var skillNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var skillNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
 
 // parseSkillMarkdown checks the frontmatter rules of create_skill (spec §3.2) and
 // returns the frontmatter name and description.
@@ -55,7 +56,7 @@ func parseSkillMarkdown(md string) (name, description string, err error) {
 		return bad("skill frontmatter is not a YAML mapping")
 	}
 	n, _ := fm["name"].(string)
-	if !skillNameRE.MatchString(n) {
+	if !skillNameRE().MatchString(n) {
 		return bad("skill frontmatter name must be lower-case words joined by hyphens")
 	}
 	d, _ := fm["description"].(string)

@@ -782,9 +782,9 @@ func exceeded(b *Budget) bool { return b.HardStop && b.SpentCents >= b.LimitCent
 // ---- redaction ----
 
 // sensitiveKeyRE matches wake-payload keys whose values are redacted (spec §6.3).
-var sensitiveKeyRE = regexp.MustCompile(`(?i)authorization|credential|api.?key|secret|token`)
+var sensitiveKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)authorization|credential|api.?key|secret|token`) })
 
-func sensitiveKey(k string) bool { return sensitiveKeyRE.MatchString(k) }
+func sensitiveKey(k string) bool { return sensitiveKeyRE().MatchString(k) }
 
 // RedactedValue replaces values under sensitive keys in wake payloads.
 const RedactedValue = "[REDACTED]"

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // EndpointKind says what an allowlisted endpoint is; it decides where it may lead.
@@ -46,8 +47,10 @@ type Endpoint struct {
 type Allowlist []Endpoint
 
 var (
-	endpointName = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
-	dnsName      = regexp.MustCompile(`^(?i:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.(?i:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?))*$`)
+	endpointName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9-]{1,32}$`) })
+	dnsName      = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?i:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.(?i:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?))*$`)
+	})
 )
 
 // MaxEndpoints bounds an allowlist (each endpoint is a listener and a socket).
@@ -63,7 +66,7 @@ func (a Allowlist) Problems(live bool) []string {
 	names, listens := map[string]bool{}, map[string]bool{}
 	for i, e := range a {
 		at := fmt.Sprintf("endpoints[%d]", i)
-		if !endpointName.MatchString(e.Name) {
+		if !endpointName().MatchString(e.Name) {
 			p = append(p, fmt.Sprintf("%s.name %q must be 1-32 characters of [a-z0-9-]", at, clip(e.Name)))
 		} else if names[e.Name] {
 			p = append(p, fmt.Sprintf("%s.name %q is listed twice", at, e.Name))
@@ -115,7 +118,7 @@ func SplitHostPort(addr string) (string, int, error) {
 	if err != nil || port < 1 || port > 65535 || strings.HasPrefix(ps, "0") {
 		return "", 0, fmt.Errorf("%q: port %q must be 1-65535", clip(addr), clip(ps))
 	}
-	if ip := net.ParseIP(host); ip == nil && (len(host) > 253 || !dnsName.MatchString(host)) {
+	if ip := net.ParseIP(host); ip == nil && (len(host) > 253 || !dnsName().MatchString(host)) {
 		return "", 0, fmt.Errorf("%q: host %q is neither an IP address nor a DNS name", clip(addr), clip(host))
 	}
 	return host, port, nil

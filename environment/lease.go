@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -75,7 +76,7 @@ type Lease struct {
 	State            json.RawMessage `json:"state,omitempty"`
 }
 
-var leaseIDPattern = regexp.MustCompile(`^lease-[0-9a-f]{16}$`)
+var leaseIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^lease-[0-9a-f]{16}$`) })
 
 // NewLeaseID returns a fresh random lease id ("lease-" + 16 hex digits).
 func NewLeaseID() (string, error) {
@@ -87,7 +88,7 @@ func NewLeaseID() (string, error) {
 }
 
 // ValidLeaseID reports whether id has the lease id grammar.
-func ValidLeaseID(id string) bool { return leaseIDPattern.MatchString(id) }
+func ValidLeaseID(id string) bool { return leaseIDPattern().MatchString(id) }
 
 // Problems lists what is wrong with spec for a provider that needs (needRoot) a lease
 // root; it returns nil for a valid spec.

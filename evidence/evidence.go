@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -70,9 +71,9 @@ var ErrNotFound = errors.New("evidence record not found")
 var ErrCorrupt = errors.New("evidence record corrupt")
 
 var (
-	tagPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}$`)
-	checkPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	idPattern    = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	tagPattern   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}$`) })
+	checkPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
+	idPattern    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 )
 
 // ParsePins validates p and returns a copy. Collector and Environment must be 1–128
@@ -81,7 +82,7 @@ var (
 func ParsePins(p Pins) (Pins, error) {
 	var problems []string
 	check := func(field, v string) {
-		if !tagPattern.MatchString(v) {
+		if !tagPattern().MatchString(v) {
 			problems = append(problems, fmt.Sprintf("%s %q must be 1-128 characters of [A-Za-z0-9._:/+-] starting with a letter or digit", field, clip(v)))
 		}
 	}
@@ -105,7 +106,7 @@ func ParsePins(p Pins) (Pins, error) {
 // ParseCheckName validates a check name: 1–64 characters of [a-z0-9._-] starting with a
 // letter or digit. It returns a *ValidationError otherwise.
 func ParseCheckName(name string) (string, error) {
-	if !checkPattern.MatchString(name) {
+	if !checkPattern().MatchString(name) {
 		return "", &ValidationError{What: "check name", Problems: []string{
 			fmt.Sprintf("%q must be 1-64 characters of [a-z0-9._-] starting with a letter or digit", clip(name)),
 		}}
@@ -116,7 +117,7 @@ func ParseCheckName(name string) (string, error) {
 // ParseID validates a record id: 64 lower-case hexadecimal characters (a SHA-256). It
 // returns a *ValidationError otherwise.
 func ParseID(id string) (string, error) {
-	if !idPattern.MatchString(id) {
+	if !idPattern().MatchString(id) {
 		return "", &ValidationError{What: "evidence id", Problems: []string{
 			fmt.Sprintf("%q must be 64 lower-case hexadecimal characters", clip(id)),
 		}}

@@ -196,7 +196,7 @@ func (s *Store) List() ([]string, error) {
 			return nil, fmt.Errorf("evidence: listing %s: %w", sub.Name(), err)
 		}
 		for _, e := range entries {
-			if idPattern.MatchString(e.Name()) && strings.HasPrefix(e.Name(), sub.Name()) && e.Type().IsRegular() {
+			if idPattern().MatchString(e.Name()) && strings.HasPrefix(e.Name(), sub.Name()) && e.Type().IsRegular() {
 				ids = append(ids, e.Name())
 			}
 		}

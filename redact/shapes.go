@@ -3,64 +3,136 @@ package redact
 import (
 	"bytes"
 	"regexp"
+	"sync"
 )
 
-// shape is one recognisable secret format. keep is the number of leading submatch groups
-// kept verbatim on redaction (for example a key name before its value).
+// shape is one recognisable secret format, written as flags + (`\b` when word) + body.
+// keep is set when the first submatch group (for example a key name before its value)
+// is kept verbatim on redaction.
 //
-// lits is a prefilter: the regular expression can only match text that contains one of
-// them (compared lower-case when fold is set), so clean text — the common case — costs
-// a few substring searches instead of a regular-expression pass per shape.
+// starts are the literals every match begins with (compared ASCII case-insensitively
+// when fold is set; a test checks that no fold literal holds a letter with a non-ASCII
+// case fold, k or s, so ASCII comparison is exact). Clean text — the common case —
+// costs a few substring searches; where a literal occurs, one anchored match decides
+// whether a match starts there (word: the pattern begins with `\b`, checked by hand
+// against the byte before). The earliest such place is the regular expression's
+// leftmost match, found without running the case-insensitive expression over the
+// whole text.
 type shape struct {
-	name string
-	re   *regexp.Regexp
-	keep bool
-	lits []string
-	fold bool
+	name   string
+	flags  string
+	word   bool
+	body   string
+	keep   bool
+	starts []string
+	fold   bool
 }
 
-// shapes are the secret formats agentproof recognises (spec §10.2, issue "No secret
+// shapeDefs are the secret formats agentproof recognises (spec §10.2, issue "No secret
 // leaves"): provider API keys, provider-named key assignments, bearer tokens, JWT-like
 // strings and PEM private key blocks. Order matters: the more specific first.
-var shapes = []shape{
-	{name: "private-key-block", re: regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)`), lits: []string{"PRIVATE KEY-----"}},
-	{name: "anthropic-key", re: regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{16,}`), lits: []string{"sk-ant-"}},
-	{name: "openai-key", re: regexp.MustCompile(`\bsk-(?:proj-)?[A-Za-z0-9_-]{16,}`), lits: []string{"sk-"}},
-	{name: "provider-key-assignment", re: regexp.MustCompile(`(?i)((?:openai|anthropic|openrouter|daytona|xai|gemini)[-_]?(?:api)?[-_]?key["'\s:=]+)[A-Za-z0-9._-]{12,}`), keep: true,
-		lits: []string{"openai", "anthropic", "openrouter", "daytona", "xai", "gemini"}, fold: true},
-	{name: "bearer-token", re: regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/-]{16,}=*`), keep: true, lits: []string{"bearer"}, fold: true},
-	{name: "jwt", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), lits: []string{"eyJ"}},
+var shapeDefs = []shape{
+	{name: "private-key-block", body: `-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)`, starts: []string{"-----BEGIN "}},
+	{name: "anthropic-key", word: true, body: `sk-ant-[A-Za-z0-9_-]{16,}`, starts: []string{"sk-ant-"}},
+	{name: "openai-key", word: true, body: `sk-(?:proj-)?[A-Za-z0-9_-]{16,}`, starts: []string{"sk-"}},
+	{name: "provider-key-assignment", flags: "(?i)", body: `((?:openai|anthropic|openrouter|daytona|xai|gemini)[-_]?(?:api)?[-_]?key["'\s:=]+)[A-Za-z0-9._-]{12,}`, keep: true,
+		starts: []string{"openai", "anthropic", "openrouter", "daytona", "xai", "gemini"}, fold: true},
+	{name: "bearer-token", flags: "(?i)", word: true, body: `(bearer\s+)[A-Za-z0-9._~+/-]{16,}=*`, keep: true, starts: []string{"bearer"}, fold: true},
+	{name: "jwt", word: true, body: `eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`, starts: []string{"eyJ"}},
 }
 
-// mayMatch reports whether b (and lower, its lower-cased form, computed on demand)
-// contains one of sh's literals.
-func (sh *shape) mayMatch(b []byte, lower *[]byte) bool {
+// compiledShape is a shape with its expressions: re the whole pattern (redaction),
+// at the body anchored at the start of its input (finding).
+type compiledShape struct {
+	*shape
+	re, at *regexp.Regexp
+	lits   [][]byte
+}
+
+// shapes compiles the shapes on first use: compiling them at package init would cost
+// every agentproof process at start.
+var shapes = sync.OnceValue(func() []compiledShape {
+	out := make([]compiledShape, len(shapeDefs))
+	for i := range shapeDefs {
+		sh := &shapeDefs[i]
+		pat := sh.body
+		if sh.word {
+			pat = `\b` + pat
+		}
+		c := compiledShape{shape: sh, re: regexp.MustCompile(sh.flags + pat), at: regexp.MustCompile(sh.flags + `^(?:` + sh.body + `)`)}
+		for _, l := range sh.starts {
+			c.lits = append(c.lits, []byte(l))
+		}
+		out[i] = c
+	}
+	return out
+})
+
+// isWordByte reports whether c is a word character of `\b` (ASCII letters, digits, _).
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// asciiLower returns b with ASCII letters lower-cased (every other byte as is, so
+// offsets are b's).
+func asciiLower(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// first returns the offset of sh's leftmost match in b, or -1. lower is b's ASCII
+// lower-cased form, computed on demand.
+func (sh *compiledShape) first(b []byte, lower *[]byte) int {
 	hay := b
 	if sh.fold {
 		if *lower == nil {
-			*lower = bytes.ToLower(b)
+			*lower = asciiLower(b)
 		}
 		hay = *lower
 	}
-	for _, l := range sh.lits {
-		if bytes.Contains(hay, []byte(l)) {
-			return true
+	// next[i] is the next occurrence of lits[i] at or after pos (-1: none left).
+	next := make([]int, len(sh.lits))
+	for i, l := range sh.lits {
+		next[i] = bytes.Index(hay, l)
+	}
+	for {
+		p := -1
+		for _, n := range next {
+			if n >= 0 && (p < 0 || n < p) {
+				p = n
+			}
+		}
+		if p < 0 {
+			return -1
+		}
+		if (!sh.word || p == 0 || !isWordByte(b[p-1])) && sh.at.Match(b[p:]) {
+			return p
+		}
+		for i, n := range next {
+			if n == p {
+				if k := bytes.Index(hay[p+1:], sh.lits[i]); k >= 0 {
+					next[i] = p + 1 + k
+				} else {
+					next[i] = -1
+				}
+			}
 		}
 	}
-	return false
 }
 
 // findShape returns the first shape found in b (earliest offset) and its offset.
 func findShape(b []byte) (string, int, bool) {
 	best, at := "", -1
 	var lower []byte
-	for i := range shapes {
-		sh := &shapes[i]
-		if !sh.mayMatch(b, &lower) {
-			continue
-		}
-		if loc := sh.re.FindIndex(b); loc != nil && (at < 0 || loc[0] < at) {
-			best, at = sh.name, loc[0]
+	for _, sh := range shapes() {
+		if i := sh.first(b, &lower); i >= 0 && (at < 0 || i < at) {
+			best, at = sh.name, i
 		}
 	}
 	return best, at, at >= 0
@@ -68,10 +140,10 @@ func findShape(b []byte) (string, int, bool) {
 
 // redactShapes replaces every secret-shaped value in text.
 func redactShapes(text string) string {
-	for i := range shapes {
-		sh := &shapes[i]
-		var lower []byte
-		if !sh.mayMatch([]byte(text), &lower) {
+	var lower []byte
+	b := []byte(text)
+	for _, sh := range shapes() {
+		if sh.first(b, &lower) < 0 {
 			continue
 		}
 		if sh.keep {
@@ -79,6 +151,7 @@ func redactShapes(text string) string {
 		} else {
 			text = sh.re.ReplaceAllLiteralString(text, RedactedShape)
 		}
+		b, lower = []byte(text), nil
 	}
 	return text
 }

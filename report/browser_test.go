@@ -129,6 +129,32 @@ func TestDashboardInBrowser(t *testing.T) {
 	historyShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID("history")))
 	must(err)
 
+	// Triage: the "Needs attention" list puts the failed cell first, then the
+	// inconclusive one, each with its reason and (when it has some) an evidence link;
+	// a filter in the URL fragment applies on load, and changing a filter writes it
+	// back.
+	triage, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#triage-list li")).map(li => li.getAttribute("data-verdict") + " " + li.querySelector(".tri-cell").textContent + " | " + li.querySelector(".tri-reason").textContent.slice(0, 40) + " | " + (li.querySelector(".tri-evidence") ? li.querySelector(".tri-evidence").getAttribute("href") : "-"))`))
+	must(err)
+	must(chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#triage-list li.inconclusive a.tri-cell`)),
+		chromedp.WaitVisible(chromedp.CSS(`details[data-state="missing"][open] .body`))))
+	cardReason, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("details.card[data-verdict=failed] summary .reason").textContent`))
+	must(err)
+	must(chromedp.Do(ctx, chromedp.Navigate(pageURL+"#verdict=failed"), chromedp.WaitReady(chromedp.ID("history"))))
+	countCards := `Array.from(document.querySelectorAll("details.card")).filter(c => !c.hidden).map(c => c.getAttribute("data-verdict")).join(",")`
+	filtered, err := chromedp.Run(ctx, chromedp.Evaluate[string](countCards))
+	must(err)
+	cellShown, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("cell-shown")))
+	must(err)
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`(function(){var s=document.getElementById("cell-verdict"); s.value="inconclusive"; s.dispatchEvent(new Event("change")); var k=document.getElementById("cell-class"); k.value="permanent_infrastructure"; k.dispatchEvent(new Event("change")); return true})()`))
+	must(err)
+	hash, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash`))
+	must(err)
+	filtered2, err := chromedp.Run(ctx, chromedp.Evaluate[string](countCards))
+	must(err)
+	must(chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.ID("history"))))
+	phoneShot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	must(err)
+
 	dir := os.Getenv("AGENTPROOF_ARTIFACTS")
 	if dir == "" {
 		dir = t.TempDir()
@@ -140,12 +166,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot} {
+	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png", dir)
+	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png, dashboard-phone.png (390 px wide)", dir)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -169,5 +195,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if shownBefore != 2 || shownAfter != 3 || shownText != "3 of 3 campaigns shown" {
 		t.Errorf("partial toggle: %d rows before, %d after, %q", shownBefore, shownAfter, shownText)
+	}
+	if len(triage) != 2 || !strings.HasPrefix(triage[0], "failed core.reference.daytona.message-marker | candidate_failure; matcher message_exa") ||
+		!strings.Contains(triage[0], " | core/reference/daytona/message-marker/attempt-1/") ||
+		!strings.HasPrefix(triage[1], "inconclusive core.wrong.local.message-marker | permanent_infrastructure; no result.json") || !strings.HasSuffix(triage[1], " | -") {
+		t.Errorf("needs attention: %q", triage)
+	}
+	if !strings.HasPrefix(cardReason, "candidate_failure; matcher message_exact failed") {
+		t.Errorf("the failed card's summary shows %q, want its reason", cardReason)
+	}
+	if filtered != "failed" || cellShown != "1 of 5 cells shown" {
+		t.Errorf("#verdict=failed shows cards %q (%q), want the failed one", filtered, cellShown)
+	}
+	if hash != "#verdict=inconclusive&class=permanent_infrastructure" || filtered2 != "inconclusive" {
+		t.Errorf("after choosing inconclusive and permanent_infrastructure: hash %q, cards %q", hash, filtered2)
 	}
 }

@@ -15,7 +15,8 @@ import (
 // the chosen result of every expected cell, per-suite summaries and the results
 // themselves (sorted by execution id).
 //
-// Counts: Selected = |Expected|; Executed = results with attempt > 0; Passed, Failed and
+// Counts: Selected = |Expected|; with repeats a cell's result is its representative
+// repetition (ChooseRepeated), so every count below is of cells; Executed = results with attempt > 0; Passed, Failed and
 // Inconclusive count cell outcomes (see Outcome) and always sum to Selected; Retries =
 // Σ max(0, attempt − 1); CleanupPassed = every result's cleanup passed. Partial is true
 // unless every suite of the catalog that is not manual-only appears and every listed
@@ -38,6 +39,12 @@ type Campaign struct {
 	DurationMs            int64  `json:"durationMs"`
 	InconclusiveAsFailure bool   `json:"inconclusiveAsFailure"`
 	Fingerprint           string `json:"fingerprint"`
+	// Repeat is the repetitions per cell (`run --repeat`; 0 or 1: none); Flaky counts
+	// the cells whose repetitions disagree; Repeats has one entry per cell when Repeat
+	// > 1 (and is omitted otherwise).
+	Repeat  int       `json:"repeat,omitempty"`
+	Flaky   int       `json:"flaky,omitempty"`
+	Repeats []Repeats `json:"repeats,omitempty"`
 	// RankingSnapshots are the results' ranking snapshots, de-duplicated by snapshot id
 	// and sorted by it (spec §7.4).
 	RankingSnapshots []CampaignRankingSnapshot `json:"rankingSnapshots"`
@@ -45,10 +52,86 @@ type Campaign struct {
 	Expected         []string                  `json:"expected"`
 	Suites           []SuiteSummary            `json:"suites"`
 	Results          []Result                  `json:"results"`
+	// Provenance is what produced the campaign (nil when the generator was given none
+	// and no earlier campaign.json had one).
+	Provenance *Provenance `json:"provenance,omitempty"`
 	// Candidates lists, per execution id, the attempts that were considered and why an
 	// attempt was not chosen or not valid (sorted; empty when every cell had exactly one
 	// valid attempt).
 	Candidates []CandidateNote `json:"candidates"`
+}
+
+// Repeats is one cell of a campaign run with `run --repeat N` (N > 1): its N
+// repetitions' outcomes in order, how many counted as passed, failed and inconclusive
+// (Passed/Repetitions is the pass rate), pass^k (PassAll: every repetition passed),
+// pass@k (PassAny: at least one did), Flaky (verdict.Flaky: the repetitions disagree)
+// and the cell's verdict (verdict.Repeated: passed only when every repetition passed).
+type Repeats struct {
+	ExecutionID  string              `json:"executionId"`
+	Repetitions  int                 `json:"repetitions"`
+	Passed       int                 `json:"passed"`
+	Failed       int                 `json:"failed"`
+	Inconclusive int                 `json:"inconclusive"`
+	PassAll      bool                `json:"passAll"`
+	PassAny      bool                `json:"passAny"`
+	Flaky        bool                `json:"flaky"`
+	Verdict      verdict.Verdict     `json:"verdict"`
+	Outcomes     []RepetitionOutcome `json:"outcomes"`
+}
+
+// RepetitionOutcome is one repetition of a repeated cell: the attempt chosen for it
+// (0 when it has none: Missing), its verdict and how it counts (Outcome).
+type RepetitionOutcome struct {
+	Repetition int             `json:"repetition"`
+	Attempt    int             `json:"attempt"`
+	Verdict    verdict.Verdict `json:"verdict"`
+	Counted    verdict.Verdict `json:"counted"`
+	Missing    bool            `json:"missing,omitempty"`
+}
+
+// Provenance is what produced a campaign: agentproof's module version, VCS revision
+// ("unknown" for a binary built without VCS stamping) and whether its tree was
+// modified, the Go version, the host's OS and architecture (Go's GOOS/GOARCH names) —
+// all of the binary that ran the campaign, recorded by `agentproof run` — and every
+// agent CLI the results record launching (CLIs, derived from the results' runtime
+// facts when the report is generated).
+type Provenance struct {
+	Version  string          `json:"version"`
+	Revision string          `json:"revision"`
+	Modified bool            `json:"modified"`
+	Go       string          `json:"go"`
+	OS       string          `json:"os"`
+	Arch     string          `json:"arch"`
+	CLIs     []CLIProvenance `json:"clis"`
+}
+
+// CLIProvenance is one agent CLI binary a campaign's runs launched: its name, version
+// and the SHA-256 (hex) of the binary, as the heartbeat runner observed them (empty
+// when not observed). Sorted by name, version, digest; each distinct triple once.
+type CLIProvenance struct {
+	Name         string `json:"name"`
+	Version      string `json:"version"`
+	BinarySHA256 string `json:"binarySha256"`
+}
+
+// cliProvenance collects the distinct agent CLIs the results record launching.
+func cliProvenance(results []Result) []CLIProvenance {
+	out := []CLIProvenance{}
+	for i := range results {
+		for _, rf := range results[i].RuntimeFacts {
+			if rf.CLIName == "" {
+				continue
+			}
+			p := CLIProvenance{Name: rf.CLIName, Version: rf.CLIVersion, BinarySHA256: rf.BinarySHA256}
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b CLIProvenance) int {
+		return strings.Compare(a.Name+"\x00"+a.Version+"\x00"+a.BinarySHA256, b.Name+"\x00"+b.Version+"\x00"+b.BinarySHA256)
+	})
+	return out
 }
 
 // CampaignRankingSnapshot is one ranking snapshot the campaign's results used.
@@ -63,6 +146,7 @@ type CampaignRankingSnapshot struct {
 // chosen, and its validation problems.
 type CandidateNote struct {
 	ExecutionID string   `json:"executionId"`
+	Repetition  int      `json:"repetition,omitempty"`
 	Dir         string   `json:"dir"`
 	Attempt     int      `json:"attempt"`
 	Valid       bool     `json:"valid"`

@@ -12,9 +12,11 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 //go:embed dashboard.tmpl
@@ -23,11 +25,15 @@ var dashboardTemplate string
 //go:embed dashboard.js
 var dashboardScript string
 
-var dashboardTmpl = template.Must(template.New("dashboard").Funcs(template.FuncMap{
-	"tokens":   Tokens,
-	"clean":    func(s string) string { return Clean(s, false) },
-	"duration": Duration,
-}).Parse(dashboardTemplate))
+// dashboardTmpl parses the dashboard template on first use: parsing it at package
+// init would cost every agentproof process (serve children, agents) at start.
+var dashboardTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("dashboard").Funcs(template.FuncMap{
+		"tokens":   Tokens,
+		"clean":    func(s string) string { return Clean(s, false) },
+		"duration": Duration,
+	}).Parse(dashboardTemplate))
+})
 
 // ChartCampaigns is how many complete campaigns the history trend charts show.
 const ChartCampaigns = 20
@@ -42,7 +48,7 @@ const ChartCampaigns = 20
 func Dashboard(c *Campaign, cat *catalog.Catalog, hist *History) ([]byte, error) {
 	v := buildView(c, cat, hist)
 	var b bytes.Buffer
-	if err := dashboardTmpl.Execute(&b, v); err != nil {
+	if err := dashboardTmpl().Execute(&b, v); err != nil {
 		return nil, fmt.Errorf("rendering dashboard: %w", err)
 	}
 	return b.Bytes(), nil
@@ -61,6 +67,18 @@ type dashView struct {
 	Unknown      []CandidateNote
 	HasNotes     bool
 	CampaignNote string
+	// Triage lists the cells that did not count as passed, failed first, then
+	// inconclusive (missing included), each in execution id order; Classes are the
+	// failure classes of the campaign's results, for the cell filter.
+	Triage  []triageView
+	Classes []string
+}
+
+// triageView is one cell of the "Needs attention" list: a link to its card, its
+// outcome, class, one-line reason and the first of its evidence files.
+type triageView struct {
+	Anchor, ExecutionID, Outcome, StateLabel, Class, Reason, Search string
+	Evidence                                                        *linkView
 }
 
 type tile struct{ Label, Value, Note, Class string }
@@ -82,20 +100,25 @@ type rowView struct {
 
 type cardView struct {
 	State, StateLabel, CaseID, CaseLabel, ExecutionID, Anchor string
-	Error                                                     string
-	Expected                                                  string
-	Selected                                                  bool
-	R                                                         *Result
-	Outcome                                                   string
-	Facts                                                     []tile
-	BillingLine                                               []string
-	Matchers                                                  []matcherRow
-	MatchersPassed, MatchersTotal, NotReached                 int
-	Termination, Usage, Billing                               string
-	Timings                                                   []TurnTiming
-	Runtime                                                   []RuntimeFacts
-	Evidence                                                  []linkView
-	Notes                                                     []CandidateNote
+	// Reason is the one-line reason shown on a card that did not pass (detailText);
+	// Class its failure class; Search the lower-case text the cell filter matches.
+	Reason, Class, Search string
+	// Repeats summarises a repeated cell's repetitions ("" without --repeat).
+	Repeats                                   string
+	Error                                     string
+	Expected                                  string
+	Selected                                  bool
+	R                                         *Result
+	Outcome                                   string
+	Facts                                     []tile
+	BillingLine                               []string
+	Matchers                                  []matcherRow
+	MatchersPassed, MatchersTotal, NotReached int
+	Termination, Usage, Billing               string
+	Timings                                   []TurnTiming
+	Runtime                                   []RuntimeFacts
+	Evidence                                  []linkView
+	Notes                                     []CandidateNote
 }
 
 type matcherRow struct{ State, Class, Kind, Expected, Observed, Detail string }
@@ -162,7 +185,74 @@ func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
 		v.Suites = append(v.Suites, buildSuite(s, cat, byID, notesByID))
 	}
 	v.History = buildHistory(c, hist)
+	v.Triage, v.Classes = buildTriage(c)
+	addRepeats(v, c)
 	return v
+}
+
+// addRepeats writes each repeated cell's pass rate, pass^k, pass@k and flakiness on
+// its card.
+func addRepeats(v *dashView, c *Campaign) {
+	rp := map[string]Repeats{}
+	for _, r := range c.Repeats {
+		rp[r.ExecutionID] = r
+	}
+	if len(rp) == 0 {
+		return
+	}
+	for si := range v.Suites {
+		for ri := range v.Suites[si].Rows {
+			for _, cell := range v.Suites[si].Rows[ri].Cells {
+				for k := range cell {
+					if r, ok := rp[cell[k].ExecutionID]; ok {
+						cell[k].Repeats = repeatsText(r)
+					}
+				}
+			}
+		}
+	}
+}
+
+// repeatsText is "repeats: 2/4 passed (50%) · pass^k no · pass@k yes · flaky".
+func repeatsText(r Repeats) string {
+	s := fmt.Sprintf("repeats: %d/%d passed (%.0f%%) · pass^k %s · pass@k %s", r.Passed, r.Repetitions,
+		100*float64(r.Passed)/float64(max(r.Repetitions, 1)), yesNo(r.PassAll, "yes", "no"), yesNo(r.PassAny, "yes", "no"))
+	if r.Flaky {
+		s += " · flaky"
+	}
+	return s
+}
+
+// buildTriage lists the cells that need attention (see dashView.Triage) and the
+// failure classes present.
+func buildTriage(c *Campaign) ([]triageView, []string) {
+	var out []triageView
+	var classes []string
+	for i := range c.Results {
+		if fc := string(c.Results[i].FailureClass); fc != "" && !slices.Contains(classes, fc) {
+			classes = append(classes, fc)
+		}
+	}
+	slices.Sort(classes)
+	for _, want := range []verdict.Verdict{verdict.Failed, verdict.Inconclusive} {
+		for i := range c.Results {
+			r := &c.Results[i]
+			if Outcome(r) != want {
+				continue
+			}
+			tv := triageView{Anchor: "execution-" + r.ExecutionID, ExecutionID: r.ExecutionID, Outcome: string(want), StateLabel: verdictText(r),
+				Class: string(r.FailureClass), Reason: clip(Clean(detailText(r), true), 400)}
+			tv.Search = strings.ToLower(r.ExecutionID + " " + tv.Reason)
+			for _, e := range r.Evidence {
+				if href, ok := evidenceHref(e); ok {
+					tv.Evidence = &linkView{Href: href, Label: evidenceDir(r)}
+					break
+				}
+			}
+			out = append(out, tv)
+		}
+	}
+	return out, classes
 }
 
 func leaseText(a billing.Aggregate) string {
@@ -339,6 +429,11 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 		{Label: "Cleanup", Value: r.Cleanup},
 	}
 	cv.Error = Clean(r.Error, false)
+	cv.Class = string(r.FailureClass)
+	if cv.Outcome != string(verdict.Passed) {
+		cv.Reason = clip(Clean(detailText(r), true), 240)
+	}
+	cv.Search = strings.ToLower(id + " " + cv.Reason)
 	if r.FailureClass != "" {
 		cv.Facts = append(cv.Facts, tile{Label: "Failure class", Value: string(r.FailureClass)})
 	}

@@ -54,7 +54,8 @@ type HistoryCampaign struct {
 }
 
 // HistoryExecution is one cell of a history campaign: ids, verdict, what it counted as
-// (outcome), duration (ms), attempt, cleanup and its billing summary.
+// (outcome), duration (ms), attempt, cleanup, its billing summary and, with repeats,
+// its pass rate and flakiness.
 type HistoryExecution struct {
 	ExecutionID   string          `json:"executionId"`
 	SuiteID       string          `json:"suiteId"`
@@ -69,6 +70,12 @@ type HistoryExecution struct {
 	Attempt       int             `json:"attempt"`
 	Cleanup       string          `json:"cleanup"`
 	Billing       billing.Summary `json:"billing"`
+	// Repetitions, PassedRepetitions and Flaky are set for a cell run with --repeat:
+	// how many repetitions it had, how many counted as passed, and whether they
+	// disagreed (Repeats), so flakiness per cell is kept over campaigns.
+	Repetitions       int  `json:"repetitions,omitempty"`
+	PassedRepetitions int  `json:"passedRepetitions,omitempty"`
+	Flaky             bool `json:"flaky,omitempty"`
 }
 
 // Green reports whether the campaign is complete with nothing failed or inconclusive.
@@ -85,14 +92,22 @@ func (c *Campaign) Entry() HistoryCampaign {
 		DurationMs: c.DurationMs, Fingerprint: c.Fingerprint, Billing: c.Billing,
 		Suites: c.Suites, Executions: make([]HistoryExecution, 0, len(c.Results)),
 	}
+	repeats := map[string]Repeats{}
+	for _, rp := range c.Repeats {
+		repeats[rp.ExecutionID] = rp
+	}
 	for i := range c.Results {
 		r := &c.Results[i]
-		h.Executions = append(h.Executions, HistoryExecution{
+		e := HistoryExecution{
 			ExecutionID: r.ExecutionID, SuiteID: r.SuiteID, ProfileID: r.ProfileID,
 			EnvironmentID: r.EnvironmentID, CaseID: r.CaseID, Provider: r.Provider, Model: r.Model,
 			Verdict: r.Verdict, Outcome: Outcome(r), DurationMs: r.DurationMs, Attempt: r.Attempt,
 			Cleanup: r.Cleanup, Billing: billingOf(r),
-		})
+		}
+		if rp, ok := repeats[r.ExecutionID]; ok {
+			e.Repetitions, e.PassedRepetitions, e.Flaky = rp.Repetitions, rp.Passed, rp.Flaky
+		}
+		h.Executions = append(h.Executions, e)
 	}
 	return h
 }

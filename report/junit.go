@@ -11,12 +11,19 @@ import (
 )
 
 // JUnit renders junit.xml (spec runner-e2e-harness §7.3): a <testsuites> root named
-// after the campaign and one <testsuite> per suite, with one <testcase> per selected cell
-// (classname = suite id, name = execution id, time in seconds). A cell counted as failed
-// gets a <failure> with its failure class, error and failed matchers; an inconclusive
-// cell gets <skipped message="inconclusive …: reason"> — or, when the campaign's
+// after the campaign and one <testsuite> per suite, with one <testcase> per selected
+// cell (classname = suite id, name = execution id, time in seconds). Each testsuite's
+// <properties> name every cell's evidence directory relative to the campaign
+// directory (property "evidence:<execution id>", value "<…>/attempt-<n>/"; none for a
+// cell without evidence). A cell counted as failed gets a <failure> with its failure
+// class, error and failed matchers; an inconclusive cell gets a <skipped> whose text
+// starts with the line "inconclusive …: reason" — or, when the campaign's
 // InconclusiveAsFailure is set (flag --inconclusive-as-failure), a <failure
 // type="inconclusive">, for CI systems that must not treat missing evidence as a pass.
+//
+// The document follows the Jenkins JUnit schema (junit-4.xsd): testsuites carries
+// name, tests, failures, errors and time only; the skipped count is per testsuite;
+// <skipped> carries text only; timestamp is omitted for a suite without a start time.
 //
 // Every text node and attribute passes through one sanitiser (field failure F13): only
 // XML 1.0 characters and valid UTF-8 survive, anything else becomes a visible escape
@@ -24,7 +31,7 @@ import (
 func JUnit(c *Campaign) []byte {
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
-	total, failures, skipped := 0, 0, 0
+	total, failures := 0, 0
 	type suiteCases struct {
 		id                       string
 		cases                    []*Result
@@ -54,14 +61,26 @@ func JUnit(c *Campaign) []byte {
 			failures++
 		case "skipped":
 			sc.skipped++
-			skipped++
 		}
 	}
-	fmt.Fprintf(&b, "<testsuites name=%s tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%s\">\n",
-		xmlAttr("agentproof "+c.CampaignID), total, failures, skipped, seconds(c.DurationMs))
+	fmt.Fprintf(&b, "<testsuites name=%s tests=\"%d\" failures=\"%d\" errors=\"0\" time=\"%s\">\n",
+		xmlAttr("agentproof "+c.CampaignID), total, failures, seconds(c.DurationMs))
 	for _, sc := range suites {
-		fmt.Fprintf(&b, "  <testsuite name=%s tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%s\" timestamp=%s>\n",
-			xmlAttr(sc.id), len(sc.cases), sc.failures, sc.skipped, seconds(sc.timeM), xmlAttr(suiteStart(sc.cases)))
+		stamp := ""
+		if t := suiteStart(sc.cases); t != "" {
+			stamp = " timestamp=" + xmlAttr(t)
+		}
+		fmt.Fprintf(&b, "  <testsuite name=%s tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%s\"%s>\n",
+			xmlAttr(sc.id), len(sc.cases), sc.failures, sc.skipped, seconds(sc.timeM), stamp)
+		var props []string
+		for _, r := range sc.cases {
+			if dir := evidenceDir(r); dir != "" {
+				props = append(props, fmt.Sprintf("      <property name=%s value=%s/>\n", xmlAttr("evidence:"+r.ExecutionID), xmlAttr(dir)))
+			}
+		}
+		if len(props) > 0 {
+			b.WriteString("    <properties>\n" + strings.Join(props, "") + "    </properties>\n")
+		}
 		for _, r := range sc.cases {
 			fmt.Fprintf(&b, "    <testcase classname=%s name=%s time=\"%s\">", xmlAttr(r.SuiteID), xmlAttr(r.ExecutionID), seconds(r.DurationMs))
 			msg := junitMessage(r)
@@ -75,7 +94,7 @@ func JUnit(c *Campaign) []byte {
 				}
 				fmt.Fprintf(&b, "\n      <failure message=%s type=%s>%s</failure>\n    ", xmlAttr(msg), xmlAttr(typ), xmlText(junitBody(r)))
 			case "skipped":
-				fmt.Fprintf(&b, "\n      <skipped message=%s>%s</skipped>\n    ", xmlAttr(msg), xmlText(junitBody(r)))
+				fmt.Fprintf(&b, "\n      <skipped>%s</skipped>\n    ", xmlText(msg+"\n"+junitBody(r)))
 			}
 			b.WriteString("</testcase>\n")
 		}

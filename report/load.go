@@ -139,66 +139,135 @@ func better(a, b *Candidate) bool {
 // synthetic result for each expected id without a valid candidate (see Synthetic). It
 // returns the results sorted by execution id, one per expected id, the notes on every
 // candidate of an expected id, and the execution ids found that were not expected
-// (sorted; they are left out of the campaign).
+// (sorted; they are left out of the campaign). It is ChooseRepeated for a campaign
+// without repeats.
 func Choose(cat *catalog.Catalog, campaignID string, expected []string, cands []Candidate) ([]Result, []CandidateNote, []string) {
+	results, notes, unexpected, _ := ChooseRepeated(cat, campaignID, expected, cands, 1)
+	return results, notes, unexpected
+}
+
+// ChooseRepeated is Choose for a campaign whose cells ran repeat times (`run --repeat`):
+// with repeat > 1 it picks the best candidate of every repetition 1..repeat of every
+// expected id (a repetition without a valid one gets a synthetic result), and the
+// cell's result is the first repetition, in order, whose outcome is the cell's
+// (verdict.Repeated of the repetitions' outcomes), so that the campaign counts the
+// cell as Repeated says. The Repeats list every cell's repetitions (sorted by
+// execution id; nil when repeat ≤ 1).
+func ChooseRepeated(cat *catalog.Catalog, campaignID string, expected []string, cands []Candidate, repeat int) ([]Result, []CandidateNote, []string, []Repeats) {
 	want := map[string]bool{}
 	for _, id := range expected {
 		want[id] = true
 	}
-	byID := map[string][]*Candidate{}
+	type key struct {
+		id  string
+		rep int
+	}
+	byKey := map[key][]*Candidate{}
 	var unexpected []string
 	for i := range cands {
 		c := &cands[i]
-		id := ""
+		id, rep := "", 0
 		if c.Result != nil {
-			id = c.Result.ExecutionID
+			id, rep = c.Result.ExecutionID, c.Result.Repetition
 		}
-		if !want[id] {
+		if !want[id] || (repeat <= 1 && rep > 1) || (repeat > 1 && rep > repeat) {
 			if id == "" {
 				id = "(undecodable " + c.Dir + "/" + ResultFile + ")"
+			} else if rep > 0 && want[id] {
+				id = fmt.Sprintf("%s repetition %d", id, rep)
 			}
 			if !slices.Contains(unexpected, id) {
 				unexpected = append(unexpected, id)
 			}
 			continue
 		}
-		byID[id] = append(byID[id], c)
+		if repeat <= 1 {
+			rep = 0
+		} else {
+			rep = max(rep, 1)
+		}
+		byKey[key{id, rep}] = append(byKey[key{id, rep}], c)
 	}
 	slices.Sort(unexpected)
 	ids := slices.Clone(expected)
 	slices.Sort(ids)
 	results := make([]Result, 0, len(ids))
 	var notes []CandidateNote
+	var repeats []Repeats
 	for _, id := range ids {
-		cs := byID[id]
-		var best *Candidate
-		for _, c := range cs {
-			if best == nil || better(c, best) {
-				best = c
-			}
-		}
-		for _, c := range cs {
-			attempt := 0
-			if c.Result != nil {
-				attempt = c.Result.Attempt
-			}
-			if len(cs) > 1 || !c.Valid() {
-				notes = append(notes, CandidateNote{ExecutionID: id, Dir: c.Dir, Attempt: attempt, Valid: c.Valid(), Chosen: c == best && c.Valid(), Problems: c.Problems})
-			}
-		}
-		if best == nil || !best.Valid() {
-			reason := "no result.json was found for this cell"
-			if best != nil {
-				reason = fmt.Sprintf("no valid result.json: %s: %s", best.Dir, strings.Join(best.Problems, "; "))
-			}
-			results = append(results, Synthetic(cat, campaignID, id, reason))
+		if repeat <= 1 {
+			r, n := pick(cat, campaignID, id, byKey[key{id, 0}], 0, 0)
+			results, notes = append(results, r), append(notes, n...)
 			continue
 		}
-		r := *best.Result
-		r.Evidence = prefixEvidence(best.Dir, r.Evidence)
-		results = append(results, r)
+		reps := make([]Result, 0, repeat)
+		rp := Repeats{ExecutionID: id, Repetitions: repeat}
+		var outcomes []verdict.Verdict
+		for k := 1; k <= repeat; k++ {
+			r, n := pick(cat, campaignID, id, byKey[key{id, k}], k, repeat)
+			reps, notes = append(reps, r), append(notes, n...)
+			o := Outcome(&r)
+			outcomes = append(outcomes, o)
+			rp.Outcomes = append(rp.Outcomes, RepetitionOutcome{Repetition: k, Attempt: r.Attempt, Verdict: r.Verdict, Counted: o, Missing: r.Synthetic})
+			switch o {
+			case verdict.Passed:
+				rp.Passed++
+			case verdict.Failed:
+				rp.Failed++
+			default:
+				rp.Inconclusive++
+			}
+		}
+		rp.Verdict, rp.Flaky = verdict.Repeated(outcomes...), verdict.Flaky(outcomes...)
+		rp.PassAll, rp.PassAny = rp.Passed == repeat, rp.Passed > 0
+		for i := range reps {
+			if outcomes[i] == rp.Verdict {
+				results = append(results, reps[i])
+				break
+			}
+		}
+		repeats = append(repeats, rp)
 	}
-	return results, notes, unexpected
+	return results, notes, unexpected, repeats
+}
+
+// pick chooses the best of cs (candidates of one cell's repetition rep; rep 0: a
+// campaign without repeats) and notes every candidate when there are several or one is
+// invalid; without a valid candidate the result is synthetic.
+func pick(cat *catalog.Catalog, campaignID, id string, cs []*Candidate, rep, repeat int) (Result, []CandidateNote) {
+	var best *Candidate
+	for _, c := range cs {
+		if best == nil || better(c, best) {
+			best = c
+		}
+	}
+	var notes []CandidateNote
+	for _, c := range cs {
+		attempt := 0
+		if c.Result != nil {
+			attempt = c.Result.Attempt
+		}
+		if len(cs) > 1 || !c.Valid() {
+			notes = append(notes, CandidateNote{ExecutionID: id, Repetition: rep, Dir: c.Dir, Attempt: attempt, Valid: c.Valid(), Chosen: c == best && c.Valid(), Problems: c.Problems})
+		}
+	}
+	if best == nil || !best.Valid() {
+		reason := "no result.json was found for this cell"
+		if rep > 0 {
+			reason = fmt.Sprintf("no result.json was found for repetition %d of this cell", rep)
+		}
+		if best != nil {
+			reason = fmt.Sprintf("no valid result.json: %s: %s", best.Dir, strings.Join(best.Problems, "; "))
+		}
+		r := Synthetic(cat, campaignID, id, reason)
+		if rep > 0 {
+			r.Repetition, r.Repeat = rep, repeat
+		}
+		return r, notes
+	}
+	r := *best.Result
+	r.Evidence = prefixEvidence(best.Dir, r.Evidence)
+	return r, notes
 }
 
 // prefixEvidence rewrites evidence paths relative to the campaign directory, so the

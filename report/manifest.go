@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // EvidenceManifestFile is the name of an attempt's evidence manifest in its directory.
@@ -54,7 +55,7 @@ type EvidenceDropped struct {
 	Reason string `json:"reason"`
 }
 
-var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var sha256Hex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 
 // DecodeEvidenceManifest parses and strictly validates an evidence manifest: unknown
 // fields, trailing data, a wrong schema tag, unsafe or unsorted or duplicate paths, a
@@ -92,7 +93,7 @@ func (m *EvidenceManifest) Validate(label string) error {
 		if i > 0 && strings.Compare(m.Files[i-1].Path, f.Path) >= 0 {
 			p = append(p, "files: not sorted or duplicate at "+quote(f.Path))
 		}
-		if f.Bytes < 0 || !sha256Hex.MatchString(f.SHA256) {
+		if f.Bytes < 0 || !sha256Hex().MatchString(f.SHA256) {
 			p = append(p, "files: "+quote(f.Path)+" needs a size ≥ 0 and a SHA-256 in lower-case hex")
 		}
 	}

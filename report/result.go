@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -32,6 +33,9 @@ const (
 	CleanupPassed     = "passed"
 	CleanupFailed     = "failed"
 )
+
+// maxRepeat bounds a result's repeat (campaign.MaxRepeat, which imports this package).
+const maxRepeat = 1000
 
 // MaxExecutionIDLength bounds an execution id, in bytes (spec §7.1).
 const MaxExecutionIDLength = 512
@@ -117,43 +121,49 @@ type RuntimeFacts struct {
 // termination summary, an opaque JSON object. Evidence lists the attempt's evidence
 // files relative to the attempt directory (slash-separated, no "..").
 //
+// Repetition (1..Repeat) and Repeat (the campaign's repetitions per cell) are set only
+// with `run --repeat N`, N > 1; both are 0 otherwise.
+//
 // Synthetic is set on results this package made up for expected cells without any
 // result (attempt 0); they are never written to disk as result.json.
 type Result struct {
-	Schema              string                `json:"schema"`
-	ExecutionID         string                `json:"executionId"`
-	CampaignID          string                `json:"campaignId"`
-	SuiteID             string                `json:"suiteId"`
-	SuiteDefinitionHash string                `json:"suiteDefinitionHash"`
-	ProfileID           string                `json:"profileId"`
-	EnvironmentID       string                `json:"environmentId"`
-	CaseID              string                `json:"caseId"`
-	Provider            string                `json:"provider"`
-	Model               string                `json:"model"`
-	RuntimeMode         string                `json:"runtimeMode,omitempty"`
-	Source              *Source               `json:"source,omitempty"`
-	RankingSnapshot     *RankingSnapshot      `json:"rankingSnapshot,omitempty"`
-	Attempt             int                   `json:"attempt"`
-	Verdict             verdict.Verdict       `json:"verdict"`
-	ExpectedVerdict     verdict.Verdict       `json:"expectedVerdict,omitempty"`
-	FailureClass        verdict.FailureClass  `json:"failureClass,omitempty"`
-	Error               string                `json:"error,omitempty"`
-	IssueID             string                `json:"issueId,omitempty"`
-	IssueIdentifier     string                `json:"issueIdentifier,omitempty"`
-	RunIDs              []string              `json:"runIds"`
-	TurnTimings         []TurnTiming          `json:"turnTimings,omitempty"`
-	StartedAt           string                `json:"startedAt"`
-	FinishedAt          string                `json:"finishedAt"`
-	DurationMs          int64                 `json:"durationMs"`
-	MatcherResults      []MatcherResult       `json:"matcherResults"`
-	Termination         json.RawMessage       `json:"termination,omitempty"`
-	Usage               any                   `json:"usage"`
-	RuntimeUsage        *billing.RuntimeUsage `json:"runtimeUsage,omitempty"`
-	Billing             *billing.Summary      `json:"billing,omitempty"`
-	Cleanup             string                `json:"cleanup"`
-	RuntimeFacts        []RuntimeFacts        `json:"runtimeFacts,omitempty"`
-	Evidence            []string              `json:"evidence"`
-	Synthetic           bool                  `json:"synthetic,omitempty"`
+	Schema              string                    `json:"schema"`
+	ExecutionID         string                    `json:"executionId"`
+	CampaignID          string                    `json:"campaignId"`
+	SuiteID             string                    `json:"suiteId"`
+	SuiteDefinitionHash string                    `json:"suiteDefinitionHash"`
+	ProfileID           string                    `json:"profileId"`
+	EnvironmentID       string                    `json:"environmentId"`
+	CaseID              string                    `json:"caseId"`
+	Provider            string                    `json:"provider"`
+	Model               string                    `json:"model"`
+	RuntimeMode         string                    `json:"runtimeMode,omitempty"`
+	Source              *Source                   `json:"source,omitempty"`
+	RankingSnapshot     *RankingSnapshot          `json:"rankingSnapshot,omitempty"`
+	Attempt             int                       `json:"attempt"`
+	Repetition          int                       `json:"repetition,omitempty"`
+	Repeat              int                       `json:"repeat,omitempty"`
+	Verdict             verdict.Verdict           `json:"verdict"`
+	ExpectedVerdict     verdict.Verdict           `json:"expectedVerdict,omitempty"`
+	FailureClass        verdict.FailureClass      `json:"failureClass,omitempty"`
+	Error               string                    `json:"error,omitempty"`
+	IssueID             string                    `json:"issueId,omitempty"`
+	IssueIdentifier     string                    `json:"issueIdentifier,omitempty"`
+	RunIDs              []string                  `json:"runIds"`
+	TurnTimings         []TurnTiming              `json:"turnTimings,omitempty"`
+	StartedAt           string                    `json:"startedAt"`
+	FinishedAt          string                    `json:"finishedAt"`
+	DurationMs          int64                     `json:"durationMs"`
+	MatcherResults      []MatcherResult           `json:"matcherResults"`
+	Termination         json.RawMessage           `json:"termination,omitempty"`
+	Usage               any                       `json:"usage"`
+	RuntimeUsage        *billing.RuntimeUsage     `json:"runtimeUsage,omitempty"`
+	Billing             *billing.Summary          `json:"billing,omitempty"`
+	Cleanup             string                    `json:"cleanup"`
+	RuntimeFacts        []RuntimeFacts            `json:"runtimeFacts,omitempty"`
+	Leases              []environment.LeaseRecord `json:"leases,omitempty"`
+	Evidence            []string                  `json:"evidence"`
+	Synthetic           bool                      `json:"synthetic,omitempty"`
 }
 
 // ValidationError lists every problem found in one document, each naming its field.
@@ -274,6 +284,14 @@ func (r *Result) Validate(label string) error {
 	}
 	if r.Attempt < 1 && !r.Synthetic {
 		add("attempt: must be at least 1, got %d", r.Attempt)
+	}
+	switch {
+	case r.Repeat < 0 || r.Repeat > maxRepeat:
+		add("repeat: must be between 0 and %d, got %d", maxRepeat, r.Repeat)
+	case r.Repeat == 0 && r.Repetition != 0:
+		add("repetition: %d given without repeat", r.Repetition)
+	case r.Repeat > 0 && (r.Repetition < 1 || r.Repetition > r.Repeat):
+		add("repetition: must be between 1 and repeat (%d), got %d", r.Repeat, r.Repetition)
 	}
 	if !r.Verdict.Valid() {
 		add("verdict: %q is not passed, failed or inconclusive", r.Verdict)
@@ -520,7 +538,7 @@ func ParseExecutionID(id string) (suite, profile, env, cs string, ok bool) {
 		return "", "", "", "", false
 	}
 	for _, p := range parts {
-		if !catalog.IDPattern.MatchString(p) {
+		if !catalog.IDPattern().MatchString(p) {
 			return "", "", "", "", false
 		}
 	}

@@ -5,13 +5,18 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/billing"
+	"github.com/agentproof/agentproof/verdict"
 )
 
-// Summary renders summary.md (spec runner-e2e-harness §7.3): a headline with the counts,
-// the billing totals with their coverage words, then one table row per selected cell
-// with verdict, attempt, runtime, duration, tokens, reported cost with its status,
-// runtime estimate and detail. Every cell of the table is one line of plain text with
-// control characters escaped and "|" escaped.
+// Summary renders summary.md (spec runner-e2e-harness §7.3), written for a CI job's
+// summary page: a headline with the counts; "Needs attention": every cell that did not
+// count as passed, failed ones first, then inconclusive ones, each with its verdict,
+// failure class, one-line reason and the attempt directory holding its evidence; the
+// repeats table of a campaign run with --repeat; a compact table of every cell
+// (verdict, attempt, duration); then, collapsed in a <details> block, the billing
+// totals with their coverage words and the full table (runtime, tokens, reported cost
+// with its status, runtime estimate and detail). Every table cell is one line of plain
+// text with control characters, Markdown and HTML escaped.
 func Summary(c *Campaign) []byte {
 	var b strings.Builder
 	state := "complete"
@@ -24,6 +29,18 @@ func Summary(c *Campaign) []byte {
 	if c.StartedAt != "" {
 		fmt.Fprintf(&b, "Started %s · finished %s · total test time %s\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
 	}
+	writeAttention(&b, c)
+	if c.Repeat > 1 {
+		writeRepeats(&b, c)
+	}
+	b.WriteString("## Cells\n\n")
+	b.WriteString("| Cell | Verdict | Attempt | Duration (s) |\n")
+	b.WriteString("|---|---|---|---|\n")
+	for i := range c.Results {
+		r := &c.Results[i]
+		fmt.Fprintf(&b, "| %s | %s | %d | %.3f |\n", md(r.ExecutionID), md(verdictText(r)), r.Attempt, float64(r.DurationMs)/1000)
+	}
+	b.WriteString("\n<details>\n<summary>Usage, cost and details of every cell</summary>\n\n")
 	a := c.Billing
 	fmt.Fprintf(&b, "Tokens: %s input / %s output / %s cached / %s cache-write (%d/%d runs reported token usage)\n\n",
 		UsageTokens(a.LLM.InputTokens, a.LLM), UsageTokens(a.LLM.OutputTokens, a.LLM), UsageTokens(a.LLM.CachedInputTokens, a.LLM),
@@ -41,7 +58,71 @@ func Summary(c *Campaign) []byte {
 			float64(r.DurationMs)/1000, TokensInOut(bl.LLM),
 			md(LLMCostText(bl.LLM)), md(RuntimeCostText(bl.Runtime)), md(detailText(r)))
 	}
+	b.WriteString("\n</details>\n")
 	return []byte(b.String())
+}
+
+// writeAttention renders the "Needs attention" section: the cells that did not count
+// as passed, failed first, then inconclusive, in execution id order within each, with
+// their reason and evidence directory; or one line saying every cell passed.
+func writeAttention(b *strings.Builder, c *Campaign) {
+	b.WriteString("## Needs attention\n\n")
+	n := 0
+	for _, want := range []verdict.Verdict{verdict.Failed, verdict.Inconclusive} {
+		for i := range c.Results {
+			r := &c.Results[i]
+			if Outcome(r) != want {
+				continue
+			}
+			n++
+			fmt.Fprintf(b, "- **%s** — %s: %s", md(r.ExecutionID), md(verdictText(r)), md(detailText(r)))
+			if dir := evidenceDir(r); dir != "" {
+				fmt.Fprintf(b, " (evidence: %s)", md(dir))
+			}
+			b.WriteString("\n")
+		}
+	}
+	if n == 0 {
+		b.WriteString("Nothing: every cell passed (calibration cells: met their expectation).\n")
+	}
+	b.WriteString("\n")
+}
+
+// evidenceDir is the attempt directory of r's evidence relative to the campaign
+// directory (the directory of its first evidence file up to "attempt-<n>"), "" when it
+// has none.
+func evidenceDir(r *Result) string {
+	for _, f := range r.Evidence {
+		parts := strings.Split(f, "/")
+		for i, p := range parts {
+			if strings.HasPrefix(p, "attempt-") {
+				return strings.Join(parts[:i+1], "/") + "/"
+			}
+		}
+	}
+	return ""
+}
+
+// writeRepeats renders the repeats table of a campaign run with --repeat: per cell the
+// pass rate with its count, pass^k, pass@k, flakiness and each repetition's outcome.
+func writeRepeats(b *strings.Builder, c *Campaign) {
+	fmt.Fprintf(b, "Repeats: every cell ran %d times; %d flaky. A cell passes only when every repetition passed (pass^k).\n\n", c.Repeat, c.Flaky)
+	b.WriteString("| Cell | Pass rate | pass^k | pass@k | Flaky | Repetitions |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, r := range c.Repeats {
+		var outs []string
+		for _, o := range r.Outcomes {
+			s := string(o.Counted)
+			if o.Missing {
+				s += " (missing)"
+			}
+			outs = append(outs, s)
+		}
+		fmt.Fprintf(b, "| %s | %d/%d (%.0f%%) | %s | %s | %s | %s |\n", md(r.ExecutionID), r.Passed, r.Repetitions,
+			100*float64(r.Passed)/float64(max(r.Repetitions, 1)), yesNo(r.PassAll, "yes", "no"), yesNo(r.PassAny, "yes", "no"),
+			yesNo(r.Flaky, "**flaky**", "no"), md(strings.Join(outs, ", ")))
+	}
+	b.WriteString("\n")
 }
 
 func yesNo(ok bool, yes, no string) string {

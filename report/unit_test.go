@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -466,5 +467,75 @@ func TestEvidenceLabel(t *testing.T) {
 		if got := evidenceLabel(tc.rel); got != tc.want {
 			t.Errorf("evidenceLabel(%q) = %q, want %q", tc.rel, got, tc.want)
 		}
+	}
+}
+
+// TestChooseRepeated: with repeats every repetition gets its best attempt (or a
+// synthetic result when it has none), the cell's result is the first repetition whose
+// outcome is the cell's (verdict.Repeated), and the repeats say pass rate, pass^k,
+// pass@k and flakiness.
+func TestChooseRepeated(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base := filepath.Join(dir, "s", "p", "local", "c")
+	rep := func(k int, doc string) string {
+		return strings.Replace(doc, `"attempt":1`, fmt.Sprintf(`"attempt":1,"repetition":%d,"repeat":4`, k), 1)
+	}
+	failed := strings.Replace(validResult, `"verdict":"passed"`, `"verdict":"failed","failureClass":"candidate_failure"`, 1)
+	writeResult(t, filepath.Join(base, "repeat-1", "attempt-1"), rep(1, validResult))
+	writeResult(t, filepath.Join(base, "repeat-2", "attempt-1"), rep(2, failed))
+	writeResult(t, filepath.Join(base, "repeat-3", "attempt-1"), rep(3, validResult))
+	// repeat-4 has no result: a synthetic, inconclusive repetition.
+	cands, err := LoadCandidates(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, _, unexpected, repeats := ChooseRepeated(nil, "c1", []string{"s.p.local.c"}, cands, 4)
+	if len(unexpected) != 0 || len(results) != 1 || len(repeats) != 1 {
+		t.Fatalf("results %+v, repeats %+v, unexpected %v", results, repeats, unexpected)
+	}
+	if r := results[0]; r.Repetition != 2 || Outcome(&r) != verdict.Failed {
+		t.Errorf("the cell's result is repetition %d counted %s, want the failed repetition 2", r.Repetition, Outcome(&r))
+	}
+	got := repeats[0]
+	got.Outcomes = nil
+	want := Repeats{ExecutionID: "s.p.local.c", Repetitions: 4, Passed: 2, Failed: 1, Inconclusive: 1, PassAny: true, Flaky: true, Verdict: verdict.Failed}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("repeats (-want +got):\n%s", diff)
+	}
+	if o := repeats[0].Outcomes[3]; !o.Missing || o.Counted != verdict.Inconclusive {
+		t.Errorf("repetition 4: %+v, want missing and inconclusive", o)
+	}
+	// Without repeats, repetitions after the first are not the campaign's.
+	if _, _, unexpected, _ := ChooseRepeated(nil, "c1", []string{"s.p.local.c"}, cands, 1); len(unexpected) != 2 {
+		t.Errorf("unexpected %v, want the repeated results named", unexpected)
+	}
+}
+
+// TestProvenance: campaign.json carries the given provenance with the agent CLIs the
+// results record (distinct, sorted), and regeneration without one keeps it.
+func TestProvenance(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	withCLI := strings.Replace(validResult, `"evidence":`, `"runtimeFacts":[{"runId":"r","driver":"exec:codex","cliName":"codex","cliVersion":"0.1.0","binarySha256":"abababababababababababababababababababababababababababababababab"},{"runId":"r2","driver":"exec:codex","cliName":"codex","cliVersion":"0.1.0","binarySha256":"abababababababababababababababababababababababababababababababab"}],"evidence":`, 1)
+	writeResult(t, filepath.Join(root, "c1", "s", "p", "local", "c", "attempt-1"), withCLI)
+	prov := &Provenance{Version: "v1.2.3", Revision: "abc", Go: "go1.26", OS: "linux", Arch: "amd64"}
+	g, err := Generate(Options{ResultsRoot: root, CampaignID: "c1", Provenance: prov})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Provenance{Version: "v1.2.3", Revision: "abc", Go: "go1.26", OS: "linux", Arch: "amd64", CLIs: []CLIProvenance{{Name: "codex", Version: "0.1.0", BinarySHA256: "abababababababababababababababababababababababababababababababab"}}}
+	if len(g.Campaign.Candidates) > 0 {
+		t.Fatalf("the result was not valid: %+v", g.Campaign.Candidates)
+	}
+	if diff := cmp.Diff(want, g.Campaign.Provenance); diff != "" {
+		t.Errorf("provenance (-want +got):\n%s", diff)
+	}
+	before, _ := os.ReadFile(filepath.Join(root, "c1", CampaignFile))
+	if _, err := Generate(Options{ResultsRoot: root, CampaignID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(root, "c1", CampaignFile)); string(after) != string(before) {
+		t.Errorf("regeneration changed campaign.json:\n%s", after)
 	}
 }

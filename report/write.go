@@ -43,6 +43,13 @@ type Options struct {
 	// exit code 1 instead of 3. When nil, an existing campaign.json's choice is kept
 	// (default false), so regeneration reproduces the same files.
 	InconclusiveAsFailure *bool
+	// Repeat is the campaign's repetitions per cell (`run --repeat`). 0 keeps an
+	// existing campaign.json's, else the largest repeat a result records (1: none).
+	Repeat int
+	// Provenance, when non-nil, is the producing binary and host (its CLIs are
+	// replaced by those the results record); nil keeps an existing campaign.json's
+	// (so regeneration reproduces it), else the campaign has none.
+	Provenance *Provenance
 	// Secrets, when non-nil, sanitises every result before anything is rendered (exact
 	// values and secret shapes; package redact).
 	Secrets *redact.Set
@@ -116,7 +123,18 @@ func Generate(opts Options) (*Generated, error) {
 	} else if prior != nil {
 		asFailure = prior.InconclusiveAsFailure
 	}
-	results, notes, unexpected := Choose(opts.Catalog, opts.CampaignID, expected, cands)
+	repeat := opts.Repeat
+	if repeat == 0 && prior != nil {
+		repeat = prior.Repeat
+	}
+	if repeat == 0 {
+		for _, c := range cands {
+			if c.Result != nil {
+				repeat = max(repeat, c.Result.Repeat)
+			}
+		}
+	}
+	results, notes, unexpected, repeats := ChooseRepeated(opts.Catalog, opts.CampaignID, expected, cands, repeat)
 	if opts.Secrets != nil {
 		for i := range results {
 			SanitizeResult(opts.Secrets, &results[i])
@@ -128,6 +146,23 @@ func Generate(opts Options) (*Generated, error) {
 		}
 	}
 	c := buildCampaign(opts.CampaignID, opts.Catalog, expected, results, notes, asFailure)
+	prov := opts.Provenance
+	if prov == nil && prior != nil {
+		prov = prior.Provenance
+	}
+	if prov != nil {
+		p := *prov
+		p.CLIs = cliProvenance(results)
+		c.Provenance = &p
+	}
+	if repeat > 1 {
+		c.Repeat, c.Repeats = repeat, repeats
+		for _, r := range repeats {
+			if r.Flaky {
+				c.Flaky++
+			}
+		}
+	}
 
 	histPath := opts.HistoryPath
 	if histPath == "" {

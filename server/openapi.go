@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
@@ -22,7 +23,7 @@ func openAPI(routes []route) []byte {
 	return b
 }
 
-var pathParam = regexp.MustCompile(`\{([a-z]+)\}`)
+var pathParam = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([a-z]+)\}`) })
 
 // OpenAPIDocument builds the OpenAPI 3.1 document of routes: one operation per route
 // with its path parameters, request body schema, success response schema (under its
@@ -35,9 +36,9 @@ func OpenAPIDocument(routes []route) map[string]any {
 	for _, rt := range routes {
 		op := map[string]any{"summary": rt.summary, "operationId": operationID(rt)}
 		var params []any
-		for _, m := range pathParam.FindAllStringSubmatch(rt.pattern, -1) {
+		for _, m := range pathParam().FindAllStringSubmatch(rt.pattern, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true,
-				"schema": map[string]any{"type": "string", "pattern": idPattern.String()}})
+				"schema": map[string]any{"type": "string", "pattern": idPattern().String()}})
 		}
 		if params != nil {
 			op["parameters"] = params

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/api"
@@ -20,9 +21,9 @@ import (
 )
 
 // idPattern bounds every id in a path: no separators, no dot segments, no traversal.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_:@+=-]{0,127}$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_:@+=-]{0,127}$`) })
 
-var issuePrefixPattern = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
+var issuePrefixPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`) })
 
 // route is one registered route (also the source of the OpenAPI document's paths).
 type route struct {
@@ -150,7 +151,7 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 			return
 		}
 		for _, name := range []string{"company", "run", "issue", "interaction", "approval"} {
-			if v := r.PathValue(name); v != "" && !idPattern.MatchString(v) {
+			if v := r.PathValue(name); v != "" && !idPattern().MatchString(v) {
 				writeError(w, invalid(fmt.Sprintf("%s id %q is not a valid id", name, v)))
 				return
 			}
@@ -321,7 +322,7 @@ func (s *Server) createCompany(ctx context.Context, r *http.Request, _ principal
 	if strings.TrimSpace(req.Name) == "" {
 		problems = append(problems, "name is required")
 	}
-	if !issuePrefixPattern.MatchString(req.IssuePrefix) {
+	if !issuePrefixPattern().MatchString(req.IssuePrefix) {
 		problems = append(problems, "issuePrefix must be 1-10 upper-case letters or digits, starting with a letter")
 	}
 	if len(problems) > 0 {

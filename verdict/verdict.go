@@ -84,3 +84,40 @@ func Counted(expected, observed Verdict, cleanupConfirmed bool) Verdict {
 	}
 	return Failed
 }
+
+// Repeated is the counted verdict of a cell run several times (`run --repeat N`;
+// docs/ARCHITECTURE.md "Repeats"), from the counted verdicts of its repetitions (each
+// by Counted): failed when any repetition failed, else inconclusive when any was
+// inconclusive, else passed. A cell passes only when every repetition passed (pass^k),
+// so a flaky cell never passes. No repetitions is inconclusive (nothing was observed).
+// An invalid verdict is returned as it is (WorstOf makes it an internal error).
+func Repeated(counted ...Verdict) Verdict {
+	if len(counted) == 0 {
+		return Inconclusive
+	}
+	out := Passed
+	for _, v := range counted {
+		switch {
+		case !v.Valid():
+			return v
+		case v == Failed:
+			out = Failed
+		case v == Inconclusive && out == Passed:
+			out = Inconclusive
+		}
+	}
+	return out
+}
+
+// Flaky reports whether the counted verdicts of a cell's repetitions disagree (at
+// least two different verdicts). A flaky cell's verdict is still Repeated's: it counts
+// as failed (exit 1) when a repetition failed, as inconclusive (exit 3) when the others
+// passed and one was inconclusive; flakiness has no exit code of its own.
+func Flaky(counted ...Verdict) bool {
+	for _, v := range counted[min(1, len(counted)):] {
+		if v != counted[0] {
+			return true
+		}
+	}
+	return false
+}

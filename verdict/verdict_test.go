@@ -129,3 +129,30 @@ func TestFaults(t *testing.T) {
 		t.Error("FaultOf found a fault where there is none")
 	}
 }
+
+func TestRepeatedAndFlaky(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		counted []Verdict
+		want    Verdict
+		flaky   bool
+	}{
+		{nil, Inconclusive, false},
+		{[]Verdict{Passed}, Passed, false},
+		{[]Verdict{Passed, Passed, Passed}, Passed, false},
+		{[]Verdict{Passed, Failed, Passed}, Failed, true},
+		{[]Verdict{Passed, Inconclusive}, Inconclusive, true},
+		{[]Verdict{Inconclusive, Failed, Passed}, Failed, true},
+		{[]Verdict{Failed, Failed}, Failed, false},
+		{[]Verdict{Inconclusive, Inconclusive}, Inconclusive, false},
+		{[]Verdict{Passed, Verdict("bogus")}, Verdict("bogus"), true},
+	}
+	for _, tt := range tests {
+		if got := Repeated(tt.counted...); got != tt.want {
+			t.Errorf("Repeated(%v) = %q, want %q", tt.counted, got, tt.want)
+		}
+		if got := Flaky(tt.counted...); got != tt.flaky {
+			t.Errorf("Flaky(%v) = %v, want %v", tt.counted, got, tt.flaky)
+		}
+	}
+}

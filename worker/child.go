@@ -12,17 +12,18 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
-var lifetimePattern = regexp.MustCompile(`^[1-9][0-9]{0,8}$`)
+var lifetimePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[1-9][0-9]{0,8}$`) })
 
 // ParseLifetime parses a fixture program's lifetime argument (seed 003): it must match
 // ^[1-9][0-9]{0,8}$ and is then capped at MaxChildLifetimeMS. It returns milliseconds, or
 // an error naming the grammar.
 func ParseLifetime(s string) (int64, error) {
-	if !lifetimePattern.MatchString(s) {
+	if !lifetimePattern().MatchString(s) {
 		return 0, fmt.Errorf("lifetime %q must match ^[1-9][0-9]{0,8}$ (milliseconds)", clipText(s, 32))
 	}
 	v, err := strconv.ParseInt(s, 10, 64)

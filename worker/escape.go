@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -31,7 +32,7 @@ import (
 const MarkerVar = "AGENTPROOF_PROCESS_MARKER"
 
 // markerRE is the grammar of one marker token.
-var markerRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{7,63}$`)
+var markerRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{7,63}$`) })
 
 // NewMarker returns a fresh random marker token: "apm-" and 32 hex digits.
 func NewMarker() string {
@@ -42,7 +43,7 @@ func NewMarker() string {
 
 // ValidMarker reports whether s is a well-formed marker token (8–64 characters of
 // [a-z0-9-], starting with a letter or digit).
-func ValidMarker(s string) bool { return markerRE.MatchString(s) }
+func ValidMarker(s string) bool { return markerRE().MatchString(s) }
 
 // EscapedProcess is one process found carrying a marker after the process it descends
 // from ended: PID (in this process's PID namespace), Command (its /proc comm name, at

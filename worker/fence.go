@@ -67,17 +67,17 @@ func (e *FenceError) Error() string { return "invalid fence: " + strings.Join(e.
 var ErrFenceHeld = errors.New("fence held by another controller")
 
 var (
-	runIDPattern     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}$`)
-	workerPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	noncePattern     = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	fenceNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	runIDPattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}$`) })
+	workerPattern    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
+	noncePattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
+	fenceNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 )
 
 // ParseFenceIdentity validates id and returns a copy, or a *FenceError listing every
 // problem (seed 003, parseFenceIdentity).
 func ParseFenceIdentity(id FenceIdentity) (FenceIdentity, error) {
 	var p []string
-	if !runIDPattern.MatchString(id.RunID) {
+	if !runIDPattern().MatchString(id.RunID) {
 		p = append(p, fmt.Sprintf("runId %q must be 1-128 characters of [A-Za-z0-9._:/+-] starting with a letter or digit", clipText(id.RunID, 64)))
 	}
 	if id.Epoch < 0 {
@@ -86,10 +86,10 @@ func ParseFenceIdentity(id FenceIdentity) (FenceIdentity, error) {
 	if want := fmt.Sprintf("%s/%d", id.RunID, id.Epoch); id.AttemptID != want {
 		p = append(p, fmt.Sprintf("attemptId %q must be %q (<runId>/<epoch>)", clipText(id.AttemptID, 64), clipText(want, 64)))
 	}
-	if !workerPattern.MatchString(id.Worker) {
+	if !workerPattern().MatchString(id.Worker) {
 		p = append(p, fmt.Sprintf("worker %q must be 1-64 characters of [A-Za-z0-9._-] starting with a letter or digit", clipText(id.Worker, 64)))
 	}
-	if !noncePattern.MatchString(id.Nonce) {
+	if !noncePattern().MatchString(id.Nonce) {
 		p = append(p, fmt.Sprintf("nonce %q must be 32 lower-case hexadecimal characters", clipText(id.Nonce, 64)))
 	}
 	switch {
@@ -100,7 +100,7 @@ func ParseFenceIdentity(id FenceIdentity) (FenceIdentity, error) {
 	case len(id.Path) > 4096:
 		p = append(p, fmt.Sprintf("path is %d bytes long, more than 4096", len(id.Path)))
 	default:
-		if name := filepath.Base(id.Path); !fenceNamePattern.MatchString(name) || strings.HasSuffix(name, JournalSuffix) {
+		if name := filepath.Base(id.Path); !fenceNamePattern().MatchString(name) || strings.HasSuffix(name, JournalSuffix) {
 			p = append(p, fmt.Sprintf("fence file name %q must be 1-64 characters of [A-Za-z0-9._-] starting with a letter or digit, not ending in %q", clipText(name, 64), JournalSuffix))
 		}
 	}

@@ -96,7 +96,7 @@ func parseGuard(req Request, g Guard) (Guard, error) {
 	} else if err == nil && (ref.RunID != fence.RunID || ref.Epoch != fence.Epoch || ref.Worker != fence.Worker || ref.Nonce != fence.Nonce) {
 		p = append(p, "workspace: the ref does not match the fence's run, epoch, worker and nonce")
 	}
-	if !sha256Pattern.MatchString(g.ExecutionDigest) {
+	if !sha256Pattern().MatchString(g.ExecutionDigest) {
 		p = append(p, fmt.Sprintf("executionDigest %q must be sha256: and 64 lower-case hex characters", clipText(g.ExecutionDigest, 80)))
 	}
 	if err == nil && (req.Pins.RunID != fence.RunID || req.Pins.Epoch != fence.Epoch || req.Pins.AttemptID != fence.AttemptID) {

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/agentproof/agentproof/canonjson"
@@ -196,8 +197,10 @@ func manifestDigest(protocol, collector string, files []ManifestFile) string {
 }
 
 var (
-	sha256Pattern       = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	manifestPathPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	sha256Pattern       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
+	manifestPathPattern = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	})
 )
 
 // ManifestError lists every problem of a manifest that ParseExecutionManifest rejects.
@@ -244,10 +247,10 @@ func ParseExecutionManifest(data []byte) (ExecutionManifest, error) {
 	} else {
 		files = *raw.Files
 		for i, f := range files {
-			if !manifestPathPattern.MatchString(f.Path) {
+			if !manifestPathPattern().MatchString(f.Path) {
 				p = append(p, fmt.Sprintf("files[%d].path %q must be <dir>/<name>", i, clipText(f.Path, 64)))
 			}
-			if !sha256Pattern.MatchString(f.SHA256) {
+			if !sha256Pattern().MatchString(f.SHA256) {
 				p = append(p, fmt.Sprintf("files[%d].sha256 must be sha256: and 64 lower-case hex characters", i))
 			}
 			if i > 0 && files[i-1].Path >= f.Path {
@@ -255,7 +258,7 @@ func ParseExecutionManifest(data []byte) (ExecutionManifest, error) {
 			}
 		}
 	}
-	if raw.Digest == nil || !sha256Pattern.MatchString(*raw.Digest) {
+	if raw.Digest == nil || !sha256Pattern().MatchString(*raw.Digest) {
 		p = append(p, "digest must be sha256: and 64 lower-case hex characters")
 	}
 	if len(p) == 0 {

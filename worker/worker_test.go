@@ -614,7 +614,7 @@ func FuzzParseLifetime(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		v, err := ParseLifetime(s)
-		if lifetimePattern.MatchString(s) != (err == nil) {
+		if lifetimePattern().MatchString(s) != (err == nil) {
 			t.Fatalf("ParseLifetime(%q) err=%v disagrees with the grammar", s, err)
 		}
 		if err == nil && (v < 1 || v > MaxChildLifetimeMS) {

@@ -107,16 +107,16 @@ func ProvisionWorkspace(root string, fence FenceIdentity) (WorkspaceRef, error) 
 // every problem. It does not look at the filesystem (CheckWorkspace does).
 func ParseWorkspaceRef(ref WorkspaceRef) (WorkspaceRef, error) {
 	var p []string
-	if !runIDPattern.MatchString(ref.RunID) {
+	if !runIDPattern().MatchString(ref.RunID) {
 		p = append(p, fmt.Sprintf("runId %q is not a run id", clipText(ref.RunID, 64)))
 	}
 	if ref.Epoch < 0 {
 		p = append(p, fmt.Sprintf("epoch %d must be ≥ 0", ref.Epoch))
 	}
-	if !workerPattern.MatchString(ref.Worker) {
+	if !workerPattern().MatchString(ref.Worker) {
 		p = append(p, fmt.Sprintf("worker %q is not a worker name", clipText(ref.Worker, 64)))
 	}
-	if !noncePattern.MatchString(ref.Nonce) {
+	if !noncePattern().MatchString(ref.Nonce) {
 		p = append(p, fmt.Sprintf("nonce %q must be 32 lower-case hexadecimal characters", clipText(ref.Nonce, 64)))
 	}
 	p = append(p, checkPath("path", ref.Path)...)

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/agent/hostile"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -44,6 +45,10 @@ const (
 	// KindRPC is "rpc:<agent>": a session driver over the agent's own RPC protocol
 	// (RPCAgents: pi, docs/pi.md); Name.Arg is the agent.
 	KindRPC Kind = "rpc:"
+	// KindHostile is "hostile:<attack>": the built-in hostile agent of the hostile
+	// suite (hostile.SuiteAttacks); Name.Arg is the attack, made once before the agent
+	// carries out the case's reference script.
+	KindHostile Kind = "hostile:"
 )
 
 // ExecCLIs are the pinned CLIs that have an exec driver (agent/cli.go). The other pins
@@ -71,8 +76,9 @@ func (e *Error) Error() string {
 }
 
 // Parse reads a driver string: fixture:<pass|fail|hang|noisy>, reference, nop, wrong,
-// leaky, exec, exec:<codex|opencode|claude> or rpc:pi. Anything else (an unknown
-// fixture or CLI, a different case, surrounding space) is an *Error.
+// leaky, exec, exec:<codex|opencode|claude|kilo|qwen|copilot>, rpc:pi or
+// hostile:<attack> (hostile.SuiteAttacks). Anything else (an unknown fixture or
+// CLI, a different case, surrounding space) is an *Error.
 func Parse(s string) (Name, error) {
 	switch Kind(s) {
 	case KindReference, KindNop, KindWrong, KindLeaky, KindExec:
@@ -80,6 +86,9 @@ func Parse(s string) (Name, error) {
 	}
 	if f, ok := strings.CutPrefix(s, string(KindFixture)+":"); ok && worker.IsFixture(f) {
 		return Name{Kind: KindFixture, Arg: f}, nil
+	}
+	if a, ok := strings.CutPrefix(s, string(KindHostile)); ok && slices.Contains(hostile.SuiteAttacks, a) {
+		return Name{Kind: KindHostile, Arg: a}, nil
 	}
 	if c, ok := strings.CutPrefix(s, string(KindCLI)); ok {
 		if _, pinned := clis.Lookup(c); pinned && slices.Contains(ExecCLIs, c) {
@@ -108,6 +117,9 @@ func Names() []string {
 	for _, a := range RPCAgents {
 		out = append(out, string(KindRPC)+a)
 	}
+	for _, a := range hostile.SuiteAttacks {
+		out = append(out, string(KindHostile)+a)
+	}
 	return out
 }
 
@@ -120,6 +132,8 @@ func (n Name) String() string {
 		return string(KindCLI) + n.Arg
 	case KindRPC:
 		return string(KindRPC) + n.Arg
+	case KindHostile:
+		return string(KindHostile) + n.Arg
 	}
 	return string(n.Kind)
 }
@@ -139,16 +153,19 @@ func (n Name) Fixture() (name string, ok bool) { return n.Arg, n.Kind == KindFix
 func (n Name) CLI() (name string, ok bool) { return n.Arg, n.Kind == KindCLI }
 
 // Builtin reports whether n runs a built-in agent (`agentproof agent <name>`):
-// reference, nop, wrong or leaky.
+// reference, nop, wrong, leaky or hostile:<attack>.
 func (n Name) Builtin() bool {
-	return slices.Contains([]Kind{KindReference, KindNop, KindWrong, KindLeaky}, n.Kind)
+	return slices.Contains([]Kind{KindReference, KindNop, KindWrong, KindLeaky, KindHostile}, n.Kind)
 }
 
 // NeedsReference reports whether n carries out the case's reference script, so the
 // case must have one: reference, wrong and leaky.
 func (n Name) NeedsReference() bool {
-	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky
+	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky || n.Kind == KindHostile
 }
+
+// Hostile returns the hostile agent's attack; ok is false for other kinds.
+func (n Name) Hostile() (attack string, ok bool) { return n.Arg, n.Kind == KindHostile }
 
 // Silent reports whether n's process never talks to the agent API (nop and the
 // fixture programs): the runner completes its run without reading it first.

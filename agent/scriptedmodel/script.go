@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"sync"
 
 	"github.com/agentproof/agentproof/catalog"
 	"go.yaml.in/yaml/v3"
@@ -48,7 +49,7 @@ const MaxHoldMs = 600_000
 
 // roleRE is what a tool role must look like: a semantic tool name such as finish_task or
 // report_progress, or "shell".
-var roleRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,127}$`)
+var roleRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,127}$`) })
 
 // Script is a parsed, rendered model script: the model id, the text for auxiliary
 // requests, optional fixed usage, and the steps the model plays in order, one step per
@@ -237,7 +238,7 @@ func ParseScript(name string, data []byte, vars map[string]string) (*Script, err
 			se.Problems = append(se.Problems, where+": needs call or answer")
 		case kinds > 1:
 			se.Problems = append(se.Problems, where+": has more than one of call, answer and answer_match")
-		case rs.Call != "" && !roleRE.MatchString(rs.Call):
+		case rs.Call != "" && !roleRE().MatchString(rs.Call):
 			se.Problems = append(se.Problems, fmt.Sprintf("%s: call %q is not a tool role (letters, digits, _ . -)", where, rs.Call))
 		}
 		if rs.AnswerMatch != "" {

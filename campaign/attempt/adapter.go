@@ -9,6 +9,7 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/catalog"
 )
 
 // agentInput is what the agent's adapter configuration needs besides the fixture
@@ -39,10 +40,17 @@ func (x *LocalExecutor) liveCredential(plan campaign.AttemptPlan) string {
 	if !x.Live {
 		return ""
 	}
-	if _, isCLI := cliName(plan.Cell.Profile.Driver); !isCLI {
+	return LiveCredential(plan.Cell)
+}
+
+// LiveCredential is the environment variable holding the credential of cell's live
+// provider under `run --live` (its profile's driverConfig.live.envVar), or "" when the
+// cell is no agent CLI cell or its profile declares no live provider.
+func LiveCredential(cell *catalog.Cell) string {
+	if _, isCLI := cliName(cell.Profile.Driver); !isCLI {
 		return ""
 	}
-	dc, err := api.DriverConfigOf(plan.Cell.Profile.DriverConfig)
+	dc, err := api.DriverConfigOf(cell.Profile.DriverConfig)
 	if err != nil || dc.Live == nil {
 		return ""
 	}
@@ -67,6 +75,9 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 		return nil, fmt.Errorf("profile %s: %w", p.ID, err)
 	}
 	dc.Strategy = "" // the wrong agent's strategy is the driver's own; not a driver option
+	if err := resolveEnvRefs(&dc, p.ID, secretIDs); err != nil {
+		return nil, err
+	}
 	cfg := api.AdapterConfig{Driver: d, Env: map[string]api.EnvValue{}, EnvironmentID: environmentID, Cwd: in.workspace, LifecycleMode: api.LifecyclePerTurn}
 	for name, id := range secretIDs {
 		cfg.Env[name] = api.EnvValue{Ref: &api.SecretRef{Type: api.SecretRefType, SecretID: id, Version: "latest"}}
@@ -94,6 +105,37 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 		return nil, fmt.Errorf("encoding the adapter configuration: %w", err)
 	}
 	return b, nil
+}
+
+// resolveEnvRefs resolves the secret references of dc.Env per attempt (catalog
+// SecretRef): a secretId naming a declared credential becomes the id of the secret the
+// secrets fixture stored for it in this attempt's instance (secretIDs: credential
+// name → secret id); a UUID is kept (it names a stored secret already). dc.Env is
+// replaced, never modified in place (it is the catalog's). Error: a credential that was
+// not stored (the catalog lists it among the cell's required credentials, so a missing
+// value stops the attempt before this).
+func resolveEnvRefs(dc *api.DriverConfig, profile string, secretIDs map[string]string) error {
+	if len(dc.Env) == 0 {
+		return nil
+	}
+	env := make(map[string]api.EnvValue, len(dc.Env))
+	for name, v := range dc.Env {
+		if v.Ref != nil {
+			ref := *v.Ref
+			if id, ok := secretIDs[ref.SecretID]; ok {
+				ref.SecretID = id
+			} else if !catalog.IsSecretUUID(ref.SecretID) {
+				return fmt.Errorf("profile %s: driverConfig env %s refers to credential %q, which this attempt did not store", profile, name, ref.SecretID)
+			}
+			if ref.Version == "" {
+				ref.Version = "latest"
+			}
+			v.Ref = &ref
+		}
+		env[name] = v
+	}
+	dc.Env = env
+	return nil
 }
 
 // cliDriverConfig completes a CLI driver's configuration dc: the pinned native binary

@@ -81,7 +81,9 @@ func paceFault(p Pace, what string, flood bool) *verdict.Fault {
 
 // runFaults are the faults the heartbeat records of an attempt's runs show, in run
 // order, each blamed where it belongs: a process that was never started is the
-// harness's (the runner could not launch it); a timeout or an output overflow is
+// harness's (the runner could not launch it); a resource limit of the lease the host
+// saw the agent hit is the candidate's, the limit named; a launch the environment
+// could not fully account for is the harness's; a timeout or an output overflow is
 // blamed by pace (paceFault; returned in paced); another collector error (an
 // unconfirmed exit, unclosed output) is the harness's (the evidence is incomplete); a
 // real CLI that exited non-zero is classified from its own words (cliFault). A printed
@@ -93,6 +95,16 @@ func runFaults(p Pace, runs []api.HeartbeatRun) (out, paced []*verdict.Fault) {
 		case t == nil:
 		case !t.Started:
 			out = append(out, verdict.HarnessFault(fmt.Errorf("the agent process of run %s was not started: %s", r.RunID, t.Summary), false))
+		case len(t.Limits) > 0:
+			// The host saw the agent exceed its pinned shape (an OOM kill, refused forks,
+			// a full disk): the candidate's, whatever followed, with the limit named.
+			var hits []string
+			for _, h := range t.Limits {
+				hits = append(hits, h.Detail)
+			}
+			out = append(out, verdict.CandidateFault(fmt.Errorf("run %s exceeded its environment's resource limits: %s", r.RunID, strings.Join(hits, "; "))))
+		case len(t.EnvironmentProblems) > 0:
+			out = append(out, verdict.HarnessFault(fmt.Errorf("the environment's account of run %s is incomplete: %s", r.RunID, strings.Join(t.EnvironmentProblems, "; ")), false))
 		case t.TimedOut:
 			paced = append(paced, paceFault(p, fmt.Sprintf("the run %s process deadline (it ran %d ms)", r.RunID, t.DurationMs), false))
 		case t.OutputExceeded:

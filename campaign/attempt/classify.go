@@ -3,6 +3,7 @@ package attempt
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -11,28 +12,38 @@ import (
 // written from the spec's description. "A followed later by B" rules are split into
 // two expressions (see followedBy) to keep matching linear and cheap.
 var (
-	reBootstrapBeforeTask = regexp.MustCompile(`bootstrap failed before task creation`)
-	reSecret              = regexp.MustCompile(`secret`)
-	reLeakWord            = regexp.MustCompile(`leak|plaintext|redaction`)
-	reSessionOpen         = regexp.MustCompile(`session[ _-]?open`)
-	reReject              = regexp.MustCompile(`reject`)
-	reRetryableFalse      = regexp.MustCompile(`retryable\s*[=:]\s*false`)
-	reCredentialOrModel   = regexp.MustCompile(`credential|api[ _-]?key|model`)
-	rePermanentMarker     = regexp.MustCompile(`retryable\s*[=:]\s*false|effective_model_mismatch`)
-	reCleanup             = regexp.MustCompile(`clean[ -]?up|tear[ -]?down`)
-	reLease               = regexp.MustCompile(`lease`)
-	reRelease             = regexp.MustCompile(`releas`)
-	rePermanent           = regexp.MustCompile(`missing (required )?credential|missing fixture secret|` +
-		`invalid.{0,40}(credential|api[ _-]?key)|unauthori[sz]ed|forbidden|qualification|` +
-		`model.{0,40}(unsupported|incompatible|not supported)|artifact.{0,40}incompatible|` +
-		`runner_remote_\w*(incompatible|unavailable)|immutable image digest`)
-	reProtocolDefect = regexp.MustCompile(`chat idle[- ]state invariant|unrecoverable native session close|` +
-		`runner did not durably suspend before checkpoint`)
-	reTransientDirect = regexp.MustCompile(`\b(429|5\d\d)\b|rate[ _-]?limit|econnreset|econnrefused|socket hang up|` +
-		`network (error|interruption|timeout)|service unavailable`)
-	reTransientNoun = regexp.MustCompile(`\b(provider|server|bootstrap|browser|webserver|health|daytona|sandbox|ingress|preview|connection|harness)\b`)
-	reTransientVerb = regexp.MustCompile(`\b(temporar\w*|timed out|time out|timeouts?|closed|failed|unavailable|interrupt\w*|reset|refused|create\w*|start\w*|connect\w*)\b`)
-	reTimeout       = regexp.MustCompile(`\btimeouts?\b`)
+	reBootstrapBeforeTask = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`bootstrap failed before task creation`) })
+	reSecret              = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`secret`) })
+	reLeakWord            = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`leak|plaintext|redaction`) })
+	reSessionOpen         = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`session[ _-]?open`) })
+	reReject              = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`reject`) })
+	reRetryableFalse      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`retryable\s*[=:]\s*false`) })
+	reCredentialOrModel   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`credential|api[ _-]?key|model`) })
+	rePermanentMarker     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`retryable\s*[=:]\s*false|effective_model_mismatch`) })
+	reCleanup             = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`clean[ -]?up|tear[ -]?down`) })
+	reLease               = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`lease`) })
+	reRelease             = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`releas`) })
+	rePermanent           = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`missing (required )?credential|missing fixture secret|` +
+			`invalid.{0,40}(credential|api[ _-]?key)|unauthori[sz]ed|forbidden|qualification|` +
+			`model.{0,40}(unsupported|incompatible|not supported)|artifact.{0,40}incompatible|` +
+			`runner_remote_\w*(incompatible|unavailable)|immutable image digest`)
+	})
+	reProtocolDefect = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`chat idle[- ]state invariant|unrecoverable native session close|` +
+			`runner did not durably suspend before checkpoint`)
+	})
+	reTransientDirect = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(429|5\d\d)\b|rate[ _-]?limit|econnreset|econnrefused|socket hang up|` +
+			`network (error|interruption|timeout)|service unavailable`)
+	})
+	reTransientNoun = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(provider|server|bootstrap|browser|webserver|health|daytona|sandbox|ingress|preview|connection|harness)\b`)
+	})
+	reTransientVerb = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(temporar\w*|timed out|time out|timeouts?|closed|failed|unavailable|interrupt\w*|reset|refused|create\w*|start\w*|connect\w*)\b`)
+	})
+	reTimeout = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\btimeouts?\b`) })
 )
 
 // followedBy reports whether a match of first is followed (after its end, possibly
@@ -45,9 +56,9 @@ func followedBy(msg string, first, then *regexp.Regexp) bool {
 
 // isTransient is the transient pattern of rule 8.
 func isTransient(msg string) bool {
-	return reTransientDirect.MatchString(msg) ||
-		followedBy(msg, reTransientNoun, reTransientVerb) ||
-		followedBy(msg, reTimeout, reTransientNoun)
+	return reTransientDirect().MatchString(msg) ||
+		followedBy(msg, reTransientNoun(), reTransientVerb()) ||
+		followedBy(msg, reTimeout(), reTransientNoun())
 }
 
 // ClassifyText applies the ordered text rules of spec §9 (first match wins, in the
@@ -75,23 +86,23 @@ func isTransient(msg string) bool {
 func ClassifyText(msg string) verdict.FailureClass {
 	msg = strings.ToLower(msg)
 	switch {
-	case reBootstrapBeforeTask.MatchString(msg):
+	case reBootstrapBeforeTask().MatchString(msg):
 		return verdict.TransientInfrastructure
-	case followedBy(msg, reSecret, reLeakWord):
+	case followedBy(msg, reSecret(), reLeakWord()):
 		return verdict.SecretLeak
-	case reSessionOpen.MatchString(msg) && reReject.MatchString(msg) &&
-		reRetryableFalse.MatchString(msg) && !reCredentialOrModel.MatchString(msg):
+	case reSessionOpen().MatchString(msg) && reReject().MatchString(msg) &&
+		reRetryableFalse().MatchString(msg) && !reCredentialOrModel().MatchString(msg):
 		return verdict.CandidateFailure
-	case rePermanentMarker.MatchString(msg):
+	case rePermanentMarker().MatchString(msg):
 		return verdict.PermanentInfrastructure
-	case reCleanup.MatchString(msg) || followedBy(msg, reLease, reRelease):
+	case reCleanup().MatchString(msg) || followedBy(msg, reLease(), reRelease()):
 		if isTransient(msg) {
 			return verdict.TransientInfrastructure
 		}
 		return verdict.CleanupFailure
-	case rePermanent.MatchString(msg):
+	case rePermanent().MatchString(msg):
 		return verdict.PermanentInfrastructure
-	case reProtocolDefect.MatchString(msg):
+	case reProtocolDefect().MatchString(msg):
 		return verdict.CandidateFailure
 	case isTransient(msg):
 		return verdict.TransientInfrastructure

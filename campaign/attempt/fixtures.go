@@ -2,6 +2,7 @@ package attempt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -33,6 +35,7 @@ type CompanyBoard interface {
 	Stop(ctx context.Context) error
 	CreateSecret(ctx context.Context, req api.CreateSecretRequest) (api.SecretRef, error)
 	Snapshot(ctx context.Context) (controlplane.State, error)
+	CreateEnvironment(ctx context.Context, req api.CreateEnvironmentRequest) (controlplane.BoardResult, error)
 	CreateAgent(ctx context.Context, req api.CreateAgentRequest) (controlplane.BoardResult, error)
 	CreateIssue(ctx context.Context, req api.CreateIssueRequest) (controlplane.BoardResult, error)
 }
@@ -69,6 +72,9 @@ func (c lazyCompany) CreateSecret(ctx context.Context, req api.CreateSecretReque
 func (c lazyCompany) Snapshot(ctx context.Context) (controlplane.State, error) {
 	return c.co().Snapshot(ctx)
 }
+func (c lazyCompany) CreateEnvironment(ctx context.Context, req api.CreateEnvironmentRequest) (controlplane.BoardResult, error) {
+	return c.co().CreateEnvironment(ctx, req)
+}
 func (c lazyCompany) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (controlplane.BoardResult, error) {
 	return c.co().CreateAgent(ctx, req)
 }
@@ -101,6 +107,9 @@ type fixtureInput struct {
 	missing []string
 	secrets *redact.Set
 	agent   agentInput
+	// lease is the control-plane environment config of a sandbox cell's lease
+	// ({"lease": <lease.json>}), nil for a local cell.
+	lease json.RawMessage
 }
 
 type storedSecret struct{ name, value string }
@@ -109,6 +118,9 @@ type storedSecret struct{ name, value string }
 // the secret set and sets the fixture graph up through the attempt's server.
 func (x *LocalExecutor) setupFixtures(ctx context.Context, a *attempt, p *Provisioned) Fixtures {
 	in := fixtureInput{plan: a.plan, secrets: p.Secrets, agent: x.agentInput(a.plan, p)}
+	if p.Lease != nil {
+		in.lease = p.Lease.environmentConfig()
+	}
 	names := append([]string{CanarySecretKey}, a.plan.Cell.RequiredCredentials...)
 	canaries := map[string]string{CanarySecretKey: p.Canary}
 	for _, c := range x.Canaries {
@@ -237,8 +249,18 @@ func environmentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 		ID:           "environment",
 		Dependencies: []string{"company"},
 		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
+			co := b.Company(res["company"].IDs["company"])
+			if in.lease != nil {
+				// A sandbox environment of the control plane names the campaign's lease;
+				// its heartbeat runner launches into it (docs/environments.md).
+				r, err := co.CreateEnvironment(ctx, api.CreateEnvironmentRequest{Name: env.ID, Kind: string(environment.ProviderSandbox), Config: in.lease})
+				if err != nil {
+					return fixture.Record{}, flows.BoardFault("creating the sandbox environment", err)
+				}
+				return fixture.Record{IDs: map[string]string{"environment": r.ID}, Metadata: map[string]string{"kind": string(environment.ProviderSandbox), "catalogEnvironment": env.ID}}, nil
+			}
 			if env.Driver != "local" {
-				return fixture.Record{}, verdict.HarnessFault(fmt.Errorf("environment driver %q is not supported by this executor (local only)", env.Driver), false)
+				return fixture.Record{}, verdict.HarnessFault(fmt.Errorf("environment driver %q has no lease provider in this executor (local and sandbox only)", env.Driver), false)
 			}
 			st, err := b.Company(res["company"].IDs["company"]).Snapshot(ctx)
 			if err != nil {

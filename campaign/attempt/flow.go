@@ -38,10 +38,18 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 		Poll:        x.PollInterval,
 		Log:         a.log.note,
 		Restart: func(ctx context.Context) (flows.Board, error) {
-			if err := p.Instance.restart(ctx); err != nil {
+			killed, err := p.Instance.restart(ctx)
+			if killed {
+				a.log.note("harness note: the server did not stop within %s of SIGTERM before the restart and was killed (its exit confirmed)", StopGrace)
+			}
+			if err != nil {
 				return nil, err
 			}
 			a.log.note("server restarted on %s", p.Instance.addr())
+			// The lease outlives the serve child: its bridge now dials the new port.
+			if err := p.Lease.retarget(p.Instance.addr()); err != nil {
+				return nil, fmt.Errorf("retargeting the lease's bridge: %w", err)
+			}
 			return p.Instance.board().Company(f.CompanyID), nil
 		},
 	}

@@ -13,19 +13,21 @@ import (
 // attempt's flow goroutine restarts it; teardown stops it after the flow returned.
 type instance struct {
 	exe, home, root string
+	marker          string      // the attempt's process marker every agent process carries
 	child           *serveChild // nil after a restart whose new child did not start
 	url, token      string      // the last child's, kept when it is gone
 	// earlier holds the stderr logs of children a restart stopped, oldest first.
 	earlier [][]byte
 }
 
-// startInstance starts the first serve child (startServe's errors).
-func startInstance(ctx context.Context, exe, home, root string) (*instance, error) {
-	child, err := startServe(ctx, exe, home, root)
+// startInstance starts the first serve child with the attempt's process marker
+// (startServe's errors).
+func startInstance(ctx context.Context, exe, home, root, marker string) (*instance, error) {
+	child, err := startServe(ctx, exe, home, root, marker)
 	if err != nil {
 		return nil, err
 	}
-	return &instance{exe: exe, home: home, root: root, child: child, url: child.URL(), token: child.token}, nil
+	return &instance{exe: exe, home: home, root: root, marker: marker, child: child, url: child.URL(), token: child.token}, nil
 }
 
 // board returns a board client of the running child (of the last one when none runs:
@@ -37,30 +39,32 @@ func (in *instance) board() *client.Client {
 // addr is the running (or last) child's address.
 func (in *instance) addr() string { return strings.TrimPrefix(in.url, "http://") }
 
-// restart stops the running child and starts a new one on the same home. Errors:
-// the child did not stop cleanly, or the new one did not start (the instance then has
-// no running child; stop is a no-op).
-func (in *instance) restart(ctx context.Context) error {
-	if err := in.child.stop(); err != nil {
-		return fmt.Errorf("stopping: %w", err)
+// restart stops the running child and starts a new one on the same home; killed says
+// the old child had to be killed (a harness note). Errors: processes of the old
+// child's group outlived it, or the new one did not start (the instance then has no
+// running child; stop is a no-op).
+func (in *instance) restart(ctx context.Context) (killed bool, err error) {
+	killed, err = in.child.stop()
+	if err != nil {
+		return killed, fmt.Errorf("stopping: %w", err)
 	}
 	in.earlier = append(in.earlier, in.child.stderr.Bytes())
-	child, err := startServe(ctx, in.exe, in.home, in.root)
+	child, err := startServe(ctx, in.exe, in.home, in.root, in.marker)
 	if err != nil {
 		in.child = nil
-		return err
+		return killed, err
 	}
 	in.child, in.url, in.token = child, child.URL(), child.token
-	return nil
+	return killed, nil
 }
 
 // stop stops the running child (SIGTERM, SIGKILL after StopGrace) and returns its
-// stderr log ("" when a restart left none running) and those of the children a restart
-// stopped. Error: the child had to be killed or its process group outlived it.
-func (in *instance) stop() (current []byte, earlier [][]byte, err error) {
+// stderr log ("" when a restart left none running), those of the children a restart
+// stopped, and whether it had to be killed. Error: its process group outlived it.
+func (in *instance) stop() (current []byte, earlier [][]byte, killed bool, err error) {
 	if in.child != nil {
-		err = in.child.stop()
+		killed, err = in.child.stop()
 		current = in.child.stderr.Bytes()
 	}
-	return current, in.earlier, err
+	return current, in.earlier, killed, err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/verdict"
@@ -18,8 +19,11 @@ const maxReasonMatchers = 3
 //  1. a leak — found at teardown (home, workspace, evidence), printed by an agent (the
 //     runner redacted it), or a leak fault of any stage → failed, secret_leak; it
 //     overrides everything;
-//  2. cleanup not confirmed (a teardown problem) → failed, cleanup_failure (spec §6:
-//     "Teardown must fail the cell if provider cleanup cannot be confirmed");
+//  2. cleanup not confirmed (a teardown problem, among them a run's agent that left
+//     processes outside its process group and what the attempt's marker sweep found
+//     after the server stopped) → failed, cleanup_failure (spec §6: "Teardown must fail the cell if
+//     provider cleanup cannot be confirmed"; seed: "process group survives →
+//     cleanup_failure");
 //  3. interrupted (the attempt's context, or the flow, saw a cancellation) →
 //     inconclusive, transient_infrastructure;
 //  4. a harness or provider fault, in stage order (a panic, provision, fixtures, flow,
@@ -30,6 +34,13 @@ const maxReasonMatchers = 3
 //  6. a missed deadline, a hung or flooding process of a fixture program or a live
 //     provider → inconclusive with its class (paceFault); of a scripted, offline agent
 //     → failed, candidate_failure, the deadline named;
+//     6a. a run whose event stream is incomplete (eventStreamComplete false: a CLI that
+//     exited without its terminal event) → inconclusive, reason
+//     ReasonEventStreamIncomplete (provider_variance live, permanent_infrastructure
+//     otherwise), unless a runtime_metadata matcher failed: the run's outcome was not
+//     observed whole, so the matchers that grade it (run_status first) and the flow's
+//     contract checks cannot blame the candidate, while the launch facts are observed
+//     apart from the stream and still fail the cell;
 //  7. a matcher that failed (neither passed nor not reached) → failed,
 //     candidate_failure (after the candidate's own failure, when there is one) — the
 //     observation is final, so a definite mismatch blames the candidate even when
@@ -66,6 +77,11 @@ func Judge(s *Stages) verdict.Judgement {
 	}
 	if len(paced) > 0 {
 		return faultJudgement(paced[0])
+	}
+	if inc := incompleteStreams(s.Observation.Runs); len(inc) > 0 {
+		if j, ok := streamJudgement(s.Pace, inc, s.Grades.Matchers); ok {
+			return j
+		}
 	}
 	return matcherJudgement(s.Grades.Matchers, candidate)
 }
@@ -109,6 +125,46 @@ func leaksOf(s *Stages, faults []*verdict.Fault) []string {
 		}
 	}
 	return leaks
+}
+
+// ReasonEventStreamIncomplete starts the reason of an attempt that cannot pass
+// because a run's event stream lacked its terminal event (docs/processes.md "The
+// event stream is evidence").
+const ReasonEventStreamIncomplete = "event_stream_incomplete"
+
+// incompleteStreams lists the runs whose termination says their event stream is
+// incomplete and nothing else went wrong with their process (it started, did not time
+// out or flood, exited 0 or was stopped: a non-zero exit is the CLI's own failure,
+// cliFault).
+func incompleteStreams(runs []api.HeartbeatRun) []string {
+	var out []string
+	for _, r := range runs {
+		t := r.Termination
+		if t == nil || t.EventStreamComplete == nil || *t.EventStreamComplete || !t.Started || t.TimedOut || t.OutputExceeded || t.CollectorError != "" {
+			continue
+		}
+		if t.ExitCode != nil && *t.ExitCode != 0 {
+			continue
+		}
+		out = append(out, r.RunID)
+	}
+	return out
+}
+
+// streamJudgement is rule 6a: inconclusive with ReasonEventStreamIncomplete, unless a
+// runtime_metadata matcher failed (ok false: the matchers judge).
+func streamJudgement(p Pace, runs []string, ms []match.Outcome) (verdict.Judgement, bool) {
+	for _, m := range ms {
+		if m.Kind == match.KindRuntimeMetadata && !m.Passed && !m.NotReached {
+			return verdict.Judgement{}, false
+		}
+	}
+	class := verdict.PermanentInfrastructure
+	if p == PaceLive {
+		class = verdict.ProviderVariance
+	}
+	return judgement(verdict.Inconclusive, class, fmt.Sprintf("%s: the event stream of run %s ended without its terminal event (the agent exited without finishing cleanly): its outcome was not observed whole",
+		ReasonEventStreamIncomplete, strings.Join(runs, ", "))), true
 }
 
 func cleanupReason(t Teardown) string {
@@ -190,5 +246,9 @@ func facts(s *Stages) *campaign.Facts {
 		f.IssueID, f.IssueIdentifier = s.Fixtures.TaskID, s.Fixtures.Identifier
 	}
 	f.Matchers = s.Grades.Matchers
+	if ls := s.Teardown.Leases; len(ls) > 0 {
+		f.Leases = ls
+		f.RuntimeUsage = leaseRuntime(ls[0].Provider, ls, s.Observation.Runs)
+	}
 	return &f
 }

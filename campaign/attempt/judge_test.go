@@ -34,7 +34,10 @@ func record(id, driver string, t api.Termination) api.HeartbeatRun {
 // "Verdicts"): no process runs; every row is plain stage values.
 func TestJudge(t *testing.T) {
 	t.Parallel()
-	exit1 := 1
+	exit0, exit1 := 0, 1
+	incomplete, complete := false, true
+	runStatusFailed := match.Outcome{Kind: "run_status", Detail: `expected "succeeded"; observed "failed"`}
+	runtimeFailed := match.Outcome{Kind: match.KindRuntimeMetadata, Detail: "binarySha256 differs"}
 	tests := []struct {
 		name       string
 		stages     *Stages
@@ -49,6 +52,20 @@ func TestJudge(t *testing.T) {
 		{"failed beats not reached", graded(PaceScripted, notReachedMatcher, failedMatcher), verdict.Failed, verdict.CandidateFailure, "#2"},
 		{"not reached is inconclusive", graded(PaceScripted, okMatcher, notReachedMatcher), verdict.Inconclusive, verdict.PermanentInfrastructure, "matcher not reached: #2"},
 		{"no matcher evaluated", graded(PaceScripted), verdict.Inconclusive, verdict.PermanentInfrastructure, "no matcher was evaluated"},
+
+		// A sandbox lease's limits: the host saw the agent exceed its pinned shape.
+		{"a memory limit hit is the candidate's, the limit named", with(graded(PaceScripted, failedMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "reference", api.Termination{Started: true, Signal: "SIGKILL",
+				Limits: []api.LimitHit{{Resource: "memory", Limit: 1 << 30, Events: 1, Detail: "memory limit 1073741824 bytes: 1 OOM kill(s)"}}})}
+		}), verdict.Failed, verdict.CandidateFailure, "run r-1 exceeded its environment's resource limits: memory limit 1073741824 bytes: 1 OOM kill(s)"},
+		{"a pids limit hit fails even a passing attempt", with(graded(PaceLive, okMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec", api.Termination{Started: true, TimedOut: true,
+				Limits: []api.LimitHit{{Resource: "pids", Limit: 128, Events: 3, Detail: "pids limit 128: 3 fork(s) refused"}}})}
+		}), verdict.Failed, verdict.CandidateFailure, "pids limit 128: 3 fork(s) refused"},
+		{"an incomplete environment account is the harness's", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "reference", api.Termination{Started: true,
+				EnvironmentProblems: []string{"no exit report from the sandbox init (init wrote nothing)"}})}
+		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "the environment's account of run r-1 is incomplete: no exit report"},
 
 		// Safety first: a leak beats everything, a cleanup failure beats a pass.
 		{"leak beats everything", with(graded(PaceScripted, failedMatcher), func(s *Stages) {
@@ -129,6 +146,34 @@ func TestJudge(t *testing.T) {
 			s.Flow.Deadline = "turn 1 (1000 ms)"
 			s.Observation.Fault = verdict.HarnessFault(errors.New("reading the heartbeat runs: connection refused"), true)
 		}), verdict.Inconclusive, verdict.TransientInfrastructure, "reading the heartbeat runs"},
+
+		// An incomplete event stream: the run's outcome was not observed whole.
+		{"an incomplete event stream beats the run_status failure it causes", with(graded(PaceScripted, okMatcher, runStatusFailed, failedMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "event_stream_incomplete: the event stream of run r-1"},
+		{"an incomplete event stream beats a flow contract violation", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Flow.Problems = []string{"no pending question after run 1"}
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "event_stream_incomplete"},
+		{"an incomplete event stream live is provider variance", with(graded(PaceLive, runStatusFailed), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+		}), verdict.Inconclusive, verdict.ProviderVariance, "event_stream_incomplete"},
+		{"an incomplete event stream never passes", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "event_stream_incomplete"},
+		{"a wrong binary still fails beside an incomplete stream", with(graded(PaceScripted, runtimeFailed, runStatusFailed), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+		}), verdict.Failed, verdict.CandidateFailure, "runtime_metadata"},
+		{"a CLI that exited non-zero without its terminal event is its own failure", with(graded(PaceScripted, runStatusFailed), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit1, EventStreamComplete: &incomplete, Summary: "exit 1: boom"})}
+		}), verdict.Failed, verdict.CandidateFailure, "run r-1 failed: exit 1: boom"},
+		{"a CLI stopped after its result is graded on it", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{{RunID: "r-1", Driver: "exec:codex", Status: "succeeded", Termination: &api.Termination{Started: true,
+				StoppedAfterResult: true, Signal: "SIGKILL", SignalsSent: []string{"SIGTERM", "SIGKILL"}, EventStreamComplete: &complete}}}
+		}), verdict.Passed, "", "every matcher passed"},
+		{"escaped processes are a cleanup failure", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Teardown = Teardown{Problems: escapedOf([]api.HeartbeatRun{{RunID: "r-1", Termination: &api.Termination{EscapedProcesses: []api.EscapedProcess{{PID: 42, Command: "sleep", Killed: true}}}}})}
+		}), verdict.Failed, verdict.CleanupFailure, "the agent of run r-1 left 1 process(es) outside its process group: sleep (pid 42, killed)"},
 
 		// The candidate's own failures.
 		{"flow contract violation with passing matchers", with(graded(PaceScripted, okMatcher), func(s *Stages) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
@@ -37,6 +38,7 @@ type Observation struct {
 // runner recorded launching each run (api.LaunchFacts), never the catalog's.
 func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned, f *Fixtures, fl *FlowOutcome) Observation {
 	co := p.Instance.board().Company(f.CompanyID)
+	awaitProcesses(ctx, a, co, f.TaskID, x.PollInterval)
 	st, err := co.Snapshot(ctx)
 	if err != nil {
 		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the company state: %s", f.Secrets.RedactText(err.Error())), true)}
@@ -71,6 +73,73 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 	return o
 }
 
+// secretForms is every text of the secret set the matchers must keep out of their
+// outcomes: each value and each of its encoded forms (redact.Set.Forms: base64 at
+// every offset, hex, percent- and JSON-escaped), so that an encoded copy an agent
+// posted is redacted from a matcher's detail like the value itself.
+func secretForms(secrets *redact.Set) []string {
+	forms := secrets.Forms()
+	out := make([]string, len(forms))
+	for i, f := range forms {
+		out[i] = f.Text
+	}
+	return out
+}
+
+// processSettle bounds how long observe waits for the agent processes of settled runs
+// to end (awaitProcesses).
+const processSettle = 15 * time.Second
+
+// awaitProcesses waits, at most processSettle, until no heartbeat record of the task
+// is still launching (its process running) while its run has already settled: an agent
+// that completed its own run (an exec agent, a CLI through its MCP tools) may still be
+// exiting. Only a finished record carries the process's termination (how it ended,
+// its event stream, the processes that escaped its group), which the verdict reads;
+// and the server then stops without agents to stop. A run still running (a missed
+// deadline) is not waited for. Errors end the wait (observe reports them).
+func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, task string, poll time.Duration) {
+	if poll <= 0 {
+		poll = 50 * time.Millisecond
+	}
+	start := time.Now()
+	for {
+		st, err := co.Snapshot(ctx)
+		if err != nil {
+			return
+		}
+		recs, err := co.HeartbeatRuns(ctx)
+		if err != nil {
+			return
+		}
+		var pending []string
+		for _, r := range recs {
+			if r.TaskID != task || r.State != api.RunLaunching {
+				continue
+			}
+			for _, run := range st.Runs {
+				if run.ID == r.RunID && run.Status != controlplane.RunRunning {
+					pending = append(pending, r.RunID)
+				}
+			}
+		}
+		switch {
+		case len(pending) == 0:
+			if waited := time.Since(start); waited > poll {
+				a.log.note("waited %d ms for the agent processes of settled runs to end", waited.Milliseconds())
+			}
+			return
+		case time.Since(start) > processSettle:
+			a.log.note("the agent process of settled run(s) %s still ran %s after the flow; the server stops it", strings.Join(pending, ", "), processSettle)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(poll):
+		}
+	}
+}
+
 // taskRuns returns the task's runs in state order.
 func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 	var out []*controlplane.Run
@@ -86,7 +155,7 @@ func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 // status, the last run's status, every run's message (turn by turn), the artifacts and
 // the composite JSON {issue, runs, interactions, documents}.
 func matchObservation(st *controlplane.State, task string, runs []*controlplane.Run, secrets *redact.Set) *match.Observation {
-	obs := &match.Observation{Secrets: secrets.Values(), HasArtifacts: true, HasMessage: len(runs) > 0}
+	obs := &match.Observation{Secrets: secretForms(secrets), HasArtifacts: true, HasMessage: len(runs) > 0}
 	var t *controlplane.Task
 	for _, x := range st.Tasks {
 		if x.ID == task {

@@ -34,12 +34,20 @@ type Provisioned struct {
 	Instance  *instance
 	Model     *modelServer
 	Canary    string
-	Secrets   *redact.Set
-	Fault     *verdict.Fault
+	// Marker is the attempt's process marker (worker.NewMarker): the serve child
+	// gives it to every agent process it launches (`serve --process-marker`), and
+	// teardown kills whatever still carries it after the server stopped.
+	Marker string
+	// Lease is the sandbox lease of a sandbox cell and its bridge (nil for a local
+	// cell); Workspace is then the lease's workspace, on the lease disk.
+	Lease   *leaseHold
+	Secrets *redact.Set
+	Fault   *verdict.Fault
 }
 
-// provision creates the temp root, draws the canary, starts the serve child and, for a
-// CLI cell that is not live, the scripted model. Every failure is the harness's:
+// provision creates the temp root, draws the canary and the process marker, starts the
+// serve child, for a CLI cell that is not live the scripted model, and for a sandbox
+// cell its lease and the lease's bridge (provisionLease). Every failure is the harness's:
 // transient for what may work in a fresh attempt (a directory, a process, a port),
 // permanent for what will not (model scripts that cannot be derived).
 func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
@@ -75,14 +83,17 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 	for _, c := range x.Canaries {
 		p.Secrets = p.Secrets.WithCredentials(c.Value)
 	}
-	p.Fault = x.startServices(ctx, a, &p)
+	p.Marker = worker.NewMarker()
+	if p.Fault = x.startServices(ctx, a, &p); p.Fault == nil && needsLease(a.plan.Cell.Environment) {
+		p.Lease, p.Fault = x.provisionLease(ctx, a, &p)
+	}
 	return p
 }
 
 // startServices starts the serve child (adding the instance's own secrets to the set)
 // and the scripted model of an offline CLI cell.
 func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provisioned) *verdict.Fault {
-	in, err := startInstance(ctx, x.Executable, p.Home, p.Root)
+	in, err := startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker)
 	if err != nil {
 		return verdict.HarnessFault(err, true)
 	}

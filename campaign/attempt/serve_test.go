@@ -1,11 +1,17 @@
 package attempt
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // TestInstanceSecrets: the master key (every encoding) and the run-token key derived
@@ -42,5 +48,53 @@ func TestInstanceSecrets(t *testing.T) {
 	}
 	if _, err := instanceSecrets(t.TempDir(), "x"); err == nil {
 		t.Error("a home without a master key: want an error")
+	}
+}
+
+// stubbornServe writes a fake `agentproof serve` into dir: it writes the board token
+// into --home, prints its ready line and ignores SIGTERM (a server whose shutdown
+// overruns the harness's grace).
+func stubbornServe(t *testing.T, dir string) string {
+	t.Helper()
+	exe := filepath.Join(dir, "stubborn-serve")
+	script := `#!/bin/sh
+trap '' TERM
+printf 'board-token-0001\n' > "$3/` + boardTokenFile + `"
+printf '{"addr":"127.0.0.1:9","pid":%d}\n' $$
+while :; do sleep 0.05; done
+`
+	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// TestKilledServerIsAHarnessNote: a serve child that does not stop within its grace
+// is killed; once its exit (and its group's) is confirmed, that is a note in the flow
+// log, not a cleanup problem (the candidate did nothing wrong), and the attempt's
+// marker sweep still runs.
+func TestKilledServerIsAHarnessNote(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.child.grace = 300 * time.Millisecond
+	pid := in.child.cmd.Process.Pid
+	a := &attempt{ev: campaign.NewEvidence(t.TempDir()), log: &flowLog{}}
+	problems, killed := stopServices(a, &Provisioned{Instance: in}, redact.NewSet())
+	if len(problems) != 0 || !killed {
+		t.Fatalf("stopServices = %q, killed %v; want no problem, killed", problems, killed)
+	}
+	if err := syscall.Kill(-pid, 0); err == nil {
+		t.Errorf("the killed server's group %d still exists", pid)
+	}
+	if log := a.log.text(); !strings.Contains(log, "harness note: the server did not stop within") {
+		t.Errorf("flow log has no harness note: %s", log)
 	}
 }

@@ -7,29 +7,40 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // Teardown is what the teardown stage returns: the cleanup problems (a fixture that
-// did not tear down, a server that had to be killed or left processes behind, a temp
-// root that could not be removed), the leaks found (in the closed instance home, the
-// workspace, the evidence written), the required evidence missing (only for attempts
-// that reached grading), and whether cleanup was confirmed (teardown ran and found no
-// problem). Cleanup findings of later checks (processes that escaped their group, a
-// scan of the whole temp root) belong in Problems and Leaks.
+// did not tear down, processes of the server's group that outlived it, a run's agent
+// that left processes outside its process group, processes the attempt's marker sweep
+// killed after the server stopped, a temp root that could not be removed), the leaks
+// found (anywhere in the attempt's temp root, in the evidence written), the required
+// evidence missing (only for attempts that reached grading), and whether cleanup was
+// confirmed (teardown ran and found no problem). A server that had to be killed is a
+// harness note in the flow log, not a problem.
 type Teardown struct {
 	Problems  []string
 	Leaks     []string
 	Missing   []string
 	Confirmed bool
+	// Leases are the records of the attempt's environment leases after their cleanup
+	// (a sandbox cell's one lease; none for a local cell).
+	Leases []environment.LeaseRecord
 }
 
 // teardown tears down what the stages left, in reverse: the fixtures (fixtures.json),
-// the server (its logs), the scripted model (its request log), then writes the flow
-// log and the agent logs, scans the closed home and the workspace for leaks, removes
-// the temp root, checks the required evidence and scans the evidence written. It runs
+// the server (its logs), the scripted model (its request log), then kills what still
+// carries the attempt's process marker, writes the flow log and the agent logs, scans
+// the whole temp root for leaks (a sandbox lease's disk among it), closes a sandbox
+// lease's bridge and destroys the lease (an unconfirmed cleanup is a cleanup problem
+// naming what remained), removes the temp root, checks the required evidence and scans
+// the evidence written. It runs
 // with a context that outlives a cancellation, bounded by teardownTimeout.
 func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Teardown {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
@@ -45,11 +56,25 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	if s.Fixtures.CleanupErr != "" {
 		t.Problems = append(t.Problems, s.Fixtures.CleanupErr)
 	}
-	t.Problems = append(t.Problems, stopServices(a, p, secrets)...)
+	killed := false
+	if p.Instance != nil {
+		var problems []string
+		problems, killed = stopServices(a, p, secrets)
+		t.Problems = append(t.Problems, problems...)
+	}
+	t.Problems = append(t.Problems, escapedOf(s.Observation.Runs)...)
+	t.Problems = append(t.Problems, sweepMarker(a, p.Marker, killed, secrets)...)
 	a.ev.Write(secrets, "logs/flow.log", []byte(a.log.text()), true)
 	if p.Root != "" {
 		collectAgentLogs(a.ev, secrets, p.Home)
-		t.Leaks = append(t.Leaks, scanClosed(secrets, p.Home, p.Workspace, &t.Problems)...)
+		t.Leaks = append(t.Leaks, scanClosed(secrets, p, &t.Problems)...)
+		if p.Lease != nil { // after the workspace's scan: it lives on the lease disk
+			rec, problem := p.Lease.release(tctx, s.Observation.Runs)
+			t.Leases = append(t.Leases, rec)
+			if problem != "" {
+				t.Problems = append(t.Problems, secrets.RedactText(problem))
+			}
+		}
 		t.Problems = append(t.Problems, x.removeRoot(p.Root)...)
 		_ = p.rootClaim.Release() // removed or kept: nobody's to sweep
 	}
@@ -63,13 +88,19 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 }
 
 // stopServices stops the server and the scripted model and keeps their logs; it
-// returns the cleanup problems.
-func stopServices(a *attempt, p *Provisioned, secrets *redact.Set) []string {
-	var problems []string
+// returns the cleanup problems and whether the server had to be killed (then a harness
+// note in the flow log, not a problem: its exit was confirmed, and the agent processes
+// it may have left behind are the marker sweep's).
+func stopServices(a *attempt, p *Provisioned, secrets *redact.Set) (problems []string, killed bool) {
 	if p.Instance != nil {
-		current, earlier, err := p.Instance.stop()
+		start := time.Now()
+		current, earlier, k, err := p.Instance.stop()
+		a.log.note("server stopped in %d ms", time.Since(start).Milliseconds())
 		if err != nil {
 			problems = append(problems, err.Error())
+		}
+		if killed = k; killed {
+			a.log.note("harness note: the server did not stop within %s of SIGTERM and was killed (its exit confirmed)", StopGrace)
 		}
 		for _, log := range earlier {
 			a.ev.Write(secrets, "logs/serve-before-restart.stderr.log", log, true)
@@ -81,27 +112,75 @@ func stopServices(a *attempt, p *Provisioned, secrets *redact.Set) []string {
 			problems = append(problems, err.Error())
 		}
 	}
+	return problems, killed
+}
+
+// sweepMarker kills every process that still carries the attempt's marker after the
+// server is gone (worker.SweepMarked): an agent's descendant that escaped its run's
+// own sweep. Each one found is a cleanup problem (the candidate left it), except,
+// after a server that had to be killed (serverKilled), the ones whose exit was
+// confirmed: the server was stopped before it could stop its agents, so they are the
+// harness's (a note in the flow log). A sweep that could not run is a problem
+// (cleanup not confirmed).
+func sweepMarker(a *attempt, marker string, serverKilled bool, secrets *redact.Set) []string {
+	if marker == "" {
+		return nil
+	}
+	found, err := worker.SweepMarked(marker, worker.SweepConfirm)
+	var problems []string
+	if err != nil {
+		problems = append(problems, "the sweep for the attempt's escaped processes could not complete: "+secrets.RedactText(err.Error()))
+	}
+	for _, e := range found {
+		what := fmt.Sprintf("%s (pid %d)", secrets.RedactText(e.Command), e.PID)
+		switch {
+		case !e.Killed:
+			problems = append(problems, "an agent process outlived the server and could not be confirmed killed: "+what)
+		case serverKilled:
+			a.log.note("harness note: the killed server left agent process %s; killed", what)
+		default:
+			problems = append(problems, "an agent process escaped its run and outlived the server; killed: "+what)
+		}
+	}
 	return problems
 }
 
-// scanClosed scans the closed instance home and the workspace for every secret value
-// (exact values only: spec §10.2); the home's own key files are exempt. A scan that
-// could not complete is a cleanup problem (appended to problems).
-func scanClosed(secrets *redact.Set, home, workspace string, problems *[]string) []string {
+// scanClosed scans everything the agent could write inside the attempt's temp root
+// for every secret value, raw and encoded (redact.Set forms; spec §10.2): the closed
+// instance home (the agents' per-run HOME, XDG and CLI config directories are under
+// it), the workspace, and the rest of the root (tmp, artifacts, the scripted model's
+// files, whatever an agent wrote there). The home's own key files are exempt. A scan
+// that could not complete is a cleanup problem (appended to problems).
+func scanClosed(secrets *redact.Set, p *Provisioned, problems *[]string) []string {
+	found, err := secrets.ScanTree(p.Root, false)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		*problems = append(*problems, fmt.Sprintf("leak scan of the attempt's temp root could not complete: %v", secrets.RedactText(err.Error())))
+	}
 	var leaks []string
-	for _, d := range []struct{ name, path string }{{"instance home", home}, {"workspace", workspace}} {
-		found, err := secrets.ScanTree(d.path, false)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			*problems = append(*problems, fmt.Sprintf("leak scan of the %s could not complete: %v", d.name, secrets.RedactText(err.Error())))
+	for _, l := range found {
+		place, rel := placeOf(p, l.Path)
+		if place == "instance home" && ownSecretFile(p.Home, rel) {
+			continue // the board token's or master key's own file
 		}
-		for _, l := range found {
-			if d.path == home && ownSecretFile(home, l.Path) {
-				continue // the board token's or master key's own file
-			}
-			leaks = append(leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", d.name, l.Path, l.Leak.String()))
-		}
+		leaks = append(leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", place, rel, l.Leak.String()))
 	}
 	return leaks
+}
+
+// placeOf names where in the temp root a scanned path (slash-separated, relative to
+// the root, "!member" for an archive member) lies — the instance home, the workspace
+// or elsewhere in the root — and returns it relative to that place.
+func placeOf(p *Provisioned, path string) (place, rel string) {
+	for _, d := range []struct{ name, dir string }{{"instance home", p.Home}, {"workspace", p.Workspace}} {
+		prefix, err := filepath.Rel(p.Root, d.dir)
+		if err != nil {
+			continue
+		}
+		if r, ok := strings.CutPrefix(path, filepath.ToSlash(prefix)+"/"); ok {
+			return d.name, r
+		}
+	}
+	return "attempt temp root", path
 }
 
 // removeRoot removes the attempt's temp root (unless KeepRoot) and confirms it is gone.
@@ -156,4 +235,24 @@ func collectAgentLogs(ev *campaign.Evidence, secrets *redact.Set, home string) {
 		}
 		return nil
 	})
+}
+
+// escapedOf describes the escaped processes the runs' terminations list.
+func escapedOf(runs []api.HeartbeatRun) []string {
+	var out []string
+	for _, r := range runs {
+		if r.Termination == nil || len(r.Termination.EscapedProcesses) == 0 {
+			continue
+		}
+		var ps []string
+		for _, e := range r.Termination.EscapedProcesses {
+			state := "killed"
+			if !e.Killed {
+				state = "its exit not confirmed"
+			}
+			ps = append(ps, fmt.Sprintf("%s (pid %d, %s)", e.Command, e.PID, state))
+		}
+		out = append(out, fmt.Sprintf("the agent of run %s left %d process(es) outside its process group: %s", r.RunID, len(ps), strings.Join(ps, ", ")))
+	}
+	return out
 }

@@ -262,6 +262,10 @@ func TestCleanupReport(t *testing.T) {
 	if !rec.CleanupConfirmed || rec.Shape == nil || rec.EndedAt == "" || !rec.Reused {
 		t.Errorf("record %+v", rec)
 	}
+	// The end of the lease is the end of its cleanup, never the zero time.
+	if r.EndedAt.Before(l.StartedAt) {
+		t.Errorf("cleanup ended at %v, before the lease started at %v", r.EndedAt, l.StartedAt)
+	}
 }
 
 // TestCgroupLimits: the pinned shape is what the kernel enforces for the lease.

@@ -300,9 +300,9 @@ func mkdirOwned(path string, uid, gid int) error {
 // ones) and the lease directory, then checks that no process, mount, cgroup or file
 // of the lease remains. The caller's workspace (outside the lease directory) is kept.
 // A bridge served by this process should be closed first (Bridge.Close).
-func (p *Provider) Cleanup(_ context.Context, l *environment.Lease) environment.CleanupReport {
-	r := environment.CleanupReport{LeaseID: l.ID}
-	defer func() { r.EndedAt = p.opt.Now().UTC() }()
+func (p *Provider) Cleanup(_ context.Context, l *environment.Lease) (r environment.CleanupReport) {
+	r = environment.CleanupReport{LeaseID: l.ID}
+	defer func() { r.EndedAt = p.opt.Now().UTC() }() // a named result: the report returned carries it
 	st, err := leaseState(l)
 	if err != nil {
 		r.Errors = append(r.Errors, err.Error())
@@ -375,4 +375,21 @@ func DiskDir(l *environment.Lease, name string) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// Own gives path and everything under it (symbolic links themselves, never followed)
+// to l's sandbox user, for files the host wrote for the agent (a CLI driver's
+// configuration in the agent's state directory) that the agent must read and write.
+// path must lie on the lease's disk or in its workspace. Errors: not a sandbox lease,
+// a path elsewhere, a filesystem error.
+func Own(l *environment.Lease, path string) error {
+	st, err := leaseState(l)
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path ||
+		(!environment.Within(st.Disk, path) && (l.Workspace == "" || !environment.Within(l.Workspace, path))) {
+		return &environment.SpecError{What: "sandbox own", Problems: []string{fmt.Sprintf("%q is neither on the lease disk %s nor in the workspace", path, st.Disk)}}
+	}
+	return chownTree(path, st.UID, st.GID)
 }

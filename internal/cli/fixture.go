@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -109,7 +110,7 @@ error, 70 internal error (a bug in agentproof), 130 interrupted.`),
 			if !guarded && (gopts.fenceDir != "" || gopts.digest != "") {
 				problems = append(problems, "--fence-dir and --execution-digest need --guarded")
 			}
-			if gopts.digest != "" && !executionDigestPattern.MatchString(gopts.digest) {
+			if gopts.digest != "" && !executionDigestPattern().MatchString(gopts.digest) {
 				problems = append(problems, fmt.Sprintf("--execution-digest %q must be sha256: and 64 lower-case hex characters", gopts.digest))
 			}
 			for flag, p := range map[string]string{"--evidence-dir": evidenceDir, "--workspace-root": workspaceRoot, "--fence-dir": gopts.fenceDir} {
@@ -261,13 +262,13 @@ func yesNo(v bool) string {
 	return "no"
 }
 
-var executionDigestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+var executionDigestPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 
-var byteSizePattern = regexp.MustCompile(`^([0-9]{1,12})\s*(B|KiB|MiB)?$`)
+var byteSizePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{1,12})\s*(B|KiB|MiB)?$`) })
 
 // parseByteSize parses a byte count: digits with an optional B, KiB or MiB suffix.
 func parseByteSize(s string) (int64, error) {
-	m := byteSizePattern.FindStringSubmatch(strings.TrimSpace(s))
+	m := byteSizePattern().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, fmt.Errorf("%q is not a byte size (want e.g. 65536, 64KiB or 1MiB)", s)
 	}

@@ -65,8 +65,8 @@ Script placeholders {{name}} are filled from --nonce (as {{nonce}}) and --var.`)
 			}
 			values := map[string]string{}
 			if nonce != "" {
-				if !catalog.NoncePattern.MatchString(nonce) {
-					return usageErrorf("--nonce %q: must match %s", nonce, catalog.NoncePattern)
+				if !catalog.NoncePattern().MatchString(nonce) {
+					return usageErrorf("--nonce %q: must match %s", nonce, catalog.NoncePattern())
 				}
 				values["nonce"] = nonce
 			}

@@ -75,6 +75,9 @@ junit.xml reports inconclusive cells as skipped with their reason; with
 --inconclusive-as-failure they are failures (type "inconclusive") and the exit code
 is 1 instead of 3. The choice is stored in campaign.json and kept on regeneration.
 
+When $GITHUB_STEP_SUMMARY is set (GitHub Actions), each campaign's summary.md is
+appended to it, so the job's summary page shows the failures first.
+
 The results directory is locked (<results>/.agentproof-results.lock) while the report
 is written; when an 'agentproof run' or another report holds it, report exits 2 at
 once instead of waiting.
@@ -107,6 +110,7 @@ a results directory in use, 70 internal error (a bug in agentproof).`,
 				}
 				worst = verdict.Worst(worst, g.Campaign.ExitCode())
 				printGenerated(a, g)
+				appendStepSummary(a, g)
 			}
 			if worst != ExitOK {
 				return withExit(worst, nil)
@@ -237,6 +241,31 @@ func reportError(err error) error {
 		return &UsageError{Err: err}
 	}
 	return err
+}
+
+// EnvStepSummary is the file GitHub Actions shows as a job's summary page: when set,
+// `run` and `report` append each campaign's summary.md to it.
+const EnvStepSummary = "GITHUB_STEP_SUMMARY"
+
+// appendStepSummary appends the campaign's summary.md (as written, already guarded
+// against secrets) to $GITHUB_STEP_SUMMARY when that is set. A failure is a warning on
+// stderr: the job summary is a convenience, the campaign's files are the record.
+func appendStepSummary(a *app, g *report.Generated) {
+	path := os.Getenv(EnvStepSummary)
+	if path == "" {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(g.CampaignDir, report.SummaryFile))
+	if err == nil {
+		var f *os.File
+		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+			_, err = f.Write(append(b, '\n'))
+			err = errors.Join(err, f.Close())
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "warning: appending summary.md to $%s: %v\n", EnvStepSummary, err)
+	}
 }
 
 func printGenerated(a *app, g *report.Generated) {

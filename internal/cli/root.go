@@ -103,6 +103,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newFixtureChildCmd(a),
 		newAgentCmd(a),
 		newReportCmd(a),
+		newCompareCmd(a),
 		newRunCmd(a),
 		newServeCmd(a),
 		newModelCmd(a),

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -14,6 +17,8 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/worker"
@@ -31,6 +36,9 @@ type runOptions struct {
 	canary      bool
 	live        bool
 	agentsDir   string
+	repeat      int
+	resume      string
+	rerunFailed string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -90,7 +98,8 @@ started at the same moment never share a campaign directory.
 Results: <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/
 (result.json, evidence-manifest.json, snapshots/, workspace-manifest.json, logs/),
 then campaign.json, summary.md, junit.xml and dashboard.html in <results>/<campaign>/
-and history.json in <results>/. The last line is
+and history.json in <results>/ (summary.md is also appended to $GITHUB_STEP_SUMMARY
+when that is set). The last line is
 "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 
 Cells of real agent CLIs (drivers exec:codex, exec:opencode, exec:claude) run the
@@ -101,7 +110,27 @@ progress on stderr; without npm the run stops with exit 2 naming
 'agentproof agents install'. By default each attempt of such a cell talks to its own
 scripted model on 127.0.0.1 (offline, no credential); --live uses the profile's live
 provider instead, with the profile's credential read from the environment and
-stored as a secret.
+stored as a secret; a --live campaign whose cells need a credential that is not set
+is refused before anything starts (exit 2, naming the variable and the cells).
+
+--repeat N runs every selected cell N times (repetitions 1..N, each its own series of
+fresh isolated attempts, kept under <case>/repeat-<k>/attempt-<n>/). A cell passes only
+when every repetition passed (pass^k); it fails when any repetition failed, else it is
+inconclusive when any was; it is flaky when its repetitions disagree. Flaky has no
+exit code of its own: a flaky cell with a failed repetition exits 1, one whose other
+repetitions passed and one was inconclusive exits 3. The last line then counts cells
+and ends with " (N repetitions each, <k> flaky)"; summary.md, campaign.json and the
+dashboard show each cell's pass rate, pass^k, pass@k and its repetitions.
+
+--resume <campaign> continues a campaign that was interrupted or killed: it reads the
+selection, repetitions and seed from <results>/<campaign>/plan.json (written before
+the first attempt), keeps every stored result, and runs the cells (repetitions) that
+have none, including those killed mid-attempt (their evidence stays; the new attempt
+gets the next attempt number). --rerun-failed <campaign> runs the cells whose result
+does not count as passed again, as new attempts; the report then chooses the newest
+attempt of each cell and campaign.json lists both under "candidates". Neither takes
+selectors or --campaign; both refuse (exit 2) a campaign without plan.json or whose
+suites changed definition since it started.
 
 Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,
 writes what finished (the campaign is partial: the last line adds ", <n> not run
@@ -125,6 +154,9 @@ or the campaign report could not be written), 130 interrupted.`),
 	f.StringVar(&o.progress, "progress", "auto", "progress display: auto, tty, plain or none")
 	f.BoolVar(&o.canary, "canary", false, "inject fake secrets of every known shape as credentials (APF_CANARY_*) to prove leaks are caught")
 	f.BoolVar(&o.live, "live", false, "run agent CLI cells against their profile's live provider instead of the scripted model (needs the profile's credential)")
+	f.IntVar(&o.repeat, "repeat", 1, "run every selected cell N times, each repetition an independent attempt (pass rate, pass^k, pass@k, flaky in the report)")
+	f.StringVar(&o.resume, "resume", "", "continue the campaign `id` under --results: run its selected cells (and repetitions) that have no result, keep the rest")
+	f.StringVar(&o.rerunFailed, "rerun-failed", "", "run the cells of the campaign `id` under --results that did not pass again, as new attempts of the same campaign")
 	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
 	return cmd
 }
@@ -139,7 +171,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := campaign.Options{CampaignID: o.campaignID, MaxParallel: o.maxParallel, MaxAutomaticRetries: o.maxRetries}
+	opts := campaign.Options{CampaignID: o.campaignID, MaxParallel: o.maxParallel, MaxAutomaticRetries: o.maxRetries, Repeat: o.repeat}
 	if cmd.Flags().Changed("seed") {
 		seed := o.seed
 		opts.Seed = &seed
@@ -147,35 +179,30 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if cmd.Flags().Changed("max-parallel") && o.maxParallel == 0 {
 		return usageErrorf("--max-parallel must be a positive integer, not 0")
 	}
-	plan, err := campaign.NewPlan(c, trimSelector(o.sel), opts)
-	if err != nil {
-		var se *catalog.SelectionError
-		var oe *campaign.OptionsError
-		if errors.As(err, &se) || errors.As(err, &oe) {
-			return &UsageError{Err: err}
-		}
-		return fmt.Errorf("planning the campaign: %w", err)
-	}
-	// Before anything starts or is written: the agent CLIs the cells need.
-	binaries, err := a.ensureCLIs(cmd, plan.Cells, o)
-	if err != nil {
-		return err
+	if o.repeat < 1 || o.repeat > campaign.MaxRepeat {
+		return usageErrorf("--repeat must be between 1 and %d, not %d", campaign.MaxRepeat, o.repeat)
 	}
 	root, err := filepath.Abs(o.results)
 	if err != nil {
 		return usageErrorf("--results: %v", err)
 	}
-	unlock, err := lockResults(root, true) // held until the campaign's files are written
+	plan, binaries, unlock, err := a.planRun(cmd, c, root, o, opts)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	campaignDir := filepath.Join(root, plan.CampaignID)
-	if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
-		return usageErrorf("campaign directory %s already holds results; choose another --campaign or remove it", campaignDir)
-	}
-	if err := os.MkdirAll(campaignDir, 0o755); err != nil {
-		return usageErrorf("--results: %v", err)
+	if !plan.Resumed() {
+		if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
+			return usageErrorf("campaign directory %s already holds results; choose another --campaign, remove it, or continue it with --resume %s", campaignDir, plan.CampaignID)
+		}
+		if err := os.MkdirAll(campaignDir, 0o755); err != nil {
+			return usageErrorf("--results: %v", err)
+		}
+		// Before the first attempt, so that a killed campaign can be resumed.
+		if err := campaign.WritePlanRecord(root, plan); err != nil {
+			return withExit(ExitInternal, fmt.Errorf("%w; %s", err, bugNote))
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -215,13 +242,16 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	// The campaign's cells: the selection, or, when it did not finish, the cells that
 	// did. campaign.json is then partial by spec §7.4's own rule (a suite lacks cells),
 	// and `agentproof report` regenerates it unchanged from its expected list.
-	ids := make([]string, 0, len(plan.Cells))
-	for _, cr := range sum.Cells {
-		if !sum.Partial || cr.Status == campaign.CellFinished {
-			ids = append(ids, cr.Cell.ID)
+	ids := sum.Finished
+	if !sum.Partial {
+		ids = make([]string, 0, len(plan.Cells))
+		for _, cell := range plan.Cells {
+			ids = append(ids, cell.ID)
 		}
 	}
-	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets})
+	v := readVersion()
+	prov := &report.Provenance{Version: v.Version, Revision: v.Revision, Modified: v.Modified, Go: v.Go, OS: runtime.GOOS, Arch: runtime.GOARCH}
+	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
@@ -231,6 +261,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		for _, w := range g.Warnings {
 			fmt.Fprintf(a.stderr, "agentproof: %s\n", w)
 		}
+		appendStepSummary(a, g)
 	}
 	switch {
 	case interrupted:
@@ -239,6 +270,154 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		return withExit(ExitInternal, errors.New("the campaign's results are incomplete: agentproof could not write them (see above); "+bugNote))
 	}
 	return withExit(g.Campaign.ExitCode(), nil)
+}
+
+// probeSandbox probes the sandbox provider (for real: a trial sandbox, the cgroup
+// controllers, a tmpfs) when a selected cell runs in a sandbox environment, before
+// anything starts: a machine that cannot run it is a configuration error (exit 2)
+// naming every missing requirement, the cells' environments and what to do. opt
+// configures the provider probed (the zero value: bwrap from PATH, this executable).
+func probeSandbox(ctx context.Context, cells []*catalog.Cell, opt sandbox.Options) error {
+	var envs []string
+	for _, c := range cells {
+		if environment.ProviderName(c.Environment.Provider) == environment.ProviderSandbox && !slices.Contains(envs, c.Environment.ID) {
+			envs = append(envs, c.Environment.ID)
+		}
+	}
+	if len(envs) == 0 {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r := sandbox.New(opt).Probe(ctx)
+	if r.Available {
+		return nil
+	}
+	return usageErrorf("the selected cells of environment %s need the sandbox provider, which this machine cannot run: %s "+
+		"(install bubblewrap 0.8 or later — Debian/Ubuntu: apt-get install bubblewrap —, run as root with unprivileged user namespaces enabled, "+
+		"see `agentproof environments probe`; or deselect those environments)", strings.Join(envs, ", "), strings.Join(r.Missing(), "; "))
+}
+
+// planRun plans the campaign, checks what its cells need before anything starts or is
+// written (--live credentials, the agent CLIs: prepare) and takes the results root's
+// lock (held until the campaign's files are written; the caller calls unlock): a new
+// campaign from the selectors, or with --resume / --rerun-failed the rest of a stored
+// one (campaign.ResumePlan, read under the lock). Every planning problem is a
+// *UsageError.
+func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o runOptions, opts campaign.Options) (*campaign.Plan, map[string]attempt.PinnedCLI, func(), error) {
+	mode, id := campaign.ResumeMode(0), ""
+	switch {
+	case o.resume != "" && o.rerunFailed != "":
+		return nil, nil, nil, usageErrorf("--resume and --rerun-failed are exclusive")
+	case o.resume != "":
+		mode, id = campaign.Resume, o.resume
+	case o.rerunFailed != "":
+		mode, id = campaign.RerunFailed, o.rerunFailed
+	}
+	if mode == 0 {
+		plan, err := campaign.NewPlan(c, trimSelector(o.sel), opts)
+		if err != nil {
+			return nil, nil, nil, planError(err)
+		}
+		binaries, err := a.prepare(cmd, plan, o)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		unlock, err := lockResults(root, true)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return plan, binaries, unlock, nil
+	}
+	flag := map[campaign.ResumeMode]string{campaign.Resume: "--resume", campaign.RerunFailed: "--rerun-failed"}[mode]
+	if !trimSelector(o.sel).IsEmpty() || o.campaignID != "" {
+		return nil, nil, nil, usageErrorf("%s takes the selection and the campaign id of the stored campaign: give no selector and no --campaign", flag)
+	}
+	if cmd.Flags().Changed("repeat") {
+		opts.Repeat = o.repeat
+	} else {
+		opts.Repeat = 0
+	}
+	if !report.ValidCampaignID(id) {
+		return nil, nil, nil, usageErrorf("%s %q must be a letter or digit followed by at most 199 letters, digits, '.', '_' or '-'", flag, id)
+	}
+	if st, err := os.Stat(filepath.Join(root, id)); err != nil || !st.IsDir() {
+		return nil, nil, nil, usageErrorf("%s %s: no campaign directory %s", flag, id, filepath.Join(root, id))
+	}
+	unlock, err := lockResults(root, false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts.CampaignID = id
+	plan, err := campaign.ResumePlan(c, root, mode, opts)
+	if err != nil {
+		unlock()
+		return nil, nil, nil, planError(err)
+	}
+	binaries, err := a.prepare(cmd, plan, o)
+	if err != nil {
+		unlock()
+		return nil, nil, nil, err
+	}
+	fmt.Fprintf(a.stderr, "agentproof: %s %s: keeping %d stored result(s), running %d repetition(s) of %d cell(s)\n", flag, id, len(plan.Kept), len(plan.Units), len(plan.Cells))
+	return plan, binaries, unlock, nil
+}
+
+// prepare checks, before anything starts, what the cells to run need: with --live the
+// live providers' credentials (livePreflight), then the agent CLIs (installed when
+// missing: ensureCLIs). It returns the CLIs' binaries.
+func (a *app) prepare(cmd *cobra.Command, plan *campaign.Plan, o runOptions) (map[string]attempt.PinnedCLI, error) {
+	if o.live {
+		if err := livePreflight(plan.UnitCells(), os.LookupEnv); err != nil {
+			return nil, err
+		}
+	}
+	if err := probeSandbox(cmd.Context(), plan.UnitCells(), sandbox.Options{}); err != nil {
+		return nil, err
+	}
+	return a.ensureCLIs(cmd, plan.UnitCells(), o)
+}
+
+// livePreflight refuses a --live campaign whose cells need a live provider credential
+// that the environment lacks (unset or empty), before anything starts: a *UsageError
+// naming every missing variable with the cells that need it.
+func livePreflight(cells []*catalog.Cell, lookup func(string) (string, bool)) error {
+	need := map[string][]string{}
+	var names []string
+	for _, cell := range cells {
+		name := attempt.LiveCredential(cell)
+		if name == "" {
+			continue
+		}
+		if v, ok := lookup(name); ok && v != "" {
+			continue
+		}
+		if _, seen := need[name]; !seen {
+			names = append(names, name)
+		}
+		need[name] = append(need[name], cell.ID)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	var problems []string
+	for _, n := range names {
+		problems = append(problems, fmt.Sprintf("%s is not set, and %d --live cell(s) need it: %s", n, len(need[n]), strings.Join(need[n], ", ")))
+	}
+	return usageErrorf("--live: %s (set the variable, or run without --live against the scripted model)", strings.Join(problems, "; "))
+}
+
+// planError maps a planning error: selection, option and resume problems are usage
+// errors (exit 2); anything else is agentproof's own.
+func planError(err error) error {
+	var se *catalog.SelectionError
+	var oe *campaign.OptionsError
+	var re *campaign.ResumeError
+	if errors.As(err, &se) || errors.As(err, &oe) || errors.As(err, &re) {
+		return &UsageError{Err: err}
+	}
+	return fmt.Errorf("planning the campaign: %w", err)
 }
 
 // sweepStaleRoots removes the attempt temp roots (they hold key files) that a killed

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
 
 	"github.com/agentproof/agentproof/verdict"
@@ -243,7 +245,8 @@ func TestRunInterrupted(t *testing.T) {
 	tmp, res := t.TempDir(), t.TempDir()
 	// The built-in agents' cells (the agent CLI cells need the CLIs and an executable
 	// named agentproof for their MCP server: see run_clis.txtar).
-	cmd, stdout, stderr := startRun(t, tmp, "--group", "builtin", "--results", res, "--campaign", "int", "--max-parallel", "2", "--progress", "plain")
+	// The reference agent's 12 cells of them, so that the resume below stays short.
+	cmd, stdout, stderr := startRun(t, tmp, "--group", "builtin", "--profile", "reference", "--results", res, "--campaign", "int", "--max-parallel", "2", "--progress", "plain")
 	// Wait until one attempt finished and another is running.
 	mid := false
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && !mid; time.Sleep(20 * time.Millisecond) {
@@ -271,12 +274,65 @@ func TestRunInterrupted(t *testing.T) {
 	c := readCampaign(t, filepath.Join(res, "int", "campaign.json"))
 	// campaign.json holds the cells that finished, so its suites are incomplete and the
 	// campaign is partial (spec §7.4).
-	if !c.Partial || c.Executed == 0 || c.Executed >= 28 || c.Selected != c.Executed {
-		t.Errorf("campaign.json = %+v, want a partial campaign of the cells that finished (fewer than 28)", c)
+	if !c.Partial || c.Executed == 0 || c.Executed >= 12 || c.Selected != c.Executed {
+		t.Errorf("campaign.json = %+v, want a partial campaign of the cells that finished (fewer than 12)", c)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "Campaign int: ") {
 		t.Errorf("last line %q is not the campaign line", last)
+	}
+
+	// --resume continues it: the stored results are kept byte for byte, the attempt
+	// that was cancelled mid-way keeps its evidence and its cell runs again as attempt 2,
+	// the cells never started run, and the campaign ends complete.
+	kept, _ := filepath.Glob(filepath.Join(res, "int", "*", "*", "*", "*", "attempt-1", "result.json"))
+	before := map[string]string{}
+	for _, p := range kept {
+		b, _ := os.ReadFile(p)
+		before[p] = string(b)
+	}
+	var cancelled []string
+	dirs, _ := filepath.Glob(filepath.Join(res, "int", "*", "*", "*", "*", "attempt-1"))
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "result.json")); err != nil {
+			cancelled = append(cancelled, filepath.Dir(d))
+		}
+	}
+	if len(cancelled) == 0 {
+		t.Fatalf("no attempt was cancelled mid-way (every attempt-1 has a result.json)")
+	}
+	var rec campaign.PlanRecord
+	if b, err := os.ReadFile(filepath.Join(res, "int", campaign.PlanFile)); err != nil || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("plan.json: %v", err)
+	}
+	n := len(rec.Cells)
+	cmd, stdout, stderr = startRun(t, tmp, "--resume", "int", "--results", res, "--max-parallel", "2", "--progress", "plain")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("resume: %v; stdout %s; stderr %s", err, stdout, stderr)
+	}
+	lines = strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if last := lines[len(lines)-1]; last != fmt.Sprintf("Campaign int: %d/%d passed, 0 failed, 0 inconclusive", n, n) {
+		t.Errorf("resumed campaign line %q; stderr %s", last, stderr)
+	}
+	if want := fmt.Sprintf("keeping %d stored result(s), running %d repetition(s)", len(kept), n-len(kept)); !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q does not say %q", stderr, want)
+	}
+	for p, b := range before {
+		if now, _ := os.ReadFile(p); string(now) != b {
+			t.Errorf("resume rewrote the stored %s", p)
+		}
+	}
+	for _, d := range cancelled {
+		if _, err := os.Stat(filepath.Join(d, "attempt-1")); err != nil {
+			t.Errorf("the cancelled %s/attempt-1 is gone: %v", d, err)
+		}
+		if _, err := os.Stat(filepath.Join(d, "attempt-2", "result.json")); err != nil {
+			t.Errorf("the cancelled cell %s did not run again as attempt 2: %v", d, err)
+		}
+	}
+	c = readCampaign(t, filepath.Join(res, "int", "campaign.json"))
+	if c.Selected != n || c.Passed != n {
+		t.Errorf("resumed campaign.json = %+v, want %d/%d passed", c, n, n)
 	}
 }
 
@@ -316,5 +372,26 @@ func TestRunParallelCampaigns(t *testing.T) {
 		if c.Passed != 3 || c.Executed != 3 || c.Partial && c.Selected != 3 {
 			t.Errorf("campaign %d: %+v", i, c)
 		}
+	}
+}
+
+// TestLivePreflight: with --live, a cell whose live provider's credential is unset or
+// empty is refused before anything starts; cells without a live provider need nothing.
+func TestLivePreflight(t *testing.T) {
+	t.Parallel()
+	c, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := []*catalog.Cell{c.Cell("core-compatibility.codex.local.message-marker"), c.Cell("core-compatibility.reference.local.message-marker")}
+	for name, env := range map[string]map[string]string{"unset": {}, "empty": {"OPENAI_API_KEY": ""}} {
+		err := livePreflight(cells, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "OPENAI_API_KEY is not set, and 1 --live cell(s) need it: core-compatibility.codex.local.message-marker") {
+			t.Errorf("%s: %v, want a usage error naming OPENAI_API_KEY and the codex cell", name, err)
+		}
+	}
+	if err := livePreflight(cells, func(string) (string, bool) { return "sk-test", true }); err != nil {
+		t.Errorf("with the credential: %v", err)
 	}
 }

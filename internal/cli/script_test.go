@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +23,7 @@ import (
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/redact"
 )
 
@@ -42,6 +44,14 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog,
 			"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv},
 		Setup: func(env *testscript.Env) error {
+			// A short temporary directory: a sandbox lease's bridge sockets live under the
+			// attempt root, and a socket path holds at most 107 bytes ($WORK is deep).
+			tmp, err := os.MkdirTemp("", "apts-")
+			if err != nil {
+				return err
+			}
+			env.Defer(func() { _ = os.RemoveAll(tmp) })
+			env.Setenv("TMPDIR", tmp)
 			if dir := scriptAgentsDir(); dir != "" {
 				env.Setenv(EnvAgentsDir, dir)
 			}
@@ -53,10 +63,19 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
-			if cond != "clis" {
-				return false, fmt.Errorf("unknown condition %q", cond)
+			switch cond {
+			case "clis":
+				return scriptAgentsDir() != "", nil
+			case "sandbox":
+				// The sandbox provider's own probe (a trial sandbox, cgroups, tmpfs). CI
+				// installs bubblewrap and runs as root: there a missing sandbox fails.
+				r := sandbox.New(sandbox.Options{}).Probe(context.Background())
+				if !r.Available && os.Getenv("CI") == "true" {
+					return false, fmt.Errorf("the sandbox provider is unavailable in CI: %s", strings.Join(r.Missing(), "; "))
+				}
+				return r.Available, nil
 			}
-			return scriptAgentsDir() != "", nil
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 	})
 }

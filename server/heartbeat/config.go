@@ -36,8 +36,12 @@ func envValues(m map[string]json.RawMessage, where string) (map[string]api.EnvVa
 	return out, nil
 }
 
-// environmentConfig is what the runner reads from a local environment's config.
+// environmentConfig is what the runner reads from an environment's config: a local
+// environment's workspace and envVars; a sandbox environment's lease, the absolute path
+// of the lease.json the campaign's provision stage wrote (read at every launch, so a
+// retargeted bridge's new address is what the next launch listens on).
 type environmentConfig struct {
 	Workspace string                     `json:"workspace"`
 	EnvVars   map[string]json.RawMessage `json:"envVars"`
+	Lease     string                     `json:"lease"`
 }

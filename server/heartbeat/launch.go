@@ -22,6 +22,7 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -44,7 +45,7 @@ const maxPackageDepth = 6
 
 // coreVersionRE is the major.minor.patch of an npm package version (the platform
 // packages of an agent CLI tag their version with the platform: "0.171.0-linux-x64").
-var coreVersionRE = regexp.MustCompile(`^\d+\.\d+\.\d+`)
+var coreVersionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+\.\d+\.\d+`) })
 
 // versionProbeTimeout bounds `<binary> --version`; maxVersionOutput its output, bytes.
 const (
@@ -54,7 +55,7 @@ const (
 
 // versionRE finds a version number in a CLI's --version output ("codex-cli 0.171.0",
 // "1.18.33", "2.1.197 (Claude Code)").
-var versionRE = regexp.MustCompile(`\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?`) })
 
 // maxArgvToken bounds one kept argv token of the argv shape, in bytes.
 const maxArgvToken = 128
@@ -185,7 +186,7 @@ func packageVersion(path string) (version, source string, ok bool) {
 				Version string `json:"version"`
 			}
 			if json.Unmarshal(b, &pkg) == nil {
-				if v := coreVersionRE.FindString(pkg.Version); v != "" {
+				if v := coreVersionRE().FindString(pkg.Version); v != "" {
 					return v, fmt.Sprintf("package.json of %s: %s", pkg.Name, pkg.Version), true
 				}
 			}
@@ -222,7 +223,7 @@ func probe(path, probes string) (string, error) {
 		return "", fmt.Errorf("the version probe did not finish (%s)", agent.Summarize(o))
 	}
 	for _, out := range [][]byte{o.Output.Stdout(), o.Output.Stderr()} {
-		if v := versionRE.Find(out); v != nil {
+		if v := versionRE().Find(out); v != nil {
 			return string(v), nil
 		}
 	}
@@ -274,7 +275,7 @@ func providerOf(d driver.Name, dc *api.DriverConfig) string {
 
 // targetOf is the kind of execution target an environment is.
 func targetOf(e *controlplane.Environment) string {
-	if e.Kind == controlplane.LocalEnvironment {
+	if e.Kind == controlplane.LocalEnvironment || e.Kind == string(environment.ProviderSandbox) { // the sandbox runs on this machine
 		return "local"
 	}
 	return "remote"

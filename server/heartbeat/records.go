@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/evidence"
@@ -22,7 +23,7 @@ type Record = api.HeartbeatRun
 const RecordFile = "run.json"
 
 // safeName bounds every id used as a file name.
-var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_:@+=.-]{0,160}$`)
+var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_:@+=.-]{0,160}$`) })
 
 // records keeps run records and skipped wakes as files under dir:
 //
@@ -35,7 +36,7 @@ type records struct {
 }
 
 func (s records) runDir(runID string) (string, error) {
-	if !safeName.MatchString(runID) {
+	if !safeName().MatchString(runID) {
 		return "", fmt.Errorf("heartbeat: run id %q is not a safe file name", runID)
 	}
 	return filepath.Join(s.dir, "runs", runID), nil
@@ -63,7 +64,7 @@ func (s records) putEvidence(runID, name, mediaType string, body []byte) (api.Ev
 	if err != nil {
 		return api.EvidenceRef{}, err
 	}
-	if !safeName.MatchString(name) {
+	if !safeName().MatchString(name) {
 		return api.EvidenceRef{}, fmt.Errorf("heartbeat: evidence name %q is not a safe file name", name)
 	}
 	if err := os.MkdirAll(d, 0o700); err != nil {
@@ -116,7 +117,7 @@ type skippedWake struct {
 }
 
 func (s records) skip(w skippedWake) error {
-	if !safeName.MatchString(w.CompanyID) || !safeName.MatchString(w.WakeID) {
+	if !safeName().MatchString(w.CompanyID) || !safeName().MatchString(w.WakeID) {
 		return fmt.Errorf("heartbeat: wake %s of %s has an unsafe id", w.WakeID, w.CompanyID)
 	}
 	d := filepath.Join(s.dir, "skipped", w.CompanyID)

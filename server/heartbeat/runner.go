@@ -62,6 +62,9 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/providers"
+	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -438,8 +441,8 @@ func (r *Runner) pick(ctx context.Context, company string, c Company, st control
 			continue
 		}
 		env := environmentOf(st, cfg.EnvironmentID)
-		if env == nil || env.Kind != controlplane.LocalEnvironment {
-			continue // not a local agent: another runner's wake
+		if env == nil || !runnerEnvironment(env) {
+			continue // not a local or sandbox agent: another runner's wake
 		}
 		t := tasks[w.TaskID]
 		if t == nil {
@@ -487,12 +490,17 @@ func (r *Runner) skipWake(company, wakeID, reason string) {
 	r.skipped[company][wakeID] = reason
 }
 
-// launch is what execute prepared for the process.
+// launch is what execute prepared for the process: the driver, the agent's own spec
+// (agentSpec, what the launch facts describe) and the spec worker.Supervise runs
+// (spec: the same for a local agent; for a sandbox lease the provider's trampoline,
+// whose Settle gives back the agent's own outcome, in leased).
 type launch struct {
-	driver   agent.Driver
-	spec     worker.Spec
-	secrets  *redact.Set
-	stateDir string
+	driver    agent.Driver
+	agentSpec worker.Spec
+	spec      worker.Spec
+	leased    environment.Launched
+	secrets   *redact.Set
+	stateDir  string
 }
 
 // execute carries one wake through open, launch, supervision and completion.
@@ -531,7 +539,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	l, prepErr := r.prepare(ctx, j, rc, rec)
 	if prepErr != nil {
 		o := worker.Outcome{SpawnError: prepErr}
-		r.finish(j.c, rec, o, agent.Report{Summary: "not started: " + prepErr.Error(), RunStatus: controlplane.RunFailed}, nil)
+		r.finish(j.c, rec, o, agent.Report{Summary: "not started: " + prepErr.Error(), RunStatus: controlplane.RunFailed}, nil, nil)
 		lock.Unlock()
 		return
 	}
@@ -539,7 +547,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	r.remember(rec)
 	lock.Unlock() // Stop may now reserve its intent and cancel runCtx
 
-	facts, observed := r.launchFacts(j, l.spec, l.secrets)
+	facts, observed := r.launchFacts(j, l.agentSpec, l.secrets)
 	l.spec.AfterStart = func(pid int) {
 		facts.PID = pid
 		ticks, err := procStartTicks(pid)
@@ -565,6 +573,11 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	if err != nil {
 		o = worker.Outcome{SpawnError: err}
 	}
+	var settled *environment.Settled
+	if l.leased != nil {
+		st := l.leased.Settle(o) // the agent's own exit, the limits it hit
+		settled, o = &st, st.Outcome
+	}
 	observed() // the binary's digest and version (bounded), before taking the run's lock
 	lock.Lock()
 	defer lock.Unlock()
@@ -589,7 +602,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 			report.Summary += "; presentation record unreadable: " + err.Error()
 		}
 	}
-	r.finish(j.c, rec, o, report, l.secrets)
+	r.finish(j.c, rec, o, report, l.secrets, settled)
 }
 
 // prepare resolves the driver, workspace, state directory and secrets and builds the
@@ -612,9 +625,18 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	if err != nil {
 		return launch{}, err
 	}
+	var lease *environment.Lease
+	if j.env.Kind == string(environment.ProviderSandbox) {
+		if lease, err = environment.ReadLeaseFile(envCfg.Lease); err != nil {
+			return launch{}, fmt.Errorf("environment %s: %w", j.env.ID, err)
+		}
+	}
 	workspace := j.cfg.Cwd
 	if workspace == "" {
 		workspace = envCfg.Workspace
+	}
+	if workspace == "" && lease != nil {
+		workspace = lease.Workspace
 	}
 	if workspace == "" {
 		workspace = filepath.Join(r.cfg.Home, "workspaces", j.company)
@@ -627,6 +649,13 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	}
 	rec.Workspace = workspace
 	stateDir := filepath.Join(r.cfg.Home, "agents", j.company, j.actor.ID)
+	if lease != nil {
+		// Nothing of the server home is bound into a sandbox: the agent's state lives on
+		// the lease's disk, under its cap (docs/environments.md "Where a lease lives").
+		if stateDir, err = sandbox.DiskDir(lease, "agent-"+j.actor.ID); err != nil {
+			return launch{}, fmt.Errorf("creating the agent state directory on lease %s: %w", lease.ID, err)
+		}
+	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return launch{}, fmt.Errorf("creating the agent state directory: %w", err)
 	}
@@ -656,7 +685,7 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	}
 	builtin := j.cfg.Builtin
 	spec, err := d.Launch(rc, agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
-		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin})
+		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin, ServerHome: r.cfg.Home})
 	if err != nil {
 		return launch{}, err
 	}
@@ -667,13 +696,67 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 			spec.ExtraMarkers = []string{r.cfg.ProcessMarker}
 		}
 	}
-	return launch{driver: d, spec: spec, secrets: secrets, stateDir: stateDir}, nil
+	l := launch{driver: d, agentSpec: spec, spec: spec, secrets: secrets, stateDir: stateDir}
+	if lease != nil {
+		if l.leased, err = launchLeased(ctx, lease, j.cfg.Driver, spec, stateDir); err != nil {
+			return launch{}, err
+		}
+		l.spec = l.leased.Spec()
+	}
+	return l, nil
+}
+
+// runnerEnvironment reports whether the runner launches agents of control-plane
+// environment e: the instance's local environment, or a sandbox environment whose
+// config names the campaign's lease file.
+func runnerEnvironment(e *controlplane.Environment) bool {
+	return e.Kind == controlplane.LocalEnvironment || e.Kind == string(environment.ProviderSandbox)
+}
+
+// launchLeased prepares spec inside lease through its provider: the agent's state
+// directory (on the lease disk, given to the sandbox user after the driver wrote its
+// files there) as a writable bind and, for a real CLI, its install's node_modules
+// read-only (the install directory itself is closed to the sandbox user). Errors:
+// the provider is unknown, the state directory cannot be handed over, Launch refused
+// the request (naming why).
+func launchLeased(ctx context.Context, lease *environment.Lease, d driver.Name, spec worker.Spec, stateDir string) (environment.Launched, error) {
+	p, ok := providers.Get(lease.Provider)
+	if !ok {
+		return nil, fmt.Errorf("lease %s: no environment provider %q", lease.ID, lease.Provider)
+	}
+	if err := sandbox.Own(lease, stateDir); err != nil {
+		return nil, fmt.Errorf("lease %s: handing the agent state directory to the sandbox user: %w", lease.ID, err)
+	}
+	req := environment.LaunchRequest{Spec: spec, Binds: []environment.Bind{{Path: stateDir, Write: true}}}
+	if _, isCLI := d.CLI(); isCLI {
+		if nm, ok := nodeModules(spec.Path); ok {
+			req.ReadOnly = append(req.ReadOnly, nm)
+		}
+	}
+	x, err := p.Launch(ctx, lease, req)
+	if err != nil {
+		return nil, fmt.Errorf("lease %s: %w", lease.ID, err)
+	}
+	return x, nil
+}
+
+// nodeModules is the outermost node_modules directory on binary's path (a pinned CLI's
+// native binary ships in an npm package under <install>/node_modules), false when the
+// path has none.
+func nodeModules(binary string) (string, bool) {
+	const elem = string(filepath.Separator) + "node_modules"
+	i := strings.Index(binary+string(filepath.Separator), elem+string(filepath.Separator))
+	if i < 0 {
+		return "", false
+	}
+	return binary[:i+len(elem)], true
 }
 
 // finish completes the run when the agent left it running (first: that is what the
 // board observes), then stores the redacted evidence and the final record. The caller
-// holds the run's lock.
-func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.Report, secrets *redact.Set) {
+// holds the run's lock. settled is the environment provider's account of a leased
+// launch (nil for a local one): its limits, problems and facts join the termination.
+func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.Report, secrets *redact.Set, settled *environment.Settled) {
 	if secrets == nil {
 		secrets = redact.NewSet()
 	}
@@ -690,6 +773,13 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 		Signal: o.Signal, TimedOut: o.TimedOut, OutputExceeded: o.OutputExceeded, Aborted: o.Aborted,
 		SignalsSent: append([]string{}, o.SignalsSent...), DurationMs: o.Duration.Milliseconds(), OutputBytes: o.OutputBytes,
 		CollectorError: o.CollectorError, EventStreamComplete: report.EventStreamComplete, StoppedAfterResult: o.StoppedAfterResult}
+	if settled != nil {
+		rec.Termination.EnvironmentProblems = slices.Clone(settled.Problems)
+		rec.Termination.Environment = settled.Facts
+		for _, h := range settled.Limits {
+			rec.Termination.Limits = append(rec.Termination.Limits, api.LimitHit{Resource: string(h.Resource), Limit: h.Limit, Events: h.Events, Detail: h.Detail})
+		}
+	}
 	for _, e := range o.Escaped {
 		rec.Termination.EscapedProcesses = append(rec.Termination.EscapedProcesses,
 			api.EscapedProcess{PID: e.PID, Command: secrets.RedactText(e.Command), Killed: e.Killed})

@@ -1,0 +1,143 @@
+package attempt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/billing"
+	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// Endpoint names of an attempt's lease allowlist (docs/environments.md "Network: the
+// bridge"): the serve child's agent API and the scripted model.
+const (
+	endpointControlPlane = "cp"
+	endpointModel        = "model"
+)
+
+// leaseHold is the attempt's environment lease and what the campaign runs for it: a
+// sandbox cell's lease (created in provision, after the serve child and the scripted
+// model, so both addresses are known) and its bridge, which outlives a serve-child
+// restart (docs/environments.md "Where a lease lives"). nil for a local cell.
+type leaseHold struct {
+	provider environment.Provider
+	lease    *environment.Lease
+	bridge   *sandbox.Bridge
+}
+
+// needsLease reports whether env's cells run in a lease the campaign creates: the
+// sandbox provider's (a local environment is today's instance-managed one).
+func needsLease(env *catalog.Environment) bool {
+	return environment.ProviderName(env.Provider) == environment.ProviderSandbox
+}
+
+// reuseLease is env's config.reuseLease (catalog validation made it a boolean).
+func reuseLease(env *catalog.Environment) bool {
+	b, _ := env.Config["reuseLease"].(bool)
+	return b
+}
+
+// provisionLease creates the sandbox lease of the attempt under <root>/leases (outside
+// the server home), with the pinned shape of the catalog environment and the
+// allowlist {control plane, scripted model}, starts its bridge and makes the lease's
+// workspace (on the lease disk, owned by the sandbox user) the attempt's workspace.
+// Every failure is the harness's: a lease the spec refuses will not work in a fresh
+// attempt (permanent), anything else may (transient).
+func (x *LocalExecutor) provisionLease(ctx context.Context, a *attempt, p *Provisioned) (*leaseHold, *verdict.Fault) {
+	env := a.plan.Cell.Environment
+	root := filepath.Join(p.Root, "leases")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		return nil, verdict.HarnessFault(fmt.Errorf("lease root: %w", err), true)
+	}
+	cp := p.Instance.addr()
+	eps := []environment.Endpoint{{Name: endpointControlPlane, Kind: environment.EndpointControlPlane, Listen: cp, Dial: cp}}
+	if p.Model != nil {
+		m := strings.TrimPrefix(p.Model.running.URL, "http://")
+		eps = append(eps, environment.Endpoint{Name: endpointModel, Kind: environment.EndpointModel, Listen: m, Dial: m})
+	}
+	prov := sandbox.New(sandbox.Options{Executable: x.Executable})
+	l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: env.ID, ConfigurationKey: env.ConfigurationKey,
+		Shape: environment.ShapeOf(env.Resources), Reuse: reuseLease(env), Root: root, Endpoints: eps})
+	if err != nil {
+		var se *environment.SpecError
+		return nil, verdict.HarnessFault(fmt.Errorf("sandbox lease setup failed: %w", err), !errors.As(err, &se))
+	}
+	h := &leaseHold{provider: prov, lease: l}
+	if h.bridge, err = sandbox.StartBridge(l); err != nil {
+		rep := prov.Cleanup(context.Background(), l)
+		if !rep.Confirmed {
+			a.log.note("%s", rep.Reason())
+		}
+		return nil, verdict.HarnessFault(fmt.Errorf("sandbox bridge: %w", err), true)
+	}
+	a.log.note("lease %s set up (%s, shape %+v, reuse %t), bridge to %s", l.ID, l.Provider, l.Shape, l.Reuse, cp)
+	p.Workspace = l.Workspace
+	return h, nil
+}
+
+// retarget points the lease's control-plane endpoint at a restarted serve child's
+// address (the lease file follows, so the next launch listens on the new port).
+func (h *leaseHold) retarget(addr string) error {
+	if h == nil {
+		return nil
+	}
+	return h.bridge.Retarget(endpointControlPlane, addr)
+}
+
+// environmentConfig is the control-plane environment's config for the lease: the
+// path of its lease.json, which the serve child's heartbeat runner reads at every
+// launch.
+func (h *leaseHold) environmentConfig() json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"lease": h.lease.LeaseFile()})
+	return b
+}
+
+// release closes the bridge and destroys the lease (environment.Provider.Cleanup),
+// after observation and the workspace's leak scan; it returns the lease's record
+// (launches: how many runs the heartbeat records show launched into it) and the
+// cleanup problem when destruction was not confirmed (the report's Reason()).
+func (h *leaseHold) release(ctx context.Context, runs []api.HeartbeatRun) (environment.LeaseRecord, string) {
+	var problems []string
+	if h.bridge != nil {
+		if err := h.bridge.Close(); err != nil {
+			problems = append(problems, "closing the lease's bridge: "+err.Error())
+		}
+	}
+	rep := h.provider.Cleanup(ctx, h.lease)
+	if !rep.Confirmed {
+		problems = append(problems, rep.Reason())
+	}
+	launches := 0
+	for _, r := range runs {
+		if t := r.Termination; t != nil && t.Environment["lease"] == h.lease.ID {
+			launches++
+		}
+	}
+	return environment.NewLeaseRecord(h.lease, launches, &rep), strings.Join(problems, "; ")
+}
+
+// leaseRuntime is the runtime usage of a leased attempt (billing.Runtime through
+// environment.Runtime): the runs' process windows and the lease records; a sandbox has
+// no rate table, so it is unpriced (lease time and shape kept), never free.
+func leaseRuntime(provider environment.ProviderName, records []environment.LeaseRecord, runs []api.HeartbeatRun) *billing.RuntimeUsage {
+	var windows []billing.RunWindow
+	for _, r := range runs {
+		s, okS := parseRFC3339(r.ProcessStartedAt)
+		e, okE := parseRFC3339(r.ProcessEndedAt)
+		if okS && okE {
+			windows = append(windows, billing.RunWindow{StartedAt: s, FinishedAt: e})
+		}
+	}
+	rt := environment.Runtime(provider, records, windows, time.Now())
+	return &rt
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentproof/agentproof/report"
+)
+
+func newCompareCmd(a *app) *cobra.Command {
+	var results string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "compare <before> <after>",
+		Short: "Compare two campaigns cell by cell: regressions, fixes, still failing, new and removed",
+		Long: `Compare two campaigns cell by cell, from their campaign.json (written by 'agentproof
+run' and 'agentproof report'). Each of <before> and <after> is a campaign directory or
+a campaign id under --results.
+
+Every cell of either campaign gets one change, by how it counts (calibration cells:
+whether they met their expectation):
+
+  regressed           passed before, failed after
+  fixed               did not pass before (failed or inconclusive), passed after
+  still failing       did not pass before, failed after
+  inconclusive        inconclusive after (incomplete evidence is no regression)
+  definition changed  its suite's definition hash differs: a boundary, not compared
+  new, removed        only in <after>, only in <before>
+  still passing       passed in both (only counted)
+
+The text output lists each change with its cells, the failure class and reason of
+the later result, the suites whose definition changed, and the counts. --json prints
+the comparison document (schema agentproof.compare/v1) instead.
+
+Exit codes: 0 nothing regressed, 1 a cell regressed, 2 an argument that names no
+campaign (or a campaign.json that is not one), 70 internal error.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("%s takes two campaigns, <before> and <after>, got %d argument(s) (see '%s --help')", cmd.CommandPath(), len(args), cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			before, err := openCampaign(results, args[0])
+			if err != nil {
+				return err
+			}
+			after, err := openCampaign(results, args[1])
+			if err != nil {
+				return err
+			}
+			c := report.Compare(before, after)
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(c); err != nil {
+					return err
+				}
+			} else if _, err := a.stdout.Write(c.Text()); err != nil {
+				return err
+			}
+			return withExit(c.ExitCode(), nil)
+		},
+	}
+	cmd.Flags().StringVar(&results, "results", "agentproof-results", "results root `directory` in which campaign ids are looked up")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON (schema agentproof.compare/v1)")
+	return cmd
+}
+
+// openCampaign reads the campaign.json of arg: a directory holding one, else a
+// campaign id under results. Anything else is a *UsageError naming arg.
+func openCampaign(results, arg string) (*report.Campaign, error) {
+	paths := []string{filepath.Join(arg, report.CampaignFile)}
+	if report.ValidCampaignID(arg) {
+		paths = append(paths, filepath.Join(results, arg, report.CampaignFile))
+	}
+	for _, p := range paths {
+		c, err := report.ReadCampaign(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, &UsageError{Err: err}
+		}
+		return c, nil
+	}
+	if st, err := os.Stat(arg); err == nil && st.IsDir() {
+		return nil, usageErrorf("%s has no %s (run 'agentproof report --results %s' to write it)", arg, report.CampaignFile, filepath.Dir(arg))
+	}
+	return nil, usageErrorf("%q is neither a campaign directory nor a campaign id with a %s under --results %s", arg, report.CampaignFile, results)
+}

@@ -1,0 +1,247 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// Change is how one cell changed from a baseline campaign (A) to a later one (B)
+// (`agentproof compare A B`), by the cells' outcomes (Outcome: the one counted rule).
+type Change string
+
+// The changes, in the order Compare reports them.
+const (
+	// Regressed: the cell passed in A and failed in B. The only change that makes
+	// compare exit 1.
+	Regressed Change = "regressed"
+	// Fixed: the cell did not pass in A (failed or inconclusive) and passed in B.
+	Fixed Change = "fixed"
+	// StillFailing: the cell did not pass in A and failed in B.
+	StillFailing Change = "still_failing"
+	// NowInconclusive: the cell is inconclusive in B (its evidence is incomplete, so
+	// it is no regression, whatever A said).
+	NowInconclusive Change = "inconclusive"
+	// DefinitionChanged: the cell's suite has another definition hash in B than in A:
+	// a boundary, not comparable, never a regression.
+	DefinitionChanged Change = "definition_changed"
+	// New: the cell is only in B.
+	New Change = "new"
+	// Removed: the cell is only in A.
+	Removed Change = "removed"
+	// StillPassing: the cell passed in both.
+	StillPassing Change = "still_passing"
+)
+
+// Changes lists every Change in report order.
+var Changes = []Change{Regressed, Fixed, StillFailing, NowInconclusive, DefinitionChanged, New, Removed, StillPassing}
+
+// CellChange is one cell of a Comparison: its execution id, its change, its outcome in
+// A and in B ("" when absent), B's (else A's) failure class and reason, and, for a
+// definition change, both suite hashes.
+type CellChange struct {
+	ExecutionID  string               `json:"executionId"`
+	Change       Change               `json:"change"`
+	Before       verdict.Verdict      `json:"before,omitempty"`
+	After        verdict.Verdict      `json:"after,omitempty"`
+	FailureClass verdict.FailureClass `json:"failureClass,omitempty"`
+	Reason       string               `json:"reason,omitempty"`
+	HashBefore   string               `json:"hashBefore,omitempty"`
+	HashAfter    string               `json:"hashAfter,omitempty"`
+}
+
+// SuiteChange is a suite present in both campaigns whose definition hash differs.
+type SuiteChange struct {
+	SuiteID    string `json:"suiteId"`
+	HashBefore string `json:"hashBefore"`
+	HashAfter  string `json:"hashAfter"`
+}
+
+// Comparison is `agentproof compare A B --json` (schema agentproof.compare/v1): the two
+// campaign ids, every cell of either with its change (sorted by change in Changes
+// order, then by execution id), the suites whose definition changed, and the number
+// of cells per change (every Change present, zeros included); HasRegression is set
+// when a cell regressed.
+type Comparison struct {
+	Schema        string         `json:"schema"`
+	Before        string         `json:"before"`
+	After         string         `json:"after"`
+	Counts        map[Change]int `json:"counts"`
+	Suites        []SuiteChange  `json:"suites"`
+	Cells         []CellChange   `json:"cells"`
+	HasRegression bool           `json:"regressed"`
+}
+
+// CompareSchema tags a Comparison.
+const CompareSchema = "agentproof.compare/v1"
+
+// ReadCampaign reads and checks a campaign.json (its schema tag). Errors: unreadable
+// or not a campaign document, naming the path.
+func ReadCampaign(path string) (*Campaign, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Campaign
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: not a campaign document: %w", path, err)
+	}
+	if c.Schema != CampaignSchema {
+		return nil, fmt.Errorf("%s: schema %q, want %q", path, c.Schema, CampaignSchema)
+	}
+	return &c, nil
+}
+
+// Compare compares campaign a (the baseline) with b cell by cell (see Change). A
+// cell's suite hash is its result's SuiteDefinitionHash.
+func Compare(a, b *Campaign) *Comparison {
+	cmpn := &Comparison{Schema: CompareSchema, Before: a.CampaignID, After: b.CampaignID, Counts: map[Change]int{}, Suites: []SuiteChange{}, Cells: []CellChange{}}
+	before := map[string]*Result{}
+	for i := range a.Results {
+		before[a.Results[i].ExecutionID] = &a.Results[i]
+	}
+	after := map[string]*Result{}
+	for i := range b.Results {
+		after[b.Results[i].ExecutionID] = &b.Results[i]
+	}
+	suites := map[string]SuiteChange{}
+	for id, ra := range before {
+		rb := after[id]
+		cc := CellChange{ExecutionID: id, Before: Outcome(ra)}
+		if rb == nil {
+			cc.Change = Removed
+			cmpn.add(cc)
+			continue
+		}
+		cc.After = Outcome(rb)
+		cc.FailureClass, cc.Reason = rb.FailureClass, reasonOf(rb)
+		switch {
+		case ra.SuiteDefinitionHash != rb.SuiteDefinitionHash:
+			cc.Change, cc.HashBefore, cc.HashAfter = DefinitionChanged, ra.SuiteDefinitionHash, rb.SuiteDefinitionHash
+			suites[rb.SuiteID] = SuiteChange{SuiteID: rb.SuiteID, HashBefore: ra.SuiteDefinitionHash, HashAfter: rb.SuiteDefinitionHash}
+		case cc.After == verdict.Inconclusive:
+			cc.Change = NowInconclusive
+		case cc.After == verdict.Passed && cc.Before == verdict.Passed:
+			cc.Change = StillPassing
+		case cc.After == verdict.Passed:
+			cc.Change = Fixed
+		case cc.Before == verdict.Passed:
+			cc.Change = Regressed
+		default:
+			cc.Change = StillFailing
+		}
+		cmpn.add(cc)
+	}
+	for id, rb := range after {
+		if before[id] == nil {
+			cmpn.add(CellChange{ExecutionID: id, Change: New, After: Outcome(rb), FailureClass: rb.FailureClass, Reason: reasonOf(rb)})
+		}
+	}
+	for _, s := range suites {
+		cmpn.Suites = append(cmpn.Suites, s)
+	}
+	slices.SortFunc(cmpn.Suites, func(x, y SuiteChange) int { return strings.Compare(x.SuiteID, y.SuiteID) })
+	slices.SortFunc(cmpn.Cells, func(x, y CellChange) int {
+		if d := slices.Index(Changes, x.Change) - slices.Index(Changes, y.Change); d != 0 {
+			return d
+		}
+		return strings.Compare(x.ExecutionID, y.ExecutionID)
+	})
+	for _, ch := range Changes {
+		cmpn.Counts[ch] += 0
+	}
+	cmpn.HasRegression = cmpn.Counts[Regressed] > 0
+	return cmpn
+}
+
+func (c *Comparison) add(cc CellChange) {
+	c.Cells = append(c.Cells, cc)
+	c.Counts[cc.Change]++
+}
+
+// ExitCode is compare's exit code: ExitFailed when a cell regressed, else ExitPassed.
+func (c *Comparison) ExitCode() verdict.ExitCode {
+	if c.HasRegression {
+		return verdict.ExitFailed
+	}
+	return verdict.ExitPassed
+}
+
+// Words is the change for humans ("still failing").
+func (ch Change) Words() string {
+	switch ch {
+	case StillFailing:
+		return "still failing"
+	case NowInconclusive:
+		return "inconclusive"
+	case DefinitionChanged:
+		return "definition changed (not compared)"
+	case StillPassing:
+		return "still passing"
+	}
+	return string(ch)
+}
+
+// Text renders the comparison for a terminal: a headline, one section per change
+// that has cells (still passing ones only counted), each cell with its outcomes and
+// B's reason on one line (control characters escaped, at most 300 bytes), the suites
+// whose definition changed, and a last line with every count.
+func (c *Comparison) Text() []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Comparing %s (before) with %s (after)\n", Clean(c.Before, true), Clean(c.After, true))
+	for _, ch := range Changes {
+		if ch == StillPassing || c.Counts[ch] == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s (%d):\n", ch.Words(), c.Counts[ch])
+		for _, cc := range c.Cells {
+			if cc.Change != ch {
+				continue
+			}
+			fmt.Fprintf(&b, "  %s: %s → %s", Clean(cc.ExecutionID, true), orNone(cc.Before), orNone(cc.After))
+			if cc.Change == DefinitionChanged {
+				fmt.Fprintf(&b, " (suite hash %s → %s)", clip(cc.HashBefore, 24), clip(cc.HashAfter, 24))
+			} else if cc.After != verdict.Passed && cc.After != "" {
+				if cc.FailureClass != "" {
+					fmt.Fprintf(&b, " [%s]", cc.FailureClass)
+				}
+				if cc.Reason != "" {
+					fmt.Fprintf(&b, " %s", clip(Clean(cc.Reason, true), 300))
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(c.Suites) > 0 {
+		b.WriteString("\nsuite definitions changed (a boundary: their cells are not compared):\n")
+		for _, s := range c.Suites {
+			fmt.Fprintf(&b, "  %s: %s → %s\n", Clean(s.SuiteID, true), Clean(s.HashBefore, true), Clean(s.HashAfter, true))
+		}
+	}
+	var parts []string
+	for _, ch := range Changes {
+		parts = append(parts, fmt.Sprintf("%d %s", c.Counts[ch], strings.TrimSuffix(ch.Words(), " (not compared)")))
+	}
+	fmt.Fprintf(&b, "\n%s\n", strings.Join(parts, ", "))
+	return []byte(b.String())
+}
+
+// reasonOf is r's error, or for a calibration cell that counts otherwise than its
+// verdict without one, "observed <verdict>, expected <expected>".
+func reasonOf(r *Result) string {
+	if r.Error == "" && r.ExpectedVerdict != "" && r.Verdict != r.ExpectedVerdict {
+		return fmt.Sprintf("observed %s, expected %s", r.Verdict, r.ExpectedVerdict)
+	}
+	return r.Error
+}
+
+func orNone(v verdict.Verdict) string {
+	if v == "" {
+		return "absent"
+	}
+	return string(v)
+}

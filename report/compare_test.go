@@ -1,0 +1,68 @@
+package report
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// TestCompare: every change between two campaigns, rendered as text and JSON (goldens
+// testdata/golden/compare.txt and compare.json; go test ./report -update rewrites them).
+func TestCompare(t *testing.T) {
+	t.Parallel()
+	res := func(id, hash string, v verdict.Verdict, expected verdict.Verdict, reason string) Result {
+		s, p, e, c, _ := ParseExecutionID(id)
+		r := Result{ExecutionID: id, SuiteID: s, ProfileID: p, EnvironmentID: e, CaseID: c, SuiteDefinitionHash: hash, Verdict: v, ExpectedVerdict: expected, Cleanup: CleanupPassed, Attempt: 1}
+		if v != verdict.Passed {
+			r.FailureClass, r.Error = verdict.CandidateFailure, reason
+			if v == verdict.Inconclusive {
+				r.FailureClass = verdict.TransientInfrastructure
+			}
+		}
+		return r
+	}
+	a := &Campaign{Schema: CampaignSchema, CampaignID: "before", Results: []Result{
+		res("s.p.local.regress", "h1", verdict.Passed, "", ""),
+		res("s.p.local.fix", "h1", verdict.Failed, "", "no marker"),
+		res("s.p.local.still", "h1", verdict.Failed, "", "no marker"),
+		res("s.p.local.flat", "h1", verdict.Passed, "", ""),
+		res("s.p.local.unsure", "h1", verdict.Passed, "", ""),
+		res("s.nop.local.calibration", "h1", verdict.Failed, verdict.Failed, "expected"),
+		res("t.p.local.redefined", "t1", verdict.Passed, "", ""),
+		res("s.p.local.gone", "h1", verdict.Passed, "", ""),
+	}}
+	b := &Campaign{Schema: CampaignSchema, CampaignID: "after", Results: []Result{
+		res("s.p.local.regress", "h1", verdict.Failed, "", "message_exact: observed \"nothing\"\nsecond line"),
+		res("s.p.local.fix", "h1", verdict.Passed, "", ""),
+		res("s.p.local.still", "h1", verdict.Failed, "", "no marker"),
+		res("s.p.local.flat", "h1", verdict.Passed, "", ""),
+		res("s.p.local.unsure", "h1", verdict.Inconclusive, "", "the server did not start"),
+		// A calibration cell that stopped failing as expected: it regressed.
+		res("s.nop.local.calibration", "h1", verdict.Passed, verdict.Failed, ""),
+		res("t.p.local.redefined", "t2", verdict.Failed, "", "other definition"),
+		res("s.p.local.added", "h1", verdict.Passed, "", ""),
+	}}
+	c := Compare(a, b)
+	want := map[Change]int{Regressed: 2, Fixed: 1, StillFailing: 1, NowInconclusive: 1, DefinitionChanged: 1, New: 1, Removed: 1, StillPassing: 1}
+	for ch, n := range want {
+		if c.Counts[ch] != n {
+			t.Errorf("%s: %d cells, want %d", ch, c.Counts[ch], n)
+		}
+	}
+	if c.ExitCode() != verdict.ExitFailed || !c.HasRegression {
+		t.Errorf("exit %d, want %d", c.ExitCode(), verdict.ExitFailed)
+	}
+	if len(c.Suites) != 1 || c.Suites[0].SuiteID != "t" {
+		t.Errorf("suites %+v, want t's definition change", c.Suites)
+	}
+	golden(t, "compare.txt", c.Text())
+	js, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.json", append(js, '\n'))
+	if c := Compare(b, b); c.ExitCode() != verdict.ExitPassed || c.Counts[StillPassing] != 3 || c.Counts[StillFailing] != 4 {
+		t.Errorf("a campaign against itself: %+v", c.Counts)
+	}
+}
