@@ -7,8 +7,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"time"
 	"sync"
+	"time"
 
 	"github.com/agentproof/agentproof/catalog"
 	"go.yaml.in/yaml/v3"
