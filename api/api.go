@@ -58,9 +58,13 @@ type CreateCompanyRequest struct {
 	State       json.RawMessage `json:"state,omitempty"`
 }
 
-// Company identifies a company of the instance.
+// Company identifies a company of the instance. LocalEnvironmentID is the id of the
+// local environment a board company is created with, in the answer of its creation
+// only ("" otherwise: a company restored from a state, the company list), so that a
+// caller need not read the state to find it.
 type Company struct {
-	ID string `json:"id"`
+	ID                 string `json:"id"`
+	LocalEnvironmentID string `json:"localEnvironmentId,omitempty"`
 }
 
 // CompanyList lists the instance's companies in creation order.

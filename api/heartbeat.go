@@ -202,3 +202,16 @@ const (
 type HeartbeatRunList struct {
 	Runs []HeartbeatRun `json:"runs"`
 }
+
+// Changes is the answer of the board route GET /api/changes?after=N&waitMs=M: Seq is
+// the instance's change sequence number, which grows by at least one with every board
+// or agent write and every heartbeat run record update (in any company). It is a hint
+// to look again, never a state: a caller reads Seq first (after=0, waitMs=0), then
+// reads the state, then waits with after=Seq; the wait ends as soon as something
+// changed after its look, or after waitMs (at most MaxChangesWaitMs) when nothing did.
+type Changes struct {
+	Seq uint64 `json:"seq"`
+}
+
+// MaxChangesWaitMs bounds the waitMs of GET /api/changes, in milliseconds.
+const MaxChangesWaitMs = 5000

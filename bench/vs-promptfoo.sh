@@ -4,6 +4,9 @@
 #
 #   bench/vs-promptfoo.sh [N] [ROUNDS]      # default N=100 cells, ROUNDS=2
 #   PROMPTFOO_INSTALL=1 bench/vs-promptfoo.sh 100   # install promptfoo first (npm)
+#   AGENTPROOF_BASELINE=/path/to/agentproof bench/vs-promptfoo.sh 100
+#       # adds another agentproof build (for example main's) to the same rotation,
+#       # labelled "baseline", so that a before/after comes from one run
 #
 # promptfoo lives in $PROMPTFOO_DIR (default ~/.cache/agentproof/bench/promptfoo-0.121.20);
 # with PROMPTFOO_INSTALL=1 the script installs promptfoo@0.121.20 there with npm, else
@@ -113,19 +116,24 @@ promptfoo() { # COUNT
   grep -q "$1 passed" "$work/pf-$1.out" || grep -q "Successes: $1\|$1 passed\|Passed: $1" "$work/pf-$1.out" ||
     { echo "promptfoo did not pass $1 tests:"; tail -n 20 "$work/pf-$1.out"; exit 1; }
 }
-agentproof() { # COUNT CAMPAIGN
-  local sel=(--suite bench)
+agentproof() { # COUNT CAMPAIGN [TOOL BINARY]
+  local sel=(--suite bench) tool=${3:-ap} bin=${4:-$work/agentproof}
   [[ $1 == 1 ]] && sel=(--id "bench.fixture-pass.local.bench-exit-$first")
-  timed "ap-$1" env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" "$work/agentproof" run --catalog "$work/catalog" \
-    --results "$work/results" --progress none --campaign "$2" --max-parallel 4 "${sel[@]}"
-  grep -q "$1/$1 passed" "$work/ap-$1.out" || { echo "agentproof did not pass $1 cells:"; tail -n 5 "$work/ap-$1.out"; exit 1; }
+  timed "$tool-$1" env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" "$bin" run --catalog "$work/catalog" \
+    --results "$work/results" --progress none --campaign "$tool-$2" --max-parallel 4 "${sel[@]}"
+  grep -q "$1/$1 passed" "$work/$tool-$1.out" || { echo "$tool did not pass $1 cells:"; tail -n 5 "$work/$tool-$1.out"; exit 1; }
 }
+BASE=${AGENTPROOF_BASELINE:-}
+tools=(pf ap)
+[[ -n $BASE ]] && tools=(pf base ap)
 
 echo "machine: $(nproc) cores, $(uptime)"
 for r in $(seq 1 "$ROUNDS"); do
   promptfoo 1
+  [[ -n $BASE ]] && agentproof 1 "r$r-1" base "$BASE"
   agentproof 1 "r$r-1"
   promptfoo "$N"
+  [[ -n $BASE ]] && agentproof "$N" "r$r-$N" base "$BASE"
   agentproof "$N" "r$r-$N"
 done
 echo "machine after: $(uptime)"
@@ -133,9 +141,9 @@ echo "machine after: $(uptime)"
 # med TOOL COUNT FIELD: median over rounds of field (2 wall, 3 cpu, 4 rss) of TOOL-COUNT.
 med() { awk -v l="$1-$2" -v f="$3" '$1 == l { print $f }' "$work/times" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 printf "%-11s %9s %9s %14s %13s %10s\n" tool "T(1) ms" "T($N) ms" "wall ms/case" "CPU ms/case" "peak KiB"
-for t in pf ap; do
+for t in "${tools[@]}"; do
   t1=$(med "$t" 1 2) tn=$(med "$t" "$N" 2) c1=$(med "$t" 1 3) cn=$(med "$t" "$N" 3) rss=$(med "$t" "$N" 4)
-  name=promptfoo; [[ $t == ap ]] && name=agentproof
+  name=promptfoo; [[ $t == ap ]] && name=agentproof; [[ $t == base ]] && name=baseline
   awk -v n="$N" -v name="$name" -v t1="$t1" -v tn="$tn" -v c1="$c1" -v cn="$cn" -v rss="$rss" \
     'BEGIN { printf "%-11s %9d %9d %14.2f %13.2f %10d\n", name, t1, tn, (tn - t1) / (n - 1), (cn - c1) / (n - 1), rss }'
   eval "${t}_t1=$t1 ${t}_tn=$tn ${t}_c1=$c1 ${t}_cn=$cn"
@@ -143,5 +151,10 @@ done
 awk -v n="$N" -v a1="$ap_t1" -v an="$ap_tn" -v p1="$pf_t1" -v pn="$pf_tn" -v ac1="$ap_c1" -v acn="$ap_cn" -v pc1="$pf_c1" -v pcn="$pf_cn" 'BEGIN {
   printf "ratio agentproof/promptfoo: T(1) %.2f, T(%d) %.2f, marginal wall per case %.2f, marginal CPU per case %.2f\n",
     a1 / p1, n, an / pn, (an - a1) / (pn - p1), (acn - ac1) / (pcn - pc1) }'
+if [[ -n $BASE ]]; then
+  awk -v n="$N" -v a1="$base_t1" -v an="$base_tn" -v p1="$pf_t1" -v pn="$pf_tn" -v ac1="$base_c1" -v acn="$base_cn" -v pc1="$pf_c1" -v pcn="$pf_cn" 'BEGIN {
+    printf "ratio baseline/promptfoo: T(1) %.2f, T(%d) %.2f, marginal wall per case %.2f, marginal CPU per case %.2f\n",
+      a1 / p1, n, an / pn, (an - a1) / (pn - p1), (acn - ac1) / (pcn - pc1) }'
+fi
 echo "raw (label wall_ms cpu_ms peak_rss_kib):"
 cat "$work/times"

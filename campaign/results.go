@@ -30,6 +30,16 @@ func (r *AttemptResult) Counts() bool {
 	return !r.Outcome.Interrupted || r.Outcome.Judgement.Verdict == verdict.Failed
 }
 
+// release drops what only the attempt's result.json needed (its evidence writer and
+// secret set, its facts, the rendered case), once that file was written: a campaign
+// then keeps a few hundred bytes per finished attempt (its plan's identity, judgement,
+// counted verdict, times) instead of everything it observed, so that its memory does
+// not grow with its evidence.
+func (r *AttemptResult) release() {
+	r.Outcome.Evidence, r.Outcome.Secrets, r.Outcome.Facts = nil, nil, nil
+	r.Plan.Case = nil
+}
+
 // CellStatus says how far a cell got.
 type CellStatus string
 

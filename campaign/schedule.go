@@ -248,6 +248,11 @@ func (r *run) record(ctx context.Context, i, n int, res AttemptResult) bool {
 		r.counts.Retries++
 		r.emitLocked(Event{Kind: EventRetrying, Cell: cell, Repetition: u.Repetition, Attempt: n + 1, Result: &res})
 	}
+	if r.s.ResultsRoot != "" {
+		// Its result.json (when it counts) and its evidence are written: keep only
+		// what the summary counts.
+		c.Attempts[len(c.Attempts)-1].release()
+	}
 	return retry
 }
 

@@ -121,7 +121,9 @@ func (c *Client) CreateCompany(ctx context.Context, name, issuePrefix string) (*
 	if err := c.do(ctx, "POST", "/api/companies", api.CreateCompanyRequest{Name: name, IssuePrefix: issuePrefix}, &out); err != nil {
 		return nil, err
 	}
-	return c.Company(out.ID), nil
+	co := c.Company(out.ID)
+	co.localEnv = out.LocalEnvironmentID
+	return co, nil
 }
 
 // CreateFixtureCompany creates a company whose state machine starts from seed (built
@@ -163,10 +165,16 @@ func (c *Client) Company(id string) *Company {
 
 // Company is one company over HTTP; it implements controlplane.Port.
 type Company struct {
-	c      *Client
-	id     string
-	prefix string
+	c        *Client
+	id       string
+	prefix   string
+	localEnv string // the local environment's id, when CreateCompany was told it
 }
+
+// LocalEnvironmentID is the id of the local environment the server created the
+// company with, as the creation answered it ("" for a company not created by this
+// client's CreateCompany, or by a server that does not say).
+func (co *Company) LocalEnvironmentID() string { return co.localEnv }
 
 var _ controlplane.Port = (*Company)(nil)
 

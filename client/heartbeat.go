@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
@@ -79,4 +81,15 @@ func DialAgent(_ context.Context, apiURL, token string) (controlplane.Port, erro
 		return nil, fmt.Errorf("client: agent API URL %q does not name one company", apiURL)
 	}
 	return New(apiURL[:i], token, nil).Company(id), nil
+}
+
+// WaitChanges is the change long-poll (GET /api/changes, api.Changes): it returns the
+// instance's change sequence number once it is above after, or when wait (at most
+// api.MaxChangesWaitMs ms; rounded down to ms) passed. WaitChanges(ctx, 0, 0) reads
+// the number without waiting.
+func (co *Company) WaitChanges(ctx context.Context, after uint64, wait time.Duration) (uint64, error) {
+	ms := min(wait.Milliseconds(), api.MaxChangesWaitMs)
+	var out api.Changes
+	err := co.c.do(ctx, "GET", "/api/changes?after="+strconv.FormatUint(after, 10)+"&waitMs="+strconv.FormatInt(max(ms, 0), 10), nil, &out)
+	return out.Seq, err
 }

@@ -106,6 +106,8 @@ func (s *Server) table() []route {
 			h: boardOp(controlplane.BoardResolveFileConflict, func() any { return &api.ResolveFileConflictRequest{} })},
 		{method: "GET", pattern: "/api/companies/{company}/wakes", board: true, response: api.WakeList{}, status: 200, summary: "list scheduled wakes (query dueBy)", h: s.listWakes},
 		{method: "GET", pattern: "/api/companies/{company}/decisions", board: true, response: api.DecisionList{}, status: 200, summary: "list decision records", h: s.decisions},
+		{method: "GET", pattern: "/api/changes", board: true, response: api.Changes{}, status: 200,
+			summary: "the instance's change sequence number; with after and waitMs (at most " + strconv.Itoa(api.MaxChangesWaitMs) + ") it answers once the number is above after or the wait passed (long-poll)", h: s.changes},
 		{method: "GET", pattern: "/api/companies/{company}/state", board: true, response: json.RawMessage{}, status: 200, summary: "the serialized state (canonical JSON)", h: s.state},
 		{method: "GET", pattern: "/api/companies/{company}/snapshot", board: true, response: json.RawMessage{}, status: 200, summary: "the state as a JSON object", h: s.snapshot},
 		{method: "POST", pattern: "/api/companies/{company}/runs", board: true, request: controlplane.OpenInput{}, response: controlplane.RunContext{}, status: 201, summary: "open (check out) a run; returns its context", h: s.openRun},
@@ -155,11 +157,14 @@ func (m *serveMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.
 
 // handleOpenAPI serves GET /openapi.json: the document of routes, which must be every
 // route mux serves besides the document itself and the catch-all.
+// The document is built on its first request, not when the server starts: most
+// instances (an attempt's) are never asked for it, and building it is a large part
+// of a start.
 func handleOpenAPI(mux *serveMux, routes []route) {
-	doc := openAPI(routes)
+	doc := sync.OnceValue(func() []byte { return openAPI(routes) })
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(doc)
+		w.Write(doc())
 	})
 }
 
@@ -236,6 +241,9 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		out, err := rt.h(r.Context(), r, p)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.feed.bump() // what it changed is in memory now: wake the change waits
+		}
 		if err != nil {
 			writeError(w, err)
 			return
@@ -389,11 +397,12 @@ func (s *Server) createCompany(ctx context.Context, r *http.Request, _ principal
 		return nil, err
 	}
 	c := s.inst.Company(id)
-	if _, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateEnvironment,
-		Input: json.RawMessage(`{"kind":"local","name":"local"}`)}); err != nil {
+	env, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardCreateEnvironment,
+		Input: json.RawMessage(`{"kind":"local","name":"local"}`)})
+	if err != nil {
 		return nil, fmt.Errorf("server: creating the local environment: %w", err)
 	}
-	return api.Company{ID: id}, nil
+	return api.Company{ID: id, LocalEnvironmentID: env.ID}, nil
 }
 
 func (s *Server) listCompanies(context.Context, *http.Request, principal) (any, error) {

@@ -25,6 +25,8 @@ type RunnerOptions struct {
 	PollInterval  time.Duration
 	// ProcessMarker is heartbeat.Config's: an extra marker every agent process carries.
 	ProcessMarker string
+	// KnownDigests is heartbeat.Config's: executable digests the caller observed.
+	KnownDigests []api.KnownDigest
 }
 
 // HeartbeatDir is the directory of heartbeat run records inside the instance home.
@@ -62,7 +64,7 @@ func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*S
 	}
 	url := "http://" + ln.Addr().String()
 	rn, err := heartbeat.New(runnerHost{s: s, url: url}, heartbeat.Config{Dir: filepath.Join(home, HeartbeatDir), Home: home,
-		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker})
+		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker, KnownDigests: ro.KnownDigests, OnChange: s.NoteChange})
 	if err != nil {
 		ln.Close()
 		s.Close()

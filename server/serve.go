@@ -44,6 +44,7 @@ func Start(ctx context.Context, opts Options, addr string) (*Running, error) {
 // Shutdown stops accepting connections, waits for in-flight requests (until ctx is
 // done), then commits and closes the store. It returns the first error.
 func (r *Running) Shutdown(ctx context.Context) error {
+	r.feed.close() // a waiting GET /api/changes answers now instead of holding the drain
 	err := r.hs.Shutdown(ctx)
 	if serr := <-r.done; err == nil {
 		err = serr

@@ -56,8 +56,13 @@ import (
 // and ReadBodyTimeout bound reading a request's headers and its body (0 means
 // DefaultReadHeaderTimeout and DefaultReadBodyTimeout).
 type Options struct {
-	Home              string
-	Postgres          string
+	Home     string
+	Postgres string
+	// Template, when set, is a pre-migrated SQLite template (store.Template) copied
+	// into place as the database of a home that has none yet, instead of migrating a
+	// new file; a template of another schema or whose bytes do not match its digest is
+	// not used (the new file is migrated as without one).
+	Template          *store.Template
 	ReadHeaderTimeout time.Duration
 	ReadBodyTimeout   time.Duration
 }
@@ -73,7 +78,16 @@ type Server struct {
 	handler    http.Handler
 	// headerTimeout and bodyTimeout bound reading a request's headers and body.
 	headerTimeout, bodyTimeout time.Duration
+	// feed is the change sequence of GET /api/changes.
+	feed *changeFeed
+	// templateErr is why Options.Template was not copied into place (nil: copied, or
+	// none was given or needed).
+	templateErr error
 }
+
+// TemplateProblem reports why Options.Template was not used for a new database (the
+// database was then migrated), or nil.
+func (s *Server) TemplateProblem() error { return s.templateErr }
 
 // File names in the instance home.
 const (
@@ -131,10 +145,18 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %s must hold 32 bytes, has %d", MasterKeyFile, len(master))
 	}
 	var inst *store.Instance
+	var templateErr error
 	if opts.Postgres != "" {
 		inst, err = store.OpenPostgres(ctx, opts.Postgres)
 	} else {
 		db := filepath.Join(opts.Home, DatabaseFile)
+		if opts.Template != nil {
+			if _, err := os.Lstat(db); errors.Is(err, fs.ErrNotExist) {
+				// A failed copy leaves no file: the new one is migrated below. The home
+				// lock keeps any other server away meanwhile.
+				templateErr = store.CopySQLiteTemplate(*opts.Template, db)
+			}
+		}
 		// the database holds sealed secrets and the journal: 0600 (SQLite gives its
 		// -wal and -shm files the database file's mode)
 		if f, cerr := os.OpenFile(db, os.O_RDWR|os.O_CREATE, 0o600); cerr != nil {
@@ -149,7 +171,7 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	}
 	ok = true
 	s := &Server{lock: lock, inst: inst, boardToken: strings.TrimSpace(string(token)), master: master, tokenKey: api.RunTokenKey(master),
-		headerTimeout: cmp.Or(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout), bodyTimeout: cmp.Or(opts.ReadBodyTimeout, DefaultReadBodyTimeout)}
+		headerTimeout: cmp.Or(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout), bodyTimeout: cmp.Or(opts.ReadBodyTimeout, DefaultReadBodyTimeout), feed: newChangeFeed(), templateErr: templateErr}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -204,8 +226,10 @@ func (s *Server) BoardToken() string { return s.boardToken }
 // Store returns the underlying store instance.
 func (s *Server) Store() *store.Instance { return s.inst }
 
-// Close commits queued writes and closes the store.
+// Close commits queued writes and closes the store (ending every GET /api/changes
+// wait first).
 func (s *Server) Close() error {
+	s.feed.close()
 	err := s.inst.Close()
 	s.lock.Close()
 	return err

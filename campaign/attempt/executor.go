@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/controlplane/store"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // LocalExecutor is the real campaign.Executor (docs/ARCHITECTURE.md "Stages"): every
@@ -50,6 +55,104 @@ type LocalExecutor struct {
 	// Live runs CLI cells against their profile's live provider (driverConfig live, its
 	// credential stored as a secret) instead of a scripted model per attempt.
 	Live bool
+
+	// shared is what every attempt's serve child is given, made in the background
+	// once (serveFlags); sharedOnce starts making it, sharedDone is closed when it
+	// is made.
+	sharedOnce  sync.Once
+	sharedDone  chan struct{}
+	sharedCalls atomic.Int64
+	digest      atomic.Pointer[string] // --known-digest's value
+	template    atomic.Pointer[string] // --template-db's value
+	sharedRoot  string                 // where the template lives (removed by Close)
+	sharedLock  *worker.RootClaim
+}
+
+// sharedWait bounds how long an attempt waits for the shared serve flags.
+const sharedWait = 5 * time.Second
+
+// serveFlags returns the serve flags every attempt's serve child gets, made once in
+// the background on the first call, which does not wait for them (its child gets
+// none and does that work itself); later calls wait for them (at most sharedWait,
+// then they get those made so far):
+//
+//   - --known-digest with the SHA-256 of Executable (the fixture and built-in agents'
+//     binary), hashed once per campaign instead of once per serve child (50 ms of
+//     CPU for a 40 MB binary). When the binary cannot be hashed, each child hashes
+//     it itself and records why it could not.
+//   - --template-db with a pre-migrated SQLite template (store.WriteSQLiteTemplate)
+//     in a claimed root of its own below TempDir (swept like an attempt root when
+//     this process is killed; removed by Close), which each child copies into its
+//     new home, checked against the template's schema and digest, instead of
+//     migrating a new database. When it cannot be made, each child migrates.
+func (x *LocalExecutor) serveFlags() []string {
+	x.sharedOnce.Do(func() {
+		x.sharedDone = make(chan struct{})
+		if x.Executable == "" {
+			close(x.sharedDone)
+			return
+		}
+		root, err := os.MkdirTemp(x.TempDir, worker.AttemptRootPrefix+"shared-")
+		if err == nil {
+			if x.sharedLock, err = worker.ClaimAttemptRoot(root); err != nil {
+				_ = os.RemoveAll(root)
+			} else {
+				x.sharedRoot = root
+			}
+		}
+		var wg sync.WaitGroup
+		if x.sharedRoot != "" {
+			wg.Go(func() {
+				if t, err := store.WriteSQLiteTemplate(context.Background(), x.sharedRoot); err == nil {
+					v := t.String()
+					x.template.Store(&v)
+				}
+			})
+		}
+		wg.Go(func() {
+			if d, err := api.HashExecutable(x.Executable); err == nil {
+				v := d.String()
+				x.digest.Store(&v)
+			}
+		})
+		go func() { wg.Wait(); close(x.sharedDone) }()
+	})
+	if x.sharedCalls.Add(1) > 1 {
+		// Every attempt but the first waits for them (bounded): with several attempts
+		// at once, children that each hashed the binary would cost more than the
+		// wait. The first does not, so that a one-cell campaign waits for nothing.
+		t := time.NewTimer(sharedWait)
+		select {
+		case <-x.sharedDone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	var flags []string
+	if d := x.digest.Load(); d != nil {
+		flags = append(flags, "--known-digest", *d)
+	}
+	if t := x.template.Load(); t != nil {
+		flags = append(flags, "--template-db", *t)
+	}
+	return flags
+}
+
+// Close removes what the attempts shared (the template's root) once it is made.
+// Call it after the last attempt ended. Error: the root could not be removed.
+func (x *LocalExecutor) Close() error {
+	x.sharedOnce.Do(func() {}) // nothing was started: nothing to remove
+	if x.sharedDone != nil {
+		<-x.sharedDone
+	}
+	if x.sharedRoot == "" {
+		return nil
+	}
+	err := os.RemoveAll(x.sharedRoot)
+	if rerr := x.sharedLock.Release(); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // PinnedCLI is the pinned install of an agent CLI: the absolute path of its native

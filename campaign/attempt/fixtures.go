@@ -220,7 +220,11 @@ func companyFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 			if err := co.Start(ctx); err != nil {
 				return fixture.Record{}, flows.BoardFault("starting the company", err)
 			}
-			return fixture.Record{IDs: map[string]string{"company": co.ID()}, Metadata: map[string]string{"issuePrefix": "APF"}}, nil
+			rec := fixture.Record{IDs: map[string]string{"company": co.ID()}, Metadata: map[string]string{"issuePrefix": "APF"}}
+			if l, ok := co.(interface{ LocalEnvironmentID() string }); ok && l.LocalEnvironmentID() != "" {
+				rec.IDs["localEnvironment"] = l.LocalEnvironmentID() // as the creation answered
+			}
+			return rec, nil
 		},
 		Teardown: func(ctx context.Context, rec fixture.Record, _ fixture.Resolved) error {
 			err := b.Company(rec.IDs["company"]).Stop(ctx)
@@ -273,6 +277,10 @@ func environmentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 			}
 			if env.Driver != "local" {
 				return fixture.Record{}, verdict.HarnessFault(fmt.Errorf("environment driver %q has no lease provider in this executor (local and sandbox only)", env.Driver), false)
+			}
+			if id := res["company"].IDs["localEnvironment"]; id != "" {
+				// The company's creation named its local environment: no state read.
+				return fixture.Record{IDs: map[string]string{"environment": id}, Metadata: map[string]string{"kind": controlplane.LocalEnvironment, "catalogEnvironment": env.ID}}, nil
 			}
 			st, err := b.Company(res["company"].IDs["company"]).Snapshot(ctx)
 			if err != nil {

@@ -14,20 +14,21 @@ import (
 type instance struct {
 	exe, home, root string
 	marker          string      // the attempt's process marker every agent process carries
+	flags           []string    // further serve flags (serveFlags), the same for every child
 	child           *serveChild // nil after a restart whose new child did not start
 	url, token      string      // the last child's, kept when it is gone
 	// earlier holds the stderr logs of children a restart stopped, oldest first.
 	earlier [][]byte
 }
 
-// startInstance starts the first serve child with the attempt's process marker
-// (startServe's errors).
-func startInstance(ctx context.Context, exe, home, root, marker string) (*instance, error) {
-	child, err := startServe(ctx, exe, home, root, marker)
+// startInstance starts the first serve child with the attempt's process marker and
+// further serve flags (startServe's errors).
+func startInstance(ctx context.Context, exe, home, root, marker string, flags []string) (*instance, error) {
+	child, err := startServe(ctx, exe, home, root, marker, flags)
 	if err != nil {
 		return nil, err
 	}
-	return &instance{exe: exe, home: home, root: root, marker: marker, child: child, url: child.URL(), token: child.token}, nil
+	return &instance{exe: exe, home: home, root: root, marker: marker, flags: flags, child: child, url: child.URL(), token: child.token}, nil
 }
 
 // board returns a board client of the running child (of the last one when none runs:
@@ -49,7 +50,7 @@ func (in *instance) restart(ctx context.Context) (killed bool, err error) {
 		return killed, fmt.Errorf("stopping: %w", err)
 	}
 	in.earlier = append(in.earlier, in.child.stderr.Bytes())
-	child, err := startServe(ctx, in.exe, in.home, in.root, in.marker)
+	child, err := startServe(ctx, in.exe, in.home, in.root, in.marker, in.flags)
 	if err != nil {
 		in.child = nil
 		return killed, err

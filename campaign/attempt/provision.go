@@ -93,7 +93,7 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 // startServices starts the serve child (adding the instance's own secrets to the set)
 // and the scripted model of an offline CLI cell.
 func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provisioned) *verdict.Fault {
-	in, err := startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker)
+	in, err := startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, x.serveFlags())
 	if err != nil {
 		return verdict.HarnessFault(err, true)
 	}

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -252,11 +253,16 @@ func TestFlows(t *testing.T) {
 		// (it must survive the flow)
 		impostor bool
 		timeout  time.Duration
-		problem  string // a substring of a problem, "" for none
-		fault    verdict.Origin
-		err      string // a substring of Err, "" for none
+		// poll is the session's poll period (0: 5 ms); an hour proves that the flow
+		// was woken by the board's change feed (ChangeWaiter), never by its poll
+		poll    time.Duration
+		problem string // a substring of a problem, "" for none
+		fault   verdict.Origin
+		err     string // a substring of Err, "" for none
 	}{
 		{name: "single turn", cell: "grader-calibration.reference.local.message-marker", agent: "reference"},
+		{name: "single turn, woken by the change feed only", cell: "grader-calibration.reference.local.message-marker", agent: "reference", poll: time.Hour},
+		{name: "warm three turns, woken by the change feed only", cell: "grader-calibration.reference.local.warm-three-turn", agent: "reference", poll: time.Hour},
 		{name: "single turn, the agent does nothing", cell: "grader-calibration.reference.local.message-marker", agent: "nop"},
 		{name: "process exit", cell: "calibration.fixture-pass.local.process-exit", agent: "nop"},
 		{name: "question resume", cell: "grader-calibration.reference.local.structured-question-resume", agent: "reference"},
@@ -323,7 +329,7 @@ func TestFlows(t *testing.T) {
 				victim, ticks = sleeper(t)
 				b = impostor{b, victim.Process.Pid, ticks}
 			}
-			s := &Session{Board: b, TaskID: w.task, Case: cell.Case, Rendered: rc, Workspace: w.workspace, TurnTimeout: tt.timeout, Poll: 5 * time.Millisecond, Log: t.Logf}
+			s := &Session{Board: b, TaskID: w.task, Case: cell.Case, Rendered: rc, Workspace: w.workspace, TurnTimeout: tt.timeout, Poll: cmp.Or(tt.poll, 5*time.Millisecond), Log: t.Logf}
 			if tt.restart {
 				s.ServerURL, s.BoardAt = w.url, w.boardAt
 				s.Restart = func(ctx context.Context) (Board, error) {

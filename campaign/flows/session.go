@@ -33,7 +33,8 @@ type Board interface {
 
 // Session is what a flow plays with: the board, the task the fixtures created, the
 // case as declared and as rendered for the attempt, the workspace (for checks of the
-// warm flow), the per-turn deadline (0 for none), how often to look (default 25 ms),
+// warm flow), the per-turn deadline (0 for none), how often to look when the board
+// has no change feed or it failed (default 25 ms; see ChangeWaiter),
 // how to restart the server (nil when the harness cannot; it returns the board of the
 // new server), the running server's base URL and a board of the same company whose
 // requests go to another base URL (both nil when the harness cannot: the lost-

@@ -10,8 +10,89 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// defaultPoll is how often a flow looks at the board while it waits.
+// defaultPoll is how often a flow looks at the board while it waits when the board
+// has no change feed (ChangeWaiter) or the feed fails.
 const defaultPoll = 25 * time.Millisecond
+
+// changeWait bounds one wait on the board's change feed: without a change, the flow
+// still looks at least this often (a change the feed did not announce is seen late,
+// never missed).
+const changeWait = 500 * time.Millisecond
+
+// minLookGap is the least time between two looks when the feed announces changes
+// back to back (an agent writing events continuously), so that a busy agent does not
+// make the flow look hundreds of times a second.
+const minLookGap = 10 * time.Millisecond
+
+// ChangeWaiter is the board's change feed (GET /api/changes, api.Changes), which a
+// Board may implement (*client.Company does): WaitChanges returns the change sequence
+// number once it is above after or when wait passed.
+type ChangeWaiter interface {
+	WaitChanges(ctx context.Context, after uint64, wait time.Duration) (uint64, error)
+}
+
+// pacer decides when a waiting flow looks again: as soon as the board announces a
+// change after the last look (long-poll on its change feed, at most changeWait), or
+// every poll period when the board has no feed or the feed failed.
+type pacer struct {
+	feed     ChangeWaiter // nil: poll
+	seq      uint64       // the sequence number read before the last look
+	poll     time.Duration
+	lastLook time.Time
+}
+
+// newPacer reads the feed's sequence number before the first look (so that a change
+// between that look and the first wait ends the wait at once).
+func newPacer(ctx context.Context, s *Session) *pacer {
+	p := &pacer{poll: s.Poll}
+	if p.poll <= 0 {
+		p.poll = defaultPoll
+	}
+	if w, ok := s.Board.(ChangeWaiter); ok {
+		if seq, err := w.WaitChanges(ctx, 0, 0); err == nil {
+			p.feed, p.seq = w, seq
+		}
+	}
+	p.lastLook = time.Now()
+	return p
+}
+
+// wait returns when the flow should look again, or the context's error.
+func (p *pacer) wait(ctx context.Context) error {
+	if p.feed != nil {
+		if gap := minLookGap - time.Since(p.lastLook); gap > 0 {
+			if err := sleep(ctx, gap); err != nil {
+				return err
+			}
+		}
+		seq, err := p.feed.WaitChanges(ctx, p.seq, changeWait)
+		if err == nil {
+			p.seq = seq // below the last one: a restarted server; look at once
+			p.lastLook = time.Now()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The feed failed (a dead server): fall through to one poll period, so that
+		// the look that follows reports the failure and BoardPatience applies.
+	}
+	err := sleep(ctx, p.poll)
+	p.lastLook = time.Now()
+	return err
+}
+
+// sleep waits d or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // BoardPatience is how long a flow keeps looking at a board that fails every look
 // before it blames the harness (a server that died is not a slow agent).
@@ -26,7 +107,8 @@ type view struct {
 	records []api.HeartbeatRun
 }
 
-// look reads the state and the heartbeat records.
+// look reads the state, then the heartbeat records (in that order: a run the state
+// shows terminal whose process still runs has a record still launching).
 func look(ctx context.Context, s *Session) (*view, error) {
 	st, err := s.Board.Snapshot(ctx)
 	if err != nil {
@@ -36,6 +118,36 @@ func look(ctx context.Context, s *Session) (*view, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the heartbeat runs: %w", err)
 	}
+	return viewOf(s, st, recs), nil
+}
+
+// lookSettle is look for a flow waiting for a run to settle: the heartbeat records
+// alone first, and while one of them is still opening or launching, nothing more (no
+// run can be settled until then; the records also say why a wake was refused).
+// Otherwise it is look.
+func lookSettle(ctx context.Context, s *Session) (*view, error) {
+	recs, err := s.Board.HeartbeatRuns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the heartbeat runs: %w", err)
+	}
+	if busy(recs) {
+		return &view{records: recs}, nil
+	}
+	return look(ctx, s)
+}
+
+// busy reports whether a record's process is being opened or launched (or runs).
+func busy(recs []api.HeartbeatRun) bool {
+	for _, r := range recs {
+		if r.State == api.RunOpening || r.State == api.RunLaunching {
+			return true
+		}
+	}
+	return false
+}
+
+// viewOf is the view of the session's task in state st with records recs.
+func viewOf(s *Session, st controlplane.State, recs []api.HeartbeatRun) *view {
 	v := &view{st: st, records: recs}
 	for _, t := range st.Tasks {
 		if t.ID == s.TaskID {
@@ -47,7 +159,7 @@ func look(ctx context.Context, s *Session) (*view, error) {
 			v.runs = append(v.runs, r)
 		}
 	}
-	return v, nil
+	return v
 }
 
 // settled reports whether run n (1-based) exists, is terminal and every heartbeat
@@ -56,12 +168,7 @@ func (v *view) settled(n int) bool {
 	if len(v.runs) < n || v.runs[n-1].Status == controlplane.RunRunning {
 		return false
 	}
-	for _, r := range v.records {
-		if r.State == api.RunOpening || r.State == api.RunLaunching {
-			return false
-		}
-	}
-	return true
+	return !busy(v.records)
 }
 
 // refused returns the reason of a wake the runner could not open, or "".
@@ -95,15 +202,10 @@ func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
 		ctx, cancel = context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: n, Limit: s.TurnTimeout})
 		defer cancel()
 	}
-	poll := s.Poll
-	if poll <= 0 {
-		poll = defaultPoll
-	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
+	pace := newPacer(ctx, s)
 	var failingSince time.Time
 	for {
-		v, err := look(ctx, s)
+		v, err := lookSettle(ctx, s)
 		switch {
 		case err == nil:
 			failingSince = time.Time{}
@@ -119,10 +221,8 @@ func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
 		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
 			return nil, BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
 		}
-		select {
-		case <-ctx.Done():
+		if pace.wait(ctx) != nil {
 			return nil, waitError(ctx)
-		case <-t.C:
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -85,5 +86,41 @@ func TestViewSettled(t *testing.T) {
 	refused := view{records: []api.HeartbeatRun{{RunID: "r9", State: api.RunNotOpened, Reason: "checkout refused"}}}
 	if got := refused.refused(); !strings.Contains(got, "r9") || !strings.Contains(got, "checkout refused") {
 		t.Errorf("refused() = %q", got)
+	}
+}
+
+// countingBoard answers fixed heartbeat records and counts state reads.
+type countingBoard struct {
+	Board
+	records   []api.HeartbeatRun
+	snapshots int
+}
+
+func (b *countingBoard) Snapshot(context.Context) (controlplane.State, error) {
+	b.snapshots++
+	return controlplane.State{}, nil
+}
+
+func (b *countingBoard) HeartbeatRuns(context.Context) ([]api.HeartbeatRun, error) {
+	return b.records, nil
+}
+
+// TestLookSettle: while a heartbeat record is opening or launching, a settle look
+// reads the records alone (no run can be settled yet); otherwise it reads the state
+// too, before the records again (look's order).
+func TestLookSettle(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		state     api.HeartbeatState
+		snapshots int
+	}{{api.RunOpening, 0}, {api.RunLaunching, 0}, {api.RunFinished, 1}, {api.RunNotOpened, 1}} {
+		b := &countingBoard{records: []api.HeartbeatRun{{State: tt.state}}}
+		v, err := lookSettle(context.Background(), &Session{Board: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.snapshots != tt.snapshots || v.settled(1) {
+			t.Errorf("%s: %d state reads, settled %v; want %d, false", tt.state, b.snapshots, v.settled(1), tt.snapshots)
+		}
 	}
 }

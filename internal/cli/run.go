@@ -216,6 +216,11 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	defer stop()
 
 	exec := &attempt.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIs: binaries, Live: o.live}
+	defer func() {
+		if err := exec.Close(); err != nil {
+			fmt.Fprintf(a.stderr, "agentproof: removing the attempts' shared files: %v\n", err)
+		}
+	}()
 	// The campaign files are guarded with every credential value the cells load and,
 	// with --canary, the canaries (each attempt guards its own files with its own set).
 	secrets := redact.NewSet()

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane/store"
 	"github.com/agentproof/agentproof/server"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -30,6 +31,8 @@ const drainTimeout = 10 * time.Second
 
 func newServeCmd(a *app) *cobra.Command {
 	var home, addr, postgres, marker string
+	var knownDigests []string
+	var template string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a control-plane instance (HTTP API) over an instance home",
@@ -55,6 +58,16 @@ found by that marker, killed and listed in the run's termination record.
 agent process, so that the caller can sweep them after this server is gone. The
 server is a child subreaper: orphaned descendants are re-parented to it and reaped.
 
+--known-digest DEV:INO:SIZE:MTIME_NS:CTIME_NS:SHA256 (repeatable) gives the SHA-256
+of an executable file version the caller hashed: a launch of that file version (the
+same device, inode, size and times by fstat of the opened file) records it as the
+binary's digest instead of hashing the file again; any other file is hashed.
+
+--template-db SCHEMA:SHA256:PATH names a pre-migrated SQLite template database: a
+home without a database gets a copy of it instead of a newly migrated file, used only
+when the schema is this build's and the copy's bytes hash to SHA256 (else the new
+file is migrated and stderr says why).
+
 When ready, prints one JSON line {"addr": "HOST:PORT", "pid": N} on stdout.
 SIGTERM or SIGINT stops running agents, drains in-flight requests, commits and
 exits 0.`),
@@ -66,15 +79,34 @@ exits 0.`),
 			if marker != "" && !worker.ValidMarker(marker) {
 				return usageErrorf("--process-marker %q must be 8 to 64 characters of [a-z0-9-]", marker)
 			}
+			known := make([]api.KnownDigest, 0, len(knownDigests))
+			for _, kd := range knownDigests {
+				k, err := api.ParseKnownDigest(kd)
+				if err != nil {
+					return usageErrorf("--known-digest: %v", err)
+				}
+				known = append(known, k)
+			}
+			var tmpl *store.Template
+			if template != "" {
+				t, err := store.ParseTemplate(template)
+				if err != nil {
+					return usageErrorf("--template-db: %v", err)
+				}
+				tmpl = &t
+			}
 			if postgres != "" {
 				dropLibpqEnvironment()
 			}
 			becomeSubreaper(a)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres}, addr, server.RunnerOptions{ProcessMarker: marker})
+			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres, Template: tmpl}, addr, server.RunnerOptions{ProcessMarker: marker, KnownDigests: known})
 			if err != nil {
 				return usageErrorf("%v", err)
+			}
+			if err := run.TemplateProblem(); err != nil {
+				fmt.Fprintf(a.stderr, "agentproof serve: the template database was not used: %v\n", err)
 			}
 			line, _ := json.Marshal(api.Ready{Addr: run.Addr, PID: os.Getpid()})
 			if _, err := a.stdout.Write(append(line, '\n')); err != nil {
@@ -91,6 +123,8 @@ exits 0.`),
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
 	cmd.Flags().StringVar(&postgres, "postgres", "", "PostgreSQL URL (postgres://…) instead of the home's SQLite file")
 	cmd.Flags().StringVar(&marker, "process-marker", "", "an extra marker every agent process carries in AGENTPROOF_PROCESS_MARKER (8-64 of [a-z0-9-])")
+	cmd.Flags().StringVar(&template, "template-db", "", "a pre-migrated SQLite template for a new home's database: SCHEMA:SHA256:PATH")
+	cmd.Flags().StringArrayVar(&knownDigests, "known-digest", nil, "the SHA-256 of an executable file version the caller hashed: DEV:INO:SIZE:MTIME_NS:CTIME_NS:SHA256 (repeatable)")
 	return cmd
 }
 

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
@@ -114,7 +113,7 @@ func (r *Runner) launchFacts(j job, spec worker.Spec, secrets *redact.Set) (*api
 	} else {
 		go func() {
 			defer fh.Close()
-			done <- r.bins.observe(fh, exe, isCLI, filepath.Join(r.cfg.Dir, "probes"))
+			done <- r.bins.observe(fh, exe, isCLI, filepath.Join(r.cfg.Dir, "probes"), r.cfg.KnownDigests)
 		}()
 	}
 	return f, func() {
@@ -125,13 +124,22 @@ func (r *Runner) launchFacts(j job, spec worker.Spec, secrets *redact.Set) (*api
 }
 
 // observe returns the facts of the executable opened as fh from path (cached per file
-// version); a version probe runs in a fresh directory below probes.
-func (b *binaries) observe(fh *os.File, path string, probeVersion bool, probes string) binaryFacts {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(fh.Fd()), &st); err != nil {
+// version); a version probe runs in a fresh directory below probes. The digest of a
+// file version in known (Config.KnownDigests) is taken from there when no version
+// probe is needed.
+func (b *binaries) observe(fh *os.File, path string, probeVersion bool, probes string, known []api.KnownDigest) binaryFacts {
+	v, err := api.FileVersion(fh)
+	if err != nil {
 		return binaryFacts{problems: []string{"the binary could not be examined: " + err.Error()}}
 	}
-	key := binaryKey{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	if !probeVersion {
+		for _, k := range known {
+			if k.SHA256 != "" && k.Dev == v.Dev && k.Ino == v.Ino && k.Size == v.Size && k.MtimeNs == v.MtimeNs && k.CtimeNs == v.CtimeNs {
+				return binaryFacts{sha256: k.SHA256}
+			}
+		}
+	}
+	key := binaryKey{dev: v.Dev, ino: v.Ino, size: v.Size, mtime: v.MtimeNs, ctime: v.CtimeNs}
 	b.mu.Lock()
 	if b.m == nil {
 		b.m = map[binaryKey]*binaryEntry{}

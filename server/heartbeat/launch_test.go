@@ -100,7 +100,7 @@ func TestBinaryFacts(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer fh.Close()
-		return b.observe(fh, path, true, filepath.Join(dir, "probes"))
+		return b.observe(fh, path, true, filepath.Join(dir, "probes"), nil)
 	}
 	bf := observe(fake)
 	if bf.sha256 != hex.EncodeToString(sum[:]) || bf.version != "9.9.9" || bf.versionSource != VersionFlag || len(bf.problems) != 0 {
@@ -131,6 +131,56 @@ func TestBinaryFacts(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(dir, "probes")); len(entries) != 0 {
 		t.Errorf("probe directories left behind: %v", entries)
+	}
+}
+
+// TestKnownDigest: a launch of a file version the caller hashed (api.KnownDigest)
+// records the caller's digest without hashing; a rewritten file (its size and change
+// time moved) or another file is hashed, so that a stale digest is never recorded; a CLI,
+// which needs a version probe, is always examined.
+func TestKnownDigest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agent")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	known, err := api.HashExecutable(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := api.ParseKnownDigest(known.String())
+	if err != nil || parsed != known {
+		t.Fatalf("ParseKnownDigest(%q) = %+v, %v", known.String(), parsed, err)
+	}
+	planted := known
+	planted.SHA256 = strings.Repeat("ab", 32) // proves which digest was recorded
+	observe := func(path string, probe bool) binaryFacts {
+		var b binaries
+		fh, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		return b.observe(fh, path, probe, filepath.Join(dir, "probes"), []api.KnownDigest{planted})
+	}
+	if bf := observe(bin, false); bf.sha256 != planted.SHA256 {
+		t.Errorf("a known file version was hashed again: %+v", bf)
+	}
+	if bf := observe(bin, true); bf.sha256 != known.SHA256 {
+		t.Errorf("a CLI (version probe) took the known digest: %+v", bf)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 10\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("#!/bin/sh\nexit 10\n"))
+	if bf := observe(bin, false); bf.sha256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("a rewritten file got the stale digest: %+v", bf)
+	}
+	for _, bad := range []string{"", "1:2:3:4:5", "1:2:3:4:5:XYZ", "a:2:3:4:5:" + strings.Repeat("0", 64), "1:2:3:4:5:" + strings.Repeat("A", 64)} {
+		if _, err := api.ParseKnownDigest(bad); err == nil {
+			t.Errorf("ParseKnownDigest(%q) accepted it", bad)
+		}
 	}
 }
 

@@ -121,6 +121,11 @@ type Host interface {
 //     carries besides its run's own, for example the attempt's, so that the caller
 //     can sweep escaped descendants with worker.SweepMarked after the server is gone
 //     ("" for none).
+//   - KnownDigests: SHA-256 digests of executable file versions the caller observed
+//     (api.KnownDigest); a launch of a matching file version that needs no version
+//     probe records that digest instead of hashing the file again.
+//   - OnChange: called (without blocking; nil for none) after every update of a
+//     record the board sees, so that the server can wake its change waits.
 type Config struct {
 	Dir           string
 	Home          string
@@ -129,6 +134,8 @@ type Config struct {
 	PollInterval  time.Duration
 	Now           func() time.Time
 	ProcessMarker string
+	KnownDigests  []api.KnownDigest
+	OnChange      func()
 }
 
 // Runner is the heartbeat runner. Create it with New, start it with Start, stop it
@@ -357,6 +364,9 @@ func (r *Runner) remember(rec *Record) {
 		r.order = append(r.order, rec.RunID)
 	}
 	r.runs[rec.RunID] = &c
+	if r.cfg.OnChange != nil {
+		r.cfg.OnChange()
+	}
 }
 
 func (r *Runner) runLock(id string) *sync.Mutex {
