@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"slices"
@@ -30,8 +31,10 @@ const semanticScope = ":semantic-command"
 // fromBoard builds a run's trajectory from the control plane's state:
 //
 //  1. user steps: for the task's first run, the task (identifier, title, description);
-//     then every comment on the task by someone other than the run's actor created
-//     after the previous run of the task opened and no later than this run opened;
+//     for a later run, a system step naming the wake that opened it; then every
+//     interaction of the task the human resolved (title, outcome, result) and every
+//     comment on the task by someone other than the run's actor, after the previous
+//     run of the task opened and no later than this run opened;
 //  2. agent steps, in state-revision order: each semantic command the run applied (a
 //     tool call named by its kind with its canonical input as arguments, the command
 //     result as its result) and each operation of the run the control plane did not simply allow (a
@@ -78,6 +81,25 @@ func fromBoard(in Input) Trajectory {
 			}
 			t.Add(Step{Role: RoleUser, Kind: "task", Message: NewText(msg)})
 		}
+	}
+	if !first {
+		var payload bytes.Buffer
+		_ = json.Compact(&payload, run.Wake.Payload)
+		t.Add(Step{Role: RoleSystem, Kind: "wake", Time: rfc3339(run.OpenedAt), Message: NewText("woken: " + string(run.Wake.Reason) + " " + payload.String())})
+	}
+	for _, in := range st.Interactions {
+		if in == nil || in.TaskID != run.TaskID || in.ResolvedAt == nil {
+			continue
+		}
+		if at := *in.ResolvedAt; (prevOpened != "" && at <= prevOpened) || at > run.OpenedAt {
+			continue
+		}
+		msg := in.Title + ": " + string(in.Status)
+		var res bytes.Buffer
+		if json.Compact(&res, in.Result) == nil && res.String() != "{}" && res.String() != "null" {
+			msg += " " + res.String()
+		}
+		t.Add(Step{Role: RoleUser, Kind: "interaction", Time: rfc3339(*in.ResolvedAt), Message: NewText(msg)})
 	}
 	for _, c := range st.Comments {
 		if c == nil || c.TaskID != run.TaskID || (c.AuthorActorID != nil && *c.AuthorActorID == run.ActorID) {
