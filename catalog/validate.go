@@ -565,6 +565,10 @@ func (v *validator) validateCase(cs *Case) {
 		if cs.TurnTimeoutMs <= 0 {
 			v.add(v.at(&cs.TurnTimeoutMs, cs), "%s: flow warm_three_turn needs a positive turnTimeoutMs", name)
 		}
+	case FlowBlockerGuidance:
+		if len(cs.Followups) != 1 {
+			v.add(v.at(&cs.Followups, cs), "%s: flow blocker_guidance needs exactly one followup (the human's answer), got %d", name, len(cs.Followups))
+		}
 	case FlowGovernedToolReview:
 		if cs.ToolReviewDecision == "" {
 			v.add(v.at(cs), "%s: flow governed_tool_review needs toolReviewDecision", name)
