@@ -90,6 +90,7 @@ func TestConvertRecordedStreams(t *testing.T) {
 	codex := readStream(t, "codex-ask-question.jsonl")
 	opencode := readStream(t, "opencode-ask-question.jsonl")
 	claude := readStream(t, "claude-ask-question.jsonl")
+	acpCodex := readStream(t, "acp-codex-acp-permission-approve-write.jsonl")
 	codexUsage := &Usage{Input: 28051, Output: 20}
 	cases := []struct {
 		name   string
@@ -127,11 +128,26 @@ func TestConvertRecordedStreams(t *testing.T) {
 			Roles: []Role{RoleAgent, RoleAgent}, Calls: []string{"mcp__agentproof__finish_task"},
 			Messages: []string{"E2E_ASK_12_2e6dd31c5739bda5"},
 			Gaps:     []string{"the stream ended without its result even", "tool call toolu_call_ap_1 (mcp__agentpro"}}},
+		{"acp-codex", "acp:codex", acpCodex, false, summary{Format: FormatACP, SessionID: "01a2330c-944e-7791-9ce8-700a354dd39f",
+			Roles: []Role{RoleUser, RoleSystem, RoleAgent, RoleAgent, RoleAgent},
+			Calls: []string{"printf '%s' 'proof-9084a7f84a71a138' > '/tmp/agentproof-attempt-2062471603/workspace/proof.txt'", "Tool: agentproof/finish_task"}, Results: 2,
+			Messages: []string{"PAPERCLIP_E2E_PERMISSION_OK_9084a7f84a71a138"}}},
+		{"acp-codex-without-response", "acp:codex", dropLines(acpCodex, `"result":{"stopReason"`, `"sessionUpdate":"tool_call_update","toolCallId":"call_ap_2"`), false, summary{Format: FormatACP, SessionID: "01a2330c-944e-7791-9ce8-700a354dd39f",
+			Roles: []Role{RoleUser, RoleSystem, RoleAgent, RoleAgent},
+			Calls: []string{"printf '%s' 'proof-9084a7f84a71a138' > '/tmp/agentproof-attempt-2062471603/workspace/proof.txt'", "Tool: agentproof/finish_task"}, Results: 1,
+			Messages: []string{"PAPERCLIP_E2E_PERMISSION_OK_9084a7f84a71a138"},
+			Gaps:     []string{"the log has no response to session/promp", "tool call call_ap_2 (Tool: agentproof/fi"}}},
+		{"acp-reference-approve", "acp:reference", readStream(t, "acp-acp-reference-permission-approve-write.jsonl"), false, summary{Format: FormatACP, SessionID: "acp-reference-1",
+			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleAgent, RoleAgent}, Calls: []string{"Write proof.txt", "agentproof/finish_task"}, Results: 2,
+			Messages: []string{`plan: [{"content":"edit proof.txt","priority":"medium","stat`, "PAPERCLIP_E2E_PERMISSION_OK_6b498c9c7cb28103"}}},
+		{"acp-reference-stopped", "acp:reference", readStream(t, "acp-acp-reference-pending-permission-stop.jsonl"), false, summary{Format: FormatACP, SessionID: "acp-reference-1",
+			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleSystem, RoleSystem}, Calls: []string{"Write proof.txt"}, Results: 1, Errors: 1,
+			Messages: []string{`plan: [{"content":"edit proof.txt","priority":"medium","stat`}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			f, ok := Select(c.driver, []string{"events.jsonl", "stdout.log"})
+			f, ok := Select(c.driver, []string{"events.jsonl", "acp-turn.jsonl", "stdout.log"})
 			if !ok || f.Name != c.want.Format {
 				t.Fatalf("Select(%s) = %q, %v; want %s", c.driver, f.Name, ok, c.want.Format)
 			}
