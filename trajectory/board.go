@@ -120,7 +120,7 @@ func fromBoard(in Input) Trajectory {
 			continue
 		}
 		var input map[string]json.RawMessage
-		_ = json.Unmarshal([]byte(rec.InputCanonical), &input)
+		parsed := json.Unmarshal([]byte(rec.InputCanonical), &input) == nil
 		kind := rec.Result.CommandKind
 		if k := rawString(input["kind"]); kind == "" {
 			kind = k
@@ -131,6 +131,9 @@ func fromBoard(in Input) Trajectory {
 			args, _ = json.Marshal(input)
 		}
 		a, cut := arguments(string(args))
+		if !parsed { // keep what the record holds, as text
+			a, cut = arguments(rec.InputCanonical)
+		}
 		id := rec.Result.CommandID
 		if id == "" {
 			id = rec.Key

@@ -146,7 +146,7 @@ func (s *Step) hasResult(id string) bool {
 
 // ToolCall is one tool call: ID (unique within the trajectory), Name (the tool, for
 // example "finish_task"), Arguments (a JSON object; {} when there were none; an
-// argument text that is not a JSON object is kept as {"raw": text}) and Server (the
+// argument text that is not a JSON object of valid UTF-8 is kept as {"raw": text}) and Server (the
 // MCP server for an MCP tool, "" otherwise).
 type ToolCall struct {
 	ID        string
@@ -239,7 +239,7 @@ func arguments(raw string) (json.RawMessage, bool) {
 		return b, true
 	}
 	var m map[string]json.RawMessage
-	if json.Unmarshal([]byte(raw), &m) == nil && m != nil {
+	if utf8.ValidString(raw) && json.Unmarshal([]byte(raw), &m) == nil && m != nil {
 		return json.RawMessage(raw), false
 	}
 	b, _ := json.Marshal(map[string]string{"raw": NewText(raw).S})
