@@ -48,8 +48,8 @@ const semanticScope = ":semantic-command"
 func fromBoard(in Input) Trajectory {
 	t := Trajectory{RunID: in.RunID, Agent: in.Agent, Format: FormatBoard}
 	d, _ := driver.Parse(in.Driver)
-	if _, isCLI := d.CLI(); isCLI || d.Kind == driver.KindACP || (d.IsZero() && in.Driver != "") {
-		t.Gap("the run's own stream is missing: this is the control plane's record of what it did, not of what it said or thought")
+	if _, isCLI := d.CLI(); isCLI || d.Kind == driver.KindACP || d.Kind == driver.KindRPC || (d.IsZero() && in.Driver != "") {
+		t.Gap("the run's own stream was not read (it is missing, or no converter reads it): this is the control plane's record of what the run did, not of what it said or thought")
 	}
 	var llm *int
 	if d.Builtin() || d.Kind == driver.KindFixture || d.Kind == driver.KindHostile {

@@ -279,7 +279,7 @@ func TestBoardRecordGaps(t *testing.T) {
 		{"no state", Input{RunID: run, Driver: "reference"}, "the control plane's state could not be read", false},
 		{"unknown run", Input{RunID: "hb-nope", Driver: "reference", State: &st, Stdout: []byte("hello")}, "holds no run hb-nope", true},
 		{"not finished", Input{RunID: run, Driver: "reference", State: &running}, "had not finished", false},
-		{"cli without its stream", Input{RunID: run, Driver: "exec:codex", State: &st}, "the run's own stream is missing", false},
+		{"cli without its stream", Input{RunID: run, Driver: "exec:codex", State: &st}, "the run's own stream was not read", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
