@@ -70,7 +70,9 @@ type Facts struct {
 	// reported (unavailable, never zero).
 	Usage    any
 	Matchers []match.Outcome
-	Runtime  []report.RuntimeFacts
+	// Trajectories are the ATIF trajectories written of the attempt's runs.
+	Trajectories []report.TrajectoryRef
+	Runtime      []report.RuntimeFacts
 	// Leases are the attempt's environment lease records (a sandbox cell's), and
 	// RuntimeUsage the runtime estimate made of them (nil without a lease).
 	Leases       []environment.LeaseRecord

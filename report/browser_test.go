@@ -40,7 +40,8 @@ func findChromium(t *testing.T) string {
 
 // TestDashboardInBrowser opens the generated dashboard from disk in headless Chromium:
 // no console errors, no network requests, a failed card expands to its matcher table,
-// the partial-campaign toggle reveals the partial campaign, and a screenshot is saved
+// the partial-campaign toggle reveals the partial campaign, a run's transcript opens
+// to its steps (hostile text inert, long text cut with a note), and a screenshot is saved
 // (in $AGENTPROOF_ARTIFACTS when set, else the test's temporary directory).
 func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel()
@@ -129,6 +130,21 @@ func TestDashboardInBrowser(t *testing.T) {
 	historyShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID("history")))
 	must(err)
 
+	// Transcript: the failed card's run trajectory opens to its steps, the hostile
+	// argument shown as text, the long result cut with a note, the partial flag shown.
+	must(chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`details[data-state="failed"][open] details.transcript > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`details[data-state="failed"][open] details.transcript[open] li.step`)),
+	))
+	transcript, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("details.transcript[open] li.step")).map(li => li.className + " | " + li.innerText.replace(/\s+/g, " "))`))
+	must(err)
+	transcriptHead, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`details.transcript[open] > summary`)))
+	must(err)
+	transcriptImgs, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("details.transcript img, details.transcript script").length`))
+	must(err)
+	transcriptShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`details.transcript[open]`)))
+	must(err)
+
 	// Triage: the "Needs attention" list puts the failed cell first, then the
 	// inconclusive one, each with its reason and (when it has some) an evidence link;
 	// a filter in the URL fragment applies on load, and changing a filter writes it
@@ -166,12 +182,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot} {
+	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot, "dashboard-transcript.png": transcriptShot} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png, dashboard-phone.png (390 px wide)", dir)
+	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png, dashboard-phone.png (390 px wide), dashboard-transcript.png", dir)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -206,6 +222,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if filtered != "failed" || cellShown != "1 of 5 cells shown" {
 		t.Errorf("#verdict=failed shows cards %q (%q), want the failed one", filtered, cellShown)
+	}
+	if len(transcript) != 4 || !strings.HasPrefix(transcript[0], "step user | ") || !strings.Contains(transcript[0], "PAPERCLIP_E2E_OK_abc") ||
+		!strings.HasPrefix(transcript[1], "step agent | ") || !strings.Contains(transcript[1], `call finish_task item_1`) || !strings.Contains(transcript[1], `"><img src=x onerror=alert(3)>`) ||
+		!strings.Contains(transcript[1], "28,051 in / 20 out tokens") || !strings.Contains(transcript[2], "error of item_2") || !strings.Contains(transcript[2], "result cut here: 4500 bytes in all") {
+		t.Errorf("transcript steps: %q", transcript)
+	}
+	if !strings.Contains(transcriptHead, "run run-day-1 · codex-exec-json · 4 steps · 2 tool calls") || !strings.Contains(transcriptHead, "partial") || transcriptImgs != 0 {
+		t.Errorf("transcript summary %q, %d img/script elements inside", transcriptHead, transcriptImgs)
 	}
 	if hash != "#verdict=inconclusive&class=permanent_infrastructure" || filtered2 != "inconclusive" {
 		t.Errorf("after choosing inconclusive and permanent_infrastructure: hash %q, cards %q", hash, filtered2)

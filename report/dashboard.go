@@ -29,10 +29,13 @@ var dashboardScript string
 // init would cost every agentproof process (serve children, agents) at start.
 var dashboardTmpl = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("dashboard").Funcs(template.FuncMap{
-		"tokens":   Tokens,
-		"clean":    func(s string) string { return Clean(s, false) },
-		"duration": Duration,
-	}).Parse(dashboardTemplate))
+		"tokens":              Tokens,
+		"clean":               func(s string) string { return Clean(s, false) },
+		"duration":            Duration,
+		"transcriptTextBytes": func() int { return TranscriptTextBytes },
+		"transcriptBytes":     func() int { return TranscriptBytes },
+		"transcriptSteps":     func() int { return TranscriptSteps },
+	}).Parse(dashboardTemplate + transcriptTemplate))
 })
 
 // ChartCampaigns is how many complete campaigns the history trend charts show.
@@ -45,8 +48,13 @@ const ChartCampaigns = 20
 // only linked, with cleaned relative hrefs). All text is HTML-escaped by html/template.
 // cat may be nil (grids are then built from the results' ids); hist may be nil (no
 // history section content); it should be the history as of this campaign (History.Upto).
-func Dashboard(c *Campaign, cat *catalog.Catalog, hist *History) ([]byte, error) {
+//
+// ts are the runs' transcripts (LoadTranscripts; none: cards show no transcript).
+func Dashboard(c *Campaign, cat *catalog.Catalog, hist *History, ts ...Transcripts) ([]byte, error) {
 	v := buildView(c, cat, hist)
+	for _, t := range ts {
+		addTranscripts(v, t)
+	}
 	var b bytes.Buffer
 	if err := dashboardTmpl().Execute(&b, v); err != nil {
 		return nil, fmt.Errorf("rendering dashboard: %w", err)
@@ -119,6 +127,8 @@ type cardView struct {
 	Runtime                                   []RuntimeFacts
 	Evidence                                  []linkView
 	Notes                                     []CandidateNote
+	// Transcripts are the runs' trajectories shown in the card (transcript.go).
+	Transcripts []Transcript
 }
 
 type matcherRow struct{ State, Class, Kind, Expected, Observed, Detail string }
@@ -488,6 +498,8 @@ func evidenceLabel(rel string) string {
 		what = "agent CLI event stream"
 	case base == "model-requests.jsonl":
 		what = "scripted model request log"
+	case base == "trajectory.json":
+		what = "ATIF trajectory"
 	case base == "flow.log":
 		what = "flow log"
 	case base == "evidence-manifest.json":

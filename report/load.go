@@ -267,6 +267,7 @@ func pick(cat *catalog.Catalog, campaignID, id string, cs []*Candidate, rep, rep
 	}
 	r := *best.Result
 	r.Evidence = prefixEvidence(best.Dir, r.Evidence)
+	r.Trajectories = prefixTrajectories(best.Dir, r.Trajectories)
 	return r, notes
 }
 

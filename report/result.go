@@ -120,6 +120,7 @@ type RuntimeFacts struct {
 // RuntimeUsage and Billing are computed by package billing. Termination is the process
 // termination summary, an opaque JSON object. Evidence lists the attempt's evidence
 // files relative to the attempt directory (slash-separated, no "..").
+// Trajectories lists the ATIF trajectory written of each run (TrajectoryRef).
 //
 // Repetition (1..Repeat) and Repeat (the campaign's repetitions per cell) are set only
 // with `run --repeat N`, N > 1; both are 0 otherwise.
@@ -163,6 +164,7 @@ type Result struct {
 	RuntimeFacts        []RuntimeFacts            `json:"runtimeFacts,omitempty"`
 	Leases              []environment.LeaseRecord `json:"leases,omitempty"`
 	Evidence            []string                  `json:"evidence"`
+	Trajectories        []TrajectoryRef           `json:"trajectories,omitempty"`
 	Synthetic           bool                      `json:"synthetic,omitempty"`
 }
 
@@ -409,6 +411,7 @@ func (r *Result) Validate(label string) error {
 			add("evidence[%d]: %q is not a safe relative path", i, e)
 		}
 	}
+	p = append(p, checkTrajectories(r.Trajectories)...)
 	if len(p) > 0 {
 		return &ValidationError{Label: label, Problems: p}
 	}

@@ -182,7 +182,7 @@ func Generate(opts Options) (*Generated, error) {
 	if err != nil {
 		return nil, err
 	}
-	dash, err := Dashboard(c, opts.Catalog, g.History.Upto(c.GeneratedAt, c.CampaignID))
+	dash, err := Dashboard(c, opts.Catalog, g.History.Upto(c.GeneratedAt, c.CampaignID), LoadTranscripts(dir, c))
 	if err != nil {
 		return nil, err
 	}

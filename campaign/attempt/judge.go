@@ -246,6 +246,7 @@ func facts(s *Stages) *campaign.Facts {
 		f.IssueID, f.IssueIdentifier = s.Fixtures.TaskID, s.Fixtures.Identifier
 	}
 	f.Matchers = s.Grades.Matchers
+	f.Trajectories = s.Teardown.Trajectories
 	if ls := s.Teardown.Leases; len(ls) > 0 {
 		f.Leases = ls
 		f.RuntimeUsage = leaseRuntime(ls[0].Provider, ls, s.Observation.Runs)

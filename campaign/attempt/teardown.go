@@ -13,6 +13,7 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -32,6 +33,9 @@ type Teardown struct {
 	// Leases are the records of the attempt's environment leases after their cleanup
 	// (a sandbox cell's one lease; none for a local cell).
 	Leases []environment.LeaseRecord
+	// Trajectories are the ATIF trajectories written of the attempt's runs
+	// (exportTrajectories).
+	Trajectories []report.TrajectoryRef
 }
 
 // teardown tears down what the stages left, in reverse: the fixtures (fixtures.json),
@@ -67,6 +71,7 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	a.ev.Write(secrets, "logs/flow.log", []byte(a.log.text()), true)
 	if p.Root != "" {
 		collectAgentLogs(a.ev, secrets, p.Home)
+		t.Trajectories = exportTrajectories(a.ev, secrets, s.Observation.Runs)
 		t.Leaks = append(t.Leaks, scanClosed(secrets, p, &t.Problems)...)
 		if p.Lease != nil { // after the workspace's scan: it lives on the lease disk
 			rec, problem := p.Lease.release(tctx, s.Observation.Runs)

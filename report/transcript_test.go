@@ -1,0 +1,120 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// transcriptStructure reduces HTML to its structure: one line per start tag with its
+// class attribute, text and other attributes dropped.
+func transcriptStructure(html string) string {
+	tag := regexp.MustCompile(`<([a-z0-9]+)([^>]*)>`)
+	class := regexp.MustCompile(`class="([^"]*)"`)
+	var b strings.Builder
+	for _, m := range tag.FindAllStringSubmatch(html, -1) {
+		b.WriteString(m[1])
+		if c := class.FindStringSubmatch(m[2]); c != nil {
+			b.WriteString("." + strings.ReplaceAll(c[1], " ", "."))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// TestTranscriptStructureGolden renders the fixture campaign and compares the HTML
+// structure of the failed card's transcript with testdata/golden/transcript.txt
+// (-update rewrites it), and checks the view's texts: escaped, cut with a note,
+// linked to the trajectory file, the gap listed.
+func TestTranscriptStructureGolden(t *testing.T) {
+	t.Parallel()
+	root, _, _ := buildFixtureHistory(t)
+	b, err := os.ReadFile(filepath.Join(root, "camp-2", DashboardFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := cardHTML(t, string(b), "core.reference.daytona.message-marker")
+	start := strings.Index(card, `<div class="transcripts">`)
+	if start < 0 {
+		t.Fatalf("the card has no transcript:\n%s", card)
+	}
+	view := card[start:]
+	for _, want := range []string{
+		`href="core/reference/daytona/message-marker/attempt-1/logs/agent/runs/run-day-1/trajectory.json"`,
+		`PAPERCLIP_E2E_OK_xyz\&#34;&gt;&lt;img src=x onerror=alert(3)&gt;`,
+		"result cut here: 4500 bytes in all, in the trajectory file",
+		"the stream ended without turn.completed or turn.failed",
+		`data-partial="true"`,
+	} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the transcript lacks %q", want)
+		}
+	}
+	got := transcriptStructure(view)
+	golden := filepath.Join("testdata", "golden", "transcript.txt")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (rerun with -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got), rerun with -update if intended:\n%s", golden, diff)
+	}
+}
+
+// TestLoadTranscriptBounds: a file that is missing or not ATIF is a problem shown,
+// never an error; a long trajectory shows at most TranscriptSteps steps and about
+// TranscriptBytes of text, the rest counted.
+func TestLoadTranscriptBounds(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var steps []map[string]any
+	for i := 1; i <= 500; i++ {
+		steps = append(steps, map[string]any{"step_id": i, "source": "agent", "message": strings.Repeat("x", 300)})
+	}
+	big, _ := json.Marshal(map[string]any{"schema_version": "ATIF-v1.7", "agent": map[string]string{"name": "a", "version": "1"}, "steps": steps})
+	for name, body := range map[string][]byte{"big.json": big, "bad.json": []byte("{not json")} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Campaign{Results: []Result{{Trajectories: []TrajectoryRef{
+		{Path: "big.json", Format: "f", RunID: "r1", Steps: 500},
+		{Path: "bad.json", Format: "f", RunID: "r2"},
+		{Path: "gone.json", Format: "f", RunID: "r3"},
+		{Path: "../escape.json", Format: "f", RunID: "r4"},
+	}}}}
+	ts := LoadTranscripts(dir, c)
+	if len(ts) != 3 {
+		t.Fatalf("%d transcripts, want 3 (the unsafe path is not read)", len(ts))
+	}
+	bigT := ts["big.json"]
+	shown := 0
+	for _, s := range bigT.Steps {
+		shown += len(s.Message)
+	}
+	if bigT.Problem != "" || len(bigT.Steps) > TranscriptSteps || bigT.Hidden != 500-len(bigT.Steps) || shown > TranscriptBytes+300 {
+		t.Errorf("big: %d steps shown (%d bytes), %d hidden, problem %q", len(bigT.Steps), shown, bigT.Hidden, bigT.Problem)
+	}
+	for name, want := range map[string]string{"bad.json": "not an ATIF document", "gone.json": "could not be read"} {
+		if p := ts[name].Problem; !strings.Contains(p, want) {
+			t.Errorf("%s: problem %q, want %q", name, p, want)
+		}
+	}
+	// The view of a long trajectory says how much it left out.
+	v := &dashView{Suites: []suiteView{{Rows: []rowView{{Cells: [][]cardView{{{R: &c.Results[0]}}}}}}}}
+	addTranscripts(v, ts)
+	if got := len(v.Suites[0].Rows[0].Cells[0][0].Transcripts); got != 3 {
+		t.Errorf("card has %d transcripts, want 3", got)
+	}
+}
