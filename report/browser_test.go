@@ -193,7 +193,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(matcherRows) != 2 || !strings.HasPrefix(matcherRows[0], "failed | message_exact") || !strings.Contains(matcherRows[0], `"><img src=x onerror=alert(2)>`) || !strings.HasPrefix(matcherRows[1], "passed | issue_status") {
 		t.Errorf("matcher table rows: %q", matcherRows)
 	}
-	if shownBefore != 2 || shownAfter != 3 || shownText != "3 of 3 campaigns shown" {
+	if shownBefore != 3 || shownAfter != 4 || shownText != "4 of 4 campaigns shown" {
 		t.Errorf("partial toggle: %d rows before, %d after, %q", shownBefore, shownAfter, shownText)
 	}
 	if len(triage) != 2 || !strings.HasPrefix(triage[0], "failed core.reference.daytona.message-marker | candidate_failure; matcher message_exa") ||

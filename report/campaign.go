@@ -52,6 +52,10 @@ type Campaign struct {
 	Expected         []string                  `json:"expected"`
 	Suites           []SuiteSummary            `json:"suites"`
 	Results          []Result                  `json:"results"`
+	// Baselines is the regression check of every suite against its latest green
+	// campaign of the same suite definition (Baseline; docs/regressions.md), in suite
+	// order; omitted when the campaign has no suites.
+	Baselines []Baseline `json:"baselines,omitempty"`
 	// Provenance is what produced the campaign (nil when the generator was given none
 	// and no earlier campaign.json had one).
 	Provenance *Provenance `json:"provenance,omitempty"`

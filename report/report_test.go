@@ -104,8 +104,8 @@ func copyDir(t testing.TB, src, dst string, edit func(string) string) {
 	}
 }
 
-// buildFixtureHistory lays out three campaigns in a temporary results root and
-// generates them in order: camp-0 two days earlier under an older definition of suite
+// buildFixtureHistory lays out four campaigns in a temporary results root and
+// generates them in order: camp-green three days earlier, every cell passed; camp-0 two days earlier under an older definition of suite
 // core (so history lines break), camp-1 a day earlier with only the calibration suite
 // (partial), then the fixed camp-2. It returns the root, the catalog and camp-2's
 // Generated.
@@ -126,11 +126,27 @@ func buildFixtureHistory(t testing.TB) (string, *catalog.Catalog, *Generated) {
 		return strings.ReplaceAll(strings.ReplaceAll(s, "camp-2", "camp-1"), "2026-11-29T", "2026-11-28T")
 	})
 	copyDir(t, "testdata/results/camp-2", filepath.Join(root, "camp-2"), nil)
+	// camp-green, three days earlier, under today's definitions: every cell passed (the
+	// daytona and wrong cells are the passing local reference result, re-labelled), so
+	// it is the latest green campaign camp-2's regressions are checked against.
+	toGreen := func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(s, "camp-2", "camp-green"), "2026-11-29T", "2026-11-26T")
+	}
+	copyDir(t, "testdata/results/camp-2", filepath.Join(root, "camp-green"), toGreen)
+	passing := "testdata/results/camp-2/core/reference/local/message-marker/attempt-2"
+	copyDir(t, passing, filepath.Join(root, "camp-green", "core", "reference", "daytona", "message-marker", "attempt-1"), func(s string) string {
+		s = strings.ReplaceAll(s, "core.reference.local.", "core.reference.daytona.")
+		return toGreen(strings.ReplaceAll(s, `"environmentId": "local"`, `"environmentId": "daytona"`))
+	})
+	copyDir(t, passing, filepath.Join(root, "camp-green", "core", "wrong", "local", "message-marker", "attempt-1"), func(s string) string {
+		s = strings.ReplaceAll(s, "core.reference.local.", "core.wrong.local.")
+		return toGreen(strings.ReplaceAll(s, `"profileId": "reference"`, `"profileId": "wrong"`))
+	})
 	for _, step := range []struct {
 		id  string
 		cat *catalog.Catalog
 		ids []string
-	}{{"camp-0", old, fixtureExpected}, {"camp-1", cat, fixtureExpected[:2]}} {
+	}{{"camp-green", cat, fixtureExpected}, {"camp-0", old, fixtureExpected}, {"camp-1", cat, fixtureExpected[:2]}} {
 		if _, err := Generate(Options{ResultsRoot: root, CampaignID: step.id, Catalog: step.cat, ExpectedIDs: step.ids}); err != nil {
 			t.Fatalf("%s: %v", step.id, err)
 		}
@@ -179,7 +195,7 @@ func TestGenerateGoldenAndRegenerate(t *testing.T) {
 		t.Errorf("exit code %d, want 1", c.ExitCode())
 	}
 	h := g.History
-	if len(h.Campaigns) != 3 || *h.LatestCampaignID != "camp-2" || h.LatestGreenCampaignID != nil {
+	if len(h.Campaigns) != 4 || *h.LatestCampaignID != "camp-2" || h.LatestGreenCampaignID == nil || *h.LatestGreenCampaignID != "camp-green" {
 		t.Errorf("history pointers: %d campaigns, latest %v, green %v", len(h.Campaigns), h.LatestCampaignID, h.LatestGreenCampaignID)
 	}
 	if h.LatestGreenBySuite["calibration"] != "camp-2" || h.LatestBySuite["core"] != "camp-2" {

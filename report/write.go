@@ -176,6 +176,7 @@ func Generate(opts Options) (*Generated, error) {
 	if warn != "" {
 		g.Warnings = append(g.Warnings, warn)
 	}
+	c.Baselines = baselines(c, hist, campaignReader(opts.ResultsRoot))
 	g.History = hist.Merge(c.Entry())
 
 	campaignJSON, err := encodeJSON(c)
