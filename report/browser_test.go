@@ -151,8 +151,23 @@ func TestDashboardInBrowser(t *testing.T) {
 	must(err)
 	filtered2, err := chromedp.Run(ctx, chromedp.Evaluate[string](countCards))
 	must(err)
+	// Regressions against the latest green campaign and the per-cell history strip
+	// (dashboard_cellhistory.go): the failed cell regressed since camp-green, its strip
+	// shows passed → failed across definition boundaries.
+	must(chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.ID("history"))))
+	regressions, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#regressions ul.baselines li")).map(li => li.className + " " + li.innerText)`))
+	must(err)
+	badge, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector("details.card[data-verdict=failed] summary .regressed-badge")||{textContent:"-"}).textContent + " | " + (document.querySelector("#triage-list li.failed .tri-regressed")||{textContent:"-"}).textContent`))
+	must(err)
+	strip, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){var h=document.querySelector("details.card[data-verdict=failed] summary .cellhist"); if(!h){return "-"} return Array.from(h.querySelectorAll(".h")).map(x => x.getAttribute("title")).join(", ") + " | " + h.querySelectorAll(".brk").length + " | " + h.querySelector(".chg").textContent})()`))
+	must(err)
 	must(chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.ID("history"))))
 	phoneShot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	must(err)
+	// At phone width the regression list and a card's history strip fit the screen.
+	phoneFit, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){var r=document.getElementById("regressions").getBoundingClientRect(); var h=document.querySelector("details.card[data-verdict=failed] .cellhist").getBoundingClientRect(); return [Math.round(r.right) <= 390, Math.round(h.right) <= 390, h.height > 0].join(",")})()`))
+	must(err)
+	phoneCardShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`details.card[data-verdict=failed] summary`)))
 	must(err)
 
 	dir := os.Getenv("AGENTPROOF_ARTIFACTS")
@@ -166,12 +181,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot} {
+	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot, "dashboard-phone-card.png": phoneCardShot} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png, dashboard-phone.png (390 px wide)", dir)
+	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png, dashboard-phone.png and dashboard-phone-card.png (390 px wide)", dir)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -206,6 +221,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if filtered != "failed" || cellShown != "1 of 5 cells shown" {
 		t.Errorf("#verdict=failed shows cards %q (%q), want the failed one", filtered, cellShown)
+	}
+	if len(regressions) != 2 || !strings.HasPrefix(regressions[0], " calibration: latest green camp-1") ||
+		!strings.HasPrefix(regressions[1], "regressed core: latest green camp-green · 1 regressed · core.reference.daytona.message-marker (passed → failed)") {
+		t.Errorf("regressions list: %q", regressions)
+	}
+	if badge != "regressed since camp-green (latest green) | regressed since camp-green (latest green)" {
+		t.Errorf("regression marks on the failed card and its triage entry: %q", badge)
+	}
+	if strip != "camp-green: passed, camp-0: failed (suite definition changed), camp-2: failed (suite definition changed) | 2 | passed → failed in camp-2" {
+		t.Errorf("the failed card's history strip: %q", strip)
+	}
+	if phoneFit != "true,true,true" {
+		t.Errorf("at 390 px the regressions list and the history strip do not fit (right edge within 390, strip drawn): %s", phoneFit)
 	}
 	if hash != "#verdict=inconclusive&class=permanent_infrastructure" || filtered2 != "inconclusive" {
 		t.Errorf("after choosing inconclusive and permanent_infrastructure: hash %q, cards %q", hash, filtered2)

@@ -72,6 +72,10 @@ type dashView struct {
 	// failure classes of the campaign's results, for the cell filter.
 	Triage  []triageView
 	Classes []string
+	// Regressions counts the cells that regressed against their suite's latest green
+	// campaign; Baselines are the campaign's checks (dashboard_cellhistory.go).
+	Regressions int
+	Baselines   []Baseline
 }
 
 // triageView is one cell of the "Needs attention" list: a link to its card, its
@@ -79,6 +83,8 @@ type dashView struct {
 type triageView struct {
 	Anchor, ExecutionID, Outcome, StateLabel, Class, Reason, Search string
 	Evidence                                                        *linkView
+	// Regressed is "regressed since <id> (latest green)", or "".
+	Regressed string
 }
 
 type tile struct{ Label, Value, Note, Class string }
@@ -104,7 +110,11 @@ type cardView struct {
 	// Class its failure class; Search the lower-case text the cell filter matches.
 	Reason, Class, Search string
 	// Repeats summarises a repeated cell's repetitions ("" without --repeat).
-	Repeats                                   string
+	Repeats string
+	// Regressed is "regressed since <id> (latest green)", or ""; History the cell's
+	// outcomes over the campaigns of the history (dashboard_cellhistory.go).
+	Regressed                                 string
+	History                                   cellHistoryView
 	Error                                     string
 	Expected                                  string
 	Selected                                  bool
@@ -187,6 +197,7 @@ func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
 	v.History = buildHistory(c, hist)
 	v.Triage, v.Classes = buildTriage(c)
 	addRepeats(v, c)
+	addCellHistory(v, c, hist)
 	return v
 }
 

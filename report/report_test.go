@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -565,4 +566,65 @@ func TestParseExpectedIDs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDashboardStructureGolden keeps the dashboard's element structure (every opening
+// tag with its id, classes and data-* attribute names, one per line; the inline style
+// and script bodies left out) in a golden file, so that a change of the page's
+// structure shows in review (-update rewrites it).
+func TestDashboardStructureGolden(t *testing.T) {
+	t.Parallel()
+	root, _, _ := buildFixtureHistory(t)
+	b, err := os.ReadFile(filepath.Join(root, "camp-2", DashboardFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "dashboard-structure.txt", dashboardStructure(string(b)))
+}
+
+var (
+	bodyOf    = regexp.MustCompile(`(?s)<(style|script)>.*?</(style|script)>`)
+	openTag   = regexp.MustCompile(`<([a-z][a-z0-9]*)((?:\s+[a-zA-Z-]+(?:="[^"]*")?)*)\s*/?>`)
+	attrOf    = regexp.MustCompile(`([a-zA-Z-]+)(?:="([^"]*)")?`)
+	closeTags = regexp.MustCompile(`</([a-z][a-z0-9]*)>`)
+)
+
+func dashboardStructure(page string) []byte {
+	page = bodyOf.ReplaceAllString(page, "<$1>")
+	var out strings.Builder
+	depth := 0
+	void := map[string]bool{"meta": true, "link": true, "br": true, "input": true, "circle": true, "line": true, "polyline": true}
+	pos := 0
+	for pos < len(page) {
+		o := openTag.FindStringSubmatchIndex(page[pos:])
+		c := closeTags.FindStringIndex(page[pos:])
+		if o == nil && c == nil {
+			break
+		}
+		if c != nil && (o == nil || c[0] < o[0]) {
+			depth = max(0, depth-1)
+			pos += c[1]
+			continue
+		}
+		tag := page[pos+o[2] : pos+o[3]]
+		line := tag
+		for _, a := range attrOf.FindAllStringSubmatch(page[pos+o[4]:pos+o[5]], -1) {
+			switch {
+			case a[1] == "id":
+				line += "#" + a[2]
+			case a[1] == "class":
+				for _, cl := range strings.Fields(a[2]) {
+					line += "." + cl
+				}
+			case strings.HasPrefix(a[1], "data-"):
+				line += "[" + a[1] + "]"
+			}
+		}
+		out.WriteString(strings.Repeat("  ", depth) + line + "\n")
+		if !void[tag] && !strings.HasSuffix(page[pos+o[0]:pos+o[1]], "/>") {
+			depth++
+		}
+		pos += o[1]
+	}
+	return []byte(out.String())
 }
