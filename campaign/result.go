@@ -74,6 +74,7 @@ func addFacts(res *report.Result, f *Facts) {
 		res.RunIDs = slices.Clone(f.RunIDs)
 	}
 	res.TurnTimings = slices.Clone(f.TurnTimings)
+	res.WorkspaceDiff = slices.Clone(f.WorkspaceDiff)
 	res.Termination = f.Termination
 	res.Usage = f.Usage
 	for _, m := range f.Matchers {

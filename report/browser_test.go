@@ -161,6 +161,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	must(err)
 	strip, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){var h=document.querySelector("details.card[data-verdict=failed] summary .cellhist"); if(!h){return "-"} return Array.from(h.querySelectorAll(".h")).map(x => x.getAttribute("title")).join(", ") + " | " + h.querySelectorAll(".brk").length + " | " + h.querySelector(".chg").textContent})()`))
 	must(err)
+	// The per-turn workspace diff of the failed card: turn 2 opens to the text before
+	// and after (the <script> in it is text) and the binary file by its hash.
+	must(chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`details[data-state="failed"] > summary`)),
+		chromedp.Click(chromedp.CSS(`details[data-state="failed"] .wsdiff details.turn[data-turn="2"] > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`details[data-state="failed"] .wsdiff details.turn[data-turn="2"][open] pre.after`)),
+	))
+	wsdiff, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("details[data-state=failed] .wsdiff details.turn")).map(t => t.querySelector("summary").innerText + " | " + Array.from(t.querySelectorAll(".chg")).map(c => c.getAttribute("data-change") + " " + c.querySelector(".p").textContent + " [" + Array.from(c.querySelectorAll("pre")).map(p => p.textContent.trim().replace(/\n/g, "/")).join(" ~ ") + "] " + c.querySelectorAll(".meta")[c.querySelectorAll(".meta").length-1].textContent).join("; "))`))
+	must(err)
+	wsShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`details[data-state="failed"] .wsdiff`)))
+	must(err)
 	must(chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.ID("history"))))
 	phoneShot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	must(err)
@@ -181,7 +192,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot, "dashboard-phone-card.png": phoneCardShot} {
+	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot, "dashboard-phone-card.png": phoneCardShot, "dashboard-workspace-diff.png": wsShot} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -231,6 +242,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if strip != "camp-green: passed, camp-0: failed (suite definition changed), camp-2: failed (suite definition changed) | 2 | passed → failed in camp-2" {
 		t.Errorf("the failed card's history strip: %q", strip)
+	}
+	if len(wsdiff) != 2 || wsdiff[0] != "Turn 1 · 2 changed: 2 added | added notes.md [# plan/<script>alert(3)</script>] after: 27 bytes · sha256 "+strings.Repeat("a", 64)+"; added out.bin [] after: 4 bytes · sha256 "+strings.Repeat("b", 64) ||
+		wsdiff[1] != "Turn 2 · 2 changed: 1 modified, 1 removed | modified notes.md [# plan/<script>alert(3)</script> ~ # done/OK_n3] after: 12 bytes · sha256 "+strings.Repeat("c", 64)+"; removed out.bin [] after: absent" {
+		t.Errorf("workspace diff:\n%s", strings.Join(wsdiff, "\n"))
 	}
 	if phoneFit != "true,true,true" {
 		t.Errorf("at 390 px the regressions list and the history strip do not fit (right edge within 390, strip drawn): %s", phoneFit)

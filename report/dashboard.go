@@ -115,6 +115,8 @@ type cardView struct {
 	// outcomes over the campaigns of the history (dashboard_cellhistory.go).
 	Regressed                                 string
 	History                                   cellHistoryView
+	// Workspace is the per-turn workspace diff (dashboard_workspacediff.go).
+	Workspace []workspaceTurnView
 	Error                                     string
 	Expected                                  string
 	Selected                                  bool
@@ -475,6 +477,7 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 		cv.Termination = indentJSON(r.Termination)
 	}
 	cv.Timings = r.TurnTimings
+	cv.Workspace = workspaceDiffView(r)
 	cv.Runtime = r.RuntimeFacts
 	if r.Usage != nil {
 		cv.Usage = prettyJSON(r.Usage)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentproof/agentproof/workspace"
 	"io"
 	"math"
 	"net/url"
@@ -164,6 +165,10 @@ type Result struct {
 	Leases              []environment.LeaseRecord `json:"leases,omitempty"`
 	Evidence            []string                  `json:"evidence"`
 	Synthetic           bool                      `json:"synthetic,omitempty"`
+	// WorkspaceDiff is what each turn changed in the workspace (package workspace:
+	// text before/after within its bounds, binary files by SHA-256), omitted when
+	// none was recorded.
+	WorkspaceDiff []workspace.TurnDiff `json:"workspaceDiff,omitempty"`
 }
 
 // ValidationError lists every problem found in one document, each naming its field.

@@ -242,7 +242,8 @@ func readPriorCampaign(path string) (*Campaign, error) {
 
 // SanitizeResult redacts every free-text and raw JSON field of r in place with s (exact
 // values and secret shapes): error, issue identifier, usage, matcher details, expected
-// and observed values, and the termination summary (withheld when it cannot be
+// and observed values, the workspace diff's paths, link targets and texts, and the
+// termination summary (withheld when it cannot be
 // sanitised).
 func SanitizeResult(s *redact.Set, r *Result) {
 	r.Error = s.RedactText(r.Error)
@@ -263,6 +264,19 @@ func SanitizeResult(s *redact.Set, r *Result) {
 		for j := range rf.Problems {
 			rf.Problems[j] = s.RedactText(rf.Problems[j])
 		}
+	}
+	for i := range r.WorkspaceDiff {
+		for j := range r.WorkspaceDiff[i].Changes {
+			fc := &r.WorkspaceDiff[i].Changes[j]
+			fc.Path, fc.BeforeTarget, fc.AfterTarget, fc.Note = s.RedactText(fc.Path), s.RedactText(fc.BeforeTarget), s.RedactText(fc.AfterTarget), s.RedactText(fc.Note)
+			for _, t := range []**string{&fc.Before, &fc.After} {
+				if *t != nil {
+					v := s.RedactText(**t)
+					*t = &v
+				}
+			}
+		}
+		r.WorkspaceDiff[i].Note = s.RedactText(r.WorkspaceDiff[i].Note)
 	}
 	if len(r.Termination) > 0 {
 		if b, err := s.SanitizeJSONBytes("termination", r.Termination); err == nil {
