@@ -113,10 +113,10 @@ type cardView struct {
 	Repeats string
 	// Regressed is "regressed since <id> (latest green)", or ""; History the cell's
 	// outcomes over the campaigns of the history (dashboard_cellhistory.go).
-	Regressed                                 string
-	History                                   cellHistoryView
+	Regressed string
+	History   cellHistoryView
 	// Workspace is the per-turn workspace diff (dashboard_workspacediff.go).
-	Workspace []workspaceTurnView
+	Workspace                                 []workspaceTurnView
 	Error                                     string
 	Expected                                  string
 	Selected                                  bool
