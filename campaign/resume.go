@@ -24,7 +24,7 @@ const PlanFile = "plan.json"
 const PlanSchema = "agentproof.plan/v1"
 
 // PlanRecord is plan.json: the campaign id, its repetitions per cell, the seed of its
-// nonces (null: random) and the selected cells in plan order, each with the
+// nonces (null: random), the catalog it was started with and the selected cells in plan order, each with the
 // definition hash (catalog fingerprint) of its suite when the campaign started.
 type PlanRecord struct {
 	Schema     string        `json:"schema"`
@@ -32,6 +32,9 @@ type PlanRecord struct {
 	Repeat     int           `json:"repeat"`
 	Seed       *int64        `json:"seed"`
 	Cells      []PlannedCell `json:"cells"`
+	// Catalog is the catalog the campaign was started with (Plan.CatalogSources; nil
+	// when not recorded).
+	Catalog *report.CatalogSources `json:"catalog,omitempty"`
 }
 
 // PlannedCell is one selected cell of a PlanRecord.
@@ -42,7 +45,7 @@ type PlannedCell struct {
 
 // Record is p's plan record.
 func (p *Plan) Record() PlanRecord {
-	r := PlanRecord{Schema: PlanSchema, CampaignID: p.CampaignID, Repeat: p.Repeat, Seed: p.seed, Cells: []PlannedCell{}}
+	r := PlanRecord{Schema: PlanSchema, CampaignID: p.CampaignID, Repeat: p.Repeat, Seed: p.seed, Cells: []PlannedCell{}, Catalog: p.CatalogSources}
 	for _, c := range p.Cells {
 		r.Cells = append(r.Cells, PlannedCell{ExecutionID: c.ID, SuiteDefinitionHash: c.Suite.Fingerprint})
 	}
@@ -144,7 +147,7 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 		counted[rp.ExecutionID] = rp.Outcomes
 	}
 	units := p.Units
-	p.Units, p.resumed = nil, true
+	p.Units, p.resumed, p.CatalogSources = nil, true, rec.Catalog
 	for _, u := range units {
 		outs := counted[u.Cell.ID]
 		if i := u.Repetition - 1; i < len(outs) && keep(mode, outs[i]) {

@@ -50,6 +50,9 @@ type Options struct {
 	// replaced by those the results record); nil keeps an existing campaign.json's
 	// (so regeneration reproduces it), else the campaign has none.
 	Provenance *Provenance
+	// CatalogSources, when non-nil, is where Catalog came from (recorded in
+	// campaign.json); nil keeps an existing campaign.json's.
+	CatalogSources *CatalogSources
 	// Secrets, when non-nil, sanitises every result before anything is rendered (exact
 	// values and secret shapes; package redact).
 	Secrets *redact.Set
@@ -154,6 +157,10 @@ func Generate(opts Options) (*Generated, error) {
 		p := *prov
 		p.CLIs = cliProvenance(results)
 		c.Provenance = &p
+	}
+	c.Catalog = opts.CatalogSources
+	if c.Catalog == nil && prior != nil {
+		c.Catalog = prior.Catalog
 	}
 	if repeat > 1 {
 		c.Repeat, c.Repeats = repeat, repeats

@@ -191,6 +191,11 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		return err
 	}
 	defer unlock()
+	if !plan.Resumed() {
+		if plan.CatalogSources, err = dir.record(); err != nil {
+			return err
+		}
+	}
 	campaignDir := filepath.Join(root, plan.CampaignID)
 	if !plan.Resumed() {
 		if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
@@ -251,7 +256,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	}
 	v := readVersion()
 	prov := &report.Provenance{Version: v.Version, Revision: v.Revision, Modified: v.Modified, Go: v.Go, OS: runtime.GOOS, Arch: runtime.GOARCH}
-	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov})
+	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
