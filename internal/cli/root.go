@@ -84,6 +84,9 @@ environments × task cases; every cell runs in its own fresh control-plane insta
 database and workspace; deterministic matchers grade the resulting state, messages
 and files; the verdict is passed, failed or inconclusive, never a guess.
 
+Pinned agent CLIs ('agentproof agents install'):
+` + pinnedSpecs() + `
+
 Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 (evidence incomplete), 70 internal error (a bug in agentproof), 130 interrupted.`),
 		SilenceUsage:  true,
