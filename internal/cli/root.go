@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/client"
 )
 
@@ -92,8 +94,8 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &UsageError{Err: flagError{err}}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &UsageError{Err: flagError{suggestFlag(cmd, err)}}
 	})
 	root.AddCommand(
 		newConformanceCmd(a),
@@ -118,6 +120,35 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newHostileCmd(a),
 	)
 	return root
+}
+
+// suggestFlag adds "(did you mean --x?)" to an unknown long flag's error, naming the
+// closest flags of cmd (its own and inherited; catalog.Suggest); other errors are
+// returned as they are.
+func suggestFlag(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok || cmd == nil {
+		return err
+	}
+	var known []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			known = append(known, f.Name)
+		}
+	})
+	cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			known = append(known, f.Name)
+		}
+	})
+	s := catalog.Suggest(name, known)
+	if len(s) == 0 {
+		return err
+	}
+	for i := range s {
+		s[i] = "--" + s[i]
+	}
+	return fmt.Errorf("%w (did you mean %s?)", err, strings.Join(s, " or "))
 }
 
 // flagError marks a usage error that cobra or pflag raised while parsing flags.
