@@ -277,6 +277,12 @@ merging and reporting, as for 'agentproof report': when it is in use, merge exit
 				return err
 			}
 			o.ExpectedIDs = ids
+			if recordedCatalog(filepath.Join(f.results, m.CampaignID)) == nil {
+				// The merge creates the campaign: record the catalog it is reported with.
+				if o.CatalogSources, err = f.catalog.record(); err != nil {
+					return err
+				}
+			}
 			g, err := report.Generate(o)
 			if err != nil {
 				return reportError(err)
