@@ -66,8 +66,9 @@ type TurnDiff struct {
 
 // DiffLimits is the snapshot limits a per-turn snapshot is taken with: files up to
 // 1 MiB loaded, 16 MiB over the snapshot (so a turn's snapshot stays small; a larger
-// file is compared by hash).
-var DiffLimits = Limits{MaxFileBytes: 1 << 20, MaxTotalBytes: 16 << 20}
+// file is compared by hash), 1 GiB hashed (beyond it, files compare by size only) and
+// 20 000 entries listed (a hostile workspace costs every turn a bounded look).
+var DiffLimits = Limits{MaxFileBytes: 1 << 20, MaxTotalBytes: 16 << 20, MaxHashBytes: 1 << 30, MaxEntries: 20_000}
 
 // Diff compares two snapshots of the same workspace (before and after turn) within the
 // diff bounds. An entry is changed when it appears on one side only, its type differs,
