@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,12 +31,16 @@ import (
 //   - Redact: values to redact from the log besides the run token and the resolved
 //     secrets, which are always redacted.
 //   - Now: the clock of the log and the turn times (default time.Now).
+//   - ExtraMarkers: process markers the agent process carries besides the session's
+//     own (worker.Spec.ExtraMarkers; for example the attempt's, so that the caller can
+//     sweep escaped descendants after the server is gone).
 type ACPEnv struct {
-	Run     RunEnv
-	Decider PermissionDecider
-	Log     io.Writer
-	Redact  *redact.Set
-	Now     func() time.Time
+	Run          RunEnv
+	Decider      PermissionDecider
+	Log          io.Writer
+	Redact       *redact.Set
+	Now          func() time.Time
+	ExtraMarkers []string
 }
 
 // ACPSession is one running ACP agent process with one ACP session: the warm lifecycle
@@ -59,6 +64,9 @@ type ACPSession struct {
 	// Agent is what the agent said about itself in initialize: its name, title and
 	// version, the protocol version and its capabilities (raw JSON).
 	Agent ACPAgentInfo
+	// Path and Args are the agent process's program (absolute) and argv as launched.
+	Path string
+	Args []string
 
 	promptMu sync.Mutex // one turn at a time
 
@@ -156,6 +164,8 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 	}
 	marker := worker.NewMarker()
 	l.spec.Marker = marker
+	l.spec.ExtraMarkers = env.ExtraMarkers
+	s.Path, s.Args = l.spec.Path, slices.Clone(l.spec.Args)
 	proc, err := startProcess(l.spec, grace)
 	if err != nil {
 		root.Close()
@@ -450,7 +460,7 @@ func (s *ACPSession) Close() ProcessExit {
 	if s.closed {
 		s.mu.Unlock()
 		exit := s.proc.stop()
-		exit.Stderr = []byte(s.log.secrets.RedactText(string(exit.Stderr)))
+		exit.Stderr = []byte(s.log.set().RedactText(string(exit.Stderr)))
 		return exit
 	}
 	s.closed = true
@@ -461,7 +471,7 @@ func (s *ACPSession) Close() ProcessExit {
 	}
 	exit := s.proc.stop()
 	// The agent's stderr is agent text: it may echo the run token it got in session/new.
-	exit.Stderr = []byte(s.log.secrets.RedactText(string(exit.Stderr)))
+	exit.Stderr = []byte(s.log.set().RedactText(string(exit.Stderr)))
 	s.log.note("process_exit", exit)
 	_ = s.log.close()
 	_ = s.root.Close()

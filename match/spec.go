@@ -14,11 +14,14 @@ package match
 //	runtime_mode                           expected ("legacy" | "native")
 //	environment                            expected (environment id)
 //	file_exists                            path (workspace-relative), sha256, source (optional)
+//	file_absent                            path (workspace-relative), source (optional)
 //	file_exact, file_contains              path, expected (string), sha256, source (optional)
 //	artifact_exists                        name, mimeType, sha256, expected (string) (optional)
 //	json_path                              path (RFC 9535 or legacy dot form), expected (any JSON)
 //	json_schema                            schema (JSON Schema draft 2020-12 document)
 //	runtime_metadata                       expected ({runtime key: string}, see RuntimeKeys)
+//	blocker_guidance                       (no parameters; see KindBlockerGuidance)
+//	plan_revisions                         name (document key, default plan), expected ([{steps, contains?, outcome}], see KindPlanRevisions)
 //
 // The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
 // (Observation.Turns) instead of the whole message; 0 or absent means the whole message.

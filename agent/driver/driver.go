@@ -39,14 +39,43 @@ const (
 	KindLeaky Kind = "leaky"
 	// KindExec is "exec": a command and arguments of the profile's own.
 	KindExec Kind = "exec"
-	// KindCLI is "exec:<cli>": a pinned real agent CLI (clis.Pinned); Name.Arg is its
-	// name (codex, opencode, claude).
+	// KindCLI is "exec:<cli>": a pinned real agent CLI run by an exec driver
+	// (ExecCLIs); Name.Arg is its name (codex, opencode, claude, kilo, qwen, copilot).
 	KindCLI Kind = "exec:"
+	// KindACP is "acp:<agent>": an agent that speaks the Agent Client Protocol, driven
+	// as a session by the heartbeat runner (docs/acp.md); Name.Arg is the agent (one of
+	// ACPAgents).
+	KindACP Kind = "acp:"
+	// KindRPC is "rpc:<agent>": a session driver over the agent's own RPC protocol
+	// (RPCAgents: pi, docs/pi.md); Name.Arg is the agent.
+	KindRPC Kind = "rpc:"
 	// KindHostile is "hostile:<attack>": the built-in hostile agent of the hostile
 	// suite (hostile.SuiteAttacks); Name.Arg is the attack, made once before the agent
 	// carries out the case's reference script.
 	KindHostile Kind = "hostile:"
 )
+
+// ACP agents an acp:<agent> driver may name: agentproof's own (reference, nop,
+// wrong; package agent/acpagent) and the real agents pinned in package agent/clis.
+const (
+	ACPReference = "reference"
+	ACPNop       = "nop"
+	ACPWrong     = "wrong"
+	ACPOpenCode  = "opencode"
+	ACPCodex     = "codex"
+	ACPClaude    = "claude"
+	ACPGemini    = "gemini"
+)
+
+// ACPAgents lists the agents of the ACP drivers, built-in ones first.
+var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPOpenCode, ACPCodex, ACPClaude, ACPGemini}
+
+// ExecCLIs are the pinned CLIs that have an exec driver (agent/cli.go). The other pins
+// (the ACP adapters, Gemini CLI, Pi) are driven by session drivers.
+var ExecCLIs = []string{"codex", "opencode", "claude", "kilo", "qwen", "copilot"}
+
+// RPCAgents are the agents of the rpc: session drivers.
+var RPCAgents = []string{"pi"}
 
 // Name is a parsed driver: its Kind and, for KindFixture and KindCLI, the fixture or
 // CLI name. The zero Name is no driver. Its JSON form is the driver string.
@@ -66,8 +95,9 @@ func (e *Error) Error() string {
 }
 
 // Parse reads a driver string: fixture:<pass|fail|hang|noisy>, reference, nop, wrong,
-// leaky, exec, exec:<codex|opencode|claude> or hostile:<attack>
-// (hostile.SuiteAttacks). Anything else (an unknown fixture or
+// leaky, exec, exec:<codex|opencode|claude|kilo|qwen|copilot>, hostile:<attack>
+// (hostile.SuiteAttacks), acp:<agent> (ACPAgents) or rpc:pi (RPCAgents). Anything
+// else (an unknown fixture or
 // CLI, a different case, surrounding space) is an *Error.
 func Parse(s string) (Name, error) {
 	switch Kind(s) {
@@ -81,9 +111,15 @@ func Parse(s string) (Name, error) {
 		return Name{Kind: KindHostile, Arg: a}, nil
 	}
 	if c, ok := strings.CutPrefix(s, string(KindCLI)); ok {
-		if pin, pinned := clis.Lookup(c); pinned && !pin.ACP {
+		if _, pinned := clis.Lookup(c); pinned && slices.Contains(ExecCLIs, c) {
 			return Name{Kind: KindCLI, Arg: c}, nil
 		}
+	}
+	if a, ok := strings.CutPrefix(s, string(KindACP)); ok && slices.Contains(ACPAgents, a) {
+		return Name{Kind: KindACP, Arg: a}, nil
+	}
+	if a, ok := strings.CutPrefix(s, string(KindRPC)); ok && slices.Contains(RPCAgents, a) {
+		return Name{Kind: KindRPC, Arg: a}, nil
 	}
 	return Name{}, &Error{Driver: s}
 }
@@ -97,9 +133,15 @@ func Names() []string {
 	}
 	out = append(out, string(KindReference), string(KindNop), string(KindWrong), string(KindLeaky), string(KindExec))
 	for _, c := range clis.Pinned {
-		if !c.ACP { // the ACP agents are acp: drivers (package agent)
+		if slices.Contains(ExecCLIs, c.Name) {
 			out = append(out, string(KindCLI)+c.Name)
 		}
+	}
+	for _, a := range ACPAgents {
+		out = append(out, string(KindACP)+a)
+	}
+	for _, a := range RPCAgents {
+		out = append(out, string(KindRPC)+a)
 	}
 	for _, a := range hostile.SuiteAttacks {
 		out = append(out, string(KindHostile)+a)
@@ -114,11 +156,20 @@ func (n Name) String() string {
 		return string(KindFixture) + ":" + n.Arg
 	case KindCLI:
 		return string(KindCLI) + n.Arg
+	case KindACP:
+		return string(KindACP) + n.Arg
+	case KindRPC:
+		return string(KindRPC) + n.Arg
 	case KindHostile:
 		return string(KindHostile) + n.Arg
 	}
 	return string(n.Kind)
 }
+
+// Session reports whether n is a session driver (rpc:<agent>): one long-lived agent
+// process serves the turns through its own protocol (agent.NewPi), not one process per
+// run (agent.New).
+func (n Name) Session() bool { return n.Kind == KindRPC }
 
 // IsZero reports whether n is no driver.
 func (n Name) IsZero() bool { return n.Kind == "" }
@@ -129,6 +180,32 @@ func (n Name) Fixture() (name string, ok bool) { return n.Arg, n.Kind == KindFix
 // CLI returns the real agent CLI's name; ok is false for other kinds.
 func (n Name) CLI() (name string, ok bool) { return n.Arg, n.Kind == KindCLI }
 
+// ACP returns the ACP agent's name (one of ACPAgents); ok is false for other kinds.
+func (n Name) ACP() (agent string, ok bool) { return n.Arg, n.Kind == KindACP }
+
+// BuiltinACP reports whether n is one of agentproof's own ACP agents (acp:reference,
+// acp:nop, acp:wrong).
+func (n Name) BuiltinACP() bool {
+	return n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPNop || n.Arg == ACPWrong)
+}
+
+// Package returns the agent/clis name of the pinned package n runs: the CLI of
+// exec:<cli>, and the real agent of acp:<agent> (codex-acp, claude-acp, gemini,
+// opencode); ok is false for every other driver (the built-in ACP agents included).
+func (n Name) Package() (name string, ok bool) {
+	switch {
+	case n.Kind == KindCLI:
+		return n.Arg, true
+	case n.Kind != KindACP || n.BuiltinACP():
+		return "", false
+	case n.Arg == ACPCodex:
+		return "codex-acp", true
+	case n.Arg == ACPClaude:
+		return "claude-acp", true
+	}
+	return n.Arg, true
+}
+
 // Builtin reports whether n runs a built-in agent (`agentproof agent <name>`):
 // reference, nop, wrong, leaky or hostile:<attack>.
 func (n Name) Builtin() bool {
@@ -136,9 +213,11 @@ func (n Name) Builtin() bool {
 }
 
 // NeedsReference reports whether n carries out the case's reference script, so the
-// case must have one: reference, wrong and leaky.
+// case must have one: reference, wrong, leaky, hostile:<attack>, acp:reference and
+// acp:wrong.
 func (n Name) NeedsReference() bool {
-	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky || n.Kind == KindHostile
+	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky || n.Kind == KindHostile ||
+		(n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPWrong))
 }
 
 // Hostile returns the hostile agent's attack; ok is false for other kinds.

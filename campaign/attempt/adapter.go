@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/driver"
@@ -28,7 +29,7 @@ func (x *LocalExecutor) agentInput(plan campaign.AttemptPlan, p *Provisioned) ag
 	if p.Model != nil {
 		in.modelURL = p.Model.running.URL
 	}
-	if name, isCLI := cliName(plan.Cell.Profile.Driver); isCLI {
+	if name, pinned := pinnedPackage(plan.Cell.Profile.Driver); pinned {
 		in.cli = x.CLIs[name]
 	}
 	return in
@@ -87,6 +88,11 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 			return nil, err
 		}
 	}
+	if name, real := d.Package(); real && d.Kind == driver.KindACP {
+		if err := acpDriverConfig(&dc, name, p.ID, in); err != nil {
+			return nil, err
+		}
+	}
 	if !reflect.ValueOf(dc).IsZero() {
 		cfg.DriverConfig = &dc
 	}
@@ -138,7 +144,8 @@ func resolveEnvRefs(dc *api.DriverConfig, profile string, secretIDs map[string]s
 	return nil
 }
 
-// cliDriverConfig completes a CLI driver's configuration dc: the pinned native binary,
+// cliDriverConfig completes a CLI driver's configuration dc: the pinned native binary
+// (or entry script and the Node.js that runs it),
 // and either the live provider (kept) or the scripted model's URL (the live provider
 // and the model script removed: they are the executor's concern).
 func cliDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) error {
@@ -146,6 +153,9 @@ func cliDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) 
 		return fmt.Errorf("agent CLI %s is not installed: no native binary for profile %s (run: agentproof agents install %s)", name, profile, name)
 	}
 	dc.Binary, dc.Script = in.cli.Binary, ""
+	if in.cli.Node != "" {
+		dc.Node = in.cli.Node
+	}
 	if in.live {
 		if dc.Live == nil {
 			return fmt.Errorf("profile %s has no live provider (driverConfig live) for --live", profile)
@@ -153,5 +163,22 @@ func cliDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) 
 		return nil
 	}
 	dc.Live, dc.ModelBaseURL = nil, in.modelURL
+	return nil
+}
+
+// acpDriverConfig completes a real ACP agent's configuration dc (package name): the
+// pinned binary and the scripted model's URL (the model script is the executor's
+// concern). ACP drivers run offline only: --live is refused, and so is an agent whose
+// package runs on Node.js (claude, gemini: the campaign does not locate Node yet).
+func acpDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) error {
+	switch {
+	case in.live:
+		return fmt.Errorf("profile %s: the ACP drivers do not run against a live provider (--live)", profile)
+	case in.cli.Binary == "":
+		return fmt.Errorf("ACP agent %s is not installed: no binary for profile %s (run: agentproof agents install %s)", name, profile, name)
+	case strings.HasSuffix(in.cli.Binary, ".js") || strings.HasSuffix(in.cli.Binary, ".mjs"):
+		return fmt.Errorf("profile %s: ACP agent %s runs on Node.js, which campaigns do not locate yet", profile, name)
+	}
+	dc.Binary, dc.Script, dc.ModelBaseURL = in.cli.Binary, "", in.modelURL
 	return nil
 }

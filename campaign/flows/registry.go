@@ -33,8 +33,12 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPlanRevisionAcceptance:   playPlanRevision,
 	catalog.FlowPlanApprovalCompletion:   playPlanApproval,
 	catalog.FlowWarmThreeTurn:            playWarmThreeTurn,
+	catalog.FlowPermissionApproveWrite:   playPermissionApprove,
+	catalog.FlowPermissionDenyWrite:      playPermissionDeny,
+	catalog.FlowPendingPermissionStop:    playPendingPermissionStop,
 	catalog.FlowLostAcknowledgement:      playLostAcknowledgement,
 	catalog.FlowCrashRetry:               playCrashRetry,
+	catalog.FlowBlockerGuidance:          playBlockerGuidance,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.
