@@ -3,6 +3,7 @@ package campaign
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentproof/agentproof/workspace"
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/environment"
@@ -77,6 +78,9 @@ type Facts struct {
 	// RuntimeUsage the runtime estimate made of them (nil without a lease).
 	Leases       []environment.LeaseRecord
 	RuntimeUsage *billing.RuntimeUsage
+	// WorkspaceDiff is what each turn changed in the workspace (bounded:
+	// package workspace's diff limits), nil when none was recorded.
+	WorkspaceDiff []workspace.TurnDiff
 }
 
 // InterruptedJudgement is the judgement of an attempt that an interruption cut short

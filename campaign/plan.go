@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -110,11 +111,14 @@ type Plan struct {
 	Kept                []Kept
 	MaxParallel         int
 	MaxAutomaticRetries int
-	resumed             bool
-	now                 func() time.Time
-	seed                *int64
-	mu                  sync.Mutex // guards random
-	random              io.Reader
+	// CatalogSources is the catalog the plan's cells come from, recorded in plan.json
+	// (nil: not recorded); the caller sets it.
+	CatalogSources *report.CatalogSources
+	resumed        bool
+	now            func() time.Time
+	seed           *int64
+	mu             sync.Mutex // guards random
+	random         io.Reader
 }
 
 // NewPlan validates opts (every problem together, as an *OptionsError) and selects the

@@ -75,6 +75,7 @@ func addFacts(res *report.Result, f *Facts) {
 	}
 	res.TurnTimings = slices.Clone(f.TurnTimings)
 	res.Trajectories = slices.Clone(f.Trajectories)
+	res.WorkspaceDiff = slices.Clone(f.WorkspaceDiff)
 	res.Termination = f.Termination
 	res.Usage = f.Usage
 	for _, m := range f.Matchers {

@@ -24,7 +24,7 @@ const PlanFile = "plan.json"
 const PlanSchema = "agentproof.plan/v1"
 
 // PlanRecord is plan.json: the campaign id, its repetitions per cell, the seed of its
-// nonces (null: random) and the selected cells in plan order, each with the
+// nonces (null: random), the catalog it was started with and the selected cells in plan order, each with the
 // definition hash (catalog fingerprint) of its suite when the campaign started.
 type PlanRecord struct {
 	Schema     string        `json:"schema"`
@@ -32,6 +32,9 @@ type PlanRecord struct {
 	Repeat     int           `json:"repeat"`
 	Seed       *int64        `json:"seed"`
 	Cells      []PlannedCell `json:"cells"`
+	// Catalog is the catalog the campaign was started with (Plan.CatalogSources; nil
+	// when not recorded).
+	Catalog *report.CatalogSources `json:"catalog,omitempty"`
 }
 
 // PlannedCell is one selected cell of a PlanRecord.
@@ -42,7 +45,7 @@ type PlannedCell struct {
 
 // Record is p's plan record.
 func (p *Plan) Record() PlanRecord {
-	r := PlanRecord{Schema: PlanSchema, CampaignID: p.CampaignID, Repeat: p.Repeat, Seed: p.seed, Cells: []PlannedCell{}}
+	r := PlanRecord{Schema: PlanSchema, CampaignID: p.CampaignID, Repeat: p.Repeat, Seed: p.seed, Cells: []PlannedCell{}, Catalog: p.CatalogSources}
 	for _, c := range p.Cells {
 		r.Cells = append(r.Cells, PlannedCell{ExecutionID: c.ID, SuiteDefinitionHash: c.Suite.Fingerprint})
 	}
@@ -79,12 +82,22 @@ const (
 // exit code 2 before anything starts. Problems lists every one.
 type ResumeError struct {
 	CampaignDir string
+	Mode        ResumeMode
 	Problems    []string
 }
 
-// Error names the campaign directory and every problem.
+// Error names what was asked (resume, or rerun the failed cells), the campaign
+// directory and every problem.
 func (e *ResumeError) Error() string {
-	return fmt.Sprintf("cannot resume the campaign in %s: %s", e.CampaignDir, strings.Join(e.Problems, "; "))
+	return fmt.Sprintf("cannot %s the campaign in %s: %s", e.Mode.verb(), e.CampaignDir, strings.Join(e.Problems, "; "))
+}
+
+// verb is what the mode does, for messages: "resume", "rerun the failed cells of".
+func (m ResumeMode) verb() string {
+	if m == RerunFailed {
+		return "rerun the failed cells of"
+	}
+	return "resume"
 }
 
 // ResumePlan plans the rest of the campaign stored in root/<opts.CampaignID>: it reads
@@ -97,9 +110,9 @@ func (e *ResumeError) Error() string {
 // stored is overwritten. Errors: *ResumeError and the errors of NewPlan.
 func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) (*Plan, error) {
 	dir := filepath.Join(root, opts.CampaignID)
-	rec, err := readPlanRecord(dir)
+	rec, err := readPlanRecord(dir, mode)
 	if err != nil {
-		return nil, &ResumeError{CampaignDir: dir, Problems: []string{err.Error()}}
+		return nil, &ResumeError{CampaignDir: dir, Mode: mode, Problems: []string{err.Error()}}
 	}
 	var problems []string
 	ids := make([]string, 0, len(rec.Cells))
@@ -120,7 +133,7 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 		problems = append(problems, PlanFile+" selects no cell")
 	}
 	if len(problems) > 0 {
-		return nil, &ResumeError{CampaignDir: dir, Problems: problems}
+		return nil, &ResumeError{CampaignDir: dir, Mode: mode, Problems: problems}
 	}
 	opts.Repeat = rec.Repeat
 	if opts.Seed == nil {
@@ -132,7 +145,7 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 	}
 	cands, err := report.LoadCandidates(dir)
 	if err != nil {
-		return nil, &ResumeError{CampaignDir: dir, Problems: []string{err.Error()}}
+		return nil, &ResumeError{CampaignDir: dir, Mode: mode, Problems: []string{err.Error()}}
 	}
 	results, _, _, repeats := report.ChooseRepeated(c, p.CampaignID, ids, cands, p.Repeat)
 	counted := map[string][]report.RepetitionOutcome{}
@@ -144,7 +157,7 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 		counted[rp.ExecutionID] = rp.Outcomes
 	}
 	units := p.Units
-	p.Units, p.resumed = nil, true
+	p.Units, p.resumed, p.CatalogSources = nil, true, rec.Catalog
 	for _, u := range units {
 		outs := counted[u.Cell.ID]
 		if i := u.Repetition - 1; i < len(outs) && keep(mode, outs[i]) {
@@ -153,7 +166,7 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 		}
 		last, err := highestAttempt(filepath.Join(dir, p.RepetitionDir(u.Cell, u.Repetition)))
 		if err != nil {
-			return nil, &ResumeError{CampaignDir: dir, Problems: []string{err.Error()}}
+			return nil, &ResumeError{CampaignDir: dir, Mode: mode, Problems: []string{err.Error()}}
 		}
 		u.FirstAttempt = last + 1
 		p.Units = append(p.Units, u)
@@ -189,11 +202,11 @@ func highestAttempt(dir string) (int, error) {
 }
 
 // readPlanRecord reads and checks dir/plan.json.
-func readPlanRecord(dir string) (*PlanRecord, error) {
+func readPlanRecord(dir string, mode ResumeMode) (*PlanRecord, error) {
 	path := filepath.Join(dir, PlanFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s does not exist: only a campaign started by 'agentproof run' (which writes it first) can be resumed", path)
+		return nil, fmt.Errorf("%s does not exist: only a campaign started by 'agentproof run' (which writes it first) can be %s", path, map[ResumeMode]string{Resume: "resumed", RerunFailed: "rerun"}[mode])
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)

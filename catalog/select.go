@@ -52,7 +52,8 @@ const ErrNoSelector = "choose cells with --all or a selector (--id, --suite, --g
 //   - "--id cannot be combined with --all or dimension selectors", "--all cannot be
 //     combined with dimension selectors";
 //   - "unknown <suite|group|profile|environment|case|cell id>: a, b" for values absent
-//     from the matrix (groups are checked against the union of the cells' groups);
+//     from the matrix (groups are checked against the union of the cells' groups),
+//     with "(did you mean x?)" naming the closest known values (Suggest);
 //   - "selectors matched zero cells" when nothing remains.
 //
 // An empty selector selects every cell when Listing is set; otherwise (a run) it
@@ -69,6 +70,7 @@ func (c *Catalog) Select(sel Selector) ([]*Cell, error) {
 	var problems []string
 	// check records the values of one dimension that name nothing; with names set, the
 	// problem lists the known ones (sorted) so the user can pick.
+	// The closest known values are suggested ("did you mean"; Suggest).
 	check := func(label string, values []string, known func(string) bool, names map[string]bool) {
 		var unknown []string
 		for _, v := range values {
@@ -77,7 +79,11 @@ func (c *Catalog) Select(sel Selector) ([]*Cell, error) {
 			}
 		}
 		if len(unknown) > 0 {
-			p := fmt.Sprintf("unknown %s: %s", label, strings.Join(unknown, ", "))
+			candidates := slices.Collect(maps.Keys(names))
+			if names == nil && len(c.byCellID) <= maxSuggestCells {
+				candidates = slices.Collect(maps.Keys(c.byCellID))
+			}
+			p := fmt.Sprintf("unknown %s: %s%s", label, strings.Join(unknown, ", "), didYouMean(unknown, candidates))
 			if len(names) > 0 {
 				p += fmt.Sprintf(" (known: %s)", strings.Join(slices.Sorted(maps.Keys(names)), ", "))
 			}

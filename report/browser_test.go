@@ -167,8 +167,34 @@ func TestDashboardInBrowser(t *testing.T) {
 	must(err)
 	filtered2, err := chromedp.Run(ctx, chromedp.Evaluate[string](countCards))
 	must(err)
+	// Regressions against the latest green campaign and the per-cell history strip
+	// (dashboard_cellhistory.go): the failed cell regressed since camp-green, its strip
+	// shows passed → failed across definition boundaries.
+	must(chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.ID("history"))))
+	regressions, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#regressions ul.baselines li")).map(li => li.className + " " + li.innerText)`))
+	must(err)
+	badge, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector("details.card[data-verdict=failed] summary .regressed-badge")||{textContent:"-"}).textContent + " | " + (document.querySelector("#triage-list li.failed .tri-regressed")||{textContent:"-"}).textContent`))
+	must(err)
+	strip, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){var h=document.querySelector("details.card[data-verdict=failed] summary .cellhist"); if(!h){return "-"} return Array.from(h.querySelectorAll(".h")).map(x => x.getAttribute("title")).join(", ") + " | " + h.querySelectorAll(".brk").length + " | " + h.querySelector(".chg").textContent})()`))
+	must(err)
+	// The per-turn workspace diff of the failed card: turn 2 opens to the text before
+	// and after (the <script> in it is text) and the binary file by its hash.
+	must(chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`details[data-state="failed"] > summary`)),
+		chromedp.Click(chromedp.CSS(`details[data-state="failed"] .wsdiff details.turn[data-turn="2"] > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`details[data-state="failed"] .wsdiff details.turn[data-turn="2"][open] pre.after`)),
+	))
+	wsdiff, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("details[data-state=failed] .wsdiff details.turn")).map(t => t.querySelector("summary").innerText + " | " + Array.from(t.querySelectorAll(".chg")).map(c => c.getAttribute("data-change") + " " + c.querySelector(".p").textContent + " [" + Array.from(c.querySelectorAll("pre")).map(p => p.textContent.trim().replace(/\n/g, "/")).join(" ~ ") + "] " + c.querySelectorAll(".meta")[c.querySelectorAll(".meta").length-1].textContent).join("; "))`))
+	must(err)
+	wsShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`details[data-state="failed"] .wsdiff`)))
+	must(err)
 	must(chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.ID("history"))))
 	phoneShot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	must(err)
+	// At phone width the regression list and a card's history strip fit the screen.
+	phoneFit, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){var r=document.getElementById("regressions").getBoundingClientRect(); var h=document.querySelector("details.card[data-verdict=failed] .cellhist").getBoundingClientRect(); return [Math.round(r.right) <= 390, Math.round(h.right) <= 390, h.height > 0].join(",")})()`))
+	must(err)
+	phoneCardShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`details.card[data-verdict=failed] summary`)))
 	must(err)
 
 	dir := os.Getenv("AGENTPROOF_ARTIFACTS")
@@ -182,12 +208,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot, "dashboard-transcript.png": transcriptShot} {
+	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot, "dashboard-transcript.png": transcriptShot, "dashboard-phone-card.png": phoneCardShot, "dashboard-workspace-diff.png": wsShot} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png, dashboard-phone.png (390 px wide), dashboard-transcript.png", dir)
+	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png, dashboard-phone.png and dashboard-phone-card.png (390 px wide), dashboard-transcript.png, dashboard-workspace-diff.png", dir)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -209,7 +235,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(matcherRows) != 2 || !strings.HasPrefix(matcherRows[0], "failed | message_exact") || !strings.Contains(matcherRows[0], `"><img src=x onerror=alert(2)>`) || !strings.HasPrefix(matcherRows[1], "passed | issue_status") {
 		t.Errorf("matcher table rows: %q", matcherRows)
 	}
-	if shownBefore != 2 || shownAfter != 3 || shownText != "3 of 3 campaigns shown" {
+	if shownBefore != 3 || shownAfter != 4 || shownText != "4 of 4 campaigns shown" {
 		t.Errorf("partial toggle: %d rows before, %d after, %q", shownBefore, shownAfter, shownText)
 	}
 	if len(triage) != 2 || !strings.HasPrefix(triage[0], "failed core.reference.daytona.message-marker | candidate_failure; matcher message_exa") ||
@@ -230,6 +256,23 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if !strings.Contains(transcriptHead, "run run-day-1 · codex-exec-json · 4 steps · 2 tool calls") || !strings.Contains(transcriptHead, "partial") || transcriptImgs != 0 {
 		t.Errorf("transcript summary %q, %d img/script elements inside", transcriptHead, transcriptImgs)
+	}
+	if len(regressions) != 2 || !strings.HasPrefix(regressions[0], " calibration: latest green camp-1") ||
+		!strings.HasPrefix(regressions[1], "regressed core: latest green camp-green · 1 regressed · core.reference.daytona.message-marker (passed → failed)") {
+		t.Errorf("regressions list: %q", regressions)
+	}
+	if badge != "regressed since camp-green (latest green) | regressed since camp-green (latest green)" {
+		t.Errorf("regression marks on the failed card and its triage entry: %q", badge)
+	}
+	if strip != "camp-green: passed, camp-0: failed (suite definition changed), camp-2: failed (suite definition changed) | 2 | passed → failed in camp-2" {
+		t.Errorf("the failed card's history strip: %q", strip)
+	}
+	if len(wsdiff) != 2 || wsdiff[0] != "Turn 1 · 2 changed: 2 added | added notes.md [# plan/<script>alert(3)</script>] after: 27 bytes · sha256 "+strings.Repeat("a", 64)+"; added out.bin [] after: 4 bytes · sha256 "+strings.Repeat("b", 64) ||
+		wsdiff[1] != "Turn 2 · 2 changed: 1 modified, 1 removed | modified notes.md [# plan/<script>alert(3)</script> ~ # done/OK_n3] after: 12 bytes · sha256 "+strings.Repeat("c", 64)+"; removed out.bin [] after: absent" {
+		t.Errorf("workspace diff:\n%s", strings.Join(wsdiff, "\n"))
+	}
+	if phoneFit != "true,true,true" {
+		t.Errorf("at 390 px the regressions list and the history strip do not fit (right edge within 390, strip drawn): %s", phoneFit)
 	}
 	if hash != "#verdict=inconclusive&class=permanent_infrastructure" || filtered2 != "inconclusive" {
 		t.Errorf("after choosing inconclusive and permanent_infrastructure: hash %q, cards %q", hash, filtered2)

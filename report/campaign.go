@@ -52,9 +52,16 @@ type Campaign struct {
 	Expected         []string                  `json:"expected"`
 	Suites           []SuiteSummary            `json:"suites"`
 	Results          []Result                  `json:"results"`
+	// Baselines is the regression check of every suite against its latest green
+	// campaign of the same suite definition (Baseline; docs/regressions.md), in suite
+	// order; omitted when the campaign has no suites.
+	Baselines []Baseline `json:"baselines,omitempty"`
 	// Provenance is what produced the campaign (nil when the generator was given none
 	// and no earlier campaign.json had one).
 	Provenance *Provenance `json:"provenance,omitempty"`
+	// Catalog is the catalog the campaign was run with (nil when not recorded: a
+	// campaign of an older agentproof, or one reported without a run).
+	Catalog *CatalogSources `json:"catalog,omitempty"`
 	// Candidates lists, per execution id, the attempts that were considered and why an
 	// attempt was not chosen or not valid (sorted; empty when every cell had exactly one
 	// valid attempt).
@@ -88,6 +95,18 @@ type RepetitionOutcome struct {
 	Counted    verdict.Verdict `json:"counted"`
 	Missing    bool            `json:"missing,omitempty"`
 }
+
+// CatalogSources is the catalog a campaign was run with (`--catalog`, repeatable, and
+// `--with-default`), recorded in plan.json and campaign.json so that `agentproof report`
+// regenerates the campaign with the same catalog: Default says the embedded default
+// catalog is part of it, Paths are the --catalog paths, absolute, in the order given.
+type CatalogSources struct {
+	Default bool     `json:"default"`
+	Paths   []string `json:"paths"`
+}
+
+// IsDefault reports whether the sources are the embedded default catalog alone.
+func (s *CatalogSources) IsDefault() bool { return s == nil || (s.Default && len(s.Paths) == 0) }
 
 // Provenance is what produced a campaign: agentproof's module version, VCS revision
 // ("unknown" for a binary built without VCS stamping) and whether its tree was

@@ -80,6 +80,10 @@ type dashView struct {
 	// failure classes of the campaign's results, for the cell filter.
 	Triage  []triageView
 	Classes []string
+	// Regressions counts the cells that regressed against their suite's latest green
+	// campaign; Baselines are the campaign's checks (dashboard_cellhistory.go).
+	Regressions int
+	Baselines   []Baseline
 }
 
 // triageView is one cell of the "Needs attention" list: a link to its card, its
@@ -87,6 +91,8 @@ type dashView struct {
 type triageView struct {
 	Anchor, ExecutionID, Outcome, StateLabel, Class, Reason, Search string
 	Evidence                                                        *linkView
+	// Regressed is "regressed since <id> (latest green)", or "".
+	Regressed string
 }
 
 type tile struct{ Label, Value, Note, Class string }
@@ -112,7 +118,13 @@ type cardView struct {
 	// Class its failure class; Search the lower-case text the cell filter matches.
 	Reason, Class, Search string
 	// Repeats summarises a repeated cell's repetitions ("" without --repeat).
-	Repeats                                   string
+	Repeats string
+	// Regressed is "regressed since <id> (latest green)", or ""; History the cell's
+	// outcomes over the campaigns of the history (dashboard_cellhistory.go).
+	Regressed string
+	History   cellHistoryView
+	// Workspace is the per-turn workspace diff (dashboard_workspacediff.go).
+	Workspace                                 []workspaceTurnView
 	Error                                     string
 	Expected                                  string
 	Selected                                  bool
@@ -197,6 +209,7 @@ func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
 	v.History = buildHistory(c, hist)
 	v.Triage, v.Classes = buildTriage(c)
 	addRepeats(v, c)
+	addCellHistory(v, c, hist)
 	return v
 }
 
@@ -474,6 +487,7 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 		cv.Termination = indentJSON(r.Termination)
 	}
 	cv.Timings = r.TurnTimings
+	cv.Workspace = workspaceDiffView(r)
 	cv.Runtime = r.RuntimeFacts
 	if r.Usage != nil {
 		cv.Usage = prettyJSON(r.Usage)

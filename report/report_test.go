@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -104,8 +105,8 @@ func copyDir(t testing.TB, src, dst string, edit func(string) string) {
 	}
 }
 
-// buildFixtureHistory lays out three campaigns in a temporary results root and
-// generates them in order: camp-0 two days earlier under an older definition of suite
+// buildFixtureHistory lays out four campaigns in a temporary results root and
+// generates them in order: camp-green three days earlier, every cell passed; camp-0 two days earlier under an older definition of suite
 // core (so history lines break), camp-1 a day earlier with only the calibration suite
 // (partial), then the fixed camp-2. It returns the root, the catalog and camp-2's
 // Generated.
@@ -126,11 +127,27 @@ func buildFixtureHistory(t testing.TB) (string, *catalog.Catalog, *Generated) {
 		return strings.ReplaceAll(strings.ReplaceAll(s, "camp-2", "camp-1"), "2026-11-29T", "2026-11-28T")
 	})
 	copyDir(t, "testdata/results/camp-2", filepath.Join(root, "camp-2"), nil)
+	// camp-green, three days earlier, under today's definitions: every cell passed (the
+	// daytona and wrong cells are the passing local reference result, re-labelled), so
+	// it is the latest green campaign camp-2's regressions are checked against.
+	toGreen := func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(s, "camp-2", "camp-green"), "2026-11-29T", "2026-11-26T")
+	}
+	copyDir(t, "testdata/results/camp-2", filepath.Join(root, "camp-green"), toGreen)
+	passing := "testdata/results/camp-2/core/reference/local/message-marker/attempt-2"
+	copyDir(t, passing, filepath.Join(root, "camp-green", "core", "reference", "daytona", "message-marker", "attempt-1"), func(s string) string {
+		s = strings.ReplaceAll(s, "core.reference.local.", "core.reference.daytona.")
+		return toGreen(strings.ReplaceAll(s, `"environmentId": "local"`, `"environmentId": "daytona"`))
+	})
+	copyDir(t, passing, filepath.Join(root, "camp-green", "core", "wrong", "local", "message-marker", "attempt-1"), func(s string) string {
+		s = strings.ReplaceAll(s, "core.reference.local.", "core.wrong.local.")
+		return toGreen(strings.ReplaceAll(s, `"profileId": "reference"`, `"profileId": "wrong"`))
+	})
 	for _, step := range []struct {
 		id  string
 		cat *catalog.Catalog
 		ids []string
-	}{{"camp-0", old, fixtureExpected}, {"camp-1", cat, fixtureExpected[:2]}} {
+	}{{"camp-green", cat, fixtureExpected}, {"camp-0", old, fixtureExpected}, {"camp-1", cat, fixtureExpected[:2]}} {
 		if _, err := Generate(Options{ResultsRoot: root, CampaignID: step.id, Catalog: step.cat, ExpectedIDs: step.ids}); err != nil {
 			t.Fatalf("%s: %v", step.id, err)
 		}
@@ -179,7 +196,7 @@ func TestGenerateGoldenAndRegenerate(t *testing.T) {
 		t.Errorf("exit code %d, want 1", c.ExitCode())
 	}
 	h := g.History
-	if len(h.Campaigns) != 3 || *h.LatestCampaignID != "camp-2" || h.LatestGreenCampaignID != nil {
+	if len(h.Campaigns) != 4 || *h.LatestCampaignID != "camp-2" || h.LatestGreenCampaignID == nil || *h.LatestGreenCampaignID != "camp-green" {
 		t.Errorf("history pointers: %d campaigns, latest %v, green %v", len(h.Campaigns), h.LatestCampaignID, h.LatestGreenCampaignID)
 	}
 	if h.LatestGreenBySuite["calibration"] != "camp-2" || h.LatestBySuite["core"] != "camp-2" {
@@ -317,8 +334,28 @@ func cardHTML(t *testing.T, dash, id string) string {
 	if start < 0 {
 		t.Fatalf("no card for %s", id)
 	}
-	end := strings.Index(dash[start:], "</details>")
-	return dash[start : start+end]
+	// The card is a <details> that holds nested ones (the workspace diff's turns): its
+	// end is the </details> that balances its opening.
+	depth := 0
+	for i := start; i < len(dash); {
+		open := strings.Index(dash[i:], "<details")
+		closing := strings.Index(dash[i:], "</details>")
+		if closing < 0 {
+			break
+		}
+		if open >= 0 && open < closing {
+			depth++
+			i += open + len("<details")
+			continue
+		}
+		if depth == 0 {
+			return dash[start : i+closing]
+		}
+		depth--
+		i += closing + len("</details>")
+	}
+	t.Fatalf("the card of %s does not end", id)
+	return ""
 }
 
 func TestDashboardXSSInert(t *testing.T) {
@@ -549,4 +586,65 @@ func TestParseExpectedIDs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDashboardStructureGolden keeps the dashboard's element structure (every opening
+// tag with its id, classes and data-* attribute names, one per line; the inline style
+// and script bodies left out) in a golden file, so that a change of the page's
+// structure shows in review (-update rewrites it).
+func TestDashboardStructureGolden(t *testing.T) {
+	t.Parallel()
+	root, _, _ := buildFixtureHistory(t)
+	b, err := os.ReadFile(filepath.Join(root, "camp-2", DashboardFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "dashboard-structure.txt", dashboardStructure(string(b)))
+}
+
+var (
+	bodyOf    = regexp.MustCompile(`(?s)<(style|script)>.*?</(style|script)>`)
+	openTag   = regexp.MustCompile(`<([a-z][a-z0-9]*)((?:\s+[a-zA-Z-]+(?:="[^"]*")?)*)\s*/?>`)
+	attrOf    = regexp.MustCompile(`([a-zA-Z-]+)(?:="([^"]*)")?`)
+	closeTags = regexp.MustCompile(`</([a-z][a-z0-9]*)>`)
+)
+
+func dashboardStructure(page string) []byte {
+	page = bodyOf.ReplaceAllString(page, "<$1>")
+	var out strings.Builder
+	depth := 0
+	void := map[string]bool{"meta": true, "link": true, "br": true, "input": true, "circle": true, "line": true, "polyline": true}
+	pos := 0
+	for pos < len(page) {
+		o := openTag.FindStringSubmatchIndex(page[pos:])
+		c := closeTags.FindStringIndex(page[pos:])
+		if o == nil && c == nil {
+			break
+		}
+		if c != nil && (o == nil || c[0] < o[0]) {
+			depth = max(0, depth-1)
+			pos += c[1]
+			continue
+		}
+		tag := page[pos+o[2] : pos+o[3]]
+		line := tag
+		for _, a := range attrOf.FindAllStringSubmatch(page[pos+o[4]:pos+o[5]], -1) {
+			switch {
+			case a[1] == "id":
+				line += "#" + a[2]
+			case a[1] == "class":
+				for _, cl := range strings.Fields(a[2]) {
+					line += "." + cl
+				}
+			case strings.HasPrefix(a[1], "data-"):
+				line += "[" + a[1] + "]"
+			}
+		}
+		out.WriteString(strings.Repeat("  ", depth) + line + "\n")
+		if !void[tag] && !strings.HasSuffix(page[pos+o[0]:pos+o[1]], "/>") {
+			depth++
+		}
+		pos += o[1]
+	}
+	return []byte(out.String())
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentproof/agentproof/workspace"
 	"io"
 	"math"
 	"net/url"
@@ -166,6 +167,10 @@ type Result struct {
 	Evidence            []string                  `json:"evidence"`
 	Trajectories        []TrajectoryRef           `json:"trajectories,omitempty"`
 	Synthetic           bool                      `json:"synthetic,omitempty"`
+	// WorkspaceDiff is what each turn changed in the workspace (package workspace:
+	// text before/after within its bounds, binary files by SHA-256), omitted when
+	// none was recorded.
+	WorkspaceDiff []workspace.TurnDiff `json:"workspaceDiff,omitempty"`
 }
 
 // ValidationError lists every problem found in one document, each naming its field.
@@ -412,6 +417,7 @@ func (r *Result) Validate(label string) error {
 		}
 	}
 	p = append(p, checkTrajectories(r.Trajectories)...)
+	p = append(p, checkWorkspaceDiff(r.WorkspaceDiff)...)
 	if len(p) > 0 {
 		return &ValidationError{Label: label, Problems: p}
 	}
@@ -624,4 +630,58 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// maxDiffTurns bounds the turns of a result's workspace diff.
+const maxDiffTurns = 1000
+
+// checkWorkspaceDiff checks a result's workspace diff against the bounds the attempt
+// records it within (package workspace), so a result.json from elsewhere (report merge)
+// cannot bloat the reports: at most maxDiffTurns turns of at most
+// workspace.DiffTurnFiles changes, each a known change and type, each text at most
+// workspace.DiffTextBytes, at most workspace.DiffTurnTextBytes per turn.
+func checkWorkspaceDiff(turns []workspace.TurnDiff) []string {
+	var p []string
+	if len(turns) > maxDiffTurns {
+		return []string{fmt.Sprintf("workspaceDiff: %d turns, more than %d", len(turns), maxDiffTurns)}
+	}
+	for i, td := range turns {
+		if td.Turn < 1 {
+			p = append(p, fmt.Sprintf("workspaceDiff[%d].turn: %d is not positive", i, td.Turn))
+		}
+		if len(td.Changes) > workspace.DiffTurnFiles {
+			p = append(p, fmt.Sprintf("workspaceDiff[%d].changes: %d entries, more than %d", i, len(td.Changes), workspace.DiffTurnFiles))
+			continue
+		}
+		text := 0
+		for j, fc := range td.Changes {
+			at := fmt.Sprintf("workspaceDiff[%d].changes[%d]", i, j)
+			switch fc.Change {
+			case workspace.ChangeAdded, workspace.ChangeRemoved, workspace.ChangeModified:
+			default:
+				p = append(p, fmt.Sprintf("%s.change: %q is not added, removed or modified", at, fc.Change))
+			}
+			switch fc.Type {
+			case workspace.TypeFile, workspace.TypeSymlink, workspace.TypeOther:
+			default:
+				p = append(p, fmt.Sprintf("%s.type: %q is not file, symlink or other", at, fc.Type))
+			}
+			if fc.BeforeBytes < 0 || fc.AfterBytes < 0 {
+				p = append(p, at+": negative size")
+			}
+			for _, t := range []*string{fc.Before, fc.After} {
+				if t == nil {
+					continue
+				}
+				if len(*t) > workspace.DiffTextBytes {
+					p = append(p, fmt.Sprintf("%s: a text of %d bytes, more than %d", at, len(*t), workspace.DiffTextBytes))
+				}
+				text += len(*t)
+			}
+		}
+		if text > workspace.DiffTurnTextBytes {
+			p = append(p, fmt.Sprintf("workspaceDiff[%d]: %d bytes of text, more than %d", i, text, workspace.DiffTurnTextBytes))
+		}
+	}
+	return p
 }

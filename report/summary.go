@@ -30,6 +30,7 @@ func Summary(c *Campaign) []byte {
 		fmt.Fprintf(&b, "Started %s · finished %s · total test time %s\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
 	}
 	writeAttention(&b, c)
+	writeRegressions(&b, c)
 	if c.Repeat > 1 {
 		writeRepeats(&b, c)
 	}
@@ -79,11 +80,45 @@ func writeAttention(b *strings.Builder, c *Campaign) {
 			if dir := evidenceDir(r); dir != "" {
 				fmt.Fprintf(b, " (evidence: %s)", md(dir))
 			}
+			if since, ok := c.RegressedSince(r.ExecutionID); ok {
+				fmt.Fprintf(b, " — **%s**", md(regressionWords(since)))
+			}
 			b.WriteString("\n")
 		}
 	}
 	if n == 0 {
 		b.WriteString("Nothing: every cell passed (calibration cells: met their expectation).\n")
+	}
+	b.WriteString("\n")
+}
+
+// writeRegressions renders "Regressions against the latest green campaign": per suite
+// its latest green campaign of the same definition and the cells that passed there and
+// fail now, or why there is nothing to compare with (docs/regressions.md). Nothing is
+// written for a campaign without baselines.
+func writeRegressions(b *strings.Builder, c *Campaign) {
+	if len(c.Baselines) == 0 {
+		return
+	}
+	b.WriteString("## Regressions against the latest green campaign\n\n")
+	if n := c.Regressions(); n > 0 {
+		fmt.Fprintf(b, "**%s** since the latest green campaign of the same suite definition.\n\n", regressedCount(n))
+	} else {
+		b.WriteString("No cell regressed since the latest green campaign of its suite definition.\n\n")
+	}
+	for _, bl := range c.Baselines {
+		if bl.CampaignID == "" {
+			fmt.Fprintf(b, "- %s: %s\n", md(bl.SuiteID), md(bl.Note))
+			continue
+		}
+		fmt.Fprintf(b, "- %s: latest green %s — %s\n", md(bl.SuiteID), md(bl.CampaignID), md(regressedCount(len(bl.Regressed))))
+		for _, cc := range bl.Regressed {
+			fmt.Fprintf(b, "  - **%s**: %s → %s", md(cc.ExecutionID), orNone(cc.Before), orNone(cc.After))
+			if cc.Reason != "" {
+				fmt.Fprintf(b, ": %s", md(clip(cc.Reason, 300)))
+			}
+			b.WriteString("\n")
+		}
 	}
 	b.WriteString("\n")
 }

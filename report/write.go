@@ -50,6 +50,9 @@ type Options struct {
 	// replaced by those the results record); nil keeps an existing campaign.json's
 	// (so regeneration reproduces it), else the campaign has none.
 	Provenance *Provenance
+	// CatalogSources, when non-nil, is where Catalog came from (recorded in
+	// campaign.json); nil keeps an existing campaign.json's.
+	CatalogSources *CatalogSources
 	// Secrets, when non-nil, sanitises every result before anything is rendered (exact
 	// values and secret shapes; package redact).
 	Secrets *redact.Set
@@ -155,6 +158,10 @@ func Generate(opts Options) (*Generated, error) {
 		p.CLIs = cliProvenance(results)
 		c.Provenance = &p
 	}
+	c.Catalog = opts.CatalogSources
+	if c.Catalog == nil && prior != nil {
+		c.Catalog = prior.Catalog
+	}
 	if repeat > 1 {
 		c.Repeat, c.Repeats = repeat, repeats
 		for _, r := range repeats {
@@ -176,6 +183,7 @@ func Generate(opts Options) (*Generated, error) {
 	if warn != "" {
 		g.Warnings = append(g.Warnings, warn)
 	}
+	c.Baselines = baselines(c, hist, campaignReader(opts.ResultsRoot))
 	g.History = hist.Merge(c.Entry())
 
 	campaignJSON, err := encodeJSON(c)
@@ -241,7 +249,8 @@ func readPriorCampaign(path string) (*Campaign, error) {
 
 // SanitizeResult redacts every free-text and raw JSON field of r in place with s (exact
 // values and secret shapes): error, issue identifier, usage, matcher details, expected
-// and observed values, and the termination summary (withheld when it cannot be
+// and observed values, the workspace diff's paths, link targets and texts, and the
+// termination summary (withheld when it cannot be
 // sanitised).
 func SanitizeResult(s *redact.Set, r *Result) {
 	r.Error = s.RedactText(r.Error)
@@ -262,6 +271,19 @@ func SanitizeResult(s *redact.Set, r *Result) {
 		for j := range rf.Problems {
 			rf.Problems[j] = s.RedactText(rf.Problems[j])
 		}
+	}
+	for i := range r.WorkspaceDiff {
+		for j := range r.WorkspaceDiff[i].Changes {
+			fc := &r.WorkspaceDiff[i].Changes[j]
+			fc.Path, fc.BeforeTarget, fc.AfterTarget, fc.Note = s.RedactText(fc.Path), s.RedactText(fc.BeforeTarget), s.RedactText(fc.AfterTarget), s.RedactText(fc.Note)
+			for _, t := range []**string{&fc.Before, &fc.After} {
+				if *t != nil {
+					v := s.RedactText(**t)
+					*t = &v
+				}
+			}
+		}
+		r.WorkspaceDiff[i].Note = s.RedactText(r.WorkspaceDiff[i].Note)
 	}
 	if len(r.Termination) > 0 {
 		if b, err := s.SanitizeJSONBytes("termination", r.Termination); err == nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/workspace"
 )
 
 // SetupBoard is the part of the board API the fixtures stage uses: creating a company
@@ -99,6 +100,11 @@ type Fixtures struct {
 	Secrets            *redact.Set
 	Fault              *verdict.Fault
 	CleanupErr         string
+	// Workspace is the workspace as it was before the task existed (before turn 1),
+	// the first side of the per-turn workspace diff; nil when it could not be read
+	// (WorkspaceErr says why).
+	Workspace    *workspace.Snapshot
+	WorkspaceErr string
 }
 
 // fixtureInput is everything the fixture definitions need: the plan, the secrets to
@@ -120,6 +126,21 @@ type storedSecret struct{ name, value string }
 // setupFixtures loads the cell's credentials (and the live provider's), adds them to
 // the secret set and sets the fixture graph up through the attempt's server.
 func (x *LocalExecutor) setupFixtures(ctx context.Context, a *attempt, p *Provisioned) Fixtures {
+	// Before the task exists no agent has run: this is the workspace before turn 1.
+	before, werr := workspace.Take(ctx, p.Workspace, workspace.DiffLimits)
+	f := x.setupFixtureSet(ctx, a, p)
+	f.Workspace = before
+	if werr != nil {
+		f.WorkspaceErr = werr.Error()
+		if p.Secrets != nil {
+			f.WorkspaceErr = p.Secrets.RedactText(f.WorkspaceErr)
+		}
+	}
+	return f
+}
+
+// setupFixtureSet is setupFixtures without the workspace's first snapshot.
+func (x *LocalExecutor) setupFixtureSet(ctx context.Context, a *attempt, p *Provisioned) Fixtures {
 	in := fixtureInput{plan: a.plan, secrets: p.Secrets, agent: x.agentInput(a.plan, p)}
 	if p.Lease != nil {
 		in.lease = p.Lease.environmentConfig()

@@ -11,6 +11,7 @@ import (
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/workspace"
 )
 
 // FlowOutcome is what the flow stage returns: when the human submitted each turn
@@ -24,12 +25,17 @@ type FlowOutcome struct {
 	Deadline    string
 	Interrupted bool
 	Fault       *verdict.Fault
+	// WorkspaceDiffs is what each turn changed in the workspace (turnDiffs), in turn
+	// order; a turn whose run never settled has none.
+	WorkspaceDiffs []workspace.TurnDiff
 }
 
 // playFlow plays the case's flow (package flows) against the attempt's server as the
 // human, restarting the server when the flow asks.
 func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned, f *Fixtures) FlowOutcome {
+	wd := newTurnDiffs(p.Workspace, f.Workspace, f.WorkspaceErr)
 	s := &flows.Session{
+		TurnSettled: wd.settled,
 		Board:       p.Instance.board().Company(f.CompanyID),
 		TaskID:      f.TaskID,
 		Case:        a.plan.Cell.Case,
@@ -58,7 +64,9 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 			return p.Instance.board().Company(f.CompanyID), nil
 		},
 	}
-	return flowOutcome(ctx, a.plan, f.Submitted, flows.Run(ctx, s), f.Secrets)
+	fo := flowOutcome(ctx, a.plan, f.Submitted, flows.Run(ctx, s), f.Secrets)
+	fo.WorkspaceDiffs = wd.diffs
+	return fo
 }
 
 // flowOutcome maps what the flow returned to the stage's value: a *flows.DeadlineError

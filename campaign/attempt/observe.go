@@ -76,6 +76,12 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 	}
 	o.Match.Files, o.Match.HasWorkspaceSnapshot = snap.Files, true
 	writeJSON(a.ev, f.Secrets, "workspace-manifest.json", snap.Document())
+	if len(fl.WorkspaceDiffs) > 0 {
+		// Through the guard like all evidence; result.json carries it too (sanitised
+		// with the secrets when written), for the dashboard.
+		writeJSON(a.ev, f.Secrets, WorkspaceDiffFile, workspaceDiffDocument(fl.WorkspaceDiffs))
+		o.Facts.WorkspaceDiff = fl.WorkspaceDiffs
+	}
 	return o
 }
 

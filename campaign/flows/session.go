@@ -39,7 +39,8 @@ type Board interface {
 // new server), the running server's base URL and a board of the same company whose
 // requests go to another base URL (both nil when the harness cannot: the lost-
 // acknowledgement probe sends through its proxy with them) and where to log what the
-// human did (nil for nowhere).
+// human did (nil for nowhere), and what to call when a turn's run settles (nil for
+// nothing).
 type Session struct {
 	Board       Board
 	TaskID      string
@@ -52,6 +53,11 @@ type Session struct {
 	ServerURL   func() string
 	BoardAt     func(baseURL string) Board
 	Log         func(format string, args ...any)
+	// TurnSettled, when set, is called once per turn n (1-based) when its run first
+	// settles, before the human acts on it (the attempt snapshots the workspace there
+	// for its per-turn diff).
+	TurnSettled func(ctx context.Context, n int)
+	settled     map[int]bool
 }
 
 func (s *Session) log(format string, args ...any) {

@@ -211,6 +211,13 @@ func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
 			failingSince = time.Time{}
 			if v.settled(n) {
 				s.log("run %d settled: %s %s", n, v.runs[n-1].ID, v.runs[n-1].Status)
+				if s.TurnSettled != nil && !s.settled[n] {
+					if s.settled == nil {
+						s.settled = map[int]bool{}
+					}
+					s.settled[n] = true
+					s.TurnSettled(ctx, n)
+				}
 				return v, nil
 			}
 			if why := v.refused(); why != "" {

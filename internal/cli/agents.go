@@ -11,10 +11,42 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// pinnedNames lists the pinned agent CLIs (clis.Pinned, in its order) by name, with
+// "(ACP)" after an ACP agent: "codex, opencode, claude, codex-acp (ACP), ...".
+func pinnedNames() string {
+	var names []string
+	for _, c := range clis.Pinned {
+		n := c.Name
+		if c.ACP {
+			n += " (ACP)"
+		}
+		names = append(names, n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// pinnedSpecs lists every pinned CLI as "name package@version", one per line, indented,
+// with ", optional" for the ones `agents install` skips without a name.
+func pinnedSpecs() string {
+	var lines []string
+	for _, c := range clis.Pinned {
+		opt := ""
+		if c.Optional {
+			opt = " (optional: installed only when named)"
+		}
+		acp := ""
+		if c.ACP {
+			acp = " · ACP"
+		}
+		lines = append(lines, fmt.Sprintf("  %-11s %s%s%s", c.Name, c.Spec(), acp, opt))
+	}
+	return strings.Join(lines, "\n")
+}
+
 func newAgentsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agents",
-		Short: "Manage the pinned real agent CLIs (Codex, OpenCode, Claude Code)",
+		Short: "Manage the pinned real agent CLIs (" + pinnedNames() + ")",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return usageErrorf("%s needs a subcommand: install (see '%s --help')", cmd.CommandPath(), cmd.CommandPath())

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/report"
 )
 
 // catalogSource is what --catalog and --with-default select: the catalog paths in the
@@ -23,6 +25,42 @@ type catalogSource struct {
 // catalog alone; --with-default adds it to the given paths.
 func (s catalogSource) sources() catalog.Sources {
 	return catalog.Sources{Default: s.withDefault || len(s.paths) == 0, Paths: s.paths}
+}
+
+// record is the sources as campaign.json and plan.json record them: absolute paths,
+// so that `agentproof report` finds them from any directory. Errors: a path that has
+// no absolute form (usage error).
+func (s catalogSource) record() (*report.CatalogSources, error) {
+	r := &report.CatalogSources{Default: s.withDefault || len(s.paths) == 0, Paths: []string{}}
+	for _, p := range s.paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, usageErrorf("--catalog %s: %v", p, err)
+		}
+		r.Paths = append(r.Paths, abs)
+	}
+	return r, nil
+}
+
+// sourceOf is the catalogSource a campaign recorded.
+func sourceOf(r *report.CatalogSources) catalogSource {
+	return catalogSource{paths: r.Paths, withDefault: r.Default && len(r.Paths) > 0}
+}
+
+// describe names the sources for humans: "the embedded default catalog",
+// "--catalog /a --catalog /b --with-default".
+func (s catalogSource) describe() string {
+	if len(s.paths) == 0 {
+		return "the embedded default catalog"
+	}
+	var parts []string
+	for _, p := range s.paths {
+		parts = append(parts, "--catalog "+p)
+	}
+	if s.withDefault {
+		parts = append(parts, "--with-default")
+	}
+	return strings.Join(parts, " ")
 }
 
 // catalogFlag adds --catalog (repeatable) and --with-default to cmd and returns where

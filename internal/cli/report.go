@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/report"
 
 	"github.com/agentproof/agentproof/verdict"
@@ -22,6 +26,7 @@ type reportFlags struct {
 	history   string
 	catalog   *catalogSource
 	asFailure bool
+	loaded    map[string]*catalog.Catalog
 }
 
 func (f *reportFlags) add(cmd *cobra.Command) {
@@ -33,12 +38,14 @@ func (f *reportFlags) add(cmd *cobra.Command) {
 }
 
 // options builds report.Options for one campaign; the inconclusive-as-failure choice is
-// passed only when the flag was given, so regeneration keeps the stored choice.
-func (f *reportFlags) options(cmd *cobra.Command, campaign string) (report.Options, error) {
+// passed only when the flag was given, so regeneration keeps the stored choice. The
+// catalog is the one the campaign recorded (campaign.json, else plan.json) unless
+// --catalog or --with-default is given (campaignCatalog).
+func (f *reportFlags) options(a *app, cmd *cobra.Command, campaign string) (report.Options, error) {
 	if !report.ValidCampaignID(campaign) {
 		return report.Options{}, usageErrorf("--campaign %q must be a letter or digit followed by at most 199 letters, digits, '.', '_' or '-'", campaign)
 	}
-	c, err := loadCatalog(*f.catalog)
+	c, err := f.campaignCatalog(a, cmd, campaign)
 	if err != nil {
 		return report.Options{}, err
 	}
@@ -48,6 +55,85 @@ func (f *reportFlags) options(cmd *cobra.Command, campaign string) (report.Optio
 		o.InconclusiveAsFailure = &v
 	}
 	return o, nil
+}
+
+// recordedCatalog reads the catalog sources a campaign recorded: campaign.json's, else
+// plan.json's; nil when neither records one (or neither exists).
+func recordedCatalog(dir string) *report.CatalogSources {
+	for _, name := range []string{report.CampaignFile, campaign.PlanFile} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		var doc struct {
+			Catalog *report.CatalogSources `json:"catalog"`
+		}
+		if json.Unmarshal(b, &doc) == nil && doc.Catalog != nil {
+			return doc.Catalog
+		}
+	}
+	return nil
+}
+
+// campaignCatalog is the catalog to report campaign id with. Without --catalog and
+// --with-default it is the catalog the campaign recorded it was run with (said on
+// stderr when it is not the default one); a recorded catalog that cannot be loaded is
+// a usage error naming it (regenerating with another catalog would report its suites
+// unknown and the campaign partial). With the flags, their catalog; a warning says when
+// the campaign recorded another one. Loaded catalogs are cached per sources.
+func (f *reportFlags) campaignCatalog(a *app, cmd *cobra.Command, id string) (*catalog.Catalog, error) {
+	explicit := cmd.Flags().Changed("catalog") || cmd.Flags().Changed("with-default")
+	src := *f.catalog
+	rec := recordedCatalog(filepath.Join(f.results, id))
+	if rec != nil && !explicit && !rec.IsDefault() {
+		src = sourceOf(rec)
+		fmt.Fprintf(a.stderr, "agentproof: campaign %s: using the catalog it was run with (%s)\n", id, src.describe())
+	} else if rec != nil && explicit {
+		if want := sourceOf(rec); want.describe() != mustRecord(src) {
+			fmt.Fprintf(a.stderr, "agentproof: warning: campaign %s was run with %s; regenerating it with %s (suites this catalog lacks or defines differently are reported partial)\n", id, want.describe(), src.describe())
+		}
+	}
+	key := src.describe()
+	if c, ok := f.loaded[key]; ok {
+		return c, nil
+	}
+	c, err := loadCatalog(src)
+	if err != nil && rec != nil && !explicit && !rec.IsDefault() {
+		return nil, usageErrorf("campaign %s was run with %s (recorded in its campaign.json or plan.json), which cannot be loaded now: %v; pass --catalog to report it with another catalog", id, src.describe(), err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if f.loaded == nil {
+		f.loaded = map[string]*catalog.Catalog{}
+	}
+	f.loaded[key] = c
+	return c, nil
+}
+
+// warnUnknownSuites says, on stderr, which suites of c the reporting catalog does not
+// know (they are reported partial): the campaign was likely run with another
+// --catalog.
+func warnUnknownSuites(a *app, cat *catalog.Catalog, c *report.Campaign) {
+	var unknown []string
+	for _, s := range c.Suites {
+		if cat == nil || cat.Suite(s.SuiteID) == nil {
+			unknown = append(unknown, s.SuiteID)
+		}
+	}
+	if len(unknown) > 0 {
+		fmt.Fprintf(a.stderr, "agentproof: warning: campaign %s: suite(s) %s are not in the catalog used to report it, so they are reported partial; pass the --catalog the campaign was run with\n", c.CampaignID, strings.Join(unknown, ", "))
+	}
+}
+
+// mustRecord is src as recorded and described again (absolute paths), for comparing
+// with a recorded catalog; src itself when it has no absolute form.
+func mustRecord(src catalogSource) string {
+	r, err := src.record()
+	if err != nil {
+		return src.describe()
+	}
+	return sourceOf(r).describe()
 }
 
 func newReportCmd(a *app) *cobra.Command {
@@ -62,8 +148,13 @@ index.html at <results>/<campaign>/, and history.json at the results root (or
 then the latest finishedAt, then the higher attempt); an expected cell without a
 valid result gets a synthetic inconclusive result (permanent_infrastructure).
 
-Use the --catalog the run used (default: the embedded catalog): it supplies the grids,
-labels, fingerprints and the completeness of each suite.
+The catalog supplies the grids, labels, fingerprints and the completeness of each
+suite. Without --catalog and --with-default, each campaign is reported with the
+catalog it was run with (recorded in its campaign.json and plan.json; a recorded
+catalog that cannot be loaded any more is an error, exit 2); campaigns that recorded
+none use the embedded catalog, with a warning naming any suite it does not know.
+With --catalog, that catalog is used (a warning says when the campaign recorded
+another one).
 
 The expected cells are the campaign.json "expected" list written by 'agentproof run';
 without a campaign.json, the cells that have results. Without --campaign every
@@ -100,7 +191,7 @@ a results directory in use, 70 internal error (a bug in agentproof).`,
 			}
 			worst := ExitOK
 			for _, id := range ids {
-				o, err := f.options(cmd, id)
+				o, err := f.options(a, cmd, id)
 				if err != nil {
 					return err
 				}
@@ -108,6 +199,7 @@ a results directory in use, 70 internal error (a bug in agentproof).`,
 				if err != nil {
 					return reportError(err)
 				}
+				warnUnknownSuites(a, o.Catalog, g.Campaign)
 				worst = verdict.Worst(worst, g.Campaign.ExitCode())
 				printGenerated(a, g)
 				appendStepSummary(a, g)
@@ -180,11 +272,17 @@ merging and reporting, as for 'agentproof report': when it is in use, merge exit
 				fmt.Fprintf(a.stderr, "warning: %s\n", w)
 			}
 			fmt.Fprintf(a.stdout, "Merged %d attempt(s) into %s (%d already present)\n", len(m.Copied), filepath.Join(f.results, m.CampaignID), len(m.Skipped))
-			o, err := f.options(cmd, m.CampaignID)
+			o, err := f.options(a, cmd, m.CampaignID)
 			if err != nil {
 				return err
 			}
 			o.ExpectedIDs = ids
+			if recordedCatalog(filepath.Join(f.results, m.CampaignID)) == nil {
+				// The merge creates the campaign: record the catalog it is reported with.
+				if o.CatalogSources, err = f.catalog.record(); err != nil {
+					return err
+				}
+			}
 			g, err := report.Generate(o)
 			if err != nil {
 				return reportError(err)

@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/client"
 )
 
@@ -84,13 +86,16 @@ environments × task cases; every cell runs in its own fresh control-plane insta
 database and workspace; deterministic matchers grade the resulting state, messages
 and files; the verdict is passed, failed or inconclusive, never a guess.
 
+Pinned agent CLIs ('agentproof agents install'):
+` + pinnedSpecs() + `
+
 Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 (evidence incomplete), 70 internal error (a bug in agentproof), 130 interrupted.`),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &UsageError{Err: flagError{err}}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &UsageError{Err: flagError{suggestFlag(cmd, err)}}
 	})
 	root.AddCommand(
 		newConformanceCmd(a),
@@ -116,6 +121,35 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newHostileCmd(a),
 	)
 	return root
+}
+
+// suggestFlag adds "(did you mean --x?)" to an unknown long flag's error, naming the
+// closest flags of cmd (its own and inherited; catalog.Suggest); other errors are
+// returned as they are.
+func suggestFlag(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok || cmd == nil {
+		return err
+	}
+	var known []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			known = append(known, f.Name)
+		}
+	})
+	cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			known = append(known, f.Name)
+		}
+	})
+	s := catalog.Suggest(name, known)
+	if len(s) == 0 {
+		return err
+	}
+	for i := range s {
+		s[i] = "--" + s[i]
+	}
+	return fmt.Errorf("%w (did you mean %s?)", err, strings.Join(s, " or "))
 }
 
 // flagError marks a usage error that cobra or pflag raised while parsing flags.

@@ -191,6 +191,15 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		return err
 	}
 	defer unlock()
+	if plan.Resumed() && len(plan.Units) == 0 {
+		nothingToRun(a, o, plan, filepath.Join(root, plan.CampaignID))
+		return nil
+	}
+	if !plan.Resumed() {
+		if plan.CatalogSources, err = dir.record(); err != nil {
+			return err
+		}
+	}
 	campaignDir := filepath.Join(root, plan.CampaignID)
 	if !plan.Resumed() {
 		if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
@@ -256,7 +265,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	}
 	v := readVersion()
 	prov := &report.Provenance{Version: v.Version, Revision: v.Revision, Modified: v.Modified, Go: v.Go, OS: runtime.GOOS, Arch: runtime.GOARCH}
-	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov})
+	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
@@ -365,8 +374,24 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 		unlock()
 		return nil, nil, nil, err
 	}
-	fmt.Fprintf(a.stderr, "agentproof: %s %s: keeping %d stored result(s), running %d repetition(s) of %d cell(s)\n", flag, id, len(plan.Kept), len(plan.Units), len(plan.Cells))
+	if len(plan.Units) > 0 {
+		fmt.Fprintf(a.stderr, "agentproof: %s %s: keeping %d stored result(s), running %d repetition(s) of %d cell(s)\n", flag, id, len(plan.Kept), len(plan.Units), len(plan.Cells))
+	}
 	return plan, binaries, unlock, nil
+}
+
+// nothingToRun says, on stdout, that a resumed campaign has nothing to run: with
+// --resume every repetition has a result (the campaign is complete), with
+// --rerun-failed every one counted as passed. Nothing is written; the exit code is 0.
+func nothingToRun(a *app, o runOptions, plan *campaign.Plan, dir string) {
+	n := len(plan.Kept)
+	if o.resume != "" {
+		fmt.Fprintf(a.stdout, "Campaign %s is complete: each of its %d cell(s) has a result for every repetition (%d stored), so --resume has nothing to run. Its report: %s\n",
+			plan.CampaignID, len(plan.Cells), n, filepath.Join(dir, report.SummaryFile))
+		return
+	}
+	fmt.Fprintf(a.stdout, "Campaign %s: every one of its %d cell(s) passed (%d stored result(s)), so --rerun-failed has nothing to run. Its report: %s\n",
+		plan.CampaignID, len(plan.Cells), n, filepath.Join(dir, report.SummaryFile))
 }
 
 // prepare checks, before anything starts, what the cells to run need: with --live the
