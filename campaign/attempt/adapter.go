@@ -62,7 +62,8 @@ func LiveCredential(cell *catalog.Cell) string {
 // (api.AdapterConfig): the profile's driver and driver configuration, every stored
 // secret (the canary, the credentials) as a secret reference in env, the workspace as
 // cwd and, for reference, wrong and leaky, the rendered reference script
-// (agent.BuiltinConfig, schema agentproof.builtin-agent-config/v1). Errors (a driver
+// (agent.BuiltinConfig, schema agentproof.builtin-agent-config/v1), and the profile's
+// runnerLifecycleMode (per_turn unless it says warm). Errors (a driver
 // configuration the api does not accept, a CLI not installed, no live provider for
 // --live, no reference script) are the harness's configuration faults.
 func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[string]string, environmentID string) (json.RawMessage, error) {
@@ -80,6 +81,9 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 		return nil, err
 	}
 	cfg := api.AdapterConfig{Driver: d, Env: map[string]api.EnvValue{}, EnvironmentID: environmentID, Cwd: in.workspace, LifecycleMode: api.LifecyclePerTurn}
+	if p.RunnerLifecycleMode != "" {
+		cfg.LifecycleMode = api.LifecycleMode(p.RunnerLifecycleMode)
+	}
 	for name, id := range secretIDs {
 		cfg.Env[name] = api.EnvValue{Ref: &api.SecretRef{Type: api.SecretRefType, SecretID: id, Version: "latest"}}
 	}

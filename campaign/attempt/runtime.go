@@ -44,8 +44,29 @@ func observeRuntime(o *Observation, plan campaign.AttemptPlan, f *Fixtures) {
 		}
 	}
 	o.Match.HasRuntimeFacts = len(o.Match.RuntimeFacts) > 0
+	observeProcesses(o)
 	o.Match.RuntimeMode = strings.Join(modes, "+")
 	o.Match.Environment = strings.Join(envs, "+")
+}
+
+// observeProcesses fills the process identities the process_identity matcher grades:
+// per run, in order, the agent process the runner observed carrying it out — for an
+// ACP run the identity read from /proc when its turn started (api.ACPTurn), otherwise
+// the launched process's (api.LaunchFacts). A run with neither keeps a zero identity
+// (the matcher is then not reached).
+func observeProcesses(o *Observation) {
+	o.Match.Processes = nil
+	for _, r := range o.Runs {
+		p := match.ProcessIdentity{RunID: r.RunID}
+		switch {
+		case r.ACP != nil && r.ACP.PID > 0:
+			p.PID, p.StartTicks = r.ACP.PID, r.ACP.ProcessStartTicks
+		case r.Launch != nil:
+			p.PID, p.StartTicks = r.Launch.PID, r.Launch.ProcessStartTicks
+		}
+		o.Match.Processes = append(o.Match.Processes, p)
+	}
+	o.Match.HasProcesses = len(o.Match.Processes) > 0
 }
 
 // reportFacts is one run's launch facts as result.json shows them.

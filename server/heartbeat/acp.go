@@ -62,12 +62,29 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 		markers = []string{r.cfg.ProcessMarker}
 	}
 	startedAt := r.cfg.Now()
-	sess, startErr := d.Start(runCtx, agent.ACPEnv{Run: env, Decider: boardDecider{r: r, j: j, run: j.runID}, Redact: secrets, ExtraMarkers: markers})
+	warm := j.cfg.LifecycleMode.Warm()
+	var (
+		sess     *agent.ACPSession
+		startErr error
+		ws       *warmSession
+		reused   bool
+	)
+	if warm {
+		// One session serves every run of the agent (warm.go): this run's turn is a new
+		// session/prompt in it, its MCP server bound to this run for the turn.
+		ws, reused, startErr = r.warmFor(runCtx, j, d, env, secrets, markers)
+		if startErr == nil {
+			sess, secrets = ws.sess, ws.secrets
+		}
+	} else {
+		sess, startErr = d.Start(runCtx, agent.ACPEnv{Run: env, Decider: boardDecider{r: r, j: j, run: j.runID}, Redact: secrets, ExtraMarkers: markers})
+	}
 	var (
 		res     agent.TurnResult
 		turnErr error
 		exit    agent.ProcessExit
 		facts   *api.LaunchFacts
+		open    bool // the warm session stays open after this turn
 	)
 	if startErr == nil {
 		r.mu.Lock()
@@ -83,7 +100,11 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 			facts.Problems = append(facts.Problems, "the process identity could not be read: "+err.Error())
 		}
 		res, turnErr = sess.Prompt(runCtx, agent.Turn{RunID: j.runID, Text: agent.Prompt(rc)})
-		exit = sess.Close()
+		if warm {
+			exit, open = r.warmAfterTurn(ws, j)
+		} else {
+			exit = sess.Close()
+		}
 		observed()
 	} else {
 		var se *agent.StartError
@@ -98,13 +119,20 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 	if cur, ok := r.Run(j.runID); ok && cur.Cancellation != nil {
 		rec.Cancellation = cur.Cancellation
 	}
-	o, report := acpReport(startErr, res, turnErr, exit, endedAt.Sub(startedAt))
+	o, report := acpReport(startErr, res, turnErr, exit, endedAt.Sub(startedAt), open)
 	if o.Started {
 		rec.ProcessStartedAt, rec.ProcessEndedAt = stamp(startedAt), stamp(endedAt)
 		rec.Launch = facts
 	}
 	if startErr == nil {
 		rec.ACP = acpTurnFacts(sess, res, exit, secrets.RedactText)
+		rec.ACP.Lifecycle, rec.ACP.Reused = api.LifecyclePerTurn, reused
+		if warm {
+			rec.ACP.Lifecycle = api.LifecycleWarm
+		}
+		if open {
+			rec.ACP.Exit = ""
+		}
 		if p, err := agent.ReadPresentation(env.StateDir, rec.RunID); err == nil && p != nil {
 			report.Presentation = &agent.Presentation{CommentID: p.CommentID, Text: p.Text}
 		} else if err != nil {
@@ -120,8 +148,10 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 // anything else failed (a Stop makes it cancelled in finish); a turn past its deadline
 // counts as timed out; a session that did not start is not started when its process
 // never ran (the launch or spawn failed: the harness's) and otherwise a failed run
-// whose agent broke off the handshake.
-func acpReport(startErr error, res agent.TurnResult, turnErr error, exit agent.ProcessExit, wall time.Duration) (worker.Outcome, agent.Report) {
+// whose agent broke off the handshake. open is a warm session that stays open after
+// the turn: the process has no exit yet (its outcome is the turn's, its stderr comes
+// with the run that retires it).
+func acpReport(startErr error, res agent.TurnResult, turnErr error, exit agent.ProcessExit, wall time.Duration, open bool) (worker.Outcome, agent.Report) {
 	o := worker.Outcome{ExitCode: exit.ExitCode, Signal: exit.Signal, Exited: exit.ExitCode != nil || exit.Signal != "", TimedOut: exit.TimedOut,
 		OutputExceeded: exit.OutputExceeded, SignalsSent: exit.SignalsSent, Duration: time.Duration(exit.DurationMS) * time.Millisecond,
 		OutputBytes: exit.StdoutBytes, Escaped: exit.Escaped}
@@ -158,10 +188,16 @@ func acpReport(startErr error, res agent.TurnResult, turnErr error, exit agent.P
 	complete := turnErr == nil
 	turn, _ := json.MarshalIndent(res, "", "  ")
 	tr := []agent.Evidence{stderr, {Name: ACPTurnFile, MediaType: "application/json", Body: turn}}
+	exitSummary := exit.Summary()
+	if open {
+		tr = tr[1:]
+		o.Duration = wall
+		exitSummary = fmt.Sprintf("the warm session's process (pid %d) stays open for the next run", res.Process.PID)
+	}
 	if len(res.Evidence) > 0 { // the turn's share of the session log (its name notes a cut)
 		tr = append(tr, agent.Evidence{Name: ACPTurnLogFile, MediaType: res.Evidence[0].MediaType, Body: res.Evidence[0].Body})
 	}
-	return o, agent.Report{Summary: summary + "; " + exit.Summary(), RunStatus: status, Usage: res.Usage,
+	return o, agent.Report{Summary: summary + "; " + exitSummary, RunStatus: status, Usage: res.Usage,
 		Transcript: tr, EventStreamComplete: &complete}
 }
 
