@@ -23,7 +23,9 @@ import (
 // the run's context: the driver sends session/cancel and answers pending permissions
 // "cancelled"; the turn must then end with stop reason cancelled. The turn's facts are
 // the record's ACP field; its share of the session log (acp-turn.jsonl), the turn
-// summary (acp-turn.json) and the agent's stderr are the run's evidence.
+// summary (acp-turn.json) and the agent's stderr are the run's evidence. Under the warm
+// lifecycle (warm.go) the session outlives the run: the run binds it, prompts it and
+// unbinds it, and the runner retires it at shutdown.
 
 // ACP evidence names in a run's record directory.
 const (
