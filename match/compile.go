@@ -50,7 +50,7 @@ var (
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
 		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
-		KindProcessIdentity,
+		KindProcessIdentity, KindNoMutation,
 	}
 	kindFields = map[string][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -73,6 +73,7 @@ var (
 		KindPlanRevisions:      {"name", "expected"},
 		KindBlockerGuidance:    {},
 		KindProcessIdentity:    {"samePidAcrossTurns"},
+		KindNoMutation:         {"path"},
 	}
 )
 
@@ -284,6 +285,9 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		compilePlan(spec, c, bad)
 	case KindProcessIdentity:
 		compileProcess(spec, c, bad)
+	case KindNoMutation:
+		c.file = checkWorkspacePath(spec.Path, bad)
+		c.display = c.file
 	}
 
 	js, err := canonjson.Ordered(spec)

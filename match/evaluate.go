@@ -91,6 +91,8 @@ func (c *compiled) eval(ev *evidence) result {
 		return evalBlocker(obs)
 	case KindProcessIdentity:
 		return c.evalProcess(obs)
+	case KindNoMutation:
+		return c.evalNoMutation(obs)
 	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
 		files := obs.Files
 		if c.spec.Source == SourceAgentHome {

@@ -30,6 +30,8 @@ import "encoding/json"
 //     (its pid and start time, read by the heartbeat runner from /proc when the run's
 //     turn started); HasProcesses says they were collected (a run whose identity was
 //     not recorded has a zero ProcessIdentity).
+//   - Watches are, per run in order, what the workspace watcher observed while the
+//     run's agent could act; HasWatches says they were collected.
 //   - Secrets are values that must never appear in an Outcome's Detail, Expected or
 //     Observed (replaced by "[REDACTED]"); empty strings are ignored.
 //
@@ -53,6 +55,8 @@ type Observation struct {
 	JSON                 json.RawMessage     `json:"json,omitempty"`
 	Processes            []ProcessIdentity   `json:"processes,omitempty"`
 	HasProcesses         bool                `json:"hasProcesses"`
+	Watches              []RunWatch          `json:"watches,omitempty"`
+	HasWatches           bool                `json:"hasWatches"`
 	Secrets              []string            `json:"-"`
 }
 

@@ -23,6 +23,7 @@ package match
 //	blocker_guidance                       (no parameters; see KindBlockerGuidance)
 //	plan_revisions                         name (document key, default plan), expected ([{steps, contains?, outcome}], see KindPlanRevisions)
 //	process_identity                       samePidAcrossTurns (bool, required; see KindProcessIdentity)
+//	no_mutation                            path (workspace-relative; see KindNoMutation)
 //
 // The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
 // (Observation.Turns) instead of the whole message; 0 or absent means the whole message.

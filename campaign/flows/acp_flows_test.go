@@ -201,6 +201,19 @@ func TestACPFlows(t *testing.T) {
 			if a := recs[0].ACP; a.PID != recs[0].Launch.PID || a.ProcessStartTicks == 0 {
 				t.Errorf("ACP turn identity %d/%d, launch pid %d", a.PID, a.ProcessStartTicks, recs[0].Launch.PID)
 			}
+			// The workspace watcher saw the run from before its prompt to the process's
+			// exit: a write of the file is an event on it, and no write is none.
+			ww := recs[0].WorkspaceWatch
+			if ww == nil || !ww.Complete {
+				t.Fatalf("workspace watch %+v, want a complete one", ww)
+			}
+			touched := false
+			for _, e := range ww.Events {
+				touched = touched || e.Path == rc.WorkspaceFile
+			}
+			if touched != (tt.file != "") {
+				t.Errorf("workspace events %+v: the file touched %v, want %v", ww.Events, touched, tt.file != "")
+			}
 		})
 	}
 }

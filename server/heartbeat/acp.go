@@ -12,6 +12,7 @@ import (
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
+	"github.com/agentproof/agentproof/workspace/watch"
 )
 
 // ACP runs (docs/acp.md "In the heartbeat runner"): an acp:<agent> run is one ACP
@@ -27,11 +28,40 @@ import (
 // lifecycle (warm.go) the session outlives the run: the run binds it, prompts it and
 // unbinds it, and the runner retires it at shutdown.
 
-// ACP evidence names in a run's record directory.
+// ACP evidence names in a run's record directory (WorkspaceWatchFile: the workspace
+// watcher's whole record, package workspace/watch).
 const (
-	ACPTurnLogFile = "acp-turn.jsonl"
-	ACPTurnFile    = "acp-turn.json"
+	ACPTurnLogFile     = "acp-turn.jsonl"
+	ACPTurnFile        = "acp-turn.json"
+	WorkspaceWatchFile = "workspace-watch.json"
 )
+
+// watchSummary is a run's api.WorkspaceWatch from the watcher's record (paths
+// redacted); a watcher that did not start is an incomplete watch naming why.
+func watchSummary(wr *watch.Record, startErr error, redact func(string) string) *api.WorkspaceWatch {
+	if wr == nil {
+		why := "the workspace watcher did not start"
+		if startErr != nil {
+			why += ": " + redact(startErr.Error())
+		}
+		return &api.WorkspaceWatch{Events: []api.WorkspaceEvent{}, Problems: []string{why}}
+	}
+	w := &api.WorkspaceWatch{Complete: wr.Complete(), Events: []api.WorkspaceEvent{}, More: wr.Dropped}
+	for i, e := range wr.Events {
+		if i >= api.MaxWatchEvents {
+			w.More += len(wr.Events) - i
+			break
+		}
+		w.Events = append(w.Events, api.WorkspaceEvent{Op: string(e.Op), Path: redact(e.Path), Dir: e.Dir})
+	}
+	if wr.Overflow {
+		w.Problems = append(w.Problems, "the kernel's event queue overflowed: mutations were lost")
+	}
+	for _, p := range wr.Problems {
+		w.Problems = append(w.Problems, redact(p))
+	}
+	return w
+}
 
 // executeACP carries an ACP run from its open run to its completion. It is called with
 // the run's lock held and unlocks it while the session runs.
@@ -71,6 +101,9 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 		ws       *warmSession
 		reused   bool
 	)
+	// The workspace watcher runs from before the session's start (its first prompt)
+	// until the process exited (per_turn) or the turn ended (warm).
+	watcher, watchErr := watch.Start(env.Workspace)
 	if warm {
 		// One session serves every run of the agent (warm.go): this run's turn is a new
 		// session/prompt in it, its MCP server bound to this run for the turn.
@@ -108,7 +141,13 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 			exit = sess.Close()
 		}
 		observed()
-	} else {
+	}
+	var watched *watch.Record
+	if watcher != nil {
+		wr := watcher.Stop()
+		watched = &wr
+	}
+	if startErr != nil {
 		var se *agent.StartError
 		if errors.As(startErr, &se) && se.Exit != nil {
 			exit = *se.Exit
@@ -122,6 +161,13 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 		rec.Cancellation = cur.Cancellation
 	}
 	o, report := acpReport(startErr, res, turnErr, exit, endedAt.Sub(startedAt), open)
+	if startErr == nil {
+		rec.WorkspaceWatch = watchSummary(watched, watchErr, secrets.RedactText)
+		if watched != nil {
+			b, _ := json.MarshalIndent(watched, "", "  ")
+			report.Transcript = append(report.Transcript, agent.Evidence{Name: WorkspaceWatchFile, MediaType: "application/json", Body: b})
+		}
+	}
 	if o.Started {
 		rec.ProcessStartedAt, rec.ProcessEndedAt = stamp(startedAt), stamp(endedAt)
 		rec.Launch = facts
