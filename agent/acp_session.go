@@ -34,6 +34,10 @@ import (
 //   - ExtraMarkers: process markers the agent process carries besides the session's
 //     own (worker.Spec.ExtraMarkers; for example the attempt's, so that the caller can
 //     sweep escaped descendants after the server is gone).
+//   - Warm: the session will serve several runs (lifecycle warm). Its MCP server then
+//     gets no run token: it reads the current run from the session's run binding file
+//     (EnvRunBinding, RunBindingFile in the session directory), which Start writes for
+//     Run's run and ACPSession.Bind rewrites per turn.
 type ACPEnv struct {
 	Run          RunEnv
 	Decider      PermissionDecider
@@ -41,6 +45,7 @@ type ACPEnv struct {
 	Redact       *redact.Set
 	Now          func() time.Time
 	ExtraMarkers []string
+	Warm         bool
 }
 
 // ACPSession is one running ACP agent process with one ACP session: the warm lifecycle
@@ -67,6 +72,9 @@ type ACPSession struct {
 	// Path and Args are the agent process's program (absolute) and argv as launched.
 	Path string
 	Args []string
+	// BindingPath is the run binding file of a warm session's MCP server ("" for a
+	// session started for one run).
+	BindingPath string
 
 	promptMu sync.Mutex // one turn at a time
 
@@ -213,7 +221,15 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 	if init.ProtocolVersion != acp.ProtocolVersionNumber {
 		return fail("initialize", fmt.Errorf("the agent speaks ACP protocol version %d; agentproof speaks %d", init.ProtocolVersion, acp.ProtocolVersionNumber))
 	}
-	resp, err := s.conn.NewSession(startCtx, acp.NewSessionRequest{Cwd: env.Run.Workspace, McpServers: []acp.McpServer{MCPServerFor(env.Run, marker)}})
+	mcpServer := MCPServerFor(env.Run, marker)
+	if env.Warm {
+		s.BindingPath = filepath.Join(l.dir, RunBindingFile)
+		if err := WriteRunBinding(s.BindingPath, env.Run.RunID, env.Run.RunToken); err != nil {
+			return fail("launch", err)
+		}
+		mcpServer = MCPServerBound(env.Run, s.BindingPath, marker)
+	}
+	resp, err := s.conn.NewSession(startCtx, acp.NewSessionRequest{Cwd: env.Run.Workspace, McpServers: []acp.McpServer{mcpServer}})
 	if err != nil {
 		return fail("session/new", err)
 	}
@@ -250,6 +266,39 @@ func MCPServerFor(env RunEnv, marker string) acp.McpServer {
 		vars = append(vars, acp.EnvVariable{Name: worker.MarkerVar, Value: marker})
 	}
 	return acp.McpServer{Stdio: &acp.McpServerStdio{Name: MCPServerName, Command: env.Executable, Args: []string{"mcp"}, Env: vars}}
+}
+
+// MCPServerBound is the agentproof MCP server of a warm session: like MCPServerFor,
+// but instead of one run's id and token its environment names the run binding file
+// (EnvRunBinding) every tool call reads the current run from.
+func MCPServerBound(env RunEnv, bindingPath, marker string) acp.McpServer {
+	vars := []acp.EnvVariable{{Name: EnvAPIURL, Value: env.APIURL}, {Name: EnvRunBinding, Value: bindingPath}, {Name: EnvStateDir, Value: env.StateDir}}
+	if marker != "" {
+		vars = append(vars, acp.EnvVariable{Name: worker.MarkerVar, Value: marker})
+	}
+	return acp.McpServer{Stdio: &acp.McpServerStdio{Name: MCPServerName, Command: env.Executable, Args: []string{"mcp"}, Env: vars}}
+}
+
+// Bind makes run runID (with its token) the run a warm session's MCP server acts for
+// from now on, and adds the token to the values the session log redacts; an empty
+// runID and token unbind it (between turns every tool call is refused). Errors: the
+// session is not warm, or the file could not be written.
+func (s *ACPSession) Bind(runID, token string) error {
+	if s.BindingPath == "" {
+		return errors.New("agent: the ACP session was not started warm: it has no run binding")
+	}
+	if token != "" {
+		s.log.addSecrets(token)
+	}
+	return WriteRunBinding(s.BindingPath, runID, token)
+}
+
+// Alive reports whether the session can serve another turn: its process has not
+// exited, it is not closed and no earlier turn broke it.
+func (s *ACPSession) Alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closed && s.broken == nil && !s.proc.exited()
 }
 
 // Identity is the agent process's identity, read afresh from /proc (it is still

@@ -27,7 +27,7 @@ import (
 //	  "environmentId": "…",                // default: the company's local environment
 //	  "cwd":           "/abs/workspace",   // default: the environment's config.workspace,
 //	                                       // else <home>/workspaces/<company>
-//	  "lifecycleMode": "per_turn"          // the only mode: one process per run
+//	  "lifecycleMode": "per_turn"          // or "warm" (acp:<agent> drivers only)
 //	}
 //
 // Secret references in env (and in DriverConfig.Env) are resolved only when a run
@@ -47,9 +47,18 @@ type AdapterConfig struct {
 // LifecycleMode is AdapterConfig.LifecycleMode.
 type LifecycleMode string
 
-// LifecyclePerTurn is the only lifecycle mode: one agent process per run ("" means it
-// too).
-const LifecyclePerTurn LifecycleMode = "per_turn"
+// Lifecycle modes (seed: runnerLifecycleMode). LifecyclePerTurn: one agent process
+// per run ("" means it too). LifecycleWarm: one agent process and one session serve
+// every run of the agent, each run a new prompt in the same session, until the server
+// shuts down (docs/acp.md "Warm lifecycle"); only session drivers (acp:<agent>) have
+// it.
+const (
+	LifecyclePerTurn LifecycleMode = "per_turn"
+	LifecycleWarm    LifecycleMode = "warm"
+)
+
+// Warm reports whether m is the warm lifecycle.
+func (m LifecycleMode) Warm() bool { return m == LifecycleWarm }
 
 // DriverConfig is a driver's configuration (a catalog profile's driverConfig as the
 // harness passes it on). Which keys a driver reads (package agent refuses the others):
@@ -157,7 +166,8 @@ func (p *LiveProvider) UnmarshalJSON(b []byte) error {
 // the heartbeat runner's. Otherwise every problem is reported together in one error
 // naming the key: an unknown key (at any level of driverConfig), a value of the wrong
 // type, an unknown or empty driver, an env value that is neither a string nor a secret
-// reference, a relative cwd, a lifecycleMode other than per_turn.
+// reference, a relative cwd, a lifecycleMode other than per_turn and warm, warm for a
+// driver without sessions (only acp:<agent> has them).
 func ParseAdapterConfig(raw json.RawMessage) (cfg AdapterConfig, ok bool, err error) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(raw, &top) != nil || top == nil {
@@ -171,8 +181,14 @@ func ParseAdapterConfig(raw json.RawMessage) (cfg AdapterConfig, ok bool, err er
 	if _, bad := problems["driver"]; !bad && cfg.Driver.IsZero() {
 		p = append(p, "driver must not be empty")
 	}
-	if cfg.LifecycleMode != "" && cfg.LifecycleMode != LifecyclePerTurn {
-		p = append(p, fmt.Sprintf("lifecycleMode %q is not supported (%s only)", cfg.LifecycleMode, LifecyclePerTurn))
+	switch cfg.LifecycleMode {
+	case "", LifecyclePerTurn:
+	case LifecycleWarm:
+		if _, isACP := cfg.Driver.ACP(); !isACP && !cfg.Driver.IsZero() {
+			p = append(p, fmt.Sprintf("lifecycleMode %q needs a session driver (%s<agent>); driver %s runs one process per run", cfg.LifecycleMode, driver.KindACP, cfg.Driver))
+		}
+	default:
+		p = append(p, fmt.Sprintf("lifecycleMode %q is not supported (%s or %s)", cfg.LifecycleMode, LifecyclePerTurn, LifecycleWarm))
 	}
 	if cfg.Cwd != "" && !filepath.IsAbs(cfg.Cwd) {
 		p = append(p, fmt.Sprintf("cwd %q must be an absolute path", cfg.Cwd))

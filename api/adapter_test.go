@@ -73,7 +73,9 @@ func TestParseAdapterConfigRefuses(t *testing.T) {
 		{"env ref extra key", `{"driver":"nop","env":{"A":{"type":"secret_ref","secretId":"s","extra":1}}}`, true, []string{"secret reference"}},
 		{"env ref wrong type", `{"driver":"nop","env":{"A":{"type":"other","secretId":"s"}}}`, true, []string{"secret reference"}},
 		{"relative cwd", `{"driver":"nop","cwd":"ws"}`, true, []string{`cwd "ws" must be an absolute path`}},
-		{"warm lifecycle", `{"driver":"nop","lifecycleMode":"warm"}`, true, []string{`lifecycleMode "warm" is not supported`}},
+		{"warm lifecycle without sessions", `{"driver":"nop","lifecycleMode":"warm"}`, true, []string{`lifecycleMode "warm" needs a session driver`}},
+		{"warm ACP lifecycle", `{"driver":"acp:reference","lifecycleMode":"warm"}`, true, nil},
+		{"unknown lifecycle", `{"driver":"acp:reference","lifecycleMode":"tepid"}`, true, []string{`lifecycleMode "tepid" is not supported`}},
 		{"all at once", `{"driver":"x","cwd":"ws","extra":true}`, true, []string{`unknown driver "x"`, "cwd", `unknown key "extra"`}},
 	}
 	for _, tc := range tests {

@@ -60,6 +60,10 @@ type HeartbeatRun struct {
 	Evidence         []EvidenceRef           `json:"evidence"`
 	Cancellation     *CancelIntent           `json:"cancellation,omitempty"`
 	ACP              *ACPTurn                `json:"acp,omitempty"`
+	// WorkspaceWatch is what the workspace watcher observed while the run's agent
+	// could act (an ACP run: from before its prompt until its process exited, or until
+	// its turn ended in a warm session); nil when no watcher ran.
+	WorkspaceWatch *WorkspaceWatch `json:"workspaceWatch,omitempty"`
 	// AgentHome is the run's AGENT_HOME directory (absent for a fixture program);
 	// HomeReceiptID the control plane's receipt of its save at the end of the run, and
 	// HomeSaveError why the save failed.
@@ -215,3 +219,26 @@ type Changes struct {
 
 // MaxChangesWaitMs bounds the waitMs of GET /api/changes, in milliseconds.
 const MaxChangesWaitMs = 5000
+
+// WorkspaceWatch is a run's workspace watch (package workspace/watch; docs/acp.md
+// "Observing nothing happened"): whether it is complete (no kernel queue overflow, no
+// event dropped, every directory watched), the first MaxWatchEvents mutations (op:
+// create, write, close_write, move_from, move_to, delete; the workspace-relative path,
+// redacted; whether it is a directory), how many more there were (the run's
+// workspace-watch.json evidence lists them) and the watch's problems.
+type WorkspaceWatch struct {
+	Complete bool             `json:"complete"`
+	Events   []WorkspaceEvent `json:"events"`
+	More     int              `json:"more,omitempty"`
+	Problems []string         `json:"problems,omitempty"`
+}
+
+// MaxWatchEvents bounds WorkspaceWatch.Events in a run's record.
+const MaxWatchEvents = 200
+
+// WorkspaceEvent is one observed workspace mutation.
+type WorkspaceEvent struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	Dir  bool   `json:"dir,omitempty"`
+}

@@ -93,8 +93,12 @@ type PermissionDecisionRequest struct {
 // agent_message_chunk texts, redacted), the permission requests with what the agent
 // was told, the file operations the client served, tool call and protocol violation
 // counts, the failure ("" when the turn ended with a stop reason) and the session's
-// exit when it was closed with this turn.
+// exit when it was closed with this turn. Lifecycle is the run's lifecycle mode
+// (per_turn, warm); a warm run whose session was already running is Reused, and its
+// session stays open after the turn (Exit "").
 type ACPTurn struct {
+	Lifecycle          LifecycleMode       `json:"lifecycle,omitempty"`
+	Reused             bool                `json:"reused,omitempty"`
 	SessionIndex       int                 `json:"sessionIndex"`
 	SessionID          string              `json:"sessionId"`
 	Turn               int                 `json:"turn"`

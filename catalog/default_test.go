@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/agent/driver"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestDefaultCatalog(t *testing.T) {
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
 		"cli-calibration": 4, "claude": 3, "sandbox-compatibility": 6, "hostile-sandbox": 5, "hostile-local": 2, "board-idempotency": 6,
-		"native-boundaries": 9, "native-boundaries-cli": 2, "journey-calibration": 8, "product-journeys": 4,
+		"native-boundaries": 9, "native-boundaries-cli": 4, "native-boundaries-claude": 2, "native-boundaries-warm-claude": 1, "native-boundaries-warm": 3, "native-boundaries-warm-cli": 2, "journey-calibration": 8, "product-journeys": 4,
 		BreadthLiveSuite: 5, BreadthOfflineSuite: 5, "more-clis-calibration": 6, "more-clis": 12}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
@@ -43,6 +44,7 @@ func TestDefaultCatalog(t *testing.T) {
 		"hostile-forkbomb@sandbox-hostile": "failed", "hostile-memory@sandbox-hostile": "failed",
 		"hostile-read-server@local": "failed", "hostile-write-server@local": "failed",
 		"acp-reference@local": "passed", "acp-nop@local": "failed", "acp-wrong@local": "failed",
+		"acp-reference-warm@local": "passed", "acp-reference-per-turn@local": "failed", "acp-wrong-warm@local": "failed",
 		"kilo@local": "passed", "kilo-nop@local": "failed", "qwen@local": "passed", "qwen-nop@local": "failed", "copilot@local": "passed", "copilot-nop@local": "failed",
 	}
 	if diff := cmp.Diff(wantVerdicts, verdicts); diff != "" {
@@ -59,9 +61,11 @@ func TestDefaultCatalog(t *testing.T) {
 		// request: .ci/run does not) or is the live breadth suite.
 		optional := false
 		for _, pr := range cell.Suite.ResolvedProfiles() {
-			if name, ok := strings.CutPrefix(pr.Driver, "exec:"); ok {
-				if pin, _ := clis.Lookup(name); pin.Optional {
-					optional = true
+			if d, err := driver.Parse(pr.Driver); err == nil {
+				if name, ok := d.Package(); ok {
+					if pin, _ := clis.Lookup(name); pin.Optional {
+						optional = true
+					}
 				}
 			}
 		}

@@ -92,7 +92,19 @@ type Profile struct {
 	ExpectedRuntimeMetadata ExpectedRuntimeMeta `yaml:"expectedRuntimeMetadata"`
 	// QualificationCandidate profiles are never retried automatically (spec §9).
 	QualificationCandidate bool `yaml:"qualificationCandidate"`
+	// RunnerLifecycleMode is how the heartbeat runner keeps the agent's process
+	// (seed: runnerLifecycleMode; api.LifecycleMode): per_turn (the default: one
+	// process per run) or warm (one process and one session serve every run of the
+	// cell; session drivers only, acp:<agent>; docs/acp.md "Warm lifecycle").
+	RunnerLifecycleMode string `yaml:"runnerLifecycleMode"`
 }
+
+// Runner lifecycle modes (Profile.RunnerLifecycleMode; the values of
+// api.LifecycleMode).
+const (
+	LifecycleModePerTurn = "per_turn"
+	LifecycleModeWarm    = "warm"
+)
 
 // Qualification records why a profile's model is the one to test (spec §2.3):
 // Source is adapter_constant, qualified_runner_profile, openrouter_rankings_snapshot or

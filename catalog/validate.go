@@ -54,6 +54,7 @@ var (
 	EnvironmentDrivers   = []string{"local", "sandbox"}
 	EnvironmentProviders = []string{"local", "daytona", "sandbox"}
 	LifecycleSetups      = []string{"instance_managed", "create_via_api"}
+	LifecycleModes       = []string{LifecycleModePerTurn, LifecycleModeWarm}
 	LifecycleProbes      = []string{"run_context_via_api"}
 	LifecycleCleanups    = []string{"instance_shutdown", "delete_via_api_and_destroy_leases"}
 	TargetKinds          = []string{"local", "remote"}
@@ -474,6 +475,10 @@ func (v *validator) validateProfile(p *Profile) {
 		}
 	}
 	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
+	v.enum("profile runnerLifecycleMode", &p.RunnerLifecycleMode, LifecycleModes, p, false)
+	if d, err := driver.Parse(p.Driver); err == nil && p.RunnerLifecycleMode == LifecycleModeWarm && d.Kind != driver.KindACP {
+		v.add(v.at(&p.RunnerLifecycleMode, p), "profile %s runnerLifecycleMode warm needs a session driver (%s<agent>); driver %s runs one process per run", p.ID, driver.KindACP, p.Driver)
+	}
 	if d, _ := driver.Parse(p.Driver); d.Kind == driver.KindExec {
 		v.validateExecConfig(p)
 	}

@@ -50,6 +50,7 @@ var (
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
 		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
+		KindProcessIdentity, KindNoMutation,
 	}
 	kindFields = map[string][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -71,6 +72,8 @@ var (
 		KindRuntimeMetadata:    {"expected"},
 		KindPlanRevisions:      {"name", "expected"},
 		KindBlockerGuidance:    {},
+		KindProcessIdentity:    {"samePidAcrossTurns"},
+		KindNoMutation:         {"path"},
 	}
 )
 
@@ -99,6 +102,7 @@ type compiled struct {
 	runtime canonjson.Object // runtime_metadata: expected key → value, sorted by key
 	plan    []planRevision   // plan_revisions: the expected revisions, oldest first (text: the document key)
 	turn    int
+	samePID bool        // process_identity
 	form    unicodeForm // text kinds: the Unicode normalisation of both sides
 	display any         // Outcome.Expected
 	hasText bool        // artifact_exists: expected was given
@@ -279,6 +283,11 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		compileRuntime(spec, c, bad)
 	case KindPlanRevisions:
 		compilePlan(spec, c, bad)
+	case KindProcessIdentity:
+		compileProcess(spec, c, bad)
+	case KindNoMutation:
+		c.file = checkWorkspacePath(spec.Path, bad)
+		c.display = c.file
 	}
 
 	js, err := canonjson.Ordered(spec)
@@ -327,6 +336,7 @@ func presentFields(s Spec) []string {
 	add(s.Normalize != "", "normalize")
 	add(s.SHA256 != "", "sha256")
 	add(s.Source != "", "source")
+	add(s.SamePIDAcrossTurns != nil, "samePidAcrossTurns")
 	return out
 }
 

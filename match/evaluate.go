@@ -89,6 +89,10 @@ func (c *compiled) eval(ev *evidence) result {
 		return c.evalPlan(obs)
 	case KindBlockerGuidance:
 		return evalBlocker(obs)
+	case KindProcessIdentity:
+		return c.evalProcess(obs)
+	case KindNoMutation:
+		return c.evalNoMutation(obs)
 	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
 		files := obs.Files
 		if c.spec.Source == SourceAgentHome {

@@ -231,6 +231,22 @@ var evalCases = []evalCase{
 	{"plan revisions/pending", Spec{Kind: KindPlanRevisions, Expected: []any{map[string]any{"steps": 2, "outcome": "approved"}}}, planObs("pending"), fail},
 	{"plan revisions/no json", Spec{Kind: KindPlanRevisions, Expected: []any{map[string]any{"steps": 2, "outcome": "approved"}}}, msg("x"), notReached},
 	// blocker_guidance: question, human answer, continuation, no manager run (blocker_test.go has the rest)
+	{"process identity/warm: one process", Spec{Kind: KindProcessIdentity, SamePIDAcrossTurns: ptrBool(true)}, procObs(pi(41, 900), pi(41, 900), pi(41, 900)), pass},
+	{"process identity/warm: a new process", Spec{Kind: KindProcessIdentity, SamePIDAcrossTurns: ptrBool(true)}, procObs(pi(41, 900), pi(42, 950), pi(41, 900)), fail},
+	{"process identity/warm: pid reused", Spec{Kind: KindProcessIdentity, SamePIDAcrossTurns: ptrBool(true)}, procObs(pi(41, 900), pi(41, 977)), fail},
+	{"process identity/warm: one run", Spec{Kind: KindProcessIdentity, SamePIDAcrossTurns: ptrBool(true)}, procObs(pi(41, 900)), notReached},
+	{"process identity/unrecorded", Spec{Kind: KindProcessIdentity, SamePIDAcrossTurns: ptrBool(true)}, procObs(pi(41, 900), pi(0, 0)), notReached},
+	{"process identity/not collected", Spec{Kind: KindProcessIdentity, SamePIDAcrossTurns: ptrBool(false)}, msg("x"), notReached},
+	{"process identity/per turn: own processes", Spec{Kind: KindProcessIdentity, SamePIDAcrossTurns: ptrBool(false)}, procObs(pi(41, 900), pi(42, 950), pi(43, 990)), pass},
+	{"process identity/per turn: one shared", Spec{Kind: KindProcessIdentity, SamePIDAcrossTurns: ptrBool(false)}, procObs(pi(41, 900), pi(42, 950), pi(41, 900)), fail},
+	{"no mutation/untouched", Spec{Kind: KindNoMutation, Path: "proof.txt"}, watchObs(RunWatch{Observed: true, Complete: true, Events: []WatchEvent{{Op: "create", Path: "other.txt"}}}), pass},
+	{"no mutation/written and deleted", Spec{Kind: KindNoMutation, Path: "proof.txt"}, watchObs(RunWatch{Observed: true, Complete: true, Events: []WatchEvent{{Op: "create", Path: "proof.txt"}, {Op: "delete", Path: "proof.txt"}}}), fail},
+	{"no mutation/below a directory", Spec{Kind: KindNoMutation, Path: "out"}, watchObs(RunWatch{Observed: true, Complete: true, Events: []WatchEvent{{Op: "create", Path: "out/x"}}}), fail},
+	{"no mutation/prefix is not below", Spec{Kind: KindNoMutation, Path: "out"}, watchObs(RunWatch{Observed: true, Complete: true, Events: []WatchEvent{{Op: "create", Path: "outer"}}}), pass},
+	{"no mutation/touched in an incomplete watch", Spec{Kind: KindNoMutation, Path: "proof.txt"}, watchObs(RunWatch{Observed: true, Events: []WatchEvent{{Op: "write", Path: "proof.txt"}}}), fail},
+	{"no mutation/incomplete", Spec{Kind: KindNoMutation, Path: "proof.txt"}, watchObs(RunWatch{Observed: true}), notReached},
+	{"no mutation/a run not watched", Spec{Kind: KindNoMutation, Path: "proof.txt"}, watchObs(RunWatch{Observed: true, Complete: true}, RunWatch{}), notReached},
+	{"no mutation/not collected", Spec{Kind: KindNoMutation, Path: "proof.txt"}, msg("x"), notReached},
 	{"blocker guidance/pass", Spec{Kind: KindBlockerGuidance}, blockerObs("worker"), pass},
 	{"blocker guidance/reassigned", Spec{Kind: KindBlockerGuidance}, blockerObs("manager"), fail},
 	{"blocker guidance/no json", Spec{Kind: KindBlockerGuidance}, msg("x"), notReached},
@@ -638,3 +654,15 @@ func TestSecretInNumberIsRedactedFromDetail(t *testing.T) {
 		t.Errorf("detail %q", o.Detail)
 	}
 }
+
+func ptrBool(b bool) *bool { return &b }
+
+func pi(pid int, ticks uint64) ProcessIdentity { return ProcessIdentity{PID: pid, StartTicks: ticks} }
+
+// procObs is an observation of runs carried out by the processes ps, in order.
+func procObs(ps ...ProcessIdentity) *Observation {
+	return &Observation{Processes: ps, HasProcesses: true}
+}
+
+// watchObs is an observation of runs whose workspace watches are ws, in order.
+func watchObs(ws ...RunWatch) *Observation { return &Observation{Watches: ws, HasWatches: true} }

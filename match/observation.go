@@ -26,6 +26,12 @@ import "encoding/json"
 //     Downloaded set and the bytes in Content.
 //   - JSON is a composite JSON document such as {issue, runs, interactions, documents,
 //     comments}; nil means none was observed.
+//   - Processes are, per run in order, the agent process that carried out the run
+//     (its pid and start time, read by the heartbeat runner from /proc when the run's
+//     turn started); HasProcesses says they were collected (a run whose identity was
+//     not recorded has a zero ProcessIdentity).
+//   - Watches are, per run in order, what the workspace watcher observed while the
+//     run's agent could act; HasWatches says they were collected.
 //   - Secrets are values that must never appear in an Outcome's Detail, Expected or
 //     Observed (replaced by "[REDACTED]"); empty strings are ignored.
 //
@@ -47,6 +53,10 @@ type Observation struct {
 	Artifacts            []Artifact          `json:"artifacts,omitempty"`
 	HasArtifacts         bool                `json:"hasArtifacts"`
 	JSON                 json.RawMessage     `json:"json,omitempty"`
+	Processes            []ProcessIdentity   `json:"processes,omitempty"`
+	HasProcesses         bool                `json:"hasProcesses"`
+	Watches              []RunWatch          `json:"watches,omitempty"`
+	HasWatches           bool                `json:"hasWatches"`
 	Secrets              []string            `json:"-"`
 }
 

@@ -22,6 +22,8 @@ package match
 //	runtime_metadata                       expected ({runtime key: string}, see RuntimeKeys)
 //	blocker_guidance                       (no parameters; see KindBlockerGuidance)
 //	plan_revisions                         name (document key, default plan), expected ([{steps, contains?, outcome}], see KindPlanRevisions)
+//	process_identity                       samePidAcrossTurns (bool, required; see KindProcessIdentity)
+//	no_mutation                            path (workspace-relative; see KindNoMutation)
 //
 // The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
 // (Observation.Turns) instead of the whole message; 0 or absent means the whole message.
@@ -55,6 +57,8 @@ type Spec struct {
 	Normalize string `json:"normalize,omitempty" yaml:"normalize,omitempty"`
 	SHA256    string `json:"sha256,omitempty" yaml:"sha256,omitempty"`
 	Source    string `json:"source,omitempty" yaml:"source,omitempty"`
+	// SamePIDAcrossTurns is process_identity's parameter.
+	SamePIDAcrossTurns *bool `json:"samePidAcrossTurns,omitempty" yaml:"samePidAcrossTurns,omitempty"`
 }
 
 // File sources (Spec.Source of the file kinds).

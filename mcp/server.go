@@ -62,12 +62,26 @@ func Dial(ctx context.Context, apiURL, token string) (API, error) {
 //   - Version: announced in the MCP initialize answer.
 //   - Logger: one line per tool call (tool, outcome, error code); nil discards. Never
 //     the token.
+//   - Bind: instead of RunID and RunToken, the run of each call (a warm ACP session's
+//     server, docs/acp.md "Warm lifecycle"): called once at the start of every tool
+//     call, it returns the run the call acts for, its token and the API seen with that
+//     token (see FileBinding). An error refuses the call (no_run_bound when no run is
+//     bound now). NewServer's API argument is then unused (nil is fine).
 type Config struct {
 	RunID    string
 	RunToken string
 	StateDir string
 	Version  string
 	Logger   *slog.Logger
+	Bind     func(ctx context.Context) (Bound, error)
+}
+
+// Bound is the run one tool call acts for: its id, its token and the agent API seen
+// with that token.
+type Bound struct {
+	RunID    string
+	RunToken string
+	API      API
 }
 
 // maxAttempts bounds the tries of one command that fails with a retryable error; every
@@ -77,8 +91,8 @@ const maxAttempts = 4
 // NewServer returns the MCP server of cfg's run with every tool of Tools, calling a.
 // Serve it with Server.Run on a transport (stdio for `agentproof mcp`).
 func NewServer(cfg Config, a API) (*sdk.Server, error) {
-	if strings.TrimSpace(cfg.RunID) == "" {
-		return nil, errors.New("mcp: a run id is required")
+	if strings.TrimSpace(cfg.RunID) == "" && cfg.Bind == nil {
+		return nil, errors.New("mcp: a run id (or a run binding) is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -89,7 +103,7 @@ func NewServer(cfg Config, a API) (*sdk.Server, error) {
 	if _, err := validators(); err != nil {
 		return nil, err
 	}
-	h := &handler{cfg: cfg, api: a, sent: map[string]json.RawMessage{}}
+	h := &handler{cfg: cfg, api: a, sent: &sentCommands{m: map[string]json.RawMessage{}}}
 	s := sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: cfg.Version}, &sdk.ServerOptions{
 		Instructions: "Tools of the agentproof control plane for your run's task. Read get_task_context first; " +
 			"end your turn with finish_task, request_review or block_task (the summary is your answer to the user).",
@@ -116,17 +130,40 @@ func annotations(t ToolSpec) *sdk.ToolAnnotations {
 	return &sdk.ToolAnnotations{DestructiveHint: &f, IdempotentHint: true, OpenWorldHint: &f}
 }
 
+// handler serves the tool calls of one run (cfg.RunID, api), or of the bound run of
+// each call (a copy made per call, see call).
 type handler struct {
-	cfg Config
-	api API
+	cfg  Config
+	api  API
+	sent *sentCommands
+}
 
-	mu   sync.Mutex
-	sent map[string]json.RawMessage // idempotency key → the command first sent under it
+// sentCommands are the commands first sent under each idempotency key (shared by the
+// per-call copies of a handler; the key includes the run id).
+type sentCommands struct {
+	mu sync.Mutex
+	m  map[string]json.RawMessage
 }
 
 // call runs one tool call and returns its result; failures are tool errors (isError)
-// whose text starts with the error code.
+// whose text starts with the error code. With a binding, the call acts for the run
+// bound when it starts.
 func (h *handler) call(ctx context.Context, t ToolSpec, raw json.RawMessage) *sdk.CallToolResult {
+	if h.cfg.Bind != nil {
+		b, err := h.cfg.Bind(ctx)
+		if err != nil {
+			code := "no_run_bound"
+			if !errors.Is(err, agent.ErrNoRunBound) {
+				code = "run_binding_unreadable"
+			}
+			h.cfg.Logger.Info("tool call failed", "tool", t.Name, "code", code)
+			return h.result(true, code+": "+err.Error())
+		}
+		bound := *h
+		bound.cfg.RunID, bound.cfg.RunToken, bound.api = b.RunID, b.RunToken, b.API
+		bound.cfg.Bind = nil
+		return bound.call(ctx, t, raw)
+	}
 	out, code, err := h.run(ctx, t, raw)
 	if err != nil {
 		h.cfg.Logger.Info("tool call failed", "tool", t.Name, "code", code)
@@ -226,20 +263,20 @@ func (h *handler) command(ctx context.Context, t ToolSpec, args map[string]any) 
 	if err != nil {
 		return nil, &toolError{code: "invalid_arguments", msg: err.Error()}
 	}
-	h.mu.Lock()
-	cmd, seen := h.sent[key]
-	h.mu.Unlock()
+	h.sent.mu.Lock()
+	cmd, seen := h.sent.m[key]
+	h.sent.mu.Unlock()
 	if !seen {
 		if cmd, err = h.buildCommand(ctx, t.Name, args); err != nil {
 			return nil, err
 		}
-		h.mu.Lock()
-		if prev, ok := h.sent[key]; ok {
+		h.sent.mu.Lock()
+		if prev, ok := h.sent.m[key]; ok {
 			cmd = prev
 		} else {
-			h.sent[key] = cmd
+			h.sent.m[key] = cmd
 		}
-		h.mu.Unlock()
+		h.sent.mu.Unlock()
 	}
 	env := controlplane.CommandEnvelope{RunID: h.cfg.RunID, IdempotencyKey: key, Command: cmd}
 	var res controlplane.CommandResult
@@ -261,9 +298,9 @@ func (h *handler) command(ctx context.Context, t ToolSpec, args map[string]any) 
 		if errors.As(err, &ce) && !ce.Retryable {
 			// Refused: the control plane recorded nothing under the key, so an identical
 			// later call may resolve its conventions afresh.
-			h.mu.Lock()
-			delete(h.sent, key)
-			h.mu.Unlock()
+			h.sent.mu.Lock()
+			delete(h.sent.m, key)
+			h.sent.mu.Unlock()
 		}
 		return nil, asToolError("applying "+t.Name, err)
 	}

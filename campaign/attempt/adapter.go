@@ -62,7 +62,8 @@ func LiveCredential(cell *catalog.Cell) string {
 // (api.AdapterConfig): the profile's driver and driver configuration, every stored
 // secret (the canary, the credentials) as a secret reference in env, the workspace as
 // cwd and, for reference, wrong and leaky, the rendered reference script
-// (agent.BuiltinConfig, schema agentproof.builtin-agent-config/v1). Errors (a driver
+// (agent.BuiltinConfig, schema agentproof.builtin-agent-config/v1), and the profile's
+// runnerLifecycleMode (per_turn unless it says warm). Errors (a driver
 // configuration the api does not accept, a CLI not installed, no live provider for
 // --live, no reference script) are the harness's configuration faults.
 func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[string]string, environmentID string) (json.RawMessage, error) {
@@ -80,6 +81,9 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 		return nil, err
 	}
 	cfg := api.AdapterConfig{Driver: d, Env: map[string]api.EnvValue{}, EnvironmentID: environmentID, Cwd: in.workspace, LifecycleMode: api.LifecyclePerTurn}
+	if p.RunnerLifecycleMode != "" {
+		cfg.LifecycleMode = api.LifecycleMode(p.RunnerLifecycleMode)
+	}
 	for name, id := range secretIDs {
 		cfg.Env[name] = api.EnvValue{Ref: &api.SecretRef{Type: api.SecretRefType, SecretID: id, Version: "latest"}}
 	}
@@ -167,18 +171,23 @@ func cliDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) 
 }
 
 // acpDriverConfig completes a real ACP agent's configuration dc (package name): the
-// pinned binary and the scripted model's URL (the model script is the executor's
-// concern). ACP drivers run offline only: --live is refused, and so is an agent whose
-// package runs on Node.js (claude, gemini: the campaign does not locate Node yet).
+// pinned binary (for an agent whose package runs on Node.js — claude, gemini — the
+// entry script and the Node.js the campaign located for it, PinnedCLI.Node) and the
+// scripted model's URL (the model script is the executor's concern). ACP drivers run
+// offline only: --live is refused, and so is a JavaScript entry point without a
+// located Node.js.
 func acpDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) error {
 	switch {
 	case in.live:
 		return fmt.Errorf("profile %s: the ACP drivers do not run against a live provider (--live)", profile)
 	case in.cli.Binary == "":
 		return fmt.Errorf("ACP agent %s is not installed: no binary for profile %s (run: agentproof agents install %s)", name, profile, name)
-	case strings.HasSuffix(in.cli.Binary, ".js") || strings.HasSuffix(in.cli.Binary, ".mjs"):
-		return fmt.Errorf("profile %s: ACP agent %s runs on Node.js, which campaigns do not locate yet", profile, name)
+	case (strings.HasSuffix(in.cli.Binary, ".js") || strings.HasSuffix(in.cli.Binary, ".mjs")) && in.cli.Node == "":
+		return fmt.Errorf("profile %s: ACP agent %s runs on Node.js and no Node.js was located for it", profile, name)
 	}
 	dc.Binary, dc.Script, dc.ModelBaseURL = in.cli.Binary, "", in.modelURL
+	if in.cli.Node != "" {
+		dc.Node = in.cli.Node
+	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -60,7 +61,8 @@ type modelServer struct {
 //
 // For a real ACP agent (acp:<agent>), whose workspace is the absolute path workspace,
 // the oracle scripts are scriptedmodel.ForACP's (a workspace write is the agent's own
-// write tool, which asks permission; one script per run).
+// write tool, which asks permission; one script per run, or under the warm lifecycle
+// one script holding every turn: one session serves them all).
 func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel.Script, error) {
 	p := plan.Cell.Profile
 	runs := max(plan.Cell.Case.ExpectedRunCount, 1)
@@ -71,7 +73,7 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 		return scriptedmodel.WrongScripts(runs), nil
 	}
 	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindACP {
-		return scriptedmodel.ForACP(plan.Case.Reference, workspace, false)
+		return scriptedmodel.ForACP(plan.Case.Reference, workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
 	}
 	return scriptedmodel.FromReference(plan.Case.Reference)
 }

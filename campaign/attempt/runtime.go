@@ -44,8 +44,43 @@ func observeRuntime(o *Observation, plan campaign.AttemptPlan, f *Fixtures) {
 		}
 	}
 	o.Match.HasRuntimeFacts = len(o.Match.RuntimeFacts) > 0
+	observeProcesses(o)
 	o.Match.RuntimeMode = strings.Join(modes, "+")
 	o.Match.Environment = strings.Join(envs, "+")
+}
+
+// observeProcesses fills the process identities the process_identity matcher grades:
+// per run, in order, the agent process the runner observed carrying it out — for an
+// ACP run the identity read from /proc when its turn started (api.ACPTurn), otherwise
+// the launched process's (api.LaunchFacts). A run with neither keeps a zero identity
+// (the matcher is then not reached). It also fills the workspace watches the
+// no_mutation matcher grades (api.WorkspaceWatch per run; a run without one was not
+// watched, one whose record lists only part of its events is incomplete).
+func observeProcesses(o *Observation) {
+	o.Match.Processes = nil
+	for _, r := range o.Runs {
+		p := match.ProcessIdentity{RunID: r.RunID}
+		switch {
+		case r.ACP != nil && r.ACP.PID > 0:
+			p.PID, p.StartTicks = r.ACP.PID, r.ACP.ProcessStartTicks
+		case r.Launch != nil:
+			p.PID, p.StartTicks = r.Launch.PID, r.Launch.ProcessStartTicks
+		}
+		o.Match.Processes = append(o.Match.Processes, p)
+	}
+	o.Match.HasProcesses = len(o.Match.Processes) > 0
+	o.Match.Watches = nil
+	for _, r := range o.Runs {
+		w := match.RunWatch{RunID: r.RunID}
+		if ww := r.WorkspaceWatch; ww != nil {
+			w.Observed, w.Complete = true, ww.Complete && ww.More == 0
+			for _, e := range ww.Events {
+				w.Events = append(w.Events, match.WatchEvent{Op: e.Op, Path: e.Path})
+			}
+		}
+		o.Match.Watches = append(o.Match.Watches, w)
+	}
+	o.Match.HasWatches = len(o.Match.Watches) > 0
 }
 
 // reportFacts is one run's launch facts as result.json shows them.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/internal/cli"
 	"github.com/agentproof/agentproof/server"
+	"github.com/agentproof/agentproof/server/heartbeat"
 )
 
 // The test binary doubles as agentproof for the ACP agents the heartbeat runner
@@ -35,23 +38,43 @@ type acpWorld struct {
 	co        *client.Company
 	task      string
 	workspace string
+	home      string // the instance home
 }
 
 func newACPWorld(t *testing.T, rc *catalog.RenderedCase, driver string) *acpWorld {
+	t.Helper()
+	return newACPWorldWith(t, rc, driver, api.LifecyclePerTurn, nil)
+}
+
+// newACPWorldWith is newACPWorld with the agent's lifecycle mode; stop, when not nil,
+// is set to a function that shuts the server down (idempotent with the cleanup).
+func newACPWorldWith(t *testing.T, rc *catalog.RenderedCase, driver string, lifecycle api.LifecycleMode, stop *func() error) *acpWorld {
 	t.Helper()
 	ctx := context.Background()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv, err := server.Serve(ctx, server.Options{Home: t.TempDir()}, "127.0.0.1:0", server.RunnerOptions{Executable: exe, PollInterval: 20 * time.Millisecond})
+	home := t.TempDir()
+	sv, err := server.Serve(ctx, server.Options{Home: home}, "127.0.0.1:0", server.RunnerOptions{Executable: exe, PollInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
+	var shutErr error
+	shutdown := func() error {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			shutErr = sv.Shutdown(ctx)
+		})
+		return shutErr
+	}
+	if stop != nil {
+		*stop = shutdown
+	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := sv.Shutdown(ctx); err != nil {
+		if err := shutdown(); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
@@ -62,12 +85,12 @@ func newACPWorld(t *testing.T, rc *catalog.RenderedCase, driver string) *acpWorl
 	if err := co.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w := &acpWorld{co: co, workspace: t.TempDir()}
+	w := &acpWorld{co: co, workspace: t.TempDir(), home: home}
 	builtin, err := json.Marshal(agent.BuiltinConfig{Schema: agent.BuiltinConfigSchema, Nonce: rc.Nonce, Reference: rc.Reference})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := json.Marshal(map[string]any{"driver": driver, "builtin": json.RawMessage(builtin), "cwd": w.workspace,
+	cfg, err := json.Marshal(map[string]any{"driver": driver, "builtin": json.RawMessage(builtin), "cwd": w.workspace, "lifecycleMode": lifecycle,
 		"driverConfig": map[string]any{"turnTimeoutMs": 60000, "cancelGraceMs": 10000}})
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +200,130 @@ func TestACPFlows(t *testing.T) {
 			}
 			if a := recs[0].ACP; a.PID != recs[0].Launch.PID || a.ProcessStartTicks == 0 {
 				t.Errorf("ACP turn identity %d/%d, launch pid %d", a.PID, a.ProcessStartTicks, recs[0].Launch.PID)
+			}
+			// The workspace watcher saw the run from before its prompt to the process's
+			// exit: a write of the file is an event on it, and no write is none.
+			ww := recs[0].WorkspaceWatch
+			if ww == nil || !ww.Complete {
+				t.Fatalf("workspace watch %+v, want a complete one", ww)
+			}
+			touched := false
+			for _, e := range ww.Events {
+				touched = touched || e.Path == rc.WorkspaceFile
+			}
+			if touched != (tt.file != "") {
+				t.Errorf("workspace events %+v: the file touched %v, want %v", ww.Events, touched, tt.file != "")
+			}
+		})
+	}
+}
+
+// TestACPWarmFlow plays flow warm_three_turn with the ACP reference agent as a real
+// child process under both lifecycles, against the real server and runner: warm, one
+// agent process and one ACP session serve the three runs (the same pid and start time
+// in every run's ACP turn, the session reused from the second run on, its turns
+// numbered 1…3), every run's MCP calls act for that run (each run presents its own
+// marker), and the server's shutdown retires the process (a warm record with the three
+// runs and a confirmed exit); per_turn, every run has a process and a session of its
+// own. Either way the file holds the three lines and every append was approved.
+func TestACPWarmFlow(t *testing.T) {
+	t.Parallel()
+	c, err := catalog.Default(catalog.WithFlows(flows.Implemented()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := c.Cell("native-boundaries-warm.acp-reference-warm.local.acp-warm-three-turn")
+	if cell == nil {
+		t.Fatal("no warm ACP cell")
+	}
+	for _, lifecycle := range []api.LifecycleMode{api.LifecycleWarm, api.LifecyclePerTurn} {
+		t.Run(string(lifecycle), func(t *testing.T) {
+			t.Parallel()
+			rc, err := cell.Render("fedcba9876543210")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stop func() error
+			w := newACPWorldWith(t, rc, "acp:reference", lifecycle, &stop)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			s := &flows.Session{Board: w.co, TaskID: w.task, Case: cell.Case, Rendered: rc, Workspace: w.workspace, Poll: 10 * time.Millisecond, Log: t.Logf}
+			out := flows.Run(ctx, s)
+			if out.Err != nil || len(out.Problems) > 0 {
+				t.Fatalf("flow: %v, problems %v", out.Err, out.Problems)
+			}
+			b, err := os.ReadFile(w.workspace + "/" + rc.WorkspaceFile)
+			if want := "T1-" + rc.Nonce + "\nT2-" + rc.Nonce + "\nT3-" + rc.Nonce + "\n"; err != nil || string(b) != want {
+				t.Errorf("workspace file %q (%v), want %q", b, err, want)
+			}
+			perms, err := w.co.Permissions(ctx, w.task)
+			if err != nil || len(perms) != 3 {
+				t.Fatalf("permissions %+v, %v: want three", perms, err)
+			}
+			for _, p := range perms {
+				if p.Status != api.PermissionApproved {
+					t.Errorf("permission %s is %s", p.ID, p.Status)
+				}
+			}
+			recs, err := w.co.HeartbeatRuns(ctx)
+			if err != nil || len(recs) != 3 {
+				t.Fatalf("heartbeat records %+v, %v: want three", recs, err)
+			}
+			st, err := w.co.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range recs {
+				a := r.ACP
+				if a == nil || a.PID == 0 || a.ProcessStartTicks == 0 || r.Status != controlplane.RunSucceeded || a.Lifecycle != lifecycle {
+					t.Fatalf("run %d: %+v (acp %+v)", i+1, r, a)
+				}
+				first := recs[0].ACP
+				same := a.PID == first.PID && a.ProcessStartTicks == first.ProcessStartTicks && a.SessionIndex == first.SessionIndex
+				switch lifecycle {
+				case api.LifecycleWarm:
+					if !same || a.Turn != i+1 || a.Reused != (i > 0) || a.Exit != "" {
+						t.Errorf("warm run %d: pid %d/%d session %d turn %d reused %v exit %q; first pid %d/%d session %d", i+1, a.PID, a.ProcessStartTicks,
+							a.SessionIndex, a.Turn, a.Reused, a.Exit, first.PID, first.ProcessStartTicks, first.SessionIndex)
+					}
+				default:
+					if (i > 0 && same) || a.Turn != 1 || a.Reused || a.Exit == "" {
+						t.Errorf("per_turn run %d: pid %d session %d turn %d reused %v exit %q", i+1, a.PID, a.SessionIndex, a.Turn, a.Reused, a.Exit)
+					}
+				}
+				var run *controlplane.Run
+				for _, x := range st.Runs {
+					if x.ID == r.RunID {
+						run = x
+					}
+				}
+				if msg := st.RunMessage(run); run == nil || !strings.Contains(msg, rc.TurnMarkers[i]) {
+					t.Errorf("run %d presented %q, want %s", i+1, msg, rc.TurnMarkers[i])
+				}
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			warm, _ := filepath.Glob(filepath.Join(w.home, "heartbeat", heartbeat.WarmDir, "*.json"))
+			if lifecycle != api.LifecycleWarm {
+				if len(warm) != 0 {
+					t.Errorf("per_turn left warm records %v", warm)
+				}
+				return
+			}
+			if len(warm) != 1 {
+				t.Fatalf("warm records %v, want one", warm)
+			}
+			var wr heartbeat.WarmRecord
+			raw, err := os.ReadFile(warm[0])
+			if err != nil || json.Unmarshal(raw, &wr) != nil {
+				t.Fatalf("warm record %s: %v", raw, err)
+			}
+			if len(wr.Runs) != 3 || wr.PID != recs[0].ACP.PID || wr.Exit.ExitCode == nil && wr.Exit.Signal == "" || len(wr.Exit.Escaped) != 0 {
+				t.Errorf("warm record %+v", wr)
+			}
+			if strings.Contains(string(raw), "apr1.") {
+				t.Errorf("the warm record holds a run token: %s", raw)
 			}
 		})
 	}

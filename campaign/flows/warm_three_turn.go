@@ -6,14 +6,73 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
 // playWarmThreeTurn is flow warm_three_turn: after each turn the workspace file must
 // hold exactly the lines of the turns so far (T1…Tn, each with the nonce) and, but
 // for the last, the task must be in review; the human then posts the next follow-up.
+// An agent that asks permission for its writes (an ACP agent's native tool) gets
+// every request approved while the flow runs (approveAll): the case is about the
+// session surviving three turns, and the human asked for those writes.
 func playWarmThreeTurn(ctx context.Context, s *Session) Outcome {
+	ctx, stop := context.WithCancel(ctx)
+	approved := approveAll(ctx, s)
+	out := playWarmTurns(ctx, s)
+	stop()
+	if err := <-approved; err != nil && out.Err == nil {
+		out.Err = err
+	}
+	return out
+}
+
+// approveAll approves every pending permission of the task until ctx ends; the
+// channel gets the first answer the board refused (a harness fault), or nil.
+func approveAll(ctx context.Context, s *Session) <-chan error {
+	done := make(chan error, 1)
+	poll := s.Poll
+	if poll <= 0 {
+		poll = defaultPoll
+	}
+	go func() {
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		seen := map[string]bool{}
+		for {
+			perms, err := s.Board.Permissions(ctx, s.TaskID)
+			if err == nil {
+				for _, p := range perms {
+					if p.Status != api.PermissionPending || seen[p.ID] {
+						continue
+					}
+					seen[p.ID] = true
+					s.log("approving permission %s (%s %q)", p.ID, p.Kind, p.Title)
+					_, err := s.Board.DecidePermission(ctx, p.ID, api.PermissionApprove)
+					if controlplane.CodeOf(err) == controlplane.CodeInteractionAlreadyResolved {
+						continue // closed meanwhile (its turn ended): nothing to answer
+					}
+					if err != nil && ctx.Err() == nil {
+						done <- BoardFault(fmt.Sprintf("approving permission %s", p.ID), err)
+						return
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				done <- nil
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return done
+}
+
+// playWarmTurns plays the three turns (see playWarmThreeTurn).
+func playWarmTurns(ctx context.Context, s *Session) Outcome {
 	var out Outcome
 	v, err := waitTurn(ctx, s, 1)
 	if err != nil {

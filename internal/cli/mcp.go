@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -48,6 +49,8 @@ Environment (set by the runner, passed on by the CLI):
   AGENTPROOF_RUN_TOKEN        the run token, required
   AGENTPROOF_RUN_ID           the run id (default: the run the token names)
   AGENTPROOF_AGENT_STATE_DIR  where the run's presented message id is recorded (optional)
+  AGENTPROOF_RUN_BINDING      instead of the token and run id: the run binding file of a
+                              warm ACP session; every call acts for the run it names now
 
 finish_task, request_review and block_task present their comment as the run's message
 (present: false opts out; report_progress presents only with present: true).
@@ -75,6 +78,9 @@ on an internal error (a bug in agentproof).`),
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			apiURL, token := os.Getenv(agent.EnvAPIURL), os.Getenv(agent.EnvRunToken)
+			if binding := os.Getenv(agent.EnvRunBinding); strings.TrimSpace(binding) != "" {
+				return serveBoundMCP(ctx, a, cmd, apiURL, binding)
+			}
 			var missing []string
 			for _, kv := range [][2]string{{agent.EnvAPIURL, apiURL}, {agent.EnvRunToken, token}} {
 				if strings.TrimSpace(kv[1]) == "" {
@@ -109,4 +115,35 @@ on an internal error (a bug in agentproof).`),
 			return nil
 		},
 	}
+}
+
+// serveBoundMCP is `agentproof mcp` with a run binding file (agent.EnvRunBinding): a
+// warm ACP session's server, whose every call acts for the run the file names when
+// the call starts (mcp.FileBinding). The binding must be an absolute path and the API
+// URL set (usage errors otherwise); the file itself is read per call.
+func serveBoundMCP(ctx context.Context, a *app, cmd *cobra.Command, apiURL, binding string) error {
+	var missing []string
+	if strings.TrimSpace(apiURL) == "" {
+		missing = append(missing, agent.EnvAPIURL+" is not set")
+	}
+	if !filepath.IsAbs(binding) {
+		missing = append(missing, agent.EnvRunBinding+" must be an absolute path")
+	}
+	if len(missing) > 0 {
+		return usageErrorf("%s: %s (the runner sets them for the agent)", cmd.CommandPath(), strings.Join(missing, "; "))
+	}
+	if _, err := mcp.Dial(ctx, apiURL, "unbound"); err != nil {
+		return usageErrorf("%s: %s: %v", cmd.CommandPath(), agent.EnvAPIURL, err)
+	}
+	logger := slog.New(slog.NewTextHandler(a.stderr, nil)).With("binding", filepath.Base(filepath.Dir(binding)))
+	srv, err := mcp.NewServer(mcp.Config{StateDir: os.Getenv(agent.EnvStateDir), Version: readVersion().Version, Logger: logger,
+		Bind: mcp.FileBinding(apiURL, binding)}, nil)
+	if err != nil {
+		return err
+	}
+	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
+	"github.com/agentproof/agentproof/workspace/watch"
 )
 
 // ACP runs (docs/acp.md "In the heartbeat runner"): an acp:<agent> run is one ACP
@@ -23,13 +24,44 @@ import (
 // the run's context: the driver sends session/cancel and answers pending permissions
 // "cancelled"; the turn must then end with stop reason cancelled. The turn's facts are
 // the record's ACP field; its share of the session log (acp-turn.jsonl), the turn
-// summary (acp-turn.json) and the agent's stderr are the run's evidence.
+// summary (acp-turn.json) and the agent's stderr are the run's evidence. Under the warm
+// lifecycle (warm.go) the session outlives the run: the run binds it, prompts it and
+// unbinds it, and the runner retires it at shutdown.
 
-// ACP evidence names in a run's record directory.
+// ACP evidence names in a run's record directory (WorkspaceWatchFile: the workspace
+// watcher's whole record, package workspace/watch).
 const (
-	ACPTurnLogFile = "acp-turn.jsonl"
-	ACPTurnFile    = "acp-turn.json"
+	ACPTurnLogFile     = "acp-turn.jsonl"
+	ACPTurnFile        = "acp-turn.json"
+	WorkspaceWatchFile = "workspace-watch.json"
 )
+
+// watchSummary is a run's api.WorkspaceWatch from the watcher's record (paths
+// redacted); a watcher that did not start is an incomplete watch naming why.
+func watchSummary(wr *watch.Record, startErr error, redact func(string) string) *api.WorkspaceWatch {
+	if wr == nil {
+		why := "the workspace watcher did not start"
+		if startErr != nil {
+			why += ": " + redact(startErr.Error())
+		}
+		return &api.WorkspaceWatch{Events: []api.WorkspaceEvent{}, Problems: []string{why}}
+	}
+	w := &api.WorkspaceWatch{Complete: wr.Complete(), Events: []api.WorkspaceEvent{}, More: wr.Dropped}
+	for i, e := range wr.Events {
+		if i >= api.MaxWatchEvents {
+			w.More += len(wr.Events) - i
+			break
+		}
+		w.Events = append(w.Events, api.WorkspaceEvent{Op: string(e.Op), Path: redact(e.Path), Dir: e.Dir})
+	}
+	if wr.Overflow {
+		w.Problems = append(w.Problems, "the kernel's event queue overflowed: mutations were lost")
+	}
+	for _, p := range wr.Problems {
+		w.Problems = append(w.Problems, redact(p))
+	}
+	return w
+}
 
 // executeACP carries an ACP run from its open run to its completion. It is called with
 // the run's lock held and unlocks it while the session runs.
@@ -62,12 +94,32 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 		markers = []string{r.cfg.ProcessMarker}
 	}
 	startedAt := r.cfg.Now()
-	sess, startErr := d.Start(runCtx, agent.ACPEnv{Run: env, Decider: boardDecider{r: r, j: j, run: j.runID}, Redact: secrets, ExtraMarkers: markers})
+	warm := j.cfg.LifecycleMode.Warm()
+	var (
+		sess     *agent.ACPSession
+		startErr error
+		ws       *warmSession
+		reused   bool
+	)
+	// The workspace watcher runs from before the session's start (its first prompt)
+	// until the process exited (per_turn) or the turn ended (warm).
+	watcher, watchErr := watch.Start(env.Workspace)
+	if warm {
+		// One session serves every run of the agent (warm.go): this run's turn is a new
+		// session/prompt in it, its MCP server bound to this run for the turn.
+		ws, reused, startErr = r.warmFor(runCtx, j, d, env, secrets, markers)
+		if startErr == nil {
+			sess, secrets = ws.sess, ws.secrets
+		}
+	} else {
+		sess, startErr = d.Start(runCtx, agent.ACPEnv{Run: env, Decider: boardDecider{r: r, j: j, run: j.runID}, Redact: secrets, ExtraMarkers: markers})
+	}
 	var (
 		res     agent.TurnResult
 		turnErr error
 		exit    agent.ProcessExit
 		facts   *api.LaunchFacts
+		open    bool // the warm session stays open after this turn
 	)
 	if startErr == nil {
 		r.mu.Lock()
@@ -83,9 +135,19 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 			facts.Problems = append(facts.Problems, "the process identity could not be read: "+err.Error())
 		}
 		res, turnErr = sess.Prompt(runCtx, agent.Turn{RunID: j.runID, Text: agent.Prompt(rc)})
-		exit = sess.Close()
+		if warm {
+			exit, open = r.warmAfterTurn(ws, j)
+		} else {
+			exit = sess.Close()
+		}
 		observed()
-	} else {
+	}
+	var watched *watch.Record
+	if watcher != nil {
+		wr := watcher.Stop()
+		watched = &wr
+	}
+	if startErr != nil {
 		var se *agent.StartError
 		if errors.As(startErr, &se) && se.Exit != nil {
 			exit = *se.Exit
@@ -98,13 +160,27 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 	if cur, ok := r.Run(j.runID); ok && cur.Cancellation != nil {
 		rec.Cancellation = cur.Cancellation
 	}
-	o, report := acpReport(startErr, res, turnErr, exit, endedAt.Sub(startedAt))
+	o, report := acpReport(startErr, res, turnErr, exit, endedAt.Sub(startedAt), open)
+	if startErr == nil {
+		rec.WorkspaceWatch = watchSummary(watched, watchErr, secrets.RedactText)
+		if watched != nil {
+			b, _ := json.MarshalIndent(watched, "", "  ")
+			report.Transcript = append(report.Transcript, agent.Evidence{Name: WorkspaceWatchFile, MediaType: "application/json", Body: b})
+		}
+	}
 	if o.Started {
 		rec.ProcessStartedAt, rec.ProcessEndedAt = stamp(startedAt), stamp(endedAt)
 		rec.Launch = facts
 	}
 	if startErr == nil {
 		rec.ACP = acpTurnFacts(sess, res, exit, secrets.RedactText)
+		rec.ACP.Lifecycle, rec.ACP.Reused = api.LifecyclePerTurn, reused
+		if warm {
+			rec.ACP.Lifecycle = api.LifecycleWarm
+		}
+		if open {
+			rec.ACP.Exit = ""
+		}
 		if p, err := agent.ReadPresentation(env.StateDir, rec.RunID); err == nil && p != nil {
 			report.Presentation = &agent.Presentation{CommentID: p.CommentID, Text: p.Text}
 		} else if err != nil {
@@ -120,8 +196,10 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 // anything else failed (a Stop makes it cancelled in finish); a turn past its deadline
 // counts as timed out; a session that did not start is not started when its process
 // never ran (the launch or spawn failed: the harness's) and otherwise a failed run
-// whose agent broke off the handshake.
-func acpReport(startErr error, res agent.TurnResult, turnErr error, exit agent.ProcessExit, wall time.Duration) (worker.Outcome, agent.Report) {
+// whose agent broke off the handshake. open is a warm session that stays open after
+// the turn: the process has no exit yet (its outcome is the turn's, its stderr comes
+// with the run that retires it).
+func acpReport(startErr error, res agent.TurnResult, turnErr error, exit agent.ProcessExit, wall time.Duration, open bool) (worker.Outcome, agent.Report) {
 	o := worker.Outcome{ExitCode: exit.ExitCode, Signal: exit.Signal, Exited: exit.ExitCode != nil || exit.Signal != "", TimedOut: exit.TimedOut,
 		OutputExceeded: exit.OutputExceeded, SignalsSent: exit.SignalsSent, Duration: time.Duration(exit.DurationMS) * time.Millisecond,
 		OutputBytes: exit.StdoutBytes, Escaped: exit.Escaped}
@@ -158,10 +236,16 @@ func acpReport(startErr error, res agent.TurnResult, turnErr error, exit agent.P
 	complete := turnErr == nil
 	turn, _ := json.MarshalIndent(res, "", "  ")
 	tr := []agent.Evidence{stderr, {Name: ACPTurnFile, MediaType: "application/json", Body: turn}}
+	exitSummary := exit.Summary()
+	if open {
+		tr = tr[1:]
+		o.Duration = wall
+		exitSummary = fmt.Sprintf("the warm session's process (pid %d) stays open for the next run", res.Process.PID)
+	}
 	if len(res.Evidence) > 0 { // the turn's share of the session log (its name notes a cut)
 		tr = append(tr, agent.Evidence{Name: ACPTurnLogFile, MediaType: res.Evidence[0].MediaType, Body: res.Evidence[0].Body})
 	}
-	return o, agent.Report{Summary: summary + "; " + exit.Summary(), RunStatus: status, Usage: res.Usage,
+	return o, agent.Report{Summary: summary + "; " + exitSummary, RunStatus: status, Usage: res.Usage,
 		Transcript: tr, EventStreamComplete: &complete}
 }
 

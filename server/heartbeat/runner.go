@@ -155,6 +155,8 @@ type Runner struct {
 	inflight int
 	bins     binaries // launched executables' facts, per file version
 
+	warm map[string]*warmSession // company/actor → its warm ACP session (warm.go); guarded by mu
+
 	pmu       sync.Mutex             // guards perms and permOrder (permission.go)
 	perms     map[string]*permission // permission id → permission interaction
 	permOrder []string               // permission ids in the order they were asked
@@ -200,7 +202,7 @@ func New(host Host, cfg Config) (*Runner, error) {
 	}
 	r := &Runner{host: host, cfg: cfg, rec: records{dir: cfg.Dir}, runs: map[string]*Record{}, locks: map[string]*sync.Mutex{},
 		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
-		perms: map[string]*permission{}}
+		perms: map[string]*permission{}, warm: map[string]*warmSession{}}
 	all, err := r.rec.loadAll()
 	if err != nil {
 		return nil, err
@@ -245,7 +247,8 @@ func (r *Runner) Kick() {
 }
 
 // Shutdown stops taking wakes, stops every running agent process (SIGTERM, then
-// SIGKILL) and waits until their runs are completed and recorded, or ctx ends.
+// SIGKILL), waits until their runs are completed and recorded and then retires every
+// warm ACP session (warm.go), or until ctx ends.
 func (r *Runner) Shutdown(ctx context.Context) error {
 	if !r.started {
 		return nil
@@ -253,7 +256,7 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	r.stopBase()
 	<-r.loopDone
 	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
+	go func() { r.wg.Wait(); r.retireAllWarm(); close(done) }()
 	select {
 	case <-done:
 		return nil

@@ -1,0 +1,63 @@
+package match
+
+import (
+	"fmt"
+	"strings"
+)
+
+// KindNoMutation grades what the workspace watcher observed while the agent could act
+// (Observation.Watches; docs/acp.md "Observing nothing happened"): it passes when every
+// run was watched completely and no event touched path (the workspace-relative file or
+// directory, or anything below it) — no create, write, move or delete, not even one
+// undone before the end. It fails when an event touched path (the events are the
+// observed value), and is not reached when a run was not watched or its watch is
+// incomplete (the kernel's queue overflowed, events were dropped, a directory could not
+// be watched) and no event touched path. Beside file_absent it is the oracle of a write
+// that must not happen: file_absent looks once at the end, this one saw every step.
+const KindNoMutation = "no_mutation"
+
+// RunWatch is one run's workspace watch: whether a watcher ran (Observed), whether its
+// record is complete, and the mutations it saw in order.
+type RunWatch struct {
+	RunID    string       `json:"runId,omitempty"`
+	Observed bool         `json:"observed"`
+	Complete bool         `json:"complete"`
+	Events   []WatchEvent `json:"events,omitempty"`
+}
+
+// WatchEvent is one observed mutation: op (create, write, close_write, move_from,
+// move_to, delete) and the workspace-relative, slash-separated path.
+type WatchEvent struct {
+	Op   string `json:"op"`
+	Path string `json:"path"`
+}
+
+// evalNoMutation looks for events on c.file or below it in every run's watch.
+func (c *compiled) evalNoMutation(obs *Observation) result {
+	if !obs.HasWatches || len(obs.Watches) == 0 {
+		return result{missing: "no run's workspace was watched"}
+	}
+	var touched []map[string]string
+	missing := ""
+	for i, w := range obs.Watches {
+		for _, e := range w.Events {
+			if e.Path == c.file || strings.HasPrefix(e.Path, c.file+"/") {
+				touched = append(touched, map[string]string{"run": fmt.Sprint(i + 1), "op": e.Op, "path": e.Path})
+			}
+		}
+		switch {
+		case missing != "":
+		case !w.Observed:
+			missing = fmt.Sprintf("run %d's workspace was not watched", i+1)
+		case !w.Complete:
+			missing = fmt.Sprintf("run %d's workspace watch is incomplete (events lost or a directory unwatched)", i+1)
+		}
+	}
+	if len(touched) > 0 {
+		return result{observed: touched}
+	}
+	if missing != "" {
+		return result{missing: missing}
+	}
+	return result{passed: true, observed: []map[string]string{}}
+}
