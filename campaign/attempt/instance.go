@@ -14,20 +14,29 @@ import (
 type instance struct {
 	exe, home, root string
 	marker          string      // the attempt's process marker every agent process carries
+	canary          string      // the controller canary of every child's environment
 	child           *serveChild // nil after a restart whose new child did not start
 	url, token      string      // the last child's, kept when it is gone
 	// earlier holds the stderr logs of children a restart stopped, oldest first.
 	earlier [][]byte
 }
 
-// startInstance starts the first serve child with the attempt's process marker
-// (startServe's errors).
-func startInstance(ctx context.Context, exe, home, root, marker string) (*instance, error) {
-	child, err := startServe(ctx, exe, home, root, marker)
+// startInstance starts the first serve child with the attempt's process marker and
+// controller canary (ControllerCanaryKey; "" for none) (startServe's errors).
+func startInstance(ctx context.Context, exe, home, root, marker, canary string) (*instance, error) {
+	child, err := startServe(ctx, exe, home, root, marker, canary)
 	if err != nil {
 		return nil, err
 	}
-	return &instance{exe: exe, home: home, root: root, marker: marker, child: child, url: child.URL(), token: child.token}, nil
+	return &instance{exe: exe, home: home, root: root, marker: marker, canary: canary, child: child, url: child.URL(), token: child.token}, nil
+}
+
+// pid is the running child's pid (0 when none runs).
+func (in *instance) pid() int {
+	if in.child == nil || in.child.cmd.Process == nil {
+		return 0
+	}
+	return in.child.cmd.Process.Pid
 }
 
 // board returns a board client of the running child (of the last one when none runs:
@@ -49,7 +58,7 @@ func (in *instance) restart(ctx context.Context) (killed bool, err error) {
 		return killed, fmt.Errorf("stopping: %w", err)
 	}
 	in.earlier = append(in.earlier, in.child.stderr.Bytes())
-	child, err := startServe(ctx, in.exe, in.home, in.root, in.marker)
+	child, err := startServe(ctx, in.exe, in.home, in.root, in.marker, in.canary)
 	if err != nil {
 		in.child = nil
 		return killed, err

@@ -80,7 +80,7 @@ func TestKilledServerIsAHarnessNote(t *testing.T) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker())
+	in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
