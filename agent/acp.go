@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -28,21 +30,21 @@ import (
 // package agent/clis) driven offline against the scripted model.
 
 // ACPDriverPrefix starts every ACP driver name.
-const ACPDriverPrefix = "acp:"
+const ACPDriverPrefix = string(driver.KindACP)
 
-// ACP agents an acp:<agent> driver may name.
+// ACP agents an acp:<agent> driver may name (package agent/driver owns the list).
 const (
-	ACPReference = "reference"
-	ACPNop       = "nop"
-	ACPWrong     = "wrong"
-	ACPOpenCode  = "opencode"
-	ACPCodex     = "codex"
-	ACPClaude    = "claude"
-	ACPGemini    = "gemini"
+	ACPReference = driver.ACPReference
+	ACPNop       = driver.ACPNop
+	ACPWrong     = driver.ACPWrong
+	ACPOpenCode  = driver.ACPOpenCode
+	ACPCodex     = driver.ACPCodex
+	ACPClaude    = driver.ACPClaude
+	ACPGemini    = driver.ACPGemini
 )
 
 // ACPAgents lists the agents of the ACP drivers, built-in ones first.
-var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPOpenCode, ACPCodex, ACPClaude, ACPGemini}
+var ACPAgents = driver.ACPAgents
 
 // IsBuiltinACP reports whether agent is one of agentproof's own ACP agents.
 func IsBuiltinACP(agent string) bool {
@@ -94,80 +96,69 @@ type ACPDriver struct {
 	cancelGrace  time.Duration
 }
 
-// NewACP returns the ACP driver named driver ("acp:<agent>", one of ACPAgents)
-// configured by config (the profile's driverConfig; nil for none). Unknown keys, wrong
-// types, an unknown agent, and a real agent's binary that is not an absolute path are a
-// *ConfigError listing every problem.
-func NewACP(driver string, config map[string]any) (*ACPDriver, error) {
-	ce := &ConfigError{Driver: driver}
-	name, ok := strings.CutPrefix(driver, ACPDriverPrefix)
-	if !ok || !slices.Contains(ACPAgents, name) {
+// NewACP returns the ACP driver name (kind driver.KindACP, one of ACPAgents)
+// configured by config (the profile's driverConfig): TimeoutMs (the whole session's
+// life, ms), MaxOutputBytes (the agent's stdout, bytes; default
+// DefaultCLIMaxOutputBytes), TurnTimeoutMs, StartTimeoutMs, CancelGraceMs (ms, > 0),
+// ClientFS and, for the real agents, Binary and Node (absolute paths), ModelBaseURL (a
+// loopback http URL) and Script (oracle, nop or wrong). Another kind, a key the driver
+// does not read and a value out of range are a *ConfigError listing every problem.
+func NewACP(name driver.Name, config api.DriverConfig) (*ACPDriver, error) {
+	ce := &ConfigError{Driver: name.String()}
+	agentName, ok := name.ACP()
+	if !ok || !slices.Contains(ACPAgents, agentName) {
 		ce.Problems = append(ce.Problems, fmt.Sprintf("unknown ACP driver (one of %s%s)", ACPDriverPrefix, strings.Join(ACPAgents, ", "+ACPDriverPrefix)))
 		return nil, ce
 	}
 	// Gemini CLI 0.61 cannot create a file through the client: it reads first and does
 	// not recognise the client's "Resource not found" error (docs/acp.md), so it gets
 	// no fs capability unless the profile asks for it.
-	d := &ACPDriver{agent: name, clientFS: name != ACPGemini, turnTimeout: DefaultACPTurnTimeout, startTimeout: DefaultACPStartTimeout, cancelGrace: DefaultACPCancelGrace}
-	keys := []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace, ACPKeyClientFS}
-	if !IsBuiltinACP(name) {
-		keys = append(keys, CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyScript, ACPKeyNode)
+	d := &ACPDriver{agent: agentName, clientFS: agentName != ACPGemini, turnTimeout: DefaultACPTurnTimeout, startTimeout: DefaultACPStartTimeout, cancelGrace: DefaultACPCancelGrace}
+	reads := []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace, ACPKeyClientFS}
+	if !IsBuiltinACP(agentName) {
+		reads = append(reads, CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyScript, ACPKeyNode)
 	}
-	_, outputSet := config["maxOutputBytes"]
-	d.bounds = acpBounds(config, ce, keys)
-	if !outputSet {
+	d.bounds = parseBounds(config, name, ce, reads)
+	if config.MaxOutputBytes == nil {
 		d.bounds.maxOutput = DefaultCLIMaxOutputBytes
 	}
-	for _, k := range []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace} {
-		v, set := config[k]
-		if !set {
+	for _, f := range []struct {
+		key string
+		v   *int64
+		dst *time.Duration
+	}{{ACPKeyTurnTimeout, config.TurnTimeoutMs, &d.turnTimeout}, {ACPKeyStartTimeout, config.StartTimeoutMs, &d.startTimeout}, {ACPKeyCancelGrace, config.CancelGraceMs, &d.cancelGrace}} {
+		if f.v == nil {
 			continue
 		}
-		n, ok := acpPositiveInt(v)
-		if !ok {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %v must be a positive whole number of milliseconds", k, v))
+		if *f.v <= 0 || *f.v >= 1<<62/int64(time.Millisecond) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be a positive whole number of milliseconds", f.key, *f.v))
 			continue
 		}
-		switch k {
-		case ACPKeyTurnTimeout:
-			d.turnTimeout = time.Duration(n) * time.Millisecond
-		case ACPKeyStartTimeout:
-			d.startTimeout = time.Duration(n) * time.Millisecond
-		default:
-			d.cancelGrace = time.Duration(n) * time.Millisecond
-		}
+		*f.dst = time.Duration(*f.v) * time.Millisecond
 	}
-	if v, set := config[ACPKeyClientFS]; set {
-		b, ok := v.(bool)
-		if !ok {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %v must be true or false", ACPKeyClientFS, v))
-		}
-		d.clientFS = b
+	if config.ClientFS != nil {
+		d.clientFS = *config.ClientFS
 	}
-	for _, k := range []string{CLIKeyBinary, ACPKeyNode} {
-		v, set := config[k]
-		if !set {
+	for _, f := range []struct {
+		key, v string
+		dst    *string
+	}{{CLIKeyBinary, config.Binary, &d.binary}, {ACPKeyNode, config.Node, &d.node}} {
+		if f.v == "" {
 			continue
 		}
-		s, _ := v.(string)
-		if !filepath.IsAbs(s) || strings.ContainsRune(s, 0) {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %v must be an absolute path", k, v))
+		if !filepath.IsAbs(f.v) || strings.ContainsRune(f.v, 0) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %s must be an absolute path", f.key, f.v))
 		}
-		if k == CLIKeyBinary {
-			d.binary = s
-		} else {
-			d.node = s
-		}
+		*f.dst = f.v
 	}
-	if v, ok := config[CLIKeyModelBaseURL]; ok {
-		s, _ := v.(string)
+	if s := config.ModelBaseURL; s != "" {
 		if !strings.HasPrefix(s, "http://127.0.0.1:") && !strings.HasPrefix(s, "http://[::1]:") && !strings.HasPrefix(s, "http://localhost:") {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("modelBaseUrl %v must be a loopback http URL (the scripted model)", v))
+			ce.Problems = append(ce.Problems, fmt.Sprintf("modelBaseUrl %s must be a loopback http URL (the scripted model)", s))
 		}
 		d.modelURL = strings.TrimRight(s, "/")
 	}
-	if v, ok := config[CLIKeyScript]; ok && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
-		ce.Problems = append(ce.Problems, fmt.Sprintf("script %v is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
+	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("script %s is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
 	}
 	if len(ce.Problems) > 0 {
 		return nil, ce
@@ -247,7 +238,7 @@ func (d *ACPDriver) launch(env RunEnv, n int) (acpLaunch, error) {
 		return l, nil
 	}
 	if d.binary == "" {
-		return acpLaunch{}, fmt.Errorf("agent: %s: no binary configured (driverConfig binary; `agentproof agents install %s`)", d.Name(), acpCLIName(d.agent))
+		return acpLaunch{}, fmt.Errorf("agent: %s: no binary configured (driverConfig binary; `agentproof agents install %s`)", d.Name(), acpPackage(d.agent))
 	}
 	if d.modelURL == "" {
 		return acpLaunch{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
@@ -291,61 +282,8 @@ func (d *ACPDriver) launch(env RunEnv, n int) (acpLaunch, error) {
 	return l, nil
 }
 
-// acpCLIName is the agent/clis name of a real ACP agent's package.
-func acpCLIName(agent string) string {
-	switch agent {
-	case ACPCodex:
-		return "codex-acp"
-	case ACPClaude:
-		return "claude-acp"
-	}
-	return agent
-}
-
-// acpBounds reads the worker bounds (timeoutMs, maxOutputBytes) of an ACP driver's
-// map-shaped driverConfig and refuses any key outside extra. (The ACP driver still
-// takes its configuration as a map; moving it onto api.DriverConfig and the
-// agent/driver parser is part of wiring it into the heartbeat runner.)
-func acpBounds(config map[string]any, ce *ConfigError, extra []string) bounds {
-	b := bounds{timeout: DefaultTimeout, maxOutput: DefaultMaxOutputBytes}
-	for _, k := range slices.Sorted(maps.Keys(config)) {
-		v := config[k]
-		switch k {
-		case "timeoutMs":
-			if n, ok := acpPositiveInt(v); ok {
-				b.timeout = time.Duration(n) * time.Millisecond
-			} else {
-				ce.Problems = append(ce.Problems, fmt.Sprintf("timeoutMs %v must be a positive whole number of milliseconds", v))
-			}
-		case "maxOutputBytes":
-			if n, ok := acpPositiveInt(v); ok && n <= worker.MaxOutputBytes {
-				b.maxOutput = n
-			} else {
-				ce.Problems = append(ce.Problems, fmt.Sprintf("maxOutputBytes %v must be a whole number of bytes in 1..%d", v, worker.MaxOutputBytes))
-			}
-		default:
-			if !slices.Contains(extra, k) {
-				ce.Problems = append(ce.Problems, fmt.Sprintf("unknown driverConfig key %q", k))
-			}
-		}
-	}
-	return b
-}
-
-// acpPositiveInt accepts the number shapes YAML and JSON decoding produce.
-func acpPositiveInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), n > 0
-	case int64:
-		return n, n > 0
-	case uint64:
-		return int64(n), n > 0 && n < 1<<62
-	case float64:
-		return int64(n), n > 0 && n == float64(int64(n)) && n < 1<<62
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil && i > 0
-	}
-	return 0, false
+// acpPackage is the agent/clis name of a real ACP agent's package.
+func acpPackage(agent string) string {
+	pkg, _ := driver.Name{Kind: driver.KindACP, Arg: agent}.Package()
+	return pkg
 }

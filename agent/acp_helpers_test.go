@@ -18,6 +18,8 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
 )
 
 // stubMCPTools are the semantic tools the stub MCP server offers.
@@ -239,3 +241,18 @@ func (h *hostile) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRe
 type readerFunc func(p []byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// newACP builds an ACP driver from a driver string and a map-shaped driverConfig
+// through the same parsers the heartbeat runner's configuration goes through
+// (driver.Parse, api.DriverConfigOf).
+func newACP(name string, config map[string]any) (*agent.ACPDriver, error) {
+	n, err := driver.Parse(name)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := api.DriverConfigOf(config)
+	if err != nil {
+		return nil, err
+	}
+	return agent.NewACP(n, dc)
+}

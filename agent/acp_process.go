@@ -437,7 +437,17 @@ func (ap *agentProcess) stop() ProcessExit {
 		err := ap.cmd.Wait()
 		if ap.marker != "" {
 			// Descendants that left the group after the snapshot still carry the marker.
-			esc, serr := worker.SweepMarked(ap.marker, worker.SweepConfirm)
+			// The snapshot's own members (killed above, perhaps still exiting) are the
+			// agent's descendants, not escapes: only processes born after it count.
+			known := func(pid, _ int) bool {
+				st, ok := tree[pid]
+				if !ok {
+					return false
+				}
+				cur, err := ProcStartTime(pid)
+				return err == nil && cur == st
+			}
+			esc, serr := worker.SweepMarkedExcept(ap.marker, known, worker.SweepConfirm)
 			exit.Escaped = esc
 			if serr != nil {
 				exit.Error = "sweeping escaped descendants: " + serr.Error()

@@ -124,7 +124,7 @@ func newRealWorldWith(tb testing.TB, ra realACPAgent, scripts func(workspace str
 
 func (w *realWorld) session(tb testing.TB, ra realACPAgent, d agent.PermissionDecider) *agent.ACPSession {
 	tb.Helper()
-	drv, err := agent.NewACP(ra.driver, w.cfg)
+	drv, err := newACP(ra.driver, w.cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func BenchmarkACPWriteSession(b *testing.B) {
 				var w *acpWorld
 				if ra.cli == "" {
 					w = newACPWorld(b, nonce, writeScript(nonce))
-					d, _ := agent.NewACP(ra.driver, nil)
+					d, _ := newACP(ra.driver, nil)
 					var err error
 					if s, err = d.Start(context.Background(), agent.ACPEnv{Run: w.run("run-1"), Decider: agent.Approve}); err != nil {
 						b.Fatal(err)
@@ -338,7 +338,7 @@ func BenchmarkACPWriteSession(b *testing.B) {
 				} else {
 					rw := newRealWorld(b, ra, nonce, approveScript)
 					w = rw.acpWorld
-					d, _ := agent.NewACP(ra.driver, rw.cfg)
+					d, _ := newACP(ra.driver, rw.cfg)
 					var err error
 					if s, err = d.Start(context.Background(), agent.ACPEnv{Run: w.run("run-1"), Decider: agent.Approve}); err != nil {
 						b.Fatal(err)

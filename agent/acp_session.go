@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,12 +31,16 @@ import (
 //   - Redact: values to redact from the log besides the run token and the resolved
 //     secrets, which are always redacted.
 //   - Now: the clock of the log and the turn times (default time.Now).
+//   - ExtraMarkers: process markers the agent process carries besides the session's
+//     own (worker.Spec.ExtraMarkers; for example the attempt's, so that the caller can
+//     sweep escaped descendants after the server is gone).
 type ACPEnv struct {
-	Run     RunEnv
-	Decider PermissionDecider
-	Log     io.Writer
-	Redact  *redact.Set
-	Now     func() time.Time
+	Run          RunEnv
+	Decider      PermissionDecider
+	Log          io.Writer
+	Redact       *redact.Set
+	Now          func() time.Time
+	ExtraMarkers []string
 }
 
 // ACPSession is one running ACP agent process with one ACP session: the warm lifecycle
@@ -59,6 +64,9 @@ type ACPSession struct {
 	// Agent is what the agent said about itself in initialize: its name, title and
 	// version, the protocol version and its capabilities (raw JSON).
 	Agent ACPAgentInfo
+	// Path and Args are the agent process's program (absolute) and argv as launched.
+	Path string
+	Args []string
 
 	promptMu sync.Mutex // one turn at a time
 
@@ -156,6 +164,8 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 	}
 	marker := worker.NewMarker()
 	l.spec.Marker = marker
+	l.spec.ExtraMarkers = env.ExtraMarkers
+	s.Path, s.Args = l.spec.Path, slices.Clone(l.spec.Args)
 	proc, err := startProcess(l.spec, grace)
 	if err != nil {
 		root.Close()

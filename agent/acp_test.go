@@ -55,7 +55,7 @@ func (w *acpWorld) run(runID string) agent.RunEnv {
 // test can read after Close.
 func (w *acpWorld) start(t *testing.T, driver string, cfg map[string]any, decider agent.PermissionDecider, secrets map[string]string) (*agent.ACPSession, *bytes.Buffer) {
 	t.Helper()
-	d, err := agent.NewACP(driver, cfg)
+	d, err := newACP(driver, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestACPPerTurnSessionsDifferInProcess(t *testing.T) {
 	t.Parallel()
 	const nonce = "pt3x"
 	w := newACPWorld(t, nonce, threeTurnScript(nonce))
-	d, err := agent.NewACP("acp:reference", nil)
+	d, err := newACP("acp:reference", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,21 +585,24 @@ func TestNewACPConfig(t *testing.T) {
 		cfg    map[string]any
 		want   string
 	}{
-		{"acp:nosuch", nil, "unknown ACP driver"},
+		{"acp:nosuch", nil, `unknown driver "acp:nosuch"`},
 		{"exec:codex", nil, "unknown ACP driver"},
-		{"acp:reference", map[string]any{"binary": "/x"}, `unknown driverConfig key "binary"`},
+		{"acp:reference", map[string]any{"binary": "/x"}, "driverConfig binary does not apply to driver acp:reference"},
+		{"acp:nop", map[string]any{"resultGraceMs": 5}, "driverConfig resultGraceMs does not apply to driver acp:nop"},
+		{"acp:codex", map[string]any{"cancelGraceMs": 0}, "cancelGraceMs 0 must be a positive"},
 		{"acp:codex", map[string]any{"binary": "rel"}, "binary rel must be an absolute path"},
 		{"acp:codex", map[string]any{"modelBaseUrl": "https://api.example.com"}, "must be a loopback http URL"},
-		{"acp:opencode", map[string]any{"turnTimeoutMs": -1, "clientFs": "yes"}, "turnTimeoutMs -1 must be a positive"},
-		{"acp:opencode", map[string]any{"clientFs": "yes"}, "clientFs yes must be true or false"},
+		{"acp:opencode", map[string]any{"turnTimeoutMs": -1}, "turnTimeoutMs -1 must be a positive"},
+		{"acp:opencode", map[string]any{"clientFs": "yes"}, "clientFs: a JSON string cannot be a bool"},
+		{"acp:opencode", map[string]any{"clientFS": true}, `unknown key "clientFS"`},
 		{"acp:opencode", map[string]any{"script": "bogus"}, "script bogus is not"},
 	} {
-		_, err := agent.NewACP(tc.driver, tc.cfg)
+		_, err := newACP(tc.driver, tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewACP(%s, %v) = %v, want an error containing %q", tc.driver, tc.cfg, err, tc.want)
 		}
 	}
-	d, err := agent.NewACP("acp:claude", map[string]any{"binary": "/opt/claude-agent-acp/dist/index.js", "modelBaseUrl": "http://127.0.0.1:5"})
+	d, err := newACP("acp:claude", map[string]any{"binary": "/opt/claude-agent-acp/dist/index.js", "modelBaseUrl": "http://127.0.0.1:5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,14 +617,14 @@ func TestNewACPConfig(t *testing.T) {
 func TestACPStartFailures(t *testing.T) {
 	t.Parallel()
 	w := newACPWorld(t, "", nil)
-	d, _ := agent.NewACP("acp:reference", nil)
+	d, _ := newACP("acp:reference", nil)
 	_, err := d.Start(context.Background(), agent.ACPEnv{Run: w.run("r"), Decider: agent.Approve})
 	var se *agent.StartError
 	if !errors.As(err, &se) || se.Stage != "launch" || !strings.Contains(err.Error(), "built-in agent configuration") {
 		t.Errorf("reference without a configuration: %v", err)
 	}
 	// A program that is no ACP agent: it exits at once.
-	d, _ = agent.NewACP("acp:gemini", map[string]any{"node": "/bin/true", "binary": "/nonexistent/gemini.js", "modelBaseUrl": "http://127.0.0.1:9", "startTimeoutMs": 20000})
+	d, _ = newACP("acp:gemini", map[string]any{"node": "/bin/true", "binary": "/nonexistent/gemini.js", "modelBaseUrl": "http://127.0.0.1:9", "startTimeoutMs": 20000})
 	_, err = d.Start(context.Background(), agent.ACPEnv{Run: w.run("r"), Decider: agent.Approve})
 	if !errors.As(err, &se) || se.Stage != "initialize" || se.Exit == nil || se.Exit.ExitCode == nil {
 		t.Errorf("a non-ACP program: %v", err)

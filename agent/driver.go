@@ -201,6 +201,8 @@ func New(name driver.Name, config api.DriverConfig) (Driver, error) {
 		d = newExec(config, name, ce)
 	case driver.KindCLI:
 		d = newCLI(name, config, ce)
+	case driver.KindACP:
+		ce.Problems = append(ce.Problems, "an ACP driver runs as a session, not one process per run: build it with NewACP")
 	default:
 		ce.Problems = append(ce.Problems, "no driver (one of "+strings.Join(driver.Names(), ", ")+")")
 	}

@@ -136,7 +136,8 @@ func TestNewRejectsBadConfigurations(t *testing.T) {
 }
 
 // TestDefaultCatalogProfilesHaveDrivers: every default-catalog profile's driver and
-// driverConfig are accepted.
+// driverConfig are accepted (an ACP profile by NewACP, which New refuses: an ACP driver
+// is a session, not one process per run).
 func TestDefaultCatalogProfilesHaveDrivers(t *testing.T) {
 	t.Parallel()
 	cat, err := catalog.Default()
@@ -144,6 +145,15 @@ func TestDefaultCatalogProfilesHaveDrivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range cat.Profiles {
+		if strings.HasPrefix(p.Driver, agent.ACPDriverPrefix) {
+			if _, err := newACP(p.Driver, p.DriverConfig); err != nil {
+				t.Errorf("profile %s: %v", p.ID, err)
+			}
+			if _, err := build(p.Driver, p.DriverConfig); err == nil || !strings.Contains(err.Error(), "NewACP") {
+				t.Errorf("profile %s: New(%s) = %v, want the refusal naming NewACP", p.ID, p.Driver, err)
+			}
+			continue
+		}
 		if _, err := build(p.Driver, p.DriverConfig); err != nil {
 			t.Errorf("profile %s: %v", p.ID, err)
 		}

@@ -63,7 +63,12 @@ const LifecyclePerTurn LifecycleMode = "per_turn"
 //     agents cache), ModelBaseURL (the scripted model's loopback root URL, unless live),
 //     Live (the live provider, `agentproof run --live`) and Script (the model script the
 //     harness derives: oracle, nop or wrong; the driver itself ignores it) and
-//     ResultGraceMs (ms the CLI may take to exit after its terminal event).
+//     ResultGraceMs (ms the CLI may take to exit after its terminal event);
+//   - acp:<agent> (docs/acp.md): TurnTimeoutMs (one prompt turn, ms), StartTimeoutMs
+//     (process, initialize and session/new, ms), CancelGraceMs (how long a turn may take
+//     to end after session/cancel, ms), ClientFS (offer the workspace-confined fs
+//     capability; default on, off for gemini) and, for the real agents, Binary, Node
+//     (the absolute path of Node.js for a JavaScript agent), ModelBaseURL and Script.
 type DriverConfig struct {
 	TimeoutMs      *int64              `json:"timeoutMs,omitempty"`
 	MaxOutputBytes *int64              `json:"maxOutputBytes,omitempty"`
@@ -76,6 +81,11 @@ type DriverConfig struct {
 	Live           *LiveProvider       `json:"live,omitempty"`
 	Script         string              `json:"script,omitempty"`
 	ResultGraceMs  *int64              `json:"resultGraceMs,omitempty"`
+	TurnTimeoutMs  *int64              `json:"turnTimeoutMs,omitempty"`
+	StartTimeoutMs *int64              `json:"startTimeoutMs,omitempty"`
+	CancelGraceMs  *int64              `json:"cancelGraceMs,omitempty"`
+	ClientFS       *bool               `json:"clientFs,omitempty"`
+	Node           string              `json:"node,omitempty"`
 }
 
 // LiveProvider is the live model endpoint of a CLI profile (DriverConfig.Live), used

@@ -34,7 +34,8 @@ const (
 // the usage the driver reported (null: unavailable, never zero) and the Stop intent.
 // Status is the run's status in the control plane when the record was last written
 // (running, succeeded, failed, cancelled, budget_stopped; "" before the run exists).
-// The run token and secret values are never part of it.
+// The run token and secret values are never part of it. ACP is the prompt turn of an
+// acp:<agent> run (nil for every other driver).
 type HeartbeatRun struct {
 	Schema           string                  `json:"schema"`
 	RunID            string                  `json:"runId"`
@@ -58,6 +59,7 @@ type HeartbeatRun struct {
 	Usage            json.RawMessage         `json:"usage"`
 	Evidence         []EvidenceRef           `json:"evidence"`
 	Cancellation     *CancelIntent           `json:"cancellation,omitempty"`
+	ACP              *ACPTurn                `json:"acp,omitempty"`
 	// AgentHome is the run's AGENT_HOME directory (absent for a fixture program);
 	// HomeReceiptID the control plane's receipt of its save at the end of the run, and
 	// HomeSaveError why the save failed.

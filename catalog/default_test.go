@@ -20,7 +20,8 @@ func TestDefaultCatalog(t *testing.T) {
 		sizes[cell.Suite.ID]++
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
-		"cli-calibration": 4, "claude": 3, "sandbox-compatibility": 6, "hostile-sandbox": 5, "hostile-local": 2, "board-idempotency": 6}
+		"cli-calibration": 4, "claude": 3, "sandbox-compatibility": 6, "hostile-sandbox": 5, "hostile-local": 2, "board-idempotency": 6,
+		"native-boundaries": 9, "native-boundaries-cli": 2}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
 	}
@@ -39,6 +40,7 @@ func TestDefaultCatalog(t *testing.T) {
 		"hostile-read-server@sandbox-hostile": "passed", "hostile-write-server@sandbox-hostile": "passed", "hostile-daemon@sandbox-hostile": "passed",
 		"hostile-forkbomb@sandbox-hostile": "failed", "hostile-memory@sandbox-hostile": "failed",
 		"hostile-read-server@local": "failed", "hostile-write-server@local": "failed",
+		"acp-reference@local": "passed", "acp-nop@local": "failed", "acp-wrong@local": "failed",
 	}
 	if diff := cmp.Diff(wantVerdicts, verdicts); diff != "" {
 		t.Errorf("calibration verdicts (-want +got):\n%s", diff)

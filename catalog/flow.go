@@ -9,8 +9,9 @@ import "slices"
 type Flow string
 
 // The flows of the catalog's enumeration (spec §2.5, plus process_exit of agentproof's
-// process-control calibration, and lost_acknowledgement and crash_retry of the board
-// idempotency and Retry journeys: docs/files.md).
+// process-control calibration, lost_acknowledgement and crash_retry of the board
+// idempotency and Retry journeys: docs/files.md, and the native-boundary flows of the
+// ACP drivers).
 const (
 	FlowSingleTurn               Flow = "single_turn"
 	FlowPlanRevisionAcceptance   Flow = "plan_revision_acceptance"
@@ -29,6 +30,16 @@ const (
 	FlowProcessExit              Flow = "process_exit"
 	FlowLostAcknowledgement      Flow = "lost_acknowledgement"
 	FlowCrashRetry               Flow = "crash_retry"
+	// FlowPermissionApproveWrite: the agent asks permission (an ACP
+	// session/request_permission, a permission interaction on the board) and the human
+	// approves it (docs/acp.md).
+	FlowPermissionApproveWrite Flow = "permission_approve_write"
+	// FlowPermissionDenyWrite: the human declines the agent's permission request.
+	FlowPermissionDenyWrite Flow = "permission_deny_write"
+	// FlowPendingPermissionStop: the human stops the run (the Stop API) while its
+	// permission request is pending, then answers the closed request (which must be
+	// refused with 409).
+	FlowPendingPermissionStop Flow = "pending_permission_stop"
 )
 
 // Flows lists the catalog's flow enumeration in declaration order.
@@ -38,6 +49,7 @@ var Flows = []Flow{
 	FlowEverydayWorkflow, FlowContextIntegrity, FlowContinuationAccounting, FlowContinuation,
 	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
 	FlowProcessExit, FlowLostAcknowledgement, FlowCrashRetry,
+	FlowPermissionApproveWrite, FlowPermissionDenyWrite, FlowPendingPermissionStop,
 }
 
 // ScriptTurns is how many turns a reference script of the case carries out: one per

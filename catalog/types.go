@@ -67,7 +67,9 @@ type Profile struct {
 	Groups     []string `yaml:"groups"`
 	// Driver selects the agent: "fixture:pass|fail|hang|noisy", "reference", "nop",
 	// "wrong", "leaky" (the reference agent that also leaks its credentials), "exec" (a command and args of your own, in driverConfig) or
-	// "exec:codex|opencode|claude" (DESIGN.md "Agents"; package agent).
+	// "exec:codex|opencode|claude" (DESIGN.md "Agents"; package agent) or
+	// "acp:reference|nop|wrong|opencode|codex|claude|gemini" (an Agent Client Protocol
+	// agent driven as a session; docs/acp.md).
 	Driver string `yaml:"driver"`
 	// DriverConfig is the driver's configuration, free-form but scanned for raw secrets;
 	// values of any "env" map in it must be secret references.

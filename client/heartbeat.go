@@ -21,6 +21,12 @@ func (c *Client) CancelRun(ctx context.Context, runID, cancellationRequestID str
 	return out, err
 }
 
+// CancelRun is Client.CancelRun (the Stop API) through the company's client, for the
+// flows that stop a run as the human.
+func (co *Company) CancelRun(ctx context.Context, runID, cancellationRequestID string) (api.CancelRunResponse, error) {
+	return co.c.CancelRun(ctx, runID, cancellationRequestID)
+}
+
 // HeartbeatRun returns the heartbeat runner's record of runID (404 run_missing when the
 // runner has none).
 func (c *Client) HeartbeatRun(ctx context.Context, runID string) (api.HeartbeatRun, error) {
@@ -35,6 +41,28 @@ func (co *Company) HeartbeatRuns(ctx context.Context) ([]api.HeartbeatRun, error
 	var out api.HeartbeatRunList
 	err := co.c.do(ctx, "GET", co.prefix+"/heartbeat-runs", nil, &out)
 	return out.Runs, err
+}
+
+// Permissions lists the company's permission interactions (an ACP agent's permission
+// requests) in the order they were asked; task, when not "", keeps that task's.
+func (co *Company) Permissions(ctx context.Context, task string) ([]api.Permission, error) {
+	var out api.PermissionList
+	path := co.prefix + "/permissions"
+	if task != "" {
+		path += "?taskId=" + url.QueryEscape(task)
+	}
+	err := co.c.do(ctx, "GET", path, nil, &out)
+	return out.Permissions, err
+}
+
+// DecidePermission answers permission id as the human (approve or decline). Errors
+// come back as *controlplane.Error: interaction_missing (404),
+// interaction_already_resolved (409: answered or cancelled before),
+// interaction_outcome_invalid (400).
+func (co *Company) DecidePermission(ctx context.Context, id string, decision api.PermissionDecisionKind) (api.Permission, error) {
+	var out api.Permission
+	err := co.c.do(ctx, "POST", co.prefix+"/permissions/"+url.PathEscape(id)+"/decision", api.PermissionDecisionRequest{Decision: decision}, &out)
+	return out, err
 }
 
 // DialAgent connects an agent process to its company's agent routes: apiURL is the

@@ -32,11 +32,14 @@ const (
 	KindRuntimeMode        = "runtime_mode"
 	KindEnvironment        = "environment"
 	KindFileExists         = "file_exists"
-	KindFileExact          = "file_exact"
-	KindFileContains       = "file_contains"
-	KindArtifactExists     = "artifact_exists"
-	KindJSONPath           = "json_path"
-	KindJSONSchema         = "json_schema"
+	// KindFileAbsent passes when the workspace snapshot has no file at path (the
+	// oracle of a declined or stopped write).
+	KindFileAbsent     = "file_absent"
+	KindFileExact      = "file_exact"
+	KindFileContains   = "file_contains"
+	KindArtifactExists = "artifact_exists"
+	KindJSONPath       = "json_path"
+	KindJSONSchema     = "json_schema"
 )
 
 // kinds is every kind in spec §5 order; kindFields says which Spec fields each accepts
@@ -46,7 +49,7 @@ var (
 		KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex,
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
-		KindJSONSchema, KindRuntimeMetadata,
+		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent,
 	}
 	kindFields = map[string][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -59,6 +62,7 @@ var (
 		KindRuntimeMode:        {"expected"},
 		KindEnvironment:        {"expected"},
 		KindFileExists:         {"path", "sha256", "source"},
+		KindFileAbsent:         {"path", "source"},
 		KindFileExact:          {"path", "expected", "normalize", "sha256", "source"},
 		KindFileContains:       {"path", "expected", "normalize", "sha256", "source"},
 		KindArtifactExists:     {"name", "mimeType", "sha256", "expected", "normalize"},
@@ -223,7 +227,7 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 			}
 			c.text, c.display = s, s
 		}
-	case KindFileExists, KindFileExact, KindFileContains:
+	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
 		c.file = checkWorkspacePath(spec.Path, bad)
 		c.display = c.file
 		switch spec.Source {
@@ -232,7 +236,7 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 			bad("source", "source must be %s (the default) or %s; got %q", SourceWorkspace, SourceAgentHome, spec.Source)
 		}
 		checkSHA256(spec, bad)
-		if spec.Kind != KindFileExists {
+		if spec.Kind != KindFileExists && spec.Kind != KindFileAbsent {
 			if s, ok := stringParam(spec, bad, "the file content to compare with (whitespace as it is; Unicode normalised as normalize says)"); ok {
 				c.text = c.form.apply(s)
 				c.display = c.text

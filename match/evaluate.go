@@ -85,7 +85,7 @@ func (c *compiled) eval(ev *evidence) result {
 		return equalField(obs.Environment, c.text, "the environment was not observed")
 	case KindRuntimeMetadata:
 		return c.evalRuntime(obs)
-	case KindFileExists, KindFileExact, KindFileContains:
+	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
 		files := obs.Files
 		if c.spec.Source == SourceAgentHome {
 			if !obs.HasHomeFiles {
@@ -100,6 +100,11 @@ func (c *compiled) eval(ev *evidence) result {
 		switch c.spec.Kind {
 		case KindFileExists:
 			r = result{passed: ok, observed: ok}
+		case KindFileAbsent:
+			if ok {
+				return result{observed: ev.prefix(content)}
+			}
+			return result{passed: true, observed: false}
 		case KindFileExact:
 			if !ok {
 				return result{}

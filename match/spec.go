@@ -14,6 +14,7 @@ package match
 //	runtime_mode                           expected ("legacy" | "native")
 //	environment                            expected (environment id)
 //	file_exists                            path (workspace-relative), sha256, source (optional)
+//	file_absent                            path (workspace-relative), source (optional)
 //	file_exact, file_contains              path, expected (string), sha256, source (optional)
 //	artifact_exists                        name, mimeType, sha256, expected (string) (optional)
 //	json_path                              path (RFC 9535 or legacy dot form), expected (any JSON)

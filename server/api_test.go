@@ -386,7 +386,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkOpenAPI(t, sv.URL, sv.BoardToken(), server.ServedPatterns(sv.Running), map[string]string{
-			"{company}": co.ID(), "{run}": "run-1", "{issue}": "x", "{interaction}": "x", "{approval}": "y",
+			"{company}": co.ID(), "{run}": "run-1", "{issue}": "x", "{interaction}": "x", "{approval}": "y", "{permission}": "perm-x",
 			"{sha256}": strings.Repeat("0", 64), "{file}": "x", "{artifact}": "x", "{conflict}": "x"})
 	})
 }

@@ -127,6 +127,9 @@ func (h runnerHost) AgentAPIURL(company string) string { return h.url + "/api/co
 //	POST /api/heartbeat-runs/{run}/cancel        Stop (body api.CancelRunRequest, optional)
 //	GET  /api/heartbeat-runs/{run}               the run's api.HeartbeatRun
 //	GET  /api/companies/{company}/heartbeat-runs  api.HeartbeatRunList
+//	GET  /api/companies/{company}/permissions     api.PermissionList (?taskId= filters)
+//	POST /api/companies/{company}/permissions/{permission}/decision
+//	                                              the human's answer (api.PermissionDecisionRequest)
 func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 	return []route{
 		{method: "POST", pattern: "/api/heartbeat-runs/{run}/cancel", board: true, request: api.CancelRunRequest{}, response: api.CancelRunResponse{},
@@ -178,6 +181,31 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 					return nil, err
 				}
 				return api.HeartbeatRunList{Runs: rn.Runs(r.PathValue("company"))}, nil
+			}},
+		{method: "GET", pattern: "/api/companies/{company}/permissions", board: true, response: api.PermissionList{}, status: http.StatusOK,
+			summary: "the company's permission interactions (an ACP agent's permission requests) in the order they were asked; ?taskId= keeps one task's",
+			h: func(_ context.Context, r *http.Request, _ principal) (any, error) {
+				if _, err := s.pathCompany(r); err != nil {
+					return nil, err
+				}
+				return api.PermissionList{Permissions: rn.Permissions(r.PathValue("company"), r.URL.Query().Get("taskId"))}, nil
+			}},
+		{method: "POST", pattern: "/api/companies/{company}/permissions/{permission}/decision", board: true, request: api.PermissionDecisionRequest{},
+			response: api.Permission{}, status: http.StatusOK,
+			summary: "answer a pending permission interaction (approve or decline); 409 interaction_already_resolved when it was answered or cancelled before",
+			h: func(_ context.Context, r *http.Request, _ principal) (any, error) {
+				if _, err := s.pathCompany(r); err != nil {
+					return nil, err
+				}
+				b, err := readBody(r)
+				if err != nil {
+					return nil, err
+				}
+				var req api.PermissionDecisionRequest
+				if err := DecodeStrict(b, &req); err != nil {
+					return nil, err
+				}
+				return rn.DecidePermission(r.PathValue("company"), r.PathValue("permission"), req.Decision, heartbeat.LocalBoardActor)
 			}},
 	}
 }

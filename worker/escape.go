@@ -77,6 +77,19 @@ func SweepMarked(marker string, confirm time.Duration) ([]EscapedProcess, error)
 	return sweep(marker, nil, confirm)
 }
 
+// SweepMarkedExcept is SweepMarked for a caller that already accounts for some of the
+// marked processes: skip(pid, pgid) true leaves a found process out of the result (it
+// is killed and its exit awaited all the same). The ACP driver uses it for the
+// descendants it snapshotted and killed itself (its agent's own children, such as the
+// MCP server an adapter starts in a group of its own, still exiting): those are not
+// escapes. Errors: as SweepMarked.
+func SweepMarkedExcept(marker string, skip func(pid, pgid int) bool, confirm time.Duration) ([]EscapedProcess, error) {
+	if !ValidMarker(marker) {
+		return nil, fmt.Errorf("worker: invalid process marker %q", clipText(marker, 80))
+	}
+	return sweep(marker, skip, confirm)
+}
+
 // sweep is SweepMarked; skip(pid, pgid) true leaves a found process out of the result
 // (it is killed all the same).
 func sweep(marker string, skip func(pid, pgid int) bool, confirm time.Duration) ([]EscapedProcess, error) {

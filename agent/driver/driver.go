@@ -42,11 +42,30 @@ const (
 	// KindCLI is "exec:<cli>": a pinned real agent CLI (clis.Pinned); Name.Arg is its
 	// name (codex, opencode, claude).
 	KindCLI Kind = "exec:"
+	// KindACP is "acp:<agent>": an agent that speaks the Agent Client Protocol, driven
+	// as a session by the heartbeat runner (docs/acp.md); Name.Arg is the agent (one of
+	// ACPAgents).
+	KindACP Kind = "acp:"
 	// KindHostile is "hostile:<attack>": the built-in hostile agent of the hostile
 	// suite (hostile.SuiteAttacks); Name.Arg is the attack, made once before the agent
 	// carries out the case's reference script.
 	KindHostile Kind = "hostile:"
 )
+
+// ACP agents an acp:<agent> driver may name: agentproof's own (reference, nop,
+// wrong; package agent/acpagent) and the real agents pinned in package agent/clis.
+const (
+	ACPReference = "reference"
+	ACPNop       = "nop"
+	ACPWrong     = "wrong"
+	ACPOpenCode  = "opencode"
+	ACPCodex     = "codex"
+	ACPClaude    = "claude"
+	ACPGemini    = "gemini"
+)
+
+// ACPAgents lists the agents of the ACP drivers, built-in ones first.
+var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPOpenCode, ACPCodex, ACPClaude, ACPGemini}
 
 // Name is a parsed driver: its Kind and, for KindFixture and KindCLI, the fixture or
 // CLI name. The zero Name is no driver. Its JSON form is the driver string.
@@ -66,8 +85,8 @@ func (e *Error) Error() string {
 }
 
 // Parse reads a driver string: fixture:<pass|fail|hang|noisy>, reference, nop, wrong,
-// leaky, exec, exec:<codex|opencode|claude> or hostile:<attack>
-// (hostile.SuiteAttacks). Anything else (an unknown fixture or
+// leaky, exec, exec:<codex|opencode|claude>, hostile:<attack> (hostile.SuiteAttacks)
+// or acp:<agent> (ACPAgents). Anything else (an unknown fixture or
 // CLI, a different case, surrounding space) is an *Error.
 func Parse(s string) (Name, error) {
 	switch Kind(s) {
@@ -85,6 +104,9 @@ func Parse(s string) (Name, error) {
 			return Name{Kind: KindCLI, Arg: c}, nil
 		}
 	}
+	if a, ok := strings.CutPrefix(s, string(KindACP)); ok && slices.Contains(ACPAgents, a) {
+		return Name{Kind: KindACP, Arg: a}, nil
+	}
 	return Name{}, &Error{Driver: s}
 }
 
@@ -101,6 +123,9 @@ func Names() []string {
 			out = append(out, string(KindCLI)+c.Name)
 		}
 	}
+	for _, a := range ACPAgents {
+		out = append(out, string(KindACP)+a)
+	}
 	for _, a := range hostile.SuiteAttacks {
 		out = append(out, string(KindHostile)+a)
 	}
@@ -114,6 +139,8 @@ func (n Name) String() string {
 		return string(KindFixture) + ":" + n.Arg
 	case KindCLI:
 		return string(KindCLI) + n.Arg
+	case KindACP:
+		return string(KindACP) + n.Arg
 	case KindHostile:
 		return string(KindHostile) + n.Arg
 	}
@@ -129,6 +156,32 @@ func (n Name) Fixture() (name string, ok bool) { return n.Arg, n.Kind == KindFix
 // CLI returns the real agent CLI's name; ok is false for other kinds.
 func (n Name) CLI() (name string, ok bool) { return n.Arg, n.Kind == KindCLI }
 
+// ACP returns the ACP agent's name (one of ACPAgents); ok is false for other kinds.
+func (n Name) ACP() (agent string, ok bool) { return n.Arg, n.Kind == KindACP }
+
+// BuiltinACP reports whether n is one of agentproof's own ACP agents (acp:reference,
+// acp:nop, acp:wrong).
+func (n Name) BuiltinACP() bool {
+	return n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPNop || n.Arg == ACPWrong)
+}
+
+// Package returns the agent/clis name of the pinned package n runs: the CLI of
+// exec:<cli>, and the real agent of acp:<agent> (codex-acp, claude-acp, gemini,
+// opencode); ok is false for every other driver (the built-in ACP agents included).
+func (n Name) Package() (name string, ok bool) {
+	switch {
+	case n.Kind == KindCLI:
+		return n.Arg, true
+	case n.Kind != KindACP || n.BuiltinACP():
+		return "", false
+	case n.Arg == ACPCodex:
+		return "codex-acp", true
+	case n.Arg == ACPClaude:
+		return "claude-acp", true
+	}
+	return n.Arg, true
+}
+
 // Builtin reports whether n runs a built-in agent (`agentproof agent <name>`):
 // reference, nop, wrong, leaky or hostile:<attack>.
 func (n Name) Builtin() bool {
@@ -136,9 +189,11 @@ func (n Name) Builtin() bool {
 }
 
 // NeedsReference reports whether n carries out the case's reference script, so the
-// case must have one: reference, wrong and leaky.
+// case must have one: reference, wrong, leaky, hostile:<attack>, acp:reference and
+// acp:wrong.
 func (n Name) NeedsReference() bool {
-	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky || n.Kind == KindHostile
+	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky || n.Kind == KindHostile ||
+		(n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPWrong))
 }
 
 // Hostile returns the hostile agent's attack; ok is false for other kinds.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/agent/driver"
 )
 
@@ -26,6 +27,11 @@ func TestParse(t *testing.T) {
 		{"exec", driver.KindExec, "", false, false, false},
 		{"exec:codex", driver.KindCLI, "codex", false, false, false},
 		{"exec:claude", driver.KindCLI, "claude", false, false, false},
+		{"acp:reference", driver.KindACP, "reference", false, true, false},
+		{"acp:nop", driver.KindACP, "nop", false, false, false},
+		{"acp:wrong", driver.KindACP, "wrong", false, true, false},
+		{"acp:codex", driver.KindACP, "codex", false, false, false},
+		{"acp:gemini", driver.KindACP, "gemini", false, false, false},
 	}
 	for _, tc := range tests {
 		n, err := driver.Parse(tc.in)
@@ -41,9 +47,20 @@ func TestParse(t *testing.T) {
 		if _, ok := n.Fixture(); ok != (tc.kind == driver.KindFixture) {
 			t.Errorf("%s.Fixture() ok = %v", tc.in, ok)
 		}
+		if a, ok := n.ACP(); ok != (tc.kind == driver.KindACP) || (ok && a != tc.arg) {
+			t.Errorf("%s.ACP() = %q, %v", tc.in, a, ok)
+		}
+		if pkg, ok := n.Package(); ok != (tc.kind == driver.KindCLI || tc.kind == driver.KindACP && !n.BuiltinACP()) {
+			t.Errorf("%s.Package() = %q, %v", tc.in, pkg, ok)
+		} else if _, pinned := clis.Lookup(pkg); ok && !pinned {
+			t.Errorf("%s.Package() = %q, not a pinned package", tc.in, pkg)
+		}
+		if n.BuiltinACP() != (tc.kind == driver.KindACP && (tc.arg == "reference" || tc.arg == "nop" || tc.arg == "wrong")) {
+			t.Errorf("%s.BuiltinACP() = %v", tc.in, n.BuiltinACP())
+		}
 
 	}
-	for _, bad := range []string{"", "fixture:", "fixture:slow", "exec:", "exec:aider", "Reference", " nop", "exec:codex ", "fixture"} {
+	for _, bad := range []string{"", "fixture:", "fixture:slow", "exec:", "exec:aider", "Reference", " nop", "exec:codex ", "fixture", "acp:", "acp:aider", "acp:Reference", "acp:codex-acp"} {
 		_, err := driver.Parse(bad)
 		var de *driver.Error
 		if err == nil || !strings.Contains(err.Error(), "exec:opencode") {

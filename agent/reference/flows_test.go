@@ -343,8 +343,11 @@ func TestDefaultCatalogFlows(t *testing.T) {
 	n := 0
 	for _, cell := range cat.Cells {
 		key := cell.Profile.Driver + "/" + cell.Case.ID
-		if cell.Case.Reference == nil || seen[key] || strings.HasPrefix(cell.Profile.Driver, "exec:") {
-			continue // real-CLI cells run through the campaign (internal/cli run_clis.txtar)
+		if cell.Case.Reference == nil || seen[key] || strings.HasPrefix(cell.Profile.Driver, "exec:") || strings.HasPrefix(cell.Profile.Driver, "acp:") {
+			// real-CLI cells run through the campaign (internal/cli run_clis.txtar); the
+			// ACP cells need the heartbeat runner and an ACP agent process
+			// (campaign/flows TestACPFlows, the native-boundaries suites)
+			continue
 		}
 		if strings.HasPrefix(cell.Profile.Driver, "hostile:") {
 			// The hostile agents attack the machine, then play the reference script (the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/driver"
@@ -32,7 +33,7 @@ func (x *LocalExecutor) agentInput(plan campaign.AttemptPlan, p *Provisioned) ag
 	if p.Model != nil {
 		in.modelURL = p.Model.running.URL
 	}
-	if name, isCLI := cliName(plan.Cell.Profile.Driver); isCLI {
+	if name, pinned := pinnedPackage(plan.Cell.Profile.Driver); pinned {
 		in.cli = x.CLIs[name]
 	}
 	return in
@@ -88,6 +89,11 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 	}
 	if name, isCLI := d.CLI(); isCLI {
 		if err := cliDriverConfig(&dc, name, p.ID, in); err != nil {
+			return nil, err
+		}
+	}
+	if name, real := d.Package(); real && d.Kind == driver.KindACP {
+		if err := acpDriverConfig(&dc, name, p.ID, in); err != nil {
 			return nil, err
 		}
 	}
@@ -157,5 +163,22 @@ func cliDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) 
 		return nil
 	}
 	dc.Live, dc.ModelBaseURL = nil, in.modelURL
+	return nil
+}
+
+// acpDriverConfig completes a real ACP agent's configuration dc (package name): the
+// pinned binary and the scripted model's URL (the model script is the executor's
+// concern). ACP drivers run offline only: --live is refused, and so is an agent whose
+// package runs on Node.js (claude, gemini: the campaign does not locate Node yet).
+func acpDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) error {
+	switch {
+	case in.live:
+		return fmt.Errorf("profile %s: the ACP drivers do not run against a live provider (--live)", profile)
+	case in.cli.Binary == "":
+		return fmt.Errorf("ACP agent %s is not installed: no binary for profile %s (run: agentproof agents install %s)", name, profile, name)
+	case strings.HasSuffix(in.cli.Binary, ".js") || strings.HasSuffix(in.cli.Binary, ".mjs"):
+		return fmt.Errorf("profile %s: ACP agent %s runs on Node.js, which campaigns do not locate yet", profile, name)
+	}
+	dc.Binary, dc.Script, dc.ModelBaseURL = in.cli.Binary, "", in.modelURL
 	return nil
 }

@@ -34,6 +34,16 @@ func cliName(s string) (string, bool) {
 	return d.CLI()
 }
 
+// pinnedPackage reports whether a driver string runs a pinned package (an exec CLI or a
+// real ACP agent; driver.Name.Package) and returns its agent/clis name.
+func pinnedPackage(s string) (string, bool) {
+	d, err := driver.Parse(s)
+	if err != nil {
+		return "", false
+	}
+	return d.Package()
+}
+
 // modelServer is the attempt's scripted model: one script per run, on 127.0.0.1.
 type modelServer struct {
 	set     *scriptedmodel.RunSet
@@ -47,7 +57,11 @@ type modelServer struct {
 // scripted model refuses it naming step 1); anything else ("oracle", the default)
 // derives one script per turn of the case's rendered reference script
 // (scriptedmodel.FromReference).
-func ModelScripts(plan campaign.AttemptPlan) ([]*scriptedmodel.Script, error) {
+//
+// For a real ACP agent (acp:<agent>), whose workspace is the absolute path workspace,
+// the oracle scripts are scriptedmodel.ForACP's (a workspace write is the agent's own
+// write tool, which asks permission; one script per run).
+func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel.Script, error) {
 	p := plan.Cell.Profile
 	runs := max(plan.Cell.Case.ExpectedRunCount, 1)
 	switch s, _ := p.DriverConfig[agent.CLIKeyScript].(string); s {
@@ -56,6 +70,9 @@ func ModelScripts(plan campaign.AttemptPlan) ([]*scriptedmodel.Script, error) {
 	case agent.ScriptWrong:
 		return scriptedmodel.WrongScripts(runs), nil
 	}
+	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindACP {
+		return scriptedmodel.ForACP(plan.Case.Reference, workspace, false)
+	}
 	return scriptedmodel.FromReference(plan.Case.Reference)
 }
 
@@ -63,8 +80,8 @@ func ModelScripts(plan campaign.AttemptPlan) ([]*scriptedmodel.Script, error) {
 // file in the attempt's private temp root (moved into the results through the guard
 // at teardown). Faults are the harness's: scripts that cannot be derived are
 // permanent, a listener that does not start transient.
-func startModel(plan campaign.AttemptPlan, root string, secrets *redact.Set) (*modelServer, *verdict.Fault) {
-	scripts, err := ModelScripts(plan)
+func startModel(plan campaign.AttemptPlan, root, workspace string, secrets *redact.Set) (*modelServer, *verdict.Fault) {
+	scripts, err := ModelScripts(plan, workspace)
 	if err != nil {
 		return nil, verdict.HarnessFault(fmt.Errorf("deriving the model scripts: %w", err), false)
 	}

@@ -56,7 +56,7 @@ func TestModelScriptsByProfile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scripts, err := ModelScripts(campaign.AttemptPlan{Cell: cell, Case: rc})
+		scripts, err := ModelScripts(campaign.AttemptPlan{Cell: cell, Case: rc}, "/workspace")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,8 +47,13 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 	if err != nil {
 		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the heartbeat runs: %s", f.Secrets.RedactText(err.Error())), true)}
 	}
+	perms, err := co.Permissions(ctx, f.TaskID)
+	if err != nil {
+		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the permission interactions: %s", f.Secrets.RedactText(err.Error())), true)}
+	}
 	writeJSON(a.ev, f.Secrets, "snapshots/api-state.json", st)
 	writeJSON(a.ev, f.Secrets, "snapshots/heartbeat-runs.json", recs)
+	writeJSON(a.ev, f.Secrets, "snapshots/permissions.json", perms)
 	o := Observation{Facts: campaign.Facts{IssueID: f.TaskID, IssueIdentifier: f.Identifier, RunIDs: []string{}}}
 	runs := taskRuns(&st, f.TaskID)
 	for _, r := range recs {
@@ -56,7 +61,7 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 			o.Runs = append(o.Runs, r)
 		}
 	}
-	o.Match = matchObservation(&st, f.TaskID, runs, f.Secrets)
+	o.Match = matchObservation(&st, f.TaskID, runs, o.Runs, perms, f.Secrets)
 	observeRuntime(&o, a.plan, f)
 	o.Facts.TurnTimings = turnTimings(runs, o.Runs, fl.Submitted)
 	for _, r := range runs {
@@ -153,9 +158,13 @@ func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 
 // matchObservation builds the persisted-state part of the observation: the task's
 // status, the last run's status, every run's message (turn by turn), the artifacts and
-// the composite JSON {issue, runs, interactions, documents, comments} (comments: the
-// task's persisted comments in order, the human's with a null authorActorId).
-func matchObservation(st *controlplane.State, task string, runs []*controlplane.Run, secrets *redact.Set) *match.Observation {
+// the composite JSON {issue, runs, interactions, documents, comments, heartbeatRuns,
+// permissions}: comments are the task's persisted comments in order, the human's with a
+// null authorActorId; heartbeatRuns are the heartbeat runner's records of the task's
+// runs (what it observed launching them; an ACP run's turn facts under acp),
+// permissions the task's permission interactions (api.Permission), both as the board
+// serves them.
+func matchObservation(st *controlplane.State, task string, runs []*controlplane.Run, recs []api.HeartbeatRun, perms []api.Permission, secrets *redact.Set) *match.Observation {
 	obs := &match.Observation{Secrets: secretForms(secrets), HasArtifacts: true, HasMessage: len(runs) > 0}
 	var t *controlplane.Task
 	for _, x := range st.Tasks {
@@ -192,7 +201,13 @@ func matchObservation(st *controlplane.State, task string, runs []*controlplane.
 			inters = append(inters, in)
 		}
 	}
-	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs, "comments": comments}); err == nil {
+	if recs == nil {
+		recs = []api.HeartbeatRun{}
+	}
+	if perms == nil {
+		perms = []api.Permission{}
+	}
+	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs, "comments": comments, "heartbeatRuns": recs, "permissions": perms}); err == nil {
 		obs.JSON = b
 	}
 	return obs

@@ -123,10 +123,10 @@ func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provis
 		return verdict.HarnessFault(fmt.Errorf("server start failed: %w", err), true)
 	}
 	p.Secrets = p.Secrets.With(inst...)
-	if _, isCLI := cliName(a.plan.Cell.Profile.Driver); !isCLI || x.Live {
+	if _, pinned := pinnedPackage(a.plan.Cell.Profile.Driver); !pinned || x.Live {
 		return nil
 	}
-	m, fault := startModel(a.plan, p.Root, p.Secrets)
+	m, fault := startModel(a.plan, p.Root, p.Workspace, p.Secrets)
 	if fault != nil {
 		return fault
 	}

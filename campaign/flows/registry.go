@@ -33,6 +33,9 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPlanRevisionAcceptance:   playPlanRevision,
 	catalog.FlowPlanApprovalCompletion:   playPlanApproval,
 	catalog.FlowWarmThreeTurn:            playWarmThreeTurn,
+	catalog.FlowPermissionApproveWrite:   playPermissionApprove,
+	catalog.FlowPermissionDenyWrite:      playPermissionDeny,
+	catalog.FlowPendingPermissionStop:    playPendingPermissionStop,
 	catalog.FlowLostAcknowledgement:      playLostAcknowledgement,
 	catalog.FlowCrashRetry:               playCrashRetry,
 }

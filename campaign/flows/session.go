@@ -23,6 +23,11 @@ type Board interface {
 	ResolveInteraction(ctx context.Context, interaction string, req api.ResolveInteractionRequest) (controlplane.BoardResult, error)
 	DecideApproval(ctx context.Context, approval string, req api.DecideApprovalRequest) (controlplane.BoardResult, error)
 	Comment(ctx context.Context, issue, body string) (controlplane.BoardResult, error)
+	// Permissions lists the task's permission interactions (an ACP agent's permission
+	// requests), DecidePermission answers one as the human, CancelRun is the Stop API.
+	Permissions(ctx context.Context, task string) ([]api.Permission, error)
+	DecidePermission(ctx context.Context, id string, decision api.PermissionDecisionKind) (api.Permission, error)
+	CancelRun(ctx context.Context, runID, cancellationRequestID string) (api.CancelRunResponse, error)
 	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
 }
 

@@ -30,7 +30,7 @@ func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions
 		if err != nil {
 			return nil, usageErrorf("profile %s: %v", cell.Profile.ID, err)
 		}
-		name, ok := d.CLI()
+		name, ok := d.Package() // an exec CLI or a real ACP agent
 		if !ok || slices.ContainsFunc(need, func(c clis.CLI) bool { return c.Name == name }) {
 
 			continue

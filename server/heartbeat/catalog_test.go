@@ -182,9 +182,11 @@ func TestDefaultCatalogByHand(t *testing.T) {
 	seen := map[string]bool{}
 	for _, cell := range cat.Cells {
 		key := cell.Profile.Driver + "/" + cell.Case.ID
-		if seen[key] || strings.HasPrefix(cell.Profile.Driver, "exec:") {
+		if seen[key] || strings.HasPrefix(cell.Profile.Driver, "exec:") || strings.HasPrefix(cell.Profile.Driver, "acp:") {
 			// Real-CLI cells need the executor's scripted model and the pinned CLIs; the
 			// campaign's run tests drive them (internal/cli testdata/script/run_clis.txtar).
+			// The ACP cells' flows answer permissions on the board: campaign/flows
+			// TestACPFlows and the native-boundaries suites drive them.
 			continue
 		}
 		if cell.Case.Flow == catalog.FlowLostAcknowledgement || cell.Case.Flow == catalog.FlowCrashRetry {

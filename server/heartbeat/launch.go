@@ -95,7 +95,9 @@ type binaryEntry struct {
 func (r *Runner) launchFacts(j job, spec worker.Spec, secrets *redact.Set) (*api.LaunchFacts, func()) {
 	f := &api.LaunchFacts{Driver: j.cfg.Driver.String(), AdapterType: adapterType(j.cfg.Driver), Provider: providerOf(j.cfg.Driver, j.cfg.DriverConfig),
 		Binary: spec.Path, Argv: argvShape(spec.Args, secrets), RuntimeMode: RuntimeNative, EnvironmentID: j.env.ID, ExecutionTarget: targetOf(j.env)}
-	cli, isCLI := j.cfg.Driver.CLI()
+	// The pinned package: an exec CLI, or the real agent behind an acp:<agent> driver
+	// (its npm package version is the version recorded).
+	cli, isCLI := j.cfg.Driver.Package()
 	if isCLI {
 		f.CLIName = cli
 	}
@@ -223,7 +225,8 @@ func probe(path, probes string) (string, error) {
 	return "", fmt.Errorf("%s %s printed no version number", filepath.Base(path), VersionFlag)
 }
 
-// adapterType is the adapter kind a driver is.
+// adapterType is the adapter kind a driver is: fixture, exec, <cli>_local,
+// acp_<agent> or agentproof_builtin.
 func adapterType(d driver.Name) string {
 	switch cli, isCLI := d.CLI(); {
 	case d.Kind == driver.KindFixture:
@@ -232,6 +235,8 @@ func adapterType(d driver.Name) string {
 		return "exec"
 	case isCLI:
 		return cli + "_local"
+	case d.Kind == driver.KindACP:
+		return "acp_" + d.Arg
 	}
 	return "agentproof_builtin"
 }
@@ -244,7 +249,7 @@ func providerOf(d driver.Name, dc *api.DriverConfig) string {
 	if d.Kind == driver.KindExec {
 		return ""
 	}
-	if _, isCLI := d.CLI(); !isCLI {
+	if _, isCLI := d.CLI(); !isCLI && (d.Kind != driver.KindACP || d.BuiltinACP()) {
 		return "agentproof"
 	}
 	if dc == nil {

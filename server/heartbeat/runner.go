@@ -148,6 +148,10 @@ type Runner struct {
 	inflight int
 	bins     binaries // launched executables' facts, per file version
 
+	pmu       sync.Mutex             // guards perms and permOrder (permission.go)
+	perms     map[string]*permission // permission id → permission interaction
+	permOrder []string               // permission ids in the order they were asked
+
 	kick     chan struct{}
 	base     context.Context
 	stopBase context.CancelFunc
@@ -188,7 +192,8 @@ func New(host Host, cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("heartbeat: creating %s: %w", cfg.Dir, err)
 	}
 	r := &Runner{host: host, cfg: cfg, rec: records{dir: cfg.Dir}, runs: map[string]*Record{}, locks: map[string]*sync.Mutex{},
-		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{})}
+		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
+		perms: map[string]*permission{}}
 	all, err := r.rec.loadAll()
 	if err != nil {
 		return nil, err
@@ -199,6 +204,9 @@ func New(host Host, cfg Config) (*Runner, error) {
 		r.order = append(r.order, rec.RunID)
 	}
 	if r.skipped, err = r.rec.loadSkipped(); err != nil {
+		return nil, err
+	}
+	if err := r.loadPermissions(r.order); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -560,6 +568,10 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		return
 	}
 	rec.OpenedAt, rec.Status = r.now(), controlplane.RunRunning
+	if _, isACP := j.cfg.Driver.ACP(); isACP {
+		r.executeACP(ctx, runCtx, j, rc, rec, lock) // unlocks lock
+		return
+	}
 	l, prepErr := r.prepare(ctx, j, rc, rec)
 	if prepErr != nil {
 		o := worker.Outcome{SpawnError: prepErr}
@@ -643,17 +655,12 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	r.finish(j.c, rec, o, report, l.secrets, settled)
 }
 
-// prepare resolves the driver, workspace, state directory and secrets and builds the
-// process spec. Its errors never contain a secret value.
+// prepare resolves the driver, workspace, state directory, AGENT_HOME and secrets and
+// builds the process spec. Its errors never contain a secret value.
 func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext, rec *Record) (launch, error) {
-	if j.cfgErr != nil {
-		return launch{}, j.cfgErr
-	}
-	var envCfg environmentConfig
-	if len(j.env.Config) > 0 {
-		if err := json.Unmarshal(j.env.Config, &envCfg); err != nil {
-			return launch{}, fmt.Errorf("environment %s config: %w", j.env.ID, err)
-		}
+	env, secrets, lease, err := r.prepareEnv(ctx, j, rec)
+	if err != nil {
+		return launch{}, err
 	}
 	var dc api.DriverConfig
 	if j.cfg.DriverConfig != nil {
@@ -663,65 +670,7 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	if err != nil {
 		return launch{}, err
 	}
-	var lease *environment.Lease
-	if j.env.Kind == string(environment.ProviderSandbox) {
-		if lease, err = environment.ReadLeaseFile(envCfg.Lease); err != nil {
-			return launch{}, fmt.Errorf("environment %s: %w", j.env.ID, err)
-		}
-	}
-	workspace := j.cfg.Cwd
-	if workspace == "" {
-		workspace = envCfg.Workspace
-	}
-	if workspace == "" && lease != nil {
-		workspace = lease.Workspace
-	}
-	if workspace == "" {
-		workspace = filepath.Join(r.cfg.Home, "workspaces", j.company)
-	}
-	if !filepath.IsAbs(workspace) {
-		return launch{}, fmt.Errorf("workspace %q must be an absolute path", workspace)
-	}
-	if err := os.MkdirAll(workspace, 0o700); err != nil {
-		return launch{}, fmt.Errorf("creating the workspace: %w", err)
-	}
-	rec.Workspace = workspace
-	stateDir := filepath.Join(r.cfg.Home, "agents", j.company, j.actor.ID)
-	if lease != nil {
-		// Nothing of the server home is bound into a sandbox: the agent's state lives on
-		// the lease's disk, under its cap (docs/environments.md "Where a lease lives").
-		if stateDir, err = sandbox.DiskDir(lease, "agent-"+j.actor.ID); err != nil {
-			return launch{}, fmt.Errorf("creating the agent state directory on lease %s: %w", lease.ID, err)
-		}
-	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return launch{}, fmt.Errorf("creating the agent state directory: %w", err)
-	}
-	envVars, err := envValues(envCfg.EnvVars, "envVars")
-	if err != nil {
-		return launch{}, fmt.Errorf("environment %s envVars: %w", j.env.ID, err)
-	}
-	vars := map[string]api.EnvValue{}
-	maps.Copy(vars, envVars) // later sources win: agent over environment
-	maps.Copy(vars, j.cfg.Env)
-	maps.Copy(vars, dc.Env)
-	token := r.host.MintAgentToken(j.company, j.actor.ID, j.runID)
-	secrets := redact.NewSet(token)
-	resolved := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(vars)) {
-		v := vars[name]
-		if v.Ref == nil {
-			resolved[name] = v.Value
-			continue
-		}
-		val, err := r.host.ResolveSecret(ctx, j.company, *v.Ref)
-		if err != nil {
-			return launch{}, fmt.Errorf("resolving the secret of %s: %w", name, err)
-		}
-		resolved[name] = val
-		secrets = secrets.With(val)
-	}
-	builtin := j.cfg.Builtin
+	stateDir := env.StateDir
 	_, fixture := j.cfg.Driver.Fixture()
 	var home *homeBaseline
 	if !fixture { // a fixture's environment is fixed (seed 003): no AGENT_HOME
@@ -740,10 +689,6 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 		}
 		home = &b
 		rec.AgentHome = b.Dir
-	}
-	env := agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
-		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: builtin, ServerHome: r.cfg.Home}
-	if home != nil {
 		env.AgentHome = home.Dir
 	}
 	spec, err := d.Launch(rc, env)
@@ -765,6 +710,88 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 		l.spec = l.leased.Spec()
 	}
 	return l, nil
+}
+
+// prepareEnv resolves what every driver's launch needs: the environment's lease (nil
+// unless the environment is a sandbox), the workspace (created; also set in rec), the
+// agent's state directory (on the lease disk under a sandbox), the run token and the
+// resolved secrets (the RunEnv, without AGENT_HOME), and the secret set to redact (the
+// token and every resolved secret). Its errors never contain a secret value.
+func (r *Runner) prepareEnv(ctx context.Context, j job, rec *Record) (agent.RunEnv, *redact.Set, *environment.Lease, error) {
+	if j.cfgErr != nil {
+		return agent.RunEnv{}, nil, nil, j.cfgErr
+	}
+	var envCfg environmentConfig
+	if len(j.env.Config) > 0 {
+		if err := json.Unmarshal(j.env.Config, &envCfg); err != nil {
+			return agent.RunEnv{}, nil, nil, fmt.Errorf("environment %s config: %w", j.env.ID, err)
+		}
+	}
+	var dc api.DriverConfig
+	if j.cfg.DriverConfig != nil {
+		dc = *j.cfg.DriverConfig
+	}
+	var lease *environment.Lease
+	var err error
+	if j.env.Kind == string(environment.ProviderSandbox) {
+		if lease, err = environment.ReadLeaseFile(envCfg.Lease); err != nil {
+			return agent.RunEnv{}, nil, nil, fmt.Errorf("environment %s: %w", j.env.ID, err)
+		}
+	}
+	workspace := j.cfg.Cwd
+	if workspace == "" {
+		workspace = envCfg.Workspace
+	}
+	if workspace == "" && lease != nil {
+		workspace = lease.Workspace
+	}
+	if workspace == "" {
+		workspace = filepath.Join(r.cfg.Home, "workspaces", j.company)
+	}
+	if !filepath.IsAbs(workspace) {
+		return agent.RunEnv{}, nil, nil, fmt.Errorf("workspace %q must be an absolute path", workspace)
+	}
+	if err := os.MkdirAll(workspace, 0o700); err != nil {
+		return agent.RunEnv{}, nil, nil, fmt.Errorf("creating the workspace: %w", err)
+	}
+	rec.Workspace = workspace
+	stateDir := filepath.Join(r.cfg.Home, "agents", j.company, j.actor.ID)
+	if lease != nil {
+		// Nothing of the server home is bound into a sandbox: the agent's state lives on
+		// the lease's disk, under its cap (docs/environments.md "Where a lease lives").
+		if stateDir, err = sandbox.DiskDir(lease, "agent-"+j.actor.ID); err != nil {
+			return agent.RunEnv{}, nil, nil, fmt.Errorf("creating the agent state directory on lease %s: %w", lease.ID, err)
+		}
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return agent.RunEnv{}, nil, nil, fmt.Errorf("creating the agent state directory: %w", err)
+	}
+	envVars, err := envValues(envCfg.EnvVars, "envVars")
+	if err != nil {
+		return agent.RunEnv{}, nil, nil, fmt.Errorf("environment %s envVars: %w", j.env.ID, err)
+	}
+	vars := map[string]api.EnvValue{}
+	maps.Copy(vars, envVars) // later sources win: agent over environment
+	maps.Copy(vars, j.cfg.Env)
+	maps.Copy(vars, dc.Env)
+	token := r.host.MintAgentToken(j.company, j.actor.ID, j.runID)
+	secrets := redact.NewSet(token)
+	resolved := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		v := vars[name]
+		if v.Ref == nil {
+			resolved[name] = v.Value
+			continue
+		}
+		val, err := r.host.ResolveSecret(ctx, j.company, *v.Ref)
+		if err != nil {
+			return agent.RunEnv{}, nil, nil, fmt.Errorf("resolving the secret of %s: %w", name, err)
+		}
+		resolved[name] = val
+		secrets = secrets.With(val)
+	}
+	return agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
+		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: j.cfg.Builtin, ServerHome: r.cfg.Home}, secrets, lease, nil
 }
 
 // runnerEnvironment reports whether the runner launches agents of control-plane
@@ -1122,8 +1149,13 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 	r.mu.Lock()
 	cancel := r.live[runID]
 	r.mu.Unlock()
+	// A permission still pending is closed now, before the agent hears of the Stop: a
+	// later answer gets 409 (the ACP driver answers the agent "cancelled").
+	r.closeRunPermissions(runID, fmt.Sprintf("the run was stopped by %s (%s) while the permission was pending", intent.Actor, intent.IntentID))
 	if cancel != nil {
-		cancel() // the process group gets SIGTERM, then SIGKILL after the grace period
+		// The process group gets SIGTERM, then SIGKILL after the grace period; an ACP
+		// session gets session/cancel and must end its turn "cancelled".
+		cancel()
 		return resp, nil
 	}
 	summary := fmt.Sprintf("stopped by %s (%s); no agent process of this server was running", intent.Actor, intent.IntentID)

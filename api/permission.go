@@ -1,0 +1,136 @@
+package api
+
+// Permission interactions (docs/acp.md "Permissions on the board"): when an ACP agent
+// asks session/request_permission, the heartbeat runner opens a permission interaction
+// on the board, waits for the human's answer and delivers it to the agent. The board
+// lists them (GET /api/companies/{company}/permissions) and answers them (POST
+// /api/companies/{company}/permissions/{permission}/decision). They are the runner's
+// records beside its run records, not part of the seed-001 state machine: a permission
+// is asked in the middle of a turn and answered within it, so it neither moves the task
+// to review nor schedules a wake.
+
+// PermissionSchema tags a Permission.
+const PermissionSchema = "agentproof.permission/v1"
+
+// PermissionStatus is Permission.Status.
+type PermissionStatus string
+
+// Permission statuses: pending until the human answers, then approved or declined;
+// cancelled when the run was stopped while it was pending, or the turn or session
+// ended first (the agent was told "cancelled"; the human's answer was never given).
+const (
+	PermissionPending   PermissionStatus = "pending"
+	PermissionApproved  PermissionStatus = "approved"
+	PermissionDeclined  PermissionStatus = "declined"
+	PermissionCancelled PermissionStatus = "cancelled"
+)
+
+// PermissionDecisionKind is what the human answers (PermissionDecisionRequest.Decision).
+type PermissionDecisionKind string
+
+// The human's answers: approve selects the agent's allow-once option (else its
+// allow-always option), decline its reject-once option (else reject-always).
+const (
+	PermissionApprove PermissionDecisionKind = "approve"
+	PermissionDecline PermissionDecisionKind = "decline"
+)
+
+// PermissionOption is one answer the agent offered: its id, label and kind
+// (allow_once, allow_always, reject_once, reject_always).
+type PermissionOption struct {
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+}
+
+// Permission is one permission interaction (the permission card): the run, task and
+// agent that asked, the request's sequence number in its ACP session (1-based) and
+// turn, the tool call (id, title, kind such as edit or execute, the file locations as
+// the agent sent them), the options offered, its status, the option delivered to the
+// agent (OptionID, "" for cancelled), who closed it (ResolvedBy: the board actor, or
+// "runner" when it was cancelled) and why it was cancelled (Reason), and the times
+// (RFC 3339 UTC, µs).
+type Permission struct {
+	Schema     string             `json:"schema"`
+	ID         string             `json:"id"`
+	CompanyID  string             `json:"companyId"`
+	TaskID     string             `json:"taskId"`
+	RunID      string             `json:"runId"`
+	ActorID    string             `json:"actorId"`
+	Seq        int                `json:"seq"`
+	Turn       int                `json:"turn"`
+	ToolCallID string             `json:"toolCallId"`
+	Title      string             `json:"title,omitempty"`
+	Kind       string             `json:"kind,omitempty"`
+	Locations  []string           `json:"locations,omitempty"`
+	Options    []PermissionOption `json:"options"`
+	Status     PermissionStatus   `json:"status"`
+	OptionID   string             `json:"optionId,omitempty"`
+	ResolvedBy string             `json:"resolvedBy,omitempty"`
+	Reason     string             `json:"reason,omitempty"`
+	CreatedAt  string             `json:"createdAt"`
+	ResolvedAt string             `json:"resolvedAt,omitempty"`
+}
+
+// PermissionList is the body of GET /api/companies/{company}/permissions: the
+// company's permission interactions in the order they were asked.
+type PermissionList struct {
+	Permissions []Permission `json:"permissions"`
+}
+
+// PermissionDecisionRequest is the body of POST
+// /api/companies/{company}/permissions/{permission}/decision.
+type PermissionDecisionRequest struct {
+	Decision PermissionDecisionKind `json:"decision"`
+}
+
+// ACPTurn is what one ACP prompt turn of a run recorded (the heartbeat record's ACP
+// field; package agent's TurnResult, summarised): the session's index among the
+// agent's sessions and the agent's session id, the turn number in the session, the
+// agent process's identity when the turn started (PID and start time in clock ticks
+// after boot, /proc/<pid>/stat field 22), the stop reason, whether Stop cancelled it
+// and whether the agent honoured the cancel, the agent's final message (its
+// agent_message_chunk texts, redacted), the permission requests with what the agent
+// was told, the file operations the client served, tool call and protocol violation
+// counts, the failure ("" when the turn ended with a stop reason) and the session's
+// exit when it was closed with this turn.
+type ACPTurn struct {
+	SessionIndex       int                 `json:"sessionIndex"`
+	SessionID          string              `json:"sessionId"`
+	Turn               int                 `json:"turn"`
+	PID                int                 `json:"pid"`
+	ProcessStartTicks  uint64              `json:"processStartTicks"`
+	StopReason         string              `json:"stopReason,omitempty"`
+	CancelRequested    bool                `json:"cancelRequested"`
+	CancelHonoured     bool                `json:"cancelHonoured"`
+	Message            string              `json:"message"`
+	Permissions        []ACPPermissionTurn `json:"permissions"`
+	Files              []ACPFileOp         `json:"files"`
+	ToolCalls          int                 `json:"toolCalls"`
+	ProtocolViolations []string            `json:"protocolViolations,omitempty"`
+	HarnessErrors      []string            `json:"harnessErrors,omitempty"`
+	Failure            string              `json:"failure,omitempty"`
+	Exit               string              `json:"exit,omitempty"`
+}
+
+// ACPPermissionTurn is one permission request of an ACP turn: the tool call, the
+// option the agent was told (OptionID, or Cancelled) and who decided (decider, cancel,
+// error).
+type ACPPermissionTurn struct {
+	ToolCallID string `json:"toolCallId"`
+	Kind       string `json:"kind,omitempty"`
+	OptionID   string `json:"optionId,omitempty"`
+	Cancelled  bool   `json:"cancelled"`
+	By         string `json:"by"`
+}
+
+// ACPFileOp is one file operation the ACP client served: op (read or write), the
+// workspace-relative path, bytes, whether it came after a cancel and why it was
+// refused ("" when it was served).
+type ACPFileOp struct {
+	Op          string `json:"op"`
+	Path        string `json:"path"`
+	Bytes       int64  `json:"bytes"`
+	AfterCancel bool   `json:"afterCancel,omitempty"`
+	Refused     string `json:"refused,omitempty"`
+}

@@ -1,0 +1,105 @@
+package flows
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentproof/agentproof/api"
+)
+
+// The permission flows (docs/acp.md "Native boundaries") play the human of an ACP
+// agent's permission requests: each request is a permission interaction of the task
+// on the board (api.Permission), answered through the board API.
+
+// watchPermissions looks until run 1 of the task has settled, within the turn
+// deadline, handing every pending permission of the task it sees to onPending once
+// (in the order they were asked). onPending returns stop = true to end the watch at
+// once (the run is then not waited for), or an error that ends the flow. It returns
+// how many pending permissions it saw. Errors: as waitTurn's.
+func watchPermissions(ctx context.Context, s *Session, onPending func(p api.Permission) (stop bool, err error)) (int, error) {
+	if s.TurnTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: 1, Limit: s.TurnTimeout})
+		defer cancel()
+	}
+	poll := s.Poll
+	if poll <= 0 {
+		poll = defaultPoll
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	seen := map[string]bool{}
+	var failingSince time.Time
+	for {
+		perms, err := s.Board.Permissions(ctx, s.TaskID)
+		var v *view
+		if err == nil {
+			v, err = look(ctx, s)
+		}
+		switch {
+		case err == nil:
+			failingSince = time.Time{}
+			for _, p := range perms {
+				if p.Status != api.PermissionPending || seen[p.ID] {
+					continue
+				}
+				seen[p.ID] = true
+				stop, err := onPending(p)
+				if err != nil || stop {
+					return len(seen), err
+				}
+			}
+			if v.settled(1) {
+				return len(seen), nil
+			}
+			if why := v.refused(); why != "" {
+				return len(seen), permanent(errors.New(why))
+			}
+		case failingSince.IsZero():
+			failingSince = time.Now()
+		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
+			return len(seen), BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
+		}
+		select {
+		case <-ctx.Done():
+			return len(seen), waitError(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// answerPermissions answers every permission the agent asks during run 1 with
+// decision and waits for the run to settle. An agent that asks none breaks the flow's
+// contract (a problem); a refused answer is the harness's.
+func answerPermissions(ctx context.Context, s *Session, decision api.PermissionDecisionKind) Outcome {
+	var out Outcome
+	n, err := watchPermissions(ctx, s, func(p api.Permission) (bool, error) {
+		s.log("answering permission %s (%s %q): %s", p.ID, p.Kind, p.Title, decision)
+		if _, err := s.Board.DecidePermission(ctx, p.ID, decision); err != nil {
+			return false, BoardFault(fmt.Sprintf("answering permission %s (%s)", p.ID, decision), err)
+		}
+		return false, nil
+	})
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	if n == 0 {
+		out.Problems = append(out.Problems, "the agent did not ask permission before its run ended")
+	}
+	return out
+}
+
+// requestID returns a fresh cancellationRequestId (a version 4 UUID, canonical form).
+func requestID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+}

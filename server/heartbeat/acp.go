@@ -1,0 +1,191 @@
+package heartbeat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// ACP runs (docs/acp.md "In the heartbeat runner"): an acp:<agent> run is one ACP
+// session (lifecycle per_turn): the runner starts the agent process with the driver
+// (agent.NewACP, ACPDriver.Start: initialize, session/new with the workspace and the
+// agentproof MCP server bound to the run), sends the run's prompt as one
+// session/prompt, hands every session/request_permission to the board as a permission
+// interaction (boardDecider), and closes the session when the turn ends. Stop cancels
+// the run's context: the driver sends session/cancel and answers pending permissions
+// "cancelled"; the turn must then end with stop reason cancelled. The turn's facts are
+// the record's ACP field; its share of the session log (acp-turn.jsonl), the turn
+// summary (acp-turn.json) and the agent's stderr are the run's evidence.
+
+// ACP evidence names in a run's record directory.
+const (
+	ACPTurnLogFile = "acp-turn.jsonl"
+	ACPTurnFile    = "acp-turn.json"
+)
+
+// executeACP carries an ACP run from its open run to its completion. It is called with
+// the run's lock held and unlocks it while the session runs.
+func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.RunContext, rec *Record, lock *sync.Mutex) {
+	var dc api.DriverConfig
+	if j.cfg.DriverConfig != nil {
+		dc = *j.cfg.DriverConfig
+	}
+	env, secrets, lease, err := r.prepareEnv(ctx, j, rec)
+	if err == nil && lease != nil {
+		// An ACP session is driven from the runner over the agent's stdio; nothing here
+		// launches it inside a sandbox lease, so it is refused rather than run unconfined.
+		err = fmt.Errorf("driver %s runs in a local environment only; environment %s is a sandbox", j.cfg.Driver, j.env.ID)
+	}
+	var d *agent.ACPDriver
+	if err == nil {
+		d, err = agent.NewACP(j.cfg.Driver, dc)
+	}
+	if err != nil {
+		r.finish(j.c, rec, worker.Outcome{SpawnError: err}, agent.Report{Summary: "not started: " + err.Error(), RunStatus: controlplane.RunFailed}, nil, nil)
+		lock.Unlock()
+		return
+	}
+	rec.State = api.RunLaunching
+	r.remember(rec)
+	lock.Unlock() // Stop may now reserve its intent and cancel runCtx
+
+	var markers []string
+	if r.cfg.ProcessMarker != "" {
+		markers = []string{r.cfg.ProcessMarker}
+	}
+	startedAt := r.cfg.Now()
+	sess, startErr := d.Start(runCtx, agent.ACPEnv{Run: env, Decider: boardDecider{r: r, j: j, run: j.runID}, Redact: secrets, ExtraMarkers: markers})
+	var (
+		res     agent.TurnResult
+		turnErr error
+		exit    agent.ProcessExit
+		facts   *api.LaunchFacts
+	)
+	if startErr == nil {
+		r.mu.Lock()
+		if cur := r.runs[j.runID]; cur != nil {
+			cur.ProcessStartedAt = stamp(startedAt)
+		}
+		r.mu.Unlock()
+		var observed func()
+		facts, observed = r.launchFacts(j, worker.Spec{Path: sess.Path, Args: sess.Args}, secrets)
+		if id, err := sess.Identity(); err == nil {
+			facts.PID, facts.ProcessStartTicks = id.PID, id.StartTime
+		} else {
+			facts.Problems = append(facts.Problems, "the process identity could not be read: "+err.Error())
+		}
+		res, turnErr = sess.Prompt(runCtx, agent.Turn{RunID: j.runID, Text: agent.Prompt(rc)})
+		exit = sess.Close()
+		observed()
+	} else {
+		var se *agent.StartError
+		if errors.As(startErr, &se) && se.Exit != nil {
+			exit = *se.Exit
+		}
+	}
+	endedAt := r.cfg.Now()
+	r.closeRunPermissions(j.runID, "the turn ended before the human answered")
+	lock.Lock()
+	defer lock.Unlock()
+	if cur, ok := r.Run(j.runID); ok && cur.Cancellation != nil {
+		rec.Cancellation = cur.Cancellation
+	}
+	o, report := acpReport(startErr, res, turnErr, exit, endedAt.Sub(startedAt))
+	if o.Started {
+		rec.ProcessStartedAt, rec.ProcessEndedAt = stamp(startedAt), stamp(endedAt)
+		rec.Launch = facts
+	}
+	if startErr == nil {
+		rec.ACP = acpTurnFacts(sess, res, exit, secrets.RedactText)
+		if p, err := agent.ReadPresentation(env.StateDir, rec.RunID); err == nil && p != nil {
+			report.Presentation = &agent.Presentation{CommentID: p.CommentID, Text: p.Text}
+		} else if err != nil {
+			report.Summary += "; presentation record unreadable: " + err.Error()
+		}
+	}
+	r.finish(j.c, rec, o, report, secrets, nil)
+}
+
+// acpReport turns an ACP session's start, turn and exit into the worker outcome and
+// the driver report finish records: a turn that ended with stop reason end_turn
+// leaves the run succeeded when the agent left it open (like a real CLI's clean exit),
+// anything else failed (a Stop makes it cancelled in finish); a turn past its deadline
+// counts as timed out; a session that did not start is not started when its process
+// never ran (the launch or spawn failed: the harness's) and otherwise a failed run
+// whose agent broke off the handshake.
+func acpReport(startErr error, res agent.TurnResult, turnErr error, exit agent.ProcessExit, wall time.Duration) (worker.Outcome, agent.Report) {
+	o := worker.Outcome{ExitCode: exit.ExitCode, Signal: exit.Signal, Exited: exit.ExitCode != nil || exit.Signal != "", TimedOut: exit.TimedOut,
+		OutputExceeded: exit.OutputExceeded, SignalsSent: exit.SignalsSent, Duration: time.Duration(exit.DurationMS) * time.Millisecond,
+		OutputBytes: exit.StdoutBytes, Escaped: exit.Escaped}
+	if o.Duration == 0 {
+		o.Duration = wall
+	}
+	stderr := agent.Evidence{Name: "stderr.log", MediaType: "text/plain", Body: exit.Stderr}
+	if startErr != nil {
+		var se *agent.StartError
+		o.Started = errors.As(startErr, &se) && se.Stage != "launch" && se.Stage != "spawn"
+		if !o.Started {
+			o.SpawnError = startErr
+			return o, agent.Report{Summary: "not started: " + startErr.Error(), RunStatus: controlplane.RunFailed}
+		}
+		return o, agent.Report{Summary: "the ACP session did not start: " + startErr.Error() + "; " + exit.Summary(),
+			RunStatus: controlplane.RunFailed, Transcript: []agent.Evidence{stderr}}
+	}
+	o.Started = true
+	var te *agent.TurnError
+	if errors.As(turnErr, &te) && te.Failure == agent.TurnTimedOut {
+		o.TimedOut = true
+	}
+	status := controlplane.RunFailed
+	summary := "ACP turn " + res.Failure
+	if turnErr == nil {
+		summary = "ACP turn ended with stop reason " + res.StopReason
+		if res.StopReason == "end_turn" {
+			status = controlplane.RunSucceeded
+		}
+	}
+	if res.CancelRequested && !res.CancelHonoured && turnErr == nil {
+		summary += " (session/cancel was not honoured)"
+	}
+	complete := turnErr == nil
+	turn, _ := json.MarshalIndent(res, "", "  ")
+	tr := []agent.Evidence{stderr, {Name: ACPTurnFile, MediaType: "application/json", Body: turn}}
+	if len(res.Evidence) > 0 { // the turn's share of the session log (its name notes a cut)
+		tr = append(tr, agent.Evidence{Name: ACPTurnLogFile, MediaType: res.Evidence[0].MediaType, Body: res.Evidence[0].Body})
+	}
+	return o, agent.Report{Summary: summary + "; " + exit.Summary(), RunStatus: status, Usage: res.Usage,
+		Transcript: tr, EventStreamComplete: &complete}
+}
+
+// acpTurnFacts summarises a turn for the run's record (api.ACPTurn); the agent's
+// message is redacted with redact.
+func acpTurnFacts(s *agent.ACPSession, res agent.TurnResult, exit agent.ProcessExit, redact func(string) string) *api.ACPTurn {
+	t := &api.ACPTurn{SessionIndex: s.Index, SessionID: redact(s.ID), Turn: res.Turn, PID: res.Process.PID, ProcessStartTicks: res.Process.StartTime,
+		StopReason: res.StopReason, CancelRequested: res.CancelRequested, CancelHonoured: res.CancelHonoured, Message: redact(res.Message),
+		Permissions: []api.ACPPermissionTurn{}, Files: []api.ACPFileOp{}, ToolCalls: len(res.ToolCalls), Failure: redact(res.Failure), Exit: redact(exit.Summary())}
+	for _, p := range res.Permissions {
+		t.Permissions = append(t.Permissions, api.ACPPermissionTurn{ToolCallID: redact(p.Request.ToolCallID), Kind: p.Request.Kind,
+			OptionID: redact(p.Decision.OptionID), Cancelled: p.Decision.Cancelled, By: p.By})
+	}
+	for _, f := range res.Files {
+		t.Files = append(t.Files, api.ACPFileOp{Op: f.Op, Path: redact(f.Path), Bytes: int64(f.Bytes), AfterCancel: f.AfterCancel, Refused: redact(f.Error)})
+	}
+	for _, v := range res.ProtocolViolations {
+		t.ProtocolViolations = append(t.ProtocolViolations, redact(v))
+	}
+	for _, v := range res.HarnessErrors {
+		t.HarnessErrors = append(t.HarnessErrors, redact(v))
+	}
+	return t
+}
+
+// Compile-time check: the board decider is a permission decider.
+var _ agent.PermissionDecider = boardDecider{}
