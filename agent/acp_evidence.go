@@ -115,22 +115,41 @@ func ClassifyWireLine(line []byte) WireLine {
 type acpLog struct {
 	mu      sync.Mutex
 	out     io.Writer
-	secrets *redact.Set
+	secrets *redact.Set // guarded by mu (see set, addSecrets)
 	now     func() time.Time
-	seq     int64
-	turn    int
-	written int64
-	dropped int64
-	turnBuf bytes.Buffer
-	turnCut int64
-	err     error
+	// schema tags every line (ACPLogSchema unless set) and classify reads a wire line's
+	// envelope (ClassifyWireLine unless set); the Pi driver sets both.
+	schema   string
+	classify func([]byte) WireLine
+	seq      int64
+	turn     int
+	written  int64
+	dropped  int64
+	turnBuf  bytes.Buffer
+	turnCut  int64
+	err      error
 }
 
 func newACPLog(out io.Writer, secrets *redact.Set, now func() time.Time) *acpLog {
 	if now == nil {
 		now = time.Now
 	}
-	return &acpLog{out: out, secrets: secrets, now: now}
+	return &acpLog{out: out, secrets: secrets, now: now, schema: ACPLogSchema, classify: ClassifyWireLine}
+}
+
+// set returns the log's current secret set.
+func (l *acpLog) set() *redact.Set {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.secrets
+}
+
+// addSecrets adds values (credential forms included) to what the log redacts from now
+// on (a warm session's later runs bring new run tokens).
+func (l *acpLog) addSecrets(values ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.secrets = l.secrets.WithCredentials(values...)
 }
 
 // beginTurn starts turn n's buffer and returns the previous one's.
@@ -153,14 +172,15 @@ func (l *acpLog) turnEvidence() ([]byte, int64) {
 // (line may be only its head).
 func (l *acpLog) wire(dir string, line []byte, size int) {
 	e := ACPLogEntry{Dir: dir, Bytes: size, Truncated: size > len(line)}
-	red := []byte(l.secrets.RedactText(string(line)))
-	c := ClassifyWireLine(line)
+	secrets := l.set()
+	red := []byte(secrets.RedactText(string(line)))
+	c := l.classify(line)
 	// Every field taken from the line is redacted: a method name is agent text too.
-	e.Method, e.Update = clip(l.secrets.RedactText(c.Method), 200), clip(l.secrets.RedactText(c.Update), 200)
+	e.Method, e.Update = clip(secrets.RedactText(c.Method), 200), clip(secrets.RedactText(c.Update), 200)
 	if c.Object && !e.Truncated && json.Valid(red) {
 		e.Message = compactJSON(red)
-		if len(c.ID) > 0 && json.Valid([]byte(l.secrets.RedactText(string(c.ID)))) {
-			e.ID = json.RawMessage(l.secrets.RedactText(string(c.ID)))
+		if len(c.ID) > 0 && json.Valid([]byte(secrets.RedactText(string(c.ID)))) {
+			e.ID = json.RawMessage(secrets.RedactText(string(c.ID)))
 		}
 	} else {
 		e.Text = string(bytes.ToValidUTF8(red, []byte("\uFFFD")))
@@ -173,7 +193,7 @@ func (l *acpLog) note(event string, data any) {
 	e := ACPLogEntry{Dir: DirDriver, Event: event}
 	if data != nil {
 		if b, err := json.Marshal(data); err == nil {
-			red := []byte(l.secrets.RedactText(string(b)))
+			red := []byte(l.set().RedactText(string(b)))
 			if json.Valid(red) {
 				e.Data = red
 			}
@@ -194,7 +214,7 @@ func (l *acpLog) put(e ACPLogEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
-	e.Schema, e.Seq, e.Turn = ACPLogSchema, l.seq, l.turn
+	e.Schema, e.Seq, e.Turn = l.schema, l.seq, l.turn
 	e.Time = l.now().UTC().Format(time.RFC3339Nano)
 	b, err := json.Marshal(e)
 	if err != nil {

@@ -460,7 +460,7 @@ func (s *ACPSession) Close() ProcessExit {
 	if s.closed {
 		s.mu.Unlock()
 		exit := s.proc.stop()
-		exit.Stderr = []byte(s.log.secrets.RedactText(string(exit.Stderr)))
+		exit.Stderr = []byte(s.log.set().RedactText(string(exit.Stderr)))
 		return exit
 	}
 	s.closed = true
@@ -471,7 +471,7 @@ func (s *ACPSession) Close() ProcessExit {
 	}
 	exit := s.proc.stop()
 	// The agent's stderr is agent text: it may echo the run token it got in session/new.
-	exit.Stderr = []byte(s.log.secrets.RedactText(string(exit.Stderr)))
+	exit.Stderr = []byte(s.log.set().RedactText(string(exit.Stderr)))
 	s.log.note("process_exit", exit)
 	_ = s.log.close()
 	_ = s.root.Close()

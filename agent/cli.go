@@ -48,6 +48,10 @@ const (
 	// may take to exit after its terminal event (TerminalEvent) before the worker stops
 	// it; the run is then graded on that result (default DefaultResultGrace).
 	CLIKeyResultGrace = "resultGraceMs"
+	// CLIKeyModel is the model id the CLI asks the scripted model for (default
+	// ScriptedModelID); the scripted model answers under any id. With a live provider
+	// the id is live.model.
+	CLIKeyModel = "model"
 )
 
 // DefaultResultGrace is a CLI's grace between its terminal event and its exit when
@@ -86,8 +90,10 @@ const DefaultCLIMaxOutputBytes = 16 << 20
 
 // cliDriver runs one of the pinned real agent CLIs.
 type cliDriver struct {
-	cli      string // codex | opencode | claude
+	cli      string // codex | opencode | claude | kilo | qwen | copilot
 	binary   string
+	node     string // Node.js, for a CLI whose binary is a JavaScript entry script
+	model    string // the scripted model's id as the CLI asks for it
 	modelURL string
 	live     *api.LiveProvider
 	bounds   bounds
@@ -97,8 +103,14 @@ type cliDriver struct {
 // newCLI reads the driverConfig of exec:<name> (name is a pinned CLI: driver.Parse
 // checked it).
 func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
-	d := cliDriver{cli: name.Arg}
-	d.bounds = parseBounds(config, name, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript, CLIKeyResultGrace})
+	d := cliDriver{cli: name.Arg, model: ScriptedModelID}
+	d.bounds = parseBounds(config, name, ce, []string{CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyLive, CLIKeyScript, CLIKeyResultGrace, CLIKeyModel, ACPKeyNode})
+	if m := config.Model; m != "" {
+		if len(m) > 200 || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' || r == '\\' }) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %q must be a model id (at most 200 characters, no spaces, quotes or control characters)", CLIKeyModel, m))
+		}
+		d.model = m
+	}
 	if config.MaxOutputBytes == nil {
 		d.bounds.maxOutput = DefaultCLIMaxOutputBytes
 	}
@@ -119,6 +131,12 @@ func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("binary %q must be an absolute path", s))
 		}
 		d.binary = s
+	}
+	if s := config.Node; s != "" {
+		if !filepath.IsAbs(s) || strings.ContainsRune(s, 0) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("node %q must be an absolute path", s))
+		}
+		d.node = s
 	}
 	if s := config.ModelBaseURL; s != "" {
 		if !strings.HasPrefix(s, "http://127.0.0.1:") && !strings.HasPrefix(s, "http://[::1]:") && !strings.HasPrefix(s, "http://localhost:") {
@@ -236,7 +254,13 @@ func (d cliDriver) Launch(rc controlplane.RunContext, env RunEnv) (worker.Spec, 
 		}
 	}
 	cli := d.cli
-	return worker.Spec{Path: d.binary, Args: append([]string{d.binary}, p.args...), Env: e, Dir: env.Workspace,
+	path, args := d.binary, append([]string{d.binary}, p.args...)
+	if d.node != "" {
+		path, args = d.node, append([]string{d.node, d.binary}, p.args...)
+	} else if strings.HasSuffix(d.binary, ".js") || strings.HasSuffix(d.binary, ".mjs") {
+		return worker.Spec{}, fmt.Errorf("agent: %s: binary %s is a JavaScript entry script: driverConfig node must name the Node.js binary", d.Name(), d.binary)
+	}
+	return worker.Spec{Path: path, Args: args, Env: e, Dir: env.Workspace,
 		Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput, NullStdin: true,
 		ResultLine: func(line []byte) bool { return TerminalEvent(cli, line) }, ResultGrace: d.grace}, nil
 }
@@ -270,7 +294,7 @@ func (d cliDriver) plan(rc controlplane.RunContext, env RunEnv, n int, dir strin
 		},
 	}
 	prompt := Prompt(rc)
-	modelURL, model, keyVar := "", ScriptedModelID, ScriptedAPIKeyVar
+	modelURL, model, keyVar := "", d.model, ScriptedAPIKeyVar
 	if d.modelURL != "" {
 		modelURL = d.modelURL + "/runs/" + strconv.Itoa(n) + "/v1"
 		p.env = append(p.env, ScriptedAPIKeyVar+"="+ScriptedAPIKey)
@@ -310,6 +334,8 @@ func (d cliDriver) plan(rc controlplane.RunContext, env RunEnv, n int, dir strin
 			"--model", model, "--permission-mode", "acceptEdits",
 			"--allowedTools", "Bash,Edit,Read,mcp__" + MCPServerName,
 			"--mcp-config", mcpFile, "--strict-mcp-config"}
+	default:
+		d.morePlan(&p, dir, modelURL, model, keyVar, env, mcpVars, prompt)
 	}
 	return p
 }
@@ -483,10 +509,10 @@ func (d cliDriver) Report(o worker.Outcome) Report {
 
 // terminalName names cli's terminal event for a summary.
 func terminalName(cli string) string {
-	switch cli {
+	switch eventDialect(cli) {
 	case "codex":
 		return CodexTurnCompleted
-	case "claude":
+	case "claude", "copilot":
 		return ClaudeResult
 	}
 	return OpenCodeStepFinish + " with a finish reason"

@@ -64,7 +64,9 @@ const (
 // for the other lines (a substring test before any decoding).
 func TerminalEvent(cli string, line []byte) bool {
 	var want string
-	switch cli {
+	switch cli = eventDialect(cli); cli {
+	case "copilot":
+		want = CopilotResult
 	case "codex":
 		if !bytes.Contains(line, []byte(`"turn.`)) {
 			return false
@@ -93,7 +95,9 @@ func TerminalEvent(cli string, line []byte) bool {
 
 // terminal decides TerminalEvent on a decoded event's type and OpenCode finish reason.
 func terminal(cli, typ, reason string) bool {
-	switch cli {
+	switch eventDialect(cli) {
+	case "copilot":
+		return typ == CopilotResult
 	case "codex":
 		return typ == CodexTurnCompleted || typ == CodexTurnFailed
 	case "claude":
@@ -129,6 +133,7 @@ func (e CLIEvents) Usage() json.RawMessage {
 // stream) and sums what CLIEvents describes. Unknown event types are ignored.
 func ParseEvents(cli string, stream []byte) CLIEvents {
 	ev := CLIEvents{CLI: cli}
+	dialect := eventDialect(cli)
 	sc := bufio.NewScanner(bytes.NewReader(stream))
 	sc.Buffer(make([]byte, 0, 64<<10), MaxEventLineBytes)
 	sc.Split(scanLinesCountingOversized(&ev.Oversized))
@@ -144,9 +149,12 @@ func ParseEvents(cli string, stream []byte) CLIEvents {
 		}
 		if t, _ := m["type"].(string); terminal(cli, t, str(obj(m["part"])["reason"])) {
 			ev.Terminal = t
-			ev.TerminalFailed = t == CodexTurnFailed || (t == ClaudeResult && m["is_error"] == true)
+			ev.TerminalFailed = t == CodexTurnFailed || (t == ClaudeResult && m["is_error"] == true) ||
+				(dialect == "copilot" && num(m["exitCode"]) != 0)
 		}
-		switch cli {
+		switch dialect {
+		case "copilot":
+			ev.copilot(m)
 		case "codex":
 			ev.codex(m)
 		case "opencode":

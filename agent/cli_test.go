@@ -247,3 +247,26 @@ func FuzzParseEvents(f *testing.F) {
 		}
 	})
 }
+
+// TestCLIModelID: driverConfig model is the id the CLI asks the scripted model for (the
+// generated breadth profiles, docs/breadth.md); an id with spaces or quotes is refused.
+func TestCLIModelID(t *testing.T) {
+	t.Parallel()
+	for _, cli := range []string{"codex", "opencode", "claude"} {
+		d := mustNew(t, "exec:"+cli, map[string]any{"binary": "/opt/" + cli, "modelBaseUrl": "http://127.0.0.1:4555", "model": "nvidia/nemotron-3-ultra-550b-a55b:free"})
+		spec, err := d.Launch(runContext(), runEnv(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := strings.ReplaceAll(strings.Join(append(spec.Args, spec.Env...), "\n"), agent.ScriptedAPIKey, "")
+		if !strings.Contains(all, "nvidia/nemotron-3-ultra-550b-a55b:free") || strings.Contains(all, agent.ScriptedModelID) {
+			t.Errorf("%s does not ask for the configured model id:\n%s", cli, all)
+		}
+	}
+	for _, bad := range []string{"has space", `quo"te`, strings.Repeat("m", 201)} {
+		_, err := build("exec:opencode", map[string]any{"model": bad})
+		if err == nil || !strings.Contains(err.Error(), "model") {
+			t.Errorf("model %q: error %v, want one naming model", bad, err)
+		}
+	}
+}

@@ -173,7 +173,8 @@ func (e *ConfigError) Error() string {
 // ms) and MaxOutputBytes (1..worker.MaxOutputBytes, bytes); wrong also reads Strategy
 // ("wrong_nonce", the default); exec reads Command (absolute path), Args (templates, see
 // ExecVars) and Env (secret references, resolved by the server into RunEnv.Secrets);
-// exec:codex, exec:opencode and exec:claude read Binary, ModelBaseURL, Live and Script.
+// exec:codex, exec:opencode and exec:claude read Binary, ModelBaseURL, Live, Script,
+// ResultGraceMs and Model.
 // A key the driver does not read, a value out of range and the zero Name are a
 // *ConfigError listing every problem.
 func New(name driver.Name, config api.DriverConfig) (Driver, error) {
@@ -203,6 +204,8 @@ func New(name driver.Name, config api.DriverConfig) (Driver, error) {
 		d = newCLI(name, config, ce)
 	case driver.KindACP:
 		ce.Problems = append(ce.Problems, "an ACP driver runs as a session, not one process per run: build it with NewACP")
+	case driver.KindRPC:
+		ce.Problems = append(ce.Problems, "a session driver: one process serves every turn; build it with agent.NewPi (docs/pi.md), not agent.New")
 	default:
 		ce.Problems = append(ce.Problems, "no driver (one of "+strings.Join(driver.Names(), ", ")+")")
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ const parentOnly = "AGENTPROOF_TEST_PARENT_ONLY"
 //	<test binary> agent acp-<reference|nop|wrong>         the built-in ACP agents
 //	<test binary> mcp                                     a stub semantic-tools MCP server (acp_test.go)
 //	<test binary> acp                                     a hostile ACP agent, mode HOSTILE_MODE (acp_test.go)
+//	<test binary> /fake-pi/<mode> --mode rpc …            a fake Pi in RPC mode (pi_test.go)
 func TestMain(m *testing.M) {
 	fakecli.Main() // a fake agent CLI when started under a fake's name
 	if len(os.Args) > 1 {
@@ -55,6 +57,10 @@ func TestMain(m *testing.M) {
 			// A real ACP agent's command line (acp:opencode runs "<binary> acp"): the
 			// hostile ACP agents of the driver tests, mode from HOSTILE_MODE.
 			os.Exit(hostileACP(os.Getenv("HOSTILE_MODE")))
+		}
+		if mode, ok := strings.CutPrefix(os.Args[1], fakePiPrefix); ok {
+			// rpc:pi runs "<node> <cli.js> --mode rpc …": a fake Pi (pi_test.go).
+			os.Exit(fakePi(mode))
 		}
 	}
 	if err := os.Setenv(parentOnly, "leak"); err != nil {

@@ -63,12 +63,18 @@ const LifecyclePerTurn LifecycleMode = "per_turn"
 //     agents cache), ModelBaseURL (the scripted model's loopback root URL, unless live),
 //     Live (the live provider, `agentproof run --live`) and Script (the model script the
 //     harness derives: oracle, nop or wrong; the driver itself ignores it) and
-//     ResultGraceMs (ms the CLI may take to exit after its terminal event);
+//     ResultGraceMs (ms the CLI may take to exit after its terminal event), Model (the
+//     model id the CLI asks the scripted model for; default "scripted-model": the
+//     generated model-breadth profiles set their ranked model's id, docs/breadth.md)
+//     and Node (the Node.js binary that runs a JavaScript CLI's entry script, binary);
 //   - acp:<agent> (docs/acp.md): TurnTimeoutMs (one prompt turn, ms), StartTimeoutMs
 //     (process, initialize and session/new, ms), CancelGraceMs (how long a turn may take
 //     to end after session/cancel, ms), ClientFS (offer the workspace-confined fs
 //     capability; default on, off for gemini) and, for the real agents, Binary, Node
-//     (the absolute path of Node.js for a JavaScript agent), ModelBaseURL and Script.
+//     (the absolute path of Node.js for a JavaScript agent), ModelBaseURL and Script;
+//   - rpc:pi (docs/pi.md): the ACP driver's timeouts, Binary, Node, ModelBaseURL,
+//     Script, Model and GateTools (the Pi tools whose calls ask permission first; an
+//     empty list turns the gate off; nil means write and edit).
 type DriverConfig struct {
 	TimeoutMs      *int64              `json:"timeoutMs,omitempty"`
 	MaxOutputBytes *int64              `json:"maxOutputBytes,omitempty"`
@@ -85,7 +91,9 @@ type DriverConfig struct {
 	StartTimeoutMs *int64              `json:"startTimeoutMs,omitempty"`
 	CancelGraceMs  *int64              `json:"cancelGraceMs,omitempty"`
 	ClientFS       *bool               `json:"clientFs,omitempty"`
+	Model          string              `json:"model,omitempty"`
 	Node           string              `json:"node,omitempty"`
+	GateTools      *[]string           `json:"gateTools,omitempty"`
 }
 
 // LiveProvider is the live model endpoint of a CLI profile (DriverConfig.Live), used

@@ -69,12 +69,31 @@ type CompanyList struct {
 }
 
 // CreateSecretRequest stores a secret value: Name is a label, Key the credential it
-// fills (for example OPENAI_API_KEY). The value is never returned.
+// fills (for example OPENAI_API_KEY), Kind what the value is (SecretKindEnv when
+// empty). The value is never returned.
 type CreateSecretRequest struct {
-	Name  string `json:"name"`
-	Key   string `json:"key"`
-	Value string `json:"value"`
+	Name  string     `json:"name"`
+	Key   string     `json:"key"`
+	Value string     `json:"value"`
+	Kind  SecretKind `json:"kind,omitempty"`
 }
+
+// SecretKind is what a stored secret's value is (docs/secrets.md "Login files").
+type SecretKind string
+
+// Secret kinds.
+const (
+	// SecretKindEnv is a value the heartbeat runner binds to an agent's environment
+	// variable (an API key); the default.
+	SecretKindEnv SecretKind = "env"
+	// SecretKindLoginFile is a CLI's login file (for example a subscription's
+	// auth.json): it is seeded into a company-scoped HOME (package loginfile) and never
+	// resolved into an agent's environment or configuration.
+	SecretKindLoginFile SecretKind = "login_file"
+)
+
+// MaxLoginFileBytes bounds a login_file secret's value (bytes).
+const MaxLoginFileBytes = 64 << 10
 
 // SecretRefType is the Type of a SecretRef.
 const SecretRefType = "secret_ref"

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"github.com/agentproof/agentproof/agent/clis"
 	"strings"
 	"testing"
 
@@ -21,7 +22,8 @@ func TestDefaultCatalog(t *testing.T) {
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
 		"cli-calibration": 4, "claude": 6, "sandbox-compatibility": 6, "hostile-sandbox": 9, "hostile-local": 6, "board-idempotency": 6,
-		"native-boundaries": 9, "native-boundaries-cli": 2}
+		"native-boundaries": 9, "native-boundaries-cli": 2, "journey-calibration": 8, "product-journeys": 4,
+		BreadthLiveSuite: 5, BreadthOfflineSuite: 5, "more-clis-calibration": 6, "more-clis": 12}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
 	}
@@ -44,6 +46,7 @@ func TestDefaultCatalog(t *testing.T) {
 		"hostile-read-server@local": "failed", "hostile-write-server@local": "failed", "hostile-proc-environ@local": "failed",
 		"hostile-connect@local": "failed", "hostile-write-outside@local": "failed", "hostile-daemon@local": "failed",
 		"acp-reference@local": "passed", "acp-nop@local": "failed", "acp-wrong@local": "failed",
+		"kilo@local": "passed", "kilo-nop@local": "failed", "qwen@local": "passed", "qwen-nop@local": "failed", "copilot@local": "passed", "copilot-nop@local": "failed",
 	}
 	if diff := cmp.Diff(wantVerdicts, verdicts); diff != "" {
 		t.Errorf("calibration verdicts (-want +got):\n%s", diff)
@@ -55,8 +58,18 @@ func TestDefaultCatalog(t *testing.T) {
 		if len(cell.RequiredCredentials) != 0 {
 			t.Errorf("%s needs credentials %v; the default catalog runs offline", cell.ID, cell.RequiredCredentials)
 		}
-		if (cell.Suite.ID == "claude") != (cell.Suite.ManualOnly) || (cell.Profile.Driver == "exec:claude") != cell.Suite.ManualOnly {
-			t.Errorf("%s: only the claude suite (exec:claude) is manual-only", cell.ID)
+		// Manual-only exactly when the suite runs an optional CLI (installed only on
+		// request: .ci/run does not) or is the live breadth suite.
+		optional := false
+		for _, pr := range cell.Suite.ResolvedProfiles() {
+			if name, ok := strings.CutPrefix(pr.Driver, "exec:"); ok {
+				if pin, _ := clis.Lookup(name); pin.Optional {
+					optional = true
+				}
+			}
+		}
+		if manual := optional || cell.Suite.ID == BreadthLiveSuite; manual != cell.Suite.ManualOnly {
+			t.Errorf("%s: manual-only = %v; want it exactly for the suites of optional CLIs and the live breadth suite", cell.ID, cell.Suite.ManualOnly)
 		}
 		if (cell.Profile.Driver == "reference" || strings.HasPrefix(cell.Profile.Driver, "exec:")) && cell.Case.Reference == nil {
 			t.Errorf("%s: no reference script", cell.ID)

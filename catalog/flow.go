@@ -40,6 +40,10 @@ const (
 	// permission request is pending, then answers the closed request (which must be
 	// refused with 409).
 	FlowPendingPermissionStop Flow = "pending_permission_stop"
+	// FlowBlockerGuidance: the worker blocks its task on a decision only a human can
+	// make, the human answers with a comment, the worker resumes (seed 000 "Direct
+	// blocker fixtures"); the company also has a manager agent that must not run.
+	FlowBlockerGuidance Flow = "blocker_guidance"
 )
 
 // Flows lists the catalog's flow enumeration in declaration order.
@@ -49,7 +53,7 @@ var Flows = []Flow{
 	FlowEverydayWorkflow, FlowContextIntegrity, FlowContinuationAccounting, FlowContinuation,
 	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
 	FlowProcessExit, FlowLostAcknowledgement, FlowCrashRetry,
-	FlowPermissionApproveWrite, FlowPermissionDenyWrite, FlowPendingPermissionStop,
+	FlowPermissionApproveWrite, FlowPermissionDenyWrite, FlowPendingPermissionStop, FlowBlockerGuidance,
 }
 
 // ScriptTurns is how many turns a reference script of the case carries out: one per
@@ -61,6 +65,10 @@ func (cs *Case) ScriptTurns() int {
 	}
 	return cs.ExpectedRunCount
 }
+
+// HasManager reports whether the fixtures of a case with flow f create a manager
+// agent beside the worker (blocker_guidance).
+func (f Flow) HasManager() bool { return f == FlowBlockerGuidance }
 
 // AgentFlow reports whether f has an agent do work through the control plane (every
 // flow but process_exit, whose fixture programs never talk to the API).

@@ -103,9 +103,12 @@ type source struct {
 	osRoot string
 	// bad is a problem of the path itself (not a regular file); the part has no files.
 	bad string
+	// breadth adds the declarations generated from the embedded model-breadth
+	// snapshot (the default catalog's; see addBreadth).
+	breadth bool
 }
 
-func defaultSource() source { return source{fsys: DefaultFS(), prefix: "default"} }
+func defaultSource() source { return source{fsys: DefaultFS(), prefix: "default", breadth: true} }
 
 // pathSource is the part of a catalog path: a directory or one file.
 func pathSource(dir string) (source, error) {
@@ -330,6 +333,9 @@ files:
 			c.Suites = append(c.Suites, doc.Suites...)
 			c.Rankings = append(c.Rankings, doc.Rankings...)
 		}
+	}
+	if slices.ContainsFunc(srcs, func(s source) bool { return s.breadth }) {
+		addBreadth(c, ps)
 	}
 	if len(ps.list) == 0 {
 		validate(c, ps, o)

@@ -372,6 +372,27 @@ func TestBadInput(t *testing.T) {
 			},
 		},
 		{
+			name: "login file credentials",
+			files: func(t *testing.T) map[string]string {
+				a := mustReplace(t, baseA, "  - {id: DAYTONA_API_KEY, scope: environment}\n",
+					"  - {id: DAYTONA_API_KEY, scope: environment}\n  - {id: GROK_AUTH_JSON, scope: profile, kind: login_file, loginFile: .grok/auth.json}\n"+
+						"  - {id: BAD_LOGIN, scope: environment, kind: login_file, loginFile: ../auth.json}\n  - {id: NO_PATH, scope: profile, kind: login_file}\n"+
+						"  - {id: ODD_PATH, scope: profile, loginFile: x.json}\n  - {id: ODD_KIND, scope: profile, kind: keychain}\n")
+				a = mustReplace(t, a, "credential: OPENAI_API_KEY", "credential: GROK_AUTH_JSON")
+				return ab(a, baseB)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{
+					`a\.yaml:\d+:\d+: credential BAD_LOGIN is a login file; a login file has scope profile`,
+					`a\.yaml:\d+:\d+: credential BAD_LOGIN loginFile "\.\./auth\.json" must be a relative path below HOME`,
+					`a\.yaml:\d+:\d+: credential NO_PATH loginFile "" must be a relative path below HOME`,
+					`a\.yaml:\d+:\d+: credential ODD_PATH has loginFile but kind ""; loginFile needs kind login_file`,
+					`a\.yaml:\d+:\d+: credential kind "keychain" is not one of`,
+					`a\.yaml:\d+:\d+: profile agent credential "GROK_AUTH_JSON" is a login file: it is seeded into a company-scoped HOME`,
+				}
+			},
+		},
+		{
 			name: "unknown suite references",
 			files: func(t *testing.T) map[string]string {
 				b := mustReplace(t, baseB, "profiles: [agent]", "profiles: [agent, ghost]")

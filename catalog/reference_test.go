@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,28 +13,55 @@ import (
 // simulate carries out a rendered reference script on a model of the control plane
 // just detailed enough to grade it: per-run user-facing messages (the present comment,
 // else every comment of the run), the issue status after the last run, workspace files,
-// and the composite JSON's comments (the human's follow-ups, each once, with a null
-// author, before the turn they start; the agent's own).
+// and the composite JSON of documents, interactions, approvals, comments (the human's
+// follow-ups, each once, with a null author, before the turn they start; the agent's
+// own) and the company view (an interaction or approval a turn asks for is decided as
+// the next turn's trigger says).
 //
 // Under flow crash_retry the first run is killed before it does anything (an empty
 // message, status failed) and the script runs in its retry (retryOf the first).
 func simulate(script *ReferenceScript, followups []string, flow Flow) *match.Observation {
 	obs := &match.Observation{HasMessage: true, RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
 	issue := "todo"
-	type comment struct {
-		Author *string `json:"authorActorId"`
-		Body   string  `json:"body"`
+	docs := map[string]map[string]any{}
+	var docList, inters, approvals []map[string]any
+	var asked []map[string]any // the decisions the last turn asked for
+	var comments, runs []any   // the task's comments and runs, clock ticks as times
+	tick := 0
+	now := func() string { tick++; return fmt.Sprintf("2026-01-01T00:00:%02d.000Z", tick) }
+	comment := func(author any, body string) {
+		comments = append(comments, map[string]any{"id": fmt.Sprintf("comment-%d", len(comments)+1), "authorActorId": author, "body": body, "createdAt": now()})
 	}
-	agent := "agent"
-	var all []comment
 	for i, turn := range script.Turns {
-		if i > 0 && i <= len(followups) {
-			all = append(all, comment{Body: followups[i-1]})
-		}
 		if issue != "done" {
 			issue = "in_progress"
 		}
-		var comments []string
+		wake := "issue_assigned"
+		followed := i > 0 && i <= len(followups)
+		if followed {
+			comment(nil, followups[i-1]) // the human's follow-up or answer
+		}
+		if turn.Trigger == "follow_up" {
+			if !followed {
+				comment(nil, "")
+			}
+			wake = "issue_commented"
+		} else if i > 0 {
+			wake = "interaction_resolved"
+		}
+		runs = append(runs, map[string]any{"id": fmt.Sprintf("run-%d", i+1), "actorId": "worker", "taskId": "task-1", "status": "succeeded", "wakeReason": wake, "openedAt": now()})
+		for _, d := range asked {
+			switch turn.Trigger {
+			case "revision_requested":
+				d["status"] = "rejected"
+			case "interaction_accepted":
+				d["status"] = "accepted"
+			case "approval_resolved":
+				d["status"] = "approved"
+			}
+		}
+		asked = nil
+		var bodies []string
 		present := ""
 		hasPresent := false
 		for _, st := range turn.Steps {
@@ -60,28 +88,55 @@ func simulate(script *ReferenceScript, followups []string, flow Flow) *match.Obs
 				body, issue = st.Args["reason"].(string), "blocked"
 			case "request_human_input", "request_approval":
 				issue = "in_review"
+				d := map[string]any{"id": st.Command + "-" + string(rune('a'+len(inters)+len(approvals))), "status": "pending", "targetRevisionId": nil}
+				if key, ok := st.Args["targetDocumentKey"].(string); ok && docs[key] != nil {
+					d["targetRevisionId"] = docs[key]["latestRevisionId"]
+				}
+				if st.Command == "request_approval" {
+					approvals = append(approvals, d)
+				} else {
+					inters = append(inters, d)
+				}
+				asked = append(asked, d)
+			case "write_document":
+				key := st.Args["key"].(string)
+				if docs[key] == nil {
+					docs[key] = map[string]any{"key": key, "revisions": []any{}}
+					docList = append(docList, docs[key])
+				}
+				revs := docs[key]["revisions"].([]any)
+				id := key + "-revision-" + string(rune('1'+len(revs)))
+				docs[key]["revisions"] = append(revs, map[string]any{"id": id, "body": st.Args["body"]})
+				docs[key]["latestRevisionId"] = id
 			}
 			if body != "" {
-				comments = append(comments, body)
-				all = append(all, comment{Author: &agent, Body: body})
+				comment("worker", body)
+				bodies = append(bodies, body)
 				if st.Present {
 					present, hasPresent = body, true
 				}
 			}
 		}
 		if !hasPresent {
-			present = strings.Join(comments, "\n")
+			present = strings.Join(bodies, "\n")
 		}
 		obs.Turns = append(obs.Turns, present)
 	}
-	doc := map[string]any{"comments": all}
+	doc := map[string]any{"documents": docList, "interactions": inters, "approvals": approvals, "comments": comments,
+		"issue": map[string]any{"id": "task-1", "status": issue, "assigneeActorId": "worker"},
+		"company": map[string]any{"agentId": "worker", "managerId": "manager", "actors": []any{map[string]any{"id": "worker"}, map[string]any{"id": "manager"}},
+			"tasks": []any{map[string]any{"id": "task-1"}}, "runs": runs}}
 	if flow == FlowCrashRetry {
 		obs.Turns = append([]string{""}, obs.Turns...)
 		doc["runs"] = []any{map[string]any{"id": "run-1", "status": "failed"}, map[string]any{"id": "run-2", "status": "succeeded", "retryOf": "run-1"}}
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	obs.IssueStatus = issue
-	obs.JSON, _ = json.Marshal(doc)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic(err)
+	}
+	obs.JSON = b
 	return obs
 }
 
@@ -154,7 +209,8 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 				}
 				obs = simulate(wrong.Reference, r.Followups, cell.Case.Flow)
 			case "nop":
-				obs = &match.Observation{HasMessage: true, IssueStatus: "in_progress", RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{}}
+				obs = &match.Observation{HasMessage: true, IssueStatus: "in_progress", RunStatus: "succeeded", HasWorkspaceSnapshot: true, Files: map[string][]byte{},
+					JSON: json.RawMessage(`{"documents":[],"interactions":[],"approvals":[]}`)}
 				for range cell.Case.ExpectedRunCount {
 					obs.Turns = append(obs.Turns, "")
 				}

@@ -51,10 +51,18 @@ type Group struct {
 // "profile" credentials may be a profile's credential, scope "environment" ones (for
 // example DAYTONA_API_KEY) only an environment's. Catalog files never hold the value:
 // they refer to a credential by name, and a SecretRef's secretId may be that name.
+//
+// Kind is "env" (the default: a value the runner binds to an environment variable) or
+// "login_file" (a CLI's login file, for example a subscription's auth.json: stored as a
+// login_file secret and seeded into a company-scoped HOME at LoginFile, the file's path
+// below HOME; package loginfile, docs/secrets.md "Login files"). A login file never
+// enters agent configuration.
 type Credential struct {
 	ID          string `yaml:"id"`
 	Description string `yaml:"description"`
 	Scope       string `yaml:"scope"`
+	Kind        string `yaml:"kind"`
+	LoginFile   string `yaml:"loginFile"`
 }
 
 // Profile is an agent profile (seed 000 "Agent profiles"; spec §2.3): which agent driver

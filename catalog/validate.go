@@ -50,6 +50,7 @@ var (
 	Drivers              = driver.Names()
 	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
 	CredentialScopes     = []string{"profile", "environment"}
+	CredentialKinds      = []string{CredentialKindEnv, CredentialKindLoginFile}
 	EnvironmentDrivers   = []string{"local", "sandbox"}
 	EnvironmentProviders = []string{"local", "daytona", "sandbox"}
 	LifecycleSetups      = []string{"instance_managed", "create_via_api"}
@@ -211,6 +212,7 @@ func validate(c *Catalog, ps *problems, o loadOptions) {
 			v.credentials[cr.ID] = cr
 		}
 		v.enum("credential scope", &cr.Scope, CredentialScopes, cr, true)
+		v.validateCredentialKind(cr)
 	}
 	for _, r := range nonNil(v, c.Rankings, "ranking") {
 		v.validateRanking(r)
@@ -443,6 +445,8 @@ func (v *validator) validateProfile(p *Profile) {
 			v.add(v.at(&p.Credential, p), "profile %s names unknown credential %q (declare it under credentials)", p.ID, p.Credential)
 		case cr.Scope != "profile":
 			v.add(v.at(&p.Credential, p), "profile %s credential %q has scope %q; a profile's credential must have scope profile", p.ID, p.Credential, cr.Scope)
+		case cr.Kind == CredentialKindLoginFile:
+			v.add(v.at(&p.Credential, p), "profile %s credential %q is a login file: it is seeded into a company-scoped HOME by the fixture registry, never bound to the agent's environment (docs/secrets.md \"Login files\")", p.ID, p.Credential)
 		}
 	}
 	if len(p.SupportedEnvironments) == 0 {
@@ -462,6 +466,11 @@ func (v *validator) validateProfile(p *Profile) {
 			v.add(v.at(&r.Rank, r), "profile %s ranking rank %d is not in snapshot %s", p.ID, r.Rank, r.SnapshotID)
 		case snap.Models[r.Rank-1].ID != r.CanonicalModelID:
 			v.add(v.at(&r.CanonicalModelID, r), "profile %s ranking canonicalModelId %q is not rank %d of snapshot %s (%q)", p.ID, r.CanonicalModelID, r.Rank, r.SnapshotID, snap.Models[r.Rank-1].ID)
+		}
+	}
+	if live, ok := p.DriverConfig["live"].(map[string]any); ok {
+		if ev, _ := live["envVar"].(string); v.credentials[ev] != nil && v.credentials[ev].Kind == CredentialKindLoginFile {
+			v.add(v.at(&p.DriverConfig, p), "profile %s driverConfig live.envVar %q is a login file; a live provider's key must be an env credential", p.ID, ev)
 		}
 	}
 	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
@@ -564,6 +573,10 @@ func (v *validator) validateCase(cs *Case) {
 		v.required(name+" workspaceFile (warm_three_turn)", &cs.WorkspaceFile, cs)
 		if cs.TurnTimeoutMs <= 0 {
 			v.add(v.at(&cs.TurnTimeoutMs, cs), "%s: flow warm_three_turn needs a positive turnTimeoutMs", name)
+		}
+	case FlowBlockerGuidance:
+		if len(cs.Followups) != 1 {
+			v.add(v.at(&cs.Followups, cs), "%s: flow blocker_guidance needs exactly one followup (the human's answer), got %d", name, len(cs.Followups))
 		}
 	case FlowGovernedToolReview:
 		if cs.ToolReviewDecision == "" {
@@ -1011,4 +1024,33 @@ func mapPointer[V any](m map[string]V) uintptr {
 		return 0
 	}
 	return reflectValue(&m).Pointer()
+}
+
+// Credential kinds (Credential.Kind; "" is CredentialKindEnv).
+const (
+	CredentialKindEnv       = "env"
+	CredentialKindLoginFile = "login_file"
+)
+
+// validateCredentialKind checks a credential's kind and, for a login file, its path
+// below HOME (relative, at most four components, none empty, "." or "..").
+func (v *validator) validateCredentialKind(cr *Credential) {
+	v.enum("credential kind", &cr.Kind, CredentialKinds, cr, false)
+	if cr.Kind != CredentialKindLoginFile {
+		if cr.LoginFile != "" {
+			v.add(v.at(&cr.LoginFile, cr), "credential %s has loginFile but kind %q; loginFile needs kind %s", cr.ID, cr.Kind, CredentialKindLoginFile)
+		}
+		return
+	}
+	if cr.Scope == "environment" {
+		v.add(v.at(&cr.Scope, cr), "credential %s is a login file; a login file has scope profile", cr.ID)
+	}
+	p := cr.LoginFile
+	bad := p == "" || strings.HasPrefix(p, "/") || strings.ContainsRune(p, 0) || strings.Count(p, "/") > 3
+	for _, c := range strings.Split(p, "/") {
+		bad = bad || c == "" || c == "." || c == ".."
+	}
+	if bad {
+		v.add(v.at(&cr.LoginFile, cr), "credential %s loginFile %q must be a relative path below HOME (at most 4 components, none empty, \".\" or \"..\"), e.g. .grok/auth.json", cr.ID, p)
+	}
 }

@@ -45,9 +45,9 @@ const (
 //     may use. The others (resolve_human_input, record_budget_usage, release_task) are
 //     reachable only through the API.
 //   - Required, Optional: the tool's and reference step's arguments (besides kind and
-//     taskId), in declaration order. request_human_input's targetDocumentKey is a
-//     convention of the agents (resolved to targetRevisionId before the command is
-//     sent), not a field of the command.
+//     taskId), in declaration order. The targetDocumentKey of request_human_input and
+//     request_approval is a convention of the agents (resolved to targetRevisionId
+//     before the command is sent), not a field of the command.
 //   - Commenting: the command posts a comment that may be the run's user-facing
 //     message (the tool's and step's present flag).
 //   - PresentsByDefault: a commenting command that ends a turn; its comment is
@@ -102,7 +102,8 @@ var commandTable = []CommandSpec{
 		Description: "Create a subtask of your task.",
 		handle:      (*Memory).createTask},
 	{Kind: CommandRequestApproval, Claim: "governance:approvals:request", Tool: true, Required: []string{"approvalType", "payload"},
-		Description: "Ask the board for an approval; your task goes to review until it is decided.",
+		Optional:    []string{"targetRevisionId", "targetDocumentKey"},
+		Description: "Ask the board for an approval; your task goes to review until it is decided. Optionally of a document (targetDocumentKey, for example your plan).",
 		handle:      (*Memory).requestApproval},
 	{Kind: CommandDecideApproval, Claim: "governance:approvals:decide", Tool: true, Required: []string{"approvalId", "decision", "note"},
 		Description: "Decide an approval linked to your task (approver roles only; not your own request).",

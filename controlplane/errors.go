@@ -48,16 +48,20 @@ const (
 	CodeRunNotWritable Code = "run_not_writable"
 
 	// Semantic commands.
-	CodeIdempotencyKeyRequired        Code = "idempotency_key_required"
-	CodeIdempotencyConflict           Code = "idempotency_conflict"
-	CodeStateRevisionConflict         Code = "state_revision_conflict"
-	CodeOperationNotAuthorized        Code = "operation_not_authorized"
-	CodeTaskOwnershipViolation        Code = "task_ownership_violation"
-	CodeSelfApprovalForbidden         Code = "self_approval_forbidden"
-	CodeSemanticCommandInvalid        Code = "semantic_command_invalid"
-	CodeDocumentRevisionConflict      Code = "document_revision_conflict"
-	CodeInteractionTargetMissing      Code = "interaction_target_missing"
-	CodeInteractionTargetStale        Code = "interaction_target_stale"
+	CodeIdempotencyKeyRequired   Code = "idempotency_key_required"
+	CodeIdempotencyConflict      Code = "idempotency_conflict"
+	CodeStateRevisionConflict    Code = "state_revision_conflict"
+	CodeOperationNotAuthorized   Code = "operation_not_authorized"
+	CodeTaskOwnershipViolation   Code = "task_ownership_violation"
+	CodeSelfApprovalForbidden    Code = "self_approval_forbidden"
+	CodeSemanticCommandInvalid   Code = "semantic_command_invalid"
+	CodeDocumentRevisionConflict Code = "document_revision_conflict"
+	CodeInteractionTargetMissing Code = "interaction_target_missing"
+	CodeInteractionTargetStale   Code = "interaction_target_stale"
+	// CodeTargetRevisionSuperseded: accepting a confirmation, or approving an approval,
+	// whose target document revision is no longer the document's latest (409: the human
+	// acted on an older plan revision; seed 000 "Task cases and matchers", the plan flow).
+	CodeTargetRevisionSuperseded      Code = "target_revision_superseded"
 	CodeInteractionAlreadyResolved    Code = "interaction_already_resolved"
 	CodeInteractionOutcomeInvalid     Code = "interaction_outcome_invalid"
 	CodeArtifactInvalid               Code = "artifact_invalid"
@@ -240,6 +244,7 @@ var codeClasses = map[Code]Class{
 	CodeStateRevisionConflict:      ClassConflict,
 	CodeDocumentRevisionConflict:   ClassConflict,
 	CodeInteractionAlreadyResolved: ClassConflict,
+	CodeTargetRevisionSuperseded:   ClassConflict,
 	CodeApprovalAlreadyDecided:     ClassConflict,
 	CodeReassignmentConflict:       ClassConflict,
 	CodeNativeResultReplayConflict: ClassConflict,

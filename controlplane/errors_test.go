@@ -26,7 +26,7 @@ func TestCodeClasses(t *testing.T) {
 		CodeStateRevisionConflict: ClassConflict, CodeOperationNotAuthorized: ClassRefused,
 		CodeTaskOwnershipViolation: ClassRefused, CodeSelfApprovalForbidden: ClassRefused,
 		CodeSemanticCommandInvalid: ClassInvalid, CodeDocumentRevisionConflict: ClassConflict,
-		CodeInteractionTargetMissing: ClassMissing, CodeInteractionTargetStale: ClassRefused,
+		CodeInteractionTargetMissing: ClassMissing, CodeInteractionTargetStale: ClassRefused, CodeTargetRevisionSuperseded: ClassConflict,
 		CodeInteractionAlreadyResolved: ClassConflict, CodeInteractionOutcomeInvalid: ClassInvalid,
 		CodeArtifactInvalid: ClassInvalid, CodeDependencyCycle: ClassRefused, CodeApprovalAlreadyDecided: ClassConflict,
 		CodeBudgetUsageInvalid: ClassInvalid, CodeReleaseLockMismatch: ClassRefused, CodeWakeDelayInvalid: ClassInvalid,

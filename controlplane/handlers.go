@@ -187,14 +187,8 @@ func (m *Memory) requestHumanInput(c *cmdCtx) error {
 	if err := required(in.Prompt, "interaction prompt"); err != nil {
 		return err
 	}
-	if in.TargetRevisionID != nil {
-		doc := m.idx.revisionDoc[*in.TargetRevisionID]
-		if doc == nil || doc.TaskID != c.task.ID {
-			return newErr(CodeInteractionTargetMissing, "target revision %s is not a revision of a document on task %s", *in.TargetRevisionID, c.task.ID)
-		}
-		if doc.LatestRevisionID != *in.TargetRevisionID {
-			return newErr(CodeInteractionTargetStale, "target revision %s is not the latest revision %s", *in.TargetRevisionID, doc.LatestRevisionID)
-		}
+	if err := m.checkTarget(c.task, in.TargetRevisionID); err != nil {
+		return err
 	}
 	if err := m.transition(c, c.task, TaskInReview); err != nil {
 		return err
@@ -213,6 +207,35 @@ func (m *Memory) requestHumanInput(c *cmdCtx) error {
 	appendv(m, &m.st.Interactions, it)
 	mapSet(m, m.idx.interactions, it.ID, it)
 	c.ref("interaction", it.ID)
+	return nil
+}
+
+// checkTarget checks the target revision of a new interaction or approval: nil is
+// none; otherwise it must be a revision of a document on task
+// (interaction_target_missing) and that document's latest (interaction_target_stale).
+func (m *Memory) checkTarget(task *Task, target *string) error {
+	if target == nil {
+		return nil
+	}
+	doc := m.idx.revisionDoc[*target]
+	if doc == nil || doc.TaskID != task.ID {
+		return newErr(CodeInteractionTargetMissing, "target revision %s is not a revision of a document on task %s", *target, task.ID)
+	}
+	if doc.LatestRevisionID != *target {
+		return newErr(CodeInteractionTargetStale, "target revision %s is not the latest revision %s", *target, doc.LatestRevisionID)
+	}
+	return nil
+}
+
+// checkCurrent refuses acting on a target revision that a newer revision of its
+// document superseded (target_revision_superseded); nil or an unknown target passes.
+func (m *Memory) checkCurrent(what string, target *string) error {
+	if target == nil {
+		return nil
+	}
+	if doc := m.idx.revisionDoc[*target]; doc != nil && doc.LatestRevisionID != *target {
+		return newErr(CodeTargetRevisionSuperseded, "%s targets revision %s, superseded by revision %s of document %s", what, *target, doc.LatestRevisionID, doc.Key)
+	}
 	return nil
 }
 
@@ -245,6 +268,11 @@ func (m *Memory) resolveHumanInput(c *cmdCtx) error {
 	}
 	if !slices.Contains(it.Kind.Outcomes(), in.Outcome) {
 		return newErr(CodeInteractionOutcomeInvalid, "%s is not valid for %s", in.Outcome, it.Kind)
+	}
+	if in.Outcome == InteractionAccepted {
+		if err := m.checkCurrent("interaction "+it.ID, it.TargetRevisionID); err != nil {
+			return err
+		}
 	}
 	result, err := canonicalOr(in.Result, "{}")
 	if err != nil {
@@ -497,13 +525,17 @@ func (m *Memory) createTask(c *cmdCtx) error {
 
 func (m *Memory) requestApproval(c *cmdCtx) error {
 	var in struct {
-		ApprovalType string          `json:"approvalType"`
-		Payload      json.RawMessage `json:"payload"`
+		ApprovalType     string          `json:"approvalType"`
+		Payload          json.RawMessage `json:"payload"`
+		TargetRevisionID *string         `json:"targetRevisionId"`
 	}
 	if err := decode(c.raw, &in); err != nil {
 		return err
 	}
 	if err := required(in.ApprovalType, "approval type"); err != nil {
+		return err
+	}
+	if err := m.checkTarget(c.task, in.TargetRevisionID); err != nil {
 		return err
 	}
 	payload, err := canonicalOr(in.Payload, "{}")
@@ -514,7 +546,7 @@ func (m *Memory) requestApproval(c *cmdCtx) error {
 		return err
 	}
 	ap := &Approval{ID: m.newID("approval"), CompanyID: m.st.Company.ID, TaskIDs: []string{c.task.ID}, Type: in.ApprovalType,
-		Status: ApprovalPending, RequestedByActorID: strp(c.actor.ID), Payload: payload, Comments: []*ApprovalComment{}}
+		Status: ApprovalPending, RequestedByActorID: strp(c.actor.ID), Payload: payload, TargetRevisionID: in.TargetRevisionID, Comments: []*ApprovalComment{}}
 	ap.CreatedAt = m.now()
 	appendv(m, &m.st.Approvals, ap)
 	mapSet(m, m.idx.approvals, ap.ID, ap)
@@ -543,6 +575,11 @@ func (m *Memory) decideApproval(c *cmdCtx) error {
 	}
 	if err := required(in.Note, "approval decision note"); err != nil {
 		return err
+	}
+	if in.Decision == ApprovalApproved {
+		if err := m.checkCurrent("approval "+ap.ID, ap.TargetRevisionID); err != nil {
+			return err
+		}
 	}
 	var target *Task
 	requester := m.requesterEligible(ap)

@@ -121,17 +121,21 @@ type ApprovalComment struct {
 
 // Approval is a governance approval linked to ≥1 tasks (spec §1.7).
 type Approval struct {
-	ID                 string             `json:"id"`
-	CompanyID          string             `json:"companyId"`
-	TaskIDs            []string           `json:"taskIds"`
-	Type               string             `json:"type"`
-	Status             ApprovalStatus     `json:"status"`
-	RequestedByActorID *string            `json:"requestedByActorId"`
-	Payload            json.RawMessage    `json:"payload"`
-	DecisionNote       *string            `json:"decisionNote"`
-	Comments           []*ApprovalComment `json:"comments"`
-	CreatedAt          string             `json:"createdAt"`
-	DecidedAt          *string            `json:"decidedAt"`
+	ID                 string          `json:"id"`
+	CompanyID          string          `json:"companyId"`
+	TaskIDs            []string        `json:"taskIds"`
+	Type               string          `json:"type"`
+	Status             ApprovalStatus  `json:"status"`
+	RequestedByActorID *string         `json:"requestedByActorId"`
+	Payload            json.RawMessage `json:"payload"`
+	// TargetRevisionID is the document revision the approval is about (a plan
+	// approval), nil for none; it was the document's latest when requested, and
+	// approving it once a newer revision exists is target_revision_superseded.
+	TargetRevisionID *string            `json:"targetRevisionId,omitempty"`
+	DecisionNote     *string            `json:"decisionNote"`
+	Comments         []*ApprovalComment `json:"comments"`
+	CreatedAt        string             `json:"createdAt"`
+	DecidedAt        *string            `json:"decidedAt"`
 }
 
 // Artifact is a registered deliverable file (spec §1.8); ByteSize in bytes.

@@ -49,7 +49,7 @@ var (
 		KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex,
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
-		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent,
+		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
 	}
 	kindFields = map[string][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -69,6 +69,8 @@ var (
 		KindJSONPath:           {"path", "expected"},
 		KindJSONSchema:         {"schema"},
 		KindRuntimeMetadata:    {"expected"},
+		KindPlanRevisions:      {"name", "expected"},
+		KindBlockerGuidance:    {},
 	}
 )
 
@@ -95,6 +97,7 @@ type compiled struct {
 	wantJS  []byte // json_path: RFC 8785 encoding of want
 	schema  *jsonschema.Schema
 	runtime canonjson.Object // runtime_metadata: expected key → value, sorted by key
+	plan    []planRevision   // plan_revisions: the expected revisions, oldest first (text: the document key)
 	turn    int
 	form    unicodeForm // text kinds: the Unicode normalisation of both sides
 	display any         // Outcome.Expected
@@ -274,6 +277,8 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		compileSchema(spec, c, bad)
 	case KindRuntimeMetadata:
 		compileRuntime(spec, c, bad)
+	case KindPlanRevisions:
+		compilePlan(spec, c, bad)
 	}
 
 	js, err := canonjson.Ordered(spec)

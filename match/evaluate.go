@@ -85,6 +85,10 @@ func (c *compiled) eval(ev *evidence) result {
 		return equalField(obs.Environment, c.text, "the environment was not observed")
 	case KindRuntimeMetadata:
 		return c.evalRuntime(obs)
+	case KindPlanRevisions:
+		return c.evalPlan(obs)
+	case KindBlockerGuidance:
+		return evalBlocker(obs)
 	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
 		files := obs.Files
 		if c.spec.Source == SourceAgentHome {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"encoding/json"
+
 	"github.com/agentproof/agentproof/canonjson"
 	"github.com/google/go-cmp/cmp"
 )
@@ -42,6 +44,21 @@ func stateOf(o Outcome) state {
 func msg(s string) *Observation { return &Observation{Message: s, HasMessage: true} }
 
 // full is an observation with every kind of evidence, for the non-message kinds.
+// planObs is an observation of a two-step plan with one approval in status.
+func planObs(status string) *Observation {
+	return &Observation{JSON: json.RawMessage(`{"documents":[{"key":"plan","latestRevisionId":"rev-1","revisions":[{"id":"rev-1","body":"1. a\n2. b\n"}]}],` +
+		`"interactions":[],"approvals":[{"id":"approval-1","status":"` + status + `","targetRevisionId":"rev-1"}]}`)}
+}
+
+// blockerObs is a blocker-guidance observation whose task is assigned to assignee.
+func blockerObs(assignee string) *Observation {
+	return &Observation{JSON: json.RawMessage(`{"issue":{"id":"t","status":"done","assigneeActorId":"` + assignee + `"},` +
+		`"comments":[{"id":"c1","authorActorId":"worker","createdAt":"1"},{"id":"c2","authorActorId":null,"createdAt":"2"}],` +
+		`"company":{"agentId":"worker","managerId":"manager","actors":[{"id":"worker"},{"id":"manager"}],"tasks":[{"id":"t"}],` +
+		`"runs":[{"id":"r1","actorId":"worker","taskId":"t","status":"succeeded","wakeReason":"issue_assigned","openedAt":"0"},` +
+		`{"id":"r2","actorId":"worker","taskId":"t","status":"succeeded","wakeReason":"issue_commented","openedAt":"2"}]}}`)}
+}
+
 func full() *Observation {
 	return &Observation{
 		Message:     "PAPERCLIP_E2E_OK_7",
@@ -209,6 +226,14 @@ var evalCases = []evalCase{
 	}(), fail},
 	{"runtime metadata/key not recorded", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeProvider: "scripted"}}, full(), notReached},
 	{"runtime metadata/mismatch beats unrecorded", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeProvider: "scripted", RuntimeCLIVersion: "9.9.9"}}, full(), fail},
+	// plan_revisions: the plan document's revisions and the decisions targeting them
+	{"plan revisions/pass", Spec{Kind: KindPlanRevisions, Expected: []any{map[string]any{"steps": 2, "outcome": "approved"}}}, planObs("approved"), pass},
+	{"plan revisions/pending", Spec{Kind: KindPlanRevisions, Expected: []any{map[string]any{"steps": 2, "outcome": "approved"}}}, planObs("pending"), fail},
+	{"plan revisions/no json", Spec{Kind: KindPlanRevisions, Expected: []any{map[string]any{"steps": 2, "outcome": "approved"}}}, msg("x"), notReached},
+	// blocker_guidance: question, human answer, continuation, no manager run (blocker_test.go has the rest)
+	{"blocker guidance/pass", Spec{Kind: KindBlockerGuidance}, blockerObs("worker"), pass},
+	{"blocker guidance/reassigned", Spec{Kind: KindBlockerGuidance}, blockerObs("manager"), fail},
+	{"blocker guidance/no json", Spec{Kind: KindBlockerGuidance}, msg("x"), notReached},
 	{"runtime metadata/not observed", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeCLIName: "codex"}}, msg("x"), notReached},
 	// file_exists, file_exact, file_contains
 	{"file exists/pass", Spec{Kind: KindFileExists, Path: "daytona-warm-7.txt"}, full(), pass},

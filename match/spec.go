@@ -20,6 +20,8 @@ package match
 //	json_path                              path (RFC 9535 or legacy dot form), expected (any JSON)
 //	json_schema                            schema (JSON Schema draft 2020-12 document)
 //	runtime_metadata                       expected ({runtime key: string}, see RuntimeKeys)
+//	blocker_guidance                       (no parameters; see KindBlockerGuidance)
+//	plan_revisions                         name (document key, default plan), expected ([{steps, contains?, outcome}], see KindPlanRevisions)
 //
 // The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
 // (Observation.Turns) instead of the whole message; 0 or absent means the whole message.

@@ -301,7 +301,8 @@ func entityRef(refs []string, prefix string) string {
 // buildCommand turns validated arguments into the command JSON, resolving the two
 // conventions the reference agent also uses: write_document without baseRevisionId
 // writes on top of the document's latest revision (null when the document is new), and
-// request_human_input's targetDocumentKey becomes that document's latest revision id.
+// the targetDocumentKey of request_human_input and request_approval becomes that
+// document's latest revision id.
 func (h *handler) buildCommand(ctx context.Context, kind string, args map[string]any) (json.RawMessage, error) {
 	cmd := make(map[string]any, len(args)+1)
 	for k, v := range args {
@@ -321,9 +322,8 @@ func (h *handler) buildCommand(ctx context.Context, kind string, args map[string
 				cmd["baseRevisionId"] = nil
 			}
 		}
-	case controlplane.CommandRequestHumanInput:
+	case controlplane.CommandRequestHumanInput, controlplane.CommandRequestApproval:
 		if key, ok := cmd["targetDocumentKey"].(string); ok {
-
 			if _, both := cmd["targetRevisionId"]; both {
 				return nil, &ArgumentError{Tool: kind, Problems: []string{"give targetRevisionId or targetDocumentKey, not both"}}
 			}

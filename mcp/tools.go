@@ -152,11 +152,13 @@ var toolFieldSchemas = map[string]map[string]schema{
 	"reassign_task":        {"reason": str(1, maxTextChars, "why (becomes a comment on the reassigned task)")},
 	"set_dependencies":     {"blockedByTaskIds": ids(0, "ids of tasks that must be done first; the list replaces the current one, empty clears it")},
 	"create_task":          {"title": str(1, maxTitleChars, "the subtask title"), "assigneeActorId": str(1, maxIDChars, "the actor to assign it to")},
-	"request_approval":     {"payload": object("what is to be approved (a JSON object)")},
-	"comment_on_approval":  {"body": str(1, maxTextChars, "the comment text")},
-	"create_skill":         {"description": str(1, maxTitleChars, "one line; equals the frontmatter description")},
-	"schedule_wake":        {"reason": enum(wakeReasons, "the wake reason"), "payload": object("details handed to the woken run (a JSON object)")},
-	"block_task":           {"reason": str(1, maxTextChars, "what blocks the task, for the user (becomes a comment)")},
+	"request_approval": {"payload": object("what is to be approved (a JSON object)"),
+		"targetRevisionId":  str(1, maxIDChars, "a document revision to be approved, e.g. your plan's (must be the latest)"),
+		"targetDocumentKey": str(1, maxIDChars, "the key of a document of this task, e.g. plan; its latest revision is what is to be approved (alternative to targetRevisionId)")},
+	"comment_on_approval": {"body": str(1, maxTextChars, "the comment text")},
+	"create_skill":        {"description": str(1, maxTitleChars, "one line; equals the frontmatter description")},
+	"schedule_wake":       {"reason": enum(wakeReasons, "the wake reason"), "payload": object("details handed to the woken run (a JSON object)")},
+	"block_task":          {"reason": str(1, maxTextChars, "what blocks the task, for the user (becomes a comment)")},
 }
 
 // readToolDescriptions teach the model what each read tool does (the command tools'

@@ -48,6 +48,18 @@ func (s *Server) PutSecret(ctx context.Context, company string, req api.CreateSe
 	if req.Value == "" {
 		problems = append(problems, "value is required")
 	}
+	kind := req.Kind
+	switch kind {
+	case "":
+		kind = api.SecretKindEnv
+	case api.SecretKindEnv:
+	case api.SecretKindLoginFile:
+		if len(req.Value) > api.MaxLoginFileBytes {
+			problems = append(problems, fmt.Sprintf("a login_file value is at most %d bytes", api.MaxLoginFileBytes))
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("kind %q is not %s or %s", req.Kind, api.SecretKindEnv, api.SecretKindLoginFile))
+	}
 	if len(problems) > 0 {
 		return api.SecretRef{}, invalid(strings.Join(problems, "; "))
 	}
@@ -65,7 +77,7 @@ func (s *Server) PutSecret(ctx context.Context, company string, req api.CreateSe
 		return api.SecretRef{}, err
 	}
 	const version = 1
-	sealed := store.SealedSecret{CompanyID: company, ID: id, Name: req.Name, Key: req.Key, Version: version, Nonce: nonce,
+	sealed := store.SealedSecret{CompanyID: company, ID: id, Name: req.Name, Key: req.Key, Kind: string(kind), Version: version, Nonce: nonce,
 		Ciphertext: g.Seal(nil, nonce, []byte(req.Value), secretAAD(company, id, version))}
 	if err := s.inst.PutSecret(ctx, sealed); err != nil {
 		return api.SecretRef{}, err
@@ -74,9 +86,22 @@ func (s *Server) PutSecret(ctx context.Context, company string, req api.CreateSe
 }
 
 // ResolveSecret returns the value ref points to in company (for the heartbeat runner,
-// in process only: no route returns a value). Errors: secret_missing, invalid_request
-// (not a secret_ref of version latest), decryption failure.
+// in process only: no route returns a value). Only env secrets resolve: a login_file
+// secret never enters an agent's environment or configuration (ResolveLoginFile).
+// Errors: secret_missing, invalid_request (not a secret_ref of version latest, or a
+// login file), decryption failure.
 func (s *Server) ResolveSecret(ctx context.Context, company string, ref api.SecretRef) (string, error) {
+	return s.resolve(ctx, company, ref, api.SecretKindEnv)
+}
+
+// ResolveLoginFile returns the value of the login_file secret ref points to in company,
+// for seeding it into a company-scoped HOME (package loginfile); in process only.
+// Errors as ResolveSecret; an env secret is invalid_request.
+func (s *Server) ResolveLoginFile(ctx context.Context, company string, ref api.SecretRef) (string, error) {
+	return s.resolve(ctx, company, ref, api.SecretKindLoginFile)
+}
+
+func (s *Server) resolve(ctx context.Context, company string, ref api.SecretRef, want api.SecretKind) (string, error) {
 	if ref.Type != api.SecretRefType || ref.Version != "latest" || ref.SecretID == "" {
 		return "", invalid("not a secret reference {type: secret_ref, secretId, version: latest}")
 	}
@@ -86,6 +111,12 @@ func (s *Server) ResolveSecret(ctx context.Context, company string, ref api.Secr
 	}
 	if !ok {
 		return "", &controlplane.Error{Code: controlplane.CodeSecretMissing, Message: fmt.Sprintf("secret %s does not exist in company %s", ref.SecretID, company)}
+	}
+	if got := api.SecretKind(sec.Kind); got != want {
+		if got == api.SecretKindLoginFile {
+			return "", invalid(fmt.Sprintf("secret %s is a login file: it is seeded into the agent's HOME by the fixture, never bound to an environment variable or configuration", ref.SecretID))
+		}
+		return "", invalid(fmt.Sprintf("secret %s is a %s secret, not a login file", ref.SecretID, got))
 	}
 	g, err := s.aead()
 	if err != nil {
@@ -153,8 +184,12 @@ func (s *Server) checkSecretRefs(ctx context.Context, company string, payload js
 	var walk func(v any, credential bool)
 	walk = func(v any, credential bool) {
 		if ref, ok := asSecretRef(v); ok {
-			if _, found, err := s.inst.Secret(ctx, company, ref.SecretID); err != nil || !found {
+			sec, found, err := s.inst.Secret(ctx, company, ref.SecretID)
+			switch {
+			case err != nil || !found:
 				report("secret " + ref.SecretID + " does not exist in this company")
+			case api.SecretKind(sec.Kind) == api.SecretKindLoginFile:
+				report("secret " + ref.SecretID + " is a login file: the fixture seeds it into the agent's HOME; it never enters agent or environment configuration")
 			}
 			return
 		}

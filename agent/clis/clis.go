@@ -1,12 +1,12 @@
 // Package clis installs and locates the pinned real agent CLIs agentproof qualifies
 // (issue 12; spec real-agent-clis): Codex (@openai/codex), OpenCode (opencode-ai), the
-// ACP agents Codex ACP (@zed-industries/codex-acp) and Gemini CLI (@google/gemini-cli)
-// and, on request, Claude Code (@anthropic-ai/claude-code) and its ACP adapter
+// ACP agents Codex ACP (@zed-industries/codex-acp) and Gemini CLI (@google/gemini-cli),
+// Pi (@mariozechner/pi-coding-agent; docs/pi.md) and, on request, Claude Code (@anthropic-ai/claude-code) and its ACP adapter
 // (@zed-industries/claude-agent-acp; docs/acp.md). Each is installed with npm into its
 // own directory of a cache (one per name and version), with install scripts off, and
 // run later by executing the native binary its npm package ships, never the JavaScript
-// wrapper and never through a shell; the two that ship no native binary (Runtime
-// "node": the Claude ACP adapter, Gemini CLI) run as `node <entry script>`.
+// wrapper and never through a shell; those that ship no native binary (Runtime "node":
+// the Claude ACP adapter, Gemini CLI, Pi) run as `node <entry script>`.
 package clis
 
 import (
@@ -119,6 +119,36 @@ var Pinned = []CLI{
 	}},
 	{Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", ACP: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
 		return []string{filepath.Join("@google", "gemini-cli", "bundle", "gemini.js")}
+	}},
+	// More CLIs (docs/clis.md), optional: the quick start installs only the default set.
+	// Kilo 7.7.7 is the newest whose platform packages are on npm (7.8.1's are not).
+	{Name: "kilo", Package: "@kilocode/cli", Version: "7.7.7", Optional: true, binaries: func(p Platform) []string {
+		base := "cli-" + p.GOOS + "-" + npmArch(p.GOARCH)
+		variants := []string{base, base + "-baseline", base + "-musl", base + "-baseline-musl"}
+		if p.GOARCH == "amd64" && !p.AVX2 {
+			variants = []string{base + "-baseline", base + "-baseline-musl"}
+		}
+		var out []string
+		for _, v := range variants {
+			out = append(out, filepath.Join("@kilocode", v, "bin", "kilo"))
+		}
+		return out
+	}},
+	// Qwen Code declares Node 22 but 0.24.4 runs on Node 20 here.
+	{Name: "qwen", Package: "@qwen-code/qwen-code", Version: "0.24.4", Optional: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
+		return []string{filepath.Join("@qwen-code", "qwen-code", "cli-entry.js")}
+	}},
+	{Name: "copilot", Package: "@github/copilot", Version: "1.0.102", Optional: true, binaries: func(p Platform) []string {
+		osName := p.GOOS
+		if osName == "windows" {
+			osName = "win32"
+		}
+		return []string{filepath.Join("@github", "copilot-"+osName+"-"+npmArch(p.GOARCH), "copilot")}
+	}},
+	// Pi (docs/pi.md), driven in its RPC mode by the rpc:pi driver: pure JavaScript
+	// (its cli.js runs on Node 20.6+; 0.73.1 is the newest on npm).
+	{Name: "pi", Package: "@mariozechner/pi-coding-agent", Version: "0.73.1", Runtime: RuntimeNode, binaries: func(Platform) []string {
+		return []string{filepath.Join("@mariozechner", "pi-coding-agent", "dist", "cli.js")}
 	}},
 }
 

@@ -39,13 +39,16 @@ const (
 	KindLeaky Kind = "leaky"
 	// KindExec is "exec": a command and arguments of the profile's own.
 	KindExec Kind = "exec"
-	// KindCLI is "exec:<cli>": a pinned real agent CLI (clis.Pinned); Name.Arg is its
-	// name (codex, opencode, claude).
+	// KindCLI is "exec:<cli>": a pinned real agent CLI run by an exec driver
+	// (ExecCLIs); Name.Arg is its name (codex, opencode, claude, kilo, qwen, copilot).
 	KindCLI Kind = "exec:"
 	// KindACP is "acp:<agent>": an agent that speaks the Agent Client Protocol, driven
 	// as a session by the heartbeat runner (docs/acp.md); Name.Arg is the agent (one of
 	// ACPAgents).
 	KindACP Kind = "acp:"
+	// KindRPC is "rpc:<agent>": a session driver over the agent's own RPC protocol
+	// (RPCAgents: pi, docs/pi.md); Name.Arg is the agent.
+	KindRPC Kind = "rpc:"
 	// KindHostile is "hostile:<attack>": the built-in hostile agent of the hostile
 	// suite (hostile.SuiteAttacks); Name.Arg is the attack, made once before the agent
 	// carries out the case's reference script.
@@ -67,6 +70,13 @@ const (
 // ACPAgents lists the agents of the ACP drivers, built-in ones first.
 var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPOpenCode, ACPCodex, ACPClaude, ACPGemini}
 
+// ExecCLIs are the pinned CLIs that have an exec driver (agent/cli.go). The other pins
+// (the ACP adapters, Gemini CLI, Pi) are driven by session drivers.
+var ExecCLIs = []string{"codex", "opencode", "claude", "kilo", "qwen", "copilot"}
+
+// RPCAgents are the agents of the rpc: session drivers.
+var RPCAgents = []string{"pi"}
+
 // Name is a parsed driver: its Kind and, for KindFixture and KindCLI, the fixture or
 // CLI name. The zero Name is no driver. Its JSON form is the driver string.
 type Name struct {
@@ -85,8 +95,9 @@ func (e *Error) Error() string {
 }
 
 // Parse reads a driver string: fixture:<pass|fail|hang|noisy>, reference, nop, wrong,
-// leaky, exec, exec:<codex|opencode|claude>, hostile:<attack> (hostile.SuiteAttacks)
-// or acp:<agent> (ACPAgents). Anything else (an unknown fixture or
+// leaky, exec, exec:<codex|opencode|claude|kilo|qwen|copilot>, hostile:<attack>
+// (hostile.SuiteAttacks), acp:<agent> (ACPAgents) or rpc:pi (RPCAgents). Anything
+// else (an unknown fixture or
 // CLI, a different case, surrounding space) is an *Error.
 func Parse(s string) (Name, error) {
 	switch Kind(s) {
@@ -100,12 +111,15 @@ func Parse(s string) (Name, error) {
 		return Name{Kind: KindHostile, Arg: a}, nil
 	}
 	if c, ok := strings.CutPrefix(s, string(KindCLI)); ok {
-		if pin, pinned := clis.Lookup(c); pinned && !pin.ACP {
+		if _, pinned := clis.Lookup(c); pinned && slices.Contains(ExecCLIs, c) {
 			return Name{Kind: KindCLI, Arg: c}, nil
 		}
 	}
 	if a, ok := strings.CutPrefix(s, string(KindACP)); ok && slices.Contains(ACPAgents, a) {
 		return Name{Kind: KindACP, Arg: a}, nil
+	}
+	if a, ok := strings.CutPrefix(s, string(KindRPC)); ok && slices.Contains(RPCAgents, a) {
+		return Name{Kind: KindRPC, Arg: a}, nil
 	}
 	return Name{}, &Error{Driver: s}
 }
@@ -119,12 +133,15 @@ func Names() []string {
 	}
 	out = append(out, string(KindReference), string(KindNop), string(KindWrong), string(KindLeaky), string(KindExec))
 	for _, c := range clis.Pinned {
-		if !c.ACP { // the ACP agents are acp: drivers (package agent)
+		if slices.Contains(ExecCLIs, c.Name) {
 			out = append(out, string(KindCLI)+c.Name)
 		}
 	}
 	for _, a := range ACPAgents {
 		out = append(out, string(KindACP)+a)
+	}
+	for _, a := range RPCAgents {
+		out = append(out, string(KindRPC)+a)
 	}
 	for _, a := range hostile.SuiteAttacks {
 		out = append(out, string(KindHostile)+a)
@@ -141,11 +158,18 @@ func (n Name) String() string {
 		return string(KindCLI) + n.Arg
 	case KindACP:
 		return string(KindACP) + n.Arg
+	case KindRPC:
+		return string(KindRPC) + n.Arg
 	case KindHostile:
 		return string(KindHostile) + n.Arg
 	}
 	return string(n.Kind)
 }
+
+// Session reports whether n is a session driver (rpc:<agent>): one long-lived agent
+// process serves the turns through its own protocol (agent.NewPi), not one process per
+// run (agent.New).
+func (n Name) Session() bool { return n.Kind == KindRPC }
 
 // IsZero reports whether n is no driver.
 func (n Name) IsZero() bool { return n.Kind == "" }

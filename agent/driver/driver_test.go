@@ -32,6 +32,7 @@ func TestParse(t *testing.T) {
 		{"acp:wrong", driver.KindACP, "wrong", false, true, false},
 		{"acp:codex", driver.KindACP, "codex", false, false, false},
 		{"acp:gemini", driver.KindACP, "gemini", false, false, false},
+		{"rpc:pi", driver.KindRPC, "pi", false, false, false},
 	}
 	for _, tc := range tests {
 		n, err := driver.Parse(tc.in)
@@ -58,9 +59,15 @@ func TestParse(t *testing.T) {
 		if n.BuiltinACP() != (tc.kind == driver.KindACP && (tc.arg == "reference" || tc.arg == "nop" || tc.arg == "wrong")) {
 			t.Errorf("%s.BuiltinACP() = %v", tc.in, n.BuiltinACP())
 		}
+		if n.Session() != (tc.kind == driver.KindRPC) {
+			t.Errorf("%s.Session() = %v", tc.in, n.Session())
+		}
 
 	}
-	for _, bad := range []string{"", "fixture:", "fixture:slow", "exec:", "exec:aider", "Reference", " nop", "exec:codex ", "fixture", "acp:", "acp:aider", "acp:Reference", "acp:codex-acp"} {
+	for _, bad := range []string{"", "fixture:", "fixture:slow", "exec:", "exec:aider", "Reference", " nop", "exec:codex ", "fixture",
+		"acp:", "acp:aider", "acp:Reference", "acp:codex-acp",
+		// Pinned packages without an exec driver, and unknown RPC agents.
+		"exec:pi", "exec:gemini", "exec:codex-acp", "rpc:", "rpc:codex", "rpc:Pi"} {
 		_, err := driver.Parse(bad)
 		var de *driver.Error
 		if err == nil || !strings.Contains(err.Error(), "exec:opencode") {

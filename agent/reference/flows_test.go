@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentproof/agentproof/agent/reference"
+	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
@@ -30,6 +31,7 @@ const (
 	companyID = "company-1"
 	agentID   = "agent-1"
 	boardID   = "board-1"
+	managerID = "manager-1" // no run of it is ever opened here
 	taskID    = "task-1"
 	boardAt   = "2026-08-09T12:00:00.000Z"
 )
@@ -48,10 +50,14 @@ type world struct {
 func newWorld(t *testing.T, r *catalog.RenderedCase, workMode string) *world {
 	t.Helper()
 	prompt := r.Prompt
+	grants := flows.CapabilityGrants(r.Reference)
+	if grants == nil {
+		grants = []string{}
+	}
 	m, err := controlplane.NewMemory(controlplane.Seed{
 		Company: &controlplane.Company{ID: companyID, IssuePrefix: "APF"},
 		Actors: []*controlplane.Actor{
-			{ID: agentID, CompanyID: companyID, Name: "Runner E2E reference", Role: "qa", Status: "active", BudgetID: "budget-agent", CapabilityGrants: []string{}},
+			{ID: agentID, CompanyID: companyID, Name: "Runner E2E reference", Role: "qa", Status: "active", BudgetID: "budget-agent", CapabilityGrants: grants},
 			{ID: boardID, CompanyID: companyID, Name: "Board", Role: "board", Status: "active", BudgetID: "budget-board", CapabilityGrants: []string{}},
 		},
 		Tasks: []*controlplane.Task{{ID: taskID, CompanyID: companyID, Identifier: "APF-1", Title: r.Title, Description: &prompt,
@@ -195,12 +201,41 @@ func (w *world) resolve(id string, outcome controlplane.InteractionStatus, resul
 	})
 }
 
+// approve approves the task's pending approval as the board, naming its target
+// revision, and schedules the requester's approval_resolved wake (the rules of
+// decide_approval, spec §3.11); false when no approval is pending.
+func (w *world) approve() bool {
+	found := false
+	w.edit(func(st *controlplane.State) {
+		for _, ap := range st.Approvals {
+			if ap.Status != "pending" || !slices.Contains(ap.TaskIDs, taskID) || found {
+				continue
+			}
+			found = true
+			note := "Approved"
+			if ap.TargetRevisionID != nil {
+				note += " plan revision " + *ap.TargetRevisionID
+			}
+			ap.Status, ap.DecisionNote, ap.DecidedAt = "approved", &note, ptr(boardAt)
+			w.scheduleWake(st, "approval_resolved", map[string]string{"approvalId": ap.ID, "decision": "approved"})
+		}
+	})
+	return found
+}
+
 // comment posts a board comment on the task and schedules the issue_commented wake.
 func (w *world) comment(body string) {
 	w.edit(func(st *controlplane.State) {
 		w.boardSeq++
 		id := fmt.Sprintf("board-comment-%d", w.boardSeq)
-		st.Comments = append(st.Comments, &controlplane.Comment{ID: id, TaskID: taskID, AuthorActorID: ptr(boardID), Body: body, CreatedAt: boardAt})
+		at := boardAt // the control plane's clock, when a run finished: the comment comes after it
+		for _, r := range st.Runs {
+			if r.FinishedAt != nil {
+				at = *r.FinishedAt
+			}
+		}
+		// a board comment has no author actor, as on the server
+		st.Comments = append(st.Comments, &controlplane.Comment{ID: id, TaskID: taskID, AuthorActorID: nil, Body: body, CreatedAt: at})
 		w.scheduleWake(st, "issue_commented", map[string]string{"commentId": id})
 	})
 }
@@ -236,6 +271,15 @@ func (w *world) play(ctx context.Context, c *catalog.Case, r *catalog.RenderedCa
 			} else {
 				w.resolve(q.ID, "accepted", map[string]any{})
 			}
+		case "plan_approval_completion":
+			if !w.approve() {
+				return
+			}
+		case "blocker_guidance":
+			if w.state().Tasks[0].Status != "blocked" {
+				return // the worker did not block on its question
+			}
+			w.comment(r.Followups[0])
 		case "warm_three_turn":
 			if w.state().Tasks[0].Status != "in_review" {
 				return // the turn was not submitted for review
@@ -267,7 +311,28 @@ func (w *world) observe(cell *catalog.Cell) *match.Observation {
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	obs.IssueStatus = string(st.Tasks[0].Status)
-	err := filepath.WalkDir(w.workspace, func(p string, d fs.DirEntry, err error) error {
+	var comments []*controlplane.Comment
+	for _, c := range st.Comments {
+		if c.TaskID == taskID {
+			comments = append(comments, c)
+		}
+	}
+	company := map[string]any{"agentId": agentID, "managerId": managerID, "actors": []any{map[string]any{"id": agentID}, map[string]any{"id": managerID}}}
+	var tasks, runs []any
+	for _, t := range st.Tasks {
+		tasks = append(tasks, map[string]any{"id": t.ID})
+	}
+	for _, r := range st.Runs {
+		runs = append(runs, map[string]any{"id": r.ID, "actorId": r.ActorID, "taskId": r.TaskID, "status": r.Status, "wakeReason": r.Wake.Reason, "openedAt": r.OpenedAt})
+	}
+	company["tasks"], company["runs"] = tasks, runs
+	b, err := json.Marshal(map[string]any{"documents": st.Documents, "interactions": st.Interactions, "approvals": st.Approvals,
+		"issue": st.Tasks[0], "comments": comments, "company": company})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	obs.JSON = b
+	err = filepath.WalkDir(w.workspace, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -421,8 +486,8 @@ func TestDefaultCatalogFlows(t *testing.T) {
 			}
 		})
 	}
-	if n != 24 {
-		t.Errorf("played %d driver/case pairs, want the 24 of suite grader-calibration", n)
+	if n != 32 {
+		t.Errorf("played %d driver/case pairs, want the 24 of suite grader-calibration and the 8 of journey-calibration", n)
 	}
 }
 

@@ -244,8 +244,8 @@ func (r *runner) steps(ctx context.Context, k int, turn *catalog.ReferenceTurn) 
 
 // command builds the command JSON of a step, resolving the script-only conventions:
 // write_document without baseRevisionId uses the document's latest revision known to
-// the session (null when new); request_human_input with targetDocumentKey targets that
-// document's latest revision.
+// the session (null when new); request_human_input or request_approval with
+// targetDocumentKey targets that document's latest revision.
 func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 	cmd := make(map[string]any, len(st.Args)+1)
 	for k, v := range st.Args {
@@ -262,7 +262,7 @@ func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 				cmd["baseRevisionId"] = nil
 			}
 		}
-	case controlplane.CommandRequestHumanInput:
+	case controlplane.CommandRequestHumanInput, controlplane.CommandRequestApproval:
 		if key, ok := cmd["targetDocumentKey"]; ok {
 			delete(cmd, "targetDocumentKey")
 			k, _ := key.(string)

@@ -4,6 +4,14 @@
 // instead of a language model, so that unmodified CLIs run offline and deterministically
 // (issue 12; spec real-agent-clis §5).
 //
+// Steering (docs/pi.md): a call step with hold_ms is held mid-call — its stream sends the
+// first frame, then keep-alive comments — until the run's hold is released
+// (Server.Release, RunSet.Release, POST /control/release) or hold_ms passes, so that a
+// turn stays active while the harness delivers a steering message; an answer_match step
+// answers with what its expression matches in the latest input (the steering message
+// the agent delivered with the tool result) and refuses the request when nothing
+// matches.
+//
 // A Script is a sequence of steps, one per assistant turn: call a tool by role ("shell";
 // "write_file", the agent's own file-writing tool, which asks an ACP client's
 // permission; or a semantic tool such as finish_task, matched against the request's own tool list by

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentproof/agentproof/canonjson"
 )
@@ -30,6 +31,9 @@ var shellCommandParams = []string{"cmd", "command"}
 // Reply is what the model answers to one request: a tool call (ToolName, Namespace,
 // Arguments as a JSON object text, CallID) or text (Text). Step is the 0-based script
 // step played, -1 for an auxiliary (tool-less) request.
+//
+// Hold is the step's hold (a streamed call is held after its first frame until the run's
+// hold is released or Hold passes; 0: none).
 type Reply struct {
 	Step      int
 	ToolName  string
@@ -37,6 +41,7 @@ type Reply struct {
 	Arguments string
 	CallID    string
 	Text      string
+	Hold      time.Duration
 }
 
 // IsCall reports whether the reply is a tool call.
@@ -68,6 +73,13 @@ func (s *Script) Decide(req *Request) (Reply, error) {
 	st := s.Steps[n]
 	if st.Expect != "" && !strings.Contains(req.LatestInput(), st.Expect) {
 		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: the latest input does not contain %q (got %q)", st.Describe(n), st.Expect, clip(req.LatestInput(), 200))}
+	}
+	if st.AnswerMatch != nil {
+		m := st.AnswerMatch.FindString(req.LatestInput())
+		if m == "" {
+			return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: the latest input has no match of %s (got %q): no steering message arrived", st.Describe(n), st.AnswerMatch, clip(req.LatestInput(), 200))}
+		}
+		return Reply{Step: n, Text: m}, nil
 	}
 	if st.Call == "" {
 		return Reply{Step: n, Text: st.Answer}, nil
@@ -105,7 +117,7 @@ func toolReply(n int, st Step, tool Tool, args map[string]any) (Reply, error) {
 	if err != nil {
 		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: arguments: %v", st.Describe(n), err)}
 	}
-	return Reply{Step: n, ToolName: tool.Name, Namespace: tool.Namespace, Arguments: string(b), CallID: fmt.Sprintf("call_ap_%d", n+1)}, nil
+	return Reply{Step: n, ToolName: tool.Name, Namespace: tool.Namespace, Arguments: string(b), CallID: fmt.Sprintf("call_ap_%d", n+1), Hold: st.Hold}, nil
 }
 
 // findTool returns the first offered tool whose name equals (case-insensitively) one

@@ -83,6 +83,16 @@ func (rs *RunSet) Requests() []LogEntry {
 	return out
 }
 
+// Release releases the held step of run n (1-based; see Server.Release). It reports
+// whether the run exists. POST /runs/<n>/control/release does the same over HTTP.
+func (rs *RunSet) Release(n int) bool {
+	if n < 1 || n > len(rs.servers) {
+		return false
+	}
+	rs.servers[n-1].Release()
+	return true
+}
+
 // Runs is the number of run scripts.
 func (rs *RunSet) Runs() int { return len(rs.servers) }
 

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentproof/agentproof/catalog"
 	"go.yaml.in/yaml/v3"
@@ -43,6 +44,9 @@ const MaxScriptBytes = 1 << 20
 // MaxSteps bounds the number of steps of one script.
 const MaxSteps = 1000
 
+// MaxHoldMs bounds a step's hold_ms (ms).
+const MaxHoldMs = 600_000
+
 // roleRE is what a tool role must look like: a semantic tool name such as finish_task or
 // report_progress, or "shell".
 var roleRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,127}$`) })
@@ -63,23 +67,34 @@ type Script struct {
 	Steps []Step
 }
 
-// Step is one assistant turn: exactly one of Call (a tool role, with Args) or Answer
-// (final text). Expect, when set, is a substring the latest tool result or user message
-// of the request must contain, or the request is refused naming this step. Line is the
-// step's line in the script file (1-based) for messages.
+// Step is one assistant turn: exactly one of Call (a tool role, with Args), Answer
+// (final text) or AnswerMatch (final text taken from the request: the first match of
+// the expression in the latest input — the tool results and user messages after the
+// last assistant turn, such as a steering message delivered mid-turn; no match refuses
+// the request naming the step). Expect, when set, is a substring the latest tool
+// result or user message of the request must contain, or the request is refused naming
+// this step. Hold (call steps only) holds the streamed response after its first frame
+// — the model is mid-tool-call — until the run's hold is released (Server.Release) or
+// Hold passes; then the call completes. Line is the step's line in the script file
+// (1-based) for messages.
 type Step struct {
-	Call   string
-	Args   map[string]any
-	Answer string
-	Expect string
-	Line   int
+	Call        string
+	Args        map[string]any
+	Answer      string
+	AnswerMatch *regexp.Regexp
+	Expect      string
+	Hold        time.Duration
+	Line        int
 }
 
 // Describe renders the step for messages: "step 2 (call finish_task, line 7)".
 func (s Step) Describe(index int) string {
 	what := "answer"
-	if s.Call != "" {
+	switch {
+	case s.Call != "":
 		what = "call " + s.Call
+	case s.AnswerMatch != nil:
+		what = "answer_match"
 	}
 	if s.Line > 0 {
 		return fmt.Sprintf("step %d (%s, line %d)", index+1, what, s.Line)
@@ -113,10 +128,12 @@ type rawScript struct {
 }
 
 type rawStep struct {
-	Call   string         `yaml:"call"`
-	Args   map[string]any `yaml:"args"`
-	Answer *string        `yaml:"answer"`
-	Expect string         `yaml:"expect"`
+	Call        string         `yaml:"call"`
+	Args        map[string]any `yaml:"args"`
+	Answer      *string        `yaml:"answer"`
+	AnswerMatch string         `yaml:"answer_match"`
+	Expect      string         `yaml:"expect"`
+	HoldMs      int64          `yaml:"hold_ms"`
 }
 
 // ParseScript parses a model script (YAML) named name and renders every string in it
@@ -133,11 +150,17 @@ type rawStep struct {
 //	  - call: finish_task                # a semantic tool, matched by name suffix
 //	    args: {summary: "done {{nonce}}"}
 //	    expect: "exit code 0"            # optional: the preceding tool result contains it
+//	  - call: shell                      # held mid-call until released (steering)
+//	    args: {command: "true"}
+//	    hold_ms: 60000
+//	  - answer_match: "STEER_[A-Z0-9_]+"  # the final text is taken from the latest input
 //	  - answer: "MARKER_{{nonce}}"
 //
-// It returns a *ScriptError listing every problem (unknown fields, a step with neither or
-// both of call and answer, a bad role, a shell step without a string command, an
-// undefined variable, a script over MaxScriptBytes or MaxSteps).
+// It returns a *ScriptError listing every problem (unknown fields, a step with not
+// exactly one of call, answer and answer_match, a bad role, a shell step without a
+// string command, an answer_match that does not compile or matches the empty string,
+// hold_ms on an answer or outside 1..MaxHoldMs, an undefined variable, a script over
+// MaxScriptBytes or MaxSteps).
 func ParseScript(name string, data []byte, vars map[string]string) (*Script, error) {
 	se := &ScriptError{Name: name}
 	if len(data) > MaxScriptBytes {
@@ -204,13 +227,43 @@ func ParseScript(name string, data []byte, vars map[string]string) (*Script, err
 		if st.Line > 0 {
 			where = fmt.Sprintf("step %d (line %d)", i+1, st.Line)
 		}
+		kinds := 0
+		for _, set := range []bool{rs.Call != "", rs.Answer != nil, rs.AnswerMatch != ""} {
+			if set {
+				kinds++
+			}
+		}
 		switch {
-		case rs.Call == "" && rs.Answer == nil:
+		case kinds == 0:
 			se.Problems = append(se.Problems, where+": needs call or answer")
-		case rs.Call != "" && rs.Answer != nil:
-			se.Problems = append(se.Problems, where+": has both call and answer")
+		case kinds > 1:
+			se.Problems = append(se.Problems, where+": has more than one of call, answer and answer_match")
 		case rs.Call != "" && !roleRE().MatchString(rs.Call):
 			se.Problems = append(se.Problems, fmt.Sprintf("%s: call %q is not a tool role (letters, digits, _ . -)", where, rs.Call))
+		}
+		if rs.AnswerMatch != "" {
+			re, err := regexp.Compile(render(where+": answer_match", rs.AnswerMatch))
+			switch {
+			case err != nil:
+				se.Problems = append(se.Problems, fmt.Sprintf("%s: answer_match: %v", where, err))
+			case re.MatchString(""):
+				se.Problems = append(se.Problems, where+": answer_match matches the empty string")
+			default:
+				st.AnswerMatch = re
+			}
+			if rs.Args != nil {
+				se.Problems = append(se.Problems, where+": an answer takes no args")
+			}
+		}
+		if rs.HoldMs != 0 {
+			switch {
+			case rs.Call == "":
+				se.Problems = append(se.Problems, where+": hold_ms applies to call steps only")
+			case rs.HoldMs < 0 || rs.HoldMs > MaxHoldMs:
+				se.Problems = append(se.Problems, fmt.Sprintf("%s: hold_ms %d must be in 1..%d", where, rs.HoldMs, MaxHoldMs))
+			default:
+				st.Hold = time.Duration(rs.HoldMs) * time.Millisecond
+			}
 		}
 		if rs.Answer != nil {
 			st.Answer = render(where+": answer", *rs.Answer)

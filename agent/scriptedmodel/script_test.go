@@ -51,7 +51,7 @@ steps:
 		{
 			name:    "every problem at once",
 			src:     "schema: other/v9\nusage: {input_tokens: -1}\nsteps:\n  - {}\n  - {call: shell, answer: x}\n  - {call: \"bad role!\"}\n  - {call: shell}\n  - {answer: \"{{undefined}}\", args: {a: 1}}\n",
-			wantErr: []string{`schema is "other/v9"`, "must not be negative", "step 1 (line 4): needs call or answer", "step 2 (line 5): has both", `call "bad role!" is not a tool role`, "step 4 (line 7): call shell needs args.command", `variable "undefined" is not defined`, "an answer takes no args"},
+			wantErr: []string{`schema is "other/v9"`, "must not be negative", "step 1 (line 4): needs call or answer", "step 2 (line 5): has more than one of call, answer and answer_match", `call "bad role!" is not a tool role`, "step 4 (line 7): call shell needs args.command", `variable "undefined" is not defined`, "an answer takes no args"},
 		},
 		{name: "unknown field", src: "steps:\n  - answer: x\n    sleep: 3\n", wantErr: []string{"field sleep not found"}},
 		{name: "no steps", src: "model: x\n", wantErr: []string{"at least one step"}},

@@ -86,6 +86,69 @@ type Server struct {
 	entries []LogEntry
 	logErr  error
 	rng     *rand.Rand
+
+	hold holdGate
+}
+
+// holdGate counts releases of held steps: Release adds one; a held step takes one,
+// waiting for it when there is none (so a release that comes before the hold is not
+// lost).
+type holdGate struct {
+	mu       sync.Mutex
+	tokens   int
+	released int
+	wake     chan struct{}
+}
+
+func (g *holdGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.tokens++
+	g.released++
+	if g.wake != nil {
+		close(g.wake)
+		g.wake = nil
+	}
+}
+
+// wait takes one release, waiting at most max or until ctx ends; it reports whether a
+// release was taken.
+func (g *holdGate) wait(ctx context.Context, max time.Duration) bool {
+	deadline := time.NewTimer(max)
+	defer deadline.Stop()
+	for {
+		g.mu.Lock()
+		if g.tokens > 0 {
+			g.tokens--
+			g.mu.Unlock()
+			return true
+		}
+		if g.wake == nil {
+			g.wake = make(chan struct{})
+		}
+		ch := g.wake
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// Release releases the run's held step (a call step with hold_ms that is streaming, or
+// the next one to stream): the call completes. Each release frees one hold. The harness
+// calls it once a steering message was acknowledged, so that the model's next request
+// carries it (POST /control/release does the same over HTTP).
+func (s *Server) Release() { s.hold.release() }
+
+// Released reports how many releases the server has had.
+func (s *Server) Released() int {
+	s.hold.mu.Lock()
+	defer s.hold.mu.Unlock()
+	return s.hold.released
 }
 
 // New returns a Server playing opts.Script. It returns an error when the script is nil.
@@ -105,6 +168,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/messages", s.model(FormatMessages))
 	s.mux.HandleFunc("POST /v1beta/models/{action}", s.gemini)
 	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("POST /control/release", s.releaseHTTP)
 	s.mux.HandleFunc("/", s.other)
 	return s, nil
 }
@@ -256,9 +320,25 @@ func (s *Server) model(f Format) http.HandlerFunc {
 			s.finish(e)
 			return
 		}
-		s.stream(r.Context(), w, StreamFrames(f, reply, m, req.IncludeUsage))
+		released := s.stream(r.Context(), w, StreamFrames(f, reply, m, req.IncludeUsage), reply.Hold)
+		switch {
+		case reply.Hold > 0 && released:
+			e.Reply += " (held mid-call until released)"
+		case reply.Hold > 0:
+			e.Reply += fmt.Sprintf(" (held mid-call; not released within %v)", reply.Hold)
+		}
 		s.finish(e)
 	}
+}
+
+// releaseHTTP is POST /control/release: Release, logged; 204.
+func (s *Server) releaseHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	e := s.begin(r, body)
+	s.Release()
+	e.Reply, e.Status = "release", http.StatusNoContent
+	w.WriteHeader(http.StatusNoContent)
+	s.finish(e)
 }
 
 // gemini routes POST /v1beta/models/<model>:<method>: streamGenerateContent (streamed
@@ -292,8 +372,11 @@ func (s *Server) usage(bodyBytes int, reply Reply) Usage {
 }
 
 // stream writes frames as text/event-stream, flushing after every frame (or piece, in
-// chunked mode), after the optional keep-alive hold.
-func (s *Server) stream(ctx context.Context, w http.ResponseWriter, frames []Frame) {
+// chunked mode), after the optional keep-alive hold. With hold > 0 it stops after the
+// first frame (the model is mid-tool-call) and sends `: keepalive` comments until the
+// run's hold is released or hold passes, then writes the rest; it reports whether a
+// release ended the hold.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, frames []Frame, hold time.Duration) (released bool) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -324,7 +407,29 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, frames []Fra
 			}
 		}
 	}
-	for _, f := range frames {
+	for i, f := range frames {
+		if i == 1 && hold > 0 {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				released = s.hold.wait(ctx, hold)
+			}()
+			tick := time.NewTicker(s.opts.KeepAlive)
+		held:
+			for {
+				select {
+				case <-done:
+					break held
+				case <-tick.C:
+					if !write([]byte(": keepalive\n\n")) {
+						tick.Stop()
+						<-done
+						return
+					}
+				}
+			}
+			tick.Stop()
+		}
 		b := f.Bytes()
 		if !s.opts.Chunked {
 			if !write(b) {
@@ -338,6 +443,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, frames []Fra
 			}
 		}
 	}
+	return released
 }
 
 // pieces splits b into random 1–7-byte pieces (chunked mode).

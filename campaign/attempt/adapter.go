@@ -148,7 +148,8 @@ func resolveEnvRefs(dc *api.DriverConfig, profile string, secretIDs map[string]s
 	return nil
 }
 
-// cliDriverConfig completes a CLI driver's configuration dc: the pinned native binary,
+// cliDriverConfig completes a CLI driver's configuration dc: the pinned native binary
+// (or entry script and the Node.js that runs it),
 // and either the live provider (kept) or the scripted model's URL (the live provider
 // and the model script removed: they are the executor's concern).
 func cliDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) error {
@@ -156,6 +157,9 @@ func cliDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) 
 		return fmt.Errorf("agent CLI %s is not installed: no native binary for profile %s (run: agentproof agents install %s)", name, profile, name)
 	}
 	dc.Binary, dc.Script = in.cli.Binary, ""
+	if in.cli.Node != "" {
+		dc.Node = in.cli.Node
+	}
 	if in.live {
 		if dc.Live == nil {
 			return fmt.Errorf("profile %s has no live provider (driverConfig live) for --live", profile)

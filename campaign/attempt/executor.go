@@ -43,7 +43,7 @@ type LocalExecutor struct {
 	// them found in the closed instance home, the workspace, the agent's output or the
 	// evidence fails the attempt with secret_leak.
 	Canaries []campaign.Canary
-	// CLIs maps a real agent CLI's name (codex, opencode, claude) to its pinned
+	// CLIs maps a real agent CLI's name (codex, opencode, claude, kilo, qwen, copilot) to its pinned
 	// install (package agent/clis); a CLI cell whose CLI is missing ends inconclusive
 	// (permanent_infrastructure).
 	CLIs map[string]PinnedCLI
@@ -54,12 +54,15 @@ type LocalExecutor struct {
 
 // PinnedCLI is the pinned install of an agent CLI: the absolute path of its native
 // binary, the pinned version and the binary's SHA-256 recorded when it was installed
-// ("" when unknown). The profile's runtime metadata check compares what the runner
-// recorded launching against them.
+// ("" when unknown), and for a CLI whose entry point is a JavaScript file (Binary) the
+// absolute path of the Node.js binary that runs it (Node; "" for a native binary). The
+// profile's runtime metadata check compares what the runner recorded launching against
+// them.
 type PinnedCLI struct {
 	Binary  string
 	Version string
 	SHA256  string
+	Node    string
 }
 
 // Compile-time check.

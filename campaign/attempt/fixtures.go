@@ -92,10 +92,13 @@ type Fixtures struct {
 	Set                      *fixture.Fixtures
 	CompanyID, EnvironmentID string
 	TaskID, Identifier       string
-	Submitted                time.Time
-	Secrets                  *redact.Set
-	Fault                    *verdict.Fault
-	CleanupErr               string
+	// AgentID is the worker agent the task is assigned to; ManagerID the manager agent
+	// of a case whose flow has one (catalog.Flow.HasManager), else "".
+	AgentID, ManagerID string
+	Submitted          time.Time
+	Secrets            *redact.Set
+	Fault              *verdict.Fault
+	CleanupErr         string
 }
 
 // fixtureInput is everything the fixture definitions need: the plan, the secrets to
@@ -155,8 +158,11 @@ func (x *LocalExecutor) setupFixtures(ctx context.Context, a *attempt, p *Provis
 func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
 	var submitted time.Time
 	reg := fixture.NewRegistry(in.secrets)
-	for _, d := range []fixture.Definition{companyFixture(b, in), secretsFixture(b, in), environmentFixture(b, in),
-		agentFixture(b, in), taskFixture(b, in, &submitted)} {
+	defs := []fixture.Definition{companyFixture(b, in), secretsFixture(b, in), environmentFixture(b, in), agentFixture(b, in)}
+	if in.plan.Cell.Case.Flow.HasManager() {
+		defs = append(defs, managerFixture(b, in))
+	}
+	for _, d := range append(defs, taskFixture(b, in, &submitted)) {
 		if err := reg.Register(d); err != nil {
 			return Fixtures{Secrets: in.secrets, Fault: verdict.HarnessFault(err, false)}
 		}
@@ -171,6 +177,12 @@ func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
 	}
 	if rec, ok := fx.Record("task"); ok {
 		out.TaskID, out.Identifier = rec.IDs["task"], rec.Metadata["identifier"]
+	}
+	if rec, ok := fx.Record("agent"); ok {
+		out.AgentID = rec.IDs["agent"]
+	}
+	if rec, ok := fx.Record("manager"); ok {
+		out.ManagerID = rec.IDs["manager"]
 	}
 	if err != nil {
 		out.Fault = setupFault(ctx, err, in.secrets)
@@ -292,6 +304,31 @@ func agentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 				return fixture.Record{}, flows.BoardFault("creating the agent", err)
 			}
 			return fixture.Record{IDs: map[string]string{"agent": r.ID}, Metadata: map[string]string{"driver": p.Driver, "profile": p.ID}}, nil
+		},
+	}
+}
+
+// managerFixture creates the manager agent of a blocker-guidance case (seed 000
+// "Direct blocker fixtures": the registry creates a manager through the public API):
+// the same profile and adapter configuration as the worker, role manager, no
+// capability grants. Nothing assigns it work: a run of it is unexpected, and the
+// oracle sees it company-wide.
+func managerFixture(b SetupBoard, in fixtureInput) fixture.Definition {
+	p := in.plan.Cell.Profile
+	return fixture.Definition{
+		ID:           "manager",
+		Dependencies: []string{"agent"},
+		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
+			cfg, err := adapterConfig(in.plan, in.agent, res["secrets"].IDs, res["environment"].IDs["environment"])
+			if err != nil {
+				return fixture.Record{}, verdict.HarnessFault(err, false)
+			}
+			req := api.CreateAgentRequest{Name: "agentproof manager " + p.ID, Role: "manager", AdapterConfig: cfg, CapabilityGrants: []string{}}
+			r, err := b.Company(res["company"].IDs["company"]).CreateAgent(ctx, req)
+			if err != nil {
+				return fixture.Record{}, flows.BoardFault("creating the manager agent", err)
+			}
+			return fixture.Record{IDs: map[string]string{"manager": r.ID}, Metadata: map[string]string{"driver": p.Driver, "profile": p.ID, "role": "manager"}}, nil
 		},
 	}
 }

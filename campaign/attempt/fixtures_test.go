@@ -126,3 +126,45 @@ func TestFixtureSetupFailuresAreTheHarness(t *testing.T) {
 		})
 	}
 }
+
+// TestManagerFixture: a blocker-guidance cell's fixtures create a manager agent beside
+// the worker through the board API (seed 000 "Direct blocker fixtures"); the task is
+// the worker's; other flows create no manager.
+func TestManagerFixture(t *testing.T) {
+	t.Parallel()
+	c, in := fixtureWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := cat.Cell("journey-calibration.reference.local.blocker-guidance")
+	rc, err := cell.Render("0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := setup(ctx, directBoard{c: c}, in)
+	if plain.Fault != nil || plain.AgentID == "" || plain.ManagerID != "" {
+		t.Fatalf("message-marker setup = %+v, want a worker and no manager", plain)
+	}
+	in.plan.Cell, in.plan.Case = cell, rc
+	f := setup(ctx, directBoard{c: c}, in)
+	if f.Fault != nil || f.AgentID == "" || f.ManagerID == "" || f.ManagerID == f.AgentID {
+		t.Fatalf("blocker setup = %+v, fault %v", f, f.Fault)
+	}
+	st, err := c.Company(f.CompanyID).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]string{}
+	for _, a := range st.Actors {
+		roles[a.ID] = a.Role
+	}
+	if roles[f.ManagerID] != "manager" || len(st.Tasks) != 1 || st.Tasks[0].AssigneeActorID == nil || *st.Tasks[0].AssigneeActorID != f.AgentID {
+		t.Errorf("actors %v, tasks %+v: want a manager and the task assigned to worker %s", roles, st.Tasks, f.AgentID)
+	}
+	if err := f.Set.Teardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

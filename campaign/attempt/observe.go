@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,7 +62,7 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 			o.Runs = append(o.Runs, r)
 		}
 	}
-	o.Match = matchObservation(&st, f.TaskID, runs, o.Runs, perms, f.Secrets)
+	o.Match = matchObservation(&st, f, runs, o.Runs, perms)
 	observeRuntime(&o, a.plan, f)
 	o.Facts.TurnTimings = turnTimings(runs, o.Runs, fl.Submitted)
 	for _, r := range runs {
@@ -158,14 +159,16 @@ func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 
 // matchObservation builds the persisted-state part of the observation: the task's
 // status, the last run's status, every run's message (turn by turn), the artifacts and
-// the composite JSON {issue, runs, interactions, documents, comments, heartbeatRuns,
-// permissions}: comments are the task's persisted comments in order, the human's with a
-// null authorActorId; heartbeatRuns are the heartbeat runner's records of the task's
-// runs (what it observed launching them; an ACP run's turn facts under acp),
-// permissions the task's permission interactions (api.Permission), both as the board
-// serves them.
-func matchObservation(st *controlplane.State, task string, runs []*controlplane.Run, recs []api.HeartbeatRun, perms []api.Permission, secrets *redact.Set) *match.Observation {
-	obs := &match.Observation{Secrets: secretForms(secrets), HasArtifacts: true, HasMessage: len(runs) > 0}
+// the composite JSON {issue, runs, interactions, documents, approvals, comments,
+// heartbeatRuns, permissions, company}: approvals are the ones linked to the task;
+// comments are the task's persisted comments in order, the human's with a null
+// authorActorId; heartbeatRuns are the heartbeat runner's records of the task's runs
+// (what it observed launching them; an ACP run's turn facts under acp), permissions
+// the task's permission interactions (api.Permission), both as the board serves them;
+// company is the company-wide view.
+func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.Run, recs []api.HeartbeatRun, perms []api.Permission) *match.Observation {
+	task := f.TaskID
+	obs := &match.Observation{Secrets: secretForms(f.Secrets), HasArtifacts: true, HasMessage: len(runs) > 0}
 	var t *controlplane.Task
 	for _, x := range st.Tasks {
 		if x.ID == task {
@@ -207,10 +210,54 @@ func matchObservation(st *controlplane.State, task string, runs []*controlplane.
 	if perms == nil {
 		perms = []api.Permission{}
 	}
-	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs, "comments": comments, "heartbeatRuns": recs, "permissions": perms}); err == nil {
+	approvals := []*controlplane.Approval{}
+	for _, ap := range st.Approvals {
+		if slices.Contains(ap.TaskIDs, task) {
+			approvals = append(approvals, ap)
+		}
+	}
+	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs, "approvals": approvals,
+		"comments": comments, "heartbeatRuns": recs, "permissions": perms, "company": companyView(st, f)}); err == nil {
 		obs.JSON = b
 	}
 	return obs
+}
+
+// companyView is the company-wide part of the composite JSON (seed 000 "Direct blocker
+// fixtures": company-wide evidence includes any unexpected manager run): the agents the
+// fixtures created (agentId, managerId: "" for none), every actor, every task with its
+// assignee and parent, and every run of the company with its actor, task, status, wake
+// reason and opening time.
+func companyView(st *controlplane.State, f *Fixtures) map[string]any {
+	type actor struct {
+		ID   string `json:"id"`
+		Role string `json:"role"`
+	}
+	type task struct {
+		ID              string  `json:"id"`
+		Title           string  `json:"title"`
+		AssigneeActorID *string `json:"assigneeActorId"`
+		ParentID        *string `json:"parentId"`
+	}
+	type run struct {
+		ID         string                  `json:"id"`
+		ActorID    string                  `json:"actorId"`
+		TaskID     string                  `json:"taskId"`
+		Status     controlplane.RunStatus  `json:"status"`
+		WakeReason controlplane.WakeReason `json:"wakeReason"`
+		OpenedAt   string                  `json:"openedAt"`
+	}
+	actors, tasks, runs := []actor{}, []task{}, []run{}
+	for _, a := range st.Actors {
+		actors = append(actors, actor{a.ID, a.Role})
+	}
+	for _, t := range st.Tasks {
+		tasks = append(tasks, task{t.ID, t.Title, t.AssigneeActorID, t.ParentID})
+	}
+	for _, r := range st.Runs {
+		runs = append(runs, run{r.ID, r.ActorID, r.TaskID, r.Status, r.Wake.Reason, r.OpenedAt})
+	}
+	return map[string]any{"agentId": f.AgentID, "managerId": f.ManagerID, "actors": actors, "tasks": tasks, "runs": runs}
 }
 
 // terminationAndUsage returns the last run's termination summary and the usage of the

@@ -28,51 +28,9 @@ import (
 // token, which may act on any run: "reference" carries out the case's reference
 // script, "nop" ends every run without work, "idle" never takes a wake.
 
-// planApprovalCase is a case of flow plan_approval_completion (no default case uses
-// the flow): the agent publishes a plan and asks for its approval, then finishes.
-const planApprovalCase = `
-cases:
-  - id: plan-approval
-    label: Plan, approval, completion
-    groups: [core]
-    workMode: planning
-    flow: plan_approval_completion
-    expectedRunCount: 2
-    attemptTimeoutMs: {local: 60000}
-    expectedTerminalState: {issue: done, run: succeeded}
-    title: "Plan approval {{nonce}}"
-    prompt: Publish a plan, ask for its approval, then finish with {{marker}}.
-    marker: "PAPERCLIP_E2E_APPROVED_{{nonce}}"
-    planMarkers: {draft: "PAPERCLIP_E2E_PLAN_DRAFT_{{nonce}}", revised: "PAPERCLIP_E2E_PLAN_REVISED_{{nonce}}"}
-    matchers:
-      - {kind: message_exact, expected: "{{marker}}", turn: 2}
-    reference:
-      turns:
-        - trigger: assignment
-          steps:
-            - command: write_document
-              args: {key: plan, title: Plan, body: "{{draftMarker}}\n\n1. Finish.\n"}
-            - command: request_approval
-              args: {approvalType: plan, payload: {summary: "Approve the plan"}}
-        - trigger: approval_resolved
-          steps:
-            - command: finish_task
-              args: {summary: "{{marker}}"}
-              present: true
-suites:
-  - id: approval
-    label: Approval
-    description: The plan approval flow.
-    groups: [core]
-    profiles: [reference]
-    environments: [local]
-    cases: [plan-approval]
-    expectedMatrixSize: 1
-`
-
 func testCatalog(t *testing.T) *catalog.Catalog {
 	t.Helper()
-	fsys := fstest.MapFS{"zz-approval.yaml": {Data: []byte(planApprovalCase)}}
+	fsys := fstest.MapFS{}
 	err := fs.WalkDir(catalog.DefaultFS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -231,6 +189,38 @@ func (refusing) ResolveInteraction(context.Context, string, api.ResolveInteracti
 	return controlplane.BoardResult{}, &controlplane.Error{Code: "interaction_missing", Message: "no such interaction"}
 }
 
+// replaying is a board that answers a second resolution of the same interaction as
+// done without asking the server: a control plane that accepts an older plan revision.
+type replaying struct {
+	Board
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (b *replaying) ResolveInteraction(ctx context.Context, id string, req api.ResolveInteractionRequest) (controlplane.BoardResult, error) {
+	b.mu.Lock()
+	again := b.seen[id]
+	if b.seen == nil {
+		b.seen = map[string]bool{}
+	}
+	b.seen[id] = true
+	b.mu.Unlock()
+	if again {
+		return controlplane.BoardResult{}, nil
+	}
+	return b.Board.ResolveInteraction(ctx, id, req)
+}
+
+// untargeted drops the targetDocumentKey of every step: the agent asks for approval
+// of no revision.
+func untargeted(s *catalog.ReferenceScript) {
+	for _, turn := range s.Turns {
+		for _, st := range turn.Steps {
+			delete(st.Args, "targetDocumentKey")
+		}
+	}
+}
+
 // unkeyed is a board that drops every write's Idempotency-Key (a control plane
 // without idempotent board writes): the replay of a lost acknowledgement then creates
 // a second comment.
@@ -254,7 +244,8 @@ func TestFlows(t *testing.T) {
 	tests := []struct {
 		name    string
 		cell    string
-		agent   string // reference, nop or idle
+		agent   string                         // reference, nop or idle
+		script  func(*catalog.ReferenceScript) // changes the rendered reference script
 		board   func(Board) Board
 		restart bool
 		// impostor: the heartbeat records name a real process that is not the run's
@@ -276,8 +267,14 @@ func TestFlows(t *testing.T) {
 			fault: verdict.Harness, err: "cannot restart"},
 		{name: "plan revision", cell: "grader-calibration.reference.local.plan-revise-accept", agent: "reference"},
 		{name: "plan revision, no plan", cell: "grader-calibration.reference.local.plan-revise-accept", agent: "nop", problem: "no plan confirmation pending after run 1"},
-		{name: "plan approval", cell: "approval.reference.local.plan-approval", agent: "reference"},
-		{name: "plan approval, no approval", cell: "approval.reference.local.plan-approval", agent: "nop", problem: "no pending plan approval after run 1"},
+		{name: "plan revision, the control plane accepts the older revision", cell: "grader-calibration.reference.local.plan-revise-accept", agent: "reference",
+			board: func(b Board) Board { return &replaying{Board: b} }, fault: verdict.Harness, err: "accepted confirmation"},
+		{name: "plan approval", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "reference"},
+		{name: "plan approval, no approval", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "nop", problem: "no pending plan approval after run 1"},
+		{name: "plan approval of no revision", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "reference", script: untargeted,
+			problem: "targets no plan revision"},
+		{name: "blocker guidance", cell: "journey-calibration.reference.local.blocker-guidance", agent: "reference"},
+		{name: "blocker guidance, the agent never blocks", cell: "journey-calibration.reference.local.blocker-guidance", agent: "nop", problem: "not blocked on a question"},
 		{name: "warm three turns", cell: "grader-calibration.reference.local.warm-three-turn", agent: "reference"},
 		{name: "warm three turns, no file", cell: "grader-calibration.reference.local.warm-three-turn", agent: "nop", problem: "after turn 1 the workspace file"},
 		{name: "lost acknowledgement", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "reference", restart: true},
@@ -308,6 +305,9 @@ func TestFlows(t *testing.T) {
 			var agentDone sync.WaitGroup
 			if tt.agent != "idle" {
 				script := rc.Reference
+				if tt.script != nil {
+					tt.script(script)
+				}
 				if tt.agent == "nop" {
 					script = nopScript
 				}

@@ -2,14 +2,18 @@ package flows
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// playPlanApproval is flow plan_approval_completion: run 1 must leave a pending plan
-// approval for the task; the human approves it, naming the plan document's latest
-// revision; run 2 finishes.
+// playPlanApproval is flow plan_approval_completion (seed 000 "Task cases and
+// matchers": target the exact two-step canonical plan revision, capture its pending
+// approval, approve it): run 1 must leave a pending approval for the task whose target
+// revision is the plan document's latest revision; the human approves that approval,
+// naming the revision; run 2 finishes. An approval of no revision or of another one is
+// the candidate's contract violation.
 func playPlanApproval(ctx context.Context, s *Session) Outcome {
 	var out Outcome
 	v, err := waitTurn(ctx, s, 1)
@@ -22,11 +26,17 @@ func playPlanApproval(ctx context.Context, s *Session) Outcome {
 		out.Problems = append(out.Problems, "no pending plan approval after run 1")
 		return out
 	}
-	rev := ""
-	for _, d := range v.st.Documents {
-		if d.TaskID == s.TaskID && d.Key == "plan" {
-			rev = d.LatestRevisionID
-		}
+	rev := latestRevision(v, s.TaskID, planKey)
+	switch {
+	case rev == "":
+		out.Problems = append(out.Problems, "no plan document (key \"plan\") after run 1")
+		return out
+	case ap.TargetRevisionID == nil:
+		out.Problems = append(out.Problems, fmt.Sprintf("the pending approval %s targets no plan revision (the plan's latest is %s)", ap.ID, rev))
+		return out
+	case *ap.TargetRevisionID != rev:
+		out.Problems = append(out.Problems, fmt.Sprintf("the pending approval %s targets revision %s, not the plan's latest revision %s", ap.ID, *ap.TargetRevisionID, rev))
+		return out
 	}
 	out.submit()
 	s.log("approving %s (plan revision %s)", ap.ID, rev)
@@ -36,6 +46,19 @@ func playPlanApproval(ctx context.Context, s *Session) Outcome {
 	}
 	_, out.Err = waitTurn(ctx, s, 2)
 	return out
+}
+
+// planKey is the document key of a task's plan.
+const planKey = "plan"
+
+// latestRevision returns the latest revision id of the task's document key, or "".
+func latestRevision(v *view, task, key string) string {
+	for _, d := range v.st.Documents {
+		if d.TaskID == task && d.Key == key {
+			return d.LatestRevisionID
+		}
+	}
+	return ""
 }
 
 // pendingApproval returns the pending approval whose first task is task, or nil.

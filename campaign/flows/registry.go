@@ -38,6 +38,7 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPendingPermissionStop:    playPendingPermissionStop,
 	catalog.FlowLostAcknowledgement:      playLostAcknowledgement,
 	catalog.FlowCrashRetry:               playCrashRetry,
+	catalog.FlowBlockerGuidance:          playBlockerGuidance,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.

@@ -61,12 +61,13 @@ type Case struct {
 const caseTimeout = 60 * time.Second
 
 // Check runs every case against h and returns their results in order: the 13 port
-// contract steps, the 40 Given/When/Then cases, then the 5 board cases (BoardCases).
+// contract steps, the 40 Given/When/Then cases, the 5 board cases (BoardCases), then the
+// journey cases (JourneyCases).
 func Check(h Harness) []CaseResult {
 	var out []CaseResult
 	steps := runPortContract(h)
 	out = append(out, steps...)
-	for _, c := range append(Cases(), BoardCases()...) {
+	for _, c := range append(append(Cases(), BoardCases()...), JourneyCases()...) {
 		out = append(out, runCase(c, h))
 	}
 	return out
@@ -102,7 +103,7 @@ func Run(t *testing.T, h Harness) {
 			})
 		}
 	})
-	for _, c := range append(Cases(), BoardCases()...) {
+	for _, c := range append(append(Cases(), BoardCases()...), JourneyCases()...) {
 		t.Run(c.Name, func(t *testing.T) {
 			r := runCase(c, h)
 			if !r.Passed {

@@ -20,8 +20,8 @@ func TestCheckCountsEveryCase(t *testing.T) {
 	t.Parallel()
 	rs := conformance.Check(conformance.MemoryHarness{})
 	passed, failed := conformance.Summary(rs)
-	if passed+failed != 58 {
-		t.Fatalf("Check returned %d results, want 58 (13 port steps + 40 cases + 5 board cases)", passed+failed)
+	if passed+failed != 60 {
+		t.Fatalf("Check returned %d results, want 60 (13 port steps + 40 cases + 5 board cases + 2 journey cases)", passed+failed)
 	}
 	for _, r := range rs {
 		if !r.Passed {

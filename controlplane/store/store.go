@@ -463,8 +463,12 @@ func (in *Instance) writeBatch(batch []pending) error {
 			}
 		case "secret":
 			s := p.secret
-			_, err = tx.ExecContext(ctx, in.q("INSERT INTO secrets (company_id, id, name, key, version, nonce, ciphertext) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-				s.CompanyID, s.ID, s.Name, s.Key, s.Version, s.Nonce, s.Ciphertext)
+			kind := s.Kind
+			if kind == "" {
+				kind = "env"
+			}
+			_, err = tx.ExecContext(ctx, in.q("INSERT INTO secrets (company_id, id, name, key, kind, version, nonce, ciphertext) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+				s.CompanyID, s.ID, s.Name, s.Key, kind, s.Version, s.Nonce, s.Ciphertext)
 		}
 		if err != nil {
 			tx.Rollback()
@@ -493,12 +497,14 @@ func (in *Instance) Close() error {
 }
 
 // SealedSecret is an encrypted secret as stored (package server seals and opens it;
-// the store never sees the value). Version starts at 1.
+// the store never sees the value). Version starts at 1. Kind is "env" or "login_file"
+// (api.SecretKind; "" is stored as env).
 type SealedSecret struct {
 	CompanyID  string
 	ID         string
 	Name       string
 	Key        string
+	Kind       string
 	Version    int64
 	Nonce      []byte
 	Ciphertext []byte
@@ -523,8 +529,8 @@ func (in *Instance) PutSecret(ctx context.Context, s SealedSecret) error {
 // none.
 func (in *Instance) Secret(ctx context.Context, company, id string) (SealedSecret, bool, error) {
 	s := SealedSecret{CompanyID: company, ID: id}
-	err := in.db.QueryRowContext(ctx, in.q("SELECT name, key, version, nonce, ciphertext FROM secrets WHERE company_id = ? AND id = ? ORDER BY version DESC LIMIT 1"), company, id).
-		Scan(&s.Name, &s.Key, &s.Version, &s.Nonce, &s.Ciphertext)
+	err := in.db.QueryRowContext(ctx, in.q("SELECT name, key, kind, version, nonce, ciphertext FROM secrets WHERE company_id = ? AND id = ? ORDER BY version DESC LIMIT 1"), company, id).
+		Scan(&s.Name, &s.Key, &s.Kind, &s.Version, &s.Nonce, &s.Ciphertext)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SealedSecret{}, false, nil
 	}

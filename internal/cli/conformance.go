@@ -38,9 +38,9 @@ func newConformanceCmdFor(a *app, override conformance.Harness) *cobra.Command {
 		Short: "Run the control-plane port conformance suite against a control plane",
 		Long: strings.TrimSpace(`
 Run the control-plane port conformance suite (the 13 port contract steps,
-the 40 Given/When/Then cases and the 5 board cases: blobs, byte-verified
-deliverables, managed files, idempotent board writes, Retry) against a
-control plane chosen by --target:
+the 40 Given/When/Then cases, the 5 board cases: blobs, byte-verified
+deliverables, managed files, idempotent board writes, Retry; and the 2
+journey cases) against a control plane chosen by --target:
 
   memory    the deterministic in-memory port (default)
   sqlite    a real server on 127.0.0.1 over a temporary SQLite instance, through

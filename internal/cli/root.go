@@ -107,6 +107,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newRunCmd(a),
 		newServeCmd(a),
 		newModelCmd(a),
+		newModelsCmd(a),
 		newAgentsCmd(a),
 		newMCPCmd(a),
 		newEnvironmentsCmd(a),

@@ -65,7 +65,7 @@ func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions
 		}
 	}
 	if len(missing) == 0 {
-		return out, nil
+		return withNode(cmd, out, need)
 	}
 	need = missing
 	installed, err := clis.Install(cmd.Context(), need, clis.Options{Dir: dir, Progress: a.stderr})
@@ -78,6 +78,29 @@ func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions
 	}
 	for _, in := range installed {
 		out[in.Name] = pinOf(in)
+	}
+	return withNode(cmd, out, need)
+}
+
+// withNode sets the Node.js binary of every pinned CLI of need whose entry point is a
+// JavaScript file (clis.RuntimeNode), found on this process's PATH. Errors: no Node.js
+// 20 or later (usage, exit 2).
+func withNode(cmd *cobra.Command, out map[string]attempt.PinnedCLI, need []clis.CLI) (map[string]attempt.PinnedCLI, error) {
+	node := ""
+	for _, c := range need {
+		p, ok := out[c.Name]
+		if !ok || c.Runtime != clis.RuntimeNode {
+			continue
+		}
+		if node == "" {
+			n, err := clis.Node(cmd.Context(), os.Environ())
+			if err != nil {
+				return nil, &UsageError{Err: fmt.Errorf("agent CLI %s runs on Node.js: %w", c.Name, err)}
+			}
+			node = n
+		}
+		p.Node = node
+		out[c.Name] = p
 	}
 	return out, nil
 }

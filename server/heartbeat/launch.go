@@ -101,13 +101,20 @@ func (r *Runner) launchFacts(j job, spec worker.Spec, secrets *redact.Set) (*api
 	if isCLI {
 		f.CLIName = cli
 	}
+	// A JavaScript CLI runs as `node <entry script> …`: its binary is the entry script
+	// (the file its install pinned and hashed), not Node.js.
+	exe := spec.Path
+	if dc := j.cfg.DriverConfig; isCLI && dc != nil && dc.Node != "" && spec.Path == dc.Node && len(spec.Args) > 1 {
+		exe = spec.Args[1]
+		f.Binary = exe
+	}
 	done := make(chan binaryFacts, 1)
-	if fh, err := os.Open(spec.Path); err != nil {
+	if fh, err := os.Open(exe); err != nil {
 		done <- binaryFacts{problems: []string{"the binary could not be opened: " + err.Error()}}
 	} else {
 		go func() {
 			defer fh.Close()
-			done <- r.bins.observe(fh, spec.Path, isCLI, filepath.Join(r.cfg.Dir, "probes"))
+			done <- r.bins.observe(fh, exe, isCLI, filepath.Join(r.cfg.Dir, "probes"))
 		}()
 	}
 	return f, func() {

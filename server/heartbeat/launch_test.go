@@ -13,6 +13,7 @@ import (
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/worker"
 )
 
 func TestArgvShape(t *testing.T) {
@@ -130,5 +131,48 @@ func TestBinaryFacts(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(dir, "probes")); len(entries) != 0 {
 		t.Errorf("probe directories left behind: %v", entries)
+	}
+}
+
+// TestLaunchFactsNodeEntryScript: a JavaScript CLI launched as `node <entry script>`
+// records the entry script (its path, digest and package version) as the launched
+// binary, not Node.js; a native CLI keeps spec.Path.
+func TestLaunchFactsNodeEntryScript(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	pkg := filepath.Join(root, "node_modules", "@qwen-code", "qwen-code")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entry, node := filepath.Join(pkg, "cli-entry.js"), filepath.Join(root, "node")
+	body := []byte("console.log('qwen')\n")
+	if err := os.WriteFile(entry, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "package.json"), []byte(`{"name":"@qwen-code/qwen-code","version":"0.24.4"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(node, []byte("#!/bin/sh\necho v20.0.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	qwen, err := driver.Parse("exec:qwen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{cfg: Config{Dir: root}}
+	j := job{env: &controlplane.Environment{Kind: controlplane.LocalEnvironment},
+		cfg: api.AdapterConfig{Driver: qwen, DriverConfig: &api.DriverConfig{Node: node, Binary: entry}}}
+	f, wait := r.launchFacts(j, worker.Spec{Path: node, Args: []string{node, entry, "-o", "stream-json"}}, redact.NewSet())
+	wait()
+	sum := sha256.Sum256(body)
+	if f.Binary != entry || f.BinarySHA256 != hex.EncodeToString(sum[:]) || f.CLIName != "qwen" || f.CLIVersion != "0.24.4" || len(f.Problems) != 0 {
+		t.Errorf("node CLI facts = %+v", f)
+	}
+	// Without driverConfig node the program itself is the binary.
+	j.cfg.DriverConfig = &api.DriverConfig{Binary: entry}
+	f, wait = r.launchFacts(j, worker.Spec{Path: node, Args: []string{node, entry}}, redact.NewSet())
+	wait()
+	if f.Binary != node {
+		t.Errorf("binary = %s, want %s", f.Binary, node)
 	}
 }

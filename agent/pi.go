@@ -1,0 +1,321 @@
+package agent
+
+import (
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// The Pi driver (docs/pi.md): rpc:pi runs Pi (@mariozechner/pi-coding-agent) in its RPC
+// mode — newline-delimited JSON commands on stdin, responses and events on stdout — as
+// one long-lived process per session (warm by default: every prompt of a case goes to
+// the same process), against the scripted model through a custom OpenAI-compatible
+// provider (offline, no key). Its shapes follow the ACP driver's: Start returns a
+// session; Prompt sends one turn and returns what was observed (PiTurnResult, with the
+// process identity read when the turn started); Steer and FollowUp deliver messages
+// while a turn runs; Cancel is the native Stop (Pi's abort); Close retires the process.
+// Permissions go to a PermissionDecider (agentproof's Pi extension asks before every
+// write or edit through Pi's confirm dialog), Pi's native questions (the extension's
+// ask_user tool: select, confirm, input, editor) to a QuestionDecider, and every RPC
+// line, both ways, is recorded as evidence (JSONL, the ACP log's format with schema
+// PiLogSchema).
+
+// PiDriverName is the driver string of the Pi driver.
+const PiDriverName = "rpc:pi"
+
+// Pi driver configuration keys (driverConfig of an rpc:pi profile), besides timeoutMs
+// (the whole session's life, ms), maxOutputBytes (Pi's stdout, bytes), turnTimeoutMs,
+// startTimeoutMs and cancelGraceMs (ACPKey*), binary (Pi's cli.js), node, modelBaseUrl,
+// script and model (CLIKey*).
+const (
+	// PiKeyGateTools lists the Pi tools whose calls ask permission first (default
+	// write and edit; an empty list turns the gate off).
+	PiKeyGateTools = "gateTools"
+)
+
+// Defaults of the Pi driver.
+const (
+	// DefaultPiMaxOutputBytes bounds Pi's stdout when driverConfig sets no
+	// maxOutputBytes: Pi streams every partial message, so a turn's events add up.
+	DefaultPiMaxOutputBytes = 64 << 20
+	// PiQuestionTool is the extension's native-question tool.
+	PiQuestionTool = "ask_user"
+	// PiToolPrefix starts the name of every semantic tool in Pi (agentproof_finish_task).
+	PiToolPrefix = MCPServerName + "_"
+)
+
+// DefaultPiGateTools are the Pi tools that ask permission unless driverConfig says
+// otherwise.
+var DefaultPiGateTools = []string{"write", "edit"}
+
+// piTools are Pi's built-in tools (a gate may name only these).
+var piTools = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
+
+//go:embed pi_extension.js
+var piExtension []byte
+
+// PiExtension returns agentproof's Pi extension (the JavaScript file the driver writes
+// into each session's directory).
+func PiExtension() []byte { return slices.Clone(piExtension) }
+
+// PiDriver starts Pi sessions. It is immutable and safe for concurrent use.
+type PiDriver struct {
+	binary       string
+	node         string
+	modelURL     string
+	model        string
+	gate         []string
+	bounds       bounds
+	turnTimeout  time.Duration
+	startTimeout time.Duration
+	cancelGrace  time.Duration
+}
+
+// NewPi returns the Pi driver configured by config (the profile's driverConfig):
+// TimeoutMs (the whole session's life, ms), MaxOutputBytes (Pi's stdout, bytes;
+// default DefaultPiMaxOutputBytes), TurnTimeoutMs, StartTimeoutMs, CancelGraceMs (ms,
+// > 0), Binary and Node (absolute paths), ModelBaseURL (a loopback http URL), Script
+// (oracle, nop or wrong), Model (the model id Pi asks for) and GateTools (the Pi tools
+// that ask permission; an empty list turns the gate off). A key the driver does not
+// read and a value out of range are a *ConfigError listing every problem.
+func NewPi(config api.DriverConfig) (*PiDriver, error) {
+	ce := &ConfigError{Driver: PiDriverName}
+	d := &PiDriver{model: ScriptedModelID, gate: DefaultPiGateTools, turnTimeout: DefaultACPTurnTimeout,
+		startTimeout: DefaultACPStartTimeout, cancelGrace: DefaultACPCancelGrace}
+	d.bounds = parseBounds(config, driver.Name{Kind: driver.KindRPC, Arg: "pi"}, ce, []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace,
+		CLIKeyBinary, ACPKeyNode, CLIKeyModelBaseURL, CLIKeyScript, CLIKeyModel, PiKeyGateTools})
+	if config.MaxOutputBytes == nil {
+		d.bounds.maxOutput = DefaultPiMaxOutputBytes
+	}
+	for _, f := range []struct {
+		key string
+		v   *int64
+		dst *time.Duration
+	}{{ACPKeyTurnTimeout, config.TurnTimeoutMs, &d.turnTimeout}, {ACPKeyStartTimeout, config.StartTimeoutMs, &d.startTimeout}, {ACPKeyCancelGrace, config.CancelGraceMs, &d.cancelGrace}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v <= 0 || *f.v >= 1<<62/int64(time.Millisecond) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be a positive whole number of milliseconds", f.key, *f.v))
+			continue
+		}
+		*f.dst = time.Duration(*f.v) * time.Millisecond
+	}
+	for _, f := range []struct {
+		key, v string
+		dst    *string
+	}{{CLIKeyBinary, config.Binary, &d.binary}, {ACPKeyNode, config.Node, &d.node}} {
+		if f.v == "" {
+			continue
+		}
+		if !filepath.IsAbs(f.v) || strings.ContainsRune(f.v, 0) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %s must be an absolute path", f.key, f.v))
+		}
+		*f.dst = f.v
+	}
+	if s := config.ModelBaseURL; s != "" {
+		if !strings.HasPrefix(s, "http://127.0.0.1:") && !strings.HasPrefix(s, "http://[::1]:") && !strings.HasPrefix(s, "http://localhost:") {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("modelBaseUrl %s must be a loopback http URL (the scripted model)", s))
+		}
+		d.modelURL = strings.TrimRight(s, "/")
+	}
+	if s := config.Model; s != "" {
+		if len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' || r == '\\' }) {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("model %s must be a model id (at most 200 characters, no spaces, quotes or control characters)", s))
+		}
+		d.model = s
+	}
+	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("script %s is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
+	}
+	if config.GateTools != nil {
+		d.gate = []string{}
+		for _, t := range *config.GateTools {
+			if !slices.Contains(piTools, t) {
+				ce.Problems = append(ce.Problems, fmt.Sprintf("%s: %s is not a Pi tool (%s)", PiKeyGateTools, t, strings.Join(piTools, ", ")))
+				continue
+			}
+			d.gate = append(d.gate, t)
+		}
+	}
+	if len(ce.Problems) > 0 {
+		return nil, ce
+	}
+	return d, nil
+}
+
+// Name is the driver string, "rpc:pi".
+func (d *PiDriver) Name() string { return PiDriverName }
+
+// PiSessionDir is the directory of Pi session n (1-based) below an agent's state
+// directory: STATE/pi-sessions/<n>. It holds the session's HOME (home/, with Pi's
+// home/.pi/agent/models.json), XDG directories, TMPDIR (tmp/), the extension
+// (agentproof-pi.js) and its configuration (agentproof-pi.json), and run-id.
+func PiSessionDir(stateDir string, n int) string {
+	return filepath.Join(stateDir, "pi-sessions", strconv.Itoa(n))
+}
+
+// nextPiSession returns the next free Pi session index below stateDir.
+func nextPiSession(stateDir string) (int, error) {
+	entries, err := os.ReadDir(filepath.Join(stateDir, "pi-sessions"))
+	if err != nil && !os.IsNotExist(err) {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		if i, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() {
+			n = max(n, i)
+		}
+	}
+	return n + 1, nil
+}
+
+// piLaunch is one Pi session's process and what Start creates first.
+type piLaunch struct {
+	spec  worker.Spec
+	index int
+	dir   string
+	dirs  []string
+	files map[string][]byte
+	nonce string // the permission requests' marker
+}
+
+// PiExtensionConfig is the extension's configuration (agentproof-pi.json): the gate
+// (tools and the marker of its confirm titles), the question tool, and the MCP bridge
+// (the agentproof MCP server's command and the tools it serves, registered in Pi under
+// PiToolPrefix).
+type PiExtensionConfig struct {
+	Schema     string            `json:"schema"`
+	Permission piGateConfig      `json:"permission"`
+	Questions  piQuestionConfig  `json:"questions"`
+	MCP        piMCPBridgeConfig `json:"mcp"`
+}
+
+type piGateConfig struct {
+	Tools []string `json:"tools"`
+	Nonce string   `json:"nonce"`
+}
+
+type piQuestionConfig struct {
+	Tool string `json:"tool"`
+}
+
+type piMCPBridgeConfig struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Prefix  string   `json:"prefix"`
+	Tools   []PiTool `json:"tools"`
+}
+
+// PiTool is one semantic tool the extension registers in Pi and proxies to the
+// agentproof MCP server: the MCP tool's name, description and input schema (JSON
+// Schema). The caller supplies them (package mcp's Tools; agent cannot import mcp).
+type PiTool struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	InputSchema map[string]any `json:"inputSchema"`
+}
+
+// PiExtensionSchema tags the extension's configuration.
+const PiExtensionSchema = "agentproof.pi-extension/v1"
+
+// PiModelsJSON is Pi's ~/.pi/agent/models.json: one provider "agentproof" at modelURL
+// (OpenAI Chat Completions, no key: the scripted model checks none) serving model.
+func PiModelsJSON(modelURL, model string) []byte {
+	b, _ := json.MarshalIndent(map[string]any{"providers": map[string]any{MCPServerName: map[string]any{
+		"baseUrl": modelURL, "api": "openai-completions", "apiKey": ScriptedAPIKey,
+		"models": []any{map[string]any{"id": model, "name": model, "reasoning": false, "input": []string{"text"},
+			"contextWindow": 128000, "maxTokens": 4096, "cost": map[string]int{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}},
+	}}}, "", "  ")
+	return append(b, '\n')
+}
+
+// PiArgs is Pi's argv after the entry script: RPC mode, the agentproof provider and
+// model, no session file, offline, no discovered extensions, skills, prompt templates,
+// themes or context files, and agentproof's extension.
+func PiArgs(model, extension string) []string {
+	return []string{"--mode", "rpc", "--provider", MCPServerName, "--model", model, "--no-session", "--offline",
+		"--no-extensions", "-e", extension, "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files"}
+}
+
+// launch plans session n for env with the semantic tools (pure: Start creates what it
+// lists).
+func (d *PiDriver) launch(env RunEnv, n int, tools []PiTool) (piLaunch, error) {
+	if err := requireRun(env, true); err != nil {
+		return piLaunch{}, err
+	}
+	if err := requireExecutable(env); err != nil {
+		return piLaunch{}, err
+	}
+	if d.binary == "" || d.node == "" {
+		return piLaunch{}, fmt.Errorf("agent: %s: no Pi entry script or Node.js configured (driverConfig binary and node; `agentproof agents install pi`)", d.Name())
+	}
+	if d.modelURL == "" {
+		return piLaunch{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
+	}
+	dir := PiSessionDir(env.StateDir, n)
+	home := filepath.Join(dir, "home")
+	nonce := make([]byte, 12)
+	if _, err := rand.Read(nonce); err != nil {
+		return piLaunch{}, err
+	}
+	l := piLaunch{index: n, dir: dir, nonce: hex.EncodeToString(nonce), files: map[string][]byte{},
+		dirs: []string{home, filepath.Join(home, ".pi", "agent"), filepath.Join(dir, "tmp"),
+			filepath.Join(dir, "xdg", "config"), filepath.Join(dir, "xdg", "data"), filepath.Join(dir, "xdg", "cache"), filepath.Join(dir, "xdg", "state")}}
+	modelURL := d.modelURL + "/runs/" + strconv.Itoa(n) + "/v1"
+	l.files[filepath.Join(home, ".pi", "agent", "models.json")] = PiModelsJSON(modelURL, d.model)
+	ext := filepath.Join(dir, "agentproof-pi.js")
+	l.files[ext] = PiExtension()
+	cfg := PiExtensionConfig{Schema: PiExtensionSchema, Permission: piGateConfig{Tools: d.gate, Nonce: l.nonce},
+		Questions: piQuestionConfig{Tool: PiQuestionTool},
+		MCP:       piMCPBridgeConfig{Command: env.Executable, Args: []string{"mcp"}, Prefix: PiToolPrefix, Tools: tools}}
+	if cfg.MCP.Tools == nil {
+		cfg.MCP.Tools = []PiTool{}
+	}
+	cfgJSON, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return piLaunch{}, fmt.Errorf("agent: %s: encoding the extension's configuration: %w", d.Name(), err)
+	}
+	cfgFile := filepath.Join(dir, "agentproof-pi.json")
+	l.files[cfgFile] = append(cfgJSON, '\n')
+	envMap := map[string]string{
+		"HOME": home, "LANG": "C.UTF-8", "PATH": cliPath, "TZ": "UTC", "TERM": "dumb", "NO_COLOR": "1",
+		"XDG_CONFIG_HOME": filepath.Join(dir, "xdg", "config"), "XDG_DATA_HOME": filepath.Join(dir, "xdg", "data"),
+		"XDG_CACHE_HOME": filepath.Join(dir, "xdg", "cache"), "XDG_STATE_HOME": filepath.Join(dir, "xdg", "state"),
+		"TMPDIR": filepath.Join(dir, "tmp"), "PI_OFFLINE": "1", "AGENTPROOF_PI_CONFIG": cfgFile,
+	}
+	for name, v := range env.Secrets {
+		if !envNameRE().MatchString(name) || strings.HasPrefix(name, "AGENTPROOF_") {
+			return piLaunch{}, fmt.Errorf("agent: secret name %q is not usable in an agent's environment", name)
+		}
+		if _, taken := envMap[name]; taken {
+			return piLaunch{}, fmt.Errorf("agent: secret name %q collides with a variable the runner sets", name)
+		}
+		envMap[name] = v
+	}
+	var e []string
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range envMap {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		e = append(e, k+"="+envMap[k])
+	}
+	l.spec = worker.Spec{Path: d.node, Args: append([]string{d.node, d.binary}, PiArgs(d.model, ext)...), Env: e,
+		Dir: env.Workspace, Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput}
+	return l, nil
+}

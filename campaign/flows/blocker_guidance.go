@@ -1,0 +1,44 @@
+package flows
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// playBlockerGuidance is flow blocker_guidance (seed 000 "Direct blocker fixtures"):
+// run 1 must leave the task blocked on a question only the human can decide (the
+// worker's block comment); the human answers with the case's one followup as a board
+// comment, which wakes the worker; run 2 must continue with the answer and finish. A
+// task that is not blocked after run 1 is the candidate's contract violation. The
+// company also has a manager agent the fixtures created; the flow does nothing with
+// it, and the blocker_guidance matcher fails the cell when it ran anywhere.
+func playBlockerGuidance(ctx context.Context, s *Session) Outcome {
+	var out Outcome
+	v, err := waitTurn(ctx, s, 1)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	if v.task == nil || v.task.Status != controlplane.TaskBlocked {
+		status := "missing"
+		if v.task != nil {
+			status = string(v.task.Status)
+		}
+		out.Problems = append(out.Problems, fmt.Sprintf("the task is %s after run 1, not blocked on a question for the human", status))
+		return out
+	}
+	if len(s.Rendered.Followups) != 1 {
+		out.Err = permanent(fmt.Errorf("flow blocker_guidance needs exactly one followup (the human's answer), the case has %d", len(s.Rendered.Followups)))
+		return out
+	}
+	out.submit()
+	s.log("answering the blocked task with a comment")
+	if _, err := s.Board.Comment(ctx, s.TaskID, s.Rendered.Followups[0]); err != nil {
+		out.Err = BoardFault("answering the blocked task", err)
+		return out
+	}
+	_, out.Err = waitTurn(ctx, s, 2)
+	return out
+}
