@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,6 +37,39 @@ type BuiltinConfig struct {
 	Schema    string                   `json:"schema"`
 	Nonce     string                   `json:"nonce"`
 	Reference *catalog.ReferenceScript `json:"reference"`
+	// Hostile is what the harness gives a hostile suite agent (driver hostile:<attack>)
+	// to aim at; nil for every other built-in agent.
+	Hostile *HostileTargets `json:"hostile,omitempty"`
+}
+
+// HostileTargets are the attempt's targets of a hostile suite agent
+// (hostile.Target; docs/environments.md "Hostile agents"), all on the host:
+//
+//   - ControllerPID: the pid of the serve child that launches the agent (>= 1, or 0);
+//   - Tripwire: the harness's tripwire, a loopback IPv4 host:port on no allowlist ("": none);
+//   - Outside: an absolute directory of the attempt outside the workspace ("": none).
+type HostileTargets struct {
+	ControllerPID int    `json:"controllerPid,omitempty"`
+	Tripwire      string `json:"tripwire,omitempty"`
+	Outside       string `json:"outside,omitempty"`
+}
+
+// problems lists what is wrong with t.
+func (t *HostileTargets) problems() []string {
+	var p []string
+	if t.ControllerPID < 0 {
+		p = append(p, fmt.Sprintf("hostile.controllerPid %d is negative", t.ControllerPID))
+	}
+	if t.Tripwire != "" {
+		host, _, err := net.SplitHostPort(t.Tripwire)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || ip.To4() == nil {
+			p = append(p, fmt.Sprintf("hostile.tripwire %q must be a loopback IPv4 host:port", t.Tripwire))
+		}
+	}
+	if t.Outside != "" && (!filepath.IsAbs(t.Outside) || filepath.Clean(t.Outside) != t.Outside) {
+		p = append(p, fmt.Sprintf("hostile.outside %q must be an absolute, clean path", t.Outside))
+	}
+	return p
 }
 
 // ParseBuiltinConfig decodes and checks a BuiltinConfig (untrusted input: it comes from
@@ -90,6 +124,9 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 				}
 			}
 		}
+	}
+	if c.Hostile != nil {
+		p = append(p, c.Hostile.problems()...)
 	}
 	if len(p) > 0 {
 		return nil, fmt.Errorf("agent: built-in agent configuration: %s", strings.Join(p, "; "))
@@ -227,7 +264,11 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 	if attack, ok := n.Hostile(); ok {
 		// The hostile suite's agent attacks first, then carries out the reference
 		// script: what the host observed of the attack decides the verdict.
-		rep := hostile.RunSuite(attack, hostile.Target{ServerHome: vars[EnvHostileServerHome], Credentials: credentialLines(credentials)})
+		t := hostile.Target{ServerHome: vars[EnvHostileServerHome], Credentials: credentialLines(credentials), OwnEnv: environ}
+		if h := cfg.Hostile; h != nil {
+			t.ControllerPID, t.Tripwire, t.Outside = h.ControllerPID, h.Tripwire, h.Outside
+		}
+		rep := hostile.RunSuite(attack, t)
 		b, _ := json.Marshal(rep)
 		attackReport = string(b)
 	}

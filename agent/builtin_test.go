@@ -145,6 +145,12 @@ func TestParseBuiltinConfig(t *testing.T) {
 			[]string{`schema "v0"`, `nonce "bad nonce!"`, "turns[0] is empty", `trigger "whenever"`, "turns[1].steps[0]", "turns[1].steps[1]"}},
 		{"no script", `{"schema":"agentproof.builtin-agent-config/v1","nonce":"a"}`, []string{"at least one turn"}},
 		{"too large", `{"schema":"` + strings.Repeat("x", agent.MaxBuiltinConfigBytes) + `"}`, []string{"the limit is"}},
+		{"hostile targets", `{"schema":"agentproof.builtin-agent-config/v1","nonce":"a","reference":{"turns":[{"trigger":"assignment","steps":[]}]},"hostile":{"controllerPid":-1,"tripwire":"10.0.0.1:80","outside":"rel/dir"}}`,
+			[]string{"controllerPid -1", `tripwire "10.0.0.1:80"`, `outside "rel/dir"`}},
+	}
+	goodHostile := `{"schema":"agentproof.builtin-agent-config/v1","nonce":"a","reference":{"turns":[{"trigger":"assignment","steps":[]}]},"hostile":{"controllerPid":42,"tripwire":"127.0.0.1:9","outside":"/tmp/x/outside"}}`
+	if c, err := agent.ParseBuiltinConfig([]byte(goodHostile)); err != nil || c.Hostile == nil || c.Hostile.ControllerPID != 42 {
+		t.Errorf("good hostile targets: %+v, %v", c, err)
 	}
 	for _, tc := range tests {
 		_, err := agent.ParseBuiltinConfig([]byte(tc.doc))

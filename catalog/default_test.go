@@ -22,7 +22,7 @@ func TestDefaultCatalog(t *testing.T) {
 		sizes[cell.Suite.ID]++
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
-		"cli-calibration": 4, "claude": 3, "sandbox-compatibility": 6, "hostile-sandbox": 5, "hostile-local": 2, "board-idempotency": 6,
+		"cli-calibration": 4, "claude": 6, "sandbox-compatibility": 6, "hostile-sandbox": 9, "hostile-local": 6, "board-idempotency": 6,
 		"native-boundaries": 9, "native-boundaries-cli": 4, "native-boundaries-claude": 2, "native-boundaries-warm-claude": 1, "native-boundaries-warm": 3, "native-boundaries-warm-cli": 2, "journey-calibration": 8, "product-journeys": 4,
 		BreadthLiveSuite: 5, BreadthOfflineSuite: 5, "more-clis-calibration": 6, "more-clis": 12}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
@@ -39,10 +39,13 @@ func TestDefaultCatalog(t *testing.T) {
 		"reference@local": "passed", "nop@local": "failed", "wrong@local": "failed", "leaky@local": "failed",
 		"codex@local": "passed", "codex-nop@local": "failed", "opencode@local": "passed", "opencode-nop@local": "failed",
 		// the hostile suite: contained in the sandbox (the limits fail the cell, named);
-		// the read and write attacks succeed under local (secret_leak)
+		// under local the read, environ, connect and write attacks succeed (secret_leak)
+		// and the daemon escapes its process group (cleanup_failure)
 		"hostile-read-server@sandbox-hostile": "passed", "hostile-write-server@sandbox-hostile": "passed", "hostile-daemon@sandbox-hostile": "passed",
-		"hostile-forkbomb@sandbox-hostile": "failed", "hostile-memory@sandbox-hostile": "failed",
-		"hostile-read-server@local": "failed", "hostile-write-server@local": "failed",
+		"hostile-proc-environ@sandbox-hostile": "passed", "hostile-connect@sandbox-hostile": "passed", "hostile-write-outside@sandbox-hostile": "passed",
+		"hostile-forkbomb@sandbox-hostile": "failed", "hostile-memory@sandbox-hostile": "failed", "hostile-diskfill@sandbox-hostile": "failed",
+		"hostile-read-server@local": "failed", "hostile-write-server@local": "failed", "hostile-proc-environ@local": "failed",
+		"hostile-connect@local": "failed", "hostile-write-outside@local": "failed", "hostile-daemon@local": "failed",
 		"acp-reference@local": "passed", "acp-nop@local": "failed", "acp-wrong@local": "failed",
 		"acp-reference-warm@local": "passed", "acp-reference-per-turn@local": "failed", "acp-wrong-warm@local": "failed",
 		"kilo@local": "passed", "kilo-nop@local": "failed", "qwen@local": "passed", "qwen-nop@local": "failed", "copilot@local": "passed", "copilot-nop@local": "failed",

@@ -120,13 +120,23 @@ func TestParseLeaseProblems(t *testing.T) {
 	if _, err := ParseLease(good); err != nil {
 		t.Fatal(err)
 	}
+	// The sockets may live in the lease's own short socket directory instead.
+	short := validLease("/r/lease-0123456789abcdef")
+	short.SocketDir = "/run/apf-0123456789abcdef"
+	short.Endpoints[0].Socket = "/run/apf-0123456789abcdef/cp.sock"
+	shortJSON, _ := json.Marshal(short)
+	if _, err := ParseLease(shortJSON); err != nil {
+		t.Errorf("sockets in the socket directory: %v", err)
+	}
 	rows := map[string]string{
-		"unknown field":  strings.Replace(string(good), `"schema"`, `"colour":"blue","schema"`, 1),
-		"bad id":         strings.Replace(string(good), `"id":"lease-0123456789abcdef"`, `"id":"../etc"`, 1),
-		"socket outside": strings.Replace(string(good), `/r/lease-0123456789abcdef/bridge/cp.sock`, `/run/other.sock`, 1),
-		"unpinned":       strings.Replace(string(good), `"pids":64`, `"pids":0`, 1),
-		"trailing":       string(good) + `{}`,
-		"provider":       strings.Replace(string(good), `"provider":"sandbox"`, `"provider":"daytona"`, 1),
+		"socket outside both": strings.Replace(string(shortJSON), `/run/apf-0123456789abcdef/cp.sock`, `/run/other.sock`, 1),
+		"relative socketDir":  strings.Replace(string(shortJSON), `"socketDir":"/run/apf-0123456789abcdef"`, `"socketDir":"run/apf"`, 1),
+		"unknown field":       strings.Replace(string(good), `"schema"`, `"colour":"blue","schema"`, 1),
+		"bad id":              strings.Replace(string(good), `"id":"lease-0123456789abcdef"`, `"id":"../etc"`, 1),
+		"socket outside":      strings.Replace(string(good), `/r/lease-0123456789abcdef/bridge/cp.sock`, `/run/other.sock`, 1),
+		"unpinned":            strings.Replace(string(good), `"pids":64`, `"pids":0`, 1),
+		"trailing":            string(good) + `{}`,
+		"provider":            strings.Replace(string(good), `"provider":"sandbox"`, `"provider":"daytona"`, 1),
 	}
 	for name, data := range rows {
 		var se *SpecError

@@ -59,7 +59,12 @@ const LeaseFileName = "lease.json"
 //   - StartedAt: when Setup began (UTC).
 //   - Dir: the lease directory (absolute), "" for a local lease without a Root.
 //   - Workspace: the host workspace bound read-write at the same path ("" for local).
-//   - Endpoints: the allowlist with each endpoint's Socket filled in.
+//   - SocketDir: the host directory of the endpoints' bridge sockets when the provider
+//     keeps them outside Dir (a socket path holds at most 107 bytes, so the sandbox
+//     puts them in a short per-lease directory such as /run/apf-<random>, whatever the
+//     depth of Dir); "" when they live in Dir.
+//   - Endpoints: the allowlist with each endpoint's Socket filled in (inside Dir or
+//     SocketDir).
 type Lease struct {
 	Schema           string          `json:"schema"`
 	ID               string          `json:"id"`
@@ -71,6 +76,7 @@ type Lease struct {
 	StartedAt        time.Time       `json:"startedAt"`
 	Dir              string          `json:"dir,omitempty"`
 	Workspace        string          `json:"workspace,omitempty"`
+	SocketDir        string          `json:"socketDir,omitempty"`
 	Endpoints        []Endpoint      `json:"endpoints,omitempty"`
 	Live             bool            `json:"live,omitempty"`
 	State            json.RawMessage `json:"state,omitempty"`
@@ -153,10 +159,14 @@ func (l *Lease) Problems() []string {
 			p = append(p, "a sandbox lease needs its directory")
 		}
 	}
+	if l.SocketDir != "" && (!cleanAbs(l.SocketDir) || l.SocketDir == "/") {
+		p = append(p, fmt.Sprintf("socketDir %q must be an absolute, clean path", clip(l.SocketDir)))
+	}
 	p = append(p, Allowlist(l.Endpoints).Problems(l.Live)...)
 	for i, e := range l.Endpoints {
-		if e.Socket != "" && (!cleanAbs(e.Socket) || (l.Dir != "" && !Within(l.Dir, e.Socket))) {
-			p = append(p, fmt.Sprintf("endpoints[%d].socket %q must be an absolute path inside the lease directory", i, clip(e.Socket)))
+		inside := l.Dir == "" || Within(l.Dir, e.Socket) || (l.SocketDir != "" && Within(l.SocketDir, e.Socket))
+		if e.Socket != "" && (!cleanAbs(e.Socket) || !inside) {
+			p = append(p, fmt.Sprintf("endpoints[%d].socket %q must be an absolute path inside the lease directory or its socket directory", i, clip(e.Socket)))
 		}
 	}
 	return p

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -80,5 +81,62 @@ func TestAttacksUncontained(t *testing.T) {
 		if code, _ := run(t, bad...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want usage", bad, code)
 		}
+	}
+}
+
+// TestSuiteAttacksUncontained: the suite's attacks on targets within reach (what local
+// offers) escape and show what they got; without a target, or against a closed one,
+// they are contained. diskfill and memory are left to the sandbox tests (they write
+// and touch 4 GiB).
+func TestSuiteAttacksUncontained(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("tripwire-secret\n"))
+			_ = c.Close()
+		}
+	}()
+	// A "controller": a process whose environment holds a variable we do not have.
+	ctl := exec.Command("/usr/bin/sleep", "30")
+	ctl.Env = []string{"PATH=/usr/bin:/bin", "CONTROLLER_KEY=ctl-secret"}
+	if err := ctl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ctl.Process.Kill(); _ = ctl.Wait() }()
+	own := []string{"PATH=/usr/bin:/bin"}
+	rows := []struct {
+		name      string
+		attack    string
+		target    Target
+		contained bool
+		output    string
+	}{
+		{"environ read", "proc-environ", Target{ControllerPID: ctl.Process.Pid, OwnEnv: own}, false, "CONTROLLER_KEY=ctl-secret"},
+		{"environ: only what it was given", "proc-environ", Target{ControllerPID: ctl.Process.Pid, OwnEnv: append(own, "CONTROLLER_KEY=ctl-secret")}, true, ""},
+		{"environ: no pid", "proc-environ", Target{}, true, ""},
+		{"tripwire reached", "connect", Target{Tripwire: ln.Addr().String()}, false, "tripwire-secret"},
+		{"no tripwire", "connect", Target{}, true, ""},
+		{"outside written", "write-outside", Target{Outside: dir, Credentials: "K=v"}, false, ""},
+		{"outside absent", "write-outside", Target{Outside: filepath.Join(dir, "absent"), Credentials: "K=v"}, true, ""},
+		{"unknown", "nope", Target{}, true, ""},
+	}
+	for _, r := range rows {
+		rep := RunSuite(r.attack, r.target)
+		if rep.Contained != r.contained || !strings.Contains(rep.Output, r.output) || rep.Attack != r.attack {
+			t.Errorf("%s: %+v", r.name, rep)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, SuiteOutsideFile)); err != nil || !strings.Contains(string(b), "K=v") {
+		t.Errorf("outside file: %q, %v", b, err)
 	}
 }

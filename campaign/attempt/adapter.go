@@ -21,11 +21,15 @@ type agentInput struct {
 	modelURL  string
 	cli       PinnedCLI
 	live      bool
+	hostile   *agent.HostileTargets // a hostile suite agent's targets; nil otherwise
 }
 
 // agentInput collects the agent's adapter inputs from the provisioned attempt.
 func (x *LocalExecutor) agentInput(plan campaign.AttemptPlan, p *Provisioned) agentInput {
 	in := agentInput{workspace: p.Workspace, live: x.Live}
+	if p.Instance != nil {
+		in.hostile = p.Hostile.targets(p.Instance.pid())
+	}
 	if p.Model != nil {
 		in.modelURL = p.Model.running.URL
 	}
@@ -104,7 +108,7 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 		if plan.Case.Reference == nil {
 			return nil, fmt.Errorf("case %s has no reference script for the %s agent", plan.Cell.Case.ID, p.Driver)
 		}
-		b, err := json.Marshal(agent.BuiltinConfig{Schema: agent.BuiltinConfigSchema, Nonce: plan.Nonce, Reference: plan.Case.Reference})
+		b, err := json.Marshal(agent.BuiltinConfig{Schema: agent.BuiltinConfigSchema, Nonce: plan.Nonce, Reference: plan.Case.Reference, Hostile: in.hostile})
 		if err != nil {
 			return nil, fmt.Errorf("encoding the built-in agent's configuration: %w", err)
 		}

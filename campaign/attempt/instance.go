@@ -15,6 +15,7 @@ type instance struct {
 	exe, home, root string
 	marker          string      // the attempt's process marker every agent process carries
 	flags           []string    // further serve flags (serveFlags), the same for every child
+	canary          string      // the controller canary of every child's environment
 	child           *serveChild // nil after a restart whose new child did not start
 	url, token      string      // the last child's, kept when it is gone
 	// earlier holds the stderr logs of children a restart stopped, oldest first.
@@ -22,13 +23,22 @@ type instance struct {
 }
 
 // startInstance starts the first serve child with the attempt's process marker and
-// further serve flags (startServe's errors).
-func startInstance(ctx context.Context, exe, home, root, marker string, flags []string) (*instance, error) {
-	child, err := startServe(ctx, exe, home, root, marker, flags)
+// controller canary (ControllerCanaryKey; "" for none) and the further serve flags
+// (startServe's errors).
+func startInstance(ctx context.Context, exe, home, root, marker, canary string, flags []string) (*instance, error) {
+	child, err := startServe(ctx, exe, home, root, marker, canary, flags)
 	if err != nil {
 		return nil, err
 	}
-	return &instance{exe: exe, home: home, root: root, marker: marker, flags: flags, child: child, url: child.URL(), token: child.token}, nil
+	return &instance{exe: exe, home: home, root: root, marker: marker, canary: canary, flags: flags, child: child, url: child.URL(), token: child.token}, nil
+}
+
+// pid is the running child's pid (0 when none runs).
+func (in *instance) pid() int {
+	if in.child == nil || in.child.cmd.Process == nil {
+		return 0
+	}
+	return in.child.cmd.Process.Pid
 }
 
 // board returns a board client of the running child (of the last one when none runs:
@@ -50,7 +60,7 @@ func (in *instance) restart(ctx context.Context) (killed bool, err error) {
 		return killed, fmt.Errorf("stopping: %w", err)
 	}
 	in.earlier = append(in.earlier, in.child.stderr.Bytes())
-	child, err := startServe(ctx, in.exe, in.home, in.root, in.marker, in.flags)
+	child, err := startServe(ctx, in.exe, in.home, in.root, in.marker, in.canary, in.flags)
 	if err != nil {
 		in.child = nil
 		return killed, err

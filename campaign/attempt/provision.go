@@ -34,6 +34,11 @@ type Provisioned struct {
 	Instance  *instance
 	Model     *modelServer
 	Canary    string
+	// ControllerCanary is the attempt's controller canary (ControllerCanaryKey), in
+	// the serve child's environment and the secret set.
+	ControllerCanary string
+	// Hostile holds the targets of a hostile suite agent (nil for other cells).
+	Hostile *hostileHold
 	// Marker is the attempt's process marker (worker.NewMarker): the serve child
 	// gives it to every agent process it launches (`serve --process-marker`), and
 	// teardown kills whatever still carries it after the server stopped.
@@ -79,11 +84,22 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 		return p
 	}
 	p.Canary = "apcanary-" + hex.EncodeToString(canary)
-	p.Secrets = redact.NewSet(p.Canary)
+	if p.ControllerCanary, err = randomSecret("apcontroller-"); err != nil {
+		p.Fault = verdict.HarnessFault(fmt.Errorf("harness canary: %w", err), true)
+		return p
+	}
+	p.Secrets = redact.NewSet(p.Canary, p.ControllerCanary)
 	for _, c := range x.Canaries {
 		p.Secrets = p.Secrets.WithCredentials(c.Value)
 	}
 	p.Marker = worker.NewMarker()
+	if isHostile(a.plan) {
+		if p.Hostile, err = startHostile(root); err != nil {
+			p.Fault = verdict.HarnessFault(err, true)
+			return p
+		}
+		p.Secrets = p.Secrets.With(p.Hostile.secret)
+	}
 	if p.Fault = x.startServices(ctx, a, &p); p.Fault == nil && needsLease(a.plan.Cell.Environment) {
 		p.Lease, p.Fault = x.provisionLease(ctx, a, &p)
 	}
@@ -93,7 +109,7 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 // startServices starts the serve child (adding the instance's own secrets to the set)
 // and the scripted model of an offline CLI cell.
 func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provisioned) *verdict.Fault {
-	in, err := startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, x.serveFlags())
+	in, err := startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags())
 	if err != nil {
 		return verdict.HarnessFault(err, true)
 	}

@@ -91,10 +91,15 @@ const serveGOGC = "GOGC=400"
 
 // serveEnv is the explicit environment of a serve child: nothing of the parent's
 // (PREAMBLE: child processes get an explicit environment), HOME and TMPDIR inside the
-// attempt's private root, and serveGOGC (agent processes get an explicit environment
-// of their own from the server, without it).
-func serveEnv(root string) []string {
-	return []string{"PATH=/usr/bin:/bin", "LANG=C", "TZ=UTC", serveGOGC, "HOME=" + root, "TMPDIR=" + filepath.Join(root, "tmp")}
+// attempt's private root, serveGOGC (agent processes get an explicit environment of
+// their own from the server, without it) and the attempt's controller canary
+// (ControllerCanaryKey) when it has one.
+func serveEnv(root, controllerCanary string) []string {
+	env := []string{"PATH=/usr/bin:/bin", "LANG=C", "TZ=UTC", serveGOGC, "HOME=" + root, "TMPDIR=" + filepath.Join(root, "tmp")}
+	if controllerCanary != "" {
+		env = append(env, ControllerCanaryKey+"="+controllerCanary)
+	}
+	return env
 }
 
 // startServe starts `<exe> serve --home home --addr 127.0.0.1:0 --process-marker
@@ -103,7 +108,7 @@ func serveEnv(root string) []string {
 // waits for its ready line
 // {"addr","pid"} and reads the board token from the home. Errors name what failed;
 // their text classifies as transient infrastructure ("server … failed").
-func startServe(ctx context.Context, exe, home, root, marker string, flags []string) (*serveChild, error) {
+func startServe(ctx context.Context, exe, home, root, marker, controllerCanary string, flags []string) (*serveChild, error) {
 	args := []string{"serve", "--home", home, "--addr", "127.0.0.1:0"}
 	if marker != "" {
 		args = append(args, "--process-marker", marker)
@@ -111,7 +116,7 @@ func startServe(ctx context.Context, exe, home, root, marker string, flags []str
 	args = append(args, flags...)
 	cmd := exec.Command(exe, args...)
 	cmd.Args[0] = "agentproof" // argv[0] names the command (a test binary dispatches on it)
-	cmd.Env = serveEnv(root)
+	cmd.Env = serveEnv(root, controllerCanary)
 	cmd.Dir = root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()

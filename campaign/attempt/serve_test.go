@@ -80,7 +80,7 @@ func TestKilledServerIsAHarnessNote(t *testing.T) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker(), nil)
+	in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

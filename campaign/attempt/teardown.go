@@ -66,6 +66,12 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 		problems, killed = stopServices(a, p, secrets)
 		t.Problems = append(t.Problems, problems...)
 	}
+	if note, leak := p.Hostile.stop(); note != "" {
+		a.log.note("%s", note)
+		if leak != "" {
+			t.Leaks = append(t.Leaks, leak)
+		}
+	}
 	t.Problems = append(t.Problems, escapedOf(s.Observation.Runs)...)
 	t.Problems = append(t.Problems, sweepMarker(a, p.Marker, killed, secrets)...)
 	a.ev.Write(secrets, "logs/flow.log", []byte(a.log.text()), true)

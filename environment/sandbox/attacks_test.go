@@ -144,7 +144,7 @@ func TestAttackWriteOutside(t *testing.T) {
 	}
 	// Host paths under /tmp are names in the sandbox's private /tmp: whatever the agent
 	// writes there, the host's files are untouched.
-	for _, path := range []string{filepath.Join(l.Dir, mark), filepath.Join(l.Dir, "bridge", mark), filepath.Join(filepath.Dir(l.Dir), mark)} {
+	for _, path := range []string{filepath.Join(l.Dir, mark), filepath.Join(l.SocketDir, mark), filepath.Join(filepath.Dir(l.Dir), mark)} {
 		attack(t, p, l, "write", path)
 		if fileExists(path) {
 			t.Errorf("the sandbox wrote %s on the host", path)

@@ -285,7 +285,7 @@ func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRe
 		}
 		pl.add("--ro-bind", pl.staged(src), r)
 	}
-	pl.add("--ro-bind", pl.staged(filepath.Join(l.Dir, "bridge")), BridgeDir)
+	pl.add("--ro-bind", pl.staged(l.SocketDir), BridgeDir)
 	pl.add("--remount-ro", "/dev", "--remount-ro", "/")
 	pl.add("--chdir", req.Spec.Dir, "--", st.Executable, InitCommand,
 		"--status-fd", strconv.Itoa(3+passFDs), "--pass-fds", strconv.Itoa(passFDs))

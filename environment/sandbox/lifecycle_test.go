@@ -359,3 +359,73 @@ func TestPassFDs(t *testing.T) {
 		t.Errorf("fd 3: read %q, exit %s, %+v %s", got, exitCode(r.Outcome), r.report, r.stderr)
 	}
 }
+
+// TestDeepRoot: under a lease root far deeper than a socket path can be (a deep
+// $TMPDIR), the lease's bridge sockets live in a short socket directory of their own
+// (0711, the sandbox user's sockets 0600 inside), an allowlisted endpoint is reached
+// through them, and Cleanup removes that directory and confirms it gone.
+func TestDeepRoot(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	root := leaseRoot(t)
+	for range 6 {
+		root = filepath.Join(root, strings.Repeat("d", 30))
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	srv, served := httpServer(t, "deep server")
+	addr := srv.Listener.Addr().String()
+	p := New(Options{})
+	l, err := p.Setup(context.Background(), environment.LeaseSpec{EnvironmentID: "sandbox", Root: root, Shape: smallShape,
+		Endpoints: []environment.Endpoint{{Name: "cp", Kind: environment.EndpointControlPlane, Listen: addr, Dial: addr}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Dir) <= maxSocketPath || !validSocketDir(l.SocketDir) || len(l.Endpoints[0].Socket) > maxSocketPath {
+		t.Fatalf("lease dir %d bytes, socket dir %q, socket %q", len(l.Dir), l.SocketDir, l.Endpoints[0].Socket)
+	}
+	if fi, err := os.Stat(l.SocketDir); err != nil || fi.Mode().Perm() != 0o711 {
+		t.Fatalf("socket directory: %v, %v", fi, err)
+	}
+	br, err := StartBridge(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(l.Endpoints[0].Socket); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket: %v, %v", fi, err)
+	}
+	if r := attack(t, p, l, "reach", srv.URL, "deep server"); !r.report.Contained || served() != 1 {
+		t.Errorf("reach through the bridge: %+v (served %d), stderr %s", r.report, served(), r.stderr)
+	}
+	if err := br.Close(); err != nil {
+		t.Error(err)
+	}
+	r := p.Cleanup(context.Background(), l)
+	if !r.Confirmed {
+		t.Fatalf("cleanup: %s", r.Reason())
+	}
+	if fileExists(l.SocketDir) || fileExists(l.Dir) {
+		t.Errorf("socket directory %s or lease directory remains", l.SocketDir)
+	}
+}
+
+// TestSocketDirShape: a lease file whose socket directory is not a lease socket
+// directory (what Cleanup would remove) is refused.
+func TestSocketDirShape(t *testing.T) {
+	t.Parallel()
+	for dir, want := range map[string]bool{
+		"/run/apf-0123456789abcdef":    true,
+		"/tmp/apf-0123456789abcdef":    true,
+		"/run/apf-0123456789abcde":     false,
+		"/etc/apf-0123456789abcdef":    false,
+		"/run/x/apf-0123456789abcdef":  false,
+		"/run/apf-0123456789ABCDEF":    false,
+		"/run/apf-0123456789abcdef/..": false,
+		"":                             false,
+	} {
+		if got := validSocketDir(dir); got != want {
+			t.Errorf("validSocketDir(%q) = %t, want %t", dir, got, want)
+		}
+	}
+}

@@ -91,8 +91,9 @@ func requireSandbox(t testing.TB) {
 	t.Skip(msg)
 }
 
-// leaseRoot is a short temporary directory (bridge socket paths must fit 108 bytes),
-// removed at the end of the test.
+// leaseRoot is a temporary lease root, removed at the end of the test (the bridge
+// sockets live in the lease's own short socket directory, so its depth does not
+// matter: TestDeepRoot).
 func leaseRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "apl-")

@@ -4,8 +4,10 @@
 //
 // A lease (Setup) is, on the host:
 //
-//   - a lease directory <root>/<lease id> (mode 0711) holding lease.json, the bridge
-//     sockets (bridge/) and per-launch generated files (launches/<n>/);
+//   - a lease directory <root>/<lease id> (mode 0711) holding lease.json and
+//     per-launch generated files (launches/<n>/);
+//   - a short socket directory /run/apf-<16 hex> (or under /tmp) holding the bridge
+//     sockets, whatever the depth of the root;
 //   - the lease's disk: a tmpfs of the pinned disk size mounted at <lease dir>/disk,
 //     owned by the sandbox user, holding HOME (home/), /tmp (tmp/), /dev/shm (shm/),
 //     the workspace when the caller gives none (workspace/) and, when the lease is not
@@ -165,6 +167,14 @@ func leaseState(l *environment.Lease) (state, error) {
 	if st.Disk != filepath.Join(l.Dir, "disk") {
 		p = append(p, fmt.Sprintf("disk %q is not the lease directory's disk", st.Disk))
 	}
+	if !validSocketDir(l.SocketDir) {
+		p = append(p, fmt.Sprintf("socket directory %q is not a lease socket directory (%s/%s<16 hex>)", l.SocketDir, strings.Join(socketBases, " or "), socketDirPrefix))
+	}
+	for i, e := range l.Endpoints {
+		if e.Socket != filepath.Join(l.SocketDir, e.Name+".sock") {
+			p = append(p, fmt.Sprintf("endpoints[%d].socket %q is not %s/%s.sock", i, e.Socket, l.SocketDir, e.Name))
+		}
+	}
 	for _, c := range st.Cgroups {
 		if filepath.Base(c.Path) != cgroupPrefix+l.ID {
 			p = append(p, fmt.Sprintf("cgroup %q is not named for the lease", c.Path))
@@ -179,6 +189,54 @@ func leaseState(l *environment.Lease) (state, error) {
 // maxSocketPath is the longest bridge socket path a sockaddr_un holds (108 bytes with
 // the terminating NUL).
 const maxSocketPath = 107
+
+// A lease's bridge sockets live in a short directory of their own,
+// <base>/apf-<16 random hex digits> (mode 0711, root's; removed and confirmed gone by
+// Cleanup), so that the socket path fits in maxSocketPath whatever the depth of the
+// lease root ($TMPDIR). The base is the first of socketBases that is a directory:
+// /run (root's own tmpfs) or else /tmp. The longest socket path is 9+4+16+1+32+5 = 67
+// bytes.
+const socketDirPrefix = "apf-"
+
+var socketBases = []string{"/run", "/tmp"}
+
+// validSocketDir reports whether dir has the shape of a lease socket directory.
+func validSocketDir(dir string) bool {
+	name, ok := strings.CutPrefix(filepath.Base(dir), socketDirPrefix)
+	if !ok || len(name) != 16 || strings.Trim(name, "0123456789abcdef") != "" || filepath.Clean(dir) != dir {
+		return false
+	}
+	return slices.Contains(socketBases, filepath.Dir(dir))
+}
+
+// makeSocketDir creates a fresh lease socket directory (see socketDirPrefix).
+func makeSocketDir() (string, error) {
+	base := ""
+	for _, b := range socketBases {
+		if fi, err := os.Stat(b); err == nil && fi.IsDir() {
+			base = b
+			break
+		}
+	}
+	if base == "" {
+		return "", fmt.Errorf("no directory for the bridge sockets (%s)", strings.Join(socketBases, ", "))
+	}
+	id, err := environment.NewLeaseID() // 16 random hex digits after "lease-"
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(base, socketDirPrefix+strings.TrimPrefix(id, "lease-"))
+	if err := os.Mkdir(dir, 0o700); err != nil { // fails on an existing name: never reuse one
+		return "", fmt.Errorf("bridge socket directory: %w", err)
+	}
+	// The sandbox user must traverse it to reach its sockets (0600, its own); it can
+	// neither list it nor create anything in it.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		_ = os.Remove(dir)
+		return "", fmt.Errorf("bridge socket directory: %w", err)
+	}
+	return dir, nil
+}
 
 // Setup creates a sandbox lease (see the package doc). spec needs a pinned shape and a
 // lease root. Errors: a *environment.SpecError for an invalid spec; a wrapped error
@@ -216,20 +274,24 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 		StartedAt: p.opt.Now().UTC(), Dir: filepath.Join(spec.Root, id), Live: spec.Live}
 	st := state{UID: p.opt.UID, GID: p.opt.GID, Executable: p.opt.Executable, Bwrap: p.opt.Bwrap, BwrapVersion: version,
 		Disk: filepath.Join(l.Dir, "disk"), NoCgroupKill: p.opt.NoCgroupKill}
-	for _, e := range spec.Endpoints {
-		e.Socket = filepath.Join(l.Dir, "bridge", e.Name+".sock")
-		if len(e.Socket) > maxSocketPath {
-			return nil, &environment.SpecError{What: "sandbox lease spec", Problems: []string{fmt.Sprintf("root %s is too deep: bridge socket path %s is longer than %d bytes", spec.Root, e.Socket, maxSocketPath)}}
-		}
-		l.Endpoints = append(l.Endpoints, e)
-	}
 	if err := os.Mkdir(l.Dir, 0o711); err != nil {
+		return nil, fmt.Errorf("sandbox lease: %w", err)
+	}
+	if l.SocketDir, err = makeSocketDir(); err != nil {
+		_ = os.Remove(l.Dir)
 		return nil, fmt.Errorf("sandbox lease: %w", err)
 	}
 	fail := func(err error) (*environment.Lease, error) {
 		l.State, _ = json.Marshal(st)
 		_ = p.Cleanup(context.WithoutCancel(ctx), l)
 		return nil, fmt.Errorf("sandbox lease: %w", err)
+	}
+	for _, e := range spec.Endpoints {
+		e.Socket = filepath.Join(l.SocketDir, e.Name+".sock")
+		if len(e.Socket) > maxSocketPath { // cannot happen with a valid endpoint name; kept as the invariant
+			return fail(fmt.Errorf("bridge socket path %s is longer than %d bytes", e.Socket, maxSocketPath))
+		}
+		l.Endpoints = append(l.Endpoints, e)
 	}
 	sys, err := discoverCgroups()
 	if err != nil {
@@ -241,7 +303,7 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	for _, d := range []struct {
 		path string
 		mode os.FileMode
-	}{{st.Disk, 0o700}, {filepath.Join(l.Dir, "bridge"), 0o711}, {filepath.Join(l.Dir, "launches"), 0o700}} {
+	}{{st.Disk, 0o700}, {filepath.Join(l.Dir, "launches"), 0o700}} {
 		if err := os.Mkdir(d.path, d.mode); err != nil {
 			return fail(err)
 		}
@@ -339,6 +401,17 @@ func (p *Provider) Cleanup(_ context.Context, l *environment.Lease) (r environme
 		rest := inventory(l.Dir)
 		r.Remaining.Files = append([]string{l.Dir}, rest.Files...)
 		r.Remaining.FileCount, r.Remaining.FileBytes = rest.FileCount+1, rest.FileBytes
+	}
+	// The socket directory holds only the bridge's sockets (leaseState checked its
+	// shape, so this never removes anything else).
+	if err := os.RemoveAll(l.SocketDir); err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	}
+	if _, err := os.Lstat(l.SocketDir); !errors.Is(err, os.ErrNotExist) {
+		rest := inventory(l.SocketDir)
+		r.Remaining.Files = append(r.Remaining.Files, l.SocketDir)
+		r.Remaining.Files = append(r.Remaining.Files, rest.Files...)
+		r.Remaining.FileCount, r.Remaining.FileBytes = r.Remaining.FileCount+rest.FileCount+1, r.Remaining.FileBytes+rest.FileBytes
 	}
 	r.Confirmed = r.Remaining.Empty() && len(r.Errors) == 0
 	return r
