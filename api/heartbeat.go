@@ -60,6 +60,8 @@ type HeartbeatRun struct {
 	Evidence         []EvidenceRef           `json:"evidence"`
 	Cancellation     *CancelIntent           `json:"cancellation,omitempty"`
 	ACP              *ACPTurn                `json:"acp,omitempty"`
+	// Pi is the Pi turn of an rpc:pi run (docs/pi.md).
+	Pi *PiTurn `json:"pi,omitempty"`
 	// AgentHome is the run's AGENT_HOME directory (absent for a fixture program);
 	// HomeReceiptID the control plane's receipt of its save at the end of the run, and
 	// HomeSaveError why the save failed.

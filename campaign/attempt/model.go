@@ -58,7 +58,7 @@ type modelServer struct {
 // derives one script per turn of the case's rendered reference script
 // (scriptedmodel.FromReference).
 //
-// For a real ACP agent (acp:<agent>), whose workspace is the absolute path workspace,
+// For a real ACP agent (acp:<agent>) or Pi (rpc:pi), whose workspace is the absolute path workspace,
 // the oracle scripts are scriptedmodel.ForACP's (a workspace write is the agent's own
 // write tool, which asks permission; one script per run).
 func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel.Script, error) {
@@ -70,7 +70,7 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 	case agent.ScriptWrong:
 		return scriptedmodel.WrongScripts(runs), nil
 	}
-	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindACP {
+	if d, err := driver.Parse(p.Driver); err == nil && (d.Kind == driver.KindACP || d.Kind == driver.KindRPC) {
 		return scriptedmodel.ForACP(plan.Case.Reference, workspace, false)
 	}
 	return scriptedmodel.FromReference(plan.Case.Reference)

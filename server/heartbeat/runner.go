@@ -572,6 +572,10 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		r.executeACP(ctx, runCtx, j, rc, rec, lock) // unlocks lock
 		return
 	}
+	if j.cfg.Driver.Kind == driver.KindRPC {
+		r.executePi(ctx, runCtx, j, rc, rec, lock) // unlocks lock
+		return
+	}
 	l, prepErr := r.prepare(ctx, j, rc, rec)
 	if prepErr != nil {
 		o := worker.Outcome{SpawnError: prepErr}
