@@ -22,7 +22,8 @@ import (
 // Pi prompt acting as the run, and closes the session when the turn ends. The write
 // gate's requests become permission interactions on the board exactly like an ACP
 // agent's (boardDecider, the same store); a board comment on the run's task while the
-// turn runs is delivered to Pi with steer (same-turn steering; the comment's wake is
+// turn runs is delivered to Pi with steer; Pi's native questions become question
+// interactions on the board (pi_question.go) (same-turn steering; the comment's wake is
 // then consumed, no second run); Stop cancels the run's context: the driver sends Pi's
 // abort and answers pending dialogs "cancelled", and the turn must end with stop reason
 // aborted. The turn's facts are the record's Pi field; its share of the session log
@@ -38,11 +39,6 @@ const (
 // PiSteerPoll is how often the runner looks for board comments to steer a running Pi
 // turn with.
 const PiSteerPoll = 200 * time.Millisecond
-
-// errNoBoardQuestions is what the heartbeat path's question decider answers: Pi's native
-// questions are not yet board interactions (docs/pi.md), so every dialog is dismissed
-// and the turn records the harness error.
-var errNoBoardQuestions = errors.New("native Pi questions are not carried to the board by the heartbeat runner yet; the dialog was dismissed")
 
 // executePi carries an rpc:pi run from its open run to its completion. It is called with
 // the run's lock held and unlocks it while the session runs.
@@ -71,9 +67,7 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 	lock.Unlock() // Stop may now reserve its intent and cancel runCtx
 
 	startedAt := r.cfg.Now()
-	questions := agent.QuestionFunc(func(context.Context, agent.QuestionRequest) (agent.QuestionAnswer, error) {
-		return agent.QuestionAnswer{}, errNoBoardQuestions
-	})
+	questions := boardQuestions{c: j.c, run: j.runID, task: j.task.ID, poll: PiQuestionPoll}
 	sess, startErr := d.Start(runCtx, agent.PiEnv{Run: env, Permissions: boardDecider{r: r, j: j, run: j.runID}, Questions: questions,
 		Tools: piTools(), Redact: secrets, Now: r.cfg.Now})
 	var (

@@ -84,6 +84,9 @@ type Company interface {
 	CompleteRun(ctx context.Context, input json.RawMessage) error
 	// ApplyBoard applies a board operation (the Retry route).
 	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
+	// ApplyCommand applies a semantic command as a run (a Pi run's native questions,
+	// pi_question.go).
+	ApplyCommand(ctx context.Context, env controlplane.CommandEnvelope) (controlplane.CommandResult, error)
 	// PutBlob, Blob, HasBlob and SaveHome keep agent homes (home.go).
 	PutBlob(ctx context.Context, in controlplane.BlobPut) (controlplane.BlobRef, error)
 	Blob(ctx context.Context, sha256 string) ([]byte, error)
