@@ -2,6 +2,7 @@ package scriptedmodel
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/agentproof/agentproof/catalog"
@@ -162,4 +163,46 @@ func ForACP(ref *catalog.ReferenceScript, workspace string, warm bool) ([]*Scrip
 		one.Steps = append(one.Steps, s.Steps...)
 	}
 	return []*Script{one}, nil
+}
+
+// PiQuestionTool is the native-question tool of agentproof's Pi extension.
+const PiQuestionTool = "ask_user"
+
+// PiQuestionValue is what a Pi native-question script captures from the question's tool
+// result ({"kind":"input","value":"…"}): a value of letters, digits, '_' and '-' (at
+// most 200), which the shell write can carry unquoted-safe.
+var PiQuestionValue = regexp.MustCompile(`"value":"([A-Za-z0-9_-]{1,200})"`)
+
+// ForPiQuestion returns the model scripts of a Pi case whose first run asks a native
+// question (docs/pi.md): FromReference's scripts, with the first run starting with a
+// call of PiQuestionTool (kind input, title title) and its first workspace write
+// writing the human's answer (captured from the tool result, PiQuestionValue) instead
+// of the reference's text. Errors: as FromReference, and a first run without a write.
+func ForPiQuestion(ref *catalog.ReferenceScript, title string) ([]*Script, error) {
+	scripts, err := FromReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	first := scripts[0]
+	k := -1
+	for i, st := range ref.Turns[0].Steps {
+		if st.Edit != nil && st.Edit.Write != nil {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		return nil, fmt.Errorf("scripted model: the first reference turn has no workspace write for the native question's answer")
+	}
+	edit := *ref.Turns[0].Steps[k].Edit
+	token := CaptureToken
+	edit.Write = &token
+	cmd, err := ShellCommand(&edit)
+	if err != nil {
+		return nil, fmt.Errorf("scripted model: reference turn 1 step %d: %w", k+1, err)
+	}
+	first.Steps[k] = Step{Call: RoleShell, Args: map[string]any{"command": cmd}, Capture: PiQuestionValue}
+	ask := Step{Call: PiQuestionTool, Args: map[string]any{"kind": "input", "title": title}}
+	first.Steps = append([]Step{ask}, first.Steps...)
+	return scripts, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -58,6 +59,8 @@ type modelServer struct {
 // derives one script per turn of the case's rendered reference script
 // (scriptedmodel.FromReference).
 //
+// For Pi (rpc:pi) in the flows pi_native_question and pi_question_stop the first run
+// asks a native question first and writes its answer (scriptedmodel.ForPiQuestion).
 // For a real ACP agent (acp:<agent>) or Pi (rpc:pi), whose workspace is the absolute path workspace,
 // the oracle scripts are scriptedmodel.ForACP's (a workspace write is the agent's own
 // write tool, which asks permission; one script per run).
@@ -70,11 +73,19 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 	case agent.ScriptWrong:
 		return scriptedmodel.WrongScripts(runs), nil
 	}
+	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC &&
+		(plan.Cell.Case.Flow == catalog.FlowPiNativeQuestion || plan.Cell.Case.Flow == catalog.FlowPiQuestionStop) {
+		return scriptedmodel.ForPiQuestion(plan.Case.Reference, PiQuestionTitle)
+	}
 	if d, err := driver.Parse(p.Driver); err == nil && (d.Kind == driver.KindACP || d.Kind == driver.KindRPC) {
 		return scriptedmodel.ForACP(plan.Case.Reference, workspace, false)
 	}
 	return scriptedmodel.FromReference(plan.Case.Reference)
 }
+
+// PiQuestionTitle is the native question a Pi cell's model asks in the pi_native_question
+// and pi_question_stop flows.
+const PiQuestionTitle = "Which value should I write?"
 
 // startModel starts the scripted model of an offline CLI cell, logging requests to a
 // file in the attempt's private temp root (moved into the results through the guard

@@ -39,6 +39,8 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowLostAcknowledgement:      playLostAcknowledgement,
 	catalog.FlowCrashRetry:               playCrashRetry,
 	catalog.FlowBlockerGuidance:          playBlockerGuidance,
+	catalog.FlowPiNativeQuestion:         playPiNativeQuestion,
+	catalog.FlowPiQuestionStop:           playPiQuestionStop,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.

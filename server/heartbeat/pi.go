@@ -251,10 +251,13 @@ func piTurnFacts(s *agent.PiSession, res agent.PiTurnResult, exit agent.ProcessE
 	t := &api.PiTurn{SessionIndex: s.Index, SessionID: redact(s.SessionID), Turn: res.Turn, PID: res.Process.PID, ProcessStartTicks: res.Process.StartTime,
 		StopReason: res.StopReason, CancelRequested: res.CancelRequested, CancelHonoured: res.CancelHonoured, Message: redact(res.Message),
 		AssistantMessages: res.AssistantMessages, UserMessages: len(res.UserMessages), Permissions: []api.ACPPermissionTurn{},
-		Steers: []api.PiDelivery{}, ToolCalls: len(res.ToolCalls), Failure: redact(res.Failure), Exit: redact(exit.Summary())}
+		Questions: []api.PiQuestionTurn{}, Steers: []api.PiDelivery{}, ToolCalls: len(res.ToolCalls), Failure: redact(res.Failure), Exit: redact(exit.Summary())}
 	for _, p := range res.Permissions {
 		t.Permissions = append(t.Permissions, api.ACPPermissionTurn{ToolCallID: redact(p.Request.ToolCallID), Kind: p.Request.Kind,
 			OptionID: redact(p.Decision.OptionID), Cancelled: p.Decision.Cancelled, By: p.By})
+	}
+	for _, q := range res.Questions {
+		t.Questions = append(t.Questions, api.PiQuestionTurn{Method: q.Request.Method, By: q.By, Outcome: piQuestionOutcome(q)})
 	}
 	for _, d := range res.Steers {
 		t.Steers = append(t.Steers, api.PiDelivery{Accepted: d.Accepted, Delivered: d.Delivered, Error: redact(d.Error)})
@@ -266,4 +269,18 @@ func piTurnFacts(s *agent.PiSession, res agent.PiTurnResult, exit agent.ProcessE
 		t.HarnessErrors = append(t.HarnessErrors, redact(v))
 	}
 	return t
+}
+
+// piQuestionOutcome classifies how a native question was closed (api.PiQuestion*): a
+// confirm answered no is negative_or_cancelled, as Pi sees it.
+func piQuestionOutcome(q agent.QuestionRecord) string {
+	switch {
+	case q.Answer.Cancelled || q.By != agent.AnsweredByDecider:
+		return api.PiQuestionCancelled
+	case q.Request.Method == agent.QuestionConfirm && q.Answer.Confirmed:
+		return api.PiQuestionConfirmed
+	case q.Request.Method == agent.QuestionConfirm:
+		return api.PiQuestionNegativeOrCancelled
+	}
+	return api.PiQuestionAnswered
 }
