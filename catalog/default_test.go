@@ -22,7 +22,7 @@ func TestDefaultCatalog(t *testing.T) {
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
 		"cli-calibration": 4, "claude": 3, "sandbox-compatibility": 6, "hostile-sandbox": 5, "hostile-local": 2, "board-idempotency": 6,
-		"native-boundaries": 9, "native-boundaries-cli": 2, "journey-calibration": 8, "product-journeys": 4,
+		"native-boundaries": 9, "native-boundaries-cli": 2, "native-boundaries-pi": 6, "pi-native": 4, "journey-calibration": 8, "product-journeys": 4,
 		BreadthLiveSuite: 5, BreadthOfflineSuite: 5, "more-clis-calibration": 6, "more-clis": 12}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
@@ -44,6 +44,7 @@ func TestDefaultCatalog(t *testing.T) {
 		"hostile-read-server@local": "failed", "hostile-write-server@local": "failed",
 		"acp-reference@local": "passed", "acp-nop@local": "failed", "acp-wrong@local": "failed",
 		"kilo@local": "passed", "kilo-nop@local": "failed", "qwen@local": "passed", "qwen-nop@local": "failed", "copilot@local": "passed", "copilot-nop@local": "failed",
+		"pi@local": "passed", "pi-nop@local": "failed",
 	}
 	if diff := cmp.Diff(wantVerdicts, verdicts); diff != "" {
 		t.Errorf("calibration verdicts (-want +got):\n%s", diff)
