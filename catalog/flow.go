@@ -52,6 +52,10 @@ const (
 	// FlowPiQuestionStop: the human stops the run (the Stop API) while its native
 	// question is pending; the run must end cancelled without an answer (docs/pi.md).
 	FlowPiQuestionStop Flow = "pi_question_stop"
+	// FlowPiSteering: while the agent's model is held mid-tool-call, the human comments
+	// on the task; the comment must reach the running turn (Pi's steer) and its marker
+	// be the run's final reply, in one run (docs/pi.md).
+	FlowPiSteering Flow = "pi_steering"
 )
 
 // Flows lists the catalog's flow enumeration in declaration order.
@@ -62,7 +66,7 @@ var Flows = []Flow{
 	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
 	FlowProcessExit, FlowLostAcknowledgement, FlowCrashRetry,
 	FlowPermissionApproveWrite, FlowPermissionDenyWrite, FlowPendingPermissionStop, FlowBlockerGuidance,
-	FlowPiNativeQuestion, FlowPiQuestionStop,
+	FlowPiNativeQuestion, FlowPiQuestionStop, FlowPiSteering,
 }
 
 // ScriptTurns is how many turns a reference script of the case carries out: one per

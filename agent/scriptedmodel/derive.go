@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/agentproof/agentproof/catalog"
 )
@@ -205,4 +206,25 @@ func ForPiQuestion(ref *catalog.ReferenceScript, title string) ([]*Script, error
 	ask := Step{Call: PiQuestionTool, Args: map[string]any{"kind": "input", "title": title}}
 	first.Steps = append([]Step{ask}, first.Steps...)
 	return scripts, nil
+}
+
+// PiSteerHold bounds how long a Pi steering script holds its first call (the harness
+// releases it once the steer is accepted).
+const PiSteerHold = 120 * time.Second
+
+// ForPiSteering returns the model script of a Pi steering case (one run, docs/pi.md): a
+// harmless shell call held mid-stream (PiSteerHold, until the harness releases it),
+// then the semantic call finishing the task with the marker captured from the steering
+// message Pi delivered with the tool result (marker, a regular expression whose first
+// group is the marker; no match refuses the request: no steer arrived), then a final
+// answer. Errors: a marker expression without a group.
+func ForPiSteering(marker *regexp.Regexp, finish string) ([]*Script, error) {
+	if marker.NumSubexp() < 1 {
+		return nil, fmt.Errorf("scripted model: the steering marker expression %s has no group", marker)
+	}
+	return []*Script{{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer, Steps: []Step{
+		{Call: RoleShell, Args: map[string]any{"command": "true"}, Hold: PiSteerHold},
+		{Call: finish, Args: map[string]any{"summary": CaptureToken}, Capture: marker},
+		{Answer: DefaultFinalAnswer},
+	}}}, nil
 }

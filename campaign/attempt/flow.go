@@ -58,6 +58,9 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 			return p.Instance.board().Company(f.CompanyID), nil
 		},
 	}
+	if p.Model != nil {
+		s.ReleaseModel = p.Model.set.Release
+	}
 	return flowOutcome(ctx, a.plan, f.Submitted, flows.Run(ctx, s), f.Secrets)
 }
 

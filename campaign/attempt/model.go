@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
@@ -77,6 +78,9 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 		(plan.Cell.Case.Flow == catalog.FlowPiNativeQuestion || plan.Cell.Case.Flow == catalog.FlowPiQuestionStop) {
 		return scriptedmodel.ForPiQuestion(plan.Case.Reference, PiQuestionTitle)
 	}
+	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC && plan.Cell.Case.Flow == catalog.FlowPiSteering {
+		return scriptedmodel.ForPiSteering(PiSteerMarker, "finish_task")
+	}
 	if d, err := driver.Parse(p.Driver); err == nil && (d.Kind == driver.KindACP || d.Kind == driver.KindRPC) {
 		return scriptedmodel.ForACP(plan.Case.Reference, workspace, false)
 	}
@@ -86,6 +90,11 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 // PiQuestionTitle is the native question a Pi cell's model asks in the pi_native_question
 // and pi_question_stop flows.
 const PiQuestionTitle = "Which value should I write?"
+
+// PiSteerMarker is what a Pi steering cell's model takes from the steering message: the
+// case's marker (PAPERCLIP_E2E_PI_STEERED_<nonce>), which only the human's comment
+// carries.
+var PiSteerMarker = regexp.MustCompile(`(PAPERCLIP_E2E_PI_STEERED_[A-Za-z0-9]+)`)
 
 // startModel starts the scripted model of an offline CLI cell, logging requests to a
 // file in the attempt's private temp root (moved into the results through the guard

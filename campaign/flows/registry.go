@@ -41,6 +41,7 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowBlockerGuidance:          playBlockerGuidance,
 	catalog.FlowPiNativeQuestion:         playPiNativeQuestion,
 	catalog.FlowPiQuestionStop:           playPiQuestionStop,
+	catalog.FlowPiSteering:               playPiSteering,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.

@@ -51,6 +51,10 @@ type Session struct {
 	ServerURL   func() string
 	BoardAt     func(baseURL string) Board
 	Log         func(format string, args ...any)
+	// ReleaseModel releases the scripted model's held step of run n (1-based; a step
+	// with hold_ms streams its tool call's first frame and waits): it reports whether
+	// the attempt has a scripted model with that run. Nil without a scripted model.
+	ReleaseModel func(run int) bool
 }
 
 func (s *Session) log(format string, args ...any) {

@@ -189,6 +189,16 @@ func (r *Runner) steerComments(ctx context.Context, j job, sess *agent.PiSession
 				}
 				if err := sess.Steer(ctx, c.Body); err == nil {
 					r.skipWake(j.company, w.ID, "the comment was delivered to the running Pi turn of run "+j.runID+" with steer")
+					// In memory (the durable record gets the turn's facts at its end): the
+					// board sees at once that Pi accepted the steer.
+					r.mu.Lock()
+					if cur := r.runs[j.runID]; cur != nil {
+						if cur.Pi == nil {
+							cur.Pi = &api.PiTurn{Permissions: []api.ACPPermissionTurn{}, Questions: []api.PiQuestionTurn{}, Steers: []api.PiDelivery{}}
+						}
+						cur.Pi.Steers = append(cur.Pi.Steers, api.PiDelivery{Accepted: true})
+					}
+					r.mu.Unlock()
 				}
 			}
 		}
@@ -235,7 +245,10 @@ func piReport(startErr error, res agent.PiTurnResult, turnErr error, exit agent.
 	if res.CancelRequested && !res.CancelHonoured && turnErr == nil {
 		summary += " (the abort was not honoured)"
 	}
-	complete := turnErr == nil
+	// The event stream is whole when Pi ended the turn itself (agent_end): also a turn
+	// Pi ended with stop reason error (agent_error: the model refused a request that
+	// did not fit its script), which fails the run as the candidate's.
+	complete := turnErr == nil || te != nil && te.Failure == agent.TurnAgentError && res.Events["agent_end"] > 0
 	turn, _ := json.MarshalIndent(res, "", "  ")
 	tr := []agent.Evidence{stderr, {Name: PiTurnFile, MediaType: "application/json", Body: turn}}
 	if len(res.Evidence) > 0 { // the turn's share of the session log
