@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/server/heartbeat"
@@ -25,6 +26,8 @@ type RunnerOptions struct {
 	PollInterval  time.Duration
 	// ProcessMarker is heartbeat.Config's: an extra marker every agent process carries.
 	ProcessMarker string
+	// PiTools is heartbeat.Config's: the semantic tools of rpc:pi runs.
+	PiTools []agent.PiTool
 }
 
 // HeartbeatDir is the directory of heartbeat run records inside the instance home.
@@ -62,7 +65,7 @@ func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*S
 	}
 	url := "http://" + ln.Addr().String()
 	rn, err := heartbeat.New(runnerHost{s: s, url: url}, heartbeat.Config{Dir: filepath.Join(home, HeartbeatDir), Home: home,
-		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker})
+		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker, PiTools: ro.PiTools})
 	if err != nil {
 		ln.Close()
 		s.Close()

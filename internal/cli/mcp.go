@@ -110,3 +110,13 @@ on an internal error (a bug in agentproof).`),
 		},
 	}
 }
+
+// piTools are the semantic tools (package mcp) as agentproof's Pi extension registers
+// them for rpc:pi runs (heartbeat.Config.PiTools).
+func piTools() []agent.PiTool {
+	var out []agent.PiTool
+	for _, t := range mcp.Tools() {
+		out = append(out, agent.PiTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	return out
+}

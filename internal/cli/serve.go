@@ -72,7 +72,7 @@ exits 0.`),
 			becomeSubreaper(a)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres}, addr, server.RunnerOptions{ProcessMarker: marker})
+			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres}, addr, server.RunnerOptions{ProcessMarker: marker, PiTools: piTools()})
 			if err != nil {
 				return usageErrorf("%v", err)
 			}

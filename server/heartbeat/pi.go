@@ -11,14 +11,13 @@ import (
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
-	"github.com/agentproof/agentproof/mcp"
 	"github.com/agentproof/agentproof/worker"
 )
 
 // Pi runs (docs/pi.md "In the heartbeat runner"): an rpc:pi run is one Pi session
 // (lifecycle per_turn): the runner starts Pi in its RPC mode with the driver
 // (agent.NewPi, PiDriver.Start: agentproof's extension with the write gate, the native
-// question tool and the MCP bridge to the semantic tools), sends the run's prompt as one
+// question tool and the MCP bridge to the semantic tools, Config.PiTools), sends the run's prompt as one
 // Pi prompt acting as the run, and closes the session when the turn ends. The write
 // gate's requests become permission interactions on the board exactly like an ACP
 // agent's (boardDecider, the same store); a board comment on the run's task while the
@@ -69,7 +68,7 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 	startedAt := r.cfg.Now()
 	questions := boardQuestions{c: j.c, run: j.runID, task: j.task.ID, poll: PiQuestionPoll}
 	sess, startErr := d.Start(runCtx, agent.PiEnv{Run: env, Permissions: boardDecider{r: r, j: j, run: j.runID}, Questions: questions,
-		Tools: piTools(), Redact: secrets, Now: r.cfg.Now})
+		Tools: r.cfg.PiTools, Redact: secrets, Now: r.cfg.Now})
 	var (
 		res     agent.PiTurnResult
 		turnErr error
@@ -135,15 +134,6 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 		}
 	}
 	r.finish(j.c, rec, o, report, secrets, nil)
-}
-
-// piTools are the semantic tools (package mcp) as the Pi extension registers them.
-func piTools() []agent.PiTool {
-	var out []agent.PiTool
-	for _, t := range mcp.Tools() {
-		out = append(out, agent.PiTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
-	}
-	return out
 }
 
 // steerComments delivers every human board comment on the run's task to the running Pi

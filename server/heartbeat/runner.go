@@ -132,6 +132,10 @@ type Config struct {
 	PollInterval  time.Duration
 	Now           func() time.Time
 	ProcessMarker string
+	// PiTools are the semantic tools an rpc:pi run's extension registers and proxies
+	// to `agentproof mcp` (package mcp's Tools, supplied by the command that serves:
+	// this package cannot import mcp). Empty: Pi runs get no semantic tools.
+	PiTools []agent.PiTool
 }
 
 // Runner is the heartbeat runner. Create it with New, start it with Start, stop it
