@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +82,10 @@ type PiSession struct {
 	// SessionID is Pi's session id (get_state) and Model the model Pi reported using.
 	SessionID string
 	Model     string
+	// Path and Args are Pi's program (Node.js, absolute) and argv as launched (the
+	// entry script first).
+	Path string
+	Args []string
 
 	promptMu sync.Mutex
 	writeMu  sync.Mutex
@@ -238,7 +243,8 @@ func (d *PiDriver) Start(ctx context.Context, env PiEnv) (*PiSession, error) {
 	}
 	log := newACPLog(env.Log, secrets, env.Now)
 	log.schema, log.classify = PiLogSchema, ClassifyPiLine
-	s := &PiSession{d: d, env: env, Index: n, log: log, nonce: l.nonce, waiting: map[string]chan piResponse{}, readDone: make(chan struct{})}
+	s := &PiSession{d: d, env: env, Index: n, log: log, nonce: l.nonce, waiting: map[string]chan piResponse{}, readDone: make(chan struct{}),
+		Path: l.spec.Path, Args: slices.Clone(l.spec.Args)}
 	l.spec.Marker = worker.NewMarker()
 	proc, err := startProcess(l.spec, ACPCloseGrace)
 	if err != nil {

@@ -64,6 +64,8 @@ type HeartbeatRun struct {
 	// could act (an ACP run: from before its prompt until its process exited, or until
 	// its turn ended in a warm session); nil when no watcher ran.
 	WorkspaceWatch *WorkspaceWatch `json:"workspaceWatch,omitempty"`
+	// Pi is the Pi turn of an rpc:pi run (docs/pi.md).
+	Pi *PiTurn `json:"pi,omitempty"`
 	// AgentHome is the run's AGENT_HOME directory (absent for a fixture program);
 	// HomeReceiptID the control plane's receipt of its save at the end of the run, and
 	// HomeSaveError why the save failed.

@@ -44,6 +44,18 @@ const (
 	// make, the human answers with a comment, the worker resumes (seed 000 "Direct
 	// blocker fixtures"); the company also has a manager agent that must not run.
 	FlowBlockerGuidance Flow = "blocker_guidance"
+	// FlowPiNativeQuestion: the agent asks a native question (Pi's input dialog, a
+	// question interaction on the board) and the human answers it with a value the flow
+	// makes up (never in the catalog); the agent must write that exact value to the
+	// case's workspace file (docs/pi.md).
+	FlowPiNativeQuestion Flow = "pi_native_question"
+	// FlowPiQuestionStop: the human stops the run (the Stop API) while its native
+	// question is pending; the run must end cancelled without an answer (docs/pi.md).
+	FlowPiQuestionStop Flow = "pi_question_stop"
+	// FlowPiSteering: while the agent's model is held mid-tool-call, the human comments
+	// on the task; the comment must reach the running turn (Pi's steer) and its marker
+	// be the run's final reply, in one run (docs/pi.md).
+	FlowPiSteering Flow = "pi_steering"
 )
 
 // Flows lists the catalog's flow enumeration in declaration order.
@@ -54,6 +66,7 @@ var Flows = []Flow{
 	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
 	FlowProcessExit, FlowLostAcknowledgement, FlowCrashRetry,
 	FlowPermissionApproveWrite, FlowPermissionDenyWrite, FlowPendingPermissionStop, FlowBlockerGuidance,
+	FlowPiNativeQuestion, FlowPiQuestionStop, FlowPiSteering,
 }
 
 // ScriptTurns is how many turns a reference script of the case carries out: one per

@@ -164,9 +164,9 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 		if cell.Case.Reference == nil {
 			continue
 		}
-		if strings.HasPrefix(cell.Profile.Driver, "acp:") {
+		if strings.HasPrefix(cell.Profile.Driver, "acp:") || strings.HasPrefix(cell.Profile.Driver, "rpc:") {
 			// The native-boundary cases grade the runner's observed permission records
-			// and ACP turn facts (heartbeatRuns, permissions), which no server-less
+			// and ACP or Pi turn facts (heartbeatRuns, permissions), which no server-less
 			// simulation produces: the native-boundaries suite of `run --all` and
 			// campaign/flows' TestACPFlows play them against a real runner.
 			continue

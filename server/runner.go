@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/server/heartbeat"
@@ -27,6 +28,8 @@ type RunnerOptions struct {
 	ProcessMarker string
 	// KnownDigests is heartbeat.Config's: executable digests the caller observed.
 	KnownDigests []api.KnownDigest
+	// PiTools is heartbeat.Config's: the semantic tools of rpc:pi runs.
+	PiTools []agent.PiTool
 }
 
 // HeartbeatDir is the directory of heartbeat run records inside the instance home.
@@ -64,7 +67,7 @@ func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*S
 	}
 	url := "http://" + ln.Addr().String()
 	rn, err := heartbeat.New(runnerHost{s: s, url: url}, heartbeat.Config{Dir: filepath.Join(home, HeartbeatDir), Home: home,
-		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker, KnownDigests: ro.KnownDigests, OnChange: s.NoteChange})
+		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker, KnownDigests: ro.KnownDigests, OnChange: s.NoteChange, PiTools: ro.PiTools})
 	if err != nil {
 		ln.Close()
 		s.Close()

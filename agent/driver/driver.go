@@ -190,11 +190,11 @@ func (n Name) BuiltinACP() bool {
 }
 
 // Package returns the agent/clis name of the pinned package n runs: the CLI of
-// exec:<cli>, and the real agent of acp:<agent> (codex-acp, claude-acp, gemini,
-// opencode); ok is false for every other driver (the built-in ACP agents included).
+// exec:<cli>, the real agent of acp:<agent> (codex-acp, claude-acp, gemini,
+// opencode) and the agent of rpc:<agent> (pi); ok is false for every other driver (the built-in ACP agents included).
 func (n Name) Package() (name string, ok bool) {
 	switch {
-	case n.Kind == KindCLI:
+	case n.Kind == KindCLI, n.Kind == KindRPC:
 		return n.Arg, true
 	case n.Kind != KindACP || n.BuiltinACP():
 		return "", false

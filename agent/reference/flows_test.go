@@ -408,7 +408,7 @@ func TestDefaultCatalogFlows(t *testing.T) {
 	n := 0
 	for _, cell := range cat.Cells {
 		key := cell.Profile.Driver + "/" + cell.Case.ID
-		if cell.Case.Reference == nil || seen[key] || strings.HasPrefix(cell.Profile.Driver, "exec:") || strings.HasPrefix(cell.Profile.Driver, "acp:") {
+		if cell.Case.Reference == nil || seen[key] || strings.HasPrefix(cell.Profile.Driver, "exec:") || strings.HasPrefix(cell.Profile.Driver, "acp:") || strings.HasPrefix(cell.Profile.Driver, "rpc:") {
 			// real-CLI cells run through the campaign (internal/cli run_clis.txtar); the
 			// ACP cells need the heartbeat runner and an ACP agent process
 			// (campaign/flows TestACPFlows, the native-boundaries suites)

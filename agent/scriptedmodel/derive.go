@@ -2,7 +2,9 @@ package scriptedmodel
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/agentproof/agentproof/catalog"
 )
@@ -162,4 +164,67 @@ func ForACP(ref *catalog.ReferenceScript, workspace string, warm bool) ([]*Scrip
 		one.Steps = append(one.Steps, s.Steps...)
 	}
 	return []*Script{one}, nil
+}
+
+// PiQuestionTool is the native-question tool of agentproof's Pi extension.
+const PiQuestionTool = "ask_user"
+
+// PiQuestionValue is what a Pi native-question script captures from the question's tool
+// result ({"kind":"input","value":"…"}): a value of letters, digits, '_' and '-' (at
+// most 200), which the shell write can carry unquoted-safe.
+var PiQuestionValue = regexp.MustCompile(`"value":"([A-Za-z0-9_-]{1,200})"`)
+
+// ForPiQuestion returns the model scripts of a Pi case whose first run asks a native
+// question (docs/pi.md): FromReference's scripts, with the first run starting with a
+// call of PiQuestionTool (kind input, title title) and its first workspace write
+// writing the human's answer (captured from the tool result, PiQuestionValue) instead
+// of the reference's text. Errors: as FromReference, and a first run without a write.
+func ForPiQuestion(ref *catalog.ReferenceScript, title string) ([]*Script, error) {
+	scripts, err := FromReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	first := scripts[0]
+	k := -1
+	for i, st := range ref.Turns[0].Steps {
+		if st.Edit != nil && st.Edit.Write != nil {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		return nil, fmt.Errorf("scripted model: the first reference turn has no workspace write for the native question's answer")
+	}
+	edit := *ref.Turns[0].Steps[k].Edit
+	token := CaptureToken
+	edit.Write = &token
+	cmd, err := ShellCommand(&edit)
+	if err != nil {
+		return nil, fmt.Errorf("scripted model: reference turn 1 step %d: %w", k+1, err)
+	}
+	first.Steps[k] = Step{Call: RoleShell, Args: map[string]any{"command": cmd}, Capture: PiQuestionValue}
+	ask := Step{Call: PiQuestionTool, Args: map[string]any{"kind": "input", "title": title}}
+	first.Steps = append([]Step{ask}, first.Steps...)
+	return scripts, nil
+}
+
+// PiSteerHold bounds how long a Pi steering script holds its first call (the harness
+// releases it once the steer is accepted).
+const PiSteerHold = 120 * time.Second
+
+// ForPiSteering returns the model script of a Pi steering case (one run, docs/pi.md): a
+// harmless shell call held mid-stream (PiSteerHold, until the harness releases it),
+// then the semantic call finishing the task with the marker captured from the steering
+// message Pi delivered with the tool result (marker, a regular expression whose first
+// group is the marker; no match refuses the request: no steer arrived), then a final
+// answer. Errors: a marker expression without a group.
+func ForPiSteering(marker *regexp.Regexp, finish string) ([]*Script, error) {
+	if marker.NumSubexp() < 1 {
+		return nil, fmt.Errorf("scripted model: the steering marker expression %s has no group", marker)
+	}
+	return []*Script{{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer, Steps: []Step{
+		{Call: RoleShell, Args: map[string]any{"command": "true"}, Hold: PiSteerHold},
+		{Call: finish, Args: map[string]any{"summary": CaptureToken}, Capture: marker},
+		{Answer: DefaultFinalAnswer},
+	}}}, nil
 }

@@ -85,7 +85,21 @@ func (s *Script) Decide(req *Request) (Reply, error) {
 		return Reply{Step: n, Text: st.Answer}, nil
 	}
 	role, args := st.Call, st.Args
+	if st.Capture != nil {
+		m := st.Capture.FindStringSubmatch(req.LatestInput())
+		if len(m) < 2 {
+			return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: the latest input has no match of %s (got %q): no answer arrived", st.Describe(n), st.Capture, clip(req.LatestInput(), 200))}
+		}
+		args = make(map[string]any, len(st.Args))
+		for k, v := range st.Args {
+			if sv, ok := v.(string); ok {
+				v = strings.ReplaceAll(sv, CaptureToken, m[1])
+			}
+			args[k] = v
+		}
+	}
 	if role == RoleWrite {
+		st.Args = args
 		tool, wargs, ok, err := writeArgs(st.Args, req.Tools)
 		if err != nil {
 			return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: %v", st.Describe(n), err)}

@@ -17,6 +17,9 @@ import (
 // ScriptSchema is the optional `schema:` tag of a model script.
 const ScriptSchema = "agentproof.model-script/v1"
 
+// CaptureToken is what a Capture step's arguments hold where the captured text goes.
+const CaptureToken = "$CAPTURE"
+
 // DefaultModel is the model id the scripted model serves when a script names none.
 const DefaultModel = "scripted-model"
 
@@ -73,7 +76,10 @@ type Script struct {
 // last assistant turn, such as a steering message delivered mid-turn; no match refuses
 // the request naming the step). Expect, when set, is a substring the latest tool
 // result or user message of the request must contain, or the request is refused naming
-// this step. Hold (call steps only) holds the streamed response after its first frame
+// this step. Capture (call steps only) takes the first submatch of the expression in
+// the latest input (such as the human's answer in a native question's tool result) and
+// puts it in place of CaptureToken in the step's string arguments; no match refuses the
+// request naming the step. Hold (call steps only) holds the streamed response after its first frame
 // — the model is mid-tool-call — until the run's hold is released (Server.Release) or
 // Hold passes; then the call completes. Line is the step's line in the script file
 // (1-based) for messages.
@@ -82,6 +88,7 @@ type Step struct {
 	Args        map[string]any
 	Answer      string
 	AnswerMatch *regexp.Regexp
+	Capture     *regexp.Regexp
 	Expect      string
 	Hold        time.Duration
 	Line        int

@@ -101,6 +101,11 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 			return nil, err
 		}
 	}
+	if d.Kind == driver.KindRPC {
+		if err := piDriverConfig(&dc, d.Arg, p.ID, in); err != nil {
+			return nil, err
+		}
+	}
 	if !reflect.ValueOf(dc).IsZero() {
 		cfg.DriverConfig = &dc
 	}
@@ -193,5 +198,21 @@ func acpDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) 
 	if in.cli.Node != "" {
 		dc.Node = in.cli.Node
 	}
+	return nil
+}
+
+// piDriverConfig completes an rpc:<agent> (Pi) configuration dc: the pinned entry
+// script, the Node.js that runs it and the scripted model's URL (the model script is the
+// executor's concern). Pi runs offline only: --live is refused.
+func piDriverConfig(dc *api.DriverConfig, name, profile string, in agentInput) error {
+	switch {
+	case in.live:
+		return fmt.Errorf("profile %s: the rpc:%s driver does not run against a live provider (--live)", profile, name)
+	case in.cli.Binary == "":
+		return fmt.Errorf("agent %s is not installed: no entry script for profile %s (run: agentproof agents install %s)", name, profile, name)
+	case in.cli.Node == "":
+		return fmt.Errorf("profile %s: agent %s runs on Node.js, and no Node.js was located", profile, name)
+	}
+	dc.Binary, dc.Node, dc.Script, dc.ModelBaseURL = in.cli.Binary, in.cli.Node, "", in.modelURL
 	return nil
 }

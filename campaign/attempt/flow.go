@@ -64,6 +64,9 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 			return p.Instance.board().Company(f.CompanyID), nil
 		},
 	}
+	if p.Model != nil {
+		s.ReleaseModel = p.Model.set.Release
+	}
 	fo := flowOutcome(ctx, a.plan, f.Submitted, flows.Run(ctx, s), f.Secrets)
 	fo.WorkspaceDiffs = wd.diffs
 	return fo

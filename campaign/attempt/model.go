@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
@@ -59,7 +60,9 @@ type modelServer struct {
 // derives one script per turn of the case's rendered reference script
 // (scriptedmodel.FromReference).
 //
-// For a real ACP agent (acp:<agent>), whose workspace is the absolute path workspace,
+// For Pi (rpc:pi) in the flows pi_native_question and pi_question_stop the first run
+// asks a native question first and writes its answer (scriptedmodel.ForPiQuestion).
+// For a real ACP agent (acp:<agent>) or Pi (rpc:pi), whose workspace is the absolute path workspace,
 // the oracle scripts are scriptedmodel.ForACP's (a workspace write is the agent's own
 // write tool, which asks permission; one script per run, or under the warm lifecycle
 // one script holding every turn: one session serves them all).
@@ -72,11 +75,27 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 	case agent.ScriptWrong:
 		return scriptedmodel.WrongScripts(runs), nil
 	}
-	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindACP {
+	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC &&
+		(plan.Cell.Case.Flow == catalog.FlowPiNativeQuestion || plan.Cell.Case.Flow == catalog.FlowPiQuestionStop) {
+		return scriptedmodel.ForPiQuestion(plan.Case.Reference, PiQuestionTitle)
+	}
+	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC && plan.Cell.Case.Flow == catalog.FlowPiSteering {
+		return scriptedmodel.ForPiSteering(PiSteerMarker, "finish_task")
+	}
+	if d, err := driver.Parse(p.Driver); err == nil && (d.Kind == driver.KindACP || d.Kind == driver.KindRPC) {
 		return scriptedmodel.ForACP(plan.Case.Reference, workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
 	}
 	return scriptedmodel.FromReference(plan.Case.Reference)
 }
+
+// PiQuestionTitle is the native question a Pi cell's model asks in the pi_native_question
+// and pi_question_stop flows.
+const PiQuestionTitle = "Which value should I write?"
+
+// PiSteerMarker is what a Pi steering cell's model takes from the steering message: the
+// case's marker (PAPERCLIP_E2E_PI_STEERED_<nonce>), which only the human's comment
+// carries.
+var PiSteerMarker = regexp.MustCompile(`(PAPERCLIP_E2E_PI_STEERED_[A-Za-z0-9]+)`)
 
 // startModel starts the scripted model of an offline CLI cell, logging requests to a
 // file in the attempt's private temp root (moved into the results through the guard

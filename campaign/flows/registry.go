@@ -39,6 +39,9 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowLostAcknowledgement:      playLostAcknowledgement,
 	catalog.FlowCrashRetry:               playCrashRetry,
 	catalog.FlowBlockerGuidance:          playBlockerGuidance,
+	catalog.FlowPiNativeQuestion:         playPiNativeQuestion,
+	catalog.FlowPiQuestionStop:           playPiQuestionStop,
+	catalog.FlowPiSteering:               playPiSteering,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.

@@ -58,6 +58,10 @@ type Session struct {
 	// for its per-turn diff).
 	TurnSettled func(ctx context.Context, n int)
 	settled     map[int]bool
+	// ReleaseModel releases the scripted model's held step of run n (1-based; a step
+	// with hold_ms streams its tool call's first frame and waits): it reports whether
+	// the attempt has a scripted model with that run. Nil without a scripted model.
+	ReleaseModel func(run int) bool
 }
 
 func (s *Session) log(format string, args ...any) {

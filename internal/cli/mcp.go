@@ -147,3 +147,13 @@ func serveBoundMCP(ctx context.Context, a *app, cmd *cobra.Command, apiURL, bind
 	}
 	return nil
 }
+
+// piTools are the semantic tools (package mcp) as agentproof's Pi extension registers
+// them for rpc:pi runs (heartbeat.Config.PiTools).
+func piTools() []agent.PiTool {
+	var out []agent.PiTool
+	for _, t := range mcp.Tools() {
+		out = append(out, agent.PiTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	return out
+}

@@ -101,7 +101,7 @@ exits 0.`),
 			becomeSubreaper(a)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres, Template: tmpl}, addr, server.RunnerOptions{ProcessMarker: marker, KnownDigests: known})
+			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres, Template: tmpl}, addr, server.RunnerOptions{ProcessMarker: marker, KnownDigests: known, PiTools: piTools()})
 			if err != nil {
 				return usageErrorf("%v", err)
 			}

@@ -182,7 +182,7 @@ func TestDefaultCatalogByHand(t *testing.T) {
 	seen := map[string]bool{}
 	for _, cell := range cat.Cells {
 		key := cell.Profile.Driver + "/" + cell.Case.ID
-		if seen[key] || strings.HasPrefix(cell.Profile.Driver, "exec:") || strings.HasPrefix(cell.Profile.Driver, "acp:") {
+		if seen[key] || strings.HasPrefix(cell.Profile.Driver, "exec:") || strings.HasPrefix(cell.Profile.Driver, "acp:") || strings.HasPrefix(cell.Profile.Driver, "rpc:") {
 			// Real-CLI cells need the executor's scripted model and the pinned CLIs; the
 			// campaign's run tests drive them (internal/cli testdata/script/run_clis.txtar).
 			// The ACP cells' flows answer permissions on the board: campaign/flows

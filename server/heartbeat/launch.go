@@ -252,6 +252,8 @@ func adapterType(d driver.Name) string {
 		return cli + "_local"
 	case d.Kind == driver.KindACP:
 		return "acp_" + d.Arg
+	case d.Kind == driver.KindRPC:
+		return d.Arg + "_rpc"
 	}
 	return "agentproof_builtin"
 }
@@ -264,7 +266,7 @@ func providerOf(d driver.Name, dc *api.DriverConfig) string {
 	if d.Kind == driver.KindExec {
 		return ""
 	}
-	if _, isCLI := d.CLI(); !isCLI && (d.Kind != driver.KindACP || d.BuiltinACP()) {
+	if _, isCLI := d.CLI(); !isCLI && d.Kind != driver.KindRPC && (d.Kind != driver.KindACP || d.BuiltinACP()) {
 		return "agentproof"
 	}
 	if dc == nil {

@@ -84,6 +84,9 @@ type Company interface {
 	CompleteRun(ctx context.Context, input json.RawMessage) error
 	// ApplyBoard applies a board operation (the Retry route).
 	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
+	// ApplyCommand applies a semantic command as a run (a Pi run's native questions,
+	// pi_question.go).
+	ApplyCommand(ctx context.Context, env controlplane.CommandEnvelope) (controlplane.CommandResult, error)
 	// PutBlob, Blob, HasBlob and SaveHome keep agent homes (home.go).
 	PutBlob(ctx context.Context, in controlplane.BlobPut) (controlplane.BlobRef, error)
 	Blob(ctx context.Context, sha256 string) ([]byte, error)
@@ -136,6 +139,10 @@ type Config struct {
 	ProcessMarker string
 	KnownDigests  []api.KnownDigest
 	OnChange      func()
+	// PiTools are the semantic tools an rpc:pi run's extension registers and proxies
+	// to `agentproof mcp` (package mcp's Tools, supplied by the command that serves:
+	// this package cannot import mcp). Empty: Pi runs get no semantic tools.
+	PiTools []agent.PiTool
 }
 
 // Runner is the heartbeat runner. Create it with New, start it with Start, stop it
@@ -583,6 +590,10 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	rec.OpenedAt, rec.Status = r.now(), controlplane.RunRunning
 	if _, isACP := j.cfg.Driver.ACP(); isACP {
 		r.executeACP(ctx, runCtx, j, rc, rec, lock) // unlocks lock
+		return
+	}
+	if j.cfg.Driver.Kind == driver.KindRPC {
+		r.executePi(ctx, runCtx, j, rc, rec, lock) // unlocks lock
 		return
 	}
 	l, prepErr := r.prepare(ctx, j, rc, rec)

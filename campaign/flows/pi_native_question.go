@@ -1,0 +1,124 @@
+package flows
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// playPiNativeQuestion is flow pi_native_question (docs/pi.md): while run 1 is active
+// the agent's native question (a pending question interaction on the task, asked by
+// the runner for Pi's dialog) is answered through the board with a value this flow
+// makes up (random, never in the catalog, the prompt or the model's script); after the
+// run settles, the case's workspace file must hold exactly that value (independent
+// evidence: the agent wrote what the human answered). An agent that asks nothing, or
+// writes anything else, breaks the flow's contract (a problem).
+func playPiNativeQuestion(ctx context.Context, s *Session) Outcome {
+	var out Outcome
+	q, err := waitQuestion(ctx, s)
+	if err != nil || q == nil {
+		out.Err = err
+		if err == nil {
+			out.Problems = append(out.Problems, "the agent asked no native question before its run ended")
+		}
+		return out
+	}
+	qid, err := questionID(q)
+	if err != nil {
+		out.Problems = append(out.Problems, err.Error())
+		return out
+	}
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		out.Err = permanent(fmt.Errorf("making the undisclosed answer: %w", err))
+		return out
+	}
+	value := "v-" + hex.EncodeToString(b)
+	result, _ := json.Marshal(map[string]any{"answers": []any{map[string]string{"questionId": qid, "text": value}}})
+	out.submit()
+	s.log("answering native question %s with an undisclosed value", q.ID)
+	if _, err := s.Board.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: controlplane.InteractionAnswered, Result: result}); err != nil {
+		out.Err = BoardFault("answering question "+q.ID, err)
+		return out
+	}
+	if _, out.Err = waitTurn(ctx, s, 1); out.Err != nil {
+		return out
+	}
+	if s.Rendered == nil || s.Rendered.WorkspaceFile == "" {
+		out.Err = permanent(errors.New("flow pi_native_question needs the case's workspaceFile"))
+		return out
+	}
+	got, err := os.ReadFile(filepath.Join(s.Workspace, s.Rendered.WorkspaceFile))
+	switch {
+	case err != nil:
+		out.Problems = append(out.Problems, fmt.Sprintf("the agent did not write the answer to %s: %v", s.Rendered.WorkspaceFile, err))
+	case string(got) != value:
+		out.Problems = append(out.Problems, fmt.Sprintf("%s holds %d bytes that are not the human's answer", s.Rendered.WorkspaceFile, len(got)))
+	}
+	return out
+}
+
+// waitQuestion looks until the task has a pending question interaction while run 1
+// is active, or run 1 settled without one (nil), within the turn deadline. Errors: as
+// waitTurn's.
+func waitQuestion(ctx context.Context, s *Session) (*controlplane.Interaction, error) {
+	if s.TurnTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: 1, Limit: s.TurnTimeout})
+		defer cancel()
+	}
+	poll := s.Poll
+	if poll <= 0 {
+		poll = defaultPoll
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	var failingSince time.Time
+	for {
+		v, err := look(ctx, s)
+		switch {
+		case err == nil:
+			failingSince = time.Time{}
+			if q := v.pending(s.TaskID, controlplane.InteractionQuestions); q != nil && len(v.runs) > 0 && v.runs[0].Status == controlplane.RunRunning {
+				return q, nil
+			}
+			if v.settled(1) {
+				return nil, nil
+			}
+			if why := v.refused(); why != "" {
+				return nil, permanent(errors.New(why))
+			}
+		case failingSince.IsZero():
+			failingSince = time.Now()
+		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
+			return nil, BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, waitError(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// questionID is the id of the only question of a question interaction's payload.
+func questionID(q *controlplane.Interaction) (string, error) {
+	var p struct {
+		Questions []struct {
+			ID string `json:"id"`
+		} `json:"questions"`
+	}
+	if err := json.Unmarshal(q.Payload, &p); err != nil || len(p.Questions) != 1 || p.Questions[0].ID == "" {
+		return "", fmt.Errorf("question %s does not carry exactly one question with an id", q.ID)
+	}
+	return p.Questions[0].ID, nil
+}

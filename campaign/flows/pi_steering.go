@@ -1,0 +1,88 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// playPiSteering is flow pi_steering (docs/pi.md "Steering"): once run 1 is running
+// (its scripted model holds the first tool call mid-stream), the human posts the case's
+// only followup as a board comment; the runner must deliver it to the running turn with
+// Pi's steer, which the run's live record shows (pi.steers, accepted); only then does
+// the flow release the model's hold, and it waits for the run to settle. The matchers
+// grade the steered marker as the run's final reply, one succeeded run and the
+// delivery. A run that ends before the steer was accepted breaks the flow's contract
+// (a problem); a harness without a scripted model to release is the harness's fault.
+func playPiSteering(ctx context.Context, s *Session) Outcome {
+	var out Outcome
+	if s.Rendered == nil || len(s.Rendered.Followups) != 1 {
+		out.Err = permanent(errors.New("flow pi_steering needs exactly one followup (the steering comment)"))
+		return out
+	}
+	if s.ReleaseModel == nil {
+		out.Err = permanent(errors.New("flow pi_steering needs the attempt's scripted model (it releases the held tool call)"))
+		return out
+	}
+	if s.TurnTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: 1, Limit: s.TurnTimeout})
+		defer cancel()
+	}
+	poll := s.Poll
+	if poll <= 0 {
+		poll = defaultPoll
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	commented, steered := false, false
+	for !steered {
+		v, err := look(ctx, s)
+		if err == nil {
+			if v.settled(1) {
+				out.Problems = append(out.Problems, "run 1 ended before the steering comment reached its turn")
+				return out
+			}
+			if why := v.refused(); why != "" {
+				out.Err = permanent(errors.New(why))
+				return out
+			}
+			running := len(v.runs) > 0 && v.runs[0].Status == controlplane.RunRunning
+			if running && !commented {
+				s.log("commenting on the task while run %s is running (the steering message)", v.runs[0].ID)
+				if _, err := s.Board.Comment(ctx, s.TaskID, s.Rendered.Followups[0]); err != nil {
+					out.Err = BoardFault("posting the steering comment", err)
+					return out
+				}
+				out.submit()
+				commented = true
+			}
+			for _, r := range v.records {
+				if commented && len(v.runs) > 0 && r.RunID == v.runs[0].ID && r.Pi != nil {
+					for _, d := range r.Pi.Steers {
+						steered = steered || d.Accepted
+					}
+				}
+			}
+		}
+		if steered {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			out.Err = waitError(ctx)
+			return out
+		case <-t.C:
+		}
+	}
+	s.log("the steer was accepted; releasing the model's held tool call")
+	if !s.ReleaseModel(1) {
+		out.Err = permanent(fmt.Errorf("the scripted model has no run 1 to release"))
+		return out
+	}
+	_, out.Err = waitTurn(ctx, s, 1)
+	return out
+}

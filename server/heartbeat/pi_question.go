@@ -1,0 +1,176 @@
+package heartbeat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// Native Pi questions on the board (docs/pi.md "In the heartbeat runner"): every dialog
+// Pi raises during a run (agentproof's ask_user tool: select, confirm, input, editor)
+// becomes a control-plane interaction of kind questions on the run's task, requested
+// as the run itself (request_human_input, continuation policy none: the answer goes
+// back into the same turn, it wakes nobody), with one question whose type is the
+// dialog's method. The human answers it through the board API (ResolveInteraction,
+// outcome answered) with a result {"answers":[{questionId, optionId, optionLabel}]}
+// for select and confirm (options yes and no), or {"answers":[{questionId, text}]} for
+// input and editor; the runner polls the task's state (PiQuestionPoll) and gives Pi the
+// answer. An interaction the human rejects or lets expire is a dismissed dialog. A
+// confirm answered "no" reaches Pi as false, which Pi cannot tell from a dismissal
+// (graded negative_or_cancelled). When the turn is cancelled (Stop) or ends, the dialog
+// is answered "cancelled" by the driver and the interaction stays as it is: the human
+// did not answer it.
+
+// PiQuestionPoll is how often the runner looks for the human's answer to a native
+// question.
+const PiQuestionPoll = 150 * time.Millisecond
+
+// Confirm dialog options as the board shows them.
+const (
+	PiConfirmYes = "yes"
+	PiConfirmNo  = "no"
+)
+
+// questionBoard is what the question decider needs of a company.
+type questionBoard interface {
+	Snapshot(ctx context.Context) (controlplane.State, error)
+	ApplyCommand(ctx context.Context, env controlplane.CommandEnvelope) (controlplane.CommandResult, error)
+}
+
+// boardQuestions is the QuestionDecider of one Pi run.
+type boardQuestions struct {
+	c    questionBoard
+	run  string
+	task string
+	poll time.Duration
+}
+
+// piQuestionOption is one option of a native question's payload.
+type piQuestionOption struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// Answer asks req on the board and blocks until the human resolves the interaction or
+// ctx ends (then the dialog is cancelled). Errors (a harness fault: Pi is told
+// "cancelled" and the turn records it): the command was refused, no interaction was
+// created, or the answer does not fit the question.
+func (q boardQuestions) Answer(ctx context.Context, req agent.QuestionRequest) (agent.QuestionAnswer, error) {
+	qid := "pi-" + strconv.Itoa(req.Seq)
+	question := map[string]any{"id": qid, "type": req.Method, "prompt": firstNonEmpty(req.Message, req.Title)}
+	var opts []piQuestionOption
+	switch req.Method {
+	case agent.QuestionSelect:
+		for i, o := range req.Options {
+			opts = append(opts, piQuestionOption{ID: "o" + strconv.Itoa(i+1), Label: o})
+		}
+	case agent.QuestionConfirm:
+		opts = []piQuestionOption{{ID: PiConfirmYes, Label: "Yes"}, {ID: PiConfirmNo, Label: "No"}}
+	case agent.QuestionInput:
+		question["placeholder"] = req.Placeholder
+	case agent.QuestionEditor:
+		question["prefill"] = req.Prefill
+	}
+	if opts != nil {
+		question["options"] = opts
+	}
+	cmd, err := json.Marshal(map[string]any{"kind": controlplane.CommandRequestHumanInput, "taskId": q.task,
+		"interactionKind": controlplane.InteractionQuestions, "title": firstNonEmpty(req.Title, "Pi asks"),
+		"prompt": firstNonEmpty(req.Message, req.Title, "Pi asks"), "continuationPolicy": controlplane.ContinueNone,
+		"payload": map[string]any{"source": "pi", "method": req.Method, "questions": []any{question}}})
+	if err != nil {
+		return agent.QuestionAnswer{}, err
+	}
+	res, err := q.c.ApplyCommand(ctx, controlplane.CommandEnvelope{RunID: q.run, IdempotencyKey: q.run + "-pi-question-" + strconv.Itoa(req.Seq), Command: cmd})
+	if err != nil {
+		return agent.QuestionAnswer{}, fmt.Errorf("asking question %d on the board: %w", req.Seq, err)
+	}
+	id := ""
+	for _, ref := range res.EntityRefs {
+		if v, ok := strings.CutPrefix(ref, "interaction:"); ok {
+			id = v
+		}
+	}
+	if id == "" {
+		return agent.QuestionAnswer{}, fmt.Errorf("asking question %d on the board: no interaction was created (%v)", req.Seq, res.EntityRefs)
+	}
+	t := time.NewTicker(q.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return agent.QuestionAnswer{Cancelled: true}, nil
+		case <-t.C:
+		}
+		st, err := q.c.Snapshot(ctx)
+		if err != nil {
+			continue
+		}
+		for _, it := range st.Interactions {
+			if it.ID != id || it.Status == controlplane.InteractionPending {
+				continue
+			}
+			if it.Status != controlplane.InteractionAnswered {
+				return agent.QuestionAnswer{Cancelled: true}, nil
+			}
+			return piAnswerOf(req, qid, opts, it.Result)
+		}
+	}
+}
+
+// piAnswerOf reads the human's result of question qid as the dialog's answer.
+func piAnswerOf(req agent.QuestionRequest, qid string, opts []piQuestionOption, result json.RawMessage) (agent.QuestionAnswer, error) {
+	var r struct {
+		Answers []struct {
+			QuestionID string  `json:"questionId"`
+			OptionID   string  `json:"optionId"`
+			Text       *string `json:"text"`
+		} `json:"answers"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		return agent.QuestionAnswer{}, fmt.Errorf("question %d: the answer is not readable: %w", req.Seq, err)
+	}
+	for _, a := range r.Answers {
+		if a.QuestionID != qid {
+			continue
+		}
+		switch req.Method {
+		case agent.QuestionInput, agent.QuestionEditor:
+			if a.Text == nil {
+				return agent.QuestionAnswer{}, fmt.Errorf("question %d (%s) was answered without text", req.Seq, req.Method)
+			}
+			return agent.QuestionAnswer{Value: *a.Text}, nil
+		case agent.QuestionConfirm:
+			switch a.OptionID {
+			case PiConfirmYes:
+				return agent.QuestionAnswer{Confirmed: true}, nil
+			case PiConfirmNo:
+				return agent.QuestionAnswer{Confirmed: false}, nil
+			}
+			return agent.QuestionAnswer{}, fmt.Errorf("question %d (confirm) was answered with option %q, not %s or %s", req.Seq, a.OptionID, PiConfirmYes, PiConfirmNo)
+		default:
+			for _, o := range opts {
+				if o.ID == a.OptionID {
+					return agent.QuestionAnswer{Value: o.Label}, nil
+				}
+			}
+			return agent.QuestionAnswer{}, fmt.Errorf("question %d (select) was answered with option %q, which it does not offer", req.Seq, a.OptionID)
+		}
+	}
+	return agent.QuestionAnswer{}, fmt.Errorf("question %d was answered without an answer to %s", req.Seq, qid)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

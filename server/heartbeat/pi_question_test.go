@@ -1,0 +1,132 @@
+package heartbeat
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// fakeQuestionBoard creates one interaction per request_human_input and resolves it
+// once the test sets its status and result.
+type fakeQuestionBoard struct {
+	mu     sync.Mutex
+	cmds   []map[string]any
+	env    []controlplane.CommandEnvelope
+	status controlplane.InteractionStatus
+	result json.RawMessage
+}
+
+func (f *fakeQuestionBoard) ApplyCommand(_ context.Context, env controlplane.CommandEnvelope) (controlplane.CommandResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var cmd map[string]any
+	_ = json.Unmarshal(env.Command, &cmd)
+	f.cmds, f.env = append(f.cmds, cmd), append(f.env, env)
+	return controlplane.CommandResult{EntityRefs: []string{"task:t1", "interaction:it-1"}}, nil
+}
+
+func (f *fakeQuestionBoard) Snapshot(context.Context) (controlplane.State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.status
+	if st == "" {
+		st = controlplane.InteractionPending
+	}
+	return controlplane.State{Interactions: []*controlplane.Interaction{{ID: "it-1", TaskID: "t1", Kind: controlplane.InteractionQuestions, Status: st, Result: f.result}}}, nil
+}
+
+func (f *fakeQuestionBoard) resolve(st controlplane.InteractionStatus, result string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status, f.result = st, json.RawMessage(result)
+}
+
+// TestBoardQuestions: each native dialog is requested as the run (request_human_input,
+// kind questions, continuation none, the dialog's method and options in the payload),
+// and the human's board answer becomes the dialog's answer: select by option, confirm
+// yes/no (no is false, like a dismissal), input and editor text; a rejected interaction
+// is a dismissal; a foreign option or a missing text is a harness error; the turn's end
+// cancels a pending dialog.
+func TestBoardQuestions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		req     agent.QuestionRequest
+		status  controlplane.InteractionStatus
+		result  string
+		want    agent.QuestionAnswer
+		wantErr bool
+		options int
+	}{
+		{"select", agent.QuestionRequest{Seq: 1, Method: agent.QuestionSelect, Title: "Colour?", Options: []string{"Cobalt", "Amber"}},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-1","optionId":"o2","optionLabel":"Amber"}]}`, agent.QuestionAnswer{Value: "Amber"}, false, 2},
+		{"confirm yes", agent.QuestionRequest{Seq: 2, Method: agent.QuestionConfirm, Title: "Sure?", Message: "Go on?"},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-2","optionId":"yes"}]}`, agent.QuestionAnswer{Confirmed: true}, false, 2},
+		{"confirm no", agent.QuestionRequest{Seq: 3, Method: agent.QuestionConfirm, Title: "Sure?"},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-3","optionId":"no"}]}`, agent.QuestionAnswer{}, false, 2},
+		{"input", agent.QuestionRequest{Seq: 4, Method: agent.QuestionInput, Title: "Code?", Placeholder: "code"},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-4","text":"k7-undisclosed"}]}`, agent.QuestionAnswer{Value: "k7-undisclosed"}, false, 0},
+		{"editor", agent.QuestionRequest{Seq: 5, Method: agent.QuestionEditor, Title: "Notes", Prefill: "x"},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-5","text":"line one\nline two"}]}`, agent.QuestionAnswer{Value: "line one\nline two"}, false, 0},
+		{"rejected", agent.QuestionRequest{Seq: 6, Method: agent.QuestionInput, Title: "Code?"},
+			controlplane.InteractionRejected, `{}`, agent.QuestionAnswer{Cancelled: true}, false, 0},
+		{"foreign option", agent.QuestionRequest{Seq: 7, Method: agent.QuestionSelect, Title: "Colour?", Options: []string{"Cobalt"}},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-7","optionId":"o9"}]}`, agent.QuestionAnswer{}, true, 1},
+		{"input without text", agent.QuestionRequest{Seq: 8, Method: agent.QuestionInput, Title: "Code?"},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-8","optionId":"o1"}]}`, agent.QuestionAnswer{}, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeQuestionBoard{}
+			q := boardQuestions{c: f, run: "hb-c1-w1", task: "t1", poll: time.Millisecond}
+			type answer struct {
+				a   agent.QuestionAnswer
+				err error
+			}
+			got := make(chan answer, 1)
+			go func() {
+				a, err := q.Answer(context.Background(), tc.req)
+				got <- answer{a, err}
+			}()
+			time.Sleep(20 * time.Millisecond)
+			select {
+			case a := <-got:
+				t.Fatalf("answered before the human: %+v", a)
+			default:
+			}
+			f.resolve(tc.status, tc.result)
+			a := <-got
+			if (a.err != nil) != tc.wantErr || (!tc.wantErr && a.a != tc.want) {
+				t.Fatalf("answer %+v, %v; want %+v (error %v)", a.a, a.err, tc.want, tc.wantErr)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			cmd := f.cmds[0]
+			p, _ := cmd["payload"].(map[string]any)
+			qs, _ := p["questions"].([]any)
+			if cmd["kind"] != string(controlplane.CommandRequestHumanInput) || cmd["taskId"] != "t1" || cmd["interactionKind"] != string(controlplane.InteractionQuestions) ||
+				cmd["continuationPolicy"] != string(controlplane.ContinueNone) || f.env[0].RunID != "hb-c1-w1" || p["method"] != tc.req.Method || len(qs) != 1 {
+				t.Fatalf("command %v as %s", cmd, f.env[0].RunID)
+			}
+			opts, _ := qs[0].(map[string]any)["options"].([]any)
+			if len(opts) != tc.options {
+				t.Errorf("options %v, want %d", opts, tc.options)
+			}
+		})
+	}
+	t.Run("cancelled while pending", func(t *testing.T) {
+		t.Parallel()
+		q := boardQuestions{c: &fakeQuestionBoard{}, run: "hb-c1-w1", task: "t1", poll: time.Millisecond}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		a, err := q.Answer(ctx, agent.QuestionRequest{Seq: 1, Method: agent.QuestionInput, Title: "Code?"})
+		if err != nil || !a.Cancelled {
+			t.Fatalf("answer %+v, %v; want cancelled", a, err)
+		}
+	})
+}
