@@ -233,6 +233,19 @@ type piOutcome struct {
 	err error
 }
 
+// waitHolding waits until the scripted model holds run n's step mid-call, and fails the
+// test after 60 s.
+func waitHolding(t *testing.T, rs *scriptedmodel.RunSet, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !rs.Holding(n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the scripted model did not hold run %d's call within 60 s", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // deliverWhileActive retries f until the turn has started (Steer and FollowUp refuse
 // before it) and fails the test after 60 s.
 func deliverWhileActive(t *testing.T, f func() error) {
@@ -260,6 +273,9 @@ func TestPiSteerSameTurn(t *testing.T) {
 	w := newPiWorld(t, "s1", piSteerScript, piSteerScript)
 	s := w.start(t, agent.Approve, agent.CancelQuestions)
 	out := promptAsync(s, "start working")
+	// Steer mid-call: once the model holds the tool call (a steer accepted before Pi's
+	// first model request would ride on that request instead).
+	waitHolding(t, w.model, 1)
 	deliverWhileActive(t, func() error { return s.Steer(context.Background(), "Change of plan: reply STEERED_7Q2 only.") })
 	if err := s.FollowUp(context.Background(), "And one more thing."); err != nil {
 		t.Fatal(err)

@@ -93,6 +93,15 @@ func (rs *RunSet) Release(n int) bool {
 	return true
 }
 
+// Holding reports whether run n's (1-based) held step is streaming now, waiting for
+// its release (Server.Holding); false for a run the set does not have.
+func (rs *RunSet) Holding(n int) bool {
+	if n < 1 || n > len(rs.servers) {
+		return false
+	}
+	return rs.servers[n-1].Holding()
+}
+
 // Runs is the number of run scripts.
 func (rs *RunSet) Runs() int { return len(rs.servers) }
 

@@ -97,6 +97,7 @@ type holdGate struct {
 	mu       sync.Mutex
 	tokens   int
 	released int
+	waiting  int // held steps waiting for a release now
 	wake     chan struct{}
 }
 
@@ -116,6 +117,14 @@ func (g *holdGate) release() {
 func (g *holdGate) wait(ctx context.Context, max time.Duration) bool {
 	deadline := time.NewTimer(max)
 	defer deadline.Stop()
+	g.mu.Lock()
+	g.waiting++
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.waiting--
+		g.mu.Unlock()
+	}()
 	for {
 		g.mu.Lock()
 		if g.tokens > 0 {
@@ -143,6 +152,15 @@ func (g *holdGate) wait(ctx context.Context, max time.Duration) bool {
 // calls it once a steering message was acknowledged, so that the model's next request
 // carries it (POST /control/release does the same over HTTP).
 func (s *Server) Release() { s.hold.release() }
+
+// Holding reports whether a held step of the run is streaming now, waiting for its
+// release (its tool call's first frame sent, the rest held): the moment a steering
+// message reaches the agent mid-call.
+func (s *Server) Holding() bool {
+	s.hold.mu.Lock()
+	defer s.hold.mu.Unlock()
+	return s.hold.waiting > 0
+}
 
 // Released reports how many releases the server has had.
 func (s *Server) Released() int {

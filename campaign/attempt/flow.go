@@ -66,6 +66,7 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 	}
 	if p.Model != nil {
 		s.ReleaseModel = p.Model.set.Release
+		s.ModelHolding = p.Model.set.Holding
 	}
 	fo := flowOutcome(ctx, a.plan, f.Submitted, flows.Run(ctx, s), f.Secrets)
 	fo.WorkspaceDiffs = wd.diffs

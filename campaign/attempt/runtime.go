@@ -23,7 +23,10 @@ func observeRuntime(o *Observation, plan campaign.AttemptPlan, f *Fixtures) {
 	var modes, envs []string
 	for _, r := range o.Runs {
 		l := r.Launch
-		if l == nil {
+		if l == nil || l.Driver == "" {
+			// No launch facts, or only the live identity (pid and start time) of a run
+			// still running when the attempt observed it: its facts land in the durable
+			// record when its process ends, so they are unobserved here.
 			continue
 		}
 		env := l.EnvironmentID

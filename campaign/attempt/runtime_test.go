@@ -37,6 +37,9 @@ func TestObserveRuntime(t *testing.T) {
 		{"another environment", []api.HeartbeatRun{launch("env-other", "native")}, "native", "env-other", true, false, true},
 		{"runs disagree", []api.HeartbeatRun{launch("env-fixture", "native"), launch("env-fixture", "legacy")}, "native+legacy", "local", false, true, true},
 		{"nothing recorded", []api.HeartbeatRun{{RunID: "r-1"}}, "", "", false, false, false},
+		// A run still running when the attempt is observed (its deadline passed) shows
+		// only its live identity: its launch facts are unobserved, not an empty driver.
+		{"still running", []api.HeartbeatRun{{RunID: "r-1", Launch: &api.LaunchFacts{PID: 42, ProcessStartTicks: 7}}}, "", "", false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,6 +48,11 @@ func TestObserveRuntime(t *testing.T) {
 			observeRuntime(o, plan, f)
 			if o.Match.RuntimeMode != tt.mode || o.Match.Environment != tt.env || o.Match.HasRuntimeFacts != tt.reached {
 				t.Fatalf("observed mode %q environment %q facts %v", o.Match.RuntimeMode, o.Match.Environment, o.Match.HasRuntimeFacts)
+			}
+			for _, rf := range o.Facts.Runtime {
+				if rf.RunID == "" || rf.Driver == "" {
+					t.Errorf("runtime facts without run or driver (result.json would refuse them): %+v", rf)
+				}
 			}
 			ms, err := match.CompileAll([]match.Spec{{Kind: match.KindRuntimeMode, Expected: "native"}, {Kind: match.KindEnvironment, Expected: "local"}})
 			if err != nil {

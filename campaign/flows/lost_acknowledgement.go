@@ -75,7 +75,7 @@ func playLostAcknowledgement(ctx context.Context, s *Session) Outcome {
 	original := seen[0].id
 	s.log("request %s: the server committed comment %s (HTTP %d); its response was dropped, the client saw: %v", key, original, seen[0].status, werr)
 
-	if v, out.Err = waitTurn(ctx, s, 2); out.Err != nil {
+	if _, out.Err = waitTurn(ctx, s, 2); out.Err != nil {
 		return out
 	}
 	if out.Err = restart(ctx, s, "before replaying request "+key); out.Err != nil {

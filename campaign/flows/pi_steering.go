@@ -23,7 +23,7 @@ func playPiSteering(ctx context.Context, s *Session) Outcome {
 		out.Err = permanent(errors.New("flow pi_steering needs exactly one followup (the steering comment)"))
 		return out
 	}
-	if s.ReleaseModel == nil {
+	if s.ReleaseModel == nil || s.ModelHolding == nil {
 		out.Err = permanent(errors.New("flow pi_steering needs the attempt's scripted model (it releases the held tool call)"))
 		return out
 	}
@@ -50,7 +50,12 @@ func playPiSteering(ctx context.Context, s *Session) Outcome {
 				out.Err = permanent(errors.New(why))
 				return out
 			}
-			running := len(v.runs) > 0 && v.runs[0].Status == controlplane.RunRunning
+			// The comment goes out only once the model holds the tool call mid-stream:
+			// Pi takes a steer as soon as its turn exists, and one accepted before the
+			// first model request would ride on that request instead of steering the
+			// held call (the scripted model would then refuse, and the run fail for a
+			// reason that is the flow's timing, not the candidate's).
+			running := len(v.runs) > 0 && v.runs[0].Status == controlplane.RunRunning && s.ModelHolding(1)
 			if running && !commented {
 				s.log("commenting on the task while run %s is running (the steering message)", v.runs[0].ID)
 				if _, err := s.Board.Comment(ctx, s.TaskID, s.Rendered.Followups[0]); err != nil {

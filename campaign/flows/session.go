@@ -62,6 +62,10 @@ type Session struct {
 	// with hold_ms streams its tool call's first frame and waits): it reports whether
 	// the attempt has a scripted model with that run. Nil without a scripted model.
 	ReleaseModel func(run int) bool
+	// ModelHolding reports whether the scripted model is holding run n's (1-based)
+	// step mid-call now (the tool call's first frame sent, the rest held until
+	// ReleaseModel). Nil without a scripted model.
+	ModelHolding func(run int) bool
 }
 
 func (s *Session) log(format string, args ...any) {
