@@ -315,7 +315,7 @@ func (m *Memory) authorize(r *Run, spec *CommandSpec, head commandHead, raw json
 	runID := strp(r.ID)
 	kind := head.Kind
 	if claim := spec.Claim; claim != "" && !slices.Contains(r.Capabilities, claim) {
-		return nil, m.deny(runID, kind, "required_claim_missing", []string{"run:" + r.ID},
+		return nil, m.deny(runID, kind, ReasonClaimMissing, []string{"run:" + r.ID},
 			newErr(CodeOperationNotAuthorized, "the fixture run does not hold the required command claim %s", claim))
 	}
 	taskID := r.TaskID

@@ -298,7 +298,7 @@ func agentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 			if err != nil {
 				return fixture.Record{}, verdict.HarnessFault(err, false)
 			}
-			req := api.CreateAgentRequest{Name: "agentproof " + p.ID, Role: "engineer", AdapterConfig: cfg, CapabilityGrants: flows.CapabilityGrants(in.plan.Case.Reference)}
+			req := api.CreateAgentRequest{Name: "agentproof " + p.ID, Role: "engineer", AdapterConfig: cfg, CapabilityGrants: nonNilGrants(in.plan.Cell.CapabilityGrants)}
 			r, err := b.Company(res["company"].IDs["company"]).CreateAgent(ctx, req)
 			if err != nil {
 				return fixture.Record{}, flows.BoardFault("creating the agent", err)
@@ -306,6 +306,16 @@ func agentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 			return fixture.Record{IDs: map[string]string{"agent": r.ID}, Metadata: map[string]string{"driver": p.Driver, "profile": p.ID}}, nil
 		},
 	}
+}
+
+// nonNilGrants is the grants the board gets for an agent: the cell's declared
+// capabilityGrants, [] for none (nothing is granted implicitly; docs/journeys.md
+// "Capability grants").
+func nonNilGrants(g []string) []string {
+	if g == nil {
+		return []string{}
+	}
+	return g
 }
 
 // managerFixture creates the manager agent of a blocker-guidance case (seed 000
@@ -342,7 +352,7 @@ func taskFixture(b SetupBoard, in fixtureInput, submitted *time.Time) fixture.De
 		Dependencies: []string{"agent"},
 		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
 			title := rc.Title
-			if title == "" {
+			if title == "" && !cell.Case.Untitled {
 				title = "agentproof " + cell.ID + " " + rc.Nonce
 			}
 			req := api.CreateIssueRequest{Title: title, AssigneeActorID: ptr(res["agent"].IDs["agent"])}

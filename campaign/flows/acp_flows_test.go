@@ -72,7 +72,7 @@ func newACPWorld(t *testing.T, rc *catalog.RenderedCase, driver string) *acpWorl
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "acp agent", Role: "engineer", AdapterConfig: cfg, CapabilityGrants: flows.CapabilityGrants(rc.Reference)})
+	ag, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "acp agent", Role: "engineer", AdapterConfig: cfg, CapabilityGrants: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
