@@ -467,8 +467,10 @@ func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 	if err := decodeStrict(c.raw, &in); err != nil {
 		return "", err
 	}
-	if err := needField(in.Title, "issue title"); err != nil {
-		return "", err
+	// An empty title is allowed (seed 000 "Prompt-only task title fixtures": the agent
+	// names the task, set_task_title); a title of only whitespace is not.
+	if in.Title != "" && strings.TrimSpace(in.Title) == "" {
+		return "", newErr(CodeBoardInputInvalid, "issue title must not be only whitespace")
 	}
 	workMode := "standard"
 	if in.WorkMode != nil {
