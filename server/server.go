@@ -73,6 +73,8 @@ type Server struct {
 	handler    http.Handler
 	// headerTimeout and bodyTimeout bound reading a request's headers and body.
 	headerTimeout, bodyTimeout time.Duration
+	// calls is the agent-call ledger (calls.go).
+	calls callLedger
 }
 
 // File names in the instance home.
