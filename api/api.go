@@ -260,8 +260,10 @@ type AgentCall struct {
 }
 
 // AgentCallList is the answer of GET /api/companies/{company}/runs/{run}/calls (board
-// token): the run's agent calls in order. The ledger lives in the serving process (a
-// restarted server has none of the runs before it: Recorded is then false) and keeps
+// token): the run's agent calls in order. The ledger lives in the serving process and
+// starts when the process mints the run's agent token: Recorded says the list is
+// complete from then on (false for a run this process did not mint a token for, for
+// example one opened before a restart, whose earlier calls are lost), and keeps
 // at most MaxAgentCalls calls per run (Truncated: later calls were not kept).
 type AgentCallList struct {
 	RunID     string      `json:"runId"`

@@ -49,7 +49,7 @@ var (
 		KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex,
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
-		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
+		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance, KindTaskTitle,
 	}
 	kindFields = map[string][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -71,6 +71,7 @@ var (
 		KindRuntimeMetadata:    {"expected"},
 		KindPlanRevisions:      {"name", "expected"},
 		KindBlockerGuidance:    {},
+		KindTaskTitle:          {"expected", "count"},
 	}
 )
 
@@ -279,6 +280,8 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		compileRuntime(spec, c, bad)
 	case KindPlanRevisions:
 		compilePlan(spec, c, bad)
+	case KindTaskTitle:
+		compileTitle(spec, c, bad)
 	}
 
 	js, err := canonjson.Ordered(spec)

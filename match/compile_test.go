@@ -293,8 +293,8 @@ func TestLegacyPathToJSONPath(t *testing.T) {
 func TestKinds(t *testing.T) {
 	t.Parallel()
 	ks := Kinds()
-	if len(ks) != 19 {
-		t.Fatalf("Kinds() has %d kinds, spec §5 lists 15 and agentproof adds runtime_metadata, file_absent, plan_revisions and blocker_guidance", len(ks))
+	if len(ks) != 20 {
+		t.Fatalf("Kinds() has %d kinds, spec §5 lists 15 and agentproof adds runtime_metadata, file_absent, plan_revisions, blocker_guidance and task_title", len(ks))
 	}
 	ks[0] = "mutated"
 	if Kinds()[0] != KindMessageExact {

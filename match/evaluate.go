@@ -89,6 +89,8 @@ func (c *compiled) eval(ev *evidence) result {
 		return c.evalPlan(obs)
 	case KindBlockerGuidance:
 		return evalBlocker(obs)
+	case KindTaskTitle:
+		return c.evalTitle(obs)
 	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
 		files := obs.Files
 		if c.spec.Source == SourceAgentHome {

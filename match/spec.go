@@ -22,6 +22,7 @@ package match
 //	runtime_metadata                       expected ({runtime key: string}, see RuntimeKeys)
 //	blocker_guidance                       (no parameters; see KindBlockerGuidance)
 //	plan_revisions                         name (document key, default plan), expected ([{steps, contains?, outcome}], see KindPlanRevisions)
+//	task_title                             expected (control title, string) or expected (keyword groups) and count (tool-call bound); see KindTaskTitle
 //
 // The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
 // (Observation.Turns) instead of the whole message; 0 or absent means the whole message.

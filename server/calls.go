@@ -13,8 +13,9 @@ import (
 // control plane's own observation of an agent's tool calls, independent of what the
 // agent reports. It lives in memory (docs/journeys.md "Task titles": a restart loses
 // it, and a reader then sees Recorded false) and is bounded: api.MaxAgentCalls calls
-// per run, maxLedgerRuns runs (the oldest run is dropped first). Safe for concurrent
-// use.
+// per run, maxLedgerRuns runs (the oldest run is dropped first). A run's list is
+// Recorded (complete) when this process minted the run's token (register). Safe for
+// concurrent use.
 type callLedger struct {
 	mu    sync.Mutex
 	runs  map[ledgerKey]*api.AgentCallList
@@ -27,10 +28,16 @@ type ledgerKey struct{ company, run string }
 // maxLedgerRuns bounds the runs a ledger remembers.
 const maxLedgerRuns = 4096
 
-// record appends one call of run.
-func (l *callLedger) record(company, run, tool string, class api.AgentCallClass, status int) {
+// register starts run's ledger when this process mints its token: from then on every
+// call of the run reaches this ledger, so its list is complete (Recorded).
+func (l *callLedger) register(company, run string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.entry(company, run).Recorded = true
+}
+
+// entry returns run's list, creating it (not Recorded) when it is new. l.mu is held.
+func (l *callLedger) entry(company, run string) *api.AgentCallList {
 	if l.runs == nil {
 		l.runs = map[ledgerKey]*api.AgentCallList{}
 	}
@@ -41,10 +48,20 @@ func (l *callLedger) record(company, run, tool string, class api.AgentCallClass,
 			delete(l.runs, l.order[0])
 			l.order = l.order[1:]
 		}
-		list = &api.AgentCallList{RunID: run, Recorded: true, Calls: []api.AgentCall{}}
+		list = &api.AgentCallList{RunID: run, Calls: []api.AgentCall{}}
 		l.runs[k] = list
 		l.order = append(l.order, k)
 	}
+	return list
+}
+
+// record appends one call of run. A run whose token this process did not mint (it was
+// minted before a restart) gets a list that is not Recorded: calls before the restart
+// were seen by another process.
+func (l *callLedger) record(company, run, tool string, class api.AgentCallClass, status int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	list := l.entry(company, run)
 	if len(list.Calls) >= api.MaxAgentCalls {
 		list.Truncated = true
 		return

@@ -9,7 +9,8 @@ import (
 
 // TestAgentCallLedger: every request of a run's agent token is one agent call, in
 // order, named in the MCP tools' terms (discovery reads, commands by kind, refused ones
-// too); the board reads the ledger; a run without calls is not recorded; an agent token
+// too); the board reads the ledger; a run whose token this process never minted is not
+// recorded, one whose token it minted is, even without calls; an agent token
 // cannot read it.
 func TestAgentCallLedger(t *testing.T) {
 	t.Parallel()
@@ -52,6 +53,11 @@ func TestAgentCallLedger(t *testing.T) {
 	none, err := w.co.RunCalls(context.Background(), "run-2")
 	if err != nil || none.Recorded || len(none.Calls) != 0 {
 		t.Errorf("a run without calls: %+v %v, want not recorded", none, err)
+	}
+	w.in.run.Server.MintAgentToken(w.co.ID(), w.agent, "run-3")
+	silent, err := w.co.RunCalls(context.Background(), "run-3")
+	if err != nil || !silent.Recorded || len(silent.Calls) != 0 {
+		t.Errorf("a run whose token was minted and that made no call: %+v %v, want recorded, no calls", silent, err)
 	}
 	if status, _, _ := call(t, w.base, "GET", co+"/runs/run-1/calls", w.runTok, nil); status != 403 {
 		t.Errorf("an agent token reading the ledger: %d, want 403", status)

@@ -92,6 +92,10 @@ type Fixtures struct {
 	Set                      *fixture.Fixtures
 	CompanyID, EnvironmentID string
 	TaskID, Identifier       string
+	// CreatedTitle is the task's title as the control plane saved it at creation (read
+	// by the creation response's id, never by searching a title): "" for an untitled
+	// case.
+	CreatedTitle string
 	// AgentID is the worker agent the task is assigned to; ManagerID the manager agent
 	// of a case whose flow has one (catalog.Flow.HasManager), else "".
 	AgentID, ManagerID string
@@ -176,7 +180,7 @@ func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
 		out.EnvironmentID = rec.IDs["environment"]
 	}
 	if rec, ok := fx.Record("task"); ok {
-		out.TaskID, out.Identifier = rec.IDs["task"], rec.Metadata["identifier"]
+		out.TaskID, out.Identifier, out.CreatedTitle = rec.IDs["task"], rec.Metadata["identifier"], rec.Metadata["createdTitle"]
 	}
 	if rec, ok := fx.Record("agent"); ok {
 		out.AgentID = rec.IDs["agent"]
@@ -372,7 +376,7 @@ func taskFixture(b SetupBoard, in fixtureInput, submitted *time.Time) fixture.De
 			if st, err := co.Snapshot(ctx); err == nil {
 				for _, t := range st.Tasks {
 					if t.ID == r.ID {
-						meta["identifier"] = t.Identifier
+						meta["identifier"], meta["createdTitle"] = t.Identifier, t.Title
 					}
 				}
 			}
