@@ -230,3 +230,51 @@ func RunTokenKey(master []byte) []byte {
 	mac.Write([]byte("agentproof agent tokens v1"))
 	return mac.Sum(nil)
 }
+
+// AgentCallClass says what kind of agent-API request an AgentCall was.
+type AgentCallClass string
+
+// Classes of agent calls.
+const (
+	// CallDiscovery is a read of the run's task, documents or files.
+	CallDiscovery AgentCallClass = "discovery"
+	// CallCommand is a semantic command (POST commands or commands/try), applied or
+	// refused.
+	CallCommand AgentCallClass = "command"
+	// CallFile is an upload of bytes (POST blobs).
+	CallFile AgentCallClass = "file"
+	// CallProtocol is the run protocol itself (events, completion, session
+	// checkpoints, replay): not a tool call.
+	CallProtocol AgentCallClass = "protocol"
+)
+
+// AgentCall is one request an agent token made to the agent API, as the server saw it
+// (seed 000 "Prompt-only task title fixtures": the first-five tool-call bound counts
+// calls in the initial provider run, including discovery). Seq is 1-based within the
+// run; At is the server's wall time (RFC 3339, ms); Tool names the request in the MCP
+// tools' terms (get_task_context, list_documents, a command kind such as
+// set_task_title, read_file, upload_blob, or the protocol route: events, complete,
+// checkpoint, replay); Status is the HTTP status answered.
+type AgentCall struct {
+	Seq    int            `json:"seq"`
+	At     string         `json:"at"`
+	Tool   string         `json:"tool"`
+	Class  AgentCallClass `json:"class"`
+	Status int            `json:"status"`
+}
+
+// AgentCallList is the answer of GET /api/companies/{company}/runs/{run}/calls (board
+// token): the run's agent calls in order. The ledger lives in the serving process and
+// starts when the process mints the run's agent token: Recorded says the list is
+// complete from then on (false for a run this process did not mint a token for, for
+// example one opened before a restart, whose earlier calls are lost), and keeps
+// at most MaxAgentCalls calls per run (Truncated: later calls were not kept).
+type AgentCallList struct {
+	RunID     string      `json:"runId"`
+	Recorded  bool        `json:"recorded"`
+	Truncated bool        `json:"truncated"`
+	Calls     []AgentCall `json:"calls"`
+}
+
+// MaxAgentCalls bounds the calls an AgentCallList keeps per run.
+const MaxAgentCalls = 1000

@@ -219,6 +219,30 @@ func TestBadInput(t *testing.T) {
 			absent: []string{"hunter2"},
 		},
 		{
+			name: "capability grants: unknown claim, duplicate, non-tool claim",
+			files: func(t *testing.T) map[string]string {
+				a := mustReplace(t, baseA, "    supportedEnvironments: [local]\n", "    supportedEnvironments: [local]\n    capabilityGrants: [governance:approvals:request, governance:approvals:request]\n")
+				b := mustReplace(t, baseB, "    expectedRunCount: 1\n", "    expectedRunCount: 1\n    capabilityGrants: [root:everything, control_plane:budget]\n")
+				return ab(a, b)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{
+					`^a\.yaml:\d+:\d+: profile agent capabilityGrants\[1\] "governance:approvals:request" is listed twice`,
+					`^b\.yaml:\d+:\d+: case hello capabilityGrants\[0\] "root:everything" is not a grantable claim \(one of .*governance:approvals:request`,
+					`^b\.yaml:\d+:\d+: case hello capabilityGrants\[1\] "control_plane:budget" is not a grantable claim`,
+				}
+			},
+		},
+		{
+			name: "untitled case with a title",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "    expectedRunCount: 1\n", "    expectedRunCount: 1\n    untitled: true\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`^b\.yaml:\d+:\d+: case hello is untitled: its task is created with an empty title, so title must be empty`}
+			},
+		},
+		{
 			name: "raw credential in definitionMetadata and in command args",
 			files: func(t *testing.T) map[string]string {
 				b := mustReplace(t, baseB, "    expectedMatrixSize: 1\n", "    expectedMatrixSize: 1\n    definitionMetadata: {notes: {ANTHROPIC_API_KEY: plain-value}}\n")
@@ -653,5 +677,31 @@ func TestUnimplementedFlowRefused(t *testing.T) {
 	}
 	if warm == nil || warm.File != "default/cases.yaml" || warm.Line == 0 {
 		t.Fatalf("no positioned problem for the warm case: %v", ve.Problems)
+	}
+}
+
+// TestCellCapabilityGrants: a cell's grants are the profile's and the case's, sorted
+// and without duplicates; nil when neither declares any; an untitled case needs no
+// title.
+func TestCellCapabilityGrants(t *testing.T) {
+	t.Parallel()
+	a := mustReplace(t, baseA, "    supportedEnvironments: [local]\n", "    supportedEnvironments: [local]\n    capabilityGrants: [governance:approvals:request, delegation:tasks:create]\n")
+	b := mustReplace(t, baseB, "    expectedRunCount: 1\n", "    expectedRunCount: 1\n    capabilityGrants: [governance:approvals:request, dependencies:write]\n")
+	c, err := loadFiles(map[string]string{"a.yaml": a, "b.yaml": b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Cell("core.agent.local.hello").CapabilityGrants
+	want := []string{"delegation:tasks:create", "dependencies:write", "governance:approvals:request"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("grants %v, want %v", got, want)
+	}
+	untitled := mustReplace(t, mustReplace(t, baseB, "    title: \"Hello {{nonce}}\"\n", ""), "    expectedRunCount: 1\n", "    expectedRunCount: 1\n    untitled: true\n")
+	c, err = loadFiles(map[string]string{"a.yaml": baseA, "b.yaml": untitled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cell := c.Cell("core.agent.local.hello"); cell.CapabilityGrants != nil || !cell.Case.Untitled {
+		t.Errorf("grants %v untitled %v, want none and untitled", cell.CapabilityGrants, cell.Case.Untitled)
 	}
 }

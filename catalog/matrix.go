@@ -30,6 +30,10 @@ type Cell struct {
 	// ExpectedVerdict is "" for an ordinary cell; for a calibration cell it is the
 	// verdict (passed, failed, inconclusive) the cell must produce.
 	ExpectedVerdict verdict.Verdict
+	// CapabilityGrants are the profile's and the case's capabilityGrants, sorted and
+	// without duplicates (nil when neither declares any): what the fixture registry
+	// grants the cell's agent (docs/journeys.md "Capability grants").
+	CapabilityGrants []string
 }
 
 // Cell returns the cell with the given id, or nil.
@@ -65,6 +69,10 @@ func buildMatrix(s *Suite, expected map[string]verdict.Verdict) (all []string, c
 					ID: id, Suite: s, Profile: p, Environment: e, Case: cs,
 					Groups:          unionGroups(s.Groups, p.Groups, e.Groups, cs.Groups),
 					ExpectedVerdict: expected[p.ID],
+				}
+				if g := slices.Concat(p.CapabilityGrants, cs.CapabilityGrants); len(g) > 0 {
+					slices.Sort(g)
+					cell.CapabilityGrants = slices.Compact(g)
 				}
 				for _, c := range append(append([]string{p.Credential}, p.EnvCredentials()...), e.Credential) {
 					if c != "" && !slices.Contains(cell.RequiredCredentials, c) {

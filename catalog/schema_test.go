@@ -231,3 +231,26 @@ func TestDefaultFilesDeclareSchema(t *testing.T) {
 		t.Fatal("the modeline names a file other than the embedded schema")
 	}
 }
+
+// TestSchemaGrantableClaims: the schema's capabilityGrants enum is GrantableClaims.
+func TestSchemaGrantableClaims(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Defs map[string]struct {
+			Properties map[string]struct {
+				Items struct {
+					Enum []string `json:"enum"`
+				} `json:"items"`
+			} `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(SchemaJSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, def := range []string{"profile", "case"} {
+		got := doc.Defs[def].Properties["capabilityGrants"].Items.Enum
+		if !slices.Equal(got, GrantableClaims()) {
+			t.Errorf("%s capabilityGrants enum %v, want GrantableClaims %v", def, got, GrantableClaims())
+		}
+	}
+}

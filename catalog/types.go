@@ -97,6 +97,12 @@ type Profile struct {
 	// process per run) or warm (one process and one session serve every run of the
 	// cell; session drivers only, acp:<agent>; docs/acp.md "Warm lifecycle").
 	RunnerLifecycleMode string `yaml:"runnerLifecycleMode"`
+	// CapabilityGrants are the run capabilities (claims of the semantic-command table,
+	// for example governance:approvals:request) the fixture registry grants the agent it
+	// creates for this profile, besides its case's (Cell.CapabilityGrants). Each must be
+	// a claim of an agent-facing command (GrantableClaims); docs/journeys.md
+	// "Capability grants".
+	CapabilityGrants []string `yaml:"capabilityGrants"`
 }
 
 // Runner lifecycle modes (Profile.RunnerLifecycleMode; the values of
@@ -203,6 +209,15 @@ type Case struct {
 	AutomaticRetryPolicy      string           `yaml:"automaticRetryPolicy"`
 	Matchers                  []match.Spec     `yaml:"matchers"` // string fields are templates
 	Reference                 *ReferenceScript `yaml:"reference"`
+	// CapabilityGrants are the run capabilities the case's agent needs (claims of the
+	// semantic-command table; GrantableClaims), granted by the fixture registry when it
+	// creates the agent, with the profile's (Cell.CapabilityGrants). Nothing is granted
+	// implicitly: a command whose claim no grant gives is refused
+	// (operation_not_authorized) and the run fails.
+	CapabilityGrants []string `yaml:"capabilityGrants"`
+	// Untitled cases create their task with an empty title (seed 000 "Prompt-only task
+	// title fixtures": the agent names it); Title must then be empty.
+	Untitled bool `yaml:"untitled"`
 }
 
 // TerminalState is the issue and run state a case must end in (spec §2.5).

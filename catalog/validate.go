@@ -90,6 +90,33 @@ func toolCommandNames() []string {
 	return out
 }
 
+// GrantableClaims are the capability claims a profile or case may grant its agent
+// (capabilityGrants): the claim of every agent-facing command of the semantic-command
+// table (controlplane.Commands with Tool set and a Claim), sorted, without duplicates.
+func GrantableClaims() []string {
+	var out []string
+	for _, c := range controlplane.Commands() {
+		if c.Tool && c.Claim != "" && !slices.Contains(out, c.Claim) {
+			out = append(out, c.Claim)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// grants checks a capabilityGrants list: every entry a grantable claim, none twice.
+func (v *validator) grants(owner string, field *[]string, ownerPtr any) {
+	allowed, list := GrantableClaims(), *field
+	for i := range list {
+		switch {
+		case !slices.Contains(allowed, list[i]):
+			v.add(v.at(&list[i], field, ownerPtr), "%s capabilityGrants[%d] %q is not a grantable claim (one of %s)", owner, i, list[i], strings.Join(allowed, ", "))
+		case slices.Contains(list[:i], list[i]):
+			v.add(v.at(&list[i], field, ownerPtr), "%s capabilityGrants[%d] %q is listed twice", owner, i, list[i])
+		}
+	}
+}
+
 // commentingNames are the command kinds that post a comment and so may carry
 // present: true, in table order.
 func commentingNames() []string {
@@ -479,6 +506,7 @@ func (v *validator) validateProfile(p *Profile) {
 	if d, err := driver.Parse(p.Driver); err == nil && p.RunnerLifecycleMode == LifecycleModeWarm && d.Kind != driver.KindACP {
 		v.add(v.at(&p.RunnerLifecycleMode, p), "profile %s runnerLifecycleMode warm needs a session driver (%s<agent>); driver %s runs one process per run", p.ID, driver.KindACP, p.Driver)
 	}
+	v.grants("profile "+p.ID, &p.CapabilityGrants, p)
 	if d, _ := driver.Parse(p.Driver); d.Kind == driver.KindExec {
 		v.validateExecConfig(p)
 	}
@@ -550,8 +578,17 @@ func (v *validator) validateCase(cs *Case) {
 
 	// Flow contracts (seed 000 "Task cases and matchers").
 	agentFlow := cs.Flow.AgentFlow()
+	v.grants(name, &cs.CapabilityGrants, cs)
+	switch {
+	case cs.Untitled && cs.Title != "":
+		v.add(v.at(&cs.Title, cs), "%s is untitled: its task is created with an empty title, so title must be empty", name)
+	case cs.Untitled && !agentFlow:
+		v.add(v.at(&cs.Untitled, cs), "%s: untitled applies only to cases whose agent works a task", name)
+	}
 	if agentFlow {
-		v.required(name+" title", &cs.Title, cs)
+		if !cs.Untitled {
+			v.required(name+" title", &cs.Title, cs)
+		}
 		v.required(name+" prompt", &cs.Prompt, cs)
 		v.required(name+" marker", &cs.Marker, cs)
 	}

@@ -363,3 +363,11 @@ func (co *Company) RunDocuments(ctx context.Context, runID string) (api.Document
 	err := co.c.do(ctx, "GET", co.prefix+"/runs/"+url.PathEscape(runID)+"/documents", nil, &out)
 	return out, err
 }
+
+// RunCalls returns the run's agent calls as the server saw them (GET
+// /api/companies/{company}/runs/{run}/calls, board token).
+func (co *Company) RunCalls(ctx context.Context, runID string) (api.AgentCallList, error) {
+	var out api.AgentCallList
+	err := co.c.do(ctx, "GET", co.prefix+"/runs/"+url.PathEscape(runID)+"/calls", nil, &out)
+	return out, err
+}

@@ -456,7 +456,7 @@ func (m *Memory) boardCreateEnvironment(c *cmdCtx) (string, error) {
 
 func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 	var in struct {
-		Title           string      `json:"title"`
+		Title           *string     `json:"title"`
 		Description     *string     `json:"description"`
 		WorkMode        *string     `json:"workMode"`
 		Priority        *string     `json:"priority"`
@@ -467,8 +467,13 @@ func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 	if err := decodeStrict(c.raw, &in); err != nil {
 		return "", err
 	}
-	if err := needField(in.Title, "issue title"); err != nil {
-		return "", err
+	// The title is required but may be empty (seed 000 "Prompt-only task title
+	// fixtures": the agent names the task, set_task_title); only whitespace is refused.
+	if in.Title == nil {
+		return "", newErr(CodeBoardInputInvalid, "issue title is required (\"\" for an untitled task the agent names)")
+	}
+	if *in.Title != "" && strings.TrimSpace(*in.Title) == "" {
+		return "", newErr(CodeBoardInputInvalid, "issue title must not be only whitespace")
 	}
 	workMode := "standard"
 	if in.WorkMode != nil {
@@ -505,7 +510,7 @@ func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 	}
 	id := m.newID("task")
 	n := m.nextCounter("issue-number")
-	t := &Task{ID: id, CompanyID: m.st.Company.ID, Identifier: m.st.Company.IssuePrefix + "-" + itoa(n), Title: in.Title,
+	t := &Task{ID: id, CompanyID: m.st.Company.ID, Identifier: m.st.Company.IssuePrefix + "-" + itoa(n), Title: *in.Title,
 		Description: in.Description, Status: status, Priority: priority, WorkMode: workMode, ParentID: in.ParentID,
 		AssigneeActorID: in.AssigneeActorID}
 	m.addTask(t)

@@ -11,7 +11,9 @@ import (
 // CommandKind names a semantic command (spec §3); its JSON form is the plain string.
 type CommandKind string
 
-// The 19 semantic command kinds of the V-new adapter (spec §3), in catalogue order.
+// The 19 semantic command kinds of the V-new adapter (spec §3), in catalogue order, and
+// agentproof's set_task_title (seed 000 "Prompt-only task title fixtures": the agent
+// names its own task).
 const (
 	CommandReportProgress          CommandKind = "report_progress"
 	CommandCreateSkill             CommandKind = "create_skill"
@@ -32,7 +34,11 @@ const (
 	CommandRequestReview           CommandKind = "request_review"
 	CommandReleaseTask             CommandKind = "release_task"
 	CommandScheduleWake            CommandKind = "schedule_wake"
+	CommandSetTaskTitle            CommandKind = "set_task_title"
 )
+
+// MaxTaskTitleChars bounds a task title set by set_task_title (characters).
+const MaxTaskTitleChars = 500
 
 // CommandSpec is one row of the semantic-command table: everything agentproof knows
 // about a command kind besides its handler's logic. The state machine dispatches and
@@ -132,6 +138,9 @@ var commandTable = []CommandSpec{
 	{Kind: CommandScheduleWake, Claim: "control_plane:wakes", Tool: true, Required: []string{"reason", "delayTicks"}, Optional: []string{"payload"},
 		Description: "Schedule a later wake of your task's assignee.",
 		handle:      (*Memory).scheduleWakeCommand},
+	{Kind: CommandSetTaskTitle, Tool: true, Required: []string{"title"},
+		Description: "Set your task's title: a short phrase that says what the task is about. A task created without a title should be named as soon as you know what it asks, before the work itself.",
+		handle:      (*Memory).setTaskTitle},
 }
 
 // commandByKind indexes commandTable.
@@ -315,7 +324,7 @@ func (m *Memory) authorize(r *Run, spec *CommandSpec, head commandHead, raw json
 	runID := strp(r.ID)
 	kind := head.Kind
 	if claim := spec.Claim; claim != "" && !slices.Contains(r.Capabilities, claim) {
-		return nil, m.deny(runID, kind, "required_claim_missing", []string{"run:" + r.ID},
+		return nil, m.deny(runID, kind, ReasonClaimMissing, []string{"run:" + r.ID},
 			newErr(CodeOperationNotAuthorized, "the fixture run does not hold the required command claim %s", claim))
 	}
 	taskID := r.TaskID

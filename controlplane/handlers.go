@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -722,6 +723,28 @@ func (m *Memory) recordBudgetUsage(c *cmdCtx) error {
 	cm := m.addComment(c.task.ID, nil, BudgetStopComment)
 	c.ref("comment", cm.ID)
 	c.ref("actor", c.actor.ID)
+	return nil
+}
+
+// setTaskTitle is set_task_title: the run's task gets the title (trimmed; not empty, at
+// most MaxTaskTitleChars characters). The change is the command's audit record
+// (semantic_command.applied, attributed to the run and its actor); its input, with the
+// title, is the command's idempotency record.
+func (m *Memory) setTaskTitle(c *cmdCtx) error {
+	var in struct {
+		Title string `json:"title"`
+	}
+	if err := decode(c.raw, &in); err != nil {
+		return err
+	}
+	title := strings.TrimSpace(in.Title)
+	if err := required(title, "task title"); err != nil {
+		return err
+	}
+	if n := utf8.RuneCountInString(title); n > MaxTaskTitleChars {
+		return newErr(CodeSemanticCommandInvalid, "task title has %d characters; at most %d", n, MaxTaskTitleChars)
+	}
+	edit(m, c.task, func(t *Task) { t.Title = title })
 	return nil
 }
 

@@ -707,7 +707,7 @@ func (m *Memory) recordDecision(runID *string, operation, outcome, reason string
 
 // deny records a denied decision and returns the error to raise.
 func (m *Memory) deny(runID *string, operation, reason string, refs []string, err *Error) *Error {
-	m.recordDecision(runID, operation, "denied", reason, refs)
+	m.recordDecision(runID, operation, DecisionDenied, reason, refs)
 	return err
 }
 

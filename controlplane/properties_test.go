@@ -40,7 +40,7 @@ func event(seq int64, eventType string, payload string) func(context.Context, *c
 	}
 }
 
-// scenario touches all 19 command kinds, events, faults, checkpoints and completion.
+// scenario touches all 20 command kinds, events, faults, checkpoints and completion.
 func scenario() []step {
 	return []step{
 		{"report_progress lost ack", "lost", apply("k1", "report_progress", map[string]any{"body": "start"})},
@@ -96,6 +96,9 @@ func scenario() []step {
 		{"checkpoint", "", func(ctx context.Context, m *controlplane.Memory) error {
 			return m.CheckpointSession(ctx, json.RawMessage(`{"cursor":2}`))
 		}},
+		{"set_task_title", "", apply("k30t", "set_task_title", map[string]any{"title": "  Rotate the API keys  "})},
+		{"set_task_title empty", "semantic_command_invalid", apply("k30e", "set_task_title", map[string]any{"title": "   "})},
+		{"set_task_title too long", "semantic_command_invalid", apply("k30l", "set_task_title", map[string]any{"title": strings.Repeat("x", controlplane.MaxTaskTitleChars+1)})},
 		{"finish_task", "", apply("k31", "finish_task", map[string]any{"summary": "all done"})},
 		{"record_budget_usage", "", apply("k32", "record_budget_usage", map[string]any{"cents": 7})},
 		{"release after done", "task_transition_illegal", apply("k33", "release_task", map[string]any{"reason": "bye"})},
@@ -123,7 +126,7 @@ func runScenario(t *testing.T, m *controlplane.Memory) {
 }
 
 // TestScenarioInvariants: the invariants hold after every call of a scenario touching
-// all 19 command kinds; two adapters fed the same calls serialize byte-identically;
+// all 20 command kinds; two adapters fed the same calls serialize byte-identically;
 // context and replay agree after restore.
 func TestScenarioInvariants(t *testing.T) {
 	t.Parallel()

@@ -251,3 +251,13 @@ const (
 
 // ConflictResolutions lists every resolution.
 var ConflictResolutions = []ConflictResolution{ResolveKeepCurrent, ResolveTakeIncoming}
+
+// Decision outcomes and reasons a reader of the decision log (State.Decisions) tells
+// apart (spec control-plane-port §4, §6.1).
+const (
+	// DecisionDenied is the outcome of a refused operation.
+	DecisionDenied = "denied"
+	// ReasonClaimMissing is the reason of a command refused because its run does not
+	// hold the command's claim (the agent was not granted it).
+	ReasonClaimMissing = "required_claim_missing"
+)

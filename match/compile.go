@@ -50,7 +50,7 @@ var (
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
 		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
-		KindProcessIdentity, KindNoMutation,
+		KindProcessIdentity, KindNoMutation, KindTaskTitle,
 	}
 	kindFields = map[string][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -74,6 +74,7 @@ var (
 		KindBlockerGuidance:    {},
 		KindProcessIdentity:    {"samePidAcrossTurns"},
 		KindNoMutation:         {"path"},
+		KindTaskTitle:          {"expected", "count"},
 	}
 )
 
@@ -288,6 +289,8 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	case KindNoMutation:
 		c.file = checkWorkspacePath(spec.Path, bad)
 		c.display = c.file
+	case KindTaskTitle:
+		compileTitle(spec, c, bad)
 	}
 
 	js, err := canonjson.Ordered(spec)

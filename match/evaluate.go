@@ -93,6 +93,8 @@ func (c *compiled) eval(ev *evidence) result {
 		return c.evalProcess(obs)
 	case KindNoMutation:
 		return c.evalNoMutation(obs)
+	case KindTaskTitle:
+		return c.evalTitle(obs)
 	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
 		files := obs.Files
 		if c.spec.Source == SourceAgentHome {

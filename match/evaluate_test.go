@@ -250,6 +250,9 @@ var evalCases = []evalCase{
 	{"blocker guidance/pass", Spec{Kind: KindBlockerGuidance}, blockerObs("worker"), pass},
 	{"blocker guidance/reassigned", Spec{Kind: KindBlockerGuidance}, blockerObs("manager"), fail},
 	{"blocker guidance/no json", Spec{Kind: KindBlockerGuidance}, msg("x"), notReached},
+	// task_title (title_test.go has the rest)
+	{"task title/named", namingSpec, titleObs(titleFixture{}), pass},
+	{"task title/no json fails", namingSpec, msg("x"), fail},
 	{"runtime metadata/not observed", Spec{Kind: KindRuntimeMetadata, Expected: map[string]any{RuntimeCLIName: "codex"}}, msg("x"), notReached},
 	// file_exists, file_exact, file_contains
 	{"file exists/pass", Spec{Kind: KindFileExists, Path: "daytona-warm-7.txt"}, full(), pass},

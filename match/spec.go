@@ -24,6 +24,7 @@ package match
 //	plan_revisions                         name (document key, default plan), expected ([{steps, contains?, outcome}], see KindPlanRevisions)
 //	process_identity                       samePidAcrossTurns (bool, required; see KindProcessIdentity)
 //	no_mutation                            path (workspace-relative; see KindNoMutation)
+//	task_title                             expected (control title, string) or expected (keyword groups) and count (tool-call bound); see KindTaskTitle
 //
 // The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
 // (Observation.Turns) instead of the whole message; 0 or absent means the whole message.

@@ -19,7 +19,7 @@ var wantToolNames = []string{
 	"block_task", "comment_on_approval", "control_workspace_service", "create_skill", "create_task",
 	"decide_approval", "finish_task", "get_task_context", "list_documents", "read_document",
 	"reassign_task", "register_deliverable", "report_progress", "request_approval",
-	"request_human_input", "request_review", "schedule_wake", "set_dependencies", "write_document",
+	"request_human_input", "request_review", "schedule_wake", "set_dependencies", "set_task_title", "write_document",
 }
 
 // TestToolsListGolden: the tools/list answer a real MCP client gets is

@@ -564,7 +564,7 @@ func TestResponsesMatchOpenAPISchemas(t *testing.T) {
 		{"POST", co + "/events", w.runTok, `{"eventId":"e1","runId":"run-1","sequence":1,"type":"run.started"}`, "/api/companies/{company}/events", "200"},
 		{"GET", co + "/runs/run-1/events?sourceInstanceId=capability-mock", w.runTok, "", "/api/companies/{company}/runs/{run}/events", "200"},
 		{"GET", co + "/session/checkpoint", w.runTok, "", "/api/companies/{company}/session/checkpoint", "200"},
-		{"POST", co + "/issues", w.boardTk, `{"title":""}`, "/api/companies/{company}/issues", "default"},
+		{"POST", co + "/issues", w.boardTk, `{"title":"  "}`, "/api/companies/{company}/issues", "default"},
 	}
 	for _, c := range cases {
 		status, _, b := call(t, w.base, c.method, c.path, c.token, []byte(c.body))

@@ -28,7 +28,12 @@ type AgentClaims struct {
 // MintAgentToken returns a bearer token for agent routes bound to (company, actor,
 // run): the heartbeat runner mints one per run. A token for one company or run gets
 // 403 on another's resources.
+//
+// Minting starts the run's agent-call ledger (calls.go): every request of the token
+// to this process is then recorded, so the ledger is complete (Recorded) even when the
+// agent makes no call at all.
 func (s *Server) MintAgentToken(company, actor, run string) string {
+	s.calls.register(company, run)
 	claims, _ := json.Marshal(AgentClaims{Company: company, Actor: actor, Run: run})
 	body := agentTokenPrefix + base64.RawURLEncoding.EncodeToString(claims)
 	mac := hmac.New(sha256.New, s.tokenKey)

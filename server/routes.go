@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,6 +106,8 @@ func (s *Server) table() []route {
 			summary: "resolve a home file conflict against the reviewed current SHA-256 (409 file_conflict_stale when it changed)", idempotent: true,
 			h: boardOp(controlplane.BoardResolveFileConflict, func() any { return &api.ResolveFileConflictRequest{} })},
 		{method: "GET", pattern: "/api/companies/{company}/wakes", board: true, response: api.WakeList{}, status: 200, summary: "list scheduled wakes (query dueBy)", h: s.listWakes},
+		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/calls", board: true, response: api.AgentCallList{}, status: 200,
+			summary: "the run's agent calls as the server saw them, in order (discovery reads, commands, uploads, protocol); kept in the serving process only", h: s.runCalls},
 		{method: "GET", pattern: "/api/companies/{company}/decisions", board: true, response: api.DecisionList{}, status: 200, summary: "list decision records", h: s.decisions},
 		{method: "GET", pattern: "/api/changes", board: true, response: api.Changes{}, status: 200,
 			summary: "the instance's change sequence number; with after and waitMs (at most " + strconv.Itoa(api.MaxChangesWaitMs) + ") it answers once the number is above after or the wait passed (long-poll)", h: s.changes},
@@ -193,6 +196,7 @@ func (s *Server) routes() http.Handler {
 // within the body deadline, then checkJSONText), the handler and its response.
 func (s *Server) wrap(rt route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		var body []byte // the request body once read (an agent call's command kind)
 		p, err := s.authenticate(r)
 		if err != nil {
 			writeError(w, err)
@@ -213,6 +217,14 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 				writeError(w, errForbidden("the agent token belongs to another company"))
 				return
 			}
+			// Every request of the run's token from here on is one of its agent calls
+			// (calls.go), answered or refused.
+			rec := &statusRecorder{ResponseWriter: w}
+			w = rec
+			defer func() {
+				tool, class := callTool(rt, body)
+				s.calls.record(p.agent.Company, p.agent.Run, tool, class, cmp.Or(rec.status, http.StatusOK))
+			}()
 			if p, err = s.runLive(r.Context(), p); err != nil {
 				writeError(w, err)
 				return
@@ -231,7 +243,7 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 		if raw {
 			limit = api.MaxFileBytes
 		}
-		body, err := readRequestBody(w, r, limit)
+		body, err = readRequestBody(w, r, limit)
 		if err == nil && len(body) > 0 && !raw {
 			err = checkJSONText(body)
 		}
@@ -446,11 +458,23 @@ func (s *Server) board(kind string, newReq func() any) func(ctx context.Context,
 			return nil, err
 		}
 		req := newReq()
-		if err := decodeBody(r, req); err != nil {
+		raw, err := readBody(r)
+		if err != nil {
+			return nil, err
+		}
+		if err := DecodeStrict(raw, req); err != nil {
 			return nil, err
 		}
 		var input any = req
 		switch v := req.(type) {
+		case *api.CreateIssueRequest:
+			// title is required and may be "" (an untitled task the agent names)
+			var present struct {
+				Title *string `json:"title"`
+			}
+			if json.Unmarshal(raw, &present) == nil && present.Title == nil {
+				return nil, &controlplane.Error{Code: controlplane.CodeBoardInputInvalid, Message: "issue title is required (\"\" for an untitled task the agent names)"}
+			}
 		case *api.CreateAgentRequest:
 			if err := s.checkSecretRefs(ctx, c.ID(), v.AdapterConfig); err != nil {
 				return nil, err
@@ -486,6 +510,14 @@ func (s *Server) listWakes(ctx context.Context, r *http.Request, _ principal) (a
 		return nil, err
 	}
 	return api.WakeList{Wakes: ws}, nil
+}
+
+// runCalls answers the run's agent-call ledger (calls.go).
+func (s *Server) runCalls(_ context.Context, r *http.Request, _ principal) (any, error) {
+	if _, err := s.pathCompany(r); err != nil {
+		return nil, err
+	}
+	return s.calls.list(r.PathValue("company"), r.PathValue("run")), nil
 }
 
 func (s *Server) decisions(ctx context.Context, r *http.Request, _ principal) (any, error) {

@@ -83,6 +83,8 @@ type Server struct {
 	// templateErr is why Options.Template was not copied into place (nil: copied, or
 	// none was given or needed).
 	templateErr error
+	// calls is the agent-call ledger (calls.go).
+	calls callLedger
 }
 
 // TemplateProblem reports why Options.Template was not used for a new database (the

@@ -40,9 +40,10 @@
 //     overridden by a leak. Nothing is copied from the agent's workspace into the
 //     results beyond workspace-manifest.json; its logs are copied through the guard as
 //     agent content (no HTML, XML or SVG).
-//   - The agent gets the run capabilities its case's reference script needs
-//     (flows.CapabilityGrants: for example governance:approvals:request for a plan
-//     approval), and none else.
+//   - The agent gets exactly the run capabilities its cell declares
+//     (catalog.Cell.CapabilityGrants: the profile's and the case's capabilityGrants, for
+//     example governance:approvals:request for a plan approval), and none else: a
+//     command needing another claim is refused and the run fails.
 //   - The profile's runtime metadata check (a runtime_metadata matcher) follows the
 //     case's matchers; a CLI cell's expectation includes the pinned version and the
 //     binary digest its install recorded.

@@ -93,6 +93,10 @@ type Fixtures struct {
 	Set                      *fixture.Fixtures
 	CompanyID, EnvironmentID string
 	TaskID, Identifier       string
+	// CreatedTitle is the task's title as the control plane saved it at creation (read
+	// by the creation response's id, never by searching a title): "" for an untitled
+	// case.
+	CreatedTitle string
 	// AgentID is the worker agent the task is assigned to; ManagerID the manager agent
 	// of a case whose flow has one (catalog.Flow.HasManager), else "".
 	AgentID, ManagerID string
@@ -197,7 +201,7 @@ func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
 		out.EnvironmentID = rec.IDs["environment"]
 	}
 	if rec, ok := fx.Record("task"); ok {
-		out.TaskID, out.Identifier = rec.IDs["task"], rec.Metadata["identifier"]
+		out.TaskID, out.Identifier, out.CreatedTitle = rec.IDs["task"], rec.Metadata["identifier"], rec.Metadata["createdTitle"]
 	}
 	if rec, ok := fx.Record("agent"); ok {
 		out.AgentID = rec.IDs["agent"]
@@ -327,7 +331,7 @@ func agentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 			if err != nil {
 				return fixture.Record{}, verdict.HarnessFault(err, false)
 			}
-			req := api.CreateAgentRequest{Name: "agentproof " + p.ID, Role: "engineer", AdapterConfig: cfg, CapabilityGrants: flows.CapabilityGrants(in.plan.Case.Reference)}
+			req := api.CreateAgentRequest{Name: "agentproof " + p.ID, Role: "engineer", AdapterConfig: cfg, CapabilityGrants: nonNilGrants(in.plan.Cell.CapabilityGrants)}
 			r, err := b.Company(res["company"].IDs["company"]).CreateAgent(ctx, req)
 			if err != nil {
 				return fixture.Record{}, flows.BoardFault("creating the agent", err)
@@ -335,6 +339,16 @@ func agentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 			return fixture.Record{IDs: map[string]string{"agent": r.ID}, Metadata: map[string]string{"driver": p.Driver, "profile": p.ID}}, nil
 		},
 	}
+}
+
+// nonNilGrants is the grants the board gets for an agent: the cell's declared
+// capabilityGrants, [] for none (nothing is granted implicitly; docs/journeys.md
+// "Capability grants").
+func nonNilGrants(g []string) []string {
+	if g == nil {
+		return []string{}
+	}
+	return g
 }
 
 // managerFixture creates the manager agent of a blocker-guidance case (seed 000
@@ -371,7 +385,7 @@ func taskFixture(b SetupBoard, in fixtureInput, submitted *time.Time) fixture.De
 		Dependencies: []string{"agent"},
 		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
 			title := rc.Title
-			if title == "" {
+			if title == "" && !cell.Case.Untitled {
 				title = "agentproof " + cell.ID + " " + rc.Nonce
 			}
 			req := api.CreateIssueRequest{Title: title, AssigneeActorID: ptr(res["agent"].IDs["agent"])}
@@ -391,7 +405,7 @@ func taskFixture(b SetupBoard, in fixtureInput, submitted *time.Time) fixture.De
 			if st, err := co.Snapshot(ctx); err == nil {
 				for _, t := range st.Tasks {
 					if t.ID == r.ID {
-						meta["identifier"] = t.Identifier
+						meta["identifier"], meta["createdTitle"] = t.Identifier, t.Title
 					}
 				}
 			}

@@ -62,7 +62,12 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 			o.Runs = append(o.Runs, r)
 		}
 	}
-	o.Match = matchObservation(&st, f, runs, o.Runs, perms)
+	calls, err := agentCalls(ctx, co, runs)
+	if err != nil {
+		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the agent calls: %s", f.Secrets.RedactText(err.Error())), true)}
+	}
+	writeJSON(a.ev, f.Secrets, "snapshots/agent-calls.json", calls)
+	o.Match = matchObservation(&st, f, runs, o.Runs, perms, calls)
 	observeRuntime(&o, a.plan, f)
 	o.Facts.TurnTimings = turnTimings(runs, o.Runs, fl.Submitted)
 	for _, r := range runs {
@@ -172,7 +177,7 @@ func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 // (what it observed launching them; an ACP run's turn facts under acp), permissions
 // the task's permission interactions (api.Permission), both as the board serves them;
 // company is the company-wide view.
-func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.Run, recs []api.HeartbeatRun, perms []api.Permission) *match.Observation {
+func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.Run, recs []api.HeartbeatRun, perms []api.Permission, calls []api.AgentCallList) *match.Observation {
 	task := f.TaskID
 	obs := &match.Observation{Secrets: secretForms(f.Secrets), HasArtifacts: true, HasMessage: len(runs) > 0}
 	var t *controlplane.Task
@@ -223,10 +228,86 @@ func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.
 		}
 	}
 	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs, "approvals": approvals,
-		"comments": comments, "heartbeatRuns": recs, "permissions": perms, "company": companyView(st, f)}); err == nil {
+		"comments": comments, "heartbeatRuns": recs, "permissions": perms, "company": companyView(st, f),
+		"agentCalls": nonNilCalls(calls), "titles": titleView(st, f, t, runs)}); err == nil {
 		obs.JSON = b
 	}
 	return obs
+}
+
+// agentCalls reads the agent-call ledger of each of the task's runs, in run order
+// (api.AgentCallList: what the server saw the run's agent token request).
+func agentCalls(ctx context.Context, co *client.Company, runs []*controlplane.Run) ([]api.AgentCallList, error) {
+	out := []api.AgentCallList{}
+	for _, r := range runs {
+		l, err := co.RunCalls(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func nonNilCalls(c []api.AgentCallList) []api.AgentCallList {
+	if c == nil {
+		return []api.AgentCallList{}
+	}
+	return c
+}
+
+// titleView is the task-title part of the composite JSON (seed 000 "Prompt-only task
+// title fixtures": the call input, the result, the saved task and the run-attributed
+// audit correlated): created, the title saved at creation (the fixtures read it by the
+// creation response's id); changes, every applied set_task_title of the task in audit
+// order {commandId, at, runId, actorId, title} (the title from the command's
+// idempotency record, trimmed as the control plane saves it); afterRun, the title at
+// the end of each of the task's runs {runId, title} (created, then the last change
+// made by that run or an earlier one); current, the saved title now.
+func titleView(st *controlplane.State, f *Fixtures, t *controlplane.Task, runs []*controlplane.Run) map[string]any {
+	type change struct {
+		CommandID string  `json:"commandId"`
+		At        string  `json:"at"`
+		RunID     *string `json:"runId"`
+		ActorID   *string `json:"actorId"`
+		Title     string  `json:"title"`
+	}
+	type after struct {
+		RunID string `json:"runId"`
+		Title string `json:"title"`
+	}
+	inputs := map[string]string{}
+	for _, rec := range st.Idempotency {
+		if rec.Result.CommandKind == string(controlplane.CommandSetTaskTitle) && slices.Contains(rec.Result.EntityRefs, "task:"+f.TaskID) {
+			var in struct {
+				Title string `json:"title"`
+			}
+			if json.Unmarshal([]byte(rec.InputCanonical), &in) == nil {
+				inputs[rec.Result.CommandID] = strings.TrimSpace(in.Title)
+			}
+		}
+	}
+	changes := []change{}
+	for _, a := range st.Audit {
+		if title, ok := inputs[a.EntityID]; ok && a.EntityType == "command" {
+			changes = append(changes, change{a.EntityID, a.At, a.RunID, a.ActorID, title})
+		}
+	}
+	afterRun := []after{}
+	title := f.CreatedTitle
+	for _, r := range runs {
+		for _, c := range changes {
+			if c.RunID != nil && *c.RunID == r.ID {
+				title = c.Title
+			}
+		}
+		afterRun = append(afterRun, after{r.ID, title})
+	}
+	current := ""
+	if t != nil {
+		current = t.Title
+	}
+	return map[string]any{"created": f.CreatedTitle, "changes": changes, "afterRun": afterRun, "current": current}
 }
 
 // companyView is the company-wide part of the composite JSON (seed 000 "Direct blocker

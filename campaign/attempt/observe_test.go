@@ -25,7 +25,7 @@ func TestMatchObservationRedactsEncodedCopies(t *testing.T) {
 			Comments: []*controlplane.Comment{{ID: "c-1", TaskID: "t-1", Body: "here: " + copy}},
 			Runs:     []*controlplane.Run{{ID: "r-1", TaskID: "t-1", Status: "succeeded", Result: json.RawMessage(`{"result":{"presentationDecision":{"commentId":"c-1"}}}`)}},
 		}
-		obs := matchObservation(st, &Fixtures{TaskID: "t-1", Secrets: redact.NewSet(secret)}, st.Runs, nil, nil)
+		obs := matchObservation(st, &Fixtures{TaskID: "t-1", Secrets: redact.NewSet(secret)}, st.Runs, nil, nil, nil)
 		if obs.Message != "here: "+copy {
 			t.Fatalf("message %q, want the posted comment", obs.Message)
 		}

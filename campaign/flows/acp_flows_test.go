@@ -95,7 +95,7 @@ func newACPWorldWith(t *testing.T, rc *catalog.RenderedCase, driver string, life
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "acp agent", Role: "engineer", AdapterConfig: cfg, CapabilityGrants: flows.CapabilityGrants(rc.Reference)})
+	ag, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "acp agent", Role: "engineer", AdapterConfig: cfg, CapabilityGrants: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

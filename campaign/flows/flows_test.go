@@ -3,6 +3,7 @@ package flows
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -57,6 +58,9 @@ type world struct {
 	home      string
 	task      string
 	workspace string
+	// refusable: a run the agent could not carry out (a refused command) is completed
+	// as failed in process, as the heartbeat runner does, instead of failing the test
+	refusable bool
 
 	mu    sync.Mutex
 	srv   *server.Server
@@ -91,7 +95,7 @@ func (w *world) restart(ctx context.Context) (Board, error) {
 	return heartbeatless{w.co}, nil
 }
 
-func newWorld(t *testing.T, rc *catalog.RenderedCase, workMode string) *world {
+func newWorld(t *testing.T, rc *catalog.RenderedCase, workMode string, grants []string) *world {
 	t.Helper()
 	ctx := context.Background()
 	w := &world{home: t.TempDir(), workspace: t.TempDir()}
@@ -109,7 +113,7 @@ func newWorld(t *testing.T, rc *catalog.RenderedCase, workMode string) *world {
 	if err := co.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ag, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "agent", Role: "engineer", CapabilityGrants: CapabilityGrants(rc.Reference)})
+	ag, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "agent", Role: "engineer", CapabilityGrants: nonNilStrings(grants)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +174,22 @@ func (w *world) takeWakes(ctx context.Context, t *testing.T, co *client.Company,
 		if _, err := co.OpenFixtureRun(ctx, in); err != nil {
 			continue // taken meanwhile, or not yet takeable
 		}
-		if _, err := reference.Execute(ctx, co, runID, reference.Config{Script: script, Workspace: w.workspace, StateDir: state}); err != nil && ctx.Err() == nil && w.company() == co {
+		_, err := reference.Execute(ctx, co, runID, reference.Config{Script: script, Workspace: w.workspace, StateDir: state})
+		switch {
+		case err != nil && w.refusable:
+			in, _ := json.Marshal(controlplane.NativeRunResult{RunID: runID, Status: controlplane.RunFailed, Summary: err.Error()})
+			w.mu.Lock()
+			srv := w.srv
+			w.mu.Unlock()
+			sc := srv.Store().Company(co.ID())
+			ev, _ := json.Marshal(controlplane.NativeEvent{EventID: runID + ":completed", RunID: runID, Sequence: 1, Type: "run.completed"})
+			if _, cerr := sc.AppendEvent(ctx, ev); cerr != nil {
+				t.Errorf("ending the failed run %s: %v", runID, cerr)
+			}
+			if cerr := sc.CompleteRun(ctx, in); cerr != nil {
+				t.Errorf("completing the failed run %s: %v", runID, cerr)
+			}
+		case err != nil && ctx.Err() == nil && w.company() == co:
 			t.Errorf("agent run %s: %v", runID, err) // (a run a restart cut short is not the agent's error)
 		}
 		return // one run at a time: look again
@@ -255,10 +274,12 @@ func TestFlows(t *testing.T) {
 		timeout  time.Duration
 		// poll is the session's poll period (0: 5 ms); an hour proves that the flow
 		// was woken by the board's change feed (ChangeWaiter), never by its poll
-		poll    time.Duration
-		problem string // a substring of a problem, "" for none
-		fault   verdict.Origin
-		err     string // a substring of Err, "" for none
+		poll time.Duration
+		// ungranted: the agent is created without the cell's capability grants
+		ungranted bool
+		problem   string // a substring of a problem, "" for none
+		fault     verdict.Origin
+		err       string // a substring of Err, "" for none
 	}{
 		{name: "single turn", cell: "grader-calibration.reference.local.message-marker", agent: "reference"},
 		{name: "single turn, woken by the change feed only", cell: "grader-calibration.reference.local.message-marker", agent: "reference", poll: time.Hour},
@@ -276,6 +297,8 @@ func TestFlows(t *testing.T) {
 		{name: "plan revision, the control plane accepts the older revision", cell: "grader-calibration.reference.local.plan-revise-accept", agent: "reference",
 			board: func(b Board) Board { return &replaying{Board: b} }, fault: verdict.Harness, err: "accepted confirmation"},
 		{name: "plan approval", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "reference"},
+		{name: "plan approval without the capability grant", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "reference", ungranted: true,
+			problem: "request_approval of run"},
 		{name: "plan approval, no approval", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "nop", problem: "no pending plan approval after run 1"},
 		{name: "plan approval of no revision", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "reference", script: untargeted,
 			problem: "targets no plan revision"},
@@ -305,7 +328,12 @@ func TestFlows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := newWorld(t, rc, cell.Case.WorkMode)
+			grants := cell.CapabilityGrants
+			if tt.ungranted {
+				grants = nil
+			}
+			w := newWorld(t, rc, cell.Case.WorkMode, grants)
+			w.refusable = tt.ungranted
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			var agentDone sync.WaitGroup
@@ -415,4 +443,12 @@ func TestBoardFault(t *testing.T) {
 			t.Errorf("BoardFault(%v) = %+v", tt.err, f)
 		}
 	}
+}
+
+// nonNilStrings is s, or [] for nil (the board wants a list of grants).
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

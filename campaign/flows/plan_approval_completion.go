@@ -23,7 +23,7 @@ func playPlanApproval(ctx context.Context, s *Session) Outcome {
 	}
 	ap := pendingApproval(v, s.TaskID)
 	if ap == nil {
-		out.Problems = append(out.Problems, "no pending plan approval after run 1")
+		out.Problems = append(out.Problems, "no pending plan approval after run 1"+refusedClaims(v, s.TaskID, controlplane.CommandRequestApproval))
 		return out
 	}
 	rev := latestRevision(v, s.TaskID, planKey)
@@ -45,6 +45,29 @@ func playPlanApproval(ctx context.Context, s *Session) Outcome {
 		return out
 	}
 	_, out.Err = waitTurn(ctx, s, 2)
+	return out
+}
+
+// refusedClaims explains a missing approval by the control plane's denials: for every
+// command of kind the task's runs were refused for a claim they do not hold (decision
+// reason required_claim_missing), "; <kind> of run <id> was refused: the agent does
+// not hold <claim> (grant it with capabilityGrants on the case or the profile)"; ""
+// when there is none. The grants are the catalog's (docs/journeys.md "Capability
+// grants"): nothing is granted implicitly.
+func refusedClaims(v *view, task string, kind controlplane.CommandKind) string {
+	runs := map[string]bool{}
+	for _, r := range v.st.Runs {
+		if r.TaskID == task {
+			runs[r.ID] = true
+		}
+	}
+	spec, _ := controlplane.LookupCommand(kind)
+	var out string
+	for _, d := range v.st.Decisions {
+		if d.RunID != nil && runs[*d.RunID] && d.Operation == string(kind) && d.Outcome == controlplane.DecisionDenied && d.Reason == controlplane.ReasonClaimMissing {
+			out += fmt.Sprintf("; %s of run %s was refused: the agent does not hold %s (grant it with capabilityGrants on the case or the profile)", kind, *d.RunID, spec.Claim)
+		}
+	}
 	return out
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/agentproof/agentproof/api"
@@ -106,28 +105,6 @@ func BoardFault(what string, err error) *verdict.Fault {
 	var ce *controlplane.Error
 	transient := !errors.As(err, &ce) || controlplane.IsRetryable(err)
 	return verdict.HarnessFault(fmt.Errorf("%s: %w", what, err), transient)
-}
-
-// CapabilityGrants are the run capabilities the agent of a case needs for its work:
-// the claim of every semantic command of the case's reference script that requires one
-// (the semantic-command table, controlplane.LookupCommand; for example governance:approvals:request for a plan
-// approval), sorted and without duplicates; nil when none does. The fixtures grant
-// them to the agent they create.
-func CapabilityGrants(script *catalog.ReferenceScript) []string {
-	var out []string
-	if script == nil {
-		return nil
-	}
-	for _, turn := range script.Turns {
-		for _, st := range turn.Steps {
-			spec, ok := controlplane.LookupCommand(controlplane.CommandKind(st.Command))
-			if ok && spec.Claim != "" && !slices.Contains(out, spec.Claim) {
-				out = append(out, spec.Claim)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // permanent is a permanent harness fault.

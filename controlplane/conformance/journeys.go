@@ -14,6 +14,7 @@ func JourneyCases() []Case {
 	return []Case{
 		{"journey/01-accept-superseded-revision", journey01},
 		{"journey/02-approval-targets-revision", journey02},
+		{"journey/03-agent-names-untitled-task", journey03},
 	}
 }
 
@@ -111,6 +112,67 @@ func journey02(ctx context.Context, h Harness) error {
 	}
 	_, err = e.cmd("run-1", "k4", "decide_approval", map[string]any{"approvalId": "approval-1", "decision": "rejected", "note": "superseded"})
 	return noErr(err, "rejecting superseded approval-1")
+}
+
+// journey03 (seed 000 "Prompt-only task title fixtures"): the board creates a task
+// with an empty title (one of only whitespace is refused); its run names it with
+// set_task_title (trimmed; an empty title is semantic_command_invalid); the saved title
+// survives a restart, and the change is the command's audit record, attributed to the
+// run and its actor, whose idempotency record holds the title given.
+func journey03(ctx context.Context, h Harness) error {
+	e, err := boardSetup(ctx, h)
+	if err != nil {
+		return err
+	}
+	if _, err := e.board(controlplane.BoardCreateIssue, map[string]any{"title": "  "}, ""); wantCode(err, controlplane.CodeBoardInputInvalid) != nil {
+		return failf("creating an issue titled only by whitespace: %v", wantCode(err, controlplane.CodeBoardInputInvalid))
+	}
+	created, err := e.board(controlplane.BoardCreateIssue, map[string]any{"title": "", "assigneeActorId": "actor-1"}, "")
+	if err != nil {
+		return noErr(err, "creating an untitled issue")
+	}
+	task := created.ID
+	if _, err := e.open("run-t", task, "actor-1"); err != nil {
+		return noErr(err, "opening the run of the untitled task")
+	}
+	if _, err := e.cmd("run-t", "t0", "set_task_title", map[string]any{"title": " "}); wantCode(err, controlplane.CodeSemanticCommandInvalid) != nil {
+		return failf("set_task_title with an empty title: %v", wantCode(err, controlplane.CodeSemanticCommandInvalid))
+	}
+	res, err := e.cmd("run-t", "t1", "set_task_title", map[string]any{"title": " Rotate the API keys "})
+	if err != nil {
+		return noErr(err, "set_task_title")
+	}
+	if err := e.restart(); err != nil {
+		return err
+	}
+	st, err := e.snap()
+	if err != nil {
+		return err
+	}
+	title := ""
+	for _, t := range st.Tasks {
+		if t.ID == task {
+			title = t.Title
+		}
+	}
+	if title != "Rotate the API keys" {
+		return failf("task %s title after restart %q, want %q", task, title, "Rotate the API keys")
+	}
+	audited := false
+	for _, a := range st.Audit {
+		if a.EntityID == res.CommandID {
+			audited = a.RunID != nil && *a.RunID == "run-t" && a.ActorID != nil && *a.ActorID == "actor-1"
+		}
+	}
+	if !audited {
+		return failf("command %s has no audit record attributed to run-t and actor-1", res.CommandID)
+	}
+	for _, rec := range st.Idempotency {
+		if rec.Result.CommandID == res.CommandID && !strings.Contains(rec.InputCanonical, "Rotate the API keys") {
+			return failf("idempotency record of %s holds %s, not the title given", res.CommandID, rec.InputCanonical)
+		}
+	}
+	return nil
 }
 
 // refOf returns the id of the first entity ref "<prefix>:<id>" of res, or "".
