@@ -154,6 +154,17 @@ func TestDefaultCatalogProfilesHaveDrivers(t *testing.T) {
 			}
 			continue
 		}
+		if strings.HasPrefix(p.Driver, string(driver.KindRPC)) {
+			if dc, err := api.DriverConfigOf(p.DriverConfig); err != nil {
+				t.Errorf("profile %s: %v", p.ID, err)
+			} else if _, err := agent.NewPi(dc); err != nil {
+				t.Errorf("profile %s: %v", p.ID, err)
+			}
+			if _, err := build(p.Driver, p.DriverConfig); err == nil || !strings.Contains(err.Error(), "NewPi") {
+				t.Errorf("profile %s: New(%s) = %v, want the refusal naming NewPi", p.ID, p.Driver, err)
+			}
+			continue
+		}
 		if _, err := build(p.Driver, p.DriverConfig); err != nil {
 			t.Errorf("profile %s: %v", p.ID, err)
 		}

@@ -51,7 +51,7 @@ func TestParse(t *testing.T) {
 		if a, ok := n.ACP(); ok != (tc.kind == driver.KindACP) || (ok && a != tc.arg) {
 			t.Errorf("%s.ACP() = %q, %v", tc.in, a, ok)
 		}
-		if pkg, ok := n.Package(); ok != (tc.kind == driver.KindCLI || tc.kind == driver.KindACP && !n.BuiltinACP()) {
+		if pkg, ok := n.Package(); ok != (tc.kind == driver.KindCLI || tc.kind == driver.KindRPC || tc.kind == driver.KindACP && !n.BuiltinACP()) {
 			t.Errorf("%s.Package() = %q, %v", tc.in, pkg, ok)
 		} else if _, pinned := clis.Lookup(pkg); ok && !pinned {
 			t.Errorf("%s.Package() = %q, not a pinned package", tc.in, pkg)

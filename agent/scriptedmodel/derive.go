@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
@@ -172,7 +173,7 @@ const PiQuestionTool = "ask_user"
 // PiQuestionValue is what a Pi native-question script captures from the question's tool
 // result ({"kind":"input","value":"…"}): a value of letters, digits, '_' and '-' (at
 // most 200), which the shell write can carry unquoted-safe.
-var PiQuestionValue = regexp.MustCompile(`"value":"([A-Za-z0-9_-]{1,200})"`)
+var PiQuestionValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"value":"([A-Za-z0-9_-]{1,200})"`) })
 
 // ForPiQuestion returns the model scripts of a Pi case whose first run asks a native
 // question (docs/pi.md): FromReference's scripts, with the first run starting with a
@@ -202,7 +203,7 @@ func ForPiQuestion(ref *catalog.ReferenceScript, title string) ([]*Script, error
 	if err != nil {
 		return nil, fmt.Errorf("scripted model: reference turn 1 step %d: %w", k+1, err)
 	}
-	first.Steps[k] = Step{Call: RoleShell, Args: map[string]any{"command": cmd}, Capture: PiQuestionValue}
+	first.Steps[k] = Step{Call: RoleShell, Args: map[string]any{"command": cmd}, Capture: PiQuestionValue()}
 	ask := Step{Call: PiQuestionTool, Args: map[string]any{"kind": "input", "title": title}}
 	first.Steps = append([]Step{ask}, first.Steps...)
 	return scripts, nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
@@ -80,7 +81,7 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 		return scriptedmodel.ForPiQuestion(plan.Case.Reference, PiQuestionTitle)
 	}
 	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC && plan.Cell.Case.Flow == catalog.FlowPiSteering {
-		return scriptedmodel.ForPiSteering(PiSteerMarker, "finish_task")
+		return scriptedmodel.ForPiSteering(PiSteerMarker(), "finish_task")
 	}
 	if d, err := driver.Parse(p.Driver); err == nil && (d.Kind == driver.KindACP || d.Kind == driver.KindRPC) {
 		return scriptedmodel.ForACP(plan.Case.Reference, workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
@@ -95,7 +96,7 @@ const PiQuestionTitle = "Which value should I write?"
 // PiSteerMarker is what a Pi steering cell's model takes from the steering message: the
 // case's marker (PAPERCLIP_E2E_PI_STEERED_<nonce>), which only the human's comment
 // carries.
-var PiSteerMarker = regexp.MustCompile(`(PAPERCLIP_E2E_PI_STEERED_[A-Za-z0-9]+)`)
+var PiSteerMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(PAPERCLIP_E2E_PI_STEERED_[A-Za-z0-9]+)`) })
 
 // startModel starts the scripted model of an offline CLI cell, logging requests to a
 // file in the attempt's private temp root (moved into the results through the guard
