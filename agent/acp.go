@@ -85,15 +85,10 @@ const (
 // ACPDriver starts ACP sessions of one agent. It is immutable and safe for concurrent
 // use.
 type ACPDriver struct {
-	agent        string
-	binary       string
-	node         string
-	modelURL     string
-	clientFS     bool
-	bounds       bounds
-	turnTimeout  time.Duration
-	startTimeout time.Duration
-	cancelGrace  time.Duration
+	agent    string
+	clientFS bool
+	bounds   bounds
+	sessionSettings
 }
 
 // NewACP returns the ACP driver name (kind driver.KindACP, one of ACPAgents)
@@ -113,7 +108,7 @@ func NewACP(name driver.Name, config api.DriverConfig) (*ACPDriver, error) {
 	// Gemini CLI 0.61 cannot create a file through the client: it reads first and does
 	// not recognise the client's "Resource not found" error (docs/acp.md), so it gets
 	// no fs capability unless the profile asks for it.
-	d := &ACPDriver{agent: agentName, clientFS: agentName != ACPGemini, turnTimeout: DefaultACPTurnTimeout, startTimeout: DefaultACPStartTimeout, cancelGrace: DefaultACPCancelGrace}
+	d := &ACPDriver{agent: agentName, clientFS: agentName != ACPGemini, sessionSettings: defaultSessionSettings()}
 	reads := []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace, ACPKeyClientFS}
 	if !IsBuiltinACP(agentName) {
 		reads = append(reads, CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyScript, ACPKeyNode)
@@ -122,43 +117,9 @@ func NewACP(name driver.Name, config api.DriverConfig) (*ACPDriver, error) {
 	if config.MaxOutputBytes == nil {
 		d.bounds.maxOutput = DefaultCLIMaxOutputBytes
 	}
-	for _, f := range []struct {
-		key string
-		v   *int64
-		dst *time.Duration
-	}{{ACPKeyTurnTimeout, config.TurnTimeoutMs, &d.turnTimeout}, {ACPKeyStartTimeout, config.StartTimeoutMs, &d.startTimeout}, {ACPKeyCancelGrace, config.CancelGraceMs, &d.cancelGrace}} {
-		if f.v == nil {
-			continue
-		}
-		if *f.v <= 0 || *f.v >= 1<<62/int64(time.Millisecond) {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be a positive whole number of milliseconds", f.key, *f.v))
-			continue
-		}
-		*f.dst = time.Duration(*f.v) * time.Millisecond
-	}
+	d.sessionSettings.parse(config, ce)
 	if config.ClientFS != nil {
 		d.clientFS = *config.ClientFS
-	}
-	for _, f := range []struct {
-		key, v string
-		dst    *string
-	}{{CLIKeyBinary, config.Binary, &d.binary}, {ACPKeyNode, config.Node, &d.node}} {
-		if f.v == "" {
-			continue
-		}
-		if !filepath.IsAbs(f.v) || strings.ContainsRune(f.v, 0) {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %s must be an absolute path", f.key, f.v))
-		}
-		*f.dst = f.v
-	}
-	if s := config.ModelBaseURL; s != "" {
-		if !strings.HasPrefix(s, "http://127.0.0.1:") && !strings.HasPrefix(s, "http://[::1]:") && !strings.HasPrefix(s, "http://localhost:") {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("modelBaseUrl %s must be a loopback http URL (the scripted model)", s))
-		}
-		d.modelURL = strings.TrimRight(s, "/")
-	}
-	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
-		ce.Problems = append(ce.Problems, fmt.Sprintf("script %s is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
 	}
 	if len(ce.Problems) > 0 {
 		return nil, ce

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
@@ -72,15 +71,10 @@ func PiExtension() []byte { return slices.Clone(piExtension) }
 
 // PiDriver starts Pi sessions. It is immutable and safe for concurrent use.
 type PiDriver struct {
-	binary       string
-	node         string
-	modelURL     string
-	model        string
-	gate         []string
-	bounds       bounds
-	turnTimeout  time.Duration
-	startTimeout time.Duration
-	cancelGrace  time.Duration
+	model  string
+	gate   []string
+	bounds bounds
+	sessionSettings
 }
 
 // NewPi returns the Pi driver configured by config (the profile's driverConfig):
@@ -92,53 +86,18 @@ type PiDriver struct {
 // read and a value out of range are a *ConfigError listing every problem.
 func NewPi(config api.DriverConfig) (*PiDriver, error) {
 	ce := &ConfigError{Driver: PiDriverName}
-	d := &PiDriver{model: ScriptedModelID, gate: DefaultPiGateTools, turnTimeout: DefaultACPTurnTimeout,
-		startTimeout: DefaultACPStartTimeout, cancelGrace: DefaultACPCancelGrace}
+	d := &PiDriver{model: ScriptedModelID, gate: DefaultPiGateTools, sessionSettings: defaultSessionSettings()}
 	d.bounds = parseBounds(config, driver.Name{Kind: driver.KindRPC, Arg: "pi"}, ce, []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace,
 		CLIKeyBinary, ACPKeyNode, CLIKeyModelBaseURL, CLIKeyScript, CLIKeyModel, PiKeyGateTools})
 	if config.MaxOutputBytes == nil {
 		d.bounds.maxOutput = DefaultPiMaxOutputBytes
 	}
-	for _, f := range []struct {
-		key string
-		v   *int64
-		dst *time.Duration
-	}{{ACPKeyTurnTimeout, config.TurnTimeoutMs, &d.turnTimeout}, {ACPKeyStartTimeout, config.StartTimeoutMs, &d.startTimeout}, {ACPKeyCancelGrace, config.CancelGraceMs, &d.cancelGrace}} {
-		if f.v == nil {
-			continue
-		}
-		if *f.v <= 0 || *f.v >= 1<<62/int64(time.Millisecond) {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be a positive whole number of milliseconds", f.key, *f.v))
-			continue
-		}
-		*f.dst = time.Duration(*f.v) * time.Millisecond
-	}
-	for _, f := range []struct {
-		key, v string
-		dst    *string
-	}{{CLIKeyBinary, config.Binary, &d.binary}, {ACPKeyNode, config.Node, &d.node}} {
-		if f.v == "" {
-			continue
-		}
-		if !filepath.IsAbs(f.v) || strings.ContainsRune(f.v, 0) {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %s must be an absolute path", f.key, f.v))
-		}
-		*f.dst = f.v
-	}
-	if s := config.ModelBaseURL; s != "" {
-		if !strings.HasPrefix(s, "http://127.0.0.1:") && !strings.HasPrefix(s, "http://[::1]:") && !strings.HasPrefix(s, "http://localhost:") {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("modelBaseUrl %s must be a loopback http URL (the scripted model)", s))
-		}
-		d.modelURL = strings.TrimRight(s, "/")
-	}
+	d.sessionSettings.parse(config, ce)
 	if s := config.Model; s != "" {
 		if len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' || r == '\\' }) {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("model %s must be a model id (at most 200 characters, no spaces, quotes or control characters)", s))
 		}
 		d.model = s
-	}
-	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
-		ce.Problems = append(ce.Problems, fmt.Sprintf("script %s is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
 	}
 	if config.GateTools != nil {
 		d.gate = []string{}

@@ -25,7 +25,7 @@ func Summary(c *Campaign) []byte {
 	}
 	fmt.Fprintf(&b, "# agentproof campaign %s\n\n", md(c.CampaignID))
 	fmt.Fprintf(&b, "Passed: %d/%d · Failed: %d · Inconclusive: %d · Retries: %d · Cleanup: %s · Selection: %s\n\n",
-		c.Passed, c.Selected, c.Failed, c.Inconclusive, c.Retries, yesNo(c.CleanupPassed, "all passed", "not all passed"), state)
+		c.Passed, c.Selected, c.Failed, c.Inconclusive, c.Retries, cleanupWord(c), state)
 	if c.StartedAt != "" {
 		fmt.Fprintf(&b, "Started %s · finished %s · total test time %s\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
 	}
@@ -229,4 +229,26 @@ func md(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// cleanupWord is the summary's cleanup word: "all passed"; "not all passed"; or, when
+// every cell whose cleanup did not pass is a calibration cell that counts as passed
+// (its expected verdict asked for it, as the hostile daemon under local does), "not
+// all passed (N calibration cell(s) that expect it)".
+func cleanupWord(c *Campaign) string {
+	if c.CleanupPassed {
+		return "all passed"
+	}
+	expected := 0
+	for i := range c.Results {
+		r := &c.Results[i]
+		if r.Cleanup == CleanupPassed {
+			continue
+		}
+		if r.ExpectedVerdict == "" || Outcome(r) != verdict.Passed {
+			return "not all passed"
+		}
+		expected++
+	}
+	return fmt.Sprintf("not all passed (%d calibration cell(s) that expect it)", expected)
 }

@@ -375,7 +375,11 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 		return nil, nil, nil, err
 	}
 	if len(plan.Units) > 0 {
-		fmt.Fprintf(a.stderr, "agentproof: %s %s: keeping %d stored result(s), running %d repetition(s) of %d cell(s)\n", flag, id, len(plan.Kept), len(plan.Units), len(plan.Cells))
+		what := fmt.Sprintf("%d of its %d cell(s)", len(plan.Units), len(plan.Cells))
+		if plan.Repeat > 1 {
+			what = fmt.Sprintf("%d repetition(s) of its %d cell(s)", len(plan.Units), len(plan.Cells))
+		}
+		fmt.Fprintf(a.stderr, "agentproof: %s %s: keeping %d stored result(s), running %s\n", flag, id, len(plan.Kept), what)
 	}
 	return plan, binaries, unlock, nil
 }

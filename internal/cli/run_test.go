@@ -315,7 +315,7 @@ func TestRunInterrupted(t *testing.T) {
 	if last := lines[len(lines)-1]; last != fmt.Sprintf("Campaign int: %d/%d passed, 0 failed, 0 inconclusive", n, n) {
 		t.Errorf("resumed campaign line %q; stderr %s", last, stderr)
 	}
-	if want := fmt.Sprintf("keeping %d stored result(s), running %d repetition(s)", len(kept), n-len(kept)); !strings.Contains(stderr.String(), want) {
+	if want := fmt.Sprintf("keeping %d stored result(s), running %d of its", len(kept), n-len(kept)); !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q does not say %q", stderr, want)
 	}
 	for p, b := range before {

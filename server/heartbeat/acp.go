@@ -200,28 +200,11 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 // the turn: the process has no exit yet (its outcome is the turn's, its stderr comes
 // with the run that retires it).
 func acpReport(startErr error, res agent.TurnResult, turnErr error, exit agent.ProcessExit, wall time.Duration, open bool) (worker.Outcome, agent.Report) {
-	o := worker.Outcome{ExitCode: exit.ExitCode, Signal: exit.Signal, Exited: exit.ExitCode != nil || exit.Signal != "", TimedOut: exit.TimedOut,
-		OutputExceeded: exit.OutputExceeded, SignalsSent: exit.SignalsSent, Duration: time.Duration(exit.DurationMS) * time.Millisecond,
-		OutputBytes: exit.StdoutBytes, Escaped: exit.Escaped}
-	if o.Duration == 0 {
-		o.Duration = wall
+	o, rep := sessionOutcome("ACP", startErr, turnErr, exit, wall)
+	if rep != nil {
+		return o, *rep
 	}
-	stderr := agent.Evidence{Name: "stderr.log", MediaType: "text/plain", Body: exit.Stderr}
-	if startErr != nil {
-		var se *agent.StartError
-		o.Started = errors.As(startErr, &se) && se.Stage != "launch" && se.Stage != "spawn"
-		if !o.Started {
-			o.SpawnError = startErr
-			return o, agent.Report{Summary: "not started: " + startErr.Error(), RunStatus: controlplane.RunFailed}
-		}
-		return o, agent.Report{Summary: "the ACP session did not start: " + startErr.Error() + "; " + exit.Summary(),
-			RunStatus: controlplane.RunFailed, Transcript: []agent.Evidence{stderr}}
-	}
-	o.Started = true
-	var te *agent.TurnError
-	if errors.As(turnErr, &te) && te.Failure == agent.TurnTimedOut {
-		o.TimedOut = true
-	}
+	stderr := stderrEvidence(exit)
 	status := controlplane.RunFailed
 	summary := "ACP turn " + res.Failure
 	if turnErr == nil {

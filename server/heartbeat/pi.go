@@ -202,28 +202,13 @@ func (r *Runner) steerComments(ctx context.Context, j job, sess *agent.PiSession
 // did not start is not started when its process never ran (the launch or spawn failed:
 // the harness's) and otherwise a failed run whose agent broke off before get_state.
 func piReport(startErr error, res agent.PiTurnResult, turnErr error, exit agent.ProcessExit, wall time.Duration) (worker.Outcome, agent.Report) {
-	o := worker.Outcome{ExitCode: exit.ExitCode, Signal: exit.Signal, Exited: exit.ExitCode != nil || exit.Signal != "", TimedOut: exit.TimedOut,
-		OutputExceeded: exit.OutputExceeded, SignalsSent: exit.SignalsSent, Duration: time.Duration(exit.DurationMS) * time.Millisecond,
-		OutputBytes: exit.StdoutBytes, Escaped: exit.Escaped}
-	if o.Duration == 0 {
-		o.Duration = wall
+	o, rep := sessionOutcome("Pi", startErr, turnErr, exit, wall)
+	if rep != nil {
+		return o, *rep
 	}
-	stderr := agent.Evidence{Name: "stderr.log", MediaType: "text/plain", Body: exit.Stderr}
-	if startErr != nil {
-		var se *agent.StartError
-		o.Started = errors.As(startErr, &se) && se.Stage != "launch" && se.Stage != "spawn"
-		if !o.Started {
-			o.SpawnError = startErr
-			return o, agent.Report{Summary: "not started: " + startErr.Error(), RunStatus: controlplane.RunFailed}
-		}
-		return o, agent.Report{Summary: "the Pi session did not start: " + startErr.Error() + "; " + exit.Summary(),
-			RunStatus: controlplane.RunFailed, Transcript: []agent.Evidence{stderr}}
-	}
-	o.Started = true
+	stderr := stderrEvidence(exit)
 	var te *agent.TurnError
-	if errors.As(turnErr, &te) && te.Failure == agent.TurnTimedOut {
-		o.TimedOut = true
-	}
+	errors.As(turnErr, &te)
 	status := controlplane.RunFailed
 	summary := "Pi turn " + res.Failure
 	if turnErr == nil {
