@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 )
 
 // Running is a Server accepting HTTP requests on a listener.
@@ -15,6 +16,9 @@ type Running struct {
 	Addr, URL string
 	hs        *http.Server
 	done      chan error
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // Start opens the instance and serves it on addr (for example 127.0.0.1:0). Errors:
@@ -42,15 +46,20 @@ func Start(ctx context.Context, opts Options, addr string) (*Running, error) {
 }
 
 // Shutdown stops accepting connections, waits for in-flight requests (until ctx is
-// done), then commits and closes the store. It returns the first error.
+// done), then commits and closes the store. It returns the first error. It is
+// idempotent: a later call (a test's cleanup after a restart that failed) returns the
+// first call's result at once instead of waiting for a serve loop that has ended.
 func (r *Running) Shutdown(ctx context.Context) error {
-	r.feed.close() // a waiting GET /api/changes answers now instead of holding the drain
-	err := r.hs.Shutdown(ctx)
-	if serr := <-r.done; err == nil {
-		err = serr
-	}
-	if cerr := r.Server.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	r.stopOnce.Do(func() {
+		r.feed.close() // a waiting GET /api/changes answers now instead of holding the drain
+		err := r.hs.Shutdown(ctx)
+		if serr := <-r.done; err == nil {
+			err = serr
+		}
+		if cerr := r.Server.Close(); err == nil {
+			err = cerr
+		}
+		r.stopErr = err
+	})
+	return r.stopErr
 }
