@@ -141,9 +141,10 @@ func ACPSessionDir(stateDir string, n int) string {
 	return filepath.Join(stateDir, "acp-sessions", strconv.Itoa(n))
 }
 
-// nextSessionIndex returns the next free session index below stateDir.
-func nextSessionIndex(stateDir string) (int, error) {
-	entries, err := os.ReadDir(filepath.Join(stateDir, "acp-sessions"))
+// nextSessionIndex returns the next free session index (1-based) in the sessions
+// directory sessions ("acp-sessions", "pi-sessions") below stateDir.
+func nextSessionIndex(stateDir, sessions string) (int, error) {
+	entries, err := os.ReadDir(filepath.Join(stateDir, sessions))
 	if err != nil && !os.IsNotExist(err) {
 		return 0, err
 	}

@@ -136,7 +136,7 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 	if env.Now == nil {
 		env.Now = time.Now
 	}
-	n, err := nextSessionIndex(env.Run.StateDir)
+	n, err := nextSessionIndex(env.Run.StateDir, "acp-sessions")
 	if err != nil {
 		return nil, &StartError{Stage: "launch", Err: fmt.Errorf("reading the agent's sessions: %w", err)}
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -124,21 +123,6 @@ func (d *PiDriver) Name() string { return PiDriverName }
 // (agentproof-pi.js) and its configuration (agentproof-pi.json), and run-id.
 func PiSessionDir(stateDir string, n int) string {
 	return filepath.Join(stateDir, "pi-sessions", strconv.Itoa(n))
-}
-
-// nextPiSession returns the next free Pi session index below stateDir.
-func nextPiSession(stateDir string) (int, error) {
-	entries, err := os.ReadDir(filepath.Join(stateDir, "pi-sessions"))
-	if err != nil && !os.IsNotExist(err) {
-		return 0, err
-	}
-	n := 0
-	for _, e := range entries {
-		if i, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() {
-			n = max(n, i)
-		}
-	}
-	return n + 1, nil
 }
 
 // piLaunch is one Pi session's process and what Start creates first.

@@ -216,7 +216,7 @@ func (d *PiDriver) Start(ctx context.Context, env PiEnv) (*PiSession, error) {
 	if env.Now == nil {
 		env.Now = time.Now
 	}
-	n, err := nextPiSession(env.Run.StateDir)
+	n, err := nextSessionIndex(env.Run.StateDir, "pi-sessions")
 	if err != nil {
 		return nil, &StartError{Stage: "launch", Err: fmt.Errorf("reading the agent's sessions: %w", err)}
 	}
