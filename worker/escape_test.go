@@ -132,6 +132,37 @@ func TestSweepMarkedFindsOnlyItsMarker(t *testing.T) {
 	}
 }
 
+// TestSweepMarkedExcept: a process the caller accounts for (skip true) is killed but
+// not reported as escaped; every other marked process is reported.
+func TestSweepMarkedExcept(t *testing.T) {
+	t.Parallel()
+	marker := NewMarker()
+	start := func() *os.Process {
+		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "300"}, &os.ProcAttr{Env: []string{MarkerVar + "=" + marker}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Kill(); _, _ = p.Wait() })
+		return p
+	}
+	known, escaped := start(), start()
+	found, err := SweepMarkedExcept(marker, func(pid, _ int) bool { return pid == known.Pid }, SweepConfirm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].PID != escaped.Pid || !found[0].Killed {
+		t.Fatalf("found %+v, want only %d (the known %d left out)", found, escaped.Pid, known.Pid)
+	}
+	for _, p := range []*os.Process{known, escaped} {
+		if st, err := p.Wait(); err != nil || !st.Sys().(interface{ Signaled() bool }).Signaled() {
+			t.Errorf("process %d was not killed: %v %v", p.Pid, st, err)
+		}
+	}
+	if _, err := SweepMarkedExcept("bad marker", nil, SweepConfirm); err == nil {
+		t.Error("an invalid marker was accepted")
+	}
+}
+
 // TestSuperviseStopsAfterResult: a process that printed its terminal result line and
 // then does not exit is stopped ResultGrace later (not at its timeout), with
 // StoppedAfterResult set; one that exits by itself after its result is not.
