@@ -454,6 +454,14 @@ func Prompt(rc controlplane.RunContext) string {
 			fmt.Fprintf(&b, "Answers to your earlier requests (JSON): %s\n", ir)
 		}
 	}
+	if cv := rc.Conversation; cv != nil {
+		fmt.Fprintf(&b, "\nThis task is the chat %q (session %d). The conversation so far:\n", cv.Title, cv.Generation)
+		for _, m := range cv.Messages {
+			fmt.Fprintf(&b, "[%s] %s\n", m.Author, m.Body)
+		}
+		b.WriteString("Answer the latest human message with post_chat_reply, or hand the work off with handoff_conversation " +
+			"(a title, the plan and the assignee from get_task_context's conversation actors) when the human asks for it.\n")
+	}
 	b.WriteString("\nWork only through the tools of the agentproof MCP server (get_task_context, report_progress, " +
 		"write_document, request_human_input, finish_task, request_review, block_task, …) and your shell for files " +
 		"in the working directory. Post your final message with the tool that ends your turn.\n")

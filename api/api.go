@@ -191,6 +191,28 @@ type DocumentList struct {
 	Documents []*controlplane.Document `json:"documents"`
 }
 
+// CreateConversationRequest is board operation create_conversation: an agent chat
+// with the agent AssigneeActorID (its backing task is left out of IssueList); Body,
+// when given, is the first human message, which wakes the agent.
+type CreateConversationRequest struct {
+	Title           string  `json:"title"`
+	AssigneeActorID string  `json:"assigneeActorId"`
+	Body            *string `json:"body,omitempty"`
+}
+
+// ChatMessageRequest is board operation chat_message (the conversation is in the
+// path): a human message that wakes the agent, or "/new" (controlplane.ChatNewText),
+// which starts a new session generation and wakes nobody.
+type ChatMessageRequest struct {
+	Body string `json:"body"`
+}
+
+// IssueList lists a company's issues in creation order: every task but the
+// conversations' backing tasks (controlplane.Issues).
+type IssueList struct {
+	Issues []*controlplane.Task `json:"issues"`
+}
+
 // WakeList lists scheduled wakes, oldest first.
 type WakeList struct {
 	Wakes []controlplane.ScheduledWake `json:"wakes"`

@@ -335,6 +335,33 @@ func (co *Company) Comment(ctx context.Context, issue, body string) (controlplan
 	return co.board(ctx, "POST", "/issues/"+url.PathEscape(issue)+"/comments", api.CommentRequest{Body: body}, nil)
 }
 
+// Issues lists the company's issues (GET /issues): every task but the conversations'
+// backing tasks.
+func (co *Company) Issues(ctx context.Context) ([]*controlplane.Task, error) {
+	var out api.IssueList
+	err := co.c.do(ctx, "GET", co.prefix+"/issues", nil, &out)
+	return out.Issues, err
+}
+
+// CreateConversation is board operation create_conversation; the result's id is the
+// conversation's.
+func (co *Company) CreateConversation(ctx context.Context, req api.CreateConversationRequest) (controlplane.BoardResult, error) {
+	return co.board(ctx, "POST", "/conversations", req, nil)
+}
+
+// ChatMessage is board operation chat_message: a human message in conversation, or
+// "/new" (a new session generation, no wake).
+func (co *Company) ChatMessage(ctx context.Context, conversation, body string) (controlplane.BoardResult, error) {
+	return co.board(ctx, "POST", "/conversations/"+url.PathEscape(conversation)+"/messages", api.ChatMessageRequest{Body: body}, nil)
+}
+
+// Conversation returns a conversation with every message and handoff.
+func (co *Company) Conversation(ctx context.Context, id string) (controlplane.Conversation, error) {
+	var out controlplane.Conversation
+	err := co.c.do(ctx, "GET", co.prefix+"/conversations/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
 // ResolveInteraction is board operation resolve_interaction.
 func (co *Company) ResolveInteraction(ctx context.Context, interaction string, req api.ResolveInteractionRequest) (controlplane.BoardResult, error) {
 	return co.board(ctx, "POST", "/interactions/"+url.PathEscape(interaction)+"/resolve", req, nil)

@@ -192,6 +192,10 @@ func (co *Company) ApplyBoard(ctx context.Context, op controlplane.BoardOp) (con
 		method, path = "PUT", "/files"
 	case controlplane.BoardResolveFileConflict:
 		method, path = "POST", "/file-conflicts/"+pathID("conflictId")+"/resolve"
+	case controlplane.BoardCreateConversation:
+		method, path = "POST", "/conversations"
+	case controlplane.BoardChatMessage:
+		method, path = "POST", "/conversations/"+pathID("conversationId")+"/messages"
 	case controlplane.BoardRetryRun:
 		method, path, body = "POST", "/runs/"+pathID("runId")+"/retry", nil
 	default:

@@ -31,6 +31,10 @@ const (
 	BoardResolveFileConflict = "resolve_file_conflict"
 	// BoardRetryRun asks for a new run of a failed or interrupted run (Retry).
 	BoardRetryRun = "retry_run"
+	// BoardCreateConversation starts an agent chat; BoardChatMessage posts a human
+	// message in it, "/new" starting a new session generation (chat.go).
+	BoardCreateConversation = "create_conversation"
+	BoardChatMessage        = "chat_message"
 )
 
 // boardPutBlob is the kind under which a keyed blob upload (PutBlob with an
@@ -39,7 +43,8 @@ const boardPutBlob = "put_blob"
 
 // BoardKinds lists every board operation kind.
 var BoardKinds = []string{BoardCreateAgent, BoardCreateProject, BoardCreateEnvironment, BoardCreateIssue,
-	BoardComment, BoardResolveInteraction, BoardDecideApproval, BoardPutFile, BoardResolveFileConflict, BoardRetryRun}
+	BoardComment, BoardResolveInteraction, BoardDecideApproval, BoardPutFile, BoardResolveFileConflict, BoardRetryRun,
+	BoardCreateConversation, BoardChatMessage}
 
 // LocalEnvironment is the name and kind of the instance-managed environment: exactly one
 // per company; creating a second fails with environment_conflict.
@@ -89,6 +94,10 @@ type Environment struct {
 //     opened for that wake (OpenInput.RetryOf) is bound to it (Run.RetryOf). A run is
 //     retried at most once (run_already_retried); a run that is not failed or
 //     interrupted, or whose task is done or cancelled, is run_not_retryable.
+//   - create_conversation: {title, assigneeActorId, body?}: an agent chat (chat.go)
+//     with its backing task, and the first human message when body is given
+//   - chat_message: {conversationId, body}: a human message that wakes the agent
+//     (chat_message), or "/new": a new session generation, nobody woken
 //
 // IdempotencyKey (at most MaxIdempotencyKeyBytes bytes; "" for none) makes the
 // operation idempotent: the first success is remembered with its kind and canonical
@@ -298,6 +307,12 @@ func (m *Memory) board(c *cmdCtx) (id, action, entity string, err error) {
 	case BoardResolveFileConflict:
 		id, err = m.boardResolveFileConflict(c)
 		return id, "file_conflict.resolved", "file_conflict", err
+	case BoardCreateConversation:
+		id, err = m.boardCreateConversation(c)
+		return id, "conversation.created", "conversation", err
+	case BoardChatMessage:
+		id, err = m.boardChatMessage(c)
+		return id, "chat_message.posted", "chat_message", err
 	default: // BoardRetryRun
 		id, err = m.boardRetryRun(c)
 		return id, "run.retry_requested", "wake", err

@@ -35,6 +35,10 @@ const (
 	CommandReleaseTask             CommandKind = "release_task"
 	CommandScheduleWake            CommandKind = "schedule_wake"
 	CommandSetTaskTitle            CommandKind = "set_task_title"
+	// CommandPostChatReply and CommandHandoffConversation are the agent's side of a
+	// conversation (chat.go; seed 000 "Persistent chat fixtures").
+	CommandPostChatReply       CommandKind = "post_chat_reply"
+	CommandHandoffConversation CommandKind = "handoff_conversation"
 )
 
 // MaxTaskTitleChars bounds a task title set by set_task_title (characters).
@@ -141,6 +145,13 @@ var commandTable = []CommandSpec{
 	{Kind: CommandSetTaskTitle, Tool: true, Required: []string{"title"},
 		Description: "Set your task's title: a short phrase that says what the task is about. A task created without a title should be named as soon as you know what it asks, before the work itself.",
 		handle:      (*Memory).setTaskTitle},
+	{Kind: CommandPostChatReply, Tool: true, Required: []string{"body"},
+		Description: "Reply in the chat you were woken for (the conversation in get_task_context). The reply ends your turn: the human writes next.",
+		handle:      (*Memory).postChatReply},
+	{Kind: CommandHandoffConversation, Claim: "delegation:tasks:create", Tool: true, Required: []string{"title"},
+		Optional:    []string{"plan", "description", "assigneeActorId", "assigneeName", "message"},
+		Description: "Hand the chat's work off to a new task: its title, its plan (markdown, saved as the task's plan document before anyone starts) and its assignee (assigneeActorId, or assigneeName: an actor of the conversation's actors list). Ends your turn.",
+		handle:      (*Memory).handoffConversation},
 }
 
 // commandByKind indexes commandTable.

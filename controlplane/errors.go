@@ -124,6 +124,12 @@ const (
 	// CodeRunNotRetryable: the run is not failed or interrupted, or its task is done or
 	// cancelled, or an open names a retryOf that was not asked for.
 	CodeRunNotRetryable Code = "run_not_retryable"
+	// CodeConversationMissing: no conversation has the id (board operation
+	// chat_message).
+	CodeConversationMissing Code = "conversation_missing"
+	// CodeNotConversation: a chat command (post_chat_reply, handoff_conversation) from a
+	// run whose task is not a conversation's.
+	CodeNotConversation Code = "task_not_conversation"
 	// CodeRunAlreadyRetried: the run already has a retry (asked for or opened).
 	CodeRunAlreadyRetried Code = "run_already_retried"
 )
@@ -235,6 +241,7 @@ var codeClasses = map[Code]Class{
 	CodeArtifactContentMissing:   ClassMissing,
 	CodeFileMissing:              ClassMissing,
 	CodeFileConflictMissing:      ClassMissing,
+	CodeConversationMissing:      ClassMissing,
 
 	CodeMockAlreadyRunning:         ClassConflict,
 	CodeRunBindingConflict:         ClassConflict,
@@ -255,6 +262,7 @@ var codeClasses = map[Code]Class{
 	CodeFileConflictResolved:       ClassConflict,
 	CodeHomeSaveConflict:           ClassConflict,
 	CodeRunNotRetryable:            ClassConflict,
+	CodeNotConversation:            ClassConflict,
 	CodeRunAlreadyRetried:          ClassConflict,
 
 	CodeRequestTooLarge: ClassTooLarge,

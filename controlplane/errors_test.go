@@ -44,6 +44,7 @@ func TestCodeClasses(t *testing.T) {
 		CodeArtifactContentMissing: ClassMissing, CodeArtifactDigestMismatch: ClassInvalid, CodeFileMissing: ClassMissing,
 		CodeFileRevisionConflict: ClassConflict, CodeFileConflictMissing: ClassMissing, CodeFileConflictStale: ClassConflict,
 		CodeFileConflictResolved: ClassConflict, CodeHomeSaveConflict: ClassConflict, CodeRunNotRetryable: ClassConflict,
+		CodeConversationMissing: ClassMissing, CodeNotConversation: ClassConflict,
 		CodeRunAlreadyRetried:      ClassConflict,
 		"scripted_retryable_error": ClassRefused,
 	}

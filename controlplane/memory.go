@@ -977,6 +977,7 @@ func cloneTask(t *Task) Task {
 	c.ExecutionRunID = clonePtr(t.ExecutionRunID)
 	c.StartedAt = clonePtr(t.StartedAt)
 	c.CompletedAt = clonePtr(t.CompletedAt)
+	c.ConversationID = clonePtr(t.ConversationID)
 	return c
 }
 

@@ -96,6 +96,7 @@ func scenario() []step {
 		{"checkpoint", "", func(ctx context.Context, m *controlplane.Memory) error {
 			return m.CheckpointSession(ctx, json.RawMessage(`{"cursor":2}`))
 		}},
+		{"post_chat_reply outside a chat", "task_not_conversation", apply("k30c", "post_chat_reply", map[string]any{"body": "hi"})},
 		{"set_task_title", "", apply("k30t", "set_task_title", map[string]any{"title": "  Rotate the API keys  "})},
 		{"set_task_title empty", "semantic_command_invalid", apply("k30e", "set_task_title", map[string]any{"title": "   "})},
 		{"set_task_title too long", "semantic_command_invalid", apply("k30l", "set_task_title", map[string]any{"title": strings.Repeat("x", controlplane.MaxTaskTitleChars+1)})},
@@ -149,7 +150,8 @@ func TestScenarioInvariants(t *testing.T) {
 		}
 	}
 	for _, k := range controlplane.CommandKinds() {
-		if !kinds[string(k)] && k != controlplane.CommandBlockTask && k != controlplane.CommandRequestReview && k != controlplane.CommandReleaseTask {
+		if !kinds[string(k)] && k != controlplane.CommandBlockTask && k != controlplane.CommandRequestReview && k != controlplane.CommandReleaseTask &&
+			k != controlplane.CommandPostChatReply && k != controlplane.CommandHandoffConversation { // chat runs: TestChat, conformance journey/04
 			t.Errorf("command kind %s never applied in the scenario", k)
 		}
 	}

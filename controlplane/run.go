@@ -255,6 +255,7 @@ func (m *Memory) contextLocked(runID string) (RunContext, error) {
 		Budget:             ContextBudget{LimitCents: limit, RemainingCents: remaining, SpentCents: limit - remaining},
 		InteractionResults: results,
 		RetryOf:            clonePtr(r.RetryOf),
+		Conversation:       m.contextConversation(task),
 	}, nil
 }
 

@@ -162,6 +162,9 @@ const (
 	// WakeRetry: board operation retry_run asked for a new run of a failed or
 	// interrupted run; the wake's payload is {"retryOf": "<run id>"}.
 	WakeRetry WakeReason = "retry"
+	// WakeChatMessage: a human message in a conversation (board operation
+	// chat_message; payload {conversationId, messageId, generation}).
+	WakeChatMessage WakeReason = "chat_message"
 )
 
 // ScheduleWakeReasons are the reasons a schedule_wake command may give (spec §3.15).

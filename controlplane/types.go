@@ -63,6 +63,10 @@ type Task struct {
 	StartedAt       *string    `json:"startedAt"`
 	CompletedAt     *string    `json:"completedAt"`
 	StatusVersion   int        `json:"statusVersion"`
+	// ConversationID is set on the backing task of a conversation (chat.go): the task
+	// its chat runs check out, which issue lists leave out (Issues); nil (absent from
+	// the serialized state) for every other task.
+	ConversationID *string `json:"conversationId,omitempty"`
 }
 
 // Comment is a task comment (spec §1.4); AuthorActorID nil means the system.
@@ -343,6 +347,8 @@ type State struct {
 	HomeReceipts     []*HomeReceipt            `json:"homeReceipts,omitempty"`
 	FileConflicts    []*FileConflict           `json:"fileConflicts,omitempty"`
 	BoardIdempotency []*BoardIdempotencyRecord `json:"boardIdempotency,omitempty"`
+	// Conversations are the agent chats (chat.go); absent when there is none.
+	Conversations []*Conversation `json:"conversations,omitempty"`
 }
 
 // Seed describes an initial state (spec §1.16). Nil fields take the defaults: company
@@ -444,6 +450,9 @@ type RunContext struct {
 	InteractionResults []InteractionResult `json:"interactionResults"`
 	// RetryOf is the run this run retries (Run.RetryOf); absent for a first run.
 	RetryOf *string `json:"retryOf,omitempty"`
+	// Conversation is the conversation of a chat run (its task is a conversation's
+	// backing task); absent otherwise.
+	Conversation *ContextConversation `json:"conversation,omitempty"`
 }
 
 // Receipt acknowledges an appended event (spec §2.4); Disposition is committed or duplicate.

@@ -9,7 +9,8 @@
 // report_progress, write_document, request_human_input, register_deliverable,
 // finish_task, block_task, request_review, create_task, set_dependencies,
 // request_approval, decide_approval, comment_on_approval, control_workspace_service,
-// schedule_wake, reassign_task, create_skill, set_task_title; plus the read tools get_task_context,
+// schedule_wake, reassign_task, create_skill, set_task_title,
+// post_chat_reply, handoff_conversation; plus the read tools get_task_context,
 // list_documents and read_document. Names are exactly these; the CLIs add their own
 // prefix (Codex: mcp__agentproof__finish_task). A tool's arguments are the command's
 // fields without kind and taskId (every command acts on the run's own task):

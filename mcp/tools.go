@@ -159,12 +159,18 @@ var toolFieldSchemas = map[string]map[string]schema{
 	"create_skill":        {"description": str(1, maxTitleChars, "one line; equals the frontmatter description")},
 	"schedule_wake":       {"reason": enum(wakeReasons, "the wake reason"), "payload": object("details handed to the woken run (a JSON object)")},
 	"block_task":          {"reason": str(1, maxTextChars, "what blocks the task, for the user (becomes a comment)")},
+	"post_chat_reply":     {"body": str(1, maxTextChars, "your reply to the human, as they will read it")},
+	"handoff_conversation": {"title": str(1, maxTitleChars, "the title of the task to create"),
+		"plan":            str(0, maxTextChars, "the task's plan in markdown (numbered steps), saved as its plan document before the assignee starts"),
+		"assigneeActorId": str(1, maxIDChars, "the actor id of the assignee (from the conversation's actors)"),
+		"assigneeName":    str(1, maxTitleChars, "the exact name of the assignee (from the conversation's actors), instead of assigneeActorId"),
+		"message":         str(1, maxTextChars, "what to tell the human in the chat about the handoff")},
 }
 
 // readToolDescriptions teach the model what each read tool does (the command tools'
 // descriptions are the command table's, controlplane.CommandSpec.Description).
 var readToolDescriptions = map[string]string{
-	ToolGetTaskContext: "Read your run's context: your task (id, title, description, status, statusVersion), its ancestors, the company, your actor, the wake that started this run, your capabilities, the budget and the results of resolved questions.",
+	ToolGetTaskContext: "Read your run's context: your task (id, title, description, status, statusVersion), its ancestors, the company, your actor, the wake that started this run, your capabilities, the budget and the results of resolved questions; in a chat run also the conversation: its current messages and the actors you may hand work off to.",
 	ToolListDocuments:  "List the documents of your task: key, title, latest revision id and number of revisions.",
 	ToolReadDocument:   "Read a document of your task: the latest revision, or the given revision number.",
 }

@@ -17,7 +17,7 @@ import (
 // wantToolNames are the tool names the CLIs and the scripted model rely on.
 var wantToolNames = []string{
 	"block_task", "comment_on_approval", "control_workspace_service", "create_skill", "create_task",
-	"decide_approval", "finish_task", "get_task_context", "list_documents", "read_document",
+	"decide_approval", "finish_task", "get_task_context", "handoff_conversation", "list_documents", "post_chat_reply", "read_document",
 	"reassign_task", "register_deliverable", "report_progress", "request_approval",
 	"request_human_input", "request_review", "schedule_wake", "set_dependencies", "set_task_title", "write_document",
 }

@@ -367,7 +367,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 		checkOpenAPI(t, w.base, w.boardTk, server.ServedPatterns(w.in.run), map[string]string{
 			"{company}": w.co.ID(), "{run}": "run-1", "{issue}": w.issue, "{interaction}": "x", "{approval}": "y",
-			"{sha256}": ref.SHA256, "{file}": "x", "{artifact}": "x", "{conflict}": "x"})
+			"{sha256}": ref.SHA256, "{file}": "x", "{artifact}": "x", "{conflict}": "x", "{conversation}": "x"})
 	})
 	t.Run("Serve", func(t *testing.T) {
 		t.Parallel()
@@ -387,7 +387,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 		checkOpenAPI(t, sv.URL, sv.BoardToken(), server.ServedPatterns(sv.Running), map[string]string{
 			"{company}": co.ID(), "{run}": "run-1", "{issue}": "x", "{interaction}": "x", "{approval}": "y", "{permission}": "perm-x",
-			"{sha256}": strings.Repeat("0", 64), "{file}": "x", "{artifact}": "x", "{conflict}": "x"})
+			"{sha256}": strings.Repeat("0", 64), "{file}": "x", "{artifact}": "x", "{conflict}": "x", "{conversation}": "x"})
 	})
 }
 

@@ -78,6 +78,16 @@ func (s *Server) table() []route {
 			h: boardOp(controlplane.BoardCreateIssue, func() any { return &api.CreateIssueRequest{} })},
 		{method: "POST", pattern: "/api/companies/{company}/issues/{issue}/comments", board: true, request: api.CommentRequest{}, response: api.BoardResult{}, status: 201, summary: "comment on an issue", idempotent: true,
 			h: boardOp(controlplane.BoardComment, func() any { return &api.CommentRequest{} })},
+		{method: "GET", pattern: "/api/companies/{company}/issues", board: true, response: api.IssueList{}, status: 200,
+			summary: "list the issues: every task but the conversations' backing tasks", h: s.listIssues},
+		{method: "POST", pattern: "/api/companies/{company}/conversations", board: true, request: api.CreateConversationRequest{}, response: api.BoardResult{}, status: 201,
+			summary: "start an agent chat (its backing task is no issue); a body is the first message and wakes the agent", idempotent: true,
+			h: boardOp(controlplane.BoardCreateConversation, func() any { return &api.CreateConversationRequest{} })},
+		{method: "POST", pattern: "/api/companies/{company}/conversations/{conversation}/messages", board: true, request: api.ChatMessageRequest{}, response: api.BoardResult{}, status: 201,
+			summary: "post a human chat message (wakes the agent); \"/new\" starts a new session generation and wakes nobody", idempotent: true,
+			h: boardOp(controlplane.BoardChatMessage, func() any { return &api.ChatMessageRequest{} })},
+		{method: "GET", pattern: "/api/companies/{company}/conversations/{conversation}", board: true, response: controlplane.Conversation{}, status: 200,
+			summary: "a conversation: its generation, every message and every handoff", h: s.getConversation},
 		{method: "POST", pattern: "/api/companies/{company}/interactions/{interaction}/resolve", board: true, request: api.ResolveInteractionRequest{}, response: api.BoardResult{}, status: 200, summary: "resolve an interaction", idempotent: true,
 			h: boardOp(controlplane.BoardResolveInteraction, func() any { return &api.ResolveInteractionRequest{} })},
 		{method: "POST", pattern: "/api/companies/{company}/approvals/{approval}/decide", board: true, request: api.DecideApprovalRequest{}, response: api.BoardResult{}, status: 200, summary: "decide an approval", idempotent: true,
@@ -485,6 +495,8 @@ func (s *Server) board(kind string, newReq func() any) func(ctx context.Context,
 			}
 		case *api.CommentRequest:
 			input = map[string]any{"issueId": r.PathValue("issue"), "body": v.Body}
+		case *api.ChatMessageRequest:
+			input = map[string]any{"conversationId": r.PathValue("conversation"), "body": v.Body}
 		case *api.ResolveInteractionRequest:
 			input = map[string]any{"interactionId": r.PathValue("interaction"), "outcome": v.Outcome, "result": v.Result}
 		case *api.DecideApprovalRequest:
@@ -539,6 +551,36 @@ func (s *Server) state(ctx context.Context, r *http.Request, _ principal) (any, 
 	}
 	b, err := c.Serialize(ctx)
 	return rawBody(b), err
+}
+
+// listIssues answers the issue list (controlplane.Issues of the company's state).
+func (s *Server) listIssues(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return api.IssueList{Issues: controlplane.Issues(st)}, nil
+}
+
+// getConversation answers one conversation (conversation_missing when unknown).
+func (s *Server) getConversation(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cv := controlplane.ConversationOf(st, r.PathValue("conversation"))
+	if cv == nil {
+		return nil, &controlplane.Error{Code: controlplane.CodeConversationMissing, Message: "conversation " + r.PathValue("conversation") + " does not exist"}
+	}
+	return cv, nil
 }
 
 func (s *Server) snapshot(ctx context.Context, r *http.Request, _ principal) (any, error) {

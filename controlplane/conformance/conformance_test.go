@@ -20,8 +20,8 @@ func TestCheckCountsEveryCase(t *testing.T) {
 	t.Parallel()
 	rs := conformance.Check(conformance.MemoryHarness{})
 	passed, failed := conformance.Summary(rs)
-	if passed+failed != 61 {
-		t.Fatalf("Check returned %d results, want 61 (13 port steps + 40 cases + 5 board cases + 3 journey cases)", passed+failed)
+	if passed+failed != 62 {
+		t.Fatalf("Check returned %d results, want 62 (13 port steps + 40 cases + 5 board cases + 4 journey cases)", passed+failed)
 	}
 	for _, r := range rs {
 		if !r.Passed {
@@ -128,7 +128,7 @@ func TestBoardCasesCatchBrokenBoards(t *testing.T) {
 	for _, c := range conformance.BoardCases() {
 		all = append(all, c.Name)
 	}
-	all = append(all, "journey/03-agent-names-untitled-task") // creates its task through the board
+	all = append(all, "journey/03-agent-names-untitled-task", "journey/04-agent-chat-new-handoff") // create their tasks through the board
 	if got := strings.Join(failedOf(plainHarness{}), ","); got != strings.Join(all, ",") {
 		t.Fatalf("a port that is no board fails %s, want %s", got, strings.Join(all, ","))
 	}

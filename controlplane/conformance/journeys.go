@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/agentproof/agentproof/controlplane"
@@ -15,6 +16,7 @@ func JourneyCases() []Case {
 		{"journey/01-accept-superseded-revision", journey01},
 		{"journey/02-approval-targets-revision", journey02},
 		{"journey/03-agent-names-untitled-task", journey03},
+		{"journey/04-agent-chat-new-handoff", journey04},
 	}
 }
 
@@ -173,6 +175,156 @@ func journey03(ctx context.Context, h Harness) error {
 		}
 	}
 	return nil
+}
+
+// journey04 (seed 000 "Persistent chat fixtures"): the board starts a conversation
+// with an agent; its backing task is left out of the issue list; the first human
+// message wakes the agent (chat_message) and the chat run sees it in its context and
+// replies (post_chat_reply); "/new" starts session generation 2 and wakes nobody; the
+// next message wakes the agent, whose run sees only generation 2, and hands off
+// (handoff_conversation) to the worker named in the conversation's actors: a top-level
+// task assigned to the worker whose plan (revision 1) was written in the same command,
+// with an issue_assigned wake; all of it survives a restart. A chat command from a run
+// that is not a chat run is task_not_conversation; a message to an unknown conversation
+// is conversation_missing.
+func journey04(ctx context.Context, h Harness) error {
+	e, err := boardSetup(ctx, h)
+	if err != nil {
+		return err
+	}
+	worker, err := e.board(controlplane.BoardCreateAgent, map[string]any{"name": "Release Worker", "role": "engineer"}, "")
+	if err != nil {
+		return noErr(err, "creating the worker agent")
+	}
+	created, err := e.board(controlplane.BoardCreateConversation, map[string]any{"title": "Release chat", "assigneeActorId": "actor-1", "body": "Hello, what can you do?"}, "")
+	if err != nil {
+		return noErr(err, "creating the conversation")
+	}
+	conv := created.ID
+	if len(created.ScheduledWakeIDs) != 1 {
+		return failf("the conversation's first message scheduled %d wakes, want 1", len(created.ScheduledWakeIDs))
+	}
+	st, err := e.snap()
+	if err != nil {
+		return err
+	}
+	cv := controlplane.ConversationOf(st, conv)
+	if cv == nil || cv.Generation != 1 || len(cv.Messages) != 1 || cv.Messages[0].Author != controlplane.ChatHuman {
+		return failf("conversation %s after creation: %+v, want generation 1 with one human message", conv, cv)
+	}
+	backing := cv.TaskID
+	for _, t := range controlplane.Issues(st) {
+		if t.ID == backing {
+			return failf("the conversation's backing task %s is in the issue list", backing)
+		}
+	}
+	if ws := countWakes(st, controlplane.WakeChatMessage); len(ws) != 1 || ws[0].TaskID != backing || ws[0].ActorID != "actor-1" {
+		return failf("chat_message wakes after the first message: %d, want 1 for actor-1 on %s", len(ws), backing)
+	}
+	rc, err := e.open("run-c1", backing, "actor-1", "delegation:tasks:create")
+	if err != nil {
+		return noErr(err, "opening chat run 1")
+	}
+	if rc.Conversation == nil || rc.Conversation.ID != conv || len(rc.Conversation.Messages) != 1 {
+		return failf("chat run 1's context has conversation %+v, want %s with its one message", rc.Conversation, conv)
+	}
+	if _, err := e.cmd("run-c1", "c1", "post_chat_reply", map[string]any{"body": "I can plan and hand off work."}); err != nil {
+		return noErr(err, "post_chat_reply")
+	}
+	if err := e.completeNative("run-c1", controlplane.RunSucceeded); err != nil {
+		return err
+	}
+	reset, err := e.board(controlplane.BoardChatMessage, map[string]any{"conversationId": conv, "body": " /new "}, "")
+	if err != nil {
+		return noErr(err, "/new")
+	}
+	if len(reset.ScheduledWakeIDs) != 0 {
+		return failf("/new scheduled %d wakes, want none (no provider run)", len(reset.ScheduledWakeIDs))
+	}
+	if _, err := e.board(controlplane.BoardChatMessage, map[string]any{"conversationId": conv, "body": "Hand the release notes off to Release Worker with a plan."}, ""); err != nil {
+		return noErr(err, "the handoff request")
+	}
+	if _, err := e.board(controlplane.BoardChatMessage, map[string]any{"conversationId": "conversation-nope", "body": "hi"}, ""); wantCode(err, controlplane.CodeConversationMissing) != nil {
+		return failf("a message to an unknown conversation: %v", wantCode(err, controlplane.CodeConversationMissing))
+	}
+	rc, err = e.open("run-c2", backing, "actor-1", "delegation:tasks:create")
+	if err != nil {
+		return noErr(err, "opening chat run 2")
+	}
+	if c := rc.Conversation; c == nil || c.Generation != 2 || len(c.Messages) != 1 || c.Messages[0].Author != controlplane.ChatHuman {
+		return failf("chat run 2's context has conversation %+v, want generation 2 with only the handoff request", c)
+	}
+	if _, err := e.cmd("run-c2", "h0", "handoff_conversation", map[string]any{"title": "Release notes", "assigneeName": "Release Worker", "assigneeActorId": worker.ID}); wantCode(err, controlplane.CodeSemanticCommandInvalid) != nil {
+		return failf("a handoff naming its assignee twice: %v", wantCode(err, controlplane.CodeSemanticCommandInvalid))
+	}
+	if _, err := e.cmd("run-c2", "h1", "handoff_conversation", map[string]any{"title": "Release notes", "assigneeName": "Nobody"}); wantCode(err, controlplane.CodeActorMissing) != nil {
+		return failf("a handoff to an unknown name: %v", wantCode(err, controlplane.CodeActorMissing))
+	}
+	plan := "1. Collect the merged changes.\n2. Write the release notes.\n"
+	res, err := e.cmd("run-c2", "h2", "handoff_conversation", map[string]any{"title": "Release notes", "assigneeName": "Release Worker", "plan": plan})
+	if err != nil {
+		return noErr(err, "handoff_conversation")
+	}
+	rev := refOf(res, "revision")
+	if err := e.restart(); err != nil {
+		return err
+	}
+	if st, err = e.snap(); err != nil {
+		return err
+	}
+	cv = controlplane.ConversationOf(st, conv)
+	if cv == nil || len(cv.Handoffs) != 1 {
+		return failf("conversation %s after the handoff and a restart: %+v, want one handoff", conv, cv)
+	}
+	handed := cv.Handoffs[0].TaskID
+	if handed == backing || !slices.Contains(res.EntityRefs, "task:"+handed) {
+		return failf("the handoff's task %s is the backing task or not among the command's entity refs %v", handed, res.EntityRefs)
+	}
+	t := taskByID(st, handed)
+	if t == nil || t.ParentID != nil || deref(t.AssigneeActorID) != worker.ID || t.ConversationID != nil {
+		return failf("the handed-off task %s after restart: %+v, want a top-level task assigned to %s", handed, t, worker.ID)
+	}
+	if cv.Generation != 2 || deref(cv.Handoffs[0].PlanRevisionID) != rev || rev == "" {
+		return failf("conversation %s after the handoff and a restart: %+v, want generation 2 and one handoff to %s with plan revision %s", conv, cv, handed, rev)
+	}
+	msgs := cv.Messages
+	if len(msgs) != 5 || msgs[2].Command != controlplane.ChatNew || msgs[4].Author != controlplane.ChatAgent || deref(msgs[4].HandoffTaskID) != handed || deref(msgs[4].RunID) != "run-c2" {
+		return failf("conversation %s has %d messages, want human, agent, /new, human and the handoff's agent message", conv, len(msgs))
+	}
+	planOK := false
+	for _, d := range st.Documents {
+		if d.TaskID == handed && d.Key == controlplane.ChatPlanKey && d.LatestRevisionID == rev && len(d.Revisions) == 1 && d.Revisions[0].Body == plan {
+			planOK = true
+		}
+	}
+	if !planOK {
+		return failf("the handed-off task %s has no plan document whose one revision %s is the plan given", handed, rev)
+	}
+	assigned := false
+	for _, w := range countWakes(st, controlplane.WakeIssueAssigned) {
+		assigned = assigned || (w.TaskID == handed && w.ActorID == worker.ID)
+	}
+	if !assigned || len(countWakes(st, controlplane.WakeChatMessage)) != 2 {
+		return failf("wakes after the handoff: issue_assigned for the worker %v, chat_message %d (want true, 2)", assigned, len(countWakes(st, controlplane.WakeChatMessage)))
+	}
+	inList := false
+	for _, it := range controlplane.Issues(st) {
+		if it.ID == backing {
+			return failf("the backing task %s is in the issue list after the handoff", backing)
+		}
+		inList = inList || it.ID == handed
+	}
+	if !inList {
+		return failf("the handed-off task %s is not in the issue list", handed)
+	}
+	if err := e.completeNative("run-c2", controlplane.RunSucceeded); err != nil {
+		return err
+	}
+	if _, err := e.open("run-w", handed, worker.ID); err != nil {
+		return noErr(err, "opening the worker's run")
+	}
+	_, err = e.cmd("run-w", "w1", "post_chat_reply", map[string]any{"body": "not a chat"})
+	return wantCode(err, controlplane.CodeNotConversation)
 }
 
 // refOf returns the id of the first entity ref "<prefix>:<id>" of res, or "".
