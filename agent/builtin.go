@@ -233,7 +233,7 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 		return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 	}
 	script := cfg.Reference
-	rcfg := reference.Config{Workspace: vars[EnvWorkspace], StateDir: vars[EnvStateDir]}
+	rcfg := reference.Config{Workspace: vars[EnvWorkspace], StateDir: vars[EnvStateDir], AgentHome: vars[EnvAgentHome]}
 	credentials := Credentials(vars)
 	leak := credentialLines(credentials)
 	switch n.Kind {

@@ -179,6 +179,13 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 			// (run_all.txtar) play them against a real server.
 			continue
 		}
+		if cell.Case.Flow == FlowInstructionPersistence {
+			// The agent-files oracle grades the agent's home and the attachment as
+			// downloaded through the public file API after the runner saved the home
+			// and the server restarted, which no server-less simulation produces: the
+			// agent-files suite of `run --all` plays it against a real server.
+			continue
+		}
 		t.Run(cell.ID, func(t *testing.T) {
 			t.Parallel()
 			r, err := cell.Render(nonce)

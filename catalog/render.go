@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -40,13 +41,15 @@ func markerVars(nonce string) map[string]string {
 }
 
 // caseVars renders c's marker templates and returns every variable its other templates
-// may use: nonce, marker, draftMarker, revisedMarker, answerMarker, answerOption,
+// may use: nonce, nonceHex (the hexadecimal form of the nonce's bytes: a binary file's
+// bytes, written as hexadecimal, can carry the nonce), marker, draftMarker, revisedMarker, answerMarker, answerOption,
 // turnMarker1…turnMarkerN, workspaceFile, issueStatus, runStatus, and — when a cell is
 // known — runtimeMode (the profile's generation) and environment (the environment id).
 func caseVars(c *Case, nonce, runtimeMode, environment string) (map[string]string, error) {
 	mv := markerVars(nonce)
 	vars := map[string]string{
 		"nonce":       nonce,
+		"nonceHex":    hex.EncodeToString([]byte(nonce)),
 		"issueStatus": c.ExpectedTerminalState.Issue,
 		"runStatus":   c.ExpectedTerminalState.Run,
 		"runtimeMode": runtimeMode,
@@ -182,9 +185,19 @@ func renderMatcher(m match.Spec, vars map[string]string) (match.Spec, error) {
 func renderScript(s *ReferenceScript, vars map[string]string) (*ReferenceScript, error) {
 	out := &ReferenceScript{}
 	for ti, t := range s.Turns {
-		rt := &ReferenceTurn{Trigger: t.Trigger}
+		rt := &ReferenceTurn{Trigger: t.Trigger, Task: t.Task}
 		for si, st := range t.Steps {
 			rs := &ReferenceStep{Command: st.Command, Present: st.Present}
+			if st.FromHome != nil {
+				rs.FromHome = make(map[string]string, len(st.FromHome))
+				for k, p := range st.FromHome {
+					r, err := renderString(p, vars)
+					if err != nil {
+						return nil, fmt.Errorf("turns[%d].steps[%d].fromHome.%s: %w", ti, si, k, err)
+					}
+					rs.FromHome[k] = r
+				}
+			}
 			if st.Args != nil {
 				a, err := renderValue(st.Args, vars)
 				if err != nil {
@@ -209,7 +222,7 @@ func renderScript(s *ReferenceScript, vars map[string]string) (*ReferenceScript,
 				if e.Path, err = renderString(e.Path, vars); err != nil {
 					return nil, fmt.Errorf("turns[%d].steps[%d].edit.path: %w", ti, si, err)
 				}
-				for name, p := range map[string]**string{"write": &e.Write, "append": &e.Append} {
+				for name, p := range map[string]**string{"write": &e.Write, "writeHex": &e.WriteHex, "append": &e.Append} {
 					if *p == nil {
 						continue
 					}

@@ -249,9 +249,15 @@ type ReferenceScript struct {
 
 // ReferenceTurn is one run of the reference agent. Trigger names the wake that starts
 // it: assignment (turn 1), revision_requested, interaction_answered,
-// interaction_accepted or follow_up. Steps run in order.
+// interaction_accepted or follow_up. Steps run in order. Task (1-based, 0 meaning 1)
+// is the task the turn belongs to, counted in the order the agent is first woken on
+// each task: a script whose turns all belong to task 1 carries out the same turns on
+// every task (the reference agent's behaviour before tasks were counted); one with a
+// turn of task 2 or later carries out, on the agent's k-th task, only the turns of
+// task k (flow instruction_persistence: a fresh task of the same agent).
 type ReferenceTurn struct {
 	Trigger string           `yaml:"trigger" json:"trigger"`
+	Task    int              `yaml:"task" json:"task,omitempty"`
 	Steps   []*ReferenceStep `yaml:"steps" json:"steps"`
 }
 
@@ -264,12 +270,19 @@ type ReferenceTurn struct {
 // write_document without baseRevisionId uses the document's latest revision (null when
 // new); request_human_input with targetDocumentKey targets that document's latest
 // revision.
+//
+// FromHome (command steps only) maps an argument name to a path relative to the
+// agent's AGENT_HOME whose bytes the agent reads at run time: "contentBase64" gets the
+// file's bytes in base64 and also sets "sha256" and "byteSize" from them (a
+// register_deliverable of the file as it is); any other argument gets the file's
+// text without one trailing newline. A missing file fails the run.
 type ReferenceStep struct {
-	Command string         `yaml:"command" json:"command,omitempty"`
-	Args    map[string]any `yaml:"args" json:"args,omitempty"`
-	Present bool           `yaml:"present" json:"present,omitempty"`
-	Edit    *WorkspaceEdit `yaml:"edit" json:"edit,omitempty"`
-	Wait    *WorkspaceWait `yaml:"wait" json:"wait,omitempty"`
+	Command  string            `yaml:"command" json:"command,omitempty"`
+	Args     map[string]any    `yaml:"args" json:"args,omitempty"`
+	FromHome map[string]string `yaml:"fromHome" json:"fromHome,omitempty"`
+	Present  bool              `yaml:"present" json:"present,omitempty"`
+	Edit     *WorkspaceEdit    `yaml:"edit" json:"edit,omitempty"`
+	Wait     *WorkspaceWait    `yaml:"wait" json:"wait,omitempty"`
 }
 
 // WorkspaceWait is a step that waits in an ordinary bounded file wait (seed 000: the
@@ -282,14 +295,27 @@ type WorkspaceWait struct {
 	TimeoutMs int    `yaml:"timeoutMs" json:"timeoutMs"`
 }
 
-// WorkspaceEdit changes one workspace file: Path is workspace-relative (template), and
-// exactly one of Write (replace content), Append or Delete is set.
+// WorkspaceEdit changes one file: Path is relative (template) to Root — the workspace
+// ("" or EditRootWorkspace) or the agent's registered home (EditRootAgentHome, the
+// AGENT_HOME directory the runner saves after the run) — and exactly one of Write
+// (replace content), WriteHex (replace content with the bytes whose hexadecimal form
+// it is, template: a binary file), Append or Delete is set.
 type WorkspaceEdit struct {
-	Path   string  `yaml:"path" json:"path"`
-	Write  *string `yaml:"write" json:"write,omitempty"`
-	Append *string `yaml:"append" json:"append,omitempty"`
-	Delete bool    `yaml:"delete" json:"delete,omitempty"`
+	Root     string  `yaml:"root" json:"root,omitempty"`
+	Path     string  `yaml:"path" json:"path"`
+	Write    *string `yaml:"write" json:"write,omitempty"`
+	WriteHex *string `yaml:"writeHex" json:"writeHex,omitempty"`
+	Append   *string `yaml:"append" json:"append,omitempty"`
+	Delete   bool    `yaml:"delete" json:"delete,omitempty"`
 }
+
+// Edit roots (WorkspaceEdit.Root).
+const (
+	// EditRootWorkspace: the run's workspace (the default).
+	EditRootWorkspace = "workspace"
+	// EditRootAgentHome: the agent's registered home (AGENT_HOME).
+	EditRootAgentHome = "agent_home"
+)
 
 // Suite is one durable testing purpose (seed 000 "Suites and matrices"; spec §2.6).
 type Suite struct {

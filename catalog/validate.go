@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -620,6 +621,14 @@ func (v *validator) validateCase(cs *Case) {
 		if len(cs.Followups) != 1 {
 			v.add(v.at(&cs.Followups, cs), "%s: flow blocker_guidance needs exactly one followup (the human's answer), got %d", name, len(cs.Followups))
 		}
+	case FlowInstructionPersistence:
+		// The fresh task's prompt (the one follow-up) must not disclose what turn 1
+		// saved: it may use no variable at all (every one derives from the nonce).
+		if len(cs.Followups) != 1 {
+			v.add(v.at(&cs.Followups, cs), "%s: flow instruction_persistence needs exactly one followup (the fresh task's prompt), got %d", name, len(cs.Followups))
+		} else if strings.Contains(cs.Followups[0], "{{") {
+			v.add(v.at(&cs.Followups[0], cs), "%s: flow instruction_persistence: the fresh task's prompt (followups[0]) must not disclose the nonce: it may use no template variable", name)
+		}
 	case FlowGovernedToolReview:
 		if cs.ToolReviewDecision == "" {
 			v.add(v.at(cs), "%s: flow governed_tool_review needs toolReviewDecision", name)
@@ -828,6 +837,11 @@ func (v *validator) validateReference(cs *Case, vars map[string]string) {
 		if len(t.Steps) == 0 {
 			v.add(v.at(&t.Steps, t), "%s has no steps", tname)
 		}
+		if t.Task < 0 {
+			v.add(v.at(&t.Task, t), "%s task %d must be 1 or more (the agent's k-th task), or absent for the first", tname, t.Task)
+		} else if ti > 0 && ref.Turns[ti-1] != nil && max(t.Task, 1) < max(ref.Turns[ti-1].Task, 1) {
+			v.add(v.at(&t.Task, t), "%s belongs to task %d after a turn of task %d; list the turns task by task", tname, max(t.Task, 1), ref.Turns[ti-1].Task)
+		}
 		presents := 0
 		for si, st := range t.Steps {
 			if st == nil {
@@ -872,9 +886,24 @@ func (v *validator) validateCommand(st *ReferenceStep, sname string, vars map[st
 		v.add(v.at(&st.Command, st), "%s: unknown command %q (one of %s)", sname, st.Command, strings.Join(toolCommandNames(), ", "))
 		return
 	}
+	_, homeBytes := st.FromHome["contentBase64"]
 	for _, req := range spec.Required {
-		if _, ok := st.Args[req]; !ok {
+		_, ok := st.Args[req]
+		_, fromHome := st.FromHome[req]
+		if !ok && !fromHome && !(homeBytes && (req == "sha256" || req == "byteSize")) {
 			v.add(v.at(&st.Args, st), "%s: command %s needs args.%s", sname, st.Command, req)
+		}
+	}
+	for _, k := range sortedKeys(st.FromHome) {
+		if !slices.Contains(spec.Required, k) && !slices.Contains(spec.Optional, k) {
+			v.add(v.at(&st.FromHome, st), "%s: command %s has no argument %q for fromHome (arguments: %s)", sname, st.Command, k, strings.Join(append(spec.Required, spec.Optional...), ", "))
+		}
+		p, err := renderString(st.FromHome[k], vars)
+		switch {
+		case err != nil:
+			v.add(v.at(&st.FromHome, st), "%s fromHome.%s: %v", sname, k, err)
+		case !localPath(p):
+			v.add(v.at(&st.FromHome, st), "%s fromHome.%s %q must be a relative path inside the agent's home", sname, k, st.FromHome[k])
 		}
 	}
 	for _, k := range sortedKeys(st.Args) {
@@ -891,13 +920,16 @@ func (v *validator) validateCommand(st *ReferenceStep, sname string, vars map[st
 func (v *validator) validateEdit(st *ReferenceStep, sname string, vars map[string]string) {
 	e := st.Edit
 	n := 0
-	for _, set := range []bool{e.Write != nil, e.Append != nil, e.Delete} {
+	for _, set := range []bool{e.Write != nil, e.WriteHex != nil, e.Append != nil, e.Delete} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		v.add(v.at(e, st), "%s edit needs exactly one of write, append or delete", sname)
+		v.add(v.at(e, st), "%s edit needs exactly one of write, writeHex, append or delete", sname)
+	}
+	if e.Root != "" && e.Root != EditRootWorkspace && e.Root != EditRootAgentHome {
+		v.add(v.at(&e.Root, e), "%s edit root %q must be %s (the default) or %s", sname, e.Root, EditRootWorkspace, EditRootAgentHome)
 	}
 	p, err := renderString(e.Path, vars)
 	switch {
@@ -906,12 +938,22 @@ func (v *validator) validateEdit(st *ReferenceStep, sname string, vars map[strin
 	case !localPath(p):
 		v.add(v.at(&e.Path, e), "%s edit path %q must be a relative path inside the workspace", sname, e.Path)
 	}
-	for what, s := range map[string]*string{"write": e.Write, "append": e.Append} {
+	for what, s := range map[string]*string{"write": e.Write, "writeHex": e.WriteHex, "append": e.Append} {
 		if s == nil {
 			continue
 		}
-		if _, err := renderString(*s, vars); err != nil {
+		r, err := renderString(*s, vars)
+		if err != nil {
 			v.add(v.at(s, e), "%s edit %s: %v", sname, what, err)
+		} else if what == "writeHex" {
+			// the nonce may be any NoncePattern text: only a literal part that is
+			// not hexadecimal is an error here (the rendered bytes are checked when
+			// the agent writes them)
+			if !strings.Contains(*s, "{{") {
+				if _, herr := hex.DecodeString(r); herr != nil {
+					v.add(v.at(s, e), "%s edit writeHex is not hexadecimal: %v", sname, herr)
+				}
+			}
 		}
 	}
 }

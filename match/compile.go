@@ -1,6 +1,7 @@
 package match
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -64,9 +65,9 @@ var (
 		KindEnvironment:        {"expected"},
 		KindFileExists:         {"path", "sha256", "source"},
 		KindFileAbsent:         {"path", "source"},
-		KindFileExact:          {"path", "expected", "normalize", "sha256", "source"},
+		KindFileExact:          {"path", "expected", "normalize", "sha256", "source", "encoding"},
 		KindFileContains:       {"path", "expected", "normalize", "sha256", "source"},
-		KindArtifactExists:     {"name", "mimeType", "sha256", "expected", "normalize"},
+		KindArtifactExists:     {"name", "mimeType", "sha256", "expected", "normalize", "encoding"},
 		KindJSONPath:           {"path", "expected"},
 		KindJSONSchema:         {"schema"},
 		KindRuntimeMetadata:    {"expected"},
@@ -107,6 +108,7 @@ type compiled struct {
 	form    unicodeForm // text kinds: the Unicode normalisation of both sides
 	display any         // Outcome.Expected
 	hasText bool        // artifact_exists: expected was given
+	binary  bool        // file_exact, artifact_exists: expected is exact bytes (encoding hex)
 }
 
 // Kind returns the matcher's kind ("" for the zero Matcher).
@@ -248,6 +250,9 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 			if s, ok := stringParam(spec, bad, "the file content to compare with (whitespace as it is; Unicode normalised as normalize says)"); ok {
 				c.text = c.form.apply(s)
 				c.display = c.text
+				if b, isHex := compileEncoding(spec, s, c, bad); isHex {
+					c.text, c.display = string(b), s
+				}
 			}
 		}
 	case KindArtifactExists:
@@ -272,7 +277,12 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 			if s, ok := stringParam(spec, bad, "the artifact's downloaded text to compare with (whitespace as it is)"); ok {
 				c.text = c.form.apply(s)
 				c.hasText = true
-				want = append(want, canonjson.Member{Key: "expected", Value: c.text})
+				if b, isHex := compileEncoding(spec, s, c, bad); isHex {
+					c.text = string(b)
+					want = append(want, canonjson.Member{Key: "expected", Value: s}, canonjson.Member{Key: "encoding", Value: EncodingHex})
+				} else {
+					want = append(want, canonjson.Member{Key: "expected", Value: c.text})
+				}
 			}
 		}
 		c.display = want
@@ -303,6 +313,32 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	}
 	c.specJSON = string(js)
 	return Matcher{c: c}, nil
+}
+
+// compileEncoding checks spec.Encoding for a kind that takes it: with EncodingHex it
+// decodes expected (s) into the exact bytes, makes the comparison byte for byte
+// (normalize must be absent or none) and reports true; with EncodingText or none it
+// reports false.
+func compileEncoding(spec Spec, s string, c *compiled, bad badFunc) ([]byte, bool) {
+	switch spec.Encoding {
+	case "", EncodingText:
+		return nil, false
+	case EncodingHex:
+	default:
+		bad("encoding", "encoding must be %s (the default) or %s; got %q", EncodingText, EncodingHex, spec.Encoding)
+		return nil, false
+	}
+	if spec.Normalize != "" && spec.Normalize != NormalizeNone {
+		bad("normalize", "normalize %q does not apply to bytes (encoding hex); remove it", spec.Normalize)
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		e := bad("expected", "expected must be the hexadecimal form of the bytes (encoding hex): %v", err)
+		e.Err = err
+		return nil, false
+	}
+	c.form, c.binary = formNone, true
+	return b, true
 }
 
 // checkSHA256 checks an optional sha256 field: 64 lower-case hex digits.
@@ -339,6 +375,7 @@ func presentFields(s Spec) []string {
 	add(s.Normalize != "", "normalize")
 	add(s.SHA256 != "", "sha256")
 	add(s.Source != "", "source")
+	add(s.Encoding != "", "encoding")
 	add(s.SamePIDAcrossTurns != nil, "samePidAcrossTurns")
 	return out
 }

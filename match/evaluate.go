@@ -120,9 +120,14 @@ func (c *compiled) eval(ev *evidence) result {
 				return result{}
 			}
 			got := c.form.applyBytes(content)
-			if got == c.text {
+			switch {
+			case c.binary && got == c.text:
+				r = result{passed: true, observed: hex.EncodeToString([]byte(ev.prefix(content)))}
+			case c.binary:
+				r = result{observed: hex.EncodeToString([]byte(ev.prefix(content))), hint: bytesHint([]byte(c.text), content)}
+			case got == c.text:
 				r = result{passed: true, observed: ev.prefix(content)}
-			} else {
+			default:
 				r = result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, true)}
 			}
 		default:
@@ -591,7 +596,9 @@ func (c *compiled) evalArtifacts(obs *Observation) result {
 		if c.hasText {
 			if got := c.form.applyBytes(a.Content); got != c.text {
 				ok = false
-				if h := unicodeHint(c.text, got, 0, true); h != "" {
+				if c.binary {
+					hints = append(hints, "artifact "+a.Name+"'s downloaded bytes: "+bytesHint([]byte(c.text), a.Content))
+				} else if h := unicodeHint(c.text, got, 0, true); h != "" {
 					hints = append(hints, h)
 				} else {
 					hints = append(hints, fmt.Sprintf("artifact %s's downloaded text is not the expected text", a.Name))
@@ -604,6 +611,15 @@ func (c *compiled) evalArtifacts(obs *Observation) result {
 		return result{missing: "the bytes of artifact " + c.spec.Name + " were not downloaded"}
 	}
 	return result{passed: passed, observed: found, hint: strings.Join(hints, "; ")}
+}
+
+// bytesHint says where got first differs from want (byte offsets; lengths).
+func bytesHint(want, got []byte) string {
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	return fmt.Sprintf("%d bytes, expected %d; they differ from byte offset %d", len(got), len(want), i)
 }
 
 func sha256Hex(b []byte) string {

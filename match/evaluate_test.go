@@ -302,6 +302,15 @@ var evalCases = []evalCase{
 	{"artifact/expected text", Spec{Kind: KindArtifactExists, Name: "out.bin", Expected: "readback nonce-7\n"}, withDownload(full(), []byte("readback nonce-7\n"), []byte("readback nonce-7\n")), pass},
 	{"artifact/expected other text", Spec{Kind: KindArtifactExists, Name: "out.bin", Expected: "readback nonce-8\n"}, withDownload(full(), []byte("readback nonce-7\n"), []byte("readback nonce-7\n")), fail},
 	{"artifact/sha256 needs the bytes", Spec{Kind: KindArtifactExists, Name: "server.log", SHA256: emptySHA}, full(), notReached},
+	// encoding hex: the exact bytes of a binary, byte for byte
+	{"home/binary exact hex", Spec{Kind: KindFileExact, Path: "bin/blob.bin", Source: SourceAgentHome, Expected: "00fffe620080", Encoding: EncodingHex}, withHome(full()), pass},
+	{"home/binary one byte off", Spec{Kind: KindFileExact, Path: "bin/blob.bin", Source: SourceAgentHome, Expected: "00fffe620081", Encoding: EncodingHex}, withHome(full()), fail},
+	{"home/binary a prefix is not equal", Spec{Kind: KindFileExact, Path: "bin/blob.bin", Source: SourceAgentHome, Expected: "00fffe62", Encoding: EncodingHex}, withHome(full()), fail},
+	{"home/text as hex", Spec{Kind: KindFileExact, Path: "AGENTS.md", Source: SourceAgentHome, Expected: "6e6f6e63652d370a", Encoding: EncodingHex}, withHome(full()), pass},
+	{"home/hex not downloaded", Spec{Kind: KindFileExact, Path: "bin/blob.bin", Source: SourceAgentHome, Expected: "00", Encoding: EncodingHex}, full(), notReached},
+	{"artifact/exact hex bytes", Spec{Kind: KindArtifactExists, Name: "out.bin", Expected: "00fffe620080", Encoding: EncodingHex}, withDownload(full(), homeBinary, homeBinary), pass},
+	{"artifact/other hex bytes", Spec{Kind: KindArtifactExists, Name: "out.bin", Expected: "00fffe620081", Encoding: EncodingHex}, withDownload(full(), homeBinary, homeBinary), fail},
+	{"artifact/hex needs the bytes", Spec{Kind: KindArtifactExists, Name: "server.log", Expected: "00", Encoding: EncodingHex}, full(), notReached},
 	// json_path
 	{"json path/rfc", Spec{Kind: KindJSONPath, Path: "$.issue.status", Expected: "done"}, full(), pass},
 	{"json path/legacy", Spec{Kind: KindJSONPath, Path: "runs.1.status", Expected: "failed"}, full(), pass},

@@ -15,8 +15,8 @@ package match
 //	environment                            expected (environment id)
 //	file_exists                            path (workspace-relative), sha256, source (optional)
 //	file_absent                            path (workspace-relative), source (optional)
-//	file_exact, file_contains              path, expected (string), sha256, source (optional)
-//	artifact_exists                        name, mimeType, sha256, expected (string) (optional)
+//	file_exact, file_contains              path, expected (string), sha256, source (optional); file_exact: encoding (optional)
+//	artifact_exists                        name, mimeType, sha256, expected (string), encoding (optional)
 //	json_path                              path (RFC 9535 or legacy dot form), expected (any JSON)
 //	json_schema                            schema (JSON Schema draft 2020-12 document)
 //	runtime_metadata                       expected ({runtime key: string}, see RuntimeKeys)
@@ -58,9 +58,21 @@ type Spec struct {
 	Normalize string `json:"normalize,omitempty" yaml:"normalize,omitempty"`
 	SHA256    string `json:"sha256,omitempty" yaml:"sha256,omitempty"`
 	Source    string `json:"source,omitempty" yaml:"source,omitempty"`
+	// Encoding is file_exact's and artifact_exists's form of expected: EncodingText
+	// (absent) or EncodingHex, the hexadecimal form of the exact bytes (a binary file:
+	// compared byte for byte, never normalised).
+	Encoding string `json:"encoding,omitempty" yaml:"encoding,omitempty"`
 	// SamePIDAcrossTurns is process_identity's parameter.
 	SamePIDAcrossTurns *bool `json:"samePidAcrossTurns,omitempty" yaml:"samePidAcrossTurns,omitempty"`
 }
+
+// Expected encodings (Spec.Encoding of file_exact and artifact_exists).
+const (
+	// EncodingText: expected is the text (the default).
+	EncodingText = "text"
+	// EncodingHex: expected is the hexadecimal form of the exact bytes.
+	EncodingHex = "hex"
+)
 
 // File sources (Spec.Source of the file kinds).
 const (

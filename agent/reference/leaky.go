@@ -30,7 +30,7 @@ func LeakyScript(script *catalog.ReferenceScript, leak string, comment bool) (*c
 			out.Turns = append(out.Turns, nil)
 			continue
 		}
-		nt := &catalog.ReferenceTurn{Trigger: t.Trigger}
+		nt := &catalog.ReferenceTurn{Trigger: t.Trigger, Task: t.Task}
 		if comment {
 			nt.Steps = append(nt.Steps, &catalog.ReferenceStep{Command: string(controlplane.CommandReportProgress),
 				Args: map[string]any{"body": "Checking my credentials before I start:\n" + leak}})

@@ -2,6 +2,9 @@ package reference
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +27,8 @@ const SourceInstanceID = "agentproof-reference"
 //   - Workspace: absolute path of the run's workspace directory; edits stay inside it.
 //   - StateDir: an existing directory private to the agent that outlives its runs (its
 //     "home"); the Session lives there.
+//   - AgentHome: the agent's registered home (AGENT_HOME, absolute; "" for none): edits
+//     with root agent_home and fromHome arguments resolve inside it.
 //   - Now: the clock stamped on appended events; nil means time.Now.
 //   - ResultNote: when set, one more verification entry of the run result (its
 //     commandOrCheck); the leaky calibration agent leaks through it.
@@ -31,6 +36,7 @@ type Config struct {
 	Script     *catalog.ReferenceScript
 	Workspace  string
 	StateDir   string
+	AgentHome  string
 	Now        func() time.Time
 	ResultNote string
 }
@@ -79,23 +85,24 @@ func Execute(ctx context.Context, port controlplane.Port, runID string, cfg Conf
 	}
 	r := &runner{port: port, runID: runID, cfg: cfg, sess: sess, now: now}
 	k := sess.TurnsDone
-	if k >= len(cfg.Script.Turns) || !Accepts(cfg.Script.Turns[k].Trigger, rc.Wake) {
+	turns := TaskTurns(cfg.Script, max(sess.Ordinal, 1))
+	if k >= len(turns) || !Accepts(turns[k].Trigger, rc.Wake) {
 		// Nothing of the script fits this wake: hand the task back without work.
-		summary := fmt.Sprintf("No work for wake %q: the reference script has %d turns and %d are done.", rc.Wake.Reason, len(cfg.Script.Turns), k)
+		summary := fmt.Sprintf("No work for wake %q: the reference script has %d turns for this task (the agent's task %d) and %d are done.", rc.Wake.Reason, len(turns), max(sess.Ordinal, 1), k)
 		d, err := r.complete(ctx, 0, summary, "")
 		if err != nil {
 			return Outcome{}, err
 		}
 		return Outcome{Disposition: d}, nil
 	}
-	turn := cfg.Script.Turns[k]
+	turn := turns[k]
 	commentID, presented, err := r.steps(ctx, k, turn)
 	if err != nil {
 		return Outcome{}, err
 	}
 	summary := presented
 	if summary == "" {
-		summary = fmt.Sprintf("Turn %d of %d carried out.", k+1, len(cfg.Script.Turns))
+		summary = fmt.Sprintf("Turn %d of %d carried out.", k+1, len(turns))
 	}
 	d, err := r.complete(ctx, k+1, summary, commentID)
 	if err != nil {
@@ -107,6 +114,26 @@ func Execute(ctx context.Context, port controlplane.Port, runID string, cfg Conf
 		return Outcome{}, err
 	}
 	return Outcome{Turn: k + 1, Disposition: d, CommentID: commentID}, nil
+}
+
+// TaskTurns returns the turns of script that the agent carries out on its ordinal-th
+// task (1-based; see catalog.ReferenceTurn's Task): every turn when no turn belongs to
+// a task after the first, else the turns of that task.
+func TaskTurns(script *catalog.ReferenceScript, ordinal int) []*catalog.ReferenceTurn {
+	counted := false
+	for _, t := range script.Turns {
+		counted = counted || t.Task > 1
+	}
+	if !counted {
+		return script.Turns
+	}
+	var out []*catalog.ReferenceTurn
+	for _, t := range script.Turns {
+		if max(t.Task, 1) == ordinal {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (c Config) validate() error {
@@ -204,7 +231,13 @@ func (r *runner) steps(ctx context.Context, k int, turn *catalog.ReferenceTurn) 
 			return "", "", fmt.Errorf("reference: %s is empty", where)
 		}
 		if st.Edit != nil {
-			if err := EditWorkspace(r.cfg.Workspace, st.Edit); err != nil {
+			root := r.cfg.Workspace
+			if st.Edit.Root == catalog.EditRootAgentHome {
+				if root = r.cfg.AgentHome; root == "" {
+					return "", "", fmt.Errorf("reference: %s: the edit is in the agent's home, and this run has no AGENT_HOME", where)
+				}
+			}
+			if err := EditWorkspace(root, st.Edit); err != nil {
 				return "", "", fmt.Errorf("reference: %s: %w", where, err)
 			}
 			continue
@@ -236,7 +269,7 @@ func (r *runner) steps(ctx context.Context, k int, turn *catalog.ReferenceTurn) 
 		}
 		if st.Present {
 			commentID = ref(res.EntityRefs, "comment")
-			body = presentedText(st)
+			body = presentedText(st, cmd)
 		}
 	}
 	return commentID, body, nil
@@ -250,6 +283,9 @@ func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 	cmd := make(map[string]any, len(st.Args)+1)
 	for k, v := range st.Args {
 		cmd[k] = v
+	}
+	if err := r.fromHome(st, cmd); err != nil {
+		return nil, err
 	}
 	cmd["kind"] = st.Command
 	switch controlplane.CommandKind(st.Command) {
@@ -280,11 +316,49 @@ func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 	return b, nil
 }
 
+// fromHome sets the arguments st.FromHome names from the agent's home (see
+// catalog.ReferenceStep): contentBase64 with sha256 and byteSize of the bytes, any
+// other argument the file's text without one trailing newline. Errors: no
+// AGENT_HOME, a path outside it, a file that cannot be read.
+func (r *runner) fromHome(st *catalog.ReferenceStep, cmd map[string]any) error {
+	if len(st.FromHome) == 0 {
+		return nil
+	}
+	if r.cfg.AgentHome == "" {
+		return errors.New("the step reads the agent's home, and this run has no AGENT_HOME")
+	}
+	root, err := os.OpenRoot(r.cfg.AgentHome)
+	if err != nil {
+		return fmt.Errorf("opening AGENT_HOME: %w", err)
+	}
+	defer root.Close()
+	for arg, rel := range st.FromHome {
+		p := filepath.FromSlash(rel)
+		if !filepath.IsLocal(p) {
+			return fmt.Errorf("fromHome.%s %q: %w", arg, rel, ErrOutsideWorkspace)
+		}
+		b, err := root.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("fromHome.%s: reading %q from AGENT_HOME: %w", arg, rel, err)
+		}
+		if arg == "contentBase64" {
+			sum := sha256.Sum256(b)
+			cmd["contentBase64"], cmd["sha256"], cmd["byteSize"] = base64.StdEncoding.EncodeToString(b), hex.EncodeToString(sum[:]), len(b)
+			continue
+		}
+		cmd[arg] = strings.TrimSuffix(string(b), "\n")
+	}
+	return nil
+}
+
 // presentedText is the comment body a commenting command posts: its message argument
-// (controlplane.CommandSpec.MessageArg); "" for any other command.
-func presentedText(st *catalog.ReferenceStep) string {
+// (controlplane.CommandSpec.MessageArg) in the command as sent (cmd, fromHome
+// resolved); "" for any other command.
+func presentedText(st *catalog.ReferenceStep, cmd json.RawMessage) string {
 	c, _ := controlplane.LookupCommand(controlplane.CommandKind(st.Command))
-	s, _ := st.Args[c.MessageArg].(string)
+	var args map[string]any
+	_ = json.Unmarshal(cmd, &args)
+	s, _ := args[c.MessageArg].(string)
 	return s
 }
 
@@ -476,9 +550,19 @@ func EditWorkspace(workspace string, e *catalog.WorkspaceEdit) error {
 			return fmt.Errorf("edit %q: %w", e.Path, err)
 		}
 	}
+	if dir := filepath.Dir(p); dir != "." && e.WriteHex != nil {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("edit %q: %w", e.Path, err)
+		}
+	}
 	switch {
 	case e.Write != nil:
 		err = root.WriteFile(p, []byte(*e.Write), 0o644)
+	case e.WriteHex != nil:
+		var b []byte
+		if b, err = hex.DecodeString(*e.WriteHex); err == nil {
+			err = root.WriteFile(p, b, 0o644)
+		}
 	case e.Append != nil:
 		var f *os.File
 		f, err = root.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

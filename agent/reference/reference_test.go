@@ -400,3 +400,79 @@ func TestWrongScript(t *testing.T) {
 		t.Error("an empty nonce was accepted")
 	}
 }
+
+// TestExecuteAgentHomeAcrossTasks: turn 1 (the agent's first task) writes a text and a
+// binary into AGENT_HOME; the agent's second task carries out only its own turn, which
+// registers the binary as a deliverable (bytes, SHA-256 and size read from the home at
+// run time) and presents the text read back from the home.
+func TestExecuteAgentHomeAcrossTasks(t *testing.T) {
+	t.Parallel()
+	script := &catalog.ReferenceScript{Turns: []*catalog.ReferenceTurn{
+		{Trigger: "assignment", Steps: []*catalog.ReferenceStep{
+			{Edit: &catalog.WorkspaceEdit{Root: catalog.EditRootAgentHome, Path: "notes/deep/recall.txt", Write: str("NESTED-7\n")}},
+			{Edit: &catalog.WorkspaceEdit{Root: catalog.EditRootAgentHome, Path: "bin/key.bin", WriteHex: str("00ff80fe07")}},
+			{Command: "finish_task", Args: map[string]any{"summary": "saved"}, Present: true},
+		}},
+		{Trigger: "assignment", Task: 2, Steps: []*catalog.ReferenceStep{
+			{Command: "register_deliverable", Args: map[string]any{"filename": "key.bin", "contentType": "application/octet-stream", "title": "key"},
+				FromHome: map[string]string{"contentBase64": "bin/key.bin"}},
+			{Command: "finish_task", FromHome: map[string]string{"summary": "notes/deep/recall.txt"}, Present: true},
+		}},
+	}}
+	m := newMemory(t)
+	ws, state, home := t.TempDir(), t.TempDir(), t.TempDir()
+	cfg := reference.Config{Script: script, Workspace: ws, StateDir: state, AgentHome: home}
+	ctx := context.Background()
+	open(t, m, "run-1", "manual")
+	if out, err := reference.Execute(ctx, m, "run-1", cfg); err != nil || out.Turn != 1 {
+		t.Fatalf("run-1: %+v, %v", out, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, "bin", "key.bin")); err != nil || string(b) != "\x00\xff\x80\xfe\x07" {
+		t.Fatalf("bin/key.bin = %q, %v", b, err)
+	}
+	if _, err := m.OpenFixtureRun(ctx, controlplane.OpenInput{
+		Identity:    controlplane.Identity{RunID: "run-2", SessionID: "s2", CompanyID: "company-1", IssueID: newTask(t, m), AgentID: "actor-1"},
+		BackendKind: "runner", Wake: &controlplane.Wake{Reason: "manual", Payload: json.RawMessage(`{}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := reference.Execute(ctx, m, "run-2", cfg)
+	if err != nil || out.Turn != 1 || out.Disposition != "done" {
+		t.Fatalf("run-2 (the second task): %+v, %v", out, err)
+	}
+	st, _ := m.Snapshot(ctx)
+	if len(st.Artifacts) != 1 || st.Artifacts[0].ByteSize != 5 || st.Artifacts[0].TaskID != st.Tasks[1].ID {
+		t.Fatalf("artifacts %+v", st.Artifacts)
+	}
+	var last string
+	for _, c := range st.Comments {
+		last = c.Body
+	}
+	if last != "NESTED-7" {
+		t.Errorf("the second task's message is %q, want the home text NESTED-7", last)
+	}
+	// without the home, the second task's turn fails instead of inventing bytes
+	if err := os.RemoveAll(filepath.Join(home, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.OpenFixtureRun(ctx, controlplane.OpenInput{
+		Identity:    controlplane.Identity{RunID: "run-3", SessionID: "s3", CompanyID: "company-1", IssueID: newTask(t, m), AgentID: "actor-1"},
+		BackendKind: "runner", Wake: &controlplane.Wake{Reason: "manual", Payload: json.RawMessage(`{}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := reference.Execute(ctx, m, "run-3", cfg); err != nil || out.Turn != 0 {
+		t.Fatalf("run-3 (a third task, no turns of its own): %+v, %v", out, err)
+	}
+}
+
+// newTask creates a todo task assigned to actor-1 through the board and returns its id.
+func newTask(t *testing.T, m *controlplane.Memory) string {
+	t.Helper()
+	in, _ := json.Marshal(map[string]any{"title": "another task", "assigneeActorId": "actor-1"})
+	r, err := m.ApplyBoard(context.Background(), controlplane.BoardOp{Kind: controlplane.BoardCreateIssue, Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ID
+}

@@ -20,8 +20,11 @@ const sessionFile = "reference-session.json"
 // takes Turns[TurnsDone]); Documents maps a document key to the latest revision id the
 // agent wrote (write_document without baseRevisionId and request_human_input with
 // targetDocumentKey resolve through it); LastRunID is the run that finished the last
-// turn, so that the same run is never carried out twice.
+// turn, so that the same run is never carried out twice; Ordinal is the task's place
+// (1-based) in the order the agent was first woken on its tasks (a ReferenceTurn's
+// Task; 0, in a session written before tasks were counted, means 1).
 type Session struct {
+	Ordinal   int               `json:"ordinal,omitempty"`
 	TurnsDone int               `json:"turnsDone"`
 	Documents map[string]string `json:"documents"`
 	LastRunID string            `json:"lastRunId"`
@@ -42,7 +45,7 @@ func LoadSession(stateDir, taskID string) (*Session, error) {
 	}
 	s := st.Tasks[taskID]
 	if s == nil {
-		s = &Session{}
+		s = &Session{Ordinal: len(st.Tasks) + 1}
 	}
 	if s.Documents == nil {
 		s.Documents = map[string]string{}

@@ -30,7 +30,7 @@ func WrongNonce(nonce string) string {
 
 // WrongScript returns a copy of script (rendered with nonce) in which every occurrence
 // of nonce — in command arguments at any depth, edit paths and edit contents — is
-// replaced by WrongNonce(nonce): the plausible-but-wrong behaviour of the `wrong`
+// replaced by WrongNonce(nonce) (and its hexadecimal form by the wrong nonce's): the plausible-but-wrong behaviour of the `wrong`
 // calibration agent (profile strategy wrong_nonce). script is not modified. It returns
 // an error when nonce is empty or does not occur in the script at all (the result would
 // not be wrong).
@@ -43,10 +43,13 @@ func WrongScript(script *catalog.ReferenceScript, nonce string) (*catalog.Refere
 	}
 	wrong := WrongNonce(nonce)
 	found := false
+	// the hexadecimal form of the nonce (catalog variable nonceHex: a binary's bytes)
+	// is wrong too
+	hexNonce, hexWrong := hex.EncodeToString([]byte(nonce)), hex.EncodeToString([]byte(wrong))
 	sub := func(s string) string {
-		if strings.Contains(s, nonce) {
+		if strings.Contains(s, nonce) || strings.Contains(s, hexNonce) {
 			found = true
-			return strings.ReplaceAll(s, nonce, wrong)
+			return strings.ReplaceAll(strings.ReplaceAll(s, hexNonce, hexWrong), nonce, wrong)
 		}
 		return s
 	}
@@ -56,7 +59,7 @@ func WrongScript(script *catalog.ReferenceScript, nonce string) (*catalog.Refere
 			out.Turns = append(out.Turns, nil)
 			continue
 		}
-		nt := &catalog.ReferenceTurn{Trigger: t.Trigger}
+		nt := &catalog.ReferenceTurn{Trigger: t.Trigger, Task: t.Task}
 		for _, st := range t.Steps {
 			if st == nil {
 				nt.Steps = append(nt.Steps, nil)
@@ -66,11 +69,21 @@ func WrongScript(script *catalog.ReferenceScript, nonce string) (*catalog.Refere
 			if st.Args != nil {
 				ns.Args = replaceValue(st.Args, sub).(map[string]any)
 			}
+			if st.FromHome != nil {
+				ns.FromHome = make(map[string]string, len(st.FromHome))
+				for k, p := range st.FromHome {
+					ns.FromHome[k] = sub(p)
+				}
+			}
 			if e := st.Edit; e != nil {
-				ne := &catalog.WorkspaceEdit{Path: sub(e.Path), Delete: e.Delete}
+				ne := &catalog.WorkspaceEdit{Root: e.Root, Path: sub(e.Path), Delete: e.Delete}
 				if e.Write != nil {
 					w := sub(*e.Write)
 					ne.Write = &w
+				}
+				if e.WriteHex != nil {
+					w := sub(*e.WriteHex)
+					ne.WriteHex = &w
 				}
 				if e.Append != nil {
 					a := sub(*e.Append)

@@ -28,6 +28,9 @@ type FlowOutcome struct {
 	// WorkspaceDiffs is what each turn changed in the workspace (turnDiffs), in turn
 	// order; a turn whose run never settled has none.
 	WorkspaceDiffs []workspace.TurnDiff
+	// Tasks are the tasks the flow created besides the fixtures' one (flows.Outcome),
+	// in order; observe grades their runs as the turns after the fixtures' task's.
+	Tasks []string
 }
 
 // playFlow plays the case's flow (package flows) against the attempt's server as the
@@ -78,7 +81,7 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 // a cancellation an interruption, a fault the fault (its words redacted), and any
 // other error a harness fault (the flow's own code failed).
 func flowOutcome(ctx context.Context, plan campaign.AttemptPlan, first time.Time, out flows.Outcome, secrets *redact.Set) FlowOutcome {
-	fo := FlowOutcome{Submitted: append([]time.Time{first}, out.Submitted...)}
+	fo := FlowOutcome{Submitted: append([]time.Time{first}, out.Submitted...), Tasks: out.Tasks}
 	for _, p := range out.Problems {
 		fo.Problems = append(fo.Problems, secrets.RedactText(p))
 	}

@@ -36,10 +36,15 @@ type Observation struct {
 // workspace from disk (package workspace: bounded, links listed, never followed), writes snapshots/api-state.json, snapshots/heartbeat-runs.json
 // and workspace-manifest.json, and builds the observation (spec §5 "Message source").
 // The runtime mode, environment and runtime facts it reports are those the heartbeat
-// runner recorded launching each run (api.LaunchFacts), never the catalog's.
+// runner recorded launching each run (api.LaunchFacts), never the catalog's. The
+// observed tasks are the fixtures' task and the tasks the flow created (fl.Tasks), in
+// that order. It downloads through the public file API the agent's home (every
+// managed file of its AGENT_HOME) and the bytes of the tasks' artifacts, each checked
+// against its SHA-256 (observeFiles; docs/files.md "Observed bytes").
 func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned, f *Fixtures, fl *FlowOutcome) Observation {
 	co := p.Instance.board().Company(f.CompanyID)
-	awaitProcesses(ctx, a, co, f.TaskID, x.PollInterval)
+	tasks := append([]string{f.TaskID}, fl.Tasks...)
+	awaitProcesses(ctx, a, co, tasks, x.PollInterval)
 	st, err := co.Snapshot(ctx)
 	if err != nil {
 		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the company state: %s", f.Secrets.RedactText(err.Error())), true)}
@@ -56,9 +61,9 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 	writeJSON(a.ev, f.Secrets, "snapshots/heartbeat-runs.json", recs)
 	writeJSON(a.ev, f.Secrets, "snapshots/permissions.json", perms)
 	o := Observation{Facts: campaign.Facts{IssueID: f.TaskID, IssueIdentifier: f.Identifier, RunIDs: []string{}}}
-	runs := taskRuns(&st, f.TaskID)
+	runs := taskRuns(&st, tasks...)
 	for _, r := range recs {
-		if r.TaskID == f.TaskID {
+		if slices.Contains(tasks, r.TaskID) {
 			o.Runs = append(o.Runs, r)
 		}
 	}
@@ -67,7 +72,14 @@ func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned,
 		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the agent calls: %s", f.Secrets.RedactText(err.Error())), true)}
 	}
 	writeJSON(a.ev, f.Secrets, "snapshots/agent-calls.json", calls)
-	o.Match = matchObservation(&st, f, runs, o.Runs, perms, calls)
+	files, err := observeFiles(ctx, co, &st, f.AgentID, tasks)
+	if err != nil {
+		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("downloading the agent's home and the artifacts: %s", f.Secrets.RedactText(err.Error())), true)}
+	}
+	writeJSON(a.ev, f.Secrets, "snapshots/agent-home.json", files.home)
+	writeJSON(a.ev, f.Secrets, "snapshots/home-receipts.json", files.receipts)
+	o.Match = matchObservation(&st, f, runs, o.Runs, perms, calls, tasks...)
+	files.apply(o.Match)
 	observeRuntime(&o, a.plan, f)
 	o.Facts.TurnTimings = turnTimings(runs, o.Runs, fl.Submitted)
 	for _, r := range runs {
@@ -114,7 +126,7 @@ const processSettle = 15 * time.Second
 // its event stream, the processes that escaped its group), which the verdict reads;
 // and the server then stops without agents to stop. A run still running (a missed
 // deadline) is not waited for. Errors end the wait (observe reports them).
-func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, task string, poll time.Duration) {
+func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, tasks []string, poll time.Duration) {
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
 	}
@@ -130,7 +142,7 @@ func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, task st
 		}
 		var pending []string
 		for _, r := range recs {
-			if r.TaskID != task || r.State != api.RunLaunching {
+			if !slices.Contains(tasks, r.TaskID) || r.State != api.RunLaunching {
 				continue
 			}
 			for _, run := range st.Runs {
@@ -157,11 +169,11 @@ func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, task st
 	}
 }
 
-// taskRuns returns the task's runs in state order.
-func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
+// taskRuns returns the runs of the tasks in state order.
+func taskRuns(st *controlplane.State, tasks ...string) []*controlplane.Run {
 	var out []*controlplane.Run
 	for _, r := range st.Runs {
-		if r.TaskID == task {
+		if slices.Contains(tasks, r.TaskID) {
 			out = append(out, r)
 		}
 	}
@@ -170,21 +182,33 @@ func taskRuns(st *controlplane.State, task string) []*controlplane.Run {
 
 // matchObservation builds the persisted-state part of the observation: the task's
 // status, the last run's status, every run's message (turn by turn), the artifacts and
-// the composite JSON {issue, runs, interactions, documents, approvals, comments,
+// the composite JSON {issue, tasks, runs, interactions, documents, approvals, comments,
 // heartbeatRuns, permissions, company}: approvals are the ones linked to the task;
 // comments are the task's persisted comments in order, the human's with a null
-// authorActorId; heartbeatRuns are the heartbeat runner's records of the task's runs
+// authorActorId;
+//
+// more are the tasks the flow created (FlowOutcome.Tasks): their runs are in runs,
+// their artifacts and comments are the observation's too, tasks lists every observed
+// task in order (the fixtures' first), and the observed task status is the last
+// task's (the task of the last turn); heartbeatRuns are the heartbeat runner's records of the task's runs
 // (what it observed launching them; an ACP run's turn facts under acp), permissions
 // the task's permission interactions (api.Permission), both as the board serves them;
 // company is the company-wide view.
-func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.Run, recs []api.HeartbeatRun, perms []api.Permission, calls []api.AgentCallList) *match.Observation {
+func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.Run, recs []api.HeartbeatRun, perms []api.Permission, calls []api.AgentCallList, more ...string) *match.Observation {
 	task := f.TaskID
+	all := append([]string{task}, more...)
 	obs := &match.Observation{Secrets: secretForms(f.Secrets), HasArtifacts: true, HasMessage: len(runs) > 0}
 	var t *controlplane.Task
-	for _, x := range st.Tasks {
-		if x.ID == task {
-			t = x
-			obs.IssueStatus = string(x.Status)
+	tasks := []*controlplane.Task{}
+	for _, id := range all {
+		for _, x := range st.Tasks {
+			if x.ID == id {
+				tasks = append(tasks, x)
+				obs.IssueStatus = string(x.Status)
+				if id == task {
+					t = x
+				}
+			}
 		}
 	}
 	for _, run := range runs {
@@ -193,7 +217,7 @@ func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.
 	}
 	obs.Message = strings.Join(obs.Turns, "\n")
 	for _, ar := range st.Artifacts {
-		if ar.TaskID == task {
+		if slices.Contains(all, ar.TaskID) {
 			obs.Artifacts = append(obs.Artifacts, match.Artifact{Name: ar.Filename, MimeType: ar.ContentType, SHA256: ar.SHA256, ByteSize: ar.ByteSize})
 		}
 	}
@@ -201,7 +225,7 @@ func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.
 	var inters []*controlplane.Interaction
 	comments := []*controlplane.Comment{}
 	for _, c := range st.Comments {
-		if c.TaskID == task {
+		if slices.Contains(all, c.TaskID) {
 			comments = append(comments, c)
 		}
 	}
@@ -227,7 +251,7 @@ func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.
 			approvals = append(approvals, ap)
 		}
 	}
-	if b, err := json.Marshal(map[string]any{"issue": t, "runs": runs, "interactions": inters, "documents": docs, "approvals": approvals,
+	if b, err := json.Marshal(map[string]any{"issue": t, "tasks": tasks, "runs": runs, "interactions": inters, "documents": docs, "approvals": approvals,
 		"comments": comments, "heartbeatRuns": recs, "permissions": perms, "company": companyView(st, f),
 		"agentCalls": nonNilCalls(calls), "titles": titleView(st, f, t, runs)}); err == nil {
 		obs.JSON = b

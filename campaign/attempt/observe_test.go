@@ -43,3 +43,53 @@ func TestMatchObservationRedactsEncodedCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestObservedFilesApply: the downloaded home becomes HomeFiles; each artifact gets the
+// bytes downloaded for it (same order), an artifact left undownloaded stays so (its
+// byte matchers are not reached), and the composite JSON gains homeFiles and
+// homeReceipts.
+func TestObservedFilesApply(t *testing.T) {
+	t.Parallel()
+	st := &controlplane.State{
+		Tasks: []*controlplane.Task{{ID: "t-1", Status: "done"}, {ID: "t-2", Status: "done"}},
+		Artifacts: []*controlplane.Artifact{{ID: "a-1", TaskID: "t-1", Filename: "one.bin", SHA256: "x"}, {ID: "a-9", TaskID: "t-9", Filename: "other.bin"},
+			{ID: "a-2", TaskID: "t-2", Filename: "two.bin", SHA256: "y"}},
+	}
+	obs := matchObservation(st, &Fixtures{TaskID: "t-1", Secrets: redact.NewSet()}, nil, nil, nil, nil, "t-2")
+	if len(obs.Artifacts) != 2 {
+		t.Fatalf("artifacts %+v, want those of t-1 and t-2", obs.Artifacts)
+	}
+	files := observedFiles{
+		home:      homeListing{ActorID: "agent-1", Files: []controlplane.ManagedFile{{Path: "bin/k.bin", Revision: 1}}, Downloaded: true},
+		homeBytes: map[string][]byte{"bin/k.bin": {0, 0xff}},
+		receipts:  []controlplane.HomeReceipt{{ID: "r-1", RunID: "run-1"}},
+		artifacts: [][]byte{nil, []byte("two")},
+	}
+	files.apply(obs)
+	if !obs.HasHomeFiles || string(obs.HomeFiles["bin/k.bin"]) != "\x00\xff" {
+		t.Errorf("home files %v (%v)", obs.HomeFiles, obs.HasHomeFiles)
+	}
+	if obs.Artifacts[0].Downloaded || !obs.Artifacts[1].Downloaded || string(obs.Artifacts[1].Content) != "two" {
+		t.Errorf("artifacts %+v", obs.Artifacts)
+	}
+	var doc struct {
+		HomeFiles    homeListing                `json:"homeFiles"`
+		HomeReceipts []controlplane.HomeReceipt `json:"homeReceipts"`
+		Tasks        []controlplane.Task        `json:"tasks"`
+	}
+	if err := json.Unmarshal(obs.JSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.HomeFiles.Files[0].Path != "bin/k.bin" || doc.HomeReceipts[0].ID != "r-1" || len(doc.Tasks) != 2 {
+		t.Errorf("composite JSON %s", obs.JSON)
+	}
+	if obs.IssueStatus != "done" {
+		t.Errorf("issue status %q, want the last task's", obs.IssueStatus)
+	}
+	// a home past the download bound is not downloaded: HasHomeFiles stays false
+	partial := matchObservation(st, &Fixtures{TaskID: "t-1", Secrets: redact.NewSet()}, nil, nil, nil, nil)
+	observedFiles{home: homeListing{Files: []controlplane.ManagedFile{}}}.apply(partial)
+	if partial.HasHomeFiles {
+		t.Error("a home that was not downloaded whole is observed as downloaded")
+	}
+}

@@ -58,6 +58,9 @@ type world struct {
 	home      string
 	task      string
 	workspace string
+	// agentHome is the reference agent's AGENT_HOME: a plain directory no runner
+	// saves (the heartbeat runner does that, not this world)
+	agentHome string
 	// refusable: a run the agent could not carry out (a refused command) is completed
 	// as failed in process, as the heartbeat runner does, instead of failing the test
 	refusable bool
@@ -98,7 +101,7 @@ func (w *world) restart(ctx context.Context) (Board, error) {
 func newWorld(t *testing.T, rc *catalog.RenderedCase, workMode string, grants []string) *world {
 	t.Helper()
 	ctx := context.Background()
-	w := &world{home: t.TempDir(), workspace: t.TempDir()}
+	w := &world{home: t.TempDir(), workspace: t.TempDir(), agentHome: t.TempDir()}
 	s, err := server.Open(ctx, server.Options{Home: w.home})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +177,7 @@ func (w *world) takeWakes(ctx context.Context, t *testing.T, co *client.Company,
 		if _, err := co.OpenFixtureRun(ctx, in); err != nil {
 			continue // taken meanwhile, or not yet takeable
 		}
-		_, err := reference.Execute(ctx, co, runID, reference.Config{Script: script, Workspace: w.workspace, StateDir: state})
+		_, err := reference.Execute(ctx, co, runID, reference.Config{Script: script, Workspace: w.workspace, StateDir: state, AgentHome: w.agentHome})
 		switch {
 		case err != nil && w.refusable:
 			in, _ := json.Marshal(controlplane.NativeRunResult{RunID: runID, Status: controlplane.RunFailed, Summary: err.Error()})
@@ -306,6 +309,10 @@ func TestFlows(t *testing.T) {
 		{name: "blocker guidance, the agent never blocks", cell: "journey-calibration.reference.local.blocker-guidance", agent: "nop", problem: "not blocked on a question"},
 		{name: "warm three turns", cell: "grader-calibration.reference.local.warm-three-turn", agent: "reference"},
 		{name: "warm three turns, no file", cell: "grader-calibration.reference.local.warm-three-turn", agent: "nop", problem: "after turn 1 the workspace file"},
+		{name: "instruction persistence, no runner saves the home", cell: "agent-files.reference.local.instruction-persistence", agent: "reference", restart: true,
+			fault: verdict.Harness, err: "without a save receipt of the agent's home"},
+		{name: "instruction persistence, the harness cannot restart", cell: "agent-files.reference.local.instruction-persistence", agent: "reference",
+			fault: verdict.Harness, err: "that can restart the server"},
 		{name: "lost acknowledgement", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "reference", restart: true},
 		{name: "lost acknowledgement, the agent does nothing", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "nop", restart: true},
 		{name: "lost acknowledgement, a board that forgets its keys", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "reference", restart: true,

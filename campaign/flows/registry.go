@@ -38,6 +38,7 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPendingPermissionStop:    playPendingPermissionStop,
 	catalog.FlowLostAcknowledgement:      playLostAcknowledgement,
 	catalog.FlowCrashRetry:               playCrashRetry,
+	catalog.FlowInstructionPersistence:   playInstructionPersistence,
 	catalog.FlowBlockerGuidance:          playBlockerGuidance,
 	catalog.FlowPiNativeQuestion:         playPiNativeQuestion,
 	catalog.FlowPiQuestionStop:           playPiQuestionStop,
@@ -61,7 +62,8 @@ func Lookup(f catalog.Flow) (Play, bool) {
 	return p, ok
 }
 
-// Run plays s.Case's flow and then checks the run count the case expects (a
+// Run plays s.Case's flow and then checks the run count the case expects (the runs of
+// the fixtures' task and of the tasks the flow created; a
 // contract violation of the candidate when the flow saw none other). A flow without an
 // implementation is a harness fault (catalog loading refuses such cases, so it only
 // happens with a catalog loaded without catalog.WithFlows).
@@ -78,8 +80,14 @@ func Run(ctx context.Context, s *Session) Outcome {
 	if want <= 0 || s.Case.MinimumExpectedRunCount != nil {
 		return out
 	}
-	if v, err := look(ctx, s); err == nil && len(v.runs) != want {
-		out.Problems = append(out.Problems, fmt.Sprintf("expected %d runs, observed %d", want, len(v.runs)))
+	if v, err := look(ctx, s); err == nil {
+		n := len(v.runs)
+		for _, t := range out.Tasks {
+			n += len(viewOf(s.forTask(t, 0), v.st, v.records).runs)
+		}
+		if n != want {
+			out.Problems = append(out.Problems, fmt.Sprintf("expected %d runs, observed %d", want, n))
+		}
 	}
 	return out
 }

@@ -74,13 +74,18 @@ func (s *Session) log(format string, args ...any) {
 }
 
 // Outcome is what a flow did and saw: Submitted holds the time the human submitted
-// each turn after the first (turn 1 is the task's creation, the fixtures' doing),
+// each turn after the first (turn 1 is the task's creation, the fixtures' doing; a
+// fresh task's creation submits its first turn),
 // Problems the flow contract violations it observed (the candidate's), Err what
 // stopped it, or nil (see the package doc).
 type Outcome struct {
 	Submitted []time.Time
 	Problems  []string
 	Err       error
+	// Tasks are the tasks the flow created for the agent besides the fixtures' one
+	// (flow instruction_persistence's fresh task), in order: their runs are the turns
+	// after the fixtures' task's.
+	Tasks []string
 }
 
 // DeadlineError is a missed per-turn deadline: Turn is 1-based, Limit the case's
