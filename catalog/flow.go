@@ -83,6 +83,18 @@ func (cs *Case) ScriptTurns() int {
 // agent beside the worker (blocker_guidance).
 func (f Flow) HasManager() bool { return f == FlowBlockerGuidance }
 
+// IsChat reports whether a case with flow f is an agent chat (agent_chat; seed 000
+// "Persistent chat fixtures"): its fixtures start a conversation with the agent, whose
+// first message is the case's prompt, instead of creating an issue, and create the
+// handoff worker (ChatWorkerName) beside it.
+func (f Flow) IsChat() bool { return f == FlowAgentChat }
+
+// ChatWorkerName is the name of the agent the fixtures of a chat case create for the
+// agent to hand work off to: an agent of no runner here (it has no adapter
+// configuration), so its handed-off task waits for it and is never executed in the
+// cell.
+const ChatWorkerName = "Release Worker"
+
 // AgentFlow reports whether f has an agent do work through the control plane (every
 // flow but process_exit, whose fixture programs never talk to the API).
 func (f Flow) AgentFlow() bool { return f != FlowProcessExit }

@@ -8,9 +8,25 @@ import (
 // RunMessage returns a run's user-facing message (spec runner-e2e-harness §5 "Message
 // source"): when the run's result names a comment in presentationDecision.commentId, that
 // comment's body ("" when no such comment exists); otherwise the bodies of every comment
-// the run's applied semantic commands created, in audit order, joined with "\n". It reads
-// s only and never fails: a malformed result or audit detail counts as absent.
+// the run's applied semantic commands created, in audit order, joined with "\n". A chat
+// run (its task backs a conversation, chat.go) that posted chat messages has them as its
+// message instead, in order, joined with "\n". It reads s only and never fails: a
+// malformed result or audit detail counts as absent.
 func (s *State) RunMessage(run *Run) string {
+	var chat []string
+	for _, cv := range s.Conversations {
+		if cv.TaskID != run.TaskID {
+			continue
+		}
+		for _, m := range cv.Messages {
+			if m.Author == ChatAgent && m.RunID != nil && *m.RunID == run.ID {
+				chat = append(chat, m.Body)
+			}
+		}
+	}
+	if len(chat) > 0 {
+		return strings.Join(chat, "\n")
+	}
 	bodies := make(map[string]string, len(s.Comments))
 	for _, c := range s.Comments {
 		bodies[c.ID] = c.Body

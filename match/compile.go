@@ -51,7 +51,7 @@ var (
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
 		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
-		KindProcessIdentity, KindNoMutation, KindTaskTitle,
+		KindProcessIdentity, KindNoMutation, KindTaskTitle, KindChatHandoff,
 	}
 	kindFields = map[string][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -76,6 +76,7 @@ var (
 		KindProcessIdentity:    {"samePidAcrossTurns"},
 		KindNoMutation:         {"path"},
 		KindTaskTitle:          {"expected", "count"},
+		KindChatHandoff:        {"name", "expected", "count"},
 	}
 )
 
@@ -301,6 +302,8 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		c.display = c.file
 	case KindTaskTitle:
 		compileTitle(spec, c, bad)
+	case KindChatHandoff:
+		compileChat(spec, c, bad)
 	}
 
 	js, err := canonjson.Ordered(spec)

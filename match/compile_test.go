@@ -297,8 +297,8 @@ func TestLegacyPathToJSONPath(t *testing.T) {
 func TestKinds(t *testing.T) {
 	t.Parallel()
 	ks := Kinds()
-	if len(ks) != 22 {
-		t.Fatalf("Kinds() has %d kinds, spec §5 lists 15 and agentproof adds runtime_metadata, file_absent, plan_revisions, blocker_guidance, process_identity, no_mutation and task_title", len(ks))
+	if len(ks) != 23 {
+		t.Fatalf("Kinds() has %d kinds, spec §5 lists 15 and agentproof adds runtime_metadata, file_absent, plan_revisions, blocker_guidance, process_identity, no_mutation, task_title and chat_handoff", len(ks))
 	}
 	ks[0] = "mutated"
 	if Kinds()[0] != KindMessageExact {

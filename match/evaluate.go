@@ -95,6 +95,8 @@ func (c *compiled) eval(ev *evidence) result {
 		return c.evalNoMutation(obs)
 	case KindTaskTitle:
 		return c.evalTitle(obs)
+	case KindChatHandoff:
+		return c.evalChat(obs)
 	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
 		files := obs.Files
 		if c.spec.Source == SourceAgentHome {

@@ -250,6 +250,10 @@ var evalCases = []evalCase{
 	{"blocker guidance/pass", Spec{Kind: KindBlockerGuidance}, blockerObs("worker"), pass},
 	{"blocker guidance/reassigned", Spec{Kind: KindBlockerGuidance}, blockerObs("manager"), fail},
 	{"blocker guidance/no json", Spec{Kind: KindBlockerGuidance}, msg("x"), notReached},
+	// chat_handoff (chat_test.go has the rest)
+	{"chat handoff/pass", chatSpec, chatObs(nil), pass},
+	{"chat handoff/no plan", chatSpec, chatObs(func(d map[string]any) { handoff(d)["planRevisionId"] = nil }), fail},
+	{"chat handoff/no chat view", chatSpec, msg("x"), notReached},
 	// task_title (title_test.go has the rest)
 	{"task title/named", namingSpec, titleObs(titleFixture{}), pass},
 	{"task title/no json fails", namingSpec, msg("x"), fail},

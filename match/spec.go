@@ -25,6 +25,7 @@ package match
 //	process_identity                       samePidAcrossTurns (bool, required; see KindProcessIdentity)
 //	no_mutation                            path (workspace-relative; see KindNoMutation)
 //	task_title                             expected (control title, string) or expected (keyword groups) and count (tool-call bound); see KindTaskTitle
+//	chat_handoff                           name (assignee), expected (plan text), count (provider turns); see KindChatHandoff
 //
 // The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
 // (Observation.Turns) instead of the whole message; 0 or absent means the whole message.

@@ -171,7 +171,8 @@ func (c Config) validate() error {
 //   - interaction_answered / interaction_accepted: interaction_resolved with outcome
 //     answered / accepted;
 //   - approval_resolved: approval_resolved;
-//   - follow_up: issue_commented.
+//   - follow_up: issue_commented, or chat_message (a human chat message after the
+//     first).
 func Accepts(trigger string, wake controlplane.Wake) bool {
 	var p struct {
 		Outcome controlplane.InteractionStatus `json:"outcome"`
@@ -190,7 +191,7 @@ func Accepts(trigger string, wake controlplane.Wake) bool {
 	case "approval_resolved":
 		return wake.Reason == controlplane.WakeApprovalResolved
 	case "follow_up":
-		return wake.Reason == controlplane.WakeIssueCommented
+		return wake.Reason == controlplane.WakeIssueCommented || wake.Reason == controlplane.WakeChatMessage
 	}
 	return false
 }

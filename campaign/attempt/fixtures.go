@@ -13,6 +13,7 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/campaign/fixture"
 	"github.com/agentproof/agentproof/campaign/flows"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/environment"
@@ -39,6 +40,7 @@ type CompanyBoard interface {
 	CreateEnvironment(ctx context.Context, req api.CreateEnvironmentRequest) (controlplane.BoardResult, error)
 	CreateAgent(ctx context.Context, req api.CreateAgentRequest) (controlplane.BoardResult, error)
 	CreateIssue(ctx context.Context, req api.CreateIssueRequest) (controlplane.BoardResult, error)
+	CreateConversation(ctx context.Context, req api.CreateConversationRequest) (controlplane.BoardResult, error)
 }
 
 // clientBoard is a SetupBoard over the board client of the attempt's server: the
@@ -83,6 +85,10 @@ func (c lazyCompany) CreateIssue(ctx context.Context, req api.CreateIssueRequest
 	return c.co().CreateIssue(ctx, req)
 }
 
+func (c lazyCompany) CreateConversation(ctx context.Context, req api.CreateConversationRequest) (controlplane.BoardResult, error) {
+	return c.co().CreateConversation(ctx, req)
+}
+
 // Fixtures is what the fixtures stage returns: the set-up fixtures (for teardown and
 // fixtures.json), the ids the flow and the observation need (company, control-plane
 // environment, task and its identifier), when the task was created (turn 1's
@@ -100,10 +106,13 @@ type Fixtures struct {
 	// AgentID is the worker agent the task is assigned to; ManagerID the manager agent
 	// of a case whose flow has one (catalog.Flow.HasManager), else "".
 	AgentID, ManagerID string
-	Submitted          time.Time
-	Secrets            *redact.Set
-	Fault              *verdict.Fault
-	CleanupErr         string
+	// ConversationID is the conversation of a chat case (catalog.Flow.IsChat; TaskID is
+	// then its backing task) and WorkerID the handoff worker, else "".
+	ConversationID, WorkerID string
+	Submitted                time.Time
+	Secrets                  *redact.Set
+	Fault                    *verdict.Fault
+	CleanupErr               string
 	// Workspace is the workspace as it was before the task existed (before turn 1),
 	// the first side of the per-turn workspace diff; nil when it could not be read
 	// (WorkspaceErr says why).
@@ -187,6 +196,9 @@ func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
 	if in.plan.Cell.Case.Flow.HasManager() {
 		defs = append(defs, managerFixture(b, in))
 	}
+	if in.plan.Cell.Case.Flow.IsChat() {
+		defs = append(defs, workerFixture(b))
+	}
 	for _, d := range append(defs, taskFixture(b, in, &submitted)) {
 		if err := reg.Register(d); err != nil {
 			return Fixtures{Secrets: in.secrets, Fault: verdict.HarnessFault(err, false)}
@@ -202,6 +214,10 @@ func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
 	}
 	if rec, ok := fx.Record("task"); ok {
 		out.TaskID, out.Identifier, out.CreatedTitle = rec.IDs["task"], rec.Metadata["identifier"], rec.Metadata["createdTitle"]
+		out.ConversationID = rec.IDs["conversation"]
+	}
+	if rec, ok := fx.Record("worker"); ok {
+		out.WorkerID = rec.IDs["worker"]
 	}
 	if rec, ok := fx.Record("agent"); ok {
 		out.AgentID = rec.IDs["agent"]
@@ -376,8 +392,51 @@ func managerFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 	}
 }
 
-// taskFixture creates the task assigned to the agent; *submitted gets the time the
-// human submitted it (turn 1).
+// workerFixture creates the handoff worker of a chat case (catalog.ChatWorkerName,
+// role engineer, no adapter configuration: no runner here takes its wakes, so the
+// handed-off task waits for it).
+func workerFixture(b SetupBoard) fixture.Definition {
+	return fixture.Definition{
+		ID:           "worker",
+		Dependencies: []string{"company"},
+		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
+			r, err := b.Company(res["company"].IDs["company"]).CreateAgent(ctx, api.CreateAgentRequest{Name: catalog.ChatWorkerName, Role: "engineer", CapabilityGrants: []string{}})
+			if err != nil {
+				return fixture.Record{}, flows.BoardFault("creating the handoff worker", err)
+			}
+			return fixture.Record{IDs: map[string]string{"worker": r.ID}, Metadata: map[string]string{"role": "engineer"}}, nil
+		},
+	}
+}
+
+// conversationSetup is the task fixture of a chat case: a conversation with the agent
+// whose first human message is the case's prompt; the record's task is its backing
+// task.
+func conversationSetup(ctx context.Context, co CompanyBoard, agent, title, prompt string, submitted *time.Time) (fixture.Record, error) {
+	*submitted = time.Now()
+	r, err := co.CreateConversation(ctx, api.CreateConversationRequest{Title: title, AssigneeActorID: agent, Body: &prompt})
+	if err != nil {
+		return fixture.Record{}, flows.BoardFault("starting the conversation", err)
+	}
+	st, err := co.Snapshot(ctx)
+	if err != nil {
+		return fixture.Record{}, flows.BoardFault("reading the conversation", err)
+	}
+	cv := controlplane.ConversationOf(st, r.ID)
+	if cv == nil {
+		return fixture.Record{}, verdict.HarnessFault(fmt.Errorf("the conversation %s the board created is not in the company state", r.ID), false)
+	}
+	meta := map[string]string{}
+	for _, t := range st.Tasks {
+		if t.ID == cv.TaskID {
+			meta["identifier"], meta["createdTitle"] = t.Identifier, t.Title
+		}
+	}
+	return fixture.Record{IDs: map[string]string{"task": cv.TaskID, "conversation": cv.ID}, Metadata: meta}, nil
+}
+
+// taskFixture creates the task assigned to the agent (a chat case's conversation:
+// conversationSetup); *submitted gets the time the human submitted it (turn 1).
 func taskFixture(b SetupBoard, in fixtureInput, submitted *time.Time) fixture.Definition {
 	cell, rc := in.plan.Cell, in.plan.Case
 	return fixture.Definition{
@@ -387,6 +446,9 @@ func taskFixture(b SetupBoard, in fixtureInput, submitted *time.Time) fixture.De
 			title := rc.Title
 			if title == "" && !cell.Case.Untitled {
 				title = "agentproof " + cell.ID + " " + rc.Nonce
+			}
+			if cell.Case.Flow.IsChat() {
+				return conversationSetup(ctx, b.Company(res["company"].IDs["company"]), res["agent"].IDs["agent"], title, rc.Prompt, submitted)
 			}
 			req := api.CreateIssueRequest{Title: title, AssigneeActorID: ptr(res["agent"].IDs["agent"])}
 			if rc.Prompt != "" {

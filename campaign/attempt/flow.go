@@ -38,16 +38,17 @@ type FlowOutcome struct {
 func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned, f *Fixtures) FlowOutcome {
 	wd := newTurnDiffs(p.Workspace, f.Workspace, f.WorkspaceErr)
 	s := &flows.Session{
-		TurnSettled: wd.settled,
-		Board:       p.Instance.board().Company(f.CompanyID),
-		TaskID:      f.TaskID,
-		Case:        a.plan.Cell.Case,
-		Rendered:    a.plan.Case,
-		Workspace:   p.Workspace,
-		TurnTimeout: a.plan.TurnTimeout,
-		Poll:        x.PollInterval,
-		Log:         a.log.note,
-		ServerURL:   func() string { return p.Instance.url },
+		TurnSettled:    wd.settled,
+		Board:          p.Instance.board().Company(f.CompanyID),
+		TaskID:         f.TaskID,
+		ConversationID: f.ConversationID,
+		Case:           a.plan.Cell.Case,
+		Rendered:       a.plan.Case,
+		Workspace:      p.Workspace,
+		TurnTimeout:    a.plan.TurnTimeout,
+		Poll:           x.PollInterval,
+		Log:            a.log.note,
+		ServerURL:      func() string { return p.Instance.url },
 		BoardAt: func(base string) flows.Board {
 			return client.New(base, p.Instance.token, nil).Company(f.CompanyID)
 		},

@@ -253,7 +253,7 @@ func matchObservation(st *controlplane.State, f *Fixtures, runs []*controlplane.
 	}
 	if b, err := json.Marshal(map[string]any{"issue": t, "tasks": tasks, "runs": runs, "interactions": inters, "documents": docs, "approvals": approvals,
 		"comments": comments, "heartbeatRuns": recs, "permissions": perms, "company": companyView(st, f),
-		"agentCalls": nonNilCalls(calls), "titles": titleView(st, f, t, runs)}); err == nil {
+		"agentCalls": nonNilCalls(calls), "titles": titleView(st, f, t, runs), "chat": chatView(st, f)}); err == nil {
 		obs.JSON = b
 	}
 	return obs
@@ -332,6 +332,59 @@ func titleView(st *controlplane.State, f *Fixtures, t *controlplane.Task, runs [
 		current = t.Title
 	}
 	return map[string]any{"created": f.CreatedTitle, "changes": changes, "afterRun": afterRun, "current": current}
+}
+
+// chatView is the agent-chat part of the composite JSON (seed 000 "Persistent chat
+// fixtures": assertions inspect all company runs, because ordinary issue lists exclude
+// the source conversation): the agent, the conversation (every message, generation and
+// handoff), every actor's id and name, every task with its parent, conversation and
+// assignee, every plan document of a task a handoff created, and every run of the
+// company with its task, status, wake and opening time. Nil for a case without a
+// conversation.
+func chatView(st *controlplane.State, f *Fixtures) map[string]any {
+	cv := controlplane.ConversationOf(*st, f.ConversationID)
+	if f.ConversationID == "" || cv == nil {
+		return nil
+	}
+	type actor struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	type task struct {
+		ID              string  `json:"id"`
+		ParentID        *string `json:"parentId"`
+		ConversationID  *string `json:"conversationId"`
+		AssigneeActorID *string `json:"assigneeActorId"`
+	}
+	type run struct {
+		ID          string                  `json:"id"`
+		ActorID     string                  `json:"actorId"`
+		TaskID      string                  `json:"taskId"`
+		Status      controlplane.RunStatus  `json:"status"`
+		WakeReason  controlplane.WakeReason `json:"wakeReason"`
+		WakePayload json.RawMessage         `json:"wakePayload"`
+		OpenedAt    string                  `json:"openedAt"`
+	}
+	handed := map[string]bool{}
+	for _, h := range cv.Handoffs {
+		handed[h.TaskID] = true
+	}
+	actors, tasks, runs, docs := []actor{}, []task{}, []run{}, []*controlplane.Document{}
+	for _, a := range st.Actors {
+		actors = append(actors, actor{a.ID, a.Name})
+	}
+	for _, t := range st.Tasks {
+		tasks = append(tasks, task{t.ID, t.ParentID, t.ConversationID, t.AssigneeActorID})
+	}
+	for _, d := range st.Documents {
+		if handed[d.TaskID] {
+			docs = append(docs, d)
+		}
+	}
+	for _, r := range st.Runs {
+		runs = append(runs, run{r.ID, r.ActorID, r.TaskID, r.Status, r.Wake.Reason, r.Wake.Payload, r.OpenedAt})
+	}
+	return map[string]any{"agentId": f.AgentID, "conversation": cv, "actors": actors, "tasks": tasks, "documents": docs, "runs": runs}
 }
 
 // companyView is the company-wide part of the composite JSON (seed 000 "Direct blocker

@@ -55,8 +55,13 @@ func testCatalog(t *testing.T) *catalog.Catalog {
 // server can be restarted on its home (restart), so co, url and token are those of the
 // server running now.
 type world struct {
-	home      string
-	task      string
+	home string
+	task string
+	// conversation is a chat cell's conversation (task is its backing task), else ""
+	conversation string
+	// agent is the agent under test: the only actor whose wakes runAgent takes (a chat
+	// cell's handoff worker has no runner, as in a real cell)
+	agent     string
 	workspace string
 	// agentHome is the reference agent's AGENT_HOME: a plain directory no runner
 	// saves (the heartbeat runner does that, not this world)
@@ -98,7 +103,7 @@ func (w *world) restart(ctx context.Context) (Board, error) {
 	return heartbeatless{w.co}, nil
 }
 
-func newWorld(t *testing.T, rc *catalog.RenderedCase, workMode string, grants []string) *world {
+func newWorld(t *testing.T, rc *catalog.RenderedCase, flow catalog.Flow, workMode string, grants []string) *world {
 	t.Helper()
 	ctx := context.Background()
 	w := &world{home: t.TempDir(), workspace: t.TempDir(), agentHome: t.TempDir()}
@@ -119,6 +124,24 @@ func newWorld(t *testing.T, rc *catalog.RenderedCase, workMode string, grants []
 	ag, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: "agent", Role: "engineer", CapabilityGrants: nonNilStrings(grants)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	w.agent = ag.ID
+	if flow.IsChat() {
+		// as the fixtures do: the handoff worker (no runner takes its wakes) and a
+		// conversation whose first message is the prompt
+		if _, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: catalog.ChatWorkerName, Role: "engineer", CapabilityGrants: []string{}}); err != nil {
+			t.Fatal(err)
+		}
+		cv, err := co.CreateConversation(ctx, api.CreateConversationRequest{Title: "flows " + rc.Nonce, AssigneeActorID: ag.ID, Body: &rc.Prompt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := co.Conversation(ctx, cv.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.task, w.conversation = c.TaskID, cv.ID
+		return w
 	}
 	req := api.CreateIssueRequest{Title: "flows " + rc.Nonce, AssigneeActorID: &ag.ID}
 	if rc.Prompt != "" {
@@ -165,7 +188,7 @@ func (w *world) takeWakes(ctx context.Context, t *testing.T, co *client.Company,
 			}
 		}
 		runID := "run-" + wk.ID
-		if wk.Status != "scheduled" || runs[runID] || task == nil || task.CheckoutRunID != nil {
+		if wk.Status != "scheduled" || runs[runID] || task == nil || task.CheckoutRunID != nil || wk.ActorID != w.agent {
 			continue
 		}
 		resume := task.Status == "done" || task.Status == "cancelled"
@@ -254,6 +277,22 @@ func (u unkeyed) ApplyBoard(ctx context.Context, op controlplane.BoardOp) (contr
 	return u.Board.ApplyBoard(ctx, op)
 }
 
+// replyOnly keeps only the script's first turn: the agent replies and then ends every
+// later run without work.
+func replyOnly(s *catalog.ReferenceScript) { s.Turns = s.Turns[:1] }
+
+// newWakes is a board whose /new is answered with a wake (a control plane that starts a
+// provider run for it).
+type newWakes struct{ Board }
+
+func (b newWakes) ChatMessage(ctx context.Context, conv, body string) (controlplane.BoardResult, error) {
+	res, err := b.Board.ChatMessage(ctx, conv, body)
+	if err == nil && body == controlplane.ChatNewText {
+		res.ScheduledWakeIDs = append(res.ScheduledWakeIDs, "wake-for-new")
+	}
+	return res, err
+}
+
 // nopScript is a script whose one turn fits no wake: every run ends without work.
 var nopScript = &catalog.ReferenceScript{Turns: []*catalog.ReferenceTurn{{Trigger: "follow_up"}}}
 
@@ -322,6 +361,12 @@ func TestFlows(t *testing.T) {
 		{name: "crash retry, the agent never waits", cell: "board-idempotency.reference.local.crash-retry", agent: "nop", problem: "run 1 ended before the agent wrote its run id"},
 		{name: "crash retry, a process that is not the run's is never signalled", cell: "board-idempotency.reference.local.crash-retry", agent: "reference",
 			impostor: true, fault: verdict.Harness, err: "not positively identified, so it was not signalled"},
+		{name: "agent chat", cell: "agent-chat-calibration.reference.local.chat-handoff", agent: "reference"},
+		{name: "agent chat, the agent never replies", cell: "agent-chat-calibration.reference.local.chat-handoff", agent: "nop", problem: "did not reply in the chat in run 1"},
+		{name: "agent chat, the agent replies but never hands off", cell: "agent-chat-calibration.reference.local.chat-handoff", agent: "reference", script: replyOnly,
+			problem: "did not hand the work off in run 2"},
+		{name: "agent chat, the control plane wakes the agent for /new", cell: "agent-chat-calibration.reference.local.chat-handoff", agent: "reference",
+			board: func(b Board) Board { return newWakes{b} }, fault: verdict.Harness, err: "/new must start no provider run"},
 		{name: "a turn deadline", cell: "grader-calibration.reference.local.message-marker", agent: "idle", timeout: 200 * time.Millisecond, err: "turn 1 deadline (200 ms) missed"},
 	}
 	for _, tt := range tests {
@@ -339,7 +384,7 @@ func TestFlows(t *testing.T) {
 			if tt.ungranted {
 				grants = nil
 			}
-			w := newWorld(t, rc, cell.Case.WorkMode, grants)
+			w := newWorld(t, rc, cell.Case.Flow, cell.Case.WorkMode, grants)
 			w.refusable = tt.ungranted
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -364,7 +409,7 @@ func TestFlows(t *testing.T) {
 				victim, ticks = sleeper(t)
 				b = impostor{b, victim.Process.Pid, ticks}
 			}
-			s := &Session{Board: b, TaskID: w.task, Case: cell.Case, Rendered: rc, Workspace: w.workspace, TurnTimeout: tt.timeout, Poll: cmp.Or(tt.poll, 5*time.Millisecond), Log: t.Logf}
+			s := &Session{Board: b, TaskID: w.task, ConversationID: w.conversation, Case: cell.Case, Rendered: rc, Workspace: w.workspace, TurnTimeout: tt.timeout, Poll: cmp.Or(tt.poll, 5*time.Millisecond), Log: t.Logf}
 			if tt.restart {
 				s.ServerURL, s.BoardAt = w.url, w.boardAt
 				s.Restart = func(ctx context.Context) (Board, error) {
@@ -424,12 +469,12 @@ func TestRegistry(t *testing.T) {
 	if _, err := catalog.Default(catalog.WithFlows(impl...)); err != nil {
 		t.Fatalf("the default catalog names a flow without an implementation: %v", err)
 	}
-	out := Run(context.Background(), &Session{Case: &catalog.Case{Flow: catalog.FlowAgentChat}})
-	if f := verdict.FaultOf(out.Err); f == nil || f.Origin != verdict.Harness || !strings.Contains(f.Error(), "agent_chat") {
+	out := Run(context.Background(), &Session{Case: &catalog.Case{Flow: catalog.FlowEverydayWorkflow}})
+	if f := verdict.FaultOf(out.Err); f == nil || f.Origin != verdict.Harness || !strings.Contains(f.Error(), "everyday_workflow") {
 		t.Errorf("unimplemented flow: %v", out.Err)
 	}
-	if _, ok := Lookup(catalog.FlowAgentChat); ok {
-		t.Error("agent_chat has no implementation")
+	if _, ok := Lookup(catalog.FlowEverydayWorkflow); ok {
+		t.Error("everyday_workflow has no implementation")
 	}
 }
 

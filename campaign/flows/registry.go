@@ -43,6 +43,7 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPiNativeQuestion:         playPiNativeQuestion,
 	catalog.FlowPiQuestionStop:           playPiQuestionStop,
 	catalog.FlowPiSteering:               playPiSteering,
+	catalog.FlowAgentChat:                playAgentChat,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.

@@ -28,6 +28,9 @@ type Board interface {
 	DecidePermission(ctx context.Context, id string, decision api.PermissionDecisionKind) (api.Permission, error)
 	CancelRun(ctx context.Context, runID, cancellationRequestID string) (api.CancelRunResponse, error)
 	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
+	// ChatMessage posts a human message in a conversation ("/new" starts a new session
+	// generation).
+	ChatMessage(ctx context.Context, conversation, body string) (controlplane.BoardResult, error)
 }
 
 // Session is what a flow plays with: the board, the task the fixtures created, the
@@ -41,17 +44,20 @@ type Board interface {
 // human did (nil for nowhere), and what to call when a turn's run settles (nil for
 // nothing).
 type Session struct {
-	Board       Board
-	TaskID      string
-	Case        *catalog.Case
-	Rendered    *catalog.RenderedCase
-	Workspace   string
-	TurnTimeout time.Duration
-	Poll        time.Duration
-	Restart     func(ctx context.Context) (Board, error)
-	ServerURL   func() string
-	BoardAt     func(baseURL string) Board
-	Log         func(format string, args ...any)
+	Board  Board
+	TaskID string
+	// ConversationID is the conversation of a chat case (TaskID is its backing task);
+	// "" otherwise.
+	ConversationID string
+	Case           *catalog.Case
+	Rendered       *catalog.RenderedCase
+	Workspace      string
+	TurnTimeout    time.Duration
+	Poll           time.Duration
+	Restart        func(ctx context.Context) (Board, error)
+	ServerURL      func() string
+	BoardAt        func(baseURL string) Board
+	Log            func(format string, args ...any)
 	// TurnSettled, when set, is called once per turn n (1-based) when its run first
 	// settles, before the human acts on it (the attempt snapshots the workspace there
 	// for its per-turn diff).
