@@ -67,6 +67,16 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 			return p.Instance.board().Company(f.CompanyID), nil
 		},
 	}
+	s.Crash = func(ctx context.Context) (flows.Board, error) {
+		if err := p.Instance.crash(ctx); err != nil {
+			return nil, err
+		}
+		a.log.note("server killed (SIGKILL) and started again on %s", p.Instance.addr())
+		if err := p.Lease.retarget(p.Instance.addr()); err != nil {
+			return nil, fmt.Errorf("retargeting the lease's bridge: %w", err)
+		}
+		return p.Instance.board().Company(f.CompanyID), nil
+	}
 	if p.Model != nil {
 		s.ReleaseModel = p.Model.set.Release
 		s.ModelHolding = p.Model.set.Holding

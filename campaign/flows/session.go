@@ -49,9 +49,12 @@ type Session struct {
 	TurnTimeout time.Duration
 	Poll        time.Duration
 	Restart     func(ctx context.Context) (Board, error)
-	ServerURL   func() string
-	BoardAt     func(baseURL string) Board
-	Log         func(format string, args ...any)
+	// Crash kills the server with SIGKILL (no shutdown: a crash) and starts a new one
+	// on the same home, returning its board; nil when the harness cannot.
+	Crash     func(ctx context.Context) (Board, error)
+	ServerURL func() string
+	BoardAt   func(baseURL string) Board
+	Log       func(format string, args ...any)
 	// TurnSettled, when set, is called once per turn n (1-based) when its run first
 	// settles, before the human acts on it (the attempt snapshots the workspace there
 	// for its per-turn diff).
