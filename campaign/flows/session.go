@@ -89,6 +89,11 @@ type Outcome struct {
 	// (flow instruction_persistence's fresh task), in order: their runs are the turns
 	// after the fixtures' task's.
 	Tasks []string
+	// Killed are the runs whose agent process the flow killed with SIGKILL (flow
+	// crash_retry): what that process left outside its process group is the
+	// kill's doing, not the candidate's (the attempt notes it when the runner killed
+	// it).
+	Killed []string
 }
 
 // DeadlineError is a missed per-turn deadline: Turn is 1-based, Limit the case's
