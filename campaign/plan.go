@@ -236,6 +236,10 @@ type AttemptPlan struct {
 	// Attempt is 1 for the first attempt, 2 for the automatic retry; a resumed or
 	// rerun repetition continues after the attempts it already holds.
 	Attempt int
+	// FirstAttempt is the number of the first attempt this run of the campaign makes
+	// of the repetition (Unit.FirstAttempt): 1, or more when a resumed or rerun campaign
+	// continues after attempts it already held. 0 means 1.
+	FirstAttempt int
 	// Repetition is 1..Repeat; Repeat is the plan's repetitions per cell (1 without
 	// --repeat).
 	Repetition, Repeat int

@@ -144,6 +144,11 @@ func plainLine(e Event) string {
 	case EventAttemptStarted:
 		return fmt.Sprintf("start %s attempt %d", unitName(e.Cell, e.Repetition, e.Repeat), e.Attempt)
 	case EventAttemptFinished:
+		if !e.Result.Counts() {
+			// An interrupted attempt finished no cell: no [finished/selected] counter,
+			// which would repeat the previous line's.
+			return attemptLine(e.Result, e.Repeat)
+		}
 		return fmt.Sprintf("[%d/%d] %s", c.Finished, c.Selected, attemptLine(e.Result, e.Repeat))
 	case EventRetrying:
 		return fmt.Sprintf("Retrying %s in a fresh isolated attempt after %s", unitName(e.Cell, e.Repetition, e.Repeat), e.Result.Outcome.Judgement.FailureClass.Words())
@@ -152,7 +157,7 @@ func plainLine(e Event) string {
 	case EventCampaignFinished:
 		s := e.Summary
 		if s.Partial {
-			return fmt.Sprintf("Campaign %s is partial: %d of %d cell(s) finished", s.CampaignID, s.Executed, s.Selected)
+			return fmt.Sprintf("Campaign %s was interrupted: %d of %d cell(s) finished", s.CampaignID, s.Executed, s.Selected)
 		}
 	}
 	return ""

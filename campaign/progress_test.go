@@ -277,8 +277,8 @@ func TestTTYProgress(t *testing.T) {
 		must(t, d.Close())
 		waitNoMPB(t)
 		s := out.String()
-		if !sum.Partial || !strings.Contains(s, "is partial") || !strings.HasSuffix(s, sum.Line()+"\n") ||
-			!strings.HasSuffix(sum.Line(), " not run (partial)") {
+		if !sum.Partial || !strings.Contains(s, "was interrupted") || !strings.HasSuffix(s, sum.Line()+"\n") ||
+			!strings.HasSuffix(sum.Line(), " not run (interrupted)") {
 			t.Errorf("partial campaign output:\n%s", s)
 		}
 	})

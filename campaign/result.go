@@ -49,6 +49,9 @@ func ResultOf(r *AttemptResult) *report.Result {
 	if r.Plan.Repeat > 1 {
 		res.Repetition, res.Repeat = r.Plan.Repetition, r.Plan.Repeat
 	}
+	if r.Plan.FirstAttempt > 1 {
+		res.FirstAttempt = r.Plan.FirstAttempt
+	}
 	if p := cell.Profile.Ranking; p != nil {
 		res.RankingSnapshot = &report.RankingSnapshot{SnapshotID: p.SnapshotID, CapturedAt: p.CapturedAt, SourceURL: p.SourceURL, Rank: p.Rank, CanonicalModelID: p.CanonicalModelID}
 	}

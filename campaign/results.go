@@ -100,13 +100,13 @@ type Summary struct {
 
 // Line is the campaign's last output line: "Campaign <id>: <passed>/<selected> passed,
 // <failed> failed, <inconclusive> inconclusive" (docs/ARCHITECTURE.md "Data flow"); a partial campaign
-// adds ", <n> not run (partial)" so that the counts add up to the selection while the
+// adds ", <n> not run (interrupted)" so that the counts add up to the selection while the
 // campaign report (which covers only the finished cells) says "partial" too.
 func (s *Summary) Line() string {
 	line := fmt.Sprintf("Campaign %s: %d/%d passed, %d failed, %d inconclusive",
 		s.CampaignID, s.Passed, s.Selected, s.Failed, s.Inconclusive)
 	if s.Partial {
-		line += fmt.Sprintf(", %d not run (partial)", s.Selected-s.Passed-s.Failed-s.Inconclusive)
+		line += fmt.Sprintf(", %d not run (interrupted)", s.Selected-s.Passed-s.Failed-s.Inconclusive)
 	}
 	if s.Repeat > 1 {
 		line += fmt.Sprintf(" (%d repetitions each, %d flaky)", s.Repeat, s.Flaky)

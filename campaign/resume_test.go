@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/report"
 )
 
 // TestRepeatsAndResume: --repeat 3 runs every repetition in its own directory and
@@ -83,6 +84,22 @@ func TestRepeatsAndResume(t *testing.T) {
 	}
 	if sum.Passed != 1 || sum.Failed != 1 || sum.Kept != 5 || sum.Partial {
 		t.Errorf("resumed summary = %+v, want the whole campaign counted", sum)
+	}
+	// The resumed attempt 2 says where this run started, so the report counts it as
+	// no retry.
+	b, err := os.ReadFile(filepath.Join(cellDir, "message-marker", "repeat-3", "attempt-2", ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := report.DecodeResult("attempt-2", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempt != 2 || res.FirstAttempt != 2 {
+		t.Errorf("resumed result: attempt %d, firstAttempt %d, want 2 and 2", res.Attempt, res.FirstAttempt)
+	}
+	if sum.Retries != 0 {
+		t.Errorf("resumed run counted %d retries, want 0", sum.Retries)
 	}
 
 	// --rerun-failed reruns the failed repetition 2 of ask-question, as attempt 2.

@@ -263,6 +263,7 @@ func (r *run) attempt(ctx context.Context, u Unit, n int) AttemptResult {
 	if planErr != nil {
 		plan = AttemptPlan{CampaignID: r.p.CampaignID, Cell: cell, Repetition: u.Repetition, Attempt: n}
 	}
+	plan.FirstAttempt = u.FirstAttempt
 	r.mu.Lock()
 	r.counts.Running++
 	r.emitLocked(Event{Kind: EventAttemptStarted, Cell: cell, Repetition: u.Repetition, Attempt: n})

@@ -277,7 +277,11 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 		}
 		idx, ok := fs.index[k.Value]
 		if !ok {
-			d.errorf(k, "unknown key %q (known keys: %s)", k.Value, strings.Join(fs.names, ", "))
+			if near := Suggest(k.Value, fs.names); len(near) > 0 {
+				d.errorf(k, "unknown key %q (did you mean %s? known keys: %s)", k.Value, strings.Join(near, " or "), strings.Join(fs.names, ", "))
+			} else {
+				d.errorf(k, "unknown key %q (known keys: %s)", k.Value, strings.Join(fs.names, ", "))
+			}
 			continue
 		}
 		if seen&(1<<idx) != 0 {

@@ -190,6 +190,15 @@ func TestBadInput(t *testing.T) {
 			},
 		},
 		{
+			name: "misspelt key gets a did-you-mean",
+			files: func(t *testing.T) map[string]string {
+				return ab(baseA, mustReplace(t, baseB, "    label: Hello\n", "    label: Hello\n    prompts: hi\n"))
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{"^" + regexp.QuoteMeta(at(t, "b.yaml", f["b.yaml"], "prompts")) + `5: cases\[0\]: unknown key "prompts" \(did you mean prompt\? known keys: id, label, `}
+			},
+		},
+		{
 			name: "raw sk- key in a nested map",
 			files: func(t *testing.T) map[string]string {
 				return ab(mustReplace(t, baseA, "    driverConfig:\n", "    driverConfig:\n      extra: {nested: {token: \"sk-proj-abcdefghijklmnop1234\"}}\n"), baseB)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -18,7 +19,7 @@ import (
 // Counts: Selected = |Expected|; with repeats a cell's result is its representative
 // repetition (ChooseRepeated), so every count below is of cells; Executed = results with attempt > 0; Passed, Failed and
 // Inconclusive count cell outcomes (see Outcome) and always sum to Selected; Retries =
-// Σ max(0, attempt − 1); CleanupPassed = every result's cleanup passed. Partial is true
+// Σ max(0, attempt − max(1, firstAttempt)) (a resumed attempt is no retry); CleanupPassed = every result's cleanup passed. Partial is true
 // unless every suite of the catalog that is not manual-only appears and every listed
 // suite is complete (see SuiteSummary). GeneratedAt is the latest finishedAt of the
 // results (never the wall clock, so regeneration is byte-identical); StartedAt the
@@ -292,6 +293,28 @@ func buildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 	return c
 }
 
+// Selection is the one-word-or-phrase state of a campaign's selection, for the
+// summary, the dashboard and `agentproof report`: "complete" (Partial false);
+// "cut short: cells missing from N suite(s)" when a suite of the campaign has fewer
+// results than cells (an interrupted run, or shards that never reported); else
+// "subset of the catalog" (every suite that ran is complete, but not every
+// non-manual suite of the catalog ran, e.g. `run --suite`).
+func (c *Campaign) Selection() string {
+	if !c.Partial {
+		return "complete"
+	}
+	short := 0
+	for _, s := range c.Suites {
+		if !s.Complete {
+			short++
+		}
+	}
+	if short > 0 {
+		return fmt.Sprintf("cut short: cells missing from %d suite(s)", short)
+	}
+	return "subset of the catalog"
+}
+
 func suiteIndex(cat *catalog.Catalog, id string) int {
 	for i, s := range cat.Suites {
 		if s.ID == id {
@@ -313,7 +336,7 @@ func tally(executed, passed, failed, inconclusive, retries *int, cleanup *bool, 
 	default:
 		*inconclusive++
 	}
-	*retries += max(0, r.Attempt-1)
+	*retries += max(0, r.Attempt-max(1, r.FirstAttempt))
 	if r.Cleanup != CleanupPassed {
 		*cleanup = false
 	}

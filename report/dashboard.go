@@ -174,7 +174,7 @@ func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
 		CSP:      "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; base-uri 'none'; form-action 'none'",
 		Script:   template.JS(dashboardScript),
 		Campaign: c,
-		State:    yesNo(!c.Partial, "complete", "partial"),
+		State:    c.Selection(),
 	}
 	v.TotalTime = Duration(c.DurationMs)
 	if c.Selected > 0 {

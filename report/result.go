@@ -129,44 +129,48 @@ type RuntimeFacts struct {
 // Synthetic is set on results this package made up for expected cells without any
 // result (attempt 0); they are never written to disk as result.json.
 type Result struct {
-	Schema              string                    `json:"schema"`
-	ExecutionID         string                    `json:"executionId"`
-	CampaignID          string                    `json:"campaignId"`
-	SuiteID             string                    `json:"suiteId"`
-	SuiteDefinitionHash string                    `json:"suiteDefinitionHash"`
-	ProfileID           string                    `json:"profileId"`
-	EnvironmentID       string                    `json:"environmentId"`
-	CaseID              string                    `json:"caseId"`
-	Provider            string                    `json:"provider"`
-	Model               string                    `json:"model"`
-	RuntimeMode         string                    `json:"runtimeMode,omitempty"`
-	Source              *Source                   `json:"source,omitempty"`
-	RankingSnapshot     *RankingSnapshot          `json:"rankingSnapshot,omitempty"`
-	Attempt             int                       `json:"attempt"`
-	Repetition          int                       `json:"repetition,omitempty"`
-	Repeat              int                       `json:"repeat,omitempty"`
-	Verdict             verdict.Verdict           `json:"verdict"`
-	ExpectedVerdict     verdict.Verdict           `json:"expectedVerdict,omitempty"`
-	FailureClass        verdict.FailureClass      `json:"failureClass,omitempty"`
-	Error               string                    `json:"error,omitempty"`
-	IssueID             string                    `json:"issueId,omitempty"`
-	IssueIdentifier     string                    `json:"issueIdentifier,omitempty"`
-	RunIDs              []string                  `json:"runIds"`
-	TurnTimings         []TurnTiming              `json:"turnTimings,omitempty"`
-	StartedAt           string                    `json:"startedAt"`
-	FinishedAt          string                    `json:"finishedAt"`
-	DurationMs          int64                     `json:"durationMs"`
-	MatcherResults      []MatcherResult           `json:"matcherResults"`
-	Termination         json.RawMessage           `json:"termination,omitempty"`
-	Usage               any                       `json:"usage"`
-	RuntimeUsage        *billing.RuntimeUsage     `json:"runtimeUsage,omitempty"`
-	Billing             *billing.Summary          `json:"billing,omitempty"`
-	Cleanup             string                    `json:"cleanup"`
-	RuntimeFacts        []RuntimeFacts            `json:"runtimeFacts,omitempty"`
-	Leases              []environment.LeaseRecord `json:"leases,omitempty"`
-	Evidence            []string                  `json:"evidence"`
-	Trajectories        []TrajectoryRef           `json:"trajectories,omitempty"`
-	Synthetic           bool                      `json:"synthetic,omitempty"`
+	Schema              string           `json:"schema"`
+	ExecutionID         string           `json:"executionId"`
+	CampaignID          string           `json:"campaignId"`
+	SuiteID             string           `json:"suiteId"`
+	SuiteDefinitionHash string           `json:"suiteDefinitionHash"`
+	ProfileID           string           `json:"profileId"`
+	EnvironmentID       string           `json:"environmentId"`
+	CaseID              string           `json:"caseId"`
+	Provider            string           `json:"provider"`
+	Model               string           `json:"model"`
+	RuntimeMode         string           `json:"runtimeMode,omitempty"`
+	Source              *Source          `json:"source,omitempty"`
+	RankingSnapshot     *RankingSnapshot `json:"rankingSnapshot,omitempty"`
+	Attempt             int              `json:"attempt"`
+	// FirstAttempt is set (> 1) when a resumed or rerun campaign made this attempt
+	// after attempts the campaign already held: the number of the first attempt of that
+	// run. Retries count from it, so a resumed attempt is not an automatic retry.
+	FirstAttempt    int                       `json:"firstAttempt,omitempty"`
+	Repetition      int                       `json:"repetition,omitempty"`
+	Repeat          int                       `json:"repeat,omitempty"`
+	Verdict         verdict.Verdict           `json:"verdict"`
+	ExpectedVerdict verdict.Verdict           `json:"expectedVerdict,omitempty"`
+	FailureClass    verdict.FailureClass      `json:"failureClass,omitempty"`
+	Error           string                    `json:"error,omitempty"`
+	IssueID         string                    `json:"issueId,omitempty"`
+	IssueIdentifier string                    `json:"issueIdentifier,omitempty"`
+	RunIDs          []string                  `json:"runIds"`
+	TurnTimings     []TurnTiming              `json:"turnTimings,omitempty"`
+	StartedAt       string                    `json:"startedAt"`
+	FinishedAt      string                    `json:"finishedAt"`
+	DurationMs      int64                     `json:"durationMs"`
+	MatcherResults  []MatcherResult           `json:"matcherResults"`
+	Termination     json.RawMessage           `json:"termination,omitempty"`
+	Usage           any                       `json:"usage"`
+	RuntimeUsage    *billing.RuntimeUsage     `json:"runtimeUsage,omitempty"`
+	Billing         *billing.Summary          `json:"billing,omitempty"`
+	Cleanup         string                    `json:"cleanup"`
+	RuntimeFacts    []RuntimeFacts            `json:"runtimeFacts,omitempty"`
+	Leases          []environment.LeaseRecord `json:"leases,omitempty"`
+	Evidence        []string                  `json:"evidence"`
+	Trajectories    []TrajectoryRef           `json:"trajectories,omitempty"`
+	Synthetic       bool                      `json:"synthetic,omitempty"`
 	// WorkspaceDiff is what each turn changed in the workspace (package workspace:
 	// text before/after within its bounds, binary files by SHA-256), omitted when
 	// none was recorded.
@@ -291,6 +295,9 @@ func (r *Result) Validate(label string) error {
 	}
 	if r.Attempt < 1 && !r.Synthetic {
 		add("attempt: must be at least 1, got %d", r.Attempt)
+	}
+	if r.FirstAttempt != 0 && (r.FirstAttempt < 2 || r.FirstAttempt > r.Attempt) {
+		add("firstAttempt: must be absent or between 2 and attempt (%d), got %d", r.Attempt, r.FirstAttempt)
 	}
 	switch {
 	case r.Repeat < 0 || r.Repeat > maxRepeat:

@@ -19,10 +19,7 @@ import (
 // text with control characters, Markdown and HTML escaped.
 func Summary(c *Campaign) []byte {
 	var b strings.Builder
-	state := "complete"
-	if c.Partial {
-		state = "partial"
-	}
+	state := c.Selection()
 	fmt.Fprintf(&b, "# agentproof campaign %s\n\n", md(c.CampaignID))
 	fmt.Fprintf(&b, "Passed: %d/%d · Failed: %d · Inconclusive: %d · Retries: %d · Cleanup: %s · Selection: %s\n\n",
 		c.Passed, c.Selected, c.Failed, c.Inconclusive, c.Retries, cleanupWord(c), state)

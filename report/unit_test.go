@@ -58,6 +58,8 @@ func TestDecodeResultStrict(t *testing.T) {
 		{"negative duration", edit(t, "durationMs", `-1`), "durationMs"},
 		{"attempt", edit(t, "attempt", `0`), "attempt"},
 		{"wrong type", edit(t, "attempt", `"1"`), "not a result document"},
+		{"first attempt after attempt", edit(t, "firstAttempt", `5`), "firstAttempt"},
+		{"first attempt 1", edit(t, "firstAttempt", `1`), "firstAttempt"},
 		{"cleanup enum", edit(t, "cleanup", `"done"`), "cleanup"},
 		{"evidence escape", edit(t, "evidence", `["../../etc/passwd"]`), "evidence[0]"},
 		{"evidence absolute", edit(t, "evidence", `["/etc/passwd"]`), "evidence[0]"},
@@ -537,5 +539,53 @@ func TestProvenance(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(filepath.Join(root, "c1", CampaignFile)); string(after) != string(before) {
 		t.Errorf("regeneration changed campaign.json:\n%s", after)
+	}
+}
+
+// A resumed attempt (firstAttempt set) is no automatic retry; an attempt after the
+// first of its own run is.
+func TestRetriesCountFromFirstAttempt(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                  string
+		attempt, firstAttempt int
+		want                  int
+	}{
+		{"first attempt", 1, 0, 0},
+		{"automatic retry", 2, 0, 1},
+		{"resumed attempt", 2, 2, 0},
+		{"retry of a resumed attempt", 3, 2, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := DecodeResult("r", []byte(validResult))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Attempt, r.FirstAttempt = tt.attempt, tt.firstAttempt
+			c := buildCampaign(r.CampaignID, nil, []string{r.ExecutionID}, []Result{*r}, nil, false)
+			if c.Retries != tt.want {
+				t.Errorf("retries = %d, want %d", c.Retries, tt.want)
+			}
+		})
+	}
+}
+
+func TestSelectionWords(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		c    Campaign
+		want string
+	}{
+		{"complete", Campaign{}, "complete"},
+		{"subset", Campaign{Partial: true, Suites: []SuiteSummary{{Complete: true}}}, "subset of the catalog"},
+		{"cut short", Campaign{Partial: true, Suites: []SuiteSummary{{Complete: true}, {Complete: false}}}, "cut short: cells missing from 1 suite(s)"},
+	}
+	for _, tt := range tests {
+		if got := tt.c.Selection(); got != tt.want {
+			t.Errorf("%s: Selection() = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

@@ -35,7 +35,17 @@ whether they met their expectation):
 
 The text output lists each change with its cells, the failure class and reason of
 the later result, the suites whose definition changed, and the counts. --json prints
-the comparison document (schema agentproof.compare/v1) instead.
+the comparison document (schema agentproof.compare/v1) instead:
+
+  schema, before, after  the schema tag and the two campaign ids
+  counts                 cells per change, every change present (zeros included)
+  suites                 the suites whose definition changed, each with suiteId,
+                         hashBefore and hashAfter ([] when none changed)
+  cells                  every cell of either campaign: executionId, change,
+                         before and after (verdicts, absent when the cell is
+                         not in that campaign), failureClass and reason of the
+                         later result, hashBefore/hashAfter for a definition change
+  regressed              true when a cell regressed (the exit code is then 1)
 
 Exit codes: 0 nothing regressed, 1 a cell regressed, 2 an argument that names no
 campaign (or a campaign.json that is not one), 70 internal error.`,

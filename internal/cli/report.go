@@ -368,10 +368,7 @@ func appendStepSummary(a *app, g *report.Generated) {
 
 func printGenerated(a *app, g *report.Generated) {
 	c := g.Campaign
-	state := "complete"
-	if c.Partial {
-		state = "partial"
-	}
+	state := c.Selection()
 	fmt.Fprintf(a.stdout, "Campaign %s: %d/%d passed, %d failed, %d inconclusive (%s)\n", c.CampaignID, c.Passed, c.Selected, c.Failed, c.Inconclusive, state)
 	fmt.Fprintf(a.stdout, "  %s\n", filepath.Join(g.CampaignDir, report.DashboardFile))
 	for _, id := range g.Unexpected {

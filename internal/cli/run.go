@@ -133,8 +133,8 @@ selectors or --campaign; both refuse (exit 2) a campaign without plan.json or wh
 suites changed definition since it started.
 
 Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,
-writes what finished (the campaign is partial: the last line adds ", <n> not run
-(partial)" and the campaign report covers only the cells that finished) and exits 130.
+writes what finished (the campaign was interrupted: the last line adds ", <n> not run
+(interrupted)" and the campaign report covers only the cells that finished) and exits 130.
 Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
 2 usage or configuration error, 70 internal error (a bug in agentproof, or a result
 or the campaign report could not be written), 130 interrupted.`),
