@@ -22,7 +22,7 @@ func TestDefaultCatalog(t *testing.T) {
 		sizes[cell.Suite.ID]++
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
-		"cli-calibration": 4, "claude": 6, "sandbox-compatibility": 6, "hostile-sandbox": 9, "hostile-local": 6, "board-idempotency": 6, "agent-files": 3,
+		"cli-calibration": 4, "claude": 6, "sandbox-compatibility": 6, "hostile-sandbox": 9, "hostile-local": 6, "board-idempotency": 9, "agent-files": 3, "board-idempotency-cli": 8,
 		"native-boundaries": 9, "native-boundaries-cli": 4, "native-boundaries-claude": 2, "native-boundaries-warm-claude": 1, "native-boundaries-warm": 3, "native-boundaries-warm-cli": 2, "native-boundaries-pi": 6, "pi-native": 6, "journey-calibration": 8, "product-journeys": 4, "task-title-calibration": 6, "task-titles": 4, "agent-chat-calibration": 3, "agent-chat": 2,
 		BreadthLiveSuite: 5, BreadthOfflineSuite: 5, "more-clis-calibration": 6, "more-clis": 12}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {

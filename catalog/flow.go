@@ -30,6 +30,10 @@ const (
 	FlowProcessExit              Flow = "process_exit"
 	FlowLostAcknowledgement      Flow = "lost_acknowledgement"
 	FlowCrashRetry               Flow = "crash_retry"
+	// FlowServerCrashRetry: the server is killed with SIGKILL while the agent's run
+	// runs; after the restart the orphaned run must be interrupted, and the human's
+	// Retry must finish the task (docs/files.md "Server crash and Retry").
+	FlowServerCrashRetry Flow = "server_crash_retry"
 	// FlowPermissionApproveWrite: the agent asks permission (an ACP
 	// session/request_permission, a permission interaction on the board) and the human
 	// approves it (docs/acp.md).
@@ -64,16 +68,16 @@ var Flows = []Flow{
 	FlowPlanApprovalCompletion, FlowWarmThreeTurn, FlowGovernedToolReview,
 	FlowEverydayWorkflow, FlowContextIntegrity, FlowContinuationAccounting, FlowContinuation,
 	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
-	FlowProcessExit, FlowLostAcknowledgement, FlowCrashRetry,
+	FlowProcessExit, FlowLostAcknowledgement, FlowCrashRetry, FlowServerCrashRetry,
 	FlowPermissionApproveWrite, FlowPermissionDenyWrite, FlowPendingPermissionStop, FlowBlockerGuidance,
 	FlowPiNativeQuestion, FlowPiQuestionStop, FlowPiSteering,
 }
 
 // ScriptTurns is how many turns a reference script of the case carries out: one per
-// expected run, but for flow crash_retry, whose second run (the Retry of the killed
-// first) carries out the turn the kill cut short again.
+// expected run, but for flows crash_retry and server_crash_retry, whose second run (the
+// Retry of the killed first) carries out the turn the kill cut short again.
 func (cs *Case) ScriptTurns() int {
-	if cs.Flow == FlowCrashRetry {
+	if cs.Flow == FlowCrashRetry || cs.Flow == FlowServerCrashRetry {
 		return cs.ExpectedRunCount - 1
 	}
 	return cs.ExpectedRunCount

@@ -429,8 +429,8 @@ func TestDefaultCatalogFlows(t *testing.T) {
 			// run --all), not this model
 			continue
 		}
-		if cell.Case.Flow == catalog.FlowLostAcknowledgement || cell.Case.Flow == catalog.FlowCrashRetry || cell.Case.Flow == catalog.FlowInstructionPersistence {
-			// a server restart with a lossy proxy, a process killed, an agent home saved
+		if cell.Case.Flow == catalog.FlowLostAcknowledgement || cell.Case.Flow == catalog.FlowCrashRetry || cell.Case.Flow == catalog.FlowServerCrashRetry || cell.Case.Flow == catalog.FlowInstructionPersistence {
+			// a server restart with a lossy proxy, a process or the server killed, an agent home saved
 			// by the runner and downloaded after a restart: played against the real
 			// server and runner (campaign/flows flows_test.go, run_all.txtar), not this
 			// model

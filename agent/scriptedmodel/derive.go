@@ -1,8 +1,11 @@
 package scriptedmodel
 
 import (
+	"encoding/hex"
 	"fmt"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,8 +16,11 @@ import (
 // Model scripts of the real-CLI cells are derived from the case's rendered reference
 // script (catalog.ReferenceScript), so a case declares its behaviour once: run n of the
 // CLI plays turn n. Each command step becomes a call of the semantic tool of the same
-// name with the same arguments, each workspace edit a call of the CLI's shell tool
-// (ShellCommand), and the run ends with a text answer: the presented text of the turn
+// name with the same arguments, each workspace edit and each wait a call of the CLI's
+// shell tool (ShellCommand, WaitCommand; an edit of the agent's home writes under
+// "$AGENT_HOME"), a command step reading its home (fromHome) a shell call printing the
+// files' values and the command with them captured from that tool result (homeReads),
+// and the run ends with a text answer: the presented text of the turn
 // (the summary, body or reason of its `present` step) or "Done.".
 
 // DefaultFinalAnswer ends a derived run whose turn presents no text.
@@ -25,8 +31,8 @@ const DefaultFinalAnswer = "Done."
 const NopAnswer = "I have looked at the task and will not do anything."
 
 // FromReference returns one script per turn of ref (see above). It returns an error
-// naming the turn and step when a step is neither a command nor an edit, or an edit
-// path is absolute or leaves the workspace.
+// naming the turn and step when a step is not a command, an edit or a wait, or an edit
+// or wait path is absolute or leaves the workspace.
 func FromReference(ref *catalog.ReferenceScript) ([]*Script, error) {
 	if ref == nil || len(ref.Turns) == 0 {
 		return nil, fmt.Errorf("scripted model: the case has no reference script to derive model scripts from")
@@ -46,6 +52,12 @@ func FromReference(ref *catalog.ReferenceScript) ([]*Script, error) {
 					return nil, fmt.Errorf("scripted model: %s: %w", where, err)
 				}
 				s.Steps = append(s.Steps, Step{Call: RoleShell, Args: map[string]any{"command": cmd}})
+			case st.Wait != nil:
+				cmd, err := WaitCommand(st.Wait)
+				if err != nil {
+					return nil, fmt.Errorf("scripted model: %s: %w", where, err)
+				}
+				s.Steps = append(s.Steps, Step{Call: RoleShell, Args: map[string]any{"command": cmd}})
 			case st.Command != "":
 				args, err := renderArgs(st.Args, func(_, v string) string { return v }, "args")
 				if err != nil && st.Args != nil {
@@ -54,7 +66,18 @@ func FromReference(ref *catalog.ReferenceScript) ([]*Script, error) {
 				if args == nil {
 					args = map[string]any{}
 				}
-				s.Steps = append(s.Steps, Step{Call: st.Command, Args: args})
+				call := Step{Call: st.Command, Args: args}
+				if len(st.FromHome) > 0 {
+					// the CLI reads its home with its shell; the call takes the values
+					// from that tool result
+					cmd, capture, fills, ints := homeReads(st.FromHome)
+					s.Steps = append(s.Steps, Step{Call: RoleShell, Args: map[string]any{"command": cmd}})
+					for k, v := range fills {
+						args[k] = v
+					}
+					call.Capture, call.CaptureInts = capture, ints
+				}
+				s.Steps = append(s.Steps, call)
 				if st.Present {
 					for _, k := range []string{"summary", "body", "reason"} {
 						if v, ok := st.Args[k].(string); ok {
@@ -64,7 +87,7 @@ func FromReference(ref *catalog.ReferenceScript) ([]*Script, error) {
 					}
 				}
 			default:
-				return nil, fmt.Errorf("scripted model: %s is neither a command nor an edit", where)
+				return nil, fmt.Errorf("scripted model: %s is not a command, an edit or a wait", where)
 			}
 		}
 		s.Steps = append(s.Steps, Step{Answer: answer})
@@ -83,34 +106,106 @@ func NopScripts(n int) []*Script {
 }
 
 // ShellCommand is the POSIX shell command that performs a workspace edit relative to
-// the working directory: write → printf '%s' CONTENT > PATH, append → >>, delete →
-// rm -f. Arguments are single-quoted. Errors: an absolute path, a path with "..", or
-// an edit that is not exactly one of write, append and delete.
+// the working directory — or, with root agent_home, to "$AGENT_HOME" (the agent's
+// registered home, from the CLI's environment): write → printf '%s' CONTENT > PATH,
+// writeHex → printf with every byte as an octal escape > PATH, append → >>, delete →
+// rm -f. Arguments are single-quoted. Errors: an absolute path, a path with "..", an
+// edit that is not exactly one of write, writeHex, append and delete, or writeHex that
+// is not hexadecimal.
 func ShellCommand(e *catalog.WorkspaceEdit) (string, error) {
 	p := e.Path
 	if p == "" || strings.HasPrefix(p, "/") || strings.Contains("/"+p+"/", "/../") {
 		return "", fmt.Errorf("edit path %q must be relative and stay in the workspace", p)
 	}
 	n := 0
-	for _, set := range []bool{e.Write != nil, e.Append != nil, e.Delete} {
+	for _, set := range []bool{e.Write != nil, e.WriteHex != nil, e.Append != nil, e.Delete} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return "", fmt.Errorf("edit of %q must set exactly one of write, append and delete", p)
+		return "", fmt.Errorf("edit of %q must set exactly one of write, writeHex, append and delete", p)
+	}
+	at := shellQuote
+	if e.Root == catalog.EditRootAgentHome {
+		at = func(s string) string { return `"$AGENT_HOME"/` + shellQuote(s) }
 	}
 	dir := ""
 	if i := strings.LastIndex(p, "/"); i > 0 {
-		dir = "mkdir -p -- " + shellQuote(p[:i]) + " && "
+		dir = "mkdir -p -- " + at(p[:i]) + " && "
 	}
 	switch {
 	case e.Write != nil:
-		return dir + "printf '%s' " + shellQuote(*e.Write) + " > " + shellQuote(p), nil
+		return dir + "printf '%s' " + shellQuote(*e.Write) + " > " + at(p), nil
+	case e.WriteHex != nil:
+		b, err := hex.DecodeString(*e.WriteHex)
+		if err != nil {
+			return "", fmt.Errorf("edit of %q: writeHex: %w", p, err)
+		}
+		var esc strings.Builder
+		for _, c := range b {
+			fmt.Fprintf(&esc, `\%03o`, c)
+		}
+		return dir + "printf '" + esc.String() + "' > " + at(p), nil
 	case e.Append != nil:
-		return dir + "printf '%s' " + shellQuote(*e.Append) + " >> " + shellQuote(p), nil
+		return dir + "printf '%s' " + shellQuote(*e.Append) + " >> " + at(p), nil
 	}
-	return "rm -f -- " + shellQuote(p), nil
+	return "rm -f -- " + at(p), nil
+}
+
+// WaitCommand is the POSIX shell command of a wait step (catalog.WorkspaceWait) relative
+// to the working directory: it writes the run id (from the CLI's environment,
+// AGENTPROOF_RUN_ID) to Ready, then looks for Release every 50 ms for at most
+// TimeoutMs, and fails (exit 1) when it does not appear. Errors: a path that is
+// absolute or has "..".
+func WaitCommand(w *catalog.WorkspaceWait) (string, error) {
+	for _, p := range []string{w.Ready, w.Release} {
+		if p == "" || strings.HasPrefix(p, "/") || strings.Contains("/"+p+"/", "/../") {
+			return "", fmt.Errorf("wait path %q must be relative and stay in the workspace", p)
+		}
+	}
+	tries := max(w.TimeoutMs/50, 1)
+	return fmt.Sprintf(`printf '%%s' "$AGENTPROOF_RUN_ID" > %s && i=0 && while [ ! -e %s ]; do i=$((i+1)); [ "$i" -le %d ] || exit 1; sleep 0.05; done`,
+		shellQuote(w.Ready), shellQuote(w.Release), tries), nil
+}
+
+// homeReads derives what a command step's fromHome arguments need from a CLI (see
+// catalog.ReferenceStep): one shell command that prints each value between markers,
+// the expression capturing them (groups in order) and the argument each group fills
+// (CaptureToken for group 1, CaptureToken+"2"… after) — contentBase64 takes three
+// groups (the base64, the SHA-256 and the size, byteSize filled as an integer) —, and
+// the integer arguments. The model reads the files only through the CLI's shell: the
+// captured values are what the CLI's tool result carried.
+func homeReads(fromHome map[string]string) (cmd string, capture *regexp.Regexp, fills map[string]string, ints []string) {
+	var parts, re []string
+	fills = map[string]string{}
+	group := 0
+	token := func() string {
+		group++
+		if group == 1 {
+			return CaptureToken
+		}
+		return CaptureToken + strconv.Itoa(group)
+	}
+	args := make([]string, 0, len(fromHome))
+	for k := range fromHome {
+		args = append(args, k)
+	}
+	sort.Strings(args)
+	for _, arg := range args {
+		f := `"$AGENT_HOME"/` + shellQuote(fromHome[arg])
+		if arg == "contentBase64" {
+			parts = append(parts, `printf 'APF_HOME_B64=%s\nAPF_HOME_SHA=%s\nAPF_HOME_SIZE=%s\n' "$(base64 -w0 < `+f+`)" "$(sha256sum < `+f+` | cut -d' ' -f1)" "$(wc -c < `+f+` | tr -d ' ')"`)
+			re = append(re, `APF_HOME_B64=([A-Za-z0-9+/=]+)[\s\S]*?APF_HOME_SHA=([0-9a-f]{64})[\s\S]*?APF_HOME_SIZE=([0-9]+)`)
+			fills["contentBase64"], fills["sha256"], fills["byteSize"] = token(), token(), token()
+			ints = append(ints, "byteSize")
+			continue
+		}
+		parts = append(parts, `printf 'APF_HOME_TEXT_`+arg+`=%s:APF_END\n' "$(cat `+f+`)"`)
+		re = append(re, `APF_HOME_TEXT_`+regexp.QuoteMeta(arg)+`=(.*?):APF_END`)
+		fills[arg] = token()
+	}
+	return strings.Join(parts, " && "), regexp.MustCompile(strings.Join(re, `[\s\S]*?`)), fills, ints
 }
 
 // shellQuote single-quotes s for a POSIX shell.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,7 +94,12 @@ func (s *Script) Decide(req *Request) (Reply, error) {
 		args = make(map[string]any, len(st.Args))
 		for k, v := range st.Args {
 			if sv, ok := v.(string); ok {
-				v = strings.ReplaceAll(sv, CaptureToken, m[1])
+				v = captured(sv, m)
+				if slices.Contains(st.CaptureInts, k) {
+					if i, err := strconv.ParseInt(v.(string), 10, 64); err == nil {
+						v = i
+					}
+				}
 			}
 			args[k] = v
 		}
@@ -299,4 +305,14 @@ func clip(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…" // never a split UTF-8 sequence
+}
+
+// captured replaces the capture tokens of s with the submatches m (CaptureToken+"k"
+// for k ≥ 2 first, highest k first, so that "$CAPTURE12" is not read as "$CAPTURE1"
+// followed by "2"; then CaptureToken for m[1]).
+func captured(s string, m []string) string {
+	for k := len(m) - 1; k >= 2; k-- {
+		s = strings.ReplaceAll(s, CaptureToken+strconv.Itoa(k), m[k])
+	}
+	return strings.ReplaceAll(s, CaptureToken, m[1])
 }

@@ -78,7 +78,8 @@ type Script struct {
 // result or user message of the request must contain, or the request is refused naming
 // this step. Capture (call steps only) takes the first submatch of the expression in
 // the latest input (such as the human's answer in a native question's tool result) and
-// puts it in place of CaptureToken in the step's string arguments; no match refuses the
+// puts it in place of CaptureToken in the step's string arguments (submatch k ≥ 2 in
+// place of CaptureToken followed by k, "$CAPTURE2"); no match refuses the
 // request naming the step. Hold (call steps only) holds the streamed response after its first frame
 // — the model is mid-tool-call — until the run's hold is released (Server.Release) or
 // Hold passes; then the call completes. Line is the step's line in the script file
@@ -89,6 +90,10 @@ type Step struct {
 	Answer      string
 	AnswerMatch *regexp.Regexp
 	Capture     *regexp.Regexp
+	// CaptureInts names the arguments that are integers once captured (a string
+	// argument that is exactly one capture token of a digits-only group becomes that
+	// number).
+	CaptureInts []string
 	Expect      string
 	Hold        time.Duration
 	Line        int

@@ -31,6 +31,8 @@ type FlowOutcome struct {
 	// Tasks are the tasks the flow created besides the fixtures' one (flows.Outcome),
 	// in order; observe grades their runs as the turns after the fixtures' task's.
 	Tasks []string
+	// Killed are the runs whose agent process the flow killed (flows.Outcome).
+	Killed []string
 }
 
 // playFlow plays the case's flow (package flows) against the attempt's server as the
@@ -68,6 +70,16 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 			return p.Instance.board().Company(f.CompanyID), nil
 		},
 	}
+	s.Crash = func(ctx context.Context) (flows.Board, error) {
+		if err := p.Instance.crash(ctx); err != nil {
+			return nil, err
+		}
+		a.log.note("server killed (SIGKILL) and started again on %s", p.Instance.addr())
+		if err := p.Lease.retarget(p.Instance.addr()); err != nil {
+			return nil, fmt.Errorf("retargeting the lease's bridge: %w", err)
+		}
+		return p.Instance.board().Company(f.CompanyID), nil
+	}
 	if p.Model != nil {
 		s.ReleaseModel = p.Model.set.Release
 		s.ModelHolding = p.Model.set.Holding
@@ -82,7 +94,7 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 // a cancellation an interruption, a fault the fault (its words redacted), and any
 // other error a harness fault (the flow's own code failed).
 func flowOutcome(ctx context.Context, plan campaign.AttemptPlan, first time.Time, out flows.Outcome, secrets *redact.Set) FlowOutcome {
-	fo := FlowOutcome{Submitted: append([]time.Time{first}, out.Submitted...), Tasks: out.Tasks}
+	fo := FlowOutcome{Submitted: append([]time.Time{first}, out.Submitted...), Tasks: out.Tasks, Killed: out.Killed}
 	for _, p := range out.Problems {
 		fo.Problems = append(fo.Problems, secrets.RedactText(p))
 	}

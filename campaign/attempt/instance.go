@@ -2,6 +2,7 @@ package attempt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -67,6 +68,27 @@ func (in *instance) restart(ctx context.Context) (killed bool, err error) {
 	}
 	in.child, in.url, in.token = child, child.URL(), child.token
 	return killed, nil
+}
+
+// crash kills the running child with SIGKILL (serveChild.kill: a server crash, no
+// shutdown) and starts a new one on the same home. Errors: the child was not running,
+// processes of its group outlived it, or the new one did not start (the instance then
+// has no running child).
+func (in *instance) crash(ctx context.Context) error {
+	if in.child == nil {
+		return errors.New("no server is running")
+	}
+	if err := in.child.kill(); err != nil {
+		return fmt.Errorf("killing: %w", err)
+	}
+	in.earlier = append(in.earlier, in.child.stderr.Bytes())
+	child, err := startServe(ctx, in.exe, in.home, in.root, in.marker, in.canary, in.flags)
+	if err != nil {
+		in.child = nil
+		return err
+	}
+	in.child, in.url, in.token = child, child.URL(), child.token
+	return nil
 }
 
 // stop stops the running child (SIGTERM, SIGKILL after StopGrace) and returns its

@@ -2,6 +2,7 @@ package attempt
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentproof/agentproof/api"
@@ -78,7 +79,7 @@ func Judge(s *Stages) verdict.Judgement {
 	if len(paced) > 0 {
 		return faultJudgement(paced[0])
 	}
-	if inc := incompleteStreams(s.Observation.Runs); len(inc) > 0 {
+	if inc := incompleteStreams(s.Observation.Runs, s.Flow.Killed); len(inc) > 0 {
 		if j, ok := streamJudgement(s.Pace, inc, s.Grades.Matchers); ok {
 			return j
 		}
@@ -135,10 +136,15 @@ const ReasonEventStreamIncomplete = "event_stream_incomplete"
 // incompleteStreams lists the runs whose termination says their event stream is
 // incomplete and nothing else went wrong with their process (it started, did not time
 // out or flood, exited 0 or was stopped: a non-zero exit is the CLI's own failure,
-// cliFault).
-func incompleteStreams(runs []api.HeartbeatRun) []string {
+// cliFault). A run whose process the flow killed (killed: flow crash_retry) is not
+// listed: its stream was cut by the harness, on purpose, and its outcome is the
+// board's (the run failed).
+func incompleteStreams(runs []api.HeartbeatRun, killed []string) []string {
 	var out []string
 	for _, r := range runs {
+		if slices.Contains(killed, r.RunID) {
+			continue
+		}
 		t := r.Termination
 		if t == nil || t.EventStreamComplete == nil || *t.EventStreamComplete || !t.Started || t.TimedOut || t.OutputExceeded || t.CollectorError != "" {
 			continue

@@ -161,6 +161,16 @@ func TestJudge(t *testing.T) {
 		{"an incomplete event stream never passes", with(graded(PaceScripted, okMatcher), func(s *Stages) {
 			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
 		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "event_stream_incomplete"},
+		{"the stream of a run the flow killed (crash_retry) is not an infrastructure fault", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, Signal: "SIGKILL", EventStreamComplete: &incomplete}),
+				record("r-2", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &complete})}
+			s.Flow.Killed = []string{"r-1"}
+		}), verdict.Passed, "", "every matcher passed"},
+		{"another run's incomplete stream beside a killed one still is", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, Signal: "SIGKILL", EventStreamComplete: &incomplete}),
+				record("r-2", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
+			s.Flow.Killed = []string{"r-1"}
+		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "event_stream_incomplete: the event stream of run r-2 ended"},
 		{"a wrong binary still fails beside an incomplete stream", with(graded(PaceScripted, runtimeFailed, runStatusFailed), func(s *Stages) {
 			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit0, EventStreamComplete: &incomplete})}
 		}), verdict.Failed, verdict.CandidateFailure, "runtime_metadata"},
@@ -172,7 +182,7 @@ func TestJudge(t *testing.T) {
 				StoppedAfterResult: true, Signal: "SIGKILL", SignalsSent: []string{"SIGTERM", "SIGKILL"}, EventStreamComplete: &complete}}}
 		}), verdict.Passed, "", "every matcher passed"},
 		{"escaped processes are a cleanup failure", with(graded(PaceScripted, okMatcher), func(s *Stages) {
-			s.Teardown = Teardown{Problems: escapedOf([]api.HeartbeatRun{{RunID: "r-1", Termination: &api.Termination{EscapedProcesses: []api.EscapedProcess{{PID: 42, Command: "sleep", Killed: true}}}}})}
+			s.Teardown = Teardown{Problems: first(escapedOf([]api.HeartbeatRun{{RunID: "r-1", Termination: &api.Termination{EscapedProcesses: []api.EscapedProcess{{PID: 42, Command: "sleep", Killed: true}}}}}, nil))}
 		}), verdict.Failed, verdict.CleanupFailure, "the agent of run r-1 left 1 process(es) outside its process group: sleep (pid 42, killed)"},
 
 		// The candidate's own failures.
@@ -234,3 +244,5 @@ func TestPaceOf(t *testing.T) {
 		}
 	}
 }
+
+func first[A, B any](a A, _ B) A { return a }

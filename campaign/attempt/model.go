@@ -59,7 +59,8 @@ type modelServer struct {
 // "nop" gives text-only answers (calibration), "wrong" calls a tool no CLI offers (the
 // scripted model refuses it naming step 1); anything else ("oracle", the default)
 // derives one script per turn of the case's rendered reference script
-// (scriptedmodel.FromReference).
+// (scriptedmodel.FromReference); in the flows crash_retry and server_crash_retry the
+// retry run plays the killed run's script again.
 //
 // For Pi (rpc:pi) in the flows pi_native_question and pi_question_stop the first run
 // asks a native question first and writes its answer (scriptedmodel.ForPiQuestion).
@@ -86,7 +87,15 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 	if d, err := driver.Parse(p.Driver); err == nil && (d.Kind == driver.KindACP || d.Kind == driver.KindRPC) {
 		return scriptedmodel.ForACP(plan.Case.Reference, workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
 	}
-	return scriptedmodel.FromReference(plan.Case.Reference)
+	scripts, err := scriptedmodel.FromReference(plan.Case.Reference)
+	if err == nil && (plan.Cell.Case.Flow == catalog.FlowCrashRetry || plan.Cell.Case.Flow == catalog.FlowServerCrashRetry) {
+		// the Retry of the killed run carries out the killed turn again: the retry
+		// run's model plays the killed run's script once more
+		for i := 0; len(scripts) > 0 && len(scripts) < runs; i++ {
+			scripts = append(scripts, scripts[i])
+		}
+	}
+	return scripts, err
 }
 
 // PiQuestionTitle is the native question a Pi cell's model asks in the pi_native_question

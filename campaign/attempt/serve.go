@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -202,6 +203,26 @@ func (s *serveChild) stop() (killed bool, err error) {
 		groupGone(pgid, groupKillConfirm)
 	}
 	return killed, s.survivors(pgid)
+}
+
+// kill sends SIGKILL to the child alone (kill -9 of the server: no SIGTERM, no
+// grace, nothing of its group signalled) and waits for its exit. The agent processes
+// it launched die with it (their parent-death signal); what is left of its process
+// group after groupKillConfirm is killed and reported. A child that already ended is
+// an error (it was not running to be killed).
+func (s *serveChild) kill() error {
+	select {
+	case <-s.done:
+		return errors.New("the server had already exited")
+	default:
+	}
+	pid := s.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("SIGKILL to the server (pid %d): %w", pid, err)
+	}
+	<-s.done
+	groupGone(pid, groupKillConfirm)
+	return s.survivors(pid)
 }
 
 // groupKillConfirm bounds how long stop waits for the members of a process group it

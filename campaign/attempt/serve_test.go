@@ -98,3 +98,47 @@ func TestKilledServerIsAHarnessNote(t *testing.T) {
 		t.Errorf("flow log has no harness note: %s", log)
 	}
 }
+
+// TestInstanceCrash: crash kills the serve child with SIGKILL alone (a child that
+// ignores SIGTERM dies at once, no grace), confirms it and its group gone, and starts a
+// new child on the same home; a crash with no child running is an error.
+func TestInstanceCrash(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.child.grace = time.Hour // a SIGTERM would never end it: only the SIGKILL can
+	old := in.child.cmd.Process.Pid
+	start := time.Now()
+	if err := in.crash(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("crash took %s", took)
+	}
+	if err := syscall.Kill(-old, 0); err == nil {
+		t.Errorf("the killed server's group %d still exists", old)
+	}
+	if in.child == nil || in.pid() == old || in.pid() == 0 {
+		t.Fatalf("no new child after the crash (pid %d, old %d)", in.pid(), old)
+	}
+	if len(in.earlier) != 1 {
+		t.Errorf("%d earlier logs, want the killed child's", len(in.earlier))
+	}
+	if err := in.child.kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.child.kill(); err == nil {
+		t.Error("killing a child that already exited: want an error")
+	}
+	in.child = nil
+	if err := in.crash(context.Background()); err == nil {
+		t.Error("a crash without a running child: want an error")
+	}
+}

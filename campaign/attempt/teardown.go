@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,7 +73,11 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 			t.Leaks = append(t.Leaks, leak)
 		}
 	}
-	t.Problems = append(t.Problems, escapedOf(s.Observation.Runs)...)
+	problems, notes := escapedOf(s.Observation.Runs, s.Flow.Killed)
+	for _, n := range notes {
+		a.log.note("%s", n)
+	}
+	t.Problems = append(t.Problems, problems...)
 	t.Problems = append(t.Problems, sweepMarker(a, p.Marker, killed, secrets)...)
 	a.ev.Write(secrets, "logs/flow.log", []byte(a.log.text()), true)
 	if p.Root != "" {
@@ -248,22 +253,30 @@ func collectAgentLogs(ev *campaign.Evidence, secrets *redact.Set, home string) {
 	})
 }
 
-// escapedOf describes the escaped processes the runs' terminations list.
-func escapedOf(runs []api.HeartbeatRun) []string {
-	var out []string
+// escapedOf describes the escaped processes the runs' terminations list: cleanup
+// problems, but for a run whose agent process the flow itself killed with SIGKILL
+// (killed: flow crash_retry), whose descendants outside its group could not be
+// stopped by it — those the runner killed (their exit confirmed) are a harness note,
+// not the candidate's problem; one whose exit is not confirmed is still a problem.
+func escapedOf(runs []api.HeartbeatRun, killed []string) (out, notes []string) {
 	for _, r := range runs {
 		if r.Termination == nil || len(r.Termination.EscapedProcesses) == 0 {
 			continue
 		}
 		var ps []string
+		confirmed := true
 		for _, e := range r.Termination.EscapedProcesses {
 			state := "killed"
 			if !e.Killed {
-				state = "its exit not confirmed"
+				state, confirmed = "its exit not confirmed", false
 			}
 			ps = append(ps, fmt.Sprintf("%s (pid %d, %s)", e.Command, e.PID, state))
 		}
+		if confirmed && slices.Contains(killed, r.RunID) {
+			notes = append(notes, fmt.Sprintf("harness note: the agent process of run %s was killed by the flow (SIGKILL), and the runner killed the %d process(es) it left outside its process group: %s", r.RunID, len(ps), strings.Join(ps, ", ")))
+			continue
+		}
 		out = append(out, fmt.Sprintf("the agent of run %s left %d process(es) outside its process group: %s", r.RunID, len(ps), strings.Join(ps, ", ")))
 	}
-	return out
+	return out, notes
 }

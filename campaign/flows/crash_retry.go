@@ -54,6 +54,7 @@ func playCrashRetry(ctx context.Context, s *Session) Outcome {
 		out.Err = permanent(fmt.Errorf("run %s: SIGKILL to process %d: %w", rec.RunID, l.PID, err))
 		return out
 	}
+	out.Killed = append(out.Killed, rec.RunID)
 	v, err := waitTurn(ctx, s, 1)
 	if err != nil {
 		out.Err = err

@@ -310,6 +310,8 @@ func TestFlows(t *testing.T) {
 		script  func(*catalog.ReferenceScript) // changes the rendered reference script
 		board   func(Board) Board
 		restart bool
+		// crash: the session can kill the server (a restart here: no runner runs)
+		crash bool
 		// impostor: the heartbeat records name a real process that is not the run's
 		// (it must survive the flow)
 		impostor bool
@@ -352,6 +354,10 @@ func TestFlows(t *testing.T) {
 			fault: verdict.Harness, err: "without a save receipt of the agent's home"},
 		{name: "instruction persistence, the harness cannot restart", cell: "agent-files.reference.local.instruction-persistence", agent: "reference",
 			fault: verdict.Harness, err: "that can restart the server"},
+		{name: "server crash retry, the harness cannot kill the server", cell: "board-idempotency.reference.local.server-crash-retry", agent: "reference",
+			fault: verdict.Harness, err: "kill and restart the server"},
+		{name: "server crash retry, the agent never waits", cell: "board-idempotency.reference.local.server-crash-retry", agent: "nop", crash: true,
+			problem: "ended before the agent wrote its run id"},
 		{name: "lost acknowledgement", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "reference", restart: true},
 		{name: "lost acknowledgement, the agent does nothing", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "nop", restart: true},
 		{name: "lost acknowledgement, a board that forgets its keys", cell: "board-idempotency.reference.local.lost-acknowledgement", agent: "reference", restart: true,
@@ -419,6 +425,9 @@ func TestFlows(t *testing.T) {
 					}
 					return b, err
 				}
+			}
+			if tt.crash {
+				s.Crash = w.restart
 			}
 			out := Run(ctx, s)
 			cancel()

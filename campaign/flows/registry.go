@@ -38,6 +38,7 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPendingPermissionStop:    playPendingPermissionStop,
 	catalog.FlowLostAcknowledgement:      playLostAcknowledgement,
 	catalog.FlowCrashRetry:               playCrashRetry,
+	catalog.FlowServerCrashRetry:         playServerCrashRetry,
 	catalog.FlowInstructionPersistence:   playInstructionPersistence,
 	catalog.FlowBlockerGuidance:          playBlockerGuidance,
 	catalog.FlowPiNativeQuestion:         playPiNativeQuestion,

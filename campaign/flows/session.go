@@ -55,9 +55,12 @@ type Session struct {
 	TurnTimeout    time.Duration
 	Poll           time.Duration
 	Restart        func(ctx context.Context) (Board, error)
-	ServerURL      func() string
-	BoardAt        func(baseURL string) Board
-	Log            func(format string, args ...any)
+	// Crash kills the server with SIGKILL (no shutdown: a crash) and starts a new one
+	// on the same home, returning its board; nil when the harness cannot.
+	Crash     func(ctx context.Context) (Board, error)
+	ServerURL func() string
+	BoardAt   func(baseURL string) Board
+	Log       func(format string, args ...any)
 	// TurnSettled, when set, is called once per turn n (1-based) when its run first
 	// settles, before the human acts on it (the attempt snapshots the workspace there
 	// for its per-turn diff).
@@ -92,6 +95,11 @@ type Outcome struct {
 	// (flow instruction_persistence's fresh task), in order: their runs are the turns
 	// after the fixtures' task's.
 	Tasks []string
+	// Killed are the runs whose agent process the flow killed with SIGKILL (flow
+	// crash_retry): what that process left outside its process group is the
+	// kill's doing, not the candidate's (the attempt notes it when the runner killed
+	// it).
+	Killed []string
 }
 
 // DeadlineError is a missed per-turn deadline: Turn is 1-based, Limit the case's

@@ -19,7 +19,7 @@ func BoardCases() []Case {
 	return []Case{
 		{"board/01-blob-round-trip", board01}, {"board/02-deliverable-bytes-verified", board02},
 		{"board/03-managed-file-revision", board03}, {"board/04-idempotent-board-write", board04},
-		{"board/05-retry-bound-to-run", board05},
+		{"board/05-retry-bound-to-run", board05}, {"board/06-retry-interrupted-run", board06},
 	}
 }
 
@@ -341,4 +341,61 @@ func board05(ctx context.Context, h Harness) error {
 		return noErr(err, "context of the retry")
 	}
 	return equal(deref(rc.RetryOf), "run-1", "the retry's context retryOf")
+}
+
+// board06: a run left interrupted (the server died while its agent ran: the heartbeat
+// runner's recovery completes it so) is retryable like a failed one, and the retry is
+// bound to it durably; a cancelled run (a Stop) is not retryable.
+func board06(ctx context.Context, h Harness) error {
+	e, err := boardSetup(ctx, h)
+	if err != nil {
+		return err
+	}
+	if _, err := e.open("run-1", "task-1", "actor-1"); err != nil {
+		return noErr(err, "open")
+	}
+	if err := e.completeNative("run-1", controlplane.RunInterrupted); err != nil {
+		return err
+	}
+	if err := e.restart(); err != nil {
+		return err
+	}
+	st, err := e.snap()
+	if err != nil {
+		return err
+	}
+	if r := runByID(st, "run-1"); r == nil || r.Status != controlplane.RunInterrupted {
+		return failf("run-1 after the restart: %+v, want interrupted", r)
+	}
+	res, err := e.board(controlplane.BoardRetryRun, map[string]any{"runId": "run-1"}, "retry-interrupted")
+	if err != nil {
+		return noErr(err, "retry of the interrupted run")
+	}
+	in := openInput("run-2", "task-1", "actor-1")
+	in.RetryOf = "run-1"
+	in.Wake = &controlplane.Wake{Reason: controlplane.WakeRetry, Payload: json.RawMessage(`{"retryOf":"run-1"}`)}
+	if _, err := e.p.OpenFixtureRun(ctx, in); err != nil {
+		return noErr(err, "open the retry of the interrupted run")
+	}
+	if err := e.completeNative("run-2", controlplane.RunCancelled); err != nil {
+		return err
+	}
+	if _, err := e.board(controlplane.BoardRetryRun, map[string]any{"runId": "run-2"}, ""); wantCode(err, controlplane.CodeRunNotRetryable) != nil {
+		return failf("retry of a cancelled run: %v, want run_not_retryable", err)
+	}
+	if err := e.restart(); err != nil {
+		return err
+	}
+	again, err := e.board(controlplane.BoardRetryRun, map[string]any{"runId": "run-1"}, "retry-interrupted")
+	if err != nil || again.ID != res.ID {
+		return failf("the keyed Retry replayed after a restart answered %q, %v; want the stored %q", again.ID, err, res.ID)
+	}
+	if st, err = e.snap(); err != nil {
+		return err
+	}
+	r1, r2 := runByID(st, "run-1"), runByID(st, "run-2")
+	if r2 == nil || deref(r2.RetryOf) != "run-1" || deref(r1.RetriedByRunID) != "run-2" || deref(r1.RetryWakeID) != res.ID {
+		return failf("after restart run-2 retries %q, run-1 is retried by %q (wake %q, want %q)", deref(r2.RetryOf), deref(r1.RetriedByRunID), deref(r1.RetryWakeID), res.ID)
+	}
+	return nil
 }

@@ -1,0 +1,99 @@
+package flows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/controlplane"
+)
+
+// playServerCrashRetry is flow server_crash_retry (seed 000: the worker-crash case,
+// the server's variant; docs/files.md "Server crash and Retry"): run 1 must signal
+// that it is waiting (it writes its run id to the case's workspaceFile and waits for
+// <workspaceFile>.release); the human kills the server with SIGKILL (kill -9: no
+// shutdown, the run left running in the store) and starts it again on the same home;
+// the restarted server's heartbeat runner must complete the orphaned run as
+// interrupted (its record orphaned) and the agent's process must have died with the
+// server; the human releases the wait and presses Retry through the public API (board
+// operation retry_run, keyed); the retry must be one run bound to the interrupted one
+// (retryOf) that finishes the task.
+//
+// An agent that never waits is the candidate's problem; a server that does not mark
+// the orphan interrupted, an agent process that outlived the server, or a Retry that
+// is not bound are harness faults (the control plane and its runner are agentproof's).
+func playServerCrashRetry(ctx context.Context, s *Session) Outcome {
+	var out Outcome
+	rel := s.Rendered.WorkspaceFile
+	if rel == "" {
+		out.Err = permanent(errors.New("flow server_crash_retry needs the case's workspaceFile (the readiness file)"))
+		return out
+	}
+	if s.Crash == nil {
+		out.Err = permanent(errors.New("flow server_crash_retry needs a harness that can kill and restart the server; this one cannot"))
+		return out
+	}
+	rec, err := waitReady(ctx, s, rel)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	if rec == nil {
+		out.Problems = append(out.Problems, fmt.Sprintf("run 1 ended before the agent wrote its run id to %s and waited", rel))
+		return out
+	}
+	l := rec.Launch
+	s.log("run %s: its process %d runs; killing the server (SIGKILL)", rec.RunID, l.PID)
+	b, err := s.Crash(ctx)
+	if err != nil {
+		out.Err = BoardFault("killing and restarting the server", err)
+		return out
+	}
+	s.Board = b
+	v, err := waitTurn(ctx, s, 1)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	orphan := v.runs[0]
+	var state api.HeartbeatState
+	for _, r := range v.records {
+		if r.RunID == orphan.ID {
+			state = r.State
+		}
+	}
+	s.log("after the restart run %s is %s (its record %s)", orphan.ID, orphan.Status, state)
+	if orphan.ID != rec.RunID || orphan.Status != controlplane.RunInterrupted || state != api.RunOrphaned {
+		out.Err = permanent(fmt.Errorf("the restarted server left run %s %s (record %s), not interrupted and orphaned", orphan.ID, orphan.Status, state))
+		return out
+	}
+	if identify(l.PID, l.ProcessStartTicks, rec.RunID) == nil {
+		out.Err = permanent(fmt.Errorf("run %s: its agent process %d outlived the killed server", rec.RunID, l.PID))
+		return out
+	}
+	s.log("run %s: its agent process %d died with the server", rec.RunID, l.PID)
+	if err := os.WriteFile(filepath.Join(s.Workspace, filepath.FromSlash(rel)+".release"), []byte("released\n"), 0o644); err != nil {
+		out.Err = permanent(fmt.Errorf("releasing the wait: %w", err))
+		return out
+	}
+	in, _ := json.Marshal(map[string]string{"runId": orphan.ID})
+	out.submit()
+	s.log("pressing Retry on run %s", orphan.ID)
+	if _, err := s.Board.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardRetryRun, Input: in, IdempotencyKey: "retry-" + s.Rendered.Nonce}); err != nil {
+		out.Err = BoardFault("pressing Retry on run "+orphan.ID, err)
+		return out
+	}
+	if v, out.Err = waitTurn(ctx, s, 2); out.Err != nil {
+		return out
+	}
+	retry := v.runs[1]
+	s.log("retry run %s ended %s", retry.ID, retry.Status)
+	if retry.RetryOf == nil || *retry.RetryOf != orphan.ID {
+		out.Err = permanent(fmt.Errorf("run 2 %s is not bound to the interrupted run %s (retryOf %v)", retry.ID, orphan.ID, retry.RetryOf))
+	}
+	return out
+}
