@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"io"
 	"net/url"
 	"path"
 	"slices"
@@ -60,6 +61,23 @@ func Dashboard(c *Campaign, cat *catalog.Catalog, hist *History, ts ...Transcrip
 		return nil, fmt.Errorf("rendering dashboard: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// WriteDashboard renders the dashboard Dashboard renders with LoadTranscripts(campaignDir,
+// c) into w, the same bytes, as it goes: each card's transcripts are read from
+// campaignDir while the card is rendered and dropped after it, so neither the page nor
+// every transcript is held at once. Errors: the template's or w's.
+func WriteDashboard(w io.Writer, c *Campaign, cat *catalog.Catalog, hist *History, campaignDir string) error {
+	v := buildView(c, cat, hist)
+	forEachCard(v, func(cv *cardView) {
+		if cv.R != nil {
+			cv.transcriptDir = campaignDir
+		}
+	})
+	if err := dashboardTmpl().Execute(w, v); err != nil {
+		return fmt.Errorf("rendering dashboard: %w", err)
+	}
+	return nil
 }
 
 type dashView struct {
@@ -139,8 +157,20 @@ type cardView struct {
 	Runtime                                   []RuntimeFacts
 	Evidence                                  []linkView
 	Notes                                     []CandidateNote
-	// Transcripts are the runs' trajectories shown in the card (transcript.go).
-	Transcripts []Transcript
+	// Transcripts are the runs' trajectories shown in the card (transcript.go);
+	// when transcriptDir is set they are read from that campaign directory when the
+	// card is rendered (Shown) instead.
+	Transcripts   []Transcript
+	transcriptDir string
+}
+
+// Shown returns the card's transcripts: Transcripts, or those of its result's runs read
+// from transcriptDir now (LoadTranscripts for one result).
+func (cv *cardView) Shown() []Transcript {
+	if cv.transcriptDir == "" || cv.R == nil {
+		return cv.Transcripts
+	}
+	return transcriptsOf(cv.R, loadResultTranscripts(cv.transcriptDir, cv.R))
 }
 
 type matcherRow struct{ State, Class, Kind, Expected, Observed, Detail string }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -186,32 +187,40 @@ func Generate(opts Options) (*Generated, error) {
 	c.Baselines = baselines(c, hist, campaignReader(opts.ResultsRoot))
 	g.History = hist.Merge(c.Entry())
 
-	campaignJSON, err := encodeJSON(c)
-	if err != nil {
-		return nil, err
-	}
-	dash, err := Dashboard(c, opts.Catalog, g.History.Upto(c.GeneratedAt, c.CampaignID), LoadTranscripts(dir, c))
-	if err != nil {
-		return nil, err
-	}
 	histJSON, err := encodeJSON(g.History)
 	if err != nil {
 		return nil, err
 	}
+	// Every file is rendered straight into its guarded write (GuardedWriter), so that
+	// no document of the campaign is held whole; index.html is a copy of dashboard.html.
+	dashPath := filepath.Join(dir, DashboardFile)
+	upto := g.History.Upto(c.GeneratedAt, c.CampaignID)
 	files := []struct {
-		path string
-		data []byte
+		path   string
+		render func(io.Writer) error
 	}{
-		{filepath.Join(dir, CampaignFile), campaignJSON},
-		{filepath.Join(dir, SummaryFile), Summary(c)},
-		{filepath.Join(dir, JUnitFile), JUnit(c)},
-		{filepath.Join(dir, DashboardFile), dash},
-		{filepath.Join(dir, IndexFile), dash},
-		{histPath, histJSON},
+		{filepath.Join(dir, CampaignFile), func(w io.Writer) error { return writeCampaignJSON(w, c) }},
+		{filepath.Join(dir, SummaryFile), bytesRender(Summary(c))},
+		{filepath.Join(dir, JUnitFile), bytesRender(JUnit(c))},
+		{dashPath, func(w io.Writer) error { return WriteDashboard(w, c, opts.Catalog, upto, dir) }},
+		{filepath.Join(dir, IndexFile), nil},
+		{histPath, bytesRender(histJSON)},
 	}
 	guard := Guard{Secrets: opts.Secrets}
+	var dashLeaks []redact.Leak
 	for _, f := range files {
-		gf, err := guard.Write(f.path, f.data, true)
+		var gf GuardedFile
+		var err error
+		if f.render == nil {
+			// the same bytes as dashboard.html, already guarded: its leaks are this file's
+			gf, err = guard.CopyFile(f.path, dashPath, true)
+			gf.Leaks = slices.Concat(dashLeaks, gf.Leaks)
+		} else {
+			gf, err = guard.writeGuarded(f.path, f.render, true)
+		}
+		if f.path == dashPath {
+			dashLeaks = gf.Leaks
+		}
 		for _, l := range gf.Leaks {
 			g.Warnings = append(g.Warnings, fmt.Sprintf("secret leak in %s (%s): redacted before writing", filepath.Base(f.path), l))
 		}
@@ -294,6 +303,54 @@ func SanitizeResult(s *redact.Set, r *Result) {
 	}
 }
 
+// writeCampaignJSON writes campaign.json, the bytes encodeJSON(c) gives, without
+// encoding the whole document at once: the document without its results, then each
+// result on its own, indented as it is inside the document.
+func writeCampaignJSON(w io.Writer, c *Campaign) error {
+	head := *c
+	head.Results = []Result{}
+	b, err := encodeJSON(&head)
+	if err != nil {
+		return err
+	}
+	// A newline is never inside a JSON string, so this is the top-level key.
+	marker := []byte("\n  \"results\": []")
+	i := bytes.Index(b, marker)
+	if i < 0 {
+		return errors.New("encoding campaign.json: no results key in the document")
+	}
+	if len(c.Results) == 0 {
+		_, err := w.Write(b)
+		return err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("    ", "  ")
+	if _, err := w.Write(b[:i+len(marker)-1]); err != nil {
+		return err
+	}
+	for k := range c.Results {
+		buf.Reset()
+		buf.WriteString("\n    ")
+		if err := enc.Encode(&c.Results[k]); err != nil {
+			return fmt.Errorf("encoding JSON: %w", err)
+		}
+		buf.Truncate(buf.Len() - 1) // the encoder's newline
+		if k < len(c.Results)-1 {
+			buf.WriteByte(',')
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(w, "\n  ]"); err != nil {
+		return err
+	}
+	_, err = w.Write(b[i+len(marker):])
+	return err
+}
+
 // encodeJSON encodes v with two-space indentation, without HTML escaping, ending in a
 // newline. encoding/json orders struct fields by declaration and map keys by sort, so
 // the bytes are deterministic.
@@ -317,14 +374,36 @@ func EncodeResult(r *Result) ([]byte, error) { return encodeJSON(r) }
 // sees either the old or the new file, never a torn one. The directory is created when
 // missing.
 func WriteFileAtomic(path string, data []byte) error {
+	f, err := createTemp(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return commitTemp(f, path)
+}
+
+// createTemp creates the temporary file of an atomic write of path in path's directory
+// (created when missing).
+func createTemp(path string) (*os.File, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
+	return f, nil
+}
+
+// commitTemp finishes an atomic write: f (from createTemp, written) is made 0644,
+// fsynced, closed and renamed over path, and the directory fsynced. On any error f is
+// removed.
+func commitTemp(f *os.File, path string) error {
 	tmp := f.Name()
 	ok := false
 	defer func() {
@@ -333,9 +412,6 @@ func WriteFileAtomic(path string, data []byte) error {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
 	if err := f.Chmod(0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -349,7 +425,7 @@ func WriteFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("renaming into %s: %w", path, err)
 	}
 	ok = true
-	if d, err := os.Open(dir); err == nil {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		_ = d.Sync()
 		_ = d.Close()
 	}
