@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -87,7 +88,14 @@ func Generate(opts Options) (*Generated, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("campaign directory %s: %w", dir, errOr(err, errors.New("not a directory")))
 	}
-	cands, err := LoadCandidates(dir)
+	cands, err := loadCandidates(dir, func(c *Candidate) {
+		if c.Valid() {
+			if opts.Secrets != nil {
+				SanitizeResult(opts.Secrets, c.Result)
+			}
+			summaryResult(c.Result, c.Dir)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -138,10 +146,13 @@ func Generate(opts Options) (*Generated, error) {
 			}
 		}
 	}
-	results, notes, unexpected, repeats := ChooseRepeated(opts.Catalog, opts.CampaignID, expected, cands, repeat)
+	results, notes, unexpected, repeats, sources := chooseRepeated(opts.Catalog, opts.CampaignID, expected, cands, repeat)
+	cands = nil
 	if opts.Secrets != nil {
 		for i := range results {
-			SanitizeResult(opts.Secrets, &results[i])
+			if sources[i] == "" { // synthetic; the others were sanitised as they were read
+				SanitizeResult(opts.Secrets, &results[i])
+			}
 		}
 		for i := range notes {
 			for j, p := range notes[i].Problems {
@@ -150,6 +161,7 @@ func Generate(opts Options) (*Generated, error) {
 		}
 	}
 	c := buildCampaign(opts.CampaignID, opts.Catalog, expected, results, notes, asFailure)
+	rr := &resultReader{dir: dir, secrets: opts.Secrets, results: results, sources: sources}
 	prov := opts.Provenance
 	if prov == nil && prior != nil {
 		prov = prior.Provenance
@@ -199,10 +211,10 @@ func Generate(opts Options) (*Generated, error) {
 		path   string
 		render func(io.Writer) error
 	}{
-		{filepath.Join(dir, CampaignFile), func(w io.Writer) error { return writeCampaignJSON(w, c) }},
+		{filepath.Join(dir, CampaignFile), func(w io.Writer) error { return writeCampaignJSON(w, c, rr.full) }},
 		{filepath.Join(dir, SummaryFile), bytesRender(Summary(c))},
 		{filepath.Join(dir, JUnitFile), bytesRender(JUnit(c))},
-		{dashPath, func(w io.Writer) error { return WriteDashboard(w, c, opts.Catalog, upto, dir) }},
+		{dashPath, func(w io.Writer) error { return writeDashboard(w, c, opts.Catalog, upto, dir, rr.full) }},
 		{filepath.Join(dir, IndexFile), nil},
 		{histPath, bytesRender(histJSON)},
 	}
@@ -238,19 +250,40 @@ func errOr(err, alt error) error {
 	return alt
 }
 
+// priorCampaign is what Generate keeps of an existing campaign.json (the fields of
+// Campaign of the same names; its results are not kept).
+type priorCampaign struct {
+	Schema                string          `json:"schema"`
+	Expected              []string        `json:"expected"`
+	InconclusiveAsFailure bool            `json:"inconclusiveAsFailure"`
+	Repeat                int             `json:"repeat"`
+	Provenance            *Provenance     `json:"provenance"`
+	Catalog               *CatalogSources `json:"catalog"`
+}
+
 // readPriorCampaign reads an existing campaign.json for its expected ids and options;
 // nil when there is none. A file that is not a campaign document is an error (it would
 // be overwritten).
-func readPriorCampaign(path string) (*Campaign, error) {
-	b, err := os.ReadFile(path)
+func readPriorCampaign(path string) (*priorCampaign, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	var c Campaign
-	if err := json.Unmarshal(b, &c); err != nil || c.Schema != CampaignSchema {
+	defer f.Close()
+	// Decoded from the stream into the fields Generate keeps, so that the earlier
+	// results are parsed but never held.
+	var c priorCampaign
+	dec := json.NewDecoder(bufio.NewReaderSize(f, streamBuffer))
+	err = dec.Decode(&c)
+	if err == nil {
+		if _, end := dec.Token(); !errors.Is(end, io.EOF) {
+			err = errors.New("data after the document")
+		}
+	}
+	if err != nil || c.Schema != CampaignSchema {
 		return nil, fmt.Errorf("%s exists but is not an %s document (move it away to regenerate): %v", path, CampaignSchema, err)
 	}
 	return &c, nil
@@ -303,10 +336,11 @@ func SanitizeResult(s *redact.Set, r *Result) {
 	}
 }
 
-// writeCampaignJSON writes campaign.json, the bytes encodeJSON(c) gives, without
-// encoding the whole document at once: the document without its results, then each
-// result on its own, indented as it is inside the document.
-func writeCampaignJSON(w io.Writer, c *Campaign) error {
+// writeCampaignJSON writes campaign.json, the bytes encodeJSON(c) gives with every
+// result i replaced by full(i), without encoding the whole document at once: the
+// document without its results, then each result on its own, indented as it is inside
+// the document.
+func writeCampaignJSON(w io.Writer, c *Campaign, full func(i int) (*Result, error)) error {
 	head := *c
 	head.Results = []Result{}
 	b, err := encodeJSON(&head)
@@ -332,8 +366,12 @@ func writeCampaignJSON(w io.Writer, c *Campaign) error {
 	}
 	for k := range c.Results {
 		buf.Reset()
+		r, err := full(k)
+		if err != nil {
+			return err
+		}
 		buf.WriteString("\n    ")
-		if err := enc.Encode(&c.Results[k]); err != nil {
+		if err := enc.Encode(r); err != nil {
 			return fmt.Errorf("encoding JSON: %w", err)
 		}
 		buf.Truncate(buf.Len() - 1) // the encoder's newline
