@@ -7,10 +7,10 @@
 # It builds agentproof, generates two catalogs whose suite "bench" has SMALL and LARGE
 # fixture-pass cells (as bench/run-overhead.sh does) and runs each suite as a campaign,
 # each in a results directory of its own (no earlier campaign to compare with), at
-# --max-parallel 4 with full isolation, each under /usr/bin/time, printing the peak RSS of the `run` process (GNU time's maximum resident
-# set size: the largest single process of the tree, which is `run`, whose serve
-# children are far smaller), the same for `agentproof report` regenerating the LARGE
-# campaign, and the ratio peak(LARGE) / peak(SMALL) (the goal: at most 1.5). With
+# --max-parallel 4 with full isolation, each under /usr/bin/time, printing the peak RSS
+# of the `run` process (GNU time's maximum resident set size: the largest single
+# process of the tree, which is `run`, whose serve children are far smaller), the same
+# for `agentproof report` regenerating the LARGE campaign, and the ratio peak(LARGE) / peak(SMALL) (the goal: at most 1.5). With
 # BASELINE (another agentproof binary, for example one built from main) both run in
 # each round interleaved: this SMALL, baseline SMALL, this LARGE, baseline LARGE.
 set -euo pipefail
