@@ -21,7 +21,7 @@ ROUNDS=${4:-1}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/agentproof" "$root/cmd/agentproof"
+(cd "$root" && go build -o "$work/agentproof" ./cmd/agentproof)
 # catalog N: the default catalog plus N fixture-pass cells (suite "bench") in
 # $work/catalog-N.
 catalog() {

@@ -180,3 +180,27 @@ func TestGuardedWriterAsWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestReadBaselineCampaign: a regression check over the campaign.json it reads without
+// the results' details is the check over the whole document.
+func TestReadBaselineCampaign(t *testing.T) {
+	t.Parallel()
+	root, _, g := buildFixtureHistory(t)
+	for _, id := range []string{"camp-green", "camp-0", "camp-2"} {
+		p := filepath.Join(root, id, CampaignFile)
+		whole, err := ReadCampaign(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		light, err := readBaselineCampaign(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(Compare(whole, g.Campaign), Compare(light, g.Campaign)); diff != "" {
+			t.Errorf("%s: comparison (-whole +light):\n%s", id, diff)
+		}
+	}
+	if _, err := readBaselineCampaign(filepath.Join(root, "camp-2", SummaryFile)); err == nil {
+		t.Error("summary.md read as a campaign document")
+	}
+}
