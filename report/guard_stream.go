@@ -214,8 +214,8 @@ func (g Guard) CopyFile(path, src string, ours bool) (GuardedFile, error) {
 	return w.Close()
 }
 
-// writeGuarded writes data through a guarded write of path; Write when data is small
-// is the same, this keeps one path for every report file.
+// writeGuarded writes what render produces through a guarded write of path (Create,
+// Close); a render error aborts it, leaving no file.
 func (g Guard) writeGuarded(p string, render func(io.Writer) error, ours bool) (GuardedFile, error) {
 	w, err := g.Create(p, ours)
 	if err != nil {

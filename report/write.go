@@ -62,7 +62,9 @@ type Options struct {
 
 // Generated is what Generate wrote: the campaign, the merged history, the campaign
 // directory, the execution ids found but not expected, and warnings (for example a
-// replaced history with another schema).
+// replaced history with another schema). The campaign's counts are campaign.json's; its
+// Results are each chosen result's summary (the fields the counts, summary.md and
+// junit.xml read; see summaryResult), not the whole results campaign.json holds.
 type Generated struct {
 	Campaign    *Campaign
 	History     *History
@@ -77,6 +79,9 @@ type Generated struct {
 // root and the merged history.json at the results root. The output depends only on
 // the stored results, the catalog, the expected ids and the prior history, so running
 // it again reproduces every file byte for byte. Every file is written atomically.
+// Memory does not grow with whole results: each is kept as its summary and read whole
+// again, one at a time, while campaign.json and the dashboard are written, and every
+// file is guarded as it is written (GuardedWriter).
 //
 // Errors: a usage problem (invalid campaign id, unreadable directory, a corrupt
 // history) or a write failure, wrapped with context.
