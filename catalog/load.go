@@ -343,6 +343,9 @@ files:
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
+	// The position tables and raw nodes serve validation only (problems name a
+	// file:line:column); a loaded catalog lives as long as its campaign, so they go.
+	c.pos, c.raw = nil, nil
 	return c, nil
 }
 

@@ -1,8 +1,13 @@
 package report
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // Baseline is the regression check of one suite of a campaign against its latest
@@ -123,8 +128,53 @@ func campaignReader(root string) func(id string) (*Campaign, error) {
 		if !validCampaignID(id) {
 			return nil, fmt.Errorf("campaign id %q is not valid", clip(id, 80))
 		}
-		return ReadCampaign(filepath.Join(root, id, CampaignFile))
+		return readBaselineCampaign(filepath.Join(root, id, CampaignFile))
 	}
+}
+
+// baselineDoc is what a regression check reads of an earlier campaign.json: each
+// result's identity and what its outcome and reason are made of (Outcome, reasonOf).
+// The other fields of the results are parsed but not kept, so a green campaign of
+// many cells is not held whole while a new one is reported.
+type baselineDoc struct {
+	Schema     string `json:"schema"`
+	CampaignID string `json:"campaignId"`
+	Results    []struct {
+		ExecutionID         string               `json:"executionId"`
+		SuiteID             string               `json:"suiteId"`
+		SuiteDefinitionHash string               `json:"suiteDefinitionHash"`
+		Verdict             verdict.Verdict      `json:"verdict"`
+		ExpectedVerdict     verdict.Verdict      `json:"expectedVerdict"`
+		FailureClass        verdict.FailureClass `json:"failureClass"`
+		Error               string               `json:"error"`
+		Cleanup             string               `json:"cleanup"`
+		Synthetic           bool                 `json:"synthetic"`
+	} `json:"results"`
+}
+
+// readBaselineCampaign is ReadCampaign keeping, of each result, only what Compare reads
+// (baselineDoc). Errors as ReadCampaign's; a wrong type in a field it does not keep is
+// not one.
+func readBaselineCampaign(path string) (*Campaign, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var d baselineDoc
+	if err := json.NewDecoder(bufio.NewReaderSize(f, streamBuffer)).Decode(&d); err != nil {
+		return nil, fmt.Errorf("%s: not a campaign document: %w", path, err)
+	}
+	if d.Schema != CampaignSchema {
+		return nil, fmt.Errorf("%s: schema %q, want %q", path, d.Schema, CampaignSchema)
+	}
+	c := &Campaign{Schema: d.Schema, CampaignID: d.CampaignID, Results: make([]Result, len(d.Results))}
+	for i, r := range d.Results {
+		c.Results[i] = Result{ExecutionID: r.ExecutionID, SuiteID: r.SuiteID, SuiteDefinitionHash: r.SuiteDefinitionHash,
+			Verdict: r.Verdict, ExpectedVerdict: r.ExpectedVerdict, FailureClass: r.FailureClass, Error: r.Error,
+			Cleanup: r.Cleanup, Synthetic: r.Synthetic}
+	}
+	return c, nil
 }
 
 // regressionWords is "regressed since <id> (latest green)".

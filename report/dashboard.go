@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"io"
 	"net/url"
 	"path"
 	"slices"
@@ -60,6 +61,37 @@ func Dashboard(c *Campaign, cat *catalog.Catalog, hist *History, ts ...Transcrip
 		return nil, fmt.Errorf("rendering dashboard: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// WriteDashboard renders the dashboard Dashboard renders with LoadTranscripts(campaignDir,
+// c) into w, the same bytes, as it goes: each card's transcripts are read from
+// campaignDir while the card is rendered and dropped after it, so neither the page nor
+// every transcript is held at once. Errors: the template's or w's.
+func WriteDashboard(w io.Writer, c *Campaign, cat *catalog.Catalog, hist *History, campaignDir string) error {
+	return writeDashboard(w, c, cat, hist, campaignDir, func(i int) (*Result, error) { return &c.Results[i], nil })
+}
+
+// writeDashboard is WriteDashboard where each card's result is full(i), i its index in
+// c.Results, read when the card is rendered (c.Results may then hold summaries only;
+// see summaryResult).
+func writeDashboard(w io.Writer, c *Campaign, cat *catalog.Catalog, hist *History, campaignDir string, full func(i int) (*Result, error)) error {
+	v := buildView(c, cat, hist)
+	index := make(map[*Result]int, len(c.Results))
+	for i := range c.Results {
+		index[&c.Results[i]] = i
+	}
+	forEachCard(v, func(cv *cardView) {
+		if cv.R != nil {
+			cv.transcriptDir = campaignDir
+			if i, ok := index[cv.R]; ok {
+				cv.load = func() (*Result, error) { return full(i) }
+			}
+		}
+	})
+	if err := dashboardTmpl().Execute(w, v); err != nil {
+		return fmt.Errorf("rendering dashboard: %w", err)
+	}
+	return nil
 }
 
 type dashView struct {
@@ -139,8 +171,22 @@ type cardView struct {
 	Runtime                                   []RuntimeFacts
 	Evidence                                  []linkView
 	Notes                                     []CandidateNote
-	// Transcripts are the runs' trajectories shown in the card (transcript.go).
-	Transcripts []Transcript
+	// Transcripts are the runs' trajectories shown in the card (transcript.go);
+	// when transcriptDir is set they are read from that campaign directory when the
+	// card is rendered (Shown) instead.
+	Transcripts   []Transcript
+	transcriptDir string
+	// load, when set, reads the card's result whole for its details (Full).
+	load func() (*Result, error)
+}
+
+// Shown returns the card's transcripts: Transcripts, or those of its result's runs read
+// from transcriptDir now (LoadTranscripts for one result).
+func (cv *cardView) Shown() []Transcript {
+	if cv.transcriptDir == "" || cv.R == nil {
+		return cv.Transcripts
+	}
+	return transcriptsOf(cv.R, loadResultTranscripts(cv.transcriptDir, cv.R))
 }
 
 type matcherRow struct{ State, Class, Kind, Expected, Observed, Detail string }
@@ -425,6 +471,37 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 	if r.ExpectedVerdict != "" {
 		cv.Expected = "expects " + string(r.ExpectedVerdict)
 	}
+	cv.Class = string(r.FailureClass)
+	if cv.Outcome != string(verdict.Passed) {
+		cv.Reason = clip(Clean(detailText(r), true), 240)
+	}
+	cv.Search = strings.ToLower(id + " " + cv.Reason)
+	return cv
+}
+
+// Full is the card with everything its details show (facts, billing, matchers,
+// termination, timings, workspace, runtime facts, usage, evidence), built when the
+// card is rendered, so that the view of a whole campaign never holds every card's
+// details at once.
+func (cv *cardView) Full() (*cardView, error) {
+	if cv.R == nil {
+		return cv, nil
+	}
+	full := *cv
+	if cv.load != nil {
+		r, err := cv.load()
+		if err != nil {
+			return nil, err
+		}
+		full.R, full.load = r, nil
+	}
+	full.addDetails()
+	return &full, nil
+}
+
+// addDetails fills the card's details from its result.
+func (cv *cardView) addDetails() {
+	r := cv.R
 	bl := billingOf(r)
 	cv.BillingLine = []string{
 		tokensInOutWords(bl.LLM),
@@ -452,11 +529,6 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 		{Label: "Cleanup", Value: r.Cleanup},
 	}
 	cv.Error = Clean(r.Error, false)
-	cv.Class = string(r.FailureClass)
-	if cv.Outcome != string(verdict.Passed) {
-		cv.Reason = clip(Clean(detailText(r), true), 240)
-	}
-	cv.Search = strings.ToLower(id + " " + cv.Reason)
 	if r.FailureClass != "" {
 		cv.Facts = append(cv.Facts, tile{Label: "Failure class", Value: string(r.FailureClass)})
 	}
@@ -498,7 +570,6 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 			cv.Evidence = append(cv.Evidence, linkView{Href: href, Label: evidenceLabel(e)})
 		}
 	}
-	return cv
 }
 
 // evidenceLabel is the link text of an evidence file: its path, prefixed with what it

@@ -42,6 +42,12 @@ func (c *Candidate) Valid() bool { return c.Result != nil && len(c.Problems) == 
 // report why the others were rejected. Candidates are sorted by Dir. The error is
 // non-nil only when the directory cannot be walked.
 func LoadCandidates(campaignDir string) ([]Candidate, error) {
+	return loadCandidates(campaignDir, nil)
+}
+
+// loadCandidates is LoadCandidates calling keep, when non-nil, with every candidate as
+// it is decoded (to keep less of it).
+func loadCandidates(campaignDir string, keep func(*Candidate)) ([]Candidate, error) {
 	var out []Candidate
 	err := filepath.WalkDir(campaignDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -58,7 +64,11 @@ func LoadCandidates(campaignDir string) ([]Candidate, error) {
 		if rel == "." {
 			return nil // a result.json at the campaign root is not an attempt
 		}
-		out = append(out, decodeCandidate(p, rel))
+		c := decodeCandidate(p, rel)
+		if keep != nil {
+			keep(&c)
+		}
+		out = append(out, c)
 		return nil
 	})
 	if err != nil {
@@ -154,6 +164,13 @@ func Choose(cat *catalog.Catalog, campaignID string, expected []string, cands []
 // cell as Repeated says. The Repeats list every cell's repetitions (sorted by
 // execution id; nil when repeat ≤ 1).
 func ChooseRepeated(cat *catalog.Catalog, campaignID string, expected []string, cands []Candidate, repeat int) ([]Result, []CandidateNote, []string, []Repeats) {
+	results, notes, unexpected, repeats, _ := chooseRepeated(cat, campaignID, expected, cands, repeat)
+	return results, notes, unexpected, repeats
+}
+
+// chooseRepeated is ChooseRepeated also returning, for every result, the directory of
+// the candidate it came from ("" for a synthetic result).
+func chooseRepeated(cat *catalog.Catalog, campaignID string, expected []string, cands []Candidate, repeat int) ([]Result, []CandidateNote, []string, []Repeats, []string) {
 	want := map[string]bool{}
 	for _, id := range expected {
 		want[id] = true
@@ -192,20 +209,22 @@ func ChooseRepeated(cat *catalog.Catalog, campaignID string, expected []string, 
 	ids := slices.Clone(expected)
 	slices.Sort(ids)
 	results := make([]Result, 0, len(ids))
+	sources := make([]string, 0, len(ids))
 	var notes []CandidateNote
 	var repeats []Repeats
 	for _, id := range ids {
 		if repeat <= 1 {
-			r, n := pick(cat, campaignID, id, byKey[key{id, 0}], 0, 0)
-			results, notes = append(results, r), append(notes, n...)
+			r, n, src := pick(cat, campaignID, id, byKey[key{id, 0}], 0, 0)
+			results, notes, sources = append(results, r), append(notes, n...), append(sources, src)
 			continue
 		}
 		reps := make([]Result, 0, repeat)
+		srcs := make([]string, 0, repeat)
 		rp := Repeats{ExecutionID: id, Repetitions: repeat}
 		var outcomes []verdict.Verdict
 		for k := 1; k <= repeat; k++ {
-			r, n := pick(cat, campaignID, id, byKey[key{id, k}], k, repeat)
-			reps, notes = append(reps, r), append(notes, n...)
+			r, n, src := pick(cat, campaignID, id, byKey[key{id, k}], k, repeat)
+			reps, notes, srcs = append(reps, r), append(notes, n...), append(srcs, src)
 			o := Outcome(&r)
 			outcomes = append(outcomes, o)
 			rp.Outcomes = append(rp.Outcomes, RepetitionOutcome{Repetition: k, Attempt: r.Attempt, Verdict: r.Verdict, Counted: o, Missing: r.Synthetic})
@@ -222,19 +241,19 @@ func ChooseRepeated(cat *catalog.Catalog, campaignID string, expected []string, 
 		rp.PassAll, rp.PassAny = rp.Passed == repeat, rp.Passed > 0
 		for i := range reps {
 			if outcomes[i] == rp.Verdict {
-				results = append(results, reps[i])
+				results, sources = append(results, reps[i]), append(sources, srcs[i])
 				break
 			}
 		}
 		repeats = append(repeats, rp)
 	}
-	return results, notes, unexpected, repeats
+	return results, notes, unexpected, repeats, sources
 }
 
 // pick chooses the best of cs (candidates of one cell's repetition rep; rep 0: a
 // campaign without repeats) and notes every candidate when there are several or one is
 // invalid; without a valid candidate the result is synthetic.
-func pick(cat *catalog.Catalog, campaignID, id string, cs []*Candidate, rep, repeat int) (Result, []CandidateNote) {
+func pick(cat *catalog.Catalog, campaignID, id string, cs []*Candidate, rep, repeat int) (Result, []CandidateNote, string) {
 	var best *Candidate
 	for _, c := range cs {
 		if best == nil || better(c, best) {
@@ -263,12 +282,12 @@ func pick(cat *catalog.Catalog, campaignID, id string, cs []*Candidate, rep, rep
 		if rep > 0 {
 			r.Repetition, r.Repeat = rep, repeat
 		}
-		return r, notes
+		return r, notes, ""
 	}
 	r := *best.Result
 	r.Evidence = prefixEvidence(best.Dir, r.Evidence)
 	r.Trajectories = prefixTrajectories(best.Dir, r.Trajectories)
-	return r, notes
+	return r, notes, best.Dir
 }
 
 // prefixEvidence rewrites evidence paths relative to the campaign directory, so the

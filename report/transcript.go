@@ -77,15 +77,26 @@ type TranscriptResult struct {
 // Transcript with a Problem.
 func LoadTranscripts(campaignDir string, c *Campaign) Transcripts {
 	out := Transcripts{}
-	for _, r := range c.Results {
-		for _, ref := range r.Trajectories {
-			if !SafeRelPath(ref.Path) {
-				continue
-			}
-			out[ref.Path] = loadTranscript(filepath.Join(campaignDir, filepath.FromSlash(ref.Path)), ref)
-		}
+	for i := range c.Results {
+		loadTranscriptsInto(out, campaignDir, &c.Results[i])
 	}
 	return out
+}
+
+// loadResultTranscripts is LoadTranscripts for one result.
+func loadResultTranscripts(campaignDir string, r *Result) Transcripts {
+	out := Transcripts{}
+	loadTranscriptsInto(out, campaignDir, r)
+	return out
+}
+
+func loadTranscriptsInto(out Transcripts, campaignDir string, r *Result) {
+	for _, ref := range r.Trajectories {
+		if !SafeRelPath(ref.Path) {
+			continue
+		}
+		out[ref.Path] = loadTranscript(filepath.Join(campaignDir, filepath.FromSlash(ref.Path)), ref)
+	}
 }
 
 type atifFile struct {
@@ -243,14 +254,20 @@ func addTranscripts(v *dashView, ts Transcripts) {
 	if len(ts) == 0 {
 		return
 	}
+	forEachCard(v, func(cv *cardView) {
+		if cv.R != nil {
+			cv.Transcripts = transcriptsOf(cv.R, ts)
+		}
+	})
+}
+
+// forEachCard calls f with every card of v's grids.
+func forEachCard(v *dashView, f func(*cardView)) {
 	for si := range v.Suites {
 		for ri := range v.Suites[si].Rows {
 			for ci := range v.Suites[si].Rows[ri].Cells {
 				for k := range v.Suites[si].Rows[ri].Cells[ci] {
-					cv := &v.Suites[si].Rows[ri].Cells[ci][k]
-					if cv.R != nil {
-						cv.Transcripts = transcriptsOf(cv.R, ts)
-					}
+					f(&v.Suites[si].Rows[ri].Cells[ci][k])
 				}
 			}
 		}

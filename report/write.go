@@ -1,10 +1,12 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -60,7 +62,9 @@ type Options struct {
 
 // Generated is what Generate wrote: the campaign, the merged history, the campaign
 // directory, the execution ids found but not expected, and warnings (for example a
-// replaced history with another schema).
+// replaced history with another schema). The campaign's counts are campaign.json's; its
+// Results are each chosen result's summary (the fields the counts, summary.md and
+// junit.xml read; see summaryResult), not the whole results campaign.json holds.
 type Generated struct {
 	Campaign    *Campaign
 	History     *History
@@ -75,6 +79,9 @@ type Generated struct {
 // root and the merged history.json at the results root. The output depends only on
 // the stored results, the catalog, the expected ids and the prior history, so running
 // it again reproduces every file byte for byte. Every file is written atomically.
+// Memory does not grow with whole results: each is kept as its summary and read whole
+// again, one at a time, while campaign.json and the dashboard are written, and every
+// file is guarded as it is written (GuardedWriter).
 //
 // Errors: a usage problem (invalid campaign id, unreadable directory, a corrupt
 // history) or a write failure, wrapped with context.
@@ -86,7 +93,14 @@ func Generate(opts Options) (*Generated, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("campaign directory %s: %w", dir, errOr(err, errors.New("not a directory")))
 	}
-	cands, err := LoadCandidates(dir)
+	cands, err := loadCandidates(dir, func(c *Candidate) {
+		if c.Valid() {
+			if opts.Secrets != nil {
+				SanitizeResult(opts.Secrets, c.Result)
+			}
+			summaryResult(c.Result, c.Dir)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -137,10 +151,13 @@ func Generate(opts Options) (*Generated, error) {
 			}
 		}
 	}
-	results, notes, unexpected, repeats := ChooseRepeated(opts.Catalog, opts.CampaignID, expected, cands, repeat)
+	results, notes, unexpected, repeats, sources := chooseRepeated(opts.Catalog, opts.CampaignID, expected, cands, repeat)
+	cands = nil
 	if opts.Secrets != nil {
 		for i := range results {
-			SanitizeResult(opts.Secrets, &results[i])
+			if sources[i] == "" { // synthetic; the others were sanitised as they were read
+				SanitizeResult(opts.Secrets, &results[i])
+			}
 		}
 		for i := range notes {
 			for j, p := range notes[i].Problems {
@@ -149,6 +166,7 @@ func Generate(opts Options) (*Generated, error) {
 		}
 	}
 	c := buildCampaign(opts.CampaignID, opts.Catalog, expected, results, notes, asFailure)
+	rr := &resultReader{dir: dir, secrets: opts.Secrets, results: results, sources: sources}
 	prov := opts.Provenance
 	if prov == nil && prior != nil {
 		prov = prior.Provenance
@@ -186,32 +204,40 @@ func Generate(opts Options) (*Generated, error) {
 	c.Baselines = baselines(c, hist, campaignReader(opts.ResultsRoot))
 	g.History = hist.Merge(c.Entry())
 
-	campaignJSON, err := encodeJSON(c)
-	if err != nil {
-		return nil, err
-	}
-	dash, err := Dashboard(c, opts.Catalog, g.History.Upto(c.GeneratedAt, c.CampaignID), LoadTranscripts(dir, c))
-	if err != nil {
-		return nil, err
-	}
 	histJSON, err := encodeJSON(g.History)
 	if err != nil {
 		return nil, err
 	}
+	// Every file is rendered straight into its guarded write (GuardedWriter), so that
+	// no document of the campaign is held whole; index.html is a copy of dashboard.html.
+	dashPath := filepath.Join(dir, DashboardFile)
+	upto := g.History.Upto(c.GeneratedAt, c.CampaignID)
 	files := []struct {
-		path string
-		data []byte
+		path   string
+		render func(io.Writer) error
 	}{
-		{filepath.Join(dir, CampaignFile), campaignJSON},
-		{filepath.Join(dir, SummaryFile), Summary(c)},
-		{filepath.Join(dir, JUnitFile), JUnit(c)},
-		{filepath.Join(dir, DashboardFile), dash},
-		{filepath.Join(dir, IndexFile), dash},
-		{histPath, histJSON},
+		{filepath.Join(dir, CampaignFile), func(w io.Writer) error { return writeCampaignJSON(w, c, rr.full) }},
+		{filepath.Join(dir, SummaryFile), bytesRender(Summary(c))},
+		{filepath.Join(dir, JUnitFile), bytesRender(JUnit(c))},
+		{dashPath, func(w io.Writer) error { return writeDashboard(w, c, opts.Catalog, upto, dir, rr.full) }},
+		{filepath.Join(dir, IndexFile), nil},
+		{histPath, bytesRender(histJSON)},
 	}
 	guard := Guard{Secrets: opts.Secrets}
+	var dashLeaks []redact.Leak
 	for _, f := range files {
-		gf, err := guard.Write(f.path, f.data, true)
+		var gf GuardedFile
+		var err error
+		if f.render == nil {
+			// the same bytes as dashboard.html, already guarded: its leaks are this file's
+			gf, err = guard.CopyFile(f.path, dashPath, true)
+			gf.Leaks = slices.Concat(dashLeaks, gf.Leaks)
+		} else {
+			gf, err = guard.writeGuarded(f.path, f.render, true)
+		}
+		if f.path == dashPath {
+			dashLeaks = gf.Leaks
+		}
 		for _, l := range gf.Leaks {
 			g.Warnings = append(g.Warnings, fmt.Sprintf("secret leak in %s (%s): redacted before writing", filepath.Base(f.path), l))
 		}
@@ -229,19 +255,40 @@ func errOr(err, alt error) error {
 	return alt
 }
 
+// priorCampaign is what Generate keeps of an existing campaign.json (the fields of
+// Campaign of the same names; its results are not kept).
+type priorCampaign struct {
+	Schema                string          `json:"schema"`
+	Expected              []string        `json:"expected"`
+	InconclusiveAsFailure bool            `json:"inconclusiveAsFailure"`
+	Repeat                int             `json:"repeat"`
+	Provenance            *Provenance     `json:"provenance"`
+	Catalog               *CatalogSources `json:"catalog"`
+}
+
 // readPriorCampaign reads an existing campaign.json for its expected ids and options;
 // nil when there is none. A file that is not a campaign document is an error (it would
 // be overwritten).
-func readPriorCampaign(path string) (*Campaign, error) {
-	b, err := os.ReadFile(path)
+func readPriorCampaign(path string) (*priorCampaign, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	var c Campaign
-	if err := json.Unmarshal(b, &c); err != nil || c.Schema != CampaignSchema {
+	defer f.Close()
+	// Decoded from the stream into the fields Generate keeps, so that the earlier
+	// results are parsed but never held.
+	var c priorCampaign
+	dec := json.NewDecoder(bufio.NewReaderSize(f, streamBuffer))
+	err = dec.Decode(&c)
+	if err == nil {
+		if _, end := dec.Token(); !errors.Is(end, io.EOF) {
+			err = errors.New("data after the document")
+		}
+	}
+	if err != nil || c.Schema != CampaignSchema {
 		return nil, fmt.Errorf("%s exists but is not an %s document (move it away to regenerate): %v", path, CampaignSchema, err)
 	}
 	return &c, nil
@@ -294,6 +341,59 @@ func SanitizeResult(s *redact.Set, r *Result) {
 	}
 }
 
+// writeCampaignJSON writes campaign.json, the bytes encodeJSON(c) gives with every
+// result i replaced by full(i), without encoding the whole document at once: the
+// document without its results, then each result on its own, indented as it is inside
+// the document.
+func writeCampaignJSON(w io.Writer, c *Campaign, full func(i int) (*Result, error)) error {
+	head := *c
+	head.Results = []Result{}
+	b, err := encodeJSON(&head)
+	if err != nil {
+		return err
+	}
+	// A newline is never inside a JSON string, so this is the top-level key.
+	marker := []byte("\n  \"results\": []")
+	i := bytes.Index(b, marker)
+	if i < 0 {
+		return errors.New("encoding campaign.json: no results key in the document")
+	}
+	if len(c.Results) == 0 {
+		_, err := w.Write(b)
+		return err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("    ", "  ")
+	if _, err := w.Write(b[:i+len(marker)-1]); err != nil {
+		return err
+	}
+	for k := range c.Results {
+		buf.Reset()
+		r, err := full(k)
+		if err != nil {
+			return err
+		}
+		buf.WriteString("\n    ")
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("encoding JSON: %w", err)
+		}
+		buf.Truncate(buf.Len() - 1) // the encoder's newline
+		if k < len(c.Results)-1 {
+			buf.WriteByte(',')
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(w, "\n  ]"); err != nil {
+		return err
+	}
+	_, err = w.Write(b[i+len(marker):])
+	return err
+}
+
 // encodeJSON encodes v with two-space indentation, without HTML escaping, ending in a
 // newline. encoding/json orders struct fields by declaration and map keys by sort, so
 // the bytes are deterministic.
@@ -317,14 +417,36 @@ func EncodeResult(r *Result) ([]byte, error) { return encodeJSON(r) }
 // sees either the old or the new file, never a torn one. The directory is created when
 // missing.
 func WriteFileAtomic(path string, data []byte) error {
+	f, err := createTemp(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return commitTemp(f, path)
+}
+
+// createTemp creates the temporary file of an atomic write of path in path's directory
+// (created when missing).
+func createTemp(path string) (*os.File, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
+	return f, nil
+}
+
+// commitTemp finishes an atomic write: f (from createTemp, written) is made 0644,
+// fsynced, closed and renamed over path, and the directory fsynced. On any error f is
+// removed.
+func commitTemp(f *os.File, path string) error {
 	tmp := f.Name()
 	ok := false
 	defer func() {
@@ -333,9 +455,6 @@ func WriteFileAtomic(path string, data []byte) error {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
 	if err := f.Chmod(0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -349,7 +468,7 @@ func WriteFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("renaming into %s: %w", path, err)
 	}
 	ok = true
-	if d, err := os.Open(dir); err == nil {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		_ = d.Sync()
 		_ = d.Close()
 	}

@@ -1,0 +1,239 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/agentproof/agentproof/redact"
+)
+
+// GuardedWriter is a guarded write (Guard) of a file produced in pieces, so that the
+// whole content is never held in memory: the pieces go to a temporary file beside the
+// destination while a redact.StreamScanner, which finds a leak exactly when the guard's
+// whole-content scan does, looks at them; a JSON file is then read back token by token
+// and every key and string scanned for exact values and shapes and every number for
+// exact values, as the guard scans a decoded document. Clean content is renamed into
+// place byte for byte. Content with a finding (or JSON that does not parse) takes the
+// guard's own path, Guard.Write over the bytes read back, so its outcome is Write's in
+// every case; only then is the file held whole. Not safe for concurrent use.
+type GuardedWriter struct {
+	g    Guard
+	path string
+	ours bool
+	kind string
+	f    *os.File
+	tmp  string
+	bw   *bufio.Writer
+	scan *redact.StreamScanner
+	sum  hash.Hash
+	n    int64
+	err  error
+}
+
+// streamBuffer is the size of a guarded writer's buffer (bytes): the scanner sees the
+// content in pieces of this size.
+const streamBuffer = 64 << 10
+
+// Create starts a guarded write of path (ours is passed to EvidenceKind); the file
+// appears only when Close succeeds. Errors: ErrNotAllowed (wrapped) for a refused kind,
+// or the temporary file's creation.
+func (g Guard) Create(p string, ours bool) (*GuardedWriter, error) {
+	name := filepath.Base(p)
+	kind, ok, reason := EvidenceKind(name, ours)
+	if !ok {
+		return nil, fmt.Errorf("refusing to write %s: %s: %w", g.Secrets.SafePath(name), reason, ErrNotAllowed)
+	}
+	f, err := createTemp(p)
+	if err != nil {
+		return nil, err
+	}
+	w := &GuardedWriter{g: g, path: p, ours: ours, kind: kind, f: f, tmp: f.Name(), sum: sha256.New(),
+		scan: g.Secrets.NewStreamScanner(kind != KindJSON)}
+	w.bw = bufio.NewWriterSize(writerFunc(w.emit), streamBuffer)
+	return w, nil
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// emit passes buffered content to the file, the scanner and the digest.
+func (w *GuardedWriter) emit(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	_, _ = w.scan.Write(p[:n])
+	_, _ = w.sum.Write(p[:n])
+	w.n += int64(n)
+	return n, err
+}
+
+// Write adds p to the file. The first error is kept and returned by every later Write
+// and by Close.
+func (w *GuardedWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.bw.Write(p)
+	if err != nil {
+		w.err = fmt.Errorf("writing %s: %w", w.path, err)
+	}
+	return n, w.err
+}
+
+// WriteString is Write for a string.
+func (w *GuardedWriter) WriteString(s string) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.bw.WriteString(s)
+	if err != nil {
+		w.err = fmt.Errorf("writing %s: %w", w.path, err)
+	}
+	return n, w.err
+}
+
+// Abort ends the write without a file (after a rendering error); Close after Abort
+// reports the abort.
+func (w *GuardedWriter) Abort() {
+	if w.f != nil {
+		_ = w.f.Close()
+		_ = os.Remove(w.tmp)
+		w.f = nil
+	}
+	if w.err == nil {
+		w.err = fmt.Errorf("writing %s: aborted", w.path)
+	}
+}
+
+// Close finishes the write: clean content is synced and renamed into place (see
+// WriteFileAtomic), anything else is guarded as Guard.Write guards it. The result and
+// errors are Write's.
+func (w *GuardedWriter) Close() (GuardedFile, error) {
+	if w.f == nil {
+		return GuardedFile{}, w.err
+	}
+	if w.err == nil {
+		if err := w.bw.Flush(); err != nil && w.err == nil {
+			w.err = fmt.Errorf("writing %s: %w", w.path, err)
+		}
+	}
+	if w.err != nil {
+		w.Abort()
+		return GuardedFile{}, w.err
+	}
+	_, found := w.scan.Leak()
+	if !found && w.kind == KindJSON {
+		var err error
+		if found, err = w.scanJSON(); err != nil {
+			found = true // not JSON: Write says so
+		}
+	}
+	if found {
+		data, err := os.ReadFile(w.tmp)
+		w.Abort()
+		if err != nil {
+			return GuardedFile{}, fmt.Errorf("reading back %s: %w", w.tmp, err)
+		}
+		return w.g.Write(w.path, data, w.ours)
+	}
+	f := w.f
+	w.f = nil
+	if err := commitTemp(f, w.path); err != nil {
+		return GuardedFile{}, err
+	}
+	return GuardedFile{Bytes: w.n, SHA256: hex.EncodeToString(w.sum.Sum(nil))}, nil
+}
+
+// scanJSON reads the written document back token by token: it reports whether a key
+// or string holds an exact value or a shape, or a number an exact value (what
+// redact.Set.ScanJSON finds in the decoded document), and an error when the first
+// value is not JSON.
+func (w *GuardedWriter) scanJSON() (bool, error) {
+	f, err := os.Open(w.tmp)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, streamBuffer))
+	dec.UseNumber()
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return false, err
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		case string:
+			if _, ok := w.g.Secrets.FindLeak([]byte(t), true); ok {
+				return true, nil
+			}
+		case json.Number:
+			if _, ok := w.g.Secrets.FindLeak([]byte(t), false); ok {
+				return true, nil
+			}
+		}
+		if depth == 0 {
+			return false, nil
+		}
+	}
+}
+
+// CopyFile writes the content of the file src to path through a guarded write (for a
+// second name of a file already written). Errors as Close's, or src's.
+func (g Guard) CopyFile(path, src string, ours bool) (GuardedFile, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return GuardedFile{}, fmt.Errorf("reading %s: %w", src, err)
+	}
+	defer in.Close()
+	w, err := g.Create(path, ours)
+	if err != nil {
+		return GuardedFile{}, err
+	}
+	if _, err := io.Copy(w, in); err != nil {
+		w.Abort()
+		return GuardedFile{}, fmt.Errorf("copying %s to %s: %w", src, path, err)
+	}
+	return w.Close()
+}
+
+// writeGuarded writes what render produces through a guarded write of path (Create,
+// Close); a render error aborts it, leaving no file.
+func (g Guard) writeGuarded(p string, render func(io.Writer) error, ours bool) (GuardedFile, error) {
+	w, err := g.Create(p, ours)
+	if err != nil {
+		return GuardedFile{}, err
+	}
+	if err := render(w); err != nil {
+		w.Abort()
+		return GuardedFile{}, err
+	}
+	return w.Close()
+}
+
+var _ io.StringWriter = (*GuardedWriter)(nil)
+
+// bytesRender renders fixed bytes.
+func bytesRender(b []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := io.Copy(w, bytes.NewReader(b))
+		return err
+	}
+}

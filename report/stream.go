@@ -1,0 +1,103 @@
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// Generate never holds every result of a campaign whole (docs/performance.md "Memory
+// of run in N"): each result.json is decoded, sanitised and cut down to its summary
+// (summaryResult) as it is read; the counts, summary.md, junit.xml, history.json and
+// the dashboard's grid and triage list are made from the summaries; campaign.json and
+// the dashboard's cards read each result whole again from its file (resultReader) one
+// at a time while they are written.
+
+// summaryResult cuts a sanitised result down to what the campaign's counts, summary.md,
+// junit.xml, the history and the dashboard's grid and triage read (dir is its attempt
+// directory relative to the campaign directory): the billing summary is computed and
+// kept in place of the usage; the matcher results are kept whole for a result that does
+// not count as passed (junit.xml lists each) and only the failed ones otherwise (the
+// one-line reason quotes them); the evidence list up to the first file that names the
+// attempt directory and the first one the dashboard can link (the only ones read);
+// runtime facts only as the CLI provenance (name, version, digest). Termination,
+// turn timings, leases, trajectories, the workspace diff and the run ids are dropped.
+func summaryResult(r *Result, dir string) {
+	bl := billingOf(r)
+	r.Billing, r.Usage, r.RuntimeUsage, r.RunIDs = &bl, nil, nil, nil
+	if Outcome(r) == verdict.Passed {
+		var failed []MatcherResult
+		for _, m := range r.MatcherResults {
+			if !m.Passed {
+				failed = append(failed, m)
+			}
+		}
+		r.MatcherResults = failed
+	}
+	last := -1
+	seenDir, seenHref := false, false
+	for i, e := range prefixEvidence(dir, r.Evidence) {
+		one := &Result{Evidence: []string{e}}
+		if !seenDir && evidenceDir(one) != "" {
+			seenDir, last = true, max(last, i)
+		}
+		if _, ok := evidenceHref(e); ok && !seenHref {
+			seenHref, last = true, max(last, i)
+		}
+		if seenDir && seenHref {
+			break
+		}
+	}
+	r.Evidence = r.Evidence[:last+1]
+	var clis []RuntimeFacts
+	for _, rf := range r.RuntimeFacts {
+		if rf.CLIName != "" {
+			clis = append(clis, RuntimeFacts{CLIName: rf.CLIName, CLIVersion: rf.CLIVersion, BinarySHA256: rf.BinarySHA256})
+		}
+	}
+	r.RuntimeFacts = clis
+	r.Termination, r.TurnTimings, r.Leases, r.Trajectories, r.WorkspaceDiff = nil, nil, nil, nil, nil
+}
+
+// resultReader reads a campaign's chosen results whole again, one at a time.
+type resultReader struct {
+	dir     string
+	secrets *redact.Set
+	results []Result // the summaries
+	sources []string // per result, its attempt directory ("": synthetic, kept whole)
+}
+
+// full returns result i whole: read again from its result.json, validated, its paths
+// made relative to the campaign directory and sanitised, as Generate chose it. A file
+// that no longer decodes, or holds another attempt than the one chosen, is an error.
+func (rr *resultReader) full(i int) (*Result, error) {
+	sum := &rr.results[i]
+	if rr.sources[i] == "" {
+		return sum, nil
+	}
+	dir := rr.sources[i]
+	p := filepath.Join(rr.dir, filepath.FromSlash(dir), ResultFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s again: %w", p, err)
+	}
+	if len(b) > maxResultBytes {
+		return nil, fmt.Errorf("%s changed while the report was written", p)
+	}
+	r, err := DecodeResult(dir+"/"+ResultFile, b)
+	if err != nil {
+		return nil, fmt.Errorf("%s changed while the report was written: %w", p, err)
+	}
+	if r.ExecutionID != sum.ExecutionID || r.Attempt != sum.Attempt || r.FinishedAt != sum.FinishedAt || r.Repetition != sum.Repetition {
+		return nil, fmt.Errorf("%s changed while the report was written", p)
+	}
+	r.Evidence = prefixEvidence(dir, r.Evidence)
+	r.Trajectories = prefixTrajectories(dir, r.Trajectories)
+	if rr.secrets != nil {
+		SanitizeResult(rr.secrets, r)
+	}
+	return r, nil
+}
