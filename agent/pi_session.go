@@ -288,6 +288,15 @@ func (s *PiSession) Identity() (ProcessIdentity, error) {
 	return ProcessIdentity{PID: s.proc.identity.PID, StartTime: st}, nil
 }
 
+// Alive reports whether the session can serve another prompt: not closed, not broken
+// by a turn (agent_gone, timed_out) and its process still running (the warm
+// lifecycle's reuse test).
+func (s *PiSession) Alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closed && s.broken == nil && !s.proc.exited()
+}
+
 // send writes one command line to Pi.
 func (s *PiSession) send(cmd map[string]any) error {
 	b, err := json.Marshal(cmd)

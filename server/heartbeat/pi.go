@@ -15,7 +15,8 @@ import (
 )
 
 // Pi runs (docs/pi.md "In the heartbeat runner"): an rpc:pi run is one Pi session
-// (lifecycle per_turn): the runner starts Pi in its RPC mode with the driver
+// (lifecycle per_turn; under the warm lifecycle one session serves every run of the
+// agent, pi_warm.go): the runner starts Pi in its RPC mode with the driver
 // (agent.NewPi, PiDriver.Start: agentproof's extension with the write gate, the native
 // question tool and the MCP bridge to the semantic tools, Config.PiTools), sends the run's prompt as one
 // Pi prompt acting as the run, and closes the session when the turn ends. The write
@@ -67,13 +68,30 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 
 	startedAt := r.cfg.Now()
 	questions := boardQuestions{c: j.c, run: j.runID, task: j.task.ID, poll: PiQuestionPoll}
-	sess, startErr := d.Start(runCtx, agent.PiEnv{Run: env, Permissions: boardDecider{r: r, j: j, run: j.runID}, Questions: questions,
-		Tools: r.cfg.PiTools, Redact: secrets, Now: r.cfg.Now})
+	warm := j.cfg.LifecycleMode.Warm()
+	var (
+		sess     *agent.PiSession
+		startErr error
+		ws       *warmSession
+		reused   bool
+	)
+	if warm {
+		// One Pi session serves every run of the agent (pi_warm.go): this run's turn is
+		// a new prompt in it, acting as this run.
+		ws, reused, startErr = r.warmPiFor(runCtx, j, d, env, secrets, questions)
+		if startErr == nil {
+			sess, secrets = ws.pi, ws.secrets
+		}
+	} else {
+		sess, startErr = d.Start(runCtx, agent.PiEnv{Run: env, Permissions: boardDecider{r: r, j: j, run: j.runID}, Questions: questions,
+			Tools: r.cfg.PiTools, Redact: secrets, Now: r.cfg.Now})
+	}
 	var (
 		res     agent.PiTurnResult
 		turnErr error
 		exit    agent.ProcessExit
 		facts   *api.LaunchFacts
+		open    bool // the warm session stays open after this turn
 	)
 	if startErr == nil {
 		r.mu.Lock()
@@ -102,7 +120,11 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 		res, turnErr = sess.Prompt(runCtx, agent.PiTurn{RunID: j.runID, RunToken: env.RunToken, Text: agent.Prompt(rc)})
 		stopSteer()
 		<-steered
-		exit = sess.Close()
+		if warm {
+			exit, open = r.warmPiAfterTurn(ws, j)
+		} else {
+			exit = sess.Close()
+		}
 		observed()
 	} else {
 		var se *agent.StartError
@@ -120,13 +142,20 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 		}
 		rec.IdempotentStops = cur.IdempotentStops
 	}
-	o, report := piReport(startErr, res, turnErr, exit, endedAt.Sub(startedAt))
+	o, report := piReport(startErr, res, turnErr, exit, endedAt.Sub(startedAt), open)
 	if o.Started {
 		rec.ProcessStartedAt, rec.ProcessEndedAt = stamp(startedAt), stamp(endedAt)
 		rec.Launch = facts
 	}
 	if startErr == nil {
 		rec.Pi = piTurnFacts(sess, res, exit, secrets.RedactText)
+		rec.Pi.Lifecycle, rec.Pi.Reused = api.LifecyclePerTurn, reused
+		if warm {
+			rec.Pi.Lifecycle = api.LifecycleWarm
+		}
+		if open {
+			rec.Pi.Exit = ""
+		}
 		if p, err := agent.ReadPresentation(env.StateDir, rec.RunID); err == nil && p != nil {
 			report.Presentation = &agent.Presentation{CommentID: p.CommentID, Text: p.Text}
 		} else if err != nil {
@@ -138,8 +167,8 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 
 // steerComments delivers every human board comment on the run's task to the running Pi
 // turn with steer until ctx ends: it polls the company's state (PiSteerPoll) for
-// scheduled issue_commented wakes of the run's actor and task whose comment has no
-// author actor (the human's), and once Pi accepted a comment the wake is consumed
+// scheduled issue_commented wakes of the run's actor and task, not yet taken by a run
+// of their own, whose comment has no author actor (the human's), and once Pi accepted a comment the wake is consumed
 // (skipped with a reason naming the run: the comment was delivered in this turn, it
 // starts no second run). A comment Pi did not accept keeps its wake for a later run.
 func (r *Runner) steerComments(ctx context.Context, j job, sess *agent.PiSession) {
@@ -162,9 +191,13 @@ func (r *Runner) steerComments(ctx context.Context, j job, sess *agent.PiSession
 			done[id] = true
 		}
 		r.mu.Unlock()
+		runs := map[string]bool{} // a wake whose run exists was taken (pick)
+		for _, run := range st.Runs {
+			runs[run.ID] = true
+		}
 		for _, w := range st.Wakes {
 			if w.Status != controlplane.WakeScheduled || w.Reason != controlplane.WakeIssueCommented || w.TaskID != j.task.ID ||
-				w.ActorID != j.actor.ID || w.ID == j.wake.ID || done[w.ID] {
+				w.ActorID != j.actor.ID || w.ID == j.wake.ID || done[w.ID] || runs[RunID(j.company, w.ID)] {
 				continue
 			}
 			var p struct {
@@ -201,7 +234,10 @@ func (r *Runner) steerComments(ctx context.Context, j job, sess *agent.PiSession
 // cancelled in finish); a turn past its deadline counts as timed out; a session that
 // did not start is not started when its process never ran (the launch or spawn failed:
 // the harness's) and otherwise a failed run whose agent broke off before get_state.
-func piReport(startErr error, res agent.PiTurnResult, turnErr error, exit agent.ProcessExit, wall time.Duration) (worker.Outcome, agent.Report) {
+//
+// open is a warm session that stays open after the turn: the process has no exit yet
+// (its outcome is the turn's, its stderr comes with the run that retires it).
+func piReport(startErr error, res agent.PiTurnResult, turnErr error, exit agent.ProcessExit, wall time.Duration, open bool) (worker.Outcome, agent.Report) {
 	o, rep := sessionOutcome("Pi", startErr, turnErr, exit, wall)
 	if rep != nil {
 		return o, *rep
@@ -226,10 +262,16 @@ func piReport(startErr error, res agent.PiTurnResult, turnErr error, exit agent.
 	complete := turnErr == nil || te != nil && te.Failure == agent.TurnAgentError && res.Events["agent_end"] > 0
 	turn, _ := json.MarshalIndent(res, "", "  ")
 	tr := []agent.Evidence{stderr, {Name: PiTurnFile, MediaType: "application/json", Body: turn}}
+	exitSummary := exit.Summary()
+	if open {
+		tr = tr[1:]
+		o.Duration = wall
+		exitSummary = fmt.Sprintf("the warm session's process (pid %d) stays open for the next run", res.Process.PID)
+	}
 	if len(res.Evidence) > 0 { // the turn's share of the session log
 		tr = append(tr, agent.Evidence{Name: PiTurnLogFile, MediaType: res.Evidence[0].MediaType, Body: res.Evidence[0].Body})
 	}
-	return o, agent.Report{Summary: summary + "; " + exit.Summary(), RunStatus: status, Usage: res.Usage,
+	return o, agent.Report{Summary: summary + "; " + exitSummary, RunStatus: status, Usage: res.Usage,
 		Transcript: tr, EventStreamComplete: &complete}
 }
 
