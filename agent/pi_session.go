@@ -658,6 +658,9 @@ func (s *PiSession) dialog(l piLine) {
 		a, err := s.env.Questions.Answer(ctx, req)
 		switch {
 		case ctx.Err() != nil:
+			if err != nil { // the decider could not close its question after the cancel
+				rec.Error = fmt.Sprintf("question %d: after the cancel: %v", seq, err)
+			}
 		case err != nil:
 			rec.By, rec.Error = AnsweredByError, fmt.Sprintf("question %d: the decider failed: %v", seq, err)
 		case l.Method == QuestionSelect && !a.Cancelled && !slicesContains(l.Options, a.Value):

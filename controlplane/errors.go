@@ -126,6 +126,10 @@ const (
 	CodeRunNotRetryable Code = "run_not_retryable"
 	// CodeRunAlreadyRetried: the run already has a retry (asked for or opened).
 	CodeRunAlreadyRetried Code = "run_already_retried"
+	// CodeRunNotSteerable: the run has no running turn of an agent that takes steering
+	// messages (a Pi run between its prompt and its end), or the agent refused the
+	// message (the heartbeat runner's Steer).
+	CodeRunNotSteerable Code = "run_not_steerable"
 )
 
 // Codes of the HTTP API around the state machine (packages server, server/heartbeat
@@ -256,6 +260,7 @@ var codeClasses = map[Code]Class{
 	CodeHomeSaveConflict:           ClassConflict,
 	CodeRunNotRetryable:            ClassConflict,
 	CodeRunAlreadyRetried:          ClassConflict,
+	CodeRunNotSteerable:            ClassConflict,
 
 	CodeRequestTooLarge: ClassTooLarge,
 	CodeRequestTimeout:  ClassTimeout,

@@ -44,7 +44,7 @@ func TestCodeClasses(t *testing.T) {
 		CodeArtifactContentMissing: ClassMissing, CodeArtifactDigestMismatch: ClassInvalid, CodeFileMissing: ClassMissing,
 		CodeFileRevisionConflict: ClassConflict, CodeFileConflictMissing: ClassMissing, CodeFileConflictStale: ClassConflict,
 		CodeFileConflictResolved: ClassConflict, CodeHomeSaveConflict: ClassConflict, CodeRunNotRetryable: ClassConflict,
-		CodeRunAlreadyRetried:      ClassConflict,
+		CodeRunAlreadyRetried: ClassConflict, CodeRunNotSteerable: ClassConflict,
 		"scripted_retryable_error": ClassRefused,
 	}
 	for code, class := range want {

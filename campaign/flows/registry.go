@@ -42,6 +42,8 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPiNativeQuestion:         playPiNativeQuestion,
 	catalog.FlowPiQuestionStop:           playPiQuestionStop,
 	catalog.FlowPiSteering:               playPiSteering,
+	catalog.FlowPiFollowUp:               playPiFollowUp,
+	catalog.FlowPiConfirmNegative:        playPiConfirmNegative,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.
