@@ -361,10 +361,15 @@ func (s *PiSession) read() {
 			continue
 		}
 		if size > 0 {
-			full := bytes.TrimRight(line, "\r\n")
-			head := full[:min(len(full), MaxACPLineBytes)]
-			s.log.wire(DirAgent, head, size)
-			s.dispatch(full, size > MaxPiLineBytes)
+			// The log's size of a line excludes its newline, like the client's side
+			// (lineTap): a whole line is logged as JSON, only a longer one as cut text.
+			n := size
+			if err == nil {
+				n--
+			}
+			logged := bytes.TrimSuffix(line, []byte("\n"))
+			s.log.wire(DirAgent, logged[:min(len(logged), MaxACPLineBytes)], n)
+			s.dispatch(bytes.TrimRight(line, "\r\n"), size > MaxPiLineBytes)
 		}
 		line, size = line[:0], 0
 		if err != nil {
