@@ -129,7 +129,8 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 		r.mu.Lock()
 		delete(r.piLive, j.runID)
 		r.mu.Unlock()
-		live.mu.Lock() // a Steer in flight ends first
+		live.mu.Lock() // a Steer in flight ends first; a later one finds the turn over
+		live.over = true
 		live.mu.Unlock()
 		if warm {
 			exit, open = r.warmPiAfterTurn(ws, j)
@@ -184,6 +185,7 @@ type piLive struct {
 	sess      *agent.PiSession
 	mu        sync.Mutex
 	delivered map[string]bool // comment id → delivered into the turn
+	over      bool            // the turn ended (guarded by mu)
 }
 
 // followUpComments delivers every human board comment on the run's task that arrives
@@ -303,6 +305,9 @@ func (r *Runner) Steer(ctx context.Context, runID string, req api.SteerRunReques
 	j := live.j
 	live.mu.Lock()
 	defer live.mu.Unlock()
+	if live.over {
+		return api.SteerRunResponse{}, &controlplane.Error{Code: controlplane.CodeRunNotSteerable, Message: "the Pi turn of run " + runID + " has ended"}
+	}
 	in, _ := json.Marshal(map[string]string{"issueId": j.task.ID, "body": req.Body})
 	res, err := j.c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardComment, Input: in, IdempotencyKey: key})
 	if err != nil {
