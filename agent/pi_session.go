@@ -288,6 +288,15 @@ func (s *PiSession) Identity() (ProcessIdentity, error) {
 	return ProcessIdentity{PID: s.proc.identity.PID, StartTime: st}, nil
 }
 
+// Alive reports whether the session can serve another prompt: not closed, not broken
+// by a turn (agent_gone, timed_out) and its process still running (the warm
+// lifecycle's reuse test).
+func (s *PiSession) Alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closed && s.broken == nil && !s.proc.exited()
+}
+
 // send writes one command line to Pi.
 func (s *PiSession) send(cmd map[string]any) error {
 	b, err := json.Marshal(cmd)
@@ -352,10 +361,15 @@ func (s *PiSession) read() {
 			continue
 		}
 		if size > 0 {
-			full := bytes.TrimRight(line, "\r\n")
-			head := full[:min(len(full), MaxACPLineBytes)]
-			s.log.wire(DirAgent, head, size)
-			s.dispatch(full, size > MaxPiLineBytes)
+			// The log's size of a line excludes its newline, like the client's side
+			// (lineTap): a whole line is logged as JSON, only a longer one as cut text.
+			n := size
+			if err == nil {
+				n--
+			}
+			logged := bytes.TrimSuffix(line, []byte("\n"))
+			s.log.wire(DirAgent, logged[:min(len(logged), MaxACPLineBytes)], n)
+			s.dispatch(bytes.TrimRight(line, "\r\n"), size > MaxPiLineBytes)
 		}
 		line, size = line[:0], 0
 		if err != nil {
@@ -649,6 +663,9 @@ func (s *PiSession) dialog(l piLine) {
 		a, err := s.env.Questions.Answer(ctx, req)
 		switch {
 		case ctx.Err() != nil:
+			if err != nil { // the decider could not close its question after the cancel
+				rec.Error = fmt.Sprintf("question %d: after the cancel: %v", seq, err)
+			}
 		case err != nil:
 			rec.By, rec.Error = AnsweredByError, fmt.Sprintf("question %d: the decider failed: %v", seq, err)
 		case l.Method == QuestionSelect && !a.Cancelled && !slicesContains(l.Options, a.Value):

@@ -151,11 +151,39 @@ func TestPiFakeFailures(t *testing.T) {
 	}
 	t.Run("garbage", func(t *testing.T) {
 		t.Parallel()
-		s, _ := fakePiSession(t, "garbage", nil)
+		s, log := fakePiSession(t, "garbage", nil)
 		res, err := s.Prompt(context.Background(), agent.PiTurn{RunID: "run-1", RunToken: piToken, Text: "go"})
 		if err != nil || res.Message != "ok" || res.Events["(not JSON)"] != 1 || len(res.ProtocolViolations) != 1 ||
 			!strings.Contains(res.ProtocolViolations[0], "unknown tool call ghost") {
 			t.Fatalf("Prompt = %+v, %v", res, err)
+		}
+		// Pi's whole lines are logged as JSON messages of their size without the
+		// newline (never "truncated"); the line that is not JSON as text.
+		s.Close()
+		var agentLines, text int
+		for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+			var e agent.ACPLogEntry
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatalf("log line %q: %v", l, err)
+			}
+			if e.Dir != agent.DirAgent {
+				continue
+			}
+			agentLines++
+			if e.Truncated {
+				t.Errorf("a whole line was logged as truncated: %s", l)
+			}
+			if e.Message == nil {
+				text++
+				if e.Text != "this line is not JSON" || e.Bytes != len(e.Text) {
+					t.Errorf("text line %s", l)
+				}
+			} else if e.Bytes != len(e.Message) {
+				t.Errorf("line of %d bytes logged with size %d: %s", len(e.Message), e.Bytes, l)
+			}
+		}
+		if agentLines < 5 || text != 1 {
+			t.Errorf("%d agent lines, %d as text; want at least 5, one text", agentLines, text)
 		}
 	})
 	t.Run("token", func(t *testing.T) {

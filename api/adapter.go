@@ -184,8 +184,8 @@ func ParseAdapterConfig(raw json.RawMessage) (cfg AdapterConfig, ok bool, err er
 	switch cfg.LifecycleMode {
 	case "", LifecyclePerTurn:
 	case LifecycleWarm:
-		if _, isACP := cfg.Driver.ACP(); !isACP && !cfg.Driver.IsZero() {
-			p = append(p, fmt.Sprintf("lifecycleMode %q needs a session driver (%s<agent>); driver %s runs one process per run", cfg.LifecycleMode, driver.KindACP, cfg.Driver))
+		if !cfg.Driver.Warmable() && !cfg.Driver.IsZero() {
+			p = append(p, fmt.Sprintf("lifecycleMode %q needs a session driver (%s<agent> or %s<agent>); driver %s runs one process per run", cfg.LifecycleMode, driver.KindACP, driver.KindRPC, cfg.Driver))
 		}
 	default:
 		p = append(p, fmt.Sprintf("lifecycleMode %q is not supported (%s or %s)", cfg.LifecycleMode, LifecyclePerTurn, LifecycleWarm))

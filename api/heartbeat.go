@@ -183,6 +183,24 @@ type CancelRunRequest struct {
 	CancellationRequestID string `json:"cancellationRequestId,omitempty"`
 }
 
+// SteerRunRequest is the body of POST /api/heartbeat-runs/{runId}/steer (the Steer
+// button, seed 000 "Pi active controls"): Body is the human's message, posted as a
+// comment on the run's task and delivered to the running turn as a steering message
+// (Pi's steer: the same turn, before the model's next request). A comment posted
+// without it while a Pi turn runs is a queued follow-up (Pi's follow_up).
+type SteerRunRequest struct {
+	Body string `json:"body"`
+}
+
+// SteerRunResponse answers a Steer: the run, the comment posted on its task and that
+// the agent accepted the message into its running turn (always true: a refusal is an
+// error, 409 run_not_steerable, and the comment then stays a follow-up).
+type SteerRunResponse struct {
+	RunID     string `json:"runId"`
+	CommentID string `json:"commentId"`
+	Accepted  bool   `json:"accepted"`
+}
+
 // CancelRunResponse answers a Stop: the run, the intent it reserved (Disposition
 // "reserved", HTTP 202) or joined ("joined", HTTP 200) and the run's status in the
 // control plane at the time of the answer (the process may still be stopping).

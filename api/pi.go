@@ -11,8 +11,13 @@ package api
 // then steering and follow-up messages), the permission requests of the write gate with
 // what Pi was told, the native questions and how they were closed, the steering messages sent and whether Pi delivered each into the
 // turn, tool call and protocol violation counts, the failure ("" when the turn ended
-// with a stop reason) and the session's exit.
+// with a stop reason) and the session's exit. Lifecycle is the run's lifecycle mode
+// (per_turn, warm); a warm run whose session was already running is Reused, and its
+// session stays open after the turn (Exit ""). FollowUps are the queued follow-up
+// messages (Pi's follow_up) sent during the turn, like Steers.
 type PiTurn struct {
+	Lifecycle          LifecycleMode       `json:"lifecycle,omitempty"`
+	Reused             bool                `json:"reused,omitempty"`
 	SessionIndex       int                 `json:"sessionIndex"`
 	SessionID          string              `json:"sessionId"`
 	Turn               int                 `json:"turn"`
@@ -27,6 +32,7 @@ type PiTurn struct {
 	Permissions        []ACPPermissionTurn `json:"permissions"`
 	Questions          []PiQuestionTurn    `json:"questions"`
 	Steers             []PiDelivery        `json:"steers"`
+	FollowUps          []PiDelivery        `json:"followUps,omitempty"`
 	ToolCalls          int                 `json:"toolCalls"`
 	ProtocolViolations []string            `json:"protocolViolations,omitempty"`
 	HarnessErrors      []string            `json:"harnessErrors,omitempty"`

@@ -56,10 +56,21 @@ const (
 	// FlowPiQuestionStop: the human stops the run (the Stop API) while its native
 	// question is pending; the run must end cancelled without an answer (docs/pi.md).
 	FlowPiQuestionStop Flow = "pi_question_stop"
-	// FlowPiSteering: while the agent's model is held mid-tool-call, the human comments
-	// on the task; the comment must reach the running turn (Pi's steer) and its marker
+	// FlowPiSteering: while the agent's model is held mid-tool-call, the human steers
+	// the run with a comment (the Steer button); the comment must reach the running turn (Pi's steer) and its marker
 	// be the run's final reply, in one run (docs/pi.md).
 	FlowPiSteering Flow = "pi_steering"
+	// FlowPiFollowUp: while the agent's model is held mid-tool-call, the human comments
+	// on the task without Steer; the comment must reach the running turn as a queued
+	// follow-up (Pi's follow_up: delivered when the agent would otherwise stop) and be
+	// answered in the same run and process, no second run (docs/pi.md).
+	FlowPiFollowUp Flow = "pi_follow_up"
+	// FlowPiConfirmNegative: the agent asks a native yes/no question (Pi's confirm
+	// dialog, a question interaction on the board) and the human answers no; the agent
+	// must write the answer it was given (false) to the case's workspace file, and the
+	// question is graded negative_or_cancelled: Pi cannot tell a no from a dismissal
+	// (seed 000; docs/pi.md).
+	FlowPiConfirmNegative Flow = "pi_confirm_negative"
 )
 
 // Flows lists the catalog's flow enumeration in declaration order.
@@ -70,7 +81,7 @@ var Flows = []Flow{
 	FlowFirstTask, FlowAgentChat, FlowInstructionPersistence, FlowNativeProviderLoss,
 	FlowProcessExit, FlowLostAcknowledgement, FlowCrashRetry, FlowServerCrashRetry,
 	FlowPermissionApproveWrite, FlowPermissionDenyWrite, FlowPendingPermissionStop, FlowBlockerGuidance,
-	FlowPiNativeQuestion, FlowPiQuestionStop, FlowPiSteering,
+	FlowPiNativeQuestion, FlowPiQuestionStop, FlowPiSteering, FlowPiFollowUp, FlowPiConfirmNegative,
 }
 
 // ScriptTurns is how many turns a reference script of the case carries out: one per

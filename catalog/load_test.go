@@ -172,6 +172,15 @@ func TestBadInput(t *testing.T) {
 			},
 		},
 		{
+			name: "warm lifecycle of a one-process-per-run driver",
+			files: func(t *testing.T) map[string]string {
+				return ab(mustReplace(t, baseA, "    driver: exec:codex\n", "    driver: exec:codex\n    runnerLifecycleMode: warm\n"), baseB)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`runnerLifecycleMode warm needs a session driver \(acp:<agent> or rpc:<agent>\); driver exec:codex runs one process per run`}
+			},
+		},
+		{
 			name: "wrong type: scalar for a list",
 			files: func(t *testing.T) map[string]string {
 				return ab(baseA, mustReplace(t, baseB, "profiles: [agent]", "profiles: agent"))

@@ -504,8 +504,8 @@ func (v *validator) validateProfile(p *Profile) {
 	}
 	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
 	v.enum("profile runnerLifecycleMode", &p.RunnerLifecycleMode, LifecycleModes, p, false)
-	if d, err := driver.Parse(p.Driver); err == nil && p.RunnerLifecycleMode == LifecycleModeWarm && d.Kind != driver.KindACP {
-		v.add(v.at(&p.RunnerLifecycleMode, p), "profile %s runnerLifecycleMode warm needs a session driver (%s<agent>); driver %s runs one process per run", p.ID, driver.KindACP, p.Driver)
+	if d, err := driver.Parse(p.Driver); err == nil && p.RunnerLifecycleMode == LifecycleModeWarm && !d.Warmable() {
+		v.add(v.at(&p.RunnerLifecycleMode, p), "profile %s runnerLifecycleMode warm needs a session driver (%s<agent> or %s<agent>); driver %s runs one process per run", p.ID, driver.KindACP, driver.KindRPC, p.Driver)
 	}
 	v.grants("profile "+p.ID, &p.CapabilityGrants, p)
 	if d, _ := driver.Parse(p.Driver); d.Kind == driver.KindExec {

@@ -29,6 +29,22 @@ func (co *Company) CancelRun(ctx context.Context, runID, cancellationRequestID s
 	return co.c.CancelRun(ctx, runID, cancellationRequestID)
 }
 
+// SteerRun is the Steer button: POST /api/heartbeat-runs/{runId}/steer with body (the
+// human's message, posted as a comment on the run's task and delivered into its running
+// Pi turn with steer). Errors come back as *controlplane.Error: invalid_request (400),
+// run_missing (404), run_not_steerable (409).
+func (c *Client) SteerRun(ctx context.Context, runID, body string, opts ...WriteOption) (api.SteerRunResponse, error) {
+	var out api.SteerRunResponse
+	err := c.doWith(ctx, "POST", "/api/heartbeat-runs/"+url.PathEscape(runID)+"/steer", api.SteerRunRequest{Body: body}, &out, opts)
+	return out, err
+}
+
+// SteerRun is Client.SteerRun (the Steer button) through the company's client, for the
+// flows that steer a run as the human.
+func (co *Company) SteerRun(ctx context.Context, runID, body string) (api.SteerRunResponse, error) {
+	return co.c.SteerRun(ctx, runID, body)
+}
+
 // HeartbeatRun returns the heartbeat runner's record of runID (404 run_missing when the
 // runner has none).
 func (c *Client) HeartbeatRun(ctx context.Context, runID string) (api.HeartbeatRun, error) {

@@ -132,6 +132,10 @@ const (
 	CodeNotConversation Code = "task_not_conversation"
 	// CodeRunAlreadyRetried: the run already has a retry (asked for or opened).
 	CodeRunAlreadyRetried Code = "run_already_retried"
+	// CodeRunNotSteerable: the run has no running turn of an agent that takes steering
+	// messages (a Pi run between its prompt and its end), or the agent refused the
+	// message (the heartbeat runner's Steer).
+	CodeRunNotSteerable Code = "run_not_steerable"
 )
 
 // Codes of the HTTP API around the state machine (packages server, server/heartbeat
@@ -264,6 +268,7 @@ var codeClasses = map[Code]Class{
 	CodeRunNotRetryable:            ClassConflict,
 	CodeNotConversation:            ClassConflict,
 	CodeRunAlreadyRetried:          ClassConflict,
+	CodeRunNotSteerable:            ClassConflict,
 
 	CodeRequestTooLarge: ClassTooLarge,
 	CodeRequestTimeout:  ClassTimeout,

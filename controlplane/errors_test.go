@@ -45,7 +45,7 @@ func TestCodeClasses(t *testing.T) {
 		CodeFileRevisionConflict: ClassConflict, CodeFileConflictMissing: ClassMissing, CodeFileConflictStale: ClassConflict,
 		CodeFileConflictResolved: ClassConflict, CodeHomeSaveConflict: ClassConflict, CodeRunNotRetryable: ClassConflict,
 		CodeConversationMissing: ClassMissing, CodeNotConversation: ClassConflict,
-		CodeRunAlreadyRetried:      ClassConflict,
+		CodeRunAlreadyRetried: ClassConflict, CodeRunNotSteerable: ClassConflict,
 		"scripted_retryable_error": ClassRefused,
 	}
 	for code, class := range want {

@@ -130,6 +130,7 @@ func (h runnerHost) AgentAPIURL(company string) string { return h.url + "/api/co
 // document Serve serves):
 //
 //	POST /api/heartbeat-runs/{run}/cancel        Stop (body api.CancelRunRequest, optional)
+//	POST /api/heartbeat-runs/{run}/steer         Steer a running Pi turn (body api.SteerRunRequest)
 //	GET  /api/heartbeat-runs/{run}               the run's api.HeartbeatRun
 //	GET  /api/companies/{company}/heartbeat-runs  api.HeartbeatRunList
 //	GET  /api/companies/{company}/permissions     api.PermissionList (?taskId= filters)
@@ -164,6 +165,20 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 					return withStatus{http.StatusOK, out}, nil
 				}
 				return out, nil
+			}},
+		{method: "POST", pattern: "/api/heartbeat-runs/{run}/steer", board: true, request: api.SteerRunRequest{}, response: api.SteerRunResponse{},
+			status: http.StatusOK, idempotent: true,
+			summary: "Steer a running Pi turn (the Steer button): post the message as the human's comment on the run's task and deliver it into the running turn with Pi's steer; a comment posted otherwise while the turn runs is a follow-up; 409 run_not_steerable",
+			h: func(ctx context.Context, r *http.Request, _ principal) (any, error) {
+				b, err := readBody(r)
+				if err != nil {
+					return nil, err
+				}
+				var req api.SteerRunRequest
+				if err := DecodeStrict(b, &req); err != nil {
+					return nil, err
+				}
+				return rn.Steer(ctx, r.PathValue("run"), req, idempotencyKey(r))
 			}},
 		{method: "POST", pattern: "/api/heartbeat-runs/{run}/retry", board: true, response: api.RetryRunResponse{}, status: http.StatusCreated, idempotent: true,
 			summary: "Retry a failed or interrupted heartbeat run: a retry wake for its agent and task, and the id of the run opened for it (bound by retryOf); 409 run_not_retryable or run_already_retried",

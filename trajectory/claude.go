@@ -7,7 +7,7 @@ import "math"
 const FormatClaude = "claude-stream-json"
 
 func init() {
-	register(Format{Name: FormatClaude, File: "events.jsonl", Accepts: cliDriver("claude"), Convert: fromClaude})
+	register(Format{Name: FormatClaude, File: "events.jsonl", Accepts: cliDriver("claude", "qwen"), Convert: fromClaude})
 }
 
 // fromClaude reads a Claude Code event stream: system init names the session and the

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/agentproof/agentproof/agent/driver"
 )
@@ -13,15 +14,16 @@ func init() {
 	register(Format{Name: FormatCodex, File: "events.jsonl", Accepts: cliDriver("codex"), Convert: fromCodex})
 }
 
-// cliDriver accepts the driver strings of the real CLI name (exec:<name>).
-func cliDriver(name string) func(string) bool {
+// cliDriver accepts the driver strings of the real CLIs names (exec:<name>; Kilo writes
+// OpenCode's stream, Qwen Code Claude Code's).
+func cliDriver(names ...string) func(string) bool {
 	return func(s string) bool {
 		d, err := driver.Parse(s)
 		if err != nil {
 			return false
 		}
 		cli, ok := d.CLI()
-		return ok && cli == name
+		return ok && slices.Contains(names, cli)
 	}
 }
 

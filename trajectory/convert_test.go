@@ -91,6 +91,8 @@ func TestConvertRecordedStreams(t *testing.T) {
 	opencode := readStream(t, "opencode-ask-question.jsonl")
 	claude := readStream(t, "claude-ask-question.jsonl")
 	acpCodex := readStream(t, "acp-codex-acp-permission-approve-write.jsonl")
+	piFollowUp := readStream(t, "pi-pi-follow-up.jsonl")
+	copilot := readStream(t, "copilot-message-marker.jsonl")
 	codexUsage := &Usage{Input: 28051, Output: 20}
 	cases := []struct {
 		name   string
@@ -144,10 +146,45 @@ func TestConvertRecordedStreams(t *testing.T) {
 			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleSystem, RoleSystem}, Calls: []string{"Write proof.txt"}, Results: 1, Errors: 1,
 			Messages: []string{`plan: [{"content":"edit proof.txt","priority":"medium","stat`}}},
 	}
+	cases = append(cases, []struct {
+		name   string
+		driver string
+		stream []byte
+		cut    bool
+		want   summary
+	}{
+		{"kilo", "exec:kilo", readStream(t, "kilo-message-marker.jsonl"), false, summary{Format: FormatOpenCode, SessionID: "ses_dcc465f09ffet0Y7Eq0DzAp3cH",
+			Roles: []Role{RoleAgent, RoleAgent, RoleAgent}, Calls: []string{"agentproof_report_progress", "agentproof_finish_task"}, Results: 2,
+			Messages: []string{"PAPERCLIP_E2E_OK_d655e866198030c9"}, Usage: &Usage{Input: 49789, Output: 45}}},
+		{"qwen", "exec:qwen", readStream(t, "qwen-message-marker.jsonl"), false, summary{Format: FormatClaude, SessionID: "43e6e560-e1f3-42b7-86e2-b35166615c35",
+			Roles: []Role{RoleAgent, RoleAgent, RoleAgent}, Calls: []string{"mcp__agentproof__report_progress", "mcp__agentproof__finish_task"}, Results: 2,
+			Messages: []string{"PAPERCLIP_E2E_OK_831f7bf546f93f80"}, Usage: &Usage{Input: 69536, Output: 47}}},
+		{"copilot", "exec:copilot", copilot, false, summary{Format: FormatCopilot, SessionID: "46a2ab7b-ad71-4dec-bd06-7b02d5ec460e",
+			Roles: []Role{RoleUser, RoleAgent, RoleAgent, RoleAgent}, Calls: []string{"agentproof-report_progress", "agentproof-finish_task"}, Results: 2,
+			Messages: []string{"PAPERCLIP_E2E_OK_0c8177ad13d04079"}}},
+		{"copilot-without-result", "exec:copilot", dropLines(copilot, `"type":"result"`, `"toolCallId":"call_ap_2","model"`), false, summary{Format: FormatCopilot,
+			Roles: []Role{RoleUser, RoleAgent, RoleAgent, RoleAgent}, Calls: []string{"agentproof-report_progress", "agentproof-finish_task"}, Results: 1,
+			Messages: []string{"PAPERCLIP_E2E_OK_0c8177ad13d04079"},
+			Gaps:     []string{"the stream ended without its result even", "tool call call_ap_2 (agentproof-finish_t"}}},
+		{"pi-follow-up", "rpc:pi", piFollowUp, false, summary{Format: FormatPi,
+			Roles: []Role{RoleUser, RoleSystem, RoleAgent, RoleAgent, RoleUser, RoleAgent, RoleAgent}, Calls: []string{"bash", "agentproof_finish_task"}, Results: 2,
+			Messages: []string{"The command ran. Anything else?", "Done."}, Usage: piUsage(t, piFollowUp)}},
+		{"pi-without-end", "rpc:pi", dropLines(piFollowUp, `"type":"agent_end"`, `"role":"toolResult","toolCallId":"call_ap_3"`), false,
+			summary{Format: FormatPi,
+				Roles: []Role{RoleUser, RoleSystem, RoleAgent, RoleAgent, RoleUser, RoleAgent, RoleAgent}, Calls: []string{"bash", "agentproof_finish_task"}, Results: 1,
+				Messages: []string{"The command ran. Anything else?", "Done."}, Usage: piUsage(t, piFollowUp),
+				Gaps: []string{"the log has no agent_end: the turn did n", "tool call call_ap_3 (agentproof_finish_t"}}},
+		{"pi-question-stop", "rpc:pi", readStream(t, "pi-pi-question-stop.jsonl"), false, summary{Format: FormatPi,
+			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleSystem, RoleSystem, RoleSystem, RoleAgent, RoleSystem}, Calls: []string{"ask_user"}, Results: 1,
+			Usage: piUsage(t, readStream(t, "pi-pi-question-stop.jsonl"))}},
+		{"pi-permission-approve", "rpc:pi", readStream(t, "pi-permission-approve-write.jsonl"), false, summary{Format: FormatPi,
+			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleSystem, RoleAgent, RoleAgent}, Calls: []string{"write", "agentproof_finish_task"}, Results: 2,
+			Messages: []string{"PAPERCLIP_E2E_PERMISSION_OK_820b247cbd87568e"}, Usage: piUsage(t, readStream(t, "pi-permission-approve-write.jsonl"))}},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			f, ok := Select(c.driver, []string{"events.jsonl", "acp-turn.jsonl", "stdout.log"})
+			f, ok := Select(c.driver, []string{"events.jsonl", "acp-turn.jsonl", "pi-turn.jsonl", "stdout.log"})
 			if !ok || f.Name != c.want.Format {
 				t.Fatalf("Select(%s) = %q, %v; want %s", c.driver, f.Name, ok, c.want.Format)
 			}
@@ -158,6 +195,40 @@ func TestConvertRecordedStreams(t *testing.T) {
 			checkATIF(t, c.name, tr)
 		})
 	}
+}
+
+// piUsage sums, independently of the converter, the usage of the assistant messages
+// of a Pi log (message_end lines): prompt tokens are input plus cache reads and writes.
+func piUsage(t *testing.T, stream []byte) *Usage {
+	t.Helper()
+	var u Usage
+	n := 0
+	for _, l := range bytes.Split(stream, []byte("\n")) {
+		var e struct {
+			Dir     string `json:"dir"`
+			Message struct {
+				Type    string `json:"type"`
+				Message struct {
+					Role  string `json:"role"`
+					Usage *struct {
+						Input, Output, CacheRead, CacheWrite int64
+					} `json:"usage"`
+				} `json:"message"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(l, &e) != nil || e.Dir != "agent" || e.Message.Type != "message_end" || e.Message.Message.Role != "assistant" || e.Message.Message.Usage == nil {
+			continue
+		}
+		m := e.Message.Message.Usage
+		u.Input += m.Input + m.CacheRead + m.CacheWrite
+		u.Cached += m.CacheRead
+		u.Output += m.Output
+		n++
+	}
+	if n == 0 {
+		t.Fatal("test setup: the Pi log has no assistant usage")
+	}
+	return &u
 }
 
 // checkATIF writes tr as ATIF, validates it and compares it with

@@ -10,7 +10,7 @@ import (
 )
 
 // fuzzFormats are the stream formats a fuzz input is fed to, by its first byte.
-var fuzzFormats = []string{FormatCodex, FormatOpenCode, FormatClaude, FormatACP}
+var fuzzFormats = []string{FormatCodex, FormatOpenCode, FormatClaude, FormatACP, FormatCopilot, FormatPi}
 
 // checkFuzzed asserts what every converter owes any input: the ATIF it writes
 // validates, its texts are bounded valid UTF-8, partial exactly when gaps are listed.
@@ -38,7 +38,8 @@ func checkFuzzed(t *testing.T, tr Trajectory) {
 // FuzzStreams feeds any bytes to the CLI stream converters: they never panic and always
 // write valid ATIF (the seeds are the recorded streams, damaged as the table tests do).
 func FuzzStreams(f *testing.F) {
-	for i, name := range []string{"codex-ask-question.jsonl", "opencode-ask-question.jsonl", "claude-ask-question.jsonl", "acp-codex-acp-permission-approve-write.jsonl"} {
+	for i, name := range []string{"codex-ask-question.jsonl", "opencode-ask-question.jsonl", "claude-ask-question.jsonl", "acp-codex-acp-permission-approve-write.jsonl",
+		"copilot-message-marker.jsonl", "pi-pi-follow-up.jsonl"} {
 		b := readStream(f, name)
 		f.Add(byte(i), b, false)
 		f.Add(byte(i), b[:len(b)/2], true)
@@ -47,6 +48,8 @@ func FuzzStreams(f *testing.F) {
 	f.Add(byte(1), []byte(`{"type":"tool_use","part":{"state":{"status":"error","input":[1]}}}`), false)
 	f.Add(byte(2), []byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"x","content":[{"type":"image"}]}]}}`), false)
 	f.Add(byte(3), []byte(`{"dir":"agent","method":"session/update","message":{"params":{"update":{"sessionUpdate":"tool_call_update","toolCallId":"z","status":"failed"}}}}`), false)
+	f.Add(byte(4), []byte(`{"type":"assistant.message","data":{"toolRequests":[{"toolCallId":"a","arguments":"{"}]}}`), false)
+	f.Add(byte(5), []byte(`{"dir":"agent","message":{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","arguments":[1]}],"usage":{"input":-1}}}}`), false)
 	f.Fuzz(func(t *testing.T, which byte, stream []byte, cut bool) {
 		name := fuzzFormats[int(which)%len(fuzzFormats)]
 		tr, ok := Convert(name, Input{RunID: "run-1", Driver: "exec:x", Stream: stream, Cut: cut})

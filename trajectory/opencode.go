@@ -5,7 +5,7 @@ package trajectory
 const FormatOpenCode = "opencode-run-json"
 
 func init() {
-	register(Format{Name: FormatOpenCode, File: "events.jsonl", Accepts: cliDriver("opencode"), Convert: fromOpenCode})
+	register(Format{Name: FormatOpenCode, File: "events.jsonl", Accepts: cliDriver("opencode", "kilo"), Convert: fromOpenCode})
 }
 
 // fromOpenCode reads an OpenCode event stream: every step_start opens one agent step

@@ -171,6 +171,10 @@ func (n Name) String() string {
 // run (agent.New).
 func (n Name) Session() bool { return n.Kind == KindRPC }
 
+// Warmable reports whether n's agent can keep one process across runs (lifecycle
+// warm): an ACP agent (one ACP session) or an RPC agent (one Pi session).
+func (n Name) Warmable() bool { return n.Kind == KindACP || n.Kind == KindRPC }
+
 // IsZero reports whether n is no driver.
 func (n Name) IsZero() bool { return n.Kind == "" }
 

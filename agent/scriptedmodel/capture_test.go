@@ -90,3 +90,74 @@ func TestCaptureAndPiScripts(t *testing.T) {
 		t.Error("a question script without a write was accepted")
 	}
 }
+
+// TestPiConfirmAndFollowUpScripts: ForPiConfirm asks a confirm question and writes the
+// answer Pi gave (true or false; nothing else is captured); ForPiFollowUp holds its
+// first call, answers text (the agent would stop), and takes the marker from the
+// follow-up Pi delivers after that answer — a steer that arrived with the tool result
+// instead leaves the answer step without a marker and no later step to use it.
+func TestPiConfirmAndFollowUpScripts(t *testing.T) {
+	t.Parallel()
+	w := "placeholder"
+	ref := &catalog.ReferenceScript{Turns: []*catalog.ReferenceTurn{{Trigger: "assignment", Steps: []*catalog.ReferenceStep{
+		{Edit: &catalog.WorkspaceEdit{Path: "answer.txt", Write: &w}},
+		{Command: "finish_task", Args: map[string]any{"summary": "M"}, Present: true}}}}}
+	scripts, err := ForPiConfirm(ref, "May I?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := scripts[0]
+	if s.Steps[0].Call != PiQuestionTool || s.Steps[0].Args["kind"] != "confirm" || s.Steps[1].Capture == nil {
+		t.Fatalf("confirm script steps %+v", s.Steps)
+	}
+	for _, tc := range []struct {
+		name, result, wantArgs string
+	}{
+		{"no", `{"kind":"confirm","confirmed":false}`, `{"command":"printf '%s' 'false' > 'answer.txt'"}`},
+		{"yes", `{"kind":"confirm","confirmed":true}`, `{"command":"printf '%s' 'true' > 'answer.txt'"}`},
+		{"no answer", `{"kind":"confirm"}`, ""},
+	} {
+		req, err := DecodeRequest(FormatChat, []byte(piToolResult(tc.result)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Decide(req)
+		if tc.wantArgs == "" {
+			if err == nil {
+				t.Errorf("%s: reply %+v, want a refusal", tc.name, got)
+			}
+			continue
+		}
+		if err != nil || got.ToolName != "bash" || got.Arguments != tc.wantArgs {
+			t.Errorf("%s: reply %+v, %v; want bash %s", tc.name, got, err, tc.wantArgs)
+		}
+	}
+
+	fu, err := ForPiFollowUp(regexp.MustCompile(`(FOLLOWUP_[A-Z0-9]+)`), "finish_task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fu[0].Steps; len(st) != 4 || st[0].Hold != PiSteerHold || st[1].Answer != PiFollowUpAnswer || st[2].Capture == nil {
+		t.Fatalf("follow-up script %+v", st)
+	}
+	after := func(followUp string) string {
+		return `{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"assistant","content":` + quoteJSON(PiFollowUpAnswer) + `},{"role":"user","content":` + quoteJSON(followUp) + `}],"tools":` + piChatTools + `}`
+	}
+	req, err := DecodeRequest(FormatChat, []byte(after("Once that is done: post FOLLOWUP_AB12")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fu[0].Decide(req); err != nil || got.ToolName != "agentproof_finish_task" || got.Arguments != `{"summary":"FOLLOWUP_AB12"}` {
+		t.Errorf("follow-up reply %+v, %v", got, err)
+	}
+	req, err = DecodeRequest(FormatChat, []byte(after("something else")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fu[0].Decide(req); err == nil {
+		t.Errorf("a request without the follow-up's marker got %+v", got)
+	}
+	if _, err := ForPiFollowUp(regexp.MustCompile(`FOLLOWUP`), "finish_task"); err == nil {
+		t.Error("a marker expression without a group was accepted")
+	}
+}

@@ -276,6 +276,25 @@ var PiQuestionValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustC
 // writing the human's answer (captured from the tool result, PiQuestionValue) instead
 // of the reference's text. Errors: as FromReference, and a first run without a write.
 func ForPiQuestion(ref *catalog.ReferenceScript, title string) ([]*Script, error) {
+	return forPiDialog(ref, "input", title, PiQuestionValue())
+}
+
+// PiConfirmValue is what a Pi confirm script captures from the question's tool result
+// ({"kind":"confirm","confirmed":false}): true or false (a no and a dismissal are both
+// false: Pi cannot tell them apart).
+var PiConfirmValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"confirmed":(true|false)`) })
+
+// ForPiConfirm is ForPiQuestion with a yes/no question: the first run calls
+// PiQuestionTool with kind confirm and title title, and its first workspace write
+// writes the answer Pi gave it (PiConfirmValue: true or false). Errors: as
+// ForPiQuestion's.
+func ForPiConfirm(ref *catalog.ReferenceScript, title string) ([]*Script, error) {
+	return forPiDialog(ref, "confirm", title, PiConfirmValue())
+}
+
+// forPiDialog is ForPiQuestion and ForPiConfirm: the dialog kind and what the write
+// captures from its tool result.
+func forPiDialog(ref *catalog.ReferenceScript, kind, title string, capture *regexp.Regexp) ([]*Script, error) {
 	scripts, err := FromReference(ref)
 	if err != nil {
 		return nil, err
@@ -298,8 +317,8 @@ func ForPiQuestion(ref *catalog.ReferenceScript, title string) ([]*Script, error
 	if err != nil {
 		return nil, fmt.Errorf("scripted model: reference turn 1 step %d: %w", k+1, err)
 	}
-	first.Steps[k] = Step{Call: RoleShell, Args: map[string]any{"command": cmd}, Capture: PiQuestionValue()}
-	ask := Step{Call: PiQuestionTool, Args: map[string]any{"kind": "input", "title": title}}
+	first.Steps[k] = Step{Call: RoleShell, Args: map[string]any{"command": cmd}, Capture: capture}
+	ask := Step{Call: PiQuestionTool, Args: map[string]any{"kind": kind, "title": title}}
 	first.Steps = append([]Step{ask}, first.Steps...)
 	return scripts, nil
 }
@@ -320,6 +339,30 @@ func ForPiSteering(marker *regexp.Regexp, finish string) ([]*Script, error) {
 	}
 	return []*Script{{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer, Steps: []Step{
 		{Call: RoleShell, Args: map[string]any{"command": "true"}, Hold: PiSteerHold},
+		{Call: finish, Args: map[string]any{"summary": CaptureToken}, Capture: marker},
+		{Answer: DefaultFinalAnswer},
+	}}}, nil
+}
+
+// PiFollowUpAnswer is what a Pi follow-up script's model says when it would stop after
+// its held call (Pi then delivers the queued follow-up).
+const PiFollowUpAnswer = "The command ran. Anything else?"
+
+// ForPiFollowUp returns the model script of a Pi follow-up case (one run, docs/pi.md):
+// a harmless shell call held mid-stream (PiSteerHold, until the harness releases it),
+// then a text answer (the agent would stop there), then — on the request that carries
+// the follow-up Pi delivered when the agent would have stopped — the semantic call
+// finishing the task with the marker captured from it (marker, a regular expression
+// whose first group is the marker; no match refuses the request: no follow-up arrived,
+// or it arrived as a steer before the answer), then a final answer. Errors: a marker
+// expression without a group.
+func ForPiFollowUp(marker *regexp.Regexp, finish string) ([]*Script, error) {
+	if marker.NumSubexp() < 1 {
+		return nil, fmt.Errorf("scripted model: the follow-up marker expression %s has no group", marker)
+	}
+	return []*Script{{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer, Steps: []Step{
+		{Call: RoleShell, Args: map[string]any{"command": "true"}, Hold: PiSteerHold},
+		{Answer: PiFollowUpAnswer},
 		{Call: finish, Args: map[string]any{"summary": CaptureToken}, Capture: marker},
 		{Answer: DefaultFinalAnswer},
 	}}}, nil

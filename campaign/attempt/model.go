@@ -63,7 +63,10 @@ type modelServer struct {
 // retry run plays the killed run's script again.
 //
 // For Pi (rpc:pi) in the flows pi_native_question and pi_question_stop the first run
-// asks a native question first and writes its answer (scriptedmodel.ForPiQuestion).
+// asks a native question first and writes its answer (scriptedmodel.ForPiQuestion;
+// in pi_confirm_negative a yes/no question, ForPiConfirm); in
+// pi_steering and pi_follow_up the model holds its first call and takes the case's
+// marker from the human's message (ForPiSteering, ForPiFollowUp).
 // For a real ACP agent (acp:<agent>) or Pi (rpc:pi), whose workspace is the absolute path workspace,
 // the oracle scripts are scriptedmodel.ForACP's (a workspace write is the agent's own
 // write tool, which asks permission; one script per run, or under the warm lifecycle
@@ -84,6 +87,12 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC && plan.Cell.Case.Flow == catalog.FlowPiSteering {
 		return scriptedmodel.ForPiSteering(PiSteerMarker(), "finish_task")
 	}
+	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC && plan.Cell.Case.Flow == catalog.FlowPiConfirmNegative {
+		return scriptedmodel.ForPiConfirm(plan.Case.Reference, PiConfirmTitle)
+	}
+	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC && plan.Cell.Case.Flow == catalog.FlowPiFollowUp {
+		return scriptedmodel.ForPiFollowUp(PiFollowUpMarker(), "finish_task")
+	}
 	if d, err := driver.Parse(p.Driver); err == nil && (d.Kind == driver.KindACP || d.Kind == driver.KindRPC) {
 		return scriptedmodel.ForACP(plan.Case.Reference, workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
 	}
@@ -102,10 +111,19 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 // and pi_question_stop flows.
 const PiQuestionTitle = "Which value should I write?"
 
+// PiConfirmTitle is the yes/no question a Pi cell's model asks in the
+// pi_confirm_negative flow.
+const PiConfirmTitle = "May I go ahead?"
+
 // PiSteerMarker is what a Pi steering cell's model takes from the steering message: the
 // case's marker (PAPERCLIP_E2E_PI_STEERED_<nonce>), which only the human's comment
 // carries.
 var PiSteerMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(PAPERCLIP_E2E_PI_STEERED_[A-Za-z0-9]+)`) })
+
+// PiFollowUpMarker is what a Pi follow-up cell's model takes from the follow-up
+// message: the case's marker (PAPERCLIP_E2E_PI_FOLLOWUP_<nonce>), which only the
+// human's comment carries.
+var PiFollowUpMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(PAPERCLIP_E2E_PI_FOLLOWUP_[A-Za-z0-9]+)`) })
 
 // startModel starts the scripted model of an offline CLI cell, logging requests to a
 // file in the attempt's private temp root (moved into the results through the guard

@@ -2,17 +2,22 @@ package flows
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
 // playPiQuestionStop is flow pi_question_stop (docs/pi.md): when the agent's native
 // question is pending during run 1, the human stops the run through the Stop API (with
 // a cancellationRequestId) instead of answering, and waits for it to settle; the
-// question must still be unanswered then (the Stop is no answer). An agent that asks
-// nothing breaks the flow's contract (a problem). The matchers grade the run's status,
-// the driver's observed stop reason and how the dialog was closed.
+// runner must then have closed the question (outcome expired, result cancelled: the
+// Stop is no answer, and the dialog is gone), and a stale answer after it must be
+// refused with 409 interaction_already_resolved (seed 000) — either failing is the
+// harness's fault (the runner's duty, not the agent's). An agent that asks nothing
+// breaks the flow's contract (a problem). The matchers grade the run's status, the
+// driver's observed stop reason, how the dialog was closed and the closed question.
 func playPiQuestionStop(ctx context.Context, s *Session) Outcome {
 	var out Outcome
 	q, err := waitQuestion(ctx, s)
@@ -43,9 +48,26 @@ func playPiQuestionStop(ctx context.Context, s *Session) Outcome {
 		return out
 	}
 	for _, in := range v.st.Interactions {
-		if in.ID == q.ID && in.Status != controlplane.InteractionPending {
-			out.Problems = append(out.Problems, fmt.Sprintf("question %s is %s after the Stop, though nobody answered it", q.ID, in.Status))
+		if in.ID == q.ID && in.Status != controlplane.InteractionExpired {
+			// The runner closes the dead dialog's question: agentproof's duty, not Pi's.
+			out.Err = permanent(fmt.Errorf("question %s is %s after the Stop, not closed (expired)", q.ID, in.Status))
+			return out
 		}
+	}
+	// A stale answer after the Stop must be refused (seed 000: 409), never land.
+	qid, err := questionID(q)
+	if err != nil {
+		out.Problems = append(out.Problems, err.Error())
+		return out
+	}
+	stale, _ := json.Marshal(map[string]any{"answers": []any{map[string]string{"questionId": qid, "text": "stale"}}})
+	s.log("answering question %s after the Stop (a stale answer, which must be refused)", q.ID)
+	_, err = s.Board.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: controlplane.InteractionAnswered, Result: stale})
+	switch code := controlplane.CodeOf(err); {
+	case err == nil:
+		out.Err = permanent(fmt.Errorf("a stale answer to question %s after the Stop was accepted", q.ID))
+	case code != controlplane.CodeInteractionAlreadyResolved:
+		out.Err = BoardFault("answering question "+q.ID+" after the Stop", err)
 	}
 	return out
 }

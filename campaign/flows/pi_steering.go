@@ -11,8 +11,9 @@ import (
 
 // playPiSteering is flow pi_steering (docs/pi.md "Steering"): once run 1 is running
 // (its scripted model holds the first tool call mid-stream), the human posts the case's
-// only followup as a board comment; the runner must deliver it to the running turn with
-// Pi's steer, which the run's live record shows (pi.steers, accepted); only then does
+// only followup with the Steer button (a board comment delivered into the running turn,
+// Board.SteerRun); the runner must deliver it with Pi's steer, which the answer and the
+// run's live record show (pi.steers, accepted); only then does
 // the flow release the model's hold, and it waits for the run to settle. The matchers
 // grade the steered marker as the run's final reply, one succeeded run and the
 // delivery. A run that ends before the steer was accepted breaks the flow's contract
@@ -57,9 +58,9 @@ func playPiSteering(ctx context.Context, s *Session) Outcome {
 			// reason that is the flow's timing, not the candidate's).
 			running := len(v.runs) > 0 && v.runs[0].Status == controlplane.RunRunning && s.ModelHolding(1)
 			if running && !commented {
-				s.log("commenting on the task while run %s is running (the steering message)", v.runs[0].ID)
-				if _, err := s.Board.Comment(ctx, s.TaskID, s.Rendered.Followups[0]); err != nil {
-					out.Err = BoardFault("posting the steering comment", err)
+				s.log("steering run %s with a comment while it is running (the Steer button)", v.runs[0].ID)
+				if _, err := s.Board.SteerRun(ctx, v.runs[0].ID, s.Rendered.Followups[0]); err != nil {
+					out.Err = BoardFault("steering the running turn", err)
 					return out
 				}
 				out.submit()

@@ -45,6 +45,8 @@ var registry = map[catalog.Flow]Play{
 	catalog.FlowPiQuestionStop:           playPiQuestionStop,
 	catalog.FlowPiSteering:               playPiSteering,
 	catalog.FlowAgentChat:                playAgentChat,
+	catalog.FlowPiFollowUp:               playPiFollowUp,
+	catalog.FlowPiConfirmNegative:        playPiConfirmNegative,
 }
 
 // Implemented returns the flows this package plays, in the catalog's enumeration order.

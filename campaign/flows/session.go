@@ -27,6 +27,9 @@ type Board interface {
 	Permissions(ctx context.Context, task string) ([]api.Permission, error)
 	DecidePermission(ctx context.Context, id string, decision api.PermissionDecisionKind) (api.Permission, error)
 	CancelRun(ctx context.Context, runID, cancellationRequestID string) (api.CancelRunResponse, error)
+	// SteerRun is the Steer button: the human's message posted as a comment and
+	// delivered into the run's running Pi turn with steer.
+	SteerRun(ctx context.Context, runID, body string) (api.SteerRunResponse, error)
 	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
 	// ChatMessage posts a human message in a conversation ("/new" starts a new session
 	// generation).

@@ -582,3 +582,41 @@ func TestStopRunWithoutProcess(t *testing.T) {
 		t.Fatalf("%d runs, want only the board's: the runner never runs an agent without a driver", len(runs))
 	}
 }
+
+// TestSteerRefused: the Steer button needs a running Pi turn: a running exec agent's
+// run is run_not_steerable (409) and gets no comment, an empty message is
+// invalid_request, an unknown run run_missing, an agent token forbidden. (A Pi run
+// steered end to end is the default catalog's pi-native.pi-steering cell.)
+func TestSteerRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := startInstance(t)
+	co := in.company(ctx)
+	runID := hangAgent(ctx, t, co, 4*time.Minute)
+	waitRecord(t, in, runID, "the hang process to start", func(r api.HeartbeatRun) bool { return r.ProcessStartedAt != "" })
+	b := in.board()
+	before := len(snapshot(t, co).Comments)
+	for _, s := range []struct {
+		name, run, body string
+		code            controlplane.Code
+	}{
+		{"exec run", runID, "steer me", controlplane.CodeRunNotSteerable},
+		{"empty message", runID, "  ", controlplane.CodeInvalidRequest},
+		{"unknown run", "hb-no-such-run", "steer me", controlplane.CodeRunMissing},
+	} {
+		if _, err := b.SteerRun(ctx, s.run, s.body); stopCode(err) != s.code {
+			t.Errorf("%s: %v, want %s", s.name, err, s.code)
+		}
+	}
+	if after := len(snapshot(t, co).Comments); after != before {
+		t.Errorf("a refused Steer posted %d comment(s)", after-before)
+	}
+	agentTok := in.sv.MintAgentToken(co.ID(), "x", runID)
+	if _, err := client.New(in.sv.URL, agentTok, nil).SteerRun(ctx, runID, "steer me"); stopCode(err) != "forbidden" {
+		t.Errorf("Steer with an agent token: %v, want forbidden", err)
+	}
+	if _, err := b.CancelRun(ctx, runID, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, in, runID, "the stopped run to finish", finished)
+}

@@ -24,8 +24,9 @@ import (
 // answer. An interaction the human rejects or lets expire is a dismissed dialog. A
 // confirm answered "no" reaches Pi as false, which Pi cannot tell from a dismissal
 // (graded negative_or_cancelled). When the turn is cancelled (Stop) or ends, the dialog
-// is answered "cancelled" by the driver and the interaction stays as it is: the human
-// did not answer it.
+// is answered "cancelled" by the driver and the runner closes the interaction (outcome
+// expired, result {cancelled, runId, reason}: close), so that a stale answer is refused
+// with 409 interaction_already_resolved instead of landing on a dead dialog.
 
 // PiQuestionPoll is how often the runner looks for the human's answer to a native
 // question.
@@ -41,6 +42,7 @@ const (
 type questionBoard interface {
 	Snapshot(ctx context.Context) (controlplane.State, error)
 	ApplyCommand(ctx context.Context, env controlplane.CommandEnvelope) (controlplane.CommandResult, error)
+	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
 }
 
 // boardQuestions is the QuestionDecider of one Pi run.
@@ -105,7 +107,7 @@ func (q boardQuestions) Answer(ctx context.Context, req agent.QuestionRequest) (
 	for {
 		select {
 		case <-ctx.Done():
-			return agent.QuestionAnswer{Cancelled: true}, nil
+			return agent.QuestionAnswer{Cancelled: true}, q.close(ctx, id)
 		case <-t.C:
 		}
 		st, err := q.c.Snapshot(ctx)
@@ -122,6 +124,36 @@ func (q boardQuestions) Answer(ctx context.Context, req agent.QuestionRequest) (
 			return piAnswerOf(req, qid, opts, it.Result)
 		}
 	}
+}
+
+// PiQuestionClosed is the result the runner records on a native question it closes
+// because the dialog ended unanswered (close).
+type PiQuestionClosed struct {
+	Cancelled bool   `json:"cancelled"`
+	RunID     string `json:"runId"`
+	Reason    string `json:"reason"`
+}
+
+// PiQuestionCloseTimeout bounds the board operation that closes a question.
+const PiQuestionCloseTimeout = 10 * time.Second
+
+// close closes interaction id, still pending when its dialog ended unanswered (a Stop of
+// the run, or its turn ended), so that no stale answer can land on it: the board
+// operation resolve_interaction with outcome expired (the control plane's "no longer
+// answerable"; it has no cancelled status for interactions) and a PiQuestionClosed
+// result saying why; an answer after it is refused (409 interaction_already_resolved).
+// An interaction the human resolved meanwhile is left as it is. Errors: the close was
+// refused otherwise (a harness fault, recorded with the question).
+func (q boardQuestions) close(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PiQuestionCloseTimeout)
+	defer cancel()
+	in, _ := json.Marshal(map[string]any{"interactionId": id, "outcome": controlplane.InteractionExpired,
+		"result": PiQuestionClosed{Cancelled: true, RunID: q.run, Reason: "the run was stopped or its turn ended before the human answered"}})
+	_, err := q.c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardResolveInteraction, Input: in, IdempotencyKey: q.run + "-pi-question-close-" + id})
+	if err != nil && controlplane.CodeOf(err) != controlplane.CodeInteractionAlreadyResolved {
+		return fmt.Errorf("closing the unanswered question %s: %w", id, err)
+	}
+	return nil
 }
 
 // piAnswerOf reads the human's result of question qid as the dialog's answer.

@@ -19,6 +19,9 @@ type fakeQuestionBoard struct {
 	env    []controlplane.CommandEnvelope
 	status controlplane.InteractionStatus
 	result json.RawMessage
+	// ops are the board operations (the runner's closes); closeErr refuses them.
+	ops      []controlplane.BoardOp
+	closeErr error
 }
 
 func (f *fakeQuestionBoard) ApplyCommand(_ context.Context, env controlplane.CommandEnvelope) (controlplane.CommandResult, error) {
@@ -38,6 +41,24 @@ func (f *fakeQuestionBoard) Snapshot(context.Context) (controlplane.State, error
 		st = controlplane.InteractionPending
 	}
 	return controlplane.State{Interactions: []*controlplane.Interaction{{ID: "it-1", TaskID: "t1", Kind: controlplane.InteractionQuestions, Status: st, Result: f.result}}}, nil
+}
+
+// ApplyBoard is the runner closing an unanswered question (resolve_interaction); with
+// closeErr set it is refused with it.
+func (f *fakeQuestionBoard) ApplyBoard(_ context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ops = append(f.ops, op)
+	if f.closeErr != nil {
+		return controlplane.BoardResult{}, f.closeErr
+	}
+	var in struct {
+		Outcome controlplane.InteractionStatus `json:"outcome"`
+		Result  json.RawMessage                `json:"result"`
+	}
+	_ = json.Unmarshal(op.Input, &in)
+	f.status, f.result = in.Outcome, in.Result
+	return controlplane.BoardResult{ID: "it-1"}, nil
 }
 
 func (f *fakeQuestionBoard) resolve(st controlplane.InteractionStatus, result string) {
@@ -121,12 +142,42 @@ func TestBoardQuestions(t *testing.T) {
 	}
 	t.Run("cancelled while pending", func(t *testing.T) {
 		t.Parallel()
-		q := boardQuestions{c: &fakeQuestionBoard{}, run: "hb-c1-w1", task: "t1", poll: time.Millisecond}
+		f := &fakeQuestionBoard{}
+		q := boardQuestions{c: f, run: "hb-c1-w1", task: "t1", poll: time.Millisecond}
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		a, err := q.Answer(ctx, agent.QuestionRequest{Seq: 1, Method: agent.QuestionInput, Title: "Code?"})
 		if err != nil || !a.Cancelled {
 			t.Fatalf("answer %+v, %v; want cancelled", a, err)
+		}
+		// The runner closed the interaction (expired, result cancelled), so that a
+		// stale answer is refused.
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		var closed PiQuestionClosed
+		if len(f.ops) != 1 || f.ops[0].Kind != controlplane.BoardResolveInteraction || f.status != controlplane.InteractionExpired ||
+			json.Unmarshal(f.result, &closed) != nil || !closed.Cancelled || closed.RunID != "hb-c1-w1" {
+			t.Fatalf("close %+v, status %s, result %s", f.ops, f.status, f.result)
+		}
+	})
+	t.Run("close refused", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct {
+			name    string
+			err     error
+			wantErr bool
+		}{
+			{"answered meanwhile", &controlplane.Error{Code: controlplane.CodeInteractionAlreadyResolved, Message: "already answered"}, false},
+			{"store down", &controlplane.Error{Code: controlplane.CodeStoreUnavailable, Message: "down"}, true},
+		} {
+			f := &fakeQuestionBoard{closeErr: tc.err}
+			q := boardQuestions{c: f, run: "hb-c1-w1", task: "t1", poll: time.Millisecond}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			a, err := q.Answer(ctx, agent.QuestionRequest{Seq: 1, Method: agent.QuestionInput, Title: "Code?"})
+			cancel()
+			if !a.Cancelled || (err != nil) != tc.wantErr {
+				t.Errorf("%s: answer %+v, %v; want cancelled, error %v", tc.name, a, err, tc.wantErr)
+			}
 		}
 	})
 }

@@ -162,7 +162,8 @@ type Runner struct {
 	inflight int
 	bins     binaries // launched executables' facts, per file version
 
-	warm map[string]*warmSession // company/actor → its warm ACP session (warm.go); guarded by mu
+	warm   map[string]*warmSession // company/actor → its warm ACP or Pi session (warm.go, pi_warm.go); guarded by mu
+	piLive map[string]*piLive      // run id → its running Pi turn (pi.go); guarded by mu
 
 	pmu       sync.Mutex             // guards perms and permOrder (permission.go)
 	perms     map[string]*permission // permission id → permission interaction
@@ -209,7 +210,7 @@ func New(host Host, cfg Config) (*Runner, error) {
 	}
 	r := &Runner{host: host, cfg: cfg, rec: records{dir: cfg.Dir}, runs: map[string]*Record{}, locks: map[string]*sync.Mutex{},
 		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
-		perms: map[string]*permission{}, warm: map[string]*warmSession{}}
+		perms: map[string]*permission{}, warm: map[string]*warmSession{}, piLive: map[string]*piLive{}}
 	all, err := r.rec.loadAll()
 	if err != nil {
 		return nil, err

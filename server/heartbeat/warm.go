@@ -16,7 +16,8 @@ import (
 )
 
 // Warm lifecycle (docs/acp.md "Warm lifecycle"): an agent whose adapterConfig says
-// lifecycleMode warm keeps one ACP session — one agent process — for all its runs.
+// lifecycleMode warm keeps one ACP session — one agent process — for all its runs
+// (a Pi agent one Pi session: pi_warm.go, docs/pi.md).
 // The first run starts it (ACPDriver.Start with ACPEnv.Warm: the MCP server of
 // session/new reads the current run from the session's run binding file instead of
 // carrying one run's token); every run binds the session to itself (its id and token
@@ -54,19 +55,62 @@ type WarmRecord struct {
 	Exit              agent.ProcessExit `json:"exit"`
 }
 
-// warmSession is one agent's warm ACP session. Its fields are used by one run at a
-// time (a company runs one run at a time); the runner's map is guarded by r.mu.
+// warmSession is one agent's warm session: an ACP session (sess) or a Pi session (pi,
+// pi_warm.go), never both. Its fields are used by one run at a time (a company runs one
+// run at a time); the runner's map is guarded by r.mu.
 type warmSession struct {
 	key       string
 	company   string
 	actor     string
 	config    string // the adapterConfig it was started with
 	sess      *agent.ACPSession
+	pi        *agent.PiSession
 	decider   *warmDecider
-	secrets   *redact.Set // every run token it was bound to and the resolved secrets
+	questions *warmQuestions // Pi's question decider (nil for ACP)
+	secrets   *redact.Set    // every run token it was bound to and the resolved secrets
 	runs      []string
 	startedAt string
 	identity  agent.ProcessIdentity
+}
+
+// alive reports whether the session can serve another turn.
+func (ws *warmSession) alive() bool {
+	if ws.pi != nil {
+		return ws.pi.Alive()
+	}
+	return ws.sess.Alive()
+}
+
+// close retires the session's process (Close of its driver's session).
+func (ws *warmSession) close() agent.ProcessExit {
+	if ws.pi != nil {
+		return ws.pi.Close()
+	}
+	return ws.sess.Close()
+}
+
+// index and id are the session's index among the agent's sessions and its protocol id.
+func (ws *warmSession) index() int {
+	if ws.pi != nil {
+		return ws.pi.Index
+	}
+	return ws.sess.Index
+}
+
+func (ws *warmSession) id() string {
+	if ws.pi != nil {
+		return ws.pi.SessionID
+	}
+	return ws.sess.ID
+}
+
+// unbind detaches the session from the run it served: no decider answers between
+// turns (a request then is answered cancelled).
+func (ws *warmSession) unbind() {
+	ws.decider.set(nil)
+	if ws.questions != nil {
+		ws.questions.set(nil)
+	}
 }
 
 // warmDecider is the permission decider of a warm session: the board decider of the
@@ -104,10 +148,10 @@ func (r *Runner) warmFor(ctx context.Context, j job, d *agent.ACPDriver, env age
 	r.mu.Unlock()
 	if ws != nil {
 		switch {
-		case ws.config != config:
+		case ws.config != config || ws.sess == nil:
 			r.retireWarm(ws, "the agent's adapterConfig changed")
 			ws = nil
-		case !ws.sess.Alive():
+		case !ws.alive():
 			r.retireWarm(ws, "its process exited or a turn broke the session")
 			ws = nil
 		}
@@ -165,10 +209,10 @@ func (r *Runner) retireWarm(ws *warmSession, reason string) agent.ProcessExit {
 		delete(r.warm, ws.key)
 	}
 	r.mu.Unlock()
-	ws.decider.set(nil)
-	exit := ws.sess.Close()
-	rec := WarmRecord{Schema: WarmRecordSchema, CompanyID: ws.company, ActorID: ws.actor, SessionIndex: ws.sess.Index,
-		SessionID: ws.secrets.RedactText(ws.sess.ID), PID: ws.identity.PID, ProcessStartTicks: ws.identity.StartTime,
+	ws.unbind()
+	exit := ws.close()
+	rec := WarmRecord{Schema: WarmRecordSchema, CompanyID: ws.company, ActorID: ws.actor, SessionIndex: ws.index(),
+		SessionID: ws.secrets.RedactText(ws.id()), PID: ws.identity.PID, ProcessStartTicks: ws.identity.StartTime,
 		Runs: slices.Clone(ws.runs), StartedAt: ws.startedAt, RetiredAt: r.now(), Reason: reason, Exit: exit}
 	rec.Exit.Stderr = nil
 	for i, e := range rec.Exit.Escaped {
@@ -177,7 +221,7 @@ func (r *Runner) retireWarm(ws *warmSession, reason string) agent.ProcessExit {
 	rec.Exit.Error = ws.secrets.RedactText(rec.Exit.Error)
 	dir := filepath.Join(r.cfg.Dir, WarmDir)
 	if err := os.MkdirAll(dir, 0o700); err == nil {
-		base := filepath.Join(dir, ws.company+"-"+ws.actor+"-"+strconv.Itoa(ws.sess.Index))
+		base := filepath.Join(dir, ws.company+"-"+ws.actor+"-"+strconv.Itoa(ws.index()))
 		b, _ := json.MarshalIndent(rec, "", "  ")
 		_ = os.WriteFile(base+".json", append(b, '\n'), 0o600)
 		_ = os.WriteFile(base+".stderr.log", []byte(ws.secrets.RedactText(string(exit.Stderr))), 0o600)
