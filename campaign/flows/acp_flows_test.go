@@ -185,6 +185,7 @@ func TestACPFlows(t *testing.T) {
 		{caseID: "pending-permission-stop", driver: "acp:reference", perm: api.PermissionCancelled, run: controlplane.RunCancelled, task: controlplane.TaskInProgress},
 		{caseID: "permission-approve-write", driver: "acp:nop", problem: "did not ask permission", run: controlplane.RunSucceeded},
 		{caseID: "pending-permission-stop", driver: "acp:nop", problem: "did not ask permission", run: controlplane.RunSucceeded},
+		{caseID: "permission-deny-write", driver: "acp:nop", problem: "did not ask permission to write", run: controlplane.RunSucceeded},
 		{caseID: "pending-permission-stop", driver: "acp:wrong", perm: api.PermissionCancelled, run: controlplane.RunCancelled, file: "proof-"},
 		{caseID: "permission-deny-write", driver: "acp:wrong", perm: api.PermissionDeclined, file: "proof-"},
 	}
