@@ -37,6 +37,7 @@ const (
 	ACPReference = driver.ACPReference
 	ACPNop       = driver.ACPNop
 	ACPWrong     = driver.ACPWrong
+	ACPWrongUndo = driver.ACPWrongUndo
 	ACPOpenCode  = driver.ACPOpenCode
 	ACPCodex     = driver.ACPCodex
 	ACPClaude    = driver.ACPClaude
@@ -48,7 +49,7 @@ var ACPAgents = driver.ACPAgents
 
 // IsBuiltinACP reports whether agent is one of agentproof's own ACP agents.
 func IsBuiltinACP(agent string) bool {
-	return agent == ACPReference || agent == ACPNop || agent == ACPWrong
+	return agent == ACPReference || agent == ACPNop || agent == ACPWrong || agent == ACPWrongUndo
 }
 
 // ACP driver configuration keys (driverConfig of an acp:<agent> profile), besides

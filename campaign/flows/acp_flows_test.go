@@ -179,6 +179,7 @@ func TestACPFlows(t *testing.T) {
 		run            controlplane.RunStatus
 		task           controlplane.TaskStatus
 		file           string // the workspace file's content, "" for absent
+		covered        bool   // absent at the end, but written meanwhile (the watcher saw it)
 	}{
 		{caseID: "permission-approve-write", driver: "acp:reference", perm: api.PermissionApproved, run: controlplane.RunSucceeded, task: controlplane.TaskDone, file: "proof-"},
 		{caseID: "permission-deny-write", driver: "acp:reference", perm: api.PermissionDeclined, run: controlplane.RunSucceeded, task: controlplane.TaskDone},
@@ -188,6 +189,9 @@ func TestACPFlows(t *testing.T) {
 		{caseID: "permission-deny-write", driver: "acp:nop", problem: "did not ask permission to write", run: controlplane.RunSucceeded},
 		{caseID: "pending-permission-stop", driver: "acp:wrong", perm: api.PermissionCancelled, run: controlplane.RunCancelled, file: "proof-"},
 		{caseID: "permission-deny-write", driver: "acp:wrong", perm: api.PermissionDeclined, file: "proof-"},
+		// The covering agent leaves the state of the reference: only the watch shows the write.
+		{caseID: "permission-deny-write", driver: "acp:wrong-undo", perm: api.PermissionDeclined, run: controlplane.RunSucceeded, task: controlplane.TaskDone, covered: true},
+		{caseID: "pending-permission-stop", driver: "acp:wrong-undo", perm: api.PermissionCancelled, run: controlplane.RunCancelled, task: controlplane.TaskInProgress, covered: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.caseID+"/"+tt.driver, func(t *testing.T) {
@@ -265,8 +269,8 @@ func TestACPFlows(t *testing.T) {
 			for _, e := range ww.Events {
 				touched = touched || e.Path == rc.WorkspaceFile
 			}
-			if touched != (tt.file != "") {
-				t.Errorf("workspace events %+v: the file touched %v, want %v", ww.Events, touched, tt.file != "")
+			if want := tt.file != "" || tt.covered; touched != want {
+				t.Errorf("workspace events %+v: the file touched %v, want %v", ww.Events, touched, want)
 			}
 		})
 	}
