@@ -37,6 +37,7 @@ const (
 	ACPReference = driver.ACPReference
 	ACPNop       = driver.ACPNop
 	ACPWrong     = driver.ACPWrong
+	ACPWrongUndo = driver.ACPWrongUndo
 	ACPOpenCode  = driver.ACPOpenCode
 	ACPCodex     = driver.ACPCodex
 	ACPClaude    = driver.ACPClaude
@@ -48,7 +49,7 @@ var ACPAgents = driver.ACPAgents
 
 // IsBuiltinACP reports whether agent is one of agentproof's own ACP agents.
 func IsBuiltinACP(agent string) bool {
-	return agent == ACPReference || agent == ACPNop || agent == ACPWrong
+	return agent == ACPReference || agent == ACPNop || agent == ACPWrong || agent == ACPWrongUndo
 }
 
 // ACP driver configuration keys (driverConfig of an acp:<agent> profile), besides
@@ -167,8 +168,9 @@ type acpLaunch struct {
 	files map[string][]byte
 }
 
-// launch plans session n of the agent for env (pure: Start creates what it lists).
-func (d *ACPDriver) launch(env RunEnv, n int) (acpLaunch, error) {
+// launch plans session n of the agent for env (pure: Start creates what it lists);
+// confined: the process will run inside a sandbox lease (realPlan).
+func (d *ACPDriver) launch(env RunEnv, n int, confined bool) (acpLaunch, error) {
 	if err := requireRun(env, true); err != nil {
 		return acpLaunch{}, err
 	}
@@ -206,7 +208,7 @@ func (d *ACPDriver) launch(env RunEnv, n int) (acpLaunch, error) {
 		return acpLaunch{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
 	}
 	modelURL := d.modelURL + "/runs/" + strconv.Itoa(n) + "/v1"
-	p, err := d.realPlan(env, dir, modelURL)
+	p, err := d.realPlan(env, dir, modelURL, confined)
 	if err != nil {
 		return acpLaunch{}, err
 	}

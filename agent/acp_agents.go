@@ -10,7 +10,10 @@ import (
 
 // realPlan is the command line, environment, directories and files of a real ACP
 // agent's session in dir, whose scripted model is at modelURL (docs/acp.md "Agents").
-func (d *ACPDriver) realPlan(env RunEnv, dir, modelURL string) (cliPlan, error) {
+// confined is a process launched inside a sandbox lease (ACPEnv.Launch): an agent's own
+// command sandbox, which needs user namespaces the lease does not allow, is then off
+// (Codex: sandbox_mode danger-full-access; its approvals stay on).
+func (d *ACPDriver) realPlan(env RunEnv, dir, modelURL string, confined bool) (cliPlan, error) {
 	p := cliPlan{files: map[string][]byte{}}
 	switch d.agent {
 	case ACPOpenCode:
@@ -21,7 +24,11 @@ func (d *ACPDriver) realPlan(env RunEnv, dir, modelURL string) (cliPlan, error) 
 		codexHome := filepath.Join(dir, "codex-home")
 		p.dirs = append(p.dirs, codexHome)
 		p.env = append(p.env, "CODEX_HOME="+codexHome, ScriptedAPIKeyVar+"="+ScriptedAPIKey)
-		p.args = CodexACPArgs(modelURL, CodexACPModel, ScriptedAPIKeyVar)
+		mode := CodexSandboxWorkspaceWrite
+		if confined {
+			mode = CodexSandboxNone
+		}
+		p.args = CodexACPArgs(modelURL, CodexACPModel, ScriptedAPIKeyVar, mode)
 	case ACPClaude:
 		cfgDir := filepath.Join(dir, "claude")
 		p.dirs = append(p.dirs, cfgDir)
@@ -74,19 +81,27 @@ const CodexACPModel = "gpt-5.3-codex"
 // CodexACPArgs is the argv (after the program) of codex-acp against a custom Responses
 // provider at modelURL: the same provider, telemetry and plugin settings as the exec
 // driver (CodexArgs), but with approvals on ("untrusted": every command that is not
-// known to be read-only is sent to the client as a permission request) and the
-// workspace-write sandbox.
-func CodexACPArgs(modelURL, model, keyVar string) []string {
+// known to be read-only is sent to the client as a permission request) and Codex's own
+// command sandbox sandboxMode (CodexSandboxWorkspaceWrite on the host; CodexSandboxNone
+// inside a sandbox lease, whose bubblewrap forbids the user namespaces Codex's own
+// bubblewrap needs: the lease is the confinement).
+func CodexACPArgs(modelURL, model, keyVar, sandboxMode string) []string {
 	return []string{
 		"-c", "model_provider=agentproof_model",
 		"-c", fmt.Sprintf(`model_providers.agentproof_model={name="agentproof model",base_url=%s,env_key=%s,wire_api="responses",request_max_retries=0,stream_max_retries=0}`, strconv.Quote(modelURL), strconv.Quote(keyVar)),
 		"-c", "model=" + strconv.Quote(model),
-		"-c", `approval_policy="untrusted"`, "-c", `sandbox_mode="workspace-write"`,
+		"-c", `approval_policy="untrusted"`, "-c", "sandbox_mode=" + strconv.Quote(sandboxMode),
 		"-c", "analytics.enabled=false", "-c", "feedback.enabled=false",
 		"-c", "check_for_update_on_startup=false", "-c", `otel.exporter="none"`,
 		"-c", "features.plugins=false", "-c", "features.shell_snapshot=false",
 	}
 }
+
+// Codex's sandbox modes (its sandbox_mode setting) the ACP driver uses.
+const (
+	CodexSandboxWorkspaceWrite = "workspace-write"
+	CodexSandboxNone           = "danger-full-access"
+)
 
 // GeminiSettings is ~/.gemini/settings.json for Gemini CLI: API-key authentication,
 // usage statistics, telemetry and update checks off.

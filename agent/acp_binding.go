@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Run bindings (docs/acp.md "Warm lifecycle"): a warm ACP session serves several runs
@@ -44,20 +45,32 @@ var ErrNoRunBound = errors.New("agent: no run is bound to this session now (the 
 
 // WriteRunBinding replaces the binding file at path (mode 0600, written to a temporary
 // file and renamed, so a reader sees the old or the new binding, never a torn one). A
-// zero runID and token clear it. Errors: the directory is not writable.
+// zero runID and token clear it. The file gets its directory's owner when that is not
+// the caller (under a sandbox lease the session directory belongs to the sandbox user,
+// whose MCP server reads the file inside). Errors: the directory is not writable, or
+// the owner could not be given.
 func WriteRunBinding(path, runID, token string) error {
 	b, err := json.Marshal(RunBinding{Schema: RunBindingSchema, RunID: runID, RunToken: token})
 	if err != nil {
 		return fmt.Errorf("agent: encoding the run binding: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".run-binding-*")
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
 	if err != nil {
 		return fmt.Errorf("agent: writing the run binding: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".run-binding-*")
+	if err != nil {
+		return fmt.Errorf("agent: writing the run binding: %w", err)
+	}
+	var oerr error
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		oerr = tmp.Chown(int(st.Uid), int(st.Gid))
 	}
 	_, werr := tmp.Write(append(b, '\n'))
 	serr := tmp.Sync()
 	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := errors.Join(oerr, werr, serr, cerr); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("agent: writing the run binding: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -49,5 +50,55 @@ func TestRunBinding(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("temporary files left: %v", entries)
+	}
+}
+
+// TestRunBindingOwner: the binding file gets the owner of its directory (under a
+// sandbox lease the session directory is the sandbox user's, whose MCP server reads
+// the file), also after a rewrite. Needs root to give a file away.
+func TestRunBindingOwner(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("giving a file to another user needs root")
+	}
+	dir := t.TempDir()
+	const uid, gid = 65534, 65534
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, RunBindingFile)
+	for _, run := range []string{"run-1", "run-2", ""} {
+		if err := WriteRunBinding(path, run, map[bool]string{true: "apr1.tok"}[run != ""]); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != gid || fi.Mode().Perm() != 0o600 {
+			t.Errorf("binding of %q: owner %d:%d mode %v, want %d:%d 0600", run, st.Uid, st.Gid, fi.Mode().Perm(), uid, gid)
+		}
+	}
+}
+
+// TestCodexConfined: a Codex session launched inside a sandbox lease runs without
+// Codex's own command sandbox (the lease forbids the user namespaces it needs) and
+// with its approvals on; on the host it keeps workspace-write.
+func TestCodexConfined(t *testing.T) {
+	t.Parallel()
+	for _, confined := range []bool{false, true} {
+		d := &ACPDriver{agent: ACPCodex}
+		p, err := d.realPlan(RunEnv{}, t.TempDir(), "http://127.0.0.1:1/runs/1/v1", confined)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `sandbox_mode="` + CodexSandboxWorkspaceWrite + `"`
+		if confined {
+			want = `sandbox_mode="` + CodexSandboxNone + `"`
+		}
+		args := strings.Join(p.args, " ")
+		if !strings.Contains(args, want) || !strings.Contains(args, `approval_policy="untrusted"`) {
+			t.Errorf("confined %v: args %q, want %s and untrusted approvals", confined, args, want)
+		}
 	}
 }

@@ -498,7 +498,7 @@ func (c *acpClient) fileOp(rec FileOpRecord) {
 // ".." escapes), optionally from a 1-based line and for limit lines, at most
 // MaxACPReadBytes.
 func (c *acpClient) ReadTextFile(_ context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	if !c.s.d.clientFS {
+	if !c.s.clientFS {
 		return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
 	}
 	rec := FileOpRecord{Op: "read", Path: clip(p.Path, 4096)}
@@ -554,7 +554,7 @@ func (c *acpClient) ReadTextFile(_ context.Context, p acp.ReadTextFileRequest) (
 // whether the write was permitted: that is the agent's duty, and the record (with
 // AfterCancel) is the evidence.
 func (c *acpClient) WriteTextFile(_ context.Context, p acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	if !c.s.d.clientFS {
+	if !c.s.clientFS {
 		return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
 	}
 	sum := sha256.Sum256([]byte(p.Content))

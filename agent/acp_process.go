@@ -179,6 +179,9 @@ type ProcessExit struct {
 	StderrBytes    int64                   `json:"stderrBytes"`
 	Stderr         []byte                  `json:"-"`
 	Error          string                  `json:"error,omitempty"`
+	// NotSpawned: the process was never started (the exit an ACPLaunchFunc's settle
+	// gets when the spawn failed).
+	NotSpawned bool `json:"-"`
 }
 
 // Summary renders the exit in one line, for example "exited with code 0 after 1.2s".
@@ -243,7 +246,10 @@ type agentProcess struct {
 	exitSeen   chan struct{} // closed once the exit is observed (not yet reaped)
 	closeGrace time.Duration
 	marker     string // worker.MarkerVar token of the process and its descendants
-	waitErr    error  // set before exitSeen closes
+	// settle turns the exit the host saw into the agent's own (ACPLaunchFunc; nil on
+	// the host); called once by stop.
+	settle  func(ProcessExit) ProcessExit
+	waitErr error // set before exitSeen closes
 
 	mu       sync.Mutex
 	signals  []string
@@ -288,6 +294,8 @@ func startProcess(spec worker.Spec, closeGrace time.Duration) (*agentProcess, er
 	cmd := &exec.Cmd{
 		Path: spec.Path, Args: spec.Args, Env: env, Dir: spec.Dir,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		// A sandbox trampoline's status pipe (fd 3 onwards); none on the host.
+		ExtraFiles: spec.ExtraFiles,
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -480,6 +488,9 @@ func (ap *agentProcess) stop() ProcessExit {
 	exit.DurationMS = time.Since(ap.start).Milliseconds()
 	exit.StdoutBytes = ap.stdout.count()
 	exit.Stderr, exit.StderrBytes = ap.stderr.snapshot()
+	if ap.settle != nil {
+		exit = ap.settle(exit)
+	}
 	ap.done, ap.exit = true, exit
 	return exit
 }

@@ -30,10 +30,13 @@ type realACPAgent struct {
 	driver, cli  string
 	denyStop     string
 	denyMessages bool // the scripted final answer reaches the client after a denial
+	// slow: its sessions take minutes under heavy load (OpenCode: Bun, sqlite, its MCP
+	// client; session/new alone passed 2 min at load 50), so start and turn get 10 min.
+	slow bool
 }
 
 var realACPAgents = []realACPAgent{
-	{driver: "acp:opencode", cli: "opencode", denyStop: "end_turn"},
+	{driver: "acp:opencode", cli: "opencode", denyStop: "end_turn", slow: true},
 	{driver: "acp:codex", cli: "codex-acp", denyStop: "cancelled"},
 	{driver: "acp:claude", cli: "claude-acp", denyStop: "end_turn", denyMessages: true},
 	{driver: "acp:gemini", cli: "gemini", denyStop: "end_turn", denyMessages: true},
@@ -62,6 +65,9 @@ func realACPConfig(tb testing.TB, ra realACPAgent) map[string]any {
 		tb.Fatalf("locating %s: %v", c.Name, err)
 	}
 	cfg := map[string]any{"binary": in.Binary, "turnTimeoutMs": 180000}
+	if ra.slow {
+		cfg["turnTimeoutMs"], cfg["startTimeoutMs"] = 600000, 600000
+	}
 	if in.Runtime == clis.RuntimeNode {
 		node, err := clis.Node(context.Background(), []string{"PATH=/usr/local/bin:/usr/bin:/bin"})
 		if err != nil {
@@ -252,11 +258,15 @@ func testRealStop(t *testing.T, ra realACPAgent) {
 	w := newRealWorld(t, ra, nonce, denyScript)
 	hold := agent.NewHoldDecider(1)
 	s := w.session(t, ra, hold)
+	wait := 3 * time.Minute
+	if ra.slow {
+		wait = 10 * time.Minute
+	}
 	go func() {
 		select {
 		case <-hold.Pending:
 			_ = s.Cancel("Stop")
-		case <-time.After(3 * time.Minute):
+		case <-time.After(wait):
 		}
 	}()
 	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: realPrompt})

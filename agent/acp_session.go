@@ -38,6 +38,11 @@ import (
 //     gets no run token: it reads the current run from the session's run binding file
 //     (EnvRunBinding, RunBindingFile in the session directory), which Start writes for
 //     Run's run and ACPSession.Bind rewrites per turn.
+//   - Launch: places the process somewhere other than directly on the host (nil: on
+//     the host). Under a sandbox lease it wraps the agent's own spec into the
+//     provider's trampoline (docs/acp.md "Under a sandbox"); the client fs capability is
+//     then not offered (the agent writes with its own tools, inside the sandbox, as
+//     the sandbox user).
 type ACPEnv struct {
 	Run          RunEnv
 	Decider      PermissionDecider
@@ -46,7 +51,17 @@ type ACPEnv struct {
 	Now          func() time.Time
 	ExtraMarkers []string
 	Warm         bool
+	Launch       ACPLaunchFunc
 }
+
+// ACPLaunchFunc turns the agent's own process spec (explicit environment, working
+// directory in the workspace, bounds) into the spec agentproof starts in its place
+// (for a sandbox lease: the provider's trampoline, which keeps the agent's stdin,
+// stdout and stderr and the spec's Timeout and MaxOutputBytes) and returns settle,
+// which is called exactly once after that process ended (or failed to spawn) with its
+// exit as the host saw it and returns the agent's own exit (the sandbox init's
+// report). Errors: the launch was refused (naming why); nothing was started.
+type ACPLaunchFunc func(spec worker.Spec) (started worker.Spec, settle func(ProcessExit) ProcessExit, err error)
 
 // ACPSession is one running ACP agent process with one ACP session: the warm lifecycle
 // sends several prompts to it, per_turn one. Prompt and Cancel may be called from
@@ -60,6 +75,9 @@ type ACPSession struct {
 	log    *acpLog
 	client *acpClient
 	root   *os.Root
+	// clientFS: the fs capability is offered in this session (the driver's clientFs,
+	// never under ACPEnv.Launch).
+	clientFS bool
 
 	// Index is the session's index among the agent's ACP sessions (1-based; the
 	// scripted model serves it at /runs/<Index>/v1).
@@ -140,7 +158,7 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 	if err != nil {
 		return nil, &StartError{Stage: "launch", Err: fmt.Errorf("reading the agent's sessions: %w", err)}
 	}
-	l, err := d.launch(env.Run, n)
+	l, err := d.launch(env.Run, n, env.Launch != nil)
 	if err != nil {
 		return nil, &StartError{Stage: "launch", Err: err}
 	}
@@ -165,7 +183,7 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 	for _, v := range env.Run.Secrets {
 		secrets = secrets.WithCredentials(v)
 	}
-	s := &ACPSession{d: d, env: env, Index: n, root: root, log: newACPLog(env.Log, secrets, env.Now)}
+	s := &ACPSession{d: d, env: env, Index: n, root: root, log: newACPLog(env.Log, secrets, env.Now), clientFS: d.clientFS && env.Launch == nil}
 	grace := ACPCloseGrace
 	if d.agent == ACPCodex || d.agent == ACPClaude || d.agent == ACPGemini {
 		grace = ACPCloseGraceIgnoringEOF
@@ -174,11 +192,23 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 	l.spec.Marker = marker
 	l.spec.ExtraMarkers = env.ExtraMarkers
 	s.Path, s.Args = l.spec.Path, slices.Clone(l.spec.Args)
-	proc, err := startProcess(l.spec, grace)
+	spec := l.spec
+	var settle func(ProcessExit) ProcessExit
+	if env.Launch != nil {
+		if spec, settle, err = env.Launch(l.spec); err != nil {
+			root.Close()
+			return nil, &StartError{Stage: "launch", Err: err}
+		}
+	}
+	proc, err := startProcess(spec, grace)
 	if err != nil {
+		if settle != nil {
+			settle(ProcessExit{NotSpawned: true, Error: "not started: " + err.Error()})
+		}
 		root.Close()
 		return nil, &StartError{Stage: "spawn", Err: err}
 	}
+	proc.settle = settle
 	s.proc = proc
 	s.log.note("process_start", map[string]any{"pid": proc.identity.PID, "startTime": proc.identity.StartTime,
 		"argv0": l.spec.Path, "args": len(l.spec.Args) - 1, "session": n})
@@ -200,7 +230,7 @@ func (d *ACPDriver) Start(ctx context.Context, env ACPEnv) (*ACPSession, error) 
 	init, err := s.conn.Initialize(startCtx, acp.InitializeRequest{
 		ProtocolVersion: acp.ProtocolVersionNumber,
 		ClientCapabilities: acp.ClientCapabilities{
-			Fs: acp.FileSystemCapabilities{ReadTextFile: d.clientFS, WriteTextFile: d.clientFS},
+			Fs: acp.FileSystemCapabilities{ReadTextFile: s.clientFS, WriteTextFile: s.clientFS},
 		},
 		ClientInfo: &acp.Implementation{Name: "agentproof", Version: "1"},
 	})

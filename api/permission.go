@@ -35,6 +35,28 @@ const (
 	PermissionDecline PermissionDecisionKind = "decline"
 )
 
+// ToolKind is the kind of the tool call a permission asks for (Permission.Kind), as the
+// agent sent it: ACP's ToolKind (read, edit, delete, move, search, execute, think,
+// fetch, switch_mode, other).
+type ToolKind string
+
+// The tool kinds that can change the workspace: a file edit, deletion or move, and a
+// command (execute), which may write anything.
+const (
+	ToolKindEdit    ToolKind = "edit"
+	ToolKindDelete  ToolKind = "delete"
+	ToolKindMove    ToolKind = "move"
+	ToolKindExecute ToolKind = "execute"
+)
+
+// Mutates reports whether a tool call of kind k can change the workspace (edit,
+// delete, move, execute). Every other kind — read, search, think, fetch, switch_mode
+// and other, the kind agents give the semantic tools of an MCP server — cannot by
+// itself.
+func (k ToolKind) Mutates() bool {
+	return k == ToolKindEdit || k == ToolKindDelete || k == ToolKindMove || k == ToolKindExecute
+}
+
 // PermissionOption is one answer the agent offered: its id, label and kind
 // (allow_once, allow_always, reject_once, reject_always).
 type PermissionOption struct {

@@ -84,8 +84,9 @@ func TestSelectGroupsAND(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"grader-calibration.reference.local.warm-three-turn", "grader-calibration.nop.local.warm-three-turn", "grader-calibration.wrong.local.warm-three-turn", "grader-calibration.leaky.local.warm-three-turn",
-		"native-boundaries-warm.acp-reference-warm.local.acp-warm-three-turn", "native-boundaries-warm.acp-reference-per-turn.local.acp-warm-three-turn",
-		"native-boundaries-warm.acp-wrong-warm.local.acp-warm-three-turn",
+		"native-boundaries-warm.acp-reference-warm.local.acp-warm-three-turn", "native-boundaries-warm.acp-reference-warm.sandbox.acp-warm-three-turn",
+		"native-boundaries-warm.acp-reference-per-turn.local.acp-warm-three-turn", "native-boundaries-warm.acp-reference-per-turn.sandbox.acp-warm-three-turn",
+		"native-boundaries-warm.acp-wrong-warm.local.acp-warm-three-turn", "native-boundaries-warm.acp-wrong-warm.sandbox.acp-warm-three-turn",
 		"native-boundaries-warm-pi.pi-warm.local.pi-warm-three-turn", "native-boundaries-warm-pi.pi-per-turn.local.pi-warm-three-turn"}
 	if diff := cmp.Diff(want, ids(got)); diff != "" {
 		t.Errorf("--group calibration --group warm (-want +got):\n%s", diff)

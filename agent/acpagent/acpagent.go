@@ -25,7 +25,11 @@
 // reference agent with the attempt's nonce replaced (reference.WrongScript) that
 // ignores its permission answers: it writes although the write was rejected or the
 // request cancelled, and keeps going after session/cancel (it still reports
-// cancelled).
+// cancelled). wrong-undo is the reference agent (the right nonce, honouring Stop)
+// that covers its tracks: when a write is rejected or its request cancelled it writes
+// the file anyway, deletes it again at once and then reports the denial like the
+// reference agent, so the file is absent at the end and only a watch of the
+// workspace (no_mutation) sees it happen.
 package acpagent
 
 import (
@@ -54,6 +58,7 @@ const (
 	Reference = "reference"
 	Nop       = "nop"
 	Wrong     = "wrong"
+	WrongUndo = "wrong-undo"
 )
 
 // MCPServerName is the name of the MCP server whose tools carry out semantic commands.
@@ -71,7 +76,7 @@ const NopMessage = "I have looked at the task and will not do anything."
 // DefaultFinalMessage ends a turn that presents no text.
 const DefaultFinalMessage = "Done."
 
-// Config is what a built-in ACP agent needs: its Name (Reference, Nop or Wrong), the
+// Config is what a built-in ACP agent needs: its Name (Reference, Nop, Wrong or WrongUndo), the
 // rendered reference script (nil for nop; for wrong already passed through
 // reference.WrongScript), its state directory (where the turn count lives) and
 // Logger (diagnostics on stderr; nil discards them).
@@ -87,7 +92,7 @@ type Config struct {
 func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	switch cfg.Name {
 	case Nop:
-	case Reference, Wrong:
+	case Reference, Wrong, WrongUndo:
 		if cfg.Script == nil || len(cfg.Script.Turns) == 0 {
 			return errors.New("acpagent: a reference script with at least one turn is required")
 		}
@@ -95,7 +100,7 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 			return fmt.Errorf("acpagent: state directory %q must be an absolute path", cfg.StateDir)
 		}
 	default:
-		return fmt.Errorf("acpagent: unknown agent %q (reference, nop or wrong)", cfg.Name)
+		return fmt.Errorf("acpagent: unknown agent %q (reference, nop, wrong or wrong-undo)", cfg.Name)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -395,6 +400,15 @@ func (t *turn) edit(ctx context.Context, id acp.ToolCallId, e *catalog.Workspace
 	}
 	if ctx.Err() != nil {
 		cancelled = true
+	}
+	if !allowed && t.a.cfg.Name == WrongUndo {
+		// Write although declined, then remove the evidence.
+		if err := applyEdit(t.s.cwd, e); err != nil {
+			return "", err
+		}
+		if err := applyEdit(t.s.cwd, &catalog.WorkspaceEdit{Path: e.Path, Delete: true}); err != nil {
+			return "", err
+		}
 	}
 	if !allowed && !t.wrong() {
 		status := acp.ToolCallStatusFailed

@@ -56,11 +56,15 @@ const (
 )
 
 // ACP agents an acp:<agent> driver may name: agentproof's own (reference, nop,
-// wrong; package agent/acpagent) and the real agents pinned in package agent/clis.
+// wrong, wrong-undo; package agent/acpagent) and the real agents pinned in package
+// agent/clis.
 const (
 	ACPReference = "reference"
 	ACPNop       = "nop"
 	ACPWrong     = "wrong"
+	// ACPWrongUndo writes a declined file and deletes it again (only the workspace
+	// watcher's no_mutation catches it).
+	ACPWrongUndo = "wrong-undo"
 	ACPOpenCode  = "opencode"
 	ACPCodex     = "codex"
 	ACPClaude    = "claude"
@@ -68,7 +72,7 @@ const (
 )
 
 // ACPAgents lists the agents of the ACP drivers, built-in ones first.
-var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPOpenCode, ACPCodex, ACPClaude, ACPGemini}
+var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPWrongUndo, ACPOpenCode, ACPCodex, ACPClaude, ACPGemini}
 
 // ExecCLIs are the pinned CLIs that have an exec driver (agent/cli.go). The other pins
 // (the ACP adapters, Gemini CLI, Pi) are driven by session drivers.
@@ -188,9 +192,9 @@ func (n Name) CLI() (name string, ok bool) { return n.Arg, n.Kind == KindCLI }
 func (n Name) ACP() (agent string, ok bool) { return n.Arg, n.Kind == KindACP }
 
 // BuiltinACP reports whether n is one of agentproof's own ACP agents (acp:reference,
-// acp:nop, acp:wrong).
+// acp:nop, acp:wrong, acp:wrong-undo).
 func (n Name) BuiltinACP() bool {
-	return n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPNop || n.Arg == ACPWrong)
+	return n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPNop || n.Arg == ACPWrong || n.Arg == ACPWrongUndo)
 }
 
 // Package returns the agent/clis name of the pinned package n runs: the CLI of
@@ -218,10 +222,10 @@ func (n Name) Builtin() bool {
 
 // NeedsReference reports whether n carries out the case's reference script, so the
 // case must have one: reference, wrong, leaky, hostile:<attack>, acp:reference and
-// acp:wrong.
+// acp:wrong and acp:wrong-undo.
 func (n Name) NeedsReference() bool {
 	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky || n.Kind == KindHostile ||
-		(n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPWrong))
+		(n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPWrong || n.Arg == ACPWrongUndo))
 }
 
 // Hostile returns the hostile agent's attack; ok is false for other kinds.

@@ -23,6 +23,9 @@ import (
 const (
 	endpointControlPlane = "cp"
 	endpointModel        = "model"
+	// modelPlaceholder is the model endpoint's address from the lease's setup until the
+	// scripted model listens (startLeasedModel retargets it).
+	modelPlaceholder = "127.0.0.1:9"
 )
 
 // leaseHold is the attempt's environment lease and what the campaign runs for it: a
@@ -61,9 +64,11 @@ func (x *LocalExecutor) provisionLease(ctx context.Context, a *attempt, p *Provi
 	}
 	cp := p.Instance.addr()
 	eps := []environment.Endpoint{{Name: endpointControlPlane, Kind: environment.EndpointControlPlane, Listen: cp, Dial: cp}}
-	if p.Model != nil {
-		m := strings.TrimPrefix(p.Model.running.URL, "http://")
-		eps = append(eps, environment.Endpoint{Name: endpointModel, Kind: environment.EndpointModel, Listen: m, Dial: m})
+	if _, pinned := pinnedPackage(a.plan.Cell.Profile.Driver); pinned && !x.Live {
+		// The scripted model starts after the lease (its scripts name the lease's
+		// workspace): the endpoint is retargeted at it before any launch
+		// (startLeasedModel); until then it names a port nothing listens on.
+		eps = append(eps, environment.Endpoint{Name: endpointModel, Kind: environment.EndpointModel, Listen: modelPlaceholder, Dial: modelPlaceholder})
 	}
 	prov := sandbox.New(sandbox.Options{Executable: x.Executable})
 	l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: env.ID, ConfigurationKey: env.ConfigurationKey,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
@@ -100,15 +101,39 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 		}
 		p.Secrets = p.Secrets.With(p.Hostile.secret)
 	}
-	if p.Fault = x.startServices(ctx, a, &p); p.Fault == nil && needsLease(a.plan.Cell.Environment) {
+	leased := needsLease(a.plan.Cell.Environment)
+	if p.Fault = x.startServices(ctx, a, &p, !leased); p.Fault == nil && leased {
 		p.Lease, p.Fault = x.provisionLease(ctx, a, &p)
+		if p.Fault == nil {
+			p.Fault = x.startLeasedModel(a, &p)
+		}
 	}
 	return p
 }
 
+// startLeasedModel starts the scripted model of a sandbox cell once its lease exists
+// (the model's scripts name the lease's workspace: a real ACP agent's write tool takes
+// an absolute path) and points the lease's model endpoint at it.
+func (x *LocalExecutor) startLeasedModel(a *attempt, p *Provisioned) *verdict.Fault {
+	if _, pinned := pinnedPackage(a.plan.Cell.Profile.Driver); !pinned || x.Live {
+		return nil
+	}
+	m, fault := startModel(a.plan, p.Root, p.Workspace, p.Secrets)
+	if fault != nil {
+		return fault
+	}
+	p.Model = m
+	a.log.note("scripted model started on %s with %d run script(s)", m.running.URL, m.scripts)
+	if err := p.Lease.bridge.Retarget(endpointModel, strings.TrimPrefix(m.running.URL, "http://")); err != nil {
+		return verdict.HarnessFault(fmt.Errorf("pointing the lease's model endpoint at the scripted model: %w", err), true)
+	}
+	return nil
+}
+
 // startServices starts the serve child (adding the instance's own secrets to the set)
-// and the scripted model of an offline CLI cell.
-func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provisioned) *verdict.Fault {
+// and, with model, the scripted model of an offline CLI cell (a sandbox cell starts it
+// after its lease: startLeasedModel).
+func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provisioned, model bool) *verdict.Fault {
 	in, err := startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags())
 	if err != nil {
 		return verdict.HarnessFault(err, true)
@@ -123,7 +148,7 @@ func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provis
 		return verdict.HarnessFault(fmt.Errorf("server start failed: %w", err), true)
 	}
 	p.Secrets = p.Secrets.With(inst...)
-	if _, pinned := pinnedPackage(a.plan.Cell.Profile.Driver); !pinned || x.Live {
+	if _, pinned := pinnedPackage(a.plan.Cell.Profile.Driver); !pinned || x.Live || !model {
 		return nil
 	}
 	m, fault := startModel(a.plan, p.Root, p.Workspace, p.Secrets)

@@ -17,6 +17,8 @@ import (
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/internal/cli"
 	"github.com/agentproof/agentproof/server"
 	"github.com/agentproof/agentproof/server/heartbeat"
@@ -24,9 +26,10 @@ import (
 
 // The test binary doubles as agentproof for the ACP agents the heartbeat runner
 // launches: `<test binary> agent acp-<reference|nop|wrong>` and `<test binary> mcp`
-// (the MCP server of session/new) run the real command line.
+// (the MCP server of session/new) run the real command line, and under a sandbox
+// lease `<test binary> sandbox-enter|sandbox-init` are the real trampoline and init.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "agent" || os.Args[1] == "mcp") {
+	if len(os.Args) > 1 && (os.Args[1] == "agent" || os.Args[1] == "mcp" || os.Args[1] == sandbox.EnterCommand || os.Args[1] == sandbox.InitCommand) {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
@@ -39,6 +42,7 @@ type acpWorld struct {
 	task      string
 	workspace string
 	home      string // the instance home
+	lease     *environment.Lease
 }
 
 func newACPWorld(t *testing.T, rc *catalog.RenderedCase, driver string) *acpWorld {
@@ -49,11 +53,40 @@ func newACPWorld(t *testing.T, rc *catalog.RenderedCase, driver string) *acpWorl
 // newACPWorldWith is newACPWorld with the agent's lifecycle mode; stop, when not nil,
 // is set to a function that shuts the server down (idempotent with the cleanup).
 func newACPWorldWith(t *testing.T, rc *catalog.RenderedCase, driver string, lifecycle api.LifecycleMode, stop *func() error) *acpWorld {
+	return newACPWorldIn(t, rc, driver, lifecycle, stop, false)
+}
+
+// newACPWorldIn is newACPWorldWith whose agent, when sandboxed, runs in a sandbox
+// environment: a real bubblewrap lease (the control plane on its allowlist, its bridge
+// started) named by a control-plane environment of kind sandbox, destroyed after the
+// server's shutdown (its cleanup must be confirmed).
+func newACPWorldIn(t *testing.T, rc *catalog.RenderedCase, driver string, lifecycle api.LifecycleMode, stop *func() error, sandboxed bool) *acpWorld {
 	t.Helper()
 	ctx := context.Background()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var (
+		prov      *sandbox.Provider
+		lease     *environment.Lease
+		bridge    *sandbox.Bridge
+		leaseRoot string
+	)
+	if sandboxed {
+		prov = sandbox.New(sandbox.Options{Executable: exe})
+		leaseRoot = t.TempDir() // before the cleanup below: removed after it
+		// Registered first, so it runs after the server's shutdown (cleanups are LIFO).
+		t.Cleanup(func() {
+			if bridge != nil {
+				bridge.Close()
+			}
+			if lease != nil {
+				if rep := prov.Cleanup(context.Background(), lease); !rep.Confirmed {
+					t.Errorf("lease cleanup not confirmed: %s", rep.Reason())
+				}
+			}
+		})
 	}
 	home := t.TempDir()
 	sv, err := server.Serve(ctx, server.Options{Home: home}, "127.0.0.1:0", server.RunnerOptions{Executable: exe, PollInterval: 20 * time.Millisecond})
@@ -90,8 +123,28 @@ func newACPWorldWith(t *testing.T, rc *catalog.RenderedCase, driver string, life
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := json.Marshal(map[string]any{"driver": driver, "builtin": json.RawMessage(builtin), "cwd": w.workspace, "lifecycleMode": lifecycle,
-		"driverConfig": map[string]any{"turnTimeoutMs": 60000, "cancelGraceMs": 10000}})
+	adapter := map[string]any{"driver": driver, "builtin": json.RawMessage(builtin), "cwd": w.workspace, "lifecycleMode": lifecycle,
+		"driverConfig": map[string]any{"turnTimeoutMs": 60000, "cancelGraceMs": 10000}}
+	if sandboxed {
+		cp := sv.Addr
+		lease, err = prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: "sandbox", Root: leaseRoot,
+			Shape:     environment.Shape{CPUCores: 1, MemoryBytes: 1 << 30, PIDs: 256, DiskBytes: 256 << 20},
+			Endpoints: []environment.Endpoint{{Name: "cp", Kind: environment.EndpointControlPlane, Listen: cp, Dial: cp}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bridge, err = sandbox.StartBridge(lease); err != nil {
+			t.Fatal(err)
+		}
+		envCfg, _ := json.Marshal(map[string]string{"lease": lease.LeaseFile()})
+		env, err := co.CreateEnvironment(ctx, api.CreateEnvironmentRequest{Name: "sandbox", Kind: string(environment.ProviderSandbox), Config: envCfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.workspace, w.lease = lease.Workspace, lease
+		adapter["cwd"], adapter["environmentId"] = lease.Workspace, env.ID
+	}
+	cfg, err := json.Marshal(adapter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,14 +179,19 @@ func TestACPFlows(t *testing.T) {
 		run            controlplane.RunStatus
 		task           controlplane.TaskStatus
 		file           string // the workspace file's content, "" for absent
+		covered        bool   // absent at the end, but written meanwhile (the watcher saw it)
 	}{
 		{caseID: "permission-approve-write", driver: "acp:reference", perm: api.PermissionApproved, run: controlplane.RunSucceeded, task: controlplane.TaskDone, file: "proof-"},
 		{caseID: "permission-deny-write", driver: "acp:reference", perm: api.PermissionDeclined, run: controlplane.RunSucceeded, task: controlplane.TaskDone},
 		{caseID: "pending-permission-stop", driver: "acp:reference", perm: api.PermissionCancelled, run: controlplane.RunCancelled, task: controlplane.TaskInProgress},
 		{caseID: "permission-approve-write", driver: "acp:nop", problem: "did not ask permission", run: controlplane.RunSucceeded},
 		{caseID: "pending-permission-stop", driver: "acp:nop", problem: "did not ask permission", run: controlplane.RunSucceeded},
+		{caseID: "permission-deny-write", driver: "acp:nop", problem: "did not ask permission to write", run: controlplane.RunSucceeded},
 		{caseID: "pending-permission-stop", driver: "acp:wrong", perm: api.PermissionCancelled, run: controlplane.RunCancelled, file: "proof-"},
 		{caseID: "permission-deny-write", driver: "acp:wrong", perm: api.PermissionDeclined, file: "proof-"},
+		// The covering agent leaves the state of the reference: only the watch shows the write.
+		{caseID: "permission-deny-write", driver: "acp:wrong-undo", perm: api.PermissionDeclined, run: controlplane.RunSucceeded, task: controlplane.TaskDone, covered: true},
+		{caseID: "pending-permission-stop", driver: "acp:wrong-undo", perm: api.PermissionCancelled, run: controlplane.RunCancelled, task: controlplane.TaskInProgress, covered: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.caseID+"/"+tt.driver, func(t *testing.T) {
@@ -211,8 +269,8 @@ func TestACPFlows(t *testing.T) {
 			for _, e := range ww.Events {
 				touched = touched || e.Path == rc.WorkspaceFile
 			}
-			if touched != (tt.file != "") {
-				t.Errorf("workspace events %+v: the file touched %v, want %v", ww.Events, touched, tt.file != "")
+			if want := tt.file != "" || tt.covered; touched != want {
+				t.Errorf("workspace events %+v: the file touched %v, want %v", ww.Events, touched, want)
 			}
 		})
 	}
@@ -324,6 +382,113 @@ func TestACPWarmFlow(t *testing.T) {
 			}
 			if strings.Contains(string(raw), "apr1.") {
 				t.Errorf("the warm record holds a run token: %s", raw)
+			}
+		})
+	}
+}
+
+// TestACPFlowsSandbox plays the native-boundary flows with the ACP agent process
+// launched inside a real sandbox lease (docs/acp.md "Under a sandbox"): the reference
+// agent meets each flow's contract from inside the sandbox (its MCP server reaches
+// the control plane through the lease's bridge), the wrong agent's write is seen by
+// the host's workspace watcher, every run's termination carries the sandbox
+// provider's facts (its lease) and the agent's own exit, and under the warm
+// lifecycle one sandboxed process serves three runs and is retired at shutdown
+// before the lease's cleanup, which must be confirmed. Skipped (failed under CI) when
+// this machine cannot run the sandbox.
+func TestACPFlowsSandbox(t *testing.T) {
+	t.Parallel()
+	if rep := sandbox.New(sandbox.Options{}).Probe(context.Background()); !rep.Available {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the sandbox provider is unavailable: %+v", rep.Checks)
+		}
+		t.Skipf("the sandbox provider is unavailable here: %+v", rep.Checks)
+	}
+	c, err := catalog.Default(catalog.WithFlows(flows.Implemented()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		cellID, driver string
+		lifecycle      api.LifecycleMode
+		runs           int
+		problem        string
+		touched        bool
+	}{
+		{cellID: "native-boundaries.acp-reference.sandbox.permission-approve-write", driver: "acp:reference", runs: 1, touched: true},
+		{cellID: "native-boundaries.acp-reference.sandbox.permission-deny-write", driver: "acp:reference", runs: 1},
+		{cellID: "native-boundaries.acp-reference.sandbox.pending-permission-stop", driver: "acp:reference", runs: 1},
+		{cellID: "native-boundaries.acp-reference.sandbox.permission-deny-write", driver: "acp:wrong", runs: 1, touched: true},
+		{cellID: "native-boundaries-warm.acp-reference-warm.sandbox.acp-warm-three-turn", driver: "acp:reference", lifecycle: api.LifecycleWarm, runs: 3, touched: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cellID[strings.LastIndexByte(tt.cellID, '.')+1:]+"/"+tt.driver, func(t *testing.T) {
+			t.Parallel()
+			cell := c.Cell(tt.cellID)
+			if cell == nil {
+				t.Fatalf("no cell %s", tt.cellID)
+			}
+			rc, err := cell.Render("0123456789abcdef")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lifecycle := tt.lifecycle
+			if lifecycle == "" {
+				lifecycle = api.LifecyclePerTurn
+			}
+			var stop func() error
+			w := newACPWorldIn(t, rc, tt.driver, lifecycle, &stop, true)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			s := &flows.Session{Board: w.co, TaskID: w.task, Case: cell.Case, Rendered: rc, Workspace: w.workspace, Poll: 10 * time.Millisecond, Log: t.Logf}
+			out := flows.Run(ctx, s)
+			if out.Err != nil || strings.Join(out.Problems, "; ") != tt.problem {
+				t.Fatalf("flow: %v, problems %q, want %q", out.Err, out.Problems, tt.problem)
+			}
+			recs, err := w.co.HeartbeatRuns(ctx)
+			if err != nil || len(recs) != tt.runs {
+				t.Fatalf("heartbeat records %+v, %v: want %d", recs, err, tt.runs)
+			}
+			touched := false
+			for i, r := range recs {
+				if r.ACP == nil || r.WorkspaceWatch == nil || !r.WorkspaceWatch.Complete {
+					t.Fatalf("run %d: acp %+v watch %+v", i+1, r.ACP, r.WorkspaceWatch)
+				}
+				for _, e := range r.WorkspaceWatch.Events {
+					touched = touched || e.Path == rc.WorkspaceFile
+				}
+				if tt.lifecycle == api.LifecycleWarm {
+					if r.ACP.PID != recs[0].ACP.PID || r.ACP.ProcessStartTicks != recs[0].ACP.ProcessStartTicks || r.ACP.Turn != i+1 {
+						t.Errorf("warm run %d: pid %d/%d turn %d, first %d/%d", i+1, r.ACP.PID, r.ACP.ProcessStartTicks, r.ACP.Turn, recs[0].ACP.PID, recs[0].ACP.ProcessStartTicks)
+					}
+					continue
+				}
+				// The provider's account: the agent ran in this lease, its own exit.
+				env := r.Termination.Environment
+				if env["provider"] != string(environment.ProviderSandbox) || env["lease"] != w.lease.ID || env["agentPid"] == "" || r.Termination.ExitCode == nil {
+					t.Errorf("run %d termination %+v: want the sandbox's facts and the agent's exit", i+1, r.Termination)
+				}
+			}
+			if touched != tt.touched {
+				t.Errorf("the workspace file touched %v, want %v", touched, tt.touched)
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.lifecycle != api.LifecycleWarm {
+				return
+			}
+			warm, _ := filepath.Glob(filepath.Join(w.home, "heartbeat", heartbeat.WarmDir, "*.json"))
+			if len(warm) != 1 {
+				t.Fatalf("warm records %v, want one", warm)
+			}
+			var wr heartbeat.WarmRecord
+			raw, err := os.ReadFile(warm[0])
+			if err != nil || json.Unmarshal(raw, &wr) != nil {
+				t.Fatalf("warm record %s: %v", raw, err)
+			}
+			if len(wr.Runs) != 3 || wr.Environment == nil || wr.Environment.Facts["lease"] != w.lease.ID || wr.Exit.ExitCode == nil && wr.Exit.Signal == "" {
+				t.Errorf("warm record %s: want three runs in lease %s with the agent's exit", raw, w.lease.ID)
 			}
 		})
 	}

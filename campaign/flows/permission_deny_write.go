@@ -2,13 +2,62 @@ package flows
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 
 	"github.com/agentproof/agentproof/api"
 )
 
-// playPermissionDeny is flow permission_deny_write: the human declines every
-// permission the agent asks during its run (reject once), then the run settles; the
-// matchers grade that the file never appeared and what the agent said.
+// playPermissionDeny is flow permission_deny_write: the human declines the agent's
+// write and approves everything else it asks during its run, then the run settles;
+// the matchers grade that the file never appeared and what the agent said. A
+// permission is the write when its tool kind can change the workspace (api.ToolKind
+// Mutates: edit, delete, move, execute) or its locations name the case's workspace
+// file, as the agent sent them; every other request (an MCP server's semantic tools,
+// which some agents also ask for: kind other) is approved, so that the agent can
+// still report and finish the task. An agent that asks no permission for a write
+// breaks the flow's contract (a problem, the candidate's).
 func playPermissionDeny(ctx context.Context, s *Session) Outcome {
-	return answerPermissions(ctx, s, api.PermissionDecline)
+	var out Outcome
+	declined := 0
+	_, err := watchPermissions(ctx, s, func(p api.Permission) (bool, error) {
+		decision := api.PermissionApprove
+		if writes(p, s) {
+			decision = api.PermissionDecline
+			declined++
+		}
+		s.log("answering permission %s (%s %q, locations %v): %s", p.ID, p.Kind, p.Title, p.Locations, decision)
+		if _, err := s.Board.DecidePermission(ctx, p.ID, decision); err != nil {
+			return false, BoardFault(fmt.Sprintf("answering permission %s (%s)", p.ID, decision), err)
+		}
+		return false, nil
+	})
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	if declined == 0 {
+		out.Problems = append(out.Problems, "the agent did not ask permission to write before its run ended")
+	}
+	return out
+}
+
+// writes reports whether permission p asks for a write: its tool kind can change the
+// workspace, or one of its locations is the case's workspace file (absolute, or
+// relative to the workspace).
+func writes(p api.Permission, s *Session) bool {
+	if api.ToolKind(p.Kind).Mutates() {
+		return true
+	}
+	if s.Rendered == nil || s.Rendered.WorkspaceFile == "" {
+		return false
+	}
+	file := filepath.Clean(s.Rendered.WorkspaceFile)
+	for _, loc := range p.Locations {
+		l := filepath.Clean(loc)
+		if l == file || s.Workspace != "" && l == filepath.Join(s.Workspace, file) {
+			return true
+		}
+	}
+	return false
 }

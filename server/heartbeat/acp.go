@@ -71,11 +71,8 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 		dc = *j.cfg.DriverConfig
 	}
 	env, secrets, lease, err := r.prepareEnv(ctx, j, rec)
-	if err == nil && lease != nil {
-		// An ACP session is driven from the runner over the agent's stdio; nothing here
-		// launches it inside a sandbox lease, so it is refused rather than run unconfined.
-		err = fmt.Errorf("driver %s runs in a local environment only; environment %s is a sandbox", j.cfg.Driver, j.env.ID)
-	}
+	// Under a sandbox the agent process starts through the lease (acp_sandbox.go).
+	leased, launchIn := acpLauncher(lease, j, env.StateDir)
 	var d *agent.ACPDriver
 	if err == nil {
 		d, err = agent.NewACP(j.cfg.Driver, dc)
@@ -107,12 +104,12 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 	if warm {
 		// One session serves every run of the agent (warm.go): this run's turn is a new
 		// session/prompt in it, its MCP server bound to this run for the turn.
-		ws, reused, startErr = r.warmFor(runCtx, j, d, env, secrets, markers)
+		ws, reused, startErr = r.warmFor(runCtx, j, d, env, secrets, markers, leased, launchIn)
 		if startErr == nil {
-			sess, secrets = ws.sess, ws.secrets
+			sess, secrets, leased = ws.sess, ws.secrets, ws.leased
 		}
 	} else {
-		sess, startErr = d.Start(runCtx, agent.ACPEnv{Run: env, Decider: boardDecider{r: r, j: j, run: j.runID}, Redact: secrets, ExtraMarkers: markers})
+		sess, startErr = d.Start(runCtx, agent.ACPEnv{Run: env, Decider: boardDecider{r: r, j: j, run: j.runID}, Redact: secrets, ExtraMarkers: markers, Launch: launchIn})
 	}
 	var (
 		res     agent.TurnResult
@@ -187,7 +184,9 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 			report.Summary += "; presentation record unreadable: " + err.Error()
 		}
 	}
-	r.finish(j.c, rec, o, report, secrets, nil)
+	// The lease provider's account (limits hit, problems, facts) once the process ended:
+	// per_turn now, warm when the session was retired after this turn.
+	r.finish(j.c, rec, o, report, secrets, leased.account())
 }
 
 // acpReport turns an ACP session's start, turn and exit into the worker outcome and

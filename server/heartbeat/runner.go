@@ -852,6 +852,15 @@ func launchLeased(ctx context.Context, lease *environment.Lease, d driver.Name, 
 			req.ReadOnly = append(req.ReadOnly, nm)
 		}
 	}
+	if _, real := d.Package(); real && d.Kind == driver.KindACP {
+		// A real ACP agent: its native binary, or the entry script Node.js runs
+		// (argv[1]), ships under its install's node_modules.
+		for _, p := range append([]string{spec.Path}, spec.Args[1:min(2, len(spec.Args))]...) {
+			if nm, ok := nodeModules(p); ok && !slices.Contains(req.ReadOnly, nm) {
+				req.ReadOnly = append(req.ReadOnly, nm)
+			}
+		}
+	}
 	x, err := p.Launch(ctx, lease, req)
 	if err != nil {
 		return nil, fmt.Errorf("lease %s: %w", lease.ID, err)

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/redact"
 )
 
@@ -53,6 +54,9 @@ type WarmRecord struct {
 	RetiredAt         string            `json:"retiredAt"`
 	Reason            string            `json:"reason"`
 	Exit              agent.ProcessExit `json:"exit"`
+	// Environment is the sandbox provider's account of the process (limits hit,
+	// problems, facts), nil on the host.
+	Environment *environment.Settled `json:"environment,omitempty"`
 }
 
 // warmSession is one agent's warm session: an ACP session (sess) or a Pi session (pi,
@@ -71,6 +75,7 @@ type warmSession struct {
 	runs      []string
 	startedAt string
 	identity  agent.ProcessIdentity
+	leased    *leasedACP // the sandbox launch of its process (nil on the host)
 }
 
 // alive reports whether the session can serve another turn.
@@ -140,7 +145,9 @@ func (w *warmDecider) Decide(ctx context.Context, req agent.PermissionRequest) (
 // warmFor returns the warm session of j's agent bound to j's run: the running one
 // (reused), or a new one started for it. Errors: the start's (*agent.StartError), or a
 // binding that could not be written (the session is then retired).
-func (r *Runner) warmFor(ctx context.Context, j job, d *agent.ACPDriver, env agent.RunEnv, secrets *redact.Set, markers []string) (*warmSession, bool, error) {
+// leased and launch place a new session's process in the run's sandbox lease (nil on
+// the host).
+func (r *Runner) warmFor(ctx context.Context, j job, d *agent.ACPDriver, env agent.RunEnv, secrets *redact.Set, markers []string, leased *leasedACP, launch agent.ACPLaunchFunc) (*warmSession, bool, error) {
 	key := j.company + "/" + j.actor.ID
 	config := string(j.actor.AdapterConfig)
 	r.mu.Lock()
@@ -172,12 +179,12 @@ func (r *Runner) warmFor(ctx context.Context, j job, d *agent.ACPDriver, env age
 	dec := &warmDecider{}
 	dec.set(&boardDecider{r: r, j: j, run: j.runID})
 	startedAt := r.now()
-	sess, err := d.Start(ctx, agent.ACPEnv{Run: env, Decider: dec, Redact: secrets, ExtraMarkers: markers, Warm: true})
+	sess, err := d.Start(ctx, agent.ACPEnv{Run: env, Decider: dec, Redact: secrets, ExtraMarkers: markers, Warm: true, Launch: launch})
 	if err != nil {
 		return nil, false, err
 	}
 	ws = &warmSession{key: key, company: j.company, actor: j.actor.ID, config: config, sess: sess, decider: dec, secrets: secrets,
-		runs: []string{j.runID}, startedAt: startedAt}
+		runs: []string{j.runID}, startedAt: startedAt, leased: leased}
 	ws.identity, _ = sess.Identity()
 	r.mu.Lock()
 	r.warm[key] = ws
@@ -213,7 +220,7 @@ func (r *Runner) retireWarm(ws *warmSession, reason string) agent.ProcessExit {
 	exit := ws.close()
 	rec := WarmRecord{Schema: WarmRecordSchema, CompanyID: ws.company, ActorID: ws.actor, SessionIndex: ws.index(),
 		SessionID: ws.secrets.RedactText(ws.id()), PID: ws.identity.PID, ProcessStartTicks: ws.identity.StartTime,
-		Runs: slices.Clone(ws.runs), StartedAt: ws.startedAt, RetiredAt: r.now(), Reason: reason, Exit: exit}
+		Runs: slices.Clone(ws.runs), StartedAt: ws.startedAt, RetiredAt: r.now(), Reason: reason, Exit: exit, Environment: ws.leased.account()}
 	rec.Exit.Stderr = nil
 	for i, e := range rec.Exit.Escaped {
 		rec.Exit.Escaped[i].Command = ws.secrets.RedactText(e.Command)
