@@ -190,8 +190,10 @@ func TestDefaultCatalogByHand(t *testing.T) {
 			continue
 		}
 		switch cell.Case.Flow {
-		case catalog.FlowLostAcknowledgement, catalog.FlowCrashRetry, catalog.FlowPlanApprovalCompletion, catalog.FlowBlockerGuidance, catalog.FlowAgentChat:
-			// a lossy proxy before a server restart, a killed agent process, a board
+		case catalog.FlowLostAcknowledgement, catalog.FlowCrashRetry, catalog.FlowServerCrashRetry, catalog.FlowInstructionPersistence,
+			catalog.FlowPlanApprovalCompletion, catalog.FlowBlockerGuidance, catalog.FlowAgentChat:
+			// a lossy proxy before a server restart, a killed agent process, a killed
+			// server, an agent home saved and downloaded after a restart, a board
 			// approval of the plan's exact revision, a manager/worker company guided by a
 			// human comment, a conversation with /new and a handoff: played by the campaign's flows against the real server and
 			// runner (campaign/flows flows_test.go, run_all.txtar), not by this by-hand driver
