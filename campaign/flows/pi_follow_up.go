@@ -2,11 +2,10 @@ package flows
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/api"
 )
 
 // piFollowUpSettle is how long flow pi_follow_up looks, after run 1 settled, for a
@@ -26,74 +25,16 @@ const piFollowUpSettle = time.Second
 // contract (a problem); a harness without a scripted model to release is the harness's
 // fault.
 func playPiFollowUp(ctx context.Context, s *Session) Outcome {
-	var out Outcome
-	if s.Rendered == nil || len(s.Rendered.Followups) != 1 {
-		out.Err = permanent(errors.New("flow pi_follow_up needs exactly one followup (the follow-up comment)"))
-		return out
-	}
-	if s.ReleaseModel == nil || s.ModelHolding == nil {
-		out.Err = permanent(errors.New("flow pi_follow_up needs the attempt's scripted model (it releases the held tool call)"))
-		return out
-	}
-	if s.TurnTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: 1, Limit: s.TurnTimeout})
-		defer cancel()
-	}
-	poll := s.Poll
-	if poll <= 0 {
-		poll = defaultPoll
-	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	commented, queued := false, false
-	for !queued {
-		v, err := look(ctx, s)
-		if err == nil {
-			if v.settled(1) {
-				out.Problems = append(out.Problems, "run 1 ended before the follow-up comment reached its turn")
-				return out
-			}
-			if why := v.refused(); why != "" {
-				out.Err = permanent(errors.New(why))
-				return out
-			}
-			// As in pi_steering: the comment goes out once the model holds its call, so
-			// that the turn surely runs when it arrives.
-			running := len(v.runs) > 0 && v.runs[0].Status == controlplane.RunRunning && s.ModelHolding(1)
-			if running && !commented {
-				s.log("commenting on the task while run %s is running (a follow-up, no Steer)", v.runs[0].ID)
-				if _, err := s.Board.Comment(ctx, s.TaskID, s.Rendered.Followups[0]); err != nil {
-					out.Err = BoardFault("posting the follow-up comment", err)
-					return out
-				}
-				out.submit()
-				commented = true
-			}
-			for _, r := range v.records {
-				if commented && len(v.runs) > 0 && r.RunID == v.runs[0].ID && r.Pi != nil {
-					for _, d := range r.Pi.FollowUps {
-						queued = queued || d.Accepted
-					}
-				}
-			}
-		}
-		if queued {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			out.Err = waitError(ctx)
-			return out
-		case <-t.C:
-		}
-	}
-	s.log("the follow-up was queued; releasing the model's held tool call")
-	if !s.ReleaseModel(1) {
-		out.Err = permanent(fmt.Errorf("the scripted model has no run 1 to release"))
-		return out
-	}
-	if _, out.Err = waitTurn(ctx, s, 1); out.Err != nil {
+	out := playHeldTurn(ctx, s, heldTurnDelivery{
+		flow: "pi_follow_up", comment: "the follow-up comment", sending: "posting the follow-up comment",
+		logLine: "commenting on the task while run %s is running (a follow-up, no Steer)",
+		send: func(ctx context.Context, b Board, taskID, _, body string) error {
+			_, err := b.Comment(ctx, taskID, body)
+			return err
+		},
+		deliveries: func(p *api.PiTurn) []api.PiDelivery { return p.FollowUps },
+	})
+	if out.Err != nil || len(out.Problems) > 0 {
 		return out
 	}
 	select {
