@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
@@ -42,6 +43,10 @@ type permission struct {
 	answer chan string
 }
 
+// cancelAnswerWait bounds how long a permission closed as cancelled on the board
+// waits for the driver's own cancel before the agent is told "cancelled".
+const cancelAnswerWait = 2 * time.Second
+
 // boardDecider is the PermissionDecider of one ACP run: it opens a permission on the
 // board for every request and waits for the human's answer.
 type boardDecider struct {
@@ -61,6 +66,17 @@ func (d boardDecider) Decide(ctx context.Context, req agent.PermissionRequest) (
 	select {
 	case opt := <-pm.answer:
 		if opt == "" { // closed as cancelled (a Stop, the end of the run)
+			// A Stop closes the permission on the board before the driver hears of it;
+			// the agent must be told "cancelled" only after the driver's own cancel
+			// (ACP: session/cancel first, then the pending answers), or it may take the
+			// refusal as an ordinary one and end its turn end_turn. The driver's cancel
+			// ends ctx; a close without one is answered after cancelAnswerWait.
+			t := time.NewTimer(cancelAnswerWait)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
 			return agent.PermissionDecision{Cancelled: true}, nil
 		}
 		return agent.PermissionDecision{OptionID: opt}, nil
