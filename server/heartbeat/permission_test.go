@@ -128,4 +128,25 @@ func TestPermissionLifecycle(t *testing.T) {
 	}
 	r.closeRunPermissions("hb-c1-w1", "test over")
 	<-got
+
+	// A Stop closes a pending permission on the board before the driver cancels the
+	// turn: the agent is told "cancelled" only once the driver's cancel ends the
+	// request's context (ACP: session/cancel goes out first).
+	stopCtx, driverCancel := context.WithCancel(context.Background())
+	defer driverCancel()
+	go func() {
+		dec, _ := d.Decide(stopCtx, agent.PermissionRequest{Seq: 4, ToolCallID: "tc4", Options: opts})
+		got <- dec
+	}()
+	waitPending(4)
+	r.closeRunPermissions("hb-c1-w1", "stopped")
+	select {
+	case dec := <-got:
+		t.Fatalf("the agent was answered %+v before the driver's cancel", dec)
+	case <-time.After(cancelAnswerWait / 4):
+	}
+	driverCancel()
+	if dec := <-got; !dec.Cancelled {
+		t.Errorf("a stopped permission told the agent %+v", dec)
+	}
 }
