@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"os"
 	"strconv"
@@ -32,7 +33,11 @@ const (
 // httpServer is the http.Server of h with the instance's header timeout, a 64 KiB
 // header limit and idle connections closed after two minutes.
 func (s *Server) httpServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: s.headerTimeout, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: s.headerTimeout, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	if s.errorLog != nil {
+		hs.ErrorLog = log.New(s.errorLog, "http: ", log.LstdFlags)
+	}
+	return hs
 }
 
 // setBodyDeadline bounds the reading of a request's body (and of whatever of it a

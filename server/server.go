@@ -38,6 +38,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -65,6 +66,10 @@ type Options struct {
 	Template          *store.Template
 	ReadHeaderTimeout time.Duration
 	ReadBodyTimeout   time.Duration
+	// ErrorLog, when set, receives the HTTP server's error log (a handler's panic,
+	// a failed accept) instead of the process's standard logger (its stderr): an
+	// instance inside another process keeps its own log.
+	ErrorLog io.Writer
 }
 
 // Server is an open control-plane instance with its HTTP handler. Close it to commit
@@ -85,6 +90,8 @@ type Server struct {
 	templateErr error
 	// calls is the agent-call ledger (calls.go).
 	calls callLedger
+	// errorLog is Options.ErrorLog.
+	errorLog io.Writer
 }
 
 // TemplateProblem reports why Options.Template was not used for a new database (the
@@ -173,7 +180,7 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	}
 	ok = true
 	s := &Server{lock: lock, inst: inst, boardToken: strings.TrimSpace(string(token)), master: master, tokenKey: api.RunTokenKey(master),
-		headerTimeout: cmp.Or(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout), bodyTimeout: cmp.Or(opts.ReadBodyTimeout, DefaultReadBodyTimeout), feed: newChangeFeed(), templateErr: templateErr}
+		headerTimeout: cmp.Or(opts.ReadHeaderTimeout, DefaultReadHeaderTimeout), bodyTimeout: cmp.Or(opts.ReadBodyTimeout, DefaultReadBodyTimeout), feed: newChangeFeed(), templateErr: templateErr, errorLog: opts.ErrorLog}
 	s.handler = s.routes()
 	return s, nil
 }

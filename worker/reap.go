@@ -116,8 +116,12 @@ func (r *Reaper) loop(sig <-chan os.Signal) {
 }
 
 // reapAdopted reaps every zombie child of this process that os/exec does not own and
-// returns how many it reaped.
+// returns how many it reaped. When no child of this process is a zombie (anyZombie)
+// it reads nothing of /proc.
 func reapAdopted() int {
+	if !anyZombie() {
+		return 0
+	}
 	self := os.Getpid()
 	var zombies []int
 	for _, pid := range childPIDs() {
@@ -161,6 +165,28 @@ func reapAdopted() int {
 		_ = unix.Close(fd)
 	}
 	return n
+}
+
+// anyZombie reports whether some child of this process (of any of its threads) has
+// exited and not been waited for: waitid(P_ALL, WEXITED|WNOHANG|WNOWAIT) reports one
+// without reaping it, so the exit status stays for whoever waits for it (os/exec, or
+// the reaper's pidfd wait). No child at all (ECHILD) is false; any other error is true,
+// so that the reaper looks rather than misses an orphan.
+func anyZombie() bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.ECHILD:
+			return false
+		case nil:
+			return info.Signo != 0
+		default:
+			return true
+		}
+	}
 }
 
 // childPIDs lists this process's children (every thread's /proc children list: the

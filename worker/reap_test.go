@@ -88,3 +88,36 @@ func TestReaperLeavesExecChildren(t *testing.T) {
 		t.Errorf("supervised child: %+v %v", o, err)
 	}
 }
+
+// TestAnyZombie: the reaper's gate sees an exited child that nobody waited for yet,
+// and only then, and its look takes nothing: the child's own Wait still gets its exit
+// status. Not parallel: other tests' children would be this process's zombies too.
+func TestAnyZombie(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "read x; exit 3")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if anyZombie() {
+		t.Error("anyZombie() = true while the only child runs")
+	}
+	_ = stdin.Close() // the child exits 3
+	if !waitFor(10*time.Second, func() bool { p, _ := readProc(cmd.Process.Pid); return p.state == "Z" }) {
+		t.Fatal("the child did not become a zombie")
+	}
+	for range 3 {
+		if !anyZombie() {
+			t.Fatal("anyZombie() = false with an exited child not waited for")
+		}
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("Wait after anyZombie: %v, want exit status 3 (the look took the status?)", err)
+	}
+	if anyZombie() {
+		t.Error("anyZombie() = true after the child was waited for")
+	}
+}

@@ -55,6 +55,13 @@ type LocalExecutor struct {
 	// Live runs CLI cells against their profile's live provider (driverConfig live, its
 	// credential stored as a secret) instead of a scripted model per attempt.
 	Live bool
+	// InProcess starts a control-plane instance inside this process (nil: every
+	// attempt's instance is a serve child of Executable). With it, Instances chooses:
+	// InstanceInProcess (or "") runs the instance of every attempt that allows it in
+	// this process and the others as serve children, InstanceChild every one as a
+	// serve child (docs/ARCHITECTURE.md "Control-plane instances").
+	InProcess InProcessStart
+	Instances InstanceMode
 
 	// shared is what every attempt's serve child is given, made in the background
 	// once (serveFlags); sharedOnce starts making it, sharedDone is closed when it
@@ -72,9 +79,11 @@ type LocalExecutor struct {
 const sharedWait = 5 * time.Second
 
 // serveFlags returns the serve flags every attempt's serve child gets, made once in
-// the background on the first call, which does not wait for them (its child gets
-// none and does that work itself); later calls wait for them (at most sharedWait,
-// then they get those made so far):
+// the background on the first call, which does not wait for them unless wait is set
+// (its child gets none and does that work itself); later calls wait for them (at most
+// sharedWait, then they get those made so far). An in-process instance always waits
+// (wait): it would hash the binary in this very process, beside the hash being made.
+// The flags:
 //
 //   - --known-digest with the SHA-256 of Executable (the fixture and built-in agents'
 //     binary), hashed once per campaign instead of once per serve child (50 ms of
@@ -85,7 +94,7 @@ const sharedWait = 5 * time.Second
 //     this process is killed; removed by Close), which each child copies into its
 //     new home, checked against the template's schema and digest, instead of
 //     migrating a new database. When it cannot be made, each child migrates.
-func (x *LocalExecutor) serveFlags() []string {
+func (x *LocalExecutor) serveFlags(wait bool) []string {
 	x.sharedOnce.Do(func() {
 		x.sharedDone = make(chan struct{})
 		if x.Executable == "" {
@@ -117,7 +126,7 @@ func (x *LocalExecutor) serveFlags() []string {
 		})
 		go func() { wg.Wait(); close(x.sharedDone) }()
 	})
-	if x.sharedCalls.Add(1) > 1 {
+	if x.sharedCalls.Add(1) > 1 || wait {
 		// Every attempt but the first waits for them (bounded): with several attempts
 		// at once, children that each hashed the binary would cost more than the
 		// wait. The first does not, so that a one-cell campaign waits for nothing.

@@ -9,17 +9,19 @@ import (
 	"github.com/agentproof/agentproof/client"
 )
 
-// instance is the attempt's control-plane server: a serve child on its instance home,
-// which the question flow may restart (a new child on the same home). Only the
-// attempt's flow goroutine restarts it; teardown stops it after the flow returned.
+// instance is the attempt's control-plane server on its instance home: a serve child,
+// or an in-process instance (docs/ARCHITECTURE.md "Control-plane instances"), which a
+// flow may restart (a new serve child on the same home). Only the attempt's flow
+// goroutine restarts it; teardown stops it after the flow returned.
 type instance struct {
 	exe, home, root string
-	marker          string      // the attempt's process marker every agent process carries
-	flags           []string    // further serve flags (serveFlags), the same for every child
-	canary          string      // the controller canary of every child's environment
-	child           *serveChild // nil after a restart whose new child did not start
-	url, token      string      // the last child's, kept when it is gone
-	// earlier holds the stderr logs of children a restart stopped, oldest first.
+	marker          string          // the attempt's process marker every agent process carries
+	flags           []string        // further serve flags (serveFlags), the same for every child
+	canary          string          // the controller canary of every child's environment
+	child           *serveChild     // nil after a restart whose new child did not start, or in-process
+	inproc          *inProcessChild // the in-process instance until it is stopped (nil for a child)
+	url, token      string          // the last server's, kept when it is gone
+	// earlier holds the stderr logs of servers a restart stopped, oldest first.
 	earlier [][]byte
 }
 
@@ -34,7 +36,20 @@ func startInstance(ctx context.Context, exe, home, root, marker, canary string, 
 	return &instance{exe: exe, home: home, root: root, marker: marker, canary: canary, flags: flags, child: child, url: child.URL(), token: child.token}, nil
 }
 
-// pid is the running child's pid (0 when none runs).
+// startInstanceInProcess starts the attempt's instance inside this process
+// (startInProcess's errors); a restart replaces it with a serve child of exe.
+func startInstanceInProcess(ctx context.Context, start InProcessStart, exe, home, root, marker, canary string, flags []string) (*instance, error) {
+	ip, token, err := startInProcess(ctx, start, home, marker, flags)
+	if err != nil {
+		return nil, err
+	}
+	return &instance{exe: exe, home: home, root: root, marker: marker, canary: canary, flags: flags, inproc: ip, url: "http://" + ip.addr, token: token}, nil
+}
+
+// inProcess reports whether the instance runs inside this process now.
+func (in *instance) inProcess() bool { return in.inproc != nil }
+
+// pid is the running child's pid (0 when none runs or the instance is in-process).
 func (in *instance) pid() int {
 	if in.child == nil || in.child.cmd.Process == nil {
 		return 0
@@ -56,11 +71,21 @@ func (in *instance) addr() string { return strings.TrimPrefix(in.url, "http://")
 // child's group outlived it, or the new one did not start (the instance then has no
 // running child; stop is a no-op).
 func (in *instance) restart(ctx context.Context) (killed bool, err error) {
-	killed, err = in.child.stop()
+	if in.inproc != nil {
+		// The in-process instance stops (as SIGTERM stops a serve child); the new
+		// server is a serve child: a restart is a new process.
+		killed, err = in.inproc.stop()
+		in.earlier = append(in.earlier, in.inproc.log.Bytes())
+		in.inproc = nil
+	} else if in.child == nil {
+		return false, errors.New("no server is running")
+	} else {
+		killed, err = in.child.stop()
+		in.earlier = append(in.earlier, in.child.stderr.Bytes())
+	}
 	if err != nil {
 		return killed, fmt.Errorf("stopping: %w", err)
 	}
-	in.earlier = append(in.earlier, in.child.stderr.Bytes())
 	child, err := startServe(ctx, in.exe, in.home, in.root, in.marker, in.canary, in.flags)
 	if err != nil {
 		in.child = nil
@@ -75,6 +100,9 @@ func (in *instance) restart(ctx context.Context) (killed bool, err error) {
 // processes of its group outlived it, or the new one did not start (the instance then
 // has no running child).
 func (in *instance) crash(ctx context.Context) error {
+	if in.inproc != nil {
+		return errors.New("an in-process server cannot be killed without killing the campaign (the flow needs a serve child)")
+	}
 	if in.child == nil {
 		return errors.New("no server is running")
 	}
@@ -95,6 +123,11 @@ func (in *instance) crash(ctx context.Context) error {
 // stderr log ("" when a restart left none running), those of the children a restart
 // stopped, and whether it had to be killed. Error: its process group outlived it.
 func (in *instance) stop() (current []byte, earlier [][]byte, killed bool, err error) {
+	if in.inproc != nil {
+		killed, err = in.inproc.stop()
+		current, in.inproc = in.inproc.log.Bytes(), nil
+		return current, in.earlier, killed, err
+	}
 	if in.child != nil {
 		killed, err = in.child.stop()
 		current = in.child.stderr.Bytes()

@@ -134,16 +134,29 @@ func (x *LocalExecutor) startLeasedModel(a *attempt, p *Provisioned) *verdict.Fa
 // and, with model, the scripted model of an offline CLI cell (a sandbox cell starts it
 // after its lease: startLeasedModel).
 func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provisioned, model bool) *verdict.Fault {
-	in, err := startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags())
+	var in *instance
+	var err error
+	where := "a serve child"
+	allowed, why := inProcessAllowed(a.plan)
+	switch {
+	case x.InProcess == nil || x.Instances == InstanceChild:
+		in, err = startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags(false))
+	case !allowed:
+		where += " (" + why + ")"
+		in, err = startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags(false))
+	default:
+		where = "in-process"
+		in, err = startInstanceInProcess(ctx, x.InProcess, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags(true))
+	}
 	if err != nil {
 		return verdict.HarnessFault(err, true)
 	}
 	p.Instance = in
-	a.log.note("server started on %s", in.addr())
+	a.log.note("server started on %s, %s", in.addr(), where)
 	// The instance's own generated secrets (board token, master key, run-token key)
 	// must not reach the workspace, the evidence or any file of the home but their own
 	// (spec §10.1).
-	inst, err := instanceSecrets(p.Home, in.child.token)
+	inst, err := instanceSecrets(p.Home, in.token)
 	if err != nil {
 		return verdict.HarnessFault(fmt.Errorf("server start failed: %w", err), true)
 	}

@@ -39,6 +39,7 @@ type runOptions struct {
 	repeat      int
 	resume      string
 	rerunFailed string
+	instances   attempt.InstanceMode
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -49,8 +50,8 @@ func newRunCmd(a *app) *cobra.Command {
 		Short: "Run the selected cells as a campaign: isolated attempts, graded, with results",
 		Long: strings.TrimSpace(`
 Run the selected cells of the catalog as a campaign. Every attempt gets a private
-temp root, its own 'agentproof serve' child on a loopback port with its own SQLite
-file, fixtures created through the board API (company, secrets, local environment,
+temp root, its own control-plane instance on a loopback port with its own SQLite
+file and keys, fixtures created through the board API (company, secrets, local environment,
 agent, task), the case's flow played as the human through the same API, matchers
 evaluated against what the API and the workspace show, a teardown, a leak scan and
 a verdict: passed, failed or inconclusive.
@@ -88,6 +89,15 @@ temp directory; they hold key files) that a killed run left behind: roots whose
 owner record no live process holds locked. It says how many on stderr. run and its
 serve children are child subreapers: orphaned descendants are re-parented to them
 and reaped, also when run is PID 1 of a PID namespace.
+
+--instance says where each attempt's instance runs (docs/ARCHITECTURE.md
+"Control-plane instances"). in-process (the default) runs it inside run: its own
+home, SQLite file, listener, keys and heartbeat runner, nothing shared with another
+attempt's, one process start less per cell; cells whose flow restarts or kills the
+server or the agent (server_crash_retry, crash_retry, lost_acknowledgement,
+instruction_persistence, a restart before an answer), hostile and sandbox cells still
+get an 'agentproof serve' child. child gives every attempt an 'agentproof serve' child
+process (its own address space and process group). flow.log says which.
 
 A campaign directory that already holds results is refused (exit 2). The results
 directory is locked (flock on <results>/.agentproof-results.lock) while the campaign
@@ -157,6 +167,9 @@ or the campaign report could not be written), 130 interrupted.`),
 	f.IntVar(&o.repeat, "repeat", 1, "run every selected cell N times, each repetition an independent attempt (pass rate, pass^k, pass@k, flaky in the report)")
 	f.StringVar(&o.resume, "resume", "", "continue the campaign `id` under --results: run its selected cells (and repetitions) that have no result, keep the rest")
 	f.StringVar(&o.rerunFailed, "rerun-failed", "", "run the cells of the campaign `id` under --results that did not pass again, as new attempts of the same campaign")
+	instance := f.VarPF(instanceFlag{&o.instances}, "instance", "", "where each attempt's control-plane instance runs: in-process (inside this process, except cells whose flow restarts or kills a process, hostile and sandbox cells, which get a serve child) or child (an agentproof serve child process for every attempt)")
+	instance.DefValue = string(attempt.InstanceInProcess)
+	o.instances = attempt.InstanceInProcess
 	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
 	return cmd
 }
@@ -224,7 +237,8 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	exec := &attempt.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIs: binaries, Live: o.live}
+	exec := &attempt.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIs: binaries, Live: o.live,
+		InProcess: inProcessServe(exe), Instances: o.instances}
 	defer func() {
 		if err := exec.Close(); err != nil {
 			fmt.Fprintf(a.stderr, "agentproof: removing the attempts' shared files: %v\n", err)
@@ -466,3 +480,25 @@ func sweepStaleRoots(a *app) {
 		fmt.Fprintf(a.stderr, "agentproof: sweeping stale attempt temp roots: %v\n", err)
 	}
 }
+
+// instanceFlag is --instance: one of attempt.InstanceModes.
+type instanceFlag struct{ m *attempt.InstanceMode }
+
+func (f instanceFlag) String() string {
+	if f.m == nil {
+		return ""
+	}
+	return string(*f.m)
+}
+
+func (f instanceFlag) Set(v string) error {
+	for _, m := range attempt.InstanceModes {
+		if string(m) == v {
+			*f.m = m
+			return nil
+		}
+	}
+	return fmt.Errorf("must be %s or %s, not %q", attempt.InstanceInProcess, attempt.InstanceChild, v)
+}
+
+func (instanceFlag) Type() string { return "mode" }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/controlplane/store"
 	"github.com/agentproof/agentproof/server"
 	"github.com/agentproof/agentproof/worker"
@@ -139,3 +140,32 @@ func dropLibpqEnvironment() {
 		}
 	}
 }
+
+// inProcessServe returns how `agentproof run` starts a control-plane instance inside
+// its own process (attempt.InProcessStart; docs/ARCHITECTURE.md "Control-plane
+// instances"): server.Serve on the attempt's home and a loopback port with its own
+// heartbeat runner, whose built-in and fixture agents are exe, exactly what `serve
+// --home … --addr 127.0.0.1:0 --process-marker … --known-digest … --template-db …`
+// runs in a child, with the HTTP server's error log and a template that was not used
+// written to the attempt's log instead of stderr. Every instance has its own store,
+// keys, listener and runner; they share only the process (its reaper among it: `run`
+// is a child subreaper too).
+func inProcessServe(exe string) attempt.InProcessStart {
+	return func(ctx context.Context, c attempt.InProcessConfig) (attempt.InProcessServer, error) {
+		sv, err := server.Serve(context.WithoutCancel(ctx), server.Options{Home: c.Home, Template: c.Template, ErrorLog: c.Log}, "127.0.0.1:0",
+			server.RunnerOptions{Executable: exe, ProcessMarker: c.Marker, KnownDigests: c.KnownDigests, PiTools: piTools()})
+		if err != nil {
+			return nil, err
+		}
+		if err := sv.TemplateProblem(); err != nil && c.Log != nil {
+			fmt.Fprintf(c.Log, "agentproof serve: the template database was not used: %v\n", err)
+		}
+		return inProcessServer{sv}, nil
+	}
+}
+
+// inProcessServer is a server.Serving as an attempt.InProcessServer.
+type inProcessServer struct{ sv *server.Serving }
+
+func (s inProcessServer) Addr() string                       { return s.sv.Addr }
+func (s inProcessServer) Shutdown(ctx context.Context) error { return s.sv.Shutdown(ctx) }
