@@ -23,7 +23,7 @@ BASE=${2:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/agentproof" "$root/cmd/agentproof"
+(cd "$root" && go build -o "$work/agentproof" ./cmd/agentproof)
 mkdir -p "$work/catalog"
 cp "$root"/catalog/default/*.yaml "$work/catalog/"
 {

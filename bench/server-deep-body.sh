@@ -24,7 +24,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-go build -o "$work/agentproof" "$root/cmd/agentproof"
+(cd "$root" && go build -o "$work/agentproof" ./cmd/agentproof)
 env -i PATH=/usr/bin:/bin HOME="$work" "$work/agentproof" serve --home "$work/home" > "$work/ready" 2> "$work/serve.err" &
 pid=$!
 for _ in $(seq 100); do [ -s "$work/ready" ] && break; sleep 0.1; done

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # agentproof against promptfoo 0.121.20, side by side in one run (docs/performance.md).
-# Not run by CI. From the repository root:
+# Not run by CI. From any directory:
 #
 #   bench/vs-promptfoo.sh [N] [ROUNDS]      # default N=100 cells, ROUNDS=2
+#   VARIANT=exec bench/vs-promptfoo.sh 100  # the exec-agent variant (below)
 #   PROMPTFOO_INSTALL=1 bench/vs-promptfoo.sh 100   # install promptfoo first (npm)
 #   AGENTPROOF_BASELINE=/path/to/agentproof bench/vs-promptfoo.sh 100
 #       # adds another agentproof build (for example main's) to the same rotation,
 #       # labelled "baseline", so that a before/after comes from one run
+#   AGENTPROOF_ARGS="--instance child" bench/vs-promptfoo.sh 100
+#       # extra `agentproof run` flags for this tree's binary (not the baseline's)
 #
 # promptfoo lives in $PROMPTFOO_DIR (default ~/.cache/agentproof/bench/promptfoo-0.121.20);
 # with PROMPTFOO_INSTALL=1 the script installs promptfoo@0.121.20 there with npm, else
@@ -22,6 +25,18 @@
 #              isolation: per cell its own `agentproof serve` child with its own SQLite
 #              home and keys, its own workspace and fixture child process, the leak
 #              scans, evidence and result.json; graded on the observed run status.
+#
+# VARIANT=exec compares an exec agent graded on its output instead, both tools running
+# one Python 3 process per case (python3 in /usr/bin or /bin):
+#
+#   promptfoo  the exec provider `exec: /usr/bin/python3 <script>`, a script that prints
+#              the marker the prompt asks for, graded by `contains`.
+#   agentproof N cells of the example exec agent (examples/exec-agent.py, driver exec)
+#              on N copies of the message-marker case ("Post exactly the text
+#              BENCH-MARKER-<i>-<nonce> ..."): the agent reads its run context, posts the
+#              marker as its message and completes its run through the agent API; the
+#              cell is graded by message_exact and run_status on what the control plane
+#              recorded, with the same isolation as above.
 #
 # The two are not the same work (agentproof's cell is an isolated control plane and a
 # graded run; promptfoo's is one exec and a substring check); the comparison is what a
@@ -48,16 +63,58 @@ command -v unshare >/dev/null || { echo "unshare (util-linux) is required" >&2; 
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time (GNU time) is required" >&2; exit 2; }
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-go build -o "$work/agentproof" "$root/cmd/agentproof"
+trap '[[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"' EXIT
+(cd "$root" && go build -o "$work/agentproof" ./cmd/agentproof)
 
-# agentproof catalog: the default catalog plus N fixture-pass cells (suite "bench").
+VARIANT=${VARIANT:-fixture}
+case $VARIANT in
+  fixture) profile=fixture-pass prefix=bench-exit ;;
+  exec) profile=bench-exec prefix=bench-marker
+    [[ -x /usr/bin/python3 ]] || { echo "VARIANT=exec needs /usr/bin/python3" >&2; exit 2; } ;;
+  *) echo "VARIANT must be fixture or exec, not $VARIANT" >&2; exit 2 ;;
+esac
+
+# agentproof catalog: the default catalog plus N cells (suite "bench").
 mkdir -p "$work/catalog"
 cp "$root"/catalog/default/*.yaml "$work/catalog/"
 {
+  if [[ $VARIANT == exec ]]; then
+    cat <<P
+profiles:
+  - id: bench-exec
+    label: The example exec agent (examples/exec-agent.py)
+    generation: native
+    driver: exec
+    driverConfig: {command: "$root/examples/exec-agent.py", timeoutMs: 60000}
+    provider: example
+    model: example/no-model
+    modelQualification: {source: builtin, qualificationId: "builtin:example"}
+    supportedEnvironments: [local]
+P
+  fi
   echo "cases:"
   for i in $(seq -w 1 "$N"); do
-    cat <<C
+    if [[ $VARIANT == exec ]]; then
+      cat <<C
+  - id: bench-marker-$i
+    label: Exec agent marker $i
+    groups: [core]
+    workMode: standard
+    flow: single_turn
+    expectedRunCount: 1
+    attemptTimeoutMs: {local: 60000}
+    expectedTerminalState: {issue: done, run: succeeded}
+    title: "Bench marker $i {{nonce}}"
+    prompt: >-
+      Post exactly the text {{marker}} as your final message on this task, with nothing
+      before or after it, then mark the task done.
+    marker: "BENCH-MARKER-$i-{{nonce}}"
+    matchers:
+      - {kind: message_exact, expected: "{{marker}}"}
+      - {kind: run_status, expected: "{{runStatus}}"}
+C
+    else
+      cat <<C
   - id: bench-exit-$i
     label: Fixture process exit $i
     groups: [calibration]
@@ -69,26 +126,38 @@ cp "$root"/catalog/default/*.yaml "$work/catalog/"
     matchers:
       - {kind: run_status, expected: "{{runStatus}}"}
 C
+    fi
   done
   echo "suites:"
   echo "  - id: bench"
   echo "    label: Benchmark"
-  echo "    description: $N fixture-pass cells."
+  echo "    description: $N $profile cells."
   echo "    manualOnly: true"
-  echo "    profiles: [fixture-pass]"
+  echo "    profiles: [$profile]"
   echo "    environments: [local]"
   echo "    expectedMatrixSize: $N"
   echo "    cases:"
-  for i in $(seq -w 1 "$N"); do echo "      - bench-exit-$i"; done
+  for i in $(seq -w 1 "$N"); do echo "      - $prefix-$i"; done
 } > "$work/catalog/zz-bench.yaml"
 first=$(printf "%0${#N}d" 1)
 
 # promptfoo configs: 1 test and N tests.
+cat > "$work/pf-agent.py" <<'PY'
+import re, sys
+# promptfoo's exec provider passes the rendered prompt as the first argument.
+m = re.search(r"Post exactly the text (\S+)", sys.argv[1])
+print(m.group(1) if m else "no marker")
+PY
 pfconfig() { # COUNT FILE
   {
     echo "description: agentproof bench"
-    echo "prompts: ['PROMPTFOO-MARKER-{{i}}']"
-    echo "providers: ['exec: /bin/echo']"
+    if [[ $VARIANT == exec ]]; then
+      echo "prompts: ['Post exactly the text PROMPTFOO-MARKER-{{i}} as your final message.']"
+      echo "providers: ['exec: /usr/bin/python3 $work/pf-agent.py']"
+    else
+      echo "prompts: ['PROMPTFOO-MARKER-{{i}}']"
+      echo "providers: ['exec: /bin/echo']"
+    fi
     echo "tests:"
     for i in $(seq -w 1 "$1"); do
       echo "  - vars: {i: '$i'}"
@@ -118,7 +187,9 @@ promptfoo() { # COUNT
 }
 agentproof() { # COUNT CAMPAIGN [TOOL BINARY]
   local sel=(--suite bench) tool=${3:-ap} bin=${4:-$work/agentproof}
-  [[ $1 == 1 ]] && sel=(--id "bench.fixture-pass.local.bench-exit-$first")
+  [[ $1 == 1 ]] && sel=(--id "bench.$profile.local.$prefix-$first")
+  # AGENTPROOF_ARGS (for example "--instance child") go to this tree's binary only.
+  [[ $tool == ap && -n ${AGENTPROOF_ARGS:-} ]] && read -r -a extra <<<"$AGENTPROOF_ARGS" && sel+=("${extra[@]}")
   timed "$tool-$1" env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" "$bin" run --catalog "$work/catalog" \
     --results "$work/results" --progress none --campaign "$tool-$2" --max-parallel 4 "${sel[@]}"
   grep -q "$1/$1 passed" "$work/$tool-$1.out" || { echo "$tool did not pass $1 cells:"; tail -n 5 "$work/$tool-$1.out"; exit 1; }
@@ -127,7 +198,7 @@ BASE=${AGENTPROOF_BASELINE:-}
 tools=(pf ap)
 [[ -n $BASE ]] && tools=(pf base ap)
 
-echo "machine: $(nproc) cores, $(uptime)"
+echo "variant: $VARIANT; machine: $(nproc) cores, $(uptime)"
 for r in $(seq 1 "$ROUNDS"); do
   promptfoo 1
   [[ -n $BASE ]] && agentproof 1 "r$r-1" base "$BASE"

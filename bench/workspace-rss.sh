@@ -15,7 +15,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bins=("$@")
 if [ ${#bins[@]} -eq 0 ]; then
-  go build -o "$work/agentproof" "$root/cmd/agentproof"
+  (cd "$root" && go build -o "$work/agentproof" ./cmd/agentproof)
   bins=("$work/agentproof")
 fi
 mkdir -p "$work/catalog"
