@@ -78,12 +78,11 @@ type LocalExecutor struct {
 // sharedWait bounds how long an attempt waits for the shared serve flags.
 const sharedWait = 5 * time.Second
 
-// serveFlags returns the serve flags every attempt's serve child gets, made once in
-// the background on the first call, which does not wait for them unless wait is set
-// (its child gets none and does that work itself); later calls wait for them (at most
-// sharedWait, then they get those made so far). An in-process instance always waits
-// (wait): it would hash the binary in this very process, beside the hash being made.
-// The flags:
+// serveFlags returns the serve flags every attempt's instance gets, made once in
+// the background on the first call, which does not wait for them (its instance gets
+// none and does that work itself: a one-cell campaign waits for nothing, and its
+// instance's hash of the binary runs beside this one on another core); later calls
+// wait for them (at most sharedWait, then they get those made so far):
 //
 //   - --known-digest with the SHA-256 of Executable (the fixture and built-in agents'
 //     binary), hashed once per campaign instead of once per serve child (50 ms of
@@ -94,7 +93,7 @@ const sharedWait = 5 * time.Second
 //     this process is killed; removed by Close), which each child copies into its
 //     new home, checked against the template's schema and digest, instead of
 //     migrating a new database. When it cannot be made, each child migrates.
-func (x *LocalExecutor) serveFlags(wait bool) []string {
+func (x *LocalExecutor) serveFlags() []string {
 	x.sharedOnce.Do(func() {
 		x.sharedDone = make(chan struct{})
 		if x.Executable == "" {
@@ -126,7 +125,7 @@ func (x *LocalExecutor) serveFlags(wait bool) []string {
 		})
 		go func() { wg.Wait(); close(x.sharedDone) }()
 	})
-	if x.sharedCalls.Add(1) > 1 || wait {
+	if x.sharedCalls.Add(1) > 1 {
 		// Every attempt but the first waits for them (bounded): with several attempts
 		// at once, children that each hashed the binary would cost more than the
 		// wait. The first does not, so that a one-cell campaign waits for nothing.

@@ -140,13 +140,13 @@ func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provis
 	allowed, why := inProcessAllowed(a.plan)
 	switch {
 	case x.InProcess == nil || x.Instances == InstanceChild:
-		in, err = startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags(false))
+		in, err = startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags())
 	case !allowed:
 		where += " (" + why + ")"
-		in, err = startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags(false))
+		in, err = startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags())
 	default:
 		where = "in-process"
-		in, err = startInstanceInProcess(ctx, x.InProcess, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags(true))
+		in, err = startInstanceInProcess(ctx, x.InProcess, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags())
 	}
 	if err != nil {
 		return verdict.HarnessFault(err, true)
