@@ -66,7 +66,7 @@ func (f *fakeInProcess) Shutdown(context.Context) error {
 	return f.ln.Close()
 }
 
-func fakeStart(t *testing.T, got *fakeInProcess, cfg *InProcessConfig) InProcessStart {
+func fakeStart(got *fakeInProcess, cfg *InProcessConfig) InProcessStart {
 	return func(_ context.Context, c InProcessConfig) (InProcessServer, error) {
 		*cfg = c
 		if err := os.WriteFile(filepath.Join(c.Home, boardTokenFile), []byte("board-token-inprocess\n"), 0o600); err != nil {
@@ -98,7 +98,7 @@ func TestInProcessInstanceRestartIsAChild(t *testing.T) {
 	var cfg InProcessConfig
 	marker := worker.NewMarker()
 	digest := "1:2:3:4:5:" + strings.Repeat("ab", 32)
-	in, err := startInstanceInProcess(context.Background(), fakeStart(t, &fake, &cfg), stubbornServe(t, root), home, root, marker, "", []string{"--known-digest", digest})
+	in, err := startInstanceInProcess(context.Background(), fakeStart(&fake, &cfg), stubbornServe(t, root), home, root, marker, "", []string{"--known-digest", digest})
 	if err != nil {
 		t.Fatal(err)
 	}
