@@ -119,18 +119,8 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 		open    bool // the warm session stays open after this turn
 	)
 	if startErr == nil {
-		r.mu.Lock()
-		if cur := r.runs[j.runID]; cur != nil {
-			cur.ProcessStartedAt = stamp(startedAt)
-		}
-		r.mu.Unlock()
 		var observed func()
-		facts, observed = r.launchFacts(j, worker.Spec{Path: sess.Path, Args: sess.Args}, secrets)
-		if id, err := sess.Identity(); err == nil {
-			facts.PID, facts.ProcessStartTicks = id.PID, id.StartTime
-		} else {
-			facts.Problems = append(facts.Problems, "the process identity could not be read: "+err.Error())
-		}
+		facts, observed, _, _ = r.sessionLaunchFacts(j, startedAt, worker.Spec{Path: sess.Path, Args: sess.Args}, sess.Identity, secrets)
 		res, turnErr = sess.Prompt(runCtx, agent.Turn{RunID: j.runID, Text: agent.Prompt(rc)})
 		if warm {
 			exit, open = r.warmAfterTurn(ws, j)
