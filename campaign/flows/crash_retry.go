@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
@@ -92,44 +91,23 @@ func playCrashRetry(ctx context.Context, s *Session) Outcome {
 // the heartbeat runner records that run's process running with its launch facts; it
 // returns that record, or nil when run 1 settled first (the agent never waited).
 func waitReady(ctx context.Context, s *Session, rel string) (*api.HeartbeatRun, error) {
-	poll := s.Poll
-	if poll <= 0 {
-		poll = defaultPoll
-	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	var failingSince time.Time
-	for {
-		v, err := look(ctx, s)
-		switch {
-		case err == nil:
-			failingSince = time.Time{}
-			if b, rerr := os.ReadFile(filepath.Join(s.Workspace, filepath.FromSlash(rel))); rerr == nil && len(v.runs) > 0 {
-				id := strings.TrimSpace(string(b))
-				for i := range v.records {
-					r := &v.records[i]
-					if r.RunID == id && id == v.runs[0].ID && r.Launch != nil && r.Launch.PID > 0 && v.runs[0].Status == controlplane.RunRunning {
-						return r, nil
-					}
-				}
-			}
-			if v.settled(1) {
-				return nil, nil
-			}
-			if why := v.refused(); why != "" {
-				return nil, permanent(errors.New(why))
-			}
-		case failingSince.IsZero():
-			failingSince = time.Now()
-		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
-			return nil, BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
+	var ready *api.HeartbeatRun
+	_, err := lookFor(ctx, s, func(ctx context.Context) (*view, error) { return look(ctx, s) }, func(v *view) (bool, error) {
+		b, err := os.ReadFile(filepath.Join(s.Workspace, filepath.FromSlash(rel)))
+		if err != nil || len(v.runs) == 0 {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, waitError(ctx)
-		case <-t.C:
+		id := strings.TrimSpace(string(b))
+		for i := range v.records {
+			r := &v.records[i]
+			if r.RunID == id && id == v.runs[0].ID && r.Launch != nil && r.Launch.PID > 0 && v.runs[0].Status == controlplane.RunRunning {
+				ready = r
+				return true, nil
+			}
 		}
-	}
+		return false, nil
+	})
+	return ready, err
 }
 
 // identify checks that process pid is the one the runner launched for runID: its start
