@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
@@ -65,26 +66,40 @@ func playCrashRetry(ctx context.Context, s *Session) Outcome {
 		out.Err = permanent(fmt.Errorf("the killed run %s ended %s (run 1 is %s), not failed", rec.RunID, crashed.Status, crashed.ID))
 		return out
 	}
+	pressed, err := releaseAndRetry(ctx, s, rel, crashed.ID, "killed")
+	if !pressed.IsZero() {
+		out.Submitted = append(out.Submitted, pressed)
+	}
+	out.Err = err
+	return out
+}
+
+// releaseAndRetry releases run 1's wait (it writes <rel>.release in the workspace),
+// presses Retry on run ended through the public API (board operation retry_run, keyed
+// by the case's nonce; the press is recorded in out's submissions) and checks that run
+// 2 is bound to it (retryOf); endedAs names how run 1 ended in that error. pressed is
+// when Retry was sent (zero when it was not). Errors: a harness fault (permanent), a
+// BoardFault, or waitTurn's.
+func releaseAndRetry(ctx context.Context, s *Session, rel, ended, endedAs string) (pressed time.Time, err error) {
 	if err := os.WriteFile(filepath.Join(s.Workspace, filepath.FromSlash(rel)+".release"), []byte("released\n"), 0o644); err != nil {
-		out.Err = permanent(fmt.Errorf("releasing the wait: %w", err))
-		return out
+		return pressed, permanent(fmt.Errorf("releasing the wait: %w", err))
 	}
-	in, _ := json.Marshal(map[string]string{"runId": crashed.ID})
-	out.submit()
-	s.log("pressing Retry on run %s", crashed.ID)
+	in, _ := json.Marshal(map[string]string{"runId": ended})
+	pressed = time.Now()
+	s.log("pressing Retry on run %s", ended)
 	if _, err := s.Board.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardRetryRun, Input: in, IdempotencyKey: "retry-" + s.Rendered.Nonce}); err != nil {
-		out.Err = BoardFault("pressing Retry on run "+crashed.ID, err)
-		return out
+		return pressed, BoardFault("pressing Retry on run "+ended, err)
 	}
-	if v, out.Err = waitTurn(ctx, s, 2); out.Err != nil {
-		return out
+	v, err := waitTurn(ctx, s, 2)
+	if err != nil {
+		return pressed, err
 	}
 	retry := v.runs[1]
 	s.log("retry run %s ended %s", retry.ID, retry.Status)
-	if retry.RetryOf == nil || *retry.RetryOf != crashed.ID {
-		out.Err = permanent(fmt.Errorf("run 2 %s is not bound to the killed run %s (retryOf %v)", retry.ID, crashed.ID, retry.RetryOf))
+	if retry.RetryOf == nil || *retry.RetryOf != ended {
+		return pressed, permanent(fmt.Errorf("run 2 %s is not bound to the %s run %s (retryOf %v)", retry.ID, endedAs, ended, retry.RetryOf))
 	}
-	return out
+	return pressed, nil
 }
 
 // waitReady looks until run 1's agent wrote its run id to the readiness file while

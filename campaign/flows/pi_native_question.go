@@ -23,11 +23,11 @@ import (
 // writes anything else, breaks the flow's contract (a problem).
 func playPiNativeQuestion(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	q, err := waitQuestion(ctx, s)
+	q, problem, err := askedQuestion(ctx, s)
 	if err != nil || q == nil {
 		out.Err = err
-		if err == nil {
-			out.Problems = append(out.Problems, "the agent asked no native question before its run ended")
+		if problem != "" {
+			out.Problems = append(out.Problems, problem)
 		}
 		return out
 	}
@@ -64,6 +64,17 @@ func playPiNativeQuestion(ctx context.Context, s *Session) Outcome {
 		out.Problems = append(out.Problems, fmt.Sprintf("%s holds %d bytes that are not the human's answer", s.Rendered.WorkspaceFile, len(got)))
 	}
 	return out
+}
+
+// askedQuestion waits for run 1's pending native question (waitQuestion); when the run
+// ended without one, q is nil and problem says so (the candidate's: it asked nothing).
+// Errors: waitQuestion's.
+func askedQuestion(ctx context.Context, s *Session) (q *controlplane.Interaction, problem string, err error) {
+	q, err = waitQuestion(ctx, s)
+	if err == nil && q == nil {
+		problem = "the agent asked no native question before its run ended"
+	}
+	return q, problem, err
 }
 
 // waitQuestion looks until the task has a pending question interaction while run 1

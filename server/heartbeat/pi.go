@@ -162,11 +162,7 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 		if open {
 			rec.Pi.Exit = ""
 		}
-		if p, err := agent.ReadPresentation(env.StateDir, rec.RunID); err == nil && p != nil {
-			report.Presentation = &agent.Presentation{CommentID: p.CommentID, Text: p.Text}
-		} else if err != nil {
-			report.Summary += "; presentation record unreadable: " + err.Error()
-		}
+		report = withPresentation(report, env.StateDir, rec.RunID)
 	}
 	r.finish(j.c, rec, o, report, secrets, nil)
 }
