@@ -205,10 +205,14 @@ type Case struct {
 	TurnMarkers               []string         `yaml:"turnMarkers"`     // templates over {{nonce}}; warm_three_turn
 	WorkspaceFile             string           `yaml:"workspaceFile"`   // template over {{nonce}}: workspace-relative path
 	RestartServerBeforeAnswer bool             `yaml:"restartServerBeforeQuestionAnswer"`
-	ToolReviewDecision        string           `yaml:"toolReviewDecision"` // approve | decline | always | restart
-	AutomaticRetryPolicy      string           `yaml:"automaticRetryPolicy"`
-	Matchers                  []match.Spec     `yaml:"matchers"` // string fields are templates
-	Reference                 *ReferenceScript `yaml:"reference"`
+	// ServerProcess asks for the attempt's control-plane instance as an `agentproof
+	// serve` child process in every `run --instance` mode (docs/ARCHITECTURE.md
+	// "Control-plane instances"); false lets run choose.
+	ServerProcess        bool             `yaml:"serverProcess"`
+	ToolReviewDecision   string           `yaml:"toolReviewDecision"` // approve | decline | always | restart
+	AutomaticRetryPolicy string           `yaml:"automaticRetryPolicy"`
+	Matchers             []match.Spec     `yaml:"matchers"` // string fields are templates
+	Reference            *ReferenceScript `yaml:"reference"`
 	// CapabilityGrants are the run capabilities the case's agent needs (claims of the
 	// semantic-command table; GrantableClaims), granted by the fixture registry when it
 	// creates the agent, with the profile's (Cell.CapabilityGrants). Nothing is granted

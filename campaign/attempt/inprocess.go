@@ -67,8 +67,9 @@ var InstanceModes = []InstanceMode{InstanceInProcess, InstanceChild}
 // new process on the same home; a crash is a SIGKILL of the server), a flow that kills
 // the agent process (crash_retry: the server must outlive the agent it launched as it
 // does in production), a hostile agent (its attacks aim at the server process: its
-// files, its environment through /proc), and a sandbox cell (its lease's bridge and
-// the sandbox's cgroup are set up around a server process).
+// files, its environment through /proc), a sandbox cell (its lease's bridge and
+// the sandbox's cgroup are set up around a server process), and a case that asks for
+// a server process (catalog.Case.ServerProcess).
 func inProcessAllowed(plan campaign.AttemptPlan) (bool, string) {
 	c := plan.Cell.Case
 	switch {
@@ -79,6 +80,8 @@ func inProcessAllowed(plan campaign.AttemptPlan) (bool, string) {
 		return false, fmt.Sprintf("flow %s restarts or crashes a process", c.Flow)
 	case c.Flow == catalog.FlowQuestionResumeCompletion && c.RestartServerBeforeAnswer:
 		return false, "the case restarts the server before its answer"
+	case c.ServerProcess:
+		return false, "the case asks for a server process (serverProcess)"
 	case isHostile(plan):
 		return false, "a hostile agent attacks the server process"
 	case needsLease(plan.Cell.Environment):

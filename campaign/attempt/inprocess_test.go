@@ -44,6 +44,7 @@ func TestInProcessAllowed(t *testing.T) {
 		{"instruction persistence", plan(fixture, local, &catalog.Case{Flow: catalog.FlowInstructionPersistence}), false},
 		{"hostile agent", plan(hostile, local, &catalog.Case{Flow: catalog.FlowSingleTurn}), false},
 		{"sandbox cell", plan(fixture, sandbox, &catalog.Case{Flow: catalog.FlowSingleTurn}), false},
+		{"a case that asks for a server process", plan(fixture, local, &catalog.Case{Flow: catalog.FlowSingleTurn, ServerProcess: true}), false},
 		{"no case", plan(fixture, local, nil), false},
 	} {
 		got, why := inProcessAllowed(tc.plan)

@@ -96,8 +96,8 @@ and reaped, also when run is PID 1 of a PID namespace.
 home, SQLite file, listener, keys and heartbeat runner, nothing shared with another
 attempt's, one process start less per cell; cells whose flow restarts or kills the
 server or the agent (server_crash_retry, crash_retry, lost_acknowledgement,
-instruction_persistence, a restart before an answer), hostile and sandbox cells still
-get an 'agentproof serve' child. child gives every attempt an 'agentproof serve' child
+instruction_persistence, a restart before an answer), hostile and sandbox cells and
+cases with serverProcess: true still get an 'agentproof serve' child. child gives every attempt an 'agentproof serve' child
 process (its own address space and process group). flow.log says which.
 
 A campaign directory that already holds results is refused (exit 2). The results
