@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory of `agentproof run` in N (docs/performance.md "Memory of run in N"). Rerun from
-# the repository root:
+# any directory:
 #
 #   bench/run-memory.sh [SMALL [LARGE [BASELINE [ROUNDS]]]]   # default 100 1000, 1 round
 #
