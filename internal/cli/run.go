@@ -158,6 +158,10 @@ or the campaign report could not be written), 130 interrupted.`),
 	f.StringVar(&o.resume, "resume", "", "continue the campaign `id` under --results: run its selected cells (and repetitions) that have no result, keep the rest")
 	f.StringVar(&o.rerunFailed, "rerun-failed", "", "run the cells of the campaign `id` under --results that did not pass again, as new attempts of the same campaign")
 	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
+	wantFlag(cmd, "max-parallel", "a whole number ≥ 1")
+	wantFlag(cmd, "max-automatic-retries", "0 or 1")
+	wantFlag(cmd, "repeat", fmt.Sprintf("a whole number from 1 to %d", campaign.MaxRepeat))
+	wantFlag(cmd, "seed", "a whole number (64-bit)")
 	return cmd
 }
 
