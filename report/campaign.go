@@ -163,15 +163,68 @@ type CampaignRankingSnapshot struct {
 
 // CandidateNote records an attempt that was found for an expected cell: where it was
 // found (relative to the campaign directory), whether it was valid, whether it was
-// chosen, and its validation problems.
+// chosen, how a valid one counts (Outcome; "" for an invalid one) and its validation
+// problems.
 type CandidateNote struct {
-	ExecutionID string   `json:"executionId"`
-	Repetition  int      `json:"repetition,omitempty"`
-	Dir         string   `json:"dir"`
-	Attempt     int      `json:"attempt"`
-	Valid       bool     `json:"valid"`
-	Chosen      bool     `json:"chosen"`
-	Problems    []string `json:"problems,omitempty"`
+	ExecutionID string          `json:"executionId"`
+	Repetition  int             `json:"repetition,omitempty"`
+	Dir         string          `json:"dir"`
+	Attempt     int             `json:"attempt"`
+	Valid       bool            `json:"valid"`
+	Chosen      bool            `json:"chosen"`
+	Outcome     verdict.Verdict `json:"outcome,omitempty"`
+	Problems    []string        `json:"problems,omitempty"`
+}
+
+// LaterPass is a cell that counts as passed although an earlier attempt of it did not:
+// the chosen attempt, whether it came from a later run of the campaign (Rerun: `run
+// --rerun-failed` or `--resume` made it; else an automatic retry of the same run), and
+// the earlier valid attempts that did not count as passed, in attempt order.
+type LaterPass struct {
+	ExecutionID string
+	Repetition  int
+	Attempt     int
+	Rerun       bool
+	Earlier     []CandidateNote
+}
+
+// LaterPasses lists the results that count as passed while an earlier valid attempt of
+// the same cell (and repetition) did not (failed or inconclusive), in result order: a
+// reader of "177/177 passed" must see which cells needed another attempt.
+func (c *Campaign) LaterPasses() []LaterPass {
+	var out []LaterPass
+	for i := range c.Results {
+		r := &c.Results[i]
+		if r.Synthetic || Outcome(r) != verdict.Passed {
+			continue
+		}
+		lp := LaterPass{ExecutionID: r.ExecutionID, Repetition: r.Repetition, Attempt: r.Attempt, Rerun: r.FirstAttempt > 1}
+		for _, n := range c.Candidates {
+			if n.ExecutionID == r.ExecutionID && n.Repetition == r.Repetition && n.Valid && !n.Chosen &&
+				n.Attempt < r.Attempt && n.Outcome != "" && n.Outcome != verdict.Passed {
+				lp.Earlier = append(lp.Earlier, n)
+			}
+		}
+		if len(lp.Earlier) > 0 {
+			slices.SortFunc(lp.Earlier, func(a, b CandidateNote) int { return a.Attempt - b.Attempt })
+			out = append(out, lp)
+		}
+	}
+	return out
+}
+
+// Words describe a later pass in one line: "passed on attempt 2 (a later run:
+// --rerun-failed or --resume) after attempt 1 was failed".
+func (lp LaterPass) Words() string {
+	how := "automatic retry"
+	if lp.Rerun {
+		how = "a later run: --rerun-failed or --resume"
+	}
+	var earlier []string
+	for _, n := range lp.Earlier {
+		earlier = append(earlier, fmt.Sprintf("attempt %d was %s", n.Attempt, n.Outcome))
+	}
+	return fmt.Sprintf("passed on attempt %d (%s) after %s", lp.Attempt, how, strings.Join(earlier, ", "))
 }
 
 // SuiteSummary summarises one suite of a campaign (spec §7.4). SuiteDefinitionHash is the

@@ -21,12 +21,18 @@ func Summary(c *Campaign) []byte {
 	var b strings.Builder
 	state := c.Selection()
 	fmt.Fprintf(&b, "# agentproof campaign %s\n\n", md(c.CampaignID))
-	fmt.Fprintf(&b, "Passed: %d/%d · Failed: %d · Inconclusive: %d · Retries: %d · Cleanup: %s · Selection: %s\n\n",
-		c.Passed, c.Selected, c.Failed, c.Inconclusive, c.Retries, cleanupWord(c), state)
+	later := c.LaterPasses()
+	laterWords := ""
+	if len(later) > 0 {
+		laterWords = fmt.Sprintf(" (%d only after an earlier attempt did not pass)", len(later))
+	}
+	fmt.Fprintf(&b, "Passed: %d/%d%s · Failed: %d · Inconclusive: %d · Retries: %d · Cleanup: %s · Selection: %s\n\n",
+		c.Passed, c.Selected, laterWords, c.Failed, c.Inconclusive, c.Retries, cleanupWord(c), state)
 	if c.StartedAt != "" {
 		fmt.Fprintf(&b, "Started %s · finished %s · total test time %s\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
 	}
 	writeAttention(&b, c)
+	writeLaterPasses(&b, later, c.Repeat)
 	writeRegressions(&b, c)
 	if c.Repeat > 1 {
 		writeRepeats(&b, c)
@@ -85,6 +91,24 @@ func writeAttention(b *strings.Builder, c *Campaign) {
 	}
 	if n == 0 {
 		b.WriteString("Nothing: every cell passed (calibration cells: met their expectation).\n")
+	}
+	b.WriteString("\n")
+}
+
+// writeLaterPasses renders "Passed only after an earlier attempt did not": every cell
+// that counts as passed on a later attempt (Campaign.LaterPasses), with its attempts;
+// nothing when there is none.
+func writeLaterPasses(b *strings.Builder, later []LaterPass, repeat int) {
+	if len(later) == 0 {
+		return
+	}
+	b.WriteString("## Passed only after an earlier attempt did not\n\n")
+	for _, lp := range later {
+		name := lp.ExecutionID
+		if repeat > 1 {
+			name = fmt.Sprintf("%s (repetition %d)", name, lp.Repetition)
+		}
+		fmt.Fprintf(b, "- **%s** — %s\n", md(name), md(lp.Words()))
 	}
 	b.WriteString("\n")
 }
