@@ -67,6 +67,28 @@ type Campaign struct {
 	// attempt was not chosen or not valid (sorted; empty when every cell had exactly one
 	// valid attempt).
 	Candidates []CandidateNote `json:"candidates"`
+	// Interruption, when non-nil, says the run was interrupted before every selected
+	// cell finished (the results then cover only the finished cells); nil for a
+	// campaign that ran to its end.
+	Interruption *Interruption `json:"interruption,omitempty"`
+}
+
+// Interruption is how far an interrupted campaign got: the cells its run selected, how
+// many of them did not finish, split into those stopped mid-attempt and those never
+// started, and Resume, the command that continues it (`agentproof run --resume ...`).
+type Interruption struct {
+	Selected     int    `json:"selected"`
+	Stopped      int    `json:"stopped"`
+	NeverStarted int    `json:"neverStarted"`
+	Resume       string `json:"resume"`
+}
+
+// Words say in one line how far an interrupted campaign got: "interrupted: 6 of 9
+// selected cell(s) finished; 3 not finished (1 stopped mid-attempt, 2 never started)".
+func (in *Interruption) Words() string {
+	n := in.Stopped + in.NeverStarted
+	return fmt.Sprintf("interrupted: %d of %d selected cell(s) finished; %d not finished (%d stopped mid-attempt, %d never started)",
+		max(0, in.Selected-n), in.Selected, n, in.Stopped, in.NeverStarted)
 }
 
 // Repeats is one cell of a campaign run with `run --repeat N` (N > 1): its N
@@ -347,12 +369,16 @@ func buildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 }
 
 // Selection is the one-word-or-phrase state of a campaign's selection, for the
-// summary, the dashboard and `agentproof report`: "complete" (Partial false);
+// summary, the dashboard and `agentproof report`: "interrupted: N of M cell(s)
+// finished" for an interrupted run; "complete" (Partial false);
 // "cut short: cells missing from N suite(s)" when a suite of the campaign has fewer
 // results than cells (an interrupted run, or shards that never reported); else
 // "subset of the catalog" (every suite that ran is complete, but not every
 // non-manual suite of the catalog ran, e.g. `run --suite`).
 func (c *Campaign) Selection() string {
+	if in := c.Interruption; in != nil {
+		return fmt.Sprintf("interrupted: %d of %d cell(s) finished", max(0, in.Selected-in.Stopped-in.NeverStarted), in.Selected)
+	}
 	if !c.Partial {
 		return "complete"
 	}

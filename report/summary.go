@@ -22,12 +22,17 @@ func Summary(c *Campaign) []byte {
 	state := c.Selection()
 	fmt.Fprintf(&b, "# agentproof campaign %s\n\n", md(c.CampaignID))
 	later := c.LaterPasses()
-	laterWords := ""
-	if len(later) > 0 {
-		laterWords = fmt.Sprintf(" (%d only after an earlier attempt did not pass)", len(later))
+	counts := fmt.Sprintf("%d/%d", c.Passed, c.Selected)
+	if in := c.Interruption; in != nil {
+		fmt.Fprintf(&b, "**This campaign was %s.** The counts below cover the finished cells only. Continue it with `%s`.\n\n",
+			md(in.Words()), strings.ReplaceAll(Clean(in.Resume, true), "`", "'"))
+		counts += " finished"
 	}
-	fmt.Fprintf(&b, "Passed: %d/%d%s · Failed: %d · Inconclusive: %d · Retries: %d · Cleanup: %s · Selection: %s\n\n",
-		c.Passed, c.Selected, laterWords, c.Failed, c.Inconclusive, c.Retries, cleanupWord(c), state)
+	if len(later) > 0 {
+		counts += fmt.Sprintf(" (%d only after an earlier attempt did not pass)", len(later))
+	}
+	fmt.Fprintf(&b, "Passed: %s · Failed: %d · Inconclusive: %d · Retries: %d · Cleanup: %s · Selection: %s\n\n",
+		counts, c.Failed, c.Inconclusive, c.Retries, cleanupWord(c), state)
 	if c.StartedAt != "" {
 		fmt.Fprintf(&b, "Started %s · finished %s · total test time %s\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
 	}
