@@ -120,21 +120,38 @@ func writeLaterPasses(b *strings.Builder, later []LaterPass, repeat int) {
 
 // writeRegressions renders "Regressions against the latest green campaign": per suite
 // its latest green campaign of the same definition and the cells that passed there and
-// fail now, or why there is nothing to compare with (docs/regressions.md). Nothing is
-// written for a campaign without baselines.
+// fail now; the suites with nothing to compare with share one line per reason, with
+// their count and ids (a first run's "no earlier green campaign" is one line, not one
+// per suite) (docs/regressions.md). Nothing is written for a campaign without
+// baselines.
 func writeRegressions(b *strings.Builder, c *Campaign) {
 	if len(c.Baselines) == 0 {
 		return
 	}
 	b.WriteString("## Regressions against the latest green campaign\n\n")
-	if n := c.Regressions(); n > 0 {
+	compared := 0
+	var notes []string
+	without := map[string][]string{}
+	for _, bl := range c.Baselines {
+		if bl.CampaignID != "" {
+			compared++
+			continue
+		}
+		if _, ok := without[bl.Note]; !ok {
+			notes = append(notes, bl.Note)
+		}
+		without[bl.Note] = append(without[bl.Note], bl.SuiteID)
+	}
+	switch n := c.Regressions(); {
+	case n > 0:
 		fmt.Fprintf(b, "**%s** since the latest green campaign of the same suite definition.\n\n", regressedCount(n))
-	} else {
+	case compared == 0:
+		b.WriteString("Nothing to compare with: no suite of this campaign has an earlier green campaign of its definition.\n\n")
+	default:
 		b.WriteString("No cell regressed since the latest green campaign of its suite definition.\n\n")
 	}
 	for _, bl := range c.Baselines {
 		if bl.CampaignID == "" {
-			fmt.Fprintf(b, "- %s: %s\n", md(bl.SuiteID), md(bl.Note))
 			continue
 		}
 		fmt.Fprintf(b, "- %s: latest green %s — %s\n", md(bl.SuiteID), md(bl.CampaignID), md(regressedCount(len(bl.Regressed))))
@@ -145,6 +162,14 @@ func writeRegressions(b *strings.Builder, c *Campaign) {
 			}
 			b.WriteString("\n")
 		}
+	}
+	for _, note := range notes {
+		ids := without[note]
+		if len(ids) == 1 {
+			fmt.Fprintf(b, "- %s: %s\n", md(ids[0]), md(note))
+			continue
+		}
+		fmt.Fprintf(b, "- %d suites: %s (%s)\n", len(ids), md(note), md(strings.Join(ids, ", ")))
 	}
 	b.WriteString("\n")
 }
@@ -260,12 +285,13 @@ func md(s string) string {
 // cleanupWord is the summary's cleanup word: "all passed"; "not all passed"; or, when
 // every cell whose cleanup did not pass is a calibration cell that counts as passed
 // (its expected verdict asked for it, as the hostile daemon under local does), "not
-// all passed (N calibration cell(s) that expect it)".
+// all passed, as expected by calibration cell(s) <ids>" naming at most
+// maxCleanupNamed of them ("and N more").
 func cleanupWord(c *Campaign) string {
 	if c.CleanupPassed {
 		return "all passed"
 	}
-	expected := 0
+	var expected []string
 	for i := range c.Results {
 		r := &c.Results[i]
 		if r.Cleanup == CleanupPassed {
@@ -274,7 +300,15 @@ func cleanupWord(c *Campaign) string {
 		if r.ExpectedVerdict == "" || Outcome(r) != verdict.Passed {
 			return "not all passed"
 		}
-		expected++
+		expected = append(expected, md(r.ExecutionID))
 	}
-	return fmt.Sprintf("not all passed (%d calibration cell(s) that expect it)", expected)
+	named := expected[:min(len(expected), maxCleanupNamed)]
+	words := strings.Join(named, ", ")
+	if more := len(expected) - len(named); more > 0 {
+		words += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("not all passed, as expected by calibration cell(s) %s", words)
 }
+
+// maxCleanupNamed bounds the calibration cells the cleanup word names.
+const maxCleanupNamed = 3
