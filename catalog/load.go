@@ -303,6 +303,10 @@ files:
 	if len(ps.list) > 0 && len(files) == 0 {
 		return nil, ps.err()
 	}
+	// A catalog whose files all parsed (perhaps with problems of their structure: an
+	// unknown key, a value of the wrong type) is still validated, so that one run
+	// reports every file's problems; see validateDespite.
+	unread := len(ps.list) > 0
 	// Files are parsed concurrently (each into its own position tables and problem
 	// list) and merged in path order, so the result does not depend on scheduling.
 	results := make([]*parsed, len(files))
@@ -317,7 +321,13 @@ files:
 		}()
 	}
 	wg.Wait()
-	for _, r := range results {
+	malformed := false
+	withProblems := map[string]bool{}
+	for i, r := range results {
+		malformed = malformed || r.malformed
+		if len(r.ps.list) > 0 || r.ps.dropped > 0 {
+			withProblems[files[i].display] = true
+		}
 		for _, p := range r.ps.list {
 			ps.add(p.Pos, "%s", p.Message)
 		}
@@ -337,8 +347,11 @@ files:
 	if slices.ContainsFunc(srcs, func(s source) bool { return s.breadth }) {
 		addBreadth(c, ps)
 	}
-	if len(ps.list) == 0 {
+	switch {
+	case len(ps.list) == 0:
 		validate(c, ps, o)
+	case !unread && !malformed:
+		validateDespite(c, ps, o, withProblems)
 	}
 	if err := ps.err(); err != nil {
 		return nil, err
@@ -347,6 +360,24 @@ files:
 	// file:line:column); a loaded catalog lives as long as its campaign, so they go.
 	c.pos, c.raw = nil, nil
 	return c, nil
+}
+
+// validateDespite validates a catalog whose files all parsed as YAML but some of
+// whose structure had problems (the files in withProblems; their problems are in ps
+// already), adding the problems of every other file and of the catalog as a whole:
+// the problems validation finds inside a file with structure problems are left out,
+// as they mostly repeat them ("driver is required" after an unknown key "drivr").
+// A catalog with malformed YAML, an unread file or too many problems is not validated
+// at all: what is missing from it would make references look unknown.
+func validateDespite(c *Catalog, ps *problems, o loadOptions, withProblems map[string]bool) {
+	vs := &problems{limit: maxProblems}
+	validate(c, vs, o)
+	for _, p := range vs.list {
+		if !withProblems[p.File] {
+			ps.add(p.Pos, "%s", p.Message)
+		}
+	}
+	ps.dropped += vs.dropped
 }
 
 func displayRoot(prefix string) string {
@@ -418,6 +449,9 @@ type parsed struct {
 	pos  map[any]Pos
 	raw  map[any]*yaml.Node
 	ps   *problems
+	// malformed: the file is not valid YAML (or hit a decoding limit), so some of its
+	// declarations are missing.
+	malformed bool
 }
 
 // parseFile decodes every YAML document of one file.
@@ -444,6 +478,7 @@ func parseFile(file string, data []byte) *parsed {
 				p.Line = line // the offending line, not the parser's context mark
 			}
 			r.ps.add(p, "malformed YAML: %s", msg)
+			r.malformed = true
 			return r
 		}
 		n := &root
@@ -460,6 +495,7 @@ func parseFile(file string, data []byte) *parsed {
 		doc := &document{}
 		d.decode(n, reflectValue(doc))
 		if d.over {
+			r.malformed = true
 			return r
 		}
 		r.docs = append(r.docs, doc)

@@ -667,6 +667,40 @@ func TestProblemsReportedTogether(t *testing.T) {
 	}
 }
 
+// TestStructureProblemsDoNotHideOthers: an unknown key (a problem of one file's
+// structure) does not stop validation: the other files' reference and value problems
+// are reported with it in one run, the problems validation would repeat inside the
+// file with the unknown key are not, and malformed YAML still stops validation (what
+// it hides would make references look unknown).
+func TestStructureProblemsDoNotHideOthers(t *testing.T) {
+	t.Parallel()
+	a := mustReplace(t, baseA, "    label: Agent\n", "    labl: Agent\n")
+	b := mustReplace(t, baseB, "profiles: [agent]", "profiles: [agent, ghost]")
+	b = mustReplace(t, b, "workMode: standard", "workMode: lazy")
+	_, err := loadFiles(map[string]string{"a.yaml": a, "b.yaml": b})
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{`a.yaml:`, `unknown key "labl" (did you mean label?`, `b.yaml:`, `unknown profile "ghost"`, `case workMode "lazy"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+	for _, p := range ve.Problems {
+		if p.File == "a.yaml" && !strings.Contains(p.Message, "unknown key") {
+			t.Errorf("a problem repeats the unknown key's consequence: %s", p)
+		}
+	}
+	_, err = loadFiles(map[string]string{"a.yaml": a + "bad: [\n", "b.yaml": b})
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "ghost") || !strings.Contains(err.Error(), "malformed YAML") {
+		t.Errorf("with malformed YAML, want only the parse problems:\n%v", err)
+	}
+}
+
 // TestUnimplementedFlowRefused: with the implemented-flow set (WithFlows), a case whose
 // flow no implementation plays is a problem naming the case's flow position and the
 // implemented flows; without the option, or when the flow is implemented, the
