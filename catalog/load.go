@@ -51,7 +51,8 @@ func Default(opts ...Option) (*Catalog, error) {
 }
 
 // LoadDir loads and validates the catalog in directory dir (every *.yaml file below it,
-// in path order), or the single file dir names. Problems name files as dir joined with
+// in path order; a *.yml file there is a problem naming it), or the single file dir
+// names. Problems name files as dir joined with
 // their relative path. It returns a *ValidationError listing every problem, or a
 // wrapped error when a file cannot be read.
 func LoadDir(dir string, opts ...Option) (*Catalog, error) {
@@ -130,26 +131,31 @@ func pathSource(dir string) (source, error) {
 }
 
 // names lists the part's *.yaml files (relative slash paths, sorted; the one file's own
-// path for a single-file part).
-func (s source) names() ([]string, error) {
+// path for a single-file part) and, apart, its *.yml files, which a catalog directory
+// never reads (they are a problem: see loadSources).
+func (s source) names() (names, yml []string, err error) {
 	if ff, ok := s.fsys.(fileFS); ok {
-		return []string{ff.name}, nil
+		return []string{ff.name}, nil, nil
 	}
-	var names []string
-	err := fs.WalkDir(s.fsys, ".", func(p string, de fs.DirEntry, err error) error {
+	err = fs.WalkDir(s.fsys, ".", func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !de.IsDir() && strings.HasSuffix(p, ".yaml") {
+		switch {
+		case de.IsDir():
+		case strings.HasSuffix(p, ".yaml"):
 			names = append(names, p)
+		case strings.HasSuffix(p, ".yml"):
+			yml = append(yml, p)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("catalog: listing files: %w", err)
+		return nil, nil, fmt.Errorf("catalog: listing files: %w", err)
 	}
 	slices.Sort(names)
-	return names, nil
+	slices.Sort(yml)
+	return names, yml, nil
 }
 
 // osPath is the absolute OS path of the part's file name ("" for embedded files).
@@ -217,7 +223,8 @@ func (f fileFS) Open(name string) (fs.File, error) {
 }
 
 // Load loads and validates the catalog in fsys: every file whose name ends in ".yaml",
-// at any depth, in path order; each file may hold several YAML documents. Top-level keys
+// at any depth, in path order (a file ending in ".yml" is a problem naming it: it would
+// otherwise be silently ignored); each file may hold several YAML documents. Top-level keys
 // are groups, credentials, profiles, environments, cases, suites and rankings, each a
 // sequence; a catalog may split them across files freely. It returns the catalog with
 // its matrix and suite fingerprints, or a *ValidationError listing every problem (spec
@@ -255,9 +262,14 @@ files:
 			ps.add(Pos{File: src.prefix}, "%s", src.bad)
 			continue
 		}
-		names, err := src.names()
+		names, yml, err := src.names()
 		if err != nil {
 			return nil, err
+		}
+		for _, name := range yml {
+			display := path.Join(filepath.ToSlash(src.prefix), name)
+			ps.add(Pos{File: display}, "catalog directories read only *.yaml files, so this *.yml file was not read: rename it to %s, or move it out of the catalog directory",
+				path.Base(strings.TrimSuffix(name, ".yml")+".yaml"))
 		}
 		if len(names) == 0 {
 			ps.add(Pos{}, "catalog %s has no *.yaml files", displayRoot(src.prefix))

@@ -595,6 +595,15 @@ profiles:
 			},
 		},
 		{
+			name: "a .yml file is named, not ignored",
+			files: func(t *testing.T) map[string]string {
+				return map[string]string{"a.yaml": baseA, "b.yaml": baseB, "more/extra.yml": "cases: []\n"}
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`^more/extra\.yml: catalog directories read only \*\.yaml files, so this \*\.yml file was not read: rename it to extra\.yaml, or move it out of the catalog directory$`}
+			},
+		},
+		{
 			name:  "no files",
 			files: func(t *testing.T) map[string]string { return map[string]string{"readme.txt": "x"} },
 			want: func(t *testing.T, f map[string]string) []string {
