@@ -286,8 +286,9 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	prov := &report.Provenance{Version: v.Version, Revision: v.Revision, Modified: v.Modified, Go: v.Go, OS: runtime.GOOS, Arch: runtime.GOARCH}
 	var interruption *report.Interruption
 	resume := resumeCommand(plan, o.results)
-	if sum.Partial {
-		stopped, never := sum.Unfinished()
+	stopped, never := sum.Unfinished()
+	unfinished := sum.Partial && stopped+never > 0
+	if unfinished {
 		interruption = &report.Interruption{Selected: sum.Selected, Stopped: stopped, NeverStarted: never, Resume: resume}
 	}
 	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption})
@@ -306,7 +307,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		if genErr == nil {
 			finished.Summary.Notes = laterPassNotes(g.Campaign)
 		}
-		if sum.Partial {
+		if unfinished {
 			finished.Summary.Notes = append(finished.Summary.Notes, "Continue it with: "+resume)
 		}
 		display.Observe(*finished)
