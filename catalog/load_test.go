@@ -595,6 +595,15 @@ profiles:
 			},
 		},
 		{
+			name: "a .yml file is named, not ignored",
+			files: func(t *testing.T) map[string]string {
+				return map[string]string{"a.yaml": baseA, "b.yaml": baseB, "more/extra.yml": "cases: []\n"}
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`^more/extra\.yml: catalog directories read only \*\.yaml files, so this \*\.yml file was not read: rename it to extra\.yaml, or move it out of the catalog directory$`}
+			},
+		},
+		{
 			name:  "no files",
 			files: func(t *testing.T) map[string]string { return map[string]string{"readme.txt": "x"} },
 			want: func(t *testing.T, f map[string]string) []string {
@@ -664,6 +673,40 @@ func TestProblemsReportedTogether(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("problems lack %q:\n%v", want, err)
 		}
+	}
+}
+
+// TestStructureProblemsDoNotHideOthers: an unknown key (a problem of one file's
+// structure) does not stop validation: the other files' reference and value problems
+// are reported with it in one run, the problems validation would repeat inside the
+// file with the unknown key are not, and malformed YAML still stops validation (what
+// it hides would make references look unknown).
+func TestStructureProblemsDoNotHideOthers(t *testing.T) {
+	t.Parallel()
+	a := mustReplace(t, baseA, "    label: Agent\n", "    labl: Agent\n")
+	b := mustReplace(t, baseB, "profiles: [agent]", "profiles: [agent, ghost]")
+	b = mustReplace(t, b, "workMode: standard", "workMode: lazy")
+	_, err := loadFiles(map[string]string{"a.yaml": a, "b.yaml": b})
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{`a.yaml:`, `unknown key "labl" (did you mean label?`, `b.yaml:`, `unknown profile "ghost"`, `case workMode "lazy"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+	for _, p := range ve.Problems {
+		if p.File == "a.yaml" && !strings.Contains(p.Message, "unknown key") {
+			t.Errorf("a problem repeats the unknown key's consequence: %s", p)
+		}
+	}
+	_, err = loadFiles(map[string]string{"a.yaml": a + "bad: [\n", "b.yaml": b})
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "ghost") || !strings.Contains(err.Error(), "malformed YAML") {
+		t.Errorf("with malformed YAML, want only the parse problems:\n%v", err)
 	}
 }
 
