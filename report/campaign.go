@@ -370,11 +370,11 @@ func buildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 
 // Selection is the one-word-or-phrase state of a campaign's selection, for the
 // summary, the dashboard and `agentproof report`: "interrupted: N of M cell(s)
-// finished" for an interrupted run; "complete" (Partial false);
-// "cut short: cells missing from N suite(s)" when a suite of the campaign has fewer
-// results than cells (an interrupted run, or shards that never reported); else
-// "subset of the catalog" (every suite that ran is complete, but not every
-// non-manual suite of the catalog ran, e.g. `run --suite`).
+// finished" for an interrupted run; "complete" (Partial false); "cut short: N of M
+// selected cell(s) left no result" when selected cells have only a synthetic result
+// (shards that never reported, a run killed before its interruption was recorded);
+// else "subset of the catalog" (every selected cell has a result, but not every cell
+// of the catalog's non-manual suites was selected, e.g. `run --suite` or `--profile`).
 func (c *Campaign) Selection() string {
 	if in := c.Interruption; in != nil {
 		return fmt.Sprintf("interrupted: %d of %d cell(s) finished", max(0, in.Selected-in.Stopped-in.NeverStarted), in.Selected)
@@ -382,14 +382,14 @@ func (c *Campaign) Selection() string {
 	if !c.Partial {
 		return "complete"
 	}
-	short := 0
-	for _, s := range c.Suites {
-		if !s.Complete {
-			short++
+	missing := 0
+	for i := range c.Results {
+		if c.Results[i].Synthetic {
+			missing++
 		}
 	}
-	if short > 0 {
-		return fmt.Sprintf("cut short: cells missing from %d suite(s)", short)
+	if missing > 0 {
+		return fmt.Sprintf("cut short: %d of %d selected cell(s) left no result", missing, c.Selected)
 	}
 	return "subset of the catalog"
 }
