@@ -726,8 +726,8 @@ func TestCellCapabilityGrants(t *testing.T) {
 }
 
 // TestLoginFileProfile: an exec profile whose credential is a login file loads, and its
-// cells name the credential (Cell.LoginFile) for the fixtures stage to seed; a live
-// provider's envVar naming a login file is still refused.
+// cells name the credential (Cell.LoginFile) for the fixtures stage to seed; a secret
+// reference binding it to a variable and a live provider's envVar naming it are refused.
 func TestLoginFileProfile(t *testing.T) {
 	t.Parallel()
 	a := mustReplace(t, baseA, "  - {id: DAYTONA_API_KEY, scope: environment}\n",
@@ -745,6 +745,10 @@ func TestLoginFileProfile(t *testing.T) {
 	}
 	if !slices.Contains(cell.RequiredCredentials, "GROK_AUTH_JSON") {
 		t.Errorf("RequiredCredentials = %v, want GROK_AUTH_JSON among them", cell.RequiredCredentials)
+	}
+	bound := mustReplace(t, a, "driverConfig: {command: /usr/bin/true}", "driverConfig: {command: /usr/bin/true, env: {AUTH: {type: secret_ref, secretId: GROK_AUTH_JSON, version: latest}}}")
+	if _, err := loadFiles(map[string]string{"a.yaml": bound, "b.yaml": baseB}); err == nil || !strings.Contains(err.Error(), `secret reference secretId "GROK_AUTH_JSON" is a login file`) {
+		t.Errorf("an env secret reference to a login file: %v, want the refusal", err)
 	}
 	live := mustReplace(t, a, "driverConfig: {command: /usr/bin/true}", "driverConfig: {command: /usr/bin/true, live: {envVar: GROK_AUTH_JSON}}")
 	if _, err := loadFiles(map[string]string{"a.yaml": live, "b.yaml": baseB}); err == nil || !strings.Contains(err.Error(), `live.envVar "GROK_AUTH_JSON" is a login file`) {
