@@ -189,7 +189,7 @@ func (x *LocalExecutor) setupFixtureSet(ctx context.Context, a *attempt, p *Prov
 				// Registered before anything holding it is written: the secret's
 				// storage, the seeded file, every log.
 				if login {
-					in.secrets = loginSecrets(in.secrets, v)
+					in.secrets = LoginSecrets(in.secrets, v)
 				} else {
 					in.secrets = in.secrets.WithCredentials(v)
 				}

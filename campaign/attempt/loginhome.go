@@ -36,10 +36,11 @@ type LoginFileEvidence struct {
 	Teardown   *loginfile.Teardown `json:"teardown,omitempty"`
 }
 
-// loginSecrets is secrets with every text of a login file's value that must never
+// LoginSecrets is secrets with every text of a login file's value that must never
 // appear anywhere (loginfile.SecretValues, in every credential form): registered
-// before anything is written, so that every evidence write and scan knows them.
-func loginSecrets(secrets *redact.Set, value string) *redact.Set {
+// before anything is written, so that every evidence write and scan knows them (the
+// campaign's own files are guarded with the same texts).
+func LoginSecrets(secrets *redact.Set, value string) *redact.Set {
 	return secrets.WithCredentials(loginfile.SecretValues([]byte(value))...)
 }
 

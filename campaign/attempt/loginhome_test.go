@@ -36,7 +36,7 @@ func loginWorld(t *testing.T) (directBoard, fixtureInput, string) {
 		t.Fatal(err)
 	}
 	in.stored = append(in.stored, storedSecret{name: "GROK_AUTH_JSON", value: loginValue, kind: api.SecretKindLoginFile})
-	in.secrets = loginSecrets(in.secrets, loginValue)
+	in.secrets = LoginSecrets(in.secrets, loginValue)
 	in.login = &loginInput{credential: cell.LoginFile, value: loginValue, root: root, home: filepath.Join(root, "home")}
 	return directBoard{c: c}, in, root
 }
