@@ -200,7 +200,7 @@ func (x *LocalExecutor) setupFixtureSet(ctx context.Context, a *attempt, p *Prov
 			continue
 		}
 		if login {
-			in.stored = append(in.stored, storedSecret{name, v, api.SecretKindLoginFile})
+			in.stored = append(in.stored, storedSecret{name: name, value: v, kind: api.SecretKindLoginFile})
 			in.login = &loginInput{credential: lf, value: v, root: p.Root, home: p.Home}
 			continue
 		}
