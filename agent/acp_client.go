@@ -151,15 +151,36 @@ type turnState struct {
 	runID   string
 	started time.Time
 
-	mu              sync.Mutex
+	mu sync.Mutex
+	turnCancel
+	res     TurnResult
+	msg     strings.Builder
+	calls   map[string]int // tool call id → index in res.ToolCalls
+	pending map[int]context.CancelFunc
+	permSeq int
+}
+
+// turnCancel is a turn's end and cancellation marks (ACP and Pi), guarded by the turn's
+// mutex.
+type turnCancel struct {
 	ended           bool
 	cancelRequested bool
-	cancelAt        time.Time
-	res             TurnResult
-	msg             strings.Builder
-	calls           map[string]int // tool call id → index in res.ToolCalls
-	pending         map[int]context.CancelFunc
-	permSeq         int
+	cancelAt        time.Time // when the first cancel was asked for
+}
+
+// requestCancel marks a cancel asked for at now; ts's mutex is held. running is false
+// when the turn already ended; first is true for the first request of a running turn
+// (only it stamps cancelAt and is sent to the agent).
+func (t *turnCancel) requestCancel(now time.Time) (running, first bool) {
+	if t.ended {
+		return false, false
+	}
+	first = !t.cancelRequested
+	t.cancelRequested = true
+	if first {
+		t.cancelAt = now
+	}
+	return true, first
 }
 
 func newTurnState(n int, runID string, now time.Time) *turnState {

@@ -108,22 +108,35 @@ var (
 
 // HoldDecider never answers by itself: every request waits until its context ends (the
 // turn is cancelled or the session closes). Pending receives each request as it
-// arrives (buffered; a full buffer drops the notice, never the request). It is the
-// decider of the "Stop while a permission is pending" calibration.
-type HoldDecider struct {
-	Pending chan PermissionRequest
-
-	mu   sync.Mutex
-	seen []PermissionRequest
-}
+// arrives (buffered; a full buffer drops the notice, never the request); Seen returns
+// every request received, in order. It is the decider of the "Stop while a permission
+// is pending" calibration.
+type HoldDecider struct{ holder[PermissionRequest] }
 
 // NewHoldDecider returns a HoldDecider whose Pending channel buffers n requests.
 func NewHoldDecider(n int) *HoldDecider {
-	return &HoldDecider{Pending: make(chan PermissionRequest, n)}
+	return &HoldDecider{holder[PermissionRequest]{Pending: make(chan PermissionRequest, n)}}
 }
 
 // Decide records req, announces it on Pending and waits for ctx to end.
 func (h *HoldDecider) Decide(ctx context.Context, req PermissionRequest) (PermissionDecision, error) {
+	h.hold(ctx, req)
+	return PermissionDecision{Cancelled: true}, nil
+}
+
+// holder is what the Hold deciders share: requests recorded, announced on Pending
+// (buffered; a full buffer drops the notice, never the request) and held until their
+// context ends.
+type holder[R any] struct {
+	// Pending receives each request as it arrives.
+	Pending chan R
+
+	mu   sync.Mutex
+	seen []R
+}
+
+// hold records req, announces it and waits for ctx to end.
+func (h *holder[R]) hold(ctx context.Context, req R) {
 	h.mu.Lock()
 	h.seen = append(h.seen, req)
 	h.mu.Unlock()
@@ -132,12 +145,11 @@ func (h *HoldDecider) Decide(ctx context.Context, req PermissionRequest) (Permis
 	default:
 	}
 	<-ctx.Done()
-	return PermissionDecision{Cancelled: true}, nil
 }
 
-// Seen returns every request Decide received, in order.
-func (h *HoldDecider) Seen() []PermissionRequest {
+// Seen returns every request received, in order.
+func (h *holder[R]) Seen() []R {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]PermissionRequest(nil), h.seen...)
+	return append([]R(nil), h.seen...)
 }

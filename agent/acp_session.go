@@ -509,16 +509,11 @@ func (s *ACPSession) cancel(reason string) error {
 		return errors.New("agent: no ACP turn is running")
 	}
 	ts.mu.Lock()
-	if ts.ended {
-		ts.mu.Unlock()
+	running, first := ts.requestCancel(s.env.Now())
+	ts.mu.Unlock()
+	if !running {
 		return errors.New("agent: no ACP turn is running")
 	}
-	first := !ts.cancelRequested
-	ts.cancelRequested = true
-	if first {
-		ts.cancelAt = s.env.Now()
-	}
-	ts.mu.Unlock()
 	if !first {
 		return nil
 	}

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -75,37 +74,19 @@ var CancelQuestions = QuestionFunc(func(context.Context, QuestionRequest) (Quest
 
 // HoldQuestions never answers by itself: every dialog waits until its context ends.
 // Pending receives each request as it arrives (buffered; a full buffer drops the
-// notice, never the request): the decider of "Stop while a question is pending".
-type HoldQuestions struct {
-	Pending chan QuestionRequest
-
-	mu   sync.Mutex
-	seen []QuestionRequest
-}
+// notice, never the request); Seen returns every request received, in order. It is the
+// decider of "Stop while a question is pending".
+type HoldQuestions struct{ holder[QuestionRequest] }
 
 // NewHoldQuestions returns a HoldQuestions whose Pending channel buffers n requests.
 func NewHoldQuestions(n int) *HoldQuestions {
-	return &HoldQuestions{Pending: make(chan QuestionRequest, n)}
+	return &HoldQuestions{holder[QuestionRequest]{Pending: make(chan QuestionRequest, n)}}
 }
 
 // Answer records req, announces it and waits for ctx to end.
 func (h *HoldQuestions) Answer(ctx context.Context, req QuestionRequest) (QuestionAnswer, error) {
-	h.mu.Lock()
-	h.seen = append(h.seen, req)
-	h.mu.Unlock()
-	select {
-	case h.Pending <- req:
-	default:
-	}
-	<-ctx.Done()
+	h.hold(ctx, req)
 	return QuestionAnswer{Cancelled: true}, nil
-}
-
-// Seen returns every request Answer received, in order.
-func (h *HoldQuestions) Seen() []QuestionRequest {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]QuestionRequest(nil), h.seen...)
 }
 
 // QuestionRecord is one dialog of a turn and how it was answered: By is

@@ -183,14 +183,12 @@ type piTurn struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 
-	mu              sync.Mutex
-	ended           bool
-	cancelRequested bool
-	cancelAt        time.Time
-	res             PiTurnResult
-	calls           map[string]int
-	pending         map[string]context.CancelFunc
-	usage           piUsage
+	mu sync.Mutex
+	turnCancel
+	res     PiTurnResult
+	calls   map[string]int
+	pending map[string]context.CancelFunc
+	usage   piUsage
 }
 
 type piUsage struct {
@@ -968,16 +966,11 @@ func (s *PiSession) Cancel(reason string) error {
 
 func (s *PiSession) cancel(ts *piTurn, reason string) error {
 	ts.mu.Lock()
-	if ts.ended {
-		ts.mu.Unlock()
+	running, first := ts.requestCancel(s.env.Now())
+	ts.mu.Unlock()
+	if !running {
 		return errors.New("agent: no Pi turn is running")
 	}
-	first := !ts.cancelRequested
-	ts.cancelRequested = true
-	if first {
-		ts.cancelAt = s.env.Now()
-	}
-	ts.mu.Unlock()
 	if !first {
 		return nil
 	}

@@ -12,7 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -530,6 +532,36 @@ func TestHomeIsExclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+}
+
+// TestHomeLockReleasedSoon: a lock released shortly after the open begins (a closed
+// server's descriptor still held by a child forked meanwhile, until its exec) does not
+// refuse the open; one still held after lockPatience does.
+func TestHomeLockReleasedSoon(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	hold := func() *os.File {
+		f, err := os.OpenFile(filepath.Join(home, server.LockFile), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	held := hold()
+	time.AfterFunc(200*time.Millisecond, func() { held.Close() })
+	s, err := server.Open(context.Background(), server.Options{Home: home})
+	if err != nil {
+		t.Fatalf("open while a lock is released 200 ms later: %v", err)
+	}
+	s.Close()
+	still := hold()
+	defer still.Close()
+	if _, err := server.Open(context.Background(), server.Options{Home: home}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("open while the lock stays held: %v, want in use", err)
+	}
 }
 
 // TestResponsesMatchOpenAPISchemas validates real responses of the board and agent

@@ -179,11 +179,7 @@ func (s *Server) listFiles(ctx context.Context, r *http.Request, p principal) (a
 }
 
 func (s *Server) fileContent(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
-	st, err := c.Snapshot(ctx)
+	c, st, err := s.pathState(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -205,11 +201,7 @@ func (s *Server) fileContent(ctx context.Context, r *http.Request, p principal) 
 }
 
 func (s *Server) artifactContent(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
-	st, err := c.Snapshot(ctx)
+	c, st, err := s.pathState(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -234,11 +226,7 @@ func (s *Server) artifactContent(ctx context.Context, r *http.Request, p princip
 }
 
 func (s *Server) homeReceipts(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
-	st, err := c.Snapshot(ctx)
+	_, st, err := s.pathState(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -253,11 +241,7 @@ func (s *Server) homeReceipts(ctx context.Context, r *http.Request, _ principal)
 }
 
 func (s *Server) fileConflicts(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
-	st, err := c.Snapshot(ctx)
+	_, st, err := s.pathState(ctx, r)
 	if err != nil {
 		return nil, err
 	}

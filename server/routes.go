@@ -387,6 +387,20 @@ func (s *Server) pathCompany(r *http.Request) (*store.Company, error) {
 	return s.company(r.PathValue("company"))
 }
 
+// pathState answers the path's company and a snapshot of its state (the
+// preamble of every read-only route over the company's state).
+func (s *Server) pathState(ctx context.Context, r *http.Request) (*store.Company, controlplane.State, error) {
+	c, err := s.pathCompany(r)
+	if err != nil {
+		return nil, controlplane.State{}, err
+	}
+	st, err := c.Snapshot(ctx)
+	if err != nil {
+		return nil, controlplane.State{}, err
+	}
+	return c, st, nil
+}
+
 // ---- board handlers ----
 
 func (s *Server) createCompany(ctx context.Context, r *http.Request, _ principal) (any, error) {
@@ -555,11 +569,7 @@ func (s *Server) state(ctx context.Context, r *http.Request, _ principal) (any, 
 
 // listIssues answers the issue list (controlplane.Issues of the company's state).
 func (s *Server) listIssues(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
-	st, err := c.Snapshot(ctx)
+	_, st, err := s.pathState(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -568,11 +578,7 @@ func (s *Server) listIssues(ctx context.Context, r *http.Request, _ principal) (
 
 // getConversation answers one conversation (conversation_missing when unknown).
 func (s *Server) getConversation(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
-	st, err := c.Snapshot(ctx)
+	_, st, err := s.pathState(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -584,11 +590,7 @@ func (s *Server) getConversation(ctx context.Context, r *http.Request, _ princip
 }
 
 func (s *Server) snapshot(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
-	st, err := c.Snapshot(ctx)
+	_, st, err := s.pathState(ctx, r)
 	if err != nil {
 		return nil, err
 	}

@@ -99,20 +99,33 @@ const (
 	LockFile       = "instance.lock"
 )
 
-// lockHome takes an exclusive, non-blocking flock on the home's lock file, so that two
-// processes never serve one home (the kernel releases it when a process dies, even by
-// SIGKILL). Error: the home is in use.
+// lockHome takes an exclusive flock on the home's lock file, so that two processes
+// never serve one home (the kernel releases it when a process dies, even by SIGKILL).
+// A held lock is tried again for up to lockPatience: a server closed in this process
+// releases its lock only once every copy of the descriptor is closed, and a child
+// forked by any goroutine meanwhile holds one until its exec closes it. Error: the
+// home is in use.
 func lockHome(home string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(home, LockFile), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("server: opening the lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("server: instance home %s is in use by another process: %w", home, err)
+	deadline := time.Now().Add(lockPatience)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("server: instance home %s is in use by another process: %w", home, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return f, nil
 }
+
+// lockPatience is how long lockHome tries a held lock again (1 s).
+const lockPatience = time.Second
 
 // Open opens (creating when needed) the instance in opts.Home. Errors: Home missing or
 // not a directory, a key file with permissions wider than 0600, store errors.

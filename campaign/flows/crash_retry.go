@@ -66,70 +66,63 @@ func playCrashRetry(ctx context.Context, s *Session) Outcome {
 		out.Err = permanent(fmt.Errorf("the killed run %s ended %s (run 1 is %s), not failed", rec.RunID, crashed.Status, crashed.ID))
 		return out
 	}
+	pressed, err := releaseAndRetry(ctx, s, rel, crashed.ID, "killed")
+	if !pressed.IsZero() {
+		out.Submitted = append(out.Submitted, pressed)
+	}
+	out.Err = err
+	return out
+}
+
+// releaseAndRetry releases run 1's wait (it writes <rel>.release in the workspace),
+// presses Retry on run ended through the public API (board operation retry_run, keyed
+// by the case's nonce; the press is recorded in out's submissions) and checks that run
+// 2 is bound to it (retryOf); endedAs names how run 1 ended in that error. pressed is
+// when Retry was sent (zero when it was not). Errors: a harness fault (permanent), a
+// BoardFault, or waitTurn's.
+func releaseAndRetry(ctx context.Context, s *Session, rel, ended, endedAs string) (pressed time.Time, err error) {
 	if err := os.WriteFile(filepath.Join(s.Workspace, filepath.FromSlash(rel)+".release"), []byte("released\n"), 0o644); err != nil {
-		out.Err = permanent(fmt.Errorf("releasing the wait: %w", err))
-		return out
+		return pressed, permanent(fmt.Errorf("releasing the wait: %w", err))
 	}
-	in, _ := json.Marshal(map[string]string{"runId": crashed.ID})
-	out.submit()
-	s.log("pressing Retry on run %s", crashed.ID)
+	in, _ := json.Marshal(map[string]string{"runId": ended})
+	pressed = time.Now()
+	s.log("pressing Retry on run %s", ended)
 	if _, err := s.Board.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardRetryRun, Input: in, IdempotencyKey: "retry-" + s.Rendered.Nonce}); err != nil {
-		out.Err = BoardFault("pressing Retry on run "+crashed.ID, err)
-		return out
+		return pressed, BoardFault("pressing Retry on run "+ended, err)
 	}
-	if v, out.Err = waitTurn(ctx, s, 2); out.Err != nil {
-		return out
+	v, err := waitTurn(ctx, s, 2)
+	if err != nil {
+		return pressed, err
 	}
 	retry := v.runs[1]
 	s.log("retry run %s ended %s", retry.ID, retry.Status)
-	if retry.RetryOf == nil || *retry.RetryOf != crashed.ID {
-		out.Err = permanent(fmt.Errorf("run 2 %s is not bound to the killed run %s (retryOf %v)", retry.ID, crashed.ID, retry.RetryOf))
+	if retry.RetryOf == nil || *retry.RetryOf != ended {
+		return pressed, permanent(fmt.Errorf("run 2 %s is not bound to the %s run %s (retryOf %v)", retry.ID, endedAs, ended, retry.RetryOf))
 	}
-	return out
+	return pressed, nil
 }
 
 // waitReady looks until run 1's agent wrote its run id to the readiness file while
 // the heartbeat runner records that run's process running with its launch facts; it
 // returns that record, or nil when run 1 settled first (the agent never waited).
 func waitReady(ctx context.Context, s *Session, rel string) (*api.HeartbeatRun, error) {
-	poll := s.Poll
-	if poll <= 0 {
-		poll = defaultPoll
-	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	var failingSince time.Time
-	for {
-		v, err := look(ctx, s)
-		switch {
-		case err == nil:
-			failingSince = time.Time{}
-			if b, rerr := os.ReadFile(filepath.Join(s.Workspace, filepath.FromSlash(rel))); rerr == nil && len(v.runs) > 0 {
-				id := strings.TrimSpace(string(b))
-				for i := range v.records {
-					r := &v.records[i]
-					if r.RunID == id && id == v.runs[0].ID && r.Launch != nil && r.Launch.PID > 0 && v.runs[0].Status == controlplane.RunRunning {
-						return r, nil
-					}
-				}
-			}
-			if v.settled(1) {
-				return nil, nil
-			}
-			if why := v.refused(); why != "" {
-				return nil, permanent(errors.New(why))
-			}
-		case failingSince.IsZero():
-			failingSince = time.Now()
-		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
-			return nil, BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
+	var ready *api.HeartbeatRun
+	_, err := lookFor(ctx, s, func(ctx context.Context) (*view, error) { return look(ctx, s) }, func(v *view) (bool, error) {
+		b, err := os.ReadFile(filepath.Join(s.Workspace, filepath.FromSlash(rel)))
+		if err != nil || len(v.runs) == 0 {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, waitError(ctx)
-		case <-t.C:
+		id := strings.TrimSpace(string(b))
+		for i := range v.records {
+			r := &v.records[i]
+			if r.RunID == id && id == v.runs[0].ID && r.Launch != nil && r.Launch.PID > 0 && v.runs[0].Status == controlplane.RunRunning {
+				ready = r
+				return true, nil
+			}
 		}
-	}
+		return false, nil
+	})
+	return ready, err
 }
 
 // identify checks that process pid is the one the runner launched for runID: its start

@@ -3,9 +3,7 @@ package flows
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/agentproof/agentproof/api"
 )
@@ -20,55 +18,29 @@ import (
 // once (the run is then not waited for), or an error that ends the flow. It returns
 // how many pending permissions it saw. Errors: as waitTurn's.
 func watchPermissions(ctx context.Context, s *Session, onPending func(p api.Permission) (stop bool, err error)) (int, error) {
-	if s.TurnTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: 1, Limit: s.TurnTimeout})
-		defer cancel()
-	}
-	poll := s.Poll
-	if poll <= 0 {
-		poll = defaultPoll
-	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
+	ctx, cancel := turnDeadline(ctx, s, 1)
+	defer cancel()
 	seen := map[string]bool{}
-	var failingSince time.Time
-	for {
-		perms, err := s.Board.Permissions(ctx, s.TaskID)
-		var v *view
-		if err == nil {
-			v, err = look(ctx, s)
+	var perms []api.Permission
+	_, err := lookFor(ctx, s, func(ctx context.Context) (*view, error) {
+		var err error
+		if perms, err = s.Board.Permissions(ctx, s.TaskID); err != nil {
+			return nil, err
 		}
-		switch {
-		case err == nil:
-			failingSince = time.Time{}
-			for _, p := range perms {
-				if p.Status != api.PermissionPending || seen[p.ID] {
-					continue
-				}
-				seen[p.ID] = true
-				stop, err := onPending(p)
-				if err != nil || stop {
-					return len(seen), err
-				}
+		return look(ctx, s)
+	}, func(*view) (bool, error) {
+		for _, p := range perms {
+			if p.Status != api.PermissionPending || seen[p.ID] {
+				continue
 			}
-			if v.settled(1) {
-				return len(seen), nil
+			seen[p.ID] = true
+			if stop, err := onPending(p); err != nil || stop {
+				return true, err
 			}
-			if why := v.refused(); why != "" {
-				return len(seen), permanent(errors.New(why))
-			}
-		case failingSince.IsZero():
-			failingSince = time.Now()
-		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
-			return len(seen), BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
 		}
-		select {
-		case <-ctx.Done():
-			return len(seen), waitError(ctx)
-		case <-t.C:
-		}
-	}
+		return false, nil
+	})
+	return len(seen), err
 }
 
 // answerPermissions answers every permission the agent asks during run 1 with

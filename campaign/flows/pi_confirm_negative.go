@@ -33,11 +33,11 @@ func playPiConfirmNegative(ctx context.Context, s *Session) Outcome {
 		out.Err = permanent(errors.New("flow pi_confirm_negative needs the case's workspaceFile"))
 		return out
 	}
-	q, err := waitQuestion(ctx, s)
+	q, problem, err := askedQuestion(ctx, s)
 	if err != nil || q == nil {
 		out.Err = err
-		if err == nil {
-			out.Problems = append(out.Problems, "the agent asked no native question before its run ended")
+		if problem != "" {
+			out.Problems = append(out.Problems, problem)
 		}
 		return out
 	}

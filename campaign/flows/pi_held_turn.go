@@ -36,11 +36,8 @@ func playHeldTurn(ctx context.Context, s *Session, d heldTurnDelivery) Outcome {
 		out.Err = permanent(fmt.Errorf("flow %s needs the attempt's scripted model (it releases the held tool call)", d.flow))
 		return out
 	}
-	if s.TurnTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: 1, Limit: s.TurnTimeout})
-		defer cancel()
-	}
+	ctx, cancel := turnDeadline(ctx, s, 1)
+	defer cancel()
 	poll := s.Poll
 	if poll <= 0 {
 		poll = defaultPoll

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
@@ -24,11 +23,11 @@ import (
 // writes anything else, breaks the flow's contract (a problem).
 func playPiNativeQuestion(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	q, err := waitQuestion(ctx, s)
+	q, problem, err := askedQuestion(ctx, s)
 	if err != nil || q == nil {
 		out.Err = err
-		if err == nil {
-			out.Problems = append(out.Problems, "the agent asked no native question before its run ended")
+		if problem != "" {
+			out.Problems = append(out.Problems, problem)
 		}
 		return out
 	}
@@ -67,47 +66,32 @@ func playPiNativeQuestion(ctx context.Context, s *Session) Outcome {
 	return out
 }
 
+// askedQuestion waits for run 1's pending native question (waitQuestion); when the run
+// ended without one, q is nil and problem says so (the candidate's: it asked nothing).
+// Errors: waitQuestion's.
+func askedQuestion(ctx context.Context, s *Session) (q *controlplane.Interaction, problem string, err error) {
+	q, err = waitQuestion(ctx, s)
+	if err == nil && q == nil {
+		problem = "the agent asked no native question before its run ended"
+	}
+	return q, problem, err
+}
+
 // waitQuestion looks until the task has a pending question interaction while run 1
 // is active, or run 1 settled without one (nil), within the turn deadline. Errors: as
 // waitTurn's.
 func waitQuestion(ctx context.Context, s *Session) (*controlplane.Interaction, error) {
-	if s.TurnTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: 1, Limit: s.TurnTimeout})
-		defer cancel()
-	}
-	poll := s.Poll
-	if poll <= 0 {
-		poll = defaultPoll
-	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	var failingSince time.Time
-	for {
-		v, err := look(ctx, s)
-		switch {
-		case err == nil:
-			failingSince = time.Time{}
-			if q := v.pending(s.TaskID, controlplane.InteractionQuestions); q != nil && len(v.runs) > 0 && v.runs[0].Status == controlplane.RunRunning {
-				return q, nil
-			}
-			if v.settled(1) {
-				return nil, nil
-			}
-			if why := v.refused(); why != "" {
-				return nil, permanent(errors.New(why))
-			}
-		case failingSince.IsZero():
-			failingSince = time.Now()
-		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
-			return nil, BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
+	ctx, cancel := turnDeadline(ctx, s, 1)
+	defer cancel()
+	var pending *controlplane.Interaction
+	_, err := lookFor(ctx, s, func(ctx context.Context) (*view, error) { return look(ctx, s) }, func(v *view) (bool, error) {
+		if q := v.pending(s.TaskID, controlplane.InteractionQuestions); q != nil && len(v.runs) > 0 && v.runs[0].Status == controlplane.RunRunning {
+			pending = q
+			return true, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, waitError(ctx)
-		case <-t.C:
-		}
-	}
+		return false, nil
+	})
+	return pending, err
 }
 
 // questionID is the id of the only question of a question interaction's payload.

@@ -20,11 +20,11 @@ import (
 // driver's observed stop reason, how the dialog was closed and the closed question.
 func playPiQuestionStop(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	q, err := waitQuestion(ctx, s)
+	q, problem, err := askedQuestion(ctx, s)
 	if err != nil || q == nil {
 		out.Err = err
-		if err == nil {
-			out.Problems = append(out.Problems, "the agent asked no native question before its run ended")
+		if problem != "" {
+			out.Problems = append(out.Problems, problem)
 		}
 		return out
 	}

@@ -2,11 +2,8 @@ package flows
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
@@ -76,24 +73,10 @@ func playServerCrashRetry(ctx context.Context, s *Session) Outcome {
 		return out
 	}
 	s.log("run %s: its agent process %d died with the server", rec.RunID, l.PID)
-	if err := os.WriteFile(filepath.Join(s.Workspace, filepath.FromSlash(rel)+".release"), []byte("released\n"), 0o644); err != nil {
-		out.Err = permanent(fmt.Errorf("releasing the wait: %w", err))
-		return out
+	pressed, err := releaseAndRetry(ctx, s, rel, orphan.ID, "interrupted")
+	if !pressed.IsZero() {
+		out.Submitted = append(out.Submitted, pressed)
 	}
-	in, _ := json.Marshal(map[string]string{"runId": orphan.ID})
-	out.submit()
-	s.log("pressing Retry on run %s", orphan.ID)
-	if _, err := s.Board.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardRetryRun, Input: in, IdempotencyKey: "retry-" + s.Rendered.Nonce}); err != nil {
-		out.Err = BoardFault("pressing Retry on run "+orphan.ID, err)
-		return out
-	}
-	if v, out.Err = waitTurn(ctx, s, 2); out.Err != nil {
-		return out
-	}
-	retry := v.runs[1]
-	s.log("retry run %s ended %s", retry.ID, retry.Status)
-	if retry.RetryOf == nil || *retry.RetryOf != orphan.ID {
-		out.Err = permanent(fmt.Errorf("run 2 %s is not bound to the interrupted run %s (retryOf %v)", retry.ID, orphan.ID, retry.RetryOf))
-	}
+	out.Err = err
 	return out
 }

@@ -197,11 +197,8 @@ func (v *view) pending(task string, kind controlplane.InteractionKind) *controlp
 // so that a dead server is never mistaken for a slow agent); the context's error for
 // the attempt's deadline or a cancellation.
 func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
-	if s.TurnTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: n, Limit: s.TurnTimeout})
-		defer cancel()
-	}
+	ctx, cancel := turnDeadline(ctx, s, n)
+	defer cancel()
 	pace := newPacer(ctx, s)
 	var failingSince time.Time
 	for {
@@ -232,6 +229,54 @@ func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
 			return nil, waitError(ctx)
 		}
 	}
+}
+
+// lookFor looks at the board every s.Poll (defaultPoll when unset), each look made by
+// lk, until found reports true on one, run 1 settles (settled true) or run 1's wake was
+// refused (a permanent error). found's error ends the wait; a board that fails for
+// BoardPatience is a BoardFault; the end of ctx is waitError's.
+func lookFor(ctx context.Context, s *Session, lk func(context.Context) (*view, error), found func(v *view) (bool, error)) (settled bool, err error) {
+	poll := s.Poll
+	if poll <= 0 {
+		poll = defaultPoll
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	var failingSince time.Time
+	for {
+		v, err := lk(ctx)
+		switch {
+		case err == nil:
+			failingSince = time.Time{}
+			if ok, err := found(v); ok || err != nil {
+				return false, err
+			}
+			if v.settled(1) {
+				return true, nil
+			}
+			if why := v.refused(); why != "" {
+				return false, permanent(errors.New(why))
+			}
+		case failingSince.IsZero():
+			failingSince = time.Now()
+		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
+			return false, BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
+		}
+		select {
+		case <-ctx.Done():
+			return false, waitError(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// turnDeadline bounds ctx by the session's turn timeout for turn n (a *DeadlineError
+// cause), when it has one.
+func turnDeadline(ctx context.Context, s *Session, n int) (context.Context, context.CancelFunc) {
+	if s.TurnTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, s.TurnTimeout, &DeadlineError{Turn: n, Limit: s.TurnTimeout})
 }
 
 // waitError says why waiting ended: a turn deadline is its *DeadlineError; anything

@@ -119,18 +119,8 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 		open    bool // the warm session stays open after this turn
 	)
 	if startErr == nil {
-		r.mu.Lock()
-		if cur := r.runs[j.runID]; cur != nil {
-			cur.ProcessStartedAt = stamp(startedAt)
-		}
-		r.mu.Unlock()
 		var observed func()
-		facts, observed = r.launchFacts(j, worker.Spec{Path: sess.Path, Args: sess.Args}, secrets)
-		if id, err := sess.Identity(); err == nil {
-			facts.PID, facts.ProcessStartTicks = id.PID, id.StartTime
-		} else {
-			facts.Problems = append(facts.Problems, "the process identity could not be read: "+err.Error())
-		}
+		facts, observed, _, _ = r.sessionLaunchFacts(j, startedAt, worker.Spec{Path: sess.Path, Args: sess.Args}, sess.Identity, secrets)
 		res, turnErr = sess.Prompt(runCtx, agent.Turn{RunID: j.runID, Text: agent.Prompt(rc)})
 		if warm {
 			exit, open = r.warmAfterTurn(ws, j)
@@ -178,15 +168,25 @@ func (r *Runner) executeACP(ctx, runCtx context.Context, j job, rc controlplane.
 		if open {
 			rec.ACP.Exit = ""
 		}
-		if p, err := agent.ReadPresentation(env.StateDir, rec.RunID); err == nil && p != nil {
-			report.Presentation = &agent.Presentation{CommentID: p.CommentID, Text: p.Text}
-		} else if err != nil {
-			report.Summary += "; presentation record unreadable: " + err.Error()
-		}
+		report = withPresentation(report, env.StateDir, rec.RunID)
 	}
 	// The lease provider's account (limits hit, problems, facts) once the process ended:
 	// per_turn now, warm when the session was retired after this turn.
 	r.finish(j.c, rec, o, report, secrets, leased.account())
+}
+
+// withPresentation answers report with the run's presentation record (the comment the
+// agent presented as its reply, read from stateDir) or, when the record is unreadable,
+// its summary saying so; a run without one leaves report as it is.
+func withPresentation(report agent.Report, stateDir, runID string) agent.Report {
+	p, err := agent.ReadPresentation(stateDir, runID)
+	switch {
+	case err != nil:
+		report.Summary += "; presentation record unreadable: " + err.Error()
+	case p != nil:
+		report.Presentation = &agent.Presentation{CommentID: p.CommentID, Text: p.Text}
+	}
+	return report
 }
 
 // acpReport turns an ACP session's start, turn and exit into the worker outcome and

@@ -91,6 +91,26 @@ type binaryEntry struct {
 // the returned function waits for its digest (and, for a CLI, version) and completes
 // the facts. The binary is opened here, before the launch, and hashed through that
 // descriptor. The caller sets PID and ProcessStartTicks from the started process.
+// sessionLaunchFacts marks the run's process as started at startedAt and answers the
+// launch facts of a session process (ACP or Pi: spec's path and argv, the identity
+// read by identity, or the problem reading it), launchFacts' observed func, and the
+// identity with ok when it was read.
+func (r *Runner) sessionLaunchFacts(j job, startedAt time.Time, spec worker.Spec, identity func() (agent.ProcessIdentity, error), secrets *redact.Set) (facts *api.LaunchFacts, observed func(), id agent.ProcessIdentity, ok bool) {
+	r.mu.Lock()
+	if cur := r.runs[j.runID]; cur != nil {
+		cur.ProcessStartedAt = stamp(startedAt)
+	}
+	r.mu.Unlock()
+	facts, observed = r.launchFacts(j, spec, secrets)
+	id, err := identity()
+	if err != nil {
+		facts.Problems = append(facts.Problems, "the process identity could not be read: "+err.Error())
+		return facts, observed, id, false
+	}
+	facts.PID, facts.ProcessStartTicks = id.PID, id.StartTime
+	return facts, observed, id, true
+}
+
 func (r *Runner) launchFacts(j job, spec worker.Spec, secrets *redact.Set) (*api.LaunchFacts, func()) {
 	f := &api.LaunchFacts{Driver: j.cfg.Driver.String(), AdapterType: adapterType(j.cfg.Driver), Provider: providerOf(j.cfg.Driver, j.cfg.DriverConfig),
 		Binary: spec.Path, Argv: argvShape(spec.Args, secrets), RuntimeMode: RuntimeNative, EnvironmentID: j.env.ID, ExecutionTarget: targetOf(j.env)}

@@ -96,22 +96,16 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 		open    bool // the warm session stays open after this turn
 	)
 	if startErr == nil {
-		r.mu.Lock()
-		if cur := r.runs[j.runID]; cur != nil {
-			cur.ProcessStartedAt = stamp(startedAt)
-		}
-		r.mu.Unlock()
 		var observed func()
-		facts, observed = r.launchFacts(j, worker.Spec{Path: sess.Path, Args: sess.Args}, secrets)
-		if id, err := sess.Identity(); err == nil {
-			facts.PID, facts.ProcessStartTicks = id.PID, id.StartTime
+		var id agent.ProcessIdentity
+		var identified bool
+		facts, observed, id, identified = r.sessionLaunchFacts(j, startedAt, worker.Spec{Path: sess.Path, Args: sess.Args}, sess.Identity, secrets)
+		if identified {
 			r.mu.Lock()
 			if cur := r.runs[j.runID]; cur != nil && cur.Launch == nil {
 				cur.Launch = &api.LaunchFacts{PID: id.PID, ProcessStartTicks: id.StartTime}
 			}
 			r.mu.Unlock()
-		} else {
-			facts.Problems = append(facts.Problems, "the process identity could not be read: "+err.Error())
 		}
 		live := &piLive{j: j, sess: sess, delivered: map[string]bool{}}
 		r.mu.Lock()
@@ -168,11 +162,7 @@ func (r *Runner) executePi(ctx, runCtx context.Context, j job, rc controlplane.R
 		if open {
 			rec.Pi.Exit = ""
 		}
-		if p, err := agent.ReadPresentation(env.StateDir, rec.RunID); err == nil && p != nil {
-			report.Presentation = &agent.Presentation{CommentID: p.CommentID, Text: p.Text}
-		} else if err != nil {
-			report.Summary += "; presentation record unreadable: " + err.Error()
-		}
+		report = withPresentation(report, env.StateDir, rec.RunID)
 	}
 	r.finish(j.c, rec, o, report, secrets, nil)
 }

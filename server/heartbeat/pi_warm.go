@@ -2,8 +2,6 @@ package heartbeat
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"sync"
 
 	"github.com/agentproof/agentproof/agent"
@@ -48,26 +46,9 @@ func (w *warmQuestions) Answer(ctx context.Context, req agent.QuestionRequest) (
 // and question deciders): the running one (reused true), or a new one started for it.
 // Errors: the start's (*agent.StartError).
 func (r *Runner) warmPiFor(ctx context.Context, j job, d *agent.PiDriver, env agent.RunEnv, secrets *redact.Set, questions agent.QuestionDecider) (*warmSession, bool, error) {
-	key := j.company + "/" + j.actor.ID
-	config := string(j.actor.AdapterConfig)
-	r.mu.Lock()
-	ws := r.warm[key]
-	r.mu.Unlock()
+	key, config := warmKey(j), string(j.actor.AdapterConfig)
+	ws := r.liveWarm(j, env, func(ws *warmSession) bool { return ws.pi != nil })
 	if ws != nil {
-		switch {
-		case ws.config != config || ws.pi == nil:
-			r.retireWarm(ws, "the agent's adapterConfig changed")
-			ws = nil
-		case !ws.alive():
-			r.retireWarm(ws, "its process exited or a turn broke the session")
-			ws = nil
-		}
-	}
-	if ws != nil {
-		ws.secrets = ws.secrets.With(env.RunToken)
-		for _, name := range slices.Sorted(maps.Keys(env.Secrets)) {
-			ws.secrets = ws.secrets.With(env.Secrets[name])
-		}
 		ws.decider.set(&boardDecider{r: r, j: j, run: j.runID})
 		ws.questions.set(questions)
 		ws.runs = append(ws.runs, j.runID)

@@ -142,32 +142,44 @@ func (w *warmDecider) Decide(ctx context.Context, req agent.PermissionRequest) (
 	return d.Decide(ctx, req)
 }
 
+// warmKey is the key of j's agent's warm session: company/agent.
+func warmKey(j job) string { return j.company + "/" + j.actor.ID }
+
+// liveWarm answers the running warm session of j's agent when it can serve j's run (its
+// adapterConfig unchanged, of the kind ofKind accepts, its process alive), with j's run
+// token and secrets added to its secret set; nil otherwise, after retiring the one that
+// cannot serve.
+func (r *Runner) liveWarm(j job, env agent.RunEnv, ofKind func(*warmSession) bool) *warmSession {
+	r.mu.Lock()
+	ws := r.warm[warmKey(j)]
+	r.mu.Unlock()
+	if ws == nil {
+		return nil
+	}
+	switch {
+	case ws.config != string(j.actor.AdapterConfig) || !ofKind(ws):
+		r.retireWarm(ws, "the agent's adapterConfig changed")
+		return nil
+	case !ws.alive():
+		r.retireWarm(ws, "its process exited or a turn broke the session")
+		return nil
+	}
+	ws.secrets = ws.secrets.With(env.RunToken)
+	for _, name := range slices.Sorted(maps.Keys(env.Secrets)) {
+		ws.secrets = ws.secrets.With(env.Secrets[name])
+	}
+	return ws
+}
+
 // warmFor returns the warm session of j's agent bound to j's run: the running one
 // (reused), or a new one started for it. Errors: the start's (*agent.StartError), or a
 // binding that could not be written (the session is then retired).
 // leased and launch place a new session's process in the run's sandbox lease (nil on
 // the host).
 func (r *Runner) warmFor(ctx context.Context, j job, d *agent.ACPDriver, env agent.RunEnv, secrets *redact.Set, markers []string, leased *leasedACP, launch agent.ACPLaunchFunc) (*warmSession, bool, error) {
-	key := j.company + "/" + j.actor.ID
-	config := string(j.actor.AdapterConfig)
-	r.mu.Lock()
-	ws := r.warm[key]
-	r.mu.Unlock()
+	key, config := warmKey(j), string(j.actor.AdapterConfig)
+	ws := r.liveWarm(j, env, func(ws *warmSession) bool { return ws.sess != nil })
 	if ws != nil {
-		switch {
-		case ws.config != config || ws.sess == nil:
-			r.retireWarm(ws, "the agent's adapterConfig changed")
-			ws = nil
-		case !ws.alive():
-			r.retireWarm(ws, "its process exited or a turn broke the session")
-			ws = nil
-		}
-	}
-	if ws != nil {
-		ws.secrets = ws.secrets.With(env.RunToken)
-		for _, name := range slices.Sorted(maps.Keys(env.Secrets)) {
-			ws.secrets = ws.secrets.With(env.Secrets[name])
-		}
 		if err := ws.sess.Bind(j.runID, env.RunToken); err != nil {
 			r.retireWarm(ws, "its run binding could not be written")
 			return nil, false, &agent.StartError{Stage: "launch", Err: fmt.Errorf("binding the warm session to run %s: %w", j.runID, err)}
