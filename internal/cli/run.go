@@ -244,7 +244,12 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	secrets := redact.NewSet()
 	for _, cell := range plan.Cells {
 		for _, name := range cell.RequiredCredentials {
-			if v, ok := os.LookupEnv(name); ok {
+			v, ok := os.LookupEnv(name)
+			switch {
+			case !ok:
+			case cell.LoginFile != nil && cell.LoginFile.ID == name:
+				secrets = attempt.LoginSecrets(secrets, v) // the file and every token in it
+			default:
 				secrets = secrets.WithCredentials(v)
 			}
 		}
