@@ -95,6 +95,11 @@ type RunEnv struct {
 	// runner materialises it from the control plane's managed files before the launch
 	// and saves it after; the agent gets it as EnvAgentHome.
 	AgentHome string
+	// Home is the HOME to launch with instead of the state directory (absolute; "" for
+	// the state directory): the company-scoped HOME a login file was seeded into
+	// (api.AdapterConfig.LoginHome; docs/secrets.md "Login files"). The exec and
+	// built-in drivers read it (their HOME); the runner sets it for exec agents only.
+	Home string
 }
 
 // Driver launches one kind of agent. Implementations are immutable and safe for
@@ -259,9 +264,13 @@ func setKeys(config api.DriverConfig) []string {
 var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // baseEnv is the environment every built-in and exec agent starts from: a fixed PATH,
-// locale and time zone, HOME = the agent's state directory.
+// locale and time zone, HOME = the agent's state directory (or RunEnv.Home).
 func baseEnv(env RunEnv) []string {
-	return []string{"HOME=" + env.StateDir, "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}
+	home := env.StateDir
+	if env.Home != "" {
+		home = env.Home
+	}
+	return []string{"HOME=" + home, "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}
 }
 
 // apiEnv is baseEnv plus the run's identity, token and resolved secrets, sorted by name.
@@ -306,6 +315,9 @@ func requireRun(env RunEnv, api bool) error {
 		}
 	}
 	abs("workspace", env.Workspace)
+	if env.Home != "" {
+		abs("HOME", env.Home)
+	}
 	if api {
 		abs("state directory", env.StateDir)
 		if env.APIURL == "" || env.RunID == "" || env.RunToken == "" {

@@ -508,3 +508,26 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 }
+
+// TestExecLoginHome: an exec launch with RunEnv.Home (a login file's HOME) gets it as
+// HOME instead of the state directory, which stays AGENTPROOF_AGENT_STATE_DIR; a relative
+// HOME is refused.
+func TestExecLoginHome(t *testing.T) {
+	t.Parallel()
+	env := runEnv(t)
+	d := mustNew(t, "exec", map[string]any{"command": self(t)})
+	spec, err := d.Launch(runContext(), env)
+	if err != nil || !slices.Contains(spec.Env, "HOME="+env.StateDir) {
+		t.Fatalf("without a login HOME: env %q, %v; want HOME=%s", spec.Env, err, env.StateDir)
+	}
+	env.Home = filepath.Join(t.TempDir(), "login-homes", "company-1")
+	spec, err = d.Launch(runContext(), env)
+	if err != nil || !slices.Contains(spec.Env, "HOME="+env.Home) || slices.Contains(spec.Env, "HOME="+env.StateDir) ||
+		!slices.Contains(spec.Env, agent.EnvStateDir+"="+env.StateDir) {
+		t.Fatalf("with a login HOME: env %q, %v; want HOME=%s", spec.Env, err, env.Home)
+	}
+	env.Home = "relative/home"
+	if _, err := d.Launch(runContext(), env); err == nil || !strings.Contains(err.Error(), `HOME "relative/home" must be an absolute path`) {
+		t.Errorf("a relative HOME: %v, want the refusal", err)
+	}
+}

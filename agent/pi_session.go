@@ -776,7 +776,7 @@ func (s *PiSession) Prompt(ctx context.Context, t PiTurn) (PiTurnResult, error) 
 	s.log.beginTurn(n)
 	id, idErr := s.Identity()
 	ts.res.Process = id
-	s.log.note("turn_start", map[string]any{"turn": n, "runId": t.RunID, "pid": id.PID, "startTime": id.StartTime})
+	s.log.note("turn_start", map[string]any{"turn": n, "runId": t.RunID, "sessionId": s.SessionID, "pid": id.PID, "startTime": id.StartTime})
 	fail := func(f TurnFailure, err error) (PiTurnResult, error) {
 		res := s.result(ts, idErr)
 		res.Failure = string(f) + ": " + err.Error()

@@ -200,6 +200,11 @@ func TestPiFakeFailures(t *testing.T) {
 		if ev := string(res.Evidence[0].Body); strings.Contains(ev, "second-run-token") {
 			t.Error("the turn's evidence holds the run token")
 		}
+		// The turn's log names Pi's session id (its get_state answer) in the turn_start
+		// note, where the trajectory converter reads it.
+		if ev := string(res.Evidence[0].Body); !strings.Contains(ev, `"event":"turn_start","data":{"pid":`) || !strings.Contains(ev, `"sessionId":"fake-1"`) {
+			t.Errorf("the turn's log has no turn_start note naming session fake-1:\n%s", ev)
+		}
 	})
 }
 

@@ -27,8 +27,15 @@ import (
 //	  "environmentId": "…",                // default: the company's local environment
 //	  "cwd":           "/abs/workspace",   // default: the environment's config.workspace,
 //	                                       // else <home>/workspaces/<company>
-//	  "lifecycleMode": "per_turn"          // or "warm" (acp:<agent> drivers only)
+//	  "lifecycleMode": "per_turn",         // or "warm" (acp:<agent> drivers only)
+//	  "loginHome":     true                // exec only: HOME is the company's login HOME
 //	}
+//
+// LoginHome makes the runner launch the agent with HOME = the company-scoped HOME a
+// login file was seeded into (package loginfile: <home>/login-homes/<company>), which
+// must exist as a directory of mode 0700 that is no symbolic link; the configuration
+// holds neither the path nor the file (docs/secrets.md "Login files"). Only the exec
+// driver takes it, and only in a local environment.
 //
 // Secret references in env (and in DriverConfig.Env) are resolved only when a run
 // launches, into the child's environment; values are never stored. Builtin stays raw
@@ -42,6 +49,7 @@ type AdapterConfig struct {
 	EnvironmentID string              `json:"environmentId,omitempty"`
 	Cwd           string              `json:"cwd,omitempty"`
 	LifecycleMode LifecycleMode       `json:"lifecycleMode,omitempty"`
+	LoginHome     bool                `json:"loginHome,omitempty"`
 }
 
 // LifecycleMode is AdapterConfig.LifecycleMode.

@@ -107,11 +107,11 @@ func (d *Display) Observe(e Event) {
 			fmt.Fprintf(d.w, "%s %s\n", e.Time.UTC().Format("2006-01-02T15:04:05.000Z"), line)
 		}
 		if e.Kind == EventCampaignFinished {
-			fmt.Fprintln(d.w, e.Summary.Line())
+			d.finalLines(e.Summary)
 		}
 	default:
 		if e.Kind == EventCampaignFinished {
-			fmt.Fprintln(d.w, e.Summary.Line())
+			d.finalLines(e.Summary)
 		}
 	}
 }
@@ -225,8 +225,16 @@ func (d *Display) observeTTY(e Event) {
 			fmt.Fprintln(d.progress, line)
 		}
 		d.shutdown()
-		fmt.Fprintln(d.w, e.Summary.Line())
+		d.finalLines(e.Summary)
 	}
+}
+
+// finalLines writes a finished campaign's last lines: its Notes, then its Line.
+func (d *Display) finalLines(s *Summary) {
+	for _, n := range s.Notes {
+		fmt.Fprintln(d.w, n)
+	}
+	fmt.Fprintln(d.w, s.Line())
 }
 
 // countsText is the campaign bar's counts decorator.

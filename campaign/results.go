@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
@@ -93,20 +94,57 @@ type Summary struct {
 	// WriteErrors are the results that could not be written (AttemptResult.WriteErr).
 	WriteErrors []string
 	// Cells are the plan's units (Plan.Units), in order.
-	Cells      []CellResult
+	Cells []CellResult
+	// Notes are lines the display prints just before Line (Display.Observe of
+	// EventCampaignFinished), set by the caller that holds that event back until it
+	// knows them: the cells that passed only on a later attempt, how to resume an
+	// interrupted campaign.
+	Notes      []string
 	StartedAt  time.Time
 	FinishedAt time.Time
 }
 
+// Unfinished counts the selected cells that did not finish (Selected − Executed):
+// stopped, those of which an attempt of this run started but none counts (the
+// interruption cut it short), and never, those of which no attempt started.
+func (s *Summary) Unfinished() (stopped, never int) {
+	finished := map[string]bool{}
+	for _, id := range s.Finished {
+		finished[id] = true
+	}
+	started := map[string]bool{}
+	for _, c := range s.Cells {
+		if !finished[c.Cell.ID] && len(c.Attempts) > 0 {
+			started[c.Cell.ID] = true
+		}
+	}
+	unfinished := max(0, s.Selected-s.Executed)
+	stopped = min(len(started), unfinished)
+	return stopped, unfinished - stopped
+}
+
 // Line is the campaign's last output line: "Campaign <id>: <passed>/<selected> passed,
 // <failed> failed, <inconclusive> inconclusive" (docs/ARCHITECTURE.md "Data flow"); a partial campaign
-// adds ", <n> not run (interrupted)" so that the counts add up to the selection while the
-// campaign report (which covers only the finished cells) says "partial" too.
+// adds ", <n> not finished (interrupted: <s> stopped mid-attempt, <m> never started)"
+// (zero parts left out; see Unfinished) so that the counts add up to the selection while
+// the campaign report (which covers only the finished cells) says "interrupted" too.
 func (s *Summary) Line() string {
 	line := fmt.Sprintf("Campaign %s: %d/%d passed, %d failed, %d inconclusive",
 		s.CampaignID, s.Passed, s.Selected, s.Failed, s.Inconclusive)
 	if s.Partial {
-		line += fmt.Sprintf(", %d not run (interrupted)", s.Selected-s.Passed-s.Failed-s.Inconclusive)
+		stopped, never := s.Unfinished()
+		var parts []string
+		if stopped > 0 {
+			parts = append(parts, fmt.Sprintf("%d stopped mid-attempt", stopped))
+		}
+		if never > 0 {
+			parts = append(parts, fmt.Sprintf("%d never started", never))
+		}
+		why := "interrupted"
+		if len(parts) > 0 {
+			why += ": " + strings.Join(parts, ", ")
+		}
+		line += fmt.Sprintf(", %d not finished (%s)", stopped+never, why)
 	}
 	if s.Repeat > 1 {
 		line += fmt.Sprintf(" (%d repetitions each, %d flaky)", s.Repeat, s.Flaky)

@@ -7,7 +7,8 @@
 // # Format
 //
 // A catalog is a directory of *.yaml files (any split, any depth, read in path order;
-// a file may hold several documents). Each document is a mapping with the top-level
+// a file may hold several documents; a *.yml file in it is a problem, never silently
+// ignored). Each document is a mapping with the top-level
 // keys groups, credentials, profiles, environments, cases, suites and rankings, each a
 // list; catalog/schema/catalog.schema.json (SchemaJSON) describes one document. Keys are
 // strict: an unknown or duplicate key, or a value of the wrong YAML type, is a problem

@@ -51,7 +51,8 @@ func Default(opts ...Option) (*Catalog, error) {
 }
 
 // LoadDir loads and validates the catalog in directory dir (every *.yaml file below it,
-// in path order), or the single file dir names. Problems name files as dir joined with
+// in path order; a *.yml file there is a problem naming it), or the single file dir
+// names. Problems name files as dir joined with
 // their relative path. It returns a *ValidationError listing every problem, or a
 // wrapped error when a file cannot be read.
 func LoadDir(dir string, opts ...Option) (*Catalog, error) {
@@ -130,26 +131,31 @@ func pathSource(dir string) (source, error) {
 }
 
 // names lists the part's *.yaml files (relative slash paths, sorted; the one file's own
-// path for a single-file part).
-func (s source) names() ([]string, error) {
+// path for a single-file part) and, apart, its *.yml files, which a catalog directory
+// never reads (they are a problem: see loadSources).
+func (s source) names() (names, yml []string, err error) {
 	if ff, ok := s.fsys.(fileFS); ok {
-		return []string{ff.name}, nil
+		return []string{ff.name}, nil, nil
 	}
-	var names []string
-	err := fs.WalkDir(s.fsys, ".", func(p string, de fs.DirEntry, err error) error {
+	err = fs.WalkDir(s.fsys, ".", func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !de.IsDir() && strings.HasSuffix(p, ".yaml") {
+		switch {
+		case de.IsDir():
+		case strings.HasSuffix(p, ".yaml"):
 			names = append(names, p)
+		case strings.HasSuffix(p, ".yml"):
+			yml = append(yml, p)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("catalog: listing files: %w", err)
+		return nil, nil, fmt.Errorf("catalog: listing files: %w", err)
 	}
 	slices.Sort(names)
-	return names, nil
+	slices.Sort(yml)
+	return names, yml, nil
 }
 
 // osPath is the absolute OS path of the part's file name ("" for embedded files).
@@ -217,7 +223,8 @@ func (f fileFS) Open(name string) (fs.File, error) {
 }
 
 // Load loads and validates the catalog in fsys: every file whose name ends in ".yaml",
-// at any depth, in path order; each file may hold several YAML documents. Top-level keys
+// at any depth, in path order (a file ending in ".yml" is a problem naming it: it would
+// otherwise be silently ignored); each file may hold several YAML documents. Top-level keys
 // are groups, credentials, profiles, environments, cases, suites and rankings, each a
 // sequence; a catalog may split them across files freely. It returns the catalog with
 // its matrix and suite fingerprints, or a *ValidationError listing every problem (spec
@@ -255,9 +262,14 @@ files:
 			ps.add(Pos{File: src.prefix}, "%s", src.bad)
 			continue
 		}
-		names, err := src.names()
+		names, yml, err := src.names()
 		if err != nil {
 			return nil, err
+		}
+		for _, name := range yml {
+			display := path.Join(filepath.ToSlash(src.prefix), name)
+			ps.add(Pos{File: display}, "catalog directories read only *.yaml files, so this *.yml file was not read: rename it to %s, or move it out of the catalog directory",
+				path.Base(strings.TrimSuffix(name, ".yml")+".yaml"))
 		}
 		if len(names) == 0 {
 			ps.add(Pos{}, "catalog %s has no *.yaml files", displayRoot(src.prefix))
@@ -303,6 +315,10 @@ files:
 	if len(ps.list) > 0 && len(files) == 0 {
 		return nil, ps.err()
 	}
+	// A catalog whose files all parsed (perhaps with problems of their structure: an
+	// unknown key, a value of the wrong type) is still validated, so that one run
+	// reports every file's problems; see validateDespite.
+	unread := len(ps.list) > 0
 	// Files are parsed concurrently (each into its own position tables and problem
 	// list) and merged in path order, so the result does not depend on scheduling.
 	results := make([]*parsed, len(files))
@@ -317,7 +333,13 @@ files:
 		}()
 	}
 	wg.Wait()
-	for _, r := range results {
+	malformed := false
+	withProblems := map[string]bool{}
+	for i, r := range results {
+		malformed = malformed || r.malformed
+		if len(r.ps.list) > 0 || r.ps.dropped > 0 {
+			withProblems[files[i].display] = true
+		}
 		for _, p := range r.ps.list {
 			ps.add(p.Pos, "%s", p.Message)
 		}
@@ -337,8 +359,11 @@ files:
 	if slices.ContainsFunc(srcs, func(s source) bool { return s.breadth }) {
 		addBreadth(c, ps)
 	}
-	if len(ps.list) == 0 {
+	switch {
+	case len(ps.list) == 0:
 		validate(c, ps, o)
+	case !unread && !malformed:
+		validateDespite(c, ps, o, withProblems)
 	}
 	if err := ps.err(); err != nil {
 		return nil, err
@@ -347,6 +372,24 @@ files:
 	// file:line:column); a loaded catalog lives as long as its campaign, so they go.
 	c.pos, c.raw = nil, nil
 	return c, nil
+}
+
+// validateDespite validates a catalog whose files all parsed as YAML but some of
+// whose structure had problems (the files in withProblems; their problems are in ps
+// already), adding the problems of every other file and of the catalog as a whole:
+// the problems validation finds inside a file with structure problems are left out,
+// as they mostly repeat them ("driver is required" after an unknown key "drivr").
+// A catalog with malformed YAML, an unread file or too many problems is not validated
+// at all: what is missing from it would make references look unknown.
+func validateDespite(c *Catalog, ps *problems, o loadOptions, withProblems map[string]bool) {
+	vs := &problems{limit: maxProblems}
+	validate(c, vs, o)
+	for _, p := range vs.list {
+		if !withProblems[p.File] {
+			ps.add(p.Pos, "%s", p.Message)
+		}
+	}
+	ps.dropped += vs.dropped
 }
 
 func displayRoot(prefix string) string {
@@ -418,6 +461,9 @@ type parsed struct {
 	pos  map[any]Pos
 	raw  map[any]*yaml.Node
 	ps   *problems
+	// malformed: the file is not valid YAML (or hit a decoding limit), so some of its
+	// declarations are missing.
+	malformed bool
 }
 
 // parseFile decodes every YAML document of one file.
@@ -444,6 +490,7 @@ func parseFile(file string, data []byte) *parsed {
 				p.Line = line // the offending line, not the parser's context mark
 			}
 			r.ps.add(p, "malformed YAML: %s", msg)
+			r.malformed = true
 			return r
 		}
 		n := &root
@@ -460,6 +507,7 @@ func parseFile(file string, data []byte) *parsed {
 		doc := &document{}
 		d.decode(n, reflectValue(doc))
 		if d.over {
+			r.malformed = true
 			return r
 		}
 		r.docs = append(r.docs, doc)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -430,7 +431,7 @@ func TestBadInput(t *testing.T) {
 					`a\.yaml:\d+:\d+: credential NO_PATH loginFile "" must be a relative path below HOME`,
 					`a\.yaml:\d+:\d+: credential ODD_PATH has loginFile but kind ""; loginFile needs kind login_file`,
 					`a\.yaml:\d+:\d+: credential kind "keychain" is not one of`,
-					`a\.yaml:\d+:\d+: profile agent credential "GROK_AUTH_JSON" is a login file: it is seeded into a company-scoped HOME`,
+					`a\.yaml:\d+:\d+: profile agent credential "GROK_AUTH_JSON" is a login file, which is seeded into the HOME of an exec agent only; driver exec:codex launches with a HOME of its own`,
 				}
 			},
 		},
@@ -595,6 +596,15 @@ profiles:
 			},
 		},
 		{
+			name: "a .yml file is named, not ignored",
+			files: func(t *testing.T) map[string]string {
+				return map[string]string{"a.yaml": baseA, "b.yaml": baseB, "more/extra.yml": "cases: []\n"}
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{`^more/extra\.yml: catalog directories read only \*\.yaml files, so this \*\.yml file was not read: rename it to extra\.yaml, or move it out of the catalog directory$`}
+			},
+		},
+		{
 			name:  "no files",
 			files: func(t *testing.T) map[string]string { return map[string]string{"readme.txt": "x"} },
 			want: func(t *testing.T, f map[string]string) []string {
@@ -667,6 +677,40 @@ func TestProblemsReportedTogether(t *testing.T) {
 	}
 }
 
+// TestStructureProblemsDoNotHideOthers: an unknown key (a problem of one file's
+// structure) does not stop validation: the other files' reference and value problems
+// are reported with it in one run, the problems validation would repeat inside the
+// file with the unknown key are not, and malformed YAML still stops validation (what
+// it hides would make references look unknown).
+func TestStructureProblemsDoNotHideOthers(t *testing.T) {
+	t.Parallel()
+	a := mustReplace(t, baseA, "    label: Agent\n", "    labl: Agent\n")
+	b := mustReplace(t, baseB, "profiles: [agent]", "profiles: [agent, ghost]")
+	b = mustReplace(t, b, "workMode: standard", "workMode: lazy")
+	_, err := loadFiles(map[string]string{"a.yaml": a, "b.yaml": b})
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{`a.yaml:`, `unknown key "labl" (did you mean label?`, `b.yaml:`, `unknown profile "ghost"`, `case workMode "lazy"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+	for _, p := range ve.Problems {
+		if p.File == "a.yaml" && !strings.Contains(p.Message, "unknown key") {
+			t.Errorf("a problem repeats the unknown key's consequence: %s", p)
+		}
+	}
+	_, err = loadFiles(map[string]string{"a.yaml": a + "bad: [\n", "b.yaml": b})
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "ghost") || !strings.Contains(err.Error(), "malformed YAML") {
+		t.Errorf("with malformed YAML, want only the parse problems:\n%v", err)
+	}
+}
+
 // TestUnimplementedFlowRefused: with the implemented-flow set (WithFlows), a case whose
 // flow no implementation plays is a problem naming the case's flow position and the
 // implemented flows; without the option, or when the flow is implemented, the
@@ -721,5 +765,36 @@ func TestCellCapabilityGrants(t *testing.T) {
 	}
 	if cell := c.Cell("core.agent.local.hello"); cell.CapabilityGrants != nil || !cell.Case.Untitled {
 		t.Errorf("grants %v untitled %v, want none and untitled", cell.CapabilityGrants, cell.Case.Untitled)
+	}
+}
+
+// TestLoginFileProfile: an exec profile whose credential is a login file loads, and its
+// cells name the credential (Cell.LoginFile) for the fixtures stage to seed; a secret
+// reference binding it to a variable and a live provider's envVar naming it are refused.
+func TestLoginFileProfile(t *testing.T) {
+	t.Parallel()
+	a := mustReplace(t, baseA, "  - {id: DAYTONA_API_KEY, scope: environment}\n",
+		"  - {id: DAYTONA_API_KEY, scope: environment}\n  - {id: GROK_AUTH_JSON, scope: profile, kind: login_file, loginFile: .grok/auth.json}\n")
+	a = mustReplace(t, a, "credential: OPENAI_API_KEY", "credential: GROK_AUTH_JSON")
+	a = mustReplace(t, a, "driver: exec:codex\n    driverConfig:\n      env:\n        OPENAI_API_KEY: {type: secret_ref, secretId: OPENAI_API_KEY, version: latest}\n",
+		"driver: exec\n    driverConfig: {command: /usr/bin/true}\n")
+	c, err := loadFiles(map[string]string{"a.yaml": a, "b.yaml": baseB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := c.Cells[0]
+	if cell.LoginFile == nil || cell.LoginFile.ID != "GROK_AUTH_JSON" || cell.LoginFile.LoginFile != ".grok/auth.json" {
+		t.Fatalf("cell %s LoginFile = %+v, want GROK_AUTH_JSON at .grok/auth.json", cell.ID, cell.LoginFile)
+	}
+	if !slices.Contains(cell.RequiredCredentials, "GROK_AUTH_JSON") {
+		t.Errorf("RequiredCredentials = %v, want GROK_AUTH_JSON among them", cell.RequiredCredentials)
+	}
+	bound := mustReplace(t, a, "driverConfig: {command: /usr/bin/true}", "driverConfig: {command: /usr/bin/true, env: {AUTH: {type: secret_ref, secretId: GROK_AUTH_JSON, version: latest}}}")
+	if _, err := loadFiles(map[string]string{"a.yaml": bound, "b.yaml": baseB}); err == nil || !strings.Contains(err.Error(), `secret reference secretId "GROK_AUTH_JSON" is a login file`) {
+		t.Errorf("an env secret reference to a login file: %v, want the refusal", err)
+	}
+	live := mustReplace(t, a, "driverConfig: {command: /usr/bin/true}", "driverConfig: {command: /usr/bin/true, live: {envVar: GROK_AUTH_JSON}}")
+	if _, err := loadFiles(map[string]string{"a.yaml": live, "b.yaml": baseB}); err == nil || !strings.Contains(err.Error(), `live.envVar "GROK_AUTH_JSON" is a login file`) {
+		t.Errorf("a live envVar naming a login file: %v, want the refusal", err)
 	}
 }

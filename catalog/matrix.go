@@ -34,6 +34,10 @@ type Cell struct {
 	// without duplicates (nil when neither declares any): what the fixture registry
 	// grants the cell's agent (docs/journeys.md "Capability grants").
 	CapabilityGrants []string
+	// LoginFile is the profile's credential when it is a login file (kind login_file:
+	// the fixtures stage seeds it into the company-scoped HOME the agent launches with;
+	// docs/secrets.md "Login files"), nil otherwise.
+	LoginFile *Credential
 }
 
 // Cell returns the cell with the given id, or nil.
@@ -49,7 +53,8 @@ func cellID(suite, profile, env, cs string) string {
 
 // buildMatrix returns the suite's cells before and after exclusions (spec §2.7): for
 // each profile, each suite environment the profile supports, each case.
-func buildMatrix(s *Suite, expected map[string]verdict.Verdict) (all []string, cells []*Cell) {
+// credentials are the catalog's declared credentials by id.
+func buildMatrix(s *Suite, expected map[string]verdict.Verdict, credentials map[string]*Credential) (all []string, cells []*Cell) {
 	excluded := make(map[string]bool, len(s.ExcludedExecutionIDs))
 	for _, id := range s.ExcludedExecutionIDs {
 		excluded[id] = true
@@ -73,6 +78,9 @@ func buildMatrix(s *Suite, expected map[string]verdict.Verdict) (all []string, c
 				if g := slices.Concat(p.CapabilityGrants, cs.CapabilityGrants); len(g) > 0 {
 					slices.Sort(g)
 					cell.CapabilityGrants = slices.Compact(g)
+				}
+				if cr := credentials[p.Credential]; cr != nil && cr.Kind == CredentialKindLoginFile {
+					cell.LoginFile = cr
 				}
 				for _, c := range append(append([]string{p.Credential}, p.EnvCredentials()...), e.Credential) {
 					if c != "" && !slices.Contains(cell.RequiredCredentials, c) {

@@ -176,6 +176,8 @@ func (s *payloadScanner) checkSecretRef(n *yaml.Node, where string) {
 				s.ps.add(s.at(v), "%s: secret reference secretId must be a declared credential name or a UUID", where)
 			} else if !uuidRE().MatchString(str) && s.credentials[str] == nil {
 				s.ps.add(s.at(v), "%s: secret reference secretId %q is neither a declared credential nor a UUID", where, str)
+			} else if cr := s.credentials[str]; cr != nil && cr.Kind == CredentialKindLoginFile {
+				s.ps.add(s.at(v), "%s: secret reference secretId %q is a login file, which is seeded into the agent's HOME and never bound to a variable (docs/secrets.md \"Login files\")", where, str)
 			}
 		case "version":
 			ref.Version = str

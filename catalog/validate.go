@@ -475,7 +475,7 @@ func (v *validator) validateProfile(p *Profile) {
 		case cr.Scope != "profile":
 			v.add(v.at(&p.Credential, p), "profile %s credential %q has scope %q; a profile's credential must have scope profile", p.ID, p.Credential, cr.Scope)
 		case cr.Kind == CredentialKindLoginFile:
-			v.add(v.at(&p.Credential, p), "profile %s credential %q is a login file: it is seeded into a company-scoped HOME by the fixture registry, never bound to the agent's environment (docs/secrets.md \"Login files\")", p.ID, p.Credential)
+			v.validateLoginFileProfile(p)
 		}
 	}
 	if len(p.SupportedEnvironments) == 0 {
@@ -1056,7 +1056,7 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 	if !declarationsOK || len(v.ps.list) > before {
 		return
 	}
-	all, cells := buildMatrix(s, s.ExpectedVerdicts)
+	all, cells := buildMatrix(s, s.ExpectedVerdicts, v.credentials)
 	inMatrix := make(map[string]bool, len(all))
 	for _, id := range all {
 		inMatrix[id] = true
@@ -1136,5 +1136,25 @@ func (v *validator) validateCredentialKind(cr *Credential) {
 	}
 	if bad {
 		v.add(v.at(&cr.LoginFile, cr), "credential %s loginFile %q must be a relative path below HOME (at most 4 components, none empty, \".\" or \"..\"), e.g. .grok/auth.json", cr.ID, p)
+	}
+}
+
+// validateLoginFileProfile checks a profile whose credential is a login file: the
+// fixtures stage seeds it into the company-scoped HOME the agent launches with, which
+// only an exec agent (one process per run, HOME set by the runner) takes; a
+// session or CLI driver keeps a HOME of its own per run or session, a built-in or
+// fixture agent reads no login file. The environments it supports must be local (a
+// sandbox lease binds nothing of the instance home). docs/secrets.md "Login files".
+func (v *validator) validateLoginFileProfile(p *Profile) {
+	if d, err := driver.Parse(p.Driver); err == nil && d.Kind != driver.KindExec {
+		v.add(v.at(&p.Credential, p), "profile %s credential %q is a login file, which is seeded into the HOME of an exec agent only; driver %s launches with a HOME of its own (docs/secrets.md \"Login files\")", p.ID, p.Credential, p.Driver)
+	}
+	for i, id := range p.SupportedEnvironments {
+		for _, e := range v.envs[id] {
+			if e.Driver != "local" {
+				v.add(v.at(&p.SupportedEnvironments[i], p), "profile %s credential %q is a login file, seeded into the instance home, which a %s environment (%s) does not bind; a login file needs a local environment", p.ID, p.Credential, e.Driver, id)
+				break
+			}
+		}
 	}
 }

@@ -67,6 +67,28 @@ type Campaign struct {
 	// attempt was not chosen or not valid (sorted; empty when every cell had exactly one
 	// valid attempt).
 	Candidates []CandidateNote `json:"candidates"`
+	// Interruption, when non-nil, says the run was interrupted before every selected
+	// cell finished (the results then cover only the finished cells); nil for a
+	// campaign that ran to its end.
+	Interruption *Interruption `json:"interruption,omitempty"`
+}
+
+// Interruption is how far an interrupted campaign got: the cells its run selected, how
+// many of them did not finish, split into those stopped mid-attempt and those never
+// started, and Resume, the command that continues it (`agentproof run --resume ...`).
+type Interruption struct {
+	Selected     int    `json:"selected"`
+	Stopped      int    `json:"stopped"`
+	NeverStarted int    `json:"neverStarted"`
+	Resume       string `json:"resume"`
+}
+
+// Words say in one line how far an interrupted campaign got: "interrupted: 6 of 9
+// selected cell(s) finished; 3 not finished (1 stopped mid-attempt, 2 never started)".
+func (in *Interruption) Words() string {
+	n := in.Stopped + in.NeverStarted
+	return fmt.Sprintf("interrupted: %d of %d selected cell(s) finished; %d not finished (%d stopped mid-attempt, %d never started)",
+		max(0, in.Selected-n), in.Selected, n, in.Stopped, in.NeverStarted)
 }
 
 // Repeats is one cell of a campaign run with `run --repeat N` (N > 1): its N
@@ -163,15 +185,68 @@ type CampaignRankingSnapshot struct {
 
 // CandidateNote records an attempt that was found for an expected cell: where it was
 // found (relative to the campaign directory), whether it was valid, whether it was
-// chosen, and its validation problems.
+// chosen, how a valid one counts (Outcome; "" for an invalid one) and its validation
+// problems.
 type CandidateNote struct {
-	ExecutionID string   `json:"executionId"`
-	Repetition  int      `json:"repetition,omitempty"`
-	Dir         string   `json:"dir"`
-	Attempt     int      `json:"attempt"`
-	Valid       bool     `json:"valid"`
-	Chosen      bool     `json:"chosen"`
-	Problems    []string `json:"problems,omitempty"`
+	ExecutionID string          `json:"executionId"`
+	Repetition  int             `json:"repetition,omitempty"`
+	Dir         string          `json:"dir"`
+	Attempt     int             `json:"attempt"`
+	Valid       bool            `json:"valid"`
+	Chosen      bool            `json:"chosen"`
+	Outcome     verdict.Verdict `json:"outcome,omitempty"`
+	Problems    []string        `json:"problems,omitempty"`
+}
+
+// LaterPass is a cell that counts as passed although an earlier attempt of it did not:
+// the chosen attempt, whether it came from a later run of the campaign (Rerun: `run
+// --rerun-failed` or `--resume` made it; else an automatic retry of the same run), and
+// the earlier valid attempts that did not count as passed, in attempt order.
+type LaterPass struct {
+	ExecutionID string
+	Repetition  int
+	Attempt     int
+	Rerun       bool
+	Earlier     []CandidateNote
+}
+
+// LaterPasses lists the results that count as passed while an earlier valid attempt of
+// the same cell (and repetition) did not (failed or inconclusive), in result order: a
+// reader of "177/177 passed" must see which cells needed another attempt.
+func (c *Campaign) LaterPasses() []LaterPass {
+	var out []LaterPass
+	for i := range c.Results {
+		r := &c.Results[i]
+		if r.Synthetic || Outcome(r) != verdict.Passed {
+			continue
+		}
+		lp := LaterPass{ExecutionID: r.ExecutionID, Repetition: r.Repetition, Attempt: r.Attempt, Rerun: r.FirstAttempt > 1}
+		for _, n := range c.Candidates {
+			if n.ExecutionID == r.ExecutionID && n.Repetition == r.Repetition && n.Valid && !n.Chosen &&
+				n.Attempt < r.Attempt && n.Outcome != "" && n.Outcome != verdict.Passed {
+				lp.Earlier = append(lp.Earlier, n)
+			}
+		}
+		if len(lp.Earlier) > 0 {
+			slices.SortFunc(lp.Earlier, func(a, b CandidateNote) int { return a.Attempt - b.Attempt })
+			out = append(out, lp)
+		}
+	}
+	return out
+}
+
+// Words describe a later pass in one line: "passed on attempt 2 (a later run:
+// --rerun-failed or --resume) after attempt 1 was failed".
+func (lp LaterPass) Words() string {
+	how := "automatic retry"
+	if lp.Rerun {
+		how = "a later run: --rerun-failed or --resume"
+	}
+	var earlier []string
+	for _, n := range lp.Earlier {
+		earlier = append(earlier, fmt.Sprintf("attempt %d was %s", n.Attempt, n.Outcome))
+	}
+	return fmt.Sprintf("passed on attempt %d (%s) after %s", lp.Attempt, how, strings.Join(earlier, ", "))
 }
 
 // SuiteSummary summarises one suite of a campaign (spec §7.4). SuiteDefinitionHash is the
@@ -294,23 +369,27 @@ func buildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 }
 
 // Selection is the one-word-or-phrase state of a campaign's selection, for the
-// summary, the dashboard and `agentproof report`: "complete" (Partial false);
-// "cut short: cells missing from N suite(s)" when a suite of the campaign has fewer
-// results than cells (an interrupted run, or shards that never reported); else
-// "subset of the catalog" (every suite that ran is complete, but not every
-// non-manual suite of the catalog ran, e.g. `run --suite`).
+// summary, the dashboard and `agentproof report`: "interrupted: N of M cell(s)
+// finished" for an interrupted run; "complete" (Partial false); "cut short: N of M
+// selected cell(s) left no result" when selected cells have only a synthetic result
+// (shards that never reported, a run killed before its interruption was recorded);
+// else "subset of the catalog" (every selected cell has a result, but not every cell
+// of the catalog's non-manual suites was selected, e.g. `run --suite` or `--profile`).
 func (c *Campaign) Selection() string {
+	if in := c.Interruption; in != nil {
+		return fmt.Sprintf("interrupted: %d of %d cell(s) finished", max(0, in.Selected-in.Stopped-in.NeverStarted), in.Selected)
+	}
 	if !c.Partial {
 		return "complete"
 	}
-	short := 0
-	for _, s := range c.Suites {
-		if !s.Complete {
-			short++
+	missing := 0
+	for i := range c.Results {
+		if c.Results[i].Synthetic {
+			missing++
 		}
 	}
-	if short > 0 {
-		return fmt.Sprintf("cut short: cells missing from %d suite(s)", short)
+	if missing > 0 {
+		return fmt.Sprintf("cut short: %d of %d selected cell(s) left no result", missing, c.Selected)
 	}
 	return "subset of the catalog"
 }

@@ -267,7 +267,11 @@ func pick(cat *catalog.Catalog, campaignID, id string, cs []*Candidate, rep, rep
 			attempt = c.Result.Attempt
 		}
 		if len(cs) > 1 || !c.Valid() {
-			notes = append(notes, CandidateNote{ExecutionID: id, Repetition: rep, Dir: c.Dir, Attempt: attempt, Valid: c.Valid(), Chosen: c == best && c.Valid(), Problems: c.Problems})
+			var outcome verdict.Verdict
+			if c.Valid() {
+				outcome = Outcome(c.Result)
+			}
+			notes = append(notes, CandidateNote{ExecutionID: id, Repetition: rep, Dir: c.Dir, Attempt: attempt, Valid: c.Valid(), Chosen: c == best && c.Valid(), Outcome: outcome, Problems: c.Problems})
 		}
 	}
 	if best == nil || !best.Valid() {

@@ -21,12 +21,23 @@ func Summary(c *Campaign) []byte {
 	var b strings.Builder
 	state := c.Selection()
 	fmt.Fprintf(&b, "# agentproof campaign %s\n\n", md(c.CampaignID))
-	fmt.Fprintf(&b, "Passed: %d/%d · Failed: %d · Inconclusive: %d · Retries: %d · Cleanup: %s · Selection: %s\n\n",
-		c.Passed, c.Selected, c.Failed, c.Inconclusive, c.Retries, cleanupWord(c), state)
+	later := c.LaterPasses()
+	counts := fmt.Sprintf("%d/%d", c.Passed, c.Selected)
+	if in := c.Interruption; in != nil {
+		fmt.Fprintf(&b, "**This campaign was %s.** The counts below cover the finished cells only. Continue it with `%s`.\n\n",
+			md(in.Words()), strings.ReplaceAll(Clean(in.Resume, true), "`", "'"))
+		counts += " finished"
+	}
+	if len(later) > 0 {
+		counts += fmt.Sprintf(" (%d only after an earlier attempt did not pass)", len(later))
+	}
+	fmt.Fprintf(&b, "Passed: %s · Failed: %d · Inconclusive: %d · Retries: %d · Cleanup: %s · Selection: %s\n\n",
+		counts, c.Failed, c.Inconclusive, c.Retries, cleanupWord(c), state)
 	if c.StartedAt != "" {
 		fmt.Fprintf(&b, "Started %s · finished %s · total test time %s\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
 	}
 	writeAttention(&b, c)
+	writeLaterPasses(&b, later, c.Repeat)
 	writeRegressions(&b, c)
 	if c.Repeat > 1 {
 		writeRepeats(&b, c)
@@ -89,23 +100,58 @@ func writeAttention(b *strings.Builder, c *Campaign) {
 	b.WriteString("\n")
 }
 
+// writeLaterPasses renders "Passed only after an earlier attempt did not": every cell
+// that counts as passed on a later attempt (Campaign.LaterPasses), with its attempts;
+// nothing when there is none.
+func writeLaterPasses(b *strings.Builder, later []LaterPass, repeat int) {
+	if len(later) == 0 {
+		return
+	}
+	b.WriteString("## Passed only after an earlier attempt did not\n\n")
+	for _, lp := range later {
+		name := lp.ExecutionID
+		if repeat > 1 {
+			name = fmt.Sprintf("%s (repetition %d)", name, lp.Repetition)
+		}
+		fmt.Fprintf(b, "- **%s** — %s\n", md(name), md(lp.Words()))
+	}
+	b.WriteString("\n")
+}
+
 // writeRegressions renders "Regressions against the latest green campaign": per suite
 // its latest green campaign of the same definition and the cells that passed there and
-// fail now, or why there is nothing to compare with (docs/regressions.md). Nothing is
-// written for a campaign without baselines.
+// fail now; the suites with nothing to compare with share one line per reason, with
+// their count and ids (a first run's "no earlier green campaign" is one line, not one
+// per suite) (docs/regressions.md). Nothing is written for a campaign without
+// baselines.
 func writeRegressions(b *strings.Builder, c *Campaign) {
 	if len(c.Baselines) == 0 {
 		return
 	}
 	b.WriteString("## Regressions against the latest green campaign\n\n")
-	if n := c.Regressions(); n > 0 {
+	compared := 0
+	var notes []string
+	without := map[string][]string{}
+	for _, bl := range c.Baselines {
+		if bl.CampaignID != "" {
+			compared++
+			continue
+		}
+		if _, ok := without[bl.Note]; !ok {
+			notes = append(notes, bl.Note)
+		}
+		without[bl.Note] = append(without[bl.Note], bl.SuiteID)
+	}
+	switch n := c.Regressions(); {
+	case n > 0:
 		fmt.Fprintf(b, "**%s** since the latest green campaign of the same suite definition.\n\n", regressedCount(n))
-	} else {
+	case compared == 0:
+		b.WriteString("Nothing to compare with: no suite of this campaign has an earlier green campaign of its definition.\n\n")
+	default:
 		b.WriteString("No cell regressed since the latest green campaign of its suite definition.\n\n")
 	}
 	for _, bl := range c.Baselines {
 		if bl.CampaignID == "" {
-			fmt.Fprintf(b, "- %s: %s\n", md(bl.SuiteID), md(bl.Note))
 			continue
 		}
 		fmt.Fprintf(b, "- %s: latest green %s — %s\n", md(bl.SuiteID), md(bl.CampaignID), md(regressedCount(len(bl.Regressed))))
@@ -116,6 +162,14 @@ func writeRegressions(b *strings.Builder, c *Campaign) {
 			}
 			b.WriteString("\n")
 		}
+	}
+	for _, note := range notes {
+		ids := without[note]
+		if len(ids) == 1 {
+			fmt.Fprintf(b, "- %s: %s\n", md(ids[0]), md(note))
+			continue
+		}
+		fmt.Fprintf(b, "- %d suites: %s (%s)\n", len(ids), md(note), md(strings.Join(ids, ", ")))
 	}
 	b.WriteString("\n")
 }
@@ -231,12 +285,13 @@ func md(s string) string {
 // cleanupWord is the summary's cleanup word: "all passed"; "not all passed"; or, when
 // every cell whose cleanup did not pass is a calibration cell that counts as passed
 // (its expected verdict asked for it, as the hostile daemon under local does), "not
-// all passed (N calibration cell(s) that expect it)".
+// all passed, as expected by calibration cell(s) <ids>" naming at most
+// maxCleanupNamed of them ("and N more").
 func cleanupWord(c *Campaign) string {
 	if c.CleanupPassed {
 		return "all passed"
 	}
-	expected := 0
+	var expected []string
 	for i := range c.Results {
 		r := &c.Results[i]
 		if r.Cleanup == CleanupPassed {
@@ -245,7 +300,15 @@ func cleanupWord(c *Campaign) string {
 		if r.ExpectedVerdict == "" || Outcome(r) != verdict.Passed {
 			return "not all passed"
 		}
-		expected++
+		expected = append(expected, md(r.ExecutionID))
 	}
-	return fmt.Sprintf("not all passed (%d calibration cell(s) that expect it)", expected)
+	named := expected[:min(len(expected), maxCleanupNamed)]
+	words := strings.Join(named, ", ")
+	if more := len(expected) - len(named); more > 0 {
+		words += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("not all passed, as expected by calibration cell(s) %s", words)
 }
+
+// maxCleanupNamed bounds the calibration cells the cleanup word names.
+const maxCleanupNamed = 3

@@ -11,7 +11,8 @@ import (
 func TestCleanupWord(t *testing.T) {
 	t.Parallel()
 	ok := Result{Verdict: verdict.Passed, Cleanup: CleanupPassed}
-	expected := Result{Verdict: verdict.Failed, ExpectedVerdict: verdict.Failed, Cleanup: CleanupFailed}
+	expected := Result{ExecutionID: "calibration.hostile_daemon.local.cleanup", Verdict: verdict.Failed, ExpectedVerdict: verdict.Failed, Cleanup: CleanupFailed}
+	other := func(id string) Result { r := expected; r.ExecutionID = id; return r }
 	candidate := Result{Verdict: verdict.Failed, Cleanup: CleanupFailed}
 	tests := []struct {
 		name    string
@@ -20,7 +21,9 @@ func TestCleanupWord(t *testing.T) {
 		want    string
 	}{
 		{"all passed", []Result{ok}, true, "all passed"},
-		{"only expected", []Result{ok, expected}, false, "not all passed (1 calibration cell(s) that expect it)"},
+		{"only expected", []Result{ok, expected}, false, `not all passed, as expected by calibration cell(s) calibration.hostile\_daemon.local.cleanup`},
+		{"many expected", []Result{expected, other("a"), other("b"), other("c"), other("d")}, false,
+			`not all passed, as expected by calibration cell(s) calibration.hostile\_daemon.local.cleanup, a, b and 2 more`},
 		{"a real one", []Result{expected, candidate}, false, "not all passed"},
 	}
 	for _, tt := range tests {

@@ -581,7 +581,8 @@ func TestSelectionWords(t *testing.T) {
 	}{
 		{"complete", Campaign{}, "complete"},
 		{"subset", Campaign{Partial: true, Suites: []SuiteSummary{{Complete: true}}}, "subset of the catalog"},
-		{"cut short", Campaign{Partial: true, Suites: []SuiteSummary{{Complete: true}, {Complete: false}}}, "cut short: cells missing from 1 suite(s)"},
+		{"filtered", Campaign{Partial: true, Selected: 2, Suites: []SuiteSummary{{Complete: true}, {Complete: false}}, Results: []Result{{}, {}}}, "subset of the catalog"},
+		{"cut short", Campaign{Partial: true, Selected: 3, Suites: []SuiteSummary{{Complete: true}, {Complete: false}}, Results: []Result{{}, {Synthetic: true}, {}}}, "cut short: 1 of 3 selected cell(s) left no result"},
 	}
 	for _, tt := range tests {
 		if got := tt.c.Selection(); got != tt.want {

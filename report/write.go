@@ -55,6 +55,11 @@ type Options struct {
 	// CatalogSources, when non-nil, is where Catalog came from (recorded in
 	// campaign.json); nil keeps an existing campaign.json's.
 	CatalogSources *CatalogSources
+	// Interruption, when non-nil, records that the run was interrupted (campaign.json
+	// "interruption"); nil with ExpectedIDs nil keeps an existing campaign.json's, so
+	// that regeneration reproduces it; nil with ExpectedIDs set (a run that finished,
+	// such as a completed --resume) records none.
+	Interruption *Interruption
 	// Secrets, when non-nil, sanitises every result before anything is rendered (exact
 	// values and secret shapes; package redact).
 	Secrets *redact.Set
@@ -180,6 +185,10 @@ func Generate(opts Options) (*Generated, error) {
 	if c.Catalog == nil && prior != nil {
 		c.Catalog = prior.Catalog
 	}
+	c.Interruption = opts.Interruption
+	if c.Interruption == nil && opts.ExpectedIDs == nil && prior != nil {
+		c.Interruption = prior.Interruption
+	}
 	if repeat > 1 {
 		c.Repeat, c.Repeats = repeat, repeats
 		for _, r := range repeats {
@@ -264,6 +273,7 @@ type priorCampaign struct {
 	Repeat                int             `json:"repeat"`
 	Provenance            *Provenance     `json:"provenance"`
 	Catalog               *CatalogSources `json:"catalog"`
+	Interruption          *Interruption   `json:"interruption"`
 }
 
 // readPriorCampaign reads an existing campaign.json for its expected ids and options;

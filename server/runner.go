@@ -249,3 +249,14 @@ func (s *Server) heartbeatHandler(rn *heartbeat.Runner) http.Handler {
 	}))
 	return mux
 }
+
+// HeartbeatRoutes are the heartbeat routes as "METHOD PATTERN" (for example
+// "POST /api/heartbeat-runs/{run}/steer"), in table order: what `agentproof serve
+// --help` must list.
+func HeartbeatRoutes() []string {
+	var out []string
+	for _, rt := range (&Server{}).heartbeatTable(nil) {
+		out = append(out, rt.method+" "+rt.pattern)
+	}
+	return out
+}

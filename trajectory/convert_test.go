@@ -174,6 +174,13 @@ func TestConvertRecordedStreams(t *testing.T) {
 				Roles: []Role{RoleUser, RoleSystem, RoleAgent, RoleAgent, RoleUser, RoleAgent, RoleAgent}, Calls: []string{"bash", "agentproof_finish_task"}, Results: 1,
 				Messages: []string{"The command ran. Anything else?", "Done."}, Usage: piUsage(t, piFollowUp),
 				Gaps: []string{"the log has no agent_end: the turn did n", "tool call call_ap_3 (agentproof_finish_t"}}},
+		// The driver's turn_start note names Pi's session id (its get_state answer); the
+		// captured streams predate that field, so it is added here as the driver now
+		// writes it.
+		{"pi-session-id", "rpc:pi", bytes.Replace(piFollowUp, []byte(`"event":"turn_start","data":{`), []byte(`"event":"turn_start","data":{"sessionId":"0b7c3e0e-5a51-4c9e-9d0e-pi-session",`), 1), false, summary{Format: FormatPi,
+			SessionID: "0b7c3e0e-5a51-4c9e-9d0e-pi-session",
+			Roles:     []Role{RoleUser, RoleSystem, RoleAgent, RoleAgent, RoleUser, RoleAgent, RoleAgent}, Calls: []string{"bash", "agentproof_finish_task"}, Results: 2,
+			Messages: []string{"The command ran. Anything else?", "Done."}, Usage: piUsage(t, piFollowUp)}},
 		{"pi-question-stop", "rpc:pi", readStream(t, "pi-pi-question-stop.jsonl"), false, summary{Format: FormatPi,
 			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleSystem, RoleSystem, RoleSystem, RoleAgent, RoleSystem}, Calls: []string{"ask_user"}, Results: 1,
 			Usage: piUsage(t, readStream(t, "pi-pi-question-stop.jsonl"))}},

@@ -40,7 +40,9 @@ func init() {
 //   - Pi's dialogs (extension_ui_request) and the driver's permission_decision,
 //     question_answer and cancel notes are system steps;
 //   - an assistant message with stop reason error or aborted adds a system step;
-//     agent_end ends the turn.
+//     agent_end ends the turn;
+//   - the session id is Pi's own (its get_state answer), as the driver's turn_start
+//     note repeats it (or the get_state response itself, in a whole session's log).
 //
 // A log without agent_end, with a cut line (truncated), or with a line that is not
 // JSON is partial.
@@ -81,10 +83,18 @@ func fromPi(in Input) Trajectory {
 				t.Add(Step{Role: RoleSystem, Kind: "extension_ui_request", Time: at, Message: NewText(msg)})
 			case "agent_end":
 				terminal = true
+			case "response":
+				if str(line["command"]) == "get_state" && t.SessionID == "" {
+					t.SessionID = str(obj(line["data"])["sessionId"])
+				}
 			}
 		case "driver":
 			data := obj(e["data"])
 			switch ev := str(e["event"]); ev {
+			case "turn_start":
+				if t.SessionID == "" {
+					t.SessionID = str(data["sessionId"])
+				}
 			case "permission_decision":
 				d := obj(data["decision"])
 				note := "decided " + str(d["optionId"])

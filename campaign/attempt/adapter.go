@@ -67,7 +67,8 @@ func LiveCredential(cell *catalog.Cell) string {
 // secret (the canary, the credentials) as a secret reference in env, the workspace as
 // cwd and, for reference, wrong and leaky, the rendered reference script
 // (agent.BuiltinConfig, schema agentproof.builtin-agent-config/v1), and the profile's
-// runnerLifecycleMode (per_turn unless it says warm). Errors (a driver
+// runnerLifecycleMode (per_turn unless it says warm); a cell with a login file
+// (catalog.Cell.LoginFile) gets loginHome instead of a reference to it. Errors (a driver
 // configuration the api does not accept, a CLI not installed, no live provider for
 // --live, no reference script) are the harness's configuration faults.
 func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[string]string, environmentID string) (json.RawMessage, error) {
@@ -89,6 +90,12 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 		cfg.LifecycleMode = api.LifecycleMode(p.RunnerLifecycleMode)
 	}
 	for name, id := range secretIDs {
+		if lf := plan.Cell.LoginFile; lf != nil && name == lf.ID {
+			// A login file is never bound to the environment: it is seeded into the
+			// company's login HOME, which the agent launches with.
+			cfg.LoginHome = true
+			continue
+		}
 		cfg.Env[name] = api.EnvValue{Ref: &api.SecretRef{Type: api.SecretRefType, SecretID: id, Version: "latest"}}
 	}
 	if name, isCLI := d.CLI(); isCLI {

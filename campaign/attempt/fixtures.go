@@ -118,6 +118,10 @@ type Fixtures struct {
 	// (WorkspaceErr says why).
 	Workspace    *workspace.Snapshot
 	WorkspaceErr string
+	// LoginFile is the login file the login fixture seeded (its HOME, path and size;
+	// catalog.Cell.LoginFile), nil when the cell has none or it was not seeded; the
+	// teardown stage destroys it.
+	LoginFile *LoginFileEvidence
 }
 
 // fixtureInput is everything the fixture definitions need: the plan, the secrets to
@@ -132,9 +136,16 @@ type fixtureInput struct {
 	// lease is the control-plane environment config of a sandbox cell's lease
 	// ({"lease": <lease.json>}), nil for a local cell.
 	lease json.RawMessage
+	// login is the cell's login file to seed, nil for none.
+	login *loginInput
 }
 
-type storedSecret struct{ name, value string }
+// storedSecret is a secret the secrets fixture stores: its credential name, value and
+// kind ("" is env).
+type storedSecret struct {
+	name, value string
+	kind        api.SecretKind
+}
 
 // setupFixtures loads the cell's credentials (and the live provider's), adds them to
 // the secret set and sets the fixture graph up through the attempt's server.
@@ -169,18 +180,31 @@ func (x *LocalExecutor) setupFixtureSet(ctx context.Context, a *attempt, p *Prov
 	if lc := x.liveCredential(a.plan); lc != "" && !slices.Contains(names, lc) {
 		names = append(names, lc)
 	}
+	lf := a.plan.Cell.LoginFile
 	for _, name := range names {
+		login := lf != nil && name == lf.ID
 		v, ok := canaries[name]
 		if !ok && x.Credential != nil {
 			if v, ok = x.Credential(name); ok && v != "" {
-				in.secrets = in.secrets.WithCredentials(v)
+				// Registered before anything holding it is written: the secret's
+				// storage, the seeded file, every log.
+				if login {
+					in.secrets = LoginSecrets(in.secrets, v)
+				} else {
+					in.secrets = in.secrets.WithCredentials(v)
+				}
 			}
 		}
 		if v == "" {
 			in.missing = append(in.missing, name)
 			continue
 		}
-		in.stored = append(in.stored, storedSecret{name, v})
+		if login {
+			in.stored = append(in.stored, storedSecret{name: name, value: v, kind: api.SecretKindLoginFile})
+			in.login = &loginInput{credential: lf, value: v, root: p.Root, home: p.Home}
+			continue
+		}
+		in.stored = append(in.stored, storedSecret{name: name, value: v})
 	}
 	return setup(ctx, clientBoard{p.Instance}, in)
 }
@@ -192,7 +216,11 @@ func (x *LocalExecutor) setupFixtureSet(ctx context.Context, a *attempt, p *Prov
 func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
 	var submitted time.Time
 	reg := fixture.NewRegistry(in.secrets)
-	defs := []fixture.Definition{companyFixture(b, in), secretsFixture(b, in), environmentFixture(b, in), agentFixture(b, in)}
+	defs := []fixture.Definition{companyFixture(b, in), secretsFixture(b, in), environmentFixture(b, in)}
+	if in.login != nil {
+		defs = append(defs, loginFixture(in))
+	}
+	defs = append(defs, agentFixture(b, in))
 	if in.plan.Cell.Case.Flow.HasManager() {
 		defs = append(defs, managerFixture(b, in))
 	}
@@ -225,6 +253,7 @@ func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
 	if rec, ok := fx.Record("manager"); ok {
 		out.ManagerID = rec.IDs["manager"]
 	}
+	out.LoginFile = seededOf(fx)
 	if err != nil {
 		out.Fault = setupFault(ctx, err, in.secrets)
 		var se *fixture.SetupError
@@ -285,12 +314,15 @@ func secretsFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 			co := b.Company(res["company"].IDs["company"])
 			rec := fixture.Record{IDs: map[string]string{}, Metadata: map[string]string{}}
 			for _, s := range in.stored {
-				ref, err := co.CreateSecret(ctx, api.CreateSecretRequest{Name: strings.ToLower(s.name), Key: s.name, Value: s.value})
+				ref, err := co.CreateSecret(ctx, api.CreateSecretRequest{Name: strings.ToLower(s.name), Key: s.name, Value: s.value, Kind: s.kind})
 				if err != nil {
 					return fixture.Record{}, flows.BoardFault("storing secret "+s.name, err)
 				}
 				rec.IDs[s.name] = ref.SecretID
 				rec.Metadata[s.name] = "secret_ref"
+				if s.kind == api.SecretKindLoginFile {
+					rec.Metadata[s.name] = string(api.SecretKindLoginFile)
+				}
 			}
 			if len(in.missing) > 0 {
 				return rec, verdict.HarnessFault(fmt.Errorf("missing credential %s", strings.Join(in.missing, ", ")), false)
@@ -339,9 +371,13 @@ func environmentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 
 func agentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 	p := in.plan.Cell.Profile
+	deps := []string{"secrets", "environment"}
+	if in.login != nil {
+		deps = append(deps, loginFixtureID) // the HOME exists before the agent can run
+	}
 	return fixture.Definition{
 		ID:           "agent",
-		Dependencies: []string{"secrets", "environment"},
+		Dependencies: deps,
 		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
 			cfg, err := adapterConfig(in.plan, in.agent, res["secrets"].IDs, res["environment"].IDs["environment"])
 			if err != nil {

@@ -72,7 +72,7 @@ func fixtureWorld(t *testing.T) (*client.Client, fixtureInput) {
 	}
 	secrets := redact.NewSet("apcanary-fixture-test")
 	in := fixtureInput{plan: campaign.AttemptPlan{CampaignID: "c", Cell: cell, Attempt: 1, Nonce: rc.Nonce, Case: rc},
-		stored: []storedSecret{{CanarySecretKey, "apcanary-fixture-test"}}, secrets: secrets, agent: agentInput{workspace: t.TempDir()}}
+		stored: []storedSecret{{name: CanarySecretKey, value: "apcanary-fixture-test"}}, secrets: secrets, agent: agentInput{workspace: t.TempDir()}}
 	return client.New(ts.URL, s.BoardToken(), nil), in
 }
 

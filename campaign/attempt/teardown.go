@@ -79,6 +79,12 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	}
 	t.Problems = append(t.Problems, problems...)
 	t.Problems = append(t.Problems, sweepMarker(a, p.Marker, killed, secrets)...)
+	// The login file's HOME goes once no agent process can touch it, before the scans.
+	if problem := destroyLoginHome(a.ev, secrets, s.Fixtures.LoginFile); problem != "" {
+		t.Problems = append(t.Problems, problem)
+	} else if s.Fixtures.LoginFile != nil {
+		a.log.note("login file %s: HOME destroyed, confirmed gone", s.Fixtures.LoginFile.Credential)
+	}
 	a.ev.Write(secrets, "logs/flow.log", []byte(a.log.text()), true)
 	if p.Root != "" {
 		collectAgentLogs(a.ev, secrets, p.Home)

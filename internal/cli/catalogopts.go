@@ -68,7 +68,7 @@ func (s catalogSource) describe() string {
 func catalogFlag(cmd *cobra.Command) *catalogSource {
 	var src catalogSource
 	f := cmd.Flags()
-	f.StringArrayVar(&src.paths, "catalog", nil, "catalog `path`: a directory (every *.yaml below it) or one YAML file; repeatable, the parts merge into one catalog (an id declared twice is an error naming both files); default: the embedded default catalog")
+	f.StringArrayVar(&src.paths, "catalog", nil, "catalog `path`: a directory (every *.yaml below it; a *.yml there is an error) or one YAML file; repeatable, the parts merge into one catalog (an id declared twice is an error naming both files); default: the embedded default catalog")
 	f.BoolVar(&src.withDefault, "with-default", false, "add the embedded default catalog to the --catalog paths, so their suites can use its profiles, environments, cases, groups and credentials (codex, reference, local, message-marker, ...)")
 	return &src
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
+	"github.com/agentproof/agentproof/server"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -155,5 +156,26 @@ func TestInternalErrors(t *testing.T) {
 	printError(&b, nil, withExit(ExitFailed, nil))
 	if b.Len() != 0 {
 		t.Errorf("a wordless exit error printed %q", b.String())
+	}
+}
+
+// TestServeHelpListsHeartbeatRoutes: `serve --help` names every heartbeat route the
+// server registers (a route added to the table without a line in the help fails).
+func TestServeHelpListsHeartbeatRoutes(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	if code := Main([]string{"serve", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	help := strings.Join(strings.Fields(out.String()), " ")
+	routes := server.HeartbeatRoutes()
+	if len(routes) == 0 {
+		t.Fatal("server.HeartbeatRoutes lists no route")
+	}
+	for _, r := range routes {
+		method, pattern, _ := strings.Cut(r, " ")
+		if !strings.Contains(help+" ", method+" "+pattern+" ") {
+			t.Errorf("serve --help does not list %s", r)
+		}
 	}
 }

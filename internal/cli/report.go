@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,6 +185,11 @@ a results directory in use, 70 internal error (a bug in agentproof).`,
 			}
 			defer unlock()
 			ids := []string{f.campaign}
+			if f.campaign != "" {
+				if err := campaignExists(f.results, f.campaign); err != nil {
+					return err
+				}
+			}
 			if f.campaign == "" {
 				if ids, err = campaignDirs(f.results); err != nil {
 					return err
@@ -331,6 +337,40 @@ func campaignDirs(root string) ([]string, error) {
 	slices.Sort(ids)
 	return ids, nil
 }
+
+// campaignExists checks that results holds the campaign directory id; when it does
+// not, the usage error names the closest campaign id (catalog.Suggest) and the newest
+// campaigns that do exist (at most maxListedCampaigns, by modification time).
+func campaignExists(results, id string) error {
+	if st, err := os.Stat(filepath.Join(results, id)); err == nil && st.IsDir() {
+		return nil
+	}
+	known, _ := campaignDirs(results)
+	if len(known) == 0 {
+		return usageErrorf("no campaign %q under %s: it holds no campaign with results (check --results)", id, results)
+	}
+	msg := fmt.Sprintf("no campaign %q under %s", id, results)
+	if s := catalog.Suggest(id, known); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+	}
+	mtime := map[string]int64{}
+	for _, k := range known {
+		if st, err := os.Stat(filepath.Join(results, k)); err == nil {
+			mtime[k] = st.ModTime().UnixNano()
+		}
+	}
+	newest := slices.Clone(known)
+	slices.SortStableFunc(newest, func(a, b string) int { return cmp.Compare(mtime[b], mtime[a]) })
+	listed := newest[:min(len(newest), maxListedCampaigns)]
+	msg += "; campaigns there, newest first: " + strings.Join(listed, ", ")
+	if more := len(newest) - len(listed); more > 0 {
+		msg += fmt.Sprintf(" and %d more", more)
+	}
+	return usageErrorf("%s", msg)
+}
+
+// maxListedCampaigns bounds the campaigns a "no such campaign" error lists.
+const maxListedCampaigns = 5
 
 // reportError maps invalid input (bad documents, missing directories) to usage errors.
 func reportError(err error) error {

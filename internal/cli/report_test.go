@@ -2,10 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -88,6 +90,40 @@ func TestReportExitCodes(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2:\n%s", args, code, text)
 		} else if args[1] == "merge" && len(args) > 8 && !strings.Contains(text, "choose one with --campaign") {
 			t.Errorf("%q: %s", args, text)
+		}
+	}
+}
+
+// TestReportNoSuchCampaign: `report --campaign` naming a campaign that does not exist
+// exits 2, suggests the closest id and lists the newest campaigns (at most
+// maxListedCampaigns, newest first), or says the results directory holds none.
+func TestReportNoSuchCampaign(t *testing.T) {
+	t.Parallel()
+	res := t.TempDir()
+	base := time.Now().Add(-time.Hour)
+	for i := range 7 {
+		id := fmt.Sprintf("local-2026120%d", i)
+		dir := filepath.Join(res, id)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "campaign.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		at := base.Add(time.Duration(i) * time.Minute)
+		if err := os.Chtimes(dir, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ results, id, want string }{
+		{res, "local-2026120", `agentproof: no campaign "local-2026120" under ` + res + ` (did you mean local-20261200 or local-20261201 or local-20261202?); campaigns there, newest first: local-20261206, local-20261205, local-20261204, local-20261203, local-20261202 and 2 more`},
+		{res, "nosuch", `agentproof: no campaign "nosuch" under ` + res + `; campaigns there, newest first: local-20261206, local-20261205, local-20261204, local-20261203, local-20261202 and 2 more`},
+		{t.TempDir(), "nosuch", `agentproof: no campaign "nosuch" under `},
+	} {
+		var out, errout bytes.Buffer
+		code := Main([]string{"report", "--results", tc.results, "--campaign", tc.id}, nil, &out, &errout)
+		if verdict.ExitCode(code) != ExitUsage || !strings.HasPrefix(errout.String(), tc.want) {
+			t.Errorf("report --campaign %s: exit %d, stderr %q, want exit 2 and %q", tc.id, code, errout.String(), tc.want)
 		}
 	}
 }

@@ -95,7 +95,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &UsageError{Err: flagError{suggestFlag(cmd, err)}}
+		return &UsageError{Err: flagError{invalidValue(suggestFlag(cmd, err))}}
 	})
 	root.AddCommand(
 		newConformanceCmd(a),
@@ -150,6 +150,51 @@ func suggestFlag(cmd *cobra.Command, err error) error {
 		s[i] = "--" + s[i]
 	}
 	return fmt.Errorf("%w (did you mean %s?)", err, strings.Join(s, " or "))
+}
+
+// wantAnnotation is the flag annotation holding the words for what a flag's value must
+// be ("a whole number ≥ 1"), said when the value given does not parse (see wantFlag).
+const wantAnnotation = "agentproof/want"
+
+// wantFlag records on cmd's flag name what its value must be, for invalidValue.
+func wantFlag(cmd *cobra.Command, name, want string) {
+	if err := cmd.Flags().SetAnnotation(name, wantAnnotation, []string{want}); err != nil {
+		panic(err) // a flag name that does not exist is a bug in the command's definition
+	}
+}
+
+// invalidValue rewrites pflag's error for a value that does not parse ("invalid
+// argument "abc" for "--max-parallel" flag: strconv.ParseInt: ...") as
+// `invalid value "abc" for --max-parallel: want a whole number ≥ 1`: the flag's
+// wantAnnotation, else the words for its type; other errors are returned as they are.
+func invalidValue(err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) || iv.GetFlag() == nil {
+		return err
+	}
+	f := iv.GetFlag()
+	want := ""
+	if w := f.Annotations[wantAnnotation]; len(w) > 0 {
+		want = w[0]
+	}
+	if want == "" {
+		switch f.Value.Type() {
+		case "int", "int8", "int16", "int32", "int64":
+			want = "a whole number"
+		case "uint", "uint8", "uint16", "uint32", "uint64":
+			want = "a whole number ≥ 0"
+		case "float32", "float64":
+			want = "a number"
+		case "duration":
+			want = "a duration such as 30s, 5m or 1h30m"
+		case "bool":
+			want = "true or false"
+		}
+	}
+	if want == "" {
+		return fmt.Errorf("invalid value %q for --%s: %w", iv.GetValue(), f.Name, errors.Unwrap(iv))
+	}
+	return fmt.Errorf("invalid value %q for --%s: want %s", iv.GetValue(), f.Name, want)
 }
 
 // flagError marks a usage error that cobra or pflag raised while parsing flags.

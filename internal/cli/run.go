@@ -144,8 +144,10 @@ selectors or --campaign; both refuse (exit 2) a campaign without plan.json or wh
 suites changed definition since it started.
 
 Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,
-writes what finished (the campaign was interrupted: the last line adds ", <n> not run
-(interrupted)" and the campaign report covers only the cells that finished) and exits 130.
+writes what finished (the campaign was interrupted: the last line adds ", <n> not
+finished (interrupted: <s> stopped mid-attempt, <m> never started)", the line before
+it is the 'agentproof run --resume' command that continues it, and the campaign report
+covers only the cells that finished and says so) and exits 130.
 Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
 2 usage or configuration error, 70 internal error (a bug in agentproof, or a result
 or the campaign report could not be written), 130 interrupted.`),
@@ -157,7 +159,7 @@ or the campaign report could not be written), 130 interrupted.`),
 	dir = catalogFlag(cmd)
 	selectorFlags(cmd, &o.sel)
 	f := cmd.Flags()
-	f.StringVar(&o.results, "results", "agentproof-results", "results directory")
+	f.StringVar(&o.results, "results", defaultResults, "results directory")
 	f.StringVar(&o.campaignID, "campaign", "", "campaign id (default local-<UTC timestamp>-<8 random hex digits>; sanitised to [A-Za-z0-9_.-])")
 	f.IntVar(&o.maxParallel, "max-parallel", 0, "attempts running at once (default: the number of CPUs)")
 	f.IntVar(&o.maxRetries, "max-automatic-retries", 1, "automatic retries after a transient or provider-variance failure: 0 or 1")
@@ -172,8 +174,15 @@ or the campaign report could not be written), 130 interrupted.`),
 	instance.DefValue = string(attempt.InstanceInProcess)
 	o.instances = attempt.InstanceInProcess
 	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
+	wantFlag(cmd, "max-parallel", "a whole number ≥ 1")
+	wantFlag(cmd, "max-automatic-retries", "0 or 1")
+	wantFlag(cmd, "repeat", fmt.Sprintf("a whole number from 1 to %d", campaign.MaxRepeat))
+	wantFlag(cmd, "seed", "a whole number (64-bit)")
 	return cmd
 }
+
+// defaultResults is the default --results directory.
+const defaultResults = "agentproof-results"
 
 // run is the body of `agentproof run`.
 func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
@@ -253,7 +262,12 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	secrets := redact.NewSet()
 	for _, cell := range plan.Cells {
 		for _, name := range cell.RequiredCredentials {
-			if v, ok := os.LookupEnv(name); ok {
+			v, ok := os.LookupEnv(name)
+			switch {
+			case !ok:
+			case cell.LoginFile != nil && cell.LoginFile.ID == name:
+				secrets = attempt.LoginSecrets(secrets, v) // the file and every token in it
+			default:
 				secrets = secrets.WithCredentials(v)
 			}
 		}
@@ -266,7 +280,17 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	defer display.Close()
 	// The scheduler writes each attempt's result.json as it ends; the display only
 	// renders progress.
-	sched := &campaign.Scheduler{Executor: exec, ResultsRoot: root, Observe: display.Observe}
+	// The finished event is held back until the report is written, so that the display
+	// can end with what the report found (Summary.Notes) just before the campaign line.
+	var finished *campaign.Event
+	observe := func(e campaign.Event) {
+		if e.Kind == campaign.EventCampaignFinished {
+			finished = &e
+			return
+		}
+		display.Observe(e)
+	}
+	sched := &campaign.Scheduler{Executor: exec, ResultsRoot: root, Observe: observe}
 	sum := sched.Run(ctx, plan)
 	interrupted := ctx.Err() != nil
 	stop()
@@ -283,7 +307,14 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	}
 	v := readVersion()
 	prov := &report.Provenance{Version: v.Version, Revision: v.Revision, Modified: v.Modified, Go: v.Go, OS: runtime.GOOS, Arch: runtime.GOARCH}
-	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources})
+	var interruption *report.Interruption
+	resume := resumeCommand(plan, o.results)
+	stopped, never := sum.Unfinished()
+	unfinished := sum.Partial && stopped+never > 0
+	if unfinished {
+		interruption = &report.Interruption{Selected: sum.Selected, Stopped: stopped, NeverStarted: never, Resume: resume}
+	}
+	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
@@ -295,6 +326,15 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		}
 		appendStepSummary(a, g)
 	}
+	if finished != nil {
+		if genErr == nil {
+			finished.Summary.Notes = laterPassNotes(g.Campaign)
+		}
+		if unfinished {
+			finished.Summary.Notes = append(finished.Summary.Notes, "Continue it with: "+resume)
+		}
+		display.Observe(*finished)
+	}
 	switch {
 	case interrupted:
 		return withExit(ExitInterrupted, nil)
@@ -302,6 +342,65 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		return withExit(ExitInternal, errors.New("the campaign's results are incomplete: agentproof could not write them (see above); "+bugNote))
 	}
 	return withExit(g.Campaign.ExitCode(), nil)
+}
+
+// laterPassNotes are the lines that name the cells of c that passed only after an
+// earlier attempt did not (report.Campaign.LaterPasses), at most maxLaterPassNotes
+// of them and then how many more summary.md names; none when there is none.
+func laterPassNotes(c *report.Campaign) []string {
+	later := c.LaterPasses()
+	if len(later) == 0 {
+		return nil
+	}
+	notes := []string{fmt.Sprintf("%d cell(s) passed only after an earlier attempt did not:", len(later))}
+	for i, lp := range later {
+		if i == maxLaterPassNotes {
+			notes = append(notes, fmt.Sprintf("  ... and %d more (see summary.md)", len(later)-i))
+			break
+		}
+		name := lp.ExecutionID
+		if c.Repeat > 1 {
+			name = fmt.Sprintf("%s (repetition %d)", name, lp.Repetition)
+		}
+		notes = append(notes, "  "+name+": "+lp.Words())
+	}
+	return notes
+}
+
+// maxLaterPassNotes bounds the later passes the terminal names (summary.md names all).
+const maxLaterPassNotes = 20
+
+// resumeCommand is the command line that continues plan's campaign: `agentproof run
+// --resume <id>`, with the --catalog paths (and --with-default) it was run with and
+// --results unless it is the default, each argument shell-quoted when it needs it.
+func resumeCommand(plan *campaign.Plan, results string) string {
+	args := []string{"agentproof", "run", "--resume", plan.CampaignID}
+	if src := plan.CatalogSources; !src.IsDefault() {
+		for _, p := range src.Paths {
+			args = append(args, "--catalog", p)
+		}
+		if src.Default {
+			args = append(args, "--with-default")
+		}
+	}
+	if results != defaultResults {
+		args = append(args, "--results", results)
+	}
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but letters, digits
+// and -_./=:,+@%.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // probeSandbox probes the sandbox provider (for real: a trial sandbox, the cgroup

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -279,8 +280,16 @@ func TestRunInterrupted(t *testing.T) {
 		t.Errorf("campaign.json = %+v, want a partial campaign of the cells that finished (fewer than 12)", c)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "Campaign int: ") {
-		t.Errorf("last line %q is not the campaign line", last)
+	if last := lines[len(lines)-1]; !regexp.MustCompile(`^Campaign int: \d+/\d+ passed, 0 failed, 0 inconclusive, \d+ not finished \(interrupted: \d+ stopped mid-attempt(, \d+ never started)?\)$`).MatchString(last) {
+		t.Errorf("last line %q is not the interrupted campaign line", last)
+	}
+	resume := "agentproof run --resume int --results " + res
+	if len(lines) < 2 || lines[len(lines)-2] != "Continue it with: "+resume {
+		t.Errorf("the line before the campaign line is not the resume command %q; stdout %s", resume, stdout)
+	}
+	if b, _ := os.ReadFile(filepath.Join(res, "int", "summary.md")); !strings.Contains(string(b), "**This campaign was interrupted: ") ||
+		!strings.Contains(string(b), "Continue it with `"+resume+"`.") {
+		t.Errorf("summary.md does not say the campaign was interrupted and how to resume it:\n%s", b)
 	}
 
 	// --resume continues it: the stored results are kept byte for byte, the attempt
@@ -334,6 +343,56 @@ func TestRunInterrupted(t *testing.T) {
 	c = readCampaign(t, filepath.Join(res, "int", "campaign.json"))
 	if c.Selected != n || c.Passed != n {
 		t.Errorf("resumed campaign.json = %+v, want %d/%d passed", c, n, n)
+	}
+}
+
+// TestRunRerunFailedNamesLaterPasses: a cell whose stored result failed and that
+// passes on --rerun-failed is named, with its attempts, just before the campaign line
+// and in summary.md, so that "1/1 passed" does not hide the earlier failure.
+func TestRunRerunFailedNamesLaterPasses(t *testing.T) {
+	t.Parallel()
+	tmp, res := t.TempDir(), t.TempDir()
+	const id = "core-compatibility.reference.local.message-marker"
+	cmd, stdout, stderr := startRun(t, tmp, "--id", id, "--results", res, "--campaign", "rf", "--progress", "none")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("first run: %v; stdout %s; stderr %s", err, stdout, stderr)
+	}
+	// The stored attempt becomes a failed one, as if the candidate had failed.
+	path := filepath.Join(res, "rf", "core-compatibility", "reference", "local", "message-marker", "attempt-1", "result.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["verdict"], doc["failureClass"], doc["error"] = "failed", "candidate_failure", "the marker was wrong"
+	if b, err = json.MarshalIndent(doc, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, stdout, stderr = startRun(t, tmp, "--rerun-failed", "rf", "--results", res, "--progress", "none")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("--rerun-failed: %v; stdout %s; stderr %s", err, stdout, stderr)
+	}
+	want := "1 cell(s) passed only after an earlier attempt did not:\n" +
+		"  " + id + ": passed on attempt 2 (a later run: --rerun-failed or --resume) after attempt 1 was failed\n" +
+		"Campaign rf: 1/1 passed, 0 failed, 0 inconclusive\n"
+	if got := stdout.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("stdout:\n%s\nwant it to end with:\n%s\nstderr %s", got, want, stderr)
+	}
+	sum, err := os.ReadFile(filepath.Join(res, "rf", "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"Passed: 1/1 (1 only after an earlier attempt did not pass) · ",
+		"## Passed only after an earlier attempt did not\n\n- **" + id + "** — passed on attempt 2 (a later run: --rerun-failed or --resume) after attempt 1 was failed\n"} {
+		if !strings.Contains(string(sum), w) {
+			t.Errorf("summary.md lacks %q:\n%s", w, sum)
+		}
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/loginfile"
 	"github.com/agentproof/agentproof/redact"
 )
 
@@ -42,7 +43,8 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog,
-			"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv},
+			"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv,
+			"loginfilecheck": loginFileCheck},
 		Setup: func(env *testscript.Env) error {
 			// A short temporary directory: a sandbox lease's bridge sockets live under the
 			// attempt root, and a socket path holds at most 107 bytes ($WORK is deep).
@@ -323,3 +325,62 @@ func expandEnv(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 var bracedVar = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
+// loginFileCheck is the script command `loginfilecheck <results> <ENV>`: no file under
+// results holds the login file value of $ENV or any text of it that must be secret
+// (loginfile.SecretValues), in any form a secret set detects (raw, JSON-escaped, hex,
+// percent-encoded, base64); every login-file.json under results records a confirmed
+// destroy of a HOME that no longer exists. Failures name the file, never the value.
+func loginFileCheck(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: loginfilecheck <results> <ENV>")
+	}
+	value := ts.Getenv(args[1])
+	if value == "" {
+		ts.Fatalf("$%s is empty", args[1])
+	}
+	set := redact.NewSet().WithCredentials(loginfile.SecretValues([]byte(value))...)
+	root := ts.MkAbs(args[0])
+	var found []string
+	seen := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if set.FindExact(b) >= 0 {
+			found = append(found, rel)
+		}
+		if d.Name() == "login-file.json" {
+			seen++
+			var rec struct {
+				Seeded   struct{ Home string }
+				Teardown *struct{ Confirmed bool }
+			}
+			if err := json.Unmarshal(b, &rec); err != nil {
+				ts.Fatalf("%s: %v", rel, err)
+			}
+			if rec.Teardown == nil || !rec.Teardown.Confirmed {
+				ts.Fatalf("%s: the destroy is not confirmed", rel)
+			}
+			if _, err := os.Lstat(rec.Seeded.Home); err == nil || !os.IsNotExist(err) {
+				ts.Fatalf("%s: the HOME %s still exists (%v)", rel, rec.Seeded.Home, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		ts.Fatalf("scanning %s: %v", args[0], err)
+	}
+	if len(found) > 0 {
+		ts.Fatalf("the login file's value (or a token of it) is in: %v", found)
+	}
+	if seen == 0 {
+		ts.Fatalf("no login-file.json under %s", args[0])
+	}
+	ts.Logf("scanned %s: no form of the login file; %d seeded HOME(s) destroyed", args[0], seen)
+}

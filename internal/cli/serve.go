@@ -49,8 +49,17 @@ only from --postgres.
 The heartbeat runner turns the scheduled wakes of agents whose adapterConfig names
 a driver into runs: one bounded child process per run (no shell, explicit
 environment, secrets resolved only into the child's environment). Run records and
-their redacted output live in <home>/heartbeat; POST
-/api/heartbeat-runs/{runId}/cancel stops a run.
+their redacted output live in <home>/heartbeat. Its board routes:
+
+  POST /api/heartbeat-runs/{run}/cancel     Stop a run (cancellationRequestId optional)
+  POST /api/heartbeat-runs/{run}/steer      steer a running Pi turn with a message
+  POST /api/heartbeat-runs/{run}/retry      retry a failed or interrupted run
+  GET  /api/heartbeat-runs/{run}            the runner's record of a run
+  GET  /api/companies/{company}/heartbeat-runs
+                                            the company's run records
+  GET  /api/companies/{company}/permissions  the permission interactions (?taskId=)
+  POST /api/companies/{company}/permissions/{permission}/decision
+                                            answer a pending permission
 
 Every agent process carries a marker in its environment (AGENTPROOF_PROCESS_MARKER);
 when its run ends, descendants that left its process group (a setsid daemon) are

@@ -40,7 +40,8 @@ file; args: strings using only {{apiUrl}} {{runId}} {{stateDir}} {{taskId}}
 {{workspace}}; timeoutMs: 1..86400000; maxOutputBytes: 1..67108864; no other key), and
 that every case's flow has an implementation in this agentproof. Only regular files
 are read: a named pipe, device or socket among the *.yaml files is a problem naming
-it, and is never opened for reading.
+it, and is never opened for reading. A catalog directory reads *.yaml files only: a
+*.yml file in it is a problem naming it (rename it to .yaml).
 Every problem is reported at once. Exit code 0 when valid, 2 when not, 70 on an
 internal error (a bug in agentproof).`,
 		Args: noArgs,

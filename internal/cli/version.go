@@ -21,9 +21,10 @@ const (
 	revisionUnknown     = "none"    // neither: the binary cannot know its revision
 )
 
-// noVCSNote says why a revision is unknown and how to get one.
-const noVCSNote = "built without VCS stamping (GOFLAGS=-buildvcs=false, go run, or outside a git checkout); " +
-	"build with -buildvcs=true in a git checkout, or with -ldflags \"-X github.com/agentproof/agentproof/internal/cli.Revision=$(git rev-parse HEAD)\""
+// noVCSNote says plainly why a revision is unknown and how to get one.
+const noVCSNote = "this binary carries no VCS information. go build records it only in a git checkout and " +
+	"not with -buildvcs=false (look for it in `go env GOFLAGS`); go run never does. " +
+	"Rebuild in the checkout with: go build -buildvcs=true -o agentproof ./cmd/agentproof"
 
 // versionInfo is what `agentproof version --json` prints: the module version, the
 // revision ("unknown" when the binary has none), where the revision came from

@@ -15,7 +15,7 @@ func TestVersionRevisionFallback(t *testing.T) {
 	t.Cleanup(func() { Revision = old })
 	Revision = ""
 	v := readVersion()
-	if v.Revision != "unknown" || v.RevisionSource != revisionUnknown || !strings.Contains(v.RevisionNote, "-buildvcs=false") {
+	if v.Revision != "unknown" || v.RevisionSource != revisionUnknown || !strings.Contains(v.RevisionNote, "go build -buildvcs=true") {
 		t.Errorf("without stamping: %+v", v)
 	}
 	Revision = "0123abc"

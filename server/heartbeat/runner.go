@@ -71,6 +71,7 @@ import (
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/providers"
 	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/loginfile"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -815,8 +816,42 @@ func (r *Runner) prepareEnv(ctx context.Context, j job, rec *Record) (agent.RunE
 		resolved[name] = val
 		secrets = secrets.With(val)
 	}
+	var home string
+	if j.cfg.LoginHome {
+		if home, err = r.loginHome(j, lease); err != nil {
+			return agent.RunEnv{}, nil, nil, err
+		}
+	}
 	return agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
-		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: j.cfg.Builtin, ServerHome: r.cfg.Home}, secrets, lease, nil
+		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: j.cfg.Builtin, ServerHome: r.cfg.Home, Home: home}, secrets, lease, nil
+}
+
+// loginHome is the HOME of an agent whose adapter configuration sets loginHome: the
+// company-scoped HOME a login file was seeded into (loginfile.CompanyHome of the
+// instance home), which must be a directory of mode 0700 and no symbolic link. Only an
+// exec agent in a local environment takes one (a sandbox binds nothing of the instance
+// home; the other drivers keep a HOME of their own). docs/secrets.md "Login files".
+func (r *Runner) loginHome(j job, lease *environment.Lease) (string, error) {
+	if j.cfg.Driver.Kind != driver.KindExec {
+		return "", fmt.Errorf("adapterConfig loginHome: driver %s does not launch with a login HOME (exec only)", j.cfg.Driver)
+	}
+	if lease != nil {
+		return "", fmt.Errorf("adapterConfig loginHome: environment %s is a sandbox, which binds nothing of the instance home", j.env.ID)
+	}
+	home, err := loginfile.CompanyHome(r.cfg.Home, j.company)
+	if err != nil {
+		return "", fmt.Errorf("adapterConfig loginHome: %w", err)
+	}
+	fi, err := os.Lstat(home)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("adapterConfig loginHome: the company's login HOME %s: %w", home, err)
+	case fi.Mode()&os.ModeSymlink != 0:
+		return "", fmt.Errorf("adapterConfig loginHome: the company's login HOME %s is a symbolic link", home)
+	case !fi.IsDir() || fi.Mode().Perm() != 0o700:
+		return "", fmt.Errorf("adapterConfig loginHome: the company's login HOME %s is not a directory of mode 0700 (%s)", home, fi.Mode())
+	}
+	return home, nil
 }
 
 // runnerEnvironment reports whether the runner launches agents of control-plane
