@@ -159,7 +159,7 @@ func NewPlan(c *catalog.Catalog, sel catalog.Selector, opts Options) (*Plan, err
 	}
 	p.CampaignID = id
 	if p.MaxParallel < 0 {
-		problems = append(problems, fmt.Sprintf("--max-parallel must be a positive integer, not %d", opts.MaxParallel))
+		problems = append(problems, fmt.Sprintf("invalid value \"%d\" for --max-parallel: want a whole number ≥ 1", opts.MaxParallel))
 	}
 	p.Repeat = max(opts.Repeat, 1)
 	if opts.Repeat < 0 || opts.Repeat > MaxRepeat {

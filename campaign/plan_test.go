@@ -159,7 +159,7 @@ func TestNewPlanErrors(t *testing.T) {
 		{name: "every option problem together", sel: catalog.Selector{All: true},
 			opts: Options{CampaignID: "///", MaxParallel: -2, MaxAutomaticRetries: 2},
 			wantOpt: []string{`campaign id "///" has no character from [A-Za-z0-9_.-]`,
-				"--max-parallel must be a positive integer, not -2", "--max-automatic-retries must be 0 or 1, not 2"}},
+				"invalid value \"-2\" for --max-parallel: want a whole number ≥ 1", "--max-automatic-retries must be 0 or 1, not 2"}},
 		{name: "options are checked before the selection", sel: catalog.Selector{},
 			opts: Options{MaxAutomaticRetries: -1}, wantOpt: []string{"--max-automatic-retries must be 0 or 1, not -1"}},
 	}

@@ -996,7 +996,7 @@ func (v *validator) validateSuiteFields(s *Suite) {
 func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 	name := "suite " + s.ID
 	before := len(v.ps.list)
-	resolve := func(kind string, refs []string, owner any, look func(string) bool) {
+	resolve := func(kind string, refs []string, owner any, known func() []string, look func(string) bool) {
 		if len(refs) == 0 {
 			v.add(v.at(owner), "%s lists no %ss", name, kind)
 		}
@@ -1008,26 +1008,26 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 			}
 			seen[refs[i]] = true
 			if !look(refs[i]) {
-				v.add(v.at(&refs[i], owner), "%s names unknown %s %q", name, kind, refs[i])
+				v.add(v.at(&refs[i], owner), "%s names unknown %s %q%s", name, kind, refs[i], didYouMean([]string{refs[i]}, known()))
 			}
 		}
 	}
 	s.profiles, s.envs, s.cases = nil, nil, nil
-	resolve("profile", s.Profiles, s, func(id string) bool {
+	resolve("profile", s.Profiles, s, func() []string { return sortedKeys(v.profiles) }, func(id string) bool {
 		p := v.profiles[id]
 		if p != nil {
 			s.profiles = append(s.profiles, p)
 		}
 		return p != nil
 	})
-	resolve("environment", s.Environments, s, func(ref string) bool {
+	resolve("environment", s.Environments, s, func() []string { return sortedKeys(v.envByRef) }, func(ref string) bool {
 		e := v.envByRef[ref]
 		if e != nil {
 			s.envs = append(s.envs, e)
 		}
 		return e != nil
 	})
-	resolve("case", s.Cases, s, func(id string) bool {
+	resolve("case", s.Cases, s, func() []string { return sortedKeys(v.cases) }, func(id string) bool {
 		cs := v.cases[id]
 		if cs != nil {
 			s.cases = append(s.cases, cs)

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -190,6 +191,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if err != nil {
 		return &UsageError{Err: err}
 	}
+	dir = a.continuedCatalog(cmd, dir, o)
 	c, err := loadCatalog(dir)
 	if err != nil {
 		return err
@@ -200,7 +202,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		opts.Seed = &seed
 	}
 	if cmd.Flags().Changed("max-parallel") && o.maxParallel == 0 {
-		return usageErrorf("--max-parallel must be a positive integer, not 0")
+		return usageErrorf("invalid value \"0\" for --max-parallel: want a whole number ≥ 1")
 	}
 	if o.repeat < 1 || o.repeat > campaign.MaxRepeat {
 		return usageErrorf("--repeat must be between 1 and %d, not %d", campaign.MaxRepeat, o.repeat)
@@ -308,7 +310,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	v := readVersion()
 	prov := &report.Provenance{Version: v.Version, Revision: v.Revision, Modified: v.Modified, Go: v.Go, OS: runtime.GOOS, Arch: runtime.GOARCH}
 	var interruption *report.Interruption
-	resume := resumeCommand(plan, o.results)
+	resume := resumeCommand(plan, o.results, o.maxParallel)
 	stopped, never := sum.Unfinished()
 	unfinished := sum.Partial && stopped+never > 0
 	if unfinished {
@@ -373,8 +375,8 @@ const maxLaterPassNotes = 20
 // resumeCommand is the command line that continues plan's campaign: `agentproof run
 // --resume <id>`, with the --catalog paths (and --with-default) it was run with and
 // --results unless it is the default, each argument shell-quoted when it needs it.
-func resumeCommand(plan *campaign.Plan, results string) string {
-	args := []string{"agentproof", "run", "--resume", plan.CampaignID}
+func resumeCommand(plan *campaign.Plan, results string, maxParallel int) string {
+	args := []string{programName(), "run", "--resume", plan.CampaignID}
 	if src := plan.CatalogSources; !src.IsDefault() {
 		for _, p := range src.Paths {
 			args = append(args, "--catalog", p)
@@ -386,10 +388,53 @@ func resumeCommand(plan *campaign.Plan, results string) string {
 	if results != defaultResults {
 		args = append(args, "--results", results)
 	}
+	if maxParallel > 0 {
+		args = append(args, "--max-parallel", strconv.Itoa(maxParallel))
+	}
 	for i, a := range args {
 		args[i] = shellQuote(a)
 	}
 	return strings.Join(args, " ")
+}
+
+// programName is how the user ran agentproof, for a command line to paste: the
+// path they typed when it has a directory (./agentproof), else "agentproof" (found
+// on PATH).
+func programName() string {
+	if len(os.Args) > 0 && strings.ContainsRune(os.Args[0], '/') && !strings.Contains(os.Args[0], "go-build") && !strings.HasSuffix(os.Args[0], ".test") {
+		return os.Args[0]
+	}
+	return "agentproof"
+}
+
+// continuedCatalog is the catalog of a --resume or --rerun-failed run: without
+// --catalog and --with-default, the one the campaign recorded it was run with (its
+// plan.json, said on stderr when it is not the default); with them, theirs (a warning
+// says when the campaign recorded another). Any other run, or a campaign that
+// recorded none, keeps dir.
+func (a *app) continuedCatalog(cmd *cobra.Command, dir catalogSource, o runOptions) catalogSource {
+	id := o.resume
+	if id == "" {
+		id = o.rerunFailed
+	}
+	if id == "" {
+		return dir
+	}
+	rec := recordedCatalog(filepath.Join(o.results, id))
+	if rec == nil {
+		return dir
+	}
+	want := sourceOf(rec)
+	if !cmd.Flags().Changed("catalog") && !cmd.Flags().Changed("with-default") {
+		if !rec.IsDefault() {
+			fmt.Fprintf(a.stderr, "agentproof: campaign %s: using the catalog it was run with (%s)\n", id, want.describe())
+		}
+		return want
+	}
+	if got, err := dir.record(); err == nil && sourceOf(got).describe() != want.describe() {
+		fmt.Fprintf(a.stderr, "agentproof: warning: campaign %s was run with %s; continuing it with %s\n", id, want.describe(), dir.describe())
+	}
+	return dir
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but letters, digits
