@@ -283,7 +283,7 @@ func TestRunInterrupted(t *testing.T) {
 	if last := lines[len(lines)-1]; !regexp.MustCompile(`^Campaign int: \d+/\d+ passed, 0 failed, 0 inconclusive, \d+ not finished \(interrupted: \d+ stopped mid-attempt(, \d+ never started)?\)$`).MatchString(last) {
 		t.Errorf("last line %q is not the interrupted campaign line", last)
 	}
-	resume := "agentproof run --resume int --results " + res
+	resume := "agentproof run --resume int --results " + res + " --max-parallel 2"
 	if len(lines) < 2 || lines[len(lines)-2] != "Continue it with: "+resume {
 		t.Errorf("the line before the campaign line is not the resume command %q; stdout %s", resume, stdout)
 	}
