@@ -23,39 +23,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/agentproof" ./cmd/agentproof)
 # catalog N: the default catalog plus N fixture-pass cells (suite "bench") in
-# $work/catalog-N.
-catalog() {
-  local n=$1 dir=$work/catalog-$1
-  mkdir -p "$dir"
-  cp "$root"/catalog/default/*.yaml "$dir/"
-  {
-    echo "cases:"
-    for i in $(seq -w 1 "$n"); do
-      cat <<C
-  - id: bench-exit-$i
-    label: Fixture process exit $i
-    groups: [calibration]
-    workMode: standard
-    flow: process_exit
-    expectedRunCount: 1
-    attemptTimeoutMs: {local: 60000}
-    expectedTerminalState: {run: succeeded}
-    matchers:
-      - {kind: run_status, expected: "{{runStatus}}"}
-C
-    done
-    echo "suites:"
-    echo "  - id: bench"
-    echo "    label: Benchmark"
-    echo "    description: $n fixture-pass cells."
-    echo "    manualOnly: true"
-    echo "    profiles: [fixture-pass]"
-    echo "    environments: [local]"
-    echo "    expectedMatrixSize: $n"
-    echo "    cases:"
-    for i in $(seq -w 1 "$n"); do echo "      - bench-exit-$i"; done
-  } > "$dir/zz-bench.yaml"
-}
+# $work/catalog-N (bench/catalog.sh).
+source "$root/bench/catalog.sh"
+catalog() { bench_catalog "$work/catalog-$1" "$1" fixture; }
 catalog "$S"
 catalog "$L"
 

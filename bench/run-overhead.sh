@@ -24,35 +24,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/agentproof" ./cmd/agentproof)
-mkdir -p "$work/catalog"
-cp "$root"/catalog/default/*.yaml "$work/catalog/"
-{
-  echo "cases:"
-  for i in $(seq -w 1 "$N"); do
-    cat <<C
-  - id: bench-exit-$i
-    label: Fixture process exit $i
-    groups: [calibration]
-    workMode: standard
-    flow: process_exit
-    expectedRunCount: 1
-    attemptTimeoutMs: {local: 60000}
-    expectedTerminalState: {run: succeeded}
-    matchers:
-      - {kind: run_status, expected: "{{runStatus}}"}
-C
-  done
-  echo "suites:"
-  echo "  - id: bench"
-  echo "    label: Benchmark"
-  echo "    description: $N fixture-pass cells."
-  echo "    manualOnly: true"
-  echo "    profiles: [fixture-pass]"
-  echo "    environments: [local]"
-  echo "    expectedMatrixSize: $N"
-  echo "    cases:"
-  for i in $(seq -w 1 "$N"); do echo "      - bench-exit-$i"; done
-} > "$work/catalog/zz-bench.yaml"
+source "$root/bench/catalog.sh"
+bench_catalog "$work/catalog" "$N" fixture
 
 # run_timed LABEL BINARY ARGS...: runs agentproof run, prints wall ms and peak RSS (KiB).
 run_timed() {

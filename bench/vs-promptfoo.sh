@@ -74,71 +74,9 @@ case $VARIANT in
   *) echo "VARIANT must be fixture or exec, not $VARIANT" >&2; exit 2 ;;
 esac
 
-# agentproof catalog: the default catalog plus N cells (suite "bench").
-mkdir -p "$work/catalog"
-cp "$root"/catalog/default/*.yaml "$work/catalog/"
-{
-  if [[ $VARIANT == exec ]]; then
-    cat <<P
-profiles:
-  - id: bench-exec
-    label: The example exec agent (examples/exec-agent.py)
-    generation: native
-    driver: exec
-    driverConfig: {command: "$root/examples/exec-agent.py", timeoutMs: 60000}
-    provider: example
-    model: example/no-model
-    modelQualification: {source: builtin, qualificationId: "builtin:example"}
-    supportedEnvironments: [local]
-P
-  fi
-  echo "cases:"
-  for i in $(seq -w 1 "$N"); do
-    if [[ $VARIANT == exec ]]; then
-      cat <<C
-  - id: bench-marker-$i
-    label: Exec agent marker $i
-    groups: [core]
-    workMode: standard
-    flow: single_turn
-    expectedRunCount: 1
-    attemptTimeoutMs: {local: 60000}
-    expectedTerminalState: {issue: done, run: succeeded}
-    title: "Bench marker $i {{nonce}}"
-    prompt: >-
-      Post exactly the text {{marker}} as your final message on this task, with nothing
-      before or after it, then mark the task done.
-    marker: "BENCH-MARKER-$i-{{nonce}}"
-    matchers:
-      - {kind: message_exact, expected: "{{marker}}"}
-      - {kind: run_status, expected: "{{runStatus}}"}
-C
-    else
-      cat <<C
-  - id: bench-exit-$i
-    label: Fixture process exit $i
-    groups: [calibration]
-    workMode: standard
-    flow: process_exit
-    expectedRunCount: 1
-    attemptTimeoutMs: {local: 60000}
-    expectedTerminalState: {run: succeeded}
-    matchers:
-      - {kind: run_status, expected: "{{runStatus}}"}
-C
-    fi
-  done
-  echo "suites:"
-  echo "  - id: bench"
-  echo "    label: Benchmark"
-  echo "    description: $N $profile cells."
-  echo "    manualOnly: true"
-  echo "    profiles: [$profile]"
-  echo "    environments: [local]"
-  echo "    expectedMatrixSize: $N"
-  echo "    cases:"
-  for i in $(seq -w 1 "$N"); do echo "      - $prefix-$i"; done
-} > "$work/catalog/zz-bench.yaml"
+# agentproof catalog: the default catalog plus N cells (suite "bench"; bench/catalog.sh).
+source "$root/bench/catalog.sh"
+bench_catalog "$work/catalog" "$N" "$VARIANT"
 first=$(printf "%0${#N}d" 1)
 
 # promptfoo configs: 1 test and N tests.
