@@ -48,13 +48,7 @@ func watchPermissions(ctx context.Context, s *Session, onPending func(p api.Perm
 // contract (a problem); a refused answer is the harness's.
 func answerPermissions(ctx context.Context, s *Session, decision api.PermissionDecisionKind) Outcome {
 	var out Outcome
-	n, err := watchPermissions(ctx, s, func(p api.Permission) (bool, error) {
-		s.log("answering permission %s (%s %q): %s", p.ID, p.Kind, p.Title, decision)
-		if _, err := s.Board.DecidePermission(ctx, p.ID, decision); err != nil {
-			return false, BoardFault(fmt.Sprintf("answering permission %s (%s)", p.ID, decision), err)
-		}
-		return false, nil
-	})
+	n, err := decidePermissions(ctx, s, func(api.Permission) api.PermissionDecisionKind { return decision })
 	if err != nil {
 		out.Err = err
 		return out
@@ -63,6 +57,21 @@ func answerPermissions(ctx context.Context, s *Session, decision api.PermissionD
 		out.Problems = append(out.Problems, "the agent did not ask permission before its run ended")
 	}
 	return out
+}
+
+// decidePermissions answers every permission the agent asks during run 1 with what
+// decide says for it (through the board, logged) and waits for the run to settle. It
+// returns how many it answered. Errors: watchPermissions', or a refused answer (a
+// BoardFault).
+func decidePermissions(ctx context.Context, s *Session, decide func(api.Permission) api.PermissionDecisionKind) (int, error) {
+	return watchPermissions(ctx, s, func(p api.Permission) (bool, error) {
+		decision := decide(p)
+		s.log("answering permission %s (%s %q, locations %v): %s", p.ID, p.Kind, p.Title, p.Locations, decision)
+		if _, err := s.Board.DecidePermission(ctx, p.ID, decision); err != nil {
+			return false, BoardFault(fmt.Sprintf("answering permission %s (%s)", p.ID, decision), err)
+		}
+		return false, nil
+	})
 }
 
 // requestID returns a fresh cancellationRequestId (a version 4 UUID, canonical form).

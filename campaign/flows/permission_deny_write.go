@@ -2,7 +2,6 @@ package flows
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 
 	"github.com/agentproof/agentproof/api"
@@ -20,17 +19,12 @@ import (
 func playPermissionDeny(ctx context.Context, s *Session) Outcome {
 	var out Outcome
 	declined := 0
-	_, err := watchPermissions(ctx, s, func(p api.Permission) (bool, error) {
-		decision := api.PermissionApprove
+	_, err := decidePermissions(ctx, s, func(p api.Permission) api.PermissionDecisionKind {
 		if writes(p, s) {
-			decision = api.PermissionDecline
 			declined++
+			return api.PermissionDecline
 		}
-		s.log("answering permission %s (%s %q, locations %v): %s", p.ID, p.Kind, p.Title, p.Locations, decision)
-		if _, err := s.Board.DecidePermission(ctx, p.ID, decision); err != nil {
-			return false, BoardFault(fmt.Sprintf("answering permission %s (%s)", p.ID, decision), err)
-		}
-		return false, nil
+		return api.PermissionApprove
 	})
 	if err != nil {
 		out.Err = err
