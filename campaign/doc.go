@@ -27,10 +27,11 @@
 //     "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 //
 // Every file of an attempt goes through report.Guard: allowlisted kinds only, raw scan,
-// sanitise, re-scan, atomic write (temp file, fsync, rename, fsync of the directory);
-// the leaks found on the way fail the attempt (secret_leak) and are listed, with every
-// file's size and SHA-256, in evidence-manifest.json, written after result.json by
-// WriteResult.
+// sanitise, re-scan, atomic write (temp file, rename; result.json and
+// evidence-manifest.json with fsync and a directory fsync, after one syncfs that makes
+// the evidence before them durable: Evidence); the leaks found on the way fail the
+// attempt (secret_leak) and are listed, with every file's size and SHA-256, in
+// evidence-manifest.json, written after result.json by WriteResult.
 //
 // # Decisions where sources differ or are silent
 //

@@ -21,9 +21,19 @@ import (
 var RequiredEvidence = []string{"fixtures.json", "snapshots/api-state.json", "workspace-manifest.json"}
 
 // Evidence packages one attempt's evidence: every file goes through report.Guard
-// (allowlist, raw scan, sanitise, re-scan, atomic write: temp file, fsync, rename) and
-// is recorded for evidence-manifest.json with its size, SHA-256 and the leaks found on
+// (allowlist, raw scan, sanitise, re-scan, atomic write: temp file, rename) and is
+// recorded for evidence-manifest.json with its size, SHA-256 and the leaks found on
 // the way. It is safe for concurrent use.
+//
+// Durability: result.json is the attempt's commit record. The evidence files before
+// it are written atomically but not fsynced one by one (report.Guard.Deferred); right
+// before result.json the file system that holds them is synced once
+// (report.SyncFilesystem), then result.json and evidence-manifest.json are written
+// durably (fsync, rename, directory fsync). A killed run leaves complete files or none
+// (the rename is atomic and the page cache survives the process); after an
+// operating-system crash, an attempt whose result.json exists has all its evidence,
+// and one without result.json is run again by `run --resume` (a new attempt
+// directory; docs/processes.md "Durability of results").
 type Evidence struct {
 	dir string // the attempt directory (absolute)
 
@@ -61,7 +71,8 @@ func (w *Evidence) Write(secrets *redact.Set, rel string, b []byte, ours bool) b
 		})
 		return false
 	}
-	gf, err := report.Guard{Secrets: secrets}.Write(filepath.Join(w.dir, filepath.FromSlash(rel)), b, ours)
+	commit := rel == ResultFile || rel == report.EvidenceManifestFile
+	gf, err := report.Guard{Secrets: secrets, Deferred: !commit}.Write(filepath.Join(w.dir, filepath.FromSlash(rel)), b, ours)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, l := range gf.Leaks {
@@ -163,6 +174,10 @@ func writeResultAndManifest(res *report.Result, secrets *redact.Set, w *Evidence
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	// The evidence written so far becomes durable before the record that refers to it.
+	if err := report.SyncFilesystem(dir); err != nil {
+		return err
 	}
 	if !w.Write(secrets, ResultFile, b, true) {
 		return fmt.Errorf("writing %s: refused by the evidence guard (see %s)", filepath.Join(dir, ResultFile), report.EvidenceManifestFile)

@@ -111,7 +111,8 @@ func agreedRuntimeMode(facts []report.RuntimeFacts) string {
 // validating the result (report.Result.Validate). Both pass the evidence guard
 // (report.Guard) with the attempt's secret set: result.json is sanitised
 // (report.SanitizeResult), scanned and refused if a secret remains; every write is
-// atomic (temp file, fsync, rename), so a killed run leaves no half-written JSON.
+// atomic (temp file, fsync, rename), so a killed run leaves no half-written JSON, and
+// the attempt's evidence is made durable before result.json (Evidence).
 // Errors: an invalid document, an encoding or a write failure, with the path.
 func WriteResult(root string, r *AttemptResult) error {
 	ev := r.Outcome.Evidence

@@ -17,6 +17,23 @@ import (
 // Concurrent writers of the same path are safe: the last rename wins and every version
 // is complete.
 func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	return writeFileAtomic(path, data, perm, true)
+}
+
+// WriteFileReplace is WriteFileAtomic without the fsyncs: a reader, or a process
+// killed at any moment, still sees the previous file or the complete new one (the
+// rename is atomic and the page cache outlives the process), but an operating-system
+// crash may lose the file or leave it empty. It is for the files of an ephemeral
+// instance home (server.Options.Ephemeral: an attempt's home, thrown away when the
+// attempt ends and never reopened after such a crash), where a durable write would
+// buy nothing and cost two disk flushes.
+func WriteFileReplace(path string, data []byte, perm fs.FileMode) error {
+	return writeFileAtomic(path, data, perm, false)
+}
+
+// writeFileAtomic is WriteFileAtomic, with durable saying whether the file and the
+// rename are fsynced.
+func writeFileAtomic(path string, data []byte, perm fs.FileMode, durable bool) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -37,8 +54,10 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	if err := tmp.Chmod(perm); err != nil {
 		return fail("setting the mode of", err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fail("syncing", err)
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			return fail("syncing", err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		_ = os.Remove(tmpName)
@@ -47,6 +66,9 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	if err := os.Rename(tmpName, path); err != nil {
 		_ = os.Remove(tmpName)
 		return fmt.Errorf("evidence: renaming %s into place: %w", path, err)
+	}
+	if !durable {
+		return nil
 	}
 	return syncDir(dir)
 }

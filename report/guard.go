@@ -71,12 +71,16 @@ func EvidenceKind(name string, ours bool) (kind string, ok bool, reason string) 
 //     whole — for exact secrets and secret shapes;
 //  3. when something was found, sanitises (JSON: SanitizeJSONBytes, text: RedactText)
 //     and scans again; an image cannot be sanitised and is withheld;
-//  4. writes the result atomically (WriteFileAtomic).
+//  4. writes the result atomically (WriteFileAtomic; WriteFileReplace when Deferred).
 //
 // Content without a finding is written byte for byte, so regenerating a clean report
 // reproduces it exactly. A Guard is a value: safe for concurrent use.
 type Guard struct {
 	Secrets *redact.Set
+	// Deferred writes atomically but without fsync (WriteFileReplace): the caller
+	// makes the file durable later with SyncFilesystem (an attempt's evidence, made
+	// durable at once before its result.json: campaign.Evidence).
+	Deferred bool
 }
 
 // GuardedFile describes one guarded write: its size in bytes and SHA-256 (hex) as
@@ -107,7 +111,7 @@ func (g Guard) Write(p string, data []byte, ours bool) (GuardedFile, error) {
 		out.Withheld = errors.Is(err, redact.ErrLeak)
 		return out, fmt.Errorf("refusing to write %s: %w", g.Secrets.SafePath(p), err)
 	}
-	if err := WriteFileAtomic(p, clean); err != nil {
+	if err := writeFile(p, clean, !g.Deferred); err != nil {
 		return out, err
 	}
 	sum := sha256.Sum256(clean)

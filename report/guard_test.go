@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -78,47 +79,50 @@ func TestGuardWrite(t *testing.T) {
 		{name: "agent html refused", file: "x.html", data: []byte("<script>"), err: ErrNotAllowed},
 		{name: "not json", file: "a.json", data: []byte("{nope"), err: errors.New("any")},
 	}
-	g := Guard{Secrets: redact.NewSet(secret)}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			p := filepath.Join(t.TempDir(), tt.file)
-			gf, err := g.Write(p, tt.data, false)
-			if tt.err != nil {
-				if err == nil || (tt.err.Error() != "any" && !errors.Is(err, tt.err)) {
-					t.Fatalf("err = %v, want %v", err, tt.err)
+	// Deferred (an attempt's evidence, made durable before its result.json) guards
+	// exactly as the durable write does.
+	for _, g := range []Guard{{Secrets: redact.NewSet(secret)}, {Secrets: redact.NewSet(secret), Deferred: true}} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/deferred=%v", tt.name, g.Deferred), func(t *testing.T) {
+				t.Parallel()
+				p := filepath.Join(t.TempDir(), tt.file)
+				gf, err := g.Write(p, tt.data, false)
+				if tt.err != nil {
+					if err == nil || (tt.err.Error() != "any" && !errors.Is(err, tt.err)) {
+						t.Fatalf("err = %v, want %v", err, tt.err)
+					}
+					if strings.Contains(err.Error(), secret) {
+						t.Fatalf("error reveals the secret: %v", err)
+					}
+					if _, serr := os.Stat(p); serr == nil {
+						t.Fatal("a refused file was written")
+					}
+					if gf.Withheld != tt.withheld || len(gf.Leaks) != tt.leaks {
+						t.Errorf("withheld %v leaks %d, want %v %d", gf.Withheld, len(gf.Leaks), tt.withheld, tt.leaks)
+					}
+					return
 				}
-				if strings.Contains(err.Error(), secret) {
-					t.Fatalf("error reveals the secret: %v", err)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if _, serr := os.Stat(p); serr == nil {
-					t.Fatal("a refused file was written")
+				got, _ := os.ReadFile(p)
+				if len(gf.Leaks) != tt.leaks || gf.Bytes != int64(len(got)) || len(gf.SHA256) != 64 {
+					t.Errorf("GuardedFile = %+v for %q", gf, got)
 				}
-				if gf.Withheld != tt.withheld || len(gf.Leaks) != tt.leaks {
-					t.Errorf("withheld %v leaks %d, want %v %d", gf.Withheld, len(gf.Leaks), tt.withheld, tt.leaks)
+				if tt.unchanged && !bytes.Equal(got, tt.data) {
+					t.Errorf("clean content changed: %q", got)
 				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := os.ReadFile(p)
-			if len(gf.Leaks) != tt.leaks || gf.Bytes != int64(len(got)) || len(gf.SHA256) != 64 {
-				t.Errorf("GuardedFile = %+v for %q", gf, got)
-			}
-			if tt.unchanged && !bytes.Equal(got, tt.data) {
-				t.Errorf("clean content changed: %q", got)
-			}
-			if tt.want != nil && !bytes.Equal(got, tt.want) {
-				t.Errorf("written %q, want %q", got, tt.want)
-			}
-			if bytes.Contains(got, []byte(secret)) || bytes.Contains(got, []byte(shaped)) {
-				t.Errorf("written file leaks: %q", got)
-			}
-			if strings.HasSuffix(tt.file, ".json") && !json.Valid(got) {
-				t.Errorf("written JSON is invalid: %q", got)
-			}
-		})
+				if tt.want != nil && !bytes.Equal(got, tt.want) {
+					t.Errorf("written %q, want %q", got, tt.want)
+				}
+				if bytes.Contains(got, []byte(secret)) || bytes.Contains(got, []byte(shaped)) {
+					t.Errorf("written file leaks: %q", got)
+				}
+				if strings.HasSuffix(tt.file, ".json") && !json.Valid(got) {
+					t.Errorf("written JSON is invalid: %q", got)
+				}
+			})
+		}
 	}
 }
 

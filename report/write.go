@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
 )
@@ -426,7 +428,17 @@ func EncodeResult(r *Result) ([]byte, error) { return encodeJSON(r) }
 // (created 0644), fsyncs it, renames it over path and fsyncs the directory, so a reader
 // sees either the old or the new file, never a torn one. The directory is created when
 // missing.
-func WriteFileAtomic(path string, data []byte) error {
+func WriteFileAtomic(path string, data []byte) error { return writeFile(path, data, true) }
+
+// WriteFileReplace is WriteFileAtomic without the fsyncs: a reader, and a process
+// killed at any moment, still see the old or the complete new file (the rename is
+// atomic; the page cache outlives the process), but an operating-system crash may
+// lose the file or leave it empty until the caller makes the file system durable
+// (SyncFilesystem). The directory is created when missing.
+func WriteFileReplace(path string, data []byte) error { return writeFile(path, data, false) }
+
+// writeFile is WriteFileAtomic, fsyncing only when durable.
+func writeFile(path string, data []byte, durable bool) error {
 	f, err := createTemp(path)
 	if err != nil {
 		return err
@@ -436,7 +448,24 @@ func WriteFileAtomic(path string, data []byte) error {
 		_ = os.Remove(f.Name())
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return commitTemp(f, path)
+	return commitTempWith(f, path, durable)
+}
+
+// SyncFilesystem makes everything written to the file system that holds dir durable
+// (syncfs(2): every dirty file, directory and rename on it, then the device's cache
+// flush), for example the files an attempt wrote with WriteFileReplace before the
+// result that refers to them is written with WriteFileAtomic. Error: dir cannot be
+// opened, or the sync failed.
+func SyncFilesystem(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncing the file system of %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return fmt.Errorf("syncing the file system of %s: %w", dir, err)
+	}
+	return nil
 }
 
 // createTemp creates the temporary file of an atomic write of path in path's directory
@@ -456,7 +485,10 @@ func createTemp(path string) (*os.File, error) {
 // commitTemp finishes an atomic write: f (from createTemp, written) is made 0644,
 // fsynced, closed and renamed over path, and the directory fsynced. On any error f is
 // removed.
-func commitTemp(f *os.File, path string) error {
+func commitTemp(f *os.File, path string) error { return commitTempWith(f, path, true) }
+
+// commitTempWith is commitTemp, fsyncing the file and the directory only when durable.
+func commitTempWith(f *os.File, path string, durable bool) error {
 	tmp := f.Name()
 	ok := false
 	defer func() {
@@ -468,8 +500,10 @@ func commitTemp(f *os.File, path string) error {
 	if err := f.Chmod(0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", path, err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("syncing %s: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("closing %s: %w", path, err)
@@ -478,6 +512,9 @@ func commitTemp(f *os.File, path string) error {
 		return fmt.Errorf("renaming into %s: %w", path, err)
 	}
 	ok = true
+	if !durable {
+		return nil
+	}
 	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		_ = d.Sync()
 		_ = d.Close()

@@ -41,13 +41,13 @@ type serveChild struct {
 	pid  int
 }
 
-func startServe(t testing.TB, home string) *serveChild {
+func startServe(t testing.TB, home string, flags ...string) *serveChild {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "serve", "--home", home, "--addr", "127.0.0.1:0")
+	cmd := exec.Command(exe, append([]string{"serve", "--home", home, "--addr", "127.0.0.1:0"}, flags...)...)
 	cmd.Env = []string{childEnv + "=1"}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -83,25 +83,38 @@ func (c *serveChild) client(t testing.TB, home string) *client.Client {
 }
 
 // TestServeReadyAndSIGTERM: serve prints its ready line with its pid, answers, and
-// exits 0 on SIGTERM; the home's key files are 0600.
+// exits 0 on SIGTERM; the home's key files are 0600. An ephemeral home (--ephemeral)
+// has the same files but no -shm file (its database is locked exclusively).
 func TestServeReadyAndSIGTERM(t *testing.T) {
 	t.Parallel()
-	home := t.TempDir()
-	c := startServe(t, home)
-	if _, err := c.client(t, home).Companies(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"board.token", "master.key", "instance.db", "instance.db-wal"} {
-		fi, err := os.Stat(filepath.Join(home, f))
-		if err != nil || fi.Mode().Perm() != 0o600 {
-			t.Fatalf("%s: %v mode %v, want 0600", f, err, fi.Mode().Perm())
-		}
-	}
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Wait(); err != nil {
-		t.Fatalf("serve after SIGTERM: %v, want exit 0", err)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		shm   bool
+	}{{"durable", nil, true}, {"ephemeral", []string{"--ephemeral"}, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			c := startServe(t, home, tc.flags...)
+			if _, err := c.client(t, home).CreateCompany(context.Background(), "ACME", "AC"); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"board.token", "master.key", "instance.db", "instance.db-wal"} {
+				fi, err := os.Stat(filepath.Join(home, f))
+				if err != nil || fi.Mode().Perm() != 0o600 {
+					t.Fatalf("%s: %v mode %v, want 0600", f, err, fi.Mode().Perm())
+				}
+			}
+			if _, err := os.Stat(filepath.Join(home, "instance.db-shm")); (err == nil) != tc.shm {
+				t.Errorf("instance.db-shm exists: %v, want %v", err == nil, tc.shm)
+			}
+			if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.cmd.Wait(); err != nil {
+				t.Fatalf("serve after SIGTERM: %v, want exit 0", err)
+			}
+		})
 	}
 }
 
@@ -110,15 +123,30 @@ func TestServeReadyAndSIGTERM(t *testing.T) {
 // present exactly once, every command in the state is whole (one idempotency record,
 // one applied audit record, one progress comment), a replayed idempotency key returns
 // the stored result as a duplicate, and at the end the state equals a replay of the
-// whole journal.
+// whole journal. The same holds for an ephemeral home (--ephemeral: nothing fsynced,
+// the database locked exclusively), which is what an attempt's restart and crash
+// flows kill and restart.
 func TestKillNineLoop(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{{"durable", nil}, {"ephemeral", []string{"--ephemeral"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			killNineLoop(t, tc.flags)
+		})
+	}
+}
+
+// killNineLoop is TestKillNineLoop over a serve child started with flags.
+func killNineLoop(t *testing.T, flags []string) {
 	const rounds, workers = 6, 4
 	home := t.TempDir()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 
-	child := startServe(t, home)
+	child := startServe(t, home, flags...)
 	board := child.client(t, home)
 	co, err := board.CreateFixtureCompany(ctx, controlplane.Seed{})
 	if err != nil {
@@ -179,7 +207,7 @@ func TestKillNineLoop(t *testing.T) {
 		child.cmd.Wait()
 		wg.Wait()
 
-		child = startServe(t, home)
+		child = startServe(t, home, flags...)
 		co = child.client(t, home).Company(co.ID())
 		verifyCommands(t, co, acked, sent)
 		// the lost-acknowledgement probe: an acknowledged key replayed after the

@@ -67,7 +67,7 @@ func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*S
 	}
 	url := "http://" + ln.Addr().String()
 	rn, err := heartbeat.New(runnerHost{s: s, url: url}, heartbeat.Config{Dir: filepath.Join(home, HeartbeatDir), Home: home,
-		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker, KnownDigests: ro.KnownDigests, OnChange: s.NoteChange, PiTools: ro.PiTools})
+		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker, KnownDigests: ro.KnownDigests, OnChange: s.NoteChange, PiTools: ro.PiTools, Ephemeral: opts.Ephemeral})
 	if err != nil {
 		ln.Close()
 		s.Close()

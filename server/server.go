@@ -70,6 +70,15 @@ type Options struct {
 	// a failed accept) instead of the process's standard logger (its stderr): an
 	// instance inside another process keeps its own log.
 	ErrorLog io.Writer
+	// Ephemeral says the home is thrown away with the instance (an attempt's home:
+	// `serve --ephemeral`, and every in-process instance of `run`): nothing in it is
+	// fsynced — its key files, the SQLite database (store.SQLiteOptions.Ephemeral)
+	// and the heartbeat runner's records and logs are written as durably as a killed
+	// process needs (atomically, through the page cache) but not as an
+	// operating-system crash would, after which the home is never reopened
+	// (docs/processes.md "Ephemeral homes"). With Postgres only the home's files are
+	// concerned: the database is not in the home.
+	Ephemeral bool
 }
 
 // Server is an open control-plane instance with its HTTP handler. Close it to commit
@@ -153,13 +162,14 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 			lock.Close()
 		}
 	}()
-	token, err := secretFile(filepath.Join(opts.Home, BoardTokenFile), func(b []byte) []byte {
+	durable := !opts.Ephemeral
+	token, err := secretFile(filepath.Join(opts.Home, BoardTokenFile), durable, func(b []byte) []byte {
 		return []byte(hex.EncodeToString(b))
 	})
 	if err != nil {
 		return nil, err
 	}
-	master, err := secretFile(filepath.Join(opts.Home, MasterKeyFile), func(b []byte) []byte { return b })
+	master, err := secretFile(filepath.Join(opts.Home, MasterKeyFile), durable, func(b []byte) []byte { return b })
 	if err != nil {
 		return nil, err
 	}
@@ -172,11 +182,17 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		inst, err = store.OpenPostgres(ctx, opts.Postgres)
 	} else {
 		db := filepath.Join(opts.Home, DatabaseFile)
+		fresh := false // the database is the template's copy placed just now
 		if opts.Template != nil {
 			if _, err := os.Lstat(db); errors.Is(err, fs.ErrNotExist) {
 				// A failed copy leaves no file: the new one is migrated below. The home
 				// lock keeps any other server away meanwhile.
-				templateErr = store.CopySQLiteTemplate(*opts.Template, db)
+				if opts.Ephemeral {
+					templateErr = store.CopySQLiteTemplateEphemeral(*opts.Template, db)
+				} else {
+					templateErr = store.CopySQLiteTemplate(*opts.Template, db)
+				}
+				fresh = templateErr == nil
 			}
 		}
 		// the database holds sealed secrets and the journal: 0600 (SQLite gives its
@@ -186,7 +202,7 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		} else {
 			f.Close()
 		}
-		inst, err = store.OpenSQLite(ctx, db)
+		inst, err = store.OpenSQLiteWith(ctx, db, store.SQLiteOptions{Ephemeral: opts.Ephemeral, Fresh: fresh})
 	}
 	if err != nil {
 		return nil, err
@@ -199,8 +215,8 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 }
 
 // secretFile reads path, or creates it 0600 from 32 random bytes passed through
-// encode. It refuses a file readable by group or others.
-func secretFile(path string, encode func([]byte) []byte) ([]byte, error) {
+// encode (fsynced when durable). It refuses a file readable by group or others.
+func secretFile(path string, durable bool, encode func([]byte) []byte) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		b := make([]byte, 32)
@@ -216,9 +232,11 @@ func secretFile(path string, encode func([]byte) []byte) ([]byte, error) {
 			f.Close()
 			return nil, fmt.Errorf("server: writing %s: %w", filepath.Base(path), err)
 		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("server: syncing %s: %w", filepath.Base(path), err)
+		if durable {
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("server: syncing %s: %w", filepath.Base(path), err)
+			}
 		}
 		if err := f.Close(); err != nil {
 			return nil, err

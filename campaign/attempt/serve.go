@@ -103,14 +103,16 @@ func serveEnv(root, controllerCanary string) []string {
 	return env
 }
 
-// startServe starts `<exe> serve --home home --addr 127.0.0.1:0 --process-marker
-// marker <flags>` (no shell, its own process group, SIGKILL if this process dies; every agent
-// process the server launches carries the attempt's marker, see worker.SweepMarked),
+// startServe starts `<exe> serve --home home --addr 127.0.0.1:0 --ephemeral
+// --process-marker marker <flags>` (no shell, its own process group, SIGKILL if this
+// process dies; the home is the attempt's, thrown away with it, so nothing in it is
+// fsynced; every agent process the server launches carries the attempt's marker, see
+// worker.SweepMarked),
 // waits for its ready line
 // {"addr","pid"} and reads the board token from the home. Errors name what failed;
 // their text classifies as transient infrastructure ("server … failed").
 func startServe(ctx context.Context, exe, home, root, marker, controllerCanary string, flags []string) (*serveChild, error) {
-	args := []string{"serve", "--home", home, "--addr", "127.0.0.1:0"}
+	args := []string{"serve", "--home", home, "--addr", "127.0.0.1:0", "--ephemeral"}
 	if marker != "" {
 		args = append(args, "--process-marker", marker)
 	}

@@ -8,7 +8,8 @@
 //
 // Backends: SQLite (modernc.org/sqlite, one file, WAL, synchronous=FULL, write
 // transactions BEGIN IMMEDIATE so that writers queue on the lock instead of failing
-// busy — field failure F17) and PostgreSQL (pgx), both migrated by goose. Commits are
+// busy — field failure F17; an ephemeral home's database skips the fsyncs and keeps
+// its file locked, SQLiteOptions) and PostgreSQL (pgx), both migrated by goose. Commits are
 // grouped: one goroutine writes every queued journal entry of every company in one
 // transaction and acknowledges them all after the commit (field failure F18: no
 // acknowledged entry exists only in memory).
@@ -96,10 +97,41 @@ type pending struct {
 // It returns an error wrapping the driver's when the file cannot be opened or a
 // company's journal cannot be replayed.
 func OpenSQLite(ctx context.Context, path string) (*Instance, error) {
+	return OpenSQLiteWith(ctx, path, SQLiteOptions{})
+}
+
+// SQLiteOptions configure OpenSQLiteWith.
+type SQLiteOptions struct {
+	// Ephemeral says the database is thrown away with its instance home (an attempt's
+	// instance, server.Options.Ephemeral): commits are not fsynced (synchronous=OFF)
+	// and the store's one connection holds the file locked for its whole life
+	// (locking_mode=EXCLUSIVE: the WAL index lives in the process, so there is no -shm
+	// file and no file lock per transaction). A killed process still loses nothing it
+	// acknowledged (its writes are in the page cache, and the WAL is replayed on the
+	// next open, field failure F18); an operating-system crash may lose recent commits,
+	// which a thrown-away home, never reopened after one, does not need. No other
+	// process can open the file while the store is open.
+	Ephemeral bool
+	// Fresh says the file was placed a moment ago by CopySQLiteTemplate (or
+	// CopySQLiteTemplateEphemeral) from a template of this build's schema, and has no
+	// WAL: its bytes are the template's (checked against the template's digest while
+	// copied), which WriteSQLiteTemplate migrated and checkpointed. The integrity check
+	// after recovery (there is nothing to recover) and the migrations (there is nothing
+	// to migrate) are skipped. Never set it for a file that may have been written since.
+	Fresh bool
+}
+
+// OpenSQLiteWith is OpenSQLite with options.
+func OpenSQLiteWith(ctx context.Context, path string, o SQLiteOptions) (*Instance, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("store: sqlite path %q must not contain ? or #", path)
 	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	if o.Ephemeral {
+		// locking_mode must precede the first WAL access: the driver applies the
+		// _pragma list (sorted by name) before the _journal_mode key.
+		dsn = "file:" + path + "?_pragma=locking_mode(EXCLUSIVE)&_journal_mode=WAL&_pragma=synchronous(OFF)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: opening sqlite %s: %w", path, err)
@@ -109,16 +141,18 @@ func OpenSQLite(ctx context.Context, path string) (*Instance, error) {
 	db.SetMaxOpenConns(1)
 	// F18: the WAL left by a killed process is SQLite's to replay; never move it
 	// aside. Check the file after recovery and stop loudly when it is damaged.
-	var check string
-	if err := db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&check); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: sqlite quick_check of %s: %w", path, err)
+	if !o.Fresh {
+		var check string
+		if err := db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&check); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store: sqlite quick_check of %s: %w", path, err)
+		}
+		if check != "ok" {
+			db.Close()
+			return nil, fmt.Errorf("store: sqlite quick_check of %s failed: %s", path, check)
+		}
 	}
-	if check != "ok" {
-		db.Close()
-		return nil, fmt.Errorf("store: sqlite quick_check of %s failed: %s", path, check)
-	}
-	return open(ctx, db, SQLite)
+	return open(ctx, db, SQLite, o)
 }
 
 // OpenPostgres opens (migrating when needed) the PostgreSQL store at url
@@ -130,50 +164,36 @@ func OpenPostgres(ctx context.Context, url string) (*Instance, error) {
 		return nil, fmt.Errorf("store: opening postgres: %w", err)
 	}
 	db.SetMaxOpenConns(4)
-	return open(ctx, db, Postgres)
+	return open(ctx, db, Postgres, SQLiteOptions{})
 }
 
-func open(ctx context.Context, db *sql.DB, d Dialect) (*Instance, error) {
+// open migrates db (unless o.Fresh) and loads its companies; o.Ephemeral keeps an
+// SQLite database at synchronous=OFF (SQLiteOptions.Ephemeral) instead of FULL.
+func open(ctx context.Context, db *sql.DB, d Dialect, o SQLiteOptions) (*Instance, error) {
+	ephemeral := o.Ephemeral
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: connecting to %s: %w", d, err)
 	}
-	sub, err := fs.Sub(migrations, "migrations/"+string(d))
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: migrations: %w", err)
-	}
-	gd := database.DialectSQLite3
-	if d == Postgres {
-		gd = database.DialectPostgres
-	}
-	prov, err := goose.NewProvider(gd, db, sub)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: migrations: %w", err)
-	}
-	if d == SQLite {
-		// Migrations need not be durable on their own (each is one transaction and
-		// goose re-runs what is missing); the first acknowledged write fsyncs the WAL
-		// with them. Saves several fsyncs on a fresh instance's start.
-		if _, err := db.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+	if !o.Fresh {
+		if err := migrate(ctx, db, d, ephemeral); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("store: %w", err)
+			return nil, err
 		}
 	}
-	if _, err := prov.Up(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: migrating %s: %w", d, err)
-	}
 	if d == SQLite {
+		want, name := 2, "FULL"
+		if ephemeral {
+			want, name = 0, "OFF"
+		}
 		var level int
-		_, err := db.ExecContext(ctx, "PRAGMA synchronous=FULL")
+		_, err := db.ExecContext(ctx, "PRAGMA synchronous="+name)
 		if err == nil {
 			err = db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&level)
 		}
-		if err != nil || level != 2 {
+		if err != nil || level != want {
 			db.Close()
-			return nil, fmt.Errorf("store: sqlite synchronous is %d, want 2 (FULL): %v", level, err)
+			return nil, fmt.Errorf("store: sqlite synchronous is %d, want %d (%s): %v", level, want, name, err)
 		}
 	}
 	in := &Instance{db: db, dialect: d, companies: map[string]*Company{}, queue: make(chan pending, 1024),
@@ -184,6 +204,35 @@ func open(ctx context.Context, db *sql.DB, d Dialect) (*Instance, error) {
 	}
 	go in.committer()
 	return in, nil
+}
+
+// migrate runs the migrations of dialect d that db lacks (goose); an SQLite database
+// that is not ephemeral runs them at synchronous=NORMAL (open sets its level after).
+func migrate(ctx context.Context, db *sql.DB, d Dialect, ephemeral bool) error {
+	sub, err := fs.Sub(migrations, "migrations/"+string(d))
+	if err != nil {
+		return fmt.Errorf("store: migrations: %w", err)
+	}
+	gd := database.DialectSQLite3
+	if d == Postgres {
+		gd = database.DialectPostgres
+	}
+	prov, err := goose.NewProvider(gd, db, sub)
+	if err != nil {
+		return fmt.Errorf("store: migrations: %w", err)
+	}
+	if d == SQLite && !ephemeral {
+		// Migrations need not be durable on their own (each is one transaction and
+		// goose re-runs what is missing); the first acknowledged write fsyncs the WAL
+		// with them. Saves several fsyncs on a fresh instance's start.
+		if _, err := db.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+	}
+	if _, err := prov.Up(ctx); err != nil {
+		return fmt.Errorf("store: migrating %s: %w", d, err)
+	}
+	return nil
 }
 
 // q rewrites ? placeholders as $n for PostgreSQL.

@@ -128,7 +128,18 @@ var ErrTemplateMismatch = errors.New("store: the template database does not matc
 // linked to dst only when it is t's schema and digest. The copy gets mode 0600.
 // Errors: ErrTemplateMismatch (wrapped) for another schema or other bytes; dst
 // exists; I/O errors. On any error dst does not exist.
-func CopySQLiteTemplate(t Template, dst string) error {
+func CopySQLiteTemplate(t Template, dst string) error { return copySQLiteTemplate(t, dst, true) }
+
+// CopySQLiteTemplateEphemeral is CopySQLiteTemplate for the database of an ephemeral
+// home (SQLiteOptions.Ephemeral): the same checks, without fsyncing the copy or its
+// new name.
+func CopySQLiteTemplateEphemeral(t Template, dst string) error {
+	return copySQLiteTemplate(t, dst, false)
+}
+
+// copySQLiteTemplate is CopySQLiteTemplate; durable says whether the copy and its
+// name are fsynced.
+func copySQLiteTemplate(t Template, dst string, durable bool) error {
 	if t.Schema != SQLiteSchema() {
 		return fmt.Errorf("%w: schema %s, this build's is %s", ErrTemplateMismatch, t.Schema, SQLiteSchema())
 	}
@@ -156,14 +167,19 @@ func CopySQLiteTemplate(t Template, dst string) error {
 	if got := hex.EncodeToString(h.Sum(nil)); got != t.SHA256 {
 		return fmt.Errorf("%w: its bytes hash to %s, not %s", ErrTemplateMismatch, got, t.SHA256)
 	}
-	if err := out.Sync(); err != nil {
-		return fmt.Errorf("store: copying the template: %w", err)
+	if durable {
+		if err := out.Sync(); err != nil {
+			return fmt.Errorf("store: copying the template: %w", err)
+		}
 	}
 	if err := out.Close(); err != nil {
 		return fmt.Errorf("store: copying the template: %w", err)
 	}
 	if err := os.Link(out.Name(), dst); err != nil {
 		return fmt.Errorf("store: placing the template copy: %w", err)
+	}
+	if !durable {
+		return nil
 	}
 	// The new name is durable before the database is used (its first commit syncs
 	// only the WAL).

@@ -34,6 +34,7 @@ func newServeCmd(a *app) *cobra.Command {
 	var home, addr, postgres, marker string
 	var knownDigests []string
 	var template string
+	var ephemeral bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a control-plane instance (HTTP API) over an instance home",
@@ -78,6 +79,13 @@ home without a database gets a copy of it instead of a newly migrated file, used
 when the schema is this build's and the copy's bytes hash to SHA256 (else the new
 file is migrated and stderr says why).
 
+--ephemeral says the home is thrown away when this server stops (an attempt's home,
+which 'agentproof run' gives its serve children): nothing in it is fsynced. The key
+files, the SQLite database (synchronous=OFF, the file locked for the server's life:
+no -shm file) and the heartbeat records are written as a killed server needs —
+atomically, and kept by the operating system's page cache — but an operating-system
+crash may lose them. Never use it for a home you keep.
+
 When ready, prints one JSON line {"addr": "HOST:PORT", "pid": N} on stdout.
 SIGTERM or SIGINT stops running agents, drains in-flight requests, commits and
 exits 0.`),
@@ -111,7 +119,7 @@ exits 0.`),
 			becomeSubreaper(a)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres, Template: tmpl}, addr, server.RunnerOptions{ProcessMarker: marker, KnownDigests: known, PiTools: piTools()})
+			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres, Template: tmpl, Ephemeral: ephemeral}, addr, server.RunnerOptions{ProcessMarker: marker, KnownDigests: known, PiTools: piTools()})
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
@@ -134,6 +142,7 @@ exits 0.`),
 	cmd.Flags().StringVar(&postgres, "postgres", "", "PostgreSQL URL (postgres://…) instead of the home's SQLite file")
 	cmd.Flags().StringVar(&marker, "process-marker", "", "an extra marker every agent process carries in AGENTPROOF_PROCESS_MARKER (8-64 of [a-z0-9-])")
 	cmd.Flags().StringVar(&template, "template-db", "", "a pre-migrated SQLite template for a new home's database: SCHEMA:SHA256:PATH")
+	cmd.Flags().BoolVar(&ephemeral, "ephemeral", false, "the home is thrown away when the server stops: write nothing in it durably (no fsync)")
 	cmd.Flags().StringArrayVar(&knownDigests, "known-digest", nil, "the SHA-256 of an executable file version the caller hashed: DEV:INO:SIZE:MTIME_NS:CTIME_NS:SHA256 (repeatable)")
 	return cmd
 }
@@ -154,14 +163,14 @@ func dropLibpqEnvironment() {
 // its own process (attempt.InProcessStart; docs/ARCHITECTURE.md "Control-plane
 // instances"): server.Serve on the attempt's home and a loopback port with its own
 // heartbeat runner, whose built-in and fixture agents are exe, exactly what `serve
-// --home … --addr 127.0.0.1:0 --process-marker … --known-digest … --template-db …`
+// --home … --addr 127.0.0.1:0 --ephemeral --process-marker … --known-digest … --template-db …`
 // runs in a child, with the HTTP server's error log and a template that was not used
 // written to the attempt's log instead of stderr. Every instance has its own store,
 // keys, listener and runner; they share only the process (its reaper among it: `run`
 // is a child subreaper too).
 func inProcessServe(exe string) attempt.InProcessStart {
 	return func(ctx context.Context, c attempt.InProcessConfig) (attempt.InProcessServer, error) {
-		sv, err := server.Serve(context.WithoutCancel(ctx), server.Options{Home: c.Home, Template: c.Template, ErrorLog: c.Log}, "127.0.0.1:0",
+		sv, err := server.Serve(context.WithoutCancel(ctx), server.Options{Home: c.Home, Template: c.Template, ErrorLog: c.Log, Ephemeral: true}, "127.0.0.1:0",
 			server.RunnerOptions{Executable: exe, ProcessMarker: c.Marker, KnownDigests: c.KnownDigests, PiTools: piTools()})
 		if err != nil {
 			return nil, err

@@ -33,12 +33,17 @@ type attempt struct {
 
 func newAttempt(t *testing.T, cell *catalog.Cell, nonce string) *attempt {
 	t.Helper()
+	return newAttemptIn(t, startInstance(t), cell, nonce)
+}
+
+// newAttemptIn is newAttempt in the instance in.
+func newAttemptIn(t *testing.T, in *instance, cell *catalog.Cell, nonce string) *attempt {
+	t.Helper()
 	ctx := context.Background()
 	r, err := cell.Render(nonce)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := startInstance(t)
 	a := &attempt{t: t, in: in, co: in.company(ctx), cell: cell, r: r, workspace: t.TempDir()}
 	cfg := map[string]any{"driver": cell.Profile.Driver, "cwd": a.workspace}
 	dc := maps.Clone(cell.Profile.DriverConfig)

@@ -17,7 +17,6 @@ import (
 	"syscall"
 
 	"github.com/agentproof/agentproof/controlplane"
-	"github.com/agentproof/agentproof/evidence"
 )
 
 // Agent homes (docs/files.md). Every agent run but a fixture program's gets AGENT_HOME:
@@ -123,7 +122,7 @@ func (r *Runner) materialise(ctx context.Context, c Company, actor, dir string) 
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return homeBaseline{}, fmt.Errorf("materialising %s of the agent home: %w", rel, err)
 		}
-		if err := evidence.WriteFileAtomic(p, data, 0o600); err != nil {
+		if err := r.rec.write(p, data); err != nil {
 			return homeBaseline{}, fmt.Errorf("materialising %s of the agent home: %w", rel, err)
 		}
 	}
@@ -265,7 +264,7 @@ func (s records) putBaseline(runID string, b homeBaseline) error {
 	if err != nil {
 		return err
 	}
-	return evidence.WriteFileAtomic(filepath.Join(d, BaselineFile), data, 0o600)
+	return s.write(filepath.Join(d, BaselineFile), data)
 }
 
 // baseline reads a run's baseline; false when the run has none.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,7 +118,19 @@ func checkLaunch(t *testing.T, rec api.HeartbeatRun, st controlplane.State) {
 // second run resumes and completes: exactly two runs, the second carrying the answer.
 func TestQuestionRestartNoDuplicateNoLostAnswer(t *testing.T) {
 	t.Parallel()
-	a := newAttempt(t, cellOf(t, "reference", "structured-question-restart-resume"), "n0ncerestart")
+	// The same on an ephemeral home (an attempt's): nothing fsynced, the database
+	// locked by the server for its life, reopened by the restarted server.
+	for _, ephemeral := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ephemeral=%v", ephemeral), func(t *testing.T) {
+			t.Parallel()
+			questionRestart(t, startInstanceOn(t, server.RunnerOptions{}, ephemeral))
+		})
+	}
+}
+
+// questionRestart is TestQuestionRestartNoDuplicateNoLostAnswer in the instance in.
+func questionRestart(t *testing.T, in *instance) {
+	a := newAttemptIn(t, in, cellOf(t, "reference", "structured-question-restart-resume"), "n0ncerestart")
 	waitRuns(t, a.in, a.co, 1)
 	q := a.pending("questions")
 	if q == nil {

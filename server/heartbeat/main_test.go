@@ -100,8 +100,11 @@ type instance struct {
 	t    testing.TB
 	home string
 	ro   server.RunnerOptions
-	mu   sync.Mutex
-	sv   *server.Serving
+	// ephemeral starts the server on an ephemeral home (server.Options.Ephemeral), as
+	// an attempt's instance is.
+	ephemeral bool
+	mu        sync.Mutex
+	sv        *server.Serving
 }
 
 func startInstance(t testing.TB) *instance {
@@ -113,7 +116,13 @@ func startInstance(t testing.TB) *instance {
 // is always the test binary).
 func startInstanceWith(t testing.TB, ro server.RunnerOptions) *instance {
 	t.Helper()
-	in := &instance{t: t, home: t.TempDir(), ro: ro}
+	return startInstanceOn(t, ro, false)
+}
+
+// startInstanceOn is startInstanceWith, on an ephemeral home when ephemeral is set.
+func startInstanceOn(t testing.TB, ro server.RunnerOptions, ephemeral bool) *instance {
+	t.Helper()
+	in := &instance{t: t, home: t.TempDir(), ro: ro, ephemeral: ephemeral}
 	in.start()
 	t.Cleanup(func() {
 		in.mu.Lock()
@@ -138,7 +147,7 @@ func (in *instance) start() {
 	if ro.PollInterval == 0 {
 		ro.PollInterval = 50 * time.Millisecond
 	}
-	sv, err := server.Serve(context.Background(), server.Options{Home: in.home}, "127.0.0.1:0", ro)
+	sv, err := server.Serve(context.Background(), server.Options{Home: in.home, Ephemeral: in.ephemeral}, "127.0.0.1:0", ro)
 	if err != nil {
 		in.t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
-	"github.com/agentproof/agentproof/evidence"
 )
 
 // Permission interactions (api.Permission; docs/acp.md "Permissions on the board"): an
@@ -225,7 +224,7 @@ func (r *Runner) savePermissions(run string) error {
 	if err != nil {
 		return err
 	}
-	return evidence.WriteFileAtomic(filepath.Join(d, PermissionsFile), b, 0o600)
+	return r.rec.write(filepath.Join(d, PermissionsFile), b)
 }
 
 // loadPermissions reads every run's permissions at start-up; a pending one is closed

@@ -30,9 +30,19 @@ var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 //	dir/runs/<runId>/run.json, stdout.log, stderr.log
 //	dir/skipped/<company>/<wakeId>.json
 //
-// Every file is written atomically (temporary file, fsync, rename).
+// Every file is written atomically (temporary file, fsync, rename); in an ephemeral
+// home without the fsyncs (evidence.WriteFileReplace).
 type records struct {
-	dir string
+	dir       string
+	ephemeral bool
+}
+
+// write writes data to path atomically, durably unless the home is ephemeral.
+func (s records) write(path string, data []byte) error {
+	if s.ephemeral {
+		return evidence.WriteFileReplace(path, data, 0o600)
+	}
+	return evidence.WriteFileAtomic(path, data, 0o600)
 }
 
 func (s records) runDir(runID string) (string, error) {
@@ -55,7 +65,7 @@ func (s records) save(rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("heartbeat: encoding the record of %s: %w", rec.RunID, err)
 	}
-	return evidence.WriteFileAtomic(filepath.Join(d, RecordFile), append(b, '\n'), 0o600)
+	return s.write(filepath.Join(d, RecordFile), append(b, '\n'))
 }
 
 // putEvidence stores body (already redacted) next to the run's record.
@@ -70,7 +80,7 @@ func (s records) putEvidence(runID, name, mediaType string, body []byte) (api.Ev
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return api.EvidenceRef{}, err
 	}
-	if err := evidence.WriteFileAtomic(filepath.Join(d, name), body, 0o600); err != nil {
+	if err := s.write(filepath.Join(d, name), body); err != nil {
 		return api.EvidenceRef{}, err
 	}
 	sum := sha256.Sum256(body)
@@ -128,7 +138,7 @@ func (s records) skip(w skippedWake) error {
 	if err != nil {
 		return err
 	}
-	return evidence.WriteFileAtomic(filepath.Join(d, w.WakeID+".json"), append(b, '\n'), 0o600)
+	return s.write(filepath.Join(d, w.WakeID+".json"), append(b, '\n'))
 }
 
 // loadSkipped returns company → wake id → reason.

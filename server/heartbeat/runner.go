@@ -130,6 +130,9 @@ type Host interface {
 //     probe records that digest instead of hashing the file again.
 //   - OnChange: called (without blocking; nil for none) after every update of a
 //     record the board sees, so that the server can wake its change waits.
+//   - Ephemeral: the instance home is thrown away with its instance (an attempt's
+//     home, server.Options.Ephemeral): records, logs and materialised agent-home files
+//     are written atomically but not fsynced (evidence.WriteFileReplace).
 type Config struct {
 	Dir           string
 	Home          string
@@ -140,6 +143,7 @@ type Config struct {
 	ProcessMarker string
 	KnownDigests  []api.KnownDigest
 	OnChange      func()
+	Ephemeral     bool
 	// PiTools are the semantic tools an rpc:pi run's extension registers and proxies
 	// to `agentproof mcp` (package mcp's Tools, supplied by the command that serves:
 	// this package cannot import mcp). Empty: Pi runs get no semantic tools.
@@ -209,7 +213,7 @@ func New(host Host, cfg Config) (*Runner, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("heartbeat: creating %s: %w", cfg.Dir, err)
 	}
-	r := &Runner{host: host, cfg: cfg, rec: records{dir: cfg.Dir}, runs: map[string]*Record{}, locks: map[string]*sync.Mutex{},
+	r := &Runner{host: host, cfg: cfg, rec: records{dir: cfg.Dir, ephemeral: cfg.Ephemeral}, runs: map[string]*Record{}, locks: map[string]*sync.Mutex{},
 		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
 		perms: map[string]*permission{}, warm: map[string]*warmSession{}, piLive: map[string]*piLive{}}
 	all, err := r.rec.loadAll()
