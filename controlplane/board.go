@@ -666,6 +666,27 @@ func (m *Memory) RunRunning(ctx context.Context, runID string) (running bool, st
 	return assertRunWritable(r) == nil, r.Status, nil
 }
 
+// ReadJSON runs read on the state while holding the state's lock and returns read's
+// value encoded by json.Marshal before the lock is released, so that read may return
+// pointers into the state: nothing of the state is copied but the bytes, and nothing
+// of it outlives the call. read must not change the state. Errors: read's, and an
+// encoding failure.
+func (m *Memory) ReadJSON(ctx context.Context, read func(st *State) (any, error)) ([]byte, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.unlock()
+	v, err := read(m.st)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, newErr(CodeFixtureStateInvalid, "encoding a read of the state: %v", err)
+	}
+	return b, nil
+}
+
 // SnapshotJSON returns the state as plain JSON (encoding/json field order, HTML not
 // escaped): what Restore reads, much cheaper than Serialize's canonical form. The
 // durable store writes its periodic snapshots with it; Restore(SnapshotJSON()) then

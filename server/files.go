@@ -156,26 +156,29 @@ func (s *Server) listFiles(ctx context.Context, r *http.Request, p principal) (a
 	if !p.board && owner != "" && owner != p.agent.Actor {
 		return nil, errForbidden("an agent lists only its own home")
 	}
-	st, err := c.Snapshot(ctx)
+	// Read in place and encoded under the state's lock: no copy of the whole state.
+	b, err := c.ReadJSON(ctx, func(st *controlplane.State) (any, error) {
+		out := api.FileList{Files: []controlplane.ManagedFile{}}
+		listing := map[string]string{}
+		for _, f := range st.Files {
+			if (scope != "" && f.Scope != scope) || (owner != "" && f.OwnerID != owner) || !visibleTo(p, f) {
+				continue
+			}
+			out.Files = append(out.Files, *f)
+			listing[f.Path] = f.SHA256
+		}
+		slices.SortFunc(out.Files, func(a, b controlplane.ManagedFile) int {
+			return strings.Compare(string(a.Scope)+"\x00"+a.OwnerID+"\x00"+a.Path, string(b.Scope)+"\x00"+b.OwnerID+"\x00"+b.Path)
+		})
+		if scope == controlplane.FileScopeAgentHome && owner != "" {
+			out.HomeDigest = controlplane.HomeDigest(listing)
+		}
+		return out, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := api.FileList{Files: []controlplane.ManagedFile{}}
-	listing := map[string]string{}
-	for _, f := range st.Files {
-		if (scope != "" && f.Scope != scope) || (owner != "" && f.OwnerID != owner) || !visibleTo(p, f) {
-			continue
-		}
-		out.Files = append(out.Files, *f)
-		listing[f.Path] = f.SHA256
-	}
-	slices.SortFunc(out.Files, func(a, b controlplane.ManagedFile) int {
-		return strings.Compare(string(a.Scope)+"\x00"+a.OwnerID+"\x00"+a.Path, string(b.Scope)+"\x00"+b.OwnerID+"\x00"+b.Path)
-	})
-	if scope == controlplane.FileScopeAgentHome && owner != "" {
-		out.HomeDigest = controlplane.HomeDigest(listing)
-	}
-	return out, nil
+	return rawBody(b), nil
 }
 
 func (s *Server) fileContent(ctx context.Context, r *http.Request, p principal) (any, error) {
@@ -226,18 +229,25 @@ func (s *Server) artifactContent(ctx context.Context, r *http.Request, p princip
 }
 
 func (s *Server) homeReceipts(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	_, st, err := s.pathState(ctx, r)
+	c, err := s.pathCompany(r)
 	if err != nil {
 		return nil, err
 	}
 	q := r.URL.Query()
-	out := api.HomeReceiptList{Receipts: []controlplane.HomeReceipt{}}
-	for _, rc := range st.HomeReceipts {
-		if (q.Get("actor") == "" || rc.ActorID == q.Get("actor")) && (q.Get("run") == "" || rc.RunID == q.Get("run")) {
-			out.Receipts = append(out.Receipts, *rc)
+	// Read in place and encoded under the state's lock: no copy of the whole state.
+	b, err := c.ReadJSON(ctx, func(st *controlplane.State) (any, error) {
+		out := api.HomeReceiptList{Receipts: []controlplane.HomeReceipt{}}
+		for _, rc := range st.HomeReceipts {
+			if (q.Get("actor") == "" || rc.ActorID == q.Get("actor")) && (q.Get("run") == "" || rc.RunID == q.Get("run")) {
+				out.Receipts = append(out.Receipts, *rc)
+			}
 		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return rawBody(b), nil
 }
 
 func (s *Server) fileConflicts(ctx context.Context, r *http.Request, _ principal) (any, error) {

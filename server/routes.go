@@ -590,11 +590,15 @@ func (s *Server) getConversation(ctx context.Context, r *http.Request, _ princip
 }
 
 func (s *Server) snapshot(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	_, st, err := s.pathState(ctx, r)
+	c, err := s.pathCompany(r)
 	if err != nil {
 		return nil, err
 	}
-	return st, nil
+	b, err := c.SnapshotJSON(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rawBody(b), nil
 }
 
 func (s *Server) openRun(ctx context.Context, r *http.Request, _ principal) (any, error) {

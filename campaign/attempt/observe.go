@@ -44,14 +44,17 @@ type Observation struct {
 func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned, f *Fixtures, fl *FlowOutcome) Observation {
 	co := p.Instance.board().Company(f.CompanyID)
 	tasks := append([]string{f.TaskID}, fl.Tasks...)
-	awaitProcesses(ctx, a, co, tasks, x.PollInterval)
-	st, err := co.Snapshot(ctx)
-	if err != nil {
-		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the company state: %s", f.Secrets.RedactText(err.Error())), true)}
-	}
-	recs, err := co.HeartbeatRuns(ctx)
-	if err != nil {
-		return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the heartbeat runs: %s", f.Secrets.RedactText(err.Error())), true)}
+	st, recs, settled := awaitProcesses(ctx, a, co, tasks, x.PollInterval)
+	if !settled {
+		// The wait ended without a settled look (a look failed, a process still ran,
+		// the attempt's deadline): look again, and report what fails now.
+		var err error
+		if st, err = co.Snapshot(ctx); err != nil {
+			return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the company state: %s", f.Secrets.RedactText(err.Error())), true)}
+		}
+		if recs, err = co.HeartbeatRuns(ctx); err != nil {
+			return Observation{Fault: verdict.HarnessFault(fmt.Errorf("reading the heartbeat runs: %s", f.Secrets.RedactText(err.Error())), true)}
+		}
 	}
 	perms, err := co.Permissions(ctx, f.TaskID)
 	if err != nil {
@@ -125,8 +128,11 @@ const processSettle = 15 * time.Second
 // exiting. Only a finished record carries the process's termination (how it ended,
 // its event stream, the processes that escaped its group), which the verdict reads;
 // and the server then stops without agents to stop. A run still running (a missed
-// deadline) is not waited for. Errors end the wait (observe reports them).
-func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, tasks []string, poll time.Duration) {
+// deadline) is not waited for. It returns the state and records of the look that found
+// nothing to wait for (settled true): observe grades that look, as fresh as one taken
+// right after. Errors end the wait with settled false (observe looks again and reports
+// them), as does a process still running after processSettle or the context's end.
+func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, tasks []string, poll time.Duration) (controlplane.State, []api.HeartbeatRun, bool) {
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
 	}
@@ -134,11 +140,11 @@ func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, tasks [
 	for {
 		st, err := co.Snapshot(ctx)
 		if err != nil {
-			return
+			return controlplane.State{}, nil, false
 		}
 		recs, err := co.HeartbeatRuns(ctx)
 		if err != nil {
-			return
+			return controlplane.State{}, nil, false
 		}
 		var pending []string
 		for _, r := range recs {
@@ -156,14 +162,14 @@ func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, tasks [
 			if waited := time.Since(start); waited > poll {
 				a.log.note("waited %d ms for the agent processes of settled runs to end", waited.Milliseconds())
 			}
-			return
+			return st, recs, true
 		case time.Since(start) > processSettle:
 			a.log.note("the agent process of settled run(s) %s still ran %s after the flow; the server stops it", strings.Join(pending, ", "), processSettle)
-			return
+			return controlplane.State{}, nil, false
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return controlplane.State{}, nil, false
 		case <-time.After(poll):
 		}
 	}

@@ -53,6 +53,15 @@ var (
 // ID returns the company's instance id.
 func (c *Company) ID() string { return c.id }
 
+// Version is the company's journal sequence number. Every operation that can change
+// the state (accepted or denied: a denial records a decision) is journaled and raises
+// it, so two reads of the state with the same Version between them see the same state.
+func (c *Company) Version() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seq
+}
+
 func (c *Company) fail(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -390,6 +399,24 @@ func (c *Company) Snapshot(ctx context.Context) (controlplane.State, error) {
 		return controlplane.State{}, err
 	}
 	return c.mem.Snapshot(ctx)
+}
+
+// SnapshotJSON is Snapshot's state as plain JSON (controlplane.Memory.SnapshotJSON),
+// without decoding it into a copy: for a caller that only sends it on (the board's
+// snapshot route).
+func (c *Company) SnapshotJSON(ctx context.Context) ([]byte, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
+	return c.mem.SnapshotJSON(ctx)
+}
+
+// ReadJSON is controlplane.Memory.ReadJSON of the company's state.
+func (c *Company) ReadJSON(ctx context.Context, read func(st *controlplane.State) (any, error)) ([]byte, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
+	return c.mem.ReadJSON(ctx, read)
 }
 
 // DecisionRecords implements controlplane.Port (a read).

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -149,11 +150,12 @@ func serveBoundMCP(ctx context.Context, a *app, cmd *cobra.Command, apiURL, bind
 }
 
 // piTools are the semantic tools (package mcp) as agentproof's Pi extension registers
-// them for rpc:pi runs (heartbeat.Config.PiTools).
-func piTools() []agent.PiTool {
+// them for rpc:pi runs (heartbeat.Config.PiTools), built once per process (every
+// in-process instance of `run` shares them; nothing writes to them).
+var piTools = sync.OnceValue(func() []agent.PiTool {
 	var out []agent.PiTool
 	for _, t := range mcp.Tools() {
 		out = append(out, agent.PiTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
 	}
 	return out
-}
+})

@@ -95,6 +95,11 @@ type Company interface {
 	SaveHome(ctx context.Context, in controlplane.HomeSave) (controlplane.HomeReceipt, error)
 }
 
+// versioned is a Company whose state has a version (store.Company.Version): an
+// unchanged version means an unchanged state, so the runner need not look at a company
+// again whose state it found nothing to take in (scan).
+type versioned interface{ Version() int64 }
+
 // Host is what the runner needs from the server: the companies, run tokens, secret
 // resolution (values in process only) and the agent API's URL of a company.
 type Host interface {
@@ -163,6 +168,7 @@ type Runner struct {
 	locks    map[string]*sync.Mutex // run id → the run's lock
 	live     map[string]context.CancelFunc
 	busy     map[string]bool              // company → a run in flight
+	idle     map[string]int64             // company → the state version at which scan last found nothing to take
 	skipped  map[string]map[string]string // company → wake id → reason
 	inflight int
 	bins     binaries // launched executables' facts, per file version
@@ -214,7 +220,7 @@ func New(host Host, cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("heartbeat: creating %s: %w", cfg.Dir, err)
 	}
 	r := &Runner{host: host, cfg: cfg, rec: records{dir: cfg.Dir, ephemeral: cfg.Ephemeral}, runs: map[string]*Record{}, locks: map[string]*sync.Mutex{},
-		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
+		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, idle: map[string]int64{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
 		perms: map[string]*permission{}, warm: map[string]*warmSession{}, piLive: map[string]*piLive{}}
 	all, err := r.rec.loadAll()
 	if err != nil {
@@ -432,12 +438,36 @@ func (r *Runner) scan(ctx context.Context) {
 		if !ok {
 			continue
 		}
+		// A company whose state has not changed since a look found nothing to take
+		// has nothing now either (what pick reads beyond the state, the skipped wakes,
+		// only grows): no snapshot. The version is read before the snapshot, so the
+		// one remembered is never newer than the state looked at.
+		v, hasVersion := c.(versioned)
+		var ver int64
+		if hasVersion {
+			ver = v.Version()
+			r.mu.Lock()
+			idle, seen := r.idle[id]
+			r.mu.Unlock()
+			if seen && idle == ver {
+				continue
+			}
+		}
 		st, err := c.Snapshot(ctx)
-		if err != nil || st.Lifecycle != controlplane.LifecycleRunning {
+		if err != nil {
 			continue
 		}
-		j, ok := r.pick(ctx, id, c, st)
+		ok = false
+		var j job
+		if st.Lifecycle == controlplane.LifecycleRunning {
+			j, ok = r.pick(ctx, id, c, st)
+		}
 		if !ok {
+			if hasVersion {
+				r.mu.Lock()
+				r.idle[id] = ver
+				r.mu.Unlock()
+			}
 			continue
 		}
 		r.mu.Lock()
