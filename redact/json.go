@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // sensitiveKeys are JSON keys whose value is always redacted, whatever its type, compared
@@ -75,6 +76,58 @@ func (s *Set) ScanJSON(v any, shapes bool) []Leak {
 	}
 	walk("$", v)
 	return leaks
+}
+
+// CleanJSON reports whether b is one valid JSON value in which nothing leaks: a true
+// answer means ScanJSON of b's decoded value (with shapes) and FindLeak of b's bytes
+// (exact values) both find nothing, which it decides without decoding b into a tree.
+// A false answer means only "look closer" (b may be clean: a secret shape can match
+// across a key and its value in the bytes, which ScanJSON, scanning them one by one,
+// does not report).
+//
+// Why it is exact in that direction: every key and string of the decoded value is a
+// string token of b, unescaped (encoding/json also replaces invalid UTF-8 with
+// U+FFFD), and every json.Number is a number token's text. A token without an escape
+// and with valid UTF-8 decodes to its own bytes, so whatever matches inside it —
+// a secret's form, or a shape, whose expressions need nothing after the match and
+// take the byte before a token (its quote) as a word boundary, as the start of a
+// separate string is — matches in b at the same place; one search of b (exact forms
+// and shapes) covers them all. Tokens with an escape or invalid UTF-8 are decoded as
+// encoding/json decodes them and searched one by one.
+func (s *Set) CleanJSON(b []byte) bool {
+	if !json.Valid(b) {
+		return false
+	}
+	if _, _, found := s.find(b, true); found {
+		return false
+	}
+	if bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b) {
+		return true // every token is its own bytes
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			continue // outside strings (valid JSON): punctuation, numbers, literals
+		}
+		j, plain := i+1, true
+		for b[j] != '"' {
+			if b[j] == '\\' {
+				plain = false
+				j++
+			}
+			j++
+		}
+		if tok := b[i+1 : j]; !plain || !utf8.Valid(tok) {
+			var str string
+			if json.Unmarshal(b[i:j+1], &str) != nil {
+				return false
+			}
+			if _, _, found := s.find([]byte(str), true); found {
+				return false
+			}
+		}
+		i = j
+	}
+	return true
 }
 
 // safeKey renders a key for a path; keys that are not plain identifiers are shown by

@@ -20,10 +20,24 @@ const chunkSize = 64 << 10
 // across two reads is found. Memory is bounded by chunkSize + Overlap(). Where is the
 // byte offset in the stream. It returns the reader's error, if any.
 func (s *Set) ScanReader(r io.Reader, shapes bool) (Leak, bool, error) {
+	return s.scanReader(r, shapes, &scanBufs{})
+}
+
+// scanBufs are ScanReader's two buffers, kept across the files of one ScanTree (a
+// tree of small files would otherwise allocate 128 KiB for each).
+type scanBufs struct{ buf, chunk []byte }
+
+// scanReader is ScanReader with its buffers in b (allocated on first use).
+func (s *Set) scanReader(r io.Reader, shapes bool, b *scanBufs) (Leak, bool, error) {
 	overlap := s.Overlap()
-	buf := make([]byte, 0, chunkSize+overlap)
+	if cap(b.buf) < chunkSize+overlap {
+		b.buf = make([]byte, 0, chunkSize+overlap)
+	}
+	if len(b.chunk) < chunkSize {
+		b.chunk = make([]byte, chunkSize)
+	}
+	buf, chunk := b.buf[:0], b.chunk[:chunkSize]
 	var base int64 // stream offset of buf[0]
-	chunk := make([]byte, chunkSize)
 	for {
 		n, err := r.Read(chunk)
 		if n > 0 {
@@ -72,6 +86,7 @@ type FileLeak struct {
 // tree could not be walked.
 func (s *Set) ScanTree(root string, shapes bool) ([]FileLeak, error) {
 	var out []FileLeak
+	bufs := &scanBufs{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("scanning %s: %w", path, err)
@@ -98,7 +113,7 @@ func (s *Set) ScanTree(root string, shapes bool) ([]FileLeak, error) {
 		case !d.Type().IsRegular():
 			return nil
 		}
-		leaks, err := s.scanFile(path, rel, shapes)
+		leaks, err := s.scanFile(path, rel, shapes, bufs)
 		if err != nil {
 			return err
 		}
@@ -108,14 +123,14 @@ func (s *Set) ScanTree(root string, shapes bool) ([]FileLeak, error) {
 	return out, err
 }
 
-func (s *Set) scanFile(path, rel string, shapes bool) ([]FileLeak, error) {
+func (s *Set) scanFile(path, rel string, shapes bool, bufs *scanBufs) ([]FileLeak, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("scanning %s: %w", rel, err)
 	}
 	defer f.Close()
 	var out []FileLeak
-	if l, ok, err := s.ScanReader(f, shapes); err != nil {
+	if l, ok, err := s.scanReader(f, shapes, bufs); err != nil {
 		return nil, fmt.Errorf("scanning %s: %w", rel, err)
 	} else if ok {
 		out = append(out, FileLeak{Path: rel, Leak: l})

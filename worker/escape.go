@@ -181,23 +181,32 @@ type markedProcess struct {
 	comm      string
 }
 
-// markedProcesses scans /proc for live processes (not this one) carrying marker.
+// markedProcesses scans /proc for live processes (not this one) carrying marker. It
+// reads /proc's names unsorted (a sweep runs at the end of every run and attempt, and
+// every process's environment is read: the common case is none matching).
 func markedProcesses(marker string) ([]markedProcess, error) {
-	entries, err := os.ReadDir("/proc")
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("worker: scanning /proc for marked processes: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
 	if err != nil {
 		return nil, fmt.Errorf("worker: scanning /proc for marked processes: %w", err)
 	}
 	self := os.Getpid()
+	buf := environBuf.Get().(*[]byte)
+	defer environBuf.Put(buf)
 	var out []markedProcess
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self {
 			continue
 		}
-		if !carriesMarker(pid, marker) {
+		if !carriesMarkerBuf(pid, marker, buf) {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		b, err := os.ReadFile(filepath.Join("/proc", name, "stat"))
 		if err != nil {
 			continue
 		}
@@ -206,7 +215,7 @@ func markedProcesses(marker string) ([]markedProcess, error) {
 			continue
 		}
 		pgid, _ := strconv.Atoi(f[2])
-		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		comm, _ := os.ReadFile(filepath.Join("/proc", name, "comm"))
 		out = append(out, markedProcess{pid: pid, pgid: pgid, comm: strings.TrimSpace(string(comm))})
 	}
 	return out, nil
@@ -216,8 +225,35 @@ func markedProcesses(marker string) ([]markedProcess, error) {
 // among its tokens. An unreadable environment (a process of another user, a kernel
 // thread, a zombie) carries nothing.
 func carriesMarker(pid int, marker string) bool {
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil || !bytes.Contains(env, []byte(marker)) {
+	buf := environBuf.Get().(*[]byte)
+	defer environBuf.Put(buf)
+	return carriesMarkerBuf(pid, marker, buf)
+}
+
+// environBuf holds buffers for reading /proc/<pid>/environ (*[]byte, grown as needed).
+var environBuf = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// carriesMarkerBuf is carriesMarker reading the environment into *buf (raw open, read
+// and close: no stat, no new buffer per process).
+func carriesMarkerBuf(pid int, marker string, buf *[]byte) bool {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/environ", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	env := (*buf)[:0]
+	for {
+		if len(env) == cap(env) {
+			env = append(env, 0)[:len(env)]
+		}
+		n, err := unix.Read(fd, env[len(env):cap(env)])
+		if n <= 0 || err != nil {
+			break
+		}
+		env = env[:len(env)+n]
+	}
+	unix.Close(fd)
+	*buf = env
+	if !bytes.Contains(env, []byte(marker)) {
 		return false
 	}
 	for kv := range bytes.SplitSeq(env, []byte{0}) {
