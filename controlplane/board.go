@@ -666,6 +666,20 @@ func (m *Memory) RunRunning(ctx context.Context, runID string) (running bool, st
 	return assertRunWritable(r) == nil, r.Status, nil
 }
 
+// Read runs read on the state while holding the state's lock, without copying it:
+// read must not change the state nor keep anything of it (a pointer, a slice, a map)
+// after it returns — it copies what it needs. For a caller that needs a few facts of
+// a large state (the heartbeat runner's look for a wake to take). Errors: the lock
+// could not be taken (the context's).
+func (m *Memory) Read(ctx context.Context, read func(st *State)) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.unlock()
+	read(m.st)
+	return nil
+}
+
 // ReadJSON runs read on the state while holding the state's lock and returns read's
 // value encoded by json.Marshal before the lock is released, so that read may return
 // pointers into the state: nothing of the state is copied but the bytes, and nothing

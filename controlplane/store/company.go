@@ -411,6 +411,14 @@ func (c *Company) SnapshotJSON(ctx context.Context) ([]byte, error) {
 	return c.mem.SnapshotJSON(ctx)
 }
 
+// Read is controlplane.Memory.Read of the company's state.
+func (c *Company) Read(ctx context.Context, read func(st *controlplane.State)) error {
+	if err := c.readable(); err != nil {
+		return err
+	}
+	return c.mem.Read(ctx, read)
+}
+
 // ReadJSON is controlplane.Memory.ReadJSON of the company's state.
 func (c *Company) ReadJSON(ctx context.Context, read func(st *controlplane.State) (any, error)) ([]byte, error) {
 	if err := c.readable(); err != nil {

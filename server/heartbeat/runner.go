@@ -100,6 +100,12 @@ type Company interface {
 // again whose state it found nothing to take in (scan).
 type versioned interface{ Version() int64 }
 
+// stateReader is a Company whose state can be read in place (store.Company.Read): the
+// runner first checks there for a wake it could take before it copies the state.
+type stateReader interface {
+	Read(ctx context.Context, read func(st *controlplane.State)) error
+}
+
 // Host is what the runner needs from the server: the companies, run tokens, secret
 // resolution (values in process only) and the agent API's URL of a company.
 type Host interface {
@@ -453,14 +459,17 @@ func (r *Runner) scan(ctx context.Context) {
 				continue
 			}
 		}
-		st, err := c.Snapshot(ctx)
-		if err != nil {
-			continue
-		}
-		ok = false
 		var j job
-		if st.Lifecycle == controlplane.LifecycleRunning {
-			j, ok = r.pick(ctx, id, c, st)
+		ok = r.mayTake(ctx, id, c)
+		if ok {
+			st, err := c.Snapshot(ctx)
+			if err != nil {
+				continue
+			}
+			ok = false
+			if st.Lifecycle == controlplane.LifecycleRunning {
+				j, ok = r.pick(ctx, id, c, st)
+			}
 		}
 		if !ok {
 			if hasVersion {
@@ -485,6 +494,38 @@ func (r *Runner) scan(ctx context.Context) {
 			r.Kick()
 		}()
 	}
+}
+
+// mayTake reports whether company may have a wake to take: it is running and has a
+// scheduled wake without a run that was not skipped. pick takes a wake only among
+// those, so a false answer spares the copy of the state pick needs. It reads the
+// state in place when c allows (stateReader); otherwise, or when the read fails, it
+// answers true (pick decides).
+func (r *Runner) mayTake(ctx context.Context, company string, c Company) bool {
+	rd, ok := c.(stateReader)
+	if !ok {
+		return true
+	}
+	r.mu.Lock()
+	skipped := maps.Clone(r.skipped[company])
+	r.mu.Unlock()
+	may := false
+	err := rd.Read(ctx, func(st *controlplane.State) {
+		if st.Lifecycle != controlplane.LifecycleRunning {
+			return
+		}
+		for _, w := range st.Wakes {
+			if w.Status != controlplane.WakeScheduled || skipped[w.ID] != "" {
+				continue
+			}
+			runID := RunID(company, w.ID)
+			if !slices.ContainsFunc(st.Runs, func(run *controlplane.Run) bool { return run.ID == runID }) {
+				may = true
+				return
+			}
+		}
+	})
+	return err != nil || may
 }
 
 // pick returns the first due wake of company the runner should take now.
