@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/agentproof/agentproof/client"
 )
@@ -23,6 +25,13 @@ type instance struct {
 	url, token      string          // the last server's, kept when it is gone
 	// earlier holds the stderr logs of servers a restart stopped, oldest first.
 	earlier [][]byte
+
+	// mu guards the board client of url and token (board): one transport per server,
+	// so that the stages' calls reuse its connections instead of opening new ones.
+	mu                  sync.Mutex
+	client              *client.Client
+	clientURL, clientTk string
+	transport           *http.Transport
 }
 
 // startInstance starts the first serve child with the attempt's process marker and
@@ -60,7 +69,26 @@ func (in *instance) pid() int {
 // board returns a board client of the running child (of the last one when none runs:
 // its calls then fail, refused, as they would against any server that is gone).
 func (in *instance) board() *client.Client {
-	return client.New(in.url, in.token, nil)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.client == nil || in.clientURL != in.url || in.clientTk != in.token {
+		if in.transport != nil {
+			in.transport.CloseIdleConnections() // the last server's
+		}
+		in.transport = &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
+		in.client = client.New(in.url, in.token, &http.Client{Transport: in.transport})
+		in.clientURL, in.clientTk = in.url, in.token
+	}
+	return in.client
+}
+
+// closeIdle closes the board client's idle connections (the server is gone).
+func (in *instance) closeIdle() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.transport != nil {
+		in.transport.CloseIdleConnections()
+	}
 }
 
 // addr is the running (or last) child's address.
@@ -123,6 +151,7 @@ func (in *instance) crash(ctx context.Context) error {
 // stderr log ("" when a restart left none running), those of the children a restart
 // stopped, and whether it had to be killed. Error: its process group outlived it.
 func (in *instance) stop() (current []byte, earlier [][]byte, killed bool, err error) {
+	defer in.closeIdle()
 	if in.inproc != nil {
 		killed, err = in.inproc.stop()
 		current, in.inproc = in.inproc.log.Bytes(), nil
