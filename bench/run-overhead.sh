@@ -23,7 +23,7 @@ BASE=${2:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-(cd "$root" && go build -o "$work/agentproof" ./cmd/agentproof)
+(cd "$root" && CGO_ENABLED=0 go build -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
 source "$root/bench/catalog.sh"
 bench_catalog "$work/catalog" "$N" fixture
 
