@@ -33,6 +33,10 @@ type FlowOutcome struct {
 	Tasks []string
 	// Killed are the runs whose agent process the flow killed (flows.Outcome).
 	Killed []string
+	// Final is the flow's last look at the board, after its last action
+	// (flows.Outcome.Final; nil for none): observe starts from it instead of
+	// looking again.
+	Final *flows.Look
 }
 
 // playFlow plays the case's flow (package flows) against the attempt's server as the
@@ -94,7 +98,7 @@ func (x *LocalExecutor) playFlow(ctx context.Context, a *attempt, p *Provisioned
 // a cancellation an interruption, a fault the fault (its words redacted), and any
 // other error a harness fault (the flow's own code failed).
 func flowOutcome(ctx context.Context, plan campaign.AttemptPlan, first time.Time, out flows.Outcome, secrets *redact.Set) FlowOutcome {
-	fo := FlowOutcome{Submitted: append([]time.Time{first}, out.Submitted...), Tasks: out.Tasks, Killed: out.Killed}
+	fo := FlowOutcome{Submitted: append([]time.Time{first}, out.Submitted...), Tasks: out.Tasks, Killed: out.Killed, Final: out.Final}
 	for _, p := range out.Problems {
 		fo.Problems = append(fo.Problems, secrets.RedactText(p))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
@@ -44,7 +45,7 @@ type Observation struct {
 func (x *LocalExecutor) observe(ctx context.Context, a *attempt, p *Provisioned, f *Fixtures, fl *FlowOutcome) Observation {
 	co := p.Instance.board().Company(f.CompanyID)
 	tasks := append([]string{f.TaskID}, fl.Tasks...)
-	st, recs, settled := awaitProcesses(ctx, a, co, tasks, x.PollInterval)
+	st, recs, settled := awaitProcesses(ctx, a, co, tasks, x.PollInterval, fl.Final)
 	if !settled {
 		// The wait ended without a settled look (a look failed, a process still ran,
 		// the attempt's deadline): look again, and report what fails now.
@@ -130,21 +131,28 @@ const processSettle = 15 * time.Second
 // and the server then stops without agents to stop. A run still running (a missed
 // deadline) is not waited for. It returns the state and records of the look that found
 // nothing to wait for (settled true): observe grades that look, as fresh as one taken
-// right after. Errors end the wait with settled false (observe looks again and reports
-// them), as does a process still running after processSettle or the context's end.
-func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, tasks []string, poll time.Duration) (controlplane.State, []api.HeartbeatRun, bool) {
+// right after. The first look is the flow's last one when it has one (first: taken
+// after the flow's last action, nothing has happened since that observe should see).
+// Errors end the wait with settled false (observe looks again and reports them), as
+// does a process still running after processSettle or the context's end.
+func awaitProcesses(ctx context.Context, a *attempt, co *client.Company, tasks []string, poll time.Duration, first *flows.Look) (controlplane.State, []api.HeartbeatRun, bool) {
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
 	}
 	start := time.Now()
 	for {
-		st, err := co.Snapshot(ctx)
-		if err != nil {
-			return controlplane.State{}, nil, false
-		}
-		recs, err := co.HeartbeatRuns(ctx)
-		if err != nil {
-			return controlplane.State{}, nil, false
+		var st controlplane.State
+		var recs []api.HeartbeatRun
+		if first != nil {
+			st, recs, first = first.State, first.Records, nil
+		} else {
+			var err error
+			if st, err = co.Snapshot(ctx); err != nil {
+				return controlplane.State{}, nil, false
+			}
+			if recs, err = co.HeartbeatRuns(ctx); err != nil {
+				return controlplane.State{}, nil, false
+			}
 		}
 		var pending []string
 		for _, r := range recs {

@@ -433,10 +433,41 @@ func TestFlows(t *testing.T) {
 			cancel()
 			agentDone.Wait()
 			checkOutcome(t, out, tt.problem, tt.fault, tt.err)
+			checkFinal(t, out, w)
 			if victim != nil && !alive(victim) {
 				t.Error("the flow signalled a process it had not identified")
 			}
 		})
+	}
+}
+
+// checkFinal: a flow that ended without an error or a problem hands observe its last
+// look (Outcome.Final), and that look is the end state: the same runs with the same
+// statuses as a look taken now.
+func checkFinal(t *testing.T, out Outcome, w *world) {
+	t.Helper()
+	if out.Err != nil || len(out.Problems) > 0 {
+		if out.Final != nil {
+			t.Error("a flow that ended with an error or a problem handed on a final look")
+		}
+		return
+	}
+	if out.Final == nil {
+		t.Fatal("the flow ended cleanly without a final look")
+	}
+	now, err := w.company().Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := func(st controlplane.State) string {
+		var b strings.Builder
+		for _, r := range st.Runs {
+			fmt.Fprintf(&b, "%s:%s ", r.ID, r.Status)
+		}
+		return b.String()
+	}
+	if got, want := runs(out.Final.State), runs(now); got != want {
+		t.Errorf("the final look's runs are %q, the board's now %q", got, want)
 	}
 }
 

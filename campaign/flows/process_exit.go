@@ -7,6 +7,9 @@ import "context"
 // waits for its run to settle. The program never talks to the API, so its exit is
 // the whole story (the matchers grade the run's status).
 func playProcessExit(ctx context.Context, s *Session) Outcome {
-	_, err := waitTurn(ctx, s, 1)
-	return Outcome{Err: err}
+	v, err := waitTurn(ctx, s, 1)
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	return Outcome{final: v} // the settled look: nothing is done after it
 }

@@ -77,21 +77,32 @@ func Run(ctx context.Context, s *Session) Outcome {
 		return Outcome{Err: permanent(fmt.Errorf("flow %q has no implementation; implemented flows: %v", s.Case.Flow, Implemented()))}
 	}
 	out := play(ctx, s)
+	final := out.final
+	out.final = nil
 	if out.Err != nil || len(out.Problems) > 0 {
 		return out
 	}
 	want := s.Case.ExpectedRunCount
 	if want <= 0 || s.Case.MinimumExpectedRunCount != nil {
+		if final != nil {
+			out.Final = &Look{State: final.st, Records: final.records}
+		}
 		return out
 	}
-	if v, err := look(ctx, s); err == nil {
-		n := len(v.runs)
-		for _, t := range out.Tasks {
-			n += len(viewOf(s.forTask(t, 0), v.st, v.records).runs)
-		}
-		if n != want {
-			out.Problems = append(out.Problems, fmt.Sprintf("expected %d runs, observed %d", want, n))
+	v := final // the flow ended on this settled look and did nothing after it
+	if v == nil {
+		var err error
+		if v, err = look(ctx, s); err != nil {
+			return out
 		}
 	}
+	n := len(v.runs)
+	for _, t := range out.Tasks {
+		n += len(viewOf(s.forTask(t, 0), v.st, v.records).runs)
+	}
+	if n != want {
+		out.Problems = append(out.Problems, fmt.Sprintf("expected %d runs, observed %d", want, n))
+	}
+	out.Final = &Look{State: v.st, Records: v.records}
 	return out
 }

@@ -103,6 +103,22 @@ type Outcome struct {
 	// kill's doing, not the candidate's (the attempt notes it when the runner killed
 	// it).
 	Killed []string
+	// Final is the last whole look at the board (state and records), taken after the
+	// flow's last action — the look a flow that only waits ends on (single_turn,
+	// process_exit: final), or Run's look of the runs it counts — so that observe can
+	// grade it instead of looking again. nil when the flow ended with an error or a
+	// problem, or Run took no look.
+	Final *Look
+	// final is the flow's own last settled view, when it ended on one without acting
+	// after it (Run then counts the runs in it instead of looking again).
+	final *view
+}
+
+// Look is one look at the board: the company state, then the heartbeat runner's
+// records of the company's runs.
+type Look struct {
+	State   controlplane.State
+	Records []api.HeartbeatRun
 }
 
 // DeadlineError is a missed per-turn deadline: Turn is 1-based, Limit the case's

@@ -5,6 +5,9 @@ import "context"
 // playSingleTurn is flow single_turn: the task's assignment wakes the agent; the
 // human waits for its one run to settle.
 func playSingleTurn(ctx context.Context, s *Session) Outcome {
-	_, err := waitTurn(ctx, s, 1)
-	return Outcome{Err: err}
+	v, err := waitTurn(ctx, s, 1)
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	return Outcome{final: v} // the settled look: nothing is done after it
 }
