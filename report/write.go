@@ -472,10 +472,16 @@ func SyncFilesystem(dir string) error {
 // (created when missing).
 func createTemp(path string) (*os.File, error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", path, err)
+	pattern := "." + filepath.Base(path) + ".tmp-*"
+	f, err := os.CreateTemp(dir, pattern)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The directory is made only when it is missing (most writes go into one
+		// that exists: no stat of it first).
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", path, err)
+		}
+		f, err = os.CreateTemp(dir, pattern)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
