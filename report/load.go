@@ -53,6 +53,9 @@ func loadCandidates(campaignDir string, keep func(*Candidate)) ([]Candidate, err
 		if err != nil {
 			return err
 		}
+		if d.IsDir() && (d.Name() == "logs" || d.Name() == "snapshots") && strings.HasPrefix(filepath.Base(filepath.Dir(p)), "attempt-") {
+			return fs.SkipDir // an attempt's evidence: its record is beside it, never in it
+		}
 		if !isAttemptRecord(p, d) {
 			return nil
 		}
