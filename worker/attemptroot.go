@@ -126,3 +126,31 @@ func SweepStaleRoots(dir string) (int, error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// MemoryDir is the directory of a memory file system for state that holds secrets:
+// /dev/shm, when it is a tmpfs this process can write with at least minFree bytes
+// free; "" otherwise (no such file system, a read-only one, or one too small: the
+// 64 MiB a container gets by default, say). What is kept there never reaches a disk.
+// The answer is read when called (free space changes).
+func MemoryDir(minFree uint64) string { return memoryDir(devShm, minFree) }
+
+// devShm is where Linux mounts its shared-memory tmpfs.
+const devShm = "/dev/shm"
+
+// memoryDir is MemoryDir for the directory dir.
+func memoryDir(dir string, minFree uint64) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil || st.Type != tmpfsMagic {
+		return ""
+	}
+	if syscall.Access(dir, 2 /* W_OK */) != nil {
+		return ""
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < minFree {
+		return ""
+	}
+	return dir
+}
+
+// tmpfsMagic is TMPFS_MAGIC of linux/magic.h, the f_type statfs(2) reports for a tmpfs.
+const tmpfsMagic = 0x01021994

@@ -108,3 +108,26 @@ func TestSweepStaleRoots(t *testing.T) {
 		t.Errorf("second sweep = %d, %v; want nothing", n, err)
 	}
 }
+
+// TestMemoryDir: a directory is a memory directory exactly when statfs says tmpfs, this
+// process can write it and it has the free space asked for.
+func TestMemoryDir(t *testing.T) {
+	t.Parallel()
+	for _, dir := range []string{devShm, t.TempDir(), "/proc", "/nonexistent-agentproof"} {
+		var st syscall.Statfs_t
+		isTmpfs := syscall.Statfs(dir, &st) == nil && st.Type == tmpfsMagic && syscall.Access(dir, 2) == nil
+		want := ""
+		if isTmpfs {
+			want = dir
+		}
+		if got := memoryDir(dir, 0); got != want {
+			t.Errorf("memoryDir(%s, 0) = %q, want %q (tmpfs and writable: %v)", dir, got, want, isTmpfs)
+		}
+		if got := memoryDir(dir, 1<<62); got != "" {
+			t.Errorf("memoryDir(%s, 4 EiB) = %q, want none (no room)", dir, got)
+		}
+	}
+	if MemoryDir(0) != memoryDir(devShm, 0) {
+		t.Error("MemoryDir is not /dev/shm's answer")
+	}
+}

@@ -1,6 +1,7 @@
 package attempt
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,12 @@ type LocalExecutor struct {
 	Executable string
 	// TempDir is where attempt roots are created ("" means os.TempDir()).
 	TempDir string
+	// StateDir is where each attempt's instance home is created, in a claimed root of
+	// its own beside the attempt root (the control plane's database, keys and run
+	// records, and its agents' HOMEs and logs): a memory file system keeps them off
+	// the disk (worker.MemoryDir; `run --state-dir`). "" keeps the home inside the
+	// attempt root. The shared template database lives there too.
+	StateDir string
 	// Credential returns the value of a catalog credential (for example from the run
 	// command's environment); nil means none is available. A cell needing a credential
 	// without a value ends inconclusive (permanent_infrastructure), never failed.
@@ -100,7 +107,7 @@ func (x *LocalExecutor) serveFlags() []string {
 			close(x.sharedDone)
 			return
 		}
-		root, err := os.MkdirTemp(x.TempDir, worker.AttemptRootPrefix+"shared-")
+		root, err := os.MkdirTemp(cmp.Or(x.StateDir, x.TempDir), worker.AttemptRootPrefix+"shared-")
 		if err == nil {
 			if x.sharedLock, err = worker.ClaimAttemptRoot(root); err != nil {
 				_ = os.RemoveAll(root)

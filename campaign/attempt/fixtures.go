@@ -1,6 +1,7 @@
 package attempt
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,7 +202,7 @@ func (x *LocalExecutor) setupFixtureSet(ctx context.Context, a *attempt, p *Prov
 		}
 		if login {
 			in.stored = append(in.stored, storedSecret{name: name, value: v, kind: api.SecretKindLoginFile})
-			in.login = &loginInput{credential: lf, value: v, root: p.Root, home: p.Home}
+			in.login = &loginInput{credential: lf, value: v, root: cmp.Or(p.StateRoot, p.Root), home: p.Home}
 			continue
 		}
 		in.stored = append(in.stored, storedSecret{name: name, value: v})

@@ -32,6 +32,11 @@ type Provisioned struct {
 	// rootClaim is this process's owner record of Root (worker.SweepStaleRoots leaves
 	// a claimed root alone); teardown releases it.
 	rootClaim *worker.RootClaim
+	// StateRoot is the claimed root that holds Home when the executor keeps instance
+	// homes apart (LocalExecutor.StateDir; "" when Home is inside Root), and
+	// stateClaim its owner record.
+	StateRoot  string
+	stateClaim *worker.RootClaim
 	Instance  *instance
 	Model     *modelServer
 	Canary    string
@@ -73,6 +78,20 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 		return p
 	}
 	p.Root, p.Home, p.Workspace = root, filepath.Join(root, "home"), filepath.Join(root, "workspace")
+	if x.StateDir != "" {
+		sr, err := os.MkdirTemp(x.StateDir, worker.AttemptRootPrefix)
+		if err == nil {
+			if p.stateClaim, err = worker.ClaimAttemptRoot(sr); err != nil {
+				_ = os.RemoveAll(sr)
+			}
+		}
+		if err != nil {
+			p.Fault = verdict.HarnessFault(fmt.Errorf("harness state root create failed: %w", err), true)
+			return p
+		}
+		p.StateRoot, p.Home = sr, filepath.Join(sr, "home")
+		a.log.note("instance home kept apart from the workspace, in %s", p.Home)
+	}
 	for _, d := range []string{p.Home, p.Workspace, filepath.Join(root, "tmp"), filepath.Join(root, "artifacts")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			p.Fault = verdict.HarnessFault(fmt.Errorf("harness temp root create failed: %w", err), true)

@@ -100,6 +100,10 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 		t.Problems = append(t.Problems, x.removeRoot(p.Root)...)
 		_ = p.rootClaim.Release() // removed or kept: nobody's to sweep
 	}
+	if p.StateRoot != "" {
+		t.Problems = append(t.Problems, x.removeRoot(p.StateRoot)...)
+		_ = p.stateClaim.Release()
+	}
 	if s.Grades.Matchers != nil {
 		t.Missing = a.ev.CheckRequired()
 	}
@@ -170,32 +174,39 @@ func sweepMarker(a *attempt, marker string, serverKilled bool, secrets *redact.S
 // scanClosed scans everything the agent could write inside the attempt's temp root
 // for every secret value, raw and encoded (redact.Set forms; spec §10.2): the closed
 // instance home (the agents' per-run HOME, XDG and CLI config directories are under
-// it), the workspace, and the rest of the root (tmp, artifacts, the scripted model's
-// files, whatever an agent wrote there). The home's own key files are exempt. A scan
-// that could not complete is a cleanup problem (appended to problems).
+// it; in its state root when homes are kept apart), the workspace, and the rest of the
+// root (tmp, artifacts, the scripted model's files, whatever an agent wrote there).
+// The home's own key files are exempt. A scan that could not complete is a cleanup
+// problem (appended to problems).
 func scanClosed(secrets *redact.Set, p *Provisioned, problems *[]string) []string {
-	found, err := secrets.ScanTree(p.Root, false)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		*problems = append(*problems, fmt.Sprintf("leak scan of the attempt's temp root could not complete: %v", secrets.RedactText(err.Error())))
-	}
 	var leaks []string
-	for _, l := range found {
-		place, rel := placeOf(p, l.Path)
-		if place == "instance home" && ownSecretFile(p.Home, rel) {
-			continue // the board token's or master key's own file
+	for _, root := range []string{p.Root, p.StateRoot} {
+		if root == "" {
+			continue
 		}
-		leaks = append(leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", place, rel, l.Leak.String()))
+		found, err := secrets.ScanTree(root, false)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			*problems = append(*problems, fmt.Sprintf("leak scan of the attempt's temp root could not complete: %v", secrets.RedactText(err.Error())))
+		}
+		for _, l := range found {
+			place, rel := placeOf(p, root, l.Path)
+			if place == "instance home" && ownSecretFile(p.Home, rel) {
+				continue // the board token's or master key's own file
+			}
+			leaks = append(leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", place, rel, l.Leak.String()))
+		}
 	}
 	return leaks
 }
 
-// placeOf names where in the temp root a scanned path (slash-separated, relative to
-// the root, "!member" for an archive member) lies — the instance home, the workspace
-// or elsewhere in the root — and returns it relative to that place.
-func placeOf(p *Provisioned, path string) (place, rel string) {
+// placeOf names where a path scanned under root (slash-separated, relative to root,
+// "!member" for an archive member; root is the attempt's temp root or its state root)
+// lies — the instance home, the workspace or elsewhere in the root — and returns it
+// relative to that place.
+func placeOf(p *Provisioned, root, path string) (place, rel string) {
 	for _, d := range []struct{ name, dir string }{{"instance home", p.Home}, {"workspace", p.Workspace}} {
-		prefix, err := filepath.Rel(p.Root, d.dir)
-		if err != nil {
+		prefix, err := filepath.Rel(root, d.dir)
+		if err != nil || prefix == ".." || strings.HasPrefix(prefix, "../") {
 			continue
 		}
 		if r, ok := strings.CutPrefix(path, filepath.ToSlash(prefix)+"/"); ok {

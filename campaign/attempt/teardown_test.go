@@ -1,7 +1,10 @@
 package attempt
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,5 +57,50 @@ func TestEscapedOfKilledRun(t *testing.T) {
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], "run r-1 was killed by the flow") {
 		t.Errorf("notes %q", notes)
+	}
+}
+
+// TestScanClosedStateRoot: the closed-root leak scan covers the instance home wherever
+// it lives — inside the attempt's temp root, or apart in its state root
+// (LocalExecutor.StateDir, a memory file system) — naming each leak by its place (the
+// instance home, the workspace, the rest of the root) and exempting only the home's
+// own key files.
+func TestScanClosedStateRoot(t *testing.T) {
+	t.Parallel()
+	const secret = "closed-root-secret-0123456789"
+	for _, apart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("apart=%v", apart), func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			p := &Provisioned{Root: root, Home: filepath.Join(root, "home"), Workspace: filepath.Join(root, "workspace")}
+			if apart {
+				p.StateRoot = t.TempDir()
+				p.Home = filepath.Join(p.StateRoot, "home")
+			}
+			write := func(path, body string, mode os.FileMode) {
+				t.Helper()
+				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(body), mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(filepath.Join(p.Home, boardTokenFile), secret, 0o600)                  // its own file: exempt
+			write(filepath.Join(p.Home, "agents", "a", "notes.txt"), "x "+secret, 0o600) // a leak in the home
+			write(filepath.Join(p.Workspace, "out.txt"), secret, 0o644)                  // a leak in the workspace
+			write(filepath.Join(root, "tmp", "scratch"), secret, 0o600)                  // elsewhere in the root
+			var problems []string
+			leaks := scanClosed(redact.NewSet(secret), p, &problems)
+			got := strings.Join(leaks, "\n")
+			for _, want := range []string{"instance home state at agents/a/notes.txt", "workspace state at out.txt", "attempt temp root state at tmp/scratch"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("leaks %q lack %q", got, want)
+				}
+			}
+			if len(leaks) != 3 || len(problems) != 0 || strings.Contains(got, boardTokenFile) {
+				t.Errorf("leaks %q, problems %q: want exactly the three, the key file exempt", leaks, problems)
+			}
+		})
 	}
 }

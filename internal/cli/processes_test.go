@@ -31,18 +31,19 @@ func ownedRoots(tmp string) []string {
 }
 
 // TestRunSweepsStaleRootsOfKilledRun: `agentproof run` killed with SIGKILL mid-attempt
-// leaves its attempt root (with the instance's key files); the next run removes it,
-// says so on stderr, and leaves a root whose owner is alive.
+// leaves its attempt root and its state root (with the instance's key files; here
+// --state-dir, a memory file system by default); the next run removes both, says so on
+// stderr, and leaves a root whose owner is alive.
 func TestRunSweepsStaleRootsOfKilledRun(t *testing.T) {
 	t.Parallel()
-	tmp, cat := t.TempDir(), catalogWithExtras(t)
-	killed, _, _ := startRun(t, tmp, "--catalog", cat, "--suite", "ordinary-hang", "--results", t.TempDir(), "--campaign", "k", "--progress", "none")
-	var stale []string
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && len(stale) == 0; time.Sleep(20 * time.Millisecond) {
-		stale = ownedRoots(tmp)
+	tmp, state, cat := t.TempDir(), t.TempDir(), catalogWithExtras(t)
+	killed, _, _ := startRun(t, tmp, "--catalog", cat, "--suite", "ordinary-hang", "--results", t.TempDir(), "--campaign", "k", "--progress", "none", "--state-dir", state)
+	var stale, staleState []string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && (len(stale) == 0 || len(staleState) == 0); time.Sleep(20 * time.Millisecond) {
+		stale, staleState = ownedRoots(tmp), ownedRoots(state)
 	}
-	if len(stale) != 1 {
-		t.Fatalf("the first run made no owned attempt root under %s", tmp)
+	if len(stale) != 1 || len(staleState) != 1 {
+		t.Fatalf("the first run made no owned attempt root under %s and state root under %s: %q %q", tmp, state, stale, staleState)
 	}
 	waitFor := func(cond func() bool) bool {
 		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -53,8 +54,8 @@ func TestRunSweepsStaleRootsOfKilledRun(t *testing.T) {
 		return false
 	}
 	// Killed once its instance home holds its keys.
-	if !waitFor(func() bool { _, err := os.Stat(filepath.Join(stale[0], "home", "master.key")); return err == nil }) {
-		t.Fatalf("no master.key in %s", stale[0])
+	if !waitFor(func() bool { _, err := os.Stat(filepath.Join(staleState[0], "home", "master.key")); return err == nil }) {
+		t.Fatalf("no master.key in %s", staleState[0])
 	}
 	if err := killed.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -77,14 +78,18 @@ func TestRunSweepsStaleRootsOfKilledRun(t *testing.T) {
 	}
 	defer claim.Release()
 
-	next, stdout, stderr := startRun(t, tmp, "--catalog", cat, "--suite", "ordinary-nop", "--results", t.TempDir(), "--campaign", "n", "--progress", "none")
+	next, stdout, stderr := startRun(t, tmp, "--catalog", cat, "--suite", "ordinary-nop", "--results", t.TempDir(), "--campaign", "n", "--progress", "none", "--state-dir", state)
 	_ = next.Wait()
-	// The attempt's root, and the campaign's shared root when the killed run had made it.
-	if !regexp.MustCompile(`agentproof: removed [12] stale attempt temp root\(s\) under ` + regexp.QuoteMeta(tmp)).MatchString(stderr.String()) {
-		t.Errorf("the next run did not report the sweep; stdout %s; stderr %s", stdout, stderr)
+	// The attempt's root; the state root and the campaign's shared root (it lives in
+	// the state directory) when the killed run had made it.
+	if !regexp.MustCompile(`agentproof: removed 1 stale attempt temp root\(s\) under `+regexp.QuoteMeta(tmp)).MatchString(stderr.String()) ||
+		!regexp.MustCompile(`agentproof: removed [12] stale attempt temp root\(s\) under `+regexp.QuoteMeta(state)).MatchString(stderr.String()) {
+		t.Errorf("the next run did not report the sweeps; stdout %s; stderr %s", stdout, stderr)
 	}
-	if _, err := os.Stat(stale[0]); err == nil {
-		t.Errorf("the killed run's root %s (with its key files) survived the next run", stale[0])
+	for _, r := range []string{stale[0], staleState[0]} {
+		if _, err := os.Stat(r); err == nil {
+			t.Errorf("the killed run's root %s survived the next run", r)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(live, worker.RootOwnerFile)); err != nil {
 		t.Errorf("the live owner's root was swept: %v", err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ type runOptions struct {
 	resume      string
 	rerunFailed string
 	instances   attempt.InstanceMode
+	stateDir    string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -86,9 +88,15 @@ workspace file, stdout, an error message, a run result); those cells must end fa
 with secret_leak, which is what the suite expects, so the campaign passes. Then no
 canary value may appear anywhere under the results directory.
 
+Each attempt's instance home (its database, keys and run records, and its agents'
+HOMEs) is made in a root of its own on a memory file system, so that none of it
+reaches a disk: /dev/shm when it is a tmpfs with at least 512 MiB free; --state-dir
+chooses another directory. The workspace stays in the attempt's temp root.
+
 Before it starts, run removes the attempt temp roots (agentproof-attempt-* under the
-temp directory; they hold key files) that a killed run left behind: roots whose
-owner record no live process holds locked. It says how many on stderr. run and its
+temp directory and the state directory; they hold key files) that a killed run left
+behind: roots whose owner record no live process holds locked. It says how many on
+stderr. run and its
 serve children are child subreapers: orphaned descendants are re-parented to them
 and reaped, also when run is PID 1 of a PID namespace.
 
@@ -175,6 +183,7 @@ or the campaign report could not be written), 130 interrupted.`),
 	instance.DefValue = string(attempt.InstanceInProcess)
 	o.instances = attempt.InstanceInProcess
 	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
+	f.StringVar(&o.stateDir, "state-dir", "", "where each attempt's instance home is made: its database, keys and run records and its agents' HOMEs (default /dev/shm when it is a tmpfs with at least 512 MiB free, so that none of it reaches a disk; else inside the attempt's temp root)")
 	wantFlag(cmd, "max-parallel", "a whole number ≥ 1")
 	wantFlag(cmd, "max-automatic-retries", "0 or 1")
 	wantFlag(cmd, "repeat", fmt.Sprintf("a whole number from 1 to %d", campaign.MaxRepeat))
@@ -190,6 +199,9 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	mode, err := campaign.ParseProgressMode(o.progress)
 	if err != nil {
 		return &UsageError{Err: err}
+	}
+	if o.stateDir, err = stateDir(cmd, o.stateDir); err != nil {
+		return err
 	}
 	dir = a.continuedCatalog(cmd, dir, o)
 	c, err := loadCatalog(dir)
@@ -243,7 +255,10 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		return fmt.Errorf("locating the agentproof executable: %w", err)
 	}
 	becomeSubreaper(a)
-	sweepStaleRoots(a)
+	sweepStaleRoots(a, "")
+	if o.stateDir != "" && o.stateDir != os.TempDir() {
+		sweepStaleRoots(a, o.stateDir)
+	}
 	if o.instances != attempt.InstanceChild {
 		setRunGOGC()
 	}
@@ -253,7 +268,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	defer stop()
 
 	exec := &attempt.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIs: binaries, Live: o.live,
-		InProcess: inProcessServe(exe), Instances: o.instances}
+		InProcess: inProcessServe(exe), Instances: o.instances, StateDir: o.stateDir}
 	defer func() {
 		if err := exec.Close(); err != nil {
 			fmt.Fprintf(a.stderr, "agentproof: removing the attempts' shared files: %v\n", err)
@@ -617,16 +632,44 @@ func planError(err error) error {
 }
 
 // sweepStaleRoots removes the attempt temp roots (they hold key files) that a killed
-// agentproof run left under the temp directory and no live process owns
+// agentproof run left under dir ("" for the temp directory) and no live process owns
 // (worker.SweepStaleRoots), and says so in one stderr line.
-func sweepStaleRoots(a *app) {
-	n, err := worker.SweepStaleRoots("")
+func sweepStaleRoots(a *app, dir string) {
+	n, err := worker.SweepStaleRoots(dir)
 	if n > 0 {
-		fmt.Fprintf(a.stderr, "agentproof: removed %d stale attempt temp root(s) under %s that no live run owns\n", n, os.TempDir())
+		fmt.Fprintf(a.stderr, "agentproof: removed %d stale attempt temp root(s) under %s that no live run owns\n", n, cmp.Or(dir, os.TempDir()))
 	}
 	if err != nil {
 		fmt.Fprintf(a.stderr, "agentproof: sweeping stale attempt temp roots: %v\n", err)
 	}
+}
+
+// minStateFree is the free space a memory file system needs to hold the attempts'
+// instance homes by default (bytes): a few MB each, an agent CLI's HOME a few tens.
+const minStateFree = 512 << 20
+
+// stateDir is the directory of the attempts' instance homes (LocalExecutor.StateDir):
+// --state-dir when given (an existing directory this process can write; exit 2
+// otherwise, naming the flag), else a memory file system with room
+// (worker.MemoryDir), else "" (each home inside its attempt's temp root).
+func stateDir(cmd *cobra.Command, flag string) (string, error) {
+	if !cmd.Flags().Changed("state-dir") {
+		return worker.MemoryDir(minStateFree), nil
+	}
+	abs, err := filepath.Abs(flag)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(abs); err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err == nil {
+		err = syscall.Access(abs, 2|1 /* W_OK|X_OK */)
+	}
+	if err != nil {
+		return "", usageErrorf("--state-dir %s: %v (give an existing directory this user can write)", flag, err)
+	}
+	return abs, nil
 }
 
 // instanceFlag is --instance: one of attempt.InstanceModes.

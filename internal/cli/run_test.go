@@ -20,6 +20,7 @@ import (
 	"github.com/agentproof/agentproof/catalog"
 
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // extraSuites are ordinary (non-calibration) suites added to a copy of the default
@@ -453,5 +454,29 @@ func TestLivePreflight(t *testing.T) {
 	}
 	if err := livePreflight(cells, func(string) (string, bool) { return "sk-test", true }); err != nil {
 		t.Errorf("with the credential: %v", err)
+	}
+}
+
+// TestRunStateDirDefault: without --state-dir, every attempt's instance home is made on
+// the memory file system when it has room (worker.MemoryDir: keys and database never
+// reach a disk), else inside the attempt's temp root, as the flow log says.
+func TestRunStateDirDefault(t *testing.T) {
+	t.Parallel()
+	res := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"run", "--id", "calibration.fixture-pass.local.process-exit", "--results", res, "--campaign", "d", "--progress", "none"}
+	if code := verdict.ExitCode(Main(args, nil, &stdout, &stderr)); code != ExitOK {
+		t.Fatalf("exit %d; stdout %s; stderr %s", code, stdout.String(), stderr.String())
+	}
+	log, err := os.ReadFile(filepath.Join(res, "d", "calibration", "fixture-pass", "local", "process-exit", "attempt-1", "logs", "flow.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apart := regexp.MustCompile(`instance home kept apart from the workspace, in (\S+)`).FindSubmatch(log)
+	switch mem := worker.MemoryDir(minStateFree); {
+	case mem != "" && (apart == nil || !strings.HasPrefix(string(apart[1]), mem+string(filepath.Separator))):
+		t.Errorf("%s is a memory file system with room, and the flow log says %q", mem, log)
+	case mem == "" && apart != nil:
+		t.Errorf("no memory file system has room, and the home was kept apart: %s", apart[0])
 	}
 }
