@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -209,6 +210,12 @@ type Installed struct {
 	Package      string `json:"package"`
 	Version      string `json:"version"`
 	BinarySHA256 string `json:"binarySha256,omitempty"`
+	// BinaryFile is the native binary's file version the digest was computed from
+	// (nil in a record written before it was kept): a heartbeat runner that opens
+	// that same file version for a launch may take BinarySHA256 as its digest
+	// instead of hashing the file again (a Codex binary is 300 MB); any other version
+	// is hashed (api.KnownDigest).
+	BinaryFile *FileIdentity `json:"binaryFile,omitempty"`
 	Dir          string `json:"dir"`
 	Binary       string `json:"binary"`
 	Runtime      string `json:"runtime,omitempty"`
@@ -253,29 +260,71 @@ func Locate(dir string, c CLI, p Platform) (Installed, error) {
 	if err != nil {
 		return Installed{}, err
 	}
-	if in.BinarySHA256 == "" {
-		// An install recorded before the digest was kept: pin what is there now.
-		if in.BinarySHA256, err = fileSHA256(bin); err != nil {
+	if in.BinarySHA256 == "" || in.BinaryFile == nil {
+		sum, id, err := hashFile(bin)
+		if err != nil {
 			return Installed{}, fmt.Errorf("hashing the native binary of %s: %w", c.Name, err)
 		}
-		_ = writeRecord(d, Installed{Name: in.Name, Package: in.Package, Version: in.Version, BinarySHA256: in.BinarySHA256})
+		switch {
+		case in.BinarySHA256 == "":
+			// An install recorded before the digest was kept: pin what is there now.
+			in.BinarySHA256, in.BinaryFile = sum, id
+		case sum == in.BinarySHA256:
+			// A record without the file version: the binary is still the pinned one.
+			in.BinaryFile = id
+		}
+		// A binary that is no longer the one its install hashed keeps the record as
+		// it is: the launch hashes it and the runtime metadata check fails it.
+		_ = writeRecord(d, Installed{Name: in.Name, Package: in.Package, Version: in.Version, BinarySHA256: in.BinarySHA256, BinaryFile: in.BinaryFile})
 	}
 	in.Dir, in.Binary, in.Runtime = d, bin, c.Runtime
 	return in, nil
 }
 
-// fileSHA256 is the SHA-256 (lower-case hex) of the file at path.
-func fileSHA256(path string) (string, error) {
+// FileIdentity is what fstat(2) reports of one version of a file: the device and inode
+// (a replaced file has another), the size in bytes and the modification and change
+// times in nanoseconds (a file written in place changes its change time).
+type FileIdentity struct {
+	Dev     uint64 `json:"dev"`
+	Ino     uint64 `json:"ino"`
+	Size    int64  `json:"size"`
+	MtimeNs int64  `json:"mtimeNs"`
+	CtimeNs int64  `json:"ctimeNs"`
+}
+
+// identity is f's FileIdentity.
+func identity(f *os.File) (*FileIdentity, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, err
+	}
+	return &FileIdentity{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}, nil
+}
+
+// hashFile is the SHA-256 (lower-case hex) of the file at path and the file version it
+// is the digest of. Error: the file changed while it was hashed.
+func hashFile(path string) (string, *FileIdentity, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer f.Close()
+	before, err := identity(f)
+	if err != nil {
+		return "", nil, err
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	after, err := identity(f)
+	if err != nil {
+		return "", nil, err
+	}
+	if *before != *after {
+		return "", nil, fmt.Errorf("%s changed while it was hashed", path)
+	}
+	return hex.EncodeToString(h.Sum(nil)), before, nil
 }
 
 // writeRecord writes an install record into dir (temporary file, then rename).
@@ -438,11 +487,11 @@ func installOne(ctx context.Context, dir string, c CLI, opts Options, progress i
 	if err != nil {
 		return Installed{}, err
 	}
-	sum, err := fileSHA256(bin)
+	sum, id, err := hashFile(bin)
 	if err != nil {
 		return Installed{}, fmt.Errorf("installing %s: hashing its native binary: %w", c.Name, err)
 	}
-	if err := writeRecord(tmp, Installed{Name: c.Name, Package: c.Package, Version: c.Version, BinarySHA256: sum}); err != nil {
+	if err := writeRecord(tmp, Installed{Name: c.Name, Package: c.Package, Version: c.Version, BinarySHA256: sum, BinaryFile: id}); err != nil {
 		return Installed{}, fmt.Errorf("installing %s: %w", c.Name, err)
 	}
 	// A stale, incomplete directory (no record) is replaced.

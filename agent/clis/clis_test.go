@@ -182,3 +182,51 @@ func TestNode(t *testing.T) {
 		t.Errorf("no node: %v", err)
 	}
 }
+
+// TestLocateRecordsTheBinaryFile: a record without the binary's file version gets it
+// (and a record without a digest gets both) when the binary still hashes to the
+// recorded digest; a binary changed since its install keeps the record as it was — its
+// digest is never replaced by the changed binary's (the launch hashes it, and the
+// runtime metadata check fails it) — and a file version that changes (a rewrite) no
+// longer matches the recorded one.
+func TestLocateRecordsTheBinaryFile(t *testing.T) {
+	t.Parallel()
+	codex, _ := Lookup("codex")
+	linux := Platform{GOOS: "linux", GOARCH: "amd64", AVX2: true}
+	const rel = "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+	dir := t.TempDir()
+	bin := fakeInstall(t, dir, codex, rel, true)
+	in, err := Locate(dir, codex, linux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, id, err := hashFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.BinarySHA256 != sum || in.BinaryFile == nil || *in.BinaryFile != *id {
+		t.Fatalf("Locate = %+v, want digest %s of file version %+v", in, sum, id)
+	}
+	again, err := Locate(dir, codex, linux)
+	if err != nil || again.BinarySHA256 != sum || again.BinaryFile == nil || *again.BinaryFile != *id {
+		t.Fatalf("the record does not keep the digest and file version: %+v %v", again, err)
+	}
+	// A record of that digest without the file version, and a binary changed since.
+	rec := `{"name":"codex","package":"` + codex.Package + `","version":"` + codex.Version + `","binarySha256":"` + sum + `"}`
+	if err := os.WriteFile(filepath.Join(installDir(dir, codex), markerFile), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := Locate(dir, codex, linux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed.BinarySHA256 != sum || changed.BinaryFile != nil {
+		t.Errorf("a changed binary's record became %+v; want the install's digest and no file version", changed)
+	}
+	if _, nid, err := hashFile(bin); err != nil || *nid == *id {
+		t.Errorf("the rewritten binary's file version %+v equals the installed one's (%v)", nid, err)
+	}
+}

@@ -3,6 +3,7 @@ package hostile
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func run(t *testing.T, args ...string) (int, Report) {
@@ -113,6 +115,15 @@ func TestSuiteAttacksUncontained(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = ctl.Process.Kill(); _ = ctl.Wait() }()
+	// Start returns once the exec is past its point of no return, a moment before the
+	// kernel fills in the new program's environment: /proc/<pid>/environ reads empty
+	// until then.
+	environ := fmt.Sprintf("/proc/%d/environ", ctl.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if b, err := os.ReadFile(environ); err == nil && len(b) > 0 {
+			break
+		}
+	}
 	own := []string{"PATH=/usr/bin:/bin"}
 	rows := []struct {
 		name      string

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,6 +149,11 @@ func (x *LocalExecutor) serveFlags() []string {
 	if d := x.digest.Load(); d != nil {
 		flags = append(flags, "--known-digest", *d)
 	}
+	for _, name := range slices.Sorted(maps.Keys(x.CLIs)) {
+		if k := x.CLIs[name].Known; k != nil {
+			flags = append(flags, "--known-digest", k.String())
+		}
+	}
 	if t := x.template.Load(); t != nil {
 		flags = append(flags, "--template-db", *t)
 	}
@@ -175,12 +182,16 @@ func (x *LocalExecutor) Close() error {
 // ("" when unknown), and for a CLI whose entry point is a JavaScript file (Binary) the
 // absolute path of the Node.js binary that runs it (Node; "" for a native binary). The
 // profile's runtime metadata check compares what the runner recorded launching against
-// them.
+// them. Known is the digest with the file version the install hashed
+// (clis.Installed.BinaryFile; nil when not recorded): every instance gets it as a
+// known digest, so that a launch of that same file version records it instead of
+// hashing the binary again in every attempt (a Codex binary is 300 MB).
 type PinnedCLI struct {
 	Binary  string
 	Version string
 	SHA256  string
 	Node    string
+	Known   *api.KnownDigest
 }
 
 // Compile-time check.

@@ -37,9 +37,9 @@ type Provisioned struct {
 	// stateClaim its owner record.
 	StateRoot  string
 	stateClaim *worker.RootClaim
-	Instance  *instance
-	Model     *modelServer
-	Canary    string
+	Instance   *instance
+	Model      *modelServer
+	Canary     string
 	// ControllerCanary is the attempt's controller canary (ControllerCanaryKey), in
 	// the serve child's environment and the secret set.
 	ControllerCanary string

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentproof/agentproof/api"
 )
@@ -25,6 +26,15 @@ func sleeper(t *testing.T, env ...string) (*exec.Cmd, uint64) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// Start returns once the exec is past its point of no return, a moment before the
+	// kernel fills in the new program's environment: /proc/<pid>/environ reads empty
+	// until then. Wait for it (identify reads it).
+	environ := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/environ"
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if b, err := os.ReadFile(environ); err == nil && len(b) > 0 {
+			break
+		}
+	}
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
 	if err != nil {
 		t.Fatal(err)

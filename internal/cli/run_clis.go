@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/catalog"
 )
@@ -106,7 +107,11 @@ func withNode(cmd *cobra.Command, out map[string]attempt.PinnedCLI, need []clis.
 }
 
 func pinOf(in clis.Installed) attempt.PinnedCLI {
-	return attempt.PinnedCLI{Binary: in.Binary, Version: in.Version, SHA256: in.BinarySHA256}
+	p := attempt.PinnedCLI{Binary: in.Binary, Version: in.Version, SHA256: in.BinarySHA256}
+	if f := in.BinaryFile; f != nil && in.BinarySHA256 != "" {
+		p.Known = &api.KnownDigest{Dev: f.Dev, Ino: f.Ino, Size: f.Size, MtimeNs: f.MtimeNs, CtimeNs: f.CtimeNs, SHA256: in.BinarySHA256}
+	}
+	return p
 }
 
 func cliNames(cs []clis.CLI) string {

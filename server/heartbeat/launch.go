@@ -145,19 +145,23 @@ func (r *Runner) launchFacts(j job, spec worker.Spec, secrets *redact.Set) (*api
 
 // observe returns the facts of the executable opened as fh from path (cached per file
 // version); a version probe runs in a fresh directory below probes. The digest of a
-// file version in known (Config.KnownDigests) is taken from there when no version
-// probe is needed.
+// file version in known (Config.KnownDigests: the agentproof binary `run` hashed once,
+// a pinned CLI's binary as its install hashed it) is taken from there instead of
+// hashing the file; a CLI's version is still probed.
 func (b *binaries) observe(fh *os.File, path string, probeVersion bool, probes string, known []api.KnownDigest) binaryFacts {
 	v, err := api.FileVersion(fh)
 	if err != nil {
 		return binaryFacts{problems: []string{"the binary could not be examined: " + err.Error()}}
 	}
-	if !probeVersion {
-		for _, k := range known {
-			if k.SHA256 != "" && k.Dev == v.Dev && k.Ino == v.Ino && k.Size == v.Size && k.MtimeNs == v.MtimeNs && k.CtimeNs == v.CtimeNs {
-				return binaryFacts{sha256: k.SHA256}
-			}
+	knownSum := ""
+	for _, k := range known {
+		if k.SHA256 != "" && k.Dev == v.Dev && k.Ino == v.Ino && k.Size == v.Size && k.MtimeNs == v.MtimeNs && k.CtimeNs == v.CtimeNs {
+			knownSum = k.SHA256
+			break
 		}
+	}
+	if knownSum != "" && !probeVersion {
+		return binaryFacts{sha256: knownSum}
 	}
 	key := binaryKey{dev: v.Dev, ino: v.Ino, size: v.Size, mtime: v.MtimeNs, ctime: v.CtimeNs}
 	b.mu.Lock()
@@ -170,18 +174,23 @@ func (b *binaries) observe(fh *os.File, path string, probeVersion bool, probes s
 		b.m[key] = e
 	}
 	b.mu.Unlock()
-	e.once.Do(func() { e.facts = examine(fh, path, probeVersion, probes) })
+	e.once.Do(func() { e.facts = examine(fh, path, probeVersion, probes, knownSum) })
 	return e.facts
 }
 
-// examine hashes the open file and, for a CLI, asks the binary for its version.
-func examine(fh *os.File, path string, probeVersion bool, probes string) binaryFacts {
+// examine hashes the open file (unless its digest is known: the caller matched its
+// file version with a known digest) and, for a CLI, asks the binary for its version.
+func examine(fh *os.File, path string, probeVersion bool, probes, knownSum string) binaryFacts {
 	var bf binaryFacts
-	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		bf.problems = append(bf.problems, "the binary could not be hashed: "+err.Error())
+	if knownSum != "" {
+		bf.sha256 = knownSum
 	} else {
-		bf.sha256 = hex.EncodeToString(h.Sum(nil))
+		h := sha256.New()
+		if _, err := io.Copy(h, fh); err != nil {
+			bf.problems = append(bf.problems, "the binary could not be hashed: "+err.Error())
+		} else {
+			bf.sha256 = hex.EncodeToString(h.Sum(nil))
+		}
 	}
 	if !probeVersion {
 		return bf

@@ -136,8 +136,9 @@ func TestBinaryFacts(t *testing.T) {
 
 // TestKnownDigest: a launch of a file version the caller hashed (api.KnownDigest)
 // records the caller's digest without hashing; a rewritten file (its size and change
-// time moved) or another file is hashed, so that a stale digest is never recorded; a CLI,
-// which needs a version probe, is always examined.
+// time moved) or another file is hashed, so that a stale digest is never recorded; a CLI
+// of a known file version (its install's digest) takes the digest and still has its
+// version probed.
 func TestKnownDigest(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -167,8 +168,10 @@ func TestKnownDigest(t *testing.T) {
 	if bf := observe(bin, false); bf.sha256 != planted.SHA256 {
 		t.Errorf("a known file version was hashed again: %+v", bf)
 	}
-	if bf := observe(bin, true); bf.sha256 != known.SHA256 {
-		t.Errorf("a CLI (version probe) took the known digest: %+v", bf)
+	// A CLI (a pinned install's known digest): the digest is taken, the version still
+	// probed.
+	if bf := observe(bin, true); bf.sha256 != planted.SHA256 || bf.versionSource != VersionFlag {
+		t.Errorf("a CLI's known file version: %+v, want the known digest and its version probed", bf)
 	}
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 10\n"), 0o755); err != nil {
 		t.Fatal(err)
