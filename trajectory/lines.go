@@ -16,6 +16,16 @@ const MaxLineBytes = 8 << 20
 // records in t a gap for the lines that are not (or are longer than MaxLineBytes) and
 // for a stream that was cut. It never fails.
 func eachObject(t *Trajectory, stream []byte, cut bool, f func(m map[string]any)) {
+	eachObjectLine(t, stream, cut, func(line []byte) {
+		var m map[string]any
+		_ = json.Unmarshal(line, &m) // a JSON object (eachObjectLine): it decodes
+		f(m)
+	})
+}
+
+// eachObjectLine is eachObject with f given each line that is one JSON object as its
+// bytes (trimmed), for a caller that decodes it into its own type.
+func eachObjectLine(t *Trajectory, stream []byte, cut bool, f func(line []byte)) {
 	notJSON, oversized := 0, 0
 	sc := bufio.NewScanner(bytes.NewReader(stream))
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
@@ -30,12 +40,11 @@ func eachObject(t *Trajectory, stream []byte, cut bool, f func(m map[string]any)
 		if len(line) == 0 {
 			continue
 		}
-		var m map[string]any
-		if json.Unmarshal(line, &m) != nil || m == nil {
+		if line[0] != '{' || !json.Valid(line) {
 			notJSON++
 			continue
 		}
-		f(m)
+		f(line)
 	}
 	if notJSON > 0 {
 		t.Gap("%d line(s) of the stream are not JSON objects and were not read", notJSON)

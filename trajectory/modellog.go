@@ -39,10 +39,9 @@ func ModelLog(stream []byte, cut bool) []Trajectory {
 	}
 	var readGaps Trajectory
 	byRun := map[int][]entry{}
-	eachObject(&readGaps, stream, cut, func(m map[string]any) {
-		b, _ := json.Marshal(m)
+	eachObjectLine(&readGaps, stream, cut, func(line []byte) {
 		var e entry
-		if json.Unmarshal(b, &e) != nil {
+		if json.Unmarshal(line, &e) != nil {
 			readGaps.Gap("a log line does not have the model-request shape")
 			return
 		}
