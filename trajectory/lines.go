@@ -16,16 +16,20 @@ const MaxLineBytes = 8 << 20
 // records in t a gap for the lines that are not (or are longer than MaxLineBytes) and
 // for a stream that was cut. It never fails.
 func eachObject(t *Trajectory, stream []byte, cut bool, f func(m map[string]any)) {
-	eachObjectLine(t, stream, cut, func(line []byte) {
+	eachObjectLine(t, stream, cut, func(line []byte) bool {
 		var m map[string]any
-		_ = json.Unmarshal(line, &m) // a JSON object (eachObjectLine): it decodes
+		if json.Unmarshal(line, &m) != nil {
+			return false
+		}
 		f(m)
+		return true
 	})
 }
 
-// eachObjectLine is eachObject with f given each line that is one JSON object as its
-// bytes (trimmed), for a caller that decodes it into its own type.
-func eachObjectLine(t *Trajectory, stream []byte, cut bool, f func(line []byte)) {
+// eachObjectLine is eachObject for a caller that decodes each line into its own type:
+// f gets every line (trimmed) that begins like a JSON object and reports whether it
+// was one JSON object (false: the line counts as not JSON, as in eachObject).
+func eachObjectLine(t *Trajectory, stream []byte, cut bool, f func(line []byte) bool) {
 	notJSON, oversized := 0, 0
 	sc := bufio.NewScanner(bytes.NewReader(stream))
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
@@ -40,11 +44,9 @@ func eachObjectLine(t *Trajectory, stream []byte, cut bool, f func(line []byte))
 		if len(line) == 0 {
 			continue
 		}
-		if line[0] != '{' || !json.Valid(line) {
+		if line[0] != '{' || !f(line) {
 			notJSON++
-			continue
 		}
-		f(line)
 	}
 	if notJSON > 0 {
 		t.Gap("%d line(s) of the stream are not JSON objects and were not read", notJSON)

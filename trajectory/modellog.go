@@ -39,13 +39,17 @@ func ModelLog(stream []byte, cut bool) []Trajectory {
 	}
 	var readGaps Trajectory
 	byRun := map[int][]entry{}
-	eachObjectLine(&readGaps, stream, cut, func(line []byte) {
+	eachObjectLine(&readGaps, stream, cut, func(line []byte) bool {
 		var e entry
 		if json.Unmarshal(line, &e) != nil {
+			if !json.Valid(line) {
+				return false // not JSON at all
+			}
 			readGaps.Gap("a log line does not have the model-request shape")
-			return
+			return true
 		}
 		byRun[max(e.Run, 1)] = append(byRun[max(e.Run, 1)], e)
+		return true
 	})
 	var out []Trajectory
 	for _, run := range slices.Sorted(func(yield func(int) bool) {

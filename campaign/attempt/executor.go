@@ -87,11 +87,12 @@ type LocalExecutor struct {
 // sharedWait bounds how long an attempt waits for the shared serve flags.
 const sharedWait = 5 * time.Second
 
-// serveFlags returns the serve flags every attempt's instance gets, made once in
-// the background on the first call, which does not wait for them (its instance gets
-// none and does that work itself: a one-cell campaign waits for nothing, and its
-// instance's hash of the binary runs beside this one on another core); later calls
-// wait for them (at most sharedWait, then they get those made so far):
+// serveFlags returns the serve flags every attempt's instance gets. The first call
+// (the campaign's first attempt) gets only the pinned CLIs' known digests and starts
+// nothing: its instance migrates its own database and hashes what it launches itself,
+// so that a one-cell campaign does no work for attempts that never come. The second
+// call makes the shared flags, once; it and every later call wait for them (at most
+// sharedWait, then they get those made so far):
 //
 //   - --known-digest with the SHA-256 of Executable (the fixture and built-in agents'
 //     binary), hashed once per campaign instead of once per serve child (50 ms of
@@ -103,6 +104,36 @@ const sharedWait = 5 * time.Second
 //     new home, checked against the template's schema and digest, instead of
 //     migrating a new database. When it cannot be made, each child migrates.
 func (x *LocalExecutor) serveFlags() []string {
+	if x.sharedCalls.Add(1) > 1 {
+		x.makeShared()
+		// Every attempt but the first waits for them (bounded): with several attempts
+		// at once, children that each hashed the binary would cost more than the
+		// wait.
+		t := time.NewTimer(sharedWait)
+		select {
+		case <-x.sharedDone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	var flags []string
+	if d := x.digest.Load(); d != nil {
+		flags = append(flags, "--known-digest", *d)
+	}
+	for _, name := range slices.Sorted(maps.Keys(x.CLIs)) {
+		if k := x.CLIs[name].Known; k != nil {
+			flags = append(flags, "--known-digest", k.String())
+		}
+	}
+	if t := x.template.Load(); t != nil {
+		flags = append(flags, "--template-db", *t)
+	}
+	return flags
+}
+
+// makeShared starts making the shared flags' digest and template in the background,
+// once; sharedDone is closed when they are made.
+func (x *LocalExecutor) makeShared() {
 	x.sharedOnce.Do(func() {
 		x.sharedDone = make(chan struct{})
 		if x.Executable == "" {
@@ -134,30 +165,6 @@ func (x *LocalExecutor) serveFlags() []string {
 		})
 		go func() { wg.Wait(); close(x.sharedDone) }()
 	})
-	if x.sharedCalls.Add(1) > 1 {
-		// Every attempt but the first waits for them (bounded): with several attempts
-		// at once, children that each hashed the binary would cost more than the
-		// wait. The first does not, so that a one-cell campaign waits for nothing.
-		t := time.NewTimer(sharedWait)
-		select {
-		case <-x.sharedDone:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	var flags []string
-	if d := x.digest.Load(); d != nil {
-		flags = append(flags, "--known-digest", *d)
-	}
-	for _, name := range slices.Sorted(maps.Keys(x.CLIs)) {
-		if k := x.CLIs[name].Known; k != nil {
-			flags = append(flags, "--known-digest", k.String())
-		}
-	}
-	if t := x.template.Load(); t != nil {
-		flags = append(flags, "--template-db", *t)
-	}
-	return flags
 }
 
 // Close removes what the attempts shared (the template's root) once it is made.
