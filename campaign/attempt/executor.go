@@ -35,6 +35,10 @@ type LocalExecutor struct {
 	Executable string
 	// TempDir is where attempt roots are created ("" means os.TempDir()).
 	TempDir string
+	// ExecutableDigest, when set, is Executable's digest being made since the command
+	// started (StartDigest), which every attempt's instance gets as a known digest,
+	// the first one included; nil: the second attempt makes it with the template.
+	ExecutableDigest *Digest
 	// StateDir is where each attempt's instance home is created, in a claimed root of
 	// its own beside the attempt root (the control plane's database, keys and run
 	// records, and its agents' HOMEs and logs): a memory file system keeps them off
@@ -117,7 +121,11 @@ func (x *LocalExecutor) serveFlags() []string {
 		t.Stop()
 	}
 	var flags []string
-	if d := x.digest.Load(); d != nil {
+	if x.ExecutableDigest != nil {
+		if d, ok := x.ExecutableDigest.Wait(sharedWait); ok {
+			flags = append(flags, "--known-digest", d.String())
+		}
+	} else if d := x.digest.Load(); d != nil {
 		flags = append(flags, "--known-digest", *d)
 	}
 	for _, name := range slices.Sorted(maps.Keys(x.CLIs)) {
@@ -157,14 +165,47 @@ func (x *LocalExecutor) makeShared() {
 				}
 			})
 		}
-		wg.Go(func() {
-			if d, err := api.HashExecutable(x.Executable); err == nil {
-				v := d.String()
-				x.digest.Store(&v)
-			}
-		})
+		if x.ExecutableDigest == nil {
+			wg.Go(func() {
+				if d, err := api.HashExecutable(x.Executable); err == nil {
+					v := d.String()
+					x.digest.Store(&v)
+				}
+			})
+		}
 		go func() { wg.Wait(); close(x.sharedDone) }()
 	})
+}
+
+// Digest is the SHA-256 of an executable being made in the background (StartDigest).
+type Digest struct {
+	done chan struct{}
+	d    api.KnownDigest
+	err  error
+}
+
+// StartDigest starts hashing the executable at path (api.HashExecutable) in the
+// background: `run` starts it before it loads the catalog, so that the campaign's first
+// attempt finds it made rather than hashing the binary itself on its critical path.
+func StartDigest(path string) *Digest {
+	g := &Digest{done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		g.d, g.err = api.HashExecutable(path)
+	}()
+	return g
+}
+
+// Wait returns the digest once made, false when hashing failed or took longer than d.
+func (g *Digest) Wait(d time.Duration) (api.KnownDigest, bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-g.done:
+		return g.d, g.err == nil
+	case <-t.C:
+		return api.KnownDigest{}, false
+	}
 }
 
 // Close removes what the attempts shared (the template's root) once it is made.

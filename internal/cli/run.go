@@ -203,6 +203,12 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if o.stateDir, err = stateDir(cmd, o.stateDir); err != nil {
 		return err
 	}
+	// The binary's digest (every fixture and built-in agent is this binary) is made
+	// while the catalog loads and the campaign is planned.
+	var digest *attempt.Digest
+	if self, err := os.Executable(); err == nil {
+		digest = attempt.StartDigest(self)
+	}
 	dir = a.continuedCatalog(cmd, dir, o)
 	c, err := loadCatalog(dir)
 	if err != nil {
@@ -268,7 +274,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	defer stop()
 
 	exec := &attempt.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIs: binaries, Live: o.live,
-		InProcess: inProcessServe(exe), Instances: o.instances, StateDir: o.stateDir}
+		InProcess: inProcessServe(exe), Instances: o.instances, StateDir: o.stateDir, ExecutableDigest: digest}
 	defer func() {
 		if err := exec.Close(); err != nil {
 			fmt.Fprintf(a.stderr, "agentproof: removing the attempts' shared files: %v\n", err)
