@@ -337,6 +337,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if unfinished {
 		interruption = &report.Interruption{Selected: sum.Selected, Stopped: stopped, NeverStarted: never, Resume: resume}
 	}
+	reportGC()
 	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
@@ -713,4 +714,16 @@ func setRunGOGC() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(runGCPercent)
 	}
+}
+
+// reportGC prepares `run` for its report, once the attempts are done: the garbage of
+// the attempts goes back to the operating system and, unless GOGC is set, the report
+// runs at the default GOGC (100), so that the peak memory of a campaign is the larger
+// of its attempts' and its report's, not their sum (docs/performance.md "Memory of
+// run in N").
+func reportGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(100)
+	}
+	debug.FreeOSMemory()
 }
