@@ -11,8 +11,9 @@
 # It builds agentproof, generates a catalog whose suite "bench" has CELLS fixture-pass
 # cells (the default catalog plus CELLS copies of the process-exit case), and runs
 #   1. one cell (startup: wall time of a 1-cell campaign),
-#   2. all CELLS cells at --max-parallel 4 with full isolation (own `agentproof serve`
-#      child, SQLite home and workspace per attempt),
+#   2. all CELLS cells at --max-parallel 4 with full isolation (own control-plane
+#      instance, in `run` or an `agentproof serve` child, SQLite home and workspace per
+#      attempt),
 # printing wall times, the marginal wall time per cell ((T_N - T_1) / (N - 1)) and the
 # peak RSS (VmHWM) of the `run` process itself (its serve children are not counted).
 # The per-cell harness overhead of reference × message-marker is the Go benchmark

@@ -22,7 +22,8 @@
 #              its config dir and HOME in a scratch directory, --max-concurrency 4.
 #   agentproof N fixture-pass cells (the default catalog's process-exit case copied N
 #              times, as bench/run-overhead.sh does) at --max-parallel 4 with full
-#              isolation: per cell its own `agentproof serve` child with its own SQLite
+#              isolation: per cell its own control-plane instance (in `run`, or an
+#              `agentproof serve` child where the cell needs one) with its own SQLite
 #              home and keys, its own workspace and fixture child process, the leak
 #              scans, evidence and result.json; graded on the observed run status.
 #
