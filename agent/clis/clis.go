@@ -216,10 +216,10 @@ type Installed struct {
 	// instead of hashing the file again (a Codex binary is 300 MB); any other version
 	// is hashed (api.KnownDigest).
 	BinaryFile *FileIdentity `json:"binaryFile,omitempty"`
-	Dir          string `json:"dir"`
-	Binary       string `json:"binary"`
-	Runtime      string `json:"runtime,omitempty"`
-	Reused       bool   `json:"reused"`
+	Dir        string        `json:"dir"`
+	Binary     string        `json:"binary"`
+	Runtime    string        `json:"runtime,omitempty"`
+	Reused     bool          `json:"reused"`
 }
 
 // markerFile, inside an install directory, records a completed install.
