@@ -209,6 +209,9 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if self, err := os.Executable(); err == nil {
 		digest = attempt.StartDigest(self)
 	}
+	if o.instances != attempt.InstanceChild {
+		setRunGOGC() // before the catalog loads: it is most of a small campaign's allocations
+	}
 	dir = a.continuedCatalog(cmd, dir, o)
 	c, err := loadCatalog(dir)
 	if err != nil {
@@ -264,9 +267,6 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	sweepStaleRoots(a, "")
 	if o.stateDir != "" && o.stateDir != os.TempDir() {
 		sweepStaleRoots(a, o.stateDir)
-	}
-	if o.instances != attempt.InstanceChild {
-		setRunGOGC()
 	}
 	// Said first, so that the campaign line stays the last line of the output.
 	fmt.Fprintf(a.stderr, "Results: %s\n", campaignDir)
@@ -337,7 +337,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if unfinished {
 		interruption = &report.Interruption{Selected: sum.Selected, Stopped: stopped, NeverStarted: never, Resume: resume}
 	}
-	reportGC()
+	reportGC(sum.Executed)
 	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
@@ -716,14 +716,22 @@ func setRunGOGC() {
 	}
 }
 
-// reportGC prepares `run` for its report, once the attempts are done: the garbage of
-// the attempts goes back to the operating system and, unless GOGC is set, the report
-// runs at the default GOGC (100), so that the peak memory of a campaign is the larger
-// of its attempts' and its report's, not their sum (docs/performance.md "Memory of
-// run in N").
-func reportGC() {
+// reportGC prepares `run` for its report, once the attempts are done: unless GOGC is
+// set, the report runs at the default GOGC (100), and after at least
+// reportGCAttempts executed cells (executed) the attempts' garbage goes back to the
+// operating system first, so that the peak memory of a campaign is the larger of its
+// attempts' and its report's, not their sum (docs/performance.md "Memory of run in
+// N"). A smaller campaign's heap is small, and the forced collection would be most of
+// its report's time.
+func reportGC(executed int) {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(100)
 	}
-	debug.FreeOSMemory()
+	if executed >= reportGCAttempts {
+		debug.FreeOSMemory()
+	}
 }
+
+// reportGCAttempts is the number of executed cells from which reportGC returns the
+// attempts' garbage to the operating system.
+const reportGCAttempts = 64

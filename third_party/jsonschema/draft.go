@@ -15,8 +15,13 @@ type Draft struct {
 	id            string             // property name used to represent id
 	subschemas    []SchemaPath       // locations of subschemas
 	vocabPrefix   string             // prefix used for vocabulary
-	allVocabs     map[string]*Schema // names of supported vocabs with its schemas
+	allVocabs     map[string]*Schema // names of supported vocabs (agentproof: keys only, see vocabSchemas)
 	defaultVocabs []string           // names of default vocabs
+
+	// agentproof's patch: sch and the vocabularies' schemas are compiled when the
+	// draft is first used (load), each draft on its own. See PATCH.md.
+	loadOnce     sync.Once
+	vocabSchemas map[string]*Schema // allVocabs' names with their schemas, once loaded
 }
 
 // String returns the specification url.
@@ -125,25 +130,26 @@ var (
 	draftLatest = Draft2020
 )
 
-// draftsOnce guards the compilation of every draft's meta-schemas. Upstream compiles
-// them in init(), which costs every program that links this package several ms and
-// about 1.7 MB of allocations at start even when it never compiles a schema;
-// agentproof's patch compiles them on first use instead (getSchema, the only reader of
-// Draft.sch and of the allVocabs values). See PATCH.md.
-var draftsOnce sync.Once
-
-// loadDrafts compiles the meta-schemas once; it is safe for concurrent use.
-func loadDrafts() { draftsOnce.Do(compileDrafts) }
-
-func compileDrafts() {
-	c := NewCompiler()
-	c.AssertFormat()
-	for _, d := range []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020} {
+// load compiles the draft's meta-schema and its vocabularies' schemas once; it is
+// safe for concurrent use. Upstream compiles every draft's meta-schemas in init(),
+// which costs every program that links this package several ms and about 1.7 MB of
+// allocations at start even when it never compiles a schema, and a program that
+// compiles only 2020-12 schemas still pays for drafts 4 to 2019-09; agentproof's patch
+// compiles a draft's when a schema of that draft is first validated or compiled
+// (getSchema, the only reader of Draft.sch and vocabSchemas). The compiled schemas go
+// into a map of their own, so that allVocabs, whose keys getVocabs reads, is never
+// written. See PATCH.md.
+func (d *Draft) load() {
+	d.loadOnce.Do(func() {
+		c := NewCompiler()
+		c.AssertFormat()
 		d.sch = c.MustCompile(d.url)
+		m := make(map[string]*Schema, len(d.allVocabs))
 		for name := range d.allVocabs {
-			d.allVocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
+			m[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
 		}
-	}
+		d.vocabSchemas = m
+	})
 }
 
 func draftFromURL(url string) *Draft {
@@ -275,7 +281,7 @@ func (d *dialect) activeVocabs(assertVocabs bool, vocabularies map[string]*Vocab
 }
 
 func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabulary) *Schema {
-	loadDrafts()
+	d.draft.load()
 	vocabs := d.activeVocabs(assertVocabs, vocabularies)
 	if vocabs == nil {
 		return d.draft.sch
@@ -283,7 +289,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 
 	var allOf []*Schema
 	for _, vocab := range vocabs {
-		sch := d.draft.allVocabs[vocab]
+		sch := d.draft.vocabSchemas[vocab]
 		if sch == nil {
 			if v, ok := vocabularies[vocab]; ok {
 				sch = v.Schema
@@ -294,7 +300,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 		}
 	}
 	if !slices.Contains(vocabs, "core") {
-		sch := d.draft.allVocabs["core"]
+		sch := d.draft.vocabSchemas["core"]
 		if sch == nil {
 			sch = d.draft.sch
 		}
