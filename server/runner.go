@@ -28,6 +28,9 @@ type RunnerOptions struct {
 	ProcessMarker string
 	// KnownDigests is heartbeat.Config's: executable digests the caller observed.
 	KnownDigests []api.KnownDigest
+	// ExecutableDigest is heartbeat.Config's: Executable's digest, still being made
+	// when the instance starts (nil: none).
+	ExecutableDigest func() (api.KnownDigest, bool)
 	// PiTools is heartbeat.Config's: the semantic tools of rpc:pi runs.
 	PiTools []agent.PiTool
 }
@@ -67,7 +70,7 @@ func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*S
 	}
 	url := "http://" + ln.Addr().String()
 	rn, err := heartbeat.New(runnerHost{s: s, url: url}, heartbeat.Config{Dir: filepath.Join(home, HeartbeatDir), Home: home,
-		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker, KnownDigests: ro.KnownDigests, OnChange: s.NoteChange, PiTools: ro.PiTools, Ephemeral: opts.Ephemeral})
+		Executable: exe, MaxConcurrent: ro.MaxConcurrent, PollInterval: ro.PollInterval, ProcessMarker: ro.ProcessMarker, KnownDigests: ro.KnownDigests, ExecutableDigest: ro.ExecutableDigest, OnChange: s.NoteChange, PiTools: ro.PiTools, Ephemeral: opts.Ephemeral})
 	if err != nil {
 		ln.Close()
 		s.Close()

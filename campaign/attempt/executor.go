@@ -108,6 +108,17 @@ const sharedWait = 5 * time.Second
 //     new home, checked against the template's schema and digest, instead of
 //     migrating a new database. When it cannot be made, each child migrates.
 func (x *LocalExecutor) serveFlags() []string {
+	flags, _ := x.sharedFlags(true)
+	return flags
+}
+
+// sharedFlags returns serveFlags' flags. With waitDigest false (an in-process
+// instance), a digest of Executable that `run` is still making is not waited for:
+// it is left out of the flags and returned as a function that waits for it (bounded,
+// sharedWait) for the instance's runner to call when it launches that binary
+// (heartbeat.Config.ExecutableDigest), so that an attempt whose agent is another
+// binary (a Codex cell) never waits for it. late is nil when the flags carry it.
+func (x *LocalExecutor) sharedFlags(waitDigest bool) (flags []string, late func() (api.KnownDigest, bool)) {
 	if x.sharedCalls.Add(1) > 1 {
 		x.makeShared()
 		// Every attempt but the first waits for them (bounded): with several attempts
@@ -120,12 +131,18 @@ func (x *LocalExecutor) serveFlags() []string {
 		}
 		t.Stop()
 	}
-	var flags []string
-	if x.ExecutableDigest != nil {
-		if d, ok := x.ExecutableDigest.Wait(sharedWait); ok {
+	switch g := x.ExecutableDigest; {
+	case g != nil && !waitDigest && !g.Made():
+		late = func() (api.KnownDigest, bool) { return g.Wait(sharedWait) }
+	case g != nil:
+		if d, ok := g.Wait(sharedWait); ok {
 			flags = append(flags, "--known-digest", d.String())
 		}
-	} else if d := x.digest.Load(); d != nil {
+	default:
+		d := x.digest.Load()
+		if d == nil {
+			break
+		}
 		flags = append(flags, "--known-digest", *d)
 	}
 	for _, name := range slices.Sorted(maps.Keys(x.CLIs)) {
@@ -136,7 +153,7 @@ func (x *LocalExecutor) serveFlags() []string {
 	if t := x.template.Load(); t != nil {
 		flags = append(flags, "--template-db", *t)
 	}
-	return flags
+	return flags, late
 }
 
 // makeShared starts making the shared flags' digest and template in the background,
@@ -194,6 +211,16 @@ func StartDigest(path string) *Digest {
 		g.d, g.err = api.HashExecutable(path)
 	}()
 	return g
+}
+
+// Made reports whether hashing has ended (Wait then returns at once).
+func (g *Digest) Made() bool {
+	select {
+	case <-g.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Wait returns the digest once made, false when hashing failed or took longer than d.

@@ -21,15 +21,18 @@ import (
 // instances"). Home is the instance home (its own SQLite file, board token and master
 // key, created by the instance); Marker the attempt's process marker every agent
 // process carries (`serve --process-marker`); KnownDigests and Template what
-// `--known-digest` and `--template-db` give (nil: none); Log where the instance
-// writes what a serve child writes on its stderr (the HTTP server's error log, a
-// template that was not used).
+// `--known-digest` and `--template-db` give (nil: none); ExecutableDigest the digest
+// of the agentproof executable when `run` was still making it as the attempt started
+// (nil: none; heartbeat.Config.ExecutableDigest: waited for only by a launch of that
+// binary); Log where the instance writes what a serve child writes on its stderr (the
+// HTTP server's error log, a template that was not used).
 type InProcessConfig struct {
-	Home         string
-	Marker       string
-	KnownDigests []api.KnownDigest
-	Template     *store.Template
-	Log          io.Writer
+	Home             string
+	Marker           string
+	KnownDigests     []api.KnownDigest
+	ExecutableDigest func() (api.KnownDigest, bool)
+	Template         *store.Template
+	Log              io.Writer
 }
 
 // InProcessServer is a running in-process control-plane instance: a listener on a
@@ -101,8 +104,8 @@ type inProcessChild struct {
 // the shared serve flags' values (flags as serveFlags returns them), reads its board
 // token from the home and checks its address is loopback. Errors classify as a
 // serve child's ("server start failed: …").
-func startInProcess(ctx context.Context, start InProcessStart, home, marker string, flags []string) (*inProcessChild, string, error) {
-	c := InProcessConfig{Home: home, Marker: marker}
+func startInProcess(ctx context.Context, start InProcessStart, home, marker string, flags []string, digest func() (api.KnownDigest, bool)) (*inProcessChild, string, error) {
+	c := InProcessConfig{Home: home, Marker: marker, ExecutableDigest: digest}
 	for i := 0; i+1 < len(flags); i += 2 {
 		switch flags[i] {
 		case "--known-digest":

@@ -3,9 +3,11 @@ package attempt
 import (
 	"context"
 	"errors"
+	"github.com/agentproof/agentproof/api"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -99,7 +101,7 @@ func TestInProcessInstanceRestartIsAChild(t *testing.T) {
 	var cfg InProcessConfig
 	marker := worker.NewMarker()
 	digest := "1:2:3:4:5:" + strings.Repeat("ab", 32)
-	in, err := startInstanceInProcess(context.Background(), fakeStart(&fake, &cfg), stubbornServe(t, root), home, root, marker, "", []string{"--known-digest", digest})
+	in, err := startInstanceInProcess(context.Background(), fakeStart(&fake, &cfg), stubbornServe(t, root), home, root, marker, "", []string{"--known-digest", digest}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,3 +157,29 @@ type failingServer struct{}
 
 func (failingServer) Addr() string                   { return "127.0.0.1:9" }
 func (failingServer) Shutdown(context.Context) error { return errors.New("store close failed") }
+
+// TestSharedFlagsLateDigest: an in-process instance does not wait for a digest of the
+// executable that `run` is still making — it gets a function that waits for it
+// (heartbeat.Config.ExecutableDigest) and no --known-digest for it; once the digest is
+// made, every instance gets it as a flag, and a serve child always waits for it.
+func TestSharedFlagsLateDigest(t *testing.T) {
+	t.Parallel()
+	made := api.KnownDigest{Dev: 1, Ino: 2, Size: 3, MtimeNs: 4, CtimeNs: 5, SHA256: strings.Repeat("ef", 32)}
+	g := &Digest{done: make(chan struct{})}
+	x := &LocalExecutor{ExecutableDigest: g}
+	flags, late := x.sharedFlags(false)
+	if slices.Contains(flags, made.String()) || late == nil {
+		t.Fatalf("pending digest: flags %q, late %v; want no digest flag and a late function", flags, late != nil)
+	}
+	g.d = made
+	close(g.done)
+	if d, ok := late(); !ok || d != made {
+		t.Errorf("late() = %+v, %v; want the digest once made", d, ok)
+	}
+	for _, wait := range []bool{false, true} {
+		flags, late := x.sharedFlags(wait)
+		if !slices.Contains(flags, made.String()) || late != nil {
+			t.Errorf("made digest, wait %v: flags %q, late %v; want the digest as a flag", wait, flags, late != nil)
+		}
+	}
+}

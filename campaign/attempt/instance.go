@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentproof/agentproof/api"
 	"net/http"
 	"strings"
 	"sync"
@@ -47,8 +48,8 @@ func startInstance(ctx context.Context, exe, home, root, marker, canary string, 
 
 // startInstanceInProcess starts the attempt's instance inside this process
 // (startInProcess's errors); a restart replaces it with a serve child of exe.
-func startInstanceInProcess(ctx context.Context, start InProcessStart, exe, home, root, marker, canary string, flags []string) (*instance, error) {
-	ip, token, err := startInProcess(ctx, start, home, marker, flags)
+func startInstanceInProcess(ctx context.Context, start InProcessStart, exe, home, root, marker, canary string, flags []string, digest func() (api.KnownDigest, bool)) (*instance, error) {
+	ip, token, err := startInProcess(ctx, start, home, marker, flags, digest)
 	if err != nil {
 		return nil, err
 	}

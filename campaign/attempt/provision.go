@@ -165,7 +165,8 @@ func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provis
 		in, err = startInstance(ctx, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags())
 	default:
 		where = "in-process"
-		in, err = startInstanceInProcess(ctx, x.InProcess, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, x.serveFlags())
+		flags, late := x.sharedFlags(false)
+		in, err = startInstanceInProcess(ctx, x.InProcess, x.Executable, p.Home, p.Root, p.Marker, p.ControllerCanary, flags, late)
 	}
 	if err != nil {
 		return verdict.HarnessFault(err, true)

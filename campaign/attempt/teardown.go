@@ -42,10 +42,11 @@ type Teardown struct {
 // teardown tears down what the stages left, in reverse: the fixtures (fixtures.json),
 // the server (its logs), the scripted model (its request log), then kills what still
 // carries the attempt's process marker, writes the flow log and the agent logs, scans
-// the whole temp root for leaks (a sandbox lease's disk among it), closes a sandbox
-// lease's bridge and destroys the lease (an unconfirmed cleanup is a cleanup problem
-// naming what remained), removes the temp root, checks the required evidence and scans
-// the evidence written. It runs
+// the whole temp root for leaks (a sandbox lease's disk among it) while the runs'
+// trajectories are exported from the evidence, closes a sandbox lease's bridge and
+// destroys the lease (an unconfirmed cleanup is a cleanup problem naming what
+// remained), removes the temp root, checks the required evidence and scans the
+// evidence written. It runs
 // with a context that outlives a cancellation, bounded by teardownTimeout.
 func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Teardown {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
@@ -86,9 +87,13 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 		a.log.note("login file %s: HOME destroyed, confirmed gone", s.Fixtures.LoginFile.Credential)
 	}
 	a.ev.Write(secrets, "logs/flow.log", []byte(a.log.text()), true)
+	// The trajectories are made from the evidence alone (the agent logs, the model's
+	// log, the state snapshot), so they are exported while the roots are scanned and
+	// removed; the evidence is checked and scanned once they are written.
+	trajectories := make(chan []report.TrajectoryRef, 1)
 	if p.Root != "" {
 		collectAgentLogs(a.ev, secrets, p.Home)
-		t.Trajectories = exportTrajectories(a.ev, secrets, s.Observation.Runs)
+		go func() { trajectories <- exportTrajectories(a.ev, secrets, s.Observation.Runs) }()
 		t.Leaks = append(t.Leaks, scanClosed(secrets, p, &t.Problems)...)
 		if p.Lease != nil { // after the workspace's scan: it lives on the lease disk
 			rec, problem := p.Lease.release(tctx, s.Observation.Runs)
@@ -99,11 +104,14 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 		}
 		t.Problems = append(t.Problems, x.removeRoot(p.Root)...)
 		_ = p.rootClaim.Release() // removed or kept: nobody's to sweep
+	} else {
+		trajectories <- nil
 	}
 	if p.StateRoot != "" {
 		t.Problems = append(t.Problems, x.removeRoot(p.StateRoot)...)
 		_ = p.stateClaim.Release()
 	}
+	t.Trajectories = <-trajectories
 	if s.Grades.Matchers != nil {
 		t.Missing = a.ev.CheckRequired()
 	}

@@ -171,7 +171,7 @@ func dropLibpqEnvironment() {
 func inProcessServe(exe string) attempt.InProcessStart {
 	return func(ctx context.Context, c attempt.InProcessConfig) (attempt.InProcessServer, error) {
 		sv, err := server.Serve(context.WithoutCancel(ctx), server.Options{Home: c.Home, Template: c.Template, ErrorLog: c.Log, Ephemeral: true}, "127.0.0.1:0",
-			server.RunnerOptions{Executable: exe, ProcessMarker: c.Marker, KnownDigests: c.KnownDigests, PiTools: piTools()})
+			server.RunnerOptions{Executable: exe, ProcessMarker: c.Marker, KnownDigests: c.KnownDigests, ExecutableDigest: c.ExecutableDigest, PiTools: piTools()})
 		if err != nil {
 			return nil, err
 		}

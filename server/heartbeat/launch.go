@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,7 +134,13 @@ func (r *Runner) launchFacts(j job, spec worker.Spec, secrets *redact.Set) (*api
 	} else {
 		go func() {
 			defer fh.Close()
-			done <- r.bins.observe(fh, exe, isCLI, filepath.Join(r.cfg.Dir, "probes"), r.cfg.KnownDigests)
+			known := r.cfg.KnownDigests
+			if r.cfg.ExecutableDigest != nil && exe == r.cfg.Executable {
+				if k, ok := r.cfg.ExecutableDigest(); ok {
+					known = append(slices.Clip(known), k)
+				}
+			}
+			done <- r.bins.observe(fh, exe, isCLI, filepath.Join(r.cfg.Dir, "probes"), known)
 		}()
 	}
 	return f, func() {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentproof/agentproof/agent/driver"
@@ -184,6 +185,66 @@ func TestKnownDigest(t *testing.T) {
 		if _, err := api.ParseKnownDigest(bad); err == nil {
 			t.Errorf("ParseKnownDigest(%q) accepted it", bad)
 		}
+	}
+}
+
+// TestExecutableDigestLate: Config.ExecutableDigest (the digest `run` was still making
+// when an in-process instance started) is consulted for a launch of Config.Executable
+// only, and its digest is recorded for the matching file version; a launch of another
+// binary never calls it (never waits for it); a digest that did not come in time
+// (false) leaves the file hashed.
+func TestExecutableDigestLate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	self, other := filepath.Join(dir, "agentproof"), filepath.Join(dir, "agent")
+	for _, p := range []string{self, other} {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n# "+p+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	known, err := api.HashExecutable(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := known
+	planted.SHA256 = strings.Repeat("cd", 32) // proves which digest was recorded
+	exec, err := driver.Parse("exec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := job{env: &controlplane.Environment{Kind: controlplane.LocalEnvironment}, cfg: api.AdapterConfig{Driver: exec}}
+	hashOf := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		return hex.EncodeToString(sum[:])
+	}
+	for _, tc := range []struct {
+		name      string
+		path      string
+		ok        bool
+		wantCalls int
+		want      string
+	}{
+		{"the executable takes the late digest", self, true, 1, planted.SHA256},
+		{"another binary never waits for it", other, true, 0, hashOf(other)},
+		{"a digest not made in time leaves the file hashed", self, false, 1, hashOf(self)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var calls atomic.Int32
+			r := &Runner{cfg: Config{Dir: t.TempDir(), Executable: self, ExecutableDigest: func() (api.KnownDigest, bool) {
+				calls.Add(1)
+				return planted, tc.ok
+			}}}
+			f, wait := r.launchFacts(j, worker.Spec{Path: tc.path, Args: []string{tc.path}}, redact.NewSet())
+			wait()
+			if f.BinarySHA256 != tc.want || int(calls.Load()) != tc.wantCalls {
+				t.Errorf("digest %s after %d call(s), want %s after %d", f.BinarySHA256, calls.Load(), tc.want, tc.wantCalls)
+			}
+		})
 	}
 }
 

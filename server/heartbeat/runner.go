@@ -139,22 +139,28 @@ type Host interface {
 //   - KnownDigests: SHA-256 digests of executable file versions the caller observed
 //     (api.KnownDigest); a launch of a matching file version that needs no version
 //     probe records that digest instead of hashing the file again.
+//   - ExecutableDigest: the digest of Executable when the caller was still making it
+//     as the runner started (nil: none): consulted only for a launch of Executable
+//     whose file version matches none of KnownDigests, so that a run of another
+//     binary (an agent CLI) never waits for it. It may block; the caller bounds it
+//     (false: no digest, the file is hashed).
 //   - OnChange: called (without blocking; nil for none) after every update of a
 //     record the board sees, so that the server can wake its change waits.
 //   - Ephemeral: the instance home is thrown away with its instance (an attempt's
 //     home, server.Options.Ephemeral): records, logs and materialised agent-home files
 //     are written atomically but not fsynced (evidence.WriteFileReplace).
 type Config struct {
-	Dir           string
-	Home          string
-	Executable    string
-	MaxConcurrent int
-	PollInterval  time.Duration
-	Now           func() time.Time
-	ProcessMarker string
-	KnownDigests  []api.KnownDigest
-	OnChange      func()
-	Ephemeral     bool
+	Dir              string
+	Home             string
+	Executable       string
+	MaxConcurrent    int
+	PollInterval     time.Duration
+	Now              func() time.Time
+	ProcessMarker    string
+	KnownDigests     []api.KnownDigest
+	ExecutableDigest func() (api.KnownDigest, bool)
+	OnChange         func()
+	Ephemeral        bool
 	// PiTools are the semantic tools an rpc:pi run's extension registers and proxies
 	// to `agentproof mcp` (package mcp's Tools, supplied by the command that serves:
 	// this package cannot import mcp). Empty: Pi runs get no semantic tools.
