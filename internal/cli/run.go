@@ -96,9 +96,8 @@ chooses another directory. The workspace stays in the attempt's temp root.
 Before it starts, run removes the attempt temp roots (agentproof-attempt-* under the
 temp directory and the state directory; they hold key files) that a killed run left
 behind: roots whose owner record no live process holds locked. It says how many on
-stderr. run and its
-serve children are child subreapers: orphaned descendants are re-parented to them
-and reaped, also when run is PID 1 of a PID namespace.
+stderr. run and its serve children are child subreapers: orphaned descendants are
+re-parented to them and reaped, also when run is PID 1 of a PID namespace.
 
 --instance says where each attempt's instance runs (docs/ARCHITECTURE.md
 "Control-plane instances"). in-process (the default) runs it inside run: its own
@@ -106,8 +105,9 @@ home, SQLite file, listener, keys and heartbeat runner, nothing shared with anot
 attempt's, one process start less per cell; cells whose flow restarts or kills the
 server or the agent (server_crash_retry, crash_retry, lost_acknowledgement,
 instruction_persistence, a restart before an answer), hostile and sandbox cells and
-cases with serverProcess: true still get an 'agentproof serve' child. child gives every attempt an 'agentproof serve' child
-process (its own address space and process group). flow.log says which.
+cases with serverProcess: true still get an 'agentproof serve' child.
+--instance child gives every attempt an 'agentproof serve' child process (its own
+address space and process group). flow.log says which.
 
 A campaign directory that already holds results is refused (exit 2). The results
 directory is locked (flock on <results>/.agentproof-results.lock) while the campaign
