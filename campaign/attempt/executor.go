@@ -92,11 +92,11 @@ type LocalExecutor struct {
 const sharedWait = 5 * time.Second
 
 // serveFlags returns the serve flags every attempt's instance gets. The first call
-// (the campaign's first attempt) gets only the pinned CLIs' known digests and starts
-// nothing: its instance migrates its own database and hashes what it launches itself,
-// so that a one-cell campaign does no work for attempts that never come. The second
-// call makes the shared flags, once; it and every later call wait for them (at most
-// sharedWait, then they get those made so far):
+// (the campaign's first attempt) makes nothing shared: it gets the pinned CLIs' known
+// digests and ExecutableDigest (made since `run` started), and its instance migrates
+// its own database, so that a one-cell campaign does no work for attempts that never
+// come. The second call makes the shared flags, once; it and every later call wait
+// for them (at most sharedWait, then they get those made so far):
 //
 //   - --known-digest with the SHA-256 of Executable (the fixture and built-in agents'
 //     binary), hashed once per campaign instead of once per serve child (50 ms of
@@ -132,18 +132,16 @@ func (x *LocalExecutor) sharedFlags(waitDigest bool) (flags []string, late func(
 		t.Stop()
 	}
 	switch g := x.ExecutableDigest; {
-	case g != nil && !waitDigest && !g.Made():
+	case g == nil:
+		if d := x.digest.Load(); d != nil {
+			flags = append(flags, "--known-digest", *d)
+		}
+	case !waitDigest && !g.Made():
 		late = func() (api.KnownDigest, bool) { return g.Wait(sharedWait) }
-	case g != nil:
+	default:
 		if d, ok := g.Wait(sharedWait); ok {
 			flags = append(flags, "--known-digest", d.String())
 		}
-	default:
-		d := x.digest.Load()
-		if d == nil {
-			break
-		}
-		flags = append(flags, "--known-digest", *d)
 	}
 	for _, name := range slices.Sorted(maps.Keys(x.CLIs)) {
 		if k := x.CLIs[name].Known; k != nil {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentproof/agentproof/api"
 	"net/http"
 	"strings"
 	"sync"
 
+	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/client"
 )
 
