@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -100,23 +101,52 @@ type GuardedFile struct {
 // and Leaks are set); a JSON file that does not parse; write errors. Leaks are named by
 // reason and place only, never by value.
 func (g Guard) Write(p string, data []byte, ours bool) (GuardedFile, error) {
+	clean, out, err := g.guard(p, data, ours)
+	if err != nil {
+		return out, err
+	}
+	if err := writeFile(p, clean, !g.Deferred); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// guard is Write's guarding: the bytes to write to p and the GuardedFile describing
+// them. Errors as Write's, before anything is written.
+func (g Guard) guard(p string, data []byte, ours bool) ([]byte, GuardedFile, error) {
 	name := filepath.Base(p)
 	kind, ok, reason := EvidenceKind(name, ours)
 	if !ok {
-		return GuardedFile{}, fmt.Errorf("refusing to write %s: %s: %w", g.Secrets.SafePath(name), reason, ErrNotAllowed)
+		return nil, GuardedFile{}, fmt.Errorf("refusing to write %s: %s: %w", g.Secrets.SafePath(name), reason, ErrNotAllowed)
 	}
 	clean, leaks, err := g.sanitize(name, kind, data)
 	out := GuardedFile{Leaks: leaks}
 	if err != nil {
 		out.Withheld = errors.Is(err, redact.ErrLeak)
-		return out, fmt.Errorf("refusing to write %s: %w", g.Secrets.SafePath(p), err)
-	}
-	if err := writeFile(p, clean, !g.Deferred); err != nil {
-		return out, err
+		return nil, out, fmt.Errorf("refusing to write %s: %w", g.Secrets.SafePath(p), err)
 	}
 	sum := sha256.Sum256(clean)
 	out.Bytes, out.SHA256 = int64(len(clean)), hex.EncodeToString(sum[:])
-	return out, nil
+	return clean, out, nil
+}
+
+// stageWrite is Write leaving the guarded bytes in a temporary file beside p (open; see
+// GuardedWriter.Stage). Errors as Write's.
+func (g Guard) stageWrite(p string, data []byte, ours bool) (GuardedFile, StagedFile, error) {
+	clean, out, err := g.guard(p, data, ours)
+	if err != nil {
+		return out, StagedFile{}, err
+	}
+	f, err := createTemp(p)
+	if err != nil {
+		return out, StagedFile{}, err
+	}
+	if _, err := f.Write(clean); err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return out, StagedFile{}, fmt.Errorf("writing %s: %w", p, err)
+	}
+	return out, StagedFile{Path: p, tmp: f.Name(), f: f}, nil
 }
 
 // Sanitize is Write without writing: the bytes that would be written and the leaks

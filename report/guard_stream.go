@@ -117,8 +117,54 @@ func (w *GuardedWriter) Abort() {
 // WriteFileAtomic), anything else is guarded as Guard.Write guards it. The result and
 // errors are Write's.
 func (w *GuardedWriter) Close() (GuardedFile, error) {
+	gf, st, err := w.stage(false)
+	if err != nil || st.tmp == "" {
+		return gf, err
+	}
+	if err := commitTemp(st.f, w.path); err != nil {
+		return GuardedFile{}, err
+	}
+	return gf, nil
+}
+
+// Stage is Close without putting the file in place: the guarded content (what Close
+// would write) is left, closed and not synced, in its temporary file, and
+// CommitStaged puts a batch of such files in place with one sync of their file
+// system. The GuardedFile and errors are Close's; on an error nothing is left.
+func (w *GuardedWriter) Stage() (GuardedFile, StagedFile, error) {
+	gf, st, err := w.stage(true)
+	if err != nil {
+		return gf, StagedFile{}, err
+	}
+	if err = st.f.Chmod(0o644); err == nil {
+		err = st.f.Close()
+	} else {
+		_ = st.f.Close()
+	}
+	if err != nil {
+		_ = os.Remove(st.tmp)
+		return GuardedFile{}, StagedFile{}, fmt.Errorf("closing %s: %w", w.path, err)
+	}
+	st.f = nil
+	return gf, st, nil
+}
+
+// StagedFile is a guarded file written to a temporary file beside Path and not yet
+// renamed over it (GuardedWriter.Stage, CommitStaged).
+type StagedFile struct {
+	// Path is the file's destination.
+	Path string
+	tmp  string
+	f    *os.File // open until Stage closes it
+}
+
+// stage finishes the guarded content of w: clean content stays in w's temporary file
+// (returned open); content with a finding is guarded as Guard.Write guards it and
+// written to a new temporary file when staged (made 0644, open), else in place (the
+// StagedFile is then empty).
+func (w *GuardedWriter) stage(staged bool) (GuardedFile, StagedFile, error) {
 	if w.f == nil {
-		return GuardedFile{}, w.err
+		return GuardedFile{}, StagedFile{}, w.err
 	}
 	if w.err == nil {
 		if err := w.bw.Flush(); err != nil && w.err == nil {
@@ -127,7 +173,7 @@ func (w *GuardedWriter) Close() (GuardedFile, error) {
 	}
 	if w.err != nil {
 		w.Abort()
-		return GuardedFile{}, w.err
+		return GuardedFile{}, StagedFile{}, w.err
 	}
 	_, found := w.scan.Leak()
 	if !found && w.kind == KindJSON {
@@ -140,16 +186,17 @@ func (w *GuardedWriter) Close() (GuardedFile, error) {
 		data, err := os.ReadFile(w.tmp)
 		w.Abort()
 		if err != nil {
-			return GuardedFile{}, fmt.Errorf("reading back %s: %w", w.tmp, err)
+			return GuardedFile{}, StagedFile{}, fmt.Errorf("reading back %s: %w", w.tmp, err)
 		}
-		return w.g.Write(w.path, data, w.ours)
+		if !staged {
+			gf, err := w.g.Write(w.path, data, w.ours)
+			return gf, StagedFile{}, err
+		}
+		return w.g.stageWrite(w.path, data, w.ours)
 	}
 	f := w.f
 	w.f = nil
-	if err := commitTemp(f, w.path); err != nil {
-		return GuardedFile{}, err
-	}
-	return GuardedFile{Bytes: w.n, SHA256: hex.EncodeToString(w.sum.Sum(nil))}, nil
+	return GuardedFile{Bytes: w.n, SHA256: hex.EncodeToString(w.sum.Sum(nil))}, StagedFile{Path: w.path, tmp: w.tmp, f: f}, nil
 }
 
 // scanJSON reads the written document back token by token: it reports whether a key
@@ -195,37 +242,37 @@ func (w *GuardedWriter) scanJSON() (bool, error) {
 	}
 }
 
-// CopyFile writes the content of the file src to path through a guarded write (for a
-// second name of a file already written). Errors as Close's, or src's.
-func (g Guard) CopyFile(path, src string, ours bool) (GuardedFile, error) {
+// stageCopy stages (GuardedWriter.Stage) a guarded write of path with the content of
+// the file src (a second name of a file already written). Errors as Stage's, or src's.
+func (g Guard) stageCopy(path, src string, ours bool) (GuardedFile, StagedFile, error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return GuardedFile{}, fmt.Errorf("reading %s: %w", src, err)
+		return GuardedFile{}, StagedFile{}, fmt.Errorf("reading %s: %w", src, err)
 	}
 	defer in.Close()
 	w, err := g.Create(path, ours)
 	if err != nil {
-		return GuardedFile{}, err
+		return GuardedFile{}, StagedFile{}, err
 	}
 	if _, err := io.Copy(w, in); err != nil {
 		w.Abort()
-		return GuardedFile{}, fmt.Errorf("copying %s to %s: %w", src, path, err)
+		return GuardedFile{}, StagedFile{}, fmt.Errorf("copying %s to %s: %w", src, path, err)
 	}
-	return w.Close()
+	return w.Stage()
 }
 
-// writeGuarded writes what render produces through a guarded write of path (Create,
-// Close); a render error aborts it, leaving no file.
-func (g Guard) writeGuarded(p string, render func(io.Writer) error, ours bool) (GuardedFile, error) {
+// stageGuarded stages (GuardedWriter.Stage) a guarded write of path with what render
+// produces; a render error aborts it, leaving no file.
+func (g Guard) stageGuarded(p string, render func(io.Writer) error, ours bool) (GuardedFile, StagedFile, error) {
 	w, err := g.Create(p, ours)
 	if err != nil {
-		return GuardedFile{}, err
+		return GuardedFile{}, StagedFile{}, err
 	}
 	if err := render(w); err != nil {
 		w.Abort()
-		return GuardedFile{}, err
+		return GuardedFile{}, StagedFile{}, err
 	}
-	return w.Close()
+	return w.Stage()
 }
 
 var _ io.StringWriter = (*GuardedWriter)(nil)
