@@ -471,8 +471,16 @@ func parseFile(file string, data []byte) *parsed {
 	// About one recorded position per 12 bytes of YAML; sizing the map up front avoids
 	// rehashing it while decoding.
 	r := &parsed{pos: make(map[any]Pos, len(data)/12), raw: map[any]*yaml.Node{}, ps: &problems{limit: maxProblems}}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
 	d := &decoder{file: file, ps: r.ps, pos: r.pos, raw: r.raw}
+	if docs, ok := cachedDocs(data); ok { // the embedded default catalog, parsed already
+		for _, root := range docs {
+			if !r.add(d, root) {
+				break
+			}
+		}
+		return r
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var root yaml.Node
 		err := decodeDoc(dec, &root)
@@ -493,25 +501,34 @@ func parseFile(file string, data []byte) *parsed {
 			r.malformed = true
 			return r
 		}
-		n := &root
-		if n.Kind == yaml.DocumentNode {
-			if len(n.Content) == 0 {
-				continue
-			}
-			n = n.Content[0]
-		}
-		if isNull(n) {
-			continue
-		}
-		scanRawSecrets(file, n, r.ps)
-		doc := &document{}
-		d.decode(n, reflectValue(doc))
-		if d.over {
-			r.malformed = true
+		if !r.add(d, &root) {
 			return r
 		}
-		r.docs = append(r.docs, doc)
 	}
+}
+
+// add decodes one parsed YAML document (root, from yaml.Decoder.Decode) of r's file
+// with d; false when its problems are too many to go on with the file (malformed).
+func (r *parsed) add(d *decoder, root *yaml.Node) bool {
+	n := root
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return true
+		}
+		n = n.Content[0]
+	}
+	if isNull(n) {
+		return true
+	}
+	scanRawSecrets(d.file, n, r.ps)
+	doc := &document{}
+	d.decode(n, reflectValue(doc))
+	if d.over {
+		r.malformed = true
+		return false
+	}
+	r.docs = append(r.docs, doc)
+	return true
 }
 
 // decodeDoc reads one document, turning a parser panic into an error: the loader's
