@@ -176,7 +176,7 @@ func (w *GuardedWriter) stage(staged bool) (GuardedFile, StagedFile, error) {
 		return GuardedFile{}, StagedFile{}, w.err
 	}
 	_, found := w.scan.Leak()
-	if !found && w.kind == KindJSON {
+	if !found && w.kind == KindJSON && !w.cleanJSON() {
 		var err error
 		if found, err = w.scanJSON(); err != nil {
 			found = true // not JSON: Write says so
@@ -197,6 +197,21 @@ func (w *GuardedWriter) stage(staged bool) (GuardedFile, StagedFile, error) {
 	f := w.f
 	w.f = nil
 	return GuardedFile{Bytes: w.n, SHA256: hex.EncodeToString(w.sum.Sum(nil))}, StagedFile{Path: w.path, tmp: w.tmp, f: f}, nil
+}
+
+// maxCleanJSON is the largest JSON file (bytes) a guarded writer reads back whole to
+// pass it with redact.Set.CleanJSON before reading it token by token.
+const maxCleanJSON = 1 << 20
+
+// cleanJSON reports whether the written document, when at most maxCleanJSON bytes, is
+// clean by redact.Set.CleanJSON (one search of its bytes; true implies scanJSON finds
+// nothing); false means scanJSON decides.
+func (w *GuardedWriter) cleanJSON() bool {
+	if w.n > maxCleanJSON {
+		return false
+	}
+	data, err := os.ReadFile(w.tmp)
+	return err == nil && int64(len(data)) == w.n && w.g.Secrets.CleanJSON(data)
 }
 
 // scanJSON reads the written document back token by token: it reports whether a key

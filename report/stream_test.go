@@ -140,6 +140,9 @@ func TestGuardedWriterAsWrite(t *testing.T) {
 		{"key.json", `{"guard-secret-0123456789": 1}`},
 		{"number.json", `{"n": 12345678901234567890}`},
 		{"shape.json", `{"auth": "sk-ant-abcdefghijklmnopqrstuvwx"}`},
+		// above maxCleanJSON: read back token by token only
+		{"bigclean.json", `{"a": "` + strings.Repeat("y", maxCleanJSON) + `"}`},
+		{"bigshape.json", `{"a": "` + strings.Repeat("y ", maxCleanJSON/2) + `", "auth": "sk-ant-abcdefghijklmnopqrstuvwx"}`},
 		{"notjson.json", `{"a": `},
 		{"image.png", "\x89PNG" + secret},
 		{"script.js", "alert(1)"},
