@@ -203,6 +203,14 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if o.stateDir, err = stateDir(cmd, o.stateDir); err != nil {
 		return err
 	}
+	// Becoming the subreaper of the attempts' orphans starts a child to check that the
+	// Go runtime tells its own children apart (worker.BecomeSubreaper): done while the
+	// catalog loads, and waited for before planning, which may start processes.
+	subreaper := make(chan error, 1)
+	go func() {
+		_, err := worker.BecomeSubreaper()
+		subreaper <- err
+	}()
 	// The binary's digest (every fixture and built-in agent is this binary) is made
 	// while the catalog loads and the campaign is planned.
 	var digest *attempt.Digest
@@ -231,6 +239,9 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	root, err := filepath.Abs(o.results)
 	if err != nil {
 		return usageErrorf("--results: %v", err)
+	}
+	if err := <-subreaper; err != nil {
+		fmt.Fprintf(a.stderr, "agentproof: %v\n", err)
 	}
 	plan, binaries, unlock, err := a.planRun(cmd, c, root, o, opts)
 	if err != nil {
@@ -263,7 +274,6 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if err != nil {
 		return fmt.Errorf("locating the agentproof executable: %w", err)
 	}
-	becomeSubreaper(a)
 	sweepStaleRoots(a, "")
 	if o.stateDir != "" && o.stateDir != os.TempDir() {
 		sweepStaleRoots(a, o.stateDir)
