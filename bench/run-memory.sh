@@ -21,7 +21,7 @@ ROUNDS=${4:-1}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-(cd "$root" && CGO_ENABLED=0 go build -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
+(cd "$root" && CGO_ENABLED=0 go build -ldflags="-s -w" -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
 # catalog N: the default catalog plus N fixture-pass cells (suite "bench") in
 # $work/catalog-N (bench/catalog.sh).
 source "$root/bench/catalog.sh"

@@ -24,7 +24,7 @@ BASE=${2:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-(cd "$root" && CGO_ENABLED=0 go build -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
+(cd "$root" && CGO_ENABLED=0 go build -ldflags="-s -w" -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
 source "$root/bench/catalog.sh"
 bench_catalog "$work/catalog" "$N" fixture
 

@@ -24,7 +24,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-(cd "$root" && CGO_ENABLED=0 go build -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
+(cd "$root" && CGO_ENABLED=0 go build -ldflags="-s -w" -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
 env -i PATH=/usr/bin:/bin HOME="$work" "$work/agentproof" serve --home "$work/home" > "$work/ready" 2> "$work/serve.err" &
 pid=$!
 for _ in $(seq 100); do [ -s "$work/ready" ] && break; sleep 0.1; done

@@ -65,7 +65,7 @@ command -v unshare >/dev/null || { echo "unshare (util-linux) is required" >&2; 
 
 work=$(mktemp -d)
 trap '[[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"' EXIT
-(cd "$root" && CGO_ENABLED=0 go build -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
+(cd "$root" && CGO_ENABLED=0 go build -ldflags="-s -w" -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
 
 VARIANT=${VARIANT:-fixture}
 case $VARIANT in

@@ -15,7 +15,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bins=("$@")
 if [ ${#bins[@]} -eq 0 ]; then
-  (cd "$root" && CGO_ENABLED=0 go build -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
+  (cd "$root" && CGO_ENABLED=0 go build -ldflags="-s -w" -o "$work/agentproof" ./cmd/agentproof) # as the README builds it
   bins=("$work/agentproof")
 fi
 mkdir -p "$work/catalog"
