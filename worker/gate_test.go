@@ -123,7 +123,7 @@ func TestGateDirect(t *testing.T) {
 			if ran := bytes.Contains(stdout.Bytes(), []byte("sf-fixture-child/1")); ran != admitted {
 				t.Errorf("fixture ran=%v, want %v:\n%s", ran, admitted, stdout.Bytes())
 			}
-			if admitted && !bytes.Contains(stdout.Bytes(), []byte("env names: GOMEMLIMIT LANG PATH TZ\n")) {
+			if admitted && !bytes.Contains(stdout.Bytes(), []byte("env names: GOMAXPROCS GOMEMLIMIT LANG PATH TZ\n")) {
 				t.Errorf("the gate did not delete %s before the fixture ran:\n%s", GateEnv, stdout.Bytes())
 			}
 		})

@@ -151,7 +151,7 @@ func TestRunGuardedPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(body.Stdout, []byte("env names: GOMEMLIMIT LANG PATH TZ\n")) {
+	if !bytes.Contains(body.Stdout, []byte("env names: GOMAXPROCS GOMEMLIMIT LANG PATH TZ\n")) {
 		t.Errorf("the fixture saw other environment names than CHILD_ENVIRONMENT:\n%s", body.Stdout)
 	}
 	if bytes.Contains(rec.Body, []byte("sf-fixture-gate")) || bytes.Contains(rec.Body, []byte(g.fence.Nonce)) {

@@ -112,10 +112,14 @@ const (
 
 // ChildEnvironment returns the complete environment of a fixture child (seed 003,
 // CHILD_ENVIRONMENT, invariant 2): nothing is inherited from the controller.
-// GOMEMLIMIT=64MiB is the Go counterpart of the seed's --max-old-space-size=64. It
-// returns a new slice each time: the environment itself cannot be changed.
+// GOMEMLIMIT=64MiB is the Go counterpart of the seed's --max-old-space-size=64, and
+// GOMAXPROCS=1 gives the fixture's few goroutines one processor, as a Node.js child has
+// one JavaScript thread (and spares the Go runtime's start its look at the cgroup's CPU
+// limit and its idle processors: about 1 ms of CPU of a fixture process's 6;
+// docs/performance.md). It returns a new slice each time: the environment itself cannot
+// be changed.
 func ChildEnvironment() []string {
-	return []string{"GOMEMLIMIT=64MiB", "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}
+	return []string{"GOMAXPROCS=1", "GOMEMLIMIT=64MiB", "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}
 }
 
 // Scope is the seed's result scope of the unguarded path.

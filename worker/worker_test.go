@@ -78,7 +78,7 @@ func TestRunFixtures(t *testing.T) {
 				t.Errorf("exit = %v signal %v, want 0", term.ExitCode, term.Signal)
 			}
 			out := string(body.Stdout)
-			if !strings.Contains(out, "env names: GOMEMLIMIT LANG PATH TZ\n") {
+			if !strings.Contains(out, "env names: GOMAXPROCS GOMEMLIMIT LANG PATH TZ\n") {
 				t.Errorf("child did not see exactly CHILD_ENVIRONMENT's names:\n%s", out)
 			}
 			if strings.Contains(out, "/usr/bin") || strings.Contains(out, "UTC") || strings.Contains(out, "64MiB") {

@@ -9,6 +9,9 @@ import (
 	"github.com/agentproof/agentproof/verdict"
 )
 
+// fixtureChildCmd is the name of the fixture program's command.
+const fixtureChildCmd = "fixture-child"
+
 // newFixtureChildCmd is the hidden fixture program the local fixture worker spawns
 // (seed 003, fixture-child): `agentproof fixture-child <fixture> <lifetime-ms>`, or on the
 // guarded path `agentproof fixture-child --gate <fence-dir> <fixture> <lifetime-ms>` (the
@@ -16,23 +19,28 @@ import (
 // CLI's: a wrong argument exits 64, a gate refusal 123.
 func newFixtureChildCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:                "fixture-child [--gate <fence-dir>] <fixture> <lifetime-ms>",
+		Use:                fixtureChildCmd + " [--gate <fence-dir>] <fixture> <lifetime-ms>",
 		Short:              "Run one built-in fixture program (spawned by the fixture worker)",
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			var code int
-			if len(args) > 0 && args[0] == worker.GateFlag {
-				// The guarded path (seed 003): the gate runs first, then the fixture.
-				code = worker.RunGate(args, worker.ControlPipe(), a.stdin, a.stdout, a.stderr)
-			} else {
-				code = worker.RunChild(args, a.stdin, a.stdout, a.stderr, os.Environ())
+			if code := runFixtureChild(a, args); code != 0 {
+				// The seed's EXIT table, passed through as the process status.
+				return withExit(verdict.ExitCode(code), nil)
 			}
-			if code == 0 {
-				return nil
-			}
-			// The seed's EXIT table, passed through as the process status.
-			return withExit(verdict.ExitCode(code), nil)
+			return nil
 		},
 	}
+}
+
+// runFixtureChild runs the fixture program with the arguments after "fixture-child" and
+// returns its exit code (the seed's EXIT table). Main calls it before building the
+// command tree: a fixture process starts once per fixture cell, and the tree is a
+// tenth of what such a process does of its own (docs/performance.md).
+func runFixtureChild(a *app, args []string) int {
+	if len(args) > 0 && args[0] == worker.GateFlag {
+		// The guarded path (seed 003): the gate runs first, then the fixture.
+		return worker.RunGate(args, worker.ControlPipe(), a.stdin, a.stdout, a.stderr)
+	}
+	return worker.RunChild(args, a.stdin, a.stdout, a.stderr, os.Environ())
 }

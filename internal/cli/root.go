@@ -40,6 +40,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, dialAgent: client.DialAgent}
+	if len(args) > 0 && args[0] == fixtureChildCmd {
+		return runFixtureChild(a, args[1:])
+	}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
