@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/api"
@@ -90,27 +91,44 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	// The trajectories are made from the evidence alone (the agent logs, the model's
 	// log, the state snapshot), so they are exported while the roots are scanned and
 	// removed; the evidence is checked and scanned once they are written.
+	// The state root is scanned and removed beside the temp root (the two are apart,
+	// often on two file systems); what each finds is reported in the order of one after
+	// the other.
 	trajectories := make(chan []report.TrajectoryRef, 1)
+	var state struct{ leaks, scan, remove []string }
+	var wg sync.WaitGroup
+	if p.StateRoot != "" {
+		scan := p.Root != ""
+		wg.Go(func() {
+			if scan {
+				state.leaks = scanClosed(secrets, p, p.StateRoot, &state.scan)
+			}
+			state.remove = x.removeRoot(p.StateRoot)
+			_ = p.stateClaim.Release()
+		})
+	}
 	if p.Root != "" {
 		collectAgentLogs(a.ev, secrets, p.Home)
 		go func() { trajectories <- exportTrajectories(a.ev, secrets, s.Observation.Runs) }()
-		t.Leaks = append(t.Leaks, scanClosed(secrets, p, &t.Problems)...)
+		var scan, lease []string
+		leaks := scanClosed(secrets, p, p.Root, &scan)
 		if p.Lease != nil { // after the workspace's scan: it lives on the lease disk
 			rec, problem := p.Lease.release(tctx, s.Observation.Runs)
 			t.Leases = append(t.Leases, rec)
 			if problem != "" {
-				t.Problems = append(t.Problems, secrets.RedactText(problem))
+				lease = append(lease, secrets.RedactText(problem))
 			}
 		}
-		t.Problems = append(t.Problems, x.removeRoot(p.Root)...)
+		remove := x.removeRoot(p.Root)
 		_ = p.rootClaim.Release() // removed or kept: nobody's to sweep
+		wg.Wait()
+		t.Leaks = slices.Concat(t.Leaks, leaks, state.leaks)
+		t.Problems = slices.Concat(t.Problems, scan, state.scan, lease, remove)
 	} else {
 		trajectories <- nil
+		wg.Wait()
 	}
-	if p.StateRoot != "" {
-		t.Problems = append(t.Problems, x.removeRoot(p.StateRoot)...)
-		_ = p.stateClaim.Release()
-	}
+	t.Problems = append(t.Problems, state.remove...)
 	t.Trajectories = <-trajectories
 	if s.Grades.Matchers != nil {
 		t.Missing = a.ev.CheckRequired()
@@ -179,30 +197,25 @@ func sweepMarker(a *attempt, marker string, serverKilled bool, secrets *redact.S
 	return problems
 }
 
-// scanClosed scans everything the agent could write inside the attempt's temp root
-// for every secret value, raw and encoded (redact.Set forms; spec §10.2): the closed
-// instance home (the agents' per-run HOME, XDG and CLI config directories are under
-// it; in its state root when homes are kept apart), the workspace, and the rest of the
-// root (tmp, artifacts, the scripted model's files, whatever an agent wrote there).
-// The home's own key files are exempt. A scan that could not complete is a cleanup
+// scanClosed scans everything the agent could write inside root, the attempt's temp
+// root or its state root, for every secret value, raw and encoded (redact.Set forms;
+// spec §10.2): the closed instance home (the agents' per-run HOME, XDG and CLI config
+// directories are under it; in the state root when homes are kept apart), the
+// workspace, and the rest of the temp root (tmp, artifacts, the scripted model's
+// files, whatever an agent wrote there). The home's own key files are exempt. A scan that could not complete is a cleanup
 // problem (appended to problems).
-func scanClosed(secrets *redact.Set, p *Provisioned, problems *[]string) []string {
+func scanClosed(secrets *redact.Set, p *Provisioned, root string, problems *[]string) []string {
 	var leaks []string
-	for _, root := range []string{p.Root, p.StateRoot} {
-		if root == "" {
-			continue
+	found, err := secrets.ScanTree(root, false)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		*problems = append(*problems, fmt.Sprintf("leak scan of the attempt's temp root could not complete: %v", secrets.RedactText(err.Error())))
+	}
+	for _, l := range found {
+		place, rel := placeOf(p, root, l.Path)
+		if place == "instance home" && ownSecretFile(p.Home, rel) {
+			continue // the board token's or master key's own file
 		}
-		found, err := secrets.ScanTree(root, false)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			*problems = append(*problems, fmt.Sprintf("leak scan of the attempt's temp root could not complete: %v", secrets.RedactText(err.Error())))
-		}
-		for _, l := range found {
-			place, rel := placeOf(p, root, l.Path)
-			if place == "instance home" && ownSecretFile(p.Home, rel) {
-				continue // the board token's or master key's own file
-			}
-			leaks = append(leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", place, rel, l.Leak.String()))
-		}
+		leaks = append(leaks, fmt.Sprintf("secret leak in persisted %s state at %s: %s", place, rel, l.Leak.String()))
 	}
 	return leaks
 }

@@ -91,7 +91,12 @@ func TestScanClosedStateRoot(t *testing.T) {
 			write(filepath.Join(p.Workspace, "out.txt"), secret, 0o644)                  // a leak in the workspace
 			write(filepath.Join(root, "tmp", "scratch"), secret, 0o600)                  // elsewhere in the root
 			var problems []string
-			leaks := scanClosed(redact.NewSet(secret), p, &problems)
+			var leaks []string
+			for _, r := range []string{p.Root, p.StateRoot} {
+				if r != "" {
+					leaks = append(leaks, scanClosed(redact.NewSet(secret), p, r, &problems)...)
+				}
+			}
 			got := strings.Join(leaks, "\n")
 			for _, want := range []string{"instance home state at agents/a/notes.txt", "workspace state at out.txt", "attempt temp root state at tmp/scratch"} {
 				if !strings.Contains(got, want) {
