@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -109,6 +110,16 @@ func ParseKnownDigest(s string) (KnownDigest, error) {
 // version fstat reported before and after the hash. Error: the file cannot be opened,
 // examined or read, or it changed while it was hashed.
 func HashExecutable(path string) (KnownDigest, error) {
+	return HashExecutableContext(context.Background(), path)
+}
+
+// hashChunk is how much HashExecutableContext reads between looks at its context
+// (bytes): about a millisecond of SHA-256.
+const hashChunk = 1 << 20
+
+// HashExecutableContext is HashExecutable ending early, with ctx's error, once ctx is
+// done.
+func HashExecutableContext(ctx context.Context, path string) (KnownDigest, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return KnownDigest{}, err
@@ -119,8 +130,19 @@ func HashExecutable(path string) (KnownDigest, error) {
 		return KnownDigest{}, err
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return KnownDigest{}, fmt.Errorf("hashing %s: %w", path, err)
+	buf := make([]byte, hashChunk)
+	for {
+		if err := ctx.Err(); err != nil {
+			return KnownDigest{}, fmt.Errorf("hashing %s: %w", path, err)
+		}
+		n, err := io.ReadFull(f, buf)
+		h.Write(buf[:n])
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return KnownDigest{}, fmt.Errorf("hashing %s: %w", path, err)
+		}
 	}
 	after, err := FileVersion(f)
 	if err != nil {

@@ -220,6 +220,10 @@ func (n Name) Builtin() bool {
 	return slices.Contains([]Kind{KindReference, KindNop, KindWrong, KindLeaky, KindHostile}, n.Kind)
 }
 
+// RunsAgentproof reports whether n's agent process is the agentproof executable itself:
+// a fixture program, a built-in agent or a built-in ACP agent.
+func (n Name) RunsAgentproof() bool { return n.Kind == KindFixture || n.Builtin() || n.BuiltinACP() }
+
 // NeedsReference reports whether n carries out the case's reference script, so the
 // case must have one: reference, wrong, leaky, hostile:<attack>, acp:reference and
 // acp:wrong and acp:wrong-undo.

@@ -194,22 +194,30 @@ func (x *LocalExecutor) makeShared() {
 
 // Digest is the SHA-256 of an executable being made in the background (StartDigest).
 type Digest struct {
-	done chan struct{}
-	d    api.KnownDigest
-	err  error
+	done   chan struct{}
+	cancel context.CancelFunc
+	d      api.KnownDigest
+	err    error
 }
 
 // StartDigest starts hashing the executable at path (api.HashExecutable) in the
 // background: `run` starts it before it loads the catalog, so that the campaign's first
 // attempt finds it made rather than hashing the binary itself on its critical path.
 func StartDigest(path string) *Digest {
-	g := &Digest{done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &Digest{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(g.done)
-		g.d, g.err = api.HashExecutable(path)
+		g.d, g.err = api.HashExecutableContext(ctx, path)
 	}()
 	return g
 }
+
+// Cancel stops the hashing when no attempt will launch the executable (a campaign of
+// real agent CLIs only), so that it does not take a core from the attempts: Wait then
+// reports false, and an attempt that launches the executable after all hashes it
+// itself (heartbeat.Config.ExecutableDigest). A digest already made stays made.
+func (g *Digest) Cancel() { g.cancel() }
 
 // Made reports whether hashing has ended (Wait then returns at once).
 func (g *Digest) Made() bool {

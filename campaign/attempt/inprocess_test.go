@@ -183,3 +183,47 @@ func TestSharedFlagsLateDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestCancel: a digest cancelled while the file is being hashed reports false, and
+// a late digest of it (sharedFlags) gives the attempt none, so its runner hashes the
+// binary itself; a digest made before the cancel stays made.
+func TestDigestCancel(t *testing.T) {
+	t.Parallel()
+	big := filepath.Join(t.TempDir(), "big")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: reads fast, hashes in about a second, far longer than the cancel takes.
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g := StartDigest(big)
+	g.Cancel()
+	if d, ok := g.Wait(10 * time.Second); ok {
+		t.Fatalf("cancelled digest made: %+v", d)
+	}
+	if !g.Made() {
+		t.Fatal("a cancelled digest has not ended")
+	}
+	x := &LocalExecutor{ExecutableDigest: g}
+	if flags, late := x.sharedFlags(false); late != nil || slices.ContainsFunc(flags, func(f string) bool { return strings.HasPrefix(f, "--known-digest") }) {
+		t.Errorf("cancelled digest: flags %q, late %v; want neither", flags, late != nil)
+	}
+
+	small := filepath.Join(t.TempDir(), "small")
+	if err := os.WriteFile(small, []byte("agentproof"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g = StartDigest(small)
+	if _, ok := g.Wait(10 * time.Second); !ok {
+		t.Fatal("digest of a small file not made")
+	}
+	g.Cancel()
+	if d, ok := g.Wait(0); !ok || d.Size != 10 {
+		t.Errorf("a digest made before the cancel: %+v, %v", d, ok)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/catalog"
@@ -248,6 +249,9 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		return err
 	}
 	defer unlock()
+	if digest != nil && !launchesSelf(plan.Cells) {
+		digest.Cancel() // no attempt needs it: its core is theirs
+	}
 	if plan.Resumed() && len(plan.Units) == 0 {
 		nothingToRun(a, o, plan, filepath.Join(root, plan.CampaignID))
 		return nil
@@ -376,6 +380,21 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		return withExit(ExitInternal, errors.New("the campaign's results are incomplete: agentproof could not write them (see above); "+bugNote))
 	}
 	return withExit(g.Campaign.ExitCode(), nil)
+}
+
+// launchesSelf reports whether an attempt of one of cells may launch the agentproof
+// executable itself: a fixture program or a built-in agent, an exec command of the
+// profile's own (it may be this binary), or a flow whose further agents are the
+// harness's (a manager, a chat's worker). Only a campaign of real agent CLIs answers
+// false; its attempts never wait for the binary's digest.
+func launchesSelf(cells []*catalog.Cell) bool {
+	for _, c := range cells {
+		d, err := driver.Parse(c.Profile.Driver)
+		if err != nil || d.RunsAgentproof() || d.Kind == driver.KindExec || c.Case.Flow.HasManager() || c.Case.Flow.IsChat() {
+			return true
+		}
+	}
+	return false
 }
 
 // laterPassNotes are the lines that name the cells of c that passed only after an

@@ -480,3 +480,32 @@ func TestRunStateDirDefault(t *testing.T) {
 		t.Errorf("no memory file system has room, and the home was kept apart: %s", apart[0])
 	}
 }
+
+// TestLaunchesSelf: only a campaign whose every agent is a real agent CLI (and whose
+// flows start no further agent of the harness's) stops run's digest of its binary.
+func TestLaunchesSelf(t *testing.T) {
+	t.Parallel()
+	cell := func(drv string, flow catalog.Flow) *catalog.Cell {
+		return &catalog.Cell{Profile: &catalog.Profile{Driver: drv}, Case: &catalog.Case{Flow: flow}}
+	}
+	for _, tc := range []struct {
+		name  string
+		cells []*catalog.Cell
+		want  bool
+	}{
+		{"codex", []*catalog.Cell{cell("exec:codex", catalog.FlowSingleTurn)}, false},
+		{"clis", []*catalog.Cell{cell("exec:opencode", catalog.FlowSingleTurn), cell("acp:codex", catalog.FlowSingleTurn), cell("rpc:pi", catalog.FlowWarmThreeTurn)}, false},
+		{"fixture", []*catalog.Cell{cell("exec:codex", catalog.FlowSingleTurn), cell("fixture:pass", catalog.FlowProcessExit)}, true},
+		{"reference", []*catalog.Cell{cell("reference", catalog.FlowSingleTurn)}, true},
+		{"built-in acp", []*catalog.Cell{cell("acp:reference", catalog.FlowSingleTurn)}, true},
+		{"exec", []*catalog.Cell{cell("exec", catalog.FlowSingleTurn)}, true},
+		{"manager", []*catalog.Cell{cell("exec:codex", catalog.FlowBlockerGuidance)}, true},
+		{"chat", []*catalog.Cell{cell("exec:codex", catalog.FlowAgentChat)}, true},
+		{"unparsable", []*catalog.Cell{cell("no such driver", catalog.FlowSingleTurn)}, true},
+		{"none", nil, false},
+	} {
+		if got := launchesSelf(tc.cells); got != tc.want {
+			t.Errorf("%s: launchesSelf = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
