@@ -7,7 +7,8 @@
 #   PROMPTFOO_INSTALL=1 bench/vs-promptfoo.sh 100   # install promptfoo first (npm)
 #   AGENTPROOF_BASELINE=/path/to/agentproof bench/vs-promptfoo.sh 100
 #       # adds another agentproof build (for example main's) to the same rotation,
-#       # labelled "baseline", so that a before/after comes from one run
+#       # labelled "baseline", so that a before/after comes from one run; several
+#       # builds separated by ':' are labelled baseline1, baseline2, ... in that order
 #   AGENTPROOF_ARGS="--instance child" bench/vs-promptfoo.sh 100
 #       # extra `agentproof run` flags for this tree's binary (not the baseline's)
 #
@@ -133,17 +134,18 @@ agentproof() { # COUNT CAMPAIGN [TOOL BINARY]
     --results "$work/results" --progress none --campaign "$tool-$2" --max-parallel 4 "${sel[@]}"
   grep -q "$1/$1 passed" "$work/$tool-$1.out" || { echo "$tool did not pass $1 cells:"; tail -n 5 "$work/$tool-$1.out"; exit 1; }
 }
-BASE=${AGENTPROOF_BASELINE:-}
-tools=(pf ap)
-[[ -n $BASE ]] && tools=(pf base ap)
+IFS=: read -r -a BASES <<<"${AGENTPROOF_BASELINE:-}"
+tools=(pf)
+for i in "${!BASES[@]}"; do tools+=("base$((i + 1))"); done
+tools+=(ap)
 
 echo "variant: $VARIANT; machine: $(nproc) cores, $(uptime)"
 for r in $(seq 1 "$ROUNDS"); do
   promptfoo 1
-  [[ -n $BASE ]] && agentproof 1 "r$r-1" base "$BASE"
+  for i in "${!BASES[@]}"; do agentproof 1 "r$r-1" "base$((i + 1))" "${BASES[$i]}"; done
   agentproof 1 "r$r-1"
   promptfoo "$N"
-  [[ -n $BASE ]] && agentproof "$N" "r$r-$N" base "$BASE"
+  for i in "${!BASES[@]}"; do agentproof "$N" "r$r-$N" "base$((i + 1))" "${BASES[$i]}"; done
   agentproof "$N" "r$r-$N"
 done
 echo "machine after: $(uptime)"
@@ -153,7 +155,8 @@ med() { awk -v l="$1-$2" -v f="$3" '$1 == l { print $f }' "$work/times" | sort -
 printf "%-11s %9s %9s %14s %13s %10s\n" tool "T(1) ms" "T($N) ms" "wall ms/case" "CPU ms/case" "peak KiB"
 for t in "${tools[@]}"; do
   t1=$(med "$t" 1 2) tn=$(med "$t" "$N" 2) c1=$(med "$t" 1 3) cn=$(med "$t" "$N" 3) rss=$(med "$t" "$N" 4)
-  name=promptfoo; [[ $t == ap ]] && name=agentproof; [[ $t == base ]] && name=baseline
+  name=promptfoo; [[ $t == ap ]] && name=agentproof; [[ $t == base* ]] && name=baseline${t#base}
+  [[ $name == baseline1 && ${#BASES[@]} == 1 ]] && name=baseline
   awk -v n="$N" -v name="$name" -v t1="$t1" -v tn="$tn" -v c1="$c1" -v cn="$cn" -v rss="$rss" \
     'BEGIN { printf "%-11s %9d %9d %14.2f %13.2f %10d\n", name, t1, tn, (tn - t1) / (n - 1), (cn - c1) / (n - 1), rss }'
   eval "${t}_t1=$t1 ${t}_tn=$tn ${t}_c1=$c1 ${t}_cn=$cn"
@@ -161,10 +164,13 @@ done
 awk -v n="$N" -v a1="$ap_t1" -v an="$ap_tn" -v p1="$pf_t1" -v pn="$pf_tn" -v ac1="$ap_c1" -v acn="$ap_cn" -v pc1="$pf_c1" -v pcn="$pf_cn" 'BEGIN {
   printf "ratio agentproof/promptfoo: T(1) %.2f, T(%d) %.2f, marginal wall per case %.2f, marginal CPU per case %.2f\n",
     a1 / p1, n, an / pn, (an - a1) / (pn - p1), (acn - ac1) / (pcn - pc1) }'
-if [[ -n $BASE ]]; then
-  awk -v n="$N" -v a1="$base_t1" -v an="$base_tn" -v p1="$pf_t1" -v pn="$pf_tn" -v ac1="$base_c1" -v acn="$base_cn" -v pc1="$pf_c1" -v pcn="$pf_cn" 'BEGIN {
-    printf "ratio baseline/promptfoo: T(1) %.2f, T(%d) %.2f, marginal wall per case %.2f, marginal CPU per case %.2f\n",
-      a1 / p1, n, an / pn, (an - a1) / (pn - p1), (acn - ac1) / (pcn - pc1) }'
-fi
+for i in "${!BASES[@]}"; do
+  b=base$((i + 1)) label=baseline$((i + 1))
+  [[ ${#BASES[@]} == 1 ]] && label=baseline
+  eval "b1=\$${b}_t1 bn=\$${b}_tn bc1=\$${b}_c1 bcn=\$${b}_cn"
+  awk -v l="$label" -v n="$N" -v a1="$b1" -v an="$bn" -v p1="$pf_t1" -v pn="$pf_tn" -v ac1="$bc1" -v acn="$bcn" -v pc1="$pf_c1" -v pcn="$pf_cn" 'BEGIN {
+    printf "ratio %s/promptfoo: T(1) %.2f, T(%d) %.2f, marginal wall per case %.2f, marginal CPU per case %.2f\n",
+      l, a1 / p1, n, an / pn, (an - a1) / (pn - p1), (acn - ac1) / (pcn - pc1) }'
+done
 echo "raw (label wall_ms cpu_ms peak_rss_kib):"
 cat "$work/times"
