@@ -130,8 +130,8 @@ func (g Guard) guard(p string, data []byte, ours bool) ([]byte, GuardedFile, err
 	return clean, out, nil
 }
 
-// stageWrite is Write leaving the guarded bytes in a temporary file beside p (open; see
-// GuardedWriter.Stage). Errors as Write's.
+// stageWrite is Write leaving the guarded bytes in a temporary file beside p, closed
+// and not synced (see GuardedWriter.Stage). Errors as Write's.
 func (g Guard) stageWrite(p string, data []byte, ours bool) (GuardedFile, StagedFile, error) {
 	clean, out, err := g.guard(p, data, ours)
 	if err != nil {
@@ -141,12 +141,17 @@ func (g Guard) stageWrite(p string, data []byte, ours bool) (GuardedFile, Staged
 	if err != nil {
 		return out, StagedFile{}, err
 	}
-	if _, err := f.Write(clean); err != nil {
-		_ = f.Close()
+	if _, err = f.Write(clean); err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		_ = os.Remove(f.Name())
 		return out, StagedFile{}, fmt.Errorf("writing %s: %w", p, err)
 	}
-	return out, StagedFile{Path: p, tmp: f.Name(), f: f}, nil
+	return out, StagedFile{Path: p, tmp: f.Name()}, nil
 }
 
 // Sanitize is Write without writing: the bytes that would be written and the leaks

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -133,8 +132,8 @@ func (w *GuardedWriter) Close() (GuardedFile, error) {
 // system. The GuardedFile and errors are Close's; on an error nothing is left.
 func (w *GuardedWriter) Stage() (GuardedFile, StagedFile, error) {
 	gf, st, err := w.stage(true)
-	if err != nil {
-		return gf, StagedFile{}, err
+	if err != nil || st.f == nil { // stageWrite's file is closed already
+		return gf, st, err
 	}
 	if err = st.f.Chmod(0o644); err == nil {
 		err = st.f.Close()
@@ -160,7 +159,7 @@ type StagedFile struct {
 
 // stage finishes the guarded content of w: clean content stays in w's temporary file
 // (returned open); content with a finding is guarded as Guard.Write guards it and
-// written to a new temporary file when staged (made 0644, open), else in place (the
+// written to a new temporary file when staged (stageWrite: closed), else in place (the
 // StagedFile is then empty).
 func (w *GuardedWriter) stage(staged bool) (GuardedFile, StagedFile, error) {
 	if w.f == nil {
@@ -291,11 +290,3 @@ func (g Guard) stageGuarded(p string, render func(io.Writer) error, ours bool) (
 }
 
 var _ io.StringWriter = (*GuardedWriter)(nil)
-
-// bytesRender renders fixed bytes.
-func bytesRender(b []byte) func(io.Writer) error {
-	return func(w io.Writer) error {
-		_, err := io.Copy(w, bytes.NewReader(b))
-		return err
-	}
-}

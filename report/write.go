@@ -223,16 +223,19 @@ func Generate(opts Options) (*Generated, error) {
 	// no document of the campaign is held whole; index.html is a copy of dashboard.html.
 	dashPath := filepath.Join(dir, DashboardFile)
 	upto := g.History.Upto(c.GeneratedAt, c.CampaignID)
+	// A file made whole in memory (whole) is guarded as Guard.Write guards it.
 	files := []struct {
 		path   string
 		render func(io.Writer) error
+		data   []byte
+		whole  bool
 	}{
-		{filepath.Join(dir, CampaignFile), func(w io.Writer) error { return writeCampaignJSON(w, c, rr.full) }},
-		{filepath.Join(dir, SummaryFile), bytesRender(Summary(c))},
-		{filepath.Join(dir, JUnitFile), bytesRender(JUnit(c))},
-		{dashPath, func(w io.Writer) error { return writeDashboard(w, c, opts.Catalog, upto, dir, rr.full) }},
-		{filepath.Join(dir, IndexFile), nil},
-		{histPath, bytesRender(histJSON)},
+		{path: filepath.Join(dir, CampaignFile), render: func(w io.Writer) error { return writeCampaignJSON(w, c, rr.full) }},
+		{path: filepath.Join(dir, SummaryFile), data: Summary(c), whole: true},
+		{path: filepath.Join(dir, JUnitFile), data: JUnit(c), whole: true},
+		{path: dashPath, render: func(w io.Writer) error { return writeDashboard(w, c, opts.Catalog, upto, dir, rr.full) }},
+		{path: filepath.Join(dir, IndexFile)},
+		{path: histPath, data: histJSON, whole: true},
 	}
 	// Each file is staged and all are put in place together after one sync
 	// (CommitStaged): a crash leaves each file old or new, never torn.
@@ -244,11 +247,14 @@ func Generate(opts Options) (*Generated, error) {
 		var gf GuardedFile
 		var st StagedFile
 		var err error
-		if f.render == nil {
+		switch {
+		case f.whole:
+			gf, st, err = guard.stageWrite(f.path, f.data, true)
+		case f.render == nil:
 			// the same bytes as dashboard.html, already guarded: its leaks are this file's
 			gf, st, err = guard.stageCopy(f.path, dash.tmp, true)
 			gf.Leaks = slices.Concat(dashLeaks, gf.Leaks)
-		} else {
+		default:
 			gf, st, err = guard.stageGuarded(f.path, f.render, true)
 		}
 		if f.path == dashPath {
