@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -137,19 +136,12 @@ func (g Guard) stageWrite(p string, data []byte, ours bool) (GuardedFile, Staged
 	if err != nil {
 		return out, StagedFile{}, err
 	}
-	f, err := createTemp(p)
+	f, err := writeTemp(p, clean)
+	if err == nil {
+		err = closeStaged(f, p)
+	}
 	if err != nil {
 		return out, StagedFile{}, err
-	}
-	if _, err = f.Write(clean); err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		return out, StagedFile{}, fmt.Errorf("writing %s: %w", p, err)
 	}
 	return out, StagedFile{Path: p, tmp: f.Name()}, nil
 }

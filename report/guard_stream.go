@@ -135,14 +135,8 @@ func (w *GuardedWriter) Stage() (GuardedFile, StagedFile, error) {
 	if err != nil || st.f == nil { // stageWrite's file is closed already
 		return gf, st, err
 	}
-	if err = st.f.Chmod(0o644); err == nil {
-		err = st.f.Close()
-	} else {
-		_ = st.f.Close()
-	}
-	if err != nil {
-		_ = os.Remove(st.tmp)
-		return GuardedFile{}, StagedFile{}, fmt.Errorf("closing %s: %w", w.path, err)
+	if err := closeStaged(st.f, w.path); err != nil {
+		return GuardedFile{}, StagedFile{}, err
 	}
 	st.f = nil
 	return gf, st, nil

@@ -455,16 +455,40 @@ func WriteFileReplace(path string, data []byte) error { return writeFile(path, d
 
 // writeFile is WriteFileAtomic, fsyncing only when durable.
 func writeFile(path string, data []byte, durable bool) error {
-	f, err := createTemp(path)
+	f, err := writeTemp(path, data)
 	if err != nil {
 		return err
+	}
+	return commitTempWith(f, path, durable)
+}
+
+// writeTemp writes data to a new temporary file of an atomic write of path (createTemp)
+// and returns it open; on an error nothing is left.
+func writeTemp(path string, data []byte) (*os.File, error) {
+	f, err := createTemp(path)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := f.Write(data); err != nil {
 		_ = f.Close()
 		_ = os.Remove(f.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
+		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
-	return commitTempWith(f, path, durable)
+	return f, nil
+}
+
+// closeStaged makes a staged temporary file (written, open) 0644 and closes it; on an
+// error it is removed.
+func closeStaged(f *os.File, path string) error {
+	err := f.Chmod(0o644)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("closing %s: %w", path, err)
+	}
+	return nil
 }
 
 // SyncFilesystem makes everything written to the file system that holds dir durable
