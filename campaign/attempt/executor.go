@@ -231,6 +231,9 @@ func (g *Digest) Made() bool {
 
 // Wait returns the digest once made, false when hashing failed or took longer than d.
 func (g *Digest) Wait(d time.Duration) (api.KnownDigest, bool) {
+	if g.Made() { // a made digest wins over an expired timer (select picks at random)
+		return g.d, g.err == nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -94,6 +94,11 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	// The state root is scanned and removed beside the temp root (the two are apart,
 	// often on two file systems); what each finds is reported in the order of one after
 	// the other.
+	// The agent logs are copied from the home before anything removes it (the home may
+	// live in the state root, removed below beside the temp root).
+	if p.Root != "" {
+		collectAgentLogs(a.ev, secrets, p.Home)
+	}
 	trajectories := make(chan []report.TrajectoryRef, 1)
 	var state struct{ leaks, scan, remove []string }
 	var wg sync.WaitGroup
@@ -108,7 +113,6 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 		})
 	}
 	if p.Root != "" {
-		collectAgentLogs(a.ev, secrets, p.Home)
 		go func() { trajectories <- exportTrajectories(a.ev, secrets, s.Observation.Runs) }()
 		var scan, lease []string
 		leaks := scanClosed(secrets, p, p.Root, &scan)

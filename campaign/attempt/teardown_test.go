@@ -109,3 +109,33 @@ func TestScanClosedStateRoot(t *testing.T) {
 		})
 	}
 }
+
+// TestTeardownCollectsAgentLogsFromStateRoot: the agent logs are copied into the
+// attempt's evidence before the state root that holds the instance home is removed
+// (the removal runs beside the temp root's; it once raced the copy and lost a run's
+// stdout.log).
+func TestTeardownCollectsAgentLogsFromStateRoot(t *testing.T) {
+	t.Parallel()
+	for i := range 20 {
+		root, stateRoot := t.TempDir(), t.TempDir()
+		p := Provisioned{Root: root, StateRoot: stateRoot, Home: filepath.Join(stateRoot, "home"), Workspace: filepath.Join(root, "workspace")}
+		run := filepath.Join(p.Home, "heartbeat", "runs", "run-1")
+		if err := os.MkdirAll(run, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(run, "stdout.log"), []byte("run run-1 completed: done\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		a := &attempt{ev: campaign.NewEvidence(dir), log: &flowLog{}}
+		x := &LocalExecutor{}
+		x.teardown(t.Context(), a, &Stages{Provisioned: p})
+		b, err := os.ReadFile(filepath.Join(dir, "logs", "agent", "runs", "run-1", "stdout.log"))
+		if err != nil || string(b) != "run run-1 completed: done\n" {
+			t.Fatalf("round %d: the run's stdout.log in the evidence: %q, %v", i, b, err)
+		}
+		if _, err := os.Stat(stateRoot); !os.IsNotExist(err) {
+			t.Fatalf("round %d: the state root was not removed: %v", i, err)
+		}
+	}
+}
