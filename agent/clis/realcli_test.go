@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/agent/clis"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // EnvAgentsDir names the cache directory where .ci/agents.sh installed the pinned CLIs
@@ -610,5 +612,46 @@ func TestCodexIdleTimeoutIgnoresKeepAlives(t *testing.T) {
 	}
 	if n := len(readLog(t, running, logPath)); n != 1 {
 		t.Errorf("scripted model saw %d requests, want 1 (stream_max_retries=0)", n)
+	}
+}
+
+// TestCodexSandboxHidesDev records why acp:codex never keeps its state under /dev
+// (driver.Name.HidesDev; the attempt's stateDirFor): Codex runs a workspace-write
+// command through its codex-linux-sandbox helper, which it links below CODEX_HOME and
+// bubblewrap executes after mounting a fresh /dev. With CODEX_HOME in /dev/shm (the
+// default state directory) the sandboxed command cannot start; in a directory on disk
+// it runs. Should a Codex release lift this, the test fails and the exception can go.
+func TestCodexSandboxHidesDev(t *testing.T) {
+	t.Parallel()
+	if d, err := driver.Parse("acp:codex"); err != nil || !d.HidesDev() {
+		t.Fatalf("acp:codex: HidesDev false (%v)", err)
+	}
+	bin := locate(t, "codex")
+	shm := worker.MemoryDir(0)
+	if shm == "" {
+		t.Skip("/dev/shm is not a writable tmpfs here: the default state directory is then on disk, where nothing hides it")
+	}
+	mem, err := os.MkdirTemp(shm, "agentproof-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(mem) })
+	for _, c := range []struct {
+		root string
+		ok   bool
+	}{{t.TempDir(), true}, {mem, false}} {
+		home := filepath.Join(c.root, "codex-home")
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, c.root, bin, []string{"sandbox", "-c", `sandbox_mode="workspace-write"`, "--", "/bin/sh", "-c", "echo sandboxed > proof.txt"},
+			isolatedEnv(c.root, "CODEX_HOME="+home))
+		b, _ := os.ReadFile(filepath.Join(r.workspace, "proof.txt"))
+		switch {
+		case c.ok && (r.exitCode != 0 || string(b) != "sandboxed\n"):
+			t.Errorf("CODEX_HOME %s: exit %d, proof %q; want the command run in the sandbox\nstderr:\n%s", home, r.exitCode, b, clip(r.stderr))
+		case !c.ok && (r.exitCode == 0 || len(b) != 0 || !strings.Contains(string(r.stderr), "codex-linux-sandbox")):
+			t.Errorf("CODEX_HOME %s: exit %d, proof %q; want the sandbox helper missing inside bubblewrap\nstderr:\n%s", home, r.exitCode, b, clip(r.stderr))
+		}
 	}
 }

@@ -224,6 +224,13 @@ func (n Name) Builtin() bool {
 // a fixture program, a built-in agent or a built-in ACP agent.
 func (n Name) RunsAgentproof() bool { return n.Kind == KindFixture || n.Builtin() || n.BuiltinACP() }
 
+// HidesDev reports whether n's agent runs its commands in its own bubblewrap sandbox,
+// which mounts a fresh /dev: whatever of the agent's state lives under /dev (a memory
+// state directory in /dev/shm) is missing inside it, and the agent's sandboxed
+// commands fail. acp:codex (sandbox_mode workspace-write on the host: docs/acp.md
+// "Agents") is the one such agent.
+func (n Name) HidesDev() bool { return n.Kind == KindACP && n.Arg == ACPCodex }
+
 // NeedsReference reports whether n carries out the case's reference script, so the
 // case must have one: reference, wrong, leaky, hostile:<attack>, acp:reference and
 // acp:wrong and acp:wrong-undo.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
 	"github.com/agentproof/agentproof/worker"
@@ -78,8 +79,12 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 		return p
 	}
 	p.Root, p.Home, p.Workspace = root, filepath.Join(root, "home"), filepath.Join(root, "workspace")
-	if x.StateDir != "" {
-		sr, err := os.MkdirTemp(x.StateDir, worker.AttemptRootPrefix)
+	stateDir, moved := stateDirFor(x.StateDir, a.plan.Cell.Profile.Driver)
+	if moved {
+		a.log.note("instance home inside the temp root, not in %s: the agent runs its commands in a bubblewrap sandbox that mounts a fresh /dev", x.StateDir)
+	}
+	if stateDir != "" {
+		sr, err := os.MkdirTemp(stateDir, worker.AttemptRootPrefix)
 		if err == nil {
 			if p.stateClaim, err = worker.ClaimAttemptRoot(sr); err != nil {
 				_ = os.RemoveAll(sr)
@@ -191,4 +196,20 @@ func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provis
 	p.Model = m
 	a.log.note("scripted model started on %s with %d run script(s)", m.running.URL, m.scripts)
 	return nil
+}
+
+// stateDirFor is where the instance home of a cell whose profile has driver drv is
+// made: stateDir (LocalExecutor.StateDir), but "" (inside the attempt's temp root; moved
+// true) when stateDir is under /dev and the agent's command sandbox mounts a fresh /dev
+// (driver.Name.HidesDev), which would hide the agent's state from its own commands.
+func stateDirFor(stateDir, drv string) (dir string, moved bool) {
+	d, err := driver.Parse(drv)
+	if err != nil || !d.HidesDev() || stateDir == "" {
+		return stateDir, false
+	}
+	abs, err := filepath.Abs(stateDir)
+	if err != nil || (abs != "/dev" && !strings.HasPrefix(abs, "/dev/")) {
+		return stateDir, false
+	}
+	return "", true
 }

@@ -92,7 +92,9 @@ canary value may appear anywhere under the results directory.
 Each attempt's instance home (its database, keys and run records, and its agents'
 HOMEs) is made in a root of its own on a memory file system, so that none of it
 reaches a disk: /dev/shm when it is a tmpfs with at least 512 MiB free; --state-dir
-chooses another directory. The workspace stays in the attempt's temp root.
+chooses another directory. The workspace stays in the attempt's temp root, and so does
+the home of an acp:codex cell when the state directory is under /dev (its command
+sandbox mounts a fresh /dev; docs/processes.md).
 
 Before it starts, run removes the attempt temp roots (agentproof-attempt-* under the
 temp directory and the state directory; they hold key files) that a killed run left
