@@ -14,8 +14,13 @@
 #   2. all CELLS cells at --max-parallel 4 with full isolation (own control-plane
 #      instance, in `run` or an `agentproof serve` child, SQLite home and workspace per
 #      attempt),
-# printing wall times, the marginal wall time per cell ((T_N - T_1) / (N - 1)) and the
-# peak RSS (VmHWM) of the `run` process itself (its serve children are not counted).
+# printing wall times, the marginal wall time per cell ((T_N - T_1) / (N - 1)), the
+# peak RSS (VmHWM) of the `run` process itself (its serve children are not counted),
+# and the CPU (user + system) per cell of the N-cell campaign split into `run`'s own
+# (the harness: instances in `run`, evidence, scans, report) and its descendants'
+# (the fixture agent processes, serve children): the whole tree's CPU from
+# /usr/bin/time, `run`'s own from its /proc/PID/stat, read every 50 ms while it runs
+# (the last read misses at most 50 ms of it).
 # The per-cell harness overhead of reference × message-marker is the Go benchmark
 #   go test ./internal/cli -run '^$' -bench BenchmarkCellOverhead -benchtime 20x
 set -euo pipefail
@@ -29,21 +34,31 @@ source "$root/bench/catalog.sh"
 bench_catalog "$work/catalog" "$N" fixture
 
 # run_timed LABEL BINARY ARGS...: runs agentproof run, prints wall ms and peak RSS (KiB).
+# run_timed LABEL BINARY ARGS...: prints "LABEL wall_ms peak_rss_kib tree_cpu_ms run_cpu_ms".
 run_timed() {
   local label=$1 bin=$2; shift 2
-  local start end pid hwm=0 h
+  local start end tpid pid="" hwm=0 h own=0 o tick
+  tick=$(getconf CLK_TCK)
   start=$(date +%s%N)
-  env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" "$bin" run --catalog "$work/catalog" \
-    --results "$work/results" --progress none "$@" > "$work/$label.out" 2> "$work/$label.err" &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    h=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
-    [[ -n "$h" && "$h" -gt "$hwm" ]] && hwm=$h
+  /usr/bin/time -f "%U %S" -o "$work/$label.time" env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" \
+    "$bin" run --catalog "$work/catalog" --results "$work/results" --progress none "$@" \
+    > "$work/$label.out" 2> "$work/$label.err" &
+  tpid=$!
+  while kill -0 "$tpid" 2>/dev/null; do
+    [[ -z $pid ]] && pid=$(pgrep -P "$tpid" || true)
+    if [[ -n $pid ]]; then
+      h=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+      [[ -n "$h" && "$h" -gt "$hwm" ]] && hwm=$h
+      # utime and stime are fields 14 and 15 of /proc/PID/stat (12 and 13 after the ")").
+      o=$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || true)
+      [[ -n "$o" ]] && own=$o
+    fi
     sleep 0.05
   done
-  wait "$pid" || { echo "$label: agentproof run exited $?"; cat "$work/$label.err"; exit 1; }
+  wait "$tpid" || { echo "$label: agentproof run exited $?"; cat "$work/$label.err"; exit 1; }
   end=$(date +%s%N)
-  echo "$label $(( (end - start) / 1000000 )) $hwm"
+  read -r u s < <(tail -n1 "$work/$label.time")
+  echo "$label $(( (end - start) / 1000000 )) $hwm $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%d", (u + s) * 1000 }') $(( own * 1000 / tick ))"
 }
 
 bins=(this)
@@ -59,9 +74,10 @@ done
 echo "machine: $(nproc) cores, $(uptime)"
 for b in "${bins[@]}"; do
   tail -n1 "$work/all-$b.out"
-  read -r _ t1 rss1 <<<"${one[$b]}"
-  read -r _ tn rssn <<<"${all[$b]}"
+  read -r _ t1 rss1 _ _ <<<"${one[$b]}"
+  read -r _ tn rssn cpun ownn <<<"${all[$b]}"
   echo "$b: startup (1 cell):            ${t1} ms wall, peak RSS ${rss1} KiB"
   echo "$b: $N cells (--max-parallel 4):  ${tn} ms wall, peak RSS $((rssn / 1024)) MiB"
   awk -v b="$b" -v t1="$t1" -v tn="$tn" -v n="$N" 'BEGIN { printf "%s: marginal wall time per cell: %.2f ms\n", b, (tn - t1) / (n - 1) }'
+  awk -v b="$b" -v c="$cpun" -v o="$ownn" -v n="$N" 'BEGIN { printf "%s: CPU per cell of the %d-cell campaign: %.2f ms, of which run itself %.2f ms, its descendants %.2f ms\n", b, n, c / n, o / n, (c - o) / n }'
 done
