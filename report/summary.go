@@ -34,7 +34,7 @@ func Summary(c *Campaign) []byte {
 	fmt.Fprintf(&b, "Passed: %s · Failed: %d · Inconclusive: %d · Retries: %d · Cleanup: %s · Selection: %s\n\n",
 		counts, c.Failed, c.Inconclusive, c.Retries, cleanupWord(c), state)
 	if c.StartedAt != "" {
-		fmt.Fprintf(&b, "Started %s · finished %s · total test time %s\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
+		fmt.Fprintf(&b, "Started %s · finished %s · attempts took %s in all (summed over cells, which run in parallel)\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
 	}
 	writeAttention(&b, c)
 	writeLaterPasses(&b, later, c.Repeat)
