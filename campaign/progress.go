@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // ProgressMode selects how a campaign reports progress (--progress).
@@ -163,8 +164,9 @@ func plainLine(e Event) string {
 	return ""
 }
 
-// attemptLine describes a finished attempt: verdict (and, for calibration cells, the
-// expectation and how it counts), cell, attempt, duration, class and reason; an
+// attemptLine describes a finished attempt: verdict (for a calibration cell how it
+// counts, then its observed and expected verdicts), cell, attempt, duration, class and
+// reason; an
 // interrupted attempt that does not count is reported as such, without a verdict.
 func attemptLine(r *AttemptResult, repeat int) string {
 	var b strings.Builder
@@ -175,9 +177,17 @@ func attemptLine(r *AttemptResult, repeat int) string {
 		fmt.Fprintf(&b, "interrupted %s attempt %d after %s: %s", name, r.Plan.Attempt, took, oneLine(j.Reason))
 		return b.String()
 	}
-	b.WriteString(string(j.Verdict))
-	if exp := r.Plan.Cell.ExpectedVerdict; exp != "" {
-		fmt.Fprintf(&b, " (expected %s: counts as %s)", exp, r.Counted)
+	// A calibration cell's line leads with how it counts, so that a failed line is a
+	// failure of the campaign: its observed verdict follows, beside the expected one.
+	switch exp := r.Plan.Cell.ExpectedVerdict; {
+	case exp == "":
+		b.WriteString(string(j.Verdict))
+	case j.Verdict == exp && r.Counted == verdict.Passed:
+		fmt.Fprintf(&b, "%s (calibration: %s as expected)", r.Counted, j.Verdict)
+	case j.Verdict == exp:
+		fmt.Fprintf(&b, "%s (calibration: %s as expected, but it counts as %s)", r.Counted, j.Verdict, r.Counted)
+	default:
+		fmt.Fprintf(&b, "%s (calibration: observed %s, expected %s)", r.Counted, j.Verdict, exp)
 	}
 	fmt.Fprintf(&b, " %s attempt %d in %s", name, r.Plan.Attempt, took)
 	if r.Outcome.Interrupted {

@@ -296,3 +296,39 @@ func TestTTYProgress(t *testing.T) {
 		waitNoMPB(t)
 	})
 }
+
+// TestAttemptLineCalibration: a calibration cell's line leads with how it counts, so
+// that "failed" at the head of a line is always a failure of the campaign; the
+// observed and expected verdicts follow.
+func TestAttemptLineCalibration(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		expected verdict.Verdict
+		outcome  Outcome
+		counted  verdict.Verdict
+		want     string
+	}{
+		{"ordinary cell", "", failOutcome, verdict.Failed,
+			`failed c attempt 1 in 1s [candidate_failure]: matcher failed: #1 message_contains: expected "MARK"; observed "nothing"`},
+		{"expected failure observed", verdict.Failed, failOutcome, verdict.Passed,
+			`passed (calibration: failed as expected) c attempt 1 in 1s [candidate_failure]: matcher failed: #1 message_contains: expected "MARK"; observed "nothing"`},
+		{"expected failure not observed", verdict.Failed, passOutcome, verdict.Failed,
+			"failed (calibration: observed passed, expected failed) c attempt 1 in 1s: every matcher passed (1), cleanup confirmed, no leak"},
+		{"expected pass without confirmed cleanup", verdict.Passed, passOutcome, verdict.Failed,
+			"failed (calibration: passed as expected, but it counts as failed) c attempt 1 in 1s: every matcher passed (1), cleanup confirmed, no leak"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := &AttemptResult{
+				Plan:    AttemptPlan{Cell: &catalog.Cell{ID: "c", ExpectedVerdict: tt.expected}, Attempt: 1},
+				Outcome: tt.outcome, Counted: tt.counted, StartedAt: start, FinishedAt: start.Add(time.Second),
+			}
+			if got := attemptLine(r, 1); got != tt.want {
+				t.Errorf("attemptLine:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
