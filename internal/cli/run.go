@@ -125,16 +125,18 @@ and history.json in <results>/ (summary.md is also appended to $GITHUB_STEP_SUMM
 when that is set). The last line is
 "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 
-Cells of real agent CLIs (drivers exec:codex, exec:opencode, exec:claude) run the
-pinned CLI's native binary from the agents cache (--agents-dir, default
-$AGENTPROOF_AGENTS_DIR or the user cache directory's agentproof/agents). A pinned
-CLI missing from the cache is installed with npm before any cell starts, with
-progress on stderr; without npm the run stops with exit 2 naming
-'agentproof agents install'. By default each attempt of such a cell talks to its own
-scripted model on 127.0.0.1 (offline, no credential); --live uses the profile's live
-provider instead, with the profile's credential read from the environment and
-stored as a secret; a --live campaign whose cells need a credential that is not set
-is refused before anything starts (exit 2, naming the variable and the cells).
+Cells of real agent CLIs (drivers exec:<cli> such as exec:codex and exec:opencode,
+acp:<cli> such as acp:codex over the Agent Client Protocol, and rpc:pi; 'agentproof
+agents --help' lists every pinned CLI) run the pinned CLI's native binary from the
+agents cache (--agents-dir, default $AGENTPROOF_AGENTS_DIR or the user cache
+directory's agentproof/agents). A pinned CLI missing from the cache is installed
+with npm before any cell starts, with progress on stderr; without npm the run stops
+with exit 2 naming 'agentproof agents install'. By default each attempt of such a
+cell talks to its own scripted model on 127.0.0.1 (offline, no credential); --live
+uses the profile's live provider instead, with the profile's credential read from
+the environment and stored as a secret; a --live campaign whose cells need a
+credential that is not set is refused before anything starts (exit 2, naming the
+variable and the cells).
 
 --repeat N runs every selected cell N times (repetitions 1..N, each its own series of
 fresh isolated attempts, kept under <case>/repeat-<k>/attempt-<n>/). A cell passes only
@@ -372,6 +374,8 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		}
 		if unfinished {
 			finished.Summary.Notes = append(finished.Summary.Notes, "Continue it with: "+resume)
+		} else if genErr == nil && !interrupted && g.Campaign.Failed+g.Campaign.Inconclusive > 0 {
+			finished.Summary.Notes = append(finished.Summary.Notes, "Run the cells that did not pass again with: "+rerunCommand(plan, o.results, o.maxParallel))
 		}
 		display.Observe(*finished)
 	}
@@ -429,7 +433,19 @@ const maxLaterPassNotes = 20
 // --resume <id>`, with the --catalog paths (and --with-default) it was run with and
 // --results unless it is the default, each argument shell-quoted when it needs it.
 func resumeCommand(plan *campaign.Plan, results string, maxParallel int) string {
-	args := []string{programName(), "run", "--resume", plan.CampaignID}
+	return continueCommand("--resume", plan, results, maxParallel)
+}
+
+// rerunCommand is resumeCommand for `agentproof run --rerun-failed <id>`: the command
+// line that runs the cells of plan's campaign that did not pass again.
+func rerunCommand(plan *campaign.Plan, results string, maxParallel int) string {
+	return continueCommand("--rerun-failed", plan, results, maxParallel)
+}
+
+// continueCommand is the command line `agentproof run <flag> <id>` for plan's
+// campaign, with what resumeCommand adds.
+func continueCommand(flag string, plan *campaign.Plan, results string, maxParallel int) string {
+	args := []string{programName(), "run", flag, plan.CampaignID}
 	if src := plan.CatalogSources; !src.IsDefault() {
 		for _, p := range src.Paths {
 			args = append(args, "--catalog", p)

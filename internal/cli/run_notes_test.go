@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/agentproof/agentproof/campaign"
@@ -27,9 +28,15 @@ func TestResumeCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := resumeCommand(&campaign.Plan{CampaignID: "c1", CatalogSources: tc.src}, tc.results, tc.jobs)
+			plan := &campaign.Plan{CampaignID: "c1", CatalogSources: tc.src}
+			got := resumeCommand(plan, tc.results, tc.jobs)
 			if got != tc.want {
 				t.Errorf("resumeCommand = %s, want %s", got, tc.want)
+			}
+			// The rerun a campaign with failures suggests is the same line with its flag.
+			rerun, want := rerunCommand(plan, tc.results, tc.jobs), strings.Replace(tc.want, " --resume ", " --rerun-failed ", 1)
+			if rerun != want {
+				t.Errorf("rerunCommand = %s, want %s", rerun, want)
 			}
 		})
 	}
