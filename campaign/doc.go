@@ -17,7 +17,7 @@
 //     context cancelled; what finished is kept; the Summary is Partial) and reports
 //     Events. As an attempt ends, its worker goroutine writes its result.json and
 //     evidence-manifest.json (WriteResult, through the attempt's Evidence writer and
-//     report.Guard) before taking the scheduler's lock; Observe only renders progress.
+//     result.Guard) before taking the scheduler's lock; Observe only renders progress.
 //   - Executor is the seam of the attempt: it returns an Outcome with the judgement
 //     (package verdict's vocabulary), the facts result.json reports (Facts), the
 //     evidence writer and the secret set. verdict.Counted maps a calibration cell's
@@ -26,7 +26,7 @@
 //     plain lines otherwise, and always the final line
 //     "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 //
-// Every file of an attempt goes through report.Guard: allowlisted kinds only, raw scan,
+// Every file of an attempt goes through result.Guard: allowlisted kinds only, raw scan,
 // sanitise, re-scan, atomic write (temp file, rename; result.json and
 // evidence-manifest.json with fsync and a directory fsync, after one syncfs that makes
 // the evidence before them durable: Evidence); the leaks found on the way fail the

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/agentproof/agentproof/redact"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 )
 
 // RequiredEvidence are the files every attempt that reached grading must leave in its
@@ -20,15 +20,15 @@ import (
 // written after the verdict and are always present.
 var RequiredEvidence = []string{"fixtures.json", "snapshots/api-state.json", "workspace-manifest.json"}
 
-// Evidence packages one attempt's evidence: every file goes through report.Guard
+// Evidence packages one attempt's evidence: every file goes through result.Guard
 // (allowlist, raw scan, sanitise, re-scan, atomic write: temp file, rename) and is
 // recorded for evidence-manifest.json with its size, SHA-256 and the leaks found on
 // the way. It is safe for concurrent use.
 //
 // Durability: result.json is the attempt's commit record. The evidence files before
-// it are written atomically but not fsynced one by one (report.Guard.Deferred); right
+// it are written atomically but not fsynced one by one (result.Guard.Deferred); right
 // before result.json the file system that holds them is synced once
-// (report.SyncFilesystem), then result.json and evidence-manifest.json are written
+// (result.SyncFilesystem), then result.json and evidence-manifest.json are written
 // durably (fsync, rename, directory fsync). A killed run leaves complete files or none
 // (the rename is atomic and the page cache survives the process); after an
 // operating-system crash, an attempt whose result.json exists has all its evidence,
@@ -38,15 +38,15 @@ type Evidence struct {
 	dir string // the attempt directory (absolute)
 
 	mu      sync.Mutex
-	files   map[string]report.EvidenceFile
-	leaks   []report.EvidenceLeak
-	dropped []report.EvidenceDropped
+	files   map[string]result.EvidenceFile
+	leaks   []result.EvidenceLeak
+	dropped []result.EvidenceDropped
 	missing []string
 }
 
 // NewEvidence returns the evidence writer of the attempt directory dir (absolute).
 func NewEvidence(dir string) *Evidence {
-	return &Evidence{dir: dir, files: map[string]report.EvidenceFile{}}
+	return &Evidence{dir: dir, files: map[string]result.EvidenceFile{}}
 }
 
 // Dir is the attempt directory.
@@ -54,7 +54,7 @@ func (w *Evidence) Dir() string { return w.dir }
 
 // Write guards b into rel (slash-separated, relative to the attempt directory) with
 // secrets (nil for none); ours says agentproof rendered the content
-// (report.EvidenceKind). It reports whether the file was written. A leak found is
+// (result.EvidenceKind). It reports whether the file was written. A leak found is
 // recorded (and the file written sanitised, or withheld); a refused kind is recorded
 // as dropped. Empty content is not written.
 func (w *Evidence) Write(secrets *redact.Set, rel string, b []byte, ours bool) bool {
@@ -62,35 +62,35 @@ func (w *Evidence) Write(secrets *redact.Set, rel string, b []byte, ours bool) b
 		return false
 	}
 	safe := secrets.SafePath(rel)
-	if safe != rel || !report.SafeRelPath(rel) {
+	if safe != rel || !result.SafeRelPath(rel) {
 		w.record(func() {
-			w.dropped = append(w.dropped, report.EvidenceDropped{File: safe, Reason: "unsafe file name"})
+			w.dropped = append(w.dropped, result.EvidenceDropped{File: safe, Reason: "unsafe file name"})
 			if safe != rel {
-				w.leaks = append(w.leaks, report.EvidenceLeak{File: safe, Reason: "secret in the file name"})
+				w.leaks = append(w.leaks, result.EvidenceLeak{File: safe, Reason: "secret in the file name"})
 			}
 		})
 		return false
 	}
-	commit := rel == ResultFile || rel == report.EvidenceManifestFile
-	gf, err := report.Guard{Secrets: secrets, Deferred: !commit}.Write(filepath.Join(w.dir, filepath.FromSlash(rel)), b, ours)
+	commit := rel == ResultFile || rel == result.EvidenceManifestFile
+	gf, err := result.Guard{Secrets: secrets, Deferred: !commit}.Write(filepath.Join(w.dir, filepath.FromSlash(rel)), b, ours)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, l := range gf.Leaks {
-		w.leaks = append(w.leaks, report.EvidenceLeak{File: rel, Reason: l.String()})
+		w.leaks = append(w.leaks, result.EvidenceLeak{File: rel, Reason: l.String()})
 	}
 	if err != nil {
 		reason := "could not be written"
 		switch {
 		case gf.Withheld:
 			reason = "withheld: it holds a secret that cannot be redacted"
-		case strings.Contains(err.Error(), report.ErrNotAllowed.Error()):
-			_, _, reason = report.EvidenceKind(rel, ours)
+		case strings.Contains(err.Error(), result.ErrNotAllowed.Error()):
+			_, _, reason = result.EvidenceKind(rel, ours)
 		}
-		w.dropped = append(w.dropped, report.EvidenceDropped{File: rel, Reason: reason})
+		w.dropped = append(w.dropped, result.EvidenceDropped{File: rel, Reason: reason})
 		delete(w.files, rel)
 		return false
 	}
-	w.files[rel] = report.EvidenceFile{Path: rel, Bytes: gf.Bytes, SHA256: gf.SHA256, Redacted: len(gf.Leaks) > 0}
+	w.files[rel] = result.EvidenceFile{Path: rel, Bytes: gf.Bytes, SHA256: gf.SHA256, Redacted: len(gf.Leaks) > 0}
 	return true
 }
 
@@ -132,21 +132,21 @@ func (w *Evidence) Files() []string {
 }
 
 // manifest returns the evidence manifest of what was written (files sorted by path).
-func (w *Evidence) manifest() *report.EvidenceManifest {
+func (w *Evidence) manifest() *result.EvidenceManifest {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	m := &report.EvidenceManifest{Schema: report.EvidenceManifestSchema, Files: []report.EvidenceFile{},
+	m := &result.EvidenceManifest{Schema: result.EvidenceManifestSchema, Files: []result.EvidenceFile{},
 		Leaks: slices.Clone(w.leaks), Dropped: slices.Clone(w.dropped), Missing: slices.Clone(w.missing)}
 	for _, rel := range slices.Sorted(maps.Keys(w.files)) {
-		if rel != report.EvidenceManifestFile {
+		if rel != result.EvidenceManifestFile {
 			m.Files = append(m.Files, w.files[rel])
 		}
 	}
 	if m.Leaks == nil {
-		m.Leaks = []report.EvidenceLeak{}
+		m.Leaks = []result.EvidenceLeak{}
 	}
 	if m.Dropped == nil {
-		m.Dropped = []report.EvidenceDropped{}
+		m.Dropped = []result.EvidenceDropped{}
 	}
 	if m.Missing == nil {
 		m.Missing = []string{}
@@ -157,18 +157,18 @@ func (w *Evidence) manifest() *report.EvidenceManifest {
 // writeResultAndManifest writes result.json (sanitised with secrets, then guarded) and
 // then evidence-manifest.json listing every file of the attempt, result.json included,
 // both into w's directory.
-func writeResultAndManifest(res *report.Result, secrets *redact.Set, w *Evidence) error {
+func writeResultAndManifest(res *result.Result, secrets *redact.Set, w *Evidence) error {
 	dir := w.dir
 	if secrets != nil {
-		report.SanitizeResult(secrets, res)
+		result.SanitizeResult(secrets, res)
 	}
-	if !slices.Contains(res.Evidence, report.EvidenceManifestFile) {
-		res.Evidence = slices.Sorted(slices.Values(append(res.Evidence, report.EvidenceManifestFile)))
+	if !slices.Contains(res.Evidence, result.EvidenceManifestFile) {
+		res.Evidence = slices.Sorted(slices.Values(append(res.Evidence, result.EvidenceManifestFile)))
 	}
 	if err := res.Validate(filepath.Join(dir, ResultFile)); err != nil {
 		return err
 	}
-	b, err := report.EncodeResult(res)
+	b, err := result.EncodeResult(res)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", filepath.Join(dir, ResultFile), err)
 	}
@@ -176,18 +176,18 @@ func writeResultAndManifest(res *report.Result, secrets *redact.Set, w *Evidence
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	// The evidence written so far becomes durable before the record that refers to it.
-	if err := report.SyncFilesystem(dir); err != nil {
+	if err := result.SyncFilesystem(dir); err != nil {
 		return err
 	}
 	if !w.Write(secrets, ResultFile, b, true) {
-		return fmt.Errorf("writing %s: refused by the evidence guard (see %s)", filepath.Join(dir, ResultFile), report.EvidenceManifestFile)
+		return fmt.Errorf("writing %s: refused by the evidence guard (see %s)", filepath.Join(dir, ResultFile), result.EvidenceManifestFile)
 	}
-	mb, err := report.EncodeEvidenceManifest(w.manifest())
+	mb, err := result.EncodeEvidenceManifest(w.manifest())
 	if err != nil {
-		return fmt.Errorf("encoding %s: %w", report.EvidenceManifestFile, err)
+		return fmt.Errorf("encoding %s: %w", result.EvidenceManifestFile, err)
 	}
-	if !w.Write(secrets, report.EvidenceManifestFile, mb, true) {
-		return fmt.Errorf("writing %s: refused by the evidence guard", filepath.Join(dir, report.EvidenceManifestFile))
+	if !w.Write(secrets, result.EvidenceManifestFile, mb, true) {
+		return fmt.Errorf("writing %s: refused by the evidence guard", filepath.Join(dir, result.EvidenceManifestFile))
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -63,11 +63,11 @@ func TestEvidenceWriter(t *testing.T) {
 	if err := WriteResult(root, ar); err != nil {
 		t.Fatal(err)
 	}
-	mb, err := os.ReadFile(filepath.Join(dir, report.EvidenceManifestFile))
+	mb, err := os.ReadFile(filepath.Join(dir, result.EvidenceManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := report.DecodeEvidenceManifest("manifest", mb)
+	m, err := result.DecodeEvidenceManifest("manifest", mb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +87,14 @@ func TestEvidenceWriter(t *testing.T) {
 		t.Errorf("results tree leaks: %+v %v", leaksOnDisk, err)
 	}
 	rb, _ := os.ReadFile(filepath.Join(dir, ResultFile))
-	r, err := report.DecodeResult("result.json", rb)
+	r, err := result.DecodeResult("result.json", rb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(rb), secret) || r.Verdict != verdict.Failed || r.FailureClass != verdict.SecretLeak {
 		t.Errorf("result: verdict %s class %s, or it holds the secret", r.Verdict, r.FailureClass)
 	}
-	if !strings.Contains(strings.Join(r.Evidence, ","), report.EvidenceManifestFile) {
+	if !strings.Contains(strings.Join(r.Evidence, ","), result.EvidenceManifestFile) {
 		t.Errorf("result evidence lacks the manifest: %v", r.Evidence)
 	}
 }

@@ -3,13 +3,13 @@ package campaign
 import (
 	"context"
 	"encoding/json"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/workspace"
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
-	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -65,15 +65,15 @@ type Facts struct {
 	IssueID         string
 	IssueIdentifier string
 	RunIDs          []string
-	TurnTimings     []report.TurnTiming
+	TurnTimings     []result.TurnTiming
 	Termination     json.RawMessage
 	// Usage is the provider usage (one run's, or {"runs": [...]}), nil when none was
 	// reported (unavailable, never zero).
 	Usage    any
 	Matchers []match.Outcome
 	// Trajectories are the ATIF trajectories written of the attempt's runs.
-	Trajectories []report.TrajectoryRef
-	Runtime      []report.RuntimeFacts
+	Trajectories []result.TrajectoryRef
+	Runtime      []result.RuntimeFacts
 	// Leases are the attempt's environment lease records (a sandbox cell's), and
 	// RuntimeUsage the runtime estimate made of them (nil without a lease).
 	Leases       []environment.LeaseRecord

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -113,7 +113,7 @@ type Plan struct {
 	MaxAutomaticRetries int
 	// CatalogSources is the catalog the plan's cells come from, recorded in plan.json
 	// (nil: not recorded); the caller sets it.
-	CatalogSources *report.CatalogSources
+	CatalogSources *result.CatalogSources
 	resumed        bool
 	now            func() time.Time
 	seed           *int64

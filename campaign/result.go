@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -21,10 +21,10 @@ const ResultFile = "result.json"
 // the runner recorded launching the runs when every run agrees, and "" (not observed)
 // otherwise: never the profile's declaration. Cleanup is "passed" when the outcome confirmed it, "failed" otherwise.
 // Usage is null when the executor reported none (unavailable, never 0).
-func ResultOf(r *AttemptResult) *report.Result {
+func ResultOf(r *AttemptResult) *result.Result {
 	cell := r.Plan.Cell
-	res := &report.Result{
-		Schema:              report.ResultSchema,
+	res := &result.Result{
+		Schema:              result.ResultSchema,
 		ExecutionID:         cell.ID,
 		CampaignID:          r.Plan.CampaignID,
 		SuiteID:             cell.Suite.ID,
@@ -42,8 +42,8 @@ func ResultOf(r *AttemptResult) *report.Result {
 		StartedAt:           r.StartedAt.UTC().Format(time.RFC3339Nano),
 		FinishedAt:          r.FinishedAt.UTC().Format(time.RFC3339Nano),
 		DurationMs:          max(0, r.FinishedAt.Sub(r.StartedAt).Milliseconds()),
-		MatcherResults:      []report.MatcherResult{},
-		Cleanup:             report.CleanupFailed,
+		MatcherResults:      []result.MatcherResult{},
+		Cleanup:             result.CleanupFailed,
 		Evidence:            []string{},
 	}
 	if r.Plan.Repeat > 1 {
@@ -53,13 +53,13 @@ func ResultOf(r *AttemptResult) *report.Result {
 		res.FirstAttempt = r.Plan.FirstAttempt
 	}
 	if p := cell.Profile.Ranking; p != nil {
-		res.RankingSnapshot = &report.RankingSnapshot{SnapshotID: p.SnapshotID, CapturedAt: p.CapturedAt, SourceURL: p.SourceURL, Rank: p.Rank, CanonicalModelID: p.CanonicalModelID}
+		res.RankingSnapshot = &result.RankingSnapshot{SnapshotID: p.SnapshotID, CapturedAt: p.CapturedAt, SourceURL: p.SourceURL, Rank: p.Rank, CanonicalModelID: p.CanonicalModelID}
 	}
 	if r.Outcome.Judgement.Verdict != verdict.Passed {
 		res.Error = r.Outcome.Judgement.Reason
 	}
 	if r.Outcome.CleanupConfirmed {
-		res.Cleanup = report.CleanupPassed
+		res.Cleanup = result.CleanupPassed
 	}
 	if f := r.Outcome.Facts; f != nil {
 		addFacts(res, f)
@@ -71,7 +71,7 @@ func ResultOf(r *AttemptResult) *report.Result {
 }
 
 // addFacts copies an executor's facts into res.
-func addFacts(res *report.Result, f *Facts) {
+func addFacts(res *result.Result, f *Facts) {
 	res.IssueID, res.IssueIdentifier = f.IssueID, f.IssueIdentifier
 	if f.RunIDs != nil {
 		res.RunIDs = slices.Clone(f.RunIDs)
@@ -82,7 +82,7 @@ func addFacts(res *report.Result, f *Facts) {
 	res.Termination = f.Termination
 	res.Usage = f.Usage
 	for _, m := range f.Matchers {
-		res.MatcherResults = append(res.MatcherResults, report.MatcherResult{Kind: m.Kind, Passed: m.Passed, NotReached: m.NotReached, Expected: m.Expected, Observed: m.Observed, Detail: m.Detail})
+		res.MatcherResults = append(res.MatcherResults, result.MatcherResult{Kind: m.Kind, Passed: m.Passed, NotReached: m.NotReached, Expected: m.Expected, Observed: m.Observed, Detail: m.Detail})
 	}
 	res.RuntimeFacts = slices.Clone(f.Runtime)
 	res.RuntimeMode = agreedRuntimeMode(f.Runtime)
@@ -94,7 +94,7 @@ func addFacts(res *report.Result, f *Facts) {
 }
 
 // agreedRuntimeMode is the runtime mode every recorded run launched with, or "".
-func agreedRuntimeMode(facts []report.RuntimeFacts) string {
+func agreedRuntimeMode(facts []result.RuntimeFacts) string {
 	mode := ""
 	for i, rf := range facts {
 		if i > 0 && rf.RuntimeMode != mode {
@@ -106,11 +106,11 @@ func agreedRuntimeMode(facts []report.RuntimeFacts) string {
 }
 
 // WriteResult writes attempt r's result.json into root/r.Plan.Dir and then its
-// evidence-manifest.json (report.EvidenceManifest: every file of the attempt with size
+// evidence-manifest.json (result.EvidenceManifest: every file of the attempt with size
 // and SHA-256, the leaks found while writing, dropped and missing files), after
-// validating the result (report.Result.Validate). Both pass the evidence guard
-// (report.Guard) with the attempt's secret set: result.json is sanitised
-// (report.SanitizeResult), scanned and refused if a secret remains; every write is
+// validating the result (result.Result.Validate). Both pass the evidence guard
+// (result.Guard) with the attempt's secret set: result.json is sanitised
+// (result.SanitizeResult), scanned and refused if a secret remains; every write is
 // atomic (temp file, fsync, rename), so a killed run leaves no half-written JSON, and
 // the attempt's evidence is made durable before result.json (Evidence).
 // Errors: an invalid document, an encoding or a write failure, with the path.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/match"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -26,7 +26,7 @@ func TestResultOf(t *testing.T) {
 	term := json.RawMessage(`{"summary":"timed out","timedOut":true}`)
 	facts := &Facts{IssueID: "t1", IssueIdentifier: "APF-1", RunIDs: []string{"r1"}, Termination: term,
 		Matchers: []match.Outcome{{Kind: "run_status", Passed: true, Detail: "matched"}},
-		Runtime:  []report.RuntimeFacts{{RunID: "r1", Driver: "fixture:hang", RuntimeMode: "native", ExecutionTarget: "local", PID: 42, ProcessStartTicks: 1234}}}
+		Runtime:  []result.RuntimeFacts{{RunID: "r1", Driver: "fixture:hang", RuntimeMode: "native", ExecutionTarget: "local", PID: 42, ProcessStartTicks: 1234}}}
 	withFacts := func(o Outcome) Outcome { o.Facts = facts; return o }
 	cleanupFailed := judged(verdict.Failed, verdict.CleanupFailure, "cleanup failed: temp root could not be removed")
 	cleanupFailed.CleanupConfirmed = false
@@ -35,11 +35,11 @@ func TestResultOf(t *testing.T) {
 		outcome Outcome
 		cleanup string
 	}{
-		{"passed", withFacts(passOutcome), report.CleanupPassed},
-		{"deadline", deadlineOutcome, report.CleanupPassed},
-		{"cleanup problem", cleanupFailed, report.CleanupFailed},
-		{"leak", judged(verdict.Failed, verdict.SecretLeak, "secret leak: workspace out.txt: exact secret value"), report.CleanupPassed},
-		{"error", transientOutcome, report.CleanupPassed},
+		{"passed", withFacts(passOutcome), result.CleanupPassed},
+		{"deadline", deadlineOutcome, result.CleanupPassed},
+		{"cleanup problem", cleanupFailed, result.CleanupFailed},
+		{"leak", judged(verdict.Failed, verdict.SecretLeak, "secret leak: workspace out.txt: exact secret value"), result.CleanupPassed},
+		{"error", transientOutcome, result.CleanupPassed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +72,7 @@ func TestResultOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := report.DecodeResult("result.json", b); err != nil {
+			if _, err := result.DecodeResult("result.json", b); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/catalog"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -34,7 +34,7 @@ type PlanRecord struct {
 	Cells      []PlannedCell `json:"cells"`
 	// Catalog is the catalog the campaign was started with (Plan.CatalogSources; nil
 	// when not recorded).
-	Catalog *report.CatalogSources `json:"catalog,omitempty"`
+	Catalog *result.CatalogSources `json:"catalog,omitempty"`
 }
 
 // PlannedCell is one selected cell of a PlanRecord.
@@ -53,14 +53,14 @@ func (p *Plan) Record() PlanRecord {
 }
 
 // WritePlanRecord writes p's plan record to root/<campaign>/plan.json atomically
-// (report.WriteFileAtomic). It holds ids and hashes only, never a secret. Errors: an
+// (result.WriteFileAtomic). It holds ids and hashes only, never a secret. Errors: an
 // encoding or a write failure, with the path.
 func WritePlanRecord(root string, p *Plan) error {
 	b, err := json.MarshalIndent(p.Record(), "", "  ")
 	if err != nil {
 		return fmt.Errorf("campaign: encoding %s: %w", PlanFile, err)
 	}
-	return report.WriteFileAtomic(filepath.Join(root, p.CampaignID, PlanFile), append(b, '\n'))
+	return result.WriteFileAtomic(filepath.Join(root, p.CampaignID, PlanFile), append(b, '\n'))
 }
 
 // ResumeMode says which repetitions of a stored campaign run again.
@@ -104,7 +104,7 @@ func (m ResumeMode) verb() string {
 // its plan.json, selects the same cells from c (each must exist and its suite must
 // have the definition hash it had, or the stored results would not be comparable),
 // with the recorded repetitions and seed (opts.Seed, when set, wins; opts.Repeat must
-// be 0 or the recorded one), reads the stored results (report.ChooseRepeated) and
+// be 0 or the recorded one), reads the stored results (result.ChooseRepeated) and
 // splits every repetition into Kept (by mode) or a Unit to run whose first attempt
 // comes after the highest attempt-<n> directory the repetition holds, so nothing
 // stored is overwritten. Errors: *ResumeError and the errors of NewPlan.
@@ -143,15 +143,15 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	cands, err := report.LoadCandidates(dir)
+	cands, err := result.LoadCandidates(dir)
 	if err != nil {
 		return nil, &ResumeError{CampaignDir: dir, Mode: mode, Problems: []string{err.Error()}}
 	}
-	results, _, _, repeats := report.ChooseRepeated(c, p.CampaignID, ids, cands, p.Repeat)
-	counted := map[string][]report.RepetitionOutcome{}
+	results, _, _, repeats := result.ChooseRepeated(c, p.CampaignID, ids, cands, p.Repeat)
+	counted := map[string][]result.RepetitionOutcome{}
 	for _, r := range results {
-		o := report.RepetitionOutcome{Repetition: 1, Attempt: r.Attempt, Verdict: r.Verdict, Counted: report.Outcome(&r), Missing: r.Synthetic}
-		counted[r.ExecutionID] = []report.RepetitionOutcome{o}
+		o := result.RepetitionOutcome{Repetition: 1, Attempt: r.Attempt, Verdict: r.Verdict, Counted: result.Outcome(&r), Missing: r.Synthetic}
+		counted[r.ExecutionID] = []result.RepetitionOutcome{o}
 	}
 	for _, rp := range repeats {
 		counted[rp.ExecutionID] = rp.Outcomes
@@ -175,7 +175,7 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 }
 
 // keep reports whether a stored repetition's outcome is kept in mode.
-func keep(mode ResumeMode, o report.RepetitionOutcome) bool {
+func keep(mode ResumeMode, o result.RepetitionOutcome) bool {
 	if o.Missing {
 		return false
 	}

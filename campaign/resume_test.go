@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentproof/agentproof/catalog"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 )
 
 // TestRepeatsAndResume: --repeat 3 runs every repetition in its own directory and
@@ -91,7 +91,7 @@ func TestRepeatsAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := report.DecodeResult("attempt-2", b)
+	res, err := result.DecodeResult("attempt-2", b)
 	if err != nil {
 		t.Fatal(err)
 	}

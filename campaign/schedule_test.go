@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentproof/agentproof/catalog"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -480,7 +480,7 @@ func TestSchedulerWritesResults(t *testing.T) {
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("results on disk when the attempt finished (-want +got):\n%s", diff)
 	}
-	if _, err := os.Stat(filepath.Join(root, sum.Cells[0].Attempts[0].Plan.Dir, report.EvidenceManifestFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(root, sum.Cells[0].Attempts[0].Plan.Dir, result.EvidenceManifestFile)); err != nil {
 		t.Errorf("no evidence manifest: %v", err)
 	}
 	if len(sum.WriteErrors) != 0 {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentproof/agentproof/loginfile"
 	"github.com/agentproof/agentproof/redact"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 )
 
 // authJSON is a login file like a subscription CLI's auth.json.
@@ -240,7 +240,7 @@ func TestLoginValueNeverInEvidence(t *testing.T) {
 	}
 	desc, _ := json.Marshal(seeded)
 	dir := t.TempDir()
-	g := report.Guard{Secrets: s.Secrets}
+	g := result.Guard{Secrets: s.Secrets}
 	for name, body := range map[string][]byte{"stdout.log": out, "login-fixture.json": desc} {
 		gf, err := g.Write(filepath.Join(dir, name), body, name == "login-fixture.json")
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/billing"
+	"github.com/agentproof/agentproof/result"
 
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -122,7 +123,7 @@ func costPoint(a billing.Aggregate) (float64, bool) {
 // last ChartCampaigns complete campaigns (lines break where the campaign fingerprint
 // changes), per-suite charts over campaigns where that suite was complete (lines break
 // where the suite's hash changes), and the campaign table rows.
-func buildHistory(c *Campaign, h *History) historyView {
+func buildHistory(c *result.Campaign, h *result.History) historyView {
 	hv := historyView{}
 	if h == nil {
 		return hv
@@ -134,7 +135,7 @@ func buildHistory(c *Campaign, h *History) historyView {
 	if h.LatestGreenCampaignID != nil {
 		hv.Green = *h.LatestGreenCampaignID
 	}
-	var complete []HistoryCampaign
+	var complete []result.HistoryCampaign
 	for i := len(h.Campaigns) - 1; i >= 0; i-- { // chronological
 		if !h.Campaigns[i].Partial {
 			complete = append(complete, h.Campaigns[i])
@@ -147,7 +148,7 @@ func buildHistory(c *Campaign, h *History) historyView {
 		hv.NoCompleteCharts = true
 	} else {
 		defs := map[string]bool{}
-		mk := func(get func(HistoryCampaign) (float64, bool)) []point {
+		mk := func(get func(result.HistoryCampaign) (float64, bool)) []point {
 			pts := make([]point, 0, len(complete))
 			for _, hc := range complete {
 				v, ok := get(hc)
@@ -160,17 +161,17 @@ func buildHistory(c *Campaign, h *History) historyView {
 		}
 		hv.Caption = fmt.Sprintf("%s · %s · lines break where a definition changed", plural(len(complete), "complete campaign"), plural(len(defs), "definition"))
 		hv.Charts = []chartView{
-			buildChart("Observed + estimated cost", mk(func(hc HistoryCampaign) (float64, bool) { return costPoint(hc.Billing) }), fmtUSD),
-			buildChart("Total tokens", mk(func(hc HistoryCampaign) (float64, bool) {
+			buildChart("Observed + estimated cost", mk(func(hc result.HistoryCampaign) (float64, bool) { return costPoint(hc.Billing) }), fmtUSD),
+			buildChart("Total tokens", mk(func(hc result.HistoryCampaign) (float64, bool) {
 				return float64(hc.Billing.LLM.TotalTokens), hc.Billing.LLM.RunsWithTokenUsage > 0
 			}), fmtTokens),
-			buildChart("Agent execution time", mk(func(hc HistoryCampaign) (float64, bool) {
+			buildChart("Agent execution time", mk(func(hc result.HistoryCampaign) (float64, bool) {
 				return float64(hc.Billing.AgentRunDurationMs), true
 			}), fmtMs),
-			buildChart("Sandbox lease time", mk(func(hc HistoryCampaign) (float64, bool) {
+			buildChart("Sandbox lease time", mk(func(hc result.HistoryCampaign) (float64, bool) {
 				return float64(hc.Billing.LeaseDurationMs), hc.Billing.RuntimeCostStatuses["estimated"]+hc.Billing.RuntimeCostStatuses["unavailable"] > 0
 			}), fmtMs),
-			buildChart("Pass rate", mk(func(hc HistoryCampaign) (float64, bool) {
+			buildChart("Pass rate", mk(func(hc result.HistoryCampaign) (float64, bool) {
 				if hc.Selected == 0 {
 					return 0, false
 				}
@@ -180,8 +181,8 @@ func buildHistory(c *Campaign, h *History) historyView {
 	}
 	// Per-suite rows, for the suites of this campaign.
 	for _, s := range c.Suites {
-		var pts []HistoryCampaign
-		var sums []SuiteSummary
+		var pts []result.HistoryCampaign
+		var sums []result.SuiteSummary
 		for i := len(h.Campaigns) - 1; i >= 0; i-- {
 			for _, ss := range h.Campaigns[i].Suites {
 				if ss.SuiteID == s.SuiteID && ss.Complete {
@@ -196,7 +197,7 @@ func buildHistory(c *Campaign, h *History) historyView {
 		if len(pts) == 0 {
 			continue
 		}
-		mk := func(get func(SuiteSummary) (float64, bool)) []point {
+		mk := func(get func(result.SuiteSummary) (float64, bool)) []point {
 			out := make([]point, 0, len(pts))
 			for i, hc := range pts {
 				v, ok := get(sums[i])
@@ -212,17 +213,17 @@ func buildHistory(c *Campaign, h *History) historyView {
 			SuiteID: s.SuiteID,
 			Caption: plural(len(pts), "complete selection") + " · " + plural(len(hashes), "definition"),
 			Charts: []chartView{
-				buildChart("Pass rate", mk(func(ss SuiteSummary) (float64, bool) {
+				buildChart("Pass rate", mk(func(ss result.SuiteSummary) (float64, bool) {
 					if ss.Selected == 0 {
 						return 0, false
 					}
 					return 100 * float64(ss.Passed) / float64(ss.Selected), true
 				}), fmtPercent),
-				buildChart("Cost", mk(func(ss SuiteSummary) (float64, bool) { return costPoint(ss.Billing) }), fmtUSD),
-				buildChart("Tokens", mk(func(ss SuiteSummary) (float64, bool) {
+				buildChart("Cost", mk(func(ss result.SuiteSummary) (float64, bool) { return costPoint(ss.Billing) }), fmtUSD),
+				buildChart("Tokens", mk(func(ss result.SuiteSummary) (float64, bool) {
 					return float64(ss.Billing.LLM.TotalTokens), ss.Billing.LLM.RunsWithTokenUsage > 0
 				}), fmtTokens),
-				buildChart("Agent time", mk(func(ss SuiteSummary) (float64, bool) { return float64(ss.Billing.AgentRunDurationMs), true }), fmtMs),
+				buildChart("Agent time", mk(func(ss result.SuiteSummary) (float64, bool) { return float64(ss.Billing.AgentRunDurationMs), true }), fmtMs),
 			},
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -11,9 +12,9 @@ import (
 // testdata/golden/compare.txt and compare.json; go test ./report -update rewrites them).
 func TestCompare(t *testing.T) {
 	t.Parallel()
-	res := func(id, hash string, v verdict.Verdict, expected verdict.Verdict, reason string) Result {
-		s, p, e, c, _ := ParseExecutionID(id)
-		r := Result{ExecutionID: id, SuiteID: s, ProfileID: p, EnvironmentID: e, CaseID: c, SuiteDefinitionHash: hash, Verdict: v, ExpectedVerdict: expected, Cleanup: CleanupPassed, Attempt: 1}
+	res := func(id, hash string, v verdict.Verdict, expected verdict.Verdict, reason string) result.Result {
+		s, p, e, c, _ := result.ParseExecutionID(id)
+		r := result.Result{ExecutionID: id, SuiteID: s, ProfileID: p, EnvironmentID: e, CaseID: c, SuiteDefinitionHash: hash, Verdict: v, ExpectedVerdict: expected, Cleanup: result.CleanupPassed, Attempt: 1}
 		if v != verdict.Passed {
 			r.FailureClass, r.Error = verdict.CandidateFailure, reason
 			if v == verdict.Inconclusive {
@@ -22,7 +23,7 @@ func TestCompare(t *testing.T) {
 		}
 		return r
 	}
-	a := &Campaign{Schema: CampaignSchema, CampaignID: "before", Results: []Result{
+	a := &result.Campaign{Schema: result.CampaignSchema, CampaignID: "before", Results: []result.Result{
 		res("s.p.local.regress", "h1", verdict.Passed, "", ""),
 		res("s.p.local.fix", "h1", verdict.Failed, "", "no marker"),
 		res("s.p.local.still", "h1", verdict.Failed, "", "no marker"),
@@ -32,7 +33,7 @@ func TestCompare(t *testing.T) {
 		res("t.p.local.redefined", "t1", verdict.Passed, "", ""),
 		res("s.p.local.gone", "h1", verdict.Passed, "", ""),
 	}}
-	b := &Campaign{Schema: CampaignSchema, CampaignID: "after", Results: []Result{
+	b := &result.Campaign{Schema: result.CampaignSchema, CampaignID: "after", Results: []result.Result{
 		res("s.p.local.regress", "h1", verdict.Failed, "", "message_exact: observed \"nothing\"\nsecond line"),
 		res("s.p.local.fix", "h1", verdict.Passed, "", ""),
 		res("s.p.local.still", "h1", verdict.Failed, "", "no marker"),
@@ -43,8 +44,8 @@ func TestCompare(t *testing.T) {
 		res("t.p.local.redefined", "t2", verdict.Failed, "", "other definition"),
 		res("s.p.local.added", "h1", verdict.Passed, "", ""),
 	}}
-	c := Compare(a, b)
-	want := map[Change]int{Regressed: 2, Fixed: 1, StillFailing: 1, NowInconclusive: 1, DefinitionChanged: 1, New: 1, Removed: 1, StillPassing: 1}
+	c := result.Compare(a, b)
+	want := map[result.Change]int{result.Regressed: 2, result.Fixed: 1, result.StillFailing: 1, result.NowInconclusive: 1, result.DefinitionChanged: 1, result.New: 1, result.Removed: 1, result.StillPassing: 1}
 	for ch, n := range want {
 		if c.Counts[ch] != n {
 			t.Errorf("%s: %d cells, want %d", ch, c.Counts[ch], n)
@@ -56,13 +57,13 @@ func TestCompare(t *testing.T) {
 	if len(c.Suites) != 1 || c.Suites[0].SuiteID != "t" {
 		t.Errorf("suites %+v, want t's definition change", c.Suites)
 	}
-	golden(t, "compare.txt", c.Text())
+	golden(t, "compare.txt", CompareText(c))
 	js, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "compare.json", append(js, '\n'))
-	if c := Compare(b, b); c.ExitCode() != verdict.ExitPassed || c.Counts[StillPassing] != 3 || c.Counts[StillFailing] != 4 {
+	if c := result.Compare(b, b); c.ExitCode() != verdict.ExitPassed || c.Counts[result.StillPassing] != 3 || c.Counts[result.StillFailing] != 4 {
 		t.Errorf("a campaign against itself: %+v", c.Counts)
 	}
 }

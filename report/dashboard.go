@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -31,7 +32,7 @@ var dashboardScript string
 var dashboardTmpl = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("dashboard").Funcs(template.FuncMap{
 		"tokens":              Tokens,
-		"clean":               func(s string) string { return Clean(s, false) },
+		"clean":               func(s string) string { return result.Clean(s, false) },
 		"duration":            Duration,
 		"transcriptTextBytes": func() int { return TranscriptTextBytes },
 		"transcriptBytes":     func() int { return TranscriptBytes },
@@ -51,7 +52,7 @@ const ChartCampaigns = 20
 // history section content); it should be the history as of this campaign (History.Upto).
 //
 // ts are the runs' transcripts (LoadTranscripts; none: cards show no transcript).
-func Dashboard(c *Campaign, cat *catalog.Catalog, hist *History, ts ...Transcripts) ([]byte, error) {
+func Dashboard(c *result.Campaign, cat *catalog.Catalog, hist *result.History, ts ...Transcripts) ([]byte, error) {
 	v := buildView(c, cat, hist)
 	for _, t := range ts {
 		addTranscripts(v, t)
@@ -67,16 +68,16 @@ func Dashboard(c *Campaign, cat *catalog.Catalog, hist *History, ts ...Transcrip
 // c) into w, the same bytes, as it goes: each card's transcripts are read from
 // campaignDir while the card is rendered and dropped after it, so neither the page nor
 // every transcript is held at once. Errors: the template's or w's.
-func WriteDashboard(w io.Writer, c *Campaign, cat *catalog.Catalog, hist *History, campaignDir string) error {
-	return writeDashboard(w, c, cat, hist, campaignDir, func(i int) (*Result, error) { return &c.Results[i], nil })
+func WriteDashboard(w io.Writer, c *result.Campaign, cat *catalog.Catalog, hist *result.History, campaignDir string) error {
+	return writeDashboard(w, c, cat, hist, campaignDir, func(i int) (*result.Result, error) { return &c.Results[i], nil })
 }
 
 // writeDashboard is WriteDashboard where each card's result is full(i), i its index in
 // c.Results, read when the card is rendered (c.Results may then hold summaries only;
 // see summaryResult).
-func writeDashboard(w io.Writer, c *Campaign, cat *catalog.Catalog, hist *History, campaignDir string, full func(i int) (*Result, error)) error {
+func writeDashboard(w io.Writer, c *result.Campaign, cat *catalog.Catalog, hist *result.History, campaignDir string, full func(i int) (*result.Result, error)) error {
 	v := buildView(c, cat, hist)
-	index := make(map[*Result]int, len(c.Results))
+	index := make(map[*result.Result]int, len(c.Results))
 	for i := range c.Results {
 		index[&c.Results[i]] = i
 	}
@@ -84,7 +85,7 @@ func writeDashboard(w io.Writer, c *Campaign, cat *catalog.Catalog, hist *Histor
 		if cv.R != nil {
 			cv.transcriptDir = campaignDir
 			if i, ok := index[cv.R]; ok {
-				cv.load = func() (*Result, error) { return full(i) }
+				cv.load = func() (*result.Result, error) { return full(i) }
 			}
 		}
 	})
@@ -97,14 +98,14 @@ func writeDashboard(w io.Writer, c *Campaign, cat *catalog.Catalog, hist *Histor
 type dashView struct {
 	CSP          string
 	Script       template.JS
-	Campaign     *Campaign
+	Campaign     *result.Campaign
 	State        string
 	TotalTime    string
 	PassPercent  string
 	Tiles        []tile
 	Suites       []suiteView
 	History      historyView
-	Unknown      []CandidateNote
+	Unknown      []result.CandidateNote
 	HasNotes     bool
 	CampaignNote string
 	// Triage lists the cells that did not count as passed, failed first, then
@@ -115,7 +116,7 @@ type dashView struct {
 	// Regressions counts the cells that regressed against their suite's latest green
 	// campaign; Baselines are the campaign's checks (dashboard_cellhistory.go).
 	Regressions int
-	Baselines   []Baseline
+	Baselines   []result.Baseline
 }
 
 // triageView is one cell of the "Needs attention" list: a link to its card, its
@@ -131,7 +132,7 @@ type tile struct{ Label, Value, Note, Class string }
 
 type suiteView struct {
 	ID, Label, Description, Hash, Anchor string
-	Summary                              SuiteSummary
+	Summary                              result.SuiteSummary
 	Strip                                []tile
 	Envs                                 []headView
 	Rows                                 []rowView
@@ -160,24 +161,24 @@ type cardView struct {
 	Error                                     string
 	Expected                                  string
 	Selected                                  bool
-	R                                         *Result
+	R                                         *result.Result
 	Outcome                                   string
 	Facts                                     []tile
 	BillingLine                               []string
 	Matchers                                  []matcherRow
 	MatchersPassed, MatchersTotal, NotReached int
 	Termination, Usage, Billing               string
-	Timings                                   []TurnTiming
-	Runtime                                   []RuntimeFacts
+	Timings                                   []result.TurnTiming
+	Runtime                                   []result.RuntimeFacts
 	Evidence                                  []linkView
-	Notes                                     []CandidateNote
+	Notes                                     []result.CandidateNote
 	// Transcripts are the runs' trajectories shown in the card (transcript.go);
 	// when transcriptDir is set they are read from that campaign directory when the
 	// card is rendered (Shown) instead.
 	Transcripts   []Transcript
 	transcriptDir string
 	// load, when set, reads the card's result whole for its details (Full).
-	load func() (*Result, error)
+	load func() (*result.Result, error)
 }
 
 // Shown returns the card's transcripts: Transcripts, or those of its result's runs read
@@ -214,7 +215,7 @@ type campaignRow struct {
 	Partial, Current                                                           bool
 }
 
-func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
+func buildView(c *result.Campaign, cat *catalog.Catalog, hist *result.History) *dashView {
 	sum := sha256.Sum256([]byte(dashboardScript))
 	v := &dashView{
 		CSP:      "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; base-uri 'none'; form-action 'none'",
@@ -240,12 +241,12 @@ func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
 		{Label: "Sandbox lease time", Value: leaseText(a)},
 		{Label: "Complete billing", Value: fmt.Sprintf("%d/%d", a.TestsWithCompleteBilling, a.TestCount), Note: "results with tokens, prices and runtime all known"},
 	}
-	notesByID := map[string][]CandidateNote{}
+	notesByID := map[string][]result.CandidateNote{}
 	for _, n := range c.Candidates {
 		notesByID[n.ExecutionID] = append(notesByID[n.ExecutionID], n)
 	}
 	v.HasNotes = len(c.Candidates) > 0
-	byID := map[string]*Result{}
+	byID := map[string]*result.Result{}
 	for i := range c.Results {
 		byID[c.Results[i].ExecutionID] = &c.Results[i]
 	}
@@ -261,8 +262,8 @@ func buildView(c *Campaign, cat *catalog.Catalog, hist *History) *dashView {
 
 // addRepeats writes each repeated cell's pass rate, pass^k, pass@k and flakiness on
 // its card.
-func addRepeats(v *dashView, c *Campaign) {
-	rp := map[string]Repeats{}
+func addRepeats(v *dashView, c *result.Campaign) {
+	rp := map[string]result.Repeats{}
 	for _, r := range c.Repeats {
 		rp[r.ExecutionID] = r
 	}
@@ -283,7 +284,7 @@ func addRepeats(v *dashView, c *Campaign) {
 }
 
 // repeatsText is "repeats: 2/4 passed (50%) · pass^k no · pass@k yes · flaky".
-func repeatsText(r Repeats) string {
+func repeatsText(r result.Repeats) string {
 	s := fmt.Sprintf("repeats: %d/%d passed (%.0f%%) · pass^k %s · pass@k %s", r.Passed, r.Repetitions,
 		100*float64(r.Passed)/float64(max(r.Repetitions, 1)), yesNo(r.PassAll, "yes", "no"), yesNo(r.PassAny, "yes", "no"))
 	if r.Flaky {
@@ -294,7 +295,7 @@ func repeatsText(r Repeats) string {
 
 // buildTriage lists the cells that need attention (see dashView.Triage) and the
 // failure classes present.
-func buildTriage(c *Campaign) ([]triageView, []string) {
+func buildTriage(c *result.Campaign) ([]triageView, []string) {
 	var out []triageView
 	var classes []string
 	for i := range c.Results {
@@ -306,11 +307,11 @@ func buildTriage(c *Campaign) ([]triageView, []string) {
 	for _, want := range []verdict.Verdict{verdict.Failed, verdict.Inconclusive} {
 		for i := range c.Results {
 			r := &c.Results[i]
-			if Outcome(r) != want {
+			if result.Outcome(r) != want {
 				continue
 			}
 			tv := triageView{Anchor: "execution-" + r.ExecutionID, ExecutionID: r.ExecutionID, Outcome: string(want), StateLabel: verdictText(r),
-				Class: string(r.FailureClass), Reason: clip(Clean(detailText(r), true), 400)}
+				Class: string(r.FailureClass), Reason: result.Clip(result.Clean(detailText(r), true), 400)}
 			tv.Search = strings.ToLower(r.ExecutionID + " " + tv.Reason)
 			for _, e := range r.Evidence {
 				if href, ok := evidenceHref(e); ok {
@@ -357,7 +358,7 @@ func wordClass(v *float64) string {
 	return ""
 }
 
-func buildSuite(s SuiteSummary, cat *catalog.Catalog, byID map[string]*Result, notes map[string][]CandidateNote) suiteView {
+func buildSuite(s result.SuiteSummary, cat *catalog.Catalog, byID map[string]*result.Result, notes map[string][]result.CandidateNote) suiteView {
 	sv := suiteView{ID: s.SuiteID, Label: s.Label, Hash: s.SuiteDefinitionHash, Anchor: "suite-" + s.SuiteID, Summary: s}
 	a := s.Billing
 	rate := "–"
@@ -386,7 +387,7 @@ func buildSuite(s SuiteSummary, cat *catalog.Catalog, byID map[string]*Result, n
 		// Unknown suite: the grid comes from the results' ids.
 		var ps, es, cs []string
 		for id := range byID {
-			su, p, e, c, _ := ParseExecutionID(id)
+			su, p, e, c, _ := result.ParseExecutionID(id)
 			if su != s.SuiteID {
 				continue
 			}
@@ -456,14 +457,14 @@ func orID(label, id string) string {
 	return id
 }
 
-func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) cardView {
+func buildCard(id string, cs *catalog.Case, r *result.Result, notes []result.CandidateNote) cardView {
 	cv := cardView{CaseID: cs.ID, CaseLabel: orID(cs.Label, cs.ID), ExecutionID: id, Anchor: "execution-" + id, Notes: notes}
 	if r == nil {
 		cv.State, cv.StateLabel = "not-selected", "not selected"
 		return cv
 	}
 	cv.Selected, cv.R = true, r
-	cv.Outcome = string(Outcome(r))
+	cv.Outcome = string(result.Outcome(r))
 	cv.State, cv.StateLabel = cv.Outcome, cv.Outcome
 	if r.Synthetic {
 		cv.State, cv.StateLabel = "missing", "missing"
@@ -473,7 +474,7 @@ func buildCard(id string, cs *catalog.Case, r *Result, notes []CandidateNote) ca
 	}
 	cv.Class = string(r.FailureClass)
 	if cv.Outcome != string(verdict.Passed) {
-		cv.Reason = clip(Clean(detailText(r), true), 240)
+		cv.Reason = result.Clip(result.Clean(detailText(r), true), 240)
 	}
 	cv.Search = strings.ToLower(id + " " + cv.Reason)
 	return cv
@@ -502,7 +503,7 @@ func (cv *cardView) Full() (*cardView, error) {
 // addDetails fills the card's details from its result.
 func (cv *cardView) addDetails() {
 	r := cv.R
-	bl := billingOf(r)
+	bl := result.BillingOf(r)
 	cv.BillingLine = []string{
 		tokensInOutWords(bl.LLM),
 		UsageTokens(bl.LLM.CachedInputTokens, bl.LLM) + " cached",
@@ -528,15 +529,15 @@ func (cv *cardView) addDetails() {
 		{Label: "Model", Value: orID(r.Model, "–")},
 		{Label: "Cleanup", Value: r.Cleanup},
 	}
-	cv.Error = Clean(r.Error, false)
+	cv.Error = result.Clean(r.Error, false)
 	if r.FailureClass != "" {
 		cv.Facts = append(cv.Facts, tile{Label: "Failure class", Value: string(r.FailureClass)})
 	}
 	if r.IssueIdentifier != "" {
-		cv.Facts = append(cv.Facts, tile{Label: "Issue", Value: Clean(r.IssueIdentifier, true)})
+		cv.Facts = append(cv.Facts, tile{Label: "Issue", Value: result.Clean(r.IssueIdentifier, true)})
 	}
 	for _, m := range r.MatcherResults {
-		row := matcherRow{State: "passed", Class: "ok", Kind: m.Kind, Detail: Clean(m.Detail, false)}
+		row := matcherRow{State: "passed", Class: "ok", Kind: m.Kind, Detail: result.Clean(m.Detail, false)}
 		cv.MatchersTotal++
 		switch {
 		case m.NotReached:
@@ -601,7 +602,7 @@ func evidenceLabel(rel string) string {
 // evidenceHref builds a relative link from cleaned, URL-escaped path segments; anything
 // that is not a safe relative path (absolute, "..", a scheme) gives no link.
 func evidenceHref(p string) (string, bool) {
-	if !SafeRelPath(p) || strings.Contains(p, ":") {
+	if !result.SafeRelPath(p) || strings.Contains(p, ":") {
 		return "", false
 	}
 	segs := strings.Split(p, "/")
@@ -619,7 +620,7 @@ func prettyJSON(v any) string {
 	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return clip(strings.TrimSuffix(buf.String(), "\n"), 20000)
+	return result.Clip(strings.TrimSuffix(buf.String(), "\n"), 20000)
 }
 
 func indentJSON(raw json.RawMessage) string {
@@ -627,7 +628,7 @@ func indentJSON(raw json.RawMessage) string {
 	if err := json.Indent(&buf, raw, "", "  "); err != nil {
 		return string(raw)
 	}
-	return clip(buf.String(), 20000)
+	return result.Clip(buf.String(), 20000)
 }
 
 // tokensInOutWords is "<input> in / <output> out", or "unavailable" when no run reported

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -33,10 +34,10 @@ type cellPoint struct {
 // addCellHistory fills every selected card's history strip from hist (the history as
 // of this campaign, History.Upto) and marks the cards and "Needs attention" entries of
 // the cells that regressed against their suite's latest green campaign (Baselines).
-func addCellHistory(v *dashView, c *Campaign, hist *History) {
+func addCellHistory(v *dashView, c *result.Campaign, hist *result.History) {
 	type seen struct {
 		id, hash string
-		e        HistoryExecution
+		e        result.HistoryExecution
 	}
 	byCell := map[string][]seen{}
 	if hist != nil {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/workspace"
 )
 
@@ -26,14 +27,14 @@ type workspaceChangeView struct {
 }
 
 // workspaceDiffView renders r's per-turn workspace diff (nil when it has none).
-func workspaceDiffView(r *Result) []workspaceTurnView {
+func workspaceDiffView(r *result.Result) []workspaceTurnView {
 	var out []workspaceTurnView
 	for _, td := range r.WorkspaceDiff {
-		tv := workspaceTurnView{Turn: td.Turn, Note: Clean(td.Note, true)}
+		tv := workspaceTurnView{Turn: td.Turn, Note: result.Clean(td.Note, true)}
 		counts := map[string]int{}
 		for _, fc := range td.Changes {
 			counts[fc.Change]++
-			cv := workspaceChangeView{Path: Clean(fc.Path, true), Change: fc.Change, Type: fc.Type, Note: Clean(fc.Note, true), Truncated: fc.Truncated}
+			cv := workspaceChangeView{Path: result.Clean(fc.Path, true), Change: fc.Change, Type: fc.Type, Note: result.Clean(fc.Note, true), Truncated: fc.Truncated}
 			cv.BeforeMeta, cv.AfterMeta = sideMeta(fc.Type, fc.BeforeBytes, fc.BeforeSHA256, fc.BeforeTarget), sideMeta(fc.Type, fc.AfterBytes, fc.AfterSHA256, fc.AfterTarget)
 			switch fc.Change {
 			case workspace.ChangeAdded:
@@ -42,11 +43,11 @@ func workspaceDiffView(r *Result) []workspaceTurnView {
 				cv.AfterMeta = "absent"
 			}
 			if fc.Before != nil {
-				s := Clean(*fc.Before, false)
+				s := result.Clean(*fc.Before, false)
 				cv.Before, cv.HasText = &s, true
 			}
 			if fc.After != nil {
-				s := Clean(*fc.After, false)
+				s := result.Clean(*fc.After, false)
 				cv.After, cv.HasText = &s, true
 			}
 			tv.Changes = append(tv.Changes, cv)
@@ -74,7 +75,7 @@ func workspaceDiffView(r *Result) []workspaceTurnView {
 func sideMeta(typ string, n int64, sha, target string) string {
 	switch {
 	case typ == workspace.TypeSymlink:
-		return "link → " + Clean(target, true)
+		return "link → " + result.Clean(target, true)
 	case sha != "":
 		return fmt.Sprintf("%d bytes · sha256 %s", n, sha)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -28,13 +29,13 @@ import (
 // Every text node and attribute passes through one sanitiser (field failure F13): only
 // XML 1.0 characters and valid UTF-8 survive, anything else becomes a visible escape
 // such as the text `\x1b`, then XML escaping applies. No CDATA is used.
-func JUnit(c *Campaign) []byte {
+func JUnit(c *result.Campaign) []byte {
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
 	total, failures := 0, 0
 	type suiteCases struct {
 		id                       string
-		cases                    []*Result
+		cases                    []*result.Result
 		failures, skipped, timeM int64
 	}
 	var suites []*suiteCases
@@ -87,7 +88,7 @@ func JUnit(c *Campaign) []byte {
 			switch junitKind(c, r) {
 			case "failure":
 				typ := string(r.FailureClass)
-				if Outcome(r) == verdict.Inconclusive {
+				if result.Outcome(r) == verdict.Inconclusive {
 					typ = string(verdict.Inconclusive)
 				} else if typ == "" {
 					typ = string(verdict.Failed)
@@ -104,7 +105,7 @@ func JUnit(c *Campaign) []byte {
 	return b.Bytes()
 }
 
-func suiteStart(rs []*Result) string {
+func suiteStart(rs []*result.Result) string {
 	s := ""
 	for _, r := range rs {
 		if r.StartedAt != "" && (s == "" || r.StartedAt < s) {
@@ -114,8 +115,8 @@ func suiteStart(rs []*Result) string {
 	return s
 }
 
-func junitKind(c *Campaign, r *Result) string {
-	switch Outcome(r) {
+func junitKind(c *result.Campaign, r *result.Result) string {
+	switch result.Outcome(r) {
 	case verdict.Failed:
 		return "failure"
 	case verdict.Inconclusive:
@@ -130,12 +131,12 @@ func junitKind(c *Campaign, r *Result) string {
 func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 
 // junitMessage is the one-line reason: outcome words, class, error, failed matchers.
-func junitMessage(r *Result) string {
-	return clip(verdictText(r)+": "+detailText(r), 1000)
+func junitMessage(r *result.Result) string {
+	return result.Clip(verdictText(r)+": "+detailText(r), 1000)
 }
 
 // junitBody is the multi-line failure text: attempt, verdicts, error and every matcher.
-func junitBody(r *Result) string {
+func junitBody(r *result.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "attempt %d, verdict %s", r.Attempt, r.Verdict)
 	if r.ExpectedVerdict != "" {
@@ -173,13 +174,13 @@ func compactJSON(v any, limit int) string {
 	if err := enc.Encode(v); err != nil {
 		return fmt.Sprintf("%v", v)
 	}
-	return clip(strings.TrimSuffix(buf.String(), "\n"), limit)
+	return result.Clip(strings.TrimSuffix(buf.String(), "\n"), limit)
 }
 
 // xmlSafe keeps only XML 1.0 Char in valid UTF-8 (tab, LF, CR, U+0020–U+D7FF,
 // U+E000–U+FFFD, U+10000–U+10FFFF) and turns everything else into a visible escape
 // (field failure F13).
-func xmlSafe(s string) string { return Clean(s, false) }
+func xmlSafe(s string) string { return result.Clean(s, false) }
 
 // xmlText escapes sanitised text for an element's content.
 func xmlText(s string) string {

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"github.com/agentproof/agentproof/result"
 	"io"
 	"os"
 	"path/filepath"
@@ -199,7 +200,7 @@ func TestJUnitFollowsSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := map[string][]byte{"golden": golden}
-	c := buildCampaign("c", nil, []string{"s.p.local.c"}, []Result{Synthetic(nil, "c", "s.p.local.c", "missing")}, nil, true)
+	c := result.BuildCampaign("c", nil, []string{"s.p.local.c"}, []result.Result{result.Synthetic(nil, "c", "s.p.local.c", "missing")}, nil, true)
 	docs["synthetic as failure"] = JUnit(c)
 	for name, b := range docs {
 		root := parseJUnit(t, b)

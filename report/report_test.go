@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/result"
 
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -148,11 +149,11 @@ func buildFixtureHistory(t testing.TB) (string, *catalog.Catalog, *Generated) {
 		cat *catalog.Catalog
 		ids []string
 	}{{"camp-green", cat, fixtureExpected}, {"camp-0", old, fixtureExpected}, {"camp-1", cat, fixtureExpected[:2]}} {
-		if _, err := Generate(Options{ResultsRoot: root, CampaignID: step.id, Catalog: step.cat, ExpectedIDs: step.ids}); err != nil {
+		if _, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: step.id, Catalog: step.cat, ExpectedIDs: step.ids}); err != nil {
 			t.Fatalf("%s: %v", step.id, err)
 		}
 	}
-	g, err := Generate(Options{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat, ExpectedIDs: fixtureExpected})
+	g, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat, ExpectedIDs: fixtureExpected})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,18 +163,18 @@ func buildFixtureHistory(t testing.TB) (string, *catalog.Catalog, *Generated) {
 func readAll(t testing.TB, root string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for _, f := range []string{CampaignFile, SummaryFile, JUnitFile, DashboardFile, IndexFile} {
+	for _, f := range []string{result.CampaignFile, SummaryFile, JUnitFile, DashboardFile, IndexFile} {
 		b, err := os.ReadFile(filepath.Join(root, "camp-2", f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		out[f] = b
 	}
-	b, err := os.ReadFile(filepath.Join(root, HistoryFile))
+	b, err := os.ReadFile(filepath.Join(root, result.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out[HistoryFile] = b
+	out[result.HistoryFile] = b
 	return out
 }
 
@@ -181,7 +182,7 @@ func TestGenerateGoldenAndRegenerate(t *testing.T) {
 	t.Parallel()
 	root, cat, g := buildFixtureHistory(t)
 	files := readAll(t, root)
-	for _, name := range []string{CampaignFile, SummaryFile, JUnitFile, HistoryFile} {
+	for _, name := range []string{result.CampaignFile, SummaryFile, JUnitFile, result.HistoryFile} {
 		golden(t, name, files[name])
 	}
 	if !bytes.Equal(files[DashboardFile], files[IndexFile]) {
@@ -205,7 +206,7 @@ func TestGenerateGoldenAndRegenerate(t *testing.T) {
 
 	// Regenerating from the stored results (expected ids from campaign.json) reproduces
 	// every file byte for byte.
-	if _, err := Generate(Options{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat}); err != nil {
+	if _, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat}); err != nil {
 		t.Fatal(err)
 	}
 	again := readAll(t, root)
@@ -215,13 +216,13 @@ func TestGenerateGoldenAndRegenerate(t *testing.T) {
 		}
 	}
 	// Regenerating an older campaign after newer ones leaves history.json as it is.
-	if _, err := Generate(Options{ResultsRoot: root, CampaignID: "camp-0", Catalog: loadCatalog(t, func(s string) string {
+	if _, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: "camp-0", Catalog: loadCatalog(t, func(s string) string {
 		return strings.Replace(s, "    expectedMatrixSize: 3\n", "    expectedMatrixSize: 3\n    definitionMetadata: {version: 0}\n", 1)
 	})}); err != nil {
 		t.Fatal(err)
 	}
-	hist, _ := os.ReadFile(filepath.Join(root, HistoryFile))
-	if !bytes.Equal(hist, files[HistoryFile]) {
+	hist, _ := os.ReadFile(filepath.Join(root, result.HistoryFile))
+	if !bytes.Equal(hist, files[result.HistoryFile]) {
 		t.Error("regenerating camp-0 changed history.json")
 	}
 	// No temporary files are left behind by the atomic writes.
@@ -456,17 +457,17 @@ func TestSecretsAreRedactedEverywhere(t *testing.T) {
 	copyDir(t, "testdata/results/camp-2", filepath.Join(root, "camp-2"), func(s string) string {
 		return strings.ReplaceAll(s, "fixture exited with code 1", "token "+secret+" rejected")
 	})
-	_, err := Generate(Options{ResultsRoot: root, CampaignID: "camp-2", Catalog: loadCatalog(t, nil), ExpectedIDs: fixtureExpected, Secrets: redact.NewSet(secret)})
+	_, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: "camp-2", Catalog: loadCatalog(t, nil), ExpectedIDs: fixtureExpected, Secrets: redact.NewSet(secret)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{CampaignFile, SummaryFile, JUnitFile, DashboardFile} {
+	for _, f := range []string{result.CampaignFile, SummaryFile, JUnitFile, DashboardFile} {
 		b, _ := os.ReadFile(filepath.Join(root, "camp-2", f))
 		if bytes.Contains(b, []byte(secret)) {
 			t.Errorf("%s leaks the secret", f)
 		}
 	}
-	b, _ := os.ReadFile(filepath.Join(root, "camp-2", CampaignFile))
+	b, _ := os.ReadFile(filepath.Join(root, "camp-2", result.CampaignFile))
 	if !bytes.Contains(b, []byte("token [REDACTED] rejected")) {
 		t.Error("redaction marker missing from campaign.json")
 	}
@@ -482,7 +483,7 @@ func TestMergeThreeMachines(t *testing.T) {
 	copyDir(t, filepath.Join(fix, "core/reference/local"), filepath.Join(b, "camp-2", "core/reference/local"), nil)
 	copyDir(t, filepath.Join(fix, "core/reference/daytona/message-marker/attempt-1"), filepath.Join(c, "job-17", "attempt-1"), nil)
 	matrix, _ := json.Marshal(catalog.Matrix(loadCatalog(t, nil).Cells[:5]))
-	ids, err := ParseExpectedIDs("matrix.json", matrix)
+	ids, err := result.ParseExpectedIDs("matrix.json", matrix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,14 +491,14 @@ func TestMergeThreeMachines(t *testing.T) {
 		t.Fatalf("expected ids (-want +got):\n%s", diff)
 	}
 	out := filepath.Join(tmp, "merged")
-	m, err := Merge(MergeOptions{Sources: []string{a, b, c}, ResultsRoot: out})
+	m, err := result.Merge(result.MergeOptions{Sources: []string{a, b, c}, ResultsRoot: out})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.CampaignID != "camp-2" || len(m.Copied) != 5 || len(m.Skipped) != 0 {
 		t.Fatalf("merge: %+v", m)
 	}
-	g, err := Generate(Options{ResultsRoot: out, CampaignID: m.CampaignID, Catalog: loadCatalog(t, nil), ExpectedIDs: ids})
+	g, err := Generate(result.CampaignOptions{ResultsRoot: out, CampaignID: m.CampaignID, Catalog: loadCatalog(t, nil), ExpectedIDs: ids})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +509,7 @@ func TestMergeThreeMachines(t *testing.T) {
 	for _, r := range camp.Results {
 		switch r.ExecutionID {
 		case "core.wrong.local.message-marker":
-			if !r.Synthetic || r.Attempt != 0 || r.Verdict != verdict.Inconclusive || r.FailureClass != verdict.PermanentInfrastructure || r.Cleanup != CleanupNotStarted {
+			if !r.Synthetic || r.Attempt != 0 || r.Verdict != verdict.Inconclusive || r.FailureClass != verdict.PermanentInfrastructure || r.Cleanup != result.CleanupNotStarted {
 				t.Errorf("missing cell: %+v", r)
 			}
 		case "core.reference.local.message-marker":
@@ -522,7 +523,7 @@ func TestMergeThreeMachines(t *testing.T) {
 	}
 	// Merging again copies nothing; a rerun with the same attempt number but other
 	// content is kept beside the first.
-	m2, err := Merge(MergeOptions{Sources: []string{a, b, c}, ResultsRoot: out})
+	m2, err := result.Merge(result.MergeOptions{Sources: []string{a, b, c}, ResultsRoot: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,14 +536,14 @@ func TestMergeThreeMachines(t *testing.T) {
 		s = strings.Replace(s, `"failureClass": "candidate_failure",`, "", 1)
 		return strings.ReplaceAll(s, "2026-11-29T11:00:03Z", "2026-11-29T12:00:03Z")
 	})
-	m3, err := Merge(MergeOptions{Sources: []string{d}, ResultsRoot: out, CampaignID: "camp-2"})
+	m3, err := result.Merge(result.MergeOptions{Sources: []string{d}, ResultsRoot: out, CampaignID: "camp-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(m3.Copied) != 1 || !strings.HasPrefix(m3.Copied[0], "core/reference/daytona/message-marker/attempt-1-") {
 		t.Fatalf("conflicting rerun: %+v", m3)
 	}
-	g, err = Generate(Options{ResultsRoot: out, CampaignID: "camp-2", Catalog: loadCatalog(t, nil)})
+	g, err = Generate(result.CampaignOptions{ResultsRoot: out, CampaignID: "camp-2", Catalog: loadCatalog(t, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,41 +551,6 @@ func TestMergeThreeMachines(t *testing.T) {
 		if r.ExecutionID == "core.reference.daytona.message-marker" && r.Verdict != verdict.Passed {
 			t.Errorf("the later rerun should win: %s", r.Verdict)
 		}
-	}
-}
-
-func TestParseExpectedIDs(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name, in string
-		want     []string
-		wantErr  string
-	}{
-		{"plain lines", "# ids\nb.p.e.c\n\na.p.e.c\n", []string{"a.p.e.c", "b.p.e.c"}, ""},
-		{"json array", `["a.p.e.c"]`, []string{"a.p.e.c"}, ""},
-		{"matrix include only", `{"include":[{"executionId":"a.p.e.c"}]}`, []string{"a.p.e.c"}, ""},
-		{"duplicate", "a.p.e.c\na.p.e.c\n", nil, "appears twice"},
-		{"malformed", "a.p.e\n", nil, "not an execution id"},
-		{"empty", "\n", nil, "no execution ids"},
-		{"bad json", `{"include":`, nil, "not a --matrix-json document"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := ParseExpectedIDs("ids", []byte(tt.in))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Error(diff)
-			}
-		})
 	}
 }
 

@@ -1,11 +1,7 @@
 package report
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-
-	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -25,11 +21,11 @@ import (
 // attempt directory and the first one the dashboard can link (the only ones read);
 // runtime facts only as the CLI provenance (name, version, digest). Termination,
 // turn timings, leases, trajectories, the workspace diff and the run ids are dropped.
-func summaryResult(r *Result, dir string) {
-	bl := billingOf(r)
+func summaryResult(r *result.Result, dir string) {
+	bl := result.BillingOf(r)
 	r.Billing, r.Usage, r.RuntimeUsage, r.RunIDs = &bl, nil, nil, nil
-	if Outcome(r) == verdict.Passed {
-		var failed []MatcherResult
+	if result.Outcome(r) == verdict.Passed {
+		var failed []result.MatcherResult
 		for _, m := range r.MatcherResults {
 			if !m.Passed {
 				failed = append(failed, m)
@@ -39,8 +35,9 @@ func summaryResult(r *Result, dir string) {
 	}
 	last := -1
 	seenDir, seenHref := false, false
-	for i, e := range prefixEvidence(dir, r.Evidence) {
-		one := &Result{Evidence: []string{e}}
+	for i, f := range r.Evidence {
+		e := dir + "/" + f // as the campaign's results hold it: relative to the campaign directory
+		one := &result.Result{Evidence: []string{e}}
 		if !seenDir && evidenceDir(one) != "" {
 			seenDir, last = true, max(last, i)
 		}
@@ -52,52 +49,12 @@ func summaryResult(r *Result, dir string) {
 		}
 	}
 	r.Evidence = r.Evidence[:last+1]
-	var clis []RuntimeFacts
+	var clis []result.RuntimeFacts
 	for _, rf := range r.RuntimeFacts {
 		if rf.CLIName != "" {
-			clis = append(clis, RuntimeFacts{CLIName: rf.CLIName, CLIVersion: rf.CLIVersion, BinarySHA256: rf.BinarySHA256})
+			clis = append(clis, result.RuntimeFacts{CLIName: rf.CLIName, CLIVersion: rf.CLIVersion, BinarySHA256: rf.BinarySHA256})
 		}
 	}
 	r.RuntimeFacts = clis
 	r.Termination, r.TurnTimings, r.Leases, r.Trajectories, r.WorkspaceDiff = nil, nil, nil, nil, nil
-}
-
-// resultReader reads a campaign's chosen results whole again, one at a time.
-type resultReader struct {
-	dir     string
-	secrets *redact.Set
-	results []Result // the summaries
-	sources []string // per result, its attempt directory ("": synthetic, kept whole)
-}
-
-// full returns result i whole: read again from its result.json, validated, its paths
-// made relative to the campaign directory and sanitised, as Generate chose it. A file
-// that no longer decodes, or holds another attempt than the one chosen, is an error.
-func (rr *resultReader) full(i int) (*Result, error) {
-	sum := &rr.results[i]
-	if rr.sources[i] == "" {
-		return sum, nil
-	}
-	dir := rr.sources[i]
-	p := filepath.Join(rr.dir, filepath.FromSlash(dir), ResultFile)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s again: %w", p, err)
-	}
-	if len(b) > maxResultBytes {
-		return nil, fmt.Errorf("%s changed while the report was written", p)
-	}
-	r, err := DecodeResult(dir+"/"+ResultFile, b)
-	if err != nil {
-		return nil, fmt.Errorf("%s changed while the report was written: %w", p, err)
-	}
-	if r.ExecutionID != sum.ExecutionID || r.Attempt != sum.Attempt || r.FinishedAt != sum.FinishedAt || r.Repetition != sum.Repetition {
-		return nil, fmt.Errorf("%s changed while the report was written", p)
-	}
-	r.Evidence = prefixEvidence(dir, r.Evidence)
-	r.Trajectories = prefixTrajectories(dir, r.Trajectories)
-	if rr.secrets != nil {
-		SanitizeResult(rr.secrets, r)
-	}
-	return r, nil
 }

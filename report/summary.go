@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/billing"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -17,7 +18,7 @@ import (
 // totals with their coverage words and the full table (runtime, tokens, reported cost
 // with its status, runtime estimate and detail). Every table cell is one line of plain
 // text with control characters, Markdown and HTML escaped.
-func Summary(c *Campaign) []byte {
+func Summary(c *result.Campaign) []byte {
 	var b strings.Builder
 	state := c.Selection()
 	fmt.Fprintf(&b, "# agentproof campaign %s\n\n", md(c.CampaignID))
@@ -25,7 +26,7 @@ func Summary(c *Campaign) []byte {
 	counts := fmt.Sprintf("%d/%d", c.Passed, c.Selected)
 	if in := c.Interruption; in != nil {
 		fmt.Fprintf(&b, "**This campaign was %s.** The counts below cover the finished cells only. Continue it with `%s`.\n\n",
-			md(in.Words()), strings.ReplaceAll(Clean(in.Resume, true), "`", "'"))
+			md(in.Words()), strings.ReplaceAll(result.Clean(in.Resume, true), "`", "'"))
 		counts += " finished"
 	}
 	if len(later) > 0 {
@@ -61,7 +62,7 @@ func Summary(c *Campaign) []byte {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for i := range c.Results {
 		r := &c.Results[i]
-		bl := billingOf(r)
+		bl := result.BillingOf(r)
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %.3f | %s | %s | %s | %s |\n",
 			md(r.ExecutionID), r.Attempt, md(verdictText(r)), md(r.EnvironmentID),
 			float64(r.DurationMs)/1000, TokensInOut(bl.LLM),
@@ -74,13 +75,13 @@ func Summary(c *Campaign) []byte {
 // writeAttention renders the "Needs attention" section: the cells that did not count
 // as passed, failed first, then inconclusive, in execution id order within each, with
 // their reason and evidence directory; or one line saying every cell passed.
-func writeAttention(b *strings.Builder, c *Campaign) {
+func writeAttention(b *strings.Builder, c *result.Campaign) {
 	b.WriteString("## Needs attention\n\n")
 	n := 0
 	for _, want := range []verdict.Verdict{verdict.Failed, verdict.Inconclusive} {
 		for i := range c.Results {
 			r := &c.Results[i]
-			if Outcome(r) != want {
+			if result.Outcome(r) != want {
 				continue
 			}
 			n++
@@ -103,7 +104,7 @@ func writeAttention(b *strings.Builder, c *Campaign) {
 // writeLaterPasses renders "Passed only after an earlier attempt did not": every cell
 // that counts as passed on a later attempt (Campaign.LaterPasses), with its attempts;
 // nothing when there is none.
-func writeLaterPasses(b *strings.Builder, later []LaterPass, repeat int) {
+func writeLaterPasses(b *strings.Builder, later []result.LaterPass, repeat int) {
 	if len(later) == 0 {
 		return
 	}
@@ -124,7 +125,7 @@ func writeLaterPasses(b *strings.Builder, later []LaterPass, repeat int) {
 // their count and ids (a first run's "no earlier green campaign" is one line, not one
 // per suite) (docs/regressions.md). Nothing is written for a campaign without
 // baselines.
-func writeRegressions(b *strings.Builder, c *Campaign) {
+func writeRegressions(b *strings.Builder, c *result.Campaign) {
 	if len(c.Baselines) == 0 {
 		return
 	}
@@ -158,7 +159,7 @@ func writeRegressions(b *strings.Builder, c *Campaign) {
 		for _, cc := range bl.Regressed {
 			fmt.Fprintf(b, "  - **%s**: %s → %s", md(cc.ExecutionID), orNone(cc.Before), orNone(cc.After))
 			if cc.Reason != "" {
-				fmt.Fprintf(b, ": %s", md(clip(cc.Reason, 300)))
+				fmt.Fprintf(b, ": %s", md(result.Clip(cc.Reason, 300)))
 			}
 			b.WriteString("\n")
 		}
@@ -177,7 +178,7 @@ func writeRegressions(b *strings.Builder, c *Campaign) {
 // evidenceDir is the attempt directory of r's evidence relative to the campaign
 // directory (the directory of its first evidence file up to "attempt-<n>"), "" when it
 // has none.
-func evidenceDir(r *Result) string {
+func evidenceDir(r *result.Result) string {
 	for _, f := range r.Evidence {
 		parts := strings.Split(f, "/")
 		for i, p := range parts {
@@ -191,7 +192,7 @@ func evidenceDir(r *Result) string {
 
 // writeRepeats renders the repeats table of a campaign run with --repeat: per cell the
 // pass rate with its count, pass^k, pass@k, flakiness and each repetition's outcome.
-func writeRepeats(b *strings.Builder, c *Campaign) {
+func writeRepeats(b *strings.Builder, c *result.Campaign) {
 	fmt.Fprintf(b, "Repeats: every cell ran %d times; %d flaky. A cell passes only when every repetition passed (pass^k).\n\n", c.Repeat, c.Flaky)
 	b.WriteString("| Cell | Pass rate | pass^k | pass@k | Flaky | Repetitions |\n")
 	b.WriteString("|---|---|---|---|---|---|\n")
@@ -227,8 +228,8 @@ func aggregateLLMText(a billing.Aggregate) string {
 
 // verdictText is the outcome, with the observed verdict and the expectation for
 // calibration cells ("passed (failed as expected)").
-func verdictText(r *Result) string {
-	o := Outcome(r)
+func verdictText(r *result.Result) string {
+	o := result.Outcome(r)
 	switch {
 	case r.Synthetic:
 		return string(o) + " (missing)"
@@ -244,7 +245,7 @@ func verdictText(r *Result) string {
 
 // detailText explains a result in one line: its failure class and error, the failed
 // matchers whose detail the error does not already quote, or "ok".
-func detailText(r *Result) string {
+func detailText(r *result.Result) string {
 	var parts []string
 	if r.FailureClass != "" {
 		parts = append(parts, string(r.FailureClass))
@@ -257,20 +258,20 @@ func detailText(r *Result) string {
 			parts = append(parts, m.Kind+": "+m.Detail)
 		}
 	}
-	if r.Cleanup != CleanupPassed && !r.Synthetic {
+	if r.Cleanup != result.CleanupPassed && !r.Synthetic {
 		parts = append(parts, "cleanup="+r.Cleanup)
 	}
 	if len(parts) == 0 {
 		return "ok"
 	}
-	return clip(strings.Join(parts, "; "), 600)
+	return result.Clip(strings.Join(parts, "; "), 600)
 }
 
 // md makes untrusted text one safe Markdown table cell: control characters escaped,
 // newlines as spaces, and the characters that start Markdown or HTML constructs
 // backslash-escaped.
 func md(s string) string {
-	s = Clean(s, true)
+	s = result.Clean(s, true)
 	var b strings.Builder
 	for _, r := range s {
 		switch r {
@@ -287,17 +288,17 @@ func md(s string) string {
 // (its expected verdict asked for it, as the hostile daemon under local does), "not
 // all passed, as expected by calibration cell(s) <ids>" naming at most
 // maxCleanupNamed of them ("and N more").
-func cleanupWord(c *Campaign) string {
+func cleanupWord(c *result.Campaign) string {
 	if c.CleanupPassed {
 		return "all passed"
 	}
 	var expected []string
 	for i := range c.Results {
 		r := &c.Results[i]
-		if r.Cleanup == CleanupPassed {
+		if r.Cleanup == result.CleanupPassed {
 			continue
 		}
-		if r.ExpectedVerdict == "" || Outcome(r) != verdict.Passed {
+		if r.ExpectedVerdict == "" || result.Outcome(r) != verdict.Passed {
 			return "not all passed"
 		}
 		expected = append(expected, md(r.ExecutionID))

@@ -1,6 +1,9 @@
 package report
 
-import "testing"
+import (
+	"github.com/agentproof/agentproof/result"
+	"testing"
+)
 
 // TestDetailTextQuotesEachMatcherOnce: a matcher detail the error already quotes is not
 // repeated; one it does not quote is kept.
@@ -9,18 +12,18 @@ func TestDetailTextQuotesEachMatcherOnce(t *testing.T) {
 	detail := `expected {"kind":"run_status","expected":"succeeded"}; observed "failed"`
 	tests := []struct {
 		name string
-		r    Result
+		r    result.Result
 		want string
 	}{
-		{"error quotes the matcher", Result{FailureClass: "candidate_failure", Error: "matcher failed: #1 run_status: " + detail, Cleanup: CleanupPassed,
-			MatcherResults: []MatcherResult{{Kind: "run_status", Detail: detail}}},
+		{"error quotes the matcher", result.Result{FailureClass: "candidate_failure", Error: "matcher failed: #1 run_status: " + detail, Cleanup: result.CleanupPassed,
+			MatcherResults: []result.MatcherResult{{Kind: "run_status", Detail: detail}}},
 			"candidate_failure; matcher failed: #1 run_status: " + detail},
-		{"error does not quote the matcher", Result{FailureClass: "candidate_failure", Error: "fixture exited with code 1", Cleanup: CleanupPassed,
-			MatcherResults: []MatcherResult{{Kind: "run_status", Detail: detail}}},
+		{"error does not quote the matcher", result.Result{FailureClass: "candidate_failure", Error: "fixture exited with code 1", Cleanup: result.CleanupPassed,
+			MatcherResults: []result.MatcherResult{{Kind: "run_status", Detail: detail}}},
 			"candidate_failure; fixture exited with code 1; run_status: " + detail},
-		{"no error", Result{Cleanup: CleanupPassed, MatcherResults: []MatcherResult{{Kind: "run_status", Detail: detail}, {Kind: "x", Passed: true}}},
+		{"no error", result.Result{Cleanup: result.CleanupPassed, MatcherResults: []result.MatcherResult{{Kind: "run_status", Detail: detail}, {Kind: "x", Passed: true}}},
 			"run_status: " + detail},
-		{"ok", Result{Cleanup: CleanupPassed}, "ok"},
+		{"ok", result.Result{Cleanup: result.CleanupPassed}, "ok"},
 	}
 	for _, tt := range tests {
 		if got := detailText(&tt.r); got != tt.want {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/agentproof/agentproof/result"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ func TestSummaryInterrupted(t *testing.T) {
 	root := t.TempDir()
 	copyDir(t, "testdata/results/camp-2", filepath.Join(root, "camp-2"), nil)
 	cat := loadCatalog(t, nil)
-	in := &Interruption{Selected: 9, Stopped: 1, NeverStarted: 3, Resume: "agentproof run --resume camp-2 --results res"}
+	in := &result.Interruption{Selected: 9, Stopped: 1, NeverStarted: 3, Resume: "agentproof run --resume camp-2 --results res"}
 	read := func() string {
 		b, err := os.ReadFile(filepath.Join(root, "camp-2", SummaryFile))
 		if err != nil {
@@ -24,7 +25,7 @@ func TestSummaryInterrupted(t *testing.T) {
 		}
 		return string(b)
 	}
-	if _, err := Generate(Options{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat, ExpectedIDs: fixtureExpected, Interruption: in}); err != nil {
+	if _, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat, ExpectedIDs: fixtureExpected, Interruption: in}); err != nil {
 		t.Fatal(err)
 	}
 	first := read()
@@ -36,13 +37,13 @@ func TestSummaryInterrupted(t *testing.T) {
 			t.Errorf("summary.md lacks %q:\n%s", w, first)
 		}
 	}
-	if _, err := Generate(Options{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat}); err != nil {
+	if _, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat}); err != nil {
 		t.Fatal(err)
 	}
 	if again := read(); again != first {
 		t.Errorf("regenerated summary.md differs:\n%s\nwant:\n%s", again, first)
 	}
-	if _, err := Generate(Options{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat, ExpectedIDs: fixtureExpected}); err != nil {
+	if _, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat, ExpectedIDs: fixtureExpected}); err != nil {
 		t.Fatal(err)
 	}
 	if done := read(); strings.Contains(done, "interrupted") {

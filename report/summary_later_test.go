@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -13,16 +14,16 @@ import (
 // also passed, or whose earlier attempt was invalid, is not.
 func TestSummaryLaterPasses(t *testing.T) {
 	t.Parallel()
-	pass := func(id string, attempt, first int) Result {
-		return Result{ExecutionID: id, Attempt: attempt, FirstAttempt: first, Verdict: verdict.Passed, Cleanup: CleanupPassed}
+	pass := func(id string, attempt, first int) result.Result {
+		return result.Result{ExecutionID: id, Attempt: attempt, FirstAttempt: first, Verdict: verdict.Passed, Cleanup: result.CleanupPassed}
 	}
-	note := func(id string, attempt int, chosen bool, o verdict.Verdict) CandidateNote {
-		return CandidateNote{ExecutionID: id, Attempt: attempt, Valid: o != "", Chosen: chosen, Outcome: o}
+	note := func(id string, attempt int, chosen bool, o verdict.Verdict) result.CandidateNote {
+		return result.CandidateNote{ExecutionID: id, Attempt: attempt, Valid: o != "", Chosen: chosen, Outcome: o}
 	}
-	c := &Campaign{
+	c := &result.Campaign{
 		CampaignID: "c", Selected: 4, Passed: 4, CleanupPassed: true,
-		Results: []Result{pass("s.p.e.rerun", 3, 3), pass("s.p.e.retry", 2, 0), pass("s.p.e.twice", 2, 0), pass("s.p.e.torn", 2, 2)},
-		Candidates: []CandidateNote{
+		Results: []result.Result{pass("s.p.e.rerun", 3, 3), pass("s.p.e.retry", 2, 0), pass("s.p.e.twice", 2, 0), pass("s.p.e.torn", 2, 2)},
+		Candidates: []result.CandidateNote{
 			note("s.p.e.rerun", 1, false, verdict.Failed), note("s.p.e.rerun", 2, false, verdict.Inconclusive), note("s.p.e.rerun", 3, true, verdict.Passed),
 			note("s.p.e.retry", 1, false, verdict.Inconclusive), note("s.p.e.retry", 2, true, verdict.Passed),
 			note("s.p.e.twice", 1, false, verdict.Passed), note("s.p.e.twice", 2, true, verdict.Passed),

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/agentproof/agentproof/result"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 func TestSummaryBaselinesCollapse(t *testing.T) {
 	t.Parallel()
 	const none = "no earlier green campaign of this suite definition"
-	first := &Campaign{CampaignID: "c", Baselines: []Baseline{{SuiteID: "a", Note: none}, {SuiteID: "b", Note: none}, {SuiteID: "c", Note: none}}}
+	first := &result.Campaign{CampaignID: "c", Baselines: []result.Baseline{{SuiteID: "a", Note: none}, {SuiteID: "b", Note: none}, {SuiteID: "c", Note: none}}}
 	var b strings.Builder
 	writeRegressions(&b, first)
 	want := "## Regressions against the latest green campaign\n\n" +
@@ -21,7 +22,7 @@ func TestSummaryBaselinesCollapse(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("first run:\n%s\nwant:\n%s", b.String(), want)
 	}
-	later := &Campaign{CampaignID: "d", Baselines: []Baseline{{SuiteID: "a", Note: none}, {SuiteID: "b", CampaignID: "c", Regressed: []CellChange{}}, {SuiteID: "e", Note: "latest green campaign x could not be read"}, {SuiteID: "f", Note: none}}}
+	later := &result.Campaign{CampaignID: "d", Baselines: []result.Baseline{{SuiteID: "a", Note: none}, {SuiteID: "b", CampaignID: "c", Regressed: []result.CellChange{}}, {SuiteID: "e", Note: "latest green campaign x could not be read"}, {SuiteID: "f", Note: none}}}
 	b.Reset()
 	writeRegressions(&b, later)
 	want = "## Regressions against the latest green campaign\n\n" +

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/agentproof/agentproof/result"
 	"io"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ type Transcripts map[string]Transcript
 // steps shown, how many steps were not shown (Hidden), the link to the file and the
 // problem that kept it from being read ("" for none).
 type Transcript struct {
-	Ref     TrajectoryRef
+	Ref     result.TrajectoryRef
 	Href    string
 	Steps   []TranscriptStep
 	Hidden  int
@@ -75,7 +76,7 @@ type TranscriptResult struct {
 // LoadTranscripts reads the trajectory of every run of c's results from campaignDir.
 // It never fails: a file that cannot be read or is not an ATIF document is a
 // Transcript with a Problem.
-func LoadTranscripts(campaignDir string, c *Campaign) Transcripts {
+func LoadTranscripts(campaignDir string, c *result.Campaign) Transcripts {
 	out := Transcripts{}
 	for i := range c.Results {
 		loadTranscriptsInto(out, campaignDir, &c.Results[i])
@@ -84,15 +85,15 @@ func LoadTranscripts(campaignDir string, c *Campaign) Transcripts {
 }
 
 // loadResultTranscripts is LoadTranscripts for one result.
-func loadResultTranscripts(campaignDir string, r *Result) Transcripts {
+func loadResultTranscripts(campaignDir string, r *result.Result) Transcripts {
 	out := Transcripts{}
 	loadTranscriptsInto(out, campaignDir, r)
 	return out
 }
 
-func loadTranscriptsInto(out Transcripts, campaignDir string, r *Result) {
+func loadTranscriptsInto(out Transcripts, campaignDir string, r *result.Result) {
 	for _, ref := range r.Trajectories {
-		if !SafeRelPath(ref.Path) {
+		if !result.SafeRelPath(ref.Path) {
 			continue
 		}
 		out[ref.Path] = loadTranscript(filepath.Join(campaignDir, filepath.FromSlash(ref.Path)), ref)
@@ -127,7 +128,7 @@ type atifFile struct {
 	} `json:"steps"`
 }
 
-func loadTranscript(file string, ref TrajectoryRef) Transcript {
+func loadTranscript(file string, ref result.TrajectoryRef) Transcript {
 	tr := Transcript{Ref: ref}
 	tr.Href, _ = evidenceHref(ref.Path)
 	f, err := os.Open(file)
@@ -152,7 +153,7 @@ func loadTranscript(file string, ref TrajectoryRef) Transcript {
 			tr.Hidden = len(doc.Steps) - i
 			break
 		}
-		ts := TranscriptStep{ID: s.StepID, Role: Clean(s.Source, true), Time: Clean(s.Timestamp, true), Kind: Clean(str(s.Extra["kind"]), true)}
+		ts := TranscriptStep{ID: s.StepID, Role: result.Clean(s.Source, true), Time: result.Clean(s.Timestamp, true), Kind: result.Clean(str(s.Extra["kind"]), true)}
 		show := func(label, text string) string {
 			if text == "" {
 				return ""
@@ -162,7 +163,7 @@ func loadTranscript(file string, ref TrajectoryRef) Transcript {
 			if cut {
 				ts.Notes = append(ts.Notes, fmt.Sprintf("%s cut here: %d bytes in all, in the trajectory file", label, len(text)))
 			}
-			return Clean(shown, false)
+			return result.Clean(shown, false)
 		}
 		ts.Message = show("message", contentString(s.Message))
 		if s.Extra["messageTruncated"] == true {
@@ -170,11 +171,11 @@ func loadTranscript(file string, ref TrajectoryRef) Transcript {
 		}
 		ts.Reasoning = show("reasoning", s.ReasoningContent)
 		for _, c := range s.ToolCalls {
-			ts.Calls = append(ts.Calls, TranscriptCall{ID: Clean(c.ID, true), Name: Clean(c.Name, true), Args: show("arguments of "+c.Name, indentJSON(c.Arguments))})
+			ts.Calls = append(ts.Calls, TranscriptCall{ID: result.Clean(c.ID, true), Name: result.Clean(c.Name, true), Args: show("arguments of "+c.Name, indentJSON(c.Arguments))})
 		}
 		if o := s.Observation; o != nil {
 			for _, r := range o.Results {
-				ts.Results = append(ts.Results, TranscriptResult{CallID: Clean(r.SourceCallID, true), Content: show("result", contentString(r.Content)), Error: r.Extra["error"] == true})
+				ts.Results = append(ts.Results, TranscriptResult{CallID: result.Clean(r.SourceCallID, true), Content: show("result", contentString(r.Content)), Error: r.Extra["error"] == true})
 				if r.Extra["contentTruncated"] == true {
 					ts.Notes = append(ts.Notes, fmt.Sprintf("a result was cut when it was recorded (%v bytes in all)", r.Extra["contentBytes"]))
 				}
@@ -239,7 +240,7 @@ func str(v any) string {
 }
 
 // transcriptsOf returns the transcripts of r's runs, in r's order.
-func transcriptsOf(r *Result, ts Transcripts) []Transcript {
+func transcriptsOf(r *result.Result, ts Transcripts) []Transcript {
 	var out []Transcript
 	for _, ref := range r.Trajectories {
 		if t, ok := ts[ref.Path]; ok {
@@ -272,18 +273,4 @@ func forEachCard(v *dashView, f func(*cardView)) {
 			}
 		}
 	}
-}
-
-// prefixTrajectories rewrites trajectory paths relative to the campaign directory, as
-// prefixEvidence does evidence paths.
-func prefixTrajectories(dir string, refs []TrajectoryRef) []TrajectoryRef {
-	if refs == nil {
-		return nil
-	}
-	out := make([]TrajectoryRef, len(refs))
-	for i, r := range refs {
-		r.Path = dir + "/" + r.Path
-		out[i] = r
-	}
-	return out
 }

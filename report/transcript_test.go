@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/result"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -88,7 +89,7 @@ func TestLoadTranscriptBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := &Campaign{Results: []Result{{Trajectories: []TrajectoryRef{
+	c := &result.Campaign{Results: []result.Result{{Trajectories: []result.TrajectoryRef{
 		{Path: "big.json", Format: "f", RunID: "r1", Steps: 500},
 		{Path: "bad.json", Format: "f", RunID: "r2"},
 		{Path: "gone.json", Format: "f", RunID: "r3"},

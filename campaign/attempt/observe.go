@@ -15,7 +15,7 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 	"github.com/agentproof/agentproof/workspace"
 )
@@ -473,11 +473,11 @@ func terminationAndUsage(recs []api.HeartbeatRun) (json.RawMessage, any) {
 // turnTimings are the timings of each turn whose run exists: when the human submitted
 // it, when its process started and the run finished (from the heartbeat record, wall
 // clock), and the latencies derived from them.
-func turnTimings(runs []*controlplane.Run, recs []api.HeartbeatRun, submitted []time.Time) []report.TurnTiming {
-	var out []report.TurnTiming
+func turnTimings(runs []*controlplane.Run, recs []api.HeartbeatRun, submitted []time.Time) []result.TurnTiming {
+	var out []result.TurnTiming
 	for n := 1; n <= len(runs) && n <= len(submitted); n++ {
 		run, sub := runs[n-1], submitted[n-1]
-		tt := report.TurnTiming{Turn: n, RunID: run.ID, LeaseAcquisitionOutcome: "unknown", SubmittedAt: sub.UTC().Format(time.RFC3339Nano)}
+		tt := result.TurnTiming{Turn: n, RunID: run.ID, LeaseAcquisitionOutcome: "unknown", SubmittedAt: sub.UTC().Format(time.RFC3339Nano)}
 		for _, r := range recs {
 			if r.RunID != run.ID {
 				continue

@@ -8,7 +8,7 @@ import (
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/match"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 )
 
 // observeRuntime fills the runtime part of the observation from what the heartbeat
@@ -90,8 +90,8 @@ func observeProcesses(o *Observation) {
 }
 
 // reportFacts is one run's launch facts as result.json shows them.
-func reportFacts(runID string, l *api.LaunchFacts) report.RuntimeFacts {
-	return report.RuntimeFacts{RunID: runID, Driver: l.Driver, AdapterType: l.AdapterType, Provider: l.Provider,
+func reportFacts(runID string, l *api.LaunchFacts) result.RuntimeFacts {
+	return result.RuntimeFacts{RunID: runID, Driver: l.Driver, AdapterType: l.AdapterType, Provider: l.Provider,
 		CLIName: l.CLIName, CLIVersion: l.CLIVersion, VersionSource: l.VersionSource, Binary: l.Binary,
 		BinarySHA256: l.BinarySHA256, Argv: slices.Clone(l.Argv), RuntimeMode: l.RuntimeMode,
 		EnvironmentID: l.EnvironmentID, ExecutionTarget: l.ExecutionTarget, PID: l.PID,

@@ -15,7 +15,7 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/redact"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -37,7 +37,7 @@ type Teardown struct {
 	Leases []environment.LeaseRecord
 	// Trajectories are the ATIF trajectories written of the attempt's runs
 	// (exportTrajectories).
-	Trajectories []report.TrajectoryRef
+	Trajectories []result.TrajectoryRef
 }
 
 // teardown tears down what the stages left, in reverse: the fixtures (fixtures.json),
@@ -99,7 +99,7 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	if p.Root != "" {
 		collectAgentLogs(a.ev, secrets, p.Home)
 	}
-	trajectories := make(chan []report.TrajectoryRef, 1)
+	trajectories := make(chan []result.TrajectoryRef, 1)
 	var state struct{ leaks, scan, remove []string }
 	var wg sync.WaitGroup
 	if p.StateRoot != "" {

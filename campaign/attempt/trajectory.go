@@ -13,7 +13,7 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/redact"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/trajectory"
 )
 
@@ -34,7 +34,7 @@ const modelTrajectoriesDir = "logs/model-requests/"
 // does). It returns the references result.json lists. A run whose stream is missing
 // or incomplete gets a partial trajectory that says why; a trajectory the guard
 // refuses is not referenced (evidence-manifest.json records the refusal).
-func exportTrajectories(ev *campaign.Evidence, secrets *redact.Set, runs []api.HeartbeatRun) []report.TrajectoryRef {
+func exportTrajectories(ev *campaign.Evidence, secrets *redact.Set, runs []api.HeartbeatRun) []result.TrajectoryRef {
 	dir := ev.Dir()
 	files := ev.Files()
 	var state *controlplane.State
@@ -44,9 +44,9 @@ func exportTrajectories(ev *campaign.Evidence, secrets *redact.Set, runs []api.H
 			state = &st
 		}
 	}
-	var refs []report.TrajectoryRef
+	var refs []result.TrajectoryRef
 	for _, r := range runs {
-		if r.RunID == "" || !report.SafeRelPath(r.RunID) || strings.Contains(r.RunID, "/") {
+		if r.RunID == "" || !result.SafeRelPath(r.RunID) || strings.Contains(r.RunID, "/") {
 			continue
 		}
 		runDir := agentRunsDir + r.RunID + "/"
@@ -119,12 +119,12 @@ func readEvidence(dir, rel string) (b []byte, cut bool) {
 
 // writeTrajectory renders t as ATIF into rel through the guard and returns its
 // reference.
-func writeTrajectory(ev *campaign.Evidence, secrets *redact.Set, rel string, t trajectory.Trajectory) (report.TrajectoryRef, bool) {
+func writeTrajectory(ev *campaign.Evidence, secrets *redact.Set, rel string, t trajectory.Trajectory) (result.TrajectoryRef, bool) {
 	b, err := trajectory.ATIF(t)
 	if err != nil || !ev.Write(secrets, rel, b, true) {
-		return report.TrajectoryRef{}, false
+		return result.TrajectoryRef{}, false
 	}
-	ref := report.TrajectoryRef{Path: path.Clean(rel), Format: t.Format, RunID: t.RunID, Steps: len(t.Steps), Partial: t.Partial(), Gaps: t.Gaps}
+	ref := result.TrajectoryRef{Path: path.Clean(rel), Format: t.Format, RunID: t.RunID, Steps: len(t.Steps), Partial: t.Partial(), Gaps: t.Gaps}
 	if t.RunID == "" {
 		ref.RunOrdinal = t.Ordinal
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/redact"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/trajectory"
 )
 
@@ -45,7 +45,7 @@ func TestExportTrajectories(t *testing.T) {
 		{RunID: "../escape", Driver: "reference"},
 	}
 	refs := exportTrajectories(ev, secrets, runs)
-	want := []report.TrajectoryRef{
+	want := []result.TrajectoryRef{
 		{Path: "logs/agent/runs/hb-cli/trajectory.json", Format: trajectory.FormatCodex, RunID: "hb-cli"},
 		{Path: "logs/agent/runs/hb-company-0001-fixture-wake-0001/trajectory.json", Format: trajectory.FormatBoard, RunID: "hb-company-0001-fixture-wake-0001"},
 		{Path: "logs/agent/runs/hb-cut/trajectory.json", Format: trajectory.FormatCodex, RunID: "hb-cut", Partial: true},

@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/catalog"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 )
 
 // catalogSource is what --catalog and --with-default select: the catalog paths in the
@@ -30,8 +30,8 @@ func (s catalogSource) sources() catalog.Sources {
 // record is the sources as campaign.json and plan.json record them: absolute paths,
 // so that `agentproof report` finds them from any directory. Errors: a path that has
 // no absolute form (usage error).
-func (s catalogSource) record() (*report.CatalogSources, error) {
-	r := &report.CatalogSources{Default: s.withDefault || len(s.paths) == 0, Paths: []string{}}
+func (s catalogSource) record() (*result.CatalogSources, error) {
+	r := &result.CatalogSources{Default: s.withDefault || len(s.paths) == 0, Paths: []string{}}
 	for _, p := range s.paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -43,7 +43,7 @@ func (s catalogSource) record() (*report.CatalogSources, error) {
 }
 
 // sourceOf is the catalogSource a campaign recorded.
-func sourceOf(r *report.CatalogSources) catalogSource {
+func sourceOf(r *result.CatalogSources) catalogSource {
 	return catalogSource{paths: r.Paths, withDefault: r.Default && len(r.Paths) > 0}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 )
 
 func newCompareCmd(a *app) *cobra.Command {
@@ -64,14 +65,14 @@ campaign (or a campaign.json that is not one), 70 internal error.`,
 			if err != nil {
 				return err
 			}
-			c := report.Compare(before, after)
+			c := result.Compare(before, after)
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(c); err != nil {
 					return err
 				}
-			} else if _, err := a.stdout.Write(c.Text()); err != nil {
+			} else if _, err := a.stdout.Write(report.CompareText(c)); err != nil {
 				return err
 			}
 			return withExit(c.ExitCode(), nil)
@@ -84,13 +85,13 @@ campaign (or a campaign.json that is not one), 70 internal error.`,
 
 // openCampaign reads the campaign.json of arg: a directory holding one, else a
 // campaign id under results. Anything else is a *UsageError naming arg.
-func openCampaign(results, arg string) (*report.Campaign, error) {
-	paths := []string{filepath.Join(arg, report.CampaignFile)}
-	if report.ValidCampaignID(arg) {
-		paths = append(paths, filepath.Join(results, arg, report.CampaignFile))
+func openCampaign(results, arg string) (*result.Campaign, error) {
+	paths := []string{filepath.Join(arg, result.CampaignFile)}
+	if result.ValidCampaignID(arg) {
+		paths = append(paths, filepath.Join(results, arg, result.CampaignFile))
 	}
 	for _, p := range paths {
-		c, err := report.ReadCampaign(p)
+		c, err := result.ReadCampaign(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -100,7 +101,7 @@ func openCampaign(results, arg string) (*report.Campaign, error) {
 		return c, nil
 	}
 	if st, err := os.Stat(arg); err == nil && st.IsDir() {
-		return nil, usageErrorf("%s has no %s (run 'agentproof report --results %s' to write it)", arg, report.CampaignFile, filepath.Dir(arg))
+		return nil, usageErrorf("%s has no %s (run 'agentproof report --results %s' to write it)", arg, result.CampaignFile, filepath.Dir(arg))
 	}
-	return nil, usageErrorf("%q is neither a campaign directory nor a campaign id with a %s under --results %s", arg, report.CampaignFile, results)
+	return nil, usageErrorf("%q is neither a campaign directory nor a campaign id with a %s under --results %s", arg, result.CampaignFile, results)
 }

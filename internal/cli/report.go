@@ -16,6 +16,7 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -42,15 +43,15 @@ func (f *reportFlags) add(cmd *cobra.Command) {
 // passed only when the flag was given, so regeneration keeps the stored choice. The
 // catalog is the one the campaign recorded (campaign.json, else plan.json) unless
 // --catalog or --with-default is given (campaignCatalog).
-func (f *reportFlags) options(a *app, cmd *cobra.Command, campaign string) (report.Options, error) {
-	if !report.ValidCampaignID(campaign) {
-		return report.Options{}, usageErrorf("--campaign %q must be a letter or digit followed by at most 199 letters, digits, '.', '_' or '-'", campaign)
+func (f *reportFlags) options(a *app, cmd *cobra.Command, campaign string) (result.CampaignOptions, error) {
+	if !result.ValidCampaignID(campaign) {
+		return result.CampaignOptions{}, usageErrorf("--campaign %q must be a letter or digit followed by at most 199 letters, digits, '.', '_' or '-'", campaign)
 	}
 	c, err := f.campaignCatalog(a, cmd, campaign)
 	if err != nil {
-		return report.Options{}, err
+		return result.CampaignOptions{}, err
 	}
-	o := report.Options{ResultsRoot: f.results, CampaignID: campaign, Catalog: c, HistoryPath: f.history}
+	o := result.CampaignOptions{ResultsRoot: f.results, CampaignID: campaign, Catalog: c, HistoryPath: f.history}
 	if cmd.Flags().Changed("inconclusive-as-failure") {
 		v := f.asFailure
 		o.InconclusiveAsFailure = &v
@@ -60,14 +61,14 @@ func (f *reportFlags) options(a *app, cmd *cobra.Command, campaign string) (repo
 
 // recordedCatalog reads the catalog sources a campaign recorded: campaign.json's, else
 // plan.json's; nil when neither records one (or neither exists).
-func recordedCatalog(dir string) *report.CatalogSources {
-	for _, name := range []string{report.CampaignFile, campaign.PlanFile} {
+func recordedCatalog(dir string) *result.CatalogSources {
+	for _, name := range []string{result.CampaignFile, campaign.PlanFile} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			continue
 		}
 		var doc struct {
-			Catalog *report.CatalogSources `json:"catalog"`
+			Catalog *result.CatalogSources `json:"catalog"`
 		}
 		if json.Unmarshal(b, &doc) == nil && doc.Catalog != nil {
 			return doc.Catalog
@@ -115,7 +116,7 @@ func (f *reportFlags) campaignCatalog(a *app, cmd *cobra.Command, id string) (*c
 // warnUnknownSuites says, on stderr, which suites of c the reporting catalog does not
 // know (they are reported partial): the campaign was likely run with another
 // --catalog.
-func warnUnknownSuites(a *app, cat *catalog.Catalog, c *report.Campaign) {
+func warnUnknownSuites(a *app, cat *catalog.Catalog, c *result.Campaign) {
 	var unknown []string
 	for _, s := range c.Suites {
 		if cat == nil || cat.Suite(s.SuiteID) == nil {
@@ -258,7 +259,7 @@ merging and reporting, as for 'agentproof report': when it is in use, merge exit
 			if err != nil {
 				return &UsageError{Err: fmt.Errorf("reading --expected-ids: %w", err)}
 			}
-			ids, err := report.ParseExpectedIDs(idsFile, b)
+			ids, err := result.ParseExpectedIDs(idsFile, b)
 			if err != nil {
 				return &UsageError{Err: err}
 			}
@@ -267,8 +268,8 @@ merging and reporting, as for 'agentproof report': when it is in use, merge exit
 				return err
 			}
 			defer unlock()
-			m, err := report.Merge(report.MergeOptions{Sources: dirs, ResultsRoot: f.results, CampaignID: f.campaign})
-			if errors.Is(err, report.ErrMergeCampaign) {
+			m, err := result.Merge(result.MergeOptions{Sources: dirs, ResultsRoot: f.results, CampaignID: f.campaign})
+			if errors.Is(err, result.ErrMergeCampaign) {
 				return &UsageError{Err: err}
 			}
 			if err != nil {
@@ -315,13 +316,13 @@ func campaignDirs(root string) ([]string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
-		if !e.IsDir() || !report.ValidCampaignID(e.Name()) {
+		if !e.IsDir() || !result.ValidCampaignID(e.Name()) {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())
 		found := false
 		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && (d.Name() == report.ResultFile || p == filepath.Join(dir, report.CampaignFile)) {
+			if err == nil && !d.IsDir() && (d.Name() == result.ResultFile || p == filepath.Join(dir, result.CampaignFile)) {
 				found = true
 				return fs.SkipAll
 			}
@@ -374,7 +375,7 @@ const maxListedCampaigns = 5
 
 // reportError maps invalid input (bad documents, missing directories) to usage errors.
 func reportError(err error) error {
-	var ve *report.ValidationError
+	var ve *result.ValidationError
 	if errors.As(err, &ve) || errors.Is(err, fs.ErrNotExist) {
 		return &UsageError{Err: err}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -347,16 +348,16 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		}
 	}
 	v := readVersion()
-	prov := &report.Provenance{Version: v.Version, Revision: v.Revision, Modified: v.Modified, Go: v.Go, OS: runtime.GOOS, Arch: runtime.GOARCH}
-	var interruption *report.Interruption
+	prov := &result.Provenance{Version: v.Version, Revision: v.Revision, Modified: v.Modified, Go: v.Go, OS: runtime.GOOS, Arch: runtime.GOARCH}
+	var interruption *result.Interruption
 	resume := resumeCommand(plan, o.results, o.maxParallel)
 	stopped, never := sum.Unfinished()
 	unfinished := sum.Partial && stopped+never > 0
 	if unfinished {
-		interruption = &report.Interruption{Selected: sum.Selected, Stopped: stopped, NeverStarted: never, Resume: resume}
+		interruption = &result.Interruption{Selected: sum.Selected, Stopped: stopped, NeverStarted: never, Resume: resume}
 	}
 	reportGC(sum.Executed)
-	g, genErr := report.Generate(report.Options{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption})
+	g, genErr := report.Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
@@ -404,9 +405,9 @@ func launchesSelf(cells []*catalog.Cell) bool {
 }
 
 // laterPassNotes are the lines that name the cells of c that passed only after an
-// earlier attempt did not (report.Campaign.LaterPasses), at most maxLaterPassNotes
+// earlier attempt did not (result.Campaign.LaterPasses), at most maxLaterPassNotes
 // of them and then how many more summary.md names; none when there is none.
-func laterPassNotes(c *report.Campaign) []string {
+func laterPassNotes(c *result.Campaign) []string {
 	later := c.LaterPasses()
 	if len(later) == 0 {
 		return nil
@@ -584,7 +585,7 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 	} else {
 		opts.Repeat = 0
 	}
-	if !report.ValidCampaignID(id) {
+	if !result.ValidCampaignID(id) {
 		return nil, nil, nil, usageErrorf("%s %q must be a letter or digit followed by at most 199 letters, digits, '.', '_' or '-'", flag, id)
 	}
 	if st, err := os.Stat(filepath.Join(root, id)); err != nil || !st.IsDir() {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentproof/agentproof/campaign"
-	"github.com/agentproof/agentproof/report"
+	"github.com/agentproof/agentproof/result"
 )
 
 // TestResumeCommand: the command an interrupted run suggests repeats what --resume
@@ -15,16 +15,16 @@ func TestResumeCommand(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
-		src     *report.CatalogSources
+		src     *result.CatalogSources
 		results string
 		jobs    int
 		want    string
 	}{
-		{"default catalog and results", &report.CatalogSources{Default: true}, defaultResults, 0, "agentproof run --resume c1"},
+		{"default catalog and results", &result.CatalogSources{Default: true}, defaultResults, 0, "agentproof run --resume c1"},
 		{"no record", nil, "res", 0, "agentproof run --resume c1 --results res"},
-		{"paths with default", &report.CatalogSources{Default: true, Paths: []string{"/cat/a", "/my cat/b"}}, "out dir/it's", 0, `agentproof run --resume c1 --catalog /cat/a --catalog '/my cat/b' --with-default --results 'out dir/it'\''s'`},
-		{"paths alone", &report.CatalogSources{Paths: []string{"/cat"}}, defaultResults, 0, "agentproof run --resume c1 --catalog /cat"},
-		{"max parallel", &report.CatalogSources{Default: true}, defaultResults, 2, "agentproof run --resume c1 --max-parallel 2"},
+		{"paths with default", &result.CatalogSources{Default: true, Paths: []string{"/cat/a", "/my cat/b"}}, "out dir/it's", 0, `agentproof run --resume c1 --catalog /cat/a --catalog '/my cat/b' --with-default --results 'out dir/it'\''s'`},
+		{"paths alone", &result.CatalogSources{Paths: []string{"/cat"}}, defaultResults, 0, "agentproof run --resume c1 --catalog /cat"},
+		{"max parallel", &result.CatalogSources{Default: true}, defaultResults, 2, "agentproof run --resume c1 --max-parallel 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"bytes"
@@ -564,12 +564,12 @@ func ParseExecutionID(id string) (suite, profile, env, cs string, ok bool) {
 func checkExecutionID(id, suite, profile, env, cs string) []string {
 	s, p, e, c, ok := ParseExecutionID(id)
 	if !ok {
-		return []string{fmt.Sprintf("executionId: %q must be <suite>.<profile>.<environment>.<case> of catalog ids (at most %d bytes)", clip(id, 80), MaxExecutionIDLength)}
+		return []string{fmt.Sprintf("executionId: %q must be <suite>.<profile>.<environment>.<case> of catalog ids (at most %d bytes)", Clip(id, 80), MaxExecutionIDLength)}
 	}
 	var out []string
 	for _, f := range []struct{ name, got, want string }{{"suiteId", suite, s}, {"profileId", profile, p}, {"environmentId", env, e}, {"caseId", cs, c}} {
 		if f.got != f.want {
-			out = append(out, fmt.Sprintf("%s: %q disagrees with executionId (%q)", f.name, clip(f.got, 80), f.want))
+			out = append(out, fmt.Sprintf("%s: %q disagrees with executionId (%q)", f.name, Clip(f.got, 80), f.want))
 		}
 	}
 	return out
@@ -632,7 +632,7 @@ func printable(s string) bool {
 	return true
 }
 
-func clip(s string, n int) string {
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"bytes"
@@ -129,9 +129,9 @@ func (g Guard) guard(p string, data []byte, ours bool) ([]byte, GuardedFile, err
 	return clean, out, nil
 }
 
-// stageWrite is Write leaving the guarded bytes in a temporary file beside p, closed
-// and not synced (see GuardedWriter.Stage). Errors as Write's.
-func (g Guard) stageWrite(p string, data []byte, ours bool) (GuardedFile, StagedFile, error) {
+// StageWrite is Write leaving the guarded bytes in a temporary file beside p, closed
+// and not synced (see GuardedWriter.Stage, CommitStaged). Errors as Write's.
+func (g Guard) StageWrite(p string, data []byte, ours bool) (GuardedFile, StagedFile, error) {
 	clean, out, err := g.guard(p, data, ours)
 	if err != nil {
 		return out, StagedFile{}, err

@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"bufio"
@@ -126,7 +126,7 @@ func suiteOnly(c *Campaign, sid string) *Campaign {
 func campaignReader(root string) func(id string) (*Campaign, error) {
 	return func(id string) (*Campaign, error) {
 		if !validCampaignID(id) {
-			return nil, fmt.Errorf("campaign id %q is not valid", clip(id, 80))
+			return nil, fmt.Errorf("campaign id %q is not valid", Clip(id, 80))
 		}
 		return readBaselineCampaign(filepath.Join(root, id, CampaignFile))
 	}
@@ -175,17 +175,4 @@ func readBaselineCampaign(path string) (*Campaign, error) {
 			Cleanup: r.Cleanup, Synthetic: r.Synthetic}
 	}
 	return c, nil
-}
-
-// regressionWords is "regressed since <id> (latest green)".
-func regressionWords(since string) string {
-	return fmt.Sprintf("regressed since %s (latest green)", since)
-}
-
-// regressedCount is the word the summary and dashboard use for n regressions.
-func regressedCount(n int) string {
-	if n == 1 {
-		return "1 cell regressed"
-	}
-	return fmt.Sprintf("%d cells regressed", n)
 }

@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"bytes"
@@ -116,7 +116,7 @@ func (m *EvidenceManifest) Validate(label string) error {
 	return nil
 }
 
-func quote(s string) string { b, _ := json.Marshal(clip(s, 120)); return string(b) }
+func quote(s string) string { b, _ := json.Marshal(Clip(s, 120)); return string(b) }
 
 // EncodeEvidenceManifest encodes m as the manifest file is written (two-space
 // indentation, no HTML escaping, final newline).

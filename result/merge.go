@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"bufio"
@@ -69,7 +69,7 @@ func ParseExpectedIDs(label string, b []byte) ([]string, error) {
 	seen := map[string]bool{}
 	for _, id := range ids {
 		if _, _, _, _, ok := ParseExecutionID(id); !ok {
-			problems = append(problems, fmt.Sprintf("%q is not an execution id <suite>.<profile>.<environment>.<case>", clip(Clean(id, true), 80)))
+			problems = append(problems, fmt.Sprintf("%q is not an execution id <suite>.<profile>.<environment>.<case>", Clip(Clean(id, true), 80)))
 		}
 		if seen[id] {
 			problems = append(problems, fmt.Sprintf("%q appears twice", id))
@@ -120,7 +120,7 @@ type sourceAttempt struct {
 // same number (a rerun of a CI job) goes to attempt-<n>-<12 hex digits of its
 // result.json's SHA-256>, and best-attempt selection chooses between them. Symbolic
 // links and special files are not copied. A result.json that does not decode, or names
-// no valid execution id, is skipped with a warning. Run Generate afterwards.
+// no valid execution id, is skipped with a warning. Run report.Generate afterwards.
 func Merge(opts MergeOptions) (*Merged, error) {
 	var found []sourceAttempt
 	m := &Merged{}

@@ -1,4 +1,4 @@
-package report
+package result
 
 import "fmt"
 
@@ -42,4 +42,18 @@ func checkTrajectories(refs []TrajectoryRef) []string {
 		}
 	}
 	return p
+}
+
+// prefixTrajectories rewrites trajectory paths relative to the campaign directory, as
+// prefixEvidence does evidence paths.
+func prefixTrajectories(dir string, refs []TrajectoryRef) []TrajectoryRef {
+	if refs == nil {
+		return nil
+	}
+	out := make([]TrajectoryRef, len(refs))
+	for i, r := range refs {
+		r.Path = dir + "/" + r.Path
+		out[i] = r
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"encoding/json"
@@ -186,50 +186,6 @@ func (ch Change) Words() string {
 	return string(ch)
 }
 
-// Text renders the comparison for a terminal: a headline, one section per change
-// that has cells (still passing ones only counted), each cell with its outcomes and
-// B's reason on one line (control characters escaped, at most 300 bytes), the suites
-// whose definition changed, and a last line with every count.
-func (c *Comparison) Text() []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Comparing %s (before) with %s (after)\n", Clean(c.Before, true), Clean(c.After, true))
-	for _, ch := range Changes {
-		if ch == StillPassing || c.Counts[ch] == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "\n%s (%d):\n", ch.Words(), c.Counts[ch])
-		for _, cc := range c.Cells {
-			if cc.Change != ch {
-				continue
-			}
-			fmt.Fprintf(&b, "  %s: %s → %s", Clean(cc.ExecutionID, true), orNone(cc.Before), orNone(cc.After))
-			if cc.Change == DefinitionChanged {
-				fmt.Fprintf(&b, " (suite hash %s → %s)", clip(cc.HashBefore, 24), clip(cc.HashAfter, 24))
-			} else if cc.After != verdict.Passed && cc.After != "" {
-				if cc.FailureClass != "" {
-					fmt.Fprintf(&b, " [%s]", cc.FailureClass)
-				}
-				if cc.Reason != "" {
-					fmt.Fprintf(&b, " %s", clip(Clean(cc.Reason, true), 300))
-				}
-			}
-			b.WriteString("\n")
-		}
-	}
-	if len(c.Suites) > 0 {
-		b.WriteString("\nsuite definitions changed (a boundary: their cells are not compared):\n")
-		for _, s := range c.Suites {
-			fmt.Fprintf(&b, "  %s: %s → %s\n", Clean(s.SuiteID, true), Clean(s.HashBefore, true), Clean(s.HashAfter, true))
-		}
-	}
-	var parts []string
-	for _, ch := range Changes {
-		parts = append(parts, fmt.Sprintf("%d %s", c.Counts[ch], strings.TrimSuffix(ch.Words(), " (not compared)")))
-	}
-	fmt.Fprintf(&b, "\n%s\n", strings.Join(parts, ", "))
-	return []byte(b.String())
-}
-
 // reasonOf is r's error, or for a calibration cell that counts otherwise than its
 // verdict without one, "observed <verdict>, expected <expected>".
 func reasonOf(r *Result) string {
@@ -237,11 +193,4 @@ func reasonOf(r *Result) string {
 		return fmt.Sprintf("observed %s, expected %s", r.Verdict, r.ExpectedVerdict)
 	}
 	return r.Error
-}
-
-func orNone(v verdict.Verdict) string {
-	if v == "" {
-		return "absent"
-	}
-	return string(v)
 }

@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"bytes"
@@ -14,6 +14,9 @@ import (
 
 	"github.com/agentproof/agentproof/verdict"
 )
+
+// HistoryFile is the history's name at the results root.
+const HistoryFile = "history.json"
 
 // History is history.json at the results root (schema agentproof.history/v1; spec
 // runner-e2e-harness §7.5): every campaign's summary, newest first, with pointers to
@@ -102,7 +105,7 @@ func (c *Campaign) Entry() HistoryCampaign {
 			ExecutionID: r.ExecutionID, SuiteID: r.SuiteID, ProfileID: r.ProfileID,
 			EnvironmentID: r.EnvironmentID, CaseID: r.CaseID, Provider: r.Provider, Model: r.Model,
 			Verdict: r.Verdict, Outcome: Outcome(r), DurationMs: r.DurationMs, Attempt: r.Attempt,
-			Cleanup: r.Cleanup, Billing: billingOf(r),
+			Cleanup: r.Cleanup, Billing: BillingOf(r),
 		}
 		if rp, ok := repeats[r.ExecutionID]; ok {
 			e.Repetitions, e.PassedRepetitions, e.Flaky = rp.Repetitions, rp.Passed, rp.Flaky

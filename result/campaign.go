@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"fmt"
@@ -10,6 +10,9 @@ import (
 
 	"github.com/agentproof/agentproof/verdict"
 )
+
+// CampaignFile is the campaign document's name at the campaign root.
+const CampaignFile = "campaign.json"
 
 // Campaign is campaign.json (schema agentproof.campaign/v1; spec runner-e2e-harness
 // §7.4 with agentproof's verdicts): the selection (Expected, sorted), the counts over
@@ -299,7 +302,7 @@ func (c *Campaign) ExitCode() verdict.ExitCode {
 
 // buildCampaign computes the campaign document from chosen results (one per expected id,
 // sorted by execution id).
-func buildCampaign(id string, cat *catalog.Catalog, expected []string, results []Result, notes []CandidateNote, inconclusiveAsFailure bool) *Campaign {
+func BuildCampaign(id string, cat *catalog.Catalog, expected []string, results []Result, notes []CandidateNote, inconclusiveAsFailure bool) *Campaign {
 	c := &Campaign{
 		Schema: CampaignSchema, CampaignID: id, Expected: expected, Results: results,
 		Selected: len(expected), CleanupPassed: true, InconclusiveAsFailure: inconclusiveAsFailure,
@@ -318,7 +321,7 @@ func buildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 		}
 		bySuite[r.SuiteID] = append(bySuite[r.SuiteID], r)
 		tally(&c.Executed, &c.Passed, &c.Failed, &c.Inconclusive, &c.Retries, &c.CleanupPassed, &c.DurationMs, r)
-		all = append(all, billingOf(r))
+		all = append(all, BillingOf(r))
 		if r.FinishedAt > c.GeneratedAt {
 			c.GeneratedAt = r.FinishedAt
 		}
@@ -425,7 +428,7 @@ func tally(executed, passed, failed, inconclusive, retries *int, cleanup *bool, 
 // billingOf returns the result's billing summary, computing one from its usage and
 // runtime usage when the result carries none (spec §8.2 fallback: agent time = the
 // attempt's duration; local is not metered, anything else unavailable).
-func billingOf(r *Result) billing.Summary {
+func BillingOf(r *Result) billing.Summary {
 	if r.Billing != nil {
 		return *r.Billing
 	}
@@ -444,7 +447,7 @@ func summarizeSuite(cat *catalog.Catalog, sid string, rs []*Result) SuiteSummary
 	selected := map[string]bool{}
 	for _, r := range rs {
 		tally(&s.Executed, &s.Passed, &s.Failed, &s.Inconclusive, &s.Retries, &s.CleanupPassed, &s.DurationMs, r)
-		sums = append(sums, billingOf(r))
+		sums = append(sums, BillingOf(r))
 		selected[r.ExecutionID] = true
 	}
 	s.Billing = billing.Sum(sums)

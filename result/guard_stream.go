@@ -1,4 +1,4 @@
-package report
+package result
 
 import (
 	"bufio"
@@ -132,7 +132,7 @@ func (w *GuardedWriter) Close() (GuardedFile, error) {
 // system. The GuardedFile and errors are Close's; on an error nothing is left.
 func (w *GuardedWriter) Stage() (GuardedFile, StagedFile, error) {
 	gf, st, err := w.stage(true)
-	if err != nil || st.f == nil { // stageWrite's file is closed already
+	if err != nil || st.f == nil { // StageWrite's file is closed already
 		return gf, st, err
 	}
 	if err := closeStaged(st.f, w.path); err != nil {
@@ -153,7 +153,7 @@ type StagedFile struct {
 
 // stage finishes the guarded content of w: clean content stays in w's temporary file
 // (returned open); content with a finding is guarded as Guard.Write guards it and
-// written to a new temporary file when staged (stageWrite: closed), else in place (the
+// written to a new temporary file when staged (StageWrite: closed), else in place (the
 // StagedFile is then empty).
 func (w *GuardedWriter) stage(staged bool) (GuardedFile, StagedFile, error) {
 	if w.f == nil {
@@ -185,7 +185,7 @@ func (w *GuardedWriter) stage(staged bool) (GuardedFile, StagedFile, error) {
 			gf, err := w.g.Write(w.path, data, w.ours)
 			return gf, StagedFile{}, err
 		}
-		return w.g.stageWrite(w.path, data, w.ours)
+		return w.g.StageWrite(w.path, data, w.ours)
 	}
 	f := w.f
 	w.f = nil
@@ -250,9 +250,11 @@ func (w *GuardedWriter) scanJSON() (bool, error) {
 	}
 }
 
-// stageCopy stages (GuardedWriter.Stage) a guarded write of path with the content of
-// the file src (a second name of a file already written). Errors as Stage's, or src's.
-func (g Guard) stageCopy(path, src string, ours bool) (GuardedFile, StagedFile, error) {
+// StageCopy stages (GuardedWriter.Stage) a guarded write of path with the content of
+// the staged file from (a second name of a file staged and not yet committed). Errors
+// as Stage's, or from's.
+func (g Guard) StageCopy(path string, from StagedFile, ours bool) (GuardedFile, StagedFile, error) {
+	src := from.tmp
 	in, err := os.Open(src)
 	if err != nil {
 		return GuardedFile{}, StagedFile{}, fmt.Errorf("reading %s: %w", src, err)
@@ -269,9 +271,9 @@ func (g Guard) stageCopy(path, src string, ours bool) (GuardedFile, StagedFile, 
 	return w.Stage()
 }
 
-// stageGuarded stages (GuardedWriter.Stage) a guarded write of path with what render
+// StageRender stages (GuardedWriter.Stage) a guarded write of path with what render
 // produces; a render error aborts it, leaving no file.
-func (g Guard) stageGuarded(p string, render func(io.Writer) error, ours bool) (GuardedFile, StagedFile, error) {
+func (g Guard) StageRender(p string, render func(io.Writer) error, ours bool) (GuardedFile, StagedFile, error) {
 	w, err := g.Create(p, ours)
 	if err != nil {
 		return GuardedFile{}, StagedFile{}, err

@@ -1,0 +1,60 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentproof/agentproof/result"
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// CompareText renders a comparison (`agentproof compare`) for a terminal: a headline, one section per change
+// that has cells (still passing ones only counted), each cell with its outcomes and
+// B's reason on one line (control characters escaped, at most 300 bytes), the suites
+// whose definition changed, and a last line with every count.
+func CompareText(c *result.Comparison) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Comparing %s (before) with %s (after)\n", result.Clean(c.Before, true), result.Clean(c.After, true))
+	for _, ch := range result.Changes {
+		if ch == result.StillPassing || c.Counts[ch] == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s (%d):\n", ch.Words(), c.Counts[ch])
+		for _, cc := range c.Cells {
+			if cc.Change != ch {
+				continue
+			}
+			fmt.Fprintf(&b, "  %s: %s → %s", result.Clean(cc.ExecutionID, true), orNone(cc.Before), orNone(cc.After))
+			if cc.Change == result.DefinitionChanged {
+				fmt.Fprintf(&b, " (suite hash %s → %s)", result.Clip(cc.HashBefore, 24), result.Clip(cc.HashAfter, 24))
+			} else if cc.After != verdict.Passed && cc.After != "" {
+				if cc.FailureClass != "" {
+					fmt.Fprintf(&b, " [%s]", cc.FailureClass)
+				}
+				if cc.Reason != "" {
+					fmt.Fprintf(&b, " %s", result.Clip(result.Clean(cc.Reason, true), 300))
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(c.Suites) > 0 {
+		b.WriteString("\nsuite definitions changed (a boundary: their cells are not compared):\n")
+		for _, s := range c.Suites {
+			fmt.Fprintf(&b, "  %s: %s → %s\n", result.Clean(s.SuiteID, true), result.Clean(s.HashBefore, true), result.Clean(s.HashAfter, true))
+		}
+	}
+	var parts []string
+	for _, ch := range result.Changes {
+		parts = append(parts, fmt.Sprintf("%d %s", c.Counts[ch], strings.TrimSuffix(ch.Words(), " (not compared)")))
+	}
+	fmt.Fprintf(&b, "\n%s\n", strings.Join(parts, ", "))
+	return []byte(b.String())
+}
+
+func orNone(v verdict.Verdict) string {
+	if v == "" {
+		return "absent"
+	}
+	return string(v)
+}
