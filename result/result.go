@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentproof/agentproof/workspace"
 	"io"
-	"math"
 	"net/url"
 	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentproof/agentproof/workspace"
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
@@ -28,7 +28,7 @@ const (
 	HistorySchema  = "agentproof.history/v1"
 )
 
-// Cleanup states of an attempt's teardown (spec §7.1).
+// Cleanup states of an attempt's teardown.
 const (
 	CleanupNotStarted = "not_started"
 	CleanupPassed     = "passed"
@@ -38,10 +38,10 @@ const (
 // maxRepeat bounds a result's repeat (campaign.MaxRepeat, which imports this package).
 const maxRepeat = 1000
 
-// MaxExecutionIDLength bounds an execution id, in bytes (spec §7.1).
+// MaxExecutionIDLength bounds an execution id, in bytes.
 const MaxExecutionIDLength = 512
 
-// Source says which code produced a result (spec §7.1): commit, ref and CI run URL, each
+// Source says which code produced a result: commit, ref and CI run URL, each
 // nullable.
 type Source struct {
 	SHA            *string `json:"sha"`
@@ -50,7 +50,7 @@ type Source struct {
 }
 
 // RankingSnapshot ties a ranked profile's result to the model-ranking snapshot it was
-// chosen from (spec §7.1, §1.4): snapshot id, capture time (RFC 3339), source URL, rank
+// chosen from: snapshot id, capture time (RFC 3339), source URL, rank
 // (≥ 1) and canonical model id.
 type RankingSnapshot struct {
 	SnapshotID       string `json:"snapshotId"`
@@ -72,7 +72,7 @@ type MatcherResult struct {
 	Detail     string `json:"detail"`
 }
 
-// TurnTiming is one turn of a multi-turn case (spec §7.1): when the human submitted it,
+// TurnTiming is one turn of a multi-turn case: when the human submitted it,
 // when its run started and finished (RFC 3339, nullable) and the derived latencies in ms.
 type TurnTiming struct {
 	Turn                    int     `json:"turn"`
@@ -115,8 +115,8 @@ type RuntimeFacts struct {
 	Problems          []string `json:"problems,omitempty"`
 }
 
-// Result is one attempt of one cell, `result.json` (schema agentproof.result/v1; spec
-// runner-e2e-harness §7.1 with agentproof's verdicts). Times are RFC 3339 in UTC,
+// Result is one attempt of one cell, `result.json` (schema agentproof.result/v1, with
+// agentproof's verdicts). Times are RFC 3339 in UTC,
 // durations in ms. Usage is the raw, sanitised provider usage (any JSON or null);
 // RuntimeUsage and Billing are computed by package billing. Termination is the process
 // termination summary, an opaque JSON object. Evidence lists the attempt's evidence
@@ -193,8 +193,8 @@ var ErrInvalid = errors.New("invalid report document")
 // Is reports whether target is ErrInvalid.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 
-// DecodeResult parses and strictly validates one result.json (spec §7.1 "newer versions
-// validate every field strictly"): unknown fields, trailing data, wrong types, unknown
+// DecodeResult parses and strictly validates one result.json (every field is validated
+// strictly): unknown fields, trailing data, wrong types, unknown
 // enumerations, malformed dates, unsafe evidence paths, negative or non-finite numbers
 // and an execution id that disagrees with its components are all reported together in a
 // *ValidationError labelled label. Other errors are JSON syntax errors.
@@ -244,304 +244,6 @@ func plainNumbers(v any) any {
 	return v
 }
 
-// Validate checks every field of r (see DecodeResult) and returns a *ValidationError
-// naming each problem, or nil.
-func (r *Result) Validate(label string) error {
-	var p []string
-	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
-	if r.Schema != ResultSchema {
-		add("schema: want %q, got %q", ResultSchema, r.Schema)
-	}
-	p = append(p, checkExecutionID(r.ExecutionID, r.SuiteID, r.ProfileID, r.EnvironmentID, r.CaseID)...)
-	if !validCampaignID(r.CampaignID) {
-		add("campaignId: %q must match [A-Za-z0-9][A-Za-z0-9._-]{0,199}", r.CampaignID)
-	}
-	if r.SuiteDefinitionHash == "" || !printable(r.SuiteDefinitionHash) || len(r.SuiteDefinitionHash) > 200 {
-		add("suiteDefinitionHash: must be a non-empty printable string")
-	}
-	for _, f := range []struct{ name, v string }{{"provider", r.Provider}, {"model", r.Model}} {
-		if !printable(f.v) || len(f.v) > 512 {
-			add("%s: must be printable text of at most 512 bytes", f.name)
-		}
-	}
-	switch r.RuntimeMode {
-	case "", "legacy", "native":
-	default:
-		add("runtimeMode: %q is not legacy or native", r.RuntimeMode)
-	}
-	if r.Source != nil {
-		if r.Source.WorkflowRunURL != nil && !safeURL(*r.Source.WorkflowRunURL) {
-			add("source.workflowRunUrl: must be an http(s) URL without user information")
-		}
-		for _, f := range []struct {
-			name string
-			v    *string
-		}{{"source.sha", r.Source.SHA}, {"source.ref", r.Source.Ref}} {
-			if f.v != nil && (!printable(*f.v) || len(*f.v) > 512) {
-				add("%s: must be printable text", f.name)
-			}
-		}
-	}
-	if rs := r.RankingSnapshot; rs != nil {
-		if rs.SnapshotID == "" || !printable(rs.SnapshotID) || !printable(rs.CanonicalModelID) || rs.Rank < 1 {
-			add("rankingSnapshot: needs a printable snapshotId and canonicalModelId and a rank of at least 1")
-		}
-		if _, ok := parseTime(rs.CapturedAt); !ok {
-			add("rankingSnapshot.capturedAt: %q is not an RFC 3339 time", rs.CapturedAt)
-		}
-		if !safeURL(rs.SourceURL) {
-			add("rankingSnapshot.sourceUrl: must be an http(s) URL without user information")
-		}
-	}
-	if r.Attempt < 1 && !r.Synthetic {
-		add("attempt: must be at least 1, got %d", r.Attempt)
-	}
-	if r.FirstAttempt != 0 && (r.FirstAttempt < 2 || r.FirstAttempt > r.Attempt) {
-		add("firstAttempt: must be absent or between 2 and attempt (%d), got %d", r.Attempt, r.FirstAttempt)
-	}
-	switch {
-	case r.Repeat < 0 || r.Repeat > maxRepeat:
-		add("repeat: must be between 0 and %d, got %d", maxRepeat, r.Repeat)
-	case r.Repeat == 0 && r.Repetition != 0:
-		add("repetition: %d given without repeat", r.Repetition)
-	case r.Repeat > 0 && (r.Repetition < 1 || r.Repetition > r.Repeat):
-		add("repetition: must be between 1 and repeat (%d), got %d", r.Repeat, r.Repetition)
-	}
-	if !r.Verdict.Valid() {
-		add("verdict: %q is not passed, failed or inconclusive", r.Verdict)
-	}
-	if r.ExpectedVerdict != "" && !r.ExpectedVerdict.Valid() {
-		add("expectedVerdict: %q is not passed, failed or inconclusive", r.ExpectedVerdict)
-	}
-	switch {
-	case r.FailureClass == "":
-		if r.Verdict != verdict.Passed && r.Verdict.Valid() {
-			add("failureClass: required when the verdict is %s", r.Verdict)
-		}
-	case r.FailureClass.Valid():
-		if r.Verdict == verdict.Passed {
-			add("failureClass: %q given for a passed verdict", r.FailureClass)
-		}
-	default:
-		add("failureClass: %q is not one of %v", r.FailureClass, verdict.FailureClasses)
-	}
-	if !utf8.ValidString(r.Error) || !utf8.ValidString(r.IssueID) || !utf8.ValidString(r.IssueIdentifier) {
-		add("error, issueId, issueIdentifier: must be valid UTF-8")
-	}
-	for i, id := range r.RunIDs {
-		if id == "" || !printable(id) {
-			add("runIds[%d]: must be non-empty printable text", i)
-		}
-	}
-	start, okStart := parseTime(r.StartedAt)
-	end, okEnd := parseTime(r.FinishedAt)
-	if !okStart {
-		add("startedAt: %q is not an RFC 3339 time", r.StartedAt)
-	}
-	if !okEnd {
-		add("finishedAt: %q is not an RFC 3339 time", r.FinishedAt)
-	}
-	if okStart && okEnd && end.Before(start) {
-		add("finishedAt: before startedAt")
-	}
-	if r.DurationMs < 0 {
-		add("durationMs: must not be negative")
-	}
-	for i, t := range r.TurnTimings {
-		if t.Turn < 1 {
-			add("turnTimings[%d].turn: must be at least 1", i)
-		}
-		if _, ok := parseTime(t.SubmittedAt); !ok {
-			add("turnTimings[%d].submittedAt: not an RFC 3339 time", i)
-		}
-		for _, s := range []*string{t.RunStartedAt, t.RunFinishedAt} {
-			if s != nil {
-				if _, ok := parseTime(*s); !ok {
-					add("turnTimings[%d]: run time %q is not an RFC 3339 time", i, *s)
-				}
-			}
-		}
-		for _, v := range []*int64{t.SchedulerLatencyMs, t.RunDurationMs, t.ResponseLatencyMs} {
-			if v != nil && *v < 0 {
-				add("turnTimings[%d]: latencies must not be negative", i)
-			}
-		}
-		switch t.LeaseAcquisitionOutcome {
-		case "created", "resumed", "replacement", "unknown":
-		default:
-			add("turnTimings[%d].leaseAcquisitionOutcome: %q is not created, resumed, replacement or unknown", i, t.LeaseAcquisitionOutcome)
-		}
-	}
-	for i, m := range r.MatcherResults {
-		if m.Kind == "" || !printable(m.Kind) {
-			add("matcherResults[%d].kind: must be non-empty printable text", i)
-		}
-		if m.Passed && m.NotReached {
-			add("matcherResults[%d]: cannot be both passed and not reached", i)
-		}
-		if !utf8.ValidString(m.Detail) {
-			add("matcherResults[%d].detail: must be valid UTF-8", i)
-		}
-		if !finiteJSON(m.Expected) || !finiteJSON(m.Observed) {
-			add("matcherResults[%d]: numbers must be finite", i)
-		}
-	}
-	if len(r.Termination) > 0 {
-		var obj map[string]any
-		if err := json.Unmarshal(r.Termination, &obj); err != nil || obj == nil {
-			add("termination: must be a JSON object")
-		}
-	}
-	if !finiteJSON(r.Usage) {
-		add("usage: numbers must be finite")
-	}
-	if r.RuntimeUsage != nil {
-		p = append(p, checkRuntime("runtimeUsage", r.RuntimeUsage)...)
-	}
-	if r.Billing != nil {
-		p = append(p, checkRuntime("billing.runtime", &r.Billing.Runtime)...)
-		p = append(p, checkLLM("billing.llm", &r.Billing.LLM)...)
-		for _, f := range []struct {
-			name string
-			v    *float64
-		}{{"billing.reportedCostUsd", r.Billing.ReportedCostUSD}, {"billing.estimatedRuntimeCostUsd", r.Billing.EstimatedRuntimeCostUSD}, {"billing.observedAndEstimatedCostUsd", r.Billing.ObservedAndEstimatedCostUSD}} {
-			if !nonNegative(f.v) {
-				add("%s: must be a non-negative finite number or null", f.name)
-			}
-		}
-	}
-	for i, rf := range r.RuntimeFacts {
-		p = append(p, checkRuntimeFacts(fmt.Sprintf("runtimeFacts[%d]", i), &rf)...)
-	}
-	switch r.Cleanup {
-	case CleanupNotStarted, CleanupPassed, CleanupFailed:
-	default:
-		add("cleanup: %q is not not_started, passed or failed", r.Cleanup)
-	}
-	for i, e := range r.Evidence {
-		if !SafeRelPath(e) {
-			add("evidence[%d]: %q is not a safe relative path", i, e)
-		}
-	}
-	p = append(p, checkTrajectories(r.Trajectories)...)
-	p = append(p, checkWorkspaceDiff(r.WorkspaceDiff)...)
-	if len(p) > 0 {
-		return &ValidationError{Label: label, Problems: p}
-	}
-	return nil
-}
-
-// checkRuntimeFacts checks one run's launch facts: printable bounded text, a hex
-// SHA-256, known runtime modes and execution targets, a non-negative pid.
-func checkRuntimeFacts(name string, rf *RuntimeFacts) []string {
-	var p []string
-	texts := []string{rf.RunID, rf.Driver, rf.AdapterType, rf.Provider, rf.CLIName, rf.CLIVersion, rf.VersionSource, rf.Binary, rf.EnvironmentID}
-	texts = append(append(texts, rf.Argv...), rf.Problems...)
-	for _, t := range texts {
-		if !printable(t) || len(t) > 4096 {
-			p = append(p, name+": every text must be printable, at most 4096 bytes")
-			break
-		}
-	}
-	if rf.RunID == "" || rf.Driver == "" {
-		p = append(p, name+": runId and driver are required")
-	}
-	if rf.BinarySHA256 != "" && !isSHA256Hex(rf.BinarySHA256) {
-		p = append(p, name+".binarySha256: must be 64 lower-case hex digits")
-	}
-	switch rf.RuntimeMode {
-	case "", "legacy", "native":
-	default:
-		p = append(p, fmt.Sprintf("%s.runtimeMode: %q is not legacy or native", name, rf.RuntimeMode))
-	}
-	switch rf.ExecutionTarget {
-	case "", "local", "remote":
-	default:
-		p = append(p, fmt.Sprintf("%s.executionTarget: %q is not local or remote", name, rf.ExecutionTarget))
-	}
-	if rf.PID < 0 || len(rf.Argv) > 256 || len(rf.Problems) > 64 {
-		p = append(p, name+": pid must not be negative; at most 256 argv entries and 64 problems")
-	}
-	return p
-}
-
-func isSHA256Hex(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func checkRuntime(name string, rt *billing.RuntimeUsage) []string {
-	var p []string
-	switch rt.CostStatus {
-	case billing.RuntimeEstimated, billing.RuntimeUnavailable, billing.RuntimeNotMetered, billing.RuntimeUnpriced:
-	default:
-		p = append(p, fmt.Sprintf("%s.costStatus: %q is not estimated, unavailable, unpriced or not_metered", name, rt.CostStatus))
-	}
-	if rt.AgentRunDurationMs < 0 || (rt.LeaseDurationMs != nil && *rt.LeaseDurationMs < 0) || rt.LeaseCount < 0 {
-		p = append(p, name+": durations and counts must not be negative")
-	}
-	for _, v := range []*float64{rt.CPUCores, rt.MemoryGiB, rt.DiskGiB, rt.EstimatedListCostUSD} {
-		if !nonNegative(v) {
-			p = append(p, name+": resources and estimates must be non-negative finite numbers")
-			break
-		}
-	}
-	if rt.CostStatus == billing.RuntimeEstimated && rt.EstimatedListCostUSD == nil {
-		p = append(p, name+": an estimated runtime cost needs estimatedListCostUsd")
-	}
-	if rt.PricingURL != "" && !safeURL(rt.PricingURL) {
-		p = append(p, name+".pricingUrl: must be an http(s) URL without user information")
-	}
-	return p
-}
-
-func checkLLM(name string, l *billing.LLMUsage) []string {
-	var p []string
-	switch l.CostStatus {
-	case billing.CostReported, billing.CostPartial, billing.CostUnpriced, billing.CostUnavailable:
-	default:
-		p = append(p, fmt.Sprintf("%s.costStatus: %q is not reported, partial, unpriced or unavailable", name, l.CostStatus))
-	}
-	if l.RunCount < 0 || l.RunsWithTokenUsage < 0 || l.RunsWithReportedCost < 0 || l.InputTokens < 0 || l.OutputTokens < 0 || l.CachedInputTokens < 0 || l.CacheWriteInputTokens < 0 || l.TotalTokens < 0 {
-		p = append(p, name+": counts must not be negative")
-	}
-	if !nonNegative(l.ReportedCostUSD) {
-		p = append(p, name+".reportedCostUsd: must be a non-negative finite number or null")
-	}
-	return p
-}
-
-func nonNegative(v *float64) bool {
-	return v == nil || (!math.IsNaN(*v) && !math.IsInf(*v, 0) && *v >= 0)
-}
-
-func finiteJSON(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return !math.IsNaN(x) && !math.IsInf(x, 0)
-	case map[string]any:
-		for _, e := range x {
-			if !finiteJSON(e) {
-				return false
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if !finiteJSON(e) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // ParseExecutionID splits "<suite>.<profile>.<environment>.<case>" into its four
 // components, each following catalog.IDPattern. ok is false for anything else,
 // including ids longer than MaxExecutionIDLength.
@@ -561,22 +263,8 @@ func ParseExecutionID(id string) (suite, profile, env, cs string, ok bool) {
 	return parts[0], parts[1], parts[2], parts[3], true
 }
 
-func checkExecutionID(id, suite, profile, env, cs string) []string {
-	s, p, e, c, ok := ParseExecutionID(id)
-	if !ok {
-		return []string{fmt.Sprintf("executionId: %q must be <suite>.<profile>.<environment>.<case> of catalog ids (at most %d bytes)", Clip(id, 80), MaxExecutionIDLength)}
-	}
-	var out []string
-	for _, f := range []struct{ name, got, want string }{{"suiteId", suite, s}, {"profileId", profile, p}, {"environmentId", env, e}, {"caseId", cs, c}} {
-		if f.got != f.want {
-			out = append(out, fmt.Sprintf("%s: %q disagrees with executionId (%q)", f.name, Clip(f.got, 80), f.want))
-		}
-	}
-	return out
-}
-
-// validCampaignID reports whether id is a campaign id: ^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$
-// (spec §7.5), and not "." or "..".
+// validCampaignID reports whether id is a campaign id: ^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$,
+// and not "." or "..".
 func validCampaignID(id string) bool {
 	if id == "" || len(id) > 200 || id == "." || id == ".." {
 		return false
@@ -592,7 +280,7 @@ func validCampaignID(id string) bool {
 }
 
 // ValidCampaignID reports whether id may name a campaign (and its directory): a letter
-// or digit followed by at most 199 letters, digits, '.', '_' or '-' (spec §7.5).
+// or digit followed by at most 199 letters, digits, '.', '_' or '-'.
 func ValidCampaignID(id string) bool { return validCampaignID(id) }
 
 func parseTime(s string) (time.Time, bool) {
@@ -632,6 +320,7 @@ func printable(s string) bool {
 	return true
 }
 
+// Clip is s cut to its first n bytes followed by "…" when it is longer.
 func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
