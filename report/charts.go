@@ -135,6 +135,21 @@ func buildHistory(c *result.Campaign, h *result.History) historyView {
 	if h.LatestGreenCampaignID != nil {
 		hv.Green = *h.LatestGreenCampaignID
 	}
+	hv.Caption, hv.Charts = overallCharts(h)
+	hv.NoCompleteCharts = hv.Charts == nil
+	for _, s := range c.Suites {
+		if sc, ok := suiteCharts(s.SuiteID, h); ok {
+			hv.SuiteCharts = append(hv.SuiteCharts, sc)
+		}
+	}
+	hv.Rows, hv.SuiteIDs = campaignRows(c, h)
+	return hv
+}
+
+// overallCharts draws the overall trend charts (cost, tokens, agent time, lease time,
+// pass rate) over the last ChartCampaigns complete campaigns of h, chronologically,
+// with their caption; no charts when no campaign is complete.
+func overallCharts(h *result.History) (string, []chartView) {
 	var complete []result.HistoryCampaign
 	for i := len(h.Campaigns) - 1; i >= 0; i-- { // chronological
 		if !h.Campaigns[i].Partial {
@@ -145,124 +160,141 @@ func buildHistory(c *result.Campaign, h *result.History) historyView {
 		complete = complete[len(complete)-ChartCampaigns:]
 	}
 	if len(complete) == 0 {
-		hv.NoCompleteCharts = true
-	} else {
-		defs := map[string]bool{}
-		mk := func(get func(result.HistoryCampaign) (float64, bool)) []point {
-			pts := make([]point, 0, len(complete))
-			for _, hc := range complete {
-				v, ok := get(hc)
-				pts = append(pts, point{label: hc.CampaignID + " " + hc.GeneratedAt, value: v, ok: ok, key: hc.Fingerprint})
-			}
-			return pts
-		}
+		return "", nil
+	}
+	defs := map[string]bool{}
+	mk := func(get func(result.HistoryCampaign) (float64, bool)) []point {
+		pts := make([]point, 0, len(complete))
 		for _, hc := range complete {
-			defs[hc.Fingerprint] = true
+			v, ok := get(hc)
+			pts = append(pts, point{label: hc.CampaignID + " " + hc.GeneratedAt, value: v, ok: ok, key: hc.Fingerprint})
 		}
-		hv.Caption = fmt.Sprintf("%s · %s · lines break where a definition changed", plural(len(complete), "complete campaign"), plural(len(defs), "definition"))
-		hv.Charts = []chartView{
-			buildChart("Observed + estimated cost", mk(func(hc result.HistoryCampaign) (float64, bool) { return costPoint(hc.Billing) }), fmtUSD),
-			buildChart("Total tokens", mk(func(hc result.HistoryCampaign) (float64, bool) {
-				return float64(hc.Billing.LLM.TotalTokens), hc.Billing.LLM.RunsWithTokenUsage > 0
-			}), fmtTokens),
-			buildChart("Agent execution time", mk(func(hc result.HistoryCampaign) (float64, bool) {
-				return float64(hc.Billing.AgentRunDurationMs), true
-			}), fmtMs),
-			buildChart("Sandbox lease time", mk(func(hc result.HistoryCampaign) (float64, bool) {
-				return float64(hc.Billing.LeaseDurationMs), hc.Billing.RuntimeCostStatuses["estimated"]+hc.Billing.RuntimeCostStatuses["unavailable"] > 0
-			}), fmtMs),
-			buildChart("Pass rate", mk(func(hc result.HistoryCampaign) (float64, bool) {
-				if hc.Selected == 0 {
+		return pts
+	}
+	for _, hc := range complete {
+		defs[hc.Fingerprint] = true
+	}
+	caption := fmt.Sprintf("%s · %s · lines break where a definition changed", plural(len(complete), "complete campaign"), plural(len(defs), "definition"))
+	return caption, []chartView{
+		buildChart("Observed + estimated cost", mk(func(hc result.HistoryCampaign) (float64, bool) { return costPoint(hc.Billing) }), fmtUSD),
+		buildChart("Total tokens", mk(func(hc result.HistoryCampaign) (float64, bool) {
+			return float64(hc.Billing.LLM.TotalTokens), hc.Billing.LLM.RunsWithTokenUsage > 0
+		}), fmtTokens),
+		buildChart("Agent execution time", mk(func(hc result.HistoryCampaign) (float64, bool) {
+			return float64(hc.Billing.AgentRunDurationMs), true
+		}), fmtMs),
+		buildChart("Sandbox lease time", mk(func(hc result.HistoryCampaign) (float64, bool) {
+			return float64(hc.Billing.LeaseDurationMs), hc.Billing.RuntimeCostStatuses["estimated"]+hc.Billing.RuntimeCostStatuses["unavailable"] > 0
+		}), fmtMs),
+		buildChart("Pass rate", mk(func(hc result.HistoryCampaign) (float64, bool) {
+			if hc.Selected == 0 {
+				return 0, false
+			}
+			return 100 * float64(hc.Passed) / float64(hc.Selected), true
+		}), fmtPercent),
+	}
+}
+
+// suiteCharts draws suite sid's charts (pass rate, cost, tokens, agent time) over the
+// last ChartCampaigns campaigns of h in which it was complete, chronologically; ok is
+// false when it was complete in none.
+func suiteCharts(sid string, h *result.History) (suiteChartsView, bool) {
+	var pts []result.HistoryCampaign
+	var sums []result.SuiteSummary
+	for i := len(h.Campaigns) - 1; i >= 0; i-- {
+		for _, ss := range h.Campaigns[i].Suites {
+			if ss.SuiteID == sid && ss.Complete {
+				pts = append(pts, h.Campaigns[i])
+				sums = append(sums, ss)
+			}
+		}
+	}
+	if len(pts) > ChartCampaigns {
+		pts, sums = pts[len(pts)-ChartCampaigns:], sums[len(sums)-ChartCampaigns:]
+	}
+	if len(pts) == 0 {
+		return suiteChartsView{}, false
+	}
+	mk := func(get func(result.SuiteSummary) (float64, bool)) []point {
+		out := make([]point, 0, len(pts))
+		for i, hc := range pts {
+			v, ok := get(sums[i])
+			out = append(out, point{label: hc.CampaignID + " " + hc.GeneratedAt, value: v, ok: ok, key: sums[i].SuiteDefinitionHash})
+		}
+		return out
+	}
+	hashes := map[string]bool{}
+	for _, ss := range sums {
+		hashes[ss.SuiteDefinitionHash] = true
+	}
+	return suiteChartsView{
+		SuiteID: sid,
+		Caption: plural(len(pts), "complete selection") + " · " + plural(len(hashes), "definition"),
+		Charts: []chartView{
+			buildChart("Pass rate", mk(func(ss result.SuiteSummary) (float64, bool) {
+				if ss.Selected == 0 {
 					return 0, false
 				}
-				return 100 * float64(hc.Passed) / float64(hc.Selected), true
+				return 100 * float64(ss.Passed) / float64(ss.Selected), true
 			}), fmtPercent),
-		}
-	}
-	// Per-suite rows, for the suites of this campaign.
-	for _, s := range c.Suites {
-		var pts []result.HistoryCampaign
-		var sums []result.SuiteSummary
-		for i := len(h.Campaigns) - 1; i >= 0; i-- {
-			for _, ss := range h.Campaigns[i].Suites {
-				if ss.SuiteID == s.SuiteID && ss.Complete {
-					pts = append(pts, h.Campaigns[i])
-					sums = append(sums, ss)
-				}
-			}
-		}
-		if len(pts) > ChartCampaigns {
-			pts, sums = pts[len(pts)-ChartCampaigns:], sums[len(sums)-ChartCampaigns:]
-		}
-		if len(pts) == 0 {
-			continue
-		}
-		mk := func(get func(result.SuiteSummary) (float64, bool)) []point {
-			out := make([]point, 0, len(pts))
-			for i, hc := range pts {
-				v, ok := get(sums[i])
-				out = append(out, point{label: hc.CampaignID + " " + hc.GeneratedAt, value: v, ok: ok, key: sums[i].SuiteDefinitionHash})
-			}
-			return out
-		}
-		hashes := map[string]bool{}
-		for _, ss := range sums {
-			hashes[ss.SuiteDefinitionHash] = true
-		}
-		hv.SuiteCharts = append(hv.SuiteCharts, suiteChartsView{
-			SuiteID: s.SuiteID,
-			Caption: plural(len(pts), "complete selection") + " · " + plural(len(hashes), "definition"),
-			Charts: []chartView{
-				buildChart("Pass rate", mk(func(ss result.SuiteSummary) (float64, bool) {
-					if ss.Selected == 0 {
-						return 0, false
-					}
-					return 100 * float64(ss.Passed) / float64(ss.Selected), true
-				}), fmtPercent),
-				buildChart("Cost", mk(func(ss result.SuiteSummary) (float64, bool) { return costPoint(ss.Billing) }), fmtUSD),
-				buildChart("Tokens", mk(func(ss result.SuiteSummary) (float64, bool) {
-					return float64(ss.Billing.LLM.TotalTokens), ss.Billing.LLM.RunsWithTokenUsage > 0
-				}), fmtTokens),
-				buildChart("Agent time", mk(func(ss result.SuiteSummary) (float64, bool) { return float64(ss.Billing.AgentRunDurationMs), true }), fmtMs),
-			},
-		})
-	}
+			buildChart("Cost", mk(func(ss result.SuiteSummary) (float64, bool) { return costPoint(ss.Billing) }), fmtUSD),
+			buildChart("Tokens", mk(func(ss result.SuiteSummary) (float64, bool) {
+				return float64(ss.Billing.LLM.TotalTokens), ss.Billing.LLM.RunsWithTokenUsage > 0
+			}), fmtTokens),
+			buildChart("Agent time", mk(func(ss result.SuiteSummary) (float64, bool) { return float64(ss.Billing.AgentRunDurationMs), true }), fmtMs),
+		},
+	}, true
+}
+
+// campaignRows makes the campaign table: one row per campaign of h, newest first (c's
+// marked current), and the sorted ids of every suite any campaign holds.
+func campaignRows(c *result.Campaign, h *result.History) ([]campaignRow, []string) {
+	var rows []campaignRow
 	suites := map[string]bool{}
 	for _, hc := range h.Campaigns {
-		row := campaignRow{
-			ID: hc.CampaignID, Time: strings.Replace(strings.TrimSuffix(hc.GeneratedAt, "Z"), "T", " ", 1) + " UTC",
-			Partial: hc.Partial, Current: hc.CampaignID == c.CampaignID,
-			Counts: fmt.Sprintf("%d/%d passed · %s", hc.Passed, hc.Selected, yesNo(hc.Partial, "partial", "complete")),
-			Tokens: Tokens(hc.Billing.LLM.TotalTokens),
-			Cost:   moneyOrWord(hc.Billing.ReportedLLMCostUSD, string(hc.Billing.LLM.CostStatus)) + " + " + AggregateRuntimeText(hc.Billing),
-			Time2:  Duration(hc.Billing.AgentRunDurationMs) + " / " + leaseText(hc.Billing),
-		}
-		status := verdict.Passed
-		switch {
-		case hc.Failed > 0:
-			status = verdict.Failed
-		case hc.Inconclusive > 0:
-			status = verdict.Inconclusive
-		}
-		row.Status, row.StatusClass = string(status), string(status)
-		words := []string{hc.CampaignID, hc.GeneratedAt, row.Status, yesNo(hc.Partial, "partial", "complete")}
-		var ss []string
+		rows = append(rows, campaignRowOf(hc, hc.CampaignID == c.CampaignID))
 		for _, s := range hc.Suites {
-			ss = append(ss, s.SuiteID)
 			suites[s.SuiteID] = true
 		}
-		for _, e := range hc.Executions {
-			words = append(words, e.ExecutionID, e.Model, e.Provider, string(e.Outcome))
-		}
-		row.Search = strings.ToLower(strings.Join(words, " "))
-		row.Suites = " " + strings.Join(ss, " ") + " "
-		hv.Rows = append(hv.Rows, row)
 	}
+	var ids []string
 	for s := range suites {
-		hv.SuiteIDs = append(hv.SuiteIDs, s)
+		ids = append(ids, s)
 	}
-	slices.Sort(hv.SuiteIDs)
-	return hv
+	slices.Sort(ids)
+	return rows, ids
+}
+
+// campaignRowOf is one campaign's table row: time, status (the worst counted outcome),
+// counts, tokens, cost, time, and the words and suites its search and filter match.
+func campaignRowOf(hc result.HistoryCampaign, current bool) campaignRow {
+	row := campaignRow{
+		ID: hc.CampaignID, Time: strings.Replace(strings.TrimSuffix(hc.GeneratedAt, "Z"), "T", " ", 1) + " UTC",
+		Partial: hc.Partial, Current: current,
+		Counts: fmt.Sprintf("%d/%d passed · %s", hc.Passed, hc.Selected, yesNo(hc.Partial, "partial", "complete")),
+		Tokens: Tokens(hc.Billing.LLM.TotalTokens),
+		Cost:   moneyOrWord(hc.Billing.ReportedLLMCostUSD, string(hc.Billing.LLM.CostStatus)) + " + " + AggregateRuntimeText(hc.Billing),
+		Time2:  Duration(hc.Billing.AgentRunDurationMs) + " / " + leaseText(hc.Billing),
+	}
+	status := verdict.Passed
+	switch {
+	case hc.Failed > 0:
+		status = verdict.Failed
+	case hc.Inconclusive > 0:
+		status = verdict.Inconclusive
+	}
+	row.Status, row.StatusClass = string(status), string(status)
+	words := []string{hc.CampaignID, hc.GeneratedAt, row.Status, yesNo(hc.Partial, "partial", "complete")}
+	var ss []string
+	for _, s := range hc.Suites {
+		ss = append(ss, s.SuiteID)
+	}
+	for _, e := range hc.Executions {
+		words = append(words, e.ExecutionID, e.Model, e.Provider, string(e.Outcome))
+	}
+	row.Search = strings.ToLower(strings.Join(words, " "))
+	row.Suites = " " + strings.Join(ss, " ") + " "
+	return row
 }
 
 // plural formats "1 thing" or "n things".

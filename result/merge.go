@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,16 +123,48 @@ type sourceAttempt struct {
 // links and special files are not copied. A result.json that does not decode, or names
 // no valid execution id, is skipped with a warning. Run report.Generate afterwards.
 func Merge(opts MergeOptions) (*Merged, error) {
-	var found []sourceAttempt
 	m := &Merged{}
+	found, campaigns, err := findAttempts(opts.Sources, m)
+	if err != nil {
+		return nil, err
+	}
+	if m.CampaignID, err = mergeCampaignID(opts.CampaignID, campaigns); err != nil {
+		return nil, err
+	}
+	// Deterministic order: by execution id, attempt, digest.
+	slices.SortFunc(found, func(a, b sourceAttempt) int {
+		if c := strings.Compare(a.result.ExecutionID, b.result.ExecutionID); c != 0 {
+			return c
+		}
+		if a.result.Attempt != b.result.Attempt {
+			return a.result.Attempt - b.result.Attempt
+		}
+		return strings.Compare(a.digest, b.digest)
+	})
+	campaignDir := filepath.Join(opts.ResultsRoot, m.CampaignID)
+	for _, a := range found {
+		if err := m.place(campaignDir, a); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// findAttempts reads every attempt record (a result.json in a directory named
+// attempt-…) under the sources: each with a valid execution id and attempt, and the
+// set of valid campaign ids they name. A record that does not decode, or names no
+// valid execution id and attempt, is skipped with a warning in m. Errors: a source
+// that is not a directory or cannot be read.
+func findAttempts(sources []string, m *Merged) ([]sourceAttempt, map[string]bool, error) {
+	var found []sourceAttempt
 	campaigns := map[string]bool{}
-	for _, src := range opts.Sources {
+	for _, src := range sources {
 		st, err := os.Stat(src)
 		if err != nil {
-			return nil, fmt.Errorf("merge source: %w", err)
+			return nil, nil, fmt.Errorf("merge source: %w", err)
 		}
 		if !st.IsDir() {
-			return nil, fmt.Errorf("merge source %s is not a directory", src)
+			return nil, nil, fmt.Errorf("merge source %s is not a directory", src)
 		}
 		err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -161,58 +194,54 @@ func Merge(opts MergeOptions) (*Merged, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("reading merge source %s: %w", src, err)
+			return nil, nil, fmt.Errorf("reading merge source %s: %w", src, err)
 		}
 	}
-	m.CampaignID = opts.CampaignID
-	if m.CampaignID == "" {
-		ids := slices.Sorted(func(yield func(string) bool) {
-			for k := range campaigns {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+	return found, campaigns, nil
+}
+
+// mergeCampaignID is the campaign to merge into: the given id, else the one campaign
+// the attempts name. Errors (ErrMergeCampaign): the attempts name none or several and
+// none was given, or the id is not a valid campaign id.
+func mergeCampaignID(given string, campaigns map[string]bool) (string, error) {
+	id := given
+	if id == "" {
+		ids := slices.Sorted(maps.Keys(campaigns))
 		if len(ids) != 1 {
-			return nil, fmt.Errorf("%w: the merged results name %d campaigns (%s): choose one with --campaign", ErrMergeCampaign, len(ids), strings.Join(ids, ", "))
+			return "", fmt.Errorf("%w: the merged results name %d campaigns (%s): choose one with --campaign", ErrMergeCampaign, len(ids), strings.Join(ids, ", "))
 		}
-		m.CampaignID = ids[0]
+		id = ids[0]
 	}
-	if !validCampaignID(m.CampaignID) {
-		return nil, fmt.Errorf("%w: %q must match [A-Za-z0-9][A-Za-z0-9._-]{0,199}", ErrMergeCampaign, m.CampaignID)
+	if !validCampaignID(id) {
+		return "", fmt.Errorf("%w: %q must match [A-Za-z0-9][A-Za-z0-9._-]{0,199}", ErrMergeCampaign, id)
 	}
-	// Deterministic order: by execution id, attempt, digest.
-	slices.SortFunc(found, func(a, b sourceAttempt) int {
-		if c := strings.Compare(a.result.ExecutionID, b.result.ExecutionID); c != 0 {
-			return c
-		}
-		if a.result.Attempt != b.result.Attempt {
-			return a.result.Attempt - b.result.Attempt
-		}
-		return strings.Compare(a.digest, b.digest)
-	})
-	campaignDir := filepath.Join(opts.ResultsRoot, m.CampaignID)
-	for _, a := range found {
-		s, p, e, c, _ := ParseExecutionID(a.result.ExecutionID)
-		base := filepath.Join(s, p, e, c, "attempt-"+strconv.Itoa(a.result.Attempt))
-		rel := base
-		existing, err := os.ReadFile(filepath.Join(campaignDir, rel, ResultFile))
-		if err == nil && !bytes.Equal(existing, a.raw) {
-			rel = base + "-" + a.digest[:12]
-			existing, err = os.ReadFile(filepath.Join(campaignDir, rel, ResultFile))
-		}
-		if err == nil && bytes.Equal(existing, a.raw) {
-			m.Skipped = append(m.Skipped, filepath.ToSlash(rel))
-			continue
-		}
-		warnings, err := copyTree(a.dir, filepath.Join(campaignDir, rel))
-		if err != nil {
-			return nil, err
-		}
-		m.Warnings = append(m.Warnings, warnings...)
-		m.Copied = append(m.Copied, filepath.ToSlash(rel))
+	return id, nil
+}
+
+// place copies attempt a into campaignDir at <suite>/<profile>/<environment>/<case>/
+// attempt-<n>, or beside it at attempt-<n>-<12 hex digits of its digest> when another
+// attempt holds that place, and records it in m as copied, or as skipped when an
+// identical one is there already. Error: the copy failed.
+func (m *Merged) place(campaignDir string, a sourceAttempt) error {
+	s, p, e, c, _ := ParseExecutionID(a.result.ExecutionID)
+	base := filepath.Join(s, p, e, c, "attempt-"+strconv.Itoa(a.result.Attempt))
+	rel := base
+	existing, err := os.ReadFile(filepath.Join(campaignDir, rel, ResultFile))
+	if err == nil && !bytes.Equal(existing, a.raw) {
+		rel = base + "-" + a.digest[:12]
+		existing, err = os.ReadFile(filepath.Join(campaignDir, rel, ResultFile))
 	}
-	return m, nil
+	if err == nil && bytes.Equal(existing, a.raw) {
+		m.Skipped = append(m.Skipped, filepath.ToSlash(rel))
+		return nil
+	}
+	warnings, err := copyTree(a.dir, filepath.Join(campaignDir, rel))
+	if err != nil {
+		return err
+	}
+	m.Warnings = append(m.Warnings, warnings...)
+	m.Copied = append(m.Copied, filepath.ToSlash(rel))
+	return nil
 }
 
 // copyTree copies regular files and directories from src to dst (created), skipping
