@@ -1,12 +1,12 @@
 // Package campaign runs selected catalog cells as a campaign (docs/ARCHITECTURE.md
-// "Data flow"; spec runner-e2e-harness §3, §6, §9): it plans attempts, schedules them
+// "Data flow"): it plans attempts, schedules them
 // through an Executor with a concurrency bound and the automatic retry policy, writes
 // each attempt's result as it ends, counts verdicts and reports progress. The attempt
 // itself — the pipeline of stages and its verdict — is package campaign/attempt.
 //
 // The parts, in the order data flows:
 //
-//   - NewPlan validates Options (campaign id sanitised as spec §3 says, max parallelism,
+//   - NewPlan validates Options (campaign id sanitised: SanitizeCampaignID, max parallelism,
 //     0 or 1 automatic retries) and selects cells exactly as `agentproof list` does
 //     (same *catalog.SelectionError values; an empty selector is refused).
 //     Plan.Attempt renders attempt n of a cell with a fresh nonce — a function of
@@ -43,7 +43,7 @@
 //     verdict is counted as interrupted. An interrupted attempt that does not count
 //     (AttemptResult.Counts) keeps its evidence but gets no result.json. An interrupted
 //     campaign's report covers the cells that finished, which makes it partial by
-//     spec §7.4's own rule (a suite lacks cells) and keeps `agentproof report`
+//     the campaign's own rule (a suite lacks cells) and keeps `agentproof report`
 //     regeneration byte-identical; the campaign line still counts against the whole
 //     selection.
 //   - Canary mode (`run --canary`) adds fake secrets of every shape, derived from the

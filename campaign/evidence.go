@@ -14,8 +14,7 @@ import (
 )
 
 // RequiredEvidence are the files every attempt that reached grading must leave in its
-// directory (a missing one makes the attempt inconclusive; spec §10.3 lists the
-// upstream set): the API snapshot the matchers were evaluated against, the
+// directory (a missing one makes the attempt inconclusive): the API snapshot the matchers were evaluated against, the
 // workspace manifest and the fixture states. result.json and evidence-manifest.json are
 // written after the verdict and are always present.
 var RequiredEvidence = []string{"fixtures.json", "snapshots/api-state.json", "workspace-manifest.json"}

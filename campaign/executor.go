@@ -57,8 +57,8 @@ type Outcome struct {
 	Secrets  *redact.Set
 }
 
-// Facts are the facts of an attempt that result.json reports beside the verdict (spec
-// §7.1): the task, the runs, the turns, the last process termination, usage, the
+// Facts are the facts of an attempt that result.json reports beside the verdict: the
+// task, the runs, the turns, the last process termination, usage, the
 // matcher outcomes (the case's, then the profile's runtime metadata check) and what the
 // heartbeat runner recorded launching each run.
 type Facts struct {

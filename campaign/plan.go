@@ -62,7 +62,7 @@ const MaxCampaignIDLength = 128
 var campaignIDInvalid = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_.-]+`) })
 
 // SanitizeCampaignID returns raw with every run of characters outside [A-Za-z0-9_.-]
-// replaced by "-" and leading and trailing dashes trimmed (spec runner-e2e-harness §3).
+// replaced by "-" and leading and trailing dashes trimmed.
 // It returns an error when nothing usable remains, when the result is "." or ".." (it
 // names a directory) or when it is longer than MaxCampaignIDLength bytes; the last two
 // are agentproof additions.
@@ -80,7 +80,7 @@ func SanitizeCampaignID(raw string) (string, error) {
 }
 
 // DefaultCampaignID is "local-" followed by t's UTC ISO 8601 timestamp with
-// milliseconds, ':' and '.' replaced by '-' (spec §3), then "-" and 8 lower-case hex
+// milliseconds, ':' and '.' replaced by '-', then "-" and 8 lower-case hex
 // digits (4 bytes read from random), e.g. "local-2026-11-30T04-10-47-123Z-5f0c9a3e".
 // The suffix is an agentproof addition: two runs started in the same millisecond get
 // different campaigns instead of sharing (and clobbering) one results directory. The

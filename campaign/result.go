@@ -13,7 +13,7 @@ import (
 const ResultFile = "result.json"
 
 // ResultOf maps a judged attempt to its result.json document (schema
-// agentproof.result/v1; spec runner-e2e-harness §7.1 with agentproof's verdicts):
+// agentproof.result/v1, with agentproof's verdicts):
 // identity and definition hash from the cell, verdict, expected verdict and failure
 // class from the Judgement, the reason as error for a verdict other than passed, and
 // the repetition and the plan's repetitions (only with --repeat), the executor's facts (task, runs, turns, termination, usage, matcher results, the

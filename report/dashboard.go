@@ -43,7 +43,7 @@ var dashboardTmpl = sync.OnceValue(func() *template.Template {
 // ChartCampaigns is how many complete campaigns the history trend charts show.
 const ChartCampaigns = 20
 
-// Dashboard renders dashboard.html (spec runner-e2e-harness §7.6): one self-contained
+// Dashboard renders dashboard.html: one self-contained
 // file — inline CSS, one inline script allowed by a hash in the page's
 // Content-Security-Policy (default-src 'none', so nothing is fetched), inline SVG charts
 // drawn from numbers, no external asset, no content from evidence files (evidence is

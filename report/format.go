@@ -8,7 +8,7 @@ import (
 	"github.com/agentproof/agentproof/billing"
 )
 
-// USD formats a dollar amount as the dashboard does (spec §7.6): "$" and six decimals
+// USD formats a dollar amount as the dashboard does: "$" and six decimals
 // below $0.01, four otherwise.
 func USD(v float64) string {
 	if v < 0.01 {
@@ -72,8 +72,8 @@ func TokensInOut(usage billing.LLMUsage) string {
 
 // LLMCostText is the provider-reported model spend: the amount with its coverage status
 // when any run was priced ("$0.0123 (reported)", "$0.0100 (partial: 1/2 runs priced)"),
-// otherwise the status word alone ("unpriced", "unavailable") — never $0 for missing data
-// (seed 000 "Usage and billing data").
+// otherwise the status word alone ("unpriced", "unavailable") — never $0 for missing
+// data.
 func LLMCostText(l billing.LLMUsage) string {
 	if l.ReportedCostUSD == nil {
 		return string(l.CostStatus)

@@ -11,7 +11,7 @@ import (
 	"github.com/agentproof/agentproof/verdict"
 )
 
-// JUnit renders junit.xml (spec runner-e2e-harness §7.3): a <testsuites> root named
+// JUnit renders junit.xml: a <testsuites> root named
 // after the campaign and one <testsuite> per suite, with one <testcase> per selected
 // cell (classname = suite id, name = execution id, time in seconds). Each testsuite's
 // <properties> name every cell's evidence directory relative to the campaign
@@ -26,7 +26,7 @@ import (
 // name, tests, failures, errors and time only; the skipped count is per testsuite;
 // <skipped> carries text only; timestamp is omitted for a suite without a start time.
 //
-// Every text node and attribute passes through one sanitiser (field failure F13): only
+// Every text node and attribute passes through one sanitiser (result.Clean): only
 // XML 1.0 characters and valid UTF-8 survive, anything else becomes a visible escape
 // such as the text `\x1b`, then XML escaping applies. No CDATA is used.
 func JUnit(c *result.Campaign) []byte {
@@ -178,8 +178,7 @@ func compactJSON(v any, limit int) string {
 }
 
 // xmlSafe keeps only XML 1.0 Char in valid UTF-8 (tab, LF, CR, U+0020–U+D7FF,
-// U+E000–U+FFFD, U+10000–U+10FFFF) and turns everything else into a visible escape
-// (field failure F13).
+// U+E000–U+FFFD, U+10000–U+10FFFF) and turns everything else into a visible escape.
 func xmlSafe(s string) string { return result.Clean(s, false) }
 
 // xmlText escapes sanitised text for an element's content.

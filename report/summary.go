@@ -9,7 +9,7 @@ import (
 	"github.com/agentproof/agentproof/verdict"
 )
 
-// Summary renders summary.md (spec runner-e2e-harness §7.3), written for a CI job's
+// Summary renders summary.md, written for a CI job's
 // summary page: a headline with the counts; "Needs attention": every cell that did not
 // count as passed, failed ones first, then inconclusive ones, each with its verdict,
 // failure class, one-line reason and the attempt directory holding its evidence; the

@@ -11,7 +11,7 @@ import (
 	"github.com/agentproof/agentproof/redact"
 )
 
-// Options says which campaign Assemble reads: where its results are, with which
+// CampaignOptions says which campaign Assemble reads: where its results are, with which
 // catalog, selection and options, and the history it joins.
 type CampaignOptions struct {
 	// ResultsRoot is the results directory: campaigns live in ResultsRoot/<campaign>/.

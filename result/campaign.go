@@ -14,8 +14,8 @@ import (
 // CampaignFile is the campaign document's name at the campaign root.
 const CampaignFile = "campaign.json"
 
-// Campaign is campaign.json (schema agentproof.campaign/v1; spec runner-e2e-harness
-// §7.4 with agentproof's verdicts): the selection (Expected, sorted), the counts over
+// Campaign is campaign.json (schema agentproof.campaign/v1, counted with agentproof's
+// verdicts): the selection (Expected, sorted), the counts over
 // the chosen result of every expected cell, per-suite summaries and the results
 // themselves (sorted by execution id).
 //
@@ -50,7 +50,7 @@ type Campaign struct {
 	Flaky   int       `json:"flaky,omitempty"`
 	Repeats []Repeats `json:"repeats,omitempty"`
 	// RankingSnapshots are the results' ranking snapshots, de-duplicated by snapshot id
-	// and sorted by it (spec §7.4).
+	// and sorted by it.
 	RankingSnapshots []CampaignRankingSnapshot `json:"rankingSnapshots"`
 	Billing          billing.Aggregate         `json:"billing"`
 	Expected         []string                  `json:"expected"`
@@ -252,7 +252,7 @@ func (lp LaterPass) Words() string {
 	return fmt.Sprintf("passed on attempt %d (%s) after %s", lp.Attempt, how, strings.Join(earlier, ", "))
 }
 
-// SuiteSummary summarises one suite of a campaign (spec §7.4). SuiteDefinitionHash is the
+// SuiteSummary summarises one suite of a campaign. SuiteDefinitionHash is the
 // reporting catalog's fingerprint of the suite, or the selection fingerprint
 // ("selection-…") for a suite the catalog does not know. Complete ⇔ the catalog knows
 // the suite, its expectedMatrixSize equals the selection, every catalog cell of the
@@ -278,8 +278,7 @@ type SuiteSummary struct {
 // Outcome is what a result counts as in a campaign: a synthetic result counts as its
 // own verdict (a missing result proves nothing, so it never meets a calibration
 // expectation); any other counts by the one rule, verdict.Counted, of its verdict
-// against its expected verdict, with its cleanup (spec §7.4: a pass needs cleanup
-// passed).
+// against its expected verdict, with its cleanup (a pass needs cleanup passed).
 func Outcome(r *Result) verdict.Verdict {
 	if r.Synthetic {
 		return r.Verdict
@@ -300,8 +299,10 @@ func (c *Campaign) ExitCode() verdict.ExitCode {
 	return verdict.WorstOf(verdict.Passed)
 }
 
-// buildCampaign computes the campaign document from chosen results (one per expected id,
-// sorted by execution id).
+// BuildCampaign computes the campaign document of campaign id from chosen results (one
+// per expected id, sorted by execution id, as ChooseRepeated returns them) and the
+// notes on their candidates: counts, per-suite summaries (in the order of cat's suites;
+// cat may be nil), billing, ranking snapshots, fingerprint and whether it is partial.
 func BuildCampaign(id string, cat *catalog.Catalog, expected []string, results []Result, notes []CandidateNote, inconclusiveAsFailure bool) *Campaign {
 	c := &Campaign{
 		Schema: CampaignSchema, CampaignID: id, Expected: expected, Results: results,
@@ -425,9 +426,9 @@ func tally(executed, passed, failed, inconclusive, retries *int, cleanup *bool, 
 	*dur += r.DurationMs
 }
 
-// billingOf returns the result's billing summary, computing one from its usage and
-// runtime usage when the result carries none (spec §8.2 fallback: agent time = the
-// attempt's duration; local is not metered, anything else unavailable).
+// BillingOf returns the result's billing summary, computing one from its usage and
+// runtime usage when the result carries none (then the agent time is the attempt's
+// duration; local execution is not metered, any other environment unavailable).
 func BillingOf(r *Result) billing.Summary {
 	if r.Billing != nil {
 		return *r.Billing

@@ -100,10 +100,10 @@ func SanitizeResult(s *redact.Set, r *Result) {
 	}
 }
 
-// writeCampaignJSON writes campaign.json, the bytes encodeJSON(c) gives with every
-// result i replaced by full(i), without encoding the whole document at once: the
-// document without its results, then each result on its own, indented as it is inside
-// the document.
+// WriteCampaign writes campaign.json to w: the bytes encodeJSON(c) gives with every
+// result i replaced by full(i) (for example Assembly.Full), without encoding the whole
+// document at once: the document without its results, then each result on its own,
+// indented as it is inside the document. Errors: full's, or w's.
 func WriteCampaign(w io.Writer, c *Campaign, full func(i int) (*Result, error)) error {
 	head := *c
 	head.Results = []Result{}

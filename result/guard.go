@@ -18,8 +18,7 @@ import (
 // evidence allowlist.
 var ErrNotAllowed = errors.New("not an allowed evidence file")
 
-// Evidence kinds (spec runner-e2e-harness §10.3, the evidence allowlist): what a
-// file's extension makes of it.
+// Evidence kinds (the evidence allowlist): what a file's extension makes of it.
 const (
 	// KindJSON: parsed, scanned key by key and value by value, sanitised as JSON.
 	KindJSON = "json"
@@ -61,9 +60,9 @@ func EvidenceKind(name string, ours bool) (kind string, ok bool, reason string) 
 	return "", false, "extension " + ext + " is not on the allowlist"
 }
 
-// Guard is the one choke point through which agentproof writes a file into the results
-// (seed 000 "evidence passes a sanitizer"; spec §10.2 "every written file is sanitised
-// and then asserted secret-free before writing"). Secrets is the secret set (nil: only
+// Guard is the one choke point through which agentproof writes a file into the results:
+// evidence passes a sanitiser, and every written file is sanitised and then asserted
+// secret-free before it is written. Secrets is the secret set (nil: only
 // secret shapes are looked for). Every write:
 //
 //  1. refuses a file kind that is not on the allowlist (EvidenceKind);

@@ -18,8 +18,7 @@ import (
 // HistoryFile is the history's name at the results root.
 const HistoryFile = "history.json"
 
-// History is history.json at the results root (schema agentproof.history/v1; spec
-// runner-e2e-harness §7.5): every campaign's summary, newest first, with pointers to
+// History is history.json at the results root (schema agentproof.history/v1): every campaign's summary, newest first, with pointers to
 // the latest and the latest green campaign overall and per suite. UpdatedAt is the
 // newest campaign's generatedAt (never the wall clock).
 //
@@ -116,7 +115,7 @@ func (c *Campaign) Entry() HistoryCampaign {
 }
 
 // ReadHistory reads history.json at path. A missing file is an empty history; a file
-// with another schema tag is replaced by an empty history (spec §7.5) and reported in
+// with another schema tag is replaced by an empty history and reported in
 // the returned warning. A file that is not JSON, or a v1 file that does not decode
 // strictly, is an error: history is never silently thrown away.
 func ReadHistory(path string) (*History, string, error) {
@@ -163,7 +162,7 @@ func emptyHistory() *History {
 	return &History{Schema: HistorySchema, LatestBySuite: map[string]string{}, LatestGreenBySuite: map[string]string{}, Campaigns: []HistoryCampaign{}}
 }
 
-// Merge returns h with entry added (spec §7.5): an older entry with the same campaign id
+// Merge returns h with entry added: an older entry with the same campaign id
 // is dropped, campaigns are sorted by generatedAt descending (then campaign id), and the
 // pointers are recomputed. h is not modified.
 func (h *History) Merge(entry HistoryCampaign) *History {

@@ -126,7 +126,7 @@ func decodeCandidate(p, rel string) Candidate {
 	return c
 }
 
-// better reports whether a is a better candidate than b for the same cell (spec §7.3):
+// better reports whether a is a better candidate than b for the same cell:
 // valid first, then the latest finishedAt, then the higher attempt, then (for
 // determinism) the smaller directory name.
 func better(a, b *Candidate) bool {
@@ -308,7 +308,7 @@ func prefixEvidence(dir string, files []string) []string {
 }
 
 // Synthetic is the result recorded for an expected cell that left no valid result
-// (spec §7.1/§7.3 "synthetic failure result", adapted to agentproof's verdicts): attempt
+// (a synthetic result, with agentproof's verdicts rather than a failure): attempt
 // 0, verdict inconclusive with class permanent_infrastructure (the evidence is missing,
 // which DESIGN.md "Verdicts" makes inconclusive, never passed), cleanup not_started, the
 // given reason as its error. Its suite hash is the catalog's when the catalog knows the

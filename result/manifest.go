@@ -13,13 +13,13 @@ import (
 // EvidenceManifestFile is the name of an attempt's evidence manifest in its directory.
 const EvidenceManifestFile = "evidence-manifest.json"
 
-// EvidenceManifestSchema tags an EvidenceManifest (spec runner-e2e-harness §10.3 names
-// the upstream tag paperclip.runner-e2e.evidence/v1; agentproof's tags are
-// agentproof.<name>/v<N>).
+// EvidenceManifestSchema tags an EvidenceManifest (agentproof's tags are
+// agentproof.<name>/v<N>; the upstream tag paperclip.runner-e2e.evidence/v1 is not
+// reused).
 const EvidenceManifestSchema = "agentproof.evidence-manifest/v1"
 
-// EvidenceManifest is an attempt's `evidence-manifest.json` (the evidence allowlist;
-// spec §10.3): every file kept in the attempt directory with its size in
+// EvidenceManifest is an attempt's `evidence-manifest.json` (what the evidence
+// allowlist kept): every file kept in the attempt directory with its size in
 // bytes and SHA-256 as written (sorted by path; the manifest does not list itself),
 // the leaks found while writing them (file and reason, never the value; the file as
 // written no longer holds it, or was withheld), the files dropped by the allowlist, and

@@ -8,7 +8,8 @@ import (
 
 // Clean makes untrusted text safe for one line of plain text: invalid UTF-8 bytes and
 // control characters (C0, DEL, C1, U+FFFE/U+FFFF) become visible escapes such as `\x1b`,
-// and tab, CR and LF become spaces when oneLine is set (kept otherwise). Field failure F13.
+// and tab, CR and LF become spaces when oneLine is set (kept otherwise), so that
+// text from an agent cannot move the cursor, recolour a terminal or break a line.
 func Clean(s string, oneLine bool) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {

@@ -35,7 +35,7 @@ type Observation struct {
 
 // observe reads the company state and the heartbeat records through the board and the
 // workspace from disk (package workspace: bounded, links listed, never followed), writes snapshots/api-state.json, snapshots/heartbeat-runs.json
-// and workspace-manifest.json, and builds the observation (spec §5 "Message source").
+// and workspace-manifest.json, and builds the observation (what the matchers grade, messages with their source).
 // The runtime mode, environment and runtime facts it reports are those the heartbeat
 // runner recorded launching each run (api.LaunchFacts), never the catalog's. The
 // observed tasks are the fixtures' task and the tasks the flow created (fl.Tasks), in
@@ -294,8 +294,8 @@ func nonNilCalls(c []api.AgentCallList) []api.AgentCallList {
 	return c
 }
 
-// titleView is the task-title part of the composite JSON (seed 000 "Prompt-only task
-// title fixtures": the call input, the result, the saved task and the run-attributed
+// titleView is the task-title part of the composite JSON (for the prompt-only task
+// title fixtures: the call input, the result, the saved task and the run-attributed
 // audit correlated): created, the title saved at creation (the fixtures read it by the
 // creation response's id); changes, every applied set_task_title of the task in audit
 // order {commandId, at, runId, actorId, title} (the title from the command's
@@ -348,8 +348,8 @@ func titleView(st *controlplane.State, f *Fixtures, t *controlplane.Task, runs [
 	return map[string]any{"created": f.CreatedTitle, "changes": changes, "afterRun": afterRun, "current": current}
 }
 
-// chatView is the agent-chat part of the composite JSON (seed 000 "Persistent chat
-// fixtures": assertions inspect all company runs, because ordinary issue lists exclude
+// chatView is the agent-chat part of the composite JSON (for the persistent chat
+// fixtures: assertions inspect all company runs, because ordinary issue lists exclude
 // the source conversation): the agent, the conversation (every message, generation and
 // handoff), every actor's id and name, every task with its parent, conversation and
 // assignee, every plan document of a task a handoff created, and every run of the
@@ -401,8 +401,8 @@ func chatView(st *controlplane.State, f *Fixtures) map[string]any {
 	return map[string]any{"agentId": f.AgentID, "conversation": cv, "actors": actors, "tasks": tasks, "documents": docs, "runs": runs}
 }
 
-// companyView is the company-wide part of the composite JSON (seed 000 "Direct blocker
-// fixtures": company-wide evidence includes any unexpected manager run): the agents the
+// companyView is the company-wide part of the composite JSON (for the direct blocker
+// fixtures: company-wide evidence includes any unexpected manager run): the agents the
 // fixtures created (agentId, managerId: "" for none), every actor, every task with its
 // assignee and parent, and every run of the company with its actor, task, status, wake
 // reason and opening time.
@@ -439,7 +439,7 @@ func companyView(st *controlplane.State, f *Fixtures) map[string]any {
 }
 
 // terminationAndUsage returns the last run's termination summary and the usage of the
-// runs (one run's usage, or {"runs": [...]} for several: spec §8.1); nil when none.
+// runs (one run's usage, or {"runs": [...]} for several); nil when none.
 func terminationAndUsage(recs []api.HeartbeatRun) (json.RawMessage, any) {
 	var term json.RawMessage
 	var usageRuns []map[string]any

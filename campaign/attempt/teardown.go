@@ -202,8 +202,8 @@ func sweepMarker(a *attempt, marker string, serverKilled bool, secrets *redact.S
 }
 
 // scanClosed scans everything the agent could write inside root, the attempt's temp
-// root or its state root, for every secret value, raw and encoded (redact.Set forms;
-// spec §10.2): the closed instance home (the agents' per-run HOME, XDG and CLI config
+// root or its state root, for every secret value, raw and encoded (redact.Set forms:
+// every written file must be secret-free): the closed instance home (the agents' per-run HOME, XDG and CLI config
 // directories are under it; in the state root when homes are kept apart), the
 // workspace, and the rest of the temp root (tmp, artifacts, the scripted model's
 // files, whatever an agent wrote there). The home's own key files are exempt. A scan that could not complete is a cleanup

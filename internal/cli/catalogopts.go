@@ -113,8 +113,9 @@ func catalogPathError(err error) error {
 	return err
 }
 
-// selectorFlags adds the cell selectors of spec runner-e2e-harness §3 to cmd. Dimension
-// flags repeat and also accept comma-separated values.
+// selectorFlags adds the cell selectors to cmd: --all, --id, and the dimension flags
+// (suite, group, profile, environment, case), which repeat and also accept
+// comma-separated values.
 func selectorFlags(cmd *cobra.Command, sel *catalog.Selector) {
 	f := cmd.Flags()
 	f.BoolVar(&sel.All, "all", false, "select every cell of every suite that is not manual-only")

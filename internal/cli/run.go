@@ -338,7 +338,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	stop()
 
 	// The campaign's cells: the selection, or, when it did not finish, the cells that
-	// did. campaign.json is then partial by spec §7.4's own rule (a suite lacks cells),
+	// did. campaign.json is then partial by the campaign's own rule (a suite lacks cells),
 	// and `agentproof report` regenerates it unchanged from its expected list.
 	ids := sum.Finished
 	if !sum.Partial {
