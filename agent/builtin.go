@@ -198,21 +198,20 @@ func requireExecutable(env RunEnv) error {
 	return nil
 }
 
-// RunBuiltin is the body of `agentproof agent <name>`: it reads the run from environ (the
-// process's own environment, passed explicitly), connects with dial and carries out the
-// run. nop returns at once without reading or touching anything. reference and wrong
-// need EnvAPIURL, EnvRunToken, EnvRunID, EnvWorkspace, EnvStateDir and EnvConfig; wrong
-// runs reference.WrongScript of the configured script. Errors: a missing variable or an
-// invalid configuration (*UsageError), a nil dial, a dial error, or the reference
-// agent's error.
-func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer) (reference.Outcome, error) {
+// ParseBuiltin reads the name of `agentproof agent <name>`: a driver that runs a
+// built-in agent (driver.Name.Builtin: reference, wrong, leaky, nop or
+// hostile:<attack>). Anything else is a *UsageError naming it.
+func ParseBuiltin(name string) (driver.Name, error) {
 	n, err := driver.Parse(name)
 	if err != nil || !n.Builtin() {
-		return reference.Outcome{}, &UsageError{Problems: []string{fmt.Sprintf("unknown built-in agent %q (reference, wrong, leaky or nop)", name)}}
+		return driver.Name{}, &UsageError{Problems: []string{fmt.Sprintf("unknown built-in agent %q (reference, wrong, leaky or nop)", name)}}
 	}
-	if n.Kind == driver.KindNop {
-		return reference.Outcome{}, nil
-	}
+	return n, nil
+}
+
+// builtinVars reads environ (KEY=value entries) into a map; a *UsageError names every
+// variable a built-in agent needs that is missing or empty.
+func builtinVars(environ []string) (map[string]string, error) {
 	vars := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -226,7 +225,29 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 		}
 	}
 	if len(missing) > 0 {
-		return reference.Outcome{}, &UsageError{Problems: missing}
+		return nil, &UsageError{Problems: missing}
+	}
+	return vars, nil
+}
+
+// RunBuiltin is the body of `agentproof agent <name>` for the built-in agent n
+// (ParseBuiltin): it reads the run from environ (the process's own environment, passed
+// explicitly), connects with dial and carries out the run. nop returns at once without
+// reading or touching anything. reference and wrong need EnvAPIURL, EnvRunToken,
+// EnvRunID, EnvWorkspace, EnvStateDir and EnvConfig; wrong runs reference.WrongScript of
+// the configured script. Errors: a name that is no built-in agent, a missing variable
+// or an invalid configuration (*UsageError), a nil dial, a dial error, or the reference
+// agent's error.
+func RunBuiltin(ctx context.Context, n driver.Name, environ []string, dial Dialer) (reference.Outcome, error) {
+	if !n.Builtin() {
+		return reference.Outcome{}, &UsageError{Problems: []string{fmt.Sprintf("unknown built-in agent %q (reference, wrong, leaky or nop)", n)}}
+	}
+	if n.Kind == driver.KindNop {
+		return reference.Outcome{}, nil
+	}
+	vars, err := builtinVars(environ)
+	if err != nil {
+		return reference.Outcome{}, err
 	}
 	cfg, err := ParseBuiltinConfig([]byte(vars[EnvConfig]))
 	if err != nil {
@@ -242,9 +263,9 @@ func RunBuiltin(ctx context.Context, name string, environ []string, dial Dialer)
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
 		// In canary mode the wrong agent is careless too: it writes the canary
-		// credentials it sees into a workspace file (issue 11 "Canary mode"), only in
-		// encoded forms (base64 inside a blob, hex), so that its secret_leak
-		// proves the encoded copies are found.
+		// credentials it sees into a workspace file, only in encoded forms (base64
+		// inside a blob, hex), so that its secret_leak proves the encoded copies are
+		// found.
 		if canaries := EncodedCredentialLines(canaryCredentials(credentials)); canaries != "" {
 			if script, err = reference.LeakyScript(script, canaries, false); err != nil {
 				return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/reference"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
@@ -78,7 +79,7 @@ func TestRunBuiltin(t *testing.T) {
 				gotURL, gotToken = url, token
 				return m, nil
 			}
-			out, err := agent.RunBuiltin(context.Background(), name, spec.Env, dial)
+			out, err := agent.RunBuiltin(context.Background(), driver.MustParse(name), spec.Env, dial)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,25 +106,34 @@ func TestRunBuiltinErrors(t *testing.T) {
 		return nil, errors.New("no")
 	}
 	ctx := context.Background()
-	if _, err := agent.RunBuiltin(ctx, "nop", nil, noDial); err != nil {
+	if _, err := agent.RunBuiltin(ctx, driver.MustParse("nop"), nil, noDial); err != nil {
 		t.Errorf("nop: %v", err)
 	}
 	var ue *agent.UsageError
-	if _, err := agent.RunBuiltin(ctx, "oracle", nil, noDial); !errors.As(err, &ue) {
+	if _, err := agent.ParseBuiltin("oracle"); !errors.As(err, &ue) {
 		t.Errorf("unknown agent: %v", err)
 	}
-	_, err := agent.RunBuiltin(ctx, "reference", []string{"AGENTPROOF_RUN_ID=run-1"}, noDial)
+	if _, err := agent.ParseBuiltin("exec"); !errors.As(err, &ue) {
+		t.Errorf("a driver that is no built-in agent: %v", err)
+	}
+	if _, err := agent.RunBuiltin(ctx, driver.MustParse("exec:codex"), nil, noDial); !errors.As(err, &ue) {
+		t.Errorf("a driver that is no built-in agent ran: %v", err)
+	}
+	if n, err := agent.ParseBuiltin("hostile:connect"); err != nil || n != driver.MustParse("hostile:connect") {
+		t.Errorf("hostile:connect: %v, %v", n, err)
+	}
+	_, err := agent.RunBuiltin(ctx, driver.MustParse("reference"), []string{"AGENTPROOF_RUN_ID=run-1"}, noDial)
 	if !errors.As(err, &ue) || len(ue.Problems) != 5 {
 		t.Errorf("missing variables: %v", err)
 	}
 	env := []string{"AGENTPROOF_API_URL=http://x", "AGENTPROOF_RUN_TOKEN=t", "AGENTPROOF_RUN_ID=r", "AGENTPROOF_WORKSPACE=/w", "AGENTPROOF_AGENT_STATE_DIR=/s", `AGENTPROOF_AGENT_CONFIG={"schema":"nope"}`}
-	if _, err := agent.RunBuiltin(ctx, "wrong", env, noDial); !errors.As(err, &ue) {
+	if _, err := agent.RunBuiltin(ctx, driver.MustParse("wrong"), env, noDial); !errors.As(err, &ue) {
 		t.Errorf("bad config: %v", err)
 	}
 	cfg, _ := builtinConfig(t, "abc")
 	env[len(env)-1] = "AGENTPROOF_AGENT_CONFIG=" + string(cfg)
 	failDial := func(context.Context, string, string) (controlplane.Port, error) { return nil, errors.New("refused") }
-	if _, err := agent.RunBuiltin(ctx, "reference", env, failDial); err == nil || !strings.Contains(err.Error(), "refused") {
+	if _, err := agent.RunBuiltin(ctx, driver.MustParse("reference"), env, failDial); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("dial error: %v", err)
 	}
 }

@@ -145,27 +145,27 @@ func TestDefaultCatalogProfilesHaveDrivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range cat.Profiles {
-		if strings.HasPrefix(p.Driver, agent.ACPDriverPrefix) {
-			if _, err := newACP(p.Driver, p.DriverConfig); err != nil {
+		if p.Driver.Kind == driver.KindACP {
+			if _, err := newACP(p.Driver.String(), p.DriverConfig); err != nil {
 				t.Errorf("profile %s: %v", p.ID, err)
 			}
-			if _, err := build(p.Driver, p.DriverConfig); err == nil || !strings.Contains(err.Error(), "NewACP") {
+			if _, err := build(p.Driver.String(), p.DriverConfig); err == nil || !strings.Contains(err.Error(), "NewACP") {
 				t.Errorf("profile %s: New(%s) = %v, want the refusal naming NewACP", p.ID, p.Driver, err)
 			}
 			continue
 		}
-		if strings.HasPrefix(p.Driver, string(driver.KindRPC)) {
+		if p.Driver.Kind == driver.KindRPC {
 			if dc, err := api.DriverConfigOf(p.DriverConfig); err != nil {
 				t.Errorf("profile %s: %v", p.ID, err)
 			} else if _, err := agent.NewPi(dc); err != nil {
 				t.Errorf("profile %s: %v", p.ID, err)
 			}
-			if _, err := build(p.Driver, p.DriverConfig); err == nil || !strings.Contains(err.Error(), "NewPi") {
+			if _, err := build(p.Driver.String(), p.DriverConfig); err == nil || !strings.Contains(err.Error(), "NewPi") {
 				t.Errorf("profile %s: New(%s) = %v, want the refusal naming NewPi", p.ID, p.Driver, err)
 			}
 			continue
 		}
-		if _, err := build(p.Driver, p.DriverConfig); err != nil {
+		if _, err := build(p.Driver.String(), p.DriverConfig); err != nil {
 			t.Errorf("profile %s: %v", p.ID, err)
 		}
 	}

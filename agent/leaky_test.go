@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/reference"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/redact"
@@ -52,7 +53,7 @@ func TestRunBuiltinLeaks(t *testing.T) {
 				}
 			}
 			dial := func(context.Context, string, string) (controlplane.Port, error) { return m, nil }
-			out, err := agent.RunBuiltin(context.Background(), tt.name, spec.Env, dial)
+			out, err := agent.RunBuiltin(context.Background(), driver.MustParse(tt.name), spec.Env, dial)
 			if tt.errLeak != (err != nil) {
 				t.Fatalf("error = %v, want one: %v", err, tt.errLeak)
 			}

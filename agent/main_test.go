@@ -34,6 +34,7 @@ const parentOnly = "AGENTPROOF_TEST_PARENT_ONLY"
 //	<test binary> /fake-pi/<mode> --mode rpc …            a fake Pi in RPC mode (pi_test.go)
 func TestMain(m *testing.M) {
 	fakecli.Main() // a fake agent CLI when started under a fake's name
+	agent.RegisterDrivers()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "fixture-child":

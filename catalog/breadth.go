@@ -18,8 +18,7 @@ import (
 	"github.com/agentproof/agentproof/canonjson"
 )
 
-// Model breadth from a reviewed snapshot (seed 000 "OpenRouter breadth profiles"; spec
-// runner-e2e-harness §1.4; docs/breadth.md): the embedded file breadth/openrouter-models.json
+// Model breadth from a reviewed snapshot (docs/breadth.md): the embedded file breadth/openrouter-models.json
 // is a reviewed ranking of exactly BreadthModelCount unique, available, tool-capable models.
 // The default catalog generates one profile per model from it at load (never written by
 // hand) and two suites over those profiles: openrouter-model-breadth (manual-only, for
@@ -244,7 +243,7 @@ func EmbeddedSnapshotBytes() []byte { return bytes.Clone(embeddedSnapshot) }
 // nonSlugRE matches every run of characters a profile id may not hold.
 var nonSlugRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9]+`) })
 
-// BreadthProfileID is the generated profile id of a model (spec §1.4): "openrouter-" +
+// BreadthProfileID is the generated profile id of a model: "openrouter-" +
 // the model id lower-cased, every run of characters other than [a-z0-9] replaced by "-",
 // leading and trailing "-" trimmed; e.g. nvidia/nemotron-3-ultra-550b-a55b:free →
 // openrouter-nvidia-nemotron-3-ultra-550b-a55b-free.
@@ -266,7 +265,7 @@ func breadthDecls(s *Snapshot) (*Ranking, []*Profile, []*Suite) {
 			Label:      "#" + strconv.Itoa(m.Rank) + " " + m.Name,
 			Generation: "native",
 			Groups:     []string{"cli", "breadth"},
-			Driver:     "exec:opencode",
+			DriverText: "exec:opencode",
 			DriverConfig: map[string]any{
 				"timeoutMs": 300000,
 				// The model id OpenCode asks for: the scripted model answers under it

@@ -2,15 +2,14 @@ package catalog
 
 import (
 	"github.com/agentproof/agentproof/agent/clis"
-	"github.com/agentproof/agentproof/agent/driver"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestDefaultCatalog pins the embedded default catalog's shape (issue 6 "Embedded
-// default catalog"): suites, sizes, calibration expectations.
+// TestDefaultCatalog pins the embedded default catalog's shape: suites, sizes,
+// calibration expectations.
 func TestDefaultCatalog(t *testing.T) {
 	t.Parallel()
 	c, err := Default()
@@ -71,11 +70,9 @@ func TestDefaultCatalog(t *testing.T) {
 		// request: .ci/run does not) or is the live breadth suite.
 		optional := false
 		for _, pr := range cell.Suite.ResolvedProfiles() {
-			if d, err := driver.Parse(pr.Driver); err == nil {
-				if name, ok := d.Package(); ok {
-					if pin, _ := clis.Lookup(name); pin.Optional {
-						optional = true
-					}
+			if name, ok := pr.Driver.Package(); ok {
+				if pin, _ := clis.Lookup(name); pin.Optional {
+					optional = true
 				}
 			}
 		}
@@ -85,7 +82,7 @@ func TestDefaultCatalog(t *testing.T) {
 		if manual := optional || explicitOnly || cell.Suite.ID == BreadthLiveSuite; manual != cell.Suite.ManualOnly {
 			t.Errorf("%s: manual-only = %v; want it exactly for the suites of optional CLIs, the explicit-only journeys and the live breadth suite", cell.ID, cell.Suite.ManualOnly)
 		}
-		if (cell.Profile.Driver == "reference" || strings.HasPrefix(cell.Profile.Driver, "exec:")) && cell.Case.Reference == nil {
+		if (cell.Profile.Driver.String() == "reference" || strings.HasPrefix(cell.Profile.Driver.String(), "exec:")) && cell.Case.Reference == nil {
 			t.Errorf("%s: no reference script", cell.ID)
 		}
 	}

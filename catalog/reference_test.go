@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -165,7 +166,7 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 		if cell.Case.Reference == nil {
 			continue
 		}
-		if strings.HasPrefix(cell.Profile.Driver, "acp:") || strings.HasPrefix(cell.Profile.Driver, "rpc:") {
+		if k := cell.Profile.Driver.Kind; k == driver.KindACP || k == driver.KindRPC {
 			// The native-boundary cases grade the runner's observed permission records
 			// and ACP or Pi turn facts (heartbeatRuns, permissions), which no server-less
 			// simulation produces: the native-boundaries suite of `run --all` and
@@ -210,22 +211,22 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 				t.Fatal(err)
 			}
 			var obs *match.Observation
-			driver := cell.Profile.Driver
-			if strings.HasPrefix(driver, "exec:") {
+			drv := cell.Profile.Driver.String()
+			if strings.HasPrefix(drv, "exec:") {
 				// A real CLI plays the model script the executor derives from the reference
 				// turns (oracle), or only talks (nop).
-				driver = "reference"
+				drv = "reference"
 				if cell.Profile.DriverConfig["script"] == "nop" {
-					driver = "nop"
+					drv = "nop"
 				}
 			}
-			hostile := strings.HasPrefix(driver, "hostile:")
+			hostile := strings.HasPrefix(drv, "hostile:")
 			if hostile {
 				// the hostile agent attacks, then carries out the reference script: what
 				// the host observed of the attack (a leak, a limit), not a matcher, fails it
-				driver = "reference"
+				drv = "reference"
 			}
-			switch driver {
+			switch drv {
 			case "reference", "leaky":
 				// leaky carries out the reference script (and leaks: the leak, not a
 				// matcher, must fail it)
@@ -243,12 +244,12 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 					obs.Turns = append(obs.Turns, "")
 				}
 			default:
-				t.Fatalf("unexpected driver %s", cell.Profile.Driver)
+				t.Fatalf("unexpected driver %s", cell.Profile.Driver.String())
 			}
 			obs.RuntimeMode, obs.Environment = cell.Profile.Generation, cell.Environment.ID
 			fails := failing(match.Evaluate(matchers, obs))
 			passed := len(fails) == 0
-			if want := cell.ExpectedVerdict != verdict.Failed || cell.Profile.Driver == "leaky" || hostile; passed != want {
+			if want := cell.ExpectedVerdict != verdict.Failed || cell.Profile.Driver.String() == "leaky" || hostile; passed != want {
 				t.Errorf("all matchers passed = %v, want %v; failing: %v", passed, want, fails)
 			}
 		})

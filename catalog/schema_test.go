@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/match"
 )
 
@@ -171,7 +172,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		def, prop string
 		want      []string
 	}{
-		{"profile", "generation", Generations}, {"profile", "driver", Drivers},
+		{"profile", "generation", Generations}, {"profile", "driver", driver.Names()},
 		{"qualification", "source", QualificationSources}, {"credential", "scope", CredentialScopes},
 		{"environment", "driver", EnvironmentDrivers}, {"environment", "provider", EnvironmentProviders},
 		{"lifecycle", "setup", LifecycleSetups}, {"lifecycle", "probe", LifecycleProbes}, {"lifecycle", "cleanup", LifecycleCleanups},

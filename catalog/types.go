@@ -3,6 +3,7 @@ package catalog
 import (
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/canonjson"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/verdict"
@@ -10,7 +11,7 @@ import (
 
 // Catalog is a loaded, validated catalog: every declaration of every file in file-name
 // order and, within a file, document and declaration order, plus the matrix built from
-// it (spec runner-e2e-harness §2.7). A Catalog is immutable once Load returns it and is
+// it. A Catalog is immutable once Load returns it and is
 // safe for concurrent readers.
 type Catalog struct {
 	Groups       []*Group
@@ -21,8 +22,8 @@ type Catalog struct {
 	Suites       []*Suite
 	Rankings     []*Ranking
 
-	// Cells is the matrix of every suite in suite declaration order (seed 000 "Suites and
-	// matrices"; spec §2.7), manual-only suites included.
+	// Cells is the matrix of every suite (profiles × environments × cases) in suite
+	// declaration order, manual-only suites included.
 	Cells []*Cell
 
 	pos       []map[any]Pos        // per file: value address → position
@@ -40,14 +41,14 @@ type Pos struct {
 	Column int
 }
 
-// Group is a selectable group label (spec §2.8 rule 2: every fixture's groups must be
+// Group is a selectable group label (every group a declaration names must be
 // declared). ID follows the id grammar (see IDPattern).
 type Group struct {
 	ID          string `yaml:"id"`
 	Description string `yaml:"description"`
 }
 
-// Credential names a secret a cell needs (spec §2.1), for example OPENAI_API_KEY. Scope
+// Credential names a secret a cell needs, for example OPENAI_API_KEY. Scope
 // "profile" credentials may be a profile's credential, scope "environment" ones (for
 // example DAYTONA_API_KEY) only an environment's. Catalog files never hold the value:
 // they refer to a credential by name, and a SecretRef's secretId may be that name.
@@ -65,7 +66,7 @@ type Credential struct {
 	LoginFile   string `yaml:"loginFile"`
 }
 
-// Profile is an agent profile (seed 000 "Agent profiles"; spec §2.3): which agent driver
+// Profile is an agent profile: which agent driver
 // runs, with which model and credential, where it may run, and what runtime metadata a
 // run must report.
 type Profile struct {
@@ -73,12 +74,17 @@ type Profile struct {
 	Label      string   `yaml:"label"`
 	Generation string   `yaml:"generation"` // legacy | native; also the expected runtime mode
 	Groups     []string `yaml:"groups"`
-	// Driver selects the agent: "fixture:pass|fail|hang|noisy", "reference", "nop",
-	// "wrong", "leaky" (the reference agent that also leaks its credentials), "exec" (a command and args of your own, in driverConfig) or
-	// "exec:codex|opencode|claude" (DESIGN.md "Agents"; package agent) or
-	// "acp:reference|nop|wrong|opencode|codex|claude|gemini" (an Agent Client Protocol
-	// agent driven as a session; docs/acp.md).
-	Driver string `yaml:"driver"`
+	// DriverText is the driver as the catalog spells it: "fixture:pass|fail|hang|noisy",
+	// "reference", "nop", "wrong", "leaky" (the reference agent that also leaks its
+	// credentials), "exec" (a command and args of your own, in driverConfig),
+	// "exec:<cli>" (a pinned real agent CLI; package agent), "acp:<agent>" (an Agent
+	// Client Protocol agent driven as a session; docs/acp.md), "rpc:pi" or
+	// "hostile:<attack>" (package driver lists them all). Validation parses it once
+	// into Driver and refuses a name that is not a driver; nothing else reads it.
+	DriverText string `yaml:"driver"`
+	// Driver is DriverText parsed (set by validation; the zero Name before it). Every
+	// reader of a loaded catalog classifies the profile's agent by it.
+	Driver driver.Name `yaml:"-"`
 	// DriverConfig is the driver's configuration, free-form but scanned for raw secrets;
 	// values of any "env" map in it must be secret references.
 	DriverConfig            map[string]any      `yaml:"driverConfig"`
@@ -90,10 +96,11 @@ type Profile struct {
 	Credential              string              `yaml:"credential"` // a declared profile-scope credential, or "" for none
 	SupportedEnvironments   []string            `yaml:"supportedEnvironments"`
 	ExpectedRuntimeMetadata ExpectedRuntimeMeta `yaml:"expectedRuntimeMetadata"`
-	// QualificationCandidate profiles are never retried automatically (spec §9).
+	// QualificationCandidate profiles are never retried automatically (a retry could
+	// hide the candidate's own flakiness).
 	QualificationCandidate bool `yaml:"qualificationCandidate"`
 	// RunnerLifecycleMode is how the heartbeat runner keeps the agent's process
-	// (seed: runnerLifecycleMode; api.LifecycleMode): per_turn (the default: one
+	// (api.LifecycleMode): per_turn (the default: one
 	// process per run) or warm (one process and one session serve every run of the
 	// cell; session drivers only, acp:<agent>; docs/acp.md "Warm lifecycle").
 	RunnerLifecycleMode string `yaml:"runnerLifecycleMode"`
@@ -112,7 +119,7 @@ const (
 	LifecycleModeWarm    = "warm"
 )
 
-// Qualification records why a profile's model is the one to test (spec §2.3):
+// Qualification records why a profile's model is the one to test:
 // Source is adapter_constant, qualified_runner_profile, openrouter_rankings_snapshot or
 // builtin (agentproof's own agents); QualificationID follows the source's convention.
 type Qualification struct {
@@ -120,7 +127,7 @@ type Qualification struct {
 	QualificationID string `yaml:"qualificationId"`
 }
 
-// ProfileRanking ties a profile to a ranking snapshot entry (spec §1.4).
+// ProfileRanking ties a profile to a ranking snapshot entry (docs/breadth.md).
 type ProfileRanking struct {
 	Rank             int    `yaml:"rank"`
 	CanonicalModelID string `yaml:"canonicalModelId"`
@@ -129,13 +136,14 @@ type ProfileRanking struct {
 	SourceURL        string `yaml:"sourceUrl"`
 }
 
-// ExpectedRuntimeMeta is what a run of the profile must report (spec §2.3).
+// ExpectedRuntimeMeta is what a run of the profile must report (graded by the
+// runtime_metadata check against what the runner observed launching).
 type ExpectedRuntimeMeta struct {
 	AdapterType string `yaml:"adapterType"`
 	Provider    string `yaml:"provider"`
 }
 
-// Environment is where an agent executes (seed 000 "Environments"; spec §2.4). Two
+// Environment is where an agent executes (docs/environments.md). Two
 // environments may share an ID when their ConfigurationKey differs (the warm Daytona
 // variant); suites then name the variant as "<id>@<configurationKey>".
 type Environment struct {
@@ -151,14 +159,14 @@ type Environment struct {
 	// this environment.
 	AttemptDeadlineMs int64 `yaml:"attemptDeadlineMs"`
 	// Resources is the billable resource shape; required for sandbox environments
-	// (seed 000 "Environments": keep CPU, memory and disk explicit).
+	// (CPU, memory and disk are always explicit, never a provider's default).
 	Resources               *Resources      `yaml:"resources"`
 	ExpectedExecutionTarget ExecutionTarget `yaml:"expectedExecutionTarget"`
 	// Config is the environment payload's driver configuration, scanned for raw secrets.
 	Config map[string]any `yaml:"config"`
 }
 
-// Lifecycle is an environment's setup/probe/cleanup contract (spec §2.4).
+// Lifecycle is an environment's setup/probe/cleanup contract.
 type Lifecycle struct {
 	Setup   string `yaml:"setup"`   // instance_managed | create_via_api
 	Probe   string `yaml:"probe"`   // run_context_via_api
@@ -175,13 +183,13 @@ type Resources struct {
 	PIDs      int `yaml:"pids"`
 }
 
-// ExecutionTarget is where a run must report it executed (spec §2.4).
+// ExecutionTarget is where a run must report it executed.
 type ExecutionTarget struct {
 	Kind      string `yaml:"kind"` // local | remote
 	Transport string `yaml:"transport"`
 }
 
-// Case is a task case (seed 000 "Task cases and matchers"; spec §2.5). Its string
+// Case is a task case (docs/matchers.md for its matchers). Its string
 // fields marked "template" may contain placeholders {{name}} (see Template) rendered
 // per attempt with a fresh nonce.
 type Case struct {
@@ -219,12 +227,12 @@ type Case struct {
 	// implicitly: a command whose claim no grant gives is refused
 	// (operation_not_authorized) and the run fails.
 	CapabilityGrants []string `yaml:"capabilityGrants"`
-	// Untitled cases create their task with an empty title (seed 000 "Prompt-only task
-	// title fixtures": the agent names it); Title must then be empty.
+	// Untitled cases create their task with an empty title (the prompt alone says what
+	// to do and the agent names the task); Title must then be empty.
 	Untitled bool `yaml:"untitled"`
 }
 
-// TerminalState is the issue and run state a case must end in (spec §2.5).
+// TerminalState is the issue and run state a case must end in.
 type TerminalState struct {
 	Issue string `yaml:"issue"` // done | in_review | blocked | in_progress
 	Run   string `yaml:"run"`   // succeeded | failed | cancelled
@@ -265,10 +273,10 @@ type ReferenceTurn struct {
 	Steps   []*ReferenceStep `yaml:"steps" json:"steps"`
 }
 
-// ReferenceStep is either one semantic command (Command = the kind of
-// spec control-plane-port §3, Args its inputs; string args are templates), one
+// ReferenceStep is either one semantic command (Command = a semantic command kind of
+// package controlplane, Args its inputs; string args are templates), one
 // workspace edit (Edit) or one file wait (Wait). Present marks the command whose comment is the run's
-// user-facing message (resultJson.presentationDecision.commentId, spec §5).
+// user-facing message (resultJson.presentationDecision.commentId).
 //
 // Script-only argument conventions the reference agent resolves at run time:
 // write_document without baseRevisionId uses the document's latest revision (null when
@@ -289,8 +297,8 @@ type ReferenceStep struct {
 	Wait     *WorkspaceWait    `yaml:"wait" json:"wait,omitempty"`
 }
 
-// WorkspaceWait is a step that waits in an ordinary bounded file wait (seed 000: the
-// worker-crash case's observable active execution): the agent writes its run id to
+// WorkspaceWait is a step that waits in an ordinary bounded file wait (how the
+// worker-crash case makes the agent's active execution observable): the agent writes its run id to
 // Ready, then waits until Release exists, at most TimeoutMs (ms; 1…600000), and
 // fails the run when it does not appear. Both paths are workspace-relative templates.
 type WorkspaceWait struct {
@@ -321,7 +329,8 @@ const (
 	EditRootAgentHome = "agent_home"
 )
 
-// Suite is one durable testing purpose (seed 000 "Suites and matrices"; spec §2.6).
+// Suite is one durable testing purpose: its profiles × environments × cases are its
+// matrix of cells.
 type Suite struct {
 	ID                   string   `yaml:"id"`
 	Label                string   `yaml:"label"`
@@ -332,7 +341,8 @@ type Suite struct {
 	Cases                []string `yaml:"cases"`
 	ExcludedExecutionIDs []string `yaml:"excludedExecutionIds"`
 	ExpectedMatrixSize   int      `yaml:"expectedMatrixSize"`
-	// DefinitionMetadata is free-form, fingerprinted in declaration order (spec §4).
+	// DefinitionMetadata is free-form, fingerprinted in declaration order
+	// (FingerprintJSON).
 	DefinitionMetadata *Metadata `yaml:"definitionMetadata"`
 	// ManualOnly suites are selected only when named with --suite or --id.
 	ManualOnly bool `yaml:"manualOnly"`
@@ -341,7 +351,8 @@ type Suite struct {
 	// when the observed verdict equals the expected one.
 	ExpectedVerdicts map[string]verdict.Verdict `yaml:"expectedVerdicts"`
 
-	// Fingerprint is the suite definition hash (spec §4), 64 lower-case hex digits.
+	// Fingerprint is the suite definition hash (SHA-256 of FingerprintJSON), 64
+	// lower-case hex digits.
 	Fingerprint string `yaml:"-"`
 
 	profiles []*Profile // resolved Profiles, in suite order
@@ -365,7 +376,7 @@ type Metadata struct {
 	Value canonjson.Object
 }
 
-// Ranking is a reviewed model-ranking snapshot (spec §1.4). ContentHash must be the
+// Ranking is a reviewed model-ranking snapshot (docs/breadth.md). ContentHash must be the
 // SHA-256 of the JSON.stringify form of Models with keys rank, id, name,
 // supportedParameters.
 type Ranking struct {

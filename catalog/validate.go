@@ -40,15 +40,14 @@ var CredentialPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.Mus
 const maxIDLength = 100
 
 // RetrySingleAttempt is the automaticRetryPolicy of a case that must never be retried
-// automatically (spec §9).
+// automatically (its first attempt's outcome is the result, whatever it was).
 const RetrySingleAttempt = "single_attempt"
 
-// Enumerations of the catalog's closed fields (spec runner-e2e-harness §2.3–2.6, plus
+// Enumerations of the catalog's closed fields (the harness's catalog format, plus
 // agentproof's own drivers, the builtin qualification source and the process_exit flow
 // of the calibration suite).
 var (
 	Generations          = []string{"legacy", "native"}
-	Drivers              = driver.Names()
 	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
 	CredentialScopes     = []string{"profile", "environment"}
 	CredentialKinds      = []string{CredentialKindEnv, CredentialKindLoginFile}
@@ -460,8 +459,10 @@ func (v *validator) validateProfile(p *Profile) {
 	v.required("profile label", &p.Label, p)
 	v.enum("profile generation", &p.Generation, Generations, p, true)
 	v.groupRefs("profile "+p.ID, p.Groups, p)
-	if _, err := driver.Parse(p.Driver); err != nil {
-		v.enum("profile driver", &p.Driver, Drivers, p, true) // the same list: driver.Names
+	if d, err := driver.Parse(p.DriverText); err == nil {
+		p.Driver = d // the one parse: every later check and every reader uses p.Driver
+	} else {
+		v.enum("profile driver", &p.DriverText, driver.Names(), p, true) // the same list Parse accepts
 	}
 	v.required("profile provider", &p.Provider, p)
 	v.required("profile model", &p.Model, p)
@@ -504,11 +505,11 @@ func (v *validator) validateProfile(p *Profile) {
 	}
 	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
 	v.enum("profile runnerLifecycleMode", &p.RunnerLifecycleMode, LifecycleModes, p, false)
-	if d, err := driver.Parse(p.Driver); err == nil && p.RunnerLifecycleMode == LifecycleModeWarm && !d.Warmable() {
+	if d := p.Driver; !d.IsZero() && p.RunnerLifecycleMode == LifecycleModeWarm && !d.Warmable() {
 		v.add(v.at(&p.RunnerLifecycleMode, p), "profile %s runnerLifecycleMode warm needs a session driver (%s<agent> or %s<agent>); driver %s runs one process per run", p.ID, driver.KindACP, driver.KindRPC, p.Driver)
 	}
 	v.grants("profile "+p.ID, &p.CapabilityGrants, p)
-	if d, _ := driver.Parse(p.Driver); d.Kind == driver.KindExec {
+	if p.Driver.Kind == driver.KindExec {
 		v.validateExecConfig(p)
 	}
 }
@@ -577,7 +578,7 @@ func (v *validator) validateCase(cs *Case) {
 	v.enum("toolReviewDecision", &cs.ToolReviewDecision, ToolReviews, cs, false)
 	v.enum("automaticRetryPolicy", &cs.AutomaticRetryPolicy, RetryPolicies, cs, false)
 
-	// Flow contracts (seed 000 "Task cases and matchers").
+	// Flow contracts: the fields each flow needs and refuses.
 	agentFlow := cs.Flow.AgentFlow()
 	v.grants(name, &cs.CapabilityGrants, cs)
 	switch {
@@ -1056,6 +1057,14 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 	if !declarationsOK || len(v.ps.list) > before {
 		return
 	}
+	v.validateMatrix(s, name)
+}
+
+// validateMatrix builds the matrix of a suite whose references resolved, checks its
+// exclusions, its size and every cell (a deadline, the reference script its driver
+// needs, fixture drivers on the process_exit flow only, a unique id), and records its
+// cells and fingerprint.
+func (v *validator) validateMatrix(s *Suite, name string) {
 	all, cells := buildMatrix(s, s.ExpectedVerdicts, v.credentials)
 	inMatrix := make(map[string]bool, len(all))
 	for _, id := range all {
@@ -1078,7 +1087,7 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 		if cell.AttemptTimeoutMs <= 0 {
 			v.add(v.at(&cell.Case.AttemptTimeoutMs, cell.Case), "case %s has no attemptTimeoutMs for environment %s and the environment has no attemptDeadlineMs (cell %s)", cell.Case.ID, cell.Environment.ID, cell.ID)
 		}
-		d, _ := driver.Parse(cell.Profile.Driver) // refused above when it does not parse
+		d := cell.Profile.Driver // the zero Name when refused above
 		if d.NeedsReference() {
 			if cell.Case.Reference == nil {
 				v.add(v.at(cell.Case), "case %s has no reference script, which profile %s (driver %s) needs (cell %s)", cell.Case.ID, cell.Profile.ID, cell.Profile.Driver, cell.ID)
@@ -1146,7 +1155,7 @@ func (v *validator) validateCredentialKind(cr *Credential) {
 // fixture agent reads no login file. The environments it supports must be local (a
 // sandbox lease binds nothing of the instance home). docs/secrets.md "Login files".
 func (v *validator) validateLoginFileProfile(p *Profile) {
-	if d, err := driver.Parse(p.Driver); err == nil && d.Kind != driver.KindExec {
+	if d := p.Driver; !d.IsZero() && d.Kind != driver.KindExec {
 		v.add(v.at(&p.Credential, p), "profile %s credential %q is a login file, which is seeded into the HOME of an exec agent only; driver %s launches with a HOME of its own (docs/secrets.md \"Login files\")", p.ID, p.Credential, p.Driver)
 	}
 	for i, id := range p.SupportedEnvironments {

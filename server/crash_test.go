@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	agent.RegisterDrivers()
 	os.Exit(m.Run())
 }
 

@@ -1,5 +1,5 @@
 // Package clis installs and locates the pinned real agent CLIs agentproof qualifies
-// (issue 12; spec real-agent-clis): Codex (@openai/codex), OpenCode (opencode-ai), the
+// (docs/clis.md): Codex (@openai/codex), OpenCode (opencode-ai), the
 // ACP agents Codex ACP (@zed-industries/codex-acp) and Gemini CLI (@google/gemini-cli),
 // Pi (@mariozechner/pi-coding-agent; docs/pi.md) and, on request, Claude Code (@anthropic-ai/claude-code) and its ACP adapter
 // (@zed-industries/claude-agent-acp; docs/acp.md). Each is installed with npm into its
@@ -31,19 +31,33 @@ import (
 )
 
 // CLI is one pinned agent CLI: its short name (the exec driver's suffix, or the ACP
-// agent's package name), the npm package and exact version, whether it is installed
-// only on request (Optional), whether it is an ACP agent (ACP: driven by the acp:
-// drivers only, never an exec:<cli> driver), the runtime its entry point needs
+// agent's package name), whether it has an exec:<name> driver (Exec: package agent
+// runs it one process per run), the npm package and exact version, whether it is
+// installed only on request (Optional), whether it is an ACP agent (ACP: driven by the
+// acp: drivers only, never an exec:<cli> driver), the runtime its entry point needs
 // (RuntimeNode, or "" for a native binary), and the candidate paths of its native
 // binary (or entry script) below node_modules for a platform.
 type CLI struct {
 	Name     string
+	Exec     bool
 	Package  string
 	Version  string
 	Optional bool
 	ACP      bool
 	Runtime  string
 	binaries func(p Platform) []string
+}
+
+// ExecNames lists the names of the pinned CLIs that have an exec:<name> driver, in
+// Pinned's order (what package driver accepts after exec:).
+func ExecNames() []string {
+	var out []string
+	for _, c := range Pinned {
+		if c.Exec {
+			out = append(out, c.Name)
+		}
+	}
+	return out
 }
 
 // RuntimeNode marks a CLI whose entry point is a JavaScript file run by Node.js.
@@ -78,10 +92,10 @@ func npmArch(goarch string) string {
 	return goarch
 }
 
-// Pinned are the CLI versions agentproof qualifies (spec real-agent-clis §6: pin exact
-// versions; Claude Code 2.1.197 is the newest that supports Node 20).
+// Pinned are the CLI versions agentproof qualifies (exact versions, never a range, so
+// that a result names the binary it ran; Claude Code 2.1.197 is the newest that supports Node 20).
 var Pinned = []CLI{
-	{Name: "codex", Package: "@openai/codex", Version: "0.171.0", binaries: func(p Platform) []string {
+	{Name: "codex", Exec: true, Package: "@openai/codex", Version: "0.171.0", binaries: func(p Platform) []string {
 		osName := p.GOOS
 		if osName == "windows" {
 			osName = "win32"
@@ -89,7 +103,7 @@ var Pinned = []CLI{
 		// vendor/<target triple>/bin/codex; the triple is globbed.
 		return []string{filepath.Join("@openai", "codex-"+osName+"-"+npmArch(p.GOARCH), "vendor", "*", "bin", "codex")}
 	}},
-	{Name: "opencode", Package: "opencode-ai", Version: "1.18.33", binaries: func(p Platform) []string {
+	{Name: "opencode", Exec: true, Package: "opencode-ai", Version: "1.18.33", binaries: func(p Platform) []string {
 		base := "opencode-" + p.GOOS + "-" + npmArch(p.GOARCH)
 		variants := []string{base, base + "-baseline", base + "-musl", base + "-baseline-musl"}
 		if p.GOARCH == "amd64" && !p.AVX2 {
@@ -101,7 +115,7 @@ var Pinned = []CLI{
 		}
 		return out
 	}},
-	{Name: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.197", Optional: true, binaries: func(p Platform) []string {
+	{Name: "claude", Exec: true, Package: "@anthropic-ai/claude-code", Version: "2.1.197", Optional: true, binaries: func(p Platform) []string {
 		return []string{filepath.Join("@anthropic-ai", "claude-code-"+p.GOOS+"-"+npmArch(p.GOARCH), "claude")}
 	}},
 	// ACP agents (docs/acp.md). codex-acp embeds Codex (a native Rust binary per
@@ -123,7 +137,7 @@ var Pinned = []CLI{
 	}},
 	// More CLIs (docs/clis.md), optional: the quick start installs only the default set.
 	// Kilo 7.7.7 is the newest whose platform packages are on npm (7.8.1's are not).
-	{Name: "kilo", Package: "@kilocode/cli", Version: "7.7.7", Optional: true, binaries: func(p Platform) []string {
+	{Name: "kilo", Exec: true, Package: "@kilocode/cli", Version: "7.7.7", Optional: true, binaries: func(p Platform) []string {
 		base := "cli-" + p.GOOS + "-" + npmArch(p.GOARCH)
 		variants := []string{base, base + "-baseline", base + "-musl", base + "-baseline-musl"}
 		if p.GOARCH == "amd64" && !p.AVX2 {
@@ -136,10 +150,10 @@ var Pinned = []CLI{
 		return out
 	}},
 	// Qwen Code declares Node 22 but 0.24.4 runs on Node 20 here.
-	{Name: "qwen", Package: "@qwen-code/qwen-code", Version: "0.24.4", Optional: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
+	{Name: "qwen", Exec: true, Package: "@qwen-code/qwen-code", Version: "0.24.4", Optional: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
 		return []string{filepath.Join("@qwen-code", "qwen-code", "cli-entry.js")}
 	}},
-	{Name: "copilot", Package: "@github/copilot", Version: "1.0.102", Optional: true, binaries: func(p Platform) []string {
+	{Name: "copilot", Exec: true, Package: "@github/copilot", Version: "1.0.102", Optional: true, binaries: func(p Platform) []string {
 		osName := p.GOOS
 		if osName == "windows" {
 			osName = "win32"

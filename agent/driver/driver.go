@@ -3,9 +3,12 @@
 // agent`). Package agent builds a driver from a Name; catalog validation, the heartbeat
 // runner and the CLI classify drivers through Name's methods instead of matching text.
 //
-// It is a leaf below packages agent and catalog (agent imports catalog, so catalog
-// cannot import agent): it imports only the fixture list of package worker and the
-// pinned CLI list of package agent/clis.
+// It is a leaf vocabulary: it imports nothing of the module. The names of the fixture
+// programs, the hostile attacks and the pinned CLIs that have an exec driver belong to
+// the packages that implement them (worker, agent/hostile, agent/clis); those names are
+// registered into this package from above (Register, called by agent.RegisterDrivers
+// from the command line's start), and until they are, Parse refuses them like any
+// unknown name.
 package driver
 
 import (
@@ -13,10 +16,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/agentproof/agentproof/agent/clis"
-	"github.com/agentproof/agentproof/agent/hostile"
-	"github.com/agentproof/agentproof/worker"
+	"sync"
 )
 
 // Kind is the family of a driver.
@@ -24,8 +24,8 @@ type Kind string
 
 // Driver kinds, with their spelling in a driver string.
 const (
-	// KindFixture is "fixture:<name>": one of the seed 003 fixture programs
-	// (worker.Fixtures); Name.Arg is the fixture.
+	// KindFixture is "fixture:<name>": one of the fixture programs of package worker
+	// (registered); Name.Arg is the fixture.
 	KindFixture Kind = "fixture"
 	// KindReference is "reference": the built-in agent that carries out the case's
 	// reference script.
@@ -40,7 +40,8 @@ const (
 	// KindExec is "exec": a command and arguments of the profile's own.
 	KindExec Kind = "exec"
 	// KindCLI is "exec:<cli>": a pinned real agent CLI run by an exec driver
-	// (ExecCLIs); Name.Arg is its name (codex, opencode, claude, kilo, qwen, copilot).
+	// (registered from package agent/clis); Name.Arg is its name (codex, opencode,
+	// claude, kilo, qwen, copilot).
 	KindCLI Kind = "exec:"
 	// KindACP is "acp:<agent>": an agent that speaks the Agent Client Protocol, driven
 	// as a session by the heartbeat runner (docs/acp.md); Name.Arg is the agent (one of
@@ -50,8 +51,8 @@ const (
 	// (RPCAgents: pi, docs/pi.md); Name.Arg is the agent.
 	KindRPC Kind = "rpc:"
 	// KindHostile is "hostile:<attack>": the built-in hostile agent of the hostile
-	// suite (hostile.SuiteAttacks); Name.Arg is the attack, made once before the agent
-	// carries out the case's reference script.
+	// suite (registered from package agent/hostile); Name.Arg is the attack, made once
+	// before the agent carries out the case's reference script.
 	KindHostile Kind = "hostile:"
 )
 
@@ -74,10 +75,6 @@ const (
 // ACPAgents lists the agents of the ACP drivers, built-in ones first.
 var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPWrongUndo, ACPOpenCode, ACPCodex, ACPClaude, ACPGemini}
 
-// ExecCLIs are the pinned CLIs that have an exec driver (agent/cli.go). The other pins
-// (the ACP adapters, Gemini CLI, Pi) are driven by session drivers.
-var ExecCLIs = []string{"codex", "opencode", "claude", "kilo", "qwen", "copilot"}
-
 // RPCAgents are the agents of the rpc: session drivers.
 var RPCAgents = []string{"pi"}
 
@@ -98,26 +95,73 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("unknown driver %q (one of %s)", e.Driver, strings.Join(Names(), ", "))
 }
 
-// Parse reads a driver string: fixture:<pass|fail|hang|noisy>, reference, nop, wrong,
-// leaky, exec, exec:<codex|opencode|claude|kilo|qwen|copilot>, hostile:<attack>
-// (hostile.SuiteAttacks), acp:<agent> (ACPAgents) or rpc:pi (RPCAgents). Anything
-// else (an unknown fixture or
-// CLI, a different case, surrounding space) is an *Error.
+// registry holds the registered arguments of the kinds whose names belong to packages
+// above this one, each kind's in registration order.
+var registry struct {
+	sync.RWMutex
+	args map[Kind][]string
+}
+
+// Registrable lists the kinds whose arguments are registered (Register) rather than
+// fixed here: fixture programs, pinned CLIs with an exec driver, hostile attacks.
+var Registrable = []Kind{KindFixture, KindCLI, KindHostile}
+
+// Register adds args to the names kind k accepts: KindFixture the fixture programs,
+// KindCLI the pinned CLIs that have an exec driver, KindHostile the hostile suite's
+// attacks. Registering a name again changes nothing; it is safe for concurrent use
+// with Parse. A kind that is not Registrable, or an empty argument, is a programming
+// error and panics.
+func Register(k Kind, args ...string) {
+	if !slices.Contains(Registrable, k) {
+		panic(fmt.Sprintf("driver: kind %q takes no registered names", k))
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.args == nil {
+		registry.args = map[Kind][]string{}
+	}
+	for _, a := range args {
+		if a == "" {
+			panic(fmt.Sprintf("driver: an empty name registered for kind %q", k))
+		}
+		if !slices.Contains(registry.args[k], a) {
+			registry.args[k] = append(registry.args[k], a)
+		}
+	}
+}
+
+// Registered returns the names registered for kind k, in registration order (a new
+// slice; nil for none).
+func Registered(k Kind) []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	return slices.Clone(registry.args[k])
+}
+
+// registered reports whether a is a registered name of kind k.
+func registered(k Kind, a string) bool {
+	registry.RLock()
+	defer registry.RUnlock()
+	return slices.Contains(registry.args[k], a)
+}
+
+// Parse reads a driver string: fixture:<fixture>, reference, nop, wrong, leaky, exec,
+// exec:<cli>, hostile:<attack> (fixtures, CLIs and attacks as registered), acp:<agent>
+// (ACPAgents) or rpc:pi (RPCAgents). Anything else (an unregistered fixture, CLI or
+// attack, a different case, surrounding space) is an *Error.
 func Parse(s string) (Name, error) {
 	switch Kind(s) {
 	case KindReference, KindNop, KindWrong, KindLeaky, KindExec:
 		return Name{Kind: Kind(s)}, nil
 	}
-	if f, ok := strings.CutPrefix(s, string(KindFixture)+":"); ok && worker.IsFixture(f) {
+	if f, ok := strings.CutPrefix(s, string(KindFixture)+":"); ok && registered(KindFixture, f) {
 		return Name{Kind: KindFixture, Arg: f}, nil
 	}
-	if a, ok := strings.CutPrefix(s, string(KindHostile)); ok && slices.Contains(hostile.SuiteAttacks, a) {
+	if a, ok := strings.CutPrefix(s, string(KindHostile)); ok && registered(KindHostile, a) {
 		return Name{Kind: KindHostile, Arg: a}, nil
 	}
-	if c, ok := strings.CutPrefix(s, string(KindCLI)); ok {
-		if _, pinned := clis.Lookup(c); pinned && slices.Contains(ExecCLIs, c) {
-			return Name{Kind: KindCLI, Arg: c}, nil
-		}
+	if c, ok := strings.CutPrefix(s, string(KindCLI)); ok && registered(KindCLI, c) {
+		return Name{Kind: KindCLI, Arg: c}, nil
 	}
 	if a, ok := strings.CutPrefix(s, string(KindACP)); ok && slices.Contains(ACPAgents, a) {
 		return Name{Kind: KindACP, Arg: a}, nil
@@ -128,18 +172,26 @@ func Parse(s string) (Name, error) {
 	return Name{}, &Error{Driver: s}
 }
 
-// Names lists every driver string Parse accepts, fixtures and CLIs in their lists'
-// order.
+// MustParse is Parse for names known to be valid (tests, constants); it panics on an
+// error.
+func MustParse(s string) Name {
+	n, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// Names lists every driver string Parse accepts, fixtures, CLIs and attacks in their
+// registration order.
 func Names() []string {
 	var out []string
-	for _, f := range worker.Fixtures() {
+	for _, f := range Registered(KindFixture) {
 		out = append(out, string(KindFixture)+":"+f)
 	}
 	out = append(out, string(KindReference), string(KindNop), string(KindWrong), string(KindLeaky), string(KindExec))
-	for _, c := range clis.Pinned {
-		if slices.Contains(ExecCLIs, c.Name) {
-			out = append(out, string(KindCLI)+c.Name)
-		}
+	for _, c := range Registered(KindCLI) {
+		out = append(out, string(KindCLI)+c)
 	}
 	for _, a := range ACPAgents {
 		out = append(out, string(KindACP)+a)
@@ -147,7 +199,7 @@ func Names() []string {
 	for _, a := range RPCAgents {
 		out = append(out, string(KindRPC)+a)
 	}
-	for _, a := range hostile.SuiteAttacks {
+	for _, a := range Registered(KindHostile) {
 		out = append(out, string(KindHostile)+a)
 	}
 	return out

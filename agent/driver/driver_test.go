@@ -2,12 +2,82 @@ package driver_test
 
 import (
 	"encoding/json"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/hostile"
+	"github.com/agentproof/agentproof/worker"
 )
+
+// TestMain registers the names the command line registers at its start.
+func TestMain(m *testing.M) {
+	agent.RegisterDrivers()
+	os.Exit(m.Run())
+}
+
+// TestRegistered: the registered kinds hold exactly the registries' names, in their
+// order (fixture programs, pinned CLIs with an exec driver, hostile attacks);
+// registering again changes nothing; a kind whose names are fixed here, or an empty
+// name, panics; a newly registered name parses from then on, and only it.
+func TestRegistered(t *testing.T) {
+	t.Parallel()
+	want := map[driver.Kind][]string{
+		driver.KindFixture: worker.Fixtures(),
+		driver.KindCLI:     {"codex", "opencode", "claude", "kilo", "qwen", "copilot"},
+		driver.KindHostile: hostile.SuiteAttacks,
+	}
+	if !slices.Equal(want[driver.KindCLI], clis.ExecNames()) {
+		t.Errorf("clis.ExecNames() = %v", clis.ExecNames())
+	}
+	agent.RegisterDrivers() // again: idempotent
+	for _, k := range driver.Registrable {
+		if got := driver.Registered(k); !slices.Equal(got, want[k]) {
+			t.Errorf("Registered(%s) = %v, want %v", k, got, want[k])
+		}
+	}
+	for _, c := range clis.ExecNames() {
+		if _, pinned := clis.Lookup(c); !pinned {
+			t.Errorf("exec CLI %s is not pinned", c)
+		}
+	}
+	for _, bad := range []func(){
+		func() { driver.Register(driver.KindACP, "aider") },
+		func() { driver.Register(driver.KindReference, "x") },
+		func() { driver.Register(driver.KindFixture, "") },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("Register did not panic")
+				}
+			}()
+			bad()
+		}()
+	}
+	if _, err := driver.Parse("acp:aider"); err == nil {
+		t.Error("a refused registration was accepted")
+	}
+	// A name registered for a kind parses from then on; a name of the same kind that
+	// is not registered stays unknown.
+	if _, err := driver.Parse("fixture:registered-by-test"); err == nil {
+		t.Fatal("an unregistered fixture parsed")
+	}
+	driver.Register(driver.KindFixture, "registered-by-test")
+	if n, err := driver.Parse("fixture:registered-by-test"); err != nil || n.Arg != "registered-by-test" {
+		t.Fatalf("a registered fixture: %+v, %v", n, err)
+	}
+	if _, err := driver.Parse("fixture:registered-by-nobody"); err == nil {
+		t.Fatal("an unregistered fixture parsed after another was registered")
+	}
+	if !slices.Contains(driver.Names(), "fixture:registered-by-test") {
+		t.Error("Names does not list the registered fixture")
+	}
+}
 
 // TestParse: every listed name parses and prints back; near misses are refused by an
 // *Error that names the string and the accepted names.

@@ -183,7 +183,7 @@ func (w *world) pending(kind controlplane.InteractionKind) *controlplane.Interac
 }
 
 // resolve resolves a pending interaction as the board and schedules the wake its
-// continuation policy asks for (the rules of resolve_human_input, spec §3.5).
+// continuation policy asks for (the rules of the resolve_human_input command).
 func (w *world) resolve(id string, outcome controlplane.InteractionStatus, result any) {
 	w.edit(func(st *controlplane.State) {
 		for _, in := range st.Interactions {
@@ -200,8 +200,8 @@ func (w *world) resolve(id string, outcome controlplane.InteractionStatus, resul
 }
 
 // approve approves the task's pending approval as the board, naming its target
-// revision, and schedules the requester's approval_resolved wake (the rules of
-// decide_approval, spec §3.11); false when no approval is pending.
+// revision, and schedules the requester's approval_resolved wake (the rules of the
+// decide_approval command); false when no approval is pending.
 func (w *world) approve() bool {
 	found := false
 	w.edit(func(st *controlplane.State) {
@@ -293,8 +293,8 @@ func (w *world) play(ctx context.Context, c *catalog.Case, r *catalog.RenderedCa
 	}
 }
 
-// observe builds the matchers' observation from the final state and workspace (spec
-// runner-e2e-harness §5 "Message source").
+// observe builds the matchers' observation from the final state and workspace (the
+// message is the run's presented comment, as the attempt's observe stage reads it).
 func (w *world) observe(cell *catalog.Cell) *match.Observation {
 	w.t.Helper()
 	st := w.state()
@@ -405,14 +405,14 @@ func TestDefaultCatalogFlows(t *testing.T) {
 	seen := map[string]bool{}
 	n := 0
 	for _, cell := range cat.Cells {
-		key := cell.Profile.Driver + "/" + cell.Case.ID
-		if cell.Case.Reference == nil || seen[key] || strings.HasPrefix(cell.Profile.Driver, "exec:") || strings.HasPrefix(cell.Profile.Driver, "acp:") || strings.HasPrefix(cell.Profile.Driver, "rpc:") {
+		key := cell.Profile.Driver.String() + "/" + cell.Case.ID
+		if cell.Case.Reference == nil || seen[key] || strings.HasPrefix(cell.Profile.Driver.String(), "exec:") || strings.HasPrefix(cell.Profile.Driver.String(), "acp:") || strings.HasPrefix(cell.Profile.Driver.String(), "rpc:") {
 			// real-CLI cells run through the campaign (internal/cli run_clis.txtar); the
 			// ACP cells need the heartbeat runner and an ACP agent process
 			// (campaign/flows TestACPFlows, the native-boundaries suites)
 			continue
 		}
-		if strings.HasPrefix(cell.Profile.Driver, "hostile:") {
+		if strings.HasPrefix(cell.Profile.Driver.String(), "hostile:") {
 			// The hostile agents attack the machine, then play the reference script (the
 			// reference cells here); the attacks run through the campaign, in real
 			// sandboxes (internal/cli run_sandbox.txtar, the hostile suites).
@@ -446,14 +446,14 @@ func TestDefaultCatalogFlows(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := newWorld(t, r, cell.Case.WorkMode, cell.CapabilityGrants)
-			w.play(ctx, cell.Case, r, agentFor(t, cell.Profile.Driver, r, w))
+			w.play(ctx, cell.Case, r, agentFor(t, cell.Profile.Driver.String(), r, w))
 			matchers, err := match.CompileAll(r.Matchers)
 			if err != nil {
 				t.Fatal(err)
 			}
 			obs := w.observe(cell)
 			fails := failing(match.Evaluate(matchers, obs))
-			if cell.Profile.Driver == "leaky" {
+			if cell.Profile.Driver.String() == "leaky" {
 				st := w.state()
 				var comments, results string
 				for _, c := range st.Comments {
@@ -466,9 +466,9 @@ func TestDefaultCatalogFlows(t *testing.T) {
 					t.Errorf("the leaky agent did not leak through a comment, %s and every run result", reference.LeakFile)
 				}
 			}
-			if cell.Profile.Driver != "reference" && cell.Profile.Driver != "leaky" {
+			if cell.Profile.Driver.String() != "reference" && cell.Profile.Driver.String() != "leaky" {
 				if len(fails) == 0 {
-					t.Fatalf("every matcher passed for the %s agent; observation %+v", cell.Profile.Driver, obs)
+					t.Fatalf("every matcher passed for the %s agent; observation %+v", cell.Profile.Driver.String(), obs)
 				}
 				return
 			}

@@ -33,7 +33,7 @@ func (x *LocalExecutor) agentInput(plan campaign.AttemptPlan, p *Provisioned) ag
 	if p.Model != nil {
 		in.modelURL = p.Model.running.URL
 	}
-	if name, pinned := pinnedPackage(plan.Cell.Profile.Driver); pinned {
+	if name, pinned := plan.Cell.Profile.Driver.Package(); pinned {
 		in.cli = x.CLIs[name]
 	}
 	return in
@@ -52,7 +52,7 @@ func (x *LocalExecutor) liveCredential(plan campaign.AttemptPlan) string {
 // provider under `run --live` (its profile's driverConfig.live.envVar), or "" when the
 // cell is no agent CLI cell or its profile declares no live provider.
 func LiveCredential(cell *catalog.Cell) string {
-	if _, isCLI := cliName(cell.Profile.Driver); !isCLI {
+	if _, isCLI := cell.Profile.Driver.CLI(); !isCLI {
 		return ""
 	}
 	dc, err := api.DriverConfigOf(cell.Profile.DriverConfig)
@@ -73,9 +73,9 @@ func LiveCredential(cell *catalog.Cell) string {
 // --live, no reference script) are the harness's configuration faults.
 func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[string]string, environmentID string) (json.RawMessage, error) {
 	p := plan.Cell.Profile
-	d, err := driver.Parse(p.Driver)
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.ID, err)
+	d := p.Driver
+	if d.IsZero() {
+		return nil, fmt.Errorf("profile %s has no driver (the catalog was not validated)", p.ID)
 	}
 	dc, err := api.DriverConfigOf(p.DriverConfig)
 	if err != nil {

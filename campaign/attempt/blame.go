@@ -25,10 +25,11 @@ const (
 	PaceScripted Pace = iota
 	// PaceLive: a real CLI against its live provider (`run --live`), or a bring-your-own
 	// exec agent whose model agentproof cannot know: a deadline, a hang or a flood is
-	// provider variance (inconclusive, retried once; spec §9).
+	// provider variance (inconclusive, retried once: the model, not the candidate, set
+	// the pace).
 	PaceLive
-	// PaceFixture: a seed 003 fixture program. Its timeout or output overflow is an
-	// incomplete observation (seed 003 invariant 9: never a false clean exit), with the
+	// PaceFixture: a fixture program of package worker. Its timeout or output overflow
+	// is an incomplete observation (never reported as a clean exit), with the
 	// classes the process-control calibration documents: a timeout is provider
 	// variance, an overflow a collector error (permanent infrastructure); inconclusive
 	// either way.
@@ -48,7 +49,7 @@ func (p Pace) String() string {
 
 // PaceOf is the pace of a profile's agent in a campaign run live or not.
 func PaceOf(p *catalog.Profile, live bool) Pace {
-	d, _ := driver.Parse(p.Driver) // the catalog validated it
+	d := p.Driver
 	_, isCLI := d.CLI()
 	switch {
 	case d.Kind == driver.KindFixture:
@@ -112,7 +113,7 @@ func runFaults(p Pace, runs []api.HeartbeatRun) (out, paced []*verdict.Fault) {
 		case t.CollectorError != "":
 			out = append(out, verdict.HarnessFault(fmt.Errorf("collector error of run %s: %s", r.RunID, t.CollectorError), false))
 		case r.Status == controlplane.RunFailed && t.ExitCode != nil && *t.ExitCode != 0:
-			if _, isCLI := cliName(r.Driver); isCLI {
+			if d, err := driver.Parse(r.Driver); err == nil && d.Kind == driver.KindCLI {
 				out = append(out, cliFault(p, fmt.Sprintf("run %s failed: %s", r.RunID, t.Summary)))
 			}
 		}
@@ -121,13 +122,13 @@ func runFaults(p Pace, runs []api.HeartbeatRun) (out, paced []*verdict.Fault) {
 }
 
 // cliFault classifies a real CLI's failure from its own words (agent text; the only
-// text classification besides a live provider's, spec §9): a stream the CLI reports
+// text classification besides a live provider's, ClassifyText): a stream the CLI reports
 // closed before completion is a scripted-model defect (harness, permanent; field
 // failure F08) — or provider variance live —, the agentproof MCP server not starting
 // is the harness's (transient), an idle model stream is the model's (the scripted
 // model's: harness, transient; a live provider's: provider variance); any other
-// non-zero exit is the candidate's, unless the spec §9 rules say otherwise for a
-// live provider's words.
+// non-zero exit is the candidate's, unless ClassifyText's ordered rules say otherwise
+// for a live provider's words.
 func cliFault(p Pace, msg string) *verdict.Fault {
 	low := strings.ToLower(msg)
 	switch {

@@ -211,7 +211,7 @@ func (x *LocalExecutor) setupFixtureSet(ctx context.Context, a *attempt, p *Prov
 }
 
 // setup sets the fixture graph company → secrets → environment → agent → task up
-// through b (seed 000 "New Paperclip object fixtures"; spec §6). Every failure is the
+// through b (the public board API, as a user would). Every failure is the
 // harness's (a refused board call, a missing credential, an unsupported environment)
 // or a secret leak into a record; never the candidate's.
 func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
@@ -389,7 +389,7 @@ func agentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 			if err != nil {
 				return fixture.Record{}, flows.BoardFault("creating the agent", err)
 			}
-			return fixture.Record{IDs: map[string]string{"agent": r.ID}, Metadata: map[string]string{"driver": p.Driver, "profile": p.ID}}, nil
+			return fixture.Record{IDs: map[string]string{"agent": r.ID}, Metadata: map[string]string{"driver": p.Driver.String(), "profile": p.ID}}, nil
 		},
 	}
 }
@@ -404,8 +404,8 @@ func nonNilGrants(g []string) []string {
 	return g
 }
 
-// managerFixture creates the manager agent of a blocker-guidance case (seed 000
-// "Direct blocker fixtures": the registry creates a manager through the public API):
+// managerFixture creates the manager agent of a blocker-guidance case (the registry
+// creates a manager through the public API, as it creates every fixture):
 // the same profile and adapter configuration as the worker, role manager, no
 // capability grants. Nothing assigns it work: a run of it is unexpected, and the
 // oracle sees it company-wide.
@@ -424,7 +424,7 @@ func managerFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 			if err != nil {
 				return fixture.Record{}, flows.BoardFault("creating the manager agent", err)
 			}
-			return fixture.Record{IDs: map[string]string{"manager": r.ID}, Metadata: map[string]string{"driver": p.Driver, "profile": p.ID, "role": "manager"}}, nil
+			return fixture.Record{IDs: map[string]string{"manager": r.ID}, Metadata: map[string]string{"driver": p.Driver.String(), "profile": p.ID, "role": "manager"}}, nil
 		},
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
-	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/campaign"
 )
 
@@ -51,11 +50,7 @@ type hostileHold struct {
 
 // isHostile reports whether plan's agent is a hostile suite agent.
 func isHostile(plan campaign.AttemptPlan) bool {
-	n, err := driver.Parse(plan.Cell.Profile.Driver)
-	if err != nil {
-		return false
-	}
-	_, ok := n.Hostile()
+	_, ok := plan.Cell.Profile.Driver.Hostile()
 	return ok
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
 )
@@ -70,10 +71,10 @@ func TestControllerCanaryEnv(t *testing.T) {
 	if slices.ContainsFunc(serveEnv("/r", ""), func(kv string) bool { return strings.HasPrefix(kv, ControllerCanaryKey+"=") }) {
 		t.Error("an empty canary was set")
 	}
-	for driver, want := range map[string]bool{"hostile:connect": true, "reference": false, "hostile:nope": false} {
-		plan := campaign.AttemptPlan{Cell: &catalog.Cell{Profile: &catalog.Profile{Driver: driver}}}
+	for name, want := range map[string]bool{"hostile:connect": true, "reference": false, "acp:reference": false} {
+		plan := campaign.AttemptPlan{Cell: &catalog.Cell{Profile: &catalog.Profile{Driver: driver.MustParse(name)}}}
 		if got := isHostile(plan); got != want {
-			t.Errorf("isHostile(%s) = %t", driver, got)
+			t.Errorf("isHostile(%s) = %t", name, got)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package attempt
 import (
 	"context"
 	"errors"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"net"
 	"os"
@@ -26,8 +27,8 @@ func TestInProcessAllowed(t *testing.T) {
 	t.Parallel()
 	local := &catalog.Environment{ID: "local", Driver: "local", Provider: "local"}
 	sandbox := &catalog.Environment{ID: "sandbox", Driver: "sandbox", Provider: "sandbox"}
-	fixture := &catalog.Profile{ID: "fixture-pass", Driver: "fixture:pass"}
-	hostile := &catalog.Profile{ID: "hostile", Driver: "hostile:read-server"}
+	fixture := &catalog.Profile{ID: "fixture-pass", Driver: driver.MustParse("fixture:pass")}
+	hostile := &catalog.Profile{ID: "hostile", Driver: driver.MustParse("hostile:read-server")}
 	plan := func(p *catalog.Profile, e *catalog.Environment, c *catalog.Case) campaign.AttemptPlan {
 		return campaign.AttemptPlan{Cell: &catalog.Cell{Profile: p, Environment: e, Case: c}}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/match"
@@ -239,7 +240,7 @@ func TestPaceOf(t *testing.T) {
 		{"exec:codex", false, PaceScripted}, {"exec:codex", true, PaceLive},
 		{"exec", false, PaceLive},
 	} {
-		if got := PaceOf(&catalog.Profile{Driver: tt.driver}, tt.live); got != tt.want {
+		if got := PaceOf(&catalog.Profile{Driver: driver.MustParse(tt.driver)}, tt.live); got != tt.want {
 			t.Errorf("PaceOf(%s, live %v) = %s, want %s", tt.driver, tt.live, got, tt.want)
 		}
 	}

@@ -64,7 +64,7 @@ func (x *LocalExecutor) provisionLease(ctx context.Context, a *attempt, p *Provi
 	}
 	cp := p.Instance.addr()
 	eps := []environment.Endpoint{{Name: endpointControlPlane, Kind: environment.EndpointControlPlane, Listen: cp, Dial: cp}}
-	if _, pinned := pinnedPackage(a.plan.Cell.Profile.Driver); pinned && !x.Live {
+	if _, pinned := a.plan.Cell.Profile.Driver.Package(); pinned && !x.Live {
 		// The scripted model starts after the lease (its scripts name the lease's
 		// workspace): the endpoint is retargeted at it before any launch
 		// (startLeasedModel); until then it names a port nothing listens on.

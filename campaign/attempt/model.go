@@ -27,26 +27,6 @@ const ModelLogFile = "logs/model-requests.jsonl"
 // maxModelLog bounds the scripted model's request log kept as evidence, in bytes.
 const maxModelLog = 8 << 20
 
-// cliName reports whether a driver string names a real agent CLI (exec:<name>) and
-// returns the CLI's name, through the one parser of driver names (driver.Parse).
-func cliName(s string) (string, bool) {
-	d, err := driver.Parse(s)
-	if err != nil {
-		return "", false
-	}
-	return d.CLI()
-}
-
-// pinnedPackage reports whether a driver string runs a pinned package (an exec CLI or a
-// real ACP agent; driver.Name.Package) and returns its agent/clis name.
-func pinnedPackage(s string) (string, bool) {
-	d, err := driver.Parse(s)
-	if err != nil {
-		return "", false
-	}
-	return d.Package()
-}
-
 // modelServer is the attempt's scripted model: one script per run, on 127.0.0.1.
 type modelServer struct {
 	set     *scriptedmodel.RunSet
@@ -80,20 +60,19 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 	case agent.ScriptWrong:
 		return scriptedmodel.WrongScripts(runs), nil
 	}
-	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC &&
-		(plan.Cell.Case.Flow == catalog.FlowPiNativeQuestion || plan.Cell.Case.Flow == catalog.FlowPiQuestionStop) {
-		return scriptedmodel.ForPiQuestion(plan.Case.Reference, PiQuestionTitle)
+	if p.Driver.Kind == driver.KindRPC {
+		switch plan.Cell.Case.Flow {
+		case catalog.FlowPiNativeQuestion, catalog.FlowPiQuestionStop:
+			return scriptedmodel.ForPiQuestion(plan.Case.Reference, PiQuestionTitle)
+		case catalog.FlowPiSteering:
+			return scriptedmodel.ForPiSteering(PiSteerMarker(), "finish_task")
+		case catalog.FlowPiConfirmNegative:
+			return scriptedmodel.ForPiConfirm(plan.Case.Reference, PiConfirmTitle)
+		case catalog.FlowPiFollowUp:
+			return scriptedmodel.ForPiFollowUp(PiFollowUpMarker(), "finish_task")
+		}
 	}
-	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC && plan.Cell.Case.Flow == catalog.FlowPiSteering {
-		return scriptedmodel.ForPiSteering(PiSteerMarker(), "finish_task")
-	}
-	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC && plan.Cell.Case.Flow == catalog.FlowPiConfirmNegative {
-		return scriptedmodel.ForPiConfirm(plan.Case.Reference, PiConfirmTitle)
-	}
-	if d, err := driver.Parse(p.Driver); err == nil && d.Kind == driver.KindRPC && plan.Cell.Case.Flow == catalog.FlowPiFollowUp {
-		return scriptedmodel.ForPiFollowUp(PiFollowUpMarker(), "finish_task")
-	}
-	if d, err := driver.Parse(p.Driver); err == nil && (d.Kind == driver.KindACP || d.Kind == driver.KindRPC) {
+	if p.Driver.Kind == driver.KindACP || p.Driver.Kind == driver.KindRPC {
 		return scriptedmodel.ForACP(plan.Case.Reference, workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
 	}
 	scripts, err := scriptedmodel.FromReference(plan.Case.Reference)

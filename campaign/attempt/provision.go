@@ -139,7 +139,7 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 // (the model's scripts name the lease's workspace: a real ACP agent's write tool takes
 // an absolute path) and points the lease's model endpoint at it.
 func (x *LocalExecutor) startLeasedModel(a *attempt, p *Provisioned) *verdict.Fault {
-	if _, pinned := pinnedPackage(a.plan.Cell.Profile.Driver); !pinned || x.Live {
+	if _, pinned := a.plan.Cell.Profile.Driver.Package(); !pinned || x.Live {
 		return nil
 	}
 	m, fault := startModel(a.plan, p.Root, p.Workspace, p.Secrets)
@@ -179,14 +179,14 @@ func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provis
 	p.Instance = in
 	a.log.note("server started on %s, %s", in.addr(), where)
 	// The instance's own generated secrets (board token, master key, run-token key)
-	// must not reach the workspace, the evidence or any file of the home but their own
-	// (spec §10.1).
+	// must not reach the workspace, the evidence or any file of the home but their own:
+	// they join the attempt's secret set, which the leak scans look for.
 	inst, err := instanceSecrets(p.Home, in.token)
 	if err != nil {
 		return verdict.HarnessFault(fmt.Errorf("server start failed: %w", err), true)
 	}
 	p.Secrets = p.Secrets.With(inst...)
-	if _, pinned := pinnedPackage(a.plan.Cell.Profile.Driver); !pinned || x.Live || !model {
+	if _, pinned := a.plan.Cell.Profile.Driver.Package(); !pinned || x.Live || !model {
 		return nil
 	}
 	m, fault := startModel(a.plan, p.Root, p.Workspace, p.Secrets)
@@ -202,9 +202,8 @@ func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provis
 // made: stateDir (LocalExecutor.StateDir), but "" (inside the attempt's temp root; moved
 // true) when stateDir is under /dev and the agent's command sandbox mounts a fresh /dev
 // (driver.Name.HidesDev), which would hide the agent's state from its own commands.
-func stateDirFor(stateDir, drv string) (dir string, moved bool) {
-	d, err := driver.Parse(drv)
-	if err != nil || !d.HidesDev() || stateDir == "" {
+func stateDirFor(stateDir string, drv driver.Name) (dir string, moved bool) {
+	if !drv.HidesDev() || stateDir == "" {
 		return stateDir, false
 	}
 	abs, err := filepath.Abs(stateDir)

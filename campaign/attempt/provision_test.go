@@ -1,6 +1,10 @@
 package attempt
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/agentproof/agentproof/agent/driver"
+)
 
 // TestStateDirFor: an agent whose command sandbox mounts a fresh /dev (acp:codex) gets
 // its instance home in the temp root when the state directory is under /dev; every
@@ -19,10 +23,11 @@ func TestStateDirFor(t *testing.T) {
 		{"", "acp:codex", "", false},
 		{"/dev/shm", "acp:opencode", "/dev/shm", false},
 		{"/dev/shm", "exec:codex", "/dev/shm", false},
-		{"/dev/shm", "fixture:echo", "/dev/shm", false},
-		{"/dev/shm", "no such driver", "/dev/shm", false},
+		{"/dev/shm", "fixture:pass", "/dev/shm", false},
+		{"/dev/shm", "", "/dev/shm", false}, // no driver
 	} {
-		if got, moved := stateDirFor(c.stateDir, c.driver); got != c.want || moved != c.moved {
+		d, _ := driver.Parse(c.driver)
+		if got, moved := stateDirFor(c.stateDir, d); got != c.want || moved != c.moved {
 			t.Errorf("stateDirFor(%q, %q) = %q, %v; want %q, %v", c.stateDir, c.driver, got, moved, c.want, c.moved)
 		}
 	}

@@ -108,11 +108,11 @@ func reportFacts(runID string, l *api.LaunchFacts) result.RuntimeFacts {
 func (x *LocalExecutor) expectations(plan campaign.AttemptPlan) map[string]string {
 	p, env := plan.Cell.Profile, plan.Cell.Environment
 	want := map[string]string{
-		match.RuntimeDriver: p.Driver, match.RuntimeAdapterType: p.ExpectedRuntimeMetadata.AdapterType,
+		match.RuntimeDriver: p.Driver.String(), match.RuntimeAdapterType: p.ExpectedRuntimeMetadata.AdapterType,
 		match.RuntimeProvider: p.ExpectedRuntimeMetadata.Provider, match.RuntimeMode: p.Generation,
 		match.RuntimeEnvironment: env.ID, match.RuntimeExecutionTarget: env.ExpectedExecutionTarget.Kind,
 	}
-	if name, isCLI := cliName(p.Driver); isCLI {
+	if name, isCLI := p.Driver.CLI(); isCLI {
 		pin := x.CLIs[name]
 		want[match.RuntimeCLIName], want[match.RuntimeCLIVersion], want[match.RuntimeBinarySHA256] = name, pin.Version, pin.SHA256
 		if dc, err := api.DriverConfigOf(p.DriverConfig); err == nil && x.Live && dc.Live != nil {

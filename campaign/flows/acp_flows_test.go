@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && (os.Args[1] == "agent" || os.Args[1] == "mcp" || os.Args[1] == sandbox.EnterCommand || os.Args[1] == sandbox.InitCommand) {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	agent.RegisterDrivers()
 	os.Exit(m.Run())
 }
 

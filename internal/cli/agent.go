@@ -45,7 +45,11 @@ func newAgentCmd(a *app) *cobra.Command {
 				}
 				return err
 			}
-			out, err := agent.RunBuiltin(ctx, args[0], os.Environ(), a.dialAgent)
+			n, err := agent.ParseBuiltin(args[0])
+			if err != nil {
+				return &UsageError{Err: err}
+			}
+			out, err := agent.RunBuiltin(ctx, n, os.Environ(), a.dialAgent)
 			if out.Output != "" {
 				// the leaky calibration agent prints what it should not
 				if _, werr := fmt.Fprintln(a.stdout, out.Output); werr != nil && err == nil {
@@ -59,7 +63,7 @@ func newAgentCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if d, _ := driver.Parse(args[0]); d.Kind == driver.KindNop { // RunBuiltin accepted it
+			if n.Kind == driver.KindNop {
 				return nil
 			}
 			if out.Turn == 0 {

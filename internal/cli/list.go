@@ -84,7 +84,7 @@ are named.`,
 					out = append(out, listCell{
 						ID: cell.ID, Suite: cell.Suite.ID, Profile: cell.Profile.ID,
 						Environment: cell.Environment.ID, Case: cell.Case.ID,
-						Generation: cell.Profile.Generation, Driver: cell.Profile.Driver,
+						Generation: cell.Profile.Generation, Driver: cell.Profile.Driver.String(),
 						Provider: cell.Profile.Provider, Model: cell.Profile.Model,
 						Groups: groups, RequiredCredentials: creds,
 						AttemptTimeoutMs: cell.AttemptTimeoutMs, ExpectedRunCount: cell.Case.ExpectedRunCount,

@@ -43,6 +43,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if len(args) > 0 && args[0] == fixtureChildCmd {
 		return runFixtureChild(a, args[1:])
 	}
+	agent.RegisterDrivers() // the composition root: every command below may parse a driver name
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -396,8 +396,8 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 // false; its attempts never wait for the binary's digest.
 func launchesSelf(cells []*catalog.Cell) bool {
 	for _, c := range cells {
-		d, err := driver.Parse(c.Profile.Driver)
-		if err != nil || d.RunsAgentproof() || d.Kind == driver.KindExec || c.Case.Flow.HasManager() || c.Case.Flow.IsChat() {
+		d := c.Profile.Driver
+		if d.IsZero() || d.RunsAgentproof() || d.Kind == driver.KindExec || c.Case.Flow.HasManager() || c.Case.Flow.IsChat() {
 			return true
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/agent/clis"
-	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/catalog"
@@ -27,11 +26,7 @@ const EnvAgentsDir = "AGENTPROOF_AGENTS_DIR"
 func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions) (map[string]attempt.PinnedCLI, error) {
 	var need []clis.CLI
 	for _, cell := range cells {
-		d, err := driver.Parse(cell.Profile.Driver)
-		if err != nil {
-			return nil, usageErrorf("profile %s: %v", cell.Profile.ID, err)
-		}
-		name, ok := d.Package() // an exec CLI or a real ACP agent
+		name, ok := cell.Profile.Driver.Package() // an exec CLI or a real ACP agent
 		if !ok || slices.ContainsFunc(need, func(c clis.CLI) bool { return c.Name == name }) {
 
 			continue

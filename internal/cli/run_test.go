@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
 
@@ -137,7 +138,7 @@ func readCampaign(t *testing.T, path string) campaignDoc {
 // TestRunExitCodes runs real campaigns in process (the executor starts this test
 // binary as `agentproof serve`): a failed ordinary cell exits 1, an inconclusive one 3
 // (after one automatic retry in a new attempt, both attempts kept), usage errors 2.
-// A selection of one manual-only suite is partial (spec §7.4: not every suite appears).
+// A selection of one manual-only suite is partial (not every suite appears).
 func TestRunExitCodes(t *testing.T) {
 	t.Parallel()
 	cat := catalogWithExtras(t)
@@ -276,7 +277,7 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	c := readCampaign(t, filepath.Join(res, "int", "campaign.json"))
 	// campaign.json holds the cells that finished, so its suites are incomplete and the
-	// campaign is partial (spec §7.4).
+	// campaign is partial.
 	if !c.Partial || c.Executed == 0 || c.Executed >= 12 || c.Selected != c.Executed {
 		t.Errorf("campaign.json = %+v, want a partial campaign of the cells that finished (fewer than 12)", c)
 	}
@@ -486,7 +487,8 @@ func TestRunStateDirDefault(t *testing.T) {
 func TestLaunchesSelf(t *testing.T) {
 	t.Parallel()
 	cell := func(drv string, flow catalog.Flow) *catalog.Cell {
-		return &catalog.Cell{Profile: &catalog.Profile{Driver: drv}, Case: &catalog.Case{Flow: flow}}
+		d, _ := driver.Parse(drv) // the zero Name for one that is no driver
+		return &catalog.Cell{Profile: &catalog.Profile{Driver: d}, Case: &catalog.Case{Flow: flow}}
 	}
 	for _, tc := range []struct {
 		name  string
@@ -501,7 +503,7 @@ func TestLaunchesSelf(t *testing.T) {
 		{"exec", []*catalog.Cell{cell("exec", catalog.FlowSingleTurn)}, true},
 		{"manager", []*catalog.Cell{cell("exec:codex", catalog.FlowBlockerGuidance)}, true},
 		{"chat", []*catalog.Cell{cell("exec:codex", catalog.FlowAgentChat)}, true},
-		{"unparsable", []*catalog.Cell{cell("no such driver", catalog.FlowSingleTurn)}, true},
+		{"no driver", []*catalog.Cell{cell("no such driver", catalog.FlowSingleTurn)}, true},
 		{"none", nil, false},
 	} {
 		if got := launchesSelf(tc.cells); got != tc.want {

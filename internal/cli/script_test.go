@@ -31,6 +31,7 @@ import (
 // TestMain lets testscript run this test binary as the `agentproof` command inside
 // scripts, so whole-CLI scenarios exercise the real Main with real child processes.
 func TestMain(m *testing.M) {
+	agent.RegisterDrivers() // what Main does, for the tests that call commands directly
 	testscript.Main(m, map[string]func(){
 		"agentproof": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})

@@ -45,15 +45,15 @@ func newAttemptIn(t *testing.T, in *instance, cell *catalog.Cell, nonce string) 
 		t.Fatal(err)
 	}
 	a := &attempt{t: t, in: in, co: in.company(ctx), cell: cell, r: r, workspace: t.TempDir()}
-	cfg := map[string]any{"driver": cell.Profile.Driver, "cwd": a.workspace}
+	cfg := map[string]any{"driver": cell.Profile.Driver.String(), "cwd": a.workspace}
 	dc := maps.Clone(cell.Profile.DriverConfig)
 	if dc == nil {
 		dc = map[string]any{}
 	}
-	if strings.HasPrefix(cell.Profile.Driver, "fixture:") {
+	if strings.HasPrefix(cell.Profile.Driver.String(), "fixture:") {
 		cfg["driverConfig"] = dc
 	} else {
-		cfg = builtinConfig(t, cell.Profile.Driver, r, a.workspace)
+		cfg = builtinConfig(t, cell.Profile.Driver.String(), r, a.workspace)
 		for k, v := range dc {
 			cfg["driverConfig"].(map[string]any)[k] = v
 		}
@@ -173,9 +173,9 @@ func (a *attempt) observe(st controlplane.State) *match.Observation {
 }
 
 // TestDefaultCatalogByHand drives every flow of the default catalog's cases through
-// `agentproof serve`'s server and runner and the Go client, with real agent processes
-// (issue 8, "Done when"): every (driver, case) pair of the default matrix is one attempt
-// on its own instance. The reference agent and fixture:pass must satisfy every matcher
+// `agentproof serve`'s server and runner and the Go client, with real agent
+// processes: every (driver, case) pair of the default matrix is one attempt on its own
+// instance. The reference agent and fixture:pass must satisfy every matcher
 // with the expected number of runs, every wake delivered exactly once (no duplicate
 // run, none left behind); nop, wrong and the failing fixtures must fail a matcher.
 func TestDefaultCatalogByHand(t *testing.T) {
@@ -186,8 +186,8 @@ func TestDefaultCatalogByHand(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, cell := range cat.Cells {
-		key := cell.Profile.Driver + "/" + cell.Case.ID
-		if seen[key] || strings.HasPrefix(cell.Profile.Driver, "exec:") || strings.HasPrefix(cell.Profile.Driver, "acp:") || strings.HasPrefix(cell.Profile.Driver, "rpc:") {
+		key := cell.Profile.Driver.String() + "/" + cell.Case.ID
+		if seen[key] || strings.HasPrefix(cell.Profile.Driver.String(), "exec:") || strings.HasPrefix(cell.Profile.Driver.String(), "acp:") || strings.HasPrefix(cell.Profile.Driver.String(), "rpc:") {
 			// Real-CLI cells need the executor's scripted model and the pinned CLIs; the
 			// campaign's run tests drive them (internal/cli testdata/script/run_clis.txtar).
 			// The ACP cells' flows answer permissions on the board: campaign/flows
@@ -204,7 +204,7 @@ func TestDefaultCatalogByHand(t *testing.T) {
 			// runner (campaign/flows flows_test.go, run_all.txtar), not by this by-hand driver
 			continue
 		}
-		if strings.HasPrefix(cell.Profile.Driver, "hostile:") {
+		if strings.HasPrefix(cell.Profile.Driver.String(), "hostile:") {
 			// The hostile agents attack the machine, then play the reference script; their
 			// verdicts depend on the environment's containment, so they run through the
 			// campaign in real sandboxes (internal/cli run_sandbox.txtar, the hostile suites).
@@ -235,10 +235,10 @@ func TestDefaultCatalogByHand(t *testing.T) {
 					fails = append(fails, o.Kind+": "+o.Detail)
 				}
 			}
-			shouldPass := cell.Profile.Driver == "reference" || cell.Profile.Driver == "fixture:pass"
+			shouldPass := cell.Profile.Driver.String() == "reference" || cell.Profile.Driver.String() == "fixture:pass"
 			if !shouldPass {
 				if len(fails) == 0 {
-					t.Fatalf("every matcher passed for %s; observation %+v", cell.Profile.Driver, obs)
+					t.Fatalf("every matcher passed for %s; observation %+v", cell.Profile.Driver.String(), obs)
 				}
 				return
 			}

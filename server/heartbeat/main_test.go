@@ -31,7 +31,7 @@ import (
 // is a real child process:
 //
 //	<test binary> agent <reference|wrong|nop>   the built-in agents (cli.Main)
-//	<test binary> fixture-child <fixture> <ms>  the seed 003 fixture programs (cli.Main)
+//	<test binary> fixture-child <fixture> <ms>  the fixture programs (cli.Main)
 //	<test binary> serve --home <dir>            `agentproof serve` (cli.Main)
 //	<test binary> print-env                     an exec agent that prints its environment
 //	<test binary> edit-home <mode>              an exec agent that edits $AGENT_HOME (homes_test.go)
@@ -41,6 +41,7 @@ import (
 //	fake-codex-… (a symlink to the test binary)  a fake agent CLI (package fakecli)
 func TestMain(m *testing.M) {
 	fakecli.Main() // a fake agent CLI when started under a fake's name
+	agent.RegisterDrivers()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "agent", "fixture-child", "serve":
