@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/billing"
-	"github.com/agentproof/agentproof/catalog"
 )
 
 func TestAllowlistProblems(t *testing.T) {
@@ -53,18 +52,18 @@ func TestAllowlistProblems(t *testing.T) {
 
 func TestShape(t *testing.T) {
 	t.Parallel()
-	s := ShapeOf(&catalog.Resources{CPU: 2, MemoryGiB: 4, DiskGiB: 10, PIDs: 512})
-	if s != (Shape{CPUCores: 2, MemoryBytes: 4 << 30, PIDs: 512, DiskBytes: 10 << 30}) || !s.Pinned() || s.Problems() != nil {
-		t.Errorf("ShapeOf = %+v (%v)", s, s.Problems())
+	s := Shape{CPUCores: 2, MemoryBytes: 4 * GiB, PIDs: 512, DiskBytes: 10 * GiB}
+	if !s.Pinned() || s.Problems() != nil || s.IsZero() {
+		t.Errorf("%+v: pinned %v, problems %v", s, s.Pinned(), s.Problems())
 	}
-	if !ShapeOf(nil).IsZero() || ShapeOf(nil).Pinned() {
-		t.Error("nil resources must give the zero shape")
+	if !(Shape{}).IsZero() || (Shape{}).Pinned() {
+		t.Error("the zero shape pins nothing")
 	}
 	bad := Shape{CPUCores: math.NaN(), MemoryBytes: 1, PIDs: 2, DiskBytes: 3}
 	if p := bad.Problems(); len(p) != 4 {
 		t.Errorf("problems %q", p)
 	}
-	if ShapeOf(&catalog.Resources{CPU: 1, MemoryGiB: 1, DiskGiB: 1}).Pinned() {
+	if (Shape{CPUCores: 1, MemoryBytes: GiB, DiskBytes: GiB}).Pinned() {
 		t.Error("a shape without pids is not pinned")
 	}
 }

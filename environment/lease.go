@@ -20,8 +20,8 @@ import (
 // LeaseSpec is what Setup needs to create a lease.
 //
 //   - EnvironmentID, ConfigurationKey: the catalog environment (and variant) it serves.
-//   - Shape: the pinned resource shape (environment.ShapeOf of the catalog entry); the
-//     sandbox provider requires a pinned one, local ignores it.
+//   - Shape: the pinned resource shape (the caller converts its catalog entry's
+//     resources); the sandbox provider requires a pinned one, local ignores it.
 //   - Reuse: the catalog's reuseLease. true: one lease for the whole cell, every launch
 //     shares its HOME and /tmp; false: every launch gets fresh ones, only the workspace
 //     persists (bind-mounted from the host).

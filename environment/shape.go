@@ -3,15 +3,13 @@ package environment
 import (
 	"fmt"
 	"math"
-
-	"github.com/agentproof/agentproof/catalog"
 )
 
 // GiB is 2³⁰ bytes.
 const GiB = int64(1) << 30
 
-// Shape is a pinned resource shape (seed 000 "Environments": keep CPU, memory and disk
-// explicit). CPUCores is a CPU quota in cores (1.5 = one and a half cores of CPU time
+// Shape is a pinned resource shape (CPU, memory and disk are always explicit, never a
+// provider's default). CPUCores is a CPU quota in cores (1.5 = one and a half cores of CPU time
 // per wall second); MemoryBytes caps resident memory (RAM-backed writable space
 // included, see docs/environments.md); PIDs caps processes and threads together;
 // DiskBytes caps the lease's writable space. The zero Shape pins nothing (local).
@@ -57,14 +55,4 @@ func (s Shape) Problems() []string {
 		p = append(p, fmt.Sprintf("diskBytes %d must be ≥ %d", s.DiskBytes, MinDiskBytes))
 	}
 	return p
-}
-
-// ShapeOf converts a catalog environment's resources (cores, GiB, GiB, count) into a
-// Shape. nil resources give the zero Shape. It does not validate: catalog validation
-// and Shape.Problems do.
-func ShapeOf(r *catalog.Resources) Shape {
-	if r == nil {
-		return Shape{}
-	}
-	return Shape{CPUCores: float64(r.CPU), MemoryBytes: int64(r.MemoryGiB) * GiB, PIDs: int64(r.PIDs), DiskBytes: int64(r.DiskGiB) * GiB}
 }

@@ -44,6 +44,17 @@ func needsLease(env *catalog.Environment) bool {
 	return environment.ProviderName(env.Provider) == environment.ProviderSandbox
 }
 
+// shapeOf converts a catalog environment's resources (cores, GiB, GiB, count) into the
+// environment providers' Shape (cores, bytes, bytes, count). nil resources give the
+// zero Shape. It does not validate: catalog validation and Shape.Problems do.
+func shapeOf(r *catalog.Resources) environment.Shape {
+	if r == nil {
+		return environment.Shape{}
+	}
+	return environment.Shape{CPUCores: float64(r.CPU), MemoryBytes: int64(r.MemoryGiB) * environment.GiB,
+		PIDs: int64(r.PIDs), DiskBytes: int64(r.DiskGiB) * environment.GiB}
+}
+
 // reuseLease is env's config.reuseLease (catalog validation made it a boolean).
 func reuseLease(env *catalog.Environment) bool {
 	b, _ := env.Config["reuseLease"].(bool)
@@ -72,7 +83,7 @@ func (x *LocalExecutor) provisionLease(ctx context.Context, a *attempt, p *Provi
 	}
 	prov := sandbox.New(sandbox.Options{Executable: x.Executable})
 	l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: env.ID, ConfigurationKey: env.ConfigurationKey,
-		Shape: environment.ShapeOf(env.Resources), Reuse: reuseLease(env), Root: root, Endpoints: eps})
+		Shape: shapeOf(env.Resources), Reuse: reuseLease(env), Root: root, Endpoints: eps})
 	if err != nil {
 		var se *environment.SpecError
 		return nil, verdict.HarnessFault(fmt.Errorf("sandbox lease setup failed: %w", err), !errors.As(err, &se))

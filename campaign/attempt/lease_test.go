@@ -11,6 +11,7 @@ import (
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/campaign"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -76,5 +77,22 @@ func TestTeardownUnconfirmedLeaseCleanup(t *testing.T) {
 	f := facts(s)
 	if len(f.Leases) != 1 || f.RuntimeUsage == nil || f.RuntimeUsage.CostStatus != billing.RuntimeUnpriced {
 		t.Errorf("facts leases %+v runtime %+v: a sandbox lease with its shape is unpriced, never free", f.Leases, f.RuntimeUsage)
+	}
+}
+
+// TestShapeOf: a catalog environment's resources (cores, GiB, GiB, count) become the
+// providers' shape in cores and bytes; no resources give the zero shape; a shape
+// without pids is not pinned.
+func TestShapeOf(t *testing.T) {
+	t.Parallel()
+	s := shapeOf(&catalog.Resources{CPU: 2, MemoryGiB: 4, DiskGiB: 10, PIDs: 512})
+	if s != (environment.Shape{CPUCores: 2, MemoryBytes: 4 << 30, PIDs: 512, DiskBytes: 10 << 30}) || !s.Pinned() || s.Problems() != nil {
+		t.Errorf("shapeOf = %+v (%v)", s, s.Problems())
+	}
+	if !shapeOf(nil).IsZero() || shapeOf(nil).Pinned() {
+		t.Error("nil resources must give the zero shape")
+	}
+	if shapeOf(&catalog.Resources{CPU: 1, MemoryGiB: 1, DiskGiB: 1}).Pinned() {
+		t.Error("a shape without pids is not pinned")
 	}
 }
