@@ -10,7 +10,6 @@ import (
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/result"
-
 	"github.com/agentproof/agentproof/verdict"
 )
 

@@ -3,14 +3,14 @@ package campaign
 import (
 	"context"
 	"encoding/json"
-	"github.com/agentproof/agentproof/result"
-	"github.com/agentproof/agentproof/workspace"
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/workspace"
 )
 
 // Executor runs one attempt of one cell in isolation (docs/ARCHITECTURE.md "Stages").

@@ -22,7 +22,6 @@ import (
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/result"
-
 	"github.com/agentproof/agentproof/verdict"
 )
 

@@ -2,10 +2,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/agentproof/agentproof/result"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/agentproof/agentproof/result"
 )
 
 // benchCampaign builds a campaign of n cells (copies of the fixture's daytona result,

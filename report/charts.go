@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/result"
-
 	"github.com/agentproof/agentproof/verdict"
 )
 

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
-	"github.com/agentproof/agentproof/result"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentproof/agentproof/result"
 )
 
 // junitElement is one element's rule: its children in schema order, its attributes,

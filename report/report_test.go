@@ -19,7 +19,6 @@ import (
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/result"
-
 	"github.com/agentproof/agentproof/verdict"
 )
 

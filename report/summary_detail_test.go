@@ -1,8 +1,9 @@
 package report
 
 import (
-	"github.com/agentproof/agentproof/result"
 	"testing"
+
+	"github.com/agentproof/agentproof/result"
 )
 
 // TestDetailTextQuotesEachMatcherOnce: a matcher detail the error already quotes is not

@@ -1,11 +1,12 @@
 package report
 
 import (
-	"github.com/agentproof/agentproof/result"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentproof/agentproof/result"
 )
 
 // TestSummaryInterrupted: an interrupted campaign's summary.md says so first, with how

@@ -1,9 +1,10 @@
 package report
 
 import (
-	"github.com/agentproof/agentproof/result"
 	"strings"
 	"testing"
+
+	"github.com/agentproof/agentproof/result"
 )
 
 // TestSummaryBaselinesCollapse: the suites without an earlier green campaign share one

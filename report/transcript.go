@@ -4,12 +4,13 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"github.com/agentproof/agentproof/result"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentproof/agentproof/result"
 )
 
 // The dashboard's transcript view: each run's ATIF trajectory (TrajectoryRef, written

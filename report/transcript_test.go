@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentproof/agentproof/result"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentproof/agentproof/result"
 )
 
 // transcriptStructure reduces HTML to its structure: one line per start tag with its

@@ -7,7 +7,6 @@ import (
 
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
-
 	"github.com/agentproof/agentproof/verdict"
 )
 

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/billing"
-
 	"github.com/agentproof/agentproof/verdict"
 )
 

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/catalog"
-
 	"github.com/agentproof/agentproof/verdict"
 )
 

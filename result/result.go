@@ -12,12 +12,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentproof/agentproof/workspace"
-
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/workspace"
 )
 
 // Schema tags of the files this package reads and writes (DESIGN.md "Files a campaign

@@ -17,7 +17,6 @@ import (
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/result"
-
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -39,8 +38,9 @@ func (f *reportFlags) add(cmd *cobra.Command) {
 	f.catalog = catalogFlag(cmd)
 }
 
-// options builds report.Options for one campaign; the inconclusive-as-failure choice is
-// passed only when the flag was given, so regeneration keeps the stored choice. The
+// options builds the result.CampaignOptions of one campaign; the
+// inconclusive-as-failure choice is passed only when the flag was given, so
+// regeneration keeps the stored choice. The
 // catalog is the one the campaign recorded (campaign.json, else plan.json) unless
 // --catalog or --with-default is given (campaignCatalog).
 func (f *reportFlags) options(a *app, cmd *cobra.Command, campaign string) (result.CampaignOptions, error) {
