@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
@@ -44,7 +45,7 @@ type HeartbeatRun struct {
 	TaskID           string                  `json:"taskId"`
 	WakeID           string                  `json:"wakeId"`
 	WakeReason       controlplane.WakeReason `json:"wakeReason"`
-	Driver           string                  `json:"driver"`
+	Driver           driver.Name             `json:"driver"`
 	State            HeartbeatState          `json:"state"`
 	Status           controlplane.RunStatus  `json:"status"`
 	Reason           string                  `json:"reason,omitempty"`
@@ -165,7 +166,7 @@ type EvidenceRef struct {
 	SHA256    string `json:"sha256"`
 }
 
-// CancelIntent is a reserved Stop of a run (seed 000, "Correlated native Stop API"):
+// CancelIntent is a reserved Stop of a run (the correlated Stop of a native run):
 // IntentID is "native-cancellation:<uuid>"; RequestID the caller's
 // cancellationRequestId (Correlated) or a UUID the server drew for a Stop without one;
 // Actor the board actor ("local-board" for the instance board token).
@@ -184,7 +185,7 @@ type CancelRunRequest struct {
 }
 
 // SteerRunRequest is the body of POST /api/heartbeat-runs/{runId}/steer (the Steer
-// button, seed 000 "Pi active controls"): Body is the human's message, posted as a
+// button of a running Pi turn): Body is the human's message, posted as a
 // comment on the run's task and delivered to the running turn as a steering message
 // (Pi's steer: the same turn, before the model's next request). A comment posted
 // without it while a Pi turn runs is a queued follow-up (Pi's follow_up).

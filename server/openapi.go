@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding"
 	"encoding/json"
 	"path"
 	"reflect"
@@ -144,6 +145,10 @@ type schemaGen struct{ defs map[string]any }
 
 var rawMessageType = reflect.TypeOf(json.RawMessage{})
 
+// textMarshalerType is encoding.TextMarshaler: encoding/json writes a value of a type
+// that implements it as a JSON string.
+var textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+
 // requestSchema is the schema of rt's request body: rawBodies' for a route whose
 // handler reads the body as raw JSON, else the schema of its Go type.
 func (g *schemaGen) requestSchema(rt route) map[string]any {
@@ -155,7 +160,7 @@ func (g *schemaGen) requestSchema(rt route) map[string]any {
 
 // rawBodies are the request schemas of the agent routes whose handlers take raw JSON
 // (route.request is json.RawMessage), keyed "METHOD pattern": what the control plane
-// accepts there (spec control-plane-port §2.4, §2.7, §2.8).
+// accepts there (native events, PRP events and completions, the session checkpoint).
 var rawBodies = map[string]func(g *schemaGen) map[string]any{
 	"POST /api/companies/{company}/events": func(g *schemaGen) map[string]any {
 		return map[string]any{
@@ -188,7 +193,7 @@ var fieldSchemas = map[string]func(g *schemaGen) map[string]any{
 			kinds[i] = k
 		}
 		return map[string]any{
-			"description": "the semantic command: its kind and the kind's fields (spec control-plane-port §3); taskId, " +
+			"description": "the semantic command: its kind and the kind's fields (controlplane.CommandKinds); taskId, " +
 				"when given, must be the run's task. The state machine checks the fields: an invalid command is a " +
 				"4xx error of /commands and an ok:false outcome of /commands/try",
 			"type": "object", "required": []any{"kind"}, "additionalProperties": true,
@@ -212,7 +217,7 @@ var fieldSchemas = map[string]func(g *schemaGen) map[string]any{
 	},
 	"server.nativeCompletion.result": func(*schemaGen) map[string]any {
 		return map[string]any{"description": "the run's result; presentationDecision.commentId names the comment that is " +
-			"the run's message to the human (spec runner-e2e-harness §5)", "type": "object"}
+			"the run's message to the human", "type": "object"}
 	},
 }
 
@@ -222,7 +227,7 @@ func opaqueJSON(desc string) map[string]any {
 	return map[string]any{"description": desc, "type": []any{"object", "array", "string", "number", "boolean", "null"}}
 }
 
-// nativeEvent is the request schema's Go shape of a native run event (spec §2.4).
+// nativeEvent is the request schema's Go shape of a native run event.
 type nativeEvent struct {
 	EventID  string `json:"eventId" minLength:"1"`
 	RunID    string `json:"runId" minLength:"1"`
@@ -230,8 +235,8 @@ type nativeEvent struct {
 	Type     string `json:"type" enum:"run.started,run.completed"`
 }
 
-// prpCompletion is the request schema's Go shape of a PRP completion (spec §2.8,
-// controlplane.CompleteInput).
+// prpCompletion is the request schema's Go shape of a PRP completion
+// (controlplane.CompleteInput).
 type prpCompletion struct {
 	Result          prpRef `json:"result" prp:"result"`
 	Terminal        prpRef `json:"terminal" prp:"terminal"`
@@ -240,8 +245,8 @@ type prpCompletion struct {
 	CallerDedupeKey string `json:"callerDedupeKey,omitempty" maxLength:"256"`
 }
 
-// nativeCompletion is the request schema's Go shape of a native completion (spec
-// §2.8, controlplane.NativeRunResult): Result, when given, is the run's result (the
+// nativeCompletion is the request schema's Go shape of a native completion
+// (controlplane.NativeRunResult): Result, when given, is the run's result (the
 // heartbeat runner puts presentationDecision there).
 type nativeCompletion struct {
 	RunID   string          `json:"runId" minLength:"1"`
@@ -317,6 +322,9 @@ func (g *schemaGen) prp(name string) map[string]any {
 func (g *schemaGen) schema(t reflect.Type) map[string]any {
 	if t == rawMessageType {
 		return map[string]any{} // any JSON value
+	}
+	if t.Kind() == reflect.Struct && t.Implements(textMarshalerType) {
+		return map[string]any{"type": "string"} // encoded as its text (a driver name)
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

@@ -13,9 +13,8 @@ import (
 const FormatACP = "acp-session-log"
 
 func init() {
-	register(Format{Name: FormatACP, File: "acp-turn.jsonl", Accepts: func(s string) bool {
-		d, err := driver.Parse(s)
-		return err == nil && d.Kind == driver.KindACP
+	register(Format{Name: FormatACP, File: "acp-turn.jsonl", Accepts: func(d driver.Name) bool {
+		return d.Kind == driver.KindACP
 	}, Convert: fromACP})
 }
 

@@ -21,7 +21,7 @@ import (
 const FormatBoard = "agentproof-board-record"
 
 func init() {
-	register(Format{Name: FormatBoard, Accepts: func(string) bool { return true }, Convert: fromBoard})
+	register(Format{Name: FormatBoard, Accepts: func(driver.Name) bool { return true }, Convert: fromBoard})
 }
 
 // semanticScope is the idempotency scope of a run's semantic commands (controlplane:
@@ -47,8 +47,8 @@ const semanticScope = ":semantic-command"
 // record only stands in for.
 func fromBoard(in Input) Trajectory {
 	t := Trajectory{RunID: in.RunID, Agent: in.Agent, Format: FormatBoard}
-	d, _ := driver.Parse(in.Driver)
-	if _, isCLI := d.CLI(); isCLI || d.Kind == driver.KindACP || d.Kind == driver.KindRPC || (d.IsZero() && in.Driver != "") {
+	d := in.Driver
+	if _, isCLI := d.CLI(); isCLI || d.Kind == driver.KindACP || d.Kind == driver.KindRPC {
 		t.Gap("the run's own stream was not read (it is missing, or no converter reads it): this is the control plane's record of what the run did, not of what it said or thought")
 	}
 	var llm *int
@@ -72,6 +72,20 @@ func fromBoard(in Input) Trajectory {
 	if run.FinishedAt == nil {
 		t.Gap("run %s had not finished when the state was read", run.ID)
 	}
+	addHumanSteps(&t, st, run)
+	for _, step := range runSteps(st, run, llm) {
+		t.Add(step)
+	}
+	addStdout(&t, in.Stdout, llm)
+	t.Finish()
+	return t
+}
+
+// addHumanSteps adds what reached the run from the human side: the task (the task's
+// first run) or the wake that opened it (a later run), then the interactions of the
+// task the human resolved and the comments of others on it, after the previous run of
+// the task opened and no later than this run opened.
+func addHumanSteps(t *Trajectory, st *controlplane.State, run *controlplane.Run) {
 	first, prevOpened := previousRun(st, run)
 	if first {
 		if task := findTask(st, run.TaskID); task != nil {
@@ -81,17 +95,14 @@ func fromBoard(in Input) Trajectory {
 			}
 			t.Add(Step{Role: RoleUser, Kind: "task", Message: NewText(msg)})
 		}
-	}
-	if !first {
+	} else {
 		var payload bytes.Buffer
 		_ = json.Compact(&payload, run.Wake.Payload)
 		t.Add(Step{Role: RoleSystem, Kind: "wake", Time: rfc3339(run.OpenedAt), Message: NewText("woken: " + string(run.Wake.Reason) + " " + payload.String())})
 	}
+	inWindow := func(at string) bool { return (prevOpened == "" || at > prevOpened) && at <= run.OpenedAt }
 	for _, in := range st.Interactions {
-		if in == nil || in.TaskID != run.TaskID || in.ResolvedAt == nil {
-			continue
-		}
-		if at := *in.ResolvedAt; (prevOpened != "" && at <= prevOpened) || at > run.OpenedAt {
+		if in == nil || in.TaskID != run.TaskID || in.ResolvedAt == nil || !inWindow(*in.ResolvedAt) {
 			continue
 		}
 		msg := in.Title + ": " + string(in.Status)
@@ -102,14 +113,17 @@ func fromBoard(in Input) Trajectory {
 		t.Add(Step{Role: RoleUser, Kind: "interaction", Time: rfc3339(*in.ResolvedAt), Message: NewText(msg)})
 	}
 	for _, c := range st.Comments {
-		if c == nil || c.TaskID != run.TaskID || (c.AuthorActorID != nil && *c.AuthorActorID == run.ActorID) {
-			continue
-		}
-		if (prevOpened != "" && c.CreatedAt <= prevOpened) || c.CreatedAt > run.OpenedAt {
+		if c == nil || c.TaskID != run.TaskID || (c.AuthorActorID != nil && *c.AuthorActorID == run.ActorID) || !inWindow(c.CreatedAt) {
 			continue
 		}
 		t.Add(Step{Role: RoleUser, Kind: "comment", Time: rfc3339(c.CreatedAt), Message: NewText(c.Body)})
 	}
+}
+
+// runSteps are the run's own steps in state-revision order: each semantic command it
+// applied (an agent step with llm model calls) and each of its operations the control
+// plane did not simply allow (a system step).
+func runSteps(st *controlplane.State, run *controlplane.Run, llm *int) []Step {
 	type op struct {
 		rev  int64
 		step Step
@@ -119,29 +133,7 @@ func fromBoard(in Input) Trajectory {
 		if rec == nil || rec.Scope != run.ID+semanticScope {
 			continue
 		}
-		var input map[string]json.RawMessage
-		parsed := json.Unmarshal([]byte(rec.InputCanonical), &input) == nil
-		kind := rec.Result.CommandKind
-		if k := rawString(input["kind"]); kind == "" {
-			kind = k
-		}
-		delete(input, "kind")
-		args := json.RawMessage(`{}`)
-		if len(input) > 0 {
-			args, _ = json.Marshal(input)
-		}
-		a, cut := arguments(string(args))
-		if !parsed { // keep what the record holds, as text
-			a, cut = arguments(rec.InputCanonical)
-		}
-		id := rec.Result.CommandID
-		if id == "" {
-			id = rec.Key
-		}
-		res, _ := json.Marshal(rec.Result)
-		ops = append(ops, op{rec.Result.StateRevision, Step{Role: RoleAgent, Kind: "semantic_command", LLMCalls: llm,
-			ToolCalls: []ToolCall{{ID: id, Name: kind, Arguments: a, ArgumentsTruncated: cut}},
-			Results:   []Result{{CallID: id, Content: NewText(string(res))}}}})
+		ops = append(ops, op{rec.Result.StateRevision, commandStep(rec, llm)})
 	}
 	for _, dec := range st.Decisions {
 		if dec == nil || dec.RunID == nil || *dec.RunID != run.ID || dec.Outcome == "allowed" {
@@ -151,12 +143,40 @@ func fromBoard(in Input) Trajectory {
 			Message: NewText("the control plane answered " + dec.Operation + " with " + dec.Outcome + ": " + dec.Reason)}})
 	}
 	slices.SortStableFunc(ops, func(a, b op) int { return cmp.Compare(a.rev, b.rev) })
-	for _, o := range ops {
-		t.Add(o.step)
+	steps := make([]Step, len(ops))
+	for i, o := range ops {
+		steps[i] = o.step
 	}
-	addStdout(&t, in.Stdout, llm)
-	t.Finish()
-	return t
+	return steps
+}
+
+// commandStep is the agent step of one applied semantic command: a tool call named by
+// its kind with its canonical input (kind removed) as arguments, the command result as
+// its result; an input that does not parse is kept as text.
+func commandStep(rec *controlplane.IdempotencyRecord, llm *int) Step {
+	var input map[string]json.RawMessage
+	parsed := json.Unmarshal([]byte(rec.InputCanonical), &input) == nil
+	kind := rec.Result.CommandKind
+	if k := rawString(input["kind"]); kind == "" {
+		kind = k
+	}
+	delete(input, "kind")
+	args := json.RawMessage(`{}`)
+	if len(input) > 0 {
+		args, _ = json.Marshal(input)
+	}
+	a, cut := arguments(string(args))
+	if !parsed { // keep what the record holds, as text
+		a, cut = arguments(rec.InputCanonical)
+	}
+	id := rec.Result.CommandID
+	if id == "" {
+		id = rec.Key
+	}
+	res, _ := json.Marshal(rec.Result)
+	return Step{Role: RoleAgent, Kind: "semantic_command", LLMCalls: llm,
+		ToolCalls: []ToolCall{{ID: id, Name: kind, Arguments: a, ArgumentsTruncated: cut}},
+		Results:   []Result{{CallID: id, Content: NewText(string(res))}}}
 }
 
 // addStdout adds the run's kept standard output as an agent step.

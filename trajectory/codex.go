@@ -14,14 +14,10 @@ func init() {
 	register(Format{Name: FormatCodex, File: "events.jsonl", Accepts: cliDriver("codex"), Convert: fromCodex})
 }
 
-// cliDriver accepts the driver strings of the real CLIs names (exec:<name>; Kilo writes
+// cliDriver accepts the drivers of the real CLIs names (exec:<name>; Kilo writes
 // OpenCode's stream, Qwen Code Claude Code's).
-func cliDriver(names ...string) func(string) bool {
-	return func(s string) bool {
-		d, err := driver.Parse(s)
-		if err != nil {
-			return false
-		}
+func cliDriver(names ...string) func(driver.Name) bool {
+	return func(d driver.Name) bool {
 		cli, ok := d.CLI()
 		return ok && slices.Contains(names, cli)
 	}

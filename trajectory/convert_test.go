@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/google/go-cmp/cmp"
 )
@@ -191,11 +192,12 @@ func TestConvertRecordedStreams(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			f, ok := Select(c.driver, []string{"events.jsonl", "acp-turn.jsonl", "pi-turn.jsonl", "stdout.log"})
+			d := driver.MustParse(c.driver)
+			f, ok := Select(d, []string{"events.jsonl", "acp-turn.jsonl", "pi-turn.jsonl", "stdout.log"})
 			if !ok || f.Name != c.want.Format {
 				t.Fatalf("Select(%s) = %q, %v; want %s", c.driver, f.Name, ok, c.want.Format)
 			}
-			tr := f.Convert(Input{RunID: "run-" + c.name, Driver: c.driver, Agent: Agent{Name: c.driver}, Stream: c.stream, Cut: c.cut})
+			tr := f.Convert(Input{RunID: "run-" + c.name, Driver: d, Agent: Agent{Name: c.driver}, Stream: c.stream, Cut: c.cut})
 			if diff := cmp.Diff(c.want, summarize(tr)); diff != "" {
 				t.Errorf("trajectory (-want +got):\n%s", diff)
 			}
@@ -266,8 +268,8 @@ func checkATIF(t *testing.T, name string, tr Trajectory) {
 }
 
 type recordedRun struct {
-	RunID  string `json:"runId"`
-	Driver string `json:"driver"`
+	RunID  string      `json:"runId"`
+	Driver driver.Name `json:"driver"`
 }
 
 // TestBoardRecordOfRecordedRuns builds the trajectories of the built-in, hostile and
@@ -314,7 +316,7 @@ func TestBoardRecordOfRecordedRuns(t *testing.T) {
 					t.Fatalf("Select(%s) = %q, %v", r.Driver, f.Name, ok)
 				}
 				stdout, _ := os.ReadFile(filepath.Join("testdata", "streams", c.dir, r.RunID+".stdout.log"))
-				tr := f.Convert(Input{RunID: r.RunID, Driver: r.Driver, Agent: Agent{Name: "agentproof " + r.Driver, Version: "test"}, State: &st, Stdout: stdout})
+				tr := f.Convert(Input{RunID: r.RunID, Driver: r.Driver, Agent: Agent{Name: "agentproof " + r.Driver.String(), Version: "test"}, State: &st, Stdout: stdout})
 				got := summarize(tr)
 				want := c.want[i]
 				want.Format, want.SessionID, want.Messages = FormatBoard, "session-"+r.RunID, got.Messages
@@ -354,10 +356,10 @@ func TestBoardRecordGaps(t *testing.T) {
 		gap    string
 		stdout bool
 	}{
-		{"no state", Input{RunID: run, Driver: "reference"}, "the control plane's state could not be read", false},
-		{"unknown run", Input{RunID: "hb-nope", Driver: "reference", State: &st, Stdout: []byte("hello")}, "holds no run hb-nope", true},
-		{"not finished", Input{RunID: run, Driver: "reference", State: &running}, "had not finished", false},
-		{"cli without its stream", Input{RunID: run, Driver: "exec:codex", State: &st}, "the run's own stream was not read", false},
+		{"no state", Input{RunID: run, Driver: driver.MustParse("reference")}, "the control plane's state could not be read", false},
+		{"unknown run", Input{RunID: "hb-nope", Driver: driver.MustParse("reference"), State: &st, Stdout: []byte("hello")}, "holds no run hb-nope", true},
+		{"not finished", Input{RunID: run, Driver: driver.MustParse("reference"), State: &running}, "had not finished", false},
+		{"cli without its stream", Input{RunID: run, Driver: driver.MustParse("exec:codex"), State: &st}, "the run's own stream was not read", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -369,7 +371,7 @@ func TestBoardRecordGaps(t *testing.T) {
 			if c.stdout && (len(tr.Steps) != 1 || tr.Steps[0].Message.S != "hello") {
 				t.Errorf("steps = %+v, want only the stdout", tr.Steps)
 			}
-			if c.in.Driver == "exec:codex" {
+			if c.in.Driver == driver.MustParse("exec:codex") {
 				for _, s := range tr.Steps {
 					if s.LLMCalls != nil {
 						t.Errorf("a CLI's step claims an LLM call count: %+v", s)

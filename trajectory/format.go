@@ -3,13 +3,14 @@ package trajectory
 import (
 	"slices"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
 // Input is what a converter reads of one run:
 //
-//   - RunID: the control plane's run id; Driver: the run's driver string (as the
-//     heartbeat runner recorded it); Agent: the agent system (Version "" when unknown).
+//   - RunID: the control plane's run id; Driver: the run's driver (as the heartbeat
+//     runner recorded it; the zero Name for none); Agent: the agent system (Version "" when unknown).
 //   - Stream: the bytes of the run's evidence file the Format reads (redacted and
 //     guarded before it gets here: the converter never sees more than the evidence
 //     holds); Cut says that copy is bounded and was cut at its limit, or that the
@@ -20,7 +21,7 @@ import (
 //     stream of its own (a fixture, a built-in agent); nil for none.
 type Input struct {
 	RunID  string
-	Driver string
+	Driver driver.Name
 	Agent  Agent
 	Stream []byte
 	Cut    bool
@@ -33,7 +34,7 @@ type Input struct {
 //   - Name names the stream in the trajectory (Trajectory.Format) and in result.json.
 //   - File is the name of the run's evidence file it reads ("events.jsonl",
 //     "acp-turn.jsonl"); "" for a format that reads the control plane's record.
-//   - Accepts reports whether the format applies to a run of the driver string.
+//   - Accepts reports whether the format applies to a run of the driver.
 //   - Convert builds the trajectory. It never fails and never panics on any input:
 //     what it cannot read is a gap.
 //
@@ -42,7 +43,7 @@ type Input struct {
 type Format struct {
 	Name    string
 	File    string
-	Accepts func(driver string) bool
+	Accepts func(driver.Name) bool
 	Convert func(Input) Trajectory
 }
 
@@ -72,9 +73,9 @@ func Formats() []Format {
 // evidence files: the first stream format that accepts the driver and whose file the
 // run left, else the first record format (File "") that accepts it. ok is false when
 // no format applies.
-func Select(driver string, files []string) (f Format, ok bool) {
+func Select(d driver.Name, files []string) (f Format, ok bool) {
 	for _, f := range Formats() {
-		if !f.Accepts(driver) {
+		if !f.Accepts(d) {
 			continue
 		}
 		if f.File == "" || slices.Contains(files, f.File) {

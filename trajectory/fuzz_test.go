@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
@@ -52,7 +53,7 @@ func FuzzStreams(f *testing.F) {
 	f.Add(byte(5), []byte(`{"dir":"agent","message":{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","arguments":[1]}],"usage":{"input":-1}}}}`), false)
 	f.Fuzz(func(t *testing.T, which byte, stream []byte, cut bool) {
 		name := fuzzFormats[int(which)%len(fuzzFormats)]
-		tr, ok := Convert(name, Input{RunID: "run-1", Driver: "exec:x", Stream: stream, Cut: cut})
+		tr, ok := Convert(name, Input{RunID: "run-1", Stream: stream, Cut: cut})
 		if !ok {
 			t.Fatalf("no format %s", name)
 		}
@@ -95,7 +96,8 @@ func FuzzBoard(f *testing.F) {
 		if json.Unmarshal(state, &st) != nil {
 			return
 		}
-		tr := fromBoard(Input{RunID: run, Driver: drv, State: &st, Stdout: []byte(strings.Repeat("x", 3))})
+		d, _ := driver.Parse(drv) // the zero Name for a string that is no driver
+		tr := fromBoard(Input{RunID: run, Driver: d, State: &st, Stdout: []byte(strings.Repeat("x", 3))})
 		checkFuzzed(t, tr)
 	})
 }

@@ -21,9 +21,8 @@ const piIdentityPrefix = "/agentproof-run "
 const piGatePrefix = "agentproof-permission:"
 
 func init() {
-	register(Format{Name: FormatPi, File: "pi-turn.jsonl", Accepts: func(s string) bool {
-		d, err := driver.Parse(s)
-		return err == nil && d.Kind == driver.KindRPC
+	register(Format{Name: FormatPi, File: "pi-turn.jsonl", Accepts: func(d driver.Name) bool {
+		return d.Kind == driver.KindRPC
 	}, Convert: fromPi})
 }
 

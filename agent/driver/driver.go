@@ -298,6 +298,9 @@ func (n Name) Hostile() (attack string, ok bool) { return n.Arg, n.Kind == KindH
 // fixture programs): the runner completes its run without reading it first.
 func (n Name) Silent() bool { return n.Kind == KindNop || n.Kind == KindFixture }
 
+// MarshalText is the driver string (what a JSON or YAML encoder writes: a string).
+func (n Name) MarshalText() ([]byte, error) { return []byte(n.String()), nil }
+
 // MarshalJSON encodes the driver string.
 func (n Name) MarshalJSON() ([]byte, error) { return json.Marshal(n.String()) }
 

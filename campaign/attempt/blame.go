@@ -113,7 +113,7 @@ func runFaults(p Pace, runs []api.HeartbeatRun) (out, paced []*verdict.Fault) {
 		case t.CollectorError != "":
 			out = append(out, verdict.HarnessFault(fmt.Errorf("collector error of run %s: %s", r.RunID, t.CollectorError), false))
 		case r.Status == controlplane.RunFailed && t.ExitCode != nil && *t.ExitCode != 0:
-			if d, err := driver.Parse(r.Driver); err == nil && d.Kind == driver.KindCLI {
+			if _, isCLI := r.Driver.CLI(); isCLI {
 				out = append(out, cliFault(p, fmt.Sprintf("run %s failed: %s", r.RunID, t.Summary)))
 			}
 		}

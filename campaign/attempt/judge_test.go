@@ -27,8 +27,9 @@ func graded(p Pace, ms ...match.Outcome) *Stages {
 func with(s *Stages, f func(*Stages)) *Stages { f(s); return s }
 
 // record is a heartbeat record of run id whose process ended as t says.
-func record(id, driver string, t api.Termination) api.HeartbeatRun {
-	return api.HeartbeatRun{RunID: id, Driver: driver, Status: "failed", Termination: &t}
+func record(id, drv string, t api.Termination) api.HeartbeatRun {
+	d, _ := driver.Parse(drv) // the zero Name for a record without a driver
+	return api.HeartbeatRun{RunID: id, Driver: d, Status: "failed", Termination: &t}
 }
 
 // TestJudge is the verdict table over stage outcomes (docs/ARCHITECTURE.md
@@ -179,7 +180,7 @@ func TestJudge(t *testing.T) {
 			s.Observation.Runs = []api.HeartbeatRun{record("r-1", "exec:codex", api.Termination{Started: true, ExitCode: &exit1, EventStreamComplete: &incomplete, Summary: "exit 1: boom"})}
 		}), verdict.Failed, verdict.CandidateFailure, "run r-1 failed: exit 1: boom"},
 		{"a CLI stopped after its result is graded on it", with(graded(PaceScripted, okMatcher), func(s *Stages) {
-			s.Observation.Runs = []api.HeartbeatRun{{RunID: "r-1", Driver: "exec:codex", Status: "succeeded", Termination: &api.Termination{Started: true,
+			s.Observation.Runs = []api.HeartbeatRun{{RunID: "r-1", Driver: driver.MustParse("exec:codex"), Status: "succeeded", Termination: &api.Termination{Started: true,
 				StoppedAfterResult: true, Signal: "SIGKILL", SignalsSent: []string{"SIGTERM", "SIGKILL"}, EventStreamComplete: &complete}}}
 		}), verdict.Passed, "", "every matcher passed"},
 		{"escaped processes are a cleanup failure", with(graded(PaceScripted, okMatcher), func(s *Stages) {

@@ -90,7 +90,7 @@ func agentOf(r api.HeartbeatRun) trajectory.Agent {
 	if l := r.Launch; l != nil && l.CLIName != "" {
 		return trajectory.Agent{Name: l.CLIName, Version: l.CLIVersion}
 	}
-	return trajectory.Agent{Name: "agentproof " + r.Driver, Version: agentproofVersion()}
+	return trajectory.Agent{Name: "agentproof " + r.Driver.String(), Version: agentproofVersion()}
 }
 
 // agentproofVersion is this binary's module version from its build info ("unknown"

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/redact"
@@ -39,10 +40,10 @@ func TestExportTrajectories(t *testing.T) {
 	ev.Write(secrets, "logs/agent/runs/hb-cut/events.jsonl", []byte(strings.Repeat(`{"type":"turn.started"}`+"\n", maxAgentLog/24+1)), false)
 	ev.Write(secrets, ModelLogFile, read("model-requests-codex.jsonl"), false)
 	runs := []api.HeartbeatRun{
-		{RunID: "hb-cli", Driver: "exec:codex", Launch: &api.LaunchFacts{CLIName: "codex", CLIVersion: "0.171.0"}},
-		{RunID: "hb-company-0001-fixture-wake-0001", Driver: "reference"},
-		{RunID: "hb-cut", Driver: "exec:codex", Termination: &api.Termination{}},
-		{RunID: "../escape", Driver: "reference"},
+		{RunID: "hb-cli", Driver: driver.MustParse("exec:codex"), Launch: &api.LaunchFacts{CLIName: "codex", CLIVersion: "0.171.0"}},
+		{RunID: "hb-company-0001-fixture-wake-0001", Driver: driver.MustParse("reference")},
+		{RunID: "hb-cut", Driver: driver.MustParse("exec:codex"), Termination: &api.Termination{}},
+		{RunID: "../escape", Driver: driver.MustParse("reference")},
 	}
 	refs := exportTrajectories(ev, secrets, runs)
 	want := []result.TrajectoryRef{

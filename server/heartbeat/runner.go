@@ -3,8 +3,8 @@
 // bounded agent runs and records what it launched.
 //
 // For every company whose lifecycle is running, the runner takes the scheduled wakes in
-// due order (DueAt, then schedule order; the fixture clock of seed 001 is not wall time,
-// so DueAt orders wakes and does not delay them). A wake is the runner's when its actor's
+// due order (DueAt, then schedule order; the control plane's fixture clock is not wall
+// time, so DueAt orders wakes and does not delay them). A wake is the runner's when its actor's
 // adapterConfig names a driver (AgentConfig) and the actor's environment is local. For
 // such a wake it opens (atomically checks out) the run "hb-<company>-<wakeId>" with the
 // wake, mints the run token, resolves the secret references of the agent's and the
@@ -42,7 +42,7 @@
 // "opening" whose run does not exist was never checked out: its wake is simply taken
 // again.
 //
-// Stop (seed 000, "Correlated native Stop API") is Runner.Cancel: the intent is decided
+// Stop (the correlated Stop of a native run) is Runner.Cancel: the intent is decided
 // (DecideStop) and written into the run's record under the run's lock before the
 // process's context is cancelled, which makes worker.Supervise send SIGTERM to the
 // process group and SIGKILL after worker.TerminateGrace.
@@ -643,7 +643,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	lock := r.runLock(j.runID)
 	lock.Lock()
 	rec := &Record{Schema: api.HeartbeatRunSchema, RunID: j.runID, CompanyID: j.company, ActorID: j.actor.ID, TaskID: j.task.ID,
-		WakeID: j.wake.ID, WakeReason: j.wake.Reason, Driver: j.cfg.Driver.String(), State: api.RunOpening, WakeObservedAt: j.seenAt}
+		WakeID: j.wake.ID, WakeReason: j.wake.Reason, Driver: j.cfg.Driver, State: api.RunOpening, WakeObservedAt: j.seenAt}
 	r.remember(rec)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -679,6 +679,14 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		r.executePi(ctx, runCtx, j, rc, rec, lock) // unlocks lock
 		return
 	}
+	r.executeProcess(ctx, runCtx, j, rc, rec, lock) // unlocks lock
+}
+
+// executeProcess carries an opened run of a one-process-per-run driver (every driver
+// but the session drivers) through launch, supervision and completion. lock (the run's,
+// held on entry) is released while the process runs, so that Stop can reserve its
+// intent, and held again to complete the run.
+func (r *Runner) executeProcess(ctx, runCtx context.Context, j job, rc controlplane.RunContext, rec *Record, lock *sync.Mutex) {
 	l, prepErr := r.prepare(ctx, j, rc, rec)
 	if prepErr != nil {
 		o := worker.Outcome{SpawnError: prepErr}
@@ -691,34 +699,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 	lock.Unlock() // Stop may now reserve its intent and cancel runCtx
 
 	facts, observed := r.launchFacts(j, l.agentSpec, l.secrets)
-	l.spec.AfterStart = func(pid int) {
-		facts.PID = pid
-		ticks, err := procStartTicks(pid)
-		if err != nil {
-			facts.Problems = append(facts.Problems, "the process start time could not be read: "+err.Error())
-		}
-		facts.ProcessStartTicks = ticks
-		// The board sees the running process's identity at once (in memory; the durable
-		// record gets the whole launch facts when the process ends), so that a human
-		// can positively identify it (pid and start time) while it runs.
-		r.mu.Lock()
-		if cur := r.runs[j.runID]; cur != nil && cur.Launch == nil {
-			cur.Launch = &api.LaunchFacts{PID: pid, ProcessStartTicks: ticks}
-		}
-		r.mu.Unlock()
-	}
-	var startedAt time.Time
-	l.spec.BeforeStart = func() error {
-		// In memory only (no I/O in the launch window): the board sees the process start
-		// at once; the durable record gets it when the process ends.
-		startedAt = r.cfg.Now()
-		r.mu.Lock()
-		if cur := r.runs[j.runID]; cur != nil {
-			cur.ProcessStartedAt = stamp(startedAt)
-		}
-		r.mu.Unlock()
-		return nil
-	}
+	startedAt := r.watchStart(j.runID, &l.spec, facts)
 	o, err := worker.Supervise(runCtx, l.spec)
 	endedAt := r.cfg.Now()
 	if err != nil {
@@ -742,7 +723,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		rec.IdempotentStops = cur.IdempotentStops
 	}
 	if o.Started {
-		rec.ProcessStartedAt = stamp(startedAt)
+		rec.ProcessStartedAt = stamp(*startedAt)
 		rec.ProcessEndedAt = stamp(endedAt)
 		rec.Launch = facts
 	}
@@ -760,6 +741,38 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		}
 	}
 	r.finish(j.c, rec, o, report, l.secrets, settled)
+}
+
+// watchStart sets spec's start hooks: BeforeStart notes when the process starts,
+// AfterStart its pid and start time (into facts). Both show in the run's in-memory
+// record at once (no I/O in the launch window), so that a human can positively
+// identify the running process; the durable record gets them when the process ends.
+// The returned time is the start, once the process started.
+func (r *Runner) watchStart(runID string, spec *worker.Spec, facts *api.LaunchFacts) *time.Time {
+	spec.AfterStart = func(pid int) {
+		facts.PID = pid
+		ticks, err := procStartTicks(pid)
+		if err != nil {
+			facts.Problems = append(facts.Problems, "the process start time could not be read: "+err.Error())
+		}
+		facts.ProcessStartTicks = ticks
+		r.mu.Lock()
+		if cur := r.runs[runID]; cur != nil && cur.Launch == nil {
+			cur.Launch = &api.LaunchFacts{PID: pid, ProcessStartTicks: ticks}
+		}
+		r.mu.Unlock()
+	}
+	startedAt := new(time.Time)
+	spec.BeforeStart = func() error {
+		*startedAt = r.cfg.Now()
+		r.mu.Lock()
+		if cur := r.runs[runID]; cur != nil {
+			cur.ProcessStartedAt = stamp(*startedAt)
+		}
+		r.mu.Unlock()
+		return nil
+	}
+	return startedAt
 }
 
 // prepare resolves the driver, workspace, state directory, AGENT_HOME and secrets and
@@ -780,7 +793,7 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	stateDir := env.StateDir
 	_, fixture := j.cfg.Driver.Fixture()
 	var home *homeBaseline
-	if !fixture { // a fixture's environment is fixed (seed 003): no AGENT_HOME
+	if !fixture { // a fixture program's environment is fixed (worker.ChildEnvironment): no AGENT_HOME
 		dir := r.HomeDir(j.company, j.actor.ID)
 		if lease != nil { // nothing of the server home is bound into a sandbox
 			if dir, err = sandbox.DiskDir(lease, "home-"+j.actor.ID); err != nil {
@@ -1048,11 +1061,10 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 	if status == "" {
 		status = controlplane.RunFailed
 	}
-	name, _ := driver.Parse(rec.Driver) // the record's driver came from a parsed adapterConfig
-	silent := name.Silent()
+	silent := rec.Driver.Silent()
 	var result json.RawMessage
 	if p := report.Presentation; p != nil && p.CommentID != "" && status != controlplane.RunCancelled {
-		// spec runner-e2e-harness §5: the run's message is the presented comment.
+		// The run's message to the human is the comment the agent presented.
 		result, _ = json.Marshal(map[string]any{"presentationDecision": map[string]string{"commentId": p.CommentID}})
 	}
 	leftOpen := report.LeftOpen != "" && rec.Cancellation == nil
@@ -1218,7 +1230,7 @@ func (r *Runner) recover(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Cancel is the Stop API (seed 000, "Correlated native Stop API") for runID, called by
+// Cancel is the Stop API (the correlated Stop of a native run) for runID, called by
 // board actor req.Actor with req.RequestID as sent. Under the run's lock it decides
 // (DecideStop), writes a reserved intent into the run's record, and only then cancels
 // the process (SIGTERM to its group, SIGKILL after worker.TerminateGrace); a running run
@@ -1255,26 +1267,10 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 		rec = Record{Schema: api.HeartbeatRunSchema, RunID: runID, CompanyID: company, ActorID: run.ActorID, TaskID: run.TaskID,
 			State: api.RunFinished, Status: run.Status, WakeReason: run.Wake.Reason, WakeObservedAt: r.now()}
 	}
-	if req.IdempotencyKey != "" {
-		if i := slices.IndexFunc(rec.IdempotentStops, func(s api.IdempotentStop) bool { return s.Key == req.IdempotencyKey }); i >= 0 {
-			if rec.IdempotentStops[i].RequestSHA256 != req.RequestSHA256 {
-				return api.CancelRunResponse{}, &controlplane.Error{Code: controlplane.CodeIdempotencyConflict,
-					Message: "this Idempotency-Key was used for a different Stop request of run " + runID}
-			}
-			return rec.IdempotentStops[i].Response, nil
-		}
+	if resp, replayed, err := replayedStop(rec, req); replayed {
+		return resp, err
 	}
-	remember := func(resp api.CancelRunResponse) {
-		if req.IdempotencyKey == "" {
-			return
-		}
-		i := slices.IndexFunc(rec.IdempotentStops, func(s api.IdempotentStop) bool { return s.Key == req.IdempotencyKey })
-		if i < 0 {
-			rec.IdempotentStops = append(rec.IdempotentStops, api.IdempotentStop{Key: req.IdempotencyKey, RequestSHA256: req.RequestSHA256, Response: resp})
-		} else {
-			rec.IdempotentStops[i].Response = resp
-		}
-	}
+	remember := func(resp api.CancelRunResponse) { rememberStop(&rec, req, resp) }
 	verdict, intent, err := DecideStop(run.Status != controlplane.RunRunning, rec.Cancellation, req, func() string { return uuid.NewString() })
 	if err != nil {
 		return api.CancelRunResponse{}, err
@@ -1321,6 +1317,39 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 	remember(resp)
 	_ = r.put(&rec)
 	return resp, nil
+}
+
+// replayedStop answers a Stop whose idempotency key rec already holds: the response
+// remembered with it when the request body is the same (replayed true), else an
+// idempotency_conflict error. replayed is false for a request without a key or with a
+// new one.
+func replayedStop(rec Record, req StopRequest) (resp api.CancelRunResponse, replayed bool, err error) {
+	if req.IdempotencyKey == "" {
+		return api.CancelRunResponse{}, false, nil
+	}
+	i := slices.IndexFunc(rec.IdempotentStops, func(s api.IdempotentStop) bool { return s.Key == req.IdempotencyKey })
+	if i < 0 {
+		return api.CancelRunResponse{}, false, nil
+	}
+	if rec.IdempotentStops[i].RequestSHA256 != req.RequestSHA256 {
+		return api.CancelRunResponse{}, true, &controlplane.Error{Code: controlplane.CodeIdempotencyConflict,
+			Message: "this Idempotency-Key was used for a different Stop request of run " + rec.RunID}
+	}
+	return rec.IdempotentStops[i].Response, true, nil
+}
+
+// rememberStop records resp as the response of req's idempotency key in rec (nothing
+// for a request without a key; a later response of the same key replaces it).
+func rememberStop(rec *Record, req StopRequest, resp api.CancelRunResponse) {
+	if req.IdempotencyKey == "" {
+		return
+	}
+	i := slices.IndexFunc(rec.IdempotentStops, func(s api.IdempotentStop) bool { return s.Key == req.IdempotencyKey })
+	if i < 0 {
+		rec.IdempotentStops = append(rec.IdempotentStops, api.IdempotentStop{Key: req.IdempotencyKey, RequestSHA256: req.RequestSHA256, Response: resp})
+	} else {
+		rec.IdempotentStops[i].Response = resp
+	}
 }
 
 // Retry is the Retry button for runID (board operation retry_run on its company, with
