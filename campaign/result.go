@@ -82,7 +82,7 @@ func addFacts(res *result.Result, f *Facts) {
 	res.Termination = f.Termination
 	res.Usage = f.Usage
 	for _, m := range f.Matchers {
-		res.MatcherResults = append(res.MatcherResults, result.MatcherResult{Kind: m.Kind, Passed: m.Passed, NotReached: m.NotReached, Expected: m.Expected, Observed: m.Observed, Detail: m.Detail})
+		res.MatcherResults = append(res.MatcherResults, result.MatcherResult{Kind: string(m.Kind), Passed: m.Passed, NotReached: m.NotReached, Expected: m.Expected, Observed: m.Observed, Detail: m.Detail})
 	}
 	res.RuntimeFacts = slices.Clone(f.Runtime)
 	res.RuntimeMode = agreedRuntimeMode(f.Runtime)

@@ -132,7 +132,7 @@ func TestRenderDefaultCases(t *testing.T) {
 	}
 	wantKinds := map[string]any{"message_exact": r.Marker, "issue_status": "done", "run_status": "succeeded", "runtime_mode": "native", "environment": "local"}
 	for _, m := range r.Matchers {
-		if w, ok := wantKinds[m.Kind]; ok && m.Expected != w {
+		if w, ok := wantKinds[string(m.Kind)]; ok && m.Expected != w {
 			t.Errorf("matcher %s expected = %v, want %v", m.Kind, m.Expected, w)
 		}
 	}

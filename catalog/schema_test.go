@@ -181,7 +181,10 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		{"terminalState", "run", RunStates}, {"case", "toolReviewDecision", ToolReviews},
 		{"case", "automaticRetryPolicy", RetryPolicies}, {"referenceTurn", "trigger", TurnTriggers},
 	}
-	kinds := match.Kinds()
+	var kinds []string
+	for _, k := range match.Kinds() {
+		kinds = append(kinds, string(k))
+	}
 	schemaKinds := slices.Clone(s.Defs["matcher"].Properties["kind"].Enum)
 	slices.Sort(kinds)
 	slices.Sort(schemaKinds)

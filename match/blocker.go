@@ -5,8 +5,7 @@ import (
 	"fmt"
 )
 
-// KindBlockerGuidance grades a blocker-guidance journey (seed 000 "Direct blocker
-// fixtures": saved human input with the requester's identity, ownership history, no
+// KindBlockerGuidance grades a blocker-guidance journey (saved human input with the requester's identity, ownership history, no
 // additional work or hires, the continuation after the human's answer, company-wide
 // evidence of any unexpected manager run) from the composite JSON observation: the
 // task (issue), its runs and comments, and the company view {agentId, managerId,
@@ -25,7 +24,7 @@ import (
 //     company.
 //
 // It is not reached when no JSON document or no company view was observed.
-const KindBlockerGuidance = "blocker_guidance"
+const KindBlockerGuidance Kind = "blocker_guidance"
 
 // blockerState is the part of the composite JSON observation blocker_guidance reads.
 type blockerState struct {

@@ -6,13 +6,12 @@ import (
 	"strings"
 )
 
-// KindChatHandoff grades an agent chat (seed 000 "Persistent chat fixtures":
-// expectedRunCount counts provider turns, including cancelled and handed-off task runs,
-// but excludes synthetic /new runs; assertions inspect all company runs because
-// ordinary issue lists exclude the source conversation; assertChatHandoff rejects
-// missing plans, chat children, wrong assignees and execution before the plan commit)
-// from the composite JSON observation's chat view {agentId, conversation, actors,
-// tasks, documents, runs}. Parameters: name (the assignee's actor name, required),
+// KindChatHandoff grades an agent chat (the run count counts provider turns, cancelled
+// and handed-off task runs included, synthetic /new runs excluded; every company run is
+// inspected because ordinary issue lists exclude the source conversation; missing plans,
+// chat children, wrong assignees and execution before the plan commit fail) from the
+// composite JSON observation's chat view {agentId, conversation, actors, tasks,
+// documents, runs}. Parameters: name (the assignee's actor name, required),
 // expected (text the handed-off plan must contain, required) and count (the provider
 // turns: every run of the company, whatever its status, required ≥ 1). It passes when
 // all of these hold:
@@ -31,7 +30,7 @@ import (
 //
 // It is not reached when no JSON document, or no chat view with a conversation, was
 // observed.
-const KindChatHandoff = "chat_handoff"
+const KindChatHandoff Kind = "chat_handoff"
 
 // chatState is the part of the composite JSON observation chat_handoff reads.
 type chatState struct {

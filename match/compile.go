@@ -15,45 +15,44 @@ import (
 	"github.com/theory/jsonpath"
 )
 
-// Matcher kinds, the union of spec runner-e2e-harness §5 (seed 000 "Task cases and
-// matchers"). The message kinds compare the normalised message (see Normalize) with
+// Matcher kinds (docs/matchers.md). The message kinds compare the normalised message (see Normalize) with
 // normalised expected text. message_regex uses Go's RE2 syntax instead of JavaScript
-// RegExp (spec §5 "Go note"): flags i, m and s mean what they mean in JavaScript;
+// RegExp: flags i, m and s mean what they mean in JavaScript;
 // lookahead, lookbehind and backreferences are rejected by Compile; \d, \w, \s and \b
 // are ASCII-only as in JavaScript without the u flag, except that \s omits the Unicode
 // spaces JavaScript includes.
 const (
-	KindMessageExact       = "message_exact"
-	KindMessageContains    = "message_contains"
-	KindMessageOccurrences = "message_occurrences"
-	KindMessageRegex       = "message_regex"
-	KindMessageOrdered     = "message_ordered"
-	KindIssueStatus        = "issue_status"
-	KindRunStatus          = "run_status"
-	KindRuntimeMode        = "runtime_mode"
-	KindEnvironment        = "environment"
-	KindFileExists         = "file_exists"
+	KindMessageExact       Kind = "message_exact"
+	KindMessageContains    Kind = "message_contains"
+	KindMessageOccurrences Kind = "message_occurrences"
+	KindMessageRegex       Kind = "message_regex"
+	KindMessageOrdered     Kind = "message_ordered"
+	KindIssueStatus        Kind = "issue_status"
+	KindRunStatus          Kind = "run_status"
+	KindRuntimeMode        Kind = "runtime_mode"
+	KindEnvironment        Kind = "environment"
+	KindFileExists         Kind = "file_exists"
 	// KindFileAbsent passes when the workspace snapshot has no file at path (the
 	// oracle of a declined or stopped write).
-	KindFileAbsent     = "file_absent"
-	KindFileExact      = "file_exact"
-	KindFileContains   = "file_contains"
-	KindArtifactExists = "artifact_exists"
-	KindJSONPath       = "json_path"
-	KindJSONSchema     = "json_schema"
+	KindFileAbsent     Kind = "file_absent"
+	KindFileExact      Kind = "file_exact"
+	KindFileContains   Kind = "file_contains"
+	KindArtifactExists Kind = "artifact_exists"
+	KindJSONPath       Kind = "json_path"
+	KindJSONSchema     Kind = "json_schema"
 )
 
-// kinds is every kind in spec §5 order; kindFields says which Spec fields each accepts
+// kinds is every kind in documentation order; kindFields says which Spec fields each accepts
 // (besides kind), in the order Compile checks them.
 var (
-	kinds = []string{
+	kinds = []Kind{
 		KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex,
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
 		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
 		KindProcessIdentity, KindNoMutation, KindTaskTitle, KindChatHandoff,
 	}
-	kindFields = map[string][]string{
+	kindFields = map[Kind][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
 		KindMessageContains:    {"expected", "turn", "normalize"},
 		KindMessageOccurrences: {"expected", "count", "turn", "normalize"},
@@ -80,8 +79,24 @@ var (
 	}
 )
 
-// Kinds returns every matcher kind Compile accepts, in spec §5 order (a fresh slice).
-func Kinds() []string { return append([]string(nil), kinds...) }
+// Kinds returns every matcher kind Compile accepts, in documentation order (a fresh
+// slice).
+func Kinds() []Kind { return append([]Kind(nil), kinds...) }
+
+// Valid reports whether k is a kind Compile accepts.
+func (k Kind) Valid() bool {
+	_, ok := kindFields[k]
+	return ok
+}
+
+// kindList is every kind joined with ", ", for error messages.
+func kindList() string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
 
 // Matcher is a compiled, validated matcher. It is immutable: one Matcher may be evaluated
 // by any number of goroutines at once. The zero Matcher is not compiled and evaluates as
@@ -113,7 +128,7 @@ type compiled struct {
 }
 
 // Kind returns the matcher's kind ("" for the zero Matcher).
-func (m Matcher) Kind() string {
+func (m Matcher) Kind() Kind {
 	if m.c == nil {
 		return ""
 	}
@@ -180,9 +195,9 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	allowed, ok := kindFields[spec.Kind]
 	if !ok {
 		if spec.Kind == "" {
-			bad("kind", "kind is required; use one of %s", strings.Join(kinds, ", "))
+			bad("kind", "kind is required; use one of %s", kindList())
 		} else {
-			bad("kind", "unknown kind %q; use one of %s", spec.Kind, strings.Join(kinds, ", "))
+			bad("kind", "unknown kind %q; use one of %s", spec.Kind, kindList())
 		}
 		return Matcher{}, problems
 	}
@@ -200,7 +215,22 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	if spec.Turn < 0 {
 		bad("turn", "turn must be 1 or more (the 1-based turn whose message to check), or absent for the whole message; got %d", spec.Turn)
 	}
+	compileKind(spec, c, bad)
+	js, err := canonjson.Ordered(spec)
+	if err != nil && len(problems) == 0 {
+		e := bad("expected", "the matcher cannot be encoded as JSON; use only strings, numbers, booleans, null, lists and maps")
+		e.Err = err
+	}
+	if len(problems) > 0 {
+		return Matcher{}, problems
+	}
+	c.specJSON = string(js)
+	return Matcher{c: c}, nil
+}
 
+// compileKind checks the parameters of spec's kind (a known one) and prepares c for
+// evaluating it, reporting each problem through bad.
+func compileKind(spec Spec, c *compiled, bad badFunc) {
 	switch spec.Kind {
 	case KindMessageExact, KindMessageContains:
 		if s, ok := stringParam(spec, bad, "the text to look for in the message"); ok {
@@ -208,85 +238,17 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 			c.display = c.text
 		}
 	case KindMessageOccurrences:
-		if s, ok := stringParam(spec, bad, "the text whose occurrences to count"); ok {
-			c.text = Normalize(c.form.apply(s))
-		}
-		switch {
-		case spec.Count == nil:
-			bad("count", "count is required: the exact number of non-overlapping occurrences (0 or more)")
-		case *spec.Count < 0:
-			bad("count", "count must be 0 or more; got %d", *spec.Count)
-		default:
-			c.count = *spec.Count
-			c.display = c.count
-		}
+		compileOccurrences(spec, c, bad)
 	case KindMessageRegex:
 		compileRegex(spec, c, bad)
 	case KindMessageOrdered:
 		compileOrdered(spec, c, bad)
-	case KindIssueStatus, KindRunStatus, KindEnvironment:
-		if s, ok := stringParam(spec, bad, "the exact value to compare with"); ok {
-			if s == "" {
-				bad("expected", "expected must not be empty; give the exact value to compare with")
-			}
-			c.text, c.display = s, s
-		}
-	case KindRuntimeMode:
-		if s, ok := stringParam(spec, bad, `"legacy" or "native"`); ok {
-			if s != "legacy" && s != "native" {
-				bad("expected", `expected must be "legacy" or "native"; got %q`, s)
-			}
-			c.text, c.display = s, s
-		}
+	case KindIssueStatus, KindRunStatus, KindEnvironment, KindRuntimeMode:
+		compileStatus(spec, c, bad)
 	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
-		c.file = checkWorkspacePath(spec.Path, bad)
-		c.display = c.file
-		switch spec.Source {
-		case "", SourceWorkspace, SourceAgentHome:
-		default:
-			bad("source", "source must be %s (the default) or %s; got %q", SourceWorkspace, SourceAgentHome, spec.Source)
-		}
-		checkSHA256(spec, bad)
-		if spec.Kind != KindFileExists && spec.Kind != KindFileAbsent {
-			if s, ok := stringParam(spec, bad, "the file content to compare with (whitespace as it is; Unicode normalised as normalize says)"); ok {
-				c.text = c.form.apply(s)
-				c.display = c.text
-				if b, isHex := compileEncoding(spec, s, c, bad); isHex {
-					c.text, c.display = string(b), s
-				}
-			}
-		}
+		compileFile(spec, c, bad)
 	case KindArtifactExists:
-		if spec.Name == "" {
-			bad("name", "name is required: the artifact name to look for")
-		}
-		if spec.MimeType != "" {
-			if _, _, err := mime.ParseMediaType(spec.MimeType); err != nil {
-				e := bad("mimeType", "mimeType %q is not a media type such as text/plain; fix or remove it", spec.MimeType)
-				e.Err = err
-			}
-		}
-		checkSHA256(spec, bad)
-		want := canonjson.Object{{Key: "name", Value: spec.Name}}
-		if spec.MimeType != "" {
-			want = append(want, canonjson.Member{Key: "mimeType", Value: spec.MimeType})
-		}
-		if spec.SHA256 != "" {
-			want = append(want, canonjson.Member{Key: "sha256", Value: spec.SHA256})
-		}
-		if spec.Expected != nil {
-			if s, ok := stringParam(spec, bad, "the artifact's downloaded text to compare with (whitespace as it is)"); ok {
-				c.text = c.form.apply(s)
-				c.hasText = true
-				if b, isHex := compileEncoding(spec, s, c, bad); isHex {
-					c.text = string(b)
-					want = append(want, canonjson.Member{Key: "expected", Value: s}, canonjson.Member{Key: "encoding", Value: EncodingHex})
-				} else {
-					want = append(want, canonjson.Member{Key: "expected", Value: c.text})
-				}
-			}
-		}
-		c.display = want
+		compileArtifact(spec, c, bad)
 	case KindJSONPath:
 		compileJSONPath(spec, c, bad)
 	case KindJSONSchema:
@@ -305,17 +267,101 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	case KindChatHandoff:
 		compileChat(spec, c, bad)
 	}
+}
 
-	js, err := canonjson.Ordered(spec)
-	if err != nil && len(problems) == 0 {
-		e := bad("expected", "the matcher cannot be encoded as JSON; use only strings, numbers, booleans, null, lists and maps")
-		e.Err = err
+// compileOccurrences prepares message_occurrences: the normalised text and a count of
+// 0 or more.
+func compileOccurrences(spec Spec, c *compiled, bad badFunc) {
+	if s, ok := stringParam(spec, bad, "the text whose occurrences to count"); ok {
+		c.text = Normalize(c.form.apply(s))
 	}
-	if len(problems) > 0 {
-		return Matcher{}, problems
+	switch {
+	case spec.Count == nil:
+		bad("count", "count is required: the exact number of non-overlapping occurrences (0 or more)")
+	case *spec.Count < 0:
+		bad("count", "count must be 0 or more; got %d", *spec.Count)
+	default:
+		c.count = *spec.Count
+		c.display = c.count
 	}
-	c.specJSON = string(js)
-	return Matcher{c: c}, nil
+}
+
+// compileStatus prepares the kinds that compare one exact value (issue_status,
+// run_status, environment: not empty; runtime_mode: legacy or native).
+func compileStatus(spec Spec, c *compiled, bad badFunc) {
+	if spec.Kind == KindRuntimeMode {
+		if s, ok := stringParam(spec, bad, `"legacy" or "native"`); ok {
+			if s != "legacy" && s != "native" {
+				bad("expected", `expected must be "legacy" or "native"; got %q`, s)
+			}
+			c.text, c.display = s, s
+		}
+		return
+	}
+	if s, ok := stringParam(spec, bad, "the exact value to compare with"); ok {
+		if s == "" {
+			bad("expected", "expected must not be empty; give the exact value to compare with")
+		}
+		c.text, c.display = s, s
+	}
+}
+
+// compileFile prepares the file kinds: a workspace-relative path, a source, an
+// optional sha256 and, for file_exact and file_contains, the expected content.
+func compileFile(spec Spec, c *compiled, bad badFunc) {
+	c.file = checkWorkspacePath(spec.Path, bad)
+	c.display = c.file
+	switch spec.Source {
+	case "", SourceWorkspace, SourceAgentHome:
+	default:
+		bad("source", "source must be %s (the default) or %s; got %q", SourceWorkspace, SourceAgentHome, spec.Source)
+	}
+	checkSHA256(spec, bad)
+	if spec.Kind == KindFileExists || spec.Kind == KindFileAbsent {
+		return
+	}
+	if s, ok := stringParam(spec, bad, "the file content to compare with (whitespace as it is; Unicode normalised as normalize says)"); ok {
+		c.text = c.form.apply(s)
+		c.display = c.text
+		if b, isHex := compileEncoding(spec, s, c, bad); isHex {
+			c.text, c.display = string(b), s
+		}
+	}
+}
+
+// compileArtifact prepares artifact_exists: a name, an optional media type, sha256 and
+// expected text; its display is the object of the given ones.
+func compileArtifact(spec Spec, c *compiled, bad badFunc) {
+	if spec.Name == "" {
+		bad("name", "name is required: the artifact name to look for")
+	}
+	if spec.MimeType != "" {
+		if _, _, err := mime.ParseMediaType(spec.MimeType); err != nil {
+			e := bad("mimeType", "mimeType %q is not a media type such as text/plain; fix or remove it", spec.MimeType)
+			e.Err = err
+		}
+	}
+	checkSHA256(spec, bad)
+	want := canonjson.Object{{Key: "name", Value: spec.Name}}
+	if spec.MimeType != "" {
+		want = append(want, canonjson.Member{Key: "mimeType", Value: spec.MimeType})
+	}
+	if spec.SHA256 != "" {
+		want = append(want, canonjson.Member{Key: "sha256", Value: spec.SHA256})
+	}
+	if spec.Expected != nil {
+		if s, ok := stringParam(spec, bad, "the artifact's downloaded text to compare with (whitespace as it is)"); ok {
+			c.text = c.form.apply(s)
+			c.hasText = true
+			if b, isHex := compileEncoding(spec, s, c, bad); isHex {
+				c.text = string(b)
+				want = append(want, canonjson.Member{Key: "expected", Value: s}, canonjson.Member{Key: "encoding", Value: EncodingHex})
+			} else {
+				want = append(want, canonjson.Member{Key: "expected", Value: c.text})
+			}
+		}
+	}
+	c.display = want
 }
 
 // compileEncoding checks spec.Encoding for a kind that takes it: with EncodingHex it
@@ -597,7 +643,7 @@ func compileJSONPath(spec Spec, c *compiled, bad badFunc) {
 	c.want, c.wantJS, c.display = spec.Expected, js, spec.Expected
 }
 
-// LegacyPathToJSONPath converts the legacy dot form (spec §5: segments separated by ".",
+// LegacyPathToJSONPath converts the legacy dot form (segments separated by ".",
 // empty segments ignored, a numeric segment indexes an array or names an object member)
 // to an RFC 9535 query. A path starting with "$" is returned unchanged. A numeric
 // segment n becomes the union ['n',n], which selects member "n" of an object or element

@@ -298,10 +298,45 @@ func TestKinds(t *testing.T) {
 	t.Parallel()
 	ks := Kinds()
 	if len(ks) != 23 {
-		t.Fatalf("Kinds() has %d kinds, spec §5 lists 15 and agentproof adds runtime_metadata, file_absent, plan_revisions, blocker_guidance, process_identity, no_mutation, task_title and chat_handoff", len(ks))
+		t.Fatalf("Kinds() has %d kinds, want the 15 of docs/matchers.md's first table plus runtime_metadata, file_absent, plan_revisions, blocker_guidance, process_identity, no_mutation, task_title and chat_handoff", len(ks))
+	}
+	for _, k := range ks {
+		if !k.Valid() {
+			t.Errorf("Kinds() lists %q, which is not Valid", k)
+		}
 	}
 	ks[0] = "mutated"
 	if Kinds()[0] != KindMessageExact {
 		t.Errorf("Kinds() shares its backing array")
+	}
+}
+
+// TestKindWireForm: a Kind is the plain string in JSON, both ways; a string outside the
+// typed set decodes as written, is not Valid, and Compile refuses it naming the kind.
+func TestKindWireForm(t *testing.T) {
+	t.Parallel()
+	js, err := json.Marshal(Spec{Kind: KindFileExists, Path: "a.txt"})
+	if err != nil || string(js) != `{"kind":"file_exists","path":"a.txt"}` {
+		t.Fatalf("Marshal = %s, %v", js, err)
+	}
+	var spec Spec
+	if err := json.Unmarshal([]byte(`{"kind":"message_fuzzy","expected":"x"}`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Kind != "message_fuzzy" || spec.Kind.Valid() {
+		t.Fatalf("decoded kind %q (valid %v)", spec.Kind, spec.Kind.Valid())
+	}
+	_, err = Compile(spec)
+	var se *SpecError
+	if !errors.As(err, &se) || se.Kind != "message_fuzzy" || se.Field != "kind" {
+		t.Fatalf("Compile(message_fuzzy) = %v", err)
+	}
+	m, err := Compile(Spec{Kind: KindMessageExact, Expected: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Evaluate([]Matcher{m}, &Observation{})
+	if js, _ := json.Marshal(o[0]); !strings.HasPrefix(string(js), `{"kind":"message_exact",`) {
+		t.Errorf("Outcome JSON = %s", js)
 	}
 }

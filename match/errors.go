@@ -18,7 +18,7 @@ import (
 // JSON Schema) and is returned by Unwrap.
 type SpecError struct {
 	Index     int
-	Kind      string
+	Kind      Kind
 	Field     string
 	Message   string
 	Construct string
@@ -28,7 +28,7 @@ type SpecError struct {
 
 // Error renders the problem as `matcher <kind>: <field>: <message>`.
 func (e *SpecError) Error() string {
-	kind := e.Kind
+	kind := string(e.Kind)
 	if kind == "" {
 		kind = "(no kind)"
 	}

@@ -358,7 +358,7 @@ var evalCases = []evalCase{
 
 func TestEvaluateKinds(t *testing.T) {
 	t.Parallel()
-	covered := map[string][3]bool{}
+	covered := map[Kind][3]bool{}
 	var golden strings.Builder
 	for _, tc := range evalCases {
 		m, err := Compile(tc.spec)
@@ -472,7 +472,7 @@ func TestDetailBounded(t *testing.T) {
 		if len(o.Detail) > DetailLimit {
 			t.Errorf("%s: detail %d bytes > %d", s.Kind, len(o.Detail), DetailLimit)
 		}
-		if !strings.HasPrefix(o.Detail, `expected {"kind":"`+s.Kind) || !strings.Contains(o.Detail, "; observed ") {
+		if !strings.HasPrefix(o.Detail, `expected {"kind":"`+string(s.Kind)) || !strings.Contains(o.Detail, "; observed ") {
 			t.Errorf("%s: detail shape %.80q", s.Kind, o.Detail)
 		}
 		if !strings.Contains(o.Detail, truncMark) {

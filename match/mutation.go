@@ -14,7 +14,7 @@ import (
 // incomplete (the kernel's queue overflowed, events were dropped, a directory could not
 // be watched) and no event touched path. Beside file_absent it is the oracle of a write
 // that must not happen: file_absent looks once at the end, this one saw every step.
-const KindNoMutation = "no_mutation"
+const KindNoMutation Kind = "no_mutation"
 
 // RunWatch is one run's workspace watch: whether a watcher ran (Observed), whether its
 // record is complete, and the mutations it saw in order.

@@ -2,8 +2,8 @@ package match
 
 import "encoding/json"
 
-// Observation is the evidence one attempt's matchers are evaluated against (spec
-// runner-e2e-harness §5). Each group of fields records whether it was observed, so a
+// Observation is the evidence one attempt's matchers are evaluated against
+// (docs/matchers.md). Each group of fields records whether it was observed, so a
 // matcher whose evidence is missing reports NotReached instead of passing or failing:
 //
 //   - Message is the user-facing reply (the run's presentation comment, else all its
@@ -79,10 +79,10 @@ type Artifact struct {
 // DetailLimit bytes ending with "…[truncated]" (the full text is evidence, kept
 // elsewhere).
 // Detail is "matched" when Passed, "not reached: <reason>" when NotReached, and
-// otherwise `expected <JSON of the matcher>; observed <JSON of Observed>` (spec §5); it
+// otherwise `expected <JSON of the matcher>; observed <JSON of Observed>`; it
 // is at most DetailLimit bytes and never contains an Observation secret.
 type Outcome struct {
-	Kind       string `json:"kind"`
+	Kind       Kind   `json:"kind"`
 	Passed     bool   `json:"passed"`
 	NotReached bool   `json:"notReached,omitempty"`
 	Expected   any    `json:"expected,omitempty"`

@@ -11,9 +11,8 @@ import (
 
 // KindPlanRevisions grades a task's plan document revision by revision, from the
 // persisted documents, interactions and approvals of the composite JSON observation
-// ({documents, interactions, approvals}; seed 000 "Task cases and matchers": the plan
-// flow verifies canonical document revision ids, bodies, step counts and interaction
-// targets). name is the document key (default "plan"); expected is the list of
+// ({documents, interactions, approvals}: the plan flow verifies canonical document
+// revision ids, bodies, step counts and interaction targets). name is the document key (default "plan"); expected is the list of
 // revisions the document must have, oldest first, each an object:
 //
 //	steps     the number of numbered steps of the revision's body (lines "1. …",
@@ -27,7 +26,7 @@ import (
 // exactly one interaction or approval, with that outcome; nothing else may target a
 // revision of the document. It is not reached when no JSON document was observed; a
 // missing document fails.
-const KindPlanRevisions = "plan_revisions"
+const KindPlanRevisions Kind = "plan_revisions"
 
 // PlanOutcomes are the outcomes a plan_revisions revision may expect.
 var PlanOutcomes = []string{"rejected", "accepted", "approved"}

@@ -10,7 +10,7 @@ import "fmt"
 // different process; with false (per_turn) it passes when every run ran in a process of
 // its own. It fails otherwise, and is not reached when the identities were not
 // collected, a run's identity was not recorded, or (true) fewer than two runs ran.
-const KindProcessIdentity = "process_identity"
+const KindProcessIdentity Kind = "process_identity"
 
 // ProcessIdentity is one run's agent process: PID and StartTicks, its start time in
 // clock ticks after boot (/proc/<pid>/stat field 22). The zero value is unobserved.

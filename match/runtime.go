@@ -14,7 +14,7 @@ import (
 // {cliName: codex, cliVersion: "0.171.0"}. It passes when every run matches every
 // key; it fails when a run recorded a different value; it is not reached when no run
 // recorded its launch, or when a run did not record a key (and nothing mismatched).
-const KindRuntimeMetadata = "runtime_metadata"
+const KindRuntimeMetadata Kind = "runtime_metadata"
 
 // The keys of a run's runtime facts (api.LaunchFacts): the driver, adapter type and
 // model provider it was launched with, the agent CLI's name, version and binary

@@ -1,10 +1,14 @@
 // Package match is agentproof's deterministic grading library: it evaluates a case's
-// matchers against an observation and returns one outcome per matcher (seed 000 "Task
-// cases and matchers"; spec runner-e2e-harness §5).
+// matchers against an observation and returns one outcome per matcher
+// (docs/matchers.md).
 package match
 
+// Kind names what a matcher grades: the value of a Spec's kind field, one of Kinds (the
+// Kind constants). Its JSON and YAML form is the plain string.
+type Kind string
+
 // Spec is one matcher as a catalog case declares it (YAML or JSON). Kind selects the
-// matcher; which other fields are required depends on the kind (spec §5):
+// matcher; which other fields are required depends on the kind:
 //
 //	message_exact, message_contains        expected (string)
 //	message_occurrences                    expected (string), count (int ≥ 0)
@@ -46,7 +50,7 @@ package match
 // String fields may hold templates (for example a per-attempt marker); the catalog
 // renders them before a Spec reaches Compile for evaluation.
 type Spec struct {
-	Kind      string `json:"kind" yaml:"kind"`
+	Kind      Kind   `json:"kind" yaml:"kind"`
 	Expected  any    `json:"expected,omitempty" yaml:"expected,omitempty"`
 	Count     *int   `json:"count,omitempty" yaml:"count,omitempty"`
 	Pattern   string `json:"pattern,omitempty" yaml:"pattern,omitempty"`

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// KindTaskTitle grades a task's title (seed 000 "Prompt-only task title fixtures") from
+// KindTaskTitle grades the title of a task created without one (or kept as given) from
 // the composite JSON observation's titles view {created, changes, afterRun, current} and
 // agentCalls (the server's ledger of each run's agent calls). Two forms:
 //
@@ -23,10 +23,10 @@ import (
 //     throughout, not restored: it is the created title, no change was ever applied,
 //     and it is the title after every run and now.
 //
-// Missing evidence fails (seed 000: "Missing evidence must fail"): no JSON document, no
+// Missing evidence fails: no JSON document, no
 // titles view, no run, or an initial run whose calls were not recorded is a failure
 // naming what is missing, never a pass and never "not reached".
-const KindTaskTitle = "task_title"
+const KindTaskTitle Kind = "task_title"
 
 // titleState is the part of the composite JSON task_title reads.
 type titleState struct {

@@ -384,7 +384,7 @@ func failing(outcomes []match.Outcome) []string {
 	var out []string
 	for _, o := range outcomes {
 		if !o.Passed {
-			out = append(out, o.Kind+": "+o.Detail)
+			out = append(out, string(o.Kind)+": "+o.Detail)
 		}
 	}
 	return out

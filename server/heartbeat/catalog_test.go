@@ -232,7 +232,7 @@ func TestDefaultCatalogByHand(t *testing.T) {
 			var fails []string
 			for _, o := range match.Evaluate(matchers, obs) {
 				if !o.Passed {
-					fails = append(fails, o.Kind+": "+o.Detail)
+					fails = append(fails, string(o.Kind)+": "+o.Detail)
 				}
 			}
 			shouldPass := cell.Profile.Driver.String() == "reference" || cell.Profile.Driver.String() == "fixture:pass"
