@@ -8,41 +8,52 @@ import (
 	"strings"
 )
 
-// Board operations are what a real control plane's board (a human operator) does that
-// the seed's port lacks (issue 7): create agents, projects, environments and issues,
+// Board operations are what a real control plane's board (a human operator) does
+// beyond the port's run protocol: create agents, projects, environments and issues,
 // comment on an issue, resolve an interaction, decide an approval. Each is one
 // operation on the company's state machine, deterministic like the port (fixture clock,
 // fixture ids), recorded with an audit record and a decision (operation
 // "board_<kind>", outcome allowed; denials record a denied decision), rolled back
 // whole when it fails, and journaled by the durable store like every port operation.
 
+// BoardKind names a board operation (BoardOp.Kind): one of BoardKinds. Its JSON form
+// is the plain string; the operation's decisions are recorded as "board_<kind>".
+type BoardKind string
+
 // Board operation kinds (BoardOp.Kind).
 const (
-	BoardCreateAgent        = "create_agent"
-	BoardCreateProject      = "create_project"
-	BoardCreateEnvironment  = "create_environment"
-	BoardCreateIssue        = "create_issue"
-	BoardComment            = "comment"
-	BoardResolveInteraction = "resolve_interaction"
-	BoardDecideApproval     = "decide_approval"
+	BoardCreateAgent        BoardKind = "create_agent"
+	BoardCreateProject      BoardKind = "create_project"
+	BoardCreateEnvironment  BoardKind = "create_environment"
+	BoardCreateIssue        BoardKind = "create_issue"
+	BoardComment            BoardKind = "comment"
+	BoardResolveInteraction BoardKind = "resolve_interaction"
+	BoardDecideApproval     BoardKind = "decide_approval"
 	// BoardPutFile writes a managed file (files.go).
-	BoardPutFile = "put_file"
+	BoardPutFile BoardKind = "put_file"
 	// BoardResolveFileConflict resolves a home file conflict (home.go).
-	BoardResolveFileConflict = "resolve_file_conflict"
+	BoardResolveFileConflict BoardKind = "resolve_file_conflict"
 	// BoardRetryRun asks for a new run of a failed or interrupted run (Retry).
-	BoardRetryRun = "retry_run"
+	BoardRetryRun BoardKind = "retry_run"
 	// BoardCreateConversation starts an agent chat; BoardChatMessage posts a human
 	// message in it, "/new" starting a new session generation (chat.go).
-	BoardCreateConversation = "create_conversation"
-	BoardChatMessage        = "chat_message"
+	BoardCreateConversation BoardKind = "create_conversation"
+	BoardChatMessage        BoardKind = "chat_message"
 )
 
 // boardPutBlob is the kind under which a keyed blob upload (PutBlob with an
 // idempotency key) is remembered; it is not an ApplyBoard kind.
-const boardPutBlob = "put_blob"
+const boardPutBlob BoardKind = "put_blob"
+
+// Operation is the decision operation a board operation of kind k records:
+// "board_<kind>".
+func (k BoardKind) Operation() string { return "board_" + string(k) }
+
+// Valid reports whether k is one of BoardKinds (an ApplyBoard kind).
+func (k BoardKind) Valid() bool { return slices.Contains(BoardKinds, k) }
 
 // BoardKinds lists every board operation kind.
-var BoardKinds = []string{BoardCreateAgent, BoardCreateProject, BoardCreateEnvironment, BoardCreateIssue,
+var BoardKinds = []BoardKind{BoardCreateAgent, BoardCreateProject, BoardCreateEnvironment, BoardCreateIssue,
 	BoardComment, BoardResolveInteraction, BoardDecideApproval, BoardPutFile, BoardResolveFileConflict, BoardRetryRun,
 	BoardCreateConversation, BoardChatMessage}
 
@@ -105,7 +116,7 @@ type Environment struct {
 // result unchanged (same ids) when kind and input are the same, and fails with
 // idempotency_conflict otherwise. A failed operation remembers nothing.
 type BoardOp struct {
-	Kind           string          `json:"kind"`
+	Kind           BoardKind       `json:"kind"`
 	Input          json.RawMessage `json:"input"`
 	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
 }
@@ -114,23 +125,22 @@ type BoardOp struct {
 // input and the result it committed.
 type BoardIdempotencyRecord struct {
 	Key            string      `json:"key"`
-	Kind           string      `json:"kind"`
+	Kind           BoardKind   `json:"kind"`
 	InputCanonical string      `json:"inputCanonical"`
 	Result         BoardResult `json:"result"`
 }
 
 // BoardResult is an applied board operation: ID is the created or acted-on entity.
 type BoardResult struct {
-	Kind             string   `json:"kind"`
-	ID               string   `json:"id"`
-	StateRevision    int64    `json:"stateRevision"`
-	EntityRefs       []string `json:"entityRefs"`
-	ScheduledWakeIDs []string `json:"scheduledWakeIds"`
+	Kind             BoardKind `json:"kind"`
+	ID               string    `json:"id"`
+	StateRevision    int64     `json:"stateRevision"`
+	EntityRefs       []string  `json:"entityRefs"`
+	ScheduledWakeIDs []string  `json:"scheduledWakeIds"`
 }
 
-// workModes are the accepted workMode values of create_issue: the task work modes of
-// the port spec (control-plane-port.md §1.3), which include every case workMode of
-// the catalog (standard, planning, ask; runner-e2e-harness.md §2.5).
+// workModes are the accepted workMode values of create_issue: the port's task work
+// modes, which include every case workMode of the catalog (standard, planning, ask).
 var workModes = []string{"standard", "ask", "planning", "skill_test"}
 
 // decodeStrict decodes a board input, rejecting unknown fields and trailing data.
@@ -183,8 +193,8 @@ func (m *Memory) ApplyBoard(ctx context.Context, op BoardOp) (BoardResult, error
 		return BoardResult{}, err
 	}
 	defer m.unlock()
-	operation := "board_" + op.Kind
-	if !slices.Contains(BoardKinds, op.Kind) {
+	operation := op.Kind.Operation()
+	if !op.Kind.Valid() {
 		return BoardResult{}, m.deny(nil, "board_operation", "board_input_invalid", nil,
 			newErr(CodeBoardInputInvalid, "unknown board operation %q", op.Kind))
 	}
@@ -192,8 +202,8 @@ func (m *Memory) ApplyBoard(ctx context.Context, op BoardOp) (BoardResult, error
 		return res, err
 	}
 	mark := len(m.undo)
-	c := &cmdCtx{kind: op.Kind, raw: op.Input}
-	id, action, entity, err := m.board(c)
+	c := &cmdCtx{kind: string(op.Kind), raw: op.Input}
+	id, action, entity, err := m.board(op.Kind, c)
 	if err != nil {
 		m.rollback(mark)
 		code := CodeOf(err)
@@ -211,7 +221,7 @@ func (m *Memory) ApplyBoard(ctx context.Context, op BoardOp) (BoardResult, error
 	if wakes == nil {
 		wakes = []string{}
 	}
-	m.recordMutationSorted(nil, nil, action, entity, id, map[string]any{"entityRefs": refs, "kind": op.Kind},
+	m.recordMutationSorted(nil, nil, action, entity, id, map[string]any{"entityRefs": refs, "kind": string(op.Kind)},
 		operation, "allowed", "board_operation_applied", refs)
 	res := BoardResult{Kind: op.Kind, ID: id, StateRevision: m.st.Revision, EntityRefs: refs, ScheduledWakeIDs: slices.Clone(wakes)}
 	if err := m.boardRemember(op, res); err != nil {
@@ -277,9 +287,10 @@ func cloneBoardResult(r BoardResult) BoardResult {
 	return r
 }
 
-// board runs one operation and returns the entity id, audit action and entity type.
-func (m *Memory) board(c *cmdCtx) (id, action, entity string, err error) {
-	switch c.kind {
+// board runs one operation of kind and returns the entity id, audit action and entity
+// type.
+func (m *Memory) board(kind BoardKind, c *cmdCtx) (id, action, entity string, err error) {
+	switch kind {
 	case BoardCreateAgent:
 		id, err = m.boardCreateAgent(c)
 		return id, "agent.created", "actor", err
@@ -482,8 +493,8 @@ func (m *Memory) boardCreateIssue(c *cmdCtx) (string, error) {
 	if err := decodeStrict(c.raw, &in); err != nil {
 		return "", err
 	}
-	// The title is required but may be empty (seed 000 "Prompt-only task title
-	// fixtures": the agent names the task, set_task_title); only whitespace is refused.
+	// The title is required but may be empty (an untitled task the agent names with
+	// set_task_title); only whitespace is refused.
 	if in.Title == nil {
 		return "", newErr(CodeBoardInputInvalid, "issue title is required (\"\" for an untitled task the agent names)")
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 func boardOps() []BoardOp {
-	op := func(kind, in string) BoardOp { return BoardOp{Kind: kind, Input: json.RawMessage(in)} }
+	op := func(kind BoardKind, in string) BoardOp { return BoardOp{Kind: kind, Input: json.RawMessage(in)} }
 	return []BoardOp{
 		op(BoardCreateEnvironment, `{"name":"local","kind":"local"}`),
 		op(BoardCreateAgent, `{"name":"Eng","role":"engineer","capabilityGrants":["b","a","a"],"adapterConfig":{"z":1,"a":{"type":"secret_ref","secretId":"s","version":"latest"}}}`),
@@ -76,5 +76,38 @@ func TestBoardOperationsDeterministic(t *testing.T) {
 	}
 	if !bytes.Equal(states[0], states[1]) {
 		t.Fatal("the same board operations gave different states")
+	}
+}
+
+// TestBoardKindWireForm: a BoardKind is the plain string in JSON both ways; every listed
+// kind is Valid and records "board_<kind>" decisions; a kind outside the typed set
+// (and the internal blob kind) is not Valid, and ApplyBoard refuses it with
+// board_input_invalid, recorded under the operation board_operation.
+func TestBoardKindWireForm(t *testing.T) {
+	t.Parallel()
+	js, err := json.Marshal(BoardOp{Kind: BoardRetryRun, Input: json.RawMessage(`{}`)})
+	if err != nil || string(js) != `{"kind":"retry_run","input":{}}` {
+		t.Fatalf("Marshal = %s, %v", js, err)
+	}
+	var op BoardOp
+	if err := json.Unmarshal([]byte(`{"kind":"drop_tables","input":{}}`), &op); err != nil || op.Kind != "drop_tables" {
+		t.Fatalf("Unmarshal = %+v, %v", op, err)
+	}
+	for _, k := range BoardKinds {
+		if !k.Valid() || k.Operation() != "board_"+string(k) {
+			t.Errorf("%s: valid %v, operation %q", k, k.Valid(), k.Operation())
+		}
+	}
+	if op.Kind.Valid() || boardPutBlob.Valid() {
+		t.Errorf("drop_tables or put_blob is Valid")
+	}
+	m, err := NewMemory(Seed{Bare: true, Company: &Company{ID: "c", Name: "C", IssuePrefix: "C", BudgetID: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.ApplyBoard(context.Background(), op)
+	last := m.st.Decisions[len(m.st.Decisions)-1]
+	if CodeOf(err) != CodeBoardInputInvalid || last.Operation != "board_operation" || last.Outcome != DecisionDenied {
+		t.Fatalf("ApplyBoard(drop_tables) = %v; last decision %+v", err, last)
 	}
 }

@@ -16,7 +16,7 @@ func TestChat(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := mustMemory(t, richSeed())
-	board := func(kind, in string) (controlplane.BoardResult, error) {
+	board := func(kind controlplane.BoardKind, in string) (controlplane.BoardResult, error) {
 		return m.ApplyBoard(ctx, controlplane.BoardOp{Kind: kind, Input: json.RawMessage(in)})
 	}
 	before, _ := m.Snapshot(ctx)

@@ -215,7 +215,7 @@ func (m *Memory) putBlobLocked(in BlobRecord, content []byte) (BlobRef, error) {
 			newErr(CodeBlobInvalid, "a blob needs a SHA-256 of 64 lower-case hex digits and a size from 0 to %d bytes", MaxFileBytes))
 	}
 	op := BoardOp{Kind: boardPutBlob, Input: mustJSON(map[string]any{"sha256": in.SHA256, "byteSize": in.ByteSize}), IdempotencyKey: in.IdempotencyKey}
-	if res, replayed, err := m.boardReplay(op, "board_"+boardPutBlob); err != nil || replayed {
+	if res, replayed, err := m.boardReplay(op, boardPutBlob.Operation()); err != nil || replayed {
 		if err != nil {
 			return BlobRef{}, err
 		}

@@ -34,7 +34,7 @@ func boardMemory(t *testing.T) *controlplane.Memory {
 	return m
 }
 
-func board(kind, input, key string) controlplane.BoardOp {
+func board(kind controlplane.BoardKind, input, key string) controlplane.BoardOp {
 	return controlplane.BoardOp{Kind: kind, Input: json.RawMessage(input), IdempotencyKey: key}
 }
 
@@ -457,14 +457,17 @@ func TestRegisterDeliverableInlineStoresBytes(t *testing.T) {
 // refused operation changes nothing but its one denied decision, every stored file path
 // passes ValidFilePath, and Serialize/Restore stays byte-identical.
 func FuzzBoardFiles(f *testing.F) {
-	for _, seed := range []struct{ kind, input, path string }{
+	for _, seed := range []struct {
+		kind        controlplane.BoardKind
+		input, path string
+	}{
 		{controlplane.BoardPutFile, `{"path":"notes/a.txt","sha256":"SHA"}`, "a/b"},
 		{controlplane.BoardPutFile, `{"path":"../x","sha256":"SHA","scope":"agent_home","ownerId":"fixture-actor-0001"}`, "../../etc"},
 		{controlplane.BoardPutFile, `{"path":"x","sha256":"SHA","expectedSha256":""}`, "x\x00y"},
 		{controlplane.BoardResolveFileConflict, `{"conflictId":"fixture-file-conflict-0001","resolution":"take_incoming","currentSha256":""}`, "memory.md"},
 		{controlplane.BoardRetryRun, `{"runId":"run-1"}`, "./a"},
 	} {
-		f.Add(seed.kind, seed.input, seed.path)
+		f.Add(string(seed.kind), seed.input, seed.path)
 	}
 	f.Fuzz(func(t *testing.T, kind, input, path string) {
 		ctx := context.Background()
@@ -476,7 +479,7 @@ func FuzzBoardFiles(f *testing.F) {
 		input = strings.ReplaceAll(input, "SHA", ref.SHA256)
 		before, _ := m.Serialize(ctx)
 		ds0, _ := m.DecisionRecords(ctx)
-		if _, err := m.ApplyBoard(ctx, controlplane.BoardOp{Kind: kind, Input: json.RawMessage(input)}); err != nil {
+		if _, err := m.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardKind(kind), Input: json.RawMessage(input)}); err != nil {
 			ds, _ := m.DecisionRecords(ctx)
 			if len(ds) != len(ds0)+1 || ds[len(ds)-1].Outcome != "denied" {
 				t.Fatalf("a refused %s left %d new decisions", kind, len(ds)-len(ds0))

@@ -59,7 +59,7 @@ func (rt route) afterRunEnd() bool {
 }
 
 func (s *Server) table() []route {
-	boardOp := func(kind string, newReq func() any) func(ctx context.Context, r *http.Request, p principal) (any, error) {
+	boardOp := func(kind controlplane.BoardKind, newReq func() any) func(ctx context.Context, r *http.Request, p principal) (any, error) {
 		return s.board(kind, newReq)
 	}
 	return []route{
@@ -475,7 +475,7 @@ func (s *Server) stop(ctx context.Context, r *http.Request, _ principal) (any, e
 
 // board decodes a typed request, checks secret references, adds the path ids and
 // applies the board operation.
-func (s *Server) board(kind string, newReq func() any) func(ctx context.Context, r *http.Request, p principal) (any, error) {
+func (s *Server) board(kind controlplane.BoardKind, newReq func() any) func(ctx context.Context, r *http.Request, p principal) (any, error) {
 	return func(ctx context.Context, r *http.Request, _ principal) (any, error) {
 		c, err := s.pathCompany(r)
 		if err != nil {

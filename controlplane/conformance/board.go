@@ -55,7 +55,7 @@ func (e *boardEnv) restart() error {
 	return nil
 }
 
-func (e *boardEnv) board(kind string, input any, key string) (controlplane.BoardResult, error) {
+func (e *boardEnv) board(kind controlplane.BoardKind, input any, key string) (controlplane.BoardResult, error) {
 	return e.b.ApplyBoard(e.ctx, controlplane.BoardOp{Kind: kind, Input: mustJSON(input), IdempotencyKey: key})
 }
 
@@ -271,7 +271,7 @@ func board04(ctx context.Context, h Harness) error {
 	if n != 1 || len(countWakes(st, controlplane.WakeIssueCommented)) != 1 {
 		return failf("%d comments and %d issue_commented wakes, want 1 and 1", n, len(countWakes(st, controlplane.WakeIssueCommented)))
 	}
-	return e.wantLastDecision("board_comment", "denied", string(controlplane.CodeIdempotencyConflict))
+	return e.wantLastDecision(controlplane.BoardComment.Operation(), "denied", string(controlplane.CodeIdempotencyConflict))
 }
 
 func board05(ctx context.Context, h Harness) error {

@@ -203,9 +203,9 @@ func applyEntry(ctx context.Context, m *controlplane.Memory, op string, input []
 		}
 	case opBoard:
 		var b struct {
-			Kind           string          `json:"kind"`
-			Input          json.RawMessage `json:"input"`
-			IdempotencyKey string          `json:"idempotencyKey"`
+			Kind           controlplane.BoardKind `json:"kind"`
+			Input          json.RawMessage        `json:"input"`
+			IdempotencyKey string                 `json:"idempotencyKey"`
 		}
 		if err := json.Unmarshal(input, &b); err != nil {
 			return err
@@ -455,9 +455,9 @@ func (c *Company) ApplyBoard(ctx context.Context, op controlplane.BoardOp) (cont
 }
 
 type boardArg struct {
-	Kind           string `json:"kind"`
-	Input          rawArg `json:"input"`
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	Kind           controlplane.BoardKind `json:"kind"`
+	Input          rawArg                 `json:"input"`
+	IdempotencyKey string                 `json:"idempotencyKey,omitempty"`
 }
 
 // PutBlob implements controlplane.Board: the bytes are written to the blobs table in

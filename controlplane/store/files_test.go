@@ -43,7 +43,7 @@ func testFilesSurviveRestart(t *testing.T, openInstance func(context.Context) (*
 		t.Fatal(err)
 	}
 	c := inst.Company(id)
-	apply := func(kind, in, key string) controlplane.BoardResult {
+	apply := func(kind controlplane.BoardKind, in, key string) controlplane.BoardResult {
 		t.Helper()
 		r, err := c.ApplyBoard(ctx, controlplane.BoardOp{Kind: kind, Input: json.RawMessage(in), IdempotencyKey: key})
 		if err != nil {

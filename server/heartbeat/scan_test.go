@@ -79,7 +79,7 @@ func TestScanLooksOncePerVersion(t *testing.T) {
 			t.Fatalf("%s: %d reads and %d snapshots after %d scans, want %d and %d", when, gr, gs, n, reads, snapshots)
 		}
 	}
-	board := func(kind, input string) string {
+	board := func(kind controlplane.BoardKind, input string) string {
 		t.Helper()
 		res, err := co.ApplyBoard(ctx, controlplane.BoardOp{Kind: kind, Input: []byte(input)})
 		if err != nil {
