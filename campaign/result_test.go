@@ -33,7 +33,7 @@ func TestResultOf(t *testing.T) {
 	tests := []struct {
 		name    string
 		outcome Outcome
-		cleanup string
+		cleanup result.CleanupStatus
 	}{
 		{"passed", withFacts(passOutcome), result.CleanupPassed},
 		{"deadline", deadlineOutcome, result.CleanupPassed},

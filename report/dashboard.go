@@ -527,7 +527,7 @@ func (cv *cardView) addDetails() {
 		{Label: "Runtime mode", Value: orID(r.RuntimeMode, "–")},
 		{Label: "Provider", Value: orID(r.Provider, "–")},
 		{Label: "Model", Value: orID(r.Model, "–")},
-		{Label: "Cleanup", Value: r.Cleanup},
+		{Label: "Cleanup", Value: string(r.Cleanup)},
 	}
 	cv.Error = result.Clean(r.Error, false)
 	if r.FailureClass != "" {

@@ -259,7 +259,7 @@ func detailText(r *result.Result) string {
 		}
 	}
 	if r.Cleanup != result.CleanupPassed && !r.Synthetic {
-		parts = append(parts, "cleanup="+r.Cleanup)
+		parts = append(parts, "cleanup="+string(r.Cleanup))
 	}
 	if len(parts) == 0 {
 		return "ok"

@@ -147,7 +147,7 @@ type baselineDoc struct {
 		ExpectedVerdict     verdict.Verdict      `json:"expectedVerdict"`
 		FailureClass        verdict.FailureClass `json:"failureClass"`
 		Error               string               `json:"error"`
-		Cleanup             string               `json:"cleanup"`
+		Cleanup             CleanupStatus        `json:"cleanup"`
 		Synthetic           bool                 `json:"synthetic"`
 	} `json:"results"`
 }

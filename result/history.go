@@ -69,7 +69,7 @@ type HistoryExecution struct {
 	Outcome       verdict.Verdict `json:"outcome"`
 	DurationMs    int64           `json:"durationMs"`
 	Attempt       int             `json:"attempt"`
-	Cleanup       string          `json:"cleanup"`
+	Cleanup       CleanupStatus   `json:"cleanup"`
 	Billing       billing.Summary `json:"billing"`
 	// Repetitions, PassedRepetitions and Flaky are set for a cell run with --repeat:
 	// how many repetitions it had, how many counted as passed, and whether they

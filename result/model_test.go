@@ -443,3 +443,28 @@ func TestParseExpectedIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanupStatusWireForm: result.json's cleanup decodes into the typed status and
+// encodes back as the plain string; every listed status is Valid, another is not.
+func TestCleanupStatusWireForm(t *testing.T) {
+	t.Parallel()
+	r, err := DecodeResult("r", []byte(validResult))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Cleanup != CleanupPassed {
+		t.Fatalf("cleanup = %q", r.Cleanup)
+	}
+	b, err := EncodeResult(r)
+	if err != nil || !strings.Contains(string(b), `"cleanup": "passed"`) && !strings.Contains(string(b), `"cleanup":"passed"`) {
+		t.Fatalf("EncodeResult = %s, %v", b, err)
+	}
+	for _, c := range CleanupStatuses {
+		if !c.Valid() {
+			t.Errorf("%q is not Valid", c)
+		}
+	}
+	if CleanupStatus("done").Valid() {
+		t.Error(`"done" is Valid`)
+	}
+}

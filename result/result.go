@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,12 +28,26 @@ const (
 	HistorySchema  = "agentproof.history/v1"
 )
 
+// CleanupStatus is the state of an attempt's teardown (Result.Cleanup): one of
+// CleanupStatuses. Its JSON form is the plain string.
+type CleanupStatus string
+
 // Cleanup states of an attempt's teardown.
 const (
-	CleanupNotStarted = "not_started"
-	CleanupPassed     = "passed"
-	CleanupFailed     = "failed"
+	// CleanupNotStarted: the teardown never ran (a result written for a cell that did
+	// not run, or one whose attempt was lost).
+	CleanupNotStarted CleanupStatus = "not_started"
+	// CleanupPassed: every resource the attempt held was released and confirmed.
+	CleanupPassed CleanupStatus = "passed"
+	// CleanupFailed: some resource was not released or its release not confirmed.
+	CleanupFailed CleanupStatus = "failed"
 )
+
+// CleanupStatuses lists every cleanup status.
+var CleanupStatuses = []CleanupStatus{CleanupNotStarted, CleanupPassed, CleanupFailed}
+
+// Valid reports whether c is one of CleanupStatuses.
+func (c CleanupStatus) Valid() bool { return slices.Contains(CleanupStatuses, c) }
 
 // maxRepeat bounds a result's repeat (campaign.MaxRepeat, which imports this package).
 const maxRepeat = 1000
@@ -164,7 +179,7 @@ type Result struct {
 	Usage           any                       `json:"usage"`
 	RuntimeUsage    *billing.RuntimeUsage     `json:"runtimeUsage,omitempty"`
 	Billing         *billing.Summary          `json:"billing,omitempty"`
-	Cleanup         string                    `json:"cleanup"`
+	Cleanup         CleanupStatus             `json:"cleanup"`
 	RuntimeFacts    []RuntimeFacts            `json:"runtimeFacts,omitempty"`
 	Leases          []environment.LeaseRecord `json:"leases,omitempty"`
 	Evidence        []string                  `json:"evidence"`

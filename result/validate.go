@@ -378,8 +378,7 @@ func checkAllRuntimeFacts(r *Result) []string {
 
 // checkCleanup: not_started, passed or failed.
 func checkCleanup(r *Result) []string {
-	switch r.Cleanup {
-	case CleanupNotStarted, CleanupPassed, CleanupFailed:
+	if r.Cleanup.Valid() {
 		return nil
 	}
 	return problem("cleanup: %q is not not_started, passed or failed", r.Cleanup)
