@@ -114,11 +114,14 @@ type Plan struct {
 	// CatalogSources is the catalog the plan's cells come from, recorded in plan.json
 	// (nil: not recorded); the caller sets it.
 	CatalogSources *result.CatalogSources
-	resumed        bool
-	now            func() time.Time
-	seed           *int64
-	mu             sync.Mutex // guards random
-	random         io.Reader
+	// Shard is the shard of a shard plan the campaign runs (nil: not a shard); the
+	// caller sets it, and it is recorded in plan.json.
+	Shard   *result.ShardRef
+	resumed bool
+	now     func() time.Time
+	seed    *int64
+	mu      sync.Mutex // guards random
+	random  io.Reader
 }
 
 // NewPlan validates opts (every problem together, as an *OptionsError) and selects the

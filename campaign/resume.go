@@ -35,6 +35,9 @@ type PlanRecord struct {
 	// Catalog is the catalog the campaign was started with (Plan.CatalogSources; nil
 	// when not recorded).
 	Catalog *result.CatalogSources `json:"catalog,omitempty"`
+	// Shard says which shard of a shard plan the campaign runs (`run --shard`); nil for
+	// a campaign that is not a shard.
+	Shard *result.ShardRef `json:"shard,omitempty"`
 }
 
 // PlannedCell is one selected cell of a PlanRecord.
@@ -45,7 +48,7 @@ type PlannedCell struct {
 
 // Record is p's plan record.
 func (p *Plan) Record() PlanRecord {
-	r := PlanRecord{Schema: PlanSchema, CampaignID: p.CampaignID, Repeat: p.Repeat, Seed: p.seed, Cells: []PlannedCell{}, Catalog: p.CatalogSources}
+	r := PlanRecord{Schema: PlanSchema, CampaignID: p.CampaignID, Repeat: p.Repeat, Seed: p.seed, Cells: []PlannedCell{}, Catalog: p.CatalogSources, Shard: p.Shard}
 	for _, c := range p.Cells {
 		r.Cells = append(r.Cells, PlannedCell{ExecutionID: c.ID, SuiteDefinitionHash: c.Suite.Fingerprint})
 	}

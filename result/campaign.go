@@ -488,3 +488,12 @@ func summarizeSuite(cat *catalog.Catalog, sid string, rs []*Result) SuiteSummary
 	s.Complete = allSelected && sameHash && catalogCells == len(rs) && s.Expected == len(rs)
 	return s
 }
+
+// ShardRef says which shard of which plan a campaign directory ran (`agentproof run
+// --shard i/N`): the 1-based index, the shard count and the plan's fingerprint (package
+// shard). It is recorded in the campaign's plan record.
+type ShardRef struct {
+	Index       int    `json:"index"`
+	Count       int    `json:"count"`
+	Fingerprint string `json:"fingerprint"`
+}

@@ -97,6 +97,9 @@ type MergeOptions struct {
 	// CampaignID is taken from the results when they all agree.
 	ResultsRoot string
 	CampaignID  string
+	// Claim, when set, is called with the target campaign directory before anything is
+	// copied into it; its error stops the merge and is returned as it is.
+	Claim func(campaignDir string) error
 }
 
 // Merged reports what Merge copied and skipped.
@@ -142,6 +145,11 @@ func Merge(opts MergeOptions) (*Merged, error) {
 		return strings.Compare(a.digest, b.digest)
 	})
 	campaignDir := filepath.Join(opts.ResultsRoot, m.CampaignID)
+	if opts.Claim != nil {
+		if err := opts.Claim(campaignDir); err != nil {
+			return nil, err
+		}
+	}
 	for _, a := range found {
 		if err := m.place(campaignDir, a); err != nil {
 			return nil, err

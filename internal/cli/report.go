@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/result"
+	"github.com/agentproof/agentproof/shard"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -225,26 +227,38 @@ a results directory in use, 70 internal error (a bug in agentproof).`,
 
 func newReportMergeCmd(a *app) *cobra.Command {
 	var f reportFlags
-	var idsFile string
+	var m mergeFlags
 	cmd := &cobra.Command{
-		Use:   "merge --expected-ids FILE DIR...",
-		Short: "Merge attempt directories from separate machines into one campaign and report it",
+		Use:   "merge (--plan FILE | --expected-ids FILE) DIR...",
+		Short: "Merge the shards that separate machines ran into one campaign and report it",
 		Long: `Merge the attempt directories that separate machines produced (one CI job or
-Kubernetes Indexed Job per cell, from 'agentproof list --matrix-json') into
+Kubernetes pod per shard of 'agentproof list --shards N', or per cell of 'agentproof
+list --matrix-json') into
 <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/, then report
-the campaign as 'agentproof report' does.
+the campaign as 'agentproof report' does. merge is the only writer of the combined
+campaign: a campaign directory that 'agentproof run' wrote (it holds plan.json) is
+refused, exit 2.
 
 Each DIR may be a results root, a campaign directory or an attempt directory: every
 result.json below it in a directory named attempt-<n> is an attempt. An attempt already present with identical
-result.json is skipped (merging twice changes nothing); a different attempt with the
-same number (a rerun) is kept beside it as attempt-<n>-<digest>, and the best attempt
-is chosen. Symbolic links are not copied.
+result.json is skipped (merging twice changes nothing: every file is byte-identical);
+a different attempt with the same number (a rerun) is kept beside it as
+attempt-<n>-<digest>, and the best attempt is chosen. Symbolic links are not copied.
 
---expected-ids names the selection: the JSON printed by 'agentproof list
---matrix-json', a JSON array of ids, or one id per line. Expected cells with no
-result get a synthetic inconclusive result. The campaign id is --campaign, or the one
-campaign id all merged results name. The results directory (--results) is locked while
-merging and reporting, as for 'agentproof report': when it is in use, merge exits 2.`,
+--plan names the shard plan the shards ran (the file of 'agentproof list --shards
+N'); its cells are the expected cells, and it is kept as shards.json in the campaign.
+--expected-ids names the selection instead: the JSON printed by 'agentproof list
+--matrix-json', a JSON array of ids, or one id per line. A shard run (a campaign
+directory whose plan.json records 'run --shard') of another plan than --plan's, or,
+without --plan, shard runs of two different plans, are refused (exit 2, naming the
+directories and the plans' fingerprints).
+
+Expected cells with no result get a synthetic inconclusive result, and merge names
+them on stderr (with --plan, by shard: a shard that left nothing is named as such);
+the exit code is then never 0 (3, or 1 when a cell failed or with
+--inconclusive-as-failure). The campaign id is --campaign, or the one campaign id all
+merged results name. The results directory (--results) is locked while merging and
+reporting, as for 'agentproof report': when it is in use, merge exits 2.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf("report merge needs at least one DIR to merge (see 'agentproof report merge --help')")
@@ -252,59 +266,188 @@ merging and reporting, as for 'agentproof report': when it is in use, merge exit
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, dirs []string) error {
-			if idsFile == "" {
-				return usageErrorf("report merge needs --expected-ids FILE (the output of 'agentproof list --matrix-json', a JSON array or one id per line)")
-			}
-			b, err := os.ReadFile(idsFile)
-			if err != nil {
-				return &UsageError{Err: fmt.Errorf("reading --expected-ids: %w", err)}
-			}
-			ids, err := result.ParseExpectedIDs(idsFile, b)
-			if err != nil {
-				return &UsageError{Err: err}
-			}
-			unlock, err := lockResults(f.results, true)
-			if err != nil {
-				return err
-			}
-			defer unlock()
-			m, err := result.Merge(result.MergeOptions{Sources: dirs, ResultsRoot: f.results, CampaignID: f.campaign})
-			if errors.Is(err, result.ErrMergeCampaign) {
-				return &UsageError{Err: err}
-			}
-			if err != nil {
-				return reportError(err)
-			}
-			for _, w := range m.Warnings {
-				fmt.Fprintf(a.stderr, "warning: %s\n", w)
-			}
-			fmt.Fprintf(a.stdout, "Merged %d attempt(s) into %s (%d already present)\n", len(m.Copied), filepath.Join(f.results, m.CampaignID), len(m.Skipped))
-			o, err := f.options(a, cmd, m.CampaignID)
-			if err != nil {
-				return err
-			}
-			o.ExpectedIDs = ids
-			if recordedCatalog(filepath.Join(f.results, m.CampaignID)) == nil {
-				// The merge creates the campaign: record the catalog it is reported with.
-				if o.CatalogSources, err = f.catalog.record(); err != nil {
-					return err
-				}
-			}
-			g, err := report.Generate(o)
-			if err != nil {
-				return reportError(err)
-			}
-			printGenerated(a, g)
-			if code := g.Campaign.ExitCode(); code != ExitOK {
-				return withExit(code, nil)
-			}
-			return nil
+			return a.reportMerge(cmd, &f, m, dirs)
 		},
 	}
 	f.add(cmd)
 	cmd.Flags().StringVar(&f.campaign, "campaign", "", "campaign `id` to merge into (default: the one campaign id the results name)")
-	cmd.Flags().StringVar(&idsFile, "expected-ids", "", "`file` with the expected execution ids (list --matrix-json output, a JSON array, or one per line)")
+	cmd.Flags().StringVar(&m.idsFile, "expected-ids", "", "`file` with the expected execution ids (list --matrix-json output, a JSON array, or one per line)")
+	cmd.Flags().StringVar(&m.planFile, "plan", "", "shard plan `file` the shards ran (list --shards N output): its cells are the expected cells")
 	return cmd
+}
+
+// mergeFlags are the selection flags of `report merge`.
+type mergeFlags struct {
+	idsFile  string
+	planFile string
+}
+
+// expected reads the expected cells: --plan's (with the plan) or --expected-ids'.
+// Exactly one of them must be given; every problem is a usage error.
+func (m mergeFlags) expected() ([]string, *shard.Plan, error) {
+	switch {
+	case m.idsFile != "" && m.planFile != "":
+		return nil, nil, usageErrorf("--plan and --expected-ids are exclusive: the plan names the expected cells")
+	case m.planFile != "":
+		b, err := os.ReadFile(m.planFile)
+		if err != nil {
+			return nil, nil, usageErrorf("reading --plan: %v", err)
+		}
+		p, err := shard.Decode(m.planFile, b)
+		if err != nil {
+			return nil, nil, &UsageError{Err: err}
+		}
+		return p.AllIDs(), p, nil
+	case m.idsFile == "":
+		return nil, nil, usageErrorf("report merge needs --plan FILE (the output of 'agentproof list --shards N') or --expected-ids FILE (the output of 'agentproof list --matrix-json', a JSON array or one id per line)")
+	}
+	b, err := os.ReadFile(m.idsFile)
+	if err != nil {
+		return nil, nil, &UsageError{Err: fmt.Errorf("reading --expected-ids: %w", err)}
+	}
+	ids, err := result.ParseExpectedIDs(m.idsFile, b)
+	if err != nil {
+		return nil, nil, &UsageError{Err: err}
+	}
+	return ids, nil, nil
+}
+
+// reportMerge is the body of `report merge`.
+func (a *app) reportMerge(cmd *cobra.Command, f *reportFlags, m mergeFlags, dirs []string) error {
+	ids, plan, err := m.expected()
+	if err != nil {
+		return err
+	}
+	runs, err := shard.FindRuns(dirs, campaign.PlanFile)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	want := ""
+	if plan != nil {
+		want = plan.Fingerprint
+	}
+	if foreign := shard.Foreign(runs, want); len(foreign) > 0 {
+		return usageErrorf("the merge sources hold shards of different plans: %s", strings.Join(foreign, "; "))
+	}
+	unlock, err := lockResults(f.results, true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	claim := func(dir string) error { return claimMergeTarget(dir, plan) }
+	merged, err := result.Merge(result.MergeOptions{Sources: dirs, ResultsRoot: f.results, CampaignID: f.campaign, Claim: claim})
+	var ue *UsageError
+	switch {
+	case errors.As(err, &ue):
+		return err
+	case errors.Is(err, result.ErrMergeCampaign):
+		return &UsageError{Err: err}
+	case err != nil:
+		return reportError(err)
+	}
+	for _, w := range merged.Warnings {
+		fmt.Fprintf(a.stderr, "warning: %s\n", w)
+	}
+	dir := filepath.Join(f.results, merged.CampaignID)
+	fmt.Fprintf(a.stdout, "Merged %d attempt(s) into %s (%d already present)\n", len(merged.Copied), dir, len(merged.Skipped))
+	g, err := a.generateMerged(cmd, f, merged.CampaignID, ids)
+	if err != nil {
+		return err
+	}
+	printGenerated(a, g)
+	missing := reportGaps(a, g.Campaign, plan, runs)
+	code := g.Campaign.ExitCode()
+	if missing > 0 && code == ExitOK {
+		code = ExitInconclusive
+	}
+	if code != ExitOK {
+		return withExit(code, nil)
+	}
+	return nil
+}
+
+// claimMergeTarget makes sure merge is the only writer of the campaign directory dir:
+// one that `agentproof run` wrote (it holds plan.json) is refused, as is one merged
+// from another shard plan; with a plan, the plan is kept there as shards.json.
+func claimMergeTarget(dir string, plan *shard.Plan) error {
+	if _, err := os.Stat(filepath.Join(dir, campaign.PlanFile)); err == nil {
+		return usageErrorf("%s was written by 'agentproof run' (it holds %s): merge into a campaign of its own (another --results or --campaign)", dir, campaign.PlanFile)
+	}
+	path := filepath.Join(dir, shardsFile)
+	if old, err := os.ReadFile(path); err == nil {
+		p, err := shard.Decode(path, old)
+		if err != nil {
+			return &UsageError{Err: err}
+		}
+		if plan == nil || p.Fingerprint != plan.Fingerprint {
+			return usageErrorf("%s was merged from shard plan %s: merge only shards of that plan into it (--plan with that file)", dir, p.Fingerprint)
+		}
+		return nil
+	}
+	if plan == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := plan.Encode(&b); err != nil {
+		return err
+	}
+	return result.WriteFileAtomic(path, b.Bytes())
+}
+
+// shardsFile is the shard plan a merged campaign keeps at its root.
+const shardsFile = "shards.json"
+
+// generateMerged reports the merged campaign id with the expected cells ids,
+// recording the catalog it is reported with when the campaign has none recorded.
+func (a *app) generateMerged(cmd *cobra.Command, f *reportFlags, id string, ids []string) (*report.Generated, error) {
+	o, err := f.options(a, cmd, id)
+	if err != nil {
+		return nil, err
+	}
+	o.ExpectedIDs = ids
+	if recordedCatalog(filepath.Join(f.results, id)) == nil {
+		// The merge creates the campaign: record the catalog it is reported with.
+		if o.CatalogSources, err = f.catalog.record(); err != nil {
+			return nil, err
+		}
+	}
+	g, err := report.Generate(o)
+	if err != nil {
+		return nil, reportError(err)
+	}
+	return g, nil
+}
+
+// reportGaps names, on stderr, the expected cells of c without a result: with a plan,
+// by shard (a shard that left no run at all is said to have not reported), else one
+// line each. It returns how many cells are missing.
+func reportGaps(a *app, c *result.Campaign, plan *shard.Plan, runs []shard.Run) int {
+	have := map[string]bool{}
+	var missing []string
+	for i := range c.Results {
+		if !c.Results[i].Synthetic {
+			have[c.Results[i].ExecutionID] = true
+		} else {
+			missing = append(missing, c.Results[i].ExecutionID)
+		}
+	}
+	if plan == nil {
+		for _, id := range missing {
+			fmt.Fprintf(a.stderr, "agentproof: missing: %s has no result (inconclusive)\n", id)
+		}
+		return len(missing)
+	}
+	n := 0
+	for _, g := range plan.Gaps(runs, have) {
+		n += len(g.Missing)
+		what := "reported"
+		if g.NoRun {
+			what = "did not report (no shard run of it was found)"
+		}
+		fmt.Fprintf(a.stderr, "agentproof: shard %d/%d %s: %d of its cell(s) have no result (inconclusive): %s\n",
+			g.Index, plan.Count, what, len(g.Missing), strings.Join(g.Missing, ", "))
+	}
+	return n
 }
 
 // campaignDirs lists the campaign directories under root (sorted): directories with a

@@ -46,6 +46,7 @@ type runOptions struct {
 	rerunFailed string
 	instances   attempt.InstanceMode
 	stateDir    string
+	shards      shardFlags
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -158,6 +159,14 @@ attempt of each cell and campaign.json lists both under "candidates". Neither ta
 selectors or --campaign; both refuse (exit 2) a campaign without plan.json or whose
 suites changed definition since it started.
 
+--shard i/N runs shard i of a shard plan (docs/sharding.md): the plan file of
+'agentproof list --shards N' given with --plan (refused, exit 2, when a suite's
+definition or a cell differs from the catalog's, naming them, or when N is not the
+plan's shard count), or the plan 'list --shards N' makes of the selectors and
+--weights. The same plan always gives the same shards. plan.json records the shard
+and the plan's fingerprint, and 'agentproof report merge' refuses shards of two
+different plans.
+
 Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,
 writes what finished (the campaign was interrupted: the last line adds ", <n> not
 finished (interrupted: <s> stopped mid-attempt, <m> never started)", the line before
@@ -189,6 +198,7 @@ or the campaign report could not be written), 130 interrupted.`),
 	instance.DefValue = string(attempt.InstanceInProcess)
 	o.instances = attempt.InstanceInProcess
 	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
+	o.shards.add(f)
 	f.StringVar(&o.stateDir, "state-dir", "", "where each attempt's instance home is made: its database, keys and run records and its agents' HOMEs (default /dev/shm when it is a tmpfs with at least 512 MiB free, so that none of it reaches a disk; else inside the attempt's temp root)")
 	wantFlag(cmd, "max-parallel", "a whole number ≥ 1")
 	wantFlag(cmd, "max-automatic-retries", "0 or 1")
@@ -562,10 +572,15 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 		mode, id = campaign.RerunFailed, o.rerunFailed
 	}
 	if mode == 0 {
-		plan, err := campaign.NewPlan(c, trimSelector(o.sel), opts)
+		sel, ref, err := shardSelection(c, o.sel, o.shards)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		plan, err := campaign.NewPlan(c, trimSelector(sel), opts)
 		if err != nil {
 			return nil, nil, nil, planError(err)
 		}
+		plan.Shard = ref
 		binaries, err := a.prepare(cmd, plan, o)
 		if err != nil {
 			return nil, nil, nil, err
@@ -577,8 +592,8 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 		return plan, binaries, unlock, nil
 	}
 	flag := map[campaign.ResumeMode]string{campaign.Resume: "--resume", campaign.RerunFailed: "--rerun-failed"}[mode]
-	if !trimSelector(o.sel).IsEmpty() || o.campaignID != "" {
-		return nil, nil, nil, usageErrorf("%s takes the selection and the campaign id of the stored campaign: give no selector and no --campaign", flag)
+	if !trimSelector(o.sel).IsEmpty() || o.campaignID != "" || o.shards != (shardFlags{}) {
+		return nil, nil, nil, usageErrorf("%s takes the selection, the shard and the campaign id of the stored campaign: give no selector, no --shard, --plan or --weights and no --campaign", flag)
 	}
 	if cmd.Flags().Changed("repeat") {
 		opts.Repeat = o.repeat

@@ -45,7 +45,7 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog,
 			"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv,
-			"loginfilecheck": loginFileCheck},
+			"loginfilecheck": loginFileCheck, "replace": replaceText},
 		Setup: func(env *testscript.Env) error {
 			// A short temporary directory: a sandbox lease's bridge sockets live under the
 			// attempt root, and a socket path holds at most 107 bytes ($WORK is deep).
@@ -323,6 +323,20 @@ func expandEnv(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Check(os.WriteFile(p, []byte(out), 0o644))
 	}
+}
+
+// replaceText is the script command `replace <from> <to> <old> <new>`: it writes file
+// from to file to with the first occurrence of old replaced by new (old must occur).
+func replaceText(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: replace <from> <to> <old> <new>")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if !strings.Contains(string(b), args[2]) {
+		ts.Fatalf("replace: %s does not contain %q", args[0], args[2])
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strings.Replace(string(b), args[2], args[3], 1)), 0o644))
 }
 
 var bracedVar = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
