@@ -281,10 +281,10 @@ func TestArchitectureLayers(t *testing.T) {
 // TestLayerRuleRefusesWrongWayImports is the test of the layering test: the rule,
 // with docs/ARCHITECTURE.md's floors, passes the module's imports as they are and
 // refuses each wrong-way import added to them (a leaf importing anything, the wire
-// types linking the process supervisor or the npm installer, a mechanism importing the
-// catalog, the harness importing the printers or the server, the server importing the
-// harness), as well as a package of no floor; and it refuses floors that are no
-// layering.
+// types linking the process supervisor or the npm installer, a mechanism, an agent or
+// the server importing the catalog, the catalog importing an agent, the harness
+// importing the printers or the server, the server importing the harness), as well as
+// a package of no floor; and it refuses floors that are no layering.
 func TestLayerRuleRefusesWrongWayImports(t *testing.T) {
 	t.Parallel()
 	floors, code := documentedLayers(t), actualImports(t)
@@ -296,11 +296,14 @@ func TestLayerRuleRefusesWrongWayImports(t *testing.T) {
 		{"agent/driver", "worker", "imports worker from floor 2 mechanisms above it"},
 		{"api", "worker", "imports worker from floor 2 mechanisms above it"},
 		{"api", "agent/clis", "imports agent/clis from floor 2 mechanisms above it"},
-		{"environment", "catalog", "imports catalog from floor 3 declarations and records above it"},
+		{"environment", "catalog", "imports catalog from floor 5 declarations and records above it"},
+		{"server", "catalog", "imports catalog from floor 5 declarations and records above it"},
+		{"agent", "catalog", "imports catalog from floor 5 declarations and records above it"},
 		{"campaign", "report", "imports report from floor 7 printers above it"},
-		{"campaign/attempt", "server", "imports server from floor 5 control-plane server, which its floor may not import"},
+		{"campaign/attempt", "server", "imports server from floor 4 control-plane server, which its floor may not import"},
 		{"server", "campaign", "imports campaign from floor 6 harness above it"},
-		{"report", "agent", "imports agent from floor 4 agents, which its floor may not import"},
+		{"report", "agent", "imports agent from floor 3 agents, which its floor may not import"},
+		{"catalog", "agent", "imports agent from floor 3 agents, which its floor may not import"},
 		{"controlplane", "nowhere/pkg", "imports nowhere/pkg, which stands on no floor"},
 	} {
 		wrong := maps.Clone(code)

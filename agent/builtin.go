@@ -17,7 +17,7 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/hostile"
 	"github.com/agentproof/agentproof/agent/reference"
-	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/agent/script"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -34,9 +34,9 @@ const MaxBuiltinConfigBytes = 96 << 10
 // in the agent's adapter configuration when it creates the agent for an attempt; the
 // driver passes it to the process in EnvConfig.
 type BuiltinConfig struct {
-	Schema    string                   `json:"schema"`
-	Nonce     string                   `json:"nonce"`
-	Reference *catalog.ReferenceScript `json:"reference"`
+	Schema    string         `json:"schema"`
+	Nonce     string         `json:"nonce"`
+	Reference *script.Script `json:"reference"`
 	// Hostile is what the harness gives a hostile suite agent (driver hostile:<attack>)
 	// to aim at; nil for every other built-in agent.
 	Hostile *HostileTargets `json:"hostile,omitempty"`
@@ -74,7 +74,7 @@ func (t *HostileTargets) problems() []string {
 
 // ParseBuiltinConfig decodes and checks a BuiltinConfig (untrusted input: it comes from
 // an agent's adapter configuration). Unknown fields, a wrong schema tag, a nonce that
-// does not match catalog.NoncePattern(), a missing or empty script, an unknown trigger, a
+// does not match script.NoncePattern(), a missing or empty script, an unknown trigger, a
 // step that is not exactly one command or one edit, and a document larger than
 // MaxBuiltinConfigBytes are errors, all reported together.
 func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
@@ -94,8 +94,8 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 	if c.Schema != BuiltinConfigSchema {
 		p = append(p, fmt.Sprintf("schema %q is not %s", c.Schema, BuiltinConfigSchema))
 	}
-	if !catalog.NoncePattern().MatchString(c.Nonce) {
-		p = append(p, fmt.Sprintf("nonce %q does not match %s", c.Nonce, catalog.NoncePattern()))
+	if !script.NoncePattern().MatchString(c.Nonce) {
+		p = append(p, fmt.Sprintf("nonce %q does not match %s", c.Nonce, script.NoncePattern()))
 	}
 	if c.Reference == nil || len(c.Reference.Turns) == 0 {
 		p = append(p, "reference script with at least one turn is required")
@@ -105,8 +105,8 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 				p = append(p, fmt.Sprintf("turns[%d] is empty", ti))
 				continue
 			}
-			if !slices.Contains(catalog.TurnTriggers, t.Trigger) {
-				p = append(p, fmt.Sprintf("turns[%d] trigger %q is not one of %s", ti, t.Trigger, strings.Join(catalog.TurnTriggers, ", ")))
+			if !slices.Contains(script.Triggers, t.Trigger) {
+				p = append(p, fmt.Sprintf("turns[%d] trigger %q is not one of %s", ti, t.Trigger, strings.Join(script.Triggers, ", ")))
 			}
 			for si, st := range t.Steps {
 				if st == nil {
@@ -253,13 +253,13 @@ func RunBuiltin(ctx context.Context, n driver.Name, environ []string, dial Diale
 	if err != nil {
 		return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 	}
-	script := cfg.Reference
+	sc := cfg.Reference
 	rcfg := reference.Config{Workspace: vars[EnvWorkspace], StateDir: vars[EnvStateDir], AgentHome: vars[EnvAgentHome]}
 	credentials := Credentials(vars)
 	leak := credentialLines(credentials)
 	switch n.Kind {
 	case driver.KindWrong:
-		if script, err = reference.WrongScript(script, cfg.Nonce); err != nil {
+		if sc, err = reference.WrongScript(sc, cfg.Nonce); err != nil {
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
 		// In canary mode the wrong agent is careless too: it writes the canary
@@ -267,7 +267,7 @@ func RunBuiltin(ctx context.Context, n driver.Name, environ []string, dial Diale
 		// inside a blob, hex), so that its secret_leak proves the encoded copies are
 		// found.
 		if canaries := EncodedCredentialLines(canaryCredentials(credentials)); canaries != "" {
-			if script, err = reference.LeakyScript(script, canaries, false); err != nil {
+			if sc, err = reference.LeakyScript(sc, canaries, false); err != nil {
 				return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 			}
 		}
@@ -275,12 +275,12 @@ func RunBuiltin(ctx context.Context, n driver.Name, environ []string, dial Diale
 		if len(credentials) > 0 {
 			leak += "\n" + EncodedCredentialLines(credentials)
 		}
-		if script, err = reference.LeakyScript(script, leak, true); err != nil {
+		if sc, err = reference.LeakyScript(sc, leak, true); err != nil {
 			return reference.Outcome{}, &UsageError{Problems: []string{err.Error()}}
 		}
 		rcfg.ResultNote = "verified the credentials: " + leak
 	}
-	rcfg.Script = script
+	rcfg.Script = sc
 	attackReport := ""
 	if attack, ok := n.Hostile(); ok {
 		// The hostile suite's agent attacks first, then carries out the reference

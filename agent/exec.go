@@ -9,23 +9,23 @@ import (
 
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/api"
-	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
+	"github.com/agentproof/agentproof/template"
 	"github.com/agentproof/agentproof/worker"
 )
 
 // ExecVars are the placeholders an exec agent's args may use ({{name}}, see
-// catalog.Template): workspace, apiUrl, runId, stateDir and taskId (catalog.ExecArgVars,
+// package template): workspace, apiUrl, runId, stateDir and taskId (driver.ExecArgVars,
 // which `agentproof validate` checks). The run token and secrets are deliberately not
 // among them: they reach the agent only through its environment (EnvRunToken and the
 // secret names).
-var ExecVars = catalog.ExecArgVars
+var ExecVars = driver.ExecArgVars
 
 // execDriver runs a command declared in the profile (bring your own agent): never a
 // shell, the argv exactly as templated, the environment exactly apiEnv.
 type execDriver struct {
 	command string
-	args    []catalog.Template
+	args    []template.Template
 	envRefs []string // names the profile binds to secret references
 	bounds  bounds
 }
@@ -43,7 +43,7 @@ func newExec(config api.DriverConfig, name driver.Name, ce *ConfigError) Driver 
 		d.command = cmd
 	}
 	for i, s := range config.Args {
-		t, err := catalog.ParseTemplate(s)
+		t, err := template.Parse(s)
 		if err != nil {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("args[%d]: %v", i, err))
 			continue

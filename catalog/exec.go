@@ -13,14 +13,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/worker"
 )
 
 // ExecArgVars are the placeholders an exec profile's driverConfig.args may use
-// ({{name}}, see Template): the run's workspace, API URL, run id, agent state directory
-// and task id. The run token and secrets are deliberately not among them: they reach
-// the agent only through its environment. Package agent renders them.
-var ExecArgVars = []string{"apiUrl", "runId", "stateDir", "taskId", "workspace"}
+// (driver.ExecArgVars). Package agent renders them.
+var ExecArgVars = driver.ExecArgVars
 
 // Bounds of an exec profile's driverConfig (what package agent's exec driver and the
 // heartbeat runner read: command, args, env, timeoutMs, maxOutputBytes).

@@ -3,17 +3,14 @@ package catalog
 import (
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strconv"
-	"sync"
 
+	"github.com/agentproof/agentproof/agent/script"
 	"github.com/agentproof/agentproof/match"
 )
 
-// NoncePattern is what a per-attempt nonce must look like: 1–64 ASCII letters, digits,
-// '_' or '-', so that markers built from it stay literal in messages, file names and
-// regular expressions.
-var NoncePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
+// NoncePattern is what a per-attempt nonce must look like (script.NoncePattern).
+var NoncePattern = script.NoncePattern
 
 // sampleNonce renders templates during validation.
 const sampleNonce = "0123456789abcdef"

@@ -4,6 +4,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/script"
 	"github.com/agentproof/agentproof/canonjson"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/verdict"
@@ -251,82 +252,26 @@ type PlanMarkers struct {
 	Revised string `yaml:"revised"`
 }
 
-// ReferenceScript is what the built-in `reference` agent does for a case: one entry per
-// turn (run), in order. The `nop` and `wrong` calibration agents derive their behaviour
-// from it too (nothing, or the same steps with a wrong nonce). Its JSON form (the json
-// tags) is how a rendered script reaches the built-in agent process (package agent).
-type ReferenceScript struct {
-	Turns []*ReferenceTurn `yaml:"turns" json:"turns"`
-}
-
-// ReferenceTurn is one run of the reference agent. Trigger names the wake that starts
-// it: assignment (turn 1), revision_requested, interaction_answered,
-// interaction_accepted or follow_up. Steps run in order. Task (1-based, 0 meaning 1)
-// is the task the turn belongs to, counted in the order the agent is first woken on
-// each task: a script whose turns all belong to task 1 carries out the same turns on
-// every task (the reference agent's behaviour before tasks were counted); one with a
-// turn of task 2 or later carries out, on the agent's k-th task, only the turns of
-// task k (flow instruction_persistence: a fresh task of the same agent).
-type ReferenceTurn struct {
-	Trigger string           `yaml:"trigger" json:"trigger"`
-	Task    int              `yaml:"task" json:"task,omitempty"`
-	Steps   []*ReferenceStep `yaml:"steps" json:"steps"`
-}
-
-// ReferenceStep is either one semantic command (Command = a semantic command kind of
-// package controlplane, Args its inputs; string args are templates), one
-// workspace edit (Edit) or one file wait (Wait). Present marks the command whose comment is the run's
-// user-facing message (resultJson.presentationDecision.commentId).
-//
-// Script-only argument conventions the reference agent resolves at run time:
-// write_document without baseRevisionId uses the document's latest revision (null when
-// new); request_human_input with targetDocumentKey targets that document's latest
-// revision.
-//
-// FromHome (command steps only) maps an argument name to a path relative to the
-// agent's AGENT_HOME whose bytes the agent reads at run time: "contentBase64" gets the
-// file's bytes in base64 and also sets "sha256" and "byteSize" from them (a
-// register_deliverable of the file as it is); any other argument gets the file's
-// text without one trailing newline. A missing file fails the run.
-type ReferenceStep struct {
-	Command  string            `yaml:"command" json:"command,omitempty"`
-	Args     map[string]any    `yaml:"args" json:"args,omitempty"`
-	FromHome map[string]string `yaml:"fromHome" json:"fromHome,omitempty"`
-	Present  bool              `yaml:"present" json:"present,omitempty"`
-	Edit     *WorkspaceEdit    `yaml:"edit" json:"edit,omitempty"`
-	Wait     *WorkspaceWait    `yaml:"wait" json:"wait,omitempty"`
-}
-
-// WorkspaceWait is a step that waits in an ordinary bounded file wait (how the
-// worker-crash case makes the agent's active execution observable): the agent writes its run id to
-// Ready, then waits until Release exists, at most TimeoutMs (ms; 1…600000), and
-// fails the run when it does not appear. Both paths are workspace-relative templates.
-type WorkspaceWait struct {
-	Ready     string `yaml:"ready" json:"ready"`
-	Release   string `yaml:"release" json:"release"`
-	TimeoutMs int    `yaml:"timeoutMs" json:"timeoutMs"`
-}
-
-// WorkspaceEdit changes one file: Path is relative (template) to Root — the workspace
-// ("" or EditRootWorkspace) or the agent's registered home (EditRootAgentHome, the
-// AGENT_HOME directory the runner saves after the run) — and exactly one of Write
-// (replace content), WriteHex (replace content with the bytes whose hexadecimal form
-// it is, template: a binary file), Append or Delete is set.
-type WorkspaceEdit struct {
-	Root     string  `yaml:"root" json:"root,omitempty"`
-	Path     string  `yaml:"path" json:"path"`
-	Write    *string `yaml:"write" json:"write,omitempty"`
-	WriteHex *string `yaml:"writeHex" json:"writeHex,omitempty"`
-	Append   *string `yaml:"append" json:"append,omitempty"`
-	Delete   bool    `yaml:"delete" json:"delete,omitempty"`
-}
+// A case's reference script (package agent/script), by the catalog's names.
+type (
+	// ReferenceScript is what the built-in agents do for a case (script.Script).
+	ReferenceScript = script.Script
+	// ReferenceTurn is one run of a reference script (script.Turn).
+	ReferenceTurn = script.Turn
+	// ReferenceStep is one step of a turn (script.Step).
+	ReferenceStep = script.Step
+	// WorkspaceWait is a step's bounded file wait (script.Wait).
+	WorkspaceWait = script.Wait
+	// WorkspaceEdit is a step's change of one file (script.Edit).
+	WorkspaceEdit = script.Edit
+)
 
 // Edit roots (WorkspaceEdit.Root).
 const (
 	// EditRootWorkspace: the run's workspace (the default).
-	EditRootWorkspace = "workspace"
+	EditRootWorkspace = script.RootWorkspace
 	// EditRootAgentHome: the agent's registered home (AGENT_HOME).
-	EditRootAgentHome = "agent_home"
+	EditRootAgentHome = script.RootAgentHome
 )
 
 // Suite is one durable testing purpose: its profiles × environments × cases are its

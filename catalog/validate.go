@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/script"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/verdict"
@@ -64,7 +65,7 @@ var (
 	RunStates            = statusNames(controlplane.CompletionStatuses...)
 	ToolReviews          = []string{"approve", "decline", "always", "restart"}
 	RetryPolicies        = []string{"", RetrySingleAttempt}
-	TurnTriggers         = []string{"assignment", "revision_requested", "interaction_answered", "interaction_accepted", "approval_resolved", "follow_up"}
+	TurnTriggers         = script.Triggers
 	daytonaImageRE       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^.+@sha256:[0-9a-f]{64}$`) })
 	sha256HexRE          = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 	configurationKeyRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`) })

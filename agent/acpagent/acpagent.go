@@ -50,7 +50,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/agent/script"
 )
 
 // Names of the built-in ACP agents.
@@ -82,7 +82,7 @@ const DefaultFinalMessage = "Done."
 // Logger (diagnostics on stderr; nil discards them).
 type Config struct {
 	Name     string
-	Script   *catalog.ReferenceScript
+	Script   *script.Script
 	StateDir string
 	Logger   *slog.Logger
 }
@@ -277,7 +277,7 @@ type turn struct {
 	a      *agent
 	s      *session
 	n      int // 0-based script turn
-	steps  []*catalog.ReferenceStep
+	steps  []*script.Step
 	denied []string
 }
 
@@ -349,7 +349,7 @@ func (t *turn) play(ctx context.Context) (acp.StopReason, error) {
 	return acp.StopReasonEndTurn, nil
 }
 
-func describe(st *catalog.ReferenceStep) string {
+func describe(st *script.Step) string {
 	if st.Edit != nil {
 		return "edit " + st.Edit.Path
 	}
@@ -357,7 +357,7 @@ func describe(st *catalog.ReferenceStep) string {
 }
 
 // edit is the native write tool: announce, ask, then (when allowed) change the file.
-func (t *turn) edit(ctx context.Context, id acp.ToolCallId, e *catalog.WorkspaceEdit) (acp.StopReason, error) {
+func (t *turn) edit(ctx context.Context, id acp.ToolCallId, e *script.Edit) (acp.StopReason, error) {
 	abs := filepath.Join(t.s.cwd, filepath.FromSlash(e.Path))
 	title := "Write " + e.Path
 	kind := acp.ToolKindEdit
@@ -406,7 +406,7 @@ func (t *turn) edit(ctx context.Context, id acp.ToolCallId, e *catalog.Workspace
 		if err := applyEdit(t.s.cwd, e); err != nil {
 			return "", err
 		}
-		if err := applyEdit(t.s.cwd, &catalog.WorkspaceEdit{Path: e.Path, Delete: true}); err != nil {
+		if err := applyEdit(t.s.cwd, &script.Edit{Path: e.Path, Delete: true}); err != nil {
 			return "", err
 		}
 	}
@@ -441,7 +441,7 @@ func (t *turn) edit(ctx context.Context, id acp.ToolCallId, e *catalog.Workspace
 }
 
 // applyEdit changes one file inside dir (os.Root: the path cannot leave it).
-func applyEdit(dir string, e *catalog.WorkspaceEdit) error {
+func applyEdit(dir string, e *script.Edit) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return fmt.Errorf("opening the workspace: %w", err)
@@ -473,7 +473,7 @@ func applyEdit(dir string, e *catalog.WorkspaceEdit) error {
 }
 
 // command calls the MCP tool named st.Command with st.Args, reported as a tool call.
-func (t *turn) command(ctx context.Context, id acp.ToolCallId, st *catalog.ReferenceStep) error {
+func (t *turn) command(ctx context.Context, id acp.ToolCallId, st *script.Step) error {
 	title := MCPServerName + "/" + st.Command
 	if err := t.a.update(ctx, t.s, acp.StartToolCall(id, title, acp.WithStartKind(acp.ToolKindOther),
 		acp.WithStartStatus(acp.ToolCallStatusInProgress), acp.WithStartRawInput(st.Args))); err != nil {

@@ -56,6 +56,12 @@ const (
 	KindHostile Kind = "hostile:"
 )
 
+// ExecArgVars are the placeholders ({{name}}, package template) the arguments of an
+// exec driver (driverConfig.args) may use: the run's API URL, run id, agent state
+// directory, task id and workspace. The run token and secrets are deliberately not
+// among them: they reach the agent only through its environment.
+var ExecArgVars = []string{"apiUrl", "runId", "stateDir", "taskId", "workspace"}
+
 // ACP agents an acp:<agent> driver may name: agentproof's own (reference, nop,
 // wrong, wrong-undo; package agent/acpagent) and the real agents pinned in package
 // agent/clis.

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/agent/script"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
@@ -33,7 +33,7 @@ const SourceInstanceID = "agentproof-reference"
 //   - ResultNote: when set, one more verification entry of the run result (its
 //     commandOrCheck); the leaky calibration agent leaks through it.
 type Config struct {
-	Script     *catalog.ReferenceScript
+	Script     *script.Script
 	Workspace  string
 	StateDir   string
 	AgentHome  string
@@ -116,19 +116,19 @@ func Execute(ctx context.Context, port controlplane.Port, runID string, cfg Conf
 	return Outcome{Turn: k + 1, Disposition: d, CommentID: commentID}, nil
 }
 
-// TaskTurns returns the turns of script that the agent carries out on its ordinal-th
-// task (1-based; see catalog.ReferenceTurn's Task): every turn when no turn belongs to
+// TaskTurns returns the turns of src that the agent carries out on its ordinal-th
+// task (1-based; see script.Turn's Task): every turn when no turn belongs to
 // a task after the first, else the turns of that task.
-func TaskTurns(script *catalog.ReferenceScript, ordinal int) []*catalog.ReferenceTurn {
+func TaskTurns(src *script.Script, ordinal int) []*script.Turn {
 	counted := false
-	for _, t := range script.Turns {
+	for _, t := range src.Turns {
 		counted = counted || t.Task > 1
 	}
 	if !counted {
-		return script.Turns
+		return src.Turns
 	}
-	var out []*catalog.ReferenceTurn
-	for _, t := range script.Turns {
+	var out []*script.Turn
+	for _, t := range src.Turns {
 		if max(t.Task, 1) == ordinal {
 			out = append(out, t)
 		}
@@ -159,9 +159,9 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Accepts reports whether a turn with the given trigger (catalog.TurnTriggers) is what
-// wake asks for. Wake reasons are those of spec control-plane-port §1.13 plus the
-// assignment of a task:
+// Accepts reports whether a turn with the given trigger (script.Triggers) is what
+// wake asks for. Wake reasons are the control plane's (controlplane.WakeReason) plus
+// the assignment of a task:
 //
 //   - assignment: any wake except a resolved interaction or approval (the first run of
 //     a task may be woken as manual, issue_assigned, assignment, issue_commented, resume
@@ -197,12 +197,12 @@ func Accepts(trigger string, wake controlplane.Wake) bool {
 }
 
 // Disposition maps the task's status after a turn to the reported work disposition of
-// the run result (spec control-plane-port §2.8): done → done, blocked → blocked, and
+// the run result: done → done, blocked → blocked, and
 // anything else → needs_review, which keeps (or puts) the task in review, where the
 // human's answer, review or follow-up wakes the agent again.
 //
 // A turn that waits for a human does not report yielded: the control plane reconciles
-// yielded to todo and schedules a scheduled_retry wake (spec §2.8 step 7), which a runner
+// yielded to todo and schedules a scheduled_retry wake (when it completes the run), which a runner
 // would deliver as an extra run before the human has answered.
 func Disposition(taskStatus controlplane.TaskStatus) controlplane.WorkDisposition {
 	switch taskStatus {
@@ -225,7 +225,7 @@ type runner struct {
 }
 
 // steps carries out turn k's steps and returns the presentation comment's id and body.
-func (r *runner) steps(ctx context.Context, k int, turn *catalog.ReferenceTurn) (commentID, body string, err error) {
+func (r *runner) steps(ctx context.Context, k int, turn *script.Turn) (commentID, body string, err error) {
 	for i, st := range turn.Steps {
 		where := fmt.Sprintf("turn %d step %d", k+1, i+1)
 		if st == nil {
@@ -233,7 +233,7 @@ func (r *runner) steps(ctx context.Context, k int, turn *catalog.ReferenceTurn) 
 		}
 		if st.Edit != nil {
 			root := r.cfg.Workspace
-			if st.Edit.Root == catalog.EditRootAgentHome {
+			if st.Edit.Root == script.RootAgentHome {
 				if root = r.cfg.AgentHome; root == "" {
 					return "", "", fmt.Errorf("reference: %s: the edit is in the agent's home, and this run has no AGENT_HOME", where)
 				}
@@ -280,7 +280,7 @@ func (r *runner) steps(ctx context.Context, k int, turn *catalog.ReferenceTurn) 
 // write_document without baseRevisionId uses the document's latest revision known to
 // the session (null when new); request_human_input or request_approval with
 // targetDocumentKey targets that document's latest revision.
-func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
+func (r *runner) command(st *script.Step) (json.RawMessage, error) {
 	cmd := make(map[string]any, len(st.Args)+1)
 	for k, v := range st.Args {
 		cmd[k] = v
@@ -318,10 +318,10 @@ func (r *runner) command(st *catalog.ReferenceStep) (json.RawMessage, error) {
 }
 
 // fromHome sets the arguments st.FromHome names from the agent's home (see
-// catalog.ReferenceStep): contentBase64 with sha256 and byteSize of the bytes, any
+// script.Step): contentBase64 with sha256 and byteSize of the bytes, any
 // other argument the file's text without one trailing newline. Errors: no
 // AGENT_HOME, a path outside it, a file that cannot be read.
-func (r *runner) fromHome(st *catalog.ReferenceStep, cmd map[string]any) error {
+func (r *runner) fromHome(st *script.Step, cmd map[string]any) error {
 	if len(st.FromHome) == 0 {
 		return nil
 	}
@@ -355,7 +355,7 @@ func (r *runner) fromHome(st *catalog.ReferenceStep, cmd map[string]any) error {
 // presentedText is the comment body a commenting command posts: its message argument
 // (controlplane.CommandSpec.MessageArg) in the command as sent (cmd, fromHome
 // resolved); "" for any other command.
-func presentedText(st *catalog.ReferenceStep, cmd json.RawMessage) string {
+func presentedText(st *script.Step, cmd json.RawMessage) string {
 	c, _ := controlplane.LookupCommand(controlplane.CommandKind(st.Command))
 	var args map[string]any
 	_ = json.Unmarshal(cmd, &args)
@@ -434,7 +434,7 @@ func (r *runner) complete(ctx context.Context, turn int, summary, commentID stri
 }
 
 // runResult is a paperclip.run_result.v1 result; presentationDecision.commentId names
-// the run's user-facing comment (spec runner-e2e-harness §5 "Message source").
+// the run's user-facing comment (what the harness reads as the run's message).
 func runResult(disposition controlplane.WorkDisposition, summary, commentID, runID string) map[string]any {
 	evidenceRef := "run:" + runID
 	res := map[string]any{
@@ -499,7 +499,7 @@ const waitPoll = 20 * time.Millisecond
 // exists or w.TimeoutMs passes. Errors: a path outside the workspace
 // (ErrOutsideWorkspace), the ready file that cannot be written, the timeout, the
 // context's end.
-func WaitInWorkspace(ctx context.Context, workspace, runID string, w *catalog.WorkspaceWait) error {
+func WaitInWorkspace(ctx context.Context, workspace, runID string, w *script.Wait) error {
 	ready, release := filepath.FromSlash(w.Ready), filepath.FromSlash(w.Release)
 	if !filepath.IsLocal(ready) || !filepath.IsLocal(release) {
 		return fmt.Errorf("wait %q/%q: %w", w.Ready, w.Release, ErrOutsideWorkspace)
@@ -536,7 +536,7 @@ func WaitInWorkspace(ctx context.Context, workspace, runID string, w *catalog.Wo
 // resolved through os.Root, so neither ".." nor a symbolic link can reach outside the
 // workspace (ErrOutsideWorkspace, or the os.Root error). Files are created 0644,
 // directories 0755.
-func EditWorkspace(workspace string, e *catalog.WorkspaceEdit) error {
+func EditWorkspace(workspace string, e *script.Edit) error {
 	p := filepath.FromSlash(e.Path)
 	if !filepath.IsLocal(p) {
 		return fmt.Errorf("edit %q: %w", e.Path, ErrOutsideWorkspace)

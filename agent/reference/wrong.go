@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/agent/script"
 )
 
 // WrongNonce returns the nonce the wrong agent uses instead of nonce: 16 lower-case hex
 // digits of SHA-256("agentproof-wrong-nonce:" + nonce [+ ":" + n]), with the smallest n
 // that makes it neither contain nonce nor be contained in it, so no marker built from it
-// can contain the right marker. It matches catalog.NoncePattern.
+// can contain the right marker. It matches script.NoncePattern.
 func WrongNonce(nonce string) string {
 	for n := 0; ; n++ {
 		seed := "agentproof-wrong-nonce:" + nonce
@@ -28,17 +28,17 @@ func WrongNonce(nonce string) string {
 	}
 }
 
-// WrongScript returns a copy of script (rendered with nonce) in which every occurrence
+// WrongScript returns a copy of src (rendered with nonce) in which every occurrence
 // of nonce — in command arguments at any depth, edit paths and edit contents — is
 // replaced by WrongNonce(nonce) (and its hexadecimal form by the wrong nonce's): the plausible-but-wrong behaviour of the `wrong`
-// calibration agent (profile strategy wrong_nonce). script is not modified. It returns
+// calibration agent (profile strategy wrong_nonce). src is not modified. It returns
 // an error when nonce is empty or does not occur in the script at all (the result would
 // not be wrong).
-func WrongScript(script *catalog.ReferenceScript, nonce string) (*catalog.ReferenceScript, error) {
+func WrongScript(src *script.Script, nonce string) (*script.Script, error) {
 	if nonce == "" {
 		return nil, errors.New("reference: the wrong agent needs the attempt's nonce")
 	}
-	if script == nil {
+	if src == nil {
 		return nil, errors.New("reference: no reference script")
 	}
 	wrong := WrongNonce(nonce)
@@ -53,19 +53,19 @@ func WrongScript(script *catalog.ReferenceScript, nonce string) (*catalog.Refere
 		}
 		return s
 	}
-	out := &catalog.ReferenceScript{}
-	for _, t := range script.Turns {
+	out := &script.Script{}
+	for _, t := range src.Turns {
 		if t == nil {
 			out.Turns = append(out.Turns, nil)
 			continue
 		}
-		nt := &catalog.ReferenceTurn{Trigger: t.Trigger, Task: t.Task}
+		nt := &script.Turn{Trigger: t.Trigger, Task: t.Task}
 		for _, st := range t.Steps {
 			if st == nil {
 				nt.Steps = append(nt.Steps, nil)
 				continue
 			}
-			ns := &catalog.ReferenceStep{Command: st.Command, Present: st.Present}
+			ns := &script.Step{Command: st.Command, Present: st.Present}
 			if st.Args != nil {
 				ns.Args = replaceValue(st.Args, sub).(map[string]any)
 			}
@@ -76,7 +76,7 @@ func WrongScript(script *catalog.ReferenceScript, nonce string) (*catalog.Refere
 				}
 			}
 			if e := st.Edit; e != nil {
-				ne := &catalog.WorkspaceEdit{Root: e.Root, Path: sub(e.Path), Delete: e.Delete}
+				ne := &script.Edit{Root: e.Root, Path: sub(e.Path), Delete: e.Delete}
 				if e.Write != nil {
 					w := sub(*e.Write)
 					ne.Write = &w
@@ -92,7 +92,7 @@ func WrongScript(script *catalog.ReferenceScript, nonce string) (*catalog.Refere
 				ns.Edit = ne
 			}
 			if w := st.Wait; w != nil {
-				ns.Wait = &catalog.WorkspaceWait{Ready: sub(w.Ready), Release: sub(w.Release), TimeoutMs: w.TimeoutMs}
+				ns.Wait = &script.Wait{Ready: sub(w.Ready), Release: sub(w.Release), TimeoutMs: w.TimeoutMs}
 			}
 			nt.Steps = append(nt.Steps, ns)
 		}

@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/agent/script"
 )
 
 // Model scripts of the real-CLI cells are derived from the case's rendered reference
-// script (catalog.ReferenceScript), so a case declares its behaviour once: run n of the
+// script (script.Script), so a case declares its behaviour once: run n of the
 // CLI plays turn n. Each command step becomes a call of the semantic tool of the same
 // name with the same arguments, each workspace edit and each wait a call of the CLI's
 // shell tool (ShellCommand, WaitCommand; an edit of the agent's home writes under
@@ -33,7 +33,7 @@ const NopAnswer = "I have looked at the task and will not do anything."
 // FromReference returns one script per turn of ref (see above). It returns an error
 // naming the turn and step when a step is not a command, an edit or a wait, or an edit
 // or wait path is absolute or leaves the workspace.
-func FromReference(ref *catalog.ReferenceScript) ([]*Script, error) {
+func FromReference(ref *script.Script) ([]*Script, error) {
 	if ref == nil || len(ref.Turns) == 0 {
 		return nil, fmt.Errorf("scripted model: the case has no reference script to derive model scripts from")
 	}
@@ -112,7 +112,7 @@ func NopScripts(n int) []*Script {
 // rm -f. Arguments are single-quoted. Errors: an absolute path, a path with "..", an
 // edit that is not exactly one of write, writeHex, append and delete, or writeHex that
 // is not hexadecimal.
-func ShellCommand(e *catalog.WorkspaceEdit) (string, error) {
+func ShellCommand(e *script.Edit) (string, error) {
 	p := e.Path
 	if p == "" || strings.HasPrefix(p, "/") || strings.Contains("/"+p+"/", "/../") {
 		return "", fmt.Errorf("edit path %q must be relative and stay in the workspace", p)
@@ -127,7 +127,7 @@ func ShellCommand(e *catalog.WorkspaceEdit) (string, error) {
 		return "", fmt.Errorf("edit of %q must set exactly one of write, writeHex, append and delete", p)
 	}
 	at := shellQuote
-	if e.Root == catalog.EditRootAgentHome {
+	if e.Root == script.RootAgentHome {
 		at = func(s string) string { return `"$AGENT_HOME"/` + shellQuote(s) }
 	}
 	dir := ""
@@ -153,12 +153,12 @@ func ShellCommand(e *catalog.WorkspaceEdit) (string, error) {
 	return "rm -f -- " + at(p), nil
 }
 
-// WaitCommand is the POSIX shell command of a wait step (catalog.WorkspaceWait) relative
+// WaitCommand is the POSIX shell command of a wait step (script.Wait) relative
 // to the working directory: it writes the run id (from the CLI's environment,
 // AGENTPROOF_RUN_ID) to Ready, then looks for Release every 50 ms for at most
 // TimeoutMs, and fails (exit 1) when it does not appear. Errors: a path that is
 // absolute or has "..".
-func WaitCommand(w *catalog.WorkspaceWait) (string, error) {
+func WaitCommand(w *script.Wait) (string, error) {
 	for _, p := range []string{w.Ready, w.Release} {
 		if p == "" || strings.HasPrefix(p, "/") || strings.Contains("/"+p+"/", "/../") {
 			return "", fmt.Errorf("wait path %q must be relative and stay in the workspace", p)
@@ -170,7 +170,7 @@ func WaitCommand(w *catalog.WorkspaceWait) (string, error) {
 }
 
 // homeReads derives what a command step's fromHome arguments need from a CLI (see
-// catalog.ReferenceStep): one shell command that prints each value between markers,
+// script.Step): one shell command that prints each value between markers,
 // the expression capturing them (groups in order) and the argument each group fills
 // (CaptureToken for group 1, CaptureToken+"2"… after) — contentBase64 takes three
 // groups (the base64, the SHA-256 and the size, byteSize filled as an integer) —, and
@@ -234,7 +234,7 @@ func WrongScripts(n int) []*Script {
 // with warm true one script holds every turn's steps in order, each turn ending with
 // its answer (one session serves every turn and the conversation's assistant turns
 // keep counting across prompts). Errors: as FromReference, and a relative workspace.
-func ForACP(ref *catalog.ReferenceScript, workspace string, warm bool) ([]*Script, error) {
+func ForACP(ref *script.Script, workspace string, warm bool) ([]*Script, error) {
 	if !strings.HasPrefix(workspace, "/") {
 		return nil, fmt.Errorf("scripted model: workspace %q must be an absolute path", workspace)
 	}
@@ -275,7 +275,7 @@ var PiQuestionValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustC
 // call of PiQuestionTool (kind input, title title) and its first workspace write
 // writing the human's answer (captured from the tool result, PiQuestionValue) instead
 // of the reference's text. Errors: as FromReference, and a first run without a write.
-func ForPiQuestion(ref *catalog.ReferenceScript, title string) ([]*Script, error) {
+func ForPiQuestion(ref *script.Script, title string) ([]*Script, error) {
 	return forPiDialog(ref, "input", title, PiQuestionValue())
 }
 
@@ -288,13 +288,13 @@ var PiConfirmValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCo
 // PiQuestionTool with kind confirm and title title, and its first workspace write
 // writes the answer Pi gave it (PiConfirmValue: true or false). Errors: as
 // ForPiQuestion's.
-func ForPiConfirm(ref *catalog.ReferenceScript, title string) ([]*Script, error) {
+func ForPiConfirm(ref *script.Script, title string) ([]*Script, error) {
 	return forPiDialog(ref, "confirm", title, PiConfirmValue())
 }
 
 // forPiDialog is ForPiQuestion and ForPiConfirm: the dialog kind and what the write
 // captures from its tool result.
-func forPiDialog(ref *catalog.ReferenceScript, kind, title string, capture *regexp.Regexp) ([]*Script, error) {
+func forPiDialog(ref *script.Script, kind, title string, capture *regexp.Regexp) ([]*Script, error) {
 	scripts, err := FromReference(ref)
 	if err != nil {
 		return nil, err

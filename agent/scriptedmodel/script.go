@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/template"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -149,7 +149,7 @@ type rawStep struct {
 }
 
 // ParseScript parses a model script (YAML) named name and renders every string in it
-// with vars ({{name}} placeholders, catalog.Template syntax, for example {{nonce}}). The
+// with vars ({{name}} placeholders, package template, for example {{nonce}}). The
 // document:
 //
 //	schema: agentproof.model-script/v1   # optional
@@ -175,33 +175,15 @@ type rawStep struct {
 // MaxScriptBytes or MaxSteps).
 func ParseScript(name string, data []byte, vars map[string]string) (*Script, error) {
 	se := &ScriptError{Name: name}
-	if len(data) > MaxScriptBytes {
-		se.Problems = append(se.Problems, fmt.Sprintf("larger than %d bytes", MaxScriptBytes))
+	raw, lines, ok := decodeScript(data, se)
+	if !ok {
 		return nil, se
 	}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			se.Problems = append(se.Problems, "empty document")
-		} else {
-			se.Problems = append(se.Problems, err.Error())
-		}
-		return nil, se
-	}
-	var raw rawScript
-	strict := yaml.NewDecoder(bytes.NewReader(data))
-	strict.KnownFields(true)
-	if err := strict.Decode(&raw); err != nil {
-		se.Problems = append(se.Problems, err.Error())
-		return nil, se
-	}
-	lines := stepLines(&doc)
 	render := func(where, s string) string {
 		if !strings.Contains(s, "{{") {
 			return s
 		}
-		t, err := catalog.ParseTemplate(s)
+		t, err := template.Parse(s)
 		if err == nil {
 			var out string
 			if out, err = t.Render(vars); err == nil {
@@ -231,84 +213,125 @@ func ParseScript(name string, data []byte, vars map[string]string) (*Script, err
 		se.Problems = append(se.Problems, fmt.Sprintf("steps: more than %d", MaxSteps))
 	}
 	for i, rs := range raw.Steps {
-		st := Step{Call: rs.Call, Expect: rs.Expect}
+		line := 0
 		if i < len(lines) {
-			st.Line = lines[i]
+			line = lines[i]
 		}
-		where := fmt.Sprintf("step %d", i+1)
-		if st.Line > 0 {
-			where = fmt.Sprintf("step %d (line %d)", i+1, st.Line)
-		}
-		kinds := 0
-		for _, set := range []bool{rs.Call != "", rs.Answer != nil, rs.AnswerMatch != ""} {
-			if set {
-				kinds++
-			}
-		}
-		switch {
-		case kinds == 0:
-			se.Problems = append(se.Problems, where+": needs call or answer")
-		case kinds > 1:
-			se.Problems = append(se.Problems, where+": has more than one of call, answer and answer_match")
-		case rs.Call != "" && !roleRE().MatchString(rs.Call):
-			se.Problems = append(se.Problems, fmt.Sprintf("%s: call %q is not a tool role (letters, digits, _ . -)", where, rs.Call))
-		}
-		if rs.AnswerMatch != "" {
-			re, err := regexp.Compile(render(where+": answer_match", rs.AnswerMatch))
-			switch {
-			case err != nil:
-				se.Problems = append(se.Problems, fmt.Sprintf("%s: answer_match: %v", where, err))
-			case re.MatchString(""):
-				se.Problems = append(se.Problems, where+": answer_match matches the empty string")
-			default:
-				st.AnswerMatch = re
-			}
-			if rs.Args != nil {
-				se.Problems = append(se.Problems, where+": an answer takes no args")
-			}
-		}
-		if rs.HoldMs != 0 {
-			switch {
-			case rs.Call == "":
-				se.Problems = append(se.Problems, where+": hold_ms applies to call steps only")
-			case rs.HoldMs < 0 || rs.HoldMs > MaxHoldMs:
-				se.Problems = append(se.Problems, fmt.Sprintf("%s: hold_ms %d must be in 1..%d", where, rs.HoldMs, MaxHoldMs))
-			default:
-				st.Hold = time.Duration(rs.HoldMs) * time.Millisecond
-			}
-		}
-		if rs.Answer != nil {
-			st.Answer = render(where+": answer", *rs.Answer)
-			if rs.Args != nil {
-				se.Problems = append(se.Problems, where+": an answer takes no args")
-			}
-		}
-		st.Expect = render(where+": expect", rs.Expect)
-		if rs.Args != nil {
-			rendered, err := renderArgs(rs.Args, render, where+": args")
-			if err != nil {
-				se.Problems = append(se.Problems, fmt.Sprintf("%s: args: %v", where, err))
-			}
-			st.Args = rendered
-		}
-		if rs.Call == RoleShell {
-			if c, ok := st.Args["command"].(string); !ok || c == "" {
-				se.Problems = append(se.Problems, where+": call shell needs args.command, a non-empty string")
-			}
-		}
-		if rs.Call == RoleWrite {
-			p, okPath := st.Args["path"].(string)
-			_, okContent := st.Args["content"].(string)
-			if !okPath || p == "" || !okContent || len(st.Args) != 2 {
-				se.Problems = append(se.Problems, where+": call write_file needs exactly args.path (a non-empty string) and args.content (a string)")
-			}
-		}
-		s.Steps = append(s.Steps, st)
+		s.Steps = append(s.Steps, parseStep(i, line, rs, render, se))
 	}
 	if len(se.Problems) > 0 {
 		return nil, se
 	}
 	return s, nil
+}
+
+// decodeScript decodes data (at most MaxScriptBytes) strictly into a rawScript and
+// finds each step's line; ok is false (with the problem in se) when it cannot.
+func decodeScript(data []byte, se *ScriptError) (raw rawScript, lines []int, ok bool) {
+	if len(data) > MaxScriptBytes {
+		se.Problems = append(se.Problems, fmt.Sprintf("larger than %d bytes", MaxScriptBytes))
+		return raw, nil, false
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			se.Problems = append(se.Problems, "empty document")
+		} else {
+			se.Problems = append(se.Problems, err.Error())
+		}
+		return raw, nil, false
+	}
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	if err := strict.Decode(&raw); err != nil {
+		se.Problems = append(se.Problems, err.Error())
+		return raw, nil, false
+	}
+	return raw, stepLines(&doc), true
+}
+
+// parseStep checks and renders step i (0-based, at line; 0 when unknown) of a model
+// script, adding its problems to se: exactly one of call, answer and answer_match, a
+// tool role, an answer_match that compiles and does not match the empty string, no
+// args on an answer, hold_ms on a call only and within 1..MaxHoldMs, and the args the
+// shell and write_file calls need.
+func parseStep(i, line int, rs rawStep, render func(where, s string) string, se *ScriptError) Step {
+	st := Step{Call: rs.Call, Expect: rs.Expect, Line: line}
+	where := fmt.Sprintf("step %d", i+1)
+	if line > 0 {
+		where = fmt.Sprintf("step %d (line %d)", i+1, line)
+	}
+	kinds := 0
+	for _, set := range []bool{rs.Call != "", rs.Answer != nil, rs.AnswerMatch != ""} {
+		if set {
+			kinds++
+		}
+	}
+	switch {
+	case kinds == 0:
+		se.Problems = append(se.Problems, where+": needs call or answer")
+	case kinds > 1:
+		se.Problems = append(se.Problems, where+": has more than one of call, answer and answer_match")
+	case rs.Call != "" && !roleRE().MatchString(rs.Call):
+		se.Problems = append(se.Problems, fmt.Sprintf("%s: call %q is not a tool role (letters, digits, _ . -)", where, rs.Call))
+	}
+	if rs.AnswerMatch != "" {
+		re, err := regexp.Compile(render(where+": answer_match", rs.AnswerMatch))
+		switch {
+		case err != nil:
+			se.Problems = append(se.Problems, fmt.Sprintf("%s: answer_match: %v", where, err))
+		case re.MatchString(""):
+			se.Problems = append(se.Problems, where+": answer_match matches the empty string")
+		default:
+			st.AnswerMatch = re
+		}
+	}
+	if (rs.AnswerMatch != "" || rs.Answer != nil) && rs.Args != nil {
+		se.Problems = append(se.Problems, where+": an answer takes no args")
+	}
+	if rs.HoldMs != 0 {
+		switch {
+		case rs.Call == "":
+			se.Problems = append(se.Problems, where+": hold_ms applies to call steps only")
+		case rs.HoldMs < 0 || rs.HoldMs > MaxHoldMs:
+			se.Problems = append(se.Problems, fmt.Sprintf("%s: hold_ms %d must be in 1..%d", where, rs.HoldMs, MaxHoldMs))
+		default:
+			st.Hold = time.Duration(rs.HoldMs) * time.Millisecond
+		}
+	}
+	if rs.Answer != nil {
+		st.Answer = render(where+": answer", *rs.Answer)
+	}
+	st.Expect = render(where+": expect", rs.Expect)
+	if rs.Args != nil {
+		rendered, err := renderArgs(rs.Args, render, where+": args")
+		if err != nil {
+			se.Problems = append(se.Problems, fmt.Sprintf("%s: args: %v", where, err))
+		}
+		st.Args = rendered
+	}
+	se.Problems = append(se.Problems, toolArgProblems(where, rs.Call, st.Args)...)
+	return st
+}
+
+// toolArgProblems lists what the args of a shell or write_file call lack: a shell call
+// needs args.command (a non-empty string), a write_file call exactly args.path (a
+// non-empty string) and args.content (a string).
+func toolArgProblems(where, call string, args map[string]any) []string {
+	switch call {
+	case RoleShell:
+		if c, ok := args["command"].(string); !ok || c == "" {
+			return []string{where + ": call shell needs args.command, a non-empty string"}
+		}
+	case RoleWrite:
+		p, okPath := args["path"].(string)
+		_, okContent := args["content"].(string)
+		if !okPath || p == "" || !okContent || len(args) != 2 {
+			return []string{where + ": call write_file needs exactly args.path (a non-empty string) and args.content (a string)"}
+		}
+	}
+	return nil
 }
 
 // renderArgs renders every string in a YAML-decoded argument map and converts it to
