@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -20,9 +21,10 @@ import (
 // ACP drivers (docs/acp.md): acp:<agent> runs an agent that speaks the Agent Client
 // Protocol on its stdin/stdout, with agentproof as the ACP client. Unlike the exec
 // drivers (one process per run, supervised to its exit), an ACP driver starts a
-// session (ACPDriver.Start: the process, initialize, session/new with the workspace as
-// cwd and the agentproof MCP server) that serves one prompt per turn (ACPSession.Prompt)
-// until it is closed: one turn per session (per_turn) or several (warm).
+// session of the session layer (ACPDriver.Start: the process, initialize, session/new
+// with the workspace as cwd and the agentproof MCP server; acp_session.go is the
+// protocol) that serves one prompt per turn (session.Session.Prompt) until it is
+// closed: one turn per session (per_turn) or several (warm).
 //
 // Agents: reference, nop and wrong are agentproof's own ACP agents (`agentproof agent
 // acp-reference|acp-nop|acp-wrong`, package agent/acpagent), the calibration of the
@@ -139,8 +141,11 @@ func (d *ACPDriver) Agent() string { return d.agent }
 // directories, TMPDIR (tmp/), the agent's own configuration directory when it needs one
 // (codex-home/, claude/, gemini/), and run-id (the run that started it).
 func ACPSessionDir(stateDir string, n int) string {
-	return filepath.Join(stateDir, "acp-sessions", strconv.Itoa(n))
+	return filepath.Join(stateDir, acpSessions, strconv.Itoa(n))
 }
+
+// acpSessions is the directory of an agent's ACP sessions below its state directory.
+const acpSessions = "acp-sessions"
 
 // nextSessionIndex returns the next free session index (1-based) in the sessions
 // directory sessions ("acp-sessions", "pi-sessions") below stateDir.
@@ -158,91 +163,72 @@ func nextSessionIndex(stateDir, sessions string) (int, error) {
 	return n + 1, nil
 }
 
-// acpLaunch is what one ACP session's process needs: the process spec, the session's
-// directory and index, and the directories and files to create first.
-type acpLaunch struct {
-	spec  worker.Spec
-	index int
-	dir   string
-	dirs  []string
-	files map[string][]byte
-}
-
-// launch plans session n of the agent for env (pure: Start creates what it lists);
-// confined: the process will run inside a sandbox lease (realPlan).
-func (d *ACPDriver) launch(env RunEnv, n int, confined bool) (acpLaunch, error) {
+// launch plans session n of the agent for env (pure: the layer creates what it
+// lists); confined: the process will run inside a sandbox lease (realPlan).
+func (d *ACPDriver) launch(env RunEnv, n int, confined bool) (session.Launch, error) {
 	if err := requireRun(env, true); err != nil {
-		return acpLaunch{}, err
+		return session.Launch{}, err
 	}
 	if err := requireExecutable(env); err != nil {
-		return acpLaunch{}, err
+		return session.Launch{}, err
 	}
-	dir := ACPSessionDir(env.StateDir, n)
-	home := filepath.Join(dir, "home")
-	l := acpLaunch{index: n, dir: dir, files: map[string][]byte{}, dirs: []string{home, filepath.Join(dir, "tmp"),
-		filepath.Join(dir, "xdg", "config"), filepath.Join(dir, "xdg", "data"), filepath.Join(dir, "xdg", "cache"), filepath.Join(dir, "xdg", "state")}}
-	l.spec = worker.Spec{Dir: env.Workspace, Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput}
 	if IsBuiltinACP(d.agent) {
-		l.spec.Path = env.Executable
-		l.spec.Args = []string{"agentproof", "agent", "acp-" + d.agent}
-		l.spec.Env = []string{"HOME=" + env.StateDir, "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC",
-			EnvWorkspace + "=" + env.Workspace, EnvStateDir + "=" + env.StateDir}
-		if d.agent != ACPNop {
-			if _, err := ParseBuiltinConfig(env.AdapterConfig); err != nil {
-				return acpLaunch{}, err
-			}
-			var compact bytes.Buffer
-			if err := json.Compact(&compact, env.AdapterConfig); err != nil {
-				return acpLaunch{}, fmt.Errorf("agent: built-in agent configuration: %w", err)
-			}
-			l.spec.Env = append(l.spec.Env, EnvConfig+"="+compact.String())
-		}
-		slices.Sort(l.spec.Env)
-		l.dirs = nil // a built-in agent keeps its state in the state directory itself
-		return l, nil
+		return d.builtinLaunch(env, n)
 	}
 	if d.binary == "" {
-		return acpLaunch{}, fmt.Errorf("agent: %s: no binary configured (driverConfig binary; `agentproof agents install %s`)", d.Name(), acpPackage(d.agent))
+		return session.Launch{}, fmt.Errorf("agent: %s: no binary configured (driverConfig binary; `agentproof agents install %s`)", d.Name(), acpPackage(d.agent))
 	}
 	if d.modelURL == "" {
-		return acpLaunch{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
+		return session.Launch{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
 	}
-	modelURL := d.modelURL + "/runs/" + strconv.Itoa(n) + "/v1"
-	p, err := d.realPlan(env, dir, modelURL, confined)
+	l, _, vars := d.bounds.sessionLaunch(env, acpSessions, n)
+	p, err := d.realPlan(env, l.Dir, d.modelURL+"/runs/"+strconv.Itoa(n)+"/v1", confined)
 	if err != nil {
-		return acpLaunch{}, err
+		return session.Launch{}, err
 	}
-	base := []string{"HOME=" + home, "LANG=C.UTF-8", "PATH=" + cliPath, "TZ=UTC", "TERM=dumb", "NO_COLOR=1",
-		"XDG_CONFIG_HOME=" + filepath.Join(dir, "xdg", "config"), "XDG_DATA_HOME=" + filepath.Join(dir, "xdg", "data"),
-		"XDG_CACHE_HOME=" + filepath.Join(dir, "xdg", "cache"), "XDG_STATE_HOME=" + filepath.Join(dir, "xdg", "state"),
-		"TMPDIR=" + filepath.Join(dir, "tmp")}
-	envMap := map[string]string{}
-	for _, kv := range append(base, p.env...) {
+	for _, kv := range p.env {
 		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v // the plan's entries win over the base
+		vars[k] = v // the plan's entries win over the base
 	}
-	for name, v := range env.Secrets {
-		if !envNameRE().MatchString(name) || strings.HasPrefix(name, "AGENTPROOF_") {
-			return acpLaunch{}, fmt.Errorf("agent: secret name %q is not usable in an agent's environment", name)
-		}
-		if _, taken := envMap[name]; taken {
-			return acpLaunch{}, fmt.Errorf("agent: secret name %q collides with a variable the runner sets", name)
-		}
-		envMap[name] = v
+	if l.Spec.Env, err = sessionEnviron(vars, env.Secrets); err != nil {
+		return session.Launch{}, err
 	}
-	for _, k := range slices.Sorted(maps.Keys(envMap)) {
-		l.spec.Env = append(l.spec.Env, k+"="+envMap[k])
-	}
-	l.dirs = append(l.dirs, p.dirs...)
-	maps.Copy(l.files, p.files)
-	l.spec.Path = d.binary
-	l.spec.Args = append([]string{d.binary}, p.args...)
+	l.Dirs = append(l.Dirs, p.dirs...)
+	maps.Copy(l.Files, p.files)
+	l.Spec.Path = d.binary
+	l.Spec.Args = append([]string{d.binary}, p.args...)
 	if d.node != "" {
-		l.spec.Path = d.node
-		l.spec.Args = append([]string{d.node, d.binary}, p.args...)
+		l.Spec.Path = d.node
+		l.Spec.Args = append([]string{d.node, d.binary}, p.args...)
 	} else if strings.HasSuffix(d.binary, ".js") || strings.HasSuffix(d.binary, ".mjs") {
-		return acpLaunch{}, fmt.Errorf("agent: %s: binary %s is a JavaScript entry point: driverConfig node must name the Node.js binary", d.Name(), d.binary)
+		return session.Launch{}, fmt.Errorf("agent: %s: binary %s is a JavaScript entry point: driverConfig node must name the Node.js binary", d.Name(), d.binary)
 	}
+	if d.agent == ACPCodex || d.agent == ACPClaude || d.agent == ACPGemini {
+		l.CloseGrace = session.CloseGraceIgnoringEOF // they do not exit when their stdin closes
+	}
+	return l, nil
+}
+
+// builtinLaunch plans session n of one of agentproof's own ACP agents: the agentproof
+// binary (`agentproof agent acp-<agent>`) with the built-in agent's configuration; it
+// keeps its state in the state directory itself.
+func (d *ACPDriver) builtinLaunch(env RunEnv, n int) (session.Launch, error) {
+	l := session.Launch{Index: n, Dir: ACPSessionDir(env.StateDir, n), CloseGrace: session.CloseGrace,
+		Spec: worker.Spec{Dir: env.Workspace, Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput, Path: env.Executable,
+			Args: []string{"agentproof", "agent", "acp-" + d.agent},
+			Env: []string{"HOME=" + env.StateDir, "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC",
+				EnvWorkspace + "=" + env.Workspace, EnvStateDir + "=" + env.StateDir}}}
+	if d.agent != ACPNop {
+		if _, err := ParseBuiltinConfig(env.AdapterConfig); err != nil {
+			return session.Launch{}, err
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, env.AdapterConfig); err != nil {
+			return session.Launch{}, fmt.Errorf("agent: built-in agent configuration: %w", err)
+		}
+		l.Spec.Env = append(l.Spec.Env, EnvConfig+"="+compact.String())
+	}
+	slices.Sort(l.Spec.Env)
 	return l, nil
 }
 

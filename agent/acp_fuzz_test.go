@@ -1,112 +1,14 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentproof/agentproof/agent/session"
 	acp "github.com/coder/acp-go-sdk"
-
-	"github.com/agentproof/agentproof/redact"
 )
-
-const fuzzSecret = "fuzz-secret-0123456789abcdef"
-
-// FuzzACPWireLog feeds an arbitrary agent stream, cut into arbitrary pieces, through the
-// line tap and the session log: the tap must give back exactly the stream's lines
-// (heads of at most the line bound, with their true sizes), and every log line must be
-// one JSON ACPLogEntry without the secret, whose Message (when set) is valid JSON.
-func FuzzACPWireLog(f *testing.F) {
-	f.Add([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t"}}}`+"\n"), uint8(3))
-	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`+"\nnot json\n\n"+`{"id":"`+fuzzSecret+`","method":"x"}`), uint8(1))
-	f.Add([]byte("\xff\xfe{\"method\":\""+fuzzSecret+"\"}\n"+strings.Repeat("a", 200)+"\n"), uint8(7))
-	f.Add([]byte(`{"method":"session/update","params":{"update":{"sessionUpdate":{"x":1}}}}`), uint8(0))
-	f.Fuzz(func(t *testing.T, data []byte, piece uint8) {
-		const maxLine = 64
-		type got struct {
-			line []byte
-			size int
-		}
-		var lines []got
-		tap := &lineTap{maxLine: maxLine, emit: func(b []byte, n int) { lines = append(lines, got{bytes.Clone(b), n}) }}
-		step := int(piece%16) + 1
-		for i := 0; i < len(data); i += step {
-			tap.feed(data[min(i, len(data)):min(i+step, len(data))])
-		}
-		tap.flush()
-		var want [][]byte
-		for _, l := range bytes.Split(data, []byte("\n")) {
-			if len(l) > 0 {
-				want = append(want, l)
-			}
-		}
-		if len(lines) != len(want) {
-			t.Fatalf("%d lines emitted, the stream has %d", len(lines), len(want))
-		}
-		for i, l := range lines {
-			if l.size != len(want[i]) || !bytes.Equal(l.line, want[i][:min(len(want[i]), maxLine)]) {
-				t.Fatalf("line %d = %q (size %d), want the head of %q", i, l.line, l.size, want[i])
-			}
-		}
-		var out bytes.Buffer
-		log := newACPLog(&out, redact.NewSet(fuzzSecret), func() time.Time { return time.Unix(0, 0) })
-		for _, l := range lines {
-			log.wire(DirAgent, l.line, l.size)
-		}
-		if bytes.Contains(out.Bytes(), []byte(fuzzSecret)) {
-			t.Fatal("the secret reached the log")
-		}
-		for _, raw := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
-			if len(raw) == 0 {
-				continue
-			}
-			var e ACPLogEntry
-			if err := json.Unmarshal(raw, &e); err != nil {
-				t.Fatalf("log line is not JSON: %v: %q", err, raw)
-			}
-			if len(e.Message) > 0 && !json.Valid(e.Message) {
-				t.Fatalf("message is not JSON: %q", e.Message)
-			}
-			if e.Schema != ACPLogSchema || e.Dir != DirAgent {
-				t.Fatalf("entry %+v", e)
-			}
-		}
-	})
-}
-
-// FuzzParseProcStat: the command name is chosen by the process (untrusted) and may hold
-// spaces and parentheses; the fields after it must still parse.
-func FuzzParseProcStat(f *testing.F) {
-	f.Add("bash", 1, 2, uint64(3))
-	f.Add("a) S 9 9 9 (b", 100, 100, uint64(77))
-	f.Add(") ) )", 0, 0, uint64(0))
-	f.Fuzz(func(t *testing.T, comm string, ppid, pgid int, start uint64) {
-		ppid, pgid = abs(ppid), abs(pgid)
-		line := fmt.Sprintf("4242 (%s) S %d %d 0 0 -1 4194560 100 0 0 0 1 2 3 4 20 0 1 0 %d 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n", comm, ppid, pgid, start)
-		st, err := ParseProcStat([]byte(line))
-		if strings.ContainsAny(comm, "\n") {
-			return // not a kernel-made line
-		}
-		if err != nil || st.PPID != ppid || st.PGID != pgid || st.StartTime != start || st.CPUTicks != 10 {
-			t.Fatalf("ParseProcStat(%q) = %+v, %v", line, st, err)
-		}
-		_, _ = ParseProcStat([]byte(comm)) // anything else must not panic
-	})
-}
-
-func abs(n int) int {
-	if n < 0 {
-		if n == -n { // the smallest int
-			return 0
-		}
-		return -n
-	}
-	return n
-}
 
 // FuzzACPSessionUpdate feeds arbitrary session/update params (as the SDK decodes them)
 // into the driver's turn summary: it must not panic and must keep its bounds.
@@ -120,17 +22,15 @@ func FuzzACPSessionUpdate(f *testing.F) {
 		if json.Unmarshal(params, &n) != nil {
 			return
 		}
-		s := &ACPSession{ID: "s", env: ACPEnv{Now: time.Now}, log: newACPLog(nil, nil, nil)}
-		ts := newTurnState(1, "run", time.Now())
-		s.cur = ts
-		c := &acpClient{s: s}
+		rec := session.NewRecord(1, "run", time.Now())
+		c := &acpConn{h: recordHost{rec}, info: session.Info{SessionID: "s"}}
 		for range 3 {
 			if err := c.SessionUpdate(context.Background(), n); err != nil {
 				t.Fatal(err)
 			}
 		}
-		r := s.finishTurn(ts, ProcessIdentity{}, nil, acp.PromptResponse{StopReason: acp.StopReasonEndTurn})
-		if len(r.Message) > MaxTurnMessageBytes || len(r.ToolCalls) > MaxTurnRecords || len(r.ProtocolViolations) > MaxTurnRecords {
+		r := rec.Result()
+		if len(r.Message) > session.MaxTurnMessageBytes || len(r.ToolCalls) > session.MaxTurnRecords || len(r.ProtocolViolations) > session.MaxTurnRecords {
 			t.Fatalf("bounds broken: %d message bytes, %d tool calls", len(r.Message), len(r.ToolCalls))
 		}
 		if _, err := json.Marshal(r); err != nil {
@@ -138,3 +38,18 @@ func FuzzACPSessionUpdate(f *testing.F) {
 		}
 	})
 }
+
+// recordHost is a session.Host that records into one turn's record (and asks no one).
+type recordHost struct{ rec *session.Record }
+
+func (h recordHost) Update(f func(session.Recorder)) bool { h.rec.Update(f); return true }
+
+func (recordHost) Permission(context.Context, session.PermissionRequest) session.PermissionDecision {
+	return session.PermissionDecision{Cancelled: true}
+}
+
+func (recordHost) Question(context.Context, session.QuestionRequest) session.QuestionAnswer {
+	return session.QuestionAnswer{Cancelled: true}
+}
+
+func (recordHost) Note(string, any) {}

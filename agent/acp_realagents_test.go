@@ -15,6 +15,7 @@ import (
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
+	"github.com/agentproof/agentproof/agent/session"
 )
 
 // The real ACP agents, offline against the scripted model (docs/acp.md "Agents"). They
@@ -128,13 +129,13 @@ func newRealWorldWith(tb testing.TB, ra realACPAgent, scripts func(workspace str
 	return &realWorld{acpWorld: w, model: rs, running: running, cfg: cfg}
 }
 
-func (w *realWorld) session(tb testing.TB, ra realACPAgent, d agent.PermissionDecider) *agent.ACPSession {
+func (w *realWorld) session(tb testing.TB, ra realACPAgent, d session.PermissionDecider) *session.Session {
 	tb.Helper()
 	drv, err := newACP(ra.driver, w.cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := drv.Start(context.Background(), agent.ACPEnv{Run: w.run("run-1"), Decider: d})
+	s, err := drv.Start(context.Background(), agent.SessionEnv{Run: w.run("run-1"), Permissions: d})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -173,14 +174,14 @@ const (
 
 // writePermission returns the turn's permission request for the write of file (by its
 // location, or the title/raw input naming it: Codex asks for the shell command).
-func writePermission(res agent.TurnResult, file string) (agent.PermissionRecord, bool) {
+func writePermission(res session.TurnResult, file string) (session.PermissionRecord, bool) {
 	for _, p := range res.Permissions {
 		if slices.ContainsFunc(p.Request.Locations, func(l string) bool { return strings.HasSuffix(l, file) }) ||
 			strings.Contains(p.Request.Title, file) || strings.Contains(string(p.Request.RawInput), file) {
 			return p, true
 		}
 	}
-	return agent.PermissionRecord{}, false
+	return session.PermissionRecord{}, false
 }
 
 func TestRealACPAgents(t *testing.T) {
@@ -204,9 +205,9 @@ func TestRealACPAgents(t *testing.T) {
 func testRealApprove(t *testing.T, ra realACPAgent) {
 	const nonce = "rap1"
 	w := newRealWorld(t, ra, nonce, approveScript)
-	s := w.session(t, ra, agent.Approve)
+	s := w.session(t, ra, session.Approve)
 	start := time.Now()
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: realPrompt})
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 	if err != nil {
 		t.Fatalf("%v (model: %v)", err, w.modelFailures())
 	}
@@ -215,7 +216,7 @@ func testRealApprove(t *testing.T, ra realACPAgent) {
 		t.Errorf("proof.txt = %q (exists %v), want the exact bytes", got, ok)
 	}
 	p, ok := writePermission(res, "proof.txt")
-	if !ok || p.By != agent.AnsweredByDecider || p.Decision.Cancelled {
+	if !ok || p.By != session.AnsweredByDecider || p.Decision.Cancelled {
 		t.Errorf("no approved permission request for the write: %+v", res.Permissions)
 	}
 	if res.StopReason != "end_turn" || !strings.Contains(res.Message, "DONE_"+nonce) {
@@ -233,8 +234,8 @@ func testRealApprove(t *testing.T, ra realACPAgent) {
 func testRealDeny(t *testing.T, ra realACPAgent) {
 	const nonce = "rdn1"
 	w := newRealWorld(t, ra, nonce, denyScript)
-	s := w.session(t, ra, agent.Decline)
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: realPrompt})
+	s := w.session(t, ra, session.Decline)
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 	if err != nil {
 		t.Fatalf("%v (model: %v)", err, w.modelFailures())
 	}
@@ -256,7 +257,7 @@ func testRealDeny(t *testing.T, ra realACPAgent) {
 func testRealStop(t *testing.T, ra realACPAgent) {
 	const nonce = "rst1"
 	w := newRealWorld(t, ra, nonce, denyScript)
-	hold := agent.NewHoldDecider(1)
+	hold := session.NewHoldDecider(1)
 	s := w.session(t, ra, hold)
 	wait := 3 * time.Minute
 	if ra.slow {
@@ -269,7 +270,7 @@ func testRealStop(t *testing.T, ra realACPAgent) {
 		case <-time.After(wait):
 		}
 	}()
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: realPrompt})
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 	if err != nil {
 		t.Fatalf("%v (model: %v)", err, w.modelFailures())
 	}
@@ -277,7 +278,7 @@ func testRealStop(t *testing.T, ra realACPAgent) {
 		t.Errorf("stop %q honoured %v violations %v, want cancelled", res.StopReason, res.CancelHonoured, res.ProtocolViolations)
 	}
 	p, ok := writePermission(res, "proof.txt")
-	if !ok || p.By != agent.AnsweredByCancel {
+	if !ok || p.By != session.AnsweredByCancel {
 		t.Errorf("permissions %+v, want the write's request answered cancelled by the Stop", res.Permissions)
 	}
 	// The file must never appear, also not after the turn: wait a moment, then look.
@@ -299,12 +300,12 @@ func testRealWarm(t *testing.T, ra realACPAgent) {
 		}
 		return sc
 	})
-	s := w.session(t, ra, agent.Approve)
+	s := w.session(t, ra, session.Approve)
 	want := []string{"one-" + nonce, "one-" + nonce + "+two-" + nonce, "three-" + nonce}
 	messages := []string{scriptedmodel.DefaultFinalAnswer, scriptedmodel.DefaultFinalAnswer, "three turns " + nonce}
-	var ids []agent.ProcessIdentity
+	var ids []session.ProcessIdentity
 	for i := range 3 {
-		res, err := s.Prompt(context.Background(), agent.Turn{RunID: fmt.Sprintf("run-%d", i+1), Text: realPrompt})
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: fmt.Sprintf("run-%d", i+1), Text: realPrompt})
 		if err != nil {
 			t.Fatalf("turn %d: %v (model: %v)", i+1, err, w.modelFailures())
 		}
@@ -336,13 +337,13 @@ func BenchmarkACPWriteSession(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				nonce := fmt.Sprintf("bn%d", i)
 				before := selfRusage()
-				var s *agent.ACPSession
+				var s *session.Session
 				var w *acpWorld
 				if ra.cli == "" {
 					w = newACPWorld(b, nonce, writeScript(nonce))
 					d, _ := newACP(ra.driver, nil)
 					var err error
-					if s, err = d.Start(context.Background(), agent.ACPEnv{Run: w.run("run-1"), Decider: agent.Approve}); err != nil {
+					if s, err = d.Start(context.Background(), agent.SessionEnv{Run: w.run("run-1"), Permissions: session.Approve}); err != nil {
 						b.Fatal(err)
 					}
 				} else {
@@ -350,11 +351,11 @@ func BenchmarkACPWriteSession(b *testing.B) {
 					w = rw.acpWorld
 					d, _ := newACP(ra.driver, rw.cfg)
 					var err error
-					if s, err = d.Start(context.Background(), agent.ACPEnv{Run: w.run("run-1"), Decider: agent.Approve}); err != nil {
+					if s, err = d.Start(context.Background(), agent.SessionEnv{Run: w.run("run-1"), Permissions: session.Approve}); err != nil {
 						b.Fatal(err)
 					}
 				}
-				_, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: realPrompt})
+				_, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 				exit := s.Close()
 				selfCPU += selfRusage() - before
 				agentCPU += time.Duration(max(exit.TreeCPUMS, exit.UserCPUMS+exit.SystemCPUMS)) * time.Millisecond

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/acpagent"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/catalog"
 )
 
@@ -53,7 +54,7 @@ func (w *acpWorld) run(runID string) agent.RunEnv {
 
 // start opens a session of driver in w with decider; the log goes to a buffer the
 // test can read after Close.
-func (w *acpWorld) start(t *testing.T, driver string, cfg map[string]any, decider agent.PermissionDecider, secrets map[string]string) (*agent.ACPSession, *bytes.Buffer) {
+func (w *acpWorld) start(t *testing.T, driver string, cfg map[string]any, decider session.PermissionDecider, secrets map[string]string) (*session.Session, *bytes.Buffer) {
 	t.Helper()
 	d, err := newACP(driver, cfg)
 	if err != nil {
@@ -62,7 +63,7 @@ func (w *acpWorld) start(t *testing.T, driver string, cfg map[string]any, decide
 	var log bytes.Buffer
 	env := w.run("run-1")
 	env.Secrets = secrets
-	s, err := d.Start(context.Background(), agent.ACPEnv{Run: env, Decider: decider, Log: &log})
+	s, err := d.Start(context.Background(), agent.SessionEnv{Run: env, Permissions: decider, Log: &log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +99,11 @@ func readFile(t testing.TB, path string) (string, bool) {
 	return string(b), true
 }
 
-func logEntries(t *testing.T, b []byte) []agent.ACPLogEntry {
+func logEntries(t *testing.T, b []byte) []session.LogEntry {
 	t.Helper()
-	var out []agent.ACPLogEntry
+	var out []session.LogEntry
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var e agent.ACPLogEntry
+		var e session.LogEntry
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatalf("log line is not an ACPLogEntry: %v: %s", err, line)
 		}
@@ -115,8 +116,8 @@ func TestACPReferenceApprovedWrite(t *testing.T) {
 	t.Parallel()
 	const nonce = "ap1x"
 	w := newACPWorld(t, nonce, writeScript(nonce))
-	s, log := w.start(t, "acp:reference", nil, agent.Approve, nil)
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "write the proof"})
+	s, log := w.start(t, "acp:reference", nil, session.Approve, nil)
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "write the proof"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestACPReferenceApprovedWrite(t *testing.T) {
 		t.Fatalf("permissions = %+v, want one", res.Permissions)
 	}
 	p := res.Permissions[0]
-	if p.By != agent.AnsweredByDecider || p.Decision.OptionID != acpagent.OptionAllow || p.Request.Kind != "edit" ||
+	if p.By != session.AnsweredByDecider || p.Decision.OptionID != acpagent.OptionAllow || p.Request.Kind != "edit" ||
 		!slices.Equal(p.Request.Locations, []string{filepath.Join(w.workspace, "proof.txt")}) || p.Request.RunID != "run-1" {
 		t.Errorf("permission record = %+v", p)
 	}
@@ -162,12 +163,12 @@ func TestACPReferenceApprovedWrite(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"plan", "tool_call", "tool_call_update", "agent_message_chunk"} {
-		if updates[k] == 0 || updates[k] != res.Updates[k] {
-			t.Errorf("update %s: %d in the log, %d in the turn; want the same, > 0", k, updates[k], res.Updates[k])
+		if updates[k] == 0 || updates[k] != res.Events[k] {
+			t.Errorf("update %s: %d in the log, %d in the turn; want the same, > 0", k, updates[k], res.Events[k])
 		}
 	}
-	if len(res.Evidence) != 1 || !bytes.Contains(res.Evidence[0].Body, []byte(`"update":"tool_call"`)) {
-		t.Errorf("turn evidence = %v", res.Evidence)
+	if len(res.Log) == 0 || !bytes.Contains(res.Log, []byte(`"update":"tool_call"`)) {
+		t.Errorf("turn log = %s", res.Log)
 	}
 }
 
@@ -175,8 +176,8 @@ func TestACPReferenceDeniedWrite(t *testing.T) {
 	t.Parallel()
 	const nonce = "dn1x"
 	w := newACPWorld(t, nonce, writeScript(nonce))
-	s, _ := w.start(t, "acp:reference", nil, agent.Decline, nil)
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "write the proof"})
+	s, _ := w.start(t, "acp:reference", nil, session.Decline, nil)
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "write the proof"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestACPStopWhilePermissionPending(t *testing.T) {
 	t.Parallel()
 	const nonce = "st1x"
 	w := newACPWorld(t, nonce, writeScript(nonce))
-	hold := agent.NewHoldDecider(1)
+	hold := session.NewHoldDecider(1)
 	s, log := w.start(t, "acp:reference", nil, hold, nil)
 	go func() {
 		<-hold.Pending
@@ -203,14 +204,14 @@ func TestACPStopWhilePermissionPending(t *testing.T) {
 			t.Errorf("cancel: %v", err)
 		}
 	}()
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "write the proof"})
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "write the proof"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.StopReason != "cancelled" || !res.CancelRequested || !res.CancelHonoured || len(res.ProtocolViolations) > 0 {
 		t.Errorf("turn = stop %q requested %v honoured %v violations %v, want cancelled", res.StopReason, res.CancelRequested, res.CancelHonoured, res.ProtocolViolations)
 	}
-	if len(res.Permissions) != 1 || res.Permissions[0].By != agent.AnsweredByCancel || !res.Permissions[0].Decision.Cancelled {
+	if len(res.Permissions) != 1 || res.Permissions[0].By != session.AnsweredByCancel || !res.Permissions[0].Decision.Cancelled {
 		t.Errorf("permissions = %+v, want the pending one answered cancelled by the cancel", res.Permissions)
 	}
 	if _, ok := readFile(t, filepath.Join(w.workspace, "proof.txt")); ok {
@@ -229,7 +230,7 @@ func TestACPStopWhilePermissionPending(t *testing.T) {
 		if e.Method == "session/cancel" {
 			order = append(order, "cancel")
 		}
-		if e.Dir == agent.DirClient && e.Method == "" && bytes.Contains(e.Message, []byte(`"outcome":"cancelled"`)) {
+		if e.Dir == session.DirClient && e.Method == "" && bytes.Contains(e.Message, []byte(`"outcome":"cancelled"`)) {
 			order = append(order, "answer")
 		}
 	}
@@ -252,11 +253,11 @@ func TestACPWarmThreeTurnsOneProcess(t *testing.T) {
 	t.Parallel()
 	const nonce = "wm3x"
 	w := newACPWorld(t, nonce, threeTurnScript(nonce))
-	s, _ := w.start(t, "acp:reference", nil, agent.Approve, nil)
+	s, _ := w.start(t, "acp:reference", nil, session.Approve, nil)
 	want := []string{"one-" + nonce, "one-" + nonce + "+two-" + nonce, "three-" + nonce}
-	var ids []agent.ProcessIdentity
+	var ids []session.ProcessIdentity
 	for i := range 3 {
-		res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-" + string(rune('1'+i)), Text: "next"})
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-" + string(rune('1'+i)), Text: "next"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +272,7 @@ func TestACPWarmThreeTurnsOneProcess(t *testing.T) {
 	if ids[0] != ids[1] || ids[1] != ids[2] || ids[0].PID == 0 {
 		t.Errorf("process identities %v, want one process for the three turns", ids)
 	}
-	if st, err := agent.ProcStartTime(ids[0].PID); err != nil || st != ids[0].StartTime {
+	if st, err := session.ProcStartTime(ids[0].PID); err != nil || st != ids[0].StartTime {
 		t.Errorf("/proc start time %d (%v), recorded %d", st, err, ids[0].StartTime)
 	}
 }
@@ -287,16 +288,16 @@ func TestACPPerTurnSessionsDifferInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []agent.ProcessIdentity
+	var ids []session.ProcessIdentity
 	for i := range 3 {
-		s, err := d.Start(context.Background(), agent.ACPEnv{Run: w.run("run-x"), Decider: agent.Approve})
+		s, err := d.Start(context.Background(), agent.SessionEnv{Run: w.run("run-x"), Permissions: session.Approve})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s.Index != i+1 {
 			t.Errorf("session index %d, want %d", s.Index, i+1)
 		}
-		res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-x", Text: "next"})
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-x", Text: "next"})
 		s.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -314,8 +315,8 @@ func TestACPPerTurnSessionsDifferInProcess(t *testing.T) {
 func TestACPNopDoesNothing(t *testing.T) {
 	t.Parallel()
 	w := newACPWorld(t, "", nil)
-	s, _ := w.start(t, "acp:nop", nil, agent.Approve, nil)
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "write the proof"})
+	s, _ := w.start(t, "acp:nop", nil, session.Approve, nil)
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "write the proof"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,8 +334,8 @@ func TestACPWrongIgnoresItsAnswers(t *testing.T) {
 	t.Run("declined", func(t *testing.T) {
 		t.Parallel()
 		w := newACPWorld(t, nonce, writeScript(nonce))
-		s, _ := w.start(t, "acp:wrong", nil, agent.Decline, nil)
-		res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "write"})
+		s, _ := w.start(t, "acp:wrong", nil, session.Decline, nil)
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "write"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,18 +350,18 @@ func TestACPWrongIgnoresItsAnswers(t *testing.T) {
 	t.Run("stopped", func(t *testing.T) {
 		t.Parallel()
 		w := newACPWorld(t, nonce, writeScript(nonce))
-		hold := agent.NewHoldDecider(1)
+		hold := session.NewHoldDecider(1)
 		s, _ := w.start(t, "acp:wrong", nil, hold, nil)
 		go func() { <-hold.Pending; _ = s.Cancel("stop") }()
-		res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "write"})
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "write"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := readFile(t, filepath.Join(w.workspace, "proof.txt")); !ok {
 			t.Error("the wrong agent did not write after Stop")
 		}
-		if res.StopReason != "cancelled" || res.UpdatesAfterCancel == 0 || !slices.ContainsFunc(res.ToolCalls, func(c agent.ToolCallRecord) bool { return c.AfterCancel && c.Status == "completed" }) {
-			t.Errorf("turn = stop %q, %d updates after cancel, tool calls %+v; want cancelled with a tool call completed after the cancel", res.StopReason, res.UpdatesAfterCancel, res.ToolCalls)
+		if res.StopReason != "cancelled" || res.EventsAfterCancel == 0 || !slices.ContainsFunc(res.ToolCalls, func(c session.ToolCallRecord) bool { return c.AfterCancel && c.Status == "completed" }) {
+			t.Errorf("turn = stop %q, %d updates after cancel, tool calls %+v; want cancelled with a tool call completed after the cancel", res.StopReason, res.EventsAfterCancel, res.ToolCalls)
 		}
 	})
 }
@@ -371,17 +372,17 @@ func TestACPMCPToolErrorFailsTheTurn(t *testing.T) {
 		{Command: "block_task", Args: map[string]any{"reason": "x", "fail": true}},
 	}}}}
 	w := newACPWorld(t, "er1x", ref)
-	s, _ := w.start(t, "acp:reference", nil, agent.Approve, nil)
-	_, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"})
-	var te *agent.TurnError
-	if !errors.As(err, &te) || te.Failure != agent.TurnAgentError || !strings.Contains(err.Error(), "board_input_invalid") {
+	s, _ := w.start(t, "acp:reference", nil, session.Approve, nil)
+	_, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "go"})
+	var te *session.TurnError
+	if !errors.As(err, &te) || te.Failure != session.TurnAgentError || !strings.Contains(err.Error(), "board_input_invalid") {
 		t.Errorf("err = %v, want an agent error naming the tool's refusal", err)
 	}
 }
 
 // hostileSession starts the hostile ACP agent in mode (acp:opencode's command line
 // with the test binary as its binary).
-func hostileSession(t *testing.T, mode string, cfg map[string]any, decider agent.PermissionDecider) (*agent.ACPSession, *acpWorld, *bytes.Buffer) {
+func hostileSession(t *testing.T, mode string, cfg map[string]any, decider session.PermissionDecider) (*session.Session, *acpWorld, *bytes.Buffer) {
 	t.Helper()
 	self, _ := os.Executable()
 	c := map[string]any{"binary": self, "modelBaseUrl": "http://127.0.0.1:9"}
@@ -395,17 +396,17 @@ func hostileSession(t *testing.T, mode string, cfg map[string]any, decider agent
 
 func TestACPTurnTimeoutCancelsThenGivesUp(t *testing.T) {
 	t.Parallel()
-	s, _, _ := hostileSession(t, "hang", map[string]any{"turnTimeoutMs": 300, "cancelGraceMs": 300}, agent.Approve)
+	s, _, _ := hostileSession(t, "hang", map[string]any{"turnTimeoutMs": 300, "cancelGraceMs": 300}, session.Approve)
 	start := time.Now()
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"})
-	var te *agent.TurnError
-	if !errors.As(err, &te) || te.Failure != agent.TurnTimedOut {
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "go"})
+	var te *session.TurnError
+	if !errors.As(err, &te) || te.Failure != session.TurnTimedOut {
 		t.Fatalf("err = %v, want a timed-out turn", err)
 	}
 	if !res.CancelRequested || time.Since(start) > time.Minute {
 		t.Errorf("turn = %+v after %v, want session/cancel sent at the deadline", res, time.Since(start))
 	}
-	if _, err := s.Prompt(context.Background(), agent.Turn{Text: "again"}); !errors.As(err, &te) || te.Failure != agent.TurnMisuse {
+	if _, err := s.Prompt(context.Background(), session.Turn{Text: "again"}); !errors.As(err, &te) || te.Failure != session.TurnMisuse {
 		t.Errorf("a prompt on the stuck session: %v, want misuse", err)
 	}
 	if exit := s.Close(); exit.Error != "" {
@@ -418,17 +419,17 @@ func TestACPAgentGone(t *testing.T) {
 	for _, tc := range []struct {
 		mode string
 		cfg  map[string]any
-		exit func(agent.ProcessExit) bool
+		exit func(session.ProcessExit) bool
 	}{
-		{"exit", nil, func(e agent.ProcessExit) bool { return e.ExitCode != nil && *e.ExitCode == 3 }},
-		{"flood", map[string]any{"maxOutputBytes": 1 << 20}, func(e agent.ProcessExit) bool { return e.OutputExceeded && e.Signal == "SIGKILL" }},
+		{"exit", nil, func(e session.ProcessExit) bool { return e.ExitCode != nil && *e.ExitCode == 3 }},
+		{"flood", map[string]any{"maxOutputBytes": 1 << 20}, func(e session.ProcessExit) bool { return e.OutputExceeded && e.Signal == "SIGKILL" }},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
-			s, _, _ := hostileSession(t, tc.mode, tc.cfg, agent.Approve)
-			_, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"})
-			var te *agent.TurnError
-			if !errors.As(err, &te) || te.Failure != agent.TurnAgentGone {
+			s, _, _ := hostileSession(t, tc.mode, tc.cfg, session.Approve)
+			_, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "go"})
+			var te *session.TurnError
+			if !errors.As(err, &te) || te.Failure != session.TurnAgentGone {
 				t.Errorf("err = %v, want agent_gone", err)
 			}
 			if exit := s.Close(); !tc.exit(exit) {
@@ -440,8 +441,8 @@ func TestACPAgentGone(t *testing.T) {
 
 func TestACPClientFileSystemIsConfined(t *testing.T) {
 	t.Parallel()
-	s, w, _ := hostileSession(t, "fs", nil, agent.Approve)
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"})
+	s, w, _ := hostileSession(t, "fs", nil, session.Approve)
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,8 +475,8 @@ func TestACPProtocolViolationsAreRecorded(t *testing.T) {
 	t.Parallel()
 	t.Run("badproto", func(t *testing.T) {
 		t.Parallel()
-		s, _, log := hostileSession(t, "badproto", nil, agent.Approve)
-		res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"})
+		s, _, log := hostileSession(t, "badproto", nil, session.Approve)
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "go"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -485,7 +486,7 @@ func TestACPProtocolViolationsAreRecorded(t *testing.T) {
 		s.Close()
 		found := false
 		for _, e := range logEntries(t, log.Bytes()) {
-			found = found || (e.Dir == agent.DirAgent && e.Text == "this line is not JSON-RPC")
+			found = found || (e.Dir == session.DirAgent && e.Text == "this line is not JSON-RPC")
 		}
 		if !found {
 			t.Error("the non-JSON line is not in the session log")
@@ -493,10 +494,10 @@ func TestACPProtocolViolationsAreRecorded(t *testing.T) {
 	})
 	t.Run("ignore-cancel", func(t *testing.T) {
 		t.Parallel()
-		hold := agent.NewHoldDecider(1)
+		hold := session.NewHoldDecider(1)
 		s, _, _ := hostileSession(t, "ignore-cancel", nil, hold)
 		go func() { <-hold.Pending; _ = s.Cancel("stop") }()
-		res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"})
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "go"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -508,8 +509,8 @@ func TestACPProtocolViolationsAreRecorded(t *testing.T) {
 
 func TestACPLogRedactsSecrets(t *testing.T) {
 	t.Parallel()
-	s, _, log := hostileSession(t, "echo-token", nil, agent.Approve)
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"})
+	s, _, log := hostileSession(t, "echo-token", nil, session.Approve)
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +521,7 @@ func TestACPLogRedactsSecrets(t *testing.T) {
 	if !bytes.Contains(exit.Stderr, []byte("stderr token [REDACTED]")) {
 		t.Errorf("stderr = %q, want the echoed token redacted", exit.Stderr)
 	}
-	if bytes.Contains(log.Bytes(), []byte(acpToken)) || bytes.Contains(res.Evidence[0].Body, []byte(acpToken)) {
+	if bytes.Contains(log.Bytes(), []byte(acpToken)) || bytes.Contains(res.Log, []byte(acpToken)) {
 		t.Error("the run token reached the session log or the turn evidence")
 	}
 	if !bytes.Contains(log.Bytes(), []byte("my token is [REDACTED]")) {
@@ -530,15 +531,15 @@ func TestACPLogRedactsSecrets(t *testing.T) {
 
 func TestACPDecider(t *testing.T) {
 	t.Parallel()
-	req := agent.PermissionRequest{Seq: 1, Options: []agent.PermissionOption{{ID: "a", Kind: agent.PermissionAllowAlways}, {ID: "r", Kind: agent.PermissionRejectOnce}}}
+	req := session.PermissionRequest{Seq: 1, Options: []session.PermissionOption{{ID: "a", Kind: session.PermissionAllowAlways}, {ID: "r", Kind: session.PermissionRejectOnce}}}
 	for _, tc := range []struct {
-		d       agent.PermissionDecider
+		d       session.PermissionDecider
 		want    string
 		wantErr bool
 	}{
-		{agent.Approve, "a", false},
-		{agent.Decline, "r", false},
-		{agent.DecideByKind(agent.PermissionAllowOnce), "", true},
+		{session.Approve, "a", false},
+		{session.Decline, "r", false},
+		{session.DecideByKind(session.PermissionAllowOnce), "", true},
 	} {
 		got, err := tc.d.Decide(context.Background(), req)
 		if got.OptionID != tc.want || (err != nil) != tc.wantErr {
@@ -551,12 +552,12 @@ func TestACPDecider(t *testing.T) {
 // offered is agentproof's fault; the agent is told "cancelled".
 func TestACPDeciderFaultsAreHarnessErrors(t *testing.T) {
 	t.Parallel()
-	for name, d := range map[string]agent.PermissionDecider{
-		"error": agent.DeciderFunc(func(context.Context, agent.PermissionRequest) (agent.PermissionDecision, error) {
-			return agent.PermissionDecision{}, errors.New("board down")
+	for name, d := range map[string]session.PermissionDecider{
+		"error": session.DeciderFunc(func(context.Context, session.PermissionRequest) (session.PermissionDecision, error) {
+			return session.PermissionDecision{}, errors.New("board down")
 		}),
-		"not offered": agent.DeciderFunc(func(context.Context, agent.PermissionRequest) (agent.PermissionDecision, error) {
-			return agent.PermissionDecision{OptionID: "yolo"}, nil
+		"not offered": session.DeciderFunc(func(context.Context, session.PermissionRequest) (session.PermissionDecision, error) {
+			return session.PermissionDecision{OptionID: "yolo"}, nil
 		}),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -564,11 +565,11 @@ func TestACPDeciderFaultsAreHarnessErrors(t *testing.T) {
 			const nonce = "hf1x"
 			w := newACPWorld(t, nonce, writeScript(nonce))
 			s, _ := w.start(t, "acp:reference", nil, d, nil)
-			res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"})
+			res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "go"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.HarnessErrors) != 1 || res.Permissions[0].By != agent.AnsweredByError || res.StopReason != "cancelled" {
+			if len(res.HarnessErrors) != 1 || res.Permissions[0].By != session.AnsweredByError || res.StopReason != "cancelled" {
 				t.Errorf("turn = %+v", res)
 			}
 			if _, ok := readFile(t, filepath.Join(w.workspace, "proof.txt")); ok {
@@ -607,8 +608,8 @@ func TestNewACPConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newACPWorld(t, "", nil)
-	_, err = d.Start(context.Background(), agent.ACPEnv{Run: w.run("r"), Decider: agent.Approve})
-	var se *agent.StartError
+	_, err = d.Start(context.Background(), agent.SessionEnv{Run: w.run("r"), Permissions: session.Approve})
+	var se *session.StartError
 	if !errors.As(err, &se) || se.Stage != "launch" || !strings.Contains(err.Error(), "driverConfig node") {
 		t.Errorf("a JavaScript entry point without node: %v", err)
 	}
@@ -618,14 +619,14 @@ func TestACPStartFailures(t *testing.T) {
 	t.Parallel()
 	w := newACPWorld(t, "", nil)
 	d, _ := newACP("acp:reference", nil)
-	_, err := d.Start(context.Background(), agent.ACPEnv{Run: w.run("r"), Decider: agent.Approve})
-	var se *agent.StartError
+	_, err := d.Start(context.Background(), agent.SessionEnv{Run: w.run("r"), Permissions: session.Approve})
+	var se *session.StartError
 	if !errors.As(err, &se) || se.Stage != "launch" || !strings.Contains(err.Error(), "built-in agent configuration") {
 		t.Errorf("reference without a configuration: %v", err)
 	}
 	// A program that is no ACP agent: it exits at once.
 	d, _ = newACP("acp:gemini", map[string]any{"node": "/bin/true", "binary": "/nonexistent/gemini.js", "modelBaseUrl": "http://127.0.0.1:9", "startTimeoutMs": 20000})
-	_, err = d.Start(context.Background(), agent.ACPEnv{Run: w.run("r"), Decider: agent.Approve})
+	_, err = d.Start(context.Background(), agent.SessionEnv{Run: w.run("r"), Permissions: session.Approve})
 	if !errors.As(err, &se) || se.Stage != "initialize" || se.Exit == nil || se.Exit.ExitCode == nil {
 		t.Errorf("a non-ACP program: %v", err)
 	}
@@ -635,8 +636,8 @@ func TestACPStartFailures(t *testing.T) {
 // (setsid) is found in the tree snapshot and killed at Close.
 func TestACPCloseKillsDescendants(t *testing.T) {
 	t.Parallel()
-	s, w, _ := hostileSession(t, "orphan", nil, agent.Approve)
-	res, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"})
+	s, w, _ := hostileSession(t, "orphan", nil, session.Approve)
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "go"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -666,8 +667,8 @@ func TestACPCloseKillsDescendants(t *testing.T) {
 // own session carries the session's marker and is found and killed by the sweep.
 func TestACPCloseSweepsMarkedEscapers(t *testing.T) {
 	t.Parallel()
-	s, _, _ := hostileSession(t, "orphan-at-exit", nil, agent.Approve)
-	if _, err := s.Prompt(context.Background(), agent.Turn{RunID: "run-1", Text: "go"}); err != nil {
+	s, _, _ := hostileSession(t, "orphan-at-exit", nil, session.Approve)
+	if _, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "go"}); err != nil {
 		t.Fatal(err)
 	}
 	exit := s.Close()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
@@ -499,7 +500,7 @@ func (d cliDriver) Report(o worker.Outcome) Report {
 		if len(ev.Errors) > 0 {
 			parts = append(parts, d.cli+" reported: "+strings.Join(lastN(ev.Errors, 3), " | "))
 		}
-		if tail := tailText(stderr, 600); tail != "" {
+		if tail := session.TailText(stderr, 600); tail != "" {
 			parts = append(parts, "stderr tail: "+tail)
 		}
 		if len(parts) > 0 {
@@ -532,18 +533,3 @@ func lastN(s []string, n int) []string {
 	}
 	return s
 }
-
-// tailText is the last n bytes of b as one line of valid UTF-8 (newlines → " ⏎ ").
-func tailText(b []byte, n int) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > n {
-		s = s[len(s)-n:]
-		for len(s) > 0 && !isRuneStart(s[0]) {
-			s = s[1:]
-		}
-		s = "…" + s
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ⏎ ")), " ")
-}
-
-func isRuneStart(c byte) bool { return c&0xC0 != 0x80 }

@@ -12,23 +12,21 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
-	"github.com/agentproof/agentproof/worker"
 )
 
 // The Pi driver (docs/pi.md): rpc:pi runs Pi (@mariozechner/pi-coding-agent) in its RPC
 // mode — newline-delimited JSON commands on stdin, responses and events on stdout — as
 // one long-lived process per session (warm by default: every prompt of a case goes to
 // the same process), against the scripted model through a custom OpenAI-compatible
-// provider (offline, no key). Its shapes follow the ACP driver's: Start returns a
-// session; Prompt sends one turn and returns what was observed (PiTurnResult, with the
-// process identity read when the turn started); Steer and FollowUp deliver messages
-// while a turn runs; Cancel is the native Stop (Pi's abort); Close retires the process.
-// Permissions go to a PermissionDecider (agentproof's Pi extension asks before every
-// write or edit through Pi's confirm dialog), Pi's native questions (the extension's
-// ask_user tool: select, confirm, input, editor) to a QuestionDecider, and every RPC
-// line, both ways, is recorded as evidence (JSONL, the ACP log's format with schema
-// PiLogSchema).
+// provider (offline, no key). It is a protocol of the session layer (pi_session.go):
+// Start returns a session.Session; its Prompt sends one turn, its Steer and FollowUp
+// deliver messages while a turn runs, its Cancel is the native Stop (Pi's abort).
+// Permissions (agentproof's Pi extension asks before every write or edit through Pi's
+// confirm dialog) and Pi's native questions (the extension's ask_user tool: select,
+// confirm, input, editor) go to the layer's deciders, and every RPC line, both ways,
+// is recorded as evidence (the session log with schema PiLogSchema).
 
 // PiDriverName is the driver string of the Pi driver.
 const PiDriverName = "rpc:pi"
@@ -122,18 +120,11 @@ func (d *PiDriver) Name() string { return PiDriverName }
 // home/.pi/agent/models.json), XDG directories, TMPDIR (tmp/), the extension
 // (agentproof-pi.js) and its configuration (agentproof-pi.json), and run-id.
 func PiSessionDir(stateDir string, n int) string {
-	return filepath.Join(stateDir, "pi-sessions", strconv.Itoa(n))
+	return filepath.Join(stateDir, piSessions, strconv.Itoa(n))
 }
 
-// piLaunch is one Pi session's process and what Start creates first.
-type piLaunch struct {
-	spec  worker.Spec
-	index int
-	dir   string
-	dirs  []string
-	files map[string][]byte
-	nonce string // the permission requests' marker
-}
+// piSessions is the directory of an agent's Pi sessions below its state directory.
+const piSessions = "pi-sessions"
 
 // PiExtensionConfig is the extension's configuration (agentproof-pi.json): the gate
 // (tools and the marker of its confirm titles), the question tool, and the MCP bridge
@@ -193,35 +184,32 @@ func PiArgs(model, extension string) []string {
 		"--no-extensions", "-e", extension, "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files"}
 }
 
-// launch plans session n for env with the semantic tools (pure: Start creates what it
-// lists).
-func (d *PiDriver) launch(env RunEnv, n int, tools []PiTool) (piLaunch, error) {
+// launch plans session n for env with the semantic tools (pure: the layer creates
+// what it lists) and returns it with the nonce that marks the write gate's permission
+// requests.
+func (d *PiDriver) launch(env RunEnv, n int, tools []PiTool) (session.Launch, string, error) {
 	if err := requireRun(env, true); err != nil {
-		return piLaunch{}, err
+		return session.Launch{}, "", err
 	}
 	if err := requireExecutable(env); err != nil {
-		return piLaunch{}, err
+		return session.Launch{}, "", err
 	}
 	if d.binary == "" || d.node == "" {
-		return piLaunch{}, fmt.Errorf("agent: %s: no Pi entry script or Node.js configured (driverConfig binary and node; `agentproof agents install pi`)", d.Name())
+		return session.Launch{}, "", fmt.Errorf("agent: %s: no Pi entry script or Node.js configured (driverConfig binary and node; `agentproof agents install pi`)", d.Name())
 	}
 	if d.modelURL == "" {
-		return piLaunch{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
+		return session.Launch{}, "", fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
 	}
-	dir := PiSessionDir(env.StateDir, n)
-	home := filepath.Join(dir, "home")
 	nonce := make([]byte, 12)
 	if _, err := rand.Read(nonce); err != nil {
-		return piLaunch{}, err
+		return session.Launch{}, "", err
 	}
-	l := piLaunch{index: n, dir: dir, nonce: hex.EncodeToString(nonce), files: map[string][]byte{},
-		dirs: []string{home, filepath.Join(home, ".pi", "agent"), filepath.Join(dir, "tmp"),
-			filepath.Join(dir, "xdg", "config"), filepath.Join(dir, "xdg", "data"), filepath.Join(dir, "xdg", "cache"), filepath.Join(dir, "xdg", "state")}}
-	modelURL := d.modelURL + "/runs/" + strconv.Itoa(n) + "/v1"
-	l.files[filepath.Join(home, ".pi", "agent", "models.json")] = PiModelsJSON(modelURL, d.model)
-	ext := filepath.Join(dir, "agentproof-pi.js")
-	l.files[ext] = PiExtension()
-	cfg := PiExtensionConfig{Schema: PiExtensionSchema, Permission: piGateConfig{Tools: d.gate, Nonce: l.nonce},
+	l, home, vars := d.bounds.sessionLaunch(env, piSessions, n)
+	l.Dirs = append(l.Dirs, filepath.Join(home, ".pi", "agent"))
+	l.Files[filepath.Join(home, ".pi", "agent", "models.json")] = PiModelsJSON(d.modelURL+"/runs/"+strconv.Itoa(n)+"/v1", d.model)
+	ext := filepath.Join(l.Dir, "agentproof-pi.js")
+	l.Files[ext] = PiExtension()
+	cfg := PiExtensionConfig{Schema: PiExtensionSchema, Permission: piGateConfig{Tools: d.gate, Nonce: hex.EncodeToString(nonce)},
 		Questions: piQuestionConfig{Tool: PiQuestionTool},
 		MCP:       piMCPBridgeConfig{Command: env.Executable, Args: []string{"mcp"}, Prefix: PiToolPrefix, Tools: tools}}
 	if cfg.MCP.Tools == nil {
@@ -229,36 +217,14 @@ func (d *PiDriver) launch(env RunEnv, n int, tools []PiTool) (piLaunch, error) {
 	}
 	cfgJSON, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
-		return piLaunch{}, fmt.Errorf("agent: %s: encoding the extension's configuration: %w", d.Name(), err)
+		return session.Launch{}, "", fmt.Errorf("agent: %s: encoding the extension's configuration: %w", d.Name(), err)
 	}
-	cfgFile := filepath.Join(dir, "agentproof-pi.json")
-	l.files[cfgFile] = append(cfgJSON, '\n')
-	envMap := map[string]string{
-		"HOME": home, "LANG": "C.UTF-8", "PATH": cliPath, "TZ": "UTC", "TERM": "dumb", "NO_COLOR": "1",
-		"XDG_CONFIG_HOME": filepath.Join(dir, "xdg", "config"), "XDG_DATA_HOME": filepath.Join(dir, "xdg", "data"),
-		"XDG_CACHE_HOME": filepath.Join(dir, "xdg", "cache"), "XDG_STATE_HOME": filepath.Join(dir, "xdg", "state"),
-		"TMPDIR": filepath.Join(dir, "tmp"), "PI_OFFLINE": "1", "AGENTPROOF_PI_CONFIG": cfgFile,
+	cfgFile := filepath.Join(l.Dir, "agentproof-pi.json")
+	l.Files[cfgFile] = append(cfgJSON, '\n')
+	vars["PI_OFFLINE"], vars["AGENTPROOF_PI_CONFIG"] = "1", cfgFile
+	if l.Spec.Env, err = sessionEnviron(vars, env.Secrets); err != nil {
+		return session.Launch{}, "", err
 	}
-	for name, v := range env.Secrets {
-		if !envNameRE().MatchString(name) || strings.HasPrefix(name, "AGENTPROOF_") {
-			return piLaunch{}, fmt.Errorf("agent: secret name %q is not usable in an agent's environment", name)
-		}
-		if _, taken := envMap[name]; taken {
-			return piLaunch{}, fmt.Errorf("agent: secret name %q collides with a variable the runner sets", name)
-		}
-		envMap[name] = v
-	}
-	var e []string
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range envMap {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		e = append(e, k+"="+envMap[k])
-	}
-	l.spec = worker.Spec{Path: d.node, Args: append([]string{d.node, d.binary}, PiArgs(d.model, ext)...), Env: e,
-		Dir: env.Workspace, Timeout: d.bounds.timeout, MaxOutputBytes: d.bounds.maxOutput}
-	return l, nil
+	l.Spec.Path, l.Spec.Args = d.node, append([]string{d.node, d.binary}, PiArgs(d.model, ext)...)
+	return l, cfg.Permission.Nonce, nil
 }

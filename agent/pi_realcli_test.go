@@ -16,6 +16,7 @@ import (
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
+	"github.com/agentproof/agentproof/agent/session"
 )
 
 // Pi over RPC, offline against the scripted model (docs/pi.md). It needs the pinned
@@ -126,13 +127,13 @@ func piTools() []agent.PiTool {
 	return out
 }
 
-func (w *piWorld) start(tb testing.TB, perm agent.PermissionDecider, q agent.QuestionDecider) *agent.PiSession {
+func (w *piWorld) start(tb testing.TB, perm session.PermissionDecider, q session.QuestionDecider) *session.Session {
 	tb.Helper()
 	d, err := agent.NewPi(piDriverConfig(tb, w.cfg))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := d.Start(context.Background(), agent.PiEnv{Run: w.run("run-1"), Permissions: perm, Questions: q, Tools: piTools(), Log: w.log})
+	s, err := d.Start(context.Background(), agent.SessionEnv{Run: w.run("run-1"), Permissions: perm, Questions: q, Tools: piTools(), Log: w.log})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -165,10 +166,10 @@ func TestPiWarmTurnsAndSemanticTools(t *testing.T) {
   - answer: "TURN2_{{nonce}}"
   - answer: "TURN3_{{nonce}}"
 `)
-	s := w.start(t, agent.Approve, agent.CancelQuestions)
-	var ids []agent.ProcessIdentity
+	s := w.start(t, session.Approve, session.CancelQuestions)
+	var ids []session.ProcessIdentity
 	for i, run := range []string{"run-1", "run-2", "run-3"} {
-		res, err := s.Prompt(context.Background(), agent.PiTurn{RunID: run, RunToken: piToken, Text: "turn " + run})
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: run, RunToken: piToken, Text: "turn " + run})
 		if err != nil {
 			t.Fatalf("turn %d: %v (model: %v)", i+1, err, w.failures())
 		}
@@ -219,17 +220,17 @@ const piSteerScript = `steps:
 `
 
 // promptAsync runs one prompt in the background.
-func promptAsync(s *agent.PiSession, text string) <-chan piOutcome {
+func promptAsync(s *session.Session, text string) <-chan piOutcome {
 	ch := make(chan piOutcome, 1)
 	go func() {
-		res, err := s.Prompt(context.Background(), agent.PiTurn{RunID: "run-1", RunToken: piToken, Text: text})
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", RunToken: piToken, Text: text})
 		ch <- piOutcome{res, err}
 	}()
 	return ch
 }
 
 type piOutcome struct {
-	res agent.PiTurnResult
+	res session.TurnResult
 	err error
 }
 
@@ -271,7 +272,7 @@ func deliverWhileActive(t *testing.T, f func() error) {
 func TestPiSteerSameTurn(t *testing.T) {
 	t.Parallel()
 	w := newPiWorld(t, "s1", piSteerScript, piSteerScript)
-	s := w.start(t, agent.Approve, agent.CancelQuestions)
+	s := w.start(t, session.Approve, session.CancelQuestions)
 	out := promptAsync(s, "start working")
 	// Steer mid-call: once the model holds the tool call (a steer accepted before Pi's
 	// first model request would ride on that request instead).
@@ -308,13 +309,13 @@ func TestPiSteerSameTurn(t *testing.T) {
 	}
 
 	// Calibration: the same script with no steer. Session 2 of the agent.
-	s2 := w.start(t, agent.Approve, agent.CancelQuestions)
+	s2 := w.start(t, session.Approve, session.CancelQuestions)
 	out2 := promptAsync(s2, "start working")
 	time.Sleep(200 * time.Millisecond)
 	w.model.Release(2)
 	o2 := <-out2
-	var te *agent.TurnError
-	if !errors.As(o2.err, &te) || te.Failure != agent.TurnAgentError || !strings.Contains(o2.res.ErrorMessage, "no steering message arrived") {
+	var te *session.TurnError
+	if !errors.As(o2.err, &te) || te.Failure != session.TurnAgentError || !strings.Contains(o2.res.ErrorMessage, "no steering message arrived") {
 		t.Fatalf("unsteered turn: %v, error message %q; want agent_error from the script's refusal", o2.err, o2.res.ErrorMessage)
 	}
 }
@@ -335,15 +336,15 @@ func TestPiPermissionGate(t *testing.T) {
 	w := newPiWorld(t, "p1", piWriteScript, piWriteScript, piWriteScript)
 	proof := filepath.Join(w.workspace, "proof.txt")
 
-	s := w.start(t, agent.Approve, agent.CancelQuestions)
-	res, err := s.Prompt(context.Background(), agent.PiTurn{RunID: "run-1", RunToken: piToken, Text: "write it"})
+	s := w.start(t, session.Approve, session.CancelQuestions)
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", RunToken: piToken, Text: "write it"})
 	if err != nil {
 		t.Fatalf("approve: %v (%v)", err, w.failures())
 	}
 	if b, err := os.ReadFile(proof); err != nil || string(b) != "proof-p1" {
 		t.Fatalf("approved write: %q, %v", b, err)
 	}
-	if len(res.Permissions) != 1 || res.Permissions[0].By != agent.AnsweredByDecider || res.Permissions[0].Request.ToolCallID == "" ||
+	if len(res.Permissions) != 1 || res.Permissions[0].By != session.AnsweredByDecider || res.Permissions[0].Request.ToolCallID == "" ||
 		len(res.Permissions[0].Request.Locations) != 1 || res.Permissions[0].Request.Locations[0] != proof || res.Message != "DONE_p1" {
 		t.Errorf("approve: permissions %+v message %q", res.Permissions, res.Message)
 	}
@@ -352,8 +353,8 @@ func TestPiPermissionGate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s2 := w.start(t, agent.Decline, agent.CancelQuestions)
-	res, err = s2.Prompt(context.Background(), agent.PiTurn{RunID: "run-1", RunToken: piToken, Text: "write it"})
+	s2 := w.start(t, session.Decline, session.CancelQuestions)
+	res, err = s2.Prompt(context.Background(), session.Turn{RunID: "run-1", RunToken: piToken, Text: "write it"})
 	if err != nil {
 		t.Fatalf("decline: %v (%v)", err, w.failures())
 	}
@@ -366,8 +367,8 @@ func TestPiPermissionGate(t *testing.T) {
 	}
 	s2.Close()
 
-	hold := agent.NewHoldDecider(1)
-	s3 := w.start(t, hold, agent.CancelQuestions)
+	hold := session.NewHoldDecider(1)
+	s3 := w.start(t, hold, session.CancelQuestions)
 	out := promptAsync(s3, "write it")
 	select {
 	case <-hold.Pending:
@@ -382,7 +383,7 @@ func TestPiPermissionGate(t *testing.T) {
 		t.Fatalf("stop: %v", o.err)
 	}
 	if !o.res.CancelRequested || !o.res.CancelHonoured || o.res.StopReason != "aborted" || len(o.res.Permissions) != 1 ||
-		o.res.Permissions[0].By != agent.AnsweredByCancel || !o.res.Permissions[0].Decision.Cancelled {
+		o.res.Permissions[0].By != session.AnsweredByCancel || !o.res.Permissions[0].Decision.Cancelled {
 		t.Errorf("stop while pending: %+v", o.res)
 	}
 	if _, err := os.Stat(proof); !errors.Is(err, os.ErrNotExist) {
@@ -415,21 +416,21 @@ func TestPiNativeQuestions(t *testing.T) {
 	t.Parallel()
 	w := newPiWorld(t, "q1", piQuestionScript, piQuestionScript)
 	var mu sync.Mutex
-	var asked []agent.QuestionRequest
-	answers := map[string]agent.QuestionAnswer{
-		agent.QuestionSelect:  {Value: "Cobalt"},
-		agent.QuestionConfirm: {Confirmed: false},
-		agent.QuestionInput:   {Value: "ANSWER_INPUT_9X"},
-		agent.QuestionEditor:  {Value: "ANSWER_EDITOR_Z7"},
+	var asked []session.QuestionRequest
+	answers := map[string]session.QuestionAnswer{
+		session.QuestionSelect:  {Value: "Cobalt"},
+		session.QuestionConfirm: {Confirmed: false},
+		session.QuestionInput:   {Value: "ANSWER_INPUT_9X"},
+		session.QuestionEditor:  {Value: "ANSWER_EDITOR_Z7"},
 	}
-	q := agent.QuestionFunc(func(_ context.Context, r agent.QuestionRequest) (agent.QuestionAnswer, error) {
+	q := session.QuestionFunc(func(_ context.Context, r session.QuestionRequest) (session.QuestionAnswer, error) {
 		mu.Lock()
 		asked = append(asked, r)
 		mu.Unlock()
 		return answers[r.Method], nil
 	})
-	s := w.start(t, agent.Approve, q)
-	res, err := s.Prompt(context.Background(), agent.PiTurn{RunID: "run-1", RunToken: piToken, Text: "ask me"})
+	s := w.start(t, session.Approve, q)
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", RunToken: piToken, Text: "ask me"})
 	if err != nil {
 		t.Fatalf("questions: %v (%v)", err, w.failures())
 	}
@@ -437,13 +438,13 @@ func TestPiNativeQuestions(t *testing.T) {
 		t.Errorf("final message %q", res.Message)
 	}
 	mu.Lock()
-	got := append([]agent.QuestionRequest(nil), asked...)
+	got := append([]session.QuestionRequest(nil), asked...)
 	mu.Unlock()
 	if len(got) != 4 || got[0].Method != "select" || strings.Join(got[0].Options, ",") != "Cobalt,Amber" || got[1].Method != "confirm" ||
 		got[1].Message != "The change is final." || got[2].Placeholder != "T-…" || got[3].Prefill != "draft" || got[0].RunID != "run-1" {
 		t.Errorf("asked %+v", got)
 	}
-	if len(res.Questions) != 4 || res.Questions[1].Answer.Confirmed || res.Questions[1].By != agent.AnsweredByDecider {
+	if len(res.Questions) != 4 || res.Questions[1].Answer.Confirmed || res.Questions[1].By != session.AnsweredByDecider {
 		t.Errorf("question records %+v", res.Questions)
 	}
 	// The model saw the negative confirmation as confirmed:false.
@@ -457,8 +458,8 @@ func TestPiNativeQuestions(t *testing.T) {
 		t.Error("the model never saw the negative confirmation")
 	}
 
-	hold := agent.NewHoldQuestions(1)
-	s2 := w.start(t, agent.Approve, hold)
+	hold := session.NewHoldQuestions(1)
+	s2 := w.start(t, session.Approve, hold)
 	out := promptAsync(s2, "ask me")
 	select {
 	case r := <-hold.Pending:
@@ -472,7 +473,7 @@ func TestPiNativeQuestions(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := <-out
-	if o.err != nil || !o.res.CancelHonoured || len(o.res.Questions) != 1 || o.res.Questions[0].By != agent.AnsweredByCancel {
+	if o.err != nil || !o.res.CancelHonoured || len(o.res.Questions) != 1 || o.res.Questions[0].By != session.AnsweredByCancel {
 		t.Fatalf("stop while a question is pending: %v %+v", o.err, o.res)
 	}
 	b, _ := json.Marshal(o.res)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
 )
 
@@ -92,7 +93,7 @@ func fakePi(mode string) int {
 }
 
 // fakePiSession starts a session of the fake Pi in mode.
-func fakePiSession(t *testing.T, mode string, extra map[string]any) (*agent.PiSession, *lockedBuffer) {
+func fakePiSession(t *testing.T, mode string, extra map[string]any) (*session.Session, *lockedBuffer) {
 	t.Helper()
 	root := t.TempDir()
 	w := &piWorld{root: root, workspace: filepath.Join(root, "workspace"), stateDir: filepath.Join(root, "state"), log: &lockedBuffer{}}
@@ -110,7 +111,7 @@ func fakePiSession(t *testing.T, mode string, extra map[string]any) (*agent.PiSe
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.Start(context.Background(), agent.PiEnv{Run: w.run("run-1"), Permissions: agent.Approve, Questions: agent.CancelQuestions, Log: w.log})
+	s, err := d.Start(context.Background(), agent.SessionEnv{Run: w.run("run-1"), Permissions: session.Approve, Questions: session.CancelQuestions, Log: w.log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,24 +127,24 @@ func TestPiFakeFailures(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		mode string
-		want agent.TurnFailure
+		want session.TurnFailure
 	}{
-		{"exit", agent.TurnAgentGone},
-		{"noend", agent.TurnTimedOut},
-		{"refuse", agent.TurnAgentError},
+		{"exit", session.TurnAgentGone},
+		{"noend", session.TurnTimedOut},
+		{"refuse", session.TurnAgentError},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
 			s, _ := fakePiSession(t, tc.mode, nil)
-			res, err := s.Prompt(context.Background(), agent.PiTurn{RunID: "run-1", RunToken: piToken, Text: "go"})
-			var te *agent.TurnError
+			res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", RunToken: piToken, Text: "go"})
+			var te *session.TurnError
 			if !errors.As(err, &te) || te.Failure != tc.want || !strings.HasPrefix(res.Failure, string(tc.want)) {
 				t.Fatalf("Prompt = %+v, %v; want %s", res, err, tc.want)
 			}
-			if tc.want != agent.TurnAgentError {
-				_, err := s.Prompt(context.Background(), agent.PiTurn{RunID: "run-2", Text: "again"})
-				if !errors.As(err, &te) || te.Failure != agent.TurnMisuse {
+			if tc.want != session.TurnAgentError {
+				_, err := s.Prompt(context.Background(), session.Turn{RunID: "run-2", Text: "again"})
+				if !errors.As(err, &te) || te.Failure != session.TurnMisuse {
 					t.Errorf("a prompt after %s: %v, want misuse (the session is broken)", tc.want, err)
 				}
 			}
@@ -152,7 +153,7 @@ func TestPiFakeFailures(t *testing.T) {
 	t.Run("garbage", func(t *testing.T) {
 		t.Parallel()
 		s, log := fakePiSession(t, "garbage", nil)
-		res, err := s.Prompt(context.Background(), agent.PiTurn{RunID: "run-1", RunToken: piToken, Text: "go"})
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", RunToken: piToken, Text: "go"})
 		if err != nil || res.Message != "ok" || res.Events["(not JSON)"] != 1 || len(res.ProtocolViolations) != 1 ||
 			!strings.Contains(res.ProtocolViolations[0], "unknown tool call ghost") {
 			t.Fatalf("Prompt = %+v, %v", res, err)
@@ -162,11 +163,11 @@ func TestPiFakeFailures(t *testing.T) {
 		s.Close()
 		var agentLines, text int
 		for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
-			var e agent.ACPLogEntry
+			var e session.LogEntry
 			if err := json.Unmarshal([]byte(l), &e); err != nil {
 				t.Fatalf("log line %q: %v", l, err)
 			}
-			if e.Dir != agent.DirAgent {
+			if e.Dir != session.DirAgent {
 				continue
 			}
 			agentLines++
@@ -189,7 +190,7 @@ func TestPiFakeFailures(t *testing.T) {
 	t.Run("token", func(t *testing.T) {
 		t.Parallel()
 		s, log := fakePiSession(t, "token", nil)
-		res, err := s.Prompt(context.Background(), agent.PiTurn{RunID: "run-1", RunToken: "second-run-token-abcdef0123", Text: "go"})
+		res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", RunToken: "second-run-token-abcdef0123", Text: "go"})
 		if err != nil || res.Message != "my token is second-run-token-abcdef0123" {
 			t.Fatalf("Prompt = %+v, %v", res, err)
 		}
@@ -197,12 +198,12 @@ func TestPiFakeFailures(t *testing.T) {
 		if l := log.String(); strings.Contains(l, "second-run-token-abcdef0123") || strings.Contains(l, piToken) || !strings.Contains(l, "[REDACTED]") {
 			t.Errorf("the log holds a run token or redacted nothing:\n%s", l)
 		}
-		if ev := string(res.Evidence[0].Body); strings.Contains(ev, "second-run-token") {
+		if ev := string(res.Log); strings.Contains(ev, "second-run-token") {
 			t.Error("the turn's evidence holds the run token")
 		}
 		// The turn's log names Pi's session id (its get_state answer) in the turn_start
 		// note, where the trajectory converter reads it.
-		if ev := string(res.Evidence[0].Body); !strings.Contains(ev, `"event":"turn_start","data":{"pid":`) || !strings.Contains(ev, `"sessionId":"fake-1"`) {
+		if ev := string(res.Log); !strings.Contains(ev, `"event":"turn_start","data":{"pid":`) || !strings.Contains(ev, `"sessionId":"fake-1"`) {
 			t.Errorf("the turn's log has no turn_start note naming session fake-1:\n%s", ev)
 		}
 	})
@@ -227,14 +228,14 @@ func TestNewPiConfig(t *testing.T) {
 	}
 	root := t.TempDir()
 	w := &piWorld{workspace: root, stateDir: root}
-	if _, err := d.Start(context.Background(), agent.PiEnv{Run: w.run("r")}); err == nil || !strings.Contains(err.Error(), "no question decider") {
+	if _, err := d.Start(context.Background(), agent.SessionEnv{Run: w.run("r")}); err == nil || !strings.Contains(err.Error(), "no question decider") {
 		t.Errorf("Start without deciders: %v", err)
 	}
-	if _, err := d.Start(context.Background(), agent.PiEnv{Run: w.run("r"), Questions: agent.CancelQuestions}); err == nil || !strings.Contains(err.Error(), "no Pi entry script") {
+	if _, err := d.Start(context.Background(), agent.SessionEnv{Run: w.run("r"), Questions: session.CancelQuestions}); err == nil || !strings.Contains(err.Error(), "no Pi entry script") {
 		t.Errorf("Start without an entry script: %v", err)
 	}
 	gated, _ := agent.NewPi(api.DriverConfig{})
-	if _, err := gated.Start(context.Background(), agent.PiEnv{Run: w.run("r"), Questions: agent.CancelQuestions}); err == nil || !strings.Contains(err.Error(), "no permission decider") {
+	if _, err := gated.Start(context.Background(), agent.SessionEnv{Run: w.run("r"), Questions: session.CancelQuestions}); err == nil || !strings.Contains(err.Error(), "no permission decider") {
 		t.Errorf("Start with the gate and no permission decider: %v", err)
 	}
 	if _, err := agent.New(driver.Name{Kind: driver.KindRPC, Arg: "pi"}, api.DriverConfig{}); err == nil || !strings.Contains(err.Error(), "agent.NewPi") {
@@ -288,7 +289,7 @@ func TestPiLaunchFiles(t *testing.T) {
 	}
 }
 
-func mustIdentity(t *testing.T, s *agent.PiSession) agent.ProcessIdentity {
+func mustIdentity(t *testing.T, s *session.Session) session.ProcessIdentity {
 	t.Helper()
 	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(10 * time.Millisecond) {
 		if id, err := s.Identity(); err == nil {
@@ -296,7 +297,7 @@ func mustIdentity(t *testing.T, s *agent.PiSession) agent.ProcessIdentity {
 		}
 	}
 	t.Fatal("no process identity")
-	return agent.ProcessIdentity{}
+	return session.ProcessIdentity{}
 }
 
 // FuzzClassifyPiLine: any bytes classify without panicking; a JSON object's type is its

@@ -1,12 +1,21 @@
 package agent
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/redact"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // sessionSettings are the driverConfig settings every session driver reads (acp:<agent>
@@ -69,4 +78,114 @@ func (s *sessionSettings) parse(config api.DriverConfig, ce *ConfigError) {
 	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
 		ce.Problems = append(ce.Problems, fmt.Sprintf("script %s is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
 	}
+}
+
+// SessionEnv is what a session driver's Start needs besides its configuration:
+//
+//   - Run: the run that starts the session (RunEnv: executable, workspace, API URL, run
+//     id and token, state directory, resolved secrets, adapter configuration). The
+//     agent's MCP server acts for this run (a warm session's for the run bound now).
+//   - Permissions and Questions: the human's side (session.PermissionDecider,
+//     session.QuestionDecider). Permissions is required of a protocol whose agent asks
+//     (ACP; Pi with its write gate on); Questions of a protocol with native questions
+//     (Pi).
+//   - Tools: the semantic tools a protocol registers in the agent itself (Pi's
+//     extension proxies them to `agentproof mcp`; package mcp's Tools).
+//   - Log, Redact, Now, ExtraMarkers: as session.Env's.
+//   - Warm: the session will serve several runs (lifecycle warm): its MCP server reads
+//     the current run from the session's run binding file (session.EnvRunBinding)
+//     where the protocol starts one, which Session.Bind rewrites per turn.
+//   - Place: places the process somewhere other than directly on the host (a sandbox
+//     lease, docs/acp.md "Under a sandbox"), for a driver that is Confinable; nil on
+//     the host.
+type SessionEnv struct {
+	Run          RunEnv
+	Permissions  session.PermissionDecider
+	Questions    session.QuestionDecider
+	Tools        []PiTool
+	Log          io.Writer
+	Redact       *redact.Set
+	Now          func() time.Time
+	ExtraMarkers []string
+	Warm         bool
+	Place        session.LaunchFunc
+}
+
+// SessionDriver starts the sessions of one protocol-driven agent (acp:<agent>,
+// rpc:pi). Implementations are immutable and safe for concurrent use.
+type SessionDriver interface {
+	// Name is the driver's name ("acp:codex", "rpc:pi").
+	Name() string
+	// Protocol describes the driver's protocol (session.Protocol).
+	Protocol() session.Protocol
+	// Start launches the agent in env.Run's workspace and opens its session. Errors: a
+	// *session.StartError naming the stage; the process is gone.
+	Start(ctx context.Context, env SessionEnv) (*session.Session, error)
+	// Confinable reports whether the agent's process can run inside a sandbox lease
+	// (SessionEnv.Place).
+	Confinable() bool
+}
+
+// NewSession returns the session driver name (kind driver.KindACP or driver.KindRPC)
+// configured by config, as NewACP and NewPi do. Errors: a *ConfigError.
+func NewSession(name driver.Name, config api.DriverConfig) (SessionDriver, error) {
+	switch name.Kind {
+	case driver.KindACP:
+		return NewACP(name, config)
+	case driver.KindRPC:
+		return NewPi(config)
+	}
+	return nil, &ConfigError{Driver: name.String(), Problems: []string{"not a session driver (acp:<agent>, rpc:pi)"}}
+}
+
+// env is the session.Env of a session started for env: the run's token and secrets
+// redacted, the settings' bounds.
+func (s *sessionSettings) env(env SessionEnv) session.Env {
+	secrets := make([]string, 0, len(env.Run.Secrets))
+	for _, k := range slices.Sorted(maps.Keys(env.Run.Secrets)) {
+		secrets = append(secrets, env.Run.Secrets[k])
+	}
+	return session.Env{RunID: env.Run.RunID, RunToken: env.Run.RunToken, Secrets: secrets, Permissions: env.Permissions,
+		Questions: env.Questions, Log: env.Log, Redact: env.Redact, Now: env.Now, ExtraMarkers: env.ExtraMarkers, Place: env.Place,
+		Bounds: session.Bounds{Turn: s.turnTimeout, Start: s.startTimeout, CancelGrace: s.cancelGrace}}
+}
+
+// sessionLaunch plans the private directories of session n of a real agent in the
+// sessions directory (acp-sessions, pi-sessions) below env's state directory: the
+// session's directory, its HOME (home/), TMPDIR (tmp/) and XDG directories, and the
+// process spec's bounds and working directory (the workspace). vars are the
+// variables every real agent gets (HOME, LANG, PATH, TZ, TERM, NO_COLOR, XDG_*,
+// TMPDIR); the caller adds its own before sessionEnviron.
+func (b bounds) sessionLaunch(env RunEnv, sessions string, n int) (l session.Launch, home string, vars map[string]string) {
+	dir := filepath.Join(env.StateDir, sessions, strconv.Itoa(n))
+	home = filepath.Join(dir, "home")
+	xdg := func(k string) string { return filepath.Join(dir, "xdg", k) }
+	l = session.Launch{Index: n, Dir: dir, Files: map[string][]byte{}, CloseGrace: session.CloseGrace,
+		Dirs: []string{home, filepath.Join(dir, "tmp"), xdg("config"), xdg("data"), xdg("cache"), xdg("state")},
+		Spec: worker.Spec{Dir: env.Workspace, Timeout: b.timeout, MaxOutputBytes: b.maxOutput}}
+	vars = map[string]string{"HOME": home, "LANG": "C.UTF-8", "PATH": cliPath, "TZ": "UTC", "TERM": "dumb", "NO_COLOR": "1",
+		"XDG_CONFIG_HOME": xdg("config"), "XDG_DATA_HOME": xdg("data"), "XDG_CACHE_HOME": xdg("cache"), "XDG_STATE_HOME": xdg("state"),
+		"TMPDIR": filepath.Join(dir, "tmp")}
+	return l, home, vars
+}
+
+// sessionEnviron is a session process's environment: vars and the run's resolved
+// secrets, as sorted KEY=VALUE. Errors: a secret name that is not a usable variable
+// name, or one the runner sets itself.
+func sessionEnviron(vars, secrets map[string]string) ([]string, error) {
+	all := maps.Clone(vars)
+	for name, v := range secrets {
+		if !envNameRE().MatchString(name) || strings.HasPrefix(name, "AGENTPROOF_") {
+			return nil, fmt.Errorf("agent: secret name %q is not usable in an agent's environment", name)
+		}
+		if _, taken := all[name]; taken {
+			return nil, fmt.Errorf("agent: secret name %q collides with a variable the runner sets", name)
+		}
+		all[name] = v
+	}
+	out := make([]string, 0, len(all))
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		out = append(out, k+"="+all[k])
+	}
+	return out, nil
 }

@@ -36,7 +36,8 @@ const (
 // Status is the run's status in the control plane when the record was last written
 // (running, succeeded, failed, cancelled, budget_stopped; "" before the run exists).
 // The run token and secret values are never part of it. ACP is the prompt turn of an
-// acp:<agent> run (nil for every other driver).
+// acp:<agent> run, Pi the prompt turn of an rpc:pi run (nil for every other driver;
+// SessionTurn returns whichever is set).
 type HeartbeatRun struct {
 	Schema           string                  `json:"schema"`
 	RunID            string                  `json:"runId"`
@@ -60,13 +61,13 @@ type HeartbeatRun struct {
 	Usage            json.RawMessage         `json:"usage"`
 	Evidence         []EvidenceRef           `json:"evidence"`
 	Cancellation     *CancelIntent           `json:"cancellation,omitempty"`
-	ACP              *ACPTurn                `json:"acp,omitempty"`
+	ACP              *SessionTurn            `json:"acp,omitempty"`
 	// WorkspaceWatch is what the workspace watcher observed while the run's agent
-	// could act (an ACP run: from before its prompt until its process exited, or until
-	// its turn ended in a warm session); nil when no watcher ran.
+	// could act (a session driver's run: from before its prompt until its process
+	// exited, or until its turn ended in a warm session); nil when no watcher ran.
 	WorkspaceWatch *WorkspaceWatch `json:"workspaceWatch,omitempty"`
 	// Pi is the Pi turn of an rpc:pi run (docs/pi.md).
-	Pi *PiTurn `json:"pi,omitempty"`
+	Pi *SessionTurn `json:"pi,omitempty"`
 	// AgentHome is the run's AGENT_HOME directory (absent for a fixture program);
 	// HomeReceiptID the control plane's receipt of its save at the end of the run, and
 	// HomeSaveError why the save failed.

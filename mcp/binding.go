@@ -4,13 +4,13 @@ import (
 	"context"
 	"sync"
 
-	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/session"
 )
 
 // FileBinding is the Config.Bind of a warm session's server (docs/acp.md "Warm
-// lifecycle"): every call reads the run binding file at path (agent.ReadRunBinding)
+// lifecycle"): every call reads the run binding file at path (session.ReadRunBinding)
 // and acts for the run it names, with an agent API client at apiURL for that run's
-// token (dialled once per token). Errors: agent.ErrNoRunBound between turns; an
+// token (dialled once per token). Errors: session.ErrNoRunBound between turns; an
 // unreadable binding; an API URL that does not name one company.
 func FileBinding(apiURL, path string) func(ctx context.Context) (Bound, error) {
 	var (
@@ -19,7 +19,7 @@ func FileBinding(apiURL, path string) func(ctx context.Context) (Bound, error) {
 		api   API
 	)
 	return func(ctx context.Context) (Bound, error) {
-		rb, err := agent.ReadRunBinding(path)
+		rb, err := session.ReadRunBinding(path)
 		if err != nil {
 			return Bound{}, err
 		}

@@ -8,7 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/mcp"
 )
@@ -22,7 +22,7 @@ func TestFileBinding(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, controlplane.Seed{})
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), agent.RunBindingFile)
+	path := filepath.Join(t.TempDir(), session.RunBindingFile)
 	s, err := mcp.NewServer(mcp.Config{StateDir: w.stateDir, Bind: mcp.FileBinding(w.apiURL, path)}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestFileBinding(t *testing.T) {
 	if text, isErr := bw.call(t, mcp.ToolGetTaskContext, map[string]any{}); !isErr || !strings.HasPrefix(text, "no_run_bound:") {
 		t.Errorf("no binding file: %q (error %v), want no_run_bound", text, isErr)
 	}
-	if err := agent.WriteRunBinding(path, "run-1", w.token); err != nil {
+	if err := session.WriteRunBinding(path, "run-1", w.token); err != nil {
 		t.Fatal(err)
 	}
 	var rc controlplane.RunContext
@@ -55,13 +55,13 @@ func TestFileBinding(t *testing.T) {
 		t.Errorf("the result holds the run token")
 	}
 	other := w.srv.MintAgentToken(w.co.ID(), "actor-1", "run-9")
-	if err := agent.WriteRunBinding(path, "run-1", other); err != nil {
+	if err := session.WriteRunBinding(path, "run-1", other); err != nil {
 		t.Fatal(err)
 	}
 	if text, isErr := bw.call(t, mcp.ToolGetTaskContext, map[string]any{}); !isErr || strings.Contains(text, other) {
 		t.Errorf("a token of another run: %q (error %v), want refused and redacted", text, isErr)
 	}
-	if err := agent.WriteRunBinding(path, "", ""); err != nil {
+	if err := session.WriteRunBinding(path, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if text, isErr := bw.call(t, mcp.ToolGetTaskContext, map[string]any{}); !isErr || !strings.HasPrefix(text, "no_run_bound:") {

@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/canonjson"
 	"github.com/agentproof/agentproof/client"
@@ -153,7 +154,7 @@ func (h *handler) call(ctx context.Context, t ToolSpec, raw json.RawMessage) *sd
 		b, err := h.cfg.Bind(ctx)
 		if err != nil {
 			code := "no_run_bound"
-			if !errors.Is(err, agent.ErrNoRunBound) {
+			if !errors.Is(err, session.ErrNoRunBound) {
 				code = "run_binding_unreadable"
 			}
 			h.cfg.Logger.Info("tool call failed", "tool", t.Name, "code", code)

@@ -53,10 +53,9 @@ func observeRuntime(o *Observation, plan campaign.AttemptPlan, f *Fixtures) {
 }
 
 // observeProcesses fills the process identities the process_identity matcher grades:
-// per run, in order, the agent process the runner observed carrying it out — for an
-// ACP or Pi run the identity read from /proc when its turn started (api.ACPTurn,
-// api.PiTurn), otherwise
-// the launched process's (api.LaunchFacts). A run with neither keeps a zero identity
+// per run, in order, the agent process the runner observed carrying it out — for a
+// session driver's run (ACP, Pi) the identity read from /proc when its turn started
+// (api.SessionTurn), otherwise the launched process's (api.LaunchFacts). A run with neither keeps a zero identity
 // (the matcher is then not reached). It also fills the workspace watches the
 // no_mutation matcher grades (api.WorkspaceWatch per run; a run without one was not
 // watched, one whose record lists only part of its events is incomplete).
@@ -64,11 +63,9 @@ func observeProcesses(o *Observation) {
 	o.Match.Processes = nil
 	for _, r := range o.Runs {
 		p := match.ProcessIdentity{RunID: r.RunID}
-		switch {
-		case r.ACP != nil && r.ACP.PID > 0:
-			p.PID, p.StartTicks = r.ACP.PID, r.ACP.ProcessStartTicks
-		case r.Pi != nil && r.Pi.PID > 0:
-			p.PID, p.StartTicks = r.Pi.PID, r.Pi.ProcessStartTicks
+		switch t := r.SessionTurn(); {
+		case t != nil && t.PID > 0:
+			p.PID, p.StartTicks = t.PID, t.ProcessStartTicks
 		case r.Launch != nil:
 			p.PID, p.StartTicks = r.Launch.PID, r.Launch.ProcessStartTicks
 		}

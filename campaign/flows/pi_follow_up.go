@@ -32,7 +32,7 @@ func playPiFollowUp(ctx context.Context, s *Session) Outcome {
 			_, err := b.Comment(ctx, taskID, body)
 			return err
 		},
-		deliveries: func(p *api.PiTurn) []api.PiDelivery { return p.FollowUps },
+		deliveries: func(p *api.SessionTurn) []api.Delivery { return p.FollowUps },
 	})
 	if out.Err != nil || len(out.Problems) > 0 {
 		return out

@@ -18,7 +18,7 @@ import (
 type heldTurnDelivery struct {
 	flow, comment, sending, logLine string
 	send                            func(ctx context.Context, b Board, taskID, runID, body string) error
-	deliveries                      func(*api.PiTurn) []api.PiDelivery
+	deliveries                      func(*api.SessionTurn) []api.Delivery
 }
 
 // playHeldTurn sends d's comment into run 1 once its scripted model holds the tool

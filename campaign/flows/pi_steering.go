@@ -23,6 +23,6 @@ func playPiSteering(ctx context.Context, s *Session) Outcome {
 			_, err := b.SteerRun(ctx, runID, body)
 			return err
 		},
-		deliveries: func(p *api.PiTurn) []api.PiDelivery { return p.Steers },
+		deliveries: func(p *api.SessionTurn) []api.Delivery { return p.Steers },
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/mcp"
 )
 
@@ -79,7 +80,7 @@ on an internal error (a bug in agentproof).`),
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			apiURL, token := os.Getenv(agent.EnvAPIURL), os.Getenv(agent.EnvRunToken)
-			if binding := os.Getenv(agent.EnvRunBinding); strings.TrimSpace(binding) != "" {
+			if binding := os.Getenv(session.EnvRunBinding); strings.TrimSpace(binding) != "" {
 				return serveBoundMCP(ctx, a, cmd, apiURL, binding)
 			}
 			var missing []string
@@ -118,7 +119,7 @@ on an internal error (a bug in agentproof).`),
 	}
 }
 
-// serveBoundMCP is `agentproof mcp` with a run binding file (agent.EnvRunBinding): a
+// serveBoundMCP is `agentproof mcp` with a run binding file (session.EnvRunBinding): a
 // warm ACP session's server, whose every call acts for the run the file names when
 // the call starts (mcp.FileBinding). The binding must be an absolute path and the API
 // URL set (usage errors otherwise); the file itself is read per call.
@@ -128,7 +129,7 @@ func serveBoundMCP(ctx context.Context, a *app, cmd *cobra.Command, apiURL, bind
 		missing = append(missing, agent.EnvAPIURL+" is not set")
 	}
 	if !filepath.IsAbs(binding) {
-		missing = append(missing, agent.EnvRunBinding+" must be an absolute path")
+		missing = append(missing, session.EnvRunBinding+" must be an absolute path")
 	}
 	if len(missing) > 0 {
 		return usageErrorf("%s: %s (the runner sets them for the agent)", cmd.CommandPath(), strings.Join(missing, "; "))

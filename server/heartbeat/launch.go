@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/environment"
@@ -96,7 +97,7 @@ type binaryEntry struct {
 // launch facts of a session process (ACP or Pi: spec's path and argv, the identity
 // read by identity, or the problem reading it), launchFacts' observed func, and the
 // identity with ok when it was read.
-func (r *Runner) sessionLaunchFacts(j job, startedAt time.Time, spec worker.Spec, identity func() (agent.ProcessIdentity, error), secrets *redact.Set) (facts *api.LaunchFacts, observed func(), id agent.ProcessIdentity, ok bool) {
+func (r *Runner) sessionLaunchFacts(j job, startedAt time.Time, spec worker.Spec, identity func() (session.ProcessIdentity, error), secrets *redact.Set) (facts *api.LaunchFacts, observed func(), id session.ProcessIdentity, ok bool) {
 	r.mu.Lock()
 	if cur := r.runs[j.runID]; cur != nil {
 		cur.ProcessStartedAt = stamp(startedAt)

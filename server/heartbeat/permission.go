@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 )
@@ -57,10 +57,10 @@ type boardDecider struct {
 // Decide opens the permission and blocks until the human answers it (the option id
 // delivered) or ctx ends (the turn was cancelled or the session ended: the permission
 // is closed as cancelled, and the driver tells the agent so).
-func (d boardDecider) Decide(ctx context.Context, req agent.PermissionRequest) (agent.PermissionDecision, error) {
+func (d boardDecider) Decide(ctx context.Context, req session.PermissionRequest) (session.PermissionDecision, error) {
 	pm, err := d.r.openPermission(d.j, d.run, req)
 	if err != nil {
-		return agent.PermissionDecision{}, err
+		return session.PermissionDecision{}, err
 	}
 	select {
 	case opt := <-pm.answer:
@@ -76,17 +76,17 @@ func (d boardDecider) Decide(ctx context.Context, req agent.PermissionRequest) (
 			case <-ctx.Done():
 			case <-t.C:
 			}
-			return agent.PermissionDecision{Cancelled: true}, nil
+			return session.PermissionDecision{Cancelled: true}, nil
 		}
-		return agent.PermissionDecision{OptionID: opt}, nil
+		return session.PermissionDecision{OptionID: opt}, nil
 	case <-ctx.Done():
 		d.r.closePermission(pm.p.ID, "the turn ended before the human answered (cancelled or the session closed)")
-		return agent.PermissionDecision{Cancelled: true}, nil
+		return session.PermissionDecision{Cancelled: true}, nil
 	}
 }
 
 // openPermission records a pending permission for req of run.
-func (r *Runner) openPermission(j job, run string, req agent.PermissionRequest) (*permission, error) {
+func (r *Runner) openPermission(j job, run string, req session.PermissionRequest) (*permission, error) {
 	p := api.Permission{Schema: api.PermissionSchema, ID: "perm-" + run + "-" + strconv.Itoa(req.Seq), CompanyID: j.company, TaskID: j.task.ID,
 		RunID: run, ActorID: j.actor.ID, Seq: req.Seq, Turn: req.Turn, ToolCallID: req.ToolCallID, Title: req.Title, Kind: req.Kind,
 		Locations: slices.Clone(req.Locations), Options: []api.PermissionOption{}, Status: api.PermissionPending, CreatedAt: r.now()}
@@ -172,9 +172,9 @@ func (r *Runner) DecidePermission(company, id string, decision api.PermissionDec
 	status := api.PermissionApproved
 	switch decision {
 	case api.PermissionApprove:
-		kinds = []string{agent.PermissionAllowOnce, agent.PermissionAllowAlways}
+		kinds = []string{session.PermissionAllowOnce, session.PermissionAllowAlways}
 	case api.PermissionDecline:
-		kinds, status = []string{agent.PermissionRejectOnce, agent.PermissionRejectAlways}, api.PermissionDeclined
+		kinds, status = []string{session.PermissionRejectOnce, session.PermissionRejectAlways}, api.PermissionDeclined
 	default:
 		return api.Permission{}, &controlplane.Error{Code: controlplane.CodeInteractionOutcomeInvalid,
 			Message: fmt.Sprintf("decision %q is not %s or %s", decision, api.PermissionApprove, api.PermissionDecline)}

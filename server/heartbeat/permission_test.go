@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/controlplane"
 )
@@ -29,7 +29,7 @@ func TestPermissionLifecycle(t *testing.T) {
 	}
 	j := job{company: "c1", task: &controlplane.Task{ID: "t1"}, actor: &controlplane.Actor{ID: "a1"}}
 	d := boardDecider{r: r, j: j, run: "hb-c1-w1"}
-	opts := []agent.PermissionOption{{ID: "yes", Name: "Allow once", Kind: agent.PermissionAllowOnce}, {ID: "no", Name: "Reject", Kind: agent.PermissionRejectOnce}}
+	opts := []session.PermissionOption{{ID: "yes", Name: "Allow once", Kind: session.PermissionAllowOnce}, {ID: "no", Name: "Reject", Kind: session.PermissionRejectOnce}}
 	code := func(err error) controlplane.Code {
 		var ce *controlplane.Error
 		if errors.As(err, &ce) {
@@ -50,9 +50,9 @@ func TestPermissionLifecycle(t *testing.T) {
 	}
 
 	// Declined: the reject-once option is delivered.
-	got := make(chan agent.PermissionDecision, 1)
+	got := make(chan session.PermissionDecision, 1)
 	go func() {
-		dec, err := d.Decide(context.Background(), agent.PermissionRequest{Seq: 1, Turn: 1, ToolCallID: "tc1", Title: "Write proof.txt", Kind: "edit", Options: opts})
+		dec, err := d.Decide(context.Background(), session.PermissionRequest{Seq: 1, Turn: 1, ToolCallID: "tc1", Title: "Write proof.txt", Kind: "edit", Options: opts})
 		if err != nil {
 			t.Error(err)
 		}
@@ -89,7 +89,7 @@ func TestPermissionLifecycle(t *testing.T) {
 	// The turn ends while pending: cancelled, and a late answer is refused.
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		dec, _ := d.Decide(ctx, agent.PermissionRequest{Seq: 2, Turn: 1, ToolCallID: "tc2", Kind: "edit", Options: opts})
+		dec, _ := d.Decide(ctx, session.PermissionRequest{Seq: 2, Turn: 1, ToolCallID: "tc2", Kind: "edit", Options: opts})
 		got <- dec
 	}()
 	p2 := waitPending(2)
@@ -106,7 +106,7 @@ func TestPermissionLifecycle(t *testing.T) {
 
 	// An agent that offers no allow option cannot be approved.
 	go func() {
-		dec, _ := d.Decide(context.Background(), agent.PermissionRequest{Seq: 3, ToolCallID: "tc3", Options: opts[1:]})
+		dec, _ := d.Decide(context.Background(), session.PermissionRequest{Seq: 3, ToolCallID: "tc3", Options: opts[1:]})
 		got <- dec
 	}()
 	p3 := waitPending(3)
@@ -135,7 +135,7 @@ func TestPermissionLifecycle(t *testing.T) {
 	stopCtx, driverCancel := context.WithCancel(context.Background())
 	defer driverCancel()
 	go func() {
-		dec, _ := d.Decide(stopCtx, agent.PermissionRequest{Seq: 4, ToolCallID: "tc4", Options: opts})
+		dec, _ := d.Decide(stopCtx, session.PermissionRequest{Seq: 4, ToolCallID: "tc4", Options: opts})
 		got <- dec
 	}()
 	waitPending(4)

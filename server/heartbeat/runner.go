@@ -161,9 +161,10 @@ type Config struct {
 	ExecutableDigest func() (api.KnownDigest, bool)
 	OnChange         func()
 	Ephemeral        bool
-	// PiTools are the semantic tools an rpc:pi run's extension registers and proxies
-	// to `agentproof mcp` (package mcp's Tools, supplied by the command that serves:
-	// this package cannot import mcp). Empty: Pi runs get no semantic tools.
+	// PiTools are the semantic tools a session protocol registers in the agent itself
+	// (an rpc:pi run's extension proxies them to `agentproof mcp`; package mcp's Tools,
+	// supplied by the command that serves: this package cannot import mcp). Empty: Pi
+	// runs get no semantic tools.
 	PiTools []agent.PiTool
 }
 
@@ -185,8 +186,8 @@ type Runner struct {
 	inflight int
 	bins     binaries // launched executables' facts, per file version
 
-	warm   map[string]*warmSession // company/actor → its warm ACP or Pi session (warm.go, pi_warm.go); guarded by mu
-	piLive map[string]*piLive      // run id → its running Pi turn (pi.go); guarded by mu
+	warm     map[string]*warmSession // company/actor → its warm session (warm.go); guarded by mu
+	steering map[string]*liveTurn    // run id → its running turn that can be steered (steer.go); guarded by mu
 
 	pmu       sync.Mutex             // guards perms and permOrder (permission.go)
 	perms     map[string]*permission // permission id → permission interaction
@@ -233,7 +234,7 @@ func New(host Host, cfg Config) (*Runner, error) {
 	}
 	r := &Runner{host: host, cfg: cfg, rec: records{dir: cfg.Dir, ephemeral: cfg.Ephemeral}, runs: map[string]*Record{}, locks: map[string]*sync.Mutex{},
 		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, idle: map[string]int64{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
-		perms: map[string]*permission{}, warm: map[string]*warmSession{}, piLive: map[string]*piLive{}}
+		perms: map[string]*permission{}, warm: map[string]*warmSession{}, steering: map[string]*liveTurn{}}
 	all, err := r.rec.loadAll()
 	if err != nil {
 		return nil, err
@@ -279,7 +280,7 @@ func (r *Runner) Kick() {
 
 // Shutdown stops taking wakes, stops every running agent process (SIGTERM, then
 // SIGKILL), waits until their runs are completed and recorded and then retires every
-// warm ACP session (warm.go), or until ctx ends.
+// warm session (warm.go), or until ctx ends.
 func (r *Runner) Shutdown(ctx context.Context) error {
 	if !r.started {
 		return nil
@@ -671,12 +672,8 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		return
 	}
 	rec.OpenedAt, rec.Status = r.now(), controlplane.RunRunning
-	if _, isACP := j.cfg.Driver.ACP(); isACP {
-		r.executeACP(ctx, runCtx, j, rc, rec, lock) // unlocks lock
-		return
-	}
-	if j.cfg.Driver.Kind == driver.KindRPC {
-		r.executePi(ctx, runCtx, j, rc, rec, lock) // unlocks lock
+	if j.cfg.Driver.Kind == driver.KindACP || j.cfg.Driver.Kind == driver.KindRPC {
+		r.executeSession(ctx, runCtx, j, rc, rec, lock) // unlocks lock
 		return
 	}
 	r.executeProcess(ctx, runCtx, j, rc, rec, lock) // unlocks lock
@@ -716,12 +713,7 @@ func (r *Runner) executeProcess(ctx, runCtx context.Context, j job, rc controlpl
 	if l.home != nil {
 		r.recordSave(context.WithoutCancel(ctx), j.c, rec, *l.home)
 	}
-	if cur, ok := r.Run(j.runID); ok { // what Stop wrote meanwhile
-		if cur.Cancellation != nil {
-			rec.Cancellation = cur.Cancellation
-		}
-		rec.IdempotentStops = cur.IdempotentStops
-	}
+	r.joinStop(rec)
 	if o.Started {
 		rec.ProcessStartedAt = stamp(*startedAt)
 		rec.ProcessEndedAt = stamp(endedAt)
@@ -741,6 +733,17 @@ func (r *Runner) executeProcess(ctx, runCtx context.Context, j job, rc controlpl
 		}
 	}
 	r.finish(j.c, rec, o, report, l.secrets, settled)
+}
+
+// joinStop copies into rec what Stop wrote into the run's record meanwhile (the
+// cancellation intent, the idempotent Stop requests). The caller holds the run's lock.
+func (r *Runner) joinStop(rec *Record) {
+	if cur, ok := r.Run(rec.RunID); ok {
+		if cur.Cancellation != nil {
+			rec.Cancellation = cur.Cancellation
+		}
+		rec.IdempotentStops = cur.IdempotentStops
+	}
 }
 
 // watchStart sets spec's start hooks: BeforeStart notes when the process starts,
@@ -1296,7 +1299,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string, req StopRequest) (api
 	cancel := r.live[runID]
 	r.mu.Unlock()
 	// A permission still pending is closed now, before the agent hears of the Stop: a
-	// later answer gets 409 (the ACP driver answers the agent "cancelled").
+	// later answer gets 409 (the session layer answers the agent "cancelled").
 	r.closeRunPermissions(runID, fmt.Sprintf("the run was stopped by %s (%s) while the permission was pending", intent.Actor, intent.IntentID))
 	if cancel != nil {
 		// The process group gets SIGTERM, then SIGKILL after the grace period; an ACP

@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,12 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// Native Pi questions on the board (docs/pi.md "In the heartbeat runner"): every dialog
-// Pi raises during a run (agentproof's ask_user tool: select, confirm, input, editor)
+// Native questions on the board (docs/pi.md "In the heartbeat runner"): every question
+// an agent asks during a run (Pi's dialogs, agentproof's ask_user tool: select,
+// confirm, input, editor)
 // becomes a control-plane interaction of kind questions on the run's task, requested
 // as the run itself (request_human_input, continuation policy none: the answer goes
 // back into the same turn, it wakes nobody), with one question whose type is the
@@ -45,12 +47,15 @@ type questionBoard interface {
 	ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error)
 }
 
-// boardQuestions is the QuestionDecider of one Pi run.
+// boardQuestions is the QuestionDecider of one run: source names the protocol whose
+// questions they are (the payload's source and the questions' id prefix; "pi" when
+// empty).
 type boardQuestions struct {
-	c    questionBoard
-	run  string
-	task string
-	poll time.Duration
+	c      questionBoard
+	run    string
+	task   string
+	poll   time.Duration
+	source string
 }
 
 // piQuestionOption is one option of a native question's payload.
@@ -63,20 +68,20 @@ type piQuestionOption struct {
 // ctx ends (then the dialog is cancelled). Errors (a harness fault: Pi is told
 // "cancelled" and the turn records it): the command was refused, no interaction was
 // created, or the answer does not fit the question.
-func (q boardQuestions) Answer(ctx context.Context, req agent.QuestionRequest) (agent.QuestionAnswer, error) {
-	qid := "pi-" + strconv.Itoa(req.Seq)
+func (q boardQuestions) Answer(ctx context.Context, req session.QuestionRequest) (session.QuestionAnswer, error) {
+	qid := cmp.Or(q.source, "pi") + "-" + strconv.Itoa(req.Seq)
 	question := map[string]any{"id": qid, "type": req.Method, "prompt": firstNonEmpty(req.Message, req.Title)}
 	var opts []piQuestionOption
 	switch req.Method {
-	case agent.QuestionSelect:
+	case session.QuestionSelect:
 		for i, o := range req.Options {
 			opts = append(opts, piQuestionOption{ID: "o" + strconv.Itoa(i+1), Label: o})
 		}
-	case agent.QuestionConfirm:
+	case session.QuestionConfirm:
 		opts = []piQuestionOption{{ID: PiConfirmYes, Label: "Yes"}, {ID: PiConfirmNo, Label: "No"}}
-	case agent.QuestionInput:
+	case session.QuestionInput:
 		question["placeholder"] = req.Placeholder
-	case agent.QuestionEditor:
+	case session.QuestionEditor:
 		question["prefill"] = req.Prefill
 	}
 	if opts != nil {
@@ -85,13 +90,13 @@ func (q boardQuestions) Answer(ctx context.Context, req agent.QuestionRequest) (
 	cmd, err := json.Marshal(map[string]any{"kind": controlplane.CommandRequestHumanInput, "taskId": q.task,
 		"interactionKind": controlplane.InteractionQuestions, "title": firstNonEmpty(req.Title, "Pi asks"),
 		"prompt": firstNonEmpty(req.Message, req.Title, "Pi asks"), "continuationPolicy": controlplane.ContinueNone,
-		"payload": map[string]any{"source": "pi", "method": req.Method, "questions": []any{question}}})
+		"payload": map[string]any{"source": cmp.Or(q.source, "pi"), "method": req.Method, "questions": []any{question}}})
 	if err != nil {
-		return agent.QuestionAnswer{}, err
+		return session.QuestionAnswer{}, err
 	}
 	res, err := q.c.ApplyCommand(ctx, controlplane.CommandEnvelope{RunID: q.run, IdempotencyKey: q.run + "-pi-question-" + strconv.Itoa(req.Seq), Command: cmd})
 	if err != nil {
-		return agent.QuestionAnswer{}, fmt.Errorf("asking question %d on the board: %w", req.Seq, err)
+		return session.QuestionAnswer{}, fmt.Errorf("asking question %d on the board: %w", req.Seq, err)
 	}
 	id := ""
 	for _, ref := range res.EntityRefs {
@@ -100,14 +105,14 @@ func (q boardQuestions) Answer(ctx context.Context, req agent.QuestionRequest) (
 		}
 	}
 	if id == "" {
-		return agent.QuestionAnswer{}, fmt.Errorf("asking question %d on the board: no interaction was created (%v)", req.Seq, res.EntityRefs)
+		return session.QuestionAnswer{}, fmt.Errorf("asking question %d on the board: no interaction was created (%v)", req.Seq, res.EntityRefs)
 	}
 	t := time.NewTicker(q.poll)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return agent.QuestionAnswer{Cancelled: true}, q.close(ctx, id)
+			return session.QuestionAnswer{Cancelled: true}, q.close(ctx, id)
 		case <-t.C:
 		}
 		st, err := q.c.Snapshot(ctx)
@@ -119,7 +124,7 @@ func (q boardQuestions) Answer(ctx context.Context, req agent.QuestionRequest) (
 				continue
 			}
 			if it.Status != controlplane.InteractionAnswered {
-				return agent.QuestionAnswer{Cancelled: true}, nil
+				return session.QuestionAnswer{Cancelled: true}, nil
 			}
 			return piAnswerOf(req, qid, opts, it.Result)
 		}
@@ -157,7 +162,7 @@ func (q boardQuestions) close(ctx context.Context, id string) error {
 }
 
 // piAnswerOf reads the human's result of question qid as the dialog's answer.
-func piAnswerOf(req agent.QuestionRequest, qid string, opts []piQuestionOption, result json.RawMessage) (agent.QuestionAnswer, error) {
+func piAnswerOf(req session.QuestionRequest, qid string, opts []piQuestionOption, result json.RawMessage) (session.QuestionAnswer, error) {
 	var r struct {
 		Answers []struct {
 			QuestionID string  `json:"questionId"`
@@ -166,36 +171,36 @@ func piAnswerOf(req agent.QuestionRequest, qid string, opts []piQuestionOption, 
 		} `json:"answers"`
 	}
 	if err := json.Unmarshal(result, &r); err != nil {
-		return agent.QuestionAnswer{}, fmt.Errorf("question %d: the answer is not readable: %w", req.Seq, err)
+		return session.QuestionAnswer{}, fmt.Errorf("question %d: the answer is not readable: %w", req.Seq, err)
 	}
 	for _, a := range r.Answers {
 		if a.QuestionID != qid {
 			continue
 		}
 		switch req.Method {
-		case agent.QuestionInput, agent.QuestionEditor:
+		case session.QuestionInput, session.QuestionEditor:
 			if a.Text == nil {
-				return agent.QuestionAnswer{}, fmt.Errorf("question %d (%s) was answered without text", req.Seq, req.Method)
+				return session.QuestionAnswer{}, fmt.Errorf("question %d (%s) was answered without text", req.Seq, req.Method)
 			}
-			return agent.QuestionAnswer{Value: *a.Text}, nil
-		case agent.QuestionConfirm:
+			return session.QuestionAnswer{Value: *a.Text}, nil
+		case session.QuestionConfirm:
 			switch a.OptionID {
 			case PiConfirmYes:
-				return agent.QuestionAnswer{Confirmed: true}, nil
+				return session.QuestionAnswer{Confirmed: true}, nil
 			case PiConfirmNo:
-				return agent.QuestionAnswer{Confirmed: false}, nil
+				return session.QuestionAnswer{Confirmed: false}, nil
 			}
-			return agent.QuestionAnswer{}, fmt.Errorf("question %d (confirm) was answered with option %q, not %s or %s", req.Seq, a.OptionID, PiConfirmYes, PiConfirmNo)
+			return session.QuestionAnswer{}, fmt.Errorf("question %d (confirm) was answered with option %q, not %s or %s", req.Seq, a.OptionID, PiConfirmYes, PiConfirmNo)
 		default:
 			for _, o := range opts {
 				if o.ID == a.OptionID {
-					return agent.QuestionAnswer{Value: o.Label}, nil
+					return session.QuestionAnswer{Value: o.Label}, nil
 				}
 			}
-			return agent.QuestionAnswer{}, fmt.Errorf("question %d (select) was answered with option %q, which it does not offer", req.Seq, a.OptionID)
+			return session.QuestionAnswer{}, fmt.Errorf("question %d (select) was answered with option %q, which it does not offer", req.Seq, a.OptionID)
 		}
 	}
-	return agent.QuestionAnswer{}, fmt.Errorf("question %d was answered without an answer to %s", req.Seq, qid)
+	return session.QuestionAnswer{}, fmt.Errorf("question %d was answered without an answer to %s", req.Seq, qid)
 }
 
 func firstNonEmpty(s ...string) string {

@@ -1,16 +1,17 @@
-package agent
+package session
 
 import (
 	"context"
 	"time"
 )
 
-// Native questions (docs/pi.md "Questions"): Pi's extension dialogs — select, confirm,
-// input and editor, raised by agentproof's ask_user tool or any extension — go to the
+// Native questions (docs/pi.md "Questions"): an agent's own questions to the human —
+// Pi's extension dialogs (select, confirm, input and editor, raised by agentproof's
+// ask_user tool or any extension) — go through the layer (Host.Question) to the
 // session's QuestionDecider, the human's side. In a campaign the decider turns the
 // request into a control-plane interaction of kind question that the harness answers
 // through the board API; in tests it is one of the deciders below. When the turn is
-// cancelled (PiSession.Cancel) every pending dialog is answered "cancelled".
+// cancelled (Session.Cancel) every pending question is answered "cancelled".
 
 // Question methods (Pi's dialog methods).
 const (
@@ -50,11 +51,11 @@ type QuestionAnswer struct {
 	Cancelled bool   `json:"cancelled,omitempty"`
 }
 
-// QuestionDecider answers Pi's dialogs. Answer blocks until there is an answer; its ctx
-// ends when the turn is cancelled or the session closes, and Pi is then told
+// QuestionDecider answers an agent's questions. Answer blocks until there is an answer; its ctx
+// ends when the turn is cancelled or ends, or the session closes, and the agent is then told
 // "cancelled" whatever Answer returns. An error, or a select answer that is not one of
-// the options, is a harness fault: Pi is told "cancelled" and the turn records the
-// error (PiTurnResult.HarnessErrors). Implementations must be safe for concurrent use.
+// the options, is a harness fault: the agent is told "cancelled" and the turn records the
+// error (TurnResult.HarnessErrors). Implementations must be safe for concurrent use.
 type QuestionDecider interface {
 	Answer(ctx context.Context, req QuestionRequest) (QuestionAnswer, error)
 }
@@ -91,7 +92,7 @@ func (h *HoldQuestions) Answer(ctx context.Context, req QuestionRequest) (Questi
 
 // QuestionRecord is one dialog of a turn and how it was answered: By is
 // AnsweredByDecider, AnsweredByCancel (cancelled while pending, or asked after the
-// cancel) or AnsweredByError (the decider failed: Pi was told "cancelled").
+// cancel) or AnsweredByError (the decider failed: the agent was told "cancelled").
 type QuestionRecord struct {
 	Request     QuestionRequest `json:"request"`
 	Answer      QuestionAnswer  `json:"answer"`

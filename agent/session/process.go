@@ -1,4 +1,4 @@
-package agent
+package session
 
 import (
 	"bytes"
@@ -18,10 +18,10 @@ import (
 	"github.com/agentproof/agentproof/worker"
 )
 
-// The ACP agent process (docs/acp.md "Process"): unlike the exec drivers, whose one
-// process per run goes through worker.Supervise with its output captured, an ACP agent
-// is a long-lived peer: agentproof holds its stdin and stdout (the JSON-RPC stream) and
-// keeps the head of its stderr. It is started from an explicit worker.Spec (no
+// A session's agent process (docs/acp.md "Process"): unlike the exec drivers, whose one
+// process per run goes through worker.Supervise with its output captured, a session's
+// agent is a long-lived peer: agentproof holds its stdin and stdout (the protocol's
+// stream) and keeps the head of its stderr. It is started from an explicit worker.Spec (no
 // inherited environment, no shell, its own process group, SIGKILL when agentproof
 // dies), its stdout is bounded (MaxOutputBytes; one byte more kills it), its lifetime
 // is bounded (Timeout), and teardown kills its process group and every descendant found
@@ -152,7 +152,7 @@ func descendants(pid int) []int {
 	return out
 }
 
-// ProcessExit is how an ACP agent process ended: the exit code (nil unless it exited
+// ProcessExit is how a session's agent process ended: the exit code (nil unless it exited
 // normally), the terminating signal's name, the escalation signals agentproof sent, and
 // whether it was stopped for exceeding its time (TimedOut) or output (OutputExceeded)
 // budget, how many descendants of the tree snapshot were killed (Descendants) and the
@@ -162,7 +162,7 @@ func descendants(pid int) []int {
 // teardown began (user + system, with reaped children, from /proc: it also counts
 // descendants that are killed rather than reaped; the agent's side of the
 // harness-share figure). Stderr is the kept head of its standard error (at most MaxStderrBytes),
-// StderrBytes every byte it wrote there, StdoutBytes every byte of its ACP stream.
+// StderrBytes every byte it wrote there, StdoutBytes every byte of its protocol stream.
 type ProcessExit struct {
 	ExitCode       *int                    `json:"exitCode"`
 	Signal         string                  `json:"signal,omitempty"`
@@ -179,7 +179,7 @@ type ProcessExit struct {
 	StderrBytes    int64                   `json:"stderrBytes"`
 	Stderr         []byte                  `json:"-"`
 	Error          string                  `json:"error,omitempty"`
-	// NotSpawned: the process was never started (the exit an ACPLaunchFunc's settle
+	// NotSpawned: the process was never started (the exit a LaunchFunc's settle
 	// gets when the spawn failed).
 	NotSpawned bool `json:"-"`
 }
@@ -217,24 +217,24 @@ func (e ProcessExit) Summary() string {
 	return strings.Join(parts, "; ")
 }
 
-// MaxStderrBytes bounds the kept head of an ACP agent's stderr (bytes); the rest is
+// MaxStderrBytes bounds the kept head of a session agent's stderr (bytes); the rest is
 // counted and drained so the agent never blocks on a full pipe.
 const MaxStderrBytes = 256 << 10
 
-// Grace periods of an ACP agent process's teardown: after its stdin is closed it has
+// Grace periods of a session agent process's teardown: after its stdin is closed it has
 // CloseGrace to exit by itself, then SIGTERM and TerminateGrace, then SIGKILL and
 // KillConfirm.
 const (
-	ACPCloseGrace = 3 * time.Second
-	// ACPCloseGraceIgnoringEOF replaces ACPCloseGrace for agents known not to exit when
+	CloseGrace = 3 * time.Second
+	// CloseGraceIgnoringEOF replaces CloseGrace for agents known not to exit when
 	// their stdin closes (codex-acp, the Claude adapter, Gemini CLI): waiting longer
 	// only delays the SIGTERM they need.
-	ACPCloseGraceIgnoringEOF = 250 * time.Millisecond
-	ACPTerminateGrace        = 2 * time.Second
-	ACPKillConfirm           = 5 * time.Second
+	CloseGraceIgnoringEOF = 250 * time.Millisecond
+	TerminateGrace        = 2 * time.Second
+	KillConfirm           = 5 * time.Second
 )
 
-// agentProcess is one running ACP agent process.
+// agentProcess is one running session agent process.
 type agentProcess struct {
 	cmd      *exec.Cmd
 	identity ProcessIdentity
@@ -246,7 +246,7 @@ type agentProcess struct {
 	exitSeen   chan struct{} // closed once the exit is observed (not yet reaped)
 	closeGrace time.Duration
 	marker     string // worker.MarkerVar token of the process and its descendants
-	// settle turns the exit the host saw into the agent's own (ACPLaunchFunc; nil on
+	// settle turns the exit the host saw into the agent's own (LaunchFunc; nil on
 	// the host); called once by stop.
 	settle  func(ProcessExit) ProcessExit
 	waitErr error // set before exitSeen closes
@@ -369,13 +369,13 @@ func (ap *agentProcess) kill(name string) {
 	}
 }
 
-// escalate sends SIGTERM, waits ACPTerminateGrace, then SIGKILL, and waits
-// ACPKillConfirm for the exit.
+// escalate sends SIGTERM, waits TerminateGrace, then SIGKILL, and waits
+// KillConfirm for the exit.
 func (ap *agentProcess) escalate() {
 	for _, s := range []struct {
 		name string
 		wait time.Duration
-	}{{"SIGTERM", ACPTerminateGrace}, {"SIGKILL", ACPKillConfirm}} {
+	}{{"SIGTERM", TerminateGrace}, {"SIGKILL", KillConfirm}} {
 		if ap.exited() {
 			return
 		}
@@ -389,12 +389,12 @@ func (ap *agentProcess) escalate() {
 }
 
 // stop retires the process: it snapshots the process tree below it, closes stdin and
-// gives the process its close grace (ACPCloseGrace, or ACPCloseGraceIgnoringEOF) to exit (an ACP agent exits when its client goes
-// away), escalates if it does not, kills what is left (the process group, and every
-// process of the snapshot still alive, also those that left the group), reaps the
-// process, then kills every process still carrying the process's marker
-// (worker.SweepMarked: descendants born after the snapshot that left the group), and
-// returns how it ended. It is idempotent.
+// gives the process its close grace (CloseGrace, or CloseGraceIgnoringEOF) to exit (an
+// agent exits when its client goes away), escalates if it does not, kills what is left
+// (the process group, and every process of the snapshot still alive, also those that
+// left the group), reaps the process, then kills every process still carrying the
+// process's marker (worker.SweepMarked: descendants born after the snapshot that left
+// the group), and returns how it ended. It is idempotent.
 func (ap *agentProcess) stop() ProcessExit {
 	ap.mu.Lock()
 	if ap.done {
@@ -405,20 +405,7 @@ func (ap *agentProcess) stop() ProcessExit {
 	ap.mu.Unlock()
 	// Snapshot the process tree while the leader lives: once it exits, its children are
 	// reparented and can no longer be found below it.
-	tree := map[int]uint64{}
-	var treeTicks uint64
-	if !ap.exited() {
-		for _, d := range append([]int{ap.identity.PID}, descendants(ap.identity.PID)...) {
-			if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(d), "stat")); err == nil {
-				if st, err := ParseProcStat(b); err == nil {
-					treeTicks += st.CPUTicks
-					if d != ap.identity.PID {
-						tree[d] = st.StartTime
-					}
-				}
-			}
-		}
-	}
+	tree, treeTicks := ap.snapshot()
 	_ = ap.stdin.Close()
 	select {
 	case <-ap.exitSeen:
@@ -427,58 +414,14 @@ func (ap *agentProcess) stop() ProcessExit {
 	}
 	ap.timer.Stop()
 	exit := ProcessExit{TreeCPUMS: int64(treeTicks) * 1000 / clockTicks}
-	if !ap.exited() {
-		exit.Error = fmt.Sprintf("exit not confirmed %v after SIGKILL", ACPKillConfirm)
+	switch {
+	case !ap.exited():
+		exit.Error = fmt.Sprintf("exit not confirmed %v after SIGKILL", KillConfirm)
 		go func() { <-ap.exitSeen; _ = ap.cmd.Wait() }()
-	} else if ap.waitErr != nil {
+	case ap.waitErr != nil:
 		exit.Error = fmt.Sprintf("observing the exit: %v", ap.waitErr)
-	} else {
-		// Unreaped, so the pid and group are still ours: kill what is left of the group,
-		// and every process of the snapshot that is still the same process (same start
-		// time: no pid reuse), also those that left the group (setsid).
-		_ = syscall.Kill(-ap.identity.PID, syscall.SIGKILL)
-		for d, st := range tree {
-			if cur, err := ProcStartTime(d); err == nil && cur == st && !zombie(d) && syscall.Kill(d, syscall.SIGKILL) == nil {
-				exit.Descendants++
-			}
-		}
-		err := ap.cmd.Wait()
-		if ap.marker != "" {
-			// Descendants that left the group after the snapshot still carry the marker.
-			// The snapshot's own members (killed above, perhaps still exiting) are the
-			// agent's descendants, not escapes: only processes born after it count.
-			known := func(pid, _ int) bool {
-				st, ok := tree[pid]
-				if !ok {
-					return false
-				}
-				cur, err := ProcStartTime(pid)
-				return err == nil && cur == st
-			}
-			esc, serr := worker.SweepMarkedExcept(ap.marker, known, worker.SweepConfirm)
-			exit.Escaped = esc
-			if serr != nil {
-				exit.Error = "sweeping escaped descendants: " + serr.Error()
-			}
-		}
-		if ps := ap.cmd.ProcessState; ps != nil {
-			exit.UserCPUMS, exit.SystemCPUMS = ps.UserTime().Milliseconds(), ps.SystemTime().Milliseconds()
-		}
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			code := 0
-			exit.ExitCode = &code
-		case errors.As(err, &ee):
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				exit.Signal = signalName(ws.Signal())
-			} else {
-				code := ee.ExitCode()
-				exit.ExitCode = &code
-			}
-		default:
-			exit.Error = fmt.Sprintf("reaping the process: %v", err)
-		}
+	default:
+		ap.reap(&exit, tree)
 	}
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
@@ -493,6 +436,86 @@ func (ap *agentProcess) stop() ProcessExit {
 	}
 	ap.done, ap.exit = true, exit
 	return exit
+}
+
+// snapshot returns the descendants of a live process (pid → start time) and the CPU
+// ticks of the whole tree, the process included; nothing once it exited.
+func (ap *agentProcess) snapshot() (map[int]uint64, uint64) {
+	tree := map[int]uint64{}
+	var ticks uint64
+	if ap.exited() {
+		return tree, 0
+	}
+	for _, d := range append([]int{ap.identity.PID}, descendants(ap.identity.PID)...) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(d), "stat"))
+		if err != nil {
+			continue
+		}
+		if st, err := ParseProcStat(b); err == nil {
+			ticks += st.CPUTicks
+			if d != ap.identity.PID {
+				tree[d] = st.StartTime
+			}
+		}
+	}
+	return tree, ticks
+}
+
+// reap finishes an exited, unreaped process into exit: its pid and group are still
+// ours, so what is left of the group is killed, and every process of the snapshot
+// tree that is still the same process (same start time: no pid reuse), also those
+// that left the group (setsid); then it is reaped, its marker swept and its status
+// read.
+func (ap *agentProcess) reap(exit *ProcessExit, tree map[int]uint64) {
+	_ = syscall.Kill(-ap.identity.PID, syscall.SIGKILL)
+	for d, st := range tree {
+		if cur, err := ProcStartTime(d); err == nil && cur == st && !zombie(d) && syscall.Kill(d, syscall.SIGKILL) == nil {
+			exit.Descendants++
+		}
+	}
+	err := ap.cmd.Wait()
+	ap.sweep(exit, tree)
+	if ps := ap.cmd.ProcessState; ps != nil {
+		exit.UserCPUMS, exit.SystemCPUMS = ps.UserTime().Milliseconds(), ps.SystemTime().Milliseconds()
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		code := 0
+		exit.ExitCode = &code
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			exit.Signal = signalName(ws.Signal())
+		} else {
+			code := ee.ExitCode()
+			exit.ExitCode = &code
+		}
+	default:
+		exit.Error = fmt.Sprintf("reaping the process: %v", err)
+	}
+}
+
+// sweep kills the descendants that left the group after the snapshot: they still
+// carry the marker. The snapshot's own members (killed by reap, perhaps still
+// exiting) are the agent's descendants, not escapes: only processes born after it
+// count.
+func (ap *agentProcess) sweep(exit *ProcessExit, tree map[int]uint64) {
+	if ap.marker == "" {
+		return
+	}
+	known := func(pid, _ int) bool {
+		st, ok := tree[pid]
+		if !ok {
+			return false
+		}
+		cur, err := ProcStartTime(pid)
+		return err == nil && cur == st
+	}
+	esc, err := worker.SweepMarkedExcept(ap.marker, known, worker.SweepConfirm)
+	exit.Escaped = esc
+	if err != nil {
+		exit.Error = "sweeping escaped descendants: " + err.Error()
+	}
 }
 
 // signalName names the common terminating signals.

@@ -1,4 +1,4 @@
-package agent
+package session
 
 import (
 	"bytes"
@@ -10,51 +10,50 @@ import (
 	"github.com/agentproof/agentproof/redact"
 )
 
-// The ACP session log (docs/acp.md "Evidence"): every JSON-RPC message on the wire, in
-// both directions and in wire order, one JSON line each, plus the driver's own notes
-// (process start and exit, permission decisions, file operations it performed for the
-// agent, cancellation). Each line is redacted with the session's secret set before it
-// is kept. What the agent writes is untrusted: a line that is not JSON is kept as text,
-// a line longer than MaxACPLineBytes is cut (its head kept, its size recorded), and the
-// log stops growing at MaxACPLogBytes (later lines are counted, never silently lost).
+// The session log (docs/acp.md "Evidence"): every line of the protocol's stream, in
+// both directions and in wire order, one JSON line each, plus the layer's own notes
+// (process start and exit, permission decisions, questions, file operations a protocol
+// performed for the agent, cancellation). Each line is redacted with the session's
+// secret set before it is kept. What the agent writes is untrusted: a line that is not
+// JSON is kept as text, a line longer than MaxLineBytes is cut (its head kept, its size
+// recorded), and the log stops growing at MaxLogBytes (later lines are counted, never
+// silently lost). The protocol names the log's schema and reads each line's envelope
+// (Protocol.LogSchema, Protocol.Classify).
 
-// ACPLogSchema tags every line of an ACP session log.
-const ACPLogSchema = "agentproof.acp-log/v1"
-
-// Bounds of the ACP session log (bytes).
+// Bounds of the session log (bytes).
 const (
-	// MaxACPLineBytes is the most of one wire line the log keeps; the ACP SDK itself
-	// refuses lines over 10 MiB.
-	MaxACPLineBytes = 1 << 20
-	// MaxACPLogBytes bounds the whole session log; MaxACPTurnLogBytes one turn's share
-	// of it (TurnResult.Evidence).
-	MaxACPLogBytes     = 32 << 20
-	MaxACPTurnLogBytes = 8 << 20
+	// MaxLineBytes is the most of one wire line the log keeps.
+	MaxLineBytes = 1 << 20
+	// MaxLogBytes bounds the whole session log; MaxTurnLogBytes one turn's share of it
+	// (TurnResult.Log).
+	MaxLogBytes     = 32 << 20
+	MaxTurnLogBytes = 8 << 20
 )
 
-// Directions of an ACP log entry.
+// Directions of a log entry.
 const (
-	// DirAgent is a message the agent sent.
+	// DirAgent is a line the agent sent.
 	DirAgent = "agent"
-	// DirClient is a message agentproof (the ACP client) sent.
+	// DirClient is a line agentproof (the protocol's client) sent.
 	DirClient = "client"
-	// DirDriver is a note of the driver itself (not on the wire).
+	// DirDriver is a note of the layer or the protocol itself (not on the wire).
 	DirDriver = "driver"
 )
 
-// ACPLogEntry is one line of an ACP session log:
+// LogEntry is one line of a session log:
 //
-//   - Seq (1-based), Time (RFC 3339 with nanoseconds, UTC), Turn (the prompt turn it
-//     belongs to, 1-based; 0 before the first prompt), Dir (DirAgent, DirClient or
-//     DirDriver).
-//   - For a wire line: Method and ID (JSON-RPC; a response has an ID and no method),
-//     Update (the sessionUpdate kind of a session/update notification: agent_message_chunk,
-//     tool_call, tool_call_update, plan, …), Message (the redacted message) or Text
-//     (a line that is not a JSON object), Bytes (the line's size on the wire) and
-//     Truncated (only the head of the line was kept).
-//   - For a driver note: Event (process_start, process_exit, permission_decision, fs_read,
-//     fs_write, cancel, turn_end, log_overflow, sdk_log) and Data.
-type ACPLogEntry struct {
+//   - Schema (the protocol's), Seq (1-based), Time (RFC 3339 with nanoseconds, UTC),
+//     Turn (the prompt turn it belongs to, 1-based; 0 before the first prompt), Dir
+//     (DirAgent, DirClient or DirDriver).
+//   - For a wire line: Method and ID as the protocol's Classify reads them (JSON-RPC:
+//     a response has an ID and no method), Update (a sub-kind: an ACP session/update's
+//     sessionUpdate, a Pi message event's type, …), Message (the redacted line) or Text
+//     (a line that is not a JSON object), Bytes (the line's size on the wire, without
+//     its newline) and Truncated (only the head of the line was kept).
+//   - For a note: Event (process_start, process_exit, turn_start, turn_end,
+//     permission_decision, question_answer, fs_read, fs_write, cancel, log_overflow,
+//     sdk_log) and Data.
+type LogEntry struct {
 	Schema    string          `json:"schema"`
 	Seq       int64           `json:"seq"`
 	Time      string          `json:"time"`
@@ -71,9 +70,9 @@ type ACPLogEntry struct {
 	Data      json.RawMessage `json:"data,omitempty"`
 }
 
-// WireLine is one line of the JSON-RPC stream as ClassifyWireLine reads it.
+// WireLine is one line of a protocol's stream as its Classify reads it.
 type WireLine struct {
-	// Method and ID as in the message; Update the sessionUpdate kind of a session/update.
+	// Method, ID and Update as LogEntry names them.
 	Method string
 	ID     json.RawMessage
 	Update string
@@ -81,44 +80,22 @@ type WireLine struct {
 	Object bool
 }
 
-// ClassifyWireLine reads the JSON-RPC envelope of one line (untrusted: any bytes). It
-// never fails: a line that is not a JSON object has Object false.
-func ClassifyWireLine(line []byte) WireLine {
-	var env struct {
-		Method *string          `json:"method"`
-		ID     json.RawMessage  `json:"id"`
-		Params *json.RawMessage `json:"params"`
-	}
+// DecodeObject decodes line (untrusted bytes) into v when the line is one JSON object
+// and reports whether it was: a protocol's Classify reads a line's envelope with it.
+func DecodeObject(line []byte, v any) bool {
 	trimmed := bytes.TrimSpace(line)
-	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &env) != nil {
-		return WireLine{}
-	}
-	w := WireLine{Object: true, ID: env.ID}
-	if env.Method != nil {
-		w.Method = *env.Method
-	}
-	if w.Method == "session/update" && env.Params != nil {
-		var p struct {
-			Update struct {
-				Kind string `json:"sessionUpdate"`
-			} `json:"update"`
-		}
-		if json.Unmarshal(*env.Params, &p) == nil {
-			w.Update = p.Update.Kind
-		}
-	}
-	return w
+	return len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, v) == nil
 }
 
-// acpLog writes an ACP session log: to out (the whole session, may be nil) and to the
+// wireLog writes a session log: to out (the whole session, may be nil) and to the
 // current turn's buffer. It is safe for concurrent use.
-type acpLog struct {
+type wireLog struct {
 	mu      sync.Mutex
 	out     io.Writer
 	secrets *redact.Set // guarded by mu (see set, addSecrets)
 	now     func() time.Time
-	// schema tags every line (ACPLogSchema unless set) and classify reads a wire line's
-	// envelope (ClassifyWireLine unless set); the Pi driver sets both.
+	// schema tags every line and classify reads a wire line's envelope (the
+	// protocol's).
 	schema   string
 	classify func([]byte) WireLine
 	seq      int64
@@ -130,15 +107,15 @@ type acpLog struct {
 	err      error
 }
 
-func newACPLog(out io.Writer, secrets *redact.Set, now func() time.Time) *acpLog {
+func newWireLog(out io.Writer, secrets *redact.Set, now func() time.Time, schema string, classify func([]byte) WireLine) *wireLog {
 	if now == nil {
 		now = time.Now
 	}
-	return &acpLog{out: out, secrets: secrets, now: now, schema: ACPLogSchema, classify: ClassifyWireLine}
+	return &wireLog{out: out, secrets: secrets, now: now, schema: schema, classify: classify}
 }
 
 // set returns the log's current secret set.
-func (l *acpLog) set() *redact.Set {
+func (l *wireLog) set() *redact.Set {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.secrets
@@ -146,14 +123,14 @@ func (l *acpLog) set() *redact.Set {
 
 // addSecrets adds values (credential forms included) to what the log redacts from now
 // on (a warm session's later runs bring new run tokens).
-func (l *acpLog) addSecrets(values ...string) {
+func (l *wireLog) addSecrets(values ...string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.secrets = l.secrets.WithCredentials(values...)
 }
 
 // beginTurn starts turn n's buffer and returns the previous one's.
-func (l *acpLog) beginTurn(n int) {
+func (l *wireLog) beginTurn(n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.turn = n
@@ -162,7 +139,7 @@ func (l *acpLog) beginTurn(n int) {
 }
 
 // turnEvidence returns the current turn's log lines and how many were cut.
-func (l *acpLog) turnEvidence() ([]byte, int64) {
+func (l *wireLog) turnEvidence() ([]byte, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return bytes.Clone(l.turnBuf.Bytes()), l.turnCut
@@ -170,8 +147,8 @@ func (l *acpLog) turnEvidence() ([]byte, int64) {
 
 // wire records one line seen on the wire in direction dir; size is its full length
 // (line may be only its head).
-func (l *acpLog) wire(dir string, line []byte, size int) {
-	e := ACPLogEntry{Dir: dir, Bytes: size, Truncated: size > len(line)}
+func (l *wireLog) wire(dir string, line []byte, size int) {
+	e := LogEntry{Dir: dir, Bytes: size, Truncated: size > len(line)}
 	secrets := l.set()
 	red := []byte(secrets.RedactText(string(line)))
 	c := l.classify(line)
@@ -189,8 +166,8 @@ func (l *acpLog) wire(dir string, line []byte, size int) {
 }
 
 // note records a driver event with data (marshalled to JSON and redacted).
-func (l *acpLog) note(event string, data any) {
-	e := ACPLogEntry{Dir: DirDriver, Event: event}
+func (l *wireLog) note(event string, data any) {
+	e := LogEntry{Dir: DirDriver, Event: event}
 	if data != nil {
 		if b, err := json.Marshal(data); err == nil {
 			red := []byte(l.set().RedactText(string(b)))
@@ -210,7 +187,7 @@ func compactJSON(b []byte) json.RawMessage {
 	return buf.Bytes()
 }
 
-func (l *acpLog) put(e ACPLogEntry) {
+func (l *wireLog) put(e LogEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
@@ -221,12 +198,12 @@ func (l *acpLog) put(e ACPLogEntry) {
 		return
 	}
 	b = append(b, '\n')
-	if l.written+int64(len(b)) > MaxACPLogBytes {
+	if l.written+int64(len(b)) > MaxLogBytes {
 		l.dropped++
 		return
 	}
 	l.written += int64(len(b))
-	if l.turnBuf.Len()+len(b) <= MaxACPTurnLogBytes {
+	if l.turnBuf.Len()+len(b) <= MaxTurnLogBytes {
 		l.turnBuf.Write(b)
 	} else {
 		l.turnCut++
@@ -238,7 +215,7 @@ func (l *acpLog) put(e ACPLogEntry) {
 
 // close writes a last note with the number of dropped lines, if any, and returns the
 // first write error.
-func (l *acpLog) close() error {
+func (l *wireLog) close() error {
 	l.mu.Lock()
 	dropped := l.dropped
 	l.mu.Unlock()
@@ -255,7 +232,7 @@ func (l *acpLog) close() error {
 }
 
 // lineTap splits a byte stream into lines for the log: complete lines go to emit with
-// their full size; only the first MaxACPLineBytes of a line are kept. The bytes
+// their full size; only the first MaxLineBytes of a line are kept. The bytes
 // themselves pass through untouched (see tapReader, tapWriter).
 type lineTap struct {
 	emit    func(line []byte, size int)
@@ -294,19 +271,14 @@ func (t *lineTap) flush() {
 	t.buf, t.size = t.buf[:0], 0
 }
 
-// tapReader passes reads of r through and feeds them to tap. When open is set, every
-// Read first waits for it to be closed.
+// tapReader passes reads of r through and feeds them to tap.
 type tapReader struct {
-	r    io.Reader
-	tap  *lineTap
-	open chan struct{}
-	mu   sync.Mutex
+	r   io.Reader
+	tap *lineTap
+	mu  sync.Mutex
 }
 
 func (t *tapReader) Read(p []byte) (int, error) {
-	if t.open != nil {
-		<-t.open
-	}
 	n, err := t.r.Read(p)
 	t.mu.Lock()
 	if n > 0 {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentproof/agentproof/agent"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
@@ -77,36 +77,36 @@ func TestBoardQuestions(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
-		req     agent.QuestionRequest
+		req     session.QuestionRequest
 		status  controlplane.InteractionStatus
 		result  string
-		want    agent.QuestionAnswer
+		want    session.QuestionAnswer
 		wantErr bool
 		options int
 	}{
-		{"select", agent.QuestionRequest{Seq: 1, Method: agent.QuestionSelect, Title: "Colour?", Options: []string{"Cobalt", "Amber"}},
-			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-1","optionId":"o2","optionLabel":"Amber"}]}`, agent.QuestionAnswer{Value: "Amber"}, false, 2},
-		{"confirm yes", agent.QuestionRequest{Seq: 2, Method: agent.QuestionConfirm, Title: "Sure?", Message: "Go on?"},
-			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-2","optionId":"yes"}]}`, agent.QuestionAnswer{Confirmed: true}, false, 2},
-		{"confirm no", agent.QuestionRequest{Seq: 3, Method: agent.QuestionConfirm, Title: "Sure?"},
-			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-3","optionId":"no"}]}`, agent.QuestionAnswer{}, false, 2},
-		{"input", agent.QuestionRequest{Seq: 4, Method: agent.QuestionInput, Title: "Code?", Placeholder: "code"},
-			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-4","text":"k7-undisclosed"}]}`, agent.QuestionAnswer{Value: "k7-undisclosed"}, false, 0},
-		{"editor", agent.QuestionRequest{Seq: 5, Method: agent.QuestionEditor, Title: "Notes", Prefill: "x"},
-			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-5","text":"line one\nline two"}]}`, agent.QuestionAnswer{Value: "line one\nline two"}, false, 0},
-		{"rejected", agent.QuestionRequest{Seq: 6, Method: agent.QuestionInput, Title: "Code?"},
-			controlplane.InteractionRejected, `{}`, agent.QuestionAnswer{Cancelled: true}, false, 0},
-		{"foreign option", agent.QuestionRequest{Seq: 7, Method: agent.QuestionSelect, Title: "Colour?", Options: []string{"Cobalt"}},
-			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-7","optionId":"o9"}]}`, agent.QuestionAnswer{}, true, 1},
-		{"input without text", agent.QuestionRequest{Seq: 8, Method: agent.QuestionInput, Title: "Code?"},
-			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-8","optionId":"o1"}]}`, agent.QuestionAnswer{}, true, 0},
+		{"select", session.QuestionRequest{Seq: 1, Method: session.QuestionSelect, Title: "Colour?", Options: []string{"Cobalt", "Amber"}},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-1","optionId":"o2","optionLabel":"Amber"}]}`, session.QuestionAnswer{Value: "Amber"}, false, 2},
+		{"confirm yes", session.QuestionRequest{Seq: 2, Method: session.QuestionConfirm, Title: "Sure?", Message: "Go on?"},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-2","optionId":"yes"}]}`, session.QuestionAnswer{Confirmed: true}, false, 2},
+		{"confirm no", session.QuestionRequest{Seq: 3, Method: session.QuestionConfirm, Title: "Sure?"},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-3","optionId":"no"}]}`, session.QuestionAnswer{}, false, 2},
+		{"input", session.QuestionRequest{Seq: 4, Method: session.QuestionInput, Title: "Code?", Placeholder: "code"},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-4","text":"k7-undisclosed"}]}`, session.QuestionAnswer{Value: "k7-undisclosed"}, false, 0},
+		{"editor", session.QuestionRequest{Seq: 5, Method: session.QuestionEditor, Title: "Notes", Prefill: "x"},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-5","text":"line one\nline two"}]}`, session.QuestionAnswer{Value: "line one\nline two"}, false, 0},
+		{"rejected", session.QuestionRequest{Seq: 6, Method: session.QuestionInput, Title: "Code?"},
+			controlplane.InteractionRejected, `{}`, session.QuestionAnswer{Cancelled: true}, false, 0},
+		{"foreign option", session.QuestionRequest{Seq: 7, Method: session.QuestionSelect, Title: "Colour?", Options: []string{"Cobalt"}},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-7","optionId":"o9"}]}`, session.QuestionAnswer{}, true, 1},
+		{"input without text", session.QuestionRequest{Seq: 8, Method: session.QuestionInput, Title: "Code?"},
+			controlplane.InteractionAnswered, `{"answers":[{"questionId":"pi-8","optionId":"o1"}]}`, session.QuestionAnswer{}, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fakeQuestionBoard{}
 			q := boardQuestions{c: f, run: "hb-c1-w1", task: "t1", poll: time.Millisecond}
 			type answer struct {
-				a   agent.QuestionAnswer
+				a   session.QuestionAnswer
 				err error
 			}
 			got := make(chan answer, 1)
@@ -146,7 +146,7 @@ func TestBoardQuestions(t *testing.T) {
 		q := boardQuestions{c: f, run: "hb-c1-w1", task: "t1", poll: time.Millisecond}
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		a, err := q.Answer(ctx, agent.QuestionRequest{Seq: 1, Method: agent.QuestionInput, Title: "Code?"})
+		a, err := q.Answer(ctx, session.QuestionRequest{Seq: 1, Method: session.QuestionInput, Title: "Code?"})
 		if err != nil || !a.Cancelled {
 			t.Fatalf("answer %+v, %v; want cancelled", a, err)
 		}
@@ -173,7 +173,7 @@ func TestBoardQuestions(t *testing.T) {
 			f := &fakeQuestionBoard{closeErr: tc.err}
 			q := boardQuestions{c: f, run: "hb-c1-w1", task: "t1", poll: time.Millisecond}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-			a, err := q.Answer(ctx, agent.QuestionRequest{Seq: 1, Method: agent.QuestionInput, Title: "Code?"})
+			a, err := q.Answer(ctx, session.QuestionRequest{Seq: 1, Method: session.QuestionInput, Title: "Code?"})
 			cancel()
 			if !a.Cancelled || (err != nil) != tc.wantErr {
 				t.Errorf("%s: answer %+v, %v; want cancelled, error %v", tc.name, a, err, tc.wantErr)

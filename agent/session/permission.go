@@ -1,22 +1,26 @@
-package agent
+package session
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 )
 
-// Permissions (docs/acp.md "Permissions"): an ACP agent asks before a sensitive tool
-// call with session/request_permission (the tool call and the options it offers: allow
-// once, allow always, reject once, reject always). The driver hands every such request
-// to the session's PermissionDecider — the human's side. In a campaign the decider
-// turns the request into a control-plane interaction that the harness answers through
-// the board API; in tests it is one of the deciders below. When the turn is cancelled
-// (ACPSession.Cancel) every pending request is answered "cancelled", whatever the
-// decider does, as the protocol requires.
+// Permissions (docs/acp.md "Permissions"): an agent asks before a sensitive tool call
+// in its protocol's words (ACP session/request_permission, the Pi write gate's confirm
+// dialog, Codex's approval requests): the tool call, what it touches and the options it
+// offers (allow once, allow always, reject once, reject always). The protocol turns
+// every such request into a PermissionRequest and hands it to the layer (Host), which
+// numbers it, stamps it and asks the session's PermissionDecider — the human's side.
+// In a campaign the decider turns the request into a permission card on the board that
+// the harness answers through the board API; in tests it is one of the deciders
+// below. When the turn is cancelled (Session.Cancel) every pending request is answered
+// "cancelled", whatever the decider does.
 
-// Permission option kinds an agent offers (ACP PermissionOptionKind).
+// Permission option kinds an agent offers (ACP's PermissionOptionKind; the other
+// protocols map their options onto them).
 const (
 	PermissionAllowOnce    = "allow_once"
 	PermissionAllowAlways  = "allow_always"
@@ -32,11 +36,11 @@ type PermissionOption struct {
 	Kind string `json:"kind"`
 }
 
-// PermissionRequest is one session/request_permission as the decider sees it: the turn
-// and run it belongs to, the tool call (id, title, kind such as "edit" or "execute", the
-// file locations it touches — absolute paths as the agent sent them — and its raw input),
-// and the options offered, in the agent's order. Seq numbers the requests of a session
-// (1-based).
+// PermissionRequest is one permission request as the decider sees it: the turn and run
+// it belongs to, the tool call (id, title, kind such as "edit" or "execute", the file
+// locations it touches — paths as the agent sent them —, the command it would run, for
+// a command, and its raw input), and the options offered, in the agent's order. Seq
+// numbers the requests and questions of a session (1-based).
 type PermissionRequest struct {
 	Seq        int                `json:"seq"`
 	Turn       int                `json:"turn"`
@@ -45,6 +49,7 @@ type PermissionRequest struct {
 	Title      string             `json:"title,omitempty"`
 	Kind       string             `json:"kind,omitempty"`
 	Locations  []string           `json:"locations,omitempty"`
+	Command    string             `json:"command,omitempty"`
 	RawInput   json.RawMessage    `json:"rawInput,omitempty"`
 	Options    []PermissionOption `json:"options"`
 }
@@ -67,9 +72,10 @@ type PermissionDecision struct {
 
 // PermissionDecider answers permission requests (the human's side of the session).
 // Decide blocks until there is an answer. Its ctx is cancelled when the turn is
-// cancelled or the session ends; the driver then answers the agent "cancelled" whatever
-// Decide returns. An error (the board could not be reached, …) is a harness fault: the
-// agent is answered "cancelled" and the turn records the error (TurnResult.HarnessErrors).
+// cancelled or ends, or the session ends; the agent is then answered "cancelled"
+// whatever Decide returns. An error (the board could not be reached, …) is a harness
+// fault: the agent is answered "cancelled" and the turn records the error
+// (TurnResult.HarnessErrors).
 // A decision naming an option the request does not offer is treated the same way.
 // Implementations must be safe for concurrent use (an agent may ask several at once).
 type PermissionDecider interface {
@@ -78,6 +84,29 @@ type PermissionDecider interface {
 
 // DeciderFunc adapts a function to PermissionDecider.
 type DeciderFunc func(ctx context.Context, req PermissionRequest) (PermissionDecision, error)
+
+// PermissionRecord is one permission request of the turn and how it was answered:
+// Decision is what the agent was told; By is AnsweredByDecider (the decider's answer),
+// AnsweredByCancel (the turn was cancelled or ended while it was pending, or it
+// arrived after the cancel) or AnsweredByError (the decider failed or chose an option
+// not offered: the agent was told "cancelled"); RequestedAt and AnsweredAt bound the
+// wait.
+type PermissionRecord struct {
+	Request     PermissionRequest  `json:"request"`
+	Decision    PermissionDecision `json:"decision"`
+	By          string             `json:"by"`
+	RequestedAt time.Time          `json:"requestedAt"`
+	AnsweredAt  time.Time          `json:"answeredAt"`
+	Error       string             `json:"error,omitempty"`
+}
+
+// Answerers of a permission request or question (PermissionRecord.By,
+// QuestionRecord.By).
+const (
+	AnsweredByDecider = "decider"
+	AnsweredByCancel  = "cancel"
+	AnsweredByError   = "error"
+)
 
 // Decide calls f.
 func (f DeciderFunc) Decide(ctx context.Context, req PermissionRequest) (PermissionDecision, error) {

@@ -1,4 +1,4 @@
-package agent
+package session
 
 import (
 	"encoding/json"
@@ -11,12 +11,13 @@ import (
 	"syscall"
 )
 
-// Run bindings (docs/acp.md "Warm lifecycle"): a warm ACP session serves several runs
-// with one agent process, and the agentproof MCP server the agent starts from
-// session/new lives as long as the agent does. Instead of one run's id and token in
-// its environment, that server gets EnvRunBinding, the path of a file the heartbeat
-// runner rewrites at the start of every turn with the current run's id and token and
-// clears when the turn ends. Every tool call reads the file afresh, so a call acts for
+// Run bindings (docs/acp.md "Warm lifecycle"): a warm session serves several runs with
+// one agent process, and the agentproof MCP server the agent starts (from ACP's
+// session/new, from Codex's configuration) lives as long as the agent does. Instead of
+// one run's id and token in its environment, that server gets EnvRunBinding, the path
+// of a file the layer writes at the start (Env.Binding) and Session.Bind rewrites at
+// the start of every turn with the current run's id and token and clears when the turn
+// ends. Every tool call reads the file afresh, so a call acts for
 // the run of the turn it is made in, and between turns for none. The file grants no
 // more than one run's token does: a token is valid only while its run runs.
 
@@ -27,8 +28,8 @@ const EnvRunBinding = "AGENTPROOF_RUN_BINDING"
 // RunBindingSchema is the schema of a run binding file.
 const RunBindingSchema = "agentproof.run-binding/v1"
 
-// RunBindingFile is the name of a warm session's binding file in its session directory
-// (ACPSessionDir).
+// RunBindingFile is the name of a warm session's binding file in its session
+// directory.
 const RunBindingFile = "run-binding.json"
 
 // RunBinding is the content of a run binding file: the run the session's current turn
