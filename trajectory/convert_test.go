@@ -186,7 +186,7 @@ func TestConvertRecordedStreams(t *testing.T) {
 			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleSystem, RoleSystem, RoleSystem, RoleAgent, RoleSystem}, Calls: []string{"ask_user"}, Results: 1,
 			Usage: piUsage(t, readStream(t, "pi-pi-question-stop.jsonl"))}},
 		{"pi-permission-approve", "rpc:pi", readStream(t, "pi-permission-approve-write.jsonl"), false, summary{Format: FormatPi,
-			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleSystem, RoleAgent, RoleAgent}, Calls: []string{"write", "agentproof_finish_task"}, Results: 2,
+			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleAgent, RoleAgent}, Calls: []string{"write", "agentproof_finish_task"}, Results: 2,
 			Messages: []string{"PAPERCLIP_E2E_PERMISSION_OK_820b247cbd87568e"}, Usage: piUsage(t, readStream(t, "pi-permission-approve-write.jsonl"))}},
 	}...)
 	for _, c := range cases {

@@ -26,7 +26,7 @@ func init() {
 	}, Convert: fromPi})
 }
 
-// fromPi reads a Pi session log:
+// fromPi reads a Pi session log (the layer's notes: fromSession):
 //
 //   - Pi's message_end events carry whole messages: a user message is a user step (the
 //     prompt, then steering and follow-up messages as Pi delivered them), an assistant
@@ -36,92 +36,49 @@ func init() {
 //   - the client's steer and follow_up commands are system steps (a message queued
 //     into the running turn), its abort a system step, and the run-identity prompt of
 //     agentproof's extension is skipped (it never reaches the model);
-//   - Pi's dialogs (extension_ui_request) and the driver's permission_decision,
-//     question_answer and cancel notes are system steps;
+//   - Pi's dialogs (extension_ui_request) are system steps (a write gate's request
+//     then gets the layer's decision);
 //   - an assistant message with stop reason error or aborted adds a system step;
 //     agent_end ends the turn;
-//   - the session id is Pi's own (its get_state answer), as the driver's turn_start
-//     note repeats it (or the get_state response itself, in a whole session's log).
-//
-// A log without agent_end, with a cut line (truncated), or with a line that is not
-// JSON is partial.
+//   - the session id is Pi's own (its get_state answer), as the layer's turn_start
+//     note repeats it.
 func fromPi(in Input) Trajectory {
-	t := Trajectory{RunID: in.RunID, Agent: in.Agent, Format: FormatPi}
-	callStep := map[string]int{}
-	terminal := false
-	cuts := 0
-	eachObject(&t, in.Stream, in.Cut, func(e map[string]any) {
-		if e["truncated"] == true {
-			cuts++
-		}
-		at := rfc3339(str(e["time"]))
-		line := obj(e["message"])
-		if line == nil { // a line the log kept as text (an older log): read it if whole
-			var m map[string]any
-			if e["truncated"] != true && json.Unmarshal([]byte(str(e["text"])), &m) == nil {
-				line = m
-			}
-		}
-		switch str(e["dir"]) {
-		case "client":
-			switch kind := str(line["type"]); kind {
-			case "steer", "follow_up":
-				t.Add(Step{Role: RoleSystem, Kind: kind, Time: at, Message: NewText("the human's message was sent with " + kind + ": " + str(line["message"]))})
-			case "abort":
-				t.Add(Step{Role: RoleSystem, Kind: kind, Time: at, Message: NewText("the turn was aborted (Stop)")})
-			}
-		case "agent":
-			switch str(line["type"]) {
-			case "message_end":
-				piMessage(&t, obj(line["message"]), at, callStep)
-			case "extension_ui_request":
-				msg := "Pi asked (" + str(line["method"]) + "): " + str(line["title"])
-				if strings.HasPrefix(str(line["title"]), piGatePrefix) {
-					msg = "the write gate asked permission: " + str(line["message"])
-				}
-				t.Add(Step{Role: RoleSystem, Kind: "extension_ui_request", Time: at, Message: NewText(msg)})
-			case "agent_end":
-				terminal = true
-			case "response":
-				if str(line["command"]) == "get_state" && t.SessionID == "" {
-					t.SessionID = str(obj(line["data"])["sessionId"])
-				}
-			}
-		case "driver":
-			data := obj(e["data"])
-			switch ev := str(e["event"]); ev {
-			case "turn_start":
-				if t.SessionID == "" {
-					t.SessionID = str(data["sessionId"])
-				}
-			case "permission_decision":
-				d := obj(data["decision"])
-				note := "decided " + str(d["optionId"])
-				if d["cancelled"] == true {
-					note = "cancelled before a decision"
-				}
-				t.Add(Step{Role: RoleSystem, Kind: ev, Time: at, Message: NewText("permission for " + str(obj(data["request"])["toolCallId"]) + ": " + note + " by " + str(data["by"]))})
-			case "question_answer":
-				note := "answered by " + str(data["by"])
-				if data["cancelled"] == true {
-					note = "closed unanswered (" + str(data["by"]) + ")"
-				}
-				t.Add(Step{Role: RoleSystem, Kind: ev, Time: at, Message: NewText("question (" + str(data["method"]) + ") " + note)})
-			case "cancel":
-				t.Add(Step{Role: RoleSystem, Kind: ev, Time: at, Message: NewText("cancel: " + str(data["reason"]))})
-			case "log_overflow":
-				t.Gap("the session log overflowed: later lines were counted, not kept")
-			}
-		}
-	})
-	if cuts > 0 {
-		t.Gap("%d line(s) of the session log were cut at %d bytes", cuts, 1<<20)
+	return fromSession(in, sessionWire{format: FormatPi, client: piClient, agent: piAgent,
+		noEnd: "the log has no agent_end: the turn did not end cleanly"})
+}
+
+// piClient applies a command the client sent.
+func piClient(c *sessionConv, at string, line map[string]any) {
+	switch kind := str(line["type"]); kind {
+	case "steer", "follow_up":
+		c.t.Add(Step{Role: RoleSystem, Kind: kind, Time: at, Message: NewText("the human's message was sent with " + kind + ": " + str(line["message"]))})
+	case "abort":
+		c.t.Add(Step{Role: RoleSystem, Kind: kind, Time: at, Message: NewText("the turn was aborted (Stop)")})
 	}
-	if !terminal {
-		t.Gap("the log has no agent_end: the turn did not end cleanly")
+}
+
+// piAgent applies a line Pi sent.
+func piAgent(c *sessionConv, at string, line map[string]any) {
+	switch str(line["type"]) {
+	case "message_end":
+		piMessage(&c.t, obj(line["message"]), at, c.calls)
+	case "extension_ui_request":
+		if strings.HasPrefix(str(line["title"]), piGatePrefix) {
+			var call struct {
+				ToolCallID string `json:"toolCallId"`
+			}
+			_ = json.Unmarshal([]byte(str(line["message"])), &call)
+			c.asked(call.ToolCallID, "extension_ui_request", at, "the write gate asked permission: "+str(line["message"]))
+			return
+		}
+		c.t.Add(Step{Role: RoleSystem, Kind: "extension_ui_request", Time: at, Message: NewText("Pi asked (" + str(line["method"]) + "): " + str(line["title"]))})
+	case "agent_end":
+		c.terminal = true
+	case "response":
+		if str(line["command"]) == "get_state" && c.t.SessionID == "" {
+			c.t.SessionID = str(obj(line["data"])["sessionId"])
+		}
 	}
-	t.Finish()
-	return t
 }
 
 // piMessage applies one whole message of Pi's conversation.
