@@ -1,43 +1,78 @@
-// Package assurance turns evidence into an assurance class: Verified, Failed or
-// Inconclusive, always with a reason (seed 003, "Unknown vs failed"; DESIGN.md
-// "Verdicts"). The worker never calls it; callers classify stored records.
+// Package assurance judges one fixture process observation record: passed, failed or
+// inconclusive (verdict.Verdict, the one vocabulary of outcomes), always with a reason
+// (docs/ARCHITECTURE.md "Verdicts"). The worker never calls it; callers classify stored
+// records. `agentproof fixture run` prints the verdict under its assurance name (Class:
+// Verified, Failed or Inconclusive), a view of the verdict, not a second vocabulary.
 //
 // The rule is conservative: Failed only for a known unexpected exit code of a run whose
 // evidence is otherwise complete. A timeout, a collector error, a terminating signal, a
 // null exit code, an unconfirmed exit, unclosed stdio or a quarantined workspace is
 // Inconclusive, because the evidence does not show what the program would have done.
 //
-// Seed 003 lists the fixture EXIT codes (pass 0, fail 1, usage 64, outputError 74,
-// watchdog 124, parentLost 125) without saying which of them are "known unexpected". We
-// read 1 (fail) and 64 (usage: the program refused its own arguments) as outcomes of the
-// program, hence Failed; 74 (it could not write its output), 124 (its own watchdog fired)
-// and 125 (it lost its parent) describe the collection, not the program, hence
-// Inconclusive. Any other exit code is unknown and Inconclusive.
+// The fixture programs exit with pass 0, fail 1, usage 64, outputError 74, watchdog 124
+// and parentLost 125. We read 1 (fail) and 64 (usage: the program refused its own
+// arguments) as outcomes of the program, hence Failed; 74 (it could not write its
+// output), 124 (its own watchdog fired) and 125 (it lost its parent) describe the
+// collection, not the program, hence Inconclusive. Any other exit code is unknown and
+// Inconclusive.
 package assurance
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/agentproof/agentproof/evidence"
+	"github.com/agentproof/agentproof/verdict"
 )
 
-// Class is an assurance class.
+// Class is the assurance name of a verdict, as `agentproof fixture run` prints it: a
+// view of verdict.Verdict (ClassOf), never compared or stored on its own.
 type Class string
 
-// The three assurance classes.
+// The assurance names of the three verdicts.
 const (
-	Verified     Class = "Verified"
-	Failed       Class = "Failed"
+	// Verified names verdict.Passed.
+	Verified Class = "Verified"
+	// Failed names verdict.Failed.
+	Failed Class = "Failed"
+	// Inconclusive names verdict.Inconclusive, and any invalid verdict.
 	Inconclusive Class = "Inconclusive"
 )
 
-// Result is a class with the reason it was given (one sentence, for humans and reports).
-type Result struct {
-	Class  Class  `json:"class"`
-	Reason string `json:"reason"`
+// ClassOf returns the assurance name of v: Verified for passed, Failed for failed and
+// Inconclusive for inconclusive (and for an invalid verdict: nothing is vouched for).
+func ClassOf(v verdict.Verdict) Class {
+	switch v {
+	case verdict.Passed:
+		return Verified
+	case verdict.Failed:
+		return Failed
+	}
+	return Inconclusive
 }
 
-// Fixture exit codes (seed 003, EXIT) as the classifier reads them.
+// Result is a verdict with the reason it was given (one sentence, for humans and
+// reports). Its JSON form is {"class": ClassOf(Verdict), "reason": Reason}.
+type Result struct {
+	Verdict verdict.Verdict
+	Reason  string
+}
+
+// InconclusiveBecause returns an inconclusive Result with reason.
+func InconclusiveBecause(reason string) Result { return Result{verdict.Inconclusive, reason} }
+
+// Class returns the assurance name of r's verdict.
+func (r Result) Class() Class { return ClassOf(r.Verdict) }
+
+// MarshalJSON encodes r as {"class": <assurance name>, "reason": <reason>}.
+func (r Result) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Class  Class  `json:"class"`
+		Reason string `json:"reason"`
+	}{r.Class(), r.Reason})
+}
+
+// Fixture exit codes as the classifier reads them.
 const (
 	exitPass        = 0
 	exitFail        = 1
@@ -47,44 +82,44 @@ const (
 	exitParentLost  = 125
 )
 
-// Classify returns the assurance class of one process observation record. It never
-// fails: anything it cannot vouch for is Inconclusive with a reason.
+// Classify returns the verdict of one process observation record with its reason. It
+// never fails: anything it cannot vouch for is inconclusive with a reason.
 func Classify(meta evidence.Metadata) Result {
 	o := meta.Observation
 	switch {
 	case o.CollectorError != nil:
-		return Result{Inconclusive, "collector error: " + *o.CollectorError}
+		return InconclusiveBecause("collector error: " + *o.CollectorError)
 	case o.TimedOut:
-		return Result{Inconclusive, "the process timed out"}
+		return InconclusiveBecause("the process timed out")
 	case o.OutputExceeded:
-		return Result{Inconclusive, fmt.Sprintf("output exceeded the %d-byte budget", o.MaxOutputBytes)}
+		return InconclusiveBecause(fmt.Sprintf("output exceeded the %d-byte budget", o.MaxOutputBytes))
 	case o.Aborted:
-		return Result{Inconclusive, "the run was aborted"}
+		return InconclusiveBecause("the run was aborted")
 	case !o.Exited:
-		return Result{Inconclusive, "the exit was not confirmed"}
+		return InconclusiveBecause("the exit was not confirmed")
 	case !o.StdioClosed:
-		return Result{Inconclusive, "stdout/stderr did not close"}
+		return InconclusiveBecause("stdout/stderr did not close")
 	case o.Signal != nil:
-		return Result{Inconclusive, "the process was ended by " + *o.Signal}
+		return InconclusiveBecause("the process was ended by " + *o.Signal)
 	case o.ExitCode == nil:
-		return Result{Inconclusive, "no exit code was observed"}
+		return InconclusiveBecause("no exit code was observed")
 	case o.Workspace != evidence.WorkspaceRemoved:
-		return Result{Inconclusive, "cleanup not confirmed: workspace " + o.Workspace + " (" + o.WorkspaceReason + ")"}
+		return InconclusiveBecause("cleanup not confirmed: workspace " + o.Workspace + " (" + o.WorkspaceReason + ")")
 	}
 	switch code := *o.ExitCode; code {
 	case exitPass:
-		return Result{Verified, "exited 0 with complete evidence and a removed workspace"}
+		return Result{verdict.Passed, "exited 0 with complete evidence and a removed workspace"}
 	case exitFail:
-		return Result{Failed, "exited 1 (fail)"}
+		return Result{verdict.Failed, "exited 1 (fail)"}
 	case exitUsage:
-		return Result{Failed, "exited 64 (usage: the program refused its arguments)"}
+		return Result{verdict.Failed, "exited 64 (usage: the program refused its arguments)"}
 	case exitOutputError:
-		return Result{Inconclusive, "exited 74 (the program could not write its output)"}
+		return InconclusiveBecause("exited 74 (the program could not write its output)")
 	case exitWatchdog:
-		return Result{Inconclusive, "exited 124 (the program's own watchdog ended it)"}
+		return InconclusiveBecause("exited 124 (the program's own watchdog ended it)")
 	case exitParentLost:
-		return Result{Inconclusive, "exited 125 (the program lost its parent)"}
+		return InconclusiveBecause("exited 125 (the program lost its parent)")
 	default:
-		return Result{Inconclusive, fmt.Sprintf("exited %d, an unknown exit code", code)}
+		return InconclusiveBecause(fmt.Sprintf("exited %d, an unknown exit code", code))
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentproof/agentproof/assurance"
 	"github.com/agentproof/agentproof/evidence"
+	"github.com/agentproof/agentproof/verdict"
 )
 
 // genv is a guarded test's fence, controller hold, provisioned workspace and pinned
@@ -122,7 +123,7 @@ func fenceLockFree(t *testing.T, fence FenceIdentity) bool {
 // TestRunGuardedPass: a healthy guarded pass is observed, Verified, stores exactly one
 // record without control records, removes the workspace, runs with exactly
 // CHILD_ENVIRONMENT (the gate deleted SF_FIXTURE_GATE_FENCE), and leaves the controller
-// hold with the caller (seed 003, invariants 2, 8, 10, 11).
+// hold with the caller.
 func TestRunGuardedPass(t *testing.T) {
 	t.Parallel()
 	g := newGuarded(t, "")
@@ -141,7 +142,7 @@ func TestRunGuardedPass(t *testing.T) {
 	if obs.CollectorError != nil || obs.ExitCode == nil || *obs.ExitCode != ExitPass {
 		t.Errorf("collectorError=%v exit=%v", obs.CollectorError, obs.ExitCode)
 	}
-	if c := assurance.Classify(rec.Metadata); c.Class != assurance.Verified {
+	if c := assurance.Classify(rec.Metadata); c.Verdict != verdict.Passed {
 		t.Errorf("assurance %+v, want Verified", c)
 	}
 	if rec.Metadata.Pins != g.request("pass", 1, 1).Pins {
@@ -181,7 +182,7 @@ func TestRunGuardedPass(t *testing.T) {
 
 // TestRunGuardedChildHoldsFence: while a guarded child runs, it holds the fence itself
 // (the execution lock), runs in the provisioned workspace, and the controller hold stays
-// with the caller (seed 003, invariant 11).
+// with the caller.
 func TestRunGuardedChildHoldsFence(t *testing.T) {
 	t.Parallel()
 	g := newGuarded(t, "")
@@ -370,7 +371,7 @@ func TestParseFenceIdentity(t *testing.T) {
 
 // TestRunGuardedWorkspaceBeforeRun: a provisioned workspace written into or swapped
 // before the launch starts nothing, stores nothing and preserves every directory and
-// its contents (seed 003, invariants 7 and 12).
+// its contents.
 func TestRunGuardedWorkspaceBeforeRun(t *testing.T) {
 	t.Parallel()
 	t.Run("written into", func(t *testing.T) {
@@ -478,7 +479,7 @@ func TestRunGuardedWorkspaceDuringRun(t *testing.T) {
 					t.Errorf("%s not preserved: %v", p, err)
 				}
 			}
-			if c := assurance.Classify(*res.Metadata); c.Class == assurance.Verified {
+			if c := assurance.Classify(*res.Metadata); c.Verdict == verdict.Passed {
 				t.Errorf("a quarantined run is Verified")
 			}
 		})
@@ -487,7 +488,7 @@ func TestRunGuardedWorkspaceDuringRun(t *testing.T) {
 
 // TestRunGuardedGateFaults: the exit status is a fixture outcome only when the control
 // pipe carried exactly admission + payload; otherwise the collector error names what
-// happened and the run is never Verified (seed 003, invariants 9 and 10).
+// happened and the run is never Verified.
 func TestRunGuardedGateFaults(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -519,7 +520,7 @@ func TestRunGuardedGateFaults(t *testing.T) {
 			if obs.TimedOut != tt.timedOut {
 				t.Errorf("timedOut = %v", obs.TimedOut)
 			}
-			if c := assurance.Classify(*res.Metadata); c.Class != assurance.Inconclusive {
+			if c := assurance.Classify(*res.Metadata); c.Verdict != verdict.Inconclusive {
 				t.Errorf("assurance %+v, want Inconclusive", c)
 			}
 			if bytes.Contains(res.Body, []byte("sf-fixture-gate")) {
@@ -552,7 +553,7 @@ func TestRunGuardedFenceHeldElsewhere(t *testing.T) {
 	if obs.CollectorError == nil || !strings.Contains(*obs.CollectorError, "gate: refused: the fence is held by another process") {
 		t.Errorf("collectorError = %v", obs.CollectorError)
 	}
-	if c := assurance.Classify(*res.Metadata); c.Class != assurance.Inconclusive {
+	if c := assurance.Classify(*res.Metadata); c.Verdict != verdict.Inconclusive {
 		t.Errorf("assurance %+v, want Inconclusive", c)
 	}
 	if bytes.Contains(res.Body, []byte("sf-fixture-child/1")) {
@@ -592,7 +593,7 @@ func startFenceHolder(t *testing.T, path string) func() {
 }
 
 // TestRunGuardedWithoutLiveHold: without a live controller hold nothing is spawned,
-// stored or removed (seed 003, invariant 11, check at call start).
+// stored or removed.
 func TestRunGuardedWithoutLiveHold(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -652,7 +653,7 @@ func (s *releasingStore) Put(meta evidence.Metadata, body []byte) (string, error
 
 // TestRunGuardedHoldEndsWhileStoring: a hold that ends while Evidence is stored yields
 // ownership-lost carrying that write's evidence id; a hold that ends during the run
-// yields ownership-lost with no write and no removal (seed 003, invariants 8 and 11).
+// yields ownership-lost with no write and no removal.
 func TestRunGuardedHoldEndsWhileStoring(t *testing.T) {
 	t.Parallel()
 	t.Run("during the store write", func(t *testing.T) {
@@ -702,7 +703,7 @@ func TestRunGuardedHoldEndsWhileStoring(t *testing.T) {
 }
 
 // TestRunGuardedDrift: replacing the executable between the pin and the launch returns
-// not-started / drift and spawns nothing (seed 003, invariant 13).
+// not-started / drift and spawns nothing.
 func TestRunGuardedDrift(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -826,7 +827,7 @@ func TestRunGuardedNotStarted(t *testing.T) {
 }
 
 // TestRunGuardedBounds: the guarded path keeps the time and output bounds; control
-// records never count towards the output budget (seed 003, invariants 5, 9 and 10).
+// records never count towards the output budget.
 func TestRunGuardedBounds(t *testing.T) {
 	t.Parallel()
 	t.Run("hang times out", func(t *testing.T) {
@@ -837,7 +838,7 @@ func TestRunGuardedBounds(t *testing.T) {
 		if res.Status != StatusObserved || !term.TimedOut || term.ExitCode != nil || len(term.SignalsSent) == 0 {
 			t.Fatalf("status %q termination %+v", res.Status, term)
 		}
-		if c := assurance.Classify(*res.Metadata); c.Class != assurance.Inconclusive {
+		if c := assurance.Classify(*res.Metadata); c.Verdict != verdict.Inconclusive {
 			t.Errorf("assurance %+v", c)
 		}
 	})

@@ -169,6 +169,32 @@ error, 70 internal error (a bug in agentproof), 130 interrupted.`),
 }
 
 func reportFixtureRun(a *app, ctx context.Context, fixture, storeDir string, res worker.Result, asJSON bool) error {
+	out, code := fixtureRunOutcome(res)
+	if ctx.Err() != nil && code != ExitUsage {
+		code = ExitInterrupted
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+		return withExit(code, nil)
+	}
+	if res.Status == worker.StatusNotStarted {
+		return withExit(code, fmt.Errorf("fixture %s not started: %s", fixture, out.Message))
+	}
+	if _, err := fmt.Fprint(a.stdout, fixtureRunText(fixture, storeDir, res, out)); err != nil {
+		return err
+	}
+	return withExit(code, nil)
+}
+
+// fixtureRunOutcome is what a fixture run's result prints and the exit code it gives:
+// an observed run's assurance verdict (0 passed, 1 failed, 3 inconclusive), an
+// inconclusive one for evidence that could not be stored or a lost ownership, and for
+// a run that never started 130 when it was aborted, 3 for drift or lost ownership and
+// 2 otherwise.
+func fixtureRunOutcome(res worker.Result) (fixtureRunOutput, verdict.ExitCode) {
 	out := fixtureRunOutput{Status: res.Status, Termination: res.Termination, Message: res.Message}
 	code := ExitInconclusive
 	switch res.Status {
@@ -177,19 +203,16 @@ func reportFixtureRun(a *app, ctx context.Context, fixture, storeDir string, res
 		out.EvidenceID = &id
 		r := assurance.Classify(*res.Metadata)
 		out.Assurance = &r
-		code = map[assurance.Class]verdict.ExitCode{assurance.Verified: ExitOK, assurance.Failed: ExitFailed}[r.Class]
-		if r.Class == assurance.Inconclusive {
-			code = ExitInconclusive
-		}
+		code = r.Verdict.ExitCode()
 	case worker.StatusStorageFailed:
-		r := assurance.Result{Class: assurance.Inconclusive, Reason: "evidence could not be stored: " + res.Message}
+		r := assurance.InconclusiveBecause("evidence could not be stored: " + res.Message)
 		out.Assurance = &r
 	case worker.StatusOwnershipLost:
 		if res.EvidenceID != "" {
 			id := res.EvidenceID
 			out.EvidenceID = &id
 		}
-		r := assurance.Result{Class: assurance.Inconclusive, Reason: res.Message}
+		r := assurance.InconclusiveBecause(res.Message)
 		out.Assurance = &r
 	case worker.StatusNotStarted:
 		out.Message = res.Reason + ": " + res.Message
@@ -204,19 +227,12 @@ func reportFixtureRun(a *app, ctx context.Context, fixture, storeDir string, res
 			code = ExitUsage
 		}
 	}
-	if ctx.Err() != nil && code != ExitUsage {
-		code = ExitInterrupted
-	}
-	if asJSON {
-		enc := json.NewEncoder(a.stdout)
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-		return withExit(code, nil)
-	}
-	if res.Status == worker.StatusNotStarted {
-		return withExit(code, fmt.Errorf("fixture %s not started: %s", fixture, out.Message))
-	}
+	return out, code
+}
+
+// fixtureRunText is the human form of a fixture run that started: how it ended, its
+// limits, its workspace, its evidence and its assurance name with the reason.
+func fixtureRunText(fixture, storeDir string, res worker.Result, out fixtureRunOutput) string {
 	t := res.Termination
 	var b strings.Builder
 	ended := "did not confirm an exit"
@@ -248,11 +264,8 @@ func reportFixtureRun(a *app, ctx context.Context, fixture, storeDir string, res
 	} else {
 		fmt.Fprintf(&b, "evidence: not stored (%s)\n", res.Message)
 	}
-	fmt.Fprintf(&b, "assurance: %s — %s\n", out.Assurance.Class, out.Assurance.Reason)
-	if _, err := fmt.Fprint(a.stdout, b.String()); err != nil {
-		return err
-	}
-	return withExit(code, nil)
+	fmt.Fprintf(&b, "assurance: %s — %s\n", out.Assurance.Class(), out.Assurance.Reason)
+	return b.String()
 }
 
 func yesNo(v bool) string {
