@@ -104,7 +104,7 @@ func Classify(meta evidence.Metadata) Result {
 	case o.ExitCode == nil:
 		return InconclusiveBecause("no exit code was observed")
 	case o.Workspace != evidence.WorkspaceRemoved:
-		return InconclusiveBecause("cleanup not confirmed: workspace " + o.Workspace + " (" + o.WorkspaceReason + ")")
+		return InconclusiveBecause("cleanup not confirmed: workspace " + string(o.Workspace) + " (" + o.WorkspaceReason + ")")
 	}
 	switch code := *o.ExitCode; code {
 	case exitPass:

@@ -261,3 +261,20 @@ func FuzzDecode(f *testing.F) {
 }
 
 func sha(b []byte) string { return canonjson.SHA256Hex(b) }
+
+// TestRecordIdentityPinned: a record's id is the hash of its canonical metadata and
+// body, so typed fields (WorkspaceState) must encode exactly as the strings they
+// replaced; this id was computed before they were typed.
+func TestRecordIdentityPinned(t *testing.T) {
+	t.Parallel()
+	id, data, err := Encode(sampleMeta(), LocalFixtureBody{Fixture: "pass", Stdout: []byte("hello\n")}.Format())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "bdfd4c4a1571773538a9837e3bbd7efc7a1dc2001a3f72376eb479b82647b295"; id != want {
+		t.Errorf("id = %s, want %s", id, want)
+	}
+	if !bytes.Contains(data, []byte(`"workspace":"removed"`)) {
+		t.Errorf("encoded record lacks \"workspace\":\"removed\": %.200s", data)
+	}
+}

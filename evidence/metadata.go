@@ -4,7 +4,7 @@ package evidence
 // (canonjson.Sorted), so field order in Go does not matter, but every field is part of
 // the record's identity.
 //
-//   - Pins and Check: the caller's, stored verbatim (seed 003, invariant 8).
+//   - Pins and Check: the caller's, stored verbatim.
 //   - CollectedAt: when the collector finished, RFC 3339 UTC with millisecond precision
 //     (e.g. "2026-11-30T03:40:00.123Z"). Two records with identical metadata and body,
 //     including a CollectedAt in the same millisecond, are one record.
@@ -16,8 +16,8 @@ type Metadata struct {
 	Observation ProcessObservation `json:"observation"`
 }
 
-// ProcessObservation is what a collector saw of one child process (seed 003,
-// "ProcessObservation, including the collectorError text"). It records, never judges:
+// ProcessObservation is what a collector saw of one child process, including why its
+// observation is incomplete. It records, never judges:
 //
 //   - Program: the fixture name (or program label) that ran.
 //   - ExitCode: nil when no exit was observed; never defaults to 0.
@@ -27,37 +27,43 @@ type Metadata struct {
 //   - TimedOut, OutputExceeded, Aborted: which bound or request stopped it.
 //   - SignalsSent: signals the collector sent to the process group, in order.
 //   - DurationMs: spawn to settle, milliseconds. OutputBytes: every byte received;
-//     CapturedBytes: bytes kept in the body (≤ the budget, seed 003 invariant 5).
+//     CapturedBytes: bytes kept in the body (never more than the budget).
 //   - CollectorError: nil when the collector saw a clean, complete run; otherwise why the
 //     observation is incomplete (at most 1024 characters). A timeout, output overflow,
-//     abort, lost contact or unconfirmed exit always sets TimedOut or CollectorError
-//     (seed 003, invariant 9).
-//   - Workspace: "removed" or "quarantined"; WorkspaceReason says why it was quarantined.
+//     abort, lost contact or unconfirmed exit always sets TimedOut or CollectorError, so
+//     that such a run is never read as a clean exit.
+//   - Workspace: WorkspaceRemoved or WorkspaceQuarantined; WorkspaceReason says why it
+//     was quarantined.
 type ProcessObservation struct {
-	Program         string   `json:"program"`
-	ExitCode        *int     `json:"exitCode"`
-	Signal          *string  `json:"signal"`
-	Exited          bool     `json:"exited"`
-	StdioClosed     bool     `json:"stdioClosed"`
-	TimedOut        bool     `json:"timedOut"`
-	OutputExceeded  bool     `json:"outputExceeded"`
-	Aborted         bool     `json:"aborted"`
-	SignalsSent     []string `json:"signalsSent"`
-	DurationMs      int64    `json:"durationMs"`
-	OutputBytes     int64    `json:"outputBytes"`
-	CapturedBytes   int64    `json:"capturedBytes"`
-	MaxOutputBytes  int64    `json:"maxOutputBytes"`
-	CollectorError  *string  `json:"collectorError"`
-	Workspace       string   `json:"workspace"`
-	WorkspaceReason string   `json:"workspaceReason,omitempty"`
+	Program         string         `json:"program"`
+	ExitCode        *int           `json:"exitCode"`
+	Signal          *string        `json:"signal"`
+	Exited          bool           `json:"exited"`
+	StdioClosed     bool           `json:"stdioClosed"`
+	TimedOut        bool           `json:"timedOut"`
+	OutputExceeded  bool           `json:"outputExceeded"`
+	Aborted         bool           `json:"aborted"`
+	SignalsSent     []string       `json:"signalsSent"`
+	DurationMs      int64          `json:"durationMs"`
+	OutputBytes     int64          `json:"outputBytes"`
+	CapturedBytes   int64          `json:"capturedBytes"`
+	MaxOutputBytes  int64          `json:"maxOutputBytes"`
+	CollectorError  *string        `json:"collectorError"`
+	Workspace       WorkspaceState `json:"workspace"`
+	WorkspaceReason string         `json:"workspaceReason,omitempty"`
 }
+
+// WorkspaceState is what became of a run's working directory
+// (ProcessObservation.Workspace). Its JSON form is the plain string.
+type WorkspaceState string
 
 // Workspace dispositions recorded in ProcessObservation.Workspace.
 const (
-	WorkspaceRemoved     = "removed"
-	WorkspaceQuarantined = "quarantined"
+	// WorkspaceRemoved: the empty directory was removed after a confirmed exit.
+	WorkspaceRemoved WorkspaceState = "removed"
+	// WorkspaceQuarantined: the directory was kept exactly as it was, with a reason.
+	WorkspaceQuarantined WorkspaceState = "quarantined"
 )
 
-// MaxCollectorErrorLength is the longest CollectorError text in characters (seed 003,
-// MAX_COLLECTOR_ERROR_LENGTH).
+// MaxCollectorErrorLength is the longest CollectorError text in characters.
 const MaxCollectorErrorLength = 1024

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentproof/agentproof/evidence"
 )
 
 // workspacePrefix names the private working directories the worker creates.
@@ -30,16 +32,18 @@ func createWorkspace(root, prefix string) (string, error) {
 	return dir, nil
 }
 
-// WorkspaceDisposition is what became of a run's working directory (seed 003): State is
-// "removed", or "quarantined" with the directory's Path and the Reason it was kept.
+// WorkspaceDisposition is what became of a run's working directory: State is
+// evidence.WorkspaceRemoved, or evidence.WorkspaceQuarantined with the directory's Path
+// and the Reason it was kept.
 type WorkspaceDisposition struct {
-	State  string `json:"state"`
-	Path   string `json:"path,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	State  evidence.WorkspaceState `json:"state"`
+	Path   string                  `json:"path,omitempty"`
+	Reason string                  `json:"reason,omitempty"`
 }
 
 // disposeWorkspace removes dir non-recursively when confirmed (the process exited and
-// its stdio closed) and dir is empty; otherwise it quarantines dir (seed 003, invariant 7).
+// its stdio closed) and dir is empty; otherwise it quarantines dir (cleanup only when
+// confirmed).
 func disposeWorkspace(dir string, confirmed bool, why string) WorkspaceDisposition {
 	if !confirmed {
 		return quarantine(dir, "process not confirmed gone: "+why)
@@ -55,10 +59,10 @@ func disposeWorkspace(dir string, confirmed bool, why string) WorkspaceDispositi
 	if err := os.Remove(dir); err != nil {
 		return quarantine(dir, fmt.Sprintf("removing workspace: %v", err))
 	}
-	return WorkspaceDisposition{State: "removed"}
+	return WorkspaceDisposition{State: evidence.WorkspaceRemoved}
 }
 
-// WorkspaceRef is a provisioned workspace (seed 003, WorkspaceRef): a directory made for
+// WorkspaceRef is a provisioned workspace: a directory made for
 // one Attempt by ProvisionWorkspace, bound to the fence's RunID, Epoch, Worker and Nonce,
 // and identified by its Device and Inode numbers, so that a directory swapped in at the
 // same Path is recognised as another directory.
@@ -73,7 +77,7 @@ type WorkspaceRef struct {
 }
 
 // WorkspaceError lists every problem of an invalid WorkspaceRef or a workspace that does
-// not match its ref (the seed's WorkspaceError).
+// not match its ref.
 type WorkspaceError struct{ Problems []string }
 
 func (e *WorkspaceError) Error() string {
@@ -167,8 +171,7 @@ func IsWorkspaceEmpty(ref WorkspaceRef) (bool, string, error) {
 	return true, "", nil
 }
 
-// DisposeWorkspace disposes of a provisioned workspace after a guarded run (seed 003,
-// disposeWorkspace, invariant 7): it removes the directory non-recursively only when the
+// DisposeWorkspace disposes of a provisioned workspace after a guarded run: it removes the directory non-recursively only when the
 // process was confirmed gone, the controller hold is live, the directory is still the
 // provisioned one and it is empty; otherwise it leaves it exactly as it is and reports it
 // quarantined with the reason. lost reports that the removal was refused because
@@ -194,5 +197,5 @@ func DisposeWorkspace(ref WorkspaceRef, hold *FenceHold, confirmed bool, why str
 	if err := os.Remove(ref.Path); err != nil {
 		return quarantine(ref.Path, fmt.Sprintf("removing workspace: %v", err)), false
 	}
-	return WorkspaceDisposition{State: "removed"}, false
+	return WorkspaceDisposition{State: evidence.WorkspaceRemoved}, false
 }

@@ -251,7 +251,7 @@ func fixtureRunText(fixture, storeDir string, res worker.Result, out fixtureRunO
 		yesNo(t.TimedOut), yesNo(t.OutputExceeded), yesNo(t.Aborted), signals)
 	fmt.Fprintf(&b, "  output: %d bytes received, %d kept   exited: %s   stdio closed: %s\n",
 		t.OutputBytes, t.CapturedBytes, yesNo(t.Exited), yesNo(t.StdioClosed))
-	if t.Workspace.State == "removed" {
+	if t.Workspace.State == evidence.WorkspaceRemoved {
 		b.WriteString("  workspace: removed\n")
 	} else {
 		fmt.Fprintf(&b, "  workspace: quarantined at %s (%s)\n", t.Workspace.Path, t.Workspace.Reason)
