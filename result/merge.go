@@ -108,6 +108,7 @@ type Merged struct {
 	Copied     []string // target attempt directories, relative to the campaign directory
 	Skipped    []string // identical attempts already present
 	Warnings   []string
+	placed     map[string][]byte // result.json of the attempts copied so far, by place
 }
 
 type sourceAttempt struct {
@@ -124,9 +125,11 @@ type sourceAttempt struct {
 // same number (a rerun of a CI job) goes to attempt-<n>-<12 hex digits of its
 // result.json's SHA-256>, and best-attempt selection chooses between them. Symbolic
 // links and special files are not copied. A result.json that does not decode, or names
-// no valid execution id, is skipped with a warning. Run report.Generate afterwards.
+// no valid execution id, is skipped with a warning. Every copied result.json is written
+// after the evidence of all copied attempts is durable, so a half-copied attempt is
+// never mistaken for a complete one. Run report.Generate afterwards.
 func Merge(opts MergeOptions) (*Merged, error) {
-	m := &Merged{}
+	m := &Merged{placed: map[string][]byte{}}
 	found, campaigns, err := findAttempts(opts.Sources, m)
 	if err != nil {
 		return nil, err
@@ -150,10 +153,18 @@ func Merge(opts MergeOptions) (*Merged, error) {
 			return nil, err
 		}
 	}
+	var pending []*pendingResult
 	for _, a := range found {
-		if err := m.place(campaignDir, a); err != nil {
+		p, err := m.place(campaignDir, a)
+		if err != nil {
 			return nil, err
 		}
+		if p != nil {
+			pending = append(pending, p)
+		}
+	}
+	if err := m.writeResults(campaignDir, pending); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -226,56 +237,92 @@ func mergeCampaignID(given string, campaigns map[string]bool) (string, error) {
 	return id, nil
 }
 
-// place copies attempt a into campaignDir at <suite>/<profile>/<environment>/<case>/
-// attempt-<n>, or beside it at attempt-<n>-<12 hex digits of its digest> when another
-// attempt holds that place, and records it in m as copied, or as skipped when an
-// identical one is there already. Error: the copy failed.
-func (m *Merged) place(campaignDir string, a sourceAttempt) error {
+// place copies the evidence of attempt a into campaignDir at <suite>/<profile>/
+// <environment>/<case>/attempt-<n>, or beside it at attempt-<n>-<12 hex digits of its
+// digest> when another attempt holds that place, and records it in m as copied, or as
+// skipped when an identical one is there already. The copied attempt's result.json is
+// returned to be written once every attempt's evidence is durable (nil when skipped).
+// Error: the copy failed.
+func (m *Merged) place(campaignDir string, a sourceAttempt) (*pendingResult, error) {
 	s, p, e, c, _ := ParseExecutionID(a.result.ExecutionID)
 	base := filepath.Join(s, p, e, c, "attempt-"+strconv.Itoa(a.result.Attempt))
+	held := func(rel string) ([]byte, error) {
+		if raw, ok := m.placed[rel]; ok {
+			return raw, nil
+		}
+		return os.ReadFile(filepath.Join(campaignDir, rel, ResultFile))
+	}
 	rel := base
-	existing, err := os.ReadFile(filepath.Join(campaignDir, rel, ResultFile))
+	existing, err := held(rel)
 	if err == nil && !bytes.Equal(existing, a.raw) {
 		rel = base + "-" + a.digest[:12]
-		existing, err = os.ReadFile(filepath.Join(campaignDir, rel, ResultFile))
+		existing, err = held(rel)
 	}
 	if err == nil && bytes.Equal(existing, a.raw) {
 		m.Skipped = append(m.Skipped, filepath.ToSlash(rel))
-		return nil
+		return nil, nil
 	}
-	warnings, err := copyTree(a.dir, filepath.Join(campaignDir, rel))
+	dst := filepath.Join(campaignDir, rel)
+	warnings, err := copyTree(a.dir, dst)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m.Warnings = append(m.Warnings, warnings...)
 	m.Copied = append(m.Copied, filepath.ToSlash(rel))
-	return nil
+	m.placed[rel] = a.raw
+	return &pendingResult{path: filepath.Join(dst, ResultFile), raw: a.raw}, nil
 }
 
-// copyTree copies regular files and directories from src to dst (created), skipping
-// symbolic links and special files, every file through the evidence guard (Guard with
-// no secret set: the allowlist and secret shapes; a file it refuses is left out and
-// named in a warning); result.json is written last and atomically, so a half-copied
-// attempt is never mistaken for a complete one.
-func copyTree(src, dst string) ([]string, error) {
-	var resultSrc string
-	var warnings []string
-	guard := Guard{}
-	copyOne := func(p, target, rel string) error {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		gf, err := guard.Write(target, b, true)
-		for _, l := range gf.Leaks {
-			warnings = append(warnings, fmt.Sprintf("%s: secret leak (%s): redacted while copying", filepath.ToSlash(rel), l))
-		}
-		if errors.Is(err, ErrNotAllowed) || gf.Withheld {
-			warnings = append(warnings, fmt.Sprintf("%s: not copied: %v", filepath.ToSlash(rel), err))
-			return nil
-		}
+// pendingResult is a copied attempt's result.json, written after its evidence.
+type pendingResult struct {
+	path string
+	raw  []byte
+}
+
+// writeResults makes the copied evidence under campaignDir durable (one sync of its
+// file system), then writes every pending result.json through the evidence guard
+// (atomically, without an fsync each) and syncs once more: an attempt is never seen
+// complete before its evidence is, and a merge of many attempts costs two syncs, not
+// two fsyncs per file.
+func (m *Merged) writeResults(campaignDir string, pending []*pendingResult) error {
+	if len(pending) == 0 {
+		return nil
+	}
+	if err := SyncFilesystem(campaignDir); err != nil {
 		return err
 	}
+	for _, p := range pending {
+		warnings, err := guardCopy(Guard{Deferred: true}, p.raw, p.path, ResultFile)
+		m.Warnings = append(m.Warnings, warnings...)
+		if err != nil {
+			return fmt.Errorf("copying %s: %w", p.path, err)
+		}
+	}
+	return SyncFilesystem(campaignDir)
+}
+
+// guardCopy writes b to target through guard, turning what the guard found into
+// warnings about rel: a leak redacted, or a file left out.
+func guardCopy(guard Guard, b []byte, target, rel string) ([]string, error) {
+	var warnings []string
+	gf, err := guard.Write(target, b, true)
+	for _, l := range gf.Leaks {
+		warnings = append(warnings, fmt.Sprintf("%s: secret leak (%s): redacted while copying", filepath.ToSlash(rel), l))
+	}
+	if errors.Is(err, ErrNotAllowed) || gf.Withheld {
+		return append(warnings, fmt.Sprintf("%s: not copied: %v", filepath.ToSlash(rel), err)), nil
+	}
+	return warnings, err
+}
+
+// copyTree copies the regular files and directories of attempt directory src to dst
+// (created), except its result.json, skipping symbolic links and special files, every
+// file through the evidence guard (Guard with no secret set: the allowlist and secret
+// shapes; a file it refuses is left out and named in a warning), without an fsync:
+// Merge makes them durable together before any result.json is written.
+func copyTree(src, dst string) ([]string, error) {
+	var warnings []string
+	guard := Guard{Deferred: true}
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -288,19 +335,19 @@ func copyTree(src, dst string) ([]string, error) {
 		switch {
 		case d.IsDir():
 			return os.MkdirAll(target, 0o755)
-		case !d.Type().IsRegular():
-			return nil
-		case rel == ResultFile:
-			resultSrc = p
+		case !d.Type().IsRegular(), rel == ResultFile:
 			return nil
 		}
-		return copyOne(p, target, rel)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		w, err := guardCopy(guard, b, target, rel)
+		warnings = append(warnings, w...)
+		return err
 	})
 	if err != nil {
 		return warnings, fmt.Errorf("copying %s to %s: %w", src, dst, err)
-	}
-	if err := copyOne(resultSrc, filepath.Join(dst, ResultFile), ResultFile); err != nil {
-		return warnings, fmt.Errorf("copying %s: %w", resultSrc, err)
 	}
 	return warnings, nil
 }
