@@ -242,3 +242,34 @@ func TestGapsAndForeign(t *testing.T) {
 		t.Errorf("foreign %v", f)
 	}
 }
+
+// TestDefaultCatalogBalanced: the default `run --all` selection in 8 shards weighed by
+// the history of a real `./agentproof run --all` on these machines
+// (testdata/history-default.json, campaign full-1, 177/177 passed): the longest shard's
+// expected time is within 15 % of the mean.
+func TestDefaultCatalogBalanced(t *testing.T) {
+	t.Parallel()
+	_, cells := allCells(t)
+	h, warn, err := result.ReadHistory("testdata/history-default.json")
+	if err != nil || warn != "" {
+		t.Fatalf("%v %s", err, warn)
+	}
+	est := Estimate(cells, h)
+	p, err := Build(cells, 8, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromHistory := 0
+	for _, c := range est.Cells {
+		if c.Source == FromHistory {
+			fromHistory++
+		}
+	}
+	if fromHistory < 150 {
+		t.Fatalf("only %d of %d cells have history: the fixture no longer describes the default catalog", fromHistory, len(cells))
+	}
+	if p.MaxMs*100 > p.MeanMs*115 {
+		t.Errorf("%d cells in 8 shards: longest %d ms, mean %d ms: more than 15 %% over", len(cells), p.MaxMs, p.MeanMs)
+	}
+	t.Logf("%d cells (%d with history) in 8 shards: mean %d ms, longest %d ms (+%.2f %%)", len(cells), fromHistory, p.MeanMs, p.MaxMs, float64(p.Imbalance)/10)
+}

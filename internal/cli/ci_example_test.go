@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,8 +29,9 @@ type workflowCommand struct {
 // TestCIExampleCommands parses examples/github-actions.yml and checks every agentproof
 // command its steps run: the subcommand exists, its flags exist and parse, its
 // positional arguments are accepted. The workflow must run the sharded campaign the
-// example is for: list --matrix-json (plan), run --id --campaign --results once per
-// matrix cell, and report merge --expected-ids over every shard.
+// example is for: list --shards N (the plan and its --matrix-json), run --plan --shard
+// --campaign --results once per shard of the matrix, and report merge --plan over
+// every shard; for the default catalog that is N + 2 jobs.
 func TestCIExampleCommands(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile(ciExample)
@@ -74,7 +76,7 @@ func TestCIExampleCommands(t *testing.T) {
 					continue
 				}
 				c.path = cmd.CommandPath()
-				for _, f := range []string{"all", "id", "campaign", "results", "matrix-json", "expected-ids", "catalog", "with-default", "suite"} {
+				for _, f := range []string{"all", "id", "campaign", "results", "matrix-json", "expected-ids", "catalog", "with-default", "suite", "shards", "weights", "plan", "shard"} {
 					if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed {
 						c.set = append(c.set, f)
 					}
@@ -88,9 +90,10 @@ func TestCIExampleCommands(t *testing.T) {
 		flags     []string
 	}{
 		{"plan", "agentproof validate", nil},
-		{"plan", "agentproof list", []string{"matrix-json"}},
-		{"cell", "agentproof run", []string{"id", "campaign", "results"}},
-		{"report", "agentproof report merge", []string{"expected-ids", "campaign", "results"}},
+		{"plan", "agentproof list", []string{"all", "shards", "weights"}},
+		{"plan", "agentproof list", []string{"all", "shards", "weights", "matrix-json"}},
+		{"shard", "agentproof run", []string{"plan", "shard", "campaign", "results"}},
+		{"report", "agentproof report merge", []string{"plan", "campaign", "results"}},
 	}
 	for _, w := range want {
 		if !slices.ContainsFunc(cmds, func(c workflowCommand) bool {
@@ -107,11 +110,50 @@ func TestCIExampleCommands(t *testing.T) {
 			t.Errorf("job %s does not run %s with --%s; it runs %v", w.job, w.path, strings.Join(w.flags, " --"), cmds)
 		}
 	}
-	// the run job is the matrix of the plan's cells
-	cell := wf.Jobs["cell"]
-	if inc, _ := cell.Strategy.Matrix["include"].(string); !strings.Contains(inc, "fromJSON(needs.plan.outputs.matrix).include") {
-		t.Errorf("job cell's matrix is %v, want the include list of the plan's --matrix-json output", cell.Strategy.Matrix)
+	// the run job is the matrix of the plan's shards
+	sh := wf.Jobs["shard"]
+	if inc, _ := sh.Strategy.Matrix["include"].(string); !strings.Contains(inc, "fromJSON(needs.plan.outputs.matrix).include") {
+		t.Errorf("job shard's matrix is %v, want the include list of the plan's --matrix-json output", sh.Strategy.Matrix)
 	}
+	t.Logf("jobs for the default catalog: %d", workflowJobs(t, len(wf.Jobs)-1, cmds))
+}
+
+// workflowJobs is how many jobs the workflow runs for the default catalog's --all
+// selection: its jobs without a matrix (others) plus one per shard of the plan its
+// `list --shards N` makes. The shard matrix must be smaller than one job per cell.
+func workflowJobs(t *testing.T, others int, cmds []workflowCommand) int {
+	t.Helper()
+	for _, c := range cmds {
+		if c.path != "agentproof list" || !slices.Contains(c.set, "matrix-json") {
+			continue
+		}
+		var out strings.Builder
+		args := slices.Clone(c.args)
+		for i, a := range args {
+			if a == "$WEIGHTS" {
+				args[i] = "" // the first run: no history yet
+			}
+		}
+		if code := Main(args, strings.NewReader(""), &out, io.Discard); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		var m struct {
+			Include []struct{ Cells int } `json:"include"`
+		}
+		if err := json.Unmarshal([]byte(out.String()), &m); err != nil {
+			t.Fatal(err)
+		}
+		cells := 0
+		for _, j := range m.Include {
+			cells += j.Cells
+		}
+		if len(m.Include) == 0 || len(m.Include) >= cells {
+			t.Fatalf("the workflow's matrix has %d shards for %d cells", len(m.Include), cells)
+		}
+		return others + len(m.Include)
+	}
+	t.Fatal("the workflow lists no shard matrix")
+	return 0
 }
 
 // TestCIExampleLint lints examples/github-actions.yml with actionlint (syntax, job and
@@ -136,6 +178,9 @@ func TestCIExampleLint(t *testing.T) {
 	}
 	// the linter is not blind: a broken copy is reported
 	broken := strings.Replace(string(raw), "needs: plan\n", "needs: nosuchjob\n", 1)
+	if broken == string(raw) {
+		t.Fatal("the broken copy is not broken: no job says needs: plan")
+	}
 	if errs, err := l.Lint("<stdin>", []byte(broken), nil); err != nil || len(errs) == 0 {
 		t.Fatalf("actionlint found nothing in a workflow whose job needs an unknown job (%v)", err)
 	}

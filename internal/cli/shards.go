@@ -27,8 +27,8 @@ func (s *shardFlags) add(f *pflag.FlagSet) {
 }
 
 // planShards builds the shard plan of cells in count shards, weighing cells with the
-// history at weights ("": none). A history that cannot be read is a usage error naming
-// the flag.
+// history at weights ("": none, so that a workflow can pass an empty variable on its
+// first run). A history that cannot be read is a usage error naming the flag.
 func planShards(cells []*catalog.Cell, count int, weights string) (*shard.Plan, error) {
 	var h *result.History
 	if weights != "" {
