@@ -75,6 +75,15 @@ type LocalExecutor struct {
 	// serve child (docs/ARCHITECTURE.md "Control-plane instances").
 	InProcess InProcessStart
 	Instances InstanceMode
+	// Secrets are the secrets the campaign holds before any attempt (every declared
+	// credential present when it started, whichever cell loads it, and its canaries):
+	// every attempt's scans and evidence are guarded with them besides its own (nil:
+	// none). The secrets of the attempts running beside one (their canaries and their
+	// instances' keys) are added as they are made (heldSecrets).
+	Secrets *redact.Set
+
+	// held are the secrets of the attempts running now (heldSecrets).
+	held heldSecrets
 
 	// shared is what every attempt's serve child is given, made in the background
 	// once (serveFlags); sharedOnce starts making it, sharedDone is closed when it
@@ -309,6 +318,8 @@ type Stages struct {
 // secrets is the attempt's most complete secret set so far.
 func (s *Stages) secrets() *redact.Set {
 	switch {
+	case s.Teardown.Secrets != nil:
+		return s.Teardown.Secrets
 	case s.Fixtures.Secrets != nil:
 		return s.Fixtures.Secrets
 	case s.Provisioned.Secrets != nil:
@@ -355,6 +366,7 @@ func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan campaign.Attemp
 	s := &Stages{Pace: PaceOf(plan.Cell.Profile, x.Live)}
 	x.runStages(ctx, a, s)
 	s.Teardown = x.teardown(ctx, a, s)
+	x.held.release(s.Provisioned.held)
 	s.Interrupted = ctx.Err() != nil
 	return campaign.Outcome{
 		Judgement:        Judge(s),

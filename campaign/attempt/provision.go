@@ -24,8 +24,8 @@ const CanarySecretKey = "APF_ATTEMPT_CANARY"
 // Provisioned is what the provision stage returns: the attempt's private temp root
 // (Root) with its instance home, workspace, tmp and artifacts directories, the running
 // control-plane server, the scripted model (CLI cells run offline; nil otherwise), the
-// attempt canary and the secret set so far (the canary, the campaign's canaries, the
-// instance's own board token, master key and run-token key). Fault is the harness
+// attempt canary and the secret set so far (the campaign's secrets, the canary, the
+// campaign's canaries, the instance's own board token, master key and run-token key). Fault is the harness
 // fault that stopped provisioning, or nil; whatever was provisioned before it is in
 // the value, for teardown.
 type Provisioned struct {
@@ -52,8 +52,13 @@ type Provisioned struct {
 	Marker string
 	// Lease is the sandbox lease of a sandbox cell and its bridge (nil for a local
 	// cell); Workspace is then the lease's workspace, on the lease disk.
-	Lease   *leaseHold
+	Lease *leaseHold
+	// Secrets is the attempt's secret set so far: the campaign's (LocalExecutor.Secrets),
+	// the attempt's canaries and its instance's keys, and those of the attempts
+	// running beside it when it started; held is its entry among the campaign's
+	// running attempts (heldSecrets).
 	Secrets *redact.Set
+	held    *heldEntry
 	Fault   *verdict.Fault
 }
 
@@ -113,10 +118,12 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 		p.Fault = verdict.HarnessFault(fmt.Errorf("harness canary: %w", err), true)
 		return p
 	}
-	p.Secrets = redact.NewSet(p.Canary, p.ControllerCanary)
+	p.Secrets = x.Secrets.With(p.Canary, p.ControllerCanary)
 	for _, c := range x.Canaries {
 		p.Secrets = p.Secrets.WithCredentials(c.Value)
 	}
+	p.held = x.held.hold(p.Canary, p.ControllerCanary)
+	p.Secrets = x.held.withOthers(p.Secrets, p.held)
 	p.Marker = worker.NewMarker()
 	if isHostile(a.plan) {
 		if p.Hostile, err = startHostile(root); err != nil {
@@ -124,6 +131,7 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 			return p
 		}
 		p.Secrets = p.Secrets.With(p.Hostile.secret)
+		x.held.add(p.held, p.Hostile.secret)
 	}
 	leased := needsLease(a.plan.Cell.Environment)
 	if p.Fault = x.startServices(ctx, a, &p, !leased); p.Fault == nil && leased {
@@ -186,6 +194,7 @@ func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provis
 		return verdict.HarnessFault(fmt.Errorf("server start failed: %w", err), true)
 	}
 	p.Secrets = p.Secrets.With(inst...)
+	x.held.add(p.held, inst...)
 	if _, pinned := a.plan.Cell.Profile.Driver.Package(); !pinned || x.Live || !model {
 		return nil
 	}

@@ -38,6 +38,9 @@ type Teardown struct {
 	// Trajectories are the ATIF trajectories written of the attempt's runs
 	// (exportTrajectories).
 	Trajectories []result.TrajectoryRef
+	// Secrets is the set teardown scanned and wrote with: the attempt's, and the
+	// secrets of every attempt that ran beside it (heldSecrets.others).
+	Secrets *redact.Set
 }
 
 // teardown tears down what the stages left, in reverse: the fixtures (fixtures.json),
@@ -52,41 +55,10 @@ type Teardown struct {
 func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Teardown {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer cancel()
-	var t Teardown
-	secrets, p := s.secrets(), &s.Provisioned
-	if fx := s.Fixtures.Set; fx != nil {
-		if err := fx.Teardown(tctx); err != nil {
-			t.Problems = append(t.Problems, secrets.RedactText(err.Error()))
-		}
-		writeJSON(a.ev, secrets, "fixtures.json", fx.States())
-	}
-	if s.Fixtures.CleanupErr != "" {
-		t.Problems = append(t.Problems, s.Fixtures.CleanupErr)
-	}
-	killed := false
-	if p.Instance != nil {
-		var problems []string
-		problems, killed = stopServices(a, p, secrets)
-		t.Problems = append(t.Problems, problems...)
-	}
-	if note, leak := p.Hostile.stop(); note != "" {
-		a.log.note("%s", note)
-		if leak != "" {
-			t.Leaks = append(t.Leaks, leak)
-		}
-	}
-	problems, notes := escapedOf(s.Observation.Runs, s.Flow.Killed)
-	for _, n := range notes {
-		a.log.note("%s", n)
-	}
-	t.Problems = append(t.Problems, problems...)
-	t.Problems = append(t.Problems, sweepMarker(a, p.Marker, killed, secrets)...)
-	// The login file's HOME goes once no agent process can touch it, before the scans.
-	if problem := destroyLoginHome(a.ev, secrets, s.Fixtures.LoginFile); problem != "" {
-		t.Problems = append(t.Problems, problem)
-	} else if s.Fixtures.LoginFile != nil {
-		a.log.note("login file %s: HOME destroyed, confirmed gone", s.Fixtures.LoginFile.Credential)
-	}
+	p := &s.Provisioned
+	t := Teardown{Secrets: x.held.withOthers(s.secrets(), p.held)}
+	secrets := t.Secrets
+	t.Problems, t.Leaks = stopAttempt(tctx, a, s, secrets)
 	a.ev.Write(secrets, "logs/flow.log", []byte(a.log.text()), true)
 	// The trajectories are made from the evidence alone (the agent logs, the model's
 	// log, the state snapshot), so they are exported while the roots are scanned and
@@ -141,6 +113,49 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	t.Leaks = append(t.Leaks, scanEvidence(secrets, a.ev.Dir())...)
 	t.Confirmed = len(t.Problems) == 0
 	return t
+}
+
+// stopAttempt is the first half of teardown: it tears down the fixtures (fixtures.json),
+// stops the server and the scripted model, stops the hostile agent's targets, finds
+// the processes that escaped the runs and sweeps whatever still carries the attempt's
+// marker, and destroys a login file's HOME. It returns the cleanup problems and the
+// leaks found, redacted with secrets.
+func stopAttempt(ctx context.Context, a *attempt, s *Stages, secrets *redact.Set) (problems, leaks []string) {
+	p := &s.Provisioned
+	if fx := s.Fixtures.Set; fx != nil {
+		if err := fx.Teardown(ctx); err != nil {
+			problems = append(problems, secrets.RedactText(err.Error()))
+		}
+		writeJSON(a.ev, secrets, "fixtures.json", fx.States())
+	}
+	if s.Fixtures.CleanupErr != "" {
+		problems = append(problems, s.Fixtures.CleanupErr)
+	}
+	killed := false
+	if p.Instance != nil {
+		var stopped []string
+		stopped, killed = stopServices(a, p, secrets)
+		problems = append(problems, stopped...)
+	}
+	if note, leak := p.Hostile.stop(); note != "" {
+		a.log.note("%s", note)
+		if leak != "" {
+			leaks = append(leaks, leak)
+		}
+	}
+	escaped, notes := escapedOf(s.Observation.Runs, s.Flow.Killed)
+	for _, n := range notes {
+		a.log.note("%s", n)
+	}
+	problems = append(problems, escaped...)
+	problems = append(problems, sweepMarker(a, p.Marker, killed, secrets)...)
+	// The login file's HOME goes once no agent process can touch it, before the scans.
+	if problem := destroyLoginHome(a.ev, secrets, s.Fixtures.LoginFile); problem != "" {
+		problems = append(problems, problem)
+	} else if s.Fixtures.LoginFile != nil {
+		a.log.note("login file %s: HOME destroyed, confirmed gone", s.Fixtures.LoginFile.Credential)
+	}
+	return problems, leaks
 }
 
 // stopServices stops the server and the scripted model and keeps their logs; it

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -25,6 +27,15 @@ type app struct {
 	stdout    io.Writer
 	stderr    io.Writer
 	dialAgent agent.Dialer
+	// entry is true when the command line being run is this process's own (os.Args),
+	// so that `run` may re-execute it (takeCredentials); false for a test that calls
+	// Main in-process.
+	entry bool
+	// creds are the declared credentials `run` took out of its environment.
+	creds credentials
+	// handed is true in a `run` re-executed without its credentials (they were handed
+	// over a descriptor): what the first image already said is not said again.
+	handed bool
 }
 
 // Main runs the agentproof command line with args (without the program name) and the
@@ -39,7 +50,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 			code = int(ExitInternal)
 		}
 	}()
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, dialAgent: client.DialAgent}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, dialAgent: client.DialAgent, entry: len(os.Args) > 0 && slices.Equal(os.Args[1:], args)}
 	if len(args) > 0 && args[0] == fixtureChildCmd {
 		return runFixtureChild(a, args[1:])
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -55,7 +56,41 @@ func newRunCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [selectors]",
 		Short: "Run the selected cells as a campaign: isolated attempts, graded, with results",
-		Long: strings.TrimSpace(`
+		Long:  strings.TrimSpace(runLong),
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.run(cmd, *dir, o)
+		},
+	}
+	dir = catalogFlag(cmd)
+	selectorFlags(cmd, &o.sel)
+	f := cmd.Flags()
+	f.StringVar(&o.results, "results", defaultResults, "results directory")
+	f.StringVar(&o.campaignID, "campaign", "", "campaign id (default local-<UTC timestamp>-<8 random hex digits>; sanitised to [A-Za-z0-9_.-])")
+	f.IntVar(&o.maxParallel, "max-parallel", 0, "attempts running at once (default: the number of CPUs)")
+	f.IntVar(&o.maxRetries, "max-automatic-retries", 1, "automatic retries after a transient or provider-variance failure: 0 or 1")
+	f.Int64Var(&o.seed, "seed", 0, "seed for deterministic nonces (default: random nonces)")
+	f.StringVar(&o.progress, "progress", "auto", "progress display: auto, tty, plain or none")
+	f.BoolVar(&o.canary, "canary", false, "inject fake secrets of every known shape as credentials (APF_CANARY_*) to prove leaks are caught")
+	f.BoolVar(&o.live, "live", false, "run agent CLI cells against their profile's live provider instead of the scripted model (needs the profile's credential)")
+	f.IntVar(&o.repeat, "repeat", 1, "run every selected cell N times, each repetition an independent attempt (pass rate, pass^k, pass@k, flaky in the report)")
+	f.StringVar(&o.resume, "resume", "", "continue the campaign `id` under --results: run its selected cells (and repetitions) that have no result, keep the rest")
+	f.StringVar(&o.rerunFailed, "rerun-failed", "", "run the cells of the campaign `id` under --results that did not pass again, as new attempts of the same campaign")
+	instance := f.VarPF(instanceFlag{&o.instances}, "instance", "", "where each attempt's control-plane instance runs: in-process (inside this process, except cells whose flow restarts or kills a process, hostile and sandbox cells, which get a serve child) or child (an agentproof serve child process for every attempt)")
+	instance.DefValue = string(attempt.InstanceInProcess)
+	o.instances = attempt.InstanceInProcess
+	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
+	o.shards.add(f)
+	f.StringVar(&o.stateDir, "state-dir", "", "where each attempt's instance home is made: its database, keys and run records and its agents' HOMEs (default /dev/shm when it is a tmpfs with at least 512 MiB free, so that none of it reaches a disk; else inside the attempt's temp root)")
+	wantFlag(cmd, "max-parallel", "a whole number ≥ 1")
+	wantFlag(cmd, "max-automatic-retries", "0 or 1")
+	wantFlag(cmd, "repeat", fmt.Sprintf("a whole number from 1 to %d", campaign.MaxRepeat))
+	wantFlag(cmd, "seed", "a whole number (64-bit)")
+	return cmd
+}
+
+// runLong is the help text of `agentproof run`.
+const runLong = `
 Run the selected cells of the catalog as a campaign. Every attempt gets a private
 temp root, its own control-plane instance on a loopback port with its own SQLite
 file and keys, fixtures created through the board API (company, secrets, local environment,
@@ -67,7 +102,12 @@ Selectors are those of 'agentproof list' (--all, --id, --suite, --group, --profi
 --environment, --case); an empty or unknown selection exits 2 before anything starts.
 A cell needing a credential reads its value from the environment variable of the
 same name (for example OPENAI_API_KEY); the value reaches the instance only as a
-secret.
+secret. Before anything starts, run takes every credential the catalog declares out
+of its own environment (it re-executes itself without them, the values handed over
+a memory file) and makes itself non-dumpable, so that an agent of the same user can
+read neither its /proc/<pid>/environ nor its memory; an agent gets only what its
+profile declares (docs/secrets.md "Threat model": an agent running as root can read
+any process; only the sandbox environment contains it).
 
 Every attempt also stores a fresh random canary secret (APF_ATTEMPT_CANARY) and hands
 it to its agent. After each attempt the closed instance home and the workspace are
@@ -174,120 +214,37 @@ it is the 'agentproof run --resume' command that continues it, and the campaign 
 covers only the cells that finished and says so) and exits 130.
 Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
 2 usage or configuration error, 70 internal error (a bug in agentproof, or a result
-or the campaign report could not be written), 130 interrupted.`),
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.run(cmd, *dir, o)
-		},
-	}
-	dir = catalogFlag(cmd)
-	selectorFlags(cmd, &o.sel)
-	f := cmd.Flags()
-	f.StringVar(&o.results, "results", defaultResults, "results directory")
-	f.StringVar(&o.campaignID, "campaign", "", "campaign id (default local-<UTC timestamp>-<8 random hex digits>; sanitised to [A-Za-z0-9_.-])")
-	f.IntVar(&o.maxParallel, "max-parallel", 0, "attempts running at once (default: the number of CPUs)")
-	f.IntVar(&o.maxRetries, "max-automatic-retries", 1, "automatic retries after a transient or provider-variance failure: 0 or 1")
-	f.Int64Var(&o.seed, "seed", 0, "seed for deterministic nonces (default: random nonces)")
-	f.StringVar(&o.progress, "progress", "auto", "progress display: auto, tty, plain or none")
-	f.BoolVar(&o.canary, "canary", false, "inject fake secrets of every known shape as credentials (APF_CANARY_*) to prove leaks are caught")
-	f.BoolVar(&o.live, "live", false, "run agent CLI cells against their profile's live provider instead of the scripted model (needs the profile's credential)")
-	f.IntVar(&o.repeat, "repeat", 1, "run every selected cell N times, each repetition an independent attempt (pass rate, pass^k, pass@k, flaky in the report)")
-	f.StringVar(&o.resume, "resume", "", "continue the campaign `id` under --results: run its selected cells (and repetitions) that have no result, keep the rest")
-	f.StringVar(&o.rerunFailed, "rerun-failed", "", "run the cells of the campaign `id` under --results that did not pass again, as new attempts of the same campaign")
-	instance := f.VarPF(instanceFlag{&o.instances}, "instance", "", "where each attempt's control-plane instance runs: in-process (inside this process, except cells whose flow restarts or kills a process, hostile and sandbox cells, which get a serve child) or child (an agentproof serve child process for every attempt)")
-	instance.DefValue = string(attempt.InstanceInProcess)
-	o.instances = attempt.InstanceInProcess
-	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
-	o.shards.add(f)
-	f.StringVar(&o.stateDir, "state-dir", "", "where each attempt's instance home is made: its database, keys and run records and its agents' HOMEs (default /dev/shm when it is a tmpfs with at least 512 MiB free, so that none of it reaches a disk; else inside the attempt's temp root)")
-	wantFlag(cmd, "max-parallel", "a whole number ≥ 1")
-	wantFlag(cmd, "max-automatic-retries", "0 or 1")
-	wantFlag(cmd, "repeat", fmt.Sprintf("a whole number from 1 to %d", campaign.MaxRepeat))
-	wantFlag(cmd, "seed", "a whole number (64-bit)")
-	return cmd
-}
+or the campaign report could not be written), 130 interrupted.`
 
 // defaultResults is the default --results directory.
 const defaultResults = "agentproof-results"
 
-// run is the body of `agentproof run`.
+// run is the body of `agentproof run`: it starts the campaign (startRun), plans it,
+// opens its directory, runs its attempts and writes its report (finishCampaign).
 func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	mode, err := campaign.ParseProgressMode(o.progress)
 	if err != nil {
 		return &UsageError{Err: err}
 	}
-	if o.stateDir, err = stateDir(cmd, o.stateDir); err != nil {
-		return err
-	}
-	// Becoming the subreaper of the attempts' orphans starts a child to check that the
-	// Go runtime tells its own children apart (worker.BecomeSubreaper): done while the
-	// catalog loads, and waited for before planning, which may start processes.
-	subreaper := make(chan error, 1)
-	go func() {
-		_, err := worker.BecomeSubreaper()
-		subreaper <- err
-	}()
-	// The binary's digest (every fixture and built-in agent is this binary) is made
-	// while the catalog loads and the campaign is planned.
-	var digest *attempt.Digest
-	if self, err := os.Executable(); err == nil {
-		digest = attempt.StartDigest(self)
-	}
-	if o.instances != attempt.InstanceChild {
-		setRunGOGC() // before the catalog loads: it is most of a small campaign's allocations
-	}
-	dir = a.continuedCatalog(cmd, dir, o)
-	c, err := loadCatalog(dir)
+	st, err := a.startRun(cmd, dir, &o)
 	if err != nil {
 		return err
 	}
-	opts := campaign.Options{CampaignID: o.campaignID, MaxParallel: o.maxParallel, MaxAutomaticRetries: o.maxRetries, Repeat: o.repeat}
-	if cmd.Flags().Changed("seed") {
-		seed := o.seed
-		opts.Seed = &seed
-	}
-	if cmd.Flags().Changed("max-parallel") && o.maxParallel == 0 {
-		return usageErrorf("invalid value \"0\" for --max-parallel: want a whole number ≥ 1")
-	}
-	if o.repeat < 1 || o.repeat > campaign.MaxRepeat {
-		return usageErrorf("--repeat must be between 1 and %d, not %d", campaign.MaxRepeat, o.repeat)
-	}
-	root, err := filepath.Abs(o.results)
-	if err != nil {
-		return usageErrorf("--results: %v", err)
-	}
-	if err := <-subreaper; err != nil {
-		fmt.Fprintf(a.stderr, "agentproof: %v\n", err)
-	}
-	plan, binaries, unlock, err := a.planRun(cmd, c, root, o, opts)
+	plan, binaries, unlock, err := a.planRun(cmd, st.catalog, st.root, o, st.opts)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if digest != nil && !launchesSelf(plan.Cells) {
-		digest.Cancel() // no attempt needs it: its core is theirs
+	if st.digest != nil && !launchesSelf(plan.Cells) {
+		st.digest.Cancel() // no attempt needs it: its core is theirs
 	}
 	if plan.Resumed() && len(plan.Units) == 0 {
-		nothingToRun(a, o, plan, filepath.Join(root, plan.CampaignID))
+		nothingToRun(a, o, plan, filepath.Join(st.root, plan.CampaignID))
 		return nil
 	}
-	if !plan.Resumed() {
-		if plan.CatalogSources, err = dir.record(); err != nil {
-			return err
-		}
-	}
-	campaignDir := filepath.Join(root, plan.CampaignID)
-	if !plan.Resumed() {
-		if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
-			return usageErrorf("campaign directory %s already holds results; choose another --campaign, remove it, or continue it with --resume %s", campaignDir, plan.CampaignID)
-		}
-		if err := os.MkdirAll(campaignDir, 0o755); err != nil {
-			return usageErrorf("--results: %v", err)
-		}
-		// Before the first attempt, so that a killed campaign can be resumed.
-		if err := campaign.WritePlanRecord(root, plan); err != nil {
-			return withExit(ExitInternal, fmt.Errorf("%w; %s", err, bugNote))
-		}
+	campaignDir, err := createCampaignDir(st.dir, st.root, plan)
+	if err != nil {
+		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -302,32 +259,17 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	exec := &attempt.LocalExecutor{ResultsRoot: root, Executable: exe, Credential: os.LookupEnv, CLIs: binaries, Live: o.live,
-		InProcess: inProcessServe(exe), Instances: o.instances, StateDir: o.stateDir, ExecutableDigest: digest}
+	exec := &attempt.LocalExecutor{ResultsRoot: st.root, Executable: exe, Credential: a.creds.lookup, CLIs: binaries, Live: o.live,
+		InProcess: inProcessServe(exe), Instances: o.instances, StateDir: o.stateDir, ExecutableDigest: st.digest}
 	defer func() {
 		if err := exec.Close(); err != nil {
 			fmt.Fprintf(a.stderr, "agentproof: removing the attempts' shared files: %v\n", err)
 		}
 	}()
-	// The campaign files are guarded with every credential value the cells load and,
-	// with --canary, the canaries (each attempt guards its own files with its own set).
-	secrets := redact.NewSet()
-	for _, cell := range plan.Cells {
-		for _, name := range cell.RequiredCredentials {
-			v, ok := os.LookupEnv(name)
-			switch {
-			case !ok:
-			case cell.LoginFile != nil && cell.LoginFile.ID == name:
-				secrets = attempt.LoginSecrets(secrets, v) // the file and every token in it
-			default:
-				secrets = secrets.WithCredentials(v)
-			}
-		}
-	}
 	if o.canary {
 		exec.Canaries = campaign.Canaries(plan.CampaignID)
-		secrets = secrets.With(campaign.CanaryValues(plan.CampaignID)...)
 	}
+	exec.Secrets = campaignSecrets(st.catalog, a.creds, exec.Canaries)
 	display := campaign.NewDisplay(mode, a.stdout)
 	defer display.Close()
 	// The scheduler writes each attempt's result.json as it ends; the display only
@@ -342,14 +284,147 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		}
 		display.Observe(e)
 	}
-	sched := &campaign.Scheduler{Executor: exec, ResultsRoot: root, Observe: observe}
+	sched := &campaign.Scheduler{Executor: exec, ResultsRoot: st.root, Observe: observe}
 	sum := sched.Run(ctx, plan)
 	interrupted := ctx.Err() != nil
 	stop()
+	// The report is guarded with every credential and canary of the campaign; each
+	// attempt guarded its own files with those and every instance's keys.
+	return a.finishCampaign(campaignEnd{catalog: st.catalog, root: st.root, plan: plan, sum: sum, secrets: exec.Secrets, interrupted: interrupted,
+		finished: finished, display: display}, o)
+}
 
+// runStart is what startRun returns: the catalog, the campaign options and the
+// absolute results root, and the digest of the binary being made (nil when it could
+// not be located).
+type runStart struct {
+	dir     catalogSource
+	catalog *catalog.Catalog
+	opts    campaign.Options
+	root    string
+	digest  *attempt.Digest
+}
+
+// startRun does what `run` does before it plans: it makes this process non-dumpable,
+// takes the declared credentials out of its environment (takeCredentials: possibly
+// by re-executing it), becomes the attempts' subreaper and starts the digest of its
+// binary while the catalog loads, and checks the flags (o.stateDir becomes the state
+// directory to use). Errors: a usage error (exit 2), or the process could not be
+// hardened (exit 70).
+func (a *app) startRun(cmd *cobra.Command, dir catalogSource, o *runOptions) (runStart, error) {
+	var st runStart
+	if err := markNonDumpable(); err != nil {
+		return st, withExit(ExitInternal, fmt.Errorf("%w; %s", err, bugNote))
+	}
+	handed, ok, err := readHandedCredentials()
+	if err != nil {
+		return st, err
+	}
+	a.creds, a.handed = handed, ok
+	if o.stateDir, err = stateDir(cmd, o.stateDir); err != nil {
+		return st, err
+	}
+	// Becoming the subreaper of the attempts' orphans starts a child to check that the
+	// Go runtime tells its own children apart (worker.BecomeSubreaper): done while the
+	// catalog loads, and waited for before planning, which may start processes.
+	subreaper := make(chan error, 1)
+	go func() {
+		_, err := worker.BecomeSubreaper()
+		subreaper <- err
+	}()
+	waitSubreaper := sync.OnceValue(func() error { return <-subreaper })
+	// The binary's digest (every fixture and built-in agent is this binary) is made
+	// while the catalog loads and the campaign is planned.
+	if self, err := os.Executable(); err == nil {
+		st.digest = attempt.StartDigest(self)
+	}
+	if o.instances != attempt.InstanceChild {
+		setRunGOGC() // before the catalog loads: it is most of a small campaign's allocations
+	}
+	st.dir = a.continuedCatalog(cmd, dir, *o)
+	if st.catalog, err = loadCatalog(st.dir); err != nil {
+		return st, err
+	}
+	if !a.handed {
+		if a.creds, err = a.takeCredentials(declaredCredentials(st.catalog), func() { _ = waitSubreaper() }); err != nil {
+			return st, withExit(ExitInternal, fmt.Errorf("%w; %s", err, bugNote))
+		}
+	}
+	if st.opts, err = runCampaignOptions(cmd, *o); err != nil {
+		return st, err
+	}
+	if st.root, err = filepath.Abs(o.results); err != nil {
+		return st, usageErrorf("--results: %v", err)
+	}
+	if err := waitSubreaper(); err != nil {
+		fmt.Fprintf(a.stderr, "agentproof: %v\n", err)
+	}
+	return st, nil
+}
+
+// runCampaignOptions are the campaign options of o's flags. Error: a usage error
+// naming the flag.
+func runCampaignOptions(cmd *cobra.Command, o runOptions) (campaign.Options, error) {
+	opts := campaign.Options{CampaignID: o.campaignID, MaxParallel: o.maxParallel, MaxAutomaticRetries: o.maxRetries, Repeat: o.repeat}
+	if cmd.Flags().Changed("seed") {
+		seed := o.seed
+		opts.Seed = &seed
+	}
+	if cmd.Flags().Changed("max-parallel") && o.maxParallel == 0 {
+		return opts, usageErrorf("invalid value \"0\" for --max-parallel: want a whole number ≥ 1")
+	}
+	if o.repeat < 1 || o.repeat > campaign.MaxRepeat {
+		return opts, usageErrorf("--repeat must be between 1 and %d, not %d", campaign.MaxRepeat, o.repeat)
+	}
+	return opts, nil
+}
+
+// createCampaignDir records the catalog of a new campaign and creates its directory with
+// plan.json (before the first attempt, so that a killed campaign can be resumed); a
+// resumed campaign's directory is there already. It returns the directory. Errors: a
+// campaign directory that holds results already (exit 2), plan.json not written
+// (exit 70).
+func createCampaignDir(dir catalogSource, root string, plan *campaign.Plan) (string, error) {
+	campaignDir := filepath.Join(root, plan.CampaignID)
+	if plan.Resumed() {
+		return campaignDir, nil
+	}
+	var err error
+	if plan.CatalogSources, err = dir.record(); err != nil {
+		return "", err
+	}
+	if entries, err := os.ReadDir(campaignDir); err == nil && len(entries) > 0 {
+		return "", usageErrorf("campaign directory %s already holds results; choose another --campaign, remove it, or continue it with --resume %s", campaignDir, plan.CampaignID)
+	}
+	if err := os.MkdirAll(campaignDir, 0o755); err != nil {
+		return "", usageErrorf("--results: %v", err)
+	}
+	if err := campaign.WritePlanRecord(root, plan); err != nil {
+		return "", withExit(ExitInternal, fmt.Errorf("%w; %s", err, bugNote))
+	}
+	return campaignDir, nil
+}
+
+// campaignEnd is what finishCampaign reports on: the campaign's plan and summary,
+// every secret it held, whether it was interrupted, and its held-back finished event.
+type campaignEnd struct {
+	catalog     *catalog.Catalog
+	root        string
+	plan        *campaign.Plan
+	sum         *campaign.Summary
+	secrets     *redact.Set
+	interrupted bool
+	finished    *campaign.Event
+	display     *campaign.Display
+}
+
+// finishCampaign writes the campaign's report, shows the held-back finished event with
+// what the report found, and returns the campaign's exit code.
+func (a *app) finishCampaign(e campaignEnd, o runOptions) error {
+	plan, sum := e.plan, e.sum
 	// The campaign's cells: the selection, or, when it did not finish, the cells that
-	// did. campaign.json is then partial by the campaign's own rule (a suite lacks cells),
-	// and `agentproof report` regenerates it unchanged from its expected list.
+	// did. campaign.json is then partial by its own rule (a suite lacks cells), and
+	// `agentproof report` regenerates it unchanged from its expected list.
 	ids := sum.Finished
 	if !sum.Partial {
 		ids = make([]string, 0, len(plan.Cells))
@@ -367,7 +442,7 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		interruption = &result.Interruption{Selected: sum.Selected, Stopped: stopped, NeverStarted: never, Resume: resume}
 	}
 	reportGC(sum.Executed)
-	g, genErr := report.Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: plan.CampaignID, Catalog: c, ExpectedIDs: ids, Secrets: secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption})
+	g, genErr := report.Generate(result.CampaignOptions{ResultsRoot: e.root, CampaignID: plan.CampaignID, Catalog: e.catalog, ExpectedIDs: ids, Secrets: e.secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
@@ -379,19 +454,19 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 		}
 		appendStepSummary(a, g)
 	}
-	if finished != nil {
+	if e.finished != nil {
 		if genErr == nil {
-			finished.Summary.Notes = laterPassNotes(g.Campaign)
+			e.finished.Summary.Notes = laterPassNotes(g.Campaign)
 		}
 		if unfinished {
-			finished.Summary.Notes = append(finished.Summary.Notes, "Continue it with: "+resume)
-		} else if genErr == nil && !interrupted && g.Campaign.Failed+g.Campaign.Inconclusive > 0 {
-			finished.Summary.Notes = append(finished.Summary.Notes, "Run the cells that did not pass again with: "+rerunCommand(plan, o.results, o.maxParallel))
+			e.finished.Summary.Notes = append(e.finished.Summary.Notes, "Continue it with: "+resume)
+		} else if genErr == nil && !e.interrupted && g.Campaign.Failed+g.Campaign.Inconclusive > 0 {
+			e.finished.Summary.Notes = append(e.finished.Summary.Notes, "Run the cells that did not pass again with: "+rerunCommand(plan, o.results, o.maxParallel))
 		}
-		display.Observe(*finished)
+		e.display.Observe(*e.finished)
 	}
 	switch {
-	case interrupted:
+	case e.interrupted:
 		return withExit(ExitInterrupted, nil)
 	case genErr != nil || len(sum.WriteErrors) > 0:
 		return withExit(ExitInternal, errors.New("the campaign's results are incomplete: agentproof could not write them (see above); "+bugNote))
@@ -506,12 +581,12 @@ func (a *app) continuedCatalog(cmd *cobra.Command, dir catalogSource, o runOptio
 	}
 	want := sourceOf(rec)
 	if !cmd.Flags().Changed("catalog") && !cmd.Flags().Changed("with-default") {
-		if !rec.IsDefault() {
+		if !rec.IsDefault() && !a.handed { // a re-executed run said it already
 			fmt.Fprintf(a.stderr, "agentproof: campaign %s: using the catalog it was run with (%s)\n", id, want.describe())
 		}
 		return want
 	}
-	if got, err := dir.record(); err == nil && sourceOf(got).describe() != want.describe() {
+	if got, err := dir.record(); err == nil && sourceOf(got).describe() != want.describe() && !a.handed {
 		fmt.Fprintf(a.stderr, "agentproof: warning: campaign %s was run with %s; continuing it with %s\n", id, want.describe(), dir.describe())
 	}
 	return dir
@@ -650,7 +725,7 @@ func nothingToRun(a *app, o runOptions, plan *campaign.Plan, dir string) {
 // missing: ensureCLIs). It returns the CLIs' binaries.
 func (a *app) prepare(cmd *cobra.Command, plan *campaign.Plan, o runOptions) (map[string]attempt.PinnedCLI, error) {
 	if o.live {
-		if err := livePreflight(plan.UnitCells(), os.LookupEnv); err != nil {
+		if err := livePreflight(plan.UnitCells(), a.creds.lookup); err != nil {
 			return nil, err
 		}
 	}

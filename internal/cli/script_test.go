@@ -45,7 +45,7 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog,
 			"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv,
-			"loginfilecheck": loginFileCheck, "replace": replaceText},
+			"loginfilecheck": loginFileCheck, "replace": replaceText, "secretscan": secretScan},
 		Setup: func(env *testscript.Env) error {
 			// A short temporary directory: a sandbox lease's bridge sockets live under the
 			// attempt root, and a socket path holds at most 107 bytes ($WORK is deep).
@@ -340,6 +340,58 @@ func replaceText(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 var bracedVar = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
+// secretScan is the script command `secretscan <results> <ENV|@dir>...`: no file under
+// results holds the value of any $ENV, or the contents of any file in dir, in any form
+// a secret set detects (raw, JSON-escaped, hex, percent-encoded, base64 at each
+// offset), gzip and zip members included. Failures name the file and the variable or
+// secret file, never the value.
+func secretScan(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: secretscan <results> <ENV>...")
+	}
+	var found []string
+	for _, name := range args[1:] {
+		for what, v := range scriptSecrets(ts, name) {
+			leaks, err := redact.NewSet().WithCredentials(v).ScanTree(ts.MkAbs(args[0]), false)
+			ts.Check(err)
+			for _, l := range leaks {
+				found = append(found, what+" in "+l.Path+": "+l.Leak.String())
+			}
+		}
+	}
+	if len(found) > 0 {
+		ts.Fatalf("campaign secrets under %s: %s", args[0], strings.Join(found, "; "))
+	}
+	ts.Logf("scanned %s: no form of %s", args[0], strings.Join(args[1:], ", "))
+}
+
+// scriptSecrets are the secrets a secretscan argument names, by what names them: the
+// value of the variable name, or with "@dir" the contents of every file in dir (at
+// least one).
+func scriptSecrets(ts *testscript.TestScript, name string) map[string]string {
+	out := map[string]string{}
+	if dir, ok := strings.CutPrefix(name, "@"); ok {
+		entries, err := os.ReadDir(ts.MkAbs(dir))
+		ts.Check(err)
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(ts.MkAbs(dir), e.Name()))
+			ts.Check(err)
+			out[dir+"/"+e.Name()] = string(b)
+		}
+	} else {
+		out[name] = ts.Getenv(name)
+	}
+	for what, v := range out {
+		if strings.TrimSpace(v) == "" {
+			ts.Fatalf("secretscan: %s is empty", what)
+		}
+	}
+	if len(out) == 0 {
+		ts.Fatalf("secretscan: no secret in %s", name)
+	}
+	return out
+}
 
 // loginFileCheck is the script command `loginfilecheck <results> <ENV>`: no file under
 // results holds the login file value of $ENV or any text of it that must be secret
