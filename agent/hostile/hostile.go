@@ -55,7 +55,7 @@ const MaxOutput = 4096
 
 // Attacks lists the attack names with their arguments.
 var Attacks = []string{
-	"read <path>", "proc-environ <pid> <variable-name>", "connect <host:port>", "reach <url> <expected-body-substring>",
+	"read <path>", "proc-environ <pid> <variable-name>", "connect <host:port>", "reach <url> <expected-body-substring>", "post <url>",
 	"write <path>", "write-fd <fd>", "daemon [wait <ready-file>]", "forkbomb <max-processes>", "memory <bytes>", "diskfill <dir> <bytes>",
 	"facts", "term-grace <ready-file>", "sleeper",
 }
@@ -66,87 +66,14 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: hostile <attack> [args]; attacks: %s\n", strings.Join(Attacks, ", "))
 		return ExitUsage
 	}
-	need := func(n int) bool {
+	var r Report
+	if n, run, ok := textAttack(args[0]); ok {
 		if len(args)-1 != n {
 			fmt.Fprintf(stderr, "hostile %s: want %d argument(s), got %d\n", args[0], n, len(args)-1)
-			return false
-		}
-		return true
-	}
-	var r Report
-	switch args[0] {
-	case "read":
-		if !need(1) {
 			return ExitUsage
 		}
-		r = readFile(args[1])
-	case "proc-environ":
-		if !need(2) {
-			return ExitUsage
-		}
-		r = procEnviron(args[1], args[2])
-	case "connect":
-		if !need(1) {
-			return ExitUsage
-		}
-		r = connect(args[1])
-	case "reach":
-		if !need(2) {
-			return ExitUsage
-		}
-		r = reach(args[1], args[2])
-	case "write":
-		if !need(1) {
-			return ExitUsage
-		}
-		r = write(args[1])
-	case "write-fd":
-		fd, err := strconv.Atoi(argOr(args, 1))
-		if err != nil || fd < 0 || !need(1) {
-			return ExitUsage
-		}
-		r = writeFD(fd)
-	case "daemon":
-		switch {
-		case len(args) == 1:
-			r = daemon("")
-		case len(args) == 3 && args[1] == "wait":
-			r = daemon(args[2])
-		default:
-			fmt.Fprintln(stderr, "usage: hostile daemon [wait <ready-file>]")
-			return ExitUsage
-		}
-	case "forkbomb":
-		n, err := strconv.Atoi(argOr(args, 1))
-		if err != nil || n < 1 || !need(1) {
-			return ExitUsage
-		}
-		r = forkbomb(n)
-	case "memory":
-		n, err := strconv.ParseInt(argOr(args, 1), 10, 64)
-		if err != nil || n < 1 || !need(1) {
-			return ExitUsage
-		}
-		r = memory(n, stdout)
-	case "diskfill":
-		n, err := strconv.ParseInt(argOr(args, 2), 10, 64)
-		if err != nil || n < 1 || !need(2) {
-			return ExitUsage
-		}
-		r = diskfill(args[1], n)
-	case "facts":
-		r = facts()
-	case "term-grace":
-		if !need(1) {
-			return ExitUsage
-		}
-		r = termGrace(args[1], stdout)
-	case "sleeper":
-		for {
-			time.Sleep(time.Hour)
-		}
-	default:
-		fmt.Fprintf(stderr, "hostile: unknown attack %q; attacks: %s\n", args[0], strings.Join(Attacks, ", "))
+		r = run(args[1:], stdout)
+	} else if r, ok = numberAttack(args, stdout, stderr); !ok {
 		return ExitUsage
 	}
 	r.Attack = args[0]
@@ -158,11 +85,83 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	return ExitEscaped
 }
 
-func argOr(args []string, i int) string {
-	if i < len(args) {
-		return args[i]
+// textAttack returns the attack name whose arguments are texts: how many it takes and
+// the attack; ok is false for another name.
+func textAttack(name string) (n int, run func(args []string, stdout io.Writer) Report, ok bool) {
+	switch name {
+	case "read":
+		return 1, func(a []string, _ io.Writer) Report { return readFile(a[0]) }, true
+	case "proc-environ":
+		return 2, func(a []string, _ io.Writer) Report { return procEnviron(a[0], a[1]) }, true
+	case "connect":
+		return 1, func(a []string, _ io.Writer) Report { return connect(a[0]) }, true
+	case "reach":
+		return 2, func(a []string, _ io.Writer) Report { return reach(a[0], a[1]) }, true
+	case "post":
+		return 1, func(a []string, _ io.Writer) Report { return post(a[0]) }, true
+	case "write":
+		return 1, func(a []string, _ io.Writer) Report { return write(a[0]) }, true
+	case "facts":
+		return 0, func([]string, io.Writer) Report { return facts() }, true
+	case "term-grace":
+		return 1, func(a []string, w io.Writer) Report { return termGrace(a[0], w) }, true
 	}
-	return ""
+	return 0, nil, false
+}
+
+// numberAttack runs the attacks args[0] that take numbers (and daemon, whose
+// arguments have a shape of their own; sleeper never returns). ok is false for bad
+// arguments or an unknown attack, which it reports on stderr.
+func numberAttack(args []string, stdout, stderr io.Writer) (r Report, ok bool) {
+	bad := func() (Report, bool) {
+		fmt.Fprintf(stderr, "hostile %s: bad arguments %q\n", args[0], args[1:])
+		return Report{}, false
+	}
+	// last is the last of exactly n arguments, a whole number ≥ min.
+	last := func(n int, min int64) (int64, bool) {
+		if len(args)-1 != n {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(args[n], 10, 64)
+		return v, err == nil && v >= min
+	}
+	switch args[0] {
+	case "write-fd":
+		if fd, ok := last(1, 0); ok {
+			return writeFD(int(fd)), true
+		}
+		return bad()
+	case "forkbomb":
+		if n, ok := last(1, 1); ok {
+			return forkbomb(int(n)), true
+		}
+		return bad()
+	case "memory":
+		if n, ok := last(1, 1); ok {
+			return memory(n, stdout), true
+		}
+		return bad()
+	case "diskfill":
+		if n, ok := last(2, 1); ok {
+			return diskfill(args[1], n), true
+		}
+		return bad()
+	case "daemon":
+		switch {
+		case len(args) == 1:
+			return daemon(""), true
+		case len(args) == 3 && args[1] == "wait":
+			return daemon(args[2]), true
+		}
+		fmt.Fprintln(stderr, "usage: hostile daemon [wait <ready-file>]")
+		return r, false
+	case "sleeper":
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	fmt.Fprintf(stderr, "hostile: unknown attack %q; attacks: %s\n", args[0], strings.Join(Attacks, ", "))
+	return r, false
 }
 
 func clipOut(b []byte) string {
@@ -226,6 +225,19 @@ func reach(url, want string) Report {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxOutput))
 	ok := resp.StatusCode == http.StatusOK && strings.Contains(string(b), want)
 	return Report{Target: url, Contained: ok, Detail: fmt.Sprintf("status %d", resp.StatusCode), Output: clipOut(b)}
+}
+
+// post POSTs an empty JSON object to url, a route the agent must not be able to use (a
+// harness control route): contained when the request fails or is refused (4xx, 5xx).
+func post(url string) Report {
+	cl := &http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Post(url, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		return Report{Target: url, Contained: true, Detail: err.Error()}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxOutput))
+	return Report{Target: url, Contained: resp.StatusCode >= 400, Detail: fmt.Sprintf("status %d", resp.StatusCode), Output: clipOut(b)}
 }
 
 // write tries to create a file outside its workspace.

@@ -1,12 +1,12 @@
 // Package scriptedmodel is the scripted model: a local HTTP server that speaks the model
 // APIs real agent CLIs use — OpenAI Responses (Codex), OpenAI Chat Completions and
 // Anthropic Messages (OpenCode, Claude Code), and the Gemini API (Gemini CLI) — and answers each request from a script
-// instead of a language model, so that unmodified CLIs run offline and deterministically
-// (issue 12; spec real-agent-clis §5).
+// instead of a language model, so that unmodified CLIs run offline and deterministically.
 //
 // Steering (docs/pi.md): a call step with hold_ms is held mid-call — its stream sends the
 // first frame, then keep-alive comments — until the run's hold is released
-// (Server.Release, RunSet.Release, POST /control/release) or hold_ms passes, so that a
+// (Server.Release, RunSet.Release: calls of the harness, never an HTTP route the agent
+// could reach) or hold_ms passes, so that a
 // turn stays active while the harness delivers a steering message; an answer_match step
 // answers with what its expression matches in the latest input (the steering message
 // the agent delivered with the tool result) and refuses the request when nothing

@@ -84,7 +84,7 @@ func (rs *RunSet) Requests() []LogEntry {
 }
 
 // Release releases the held step of run n (1-based; see Server.Release). It reports
-// whether the run exists. POST /runs/<n>/control/release does the same over HTTP.
+// whether the run exists. Only the harness calls it: nothing over HTTP does.
 func (rs *RunSet) Release(n int) bool {
 	if n < 1 || n > len(rs.servers) {
 		return false

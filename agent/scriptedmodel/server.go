@@ -76,7 +76,7 @@ type LogEntry struct {
 
 // Server is the scripted model: an http.Handler serving POST /v1/responses, POST
 // /v1/chat/completions, POST /v1/messages, POST /v1beta/models/<model>:<method> (Gemini),
-// GET /v1/models and HEAD / (spec real-agent-clis §5). It is safe for concurrent use.
+// GET /v1/models and HEAD /. It is safe for concurrent use.
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
@@ -150,7 +150,8 @@ func (g *holdGate) wait(ctx context.Context, max time.Duration) bool {
 // Release releases the run's held step (a call step with hold_ms that is streaming, or
 // the next one to stream): the call completes. Each release frees one hold. The harness
 // calls it once a steering message was acknowledged, so that the model's next request
-// carries it (POST /control/release does the same over HTTP).
+// carries it. It is a call of the harness's only: the model's HTTP API, which the
+// agent reaches, has no control route.
 func (s *Server) Release() { s.hold.release() }
 
 // Holding reports whether a held step of the run is streaming now, waiting for its
@@ -186,7 +187,6 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/messages", s.model(FormatMessages))
 	s.mux.HandleFunc("POST /v1beta/models/{action}", s.gemini)
 	s.mux.HandleFunc("GET /v1/models", s.models)
-	s.mux.HandleFunc("POST /control/release", s.releaseHTTP)
 	s.mux.HandleFunc("/", s.other)
 	return s, nil
 }
@@ -347,16 +347,6 @@ func (s *Server) model(f Format) http.HandlerFunc {
 		}
 		s.finish(e)
 	}
-}
-
-// releaseHTTP is POST /control/release: Release, logged; 204.
-func (s *Server) releaseHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
-	e := s.begin(r, body)
-	s.Release()
-	e.Reply, e.Status = "release", http.StatusNoContent
-	w.WriteHeader(http.StatusNoContent)
-	s.finish(e)
 }
 
 // gemini routes POST /v1beta/models/<model>:<method>: streamGenerateContent (streamed

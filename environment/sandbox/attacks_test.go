@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -114,6 +115,52 @@ func TestAttackNetwork(t *testing.T) {
 	}
 	if modelRequests() != 1 {
 		t.Errorf("the model's real address was reached directly (%d requests)", modelRequests())
+	}
+}
+
+// TestAttackModelControl: the bridge carries the model API, not the harness's control
+// of the scripted model. A real scripted model (a run set holding its first step, as a
+// steering case's does) behind the lease's model endpoint: from inside the sandbox the
+// agent reaches its model routes, and every POST to a control path (the hold's release
+// the harness calls) is refused; the hold was never released.
+func TestAttackModelControl(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	sc, err := scriptedmodel.ParseScript("hold", []byte("steps:\n  - call: shell\n    args: {command: \"true\"}\n    hold_ms: 30000\n  - answer: done\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	rs, err := scriptedmodel.NewRunSet([]*scriptedmodel.Script{sc}, scriptedmodel.Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := rs.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer running.Close(context.Background())
+	eps := []environment.Endpoint{{Name: "model", Kind: environment.EndpointModel, Listen: "model.agentproof.test:8080", Dial: running.Addr}}
+	p := New(Options{})
+	l := setup(t, p, environment.LeaseSpec{Endpoints: eps})
+	br, err := StartBridge(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	if r := attack(t, p, l, "reach", "http://model.agentproof.test:8080/runs/1/v1/models", `"object":"list"`); !r.report.Contained {
+		t.Fatalf("the model API was not reached through the bridge: %+v", r.report)
+	}
+	for _, path := range []string{"/runs/1/control/release", "/control/release", "/runs/1/v1/control/release"} {
+		if r := attack(t, p, l, "post", "http://model.agentproof.test:8080"+path); !r.report.Contained {
+			t.Errorf("POST %s from inside the sandbox was not refused: %+v", path, r.report)
+		}
+	}
+	if strings.Contains(log.String(), `"reply":"release"`) || rs.Holding(1) {
+		t.Errorf("the agent released the harness's hold:\n%s", log.String())
+	}
+	if !rs.Release(1) {
+		t.Error("the harness's own release (a call, not a route) failed")
 	}
 }
 
