@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"maps"
 	"mime"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -429,4 +431,48 @@ func mapDelete[K comparable, V any](m *Memory, mp map[K]V, k K) {
 	}
 	m.onUndo(func() { mp[k] = old })
 	delete(mp, k)
+}
+
+// CheckRecordNames checks what a command (its JSON object) says about the record it
+// makes before the command is applied: a register_deliverable's filename is a
+// relative, clean path (ValidFilePath: no absolute path, no "." or ".." segment, no
+// empty segment, backslash or control character, valid UTF-8, at most
+// MaxFilePathBytes bytes), and its contentRef, when given, names the blob whose bytes
+// it stores: exactly "sha256:<sha256>" of the declared digest. Other commands, and a
+// command that does not decode (the state machine says why), pass. Error: an *Error
+// with CodeArtifactInvalid (400) naming the field.
+//
+// The HTTP API applies it to every command it is sent; the state machine does not, so
+// that a journal written before these rules still replays.
+func CheckRecordNames(cmd []byte) error {
+	var in struct {
+		Kind       string  `json:"kind"`
+		Filename   *string `json:"filename"`
+		SHA256     string  `json:"sha256"`
+		ContentRef *string `json:"contentRef"`
+	}
+	if json.Unmarshal(cmd, &in) != nil || CommandKind(in.Kind) != CommandRegisterDeliverable {
+		return nil
+	}
+	if in.Filename != nil && *in.Filename != "" {
+		if msg := ValidFilePath(*in.Filename); msg != "" {
+			return newErr(CodeArtifactInvalid, "artifact filename %s: %s (a relative, clean path of at most %d bytes, such as report.md or out/summary.txt)", clipQuote(*in.Filename), msg, MaxFilePathBytes)
+		}
+	}
+	if in.ContentRef != nil && *in.ContentRef != "sha256:"+in.SHA256 {
+		return newErr(CodeArtifactInvalid, "artifact contentRef %s does not name the stored bytes: it must be sha256:<the declared sha256> (or be left out)", clipQuote(*in.ContentRef))
+	}
+	return nil
+}
+
+// clipQuote is s quoted, its first 64 bytes only (then "…").
+func clipQuote(s string) string {
+	if len(s) <= 64 {
+		return strconv.Quote(s)
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
 }

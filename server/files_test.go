@@ -125,16 +125,33 @@ func TestDeliverableBytesVerified(t *testing.T) {
 		"wrong digest": {map[string]any{"sha256": ref.SHA256, "byteSize": len(inline), "contentBase64": base64.StdEncoding.EncodeToString(inline)}, controlplane.CodeArtifactDigestMismatch},
 		"no bytes":     {map[string]any{"sha256": strings.Repeat("5", 64), "byteSize": 1}, controlplane.CodeArtifactContentMissing},
 		"zero hash":    {map[string]any{"sha256": strings.Repeat("0", 64), "byteSize": 0}, controlplane.CodeArtifactContentMissing},
+		// Records that cannot lie: a name that is not a relative, clean path, a
+		// contentRef that does not name the stored bytes.
+		"name escapes":      {map[string]any{"filename": "../escape.txt", "sha256": ref.SHA256, "byteSize": ref.ByteSize}, controlplane.CodeArtifactInvalid},
+		"name absolute":     {map[string]any{"filename": "/etc/passwd-x", "sha256": ref.SHA256, "byteSize": ref.ByteSize}, controlplane.CodeArtifactInvalid},
+		"name CR LF":        {map[string]any{"filename": "a\r\nb.txt", "sha256": ref.SHA256, "byteSize": ref.ByteSize}, controlplane.CodeArtifactInvalid},
+		"name too long":     {map[string]any{"filename": strings.Repeat("n", 5000), "sha256": ref.SHA256, "byteSize": ref.ByteSize}, controlplane.CodeArtifactInvalid},
+		"name not clean":    {map[string]any{"filename": "out/./x.bin", "sha256": ref.SHA256, "byteSize": ref.ByteSize}, controlplane.CodeArtifactInvalid},
+		"contentRef other":  {map[string]any{"sha256": ref.SHA256, "byteSize": ref.ByteSize, "contentRef": "sha256:" + controlplane.SHA256Hex(inline)}, controlplane.CodeArtifactInvalid},
+		"contentRef a path": {map[string]any{"sha256": ref.SHA256, "byteSize": ref.ByteSize, "contentRef": "out.bin"}, controlplane.CodeArtifactInvalid},
 	} {
 		if _, err := apply("bad-"+name, c.fields); controlplane.CodeOf(err) != c.code {
 			t.Errorf("%s: %v, want %s", name, err, c.code)
 		}
 	}
+	if _, err := apply("d3", map[string]any{"filename": "out/report.md", "sha256": ref.SHA256, "byteSize": ref.ByteSize, "contentRef": "sha256:" + ref.SHA256}); err != nil {
+		t.Fatalf("a nested name and the contentRef of the stored bytes: %v", err)
+	}
+	bad, _ := json.Marshal(map[string]any{"runId": "run-1", "idempotencyKey": "raw", "command": map[string]any{"kind": "register_deliverable",
+		"filename": "../escape.txt", "contentType": "text/plain", "title": "T", "sha256": ref.SHA256, "byteSize": ref.ByteSize}})
+	if status, code, body := call(t, w.base, "POST", "/api/companies/"+w.co.ID()+"/commands", w.runTok, bad); status != 400 || code != "artifact_invalid" || !strings.Contains(string(body), "artifact filename") {
+		t.Errorf("POST /commands with ../escape.txt: %d %s %s", status, code, body)
+	}
 	st, err := w.co.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Artifacts) != 2 {
+	if len(st.Artifacts) != 3 {
 		t.Fatalf("%d artifacts", len(st.Artifacts))
 	}
 	for i, want := range [][]byte{data, inline} {

@@ -781,6 +781,9 @@ func (s *Server) envelope(ctx context.Context, r *http.Request, p principal) (*s
 	if err := s.agentRun(ctx, c, p, req.RunID); err != nil {
 		return nil, env, err
 	}
+	if err := controlplane.CheckRecordNames(env.Command); err != nil {
+		return nil, env, err
+	}
 	return c, env, nil
 }
 
