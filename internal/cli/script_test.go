@@ -45,7 +45,8 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog,
 			"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv,
-			"loginfilecheck": loginFileCheck, "replace": replaceText, "secretscan": secretScan},
+			"loginfilecheck": loginFileCheck, "replace": replaceText, "secretscan": secretScan,
+			"k8sjob": k8sJobCmd, "sameverdicts": sameVerdicts},
 		Setup: func(env *testscript.Env) error {
 			// A short temporary directory: a sandbox lease's bridge sockets live under the
 			// attempt root, and a socket path holds at most 107 bytes ($WORK is deep).
@@ -337,6 +338,41 @@ func replaceText(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("replace: %s does not contain %q", args[0], args[2])
 	}
 	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strings.Replace(string(b), args[2], args[3], 1)), 0o644))
+}
+
+// sameVerdicts is the script command `sameverdicts <campaign.json> <campaign.json>`:
+// both campaigns hold the same cells with the same verdict and expected verdict each.
+func sameVerdicts(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sameverdicts <campaign.json> <campaign.json>")
+	}
+	verdicts := func(path string) map[string]string {
+		var c struct {
+			Results []struct {
+				ExecutionID     string `json:"executionId"`
+				Verdict         string `json:"verdict"`
+				ExpectedVerdict string `json:"expectedVerdict"`
+			} `json:"results"`
+		}
+		b, err := os.ReadFile(ts.MkAbs(path))
+		ts.Check(err)
+		ts.Check(json.Unmarshal(b, &c))
+		m := map[string]string{}
+		for _, r := range c.Results {
+			m[r.ExecutionID] = r.Verdict + "/" + r.ExpectedVerdict
+		}
+		return m
+	}
+	a, b := verdicts(args[0]), verdicts(args[1])
+	if len(a) == 0 || len(a) != len(b) {
+		ts.Fatalf("%s has %d cells, %s %d", args[0], len(a), args[1], len(b))
+	}
+	for id, v := range a {
+		if b[id] != v {
+			ts.Fatalf("%s: %s in %s, %q in %s", id, v, args[0], b[id], args[1])
+		}
+	}
+	ts.Logf("%d cells, the same verdict each", len(a))
 }
 
 var bracedVar = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
