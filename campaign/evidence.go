@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/result"
 )
@@ -27,7 +28,7 @@ var RequiredEvidence = []string{"fixtures.json", "snapshots/api-state.json", "wo
 // Durability: result.json is the attempt's commit record. The evidence files before
 // it are written atomically but not fsynced one by one (result.Guard.Deferred); right
 // before result.json the file system that holds them is synced once
-// (result.SyncFilesystem), then result.json and evidence-manifest.json are written
+// (atomicfile.SyncFilesystem), then result.json and evidence-manifest.json are written
 // durably (fsync, rename, directory fsync). A killed run leaves complete files or none
 // (the rename is atomic and the page cache survives the process); after an
 // operating-system crash, an attempt whose result.json exists has all its evidence,
@@ -175,7 +176,7 @@ func writeResultAndManifest(res *result.Result, secrets *redact.Set, w *Evidence
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	// The evidence written so far becomes durable before the record that refers to it.
-	if err := result.SyncFilesystem(dir); err != nil {
+	if err := atomicfile.SyncFilesystem(dir); err != nil {
 		return err
 	}
 	if !w.Write(secrets, ResultFile, b, true) {

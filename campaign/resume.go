@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
@@ -56,14 +57,14 @@ func (p *Plan) Record() PlanRecord {
 }
 
 // WritePlanRecord writes p's plan record to root/<campaign>/plan.json atomically
-// (result.WriteFileAtomic). It holds ids and hashes only, never a secret. Errors: an
+// (atomicfile, the directory made when missing). It holds ids and hashes only, never a secret. Errors: an
 // encoding or a write failure, with the path.
 func WritePlanRecord(root string, p *Plan) error {
 	b, err := json.MarshalIndent(p.Record(), "", "  ")
 	if err != nil {
 		return fmt.Errorf("campaign: encoding %s: %w", PlanFile, err)
 	}
-	return result.WriteFileAtomic(filepath.Join(root, p.CampaignID, PlanFile), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(root, p.CampaignID, PlanFile), append(b, '\n'), result.FileMode, atomicfile.MakeDirs())
 }
 
 // ResumeMode says which repetitions of a stored campaign run again.

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/canonjson"
 )
 
@@ -140,22 +141,10 @@ func (s *Store) Put(meta Metadata, body []byte) (string, error) {
 		return id, nil
 	}
 	// Rename over an identical record written concurrently is harmless: same bytes.
-	if err := WriteFileAtomic(final, data, 0o600); err != nil {
-		return "", err
+	if err := atomicfile.WriteFile(final, data, 0o600); err != nil {
+		return "", fmt.Errorf("evidence: %w", err)
 	}
 	return id, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("evidence: opening %s for sync: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("evidence: syncing %s: %w", dir, err)
-	}
-	return nil
 }
 
 // Get reads and verifies the record with the given id. It returns a *ValidationError

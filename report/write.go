@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/result"
@@ -97,17 +98,17 @@ func campaignFiles(a *result.Assembly, cat *catalog.Catalog) ([]reportFile, erro
 }
 
 // writeStaged stages every file through guard and puts them all in place together
-// after one sync (CommitStaged): a crash leaves each file old or new, never torn. It
+// after one sync (atomicfile.CommitStaged): a crash leaves each file old or new, never torn. It
 // returns a warning per leak redacted before writing. Error: the first failure; no
 // file is then put in place.
 func writeStaged(files []reportFile, guard result.Guard) ([]string, error) {
 	var warnings []string
 	var dashLeaks []redact.Leak
-	var dash result.StagedFile
-	staged := make([]result.StagedFile, 0, len(files))
+	var dash atomicfile.Staged
+	staged := make([]atomicfile.Staged, 0, len(files))
 	for _, f := range files {
 		var gf result.GuardedFile
-		var st result.StagedFile
+		var st atomicfile.Staged
 		var err error
 		switch {
 		case f.whole:
@@ -126,10 +127,10 @@ func writeStaged(files []reportFile, guard result.Guard) ([]string, error) {
 			warnings = append(warnings, fmt.Sprintf("secret leak in %s (%s): redacted before writing", filepath.Base(f.path), l))
 		}
 		if err != nil {
-			result.DiscardStaged(staged)
+			atomicfile.DiscardStaged(staged)
 			return warnings, err
 		}
 		staged = append(staged, st)
 	}
-	return warnings, result.CommitStaged(staged)
+	return warnings, atomicfile.CommitStaged(staged)
 }

@@ -13,8 +13,8 @@
 //
 // Every file written into the results passes Guard, the one choke point: allowlist by
 // extension (EvidenceKind), raw scan for secrets, sanitise, scan again, atomic write
-// (GuardedWriter for a file produced in pieces; StageWrite and CommitStaged to put
-// several files in place with one sync). Clean content is written byte for byte, so
+// (atomicfile; GuardedWriter for a file produced in pieces; StageWrite and
+// atomicfile.CommitStaged to put several files in place with one sync). Clean content is written byte for byte, so
 // regeneration stays byte-identical.
 //
 // # Decisions

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/redact"
 )
 
@@ -70,15 +71,16 @@ func EvidenceKind(name string, ours bool) (kind string, ok bool, reason string) 
 //     whole — for exact secrets and secret shapes;
 //  3. when something was found, sanitises (JSON: SanitizeJSONBytes, text: RedactText)
 //     and scans again; an image cannot be sanitised and is withheld;
-//  4. writes the result atomically (WriteFileAtomic; WriteFileReplace when Deferred).
+//  4. writes the result atomically (atomicfile.WriteFile, mode 0644, creating the
+//     directory when missing; without fsync when Deferred).
 //
 // Content without a finding is written byte for byte, so regenerating a clean report
 // reproduces it exactly. A Guard is a value: safe for concurrent use.
 type Guard struct {
 	Secrets *redact.Set
-	// Deferred writes atomically but without fsync (WriteFileReplace): the caller
-	// makes the file durable later with SyncFilesystem (an attempt's evidence, made
-	// durable at once before its result.json: campaign.Evidence).
+	// Deferred writes atomically but without fsync (atomicfile.NoSync): the caller
+	// makes the file durable later with atomicfile.SyncFilesystem (an attempt's
+	// evidence, made durable at once before its result.json: campaign.Evidence).
 	Deferred bool
 }
 
@@ -103,11 +105,18 @@ func (g Guard) Write(p string, data []byte, ours bool) (GuardedFile, error) {
 	if err != nil {
 		return out, err
 	}
-	if err := writeFile(p, clean, !g.Deferred); err != nil {
+	opts := []atomicfile.Option{atomicfile.MakeDirs()}
+	if g.Deferred {
+		opts = append(opts, atomicfile.NoSync())
+	}
+	if err := atomicfile.WriteFile(p, clean, FileMode, opts...); err != nil {
 		return out, err
 	}
 	return out, nil
 }
+
+// FileMode is the mode of every file written into the results.
+const FileMode = 0o644
 
 // guard is Write's guarding: the bytes to write to p and the GuardedFile describing
 // them. Errors as Write's, before anything is written.
@@ -129,20 +138,26 @@ func (g Guard) guard(p string, data []byte, ours bool) ([]byte, GuardedFile, err
 }
 
 // StageWrite is Write leaving the guarded bytes in a temporary file beside p, closed
-// and not synced (see GuardedWriter.Stage, CommitStaged). Errors as Write's.
-func (g Guard) StageWrite(p string, data []byte, ours bool) (GuardedFile, StagedFile, error) {
+// and not synced (see GuardedWriter.Stage, atomicfile.CommitStaged). Errors as
+// Write's.
+func (g Guard) StageWrite(p string, data []byte, ours bool) (GuardedFile, atomicfile.Staged, error) {
 	clean, out, err := g.guard(p, data, ours)
 	if err != nil {
-		return out, StagedFile{}, err
+		return out, atomicfile.Staged{}, err
 	}
-	f, err := writeTemp(p, clean)
-	if err == nil {
-		err = closeStaged(f, p)
-	}
+	pf, err := atomicfile.Create(p, FileMode, atomicfile.MakeDirs())
 	if err != nil {
-		return out, StagedFile{}, err
+		return out, atomicfile.Staged{}, err
 	}
-	return out, StagedFile{Path: p, tmp: f.Name()}, nil
+	if _, err := pf.Write(clean); err != nil {
+		pf.Discard()
+		return out, atomicfile.Staged{}, err
+	}
+	st, err := pf.Stage()
+	if err != nil {
+		return out, atomicfile.Staged{}, err
+	}
+	return out, st, nil
 }
 
 // Sanitize is Write without writing: the bytes that would be written and the leaks

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/redact"
 )
 
@@ -29,7 +30,7 @@ type GuardedWriter struct {
 	path string
 	ours bool
 	kind string
-	f    *os.File
+	f    *atomicfile.Pending // nil once the write has ended
 	tmp  string
 	bw   *bufio.Writer
 	scan *redact.StreamScanner
@@ -51,11 +52,11 @@ func (g Guard) Create(p string, ours bool) (*GuardedWriter, error) {
 	if !ok {
 		return nil, fmt.Errorf("refusing to write %s: %s: %w", g.Secrets.SafePath(name), reason, ErrNotAllowed)
 	}
-	f, err := createTemp(p)
+	f, err := atomicfile.Create(p, FileMode, atomicfile.MakeDirs())
 	if err != nil {
 		return nil, err
 	}
-	w := &GuardedWriter{g: g, path: p, ours: ours, kind: kind, f: f, tmp: f.Name(), sum: sha256.New(),
+	w := &GuardedWriter{g: g, path: p, ours: ours, kind: kind, f: f, tmp: f.File().Name(), sum: sha256.New(),
 		scan: g.Secrets.NewStreamScanner(kind != KindJSON)}
 	w.bw = bufio.NewWriterSize(writerFunc(w.emit), streamBuffer)
 	return w, nil
@@ -67,7 +68,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // emit passes buffered content to the file, the scanner and the digest.
 func (w *GuardedWriter) emit(p []byte) (int, error) {
-	n, err := w.f.Write(p)
+	n, err := w.f.File().Write(p)
 	_, _ = w.scan.Write(p[:n])
 	_, _ = w.sum.Write(p[:n])
 	w.n += int64(n)
@@ -103,8 +104,7 @@ func (w *GuardedWriter) WriteString(s string) (int, error) {
 // reports the abort.
 func (w *GuardedWriter) Abort() {
 	if w.f != nil {
-		_ = w.f.Close()
-		_ = os.Remove(w.tmp)
+		w.f.Discard()
 		w.f = nil
 	}
 	if w.err == nil {
@@ -112,52 +112,54 @@ func (w *GuardedWriter) Abort() {
 	}
 }
 
-// Close finishes the write: clean content is synced and renamed into place (see
-// WriteFileAtomic), anything else is guarded as Guard.Write guards it. The result and
+// Close finishes the write: clean content is synced and renamed into place (a durable
+// atomicfile write), anything else is guarded as Guard.Write guards it. The result and
 // errors are Write's.
 func (w *GuardedWriter) Close() (GuardedFile, error) {
-	gf, st, err := w.stage(false)
-	if err != nil || st.tmp == "" {
-		return gf, err
+	f, data, err := w.finish()
+	switch {
+	case err != nil:
+		return GuardedFile{}, err
+	case f == nil:
+		return w.g.Write(w.path, data, w.ours)
 	}
-	if err := commitTemp(st.f, w.path); err != nil {
+	if err := f.Commit(); err != nil {
 		return GuardedFile{}, err
 	}
-	return gf, nil
+	return w.written(), nil
 }
 
 // Stage is Close without putting the file in place: the guarded content (what Close
 // would write) is left, closed and not synced, in its temporary file, and
-// CommitStaged puts a batch of such files in place with one sync of their file
-// system. The GuardedFile and errors are Close's; on an error nothing is left.
-func (w *GuardedWriter) Stage() (GuardedFile, StagedFile, error) {
-	gf, st, err := w.stage(true)
-	if err != nil || st.f == nil { // StageWrite's file is closed already
-		return gf, st, err
+// atomicfile.CommitStaged puts a batch of such files in place with one sync of their
+// file system. The GuardedFile and errors are Close's; on an error nothing is left.
+func (w *GuardedWriter) Stage() (GuardedFile, atomicfile.Staged, error) {
+	f, data, err := w.finish()
+	switch {
+	case err != nil:
+		return GuardedFile{}, atomicfile.Staged{}, err
+	case f == nil:
+		return w.g.StageWrite(w.path, data, w.ours)
 	}
-	if err := closeStaged(st.f, w.path); err != nil {
-		return GuardedFile{}, StagedFile{}, err
+	st, err := f.Stage()
+	if err != nil {
+		return GuardedFile{}, atomicfile.Staged{}, err
 	}
-	st.f = nil
-	return gf, st, nil
+	return w.written(), st, nil
 }
 
-// StagedFile is a guarded file written to a temporary file beside Path and not yet
-// renamed over it (GuardedWriter.Stage, CommitStaged).
-type StagedFile struct {
-	// Path is the file's destination.
-	Path string
-	tmp  string
-	f    *os.File // open until Stage closes it
+// written describes the clean content w wrote.
+func (w *GuardedWriter) written() GuardedFile {
+	return GuardedFile{Bytes: w.n, SHA256: hex.EncodeToString(w.sum.Sum(nil))}
 }
 
-// stage finishes the guarded content of w: clean content stays in w's temporary file
-// (returned open); content with a finding is guarded as Guard.Write guards it and
-// written to a new temporary file when staged (StageWrite: closed), else in place (the
-// StagedFile is then empty).
-func (w *GuardedWriter) stage(staged bool) (GuardedFile, StagedFile, error) {
+// finish ends the write of w's content: clean content stays in w's temporary file,
+// returned open; content with a finding is read back and returned as data (the
+// temporary file removed) for Guard.Write or Guard.StageWrite to guard. Errors: the
+// write's first error (nothing is then left).
+func (w *GuardedWriter) finish() (*atomicfile.Pending, []byte, error) {
 	if w.f == nil {
-		return GuardedFile{}, StagedFile{}, w.err
+		return nil, nil, w.err
 	}
 	if w.err == nil {
 		if err := w.bw.Flush(); err != nil && w.err == nil {
@@ -166,7 +168,7 @@ func (w *GuardedWriter) stage(staged bool) (GuardedFile, StagedFile, error) {
 	}
 	if w.err != nil {
 		w.Abort()
-		return GuardedFile{}, StagedFile{}, w.err
+		return nil, nil, w.err
 	}
 	_, found := w.scan.Leak()
 	if !found && w.kind == KindJSON && !w.cleanJSON() {
@@ -179,17 +181,13 @@ func (w *GuardedWriter) stage(staged bool) (GuardedFile, StagedFile, error) {
 		data, err := os.ReadFile(w.tmp)
 		w.Abort()
 		if err != nil {
-			return GuardedFile{}, StagedFile{}, fmt.Errorf("reading back %s: %w", w.tmp, err)
+			return nil, nil, fmt.Errorf("reading back %s: %w", w.tmp, err)
 		}
-		if !staged {
-			gf, err := w.g.Write(w.path, data, w.ours)
-			return gf, StagedFile{}, err
-		}
-		return w.g.StageWrite(w.path, data, w.ours)
+		return nil, data, nil
 	}
 	f := w.f
 	w.f = nil
-	return GuardedFile{Bytes: w.n, SHA256: hex.EncodeToString(w.sum.Sum(nil))}, StagedFile{Path: w.path, tmp: w.tmp, f: f}, nil
+	return f, nil, nil
 }
 
 // maxCleanJSON is the largest JSON file (bytes) a guarded writer reads back whole to
@@ -253,34 +251,34 @@ func (w *GuardedWriter) scanJSON() (bool, error) {
 // StageCopy stages (GuardedWriter.Stage) a guarded write of path with the content of
 // the staged file from (a second name of a file staged and not yet committed). Errors
 // as Stage's, or from's.
-func (g Guard) StageCopy(path string, from StagedFile, ours bool) (GuardedFile, StagedFile, error) {
-	src := from.tmp
+func (g Guard) StageCopy(path string, from atomicfile.Staged, ours bool) (GuardedFile, atomicfile.Staged, error) {
+	src := from.Temp()
 	in, err := os.Open(src)
 	if err != nil {
-		return GuardedFile{}, StagedFile{}, fmt.Errorf("reading %s: %w", src, err)
+		return GuardedFile{}, atomicfile.Staged{}, fmt.Errorf("reading %s: %w", src, err)
 	}
 	defer in.Close()
 	w, err := g.Create(path, ours)
 	if err != nil {
-		return GuardedFile{}, StagedFile{}, err
+		return GuardedFile{}, atomicfile.Staged{}, err
 	}
 	if _, err := io.Copy(w, in); err != nil {
 		w.Abort()
-		return GuardedFile{}, StagedFile{}, fmt.Errorf("copying %s to %s: %w", src, path, err)
+		return GuardedFile{}, atomicfile.Staged{}, fmt.Errorf("copying %s to %s: %w", src, path, err)
 	}
 	return w.Stage()
 }
 
 // StageRender stages (GuardedWriter.Stage) a guarded write of path with what render
 // produces; a render error aborts it, leaving no file.
-func (g Guard) StageRender(p string, render func(io.Writer) error, ours bool) (GuardedFile, StagedFile, error) {
+func (g Guard) StageRender(p string, render func(io.Writer) error, ours bool) (GuardedFile, atomicfile.Staged, error) {
 	w, err := g.Create(p, ours)
 	if err != nil {
-		return GuardedFile{}, StagedFile{}, err
+		return GuardedFile{}, atomicfile.Staged{}, err
 	}
 	if err := render(w); err != nil {
 		w.Abort()
-		return GuardedFile{}, StagedFile{}, err
+		return GuardedFile{}, atomicfile.Staged{}, err
 	}
 	return w.Stage()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/redact"
 )
 
@@ -81,7 +82,7 @@ func TestGuardedWriterAsWrite(t *testing.T) {
 			// Staged, then committed: the same file, absent until the commit.
 			staged := filepath.Join(dir, "staged", tc.name)
 			var gs GuardedFile
-			var st StagedFile
+			var st atomicfile.Staged
 			w, err = g.Create(staged, true)
 			if err == nil {
 				if _, err := w.WriteString(tc.content); err != nil {
@@ -99,7 +100,7 @@ func TestGuardedWriterAsWrite(t *testing.T) {
 				t.Errorf("staged file in place before the commit: %v", err)
 			}
 			if err == nil {
-				if err := CommitStaged([]StagedFile{st}); err != nil {
+				if err := atomicfile.CommitStaged([]atomicfile.Staged{st}); err != nil {
 					t.Fatal(err)
 				}
 				if fi, err := os.Stat(staged); err != nil || fi.Mode().Perm() != 0o644 {
@@ -117,13 +118,13 @@ func TestGuardedWriterAsWrite(t *testing.T) {
 	}
 }
 
-// TestCommitStaged: staged files in two directories appear together after the commit;
+// TestGuardedCommitStaged: staged files in two directories appear together after the commit;
 // a commit that fails (a destination directory gone) removes every temporary file not
 // yet renamed, and DiscardStaged leaves nothing.
-func TestCommitStaged(t *testing.T) {
+func TestGuardedCommitStaged(t *testing.T) {
 	t.Parallel()
 	g := Guard{Secrets: redact.NewSet("commit-secret-0123456789")}
-	stage := func(t *testing.T, p, content string) StagedFile {
+	stage := func(t *testing.T, p, content string) atomicfile.Staged {
 		t.Helper()
 		w, err := g.Create(p, true)
 		if err != nil {
@@ -143,11 +144,11 @@ func TestCommitStaged(t *testing.T) {
 	if err := os.WriteFile(b, []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files := []StagedFile{stage(t, a, "# new\n"), stage(t, b, `{"new": true}`+"\n")}
+	files := []atomicfile.Staged{stage(t, a, "# new\n"), stage(t, b, `{"new": true}`+"\n")}
 	if got, _ := os.ReadFile(b); string(got) != "old\n" {
 		t.Fatalf("history.json before the commit: %q", got)
 	}
-	if err := CommitStaged(files); err != nil {
+	if err := atomicfile.CommitStaged(files); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]string{a: "# new\n", b: `{"new": true}` + "\n"} {
@@ -157,14 +158,14 @@ func TestCommitStaged(t *testing.T) {
 	}
 
 	gone := filepath.Join(dir, "gone")
-	files = []StagedFile{stage(t, filepath.Join(dir, "c", "junit.xml"), "<testsuites/>\n"), stage(t, filepath.Join(gone, "x.md"), "x\n")}
+	files = []atomicfile.Staged{stage(t, filepath.Join(dir, "c", "junit.xml"), "<testsuites/>\n"), stage(t, filepath.Join(gone, "x.md"), "x\n")}
 	if err := os.RemoveAll(gone); err != nil {
 		t.Fatal(err)
 	}
-	if err := CommitStaged(files); err == nil {
+	if err := atomicfile.CommitStaged(files); err == nil {
 		t.Fatal("commit into a removed directory: no error")
 	}
-	DiscardStaged([]StagedFile{stage(t, filepath.Join(dir, "c", "dashboard.html"), "<html></html>\n")})
+	atomicfile.DiscardStaged([]atomicfile.Staged{stage(t, filepath.Join(dir, "c", "dashboard.html"), "<html></html>\n")})
 	entries, err := os.ReadDir(filepath.Join(dir, "c"))
 	if err != nil {
 		t.Fatal(err)

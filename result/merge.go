@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // ErrMergeCampaign is wrapped by Merge when the campaign to merge into is not
@@ -288,7 +290,7 @@ func (m *Merged) writeResults(campaignDir string, pending []*pendingResult) erro
 	if len(pending) == 0 {
 		return nil
 	}
-	if err := SyncFilesystem(campaignDir); err != nil {
+	if err := atomicfile.SyncFilesystem(campaignDir); err != nil {
 		return err
 	}
 	for _, p := range pending {
@@ -298,7 +300,7 @@ func (m *Merged) writeResults(campaignDir string, pending []*pendingResult) erro
 			return fmt.Errorf("copying %s: %w", p.path, err)
 		}
 	}
-	return SyncFilesystem(campaignDir)
+	return atomicfile.SyncFilesystem(campaignDir)
 }
 
 // guardCopy writes b to target through guard, turning what the guard found into

@@ -247,42 +247,6 @@ func TestHistoryMerge(t *testing.T) {
 	}
 }
 
-// TestWriteFileAtomic: both atomic writers (durable, and WriteFileReplace, made
-// durable later by SyncFilesystem) create the directory, replace the file whole, leave
-// no temporary file and fail under a regular file; SyncFilesystem syncs the file system
-// of a directory and fails for one that does not exist.
-func TestWriteFileAtomic(t *testing.T) {
-	t.Parallel()
-	for name, write := range map[string]func(string, []byte) error{"durable": WriteFileAtomic, "replace": WriteFileReplace} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			p := filepath.Join(dir, "sub", "f.txt")
-			for _, content := range []string{"one", "two"} {
-				if err := write(p, []byte(content)); err != nil {
-					t.Fatal(err)
-				}
-				if b, _ := os.ReadFile(p); string(b) != content {
-					t.Errorf("got %q, want %q", b, content)
-				}
-			}
-			entries, _ := os.ReadDir(filepath.Dir(p))
-			if len(entries) != 1 {
-				t.Errorf("temporary files left: %v", entries)
-			}
-			if err := write(filepath.Join(p, "under-a-file"), nil); err == nil {
-				t.Error("writing under a regular file must fail")
-			}
-			if err := SyncFilesystem(filepath.Dir(p)); err != nil {
-				t.Error(err)
-			}
-			if err := SyncFilesystem(filepath.Join(dir, "absent")); err == nil {
-				t.Error("SyncFilesystem of a missing directory must fail")
-			}
-		})
-	}
-}
-
 func FuzzParseExpectedIDs(f *testing.F) {
 	f.Add([]byte("a.b.c.d\n"))
 	f.Add([]byte(`{"executionIds":["a.b.c.d"]}`))

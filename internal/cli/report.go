@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/report"
@@ -391,7 +392,7 @@ func claimMergeTarget(dir string, plan *shard.Plan) error {
 	if err := plan.Encode(&b); err != nil {
 		return err
 	}
-	return result.WriteFileAtomic(path, b.Bytes())
+	return atomicfile.WriteFile(path, b.Bytes(), result.FileMode, atomicfile.MakeDirs())
 }
 
 // shardsFile is the shard plan a merged campaign keeps at its root.

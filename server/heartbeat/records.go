@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/agentproof/agentproof/api"
-	"github.com/agentproof/agentproof/evidence"
+	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // Record is the runner's durable record of one run (api.HeartbeatRun).
@@ -31,7 +31,7 @@ var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 //	dir/skipped/<company>/<wakeId>.json
 //
 // Every file is written atomically (temporary file, fsync, rename); in an ephemeral
-// home without the fsyncs (evidence.WriteFileReplace).
+// home without the fsyncs (atomicfile.NoSync).
 type records struct {
 	dir       string
 	ephemeral bool
@@ -40,9 +40,9 @@ type records struct {
 // write writes data to path atomically, durably unless the home is ephemeral.
 func (s records) write(path string, data []byte) error {
 	if s.ephemeral {
-		return evidence.WriteFileReplace(path, data, 0o600)
+		return atomicfile.WriteFile(path, data, 0o600, atomicfile.NoSync())
 	}
-	return evidence.WriteFileAtomic(path, data, 0o600)
+	return atomicfile.WriteFile(path, data, 0o600)
 }
 
 func (s records) runDir(runID string) (string, error) {

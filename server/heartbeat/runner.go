@@ -148,7 +148,7 @@ type Host interface {
 //     record the board sees, so that the server can wake its change waits.
 //   - Ephemeral: the instance home is thrown away with its instance (an attempt's
 //     home, server.Options.Ephemeral): records, logs and materialised agent-home files
-//     are written atomically but not fsynced (evidence.WriteFileReplace).
+//     are written atomically but not fsynced (atomicfile.NoSync).
 type Config struct {
 	Dir              string
 	Home             string
