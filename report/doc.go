@@ -1,4 +1,5 @@
-// Package report prints a campaign: summary.md (Summary), junit.xml (JUnit), the
+// Package report prints a campaign: summary.md (Summary), junit.xml (JUnit), ctrf.json
+// (CTRF, the Common Test Report Format), the
 // self-contained dashboard.html with its transcript view (Dashboard; index.html is an
 // identical copy) and the terminal text of a comparison (CompareText). Every printer
 // takes the model of package result as input and returns bytes or writes to an

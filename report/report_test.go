@@ -162,7 +162,7 @@ func buildFixtureHistory(t testing.TB) (string, *catalog.Catalog, *Generated) {
 func readAll(t testing.TB, root string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for _, f := range []string{result.CampaignFile, SummaryFile, JUnitFile, DashboardFile, IndexFile} {
+	for _, f := range []string{result.CampaignFile, SummaryFile, JUnitFile, CTRFFile, DashboardFile, IndexFile} {
 		b, err := os.ReadFile(filepath.Join(root, "camp-2", f))
 		if err != nil {
 			t.Fatal(err)
@@ -181,7 +181,7 @@ func TestGenerateGoldenAndRegenerate(t *testing.T) {
 	t.Parallel()
 	root, cat, g := buildFixtureHistory(t)
 	files := readAll(t, root)
-	for _, name := range []string{result.CampaignFile, SummaryFile, JUnitFile, result.HistoryFile} {
+	for _, name := range []string{result.CampaignFile, SummaryFile, JUnitFile, CTRFFile, result.HistoryFile} {
 		golden(t, name, files[name])
 	}
 	if !bytes.Equal(files[DashboardFile], files[IndexFile]) {

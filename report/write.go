@@ -91,6 +91,7 @@ func campaignFiles(a *result.Assembly, cat *catalog.Catalog) ([]reportFile, erro
 		{path: filepath.Join(dir, result.CampaignFile), render: func(w io.Writer) error { return result.WriteCampaign(w, c, a.Full) }},
 		{path: filepath.Join(dir, SummaryFile), data: Summary(c), whole: true},
 		{path: filepath.Join(dir, JUnitFile), data: JUnit(c), whole: true},
+		{path: filepath.Join(dir, CTRFFile), data: CTRF(c), whole: true},
 		{path: filepath.Join(dir, DashboardFile), render: func(w io.Writer) error { return writeDashboard(w, c, cat, upto, dir, a.Full) }, dashboard: true},
 		{path: filepath.Join(dir, IndexFile)},
 		{path: a.HistoryPath, data: histJSON, whole: true},

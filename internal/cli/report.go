@@ -147,7 +147,7 @@ func newReportCmd(a *app) *cobra.Command {
 		Use:   "report",
 		Short: "Regenerate campaign.json, summary.md, junit.xml, the dashboard and history.json from stored results",
 		Long: `Regenerate a campaign's report from its stored result.json files, without running
-anything: campaign.json, summary.md, junit.xml, dashboard.html and an identical
+anything: campaign.json, summary.md, junit.xml, ctrf.json, dashboard.html and an identical
 index.html at <results>/<campaign>/, and history.json at the results root (or
 --history). For every expected cell the best attempt is chosen (a valid result first,
 then the latest finishedAt, then the higher attempt); an expected cell without a
@@ -170,6 +170,8 @@ byte for byte.
 junit.xml reports inconclusive cells as skipped with their reason; with
 --inconclusive-as-failure they are failures (type "inconclusive") and the exit code
 is 1 instead of 3. The choice is stored in campaign.json and kept on regeneration.
+ctrf.json (the Common Test Report Format) lists the same cells: inconclusive and
+missing cells have status "other" (or "failed" with --inconclusive-as-failure).
 
 When $GITHUB_STEP_SUMMARY is set (GitHub Actions), each campaign's summary.md is
 appended to it, so the job's summary page shows the failures first.

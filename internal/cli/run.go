@@ -162,7 +162,7 @@ first to finish). The default campaign id ends in 8 random hex digits, so two ru
 started at the same moment never share a campaign directory.
 Results: <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>/
 (result.json, evidence-manifest.json, snapshots/, workspace-manifest.json, logs/),
-then campaign.json, summary.md, junit.xml and dashboard.html in <results>/<campaign>/
+then campaign.json, summary.md, junit.xml, ctrf.json and dashboard.html in <results>/<campaign>/
 and history.json in <results>/ (summary.md is also appended to $GITHUB_STEP_SUMMARY
 when that is set). The last line is
 "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
