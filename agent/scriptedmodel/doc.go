@@ -12,6 +12,16 @@
 // the agent delivered with the tool result) and refuses the request when nothing
 // matches.
 //
+// Reactive steps: a step may carry a branch condition (`when: {toolResult: denied,
+// step: 1}`): the tool result the agent's runtime sent back for a call (the previous
+// one, or the call of the named step) is classified as approved, denied, error or
+// cancelled (ClassifyToolResult: the wordings of the pinned CLIs, docs/acp.md "What a
+// runner tells its model"), and the step plays when the kind matches, else its `else`
+// step; without an else the request is refused naming the step, the condition and
+// what was observed. Every request's log line carries its latest tool result as
+// classified and every condition evaluated (matched or not), so a condition that never
+// held is evidence, never a silent default.
+//
 // A Script is a sequence of steps, one per assistant turn: call a tool by role ("shell";
 // "write_file", the agent's own file-writing tool, which asks an ACP client's
 // permission; or a semantic tool such as finish_task, matched against the request's own tool list by

@@ -2,6 +2,7 @@ package scriptedmodel
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -43,6 +44,9 @@ type Reply struct {
 	CallID    string
 	Text      string
 	Hold      time.Duration
+	// Branches are the branch conditions evaluated to pick the step played (none for a
+	// step without a condition).
+	Branches []BranchOutcome
 }
 
 // IsCall reports whether the reply is a tool call.
@@ -53,6 +57,8 @@ func (r Reply) IsCall() bool { return r.ToolName != "" }
 type StepError struct {
 	Step    int
 	Message string
+	// Branches are the branch conditions evaluated before the request was refused.
+	Branches []BranchOutcome
 }
 
 // Error renders the message; it always names the step.
@@ -60,8 +66,10 @@ func (e *StepError) Error() string { return e.Message }
 
 // Decide picks the reply to req from the script: a request that offers no tools is
 // auxiliary (answered with AuxAnswer, no step used); otherwise the conversation's number
-// of assistant turns picks the step. It returns a *StepError naming the step when the
-// script is exhausted, the step's Expect is not in the latest input, or no offered tool
+// of assistant turns picks the step, and a step with a branch condition (When) plays
+// itself when the condition holds, else its Else. It returns a *StepError naming the
+// step when the script is exhausted, a branch condition does not hold on a step
+// without an else, the step's Expect is not in the latest input, or no offered tool
 // fits the step's role.
 func (s *Script) Decide(req *Request) (Reply, error) {
 	if len(req.Tools) == 0 {
@@ -71,7 +79,24 @@ func (s *Script) Decide(req *Request) (Reply, error) {
 	if n >= len(s.Steps) {
 		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("script exhausted: the conversation has %d assistant turns, so it asks for step %d, but the script has %d steps", n, n+1, len(s.Steps))}
 	}
-	st := s.Steps[n]
+	st, branches, err := branch(n, s.Steps[n], req)
+	if err != nil {
+		return Reply{}, err
+	}
+	reply, err := s.play(n, st, req)
+	if err != nil {
+		var se *StepError
+		if errors.As(err, &se) {
+			se.Branches = branches
+		}
+		return Reply{}, err
+	}
+	reply.Branches = branches
+	return reply, nil
+}
+
+// play is the reply of step n, st (its branch resolved), to req.
+func (s *Script) play(n int, st Step, req *Request) (Reply, error) {
 	if st.Expect != "" && !strings.Contains(req.LatestInput(), st.Expect) {
 		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: the latest input does not contain %q (got %q)", st.Describe(n), st.Expect, clip(req.LatestInput(), 200))}
 	}

@@ -56,7 +56,8 @@ func decodeGemini(top map[string]json.RawMessage, r *Request) error {
 			for _, p := range c.Parts {
 				switch {
 				case p.FunctionResponse != nil:
-					r.Items = append(r.Items, Item{Kind: ItemToolResult, Name: p.FunctionResponse.Name, CallID: p.FunctionResponse.ID, Text: string(p.FunctionResponse.Response)})
+					r.Items = append(r.Items, Item{Kind: ItemToolResult, Name: p.FunctionResponse.Name, CallID: p.FunctionResponse.ID,
+						Text: string(p.FunctionResponse.Response), Error: geminiError(p.FunctionResponse.Response)})
 				case p.Text != nil:
 					r.Items = append(r.Items, Item{Kind: ItemUser, Text: *p.Text})
 				}
@@ -88,6 +89,17 @@ func decodeGemini(top map[string]json.RawMessage, r *Request) error {
 		}
 	}
 	return nil
+}
+
+// geminiError reports whether a functionResponse's response object has an "error"
+// key that is not null (how Gemini CLI reports a failed or refused call).
+func geminiError(raw json.RawMessage) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return false
+	}
+	e, ok := obj["error"]
+	return ok && !isNull(e)
 }
 
 // geminiResponse is the GenerateContentResponse of reply: one candidate whose content

@@ -50,12 +50,15 @@ const (
 )
 
 // Item is one conversation item in a wire-neutral form: Text holds the text (user,
-// assistant or tool output), Name and CallID the tool call's name and id.
+// assistant or tool output), Name and CallID the tool call's name and id; Error is
+// set on a tool result the wire flags as an error (Anthropic is_error, a Gemini
+// functionResponse whose response has an "error" key).
 type Item struct {
 	Kind   ItemKind
 	Text   string
 	Name   string
 	CallID string
+	Error  bool
 }
 
 // Request is a decoded model request in a wire-neutral form.
@@ -345,6 +348,7 @@ func decodeMessages(top map[string]json.RawMessage, r *Request) error {
 			Input     json.RawMessage `json:"input"`
 			ToolUseID string          `json:"tool_use_id"`
 			Content   json.RawMessage `json:"content"`
+			IsError   bool            `json:"is_error"`
 		}
 		var s string
 		if json.Unmarshal(m.Content, &s) == nil {
@@ -383,7 +387,7 @@ func decodeMessages(top map[string]json.RawMessage, r *Request) error {
 		for _, b := range blocks {
 			switch b.Type {
 			case "tool_result":
-				r.Items = append(r.Items, Item{Kind: ItemToolResult, CallID: b.ToolUseID, Text: contentText(b.Content)})
+				r.Items = append(r.Items, Item{Kind: ItemToolResult, CallID: b.ToolUseID, Text: contentText(b.Content), Error: b.IsError})
 			case "text":
 				r.Items = append(r.Items, Item{Kind: ItemUser, Text: b.Text})
 			}

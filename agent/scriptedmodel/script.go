@@ -97,6 +97,12 @@ type Step struct {
 	Expect      string
 	Hold        time.Duration
 	Line        int
+	// When, when set, is the step's branch condition (a tool result of a kind): the step
+	// plays when it holds; otherwise Else plays (resolved the same way), or, with no
+	// Else, the request is refused naming the step, the condition and what the request
+	// showed.
+	When *When
+	Else *Step
 }
 
 // Describe renders the step for messages: "step 2 (call finish_task, line 7)".
@@ -146,6 +152,13 @@ type rawStep struct {
 	AnswerMatch string         `yaml:"answer_match"`
 	Expect      string         `yaml:"expect"`
 	HoldMs      int64          `yaml:"hold_ms"`
+	When        *rawWhen       `yaml:"when"`
+	Else        *rawStep       `yaml:"else"`
+}
+
+type rawWhen struct {
+	ToolResult string `yaml:"toolResult"`
+	Step       int    `yaml:"step"`
 }
 
 // ParseScript parses a model script (YAML) named name and renders every string in it
@@ -166,16 +179,20 @@ type rawStep struct {
 //	    args: {command: "true"}
 //	    hold_ms: 60000
 //	  - answer_match: "STEER_[A-Z0-9_]+"  # the final text is taken from the latest input
-//	  - answer: "MARKER_{{nonce}}"
+//	  - when: {toolResult: denied, step: 1}  # a branch: step 1's call was refused …
+//	    answer: "The write was denied."
+//	    else: {answer: "MARKER_{{nonce}}"}  # … or not (without else: the request is refused)
 //
 // It returns a *ScriptError listing every problem (unknown fields, a step with not
 // exactly one of call, answer and answer_match, a bad role, a shell step without a
 // string command, an answer_match that does not compile or matches the empty string,
 // hold_ms on an answer or outside 1..MaxHoldMs, an undefined variable, a script over
-// MaxScriptBytes or MaxSteps).
+// MaxScriptBytes or MaxSteps, a branch condition on an unknown tool result kind or on
+// a step that is not an earlier call step, an else without a condition, else steps
+// nested deeper than MaxBranchDepth). Every problem names its line.
 func ParseScript(name string, data []byte, vars map[string]string) (*Script, error) {
 	se := &ScriptError{Name: name}
-	raw, lines, ok := decodeScript(data, se)
+	raw, nodes, ok := decodeScript(data, se)
 	if !ok {
 		return nil, se
 	}
@@ -213,12 +230,13 @@ func ParseScript(name string, data []byte, vars map[string]string) (*Script, err
 		se.Problems = append(se.Problems, fmt.Sprintf("steps: more than %d", MaxSteps))
 	}
 	for i, rs := range raw.Steps {
-		line := 0
-		if i < len(lines) {
-			line = lines[i]
+		var node *yaml.Node
+		if i < len(nodes) {
+			node = nodes[i]
 		}
-		s.Steps = append(s.Steps, parseStep(i, line, rs, render, se))
+		s.Steps = append(s.Steps, parseStep(i, stepWhere(i, "", node), node, rs, render, se, 0))
 	}
+	se.Problems = append(se.Problems, branchTargetProblems(s.Steps)...)
 	if len(se.Problems) > 0 {
 		return nil, se
 	}
@@ -226,8 +244,8 @@ func ParseScript(name string, data []byte, vars map[string]string) (*Script, err
 }
 
 // decodeScript decodes data (at most MaxScriptBytes) strictly into a rawScript and
-// finds each step's line; ok is false (with the problem in se) when it cannot.
-func decodeScript(data []byte, se *ScriptError) (raw rawScript, lines []int, ok bool) {
+// finds each step's node; ok is false (with the problem in se) when it cannot.
+func decodeScript(data []byte, se *ScriptError) (raw rawScript, nodes []*yaml.Node, ok bool) {
 	if len(data) > MaxScriptBytes {
 		se.Problems = append(se.Problems, fmt.Sprintf("larger than %d bytes", MaxScriptBytes))
 		return raw, nil, false
@@ -248,20 +266,30 @@ func decodeScript(data []byte, se *ScriptError) (raw rawScript, lines []int, ok 
 		se.Problems = append(se.Problems, err.Error())
 		return raw, nil, false
 	}
-	return raw, stepLines(&doc), true
+	return raw, stepNodes(&doc), true
 }
 
-// parseStep checks and renders step i (0-based, at line; 0 when unknown) of a model
-// script, adding its problems to se: exactly one of call, answer and answer_match, a
-// tool role, an answer_match that compiles and does not match the empty string, no
-// args on an answer, hold_ms on a call only and within 1..MaxHoldMs, and the args the
-// shell and write_file calls need.
-func parseStep(i, line int, rs rawStep, render func(where, s string) string, se *ScriptError) Step {
-	st := Step{Call: rs.Call, Expect: rs.Expect, Line: line}
-	where := fmt.Sprintf("step %d", i+1)
-	if line > 0 {
-		where = fmt.Sprintf("step %d (line %d)", i+1, line)
+// stepWhere names step i (0-based) of a script, or its else (what: " else"), with
+// the line of node when known: "step 2 (line 7)".
+func stepWhere(i int, what string, node *yaml.Node) string {
+	if node == nil || node.Line == 0 {
+		return fmt.Sprintf("step %d%s", i+1, what)
 	}
+	return fmt.Sprintf("step %d%s (line %d)", i+1, what, node.Line)
+}
+
+// parseStep checks and renders step i (0-based, at node, named where in problems; node
+// is nil when unknown; depth counts the else steps it is nested in) of a model script,
+// adding its problems to se: exactly one of call, answer and answer_match, a tool
+// role, an answer_match that compiles and does not match the empty string, no args on
+// an answer, hold_ms on a call only and within 1..MaxHoldMs, the args the shell and
+// write_file calls need, and its branch (parseBranch).
+func parseStep(i int, where string, node *yaml.Node, rs rawStep, render func(where, s string) string, se *ScriptError, depth int) Step {
+	st := Step{Call: rs.Call, Expect: rs.Expect}
+	if node != nil {
+		st.Line = node.Line
+	}
+	parseBranch(&st, i, where, node, rs, render, se, depth)
 	kinds := 0
 	for _, set := range []bool{rs.Call != "", rs.Answer != nil, rs.AnswerMatch != ""} {
 		if set {
@@ -376,8 +404,8 @@ func jsonValue(v any, render func(where, s string) string, where string) (any, e
 	}
 }
 
-// stepLines returns the line of each item of the top-level `steps` sequence.
-func stepLines(doc *yaml.Node) []int {
+// stepNodes returns the node of each item of the top-level `steps` sequence.
+func stepNodes(doc *yaml.Node) []*yaml.Node {
 	if doc == nil || len(doc.Content) == 0 {
 		return nil
 	}
@@ -387,12 +415,99 @@ func stepLines(doc *yaml.Node) []int {
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "steps" && root.Content[i+1].Kind == yaml.SequenceNode {
-			var out []int
-			for _, n := range root.Content[i+1].Content {
-				out = append(out, n.Line)
-			}
-			return out
+			return root.Content[i+1].Content
 		}
 	}
 	return nil
+}
+
+// keyNode returns the value node of key in the mapping node n (following aliases), or
+// nil.
+func keyNode(n *yaml.Node, key string) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// parseBranch checks and sets st's branch: when's tool result kind (ParseResultKind)
+// and step (0, or an earlier step: 1..i), and its else, parsed as a step of its own
+// (parseStep) at most MaxBranchDepth deep. An else without a when is a problem.
+func parseBranch(st *Step, i int, where string, node *yaml.Node, rs rawStep, render func(where, s string) string, se *ScriptError, depth int) {
+	if rs.When == nil {
+		if rs.Else != nil {
+			se.Problems = append(se.Problems, where+": else needs a when (a branch condition)")
+		}
+		return
+	}
+	wnode := keyNode(node, "when")
+	w := &When{Step: rs.When.Step}
+	at := where
+	if wnode != nil {
+		w.Line = wnode.Line
+		at = fmt.Sprintf("%s: when (line %d)", where, wnode.Line)
+	} else {
+		at += ": when"
+	}
+	k, err := ParseResultKind(rs.When.ToolResult)
+	switch {
+	case rs.When.ToolResult == "":
+		se.Problems = append(se.Problems, at+": needs toolResult (approved, denied, error or cancelled)")
+	case err != nil:
+		se.Problems = append(se.Problems, fmt.Sprintf("%s: toolResult: %v", at, err))
+	}
+	if w.Step < 0 || w.Step > i {
+		se.Problems = append(se.Problems, fmt.Sprintf("%s: step %d must name an earlier step (1..%d) or be left out (the previous tool call)", at, w.Step, i))
+	}
+	w.ToolResult = k
+	st.When = w
+	if rs.Else == nil {
+		return
+	}
+	if depth+1 >= MaxBranchDepth {
+		se.Problems = append(se.Problems, fmt.Sprintf("%s: else steps nested more than %d deep", where, MaxBranchDepth))
+		return
+	}
+	enode := keyNode(node, "else")
+	e := parseStep(i, stepWhere(i, " else", enode), enode, *rs.Else, render, se, depth+1)
+	st.Else = &e
+}
+
+// branchTargetProblems lists the branch conditions (of every step and its else steps)
+// whose step names a step that calls no tool in any of its branches: such a condition
+// could never see a tool result.
+func branchTargetProblems(steps []Step) []string {
+	var out []string
+	for i := range steps {
+		for st := &steps[i]; st != nil && st.When != nil; st = st.Else {
+			k := st.When.Step
+			if k < 1 || k > len(steps) || calls(steps[k-1]) {
+				continue
+			}
+			where := fmt.Sprintf("step %d", i+1)
+			if st.When.Line > 0 {
+				where = fmt.Sprintf("step %d: when (line %d)", i+1, st.When.Line)
+			}
+			out = append(out, fmt.Sprintf("%s: step %d calls no tool, so it has no tool result to branch on", where, k))
+		}
+	}
+	return out
+}
+
+// calls reports whether st or one of its else steps is a tool call.
+func calls(st Step) bool {
+	for s := &st; s != nil; s = s.Else {
+		if s.Call != "" {
+			return true
+		}
+	}
+	return false
 }

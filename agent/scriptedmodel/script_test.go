@@ -3,6 +3,7 @@ package scriptedmodel
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,6 +105,8 @@ func FuzzParseScript(f *testing.F) {
 	f.Add("model: m\nusage: {input_tokens: 1, output_tokens: 2}\nsteps: [{answer: x, expect: y}]\n")
 	f.Add("steps:\n  - call: finish_task\n    args: {a: [1, 2.5, true, null, {b: c}]}\n")
 	f.Add("steps: [{call: x, args: {k: &a [1]}}, {answer: *a}]")
+	f.Add("steps:\n  - call: write_file\n    args: {path: /w/p, content: c}\n  - when: {toolResult: denied, step: 1}\n    answer: no\n    else: {when: {toolResult: error}, answer: e, else: {answer: ok}}\n")
+	f.Add("steps: [{call: shell, args: {command: x}}, {when: {toolResult: rejected}, call: shell, args: {command: y}, else: {answer: z}}]")
 	f.Fuzz(func(t *testing.T, src string) {
 		s, err := ParseScript("fuzz", []byte(src), map[string]string{"nonce": "n"})
 		if err != nil {
@@ -118,6 +121,18 @@ func FuzzParseScript(f *testing.F) {
 			}
 			if _, err := json.Marshal(st.Args); err != nil {
 				t.Fatalf("step %d args do not encode: %v", i, err)
+			}
+			depth := 0
+			for b := &s.Steps[i]; b != nil; b = b.Else {
+				if b.When == nil && b.Else != nil {
+					t.Fatalf("step %d has an else without a condition", i)
+				}
+				if b.When != nil && (!slices.Contains(ResultKinds, b.When.ToolResult) || b.When.Step < 0 || b.When.Step > i) {
+					t.Fatalf("step %d accepted condition %+v", i, b.When)
+				}
+				if depth++; depth > MaxBranchDepth {
+					t.Fatalf("step %d nests %d else steps", i, depth)
+				}
 			}
 		}
 	})

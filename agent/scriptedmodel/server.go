@@ -51,27 +51,32 @@ type Options struct {
 // values redacted), wire format, the tools offered, the step played (1-based; 0 for an
 // auxiliary request, -1 when none fits), what the model answered (Reply: "call NAME",
 // "answer", "aux answer") or the error, the HTTP status, the body size and its SHA-256,
-// and the sanitised body.
+// and the sanitised body; ToolResult is the request's latest tool result as the model
+// classified it (ClassifyToolResult) and Branches the branch conditions evaluated to
+// pick the step (each with what it observed and whether it held).
 type LogEntry struct {
-	Schema    string              `json:"schema"`
-	Seq       int                 `json:"seq"`
-	Run       int                 `json:"run,omitempty"`
-	Time      string              `json:"time"`
-	Method    string              `json:"method"`
-	Path      string              `json:"path"`
-	Query     string              `json:"query,omitempty"`
-	Headers   map[string][]string `json:"headers"`
-	Format    Format              `json:"format,omitempty"`
-	Stream    bool                `json:"stream,omitempty"`
-	Tools     []string            `json:"tools,omitempty"`
-	Step      int                 `json:"step"`
-	Reply     string              `json:"reply,omitempty"`
-	Error     string              `json:"error,omitempty"`
-	Status    int                 `json:"status"`
-	Usage     *Usage              `json:"usage,omitempty"`
-	BodyBytes int                 `json:"body_bytes"`
-	BodySHA   string              `json:"body_sha256,omitempty"`
-	Body      json.RawMessage     `json:"body,omitempty"`
+	Schema  string              `json:"schema"`
+	Seq     int                 `json:"seq"`
+	Run     int                 `json:"run,omitempty"`
+	Time    string              `json:"time"`
+	Method  string              `json:"method"`
+	Path    string              `json:"path"`
+	Query   string              `json:"query,omitempty"`
+	Headers map[string][]string `json:"headers"`
+	Format  Format              `json:"format,omitempty"`
+	Stream  bool                `json:"stream,omitempty"`
+	Tools   []string            `json:"tools,omitempty"`
+	Step    int                 `json:"step"`
+	Reply   string              `json:"reply,omitempty"`
+	// ToolResult and Branches: see above.
+	ToolResult *ToolResultSeen `json:"toolResult,omitempty"`
+	Branches   []BranchOutcome `json:"branches,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Status     int             `json:"status"`
+	Usage      *Usage          `json:"usage,omitempty"`
+	BodyBytes  int             `json:"body_bytes"`
+	BodySHA    string          `json:"body_sha256,omitempty"`
+	Body       json.RawMessage `json:"body,omitempty"`
 }
 
 // Server is the scripted model: an http.Handler serving POST /v1/responses, POST
@@ -309,16 +314,19 @@ func (s *Server) model(f Format) http.HandlerFunc {
 			}
 		}
 		e.Stream, e.Tools = req.Stream, toolNames(req.Tools)
+		if tr, ok := req.LatestToolResult(); ok {
+			e.ToolResult = &tr
+		}
 		reply, err := s.opts.Script.Decide(req)
 		if err != nil {
 			var se *StepError
 			if errors.As(err, &se) {
-				e.Step = se.Step + 1
+				e.Step, e.Branches = se.Step+1, se.Branches
 			}
 			fail(http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
 		}
-		e.Step = reply.Step + 1
+		e.Step, e.Branches = reply.Step+1, reply.Branches
 		switch {
 		case reply.Step < 0:
 			e.Reply = "aux answer"
