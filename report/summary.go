@@ -178,17 +178,7 @@ func writeRegressions(b *strings.Builder, c *result.Campaign) {
 // evidenceDir is the attempt directory of r's evidence relative to the campaign
 // directory (the directory of its first evidence file up to "attempt-<n>"), "" when it
 // has none.
-func evidenceDir(r *result.Result) string {
-	for _, f := range r.Evidence {
-		parts := strings.Split(f, "/")
-		for i, p := range parts {
-			if strings.HasPrefix(p, "attempt-") {
-				return strings.Join(parts[:i+1], "/") + "/"
-			}
-		}
-	}
-	return ""
-}
+func evidenceDir(r *result.Result) string { return result.AttemptDir(r) }
 
 // writeRepeats renders the repeats table of a campaign run with --repeat: per cell the
 // pass rate with its count, pass^k, pass@k, flakiness and each repetition's outcome.

@@ -124,6 +124,7 @@ Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
 		newAgentCmd(a),
 		newReportCmd(a),
 		newCompareCmd(a),
+		newMatrixCmd(a),
 		newRunCmd(a),
 		newServeCmd(a),
 		newModelCmd(a),
