@@ -120,3 +120,29 @@ func TestLoadTranscriptBounds(t *testing.T) {
 		t.Errorf("card has %d transcripts, want 3", got)
 	}
 }
+
+// TestLoadTranscriptReadsEveryATIFVersion: the transcript view reads trajectories of
+// older ATIF versions (v1.2: no trajectory_id, a plain session id) and of v1.8 (an
+// audio content part, named in the text) alike; the version string is never a reason
+// to refuse one.
+func TestLoadTranscriptReadsEveryATIFVersion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	docs := map[string]string{
+		"v12.json": `{"schema_version": "ATIF-v1.2", "session_id": "s", "agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "user", "message": "hello"}, {"step_id": 2, "source": "agent", "message": "hi", "metrics": {"prompt_tokens": 3, "completion_tokens": 1}}]}`,
+		"v18.json": `{"schema_version": "ATIF-v1.8", "agent": {"name": "a", "version": "1"}, "steps": [{"step_id": 1, "source": "user", "message": [{"type": "text", "text": "listen"}, {"type": "audio", "source": {"media_type": "audio/wav", "path": "q.wav", "duration_sec": 1.5}}]}]}`,
+	}
+	for name, body := range docs {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := loadTranscript(filepath.Join(dir, "v12.json"), result.TrajectoryRef{Path: "v12.json"})
+	if old.Problem != "" || len(old.Steps) != 2 || old.Steps[0].Message != "hello" || old.Steps[1].Tokens == "" {
+		t.Errorf("v1.2: %+v", old)
+	}
+	audio := loadTranscript(filepath.Join(dir, "v18.json"), result.TrajectoryRef{Path: "v18.json"})
+	if audio.Problem != "" || len(audio.Steps) != 1 || audio.Steps[0].Message != "listen\n[audio]" {
+		t.Errorf("v1.8: %+v", audio)
+	}
+}

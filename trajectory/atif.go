@@ -12,7 +12,7 @@ import (
 // document per trajectory. docs/trajectories.md maps this model onto it field by field.
 
 // ATIFVersion is the ATIF version ATIF writes (schema_version).
-const ATIFVersion = "ATIF-v1.7"
+const ATIFVersion = "ATIF-v1.8"
 
 // ATIFFile is the name of a run's ATIF document in its evidence directory, Harbor's
 // own name for it.
@@ -95,6 +95,8 @@ type atifFinal struct {
 //     true}, {"kind": …}).
 //   - extra.agentproof holds the format, the run, partial and the gaps; a partial
 //     trajectory also says so in notes.
+//   - a trajectory without any step gets one system step saying so (noStep): ATIF
+//     requires at least one.
 //   - final_metrics has total_steps and, when the stream reported usage, the token
 //     totals and the dollars the stream reported (never an estimate).
 //
@@ -117,6 +119,9 @@ func ATIF(t Trajectory) ([]byte, error) {
 			as.StepID = len(d.Steps) + 1
 			d.Steps = append(d.Steps, as)
 		}
+	}
+	if len(d.Steps) == 0 {
+		d.Steps = append(d.Steps, noStep(t))
 	}
 	ap := map[string]any{"format": t.Format, "partial": t.Partial(), "gaps": nonNil(t.Gaps)}
 	if t.RunID != "" {
@@ -142,6 +147,16 @@ func ATIF(t Trajectory) ([]byte, error) {
 		return nil, fmt.Errorf("trajectory: encoding ATIF for %s: %w", t.Format, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// noStep is the one step of a trajectory whose stream held none (ATIF requires at least
+// one): a system step saying so, with the gaps, its extra.kind "agentproof-no-step".
+func noStep(t Trajectory) atifStep {
+	msg := "No step of this run was recorded (agentproof)"
+	if len(t.Gaps) > 0 {
+		msg += ": " + strings.Join(t.Gaps, "; ")
+	}
+	return atifStep{StepID: 1, Source: RoleSystem, Message: msg, Extra: map[string]any{"kind": "agentproof-no-step"}}
 }
 
 // atifSteps renders one step (two when a non-agent step carries results: ATIF keeps

@@ -18,12 +18,12 @@ var (
 	schemaErr  error
 )
 
-// atifSchema compiles testdata/atif-v1.7.schema.json (see testdata/SOURCES.md), with
+// atifSchema compiles testdata/atif-v1.8.schema.json (see testdata/SOURCES.md), with
 // formats asserted.
 func atifSchema(t testing.TB) *jsonschema.Schema {
 	t.Helper()
 	schemaOnce.Do(func() {
-		raw, err := os.ReadFile(filepath.Join("testdata", "atif-v1.7.schema.json"))
+		raw, err := os.ReadFile(filepath.Join("testdata", "atif-v1.8.schema.json"))
 		if err != nil {
 			schemaErr = err
 			return
@@ -35,7 +35,7 @@ func atifSchema(t testing.TB) *jsonschema.Schema {
 		}
 		c := jsonschema.NewCompiler()
 		c.AssertFormat()
-		const url = "https://agentproof.invalid/schemas/atif-v1.7.schema.json"
+		const url = "https://agentproof.invalid/schemas/atif-v1.8.schema.json"
 		if schemaErr = c.AddResource(url, doc); schemaErr != nil {
 			return
 		}
@@ -113,6 +113,16 @@ func TestSchemaAcceptsTheRFCExample(t *testing.T) {
 	if err := validateATIF(t, raw); err != nil {
 		t.Fatalf("the RFC's example does not validate: %v", err)
 	}
+	var v18 map[string]any
+	if err := json.Unmarshal(raw, &v18); err != nil {
+		t.Fatal(err)
+	}
+	v18["schema_version"] = "ATIF-v1.8"
+	step(v18, 0)["message"] = []any{map[string]any{"type": "text", "text": "listen"},
+		map[string]any{"type": "audio", "source": map[string]any{"media_type": "audio/mp3", "path": "q.mp3", "duration_sec": 2.5}}}
+	if b, _ := json.Marshal(v18); validateATIF(t, b) != nil {
+		t.Fatalf("the example as v1.8 with an audio part does not validate: %v", validateATIF(t, b))
+	}
 	mutations := []struct {
 		name   string
 		mutate func(d map[string]any)
@@ -147,6 +157,16 @@ func TestSchemaAcceptsTheRFCExample(t *testing.T) {
 		{"bad timestamp", func(d map[string]any) { step(d, 0)["timestamp"] = "yesterday" }},
 		{"image part without source", func(d map[string]any) {
 			step(d, 0)["message"] = []any{map[string]any{"type": "image"}}
+		}},
+		{"empty steps (v1.8: at least one)", func(d map[string]any) { d["steps"] = []any{} }},
+		{"audio part with an image source", func(d map[string]any) {
+			step(d, 0)["message"] = []any{map[string]any{"type": "audio", "source": map[string]any{"media_type": "image/png", "path": "a.png"}}}
+		}},
+		{"audio part with a negative duration", func(d map[string]any) {
+			step(d, 0)["message"] = []any{map[string]any{"type": "audio", "source": map[string]any{"media_type": "audio/wav", "path": "a.wav", "duration_sec": -1}}}
+		}},
+		{"audio part with text", func(d map[string]any) {
+			step(d, 0)["message"] = []any{map[string]any{"type": "audio", "text": "x", "source": map[string]any{"media_type": "audio/wav", "path": "a.wav"}}}
 		}},
 	}
 	for _, m := range mutations {
