@@ -82,6 +82,11 @@ type LocalExecutor struct {
 	// instances' keys) are added as they are made (heldSecrets).
 	Secrets *redact.Set
 
+	// Sentry, when set, is told the process marker of every attempt while it runs, so
+	// that the agents' descendants are swept should this process be killed
+	// (worker.Sentry).
+	Sentry *worker.Sentry
+
 	// held are the secrets of the attempts running now (heldSecrets).
 	held heldSecrets
 
@@ -367,6 +372,9 @@ func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan campaign.Attemp
 	x.runStages(ctx, a, s)
 	s.Teardown = x.teardown(ctx, a, s)
 	x.held.release(s.Provisioned.held)
+	if m := s.Provisioned.Marker; m != "" {
+		_ = x.Sentry.Done(m) // teardown swept it
+	}
 	s.Interrupted = ctx.Err() != nil
 	return campaign.Outcome{
 		Judgement:        Judge(s),

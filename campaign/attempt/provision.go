@@ -125,6 +125,9 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 	p.held = x.held.hold(p.Canary, p.ControllerCanary)
 	p.Secrets = x.held.withOthers(p.Secrets, p.held)
 	p.Marker = worker.NewMarker()
+	if err := x.Sentry.Watch(p.Marker); err != nil {
+		a.log.note("the process sentry cannot watch this attempt: %v", err)
+	}
 	if isHostile(a.plan) {
 		if p.Hostile, err = startHostile(root); err != nil {
 			p.Fault = verdict.HarnessFault(err, true)

@@ -14,6 +14,7 @@ import (
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/worker"
@@ -89,6 +90,7 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 		var scan, lease []string
 		leaks := scanClosed(secrets, p, p.Root, &scan)
 		if p.Lease != nil { // after the workspace's scan: it lives on the lease disk
+			noteWritesOutside(a, s.Observation.Runs)
 			rec, problem := p.Lease.release(tctx, s.Observation.Runs)
 			t.Leases = append(t.Leases, rec)
 			if problem != "" {
@@ -113,6 +115,17 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	t.Leaks = append(t.Leaks, scanEvidence(secrets, a.ev.Dir())...)
 	t.Confirmed = len(t.Problems) == 0
 	return t
+}
+
+// noteWritesOutside notes in the flow log what each sandbox run's agent left outside
+// its workspace and its HOME (/tmp and /dev/shm of its lease: the launch's
+// sandbox.FactWritesOutside), which its termination record holds too.
+func noteWritesOutside(a *attempt, runs []api.HeartbeatRun) {
+	for _, r := range runs {
+		if t := r.Termination; t != nil && t.Environment[sandbox.FactWritesOutside] != "" {
+			a.log.note("the agent of run %s wrote outside its workspace and HOME: %s", r.RunID, t.Environment[sandbox.FactWritesOutside])
+		}
+	}
 }
 
 // stopAttempt is the first half of teardown: it tears down the fixtures (fixtures.json),

@@ -118,6 +118,26 @@ func TestAttackNetwork(t *testing.T) {
 	}
 }
 
+// TestWritesOutsideReported: a fresh (not reused) lease whose agent writes only into
+// its workspace and its HOME reports no write outside them; one that also writes into
+// /tmp and /dev/shm reports both, with their size.
+func TestWritesOutsideReported(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	p := New(Options{})
+	l := setup(t, p, environment.LeaseSpec{})
+	for _, path := range []string{Home + "/notes", filepath.Join(l.Workspace, "out.txt")} {
+		if r := attack(t, p, l, "write", path); r.report.Contained || r.Facts[FactWritesOutside] != "" {
+			t.Errorf("writing %s: %+v, writes outside %q", path, r.report, r.Facts[FactWritesOutside])
+		}
+	}
+	attack(t, p, l, "write", "/tmp/x")
+	r := attack(t, p, l, "write", "/dev/shm/y")
+	if w := r.Facts[FactWritesOutside]; w != "1 file(s), 23 bytes: /dev/shm/y" {
+		t.Errorf("a fresh launch's scratch: %q (each launch of a lease that is not reused starts empty)", w)
+	}
+}
+
 // TestAttackModelControl: the bridge carries the model API, not the harness's control
 // of the scripted model. A real scripted model (a run set holding its first step, as a
 // steering case's does) behind the lease's model endpoint: from inside the sandbox the
@@ -198,8 +218,14 @@ func TestAttackWriteOutside(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/tmp/" + mark, "/dev/shm/" + mark, Home + "/" + mark, filepath.Join(l.Workspace, mark)} {
-		if r := attack(t, p, l, "write", path); r.report.Contained {
+		r := attack(t, p, l, "write", path)
+		if r.report.Contained {
 			t.Errorf("writing %s must work inside the sandbox: %+v", path, r.report)
+		}
+		// What the agent leaves outside its workspace and HOME is in the launch's facts.
+		w := r.Facts[FactWritesOutside]
+		if !strings.Contains(w, "/tmp/"+mark) || (path != "/tmp/"+mark) != strings.Contains(w, "/dev/shm/"+mark) || strings.Contains(w, Home) {
+			t.Errorf("after writing %s the launch reports writes outside %q", path, w)
 		}
 	}
 	if fileExists("/tmp/"+mark) || fileExists("/dev/shm/"+mark) {

@@ -38,6 +38,10 @@ const stageDir = "/tmp"
 type launchPlan struct {
 	stage []string
 	args  []string
+	// dests are the sandbox paths that binds are mounted on: bubblewrap makes each
+	// one's mount point, an empty file or directory, in a writable /tmp (writesOutside
+	// does not count them).
+	dests []string
 }
 
 // staged returns the staged path of host path src, staging it once.
@@ -52,6 +56,12 @@ func (p *launchPlan) staged(src string) string {
 
 func (p *launchPlan) add(args ...string) { p.args = append(p.args, args...) }
 
+// bind adds a bind of the staged src at dest (flag --bind or --ro-bind).
+func (p *launchPlan) bind(flag, src, dest string) {
+	p.add(flag, p.staged(src), dest)
+	p.dests = append(p.dests, dest)
+}
+
 // Launch prepares req.Spec inside the lease (see the package doc). The spec's working
 // directory must be the workspace or a writable bind; writable binds must lie in the
 // workspace or on the lease's disk. Errors: a *environment.SpecError naming every
@@ -62,46 +72,7 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 		return nil, err
 	}
 	spec := req.Spec
-	var probs []string
-	if !filepath.IsAbs(spec.Path) || len(spec.Args) == 0 {
-		probs = append(probs, "spec needs an absolute path and argv")
-	} else if _, err := os.Stat(spec.Path); err != nil && !environment.Within(l.Workspace, spec.Path) {
-		probs = append(probs, fmt.Sprintf("the agent's program: %v", err))
-	}
-	writable := []string{l.Workspace}
-	for i, b := range req.Binds {
-		switch {
-		case !filepath.IsAbs(b.Path) || filepath.Clean(b.Path) != b.Path:
-			probs = append(probs, fmt.Sprintf("binds[%d] %q must be an absolute, clean path", i, b.Path))
-		case b.Write && !environment.Within(l.Workspace, b.Path) && !environment.Within(st.Disk, b.Path):
-			probs = append(probs, fmt.Sprintf("binds[%d] %s is writable but outside the workspace and the lease disk %s (every writable byte must be under the disk cap)", i, b.Path, st.Disk))
-		case b.Write:
-			writable = append(writable, b.Path)
-		}
-	}
-	for i, ro := range req.ReadOnly {
-		if !filepath.IsAbs(ro) || filepath.Clean(ro) != ro {
-			probs = append(probs, fmt.Sprintf("readOnly[%d] %q must be an absolute, clean path", i, ro))
-			continue
-		}
-		if fi, err := os.Stat(ro); err != nil {
-			probs = append(probs, fmt.Sprintf("readOnly[%d]: %v", i, err))
-		} else if p := othersCannotRead(fi, st.UID); p != "" {
-			probs = append(probs, fmt.Sprintf("readOnly[%d] %s %s", i, ro, p))
-		}
-		for _, w := range writable {
-			if environment.Within(ro, w) {
-				probs = append(probs, fmt.Sprintf("readOnly[%d] %s would cover the writable %s", i, ro, w))
-			}
-		}
-	}
-	inWritable := false
-	for _, w := range writable {
-		inWritable = inWritable || environment.Within(w, spec.Dir)
-	}
-	if !inWritable {
-		probs = append(probs, fmt.Sprintf("dir %s must be the workspace %s or inside a writable bind", spec.Dir, l.Workspace))
-	}
+	probs := launchProblems(l, st, req)
 	if len(probs) > 0 {
 		return nil, &environment.SpecError{What: "sandbox launch", Problems: probs}
 	}
@@ -149,7 +120,56 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 	oom, _ := st.Cgroups.oomKills()
 	forks, _ := st.Cgroups.forkRefusals()
 	return &launched{spec: wrapped, lease: l, st: st, n: n, dir: dir, scratch: scratch, statusR: statusR, statusW: statusW,
-		oom0: oom, forks0: forks}, nil
+		oom0: oom, forks0: forks, mountPoints: plan.dests}, nil
+}
+
+// launchProblems checks a launch request against its lease: an absolute program and
+// an argv, writable binds only in the workspace or on the lease disk, read-only binds
+// the sandbox user can read that cover no writable place, and a working directory in
+// a writable place. It returns every problem (none: nil).
+func launchProblems(l *environment.Lease, st state, req environment.LaunchRequest) []string {
+	spec := req.Spec
+	var probs []string
+	if !filepath.IsAbs(spec.Path) || len(spec.Args) == 0 {
+		probs = append(probs, "spec needs an absolute path and argv")
+	} else if _, err := os.Stat(spec.Path); err != nil && !environment.Within(l.Workspace, spec.Path) {
+		probs = append(probs, fmt.Sprintf("the agent's program: %v", err))
+	}
+	writable := []string{l.Workspace}
+	for i, b := range req.Binds {
+		switch {
+		case !filepath.IsAbs(b.Path) || filepath.Clean(b.Path) != b.Path:
+			probs = append(probs, fmt.Sprintf("binds[%d] %q must be an absolute, clean path", i, b.Path))
+		case b.Write && !environment.Within(l.Workspace, b.Path) && !environment.Within(st.Disk, b.Path):
+			probs = append(probs, fmt.Sprintf("binds[%d] %s is writable but outside the workspace and the lease disk %s (every writable byte must be under the disk cap)", i, b.Path, st.Disk))
+		case b.Write:
+			writable = append(writable, b.Path)
+		}
+	}
+	for i, ro := range req.ReadOnly {
+		if !filepath.IsAbs(ro) || filepath.Clean(ro) != ro {
+			probs = append(probs, fmt.Sprintf("readOnly[%d] %q must be an absolute, clean path", i, ro))
+			continue
+		}
+		if fi, err := os.Stat(ro); err != nil {
+			probs = append(probs, fmt.Sprintf("readOnly[%d]: %v", i, err))
+		} else if p := othersCannotRead(fi, st.UID); p != "" {
+			probs = append(probs, fmt.Sprintf("readOnly[%d] %s %s", i, ro, p))
+		}
+		for _, w := range writable {
+			if environment.Within(ro, w) {
+				probs = append(probs, fmt.Sprintf("readOnly[%d] %s would cover the writable %s", i, ro, w))
+			}
+		}
+	}
+	inWritable := false
+	for _, w := range writable {
+		inWritable = inWritable || environment.Within(w, spec.Dir)
+	}
+	if !inWritable {
+		probs = append(probs, fmt.Sprintf("dir %s must be the workspace %s or inside a writable bind", spec.Dir, l.Workspace))
+	}
+	return probs
 }
 
 // othersCannotRead says why the sandbox user (uid, a stranger to the host's files) could
@@ -259,8 +279,8 @@ func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRe
 	}
 	pl.add("--bind", pl.staged(filepath.Join(scratch, "tmp")), "/tmp",
 		"--bind", pl.staged(filepath.Join(scratch, "shm")), "/dev/shm",
-		"--bind", pl.staged(filepath.Join(scratch, "home")), Home,
-		"--bind", pl.staged(l.Workspace), l.Workspace)
+		"--bind", pl.staged(filepath.Join(scratch, "home")), Home)
+	pl.bind("--bind", l.Workspace, l.Workspace)
 	binds := slices.Clone(req.Binds)
 	slices.SortStableFunc(binds, func(a, b environment.Bind) int { return len(a.Path) - len(b.Path) })
 	for _, b := range binds {
@@ -268,7 +288,7 @@ func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRe
 		if b.Write {
 			flag = "--bind"
 		}
-		pl.add(flag, pl.staged(b.Path), b.Path)
+		pl.bind(flag, b.Path, b.Path)
 	}
 	ro := append([]string{st.Executable}, req.ReadOnly...)
 	if !underSystem(req.Spec.Path) && !slices.ContainsFunc(ro, func(r string) bool { return environment.Within(r, req.Spec.Path) }) &&
@@ -283,7 +303,7 @@ func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRe
 		if real, err := filepath.EvalSymlinks(r); err == nil {
 			src = real
 		}
-		pl.add("--ro-bind", pl.staged(src), r)
+		pl.bind("--ro-bind", src, r)
 	}
 	pl.add("--ro-bind", pl.staged(l.SocketDir), BridgeDir)
 	pl.add("--remount-ro", "/dev", "--remount-ro", "/")
@@ -315,6 +335,8 @@ type launched struct {
 	dir, scratch     string
 	statusR, statusW *os.File
 	oom0, forks0     int64
+	// mountPoints are the sandbox paths binds were mounted on (launchPlan.dests).
+	mountPoints []string
 }
 
 func (x *launched) Spec() worker.Spec { return x.spec }
@@ -369,6 +391,9 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourcePIDs, Limit: shape.PIDs, Events: d,
 			Detail: fmt.Sprintf("pids limit %d: %d fork(s) refused", shape.PIDs, d)})
 	}
+	if w := writesOutside(x.scratch, x.mountPoints); w != "" {
+		s.Facts[FactWritesOutside] = w
+	}
 	if full, err := diskFull(x.st.Disk); err == nil && full {
 		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceDisk, Limit: shape.DiskBytes, Events: 1,
 			Detail: fmt.Sprintf("disk limit %d bytes: the lease disk is full", shape.DiskBytes)})
@@ -376,6 +401,68 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 	_ = os.RemoveAll(x.dir)
 	if !x.lease.Reuse {
 		_ = os.RemoveAll(x.scratch)
+	}
+	return s
+}
+
+// FactWritesOutside is the launch fact naming what the agent left in the sandbox's
+// writable places outside its workspace and its HOME (/tmp and /dev/shm, both on the
+// lease disk): "<n> file(s), <bytes> bytes: /tmp/a, /dev/shm/b, …" (at most
+// maxWritesNamed paths, each quoted when it holds anything unusual). Absent when they
+// are empty. With a reused lease the scratch space is the lease's, so the list is
+// what every launch so far left there.
+const FactWritesOutside = "writesOutside"
+
+// maxWritesNamed bounds the paths FactWritesOutside names.
+const maxWritesNamed = 8
+
+// writesOutside describes the files under scratch's tmp and shm directories (the
+// sandbox's /tmp and /dev/shm) as FactWritesOutside does, or "" when there are none.
+// Symbolic links and other non-directories are counted as files; nothing is followed.
+// An empty file at one of mountPoints is bubblewrap's mount point for a bind, not the
+// agent's.
+func writesOutside(scratch string, mountPoints []string) string {
+	var names []string
+	var files, bytes int64
+	for _, d := range []struct{ host, inside string }{{"tmp", "/tmp"}, {"shm", "/dev/shm"}} {
+		root := filepath.Join(scratch, d.host)
+		_ = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return nil
+			}
+			rel, _ := filepath.Rel(root, p)
+			fi, err := e.Info()
+			if err == nil && fi.Mode().IsRegular() && fi.Size() == 0 && slices.Contains(mountPoints, d.inside+"/"+rel) {
+				return nil
+			}
+			files++
+			if err == nil && fi.Mode().IsRegular() {
+				bytes += fi.Size()
+			}
+			if len(names) < maxWritesNamed {
+				names = append(names, quoteUnusual(d.inside+"/"+rel))
+			}
+			return nil
+		})
+	}
+	if files == 0 {
+		return ""
+	}
+	more := ""
+	if files > int64(len(names)) {
+		more = fmt.Sprintf(" and %d more", files-int64(len(names)))
+	}
+	return fmt.Sprintf("%d file(s), %d bytes: %s%s", files, bytes, strings.Join(names, ", "), more)
+}
+
+// quoteUnusual is s, or s quoted (Go syntax) when it holds a space, a comma, a quote
+// or a character that is not printable, and cut to 200 bytes.
+func quoteUnusual(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	if strings.ContainsAny(s, " ,\"\\") || strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
 	}
 	return s
 }

@@ -349,3 +349,134 @@ suites:
 		t.Errorf("manifest %s", b)
 	}
 }
+
+// killedRunCatalog is a catalog whose exec agent leaves two descendants — a child in
+// its own process group and a setsid daemon — writes their pids to <dir>/pids and
+// then waits, so that the test can kill the controller mid-run.
+const killedRunCatalog = `
+groups:
+  - {id: killed, description: A controller killed mid-run.}
+environments:
+  - id: local
+    label: Local
+    driver: local
+    provider: local
+    lifecycle: {setup: instance_managed, probe: run_context_via_api, cleanup: instance_shutdown}
+    expectedExecutionTarget: {kind: local}
+profiles:
+  - id: spawner
+    label: An exec agent that leaves descendants and waits
+    generation: native
+    groups: [killed]
+    driver: exec
+    driverConfig: {command: "@DIR@/spawner.py", args: ["@DIR@"], timeoutMs: 120000}
+    provider: example
+    model: example/no-model
+    modelQualification: {source: builtin, qualificationId: "builtin:spawner"}
+    supportedEnvironments: [local]
+cases:
+  - id: wait
+    label: Wait
+    groups: [killed]
+    workMode: standard
+    flow: single_turn
+    expectedRunCount: 1
+    attemptTimeoutMs: {local: 120000}
+    expectedTerminalState: {issue: done, run: succeeded}
+    title: "Wait {{nonce}}"
+    prompt: Wait.
+    marker: NEVER
+    matchers:
+      - {kind: message_exact, expected: "{{marker}}"}
+suites:
+  - id: killed
+    label: Killed controller
+    description: An agent whose descendants must not outlive a killed controller.
+    groups: [killed]
+    profiles: [spawner]
+    environments: [local]
+    cases: [wait]
+    expectedMatrixSize: 1
+`
+
+const spawnerAgent = `#!/usr/bin/env python3
+import os, subprocess, sys, time
+d = sys.argv[1]
+child = subprocess.Popen(["/bin/sleep", "600"])
+daemon = subprocess.Popen(["/bin/sleep", "601"], start_new_session=True)
+with open(os.path.join(d, "pids.tmp"), "w") as f:
+    f.write("%d %d\n" % (child.pid, daemon.pid))
+os.rename(os.path.join(d, "pids.tmp"), os.path.join(d, "pids"))
+time.sleep(600)
+`
+
+// TestRunKilledLeavesNoAgentDescendant: `agentproof run` killed with SIGKILL while its
+// local exec agent runs, with the instance in-process and as a serve child: the
+// agent's child (its own process group) and its setsid daemon are gone within 2 s
+// (the process sentry swept them), not re-parented to live on.
+func TestRunKilledLeavesNoAgentDescendant(t *testing.T) {
+	t.Parallel()
+	for _, instance := range []string{"in-process", "child"} {
+		t.Run(instance, func(t *testing.T) {
+			t.Parallel()
+			tmp, dir := t.TempDir(), t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte(strings.ReplaceAll(killedRunCatalog, "@DIR@", dir)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "spawner.py"), []byte(spawnerAgent), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			run, _, stderr := startRun(t, tmp, "--catalog", dir, "--all", "--results", t.TempDir(), "--campaign", "k", "--progress", "none", "--instance", instance)
+			var pids []int
+			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && len(pids) == 0; time.Sleep(20 * time.Millisecond) {
+				if b, err := os.ReadFile(filepath.Join(dir, "pids")); err == nil {
+					for _, f := range strings.Fields(string(b)) {
+						n, _ := strconv.Atoi(f)
+						pids = append(pids, n)
+					}
+				}
+			}
+			if len(pids) != 2 {
+				t.Fatalf("the agent wrote no pids; stderr %s", stderr)
+			}
+			if err := run.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = run.Wait()
+			killed := time.Now()
+			var alive []int
+			for time.Since(killed) < 2*time.Second {
+				alive = alive[:0]
+				for _, pid := range pids {
+					if state, _, ok := procStat(pid); ok && state != "Z" {
+						alive = append(alive, pid)
+					}
+				}
+				if len(alive) == 0 {
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for _, pid := range alive {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("the agent's descendants %v outlived the killed run by 2 s", alive)
+		})
+	}
+}
+
+// procStat returns the state and parent of pid from /proc/<pid>/stat; ok is false
+// when there is no such process.
+func procStat(pid int) (state string, ppid int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0], ppid, true
+}

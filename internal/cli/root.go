@@ -17,6 +17,7 @@ import (
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/client"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // app carries what the commands depend on, so that tests can inject it: the streams
@@ -53,6 +54,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, dialAgent: client.DialAgent, entry: len(os.Args) > 0 && slices.Equal(os.Args[1:], args)}
 	if len(args) > 0 && args[0] == fixtureChildCmd {
 		return runFixtureChild(a, args[1:])
+	}
+	if len(args) == 1 && args[0] == worker.SentryCommand { // `run`'s process sentry: no command tree
+		return worker.RunSentry(stdin, stderr)
 	}
 	agent.RegisterDrivers() // the composition root: every command below may parse a driver name
 	root := newRootCmd(a)

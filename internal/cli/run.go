@@ -269,6 +269,11 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	if o.canary {
 		exec.Canaries = campaign.Canaries(plan.CampaignID)
 	}
+	// Should this process be killed, the sentry sweeps what its attempts' agents left.
+	if exec.Sentry, err = worker.StartSentry(exe); err != nil {
+		fmt.Fprintf(a.stderr, "agentproof: warning: %v: a killed run may leave its agents' descendants behind\n", err)
+	}
+	defer exec.Sentry.Close()
 	exec.Secrets = campaignSecrets(st.catalog, a.creds, exec.Canaries)
 	display := campaign.NewDisplay(mode, a.stdout)
 	defer display.Close()
