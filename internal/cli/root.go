@@ -17,6 +17,7 @@ import (
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/client"
+	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -55,8 +56,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if len(args) > 0 && args[0] == fixtureChildCmd {
 		return runFixtureChild(a, args[1:])
 	}
-	if len(args) == 1 && args[0] == worker.SentryCommand { // `run`'s process sentry: no command tree
-		return worker.RunSentry(stdin, stderr)
+	if code, ok := dispatchEarly(args, stdin, stderr); ok {
+		return code
 	}
 	agent.RegisterDrivers() // the composition root: every command below may parse a driver name
 	root := newRootCmd(a)
@@ -67,6 +68,24 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	cmd, err := root.ExecuteC()
 	printError(stderr, cmd, err)
 	return int(exitCode(err))
+}
+
+// dispatchEarly runs, without building the command tree, the hidden commands that
+// start once per launch or campaign and whose start-up cost is part of every cell's
+// (docs/performance.md): the sandbox's trampoline and init, and run's process
+// sentry. ok is false for any other command line. Their cobra commands stay for help.
+func dispatchEarly(args []string, stdin io.Reader, stderr io.Writer) (code int, ok bool) {
+	switch {
+	case len(args) == 0:
+		return 0, false
+	case args[0] == sandbox.EnterCommand:
+		return sandbox.RunEnter(args[1:], stderr), true
+	case args[0] == sandbox.InitCommand:
+		return sandbox.RunInit(args[1:], stderr), true
+	case len(args) == 1 && args[0] == worker.SentryCommand:
+		return worker.RunSentry(stdin, stderr), true
+	}
+	return 0, false
 }
 
 // printError prints what Main says about err (nothing for nil): an internal error
