@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +8,6 @@ import (
 	"io"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -92,7 +89,7 @@ func (p *piProtocol) Protocol() session.Protocol { return PiProtocol }
 
 // Open starts reading Pi's stream and waits for get_state.
 func (p *piProtocol) Open(ctx context.Context, rw io.ReadWriter, h session.Host) (session.Conn, error) {
-	c := &piConn{p: p, h: h, in: rw, waiting: map[string]chan piResponse{}, readDone: make(chan struct{})}
+	c := &piConn{p: p, h: h, out: session.NewLineWriter(rw), readDone: make(chan struct{})}
 	go c.read(rw)
 	resp, err := c.request(ctx, time.Duration(1<<62), map[string]any{"type": "get_state"})
 	if err == nil && !resp.Success {
@@ -117,14 +114,12 @@ func (p *piProtocol) Open(ctx context.Context, rw io.ReadWriter, h session.Host)
 type piConn struct {
 	p    *piProtocol
 	h    session.Host
-	in   io.Writer
+	out  *session.LineWriter // Pi's stdin
 	info session.Info
 
-	writeMu sync.Mutex
+	calls session.Calls[piResponse]
 
 	mu       sync.Mutex
-	reqSeq   int
-	waiting  map[string]chan piResponse
 	turn     *piTurn // the running turn's own state, nil between turns
 	readDone chan struct{}
 }
@@ -167,54 +162,18 @@ func (c *piConn) Done() <-chan struct{} { return c.readDone }
 func (c *piConn) Close() error { return nil }
 
 // send writes one command line to Pi.
-func (c *piConn) send(cmd map[string]any) error {
-	b, err := json.Marshal(cmd)
-	if err != nil {
-		return err
-	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err = c.in.Write(append(b, '\n'))
-	return err
-}
-
-// nextID is a fresh command id.
-func (c *piConn) nextID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.reqSeq++
-	return "agentproof-" + strconv.Itoa(c.reqSeq)
-}
+func (c *piConn) send(cmd map[string]any) error { return c.out.Send(cmd) }
 
 // request sends cmd with a fresh id and waits for Pi's response (ctx, limit or the end
 // of Pi's stream end the wait; the last wraps session.ErrGone).
 func (c *piConn) request(ctx context.Context, limit time.Duration, cmd map[string]any) (piResponse, error) {
-	id := c.nextID()
-	ch := make(chan piResponse, 1)
-	c.mu.Lock()
-	c.waiting[id] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.waiting, id)
-		c.mu.Unlock()
-	}()
+	id, answer, done := c.calls.Open("agentproof-")
+	defer done()
 	cmd["id"] = id
 	if err := c.send(cmd); err != nil {
 		return piResponse{}, fmt.Errorf("sending %v: %w", cmd["type"], err)
 	}
-	t := time.NewTimer(limit)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r, nil
-	case <-ctx.Done():
-		return piResponse{}, fmt.Errorf("waiting for the answer to %v: %w", cmd["type"], context.Cause(ctx))
-	case <-t.C:
-		return piResponse{}, fmt.Errorf("agent: Pi did not answer %v within %v", cmd["type"], limit)
-	case <-c.readDone:
-		return piResponse{}, fmt.Errorf("%w: Pi closed its RPC stream before answering %v", session.ErrGone, cmd["type"])
-	}
+	return session.Await(ctx, fmt.Sprintf("Pi's %v", cmd["type"]), limit, answer, c.readDone)
 }
 
 // Prompt tells the extension the turn's run (/agentproof-run: its MCP bridge then acts
@@ -274,7 +233,9 @@ func (c *piConn) ended(pt *piTurn) error {
 // Cancel sends Pi's abort (the layer then answers the pending dialogs "cancelled":
 // Pi's abort waits for them).
 func (c *piConn) Cancel(context.Context) error {
-	return c.send(map[string]any{"type": "abort", "id": c.nextID()})
+	id, _, done := c.calls.Open("agentproof-")
+	done() // Pi's answer is not awaited: the turn's end is
+	return c.send(map[string]any{"type": "abort", "id": id})
 }
 
 // Steer sends Pi's steer (delivered after the current assistant message's tool calls,
@@ -305,27 +266,8 @@ var piTypeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 // their waiting request, dialogs to the layer, events to the running turn.
 func (c *piConn) read(out io.Reader) {
 	defer close(c.readDone)
-	r := bufio.NewReaderSize(out, 64<<10)
-	var line []byte
-	size := 0
-	for {
-		chunk, err := r.ReadSlice('\n')
-		size += len(chunk)
-		if room := MaxPiLineBytes - len(line); room > 0 {
-			line = append(line, chunk[:min(room, len(chunk))]...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if size > 0 {
-			c.dispatch(bytes.TrimRight(line, "\r\n"), size > MaxPiLineBytes)
-		}
-		line, size = line[:0], 0
-		if err != nil {
-			c.endTurn(false)
-			return
-		}
-	}
+	session.ReadLines(out, MaxPiLineBytes, c.dispatch)
+	c.endTurn(false)
 }
 
 // endTurn ends the running turn: with Pi's agent_end, or (agentEnd false) because the
@@ -406,11 +348,7 @@ func (c *piConn) dispatch(line []byte, oversized bool) {
 	}
 	switch {
 	case l.Type == "response":
-		c.mu.Lock()
-		ch := c.waiting[l.ID]
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- piResponse{Command: l.Command, Success: l.Success, Error: l.Error, Data: l.Data}
+		if c.calls.Deliver(l.ID, piResponse{Command: l.Command, Success: l.Success, Error: l.Error, Data: l.Data}) {
 			return
 		}
 	case l.Type == "extension_ui_request" && slices.Contains([]string{session.QuestionSelect, session.QuestionConfirm, session.QuestionInput, session.QuestionEditor}, l.Method):

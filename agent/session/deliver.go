@@ -17,6 +17,13 @@ func (s *Session) Steerable() bool {
 	return ok
 }
 
+// FollowsUp reports whether the session's protocol can queue follow-ups of a running
+// turn (FollowUp).
+func (s *Session) FollowsUp() bool {
+	_, ok := s.conn.(FollowUpper)
+	return ok
+}
+
 // Steer delivers text to the running turn as a steering message (after the current
 // message's tool calls, before the model's next request) and returns once the agent
 // accepted it; the turn records it (TurnResult.Steers, delivered when it arrived in

@@ -225,7 +225,7 @@ func (r Recorder) SetMessage(text string) {
 func (r Recorder) Thought(n int) { r.t.res.ThoughtBytes += n }
 
 // UserMessage records a user message the agent delivered in the turn and marks the
-// steering and follow-up messages with its text delivered.
+// steering and follow-up messages with its text delivered (and so accepted).
 func (r Recorder) UserMessage(text string) {
 	res := &r.t.res
 	if len(res.UserMessages) < MaxTurnRecords {
@@ -234,7 +234,9 @@ func (r Recorder) UserMessage(text string) {
 	for _, list := range [][]DeliveryRecord{res.Steers, res.FollowUps} {
 		for i := range list {
 			if list[i].Text == text {
-				list[i].Delivered = true
+				// delivered is accepted, even when the agent's answer to the delivery
+				// is read after the turn ended
+				list[i].Delivered, list[i].Accepted = true, true
 			}
 		}
 	}
