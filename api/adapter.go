@@ -58,8 +58,8 @@ type LifecycleMode string
 // Lifecycle modes (seed: runnerLifecycleMode). LifecyclePerTurn: one agent process
 // per run ("" means it too). LifecycleWarm: one agent process and one session serve
 // every run of the agent, each run a new prompt in the same session, until the server
-// shuts down (docs/acp.md "Warm lifecycle"); only session drivers (acp:<agent>) have
-// it.
+// shuts down (docs/acp.md "Warm lifecycle"); only session drivers (acp:<agent>,
+// rpc:<agent>, app:<agent>) have it.
 const (
 	LifecyclePerTurn LifecycleMode = "per_turn"
 	LifecycleWarm    LifecycleMode = "warm"
@@ -91,7 +91,11 @@ func (m LifecycleMode) Warm() bool { return m == LifecycleWarm }
 //     (the absolute path of Node.js for a JavaScript agent), ModelBaseURL and Script;
 //   - rpc:pi (docs/pi.md): the ACP driver's timeouts, Binary, Node, ModelBaseURL,
 //     Script, Model and GateTools (the Pi tools whose calls ask permission first; an
-//     empty list turns the gate off; nil means write and edit).
+//     empty list turns the gate off; nil means write and edit);
+//   - app:codex (docs/clis.md): the ACP driver's timeouts, Binary, ModelBaseURL,
+//     Script, Model, ApprovalPolicy (Codex's approval policy of the thread: untrusted,
+//     the default, or on-request) and SandboxMode (Codex's own sandbox of the thread:
+//     workspace-write, the default on the host, read-only or danger-full-access).
 type DriverConfig struct {
 	TimeoutMs      *int64              `json:"timeoutMs,omitempty"`
 	MaxOutputBytes *int64              `json:"maxOutputBytes,omitempty"`
@@ -111,6 +115,8 @@ type DriverConfig struct {
 	Model          string              `json:"model,omitempty"`
 	Node           string              `json:"node,omitempty"`
 	GateTools      *[]string           `json:"gateTools,omitempty"`
+	ApprovalPolicy string              `json:"approvalPolicy,omitempty"`
+	SandboxMode    string              `json:"sandboxMode,omitempty"`
 }
 
 // LiveProvider is the live model endpoint of a CLI profile (DriverConfig.Live), used
@@ -193,7 +199,7 @@ func ParseAdapterConfig(raw json.RawMessage) (cfg AdapterConfig, ok bool, err er
 	case "", LifecyclePerTurn:
 	case LifecycleWarm:
 		if !cfg.Driver.Warmable() && !cfg.Driver.IsZero() {
-			p = append(p, fmt.Sprintf("lifecycleMode %q needs a session driver (%s<agent> or %s<agent>); driver %s runs one process per run", cfg.LifecycleMode, driver.KindACP, driver.KindRPC, cfg.Driver))
+			p = append(p, fmt.Sprintf("lifecycleMode %q needs a session driver (%s<agent>, %s<agent> or %s<agent>); driver %s runs one process per run", cfg.LifecycleMode, driver.KindACP, driver.KindRPC, driver.KindApp, cfg.Driver))
 		}
 	default:
 		p = append(p, fmt.Sprintf("lifecycleMode %q is not supported (%s or %s)", cfg.LifecycleMode, LifecyclePerTurn, LifecycleWarm))

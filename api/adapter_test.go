@@ -76,7 +76,7 @@ func TestParseAdapterConfigRefuses(t *testing.T) {
 		{"warm lifecycle without sessions", `{"driver":"nop","lifecycleMode":"warm"}`, true, []string{`lifecycleMode "warm" needs a session driver`}},
 		{"warm ACP lifecycle", `{"driver":"acp:reference","lifecycleMode":"warm"}`, true, nil},
 		{"warm Pi lifecycle", `{"driver":"rpc:pi","lifecycleMode":"warm"}`, true, nil},
-		{"warm exec lifecycle", `{"driver":"exec:codex","lifecycleMode":"warm"}`, true, []string{`lifecycleMode "warm" needs a session driver (acp:<agent> or rpc:<agent>)`}},
+		{"warm exec lifecycle", `{"driver":"exec:codex","lifecycleMode":"warm"}`, true, []string{`lifecycleMode "warm" needs a session driver (acp:<agent>, rpc:<agent> or app:<agent>)`}},
 		{"unknown lifecycle", `{"driver":"acp:reference","lifecycleMode":"tepid"}`, true, []string{`lifecycleMode "tepid" is not supported`}},
 		{"all at once", `{"driver":"x","cwd":"ws","extra":true}`, true, []string{`unknown driver "x"`, "cwd", `unknown key "extra"`}},
 	}

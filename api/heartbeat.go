@@ -68,6 +68,8 @@ type HeartbeatRun struct {
 	WorkspaceWatch *WorkspaceWatch `json:"workspaceWatch,omitempty"`
 	// Pi is the Pi turn of an rpc:pi run (docs/pi.md).
 	Pi *SessionTurn `json:"pi,omitempty"`
+	// App is the turn of an app:<agent> run (Codex's app-server, docs/clis.md).
+	App *SessionTurn `json:"app,omitempty"`
 	// AgentHome is the run's AGENT_HOME directory (absent for a fixture program);
 	// HomeReceiptID the control plane's receipt of its save at the end of the run, and
 	// HomeSaveError why the save failed.

@@ -1,7 +1,8 @@
 package api
 
 // SessionTurn is what one prompt turn of a session driver's run recorded (the
-// heartbeat record's acp field of an acp:<agent> run, its pi field of an rpc:pi run;
+// heartbeat record's acp field of an acp:<agent> run, its pi field of an rpc:pi run, its
+// app field of an app:codex run;
 // package agent/session's TurnResult, summarised; docs/acp.md, docs/pi.md):
 //
 //   - Lifecycle: the run's lifecycle mode (per_turn, warm); a warm run whose session was
@@ -51,14 +52,15 @@ type SessionTurn struct {
 }
 
 // PermissionTurn is one permission request of a turn: the tool call, its kind, the
-// paths it touches and the command it would run (when the agent said), the option
-// the agent was told (OptionID, or Cancelled), who decided (decider, cancel, error),
-// and when it was asked and answered (RFC 3339 UTC).
+// paths it touches and the command it would run (when the agent said), the options it
+// offered (their ids), the option the agent was told (OptionID, or Cancelled), who
+// decided (decider, cancel, error), and when it was asked and answered (RFC 3339 UTC).
 type PermissionTurn struct {
 	ToolCallID  string   `json:"toolCallId"`
 	Kind        string   `json:"kind,omitempty"`
 	Locations   []string `json:"locations,omitempty"`
 	Command     string   `json:"command,omitempty"`
+	Offered     []string `json:"offered,omitempty"`
 	OptionID    string   `json:"optionId,omitempty"`
 	Cancelled   bool     `json:"cancelled"`
 	By          string   `json:"by"`
@@ -110,11 +112,14 @@ type Delivery struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// SessionTurn returns the session turn the run recorded (ACP's or Pi's), nil for a run
-// of another driver.
+// SessionTurn returns the session turn the run recorded (ACP's, Pi's or an app
+// server's), nil for a run of another driver.
 func (h *HeartbeatRun) SessionTurn() *SessionTurn {
-	if h.ACP != nil {
+	switch {
+	case h.ACP != nil:
 		return h.ACP
+	case h.Pi != nil:
+		return h.Pi
 	}
-	return h.Pi
+	return h.App
 }

@@ -50,6 +50,10 @@ const (
 	// KindRPC is "rpc:<agent>": a session driver over the agent's own RPC protocol
 	// (RPCAgents: pi, docs/pi.md); Name.Arg is the agent.
 	KindRPC Kind = "rpc:"
+	// KindApp is "app:<agent>": a session driver over an agent's own app-server
+	// protocol (AppAgents: codex, Codex's `codex app-server`; docs/clis.md); Name.Arg is
+	// the agent.
+	KindApp Kind = "app:"
 	// KindHostile is "hostile:<attack>": the built-in hostile agent of the hostile
 	// suite (registered from package agent/hostile); Name.Arg is the attack, made once
 	// before the agent carries out the case's reference script.
@@ -83,6 +87,9 @@ var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPWrongUndo, ACPOpenCo
 
 // RPCAgents are the agents of the rpc: session drivers.
 var RPCAgents = []string{"pi"}
+
+// AppAgents are the agents of the app: session drivers.
+var AppAgents = []string{"codex"}
 
 // Name is a parsed driver: its Kind and, for KindFixture and KindCLI, the fixture or
 // CLI name. The zero Name is no driver. Its JSON form is the driver string.
@@ -153,7 +160,7 @@ func registered(k Kind, a string) bool {
 
 // Parse reads a driver string: fixture:<fixture>, reference, nop, wrong, leaky, exec,
 // exec:<cli>, hostile:<attack> (fixtures, CLIs and attacks as registered), acp:<agent>
-// (ACPAgents) or rpc:pi (RPCAgents). Anything else (an unregistered fixture, CLI or
+// (ACPAgents), rpc:pi (RPCAgents) or app:codex (AppAgents). Anything else (an unregistered fixture, CLI or
 // attack, a different case, surrounding space) is an *Error.
 func Parse(s string) (Name, error) {
 	switch Kind(s) {
@@ -174,6 +181,9 @@ func Parse(s string) (Name, error) {
 	}
 	if a, ok := strings.CutPrefix(s, string(KindRPC)); ok && slices.Contains(RPCAgents, a) {
 		return Name{Kind: KindRPC, Arg: a}, nil
+	}
+	if a, ok := strings.CutPrefix(s, string(KindApp)); ok && slices.Contains(AppAgents, a) {
+		return Name{Kind: KindApp, Arg: a}, nil
 	}
 	return Name{}, &Error{Driver: s}
 }
@@ -205,6 +215,9 @@ func Names() []string {
 	for _, a := range RPCAgents {
 		out = append(out, string(KindRPC)+a)
 	}
+	for _, a := range AppAgents {
+		out = append(out, string(KindApp)+a)
+	}
 	for _, a := range Registered(KindHostile) {
 		out = append(out, string(KindHostile)+a)
 	}
@@ -222,6 +235,8 @@ func (n Name) String() string {
 		return string(KindACP) + n.Arg
 	case KindRPC:
 		return string(KindRPC) + n.Arg
+	case KindApp:
+		return string(KindApp) + n.Arg
 	case KindHostile:
 		return string(KindHostile) + n.Arg
 	}
@@ -234,8 +249,13 @@ func (n Name) String() string {
 func (n Name) Session() bool { return n.Kind == KindRPC }
 
 // Warmable reports whether n's agent can keep one process across runs (lifecycle
-// warm): an ACP agent (one ACP session) or an RPC agent (one Pi session).
-func (n Name) Warmable() bool { return n.Kind == KindACP || n.Kind == KindRPC }
+// warm): a session driver's (an ACP session, a Pi session, a Codex app-server thread).
+func (n Name) Warmable() bool { return n.SessionLayer() }
+
+// SessionLayer reports whether n's agent is driven through the session layer (package
+// agent/session): acp:<agent>, rpc:<agent> and app:<agent>, one long-lived process
+// serving turn after turn over its protocol rather than one process per run.
+func (n Name) SessionLayer() bool { return n.Kind == KindACP || n.Kind == KindRPC || n.Kind == KindApp }
 
 // IsZero reports whether n is no driver.
 func (n Name) IsZero() bool { return n.Kind == "" }
@@ -257,10 +277,11 @@ func (n Name) BuiltinACP() bool {
 
 // Package returns the agent/clis name of the pinned package n runs: the CLI of
 // exec:<cli>, the real agent of acp:<agent> (codex-acp, claude-acp, gemini,
-// opencode) and the agent of rpc:<agent> (pi); ok is false for every other driver (the built-in ACP agents included).
+// opencode), the agent of rpc:<agent> (pi) and of app:<agent> (codex); ok is false
+// for every other driver (the built-in ACP agents included).
 func (n Name) Package() (name string, ok bool) {
 	switch {
-	case n.Kind == KindCLI, n.Kind == KindRPC:
+	case n.Kind == KindCLI, n.Kind == KindRPC, n.Kind == KindApp:
 		return n.Arg, true
 	case n.Kind != KindACP || n.BuiltinACP():
 		return "", false
@@ -285,9 +306,12 @@ func (n Name) RunsAgentproof() bool { return n.Kind == KindFixture || n.Builtin(
 // HidesDev reports whether n's agent runs its commands in its own bubblewrap sandbox,
 // which mounts a fresh /dev: whatever of the agent's state lives under /dev (a memory
 // state directory in /dev/shm) is missing inside it, and the agent's sandboxed
-// commands fail. acp:codex (sandbox_mode workspace-write on the host: docs/acp.md
-// "Agents") is the one such agent.
-func (n Name) HidesDev() bool { return n.Kind == KindACP && n.Arg == ACPCodex }
+// commands fail. Codex is the one such agent: acp:codex (sandbox_mode workspace-write
+// on the host: docs/acp.md "Agents") and app:codex (its sandbox mode as the profile
+// says: docs/clis.md).
+func (n Name) HidesDev() bool {
+	return n.Kind == KindACP && n.Arg == ACPCodex || n.Kind == KindApp && n.Arg == "codex"
+}
 
 // NeedsReference reports whether n carries out the case's reference script, so the
 // case must have one: reference, wrong, leaky, hostile:<attack>, acp:reference and

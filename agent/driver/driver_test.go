@@ -103,6 +103,7 @@ func TestParse(t *testing.T) {
 		{"acp:codex", driver.KindACP, "codex", false, false, false},
 		{"acp:gemini", driver.KindACP, "gemini", false, false, false},
 		{"rpc:pi", driver.KindRPC, "pi", false, false, false},
+		{"app:codex", driver.KindApp, "codex", false, false, false},
 	}
 	for _, tc := range tests {
 		n, err := driver.Parse(tc.in)
@@ -121,7 +122,7 @@ func TestParse(t *testing.T) {
 		if a, ok := n.ACP(); ok != (tc.kind == driver.KindACP) || (ok && a != tc.arg) {
 			t.Errorf("%s.ACP() = %q, %v", tc.in, a, ok)
 		}
-		if pkg, ok := n.Package(); ok != (tc.kind == driver.KindCLI || tc.kind == driver.KindRPC || tc.kind == driver.KindACP && !n.BuiltinACP()) {
+		if pkg, ok := n.Package(); ok != (tc.kind == driver.KindCLI || tc.kind == driver.KindRPC || tc.kind == driver.KindApp || tc.kind == driver.KindACP && !n.BuiltinACP()) {
 			t.Errorf("%s.Package() = %q, %v", tc.in, pkg, ok)
 		} else if _, pinned := clis.Lookup(pkg); ok && !pinned {
 			t.Errorf("%s.Package() = %q, not a pinned package", tc.in, pkg)
@@ -132,12 +133,15 @@ func TestParse(t *testing.T) {
 		if n.Session() != (tc.kind == driver.KindRPC) {
 			t.Errorf("%s.Session() = %v", tc.in, n.Session())
 		}
+		if n.SessionLayer() != (tc.kind == driver.KindACP || tc.kind == driver.KindRPC || tc.kind == driver.KindApp) {
+			t.Errorf("%s.SessionLayer() = %v", tc.in, n.SessionLayer())
+		}
 
 	}
 	for _, bad := range []string{"", "fixture:", "fixture:slow", "exec:", "exec:aider", "Reference", " nop", "exec:codex ", "fixture",
 		"acp:", "acp:aider", "acp:Reference", "acp:codex-acp",
 		// Pinned packages without an exec driver, and unknown RPC agents.
-		"exec:pi", "exec:gemini", "exec:codex-acp", "rpc:", "rpc:codex", "rpc:Pi"} {
+		"exec:pi", "exec:gemini", "exec:codex-acp", "rpc:", "rpc:codex", "rpc:Pi", "app:", "app:pi", "app:Codex"} {
 		_, err := driver.Parse(bad)
 		var de *driver.Error
 		if err == nil || !strings.Contains(err.Error(), "exec:opencode") {

@@ -235,6 +235,17 @@ func WrongScripts(n int) []*Script {
 // its answer (one session serves every turn and the conversation's assistant turns
 // keep counting across prompts). Errors: as FromReference, and a relative workspace.
 func ForACP(ref *script.Script, workspace string, warm bool) ([]*Script, error) {
+	return forSession(ref, workspace, warm, func(e *script.Edit, path string) (Step, bool) {
+		return Step{Call: RoleWrite, Args: map[string]any{"path": path, "content": *e.Write}}, true
+	})
+}
+
+// forSession derives the scripts of ref (FromReference) for a session agent whose
+// workspace is the absolute path workspace, replacing each write edit's step with what
+// write makes of it (the edit and its absolute path in the workspace; false keeps the
+// derived step), played as oneSession says. Errors: as FromReference, and a relative
+// workspace.
+func forSession(ref *script.Script, workspace string, warm bool, write func(e *script.Edit, path string) (Step, bool)) ([]*Script, error) {
 	if !strings.HasPrefix(workspace, "/") {
 		return nil, fmt.Errorf("scripted model: workspace %q must be an absolute path", workspace)
 	}
@@ -243,23 +254,58 @@ func ForACP(ref *script.Script, workspace string, warm bool) ([]*Script, error) 
 		return nil, err
 	}
 	for ti, t := range ref.Turns {
-		k := 0 // FromReference made one step per reference step, in order
-		for _, st := range t.Steps {
-			if st.Edit != nil && st.Edit.Write != nil {
-				scripts[ti].Steps[k] = Step{Call: RoleWrite, Args: map[string]any{
-					"path": strings.TrimRight(workspace, "/") + "/" + st.Edit.Path, "content": *st.Edit.Write}}
+		for k, st := range t.Steps { // FromReference made one step per reference step, in order
+			if st.Edit == nil || st.Edit.Write == nil {
+				continue
 			}
-			k++
+			if step, ok := write(st.Edit, strings.TrimRight(workspace, "/")+"/"+st.Edit.Path); ok {
+				scripts[ti].Steps[k] = step
+			}
 		}
 	}
+	return oneSession(scripts, warm), nil
+}
+
+// RolePatch is the freeform patch tool of Codex (apply_patch): a step calling it takes
+// the patch text as its `input` argument (PatchAdd).
+const RolePatch = "apply_patch"
+
+// ForCodexApp returns the model scripts of a case's reference script for Codex through
+// its app-server, whose workspace is the absolute path workspace (docs/clis.md
+// "app:codex"): like ForACP, except that a write edit becomes an apply_patch call adding
+// the file at the absolute path (PatchAdd: Codex asks to approve the file change; the
+// file's content then ends with a newline), while appends, deletes and waits stay
+// shell commands (Codex asks to approve the command). Errors: as ForACP.
+func ForCodexApp(ref *script.Script, workspace string, warm bool) ([]*Script, error) {
+	return forSession(ref, workspace, warm, func(e *script.Edit, path string) (Step, bool) {
+		return Step{Call: RolePatch, Args: map[string]any{"input": PatchAdd(path, *e.Write)}}, e.Root == ""
+	})
+}
+
+// oneSession is scripts as the sessions play them: one script per run (per_turn), or
+// with warm one script holding every turn's steps in order (one session serves every
+// turn and the conversation's assistant turns keep counting across prompts).
+func oneSession(scripts []*Script, warm bool) []*Script {
 	if !warm {
-		return scripts, nil
+		return scripts
 	}
 	one := &Script{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer}
 	for _, s := range scripts {
 		one.Steps = append(one.Steps, s.Steps...)
 	}
-	return []*Script{one}, nil
+	return []*Script{one}
+}
+
+// PatchAdd is the apply_patch patch that adds the file path with content (each line
+// of content an added line; the file ends with a newline).
+func PatchAdd(path, content string) string {
+	var b strings.Builder
+	b.WriteString("*** Begin Patch\n*** Add File: " + path + "\n")
+	for _, l := range strings.Split(strings.TrimSuffix(content, "\n"), "\n") {
+		b.WriteString("+" + l + "\n")
+	}
+	b.WriteString("*** End Patch\n")
+	return b.String()
 }
 
 // PiQuestionTool is the native-question tool of agentproof's Pi extension.

@@ -126,6 +126,16 @@ func responsesItem(reply Reply, m Meta, done bool) object {
 	if done {
 		status = "completed"
 	}
+	if reply.IsCall() && reply.Custom {
+		input := ""
+		if done {
+			input = reply.Arguments
+		}
+		return object{
+			{Key: "id", Value: "ctc_" + m.ID}, {Key: "type", Value: "custom_tool_call"}, {Key: "status", Value: status},
+			{Key: "call_id", Value: reply.CallID}, {Key: "name", Value: reply.ToolName}, {Key: "input", Value: input},
+		}
+	}
 	if reply.IsCall() {
 		args := ""
 		if done {
@@ -167,7 +177,8 @@ func responseObject(reply Reply, m Meta, status string, withOutput bool) object 
 
 // responsesFrames: created → in_progress → output_item.added → (text: content_part.added
 // → output_text.delta → output_text.done → content_part.done | call:
-// function_call_arguments.delta → .done) → output_item.done → completed. Every event
+// function_call_arguments.delta → .done | freeform call: custom_tool_call_input.delta
+// → .done) → output_item.done → completed. Every event
 // carries its type and a sequence_number; lifecycle events carry a response object.
 func responsesFrames(reply Reply, m Meta) []Frame {
 	seq := 0
@@ -181,7 +192,13 @@ func responsesFrames(reply Reply, m Meta) []Frame {
 		next("response.in_progress", member{Key: "response", Value: responseObject(reply, m, "in_progress", false)}),
 		next("response.output_item.added", member{Key: "output_index", Value: 0}, member{Key: "item", Value: responsesItem(reply, m, false)}),
 	}
-	if reply.IsCall() {
+	if reply.IsCall() && reply.Custom {
+		id := "ctc_" + m.ID
+		out = append(out,
+			next("response.custom_tool_call_input.delta", member{Key: "item_id", Value: id}, member{Key: "output_index", Value: 0}, member{Key: "delta", Value: reply.Arguments}),
+			next("response.custom_tool_call_input.done", member{Key: "item_id", Value: id}, member{Key: "output_index", Value: 0}, member{Key: "input", Value: reply.Arguments}),
+		)
+	} else if reply.IsCall() {
 		id := "fc_" + m.ID
 		out = append(out,
 			next("response.function_call_arguments.delta", member{Key: "item_id", Value: id}, member{Key: "output_index", Value: 0}, member{Key: "delta", Value: reply.Arguments}),

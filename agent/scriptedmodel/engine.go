@@ -31,7 +31,8 @@ var writePathParams = []string{"filePath", "file_path", "absolute_path", "path"}
 var shellCommandParams = []string{"cmd", "command"}
 
 // Reply is what the model answers to one request: a tool call (ToolName, Namespace,
-// Arguments as a JSON object text, CallID) or text (Text). Step is the 0-based script
+// Arguments as a JSON object text — or, for a freeform tool (Custom), the raw input
+// text —, CallID) or text (Text). Step is the 0-based script
 // step played, -1 for an auxiliary (tool-less) request.
 //
 // Hold is the step's hold (a streamed call is held after its first frame until the run's
@@ -40,6 +41,7 @@ type Reply struct {
 	Step      int
 	ToolName  string
 	Namespace string
+	Custom    bool
 	Arguments string
 	CallID    string
 	Text      string
@@ -150,7 +152,20 @@ func (s *Script) play(n int, st Step, req *Request) (Reply, error) {
 			return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: %v", st.Describe(n), err)}
 		}
 	}
+	if tool.Custom {
+		return customReply(n, st, tool, args)
+	}
 	return toolReply(n, st, tool, args)
+}
+
+// customReply is the reply calling freeform tool tool: its raw input is the step's
+// `input` argument (a string). Errors: the step has no string input.
+func customReply(n int, st Step, tool Tool, args map[string]any) (Reply, error) {
+	input, ok := args["input"].(string)
+	if !ok || len(args) != 1 {
+		return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: %s is a freeform tool: the step's args must be exactly {input: <text>}", st.Describe(n), tool.Name)}
+	}
+	return Reply{Step: n, ToolName: tool.Name, Namespace: tool.Namespace, Custom: true, Arguments: input, CallID: fmt.Sprintf("call_ap_%d", n+1), Hold: st.Hold}, nil
 }
 
 // toolReply is the reply calling tool with args.

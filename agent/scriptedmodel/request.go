@@ -36,6 +36,9 @@ type Tool struct {
 	Name       string
 	Namespace  string
 	Parameters json.RawMessage
+	// Custom is a freeform tool (Responses type "custom", such as Codex's apply_patch):
+	// its call carries raw input text, not JSON arguments.
+	Custom bool
 }
 
 // ItemKind classifies one conversation item.
@@ -201,38 +204,11 @@ func contentText(raw json.RawMessage) string {
 }
 
 // decodeResponses reads an OpenAI Responses body: input (string or items), tools
-// (function tools; namespace tools flattened with their namespace).
+// (function and freeform tools; namespace tools flattened with their namespace).
 func decodeResponses(top map[string]json.RawMessage, r *Request) error {
 	if raw, ok := top["input"]; ok && !isNull(raw) {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			r.Items = append(r.Items, Item{Kind: ItemUser, Text: s})
-		} else {
-			var items []map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &items); err != nil {
-				return fmt.Errorf("input: neither a string nor a list of items")
-			}
-			for i, it := range items {
-				var typ, role, name, callID string
-				_ = optional(it, "type", &typ)
-				_ = optional(it, "role", &role)
-				_ = optional(it, "name", &name)
-				_ = optional(it, "call_id", &callID)
-				switch {
-				case typ == "function_call" || typ == "custom_tool_call" || typ == "local_shell_call":
-					var args string
-					_ = optional(it, "arguments", &args)
-					r.Items = append(r.Items, Item{Kind: ItemAssistantCall, Name: name, CallID: callID, Text: args})
-				case typ == "function_call_output" || typ == "custom_tool_call_output" || typ == "local_shell_call_output":
-					r.Items = append(r.Items, Item{Kind: ItemToolResult, CallID: callID, Text: contentText(it["output"])})
-				case (typ == "message" || typ == "") && role == "assistant":
-					r.Items = append(r.Items, Item{Kind: ItemAssistantText, Text: contentText(it["content"])})
-				case (typ == "message" || typ == "") && (role == "user" || role == "developer" || role == "system"):
-					r.Items = append(r.Items, Item{Kind: ItemUser, Text: contentText(it["content"])})
-				case typ == "" && role == "":
-					return fmt.Errorf("input[%d]: an item needs a type or a role", i)
-				}
-			}
+		if err := decodeResponsesInput(raw, r); err != nil {
+			return err
 		}
 	}
 	if raw, ok := top["tools"]; ok && !isNull(raw) {
@@ -241,28 +217,76 @@ func decodeResponses(top map[string]json.RawMessage, r *Request) error {
 			return fmt.Errorf("tools: not a list of objects")
 		}
 		for _, t := range tools {
-			var typ, name string
-			_ = optional(t, "type", &typ)
-			_ = optional(t, "name", &name)
-			switch typ {
-			case "function", "custom":
-				if name != "" {
-					r.Tools = append(r.Tools, Tool{Name: name, Parameters: nonNull(t["parameters"])})
-				}
-			case "namespace":
-				var inner []map[string]json.RawMessage
-				_ = optional(t, "tools", &inner)
-				for _, in := range inner {
-					var iname string
-					_ = optional(in, "name", &iname)
-					if iname != "" {
-						r.Tools = append(r.Tools, Tool{Name: iname, Namespace: name, Parameters: nonNull(in["parameters"])})
-					}
-				}
-			}
+			r.Tools = append(r.Tools, responsesTools(t)...)
 		}
 	}
 	return nil
+}
+
+// decodeResponsesInput reads a Responses input: a string (one user item) or a list of
+// items (calls with their arguments, or a freeform call's input text; results;
+// assistant, user, developer and system messages).
+func decodeResponsesInput(raw json.RawMessage, r *Request) error {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		r.Items = append(r.Items, Item{Kind: ItemUser, Text: s})
+		return nil
+	}
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return fmt.Errorf("input: neither a string nor a list of items")
+	}
+	for i, it := range items {
+		var typ, role, name, callID string
+		_ = optional(it, "type", &typ)
+		_ = optional(it, "role", &role)
+		_ = optional(it, "name", &name)
+		_ = optional(it, "call_id", &callID)
+		switch {
+		case typ == "function_call" || typ == "custom_tool_call" || typ == "local_shell_call":
+			var args string
+			_ = optional(it, "arguments", &args)
+			if typ == "custom_tool_call" {
+				_ = optional(it, "input", &args)
+			}
+			r.Items = append(r.Items, Item{Kind: ItemAssistantCall, Name: name, CallID: callID, Text: args})
+		case typ == "function_call_output" || typ == "custom_tool_call_output" || typ == "local_shell_call_output":
+			r.Items = append(r.Items, Item{Kind: ItemToolResult, CallID: callID, Text: contentText(it["output"])})
+		case (typ == "message" || typ == "") && role == "assistant":
+			r.Items = append(r.Items, Item{Kind: ItemAssistantText, Text: contentText(it["content"])})
+		case (typ == "message" || typ == "") && (role == "user" || role == "developer" || role == "system"):
+			r.Items = append(r.Items, Item{Kind: ItemUser, Text: contentText(it["content"])})
+		case typ == "" && role == "":
+			return fmt.Errorf("input[%d]: an item needs a type or a role", i)
+		}
+	}
+	return nil
+}
+
+// responsesTools are the tools one entry of a Responses tools list offers: a function
+// or freeform (custom) tool, or the tools of a namespace.
+func responsesTools(t map[string]json.RawMessage) []Tool {
+	var typ, name string
+	_ = optional(t, "type", &typ)
+	_ = optional(t, "name", &name)
+	var out []Tool
+	switch typ {
+	case "function", "custom":
+		if name != "" {
+			out = append(out, Tool{Name: name, Parameters: nonNull(t["parameters"]), Custom: typ == "custom"})
+		}
+	case "namespace":
+		var inner []map[string]json.RawMessage
+		_ = optional(t, "tools", &inner)
+		for _, in := range inner {
+			var iname string
+			_ = optional(in, "name", &iname)
+			if iname != "" {
+				out = append(out, Tool{Name: iname, Namespace: name, Parameters: nonNull(in["parameters"])})
+			}
+		}
+	}
+	return out
 }
 
 func nonNull(raw json.RawMessage) json.RawMessage {
