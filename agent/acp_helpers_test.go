@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/driver"
+	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
 )
 
@@ -36,8 +37,8 @@ type mcpCall struct {
 
 // stubMCP is a semantic-tools MCP server on stdio that records every call in
 // $AGENTPROOF_AGENT_STATE_DIR/mcp-calls.jsonl with the run identity from its own
-// environment (what the ACP client put in session/new), and answers "ok <tool>"; a call
-// with args.fail true gets a tool error.
+// environment (what the ACP client put in session/new) or from the run binding file it
+// names, and answers "ok <tool>"; a call with args.fail true gets a tool error.
 func stubMCP() int {
 	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "stub", Version: "1"}, nil)
 	var mu sync.Mutex
@@ -46,6 +47,12 @@ func stubMCP() int {
 			var args map[string]any
 			_ = json.Unmarshal(req.Params.Arguments, &args)
 			c := mcpCall{Tool: name, Args: args, RunID: os.Getenv(agent.EnvRunID), TokenSet: os.Getenv(agent.EnvRunToken) != "", APIURL: os.Getenv(agent.EnvAPIURL)}
+			if path := os.Getenv(session.EnvRunBinding); path != "" {
+				// a warm (or app-server) session's server: the run bound now
+				if b, err := session.ReadRunBinding(path); err == nil {
+					c.RunID, c.TokenSet = b.RunID, b.RunToken != ""
+				}
+			}
 			b, _ := json.Marshal(c)
 			mu.Lock()
 			f, err := os.OpenFile(filepath.Join(os.Getenv(agent.EnvStateDir), "mcp-calls.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)

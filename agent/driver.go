@@ -211,6 +211,8 @@ func New(name driver.Name, config api.DriverConfig) (Driver, error) {
 		ce.Problems = append(ce.Problems, "an ACP driver runs as a session, not one process per run: build it with NewACP")
 	case driver.KindRPC:
 		ce.Problems = append(ce.Problems, "a session driver: one process serves every turn; build it with agent.NewPi (docs/pi.md), not agent.New")
+	case driver.KindApp:
+		ce.Problems = append(ce.Problems, "a session driver: one process serves every turn; build it with agent.NewSession, not agent.New")
 	default:
 		ce.Problems = append(ce.Problems, "no driver (one of "+strings.Join(driver.Names(), ", ")+")")
 	}

@@ -165,6 +165,17 @@ func TestDefaultCatalogProfilesHaveDrivers(t *testing.T) {
 			}
 			continue
 		}
+		if p.Driver.Kind == driver.KindApp {
+			if dc, err := api.DriverConfigOf(p.DriverConfig); err != nil {
+				t.Errorf("profile %s: %v", p.ID, err)
+			} else if _, err := agent.NewCodexApp(dc); err != nil {
+				t.Errorf("profile %s: %v", p.ID, err)
+			}
+			if _, err := build(p.Driver.String(), p.DriverConfig); err == nil || !strings.Contains(err.Error(), "NewSession") {
+				t.Errorf("profile %s: New(%s) = %v, want the refusal naming NewSession", p.ID, p.Driver, err)
+			}
+			continue
+		}
 		if _, err := build(p.Driver.String(), p.DriverConfig); err != nil {
 			t.Errorf("profile %s: %v", p.ID, err)
 		}

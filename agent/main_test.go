@@ -32,6 +32,8 @@ const parentOnly = "AGENTPROOF_TEST_PARENT_ONLY"
 //	<test binary> mcp                                     a stub semantic-tools MCP server (acp_test.go)
 //	<test binary> acp                                     a hostile ACP agent, mode HOSTILE_MODE (acp_test.go)
 //	<test binary> /fake-pi/<mode> --mode rpc …            a fake Pi in RPC mode (pi_test.go)
+//	<test binary> app-server …                            a fake Codex app-server (codex_app_test.go)
+//	<test binary> debug models --bundled                  the fake's model catalog
 func TestMain(m *testing.M) {
 	fakecli.Main() // a fake agent CLI when started under a fake's name
 	agent.RegisterDrivers()
@@ -54,6 +56,13 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		case "mcp":
 			os.Exit(stubMCP())
+		case "app-server":
+			// app:codex runs "<binary> app-server …": a fake Codex app-server.
+			os.Exit(fakeCodexApp())
+		case "debug":
+			// and "<binary> debug models --bundled": the fake's model catalog.
+			fmt.Println(`{"models":[{"slug":"gpt-5.5","supports_search_tool":true,"apply_patch_tool_type":"freeform"}]}`)
+			os.Exit(0)
 		case "acp":
 			// A real ACP agent's command line (acp:opencode runs "<binary> acp"): the
 			// hostile ACP agents of the driver tests, mode from HOSTILE_MODE.

@@ -83,19 +83,14 @@ type PiDriver struct {
 // read and a value out of range are a *ConfigError listing every problem.
 func NewPi(config api.DriverConfig) (*PiDriver, error) {
 	ce := &ConfigError{Driver: PiDriverName}
-	d := &PiDriver{model: ScriptedModelID, gate: DefaultPiGateTools, sessionSettings: defaultSessionSettings()}
+	d := &PiDriver{gate: DefaultPiGateTools, sessionSettings: defaultSessionSettings()}
 	d.bounds = parseBounds(config, driver.Name{Kind: driver.KindRPC, Arg: "pi"}, ce, []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace,
 		CLIKeyBinary, ACPKeyNode, CLIKeyModelBaseURL, CLIKeyScript, CLIKeyModel, PiKeyGateTools})
 	if config.MaxOutputBytes == nil {
 		d.bounds.maxOutput = DefaultPiMaxOutputBytes
 	}
 	d.sessionSettings.parse(config, ce)
-	if s := config.Model; s != "" {
-		if len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' || r == '\\' }) {
-			ce.Problems = append(ce.Problems, fmt.Sprintf("model %s must be a model id (at most 200 characters, no spaces, quotes or control characters)", s))
-		}
-		d.model = s
-	}
+	d.model = modelID(config, ScriptedModelID, ce)
 	if config.GateTools != nil {
 		d.gate = []string{}
 		for _, t := range *config.GateTools {

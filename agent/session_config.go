@@ -112,7 +112,7 @@ type SessionEnv struct {
 }
 
 // SessionDriver starts the sessions of one protocol-driven agent (acp:<agent>,
-// rpc:pi). Implementations are immutable and safe for concurrent use.
+// rpc:pi, app:codex). Implementations are immutable and safe for concurrent use.
 type SessionDriver interface {
 	// Name is the driver's name ("acp:codex", "rpc:pi").
 	Name() string
@@ -126,16 +126,19 @@ type SessionDriver interface {
 	Confinable() bool
 }
 
-// NewSession returns the session driver name (kind driver.KindACP or driver.KindRPC)
-// configured by config, as NewACP and NewPi do. Errors: a *ConfigError.
+// NewSession returns the session driver name (kind driver.KindACP, driver.KindRPC or
+// driver.KindApp) configured by config, as NewACP, NewPi and NewCodexApp do. Errors: a
+// *ConfigError.
 func NewSession(name driver.Name, config api.DriverConfig) (SessionDriver, error) {
 	switch name.Kind {
 	case driver.KindACP:
 		return NewACP(name, config)
 	case driver.KindRPC:
 		return NewPi(config)
+	case driver.KindApp:
+		return NewCodexApp(config)
 	}
-	return nil, &ConfigError{Driver: name.String(), Problems: []string{"not a session driver (acp:<agent>, rpc:pi)"}}
+	return nil, &ConfigError{Driver: name.String(), Problems: []string{"not a session driver (acp:<agent>, rpc:pi, app:codex)"}}
 }
 
 // env is the session.Env of a session started for env: the run's token and secrets
@@ -188,4 +191,18 @@ func sessionEnviron(vars, secrets map[string]string) ([]string, error) {
 		out = append(out, k+"="+all[k])
 	}
 	return out, nil
+}
+
+// modelID is the model a session driver asks its agent for: config's model, or def
+// when it names none. A model that is not an id (more than 200 characters, a space,
+// quote, backslash or control character) is a problem of ce.
+func modelID(config api.DriverConfig, def string, ce *ConfigError) string {
+	s := config.Model
+	if s == "" {
+		return def
+	}
+	if len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' || r == '\\' }) {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("model %s must be a model id (at most 200 characters, no spaces, quotes or control characters)", s))
+	}
+	return s
 }
