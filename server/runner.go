@@ -133,7 +133,7 @@ func (h runnerHost) AgentAPIURL(company string) string { return h.url + "/api/co
 // document Serve serves):
 //
 //	POST /api/heartbeat-runs/{run}/cancel        Stop (body api.CancelRunRequest, optional)
-//	POST /api/heartbeat-runs/{run}/steer         Steer a running Pi turn (body api.SteerRunRequest)
+//	POST /api/heartbeat-runs/{run}/steer         Steer a running session turn: Pi, Codex's app-server (body api.SteerRunRequest)
 //	GET  /api/heartbeat-runs/{run}               the run's api.HeartbeatRun
 //	GET  /api/companies/{company}/heartbeat-runs  api.HeartbeatRunList
 //	GET  /api/companies/{company}/permissions     api.PermissionList (?taskId= filters)
@@ -144,34 +144,10 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 		{method: "POST", pattern: "/api/heartbeat-runs/{run}/cancel", board: true, request: api.CancelRunRequest{}, response: api.CancelRunResponse{},
 			status: http.StatusAccepted, more: []int{http.StatusOK}, idempotent: true,
 			summary: "Stop a heartbeat run (202 reserved, 200 joined an earlier Stop); an empty body is a Stop without a cancellationRequestId",
-			h: func(ctx context.Context, r *http.Request, _ principal) (any, error) {
-				b, err := readBody(r)
-				if err != nil {
-					return nil, err
-				}
-				var req api.CancelRunRequest
-				if len(b) > 0 {
-					if err := DecodeStrict(b, &req); err != nil {
-						return nil, err
-					}
-				}
-				if err := checkKeyLength("cancellationRequestId", req.CancellationRequestID); err != nil {
-					return nil, err
-				}
-				canon, _ := json.Marshal(req)
-				out, err := rn.Cancel(ctx, r.PathValue("run"), heartbeat.StopRequest{RequestID: req.CancellationRequestID, Actor: heartbeat.LocalBoardActor,
-					IdempotencyKey: idempotencyKey(r), RequestSHA256: controlplane.SHA256Hex(canon)})
-				if err != nil {
-					return nil, err
-				}
-				if out.Disposition == api.CancelJoined {
-					return withStatus{http.StatusOK, out}, nil
-				}
-				return out, nil
-			}},
+			h:       cancelRun(rn)},
 		{method: "POST", pattern: "/api/heartbeat-runs/{run}/steer", board: true, request: api.SteerRunRequest{}, response: api.SteerRunResponse{},
 			status: http.StatusOK, idempotent: true,
-			summary: "Steer a running Pi turn (the Steer button): post the message as the human's comment on the run's task and deliver it into the running turn with Pi's steer; a comment posted otherwise while the turn runs is a follow-up; 409 run_not_steerable",
+			summary: "Steer a running session turn (the Steer button; Pi, Codex's app-server): post the message as the human's comment on the run's task and deliver it into the running turn with the agent's steer; a comment posted otherwise while a Pi turn runs is a follow-up; 409 run_not_steerable",
 			h: func(ctx context.Context, r *http.Request, _ principal) (any, error) {
 				b, err := readBody(r)
 				if err != nil {
@@ -230,6 +206,37 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 				}
 				return rn.DecidePermission(r.PathValue("company"), r.PathValue("permission"), req.Decision, heartbeat.LocalBoardActor)
 			}},
+	}
+}
+
+// cancelRun is the Stop route's handler: the body's optional cancellationRequestId,
+// the request's idempotency key and its canonical digest go to the runner's Cancel; a
+// Stop that joined an earlier one answers 200 instead of 202.
+func cancelRun(rn *heartbeat.Runner) func(ctx context.Context, r *http.Request, _ principal) (any, error) {
+	return func(ctx context.Context, r *http.Request, _ principal) (any, error) {
+		b, err := readBody(r)
+		if err != nil {
+			return nil, err
+		}
+		var req api.CancelRunRequest
+		if len(b) > 0 {
+			if err := DecodeStrict(b, &req); err != nil {
+				return nil, err
+			}
+		}
+		if err := checkKeyLength("cancellationRequestId", req.CancellationRequestID); err != nil {
+			return nil, err
+		}
+		canon, _ := json.Marshal(req)
+		out, err := rn.Cancel(ctx, r.PathValue("run"), heartbeat.StopRequest{RequestID: req.CancellationRequestID, Actor: heartbeat.LocalBoardActor,
+			IdempotencyKey: idempotencyKey(r), RequestSHA256: controlplane.SHA256Hex(canon)})
+		if err != nil {
+			return nil, err
+		}
+		if out.Disposition == api.CancelJoined {
+			return withStatus{http.StatusOK, out}, nil
+		}
+		return out, nil
 	}
 }
 

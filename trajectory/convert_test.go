@@ -189,11 +189,38 @@ func TestConvertRecordedStreams(t *testing.T) {
 			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleAgent, RoleAgent}, Calls: []string{"write", "agentproof_finish_task"}, Results: 2,
 			Messages: []string{"PAPERCLIP_E2E_PERMISSION_OK_820b247cbd87568e"}, Usage: piUsage(t, readStream(t, "pi-permission-approve-write.jsonl"))}},
 	}...)
+	appApprove := readStream(t, "app-codex-app-app-permission-approve-write.jsonl")
+	appStopped := readStream(t, "app-codex-app-app-pending-permission-stop.jsonl")
+	appCommand := readStream(t, "app-codex-app-app-command-deny.jsonl")
+	cases = append(cases, []struct {
+		name   string
+		driver string
+		stream []byte
+		cut    bool
+		want   summary
+	}{
+		{"app-codex-approve", "app:codex", appApprove, false, summary{Format: FormatCodexApp, SessionID: "01a24988-1c9f-7d61-847a-59295fc5ee9a",
+			Roles: []Role{RoleUser, RoleSystem, RoleAgent, RoleAgent, RoleAgent}, Calls: []string{"apply_patch", "finish_task"}, Results: 2,
+			Messages: []string{"PAPERCLIP_E2E_APP_PERMISSION_OK_35a02d894882dc8f"}, Usage: codexAppUsage(t, appApprove)}},
+		{"app-codex-stopped", "app:codex", appStopped, false, summary{Format: FormatCodexApp, SessionID: "01a24988-2421-7223-99b4-709a5ce8bedf",
+			Roles: []Role{RoleUser, RoleSystem, RoleSystem, RoleSystem, RoleSystem}, Usage: codexAppUsage(t, appStopped)}},
+		{"app-codex-command-declined", "app:codex", appCommand, false, summary{Format: FormatCodexApp, SessionID: "01a24988-2413-7182-86c5-497d64a8d9cf",
+			Roles: []Role{RoleUser, RoleSystem, RoleAgent, RoleSystem}, Calls: []string{"exec_command"}, Results: 1, Errors: 1, Usage: codexAppUsage(t, appCommand)}},
+		{"app-codex-without-end", "app:codex", dropLines(appApprove, `"method":"turn/completed"`), false, summary{Format: FormatCodexApp, SessionID: "01a24988-1c9f-7d61-847a-59295fc5ee9a",
+			Roles: []Role{RoleUser, RoleSystem, RoleAgent, RoleAgent, RoleAgent}, Calls: []string{"apply_patch", "finish_task"}, Results: 2,
+			Messages: []string{"PAPERCLIP_E2E_APP_PERMISSION_OK_35a02d894882dc8f"}, Usage: codexAppUsage(t, appApprove),
+			Gaps: []string{"the log has no turn/completed: the turn "}}},
+		// A steering message: the client's turn/steer (system), then Codex's userMessage
+		// delivering it (user); the prompt's own echo is no second user step.
+		{"app-codex-steered", "app:codex", steerCodexApp(t, appApprove), false, summary{Format: FormatCodexApp, SessionID: "01a24988-1c9f-7d61-847a-59295fc5ee9a",
+			Roles: []Role{RoleUser, RoleSystem, RoleSystem, RoleUser, RoleAgent, RoleAgent, RoleAgent}, Calls: []string{"apply_patch", "finish_task"}, Results: 2,
+			Messages: []string{"PAPERCLIP_E2E_APP_PERMISSION_OK_35a02d894882dc8f"}, Usage: codexAppUsage(t, appApprove)}},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			d := driver.MustParse(c.driver)
-			f, ok := Select(d, []string{"events.jsonl", "acp-turn.jsonl", "pi-turn.jsonl", "stdout.log"})
+			f, ok := Select(d, []string{"events.jsonl", "acp-turn.jsonl", "pi-turn.jsonl", "app-turn.jsonl", "stdout.log"})
 			if !ok || f.Name != c.want.Format {
 				t.Fatalf("Select(%s) = %q, %v; want %s", c.driver, f.Name, ok, c.want.Format)
 			}
@@ -204,6 +231,62 @@ func TestConvertRecordedStreams(t *testing.T) {
 			checkATIF(t, c.name, tr)
 		})
 	}
+}
+
+// codexAppUsage sums, independently of the converter, the last model call's usage of
+// every thread/tokenUsage/updated notification of a Codex app-server log.
+func codexAppUsage(t *testing.T, stream []byte) *Usage {
+	t.Helper()
+	var u Usage
+	for _, l := range bytes.Split(stream, []byte("\n")) {
+		var e struct {
+			Dir     string `json:"dir"`
+			Message struct {
+				Method string `json:"method"`
+				Params struct {
+					TokenUsage struct {
+						Last struct {
+							InputTokens, CachedInputTokens, OutputTokens int64
+						} `json:"last"`
+					} `json:"tokenUsage"`
+				} `json:"params"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(l, &e) != nil || e.Dir != "agent" || e.Message.Method != "thread/tokenUsage/updated" {
+			continue
+		}
+		last := e.Message.Params.TokenUsage.Last
+		u.Input, u.Cached, u.Output = u.Input+last.InputTokens, u.Cached+last.CachedInputTokens, u.Output+last.OutputTokens
+	}
+	if u.Input == 0 {
+		t.Fatal("test setup: the log has no token usage")
+	}
+	return &u
+}
+
+// steerCodexApp adds to a Codex app-server log a steering message as the driver and
+// Codex write it: the client's turn/steer after the approval request, and Codex's
+// userMessage item delivering it after the approval was answered.
+func steerCodexApp(t *testing.T, stream []byte) []byte {
+	t.Helper()
+	const steer = `{"schema":"agentproof.codex-app-log/v1","seq":900,"time":"2026-12-06T04:06:26.90Z","turn":1,"dir":"client","method":"turn/steer",` +
+		`"message":{"id":"9","method":"turn/steer","params":{"expectedTurnId":"t","input":[{"text":"STEER-now","type":"text"}],"threadId":"x"}}}`
+	const delivered = `{"schema":"agentproof.codex-app-log/v1","seq":901,"time":"2026-12-06T04:06:27.00Z","turn":1,"dir":"agent","method":"item/completed","update":"userMessage",` +
+		`"message":{"method":"item/completed","params":{"item":{"type":"userMessage","id":"u2","content":[{"type":"text","text":"STEER-now"}]},"threadId":"x","turnId":"t"}}}`
+	var out [][]byte
+	for _, l := range bytes.Split(stream, []byte("\n")) {
+		out = append(out, l)
+		switch {
+		case bytes.Contains(l, []byte(`"method":"item/fileChange/requestApproval"`)):
+			out = append(out, []byte(steer))
+		case bytes.Contains(l, []byte(`"method":"serverRequest/resolved"`)):
+			out = append(out, []byte(delivered))
+		}
+	}
+	if len(out) != len(bytes.Split(stream, []byte("\n")))+2 {
+		t.Fatal("test setup: the log has no approval request or no resolution")
+	}
+	return bytes.Join(out, []byte("\n"))
 }
 
 // piUsage sums, independently of the converter, the usage of the assistant messages

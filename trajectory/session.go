@@ -34,6 +34,9 @@ type sessionConv struct {
 	perms    map[string]int
 	cur      int
 	promptID string
+	// prompt is the text of the last prompt a protocol echoes back as a user message
+	// (Codex's userMessage item): its echo is not a second user step.
+	prompt string
 }
 
 // fromSession converts a session log with wire's reading of its lines. A log without

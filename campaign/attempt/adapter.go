@@ -103,7 +103,7 @@ func adapterConfig(plan campaign.AttemptPlan, in agentInput, secretIDs map[strin
 			return nil, err
 		}
 	}
-	if name, real := d.Package(); real && d.Kind == driver.KindACP {
+	if name, real := d.Package(); real && (d.Kind == driver.KindACP || d.Kind == driver.KindApp) {
 		if err := acpDriverConfig(&dc, name, p.ID, in); err != nil {
 			return nil, err
 		}

@@ -50,7 +50,9 @@ type modelServer struct {
 // For a real ACP agent (acp:<agent>) or Pi (rpc:pi), whose workspace is the absolute path workspace,
 // the oracle scripts are scriptedmodel.ForACP's (a workspace write is the agent's own
 // write tool, which asks permission; one script per run, or under the warm lifecycle
-// one script holding every turn: one session serves them all).
+// one script holding every turn: one session serves them all); for Codex through its
+// app-server (app:codex) scriptedmodel.ForCodexApp's (a write is an apply_patch file
+// change, other edits shell commands: both ask Codex's approval).
 func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel.Script, error) {
 	p := plan.Cell.Profile
 	runs := max(plan.Cell.Case.ExpectedRunCount, 1)
@@ -71,6 +73,9 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 		case catalog.FlowPiFollowUp:
 			return scriptedmodel.ForPiFollowUp(PiFollowUpMarker(), "finish_task")
 		}
+	}
+	if p.Driver.Kind == driver.KindApp {
+		return scriptedmodel.ForCodexApp(plan.Case.Reference, workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
 	}
 	if p.Driver.Kind == driver.KindACP || p.Driver.Kind == driver.KindRPC {
 		return scriptedmodel.ForACP(plan.Case.Reference, workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)

@@ -53,7 +53,7 @@ environment, secrets resolved only into the child's environment). Run records an
 their redacted output live in <home>/heartbeat. Its board routes:
 
   POST /api/heartbeat-runs/{run}/cancel     Stop a run (cancellationRequestId optional)
-  POST /api/heartbeat-runs/{run}/steer      steer a running Pi turn with a message
+  POST /api/heartbeat-runs/{run}/steer      steer a running Pi or Codex app-server turn
   POST /api/heartbeat-runs/{run}/retry      retry a failed or interrupted run
   GET  /api/heartbeat-runs/{run}            the runner's record of a run
   GET  /api/companies/{company}/heartbeat-runs

@@ -291,6 +291,8 @@ func adapterType(d driver.Name) string {
 		return "acp_" + d.Arg
 	case d.Kind == driver.KindRPC:
 		return d.Arg + "_rpc"
+	case d.Kind == driver.KindApp:
+		return d.Arg + "_app_server"
 	}
 	return "agentproof_builtin"
 }
@@ -303,7 +305,7 @@ func providerOf(d driver.Name, dc *api.DriverConfig) string {
 	if d.Kind == driver.KindExec {
 		return ""
 	}
-	if _, isCLI := d.CLI(); !isCLI && d.Kind != driver.KindRPC && (d.Kind != driver.KindACP || d.BuiltinACP()) {
+	if _, isCLI := d.CLI(); !isCLI && d.Kind != driver.KindRPC && d.Kind != driver.KindApp && (d.Kind != driver.KindACP || d.BuiltinACP()) {
 		return "agentproof"
 	}
 	if dc == nil {

@@ -672,7 +672,7 @@ func (r *Runner) execute(ctx context.Context, j job) {
 		return
 	}
 	rec.OpenedAt, rec.Status = r.now(), controlplane.RunRunning
-	if j.cfg.Driver.Kind == driver.KindACP || j.cfg.Driver.Kind == driver.KindRPC {
+	if j.cfg.Driver.SessionLayer() {
 		r.executeSession(ctx, runCtx, j, rc, rec, lock) // unlocks lock
 		return
 	}
@@ -984,7 +984,7 @@ func launchLeased(ctx context.Context, lease *environment.Lease, d driver.Name, 
 			req.ReadOnly = append(req.ReadOnly, nm)
 		}
 	}
-	if _, real := d.Package(); real && d.Kind == driver.KindACP {
+	if _, real := d.Package(); real && (d.Kind == driver.KindACP || d.Kind == driver.KindApp) {
 		// A real ACP agent: its native binary, or the entry script Node.js runs
 		// (argv[1]), ships under its install's node_modules.
 		for _, p := range append([]string{spec.Path}, spec.Args[1:min(2, len(spec.Args))]...) {

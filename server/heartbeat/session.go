@@ -229,13 +229,17 @@ func (r *Runner) recordTurn(j job, rec *Record, sr sessionRun, o turnOutcome) {
 	r.finish(j.c, rec, out, report, o.secrets, o.leased.account())
 }
 
-// setSessionTurn sets the session turn of a run of driver kind (acp, or pi for rpc).
+// setSessionTurn sets the session turn of a run of driver kind: its acp, pi (rpc) or
+// app field.
 func setSessionTurn(h *api.HeartbeatRun, kind driver.Kind, t *api.SessionTurn) {
-	if kind == driver.KindRPC {
+	switch kind {
+	case driver.KindRPC:
 		h.Pi = t
-		return
+	case driver.KindApp:
+		h.App = t
+	default:
+		h.ACP = t
 	}
-	h.ACP = t
 }
 
 // watchSummary is a run's api.WorkspaceWatch from the watcher's record (paths

@@ -107,12 +107,15 @@ func turnFacts(s *session.Session, res session.TurnResult, exit session.ProcessE
 		Permissions: []api.PermissionTurn{}, Questions: []api.QuestionTurn{}, Files: []api.FileOp{}, Steers: []api.Delivery{},
 		ToolCalls: len(res.ToolCalls), Failure: redact(res.Failure), Exit: redact(exit.Summary())}
 	for _, p := range res.Permissions {
-		var locs []string
+		var locs, offered []string
 		for _, l := range p.Request.Locations {
 			locs = append(locs, redact(l))
 		}
+		for _, o := range p.Request.Options {
+			offered = append(offered, redact(o.ID))
+		}
 		t.Permissions = append(t.Permissions, api.PermissionTurn{ToolCallID: redact(p.Request.ToolCallID), Kind: p.Request.Kind, Locations: locs,
-			Command: redact(p.Request.Command), OptionID: redact(p.Decision.OptionID), Cancelled: p.Decision.Cancelled, By: p.By,
+			Command: redact(p.Request.Command), Offered: offered, OptionID: redact(p.Decision.OptionID), Cancelled: p.Decision.Cancelled, By: p.By,
 			RequestedAt: stamp(p.RequestedAt), AnsweredAt: stamp(p.AnsweredAt)})
 	}
 	for _, q := range res.Questions {

@@ -14,11 +14,12 @@ import (
 )
 
 // Steering (docs/pi.md "In the heartbeat runner"): the running turn of a session whose
-// protocol can deliver messages into it (session.Steerer; Pi) is live: the Steer
-// button (Runner.Steer) posts the human's comment and delivers it to the turn with the
-// protocol's steer, and any other board comment on the run's task while the turn runs
-// is delivered as a follow-up; either way the comment's wake is then consumed (no
-// second run).
+// protocol can deliver messages into it (session.Steerer: Pi, Codex's app-server) is
+// live: the Steer button (Runner.Steer) posts the human's comment and delivers it to
+// the turn with the protocol's steer, and, when the protocol queues follow-ups
+// (session.FollowUpper: Pi), any other board comment on the run's task while the turn
+// runs is delivered as a follow-up; either way the comment's wake is then consumed (no
+// second run). A comment not delivered keeps its wake: it starts the next run.
 
 // SteerPoll is how often the runner looks for board comments to deliver to a running
 // turn as follow-ups.
@@ -36,7 +37,9 @@ func (r *Runner) goLive(runCtx context.Context, j job, sess *session.Session) (s
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
-		r.followUpComments(pollCtx, live)
+		if sess.FollowsUp() {
+			r.followUpComments(pollCtx, live)
+		}
 	}()
 	return func() {
 		stopPoll()
@@ -50,7 +53,7 @@ func (r *Runner) goLive(runCtx context.Context, j job, sess *session.Session) (s
 	}
 }
 
-// liveTurn is a Pi run's running turn: its job and session, the lock that orders the
+// liveTurn is a steerable session run's running turn: its job and session, the lock that orders the
 // deliveries of the human's messages into it (Steer and the follow-up poller: a
 // comment goes in once, as one or the other) and the comments delivered so far.
 type liveTurn struct {
@@ -162,7 +165,7 @@ func (r *Runner) noteDelivery(runID, kind string) {
 // model's next request); the comment's wake is then consumed (no second run). A
 // repeated request with the same key answers the same comment without a second
 // delivery. Errors (*controlplane.Error): invalid_request (an empty body), run_missing
-// (404), run_not_steerable (409: no running Pi turn, or Pi refused the message — the
+// (404), run_not_steerable (409: no running steerable turn, or the agent refused the message — the
 // comment then stays, a follow-up or the next run's), the comment's own errors.
 func (r *Runner) Steer(ctx context.Context, runID string, req api.SteerRunRequest, key string) (api.SteerRunResponse, error) {
 	if strings.TrimSpace(req.Body) == "" {
