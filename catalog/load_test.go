@@ -178,7 +178,7 @@ func TestBadInput(t *testing.T) {
 				return ab(mustReplace(t, baseA, "    driver: exec:codex\n", "    driver: exec:codex\n    runnerLifecycleMode: warm\n"), baseB)
 			},
 			want: func(t *testing.T, f map[string]string) []string {
-				return []string{`runnerLifecycleMode warm needs a session driver \(acp:<agent> or rpc:<agent>\); driver exec:codex runs one process per run`}
+				return []string{`runnerLifecycleMode warm needs a session driver \(acp:<agent>, rpc:<agent> or app:<agent>\); driver exec:codex runs one process per run`}
 			},
 		},
 		{

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -166,9 +165,9 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 		if cell.Case.Reference == nil {
 			continue
 		}
-		if k := cell.Profile.Driver.Kind; k == driver.KindACP || k == driver.KindRPC {
+		if cell.Profile.Driver.SessionLayer() {
 			// The native-boundary cases grade the runner's observed permission records
-			// and ACP or Pi turn facts (heartbeatRuns, permissions), which no server-less
+			// and session turn facts (heartbeatRuns, permissions), which no server-less
 			// simulation produces: the native-boundaries suite of `run --all` and
 			// campaign/flows' TestACPFlows play them against a real runner.
 			continue

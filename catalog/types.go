@@ -79,7 +79,8 @@ type Profile struct {
 	// "reference", "nop", "wrong", "leaky" (the reference agent that also leaks its
 	// credentials), "exec" (a command and args of your own, in driverConfig),
 	// "exec:<cli>" (a pinned real agent CLI; package agent), "acp:<agent>" (an Agent
-	// Client Protocol agent driven as a session; docs/acp.md), "rpc:pi" or
+	// Client Protocol agent driven as a session; docs/acp.md), "rpc:pi", "app:codex"
+	// (Codex through its app-server; docs/clis.md) or
 	// "hostile:<attack>" (package driver lists them all). Validation parses it once
 	// into Driver and refuses a name that is not a driver; nothing else reads it.
 	DriverText string `yaml:"driver"`

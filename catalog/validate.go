@@ -507,7 +507,7 @@ func (v *validator) validateProfile(p *Profile) {
 	v.scanPayload(&p.DriverConfig, "profile "+p.ID+" driverConfig")
 	v.enum("profile runnerLifecycleMode", &p.RunnerLifecycleMode, LifecycleModes, p, false)
 	if d := p.Driver; !d.IsZero() && p.RunnerLifecycleMode == LifecycleModeWarm && !d.Warmable() {
-		v.add(v.at(&p.RunnerLifecycleMode, p), "profile %s runnerLifecycleMode warm needs a session driver (%s<agent> or %s<agent>); driver %s runs one process per run", p.ID, driver.KindACP, driver.KindRPC, p.Driver)
+		v.add(v.at(&p.RunnerLifecycleMode, p), "profile %s runnerLifecycleMode warm needs a session driver (%s<agent>, %s<agent> or %s<agent>); driver %s runs one process per run", p.ID, driver.KindACP, driver.KindRPC, driver.KindApp, p.Driver)
 	}
 	v.grants("profile "+p.ID, &p.CapabilityGrants, p)
 	if p.Driver.Kind == driver.KindExec {

@@ -168,7 +168,7 @@ when that is set). The last line is
 "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
 
 Cells of real agent CLIs (drivers exec:<cli> such as exec:codex and exec:opencode,
-acp:<cli> such as acp:codex over the Agent Client Protocol, and rpc:pi; 'agentproof
+acp:<cli> such as acp:codex over the Agent Client Protocol, rpc:pi and app:codex; 'agentproof
 agents --help' lists every pinned CLI) run the pinned CLI's native binary from the
 agents cache (--agents-dir, default $AGENTPROOF_AGENTS_DIR or the user cache
 directory's agentproof/agents). A pinned CLI missing from the cache is installed

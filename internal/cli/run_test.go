@@ -496,7 +496,7 @@ func TestLaunchesSelf(t *testing.T) {
 		want  bool
 	}{
 		{"codex", []*catalog.Cell{cell("exec:codex", catalog.FlowSingleTurn)}, false},
-		{"clis", []*catalog.Cell{cell("exec:opencode", catalog.FlowSingleTurn), cell("acp:codex", catalog.FlowSingleTurn), cell("rpc:pi", catalog.FlowWarmThreeTurn)}, false},
+		{"clis", []*catalog.Cell{cell("exec:opencode", catalog.FlowSingleTurn), cell("acp:codex", catalog.FlowSingleTurn), cell("rpc:pi", catalog.FlowWarmThreeTurn), cell("app:codex", catalog.FlowPermissionApproveWrite)}, false},
 		{"fixture", []*catalog.Cell{cell("exec:codex", catalog.FlowSingleTurn), cell("fixture:pass", catalog.FlowProcessExit)}, true},
 		{"reference", []*catalog.Cell{cell("reference", catalog.FlowSingleTurn)}, true},
 		{"built-in acp", []*catalog.Cell{cell("acp:reference", catalog.FlowSingleTurn)}, true},
