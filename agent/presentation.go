@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+
+	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // PresentationSchema tags a presentation record file.
@@ -15,10 +17,11 @@ const PresentationSchema = "agentproof.mcp-presentation/v1"
 
 // PresentationRecord is the file form of a real-CLI run's presented comment, written by
 // the MCP server (`agentproof mcp`, package mcp) and read by the heartbeat
-// runner when the CLI exits: the comment created by the last successful presenting call (finish_task, request_review and
-// block_task present by default; any commenting tool with present: true; present: false
-// opts out). CommentID is what the run result's presentationDecision.commentId must
-// name so that controlplane.State.RunMessage returns Text (spec runner-e2e-harness §5).
+// runner when the CLI exits: the comment created by the last successful presenting
+// call (finish_task, request_review and block_task present by default; any commenting
+// tool with present: true; present: false opts out). CommentID is what the run result's
+// presentationDecision.commentId must name so that controlplane.State.RunMessage
+// returns Text, the message the matchers read.
 type PresentationRecord struct {
 	Schema    string `json:"schema"`
 	RunID     string `json:"runId"`
@@ -46,18 +49,7 @@ func WritePresentation(stateDir string, p PresentationRecord) error {
 	if err != nil {
 		return fmt.Errorf("agent: encoding the presentation: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".presentation-*")
-	if err != nil {
-		return fmt.Errorf("agent: writing the presentation: %w", err)
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("agent: writing the presentation: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600, atomicfile.NoSync()); err != nil {
 		return fmt.Errorf("agent: writing the presentation: %w", err)
 	}
 	return nil

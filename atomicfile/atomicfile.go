@@ -49,6 +49,8 @@ func MakeDirs() Option { return func(c *config) { c.makeDirs = true } }
 
 // Exclusive makes the write create the destination and never replace one: the
 // temporary file is linked to the destination (link(2)), which fails when it exists.
+// A failed Exclusive write leaves no destination: when the directory sync after the
+// link fails, the new destination is removed again.
 func Exclusive() Option { return func(c *config) { c.exclusive = true } }
 
 // tempMark is what a temporary file's name holds after "." and the destination's name.
@@ -65,7 +67,8 @@ func IsTemp(name string) bool {
 // directory without MakeDirs), written, given its mode, synced or closed, the rename
 // (or, Exclusive, the link: the destination exists) fails, or the directory cannot be
 // synced. On an error path is unchanged, except that a failed directory sync leaves
-// the new file in place without the guarantee that it survives a crash.
+// the new file in place (not with Exclusive) without the guarantee that it survives a
+// crash.
 func WriteFile(path string, data []byte, perm fs.FileMode, opts ...Option) error {
 	p, err := Create(path, perm, opts...)
 	if err != nil {
@@ -173,6 +176,9 @@ func (p *Pending) publish(closing bool) (*os.File, error) {
 		if err := syncDir(filepath.Dir(p.path)); err != nil {
 			if !closing {
 				_ = f.Close()
+			}
+			if p.cfg.exclusive {
+				_ = os.Remove(p.path)
 			}
 			return nil, fmt.Errorf("syncing the directory of %s: %w", p.path, err)
 		}

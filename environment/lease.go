@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // LeaseSpec is what Setup needs to create a lease.
@@ -208,27 +210,8 @@ func WriteLeaseFile(l *Lease) error {
 	if err != nil {
 		return fmt.Errorf("lease file: %w", err)
 	}
-	f, err := os.CreateTemp(l.Dir, ".lease-*.json")
-	if err != nil {
+	if err := atomicfile.WriteFile(l.LeaseFile(), append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("lease file: %w", err)
-	}
-	tmp := f.Name()
-	if _, err = f.Write(append(data, '\n')); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, l.LeaseFile())
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("lease file: %w", err)
-	}
-	if d, err := os.Open(l.Dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }

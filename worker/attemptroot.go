@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // Stale attempt temp roots (docs/processes.md "Stale attempt temp roots"). An attempt
@@ -40,26 +42,26 @@ type RootClaim struct {
 // claim. root must be an existing directory this process created for an attempt.
 // Errors: the record could not be created or locked.
 func ClaimAttemptRoot(root string) (*RootClaim, error) {
-	tmp, err := os.CreateTemp(root, RootOwnerFile+"-*")
+	p, err := atomicfile.Create(filepath.Join(root, RootOwnerFile), 0o600, atomicfile.NoSync())
 	if err != nil {
 		return nil, fmt.Errorf("worker: creating the owner record of %s: %w", root, err)
 	}
 	fail := func(err error) (*RootClaim, error) {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
+		p.Discard()
 		return nil, fmt.Errorf("worker: claiming %s: %w", root, err)
 	}
-	if err := flockNB(tmp); err != nil {
+	if err := flockNB(p.File()); err != nil {
 		return fail(err)
 	}
 	b, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "createdAt": time.Now().UTC().Format(time.RFC3339Nano)})
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	if _, err := p.Write(append(b, '\n')); err != nil {
 		return fail(err)
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(root, RootOwnerFile)); err != nil {
-		return fail(err)
+	f, err := p.Publish()
+	if err != nil {
+		return nil, fmt.Errorf("worker: claiming %s: %w", root, err)
 	}
-	return &RootClaim{root: root, f: tmp}, nil
+	return &RootClaim{root: root, f: f}, nil
 }
 
 // Release removes the owner record (when the root still exists) and drops the lock:

@@ -16,25 +16,24 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/canonjson"
 	"github.com/agentproof/agentproof/evidence"
 )
 
-// Execution manifest of the guarded path (seed 003, fixture-manifest.ts).
+// Execution manifest of the guarded path.
 //
 // The Go fixture program is the agentproof binary itself, so the manifest hashes "the
 // fixture program as executed" (DESIGN.md): the executable the worker spawns (path
 // ManifestExecutablePath) plus the Go sources of the worker package and of every package
-// of this module it imports (evidence, canonjson), embedded at build time. Any change to
+// of this module it imports (evidence, canonjson, atomicfile), embedded at build time. Any change to
 // a compiled file changes the executable's bytes; the source entries name what changed.
 
 const (
-	// GuardedFixtureProtocol is the execution manifest's protocol tag (seed 003,
-	// GUARDED_FIXTURE_PROTOCOL).
+	// GuardedFixtureProtocol is the execution manifest's protocol tag.
 	GuardedFixtureProtocol = "sf-guarded-fixture/1"
-	// GuardedFixtureCollector is the collector tag of the guarded path (seed 003,
-	// GUARDED_FIXTURE_COLLECTOR; the seed does not print its value: the guarded path is
-	// the second version of the local fixture worker's collector, /1 being run()).
+	// GuardedFixtureCollector is the collector tag of the guarded path: the second
+	// version of the local fixture worker's collector, /1 being run().
 	GuardedFixtureCollector = "sf-local-fixture-worker/2"
 	// ManifestExecutablePath is the manifest path of the executable's entry.
 	ManifestExecutablePath = "bin/agentproof"
@@ -50,6 +49,7 @@ var manifestPackages = []struct {
 	dir string
 	fs  embed.FS
 }{
+	{"atomicfile", atomicfile.Sources},
 	{"canonjson", canonjson.Sources},
 	{"evidence", evidence.Sources},
 	{"worker", workerSources},
@@ -62,10 +62,11 @@ type ManifestFile struct {
 	SHA256 string `json:"sha256"`
 }
 
-// ExecutionManifest pins the guarded fixture program (seed 003, ExecutionManifest):
+// ExecutionManifest pins the guarded fixture program:
 // Protocol is GuardedFixtureProtocol, Collector is GuardedFixtureCollector, Files are
 // sorted by Path without duplicates, and Digest is "sha256:" plus the hex SHA-256 of the
-// canonical JSON of [protocol, collector, [[path, sha256]…]] (invariant 14).
+// canonical JSON of [protocol, collector, [[path, sha256]…]], so that a change to any
+// listed file changes it.
 type ExecutionManifest struct {
 	Protocol  string         `json:"protocol"`
 	Collector string         `json:"collector"`
@@ -104,7 +105,7 @@ func checkExecutableUnchanged(program string, stamp exeStamp) error {
 }
 
 // GuardedFixtureManifest returns the manifest of the running agentproof binary as the
-// worker would execute it (os.Executable()) (seed 003, guardedFixtureManifest). It
+// worker would execute it (os.Executable()). It
 // returns an error when the executable cannot be located or read.
 func GuardedFixtureManifest() (ExecutionManifest, error) {
 	exe, err := os.Executable()
@@ -182,7 +183,7 @@ func hashExecutable(program string) (string, exeStamp, error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), s1, nil
 }
 
-// manifestDigest is the seed's digest: SHA-256 of canonical JSON of
+// manifestDigest is the manifest's digest: SHA-256 of canonical JSON of
 // [protocol, collector, [[path, sha256]…]].
 func manifestDigest(protocol, collector string, files []ManifestFile) string {
 	pairs := make([][2]string, len(files))
@@ -210,8 +211,7 @@ func (e *ManifestError) Error() string {
 	return "invalid execution manifest: " + strings.Join(e.Problems, "; ")
 }
 
-// ParseExecutionManifest parses and validates a manifest's JSON exactly (seed 003,
-// parseExecutionManifest): exactly the four fields, the protocol and collector tags, at
+// ParseExecutionManifest parses and validates a manifest's JSON exactly: exactly the four fields, the protocol and collector tags, at
 // least one file, paths of the form <dir>/<name> sorted without duplicates, sha256
 // values "sha256:"+64 hex, and a digest equal to the one recomputed from them. It says
 // nothing about the current files (compare Digest with ExecutionManifestFor's). Input is

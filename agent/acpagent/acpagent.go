@@ -51,6 +51,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentproof/agentproof/agent/script"
+	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // Names of the built-in ACP agents.
@@ -574,17 +575,7 @@ func loadTurns(stateDir string) (int, error) {
 
 func saveTurns(stateDir string, n int) error {
 	b, _ := json.Marshal(map[string]any{"schema": SessionSchema, "turnsDone": n})
-	tmp, err := os.CreateTemp(stateDir, ".acp-agent-session-*")
-	if err != nil {
-		return fmt.Errorf("writing the agent's session: %w", err)
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing the agent's session: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(stateDir, SessionFile)); err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.WriteFile(filepath.Join(stateDir, SessionFile), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("writing the agent's session: %w", err)
 	}
 	return nil

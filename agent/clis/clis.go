@@ -28,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // CLI is one pinned agent CLI: its short name (the exec driver's suffix, or the ACP
@@ -341,14 +343,11 @@ func hashFile(path string) (string, *FileIdentity, error) {
 	return hex.EncodeToString(h.Sum(nil)), before, nil
 }
 
-// writeRecord writes an install record into dir (temporary file, then rename).
+// writeRecord writes an install record into dir (atomically, not synced: dir is the
+// install's private directory, renamed into place afterwards).
 func writeRecord(dir string, in Installed) error {
 	b, _ := json.MarshalIndent(in, "", "  ")
-	tmp := filepath.Join(dir, markerFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, markerFile))
+	return atomicfile.WriteFile(filepath.Join(dir, markerFile), append(b, '\n'), 0o644, atomicfile.NoSync())
 }
 
 // findBinary finds c's native binary below prefix/node_modules.

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // SessionSchema tags a session file.
@@ -93,27 +95,10 @@ func readStore(stateDir string) (*sessionStore, error) {
 	return &st, nil
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same directory,
-// fsynced and renamed over path.
+// writeFileAtomic writes data to path (mode 0600) durably through atomicfile.
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("reference: writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("reference: writing %s: %w", path, werr)
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("reference: %w", err)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // Run bindings (docs/acp.md "Warm lifecycle"): a warm session serves several runs with
@@ -60,23 +62,21 @@ func WriteRunBinding(path, runID, token string) error {
 	if err != nil {
 		return fmt.Errorf("agent: writing the run binding: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".run-binding-*")
+	p, err := atomicfile.Create(path, 0o600)
 	if err != nil {
 		return fmt.Errorf("agent: writing the run binding: %w", err)
 	}
-	var oerr error
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		oerr = tmp.Chown(int(st.Uid), int(st.Gid))
+		if err := p.File().Chown(int(st.Uid), int(st.Gid)); err != nil {
+			p.Discard()
+			return fmt.Errorf("agent: writing the run binding: %w", err)
+		}
 	}
-	_, werr := tmp.Write(append(b, '\n'))
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(oerr, werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
+	if _, err := p.Write(append(b, '\n')); err != nil {
+		p.Discard()
 		return fmt.Errorf("agent: writing the run binding: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := p.Commit(); err != nil {
 		return fmt.Errorf("agent: writing the run binding: %w", err)
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // A template is a closed SQLite database file on which every migration of this build
@@ -151,45 +153,27 @@ func copySQLiteTemplate(t Template, dst string, durable bool) error {
 		return fmt.Errorf("store: opening the template: %w", err)
 	}
 	defer src.Close()
-	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".copy-")
-	if err != nil {
-		return fmt.Errorf("store: copying the template: %w", err)
+	// Exclusive: dst is linked, never replaced; with durable its new name is synced
+	// before the database is used (its first commit syncs only the WAL).
+	opts := []atomicfile.Option{atomicfile.Exclusive()}
+	if !durable {
+		opts = append(opts, atomicfile.NoSync())
 	}
-	defer os.Remove(out.Name())
-	defer out.Close()
-	if err := out.Chmod(0o600); err != nil {
+	out, err := atomicfile.Create(dst, 0o600, opts...)
+	if err != nil {
 		return fmt.Errorf("store: copying the template: %w", err)
 	}
 	h := sha256.New()
 	if _, err := io.Copy(io.MultiWriter(out, h), src); err != nil {
+		out.Discard()
 		return fmt.Errorf("store: copying the template: %w", err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != t.SHA256 {
+		out.Discard()
 		return fmt.Errorf("%w: its bytes hash to %s, not %s", ErrTemplateMismatch, got, t.SHA256)
 	}
-	if durable {
-		if err := out.Sync(); err != nil {
-			return fmt.Errorf("store: copying the template: %w", err)
-		}
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("store: copying the template: %w", err)
-	}
-	if err := os.Link(out.Name(), dst); err != nil {
+	if err := out.Commit(); err != nil {
 		return fmt.Errorf("store: placing the template copy: %w", err)
-	}
-	if !durable {
-		return nil
-	}
-	// The new name is durable before the database is used (its first commit syncs
-	// only the WAL).
-	if d, err := os.Open(filepath.Dir(dst)); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			os.Remove(dst)
-			return fmt.Errorf("store: syncing %s: %w", filepath.Dir(dst), err)
-		}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/catalog"
 )
 
@@ -18,7 +19,7 @@ import (
 var defaultSnapshotPath = filepath.Join("catalog", filepath.FromSlash(catalog.SnapshotFile))
 
 // newModelsCmd is `agentproof models`: the reviewed model-breadth snapshot
-// (docs/breadth.md; seed 000 "OpenRouter breadth profiles").
+// (docs/breadth.md).
 func newModelsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "models",
@@ -104,7 +105,7 @@ characters as '-'>).`),
 			case !fi.Mode().IsRegular():
 				return usageErrorf("--snapshot %s is not a regular file", snapshot)
 			}
-			if err := writeFileAtomic(snapshot, out, fi.Mode().Perm()); err != nil {
+			if err := atomicfile.WriteFile(snapshot, out, fi.Mode().Perm()); err != nil {
 				return fmt.Errorf("writing %s: %w", snapshot, err)
 			}
 			sealed, err := catalog.ParseSnapshot(snapshot, out, true)
@@ -145,32 +146,6 @@ func readSnapshotFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("--from %s is larger than %d bytes", path, catalog.MaxSnapshotBytes)
 	}
 	return b, nil
-}
-
-// writeFileAtomic replaces path with data: a temporary file in the same directory,
-// synced, then renamed over path (a torn write never leaves a half snapshot).
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // printSnapshot renders a snapshot and its generated profile ids.
