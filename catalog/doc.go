@@ -1,6 +1,5 @@
 // Package catalog is agentproof's declarative contract data: suites of agent profiles ×
-// environments × task cases (seed 000 "Suites and matrices", "Agent profiles",
-// "Environments", "Task cases and matchers"; spec runner-e2e-harness §1–§5). It loads a
+// environments × task cases. It loads a
 // catalog from YAML, validates all of it at once, builds the matrix of cells, selects
 // cells for a run and computes each suite's definition fingerprint.
 //
@@ -31,8 +30,9 @@
 // {{environment}} = the environment id).
 //
 // Reference scripts: a case's reference script has one turn per expected run; each turn
-// names the wake that starts it and lists steps, each one semantic command (kind and
-// args as in spec control-plane-port §3) or one workspace edit. The built-in reference
+// names the wake that starts it and lists steps, each one semantic command (a kind and
+// the arguments of the control plane's semantic-command table, controlplane.Commands)
+// or one workspace edit. The built-in reference
 // agent carries them out; `present: true` marks the comment that is the run's
 // user-facing message. Secrets appear only as {type: secret_ref, secretId, version:
 // latest}, where secretId names a declared credential (resolved per attempt) or is a
@@ -45,13 +45,14 @@
 // YAML, unknown keys, wrong types, oversized files — fixing these first avoids
 // spurious follow-up problems), then every semantic rule: id grammar (IDPattern) and
 // duplicates per kind, unknown groups, credentials, environments, profiles and cases,
-// enumerations, flow contracts (seed 000: plan flows need plan markers and a revision
-// request, question flows an answer, warm_three_turn two follow-ups and three turn
-// markers), templates, matcher specs (match.CompileAll, so RE2-incompatible regular
+// enumerations, the flow of each case against the flows loading was given (WithFlows:
+// the flow registry's names and contracts, FlowContract: the fields each flow needs,
+// the flow-only fields it accepts, its own rules), templates, matcher specs (match.CompileAll, so RE2-incompatible regular
 // expressions are rejected naming the JavaScript-only construct, an unknown normalize
 // form, a JSON Schema "format" agentproof does not assert and a $ref outside the schema
 // at the line of the keyword; docs/matchers.md), reference scripts,
-// the raw-secret scan of spec §2.8, secret references, per-suite and total matrix sizes,
+// the raw-secret scan (a free-form payload may hold no credential-shaped key or
+// value), secret references, per-suite and total matrix sizes,
 // exclusions that are not in the matrix, calibration verdicts, ranking content
 // hashes and the driverConfig of exec profiles (validateExecConfig: an existing
 // executable at an absolute path, string args, bounded timeoutMs and maxOutputBytes).
@@ -62,18 +63,19 @@
 // # Decisions where sources differ
 //
 //   - Two environments may share an id when their configurationKey differs (the warm
-//     Daytona variant of spec §1.3); suites name such a variant "<id>@<configurationKey>"
+//     Daytona variant); suites name such a variant "<id>@<configurationKey>"
 //     and may not list two variants of one id.
-//   - The raw-credential key rule of spec §2.8 applies to free-form payloads
+//   - The raw-credential key rule applies to free-form payloads
 //     (driverConfig, environment config, command args, definitionMetadata), where the
 //     original applied it to built agent and environment payloads; the key-shape rule
 //     applies to every string of every file.
-//   - agentproof adds the process_exit flow (the seed 003 fixture programs of suite
+//   - agentproof adds the process_exit flow (the fixture programs of suite
 //     calibration), the builtin qualification source and expectedVerdicts (calibration
 //     suites). None of them enters the fingerprint, whose shape stays byte-compatible
-//     with spec §4: change a suite's definitionMetadata to mark such a change.
+//     with the original harness's: change a suite's definitionMetadata to mark such a
+//     change.
 //   - Fingerprint metadata is encoded as a JavaScript object would be: integer-like keys
 //     first in numeric order, then insertion order; numbers as JavaScript numbers.
-//   - Case ask-question is single_turn with one run, as in spec §1.3; the structured
+//   - Case ask-question is single_turn with one run, as in the original harness; the structured
 //     question/answer/resume behaviour belongs to the question_resume_completion cases.
 package catalog

@@ -13,7 +13,8 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // Pinned output of testdata/fingerprint/stringify.js (node's JSON.stringify over the
-// same definitions, written independently from spec §4).
+// same definitions, written independently of the Go encoder: the fingerprint must stay
+// byte-compatible with the original harness's).
 const (
 	jsTrickyJSON  = `{"id":"tricky","profiles":[{"id":"agent","model":"gpt-5.4","qualification":{"source":"qualified_runner_profile","qualificationId":"codex:qualified-model"}},{"id":"agent-b","model":"claude-sonnet-4-6 <&>","qualification":{"source":"adapter_constant","qualificationId":"claude_local:default-model"}}],"environments":[{"id":"local","configurationKey":"default"},{"id":"daytona","configurationKey":"warm-reuse-v1"}],"tasks":[{"id":"hello","flow":"single_turn","expectedRunCount":1,"restartServerBeforeQuestionAnswer":false},{"id":"resume","flow":"question_resume_completion","expectedRunCount":2,"minimumExpectedRunCount":1,"restartServerBeforeQuestionAnswer":true}],"excludedExecutionIds":["tricky.agent-b.local.hello","tricky.agent.local.resume"],"metadata":{"2":"two","10":"ten","zeta":"first","01":"zero-one","alpha":"<b>&amp;</b> \"quoted\" back\\slash","unicode":"é 漢字 😀 ` + "\u2028 \u2029" + ` \u0001 \t end","numbers":[0,0,1.5,1e+21,1e-7,123456789012345680,0.1,100,-3],"nested":{"b":1,"a":[true,false,null,{"y":2,"x":1}]},"empty":{},"list":[]}}`
 	jsTrickyHash  = "21320d3db944d89df56661417c43f8c658bb0fc1f9e9f6ff8fb222600da265b4"
@@ -32,7 +33,7 @@ func loadFingerprintCatalog(t *testing.T, edit func(string) string) *Catalog {
 	if edit != nil {
 		src = edit(src)
 	}
-	c, err := loadFiles(map[string]string{"catalog.yaml": src})
+	c, err := loadFiles(map[string]string{"catalog.yaml": src}, append(testFlows, FlowContract{Name: "continuation"})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +64,10 @@ func TestFingerprintMatchesJSONStringify(t *testing.T) {
 	}
 }
 
-// TestFingerprintSensitivity proves what changes the fingerprint and what does not
-// (seed 000 "Suites and matrices"; spec §4).
+// TestFingerprintSensitivity proves what changes the fingerprint (what a suite runs:
+// models, qualifications, configuration keys, flows, run counts, exclusions, metadata,
+// profile order) and what does not (labels, descriptions, prompts, titles, matchers,
+// timeouts, the order of exclusions).
 func TestFingerprintSensitivity(t *testing.T) {
 	t.Parallel()
 	base := loadFingerprintCatalog(t, nil).Suite("tricky").Fingerprint

@@ -64,12 +64,24 @@ suites:
     expectedMatrixSize: 1
 `
 
-func loadFiles(files map[string]string) (*Catalog, error) {
+func loadFiles(files map[string]string, flows ...FlowContract) (*Catalog, error) {
 	fsys := fstest.MapFS{}
 	for name, content := range files {
 		fsys[name] = &fstest.MapFile{Data: []byte(content)}
 	}
-	return Load(fsys)
+	if flows == nil {
+		flows = testFlows
+	}
+	return Load(fsys, WithFlows(flows...))
+}
+
+// testFlows are the flows the test catalogs of this package name, with contracts of
+// the kinds they need; the real flows and their contracts are the flow registry's
+// (package campaign/flows), tested there against the default catalog.
+var testFlows = []FlowContract{
+	{Name: "single_turn"},
+	{Name: "process_exit", FixtureProgram: true},
+	{Name: "question_resume_completion", Needs: []Need{{Field: FieldQuestionAnswer}}, Accepts: []CaseField{FieldRestartServer}},
 }
 
 func mustReplace(t *testing.T, s, old, new string) string {
@@ -533,7 +545,7 @@ func TestBadInput(t *testing.T) {
 				return ab(baseA, b)
 			},
 			want: func(t *testing.T, f map[string]string) []string {
-				return []string{`suite id "Core\.Suite" must be lower-case words`, `case flow "single-turn" is not one of single_turn, `}
+				return []string{`suite id "Core\.Suite" must be lower-case words`, `case hello flow "single-turn" is not a flow this agentproof plays \(did you mean single_turn\?\); the flows it plays: process_exit, question_resume_completion, single_turn$`}
 			},
 		},
 		{
@@ -711,19 +723,15 @@ func TestStructureProblemsDoNotHideOthers(t *testing.T) {
 	}
 }
 
-// TestUnimplementedFlowRefused: with the implemented-flow set (WithFlows), a case whose
-// flow no implementation plays is a problem naming the case's flow position and the
-// implemented flows; without the option, or when the flow is implemented, the
-// catalog loads.
-func TestUnimplementedFlowRefused(t *testing.T) {
+// TestUnknownFlowRefused: with the flows loading is given (WithFlows), a case whose
+// flow is none of them is a problem at the case's flow naming the flows; without the
+// option no flow is refused.
+func TestUnknownFlowRefused(t *testing.T) {
 	t.Parallel()
-	if _, err := Default(WithFlows(Flows...)); err != nil {
-		t.Fatalf("every flow implemented: %v", err)
-	}
 	if _, err := Default(); err != nil {
-		t.Fatalf("no implemented-flow set: %v", err)
+		t.Fatalf("no flows given: %v", err)
 	}
-	_, err := Default(WithFlows(FlowSingleTurn, FlowProcessExit))
+	_, err := Default(WithFlows(testFlows...))
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v, want a *ValidationError", err)
@@ -733,12 +741,97 @@ func TestUnimplementedFlowRefused(t *testing.T) {
 		if strings.Contains(p.Message, `flow "warm_three_turn"`) {
 			warm = &ve.Problems[i]
 		}
-		if !strings.Contains(p.Message, "implemented flows: single_turn, process_exit") {
-			t.Errorf("problem does not name the implemented flows: %s", p)
+		if strings.Contains(p.Message, "is not a flow this agentproof plays") && !strings.HasSuffix(p.Message, "the flows it plays: process_exit, question_resume_completion, single_turn") {
+			t.Errorf("problem does not name the flows: %s", p)
 		}
 	}
 	if warm == nil || warm.File != "default/cases.yaml" || warm.Line == 0 {
 		t.Fatalf("no positioned problem for the warm case: %v", ve.Problems)
+	}
+}
+
+// TestFlowContracts: each rule a flow contract may state is checked at the field it
+// concerns: the fields a flow needs (a string, a list with a number of entries, a
+// mapping with its parts, a positive turn timeout), the flow-only fields only the
+// flows that accept them may set, the flow's own Check, a fixture program's flow
+// (no task fields, no untitled case, fixture drivers only) and the turns of a
+// reference script when the flow retries a killed run.
+func TestFlowContracts(t *testing.T) {
+	t.Parallel()
+	flows := append(slices.Clone(testFlows),
+		FlowContract{Name: "needy", Needs: []Need{
+			{Field: FieldRevisionRequest}, {Field: FieldWorkspaceFile, What: "the readiness file"},
+			{Field: FieldFollowups, Count: 2}, {Field: FieldTurnMarkers}, {Field: FieldTurnTimeout}, {Field: FieldPlanMarkers},
+		}},
+		FlowContract{Name: "picky", Needs: []Need{{Field: FieldFollowups, Count: 1, What: "the answer"}}, Check: func(cs *Case, p CaseProblems) {
+			if len(cs.Followups) == 1 && strings.Contains(cs.Followups[0], "{{") {
+				p.Add(&cs.Followups[0], "followups[0] may use no template variable")
+			}
+		}},
+		FlowContract{Name: "retrying", RetriesKilledRun: true},
+	)
+	for _, tt := range []struct {
+		name, from, to string
+		want           []string // regular expressions, one problem each
+	}{
+		{"every need", "flow: single_turn", "flow: needy", []string{
+			`^b\.yaml:2:5: case hello: flow needy needs revisionRequest$`,
+			`^b\.yaml:2:5: case hello: flow needy needs workspaceFile \(the readiness file\)$`,
+			`^b\.yaml:2:5: case hello: flow needy needs followups with exactly 2 entries, got 0$`,
+			`^b\.yaml:2:5: case hello: flow needy needs turnMarkers with at least one entry$`,
+			`^b\.yaml:2:5: case hello: flow needy needs a positive turnTimeoutMs$`,
+			`^b\.yaml:2:5: case hello: flow needy needs planMarkers \{draft, revised\}$`,
+		}},
+		{"a list of the wrong length, at the list", "flow: single_turn", "flow: picky\n    followups: [a, b]", []string{
+			`^b\.yaml:6:16: case hello: flow picky needs followups with exactly 1 entry \(the answer\), got 2$`,
+		}},
+		{"the flow's own check", "flow: single_turn", "flow: picky\n    followups: [\"{{marker}}\"]", []string{
+			`^b\.yaml:6:17: case hello: flow picky: followups\[0\] may use no template variable$`,
+		}},
+		{"a flow-only field of another flow", "flow: single_turn", "flow: single_turn\n    restartServerBeforeQuestionAnswer: true", []string{
+			`^b\.yaml:6:40: case hello: restartServerBeforeQuestionAnswer applies only to flow question_resume_completion$`,
+		}},
+		{"a mapping a flow needs", "flow: single_turn", "flow: question_resume_completion\n    questionAnswer: {optionLabel: Yes}", []string{
+			`case hello questionAnswer expectedMarker is required$`,
+		}},
+		{"an untitled case of a fixture program's flow", "flow: single_turn", "flow: process_exit\n    untitled: true", []string{
+			`case hello is untitled: its task is created with an empty title, so title must be empty`,
+			`^b\.yaml:6:15: case hello: untitled applies only to cases whose agent works a task$`,
+		}},
+		{"a fixture program's flow with another driver", "flow: single_turn", "flow: process_exit", []string{
+			`cell core\.agent\.local\.hello pairs driver exec:codex with flow process_exit; fixture drivers run exactly the flows of the fixture programs \(process_exit\)$`,
+		}},
+		{"a reference script of a retried run", "flow: single_turn", "flow: retrying\n    reference: {turns: [{trigger: assignment, steps: [{command: finish_task, args: {summary: x}}]}]}", []string{
+			`case hello reference has 1 turns; expectedRunCount is 1 \(one turn per run that does not retry a killed one: 0\)$`,
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := loadFiles(map[string]string{"a.yaml": baseA, "b.yaml": mustReplace(t, baseB, tt.from, tt.to)}, flows...)
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v, want a *ValidationError", err)
+			}
+			if len(ve.Problems) != len(tt.want) {
+				t.Errorf("%d problems, want %d:\n%v", len(ve.Problems), len(tt.want), err)
+			}
+			for _, w := range tt.want {
+				re := regexp.MustCompile(w)
+				if !slices.ContainsFunc(ve.Problems, func(p Problem) bool { return re.MatchString(p.String()) }) {
+					t.Errorf("no problem matches %s:\n%v", w, err)
+				}
+			}
+		})
+	}
+	for _, bad := range []FlowContract{{}, {Name: "x", Needs: []Need{{Field: FieldRestartServer}}}, {Name: "x", Accepts: []CaseField{FieldFollowups}}} {
+		if bad.Valid() == nil {
+			t.Errorf("contract %+v is valid", bad)
+		}
+	}
+	for _, fc := range flows {
+		if err := fc.Valid(); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

@@ -127,7 +127,7 @@ func simulate(script *ReferenceScript, followups []string, flow Flow) *match.Obs
 		"issue": map[string]any{"id": "task-1", "status": issue, "assigneeActorId": "worker"},
 		"company": map[string]any{"agentId": "worker", "managerId": "manager", "actors": []any{map[string]any{"id": "worker"}, map[string]any{"id": "manager"}},
 			"tasks": []any{map[string]any{"id": "task-1"}}, "runs": runs}}
-	if flow == FlowCrashRetry {
+	if flow == "crash_retry" {
 		obs.Turns = append([]string{""}, obs.Turns...)
 		doc["runs"] = []any{map[string]any{"id": "run-1", "status": "failed"}, map[string]any{"id": "run-2", "status": "succeeded", "retryOf": "run-1"}}
 	}
@@ -179,20 +179,20 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 			// (run_all.txtar) play them against a real server.
 			continue
 		}
-		if cell.Case.Flow == FlowServerCrashRetry {
+		if cell.Case.Flow == "server_crash_retry" {
 			// The server-crash oracle grades the heartbeat runner's orphaned record of
 			// the run the killed server left (heartbeatRuns), which no server-less
 			// simulation produces: board-idempotency of `run --all` plays it.
 			continue
 		}
-		if cell.Case.Flow == FlowInstructionPersistence {
+		if cell.Case.Flow == "instruction_persistence" {
 			// The agent-files oracle grades the agent's home and the attachment as
 			// downloaded through the public file API after the runner saved the home
 			// and the server restarted, which no server-less simulation produces: the
 			// agent-files suite of `run --all` plays it against a real server.
 			continue
 		}
-		if cell.Case.Flow.IsChat() {
+		if cell.Case.Flow == "agent_chat" {
 			// An agent chat is graded from the conversation (its messages, generations
 			// and handoffs), which no server-less simulation keeps: campaign/flows'
 			// TestFlows and the agent-chat suites of `run --all` play it against a real

@@ -177,7 +177,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		{"environment", "driver", EnvironmentDrivers}, {"environment", "provider", EnvironmentProviders},
 		{"lifecycle", "setup", LifecycleSetups}, {"lifecycle", "probe", LifecycleProbes}, {"lifecycle", "cleanup", LifecycleCleanups},
 		{"executionTarget", "kind", TargetKinds}, {"executionTarget", "transport", TargetTransports},
-		{"case", "workMode", WorkModes}, {"case", "flow", flowNames()}, {"terminalState", "issue", IssueStates},
+		{"case", "workMode", WorkModes}, {"terminalState", "issue", IssueStates},
 		{"terminalState", "run", RunStates}, {"case", "toolReviewDecision", ToolReviews},
 		{"case", "automaticRetryPolicy", RetryPolicies}, {"referenceTurn", "trigger", TurnTriggers},
 	}
@@ -196,14 +196,6 @@ func TestSchemaMatchesTypes(t *testing.T) {
 			t.Errorf("$defs.%s.%s enum (-go +schema):\n%s", e.def, e.prop, diff)
 		}
 	}
-}
-
-func flowNames() []string {
-	var out []string
-	for _, f := range Flows {
-		out = append(out, string(f))
-	}
-	return out
 }
 
 // TestDefaultFilesDeclareSchema: every default catalog file starts with the

@@ -45,8 +45,8 @@ const maxIDLength = 100
 const RetrySingleAttempt = "single_attempt"
 
 // Enumerations of the catalog's closed fields (the harness's catalog format, plus
-// agentproof's own drivers, the builtin qualification source and the process_exit flow
-// of the calibration suite).
+// agentproof's own builtin qualification source). A case's flow is not among them: the
+// flows are the flow registry's (WithFlows).
 var (
 	Generations          = []string{"legacy", "native"}
 	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
@@ -141,7 +141,7 @@ type validator struct {
 	envByRef    map[string]*Environment   // "id" and "id@key" → environment
 	cases       map[string]*Case
 	rankings    map[string]*Ranking
-	flows       []Flow // the implemented flows (WithFlows), nil for any
+	flows       map[Flow]FlowContract // the flows loading was given (WithFlows), nil for any
 }
 
 // at returns the recorded position of the value ptr points to, or of the first
@@ -186,13 +186,53 @@ func enumOf[T ~string](v *validator, what string, field *T, allowed []T, owner a
 	}
 }
 
-// implemented checks that a case's flow (one of the enumeration) is one this
-// agentproof can play, when loading was given the implemented set (WithFlows).
-func (v *validator) implemented(cs *Case) {
-	if v.flows == nil || cs.Flow == "" || !slices.Contains(Flows, cs.Flow) || slices.Contains(v.flows, cs.Flow) {
-		return
+// fixtureFlows lists the fixture programs' flows (FlowContract.FixtureProgram) among
+// those loading was given, sorted.
+func (v *validator) fixtureFlows() []string {
+	var out []string
+	for _, name := range v.flowNames() {
+		if v.flows[Flow(name)].FixtureProgram {
+			out = append(out, name)
+		}
 	}
-	v.add(v.at(&cs.Flow, cs), "case %s flow %q has no implementation in this agentproof; implemented flows: %s", cs.ID, cs.Flow, oneOf(v.flows))
+	return out
+}
+
+// caseFlow checks a case's flow against the flows loading was given (WithFlows) and
+// returns its contract; known is false when loading was given none or the flow is not
+// among them, and then no check that depends on the flow is made.
+func (v *validator) caseFlow(cs *Case) (fc FlowContract, known bool) {
+	if cs.Flow == "" {
+		v.add(v.at(&cs.Flow, cs), "case %s flow is required%s", cs.ID, v.flowList(" (one of %s)"))
+		return FlowContract{}, false
+	}
+	if v.flows == nil {
+		return FlowContract{}, false
+	}
+	fc, known = v.flows[cs.Flow]
+	if !known {
+		v.add(v.at(&cs.Flow, cs), "case %s flow %q is not a flow this agentproof plays%s; the flows it plays: %s", cs.ID, cs.Flow, didYouMean([]string{string(cs.Flow)}, v.flowNames()), strings.Join(v.flowNames(), ", "))
+	}
+	return fc, known
+}
+
+// flowNames are the names of the flows loading was given, sorted.
+func (v *validator) flowNames() []string {
+	var out []string
+	for f := range v.flows {
+		out = append(out, string(f))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// flowList formats the flows loading was given with format (one %s), "" when it was
+// given none.
+func (v *validator) flowList(format string) string {
+	if v.flows == nil {
+		return ""
+	}
+	return fmt.Sprintf(format, strings.Join(v.flowNames(), ", "))
 }
 
 func (v *validator) required(what string, field *string, owner any) {
@@ -550,12 +590,26 @@ func (v *validator) validateCases(cases []*Case) {
 
 // validateCase checks one case; it only reads the validator's indexes.
 func (v *validator) validateCase(cs *Case) {
+	fc, known := v.caseFlow(cs)
+	v.caseFields(cs, fc, known)
+	if known {
+		v.caseContract(cs, fc)
+	}
+	vars, ok := v.caseTemplates(cs)
+	if !ok {
+		return
+	}
+	v.validateMatchers(cs, vars)
+	v.validateReference(cs, vars, fc, known)
+}
+
+// caseFields checks the fields every case has, whatever its flow; of its flow's
+// contract (when known) only whether its agent works a task.
+func (v *validator) caseFields(cs *Case, fc FlowContract, known bool) {
 	name := "case " + cs.ID
 	v.required("case label", &cs.Label, cs)
 	v.groupRefs(name, cs.Groups, cs)
 	v.enum("case workMode", &cs.WorkMode, WorkModes, cs, true)
-	enumOf(v, "case flow", &cs.Flow, Flows, cs, true)
-	v.implemented(cs)
 	if cs.ExpectedRunCount < 1 {
 		v.add(v.at(&cs.ExpectedRunCount, cs), "%s expectedRunCount must be at least 1", name)
 	}
@@ -574,104 +628,138 @@ func (v *validator) validateCase(cs *Case) {
 	if cs.TurnTimeoutMs < 0 {
 		v.add(v.at(&cs.TurnTimeoutMs, cs), "%s turnTimeoutMs must not be negative", name)
 	}
-	v.enum("expectedTerminalState issue", &cs.ExpectedTerminalState.Issue, IssueStates, cs, cs.Flow.AgentFlow())
+	v.enum("expectedTerminalState issue", &cs.ExpectedTerminalState.Issue, IssueStates, cs, known && !fc.FixtureProgram)
 	v.enum("expectedTerminalState run", &cs.ExpectedTerminalState.Run, RunStates, cs, true)
 	v.enum("toolReviewDecision", &cs.ToolReviewDecision, ToolReviews, cs, false)
 	v.enum("automaticRetryPolicy", &cs.AutomaticRetryPolicy, RetryPolicies, cs, false)
-
-	// Flow contracts: the fields each flow needs and refuses.
-	agentFlow := cs.Flow.AgentFlow()
 	v.grants(name, &cs.CapabilityGrants, cs)
-	switch {
-	case cs.Untitled && cs.Title != "":
+	if cs.Untitled && cs.Title != "" {
 		v.add(v.at(&cs.Title, cs), "%s is untitled: its task is created with an empty title, so title must be empty", name)
-	case cs.Untitled && !agentFlow:
-		v.add(v.at(&cs.Untitled, cs), "%s: untitled applies only to cases whose agent works a task", name)
 	}
-	if agentFlow {
+}
+
+// caseContract checks a case against its flow's contract: the fields of a task its
+// agent works (none for a fixture program's flow), the fields the flow needs, the
+// flow-only fields it does not accept, and the flow's own rules.
+func (v *validator) caseContract(cs *Case, fc FlowContract) {
+	name := "case " + cs.ID
+	if fc.FixtureProgram {
+		if cs.Untitled {
+			v.add(v.at(&cs.Untitled, cs), "%s: untitled applies only to cases whose agent works a task", name)
+		}
+	} else {
 		if !cs.Untitled {
 			v.required(name+" title", &cs.Title, cs)
 		}
 		v.required(name+" prompt", &cs.Prompt, cs)
 		v.required(name+" marker", &cs.Marker, cs)
 	}
-	switch cs.Flow {
-	case FlowPlanRevisionAcceptance:
-		v.required(name+" revisionRequest (plan_revision_acceptance)", &cs.RevisionRequest, cs)
-		v.needPlanMarkers(cs)
-	case FlowPlanApprovalCompletion:
-		v.needPlanMarkers(cs)
-	case FlowQuestionResumeCompletion:
-		if cs.QuestionAnswer == nil {
-			v.add(v.at(cs), "%s: flow question_resume_completion needs questionAnswer {optionLabel, expectedMarker}", name)
-		} else {
-			v.required(name+" questionAnswer optionLabel", &cs.QuestionAnswer.OptionLabel, cs.QuestionAnswer)
-			v.required(name+" questionAnswer expectedMarker", &cs.QuestionAnswer.ExpectedMarker, cs.QuestionAnswer)
-		}
-	case FlowWarmThreeTurn:
-		if len(cs.Followups) != 2 {
-			v.add(v.at(&cs.Followups, cs), "%s: flow warm_three_turn needs exactly two followups, got %d", name, len(cs.Followups))
-		}
-		if len(cs.TurnMarkers) != 3 {
-			v.add(v.at(&cs.TurnMarkers, cs), "%s: flow warm_three_turn needs three turnMarkers, got %d", name, len(cs.TurnMarkers))
-		}
-		v.required(name+" workspaceFile (warm_three_turn)", &cs.WorkspaceFile, cs)
-		if cs.TurnTimeoutMs <= 0 {
-			v.add(v.at(&cs.TurnTimeoutMs, cs), "%s: flow warm_three_turn needs a positive turnTimeoutMs", name)
-		}
-	case FlowBlockerGuidance:
-		if len(cs.Followups) != 1 {
-			v.add(v.at(&cs.Followups, cs), "%s: flow blocker_guidance needs exactly one followup (the human's answer), got %d", name, len(cs.Followups))
-		}
-	case FlowInstructionPersistence:
-		// The fresh task's prompt (the one follow-up) must not disclose what turn 1
-		// saved: it may use no variable at all (every one derives from the nonce).
-		if len(cs.Followups) != 1 {
-			v.add(v.at(&cs.Followups, cs), "%s: flow instruction_persistence needs exactly one followup (the fresh task's prompt), got %d", name, len(cs.Followups))
-		} else if strings.Contains(cs.Followups[0], "{{") {
-			v.add(v.at(&cs.Followups[0], cs), "%s: flow instruction_persistence: the fresh task's prompt (followups[0]) must not disclose the nonce: it may use no template variable", name)
-		}
-	case FlowGovernedToolReview:
-		if cs.ToolReviewDecision == "" {
-			v.add(v.at(cs), "%s: flow governed_tool_review needs toolReviewDecision", name)
+	for _, n := range fc.Needs {
+		v.need(cs, n)
+	}
+	for _, f := range FlowOnlyFields {
+		if set, at := flowOnlyField(cs, f); set && !slices.Contains(fc.Accepts, f) {
+			v.add(v.at(at, cs), "%s: %s applies only to flow %s", name, f, strings.Join(v.accepting(f), " or "))
 		}
 	}
-	if cs.RestartServerBeforeAnswer && cs.Flow != FlowQuestionResumeCompletion {
-		v.add(v.at(&cs.RestartServerBeforeAnswer, cs), "%s: restartServerBeforeQuestionAnswer applies only to flow question_resume_completion", name)
+	if fc.Check != nil {
+		fc.Check(cs, CaseProblems{v: v, cs: cs})
 	}
+}
 
-	// Marker templates may use only the nonce; the others every case variable.
-	markerFields := []struct {
-		what string
-		p    *string
-	}{{"marker", &cs.Marker}, {"workspaceFile", &cs.WorkspaceFile}}
-	if cs.PlanMarkers != nil {
-		markerFields = append(markerFields, struct {
-			what string
-			p    *string
-		}{"planMarkers.draft", &cs.PlanMarkers.Draft}, struct {
-			what string
-			p    *string
-		}{"planMarkers.revised", &cs.PlanMarkers.Revised})
+// flowOnlyField reports whether a case sets flow-only field f, and where.
+func flowOnlyField(cs *Case, f CaseField) (set bool, at any) {
+	switch f {
+	case FieldRestartServer:
+		return cs.RestartServerBeforeAnswer, &cs.RestartServerBeforeAnswer
 	}
-	if cs.QuestionAnswer != nil {
-		markerFields = append(markerFields, struct {
-			what string
-			p    *string
-		}{"questionAnswer.expectedMarker", &cs.QuestionAnswer.ExpectedMarker}, struct {
-			what string
-			p    *string
-		}{"questionAnswer.optionLabel", &cs.QuestionAnswer.OptionLabel})
+	return false, nil
+}
+
+// accepting lists the flows loading was given that accept flow-only field f, sorted.
+func (v *validator) accepting(f CaseField) []string {
+	var out []string
+	for _, name := range v.flowNames() {
+		if slices.Contains(v.flows[Flow(name)].Accepts, f) {
+			out = append(out, name)
+		}
 	}
-	for i := range cs.TurnMarkers {
-		markerFields = append(markerFields, struct {
-			what string
-			p    *string
-		}{fmt.Sprintf("turnMarkers[%d]", i), &cs.TurnMarkers[i]})
+	if len(out) == 0 {
+		out = []string{"(none here)"}
 	}
+	return out
+}
+
+// need checks one field a case's flow needs (Need).
+func (v *validator) need(cs *Case, n Need) {
+	what := ""
+	if n.What != "" {
+		what = " (" + n.What + ")"
+	}
+	needs := fmt.Sprintf("case %s: flow %s needs", cs.ID, cs.Flow)
+	switch n.Field {
+	case FieldRevisionRequest:
+		v.needString(&cs.RevisionRequest, cs, needs+" revisionRequest"+what)
+	case FieldWorkspaceFile:
+		v.needString(&cs.WorkspaceFile, cs, needs+" workspaceFile"+what)
+	case FieldFollowups:
+		v.needList(&cs.Followups, len(cs.Followups), cs, n, needs+" followups", what)
+	case FieldTurnMarkers:
+		v.needList(&cs.TurnMarkers, len(cs.TurnMarkers), cs, n, needs+" turnMarkers", what)
+	case FieldTurnTimeout:
+		if cs.TurnTimeoutMs <= 0 {
+			v.add(v.at(&cs.TurnTimeoutMs, cs), "%s a positive turnTimeoutMs%s", needs, what)
+		}
+	case FieldPlanMarkers:
+		if cs.PlanMarkers == nil {
+			v.add(v.at(cs), "%s planMarkers {draft, revised}%s", needs, what)
+			return
+		}
+		v.required("case "+cs.ID+" planMarkers draft", &cs.PlanMarkers.Draft, cs.PlanMarkers)
+		v.required("case "+cs.ID+" planMarkers revised", &cs.PlanMarkers.Revised, cs.PlanMarkers)
+	case FieldQuestionAnswer:
+		if cs.QuestionAnswer == nil {
+			v.add(v.at(cs), "%s questionAnswer {optionLabel, expectedMarker}%s", needs, what)
+			return
+		}
+		v.required("case "+cs.ID+" questionAnswer optionLabel", &cs.QuestionAnswer.OptionLabel, cs.QuestionAnswer)
+		v.required("case "+cs.ID+" questionAnswer expectedMarker", &cs.QuestionAnswer.ExpectedMarker, cs.QuestionAnswer)
+	default:
+		v.add(v.at(&cs.Flow, cs), "%s %q, which is not a field a flow may need (one of %s)", needs, n.Field, oneOf(NeedableFields))
+	}
+}
+
+// needString reports an empty string field a flow needs.
+func (v *validator) needString(field *string, cs *Case, needs string) {
+	if strings.TrimSpace(*field) == "" {
+		v.add(v.at(field, cs), "%s", needs)
+	}
+}
+
+// needList reports a list field of n entries that a flow needs with exactly need.Count
+// entries (at least one when Count is 0).
+func (v *validator) needList(field any, n int, cs *Case, need Need, needs, what string) {
+	switch {
+	case need.Count == 0 && n == 0:
+		v.add(v.at(field, cs), "%s with at least one entry%s", needs, what)
+	case need.Count > 0 && n != need.Count:
+		entries := "entries"
+		if need.Count == 1 {
+			entries = "entry"
+		}
+		v.add(v.at(field, cs), "%s with exactly %d %s%s, got %d", needs, need.Count, entries, what, n)
+	}
+}
+
+// caseTemplates renders a case's templates with sample values: its marker templates
+// (which may use only the nonce), its workspace file (a relative path), then every
+// other template with the case's variables, which it returns; ok is false when a
+// marker template did not render (the variables cannot be made).
+func (v *validator) caseTemplates(cs *Case) (vars map[string]string, ok bool) {
+	name := "case " + cs.ID
 	mv := markerVars(sampleNonce)
 	markersOK := true
-	for _, f := range markerFields {
+	for _, f := range markerFields(cs) {
 		if _, err := renderString(*f.p, mv); err != nil {
 			v.add(v.at(f.p, cs), "%s %s: %v (marker templates may use only {{nonce}})", name, f.what, err)
 			markersOK = false
@@ -684,12 +772,12 @@ func (v *validator) validateCase(cs *Case) {
 		}
 	}
 	if !markersOK {
-		return
+		return nil, false
 	}
 	vars, err := caseVars(cs, sampleNonce, "native", "local")
 	if err != nil {
 		v.add(v.at(cs), "%s: %v", name, err)
-		return
+		return nil, false
 	}
 	tmpl := func(what string, p *string) {
 		if _, err := renderString(*p, vars); err != nil {
@@ -702,17 +790,29 @@ func (v *validator) validateCase(cs *Case) {
 	for i := range cs.Followups {
 		tmpl(fmt.Sprintf("followups[%d]", i), &cs.Followups[i])
 	}
-	v.validateMatchers(cs, vars)
-	v.validateReference(cs, vars)
+	return vars, true
 }
 
-func (v *validator) needPlanMarkers(cs *Case) {
-	if cs.PlanMarkers == nil {
-		v.add(v.at(cs), "case %s: flow %s needs planMarkers {draft, revised}", cs.ID, cs.Flow)
-		return
+// markerField is a marker template of a case: its name and where it is.
+type markerField struct {
+	what string
+	p    *string
+}
+
+// markerFields lists a case's marker templates: marker, workspaceFile, the plan
+// markers, the question answer's marker and option, the turn markers.
+func markerFields(cs *Case) []markerField {
+	out := []markerField{{"marker", &cs.Marker}, {"workspaceFile", &cs.WorkspaceFile}}
+	if cs.PlanMarkers != nil {
+		out = append(out, markerField{"planMarkers.draft", &cs.PlanMarkers.Draft}, markerField{"planMarkers.revised", &cs.PlanMarkers.Revised})
 	}
-	v.required("case "+cs.ID+" planMarkers draft", &cs.PlanMarkers.Draft, cs.PlanMarkers)
-	v.required("case "+cs.ID+" planMarkers revised", &cs.PlanMarkers.Revised, cs.PlanMarkers)
+	if cs.QuestionAnswer != nil {
+		out = append(out, markerField{"questionAnswer.expectedMarker", &cs.QuestionAnswer.ExpectedMarker}, markerField{"questionAnswer.optionLabel", &cs.QuestionAnswer.OptionLabel})
+	}
+	for i := range cs.TurnMarkers {
+		out = append(out, markerField{fmt.Sprintf("turnMarkers[%d]", i), &cs.TurnMarkers[i]})
+	}
+	return out
 }
 
 // localPath reports whether p is a clean relative path that stays inside its root.
@@ -817,13 +917,16 @@ func yamlPointer(n *yaml.Node, pointer string) *yaml.Node {
 	return at
 }
 
-func (v *validator) validateReference(cs *Case, vars map[string]string) {
+// validateReference checks a case's reference script: one turn per run its flow
+// carries out (when the flow's contract is known: FlowContract.ScriptTurns), each
+// with valid steps.
+func (v *validator) validateReference(cs *Case, vars map[string]string, fc FlowContract, known bool) {
 	ref := cs.Reference
 	if ref == nil {
 		return
 	}
 	name := "case " + cs.ID + " reference"
-	if want := cs.ScriptTurns(); len(ref.Turns) != want {
+	if want := fc.ScriptTurns(cs.ExpectedRunCount); known && len(ref.Turns) != want {
 		v.add(v.at(&ref.Turns, ref, cs), "%s has %d turns; expectedRunCount is %d (one turn per run that does not retry a killed one: %d)", name, len(ref.Turns), cs.ExpectedRunCount, want)
 	}
 	for ti, t := range ref.Turns {
@@ -1063,7 +1166,7 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 
 // validateMatrix builds the matrix of a suite whose references resolved, checks its
 // exclusions, its size and every cell (a deadline, the reference script its driver
-// needs, fixture drivers on the process_exit flow only, a unique id), and records its
+// needs, fixture drivers on the fixture programs' flows only, a unique id), and records its
 // cells and fingerprint.
 func (v *validator) validateMatrix(s *Suite, name string) {
 	all, cells := buildMatrix(s, s.ExpectedVerdicts, v.credentials)
@@ -1094,8 +1197,10 @@ func (v *validator) validateMatrix(s *Suite, name string) {
 				v.add(v.at(cell.Case), "case %s has no reference script, which profile %s (driver %s) needs (cell %s)", cell.Case.ID, cell.Profile.ID, cell.Profile.Driver, cell.ID)
 			}
 		}
-		if _, fixture := d.Fixture(); !d.IsZero() && fixture != (cell.Case.Flow == FlowProcessExit) {
-			v.add(v.at(&s.Cases, s), "cell %s pairs driver %s with flow %s; fixture drivers run exactly the process_exit flow", cell.ID, cell.Profile.Driver, cell.Case.Flow)
+		if fc, known := v.flows[cell.Case.Flow]; known && !d.IsZero() {
+			if _, fixture := d.Fixture(); fixture != fc.FixtureProgram {
+				v.add(v.at(&s.Cases, s), "cell %s pairs driver %s with flow %s; fixture drivers run exactly the flows of the fixture programs (%s)", cell.ID, cell.Profile.Driver, cell.Case.Flow, strings.Join(v.fixtureFlows(), ", "))
+			}
 		}
 		if prev := v.c.byCellID[cell.ID]; prev != nil {
 			v.add(v.at(s), "duplicate cell id %s", cell.ID)

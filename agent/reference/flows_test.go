@@ -423,13 +423,13 @@ func TestDefaultCatalogFlows(t *testing.T) {
 			// task-title suites of run --all play it against a real server)
 			continue
 		}
-		if cell.Case.Flow.IsChat() {
+		if cell.Case.Flow == "agent_chat" {
 			// an agent chat needs a conversation (its fixtures start one): played against
 			// the real server (campaign/flows flows_test.go, the agent-chat suites of
 			// run --all), not this model
 			continue
 		}
-		if cell.Case.Flow == catalog.FlowLostAcknowledgement || cell.Case.Flow == catalog.FlowCrashRetry || cell.Case.Flow == catalog.FlowServerCrashRetry || cell.Case.Flow == catalog.FlowInstructionPersistence {
+		if cell.Case.Flow == "lost_acknowledgement" || cell.Case.Flow == "crash_retry" || cell.Case.Flow == "server_crash_retry" || cell.Case.Flow == "instruction_persistence" {
 			// a server restart with a lossy proxy, a process or the server killed, an agent home saved
 			// by the runner and downloaded after a restart: played against the real
 			// server and runner (campaign/flows flows_test.go, run_all.txtar), not this

@@ -14,7 +14,6 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/campaign/fixture"
 	"github.com/agentproof/agentproof/campaign/flows"
-	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/environment"
@@ -105,9 +104,9 @@ type Fixtures struct {
 	// case.
 	CreatedTitle string
 	// AgentID is the worker agent the task is assigned to; ManagerID the manager agent
-	// of a case whose flow has one (catalog.Flow.HasManager), else "".
+	// of a case whose flow has one (flows.Flow.Manager), else "".
 	AgentID, ManagerID string
-	// ConversationID is the conversation of a chat case (catalog.Flow.IsChat; TaskID is
+	// ConversationID is the conversation of a chat case (flows.Flow.Chat; TaskID is
 	// then its backing task) and WorkerID the handoff worker, else "".
 	ConversationID, WorkerID string
 	Submitted                time.Time
@@ -222,10 +221,11 @@ func setup(ctx context.Context, b SetupBoard, in fixtureInput) Fixtures {
 		defs = append(defs, loginFixture(in))
 	}
 	defs = append(defs, agentFixture(b, in))
-	if in.plan.Cell.Case.Flow.HasManager() {
+	flow, _ := flows.Lookup(in.plan.Cell.Case.Flow)
+	if flow.Manager {
 		defs = append(defs, managerFixture(b, in))
 	}
-	if in.plan.Cell.Case.Flow.IsChat() {
+	if flow.Chat {
 		defs = append(defs, workerFixture(b))
 	}
 	for _, d := range append(defs, taskFixture(b, in, &submitted)) {
@@ -429,7 +429,7 @@ func managerFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 	}
 }
 
-// workerFixture creates the handoff worker of a chat case (catalog.ChatWorkerName,
+// workerFixture creates the handoff worker of a chat case (flows.ChatWorkerName,
 // role engineer, no adapter configuration: no runner here takes its wakes, so the
 // handed-off task waits for it).
 func workerFixture(b SetupBoard) fixture.Definition {
@@ -437,7 +437,7 @@ func workerFixture(b SetupBoard) fixture.Definition {
 		ID:           "worker",
 		Dependencies: []string{"company"},
 		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
-			r, err := b.Company(res["company"].IDs["company"]).CreateAgent(ctx, api.CreateAgentRequest{Name: catalog.ChatWorkerName, Role: "engineer", CapabilityGrants: []string{}})
+			r, err := b.Company(res["company"].IDs["company"]).CreateAgent(ctx, api.CreateAgentRequest{Name: flows.ChatWorkerName, Role: "engineer", CapabilityGrants: []string{}})
 			if err != nil {
 				return fixture.Record{}, flows.BoardFault("creating the handoff worker", err)
 			}
@@ -476,6 +476,7 @@ func conversationSetup(ctx context.Context, co CompanyBoard, agent, title, promp
 // conversationSetup); *submitted gets the time the human submitted it (turn 1).
 func taskFixture(b SetupBoard, in fixtureInput, submitted *time.Time) fixture.Definition {
 	cell, rc := in.plan.Cell, in.plan.Case
+	flow, _ := flows.Lookup(cell.Case.Flow)
 	return fixture.Definition{
 		ID:           "task",
 		Dependencies: []string{"agent"},
@@ -484,7 +485,7 @@ func taskFixture(b SetupBoard, in fixtureInput, submitted *time.Time) fixture.De
 			if title == "" && !cell.Case.Untitled {
 				title = "agentproof " + cell.ID + " " + rc.Nonce
 			}
-			if cell.Case.Flow.IsChat() {
+			if flow.Chat {
 				return conversationSetup(ctx, b.Company(res["company"].IDs["company"]), res["agent"].IDs["agent"], title, rc.Prompt, submitted)
 			}
 			req := api.CreateIssueRequest{Title: title, AssigneeActorID: ptr(res["agent"].IDs["agent"])}

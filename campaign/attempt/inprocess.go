@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
-	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/controlplane/store"
 )
 
@@ -66,10 +66,10 @@ var InstanceModes = []InstanceMode{InstanceInProcess, InstanceChild}
 
 // inProcessAllowed reports whether plan's instance may run inside the `run` process,
 // and if not, why not (for the flow log). Everything that needs a separate server
-// process keeps the child: a flow that restarts or kills the server (the restart is a
-// new process on the same home; a crash is a SIGKILL of the server), a flow that kills
-// the agent process (crash_retry: the server must outlive the agent it launched as it
-// does in production), a hostile agent (its attacks aim at the server process: its
+// process keeps the child: a case whose flow says why it needs one
+// (flows.ServerProcess: the flow restarts or kills the server — the restart is a new
+// process on the same home, a crash a SIGKILL of the server —, or kills the agent
+// process, which the server must outlive as it does in production), a hostile agent (its attacks aim at the server process: its
 // files, its environment through /proc), a sandbox cell (its lease's bridge and
 // the sandbox's cgroup are set up around a server process), and a case that asks for
 // a server process (catalog.Case.ServerProcess).
@@ -78,11 +78,8 @@ func inProcessAllowed(plan campaign.AttemptPlan) (bool, string) {
 	switch {
 	case c == nil || plan.Cell.Environment == nil:
 		return false, "no case or environment"
-	case c.Flow == catalog.FlowServerCrashRetry || c.Flow == catalog.FlowCrashRetry ||
-		c.Flow == catalog.FlowLostAcknowledgement || c.Flow == catalog.FlowInstructionPersistence:
-		return false, fmt.Sprintf("flow %s restarts or crashes a process", c.Flow)
-	case c.Flow == catalog.FlowQuestionResumeCompletion && c.RestartServerBeforeAnswer:
-		return false, "the case restarts the server before its answer"
+	case flows.ServerProcess(c) != "":
+		return false, flows.ServerProcess(c)
 	case c.ServerProcess:
 		return false, "the case asks for a server process (serverProcess)"
 	case isHostile(plan):

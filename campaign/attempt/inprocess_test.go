@@ -37,17 +37,17 @@ func TestInProcessAllowed(t *testing.T) {
 		plan campaign.AttemptPlan
 		want bool
 	}{
-		{"process exit", plan(fixture, local, &catalog.Case{Flow: catalog.FlowProcessExit}), true},
-		{"single turn", plan(fixture, local, &catalog.Case{Flow: catalog.FlowSingleTurn}), true},
-		{"question resume without a restart", plan(fixture, local, &catalog.Case{Flow: catalog.FlowQuestionResumeCompletion}), true},
-		{"question resume with a restart", plan(fixture, local, &catalog.Case{Flow: catalog.FlowQuestionResumeCompletion, RestartServerBeforeAnswer: true}), false},
-		{"server crash retry", plan(fixture, local, &catalog.Case{Flow: catalog.FlowServerCrashRetry}), false},
-		{"crash retry", plan(fixture, local, &catalog.Case{Flow: catalog.FlowCrashRetry}), false},
-		{"lost acknowledgement", plan(fixture, local, &catalog.Case{Flow: catalog.FlowLostAcknowledgement}), false},
-		{"instruction persistence", plan(fixture, local, &catalog.Case{Flow: catalog.FlowInstructionPersistence}), false},
-		{"hostile agent", plan(hostile, local, &catalog.Case{Flow: catalog.FlowSingleTurn}), false},
-		{"sandbox cell", plan(fixture, sandbox, &catalog.Case{Flow: catalog.FlowSingleTurn}), false},
-		{"a case that asks for a server process", plan(fixture, local, &catalog.Case{Flow: catalog.FlowSingleTurn, ServerProcess: true}), false},
+		{"process exit", plan(fixture, local, &catalog.Case{Flow: "process_exit"}), true},
+		{"single turn", plan(fixture, local, &catalog.Case{Flow: "single_turn"}), true},
+		{"question resume without a restart", plan(fixture, local, &catalog.Case{Flow: "question_resume_completion"}), true},
+		{"question resume with a restart", plan(fixture, local, &catalog.Case{Flow: "question_resume_completion", RestartServerBeforeAnswer: true}), false},
+		{"server crash retry", plan(fixture, local, &catalog.Case{Flow: "server_crash_retry"}), false},
+		{"crash retry", plan(fixture, local, &catalog.Case{Flow: "crash_retry"}), false},
+		{"lost acknowledgement", plan(fixture, local, &catalog.Case{Flow: "lost_acknowledgement"}), false},
+		{"instruction persistence", plan(fixture, local, &catalog.Case{Flow: "instruction_persistence"}), false},
+		{"hostile agent", plan(hostile, local, &catalog.Case{Flow: "single_turn"}), false},
+		{"sandbox cell", plan(fixture, sandbox, &catalog.Case{Flow: "single_turn"}), false},
+		{"a case that asks for a server process", plan(fixture, local, &catalog.Case{Flow: "single_turn", ServerProcess: true}), false},
 		{"no case", plan(fixture, local, nil), false},
 	} {
 		got, why := inProcessAllowed(tc.plan)

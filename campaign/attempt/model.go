@@ -7,15 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/agent"
-	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/campaign"
-	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -38,21 +35,8 @@ type modelServer struct {
 // ModelScripts returns the model scripts of a CLI cell's runs: the driverConfig script
 // "nop" gives text-only answers (calibration), "wrong" calls a tool no CLI offers (the
 // scripted model refuses it naming step 1); anything else ("oracle", the default)
-// derives one script per turn of the case's rendered reference script
-// (scriptedmodel.FromReference); in the flows crash_retry and server_crash_retry the
-// retry run plays the killed run's script again.
-//
-// For Pi (rpc:pi) in the flows pi_native_question and pi_question_stop the first run
-// asks a native question first and writes its answer (scriptedmodel.ForPiQuestion;
-// in pi_confirm_negative a yes/no question, ForPiConfirm); in
-// pi_steering and pi_follow_up the model holds its first call and takes the case's
-// marker from the human's message (ForPiSteering, ForPiFollowUp).
-// For a real ACP agent (acp:<agent>) or Pi (rpc:pi), whose workspace is the absolute path workspace,
-// the oracle scripts are scriptedmodel.ForACP's (a workspace write is the agent's own
-// write tool, which asks permission; one script per run, or under the warm lifecycle
-// one script holding every turn: one session serves them all); for Codex through its
-// app-server (app:codex) scriptedmodel.ForCodexApp's (a write is an apply_patch file
-// change, other edits shell commands: both ask Codex's approval).
+// derives them by the case's flow (flows.ModelScripts: the flow's own scripts, or the
+// case's rendered reference script's).
 func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel.Script, error) {
 	p := plan.Cell.Profile
 	runs := max(plan.Cell.Case.ExpectedRunCount, 1)
@@ -62,52 +46,8 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 	case agent.ScriptWrong:
 		return scriptedmodel.WrongScripts(runs), nil
 	}
-	if p.Driver.Kind == driver.KindRPC {
-		switch plan.Cell.Case.Flow {
-		case catalog.FlowPiNativeQuestion, catalog.FlowPiQuestionStop:
-			return scriptedmodel.ForPiQuestion(plan.Case.Reference, PiQuestionTitle)
-		case catalog.FlowPiSteering:
-			return scriptedmodel.ForPiSteering(PiSteerMarker(), "finish_task")
-		case catalog.FlowPiConfirmNegative:
-			return scriptedmodel.ForPiConfirm(plan.Case.Reference, PiConfirmTitle)
-		case catalog.FlowPiFollowUp:
-			return scriptedmodel.ForPiFollowUp(PiFollowUpMarker(), "finish_task")
-		}
-	}
-	if p.Driver.Kind == driver.KindApp {
-		return scriptedmodel.ForCodexApp(plan.Case.Reference, workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
-	}
-	if p.Driver.Kind == driver.KindACP || p.Driver.Kind == driver.KindRPC {
-		return scriptedmodel.ForACP(plan.Case.Reference, workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
-	}
-	scripts, err := scriptedmodel.FromReference(plan.Case.Reference)
-	if err == nil && (plan.Cell.Case.Flow == catalog.FlowCrashRetry || plan.Cell.Case.Flow == catalog.FlowServerCrashRetry) {
-		// the Retry of the killed run carries out the killed turn again: the retry
-		// run's model plays the killed run's script once more
-		for i := 0; len(scripts) > 0 && len(scripts) < runs; i++ {
-			scripts = append(scripts, scripts[i])
-		}
-	}
-	return scripts, err
+	return flows.ModelScripts(flows.ModelInput{Case: plan.Cell.Case, Rendered: plan.Case, Profile: p, Workspace: workspace})
 }
-
-// PiQuestionTitle is the native question a Pi cell's model asks in the pi_native_question
-// and pi_question_stop flows.
-const PiQuestionTitle = "Which value should I write?"
-
-// PiConfirmTitle is the yes/no question a Pi cell's model asks in the
-// pi_confirm_negative flow.
-const PiConfirmTitle = "May I go ahead?"
-
-// PiSteerMarker is what a Pi steering cell's model takes from the steering message: the
-// case's marker (PAPERCLIP_E2E_PI_STEERED_<nonce>), which only the human's comment
-// carries.
-var PiSteerMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(PAPERCLIP_E2E_PI_STEERED_[A-Za-z0-9]+)`) })
-
-// PiFollowUpMarker is what a Pi follow-up cell's model takes from the follow-up
-// message: the case's marker (PAPERCLIP_E2E_PI_FOLLOWUP_<nonce>), which only the
-// human's comment carries.
-var PiFollowUpMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(PAPERCLIP_E2E_PI_FOLLOWUP_[A-Za-z0-9]+)`) })
 
 // startModel starts the scripted model of an offline CLI cell, logging requests to a
 // file in the attempt's private temp root (moved into the results through the guard

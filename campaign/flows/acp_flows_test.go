@@ -169,7 +169,7 @@ func newACPWorldIn(t *testing.T, rc *catalog.RenderedCase, driver string, lifecy
 // wrong agent, which ignores its answers and the Stop, writes the file anyway.
 func TestACPFlows(t *testing.T) {
 	t.Parallel()
-	c, err := catalog.Default(catalog.WithFlows(flows.Implemented()...))
+	c, err := catalog.Default(catalog.WithFlows(flows.Contracts()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestACPFlows(t *testing.T) {
 // own. Either way the file holds the three lines and every append was approved.
 func TestACPWarmFlow(t *testing.T) {
 	t.Parallel()
-	c, err := catalog.Default(catalog.WithFlows(flows.Implemented()...))
+	c, err := catalog.Default(catalog.WithFlows(flows.Contracts()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestACPFlowsSandbox(t *testing.T) {
 		}
 		t.Skipf("the sandbox provider is unavailable here: %+v", rep.Checks)
 	}
-	c, err := catalog.Default(catalog.WithFlows(flows.Implemented()...))
+	c, err := catalog.Default(catalog.WithFlows(flows.Contracts()...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,17 +5,31 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// playAgentChat is flow agent_chat (seed 000 "Persistent chat fixtures"; docs/journeys.md
-// "Agent chat"): the fixtures started a conversation whose first human message is the
-// case's prompt (turn 1). Run 1 must reply in the chat. The human then sends "/new",
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{Name: "agent_chat", Needs: []catalog.Need{{Field: catalog.FieldFollowups, Count: 1, What: "the handoff request"}}},
+		Play:         playAgentChat,
+		Chat:         true,
+	})
+}
+
+// ChatWorkerName is the name of the agent the fixtures of a chat case (Flow.Chat)
+// create for the agent to hand work off to: an agent of no runner here (it has no
+// adapter configuration), so its handed-off task waits for it and is never executed
+// in the cell.
+const ChatWorkerName = "Release Worker"
+
+// playAgentChat is flow agent_chat (docs/journeys.md "Agent chat"): the fixtures
+// started a conversation whose first human message is the case's prompt (turn 1). Run 1 must reply in the chat. The human then sends "/new",
 // which must start a new session generation without a wake (no provider run: the case's
 // expectedRunCount and the chat_handoff matcher count the runs), and then the case's one
 // followup, asking for a handoff (turn 2). Run 2 must hand the work off to a task.
 // Finally the flow stops every run still running in the company beside the
-// conversation's (handed-off work; the seed's cleanup). A missing reply or handoff is
+// conversation's (handed-off work: nothing of the cell may outlive it). A missing reply or handoff is
 // the candidate's contract violation; a /new the control plane answered with a wake or
 // without a new generation is the harness's fault (the control plane is agentproof's
 // own).

@@ -4,11 +4,19 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// playBlockerGuidance is flow blocker_guidance (seed 000 "Direct blocker fixtures"):
-// run 1 must leave the task blocked on a question only the human can decide (the
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{Name: "blocker_guidance", Needs: []catalog.Need{{Field: catalog.FieldFollowups, Count: 1, What: "the human's answer"}}},
+		Play:         playBlockerGuidance,
+		Manager:      true,
+	})
+}
+
+// playBlockerGuidance is flow blocker_guidance: run 1 must leave the task blocked on a question only the human can decide (the
 // worker's block comment); the human answers with the case's one followup as a board
 // comment, which wakes the worker; run 2 must continue with the answer and finish. A
 // task that is not blocked after run 1 is the candidate's contract violation. The

@@ -14,11 +14,22 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// playCrashRetry is flow crash_retry (seed 000: the worker-crash case; docs/files.md
-// "Crash and Retry"): run 1 must signal that it is waiting — it writes its run id to
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{
+			Name: "crash_retry", RetriesKilledRun: true,
+			Needs: []catalog.Need{{Field: catalog.FieldWorkspaceFile, What: "the readiness file"}},
+		},
+		Play:          playCrashRetry,
+		ServerProcess: restartsOrCrashes,
+	})
+}
+
+// playCrashRetry is flow crash_retry (docs/files.md "Crash and Retry"): run 1 must signal that it is waiting — it writes its run id to
 // the case's workspaceFile and waits for <workspaceFile>.release —; the human
 // positively identifies the agent's process (the pid and process start time the
 // heartbeat runner recorded launching that run, checked against /proc/<pid>/stat and

@@ -44,7 +44,7 @@ func testCatalog(t *testing.T) *catalog.Catalog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := catalog.Load(fsys, catalog.WithFlows(Implemented()...))
+	c, err := catalog.Load(fsys, catalog.WithFlows(Contracts()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +126,10 @@ func newWorld(t *testing.T, rc *catalog.RenderedCase, flow catalog.Flow, workMod
 		t.Fatal(err)
 	}
 	w.agent = ag.ID
-	if flow.IsChat() {
+	if f, _ := Lookup(flow); f.Chat {
 		// as the fixtures do: the handoff worker (no runner takes its wakes) and a
 		// conversation whose first message is the prompt
-		if _, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: catalog.ChatWorkerName, Role: "engineer", CapabilityGrants: []string{}}); err != nil {
+		if _, err := co.CreateAgent(ctx, api.CreateAgentRequest{Name: ChatWorkerName, Role: "engineer", CapabilityGrants: []string{}}); err != nil {
 			t.Fatal(err)
 		}
 		cv, err := co.CreateConversation(ctx, api.CreateConversationRequest{Title: "flows " + rc.Nonce, AssigneeActorID: ag.ID, Body: &rc.Prompt})
@@ -497,24 +497,30 @@ func checkOutcome(t *testing.T, out Outcome, problem string, origin verdict.Orig
 	}
 }
 
-// TestRegistry: every implemented flow is in the catalog's enumeration, the default
-// catalog loads with the implemented set, and a flow without an implementation is a
-// harness fault when played anyway (a catalog loaded without catalog.WithFlows).
+// TestRegistry: the registry's flows have valid contracts, the default catalog loads
+// with them (every default case meets its flow's contract), and a flow nothing plays is
+// refused by the catalog and a harness fault when played anyway (a catalog loaded
+// without catalog.WithFlows).
 func TestRegistry(t *testing.T) {
 	t.Parallel()
-	impl := Implemented()
-	if len(impl) != len(registry) || len(impl) == 0 {
-		t.Fatalf("Implemented() = %v, registry has %d", impl, len(registry))
+	names, contracts := Names(), Contracts()
+	if len(names) != len(registry) || len(contracts) != len(registry) || len(names) == 0 {
+		t.Fatalf("Names() = %v, Contracts() has %d, registry has %d", names, len(contracts), len(registry))
 	}
-	if _, err := catalog.Default(catalog.WithFlows(impl...)); err != nil {
-		t.Fatalf("the default catalog names a flow without an implementation: %v", err)
+	for i, c := range contracts {
+		if err := c.Valid(); err != nil || c.Name != names[i] {
+			t.Errorf("contract %d: %+v: %v", i, c, err)
+		}
 	}
-	out := Run(context.Background(), &Session{Case: &catalog.Case{Flow: catalog.FlowEverydayWorkflow}})
+	if _, err := catalog.Default(catalog.WithFlows(contracts...)); err != nil {
+		t.Fatalf("the default catalog breaks a flow's contract or names a flow nothing plays: %v", err)
+	}
+	out := Run(context.Background(), &Session{Case: &catalog.Case{Flow: "everyday_workflow"}})
 	if f := verdict.FaultOf(out.Err); f == nil || f.Origin != verdict.Harness || !strings.Contains(f.Error(), "everyday_workflow") {
-		t.Errorf("unimplemented flow: %v", out.Err)
+		t.Errorf("a flow nothing plays: %v", out.Err)
 	}
-	if _, ok := Lookup(catalog.FlowEverydayWorkflow); ok {
-		t.Error("everyday_workflow has no implementation")
+	if _, ok := Lookup("everyday_workflow"); ok {
+		t.Error("everyday_workflow has an implementation")
 	}
 }
 

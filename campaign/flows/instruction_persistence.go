@@ -5,12 +5,35 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// playInstructionPersistence is flow instruction_persistence (seed 000 "Persistent
-// agent files"; docs/files.md "Flow instruction_persistence"): run 1 (the fixtures'
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{
+			Name:  "instruction_persistence",
+			Needs: []catalog.Need{{Field: catalog.FieldFollowups, Count: 1, What: "the fresh task's prompt"}},
+			Check: freshPromptDisclosesNothing,
+		},
+		Play:          playInstructionPersistence,
+		ServerProcess: restartsOrCrashes,
+	})
+}
+
+// freshPromptDisclosesNothing is the rule of flow instruction_persistence's case: the
+// fresh task's prompt (its one followup) must not disclose what turn 1 saved, so it may
+// use no template variable at all (every one derives from the nonce).
+func freshPromptDisclosesNothing(cs *catalog.Case, p catalog.CaseProblems) {
+	if len(cs.Followups) == 1 && strings.Contains(cs.Followups[0], "{{") {
+		p.Add(&cs.Followups[0], "the fresh task's prompt (followups[0]) must not disclose the nonce: it may use no template variable")
+	}
+}
+
+// playInstructionPersistence is flow instruction_persistence (docs/files.md "Flow
+// instruction_persistence"): run 1 (the fixtures'
 // task, whose prompt discloses the nonces) must leave the agent's home saved — the
 // heartbeat runner's save receipt of that run, through the public API —; the human
 // restarts the server and creates a fresh task for the same agent whose prompt (the

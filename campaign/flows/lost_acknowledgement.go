@@ -13,12 +13,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// playLostAcknowledgement is flow lost_acknowledgement (seed 000 "Persistent chat
-// fixtures": the lost-acknowledgement probe; docs/files.md "Idempotent board
-// writes"): run 1 must submit the task for review; the human posts the case's
+func init() {
+	register(Flow{
+		FlowContract:  catalog.FlowContract{Name: "lost_acknowledgement", Needs: []catalog.Need{{Field: catalog.FieldFollowups, Count: 1, What: "the comment whose acknowledgement is lost"}}},
+		Play:          playLostAcknowledgement,
+		ServerProcess: restartsOrCrashes,
+	})
+}
+
+// playLostAcknowledgement is flow lost_acknowledgement (the lost-acknowledgement
+// probe; docs/files.md "Idempotent board writes"): run 1 must submit the task for review; the human posts the case's
 // follow-up as a keyed board comment through a loopback proxy that forwards the
 // request, lets the server commit it and drops the response; the human sees the
 // comment committed without an acknowledgement, waits for run 2 (the agent's answer

@@ -6,8 +6,13 @@ import (
 	"fmt"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
+
+func init() {
+	register(Flow{FlowContract: catalog.FlowContract{Name: "pending_permission_stop"}, Play: playPendingPermissionStop})
+}
 
 // playPendingPermissionStop is flow pending_permission_stop: when the agent's first
 // permission request is pending, the human stops the run through the Stop API (with a

@@ -5,7 +5,15 @@ import (
 	"path/filepath"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 )
+
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{Name: "permission_deny_write", Needs: []catalog.Need{{Field: catalog.FieldWorkspaceFile, What: "the file the agent must not write"}}},
+		Play:         playPermissionDeny,
+	})
+}
 
 // playPermissionDeny is flow permission_deny_write: the human declines the agent's
 // write and approves everything else it asks during its run, then the run settles;

@@ -9,9 +9,25 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
+
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{Name: "pi_confirm_negative", Needs: []catalog.Need{{Field: catalog.FieldWorkspaceFile, What: "the file the agent writes the answer to"}}},
+		Play:         playPiConfirmNegative,
+		Scripts: piScripts(func(in ModelInput) ([]*scriptedmodel.Script, error) {
+			return scriptedmodel.ForPiConfirm(in.Rendered.Reference, piConfirmTitle)
+		}),
+	})
+}
+
+// piConfirmTitle is the yes/no question Pi's scripted model asks in the flow
+// pi_confirm_negative (scriptedmodel.ForPiConfirm).
+const piConfirmTitle = "May I go ahead?"
 
 // Confirm questions on the board (the heartbeat runner's options of a Pi confirm
 // dialog, docs/pi.md) and what an agent told "no" writes back.

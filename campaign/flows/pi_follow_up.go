@@ -3,10 +3,29 @@ package flows
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"sync"
 	"time"
 
+	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 )
+
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{Name: "pi_follow_up", Needs: []catalog.Need{{Field: catalog.FieldFollowups, Count: 1, What: "the follow-up comment"}}},
+		Play:         playPiFollowUp,
+		Scripts: piScripts(func(ModelInput) ([]*scriptedmodel.Script, error) {
+			return scriptedmodel.ForPiFollowUp(piFollowUpMarker(), "finish_task")
+		}),
+	})
+}
+
+// piFollowUpMarker is what Pi's scripted model takes from the follow-up message in the
+// flow pi_follow_up: the case's marker (PAPERCLIP_E2E_PI_FOLLOWUP_<nonce>), which only
+// the human's comment carries (scriptedmodel.ForPiFollowUp).
+var piFollowUpMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(PAPERCLIP_E2E_PI_FOLLOWUP_[A-Za-z0-9]+)`) })
 
 // piFollowUpSettle is how long flow pi_follow_up looks, after run 1 settled, for a
 // second run the follow-up comment might have started (a message the runner did not

@@ -10,9 +10,30 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
+
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{Name: "pi_native_question", Needs: []catalog.Need{{Field: catalog.FieldWorkspaceFile, What: "the file the agent writes the answer to"}}},
+		Play:         playPiNativeQuestion,
+		Scripts:      piScripts(piQuestionScripts),
+	})
+}
+
+// piQuestionTitle is the native question Pi's scripted model asks in the flows
+// pi_native_question and pi_question_stop.
+const piQuestionTitle = "Which value should I write?"
+
+// piQuestionScripts are the scripts of Pi's runs in the flows pi_native_question and
+// pi_question_stop: the first run asks a native question first and writes its answer
+// (scriptedmodel.ForPiQuestion).
+func piQuestionScripts(in ModelInput) ([]*scriptedmodel.Script, error) {
+	return scriptedmodel.ForPiQuestion(in.Rendered.Reference, piQuestionTitle)
+}
 
 // playPiNativeQuestion is flow pi_native_question (docs/pi.md): while run 1 is active
 // the agent's native question (a pending question interaction on the task, asked by

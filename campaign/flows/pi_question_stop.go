@@ -6,15 +6,20 @@ import (
 	"fmt"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
+
+func init() {
+	register(Flow{FlowContract: catalog.FlowContract{Name: "pi_question_stop"}, Play: playPiQuestionStop, Scripts: piScripts(piQuestionScripts)})
+}
 
 // playPiQuestionStop is flow pi_question_stop (docs/pi.md): when the agent's native
 // question is pending during run 1, the human stops the run through the Stop API (with
 // a cancellationRequestId) instead of answering, and waits for it to settle; the
 // runner must then have closed the question (outcome expired, result cancelled: the
 // Stop is no answer, and the dialog is gone), and a stale answer after it must be
-// refused with 409 interaction_already_resolved (seed 000) — either failing is the
+// refused with 409 interaction_already_resolved — either failing is the
 // harness's fault (the runner's duty, not the agent's). An agent that asks nothing
 // breaks the flow's contract (a problem). The matchers grade the run's status, the
 // driver's observed stop reason, how the dialog was closed and the closed question.
@@ -54,7 +59,7 @@ func playPiQuestionStop(ctx context.Context, s *Session) Outcome {
 			return out
 		}
 	}
-	// A stale answer after the Stop must be refused (seed 000: 409), never land.
+	// A stale answer after the Stop must be refused (409), never land.
 	qid, err := questionID(q)
 	if err != nil {
 		out.Problems = append(out.Problems, err.Error())

@@ -2,9 +2,28 @@ package flows
 
 import (
 	"context"
+	"regexp"
+	"sync"
 
+	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 )
+
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{Name: "pi_steering", Needs: []catalog.Need{{Field: catalog.FieldFollowups, Count: 1, What: "the steering comment"}}},
+		Play:         playPiSteering,
+		Scripts: piScripts(func(ModelInput) ([]*scriptedmodel.Script, error) {
+			return scriptedmodel.ForPiSteering(piSteerMarker(), "finish_task")
+		}),
+	})
+}
+
+// piSteerMarker is what Pi's scripted model takes from the steering message in the flow
+// pi_steering: the case's marker (PAPERCLIP_E2E_PI_STEERED_<nonce>), which only the
+// human's comment carries (scriptedmodel.ForPiSteering).
+var piSteerMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(PAPERCLIP_E2E_PI_STEERED_[A-Za-z0-9]+)`) })
 
 // playPiSteering is flow pi_steering (docs/pi.md "Steering"): once run 1 is running
 // (its scripted model holds the first tool call mid-stream), the human posts the case's

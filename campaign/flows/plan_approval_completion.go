@@ -5,11 +5,18 @@ import (
 	"fmt"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// playPlanApproval is flow plan_approval_completion (seed 000 "Task cases and
-// matchers": target the exact two-step canonical plan revision, capture its pending
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{Name: "plan_approval_completion", Needs: []catalog.Need{{Field: catalog.FieldPlanMarkers}}},
+		Play:         playPlanApproval,
+	})
+}
+
+// playPlanApproval is flow plan_approval_completion (target the exact two-step canonical plan revision, capture its pending
 // approval, approve it): run 1 must leave a pending approval for the task whose target
 // revision is the plan document's latest revision; the human approves that approval,
 // naming the revision; run 2 finishes. An approval of no revision or of another one is

@@ -7,8 +7,18 @@ import (
 	"fmt"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
+
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{Name: "plan_revision_acceptance", Needs: []catalog.Need{
+			{Field: catalog.FieldRevisionRequest}, {Field: catalog.FieldPlanMarkers},
+		}},
+		Play: playPlanRevision,
+	})
+}
 
 // playPlanRevision is flow plan_revision_acceptance: run 1 must leave a pending plan
 // confirmation, which the human rejects with the case's revision request; run 2 must

@@ -6,9 +6,27 @@ import (
 	"fmt"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/verdict"
 )
+
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{
+			Name:    "question_resume_completion",
+			Needs:   []catalog.Need{{Field: catalog.FieldQuestionAnswer}},
+			Accepts: []catalog.CaseField{catalog.FieldRestartServer},
+		},
+		Play: playQuestionResume,
+		ServerProcess: func(cs *catalog.Case) string {
+			if cs.RestartServerBeforeAnswer {
+				return "the case restarts the server before its answer"
+			}
+			return ""
+		},
+	})
+}
 
 // playQuestionResume is flow question_resume_completion: run 1 must leave a pending
 // structured question; the human (after restarting the server when the case says

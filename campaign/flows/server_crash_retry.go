@@ -6,11 +6,23 @@ import (
 	"fmt"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// playServerCrashRetry is flow server_crash_retry (seed 000: the worker-crash case,
-// the server's variant; docs/files.md "Server crash and Retry"): run 1 must signal
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{
+			Name: "server_crash_retry", RetriesKilledRun: true,
+			Needs: []catalog.Need{{Field: catalog.FieldWorkspaceFile, What: "the readiness file"}},
+		},
+		Play:          playServerCrashRetry,
+		ServerProcess: restartsOrCrashes,
+	})
+}
+
+// playServerCrashRetry is flow server_crash_retry (the crash_retry case, the
+// server's variant; docs/files.md "Server crash and Retry"): run 1 must signal
 // that it is waiting (it writes its run id to the case's workspaceFile and waits for
 // <workspaceFile>.release); the human kills the server with SIGKILL (kill -9: no
 // shutdown, the run left running in the store) and starts it again on the same home;

@@ -1,6 +1,14 @@
 package flows
 
-import "context"
+import (
+	"context"
+
+	"github.com/agentproof/agentproof/catalog"
+)
+
+func init() {
+	register(Flow{FlowContract: catalog.FlowContract{Name: "single_turn"}, Play: playSingleTurn})
+}
 
 // playSingleTurn is flow single_turn: the task's assignment wakes the agent; the
 // human waits for its one run to settle.

@@ -9,8 +9,21 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
+
+func init() {
+	register(Flow{
+		FlowContract: catalog.FlowContract{Name: "warm_three_turn", Needs: []catalog.Need{
+			{Field: catalog.FieldFollowups, Count: 2, What: "the second and third turns' prompts"},
+			{Field: catalog.FieldTurnMarkers, Count: 3},
+			{Field: catalog.FieldWorkspaceFile},
+			{Field: catalog.FieldTurnTimeout},
+		}},
+		Play: playWarmThreeTurn,
+	})
+}
 
 // playWarmThreeTurn is flow warm_three_turn: after each turn the workspace file must
 // hold exactly the lines of the turns so far (T1…Tn, each with the nonce) and, but

@@ -87,10 +87,10 @@ func loadCatalog(src catalogSource) (*catalog.Catalog, error) {
 	return c, nil
 }
 
-// readCatalog loads the catalog src selects with the flow registry's implemented flows
-// (catalog.WithFlows), returning the loader's errors as they are.
+// readCatalog loads the catalog src selects with the flow registry's flows and their
+// contracts (catalog.WithFlows), returning the loader's errors as they are.
 func readCatalog(src catalogSource) (*catalog.Catalog, error) {
-	return catalog.LoadSources(src.sources(), catalog.WithFlows(flows.Implemented()...))
+	return catalog.LoadSources(src.sources(), catalog.WithFlows(flows.Contracts()...))
 }
 
 // check refuses an empty --catalog value (exit 2).

@@ -21,6 +21,7 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/campaign/attempt"
+	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/sandbox"
@@ -486,12 +487,18 @@ func (a *app) finishCampaign(e campaignEnd, o runOptions) error {
 // false; its attempts never wait for the binary's digest.
 func launchesSelf(cells []*catalog.Cell) bool {
 	for _, c := range cells {
-		d := c.Profile.Driver
-		if d.IsZero() || d.RunsAgentproof() || d.Kind == driver.KindExec || c.Case.Flow.HasManager() || c.Case.Flow.IsChat() {
+		d, flow := c.Profile.Driver, flowOf(c.Case)
+		if d.IsZero() || d.RunsAgentproof() || d.Kind == driver.KindExec || flow.Manager || flow.Chat {
 			return true
 		}
 	}
 	return false
+}
+
+// flowOf is the flow registry's entry of cs's flow, the zero Flow for none.
+func flowOf(cs *catalog.Case) flows.Flow {
+	f, _ := flows.Lookup(cs.Flow)
+	return f
 }
 
 // laterPassNotes are the lines that name the cells of c that passed only after an

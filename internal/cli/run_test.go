@@ -495,15 +495,15 @@ func TestLaunchesSelf(t *testing.T) {
 		cells []*catalog.Cell
 		want  bool
 	}{
-		{"codex", []*catalog.Cell{cell("exec:codex", catalog.FlowSingleTurn)}, false},
-		{"clis", []*catalog.Cell{cell("exec:opencode", catalog.FlowSingleTurn), cell("acp:codex", catalog.FlowSingleTurn), cell("rpc:pi", catalog.FlowWarmThreeTurn), cell("app:codex", catalog.FlowPermissionApproveWrite)}, false},
-		{"fixture", []*catalog.Cell{cell("exec:codex", catalog.FlowSingleTurn), cell("fixture:pass", catalog.FlowProcessExit)}, true},
-		{"reference", []*catalog.Cell{cell("reference", catalog.FlowSingleTurn)}, true},
-		{"built-in acp", []*catalog.Cell{cell("acp:reference", catalog.FlowSingleTurn)}, true},
-		{"exec", []*catalog.Cell{cell("exec", catalog.FlowSingleTurn)}, true},
-		{"manager", []*catalog.Cell{cell("exec:codex", catalog.FlowBlockerGuidance)}, true},
-		{"chat", []*catalog.Cell{cell("exec:codex", catalog.FlowAgentChat)}, true},
-		{"no driver", []*catalog.Cell{cell("no such driver", catalog.FlowSingleTurn)}, true},
+		{"codex", []*catalog.Cell{cell("exec:codex", "single_turn")}, false},
+		{"clis", []*catalog.Cell{cell("exec:opencode", "single_turn"), cell("acp:codex", "single_turn"), cell("rpc:pi", "warm_three_turn"), cell("app:codex", "permission_approve_write")}, false},
+		{"fixture", []*catalog.Cell{cell("exec:codex", "single_turn"), cell("fixture:pass", "process_exit")}, true},
+		{"reference", []*catalog.Cell{cell("reference", "single_turn")}, true},
+		{"built-in acp", []*catalog.Cell{cell("acp:reference", "single_turn")}, true},
+		{"exec", []*catalog.Cell{cell("exec", "single_turn")}, true},
+		{"manager", []*catalog.Cell{cell("exec:codex", "blocker_guidance")}, true},
+		{"chat", []*catalog.Cell{cell("exec:codex", "agent_chat")}, true},
+		{"no driver", []*catalog.Cell{cell("no such driver", "single_turn")}, true},
 		{"none", nil, false},
 	} {
 		if got := launchesSelf(tc.cells); got != tc.want {

@@ -3,11 +3,13 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/catalog"
 )
 
-// newSchemaCmd is `agentproof schema`: it prints the catalog JSON Schema
-// (catalog.SchemaJSON) byte for byte.
+// newSchemaCmd is `agentproof schema`: it prints the catalog JSON Schema with the
+// flow registry's flows as a case's flows (catalog.Schema; byte for byte the
+// repository's catalog/schema/catalog.schema.json, which lists the same flows).
 func newSchemaCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "schema",
@@ -26,7 +28,11 @@ The schema checks the shape of one file; 'agentproof validate' checks the whole
 catalog (references, sizes, secrets, matchers, templates, reference scripts).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := a.stdout.Write(catalog.SchemaJSON)
+			schema, err := catalog.Schema(flows.Names())
+			if err != nil {
+				return err
+			}
+			_, err = a.stdout.Write(schema)
 			return err
 		},
 	}

@@ -284,8 +284,9 @@ func modelSeen(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// TestSchemaCommand: `agentproof schema` prints the embedded catalog JSON Schema byte
-// for byte.
+// TestSchemaCommand: `agentproof schema` prints the catalog JSON Schema with the flow
+// registry's flows, byte for byte the repository's file (catalog.SchemaJSON, which
+// campaign/flows' TestSchemaListsTheFlows keeps listing the same flows).
 func TestSchemaCommand(t *testing.T) {
 	t.Parallel()
 	var out, errb bytes.Buffer

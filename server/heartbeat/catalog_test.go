@@ -195,8 +195,8 @@ func TestDefaultCatalogByHand(t *testing.T) {
 			continue
 		}
 		switch cell.Case.Flow {
-		case catalog.FlowLostAcknowledgement, catalog.FlowCrashRetry, catalog.FlowServerCrashRetry, catalog.FlowInstructionPersistence,
-			catalog.FlowPlanApprovalCompletion, catalog.FlowBlockerGuidance, catalog.FlowAgentChat:
+		case "lost_acknowledgement", "crash_retry", "server_crash_retry", "instruction_persistence",
+			"plan_approval_completion", "blocker_guidance", "agent_chat":
 			// a lossy proxy before a server restart, a killed agent process, a killed
 			// server, an agent home saved and downloaded after a restart, a board
 			// approval of the plan's exact revision, a manager/worker company guided by a
