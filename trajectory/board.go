@@ -48,7 +48,7 @@ const semanticScope = ":semantic-command"
 func fromBoard(in Input) Trajectory {
 	t := Trajectory{RunID: in.RunID, Agent: in.Agent, Format: FormatBoard}
 	d := in.Driver
-	if _, isCLI := d.CLI(); isCLI || d.Kind == driver.KindACP || d.Kind == driver.KindRPC {
+	if _, isCLI := d.CLI(); isCLI || d.SessionLayer() {
 		t.Gap("the run's own stream was not read (it is missing, or no converter reads it): this is the control plane's record of what the run did, not of what it said or thought")
 	}
 	var llm *int

@@ -443,6 +443,7 @@ func TestBoardRecordGaps(t *testing.T) {
 		{"unknown run", Input{RunID: "hb-nope", Driver: driver.MustParse("reference"), State: &st, Stdout: []byte("hello")}, "holds no run hb-nope", true},
 		{"not finished", Input{RunID: run, Driver: driver.MustParse("reference"), State: &running}, "had not finished", false},
 		{"cli without its stream", Input{RunID: run, Driver: driver.MustParse("exec:codex"), State: &st}, "the run's own stream was not read", false},
+		{"app server without its log", Input{RunID: run, Driver: driver.MustParse("app:codex"), State: &st}, "the run's own stream was not read", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
