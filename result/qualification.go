@@ -39,7 +39,7 @@ var capabilities = []struct {
 	{CapStop, []string{"pending-permission-stop", "pi-pending-permission-stop", "pi-question-stop", "app-pending-permission-stop"}},
 	{CapWarm, []string{"warm-three-turn", "acp-warm-three-turn", "pi-warm-three-turn"}},
 	{CapQuestions, []string{"ask-question", "structured-question-resume", "structured-question-restart-resume", "pi-native-question", "pi-confirm-negative"}},
-	{CapSteering, []string{"pi-steering", "pi-follow-up", "blocker-guidance"}},
+	{CapSteering, []string{"pi-steering", "pi-follow-up", "blocker-guidance", "app-steering"}},
 	{CapPlans, []string{"plan-approve-complete", "plan-revise-accept"}},
 	{CapRecovery, []string{"crash-retry", "server-crash-retry", "lost-acknowledgement"}},
 	{CapFiles, []string{"instruction-persistence"}},

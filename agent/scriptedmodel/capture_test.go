@@ -161,3 +161,39 @@ func TestPiConfirmAndFollowUpScripts(t *testing.T) {
 		t.Error("a marker expression without a group was accepted")
 	}
 }
+
+// TestCodexAppSteeringScript: Codex adds the steering message to the conversation at
+// once and samples again, so the marker comes before the held call's result:
+// ForCodexAppSteering holds a progress report first and captures the marker from the
+// whole conversation (CaptureAnywhere), which a latest-input capture would miss.
+func TestCodexAppSteeringScript(t *testing.T) {
+	t.Parallel()
+	marker := regexp.MustCompile(`(STEERED_[A-Z0-9]+)`)
+	scripts, err := ForCodexAppSteering(marker, "report_progress", "finish_task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := scripts[0].Steps
+	if len(st) != 3 || st[0].Call != "report_progress" || st[0].Hold != PiSteerHold || !st[1].CaptureAnywhere {
+		t.Fatalf("steps %+v", st)
+	}
+	body := `{"model":"m","input":[` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"Change of plan: post STEERED_AB12"}]},` +
+		`{"type":"function_call","name":"report_progress","call_id":"c1","arguments":"{}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":"applied"}],` +
+		`"tools":[{"type":"function","name":"report_progress","parameters":{"type":"object"}},{"type":"function","name":"finish_task","parameters":{"type":"object"}}]}`
+	req, err := DecodeRequest(FormatResponses, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := scripts[0].Decide(req); err != nil || got.ToolName != "finish_task" || got.Arguments != `{"summary":"STEERED_AB12"}` {
+		t.Errorf("steered reply %+v, %v", got, err)
+	}
+	latest := *scripts[0]
+	latest.Steps = append([]Step(nil), st...)
+	latest.Steps[1].CaptureAnywhere = false
+	if _, err := latest.Decide(req); err == nil || !strings.Contains(err.Error(), "the latest input has no match") {
+		t.Errorf("a latest-input capture: %v, want no match", err)
+	}
+}

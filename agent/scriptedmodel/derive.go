@@ -380,11 +380,32 @@ const PiSteerHold = 120 * time.Second
 // group is the marker; no match refuses the request: no steer arrived), then a final
 // answer. Errors: a marker expression without a group.
 func ForPiSteering(marker *regexp.Regexp, finish string) ([]*Script, error) {
+	return ForSteering(marker, finish, Step{Call: RoleShell, Args: map[string]any{"command": "true"}})
+}
+
+// ForCodexAppSteering returns the model script of a steering case for Codex through
+// its app-server (one run): like ForPiSteering, except that the held call is a progress
+// report (progress, a semantic tool Codex calls without asking; it asks before every
+// shell command, even `true`) and the marker is taken from anywhere in the
+// conversation: Codex adds a steering message to the conversation at once and samples
+// again (the held call is asked for once more, before the steer's tool result
+// exists). Errors: as ForPiSteering.
+func ForCodexAppSteering(marker *regexp.Regexp, progress, finish string) ([]*Script, error) {
+	s, err := ForSteering(marker, finish, Step{Call: progress, Args: map[string]any{"body": "Starting; I will follow your message."}})
+	if err == nil {
+		s[0].Steps[1].CaptureAnywhere = true
+	}
+	return s, err
+}
+
+// ForSteering is ForPiSteering with held as the call held mid-stream (PiSteerHold).
+func ForSteering(marker *regexp.Regexp, finish string, held Step) ([]*Script, error) {
 	if marker.NumSubexp() < 1 {
 		return nil, fmt.Errorf("scripted model: the steering marker expression %s has no group", marker)
 	}
+	held.Hold = PiSteerHold
 	return []*Script{{Model: DefaultModel, AuxAnswer: DefaultAuxAnswer, Steps: []Step{
-		{Call: RoleShell, Args: map[string]any{"command": "true"}, Hold: PiSteerHold},
+		held,
 		{Call: finish, Args: map[string]any{"summary": CaptureToken}, Capture: marker},
 		{Answer: DefaultFinalAnswer},
 	}}}, nil

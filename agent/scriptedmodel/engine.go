@@ -114,9 +114,13 @@ func (s *Script) play(n int, st Step, req *Request) (Reply, error) {
 	}
 	role, args := st.Call, st.Args
 	if st.Capture != nil {
-		m := st.Capture.FindStringSubmatch(req.LatestInput())
+		input, where := req.LatestInput(), "the latest input"
+		if st.CaptureAnywhere {
+			input, where = req.Input(), "the conversation's input"
+		}
+		m := st.Capture.FindStringSubmatch(input)
 		if len(m) < 2 {
-			return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: the latest input has no match of %s (got %q): no answer arrived", st.Describe(n), st.Capture, clip(req.LatestInput(), 200))}
+			return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: %s has no match of %s (got %q): no answer arrived", st.Describe(n), where, st.Capture, clip(input, 200))}
 		}
 		args = make(map[string]any, len(st.Args))
 		for k, v := range st.Args {

@@ -91,6 +91,18 @@ func (r *Request) AssistantTurns() int {
 
 // LatestInput is the text of the last tool result or user message after the last
 // assistant item ("" when there is none): what a step's Expect is checked against.
+// Input is every input of the conversation that is not the assistant's (the prompt,
+// user messages, tool results), latest first, one per line.
+func (r *Request) Input() string {
+	var parts []string
+	for i := len(r.Items) - 1; i >= 0; i-- {
+		if it := r.Items[i]; it.Kind != ItemAssistantText && it.Kind != ItemAssistantCall {
+			parts = append(parts, it.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
 func (r *Request) LatestInput() string {
 	var parts []string
 	for i := len(r.Items) - 1; i >= 0; i-- {

@@ -94,9 +94,13 @@ type Step struct {
 	// argument that is exactly one capture token of a digits-only group becomes that
 	// number).
 	CaptureInts []string
-	Expect      string
-	Hold        time.Duration
-	Line        int
+	// CaptureAnywhere makes Capture search the whole conversation's input (Input), not
+	// only the latest: for an agent that adds a steering message to the conversation
+	// at once and samples again (Codex's app-server), not with the next tool result.
+	CaptureAnywhere bool
+	Expect          string
+	Hold            time.Duration
+	Line            int
 	// When, when set, is the step's branch condition (a tool result of a kind): the step
 	// plays when it holds; otherwise Else plays (resolved the same way), or, with no
 	// Else, the request is refused naming the step, the condition and what the request

@@ -10,8 +10,9 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// heldTurnDelivery is what a flow sends into Pi's running turn 1 while the scripted
-// model holds its first tool call (flows pi_steering and pi_follow_up): the flow's name
+// heldTurnDelivery is what a flow sends into a session's running turn 1 (Pi's, or
+// Codex's app-server's for pi_steering) while the scripted model holds its first tool
+// call (flows pi_steering and pi_follow_up): the flow's name
 // and what its comment is (for errors and problems), the log line and board call that
 // send the case's only followup into run runID, and which of the run's live
 // deliveries (steers or follow-ups) must show it accepted.
@@ -72,8 +73,8 @@ func playHeldTurn(ctx context.Context, s *Session, d heldTurnDelivery) Outcome {
 				commented = true
 			}
 			for _, r := range v.records {
-				if commented && len(v.runs) > 0 && r.RunID == v.runs[0].ID && r.Pi != nil {
-					for _, del := range d.deliveries(r.Pi) {
+				if t := r.SessionTurn(); commented && len(v.runs) > 0 && r.RunID == v.runs[0].ID && t != nil {
+					for _, del := range d.deliveries(t) {
 						accepted = accepted || del.Accepted
 					}
 				}
