@@ -28,6 +28,7 @@ import (
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/result"
+	"github.com/agentproof/agentproof/tracing"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -49,6 +50,7 @@ type runOptions struct {
 	instances   attempt.InstanceMode
 	stateDir    string
 	shards      shardFlags
+	otlp        string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -82,6 +84,7 @@ func newRunCmd(a *app) *cobra.Command {
 	o.instances = attempt.InstanceInProcess
 	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
 	o.shards.add(f)
+	f.StringVar(&o.otlp, "otlp-endpoint", "", "export every attempt as an OpenTelemetry trace (GenAI semantic conventions) to this OTLP/HTTP `URL`, e.g. http://127.0.0.1:4318 (default: no export)")
 	f.StringVar(&o.stateDir, "state-dir", "", "where each attempt's instance home is made: its database, keys and run records and its agents' HOMEs (default /dev/shm when it is a tmpfs with at least 512 MiB free, so that none of it reaches a disk; else inside the attempt's temp root)")
 	wantFlag(cmd, "max-parallel", "a whole number ≥ 1")
 	wantFlag(cmd, "max-automatic-retries", "0 or 1")
@@ -207,6 +210,12 @@ plan's shard count), or the plan 'list --shards N' makes of the selectors and
 --weights. The same plan always gives the same shards. plan.json records the shard
 and the plan's fingerprint, and 'agentproof report merge' refuses shards of two
 different plans.
+
+--otlp-endpoint URL exports every attempt, once the report is written, as an
+OpenTelemetry trace over OTLP/HTTP with the GenAI semantic conventions
+(docs/tracing.md): the attempt, an invoke_agent span per run of the agent, a chat span
+per model call with its token usage and an execute_tool span per tool call, from the
+attempt's ATIF trajectories. Off by default; a failed export is a warning.
 
 Ctrl-C or SIGTERM stops scheduling, stops running agents and servers, tears down,
 writes what finished (the campaign was interrupted: the last line adds ", <n> not
@@ -459,6 +468,7 @@ func (a *app) finishCampaign(e campaignEnd, o runOptions) error {
 			fmt.Fprintf(a.stderr, "agentproof: %s\n", w)
 		}
 		appendStepSummary(a, g)
+		a.exportTraces(o.otlp, g)
 	}
 	if e.finished != nil {
 		if genErr == nil {
@@ -885,3 +895,17 @@ func reportGC(executed int) {
 // reportGCAttempts is the number of executed cells from which reportGC returns the
 // attempts' garbage to the operating system.
 const reportGCAttempts = 64
+
+// exportTraces exports the campaign's attempts as OpenTelemetry traces to endpoint
+// ("" : nothing), saying on stderr how many were sent; a failed export is a warning:
+// the campaign's files are the record.
+func (a *app) exportTraces(endpoint string, g *report.Generated) {
+	if endpoint == "" {
+		return
+	}
+	n, err := tracing.Export(context.Background(), endpoint, g.CampaignDir, g.Campaign)
+	fmt.Fprintf(a.stderr, "agentproof: exported %d attempt trace(s) to %s (OpenTelemetry semantic conventions %s)\n", n, endpoint, tracing.SemconvVersion)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "agentproof: warning: exporting traces: %v\n", err)
+	}
+}
