@@ -115,17 +115,23 @@ func suiteStart(rs []*result.Result) string {
 	return s
 }
 
+// junitKind is how a cell shows in junit.xml, by its state (result.StateOf): a failed
+// cell is a <failure>; a cell not run here or a known failure is <skipped>; an
+// inconclusive or missing cell is <skipped>, or a <failure> with
+// InconclusiveAsFailure; a passed cell neither ("").
 func junitKind(c *result.Campaign, r *result.Result) string {
-	switch result.Outcome(r) {
-	case verdict.Failed:
+	switch result.StateOf(r) {
+	case result.StateFailed:
 		return "failure"
-	case verdict.Inconclusive:
-		if c.InconclusiveAsFailure {
-			return "failure"
-		}
+	case result.StateNotRunHere, result.StateKnownFailure:
 		return "skipped"
+	case result.StatePassed:
+		return ""
 	}
-	return ""
+	if c.InconclusiveAsFailure {
+		return "failure"
+	}
+	return "skipped"
 }
 
 func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
