@@ -29,6 +29,7 @@ require (
 	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.44.0
 	google.golang.org/protobuf v1.36.12
+	gotest.tools/v3 v3.5.2
 	modernc.org/sqlite v1.62.0
 )
 

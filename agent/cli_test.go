@@ -3,18 +3,17 @@ package agent_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"gotest.tools/v3/golden"
+
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/worker"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // TestCLILaunchGolden pins the command line and environment of every CLI driver, with
 // the scripted model and live (`agentproof run --live`, never run here): the native
@@ -48,7 +47,7 @@ func TestCLILaunchGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !spec.NullStdin {
-					t.Error("the CLI's stdin is not /dev/null (field failure F03)")
+					t.Error("the CLI's stdin is not /dev/null (a CLI waiting on an open stdin hangs)")
 				}
 				if spec.Path != "/opt/agents/"+cli+"/bin/"+cli || spec.Args[0] != spec.Path || spec.Dir != env.Workspace {
 					t.Errorf("spec runs %s %q in %s, want the native binary in the workspace", spec.Path, spec.Args[0], spec.Dir)
@@ -91,29 +90,9 @@ func TestCLILaunchGolden(t *testing.T) {
 					}
 				}
 				got := strings.NewReplacer(env.StateDir, "$STATE", env.Workspace, "$WORKSPACE", env.RunToken, "$RUN_TOKEN", secretValue, "$OPENAI_API_KEY").Replace(b.String())
-				golden(t, filepath.Join("testdata", "cli", cli+"-"+mode+".golden"), got)
+				golden.Assert(t, got, filepath.Join("cli", cli+"-"+mode+".golden"))
 			})
 		}
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (go test -update rewrites it)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
 	}
 }
 

@@ -3,9 +3,7 @@ package campaign
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -13,35 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/golden"
 
 	"github.com/agentproof/agentproof/catalog"
-
 	"github.com/agentproof/agentproof/verdict"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-// golden compares got with testdata/<name>, rewriting it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", name, diff)
-	}
-}
 
 // goldenCells is a fixed selection covering calibration expectations, a retry, a
 // failure and a pass.
@@ -93,7 +67,7 @@ func TestPlainProgressGolden(t *testing.T) {
 			if mode == ProgressNone {
 				name = "progress/none-complete.golden"
 			}
-			golden(t, name, out.Bytes())
+			golden.Assert(t, out.String(), name)
 			if !strings.HasSuffix(out.String(), "\n"+sum.Line()+"\n") && out.String() != sum.Line()+"\n" {
 				t.Errorf("the last line is not the summary line %q", sum.Line())
 			}
@@ -135,7 +109,7 @@ func TestPlainProgressInterruptedGolden(t *testing.T) {
 	if !sum.Partial {
 		t.Fatal("campaign not partial")
 	}
-	golden(t, "progress/plain-interrupted.golden", out.Bytes())
+	golden.Assert(t, out.String(), "progress/plain-interrupted.golden")
 }
 
 func TestParseProgressMode(t *testing.T) {

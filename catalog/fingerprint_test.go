@@ -1,16 +1,14 @@
 package catalog
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // Pinned output of testdata/fingerprint/stringify.js (node's JSON.stringify over the
 // same definitions, written independently of the Go encoder: the fingerprint must stay
@@ -130,25 +128,7 @@ func TestDefaultFingerprintsGolden(t *testing.T) {
 	for _, s := range c.Suites {
 		b.WriteString(s.Fingerprint + "  " + s.ID + "\n")
 	}
-	golden(t, "default-fingerprints.golden", b.String())
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (rerun with -update): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got); rerun with -update if intended:\n%s", path, diff)
-	}
+	golden.Assert(t, b.String(), "default-fingerprints.golden")
 }
 
 func TestSelectionFingerprint(t *testing.T) {

@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"io"
 	"io/fs"
-	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+	"gotest.tools/v3/golden"
 )
 
 // parseDocs is what parseFile gets from the YAML parser for data.
@@ -58,10 +59,12 @@ func TestDefaultNodeCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile("defaultnodes.bin", blob, 0o644); err != nil {
+	if golden.FlagUpdate() {
+		abs, err := filepath.Abs("defaultnodes.bin")
+		if err != nil {
 			t.Fatal(err)
 		}
+		golden.AssertBytes(t, blob, abs)
 		return
 	}
 	if string(blob) != defaultNodes {

@@ -3,22 +3,18 @@ package match
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
+	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
 
-	"encoding/json"
+	"github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/golden"
 
 	"github.com/agentproof/agentproof/canonjson"
-	"github.com/google/go-cmp/cmp"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 type state int
 
@@ -359,7 +355,7 @@ var evalCases = []evalCase{
 func TestEvaluateKinds(t *testing.T) {
 	t.Parallel()
 	covered := map[Kind][3]bool{}
-	var golden strings.Builder
+	var details strings.Builder
 	for _, tc := range evalCases {
 		m, err := Compile(tc.spec)
 		if err != nil {
@@ -381,7 +377,7 @@ func TestEvaluateKinds(t *testing.T) {
 		c := covered[tc.spec.Kind]
 		c[tc.want] = true
 		covered[tc.spec.Kind] = c
-		fmt.Fprintf(&golden, "%s\t%s\t%s\n", tc.name, stateOf(o), o.Detail)
+		fmt.Fprintf(&details, "%s\t%s\t%s\n", tc.name, stateOf(o), o.Detail)
 	}
 	for _, k := range Kinds() {
 		c := covered[k]
@@ -392,28 +388,7 @@ func TestEvaluateKinds(t *testing.T) {
 			t.Errorf("kind %s lacks cases", k)
 		}
 	}
-	checkGolden(t, "details.golden", golden.String())
-}
-
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./match -update)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", p, diff)
-	}
+	golden.Assert(t, details.String(), "details.golden")
 }
 
 func TestEvaluateOutcomes(t *testing.T) {

@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +15,8 @@ import (
 	"github.com/agentproof/agentproof/server"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-// world is a real control-plane server on 127.0.0.1 with a fixture company (seed-001
-// defaults: company-1, actor-1, task-1) whose run-1 is open, and an MCP client session
+// world is a real control-plane server on 127.0.0.1 with a fixture company (the
+// control plane's default seed: company-1, actor-1, task-1) whose run-1 is open, and an MCP client session
 // connected (in memory) to this package's server for run-1, which reaches the control
 // plane over HTTP with run-1's agent token.
 type world struct {

@@ -3,12 +3,11 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/golden"
 
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/mcp"
@@ -44,22 +43,10 @@ func TestToolsListGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	path := filepath.Join("testdata", "tools.golden.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Fatalf("tools/list differs from %s (-want +got):\n%s", path, diff)
-	}
+	golden.Assert(t, string(got), "tools.golden.json")
 }
 
-// TestSchemasPlainSubset (field failure F10): every input schema is an object with
+// TestSchemasPlainSubset: every input schema is an object with
 // properties and required at the top; no schema anywhere uses $ref, $defs, oneOf, anyOf,
 // allOf, not, a type list (such as ["null","string"]), a null type or additionalProperties;
 // every property has exactly one type; required names only declared properties.

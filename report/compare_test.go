@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"gotest.tools/v3/golden"
+
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -57,12 +59,12 @@ func TestCompare(t *testing.T) {
 	if len(c.Suites) != 1 || c.Suites[0].SuiteID != "t" {
 		t.Errorf("suites %+v, want t's definition change", c.Suites)
 	}
-	golden(t, "compare.txt", CompareText(c))
+	golden.Assert(t, string(CompareText(c)), "golden/compare.txt")
 	js, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.json", append(js, '\n'))
+	golden.Assert(t, string(js)+"\n", "golden/compare.json")
 	if c := result.Compare(b, b); c.ExitCode() != verdict.ExitPassed || c.Counts[result.StillPassing] != 3 || c.Counts[result.StillFailing] != 4 {
 		t.Errorf("a campaign against itself: %+v", c.Counts)
 	}

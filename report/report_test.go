@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"io"
 	"io/fs"
 	"os"
@@ -15,14 +14,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/golden"
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
 
 // The fixed campaign under testdata/results/camp-2 and its selection: one cell
 // (core.wrong.local.message-marker) has no result at all, one (core.reference.local…)
@@ -36,27 +34,6 @@ var fixtureExpected = []string{
 }
 
 const coreHash = "11191e985c090b3477c34ad3c621ce032071bbfa363965f18f98065d5de1b7af"
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test ./report -update): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got), rerun with -update if intended:\n%s", path, diff)
-	}
-}
 
 func loadCatalog(t testing.TB, mutate func(string) string) *catalog.Catalog {
 	t.Helper()
@@ -182,7 +159,7 @@ func TestGenerateGoldenAndRegenerate(t *testing.T) {
 	root, cat, g := buildFixtureHistory(t)
 	files := readAll(t, root)
 	for _, name := range []string{result.CampaignFile, SummaryFile, JUnitFile, CTRFFile, result.HistoryFile} {
-		golden(t, name, files[name])
+		golden.Assert(t, string(files[name]), "golden/"+name)
 	}
 	if !bytes.Equal(files[DashboardFile], files[IndexFile]) {
 		t.Error("index.html differs from dashboard.html")
@@ -564,7 +541,7 @@ func TestDashboardStructureGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "dashboard-structure.txt", dashboardStructure(string(b)))
+	golden.Assert(t, string(dashboardStructure(string(b))), "golden/dashboard-structure.txt")
 }
 
 var (

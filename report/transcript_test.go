@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/golden"
 
 	"github.com/agentproof/agentproof/result"
 )
@@ -58,20 +58,7 @@ func TestTranscriptStructureGolden(t *testing.T) {
 		}
 	}
 	got := transcriptStructure(view)
-	golden := filepath.Join("testdata", "golden", "transcript.txt")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (rerun with -update)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got), rerun with -update if intended:\n%s", golden, diff)
-	}
+	golden.Assert(t, got, "golden/transcript.txt")
 }
 
 // TestLoadTranscriptBounds: a file that is missing or not ATIF is a problem shown,

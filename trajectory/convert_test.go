@@ -3,19 +3,18 @@ package trajectory
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/golden"
+
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/controlplane"
-	"github.com/google/go-cmp/cmp"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/golden")
 
 func readStream(t testing.TB, name string) []byte {
 	t.Helper()
@@ -334,20 +333,7 @@ func checkATIF(t *testing.T, name string, tr Trajectory) {
 	if err := validateATIF(t, b); err != nil {
 		t.Fatalf("ATIF does not validate: %v\n%s", err, b)
 	}
-	golden := filepath.Join("testdata", "golden", name+".json")
-	if *update {
-		if err := os.WriteFile(golden, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if diff := cmp.Diff(string(want), string(b)); diff != "" {
-		t.Errorf("%s (-golden +got):\n%s", golden, diff)
-	}
+	golden.Assert(t, string(b), filepath.Join("golden", name+".json"))
 }
 
 type recordedRun struct {

@@ -3,39 +3,14 @@ package scriptedmodel
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gotest.tools/v3/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (rerun with -update): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got), rerun with -update if intended:\n%s", path, diff)
-	}
-}
 
 var (
 	goldenMeta = Meta{ID: "ap_1", Created: 1764460800, Model: "scripted-model", Usage: Usage{InputTokens: 120, OutputTokens: 9}}
@@ -44,8 +19,8 @@ var (
 )
 
 // TestGoldenStreams pins the exact bytes of every wire format's stream and body for a
-// tool call and a text answer (the framing each client was verified with, spec
-// real-agent-clis §5).
+// tool call and a text answer (the framing each real agent CLI was verified with,
+// docs/clis.md).
 func TestGoldenStreams(t *testing.T) {
 	t.Parallel()
 	for _, f := range []Format{FormatResponses, FormatChat, FormatMessages} {
@@ -54,18 +29,18 @@ func TestGoldenStreams(t *testing.T) {
 			for _, fr := range StreamFrames(f, r, goldenMeta, true) {
 				b.Write(fr.Bytes())
 			}
-			golden(t, fmt.Sprintf("%s-%s.sse", f, kind), b.Bytes())
+			golden.Assert(t, b.String(), fmt.Sprintf("golden/%s-%s.sse", f, kind))
 			var body bytes.Buffer
 			if err := json.Indent(&body, Body(f, r, goldenMeta), "", "  "); err != nil {
 				t.Fatalf("%s %s body is not JSON: %v", f, kind, err)
 			}
-			golden(t, fmt.Sprintf("%s-%s.json", f, kind), append(body.Bytes(), '\n'))
+			golden.Assert(t, body.String()+"\n", fmt.Sprintf("golden/%s-%s.json", f, kind))
 		}
 	}
 }
 
 // TestStreamConformance decodes every emitted frame with a strict per-format reader
-// (field failure F08): named events carry a "type" equal to the event name; Responses
+// (a client rejects a frame of the wrong shape): named events carry a "type" equal to the event name; Responses
 // lifecycle events carry a response object, and the stream ends with
 // response.completed holding the output and usage; Chat chunks are data-only and end
 // with [DONE]; Messages streams run message_start … message_stop.
@@ -141,7 +116,7 @@ func checkConformance(t *testing.T, name string, f Format, r Reply, events []Eve
 				seen = append(seen, o["type"].(string))
 			}
 			// The AI SDK needs output_item.added and output_text.delta before
-			// output_item.done for text (spec real-agent-clis §2).
+			// output_item.done for text.
 			idx := func(s string) int {
 				for i, x := range seen {
 					if x == s {
@@ -183,7 +158,7 @@ func (s *splitReader) Read(p []byte) (int, error) {
 
 // TestReadEventsEverySplit: a stream split at any byte, including inside the UTF-8 of
 // "é" and between the CR and LF of CRLF line ends, decodes to the same events with the
-// text "café" intact (field failure F09 b).
+// text "café" intact.
 func TestReadEventsEverySplit(t *testing.T) {
 	t.Parallel()
 	var lf bytes.Buffer

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"gotest.tools/v3/golden"
+
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -45,5 +47,5 @@ func TestListAllGolden(t *testing.T) {
 	if code := Main([]string{"list", "--all"}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	golden(t, "list-all.txt", out.Bytes())
+	golden.Assert(t, out.String(), "list-all.txt")
 }

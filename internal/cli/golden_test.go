@@ -3,43 +3,18 @@ package cli
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
+	"gotest.tools/v3/golden"
 
 	"github.com/agentproof/agentproof/server"
 	"github.com/agentproof/agentproof/verdict"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-// golden compares got with testdata/<name>, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test ./internal/cli -run %s -update): %v", t.Name(), err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got), rerun with -update if intended:\n%s", path, diff)
-	}
-}
 
 // TestHelpGolden pins the --help text of every visible command.
 func TestHelpGolden(t *testing.T) {
@@ -72,7 +47,7 @@ func TestHelpGolden(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errb.String())
 			}
-			golden(t, filepath.Join("help", name+".txt"), out.Bytes())
+			golden.Assert(t, out.String(), filepath.Join("help", name+".txt"))
 		})
 	}
 }
