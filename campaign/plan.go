@@ -209,6 +209,9 @@ type Kept struct {
 	Cell       *catalog.Cell
 	Repetition int
 	Counted    verdict.Verdict
+	// Class is the failure class of the cell's stored result (for its state: a known
+	// failure is the candidate's).
+	Class verdict.FailureClass
 }
 
 // Resumed reports whether the plan continues a stored campaign (ResumePlan).

@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -178,8 +179,11 @@ func attemptLine(r *AttemptResult, repeat int) string {
 		return b.String()
 	}
 	// A calibration cell's line leads with how it counts, so that a failed line is a
-	// failure of the campaign: its observed verdict follows, beside the expected one.
+	// failure of the campaign: its observed verdict follows, beside the expected one;
+	// a known failure's line leads with its state.
 	switch exp := r.Plan.Cell.ExpectedVerdict; {
+	case r.Plan.Cell.KnownFailure != nil:
+		b.WriteString(knownLead(r))
 	case exp == "":
 		b.WriteString(string(j.Verdict))
 	case j.Verdict == exp && r.Counted == verdict.Passed:
@@ -199,6 +203,20 @@ func attemptLine(r *AttemptResult, repeat int) string {
 	b.WriteString(": ")
 	b.WriteString(oneLine(j.Reason))
 	return b.String()
+}
+
+// knownLead is the lead of a known-failure cell's line: "known failure (failed as
+// expected since V: REASON)", "failed (unexpectedly passed — remove it from the
+// baseline: SOURCE)", or its verdict beside what its entry expects.
+func knownLead(r *AttemptResult) string {
+	k, v := r.Plan.Cell.KnownFailure, r.Outcome.Judgement.Verdict
+	switch r.State {
+	case result.StateKnownFailure:
+		return fmt.Sprintf("known failure (%s as expected since %s: %s)", v, k.Since, oneLine(k.Reason))
+	case result.StateUnexpectedPass:
+		return fmt.Sprintf("%s (%s: %s)", verdict.Failed, r.State.Words(), k.Source)
+	}
+	return fmt.Sprintf("%s (a known failure expected %s)", v, k.Expected)
 }
 
 func (d *Display) observeTTY(e Event) {
@@ -252,7 +270,11 @@ func (d *Display) countsText(decor.Statistics) string {
 	d.mu.Lock()
 	c := d.counts
 	d.mu.Unlock()
-	return fmt.Sprintf("  %d running, %d passed, %d failed, %d inconclusive", c.Running, c.Passed, c.Failed, c.Inconclusive)
+	text := fmt.Sprintf("  %d running, %d passed, %d failed, %d inconclusive", c.Running, c.Passed, c.Failed, c.Inconclusive)
+	if c.KnownFailures > 0 {
+		text += fmt.Sprintf(", %d known failure(s)", c.KnownFailures)
+	}
+	return text
 }
 
 // shutdown ends every bar and waits for the live display's goroutines.

@@ -14,7 +14,8 @@ const ResultFile = "result.json"
 
 // ResultOf maps a judged attempt to its result.json document (schema
 // agentproof.result/v1, with agentproof's verdicts):
-// identity and definition hash from the cell, verdict, expected verdict and failure
+// identity and definition hash from the cell (and its entry in the baseline of known
+// failures, if any), verdict, expected verdict and failure
 // class from the Judgement, the reason as error for a verdict other than passed, and
 // the repetition and the plan's repetitions (only with --repeat), the executor's facts (task, runs, turns, termination, usage, matcher results, the
 // runtime facts the runner recorded) and evidence files. The runtime mode is the one
@@ -48,6 +49,9 @@ func ResultOf(r *AttemptResult) *result.Result {
 	}
 	if r.Plan.Repeat > 1 {
 		res.Repetition, res.Repeat = r.Plan.Repetition, r.Plan.Repeat
+	}
+	if k := cell.KnownFailure; k != nil {
+		res.KnownFailure = &result.KnownFailure{Reason: k.Reason, Expected: k.Expected, Since: k.Since, Source: k.Source}
 	}
 	if r.Plan.FirstAttempt > 1 {
 		res.FirstAttempt = r.Plan.FirstAttempt

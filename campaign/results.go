@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/result"
 
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -16,7 +17,11 @@ type AttemptResult struct {
 	Outcome Outcome
 	// Counted is how the attempt counts (verdict.Counted of the cell's expected verdict,
 	// the attempt's verdict and its cleanup).
-	Counted    verdict.Verdict
+	Counted verdict.Verdict
+	// State is the attempt's state (result.StateFor its counted verdict, its class and
+	// the cell's known failure): a known failure or an unexpected pass beside the
+	// counted verdicts.
+	State      result.CellState
 	StartedAt  time.Time
 	FinishedAt time.Time
 	// WriteErr is why its result.json could not be written (Scheduler.ResultsRoot), or
@@ -66,8 +71,10 @@ type CellResult struct {
 	// Final is the index in Attempts of the attempt that counts (the last one that
 	// Counts), -1 when none does.
 	Final int
-	// Verdict is the counted verdict of the final attempt, "" when none finished.
+	// Verdict is the counted verdict of the final attempt, "" when none finished; Class
+	// its failure class.
 	Verdict verdict.Verdict
+	Class   verdict.FailureClass
 }
 
 // Summary is a campaign's outcome. Cells are in plan (matrix) order.
@@ -76,9 +83,10 @@ type Summary struct {
 	// Selected is the number of selected cells; Executed those that finished (every
 	// repetition has a counted result, run now or kept).
 	Selected, Executed int
-	// Passed, Failed and Inconclusive count finished cells by counted verdict
-	// (verdict.Repeated of their repetitions).
-	Passed, Failed, Inconclusive int
+	// Passed, Failed, Inconclusive and KnownFailures count finished cells by state
+	// (result.StateFor verdict.Repeated of their repetitions: a known failure apart, an
+	// unexpected pass as failed, and in UnexpectedPasses too).
+	Passed, Failed, Inconclusive, KnownFailures, UnexpectedPasses int
 	// Repeat is the number of repetitions of every cell; Flaky counts the finished
 	// cells whose repetitions disagree (verdict.Flaky).
 	Repeat, Flaky int
@@ -131,6 +139,12 @@ func (s *Summary) Unfinished() (stopped, never int) {
 func (s *Summary) Line() string {
 	line := fmt.Sprintf("Campaign %s: %d/%d passed, %d failed, %d inconclusive",
 		s.CampaignID, s.Passed, s.Selected, s.Failed, s.Inconclusive)
+	if s.KnownFailures > 0 {
+		line += fmt.Sprintf(", %d known failure(s)", s.KnownFailures)
+	}
+	if s.UnexpectedPasses > 0 {
+		line += fmt.Sprintf(" (%d of the failed unexpectedly passed: remove them from the known failures)", s.UnexpectedPasses)
+	}
 	if s.Partial {
 		stopped, never := s.Unfinished()
 		var parts []string

@@ -153,7 +153,9 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 	}
 	results, _, _, repeats := result.ChooseRepeated(c, p.CampaignID, ids, cands, p.Repeat)
 	counted := map[string][]result.RepetitionOutcome{}
+	class := map[string]verdict.FailureClass{}
 	for _, r := range results {
+		class[r.ExecutionID] = r.FailureClass
 		o := result.RepetitionOutcome{Repetition: 1, Attempt: r.Attempt, Verdict: r.Verdict, Counted: result.Outcome(&r), Missing: r.Synthetic}
 		counted[r.ExecutionID] = []result.RepetitionOutcome{o}
 	}
@@ -165,7 +167,7 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 	for _, u := range units {
 		outs := counted[u.Cell.ID]
 		if i := u.Repetition - 1; i < len(outs) && keep(mode, outs[i]) {
-			p.Kept = append(p.Kept, Kept{Cell: u.Cell, Repetition: u.Repetition, Counted: outs[i].Counted})
+			p.Kept = append(p.Kept, Kept{Cell: u.Cell, Repetition: u.Repetition, Counted: outs[i].Counted, Class: class[u.Cell.ID]})
 			continue
 		}
 		last, err := highestAttempt(filepath.Join(dir, p.RepetitionDir(u.Cell, u.Repetition)))

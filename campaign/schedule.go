@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -38,7 +39,10 @@ type Counts struct {
 	Passed       int
 	Failed       int
 	Inconclusive int
-	Retries      int
+	// KnownFailures counts the finished cells that are known failures (not in
+	// Passed, Failed or Inconclusive).
+	KnownFailures int
+	Retries       int
 }
 
 // Event is one progress report. Time comes from the plan's clock; Counts are the
@@ -158,9 +162,11 @@ func (r *run) summary(started time.Time) *Summary {
 	sum.Cells, sum.Retries, sum.WriteErrors = r.cells, r.counts.Retries, r.writeErrs
 	r.mu.Unlock()
 	counted := map[string][]verdict.Verdict{}
+	class := map[string]verdict.FailureClass{}
 	unfinished := map[string]bool{}
 	for _, k := range r.p.Kept {
 		counted[k.Cell.ID] = append(counted[k.Cell.ID], k.Counted)
+		class[k.Cell.ID] = worseClass(class[k.Cell.ID], k.Class)
 	}
 	for _, c := range sum.Cells {
 		if c.Status != CellFinished {
@@ -169,6 +175,7 @@ func (r *run) summary(started time.Time) *Summary {
 			continue
 		}
 		counted[c.Cell.ID] = append(counted[c.Cell.ID], c.Verdict)
+		class[c.Cell.ID] = worseClass(class[c.Cell.ID], c.Class)
 		for _, a := range c.Attempts {
 			if a.Outcome.Interrupted {
 				sum.Partial = true
@@ -186,16 +193,35 @@ func (r *run) summary(started time.Time) *Summary {
 		if verdict.Flaky(vs...) {
 			sum.Flaky++
 		}
-		switch verdict.Repeated(vs...) {
-		case verdict.Passed:
-			sum.Passed++
-		case verdict.Failed:
-			sum.Failed++
-		default:
-			sum.Inconclusive++
-		}
+		sum.count(result.StateFor(verdict.Repeated(vs...), class[cell.ID], knownOf(cell)))
 	}
 	return sum
+}
+
+// worseClass is b when it is a safety class (a secret leak or a cleanup failure, which
+// no known failure hides), or when a is none; a otherwise.
+func worseClass(a, b verdict.FailureClass) verdict.FailureClass {
+	if a == "" || b == verdict.SecretLeak || b == verdict.CleanupFailure {
+		return b
+	}
+	return a
+}
+
+// count counts a finished cell of state s.
+func (s *Summary) count(st result.CellState) {
+	switch {
+	case st == result.StateKnownFailure:
+		s.KnownFailures++
+	case st == result.StateUnexpectedPass:
+		s.UnexpectedPasses++
+		s.Failed++
+	case st.Counts() == verdict.Passed:
+		s.Passed++
+	case st.Counts() == verdict.Failed:
+		s.Failed++
+	default:
+		s.Inconclusive++
+	}
 }
 
 // runCell runs unit i's attempts: the first, then at most the retries the policy allows.
@@ -232,10 +258,10 @@ func (r *run) record(ctx context.Context, i, n int, res AttemptResult) bool {
 		if c.Status != CellFinished {
 			r.counts.Finished++
 		} else {
-			r.uncount(c.Verdict)
+			r.uncount(result.StateFor(c.Verdict, c.Class, knownOf(cell)))
 		}
-		c.Status, c.Final, c.Verdict = CellFinished, len(c.Attempts)-1, res.Counted
-		r.count(res.Counted)
+		c.Status, c.Final, c.Verdict, c.Class = CellFinished, len(c.Attempts)-1, res.Counted, res.Outcome.Judgement.FailureClass
+		r.count(res.State)
 	} else if c.Status == CellNotStarted {
 		c.Status = CellInterrupted
 	}
@@ -282,7 +308,16 @@ func (r *run) attempt(ctx context.Context, u Unit, n int) AttemptResult {
 		res.Outcome.Judgement = InterruptedJudgement()
 	}
 	res.Counted = verdict.Counted(cell.ExpectedVerdict, res.Outcome.Judgement.Verdict, res.Outcome.CleanupConfirmed)
+	res.State = result.StateFor(res.Counted, res.Outcome.Judgement.FailureClass, knownOf(cell))
 	return res
+}
+
+// knownOf is the verdict cell's known failure expects, "" when it has none.
+func knownOf(cell *catalog.Cell) verdict.Verdict {
+	if cell.KnownFailure == nil {
+		return ""
+	}
+	return cell.KnownFailure.Expected
 }
 
 // interrupt emits EventInterrupted once, unless every cell had already finished.
@@ -301,12 +336,16 @@ func (r *run) interrupt() {
 	}
 }
 
-func (r *run) count(v verdict.Verdict) { r.add(v, 1) }
+func (r *run) count(s result.CellState) { r.add(s, 1) }
 
-func (r *run) uncount(v verdict.Verdict) { r.add(v, -1) }
+func (r *run) uncount(s result.CellState) { r.add(s, -1) }
 
-func (r *run) add(v verdict.Verdict, d int) {
-	switch v {
+func (r *run) add(s result.CellState, d int) {
+	if s == result.StateKnownFailure {
+		r.counts.KnownFailures += d
+		return
+	}
+	switch s.Counts() {
 	case verdict.Passed:
 		r.counts.Passed += d
 	case verdict.Failed:

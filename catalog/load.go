@@ -225,7 +225,8 @@ func (f fileFS) Open(name string) (fs.File, error) {
 // Load loads and validates the catalog in fsys: every file whose name ends in ".yaml",
 // at any depth, in path order (a file ending in ".yml" is a problem naming it: it would
 // otherwise be silently ignored); each file may hold several YAML documents. Top-level keys
-// are groups, credentials, profiles, environments, cases, suites and rankings, each a
+// are groups, credentials, profiles, environments, cases, suites, rankings and
+// knownFailures, each a
 // sequence; a catalog may split them across files freely. It returns the catalog with
 // its matrix and suite fingerprints, or a *ValidationError listing every problem (spec
 // runner-e2e-harness §2.8), or a wrapped error when the file system fails.
@@ -242,6 +243,8 @@ type document struct {
 	Cases        []*Case        `yaml:"cases"`
 	Suites       []*Suite       `yaml:"suites"`
 	Rankings     []*Ranking     `yaml:"rankings"`
+	// KnownFailures is the baseline of known failures.
+	KnownFailures []*KnownFailure `yaml:"knownFailures"`
 }
 
 // loadSources reads every file of every part (bounded: MaxFiles, MaxFileBytes,
@@ -354,6 +357,7 @@ files:
 			c.Cases = append(c.Cases, doc.Cases...)
 			c.Suites = append(c.Suites, doc.Suites...)
 			c.Rankings = append(c.Rankings, doc.Rankings...)
+			c.KnownFailures = append(c.KnownFailures, doc.KnownFailures...)
 		}
 	}
 	if slices.ContainsFunc(srcs, func(s source) bool { return s.breadth }) {

@@ -38,6 +38,9 @@ type Cell struct {
 	// the fixtures stage seeds it into the company-scoped HOME the agent launches with;
 	// docs/secrets.md "Login files"), nil otherwise.
 	LoginFile *Credential
+	// KnownFailure is the cell's entry in the baseline of known failures, nil when it
+	// has none.
+	KnownFailure *KnownFailure
 }
 
 // Cell returns the cell with the given id, or nil.

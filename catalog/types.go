@@ -22,6 +22,9 @@ type Catalog struct {
 	Cases        []*Case
 	Suites       []*Suite
 	Rankings     []*Ranking
+	// KnownFailures is the baseline of known failures (the knownFailures entries of
+	// every file, in file order), each bound to its cell.
+	KnownFailures []*KnownFailure
 
 	// Cells is the matrix of every suite (profiles × environments × cases) in suite
 	// declaration order, manual-only suites included.
@@ -314,6 +317,23 @@ func (s *Suite) ResolvedEnvironments() []*Environment { return s.envs }
 
 // ResolvedCases returns the suite's cases in suite order.
 func (s *Suite) ResolvedCases() []*Case { return s.cases }
+
+// KnownFailure is an entry of the baseline of known failures (a catalog's
+// `knownFailures`, by convention in a file known-failures.yaml): a cell expected to
+// fail, with the observed behaviour as the reason, what it is expected to end as
+// (failed or inconclusive) and since when (the runner's version it was first observed
+// with, for example "codex-acp 0.16.0"). The cell still runs and is graded; the result
+// model reports it as a known failure when it ends as expected and as an unexpected
+// pass — which fails the campaign, so the baseline cannot rot — when it passes
+// (docs/regressions.md "Known failures").
+type KnownFailure struct {
+	Cell     string          `yaml:"cell"`
+	Reason   string          `yaml:"reason"`
+	Expected verdict.Verdict `yaml:"expected"`
+	Since    string          `yaml:"since"`
+	// Source is where the entry is declared ("file:line").
+	Source string `yaml:"-"`
+}
 
 // Metadata is a YAML mapping kept in declaration order, so that it encodes like the
 // JavaScript object literal it replaces (canonjson.Object for mappings, []any for

@@ -20,11 +20,14 @@ func CompareText(c *result.Comparison) []byte {
 			continue
 		}
 		fmt.Fprintf(&b, "\n%s (%d):\n", ch.Words(), c.Counts[ch])
+		if ch == result.ChangeUnexpectedPass {
+			b.WriteString("  (known failures that passed: remove them from the catalog's known failures)\n")
+		}
 		for _, cc := range c.Cells {
 			if cc.Change != ch {
 				continue
 			}
-			fmt.Fprintf(&b, "  %s: %s → %s", result.Clean(cc.ExecutionID, true), orNone(cc.Before), orNone(cc.After))
+			fmt.Fprintf(&b, "  %s: %s → %s", result.Clean(cc.ExecutionID, true), stateOr(cc.StateBefore, cc.Before), stateOr(cc.StateAfter, cc.After))
 			if cc.Change == result.DefinitionChanged {
 				fmt.Fprintf(&b, " (suite hash %s → %s)", result.Clip(cc.HashBefore, 24), result.Clip(cc.HashAfter, 24))
 			} else if cc.After != verdict.Passed && cc.After != "" {
@@ -50,6 +53,14 @@ func CompareText(c *result.Comparison) []byte {
 	}
 	fmt.Fprintf(&b, "\n%s\n", strings.Join(parts, ", "))
 	return []byte(b.String())
+}
+
+// stateOr is a known failure's or unexpected pass's words, else the outcome (orNone).
+func stateOr(s result.CellState, v verdict.Verdict) string {
+	if s != "" {
+		return s.Words()
+	}
+	return orNone(v)
 }
 
 func orNone(v verdict.Verdict) string {

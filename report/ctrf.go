@@ -81,8 +81,9 @@ type ctrfAttachment struct {
 // CTRF renders ctrf.json, the campaign as a Common Test Report Format document
 // (CTRFSpecVersion): one test per selected cell, named by its execution id, in the
 // suite hierarchy [suite, profile, environment]. The status is the cell's state
-// (result.StateOf): passed and failed as they are; a cell not run here is skipped;
-// inconclusive, missing and known-failure cells are "other" — or "failed" with
+// (result.StateOf): passed and failed as they are, an unexpected pass failed; a cell
+// not run here is skipped; a known failure is "other" (it never fails the campaign);
+// inconclusive and missing cells are "other" — or "failed" with
 // InconclusiveAsFailure, as junit.xml does — with the state in rawStatus. Times are ms
 // (start and stop since the Unix epoch); reportId is a UUID derived from the campaign
 // id and its generation time, so a regenerated report is byte-identical.
@@ -138,8 +139,12 @@ func ctrfTestOf(c *result.Campaign, r *result.Result, flaky bool) ctrfTest {
 	switch state {
 	case result.StatePassed, result.StateFailed:
 		t.Status = string(state)
+	case result.StateUnexpectedPass:
+		t.Status = "failed"
 	case result.StateNotRunHere:
 		t.Status = "skipped"
+	case result.StateKnownFailure:
+		t.Status = "other"
 	default:
 		t.Status = "other"
 		if c.InconclusiveAsFailure {

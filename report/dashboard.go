@@ -307,7 +307,7 @@ func buildTriage(c *result.Campaign) ([]triageView, []string) {
 	for _, want := range []verdict.Verdict{verdict.Failed, verdict.Inconclusive} {
 		for i := range c.Results {
 			r := &c.Results[i]
-			if result.Outcome(r) != want {
+			if st := result.StateOf(r); st.Counts() != want || st == result.StateKnownFailure {
 				continue
 			}
 			tv := triageView{Anchor: "execution-" + r.ExecutionID, ExecutionID: r.ExecutionID, Outcome: string(want), StateLabel: verdictText(r),
@@ -466,8 +466,15 @@ func buildCard(id string, cs *catalog.Case, r *result.Result, notes []result.Can
 	cv.Selected, cv.R = true, r
 	cv.Outcome = string(result.Outcome(r))
 	cv.State, cv.StateLabel = cv.Outcome, cv.Outcome
-	if r.Synthetic {
+	switch st := result.StateOf(r); {
+	case r.Synthetic:
 		cv.State, cv.StateLabel = "missing", "missing"
+	case st == result.StateKnownFailure:
+		cv.Outcome, cv.State, cv.StateLabel = string(st), string(st), st.Words()
+		cv.Expected = "known failure since " + r.KnownFailure.Since + ": " + r.KnownFailure.Reason
+	case st == result.StateUnexpectedPass:
+		cv.Outcome, cv.State, cv.StateLabel = string(verdict.Failed), string(verdict.Failed), "failed: "+st.Words()
+		cv.Expected = "a known failure (" + r.KnownFailure.Source + ") that passed"
 	}
 	if r.ExpectedVerdict != "" {
 		cv.Expected = "expects " + string(r.ExpectedVerdict)

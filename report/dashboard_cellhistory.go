@@ -71,6 +71,9 @@ func addCellHistory(v *dashView, c *result.Campaign, hist *result.History) {
 					last := map[string]verdict.Verdict{}
 					for j, s := range all {
 						p := cellPoint{CampaignID: s.id, Outcome: string(s.e.Outcome), Flaky: s.e.Flaky, Current: s.id == c.CampaignID}
+						if s.e.State == result.StateKnownFailure {
+							p.Outcome = string(s.e.State)
+						}
 						p.Boundary = j > 0 && all[j-1].hash != s.hash
 						p.Title = fmt.Sprintf("%s: %s", s.id, s.e.Outcome)
 						if p.Flaky {

@@ -88,7 +88,9 @@ func JUnit(c *result.Campaign) []byte {
 			switch junitKind(c, r) {
 			case "failure":
 				typ := string(r.FailureClass)
-				if result.Outcome(r) == verdict.Inconclusive {
+				if st := result.StateOf(r); st == result.StateUnexpectedPass {
+					typ = string(st)
+				} else if result.Outcome(r) == verdict.Inconclusive {
 					typ = string(verdict.Inconclusive)
 				} else if typ == "" {
 					typ = string(verdict.Failed)
@@ -116,12 +118,12 @@ func suiteStart(rs []*result.Result) string {
 }
 
 // junitKind is how a cell shows in junit.xml, by its state (result.StateOf): a failed
-// cell is a <failure>; a cell not run here or a known failure is <skipped>; an
+// cell or an unexpected pass is a <failure>; a cell not run here or a known failure is <skipped>; an
 // inconclusive or missing cell is <skipped>, or a <failure> with
 // InconclusiveAsFailure; a passed cell neither ("").
 func junitKind(c *result.Campaign, r *result.Result) string {
 	switch result.StateOf(r) {
-	case result.StateFailed:
+	case result.StateFailed, result.StateUnexpectedPass:
 		return "failure"
 	case result.StateNotRunHere, result.StateKnownFailure:
 		return "skipped"
@@ -136,8 +138,12 @@ func junitKind(c *result.Campaign, r *result.Result) string {
 
 func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 
-// junitMessage is the one-line reason: outcome words, class, error, failed matchers.
+// junitMessage is the one-line reason: outcome words, class, error, failed matchers;
+// a known failure's reason first.
 func junitMessage(r *result.Result) string {
+	if k := r.KnownFailure; k != nil && result.StateOf(r) == result.StateKnownFailure {
+		return result.Clip("known failure since "+k.Since+": "+k.Reason+" ("+verdictText(r)+": "+detailText(r)+")", 1000)
+	}
 	return result.Clip(verdictText(r)+": "+detailText(r), 1000)
 }
 

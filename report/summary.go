@@ -32,12 +32,20 @@ func Summary(c *result.Campaign) []byte {
 	if len(later) > 0 {
 		counts += fmt.Sprintf(" (%d only after an earlier attempt did not pass)", len(later))
 	}
-	fmt.Fprintf(&b, "Passed: %s · Failed: %d · Inconclusive: %d · Retries: %d · Cleanup: %s · Selection: %s\n\n",
-		counts, c.Failed, c.Inconclusive, c.Retries, cleanupWord(c), state)
+	known := ""
+	if c.KnownFailures > 0 {
+		known = fmt.Sprintf(" · Known failures: %d", c.KnownFailures)
+	}
+	if c.UnexpectedPasses > 0 {
+		known += fmt.Sprintf(" · Unexpectedly passed (remove from the known failures): %d", c.UnexpectedPasses)
+	}
+	fmt.Fprintf(&b, "Passed: %s · Failed: %d · Inconclusive: %d%s · Retries: %d · Cleanup: %s · Selection: %s\n\n",
+		counts, c.Failed, c.Inconclusive, known, c.Retries, cleanupWord(c), state)
 	if c.StartedAt != "" {
 		fmt.Fprintf(&b, "Started %s · finished %s · attempts took %s in all (summed over cells, which run in parallel)\n\n", md(c.StartedAt), md(c.GeneratedAt), Duration(c.DurationMs))
 	}
 	writeAttention(&b, c)
+	writeKnownFailures(&b, c)
 	writeLaterPasses(&b, later, c.Repeat)
 	writeRegressions(&b, c)
 	if c.Repeat > 1 {
@@ -73,15 +81,17 @@ func Summary(c *result.Campaign) []byte {
 }
 
 // writeAttention renders the "Needs attention" section: the cells that did not count
-// as passed, failed first, then inconclusive, in execution id order within each, with
-// their reason and evidence directory; or one line saying every cell passed.
+// as passed, failed first (an unexpected pass of a known failure among them), then
+// inconclusive, in execution id order within each, with their reason and evidence
+// directory; or one line saying every cell passed. Known failures have a section of
+// their own (writeKnownFailures).
 func writeAttention(b *strings.Builder, c *result.Campaign) {
 	b.WriteString("## Needs attention\n\n")
 	n := 0
 	for _, want := range []verdict.Verdict{verdict.Failed, verdict.Inconclusive} {
 		for i := range c.Results {
 			r := &c.Results[i]
-			if result.Outcome(r) != want {
+			if st := result.StateOf(r); st.Counts() != want || st == result.StateKnownFailure {
 				continue
 			}
 			n++
@@ -95,8 +105,35 @@ func writeAttention(b *strings.Builder, c *result.Campaign) {
 			b.WriteString("\n")
 		}
 	}
-	if n == 0 {
+	switch {
+	case n == 0 && c.KnownFailures > 0:
+		b.WriteString("Nothing: every other cell passed (calibration cells: met their expectation); the known failures are below.\n")
+	case n == 0:
 		b.WriteString("Nothing: every cell passed (calibration cells: met their expectation).\n")
+	}
+	b.WriteString("\n")
+}
+
+// writeKnownFailures renders "Known failures": every cell that ended as its entry in
+// the baseline of known failures expects, with the entry's reason, since and source
+// and what the cell observed; nothing when there is none.
+func writeKnownFailures(b *strings.Builder, c *result.Campaign) {
+	if c.KnownFailures == 0 {
+		return
+	}
+	b.WriteString("## Known failures\n\n")
+	b.WriteString("Cells the catalog's baseline expects to fail: they ran and were graded, and do not fail the campaign. One that passes fails it (remove its entry).\n\n")
+	for i := range c.Results {
+		r := &c.Results[i]
+		if result.StateOf(r) != result.StateKnownFailure {
+			continue
+		}
+		k := r.KnownFailure
+		fmt.Fprintf(b, "- **%s** — %s since %s (%s): %s", md(r.ExecutionID), md(k.Reason), md(k.Since), md(k.Source), md(detailText(r)))
+		if dir := evidenceDir(r); dir != "" {
+			fmt.Fprintf(b, " (evidence: %s)", md(dir))
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\n")
 }
@@ -220,6 +257,15 @@ func aggregateLLMText(a billing.Aggregate) string {
 // calibration cells ("passed (failed as expected)").
 func verdictText(r *result.Result) string {
 	o := result.Outcome(r)
+	if k := r.KnownFailure; k != nil && !r.Synthetic {
+		switch st := result.StateOf(r); st {
+		case result.StateKnownFailure:
+			return fmt.Sprintf("%s (%s as expected)", st.Words(), r.Verdict)
+		case result.StateUnexpectedPass:
+			return fmt.Sprintf("%s (%s: %s)", verdict.Failed, st.Words(), k.Source)
+		}
+		return fmt.Sprintf("%s (a known failure expected %s)", o, k.Expected)
+	}
 	switch {
 	case r.Synthetic:
 		return string(o) + " (missing)"

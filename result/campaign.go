@@ -19,24 +19,33 @@ const CampaignFile = "campaign.json"
 // themselves (sorted by execution id).
 //
 // Counts: Selected = |Expected|; with repeats a cell's result is its representative
-// repetition (ChooseRepeated), so every count below is of cells; Executed = results with attempt > 0; Passed, Failed and
-// Inconclusive count cell outcomes (see Outcome) and always sum to Selected; Retries =
-// Σ max(0, attempt − max(1, firstAttempt)) (a resumed attempt is no retry); CleanupPassed = every result's cleanup passed. Partial is true
+// repetition (ChooseRepeated), so every count below is of cells; Executed = results
+// with attempt > 0; Passed, Failed, Inconclusive and KnownFailures count cell states
+// (StateOf) and always sum to Selected: a known failure is counted apart, an
+// unexpected pass (counted in UnexpectedPasses too) as failed; Retries =
+// Σ max(0, attempt − max(1, firstAttempt)) (a resumed attempt is no retry);
+// CleanupPassed = every result's cleanup passed. Partial is true
 // unless every suite of the catalog that is not manual-only appears and every listed
 // suite is complete (see SuiteSummary). GeneratedAt is the latest finishedAt of the
 // results (never the wall clock, so regeneration is byte-identical); StartedAt the
 // earliest startedAt.
 type Campaign struct {
-	Schema                string `json:"schema"`
-	CampaignID            string `json:"campaignId"`
-	StartedAt             string `json:"startedAt"`
-	GeneratedAt           string `json:"generatedAt"`
-	Partial               bool   `json:"partial"`
-	Selected              int    `json:"selected"`
-	Executed              int    `json:"executed"`
-	Passed                int    `json:"passed"`
-	Failed                int    `json:"failed"`
-	Inconclusive          int    `json:"inconclusive"`
+	Schema       string `json:"schema"`
+	CampaignID   string `json:"campaignId"`
+	StartedAt    string `json:"startedAt"`
+	GeneratedAt  string `json:"generatedAt"`
+	Partial      bool   `json:"partial"`
+	Selected     int    `json:"selected"`
+	Executed     int    `json:"executed"`
+	Passed       int    `json:"passed"`
+	Failed       int    `json:"failed"`
+	Inconclusive int    `json:"inconclusive"`
+	// KnownFailures counts the cells of the baseline of known failures that ended as
+	// their entry expects (StateKnownFailure): apart from Passed, Failed and
+	// Inconclusive, never failing the campaign; UnexpectedPasses counts those that
+	// passed (StateUnexpectedPass), which are counted in Failed too.
+	KnownFailures         int    `json:"knownFailures,omitempty"`
+	UnexpectedPasses      int    `json:"unexpectedPasses,omitempty"`
 	Retries               int    `json:"retries"`
 	CleanupPassed         bool   `json:"cleanupPassed"`
 	DurationMs            int64  `json:"durationMs"`
@@ -267,6 +276,8 @@ type SuiteSummary struct {
 	Passed              int               `json:"passed"`
 	Failed              int               `json:"failed"`
 	Inconclusive        int               `json:"inconclusive"`
+	KnownFailures       int               `json:"knownFailures,omitempty"`
+	UnexpectedPasses    int               `json:"unexpectedPasses,omitempty"`
 	Retries             int               `json:"retries"`
 	CleanupPassed       bool              `json:"cleanupPassed"`
 	Complete            bool              `json:"complete"`
@@ -285,8 +296,9 @@ func Outcome(r *Result) verdict.Verdict {
 	return verdict.Counted(r.ExpectedVerdict, r.Verdict, r.Cleanup == CleanupPassed)
 }
 
-// ExitCode is the campaign's exit code: the worst of its cells' outcomes by the one
-// worst-of rule (verdict.Worst: failed beats inconclusive beats passed). With
+// ExitCode is the campaign's exit code: the worst of its cells' states by the one
+// worst-of rule (verdict.Worst: failed beats inconclusive beats passed; a known
+// failure does not fail it, an unexpected pass does: CellState.Counts). With
 // InconclusiveAsFailure an inconclusive cell counts as failed.
 func (c *Campaign) ExitCode() verdict.ExitCode {
 	switch {
@@ -321,6 +333,7 @@ func BuildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 		}
 		bySuite[r.SuiteID] = append(bySuite[r.SuiteID], r)
 		tally(&c.Executed, &c.Passed, &c.Failed, &c.Inconclusive, &c.Retries, &c.CleanupPassed, &c.DurationMs, r)
+		baseline(&c.KnownFailures, &c.UnexpectedPasses, &c.Passed, r)
 		all = append(all, BillingOf(r))
 		if r.FinishedAt > c.GeneratedAt {
 			c.GeneratedAt = r.FinishedAt
@@ -410,7 +423,7 @@ func tally(executed, passed, failed, inconclusive, retries *int, cleanup *bool, 
 	if r.Attempt > 0 {
 		*executed++
 	}
-	switch Outcome(r) {
+	switch StateOf(r).Counts() {
 	case verdict.Passed:
 		*passed++
 	case verdict.Failed:
@@ -423,6 +436,19 @@ func tally(executed, passed, failed, inconclusive, retries *int, cleanup *bool, 
 		*cleanup = false
 	}
 	*dur += r.DurationMs
+}
+
+// baseline counts r when it is a cell of the baseline of known failures: a known
+// failure moves from passed (how it counts) to known, an unexpected pass is counted
+// (it is in failed already).
+func baseline(known, unexpected, passed *int, r *Result) {
+	switch StateOf(r) {
+	case StateKnownFailure:
+		*known++
+		*passed--
+	case StateUnexpectedPass:
+		*unexpected++
+	}
 }
 
 // BillingOf returns the result's billing summary, computing one from its usage and
@@ -447,6 +473,7 @@ func summarizeSuite(cat *catalog.Catalog, sid string, rs []*Result) SuiteSummary
 	selected := map[string]bool{}
 	for _, r := range rs {
 		tally(&s.Executed, &s.Passed, &s.Failed, &s.Inconclusive, &s.Retries, &s.CleanupPassed, &s.DurationMs, r)
+		baseline(&s.KnownFailures, &s.UnexpectedPasses, &s.Passed, r)
 		sums = append(sums, BillingOf(r))
 		selected[r.ExecutionID] = true
 	}

@@ -26,6 +26,12 @@ const (
 	// NowInconclusive: the cell is inconclusive in B (its evidence is incomplete, so
 	// it is no regression, whatever A said).
 	NowInconclusive Change = "inconclusive"
+	// ChangeKnownFailure: the cell is a known failure in B (StateKnownFailure: it ended as
+	// its entry in the baseline of known failures expects); no regression.
+	ChangeKnownFailure Change = "known_failure"
+	// ChangeUnexpectedPass: the cell is a known failure that passed in B
+	// (StateUnexpectedPass): its baseline entry is stale.
+	ChangeUnexpectedPass Change = "unexpected_pass"
 	// DefinitionChanged: the cell's suite has another definition hash in B than in A:
 	// a boundary, not comparable, never a regression.
 	DefinitionChanged Change = "definition_changed"
@@ -38,16 +44,19 @@ const (
 )
 
 // Changes lists every Change in report order.
-var Changes = []Change{Regressed, Fixed, StillFailing, NowInconclusive, DefinitionChanged, New, Removed, StillPassing}
+var Changes = []Change{Regressed, Fixed, StillFailing, NowInconclusive, ChangeUnexpectedPass, ChangeKnownFailure, DefinitionChanged, New, Removed, StillPassing}
 
 // CellChange is one cell of a Comparison: its execution id, its change, its outcome in
-// A and in B ("" when absent), B's (else A's) failure class and reason, and, for a
-// definition change, both suite hashes.
+// A and in B ("" when absent) with, for a cell of the baseline of known failures, its
+// state (known failure or unexpected pass; "" otherwise), B's (else A's) failure class
+// and reason, and, for a definition change, both suite hashes.
 type CellChange struct {
 	ExecutionID  string               `json:"executionId"`
 	Change       Change               `json:"change"`
 	Before       verdict.Verdict      `json:"before,omitempty"`
 	After        verdict.Verdict      `json:"after,omitempty"`
+	StateBefore  CellState            `json:"stateBefore,omitempty"`
+	StateAfter   CellState            `json:"stateAfter,omitempty"`
 	FailureClass verdict.FailureClass `json:"failureClass,omitempty"`
 	Reason       string               `json:"reason,omitempty"`
 	HashBefore   string               `json:"hashBefore,omitempty"`
@@ -111,18 +120,20 @@ func Compare(a, b *Campaign) *Comparison {
 	suites := map[string]SuiteChange{}
 	for id, ra := range before {
 		rb := after[id]
-		cc := CellChange{ExecutionID: id, Before: Outcome(ra)}
+		cc := CellChange{ExecutionID: id, Before: Outcome(ra), StateBefore: baselineState(ra)}
 		if rb == nil {
 			cc.Change = Removed
 			cmpn.add(cc)
 			continue
 		}
-		cc.After = Outcome(rb)
+		cc.After, cc.StateAfter = Outcome(rb), baselineState(rb)
 		cc.FailureClass, cc.Reason = rb.FailureClass, reasonOf(rb)
 		switch {
 		case ra.SuiteDefinitionHash != rb.SuiteDefinitionHash:
 			cc.Change, cc.HashBefore, cc.HashAfter = DefinitionChanged, ra.SuiteDefinitionHash, rb.SuiteDefinitionHash
 			suites[rb.SuiteID] = SuiteChange{SuiteID: rb.SuiteID, HashBefore: ra.SuiteDefinitionHash, HashAfter: rb.SuiteDefinitionHash}
+		case cc.StateAfter != "":
+			cc.Change = Change(cc.StateAfter)
 		case cc.After == verdict.Inconclusive:
 			cc.Change = NowInconclusive
 		case cc.After == verdict.Passed && cc.Before == verdict.Passed:
@@ -138,7 +149,7 @@ func Compare(a, b *Campaign) *Comparison {
 	}
 	for id, rb := range after {
 		if before[id] == nil {
-			cmpn.add(CellChange{ExecutionID: id, Change: New, After: Outcome(rb), FailureClass: rb.FailureClass, Reason: reasonOf(rb)})
+			cmpn.add(CellChange{ExecutionID: id, Change: New, After: Outcome(rb), StateAfter: baselineState(rb), FailureClass: rb.FailureClass, Reason: reasonOf(rb)})
 		}
 	}
 	for _, s := range suites {
@@ -182,13 +193,35 @@ func (ch Change) Words() string {
 		return "definition changed (not compared)"
 	case StillPassing:
 		return "still passing"
+	case ChangeKnownFailure:
+		return "known failure"
+	case ChangeUnexpectedPass:
+		return "unexpectedly passed"
 	}
 	return string(ch)
 }
 
+// baselineState is r's state when r is a cell of the baseline of known failures that
+// ended as a known failure or an unexpected pass, else "".
+func baselineState(r *Result) CellState {
+	if s := StateOf(r); s == StateKnownFailure || s == StateUnexpectedPass {
+		return s
+	}
+	return ""
+}
+
 // reasonOf is r's error, or for a calibration cell that counts otherwise than its
-// verdict without one, "observed <verdict>, expected <expected>".
+// verdict without one, "observed <verdict>, expected <expected>"; a known failure's
+// reason follows it.
 func reasonOf(r *Result) string {
+	if k := r.KnownFailure; k != nil {
+		return strings.TrimPrefix(reasonWithout(r)+"; known failure since "+k.Since+": "+k.Reason, "; ")
+	}
+	return reasonWithout(r)
+}
+
+// reasonWithout is reasonOf without the known failure's reason.
+func reasonWithout(r *Result) string {
 	if r.Error == "" && r.ExpectedVerdict != "" && r.Verdict != r.ExpectedVerdict {
 		return fmt.Sprintf("observed %s, expected %s", r.Verdict, r.ExpectedVerdict)
 	}

@@ -67,10 +67,13 @@ type HistoryExecution struct {
 	Model         string          `json:"model"`
 	Verdict       verdict.Verdict `json:"verdict"`
 	Outcome       verdict.Verdict `json:"outcome"`
-	DurationMs    int64           `json:"durationMs"`
-	Attempt       int             `json:"attempt"`
-	Cleanup       CleanupStatus   `json:"cleanup"`
-	Billing       billing.Summary `json:"billing"`
+	// State is set for a cell of the baseline of known failures that ended as a known
+	// failure or an unexpected pass (StateOf), "" otherwise.
+	State      CellState       `json:"state,omitempty"`
+	DurationMs int64           `json:"durationMs"`
+	Attempt    int             `json:"attempt"`
+	Cleanup    CleanupStatus   `json:"cleanup"`
+	Billing    billing.Summary `json:"billing"`
 	// Repetitions, PassedRepetitions and Flaky are set for a cell run with --repeat:
 	// how many repetitions it had, how many counted as passed, and whether they
 	// disagreed (Repeats), so flakiness per cell is kept over campaigns.
@@ -79,7 +82,8 @@ type HistoryExecution struct {
 	Flaky             bool `json:"flaky,omitempty"`
 }
 
-// Green reports whether the campaign is complete with nothing failed or inconclusive.
+// Green reports whether the campaign is complete with nothing failed or inconclusive
+// (a known failure is neither: it is counted apart).
 func (h *HistoryCampaign) Green() bool { return !h.Partial && h.Failed == 0 && h.Inconclusive == 0 }
 
 func (s *SuiteSummary) green() bool { return s.Complete && s.Failed == 0 && s.Inconclusive == 0 }
@@ -102,7 +106,7 @@ func (c *Campaign) Entry() HistoryCampaign {
 		e := HistoryExecution{
 			ExecutionID: r.ExecutionID, SuiteID: r.SuiteID, ProfileID: r.ProfileID,
 			EnvironmentID: r.EnvironmentID, CaseID: r.CaseID, Provider: r.Provider, Model: r.Model,
-			Verdict: r.Verdict, Outcome: Outcome(r), DurationMs: r.DurationMs, Attempt: r.Attempt,
+			Verdict: r.Verdict, Outcome: Outcome(r), State: baselineState(r), DurationMs: r.DurationMs, Attempt: r.Attempt,
 			Cleanup: r.Cleanup, Billing: BillingOf(r),
 		}
 		if rp, ok := repeats[r.ExecutionID]; ok {

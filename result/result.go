@@ -129,6 +129,17 @@ type RuntimeFacts struct {
 	Problems          []string `json:"problems,omitempty"`
 }
 
+// KnownFailure is a cell's entry in the baseline of known failures as a result
+// records it (catalog.KnownFailure): the observed behaviour that makes it fail, what
+// it is expected to end as (failed or inconclusive), since which version, and where
+// the entry is declared ("file:line:column").
+type KnownFailure struct {
+	Reason   string          `json:"reason"`
+	Expected verdict.Verdict `json:"expected"`
+	Since    string          `json:"since"`
+	Source   string          `json:"source,omitempty"`
+}
+
 // Result is one attempt of one cell, `result.json` (schema agentproof.result/v1, with
 // agentproof's verdicts). Times are RFC 3339 in UTC,
 // durations in ms. Usage is the raw, sanitised provider usage (any JSON or null);
@@ -160,11 +171,14 @@ type Result struct {
 	// FirstAttempt is set (> 1) when a resumed or rerun campaign made this attempt
 	// after attempts the campaign already held: the number of the first attempt of that
 	// run. Retries count from it, so a resumed attempt is not an automatic retry.
-	FirstAttempt    int                       `json:"firstAttempt,omitempty"`
-	Repetition      int                       `json:"repetition,omitempty"`
-	Repeat          int                       `json:"repeat,omitempty"`
-	Verdict         verdict.Verdict           `json:"verdict"`
-	ExpectedVerdict verdict.Verdict           `json:"expectedVerdict,omitempty"`
+	FirstAttempt    int             `json:"firstAttempt,omitempty"`
+	Repetition      int             `json:"repetition,omitempty"`
+	Repeat          int             `json:"repeat,omitempty"`
+	Verdict         verdict.Verdict `json:"verdict"`
+	ExpectedVerdict verdict.Verdict `json:"expectedVerdict,omitempty"`
+	// KnownFailure is the cell's entry in the catalog's baseline of known failures
+	// when the attempt ran (nil: none); StateOf reads it.
+	KnownFailure    *KnownFailure             `json:"knownFailure,omitempty"`
 	FailureClass    verdict.FailureClass      `json:"failureClass,omitempty"`
 	Error           string                    `json:"error,omitempty"`
 	IssueID         string                    `json:"issueId,omitempty"`

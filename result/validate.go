@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/agentproof/agentproof/billing"
@@ -33,6 +34,7 @@ var resultChecks = []fieldCheck{
 	{"repeat, repetition", checkRepeat},
 	{"verdict", checkVerdict},
 	{"expectedVerdict", checkExpectedVerdict},
+	{"knownFailure", checkKnownFailure},
 	{"failureClass", checkFailureClass},
 	{"error, issueId, issueIdentifier", checkTexts},
 	{"runIds", checkRunIDs},
@@ -202,6 +204,29 @@ func checkExpectedVerdict(r *Result) []string {
 		return problem("expectedVerdict: %q is not passed, failed or inconclusive", r.ExpectedVerdict)
 	}
 	return nil
+}
+
+// checkKnownFailure: absent, or a reason and a since (each at most 2000 bytes) with
+// failed or inconclusive expected, on a cell without an expected verdict.
+func checkKnownFailure(r *Result) []string {
+	k := r.KnownFailure
+	if k == nil {
+		return nil
+	}
+	var p []string
+	if k.Expected != verdict.Failed && k.Expected != verdict.Inconclusive {
+		p = append(p, problem("knownFailure.expected: %q is not failed or inconclusive", k.Expected)...)
+	}
+	for name, v := range map[string]string{"reason": k.Reason, "since": k.Since} {
+		if v == "" || len(v) > 2000 || !utf8.ValidString(v) {
+			p = append(p, problem("knownFailure.%s: must be 1..2000 bytes of UTF-8", name)...)
+		}
+	}
+	if r.ExpectedVerdict != "" {
+		p = append(p, problem("knownFailure: a calibration cell (expectedVerdict %s) takes no known failure", r.ExpectedVerdict)...)
+	}
+	slices.Sort(p)
+	return p
 }
 
 // checkFailureClass: a known class, required for a valid verdict other than passed
