@@ -19,16 +19,20 @@ import (
 // evidence allowlist.
 var ErrNotAllowed = errors.New("not an allowed evidence file")
 
+// FileKind is how the guard reads a results file (EvidenceKind): one of the Kind
+// constants.
+type FileKind string
+
 // Evidence kinds (the evidence allowlist): what a file's extension makes of it.
 const (
 	// KindJSON: parsed, scanned key by key and value by value, sanitised as JSON.
-	KindJSON = "json"
+	KindJSON FileKind = "json"
 	// KindText: logs, plain text, Markdown, and XML/HTML agentproof renders itself;
 	// scanned and redacted as text.
-	KindText = "text"
+	KindText FileKind = "text"
 	// KindImage: PNG; scanned as raw bytes (pixels cannot be inspected) and withheld
 	// on any finding, never redacted.
-	KindImage = "image"
+	KindImage FileKind = "image"
 )
 
 // EvidenceKind returns the kind of a results file by its (lower-cased) extension and
@@ -39,7 +43,7 @@ const (
 // every form and key shapes), .log, .txt, .md or .png only: HTML and XML are kept only when ours (an agent's HTML could carry
 // script, its XML a stylesheet), and SVG and every other extension (scripts, archives,
 // binaries) never. The reason says why a file is refused.
-func EvidenceKind(name string, ours bool) (kind string, ok bool, reason string) {
+func EvidenceKind(name string, ours bool) (kind FileKind, ok bool, reason string) {
 	ext := strings.ToLower(path.Ext(name))
 	switch ext {
 	case ".json":
@@ -170,7 +174,7 @@ func (g Guard) Sanitize(name string, data []byte, ours bool) ([]byte, []redact.L
 	return g.sanitize(name, kind, data)
 }
 
-func (g Guard) sanitize(name, kind string, data []byte) ([]byte, []redact.Leak, error) {
+func (g Guard) sanitize(name string, kind FileKind, data []byte) ([]byte, []redact.Leak, error) {
 	s := g.Secrets
 	switch kind {
 	case KindJSON:

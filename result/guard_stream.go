@@ -29,7 +29,7 @@ type GuardedWriter struct {
 	g    Guard
 	path string
 	ours bool
-	kind string
+	kind FileKind
 	f    *atomicfile.Pending // nil once the write has ended
 	tmp  string
 	bw   *bufio.Writer

@@ -21,7 +21,7 @@ func TestEvidenceKind(t *testing.T) {
 	tests := []struct {
 		name string
 		ours bool
-		kind string
+		kind FileKind
 		ok   bool
 	}{
 		{"result.json", false, KindJSON, true},
