@@ -89,36 +89,7 @@ func newACPWorldIn(t *testing.T, rc *catalog.RenderedCase, driver string, lifecy
 			}
 		})
 	}
-	home := t.TempDir()
-	sv, err := server.Serve(ctx, server.Options{Home: home}, "127.0.0.1:0", server.RunnerOptions{Executable: exe, PollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	var shutErr error
-	shutdown := func() error {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			shutErr = sv.Shutdown(ctx)
-		})
-		return shutErr
-	}
-	if stop != nil {
-		*stop = shutdown
-	}
-	t.Cleanup(func() {
-		if err := shutdown(); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	co, err := client.New(sv.URL, sv.BoardToken(), nil).CreateCompany(ctx, "acp flows", "ACP")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := co.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sv, co, home := serveCompany(t, server.RunnerOptions{Executable: exe}, stop)
 	w := &acpWorld{co: co, workspace: t.TempDir(), home: home}
 	builtin, err := json.Marshal(agent.BuiltinConfig{Schema: agent.BuiltinConfigSchema, Nonce: rc.Nonce, Reference: rc.Reference})
 	if err != nil {
@@ -159,6 +130,47 @@ func newACPWorldIn(t *testing.T, rc *catalog.RenderedCase, driver string, lifecy
 	}
 	w.task = task.ID
 	return w
+}
+
+// serveCompany starts the real server with its heartbeat runner (ro, polling every
+// 20 ms) on a fresh home and creates and starts a company on it; stop,
+// when not nil, is set to a function that shuts the server down (idempotent with the
+// test's cleanup, which does it too).
+func serveCompany(t *testing.T, ro server.RunnerOptions, stop *func() error) (*server.Serving, *client.Company, string) {
+	t.Helper()
+	ctx := context.Background()
+	home := t.TempDir()
+	ro.PollInterval = 20 * time.Millisecond
+	sv, err := server.Serve(ctx, server.Options{Home: home}, "127.0.0.1:0", ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var shutErr error
+	shutdown := func() error {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			shutErr = sv.Shutdown(ctx)
+		})
+		return shutErr
+	}
+	if stop != nil {
+		*stop = shutdown
+	}
+	t.Cleanup(func() {
+		if err := shutdown(); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	co, err := client.New(sv.URL, sv.BoardToken(), nil).CreateCompany(ctx, "flows", "FLO")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := co.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return sv, co, home
 }
 
 // TestACPFlows plays the native-boundary flows against the real server and heartbeat
