@@ -142,7 +142,7 @@ func attributesJSON(kvs []attribute.KeyValue) jsonList {
 		case attribute.FLOAT64:
 			v = jsonObject{"doubleValue": kv.Value.AsFloat64()}
 		default:
-			v = jsonObject{"stringValue": kv.Value.Emit()}
+			v = jsonObject{"stringValue": kv.Value.String()}
 		}
 		out = append(out, jsonObject{"key": string(kv.Key), "value": v})
 	}

@@ -41,10 +41,11 @@ Exit codes: 0 printed, 2 no campaign under --results or an unreadable campaign.j
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("html") && html == "" {
-				// no page
-			} else if err := writeMatrixPage(q, html, results); err != nil {
-				return err
+			noPage := cmd.Flags().Changed("html") && html == ""
+			if !noPage {
+				if err := writeMatrixPage(q, html, results); err != nil {
+					return err
+				}
 			}
 			if asJSON {
 				_, err = a.stdout.Write(report.MatrixJSON(q))
