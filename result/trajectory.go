@@ -7,8 +7,9 @@ import "fmt"
 // directory; Format the raw stream it was built from (for example "codex-exec-json",
 // "agentproof-board-record", "agentproof-model-requests"); RunID the control plane's
 // run ("" for a stream keyed by run order) and RunOrdinal that order (1-based; 0 when
-// RunID is set); Steps and ToolCalls count what it holds; Partial says the stream was
-// incomplete and Gaps why (an honest partial trajectory, never invented steps).
+// RunID is set); Steps and ToolCalls count the steps and tool calls read from the
+// stream (a document of a stream with no step holds one system step saying so, which
+// Steps does not count); Partial says the stream was incomplete and Gaps why (an honest partial trajectory, never invented steps).
 type TrajectoryRef struct {
 	Path       string   `json:"path"`
 	Format     string   `json:"format"`

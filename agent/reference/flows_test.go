@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/reference"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
@@ -406,10 +407,10 @@ func TestDefaultCatalogFlows(t *testing.T) {
 	n := 0
 	for _, cell := range cat.Cells {
 		key := cell.Profile.Driver.String() + "/" + cell.Case.ID
-		if cell.Case.Reference == nil || seen[key] || strings.HasPrefix(cell.Profile.Driver.String(), "exec:") || strings.HasPrefix(cell.Profile.Driver.String(), "acp:") || strings.HasPrefix(cell.Profile.Driver.String(), "rpc:") {
+		if cell.Case.Reference == nil || seen[key] || cell.Profile.Driver.Kind == driver.KindCLI || cell.Profile.Driver.SessionLayer() {
 			// real-CLI cells run through the campaign (internal/cli run_clis.txtar); the
-			// ACP cells need the heartbeat runner and an ACP agent process
-			// (campaign/flows TestACPFlows, the native-boundaries suites)
+			// session cells (ACP, Pi, Codex's app-server) need the heartbeat runner and an
+			// agent process (campaign/flows TestACPFlows, the native-boundaries suites)
 			continue
 		}
 		if strings.HasPrefix(cell.Profile.Driver.String(), "hostile:") {
