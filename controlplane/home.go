@@ -156,6 +156,12 @@ func canonjsonOf(v any) ([]byte, error) {
 	return canonicalRaw(b)
 }
 
+// saveHome applies home save in (with its canonical digest) for its actor and run and
+// stores the receipt: changes and deletions whose path still holds the old content
+// are applied, the others become open file conflicts. The caller rolls the store back
+// on an error. Errors: actor_missing, run_missing, board_input_invalid (the run is
+// another actor's, too many entries, a bad or repeated path, a home over
+// MaxHomeBytes), blob_missing, blob_invalid.
 func (m *Memory) saveHome(in HomeSave, digest string) (*HomeReceipt, error) {
 	actor, err := m.actor(in.ActorID)
 	if err != nil {
@@ -168,8 +174,38 @@ func (m *Memory) saveHome(in HomeSave, digest string) (*HomeReceipt, error) {
 	if run.ActorID != actor.ID {
 		return nil, newErr(CodeBoardInputInvalid, "run %s is %s's, not %s's", run.ID, run.ActorID, actor.ID)
 	}
+	if err := m.checkHomeSave(in); err != nil {
+		return nil, err
+	}
+	rc := &HomeReceipt{ID: m.newID("home-receipt"), ActorID: actor.ID, RunID: run.ID, Changes: []HomeChange{}, Deletions: []HomeDeletion{},
+		Unchanged: slices.Clone(in.Unchanged), ConflictIDs: []string{}, CopiedBytes: in.CopiedBytes, Problems: slices.Clone(in.Problems), InputSHA256: digest}
+	m.applyHomeSave(rc, in)
+	listing := map[string]string{}
+	var total int64
+	for _, f := range m.st.Files {
+		if f.Scope == FileScopeAgentHome && f.OwnerID == actor.ID {
+			listing[f.Path] = f.SHA256
+			total += f.ByteSize
+		}
+	}
+	if total > MaxHomeBytes {
+		return nil, newErr(CodeBoardInputInvalid, "the home would hold %d bytes; at most %d are kept", total, MaxHomeBytes)
+	}
+	rc.HomeDigest = HomeDigest(listing)
+	rc.CreatedAt = m.now()
+	appendv(m, &m.st.HomeReceipts, rc)
+	mapSet(m, m.idx.receipts, run.ID, rc)
+	return rc, nil
+}
+
+// checkHomeSave checks a home save's entries before anything is written: at most
+// MaxHomeFiles of them, each path valid and named once across changes, deletions and
+// unchanged entries, every SHA-256 given well formed, and each change's new blob
+// stored with the change's byte size. Errors: board_input_invalid, blob_invalid,
+// blob_missing.
+func (m *Memory) checkHomeSave(in HomeSave) error {
 	if n := len(in.Changes) + len(in.Deletions) + len(in.Unchanged); n > MaxHomeFiles {
-		return nil, newErr(CodeBoardInputInvalid, "a home save has %d entries; at most %d are saved", n, MaxHomeFiles)
+		return newErr(CodeBoardInputInvalid, "a home save has %d entries; at most %d are saved", n, MaxHomeFiles)
 	}
 	seen := map[string]bool{}
 	check := func(p string, shas ...string) error {
@@ -189,36 +225,42 @@ func (m *Memory) saveHome(in HomeSave, digest string) (*HomeReceipt, error) {
 	}
 	for _, ch := range in.Changes {
 		if err := check(ch.Path, ch.OldSHA256, ch.NewSHA256); err != nil {
-			return nil, err
+			return err
 		}
 		b := m.idx.blobs[ch.NewSHA256]
 		if b == nil {
-			return nil, newErr(CodeBlobMissing, "home path %q: no blob %q is stored", clipID(ch.Path), clipID(ch.NewSHA256))
+			return newErr(CodeBlobMissing, "home path %q: no blob %q is stored", clipID(ch.Path), clipID(ch.NewSHA256))
 		}
 		if b.ByteSize != ch.ByteSize {
-			return nil, newErr(CodeBlobInvalid, "home path %q: blob %s has %d bytes, not %d", clipID(ch.Path), b.SHA256, b.ByteSize, ch.ByteSize)
+			return newErr(CodeBlobInvalid, "home path %q: blob %s has %d bytes, not %d", clipID(ch.Path), b.SHA256, b.ByteSize, ch.ByteSize)
 		}
 	}
 	for _, d := range in.Deletions {
 		if err := check(d.Path, d.OldSHA256); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, u := range in.Unchanged {
 		if err := check(u.Path, u.SHA256); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	rc := &HomeReceipt{ID: m.newID("home-receipt"), ActorID: actor.ID, RunID: run.ID, Changes: []HomeChange{}, Deletions: []HomeDeletion{},
-		Unchanged: slices.Clone(in.Unchanged), ConflictIDs: []string{}, CopiedBytes: in.CopiedBytes, Problems: slices.Clone(in.Problems), InputSHA256: digest}
+	return nil
+}
+
+// applyHomeSave writes a checked home save into receipt rc's actor home: a change
+// whose path holds its old or its new content is written, a deletion whose path holds
+// its old content or nothing is deleted, and each other entry opens a file conflict
+// (current versus incoming content) listed in rc.ConflictIDs.
+func (m *Memory) applyHomeSave(rc *HomeReceipt, in HomeSave) {
 	current := func(p string) string {
-		if f := m.idx.files[fileKey{FileScopeAgentHome, actor.ID, p}]; f != nil {
+		if f := m.idx.files[fileKey{FileScopeAgentHome, rc.ActorID, p}]; f != nil {
 			return f.SHA256
 		}
 		return ""
 	}
 	conflict := func(p, base, cur, incoming string, size int64) {
-		fc := &FileConflict{ID: m.newID("file-conflict"), ActorID: actor.ID, RunID: run.ID, ReceiptID: rc.ID, Path: p, BaseSHA256: base,
+		fc := &FileConflict{ID: m.newID("file-conflict"), ActorID: rc.ActorID, RunID: rc.RunID, ReceiptID: rc.ID, Path: p, BaseSHA256: base,
 			CurrentSHA256: cur, IncomingSHA256: incoming, IncomingByteSize: size, Status: ConflictOpen}
 		fc.CreatedAt = m.now()
 		appendv(m, &m.st.FileConflicts, fc)
@@ -228,7 +270,7 @@ func (m *Memory) saveHome(in HomeSave, digest string) (*HomeReceipt, error) {
 	for _, ch := range in.Changes {
 		switch cur := current(ch.Path); cur {
 		case ch.OldSHA256, ch.NewSHA256:
-			m.writeFile(FileScopeAgentHome, actor.ID, ch.Path, m.idx.blobs[ch.NewSHA256], ch.ContentType, strp(run.ID))
+			m.writeFile(FileScopeAgentHome, rc.ActorID, ch.Path, m.idx.blobs[ch.NewSHA256], ch.ContentType, strp(rc.RunID))
 			rc.Changes = append(rc.Changes, ch)
 		default:
 			conflict(ch.Path, ch.OldSHA256, cur, ch.NewSHA256, ch.ByteSize)
@@ -237,28 +279,12 @@ func (m *Memory) saveHome(in HomeSave, digest string) (*HomeReceipt, error) {
 	for _, d := range in.Deletions {
 		switch cur := current(d.Path); cur {
 		case d.OldSHA256, "":
-			m.deleteFile(fileKey{FileScopeAgentHome, actor.ID, d.Path})
+			m.deleteFile(fileKey{FileScopeAgentHome, rc.ActorID, d.Path})
 			rc.Deletions = append(rc.Deletions, d)
 		default:
 			conflict(d.Path, d.OldSHA256, cur, "", 0)
 		}
 	}
-	listing := map[string]string{}
-	var total int64
-	for _, f := range m.st.Files {
-		if f.Scope == FileScopeAgentHome && f.OwnerID == actor.ID {
-			listing[f.Path] = f.SHA256
-			total += f.ByteSize
-		}
-	}
-	if total > MaxHomeBytes {
-		return nil, newErr(CodeBoardInputInvalid, "the home would hold %d bytes; at most %d are kept", total, MaxHomeBytes)
-	}
-	rc.HomeDigest = HomeDigest(listing)
-	rc.CreatedAt = m.now()
-	appendv(m, &m.st.HomeReceipts, rc)
-	mapSet(m, m.idx.receipts, run.ID, rc)
-	return rc, nil
 }
 
 func cloneReceipt(r *HomeReceipt) HomeReceipt {

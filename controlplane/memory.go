@@ -404,6 +404,31 @@ func (m *Memory) validate() error {
 			}
 		}
 	}
+	if err := validateApprovals(st, actors, tasks); err != nil {
+		return err
+	}
+	for _, b := range st.Blockers {
+		if tasks[b.TaskID] == nil || tasks[b.BlockedByTaskID] == nil || b.TaskID == b.BlockedByTaskID {
+			return newErr(CodeFixtureStateInvalid, "fixture blocker %s has an invalid task reference", b.ID)
+		}
+	}
+	runs := map[string]bool{}
+	for _, r := range st.Runs {
+		runs[r.ID] = true
+	}
+	for id := range st.SemanticToolRuntimes {
+		if !runs[id] {
+			return newErr(CodeFixtureStateInvalid, "semantic tool runtime for %s is invalid", id)
+		}
+	}
+	return validateFaults(st.Faults)
+}
+
+// validateApprovals checks the fixture's approvals against its actors and tasks (by
+// id): each in the company, linked to at least one task, every linked task and the
+// requester (when named) present. Errors: company_scope_violation,
+// fixture_state_invalid.
+func validateApprovals(st *State, actors map[string]*Actor, tasks map[string]*Task) error {
 	for _, ap := range st.Approvals {
 		if ap.CompanyID != st.Company.ID {
 			return newErr(CodeCompanyScopeViolation, "fixture approval %s is outside company %s", ap.ID, st.Company.ID)
@@ -420,21 +445,14 @@ func (m *Memory) validate() error {
 			return newErr(CodeFixtureStateInvalid, "fixture approval %s has an invalid requester actor", ap.ID)
 		}
 	}
-	for _, b := range st.Blockers {
-		if tasks[b.TaskID] == nil || tasks[b.BlockedByTaskID] == nil || b.TaskID == b.BlockedByTaskID {
-			return newErr(CodeFixtureStateInvalid, "fixture blocker %s has an invalid task reference", b.ID)
-		}
-	}
-	runs := map[string]bool{}
-	for _, r := range st.Runs {
-		runs[r.ID] = true
-	}
-	for id := range st.SemanticToolRuntimes {
-		if !runs[id] {
-			return newErr(CodeFixtureStateInvalid, "semantic tool runtime for %s is invalid", id)
-		}
-	}
-	for _, f := range st.Faults {
+	return nil
+}
+
+// validateFaults checks that each scripted fault names an operation that can fault
+// (open_run, append_event, apply_command, complete_run) and a known effect
+// (retryable_error, lost_ack). Errors: fixture_state_invalid.
+func validateFaults(faults []*FaultRule) error {
+	for _, f := range faults {
 		switch f.Operation {
 		case "open_run", "append_event", "apply_command", "complete_run":
 		default:

@@ -40,6 +40,11 @@ type runBinding struct {
 	SourceInstanceID string `json:"sourceInstanceId"`
 }
 
+// openLocked opens run in with the store lock held. Reopening a run id with the same
+// binding resumes it (a duplicate); otherwise the actor and task are checked
+// (openParties), the checkout is checked (checkCheckout), and around the scripted
+// open_run fault the task is checked out in progress and the new run stored as the
+// active run.
 func (m *Memory) openLocked(in OpenInput) error {
 	if err := m.assertRunning(); err != nil {
 		return err
@@ -60,63 +65,13 @@ func (m *Memory) openLocked(in OpenInput) error {
 		m.recordDecision(runID, "open_run", "duplicate", "run_binding_resumed", []string{"run:" + r.ID})
 		return nil
 	}
-	actor, err := m.actor(id.AgentID)
+	actor, task, err := m.openParties(runID, id)
 	if err != nil {
 		return err
 	}
-	task, err := m.task(id.IssueID)
+	refs, retried, err := m.checkCheckout(runID, in, task, actor)
 	if err != nil {
 		return err
-	}
-	if id.CompanyID != actor.CompanyID || id.CompanyID != task.CompanyID || id.CompanyID != m.st.Company.ID {
-		return newErr(CodeCompanyScopeViolation, "fixture run identity company %s does not match the actor, task and fixture company", id.CompanyID)
-	}
-	if actor.Status != ActorActive {
-		return m.deny(runID, "open_run", "actor_not_active", []string{"actor:" + actor.ID},
-			newErr(CodeActorNotActive, "fixture actor %s is %s", actor.ID, actor.Status))
-	}
-	budgets, err := m.effectiveBudgets(actor)
-	if err != nil {
-		return err
-	}
-	for _, b := range budgets {
-		if exceeded(b) {
-			edit(m, actor, func(a *Actor) { a.Status = ActorPaused })
-			m.recordMutation(runID, strp(actor.ID), "budget.hard_stop", "budget", b.ID,
-				map[string]int64{"spentCents": b.SpentCents, "limitCents": b.LimitCents},
-				"open_run", "denied", "budget_hard_stop", []string{"budget:" + b.ID, "actor:" + actor.ID})
-			return newErr(CodeBudgetHardStop, "fixture budget %s reached its hard stop", b.ID)
-		}
-	}
-	refs := []string{"run:" + id.RunID, "task:" + task.ID}
-	if task.AssigneeActorID != nil && *task.AssigneeActorID != actor.ID {
-		return m.deny(runID, "open_run", "checkout_assignee_conflict", refs,
-			newErr(CodeCheckoutConflict, "fixture task %s is assigned to %s", task.ID, *task.AssigneeActorID))
-	}
-	if task.CheckoutRunID != nil && *task.CheckoutRunID != id.RunID {
-		return m.deny(runID, "open_run", "checkout_lock_conflict", refs,
-			newErr(CodeCheckoutConflict, "fixture task %s is checked out by %s", task.ID, *task.CheckoutRunID))
-	}
-	var retried *Run
-	if in.RetryOf != "" {
-		var err error
-		if retried, err = m.retryTarget(runID, in.RetryOf, task, actor); err != nil {
-			return err
-		}
-		refs = append(refs, "run:"+retried.ID)
-	}
-	terminal := task.Status.Terminal()
-	if terminal && !in.Resume {
-		return m.deny(runID, "open_run", "terminal_task_requires_resume", refs,
-			newErr(CodeTerminalTaskRequiresResume, "fixture task %s is %s; reopen it with resume", task.ID, task.Status))
-	}
-	switch task.Status {
-	case TaskBacklog, TaskTodo, TaskBlocked, TaskInReview:
-	default:
-		if !terminal {
-			return m.deny(runID, "open_run", "checkout_status_illegal", refs,
-				newErr(CodeTaskTransitionIllegal, "fixture task cannot transition from %s to in_progress", task.Status))
-		}
 	}
 	fault := m.consumeFault("open_run", "")
 	if err := m.faultBefore(fault, runID, "open_run"); err != nil {
@@ -132,6 +87,104 @@ func (m *Memory) openLocked(in OpenInput) error {
 			t.StartedAt = strp(openedAt)
 		}
 	})
+	run := m.newOpenedRun(in, source, actor, task, openedAt)
+	if retried != nil {
+		run.RetryOf = strp(retried.ID)
+		edit(m, retried, func(r *Run) { r.RetriedByRunID = strp(run.ID) })
+	}
+	appendv(m, &m.st.Runs, run)
+	mapSet(m, m.idx.runs, run.ID, run)
+	mapSet(m, m.idx.runIdx, run.ID, newRunIndex())
+	setv(m, &m.st.ActiveRunID, strp(run.ID))
+	m.recordMutation(runID, strp(actor.ID), "run.opened", "run", run.ID,
+		map[string]any{"taskId": task.ID, "wakeReason": run.Wake.Reason, "capabilities": run.Capabilities},
+		"open_run", "allowed", "atomic_checkout_acquired", refs)
+	return m.faultAfter(fault, runID, "open_run")
+}
+
+// openParties finds the actor and task a new run's identity names and checks that
+// they may open it: both in the identity's company (the fixture's), the actor active,
+// and none of its effective budgets at its hard stop (which pauses the actor and
+// records the stop). Errors: actor_missing, task_missing, company_scope_violation,
+// actor_not_active, budget_hard_stop.
+func (m *Memory) openParties(runID *string, id Identity) (*Actor, *Task, error) {
+	actor, err := m.actor(id.AgentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	task, err := m.task(id.IssueID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if id.CompanyID != actor.CompanyID || id.CompanyID != task.CompanyID || id.CompanyID != m.st.Company.ID {
+		return nil, nil, newErr(CodeCompanyScopeViolation, "fixture run identity company %s does not match the actor, task and fixture company", id.CompanyID)
+	}
+	if actor.Status != ActorActive {
+		return nil, nil, m.deny(runID, "open_run", "actor_not_active", []string{"actor:" + actor.ID},
+			newErr(CodeActorNotActive, "fixture actor %s is %s", actor.ID, actor.Status))
+	}
+	budgets, err := m.effectiveBudgets(actor)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, b := range budgets {
+		if exceeded(b) {
+			edit(m, actor, func(a *Actor) { a.Status = ActorPaused })
+			m.recordMutation(runID, strp(actor.ID), "budget.hard_stop", "budget", b.ID,
+				map[string]int64{"spentCents": b.SpentCents, "limitCents": b.LimitCents},
+				"open_run", "denied", "budget_hard_stop", []string{"budget:" + b.ID, "actor:" + actor.ID})
+			return nil, nil, newErr(CodeBudgetHardStop, "fixture budget %s reached its hard stop", b.ID)
+		}
+	}
+	return actor, task, nil
+}
+
+// checkCheckout checks that actor may check task out for the run being opened: the
+// task is unassigned or the actor's, not checked out by another run, a retried run
+// (in.RetryOf) may be retried, and the task's status may move to in progress (a
+// terminal task only with in.Resume). It returns the decision refs (the run, the task,
+// and the retried run) and the retried run, or nil. Errors: checkout_conflict, the
+// retry target's errors, terminal_task_requires_resume, task_transition_illegal.
+func (m *Memory) checkCheckout(runID *string, in OpenInput, task *Task, actor *Actor) ([]string, *Run, error) {
+	refs := []string{"run:" + in.Identity.RunID, "task:" + task.ID}
+	if task.AssigneeActorID != nil && *task.AssigneeActorID != actor.ID {
+		return nil, nil, m.deny(runID, "open_run", "checkout_assignee_conflict", refs,
+			newErr(CodeCheckoutConflict, "fixture task %s is assigned to %s", task.ID, *task.AssigneeActorID))
+	}
+	if task.CheckoutRunID != nil && *task.CheckoutRunID != in.Identity.RunID {
+		return nil, nil, m.deny(runID, "open_run", "checkout_lock_conflict", refs,
+			newErr(CodeCheckoutConflict, "fixture task %s is checked out by %s", task.ID, *task.CheckoutRunID))
+	}
+	var retried *Run
+	if in.RetryOf != "" {
+		var err error
+		if retried, err = m.retryTarget(runID, in.RetryOf, task, actor); err != nil {
+			return nil, nil, err
+		}
+		refs = append(refs, "run:"+retried.ID)
+	}
+	terminal := task.Status.Terminal()
+	if terminal && !in.Resume {
+		return nil, nil, m.deny(runID, "open_run", "terminal_task_requires_resume", refs,
+			newErr(CodeTerminalTaskRequiresResume, "fixture task %s is %s; reopen it with resume", task.ID, task.Status))
+	}
+	switch task.Status {
+	case TaskBacklog, TaskTodo, TaskBlocked, TaskInReview:
+	default:
+		if !terminal {
+			return nil, nil, m.deny(runID, "open_run", "checkout_status_illegal", refs,
+				newErr(CodeTaskTransitionIllegal, "fixture task cannot transition from %s to in_progress", task.Status))
+		}
+	}
+	return refs, retried, nil
+}
+
+// newOpenedRun builds the running run in opens for actor on task at openedAt: its wake
+// (manual with an empty payload unless in names one), its capabilities (in's, or the
+// actor's grants, sorted and unique), attempt 2 when resumed and 1 otherwise, no
+// events, and a null result and session checkpoint.
+func (m *Memory) newOpenedRun(in OpenInput, source string, actor *Actor, task *Task, openedAt string) *Run {
+	id := in.Identity
 	wake := Wake{Reason: WakeManual, Payload: json.RawMessage("{}")}
 	if in.Wake != nil {
 		wake.Reason = in.Wake.Reason
@@ -145,24 +198,12 @@ func (m *Memory) openLocked(in OpenInput) error {
 	if in.Resume {
 		attempt = 2
 	}
-	run := &Run{
+	return &Run{
 		ID: id.RunID, CompanyID: id.CompanyID, ActorID: actor.ID, TaskID: task.ID, SessionID: id.SessionID,
 		BackendKind: in.BackendKind, SourceInstanceID: source, Status: RunRunning, Attempt: attempt,
 		OpenedAt: openedAt, Wake: wake, Capabilities: m.sortedUnique(caps), Events: []json.RawMessage{},
 		Result: json.RawMessage("null"), SessionCheckpoint: json.RawMessage("null"),
 	}
-	if retried != nil {
-		run.RetryOf = strp(retried.ID)
-		edit(m, retried, func(r *Run) { r.RetriedByRunID = strp(run.ID) })
-	}
-	appendv(m, &m.st.Runs, run)
-	mapSet(m, m.idx.runs, run.ID, run)
-	mapSet(m, m.idx.runIdx, run.ID, newRunIndex())
-	setv(m, &m.st.ActiveRunID, strp(run.ID))
-	m.recordMutation(runID, strp(actor.ID), "run.opened", "run", run.ID,
-		map[string]any{"taskId": task.ID, "wakeReason": wake.Reason, "capabilities": run.Capabilities},
-		"open_run", "allowed", "atomic_checkout_acquired", refs)
-	return m.faultAfter(fault, runID, "open_run")
 }
 
 // retryTarget checks that the run being opened may retry run id (OpenInput.RetryOf).
