@@ -196,31 +196,89 @@ func journey04(ctx context.Context, h Harness) error {
 	if err != nil {
 		return noErr(err, "creating the worker agent")
 	}
-	created, err := e.board(controlplane.BoardCreateConversation, map[string]any{"title": "Release chat", "assigneeActorId": "actor-1", "body": "Hello, what can you do?"}, "")
+	conv, backing, err := chatStarted(e)
 	if err != nil {
-		return noErr(err, "creating the conversation")
+		return err
 	}
-	conv := created.ID
-	if len(created.ScheduledWakeIDs) != 1 {
-		return failf("the conversation's first message scheduled %d wakes, want 1", len(created.ScheduledWakeIDs))
+	if err := chatFirstRunAndReset(e, conv, backing); err != nil {
+		return err
+	}
+	rc, err := e.open("run-c2", backing, "actor-1", "delegation:tasks:create")
+	if err != nil {
+		return noErr(err, "opening chat run 2")
+	}
+	if c := rc.Conversation; c == nil || c.Generation != 2 || len(c.Messages) != 1 || c.Messages[0].Author != controlplane.ChatHuman {
+		return failf("chat run 2's context has conversation %+v, want generation 2 with only the handoff request", c)
+	}
+	if _, err := e.cmd("run-c2", "h0", "handoff_conversation", map[string]any{"title": "Release notes", "assigneeName": "Release Worker", "assigneeActorId": worker.ID}); wantCode(err, controlplane.CodeSemanticCommandInvalid) != nil {
+		return failf("a handoff naming its assignee twice: %v", wantCode(err, controlplane.CodeSemanticCommandInvalid))
+	}
+	if _, err := e.cmd("run-c2", "h1", "handoff_conversation", map[string]any{"title": "Release notes", "assigneeName": "Nobody"}); wantCode(err, controlplane.CodeActorMissing) != nil {
+		return failf("a handoff to an unknown name: %v", wantCode(err, controlplane.CodeActorMissing))
+	}
+	plan := "1. Collect the merged changes.\n2. Write the release notes.\n"
+	res, err := e.cmd("run-c2", "h2", "handoff_conversation", map[string]any{"title": "Release notes", "assigneeName": "Release Worker", "plan": plan})
+	if err != nil {
+		return noErr(err, "handoff_conversation")
+	}
+	if err := e.restart(); err != nil {
+		return err
 	}
 	st, err := e.snap()
 	if err != nil {
 		return err
 	}
+	handed, err := checkHandoff(st, handoffWant{conv: conv, backing: backing, worker: worker.ID, plan: plan, res: res})
+	if err != nil {
+		return err
+	}
+	if err := e.completeNative("run-c2", controlplane.RunSucceeded); err != nil {
+		return err
+	}
+	if _, err := e.open("run-w", handed, worker.ID); err != nil {
+		return noErr(err, "opening the worker's run")
+	}
+	_, err = e.cmd("run-w", "w1", "post_chat_reply", map[string]any{"body": "not a chat"})
+	return wantCode(err, controlplane.CodeNotConversation)
+}
+
+// chatStarted creates journey04's conversation with actor-1 and checks its start: one
+// human message in generation 1, a backing task left out of the issue list, and one
+// chat_message wake for actor-1 on it. It returns the conversation and backing task
+// ids; a failed check is a journey failure.
+func chatStarted(e *boardEnv) (conv, backing string, err error) {
+	created, err := e.board(controlplane.BoardCreateConversation, map[string]any{"title": "Release chat", "assigneeActorId": "actor-1", "body": "Hello, what can you do?"}, "")
+	if err != nil {
+		return "", "", noErr(err, "creating the conversation")
+	}
+	conv = created.ID
+	if len(created.ScheduledWakeIDs) != 1 {
+		return "", "", failf("the conversation's first message scheduled %d wakes, want 1", len(created.ScheduledWakeIDs))
+	}
+	st, err := e.snap()
+	if err != nil {
+		return "", "", err
+	}
 	cv := controlplane.ConversationOf(st, conv)
 	if cv == nil || cv.Generation != 1 || len(cv.Messages) != 1 || cv.Messages[0].Author != controlplane.ChatHuman {
-		return failf("conversation %s after creation: %+v, want generation 1 with one human message", conv, cv)
+		return "", "", failf("conversation %s after creation: %+v, want generation 1 with one human message", conv, cv)
 	}
-	backing := cv.TaskID
+	backing = cv.TaskID
 	for _, t := range controlplane.Issues(st) {
 		if t.ID == backing {
-			return failf("the conversation's backing task %s is in the issue list", backing)
+			return "", "", failf("the conversation's backing task %s is in the issue list", backing)
 		}
 	}
 	if ws := countWakes(st, controlplane.WakeChatMessage); len(ws) != 1 || ws[0].TaskID != backing || ws[0].ActorID != "actor-1" {
-		return failf("chat_message wakes after the first message: %d, want 1 for actor-1 on %s", len(ws), backing)
+		return "", "", failf("chat_message wakes after the first message: %d, want 1 for actor-1 on %s", len(ws), backing)
 	}
+	return conv, backing, nil
+}
+
+// chatFirstRunAndReset plays journey04's first chat run (run-c1 sees the first
+// message and replies), then "/new" (which wakes nobody), the handoff request, and a
+// message to an unknown conversation (conversation_missing).
+func chatFirstRunAndReset(e *boardEnv, conv, backing string) error {
 	rc, err := e.open("run-c1", backing, "actor-1", "delegation:tasks:create")
 	if err != nil {
 		return noErr(err, "opening chat run 1")
@@ -247,53 +305,53 @@ func journey04(ctx context.Context, h Harness) error {
 	if _, err := e.board(controlplane.BoardChatMessage, map[string]any{"conversationId": "conversation-nope", "body": "hi"}, ""); wantCode(err, controlplane.CodeConversationMissing) != nil {
 		return failf("a message to an unknown conversation: %v", wantCode(err, controlplane.CodeConversationMissing))
 	}
-	rc, err = e.open("run-c2", backing, "actor-1", "delegation:tasks:create")
-	if err != nil {
-		return noErr(err, "opening chat run 2")
-	}
-	if c := rc.Conversation; c == nil || c.Generation != 2 || len(c.Messages) != 1 || c.Messages[0].Author != controlplane.ChatHuman {
-		return failf("chat run 2's context has conversation %+v, want generation 2 with only the handoff request", c)
-	}
-	if _, err := e.cmd("run-c2", "h0", "handoff_conversation", map[string]any{"title": "Release notes", "assigneeName": "Release Worker", "assigneeActorId": worker.ID}); wantCode(err, controlplane.CodeSemanticCommandInvalid) != nil {
-		return failf("a handoff naming its assignee twice: %v", wantCode(err, controlplane.CodeSemanticCommandInvalid))
-	}
-	if _, err := e.cmd("run-c2", "h1", "handoff_conversation", map[string]any{"title": "Release notes", "assigneeName": "Nobody"}); wantCode(err, controlplane.CodeActorMissing) != nil {
-		return failf("a handoff to an unknown name: %v", wantCode(err, controlplane.CodeActorMissing))
-	}
-	plan := "1. Collect the merged changes.\n2. Write the release notes.\n"
-	res, err := e.cmd("run-c2", "h2", "handoff_conversation", map[string]any{"title": "Release notes", "assigneeName": "Release Worker", "plan": plan})
-	if err != nil {
-		return noErr(err, "handoff_conversation")
-	}
-	rev := refOf(res, "revision")
-	if err := e.restart(); err != nil {
-		return err
-	}
-	if st, err = e.snap(); err != nil {
-		return err
-	}
-	cv = controlplane.ConversationOf(st, conv)
+	return nil
+}
+
+// handoffWant is what journey04's handoff should have left: in conversation conv
+// (backed by task backing), a task for worker whose plan is plan, made by the
+// handoff_conversation command whose result is res.
+type handoffWant struct {
+	conv, backing, worker, plan string
+	res                         controlplane.CommandResult
+}
+
+// checkHandoff checks state st after journey04's handoff and a restart: one handoff
+// to a new top-level task assigned to the worker (among the command's entity refs),
+// generation 2 with five messages ending in the handoff's agent message, and the
+// handed task as checkHandedTask checks it. It returns the handed-off task's id; a
+// failed check is a journey failure.
+func checkHandoff(st controlplane.State, w handoffWant) (string, error) {
+	rev := refOf(w.res, "revision")
+	cv := controlplane.ConversationOf(st, w.conv)
 	if cv == nil || len(cv.Handoffs) != 1 {
-		return failf("conversation %s after the handoff and a restart: %+v, want one handoff", conv, cv)
+		return "", failf("conversation %s after the handoff and a restart: %+v, want one handoff", w.conv, cv)
 	}
 	handed := cv.Handoffs[0].TaskID
-	if handed == backing || !slices.Contains(res.EntityRefs, "task:"+handed) {
-		return failf("the handoff's task %s is the backing task or not among the command's entity refs %v", handed, res.EntityRefs)
+	if handed == w.backing || !slices.Contains(w.res.EntityRefs, "task:"+handed) {
+		return "", failf("the handoff's task %s is the backing task or not among the command's entity refs %v", handed, w.res.EntityRefs)
 	}
 	t := taskByID(st, handed)
-	if t == nil || t.ParentID != nil || deref(t.AssigneeActorID) != worker.ID || t.ConversationID != nil {
-		return failf("the handed-off task %s after restart: %+v, want a top-level task assigned to %s", handed, t, worker.ID)
+	if t == nil || t.ParentID != nil || deref(t.AssigneeActorID) != w.worker || t.ConversationID != nil {
+		return "", failf("the handed-off task %s after restart: %+v, want a top-level task assigned to %s", handed, t, w.worker)
 	}
 	if cv.Generation != 2 || deref(cv.Handoffs[0].PlanRevisionID) != rev || rev == "" {
-		return failf("conversation %s after the handoff and a restart: %+v, want generation 2 and one handoff to %s with plan revision %s", conv, cv, handed, rev)
+		return "", failf("conversation %s after the handoff and a restart: %+v, want generation 2 and one handoff to %s with plan revision %s", w.conv, cv, handed, rev)
 	}
 	msgs := cv.Messages
 	if len(msgs) != 5 || msgs[2].Command != controlplane.ChatNew || msgs[4].Author != controlplane.ChatAgent || deref(msgs[4].HandoffTaskID) != handed || deref(msgs[4].RunID) != "run-c2" {
-		return failf("conversation %s has %d messages, want human, agent, /new, human and the handoff's agent message", conv, len(msgs))
+		return "", failf("conversation %s has %d messages, want human, agent, /new, human and the handoff's agent message", w.conv, len(msgs))
 	}
+	return handed, checkHandedTask(st, w, handed, rev)
+}
+
+// checkHandedTask checks what the handoff made around task handed in state st: a plan
+// document whose one revision rev is the plan, an issue_assigned wake for the worker
+// and two chat_message wakes, and the task (not the backing one) in the issue list.
+func checkHandedTask(st controlplane.State, w handoffWant, handed, rev string) error {
 	planOK := false
 	for _, d := range st.Documents {
-		if d.TaskID == handed && d.Key == controlplane.ChatPlanKey && d.LatestRevisionID == rev && len(d.Revisions) == 1 && d.Revisions[0].Body == plan {
+		if d.TaskID == handed && d.Key == controlplane.ChatPlanKey && d.LatestRevisionID == rev && len(d.Revisions) == 1 && d.Revisions[0].Body == w.plan {
 			planOK = true
 		}
 	}
@@ -301,30 +359,23 @@ func journey04(ctx context.Context, h Harness) error {
 		return failf("the handed-off task %s has no plan document whose one revision %s is the plan given", handed, rev)
 	}
 	assigned := false
-	for _, w := range countWakes(st, controlplane.WakeIssueAssigned) {
-		assigned = assigned || (w.TaskID == handed && w.ActorID == worker.ID)
+	for _, wk := range countWakes(st, controlplane.WakeIssueAssigned) {
+		assigned = assigned || (wk.TaskID == handed && wk.ActorID == w.worker)
 	}
 	if !assigned || len(countWakes(st, controlplane.WakeChatMessage)) != 2 {
 		return failf("wakes after the handoff: issue_assigned for the worker %v, chat_message %d (want true, 2)", assigned, len(countWakes(st, controlplane.WakeChatMessage)))
 	}
 	inList := false
 	for _, it := range controlplane.Issues(st) {
-		if it.ID == backing {
-			return failf("the backing task %s is in the issue list after the handoff", backing)
+		if it.ID == w.backing {
+			return failf("the backing task %s is in the issue list after the handoff", w.backing)
 		}
 		inList = inList || it.ID == handed
 	}
 	if !inList {
 		return failf("the handed-off task %s is not in the issue list", handed)
 	}
-	if err := e.completeNative("run-c2", controlplane.RunSucceeded); err != nil {
-		return err
-	}
-	if _, err := e.open("run-w", handed, worker.ID); err != nil {
-		return noErr(err, "opening the worker's run")
-	}
-	_, err = e.cmd("run-w", "w1", "post_chat_reply", map[string]any{"body": "not a chat"})
-	return wantCode(err, controlplane.CodeNotConversation)
+	return nil
 }
 
 // refOf returns the id of the first entity ref "<prefix>:<id>" of res, or "".

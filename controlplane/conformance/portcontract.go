@@ -145,148 +145,206 @@ var portStepNames = []string{
 // RunPortContract runs the seed's port contract against a fresh Port from h and
 // returns its report, or the first violated step (1-based) and why.
 func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
-	var rep PortReport
 	p, err := h.New(ctx, PortSeed())
 	if err != nil {
-		return rep, 1, noErr(err, "building the port")
+		return PortReport{}, 1, noErr(err, "building the port")
 	}
 	defer func() { _ = p.Stop(context.WithoutCancel(ctx)) }()
-	appendEv := func(ev any) (controlplane.Receipt, error) { return p.AppendEvent(ctx, mustJSON(ev)) }
-	steps := []func() error{
-		func() error { // 1
-			if err := p.Start(ctx); err != nil {
-				return noErr(err, "start")
-			}
-			return noErr(p.OpenRun(ctx, PortOpen()), "openRun")
-		},
-		func() error { // 2
-			forged := PortOpen()
-			forged.Identity.IssueID = "forged-issue"
-			err := p.OpenRun(ctx, forged)
-			if err == nil {
-				return failf("openRun with a forged issue id was accepted")
-			}
-			rep.OpenBindingRejected = true
-			return wantCode(err, controlplane.CodeRunBindingConflict)
-		},
-		func() error { // 3
-			rc, err := appendEv(portEvent(1))
-			if err != nil {
-				return noErr(err, "append e1")
-			}
-			if rc.Disposition != "committed" || rc.HighestContiguousSourceSeq != 1 {
-				return failf("append e1: got %+v, want committed with highestContiguousSourceSeq 1", rc)
-			}
-			return nil
-		},
-		func() error { // 4
-			rc, err := appendEv(portEvent(3))
-			if err != nil {
-				return noErr(err, "append e3")
-			}
-			if rc.HighestContiguousSourceSeq != 1 {
-				return failf("source gap was hidden: highestContiguousSourceSeq %d after e3, want 1", rc.HighestContiguousSourceSeq)
-			}
-			return nil
-		},
-		func() error { // 5
-			rc, err := appendEv(portEvent(2))
-			if err != nil {
-				return noErr(err, "append e2")
-			}
-			return equal(rc.HighestContiguousSourceSeq, int64(3), "highestContiguousSourceSeq after e2 (gap recovered)")
-		},
-		func() error { // 6
-			rc, err := appendEv(portEvent(2))
-			if err != nil {
-				return noErr(err, "re-append e2")
-			}
-			rep.DuplicateDisposition = rc.Disposition
-			return equal(rc.Disposition, "duplicate", "re-append e2 disposition")
-		},
-		func() error { // 7: schema-valid payload mutations under the same event id
-			mutated := portEvent(2)
-			mutated.Payload = Result(controlplane.WorkDone, "mutated result payload")
-			err := wantCode(func() error { _, err := appendEv(mutated); return err }(), controlplane.CodeNativeEventReplayConflict)
-			if err != nil {
-				return fmt.Errorf("event id mutation: %w", err)
-			}
-			forged := portEvent(1)
-			forged.Payload = json.RawMessage(`{"backend":"forged"}`)
-			if err := wantCode(func() error { _, err := appendEv(forged); return err }(), controlplane.CodeNativeEventReplayConflict); err != nil {
-				return fmt.Errorf("forged e1 payload: %w", err)
-			}
-			rep.EventIDMutationRejected = true
-			return nil
-		},
-		func() error { // 8: same sequence, new event id
-			mutated := portEvent(2)
-			mutated.SourceEventID = PortSource + ":mutated-sequence-two"
-			mutated.Payload = Result(controlplane.WorkDone, "mutated result payload")
-			if err := wantCode(func() error { _, err := appendEv(mutated); return err }(), controlplane.CodeNativeEventReplayConflict); err != nil {
-				return fmt.Errorf("event sequence mutation: %w", err)
-			}
-			rep.EventSequenceMutationRej = true
-			return nil
-		},
-		func() error { // 9
-			r, err := p.ReplayEvents(ctx, controlplane.ReplayQuery{RunID: PortRunID, SourceInstanceID: PortSource, AfterSourceSeq: 1, Limit: 10})
-			if err != nil {
-				return noErr(err, "replay")
-			}
-			var seqs []string
-			for _, e := range r.Events {
-				var h struct {
-					SourceSeq int64 `json:"sourceSeq"`
-				}
-				if err := json.Unmarshal(e, &h); err != nil {
-					return noErr(err, "decoding replayed event")
-				}
-				seqs = append(seqs, fmt.Sprint(h.SourceSeq))
-			}
-			rep.EventCount = r.HighestContiguousSourceSeq
-			rep.HighestContiguousSourceSeq = r.HighestContiguousSourceSeq
-			return equal(strings.Join(seqs, ","), "2,3", "replayed sequences after cursor 1")
-		},
-		func() error { // 10
-			_, err := p.ReplayEvents(ctx, controlplane.ReplayQuery{RunID: "forged-run", SourceInstanceID: PortSource, AfterSourceSeq: 0, Limit: 10})
-			if err := wantCode(err, controlplane.CodeRunMissing); err != nil {
-				return err
-			}
-			rep.ReplayBindingRejected = true
-			return nil
-		},
-		func() error { // 11
-			if err := p.CompleteRun(ctx, portCompletion("Phase 6 conformance task completed.")); err != nil {
-				return noErr(err, "first completeRun")
-			}
-			if err := p.CompleteRun(ctx, portCompletion("Phase 6 conformance task completed.")); err != nil {
-				return noErr(err, "identical completeRun replay")
-			}
-			rep.TerminalReplayIdempotent = true
-			return nil
-		},
-		func() error { // 12
-			if err := wantCode(p.CompleteRun(ctx, portCompletion("mutated result replay")), controlplane.CodeNativeResultReplayConflict); err != nil {
-				return err
-			}
-			rep.ResultMutationRejected = true
-			return nil
-		},
-		func() error { // 13
-			ok := rep.OpenBindingRejected && rep.EventIDMutationRejected && rep.EventSequenceMutationRej && rep.ReplayBindingRejected && rep.ResultMutationRejected
-			if !ok || rep.EventCount != 3 || rep.HighestContiguousSourceSeq != 3 || rep.DuplicateDisposition != "duplicate" || !rep.TerminalReplayIdempotent {
-				return failf("port report %+v does not meet the contract", rep)
-			}
-			return nil
-		},
-	}
-	for i, step := range steps {
-		if err := step(); err != nil {
-			return rep, i + 1, err
+	r := &portRun{ctx: ctx, p: p}
+	for i, step := range portSteps {
+		if err := step(r); err != nil {
+			return r.rep, i + 1, err
 		}
 	}
-	return rep, 0, nil
+	return r.rep, 0, nil
+}
+
+// portRun is one run of the port contract: the port under test and the report its
+// steps fill in as they pass.
+type portRun struct {
+	ctx context.Context
+	p   controlplane.Port
+	rep PortReport
+}
+
+// portSteps are the steps of the port contract in the order of portStepNames; each
+// returns why its step is violated, or nil.
+var portSteps = []func(*portRun) error{
+	(*portRun).startAndOpen,
+	(*portRun).openBindingRejected,
+	(*portRun).appendFirstEvent,
+	(*portRun).sourceGapNotHidden,
+	(*portRun).sourceGapRecovered,
+	(*portRun).duplicateEvent,
+	(*portRun).eventIDMutationRejected,
+	(*portRun).eventSequenceMutationRejected,
+	(*portRun).replayExclusiveCursor,
+	(*portRun).replayBindingRejected,
+	(*portRun).terminalReplayIdempotent,
+	(*portRun).resultMutationRejected,
+	(*portRun).report,
+}
+
+func (r *portRun) appendEv(ev any) (controlplane.Receipt, error) {
+	return r.p.AppendEvent(r.ctx, mustJSON(ev))
+}
+
+// startAndOpen starts the port and opens the contract's run.
+func (r *portRun) startAndOpen() error {
+	if err := r.p.Start(r.ctx); err != nil {
+		return noErr(err, "start")
+	}
+	return noErr(r.p.OpenRun(r.ctx, PortOpen()), "openRun")
+}
+
+// openBindingRejected reopens the run with a forged issue id: run_binding_conflict.
+func (r *portRun) openBindingRejected() error {
+	forged := PortOpen()
+	forged.Identity.IssueID = "forged-issue"
+	err := r.p.OpenRun(r.ctx, forged)
+	if err == nil {
+		return failf("openRun with a forged issue id was accepted")
+	}
+	r.rep.OpenBindingRejected = true
+	return wantCode(err, controlplane.CodeRunBindingConflict)
+}
+
+// appendFirstEvent appends source event 1: committed, contiguous up to 1.
+func (r *portRun) appendFirstEvent() error {
+	rc, err := r.appendEv(portEvent(1))
+	if err != nil {
+		return noErr(err, "append e1")
+	}
+	if rc.Disposition != "committed" || rc.HighestContiguousSourceSeq != 1 {
+		return failf("append e1: got %+v, want committed with highestContiguousSourceSeq 1", rc)
+	}
+	return nil
+}
+
+// sourceGapNotHidden appends source event 3: still contiguous only up to 1.
+func (r *portRun) sourceGapNotHidden() error {
+	rc, err := r.appendEv(portEvent(3))
+	if err != nil {
+		return noErr(err, "append e3")
+	}
+	if rc.HighestContiguousSourceSeq != 1 {
+		return failf("source gap was hidden: highestContiguousSourceSeq %d after e3, want 1", rc.HighestContiguousSourceSeq)
+	}
+	return nil
+}
+
+// sourceGapRecovered appends source event 2: contiguous up to 3.
+func (r *portRun) sourceGapRecovered() error {
+	rc, err := r.appendEv(portEvent(2))
+	if err != nil {
+		return noErr(err, "append e2")
+	}
+	return equal(rc.HighestContiguousSourceSeq, int64(3), "highestContiguousSourceSeq after e2 (gap recovered)")
+}
+
+// duplicateEvent re-appends source event 2: a duplicate.
+func (r *portRun) duplicateEvent() error {
+	rc, err := r.appendEv(portEvent(2))
+	if err != nil {
+		return noErr(err, "re-append e2")
+	}
+	r.rep.DuplicateDisposition = rc.Disposition
+	return equal(rc.Disposition, "duplicate", "re-append e2 disposition")
+}
+
+// eventIDMutationRejected appends schema-valid payload mutations under the ids of
+// events 2 and 1: native_event_replay_conflict each.
+func (r *portRun) eventIDMutationRejected() error {
+	mutated := portEvent(2)
+	mutated.Payload = Result(controlplane.WorkDone, "mutated result payload")
+	err := wantCode(func() error { _, err := r.appendEv(mutated); return err }(), controlplane.CodeNativeEventReplayConflict)
+	if err != nil {
+		return fmt.Errorf("event id mutation: %w", err)
+	}
+	forged := portEvent(1)
+	forged.Payload = json.RawMessage(`{"backend":"forged"}`)
+	if err := wantCode(func() error { _, err := r.appendEv(forged); return err }(), controlplane.CodeNativeEventReplayConflict); err != nil {
+		return fmt.Errorf("forged e1 payload: %w", err)
+	}
+	r.rep.EventIDMutationRejected = true
+	return nil
+}
+
+// eventSequenceMutationRejected appends a new event id at event 2's sequence:
+// native_event_replay_conflict.
+func (r *portRun) eventSequenceMutationRejected() error {
+	mutated := portEvent(2)
+	mutated.SourceEventID = PortSource + ":mutated-sequence-two"
+	mutated.Payload = Result(controlplane.WorkDone, "mutated result payload")
+	if err := wantCode(func() error { _, err := r.appendEv(mutated); return err }(), controlplane.CodeNativeEventReplayConflict); err != nil {
+		return fmt.Errorf("event sequence mutation: %w", err)
+	}
+	r.rep.EventSequenceMutationRej = true
+	return nil
+}
+
+// replayExclusiveCursor replays after source sequence 1: events 2 and 3 only.
+func (r *portRun) replayExclusiveCursor() error {
+	rp, err := r.p.ReplayEvents(r.ctx, controlplane.ReplayQuery{RunID: PortRunID, SourceInstanceID: PortSource, AfterSourceSeq: 1, Limit: 10})
+	if err != nil {
+		return noErr(err, "replay")
+	}
+	var seqs []string
+	for _, e := range rp.Events {
+		var h struct {
+			SourceSeq int64 `json:"sourceSeq"`
+		}
+		if err := json.Unmarshal(e, &h); err != nil {
+			return noErr(err, "decoding replayed event")
+		}
+		seqs = append(seqs, fmt.Sprint(h.SourceSeq))
+	}
+	r.rep.EventCount = rp.HighestContiguousSourceSeq
+	r.rep.HighestContiguousSourceSeq = rp.HighestContiguousSourceSeq
+	return equal(strings.Join(seqs, ","), "2,3", "replayed sequences after cursor 1")
+}
+
+// replayBindingRejected replays a forged run id: run_missing.
+func (r *portRun) replayBindingRejected() error {
+	_, err := r.p.ReplayEvents(r.ctx, controlplane.ReplayQuery{RunID: "forged-run", SourceInstanceID: PortSource, AfterSourceSeq: 0, Limit: 10})
+	if err := wantCode(err, controlplane.CodeRunMissing); err != nil {
+		return err
+	}
+	r.rep.ReplayBindingRejected = true
+	return nil
+}
+
+// terminalReplayIdempotent completes the run twice with the same completion.
+func (r *portRun) terminalReplayIdempotent() error {
+	if err := r.p.CompleteRun(r.ctx, portCompletion("Phase 6 conformance task completed.")); err != nil {
+		return noErr(err, "first completeRun")
+	}
+	if err := r.p.CompleteRun(r.ctx, portCompletion("Phase 6 conformance task completed.")); err != nil {
+		return noErr(err, "identical completeRun replay")
+	}
+	r.rep.TerminalReplayIdempotent = true
+	return nil
+}
+
+// resultMutationRejected completes the run again with another result:
+// native_result_replay_conflict.
+func (r *portRun) resultMutationRejected() error {
+	if err := wantCode(r.p.CompleteRun(r.ctx, portCompletion("mutated result replay")), controlplane.CodeNativeResultReplayConflict); err != nil {
+		return err
+	}
+	r.rep.ResultMutationRejected = true
+	return nil
+}
+
+// report checks the filled-in report: every rejection seen, three events contiguous,
+// the duplicate disposition and an idempotent terminal replay.
+func (r *portRun) report() error {
+	rep := r.rep
+	ok := rep.OpenBindingRejected && rep.EventIDMutationRejected && rep.EventSequenceMutationRej && rep.ReplayBindingRejected && rep.ResultMutationRejected
+	if !ok || rep.EventCount != 3 || rep.HighestContiguousSourceSeq != 3 || rep.DuplicateDisposition != "duplicate" || !rep.TerminalReplayIdempotent {
+		return failf("port report %+v does not meet the contract", rep)
+	}
+	return nil
 }
 
 func runPortContract(h Harness) []CaseResult {
