@@ -75,9 +75,18 @@ func evalBlocker(obs *Observation) result {
 	if co.ManagerID == "" {
 		return result{missing: "the company has no manager agent (the fixtures of this flow create one)"}
 	}
-	worker, task := co.AgentID, st.Issue.ID
-	var problems []string
 	found := map[string]string{}
+	answerAt, problems := st.exchangeProblems(found)
+	problems = append(problems, st.runProblems(found, answerAt)...)
+	problems = append(problems, st.boardProblems()...)
+	return result{passed: len(problems) == 0, observed: map[string]any{"found": found, "problems": problems}}
+}
+
+// exchangeProblems finds the worker's first comment on the task (found["question"])
+// and the first comment without an author actor after it (found["answer"]). It returns
+// the answer's creation time ("" when there is none) and the checks that failed.
+func (st *blockerState) exchangeProblems(found map[string]string) (answerAt string, problems []string) {
+	worker := st.Company.AgentID
 	q := -1
 	for i, c := range st.Comments {
 		if c.AuthorActorID != nil && *c.AuthorActorID == worker {
@@ -85,22 +94,31 @@ func evalBlocker(obs *Observation) result {
 			break
 		}
 	}
-	answerAt := ""
 	if q < 0 {
-		problems = append(problems, "the worker posted no question on the task")
-	} else {
-		found["question"] = st.Comments[q].ID
-		for _, c := range st.Comments[q+1:] {
-			if c.AuthorActorID == nil {
-				found["answer"], answerAt = c.ID, c.CreatedAt
-				break
-			}
-		}
-		if answerAt == "" {
-			problems = append(problems, "no human answer was saved after the worker's question")
+		return "", []string{"the worker posted no question on the task"}
+	}
+	found["question"] = st.Comments[q].ID
+	for _, c := range st.Comments[q+1:] {
+		if c.AuthorActorID == nil {
+			found["answer"], answerAt = c.ID, c.CreatedAt
+			break
 		}
 	}
-	var last int = -1
+	if answerAt == "" {
+		problems = append(problems, "no human answer was saved after the worker's question")
+	}
+	return answerAt, problems
+}
+
+// runProblems checks the company's runs: every run of the task is the worker's, the
+// manager has none, and the task's last run (found["continuation"]) is the worker's
+// successful issue_commented continuation opened at or after answerAt. It returns the
+// checks that failed.
+func (st *blockerState) runProblems(found map[string]string, answerAt string) []string {
+	co := st.Company
+	worker, task := co.AgentID, st.Issue.ID
+	var problems []string
+	last := -1
 	for i, r := range co.Runs {
 		if r.TaskID == task {
 			last = i
@@ -112,16 +130,24 @@ func evalBlocker(obs *Observation) result {
 			problems = append(problems, fmt.Sprintf("the manager ran (run %s on task %s)", r.ID, r.TaskID))
 		}
 	}
-	switch {
-	case last < 0:
-		problems = append(problems, "the task has no run")
-	default:
-		r := co.Runs[last]
-		found["continuation"] = r.ID
-		if r.ActorID != worker || r.WakeReason != "issue_commented" || r.Status != "succeeded" || (answerAt != "" && r.OpenedAt < answerAt) {
-			problems = append(problems, fmt.Sprintf("the task's last run %s (%s, woken by %s, opened %s) is not the worker's successful continuation after the answer", r.ID, r.Status, r.WakeReason, r.OpenedAt))
-		}
+	if last < 0 {
+		return append(problems, "the task has no run")
 	}
+	r := co.Runs[last]
+	found["continuation"] = r.ID
+	if r.ActorID != worker || r.WakeReason != "issue_commented" || r.Status != "succeeded" || (answerAt != "" && r.OpenedAt < answerAt) {
+		problems = append(problems, fmt.Sprintf("the task's last run %s (%s, woken by %s, opened %s) is not the worker's successful continuation after the answer", r.ID, r.Status, r.WakeReason, r.OpenedAt))
+	}
+	return problems
+}
+
+// boardProblems checks the board after the journey: the task done and still the
+// worker's, no other task in the company, and no actor beside the worker and the
+// manager. It returns the checks that failed.
+func (st *blockerState) boardProblems() []string {
+	co := st.Company
+	worker, task := co.AgentID, st.Issue.ID
+	var problems []string
 	if st.Issue.Status != "done" {
 		problems = append(problems, fmt.Sprintf("the task is %s, not done", st.Issue.Status))
 	}
@@ -140,5 +166,5 @@ func evalBlocker(obs *Observation) result {
 	if hires > 0 {
 		problems = append(problems, fmt.Sprintf("%d actors were added beside the worker and the manager", hires))
 	}
-	return result{passed: len(problems) == 0, observed: map[string]any{"found": found, "problems": problems}}
+	return problems
 }

@@ -42,12 +42,7 @@ type chatState struct {
 				ID      string `json:"id"`
 				Command string `json:"command"`
 			} `json:"messages"`
-			Handoffs []struct {
-				ID              string  `json:"id"`
-				TaskID          string  `json:"taskId"`
-				AssigneeActorID string  `json:"assigneeActorId"`
-				PlanRevisionID  *string `json:"planRevisionId"`
-			} `json:"handoffs"`
+			Handoffs []chatHandoff `json:"handoffs"`
 		} `json:"conversation"`
 		Actors []struct {
 			ID   string `json:"id"`
@@ -77,6 +72,15 @@ type chatState struct {
 			OpenedAt    string          `json:"openedAt"`
 		} `json:"runs"`
 	} `json:"chat"`
+}
+
+// chatHandoff is one handoff of the observed conversation: the task it made, that
+// task's assignee, and the plan revision written with it (nil when none was).
+type chatHandoff struct {
+	ID              string  `json:"id"`
+	TaskID          string  `json:"taskId"`
+	AssigneeActorID string  `json:"assigneeActorId"`
+	PlanRevisionID  *string `json:"planRevisionId"`
 }
 
 // compileChat checks chat_handoff's parameters.
@@ -112,10 +116,28 @@ func (c *compiled) evalChat(obs *Observation) result {
 		return result{missing: "no conversation was observed (the chat view is missing)"}
 	}
 	cv := ch.Conversation
-	var problems []string
 	found := map[string]any{}
+	problems := c.turnProblems(&st)
+	found["providerTurns"] = len(ch.Runs)
+	if len(cv.Handoffs) != 1 {
+		problems = append(problems, fmt.Sprintf("the conversation has %d handoffs, want exactly 1", len(cv.Handoffs)))
+		return result{observed: map[string]any{"found": found, "problems": problems}}
+	}
+	h := cv.Handoffs[0]
+	found["handoff"], found["task"] = h.ID, h.TaskID
+	problems = append(problems, c.handoffTaskProblems(&st, h)...)
+	problems = append(problems, c.planProblems(&st, h, found)...)
+	return result{passed: len(problems) == 0, observed: map[string]any{"found": found, "problems": problems}}
+}
+
+// turnProblems checks the company's provider turns: as many runs (cancelled ones
+// included) as the matcher's count, and none woken by a "/new" message. It returns the
+// checks that failed.
+func (c *compiled) turnProblems(st *chatState) []string {
+	ch := st.Chat
+	var problems []string
 	newMessages := map[string]bool{}
-	for _, m := range cv.Messages {
+	for _, m := range ch.Conversation.Messages {
 		if m.Command != "" {
 			newMessages[m.ID] = true
 		}
@@ -132,13 +154,15 @@ func (c *compiled) evalChat(obs *Observation) result {
 			problems = append(problems, fmt.Sprintf("run %s was woken by the /new message %s", r.ID, p.MessageID))
 		}
 	}
-	found["providerTurns"] = len(ch.Runs)
-	if len(cv.Handoffs) != 1 {
-		problems = append(problems, fmt.Sprintf("the conversation has %d handoffs, want exactly 1", len(cv.Handoffs)))
-		return result{observed: map[string]any{"found": found, "problems": problems}}
-	}
-	h := cv.Handoffs[0]
-	found["handoff"], found["task"] = h.ID, h.TaskID
+	return problems
+}
+
+// handoffTaskProblems checks handoff h's assignee and task: both assigned to the
+// actor the matcher names, the task in the company and top-level (no parent, no
+// conversation). It returns the checks that failed.
+func (c *compiled) handoffTaskProblems(st *chatState, h chatHandoff) []string {
+	ch := st.Chat
+	var problems []string
 	names := map[string]string{}
 	for _, a := range ch.Actors {
 		names[a.ID] = a.Name
@@ -162,6 +186,15 @@ func (c *compiled) evalChat(obs *Observation) result {
 	if !taskSeen {
 		problems = append(problems, fmt.Sprintf("the handed-off task %s is not in the company", h.TaskID))
 	}
+	return problems
+}
+
+// planProblems checks handoff h's plan: a revision (found["planRevision"]) of the
+// handed-off task's plan document that contains the matcher's text, committed before
+// any run of the task opened. It returns the checks that failed.
+func (c *compiled) planProblems(st *chatState, h chatHandoff, found map[string]any) []string {
+	ch := st.Chat
+	var problems []string
 	planAt := ""
 	switch {
 	case h.PlanRevisionID == nil:
@@ -190,7 +223,7 @@ func (c *compiled) evalChat(obs *Observation) result {
 			problems = append(problems, fmt.Sprintf("run %s executed the handed-off task (opened %s) before its plan was committed", r.ID, r.OpenedAt))
 		}
 	}
-	return result{passed: len(problems) == 0, observed: map[string]any{"found": found, "problems": problems}}
+	return problems
 }
 
 // orNone is *p, or "none" for nil.

@@ -66,6 +66,9 @@ func (m Matcher) evaluate(ev *evidence) Outcome {
 	return o
 }
 
+// eval grades the evidence against the compiled matcher by its kind. A result with
+// missing set means the evidence the kind reads was not observed; a kind with no
+// evaluator is missing too.
 func (c *compiled) eval(ev *evidence) result {
 	obs := ev.obs
 	switch c.spec.Kind {
@@ -98,96 +101,120 @@ func (c *compiled) eval(ev *evidence) result {
 	case KindChatHandoff:
 		return c.evalChat(obs)
 	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
-		files := obs.Files
-		if c.spec.Source == SourceAgentHome {
-			if !obs.HasHomeFiles {
-				return result{missing: "the agent home was not downloaded"}
-			}
-			files = obs.HomeFiles
-		} else if !obs.HasWorkspaceSnapshot {
-			return result{missing: "no workspace snapshot was taken"}
-		}
-		content, ok := files[c.file]
-		var r result
-		switch c.spec.Kind {
-		case KindFileExists:
-			r = result{passed: ok, observed: ok}
-		case KindFileAbsent:
-			if ok {
-				return result{observed: ev.prefix(content)}
-			}
-			return result{passed: true, observed: false}
-		case KindFileExact:
-			if !ok {
-				return result{}
-			}
-			got := c.form.applyBytes(content)
-			switch {
-			case c.binary && got == c.text:
-				r = result{passed: true, observed: hex.EncodeToString([]byte(ev.prefix(content)))}
-			case c.binary:
-				r = result{observed: hex.EncodeToString([]byte(ev.prefix(content))), hint: bytesHint([]byte(c.text), content)}
-			case got == c.text:
-				r = result{passed: true, observed: ev.prefix(content)}
-			default:
-				r = result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, true)}
-			}
-		default:
-			if !ok {
-				return result{}
-			}
-			got := c.form.applyBytes(content)
-			if strings.Contains(got, c.text) {
-				r = result{passed: true, observed: ev.prefix(content)}
-			} else {
-				r = result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, false)}
-			}
-		}
-		if ok && c.spec.SHA256 != "" {
-			if got := sha256Hex(content); got != c.spec.SHA256 {
-				r.passed = false
-				r.hint = joinHint(r.hint, fmt.Sprintf("the file's SHA-256 is %s (%d bytes), not %s", got, len(content), c.spec.SHA256))
-			}
-		}
-		return r
+		return c.evalFile(ev)
 	case KindArtifactExists:
 		return c.evalArtifacts(obs)
 	case KindJSONPath:
-		doc, missing := ev.document()
-		if missing != "" {
-			return result{missing: missing}
-		}
-		nodes := c.jpath.SelectLocated(doc)
-		if len(nodes) == 1 {
-			if got, err := canonjson.Sorted(nodes[0].Node); err == nil && bytes.Equal(got, c.wantJS) {
-				return result{passed: true, observed: nodes[0].Node}
-			}
-		}
-		// A failure lists every selected node with its RFC 9535 normalized path
-		// ($['runs'][1]['status']), so that the detail says where each value is.
-		located := make([]any, len(nodes))
-		for i, n := range nodes {
-			located[i] = canonjson.Object{{Key: "path", Value: n.Path.String()}, {Key: "value", Value: n.Node}}
-		}
-		return result{observed: canonjson.Object{
-			{Key: "selected", Value: len(nodes)},
-			{Key: "nodes", Value: located},
-		}}
+		return c.evalJSONPath(ev)
 	case KindJSONSchema:
-		doc, missing := ev.document()
-		if missing != "" {
-			return result{missing: missing}
-		}
-		err := c.schema.Validate(doc)
-		if err == nil {
-			return result{passed: true}
-		}
-		return result{observed: canonjson.Object{
-			{Key: "errors", Value: schemaErrors(err)},
-			{Key: "value", Value: doc},
-		}}
+		return c.evalJSONSchema(ev)
 	}
 	return result{missing: fmt.Sprintf("kind %q has no evaluator", c.spec.Kind)}
+}
+
+// evalFile grades the file kinds against the workspace snapshot, or the downloaded
+// agent home when the matcher's source is the agent home: file_exists and
+// file_absent by presence, file_exact and file_contains by the file's content after
+// the matcher's normalization (byte for byte when the expected content is binary),
+// and a present file's SHA-256 when the matcher pins one. Observed is the content's
+// prefix (hex for binary content).
+func (c *compiled) evalFile(ev *evidence) result {
+	obs := ev.obs
+	files := obs.Files
+	if c.spec.Source == SourceAgentHome {
+		if !obs.HasHomeFiles {
+			return result{missing: "the agent home was not downloaded"}
+		}
+		files = obs.HomeFiles
+	} else if !obs.HasWorkspaceSnapshot {
+		return result{missing: "no workspace snapshot was taken"}
+	}
+	content, ok := files[c.file]
+	var r result
+	switch c.spec.Kind {
+	case KindFileExists:
+		r = result{passed: ok, observed: ok}
+	case KindFileAbsent:
+		if ok {
+			return result{observed: ev.prefix(content)}
+		}
+		return result{passed: true, observed: false}
+	case KindFileExact:
+		if !ok {
+			return result{}
+		}
+		got := c.form.applyBytes(content)
+		switch {
+		case c.binary && got == c.text:
+			r = result{passed: true, observed: hex.EncodeToString([]byte(ev.prefix(content)))}
+		case c.binary:
+			r = result{observed: hex.EncodeToString([]byte(ev.prefix(content))), hint: bytesHint([]byte(c.text), content)}
+		case got == c.text:
+			r = result{passed: true, observed: ev.prefix(content)}
+		default:
+			r = result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, true)}
+		}
+	default:
+		if !ok {
+			return result{}
+		}
+		got := c.form.applyBytes(content)
+		if strings.Contains(got, c.text) {
+			r = result{passed: true, observed: ev.prefix(content)}
+		} else {
+			r = result{observed: ev.prefix(content), hint: unicodeHint(c.text, got, 0, false)}
+		}
+	}
+	if ok && c.spec.SHA256 != "" {
+		if got := sha256Hex(content); got != c.spec.SHA256 {
+			r.passed = false
+			r.hint = joinHint(r.hint, fmt.Sprintf("the file's SHA-256 is %s (%d bytes), not %s", got, len(content), c.spec.SHA256))
+		}
+	}
+	return r
+}
+
+// evalJSONPath grades json_path: the query over the observed JSON document must
+// select exactly one node equal (canonically) to the expected value. A failure's
+// observed value is {selected, nodes: [{path, value}]}.
+func (c *compiled) evalJSONPath(ev *evidence) result {
+	doc, missing := ev.document()
+	if missing != "" {
+		return result{missing: missing}
+	}
+	nodes := c.jpath.SelectLocated(doc)
+	if len(nodes) == 1 {
+		if got, err := canonjson.Sorted(nodes[0].Node); err == nil && bytes.Equal(got, c.wantJS) {
+			return result{passed: true, observed: nodes[0].Node}
+		}
+	}
+	// A failure lists every selected node with its RFC 9535 normalized path
+	// ($['runs'][1]['status']), so that the detail says where each value is.
+	located := make([]any, len(nodes))
+	for i, n := range nodes {
+		located[i] = canonjson.Object{{Key: "path", Value: n.Path.String()}, {Key: "value", Value: n.Node}}
+	}
+	return result{observed: canonjson.Object{
+		{Key: "selected", Value: len(nodes)},
+		{Key: "nodes", Value: located},
+	}}
+}
+
+// evalJSONSchema grades json_schema: the observed JSON document must be valid against
+// the compiled schema. A failure's observed value is {errors, value}.
+func (c *compiled) evalJSONSchema(ev *evidence) result {
+	doc, missing := ev.document()
+	if missing != "" {
+		return result{missing: missing}
+	}
+	err := c.schema.Validate(doc)
+	if err == nil {
+		return result{passed: true}
+	}
+	return result{observed: canonjson.Object{
+		{Key: "errors", Value: schemaErrors(err)},
+		{Key: "value", Value: doc},
+	}}
 }
 
 func (c *compiled) evalMessage(msg string) result {

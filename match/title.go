@@ -111,29 +111,52 @@ func (c *compiled) evalTitle(obs *Observation) result {
 	if len(t.AfterRun) == 0 {
 		return fail("missing evidence: the task has no run")
 	}
-	var problems []string
 	seen := map[string]any{"created": t.Created, "current": t.Current, "changes": len(t.Changes)}
 	if c.items == nil { // control
-		if t.Created != c.text {
-			problems = append(problems, fmt.Sprintf("the task was created titled %q, not %q", t.Created, c.text))
-		}
-		for _, ch := range t.Changes {
-			problems = append(problems, fmt.Sprintf("command %s of run %s changed the control title to %q", ch.CommandID, deref(ch.RunID), ch.Title))
-		}
-		for _, a := range t.AfterRun {
-			if a.Title != c.text {
-				problems = append(problems, fmt.Sprintf("after run %s the title was %q", a.RunID, a.Title))
-			}
-		}
-		if t.Current != c.text {
-			problems = append(problems, fmt.Sprintf("the saved title is %q", t.Current))
-		}
+		problems := c.controlTitleProblems(&st)
 		seen["problems"] = problems
 		return result{passed: len(problems) == 0, observed: seen}
 	}
 	initial := t.AfterRun[0].RunID
+	recorded, problems := c.namingProblems(&st, initial, seen)
+	if !recorded {
+		return fail("missing evidence: the calls of the initial run %s were not recorded", initial)
+	}
+	problems = append(problems, c.chosenTitleProblems(&st, initial)...)
+	seen["problems"] = problems
+	return result{passed: len(problems) == 0, observed: seen}
+}
+
+// controlTitleProblems checks a control task, whose title c.text must never change:
+// created with it, no title change, it after every run and saved. It returns the
+// checks that failed.
+func (c *compiled) controlTitleProblems(st *titleState) []string {
+	t := st.Titles
+	var problems []string
+	if t.Created != c.text {
+		problems = append(problems, fmt.Sprintf("the task was created titled %q, not %q", t.Created, c.text))
+	}
+	for _, ch := range t.Changes {
+		problems = append(problems, fmt.Sprintf("command %s of run %s changed the control title to %q", ch.CommandID, deref(ch.RunID), ch.Title))
+	}
+	for _, a := range t.AfterRun {
+		if a.Title != c.text {
+			problems = append(problems, fmt.Sprintf("after run %s the title was %q", a.RunID, a.Title))
+		}
+	}
+	if t.Current != c.text {
+		problems = append(problems, fmt.Sprintf("the saved title is %q", t.Current))
+	}
+	return problems
+}
+
+// namingProblems checks that run initial named the task (a successful set_task_title)
+// within its first c.count tool calls. It records the run's tool calls in
+// seen["initialRunCalls"] and the naming call's 1-based position (0: none) in
+// seen["namedAtCall"], and returns whether the run's calls were recorded and the
+// checks that failed.
+func (c *compiled) namingProblems(st *titleState, initial string, seen map[string]any) (recorded bool, problems []string) {
 	var calls []string
-	recorded := false
 	for _, l := range st.AgentCalls {
 		if l.RunID != initial {
 			continue
@@ -158,9 +181,15 @@ func (c *compiled) evalTitle(obs *Observation) result {
 		}
 	}
 	seen["initialRunCalls"] = calls
-	if !recorded {
-		return fail("missing evidence: the calls of the initial run %s were not recorded", initial)
-	}
+	return recorded, problems
+}
+
+// chosenTitleProblems checks the title the agent chose: the first change made by run
+// initial, the saved title the last change's, not empty, and holding (case-folded)
+// one alternative of each keyword group in c.items. It returns the checks that failed.
+func (c *compiled) chosenTitleProblems(st *titleState, initial string) []string {
+	t := st.Titles
+	var problems []string
 	if len(t.Changes) == 0 {
 		problems = append(problems, "no title change was applied")
 	} else {
@@ -186,8 +215,7 @@ func (c *compiled) evalTitle(obs *Observation) result {
 			problems = append(problems, fmt.Sprintf("the title %q has none of %q", t.Current, group))
 		}
 	}
-	seen["problems"] = problems
-	return result{passed: len(problems) == 0, observed: seen}
+	return problems
 }
 
 func deref(p *string) string {
