@@ -3,7 +3,7 @@ package canonjson
 import "embed"
 
 // Sources holds this package's Go source files as built (test files included; callers
-// filter them). The guarded fixture worker's execution manifest hashes them (seed 003,
+// filter them). The guarded fixture worker's execution manifest hashes them (docs/fixture-worker.md,
 // "Manifest closure": the worker depends on this package through evidence).
 //
 //go:embed *.go

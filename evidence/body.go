@@ -6,8 +6,8 @@ import (
 	"strconv"
 )
 
-// LocalFixtureBody is the content of a local-fixture evidence body (seed 003, "Evidence
-// body"): the captured head of stdout and of stderr, and the budget at which capture was
+// LocalFixtureBody is the content of a local-fixture evidence body
+// (docs/fixture-worker.md, "Evidence body"): the captured head of stdout and of stderr, and the budget at which capture was
 // truncated (0 when it was not).
 type LocalFixtureBody struct {
 	Fixture     string
@@ -16,7 +16,7 @@ type LocalFixtureBody struct {
 	TruncatedAt int64
 }
 
-// Format returns the body bytes exactly as seed 003 lays them out:
+// Format returns the body bytes in their fixed layout:
 //
 //	sf-local-fixture/1 fixture=<name>\n
 //	== stdout: N bytes ==\n<N bytes>\n

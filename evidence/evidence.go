@@ -1,5 +1,5 @@
 // Package evidence is agentproof's content-addressed evidence store: what a collector
-// observed, recorded exactly and never interpreted (seed 003, "One record, no Verdict").
+// observed, recorded exactly and never interpreted.
 //
 // A record is canonical metadata (pins, check name, collection time and a
 // ProcessObservation) plus the raw body bytes a collector framed. Its id is the SHA-256
@@ -23,26 +23,25 @@ import (
 	"unicode/utf8"
 )
 
-// Collector tags and body-layout constants fixed by seed 003.
+// Collector tags and body-layout constants (docs/fixture-worker.md).
 const (
-	// LocalFixtureCollector is the collector tag of the worker's unguarded run path
-	// (seed 003, "run() is the legacy path, with collector sf-local-fixture-worker/1").
+	// LocalFixtureCollector is the collector tag of the worker's unguarded run path.
 	LocalFixtureCollector = "sf-local-fixture-worker/1"
-	// LocalFixtureBodyTag starts every local-fixture evidence body (seed 003, "Evidence body").
+	// LocalFixtureBodyTag starts every local-fixture evidence body.
 	LocalFixtureBodyTag = "sf-local-fixture/1"
 	// RecordHeader is the first line of every stored record file; it versions the framing.
 	RecordHeader = "agentproof-evidence/1"
 )
 
 // Pins are the caller's statement of what an observation is evidence for. They are
-// stored verbatim (seed 003, invariant 8) and validated by ParsePins.
+// stored verbatim and validated by ParsePins.
 //
 //   - Collector: the collector tag of the path that records (for the unguarded worker
-//     path exactly LocalFixtureCollector; invariant 4).
+//     path exactly LocalFixtureCollector).
 //   - Environment: the runtime the scenario pins, e.g. "go1.26.8/linux-amd64"; the worker
-//     records it and never compares it with the runtime it uses (seed 003, manifest notes).
+//     records it and never compares it with the runtime it uses.
 //   - RunID, Epoch, AttemptID: optional attempt identity; when any is set, all three must
-//     be, and AttemptID must equal "<RunID>/<Epoch>" (seed 003, invariant 4).
+//     be, and AttemptID must equal "<RunID>/<Epoch>".
 type Pins struct {
 	Collector   string `json:"collector"`
 	Environment string `json:"environment"`
@@ -52,7 +51,7 @@ type Pins struct {
 }
 
 // ValidationError reports every problem found in a pin set, a check name or a record
-// identifier at once (the seed's EvidenceError). Problems are human-readable sentences
+// identifier at once. Problems are human-readable sentences
 // naming the field.
 type ValidationError struct {
 	What     string

@@ -19,7 +19,7 @@ import (
 
 var lifetimePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[1-9][0-9]{0,8}$`) })
 
-// ParseLifetime parses a fixture program's lifetime argument (seed 003): it must match
+// ParseLifetime parses a fixture program's lifetime argument: it must match
 // ^[1-9][0-9]{0,8}$ and is then capped at MaxChildLifetimeMS. It returns milliseconds, or
 // an error naming the grammar.
 func ParseLifetime(s string) (int64, error) {
@@ -33,7 +33,7 @@ func ParseLifetime(s string) (int64, error) {
 	return min(v, MaxChildLifetimeMS), nil
 }
 
-// RunChild is the fixture program (seed 003, fixture-child): `fixture-child <fixture>
+// RunChild is the fixture program: `fixture-child <fixture>
 // <lifetime-ms>`. It must run in a process of its own, because it changes that process's
 // signal dispositions (SIGPIPE is ignored so a broken pipe is a write error; hang ignores
 // SIGTERM). It returns the exit code the process must exit with:
@@ -53,8 +53,8 @@ func RunChild(args []string, stdin io.Reader, stdout, stderr io.Writer, environ 
 }
 
 // runChild is RunChild; started, when set, is called once the arguments are valid and
-// right before any fixture code runs (the guarded gate's start callback, seed 003
-// GATE_START_CALLBACK: it reports the payload record).
+// right before any fixture code runs (the guarded gate's start callback: it reports
+// the payload record).
 func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string, started func()) int {
 	if len(args) != 2 {
 		fmt.Fprintf(stderr, "usage: fixture-child <%s> <lifetime-ms>\n", strings.Join(Fixtures(), "|"))
@@ -82,7 +82,7 @@ func runChild(args []string, stdin io.Reader, stdout, stderr io.Writer, environ 
 	done := make(chan int, 4)
 	go func() {
 		// stdin is never written by the worker: end-of-file (or an error) means the
-		// controller settled or is gone (seed 003, invariant 5).
+		// controller settled or is gone.
 		_, _ = io.Copy(io.Discard, stdin)
 		done <- ExitParentLost
 	}()

@@ -35,8 +35,7 @@ func startController(t *testing.T, a controllerArgs) *exec.Cmd {
 
 // TestControllerKilled: a controller killed with SIGKILL mid-run leaves no fixture
 // running (stdin end-of-file → exit 125, Pdeathsig as a backstop, the child's own
-// watchdog as the last bound) and its directory is not taken over by a later run
-// (seed 003, invariant 6).
+// watchdog as the last bound) and its directory is not taken over by a later run.
 func TestControllerKilled(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -85,7 +84,7 @@ func TestControllerKilled(t *testing.T) {
 }
 
 // TestControllerKilledProcessTree: the same with a hostile child whose grandchild
-// called setsid (F01 variant C) and keeps the output pipes: the whole tree must go.
+// called setsid (so the group kill cannot reach it) and keeps the output pipes: the whole tree must go.
 func TestControllerKilledProcessTree(t *testing.T) {
 	t.Parallel()
 	var b [8]byte

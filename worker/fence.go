@@ -18,7 +18,7 @@ import (
 	"github.com/agentproof/agentproof/canonjson"
 )
 
-// The Attempt fence (seed 003, attempt-fence.ts, mapped to flock(2)).
+// The Attempt fence, kept with flock(2) (docs/fixture-worker.md).
 //
 // A fence lives in a dedicated fence directory that holds only two files:
 //
@@ -33,9 +33,9 @@ import (
 //
 // The locks are advisory flock locks on open file descriptions: they end when their
 // holder closes the descriptor or exits, and nothing else can take them meanwhile. A
-// held or closed fence proves exclusion, not that a process exited (seed 003).
+// held or closed fence proves exclusion, not that a process exited.
 
-// FenceIdentity names one Attempt fence (seed 003, FenceIdentity).
+// FenceIdentity names one Attempt fence.
 //
 //   - RunID: 1–128 characters of [A-Za-z0-9._:/+-], starting with a letter or digit.
 //   - Epoch: ≥ 0.
@@ -58,7 +58,7 @@ type FenceIdentity struct {
 const JournalSuffix = "-journal"
 
 // FenceError lists every problem of an invalid fence identity, a fence directory or a
-// fence label (the seed's FenceError).
+// fence label.
 type FenceError struct{ Problems []string }
 
 func (e *FenceError) Error() string { return "invalid fence: " + strings.Join(e.Problems, "; ") }
@@ -74,7 +74,7 @@ var (
 )
 
 // ParseFenceIdentity validates id and returns a copy, or a *FenceError listing every
-// problem (seed 003, parseFenceIdentity).
+// problem.
 func ParseFenceIdentity(id FenceIdentity) (FenceIdentity, error) {
 	var p []string
 	if !runIDPattern().MatchString(id.RunID) {
@@ -255,7 +255,7 @@ func lstatID(path string) (fileID, error) {
 }
 
 // checkDedicatedFenceDirectory checks that the fence's directory holds exactly <fence>
-// and <fence>-journal, both regular files (seed 003, invariant 12).
+// and <fence>-journal, both regular files.
 func checkDedicatedFenceDirectory(id FenceIdentity) error {
 	dir, name := filepath.Split(id.Path)
 	entries, err := os.ReadDir(dir)
@@ -284,7 +284,7 @@ func checkDedicatedFenceDirectory(id FenceIdentity) error {
 	return nil
 }
 
-// FenceHold is a controller's hold on an Attempt fence (seed 003, FenceHold): an
+// FenceHold is a controller's hold on an Attempt fence: an
 // exclusive flock on <fence>-journal, taken by Hold and ended by Release. The worker
 // only checks a hold (ControllerHoldProblem); it never releases the caller's hold. A
 // FenceHold is safe for concurrent use.
@@ -297,8 +297,7 @@ type FenceHold struct {
 	released bool
 }
 
-// Hold takes the controller hold on the fence id names (seed 003, holdFence for the
-// controller). It checks the fence directory is dedicated, takes an exclusive
+// Hold takes the controller hold on the fence id names. It checks the fence directory is dedicated, takes an exclusive
 // non-blocking flock on <fence>-journal and requires the fence file's label to equal id
 // exactly: a relabelled identity on the same file is refused. It returns a *FenceError
 // for an invalid id, a directory that is not dedicated or a label mismatch, an error
@@ -373,8 +372,7 @@ func (h *FenceHold) Release() error {
 	return err
 }
 
-// ValidatedHoldIdentity returns the identity of a hold made by Hold (seed 003,
-// validatedHoldIdentity), or a *FenceError for a nil hold or one not made by Hold. It does
+// ValidatedHoldIdentity returns the identity of a hold made by Hold, or a *FenceError for a nil hold or one not made by Hold. It does
 // not say whether the hold is still live: ControllerHoldProblem does.
 func ValidatedHoldIdentity(h *FenceHold) (FenceIdentity, error) {
 	if h == nil {
@@ -388,7 +386,7 @@ func ValidatedHoldIdentity(h *FenceHold) (FenceIdentity, error) {
 }
 
 // ControllerHoldProblem returns "" while h is a live controller hold, and otherwise one
-// sentence saying why it is not (seed 003, controllerHoldProblem): the hold is nil or
+// sentence saying why it is not: the hold is nil or
 // released, its descriptor fails, or the hold file or fence file was removed or replaced
 // since the hold was taken (then the lock no longer guards the fence's path). It does
 // only non-blocking system calls (fstat, lstat).

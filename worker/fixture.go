@@ -34,22 +34,21 @@ type Options struct {
 	Program       string
 }
 
-// OptionsError lists every problem of invalid Options (the seed's constructor TypeError).
+// OptionsError lists every problem of invalid Options.
 type OptionsError struct{ Problems []string }
 
 func (e *OptionsError) Error() string {
 	return "invalid worker options: " + strings.Join(e.Problems, "; ")
 }
 
-// RequestError lists every problem of an invalid Request (the seed's "invalid fixture
-// request: …" TypeError). Run returns it before anything is created or touched.
+// RequestError lists every problem of an invalid Request. Run returns it before anything is created or touched.
 type RequestError struct{ Problems []string }
 
 func (e *RequestError) Error() string {
 	return "invalid fixture request: " + strings.Join(e.Problems, "; ")
 }
 
-// Worker is seed 003's local fixture worker (unguarded path). It is safe for concurrent
+// Worker is the local fixture worker (docs/fixture-worker.md). It is safe for concurrent
 // use; every Run is independent.
 type Worker struct {
 	store   EvidenceStore
@@ -99,11 +98,11 @@ func checkPath(field, path string) []string {
 	return p
 }
 
-// Request is one fixture run (seed 003, FixtureRequest).
+// Request is one fixture run.
 //
 //   - Fixture: one of Fixtures().
 //   - Pins: validated by evidence.ParsePins; Pins.Collector must be
-//     evidence.LocalFixtureCollector (invariant 4). Stored verbatim.
+//     evidence.LocalFixtureCollector. Stored verbatim.
 //   - Check: an evidence check name (evidence.ParseCheckName). Stored verbatim.
 //   - TimeoutMs: 1..MaxTimeoutMS milliseconds. The child's own lifetime is TimeoutMs +
 //     WatchdogMarginMS, so the worker's timeout acts first.
@@ -142,8 +141,7 @@ func (r Request) validate(collector string) (Request, error) {
 	return r, nil
 }
 
-// TerminationSummary is how one fixture process ended (seed 003, TerminationSummary;
-// every field the seed lists). PID is diagnostic only. ExitCode is nil when no exit was
+// TerminationSummary is how one fixture process ended. PID is diagnostic only. ExitCode is nil when no exit was
 // observed; Signal is nil unless a signal ended it. DurationMs is spawn to settle in ms;
 // OutputBytes counts every byte received, CapturedBytes those kept (≤ the budget).
 type TerminationSummary struct {
@@ -162,7 +160,7 @@ type TerminationSummary struct {
 	Workspace      WorkspaceDisposition `json:"workspace"`
 }
 
-// Result statuses and not-started reasons (seed 003, FixtureRunResult).
+// Result statuses and not-started reasons.
 const (
 	StatusObserved      = "observed"
 	StatusStorageFailed = "storage-failed"
@@ -171,7 +169,7 @@ const (
 	ReasonSetupFailed   = "setup-failed"
 )
 
-// Result is the outcome of Run (seed 003, FixtureRunResult), one of:
+// Result is the outcome of Run, one of:
 //
 //   - Status "observed": EvidenceID, Metadata and Termination are set;
 //   - Status "storage-failed": Message, Metadata and Termination are set (no id);
@@ -189,7 +187,7 @@ type Result struct {
 	Body []byte `json:"-"`
 }
 
-// Run runs one fixture through the worker (seed 003, run()). An invalid request or a
+// Run runs one fixture through the worker (the unguarded path). An invalid request or a
 // nil ctx returns a *RequestError before anything is created; every runtime outcome is a
 // Result with a nil error. A cancelled ctx before the spawn starts nothing (not-started /
 // aborted); during the run it stops the process and records Aborted.
@@ -197,7 +195,7 @@ func (w *Worker) Run(ctx context.Context, req Request) (Result, error) {
 	if ctx == nil {
 		return Result{}, &RequestError{Problems: []string{"context must not be nil"}}
 	}
-	req, err := req.validate(evidence.LocalFixtureCollector) // validated and copied before anything starts (invariant 3)
+	req, err := req.validate(evidence.LocalFixtureCollector) // validated and copied before anything starts
 	if err != nil {
 		return Result{}, err
 	}

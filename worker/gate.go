@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// The admission gate of the guarded path (seed 003, fixture-gate.ts). A guarded child is
+// The admission gate of the guarded path. A guarded child is
 // started as
 //
 //	agentproof fixture-child --gate <fence-dir> <fixture> <lifetime-ms>
@@ -24,7 +24,7 @@ import (
 // GateRefusalPrefix + reason and exits GateRefusedExit. The fence stays held until the
 // process ends.
 
-// Gate constants (seed 003, fixture-gate.ts).
+// Gate constants.
 const (
 	// GateEnv carries the fence identity (its canonical JSON label) to the gate, which
 	// deletes it before any fixture code runs.
@@ -34,8 +34,8 @@ const (
 	GateRefusedExit = 123
 	// GateWaitMS is how long the gate waits for the fence, in milliseconds.
 	GateWaitMS = 2_000
-	// GateFlag selects the gate in `fixture-child` (the Go form of the seed's
-	// --import <url>?enter).
+	// GateFlag selects the gate in `fixture-child`: the gate runs before any
+	// fixture code.
 	GateFlag = "--gate"
 	// GateRefusalPrefix starts a refusal record on the control pipe.
 	GateRefusalPrefix = "sf-fixture-gate: refused: "
@@ -45,10 +45,10 @@ const (
 	MaxControlBytes = 256
 )
 
-// AdmissionRecord returns "sf-fixture-gate/1 admitted <nonce>\n" (seed 003).
+// AdmissionRecord returns "sf-fixture-gate/1 admitted <nonce>\n".
 func AdmissionRecord(nonce string) string { return "sf-fixture-gate/1 admitted " + nonce + "\n" }
 
-// PayloadRecord returns "sf-fixture-gate/1 payload <nonce>\n" (seed 003).
+// PayloadRecord returns "sf-fixture-gate/1 payload <nonce>\n".
 func PayloadRecord(nonce string) string { return "sf-fixture-gate/1 payload " + nonce + "\n" }
 
 // RunGate is the guarded child's entry: args are what follows `fixture-child`, starting
@@ -59,7 +59,7 @@ func PayloadRecord(nonce string) string { return "sf-fixture-gate/1 payload " + 
 // refusal, otherwise RunChild's.
 func RunGate(args []string, control *os.File, stdin io.Reader, stdout, stderr io.Writer) int {
 	label, hadLabel := os.LookupEnv(GateEnv)
-	_ = os.Unsetenv(GateEnv) // deleted before any fixture code runs (invariant 2)
+	_ = os.Unsetenv(GateEnv) // deleted before any fixture code runs
 	refuse := func(format string, a ...any) int {
 		reason := strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " ")
 		rec := GateRefusalPrefix + reason
@@ -102,7 +102,7 @@ func RunGate(args []string, control *os.File, stdin io.Reader, stdout, stderr io
 	return runChild(args[2:], stdin, stdout, stderr, os.Environ(), started)
 }
 
-// gateHoldFence takes the execution lock of the fence (seed 003, holdFence in the gate):
+// gateHoldFence takes the execution lock of the fence:
 // the fence directory must be dedicated, the fence file's label must equal id, and the
 // exclusive flock on it must be free within wait. The returned file stays open (and
 // locked) for the rest of the process.
@@ -144,7 +144,7 @@ func gateHoldFence(id FenceIdentity, wait time.Duration) (*os.File, error) {
 
 // controlVerdict reads what the control pipe carried and returns "" when it was exactly
 // AdmissionRecord(nonce) + PayloadRecord(nonce), and otherwise the collector error that
-// names what happened (seed 003, invariant 10). overflow means more than MaxControlBytes
+// names what happened. overflow means more than MaxControlBytes
 // arrived; open means the pipe never reached end-of-file.
 func controlVerdict(data []byte, overflow, open bool, nonce string) string {
 	admission, payload := AdmissionRecord(nonce), PayloadRecord(nonce)

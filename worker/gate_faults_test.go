@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Start-up faults of a guarded child (the Go counterparts of the seed's helper faults).
+// Start-up faults of a guarded child (a gate that dies, a program that never loads, one that fails to start).
 // A fault program is a copy of the test binary in a directory named fault-<mode>.
 const (
 	faultDieBeforeAdmission = "die-before-admission" // exits 9 before the gate runs

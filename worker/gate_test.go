@@ -13,7 +13,7 @@ import (
 
 // TestGateDirect runs the real gate (`fixture-child --gate …`) as a process of its own
 // and reads its control pipe: admission then payload on success, a refusal record and
-// exit 123 otherwise (seed 003, invariants 2, 4 and 10).
+// exit 123 otherwise.
 func TestGateDirect(t *testing.T) {
 	t.Parallel()
 	type setup struct {

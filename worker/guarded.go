@@ -13,10 +13,10 @@ import (
 	"github.com/agentproof/agentproof/evidence"
 )
 
-// Guarded path (seed 003, runGuarded): one fixture run under an Attempt fence, in a
+// Guarded path: one fixture run under an Attempt fence, in a
 // provisioned workspace, admitted by the gate, with the execution pinned by digest.
 
-// Guard is what a guarded run runs under (seed 003, FixtureGuard).
+// Guard is what a guarded run runs under.
 //
 //   - Fence: the Attempt fence's identity (ParseFenceIdentity).
 //   - Hold: the caller's live controller hold on that fence (Hold); its identity must
@@ -31,13 +31,12 @@ type Guard struct {
 	ExecutionDigest string
 }
 
-// GuardError lists every problem of an invalid Guard (the seed's "invalid guard: …"
-// TypeError). RunGuarded returns it before anything is created or touched.
+// GuardError lists every problem of an invalid Guard. RunGuarded returns it before anything is created or touched.
 type GuardError struct{ Problems []string }
 
 func (e *GuardError) Error() string { return "invalid guard: " + strings.Join(e.Problems, "; ") }
 
-// Guarded result status and not-started reasons (seed 003, GuardedRunResult), besides
+// Guarded result status and not-started reasons, besides
 // StatusObserved, StatusStorageFailed, StatusNotStarted, ReasonAborted and
 // ReasonSetupFailed.
 const (
@@ -46,7 +45,7 @@ const (
 	ReasonDrift         = "drift"
 )
 
-// GuardedRunResult is the outcome of RunGuarded (seed 003, GuardedRunResult), one of:
+// GuardedRunResult is the outcome of RunGuarded, one of:
 //
 //   - "observed" or "storage-failed", as for Result;
 //   - "not-started" with Reason "aborted", "setup-failed", "ownership-lost" or "drift"
@@ -69,7 +68,7 @@ type GuardedRunResult struct {
 	Body []byte `json:"-"`
 }
 
-// parseGuard validates g against the validated request (seed 003, invariant 4, parseGuard).
+// parseGuard validates g against the validated request.
 func parseGuard(req Request, g Guard) (Guard, error) {
 	var p []string
 	fence, err := ParseFenceIdentity(g.Fence)
@@ -113,13 +112,13 @@ type launchRefusal struct{ reason, message string }
 
 func (r *launchRefusal) Error() string { return r.reason + ": " + r.message }
 
-// RunGuarded runs one fixture under an Attempt fence (seed 003, runGuarded). An invalid
+// RunGuarded runs one fixture under an Attempt fence. An invalid
 // request (Pins.Collector must be GuardedFixtureCollector and the pins must name the
 // fence's run, epoch and attempt), an invalid guard or a nil ctx returns a *RequestError
 // or *GuardError before anything is created or touched; every runtime outcome is a
 // GuardedRunResult with a nil error.
 //
-// Order (seed 003, invariants 10–13): the controller hold is checked at call start; the
+// Order: the controller hold is checked at call start; the
 // program is re-hashed and a digest other than Guard.ExecutionDigest returns not-started
 // / drift; then, with no blocking call, lock release or goroutine hand-off before the
 // fork (Spec.BeforeStart), the workspace's identity and emptiness, the dedicated fence
@@ -133,7 +132,7 @@ func (w *Worker) RunGuarded(ctx context.Context, req Request, g Guard) (GuardedR
 	if ctx == nil {
 		return GuardedRunResult{}, &RequestError{Problems: []string{"context must not be nil"}}
 	}
-	req, err := req.validate(GuardedFixtureCollector) // validated and copied first (invariant 3)
+	req, err := req.validate(GuardedFixtureCollector) // validated and copied first
 	if err != nil {
 		return GuardedRunResult{}, err
 	}
@@ -154,7 +153,7 @@ func (w *Worker) RunGuarded(ctx context.Context, req Request, g Guard) (GuardedR
 	if err != nil {
 		return notStarted(ReasonSetupFailed, "execution manifest: "+err.Error())
 	}
-	if manifest.Digest != g.ExecutionDigest { // invariant 13
+	if manifest.Digest != g.ExecutionDigest { // drift: refuse to launch
 		return notStarted(ReasonDrift, fmt.Sprintf("the fixture program's execution digest %s differs from the pinned %s", manifest.Digest, g.ExecutionDigest))
 	}
 	label := string(fence.label())
@@ -164,7 +163,7 @@ func (w *Worker) RunGuarded(ctx context.Context, req Request, g Guard) (GuardedR
 	}
 	control := readControl(ctrlR)
 	program := w.program
-	launch := func() error { // the launch window: synchronous checks only (invariant 12)
+	launch := func() error { // the launch window: synchronous checks only
 		if err := CheckWorkspace(ref); err != nil {
 			return &launchRefusal{ReasonSetupFailed, err.Error()}
 		}

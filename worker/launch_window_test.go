@@ -26,8 +26,8 @@ func callName(c *ast.CallExpr) string {
 	return "?"
 }
 
-// TestLaunchWindowHasNoWait is the structural proof of seed 003 invariant 12 ("no await
-// in the launch window"), as DESIGN.md maps it to Go: RunGuarded's last workspace, fence
+// TestLaunchWindowHasNoWait is the structural proof that nothing waits in the launch
+// window (docs/fixture-worker.md, "No wait in the launch window"): RunGuarded's last workspace, fence
 // directory, executable and ownership checks run in Spec.BeforeStart, which contains no
 // goroutine, channel operation, select, sleep or lock and calls only the listed
 // non-blocking checks, ending with the ownership check; and Supervise calls cmd.Start()

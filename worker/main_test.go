@@ -21,7 +21,7 @@ import (
 // real child processes running the real fixture code:
 //
 //	<test binary> fixture-child <fixture> <lifetime-ms>   the fixture program (RunChild)
-//	<test binary> hostile-leader <setsid|group|orphan>    F01: starts a grandchild that keeps
+//	<test binary> hostile-leader <setsid|group|orphan>    starts a grandchild that keeps
 //	                                                      fd 1/2 (in a new session for setsid),
 //	                                                      then ignores SIGTERM and sleeps, or
 //	                                                      (orphan) exits 0 at once

@@ -24,7 +24,7 @@ import (
 // Execution manifest of the guarded path.
 //
 // The Go fixture program is the agentproof binary itself, so the manifest hashes "the
-// fixture program as executed" (DESIGN.md): the executable the worker spawns (path
+// fixture program as executed": the executable the worker spawns (path
 // ManifestExecutablePath) plus the Go sources of the worker package and of every package
 // of this module it imports (evidence, canonjson, atomicfile), embedded at build time. Any change to
 // a compiled file changes the executable's bytes; the source entries name what changed.

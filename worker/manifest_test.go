@@ -58,7 +58,7 @@ func moduleSources(t *testing.T, root, dir string) []string {
 
 // TestManifestClosure: the manifest lists the executable and exactly the non-test
 // sources of the worker and of every module package it imports, transitively, sorted,
-// each hashed as it is on disk (seed 003, invariant 14).
+// each hashed as it is on disk.
 func TestManifestClosure(t *testing.T) {
 	t.Parallel()
 	m, err := ExecutionManifestFor(selfPath(t))

@@ -39,7 +39,7 @@ import (
 //     return promptly (the timeout runs from the start).
 //   - NullStdin: the child's stdin is /dev/null instead of a pipe the supervisor holds
 //     open until the child settles. Real agent CLIs read a piped stdin to its end
-//     before they start (field failure F03), so their drivers set it.
+//     before they start, so their drivers set it.
 //   - Marker, ExtraMarkers: when Marker is set (a NewMarker token), the environment
 //     gets MarkerVar=<Marker>[,<ExtraMarkers>…] (Env must not set MarkerVar itself),
 //     and once the process has ended Supervise sweeps every process still carrying
@@ -95,7 +95,7 @@ const MaxWatchedLineBytes = 8 << 20
 //   - CollectorError: "" when the observation is complete; otherwise the reasons it is
 //     not (output overflow, abort, unconfirmed exit, unclosed stdio, a sweep that
 //     could not complete or an escaped process that survived SIGKILL), "; "-separated.
-//     A timeout alone sets TimedOut, not CollectorError (seed 003, invariant 9).
+//     A timeout alone sets TimedOut, not CollectorError.
 //   - ResultSeen: Spec.ResultLine returned true for a stdout line.
 //     StoppedAfterResult: the process did not exit within Spec.ResultGrace of that
 //     line and was stopped (SIGTERM, then SIGKILL; SignalsSent lists them).
@@ -295,7 +295,7 @@ func (c *capture) account(n int) int {
 // c.chunks[stream] until the readers are done, so it reads straight into the chunk's
 // free space and keeps as much of each read as the shared budget allows; once the
 // budget is spent it keeps reading into a scratch buffer so the child never blocks on
-// a full pipe (F04).
+// a full pipe.
 func (c *capture) read(stream int, f *os.File, done *sync.WaitGroup) {
 	defer done.Done()
 	var scratch []byte
@@ -572,7 +572,8 @@ wait:
 		escapees()
 	default:
 		// Members left in the group after the leader's exit would keep the pipes open
-		// (F01): the group id is still ours because the leader is not reaped yet.
+		// (escaped output holders): the group id is still ours because the leader is not
+		// reaped yet.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		escapees()
 		state, err := cmd.Process.Wait()
@@ -616,7 +617,7 @@ wait:
 }
 
 // escalate sends SIGTERM, then SIGKILL, to the process group, and reports whether the
-// exit was seen. Signals are sent only while no exit has been seen (seed 003, invariant 6).
+// exit was seen. Signals are sent only while no exit has been seen.
 func escalate(o *Outcome, pid int, exitSeen <-chan struct{}, spec Spec) bool {
 	for _, step := range []struct {
 		sig  syscall.Signal

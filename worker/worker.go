@@ -1,5 +1,6 @@
 // Package worker owns agentproof's bounded child processes and the local fixture worker
-// of seed 003: the legacy path Worker.Run and the guarded path Worker.RunGuarded.
+// (docs/fixture-worker.md): the legacy path Worker.Run and the guarded path
+// Worker.RunGuarded.
 //
 // Two layers, and the guarded path on top:
 //
@@ -10,7 +11,7 @@
 //     the head, and a timeout that escalates SIGTERM → SIGKILL to the process group. It
 //     returns an Outcome, never panics, and never claims an exit it did not observe.
 //
-//   - Worker.Run (fixture.go) is seed 003's run(): it validates and copies a fixture
+//   - Worker.Run (fixture.go) is the unguarded path: it validates and copies a fixture
 //     Request, creates a private workspace under the workspace root (workspace.go),
 //     spawns the fixed fixture program `<program> fixture-child <fixture> <lifetime-ms>`
 //     through Supervise, removes the workspace non-recursively only when the exit and
@@ -18,7 +19,7 @@
 //     (quarantine.go), and stores exactly one evidence record. It never judges: the
 //     assurance package classifies records.
 //
-//   - Worker.RunGuarded (guarded.go) is seed 003's runGuarded(): the same bounded run
+//   - Worker.RunGuarded (guarded.go) is the guarded path: the same bounded run
 //     under an Attempt fence (fence.go: the controller hold is an flock on
 //     <fence>-journal, the execution lock an flock on <fence>), in a provisioned
 //     workspace identified by device and inode (workspace.go), admitted by the gate
@@ -32,16 +33,15 @@
 // The fixture programs themselves live in child.go (RunChild), reached through the hidden
 // command `agentproof fixture-child` (with `--gate`, RunGate first).
 //
-// Go adaptations of the Node seed (DESIGN.md "How seed 003 maps to Go"): process.execPath
+// Go adaptations of the Node.js original (docs/fixture-worker.md): process.execPath
 // becomes os.Executable() (Options.Program overrides it, for tests and embedders); the
 // process group is signalled with kill(-pgid) only while the group leader is unreaped,
-// which keeps the pgid ours (invariant 6: no PID files, no signal after the reap); after
+// which keeps the pgid ours (no PID files, no signal after the reap); after
 // the leader's exit is observed (waitid WNOWAIT) and before it is reaped, the group is
-// sent SIGKILL once more so that members left behind cannot hold the pipes (field
-// failure F01). A descendant that left the group (setsid) is not reachable that way: if
+// sent SIGKILL once more so that members left behind cannot hold the pipes. A descendant that left the group (setsid) is not reachable that way: if
 // it keeps stdout/stderr open, the run reports stdioClosed=false with a collector error
-// and the workspace is quarantined (F01 variant C, "at least report it as a leak"); a
-// subreaper or cgroup sweep that also kills such escapers is left to a later issue.
+// and the workspace is quarantined (an escaper is at least reported as a leak); a
+// subreaper or cgroup sweep that also kills such escapers is not done here.
 //
 // Known limit of Pdeathsig in Go: Linux delivers it when the *thread* that forked the
 // child exits, and the Go runtime ends a thread only when a goroutine exits while
@@ -54,7 +54,7 @@ import "time"
 
 var fixtures = [...]string{"pass", "fail", "hang", "noisy"}
 
-// Fixtures returns the fixture names (seed 003, FIXTURES) in the seed's order, as a new
+// Fixtures returns the fixture names in their fixed order, as a new
 // slice: the set itself cannot be changed.
 func Fixtures() []string { return append([]string(nil), fixtures[:]...) }
 
@@ -68,7 +68,7 @@ func IsFixture(name string) bool {
 	return false
 }
 
-// Exit codes of the fixture programs (seed 003, EXIT).
+// Exit codes of the fixture programs.
 const (
 	ExitPass        = 0
 	ExitFail        = 1
@@ -78,13 +78,12 @@ const (
 	ExitParentLost  = 125
 )
 
-// Limits and timings. Seed 003 names TERMINATE_GRACE_MS, KILL_CONFIRM_MS and
-// CLOSE_GRACE_MS without values; these are ours.
+// Limits and timings.
 const (
-	// MaxChildLifetimeMS caps a fixture program's own lifetime (seed 003).
+	// MaxChildLifetimeMS caps a fixture program's own lifetime.
 	MaxChildLifetimeMS = 300_000
 	// WatchdogMarginMS is added to the request timeout to give the child's own lifetime,
-	// so the worker's timeout acts first (seed 003, WATCHDOG_MARGIN_MS).
+	// so the worker's timeout acts first.
 	WatchdogMarginMS = 5_000
 	// MaxTimeoutMS is the largest request timeout: the child's lifetime must stay within
 	// MaxChildLifetimeMS.
@@ -92,7 +91,7 @@ const (
 	// MaxOutputBytes is the largest combined stdout+stderr budget of one run (64 MiB).
 	MaxOutputBytes = 64 << 20
 	// FlushLimitMS bounds how long pass and fail wait for their output to be written
-	// before exiting regardless (seed 003, FLUSH_LIMIT_MS).
+	// before exiting regardless.
 	FlushLimitMS = 2_000
 )
 
@@ -106,13 +105,12 @@ const (
 	// once, so this only bounds the pathological case.
 	KillConfirm = 3_000 * time.Millisecond
 	// CloseGrace bounds the wait for stdout/stderr end-of-file after settling
-	// (CLOSE_GRACE_MS); F01 asks for a bounded drain of about 2 s.
+	// (CLOSE_GRACE_MS): a bounded drain of about 2 s.
 	CloseGrace = 2_000 * time.Millisecond
 )
 
-// ChildEnvironment returns the complete environment of a fixture child (seed 003,
-// CHILD_ENVIRONMENT, invariant 2): nothing is inherited from the controller.
-// GOMEMLIMIT=64MiB is the Go counterpart of the seed's --max-old-space-size=64, and
+// ChildEnvironment returns the complete environment of a fixture child: nothing is
+// inherited from the controller. GOMEMLIMIT=64MiB bounds its heap, and
 // GOMAXPROCS=1 gives the fixture's few goroutines one processor, as a Node.js child has
 // one JavaScript thread (and spares the Go runtime's start its look at the cgroup's CPU
 // limit and its idle processors: about 1 ms of CPU of a fixture process's 6;
@@ -122,5 +120,5 @@ func ChildEnvironment() []string {
 	return []string{"GOMAXPROCS=1", "GOMEMLIMIT=64MiB", "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC"}
 }
 
-// Scope is the seed's result scope of the unguarded path.
+// Scope is the result scope of the unguarded path.
 const Scope = "local-fixture"

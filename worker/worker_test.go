@@ -100,7 +100,7 @@ func TestRunFixtures(t *testing.T) {
 			if !term.TimedOut || term.ExitCode != nil || term.Signal == nil {
 				t.Errorf("timedOut=%v exit=%v signal=%v, want a timeout ended by a signal", term.TimedOut, term.ExitCode, term.Signal)
 			}
-			// SIGTERM can stop the child before it ignores SIGTERM (seed 003: keep that tolerance).
+			// SIGTERM can stop the child before it ignores SIGTERM (keep that tolerance).
 			if len(term.SignalsSent) == 0 || term.SignalsSent[0] != "SIGTERM" {
 				t.Errorf("signalsSent = %v, want SIGTERM first", term.SignalsSent)
 			}
@@ -118,7 +118,7 @@ func TestRunFixtures(t *testing.T) {
 			if obs.CollectorError == nil || !strings.Contains(*obs.CollectorError, "output exceeded") {
 				t.Errorf("collectorError = %v", obs.CollectorError)
 			}
-			// F04: the head is kept and the truncation is said, never only the tail.
+			// the head is kept and the truncation is said, never only the tail.
 			if !bytes.HasPrefix(body.Stdout, []byte("sf-fixture-child/1 fixture=noisy")) || body.TruncatedAt != 1<<20 {
 				t.Errorf("body head %q truncatedAt %d", body.Stdout[:min(40, len(body.Stdout))], body.TruncatedAt)
 			}
@@ -410,7 +410,7 @@ func TestRunStorageFailed(t *testing.T) {
 	}
 }
 
-// TestSuperviseProcessTree covers field failure F01: descendants that keep the output
+// TestSuperviseProcessTree covers escaped output holders: descendants that keep the output
 // pipes after the leader is gone. The run is stopped (by an abort, once both processes
 // are seen running) through the same SIGTERM → SIGKILL escalation as a timeout.
 func TestSuperviseProcessTree(t *testing.T) {
@@ -481,7 +481,7 @@ func TestSuperviseProcessTree(t *testing.T) {
 
 // TestSuperviseSweepsGroupAfterExit: a leader that exits at once, leaving a grandchild
 // in its process group that holds the output pipes, must not hold the run past its exit:
-// the group is killed before the leader is reaped (F01), so stdio closes.
+// the group is killed before the leader is reaped, so stdio closes.
 func TestSuperviseSweepsGroupAfterExit(t *testing.T) {
 	t.Parallel()
 	out, err := Supervise(context.Background(), Spec{
