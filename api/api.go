@@ -1,4 +1,4 @@
-// Package api holds the wire types of the control-plane HTTP API (issue 7) shared by
+// Package api holds the wire types of the control-plane HTTP API shared by
 // package server (which serves them) and package client (which speaks them). Board
 // routes live under /api/companies; agent routes under /api/companies/{company}/…
 // take a per-run agent token. Every error body is Error.
@@ -48,7 +48,7 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // request_timeout (408), request_too_large (413), secret_ref_required (400).
 type Error = controlplane.Error
 
-// CreateCompanyRequest creates a company. With State (a serialized seed-001 state,
+// CreateCompanyRequest creates a company. With State (a serialized control-plane state,
 // tag paperclip.capability.mock-state.v1) it is a fixture company that keeps the
 // state's own ids; otherwise Name and IssuePrefix are required and the company starts
 // bare (no actors, no tasks) with its instance-managed local environment.
@@ -236,7 +236,7 @@ type Ready struct {
 
 // Instance home files that hold the instance's own generated secrets (package server
 // creates them 0600 on first start; the harness reads them to add them to an attempt's
-// secret set, spec runner-e2e-harness §10.1).
+// secret set).
 const (
 	// BoardTokenFile holds the board token (64 hex digits).
 	BoardTokenFile = "board.token"
@@ -271,7 +271,7 @@ const (
 )
 
 // AgentCall is one request an agent token made to the agent API, as the server saw it
-// (seed 000 "Prompt-only task title fixtures": the first-five tool-call bound counts
+// (docs/journeys.md "Task titles": the first-five tool-call bound counts
 // calls in the initial provider run, including discovery). Seq is 1-based within the
 // run; At is the server's wall time (RFC 3339, ms); Tool names the request in the MCP
 // tools' terms (get_task_context, list_documents, a command kind such as

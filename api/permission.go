@@ -5,7 +5,7 @@ package api
 // on the board, waits for the human's answer and delivers it to the agent. The board
 // lists them (GET /api/companies/{company}/permissions) and answers them (POST
 // /api/companies/{company}/permissions/{permission}/decision). They are the runner's
-// records beside its run records, not part of the seed-001 state machine: a permission
+// records beside its run records, not part of the control-plane state machine: a permission
 // is asked in the middle of a turn and answered within it, so it neither moves the task
 // to review nor schedules a wake.
 

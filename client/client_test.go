@@ -15,7 +15,7 @@ import (
 	"github.com/agentproof/agentproof/server"
 )
 
-// world is a real server on 127.0.0.1 with a fixture company (seed-001 defaults:
+// world is a real server on 127.0.0.1 with a fixture company (the state machine's defaults:
 // company-1, actor-1, task-1) whose run-1 is open; report_progress fails once with a
 // scripted retryable fault.
 type world struct {

@@ -8,7 +8,7 @@ import (
 )
 
 // Harness runs the conformance suite (package controlplane/conformance) over HTTP: New
-// creates a fixture company from the seed; Restart calls RestartServer (when set: it
+// creates a fixture company from the conformance seed; Restart calls RestartServer (when set: it
 // restarts the server and returns the new client) and hands back the same company on
 // it. Without RestartServer (a remote server) Restart only reconnects.
 type Harness struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// CancelRun is the Stop API (seed 000, "Correlated native Stop API"): POST
+// CancelRun is the Stop API: POST
 // /api/heartbeat-runs/{runId}/cancel with cancellationRequestID ("" omits it). Errors
 // come back as *controlplane.Error: cancellation_request_id_invalid (400), run_missing
 // (404), cancellation_conflict (409).

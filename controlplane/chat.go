@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Agent chat (seed 000 "Persistent chat fixtures"; docs/journeys.md "Agent chat"): a
+// Agent chat (docs/journeys.md "Agent chat"): a
 // conversation between the human (the board) and one agent. It is backed by a task
 // (Task.ConversationID) that the agent's chat runs check out, so that a chat turn is an
 // ordinary run; issue lists leave that task out (Issues), so that everything about a
@@ -103,8 +103,7 @@ type ContextConversation struct {
 }
 
 // Issues returns the issue list of a state: every task but the conversations' backing
-// tasks, in state order (the seed: ordinary issue lists exclude the source
-// conversation).
+// tasks, in state order (an ordinary issue list excludes a conversation's source).
 func Issues(st State) []*Task {
 	out := []*Task{}
 	for _, t := range st.Tasks {

@@ -48,7 +48,7 @@ func compareFast(a, b string) (cmp int, ok bool) {
 }
 
 // localeCompare orders strings like JavaScript's String.prototype.localeCompare with
-// the root locale (spec §4 "sortedUnique"), with a fast path for plain ids.
+// the root locale, with a fast path for plain ids.
 func localeCompare(c *collate.Collator, a, b string) int {
 	if r, ok := compareFast(a, b); ok {
 		return r

@@ -8,12 +8,11 @@ import (
 	"strings"
 )
 
-// CommandKind names a semantic command (spec §3); its JSON form is the plain string.
+// CommandKind names a semantic command; its JSON form is the plain string.
 type CommandKind string
 
-// The 19 semantic command kinds of the V-new adapter (spec §3), in catalogue order, and
-// agentproof's set_task_title (seed 000 "Prompt-only task title fixtures": the agent
-// names its own task).
+// The 19 semantic command kinds, in catalogue order, and agentproof's set_task_title
+// (the agent names its own task; docs/journeys.md "Task titles").
 const (
 	CommandReportProgress          CommandKind = "report_progress"
 	CommandCreateSkill             CommandKind = "create_skill"
@@ -36,7 +35,7 @@ const (
 	CommandScheduleWake            CommandKind = "schedule_wake"
 	CommandSetTaskTitle            CommandKind = "set_task_title"
 	// CommandPostChatReply and CommandHandoffConversation are the agent's side of a
-	// conversation (chat.go; seed 000 "Persistent chat fixtures").
+	// conversation (chat.go).
 	CommandPostChatReply       CommandKind = "post_chat_reply"
 	CommandHandoffConversation CommandKind = "handoff_conversation"
 )
@@ -50,7 +49,7 @@ const MaxTaskTitleChars = 500
 // reference-script steps against it.
 //
 //   - Kind: the command kind.
-//   - Claim: the run capability the command needs (spec §3 table); "" for none.
+//   - Claim: the run capability the command needs; "" for none.
 //   - Tool: agent-facing — a tool of the MCP server and a command a reference script
 //     may use. The others (resolve_human_input, record_budget_usage, release_task) are
 //     reachable only through the API.
@@ -78,7 +77,7 @@ type CommandSpec struct {
 	handle func(*Memory, *cmdCtx) error
 }
 
-// commandTable is the semantic-command table in catalogue order (spec §3).
+// commandTable is the semantic-command table in catalogue order.
 var commandTable = []CommandSpec{
 	{Kind: CommandReportProgress, Tool: true, Required: []string{"body"}, Commenting: true, MessageArg: "body",
 		Description: "Post a progress note on your task (a comment). Not your final answer: end with finish_task, request_review or block_task.",
@@ -163,9 +162,7 @@ var commandByKind = func() map[CommandKind]*CommandSpec {
 	return m
 }()
 
-// Commands returns the semantic-command table in catalogue order (spec §3), copies.
-// Seed 001 says "eighteen" kinds and lists seventeen; the newest adapter adds
-// create_skill and reassign_task (spec §0, §9.1).
+// Commands returns the semantic-command table in catalogue order, copies.
 func Commands() []CommandSpec {
 	out := make([]CommandSpec, len(commandTable))
 	for i, c := range commandTable {
@@ -201,9 +198,10 @@ func (c CommandSpec) clone() CommandSpec {
 // ApprovalRoles are the actor roles (trimmed, lower-cased) allowed to decide approvals.
 var ApprovalRoles = []string{"board", "approver", "security"}
 
-// ApplyCommand applies one semantic command (spec §2.6, order V-new): lifecycle,
+// ApplyCommand applies one semantic command: lifecycle,
 // idempotency key, run, idempotency lookup, writability, expectedRevision,
-// authorization, dry run, fault, execution, lost-ack. Errors carry the codes of spec §8.
+// authorization, dry run, fault, execution, lost-ack. Errors carry the codes of
+// errors.go.
 func (m *Memory) ApplyCommand(ctx context.Context, env CommandEnvelope) (CommandResult, error) {
 	if err := m.lock(ctx); err != nil {
 		return CommandResult{}, err
@@ -300,10 +298,10 @@ func (m *Memory) applyLocked(env CommandEnvelope) (CommandResult, string, error)
 	if err != nil {
 		return CommandResult{}, kind, err
 	}
-	// The dry run and the real execution are one pass under the undo log (spec §2.6
-	// steps 8-10): a failing command is rolled back before any fault is consumed, and a
+	// The dry run and the real execution are one pass under the undo log: a failing
+	// command is rolled back before any fault is consumed, and a
 	// retryable_error fault rolls the execution back before it records itself, which
-	// leaves exactly the state the notes' dry-run-then-execute order leaves.
+	// leaves exactly the state a dry run followed by the execution leaves (docs/control-plane.md).
 	mark := len(m.undo)
 	res, err := m.execute(c, env.IdempotencyKey, scope, canon)
 	if err != nil {
@@ -330,7 +328,10 @@ func cloneResult(r CommandResult) CommandResult {
 	return r
 }
 
-// authorize applies spec §6.1; denials persist a denied decision.
+// authorize checks, in order, the command's claim, the active-task scope, the run's
+// ownership of the task and, for decide_approval, the decider's role, the approval's
+// scope and that it is not self-approval (docs/control-plane.md, "Authorization");
+// denials persist a denied decision.
 func (m *Memory) authorize(r *Run, spec *CommandSpec, head commandHead, raw json.RawMessage) (*cmdCtx, error) {
 	runID := strp(r.ID)
 	kind := head.Kind
@@ -451,7 +452,7 @@ var transitions = map[TaskStatus][]TaskStatus{
 	TaskBlocked:    {TaskTodo, TaskInProgress, TaskCancelled},
 }
 
-// transition moves the task through the command transition table (spec §1.3); an
+// transition moves the task through the command transition table; an
 // illegal move records a denied decision and fails with task_transition_illegal.
 func (m *Memory) transition(c *cmdCtx, t *Task, to TaskStatus) error {
 	from := t.Status
@@ -510,7 +511,7 @@ func (m *Memory) dependsOn(from, target string) bool {
 	return false
 }
 
-// replaceDependencies replaces task's blocker rows with one row per id (spec §3.8).
+// replaceDependencies replaces task's blocker rows with one row per id.
 func (m *Memory) replaceDependencies(c *cmdCtx, task *Task, ids []string) error {
 	ids = m.sortedUnique(ids)
 	for _, id := range ids {

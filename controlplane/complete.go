@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// CompleteRun reconciles a run's terminal disposition (spec §2.8). input is a
+// CompleteRun reconciles a run's terminal disposition. input is a
 // NativeRunResult (has runId) or a CompleteInput (acts on the active run). Errors:
 // mock_not_running, run_missing, native_result_replay_conflict, run_not_writable,
 // budget_hard_stop, native_result_invalid, terminal_event_missing,
@@ -81,7 +81,7 @@ func (m *Memory) completeLocked(input json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	// Plan the blocker fan-out before the fault (V-new: skip backlog dependents).
+	// Plan the blocker fan-out before the fault (dependents in backlog are skipped).
 	var dependents []*Task
 	if c.taskStatus == TaskDone {
 		if dependents, err = m.unblockedDependents(task); err != nil {
@@ -341,7 +341,7 @@ func (m *Memory) deleteBlockers(drop func(*Blocker) bool) {
 	setv(m, &m.st.Blockers, kept)
 }
 
-// scheduleWake creates a scheduled wake: tick first, then id (spec §4).
+// scheduleWake creates a scheduled wake: tick first, then id.
 func (m *Memory) scheduleWake(actorID, taskID string, reason WakeReason, payload json.RawMessage, delayTicks int64) *ScheduledWake {
 	ms := m.st.Clock.EpochMs + m.st.Clock.Tick*1000
 	createdAt := m.now()

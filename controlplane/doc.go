@@ -1,6 +1,6 @@
-// Package controlplane is the deterministic control-plane state machine of seed 001
-// ("Capability Mock ControlPlanePort"), following the behavioural notes in
-// spec/control-plane-port.md in their newest ("V-new") form.
+// Package controlplane is the deterministic control-plane state machine: its state,
+// operations, commands, determinism, faults and errors are described in
+// docs/control-plane.md.
 //
 // Port is the interface every control plane of agentproof implements: lifecycle
 // (Start/Stop), runs with atomic checkout (OpenRun/OpenFixtureRun, Context), PRP and
@@ -19,16 +19,15 @@
 // if a retryable fault hits it, the log is rolled back, so a rejected command costs
 // what its own changes cost and never copies the world.
 //
-// Command kinds: the seed says "eighteen semantic command kinds" and lists seventeen.
-// The newest adapter has nineteen — the seventeen listed plus create_skill and
-// reassign_task (spec §0, §3, §9.1); the "eighteen" most likely conflates the 18/18
-// operation matrix of the conformance docs. This package implements all nineteen. The
+// Command kinds: nineteen semantic command kinds, among them create_skill and
+// reassign_task (docs/control-plane.md, "Commands"), and agentproof's own
+// set_task_title. The
 // semantic-command table (Commands: kind, claim, arguments, description, whether it is
 // an agent-facing tool and whether it posts a presentable comment) is the one list of
 // them: the state machine dispatches and authorizes by it, package mcp builds its tools
 // from it and package catalog checks reference scripts against it.
 //
-// Beyond the seed (docs/files.md): content-addressed blobs and managed files (files.go;
+// Beyond the port (docs/files.md): content-addressed blobs and managed files (files.go;
 // register_deliverable verifies its artifact's declared size and SHA-256 against its
 // bytes), agent homes saved with receipts and conflicts (home.go), board operations
 // with idempotency keys, and Retry (board operation retry_run, OpenInput.RetryOf,
@@ -39,12 +38,13 @@
 // code (Code, with its Class; errors.go) is a named string type whose constants are the
 // exact wire values.
 //
-// Deliberate choices where the notes leave room (each also noted at its code): a
-// completion's terminal is validated against the terminal schema (the notes say the
-// adapter does not validate it) so that run status always comes from a valid terminal;
+// Deliberate choices (each also noted at its code): a completion's terminal is
+// validated against the terminal schema so that run status always comes from a valid
+// terminal;
 // unknown command kinds, priorities, create_task statuses, approval decisions and
 // workspace actions fail with semantic_command_invalid; schedule_wake requires a
-// reason; PRP sourceSeq is bounded to JavaScript safe integers. The semantic-tool
-// runtime receipts of spec §2.10 are not implemented (the state keeps an empty
-// semanticToolRuntimes map so that serialized states stay compatible).
+// reason; PRP sourceSeq is bounded to JavaScript safe integers. Semantic-tool runtime
+// receipts (a per-run snapshot store with compare-and-swap) are not implemented (the
+// state keeps an empty semanticToolRuntimes map so that serialized states stay
+// compatible).
 package controlplane

@@ -5,12 +5,11 @@ import (
 	"fmt"
 )
 
-// Code is the code of an *Error: one of the catalogue codes below (spec
-// control-plane-port §8), a transport code of the HTTP API (package api), or a scripted
+// Code is the code of an *Error: one of the catalogue codes below, a transport code of the HTTP API (package api), or a scripted
 // fault's code (FaultRule.Code, any string). Its JSON form is the plain string.
 type Code string
 
-// The state machine's error codes (spec control-plane-port §8), plus the board
+// The state machine's error codes, plus the board
 // operations' board_input_invalid and environment_conflict and the store's
 // store_unavailable.
 const (
@@ -60,7 +59,7 @@ const (
 	CodeInteractionTargetStale   Code = "interaction_target_stale"
 	// CodeTargetRevisionSuperseded: accepting a confirmation, or approving an approval,
 	// whose target document revision is no longer the document's latest (409: the human
-	// acted on an older plan revision; seed 000 "Task cases and matchers", the plan flow).
+	// acted on an older plan revision; the plan flow).
 	CodeTargetRevisionSuperseded      Code = "target_revision_superseded"
 	CodeInteractionAlreadyResolved    Code = "interaction_already_resolved"
 	CodeInteractionOutcomeInvalid     Code = "interaction_outcome_invalid"
@@ -166,7 +165,7 @@ const (
 	CodeInternalError Code = "internal_error"
 	// CodeCancellationConflict: a Stop with an earlier or different intent, after an
 	// earlier uncorrelated Stop, by a different board actor, or of a terminal run
-	// without this intent (seed 000, "Correlated native Stop API").
+	// without this intent.
 	CodeCancellationConflict Code = "cancellation_conflict"
 	// CodeCancellationRequestIDInvalid: a cancellationRequestId that is not a UUID.
 	CodeCancellationRequestIDInvalid Code = "cancellation_request_id_invalid"
@@ -287,8 +286,8 @@ func (c Code) Class() Class {
 	return ClassRefused
 }
 
-// Error is the state machine's typed error (spec §2 "Common error type"). Code is one of
-// the catalogue codes of spec §8 (for example CodeCheckoutConflict) or a scripted
+// Error is the state machine's typed error. Code is one of
+// the catalogue codes of this file (for example CodeCheckoutConflict) or a scripted
 // fault code; Retryable is true only for scripted faults and CodeStoreUnavailable. Its
 // JSON form {code, message, retryable} survives a round trip over HTTP.
 type Error struct {

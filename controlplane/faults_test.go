@@ -38,7 +38,7 @@ func remaining(t *testing.T, m *controlplane.Memory, id string) int {
 	return 0
 }
 
-// TestFaultConsumption pins where each operation consumes its scripted fault (spec §5).
+// TestFaultConsumption pins where each operation consumes its scripted fault.
 func TestFaultConsumption(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// handle dispatches one command kind (spec §3) to its handler in the command table. It
+// handle dispatches one command kind to its handler in the command table. It
 // runs inside the undo log: any error is rolled back by the caller.
 func (m *Memory) handle(c *cmdCtx) error {
 	if spec, ok := commandByKind[CommandKind(c.kind)]; ok {
@@ -38,7 +38,7 @@ func (m *Memory) reportProgress(c *cmdCtx) error {
 
 var skillNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`) })
 
-// parseSkillMarkdown checks the frontmatter rules of create_skill (spec §3.2) and
+// parseSkillMarkdown checks the frontmatter rules of create_skill and
 // returns the frontmatter name and description.
 func parseSkillMarkdown(md string) (name, description string, err error) {
 	bad := func(msg string) (string, string, error) {
@@ -460,7 +460,7 @@ func (m *Memory) setDependencies(c *cmdCtx) error {
 	return nil
 }
 
-// TaskPriorities are the task priorities of create_task and create_issue (spec §1.3),
+// TaskPriorities are the task priorities of create_task and create_issue,
 // highest first; the default is medium.
 var TaskPriorities = []string{"critical", "high", "medium", "low"}
 
@@ -640,7 +640,7 @@ func (m *Memory) commentOnApproval(c *cmdCtx) error {
 	return nil
 }
 
-// ServiceActions are the actions of control_workspace_service (spec §3.13): start
+// ServiceActions are the actions of control_workspace_service: start
 // (status running, optionally with a URL), stop (stopped) and fail (failed).
 var ServiceActions = []string{"start", "stop", "fail"}
 

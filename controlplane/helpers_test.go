@@ -87,7 +87,7 @@ func cmd(kind string, fields map[string]any) json.RawMessage {
 
 var sensitiveRE = regexp.MustCompile(`(?i)authorization|credential|api.?key|secret|token`)
 
-// checkInvariants asserts the state-level properties of issue 4 on m.
+// checkInvariants asserts the state-level properties every operation keeps on m.
 func checkInvariants(t testing.TB, m *controlplane.Memory) {
 	t.Helper()
 	ctx := context.Background()

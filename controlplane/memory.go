@@ -18,7 +18,7 @@ import (
 	"github.com/agentproof/agentproof/canonjson"
 )
 
-// Memory is the deterministic in-memory Port of seed 001. It is safe for concurrent use
+// Memory is the deterministic in-memory Port (docs/control-plane.md). It is safe for concurrent use
 // (one mutex serialises every operation). It has no wall clock and no randomness: time
 // comes from the fixture clock in the state and ids from per-kind counters. Every value
 // it returns is a copy. Failed and dry-run commands are rolled back with an undo log,
@@ -65,8 +65,8 @@ type indexes struct {
 
 var _ Port = (*Memory)(nil)
 
-// NewMemory builds a stopped Memory from seed (spec §1.16 defaults for nil fields) and
-// validates it (spec §1.17). It returns an *Error with code fixture_state_invalid or
+// NewMemory builds a stopped Memory from seed and
+// validates it. It returns an *Error with code fixture_state_invalid or
 // company_scope_violation when the seed is inconsistent.
 func NewMemory(seed Seed) (*Memory, error) {
 	st, err := stateFromSeed(seed)
@@ -76,7 +76,7 @@ func NewMemory(seed Seed) (*Memory, error) {
 	return newMemory(st)
 }
 
-// Restore rebuilds a Memory from Serialize output (spec §2.9). It returns
+// Restore rebuilds a Memory from Serialize output. It returns
 // fixture_state_invalid for invalid JSON or a wrong schema tag, and the validation
 // errors of NewMemory.
 func Restore(data []byte) (*Memory, error) {
@@ -368,7 +368,7 @@ func takeContents(st *State) (map[string][]byte, error) {
 	return out, nil
 }
 
-// validate checks the state in the order of spec §1.17.
+// validate checks the state in the order of docs/control-plane.md, "Validation".
 func (m *Memory) validate() error {
 	st := m.st
 	if strings.TrimSpace(st.Company.ID) == "" {
@@ -700,7 +700,7 @@ func mustJSON(v any) json.RawMessage {
 }
 
 // recordMutation writes one audit record and one decision: revision+1, tick, audit id,
-// decision id (spec §4).
+// decision id.
 func (m *Memory) recordMutation(runID, actorID *string, action, entityType, entityID string, details any, operation, outcome, reason string, refs []string) {
 	m.recordMutationSorted(runID, actorID, action, entityType, entityID, details, operation, outcome, reason, m.sortedUnique(refs))
 }
@@ -715,7 +715,7 @@ func (m *Memory) recordMutationSorted(runID, actorID *string, action, entityType
 	appendv(m, &m.st.Decisions, &Decision{ID: decisionID, At: at, RunID: runID, Operation: operation, Outcome: outcome, Reason: reason, StateRevision: rev, EntityRefs: refs})
 }
 
-// recordDecision writes one decision only: revision+1, decision id, tick (spec §4).
+// recordDecision writes one decision only: revision+1, decision id, tick.
 func (m *Memory) recordDecision(runID *string, operation, outcome, reason string, refs []string) {
 	rev := m.bumpRevision()
 	id := m.newID("decision")
@@ -738,7 +738,7 @@ func (m *Memory) consumeFault(operation, commandKind string) *FaultRule {
 	return f
 }
 
-// peekFault finds the rule consumeFault would consume (spec §5 selection).
+// peekFault finds the rule consumeFault would consume.
 func (m *Memory) peekFault(operation, commandKind string) *FaultRule {
 	for _, f := range m.st.Faults {
 		if f.Operation != operation || f.Remaining <= 0 {
@@ -850,7 +850,7 @@ func exceeded(b *Budget) bool { return b.HardStop && b.SpentCents >= b.LimitCent
 
 // ---- redaction ----
 
-// sensitiveKeyRE matches wake-payload keys whose values are redacted (spec §6.3).
+// sensitiveKeyRE matches wake-payload keys whose values are redacted.
 var sensitiveKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)authorization|credential|api.?key|secret|token`) })
 
 func sensitiveKey(k string) bool { return sensitiveKeyRE().MatchString(k) }
@@ -881,7 +881,7 @@ func sanitize(v any) any {
 	}
 }
 
-// sanitizeRaw redacts a JSON payload by key (spec §6.3) and returns canonical JSON.
+// sanitizeRaw redacts a JSON payload by key and returns canonical JSON.
 func sanitizeRaw(raw json.RawMessage) json.RawMessage {
 	if isNull(raw) {
 		return json.RawMessage("{}")
@@ -920,7 +920,7 @@ func (m *Memory) unlock() {
 	m.mu.Unlock()
 }
 
-// Start sets the lifecycle to running (spec §2.1); mock_already_running when running.
+// Start sets the lifecycle to running; mock_already_running when running.
 func (m *Memory) Start(ctx context.Context) error {
 	if err := m.lock(ctx); err != nil {
 		return err

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// RunMessage returns a run's user-facing message (spec runner-e2e-harness §5 "Message
-// source"): when the run's result names a comment in presentationDecision.commentId, that
+// RunMessage returns a run's user-facing message (docs/harness.md, "The
+// run's message"): when the run's result names a comment in presentationDecision.commentId, that
 // comment's body ("" when no such comment exists); otherwise the bodies of every comment
 // the run's applied semantic commands created, in audit order, joined with "\n". A chat
 // run (its task backs a conversation, chat.go) that posted chat messages has them as its

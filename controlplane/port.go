@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 )
 
-// Port is the control-plane port of seed 001. Memory implements it in memory; the
+// Port is the control-plane port (docs/control-plane.md). Memory implements it in memory; the
 // durable store and the HTTP client implement it too, and package conformance checks
 // any implementation. Every method returns errors whose chain carries an *Error with
 // the state machine's code (see CodeOf); implementations add transport errors of their
@@ -45,7 +45,7 @@ type Port interface {
 	Serialize(ctx context.Context) ([]byte, error)
 }
 
-// Board is the board side of one company's control plane beyond the seed's port: board
+// Board is the board side of one company's control plane beyond the port: board
 // operations (with idempotency keys) and content-addressed blobs (files.go). Memory,
 // the durable store's Company and the HTTP client's Company implement it, and package
 // conformance checks it with the Port.

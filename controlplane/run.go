@@ -9,14 +9,13 @@ import (
 
 func strp(s string) *string { return &s }
 
-// OpenRun opens a run and discards its context (spec §2.2).
+// OpenRun opens a run and discards its context.
 func (m *Memory) OpenRun(ctx context.Context, in OpenInput) error {
 	_, err := m.OpenFixtureRun(ctx, in)
 	return err
 }
 
-// OpenFixtureRun opens (atomically checks out) a run and returns its context (spec
-// §2.2). Errors: mock_not_running, run_binding_conflict, actor_missing, task_missing,
+// OpenFixtureRun opens (atomically checks out) a run and returns its context. Errors: mock_not_running, run_binding_conflict, actor_missing, task_missing,
 // company_scope_violation, actor_not_active, budget_hard_stop, checkout_conflict,
 // terminal_task_requires_resume, task_transition_illegal, fixture_state_invalid, or a
 // scripted open_run fault.
@@ -227,7 +226,7 @@ func (m *Memory) retryTarget(runID *string, id string, task *Task, actor *Actor)
 	return prev, nil
 }
 
-// Context returns the run context of runID (spec §2.3). Errors: run_missing,
+// Context returns the run context of runID. Errors: run_missing,
 // fixture_state_invalid (ancestry cycle, missing budget).
 func (m *Memory) Context(ctx context.Context, runID string) (RunContext, error) {
 	if err := m.lock(ctx); err != nil {
@@ -300,8 +299,8 @@ func (m *Memory) contextLocked(runID string) (RunContext, error) {
 	}, nil
 }
 
-// AppendEvent appends a PRP event (an object with sourceEventId) or a native run event
-// (spec §2.4). Errors: mock_not_running, run_missing, run_not_writable,
+// AppendEvent appends a PRP event (an object with sourceEventId) or a native run event.
+// Errors: mock_not_running, run_missing, run_not_writable,
 // budget_hard_stop, native_event_invalid, native_event_replay_conflict,
 // native_event_sequence_gap, or a scripted append_event fault.
 func (m *Memory) AppendEvent(ctx context.Context, event json.RawMessage) (Receipt, error) {
@@ -403,7 +402,7 @@ func (m *Memory) commitEvent(r *Run, ri *runIndex, canon []byte) {
 }
 
 // ReplayEvents returns the PRP events of q.SourceInstanceID with sourceSeq >
-// q.AfterSourceSeq in ascending order (spec §2.5). Errors: run_missing,
+// q.AfterSourceSeq in ascending order. Errors: run_missing,
 // replay_binding_mismatch. It needs no running lifecycle.
 func (m *Memory) ReplayEvents(ctx context.Context, q ReplayQuery) (Replay, error) {
 	if err := m.lock(ctx); err != nil {
@@ -439,7 +438,7 @@ func (m *Memory) ReplayEvents(ctx context.Context, q ReplayQuery) (Replay, error
 	return Replay{Events: events, HighestContiguousSourceSeq: ri.highestContiguous(q.SourceInstanceID)}, nil
 }
 
-// LoadSessionCheckpoint returns the active run's checkpoint, nil when none (spec §2.7).
+// LoadSessionCheckpoint returns the active run's checkpoint, nil when none.
 // Error: run_missing when there is no active run.
 func (m *Memory) LoadSessionCheckpoint(ctx context.Context) (json.RawMessage, error) {
 	if err := m.lock(ctx); err != nil {
@@ -463,7 +462,7 @@ func (m *Memory) activeRun() (*Run, error) {
 	return m.run(*m.st.ActiveRunID)
 }
 
-// CheckpointSession stores snapshot on the active, writable run (spec §2.7). Errors:
+// CheckpointSession stores snapshot on the active, writable run. Errors:
 // run_missing, run_not_writable, budget_hard_stop, semantic_command_invalid (not JSON).
 func (m *Memory) CheckpointSession(ctx context.Context, snapshot json.RawMessage) error {
 	if err := m.lock(ctx); err != nil {

@@ -1,14 +1,14 @@
 package controlplane
 
-// The closed string vocabularies of the control-plane state (seed 001, spec
-// control-plane-port §1). Each is a named string type whose constants are the exact
+// The closed string vocabularies of the control-plane state (docs/control-plane.md).
+// Each is a named string type whose constants are the exact
 // JSON wire values; the JSON form of every type is a plain string. Code outside this
 // package compares against these constants, never against string literals.
 
-// TaskStatus is Task.Status (spec §1.3).
+// TaskStatus is Task.Status.
 type TaskStatus string
 
-// Task statuses (spec §1.3).
+// Task statuses.
 const (
 	// TaskBacklog: created on hold; not picked up until it moves to todo.
 	TaskBacklog TaskStatus = "backlog"
@@ -26,16 +26,16 @@ const (
 	TaskCancelled TaskStatus = "cancelled"
 )
 
-// TaskStatuses lists every task status in the order of spec §1.3.
+// TaskStatuses lists every task status in the order of docs/control-plane.md.
 var TaskStatuses = []TaskStatus{TaskBacklog, TaskTodo, TaskInProgress, TaskInReview, TaskBlocked, TaskDone, TaskCancelled}
 
 // Terminal reports whether s is done or cancelled (a new run needs Resume).
 func (s TaskStatus) Terminal() bool { return s == TaskDone || s == TaskCancelled }
 
-// RunStatus is Run.Status (spec §1.12) and the status of a native run result.
+// RunStatus is Run.Status and the status of a native run result.
 type RunStatus string
 
-// Run statuses (spec §1.12).
+// Run statuses.
 const (
 	// RunRunning: checked out; the only writable status.
 	RunRunning RunStatus = "running"
@@ -63,10 +63,10 @@ var CompletionStatuses = []RunStatus{RunSucceeded, RunFailed, RunCancelled, RunI
 // RetryableStatuses are the statuses of a run that board operation retry_run accepts.
 var RetryableStatuses = []RunStatus{RunFailed, RunInterrupted}
 
-// InteractionKind is Interaction.Kind (spec §1.6).
+// InteractionKind is Interaction.Kind.
 type InteractionKind string
 
-// Interaction kinds (spec §1.6).
+// Interaction kinds.
 const (
 	InteractionConfirmation InteractionKind = "confirmation"
 	InteractionCheckbox     InteractionKind = "checkbox"
@@ -80,11 +80,11 @@ const (
 // InteractionKinds lists every interaction kind.
 var InteractionKinds = []InteractionKind{InteractionConfirmation, InteractionCheckbox, InteractionQuestions, InteractionSuggestTasks, InteractionItemVerdicts}
 
-// InteractionStatus is Interaction.Status (spec §1.6); a resolution's outcome is the
+// InteractionStatus is Interaction.Status; a resolution's outcome is the
 // status it leaves.
 type InteractionStatus string
 
-// Interaction statuses (spec §1.6).
+// Interaction statuses.
 const (
 	// InteractionPending: waiting for the human.
 	InteractionPending InteractionStatus = "pending"
@@ -108,11 +108,11 @@ func (k InteractionKind) Outcomes() []InteractionStatus {
 	return []InteractionStatus{InteractionAccepted, InteractionRejected, InteractionExpired}
 }
 
-// ContinuationPolicy is Interaction.ContinuationPolicy (spec §1.6): who is woken when
+// ContinuationPolicy is Interaction.ContinuationPolicy: who is woken when
 // the interaction is resolved.
 type ContinuationPolicy string
 
-// Continuation policies (spec §1.6).
+// Continuation policies.
 const (
 	// ContinueNone wakes nobody.
 	ContinueNone ContinuationPolicy = "none"
@@ -125,10 +125,10 @@ const (
 // ContinuationPolicies lists every continuation policy.
 var ContinuationPolicies = []ContinuationPolicy{ContinueNone, ContinueWakeAssignee, ContinueWakeAssigneeOnAccept}
 
-// ApprovalStatus is Approval.Status (spec §1.7); a decision is the status it leaves.
+// ApprovalStatus is Approval.Status; a decision is the status it leaves.
 type ApprovalStatus string
 
-// Approval statuses (spec §1.7).
+// Approval statuses.
 const (
 	ApprovalPending   ApprovalStatus = "pending"
 	ApprovalApproved  ApprovalStatus = "approved"
@@ -139,17 +139,17 @@ const (
 // ApprovalDecisions are the statuses a decision may give an approval.
 var ApprovalDecisions = []ApprovalStatus{ApprovalApproved, ApprovalRejected, ApprovalCancelled}
 
-// WakeStatus is ScheduledWake.Status (spec §1.13). The adapter only ever writes
+// WakeStatus is ScheduledWake.Status. The adapter only ever writes
 // WakeScheduled; a wake is delivered when its run exists.
 type WakeStatus string
 
 // WakeScheduled is the status of every wake the adapter schedules.
 const WakeScheduled WakeStatus = "scheduled"
 
-// WakeReason is why an actor is woken (Wake.Reason, ScheduledWake.Reason; spec §1.13).
+// WakeReason is why an actor is woken (Wake.Reason, ScheduledWake.Reason).
 type WakeReason string
 
-// Wake reasons (spec §1.13, §3).
+// Wake reasons.
 const (
 	WakeManual              WakeReason = "manual"
 	WakeIssueAssigned       WakeReason = "issue_assigned"
@@ -167,13 +167,13 @@ const (
 	WakeChatMessage WakeReason = "chat_message"
 )
 
-// ScheduleWakeReasons are the reasons a schedule_wake command may give (spec §3.15).
+// ScheduleWakeReasons are the reasons a schedule_wake command may give.
 var ScheduleWakeReasons = []WakeReason{WakeManual, WakeIssueCommented, WakeInteractionResolved, WakeApprovalResolved, WakeBlockersResolved, WakeScheduledRetry, WakeResume}
 
-// Lifecycle is State.Lifecycle (spec §2.1).
+// Lifecycle is State.Lifecycle.
 type Lifecycle string
 
-// Lifecycle states (spec §2.1).
+// Lifecycle states.
 const (
 	// LifecycleStopped: the initial state and the state after Stop; every operation
 	// but Start and introspection fails with CodeMockNotRunning.
@@ -182,12 +182,12 @@ const (
 	LifecycleRunning Lifecycle = "running"
 )
 
-// WorkDisposition is a completion result's reportedWorkDisposition (spec §2.8): what
+// WorkDisposition is a completion result's reportedWorkDisposition: what
 // the run says became of its task; the completion reconciles the task's status from
 // it.
 type WorkDisposition string
 
-// Work dispositions (spec §2.8).
+// Work dispositions.
 const (
 	// WorkDone: the task is finished (task → done; fails while blockers remain).
 	WorkDone WorkDisposition = "done"
@@ -199,10 +199,10 @@ const (
 	WorkYielded WorkDisposition = "yielded"
 )
 
-// ActorStatus is Actor.Status (spec §1.2).
+// ActorStatus is Actor.Status.
 type ActorStatus string
 
-// Actor statuses (spec §1.2).
+// Actor statuses.
 const (
 	// ActorActive: the actor may run.
 	ActorActive ActorStatus = "active"
@@ -256,7 +256,7 @@ const (
 var ConflictResolutions = []ConflictResolution{ResolveKeepCurrent, ResolveTakeIncoming}
 
 // Decision outcomes and reasons a reader of the decision log (State.Decisions) tells
-// apart (spec control-plane-port §4, §6.1).
+// apart.
 const (
 	// DecisionDenied is the outcome of a refused operation.
 	DecisionDenied = "denied"

@@ -2,14 +2,14 @@ package controlplane
 
 import "encoding/json"
 
-// StateSchema is the schema tag of a serialized state (seed 001, "Serializable").
+// StateSchema is the schema tag of a serialized state.
 const StateSchema = "paperclip.capability.mock-state.v1"
 
-// ContextSchema is the schema tag of a run context (spec control-plane-port §2.3).
+// ContextSchema is the schema tag of a run context.
 const ContextSchema = "paperclip.capability.run-context.v1"
 
 // DefaultEpochMs is the default fixture clock epoch, 2026-08-09T00:00:00.000Z in ms
-// since the Unix epoch (seed 001, "Fixture clock").
+// since the Unix epoch.
 const DefaultEpochMs int64 = 1786233600000
 
 // DefaultSourceInstanceID is the run's source instance when the opener gives none.
@@ -21,7 +21,7 @@ type Clock struct {
 	Tick    int64 `json:"tick"`
 }
 
-// Company is the fixture company (spec §1.2). Status is informational only.
+// Company is the fixture company. Status is informational only.
 type Company struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
@@ -30,7 +30,7 @@ type Company struct {
 	BudgetID    string `json:"budgetId"`
 }
 
-// Actor is an agent or human of the company (spec §1.2).
+// Actor is an agent or human of the company.
 type Actor struct {
 	ID               string      `json:"id"`
 	CompanyID        string      `json:"companyId"`
@@ -45,7 +45,7 @@ type Actor struct {
 	AdapterConfig json.RawMessage `json:"adapterConfig,omitempty"`
 }
 
-// Task is a unit of work (spec §1.3). Nullable fields are pointers; StatusVersion is
+// Task is a unit of work. Nullable fields are pointers; StatusVersion is
 // only advanced by reassign_task.
 type Task struct {
 	ID              string     `json:"id"`
@@ -69,7 +69,7 @@ type Task struct {
 	ConversationID *string `json:"conversationId,omitempty"`
 }
 
-// Comment is a task comment (spec §1.4); AuthorActorID nil means the system.
+// Comment is a task comment; AuthorActorID nil means the system.
 type Comment struct {
 	ID            string  `json:"id"`
 	TaskID        string  `json:"taskId"`
@@ -78,7 +78,7 @@ type Comment struct {
 	CreatedAt     string  `json:"createdAt"`
 }
 
-// Document is a task document keyed by (TaskID, Key) with revisions (spec §1.5).
+// Document is a task document keyed by (TaskID, Key) with revisions.
 type Document struct {
 	ID               string              `json:"id"`
 	TaskID           string              `json:"taskId"`
@@ -99,7 +99,7 @@ type DocumentRevision struct {
 	CreatedAt     string  `json:"createdAt"`
 }
 
-// Interaction is a request for human input (spec §1.6).
+// Interaction is a request for human input.
 type Interaction struct {
 	ID                 string             `json:"id"`
 	TaskID             string             `json:"taskId"`
@@ -123,7 +123,7 @@ type ApprovalComment struct {
 	CreatedAt     string  `json:"createdAt"`
 }
 
-// Approval is a governance approval linked to ≥1 tasks (spec §1.7).
+// Approval is a governance approval linked to ≥1 tasks.
 type Approval struct {
 	ID                 string          `json:"id"`
 	CompanyID          string          `json:"companyId"`
@@ -142,7 +142,7 @@ type Approval struct {
 	DecidedAt        *string            `json:"decidedAt"`
 }
 
-// Artifact is a registered deliverable file (spec §1.8); ByteSize in bytes.
+// Artifact is a registered deliverable file; ByteSize in bytes.
 type Artifact struct {
 	ID          string `json:"id"`
 	TaskID      string `json:"taskId"`
@@ -162,7 +162,7 @@ type WorkProductMetadata struct {
 	ContentRef  string `json:"contentRef"`
 }
 
-// WorkProduct is a task output (spec §1.8); commands only create type "artifact".
+// WorkProduct is a task output; commands only create type "artifact".
 type WorkProduct struct {
 	ID         string              `json:"id"`
 	TaskID     string              `json:"taskId"`
@@ -174,7 +174,7 @@ type WorkProduct struct {
 }
 
 // Blocker is a dependency edge: TaskID is blocked by BlockedByTaskID while the latter
-// is not done (spec §1.9).
+// is not done.
 type Blocker struct {
 	ID              string `json:"id"`
 	TaskID          string `json:"taskId"`
@@ -182,7 +182,7 @@ type Blocker struct {
 	CreatedAt       string `json:"createdAt"`
 }
 
-// WorkspaceService is a task's runtime service (spec §1.10).
+// WorkspaceService is a task's runtime service.
 type WorkspaceService struct {
 	ID               string  `json:"id"`
 	TaskID           string  `json:"taskId"`
@@ -192,7 +192,7 @@ type WorkspaceService struct {
 	LastTransitionAt string  `json:"lastTransitionAt"`
 }
 
-// Budget is a spending limit in cents for a company or an actor (spec §1.11).
+// Budget is a spending limit in cents for a company or an actor.
 type Budget struct {
 	ID         string `json:"id"`
 	Scope      string `json:"scope"`
@@ -202,13 +202,13 @@ type Budget struct {
 	HardStop   bool   `json:"hardStop"`
 }
 
-// Wake is the reason an actor is woken, with a redacted payload (spec §1.13).
+// Wake is the reason an actor is woken, with a redacted payload.
 type Wake struct {
 	Reason  WakeReason      `json:"reason"`
 	Payload json.RawMessage `json:"payload"`
 }
 
-// Run is one checked-out execution of a task by an actor (spec §1.12). Events holds the
+// Run is one checked-out execution of a task by an actor. Events holds the
 // committed PRP and native events in canonical JSON, in append order.
 type Run struct {
 	ID                string            `json:"id"`
@@ -236,7 +236,7 @@ type Run struct {
 	RetriedByRunID *string `json:"retriedByRunId,omitempty"`
 }
 
-// ScheduledWake is a wake the adapter scheduled (spec §1.13); DueAt = CreatedAt +
+// ScheduledWake is a wake the adapter scheduled; DueAt = CreatedAt +
 // delay ticks seconds. The adapter only ever writes Status "scheduled".
 type ScheduledWake struct {
 	ID        string          `json:"id"`
@@ -249,7 +249,7 @@ type ScheduledWake struct {
 	CreatedAt string          `json:"createdAt"`
 }
 
-// AuditRecord is one audited mutation (spec §1.14).
+// AuditRecord is one audited mutation.
 type AuditRecord struct {
 	ID         string          `json:"id"`
 	At         string          `json:"at"`
@@ -261,8 +261,8 @@ type AuditRecord struct {
 	Details    json.RawMessage `json:"details"`
 }
 
-// Decision is one decision record; every decision advances the state revision by one
-// (spec §1.14). Outcome is allowed, denied, duplicate, reconciled or faulted.
+// Decision is one decision record; every decision advances the state revision by one.
+// Outcome is allowed, denied, duplicate, reconciled or faulted.
 type Decision struct {
 	ID            string   `json:"id"`
 	At            string   `json:"at"`
@@ -283,7 +283,7 @@ type IdempotencyRecord struct {
 	Result         CommandResult `json:"result"`
 }
 
-// FaultRule scripts a bounded number of faults (seed 001, "Scripted faults").
+// FaultRule scripts a bounded number of faults.
 // Operation is open_run, append_event, apply_command or complete_run; Effect is
 // retryable_error or lost_ack; CommandKind restricts apply_command rules to one kind.
 type FaultRule struct {
@@ -295,7 +295,7 @@ type FaultRule struct {
 	Code        Code   `json:"code,omitempty"`
 }
 
-// Skill is a company skill created by create_skill (spec §1.15).
+// Skill is a company skill created by create_skill.
 type Skill struct {
 	ID          string `json:"id"`
 	CompanyID   string `json:"companyId"`
@@ -306,7 +306,7 @@ type Skill struct {
 	VersionID   string `json:"versionId"`
 }
 
-// State is the whole serializable control-plane state (spec §1.1). Snapshot returns a
+// State is the whole serializable control-plane state. Snapshot returns a
 // deep copy; Serialize encodes it as sorted-key canonical JSON.
 type State struct {
 	Schema               string                     `json:"schema"`
@@ -337,7 +337,7 @@ type State struct {
 	SemanticToolRuntimes map[string]json.RawMessage `json:"semanticToolRuntimes"`
 	Faults               []*FaultRule               `json:"faults"`
 	// Projects and Environments are created by board operations; empty lists are absent
-	// from the serialized state, so seed-001 states serialize as before.
+	// from the serialized state, so states without them serialize as before.
 	Projects     []*Project     `json:"projects,omitempty"`
 	Environments []*Environment `json:"environments,omitempty"`
 	// Managed storage (files.go, home.go) and board idempotency (board.go); empty lists
@@ -351,7 +351,7 @@ type State struct {
 	Conversations []*Conversation `json:"conversations,omitempty"`
 }
 
-// Seed describes an initial state (spec §1.16). Nil fields take the defaults: company
+// Seed describes an initial state. Nil fields take the defaults: company
 // "company-1"/"MCK", one engineer actor "actor-1", one todo task "task-1" assigned to
 // the first actor, and (only when Budgets is nil) a company and per-actor hard-stop
 // budget. Company fields that are non-empty override the default company's.
@@ -386,7 +386,7 @@ type Identity struct {
 	AgentID   string `json:"agentId"`
 }
 
-// OpenInput opens (checks out) a run (spec §2.2). Wake defaults to {manual, {}};
+// OpenInput opens (checks out) a run. Wake defaults to {manual, {}};
 // Capabilities, when nil (JSON null), to the actor's grants (an empty list means none);
 // SourceInstanceID to "capability-mock". Resume lets a done or cancelled task be
 // reopened (attempt 2).
@@ -420,7 +420,7 @@ type ContextActor struct {
 	CapabilityGrants []string    `json:"capabilityGrants"`
 }
 
-// ContextBudget summarises the effective budgets in cents (spec §2.3): SpentCents is
+// ContextBudget summarises the effective budgets in cents: SpentCents is
 // derived as LimitCents − RemainingCents.
 type ContextBudget struct {
 	LimitCents     int64 `json:"limitCents"`
@@ -436,7 +436,7 @@ type InteractionResult struct {
 	Result json.RawMessage   `json:"result"`
 }
 
-// RunContext is what a run sees of the world (spec §2.3, schema ContextSchema).
+// RunContext is what a run sees of the world.
 type RunContext struct {
 	Schema             string              `json:"schema"`
 	RunID              string              `json:"runId"`
@@ -455,7 +455,7 @@ type RunContext struct {
 	Conversation *ContextConversation `json:"conversation,omitempty"`
 }
 
-// Receipt acknowledges an appended event (spec §2.4); Disposition is committed or duplicate.
+// Receipt acknowledges an appended event; Disposition is committed or duplicate.
 type Receipt struct {
 	Cursor                     int64  `json:"cursor"`
 	HighestContiguousSourceSeq int64  `json:"highestContiguousSourceSeq"`
@@ -463,7 +463,7 @@ type Receipt struct {
 }
 
 // ReplayQuery selects PRP events of one run and source instance after an exclusive
-// cursor (spec §2.5). Limit follows JavaScript slice semantics (0 → none, negative
+// cursor. Limit follows JavaScript slice semantics (0 → none, negative
 // drops from the end).
 type ReplayQuery struct {
 	RunID            string `json:"runId"`
@@ -478,7 +478,7 @@ type Replay struct {
 	HighestContiguousSourceSeq int64             `json:"highestContiguousSourceSeq"`
 }
 
-// CommandEnvelope carries one semantic command (spec §2.6). Command is a JSON object
+// CommandEnvelope carries one semantic command. Command is a JSON object
 // {kind, taskId?, …kind fields}; only Command is compared for idempotency.
 type CommandEnvelope struct {
 	RunID            string          `json:"runId"`
@@ -543,7 +543,7 @@ type NativeRunResult struct {
 	Summary string    `json:"summary"`
 }
 
-// CompleteInput completes the active run with a PRP result and terminal (spec §2.8).
+// CompleteInput completes the active run with a PRP result and terminal.
 type CompleteInput struct {
 	Result          json.RawMessage `json:"result"`
 	Terminal        json.RawMessage `json:"terminal"`

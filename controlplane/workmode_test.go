@@ -10,9 +10,8 @@ import (
 )
 
 // TestCreateIssueWorkModes: create_issue accepts every case workMode of the catalog
-// (runner-e2e-harness.md §2.5, ask included) and every task work mode of the port spec
-// (control-plane-port.md §1.3), stores it on the task, and refuses any other value
-// with board_input_invalid.
+// and every task work mode of the state machine (standard, ask, planning, skill_test),
+// stores it on the task, and refuses any other value with board_input_invalid.
 func TestCreateIssueWorkModes(t *testing.T) {
 	t.Parallel()
 	modes := map[string]controlplane.Code{"skill_test": ""} // mode → wanted code

@@ -627,7 +627,7 @@ func TestResponsesMatchOpenAPISchemas(t *testing.T) {
 	}
 }
 
-// TestConcurrentBoardAndAgentWrites (field failure F17): the board and the agent send
+// TestConcurrentBoardAndAgentWrites: the board and the agent send
 // 50 concurrent writes to the same task; none fails with a 5xx or a lock error, and
 // all are in the state.
 func TestConcurrentBoardAndAgentWrites(t *testing.T) {

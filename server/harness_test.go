@@ -66,7 +66,7 @@ func (in *instance) harness() *client.Harness {
 	return &client.Harness{Client: in.board(), RestartServer: in.restart}
 }
 
-// TestConformanceOverHTTPSQLite: the whole seed-001 suite passes unchanged through the
+// TestConformanceOverHTTPSQLite: the whole conformance suite passes unchanged through the
 // client against a real loopback server backed by SQLite, restarts included.
 func TestConformanceOverHTTPSQLite(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ import (
 	"github.com/agentproof/agentproof/server/heartbeat"
 )
 
-// RunnerOptions configure the heartbeat runner of Serve (issue 8). Executable is the
+// RunnerOptions configure the heartbeat runner of Serve. Executable is the
 // absolute path of the agentproof binary the built-in and fixture drivers run (""
 // means os.Executable()); MaxConcurrent and PollInterval are heartbeat.Config's.
 type RunnerOptions struct {

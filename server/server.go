@@ -1,8 +1,8 @@
-// Package server is the control-plane HTTP API (issue 7): board routes (companies,
+// Package server is the control-plane HTTP API: board routes (companies,
 // secrets, environments, agents, projects, issues, comments, interactions, approvals,
 // runs, wakes, decisions, state) behind the instance board token, and agent routes
 // (run context, events, commands with idempotency keys, completion, session
-// checkpoints, replay) behind per-run agent tokens. Each company is a durable seed-001
+// checkpoints, replay) behind per-run agent tokens. Each company is a durable control-plane
 // state machine (package controlplane/store). Errors are JSON {code, message,
 // retryable}. The OpenAPI 3.1 document is served at /openapi.json.
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// BoardCases are the cases of the board side beyond the seed's port
+// BoardCases are the cases of the board side beyond the port
 // (controlplane.Board: content-addressed blobs, byte-verified deliverables, managed
 // files, keyed board writes, Retry); each restarts its Port once, so the behaviour is
 // checked durable too. A Port that does not implement controlplane.Board fails them.

@@ -9,7 +9,8 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// Cases returns the 40 Given/When/Then cases of spec control-plane-port §10, in order.
+// Cases returns the 40 Given/When/Then cases of the port's operations and commands
+// (docs/control-plane.md), in order.
 func Cases() []Case {
 	return []Case{
 		{"case/01-start-twice", case01}, {"case/02-open-when-stopped", case02}, {"case/03-atomic-checkout", case03},

@@ -1,5 +1,5 @@
-// Package conformance is the exported conformance suite of the control-plane port
-// (seed 001 "Shared conformance"; spec control-plane-port §7 and §10). It runs
+// Package conformance is the exported conformance suite of the control-plane port.
+// It runs
 // unchanged against any controlplane.Port: the in-memory Memory here, the durable store
 // and the HTTP client later. The board cases (BoardCases) also need the Port to be a
 // controlplane.Board (blobs, byte-verified deliverables, managed files, keyed board
@@ -51,7 +51,7 @@ type CaseResult struct {
 }
 
 // Case is one named conformance case. Port steps (names "port/NN-…") share one run of
-// the seed's port contract; every other case builds its own Port.
+// the port contract; every other case builds its own Port.
 type Case struct {
 	Name string
 	run  func(ctx context.Context, h Harness) error

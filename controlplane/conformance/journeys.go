@@ -9,7 +9,7 @@ import (
 )
 
 // JourneyCases returns the cases of the control-plane behaviour the product journeys
-// rely on beyond spec §10 (docs/journeys.md): a human can accept only the plan
+// rely on beyond the port's cases (docs/journeys.md): a human can accept only the plan
 // revision that is current. They run after Cases.
 func JourneyCases() []Case {
 	return []Case{
@@ -116,7 +116,7 @@ func journey02(ctx context.Context, h Harness) error {
 	return noErr(err, "rejecting superseded approval-1")
 }
 
-// journey03 (seed 000 "Prompt-only task title fixtures"): the board creates a task
+// journey03: the board creates a task
 // with an empty title (one of only whitespace is refused); its run names it with
 // set_task_title (trimmed; an empty title is semantic_command_invalid); the saved title
 // survives a restart, and the change is the command's audit record, attributed to the
@@ -177,7 +177,7 @@ func journey03(ctx context.Context, h Harness) error {
 	return nil
 }
 
-// journey04 (seed 000 "Persistent chat fixtures"): the board starts a conversation
+// journey04: the board starts a conversation
 // with an agent; its backing task is left out of the issue list; the first human
 // message wakes the agent (chat_message) and the chat run sees it in its context and
 // replies (post_chat_reply); "/new" starts session generation 2 and wakes nobody; the

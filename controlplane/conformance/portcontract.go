@@ -9,7 +9,7 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// The port contract fixture (spec §7).
+// The port contract fixture.
 const (
 	PortRunID     = "00000000-0000-4000-8000-000000000006"
 	PortSessionID = "session-phase6-conformance"
@@ -112,7 +112,7 @@ func portCompletion(summary string) json.RawMessage {
 	})
 }
 
-// PortReport is what the port contract reports (spec §7 step 13).
+// PortReport is what the port contract reports.
 type PortReport struct {
 	EventCount                 int64
 	HighestContiguousSourceSeq int64
@@ -142,7 +142,7 @@ var portStepNames = []string{
 	"port/13-report",
 }
 
-// RunPortContract runs the seed's port contract against a fresh Port from h and
+// RunPortContract runs the port contract (docs/control-plane.md, "Conformance") against a fresh Port from h and
 // returns its report, or the first violated step (1-based) and why.
 func RunPortContract(ctx context.Context, h Harness) (PortReport, int, error) {
 	p, err := h.New(ctx, PortSeed())

@@ -1,5 +1,5 @@
-// Package store makes the control plane durable (issue 7). An Instance hosts companies;
-// each company is its own seed-001 state machine (a controlplane.Memory) whose every
+// Package store makes the control plane durable. An Instance hosts companies;
+// each company is its own state machine (a controlplane.Memory) whose every
 // state-changing operation — port operations and board operations, accepted or denied,
 // since a denial records a decision — is appended to a journal and committed before it
 // is acknowledged. Restart restores the newest snapshot and replays the journal after
@@ -8,11 +8,11 @@
 //
 // Backends: SQLite (modernc.org/sqlite, one file, WAL, synchronous=FULL, write
 // transactions BEGIN IMMEDIATE so that writers queue on the lock instead of failing
-// busy — field failure F17; an ephemeral home's database skips the fsyncs and keeps
+// busy when the board and an agent write at once; an ephemeral home's database skips the fsyncs and keeps
 // its file locked, SQLiteOptions) and PostgreSQL (pgx), both migrated by goose. Commits are
 // grouped: one goroutine writes every queued journal entry of every company in one
-// transaction and acknowledges them all after the commit (field failure F18: no
-// acknowledged entry exists only in memory).
+// transaction and acknowledges them all after the commit: no acknowledged entry exists
+// only in memory.
 //
 // Blob bytes (docs/files.md) are kept in table blobs, written in the transaction of the
 // journal entry that records them; the state machine holds their metadata only, so
@@ -108,7 +108,7 @@ type SQLiteOptions struct {
 	// (locking_mode=EXCLUSIVE: the WAL index lives in the process, so there is no -shm
 	// file and no file lock per transaction). A killed process still loses nothing it
 	// acknowledged (its writes are in the page cache, and the WAL is replayed on the
-	// next open, field failure F18); an operating-system crash may lose recent commits,
+	// next open); an operating-system crash may lose recent commits,
 	// which a thrown-away home, never reopened after one, does not need. No other
 	// process can open the file while the store is open.
 	Ephemeral bool
@@ -137,9 +137,9 @@ func OpenSQLiteWith(ctx context.Context, path string, o SQLiteOptions) (*Instanc
 		return nil, fmt.Errorf("store: opening sqlite %s: %w", path, err)
 	}
 	// One connection: every statement of the instance is serialised through it, so
-	// there is never a second writer to be busy against (F17).
+	// there is never a second writer to be busy against.
 	db.SetMaxOpenConns(1)
-	// F18: the WAL left by a killed process is SQLite's to replay; never move it
+	// The WAL left by a killed process is SQLite's to replay; never move it
 	// aside. Check the file after recovery and stop loudly when it is damaged.
 	if !o.Fresh {
 		var check string
@@ -350,7 +350,7 @@ func (in *Instance) ReplayFromStart(ctx context.Context, id string) ([]byte, err
 }
 
 // CreateCompany adds a fixture company whose state machine starts from initial (a
-// state as Serialize writes it; the state keeps its own company id, such as the seeds'
+// state as Serialize writes it; the state keeps its own company id, such as the default
 // company-1, scoped by the instance id) and returns its instance id "company-NNNN".
 // Errors: the controlplane.Restore errors of initial, ErrClosed, I/O.
 func (in *Instance) CreateCompany(ctx context.Context, initial []byte) (string, error) {

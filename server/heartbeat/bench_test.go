@@ -9,8 +9,8 @@ import (
 	"github.com/agentproof/agentproof/server/heartbeat"
 )
 
-// BenchmarkNopRun measures the runner for the nop agent through a real server (issue 8
-// benchmark; goal ≤ 20 ms median overhead beyond the process itself). One op: the
+// BenchmarkNopRun measures the runner for the nop agent through a real server (goal
+// ≤ 20 ms median overhead beyond the process itself). One op: the
 // board creates an issue assigned to the agent (the wake), the runner opens the run,
 // launches `agent nop`, completes the run, stores the evidence and the record. Metrics
 // (medians over the ops):

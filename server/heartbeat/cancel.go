@@ -9,13 +9,11 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// IntentPrefix starts the durable id of every Stop intent: "native-cancellation:<uuid>"
-// (seed 000, "Correlated native Stop API").
+// IntentPrefix starts the durable id of every Stop intent: "native-cancellation:<uuid>".
 const IntentPrefix = "native-cancellation:"
 
 // LocalBoardActor is the board actor of the local trusted board: every caller holding
-// the instance board token acts as this user (seed 000: "local trusted board uses the
-// local-board user ID").
+// the instance board token acts as this user (docs/harness.md, "Stop").
 const LocalBoardActor = "local-board"
 
 // Intent is a reserved Stop of one run (api.CancelIntent), stored durably in the run's
@@ -61,8 +59,7 @@ func ParseRequestID(id string) (string, error) {
 	return u.String(), nil
 }
 
-// DecideStop is the Stop API's decision for a run (seed 000, "Correlated native Stop
-// API"), taken under the run's lock: terminal says whether the run has finished;
+// DecideStop is the Stop API's decision for a run (docs/harness.md, "Stop"), taken under the run's lock: terminal says whether the run has finished;
 // existing is its reserved intent (nil when none); req.RequestID must have passed
 // ParseRequestID. It returns StopReserve with the intent to store (RequestedAt left
 // for the caller; for an omitted id the intent gets newID as RequestID), StopJoin with

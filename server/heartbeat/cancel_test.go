@@ -13,8 +13,7 @@ const (
 	drawn = "11111111-2222-4333-8444-555555555555"
 )
 
-// TestDecideStop is the Stop API's decision table (seed 000, "Correlated native Stop
-// API").
+// TestDecideStop is the Stop API's decision table (docs/harness.md, "Stop").
 func TestDecideStop(t *testing.T) {
 	t.Parallel()
 	correlated := &heartbeat.Intent{IntentID: heartbeat.IntentPrefix + uuidA, RequestID: uuidA, Correlated: true, Actor: "local-board"}

@@ -24,7 +24,7 @@
 // the wake id, so a wake is delivered exactly when the control plane holds its run (the
 // open_run journal entry), and wakes that can never run (obsolete, refused checkout)
 // are noted in files. Concurrency is bounded (Config.MaxConcurrent) and a company runs
-// at most one run at a time (the seed-001 state machine has one active run).
+// at most one run at a time.
 //
 // Restart: records are written before the checkout and before the launch. A record
 // found "opening" or "launching" at start-up means the server stopped while the run's

@@ -159,7 +159,7 @@ func (r *Runner) noteDelivery(runID, kind string) {
 	}
 }
 
-// Steer is the Steer button for runID (seed 000 "Pi active controls"): it posts body as
+// Steer is the Steer button for runID: it posts body as
 // the human's comment on the run's task (board operation comment, with the idempotency
 // key key) and delivers it to the running turn with the protocol's steer (the same turn, before the
 // model's next request); the comment's wake is then consumed (no second run). A
