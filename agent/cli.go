@@ -16,11 +16,12 @@ import (
 	"github.com/agentproof/agentproof/worker"
 )
 
-// The real agent CLIs (issue 12; DESIGN.md "Agents"; spec real-agent-clis): drivers
+// The real agent CLIs: drivers
 // exec:codex, exec:opencode and exec:claude run the CLI's native binary directly (never
-// the npm wrapper, never a shell; field failure F01), non-interactively with its JSON
+// the npm wrapper, whose children would escape the process group; never a shell),
+// non-interactively with its JSON
 // event stream on stdout (captured as transcript evidence and read for usage), stdin
-// /dev/null (F03), an explicit environment, per-run HOME / XDG / CODEX_HOME /
+// /dev/null (a CLI reads a piped stdin to its end before it starts), an explicit environment, per-run HOME / XDG / CODEX_HOME /
 // CLAUDE_CONFIG_DIR directories, telemetry, update checks and plugins off, and the
 // semantic tools registered as the MCP server `<agentproof> mcp` through the CLI's own
 // configuration. The run's API URL, run id and token reach that server only through
@@ -349,7 +350,7 @@ func cmpOr(a, b string) string {
 }
 
 // CodexArgs is the argv (after the program) of `codex exec` against a custom Responses
-// provider at modelURL (spec real-agent-clis §1): JSONL events, no git check, no
+// provider at modelURL: JSONL events, no git check, no
 // session files, no sandbox or approvals (the workspace is the attempt's private
 // directory), no retries (a scripted-model refusal ends the run at once), analytics,
 // feedback, update checks, OpenTelemetry, plugins and shell snapshots off, and the MCP
@@ -377,7 +378,7 @@ func CodexArgs(modelURL, model, keyVar, executable string, mcpVars []string, pro
 }
 
 // OpenCodeOfflineEnv are the variables that keep OpenCode from reaching the network
-// beyond its model (spec real-agent-clis §2).
+// beyond its model.
 var OpenCodeOfflineEnv = []string{
 	"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1",
 	"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
@@ -386,7 +387,7 @@ var OpenCodeOfflineEnv = []string{
 }
 
 // ClaudeOfflineEnv are the variables that keep Claude Code from reaching the network
-// beyond its model and make it fail fast (spec real-agent-clis §3).
+// beyond its model and make it fail fast.
 var ClaudeOfflineEnv = []string{
 	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
 	"DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_MAX_RETRIES=0",

@@ -10,7 +10,7 @@ import (
 )
 
 // MaxEventLineBytes bounds one line of a CLI's JSON event stream (bytes); a longer line
-// is counted as oversized and not parsed, never silently dropped (field failure F04).
+// is counted as oversized and not parsed, never silently dropped.
 const MaxEventLineBytes = 8 << 20
 
 // CLIEvents is what a CLI's JSON event stream says about a run: token usage summed over
@@ -44,8 +44,8 @@ type CLIEvents struct {
 	TerminalFailed bool
 }
 
-// Terminal events: the last event of a CLI run that finished its work (spec
-// real-agent-clis, "JSON events"). A run that exits without one did not finish cleanly.
+// Terminal events: the last event of a CLI run that finished its work (docs/clis.md).
+// A run that exits without one did not finish cleanly.
 const (
 	// CodexTurnCompleted and CodexTurnFailed end `codex exec --json` (one turn).
 	CodexTurnCompleted = "turn.completed"
@@ -112,7 +112,7 @@ func terminal(cli, typ, reason string) bool {
 // cachedInputTokens, cacheWriteInputTokens, providerReportedUsd when the CLI reported
 // dollars, source, usageEvents}), or nil when the stream reported no usage (read as
 // unavailable, never as zero). providerReportedUsd is what the CLI reported, kept apart
-// from any list-price estimate (seed 000 "Usage and billing data").
+// from any list-price estimate.
 func (e CLIEvents) Usage() json.RawMessage {
 	if e.UsageEvents == 0 {
 		return nil

@@ -195,7 +195,7 @@ func captured(t *testing.T, stdout, stderr string) worker.Captured {
 }
 
 // TestParseEventsSplitsAndOversized: the stream is read line by line, an over-long
-// line is counted (never silently dropped) and the rest still parsed (F04).
+// line is counted (never silently dropped) and the rest still parsed.
 func TestParseEventsSplitsAndOversized(t *testing.T) {
 	t.Parallel()
 	big := `{"type":"item.completed","item":{"type":"command_execution","aggregated_output":"` + strings.Repeat("x", agent.MaxEventLineBytes) + `"}}`

@@ -1,4 +1,4 @@
-// Package agent owns the agent drivers (DESIGN.md "Agents"; issue 8): a Driver turns a
+// Package agent owns the agent drivers: a Driver turns a
 // profile's driver configuration, a run's context and what the runner knows about the
 // run (RunEnv) into a worker.Spec — an absolute program path, the complete argv, the
 // complete environment, the working directory, a timeout and an output budget — for
@@ -7,7 +7,7 @@
 // usage (the real-CLI drivers read it from the CLI's event stream) and transcript
 // evidence.
 //
-// Drivers: fixture:<pass|fail|hang|noisy> (the seed 003 fixture programs), reference,
+// Drivers: fixture:<pass|fail|hang|noisy>, reference,
 // wrong, leaky and nop (the built-in agents, `agentproof agent <name>`, see RunBuiltin
 // and package reference), exec (bring your own agent: a command and arguments from the
 // profile) and exec:codex, exec:opencode, exec:claude (the pinned real agent CLIs, see
@@ -128,7 +128,7 @@ type Driver interface {
 //     drivers report usage (from the CLI's JSON event stream).
 //   - Transcript: evidence to store — the kept stdout and stderr.
 //   - Presentation: the comment the run presented as its user-facing message, when the
-//     runner completes the run (spec runner-e2e-harness §5); nil for none. The runner
+//     runner completes the run; nil for none. The runner
 //     fills it for the real-CLI drivers from the MCP server's record.
 //   - EventStreamComplete: for a driver whose agent reports through an event stream
 //     (the real CLIs), whether the stream carried its terminal event (TerminalEvent);

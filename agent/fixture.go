@@ -7,9 +7,9 @@ import (
 	"github.com/agentproof/agentproof/worker"
 )
 
-// fixtureDriver runs a seed 003 fixture program as the agent (calibration of process
+// fixtureDriver runs a fixture program (docs/fixture-worker.md) as the agent (calibration of process
 // control): `agentproof fixture-child <fixture> <lifetime-ms>` with exactly
-// worker.ChildEnvironment() (seed 003, invariant 2) in the workspace.
+// worker.ChildEnvironment() in the workspace.
 type fixtureDriver struct {
 	fixture string
 	bounds  bounds

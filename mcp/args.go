@@ -32,8 +32,7 @@ func (e *ArgumentError) Error() string {
 }
 
 // validators compiles, once, each tool's input schema with additionalProperties false
-// added at the top: the published schema omits it (some clients mishandle it, field
-// failure F10) but an unknown argument is still refused by name.
+// added at the top: the published schema omits it (some clients mishandle it) but an unknown argument is still refused by name.
 var validators = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	out := map[string]*jsonschema.Schema{}

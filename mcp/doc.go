@@ -1,10 +1,10 @@
 // Package mcp exposes the control plane's agent-facing semantic commands to real agent
-// CLIs (Codex, OpenCode, Claude Code) as MCP tools (DESIGN.md "Agents"; issue 12), built
+// CLIs (Codex, OpenCode, Claude Code) as MCP tools, built
 // on the official MCP Go SDK. `agentproof mcp` serves one run's tools on stdio.
 //
 // # Tools
 //
-// One tool per agent-facing command of spec control-plane-port §3 (the rows of the
+// One tool per agent-facing semantic command (the rows of the
 // semantic-command table controlplane.Commands with Tool set, in its order):
 // report_progress, write_document, request_human_input, register_deliverable,
 // finish_task, block_task, request_review, create_task, set_dependencies,
@@ -20,7 +20,7 @@
 
 // gives each one a bounded schema (maxLength, maxItems, enum, minimum/maximum).
 //
-// Schemas stay in the subset every client accepts (field failure F10): an object at the
+// Schemas stay in the subset every client accepts: an object at the
 // top with properties and required, one type name per property, no $ref, no
 // oneOf/anyOf/allOf, no null types, no format and no additionalProperties (OpenAI's
 // strict mode and Codex's schema sanitizer mishandle it). Unknown arguments are still
@@ -61,7 +61,7 @@
 //
 // # The run's message (presentation)
 //
-// controlplane.State.RunMessage (spec runner-e2e-harness §5) returns the comment named
+// controlplane.State.RunMessage returns the comment named
 // by the run result's presentationDecision.commentId, else every comment the run's
 // commands created joined with "\n". A CLI run is completed by its exec driver, not by
 // this server, so the server records which comment is presented: the comment of the

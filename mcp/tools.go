@@ -9,8 +9,7 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-// Tool names: one per agent-facing semantic command (spec control-plane-port §3; the
-// rows of controlplane.Commands with Tool set, named by their kind) plus the read tools. CLIs prefix them themselves (Codex
+// Tool names: one per agent-facing semantic command (the rows of controlplane.Commands with Tool set, named by their kind) plus the read tools. CLIs prefix them themselves (Codex
 // calls finish_task "mcp__agentproof__finish_task").
 const (
 	ToolGetTaskContext = "get_task_context"
@@ -46,8 +45,7 @@ const (
 	maxInlineBase64Chars = (controlplane.MaxInlineContentBytes + 2) / 3 * 4
 )
 
-// Enumerations of closed command fields (spec control-plane-port §1.3, §1.6, §1.7, §1.10,
-// §1.13, §3).
+// Enumerations of closed command fields (docs/control-plane.md).
 var (
 	interactionKinds    = names(controlplane.InteractionKinds)
 	continuationPolices = names(controlplane.ContinuationPolicies)
@@ -99,7 +97,7 @@ func object(desc string) schema {
 
 // fieldSchemas are the argument schemas shared by every tool that has the argument;
 // toolFieldSchemas override them per tool. Every schema is in the subset every MCP
-// client accepts (field failure F10): one "type" string, no $ref, no oneOf/anyOf/allOf,
+// client accepts: one "type" string, no $ref, no oneOf/anyOf/allOf,
 // no null type, no format.
 var fieldSchemas = map[string]schema{
 	"body":                    str(1, maxTextChars, "the comment text"),
@@ -254,7 +252,7 @@ func spec(name string, command bool, description string, req, opt []string, fiel
 // "[at most 50 items]", "[an integer from 0 to 31536000]"):
 // Codex passes the model only type, enum, items, properties, required and description
 // (it drops maxLength, pattern, maxItems, minimum and maximum — observed with Codex
-// 0.171, field failure F10), so the words are what the model sees of a bound; the
+// 0.171), so the words are what the model sees of a bound; the
 // server still enforces the keywords.
 func withBoundsDescribed(s schema) schema {
 	out := maps.Clone(s)

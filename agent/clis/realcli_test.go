@@ -276,7 +276,7 @@ func clip(b []byte) string {
 
 const apiKey = "sk-agentproof-test-0123456789abcdef"
 
-// codexArgs configures Codex entirely through flags (spec real-agent-clis §1): a custom
+// codexArgs configures Codex entirely through flags: a custom
 // Responses provider on the scripted model (no WebSockets, no retries), telemetry,
 // feedback, update checks and plugins off, no sandbox, no approvals, JSONL events.
 func codexArgs(url, prompt string) []string {
@@ -303,8 +303,8 @@ func codexEnv(root string) []string {
 }
 
 // TestCodexOffline runs Codex against the scripted model, with plain framing and with
-// every frame written in 1–7-byte pieces (field failure F09 b: records that the pinned
-// Codex reassembles split frames).
+// every frame written in 1–7-byte pieces (records that the pinned Codex reassembles
+// split frames).
 func TestCodexOffline(t *testing.T) {
 	t.Parallel()
 	for _, chunked := range []bool{false, true} {
@@ -582,7 +582,7 @@ func TestClaudeOffline(t *testing.T) {
 		}
 	}
 	// Two turns, each streamed once: no fallback to non-streamed retries (which Claude
-	// Code makes when it distrusts a stream's framing, spec real-agent-clis §3).
+	// Code makes when it distrusts a stream's framing).
 	if posts != 2 {
 		t.Errorf("scripted model saw %d POSTs, want 2", posts)
 	}
@@ -590,11 +590,11 @@ func TestClaudeOffline(t *testing.T) {
 }
 
 // TestCodexIdleTimeoutIgnoresKeepAlives records what the pinned Codex does with comment
-// keep-alives (field failure F09 a): the scripted model holds the first frame for 4 s
+// keep-alives: the scripted model holds the first frame for 4 s
 // behind a `: keepalive` comment every 500 ms, the provider's stream_idle_timeout_ms is
 // 2000, and Codex 0.171 still reports an idle timeout (its parser drops comments before
 // its idle timer sees them) and exits non-zero. A driver must therefore keep scripted
-// delays below the idle limit; if a new Codex version passes here, update the spec.
+// delays below the idle limit; if a new Codex version passes here, update docs/clis.md.
 func TestCodexIdleTimeoutIgnoresKeepAlives(t *testing.T) {
 	t.Parallel()
 	bin := locate(t, "codex")

@@ -1,4 +1,4 @@
-// Package reference is the built-in reference agent (DESIGN.md "Agents"): a deterministic
+// Package reference is the built-in reference agent: a deterministic
 // agent that carries out a case's rendered reference script (script.Script)
 // through a controlplane.Port — the HTTP client in a real run, controlplane.Memory in
 // tests — one turn per run.

@@ -12,7 +12,7 @@ import (
 
 // BenchmarkServe measures one streamed request end to end over real HTTP on 127.0.0.1
 // (decode, decide, encode, log): the scripted model's share of a CLI turn. The body is
-// padded to about 40 KB, the size of a Codex request (spec real-agent-clis §1).
+// padded to about 40 KB, the size of a Codex request.
 func BenchmarkServe(b *testing.B) {
 	pad := strings.Repeat("x", 40<<10)
 	bodies := map[Format]string{

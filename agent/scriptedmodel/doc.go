@@ -32,10 +32,10 @@
 // with exit 1. Every request is logged as one JSON line (headers and body redacted with
 // package redact) and every response carries token usage.
 //
-// Streams follow each client's framing exactly (field failures F08, F09): Responses and
+// Streams follow each client's framing exactly: Responses and
 // Messages events carry an `event:` line whose name equals the "type" inside `data:`,
 // Chat Completions chunks are data-only and end with `data: [DONE]`. Options add the
-// adversarial framings of F09 (frames split into 1–7-byte writes; a held first frame
+// adversarial framings a real provider may use (frames split into 1–7-byte writes; a held first frame
 // behind `: keepalive` comments). ReadEvents is the matching reader, buffering across
 // reads and decoding UTF-8 only on whole lines.
 package scriptedmodel

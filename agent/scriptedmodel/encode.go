@@ -52,13 +52,13 @@ func encode(v any) []byte {
 }
 
 // typed builds an event frame whose event name and "type" member come from one value
-// (field failure F08: Codex and the AI SDK key on the type inside data).
+// (Codex and the AI SDK key on the type inside data).
 func typed(name string, members ...member) Frame {
 	obj := append(object{{Key: "type", Value: name}}, members...)
 	return Frame{Event: name, Data: encode(obj)}
 }
 
-// StreamFrames returns the SSE frames of reply in format f (spec real-agent-clis §5).
+// StreamFrames returns the SSE frames of reply in format f.
 func StreamFrames(f Format, reply Reply, m Meta, includeUsage bool) []Frame {
 	switch f {
 	case FormatResponses:
@@ -73,7 +73,7 @@ func StreamFrames(f Format, reply Reply, m Meta, includeUsage bool) []Frame {
 }
 
 // Body returns the non-streamed JSON body of reply in format f (Claude Code retries a
-// turn without streaming when it distrusts a stream, spec real-agent-clis §3).
+// turn without streaming when it distrusts a stream).
 func Body(f Format, reply Reply, m Meta) []byte {
 	switch f {
 	case FormatResponses:
@@ -288,8 +288,8 @@ func messagesBlock(reply Reply, done bool) object {
 
 // messagesFrames: message_start → content_block_start → content_block_delta
 // (text_delta | input_json_delta) → content_block_stop → message_delta (stop_reason,
-// usage) → message_stop, each with its `event:` line (spec real-agent-clis §3: without
-// them Claude Code falls back to non-streamed requests).
+// usage) → message_stop, each with its `event:` line (without them Claude Code falls
+// back to non-streamed requests).
 func messagesFrames(reply Reply, m Meta) []Frame {
 	delta := object{{Key: "type", Value: "text_delta"}, {Key: "text", Value: reply.Text}}
 	if reply.IsCall() {

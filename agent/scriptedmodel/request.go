@@ -10,7 +10,7 @@ import (
 // Format is a wire format the scripted model speaks.
 type Format string
 
-// Wire formats (spec real-agent-clis §5).
+// Wire formats.
 const (
 	// FormatResponses is OpenAI Responses: POST /v1/responses (Codex, OpenCode with
 	// @ai-sdk/openai).
@@ -366,7 +366,7 @@ func decodeChat(top map[string]json.RawMessage, r *Request) error {
 }
 
 // decodeMessages reads an Anthropic Messages body: messages (string or block content;
-// role "system" entries are accepted, spec real-agent-clis §3), tools.
+// role "system" entries are accepted), tools.
 func decodeMessages(top map[string]json.RawMessage, r *Request) error {
 	var msgs []struct {
 		Role    string          `json:"role"`

@@ -28,10 +28,10 @@ const LogSchema = "agentproof.model-request/v1"
 //   - Secrets: values redacted from logged headers and bodies besides sensitive headers
 //     (authorization, x-api-key, cookie, …) which are always redacted.
 //   - Clock: the time source for `created` fields and log times (default time.Now).
-//   - Chunked: write every SSE frame in random 1–7-byte pieces, each flushed (field
-//     failure F09 b); ChunkSeed seeds the piece sizes.
+//   - Chunked: write every SSE frame in random 1–7-byte pieces, each flushed;
+//     ChunkSeed seeds the piece sizes.
 //   - Hold, KeepAlive: hold the first frame of every stream for Hold while sending a
-//     `: keepalive` comment every KeepAlive (field failure F09 a). Zero: no hold.
+//     `: keepalive` comment every KeepAlive. Zero: no hold.
 type Options struct {
 	Script    *Script
 	Log       io.Writer

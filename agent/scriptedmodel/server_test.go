@@ -308,7 +308,7 @@ func TestServerOtherRoutes(t *testing.T) {
 }
 
 // TestServerKeepAliveHold: with a hold, comments come first and the events after them
-// are unchanged (field failure F09 a).
+// are unchanged.
 func TestServerKeepAliveHold(t *testing.T) {
 	t.Parallel()
 	_, r := serve(t, Options{Script: mustScript(t, threeSteps), Hold: 60 * time.Millisecond, KeepAlive: 10 * time.Millisecond})

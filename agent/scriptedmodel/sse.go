@@ -22,7 +22,7 @@ type Event struct {
 // LF, CRLF or CR; a blank line dispatches; "field: value" with one optional space; lines
 // starting with ':' are comments; an event with no data is dropped). It buffers across
 // reads, so an event or a UTF-8 sequence split over any number of reads decodes the same
-// (field failure F09 b). It returns the events read so far and an error when the stream
+// (a provider may split frames anywhere). It returns the events read so far and an error when the stream
 // is not valid UTF-8, an event is larger than MaxEventBytes, or reading fails; an
 // unterminated last event is dropped, as EventSource does.
 func ReadEvents(r io.Reader) ([]Event, error) {

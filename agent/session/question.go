@@ -44,7 +44,7 @@ type QuestionRequest struct {
 // QuestionAnswer is the human's answer: Value (select: one of the options; input,
 // editor: the text), Confirmed (confirm), or Cancelled (the dialog was dismissed). Pi
 // cannot tell a negative confirmation from a dismissed one: the extension sees false
-// for both (seed 000: graded negative_or_cancelled).
+// for both (graded negative_or_cancelled).
 type QuestionAnswer struct {
 	Value     string `json:"value,omitempty"`
 	Confirmed bool   `json:"confirmed,omitempty"`
