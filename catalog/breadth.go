@@ -37,8 +37,8 @@ const SnapshotFile = "breadth/openrouter-models.json"
 // SnapshotSchema is the schema tag of a breadth snapshot.
 const SnapshotSchema = "agentproof.openrouter-ranking/v1"
 
-// BreadthModelCount is the number of models a breadth snapshot holds: exactly five (seed
-// 000: "exactly five unique, available, tool-capable models").
+// BreadthModelCount is the number of models a breadth snapshot holds: exactly five unique,
+// available, tool-capable models (docs/breadth.md).
 const BreadthModelCount = 5
 
 // MaxSnapshotBytes bounds a snapshot file (bytes).

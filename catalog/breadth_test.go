@@ -28,7 +28,7 @@ func encode(t *testing.T, s Snapshot) []byte {
 	return b
 }
 
-// TestParseSnapshotRule is the snapshot rule (seed 000: exactly five unique, available,
+// TestParseSnapshotRule is the snapshot rule (exactly five unique, available,
 // tool-capable models, verified content hash): each broken snapshot is refused with a
 // problem naming what is wrong.
 func TestParseSnapshotRule(t *testing.T) {
@@ -133,7 +133,7 @@ func TestSnapshotSeal(t *testing.T) {
 	}
 }
 
-// TestBreadthProfileID is the seed's slug rule.
+// TestBreadthProfileID is the slug rule of breadth profile ids.
 func TestBreadthProfileID(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{

@@ -77,7 +77,7 @@ func TestDefaultCatalog(t *testing.T) {
 				}
 			}
 		}
-		// explicitOnly: the seed runs these journeys explicitly, and a CLI already covered
+		// explicitOnly: these journeys run only when selected explicitly, and a CLI already covered
 		// by run --all makes them minutes long.
 		explicitOnly := cell.Suite.ID == "board-idempotency-opencode"
 		if manual := optional || explicitOnly || cell.Suite.ID == BreadthLiveSuite; manual != cell.Suite.ManualOnly {

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// MatrixJob is one CI job of `agentproof list --matrix-json` (spec runner-e2e-harness
-// §3), usable as a GitHub Actions matrix entry or a Kubernetes Indexed Job's work item.
+// MatrixJob is one CI job of `agentproof list --matrix-json` (docs/harness.md,
+// "Selection"), usable as a GitHub Actions matrix entry or a Kubernetes Indexed Job's work item.
 // CredentialName is the profile's credential ("" when it needs none).
 type MatrixJob struct {
 	ExecutionID    string `json:"executionId"`
@@ -30,7 +30,7 @@ type MatrixJSON struct {
 // NeedsDaytona reports whether the cell runs in a Daytona sandbox.
 func (cell *Cell) NeedsDaytona() bool { return cell.Environment.Provider == "daytona" }
 
-// TimeoutMinutes is the CI job timeout of the cell (spec §3):
+// TimeoutMinutes is the CI job timeout of the cell:
 // max(40 for Daytona or 25, ceil((2·(attemptTimeoutMs + 90 s) + 5 min) / 1 min)).
 // An 8-minute local case gives 25, a 12-minute case 32.
 func (cell *Cell) TimeoutMinutes() int {

@@ -228,8 +228,8 @@ func (f fileFS) Open(name string) (fs.File, error) {
 // are groups, credentials, profiles, environments, cases, suites, rankings and
 // knownFailures, each a
 // sequence; a catalog may split them across files freely. It returns the catalog with
-// its matrix and suite fingerprints, or a *ValidationError listing every problem (spec
-// runner-e2e-harness §2.8), or a wrapped error when the file system fails.
+// its matrix and suite fingerprints, or a *ValidationError listing every problem
+// (docs/harness.md, "Catalog validation"), or a wrapped error when the file system fails.
 func Load(fsys fs.FS, opts ...Option) (*Catalog, error) {
 	return loadSources([]source{{fsys: fsys}}, buildOptions(opts))
 }

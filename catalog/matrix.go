@@ -9,7 +9,7 @@ import (
 )
 
 // Cell is one element of a suite's matrix: one (suite, profile, environment, case),
-// independently schedulable (spec runner-e2e-harness §1.1, §2.7).
+// independently schedulable.
 type Cell struct {
 	// ID is "<suite>.<profile>.<environment>.<case>".
 	ID          string
@@ -54,7 +54,7 @@ func cellID(suite, profile, env, cs string) string {
 	return suite + "." + profile + "." + env + "." + cs
 }
 
-// buildMatrix returns the suite's cells before and after exclusions (spec §2.7): for
+// buildMatrix returns the suite's cells before and after exclusions: for
 // each profile, each suite environment the profile supports, each case.
 // credentials are the catalog's declared credentials by id.
 func buildMatrix(s *Suite, expected map[string]verdict.Verdict, credentials map[string]*Credential) (all []string, cells []*Cell) {
@@ -114,8 +114,8 @@ func unionGroups(lists ...[]string) []string {
 	return out
 }
 
-// FingerprintJSON returns the exact bytes the suite definition hash is computed over
-// (spec runner-e2e-harness §4): the JSON.stringify form of
+// FingerprintJSON returns the exact bytes the suite definition hash is computed over:
+// the JSON.stringify form of
 //
 //	{id, profiles:[{id, model, qualification:{source, qualificationId}}],
 //	 environments:[{id, configurationKey ("default" when unset)}],
@@ -212,7 +212,7 @@ func fingerprint(s *Suite) (string, error) {
 }
 
 // SelectionFingerprint is the fallback fingerprint of a suite the reporting catalog does
-// not know (spec §4): "selection-" + SHA-256 of the JSON array of the suite's expected
+// not know: "selection-" + SHA-256 of the JSON array of the suite's expected
 // cell ids, sorted.
 func SelectionFingerprint(cellIDs []string) string {
 	ids := slices.Clone(cellIDs)
@@ -225,8 +225,7 @@ func SelectionFingerprint(cellIDs []string) string {
 }
 
 // ContentHashJSON returns the bytes a ranking's contentHash is computed over: the
-// JSON.stringify form of its models with keys rank, id, name, supportedParameters
-// (spec §1.4, §4).
+// JSON.stringify form of its models with keys rank, id, name, supportedParameters.
 func (r *Ranking) ContentHashJSON() ([]byte, error) {
 	models := make([]any, 0, len(r.Models))
 	for _, m := range r.Models {
@@ -257,7 +256,7 @@ func (r *Ranking) ComputeContentHash() (string, error) {
 // driverConfig env name ({type: secret_ref, secretId: <credential>}), sorted by
 // variable name, without duplicates. A reference by UUID names a stored secret, not a
 // credential, and is left out. The campaign loads each one and stores it as a secret
-// of the attempt's instance (spec §2.2; catalog/secrets.go).
+// of the attempt's instance (catalog/secrets.go).
 func (p *Profile) EnvCredentials() []string {
 	env, _ := p.DriverConfig["env"].(map[string]any)
 	var out []string

@@ -8,7 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Raw-secret scan (spec runner-e2e-harness §2.8): a catalog never holds a credential's
+// Raw-secret scan: a catalog never holds a credential's
 // value, only a reference to it.
 var (
 	// rawSecretRE finds provider key shapes anywhere in a catalog file.
@@ -22,7 +22,7 @@ var (
 )
 
 // SecretRef is the only shape a secret may take in a catalog payload:
-// {type: secret_ref, secretId, version: latest} (spec §2.2). In a catalog, secretId is
+// {type: secret_ref, secretId, version: latest}. In a catalog, secretId is
 // the name of a declared credential (resolved per attempt to the id of the secret the
 // fixture registry created) or a UUID.
 type SecretRef struct {

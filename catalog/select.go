@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Selector chooses cells from a catalog's matrix (spec runner-e2e-harness §3). Within
+// Selector chooses cells from a catalog's matrix. Within
 // one dimension values are ORed; dimensions are ANDed; Groups are ANDed (a cell must
 // carry every requested group). IDs is exclusive with All and with every dimension, and
 // All is exclusive with the dimensions.
@@ -20,7 +20,7 @@ type Selector struct {
 	Environments []string
 	Cases        []string
 	// Listing is set by inventory commands (`agentproof list` without --matrix-json): it
-	// keeps manual-only suites' cells (spec §3, "--list is active") unless All is set,
+	// keeps manual-only suites' cells unless All is set,
 	// so that `list --all` shows exactly what a run with --all would run.
 	Listing bool
 }

@@ -1,5 +1,5 @@
 // Recomputes the fingerprints of catalog.yaml's suites with JavaScript's own
-// JSON.stringify, written from spec runner-e2e-harness §4 independently of the Go code:
+// JSON.stringify, written from docs/harness.md ("Suite fingerprint") independently of the Go code:
 //   node stringify.js
 // prints "<sha256>  <suite>" and the JSON of each; fingerprint_test.go pins the output.
 const crypto = require("crypto");
