@@ -1,20 +1,18 @@
 // Package billing turns the usage recorded on an attempt's runs into cost accounting with
 // honest coverage: provider-reported model spend, runtime estimates from versioned list
 // rates, and a coverage status for each, so that missing data is reported as
-// "unavailable", "unpriced" or "not metered" and never as $0 (seed 000 "Usage and billing
-// data"; spec runner-e2e-harness §8).
+// "unavailable", "unpriced" or "not metered" and never as $0 (docs/billing.md).
 //
-// The spec's optional post-processing LLM judge block (§8.3 "judge") is not modelled:
-// agentproof grades with deterministic matchers only.
+// An optional post-processing LLM judge's cost is not modelled: agentproof grades with
+// deterministic matchers only.
 package billing
 
 import "math"
 
-// CostStatus is the coverage of provider-reported LLM cost over an attempt's runs
-// (spec §8.1).
+// CostStatus is the coverage of provider-reported LLM cost over an attempt's runs.
 type CostStatus string
 
-// LLM cost coverage statuses (spec §8.1).
+// LLM cost coverage statuses.
 const (
 	// CostReported: every run carried a provider-reported cost.
 	CostReported CostStatus = "reported"
@@ -26,7 +24,7 @@ const (
 	CostUnavailable CostStatus = "unavailable"
 )
 
-// LLMUsage is the normalized LLM usage of one attempt (spec §8.1, §8.3 "llm"). Token
+// LLMUsage is the normalized LLM usage of one attempt. Token
 // counts are whole tokens: InputTokens excludes the cached (cache-read) and cache-write
 // input tokens, which are counted apart (CachedInputTokens, CacheWriteInputTokens: the
 // tokens a provider wrote into its prompt cache, billed at their own rate), and
@@ -47,8 +45,8 @@ type LLMUsage struct {
 	CostStatus            CostStatus `json:"costStatus"`
 }
 
-// Token key aliases, first valid one wins (spec §8.1; the cache-write keys and
-// providerReportedUsd are agentproof's: spec §8.1 has no cache-write count).
+// Token key aliases, first valid one wins (the cache-write keys and
+// providerReportedUsd are agentproof's own additions).
 var (
 	inputKeys      = []string{"inputTokens", "input", "promptTokens"}
 	outputKeys     = []string{"outputTokens", "output", "completionTokens"}
@@ -66,7 +64,7 @@ var (
 // (cacheWriteInputTokens | cacheWriteTokens | cacheCreationInputTokens) are counted
 // apart and in the total; a provider-reported cost may also be given as
 // providerReportedUsd. A zero cost with zero input and
-// output tokens does not count as priced (spec §8.1).
+// output tokens does not count as priced.
 func ExtractLLM(usage any, runIDs []string) LLMUsage {
 	requested := max(len(runIDs), 1)
 	var entries []map[string]any
@@ -118,7 +116,7 @@ func ExtractLLM(usage any, runIDs []string) LLMUsage {
 	return out
 }
 
-// llmStatus derives the coverage status from counts (spec §8.1, reused for aggregates).
+// llmStatus derives the coverage status from counts.
 func llmStatus(runs, priced, withTokens int) CostStatus {
 	switch {
 	case runs > 0 && priced >= runs:

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// RuntimeCostStatus is the coverage of an attempt's runtime (sandbox) cost (spec §8.2).
+// RuntimeCostStatus is the coverage of an attempt's runtime (sandbox) cost.
 type RuntimeCostStatus string
 
-// Runtime cost statuses and sources (spec §8.2).
+// Runtime cost statuses and sources.
 const (
 	// RuntimeEstimated: every lease had a resource shape; the cost is a list-price estimate.
 	RuntimeEstimated RuntimeCostStatus = "estimated"
@@ -44,7 +44,7 @@ type RateTable struct {
 	DiskPerGiBHourUSD   float64 `json:"diskPerGibHourUsd"`
 }
 
-// DaytonaListRates are Daytona's public list prices as of 2026-08-27 (spec §8.2): $0.0504
+// DaytonaListRates are Daytona's public list prices as of 2026-08-27: $0.0504
 // per vCPU-hour, $0.0162 per GiB-hour of memory, $0.000108 per GiB-hour of disk. An
 // estimate from them is not an invoice (credits, discounts and the free storage allowance
 // can lower the real bill).
@@ -90,7 +90,7 @@ type RuntimeInput struct {
 	FallbackFinish time.Time
 }
 
-// RuntimeUsage is the runtime block of a result (spec §8.2). Durations are in ms;
+// RuntimeUsage is the runtime block of a result. Durations are in ms;
 // LeaseDurationMs is nil where leases are not tracked (local); resources are set only when
 // identical across leases; EstimatedListCostUSD is nil unless CostStatus is "estimated".
 type RuntimeUsage struct {
@@ -108,7 +108,7 @@ type RuntimeUsage struct {
 	PricingURL           string            `json:"pricingUrl,omitempty"`
 }
 
-// Runtime computes the runtime usage of an attempt (spec §8.2). Local is not metered
+// Runtime computes the runtime usage of an attempt. Local is not metered
 // (run time still recorded); a provider with a rate table is estimated only when it has
 // leases and every lease reports cpu, memory and disk; a provider without a rate table
 // whose leases all report their shape is unpriced (its lease time and shape are kept);

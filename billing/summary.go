@@ -1,6 +1,6 @@
 package billing
 
-// Summary is the per-result billing block (spec §8.3). Dollar amounts are USD; a nil
+// Summary is the per-result billing block. Dollar amounts are USD; a nil
 // amount means unknown, never zero. Complete holds exactly when every run reported
 // tokens and a cost and the runtime cost is known or not metered.
 type Summary struct {
@@ -12,7 +12,7 @@ type Summary struct {
 	Complete                    bool         `json:"complete"`
 }
 
-// Summarize combines an attempt's LLM and runtime usage (spec §8.3).
+// Summarize combines an attempt's LLM and runtime usage.
 func Summarize(llm LLMUsage, rt RuntimeUsage) Summary {
 	s := Summary{
 		LLM:                     llm,
@@ -38,7 +38,7 @@ func Summarize(llm LLMUsage, rt RuntimeUsage) Summary {
 	return s
 }
 
-// Aggregate sums the billing of many results (a suite or a campaign; spec §8.4). Failed
+// Aggregate sums the billing of many results (a suite or a campaign). Failed
 // and cancelled runs stay in every sum. LLM.CostStatus is recomputed from the summed
 // counts; dollar sums are nil when no result contributed a known amount.
 type Aggregate struct {

@@ -375,7 +375,7 @@ func (r *run) emitLocked(e Event) {
 }
 
 // ShouldRetry reports whether attempt number attempt (1-based) of cell, judged j, is
-// followed by an automatic retry in a brand-new isolated attempt (spec §9): only when
+// followed by an automatic retry in a brand-new isolated attempt: only when
 // j's class is retryable, fewer than maxAutomaticRetries retries were made (0 or 1),
 // the profile is not a qualification candidate and the case's automaticRetryPolicy is
 // not "single_attempt". agentproof adds one rule: a calibration cell whose attempt

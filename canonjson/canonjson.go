@@ -2,13 +2,13 @@
 //
 //   - Sorted (RFC 8785, JSON Canonicalization Scheme): object keys sorted by UTF-16 code
 //     units, ES2015 number formatting, minimal string escaping, no whitespace. Used for
-//     control-plane state serialization and idempotency comparisons (seed 001), and
+//     control-plane state serialization and idempotency comparisons, and
 //     wherever a value must hash the same however it was built.
 //   - Ordered (JavaScript JSON.stringify-compatible): object members in insertion order
 //     (Go struct fields in declaration order; Object keeps its members' order), ES2015
 //     number formatting, no HTML escaping, U+2028/U+2029 left literal as JSON.stringify
 //     does. Used for the suite definition fingerprint and content hashes that must match
-//     the seeds' TypeScript byte for byte (spec runner-e2e-harness §4).
+//     JavaScript's JSON.stringify byte for byte (docs/harness.md, "Suite fingerprint").
 //
 // Go maps have no order; Ordered sorts their keys (as encoding/json does), so a value
 // whose order matters must use a struct or Object.

@@ -1,6 +1,6 @@
 // Package environment is the provider contract of agentproof's execution environments
-// (seed 000 "Environments": every provider implements the same setup/probe/cleanup
-// contract; docs/environments.md is the design note).
+// (every provider implements the same setup/probe/cleanup contract;
+// docs/environments.md is the design note).
 //
 // A Provider turns an environment of the catalog into places an agent's process runs:
 //

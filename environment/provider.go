@@ -21,8 +21,8 @@ const (
 	ProviderSandbox ProviderName = "sandbox"
 )
 
-// Provider is one execution environment implementation (seed 000: "Future providers …
-// should implement the same setup/probe/cleanup contract"). Implementations are safe
+// Provider is one execution environment implementation; every provider implements the
+// same setup/probe/cleanup contract. Implementations are safe
 // for concurrent use; a Lease may be used from several processes (see ReadLeaseFile).
 type Provider interface {
 	// Name is the provider's catalog name.

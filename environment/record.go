@@ -14,8 +14,8 @@ import (
 //     cleanup, "" while the lease is alive or when its cleanup never ran.
 //   - Reused: the lease served a whole cell (reuseLease: true); Launches counts the
 //     processes launched into it.
-//   - CleanupConfirmed, Remaining: the cleanup's verdict input (seed 000: the cell
-//     fails when cleanup cannot be confirmed) and what remained.
+//   - CleanupConfirmed, Remaining: the cleanup's verdict input (the cell fails
+//     when cleanup cannot be confirmed) and what remained.
 type LeaseRecord struct {
 	ID               string       `json:"id"`
 	Provider         ProviderName `json:"provider"`

@@ -1,7 +1,6 @@
 // Package loginfile seeds a CLI's login file (a login_file credential, for example a
 // subscription's auth.json) into a company-scoped HOME inside a disposable instance and
-// destroys it at teardown (seed 000, the Grok subscription login fixture generalised;
-// docs/secrets.md "Login files").
+// destroys it at teardown (docs/secrets.md "Login files").
 //
 // Seed creates the HOME (mode 0700, refusing one that is a symbolic link, already
 // exists, or lies outside the attempt's tree) and the file below it, created

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// coreSet is the six-matcher terminal set of spec §5 (§1.3): message_exact(marker),
+// coreSet is the six-matcher terminal set most cases use: message_exact(marker),
 // message_occurrences(marker, 1), issue_status, run_status, runtime_mode, environment.
 func coreSet(b *testing.B, marker string) []Matcher {
 	b.Helper()

@@ -5,8 +5,7 @@ import (
 	"strings"
 )
 
-// Normalize applies the message normalisation of spec runner-e2e-harness §5, in this
-// order, each as one left-to-right pass: CRLF → LF; the two characters backslash and
+// Normalize applies the message normalisation (docs/matchers.md), in this order, each as one left-to-right pass: CRLF → LF; the two characters backslash and
 // underscore → "_" (renderers escape underscores in Markdown); every run of spaces and
 // tabs → one space; then trim leading and trailing whitespace as JavaScript's
 // String.prototype.trim does (Unicode White_Space, line terminators and U+FEFF). The

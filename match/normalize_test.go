@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// referenceNormalize is spec §5's normalisation written as its four sequential global
+// referenceNormalize is the normalisation written as its four sequential global
 // replacements, the way the TypeScript harness chains String.prototype.replace.
 func referenceNormalize(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")

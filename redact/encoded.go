@@ -10,8 +10,8 @@ import (
 )
 
 // Encoding names the form in which a secret was found: "" for the value itself, else
-// one of the Encoding constants (seed 000 "never printed, logged or stored in any form";
-// docs/secrets.md "Encoded copies").
+// one of the Encoding constants (a secret is never printed, logged or stored in any
+// form; docs/secrets.md "Encoded copies").
 type Encoding string
 
 // Encodings of a secret that a Set detects and redacts besides the value itself.

@@ -11,7 +11,7 @@ import (
 )
 
 // sensitiveKeys are JSON keys whose value is always redacted, whatever its type, compared
-// case-insensitively on the whole key with '_', '-', '.' and spaces removed (spec §10.2).
+// case-insensitively on the whole key with '_', '-', '.' and spaces removed.
 var sensitiveKeys = map[string]bool{
 	"apikey": true, "xapikey": true, "accesstoken": true, "refreshtoken": true, "idtoken": true,
 	"auth": true, "authorization": true, "proxyauthorization": true, "bearer": true,

@@ -1,8 +1,8 @@
 // Package redact keeps secrets out of everything agentproof writes: the per-attempt
 // secret set, exact and shape-based leak detection over text, bytes, JSON values, streams
 // and directory trees, and sanitisers that redact text and JSON while keeping JSON valid
-// (seed 000 "no raw credentials", "evidence passes a sanitizer", "a leak fails the cell";
-// spec runner-e2e-harness §10).
+// (no raw credentials anywhere, evidence passes a sanitizer, a leak fails the cell;
+// docs/secrets.md).
 //
 // Nothing in this package ever returns, logs or formats a secret value: a Leak names the
 // reason, the shape and where it was found, never what was found.
@@ -17,7 +17,7 @@ import (
 	"sync"
 )
 
-// Redaction markers (spec §10.2).
+// Redaction markers.
 const (
 	// Redacted replaces an exact secret value or the value of a sensitive JSON key.
 	Redacted = "[REDACTED]"
@@ -29,7 +29,7 @@ const (
 // Reason says why a Leak was reported.
 type Reason string
 
-// Leak reasons (spec §10.2).
+// Leak reasons.
 const (
 	// ReasonExact: a value of the secret set occurs verbatim.
 	ReasonExact Reason = "exact secret value"
@@ -91,7 +91,7 @@ func (e *LeakError) Is(target error) bool { return target == ErrLeak }
 
 // Set is an attempt's secret set: every credential value the attempt loaded plus the
 // instance's own generated secrets, trimmed, without empty values or duplicates, longest
-// first (spec §10.1). Besides each value itself, a Set detects and redacts its encoded
+// first. Besides each value itself, a Set detects and redacts its encoded
 // copies (EncodedForms: JSON-escaped, hex, percent-encoded and base64, also inside a
 // larger base64 blob), so that a secret written in any of these forms is a leak too.
 // All forms are searched at once (see needleIndex), so the cost of a scan grows with
@@ -189,7 +189,7 @@ func (s *Set) Len() int {
 }
 
 // Overlap is the number of bytes a streaming scan keeps between chunks so that a secret
-// split across them is still found: max(256, longest form + 16) (spec §10.2, with the
+// split across them is still found: max(256, longest form + 16) (with the
 // encoded forms, which can be three times as long as the value).
 func (s *Set) Overlap() int {
 	n := 256

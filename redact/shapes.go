@@ -28,8 +28,8 @@ type shape struct {
 	fold   bool
 }
 
-// shapeDefs are the secret formats agentproof recognises (spec §10.2, issue "No secret
-// leaves"): provider API keys, provider-named key assignments, bearer tokens, JWT-like
+// shapeDefs are the secret formats agentproof recognises (docs/secrets.md):
+// provider API keys, provider-named key assignments, bearer tokens, JWT-like
 // strings and PEM private key blocks. Order matters: the more specific first.
 var shapeDefs = []shape{
 	{name: "private-key-block", body: `-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)`, starts: []string{"-----BEGIN "}},

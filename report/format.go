@@ -52,8 +52,8 @@ func Tokens(n int64) string {
 }
 
 // UsageTokens is Tokens(n) for a count taken from usage, or "unavailable" when no run of
-// usage reported token usage: a missing count is never shown as 0 (DESIGN.md "honest
-// coverage").
+// usage reported token usage: a missing count is never shown as 0 (honest
+// coverage, docs/billing.md).
 func UsageTokens(n int64, usage billing.LLMUsage) string {
 	if usage.RunsWithTokenUsage == 0 {
 		return "unavailable"

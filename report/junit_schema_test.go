@@ -1,6 +1,6 @@
 package report
 
-// No XML Schema validator is among the allowed modules (/work/shared/DEPENDENCIES.md),
+// No XML Schema validator is among the approved dependencies,
 // so junit.xml is checked here against the rules of the Jenkins JUnit schema
 // (junit-4.xsd, the schema Jenkins' JUnit plugin publishes) written out as data: the
 // elements each element may contain, in order, the attributes each may carry and the

@@ -24,7 +24,7 @@
 //     observed == expected).
 //   - A synthetic result (an expected cell without a valid result.json) is inconclusive
 //     with failure class permanent_infrastructure, not failed: missing evidence is an
-//     infrastructure fault, which DESIGN.md "Verdicts" makes inconclusive (exit 3). It
+//     infrastructure fault, which docs/ARCHITECTURE.md "Verdicts" makes inconclusive (exit 3). It
 //     still keeps the campaign from being green, and never satisfies a calibration
 //     expectation, not even "inconclusive".
 //   - A first-task check not reached is not counted apart ("incomplete"): such results

@@ -309,7 +309,7 @@ func prefixEvidence(dir string, files []string) []string {
 // Synthetic is the result recorded for an expected cell that left no valid result
 // (a synthetic result, with agentproof's verdicts rather than a failure): attempt
 // 0, verdict inconclusive with class permanent_infrastructure (the evidence is missing,
-// which DESIGN.md "Verdicts" makes inconclusive, never passed), cleanup not_started, the
+// which docs/ARCHITECTURE.md "Verdicts" makes inconclusive, never passed), cleanup not_started, the
 // given reason as its error. Its suite hash is the catalog's when the catalog knows the
 // suite; provider and model come from the catalog cell when known.
 func Synthetic(cat *catalog.Catalog, campaignID, id, reason string) Result {

@@ -20,8 +20,7 @@ import (
 	"github.com/agentproof/agentproof/workspace"
 )
 
-// Schema tags of the files this package reads and writes (DESIGN.md "Files a campaign
-// writes": agentproof.<name>/v<N>).
+// Schema tags of the files this package reads and writes: agentproof.<name>/v<N>.
 const (
 	ResultSchema   = "agentproof.result/v1"
 	CampaignSchema = "agentproof.campaign/v1"

@@ -2,11 +2,11 @@ package verdict
 
 import "fmt"
 
-// FailureClass says why an attempt did not pass (spec runner-e2e-harness §9). The empty
+// FailureClass says why an attempt did not pass. The empty
 // class means none (a passed attempt).
 type FailureClass string
 
-// The failure classes of spec §9.
+// The failure classes (docs/harness.md, "Blame and retries").
 const (
 	// CandidateFailure: the agent under test is at fault (a matcher failed, the agent
 	// broke the flow, it missed a deadline with no provider to blame). Final; failed.
@@ -63,7 +63,7 @@ func (c FailureClass) Verdict() Verdict {
 }
 
 // Retryable reports whether an attempt that ended with class c may be retried
-// automatically: only transient_infrastructure and provider_variance (spec §9).
+// automatically: only transient_infrastructure and provider_variance.
 func (c FailureClass) Retryable() bool {
 	return c == TransientInfrastructure || c == ProviderVariance
 }

@@ -62,8 +62,8 @@ func CandidateFault(err error) *Fault {
 }
 
 // ProviderFault is a fault of a live model provider with class c, which must be
-// provider_variance or an infrastructure class (for example from the text rules of
-// spec §9 applied to the provider's words); any other class becomes provider_variance.
+// provider_variance or an infrastructure class (for example from the text rules
+// applied to the provider's words); any other class becomes provider_variance.
 func ProviderFault(err error, c FailureClass) *Fault {
 	if c != TransientInfrastructure && c != PermanentInfrastructure {
 		c = ProviderVariance

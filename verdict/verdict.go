@@ -1,6 +1,5 @@
 // Package verdict is agentproof's one vocabulary of outcomes (docs/ARCHITECTURE.md
-// "One vocabulary"): the three verdicts, the failure classes of spec runner-e2e-harness
-// §9, the origin of a fault (who is to blame), the rule that says how a verdict counts
+// "One vocabulary"): the three verdicts, the failure classes, the origin of a fault (who is to blame), the rule that says how a verdict counts
 // in a campaign, the process exit codes and the one worst-of rule over them.
 //
 // It imports only the standard library, so that every other package (campaign,
@@ -64,8 +63,8 @@ type Judgement struct {
 // Counted is how an attempt's verdict counts in its campaign (docs/ARCHITECTURE.md
 // "Verdicts"; catalog Suite.ExpectedVerdicts): the one "counted as passed" rule.
 //
-//   - A verdict of passed without a confirmed cleanup counts as failed (spec §7.4: a
-//     cell passes only when its cleanup passed), whatever was expected.
+//   - A verdict of passed without a confirmed cleanup counts as failed (a cell
+//     passes only when its cleanup passed), whatever was expected.
 //   - An ordinary cell (expected == "") counts as its verdict.
 //   - A calibration cell counts as passed exactly when the observed verdict equals the
 //     expected one; otherwise as inconclusive when the observed verdict is

@@ -16,7 +16,7 @@ func TestCounted(t *testing.T) {
 		{"", Passed, true, Passed},
 		{"", Failed, true, Failed},
 		{"", Inconclusive, true, Inconclusive},
-		{"", Passed, false, Failed}, // spec §7.4: a pass needs a confirmed cleanup
+		{"", Passed, false, Failed}, // a pass needs a confirmed cleanup
 		{"", Failed, false, Failed},
 		{"", Inconclusive, false, Inconclusive},
 		{Passed, Passed, true, Passed},

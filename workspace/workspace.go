@@ -1,5 +1,5 @@
-// Package workspace snapshots an attempt's workspace after its runs (spec §5 "Message
-// source"; docs/processes.md "Workspace snapshot"): a manifest of every entry — regular
+// Package workspace snapshots an attempt's workspace after its runs (docs/processes.md "Workspace
+// snapshot"): a manifest of every entry — regular
 // files with their size and SHA-256, symbolic links with their target (never
 // followed), other files (FIFOs, sockets, devices) by type only, never opened — and the
 // bytes of the files the matchers may read.

@@ -123,8 +123,7 @@ func runFaults(p Pace, runs []api.HeartbeatRun) (out, paced []*verdict.Fault) {
 
 // cliFault classifies a real CLI's failure from its own words (agent text; the only
 // text classification besides a live provider's, ClassifyText): a stream the CLI reports
-// closed before completion is a scripted-model defect (harness, permanent; field
-// failure F08) — or provider variance live —, the agentproof MCP server not starting
+// closed before completion is a scripted-model defect (harness, permanent) — or provider variance live —, the agentproof MCP server not starting
 // is the harness's (transient), an idle model stream is the model's (the scripted
 // model's: harness, transient; a live provider's: provider variance); any other
 // non-zero exit is the candidate's, unless ClassifyText's ordered rules say otherwise

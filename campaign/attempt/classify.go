@@ -8,8 +8,8 @@ import (
 	"github.com/agentproof/agentproof/verdict"
 )
 
-// The text rules of spec §9 as regular expressions over the lower-cased message,
-// written from the spec's description. "A followed later by B" rules are split into
+// The text rules of docs/harness.md ("Blame and retries") as regular expressions over
+// the lower-cased message. "A followed later by B" rules are split into
 // two expressions (see followedBy) to keep matching linear and cheap.
 var (
 	reBootstrapBeforeTask = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`bootstrap failed before task creation`) })
@@ -61,8 +61,8 @@ func isTransient(msg string) bool {
 		followedBy(msg, reTimeout(), reTransientNoun())
 }
 
-// ClassifyText applies the ordered text rules of spec §9 (first match wins, in the
-// order of the newest upstream classifier) to a message. agentproof applies them only
+// ClassifyText applies the ordered text rules (first match wins; docs/harness.md,
+// "Blame and retries") to a message. agentproof applies them only
 // to words that come from the agent under test or a live provider (cliFault): every
 // fault of its own carries its origin and class as a value (verdict.Fault).
 //
@@ -82,7 +82,7 @@ func isTransient(msg string) bool {
 //     ECONNREFUSED, socket hang up, network error/interruption/timeout, service
 //     unavailable, a provider/server/… noun followed by timed out/failed/refused/…, or
 //     a timeout followed by such a noun) → transient_infrastructure;
-//  9. anything else → candidate_failure (the spec's default).
+//  9. anything else → candidate_failure.
 func ClassifyText(msg string) verdict.FailureClass {
 	msg = strings.ToLower(msg)
 	switch {

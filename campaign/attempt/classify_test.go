@@ -19,7 +19,7 @@ func TestClassifyText(t *testing.T) {
 		{"secret value leaked into api-state.json", verdict.SecretLeak},
 		{"Secrets were written in plaintext to the log", verdict.SecretLeak},
 		{"secret redaction failed for the transcript; cleanup failed", verdict.SecretLeak},
-		{"leak of a secret", verdict.CandidateFailure}, // the spec's order: "secret … leak"
+		{"leak of a secret", verdict.CandidateFailure}, // the rule's word order: "secret … leak"
 		// 3. session-open rejection, not about credentials or models, retryable=false.
 		{"ACP session open rejected by the runner (retryable=false)", verdict.CandidateFailure},
 		{"session open rejected: invalid credential (retryable=false)", verdict.PermanentInfrastructure},

@@ -11,11 +11,11 @@
 //
 //   - Every fault carries its origin (verdict.Fault): the harness's faults are
 //     infrastructure (inconclusive), never the candidate's; a board refusal of a
-//     fixture is permanent infrastructure. The spec §9 text rules (ClassifyText) only
+//     fixture is permanent infrastructure. The text rules (ClassifyText) only
 //     classify the words of a real CLI's failure.
 //   - A missed deadline, a hang or a flood is blamed by Pace: the candidate's with a
 //     built-in agent or the scripted model (offline, deterministic: no provider to
-//     blame), provider variance live or with an exec agent, and for the seed 003
+//     blame), provider variance live or with an exec agent, and for the
 //     fixture programs the classes the process-control calibration documents
 //     (a timeout provider_variance, an overflow permanent_infrastructure).
 //   - A board that fails every look for flows.BoardPatience is the harness's fault,
@@ -48,5 +48,5 @@
 //     case's matchers; a CLI cell's expectation includes the pinned version and the
 //     binary digest its install recorded.
 //   - A case's workMode (standard, planning, ask) is the created task's work mode.
-//   - The [project] fixture of spec §6 is not registered: no default case needs one.
+//   - No project fixture is registered: no default case needs one.
 package attempt

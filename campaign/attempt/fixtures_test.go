@@ -128,7 +128,7 @@ func TestFixtureSetupFailuresAreTheHarness(t *testing.T) {
 }
 
 // TestManagerFixture: a blocker-guidance cell's fixtures create a manager agent beside
-// the worker through the board API (seed 000 "Direct blocker fixtures"); the task is
+// the worker through the board API; the task is
 // the worker's; other flows create no manager.
 func TestManagerFixture(t *testing.T) {
 	t.Parallel()

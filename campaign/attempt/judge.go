@@ -15,16 +15,15 @@ import (
 const maxReasonMatchers = 3
 
 // Judge is the verdict of one attempt: a pure function of what its stages returned
-// (docs/ARCHITECTURE.md "Verdicts", spec §9). Ordered rules, first match wins:
+// (docs/ARCHITECTURE.md "Verdicts"). Ordered rules, first match wins:
 //
 //  1. a leak — found at teardown (home, workspace, evidence), printed by an agent (the
 //     runner redacted it), or a leak fault of any stage → failed, secret_leak; it
 //     overrides everything;
 //  2. cleanup not confirmed (a teardown problem, among them a run's agent that left
 //     processes outside its process group and what the attempt's marker sweep found
-//     after the server stopped) → failed, cleanup_failure (spec §6: "Teardown must fail the cell if
-//     provider cleanup cannot be confirmed"; seed: "process group survives →
-//     cleanup_failure");
+//     after the server stopped) → failed, cleanup_failure (a teardown that cannot confirm
+//     its cleanup fails the cell, and so does a process group that survives);
 //  3. interrupted (the attempt's context, or the flow, saw a cancellation) →
 //     inconclusive, transient_infrastructure;
 //  4. a harness or provider fault, in stage order (a panic, provision, fixtures, flow,

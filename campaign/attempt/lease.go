@@ -65,7 +65,7 @@ func reuseLease(env *catalog.Environment) bool {
 // the server home), with the pinned shape of the catalog environment and the
 // allowlist {control plane, scripted model}, starts its bridge and makes the lease's
 // workspace (on the lease disk, owned by the sandbox user) the attempt's workspace.
-// Every failure is the harness's: a lease the spec refuses will not work in a fresh
+// Every failure is the harness's: a lease the environment refuses will not work in a fresh
 // attempt (permanent), anything else may (transient).
 func (x *LocalExecutor) provisionLease(ctx context.Context, a *attempt, p *Provisioned) (*leaseHold, *verdict.Fault) {
 	env := a.plan.Cell.Environment

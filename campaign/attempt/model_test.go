@@ -11,9 +11,9 @@ import (
 )
 
 // TestCLIFailureClasses: a CLI's own failure is the candidate's; a model stream closed
-// before completion is a scripted-model defect (F08), an idle scripted model (F09) and
+// before completion is a scripted-model defect, an idle scripted model and
 // an MCP server that did not start are the harness's (inconclusive, never failed);
-// live, the stream and idleness are the provider's and the spec §9 text rules apply to
+// live, the stream and idleness are the provider's and the text rules apply to
 // the rest.
 func TestCLIFailureClasses(t *testing.T) {
 	t.Parallel()

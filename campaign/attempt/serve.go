@@ -275,8 +275,7 @@ func instanceSecrets(home, boardToken string) ([]string, error) {
 
 // ownSecretFile reports whether rel (relative to home) is one of the files holding an
 // instance secret by design — board.token or master.key as a regular file of mode
-// 0600 — which the persisted-state leak scan does not count (spec §10.2 keeps one such
-// exception too).
+// 0600 — which the persisted-state leak scan does not count.
 func ownSecretFile(home, rel string) bool {
 	if rel != boardTokenFile && rel != masterKeyFile {
 		return false

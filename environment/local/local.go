@@ -1,5 +1,5 @@
-// Package local is the local execution environment provider (seed 000: "The local
-// environment is instance-managed"): the agent runs as the controller's own user with
+// Package local is the local execution environment provider (the local environment is
+// managed by the instance): the agent runs as the controller's own user with
 // only the worker's bounds (explicit environment, no shell, its own process group,
 // timeout and output budget). It is today's behaviour behind the provider contract of
 // package environment, so that local and sandbox cells run the same pipeline.
