@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the pinned real agent CLIs (Codex, OpenCode, Codex ACP, Gemini CLI, Pi; spec
-# real-agent-clis, docs/acp.md, docs/pi.md) with
+# Installs the pinned real agent CLIs (Codex, OpenCode, Codex ACP, Gemini CLI, Pi;
+# docs/clis.md, docs/acp.md, docs/pi.md) with
 # `agentproof agents install` and prints the cache directory on stdout, for the tests
 # that run the real CLIs against the scripted model (agent/clis, AGENTPROOF_AGENTS_DIR).
 # Progress goes to stderr. A warm machine reuses the installs already in the cache.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of `agentproof run` (issue 9 "Benchmarks"). Rerun from any directory:
+# Benchmark of `agentproof run`. Rerun from any directory:
 #
 #   bench/run-overhead.sh [CELLS [BASELINE]]   # default 500 cells
 #

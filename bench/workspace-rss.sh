@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Peak RSS of the controller (`agentproof run`) when an agent leaves a 3 GiB sparse
-# file in its workspace (issue 17 "workspace snapshot"). Rerun from the repository root:
+# file in its workspace. Rerun from the repository root:
 #
 #   bench/workspace-rss.sh [BINARY ...]   # default: agentproof built from this tree
 #

@@ -13,7 +13,7 @@ import (
 )
 
 // newAgentCmd is the hidden command the heartbeat runner launches for the built-in
-// agents (DESIGN.md "Agents"): `agentproof agent <reference|wrong|leaky|nop>`, and the
+// agents: `agentproof agent <reference|wrong|leaky|nop>`, and the
 // ACP drivers for the built-in ACP agents: `agentproof agent acp-<reference|nop|wrong>`
 // (agent.RunACPBuiltin: ACP on stdin/stdout, docs/acp.md). The agent reads
 // its run from its own environment (agent.EnvAPIURL and siblings, set by the driver).

@@ -12,11 +12,11 @@ import (
 // fixtureChildCmd is the name of the fixture program's command.
 const fixtureChildCmd = "fixture-child"
 
-// newFixtureChildCmd is the hidden fixture program the local fixture worker spawns
-// (seed 003, fixture-child): `agentproof fixture-child <fixture> <lifetime-ms>`, or on the
+// newFixtureChildCmd is the hidden fixture program the local fixture worker spawns:
+// `agentproof fixture-child <fixture> <lifetime-ms>`, or on the
 // guarded path `agentproof fixture-child --gate <fence-dir> <fixture> <lifetime-ms>` (the
-// admission gate, worker.RunGate). Its exit codes are the seed's EXIT table, not the
-// CLI's: a wrong argument exits 64, a gate refusal 123.
+// admission gate, worker.RunGate). Its exit codes are the fixture programs' own
+// (docs/fixture-worker.md), not the CLI's: a wrong argument exits 64, a gate refusal 123.
 func newFixtureChildCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:                fixtureChildCmd + " [--gate <fence-dir>] <fixture> <lifetime-ms>",
@@ -34,12 +34,12 @@ func newFixtureChildCmd(a *app) *cobra.Command {
 }
 
 // runFixtureChild runs the fixture program with the arguments after "fixture-child" and
-// returns its exit code (the seed's EXIT table). Main calls it before building the
+// returns its exit code. Main calls it before building the
 // command tree: a fixture process starts once per fixture cell, and the tree is a
 // tenth of what such a process does of its own (docs/performance.md).
 func runFixtureChild(a *app, args []string) int {
 	if len(args) > 0 && args[0] == worker.GateFlag {
-		// The guarded path (seed 003): the gate runs first, then the fixture.
+		// The guarded path: the gate runs first, then the fixture.
 		return worker.RunGate(args, worker.ControlPipe(), a.stdin, a.stdout, a.stderr)
 	}
 	return worker.RunChild(args, a.stdin, a.stdout, a.stderr, os.Environ())

@@ -25,7 +25,7 @@ const fenceFileName = "fence"
 
 // runGuardedFixture provisions (or reuses) an Attempt fence, takes the controller hold,
 // provisions a workspace, pins the execution digest and runs the fixture through
-// worker.RunGuarded (seed 003, guarded path). It returns what reportFixtureRun returns.
+// worker.RunGuarded. It returns what reportFixtureRun returns.
 func runGuardedFixture(a *app, ctx context.Context, w *worker.Worker, store *evidence.Store, req worker.Request, root string, opts guardedOptions, asJSON bool) error {
 	if root == "" {
 		root = os.TempDir()

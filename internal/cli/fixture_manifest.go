@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newFixtureManifestCmd prints the execution manifest of the guarded fixture program
-// (seed 003, guardedFixtureManifest): this executable plus the embedded worker sources.
+// newFixtureManifestCmd prints the execution manifest of the guarded fixture program:
+// this executable plus the embedded worker sources.
 func newFixtureManifestCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

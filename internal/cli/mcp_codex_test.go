@@ -177,7 +177,7 @@ func (r realCLIRun) offeredTools(prefixes ...string) []string {
 	return offered
 }
 
-// TestMCPWithRealCodex (field failure F10): the real Codex registers `agentproof mcp`
+// TestMCPWithRealCodex: the real Codex registers `agentproof mcp`
 // through -c mcp_servers.agentproof.* with env_vars, passes every tool's schema to the
 // model (properties, required, types and enums kept) and carries the scripted calls to
 // the control plane without a failed tool call.
@@ -230,7 +230,7 @@ func TestMCPWithRealCodex(t *testing.T) {
 	}
 }
 
-// TestMCPWithRealOpenCode (field failure F10): the real OpenCode registers
+// TestMCPWithRealOpenCode: the real OpenCode registers
 // `agentproof mcp` as a local MCP server in OPENCODE_CONFIG_CONTENT (environment given
 // inline), offers every tool to the model (as agentproof_<tool>) and carries the
 // scripted calls to the control plane.
@@ -314,7 +314,7 @@ func agentproofSchemas(t *testing.T, body json.RawMessage) map[string]map[string
 	return got
 }
 
-// checkSchemas (F10): in the model request the CLI built, every agentproof tool keeps
+// checkSchemas: in the model request the CLI built, every agentproof tool keeps
 // our properties, required list, property types and enums. (Codex 0.171 drops the
 // numeric and length bounds, which is why the descriptions state them in words.)
 func checkSchemas(t *testing.T, cli string, body json.RawMessage) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// BenchmarkCLICell measures one real-CLI cell end to end (issue 12 "Benchmarks"):
+// BenchmarkCLICell measures one real-CLI cell end to end:
 // `agentproof run --id core-compatibility.<cli>.local.message-marker` as a child
 // process (a hard link named agentproof to this test binary, so that the CLI can start
 // `agentproof mcp`), reporting the median attempt wall time (cell-ms), the median wall

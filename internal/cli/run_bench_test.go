@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkCellOverhead measures the per-cell harness overhead of `agentproof run` for
-// reference × message-marker (issue 9 "Benchmarks": goal ≤ 150 ms median): the
+// reference × message-marker (goal ≤ 150 ms median): the
 // attempt's wall time (result.json durationMs) minus the agent processes' own time
 // (the heartbeat records' termination durationMs). It reports the median overhead and
 // the median attempt time in ms per cell. Each iteration is one whole `run` of one

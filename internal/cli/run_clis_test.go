@@ -12,7 +12,7 @@ import (
 
 // TestRunWithoutNPMStopsBeforeStarting: a selection with agent CLI cells whose CLIs are
 // not in the cache, on a machine without npm, exits 2 before anything starts, naming
-// `agentproof agents install` (issue 12: the quick start installs on first use).
+// `agentproof agents install` (the quick start installs on first use).
 func TestRunWithoutNPMStopsBeforeStarting(t *testing.T) {
 	// Not parallel: it empties PATH and points the agents cache at an empty directory.
 	t.Setenv("PATH", t.TempDir())

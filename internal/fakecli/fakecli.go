@@ -1,5 +1,5 @@
 // Package fakecli holds fake agent CLIs for tests: programs that speak a real CLI's
-// JSON event stream (spec real-agent-clis, "JSON events") but end it the way a broken
+// JSON event stream but end it the way a broken
 // or hanging CLI would. A test binary dispatches to one when it is started under the
 // fake's name (a symlink to the test binary named after the fake, see Link), so every
 // fake run is a real child process launched by the real driver.
