@@ -86,7 +86,7 @@ const (
 	// QuestionConfirmed: a confirm dialog was answered yes.
 	QuestionConfirmed = "confirmed"
 	// QuestionNegativeOrCancelled: a confirm dialog was answered no, which Pi cannot
-	// tell from a dismissal (seed 000).
+	// tell from a dismissal.
 	QuestionNegativeOrCancelled = "negative_or_cancelled"
 	// QuestionCancelled: the dialog was dismissed (by the human, a Stop or the end of
 	// the turn).
