@@ -140,30 +140,86 @@ func (w *Worker) RunGuarded(ctx context.Context, req Request, g Guard) (GuardedR
 		return GuardedRunResult{}, err
 	}
 	fence, hold, ref := g.Fence, g.Hold, g.Workspace
-	notStarted := func(reason, msg string) (GuardedRunResult, error) {
-		return GuardedRunResult{Status: StatusNotStarted, Scope: Scope, Reason: reason, Message: clipText(msg, 1024)}, nil
-	}
 	if problem := ControllerHoldProblem(hold); problem != "" { // check 1: call start
-		return notStarted(ReasonOwnershipLost, problem)
+		return guardedNotStarted(ReasonOwnershipLost, problem), nil
 	}
 	if ctx.Err() != nil {
-		return notStarted(ReasonAborted, "aborted before the process started")
+		return guardedNotStarted(ReasonAborted, "aborted before the process started"), nil
 	}
 	manifest, stamp, err := manifestFor(w.program)
 	if err != nil {
-		return notStarted(ReasonSetupFailed, "execution manifest: "+err.Error())
+		return guardedNotStarted(ReasonSetupFailed, "execution manifest: "+err.Error()), nil
 	}
 	if manifest.Digest != g.ExecutionDigest { // drift: refuse to launch
-		return notStarted(ReasonDrift, fmt.Sprintf("the fixture program's execution digest %s differs from the pinned %s", manifest.Digest, g.ExecutionDigest))
+		return guardedNotStarted(ReasonDrift, fmt.Sprintf("the fixture program's execution digest %s differs from the pinned %s", manifest.Digest, g.ExecutionDigest)), nil
 	}
 	label := string(fence.label())
 	ctrlR, ctrlW, err := os.Pipe()
 	if err != nil {
-		return notStarted(ReasonSetupFailed, "creating the control pipe: "+err.Error())
+		return guardedNotStarted(ReasonSetupFailed, "creating the control pipe: "+err.Error()), nil
 	}
 	control := readControl(ctrlR)
-	program := w.program
-	launch := func() error { // the launch window: synchronous checks only
+	lifetime := min(req.TimeoutMs+WatchdogMarginMS, MaxChildLifetimeMS)
+	out, err := Supervise(ctx, Spec{
+		Path:           w.program,
+		Args:           []string{"agentproof", "fixture-child", GateFlag, filepath.Dir(fence.Path), req.Fixture, strconv.FormatInt(lifetime, 10)},
+		Env:            append(ChildEnvironment(), GateEnv+"="+label),
+		Dir:            ref.Path,
+		Timeout:        time.Duration(req.TimeoutMs) * time.Millisecond,
+		MaxOutputBytes: req.MaxOutputBytes,
+		ExtraFiles:     []*os.File{ctrlW},
+		BeforeStart:    launchWindow(g, w.program, stamp),
+	})
+	_ = ctrlW.Close() // the child holds its own copy
+	if err != nil || !out.Started {
+		_ = ctrlR.Close()
+		<-control.done
+		return spawnRefused(out, err), nil
+	}
+	open := false
+	select {
+	case <-control.done:
+	case <-time.After(CloseGrace):
+		open = true // a descendant kept fd 3: stop reading
+	}
+	_ = ctrlR.Close()
+	<-control.done
+	gateProblem := controlVerdict(control.data, control.overflow, open, fence.Nonce)
+
+	why := fmt.Sprintf("exited=%t stdioClosed=%t", out.Exited, out.StdioClosed)
+	if problem := ControllerHoldProblem(hold); problem != "" { // check 3: after the exit
+		return guardedOwnershipLost(out, problem, quarantine(ref.Path, "ownership lost, not removed: "+problem), ""), nil
+	}
+	ws, lost := DisposeWorkspace(ref, hold, out.Exited && out.StdioClosed, why)
+	if lost {
+		return guardedOwnershipLost(out, strings.TrimPrefix(ws.Reason, "ownership lost, not removed: "), ws, ""), nil
+	}
+	return w.storeGuarded(req, hold, out, ws, gateProblem), nil
+}
+
+// guardedNotStarted is the result of a guarded run that started nothing, for reason (one of
+// the Reason constants) with message msg (clipped to 1024 runes).
+func guardedNotStarted(reason, msg string) GuardedRunResult {
+	return GuardedRunResult{Status: StatusNotStarted, Scope: Scope, Reason: reason, Message: clipText(msg, 1024)}
+}
+
+// guardedOwnershipLost is the result of a guarded run whose controller hold ended (problem
+// says how) after the process out ran: workspace disposition ws, and the id of
+// evidence stored before the loss was seen, or "".
+func guardedOwnershipLost(out Outcome, problem string, ws WorkspaceDisposition, id string) GuardedRunResult {
+	term := summarize(out, ws)
+	return GuardedRunResult{Status: StatusOwnershipLost, Scope: Scope, EvidenceID: id, Termination: &term,
+		Message: "controller ownership lost: " + problem}
+}
+
+// launchWindow returns the guarded run's Spec.BeforeStart: synchronous checks only
+// (nothing waits in the launch window) of the workspace's identity and emptiness, the dedicated fence
+// directory, program's unchanged stamp and the controller hold, right before the
+// spawn. A failed check returns a *launchRefusal with its reason (setup-failed,
+// drift or ownership-lost).
+func launchWindow(g Guard, program string, stamp exeStamp) func() error {
+	fence, hold, ref := g.Fence, g.Hold, g.Workspace
+	return func() error {
 		if err := CheckWorkspace(ref); err != nil {
 			return &launchRefusal{ReasonSetupFailed, err.Error()}
 		}
@@ -185,56 +241,31 @@ func (w *Worker) RunGuarded(ctx context.Context, req Request, g Guard) (GuardedR
 		}
 		return nil
 	}
-	lifetime := min(req.TimeoutMs+WatchdogMarginMS, MaxChildLifetimeMS)
-	out, err := Supervise(ctx, Spec{
-		Path:           program,
-		Args:           []string{"agentproof", "fixture-child", GateFlag, filepath.Dir(fence.Path), req.Fixture, strconv.FormatInt(lifetime, 10)},
-		Env:            append(ChildEnvironment(), GateEnv+"="+label),
-		Dir:            ref.Path,
-		Timeout:        time.Duration(req.TimeoutMs) * time.Millisecond,
-		MaxOutputBytes: req.MaxOutputBytes,
-		ExtraFiles:     []*os.File{ctrlW},
-		BeforeStart:    launch,
-	})
-	_ = ctrlW.Close() // the child holds its own copy
-	if err != nil || !out.Started {
-		_ = ctrlR.Close()
-		<-control.done
-		var refusal *launchRefusal
-		switch {
-		case err != nil:
-			return notStarted(ReasonSetupFailed, err.Error())
-		case errors.As(out.Refused, &refusal):
-			return notStarted(refusal.reason, refusal.message)
-		case out.Aborted:
-			return notStarted(ReasonAborted, "aborted before the process started")
-		default:
-			return notStarted(ReasonSetupFailed, "spawn-failed: "+clipText(fmt.Sprint(out.SpawnError), 256))
-		}
-	}
-	open := false
-	select {
-	case <-control.done:
-	case <-time.After(CloseGrace):
-		open = true // a descendant kept fd 3: stop reading
-	}
-	_ = ctrlR.Close()
-	<-control.done
-	gateProblem := controlVerdict(control.data, control.overflow, open, fence.Nonce)
+}
 
-	why := fmt.Sprintf("exited=%t stdioClosed=%t", out.Exited, out.StdioClosed)
-	ownershipLost := func(problem string, ws WorkspaceDisposition, id string) (GuardedRunResult, error) {
-		term := summarize(out, ws)
-		return GuardedRunResult{Status: StatusOwnershipLost, Scope: Scope, EvidenceID: id, Termination: &term,
-			Message: "controller ownership lost: " + problem}, nil
+// spawnRefused is the not-started result of a guarded run whose process did not
+// start: Supervise's spec error (setup-failed), the launch window's refusal (its
+// reason), an abort before the start, or a spawn failure (setup-failed).
+func spawnRefused(out Outcome, err error) GuardedRunResult {
+	var refusal *launchRefusal
+	switch {
+	case err != nil:
+		return guardedNotStarted(ReasonSetupFailed, err.Error())
+	case errors.As(out.Refused, &refusal):
+		return guardedNotStarted(refusal.reason, refusal.message)
+	case out.Aborted:
+		return guardedNotStarted(ReasonAborted, "aborted before the process started")
+	default:
+		return guardedNotStarted(ReasonSetupFailed, "spawn-failed: "+clipText(fmt.Sprint(out.SpawnError), 256))
 	}
-	if problem := ControllerHoldProblem(hold); problem != "" { // check 3: after the exit
-		return ownershipLost(problem, quarantine(ref.Path, "ownership lost, not removed: "+problem), "")
-	}
-	ws, lost := DisposeWorkspace(ref, hold, out.Exited && out.StdioClosed, why)
-	if lost {
-		return ownershipLost(strings.TrimPrefix(ws.Reason, "ownership lost, not removed: "), ws, "")
-	}
+}
+
+// storeGuarded stores the evidence of a guarded run whose process out ran and whose
+// workspace was disposed as ws: the observation (with the control gate's problem, if
+// any, in its collector error) and the stdout/stderr body. The hold is checked once
+// more after the write (check 4): a lost hold is ownership-lost with the id written,
+// if any. Otherwise the result is observed with the evidence id, or storage-failed.
+func (w *Worker) storeGuarded(req Request, hold *FenceHold, out Outcome, ws WorkspaceDisposition, gateProblem string) GuardedRunResult {
 	term := summarize(out, ws)
 	obs := observation(req, out, ws)
 	if gateProblem != "" {
@@ -260,14 +291,14 @@ func (w *Worker) RunGuarded(ctx context.Context, req Request, g Guard) (GuardedR
 	id, putErr := w.store.Put(meta, res.Body)
 	if problem := ControllerHoldProblem(hold); problem != "" { // check 4: before return
 		// The write was already in flight when the hold ended: report its id, if any.
-		r, _ := ownershipLost(problem, ws, id)
+		r := guardedOwnershipLost(out, problem, ws, id)
 		r.Metadata, r.Body = res.Metadata, res.Body
-		return r, nil
+		return r
 	}
 	if putErr != nil {
 		res.Status, res.Message = StatusStorageFailed, clipText(putErr.Error(), 1024)
-		return res, nil
+		return res
 	}
 	res.Status, res.EvidenceID = StatusObserved, id
-	return res, nil
+	return res
 }

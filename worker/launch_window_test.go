@@ -42,17 +42,33 @@ func TestLaunchWindowHasNoWait(t *testing.T) {
 		}
 		return f
 	}
+	// The launch window is the function literal launchWindow returns; RunGuarded
+	// passes launchWindow(…) as its Spec.BeforeStart.
 	var launch *ast.FuncLit
+	beforeStart := false
 	ast.Inspect(parse("guarded.go"), func(n ast.Node) bool {
-		if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == 1 {
-			if id, ok := as.Lhs[0].(*ast.Ident); ok && id.Name == "launch" {
-				launch, _ = as.Rhs[0].(*ast.FuncLit)
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			if n.Name.Name == "launchWindow" && n.Recv == nil {
+				for _, st := range n.Body.List {
+					if ret, ok := st.(*ast.ReturnStmt); ok && len(ret.Results) == 1 {
+						launch, _ = ret.Results[0].(*ast.FuncLit)
+					}
+				}
+			}
+		case *ast.KeyValueExpr:
+			if k, ok := n.Key.(*ast.Ident); ok && k.Name == "BeforeStart" {
+				c, ok := n.Value.(*ast.CallExpr)
+				beforeStart = ok && callName(c) == "launchWindow"
 			}
 		}
 		return true
 	})
 	if launch == nil {
-		t.Fatal("guarded.go has no launch := func() error {…}")
+		t.Fatal("guarded.go has no launchWindow returning func() error {…}")
+	}
+	if !beforeStart {
+		t.Fatal("guarded.go does not set Spec.BeforeStart to launchWindow(…)")
 	}
 	allowed := map[string]bool{
 		"CheckWorkspace": true, "IsWorkspaceEmpty": true, "checkDedicatedFenceDirectory": true,

@@ -396,45 +396,108 @@ func Supervise(ctx context.Context, spec Spec) (Outcome, error) {
 	return supervise(ctx, spec), nil
 }
 
+// supervise runs a validated spec with its defaults filled in (see Supervise): it
+// opens the child's stdio, starts the child, waits for its exit or a stop condition,
+// stops and reaps it, and settles its output into the Outcome.
 func supervise(ctx context.Context, spec Spec) Outcome {
 	var o Outcome
-	var inR, inW *os.File // inW stays nil with NullStdin (Close on nil is a no-op error)
+	io, err := openStdio(spec)
+	if err != nil {
+		o.SpawnError = err
+		return o
+	}
+	ch := startChild(ctx, spec, io, &o)
+	if ch == nil {
+		return o
+	}
+	ch.watch()
+	exited := ch.wait(ctx, &o)
+	if !exited {
+		exited = escalate(&o, ch.pid, ch.exitSeen, spec)
+	}
+	var reasons []string
+	if o.OutputExceeded {
+		reasons = append(reasons, fmt.Sprintf("output exceeded the %d-byte budget; the process was stopped", spec.MaxOutputBytes))
+	}
+	if o.Aborted {
+		reasons = append(reasons, "aborted by the caller during the run")
+	}
+	reasons = append(reasons, ch.reap(&o, exited)...)
+	reasons = append(reasons, ch.settle(&o)...)
+	o.CollectorError = clipText(strings.Join(reasons, "; "), 1024)
+	return o
+}
+
+// childStdio is the supervisor's and the child's ends of the child's stdin, stdout and
+// stderr. inW is nil with Spec.NullStdin (closing nil is a harmless error).
+type childStdio struct {
+	inR, inW, outR, outW, errR, errW *os.File
+}
+
+func (s childStdio) closeAll() { closeAll(s.inR, s.inW, s.outR, s.outW, s.errR, s.errW) }
+
+// openStdio opens the child's stdio: /dev/null or a pipe for stdin, a pipe each for
+// stdout and stderr (grown up to 1 MiB for a large output budget, best effort).
+// Errors name the stream that could not be created; nothing is left open then.
+func openStdio(spec Spec) (childStdio, error) {
+	var s childStdio
 	var err error
 	if spec.NullStdin {
-		inR, err = os.Open(os.DevNull)
+		s.inR, err = os.Open(os.DevNull)
 	} else {
-		inR, inW, err = os.Pipe()
+		s.inR, s.inW, err = os.Pipe()
 	}
 	if err != nil {
-		o.SpawnError = fmt.Errorf("creating stdin: %w", err)
-		return o
+		return s, fmt.Errorf("creating stdin: %w", err)
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW)
-		o.SpawnError = fmt.Errorf("creating stdout pipe: %w", err)
-		return o
+	if s.outR, s.outW, err = os.Pipe(); err != nil {
+		closeAll(s.inR, s.inW)
+		return s, fmt.Errorf("creating stdout pipe: %w", err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW, outR, outW)
-		o.SpawnError = fmt.Errorf("creating stderr pipe: %w", err)
-		return o
+	if s.errR, s.errW, err = os.Pipe(); err != nil {
+		closeAll(s.inR, s.inW, s.outR, s.outW)
+		return s, fmt.Errorf("creating stderr pipe: %w", err)
 	}
 	// Larger pipes mean fewer context switches for chatty children (best effort: the
 	// kernel caps the size at /proc/sys/fs/pipe-max-size).
 	if spec.MaxOutputBytes > 64<<10 {
-		growPipe(outR, min(spec.MaxOutputBytes, 1<<20))
-		growPipe(errR, min(spec.MaxOutputBytes, 1<<20))
+		growPipe(s.outR, min(spec.MaxOutputBytes, 1<<20))
+		growPipe(s.errR, min(spec.MaxOutputBytes, 1<<20))
 	}
+	return s, nil
+}
+
+// child is one started child process under supervision: its command and pid, the
+// supervisor's ends of its stdio, the capture its output is read into, and the
+// channels closed when both readers are done and when its exit is observed.
+type child struct {
+	spec        Spec
+	cmd         *exec.Cmd
+	pid         int
+	start       time.Time
+	inW         *os.File
+	outR, errR  *os.File
+	c           *capture
+	readersDone chan struct{}
+	exitSeen    chan struct{}
+	waitErr     error // written before exitSeen is closed
+}
+
+// startChild starts spec's process in its own process group (SIGKILLed if the
+// supervisor dies) on stdio io, calling spec.BeforeStart just before and
+// spec.AfterStart just after. It returns nil when nothing was started: ctx already
+// cancelled (o.Aborted), BeforeStart refused (o.Refused) or the start failed
+// (o.SpawnError); io is closed then. Otherwise o.Started and o.PID are set and the
+// child's ends of io are closed.
+func startChild(ctx context.Context, spec Spec, io childStdio, o *Outcome) *child {
 	cmd := &exec.Cmd{
 		Path:       spec.Path,
 		Args:       spec.Args,
 		Env:        spec.Env,
 		Dir:        spec.Dir,
-		Stdin:      inR,
-		Stdout:     outW,
-		Stderr:     errW,
+		Stdin:      io.inR,
+		Stdout:     io.outW,
+		Stderr:     io.errW,
 		ExtraFiles: spec.ExtraFiles,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:   true,
@@ -442,141 +505,127 @@ func supervise(ctx context.Context, spec Spec) Outcome {
 		},
 	}
 	if ctx.Err() != nil {
-		closeAll(inR, inW, outR, outW, errR, errW)
+		io.closeAll()
 		o.Aborted = true
-		return o
+		return nil
 	}
 	start := time.Now()
 	if spec.BeforeStart != nil {
 		if err := spec.BeforeStart(); err != nil {
-			closeAll(inR, inW, outR, outW, errR, errW)
+			io.closeAll()
 			o.Refused = err
-			return o
+			return nil
 		}
 	}
 	// Nothing blocks, yields or releases a lock between BeforeStart and the fork.
-	err = cmd.Start()
-	closeAll(inR, outW, errW) // the child holds its own copies
+	err := cmd.Start()
+	closeAll(io.inR, io.outW, io.errW) // the child holds its own copies
 	if err != nil || cmd.Process == nil || cmd.Process.Pid <= 0 {
-		closeAll(inW, outR, errR)
+		closeAll(io.inW, io.outR, io.errR)
 		if err == nil {
 			err = errors.New("no pid assigned")
 		}
 		o.SpawnError = err
-		return o
+		return nil
 	}
 	o.Started = true
 	o.PID = cmd.Process.Pid
-	pid := o.PID
 	if spec.AfterStart != nil {
-		spec.AfterStart(pid)
+		spec.AfterStart(o.PID)
 	}
+	return &child{spec: spec, cmd: cmd, pid: o.PID, start: start, inW: io.inW, outR: io.outR, errR: io.errR}
+}
 
-	c := &capture{budget: spec.MaxOutputBytes, overflow: make(chan struct{})}
-	var resultC <-chan struct{}
-	if spec.ResultLine != nil {
-		c.watch = &lineWatch{fn: spec.ResultLine, fired: make(chan struct{})}
-		resultC = c.watch.fired
+// watch starts reading the child's stdout and stderr into its capture (watching
+// stdout lines for spec.ResultLine) and observing its exit without reaping it.
+func (ch *child) watch() {
+	ch.c = &capture{budget: ch.spec.MaxOutputBytes, overflow: make(chan struct{})}
+	if ch.spec.ResultLine != nil {
+		ch.c.watch = &lineWatch{fn: ch.spec.ResultLine, fired: make(chan struct{})}
 	}
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go c.read(0, outR, &readers)
-	go c.read(1, errR, &readers)
-	readersDone := make(chan struct{})
-	go func() { readers.Wait(); close(readersDone) }()
-
-	exitSeen := make(chan struct{})
-	var waitErr error // written before exitSeen is closed
+	go ch.c.read(0, ch.outR, &readers)
+	go ch.c.read(1, ch.errR, &readers)
+	ch.readersDone = make(chan struct{})
+	go func() { readers.Wait(); close(ch.readersDone) }()
+	ch.exitSeen = make(chan struct{})
 	go func() {
 		// Observe the exit without reaping: until we reap, the pid and the process
 		// group id stay ours, so signalling the group cannot hit a stranger.
-		waitErr = waitNoReap(pid)
-		close(exitSeen)
+		ch.waitErr = waitNoReap(ch.pid)
+		close(ch.exitSeen)
 	}()
+}
 
-	timer := time.NewTimer(spec.Timeout)
+// wait blocks until the child's exit is seen (it returns true) or a stop condition
+// holds, which it records in o and returns false for: the timeout (TimedOut), the
+// output budget exceeded (OutputExceeded), ctx cancelled (Aborted), or the result
+// line seen and ResultGrace over without an exit (StoppedAfterResult).
+func (ch *child) wait(ctx context.Context, o *Outcome) bool {
+	var resultC <-chan struct{}
+	if ch.c.watch != nil {
+		resultC = ch.c.watch.fired
+	}
+	timer := time.NewTimer(ch.spec.Timeout)
 	defer timer.Stop()
-	exited := false
 	var graceC <-chan time.Time
-wait:
 	for {
 		select {
-		case <-exitSeen:
-			exited = true
-			break wait
+		case <-ch.exitSeen:
+			return true
 		case <-timer.C:
 			o.TimedOut = true
-			break wait
-		case <-c.overflow:
+			return false
+		case <-ch.c.overflow:
 			o.OutputExceeded = true
-			break wait
+			return false
 		case <-ctx.Done():
 			o.Aborted = true
-			break wait
+			return false
 		case <-resultC:
 			// The terminal result is out: the process gets ResultGrace to exit.
 			resultC = nil
-			grace := time.NewTimer(spec.ResultGrace)
+			grace := time.NewTimer(ch.spec.ResultGrace)
 			defer grace.Stop()
 			graceC = grace.C
 		case <-graceC:
 			o.StoppedAfterResult = true
-			break wait
+			return false
 		}
 	}
-	if !exited {
-		exited = escalate(&o, pid, exitSeen, spec)
-	}
+}
+
+// reap finishes the child after wait and escalate (exited: its exit was seen). An
+// exit seen is reaped after the rest of its process group is killed, recording
+// o.Exited and its exit code or signal; an unconfirmed exit is reaped later in the
+// background; a failed exit observation sends nothing more. In each case escaped
+// descendants are swept. It returns the problems met, for CollectorError.
+func (ch *child) reap(o *Outcome, exited bool) []string {
 	var reasons []string
-	// Descendants that left the process group are found by the marker and killed
-	// while the leader is still unreaped (its pid and group id stay ours, so a group
-	// member is told apart by its pgid).
-	escapees := func() {
-		if spec.Marker == "" {
-			return
-		}
-		found, err := sweep(spec.Marker, func(p, pgid int) bool { return p == pid || pgid == pid }, SweepConfirm)
-		if err != nil {
-			reasons = append(reasons, "sweeping escaped descendants: "+err.Error())
-		}
-		for _, e := range found {
-			if !e.Killed {
-				reasons = append(reasons, fmt.Sprintf("escaped descendant %d (%s) survived SIGKILL", e.PID, e.Command))
-			}
-		}
-		if len(found) > 0 {
-			o.Escaped = found
-		}
-	}
-	if o.OutputExceeded {
-		reasons = append(reasons, fmt.Sprintf("output exceeded the %d-byte budget; the process was stopped", spec.MaxOutputBytes))
-	}
-	if o.Aborted {
-		reasons = append(reasons, "aborted by the caller during the run")
-	}
 	switch {
 	case !exited:
-		reasons = append(reasons, fmt.Sprintf("exit not confirmed %v after SIGKILL", spec.KillConfirm))
-		escapees()
+		reasons = append(reasons, fmt.Sprintf("exit not confirmed %v after SIGKILL", ch.spec.KillConfirm))
+		reasons = append(reasons, ch.sweepEscapees(o)...)
 		// Reap it whenever it does exit, so it never lingers as a zombie of ours.
 		go func() {
-			<-exitSeen
-			if waitErr == nil {
-				_, _ = cmd.Process.Wait()
+			<-ch.exitSeen
+			if ch.waitErr == nil {
+				_, _ = ch.cmd.Process.Wait()
 			}
 		}()
-	case waitErr != nil:
+	case ch.waitErr != nil:
 		// waitid failed (e.g. someone else reaped the child): nothing proves the pid is
 		// still ours, so send nothing more and claim no exit.
-		reasons = append(reasons, fmt.Sprintf("observing the exit: %v", waitErr))
-		escapees()
+		reasons = append(reasons, fmt.Sprintf("observing the exit: %v", ch.waitErr))
+		reasons = append(reasons, ch.sweepEscapees(o)...)
 	default:
 		// Members left in the group after the leader's exit would keep the pipes open
 		// (escaped output holders): the group id is still ours because the leader is not
 		// reaped yet.
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		escapees()
-		state, err := cmd.Process.Wait()
+		_ = syscall.Kill(-ch.pid, syscall.SIGKILL)
+		reasons = append(reasons, ch.sweepEscapees(o)...)
+		state, err := ch.cmd.Process.Wait()
 		if err != nil {
 			reasons = append(reasons, fmt.Sprintf("reaping the process: %v", err))
 			break
@@ -591,29 +640,64 @@ wait:
 			o.Signal = signalName(ws.Signal())
 		}
 	}
+	return reasons
+}
+
+// sweepEscapees finds the descendants that left the process group by the spec's
+// marker and kills them, while the leader is still unreaped (its pid and group id
+// stay ours, so a group member is told apart by its pgid); found ones go to
+// o.Escaped. It returns the problems met (a failed sweep, a survivor); nothing
+// without a marker.
+func (ch *child) sweepEscapees(o *Outcome) []string {
+	if ch.spec.Marker == "" {
+		return nil
+	}
+	pid := ch.pid
+	var reasons []string
+	found, err := sweep(ch.spec.Marker, func(p, pgid int) bool { return p == pid || pgid == pid }, SweepConfirm)
+	if err != nil {
+		reasons = append(reasons, "sweeping escaped descendants: "+err.Error())
+	}
+	for _, e := range found {
+		if !e.Killed {
+			reasons = append(reasons, fmt.Sprintf("escaped descendant %d (%s) survived SIGKILL", e.PID, e.Command))
+		}
+	}
+	if len(found) > 0 {
+		o.Escaped = found
+	}
+	return reasons
+}
+
+// settle closes the child's stdin (its end-of-file tells a live child to exit), waits
+// up to CloseGrace for stdout and stderr to close (o.StdioClosed) before closing the
+// supervisor's ends, and records the duration, whether the result line was seen, and
+// the captured output. It returns the problem met (stdio still open), if any.
+func (ch *child) settle(o *Outcome) []string {
+	var reasons []string
 	// Settle: stdin was never written; its end-of-file tells a live child to exit.
-	_ = inW.Close()
-	closeTimer := time.NewTimer(spec.CloseGrace)
+	_ = ch.inW.Close()
+	closeTimer := time.NewTimer(ch.spec.CloseGrace)
 	select {
-	case <-readersDone:
+	case <-ch.readersDone:
 		o.StdioClosed = true
 		closeTimer.Stop()
 	case <-closeTimer.C:
-		reasons = append(reasons, fmt.Sprintf("stdout/stderr still open %v after settling (a descendant outside the process group may hold them)", spec.CloseGrace))
-		closeAll(outR, errR)
-		<-readersDone
+		reasons = append(reasons, fmt.Sprintf("stdout/stderr still open %v after settling (a descendant outside the process group may hold them)", ch.spec.CloseGrace))
+		closeAll(ch.outR, ch.errR)
+		<-ch.readersDone
 	}
 	if o.StdioClosed {
-		closeAll(outR, errR)
+		closeAll(ch.outR, ch.errR)
 	}
-	o.Duration = time.Since(start)
+	o.Duration = time.Since(ch.start)
+	c := ch.c
 	o.ResultSeen = c.watch.seen()
 	c.mu.Lock()
 	o.OutputBytes, o.CapturedBytes = c.received, c.kept
 	o.Output = Captured{chunks: c.chunks}
 	c.mu.Unlock()
-	o.CollectorError = clipText(strings.Join(reasons, "; "), 1024)
-	return o
+	return reasons
 }
 
 // escalate sends SIGTERM, then SIGKILL, to the process group, and reports whether the
