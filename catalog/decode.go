@@ -113,7 +113,10 @@ func kindName(n *yaml.Node) string {
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
 
-// decode decodes n into the addressable value v.
+// decode decodes n into the addressable value v: Metadata and any values keep the
+// node as they are (see decodeOpaque), a null leaves v zero, and the rest decodes by
+// v's kind. Each value's position is recorded; problems are recorded on d, never
+// returned.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
 	n = d.resolve(n)
 	if n == nil {
@@ -126,24 +129,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
 	if v.CanAddr() && (t == metadataType || t == anyType || (t.Kind() == reflect.Map && t.Elem() == anyType)) {
 		d.raw[v.Addr().Interface()] = n
 	}
-	switch {
-	case t == metadataType:
-		if isNull(n) {
-			return
-		}
-		if n.Kind != yaml.MappingNode {
-			d.errorf(n, "expected a mapping, got %s", kindName(n))
-			return
-		}
-		obj, _ := d.ordered(n).(canonjson.Object)
-		v.Set(reflect.ValueOf(Metadata{Value: obj}))
-		return
-	case t == anyType:
-		if x := d.plain(n); x != nil {
-			v.Set(reflect.ValueOf(x))
-		} else {
-			v.Set(reflect.Zero(t))
-		}
+	if t == metadataType || t == anyType {
+		d.decodeOpaque(n, v)
 		return
 	}
 	if isNull(n) {
@@ -157,44 +144,89 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
 	case reflect.Struct:
 		d.decodeStruct(n, v)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.errorf(n, "expected a sequence, got %s", kindName(n))
-			return
-		}
-		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
-		v.Set(s)
-		for i, c := range n.Content {
-			d.path = append(d.path, pathSeg{idx: i})
-			d.decode(c, v.Index(i))
-			d.path = d.path[:len(d.path)-1]
-		}
+		d.decodeSlice(n, v)
 	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			d.errorf(n, "expected a mapping, got %s", kindName(n))
+		d.decodeMap(n, v)
+	default:
+		d.decodeScalar(n, v)
+	}
+}
+
+// decodeOpaque decodes n into v of type Metadata (a mapping kept in declaration
+// order; null leaves it zero) or any (the node's plain value).
+func (d *decoder) decodeOpaque(n *yaml.Node, v reflect.Value) {
+	if v.Type() == anyType {
+		if x := d.plain(n); x != nil {
+			v.Set(reflect.ValueOf(x))
+		} else {
+			v.Set(reflect.Zero(anyType))
+		}
+		return
+	}
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, "expected a mapping, got %s", kindName(n))
+		return
+	}
+	obj, _ := d.ordered(n).(canonjson.Object)
+	v.Set(reflect.ValueOf(Metadata{Value: obj}))
+}
+
+// decodeSlice decodes the sequence n into the slice v, one element per item.
+func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, "expected a sequence, got %s", kindName(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	v.Set(s)
+	for i, c := range n.Content {
+		d.path = append(d.path, pathSeg{idx: i})
+		d.decode(c, v.Index(i))
+		d.path = d.path[:len(d.path)-1]
+	}
+}
+
+// decodeMap decodes the mapping n into the map v (string-like keys); a non-scalar or
+// duplicate key is a problem and its entry is skipped. Each key's position is
+// recorded.
+func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value) {
+	t := v.Type()
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, "expected a mapping, got %s", kindName(n))
+		return
+	}
+	m := reflect.MakeMapWithSize(t, len(n.Content)/2)
+	v.Set(m)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := d.resolve(n.Content[i]), n.Content[i+1]
+		if k == nil {
 			return
 		}
-		m := reflect.MakeMapWithSize(t, len(n.Content)/2)
-		v.Set(m)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := d.resolve(n.Content[i]), n.Content[i+1]
-			if k == nil {
-				return
-			}
-			if k.Kind != yaml.ScalarNode {
-				d.errorf(k, "expected a string key, got %s", kindName(k))
-				continue
-			}
-			if m.MapIndex(reflect.ValueOf(k.Value).Convert(t.Key())).IsValid() {
-				d.errorf(k, "duplicate key %q", k.Value)
-				continue
-			}
-			d.pos[mapEntry{m.Pointer(), k.Value}] = d.at(k)
-			e := reflect.New(t.Elem()).Elem()
-			d.path = append(d.path, pathSeg{key: k.Value})
-			d.decode(val, e)
-			d.path = d.path[:len(d.path)-1]
-			m.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), e)
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(k, "expected a string key, got %s", kindName(k))
+			continue
 		}
+		if m.MapIndex(reflect.ValueOf(k.Value).Convert(t.Key())).IsValid() {
+			d.errorf(k, "duplicate key %q", k.Value)
+			continue
+		}
+		d.pos[mapEntry{m.Pointer(), k.Value}] = d.at(k)
+		e := reflect.New(t.Elem()).Elem()
+		d.path = append(d.path, pathSeg{key: k.Value})
+		d.decode(val, e)
+		d.path = d.path[:len(d.path)-1]
+		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), e)
+	}
+}
+
+// decodeScalar decodes the scalar n into v of a string (a YAML string or timestamp),
+// bool, integer (within v's range) or float64 kind (an integer or float); another
+// node or kind is a problem.
+func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value) {
+	switch v.Kind() {
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!timestamp") {
 			d.errorf(n, "expected a string, got %s", kindName(n))
@@ -223,7 +255,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) {
 		}
 		v.SetFloat(f)
 	default:
-		d.errorf(n, "internal: cannot decode into %s", t)
+		d.errorf(n, "internal: cannot decode into %s", v.Type())
 	}
 }
 
@@ -307,6 +339,8 @@ func (d *decoder) ordered(n *yaml.Node) any {
 	return d.convert(n, true)
 }
 
+// convert is plain (ordered false) or ordered (ordered true) of n; problems are
+// recorded on d and the value in question is nil.
 func (d *decoder) convert(n *yaml.Node, ordered bool) any {
 	n = d.resolve(n)
 	if n == nil {
@@ -314,45 +348,7 @@ func (d *decoder) convert(n *yaml.Node, ordered bool) any {
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
-		var obj canonjson.Object
-		var m map[string]any
-		if ordered {
-			obj = make(canonjson.Object, 0, len(n.Content)/2)
-		} else {
-			m = make(map[string]any, len(n.Content)/2)
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := d.resolve(n.Content[i])
-			if k == nil {
-				return nil
-			}
-			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
-				d.errorf(k, "expected a string key, got %s", kindName(k))
-				continue
-			}
-			dup := false
-			if ordered {
-				dup = slices.ContainsFunc(obj, func(m canonjson.Member) bool { return m.Key == k.Value })
-			} else {
-				_, dup = m[k.Value]
-			}
-			if dup {
-				d.errorf(k, "duplicate key %q", k.Value)
-				continue
-			}
-			d.path = append(d.path, pathSeg{key: k.Value})
-			val := d.convert(n.Content[i+1], ordered)
-			d.path = d.path[:len(d.path)-1]
-			if ordered {
-				obj = append(obj, canonjson.Member{Key: k.Value, Value: val})
-			} else {
-				m[k.Value] = val
-			}
-		}
-		if ordered {
-			return jsPropertyOrder(obj)
-		}
-		return m
+		return d.convertMapping(n, ordered)
 	case yaml.SequenceNode:
 		out := make([]any, len(n.Content))
 		for i, c := range n.Content {
@@ -362,45 +358,98 @@ func (d *decoder) convert(n *yaml.Node, ordered bool) any {
 		}
 		return out
 	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return nil
-		case "!!bool":
-			var b bool
-			if n.Decode(&b) == nil {
-				return b
-			}
-		case "!!int":
-			var i int64
-			if n.Decode(&i) == nil {
-				if ordered || i > 1<<53 || i < -(1<<53) {
-					return float64(i)
-				}
-				return int(i)
-			}
-			var f float64
-			if n.Decode(&f) == nil {
-				return f
-			}
-		case "!!float":
-			var f float64
-			if n.Decode(&f) == nil {
-				if math.IsNaN(f) || math.IsInf(f, 0) {
-					d.errorf(n, "%s is not a JSON number", n.Value)
-					return nil
-				}
-				if f == 0 {
-					return float64(0) // JSON.stringify(-0) is "0"
-				}
-				return f
-			}
-		case "!!str", "!!timestamp", "!!binary", "!!merge":
-			return n.Value
-		}
-		d.errorf(n, "unsupported scalar %s", kindName(n))
-		return nil
+		return d.convertScalar(n, ordered)
 	}
 	d.errorf(n, "unsupported YAML node %s", kindName(n))
+	return nil
+}
+
+// convertMapping converts the mapping n: a map[string]any, or when ordered a
+// canonjson.Object in JavaScript's property order. A null or non-scalar key, or a
+// duplicate one, is a problem and its entry is skipped; nil when a key does not
+// resolve.
+func (d *decoder) convertMapping(n *yaml.Node, ordered bool) any {
+	var obj canonjson.Object
+	var m map[string]any
+	if ordered {
+		obj = make(canonjson.Object, 0, len(n.Content)/2)
+	} else {
+		m = make(map[string]any, len(n.Content)/2)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := d.resolve(n.Content[i])
+		if k == nil {
+			return nil
+		}
+		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
+			d.errorf(k, "expected a string key, got %s", kindName(k))
+			continue
+		}
+		dup := false
+		if ordered {
+			dup = slices.ContainsFunc(obj, func(m canonjson.Member) bool { return m.Key == k.Value })
+		} else {
+			_, dup = m[k.Value]
+		}
+		if dup {
+			d.errorf(k, "duplicate key %q", k.Value)
+			continue
+		}
+		d.path = append(d.path, pathSeg{key: k.Value})
+		val := d.convert(n.Content[i+1], ordered)
+		d.path = d.path[:len(d.path)-1]
+		if ordered {
+			obj = append(obj, canonjson.Member{Key: k.Value, Value: val})
+		} else {
+			m[k.Value] = val
+		}
+	}
+	if ordered {
+		return jsPropertyOrder(obj)
+	}
+	return m
+}
+
+// convertScalar converts the scalar n: nil, a bool, an int (a float64 when ordered or
+// beyond ±2^53), a float64 (NaN and infinities are problems, -0 is 0), or the text of
+// a string, timestamp, binary or merge key. Another tag is a problem (nil).
+func (d *decoder) convertScalar(n *yaml.Node, ordered bool) any {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil
+	case "!!bool":
+		var b bool
+		if n.Decode(&b) == nil {
+			return b
+		}
+	case "!!int":
+		var i int64
+		if n.Decode(&i) == nil {
+			if ordered || i > 1<<53 || i < -(1<<53) {
+				return float64(i)
+			}
+			return int(i)
+		}
+		var f float64
+		if n.Decode(&f) == nil {
+			return f
+		}
+	case "!!float":
+		var f float64
+		if n.Decode(&f) == nil {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				d.errorf(n, "%s is not a JSON number", n.Value)
+				return nil
+			}
+			if f == 0 {
+				return float64(0) // JSON.stringify(-0) is "0"
+			}
+			return f
+		}
+	case "!!str", "!!timestamp", "!!binary", "!!merge":
+		return n.Value
+	}
+	d.errorf(n, "unsupported scalar %s", kindName(n))
 	return nil
 }
 

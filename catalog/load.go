@@ -252,14 +252,52 @@ type document struct {
 func loadSources(srcs []source, o loadOptions) (*Catalog, error) {
 	ps := &problems{limit: maxProblems}
 	c := &Catalog{}
-	type file struct {
-		display string
-		data    []byte
+	files, err := readSources(srcs, ps)
+	if err != nil {
+		return nil, err
 	}
-	var files []file
+	if len(ps.list) > 0 && len(files) == 0 {
+		return nil, ps.err()
+	}
+	// A catalog whose files all parsed (perhaps with problems of their structure: an
+	// unknown key, a value of the wrong type) is still validated, so that one run
+	// reports every file's problems; see validateDespite.
+	unread := len(ps.list) > 0
+	malformed, withProblems := mergeParsed(c, ps, files, parseFiles(files))
+	if slices.ContainsFunc(srcs, func(s source) bool { return s.breadth }) {
+		addBreadth(c, ps)
+	}
+	switch {
+	case len(ps.list) == 0:
+		validate(c, ps, o)
+	case !unread && !malformed:
+		validateDespite(c, ps, o, withProblems)
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	// The position tables and raw nodes serve validation only (problems name a
+	// file:line:column); a loaded catalog lives as long as its campaign, so they go.
+	c.pos, c.raw = nil, nil
+	return c, nil
+}
+
+// catalogFile is one catalog file read: its display name (the part's prefix joined
+// with its path) and its bytes.
+type catalogFile struct {
+	display string
+	data    []byte
+}
+
+// readSources reads the *.yaml files of every part in order. A bad part, a *.yml
+// file, a part with no *.yaml file, a file included twice (overlapping parts), a file
+// over MaxFileBytes or not regular is a problem in ps and is skipped; reading stops at
+// the file that takes the total over MaxTotalBytes. The error is ps's when the parts
+// have more than MaxFiles files, or a listing or read error.
+func readSources(srcs []source, ps *problems) ([]catalogFile, error) {
+	var files []catalogFile
 	total, count := 0, 0
 	included := map[string]string{} // OS path → display name of the file that included it
-files:
 	for _, src := range srcs {
 		if src.bad != "" {
 			ps.add(Pos{File: src.prefix}, "%s", src.bad)
@@ -310,20 +348,18 @@ files:
 			total += len(data)
 			if total > MaxTotalBytes {
 				ps.add(Pos{File: display}, "catalog files add up to more than %d bytes (%d MiB), the total limit", MaxTotalBytes, MaxTotalBytes>>20)
-				break files
+				return files, nil
 			}
-			files = append(files, file{display, data})
+			files = append(files, catalogFile{display, data})
 		}
 	}
-	if len(ps.list) > 0 && len(files) == 0 {
-		return nil, ps.err()
-	}
-	// A catalog whose files all parsed (perhaps with problems of their structure: an
-	// unknown key, a value of the wrong type) is still validated, so that one run
-	// reports every file's problems; see validateDespite.
-	unread := len(ps.list) > 0
-	// Files are parsed concurrently (each into its own position tables and problem
-	// list) and merged in path order, so the result does not depend on scheduling.
+	return files, nil
+}
+
+// parseFiles parses files concurrently (each into its own position tables and
+// problem list, at most GOMAXPROCS at a time); result i is file i's, so merging them
+// in order does not depend on scheduling.
+func parseFiles(files []catalogFile) []*parsed {
 	results := make([]*parsed, len(files))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -336,8 +372,14 @@ files:
 		}()
 	}
 	wg.Wait()
-	malformed := false
-	withProblems := map[string]bool{}
+	return results
+}
+
+// mergeParsed appends the parsed files' documents, position tables and raw nodes to
+// c and their problems to ps, in file order. It reports whether any file was
+// malformed and the display names of the files that had problems.
+func mergeParsed(c *Catalog, ps *problems, files []catalogFile, results []*parsed) (malformed bool, withProblems map[string]bool) {
+	withProblems = map[string]bool{}
 	for i, r := range results {
 		malformed = malformed || r.malformed
 		if len(r.ps.list) > 0 || r.ps.dropped > 0 {
@@ -360,22 +402,7 @@ files:
 			c.KnownFailures = append(c.KnownFailures, doc.KnownFailures...)
 		}
 	}
-	if slices.ContainsFunc(srcs, func(s source) bool { return s.breadth }) {
-		addBreadth(c, ps)
-	}
-	switch {
-	case len(ps.list) == 0:
-		validate(c, ps, o)
-	case !unread && !malformed:
-		validateDespite(c, ps, o, withProblems)
-	}
-	if err := ps.err(); err != nil {
-		return nil, err
-	}
-	// The position tables and raw nodes serve validation only (problems name a
-	// file:line:column); a loaded catalog lives as long as its campaign, so they go.
-	c.pos, c.raw = nil, nil
-	return c, nil
+	return malformed, withProblems
 }
 
 // validateDespite validates a catalog whose files all parsed as YAML but some of

@@ -67,10 +67,35 @@ func (c *Catalog) Select(sel Selector) ([]*Cell, error) {
 	if sel.All && sel.hasDimension() {
 		return nil, &SelectionError{Message: "--all cannot be combined with dimension selectors (--suite, --group, --profile, --environment, --case)"}
 	}
+	if problems := c.unknownSelections(sel); len(problems) > 0 {
+		return nil, &SelectionError{Message: strings.Join(problems, "; ") + " (use 'agentproof list' to inspect valid cells)"}
+	}
+	var out []*Cell
+	if len(sel.IDs) > 0 {
+		want := make(map[string]bool, len(sel.IDs))
+		for _, id := range sel.IDs {
+			want[id] = true
+		}
+		for _, cell := range c.Cells {
+			if want[cell.ID] {
+				out = append(out, cell)
+			}
+		}
+	} else {
+		out = c.selectByDimension(sel)
+	}
+	if len(out) == 0 {
+		return nil, &SelectionError{Message: "selectors matched zero cells (use 'agentproof list' to inspect valid cells)"}
+	}
+	return out, nil
+}
+
+// unknownSelections returns one problem per dimension of sel (suite, group, profile,
+// environment, case, cell id) with values that name nothing in the matrix, in that
+// order: "unknown <dimension>: a, b", the closest known values ("did you mean";
+// Suggest) and, except for cell ids, the known values sorted.
+func (c *Catalog) unknownSelections(sel Selector) []string {
 	var problems []string
-	// check records the values of one dimension that name nothing; with names set, the
-	// problem lists the known ones (sorted) so the user can pick.
-	// The closest known values are suggested ("did you mean"; Suggest).
 	check := func(label string, values []string, known func(string) bool, names map[string]bool) {
 		var unknown []string
 		for _, v := range values {
@@ -97,42 +122,32 @@ func (c *Catalog) Select(sel Selector) ([]*Cell, error) {
 	check("environment", sel.Environments, func(v string) bool { return idx.envs[v] }, idx.envs)
 	check("case", sel.Cases, func(v string) bool { return idx.cases[v] }, idx.cases)
 	check("cell id", sel.IDs, func(v string) bool { return c.byCellID[v] != nil }, nil)
-	if len(problems) > 0 {
-		return nil, &SelectionError{Message: strings.Join(problems, "; ") + " (use 'agentproof list' to inspect valid cells)"}
-	}
+	return problems
+}
+
+// selectByDimension returns, in matrix order, the cells in every dimension sel
+// names (each dimension it leaves empty matches all) that carry all of sel's groups.
+// A manual-only suite's cells are left out unless sel names the suite or lists
+// without All.
+func (c *Catalog) selectByDimension(sel Selector) []*Cell {
 	var out []*Cell
-	if len(sel.IDs) > 0 {
-		want := make(map[string]bool, len(sel.IDs))
-		for _, id := range sel.IDs {
-			want[id] = true
+	suites, profiles, envs, cases := toSet(sel.Suites), toSet(sel.Profiles), toSet(sel.Environments), toSet(sel.Cases)
+	for _, cell := range c.Cells {
+		if cell.Suite.ManualOnly && (!sel.Listing || sel.All) && !suites[cell.Suite.ID] {
+			continue
 		}
-		for _, cell := range c.Cells {
-			if want[cell.ID] {
-				out = append(out, cell)
-			}
+		if (len(suites) > 0 && !suites[cell.Suite.ID]) ||
+			(len(profiles) > 0 && !profiles[cell.Profile.ID]) ||
+			(len(envs) > 0 && !envs[cell.Environment.ID]) ||
+			(len(cases) > 0 && !cases[cell.Case.ID]) {
+			continue
 		}
-	} else {
-		suites, profiles, envs, cases := toSet(sel.Suites), toSet(sel.Profiles), toSet(sel.Environments), toSet(sel.Cases)
-		for _, cell := range c.Cells {
-			if cell.Suite.ManualOnly && (!sel.Listing || sel.All) && !suites[cell.Suite.ID] {
-				continue
-			}
-			if (len(suites) > 0 && !suites[cell.Suite.ID]) ||
-				(len(profiles) > 0 && !profiles[cell.Profile.ID]) ||
-				(len(envs) > 0 && !envs[cell.Environment.ID]) ||
-				(len(cases) > 0 && !cases[cell.Case.ID]) {
-				continue
-			}
-			if !hasAll(cell.Groups, sel.Groups) {
-				continue
-			}
-			out = append(out, cell)
+		if !hasAll(cell.Groups, sel.Groups) {
+			continue
 		}
+		out = append(out, cell)
 	}
-	if len(out) == 0 {
-		return nil, &SelectionError{Message: "selectors matched zero cells (use 'agentproof list' to inspect valid cells)"}
-	}
-	return out, nil
+	return out
 }
 
 func toSet(vs []string) map[string]bool {
