@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,12 @@ type Options struct {
 	// Random is the source of random nonces when Seed is nil, and of the default
 	// campaign id's suffix (default crypto/rand).
 	Random io.Reader
+	// NewDefinition (`run --resume/--rerun-failed --new-definition`) lets a resumed
+	// campaign continue although a suite's definition changed since it started: the
+	// changed suite starts a new definition in the campaign (a boundary: every one of
+	// its cells runs again, none of its stored results is kept) instead of mixing
+	// results of two definitions.
+	NewDefinition bool
 }
 
 // OptionsError lists every invalid option together; commands map it to exit code 2.
@@ -116,12 +123,18 @@ type Plan struct {
 	CatalogSources *result.CatalogSources
 	// Shard is the shard of a shard plan the campaign runs (nil: not a shard); the
 	// caller sets it, and it is recorded in plan.json.
-	Shard   *result.ShardRef
-	resumed bool
-	now     func() time.Time
-	seed    *int64
-	mu      sync.Mutex // guards random
-	random  io.Reader
+	Shard *result.ShardRef
+	// Boundaries are the definition changes of the campaign's suites that a resume
+	// with Options.NewDefinition started (the recorded ones first); plan.json keeps
+	// them.
+	Boundaries []DefinitionBoundary
+	// recorded is how many of Boundaries plan.json held already.
+	recorded int
+	resumed  bool
+	now      func() time.Time
+	seed     *int64
+	mu       sync.Mutex // guards random
+	random   io.Reader
 }
 
 // NewPlan validates opts (every problem together, as an *OptionsError) and selects the
@@ -212,6 +225,13 @@ type Kept struct {
 	// Class is the failure class of the cell's stored result (for its state: a known
 	// failure is the candidate's).
 	Class verdict.FailureClass
+}
+
+// StartedBoundary reports whether b is a boundary this plan started (not one its
+// plan.json held already), so plan.json must be rewritten.
+func (p *Plan) StartedBoundary(b DefinitionBoundary) bool {
+	i := slices.Index(p.Boundaries, b)
+	return i >= p.recorded
 }
 
 // Resumed reports whether the plan continues a stored campaign (ResumePlan).

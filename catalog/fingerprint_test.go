@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"gotest.tools/v3/golden"
+
+	"github.com/agentproof/agentproof/canonjson"
 )
 
 // Pinned output of testdata/fingerprint/stringify.js (node's JSON.stringify over the
@@ -46,15 +48,22 @@ func TestFingerprintMatchesJSONStringify(t *testing.T) {
 		{"plain", jsPlainJSON, jsPlainHash},
 	} {
 		s := c.Suite(tc.suite)
-		got, err := s.FingerprintJSON()
+		got, err := s.SeedFingerprintJSON()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(tc.json, string(got)); diff != "" {
-			t.Errorf("%s FingerprintJSON differs from JSON.stringify (-js +go):\n%s", tc.suite, diff)
+			t.Errorf("%s SeedFingerprintJSON differs from JSON.stringify (-js +go):\n%s", tc.suite, diff)
 		}
-		if s.Fingerprint != tc.hash {
-			t.Errorf("%s fingerprint = %s, want %s", tc.suite, s.Fingerprint, tc.hash)
+		if h := canonjson.SHA256Hex(got); h != tc.hash {
+			t.Errorf("%s seed fingerprint = %s, want %s", tc.suite, h, tc.hash)
+		}
+		full, err := s.FingerprintJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(full), strings.TrimSuffix(tc.json, "}")+`,"grading":{"cases":[`) || canonjson.SHA256Hex(full) != s.Fingerprint {
+			t.Errorf("%s FingerprintJSON is not the seed's definition and its grading: %s", tc.suite, full)
 		}
 	}
 	if got, _ := c.Rankings[0].ComputeContentHash(); got != jsRankingHash {
@@ -64,8 +73,9 @@ func TestFingerprintMatchesJSONStringify(t *testing.T) {
 
 // TestFingerprintSensitivity proves what changes the fingerprint (what a suite runs:
 // models, qualifications, configuration keys, flows, run counts, exclusions, metadata,
-// profile order) and what does not (labels, descriptions, prompts, titles, matchers,
-// timeouts, the order of exclusions).
+// profile order; and what grades it: prompts, titles, matchers, timeouts, reference
+// scripts, drivers and their configuration, generations, expected verdicts) and what
+// does not (labels, descriptions, groups, the order of exclusions).
 func TestFingerprintSensitivity(t *testing.T) {
 	t.Parallel()
 	base := loadFingerprintCatalog(t, nil).Suite("tricky").Fingerprint
@@ -88,10 +98,17 @@ func TestFingerprintSensitivity(t *testing.T) {
 		{"profile order", [][2]string{{"profiles: [agent, agent-b]", "profiles: [agent-b, agent]"}}, true},
 		{"suite label", [][2]string{{"label: Tricky", "label: Very tricky"}}, false},
 		{"suite description", [][2]string{{"Every fingerprint input at once.", "Something else."}}, false},
-		{"case prompt", [][2]string{{`prompt: "Say {{marker}}"`, `prompt: "Please say {{marker}}"`}}, false},
-		{"case title and label", [][2]string{{`title: "Hello {{nonce}}"`, `title: "Hi {{nonce}}"`}, {"label: Hello", "label: Hi"}}, false},
-		{"matcher", [][2]string{{`{kind: message_exact, expected: "{{marker}}"}`, `{kind: message_contains, expected: "{{marker}}"}`}}, false},
-		{"timeout", [][2]string{{"{local: 480000, daytona: 900000}", "{local: 490000, daytona: 900000}"}}, false},
+		{"case prompt", [][2]string{{`prompt: "Say {{marker}}"`, `prompt: "Please say {{marker}}"`}}, true},
+		{"case title", [][2]string{{`title: "Hello {{nonce}}"`, `title: "Hi {{nonce}}"`}}, true},
+		{"case label", [][2]string{{"label: Hello", "label: Hi"}}, false},
+		{"matcher kind", [][2]string{{`{kind: message_exact, expected: "{{marker}}"}`, `{kind: message_contains, expected: "{{marker}}"}`}}, true},
+		{"matcher expected", [][2]string{{`{kind: message_exact, expected: "{{marker}}"}`, `{kind: message_exact, expected: "X{{marker}}"}`}}, true},
+		{"timeout", [][2]string{{"{local: 480000, daytona: 900000}", "{local: 490000, daytona: 900000}"}}, true},
+		{"terminal state", [][2]string{{"expectedTerminalState: {issue: done, run: succeeded}\n    title: \"Hello", "expectedTerminalState: {issue: in_review, run: succeeded}\n    title: \"Hello"}}, true},
+		{"profile generation", [][2]string{{"generation: legacy", "generation: native"}}, true},
+		{"profile driverConfig", [][2]string{{"        CODEX_API_KEY: {type: secret_ref, secretId: OPENAI_API_KEY, version: latest}\n", ""}}, true},
+		{"environment resources", [][2]string{{"resources: {cpu: 4, memoryGiB: 4, diskGiB: 10}", "resources: {cpu: 2, memoryGiB: 4, diskGiB: 10}"}}, true},
+		{"environment label", [][2]string{{"label: Daytona warm reusable sandbox", "label: Daytona"}}, false},
 		{"exclusion order", [][2]string{{"      - tricky.agent.local.resume\n      - tricky.agent-b.local.hello\n", "      - tricky.agent-b.local.hello\n      - tricky.agent.local.resume\n"}}, false},
 		{"profile label and credential", [][2]string{{"label: Agent B", "label: Agent Bee"}}, false},
 	}
@@ -140,4 +157,60 @@ func TestSelectionFingerprint(t *testing.T) {
 			t.Errorf("SelectionFingerprint(%q) = %s, want %s", ids, got, want)
 		}
 	}
+}
+
+// TestDefinitionChange names the first difference of two definitions by path, with
+// declarations named by id, and both values.
+func TestDefinitionChange(t *testing.T) {
+	t.Parallel()
+	base := loadFingerprintCatalog(t, nil).Suite("tricky")
+	was, err := base.FingerprintJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"matcher expected", `{kind: message_exact, expected: "{{marker}}"}`, `{kind: message_exact, expected: "X{{marker}}"}`,
+			`grading.cases[hello].matchers[0].expected (was "{{marker}}", now "X{{marker}}")`},
+		{"prompt", `prompt: "Say {{marker}}"`, `prompt: "Please say {{marker}}"`, `grading.cases[hello].prompt (was "Say {{marker}}", now "Please say {{marker}}")`},
+		{"model", "model: gpt-5.4", "model: gpt-5.5", `grading.profiles[agent].model (was "gpt-5.4", now "gpt-5.5")`},
+		{"a key added", "    marker: \"OK_{{nonce}}\"\n", "    marker: \"OK_{{nonce}}\"\n    workspaceFile: f.txt\n", `grading.cases[hello].workspaceFile (was absent, now "f.txt")`},
+	} {
+		now, err := loadFingerprintCatalog(t, func(s string) string { return strings.Replace(s, tc.old, tc.new, 1) }).Suite("tricky").FingerprintJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := DefinitionChange(was, now); got != tc.want {
+			t.Errorf("%s: %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+	if got := DefinitionChange(was, was); got != "" {
+		t.Errorf("same definition: %q", got)
+	}
+	if got := DefinitionChange([]byte("{"), was); !strings.Contains(got, "not JSON") {
+		t.Errorf("bad JSON: %q", got)
+	}
+}
+
+// TestDefaultDefinitionsSize bounds what plan.json records of the default catalog's
+// suites (every suite's definition) so that writing it stays cheap.
+func TestDefaultDefinitionsSize(t *testing.T) {
+	t.Parallel()
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, s := range c.Suites {
+		b, err := s.FingerprintJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(b)
+	}
+	if total > 4<<20 {
+		t.Errorf("the default catalog's definitions take %d bytes", total)
+	}
+	t.Logf("%d suites, %d bytes of definitions", len(c.Suites), total)
 }

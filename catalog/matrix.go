@@ -115,17 +115,30 @@ func unionGroups(lists ...[]string) []string {
 }
 
 // FingerprintJSON returns the exact bytes the suite definition hash is computed over:
-// the JSON.stringify form of
+// the original harness's definition (SeedFingerprintJSON's members, in its order) followed by one
+// member "grading": every field of the suite's cases, profiles and environments that
+// decides a verdict (prompts, matchers, reference scripts, timeouts, drivers and their
+// configuration, …: everything but labels, descriptions and groups) and its expected
+// verdicts (gradingJSON; docs/regressions.md "What the definition covers"). So a change
+// of what grades a cell is a boundary of the suite's history, and `run --resume` refuses
+// to mix results of two definitions. The suite must come from a loaded catalog.
+func (s *Suite) FingerprintJSON() ([]byte, error) {
+	return canonjson.Ordered(append(s.seedDefinition(), canonjson.Member{Key: "grading", Value: s.gradingJSON()}))
+}
+
+// SeedFingerprintJSON is the original harness's suite definition (its
+// fingerprint input), byte-compatible with its JSON.stringify form:
 //
 //	{id, profiles:[{id, model, qualification:{source, qualificationId}}],
 //	 environments:[{id, configurationKey ("default" when unset)}],
 //	 tasks:[{id, flow, expectedRunCount, [minimumExpectedRunCount], restartServerBeforeQuestionAnswer}],
 //	 excludedExecutionIds:<sorted copy>, metadata:<definitionMetadata or null>}
-//
-// Labels, descriptions, groups, prompts, matchers, timeouts, credentials,
-// expectedMatrixSize, manualOnly and expectedVerdicts are deliberately not part of it.
-// The suite must come from a loaded catalog (its references resolved).
-func (s *Suite) FingerprintJSON() ([]byte, error) {
+func (s *Suite) SeedFingerprintJSON() ([]byte, error) {
+	return canonjson.Ordered(s.seedDefinition())
+}
+
+// seedDefinition is SeedFingerprintJSON's object.
+func (s *Suite) seedDefinition() canonjson.Object {
 	profiles := make([]any, 0, len(s.profiles))
 	for _, p := range s.profiles {
 		profiles = append(profiles, canonjson.Object{
@@ -170,14 +183,14 @@ func (s *Suite) FingerprintJSON() ([]byte, error) {
 			metadata = canonjson.Object{}
 		}
 	}
-	return canonjson.Ordered(canonjson.Object{
+	return canonjson.Object{
 		{Key: "id", Value: s.ID},
 		{Key: "profiles", Value: profiles},
 		{Key: "environments", Value: envs},
 		{Key: "tasks", Value: tasks},
 		{Key: "excludedExecutionIds", Value: excluded},
 		{Key: "metadata", Value: metadata},
-	})
+	}
 }
 
 // compareUTF16 orders strings as JavaScript's default Array.prototype.sort does: by

@@ -33,7 +33,7 @@ var fixtureExpected = []string{
 	"core.wrong.local.message-marker",
 }
 
-const coreHash = "11191e985c090b3477c34ad3c621ce032071bbfa363965f18f98065d5de1b7af"
+const coreHash = "7ffbefa220ca286bd73ff84ed358ce83564d0857a4c91c554dfe8f36a4473ccf"
 
 func loadCatalog(t testing.TB, mutate func(string) string) *catalog.Catalog {
 	t.Helper()

@@ -126,11 +126,18 @@ func decodeCandidate(p, rel string) Candidate {
 }
 
 // better reports whether a is a better candidate than b for the same cell:
-// valid first, then the latest finishedAt, then the higher attempt, then (for
+// valid first, then one of the definition hash current (the catalog's, "" when not
+// known: a campaign resumed with --new-definition never mixes results of two
+// definitions), then the latest finishedAt, then the higher attempt, then (for
 // determinism) the smaller directory name.
-func better(a, b *Candidate) bool {
+func better(a, b *Candidate, current string) bool {
 	if a.Valid() != b.Valid() {
 		return a.Valid()
+	}
+	if a.Valid() && current != "" {
+		if ca, cb := a.Result.SuiteDefinitionHash == current, b.Result.SuiteDefinitionHash == current; ca != cb {
+			return ca
+		}
 	}
 	if a.Valid() {
 		if c := cmp.Compare(a.Result.FinishedAt, b.Result.FinishedAt); c != 0 {
@@ -256,9 +263,15 @@ func chooseRepeated(cat *catalog.Catalog, campaignID string, expected []string, 
 // campaign without repeats) and notes every candidate when there are several or one is
 // invalid; without a valid candidate the result is synthetic.
 func pick(cat *catalog.Catalog, campaignID, id string, cs []*Candidate, rep, repeat int) (Result, []CandidateNote, string) {
+	current := ""
+	if cat != nil {
+		if cell := cat.Cell(id); cell != nil {
+			current = cell.Suite.Fingerprint
+		}
+	}
 	var best *Candidate
 	for _, c := range cs {
-		if best == nil || better(c, best) {
+		if best == nil || better(c, best, current) {
 			best = c
 		}
 	}

@@ -113,3 +113,27 @@ func TestCompareKnownFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestBetterPrefersTheCurrentDefinition: of two valid attempts of a cell, one of the
+// catalog's definition hash wins over a later one of another definition; without a
+// current hash the latest wins.
+func TestBetterPrefersTheCurrentDefinition(t *testing.T) {
+	t.Parallel()
+	old, err := DecodeResult("old", []byte(strings.ReplaceAll(validResult, "10:00:01Z", "11:00:00Z")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Attempt = 2
+	cur, err := DecodeResult("cur", []byte(validResult))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.SuiteDefinitionHash = "h2"
+	a, b := &Candidate{Result: cur, Dir: "a"}, &Candidate{Result: old, Dir: "b"}
+	if !better(a, b, "h2") || better(b, a, "h2") {
+		t.Error("the attempt of the current definition did not win")
+	}
+	if better(a, b, "") || !better(b, a, "") {
+		t.Error("without a current definition the latest attempt did not win")
+	}
+}

@@ -24,10 +24,13 @@ func newFingerprintCmd(a *app) *cobra.Command {
 		Short: "Print each suite's definition fingerprint (64 hex digits)",
 		Long: `Print the suite definition fingerprint of every suite (or of each --suite), one
 "<fingerprint>  <suite>" line per suite in catalog order. The fingerprint is the
-SHA-256 of the JSON.stringify form of the suite's id, profiles (id, model,
-qualification), environments (id, configurationKey), cases (id, flow, run counts,
-restart flag), sorted exclusions and definitionMetadata, byte-compatible with the
-original harness. Labels, prompts, matchers and timeouts are not part of it.`,
+SHA-256 of the suite's definition: the original harness's inputs in its JSON.stringify
+form (the suite's id, profiles (id, model, qualification), environments (id,
+configurationKey), cases (id, flow, run counts, restart flag), sorted exclusions and
+definitionMetadata) followed by everything that grades a cell (prompts, matchers,
+reference scripts, timeouts, drivers and their configuration, expected verdicts;
+docs/regressions.md "What the definition covers"). Labels, descriptions and groups
+are not part of it.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := loadCatalog(*dir)

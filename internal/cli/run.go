@@ -47,10 +47,13 @@ type runOptions struct {
 	repeat      int
 	resume      string
 	rerunFailed string
-	instances   attempt.InstanceMode
-	stateDir    string
-	shards      shardFlags
-	otlp        string
+	// newDefinition lets --resume/--rerun-failed start a new definition of a suite
+	// that changed since the campaign started.
+	newDefinition bool
+	instances     attempt.InstanceMode
+	stateDir      string
+	shards        shardFlags
+	otlp          string
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -79,6 +82,7 @@ func newRunCmd(a *app) *cobra.Command {
 	f.IntVar(&o.repeat, "repeat", 1, "run every selected cell N times, each repetition an independent attempt (pass rate, pass^k, pass@k, flaky in the report)")
 	f.StringVar(&o.resume, "resume", "", "continue the campaign `id` under --results: run its selected cells (and repetitions) that have no result, keep the rest")
 	f.StringVar(&o.rerunFailed, "rerun-failed", "", "run the cells of the campaign `id` under --results that did not pass again, as new attempts of the same campaign")
+	f.BoolVar(&o.newDefinition, "new-definition", false, "with --resume or --rerun-failed: a suite whose definition changed since the campaign started starts its new definition in the campaign (every cell of it runs again) instead of being refused")
 	instance := f.VarPF(instanceFlag{&o.instances}, "instance", "", "where each attempt's control-plane instance runs: in-process (inside this process, except cells whose flow restarts or kills a process, hostile and sandbox cells, which get a serve child) or child (an agentproof serve child process for every attempt)")
 	instance.DefValue = string(attempt.InstanceInProcess)
 	o.instances = attempt.InstanceInProcess
@@ -200,8 +204,12 @@ have none, including those killed mid-attempt (their evidence stays; the new att
 gets the next attempt number). --rerun-failed <campaign> runs the cells whose result
 does not count as passed again, as new attempts; the report then chooses the newest
 attempt of each cell and campaign.json lists both under "candidates". Neither takes
-selectors or --campaign; both refuse (exit 2) a campaign without plan.json or whose
-suites changed definition since it started.
+selectors or --campaign; both refuse (exit 2) a campaign without plan.json, one whose
+plan.json was edited, or one whose suites changed definition since it started — a
+definition covers what grades (matchers, prompts, flows, reference scripts, drivers
+…), and the refusal names the first field that changed. With --new-definition such a
+suite starts its new definition in the campaign instead (a boundary recorded in
+plan.json): every cell of it runs again and no result of the old definition is kept.
 
 --shard i/N runs shard i of a shard plan (docs/sharding.md): the plan file of
 'agentproof list --shards N' given with --plan (refused, exit 2, when a suite's
@@ -380,7 +388,10 @@ func (a *app) startRun(cmd *cobra.Command, dir catalogSource, o *runOptions) (ru
 // runCampaignOptions are the campaign options of o's flags. Error: a usage error
 // naming the flag.
 func runCampaignOptions(cmd *cobra.Command, o runOptions) (campaign.Options, error) {
-	opts := campaign.Options{CampaignID: o.campaignID, MaxParallel: o.maxParallel, MaxAutomaticRetries: o.maxRetries, Repeat: o.repeat}
+	opts := campaign.Options{CampaignID: o.campaignID, MaxParallel: o.maxParallel, MaxAutomaticRetries: o.maxRetries, Repeat: o.repeat, NewDefinition: o.newDefinition}
+	if o.newDefinition && o.resume == "" && o.rerunFailed == "" {
+		return opts, usageErrorf("--new-definition continues a stored campaign: give it with --resume or --rerun-failed")
+	}
 	if cmd.Flags().Changed("seed") {
 		seed := o.seed
 		opts.Seed = &seed
@@ -713,6 +724,10 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 		unlock()
 		return nil, nil, nil, planError(err)
 	}
+	if err := a.recordBoundaries(root, plan, flag); err != nil {
+		unlock()
+		return nil, nil, nil, err
+	}
 	binaries, err := a.prepare(cmd, plan, o)
 	if err != nil {
 		unlock()
@@ -784,6 +799,26 @@ func livePreflight(cells []*catalog.Cell, lookup func(string) (string, bool)) er
 		problems = append(problems, fmt.Sprintf("%s is not set, and %d --live cell(s) need it: %s", n, len(need[n]), strings.Join(need[n], ", ")))
 	}
 	return usageErrorf("--live: %s (set the variable, or run without --live against the scripted model)", strings.Join(problems, "; "))
+}
+
+// recordBoundaries rewrites the plan.json of a resumed campaign whose plan started new
+// suite definitions (--new-definition), saying so on stderr; nothing when it started
+// none. Error: plan.json not written (exit 70).
+func (a *app) recordBoundaries(root string, plan *campaign.Plan, flag string) error {
+	renewed := false
+	for _, b := range plan.Boundaries {
+		if plan.StartedBoundary(b) {
+			renewed = true
+			fmt.Fprintf(a.stderr, "agentproof: %s --new-definition: suite %s starts a new definition (%s); every cell of it runs again\n", flag, b.SuiteID, b.Change)
+		}
+	}
+	if !renewed {
+		return nil
+	}
+	if err := campaign.WritePlanRecord(root, plan); err != nil {
+		return withExit(ExitInternal, fmt.Errorf("%w; %s", err, bugNote))
+	}
+	return nil
 }
 
 // planError maps a planning error: selection, option and resume problems are usage
