@@ -19,11 +19,9 @@ func init() {
 // Claude Code reports, total_cost_usd) and, when is_error, a system step. A stream
 // without a result event is partial.
 func fromClaude(in Input) Trajectory {
-	t := Trajectory{RunID: in.RunID, Agent: in.Agent, Format: FormatClaude}
-	callStep := map[string]int{} // tool_use id -> step index
-	lastID, last := "", -1
-	terminal := false
-	eachObject(&t, in.Stream, in.Cut, func(m map[string]any) {
+	r := &claudeReader{t: Trajectory{RunID: in.RunID, Agent: in.Agent, Format: FormatClaude}, callStep: map[string]int{}, last: -1}
+	t := &r.t
+	eachObject(t, in.Stream, in.Cut, func(m map[string]any) {
 		if t.SessionID == "" {
 			t.SessionID = str(m["session_id"])
 		}
@@ -34,80 +32,117 @@ func fromClaude(in Input) Trajectory {
 				t.Agent.Model = str(m["model"])
 			}
 		case "assistant":
-			id := str(msg["id"])
-			if id == "" || id != lastID || last < 0 {
-				last = t.Add(Step{Role: RoleAgent, Kind: "assistant", LLMCalls: intp(1)})
-				lastID = id
-			}
-			if last < 0 {
-				return
-			}
-			s := &t.Steps[last]
-			for _, c := range list(msg["content"]) {
-				cm := obj(c)
-				switch str(cm["type"]) {
-				case "text":
-					s.Message = NewText(joinText(s.Message.S, str(cm["text"])))
-				case "thinking":
-					s.Reasoning = NewText(joinText(s.Reasoning.S, str(cm["thinking"])))
-				case "tool_use":
-					a, cut := argumentsOf(cm["input"])
-					cid := str(cm["id"])
-					s.ToolCalls = append(s.ToolCalls, ToolCall{ID: cid, Name: str(cm["name"]), Arguments: a, ArgumentsTruncated: cut})
-					callStep[cid] = last
-				}
-			}
-			if u := obj(msg["usage"]); u != nil {
-				su := Usage{Input: count(u["input_tokens"]) + count(u["cache_read_input_tokens"]) + count(u["cache_creation_input_tokens"]),
-					Cached: count(u["cache_read_input_tokens"]), Output: count(u["output_tokens"])}
-				s.Usage = &su
-			}
+			r.assistant(msg)
 		case "user":
-			var text string
-			if s, ok := msg["content"].(string); ok {
-				text = s
-			}
-			for _, c := range list(msg["content"]) {
-				cm := obj(c)
-				switch str(cm["type"]) {
-				case "tool_result":
-					cid := str(cm["tool_use_id"])
-					r := Result{CallID: cid, Content: NewText(contentText(cm["content"])), Error: cm["is_error"] == true}
-					if i, ok := callStep[cid]; ok {
-						t.Steps[i].Results = append(t.Steps[i].Results, r)
-					} else {
-						t.Add(Step{Role: RoleSystem, Kind: "tool_result", Results: []Result{{Content: r.Content, Error: r.Error}},
-							Message: NewText("result of tool call " + cid + ", which the stream does not show")})
-					}
-				case "text":
-					text = joinText(text, str(cm["text"]))
-				}
-			}
-			if text != "" {
-				t.Add(Step{Role: RoleUser, Kind: "user", Time: rfc3339(str(m["timestamp"])), Message: NewText(text)})
-			}
-			lastID = ""
+			r.user(m, msg)
 		case "result":
-			terminal = true
-			var total Usage
-			if u := obj(m["usage"]); u != nil {
-				total = Usage{Input: count(u["input_tokens"]) + count(u["cache_read_input_tokens"]) + count(u["cache_creation_input_tokens"]),
-					Cached: count(u["cache_read_input_tokens"]), Output: count(u["output_tokens"])}
-			}
-			if c, ok := m["total_cost_usd"].(float64); ok && c >= 0 && !math.IsInf(c, 0) && !math.IsNaN(c) {
-				total.CostUSD = &c
-			}
-			t.addUsage(total)
-			if m["is_error"] == true {
-				t.Add(Step{Role: RoleSystem, Kind: "result", Message: NewText(str(m["subtype"]) + ": " + str(m["result"]))})
-			}
+			r.result(m)
 		}
 	})
-	if !terminal {
+	if !r.terminal {
 		t.Gap("the stream ended without its result event: the agent did not finish cleanly")
 	}
 	t.Finish()
-	return t
+	return r.t
+}
+
+// claudeReader is the state of reading one Claude Code event stream: the trajectory
+// built so far, the step of each tool_use id, the message id and index of the last
+// agent step (-1 before the first), and whether the result event was seen.
+type claudeReader struct {
+	t        Trajectory
+	callStep map[string]int
+	lastID   string
+	last     int
+	terminal bool
+}
+
+// assistant adds an assistant message to the trajectory: a new agent step unless it
+// continues the last step's message id, with its text, thinking and tool calls
+// appended and its usage (cache reads and writes counted into the prompt) set.
+func (r *claudeReader) assistant(msg map[string]any) {
+	id := str(msg["id"])
+	if id == "" || id != r.lastID || r.last < 0 {
+		r.last = r.t.Add(Step{Role: RoleAgent, Kind: "assistant", LLMCalls: intp(1)})
+		r.lastID = id
+	}
+	if r.last < 0 {
+		return
+	}
+	s := &r.t.Steps[r.last]
+	for _, c := range list(msg["content"]) {
+		cm := obj(c)
+		switch str(cm["type"]) {
+		case "text":
+			s.Message = NewText(joinText(s.Message.S, str(cm["text"])))
+		case "thinking":
+			s.Reasoning = NewText(joinText(s.Reasoning.S, str(cm["thinking"])))
+		case "tool_use":
+			a, cut := argumentsOf(cm["input"])
+			cid := str(cm["id"])
+			s.ToolCalls = append(s.ToolCalls, ToolCall{ID: cid, Name: str(cm["name"]), Arguments: a, ArgumentsTruncated: cut})
+			r.callStep[cid] = r.last
+		}
+	}
+	if u := obj(msg["usage"]); u != nil {
+		su := claudeUsage(u)
+		s.Usage = &su
+	}
+}
+
+// user adds a user event: each tool_result goes to the step of the call it names (or,
+// for a call the stream does not show, to a system step of its own), and its text,
+// if any, is a user step. The next assistant event starts a new step.
+func (r *claudeReader) user(m, msg map[string]any) {
+	var text string
+	if s, ok := msg["content"].(string); ok {
+		text = s
+	}
+	for _, c := range list(msg["content"]) {
+		cm := obj(c)
+		switch str(cm["type"]) {
+		case "tool_result":
+			cid := str(cm["tool_use_id"])
+			res := Result{CallID: cid, Content: NewText(contentText(cm["content"])), Error: cm["is_error"] == true}
+			if i, ok := r.callStep[cid]; ok {
+				r.t.Steps[i].Results = append(r.t.Steps[i].Results, res)
+			} else {
+				r.t.Add(Step{Role: RoleSystem, Kind: "tool_result", Results: []Result{{Content: res.Content, Error: res.Error}},
+					Message: NewText("result of tool call " + cid + ", which the stream does not show")})
+			}
+		case "text":
+			text = joinText(text, str(cm["text"]))
+		}
+	}
+	if text != "" {
+		r.t.Add(Step{Role: RoleUser, Kind: "user", Time: rfc3339(str(m["timestamp"])), Message: NewText(text)})
+	}
+	r.lastID = ""
+}
+
+// result ends the stream: its usage and the dollars Claude Code reports
+// (total_cost_usd, when a finite non-negative number) are the totals, and an error
+// result is a system step "<subtype>: <result>".
+func (r *claudeReader) result(m map[string]any) {
+	r.terminal = true
+	var total Usage
+	if u := obj(m["usage"]); u != nil {
+		total = claudeUsage(u)
+	}
+	if c, ok := m["total_cost_usd"].(float64); ok && c >= 0 && !math.IsInf(c, 0) && !math.IsNaN(c) {
+		total.CostUSD = &c
+	}
+	r.t.addUsage(total)
+	if m["is_error"] == true {
+		r.t.Add(Step{Role: RoleSystem, Kind: "result", Message: NewText(str(m["subtype"]) + ": " + str(m["result"]))})
+	}
+}
+
+// claudeUsage reads a Claude usage object in tokens: the prompt counts input, cache
+// reads and cache writes; cached is the cache reads.
+func claudeUsage(u map[string]any) Usage {
+	return Usage{Input: count(u["input_tokens"]) + count(u["cache_read_input_tokens"]) + count(u["cache_creation_input_tokens"]),
+		Cached: count(u["cache_read_input_tokens"]), Output: count(u["output_tokens"])}
 }
 
 func joinText(a, b string) string {

@@ -23,24 +23,10 @@ const FormatModelLog = "agentproof-model-requests"
 // the last request is never in the log (it records what the agent sent): that is
 // always a gap, as are a body that was not kept or does not decode.
 func ModelLog(stream []byte, cut bool) []Trajectory {
-	type entry struct {
-		Seq    int                  `json:"seq"`
-		Run    int                  `json:"run"`
-		Time   string               `json:"time"`
-		Format scriptedmodel.Format `json:"format"`
-		Step   int                  `json:"step"`
-		Reply  string               `json:"reply"`
-		Error  string               `json:"error"`
-		Usage  *struct {
-			Input  float64 `json:"input_tokens"`
-			Output float64 `json:"output_tokens"`
-		} `json:"usage"`
-		Body json.RawMessage `json:"body"`
-	}
 	var readGaps Trajectory
-	byRun := map[int][]entry{}
+	byRun := map[int][]modelLogEntry{}
 	eachObjectLine(&readGaps, stream, cut, func(line []byte) bool {
-		var e entry
+		var e modelLogEntry
 		if json.Unmarshal(line, &e) != nil {
 			if !json.Valid(line) {
 				return false // not JSON at all
@@ -59,53 +45,85 @@ func ModelLog(stream []byte, cut bool) []Trajectory {
 			}
 		}
 	}) {
-		es := byRun[run]
-		slices.SortStableFunc(es, func(a, b entry) int { return cmp.Compare(a.Seq, b.Seq) })
-		t := Trajectory{Ordinal: run, Agent: Agent{Name: "scripted-model client", Version: "unknown"}, Format: FormatModelLog}
-		t.Gaps = append(t.Gaps, readGaps.Gaps...)
-		var main []entry
-		aux := 0
-		for _, e := range es {
-			if e.Step >= 1 {
-				main = append(main, e)
-			} else {
-				aux++
-			}
-			if e.Usage != nil {
-				t.addUsage(Usage{Input: count(e.Usage.Input), Output: count(e.Usage.Output)})
-			}
-		}
-		if len(main) == 0 {
-			t.Gap("run %d has no scripted request (%d auxiliary or unmatched request(s))", run, aux)
-			t.Finish()
-			out = append(out, t)
-			continue
-		}
-		last := main[len(main)-1]
-		if len(last.Body) == 0 {
-			t.Gap("the body of the last request of run %d was not kept", run)
-		} else if req, err := scriptedmodel.DecodeRequest(last.Format, last.Body); err != nil {
-			t.Gap("the last request of run %d does not decode: %s", run, NewText(err.Error()).S)
-		} else {
-			t.Agent.Model = req.Model
-			usages := make([]*Usage, len(main))
-			for i, e := range main {
-				if e.Usage != nil {
-					usages[i] = &Usage{Input: count(e.Usage.Input), Output: count(e.Usage.Output)}
-				}
-			}
-			conversation(&t, req.Items, usages)
-		}
-		switch {
-		case last.Error != "":
-			t.Add(Step{Role: RoleSystem, Kind: "model_error", Time: rfc3339(last.Time), Message: NewText("the scripted model refused the last request: " + last.Error)})
-		default:
-			t.Gap("the model's reply to the last request (%s) is not in the request log", NewText(last.Reply).S)
-		}
-		t.Finish()
-		out = append(out, t)
+		out = append(out, modelLogRun(run, byRun[run], readGaps.Gaps))
 	}
 	return out
+}
+
+// modelLogEntry is one line of the scripted model's request log: its sequence, run
+// and time, the request's wire format and scripted step (0: auxiliary), the reply
+// given or the error refused with, the usage reported in tokens, and the request body
+// when it was kept.
+type modelLogEntry struct {
+	Seq    int                  `json:"seq"`
+	Run    int                  `json:"run"`
+	Time   string               `json:"time"`
+	Format scriptedmodel.Format `json:"format"`
+	Step   int                  `json:"step"`
+	Reply  string               `json:"reply"`
+	Error  string               `json:"error"`
+	Usage  *struct {
+		Input  float64 `json:"input_tokens"`
+		Output float64 `json:"output_tokens"`
+	} `json:"usage"`
+	Body json.RawMessage `json:"body"`
+}
+
+// usage is the entry's reported usage, or nil.
+func (e modelLogEntry) usage() *Usage {
+	if e.Usage == nil {
+		return nil
+	}
+	return &Usage{Input: count(e.Usage.Input), Output: count(e.Usage.Output)}
+}
+
+// modelLogRun builds the trajectory of run number run from its log entries (sorted
+// here by sequence), starting with the gaps of reading the log (readGaps): every
+// entry's usage counts; the conversation is the last scripted request's, with the
+// scripted requests' usages as the agent turns'; the last request's error is a
+// system step and its reply, never logged, a gap.
+func modelLogRun(run int, es []modelLogEntry, readGaps []string) Trajectory {
+	slices.SortStableFunc(es, func(a, b modelLogEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	t := Trajectory{Ordinal: run, Agent: Agent{Name: "scripted-model client", Version: "unknown"}, Format: FormatModelLog}
+	t.Gaps = append(t.Gaps, readGaps...)
+	var main []modelLogEntry
+	aux := 0
+	for _, e := range es {
+		if e.Step >= 1 {
+			main = append(main, e)
+		} else {
+			aux++
+		}
+		if u := e.usage(); u != nil {
+			t.addUsage(*u)
+		}
+	}
+	if len(main) == 0 {
+		t.Gap("run %d has no scripted request (%d auxiliary or unmatched request(s))", run, aux)
+		t.Finish()
+		return t
+	}
+	last := main[len(main)-1]
+	if len(last.Body) == 0 {
+		t.Gap("the body of the last request of run %d was not kept", run)
+	} else if req, err := scriptedmodel.DecodeRequest(last.Format, last.Body); err != nil {
+		t.Gap("the last request of run %d does not decode: %s", run, NewText(err.Error()).S)
+	} else {
+		t.Agent.Model = req.Model
+		usages := make([]*Usage, len(main))
+		for i, e := range main {
+			usages[i] = e.usage()
+		}
+		conversation(&t, req.Items, usages)
+	}
+	switch {
+	case last.Error != "":
+		t.Add(Step{Role: RoleSystem, Kind: "model_error", Time: rfc3339(last.Time), Message: NewText("the scripted model refused the last request: " + last.Error)})
+	default:
+		t.Gap("the model's reply to the last request (%s) is not in the request log", NewText(last.Reply).S)
+	}
+	t.Finish()
+	return t
 }
 
 // conversation adds the steps of a decoded conversation; the
