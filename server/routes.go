@@ -212,11 +212,9 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
-		for _, name := range []string{"company", "run", "issue", "interaction", "approval", "file", "artifact", "conflict", "sha256"} {
-			if v := r.PathValue(name); v != "" && !idPattern().MatchString(v) {
-				writeError(w, invalid(fmt.Sprintf("%s id %q is not a valid id", name, v)))
-				return
-			}
+		if err := checkPathIDs(r); err != nil {
+			writeError(w, err)
+			return
 		}
 		if !p.board {
 			if rt.board {
@@ -248,16 +246,7 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
-		_, raw := rt.request.(rawBytes)
-		limit := int64(api.MaxBodyBytes)
-		if raw {
-			limit = api.MaxFileBytes
-		}
-		body, err = readRequestBody(w, r, limit)
-		if err == nil && len(body) > 0 && !raw {
-			err = checkJSONText(body)
-		}
-		if err != nil {
+		if body, err = readRouteBody(w, r, rt); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -270,32 +259,67 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
-		if d, ok := out.(download); ok {
-			serveDownload(w, r, d)
-			return
+		respond(w, r, rt, out)
+	}
+}
+
+// checkPathIDs checks the ids in r's path (company, run, issue, interaction,
+// approval, file, artifact, conflict, sha256): each one given must be a valid id.
+// The error is an invalid-input error naming the first bad one.
+func checkPathIDs(r *http.Request) error {
+	for _, name := range []string{"company", "run", "issue", "interaction", "approval", "file", "artifact", "conflict", "sha256"} {
+		if v := r.PathValue(name); v != "" && !idPattern().MatchString(v) {
+			return invalid(fmt.Sprintf("%s id %q is not a valid id", name, v))
 		}
-		if rt.response == nil {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		status := rt.status
-		if ws, ok := out.(withStatus); ok {
-			status, out = ws.status, ws.body
-		}
-		if b, ok := out.(rawBody); ok {
-			w.WriteHeader(status)
-			w.Write(b)
-			return
-		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			writeError(w, fmt.Errorf("server: encoding the response: %w", err))
-			return
-		}
+	}
+	return nil
+}
+
+// readRouteBody reads r's body whole, within the body deadline: at most
+// api.MaxFileBytes for a route that takes raw bytes, else api.MaxBodyBytes of JSON
+// text that checkJSONText accepts. Errors are readRequestBody's or checkJSONText's.
+func readRouteBody(w http.ResponseWriter, r *http.Request, rt route) ([]byte, error) {
+	_, raw := rt.request.(rawBytes)
+	limit := int64(api.MaxBodyBytes)
+	if raw {
+		limit = api.MaxFileBytes
+	}
+	body, err := readRequestBody(w, r, limit)
+	if err == nil && len(body) > 0 && !raw {
+		err = checkJSONText(body)
+	}
+	return body, err
+}
+
+// respond writes handler result out for rt: a download is served as one, a route
+// with no response answers 204, and otherwise out (or a withStatus's body with its
+// status, instead of the route's) is written as JSON (a rawBody as it is).
+func respond(w http.ResponseWriter, r *http.Request, rt route, out any) {
+	if d, ok := out.(download); ok {
+		serveDownload(w, r, d)
+		return
+	}
+	if rt.response == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	status := rt.status
+	if ws, ok := out.(withStatus); ok {
+		status, out = ws.status, ws.body
+	}
+	if b, ok := out.(rawBody); ok {
 		w.WriteHeader(status)
 		w.Write(b)
+		return
 	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		writeError(w, fmt.Errorf("server: encoding the response: %w", err))
+		return
+	}
+	w.WriteHeader(status)
+	w.Write(b)
 }
 
 // rawBody is a response already encoded as JSON.
