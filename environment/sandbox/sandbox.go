@@ -243,19 +243,7 @@ func makeSocketDir() (string, error) {
 // naming what failed on the host (not root, no cgroup controller, tmpfs refused). On
 // error, whatever was made is destroyed again.
 func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*environment.Lease, error) {
-	probs := spec.Problems(true)
-	if !spec.Shape.Pinned() {
-		probs = append(probs, "the sandbox needs a pinned shape (cpuCores, memoryBytes, pids, diskBytes)")
-	} else {
-		probs = append(probs, spec.Shape.Problems()...)
-	}
-	if !filepath.IsAbs(p.opt.Executable) {
-		probs = append(probs, "the agentproof executable is unknown (Options.Executable)")
-	}
-	if p.opt.Bwrap == "" {
-		probs = append(probs, "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
-	}
-	if len(probs) > 0 {
+	if probs := p.specProblems(spec); len(probs) > 0 {
 		return nil, &environment.SpecError{What: "sandbox lease spec", Problems: probs}
 	}
 	if os.Geteuid() != 0 {
@@ -293,41 +281,8 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 		}
 		l.Endpoints = append(l.Endpoints, e)
 	}
-	sys, err := discoverCgroups()
-	if err != nil {
+	if err := provision(l, &st, spec); err != nil {
 		return fail(err)
-	}
-	if st.Cgroups, err = createCgroups(sys, id, spec.Shape); err != nil {
-		return fail(err)
-	}
-	for _, d := range []struct {
-		path string
-		mode os.FileMode
-	}{{st.Disk, 0o700}, {filepath.Join(l.Dir, "launches"), 0o700}} {
-		if err := os.Mkdir(d.path, d.mode); err != nil {
-			return fail(err)
-		}
-	}
-	if err := mountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
-		return fail(err)
-	}
-	if err := makeScratch(st.Disk, st.UID, st.GID); err != nil {
-		return fail(err)
-	}
-	l.Workspace = spec.Workspace
-	if l.Workspace == "" {
-		l.Workspace = filepath.Join(st.Disk, "workspace")
-		if err := mkdirOwned(l.Workspace, st.UID, st.GID); err != nil {
-			return fail(err)
-		}
-	} else {
-		if fi, err := os.Stat(l.Workspace); err != nil || !fi.IsDir() {
-			return fail(fmt.Errorf("workspace %s must be an existing directory", l.Workspace))
-		}
-		// The sandbox user must own its workspace (content seeded before Setup included).
-		if err := chownTree(l.Workspace, st.UID, st.GID); err != nil {
-			return fail(fmt.Errorf("giving the workspace to the sandbox user: %w", err))
-		}
 	}
 	if l.State, err = json.Marshal(st); err != nil {
 		return fail(err)
@@ -336,6 +291,68 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 		return fail(err)
 	}
 	return l, nil
+}
+
+// specProblems lists what makes spec unusable for a sandbox lease: the spec's own
+// problems, a shape that is not pinned (cpuCores, memoryBytes, pids, diskBytes) or
+// not valid, and a provider without the agentproof executable or bubblewrap.
+func (p *Provider) specProblems(spec environment.LeaseSpec) []string {
+	probs := spec.Problems(true)
+	if !spec.Shape.Pinned() {
+		probs = append(probs, "the sandbox needs a pinned shape (cpuCores, memoryBytes, pids, diskBytes)")
+	} else {
+		probs = append(probs, spec.Shape.Problems()...)
+	}
+	if !filepath.IsAbs(p.opt.Executable) {
+		probs = append(probs, "the agentproof executable is unknown (Options.Executable)")
+	}
+	if p.opt.Bwrap == "" {
+		probs = append(probs, "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+	}
+	return probs
+}
+
+// provision makes lease l's resources on the host, recording them in st as it goes
+// (so that Cleanup finds what was made): the lease's cgroups limited to spec's shape,
+// the lease disk (a tmpfs of spec.Shape.DiskBytes owned by the sandbox user) with its
+// scratch directories, the launches directory, and the workspace (a new one on the
+// disk, or spec's existing directory given to the sandbox user). Errors name the step
+// that failed.
+func provision(l *environment.Lease, st *state, spec environment.LeaseSpec) error {
+	sys, err := discoverCgroups()
+	if err != nil {
+		return err
+	}
+	if st.Cgroups, err = createCgroups(sys, l.ID, spec.Shape); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{st.Disk, 0o700}, {filepath.Join(l.Dir, "launches"), 0o700}} {
+		if err := os.Mkdir(d.path, d.mode); err != nil {
+			return err
+		}
+	}
+	if err := mountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
+		return err
+	}
+	if err := makeScratch(st.Disk, st.UID, st.GID); err != nil {
+		return err
+	}
+	l.Workspace = spec.Workspace
+	if l.Workspace == "" {
+		l.Workspace = filepath.Join(st.Disk, "workspace")
+		return mkdirOwned(l.Workspace, st.UID, st.GID)
+	}
+	if fi, err := os.Stat(l.Workspace); err != nil || !fi.IsDir() {
+		return fmt.Errorf("workspace %s must be an existing directory", l.Workspace)
+	}
+	// The sandbox user must own its workspace (content seeded before Setup included).
+	if err := chownTree(l.Workspace, st.UID, st.GID); err != nil {
+		return fmt.Errorf("giving the workspace to the sandbox user: %w", err)
+	}
+	return nil
 }
 
 // makeScratch creates HOME, /tmp and /dev/shm of a launch under dir, owned by the
