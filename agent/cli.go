@@ -116,18 +116,7 @@ func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
 	if config.MaxOutputBytes == nil {
 		d.bounds.maxOutput = DefaultCLIMaxOutputBytes
 	}
-	d.grace = DefaultResultGrace
-	if v := config.ResultGraceMs; v != nil {
-		n := *v
-		switch {
-		case n <= 0 || n > MaxResultGraceMs:
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be a whole number of milliseconds in 1..%d", CLIKeyResultGrace, n, MaxResultGraceMs))
-		case time.Duration(n)*time.Millisecond >= d.bounds.timeout:
-			ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be below timeoutMs (%d)", CLIKeyResultGrace, n, d.bounds.timeout.Milliseconds()))
-		default:
-			d.grace = time.Duration(n) * time.Millisecond
-		}
-	}
+	d.grace = resultGrace(config.ResultGraceMs, d.bounds.timeout, ce)
 	if s := config.Binary; s != "" {
 		if !filepath.IsAbs(s) || strings.ContainsRune(s, 0) {
 			ce.Problems = append(ce.Problems, fmt.Sprintf("binary %q must be an absolute path", s))
@@ -147,21 +136,47 @@ func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
 		d.modelURL = strings.TrimRight(s, "/")
 	}
 	if lp := config.Live; lp != nil {
-		if !strings.HasPrefix(lp.BaseURL, "https://") && !strings.HasPrefix(lp.BaseURL, "http://") {
-			ce.Problems = append(ce.Problems, "live.baseUrl must be an http(s) URL")
-		}
-		if lp.Model == "" {
-			ce.Problems = append(ce.Problems, "live.model is required")
-		}
-		if !envNameRE().MatchString(lp.Credential) {
-			ce.Problems = append(ce.Problems, "live.envVar must name the credential holding the key (an environment variable name)")
-		}
+		checkLiveProvider(lp, ce)
 		d.live = lp
 	}
 	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
 		ce.Problems = append(ce.Problems, fmt.Sprintf("script %q is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
 	}
 	return d
+}
+
+// resultGrace is the grace (resultGraceMs) a CLI gets to exit after its terminal
+// result: DefaultResultGrace when v is nil, else v milliseconds, which must be in
+// 1..MaxResultGraceMs and below the run's timeout (a problem in ce, and the default,
+// otherwise).
+func resultGrace(v *int64, timeout time.Duration, ce *ConfigError) time.Duration {
+	if v == nil {
+		return DefaultResultGrace
+	}
+	n := *v
+	switch {
+	case n <= 0 || n > MaxResultGraceMs:
+		ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be a whole number of milliseconds in 1..%d", CLIKeyResultGrace, n, MaxResultGraceMs))
+	case time.Duration(n)*time.Millisecond >= timeout:
+		ce.Problems = append(ce.Problems, fmt.Sprintf("%s %d must be below timeoutMs (%d)", CLIKeyResultGrace, n, timeout.Milliseconds()))
+	default:
+		return time.Duration(n) * time.Millisecond
+	}
+	return DefaultResultGrace
+}
+
+// checkLiveProvider adds to ce the problems of a live provider: its base URL must be
+// http(s), its model given, and its credential an environment variable name.
+func checkLiveProvider(lp *api.LiveProvider, ce *ConfigError) {
+	if !strings.HasPrefix(lp.BaseURL, "https://") && !strings.HasPrefix(lp.BaseURL, "http://") {
+		ce.Problems = append(ce.Problems, "live.baseUrl must be an http(s) URL")
+	}
+	if lp.Model == "" {
+		ce.Problems = append(ce.Problems, "live.model is required")
+	}
+	if !envNameRE().MatchString(lp.Credential) {
+		ce.Problems = append(ce.Problems, "live.envVar must name the credential holding the key (an environment variable name)")
+	}
 }
 
 func (d cliDriver) Name() string { return "exec:" + d.cli }
