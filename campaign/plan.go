@@ -128,6 +128,9 @@ type Plan struct {
 	// with Options.NewDefinition started (the recorded ones first); plan.json keeps
 	// them.
 	Boundaries []DefinitionBoundary
+	// NotRunHere are the selected cells this machine cannot run (SetNotRunHere), in
+	// plan order: they have no unit, stay selected, and are reported apart.
+	NotRunHere []NotRunHere
 	// recorded is how many of Boundaries plan.json held already.
 	recorded int
 	resumed  bool
@@ -236,6 +239,41 @@ func (p *Plan) StartedBoundary(b DefinitionBoundary) bool {
 
 // Resumed reports whether the plan continues a stored campaign (ResumePlan).
 func (p *Plan) Resumed() bool { return p.resumed }
+
+// NotRunHere is a selected cell this machine cannot run, because it cannot provide the
+// cell's environment, and Reason, why in a few words ("bubblewrap is not installed").
+type NotRunHere struct {
+	Cell   *catalog.Cell
+	Reason string
+}
+
+// SetNotRunHere takes the cells of why (cell id → reason) out of p's units: they run
+// no attempt and stay selected, recorded in p.NotRunHere in plan order. A cell id
+// not selected is ignored.
+func (p *Plan) SetNotRunHere(why map[string]string) {
+	if len(why) == 0 {
+		return
+	}
+	p.Units = slices.DeleteFunc(p.Units, func(u Unit) bool { return why[u.Cell.ID] != "" })
+	for _, cell := range p.Cells {
+		if r := why[cell.ID]; r != "" && !slices.ContainsFunc(p.NotRunHere, func(n NotRunHere) bool { return n.Cell.ID == cell.ID }) {
+			p.NotRunHere = append(p.NotRunHere, NotRunHere{Cell: cell, Reason: r})
+		}
+	}
+}
+
+// NotRunReasons maps the id of every cell of p.NotRunHere to its reason (nil: none),
+// as result.CampaignOptions.NotRunHere takes it.
+func (p *Plan) NotRunReasons() map[string]string {
+	if len(p.NotRunHere) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(p.NotRunHere))
+	for _, n := range p.NotRunHere {
+		out[n.Cell.ID] = n.Reason
+	}
+	return out
+}
 
 // UnitCells are the distinct cells of p.Units, in order: the cells that will run.
 func (p *Plan) UnitCells() []*catalog.Cell {

@@ -142,7 +142,13 @@ func plainLine(e Event) string {
 		if e.Repeat > 1 {
 			return fmt.Sprintf("Campaign %s: running %d repetition(s) (%d each) with max parallelism %d", e.CampaignID, c.Selected, e.Repeat, e.MaxParallel)
 		}
-		return fmt.Sprintf("Campaign %s: running %d cell(s) with max parallelism %d", e.CampaignID, c.Selected, e.MaxParallel)
+		line := fmt.Sprintf("Campaign %s: running %d cell(s) with max parallelism %d", e.CampaignID, c.Selected, e.MaxParallel)
+		if c.NotRun > 0 {
+			line += fmt.Sprintf("; %d selected cell(s) not run here", c.NotRun)
+		}
+		return line
+	case EventCellNotRun:
+		return fmt.Sprintf("not run here %s: %s", e.Cell.ID, oneLine(e.NotRunReason))
 	case EventAttemptStarted:
 		return fmt.Sprintf("start %s attempt %d", unitName(e.Cell, e.Repetition, e.Repeat), e.Attempt)
 	case EventAttemptFinished:
@@ -246,7 +252,7 @@ func (d *Display) observeTTY(e Event) {
 		}
 		d.campaign.SetCurrent(int64(e.Counts.Finished))
 		fmt.Fprintln(d.progress, attemptLine(e.Result, e.Repeat))
-	case EventRetrying, EventInterrupted:
+	case EventRetrying, EventInterrupted, EventCellNotRun:
 		fmt.Fprintln(d.progress, plainLine(e))
 	case EventCampaignFinished:
 		if line := plainLine(e); line != "" {
@@ -273,6 +279,9 @@ func (d *Display) countsText(decor.Statistics) string {
 	text := fmt.Sprintf("  %d running, %d passed, %d failed, %d inconclusive", c.Running, c.Passed, c.Failed, c.Inconclusive)
 	if c.KnownFailures > 0 {
 		text += fmt.Sprintf(", %d known failure(s)", c.KnownFailures)
+	}
+	if c.NotRun > 0 {
+		text += fmt.Sprintf(", %d not run here", c.NotRun)
 	}
 	return text
 }

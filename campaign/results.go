@@ -87,6 +87,10 @@ type Summary struct {
 	// (result.StateFor verdict.Repeated of their repetitions: a known failure apart, an
 	// unexpected pass as failed, and in UnexpectedPasses too).
 	Passed, Failed, Inconclusive, KnownFailures, UnexpectedPasses int
+	// NotRun counts the selected cells this machine could not run (Plan.NotRunHere),
+	// NotRunIDs are their ids in plan order: neither finished nor interrupted.
+	NotRun    int
+	NotRunIDs []string
 	// Repeat is the number of repetitions of every cell; Flaky counts the finished
 	// cells whose repetitions disagree (verdict.Flaky).
 	Repeat, Flaky int
@@ -144,6 +148,9 @@ func (s *Summary) Line() string {
 	}
 	if s.UnexpectedPasses > 0 {
 		line += fmt.Sprintf(" (%d of the failed unexpectedly passed: remove them from the known failures)", s.UnexpectedPasses)
+	}
+	if s.NotRun > 0 {
+		line += fmt.Sprintf(", %d not run here (partial)", s.NotRun)
 	}
 	if s.Partial {
 		stopped, never := s.Unfinished()

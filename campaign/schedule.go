@@ -17,6 +17,10 @@ type EventKind string
 const (
 	// EventCampaignStarted is the first event of every Run.
 	EventCampaignStarted EventKind = "campaign_started"
+	// EventCellNotRun: a selected cell runs no attempt because this machine cannot
+	// provide its environment (Cell, NotRunReason); one per such cell, right after
+	// EventCampaignStarted.
+	EventCellNotRun EventKind = "cell_not_run_here"
 	// EventAttemptStarted: an attempt is about to be executed (Cell, Attempt).
 	EventAttemptStarted EventKind = "attempt_started"
 	// EventAttemptFinished: an attempt returned and was judged (Result).
@@ -42,7 +46,9 @@ type Counts struct {
 	// KnownFailures counts the finished cells that are known failures (not in
 	// Passed, Failed or Inconclusive).
 	KnownFailures int
-	Retries       int
+	// NotRun counts the selected cells this machine cannot run (Plan.NotRunHere).
+	NotRun  int
+	Retries int
 }
 
 // Event is one progress report. Time comes from the plan's clock; Counts are the
@@ -62,6 +68,8 @@ type Event struct {
 	Attempt    int
 	// Result is set for EventAttemptFinished (the retry's class is in its Judgement).
 	Result *AttemptResult
+	// NotRunReason is set for EventCellNotRun: why this machine cannot run the cell.
+	NotRunReason string
 	// Summary is set for EventCampaignFinished.
 	Summary *Summary
 }
@@ -107,8 +115,11 @@ func (s *Scheduler) Run(ctx context.Context, p *Plan) *Summary {
 		r.cells[i] = CellResult{Cell: u.Cell, Repetition: u.Repetition, Status: CellNotStarted, Final: -1}
 	}
 	started := p.Now()
-	r.counts.Selected = len(p.Units)
+	r.counts.Selected, r.counts.NotRun = len(p.Units), len(p.NotRunHere)
 	r.emit(Event{Kind: EventCampaignStarted})
+	for _, n := range p.NotRunHere {
+		r.emit(Event{Kind: EventCellNotRun, Cell: n.Cell, NotRunReason: n.Reason})
+	}
 	r.work(ctx)
 	if ctx.Err() != nil {
 		r.interrupt() // the cancellation raced with the last attempts' return
@@ -164,6 +175,12 @@ func (r *run) summary(started time.Time) *Summary {
 	counted := map[string][]verdict.Verdict{}
 	class := map[string]verdict.FailureClass{}
 	unfinished := map[string]bool{}
+	notRun := map[string]bool{}
+	for _, n := range r.p.NotRunHere {
+		notRun[n.Cell.ID] = true
+		sum.NotRun++
+		sum.NotRunIDs = append(sum.NotRunIDs, n.Cell.ID)
+	}
 	for _, k := range r.p.Kept {
 		counted[k.Cell.ID] = append(counted[k.Cell.ID], k.Counted)
 		class[k.Cell.ID] = worseClass(class[k.Cell.ID], k.Class)
@@ -184,6 +201,9 @@ func (r *run) summary(started time.Time) *Summary {
 	}
 	for _, cell := range r.p.Cells {
 		vs := counted[cell.ID]
+		if notRun[cell.ID] {
+			continue // not an interruption: reported apart
+		}
 		if unfinished[cell.ID] || len(vs) == 0 {
 			sum.Partial = true
 			continue

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -494,5 +495,48 @@ func TestSchedulerWritesResults(t *testing.T) {
 	sum = (&Scheduler{Executor: &scriptedExecutor{script: func(AttemptPlan) Outcome { return passOutcome }}, ResultsRoot: blocked}).Run(context.Background(), p)
 	if len(sum.WriteErrors) != 1 || sum.Cells[0].Attempts[0].WriteErr == nil {
 		t.Errorf("a results root that is a file: write errors %v", sum.WriteErrors)
+	}
+}
+
+// TestSchedulerNotRunHere: the cells a plan marks not run here run no attempt, get one
+// EventCellNotRun each with their reason right after the campaign starts, are counted
+// apart (NotRun, NotRunIDs) and do not make the campaign interrupted; the last line
+// says so.
+func TestSchedulerNotRunHere(t *testing.T) {
+	t.Parallel()
+	p := newTestPlan(t, catalog.Selector{Suites: []string{"core-compatibility"}, Profiles: []string{"reference"}}, Options{MaxParallel: 2})
+	if len(p.Cells) < 2 {
+		t.Fatalf("%d cells", len(p.Cells))
+	}
+	skipped := p.Cells[len(p.Cells)-1]
+	p.SetNotRunHere(map[string]string{skipped.ID: "bubblewrap is not installed", "not.a.selected.cell": "ignored"})
+	if len(p.Units) != len(p.Cells)-1 || len(p.NotRunHere) != 1 || p.NotRunReasons()[skipped.ID] != "bubblewrap is not installed" {
+		t.Fatalf("units %d of %d cells, not run %v", len(p.Units), len(p.Cells), p.NotRunHere)
+	}
+	exec := &scriptedExecutor{script: func(AttemptPlan) Outcome { return passOutcome }}
+	rec := &recorder{}
+	sum := (&Scheduler{Executor: exec, Observe: rec.observe}).Run(context.Background(), p)
+	if len(exec.calls) != len(p.Cells)-1 {
+		t.Errorf("%d attempts for %d cells that run", len(exec.calls), len(p.Cells)-1)
+	}
+	for _, c := range exec.calls {
+		if c.Cell.ID == skipped.ID {
+			t.Errorf("the cell not run here ran")
+		}
+	}
+	if got := rec.kinds(skipped.ID); !slices.Equal(got, []EventKind{EventCellNotRun}) {
+		t.Errorf("events of the cell not run here: %v", got)
+	}
+	if rec.events[1].Kind != EventCellNotRun || rec.events[1].NotRunReason != "bubblewrap is not installed" || rec.events[1].Counts.NotRun != 1 {
+		t.Errorf("second event %+v", rec.events[1])
+	}
+	if sum.Partial || sum.NotRun != 1 || !slices.Equal(sum.NotRunIDs, []string{skipped.ID}) || sum.Passed != len(p.Cells)-1 {
+		t.Errorf("summary: partial %t notRun %d %v passed %d", sum.Partial, sum.NotRun, sum.NotRunIDs, sum.Passed)
+	}
+	if want := "1 not run here (partial)"; !strings.Contains(sum.Line(), want) {
+		t.Errorf("line %q lacks %q", sum.Line(), want)
+	}
+	if line := plainLine(rec.events[1]); line != "not run here "+skipped.ID+": bubblewrap is not installed" {
+		t.Errorf("progress line %q", line)
 	}
 }

@@ -467,6 +467,8 @@ func buildCard(id string, cs *catalog.Case, r *result.Result, notes []result.Can
 	cv.Outcome = string(result.Outcome(r))
 	cv.State, cv.StateLabel = cv.Outcome, cv.Outcome
 	switch st := result.StateOf(r); {
+	case r.NotRunHere != "": // no verdict: its own state, with the reason
+		cv.Outcome, cv.State, cv.StateLabel = "not-run-here", "not-run-here", "not run here"
 	case r.Synthetic:
 		cv.State, cv.StateLabel = "missing", "missing"
 	case st == result.StateKnownFailure:

@@ -70,6 +70,9 @@ func addCellHistory(v *dashView, c *result.Campaign, hist *result.History) {
 					var hv cellHistoryView
 					last := map[string]verdict.Verdict{}
 					for j, s := range all {
+						if s.e.NotRunHere {
+							continue // it did not run there: no outcome to show or compare
+						}
 						p := cellPoint{CampaignID: s.id, Outcome: string(s.e.Outcome), Flaky: s.e.Flaky, Current: s.id == c.CampaignID}
 						if s.e.State == result.StateKnownFailure {
 							p.Outcome = string(s.e.State)

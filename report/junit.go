@@ -97,7 +97,11 @@ func JUnit(c *result.Campaign) []byte {
 				}
 				fmt.Fprintf(&b, "\n      <failure message=%s type=%s>%s</failure>\n    ", xmlAttr(msg), xmlAttr(typ), xmlText(junitBody(r)))
 			case "skipped":
-				fmt.Fprintf(&b, "\n      <skipped>%s</skipped>\n    ", xmlText(msg+"\n"+junitBody(r)))
+				attr := ""
+				if r.NotRunHere != "" { // a cell not run here: the reason is the message
+					attr = " message=" + xmlAttr(msg)
+				}
+				fmt.Fprintf(&b, "\n      <skipped%s>%s</skipped>\n    ", attr, xmlText(msg+"\n"+junitBody(r)))
 			}
 			b.WriteString("</testcase>\n")
 		}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentproof/agentproof/billing"
@@ -39,6 +40,9 @@ func Summary(c *result.Campaign) []byte {
 	if c.UnexpectedPasses > 0 {
 		known += fmt.Sprintf(" · Unexpectedly passed (remove from the known failures): %d", c.UnexpectedPasses)
 	}
+	if c.NotRun > 0 {
+		known += fmt.Sprintf(" · Not run here: %d", c.NotRun)
+	}
 	fmt.Fprintf(&b, "Passed: %s · Failed: %d · Inconclusive: %d%s · Retries: %d · Cleanup: %s · Selection: %s\n\n",
 		counts, c.Failed, c.Inconclusive, known, c.Retries, cleanupWord(c), state)
 	if c.StartedAt != "" {
@@ -46,6 +50,7 @@ func Summary(c *result.Campaign) []byte {
 	}
 	writeAttention(&b, c)
 	writeKnownFailures(&b, c)
+	writeNotRunHere(&b, c)
 	writeLaterPasses(&b, later, c.Repeat)
 	writeRegressions(&b, c)
 	if c.Repeat > 1 {
@@ -91,7 +96,7 @@ func writeAttention(b *strings.Builder, c *result.Campaign) {
 	for _, want := range []verdict.Verdict{verdict.Failed, verdict.Inconclusive} {
 		for i := range c.Results {
 			r := &c.Results[i]
-			if st := result.StateOf(r); st.Counts() != want || st == result.StateKnownFailure {
+			if st := result.StateOf(r); st.Counts() != want || st == result.StateKnownFailure || st == result.StateNotRunHere {
 				continue
 			}
 			n++
@@ -106,6 +111,8 @@ func writeAttention(b *strings.Builder, c *result.Campaign) {
 		}
 	}
 	switch {
+	case n == 0 && c.NotRun > 0:
+		fmt.Fprintf(b, "Nothing failed or was inconclusive; %d selected cell(s) were not run here (section Not run here): they did not pass either.\n", c.NotRun)
 	case n == 0 && c.KnownFailures > 0:
 		b.WriteString("Nothing: every other cell passed (calibration cells: met their expectation); the known failures are below.\n")
 	case n == 0:
@@ -134,6 +141,44 @@ func writeKnownFailures(b *strings.Builder, c *result.Campaign) {
 			fmt.Fprintf(b, " (evidence: %s)", md(dir))
 		}
 		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+// writeNotRunHere renders "Not run here": the selected cells this machine could not
+// run, grouped by reason (one line per reason with its count and environments, then
+// the cells), so that a campaign that passed what it ran never reads as a pass of
+// those; nothing when every selected cell ran.
+func writeNotRunHere(b *strings.Builder, c *result.Campaign) {
+	if c.NotRun == 0 {
+		return
+	}
+	b.WriteString("## Not run here\n\n")
+	fmt.Fprintf(b, "%d selected cell(s) did not run: this machine cannot provide their environment. The campaign is partial; it exits %d when everything that ran passed.\n\n", c.NotRun, verdict.ExitPartial)
+	var reasons []string
+	byReason := map[string][]*result.Result{}
+	for i := range c.Results {
+		r := &c.Results[i]
+		if r.NotRunHere == "" {
+			continue
+		}
+		if _, ok := byReason[r.NotRunHere]; !ok {
+			reasons = append(reasons, r.NotRunHere)
+		}
+		byReason[r.NotRunHere] = append(byReason[r.NotRunHere], r)
+	}
+	for _, why := range reasons {
+		rs := byReason[why]
+		var envs []string
+		for _, r := range rs {
+			if !slices.Contains(envs, r.EnvironmentID) {
+				envs = append(envs, r.EnvironmentID)
+			}
+		}
+		fmt.Fprintf(b, "- %d cell(s) of environment %s: %s\n", len(rs), md(strings.Join(envs, ", ")), md(why))
+		for _, r := range rs {
+			fmt.Fprintf(b, "  - %s\n", md(r.ExecutionID))
+		}
 	}
 	b.WriteString("\n")
 }
@@ -267,6 +312,8 @@ func verdictText(r *result.Result) string {
 		return fmt.Sprintf("%s (a known failure expected %s)", o, k.Expected)
 	}
 	switch {
+	case r.NotRunHere != "":
+		return "not run here"
 	case r.Synthetic:
 		return string(o) + " (missing)"
 	case r.ExpectedVerdict != "" && r.Verdict == r.ExpectedVerdict:
@@ -331,7 +378,7 @@ func cleanupWord(c *result.Campaign) string {
 	var expected []string
 	for i := range c.Results {
 		r := &c.Results[i]
-		if r.Cleanup == result.CleanupPassed {
+		if r.Cleanup == result.CleanupPassed || r.NotRunHere != "" {
 			continue
 		}
 		if r.ExpectedVerdict == "" || result.Outcome(r) != verdict.Passed {

@@ -49,6 +49,12 @@ type CampaignOptions struct {
 	// Secrets, when non-nil, sanitises every result before anything is rendered (exact
 	// values and secret shapes; package redact).
 	Secrets *redact.Set
+	// NotRunHere maps the expected cells that did not run because the machine could
+	// not provide their environment to why ("needs root for cgroup limits"): each
+	// such cell without a result gets a result saying so (Result.NotRunHere), counted
+	// in Campaign.NotRun. nil with ExpectedIDs nil keeps an existing campaign.json's,
+	// so that regeneration reproduces it.
+	NotRunHere map[string]string
 }
 
 // Assembly is a campaign assembled from its stored results (Assemble): the campaign
@@ -141,6 +147,11 @@ func chooseCampaign(opts CampaignOptions, dir string, keep func(*Result, string)
 	}
 	repeat := campaignRepeat(opts.Repeat, prior, cands)
 	results, notes, unexpected, repeats, sources := chooseRepeated(opts.Catalog, opts.CampaignID, expected, cands, repeat)
+	notRun := opts.NotRunHere
+	if notRun == nil && opts.ExpectedIDs == nil && prior != nil {
+		notRun = prior.NotRunHere
+	}
+	markNotRunHere(results, notRun)
 	sanitizeChosen(opts.Secrets, results, sources, notes)
 	c := BuildCampaign(opts.CampaignID, opts.Catalog, expected, results, notes, inconclusiveAsFailure(opts.InconclusiveAsFailure, prior))
 	keepPrior(c, opts, prior)
@@ -153,6 +164,18 @@ func chooseCampaign(opts CampaignOptions, dir string, keep func(*Result, string)
 		}
 	}
 	return c, &resultReader{dir: dir, secrets: opts.Secrets, results: results, sources: sources}, unexpected, nil
+}
+
+// markNotRunHere makes the synthetic result of every cell in notRun a result of a cell
+// not run here: no verdict, no failure class, the reason in NotRunHere and its error.
+// A cell that has a result keeps it (a later run on a machine that could run it).
+func markNotRunHere(results []Result, notRun map[string]string) {
+	for i := range results {
+		r := &results[i]
+		if why := notRun[r.ExecutionID]; r.Synthetic && why != "" {
+			r.NotRunHere, r.Verdict, r.FailureClass, r.Error = why, "", "", why
+		}
+	}
 }
 
 // expectedIDs is the campaign's selection, sorted and unique: the given ids, else an

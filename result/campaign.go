@@ -21,8 +21,10 @@ const CampaignFile = "campaign.json"
 // Counts: Selected = |Expected|; with repeats a cell's result is its representative
 // repetition (ChooseRepeated), so every count below is of cells; Executed = results
 // with attempt > 0; Passed, Failed, Inconclusive and KnownFailures count cell states
-// (StateOf) and always sum to Selected: a known failure is counted apart, an
-// unexpected pass (counted in UnexpectedPasses too) as failed; Retries =
+// (StateOf) and NotRun the cells not run here (Result.NotRunHere; their reasons by
+// execution id in NotRunHere); the five always sum to Selected: a known failure is
+// counted apart, an unexpected pass (counted in UnexpectedPasses too) as failed, and
+// a cell not run here makes the campaign partial; Retries =
 // Σ max(0, attempt − max(1, firstAttempt)) (a resumed attempt is no retry);
 // CleanupPassed = every result's cleanup passed. Partial is true
 // unless every suite of the catalog that is not manual-only appears and every listed
@@ -44,13 +46,18 @@ type Campaign struct {
 	// their entry expects (StateKnownFailure): apart from Passed, Failed and
 	// Inconclusive, never failing the campaign; UnexpectedPasses counts those that
 	// passed (StateUnexpectedPass), which are counted in Failed too.
-	KnownFailures         int    `json:"knownFailures,omitempty"`
-	UnexpectedPasses      int    `json:"unexpectedPasses,omitempty"`
+	KnownFailures    int `json:"knownFailures,omitempty"`
+	UnexpectedPasses int `json:"unexpectedPasses,omitempty"`
+	// NotRun counts the cells not run here (StateNotRunHere): no verdict, apart from
+	// every other count.
+	NotRun                int    `json:"notRun,omitempty"`
 	Retries               int    `json:"retries"`
 	CleanupPassed         bool   `json:"cleanupPassed"`
 	DurationMs            int64  `json:"durationMs"`
 	InconclusiveAsFailure bool   `json:"inconclusiveAsFailure"`
 	Fingerprint           string `json:"fingerprint"`
+	// NotRunHere maps every cell not run here to why (omitted when none).
+	NotRunHere map[string]string `json:"notRunHere,omitempty"`
 	// Repeat is the repetitions per cell (`run --repeat`; 0 or 1: none); Flaky counts
 	// the cells whose repetitions disagree; Repeats has one entry per cell when Repeat
 	// > 1 (and is omitted otherwise).
@@ -278,6 +285,7 @@ type SuiteSummary struct {
 	Inconclusive        int               `json:"inconclusive"`
 	KnownFailures       int               `json:"knownFailures,omitempty"`
 	UnexpectedPasses    int               `json:"unexpectedPasses,omitempty"`
+	NotRun              int               `json:"notRun,omitempty"`
 	Retries             int               `json:"retries"`
 	CleanupPassed       bool              `json:"cleanupPassed"`
 	Complete            bool              `json:"complete"`
@@ -287,8 +295,9 @@ type SuiteSummary struct {
 
 // Outcome is what a result counts as in a campaign: a synthetic result counts as its
 // own verdict (a missing result proves nothing, so it never meets a calibration
-// expectation); any other counts by the one rule, verdict.Counted, of its verdict
-// against its expected verdict, with its cleanup (a pass needs cleanup passed).
+// expectation; a cell not run here has none: ""); any other counts by the one rule,
+// verdict.Counted, of its verdict against its expected verdict, with its cleanup (a
+// pass needs cleanup passed).
 func Outcome(r *Result) verdict.Verdict {
 	if r.Synthetic {
 		return r.Verdict
@@ -297,15 +306,19 @@ func Outcome(r *Result) verdict.Verdict {
 }
 
 // ExitCode is the campaign's exit code: the worst of its cells' states by the one
-// worst-of rule (verdict.Worst: failed beats inconclusive beats passed; a known
-// failure does not fail it, an unexpected pass does: CellState.Counts). With
-// InconclusiveAsFailure an inconclusive cell counts as failed.
+// worst-of rule (verdict.Worst: failed beats inconclusive beats not run here beats
+// passed; a known failure does not fail it, an unexpected pass does:
+// CellState.Counts). With InconclusiveAsFailure an inconclusive cell counts as failed.
+// A campaign whose cells that ran all passed but some selected cells were not run here
+// exits verdict.ExitPartial: not a failure, never a pass of the cells it did not run.
 func (c *Campaign) ExitCode() verdict.ExitCode {
 	switch {
 	case c.Failed > 0, c.Inconclusive > 0 && c.InconclusiveAsFailure:
 		return verdict.WorstOf(verdict.Failed)
 	case c.Inconclusive > 0:
 		return verdict.WorstOf(verdict.Inconclusive)
+	case c.NotRun > 0:
+		return verdict.ExitPartial
 	}
 	return verdict.WorstOf(verdict.Passed)
 }
@@ -332,8 +345,14 @@ func BuildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 			suiteOrder = append(suiteOrder, r.SuiteID)
 		}
 		bySuite[r.SuiteID] = append(bySuite[r.SuiteID], r)
-		tally(&c.Executed, &c.Passed, &c.Failed, &c.Inconclusive, &c.Retries, &c.CleanupPassed, &c.DurationMs, r)
+		tally(&tallies{&c.Executed, &c.Passed, &c.Failed, &c.Inconclusive, &c.NotRun, &c.Retries, &c.CleanupPassed, &c.DurationMs}, r)
 		baseline(&c.KnownFailures, &c.UnexpectedPasses, &c.Passed, r)
+		if r.NotRunHere != "" {
+			if c.NotRunHere == nil {
+				c.NotRunHere = map[string]string{}
+			}
+			c.NotRunHere[r.ExecutionID] = r.NotRunHere
+		}
 		all = append(all, BillingOf(r))
 		if r.FinishedAt > c.GeneratedAt {
 			c.GeneratedAt = r.FinishedAt
@@ -368,7 +387,7 @@ func BuildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 	}
 	slices.Sort(prints)
 	c.Fingerprint = strings.Join(prints, "|")
-	c.Partial = cat == nil || len(c.Suites) == 0
+	c.Partial = cat == nil || len(c.Suites) == 0 || c.NotRun > 0
 	for _, s := range c.Suites {
 		if !s.Complete {
 			c.Partial = true
@@ -389,8 +408,10 @@ func BuildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 // finished" for an interrupted run; "complete" (Partial false); "cut short: N of M
 // selected cell(s) left no result" when selected cells have only a synthetic result
 // (shards that never reported, a run killed before its interruption was recorded);
-// else "subset of the catalog" (every selected cell has a result, but not every cell
-// of the catalog's non-manual suites was selected, e.g. `run --suite` or `--profile`).
+// "partial: N of M selected cell(s) not run here (…)" when cells were not run on this
+// machine; else "subset of the catalog" (every selected cell has a result, but not
+// every cell of the catalog's non-manual suites was selected, e.g. `run --suite` or
+// `--profile`).
 func (c *Campaign) Selection() string {
 	if in := c.Interruption; in != nil {
 		return fmt.Sprintf("interrupted: %d of %d cell(s) finished", max(0, in.Selected-in.Stopped-in.NeverStarted), in.Selected)
@@ -400,12 +421,15 @@ func (c *Campaign) Selection() string {
 	}
 	missing := 0
 	for i := range c.Results {
-		if c.Results[i].Synthetic {
+		if c.Results[i].Synthetic && c.Results[i].NotRunHere == "" {
 			missing++
 		}
 	}
-	if missing > 0 {
+	switch {
+	case missing > 0:
 		return fmt.Sprintf("cut short: %d of %d selected cell(s) left no result", missing, c.Selected)
+	case c.NotRun > 0:
+		return fmt.Sprintf("partial: %d of %d selected cell(s) not run here (this machine cannot provide their environment)", c.NotRun, c.Selected)
 	}
 	return "subset of the catalog"
 }
@@ -419,23 +443,37 @@ func suiteIndex(cat *catalog.Catalog, id string) int {
 	return len(cat.Suites)
 }
 
-func tally(executed, passed, failed, inconclusive, retries *int, cleanup *bool, dur *int64, r *Result) {
+// tallies are the counters tally adds a result to (a campaign's or a suite's).
+type tallies struct {
+	executed, passed, failed, inconclusive, notRun, retries *int
+	cleanup                                                 *bool
+	dur                                                     *int64
+}
+
+// tally adds r to t: a cell not run here only to notRun (it ran nothing, left nothing
+// to clean up), any other to executed (when it has an attempt), its outcome, retries,
+// cleanup and duration.
+func tally(t *tallies, r *Result) {
+	if r.NotRunHere != "" {
+		*t.notRun++
+		return
+	}
 	if r.Attempt > 0 {
-		*executed++
+		*t.executed++
 	}
 	switch StateOf(r).Counts() {
 	case verdict.Passed:
-		*passed++
+		*t.passed++
 	case verdict.Failed:
-		*failed++
+		*t.failed++
 	default:
-		*inconclusive++
+		*t.inconclusive++
 	}
-	*retries += max(0, r.Attempt-max(1, r.FirstAttempt))
+	*t.retries += max(0, r.Attempt-max(1, r.FirstAttempt))
 	if r.Cleanup != CleanupPassed {
-		*cleanup = false
+		*t.cleanup = false
 	}
-	*dur += r.DurationMs
+	*t.dur += r.DurationMs
 }
 
 // baseline counts r when it is a cell of the baseline of known failures: a known
@@ -472,7 +510,7 @@ func summarizeSuite(cat *catalog.Catalog, sid string, rs []*Result) SuiteSummary
 	var sums []billing.Summary
 	selected := map[string]bool{}
 	for _, r := range rs {
-		tally(&s.Executed, &s.Passed, &s.Failed, &s.Inconclusive, &s.Retries, &s.CleanupPassed, &s.DurationMs, r)
+		tally(&tallies{&s.Executed, &s.Passed, &s.Failed, &s.Inconclusive, &s.NotRun, &s.Retries, &s.CleanupPassed, &s.DurationMs}, r)
 		baseline(&s.KnownFailures, &s.UnexpectedPasses, &s.Passed, r)
 		sums = append(sums, BillingOf(r))
 		selected[r.ExecutionID] = true

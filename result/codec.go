@@ -16,13 +16,14 @@ import (
 // priorCampaign is what Assemble keeps of an existing campaign.json (the fields of
 // Campaign of the same names; its results are not kept).
 type priorCampaign struct {
-	Schema                string          `json:"schema"`
-	Expected              []string        `json:"expected"`
-	InconclusiveAsFailure bool            `json:"inconclusiveAsFailure"`
-	Repeat                int             `json:"repeat"`
-	Provenance            *Provenance     `json:"provenance"`
-	Catalog               *CatalogSources `json:"catalog"`
-	Interruption          *Interruption   `json:"interruption"`
+	Schema                string            `json:"schema"`
+	Expected              []string          `json:"expected"`
+	InconclusiveAsFailure bool              `json:"inconclusiveAsFailure"`
+	Repeat                int               `json:"repeat"`
+	Provenance            *Provenance       `json:"provenance"`
+	Catalog               *CatalogSources   `json:"catalog"`
+	Interruption          *Interruption     `json:"interruption"`
+	NotRunHere            map[string]string `json:"notRunHere"`
 }
 
 // readPriorCampaign reads an existing campaign.json for its expected ids and options;

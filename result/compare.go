@@ -32,6 +32,9 @@ const (
 	// ChangeUnexpectedPass: the cell is a known failure that passed in B
 	// (StateUnexpectedPass): its baseline entry is stale.
 	ChangeUnexpectedPass Change = "unexpected_pass"
+	// ChangeNotRunHere: B did not run the cell (its machine could not provide the
+	// cell's environment): no outcome to compare, never a regression nor a fix.
+	ChangeNotRunHere Change = "not_run_here"
 	// DefinitionChanged: the cell's suite has another definition hash in B than in A:
 	// a boundary, not comparable, never a regression.
 	DefinitionChanged Change = "definition_changed"
@@ -44,7 +47,7 @@ const (
 )
 
 // Changes lists every Change in report order.
-var Changes = []Change{Regressed, Fixed, StillFailing, NowInconclusive, ChangeUnexpectedPass, ChangeKnownFailure, DefinitionChanged, New, Removed, StillPassing}
+var Changes = []Change{Regressed, Fixed, StillFailing, NowInconclusive, ChangeUnexpectedPass, ChangeKnownFailure, ChangeNotRunHere, DefinitionChanged, New, Removed, StillPassing}
 
 // CellChange is one cell of a Comparison: its execution id, its change, its outcome in
 // A and in B ("" when absent) with, for a cell of the baseline of known failures, its
@@ -129,6 +132,10 @@ func Compare(a, b *Campaign) *Comparison {
 		cc.After, cc.StateAfter = Outcome(rb), baselineState(rb)
 		cc.FailureClass, cc.Reason = rb.FailureClass, reasonOf(rb)
 		switch {
+		case rb.NotRunHere != "":
+			cc.Change = ChangeNotRunHere
+		case ra.NotRunHere != "": // nothing ran in A to compare with
+			cc.Change = New
 		case ra.SuiteDefinitionHash != rb.SuiteDefinitionHash:
 			cc.Change, cc.HashBefore, cc.HashAfter = DefinitionChanged, ra.SuiteDefinitionHash, rb.SuiteDefinitionHash
 			suites[rb.SuiteID] = SuiteChange{SuiteID: rb.SuiteID, HashBefore: ra.SuiteDefinitionHash, HashAfter: rb.SuiteDefinitionHash}
@@ -189,6 +196,8 @@ func (ch Change) Words() string {
 		return "still failing"
 	case NowInconclusive:
 		return "inconclusive"
+	case ChangeNotRunHere:
+		return "not run here"
 	case DefinitionChanged:
 		return "definition changed (not compared)"
 	case StillPassing:

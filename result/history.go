@@ -45,6 +45,7 @@ type HistoryCampaign struct {
 	Passed        int                `json:"passed"`
 	Failed        int                `json:"failed"`
 	Inconclusive  int                `json:"inconclusive"`
+	NotRun        int                `json:"notRun,omitempty"`
 	Retries       int                `json:"retries"`
 	CleanupPassed bool               `json:"cleanupPassed"`
 	DurationMs    int64              `json:"durationMs"`
@@ -80,6 +81,9 @@ type HistoryExecution struct {
 	Repetitions       int  `json:"repetitions,omitempty"`
 	PassedRepetitions int  `json:"passedRepetitions,omitempty"`
 	Flaky             bool `json:"flaky,omitempty"`
+	// NotRunHere is set for a cell the campaign's machine could not run (its outcome
+	// is empty).
+	NotRunHere bool `json:"notRunHere,omitempty"`
 }
 
 // Green reports whether the campaign is complete with nothing failed or inconclusive
@@ -93,7 +97,7 @@ func (c *Campaign) Entry() HistoryCampaign {
 	h := HistoryCampaign{
 		CampaignID: c.CampaignID, GeneratedAt: c.GeneratedAt, Partial: c.Partial,
 		Selected: c.Selected, Executed: c.Executed, Passed: c.Passed, Failed: c.Failed,
-		Inconclusive: c.Inconclusive, Retries: c.Retries, CleanupPassed: c.CleanupPassed,
+		Inconclusive: c.Inconclusive, NotRun: c.NotRun, Retries: c.Retries, CleanupPassed: c.CleanupPassed,
 		DurationMs: c.DurationMs, Fingerprint: c.Fingerprint, Billing: c.Billing,
 		Suites: c.Suites, Executions: make([]HistoryExecution, 0, len(c.Results)),
 	}
@@ -107,7 +111,7 @@ func (c *Campaign) Entry() HistoryCampaign {
 			ExecutionID: r.ExecutionID, SuiteID: r.SuiteID, ProfileID: r.ProfileID,
 			EnvironmentID: r.EnvironmentID, CaseID: r.CaseID, Provider: r.Provider, Model: r.Model,
 			Verdict: r.Verdict, Outcome: Outcome(r), State: baselineState(r), DurationMs: r.DurationMs, Attempt: r.Attempt,
-			Cleanup: r.Cleanup, Billing: BillingOf(r),
+			Cleanup: r.Cleanup, Billing: BillingOf(r), NotRunHere: r.NotRunHere != "",
 		}
 		if rp, ok := repeats[r.ExecutionID]; ok {
 			e.Repetitions, e.PassedRepetitions, e.Flaky = rp.Repetitions, rp.Passed, rp.Flaky

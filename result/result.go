@@ -151,7 +151,11 @@ type KnownFailure struct {
 // with `run --repeat N`, N > 1; both are 0 otherwise.
 //
 // Synthetic is set on results this package made up for expected cells without any
-// result (attempt 0); they are never written to disk as result.json.
+// result (attempt 0); they are never written to disk as result.json. NotRunHere, set
+// only on a synthetic result, says why the cell did not run at all: the machine that
+// ran the campaign could not provide its environment (CampaignOptions.NotRunHere).
+// Such a result has no verdict (Verdict is empty): the cell is neither passed, failed
+// nor inconclusive, and is counted apart (Campaign.NotRun).
 type Result struct {
 	Schema              string           `json:"schema"`
 	ExecutionID         string           `json:"executionId"`
@@ -198,6 +202,7 @@ type Result struct {
 	Evidence        []string                  `json:"evidence"`
 	Trajectories    []TrajectoryRef           `json:"trajectories,omitempty"`
 	Synthetic       bool                      `json:"synthetic,omitempty"`
+	NotRunHere      string                    `json:"notRunHere,omitempty"`
 	// WorkspaceDiff is what each turn changed in the workspace (package workspace:
 	// text before/after within its bounds, binary files by SHA-256), omitted when
 	// none was recorded.

@@ -33,9 +33,14 @@ const (
 var CellStates = []CellState{StatePassed, StateFailed, StateUnexpectedPass, StateKnownFailure, StateNotRunHere, StateInconclusive, StateMissing}
 
 // StateOf is the state of r, the one mapping from a stored result to a CellState:
-// missing for a synthetic result, else StateFor its counted outcome (Outcome), its
-// failure class and its known failure's expectation.
+// not run here for a cell whose environment this machine could not provide (a
+// synthetic result with NotRunHere), missing for any other synthetic result, else
+// StateFor its counted outcome (Outcome), its failure class and its known failure's
+// expectation.
 func StateOf(r *Result) CellState {
+	if r.NotRunHere != "" {
+		return StateNotRunHere
+	}
 	if r.Synthetic {
 		return StateMissing
 	}

@@ -16,6 +16,10 @@ const (
 	// ExitInconclusive: nothing failed, but some evidence was incomplete or the
 	// harness was at fault.
 	ExitInconclusive ExitCode = 3
+	// ExitPartial: every cell that ran passed, but some selected cells were not run
+	// because this machine cannot provide their environment (a sandbox without root,
+	// bubblewrap missing): not a failure, and never a pass of the cells not run.
+	ExitPartial ExitCode = 4
 	// ExitInternal: an internal error — a bug in agentproof, or agentproof could not
 	// do its own work (write a result, render the report). Never confused with failed.
 	// 70 is EX_SOFTWARE of sysexits(3).
@@ -25,27 +29,29 @@ const (
 )
 
 // severity orders exit codes for Worst: an internal error beats an interruption beats
-// a usage error beats failed beats inconclusive beats passed.
+// a usage error beats failed beats inconclusive beats partial beats passed.
 func (c ExitCode) severity() int {
 	switch c {
 	case ExitPassed:
 		return 0
-	case ExitInconclusive:
+	case ExitPartial:
 		return 1
-	case ExitFailed:
+	case ExitInconclusive:
 		return 2
-	case ExitUsage:
+	case ExitFailed:
 		return 3
-	case ExitInterrupted:
+	case ExitUsage:
 		return 4
+	case ExitInterrupted:
+		return 5
 	}
-	return 5 // ExitInternal and any unknown code
+	return 6 // ExitInternal and any unknown code
 }
 
 // Worst is the one worst-of rule: the most severe of codes (ExitInternal beats
 // ExitInterrupted beats ExitUsage beats ExitFailed beats ExitInconclusive beats
-// ExitPassed; docs/ARCHITECTURE.md "Verdicts": a campaign's code is the worst of its
-// cells, 1 beats 3 beats 0). No codes is ExitPassed.
+// ExitPartial beats ExitPassed; docs/ARCHITECTURE.md "Verdicts": a campaign's code is
+// the worst of its cells, 1 beats 3 beats 4 beats 0). No codes is ExitPassed.
 func Worst(codes ...ExitCode) ExitCode {
 	w := ExitPassed
 	for _, c := range codes {

@@ -46,6 +46,9 @@ func TestWorst(t *testing.T) {
 		{nil, ExitPassed},
 		{[]ExitCode{ExitPassed, ExitPassed}, ExitPassed},
 		{[]ExitCode{ExitInconclusive, ExitPassed}, ExitInconclusive},
+		{[]ExitCode{ExitPartial, ExitPassed}, ExitPartial},
+		{[]ExitCode{ExitPartial, ExitInconclusive}, ExitInconclusive},
+		{[]ExitCode{ExitFailed, ExitPartial}, ExitFailed},
 		{[]ExitCode{ExitPassed, ExitFailed, ExitInconclusive}, ExitFailed}, // 1 beats 3 beats 0
 		{[]ExitCode{ExitFailed, ExitUsage}, ExitUsage},
 		{[]ExitCode{ExitFailed, ExitInterrupted}, ExitInterrupted},

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -214,4 +215,45 @@ func versionAtLeast(v string, major, minor int) bool {
 		return false
 	}
 	return ma > major || ma == major && mi >= minor
+}
+
+// NotRunReason says in a few words why a probe found the sandbox provider unavailable,
+// for the cells not run here ("bubblewrap is not installed; needs root for the
+// cgroup limits and the lease disk"): one phrase per kind of failed check, in check
+// order; "" when r is available.
+func NotRunReason(r environment.ProbeReport) string {
+	var out []string
+	add := func(s string) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, c := range r.Checks {
+		if c.OK {
+			continue
+		}
+		switch name := c.Name; {
+		case name == "os":
+			add("needs Linux")
+		case name == "bwrap" && (strings.Contains(c.Detail, "not installed") || strings.Contains(c.Detail, "no such file")):
+			add("bubblewrap is not installed")
+		case name == "bwrap":
+			add("bubblewrap 0.8 or later is needed")
+		case name == "privileges":
+			add("needs root for the cgroup limits and the lease disk")
+		case name == "namespaces":
+			add("user namespaces are not available")
+		case strings.HasPrefix(name, "cgroup") && strings.Contains(c.Detail, "without root"):
+			add("needs root for the cgroup limits and the lease disk")
+		case strings.HasPrefix(name, "cgroup"):
+			add("cannot create the lease's cgroups")
+		case name == "disk":
+			add("cannot mount the lease disk")
+		case name == "executable":
+			add("the agentproof executable is missing")
+		default:
+			add(name + ": " + c.Detail)
+		}
+	}
+	return strings.Join(out, "; ")
 }

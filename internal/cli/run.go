@@ -29,6 +29,7 @@ import (
 	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/tracing"
+	"github.com/agentproof/agentproof/verdict"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -230,9 +231,19 @@ writes what finished (the campaign was interrupted: the last line adds ", <n> no
 finished (interrupted: <s> stopped mid-attempt, <m> never started)", the line before
 it is the 'agentproof run --resume' command that continues it, and the campaign report
 covers only the cells that finished and says so) and exits 130.
-Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive,
-2 usage or configuration error, 70 internal error (a bug in agentproof, or a result
-or the campaign report could not be written), 130 interrupted.`
+A cell whose environment this machine cannot provide (the sandbox without root or
+without bubblewrap) is not run here: the campaign runs everything else, says so on a
+progress line ("not run here <cell>: <reason>"), in its last line (", N not run here
+(partial)"), in summary.md, junit.xml (skipped, with the reason) and the dashboard, and
+is partial. A selection that names such an environment (--environment) or cell (--id)
+exits 2 before anything starts instead. 'agentproof environments probe' says what this
+machine gives and how to get the rest.
+
+Exit codes: 0 all passed, 1 any failed, 3 none failed but some inconclusive, 4 partial
+(every cell that ran passed, but some selected cells were not run here: not a
+failure, never a pass of those cells), 2 usage or configuration error, 70 internal
+error (a bug in agentproof, or a result or the campaign report could not be written),
+130 interrupted.`
 
 // defaultResults is the default --results directory.
 const defaultResults = "agentproof-results"
@@ -451,7 +462,7 @@ func (a *app) finishCampaign(e campaignEnd, o runOptions) error {
 	// The campaign's cells: the selection, or, when it did not finish, the cells that
 	// did. campaign.json is then partial by its own rule (a suite lacks cells), and
 	// `agentproof report` regenerates it unchanged from its expected list.
-	ids := sum.Finished
+	ids := append(slices.Clone(sum.Finished), sum.NotRunIDs...)
 	if !sum.Partial {
 		ids = make([]string, 0, len(plan.Cells))
 		for _, cell := range plan.Cells {
@@ -468,7 +479,7 @@ func (a *app) finishCampaign(e campaignEnd, o runOptions) error {
 		interruption = &result.Interruption{Selected: sum.Selected, Stopped: stopped, NeverStarted: never, Resume: resume}
 	}
 	reportGC(sum.Executed)
-	g, genErr := report.Generate(result.CampaignOptions{ResultsRoot: e.root, CampaignID: plan.CampaignID, Catalog: e.catalog, ExpectedIDs: ids, Secrets: e.secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption})
+	g, genErr := report.Generate(result.CampaignOptions{ResultsRoot: e.root, CampaignID: plan.CampaignID, Catalog: e.catalog, ExpectedIDs: ids, Secrets: e.secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption, NotRunHere: plan.NotRunReasons()})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}
@@ -483,7 +494,7 @@ func (a *app) finishCampaign(e campaignEnd, o runOptions) error {
 	}
 	if e.finished != nil {
 		if genErr == nil {
-			e.finished.Summary.Notes = laterPassNotes(g.Campaign)
+			e.finished.Summary.Notes = append(laterPassNotes(g.Campaign), notRunNotes(plan)...)
 		}
 		if unfinished {
 			e.finished.Summary.Notes = append(e.finished.Summary.Notes, "Continue it with: "+resume)
@@ -543,6 +554,31 @@ func laterPassNotes(c *result.Campaign) []string {
 		notes = append(notes, "  "+name+": "+lp.Words())
 	}
 	return notes
+}
+
+// notRunNotes are the lines that say which selected cells plan did not run here and
+// why, one per reason with its count and environments, and where to learn more; none
+// when every selected cell ran.
+func notRunNotes(plan *campaign.Plan) []string {
+	if len(plan.NotRunHere) == 0 {
+		return nil
+	}
+	var reasons []string
+	count, envs := map[string]int{}, map[string][]string{}
+	for _, n := range plan.NotRunHere {
+		if count[n.Reason] == 0 {
+			reasons = append(reasons, n.Reason)
+		}
+		count[n.Reason]++
+		if !slices.Contains(envs[n.Reason], n.Cell.Environment.ID) {
+			envs[n.Reason] = append(envs[n.Reason], n.Cell.Environment.ID)
+		}
+	}
+	notes := []string{fmt.Sprintf("%d selected cell(s) were not run here: this machine cannot provide their environment (a partial campaign: exit %d when everything that ran passed; summary.md lists them):", len(plan.NotRunHere), verdict.ExitPartial)}
+	for _, r := range reasons {
+		notes = append(notes, fmt.Sprintf("  %d cell(s) of %s: %s", count[r], strings.Join(envs[r], ", "), r))
+	}
+	return append(notes, "  'agentproof environments probe' says what this machine gives and how to get the rest.")
 }
 
 // maxLaterPassNotes bounds the later passes the terminal names (summary.md names all).
@@ -636,12 +672,16 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// probeSandbox probes the sandbox provider (for real: a trial sandbox, the cgroup
-// controllers, a tmpfs) when a selected cell runs in a sandbox environment, before
-// anything starts: a machine that cannot run it is a configuration error (exit 2)
-// naming every missing requirement, the cells' environments and what to do. opt
-// configures the provider probed (the zero value: bwrap from PATH, this executable).
-func probeSandbox(ctx context.Context, cells []*catalog.Cell, opt sandbox.Options) error {
+// notRunHere probes, before anything starts, the sandbox provider when a cell to run
+// is in a sandbox environment (for real: a trial sandbox, the cgroup controllers, a
+// tmpfs; opt configures the provider probed, the zero value: bwrap from PATH, this
+// executable). When this machine cannot run it, those cells are not run here: it
+// returns each one's id with the reason (sandbox.NotRunReason), so that the campaign
+// runs everything else and reports them apart. A selection that names such an
+// environment (--environment) or cell (--id) is a configuration error instead (exit
+// 2, nothing started), naming every missing requirement, the environments and what
+// to do.
+func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector, opt sandbox.Options) (map[string]string, error) {
 	var envs []string
 	for _, c := range cells {
 		if environment.ProviderName(c.Environment.Provider) == environment.ProviderSandbox && !slices.Contains(envs, c.Environment.ID) {
@@ -649,18 +689,31 @@ func probeSandbox(ctx context.Context, cells []*catalog.Cell, opt sandbox.Option
 		}
 	}
 	if len(envs) == 0 {
-		return nil
+		return nil, nil
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	r := sandbox.New(opt).Probe(ctx)
 	if r.Available {
-		return nil
+		return nil, nil
 	}
-	return usageErrorf("the selected cells of environment %s need the sandbox provider, which this machine cannot run: %s "+
-		"(install bubblewrap 0.8 or later — Debian/Ubuntu: apt-get install bubblewrap —, run as root with unprivileged user namespaces enabled, "+
-		"see `agentproof environments probe`; or deselect those environments)", strings.Join(envs, ", "), strings.Join(r.Missing(), "; "))
+	why := sandbox.NotRunReason(r)
+	out := map[string]string{}
+	for _, c := range cells {
+		if !slices.Contains(envs, c.Environment.ID) {
+			continue
+		}
+		if slices.Contains(sel.Environments, c.Environment.ID) || slices.Contains(sel.IDs, c.ID) {
+			return nil, usageErrorf("the selected cells of environment %s need the sandbox provider, which this machine cannot run: %s "+
+				"(install bubblewrap 0.8 or later — Debian/Ubuntu: apt-get install bubblewrap —, and run as root for the cgroup limits and the lease disk; "+
+				"`agentproof environments probe` says what this machine gives and how to get the rest; or deselect those environments: without --environment "+
+				"or --id naming them, their cells are reported not run here and everything else runs)",
+				strings.Join(envs, ", "), strings.Join(r.Missing(), "; "))
+		}
+		out[c.ID] = why
+	}
+	return out, nil
 }
 
 // planRun plans the campaign, checks what its cells need before anything starts or is
@@ -758,17 +811,21 @@ func nothingToRun(a *app, o runOptions, plan *campaign.Plan, dir string) {
 }
 
 // prepare checks, before anything starts, what the cells to run need: with --live the
-// live providers' credentials (livePreflight), then the agent CLIs (installed when
-// missing: ensureCLIs). It returns the CLIs' binaries.
+// live providers' credentials (livePreflight), the environments this machine can
+// provide (notRunHere: the cells of the others are taken out of plan's units, not run
+// here), then the agent CLIs of the cells that will run (installed when missing:
+// ensureCLIs). It returns the CLIs' binaries.
 func (a *app) prepare(cmd *cobra.Command, plan *campaign.Plan, o runOptions) (map[string]attempt.PinnedCLI, error) {
 	if o.live {
 		if err := livePreflight(plan.UnitCells(), a.creds.lookup); err != nil {
 			return nil, err
 		}
 	}
-	if err := probeSandbox(cmd.Context(), plan.UnitCells(), sandbox.Options{}); err != nil {
+	notRun, err := notRunHere(cmd.Context(), plan.UnitCells(), o.sel, sandbox.Options{})
+	if err != nil {
 		return nil, err
 	}
+	plan.SetNotRunHere(notRun)
 	return a.ensureCLIs(cmd, plan.UnitCells(), o)
 }
 

@@ -3,19 +3,24 @@ package cli
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/verdict"
 )
 
-// TestProbeSandboxBeforeRun: a selection with a sandbox cell on a machine that cannot
-// run the sandbox (here: bubblewrap missing) is a configuration error (exit 2) that
-// names the environment, what is missing and what to do; a selection without sandbox
-// cells does not probe.
-func TestProbeSandboxBeforeRun(t *testing.T) {
+// TestNotRunHereBeforeRun: on a machine that cannot run the sandbox (here: bubblewrap
+// missing), the sandbox cells of a selection that does not name them are not run
+// here, each with the reason; a selection that names a sandbox environment
+// (--environment) or cell (--id) is a configuration error (exit 2) that names the
+// environment, what is missing and what to do; a selection without sandbox cells does
+// not probe.
+func TestNotRunHereBeforeRun(t *testing.T) {
 	t.Parallel()
 	c, err := catalog.Default()
 	if err != nil {
@@ -33,17 +38,76 @@ func TestProbeSandboxBeforeRun(t *testing.T) {
 		t.Fatal("the default catalog has no sandbox cell")
 	}
 	missing := sandbox.Options{Bwrap: filepath.Join(t.TempDir(), "no-bwrap"), Executable: filepath.Join(t.TempDir(), "agentproof")}
-	err = probeSandbox(context.Background(), append(localCells[:1:1], sandboxCells...), missing)
-	var ue *UsageError
-	if !errors.As(err, &ue) {
-		t.Fatalf("probe error %v (%T), want a *UsageError (exit 2)", err, err)
+	cells := append(localCells[:1:1], sandboxCells...)
+	notRun, err := notRunHere(context.Background(), cells, catalog.Selector{All: true}, missing)
+	if err != nil || len(notRun) != len(sandboxCells) || notRun[localCells[0].ID] != "" || !strings.Contains(notRun[sandboxCells[0].ID], "bubblewrap is not installed") {
+		t.Fatalf("--all: %v, %d of %d sandbox cells not run here: %v", err, len(notRun), len(sandboxCells), notRun[sandboxCells[0].ID])
 	}
-	for _, want := range []string{"environment sandbox", "bwrap:", "apt-get install bubblewrap", "agentproof environments probe"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("probe error %q does not say %q", err, want)
+	for _, sel := range []catalog.Selector{{Environments: []string{"sandbox"}}, {IDs: []string{sandboxCells[0].ID}}} {
+		_, err = notRunHere(context.Background(), cells, sel, missing)
+		var ue *UsageError
+		if !errors.As(err, &ue) {
+			t.Fatalf("%+v: error %v (%T), want a *UsageError (exit 2)", sel, err, err)
+		}
+		for _, want := range []string{"environment sandbox", "bwrap:", "apt-get install bubblewrap", "agentproof environments probe"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("probe error %q does not say %q", err, want)
+			}
 		}
 	}
-	if err := probeSandbox(context.Background(), localCells, missing); err != nil {
-		t.Errorf("a selection without sandbox cells was probed: %v", err)
+	if notRun, err := notRunHere(context.Background(), localCells, catalog.Selector{All: true}, missing); err != nil || notRun != nil {
+		t.Errorf("a selection without sandbox cells was probed: %v %v", notRun, err)
+	}
+}
+
+// TestRunUnprivilegedNotRunHere: the quick start's kind of selection run by an
+// unprivileged user (uid 65534, a fresh HOME): the local cells run and pass, the
+// sandbox cell — which needs root here for its cgroup limits and lease disk — is not
+// run here with that reason (progress line, last line, summary.md, JUnit skipped),
+// and the partial campaign exits 4. An explicit --environment sandbox still exits 2
+// before anything starts. (The whole default campaign is .ci/quickstart-unprivileged.sh.)
+func TestRunUnprivilegedNotRunHere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a campaign as another user")
+	}
+	t.Parallel()
+	dir, argv := asNobody(t)
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(argv[0], append(argv[1:], args...)...)
+		cmd.Dir = filepath.Join(dir, "work")
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home"), "TMPDIR=" + filepath.Join(dir, "tmp")}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	out, code := run("run", "--profile", "reference", "--case", "message-marker", "--results", "res", "--campaign", "q", "--progress", "plain")
+	reason := "needs root for the cgroup limits and the lease disk"
+	for _, want := range []string{
+		"not run here sandbox-compatibility.reference.sandbox.message-marker: " + reason,
+		"passed core-compatibility.reference.local.message-marker",
+		"Campaign q: 2/3 passed, 0 failed, 0 inconclusive, 1 not run here (partial)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != int(verdict.ExitPartial) {
+		t.Errorf("exit %d, want %d (partial)\n%s", code, verdict.ExitPartial, out)
+	}
+	for file, want := range map[string]string{"summary.md": "1 cell(s) of environment sandbox: " + reason, "junit.xml": `<skipped message="not run here: ` + reason} {
+		b, err := os.ReadFile(filepath.Join(dir, "work", "res", "q", file))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q (%v)", file, want, err)
+		}
+	}
+	out, code = run("run", "--environment", "sandbox", "--profile", "reference", "--case", "message-marker", "--results", "res2")
+	if code != int(verdict.ExitUsage) || !strings.Contains(out, "need the sandbox provider, which this machine cannot run") {
+		t.Errorf("--environment sandbox: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "work", "res2")); err == nil {
+		t.Error("--environment sandbox wrote results before refusing")
 	}
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The README's quick start as an unprivileged user (uid/gid 65534 with a HOME of its
+# own): `agentproof run --all` must run every cell this machine can run as that user —
+# every one of them passing — and report each sandbox cell "not run here" with the
+# reason (the sandbox needs root for its cgroup limits and lease disk here); the
+# campaign is partial and exits 4. On first use the run installs the pinned agent CLIs
+# with npm into that user's ~/.cache, as the README says; the HOME is kept between runs
+# under /var/tmp so that a warm machine reuses those installs. Needs root (setpriv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+work="$(mktemp -d /tmp/apquick-XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+CGO_ENABLED=0 go build -ldflags="-s -w" -o "$work/agentproof" ./cmd/agentproof
+home=/var/tmp/agentproof-unprivileged-home
+mkdir -p "$home" "$work/run"
+chown -R 65534:65534 "$home" "$work/run"
+
+start=$(date +%s)
+set +e
+# The README's command line: the environment as it is (proxy and CA settings npm
+# needs), with that user's HOME and none of root's cache or temporary directories.
+(cd "$work/run" && setpriv --reuid=65534 --regid=65534 --clear-groups \
+  env -u AGENTPROOF_AGENTS_DIR -u XDG_CACHE_HOME -u XDG_CONFIG_HOME -u XDG_DATA_HOME -u TMPDIR -u GOCACHE -u GOPATH HOME="$home" \
+  "$work/agentproof" run --all --progress plain --results res --campaign quick >"$work/out.txt" 2>"$work/err.txt")
+code=$?
+set -e
+echo "unprivileged quick start: exit $code in $(( $(date +%s) - start ))s" >&2
+tail -n 8 "$work/out.txt" >&2
+if [ "$code" -ne 4 ]; then
+  echo "the unprivileged quick start must exit 4 (partial: every cell that ran passed, the sandbox cells not run here); stderr:" >&2
+  tail -n 20 "$work/err.txt" >&2
+  exit 1
+fi
+python3 - "$work/run/res/quick/campaign.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+bad = []
+for r in c["results"]:
+    if r.get("notRunHere"):
+        if r["environmentId"] not in ("sandbox", "sandbox-hostile") or "root" not in r["notRunHere"]:
+            bad.append("%s: not run here (%s)" % (r["executionId"], r["notRunHere"]))
+    elif r["environmentId"] in ("sandbox", "sandbox-hostile"):
+        bad.append("%s: ran, though the sandbox needs root here" % r["executionId"])
+if c["failed"] or c["inconclusive"] or c["passed"] + c.get("notRun", 0) != c["selected"] or not c.get("notRun") or not c["partial"]:
+    bad.append("counts: %d passed, %d failed, %d inconclusive, %d not run here of %d (partial %s)" % (
+        c["passed"], c["failed"], c["inconclusive"], c.get("notRun", 0), c["selected"], c["partial"]))
+if bad:
+    sys.exit("unprivileged quick start:\n  " + "\n  ".join(bad))
+print("unprivileged quick start: %d local cell(s) passed, %d sandbox cell(s) not run here" % (c["passed"], c["notRun"]), file=sys.stderr)
+PY

@@ -1,0 +1,72 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentproof/agentproof/result"
+	"github.com/agentproof/agentproof/verdict"
+)
+
+// TestNotRunHereReported: a selected cell whose environment the machine could not
+// provide (no result, a reason given) is "not run here" with that reason in every
+// printer: the summary's headline and its own section, a JUnit skipped element with
+// the reason as its message, a CTRF skipped test and a dashboard card of its own
+// state; the campaign is partial, never counts it passed, and `agentproof report`
+// (no expected ids) regenerates it from campaign.json.
+func TestNotRunHereReported(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	copyDir(t, "testdata/results/camp-2", filepath.Join(root, "camp-2"), nil)
+	// This machine could not provide the daytona environment: its cell has no result.
+	if err := os.RemoveAll(filepath.Join(root, "camp-2", "core", "reference", "daytona")); err != nil {
+		t.Fatal(err)
+	}
+	cat := loadCatalog(t, nil)
+	why := "needs the Daytona API key, which is not set"
+	g, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat, ExpectedIDs: fixtureExpected,
+		NotRunHere: map[string]string{"core.reference.daytona.message-marker": why}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := g.Campaign
+	if c.NotRun != 1 || !c.Partial || c.Passed+c.Failed+c.Inconclusive+c.NotRun != c.Selected {
+		t.Fatalf("counts: %d passed, %d failed, %d inconclusive, %d not run of %d", c.Passed, c.Failed, c.Inconclusive, c.NotRun, c.Selected)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(root, "camp-2", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	summary := read(SummaryFile)
+	for _, want := range []string{"Not run here: 1", "## Not run here", "1 cell(s) of environment daytona: " + why, "- core.reference.daytona.message-marker",
+		"| core.reference.daytona.message-marker | not run here | 0 |"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, summary)
+		}
+	}
+	if junit := read(JUnitFile); !strings.Contains(junit, `<skipped message="not run here: `+why) {
+		t.Errorf("junit.xml has no skipped element with the reason:\n%s", junit)
+	}
+	if ctrf := read(CTRFFile); !strings.Contains(ctrf, `"status": "skipped"`) {
+		t.Errorf("ctrf.json has no skipped test")
+	}
+	if dash := read(DashboardFile); !strings.Contains(dash, `data-state="not-run-here"`) || !strings.Contains(dash, `id="count-not-run-here">1<`) {
+		t.Errorf("the dashboard shows no not-run card or count: %d %d", strings.Count(dash, "not-run-here"), strings.Count(dash, "count-not-run-here"))
+	}
+	// Regenerated from campaign.json alone: the same.
+	again, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: "camp-2", Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Campaign.NotRun != 1 || again.Campaign.NotRunHere["core.reference.daytona.message-marker"] != why || read(SummaryFile) != summary {
+		t.Errorf("regeneration lost the cell not run here: %d, %v", again.Campaign.NotRun, again.Campaign.NotRunHere)
+	}
+	if code := c.ExitCode(); code == verdict.ExitPassed {
+		t.Errorf("a campaign with a cell not run here exits 0")
+	}
+}
