@@ -128,7 +128,9 @@ Pinned agent CLIs ('agentproof agents install'):
 ` + pinnedSpecs() + `
 
 Exit codes: 0 passed, 1 failed, 2 usage or configuration error, 3 inconclusive
-(evidence incomplete), 70 internal error (a bug in agentproof), 130 interrupted.`),
+(evidence incomplete), 4 partial (everything that ran passed; some selected cells
+were not run here: this machine cannot provide their environment), 70 internal error
+(a bug in agentproof), 130 interrupted.`),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
