@@ -215,3 +215,27 @@ func TestCleanupReason(t *testing.T) {
 		t.Error("a confirmed cleanup has no reason")
 	}
 }
+
+// TestNotRunReason: the reason of the cells a probe's provider cannot run is the
+// distinct Needs of its failed checks in order (a failed check without Needs gives
+// its name and detail); an available report gives none.
+func TestNotRunReason(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		checks []Check
+		want   string
+	}{
+		{[]Check{{Name: "a", OK: true, Detail: "fine"}}, ""},
+		{[]Check{{Name: "bwrap", Detail: "missing", Needs: "bubblewrap is not installed"}, {Name: "k", OK: true}}, "bubblewrap is not installed"},
+		{[]Check{
+			{Name: "privileges", Detail: "uid 1000", Needs: "needs root"},
+			{Name: "cgroup memory", Detail: "v1", Needs: "needs root"},
+			{Name: "odd", Detail: "what happened"},
+			{Name: "passed", OK: true, Needs: "ignored"},
+		}, "needs root; odd: what happened"},
+	} {
+		if got := NewProbeReport(ProviderSandbox, tc.checks).NotRunReason(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.checks, got, tc.want)
+		}
+	}
+}

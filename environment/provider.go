@@ -2,6 +2,7 @@ package environment
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/agentproof/agentproof/worker"
@@ -127,11 +128,34 @@ type ProbeReport struct {
 }
 
 // Check is one probed requirement: OK, and Detail saying what was found (a version, a
-// path) or what is missing and how to get it.
+// path) or what is missing and how to get it. Needs, for a failed check, says in a
+// few words what the machine lacks ("bubblewrap is not installed"), the reason given
+// for the cells it cannot run (NotRunReason); "" for a passed check.
 type Check struct {
 	Name   string `json:"name"`
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"`
+	Needs  string `json:"needs,omitempty"`
+}
+
+// NotRunReason is why a machine whose probe found r cannot provide the provider: the
+// distinct Needs of the failed checks in check order, joined by "; " (a failed check
+// without Needs gives "name: detail"); "" when r is available.
+func (r ProbeReport) NotRunReason() string {
+	var out []string
+	for _, c := range r.Checks {
+		if c.OK {
+			continue
+		}
+		why := c.Needs
+		if why == "" {
+			why = c.Name + ": " + c.Detail
+		}
+		if !slices.Contains(out, why) {
+			out = append(out, why)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Missing returns "name: detail" of every failed check, in order.

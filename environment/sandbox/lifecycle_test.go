@@ -38,6 +38,9 @@ func TestProbe(t *testing.T) {
 	if bad.Available || !strings.Contains(strings.Join(bad.Missing(), "; "), "bwrap") {
 		t.Errorf("a missing bwrap probed as %+v", bad)
 	}
+	if why := bad.NotRunReason(); why != "bubblewrap is not installed" {
+		t.Errorf("a missing bwrap: cells not run here because %q", why)
+	}
 }
 
 // TestLifecycle: with reuseLease every launch shares HOME and /tmp; without it every

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,85 +20,149 @@ import (
 // Probe checks, on this machine and for real, everything a sandbox lease needs:
 // Linux, the bubblewrap binary and its version, root (cgroup limits and the lease
 // disk are set up on the host), that a trial sandbox with every namespace runs as the
-// sandbox user, a writable cgroup for each of memory, pids and cpu (which hierarchy
-// serves it), how a lease is killed (cgroup.kill or SIGKILL rounds), OOM detection,
-// that a tmpfs can be mounted, and the agentproof executable. A probe takes a few
-// milliseconds; it leaves nothing behind.
+// sandbox user (for a normal user too: whether unprivileged user namespaces work), a
+// writable cgroup for each of memory, pids and cpu (which hierarchy serves it, and
+// for a normal user whether a cgroup v2 subtree is delegated to them), how a lease is
+// killed (cgroup.kill or SIGKILL rounds), OOM detection, that a tmpfs can be mounted,
+// and the agentproof executable. Every failed check says what is missing in a few
+// words (Check.Needs: the reason of the cells not run here) and in Detail how to get
+// it. A probe takes a few milliseconds; it leaves nothing behind.
 func (p *Provider) Probe(ctx context.Context) environment.ProbeReport {
-	var cs []environment.Check
-	add := func(name string, ok bool, format string, a ...any) {
-		cs = append(cs, environment.Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, a...)})
-	}
+	pr := &probe{}
 	if runtime.GOOS != "linux" {
-		add("os", false, "%s: the sandbox provider needs Linux namespaces and cgroups", runtime.GOOS)
-		return environment.NewProbeReport(environment.ProviderSandbox, cs)
+		pr.fail("os", needsLinux, "%s: the sandbox provider needs Linux namespaces and cgroups", runtime.GOOS)
+		return environment.NewProbeReport(environment.ProviderSandbox, pr.checks)
 	}
 	var uts syscall.Utsname
 	_ = syscall.Uname(&uts)
-	add("kernel", true, "Linux %s", utsString(uts.Release[:]))
-
-	version := ""
-	if p.opt.Bwrap == "" {
-		add("bwrap", false, "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
-	} else if v, err := bwrapVersion(ctx, p.opt.Bwrap); err != nil {
-		add("bwrap", false, "%s: %v", p.opt.Bwrap, err)
-	} else {
-		version = v
-		ok := versionAtLeast(v, 0, 8)
-		add("bwrap", ok, "%s, bubblewrap %s%s", p.opt.Bwrap, v, map[bool]string{true: "", false: " (0.8 or later needed for --disable-userns)"}[ok])
-	}
+	pr.pass("kernel", "Linux %s", utsString(uts.Release[:]))
+	version := p.probeBwrap(ctx, pr)
 	root := os.Geteuid() == 0
 	if root {
-		add("privileges", true, "root: cgroups and the lease disk are set up on the host; agents run as uid %d, gid %d", p.opt.UID, p.opt.GID)
+		pr.pass("privileges", "root: cgroups and the lease disk are set up on the host; agents run as uid %d, gid %d", p.opt.UID, p.opt.GID)
 	} else {
-		add("privileges", false, "uid %d: the sandbox needs root on this machine to create cgroup limits and mount the lease disk", os.Geteuid())
+		pr.fail("privileges", needsRoot, "uid %d: the sandbox needs root on this machine to create cgroup limits and mount the lease disk "+
+			"(its agents run unprivileged either way); run agentproof as root for the sandbox cells", os.Geteuid())
 	}
 	if version != "" {
 		out, err := p.trial(ctx)
-		add("namespaces", err == nil, "%s", out)
+		pr.check("namespaces", err == nil, needsUserns, "%s", out)
 	}
-	sys, err := discoverCgroups()
-	if err != nil {
-		add("cgroups", false, "%v", err)
-	} else {
-		for _, c := range leaseControllers {
-			h := sys.Serve[c]
-			if h == nil {
-				add("cgroup "+c, false, "no mounted hierarchy serves %s (%s)", c, strings.Join(sys.Notes, "; "))
-				continue
-			}
-			where := fmt.Sprintf("cgroup v%d at %s", h.Version, h.ownDir())
-			if !root {
-				add("cgroup "+c, false, "%s (not writable without root)", where)
-				continue
-			}
-			err := probeCgroup(h.ownDir())
-			add("cgroup "+c, err == nil, "%s%s", where, errSuffix(err))
-		}
-		if sys.V2 != nil && root && !p.opt.NoCgroupKill && probeCgroupKill(sys.V2.ownDir()) {
-			add("kill", true, "cgroup2 cgroup.kill under %s (the whole tree at once), then confirmed empty", sys.V2.ownDir())
-		} else {
-			add("kill", true, "SIGKILL rounds over the lease's cgroup.procs until empty (no cgroup.kill); the pids limit bounds a fork race")
-		}
-		if h := sys.Serve[ctrlMemory]; h != nil {
-			file := "memory.oom_control (oom_kill)"
-			ok := h.Version == 2 || strings.Contains(readTrim(filepath.Join(h.ownDir(), "memory.oom_control")), "oom_kill ")
-			if h.Version == 2 {
-				file = "memory.events (oom_kill)"
-			}
-			add("oom detection", ok, "%s", file)
-		}
-	}
+	p.probeCgroups(pr, root)
 	if root {
 		err := probeTmpfs()
-		add("disk", err == nil, "size-capped tmpfs per lease%s", errSuffix(err))
+		pr.check("disk", err == nil, "cannot mount the lease disk (a tmpfs)", "size-capped tmpfs per lease%s", errSuffix(err))
 	}
 	if fi, err := os.Stat(p.opt.Executable); err != nil || fi.IsDir() {
-		add("executable", false, "the agentproof executable %q is missing", p.opt.Executable)
+		pr.fail("executable", "the agentproof executable is missing", "the agentproof executable %q is missing", p.opt.Executable)
 	} else {
-		add("executable", true, "%s (trampoline, init and `agentproof mcp` inside)", p.opt.Executable)
+		pr.pass("executable", "%s (trampoline, init and `agentproof mcp` inside)", p.opt.Executable)
 	}
-	return environment.NewProbeReport(environment.ProviderSandbox, cs)
+	return environment.NewProbeReport(environment.ProviderSandbox, pr.checks)
+}
+
+// What a failed check of the sandbox probe needs, in a few words (Check.Needs).
+const (
+	needsLinux  = "needs Linux"
+	needsBwrap  = "bubblewrap is not installed"
+	needsBwrap8 = "bubblewrap 0.8 or later is needed"
+	needsRoot   = "needs root for the cgroup limits and the lease disk"
+	needsUserns = "user namespaces are not available"
+	needsCgroup = "cannot create the lease's cgroups"
+)
+
+// probe collects the checks of one Probe.
+type probe struct{ checks []environment.Check }
+
+func (pr *probe) pass(name, format string, a ...any) { pr.check(name, true, "", format, a...) }
+
+func (pr *probe) fail(name, needs, format string, a ...any) {
+	pr.check(name, false, needs, format, a...)
+}
+
+// check adds a check; needs is kept for a failed one only.
+func (pr *probe) check(name string, ok bool, needs, format string, a ...any) {
+	if ok {
+		needs = ""
+	}
+	pr.checks = append(pr.checks, environment.Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, a...), Needs: needs})
+}
+
+// probeBwrap checks the bubblewrap binary and its version; it returns the version, ""
+// when bubblewrap is missing or unusable.
+func (p *Provider) probeBwrap(ctx context.Context, pr *probe) string {
+	if p.opt.Bwrap == "" {
+		pr.fail("bwrap", needsBwrap, "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+		return ""
+	}
+	v, err := bwrapVersion(ctx, p.opt.Bwrap)
+	if err != nil {
+		needs := needsBwrap8
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			needs = needsBwrap
+		}
+		pr.fail("bwrap", needs, "%s: %v (Debian/Ubuntu: apt-get install bubblewrap)", p.opt.Bwrap, err)
+		return ""
+	}
+	ok := versionAtLeast(v, 0, 8)
+	pr.check("bwrap", ok, needsBwrap8, "%s, bubblewrap %s%s", p.opt.Bwrap, v, map[bool]string{true: "", false: " (0.8 or later needed for --disable-userns)"}[ok])
+	return v
+}
+
+// probeCgroups checks a writable cgroup for each lease controller, how a lease is
+// killed and OOM detection. Without root it says whether a cgroup v2 subtree is
+// delegated to this user (the only way a normal user could get the limits) and that
+// the provider uses none.
+func (p *Provider) probeCgroups(pr *probe, root bool) {
+	sys, err := discoverCgroups()
+	if err != nil {
+		pr.fail("cgroups", needsCgroup, "%v", err)
+		return
+	}
+	for _, c := range leaseControllers {
+		h := sys.Serve[c]
+		if h == nil {
+			pr.fail("cgroup "+c, needsCgroup, "no mounted hierarchy serves %s (%s)", c, strings.Join(sys.Notes, "; "))
+			continue
+		}
+		where := fmt.Sprintf("cgroup v%d at %s", h.Version, h.ownDir())
+		if !root {
+			pr.fail("cgroup "+c, needsRoot, "%s: not writable without root (%s)", where, delegation(h))
+			continue
+		}
+		err := probeCgroup(h.ownDir())
+		pr.check("cgroup "+c, err == nil, needsCgroup, "%s%s", where, errSuffix(err))
+	}
+	if sys.V2 != nil && root && !p.opt.NoCgroupKill && probeCgroupKill(sys.V2.ownDir()) {
+		pr.pass("kill", "cgroup2 cgroup.kill under %s (the whole tree at once), then confirmed empty", sys.V2.ownDir())
+	} else {
+		pr.pass("kill", "SIGKILL rounds over the lease's cgroup.procs until empty (no cgroup.kill); the pids limit bounds a fork race")
+	}
+	if h := sys.Serve[ctrlMemory]; h != nil {
+		file := "memory.oom_control (oom_kill)"
+		ok := h.Version == 2 || strings.Contains(readTrim(filepath.Join(h.ownDir(), "memory.oom_control")), "oom_kill ")
+		if h.Version == 2 {
+			file = "memory.events (oom_kill)"
+		}
+		pr.check("oom detection", ok, "cannot detect an out-of-memory kill", "%s", file)
+	}
+}
+
+// delegation says, for a normal user, why the hierarchy h serving a lease controller
+// gives them no limits: cgroup v1 (only root creates cgroups there), or a cgroup v2
+// subtree that is not theirs, or one delegated to them, which the sandbox does not
+// use (it also mounts its lease disk on the host, which needs root). The sandbox
+// never runs without its limits.
+func delegation(h *hierarchy) string {
+	const never = "the sandbox never runs without its limits"
+	if h.Version == 1 {
+		return "cgroup v1: only root creates cgroups there; " + never
+	}
+	var st syscall.Stat_t
+	if syscall.Stat(h.ownDir(), &st) == nil && int(st.Uid) == os.Geteuid() {
+		return "this cgroup v2 subtree is delegated to this user, but the sandbox does not use a delegated subtree and mounts its lease disk on the host, which needs root; " + never
+	}
+	return "this cgroup v2 subtree is not delegated to this user; " + never
 }
 
 func errSuffix(err error) string {
@@ -215,45 +278,4 @@ func versionAtLeast(v string, major, minor int) bool {
 		return false
 	}
 	return ma > major || ma == major && mi >= minor
-}
-
-// NotRunReason says in a few words why a probe found the sandbox provider unavailable,
-// for the cells not run here ("bubblewrap is not installed; needs root for the
-// cgroup limits and the lease disk"): one phrase per kind of failed check, in check
-// order; "" when r is available.
-func NotRunReason(r environment.ProbeReport) string {
-	var out []string
-	add := func(s string) {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	for _, c := range r.Checks {
-		if c.OK {
-			continue
-		}
-		switch name := c.Name; {
-		case name == "os":
-			add("needs Linux")
-		case name == "bwrap" && (strings.Contains(c.Detail, "not installed") || strings.Contains(c.Detail, "no such file")):
-			add("bubblewrap is not installed")
-		case name == "bwrap":
-			add("bubblewrap 0.8 or later is needed")
-		case name == "privileges":
-			add("needs root for the cgroup limits and the lease disk")
-		case name == "namespaces":
-			add("user namespaces are not available")
-		case strings.HasPrefix(name, "cgroup") && strings.Contains(c.Detail, "without root"):
-			add("needs root for the cgroup limits and the lease disk")
-		case strings.HasPrefix(name, "cgroup"):
-			add("cannot create the lease's cgroups")
-		case name == "disk":
-			add("cannot mount the lease disk")
-		case name == "executable":
-			add("the agentproof executable is missing")
-		default:
-			add(name + ": " + c.Detail)
-		}
-	}
-	return strings.Join(out, "; ")
 }

@@ -676,7 +676,7 @@ func shellQuote(s string) string {
 // is in a sandbox environment (for real: a trial sandbox, the cgroup controllers, a
 // tmpfs; opt configures the provider probed, the zero value: bwrap from PATH, this
 // executable). When this machine cannot run it, those cells are not run here: it
-// returns each one's id with the reason (sandbox.NotRunReason), so that the campaign
+// returns each one's id with the reason (ProbeReport.NotRunReason), so that the campaign
 // runs everything else and reports them apart. A selection that names such an
 // environment (--environment) or cell (--id) is a configuration error instead (exit
 // 2, nothing started), naming every missing requirement, the environments and what
@@ -698,7 +698,7 @@ func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector
 	if r.Available {
 		return nil, nil
 	}
-	why := sandbox.NotRunReason(r)
+	why := r.NotRunReason()
 	out := map[string]string{}
 	for _, c := range cells {
 		if !slices.Contains(envs, c.Environment.ID) {
