@@ -481,69 +481,56 @@ func firstDuplicate[T any](items []*T, id func(*T) string) string {
 func (m *Memory) rebuild() {
 	st := m.st
 	ix := indexes{
-		actors: map[string]*Actor{}, tasks: map[string]*Task{}, outOfScope: map[string]bool{},
-		docs: map[[2]string]*Document{}, revisionDoc: map[string]*Document{},
-		interactions: map[string]*Interaction{}, approvals: map[string]*Approval{},
-		services: map[string]*WorkspaceService{}, runs: map[string]*Run{}, runIdx: map[string]*runIndex{},
-		idem: map[[2]string]*IdempotencyRecord{}, skillSlugs: map[string]bool{},
-		blobs: map[string]*Blob{}, files: map[fileKey]*ManagedFile{}, fileIDs: map[string]*ManagedFile{},
-		conflicts: map[string]*FileConflict{}, receipts: map[string]*HomeReceipt{}, boardIdem: map[string]*BoardIdempotencyRecord{},
-	}
-	for _, b := range st.Blobs {
-		ix.blobs[b.SHA256] = b
-	}
-	for _, f := range st.Files {
-		ix.files[fileKey{f.Scope, f.OwnerID, f.Path}] = f
-		ix.fileIDs[f.ID] = f
-	}
-	for _, c := range st.FileConflicts {
-		ix.conflicts[c.ID] = c
-	}
-	for _, r := range st.HomeReceipts {
-		ix.receipts[r.RunID] = r
-	}
-	for _, r := range st.BoardIdempotency {
-		ix.boardIdem[r.Key] = r
-	}
-	for _, a := range st.Actors {
-		ix.actors[a.ID] = a
-	}
-	for _, t := range st.Tasks {
-		ix.tasks[t.ID] = t
-	}
-	for _, id := range st.OutOfScopeTaskIDs {
-		ix.outOfScope[id] = true
+		actors:       indexBy(st.Actors, func(a *Actor) string { return a.ID }),
+		tasks:        indexBy(st.Tasks, func(t *Task) string { return t.ID }),
+		outOfScope:   setOf(st.OutOfScopeTaskIDs, func(id string) string { return id }),
+		docs:         indexBy(st.Documents, func(d *Document) [2]string { return [2]string{d.TaskID, d.Key} }),
+		revisionDoc:  map[string]*Document{},
+		interactions: indexBy(st.Interactions, func(in *Interaction) string { return in.ID }),
+		approvals:    indexBy(st.Approvals, func(a *Approval) string { return a.ID }),
+		services:     indexBy(st.WorkspaceServices, func(s *WorkspaceService) string { return s.ID }),
+		runs:         indexBy(st.Runs, func(r *Run) string { return r.ID }),
+		runIdx:       map[string]*runIndex{},
+		idem:         indexBy(st.Idempotency, func(r *IdempotencyRecord) [2]string { return [2]string{r.Scope, r.Key} }),
+		skillSlugs:   setOf(st.Skills, func(s *Skill) string { return s.Slug }),
+		blobs:        indexBy(st.Blobs, func(b *Blob) string { return b.SHA256 }),
+		files:        indexBy(st.Files, func(f *ManagedFile) fileKey { return fileKey{f.Scope, f.OwnerID, f.Path} }),
+		fileIDs:      indexBy(st.Files, func(f *ManagedFile) string { return f.ID }),
+		conflicts:    indexBy(st.FileConflicts, func(c *FileConflict) string { return c.ID }),
+		receipts:     indexBy(st.HomeReceipts, func(r *HomeReceipt) string { return r.RunID }),
+		boardIdem:    indexBy(st.BoardIdempotency, func(r *BoardIdempotencyRecord) string { return r.Key }),
 	}
 	for _, d := range st.Documents {
-		ix.docs[[2]string{d.TaskID, d.Key}] = d
 		for _, r := range d.Revisions {
 			ix.revisionDoc[r.ID] = d
 		}
 	}
-	for _, in := range st.Interactions {
-		ix.interactions[in.ID] = in
-	}
-	for _, a := range st.Approvals {
-		ix.approvals[a.ID] = a
-	}
-	for _, s := range st.WorkspaceServices {
-		ix.services[s.ID] = s
-	}
-	for _, s := range st.Skills {
-		ix.skillSlugs[s.Slug] = true
-	}
 	for _, r := range st.Runs {
-		ix.runs[r.ID] = r
 		ri := newRunIndex()
 		for i, raw := range r.Events {
 			ri.add(raw, i)
 		}
 		ix.runIdx[r.ID] = ri
 	}
-	for _, rec := range st.Idempotency {
-		ix.idem[[2]string{rec.Scope, rec.Key}] = rec
-	}
 	m.idx = ix
+}
+
+// indexBy maps every element of list by its key; a later element wins a shared key.
+func indexBy[K comparable, V any](list []V, key func(V) K) map[K]V {
+	ix := make(map[K]V, len(list))
+	for _, v := range list {
+		ix[key(v)] = v
+	}
+	return ix
+}
+
+// setOf is the set of the keys of list's elements.
+func setOf[K comparable, V any](list []V, key func(V) K) map[K]bool {
+	set := make(map[K]bool, len(list))
+	for _, v := range list {
+		set[key(v)] = true
+	}
+	return set
 }
 
 func newRunIndex() *runIndex {

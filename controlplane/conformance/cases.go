@@ -361,20 +361,11 @@ func case18(ctx context.Context, h Harness) error {
 	if _, err := e.cmd("run-1", "k1", "request_review", map[string]any{"summary": "please review"}); err != nil {
 		return noErr(err, "request_review")
 	}
-	before, err := e.p.Serialize(ctx)
-	if err != nil {
+	if err := e.failsUnchanged(ctx, controlplane.CodeTaskTransitionIllegal, "a failed command", func() error {
+		_, err := e.cmd("run-1", "k2", "request_review", map[string]any{"summary": "again"})
 		return err
-	}
-	_, err = e.cmd("run-1", "k2", "request_review", map[string]any{"summary": "again"})
-	if err := wantCode(err, controlplane.CodeTaskTransitionIllegal); err != nil {
+	}); err != nil {
 		return err
-	}
-	after, err := e.p.Serialize(ctx)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(before, after) {
-		return failf("a failed command changed the serialized state")
 	}
 	st, err := e.snap()
 	if err != nil {
@@ -564,20 +555,11 @@ func case24(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	before, err := e.p.Serialize(ctx)
-	if err != nil {
+	if err := e.failsUnchanged(ctx, controlplane.CodeSemanticCommandInvalid, "an invalid command", func() error {
+		_, err := e.cmd("run-1", "k1", "create_task", map[string]any{"title": ""})
 		return err
-	}
-	_, err = e.cmd("run-1", "k1", "create_task", map[string]any{"title": ""})
-	if err := wantCode(err, controlplane.CodeSemanticCommandInvalid); err != nil {
+	}); err != nil {
 		return err
-	}
-	after, err := e.p.Serialize(ctx)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(before, after) {
-		return failf("an invalid command changed the serialized state")
 	}
 	valid := map[string]any{"title": "Child"}
 	_, err = e.cmd("run-1", "k2", "create_task", valid)
@@ -838,12 +820,47 @@ func (e *env) terminalEvent(source string, seq int64, disposition controlplane.W
 	return noErr(err, "append run.terminal")
 }
 
+// failsUnchanged runs op, which must fail with code, and checks that the serialized
+// state is byte for byte what it was before; what names op in the failure.
+func (e *env) failsUnchanged(ctx context.Context, code controlplane.Code, what string, op func() error) error {
+	before, err := e.p.Serialize(ctx)
+	if err != nil {
+		return err
+	}
+	if err := wantCode(op(), code); err != nil {
+		return err
+	}
+	after, err := e.p.Serialize(ctx)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(before, after) {
+		return failf("%s changed the serialized state", what)
+	}
+	return nil
+}
+
+// openTerminal opens run-1 on task-1 of seed from source-a and commits its run.terminal
+// event (sequence 1, a succeeded run with disposition).
+func openTerminal(ctx context.Context, h Harness, seed controlplane.Seed, disposition controlplane.WorkDisposition) (*env, error) {
+	e, err := openSource(ctx, h, seed, "source-a")
+	if err != nil {
+		return nil, err
+	}
+	return e, e.terminalEvent("source-a", 1, disposition)
+}
+
+// complete completes the active run with a succeeded terminal, disposition and summary.
+func (e *env) complete(ctx context.Context, disposition controlplane.WorkDisposition, summary string) error {
+	return e.p.CompleteRun(ctx, completion(disposition, summary, controlplane.RunSucceeded))
+}
+
 func case32(ctx context.Context, h Harness) error {
 	e, err := openSource(ctx, h, controlplane.Seed{Faults: []*controlplane.FaultRule{{ID: "fault-1", Operation: "complete_run", Effect: "retryable_error", Remaining: 1, Code: "scripted_retryable_error"}}}, "source-a")
 	if err != nil {
 		return err
 	}
-	if err := wantCode(e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "finished", controlplane.RunSucceeded)), controlplane.CodeTerminalEventMissing); err != nil {
+	if err := wantCode(e.complete(ctx, controlplane.WorkDone, "finished"), controlplane.CodeTerminalEventMissing); err != nil {
 		return err
 	}
 	if err := e.terminalEvent("source-a", 1, controlplane.WorkDone); err != nil {
@@ -875,7 +892,7 @@ func case33(ctx context.Context, h Harness) error {
 	if err := e.terminalEvent("source-a", 1, controlplane.WorkDone); err != nil {
 		return err
 	}
-	if err := e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "finished", controlplane.RunSucceeded)); err != nil {
+	if err := e.complete(ctx, controlplane.WorkDone, "finished"); err != nil {
 		return noErr(err, "completeRun")
 	}
 	st, err := e.snap()
@@ -899,48 +916,39 @@ func case33(ctx context.Context, h Harness) error {
 }
 
 func case34(ctx context.Context, h Harness) error {
-	e, err := openSource(ctx, h, controlplane.Seed{
+	e, err := openTerminal(ctx, h, controlplane.Seed{
 		Tasks:    []*controlplane.Task{task("task-1", controlplane.TaskTodo, "actor-1"), task("task-2", controlplane.TaskTodo, "")},
 		Blockers: []*controlplane.Blocker{{ID: "b-1", TaskID: "task-1", BlockedByTaskID: "task-2", CreatedAt: "2026-08-09T00:00:00.000Z"}},
-	}, "source-a")
+	}, controlplane.WorkDone)
 	if err != nil {
 		return err
 	}
-	if err := e.terminalEvent("source-a", 1, controlplane.WorkDone); err != nil {
-		return err
-	}
-	return wantCode(e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "finished", controlplane.RunSucceeded)), controlplane.CodeTerminalReconciliationFailed)
+	return wantCode(e.complete(ctx, controlplane.WorkDone, "finished"), controlplane.CodeTerminalReconciliationFailed)
 }
 
 func case35(ctx context.Context, h Harness) error {
-	e, err := openSource(ctx, h, defaultSeed, "source-a")
+	e, err := openTerminal(ctx, h, defaultSeed, controlplane.WorkDone)
 	if err != nil {
 		return err
 	}
-	if err := e.terminalEvent("source-a", 1, controlplane.WorkDone); err != nil {
-		return err
-	}
-	if err := e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "finished", controlplane.RunSucceeded)); err != nil {
+	if err := e.complete(ctx, controlplane.WorkDone, "finished"); err != nil {
 		return noErr(err, "completeRun")
 	}
-	if err := e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "finished", controlplane.RunSucceeded)); err != nil {
+	if err := e.complete(ctx, controlplane.WorkDone, "finished"); err != nil {
 		return noErr(err, "identical completeRun")
 	}
 	if err := e.wantLastDecision("complete_run", "duplicate", "terminal_result_already_committed"); err != nil {
 		return err
 	}
-	return wantCode(e.p.CompleteRun(ctx, completion(controlplane.WorkDone, "mutated summary", controlplane.RunSucceeded)), controlplane.CodeNativeResultReplayConflict)
+	return wantCode(e.complete(ctx, controlplane.WorkDone, "mutated summary"), controlplane.CodeNativeResultReplayConflict)
 }
 
 func case36(ctx context.Context, h Harness) error {
-	e, err := openSource(ctx, h, defaultSeed, "source-a")
+	e, err := openTerminal(ctx, h, defaultSeed, controlplane.WorkYielded)
 	if err != nil {
 		return err
 	}
-	if err := e.terminalEvent("source-a", 1, controlplane.WorkYielded); err != nil {
-		return err
-	}
-	if err := e.p.CompleteRun(ctx, completion(controlplane.WorkYielded, "more later", controlplane.RunSucceeded)); err != nil {
+	if err := e.complete(ctx, controlplane.WorkYielded, "more later"); err != nil {
 		return noErr(err, "completeRun")
 	}
 	st, err := e.snap()
