@@ -61,20 +61,12 @@ func blobBytes(ctx context.Context, c *store.Company, sha string, size int64) ([
 	return data, nil
 }
 
-func (s *Server) retryRun(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) retryRun(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	in, _ := json.Marshal(map[string]string{"runId": r.PathValue("run")})
 	return c.ApplyBoard(ctx, controlplane.BoardOp{Kind: controlplane.BoardRetryRun, Input: in, IdempotencyKey: idempotencyKey(r)})
 }
 
-func (s *Server) uploadBlob(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) uploadBlob(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	b, err := readBody(r)
 	if err != nil {
 		return nil, err
@@ -101,11 +93,7 @@ func agentTask(st controlplane.State, p principal) string {
 	return ""
 }
 
-func (s *Server) downloadBlob(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) downloadBlob(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
 	sha := r.PathValue("sha256")
 	if !controlplane.ValidSHA256(sha) {
 		return nil, &controlplane.Error{Code: controlplane.CodeBlobInvalid, Message: fmt.Sprintf("%q is not a SHA-256 of 64 lower-case hex digits", clipText(sha, 80))}
@@ -143,11 +131,7 @@ func (s *Server) downloadBlob(ctx context.Context, r *http.Request, p principal)
 	return download{data: data, sha256: sha, contentType: contentType}, nil
 }
 
-func (s *Server) listFiles(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) listFiles(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
 	q := r.URL.Query()
 	scope, owner := controlplane.FileScope(q.Get("scope")), q.Get("owner")
 	if scope != "" && !slices.Contains(controlplane.FileScopes, scope) {
@@ -228,11 +212,7 @@ func (s *Server) artifactContent(ctx context.Context, r *http.Request, p princip
 	return nil, &controlplane.Error{Code: controlplane.CodeFileMissing, Message: "artifact " + id + " does not exist"}
 }
 
-func (s *Server) homeReceipts(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) homeReceipts(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	q := r.URL.Query()
 	// Read in place and encoded under the state's lock: no copy of the whole state.
 	b, err := c.ReadJSON(ctx, func(st *controlplane.State) (any, error) {

@@ -66,8 +66,8 @@ func (s *Server) table() []route {
 		{method: "POST", pattern: "/api/companies", board: true, request: api.CreateCompanyRequest{}, response: api.Company{}, status: 201, summary: "create a company", h: s.createCompany},
 		{method: "GET", pattern: "/api/companies", board: true, response: api.CompanyList{}, status: 200, summary: "list companies", h: s.listCompanies},
 		{method: "POST", pattern: "/api/companies/{company}/secrets", board: true, request: api.CreateSecretRequest{}, response: api.SecretRef{}, status: 201, summary: "store a secret (the value is never returned)", h: s.createSecret},
-		{method: "POST", pattern: "/api/companies/{company}/start", board: true, status: 204, summary: "start the company's control plane", h: s.start},
-		{method: "POST", pattern: "/api/companies/{company}/stop", board: true, status: 204, summary: "stop the company's control plane", h: s.stop},
+		{method: "POST", pattern: "/api/companies/{company}/start", board: true, status: 204, summary: "start the company's control plane", h: s.inCompany(s.start)},
+		{method: "POST", pattern: "/api/companies/{company}/stop", board: true, status: 204, summary: "stop the company's control plane", h: s.inCompany(s.stop)},
 		{method: "POST", pattern: "/api/companies/{company}/agents", board: true, request: api.CreateAgentRequest{}, response: api.BoardResult{}, status: 201, summary: "create an agent", idempotent: true,
 			h: boardOp(controlplane.BoardCreateAgent, func() any { return &api.CreateAgentRequest{} })},
 		{method: "POST", pattern: "/api/companies/{company}/projects", board: true, request: api.CreateProjectRequest{}, response: api.BoardResult{}, status: 201, summary: "create a project", idempotent: true,
@@ -94,22 +94,22 @@ func (s *Server) table() []route {
 			h: boardOp(controlplane.BoardDecideApproval, func() any { return &api.DecideApprovalRequest{} })},
 		{method: "POST", pattern: "/api/companies/{company}/runs/{run}/retry", board: true, response: api.BoardResult{}, status: 201,
 			summary: "Retry a failed or interrupted run: its task returns to todo and its agent gets a retry wake (payload retryOf); the result's id is the wake", idempotent: true,
-			h: s.retryRun},
+			h: s.inCompany(s.retryRun)},
 		{method: "POST", pattern: "/api/companies/{company}/blobs", request: rawBytes{}, response: api.BlobRef{}, status: 201,
-			summary: "upload bytes (at most " + strconv.Itoa(api.MaxFileBytes) + "), stored by their SHA-256; board or agent token", idempotent: true, h: s.uploadBlob},
+			summary: "upload bytes (at most " + strconv.Itoa(api.MaxFileBytes) + "), stored by their SHA-256; board or agent token", idempotent: true, h: s.inCompany(s.uploadBlob)},
 		{method: "GET", pattern: "/api/companies/{company}/blobs/{sha256}", response: rawBytes{}, status: 200, more: []int{206},
-			summary: "download stored bytes by SHA-256 (Range requests; an agent only those of the files and artifacts it may read)", h: s.downloadBlob},
+			summary: "download stored bytes by SHA-256 (Range requests; an agent only those of the files and artifacts it may read)", h: s.inCompany(s.downloadBlob)},
 		{method: "PUT", pattern: "/api/companies/{company}/files", board: true, request: api.PutFileRequest{}, response: api.BoardResult{}, status: 200,
 			summary: "write a managed file (scope company or agent_home) to an uploaded blob; expectedSha256 guards a lost update", idempotent: true,
 			h: boardOp(controlplane.BoardPutFile, func() any { return &api.PutFileRequest{} })},
 		{method: "GET", pattern: "/api/companies/{company}/files", response: api.FileList{}, status: 200,
-			summary: "list managed files (query scope, owner); an agent sees the company's files and its own home", h: s.listFiles},
+			summary: "list managed files (query scope, owner); an agent sees the company's files and its own home", h: s.inCompany(s.listFiles)},
 		{method: "GET", pattern: "/api/companies/{company}/files/{file}/content", response: rawBytes{}, status: 200, more: []int{206},
 			summary: "download a managed file (Range requests)", h: s.fileContent},
 		{method: "GET", pattern: "/api/companies/{company}/artifacts/{artifact}/content", response: rawBytes{}, status: 200, more: []int{206},
 			summary: "download an artifact's bytes (Range requests; an agent only its own task's)", h: s.artifactContent},
 		{method: "GET", pattern: "/api/companies/{company}/home-receipts", board: true, response: api.HomeReceiptList{}, status: 200,
-			summary: "list agent home save receipts (query actor, run)", h: s.homeReceipts},
+			summary: "list agent home save receipts (query actor, run)", h: s.inCompany(s.homeReceipts)},
 		{method: "GET", pattern: "/api/companies/{company}/file-conflicts", board: true, response: api.FileConflictList{}, status: 200,
 			summary: "list agent home file conflicts (query actor, status)", h: s.fileConflicts},
 		{method: "POST", pattern: "/api/companies/{company}/file-conflicts/{conflict}/resolve", board: true, request: api.ResolveFileConflictRequest{}, response: api.BoardResult{}, status: 200,
@@ -117,23 +117,23 @@ func (s *Server) table() []route {
 			h: boardOp(controlplane.BoardResolveFileConflict, func() any { return &api.ResolveFileConflictRequest{} })},
 		{method: "GET", pattern: "/api/companies/{company}/wakes", board: true, response: api.WakeList{}, status: 200, summary: "list scheduled wakes (query dueBy)", h: s.listWakes},
 		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/calls", board: true, response: api.AgentCallList{}, status: 200,
-			summary: "the run's agent calls as the server saw them, in order (discovery reads, commands, uploads, protocol); kept in the serving process only", h: s.runCalls},
-		{method: "GET", pattern: "/api/companies/{company}/decisions", board: true, response: api.DecisionList{}, status: 200, summary: "list decision records", h: s.decisions},
+			summary: "the run's agent calls as the server saw them, in order (discovery reads, commands, uploads, protocol); kept in the serving process only", h: s.inCompany(s.runCalls)},
+		{method: "GET", pattern: "/api/companies/{company}/decisions", board: true, response: api.DecisionList{}, status: 200, summary: "list decision records", h: s.inCompany(s.decisions)},
 		{method: "GET", pattern: "/api/changes", board: true, response: api.Changes{}, status: 200,
 			summary: "the instance's change sequence number; with after and waitMs (at most " + strconv.Itoa(api.MaxChangesWaitMs) + ") it answers once the number is above after or the wait passed (long-poll)", h: s.changes},
-		{method: "GET", pattern: "/api/companies/{company}/state", board: true, response: json.RawMessage{}, status: 200, summary: "the serialized state (canonical JSON)", h: s.state},
-		{method: "GET", pattern: "/api/companies/{company}/snapshot", board: true, response: json.RawMessage{}, status: 200, summary: "the state as a JSON object", h: s.snapshot},
-		{method: "POST", pattern: "/api/companies/{company}/runs", board: true, request: controlplane.OpenInput{}, response: controlplane.RunContext{}, status: 201, summary: "open (check out) a run; returns its context", h: s.openRun},
-		{method: "POST", pattern: "/api/companies/{company}/checkouts", board: true, request: controlplane.OpenInput{}, status: 204, summary: "open (check out) a run without reading its context", h: s.checkout},
-		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/context", response: controlplane.RunContext{}, status: 200, summary: "a run's context", h: s.runContext},
-		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/documents", response: api.DocumentList{}, status: 200, summary: "the documents of the run's active task, every revision", h: s.runDocuments},
-		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/events", response: controlplane.Replay{}, status: 200, summary: "replay PRP events (query sourceInstanceId, afterSourceSeq, limit)", h: s.replay},
-		{method: "POST", pattern: "/api/companies/{company}/events", request: json.RawMessage{}, response: controlplane.Receipt{}, status: 200, summary: "append a PRP or native run event", h: s.appendEvent},
+		{method: "GET", pattern: "/api/companies/{company}/state", board: true, response: json.RawMessage{}, status: 200, summary: "the serialized state (canonical JSON)", h: s.inCompany(s.state)},
+		{method: "GET", pattern: "/api/companies/{company}/snapshot", board: true, response: json.RawMessage{}, status: 200, summary: "the state as a JSON object", h: s.inCompany(s.snapshot)},
+		{method: "POST", pattern: "/api/companies/{company}/runs", board: true, request: controlplane.OpenInput{}, response: controlplane.RunContext{}, status: 201, summary: "open (check out) a run; returns its context", h: s.inCompany(s.openRun)},
+		{method: "POST", pattern: "/api/companies/{company}/checkouts", board: true, request: controlplane.OpenInput{}, status: 204, summary: "open (check out) a run without reading its context", h: s.inCompany(s.checkout)},
+		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/context", response: controlplane.RunContext{}, status: 200, summary: "a run's context", h: s.inCompany(s.runContext)},
+		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/documents", response: api.DocumentList{}, status: 200, summary: "the documents of the run's active task, every revision", h: s.inCompany(s.runDocuments)},
+		{method: "GET", pattern: "/api/companies/{company}/runs/{run}/events", response: controlplane.Replay{}, status: 200, summary: "replay PRP events (query sourceInstanceId, afterSourceSeq, limit)", h: s.inCompany(s.replay)},
+		{method: "POST", pattern: "/api/companies/{company}/events", request: json.RawMessage{}, response: controlplane.Receipt{}, status: 200, summary: "append a PRP or native run event", h: s.inCompany(s.appendEvent)},
 		{method: "POST", pattern: "/api/companies/{company}/commands", request: api.CommandRequest{}, response: controlplane.CommandResult{}, status: 200, summary: "apply a semantic command", h: s.applyCommand},
 		{method: "POST", pattern: "/api/companies/{company}/commands/try", request: api.CommandRequest{}, response: controlplane.CommandOutcome{}, status: 200, summary: "apply a semantic command; state-machine errors folded into the outcome", h: s.tryCommand},
-		{method: "POST", pattern: completePattern, request: json.RawMessage{}, status: 204, summary: "complete a run (after the run ended, its agent token is accepted only for an identical retry of the completion)", h: s.complete},
-		{method: "GET", pattern: "/api/companies/{company}/session/checkpoint", response: api.Checkpoint{}, status: 200, summary: "the active run's session checkpoint", h: s.loadCheckpoint},
-		{method: "PUT", pattern: "/api/companies/{company}/session/checkpoint", request: json.RawMessage{}, status: 204, summary: "store the active run's session checkpoint", h: s.checkpoint},
+		{method: "POST", pattern: completePattern, request: json.RawMessage{}, status: 204, summary: "complete a run (after the run ended, its agent token is accepted only for an identical retry of the completion)", h: s.inCompany(s.complete)},
+		{method: "GET", pattern: "/api/companies/{company}/session/checkpoint", response: api.Checkpoint{}, status: 200, summary: "the active run's session checkpoint", h: s.inCompany(s.loadCheckpoint)},
+		{method: "PUT", pattern: "/api/companies/{company}/session/checkpoint", request: json.RawMessage{}, status: 204, summary: "store the active run's session checkpoint", h: s.inCompany(s.checkpoint)},
 	}
 }
 
@@ -411,6 +411,21 @@ func (s *Server) pathCompany(r *http.Request) (*store.Company, error) {
 	return s.company(r.PathValue("company"))
 }
 
+// companyHandler answers a route of one company, the path's.
+type companyHandler func(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error)
+
+// inCompany is the preamble of every route under /api/companies/{company}: it resolves
+// the path's company (an error when this server does not serve it), then runs h.
+func (s *Server) inCompany(h companyHandler) func(ctx context.Context, r *http.Request, p principal) (any, error) {
+	return func(ctx context.Context, r *http.Request, p principal) (any, error) {
+		c, err := s.pathCompany(r)
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, r, p, c)
+	}
+}
+
 // pathState answers the path's company and a snapshot of its state (the
 // preamble of every read-only route over the company's state).
 func (s *Server) pathState(ctx context.Context, r *http.Request) (*store.Company, controlplane.State, error) {
@@ -481,19 +496,11 @@ func (s *Server) createSecret(ctx context.Context, r *http.Request, _ principal)
 	return s.PutSecret(ctx, r.PathValue("company"), req)
 }
 
-func (s *Server) start(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) start(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	return nil, c.Start(ctx)
 }
 
-func (s *Server) stop(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) stop(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	return nil, c.Stop(ctx)
 }
 
@@ -563,18 +570,11 @@ func (s *Server) listWakes(ctx context.Context, r *http.Request, _ principal) (a
 }
 
 // runCalls answers the run's agent-call ledger (calls.go).
-func (s *Server) runCalls(_ context.Context, r *http.Request, _ principal) (any, error) {
-	if _, err := s.pathCompany(r); err != nil {
-		return nil, err
-	}
+func (s *Server) runCalls(_ context.Context, r *http.Request, _ principal, _ *store.Company) (any, error) {
 	return s.calls.list(r.PathValue("company"), r.PathValue("run")), nil
 }
 
-func (s *Server) decisions(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) decisions(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	ds, err := c.DecisionRecords(ctx)
 	if err != nil {
 		return nil, err
@@ -582,11 +582,7 @@ func (s *Server) decisions(ctx context.Context, r *http.Request, _ principal) (a
 	return api.DecisionList{Decisions: ds}, nil
 }
 
-func (s *Server) state(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) state(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	b, err := c.Serialize(ctx)
 	return rawBody(b), err
 }
@@ -613,11 +609,7 @@ func (s *Server) getConversation(ctx context.Context, r *http.Request, _ princip
 	return cv, nil
 }
 
-func (s *Server) snapshot(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) snapshot(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	b, err := c.SnapshotJSON(ctx)
 	if err != nil {
 		return nil, err
@@ -625,11 +617,7 @@ func (s *Server) snapshot(ctx context.Context, r *http.Request, _ principal) (an
 	return rawBody(b), nil
 }
 
-func (s *Server) openRun(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) openRun(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	var in controlplane.OpenInput
 	if err := decodeBody(r, &in); err != nil {
 		return nil, err
@@ -637,11 +625,7 @@ func (s *Server) openRun(ctx context.Context, r *http.Request, _ principal) (any
 	return c.OpenFixtureRun(ctx, in)
 }
 
-func (s *Server) checkout(ctx context.Context, r *http.Request, _ principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) checkout(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	var in controlplane.OpenInput
 	if err := decodeBody(r, &in); err != nil {
 		return nil, err
@@ -684,11 +668,7 @@ func (s *Server) activeRunFor(ctx context.Context, c *store.Company, p principal
 	return s.agentRun(ctx, c, p, run)
 }
 
-func (s *Server) runContext(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) runContext(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
 	if err := s.agentRun(ctx, c, p, r.PathValue("run")); err != nil {
 		return nil, err
 	}
@@ -697,11 +677,7 @@ func (s *Server) runContext(ctx context.Context, r *http.Request, p principal) (
 
 // runDocuments lists the documents of run's active task (the read side of write_document
 // for agents, which may not read the snapshot), in creation order.
-func (s *Server) runDocuments(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) runDocuments(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
 	run := r.PathValue("run")
 	if err := s.agentRun(ctx, c, p, run); err != nil {
 		return nil, err
@@ -723,11 +699,7 @@ func (s *Server) runDocuments(ctx context.Context, r *http.Request, p principal)
 	return out, nil
 }
 
-func (s *Server) replay(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) replay(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
 	run := r.PathValue("run")
 	if err := s.agentRun(ctx, c, p, run); err != nil {
 		return nil, err
@@ -763,11 +735,7 @@ func runOf(b []byte) string {
 	return h.RunID
 }
 
-func (s *Server) appendEvent(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) appendEvent(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
 	b, err := readBody(r)
 	if err != nil {
 		return nil, err
@@ -827,11 +795,7 @@ func (s *Server) tryCommand(ctx context.Context, r *http.Request, p principal) (
 	return c.TryApplyCommand(ctx, env)
 }
 
-func (s *Server) complete(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) complete(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
 	b, err := readBody(r)
 	if err != nil {
 		return nil, err
@@ -857,11 +821,7 @@ func (s *Server) complete(ctx context.Context, r *http.Request, p principal) (an
 	return nil, err
 }
 
-func (s *Server) loadCheckpoint(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) loadCheckpoint(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
 	if err := s.activeRunFor(ctx, c, p); err != nil {
 		return nil, err
 	}
@@ -872,11 +832,7 @@ func (s *Server) loadCheckpoint(ctx context.Context, r *http.Request, p principa
 	return api.Checkpoint{Checkpoint: cp}, nil
 }
 
-func (s *Server) checkpoint(ctx context.Context, r *http.Request, p principal) (any, error) {
-	c, err := s.pathCompany(r)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) checkpoint(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
 	if err := s.activeRunFor(ctx, c, p); err != nil {
 		return nil, err
 	}
