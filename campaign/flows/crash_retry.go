@@ -18,15 +18,21 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-func init() {
-	register(Flow{
+func init() { register(crashFlow("crash_retry", playCrashRetry)) }
+
+// crashFlow is the registry entry of a crash flow called name: run 1 waits on the
+// case's readiness file (workspaceFile) until something is killed, and a retry of the
+// killed run finishes the task, so the reference script has one turn fewer than the
+// runs and the control plane runs in a server process of its own.
+func crashFlow(name catalog.Flow, play func(context.Context, *Session) Outcome) Flow {
+	return Flow{
 		FlowContract: catalog.FlowContract{
-			Name: "crash_retry", RetriesKilledRun: true,
+			Name: name, RetriesKilledRun: true,
 			Needs: []catalog.Need{{Field: catalog.FieldWorkspaceFile, What: "the readiness file"}},
 		},
-		Play:          playCrashRetry,
+		Play:          play,
 		ServerProcess: restartsOrCrashes,
-	})
+	}
 }
 
 // playCrashRetry is flow crash_retry (docs/files.md "Crash and Retry"): run 1 must signal that it is waiting — it writes its run id to
@@ -40,19 +46,8 @@ func init() {
 // never signalled (a harness fault); an agent that never waits is the candidate's
 // problem; a board that binds no retry is a harness fault.
 func playCrashRetry(ctx context.Context, s *Session) Outcome {
-	var out Outcome
-	rel := s.Rendered.WorkspaceFile
-	if rel == "" {
-		out.Err = permanent(errors.New("flow crash_retry needs the case's workspaceFile (the readiness file)"))
-		return out
-	}
-	rec, err := waitReady(ctx, s, rel)
-	if err != nil {
-		out.Err = err
-		return out
-	}
-	if rec == nil {
-		out.Problems = append(out.Problems, fmt.Sprintf("run 1 ended before the agent wrote its run id to %s and waited", rel))
+	rel, rec, out, done := readyRun(ctx, s, "crash_retry")
+	if done {
 		return out
 	}
 	l := rec.Launch
@@ -77,7 +72,36 @@ func playCrashRetry(ctx context.Context, s *Session) Outcome {
 		out.Err = permanent(fmt.Errorf("the killed run %s ended %s (run 1 is %s), not failed", rec.RunID, crashed.Status, crashed.ID))
 		return out
 	}
-	pressed, err := releaseAndRetry(ctx, s, rel, crashed.ID, "killed")
+	return releaseAndRetry(ctx, s, out, rel, crashed.ID, "killed")
+}
+
+// readyRun is the start the crash flows share: the case's readiness file and run 1's
+// record once its agent waits (waitReady). done says out is the flow's outcome
+// already: a harness fault (flow names the flow when the case has no readiness file),
+// or a problem when run 1 ended before its agent waited.
+func readyRun(ctx context.Context, s *Session, flow string) (rel string, rec *api.HeartbeatRun, out Outcome, done bool) {
+	rel = s.Rendered.WorkspaceFile
+	if rel == "" {
+		out.Err = permanent(fmt.Errorf("flow %s needs the case's workspaceFile (the readiness file)", flow))
+		return rel, nil, out, true
+	}
+	rec, err := waitReady(ctx, s, rel)
+	if err != nil {
+		out.Err = err
+		return rel, nil, out, true
+	}
+	if rec == nil {
+		out.Problems = append(out.Problems, fmt.Sprintf("run 1 ended before the agent wrote its run id to %s and waited", rel))
+		return rel, nil, out, true
+	}
+	return rel, rec, out, false
+}
+
+// releaseAndRetry ends the crash flows: it releases run 1's wait, presses Retry on run
+// ended and checks the retry (pressRetry), and returns out with the press among its
+// submissions and pressRetry's error as its Err.
+func releaseAndRetry(ctx context.Context, s *Session, out Outcome, rel, ended, endedAs string) Outcome {
+	pressed, err := pressRetry(ctx, s, rel, ended, endedAs)
 	if !pressed.IsZero() {
 		out.Submitted = append(out.Submitted, pressed)
 	}
@@ -85,13 +109,12 @@ func playCrashRetry(ctx context.Context, s *Session) Outcome {
 	return out
 }
 
-// releaseAndRetry releases run 1's wait (it writes <rel>.release in the workspace),
+// pressRetry releases run 1's wait (it writes <rel>.release in the workspace),
 // presses Retry on run ended through the public API (board operation retry_run, keyed
-// by the case's nonce; the press is recorded in out's submissions) and checks that run
-// 2 is bound to it (retryOf); endedAs names how run 1 ended in that error. pressed is
-// when Retry was sent (zero when it was not). Errors: a harness fault (permanent), a
-// BoardFault, or waitTurn's.
-func releaseAndRetry(ctx context.Context, s *Session, rel, ended, endedAs string) (pressed time.Time, err error) {
+// by the case's nonce) and checks that run 2 is bound to it (retryOf); endedAs names
+// how run 1 ended in that error. pressed is when Retry was sent (zero when it was not).
+// Errors: a harness fault (permanent), a BoardFault, or waitTurn's.
+func pressRetry(ctx context.Context, s *Session, rel, ended, endedAs string) (pressed time.Time, err error) {
 	if err := os.WriteFile(filepath.Join(s.Workspace, filepath.FromSlash(rel)+".release"), []byte("released\n"), 0o644); err != nil {
 		return pressed, permanent(fmt.Errorf("releasing the wait: %w", err))
 	}

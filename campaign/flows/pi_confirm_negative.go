@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
-	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
@@ -49,17 +46,8 @@ func playPiConfirmNegative(ctx context.Context, s *Session) Outcome {
 		out.Err = permanent(errors.New("flow pi_confirm_negative needs the case's workspaceFile"))
 		return out
 	}
-	q, problem, err := askedQuestion(ctx, s)
-	if err != nil || q == nil {
-		out.Err = err
-		if problem != "" {
-			out.Problems = append(out.Problems, problem)
-		}
-		return out
-	}
-	qid, err := questionID(q)
-	if err != nil {
-		out.Problems = append(out.Problems, err.Error())
+	q, qid, done := askedQuestionID(ctx, s, &out)
+	if done {
 		return out
 	}
 	if typ := questionType(q); typ != "confirm" {
@@ -67,20 +55,10 @@ func playPiConfirmNegative(ctx context.Context, s *Session) Outcome {
 		return out
 	}
 	result, _ := json.Marshal(map[string]any{"answers": []any{map[string]string{"questionId": qid, "optionId": piConfirmNo}}})
-	out.submit()
-	s.log("answering yes/no question %s with no", q.ID)
-	if _, err := s.Board.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: controlplane.InteractionAnswered, Result: result}); err != nil {
-		out.Err = BoardFault("answering question "+q.ID, err)
+	if !answerAndSettle(ctx, s, &out, q, result, "yes/no question "+q.ID+" with no") {
 		return out
 	}
-	if _, out.Err = waitTurn(ctx, s, 1); out.Err != nil {
-		return out
-	}
-	got, err := os.ReadFile(filepath.Join(s.Workspace, s.Rendered.WorkspaceFile))
-	switch {
-	case err != nil:
-		out.Problems = append(out.Problems, fmt.Sprintf("the agent did not write the answer to %s: %v", s.Rendered.WorkspaceFile, err))
-	case string(got) != piConfirmWritten:
+	if got, ok := writtenAnswer(s, &out); ok && string(got) != piConfirmWritten {
 		out.Problems = append(out.Problems, fmt.Sprintf("%s holds %q, not the answer the agent was given (%s)", s.Rendered.WorkspaceFile, clipText(string(got), 80), piConfirmWritten))
 	}
 	return out

@@ -44,17 +44,8 @@ func piQuestionScripts(in ModelInput) ([]*scriptedmodel.Script, error) {
 // writes anything else, breaks the flow's contract (a problem).
 func playPiNativeQuestion(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	q, problem, err := askedQuestion(ctx, s)
-	if err != nil || q == nil {
-		out.Err = err
-		if problem != "" {
-			out.Problems = append(out.Problems, problem)
-		}
-		return out
-	}
-	qid, err := questionID(q)
-	if err != nil {
-		out.Problems = append(out.Problems, err.Error())
+	q, qid, done := askedQuestionID(ctx, s, &out)
+	if done {
 		return out
 	}
 	b := make([]byte, 12)
@@ -64,38 +55,73 @@ func playPiNativeQuestion(ctx context.Context, s *Session) Outcome {
 	}
 	value := "v-" + hex.EncodeToString(b)
 	result, _ := json.Marshal(map[string]any{"answers": []any{map[string]string{"questionId": qid, "text": value}}})
-	out.submit()
-	s.log("answering native question %s with an undisclosed value", q.ID)
-	if _, err := s.Board.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: controlplane.InteractionAnswered, Result: result}); err != nil {
-		out.Err = BoardFault("answering question "+q.ID, err)
-		return out
-	}
-	if _, out.Err = waitTurn(ctx, s, 1); out.Err != nil {
+	if !answerAndSettle(ctx, s, &out, q, result, "native question "+q.ID+" with an undisclosed value") {
 		return out
 	}
 	if s.Rendered == nil || s.Rendered.WorkspaceFile == "" {
 		out.Err = permanent(errors.New("flow pi_native_question needs the case's workspaceFile"))
 		return out
 	}
-	got, err := os.ReadFile(filepath.Join(s.Workspace, s.Rendered.WorkspaceFile))
-	switch {
-	case err != nil:
-		out.Problems = append(out.Problems, fmt.Sprintf("the agent did not write the answer to %s: %v", s.Rendered.WorkspaceFile, err))
-	case string(got) != value:
+	if got, ok := writtenAnswer(s, &out); ok && string(got) != value {
 		out.Problems = append(out.Problems, fmt.Sprintf("%s holds %d bytes that are not the human's answer", s.Rendered.WorkspaceFile, len(got)))
 	}
 	return out
 }
 
-// askedQuestion waits for run 1's pending native question (waitQuestion); when the run
-// ended without one, q is nil and problem says so (the candidate's: it asked nothing).
-// Errors: waitQuestion's.
-func askedQuestion(ctx context.Context, s *Session) (q *controlplane.Interaction, problem string, err error) {
-	q, err = waitQuestion(ctx, s)
-	if err == nil && q == nil {
-		problem = "the agent asked no native question before its run ended"
+// answerAndSettle answers question q through the board with result (what says how, in
+// the log), counts the answer among out's submissions and waits for run 1 to settle.
+// It returns false when out holds the flow's outcome already: a BoardFault or
+// waitTurn's error.
+func answerAndSettle(ctx context.Context, s *Session, out *Outcome, q *controlplane.Interaction, result json.RawMessage, what string) bool {
+	out.submit()
+	s.log("answering %s", what)
+	if _, err := s.Board.ResolveInteraction(ctx, q.ID, api.ResolveInteractionRequest{Outcome: controlplane.InteractionAnswered, Result: result}); err != nil {
+		out.Err = BoardFault("answering question "+q.ID, err)
+		return false
 	}
-	return q, problem, err
+	_, out.Err = waitTurn(ctx, s, 1)
+	return out.Err == nil
+}
+
+// writtenAnswer reads the case's workspace file, where the agent writes the answer it
+// was given; ok is false, with a problem in out, when it cannot be read.
+func writtenAnswer(s *Session, out *Outcome) (got []byte, ok bool) {
+	got, err := os.ReadFile(filepath.Join(s.Workspace, s.Rendered.WorkspaceFile))
+	if err != nil {
+		out.Problems = append(out.Problems, fmt.Sprintf("the agent did not write the answer to %s: %v", s.Rendered.WorkspaceFile, err))
+		return nil, false
+	}
+	return got, true
+}
+
+// askedQuestion waits for run 1's pending native question (waitQuestion). done says
+// out holds the flow's outcome already: waitQuestion's error, or the problem that the
+// run ended without a question (the candidate's: it asked nothing).
+func askedQuestion(ctx context.Context, s *Session, out *Outcome) (q *controlplane.Interaction, done bool) {
+	q, err := waitQuestion(ctx, s)
+	switch {
+	case err != nil:
+		out.Err = err
+		return nil, true
+	case q == nil:
+		out.Problems = append(out.Problems, "the agent asked no native question before its run ended")
+		return nil, true
+	}
+	return q, false
+}
+
+// askedQuestionID is askedQuestion and the id of the question's only entry
+// (questionID; a question that has none is the candidate's problem, in out).
+func askedQuestionID(ctx context.Context, s *Session, out *Outcome) (q *controlplane.Interaction, qid string, done bool) {
+	if q, done = askedQuestion(ctx, s, out); done {
+		return nil, "", true
+	}
+	qid, err := questionID(q)
+	if err != nil {
+		out.Problems = append(out.Problems, err.Error())
+		return nil, "", true
+	}
+	return q, qid, false
 }
 
 // waitQuestion looks until the task has a pending question interaction while run 1

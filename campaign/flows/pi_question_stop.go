@@ -25,12 +25,8 @@ func init() {
 // driver's observed stop reason, how the dialog was closed and the closed question.
 func playPiQuestionStop(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	q, problem, err := askedQuestion(ctx, s)
-	if err != nil || q == nil {
-		out.Err = err
-		if problem != "" {
-			out.Problems = append(out.Problems, problem)
-		}
+	q, done := askedQuestion(ctx, s, &out)
+	if done {
 		return out
 	}
 	v, err := look(ctx, s)

@@ -6,20 +6,10 @@ import (
 	"fmt"
 
 	"github.com/agentproof/agentproof/api"
-	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/controlplane"
 )
 
-func init() {
-	register(Flow{
-		FlowContract: catalog.FlowContract{
-			Name: "server_crash_retry", RetriesKilledRun: true,
-			Needs: []catalog.Need{{Field: catalog.FieldWorkspaceFile, What: "the readiness file"}},
-		},
-		Play:          playServerCrashRetry,
-		ServerProcess: restartsOrCrashes,
-	})
-}
+func init() { register(crashFlow("server_crash_retry", playServerCrashRetry)) }
 
 // playServerCrashRetry is flow server_crash_retry (the crash_retry case, the
 // server's variant; docs/files.md "Server crash and Retry"): run 1 must signal
@@ -36,23 +26,11 @@ func init() {
 // the orphan interrupted, an agent process that outlived the server, or a Retry that
 // is not bound are harness faults (the control plane and its runner are agentproof's).
 func playServerCrashRetry(ctx context.Context, s *Session) Outcome {
-	var out Outcome
-	rel := s.Rendered.WorkspaceFile
-	if rel == "" {
-		out.Err = permanent(errors.New("flow server_crash_retry needs the case's workspaceFile (the readiness file)"))
-		return out
-	}
 	if s.Crash == nil {
-		out.Err = permanent(errors.New("flow server_crash_retry needs a harness that can kill and restart the server; this one cannot"))
-		return out
+		return Outcome{Err: permanent(errors.New("flow server_crash_retry needs a harness that can kill and restart the server; this one cannot"))}
 	}
-	rec, err := waitReady(ctx, s, rel)
-	if err != nil {
-		out.Err = err
-		return out
-	}
-	if rec == nil {
-		out.Problems = append(out.Problems, fmt.Sprintf("run 1 ended before the agent wrote its run id to %s and waited", rel))
+	rel, rec, out, done := readyRun(ctx, s, "server_crash_retry")
+	if done {
 		return out
 	}
 	l := rec.Launch
@@ -85,10 +63,5 @@ func playServerCrashRetry(ctx context.Context, s *Session) Outcome {
 		return out
 	}
 	s.log("run %s: its agent process %d died with the server", rec.RunID, l.PID)
-	pressed, err := releaseAndRetry(ctx, s, rel, orphan.ID, "interrupted")
-	if !pressed.IsZero() {
-		out.Submitted = append(out.Submitted, pressed)
-	}
-	out.Err = err
-	return out
+	return releaseAndRetry(ctx, s, out, rel, orphan.ID, "interrupted")
 }
