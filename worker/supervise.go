@@ -553,7 +553,7 @@ func (ch *child) watch() {
 	go func() {
 		// Observe the exit without reaping: until we reap, the pid and the process
 		// group id stay ours, so signalling the group cannot hit a stranger.
-		ch.waitErr = waitNoReap(ch.pid)
+		ch.waitErr = WaitNoReap(ch.pid)
 		close(ch.exitSeen)
 	}()
 }
@@ -637,7 +637,7 @@ func (ch *child) reap(o *Outcome, exited bool) []string {
 			code := ws.ExitStatus()
 			o.ExitCode = &code
 		case ws.Signaled():
-			o.Signal = signalName(ws.Signal())
+			o.Signal = SignalName(ws.Signal())
 		}
 	}
 	return reasons
@@ -727,9 +727,10 @@ func escalate(o *Outcome, pid int, exitSeen <-chan struct{}, spec Spec) bool {
 	return false
 }
 
-// waitNoReap blocks until process pid has exited, leaving it unreaped (waitid with
-// WNOWAIT), so that its pid and process group id cannot be reused meanwhile.
-func waitNoReap(pid int) error {
+// WaitNoReap blocks until process pid, a child of this process, has exited, leaving it
+// unreaped (waitid with WNOWAIT), so that its pid and process group id cannot be reused
+// meanwhile. Errors: waitid's (ECHILD when pid is not a child).
+func WaitNoReap(pid int) error {
 	const pPID = 1
 	var info [128]byte // siginfo_t
 	for {
@@ -750,9 +751,12 @@ var signalNames = map[syscall.Signal]string{
 	syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
 	syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
 	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+	syscall.SIGXCPU: "SIGXCPU", syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGSYS: "SIGSYS",
 }
 
-func signalName(s syscall.Signal) string {
+// SignalName names a signal as the kill(1) list spells it ("SIGTERM"), or "SIG<n>" for
+// one without a name here.
+func SignalName(s syscall.Signal) string {
 	if n, ok := signalNames[s]; ok {
 		return n
 	}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/agentproof/agentproof/worker"
 )
@@ -330,7 +329,7 @@ func startProcess(spec worker.Spec, closeGrace time.Duration) (*agentProcess, er
 		_ = errR.Close()
 	}()
 	go func() {
-		ap.waitErr = waitNoReap(pid)
+		ap.waitErr = worker.WaitNoReap(pid)
 		close(ap.exitSeen)
 	}()
 	ap.timer = time.AfterFunc(spec.Timeout, func() {
@@ -485,7 +484,7 @@ func (ap *agentProcess) reap(exit *ProcessExit, tree map[int]uint64) {
 		exit.ExitCode = &code
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			exit.Signal = signalName(ws.Signal())
+			exit.Signal = worker.SignalName(ws.Signal())
 		} else {
 			code := ee.ExitCode()
 			exit.ExitCode = &code
@@ -515,44 +514,6 @@ func (ap *agentProcess) sweep(exit *ProcessExit, tree map[int]uint64) {
 	exit.Escaped = esc
 	if err != nil {
 		exit.Error = "sweeping escaped descendants: " + err.Error()
-	}
-}
-
-// signalName names the common terminating signals.
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	case syscall.SIGPIPE:
-		return "SIGPIPE"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	}
-	return fmt.Sprintf("SIG%d", int(s))
-}
-
-// waitNoReap blocks until process pid has exited, leaving it unreaped (waitid with
-// WNOWAIT), so that its pid and process group id cannot be reused meanwhile.
-func waitNoReap(pid int) error {
-	const pPID = 1
-	var info [128]byte // siginfo_t
-	for {
-		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
-		if e == syscall.EINTR {
-			continue
-		}
-		if e != 0 {
-			return e
-		}
-		return nil
 	}
 }
 

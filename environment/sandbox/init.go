@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/agentproof/agentproof/worker"
 )
 
 // initArgs is init's command line:
@@ -186,7 +188,7 @@ func reapUntil(pid int, rep *initStatus) int {
 			rep.ExitCode = ws.ExitStatus()
 			return rep.ExitCode
 		case ws.Signaled():
-			rep.Signal = signalName(ws.Signal())
+			rep.Signal = worker.SignalName(ws.Signal())
 			rep.ExitCode = 128 + int(ws.Signal())
 			return rep.ExitCode
 		}

@@ -498,16 +498,3 @@ func readStatus(r *os.File) (initStatus, error) {
 	}
 	return st, nil
 }
-
-// signalName is a signal's conventional name ("SIGKILL"), as worker.Outcome names it.
-func signalName(sig syscall.Signal) string {
-	names := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT",
-		syscall.SIGHUP: "SIGHUP", syscall.SIGSEGV: "SIGSEGV", syscall.SIGABRT: "SIGABRT", syscall.SIGPIPE: "SIGPIPE",
-		syscall.SIGQUIT: "SIGQUIT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGILL: "SIGILL",
-		syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2", syscall.SIGALRM: "SIGALRM", syscall.SIGXCPU: "SIGXCPU",
-		syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGSYS: "SIGSYS", syscall.SIGTRAP: "SIGTRAP"}
-	if n, ok := names[sig]; ok {
-		return n
-	}
-	return fmt.Sprintf("SIG%d", int(sig))
-}
