@@ -90,29 +90,9 @@ Pinned CLIs:
 Progress lines go to stderr; --json prints {dir, agents: [{name, package, version,
 dir, binary, reused}]} on stdout. Without npm it exits 2 naming the npm command.`),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var cs []clis.CLI
-			if len(args) == 0 {
-				for _, c := range clis.Pinned {
-					if !c.Optional {
-						cs = append(cs, c)
-					}
-				}
-			}
-			var unknown []string
-			for _, name := range args {
-				c, ok := clis.Lookup(name)
-				if !ok {
-					unknown = append(unknown, name)
-					continue
-				}
-				cs = append(cs, c)
-			}
-			if len(unknown) > 0 {
-				var known []string
-				for _, c := range clis.Pinned {
-					known = append(known, c.Name)
-				}
-				return usageErrorf("unknown agent CLI %s (known: %s)", strings.Join(unknown, ", "), strings.Join(known, ", "))
+			cs, err := pinnedCLIs(args)
+			if err != nil {
+				return err
 			}
 			if dir == "" {
 				d, err := clis.DefaultDir()
@@ -151,4 +131,35 @@ dir, binary, reused}]} on stdout. Without npm it exits 2 naming the npm command.
 	f.StringVar(&dir, "dir", "", "cache directory (default: the user cache directory's agentproof/agents)")
 	f.BoolVar(&asJSON, "json", false, "print the installed CLIs as JSON")
 	return cmd
+}
+
+// pinnedCLIs returns the pinned CLIs named by names, in order, or without names every
+// pinned CLI that is not optional. An unknown name is a usage error (exit 2) listing
+// every unknown name and the known ones.
+func pinnedCLIs(names []string) ([]clis.CLI, error) {
+	var cs []clis.CLI
+	if len(names) == 0 {
+		for _, c := range clis.Pinned {
+			if !c.Optional {
+				cs = append(cs, c)
+			}
+		}
+	}
+	var unknown []string
+	for _, name := range names {
+		c, ok := clis.Lookup(name)
+		if !ok {
+			unknown = append(unknown, name)
+			continue
+		}
+		cs = append(cs, c)
+	}
+	if len(unknown) > 0 {
+		var known []string
+		for _, c := range clis.Pinned {
+			known = append(known, c.Name)
+		}
+		return nil, usageErrorf("unknown agent CLI %s (known: %s)", strings.Join(unknown, ", "), strings.Join(known, ", "))
+	}
+	return cs, nil
 }

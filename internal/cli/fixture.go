@@ -44,19 +44,38 @@ type fixtureRunOutput struct {
 }
 
 func newFixtureRunCmd(a *app) *cobra.Command {
-	var (
-		timeout       time.Duration
-		maxOutput     string
-		evidenceDir   string
-		workspaceRoot string
-		asJSON        bool
-		guarded       bool
-		gopts         guardedOptions
-	)
+	var o fixtureRunOptions
 	cmd := &cobra.Command{
 		Use:   "run <pass|fail|hang|noisy>",
 		Short: "Run one fixture as a real bounded child process and classify its evidence",
-		Long: strings.TrimSpace(`
+		Long:  strings.TrimSpace(fixtureRunLong),
+		Example: `  agentproof fixture run pass
+  agentproof fixture run hang --timeout 500ms --json
+  agentproof fixture run noisy --max-output 1MiB
+  agentproof fixture run pass --guarded --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("%s takes exactly one fixture name (%s), got %d arguments", cmd.CommandPath(), strings.Join(worker.Fixtures(), ", "), len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.fixtureRun(cmd, args[0], &o)
+		},
+	}
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Second, "stop the fixture after this long (SIGTERM, then SIGKILL)")
+	cmd.Flags().StringVar(&o.maxOutput, "max-output", "64KiB", "combined stdout+stderr budget (bytes, or with B, KiB, MiB suffix; at most 64MiB)")
+	cmd.Flags().StringVar(&o.evidenceDir, "evidence-dir", "", "absolute evidence store directory (default <user cache dir>/agentproof/evidence)")
+	cmd.Flags().StringVar(&o.workspaceRoot, "workspace-root", "", "absolute directory for the private working directory (default the system temp dir)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object {status, evidenceId, termination, assurance}")
+	cmd.Flags().BoolVar(&o.guarded, "guarded", false, "run on the guarded path: attempt fence, admission gate, pinned execution manifest")
+	cmd.Flags().StringVar(&o.gopts.fenceDir, "fence-dir", "", "with --guarded: absolute dedicated fence directory to use (provisioned when empty or missing)")
+	cmd.Flags().StringVar(&o.gopts.digest, "execution-digest", "", "with --guarded: pin this execution digest instead of the current manifest's")
+	return cmd
+}
+
+// fixtureRunLong is the help of 'agentproof fixture run'.
+const fixtureRunLong = `
 Run one built-in fixture program (pass, fail, hang or noisy) as a real, bounded child
 process through the local fixture worker: explicit environment, no shell, a private
 working directory, its own process group, a timeout (SIGTERM, then SIGKILL) and a
@@ -73,99 +92,98 @@ longer matches the pinned digest is not started (drift).
 
 Prints the termination summary, the evidence id and the assurance class. Exit codes:
 0 Verified, 1 Failed, 3 Inconclusive (also drift and lost ownership), 2 usage or setup
-error, 70 internal error (a bug in agentproof), 130 interrupted.`),
-		Example: `  agentproof fixture run pass
-  agentproof fixture run hang --timeout 500ms --json
-  agentproof fixture run noisy --max-output 1MiB
-  agentproof fixture run pass --guarded --json`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("%s takes exactly one fixture name (%s), got %d arguments", cmd.CommandPath(), strings.Join(worker.Fixtures(), ", "), len(args))
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var problems []string
-			fixture := args[0]
-			if !worker.IsFixture(fixture) {
-				problems = append(problems, fmt.Sprintf("unknown fixture %q: want one of %s", fixture, strings.Join(worker.Fixtures(), ", ")))
-			}
-			if timeout <= 0 || timeout.Milliseconds() > worker.MaxTimeoutMS || timeout%time.Millisecond != 0 {
-				problems = append(problems, fmt.Sprintf("--timeout %v must be a whole number of milliseconds between 1ms and %v", timeout, time.Duration(worker.MaxTimeoutMS)*time.Millisecond))
-			}
-			budget, err := parseByteSize(maxOutput)
-			if err != nil {
-				problems = append(problems, "--max-output: "+err.Error())
-			} else if budget < 1 || budget > worker.MaxOutputBytes {
-				problems = append(problems, fmt.Sprintf("--max-output %s must be between 1 byte and 64MiB", maxOutput))
-			}
-			if evidenceDir == "" {
-				cache, err := os.UserCacheDir()
-				if err != nil {
-					problems = append(problems, fmt.Sprintf("no default evidence directory (%v): pass --evidence-dir", err))
-				} else {
-					evidenceDir = filepath.Join(cache, "agentproof", "evidence")
-				}
-			}
-			if !guarded && (gopts.fenceDir != "" || gopts.digest != "") {
-				problems = append(problems, "--fence-dir and --execution-digest need --guarded")
-			}
-			if gopts.digest != "" && !executionDigestPattern().MatchString(gopts.digest) {
-				problems = append(problems, fmt.Sprintf("--execution-digest %q must be sha256: and 64 lower-case hex characters", gopts.digest))
-			}
-			for flag, p := range map[string]string{"--evidence-dir": evidenceDir, "--workspace-root": workspaceRoot, "--fence-dir": gopts.fenceDir} {
-				if p == "" {
-					continue
-				}
-				if strings.ContainsRune(p, 0) {
-					problems = append(problems, flag+" must not contain NUL bytes")
-				} else if !filepath.IsAbs(p) {
-					problems = append(problems, fmt.Sprintf("%s %q must be an absolute path", flag, p))
-				}
-			}
-			if len(problems) > 0 {
-				return usageErrorf("%s", strings.Join(problems, "; "))
-			}
-			store, err := evidence.Open(evidenceDir)
-			if err != nil {
-				return usageErrorf("evidence store: %v", err)
-			}
-			w, err := worker.New(worker.Options{Store: store, WorkspaceRoot: workspaceRoot})
-			if err != nil {
-				return usageErrorf("%v", err)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if guarded {
-				return runGuardedFixture(a, ctx, w, store, worker.Request{
-					Fixture: fixture, TimeoutMs: timeout.Milliseconds(), MaxOutputBytes: budget,
-				}, workspaceRoot, gopts, asJSON)
-			}
-			res, err := w.Run(ctx, worker.Request{
-				Fixture: fixture,
-				Pins: evidence.Pins{
-					Collector:   evidence.LocalFixtureCollector,
-					Environment: runtime.Version() + "/" + runtime.GOOS + "-" + runtime.GOARCH,
-				},
-				Check:          "fixture-run." + fixture,
-				TimeoutMs:      timeout.Milliseconds(),
-				MaxOutputBytes: budget,
-			})
-			if err != nil {
-				return usageErrorf("%v", err)
-			}
-			return reportFixtureRun(a, ctx, fixture, store.Dir(), res, asJSON)
-		},
+error, 70 internal error (a bug in agentproof), 130 interrupted.`
+
+// fixtureRunOptions are the flags of 'agentproof fixture run'.
+type fixtureRunOptions struct {
+	timeout       time.Duration
+	maxOutput     string
+	evidenceDir   string
+	workspaceRoot string
+	asJSON        bool
+	guarded       bool
+	gopts         guardedOptions
+}
+
+// check lists the problems of fixture and o's flags (each naming its flag) and returns
+// the output budget in bytes. An empty --evidence-dir becomes the default under the
+// user cache directory.
+func (o *fixtureRunOptions) check(fixture string) (budget int64, problems []string) {
+	if !worker.IsFixture(fixture) {
+		problems = append(problems, fmt.Sprintf("unknown fixture %q: want one of %s", fixture, strings.Join(worker.Fixtures(), ", ")))
 	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "stop the fixture after this long (SIGTERM, then SIGKILL)")
-	cmd.Flags().StringVar(&maxOutput, "max-output", "64KiB", "combined stdout+stderr budget (bytes, or with B, KiB, MiB suffix; at most 64MiB)")
-	cmd.Flags().StringVar(&evidenceDir, "evidence-dir", "", "absolute evidence store directory (default <user cache dir>/agentproof/evidence)")
-	cmd.Flags().StringVar(&workspaceRoot, "workspace-root", "", "absolute directory for the private working directory (default the system temp dir)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object {status, evidenceId, termination, assurance}")
-	cmd.Flags().BoolVar(&guarded, "guarded", false, "run on the guarded path: attempt fence, admission gate, pinned execution manifest")
-	cmd.Flags().StringVar(&gopts.fenceDir, "fence-dir", "", "with --guarded: absolute dedicated fence directory to use (provisioned when empty or missing)")
-	cmd.Flags().StringVar(&gopts.digest, "execution-digest", "", "with --guarded: pin this execution digest instead of the current manifest's")
-	return cmd
+	if o.timeout <= 0 || o.timeout.Milliseconds() > worker.MaxTimeoutMS || o.timeout%time.Millisecond != 0 {
+		problems = append(problems, fmt.Sprintf("--timeout %v must be a whole number of milliseconds between 1ms and %v", o.timeout, time.Duration(worker.MaxTimeoutMS)*time.Millisecond))
+	}
+	budget, err := parseByteSize(o.maxOutput)
+	if err != nil {
+		problems = append(problems, "--max-output: "+err.Error())
+	} else if budget < 1 || budget > worker.MaxOutputBytes {
+		problems = append(problems, fmt.Sprintf("--max-output %s must be between 1 byte and 64MiB", o.maxOutput))
+	}
+	if o.evidenceDir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("no default evidence directory (%v): pass --evidence-dir", err))
+		} else {
+			o.evidenceDir = filepath.Join(cache, "agentproof", "evidence")
+		}
+	}
+	if !o.guarded && (o.gopts.fenceDir != "" || o.gopts.digest != "") {
+		problems = append(problems, "--fence-dir and --execution-digest need --guarded")
+	}
+	if o.gopts.digest != "" && !executionDigestPattern().MatchString(o.gopts.digest) {
+		problems = append(problems, fmt.Sprintf("--execution-digest %q must be sha256: and 64 lower-case hex characters", o.gopts.digest))
+	}
+	for flag, p := range map[string]string{"--evidence-dir": o.evidenceDir, "--workspace-root": o.workspaceRoot, "--fence-dir": o.gopts.fenceDir} {
+		if p == "" {
+			continue
+		}
+		if strings.ContainsRune(p, 0) {
+			problems = append(problems, flag+" must not contain NUL bytes")
+		} else if !filepath.IsAbs(p) {
+			problems = append(problems, fmt.Sprintf("%s %q must be an absolute path", flag, p))
+		}
+	}
+	return budget, problems
+}
+
+// fixtureRun runs fixture as 'agentproof fixture run' with o: bad flags are one usage
+// error (exit 2) listing every problem; the run takes the guarded path with --guarded.
+func (a *app) fixtureRun(cmd *cobra.Command, fixture string, o *fixtureRunOptions) error {
+	budget, problems := o.check(fixture)
+	if len(problems) > 0 {
+		return usageErrorf("%s", strings.Join(problems, "; "))
+	}
+	store, err := evidence.Open(o.evidenceDir)
+	if err != nil {
+		return usageErrorf("evidence store: %v", err)
+	}
+	w, err := worker.New(worker.Options{Store: store, WorkspaceRoot: o.workspaceRoot})
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.guarded {
+		return runGuardedFixture(a, ctx, w, store, worker.Request{
+			Fixture: fixture, TimeoutMs: o.timeout.Milliseconds(), MaxOutputBytes: budget,
+		}, o.workspaceRoot, o.gopts, o.asJSON)
+	}
+	res, err := w.Run(ctx, worker.Request{
+		Fixture: fixture,
+		Pins: evidence.Pins{
+			Collector:   evidence.LocalFixtureCollector,
+			Environment: runtime.Version() + "/" + runtime.GOOS + "-" + runtime.GOARCH,
+		},
+		Check:          "fixture-run." + fixture,
+		TimeoutMs:      o.timeout.Milliseconds(),
+		MaxOutputBytes: budget,
+	})
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	return reportFixtureRun(a, ctx, fixture, store.Dir(), res, o.asJSON)
 }
 
 func reportFixtureRun(a *app, ctx context.Context, fixture, storeDir string, res worker.Result, asJSON bool) error {

@@ -35,43 +35,8 @@ func newMCPCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the control plane's semantic tools to an agent CLI over MCP (stdio)",
-		Long: strings.TrimSpace(`
-Serve one run's semantic tools as an MCP server on stdin/stdout, for a real agent CLI
-(Codex, OpenCode, Claude Code) to call. The agent CLI starts it; you do not run it by
-hand. Tools: report_progress, write_document, request_human_input,
-register_deliverable, finish_task, block_task, request_review, create_task,
-set_dependencies, request_approval, decide_approval, comment_on_approval,
-control_workspace_service, schedule_wake, reassign_task, create_skill, and the read
-tools get_task_context, list_documents, read_document. Each call goes to the control
-plane's agent API with the run token; a denial comes back as a tool error whose text
-starts with the control plane's error code.
-
-Environment (set by the runner, passed on by the CLI):
-  AGENTPROOF_API_URL          the agent API URL (.../api/companies/<company>), required
-  AGENTPROOF_RUN_TOKEN        the run token, required
-  AGENTPROOF_RUN_ID           the run id (default: the run the token names)
-  AGENTPROOF_AGENT_STATE_DIR  where the run's presented message id is recorded (optional)
-  AGENTPROOF_RUN_BINDING      instead of the token and run id: the run binding file of a
-                              warm ACP session; every call acts for the run it names now
-
-finish_task, request_review and block_task present their comment as the run's message
-(present: false opts out; report_progress presents only with present: true).
-
-Codex ($CODEX_HOME/config.toml, or the same keys as -c flags):
-  [mcp_servers.agentproof]
-  command = "/usr/local/bin/agentproof"
-  args = ["mcp"]
-  env_vars = ["AGENTPROOF_API_URL", "AGENTPROOF_RUN_TOKEN", "AGENTPROOF_RUN_ID", "AGENTPROOF_AGENT_STATE_DIR"]
-
-OpenCode (opencode.json or OPENCODE_CONFIG_CONTENT):
-  {"mcp": {"agentproof": {"type": "local", "enabled": true,
-    "command": ["/usr/local/bin/agentproof", "mcp"],
-    "environment": {"AGENTPROOF_API_URL": "http://127.0.0.1:PORT/api/companies/ID",
-                    "AGENTPROOF_RUN_TOKEN": "..."}}}}
-
-Exit codes: 0 when the client closes stdin, 2 when a required variable is missing, 70
-on an internal error (a bug in agentproof).`),
-		Args: noArgs,
+		Long:  strings.TrimSpace(mcpLong),
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if ctx == nil {
@@ -118,6 +83,44 @@ on an internal error (a bug in agentproof).`),
 		},
 	}
 }
+
+// mcpLong is the help of 'agentproof mcp'.
+const mcpLong = `
+Serve one run's semantic tools as an MCP server on stdin/stdout, for a real agent CLI
+(Codex, OpenCode, Claude Code) to call. The agent CLI starts it; you do not run it by
+hand. Tools: report_progress, write_document, request_human_input,
+register_deliverable, finish_task, block_task, request_review, create_task,
+set_dependencies, request_approval, decide_approval, comment_on_approval,
+control_workspace_service, schedule_wake, reassign_task, create_skill, and the read
+tools get_task_context, list_documents, read_document. Each call goes to the control
+plane's agent API with the run token; a denial comes back as a tool error whose text
+starts with the control plane's error code.
+
+Environment (set by the runner, passed on by the CLI):
+  AGENTPROOF_API_URL          the agent API URL (.../api/companies/<company>), required
+  AGENTPROOF_RUN_TOKEN        the run token, required
+  AGENTPROOF_RUN_ID           the run id (default: the run the token names)
+  AGENTPROOF_AGENT_STATE_DIR  where the run's presented message id is recorded (optional)
+  AGENTPROOF_RUN_BINDING      instead of the token and run id: the run binding file of a
+                              warm ACP session; every call acts for the run it names now
+
+finish_task, request_review and block_task present their comment as the run's message
+(present: false opts out; report_progress presents only with present: true).
+
+Codex ($CODEX_HOME/config.toml, or the same keys as -c flags):
+  [mcp_servers.agentproof]
+  command = "/usr/local/bin/agentproof"
+  args = ["mcp"]
+  env_vars = ["AGENTPROOF_API_URL", "AGENTPROOF_RUN_TOKEN", "AGENTPROOF_RUN_ID", "AGENTPROOF_AGENT_STATE_DIR"]
+
+OpenCode (opencode.json or OPENCODE_CONFIG_CONTENT):
+  {"mcp": {"agentproof": {"type": "local", "enabled": true,
+    "command": ["/usr/local/bin/agentproof", "mcp"],
+    "environment": {"AGENTPROOF_API_URL": "http://127.0.0.1:PORT/api/companies/ID",
+                    "AGENTPROOF_RUN_TOKEN": "..."}}}}
+
+Exit codes: 0 when the client closes stdin, 2 when a required variable is missing, 70
+on an internal error (a bug in agentproof).`
 
 // serveBoundMCP is `agentproof mcp` with a run binding file (session.EnvRunBinding): a
 // warm ACP session's server, whose every call acts for the run the file names when

@@ -45,45 +45,12 @@ func newModelServeCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve --script FILE",
 		Short: "Serve OpenAI Responses, Chat Completions and Anthropic Messages from a model script",
-		Long: strings.TrimSpace(`
-Serve a scripted model on a loopback address until interrupted (SIGINT or SIGTERM).
-It answers POST /v1/responses, POST /v1/chat/completions and POST /v1/messages
-(streamed or not) and GET /v1/models from a model script: one step per assistant
-turn, either a tool call by role ("shell" or a semantic tool such as finish_task,
-matched against the request's own tool list) or a text answer. A request that does
-not fit the script gets HTTP 400 naming the step.
-
-Once listening it prints one JSON line {"addr": "127.0.0.1:PORT", "url":
-"http://127.0.0.1:PORT/v1"} on stdout. With --log every request is appended to FILE
-as one JSON line (headers and body redacted).
-
-Script placeholders {{name}} are filled from --nonce (as {{nonce}}) and --var.`),
-		Args: noArgs,
+		Long:  strings.TrimSpace(modelServeLong),
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if script == "" {
-				return usageErrorf("--script FILE is required")
-			}
-			values := map[string]string{}
-			if nonce != "" {
-				if !catalog.NoncePattern().MatchString(nonce) {
-					return usageErrorf("--nonce %q: must match %s", nonce, catalog.NoncePattern())
-				}
-				values["nonce"] = nonce
-			}
-			for _, v := range vars {
-				k, val, ok := strings.Cut(v, "=")
-				if !ok || k == "" {
-					return usageErrorf("--var %q: want NAME=VALUE", v)
-				}
-				values[k] = val
-			}
-			data, err := os.ReadFile(script)
+			sc, err := loadModelScript(script, nonce, vars)
 			if err != nil {
-				return usageErrorf("reading --script: %v", err)
-			}
-			sc, err := scriptedmodel.ParseScript(script, data, values)
-			if err != nil {
-				return &UsageError{Err: err}
+				return err
 			}
 			opts := scriptedmodel.Options{Script: sc, Chunked: chunked, Hold: hold}
 			if logPath != "" {
@@ -136,3 +103,50 @@ Script placeholders {{name}} are filled from --nonce (as {{nonce}}) and --var.`)
 	f.DurationVar(&hold, "hold", 0, "hold each stream's first frame this long, sending ': keepalive' every second")
 	return cmd
 }
+
+// loadModelScript reads and parses the model script at path (--script) with the
+// values of its {{nonce}} (--nonce, which must match catalog.NoncePattern) and of each
+// --var NAME=VALUE. Every error is a usage error (exit 2) naming its flag.
+func loadModelScript(path, nonce string, vars []string) (*scriptedmodel.Script, error) {
+	if path == "" {
+		return nil, usageErrorf("--script FILE is required")
+	}
+	values := map[string]string{}
+	if nonce != "" {
+		if !catalog.NoncePattern().MatchString(nonce) {
+			return nil, usageErrorf("--nonce %q: must match %s", nonce, catalog.NoncePattern())
+		}
+		values["nonce"] = nonce
+	}
+	for _, v := range vars {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("--var %q: want NAME=VALUE", v)
+		}
+		values[k] = val
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("reading --script: %v", err)
+	}
+	sc, err := scriptedmodel.ParseScript(path, data, values)
+	if err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	return sc, nil
+}
+
+// modelServeLong is the help of 'agentproof model serve'.
+const modelServeLong = `
+Serve a scripted model on a loopback address until interrupted (SIGINT or SIGTERM).
+It answers POST /v1/responses, POST /v1/chat/completions and POST /v1/messages
+(streamed or not) and GET /v1/models from a model script: one step per assistant
+turn, either a tool call by role ("shell" or a semantic tool such as finish_task,
+matched against the request's own tool list) or a text answer. A request that does
+not fit the script gets HTTP 400 naming the step.
+
+Once listening it prints one JSON line {"addr": "127.0.0.1:PORT", "url":
+"http://127.0.0.1:PORT/v1"} on stdout. With --log every request is appended to FILE
+as one JSON line (headers and body redacted).
+
+Script placeholders {{name}} are filled from --nonce (as {{nonce}}) and --var.`

@@ -146,44 +146,8 @@ func newReportCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Regenerate campaign.json, summary.md, junit.xml, the dashboard and history.json from stored results",
-		Long: `Regenerate a campaign's report from its stored result.json files, without running
-anything: campaign.json, summary.md, junit.xml, ctrf.json, dashboard.html and an identical
-index.html at <results>/<campaign>/, and history.json at the results root (or
---history). For every expected cell the best attempt is chosen (a valid result first,
-then the latest finishedAt, then the higher attempt); an expected cell without a
-valid result gets a synthetic inconclusive result (permanent_infrastructure).
-
-The catalog supplies the grids, labels, fingerprints and the completeness of each
-suite. Without --catalog and --with-default, each campaign is reported with the
-catalog it was run with (recorded in its campaign.json and plan.json; a recorded
-catalog that cannot be loaded any more is an error, exit 2); campaigns that recorded
-none use the embedded catalog, with a warning naming any suite it does not know.
-With --catalog, that catalog is used (a warning says when the campaign recorded
-another one).
-
-The expected cells are the campaign.json "expected" list written by 'agentproof run';
-without a campaign.json, the cells that have results. Without --campaign every
-campaign directory under --results is regenerated. The output depends only on the
-stored results, the catalog and the history, so regenerating reproduces the files
-byte for byte.
-
-junit.xml reports inconclusive cells as skipped with their reason; with
---inconclusive-as-failure they are failures (type "inconclusive") and the exit code
-is 1 instead of 3. The choice is stored in campaign.json and kept on regeneration.
-ctrf.json (the Common Test Report Format) lists the same cells: inconclusive and
-missing cells have status "other" (or "failed" with --inconclusive-as-failure).
-
-When $GITHUB_STEP_SUMMARY is set (GitHub Actions), each campaign's summary.md is
-appended to it, so the job's summary page shows the failures first.
-
-The results directory is locked (<results>/.agentproof-results.lock) while the report
-is written; when an 'agentproof run' or another report holds it, report exits 2 at
-once instead of waiting.
-
-Exit codes: 0 every cell passed (calibration cells: met their expectation), 1 a cell
-failed, 3 nothing failed but a cell was inconclusive, 2 bad flags, unreadable input or
-a results directory in use, 70 internal error (a bug in agentproof).`,
-		Args: noArgs,
+		Long:  reportLong,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			unlock, err := lockResults(f.results, false)
 			if err != nil {
@@ -227,6 +191,45 @@ a results directory in use, 70 internal error (a bug in agentproof).`,
 	cmd.AddCommand(newReportMergeCmd(a))
 	return cmd
 }
+
+// reportLong is the help of 'agentproof report'.
+const reportLong = `Regenerate a campaign's report from its stored result.json files, without running
+anything: campaign.json, summary.md, junit.xml, ctrf.json, dashboard.html and an identical
+index.html at <results>/<campaign>/, and history.json at the results root (or
+--history). For every expected cell the best attempt is chosen (a valid result first,
+then the latest finishedAt, then the higher attempt); an expected cell without a
+valid result gets a synthetic inconclusive result (permanent_infrastructure).
+
+The catalog supplies the grids, labels, fingerprints and the completeness of each
+suite. Without --catalog and --with-default, each campaign is reported with the
+catalog it was run with (recorded in its campaign.json and plan.json; a recorded
+catalog that cannot be loaded any more is an error, exit 2); campaigns that recorded
+none use the embedded catalog, with a warning naming any suite it does not know.
+With --catalog, that catalog is used (a warning says when the campaign recorded
+another one).
+
+The expected cells are the campaign.json "expected" list written by 'agentproof run';
+without a campaign.json, the cells that have results. Without --campaign every
+campaign directory under --results is regenerated. The output depends only on the
+stored results, the catalog and the history, so regenerating reproduces the files
+byte for byte.
+
+junit.xml reports inconclusive cells as skipped with their reason; with
+--inconclusive-as-failure they are failures (type "inconclusive") and the exit code
+is 1 instead of 3. The choice is stored in campaign.json and kept on regeneration.
+ctrf.json (the Common Test Report Format) lists the same cells: inconclusive and
+missing cells have status "other" (or "failed" with --inconclusive-as-failure).
+
+When $GITHUB_STEP_SUMMARY is set (GitHub Actions), each campaign's summary.md is
+appended to it, so the job's summary page shows the failures first.
+
+The results directory is locked (<results>/.agentproof-results.lock) while the report
+is written; when an 'agentproof run' or another report holds it, report exits 2 at
+once instead of waiting.
+
+Exit codes: 0 every cell passed (calibration cells: met their expectation), 1 a cell
+failed, 3 nothing failed but a cell was inconclusive, 2 bad flags, unreadable input or
+a results directory in use, 70 internal error (a bug in agentproof).`
 
 func newReportMergeCmd(a *app) *cobra.Command {
 	var f reportFlags

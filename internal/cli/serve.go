@@ -31,14 +31,86 @@ func becomeSubreaper(a *app) {
 const drainTimeout = 10 * time.Second
 
 func newServeCmd(a *app) *cobra.Command {
-	var home, addr, postgres, marker string
-	var knownDigests []string
-	var template string
-	var ephemeral bool
+	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a control-plane instance (HTTP API) over an instance home",
-		Long: strings.TrimSpace(`
+		Long:  strings.TrimSpace(serveLong),
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.serve(cmd, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.home, "home", "", "instance home directory (created when missing)")
+	cmd.Flags().StringVar(&o.addr, "addr", "127.0.0.1:0", "listen address")
+	cmd.Flags().StringVar(&o.postgres, "postgres", "", "PostgreSQL URL (postgres://…) instead of the home's SQLite file")
+	cmd.Flags().StringVar(&o.marker, "process-marker", "", "an extra marker every agent process carries in AGENTPROOF_PROCESS_MARKER (8-64 of [a-z0-9-])")
+	cmd.Flags().StringVar(&o.template, "template-db", "", "a pre-migrated SQLite template for a new home's database: SCHEMA:SHA256:PATH")
+	cmd.Flags().BoolVar(&o.ephemeral, "ephemeral", false, "the home is thrown away when the server stops: write nothing in it durably (no fsync)")
+	cmd.Flags().StringArrayVar(&o.knownDigests, "known-digest", nil, "the SHA-256 of an executable file version the caller hashed: DEV:INO:SIZE:MTIME_NS:CTIME_NS:SHA256 (repeatable)")
+	return cmd
+}
+
+// serveOptions are the flags of 'agentproof serve'.
+type serveOptions struct {
+	home, addr, postgres, marker string
+	knownDigests                 []string
+	template                     string
+	ephemeral                    bool
+}
+
+// serve checks o (usage errors, exit 2, name the flag), starts the control-plane
+// instance, prints its ready line and serves until SIGTERM or SIGINT, then stops the
+// running agents and drains in-flight requests within drainTimeout.
+func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
+	if o.home == "" {
+		return usageErrorf("--home is required")
+	}
+	if o.marker != "" && !worker.ValidMarker(o.marker) {
+		return usageErrorf("--process-marker %q must be 8 to 64 characters of [a-z0-9-]", o.marker)
+	}
+	known := make([]api.KnownDigest, 0, len(o.knownDigests))
+	for _, kd := range o.knownDigests {
+		k, err := api.ParseKnownDigest(kd)
+		if err != nil {
+			return usageErrorf("--known-digest: %v", err)
+		}
+		known = append(known, k)
+	}
+	var tmpl *store.Template
+	if o.template != "" {
+		t, err := store.ParseTemplate(o.template)
+		if err != nil {
+			return usageErrorf("--template-db: %v", err)
+		}
+		tmpl = &t
+	}
+	if o.postgres != "" {
+		dropLibpqEnvironment()
+	}
+	becomeSubreaper(a)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	run, err := server.Serve(ctx, server.Options{Home: o.home, Postgres: o.postgres, Template: tmpl, Ephemeral: o.ephemeral}, o.addr, server.RunnerOptions{ProcessMarker: o.marker, KnownDigests: known, PiTools: piTools()})
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if err := run.TemplateProblem(); err != nil {
+		fmt.Fprintf(a.stderr, "agentproof serve: the template database was not used: %v\n", err)
+	}
+	line, _ := json.Marshal(api.Ready{Addr: run.Addr, PID: os.Getpid()})
+	if _, err := a.stdout.Write(append(line, '\n')); err != nil {
+		run.Shutdown(context.Background())
+		return err
+	}
+	<-ctx.Done()
+	dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	return run.Shutdown(dctx)
+}
+
+// serveLong is the help of 'agentproof serve'.
+const serveLong = `
 Run a control-plane instance: companies, each a durable control-plane state machine,
 behind the board and agent HTTP API (OpenAPI 3.1 at /openapi.json).
 
@@ -88,64 +160,7 @@ crash may lose them. Never use it for a home you keep.
 
 When ready, prints one JSON line {"addr": "HOST:PORT", "pid": N} on stdout.
 SIGTERM or SIGINT stops running agents, drains in-flight requests, commits and
-exits 0.`),
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if home == "" {
-				return usageErrorf("--home is required")
-			}
-			if marker != "" && !worker.ValidMarker(marker) {
-				return usageErrorf("--process-marker %q must be 8 to 64 characters of [a-z0-9-]", marker)
-			}
-			known := make([]api.KnownDigest, 0, len(knownDigests))
-			for _, kd := range knownDigests {
-				k, err := api.ParseKnownDigest(kd)
-				if err != nil {
-					return usageErrorf("--known-digest: %v", err)
-				}
-				known = append(known, k)
-			}
-			var tmpl *store.Template
-			if template != "" {
-				t, err := store.ParseTemplate(template)
-				if err != nil {
-					return usageErrorf("--template-db: %v", err)
-				}
-				tmpl = &t
-			}
-			if postgres != "" {
-				dropLibpqEnvironment()
-			}
-			becomeSubreaper(a)
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			run, err := server.Serve(ctx, server.Options{Home: home, Postgres: postgres, Template: tmpl, Ephemeral: ephemeral}, addr, server.RunnerOptions{ProcessMarker: marker, KnownDigests: known, PiTools: piTools()})
-			if err != nil {
-				return usageErrorf("%v", err)
-			}
-			if err := run.TemplateProblem(); err != nil {
-				fmt.Fprintf(a.stderr, "agentproof serve: the template database was not used: %v\n", err)
-			}
-			line, _ := json.Marshal(api.Ready{Addr: run.Addr, PID: os.Getpid()})
-			if _, err := a.stdout.Write(append(line, '\n')); err != nil {
-				run.Shutdown(context.Background())
-				return err
-			}
-			<-ctx.Done()
-			dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
-			defer cancel()
-			return run.Shutdown(dctx)
-		},
-	}
-	cmd.Flags().StringVar(&home, "home", "", "instance home directory (created when missing)")
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
-	cmd.Flags().StringVar(&postgres, "postgres", "", "PostgreSQL URL (postgres://…) instead of the home's SQLite file")
-	cmd.Flags().StringVar(&marker, "process-marker", "", "an extra marker every agent process carries in AGENTPROOF_PROCESS_MARKER (8-64 of [a-z0-9-])")
-	cmd.Flags().StringVar(&template, "template-db", "", "a pre-migrated SQLite template for a new home's database: SCHEMA:SHA256:PATH")
-	cmd.Flags().BoolVar(&ephemeral, "ephemeral", false, "the home is thrown away when the server stops: write nothing in it durably (no fsync)")
-	cmd.Flags().StringArrayVar(&knownDigests, "known-digest", nil, "the SHA-256 of an executable file version the caller hashed: DEV:INO:SIZE:MTIME_NS:CTIME_NS:SHA256 (repeatable)")
-	return cmd
-}
+exits 0.`
 
 // dropLibpqEnvironment removes PG* variables from this process's environment before a
 // PostgreSQL connection is made: pgx reads them (PGPASSWORD, PGHOST, …) as defaults
