@@ -56,17 +56,7 @@ const (
 //     stored (the check after the exit found the hold lost, so no write started).
 //
 // Its fields are Result's, so the two convert into each other.
-type GuardedRunResult struct {
-	Status      string              `json:"status"`
-	Scope       string              `json:"scope"`
-	EvidenceID  string              `json:"evidenceId,omitempty"`
-	Metadata    *evidence.Metadata  `json:"metadata,omitempty"`
-	Termination *TerminationSummary `json:"termination,omitempty"`
-	Reason      string              `json:"reason,omitempty"`
-	Message     string              `json:"message,omitempty"`
-	// Body is the evidence body that was (or failed to be) stored; not serialized.
-	Body []byte `json:"-"`
-}
+type GuardedRunResult Result
 
 // parseGuard validates g against the validated request.
 func parseGuard(req Request, g Guard) (Guard, error) {

@@ -150,16 +150,10 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 // (the model's scripts name the lease's workspace: a real ACP agent's write tool takes
 // an absolute path) and points the lease's model endpoint at it.
 func (x *LocalExecutor) startLeasedModel(a *attempt, p *Provisioned) *verdict.Fault {
-	if _, pinned := a.plan.Cell.Profile.Driver.Package(); !pinned || x.Live {
-		return nil
-	}
-	m, fault := startModel(a.plan, p.Root, p.Workspace, p.Secrets)
-	if fault != nil {
+	if started, fault := x.startScriptedModel(a, p); !started || fault != nil {
 		return fault
 	}
-	p.Model = m
-	a.log.note("scripted model started on %s with %d run script(s)", m.running.URL, m.scripts)
-	if err := p.Lease.bridge.Retarget(endpointModel, strings.TrimPrefix(m.running.URL, "http://")); err != nil {
+	if err := p.Lease.bridge.Retarget(endpointModel, strings.TrimPrefix(p.Model.running.URL, "http://")); err != nil {
 		return verdict.HarnessFault(fmt.Errorf("pointing the lease's model endpoint at the scripted model: %w", err), true)
 	}
 	return nil
@@ -198,16 +192,27 @@ func (x *LocalExecutor) startServices(ctx context.Context, a *attempt, p *Provis
 	}
 	p.Secrets = p.Secrets.With(inst...)
 	x.held.add(p.held, inst...)
-	if _, pinned := a.plan.Cell.Profile.Driver.Package(); !pinned || x.Live || !model {
+	if !model {
 		return nil
+	}
+	_, fault := x.startScriptedModel(a, p)
+	return fault
+}
+
+// startScriptedModel starts the scripted model of an offline cell of a pinned CLI
+// (none for another driver or with --live) and keeps it in p.Model; started says
+// whether it did.
+func (x *LocalExecutor) startScriptedModel(a *attempt, p *Provisioned) (started bool, fault *verdict.Fault) {
+	if _, pinned := a.plan.Cell.Profile.Driver.Package(); !pinned || x.Live {
+		return false, nil
 	}
 	m, fault := startModel(a.plan, p.Root, p.Workspace, p.Secrets)
 	if fault != nil {
-		return fault
+		return false, fault
 	}
 	p.Model = m
 	a.log.note("scripted model started on %s with %d run script(s)", m.running.URL, m.scripts)
-	return nil
+	return true, nil
 }
 
 // stateDirFor is where the instance home of a cell whose profile has driver drv is
