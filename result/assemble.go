@@ -55,6 +55,9 @@ type CampaignOptions struct {
 	// in Campaign.NotRun. nil with ExpectedIDs nil keeps an existing campaign.json's,
 	// so that regeneration reproduces it.
 	NotRunHere map[string]string
+	// HistoryKeep bounds history.json: the campaigns kept per suite definition
+	// (History.Trim); 0 means DefaultHistoryKeep, a negative value keeps every one.
+	HistoryKeep int
 }
 
 // Assembly is a campaign assembled from its stored results (Assemble): the campaign
@@ -114,8 +117,16 @@ func Assemble(opts CampaignOptions, keep func(r *Result, dir string)) (*Assembly
 	if warn != "" {
 		a.Warnings = append(a.Warnings, warn)
 	}
-	c.Baselines = baselines(c, hist, campaignReader(opts.ResultsRoot))
-	a.History = hist.Merge(c.Entry())
+	// A campaign the bounded history no longer covers keeps the regression check its
+	// campaign.json recorded (the baselines it was checked against may be gone).
+	if t := hist.Trimmed; t == nil || c.GeneratedAt > t.Through || c.Baselines == nil {
+		c.Baselines = baselines(c, hist, campaignReader(opts.ResultsRoot))
+	}
+	bound := opts.HistoryKeep
+	if bound == 0 {
+		bound = DefaultHistoryKeep
+	}
+	a.History = hist.Merge(c.Entry()).Trim(bound)
 	return a, nil
 }
 
@@ -155,6 +166,9 @@ func chooseCampaign(opts CampaignOptions, dir string, keep func(*Result, string)
 	sanitizeChosen(opts.Secrets, results, sources, notes)
 	c := BuildCampaign(opts.CampaignID, opts.Catalog, expected, results, notes, inconclusiveAsFailure(opts.InconclusiveAsFailure, prior))
 	keepPrior(c, opts, prior)
+	if prior != nil {
+		c.Baselines = prior.Baselines // provisional: Assemble recomputes them unless the history no longer covers c
+	}
 	if repeat > 1 {
 		c.Repeat, c.Repeats = repeat, repeats
 		for _, r := range repeats {

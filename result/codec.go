@@ -24,6 +24,7 @@ type priorCampaign struct {
 	Catalog               *CatalogSources   `json:"catalog"`
 	Interruption          *Interruption     `json:"interruption"`
 	NotRunHere            map[string]string `json:"notRunHere"`
+	Baselines             []Baseline        `json:"baselines"`
 }
 
 // readPriorCampaign reads an existing campaign.json for its expected ids and options;

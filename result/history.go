@@ -32,6 +32,22 @@ type History struct {
 	LatestBySuite         map[string]string `json:"latestBySuite"`
 	LatestGreenBySuite    map[string]string `json:"latestGreenBySuite"`
 	Campaigns             []HistoryCampaign `json:"campaigns"`
+	// Trimmed says what Trim left out (nil: nothing yet).
+	Trimmed *HistoryTrim `json:"trimmed,omitempty"`
+}
+
+// HistoryTrim is what a bounded history left out: Keep, the campaigns kept per suite
+// definition; Dropped, how many campaigns were left out, and Stripped, how many are
+// kept without their executions (latest green baselines outside the window), both
+// counted as of the last Trim; Through, the generatedAt of the newest campaign left
+// out or stripped (a campaign not newer than it may have lost its regression
+// baseline from the history: Assemble then keeps the baselines its campaign.json
+// recorded).
+type HistoryTrim struct {
+	Keep     int    `json:"keep"`
+	Dropped  int    `json:"dropped"`
+	Stripped int    `json:"stripped"`
+	Through  string `json:"through"`
 }
 
 // HistoryCampaign is one campaign in the history: its counts, fingerprint (sorted
@@ -56,8 +72,9 @@ type HistoryCampaign struct {
 }
 
 // HistoryExecution is one cell of a history campaign: ids, verdict, what it counted as
-// (outcome), duration (ms), attempt, cleanup, its billing summary and, with repeats,
-// its pass rate and flakiness.
+// (outcome), duration (ms), attempt, cleanup and, with repeats, its pass rate and
+// flakiness. Billing, a cell's billing summary, is no longer written (the campaign's
+// and the suites' aggregates are): an older history's is read and kept.
 type HistoryExecution struct {
 	ExecutionID   string          `json:"executionId"`
 	SuiteID       string          `json:"suiteId"`
@@ -70,11 +87,11 @@ type HistoryExecution struct {
 	Outcome       verdict.Verdict `json:"outcome"`
 	// State is set for a cell of the baseline of known failures that ended as a known
 	// failure or an unexpected pass (StateOf), "" otherwise.
-	State      CellState       `json:"state,omitempty"`
-	DurationMs int64           `json:"durationMs"`
-	Attempt    int             `json:"attempt"`
-	Cleanup    CleanupStatus   `json:"cleanup"`
-	Billing    billing.Summary `json:"billing"`
+	State      CellState        `json:"state,omitempty"`
+	DurationMs int64            `json:"durationMs"`
+	Attempt    int              `json:"attempt"`
+	Cleanup    CleanupStatus    `json:"cleanup"`
+	Billing    *billing.Summary `json:"billing,omitempty"`
 	// Repetitions, PassedRepetitions and Flaky are set for a cell run with --repeat:
 	// how many repetitions it had, how many counted as passed, and whether they
 	// disagreed (Repeats), so flakiness per cell is kept over campaigns.
@@ -111,7 +128,7 @@ func (c *Campaign) Entry() HistoryCampaign {
 			ExecutionID: r.ExecutionID, SuiteID: r.SuiteID, ProfileID: r.ProfileID,
 			EnvironmentID: r.EnvironmentID, CaseID: r.CaseID, Provider: r.Provider, Model: r.Model,
 			Verdict: r.Verdict, Outcome: Outcome(r), State: baselineState(r), DurationMs: r.DurationMs, Attempt: r.Attempt,
-			Cleanup: r.Cleanup, Billing: BillingOf(r), NotRunHere: r.NotRunHere != "",
+			Cleanup: r.Cleanup, NotRunHere: r.NotRunHere != "",
 		}
 		if rp, ok := repeats[r.ExecutionID]; ok {
 			e.Repetitions, e.PassedRepetitions, e.Flaky = rp.Repetitions, rp.Passed, rp.Flaky
@@ -188,6 +205,98 @@ func (h *History) Merge(entry HistoryCampaign) *History {
 	})
 	out.repoint()
 	return out
+}
+
+// DefaultHistoryKeep is how many campaigns history.json keeps per suite definition by
+// default: the default catalog run daily keeps four weeks, under 5 MB
+// (report.BenchmarkReportHistory).
+const DefaultHistoryKeep = 28
+
+// Trim returns h bounded to the newest keep campaigns of every suite definition (suite
+// id and definition hash), and what the regression checks of those campaigns need:
+//
+//   - a campaign among the newest keep campaigns that ran one of its suite
+//     definitions is kept whole (the dashboard's trends and per-cell strips, shard
+//     weights);
+//   - the latest green campaign of a suite definition, not newer than a campaign kept
+//     whole (the baseline of its regression check, docs/regressions.md), is kept
+//     without its executions when it is outside every window: its suites, which the
+//     check reads, stay, and its cells are read from its campaign.json;
+//   - every other campaign is left out.
+//
+// The newest campaign is always kept. keep < 1 keeps everything. The pointers are
+// recomputed; Trimmed records keep, the counts and the newest campaign left out or
+// stripped. h is not modified.
+func (h *History) Trim(keep int) *History {
+	out := emptyHistory()
+	if keep < 1 {
+		out.Campaigns = slices.Clone(h.Campaigns)
+		out.Trimmed = h.Trimmed
+		out.repoint()
+		return out
+	}
+	whole := map[int]bool{}
+	seen := map[string]int{} // suite definition → campaigns kept whole so far
+	for i := range h.Campaigns {
+		for _, s := range h.Campaigns[i].Suites {
+			if d := s.SuiteID + ":" + s.SuiteDefinitionHash; seen[d] < keep {
+				seen[d]++
+				whole[i] = true
+			}
+		}
+	}
+	whole[0] = len(h.Campaigns) > 0
+	baseline := baselinesOf(h.Campaigns, whole)
+	t := &HistoryTrim{Keep: keep}
+	if h.Trimmed != nil {
+		t.Dropped, t.Through = h.Trimmed.Dropped, h.Trimmed.Through
+	}
+	for i, c := range h.Campaigns {
+		switch {
+		case whole[i]:
+			out.Campaigns = append(out.Campaigns, c)
+			continue
+		case baseline[i]:
+			c.Executions = []HistoryExecution{}
+			out.Campaigns = append(out.Campaigns, c)
+			t.Stripped++
+		default:
+			t.Dropped++
+		}
+		if c.GeneratedAt > t.Through {
+			t.Through = c.GeneratedAt
+		}
+	}
+	if t.Dropped > 0 || t.Stripped > 0 {
+		out.Trimmed = t
+	}
+	out.repoint()
+	return out
+}
+
+// baselinesOf marks, in campaigns (newest first), the latest green campaign of every
+// suite definition of every campaign marked in whole, among the campaigns older than
+// it: one pass from the oldest, remembering the latest green campaign of each suite
+// definition so far.
+func baselinesOf(campaigns []HistoryCampaign, whole map[int]bool) map[int]bool {
+	marked := map[int]bool{}
+	latestGreen := map[string]int{} // suite definition → index of its latest green campaign so far
+	for i := len(campaigns) - 1; i >= 0; i-- {
+		suites := campaigns[i].Suites
+		if whole[i] {
+			for _, s := range suites {
+				if g, ok := latestGreen[s.SuiteID+":"+s.SuiteDefinitionHash]; ok {
+					marked[g] = true
+				}
+			}
+		}
+		for j := range suites {
+			if suites[j].green() {
+				latestGreen[suites[j].SuiteID+":"+suites[j].SuiteDefinitionHash] = i
+			}
+		}
+	}
+	return marked
 }
 
 // repoint recomputes UpdatedAt and the latest / latest-green pointers.

@@ -30,7 +30,10 @@ type reportFlags struct {
 	history   string
 	catalog   *catalogSource
 	asFailure bool
-	loaded    map[string]*catalog.Catalog
+	// keep is --history-keep: campaigns history.json keeps per suite definition (0:
+	// every one).
+	keep   int
+	loaded map[string]*catalog.Catalog
 }
 
 func (f *reportFlags) add(cmd *cobra.Command) {
@@ -38,6 +41,7 @@ func (f *reportFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.results, "results", "agentproof-results", "results root `directory`: campaigns live in <results>/<campaign>/, history in <results>/history.json")
 	fl.StringVar(&f.history, "history", "", "history `file` to merge into (default <results>/history.json)")
 	fl.BoolVar(&f.asFailure, "inconclusive-as-failure", false, "count inconclusive cells as failures in junit.xml and the exit code (default: keep the campaign's earlier choice, else skipped / exit 3)")
+	historyKeepFlag(fl, &f.keep)
 	f.catalog = catalogFlag(cmd)
 }
 
@@ -54,7 +58,11 @@ func (f *reportFlags) options(a *app, cmd *cobra.Command, campaign string) (resu
 	if err != nil {
 		return result.CampaignOptions{}, err
 	}
-	o := result.CampaignOptions{ResultsRoot: f.results, CampaignID: campaign, Catalog: c, HistoryPath: f.history}
+	keep, err := historyKeep(f.keep)
+	if err != nil {
+		return result.CampaignOptions{}, err
+	}
+	o := result.CampaignOptions{ResultsRoot: f.results, CampaignID: campaign, Catalog: c, HistoryPath: f.history, HistoryKeep: keep}
 	if cmd.Flags().Changed("inconclusive-as-failure") {
 		v := f.asFailure
 		o.InconclusiveAsFailure = &v

@@ -55,6 +55,9 @@ type runOptions struct {
 	stateDir      string
 	shards        shardFlags
 	otlp          string
+	// historyKeep is --history-keep: campaigns history.json keeps per suite
+	// definition (0: every one).
+	historyKeep int
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -89,6 +92,7 @@ func newRunCmd(a *app) *cobra.Command {
 	o.instances = attempt.InstanceInProcess
 	f.StringVar(&o.agentsDir, "agents-dir", "", "agent CLI cache (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
 	o.shards.add(f)
+	historyKeepFlag(f, &o.historyKeep)
 	f.StringVar(&o.otlp, "otlp-endpoint", "", "export every attempt as an OpenTelemetry trace (GenAI semantic conventions) to this OTLP/HTTP `URL`, e.g. http://127.0.0.1:4318 (default: no export)")
 	f.StringVar(&o.stateDir, "state-dir", "", "where each attempt's instance home is made: its database, keys and run records and its agents' HOMEs (default /dev/shm when it is a tmpfs with at least 512 MiB free, so that none of it reaches a disk; else inside the attempt's temp root)")
 	wantFlag(cmd, "max-parallel", "a whole number ≥ 1")
@@ -413,6 +417,9 @@ func runCampaignOptions(cmd *cobra.Command, o runOptions) (campaign.Options, err
 	if o.repeat < 1 || o.repeat > campaign.MaxRepeat {
 		return opts, usageErrorf("--repeat must be between 1 and %d, not %d", campaign.MaxRepeat, o.repeat)
 	}
+	if _, err := historyKeep(o.historyKeep); err != nil {
+		return opts, err
+	}
 	return opts, nil
 }
 
@@ -479,7 +486,7 @@ func (a *app) finishCampaign(e campaignEnd, o runOptions) error {
 		interruption = &result.Interruption{Selected: sum.Selected, Stopped: stopped, NeverStarted: never, Resume: resume}
 	}
 	reportGC(sum.Executed)
-	g, genErr := report.Generate(result.CampaignOptions{ResultsRoot: e.root, CampaignID: plan.CampaignID, Catalog: e.catalog, ExpectedIDs: ids, Secrets: e.secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption, NotRunHere: plan.NotRunReasons()})
+	g, genErr := report.Generate(result.CampaignOptions{ResultsRoot: e.root, CampaignID: plan.CampaignID, Catalog: e.catalog, ExpectedIDs: ids, Secrets: e.secrets, Repeat: plan.Repeat, Provenance: prov, CatalogSources: plan.CatalogSources, Interruption: interruption, NotRunHere: plan.NotRunReasons(), HistoryKeep: keepOf(o.historyKeep)})
 	for _, w := range sum.WriteErrors {
 		fmt.Fprintf(a.stderr, "agentproof: writing a result: %s\n", w)
 	}

@@ -111,3 +111,18 @@ func TestRunUnprivilegedNotRunHere(t *testing.T) {
 		t.Error("--environment sandbox wrote results before refusing")
 	}
 }
+
+// TestHistoryKeepFlag: --history-keep N keeps N campaigns per suite definition, 0
+// keeps every one, a negative number is a usage error naming the flag.
+func TestHistoryKeepFlag(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]int{1: 1, 30: 30, 0: -1} {
+		if got, err := historyKeep(n); err != nil || got != want {
+			t.Errorf("--history-keep %d: %d, %v; want %d", n, got, err, want)
+		}
+	}
+	var ue *UsageError
+	if _, err := historyKeep(-2); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--history-keep") {
+		t.Errorf("--history-keep -2: %v", err)
+	}
+}
