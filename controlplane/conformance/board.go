@@ -55,6 +55,14 @@ func (e *boardEnv) restart() error {
 	return nil
 }
 
+// restartSnap restarts the Port (restart) and returns a snapshot of the restarted state.
+func (e *boardEnv) restartSnap() (controlplane.State, error) {
+	if err := e.restart(); err != nil {
+		return controlplane.State{}, err
+	}
+	return e.snap()
+}
+
 func (e *boardEnv) board(kind controlplane.BoardKind, input any, key string) (controlplane.BoardResult, error) {
 	return e.b.ApplyBoard(e.ctx, controlplane.BoardOp{Kind: kind, Input: mustJSON(input), IdempotencyKey: key})
 }
@@ -156,10 +164,7 @@ func board02(ctx context.Context, h Harness) error {
 		"contentBase64": base64.StdEncoding.EncodeToString(inline)}), "inline deliverable"); err != nil {
 		return err
 	}
-	if err := e.restart(); err != nil {
-		return err
-	}
-	st, err := e.snap()
+	st, err := e.restartSnap()
 	if err != nil {
 		return err
 	}
@@ -217,10 +222,7 @@ func board03(ctx context.Context, h Harness) error {
 	if err := wantCode(err, controlplane.CodeBlobMissing); err != nil {
 		return fmt.Errorf("a file of bytes never uploaded: %w", err)
 	}
-	if err := e.restart(); err != nil {
-		return err
-	}
-	st, err := e.snap()
+	st, err := e.restartSnap()
 	if err != nil {
 		return err
 	}
@@ -357,10 +359,7 @@ func board06(ctx context.Context, h Harness) error {
 	if err := e.completeNative("run-1", controlplane.RunInterrupted); err != nil {
 		return err
 	}
-	if err := e.restart(); err != nil {
-		return err
-	}
-	st, err := e.snap()
+	st, err := e.restartSnap()
 	if err != nil {
 		return err
 	}

@@ -144,10 +144,7 @@ func journey03(ctx context.Context, h Harness) error {
 	if err != nil {
 		return noErr(err, "set_task_title")
 	}
-	if err := e.restart(); err != nil {
-		return err
-	}
-	st, err := e.snap()
+	st, err := e.restartSnap()
 	if err != nil {
 		return err
 	}
@@ -221,10 +218,7 @@ func journey04(ctx context.Context, h Harness) error {
 	if err != nil {
 		return noErr(err, "handoff_conversation")
 	}
-	if err := e.restart(); err != nil {
-		return err
-	}
-	st, err := e.snap()
+	st, err := e.restartSnap()
 	if err != nil {
 		return err
 	}
