@@ -712,11 +712,10 @@ func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector
 			continue
 		}
 		if slices.Contains(sel.Environments, c.Environment.ID) || slices.Contains(sel.IDs, c.ID) {
-			return nil, usageErrorf("the selected cells of environment %s need the sandbox provider, which this machine cannot run: %s "+
-				"(install bubblewrap 0.8 or later — Debian/Ubuntu: apt-get install bubblewrap —, and run as root for the cgroup limits and the lease disk; "+
-				"`agentproof environments probe` says what this machine gives and how to get the rest; or deselect those environments: without --environment "+
+			return nil, usageErrorf("the selected cells of environment %s need the sandbox provider, which this machine cannot run (%s): %s "+
+				"(`agentproof environments probe` says what this machine gives and how to get the rest; or deselect those environments: without --environment "+
 				"or --id naming them, their cells are reported not run here and everything else runs)",
-				strings.Join(envs, ", "), strings.Join(r.Missing(), "; "))
+				strings.Join(envs, ", "), why, strings.Join(r.Missing(), "; "))
 		}
 		out[c.ID] = why
 	}
