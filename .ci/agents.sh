@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the pinned real agent CLIs (Codex, OpenCode, Codex ACP, Gemini CLI, Pi;
-# docs/clis.md, docs/acp.md, docs/pi.md) with
-# `agentproof agents install` and prints the cache directory on stdout, for the tests
+# docs/clis.md, docs/acp.md, docs/pi.md) with `agentproof agents install`, and the
+# optional Claude Code by name (its native boundaries, app:claude, are tested in CI;
+# docs/clis.md), and prints the cache directory on stdout, for the tests
 # that run the real CLIs against the scripted model (agent/clis, AGENTPROOF_AGENTS_DIR).
 # Progress goes to stderr. A warm machine reuses the installs already in the cache.
 #
@@ -23,5 +24,6 @@ fi
 
 start=$(date +%s)
 go run ./cmd/agentproof agents install --dir "$dir" >&2
+go run ./cmd/agentproof agents install --dir "$dir" claude >&2
 echo "agent CLIs ready in $dir ($(( $(date +%s) - start ))s)" >&2
 echo "$dir"

@@ -21,6 +21,7 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/mcp"
 )
 
 // stubMCPTools are the semantic tools the stub MCP server offers.
@@ -65,6 +66,13 @@ func stubMCP() int {
 				return &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "board_input_invalid: refused"}}}, nil
 			}
 			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "ok " + name}}}, nil
+		})
+	}
+	if relay := os.Getenv(session.EnvPermissionRelay); relay != "" {
+		// Claude Code's permission prompt tool, as agentproof's own server serves it.
+		srv.AddTool(&mcpsdk.Tool{Name: mcp.PermissionPromptTool, InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+			text, _ := mcp.RelayPermission(ctx, relay, req.Params.Arguments)
+			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, nil
 		})
 	}
 	if err := srv.Run(context.Background(), &mcpsdk.StdioTransport{}); err != nil {

@@ -136,9 +136,12 @@ func NewSession(name driver.Name, config api.DriverConfig) (SessionDriver, error
 	case driver.KindRPC:
 		return NewPi(config)
 	case driver.KindApp:
+		if name.Arg == driver.AppClaude {
+			return NewClaudeApp(config)
+		}
 		return NewCodexApp(config)
 	}
-	return nil, &ConfigError{Driver: name.String(), Problems: []string{"not a session driver (acp:<agent>, rpc:pi, app:codex)"}}
+	return nil, &ConfigError{Driver: name.String(), Problems: []string{"not a session driver (acp:<agent>, rpc:pi, app:codex, app:claude)"}}
 }
 
 // env is the session.Env of a session started for env: the run's token and secrets

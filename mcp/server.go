@@ -75,6 +75,9 @@ type Config struct {
 	Version  string
 	Logger   *slog.Logger
 	Bind     func(ctx context.Context) (Bound, error)
+	// PermissionRelay, when set, is the permission relay socket of the agent's session
+	// (session.EnvPermissionRelay): the server then also serves PermissionPromptTool.
+	PermissionRelay string
 }
 
 // Bound is the run one tool call acts for: its id, its token and the agent API seen
@@ -119,6 +122,9 @@ func NewServer(cfg Config, a API) (*sdk.Server, error) {
 			}
 			return h.call(ctx, t, raw), nil
 		})
+	}
+	if cfg.PermissionRelay != "" {
+		addPermissionPrompt(s, cfg.PermissionRelay, cfg.Logger)
 	}
 	return s, nil
 }

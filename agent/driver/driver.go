@@ -50,9 +50,9 @@ const (
 	// KindRPC is "rpc:<agent>": a session driver over the agent's own RPC protocol
 	// (RPCAgents: pi, docs/pi.md); Name.Arg is the agent.
 	KindRPC Kind = "rpc:"
-	// KindApp is "app:<agent>": a session driver over an agent's own app-server
-	// protocol (AppAgents: codex, Codex's `codex app-server`; docs/clis.md); Name.Arg is
-	// the agent.
+	// KindApp is "app:<agent>": a session driver over an agent's own application
+	// protocol (AppAgents: codex, Codex's `codex app-server`; claude, Claude Code's
+	// stream-json with its permission prompt tool; docs/clis.md); Name.Arg is the agent.
 	KindApp Kind = "app:"
 	// KindHostile is "hostile:<attack>": the built-in hostile agent of the hostile
 	// suite (registered from package agent/hostile); Name.Arg is the attack, made once
@@ -88,8 +88,15 @@ var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPWrongUndo, ACPOpenCo
 // RPCAgents are the agents of the rpc: session drivers.
 var RPCAgents = []string{"pi"}
 
+// App agents: Codex through `codex app-server`, Claude Code through its stream-json
+// protocol with its permission prompt tool (docs/clis.md).
+const (
+	AppCodex  = "codex"
+	AppClaude = "claude"
+)
+
 // AppAgents are the agents of the app: session drivers.
-var AppAgents = []string{"codex"}
+var AppAgents = []string{AppCodex, AppClaude}
 
 // Name is a parsed driver: its Kind and, for KindFixture and KindCLI, the fixture or
 // CLI name. The zero Name is no driver. Its JSON form is the driver string.
@@ -160,7 +167,7 @@ func registered(k Kind, a string) bool {
 
 // Parse reads a driver string: fixture:<fixture>, reference, nop, wrong, leaky, exec,
 // exec:<cli>, hostile:<attack> (fixtures, CLIs and attacks as registered), acp:<agent>
-// (ACPAgents), rpc:pi (RPCAgents) or app:codex (AppAgents). Anything else (an unregistered fixture, CLI or
+// (ACPAgents), rpc:pi (RPCAgents) or app:codex and app:claude (AppAgents). Anything else (an unregistered fixture, CLI or
 // attack, a different case, surrounding space) is an *Error.
 func Parse(s string) (Name, error) {
 	switch Kind(s) {
@@ -310,7 +317,7 @@ func (n Name) RunsAgentproof() bool { return n.Kind == KindFixture || n.Builtin(
 // on the host: docs/acp.md "Agents") and app:codex (its sandbox mode as the profile
 // says: docs/clis.md).
 func (n Name) HidesDev() bool {
-	return n.Kind == KindACP && n.Arg == ACPCodex || n.Kind == KindApp && n.Arg == "codex"
+	return n.Kind == KindACP && n.Arg == ACPCodex || n.Kind == KindApp && n.Arg == AppCodex
 }
 
 // NeedsReference reports whether n carries out the case's reference script, so the

@@ -103,6 +103,9 @@ Environment (set by the runner, passed on by the CLI):
   AGENTPROOF_AGENT_STATE_DIR  where the run's presented message id is recorded (optional)
   AGENTPROOF_RUN_BINDING      instead of the token and run id: the run binding file of a
                               warm ACP session; every call acts for the run it names now
+  AGENTPROOF_PERMISSION_RELAY with a run binding: the session's permission relay socket;
+                              the server then also serves permission_prompt, Claude Code's
+                              --permission-prompt-tool (app:claude)
 
 finish_task, request_review and block_task present their comment as the run's message
 (present: false opts out; report_progress presents only with present: true).
@@ -142,7 +145,7 @@ func serveBoundMCP(ctx context.Context, a *app, cmd *cobra.Command, apiURL, bind
 	}
 	logger := slog.New(slog.NewTextHandler(a.stderr, nil)).With("binding", filepath.Base(filepath.Dir(binding)))
 	srv, err := mcp.NewServer(mcp.Config{StateDir: os.Getenv(agent.EnvStateDir), Version: readVersion().Version, Logger: logger,
-		Bind: mcp.FileBinding(apiURL, binding)}, nil)
+		Bind: mcp.FileBinding(apiURL, binding), PermissionRelay: os.Getenv(session.EnvPermissionRelay)}, nil)
 	if err != nil {
 		return err
 	}
