@@ -76,22 +76,38 @@ var ClaudeAppProtocol = session.Protocol{Name: claudeAppName, LogSchema: ClaudeA
 type ClaudeAppDriver struct {
 	bounds bounds
 	model  string
+	mode   string
 	sessionSettings
 }
+
+// Claude Code's permission modes the driver accepts: default asks before every command
+// and file edit (the native boundary); bypassPermissions asks nothing (the
+// calibration twin that acts without asking).
+const (
+	ClaudeModeDefault = "default"
+	ClaudeModeBypass  = "bypassPermissions"
+)
 
 // NewClaudeApp returns the app:claude driver configured by config (the profile's
 // driverConfig): TimeoutMs (the whole session's life, ms), MaxOutputBytes (Claude
 // Code's stdout, bytes; default DefaultPiMaxOutputBytes), TurnTimeoutMs,
 // StartTimeoutMs, CancelGraceMs (ms, > 0), Binary (the native claude binary),
 // ModelBaseURL (a loopback http URL), Script (oracle, nop or wrong) and Model (default
-// ScriptedModelID). A key the driver does not read and a value out of range are a
+// ScriptedModelID) and PermissionMode (ClaudeModeDefault, the default, or
+// ClaudeModeBypass). A key the driver does not read and a value out of range are a
 // *ConfigError listing every problem.
 func NewClaudeApp(config api.DriverConfig) (*ClaudeAppDriver, error) {
 	name := driver.Name{Kind: driver.KindApp, Arg: driver.AppClaude}
 	ce := &ConfigError{Driver: name.String()}
-	d := &ClaudeAppDriver{sessionSettings: defaultSessionSettings()}
+	d := &ClaudeAppDriver{mode: ClaudeModeDefault, sessionSettings: defaultSessionSettings()}
 	d.bounds = parseBounds(config, name, ce, []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace,
-		CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyScript, CLIKeyModel})
+		CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyScript, CLIKeyModel, "permissionMode"})
+	if m := config.PermissionMode; m != "" {
+		if m != ClaudeModeDefault && m != ClaudeModeBypass {
+			ce.Problems = append(ce.Problems, fmt.Sprintf("permissionMode %s is not %s or %s", m, ClaudeModeDefault, ClaudeModeBypass))
+		}
+		d.mode = m
+	}
 	if config.MaxOutputBytes == nil {
 		d.bounds.maxOutput = DefaultPiMaxOutputBytes
 	}
@@ -135,7 +151,7 @@ func (d *ClaudeAppDriver) Start(ctx context.Context, env SessionEnv) (*session.S
 	}
 	se := d.sessionSettings.env(env)
 	se.Binding = filepath.Join(l.Dir, session.RunBindingFile)
-	p := &claudeAppProtocol{relay: filepath.Join(l.Dir, session.PermissionRelayFile), sessionID: id, model: d.model}
+	p := &claudeAppProtocol{relay: filepath.Join(l.Dir, session.PermissionRelayFile), sessionID: id, model: d.model, mode: d.mode}
 	return session.Start(ctx, p, l, se)
 }
 
@@ -166,6 +182,9 @@ func (d *ClaudeAppDriver) launch(env RunEnv, n int, id string) (session.Launch, 
 		k, v, _ := strings.Cut(kv, "=")
 		vars[k] = v
 	}
+	if d.mode == ClaudeModeBypass {
+		vars["IS_SANDBOX"] = "1" // Claude Code refuses to bypass permissions as root without it
+	}
 	// The agentproof MCP server reads the current run from the binding file and relays
 	// permission prompts to the socket: the variables name files, never a token.
 	vars[EnvAPIURL], vars[EnvStateDir] = env.APIURL, env.StateDir
@@ -177,19 +196,20 @@ func (d *ClaudeAppDriver) launch(env RunEnv, n int, id string) (session.Launch, 
 	}
 	l.Spec.Marker = worker.NewMarker()
 	l.Spec.Path = d.binary
-	l.Spec.Args = append([]string{d.binary}, ClaudeAppArgs(d.model, mcpFile, id)...)
+	l.Spec.Args = append([]string{d.binary}, ClaudeAppArgs(d.model, d.mode, mcpFile, id)...)
 	return l, nil
 }
 
 // ClaudeAppArgs is the argv (after the program) of Claude Code as a stream-json
 // session: print mode reading user messages from stdin, every message on stdout,
-// minimal mode (no hooks, plugins, CLAUDE.md discovery, auto-memory), the default
-// permission mode (commands and file edits ask) with permission prompts going to
-// ClaudePermissionPromptTool, the agentproof MCP server's tools allowed without asking,
-// only the MCP servers of mcpFile, and conversation id.
-func ClaudeAppArgs(model, mcpFile, id string) []string {
+// the built-in tools Bash, Read, Write and Edit, only the user's settings (the
+// session's own configuration directory: no project settings of the workspace),
+// permission mode mode (default: commands and file edits ask) with permission prompts
+// going to ClaudePermissionPromptTool, the agentproof MCP server's tools allowed
+// without asking, only the MCP servers of mcpFile, and conversation id.
+func ClaudeAppArgs(model, mode, mcpFile, id string) []string {
 	return []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--tools", "Bash,Read,Write,Edit", "--setting-sources", "user",
-		"--model", model, "--permission-mode", "default", "--permission-prompt-tool", ClaudePermissionPromptTool,
+		"--model", model, "--permission-mode", mode, "--permission-prompt-tool", ClaudePermissionPromptTool,
 		"--allowedTools", "mcp__" + MCPServerName, "--mcp-config", mcpFile, "--strict-mcp-config", "--session-id", id}
 }
 
@@ -199,6 +219,7 @@ type claudeAppProtocol struct {
 	relay     string
 	sessionID string
 	model     string
+	mode      string
 }
 
 func (p *claudeAppProtocol) Protocol() session.Protocol { return ClaudeAppProtocol }
@@ -225,7 +246,7 @@ func (p *claudeAppProtocol) Open(ctx context.Context, rw io.ReadWriter, h sessio
 	if err := c.control(ctx, map[string]any{"subtype": "initialize"}, &init); err != nil {
 		return c, &session.StartError{Stage: "initialize", Err: err}
 	}
-	caps, _ := json.Marshal(map[string]any{"permissionPromptTool": ClaudePermissionPromptTool, "permissionMode": "default"})
+	caps, _ := json.Marshal(map[string]any{"permissionPromptTool": ClaudePermissionPromptTool, "permissionMode": p.mode})
 	c.info = session.Info{SessionID: p.sessionID, Name: "claude", Model: p.model, Capabilities: caps}
 	return c, nil
 }

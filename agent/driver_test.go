@@ -168,7 +168,7 @@ func TestDefaultCatalogProfilesHaveDrivers(t *testing.T) {
 		if p.Driver.Kind == driver.KindApp {
 			if dc, err := api.DriverConfigOf(p.DriverConfig); err != nil {
 				t.Errorf("profile %s: %v", p.ID, err)
-			} else if _, err := agent.NewCodexApp(dc); err != nil {
+			} else if _, err := agent.NewSession(p.Driver, dc); err != nil {
 				t.Errorf("profile %s: %v", p.ID, err)
 			}
 			if _, err := build(p.Driver.String(), p.DriverConfig); err == nil || !strings.Contains(err.Error(), "NewSession") {

@@ -95,7 +95,11 @@ func (m LifecycleMode) Warm() bool { return m == LifecycleWarm }
 //   - app:codex (docs/clis.md): the ACP driver's timeouts, Binary, ModelBaseURL,
 //     Script, Model, ApprovalPolicy (Codex's approval policy of the thread: untrusted,
 //     the default, or on-request) and SandboxMode (Codex's own sandbox of the thread:
-//     workspace-write, the default on the host, read-only or danger-full-access).
+//     workspace-write, the default on the host, read-only or danger-full-access);
+//   - app:claude (docs/clis.md): the ACP driver's timeouts, Binary, ModelBaseURL,
+//     Script, Model and PermissionMode (Claude Code's permission mode: default, which
+//     asks before every command and file edit, or bypassPermissions, which asks
+//     nothing: the calibration twin that acts without asking).
 type DriverConfig struct {
 	TimeoutMs      *int64              `json:"timeoutMs,omitempty"`
 	MaxOutputBytes *int64              `json:"maxOutputBytes,omitempty"`
@@ -117,6 +121,7 @@ type DriverConfig struct {
 	GateTools      *[]string           `json:"gateTools,omitempty"`
 	ApprovalPolicy string              `json:"approvalPolicy,omitempty"`
 	SandboxMode    string              `json:"sandboxMode,omitempty"`
+	PermissionMode string              `json:"permissionMode,omitempty"`
 }
 
 // LiveProvider is the live model endpoint of a CLI profile (DriverConfig.Live), used

@@ -35,8 +35,9 @@ var capabilities = []struct {
 }{
 	{CapBasics, []string{"message-marker", "process-exit"}},
 	{CapPermissions, []string{"permission-approve-write", "permission-deny-write", "pi-permission-deny-write",
-		"app-permission-approve-write", "app-permission-deny-write", "app-command-deny"}},
-	{CapStop, []string{"pending-permission-stop", "pi-pending-permission-stop", "pi-question-stop", "app-pending-permission-stop"}},
+		"app-permission-approve-write", "app-permission-deny-write", "app-command-deny",
+		"claude-permission-allow-write", "claude-permission-deny-write", "claude-command-deny"}},
+	{CapStop, []string{"pending-permission-stop", "pi-pending-permission-stop", "pi-question-stop", "app-pending-permission-stop", "claude-pending-permission-stop"}},
 	{CapWarm, []string{"warm-three-turn", "acp-warm-three-turn", "pi-warm-three-turn"}},
 	{CapQuestions, []string{"ask-question", "structured-question-resume", "structured-question-restart-resume", "pi-native-question", "pi-confirm-negative"}},
 	{CapSteering, []string{"pi-steering", "pi-follow-up", "blocker-guidance", "app-steering"}},

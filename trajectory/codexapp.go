@@ -13,7 +13,7 @@ import (
 const FormatCodexApp = "codex-app-server-log"
 
 func init() {
-	register(Format{Name: FormatCodexApp, File: "app-turn.jsonl", Accepts: func(d driver.Name) bool { return d.Kind == driver.KindApp }, Convert: fromCodexApp})
+	register(Format{Name: FormatCodexApp, File: "app-turn.jsonl", Accepts: func(d driver.Name) bool { return d.Kind == driver.KindApp && d.Arg == driver.AppCodex }, Convert: fromCodexApp})
 }
 
 // fromCodexApp reads a Codex app-server session log (the layer's notes: fromSession):

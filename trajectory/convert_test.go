@@ -215,6 +215,31 @@ func TestConvertRecordedStreams(t *testing.T) {
 			Roles: []Role{RoleUser, RoleSystem, RoleSystem, RoleUser, RoleAgent, RoleAgent, RoleAgent}, Calls: []string{"apply_patch", "finish_task"}, Results: 2,
 			Messages: []string{"PAPERCLIP_E2E_APP_PERMISSION_OK_35a02d894882dc8f"}, Usage: codexAppUsage(t, appApprove)}},
 	}...)
+	claudeAllow := readStream(t, "app-claude-app-claude-permission-allow-write.jsonl")
+	claudeStopped := readStream(t, "app-claude-app-claude-pending-permission-stop.jsonl")
+	claudeCommand := readStream(t, "app-claude-app-claude-command-deny.jsonl")
+	cases = append(cases, []struct {
+		name   string
+		driver string
+		stream []byte
+		cut    bool
+		want   summary
+	}{
+		{"app-claude-allow", "app:claude", claudeAllow, false, summary{Format: FormatClaudeApp, SessionID: "c28db139-bf53-42d3-9127-21d28fdec7af",
+			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleAgent, RoleAgent}, Calls: []string{"Write", "mcp__agentproof__finish_task"}, Results: 2,
+			Messages: []string{"PAPERCLIP_E2E_CLAUDE_PERMISSION_OK_d15134eeb0d81ab8"}, Usage: claudeAppUsage(t, claudeAllow)}},
+		// Stop while the prompt is pending: the permission (system), the layer's cancel,
+		// the client's interrupt, Claude Code's own note of it (user) and its error result.
+		{"app-claude-stopped", "app:claude", claudeStopped, false, summary{Format: FormatClaudeApp, SessionID: "e3cfa489-9c13-4461-92db-dd947d5ddc31",
+			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleSystem, RoleSystem, RoleUser, RoleSystem}, Calls: []string{"Write"}, Results: 1, Errors: 1,
+			Usage: claudeAppUsage(t, claudeStopped)}},
+		{"app-claude-command-denied", "app:claude", claudeCommand, false, summary{Format: FormatClaudeApp, SessionID: "a3510da3-0d62-4e54-b504-ecb8f6163893",
+			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleAgent, RoleAgent}, Calls: []string{"Bash", "mcp__agentproof__finish_task"}, Results: 2, Errors: 1,
+			Messages: []string{"PAPERCLIP_E2E_CLAUDE_COMMAND_DENIED_c802294e00f96948"}, Usage: claudeAppUsage(t, claudeCommand)}},
+		{"app-claude-without-end", "app:claude", dropLines(claudeAllow, `"method":"result"`), false, summary{Format: FormatClaudeApp, SessionID: "c28db139-bf53-42d3-9127-21d28fdec7af",
+			Roles: []Role{RoleUser, RoleAgent, RoleSystem, RoleAgent, RoleAgent}, Calls: []string{"Write", "mcp__agentproof__finish_task"}, Results: 2,
+			Messages: []string{"PAPERCLIP_E2E_CLAUDE_PERMISSION_OK_d15134eeb0d81ab8"}, Gaps: []string{"the log has no result message: the turn "}}},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -230,6 +255,34 @@ func TestConvertRecordedStreams(t *testing.T) {
 			checkATIF(t, c.name, tr)
 		})
 	}
+}
+
+// claudeAppUsage reads, independently of the converter, the result message's totals
+// of a Claude Code session log (input with cache reads and writes, cached, output,
+// dollars).
+func claudeAppUsage(t *testing.T, stream []byte) *Usage {
+	t.Helper()
+	for _, l := range bytes.Split(stream, []byte("\n")) {
+		var e struct {
+			Method  string `json:"method"`
+			Message struct {
+				Usage struct {
+					Input       int64 `json:"input_tokens"`
+					CacheRead   int64 `json:"cache_read_input_tokens"`
+					CacheCreate int64 `json:"cache_creation_input_tokens"`
+					Output      int64 `json:"output_tokens"`
+				} `json:"usage"`
+				Cost *float64 `json:"total_cost_usd"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(l, &e) != nil || e.Method != "result" {
+			continue
+		}
+		u := e.Message.Usage
+		return &Usage{Input: u.Input + u.CacheRead + u.CacheCreate, Cached: u.CacheRead, Output: u.Output, CostUSD: e.Message.Cost}
+	}
+	t.Fatal("no result message in the stream")
+	return nil
 }
 
 // codexAppUsage sums, independently of the converter, the last model call's usage of

@@ -20,7 +20,10 @@ type sessionWire struct {
 	format string
 	client func(c *sessionConv, at string, line map[string]any)
 	agent  func(c *sessionConv, at string, line map[string]any)
-	noEnd  string
+	// note, when set, applies a note of the protocol's own (one the layer does not
+	// know), before the layer's reading of it.
+	note  func(c *sessionConv, event string, data map[string]any, at string)
+	noEnd string
 }
 
 // sessionConv is one session log's conversion: the trajectory, whether the turn's
@@ -63,6 +66,9 @@ func fromSession(in Input, wire sessionWire) Trajectory {
 		case "agent":
 			wire.agent(c, at, line)
 		case "driver":
+			if wire.note != nil {
+				wire.note(c, str(e["event"]), obj(e["data"]), at)
+			}
 			c.note(str(e["event"]), obj(e["data"]), at)
 		}
 	})

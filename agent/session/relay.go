@@ -54,7 +54,8 @@ func unixPath(path string) (addr string, release func(), err error) {
 }
 
 // ListenRelay listens on the Unix socket path (an earlier socket file there is
-// removed first). Errors: the socket could not be created.
+// removed first), which any user who can reach its directory may connect to. Errors:
+// the socket could not be created.
 func ListenRelay(path string) (net.Listener, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -69,6 +70,13 @@ func ListenRelay(path string) (net.Listener, error) {
 		return nil, err
 	}
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	// Connecting needs write permission on the socket: the agent may run as another
+	// user (a sandbox lease's, which owns the session's directory). The directory
+	// (0700) is what keeps everyone else out.
+	if err := os.Chmod(path, 0o666); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
 	return l, nil
 }
 

@@ -38,15 +38,17 @@ func ModelScripts(in ModelInput) ([]*scriptedmodel.Script, error) {
 // permission; one script per run, or under the warm lifecycle one script holding every
 // turn: one session serves them all), for Codex through its app-server (app:codex)
 // those of scriptedmodel.ForCodexApp (a write is an apply_patch file change, other
-// edits shell commands: both ask Codex's approval), else one script per turn
+// edits shell commands: both ask Codex's approval), for Claude Code (app:claude) those
+// of ForACP (its Write tool and its shell ask through its permission prompt), else
+// one script per turn
 // (scriptedmodel.FromReference), the retry of a killed run (a flow that
 // RetriesKilledRun) playing the killed run's script again.
 func ReferenceScripts(in ModelInput) ([]*scriptedmodel.Script, error) {
 	p := in.Profile
-	if p.Driver.Kind == driver.KindApp {
+	if p.Driver.Kind == driver.KindApp && p.Driver.Arg == driver.AppCodex {
 		return scriptedmodel.ForCodexApp(in.Rendered.Reference, in.Workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
 	}
-	if p.Driver.Kind == driver.KindACP || p.Driver.Kind == driver.KindRPC {
+	if p.Driver.Kind == driver.KindACP || p.Driver.Kind == driver.KindRPC || p.Driver.Kind == driver.KindApp {
 		return scriptedmodel.ForACP(in.Rendered.Reference, in.Workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
 	}
 	scripts, err := scriptedmodel.FromReference(in.Rendered.Reference)

@@ -70,6 +70,14 @@ func TestScripts(t *testing.T) {
 			switch cond {
 			case "clis":
 				return scriptAgentsDir() != "", nil
+			case "claude":
+				// Claude Code is optional (installed by name); CI installs it
+				// (.ci/agents.sh): there a missing one fails.
+				ok := claudeInstalled()
+				if !ok && os.Getenv("CI") == "true" {
+					return false, fmt.Errorf("Claude Code is not installed in CI (.ci/agents.sh installs it)")
+				}
+				return ok, nil
 			case "sandbox":
 				// The sandbox provider's own probe (a trial sandbox, cgroups, tmpfs). CI
 				// installs bubblewrap and runs as root: there a missing sandbox fails.
@@ -106,6 +114,18 @@ func scriptAgentsDir() string {
 		}
 	}
 	return ""
+}
+
+// claudeInstalled reports whether the optional Claude Code is installed in the agent
+// CLI cache the scripts use.
+func claudeInstalled() bool {
+	dir := scriptAgentsDir()
+	c, ok := clis.Lookup("claude")
+	if dir == "" || !ok {
+		return false
+	}
+	_, err := clis.Locate(dir, c, clis.HostPlatform())
+	return err == nil
 }
 
 func defaultAgentsDir() string {

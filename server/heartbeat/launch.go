@@ -291,6 +291,8 @@ func adapterType(d driver.Name) string {
 		return "acp_" + d.Arg
 	case d.Kind == driver.KindRPC:
 		return d.Arg + "_rpc"
+	case d.Kind == driver.KindApp && d.Arg == driver.AppClaude:
+		return "claude_stream_json"
 	case d.Kind == driver.KindApp:
 		return d.Arg + "_app_server"
 	}
