@@ -364,7 +364,7 @@ func (a *app) reportMerge(cmd *cobra.Command, f *reportFlags, m mergeFlags, dirs
 	}
 	dir := filepath.Join(f.results, merged.CampaignID)
 	fmt.Fprintf(a.stdout, "Merged %d attempt(s) into %s (%d already present)\n", len(merged.Copied), dir, len(merged.Skipped))
-	g, err := a.generateMerged(cmd, f, merged.CampaignID, ids)
+	g, err := a.generateMerged(cmd, f, merged.CampaignID, ids, shardsNotRunHere(runs))
 	if err != nil {
 		return err
 	}
@@ -408,17 +408,40 @@ func claimMergeTarget(dir string, plan *shard.Plan) error {
 	return atomicfile.WriteFile(path, b.Bytes(), result.FileMode, atomicfile.MakeDirs())
 }
 
+// shardsNotRunHere gathers the cells the shard runs did not run because their machine
+// could not provide the cells' environment (each run's campaign.json "notRunHere"),
+// by execution id, so that the merged campaign reports them not run here with their
+// reason rather than missing; nil when none. A run whose campaign.json cannot be read
+// contributes nothing (its cells are then missing, as reportGaps says).
+func shardsNotRunHere(runs []shard.Run) map[string]string {
+	var out map[string]string
+	for _, r := range runs {
+		c, err := result.ReadCampaign(filepath.Join(r.Dir, result.CampaignFile))
+		if err != nil {
+			continue
+		}
+		for id, why := range c.NotRunHere {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[id] = why
+		}
+	}
+	return out
+}
+
 // shardsFile is the shard plan a merged campaign keeps at its root.
 const shardsFile = "shards.json"
 
 // generateMerged reports the merged campaign id with the expected cells ids,
-// recording the catalog it is reported with when the campaign has none recorded.
-func (a *app) generateMerged(cmd *cobra.Command, f *reportFlags, id string, ids []string) (*report.Generated, error) {
+// recording the catalog it is reported with when the campaign has none recorded; the
+// cells of notRun (execution id → reason) are reported not run here.
+func (a *app) generateMerged(cmd *cobra.Command, f *reportFlags, id string, ids []string, notRun map[string]string) (*report.Generated, error) {
 	o, err := f.options(a, cmd, id)
 	if err != nil {
 		return nil, err
 	}
-	o.ExpectedIDs = ids
+	o.ExpectedIDs, o.NotRunHere = ids, notRun
 	if recordedCatalog(filepath.Join(f.results, id)) == nil {
 		// The merge creates the campaign: record the catalog it is reported with.
 		if o.CatalogSources, err = f.catalog.record(); err != nil {
@@ -439,10 +462,11 @@ func reportGaps(a *app, c *result.Campaign, plan *shard.Plan, runs []shard.Run) 
 	have := map[string]bool{}
 	var missing []string
 	for i := range c.Results {
-		if !c.Results[i].Synthetic {
-			have[c.Results[i].ExecutionID] = true
-		} else {
-			missing = append(missing, c.Results[i].ExecutionID)
+		switch r := &c.Results[i]; {
+		case !r.Synthetic, r.NotRunHere != "": // a cell not run here is reported, not missing
+			have[r.ExecutionID] = true
+		default:
+			missing = append(missing, r.ExecutionID)
 		}
 	}
 	if plan == nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/result"
+	"github.com/agentproof/agentproof/shard"
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -124,5 +126,39 @@ func TestHistoryKeepFlag(t *testing.T) {
 	var ue *UsageError
 	if _, err := historyKeep(-2); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--history-keep") {
 		t.Errorf("--history-keep -2: %v", err)
+	}
+}
+
+// TestShardsNotRunHere: a merge gathers the cells each shard run did not run here
+// (its campaign.json "notRunHere"), so that the merged campaign reports them with
+// their reason instead of as missing; a run without a readable campaign.json adds
+// nothing.
+func TestShardsNotRunHere(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if body != "" {
+			if err := os.WriteFile(filepath.Join(d, result.CampaignFile), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	runs := []shard.Run{
+		{Dir: write("s1", `{"schema":"`+result.CampaignSchema+`","notRunHere":{"a.p.sandbox.k":"needs root"}}`)},
+		{Dir: write("s2", `{"schema":"`+result.CampaignSchema+`"}`)},
+		{Dir: write("s3", "")},
+		{Dir: write("s4", `{"schema":"`+result.CampaignSchema+`","notRunHere":{"b.p.sandbox.k":"bubblewrap is not installed"}}`)},
+	}
+	got := shardsNotRunHere(runs)
+	if len(got) != 2 || got["a.p.sandbox.k"] != "needs root" || got["b.p.sandbox.k"] != "bubblewrap is not installed" {
+		t.Errorf("not run here %v", got)
+	}
+	if shardsNotRunHere(runs[1:3]) != nil {
+		t.Error("runs without cells not run here gave some")
 	}
 }
