@@ -34,6 +34,7 @@ const parentOnly = "AGENTPROOF_TEST_PARENT_ONLY"
 //	<test binary> /fake-pi/<mode> --mode rpc …            a fake Pi in RPC mode (pi_test.go)
 //	<test binary> app-server …                            a fake Codex app-server (codex_app_test.go)
 //	<test binary> debug models --bundled                  the fake's model catalog
+//	<test binary> -p --input-format stream-json …         a fake Claude Code (claude_app_test.go)
 func TestMain(m *testing.M) {
 	fakecli.Main() // a fake agent CLI when started under a fake's name
 	agent.RegisterDrivers()
@@ -63,6 +64,9 @@ func TestMain(m *testing.M) {
 			// and "<binary> debug models --bundled": the fake's model catalog.
 			fmt.Println(`{"models":[{"slug":"gpt-5.5","supports_search_tool":true,"apply_patch_tool_type":"freeform"}]}`)
 			os.Exit(0)
+		case "-p":
+			// app:claude runs "<binary> -p --input-format stream-json …": a fake Claude Code.
+			os.Exit(fakeClaude())
 		case "acp":
 			// A real ACP agent's command line (acp:opencode runs "<binary> acp"): the
 			// hostile ACP agents of the driver tests, mode from HOSTILE_MODE.
