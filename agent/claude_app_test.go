@@ -104,7 +104,9 @@ func (f *fakeClaudeState) turn(text string) {
 		f.send(map[string]any{"type": "assistant", "message": map[string]any{"id": "m1", "content": []any{map[string]any{"type": "tool_use", "id": "tu1", "name": "Write", "input": map[string]any{"file_path": "/w/proof.txt"}}}}})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go func() { _, _ = session.AskRelay(ctx, os.Getenv(session.EnvPermissionRelay), []byte(`{"tool_name":"Write","input":{"file_path":"/w/proof.txt"},"tool_use_id":"tu1"}`)) }()
+		go func() {
+			_, _ = session.AskRelay(ctx, os.Getenv(session.EnvPermissionRelay), []byte(`{"tool_name":"Write","input":{"file_path":"/w/proof.txt"},"tool_use_id":"tu1"}`))
+		}()
 		for m := range f.lines {
 			req, _ := m["request"].(map[string]any)
 			if m["type"] == "control_request" && req["subtype"] == "interrupt" {
@@ -285,11 +287,11 @@ func TestNewClaudeAppConfig(t *testing.T) {
 func TestClassifyClaudeAppLine(t *testing.T) {
 	t.Parallel()
 	for line, want := range map[string]session.WireLine{
-		`{"type":"control_request","request_id":"x1","request":{"subtype":"interrupt"}}`:  {Object: true, Method: "control_request/interrupt", ID: json.RawMessage(`"x1"`)},
+		`{"type":"control_request","request_id":"x1","request":{"subtype":"interrupt"}}`: {Object: true, Method: "control_request/interrupt", ID: json.RawMessage(`"x1"`)},
 		`{"type":"control_response","response":{"subtype":"success","request_id":"x1"}}`: {Object: true, Method: "control_response/success", ID: json.RawMessage(`"x1"`)},
-		`{"type":"assistant","message":{"content":[{"type":"tool_use"}]}}`:                {Object: true, Method: "assistant", Update: "tool_use"},
-		`{"type":"result","subtype":"success"}`:                                           {Object: true, Method: "result", Update: "success"},
-		`not json`:                                                                        {},
+		`{"type":"assistant","message":{"content":[{"type":"tool_use"}]}}`:               {Object: true, Method: "assistant", Update: "tool_use"},
+		`{"type":"result","subtype":"success"}`:                                          {Object: true, Method: "result", Update: "success"},
+		`not json`:                                                                       {},
 	} {
 		got := agent.ClassifyClaudeAppLine([]byte(line))
 		if got.Object != want.Object || got.Method != want.Method || got.Update != want.Update || string(got.ID) != string(want.ID) {
