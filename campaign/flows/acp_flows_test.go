@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,10 +221,25 @@ func TestACPFlows(t *testing.T) {
 			w := newACPWorld(t, rc, tt.driver)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			s := &flows.Session{Board: w.co, TaskID: w.task, Case: cell.Case, Rendered: rc, Workspace: w.workspace, Poll: 10 * time.Millisecond, Log: t.Logf}
+			var logged []string
+			logf := func(format string, args ...any) {
+				logged = append(logged, fmt.Sprintf(format, args...))
+				t.Logf(format, args...)
+			}
+			s := &flows.Session{Board: w.co, TaskID: w.task, Case: cell.Case, Rendered: rc, Workspace: w.workspace, Poll: 10 * time.Millisecond, Log: logf}
 			out := flows.Run(ctx, s)
 			if out.Err != nil {
 				t.Fatalf("flow error: %v", out.Err)
+			}
+			if tt.caseID == "pending-permission-stop" && tt.perm != "" {
+				// After Stop the human's late answer is a decline only, refused and
+				// changing nothing; the pending request's receipt is in the log.
+				all := strings.Join(logged, "\n")
+				for _, want := range []string{"pending permission receipt: id ", "state before the Stop pending", "declining the closed permission", "was refused (interaction_already_resolved) and changed nothing"} {
+					if !strings.Contains(all, want) {
+						t.Errorf("the flow log lacks %q:\n%s", want, all)
+					}
+				}
 			}
 			problems := strings.Join(out.Problems, "; ")
 			if (tt.problem == "") != (problems == "") || !strings.Contains(problems, tt.problem) {
