@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/agentproof/agentproof/agent/script"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,5 +222,56 @@ func TestServerLogsBranches(t *testing.T) {
 	}
 	if !bytes.Contains(log.Bytes(), []byte(`"branches":[{"step":2,"line":4,"condition":"toolResult denied of the previous tool call"`)) {
 		t.Errorf("log line lacks the branch: %s", log.Bytes())
+	}
+}
+
+// TestBranchOnDenial: a declined-write case's derived script (ForACP, then
+// BranchOnDenial) answers that the write was denied on each pinned CLI's captured
+// decline, and the case's own answer (no word of a denial) on an approval or an error,
+// with the unmatched condition in the reply's branches.
+func TestBranchOnDenial(t *testing.T) {
+	t.Parallel()
+	w, marker := "proof-n1", "MARKER_n1"
+	ref := &script.Script{Turns: []*script.Turn{{Steps: []*script.Step{
+		{Edit: &script.Edit{Path: "proof.txt", Write: &w}},
+		{Command: "finish_task", Args: map[string]any{"summary": marker}, Present: true},
+	}}}}
+	scripts, err := ForACP(ref, "/w", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	BranchOnDenial(scripts, "proof.txt")
+	last := scripts[0].Steps[len(scripts[0].Steps)-1]
+	if last.When == nil || last.When.Step != 1 || last.When.ToolResult != ResultDenied || last.Else == nil || last.Else.Answer != marker {
+		t.Fatalf("final step %+v", last)
+	}
+	files, _ := filepath.Glob("testdata/toolresults/*.json")
+	for _, f := range files {
+		var fx struct {
+			Format Format          `json:"format"`
+			Want   ResultKind      `json:"want"`
+			Body   json.RawMessage `json:"body"`
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &fx); err != nil {
+			t.Fatal(err)
+		}
+		req, err := DecodeRequest(fx.Format, fx.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Items = append(req.Items, Item{Kind: ItemAssistantCall, Name: "finish_task", CallID: "call_ap_2"}, Item{Kind: ItemToolResult, CallID: "call_ap_2", Text: "ok"})
+		reply, err := scripts[0].Decide(req)
+		if err != nil {
+			t.Errorf("%s: %v", filepath.Base(f), err)
+			continue
+		}
+		denied := strings.Contains(reply.Text, "was denied")
+		if denied != (fx.Want == ResultDenied) || !strings.HasSuffix(reply.Text, marker) || len(reply.Branches) != 1 || reply.Branches[0].Matched != denied {
+			t.Errorf("%s (%s): reply %q, branches %+v", filepath.Base(f), fx.Want, reply.Text, reply.Branches)
+		}
 	}
 }

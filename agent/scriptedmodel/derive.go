@@ -434,3 +434,37 @@ func ForPiFollowUp(marker *regexp.Regexp, finish string) ([]*Script, error) {
 		{Answer: DefaultFinalAnswer},
 	}}}, nil
 }
+
+// DeniedAnswer is the text a derived script answers with when the agent's runtime
+// reported its write as denied (BranchOnDenial): the case's own answer follows it.
+const DeniedAnswer = "The permission to write %s was denied, so I did not write it."
+
+// BranchOnDenial makes each script's final answer reactive (a declined-write case):
+// when the script writes (its first call of RoleWrite or RolePatch, at 1-based step
+// k), its final answer becomes a step with the condition `when: {toolResult: denied,
+// step: k}` answering DeniedAnswer (naming file) followed by the original answer, and
+// the original answer as its else. So an agent whose runtime never tells its model
+// that the write was denied ends with the original answer, which says nothing of a
+// denial, and the request log shows the condition that did not hold. Scripts without
+// a write, or not ending with a plain answer, are left as they are.
+func BranchOnDenial(scripts []*Script, file string) {
+	for _, s := range scripts {
+		write := -1
+		for i, st := range s.Steps {
+			if st.Call == RoleWrite || st.Call == RolePatch {
+				write = i
+				break
+			}
+		}
+		last := len(s.Steps) - 1
+		if write < 0 || last <= write || s.Steps[last].Answer == "" || s.Steps[last].When != nil {
+			continue
+		}
+		orig := s.Steps[last]
+		s.Steps[last] = Step{
+			Answer: strings.TrimSpace(fmt.Sprintf(DeniedAnswer, file) + " " + orig.Answer),
+			When:   &When{ToolResult: ResultDenied, Step: write + 1},
+			Else:   &orig,
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/catalog"
 )
@@ -12,7 +13,25 @@ func init() {
 	register(Flow{
 		FlowContract: catalog.FlowContract{Name: "permission_deny_write", Needs: []catalog.Need{{Field: catalog.FieldWorkspaceFile, What: "the file the agent must not write"}}},
 		Play:         playPermissionDeny,
+		Scripts:      denyScripts,
 	})
+}
+
+// denyScripts are the reference's scripts (ReferenceScripts) whose final answer reacts
+// to the write's tool result (scriptedmodel.BranchOnDenial): the model says the write
+// was denied only when the agent's runtime told it so, so that "the agent's own final
+// message says denied" grades the runner, not the script.
+func denyScripts(in ModelInput) ([]*scriptedmodel.Script, error) {
+	scripts, err := ReferenceScripts(in)
+	if err != nil {
+		return nil, err
+	}
+	file := "the file"
+	if in.Rendered != nil && in.Rendered.WorkspaceFile != "" {
+		file = in.Rendered.WorkspaceFile
+	}
+	scriptedmodel.BranchOnDenial(scripts, file)
+	return scripts, nil
 }
 
 // playPermissionDeny is flow permission_deny_write: the human declines the agent's
