@@ -40,10 +40,13 @@ const (
 	ACPNop       = driver.ACPNop
 	ACPWrong     = driver.ACPWrong
 	ACPWrongUndo = driver.ACPWrongUndo
-	ACPOpenCode  = driver.ACPOpenCode
-	ACPCodex     = driver.ACPCodex
-	ACPClaude    = driver.ACPClaude
-	ACPGemini    = driver.ACPGemini
+	// ACPWriteFirst and ACPAskOther: the hostile twins of the approved write.
+	ACPWriteFirst = driver.ACPWriteFirst
+	ACPAskOther   = driver.ACPAskOther
+	ACPOpenCode   = driver.ACPOpenCode
+	ACPCodex      = driver.ACPCodex
+	ACPClaude     = driver.ACPClaude
+	ACPGemini     = driver.ACPGemini
 )
 
 // ACPAgents lists the agents of the ACP drivers, built-in ones first.
@@ -51,7 +54,7 @@ var ACPAgents = driver.ACPAgents
 
 // IsBuiltinACP reports whether agent is one of agentproof's own ACP agents.
 func IsBuiltinACP(agent string) bool {
-	return agent == ACPReference || agent == ACPNop || agent == ACPWrong || agent == ACPWrongUndo
+	return driver.Name{Kind: driver.KindACP, Arg: agent}.BuiltinACP()
 }
 
 // ACP driver configuration keys (driverConfig of an acp:<agent> profile), besides

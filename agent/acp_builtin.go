@@ -12,12 +12,13 @@ import (
 )
 
 // ACPBuiltinCommands are the `agentproof agent <name>` names of the built-in ACP agents.
-var ACPBuiltinCommands = []string{"acp-" + ACPReference, "acp-" + ACPNop, "acp-" + ACPWrong, "acp-" + ACPWrongUndo}
+var ACPBuiltinCommands = []string{"acp-" + ACPReference, "acp-" + ACPNop, "acp-" + ACPWrong, "acp-" + ACPWrongUndo, "acp-" + ACPWriteFirst, "acp-" + ACPAskOther}
 
-// RunACPBuiltin is the body of `agentproof agent acp-<reference|nop|wrong|wrong-undo>`:
-// it reads its configuration from environ (the process's own environment, passed
-// explicitly: EnvStateDir, and EnvConfig with a BuiltinConfig for reference, wrong and
-// wrong-undo; wrong plays reference.WrongScript of it, wrong-undo the script itself) and speaks ACP on stdin/stdout until the client closes
+// RunACPBuiltin is the body of `agentproof agent acp-<reference|nop|wrong|wrong-undo|
+// write-first|ask-other>`: it reads its configuration from environ (the process's own
+// environment, passed explicitly: EnvStateDir, and EnvConfig with a BuiltinConfig for
+// every agent but nop; wrong plays reference.WrongScript of it, the others the script
+// itself) and speaks ACP on stdin/stdout until the client closes
 // the stream (package acpagent). Diagnostics go to stderr. Errors: an unknown name, a
 // missing variable or an invalid configuration (*UsageError).
 func RunACPBuiltin(ctx context.Context, name string, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {

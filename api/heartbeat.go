@@ -260,9 +260,11 @@ type WorkspaceWatch struct {
 // MaxWatchEvents bounds WorkspaceWatch.Events in a run's record.
 const MaxWatchEvents = 200
 
-// WorkspaceEvent is one observed workspace mutation.
+// WorkspaceEvent is one observed workspace mutation: its op, path, whether a directory,
+// and when the watcher saw it (RFC 3339 UTC, µs).
 type WorkspaceEvent struct {
 	Op   string `json:"op"`
 	Path string `json:"path"`
 	Dir  bool   `json:"dir,omitempty"`
+	At   string `json:"at,omitempty"`
 }

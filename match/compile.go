@@ -50,7 +50,7 @@ var (
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
 		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
-		KindProcessIdentity, KindNoMutation, KindTaskTitle, KindChatHandoff,
+		KindProcessIdentity, KindNoMutation, KindPermissionOrder, KindTaskTitle, KindChatHandoff,
 	}
 	kindFields = map[Kind][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -74,6 +74,7 @@ var (
 		KindBlockerGuidance:    {},
 		KindProcessIdentity:    {"samePidAcrossTurns"},
 		KindNoMutation:         {"path"},
+		KindPermissionOrder:    {"path"},
 		KindTaskTitle:          {"expected", "count"},
 		KindChatHandoff:        {"name", "expected", "count"},
 	}
@@ -259,7 +260,7 @@ func compileKind(spec Spec, c *compiled, bad badFunc) {
 		compilePlan(spec, c, bad)
 	case KindProcessIdentity:
 		compileProcess(spec, c, bad)
-	case KindNoMutation:
+	case KindNoMutation, KindPermissionOrder:
 		c.file = checkWorkspacePath(spec.Path, bad)
 		c.display = c.file
 	case KindTaskTitle:

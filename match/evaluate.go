@@ -96,6 +96,8 @@ func (c *compiled) eval(ev *evidence) result {
 		return c.evalProcess(obs)
 	case KindNoMutation:
 		return c.evalNoMutation(obs)
+	case KindPermissionOrder:
+		return c.evalPermissionOrder(obs)
 	case KindTaskTitle:
 		return c.evalTitle(obs)
 	case KindChatHandoff:

@@ -26,10 +26,12 @@ type RunWatch struct {
 }
 
 // WatchEvent is one observed mutation: op (create, write, close_write, move_from,
-// move_to, delete) and the workspace-relative, slash-separated path.
+// move_to, delete), the workspace-relative, slash-separated path and when the watcher
+// saw it (RFC 3339; "" when not recorded).
 type WatchEvent struct {
 	Op   string `json:"op"`
 	Path string `json:"path"`
+	At   string `json:"at,omitempty"`
 }
 
 // evalNoMutation looks for events on c.file or below it in every run's watch.

@@ -28,6 +28,7 @@ type Kind string
 //	plan_revisions                         name (document key, default plan), expected ([{steps, contains?, outcome}], see KindPlanRevisions)
 //	process_identity                       samePidAcrossTurns (bool, required; see KindProcessIdentity)
 //	no_mutation                            path (workspace-relative; see KindNoMutation)
+//	permission_order                       path (workspace-relative; see KindPermissionOrder)
 //	task_title                             expected (control title, string) or expected (keyword groups) and count (tool-call bound); see KindTaskTitle
 //	chat_handoff                           name (assignee), expected (plan text), count (provider turns); see KindChatHandoff
 //

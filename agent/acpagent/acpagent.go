@@ -30,6 +30,13 @@
 // the file anyway, deletes it again at once and then reports the denial like the
 // reference agent, so the file is absent at the end and only a watch of the
 // workspace (no_mutation) sees it happen.
+//
+// Two more hostile agents try to pass the approved write without writing after the
+// approval of that write (the calibration of permission_order): write-first writes the
+// file through the client's fs/write_text_file (its own write when the client offers
+// none) before asking anything, then asks permission for that very write (approved too
+// late); ask-other asks one permission for an unrelated read and, once it is answered,
+// writes the file without asking. Both then report like the reference agent.
 package acpagent
 
 import (
@@ -60,7 +67,14 @@ const (
 	Nop       = "nop"
 	Wrong     = "wrong"
 	WrongUndo = "wrong-undo"
+	// WriteFirst writes before asking, then asks permission for that write.
+	WriteFirst = "write-first"
+	// AskOther asks for an unrelated read, then writes without asking.
+	AskOther = "ask-other"
 )
+
+// UnrelatedFile is the file the ask-other agent asks to read.
+const UnrelatedFile = "README.md"
 
 // MCPServerName is the name of the MCP server whose tools carry out semantic commands.
 const MCPServerName = "agentproof"
@@ -93,7 +107,7 @@ type Config struct {
 func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	switch cfg.Name {
 	case Nop:
-	case Reference, Wrong, WrongUndo:
+	case Reference, Wrong, WrongUndo, WriteFirst, AskOther:
 		if cfg.Script == nil || len(cfg.Script.Turns) == 0 {
 			return errors.New("acpagent: a reference script with at least one turn is required")
 		}
@@ -101,7 +115,7 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 			return fmt.Errorf("acpagent: state directory %q must be an absolute path", cfg.StateDir)
 		}
 	default:
-		return fmt.Errorf("acpagent: unknown agent %q (reference, nop, wrong or wrong-undo)", cfg.Name)
+		return fmt.Errorf("acpagent: unknown agent %q (reference, nop, wrong, wrong-undo, write-first or ask-other)", cfg.Name)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -141,6 +155,8 @@ type agent struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	next     int
+	// clientWrites: the client offered fs/write_text_file in initialize.
+	clientWrites bool
 }
 
 // session is one ACP session: its cwd, the MCP server the client named, and the MCP
@@ -170,6 +186,9 @@ func (a *agent) closeAll() {
 
 // Initialize answers protocol version 1 with no optional capability.
 func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	a.mu.Lock()
+	a.clientWrites = p.ClientCapabilities.Fs.WriteTextFile
+	a.mu.Unlock()
 	return acp.InitializeResponse{
 		ProtocolVersion: acp.ProtocolVersionNumber,
 		AgentInfo:       &acp.Implementation{Name: "agentproof-acp-" + a.cfg.Name, Version: "1"},
@@ -358,7 +377,11 @@ func describe(st *script.Step) string {
 }
 
 // edit is the native write tool: announce, ask, then (when allowed) change the file.
+// The write-first and ask-other agents take their own way (sneak).
 func (t *turn) edit(ctx context.Context, id acp.ToolCallId, e *script.Edit) (acp.StopReason, error) {
+	if t.a.cfg.Name == WriteFirst || t.a.cfg.Name == AskOther {
+		return t.sneak(ctx, id, e)
+	}
 	abs := filepath.Join(t.s.cwd, filepath.FromSlash(e.Path))
 	title := "Write " + e.Path
 	kind := acp.ToolKindEdit
@@ -439,6 +462,65 @@ func (t *turn) edit(ctx context.Context, id acp.ToolCallId, e *script.Edit) (acp
 		return acp.StopReasonCancelled, nil
 	}
 	return acp.StopReasonEndTurn, nil
+}
+
+// sneak is the edit of the write-first and ask-other agents: write-first writes (the
+// client's fs/write_text_file when offered) and then asks permission for that write;
+// ask-other asks permission to read UnrelatedFile and then writes, whatever the
+// answer, never asking for the write.
+func (t *turn) sneak(ctx context.Context, id acp.ToolCallId, e *script.Edit) (acp.StopReason, error) {
+	abs := filepath.Join(t.s.cwd, UnrelatedFile)
+	title, kind := "Read "+UnrelatedFile, acp.ToolKindRead
+	if t.a.cfg.Name == WriteFirst {
+		if err := t.write(ctx, e); err != nil {
+			return "", err
+		}
+		abs, title, kind = filepath.Join(t.s.cwd, filepath.FromSlash(e.Path)), "Write "+e.Path, acp.ToolKindEdit
+	}
+	loc := []acp.ToolCallLocation{{Path: abs}}
+	if err := t.a.update(ctx, t.s, acp.StartToolCall(id, title, acp.WithStartKind(kind), acp.WithStartStatus(acp.ToolCallStatusPending),
+		acp.WithStartLocations(loc), acp.WithStartRawInput(map[string]any{"path": abs}))); err != nil {
+		return "", err
+	}
+	resp, err := t.a.conn.RequestPermission(context.WithoutCancel(ctx), acp.RequestPermissionRequest{
+		SessionId: acp.SessionId(t.s.id),
+		ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: acp.Ptr(title), Kind: acp.Ptr(kind), Status: acp.Ptr(acp.ToolCallStatusPending), Locations: loc},
+		Options: []acp.PermissionOption{
+			{OptionId: OptionAllow, Name: "Allow once", Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: OptionReject, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+		},
+	})
+	if err != nil {
+		return "", fmt.Errorf("asking permission to %s: %w", strings.ToLower(title), err)
+	}
+	if t.a.cfg.Name == AskOther {
+		if err := t.write(ctx, e); err != nil {
+			return "", err
+		}
+	}
+	if err := t.a.update(ctx, t.s, acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusCompleted))); err != nil {
+		return "", err
+	}
+	if resp.Outcome.Cancelled != nil || ctx.Err() != nil {
+		return acp.StopReasonCancelled, nil
+	}
+	return acp.StopReasonEndTurn, nil
+}
+
+// write changes the edit's file through the client's fs/write_text_file when the
+// client offers it and the edit is a write, else itself (applyEdit).
+func (t *turn) write(ctx context.Context, e *script.Edit) error {
+	t.a.mu.Lock()
+	client := t.a.clientWrites
+	t.a.mu.Unlock()
+	if client && e.Write != nil {
+		_, err := t.a.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: acp.SessionId(t.s.id), Path: filepath.Join(t.s.cwd, filepath.FromSlash(e.Path)), Content: *e.Write})
+		if err != nil {
+			return fmt.Errorf("writing %s through the client: %w", e.Path, err)
+		}
+		return nil
+	}
+	return applyEdit(t.s.cwd, e)
 }
 
 // applyEdit changes one file inside dir (os.Root: the path cannot leave it).

@@ -76,14 +76,18 @@ const (
 	// ACPWrongUndo writes a declined file and deletes it again (only the workspace
 	// watcher's no_mutation catches it).
 	ACPWrongUndo = "wrong-undo"
-	ACPOpenCode  = "opencode"
-	ACPCodex     = "codex"
-	ACPClaude    = "claude"
-	ACPGemini    = "gemini"
+	// ACPWriteFirst writes before asking, then asks for an unrelated read; ACPAskOther
+	// asks for an unrelated read, then writes (permission_order catches both).
+	ACPWriteFirst = "write-first"
+	ACPAskOther   = "ask-other"
+	ACPOpenCode   = "opencode"
+	ACPCodex      = "codex"
+	ACPClaude     = "claude"
+	ACPGemini     = "gemini"
 )
 
 // ACPAgents lists the agents of the ACP drivers, built-in ones first.
-var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPWrongUndo, ACPOpenCode, ACPCodex, ACPClaude, ACPGemini}
+var ACPAgents = []string{ACPReference, ACPNop, ACPWrong, ACPWrongUndo, ACPWriteFirst, ACPAskOther, ACPOpenCode, ACPCodex, ACPClaude, ACPGemini}
 
 // RPCAgents are the agents of the rpc: session drivers.
 var RPCAgents = []string{"pi"}
@@ -277,9 +281,15 @@ func (n Name) CLI() (name string, ok bool) { return n.Arg, n.Kind == KindCLI }
 func (n Name) ACP() (agent string, ok bool) { return n.Arg, n.Kind == KindACP }
 
 // BuiltinACP reports whether n is one of agentproof's own ACP agents (acp:reference,
-// acp:nop, acp:wrong, acp:wrong-undo).
+// acp:nop, acp:wrong, acp:wrong-undo, acp:write-first, acp:ask-other).
 func (n Name) BuiltinACP() bool {
-	return n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPNop || n.Arg == ACPWrong || n.Arg == ACPWrongUndo)
+	return n.Kind == KindACP && (n.Arg == ACPNop || n.playsReference())
+}
+
+// playsReference reports whether n is a built-in ACP agent that plays the case's
+// reference script (every built-in one but nop).
+func (n Name) playsReference() bool {
+	return n.Kind == KindACP && slices.Contains([]string{ACPReference, ACPWrong, ACPWrongUndo, ACPWriteFirst, ACPAskOther}, n.Arg)
 }
 
 // Package returns the agent/clis name of the pinned package n runs: the CLI of
@@ -322,10 +332,9 @@ func (n Name) HidesDev() bool {
 
 // NeedsReference reports whether n carries out the case's reference script, so the
 // case must have one: reference, wrong, leaky, hostile:<attack>, acp:reference and
-// acp:wrong and acp:wrong-undo.
+// the built-in ACP agents but acp:nop.
 func (n Name) NeedsReference() bool {
-	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky || n.Kind == KindHostile ||
-		(n.Kind == KindACP && (n.Arg == ACPReference || n.Arg == ACPWrong || n.Arg == ACPWrongUndo))
+	return n.Kind == KindReference || n.Kind == KindWrong || n.Kind == KindLeaky || n.Kind == KindHostile || n.playsReference()
 }
 
 // Hostile returns the hostile agent's attack; ok is false for other kinds.

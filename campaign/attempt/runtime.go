@@ -78,7 +78,7 @@ func observeProcesses(o *Observation) {
 		if ww := r.WorkspaceWatch; ww != nil {
 			w.Observed, w.Complete = true, ww.Complete && ww.More == 0
 			for _, e := range ww.Events {
-				w.Events = append(w.Events, match.WatchEvent{Op: e.Op, Path: e.Path})
+				w.Events = append(w.Events, match.WatchEvent{Op: e.Op, Path: e.Path, At: e.At})
 			}
 		}
 		o.Match.Watches = append(o.Match.Watches, w)

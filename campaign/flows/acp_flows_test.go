@@ -206,6 +206,10 @@ func TestACPFlows(t *testing.T) {
 		// The covering agent leaves the state of the reference: only the watch shows the write.
 		{caseID: "permission-deny-write", driver: "acp:wrong-undo", perm: api.PermissionDeclined, run: controlplane.RunSucceeded, task: controlplane.TaskDone, covered: true},
 		{caseID: "pending-permission-stop", driver: "acp:wrong-undo", perm: api.PermissionCancelled, run: controlplane.RunCancelled, task: controlplane.TaskInProgress, covered: true},
+		// The approvals that do not cover the write leave the reference's state (only
+		// permission_order, graded by the campaign, sees the order).
+		{caseID: "permission-approve-write", driver: "acp:write-first", perm: api.PermissionApproved, run: controlplane.RunSucceeded, task: controlplane.TaskDone, file: "proof-"},
+		{caseID: "permission-approve-write", driver: "acp:ask-other", perm: api.PermissionApproved, run: controlplane.RunSucceeded, task: controlplane.TaskDone, file: "proof-"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.caseID+"/"+tt.driver, func(t *testing.T) {

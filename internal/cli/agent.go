@@ -23,12 +23,12 @@ import (
 // the run as failed).
 func newAgentCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:    "agent <reference|wrong|leaky|nop|acp-reference|acp-nop|acp-wrong|acp-wrong-undo>",
+		Use:    "agent <reference|wrong|leaky|nop|acp-reference|acp-nop|acp-wrong|acp-wrong-undo|acp-write-first|acp-ask-other>",
 		Short:  "Run one turn of a built-in agent (launched by the heartbeat runner)",
 		Hidden: true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErrorf("%s needs exactly one agent name: reference, wrong, leaky, nop, acp-reference, acp-nop, acp-wrong or acp-wrong-undo", cmd.CommandPath())
+				return usageErrorf("%s needs exactly one agent name: reference, wrong, leaky, nop, acp-reference, acp-nop, acp-wrong, acp-wrong-undo, acp-write-first or acp-ask-other", cmd.CommandPath())
 			}
 			return nil
 		},

@@ -258,7 +258,7 @@ func watchSummary(wr *watch.Record, startErr error, redact func(string) string) 
 			w.More += len(wr.Events) - i
 			break
 		}
-		w.Events = append(w.Events, api.WorkspaceEvent{Op: string(e.Op), Path: redact(e.Path), Dir: e.Dir})
+		w.Events = append(w.Events, api.WorkspaceEvent{Op: string(e.Op), Path: redact(e.Path), Dir: e.Dir, At: e.At})
 	}
 	if wr.Overflow {
 		w.Problems = append(w.Problems, "the kernel's event queue overflowed: mutations were lost")

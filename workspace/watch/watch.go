@@ -46,7 +46,8 @@ const (
 	OpDelete     Op = "delete"
 )
 
-// Event is one observed mutation: its order, time (RFC 3339 UTC, ms), op, the
+// Event is one observed mutation: its order, time (RFC 3339 UTC, µs: when the watcher
+// read it, just after it happened), op, the
 // workspace-relative slash-separated path, whether it is a directory, and whether it was
 // found by scanning a directory created before its watch existed (Found).
 type Event struct {
@@ -290,4 +291,4 @@ func displayPath(rel string) string {
 	return rel
 }
 
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
