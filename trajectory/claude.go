@@ -69,7 +69,15 @@ func (r *claudeReader) assistant(msg map[string]any) {
 	if r.last < 0 {
 		return
 	}
-	s := &r.t.Steps[r.last]
+	for _, cid := range claudeMessage(&r.t.Steps[r.last], msg) {
+		r.callStep[cid] = r.last
+	}
+}
+
+// claudeMessage appends an assistant message of Claude Code to step s: its text
+// blocks to the message, thinking to the reasoning, tool_use blocks as calls (whose
+// ids it returns), and its usage (cache reads and writes counted into the prompt).
+func claudeMessage(s *Step, msg map[string]any) (calls []string) {
 	for _, c := range list(msg["content"]) {
 		cm := obj(c)
 		switch str(cm["type"]) {
@@ -81,13 +89,14 @@ func (r *claudeReader) assistant(msg map[string]any) {
 			a, cut := argumentsOf(cm["input"])
 			cid := str(cm["id"])
 			s.ToolCalls = append(s.ToolCalls, ToolCall{ID: cid, Name: str(cm["name"]), Arguments: a, ArgumentsTruncated: cut})
-			r.callStep[cid] = r.last
+			calls = append(calls, cid)
 		}
 	}
 	if u := obj(msg["usage"]); u != nil {
 		su := claudeUsage(u)
 		s.Usage = &su
 	}
+	return calls
 }
 
 // user adds a user event: each tool_result goes to the step of the call it names (or,
@@ -125,6 +134,14 @@ func (r *claudeReader) user(m, msg map[string]any) {
 // result is a system step "<subtype>: <result>".
 func (r *claudeReader) result(m map[string]any) {
 	r.terminal = true
+	claudeResult(&r.t, m, "")
+}
+
+// claudeResult applies Claude Code's result message m to t (at its time at): its
+// usage and the dollars Claude Code reports (total_cost_usd, when a finite
+// non-negative number) are the totals, and an error result is a system step
+// "<subtype>: <result>".
+func claudeResult(t *Trajectory, m map[string]any, at string) {
 	var total Usage
 	if u := obj(m["usage"]); u != nil {
 		total = claudeUsage(u)
@@ -132,9 +149,9 @@ func (r *claudeReader) result(m map[string]any) {
 	if c, ok := m["total_cost_usd"].(float64); ok && c >= 0 && !math.IsInf(c, 0) && !math.IsNaN(c) {
 		total.CostUSD = &c
 	}
-	r.t.addUsage(total)
+	t.addUsage(total)
 	if m["is_error"] == true {
-		r.t.Add(Step{Role: RoleSystem, Kind: "result", Message: NewText(str(m["subtype"]) + ": " + str(m["result"]))})
+		t.Add(Step{Role: RoleSystem, Kind: "result", Time: at, Message: NewText(str(m["subtype"]) + ": " + str(m["result"]))})
 	}
 }
 

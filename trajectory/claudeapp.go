@@ -1,10 +1,6 @@
 package trajectory
 
-import (
-	"math"
-
-	"github.com/agentproof/agentproof/agent/driver"
-)
+import "github.com/agentproof/agentproof/agent/driver"
 
 // FormatClaudeApp is a turn's share of a Claude Code stream-json session log
 // (app-turn.jsonl, one agentproof.claude-app-log/v1 line per message either way, or
@@ -98,7 +94,7 @@ func (a *claudeAppConv) agent(c *sessionConv, at string, m map[string]any) {
 		a.lastID = ""
 	case "result":
 		c.terminal = true
-		a.result(c, at, m)
+		claudeResult(&c.t, m, at)
 	}
 }
 
@@ -113,41 +109,7 @@ func (a *claudeAppConv) assistant(c *sessionConv, at string, msg map[string]any)
 	if c.cur < 0 {
 		return
 	}
-	s := &c.t.Steps[c.cur]
-	for _, b := range list(msg["content"]) {
-		bm := obj(b)
-		switch str(bm["type"]) {
-		case "text":
-			s.Message = NewText(joinText(s.Message.S, str(bm["text"])))
-		case "thinking":
-			s.Reasoning = NewText(joinText(s.Reasoning.S, str(bm["thinking"])))
-		case "tool_use":
-			args, cut := argumentsOf(bm["input"])
-			cid := str(bm["id"])
-			s.ToolCalls = append(s.ToolCalls, ToolCall{ID: cid, Name: str(bm["name"]), Arguments: args, ArgumentsTruncated: cut})
-			c.calls[cid] = c.cur
-		}
-	}
-	if u := obj(msg["usage"]); u != nil {
-		su := Usage{Input: count(u["input_tokens"]) + count(u["cache_read_input_tokens"]) + count(u["cache_creation_input_tokens"]),
-			Cached: count(u["cache_read_input_tokens"]), Output: count(u["output_tokens"])}
-		s.Usage = &su
-	}
-}
-
-// result applies the result message: the turn's totals and dollars, and an error
-// result's system step.
-func (a *claudeAppConv) result(c *sessionConv, at string, m map[string]any) {
-	var total Usage
-	if u := obj(m["usage"]); u != nil {
-		total = Usage{Input: count(u["input_tokens"]) + count(u["cache_read_input_tokens"]) + count(u["cache_creation_input_tokens"]),
-			Cached: count(u["cache_read_input_tokens"]), Output: count(u["output_tokens"])}
-	}
-	if v, ok := m["total_cost_usd"].(float64); ok && v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
-		total.CostUSD = &v
-	}
-	c.t.addUsage(total)
-	if m["is_error"] == true {
-		c.t.Add(Step{Role: RoleSystem, Kind: "result", Time: at, Message: NewText(str(m["subtype"]) + ": " + str(m["result"]))})
+	for _, cid := range claudeMessage(&c.t.Steps[c.cur], msg) {
+		c.calls[cid] = c.cur
 	}
 }
