@@ -703,8 +703,9 @@ var claudeDecisions = []session.PermissionOption{
 // prompt answers one relayed permission prompt ({tool_name, input, tool_use_id}): the
 // layer asks the human (the request is withdrawn when the MCP server drops the
 // connection: Claude Code aborted the prompt) and the answer is Claude Code's
-// permission result: allow with the tool's input unchanged, deny with a message
-// (and, when the prompt was cancelled by a Stop, interrupt).
+// permission result: allow with the tool's input unchanged, deny with a message in the
+// words a person's refusal has ("Permission to use Write was denied by the user.";
+// when the prompt was cancelled by a Stop, "…was cancelled…" and interrupt).
 func (c *claudeAppConn) prompt(conn net.Conn) {
 	defer conn.Close()
 	line, err := session.ReadRelayLine(conn)
@@ -740,7 +741,7 @@ func (c *claudeAppConn) prompt(conn net.Conn) {
 		cancel()
 	}()
 	dec := c.h.Permission(ctx, req)
-	answer := map[string]any{"behavior": "deny", "message": "The user denied this tool call."}
+	answer := map[string]any{"behavior": "deny", "message": "Permission to use " + session.Clip(p.ToolName, 200) + " was denied by the user."}
 	switch {
 	case dec.Cancelled:
 		answer = map[string]any{"behavior": "deny", "message": "The permission request was cancelled (the turn was stopped).", "interrupt": true}

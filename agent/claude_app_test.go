@@ -190,7 +190,7 @@ func TestClaudeAppPermissionPrompt(t *testing.T) {
 		written bool
 	}{
 		{session.Approve, `{"behavior":"allow","updatedInput":{}}`, true},
-		{session.Decline, `{"behavior":"deny","message":"The user denied this tool call."}`, false},
+		{session.Decline, `{"behavior":"deny","message":"Permission to use Write was denied by the user."}`, false},
 	} {
 		s, w := claudeAppSession(t, c.decider)
 		res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: "ask"})
