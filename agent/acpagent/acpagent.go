@@ -400,27 +400,10 @@ func (t *turn) edit(ctx context.Context, id acp.ToolCallId, e *script.Edit) (acp
 		acp.WithStartLocations(loc), acp.WithStartRawInput(input))); err != nil {
 		return "", err
 	}
-	// The request outlives a session/cancel: the client must answer it "cancelled".
-	resp, err := t.a.conn.RequestPermission(context.WithoutCancel(ctx), acp.RequestPermissionRequest{
-		SessionId: acp.SessionId(t.s.id),
-		ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: acp.Ptr(title), Kind: acp.Ptr(kind), Status: acp.Ptr(acp.ToolCallStatusPending), Locations: loc, RawInput: input},
-		Options: []acp.PermissionOption{
-			{OptionId: OptionAllow, Name: "Allow once", Kind: acp.PermissionOptionKindAllowOnce},
-			{OptionId: OptionReject, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
-		},
-	})
+	allowed, cancelled, err := t.askEdit(ctx, acp.ToolCallUpdate{ToolCallId: id, Title: acp.Ptr(title), Kind: acp.Ptr(kind),
+		Status: acp.Ptr(acp.ToolCallStatusPending), Locations: loc, RawInput: input}, e.Path)
 	if err != nil {
-		return "", fmt.Errorf("asking permission to %s: %w", strings.ToLower(title), err)
-	}
-	allowed, cancelled := false, false
-	switch o := resp.Outcome; {
-	case o.Cancelled != nil:
-		cancelled = true
-	case o.Selected != nil && o.Selected.OptionId == OptionAllow:
-		allowed = true
-	case o.Selected != nil && o.Selected.OptionId == OptionReject:
-	default:
-		return "", fmt.Errorf("the client answered the permission request for %s with an option this agent did not offer", e.Path)
+		return "", err
 	}
 	if ctx.Err() != nil {
 		cancelled = true
@@ -462,6 +445,35 @@ func (t *turn) edit(ctx context.Context, id acp.ToolCallId, e *script.Edit) (acp
 		return acp.StopReasonCancelled, nil
 	}
 	return acp.StopReasonEndTurn, nil
+}
+
+// askEdit asks the client's permission for the pending tool call call, which edits
+// path, offering allow once and reject. The request outlives a session/cancel (the
+// client must answer it "cancelled"). allowed: the client chose allow; cancelled: it
+// answered cancelled. Errors: the request failed, or the answer is an option this
+// agent did not offer.
+func (t *turn) askEdit(ctx context.Context, call acp.ToolCallUpdate, path string) (allowed, cancelled bool, err error) {
+	resp, err := t.a.conn.RequestPermission(context.WithoutCancel(ctx), acp.RequestPermissionRequest{
+		SessionId: acp.SessionId(t.s.id),
+		ToolCall:  call,
+		Options: []acp.PermissionOption{
+			{OptionId: OptionAllow, Name: "Allow once", Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: OptionReject, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+		},
+	})
+	if err != nil {
+		return false, false, fmt.Errorf("asking permission to %s: %w", strings.ToLower(*call.Title), err)
+	}
+	switch o := resp.Outcome; {
+	case o.Cancelled != nil:
+		return false, true, nil
+	case o.Selected != nil && o.Selected.OptionId == OptionAllow:
+		return true, false, nil
+	case o.Selected != nil && o.Selected.OptionId == OptionReject:
+		return false, false, nil
+	default:
+		return false, false, fmt.Errorf("the client answered the permission request for %s with an option this agent did not offer", path)
+	}
 }
 
 // sneak is the edit of the write-first and ask-other agents: write-first writes (the
