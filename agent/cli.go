@@ -68,6 +68,10 @@ const (
 	ScriptOracle = "oracle"
 	ScriptNop    = "nop"
 	ScriptWrong  = "wrong"
+	// ScriptUndo is the oracle's scripts with every native write followed by a shell
+	// command that writes the file and deletes it again (scriptedmodel.UndoWrites): a
+	// covering agent only the workspace watcher sees.
+	ScriptUndo = "wrong-undo"
 )
 
 // ScriptedModelID is the model id every CLI asks the scripted model for.
@@ -139,8 +143,8 @@ func newCLI(name driver.Name, config api.DriverConfig, ce *ConfigError) Driver {
 		checkLiveProvider(lp, ce)
 		d.live = lp
 	}
-	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
-		ce.Problems = append(ce.Problems, fmt.Sprintf("script %q is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
+	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong && v != ScriptUndo {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("script %q is not %s, %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong, ScriptUndo))
 	}
 	return d
 }

@@ -75,8 +75,8 @@ func (s *sessionSettings) parse(config api.DriverConfig, ce *ConfigError) {
 		}
 		s.modelURL = strings.TrimRight(u, "/")
 	}
-	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong {
-		ce.Problems = append(ce.Problems, fmt.Sprintf("script %s is not %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong))
+	if v := config.Script; v != "" && v != ScriptOracle && v != ScriptNop && v != ScriptWrong && v != ScriptUndo {
+		ce.Problems = append(ce.Problems, fmt.Sprintf("script %s is not %s, %s, %s or %s", v, ScriptOracle, ScriptNop, ScriptWrong, ScriptUndo))
 	}
 }
 

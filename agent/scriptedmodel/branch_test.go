@@ -275,3 +275,28 @@ func TestBranchOnDenial(t *testing.T) {
 		}
 	}
 }
+
+// TestUndoWrites: a write step is followed by a shell write-and-delete of the same file,
+// and a branch on the write keeps naming it.
+func TestUndoWrites(t *testing.T) {
+	t.Parallel()
+	w, marker := "proof-n1", "MARKER_n1"
+	ref := &script.Script{Turns: []*script.Turn{{Steps: []*script.Step{
+		{Command: "report", Args: map[string]any{"text": "x"}},
+		{Edit: &script.Edit{Path: "proof.txt", Write: &w}},
+		{Command: "finish_task", Args: map[string]any{"summary": marker}, Present: true},
+	}}}}
+	scripts, err := ForACP(ref, "/w", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	BranchOnDenial(scripts, "proof.txt")
+	UndoWrites(scripts)
+	st := scripts[0].Steps
+	if len(st) != 5 || st[1].Call != RoleWrite || st[2].Call != RoleShell || st[2].Args["command"] != `printf '%s' 'proof-n1' > '/w/proof.txt' && rm -f -- '/w/proof.txt'` {
+		t.Fatalf("steps %+v", st)
+	}
+	if st[4].When == nil || st[4].When.Step != 2 {
+		t.Errorf("the final branch names step %+v, want the write (2)", st[4].When)
+	}
+}

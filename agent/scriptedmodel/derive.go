@@ -468,3 +468,36 @@ func BranchOnDenial(scripts []*Script, file string) {
 		}
 	}
 }
+
+// UndoWrites makes scripts cover their tracks (the calibration of no_mutation for a
+// real CLI): after every native write step (RoleWrite, with a path and content) comes a
+// shell step that writes the same content to the same path and deletes it at once, so
+// the file is absent at the end whatever the runtime answered the write, and only a
+// watch of the workspace sees it. A branch condition naming a step by number is moved
+// to that step's new number.
+func UndoWrites(scripts []*Script) {
+	for _, s := range scripts {
+		var out []Step
+		moved := map[int]int{} // 1-based number before → after the insertions
+		for i, st := range s.Steps {
+			out = append(out, st)
+			moved[i+1] = len(out)
+			path, _ := st.Args["path"].(string)
+			content, _ := st.Args["content"].(string)
+			if st.Call != RoleWrite || path == "" {
+				continue
+			}
+			out = append(out, Step{Call: RoleShell, Args: map[string]any{"command": "printf '%s' " + shellQuote(content) + " > " + shellQuote(path) + " && rm -f -- " + shellQuote(path)}})
+		}
+		for i := range out {
+			for st := &out[i]; st != nil; st = st.Else {
+				if st.When != nil && st.When.Step > 0 {
+					w := *st.When
+					w.Step = moved[w.Step]
+					st.When = &w
+				}
+			}
+		}
+		s.Steps = out
+	}
+}

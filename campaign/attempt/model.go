@@ -34,7 +34,9 @@ type modelServer struct {
 
 // ModelScripts returns the model scripts of a CLI cell's runs: the driverConfig script
 // "nop" gives text-only answers (calibration), "wrong" calls a tool no CLI offers (the
-// scripted model refuses it naming step 1); anything else ("oracle", the default)
+// scripted model refuses it naming step 1), "wrong-undo" the oracle's scripts with every
+// native write followed by a shell write and delete of the file (scriptedmodel.UndoWrites:
+// only the workspace watcher sees it); anything else ("oracle", the default)
 // derives them by the case's flow (flows.ModelScripts: the flow's own scripts, or the
 // case's rendered reference script's).
 func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel.Script, error) {
@@ -45,6 +47,13 @@ func ModelScripts(plan campaign.AttemptPlan, workspace string) ([]*scriptedmodel
 		return scriptedmodel.NopScripts(runs), nil
 	case agent.ScriptWrong:
 		return scriptedmodel.WrongScripts(runs), nil
+	case agent.ScriptUndo:
+		scripts, err := flows.ModelScripts(flows.ModelInput{Case: plan.Cell.Case, Rendered: plan.Case, Profile: p, Workspace: workspace})
+		if err != nil {
+			return nil, err
+		}
+		scriptedmodel.UndoWrites(scripts)
+		return scripts, nil
 	}
 	return flows.ModelScripts(flows.ModelInput{Case: plan.Cell.Case, Rendered: plan.Case, Profile: p, Workspace: workspace})
 }
