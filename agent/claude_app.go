@@ -134,20 +134,14 @@ func (d *ClaudeAppDriver) Confinable() bool { return true }
 // permission relay socket) and opens its session. Errors: a *session.StartError naming
 // the stage (launch, spawn, initialize); the process is gone.
 func (d *ClaudeAppDriver) Start(ctx context.Context, env SessionEnv) (*session.Session, error) {
-	fail := func(err error) (*session.Session, error) {
-		return nil, &session.StartError{Protocol: claudeAppName, Stage: session.StageLaunch, Err: err}
-	}
-	if env.Permissions == nil {
-		return fail(errors.New("no permission decider"))
-	}
-	n, err := nextSessionIndex(env.Run.StateDir, claudeAppSessions)
+	n, err := askingSession(claudeAppName, env, claudeAppSessions)
 	if err != nil {
-		return fail(fmt.Errorf("reading the agent's sessions: %w", err))
+		return nil, err
 	}
 	id := uuid.NewString()
 	l, err := d.launch(env.Run, n, id)
 	if err != nil {
-		return fail(err)
+		return nil, launchError(claudeAppName, err)
 	}
 	se := d.sessionSettings.env(env)
 	se.Binding = filepath.Join(l.Dir, session.RunBindingFile)
@@ -158,17 +152,8 @@ func (d *ClaudeAppDriver) Start(ctx context.Context, env SessionEnv) (*session.S
 // launch plans session n (conversation id) for env (pure: the layer creates what it
 // lists).
 func (d *ClaudeAppDriver) launch(env RunEnv, n int, id string) (session.Launch, error) {
-	if err := requireRun(env, true); err != nil {
+	if err := d.requireLaunch(env, d.Name(), "claude"); err != nil {
 		return session.Launch{}, err
-	}
-	if err := requireExecutable(env); err != nil {
-		return session.Launch{}, err
-	}
-	if d.binary == "" {
-		return session.Launch{}, fmt.Errorf("agent: %s: no binary configured (driverConfig binary; `agentproof agents install claude`)", d.Name())
-	}
-	if d.modelURL == "" {
-		return session.Launch{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
 	}
 	l, _, vars := d.bounds.sessionLaunch(env, claudeAppSessions, n)
 	cfgDir := filepath.Join(l.Dir, "claude")

@@ -137,14 +137,11 @@ func (d *CodexAppDriver) Confinable() bool { return true }
 // the process is gone.
 func (d *CodexAppDriver) Start(ctx context.Context, env SessionEnv) (*session.Session, error) {
 	fail := func(err error) (*session.Session, error) {
-		return nil, &session.StartError{Protocol: codexAppName, Stage: session.StageLaunch, Err: err}
+		return nil, launchError(codexAppName, err)
 	}
-	if env.Permissions == nil {
-		return fail(errors.New("no permission decider"))
-	}
-	n, err := nextSessionIndex(env.Run.StateDir, codexAppSessions)
+	n, err := askingSession(codexAppName, env, codexAppSessions)
 	if err != nil {
-		return fail(fmt.Errorf("reading the agent's sessions: %w", err))
+		return nil, err
 	}
 	l, err := d.launch(env.Run, n)
 	if err != nil {
@@ -169,17 +166,8 @@ func (d *CodexAppDriver) Start(ctx context.Context, env SessionEnv) (*session.Se
 
 // launch plans session n for env (pure: the layer creates what it lists).
 func (d *CodexAppDriver) launch(env RunEnv, n int) (session.Launch, error) {
-	if err := requireRun(env, true); err != nil {
+	if err := d.requireLaunch(env, d.Name(), "codex"); err != nil {
 		return session.Launch{}, err
-	}
-	if err := requireExecutable(env); err != nil {
-		return session.Launch{}, err
-	}
-	if d.binary == "" {
-		return session.Launch{}, fmt.Errorf("agent: %s: no binary configured (driverConfig binary; `agentproof agents install codex`)", d.Name())
-	}
-	if d.modelURL == "" {
-		return session.Launch{}, fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", d.Name())
 	}
 	l, _, vars := d.bounds.sessionLaunch(env, codexAppSessions, n)
 	codexHome := filepath.Join(l.Dir, "codex-home")

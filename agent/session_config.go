@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -208,4 +209,44 @@ func modelID(config api.DriverConfig, def string, ce *ConfigError) string {
 		ce.Problems = append(ce.Problems, fmt.Sprintf("model %s must be a model id (at most 200 characters, no spaces, quotes or control characters)", s))
 	}
 	return s
+}
+
+// askingSession begins the start of a session whose agent asks permissions
+// (app:codex, app:claude): env must have a permission decider; it returns the agent's
+// next session index in the sessions directory below its state directory. Errors: a
+// launch error of protocol (launchError).
+func askingSession(protocol string, env SessionEnv, sessions string) (int, error) {
+	if env.Permissions == nil {
+		return 0, launchError(protocol, errors.New("no permission decider"))
+	}
+	n, err := nextSessionIndex(env.Run.StateDir, sessions)
+	if err != nil {
+		return 0, launchError(protocol, fmt.Errorf("reading the agent's sessions: %w", err))
+	}
+	return n, nil
+}
+
+// launchError is a *session.StartError of protocol at stage launch (nothing started).
+func launchError(protocol string, err error) error {
+	return &session.StartError{Protocol: protocol, Stage: session.StageLaunch, Err: err}
+}
+
+// requireLaunch checks what the launch of a pinned CLI's session against the scripted
+// model needs: a run with an API and the agentproof executable (requireRun,
+// requireExecutable), the CLI's binary (installed as `agentproof agents install pkg`)
+// and the scripted model's URL. Errors name driver name and what is missing.
+func (s *sessionSettings) requireLaunch(env RunEnv, name, pkg string) error {
+	if err := requireRun(env, true); err != nil {
+		return err
+	}
+	if err := requireExecutable(env); err != nil {
+		return err
+	}
+	if s.binary == "" {
+		return fmt.Errorf("agent: %s: no binary configured (driverConfig binary; `agentproof agents install %s`)", name, pkg)
+	}
+	if s.modelURL == "" {
+		return fmt.Errorf("agent: %s: no model endpoint: driverConfig needs modelBaseUrl (the scripted model)", name)
+	}
+	return nil
 }
