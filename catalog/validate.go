@@ -46,10 +46,15 @@ const RetrySingleAttempt = "single_attempt"
 
 // Enumerations of the catalog's closed fields (the harness's catalog format, plus
 // agentproof's own builtin qualification source). A case's flow is not among them: the
+// QualificationBuiltin is the modelQualification source of a profile whose model is
+// agentproof's own or none (built-in agents, the scripted model, an exec agent with no
+// provider's model): no provider sets its pace.
+const QualificationBuiltin = "builtin"
+
 // flows are the flow registry's (WithFlows).
 var (
 	Generations          = []string{"legacy", "native"}
-	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", "builtin"}
+	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", QualificationBuiltin}
 	CredentialScopes     = []string{"profile", "environment"}
 	CredentialKinds      = []string{CredentialKindEnv, CredentialKindLoginFile}
 	EnvironmentDrivers   = []string{"local", "sandbox"}

@@ -26,7 +26,8 @@ const (
 	// PaceLive: a real CLI against its live provider (`run --live`), or a bring-your-own
 	// exec agent whose model agentproof cannot know: a deadline, a hang or a flood is
 	// provider variance (inconclusive, retried once: the model, not the candidate, set
-	// the pace).
+	// the pace). An exec agent that declares no model of a provider (its
+	// modelQualification source is builtin) has no provider to blame: it is scripted.
 	PaceLive
 	// PaceFixture: a fixture program of package worker. Its timeout or output overflow
 	// is an incomplete observation (never reported as a clean exit), with the
@@ -54,6 +55,8 @@ func PaceOf(p *catalog.Profile, live bool) Pace {
 	switch {
 	case d.Kind == driver.KindFixture:
 		return PaceFixture
+	case d.Kind == driver.KindExec && p.ModelQualification.Source == catalog.QualificationBuiltin:
+		return PaceScripted
 	case isCLI && live, d.Kind == driver.KindExec:
 		return PaceLive
 	}

@@ -228,21 +228,25 @@ func TestJudgeReasonBound(t *testing.T) {
 }
 
 // TestPaceOf: fixture programs, scripted agents and CLIs offline, live CLIs and
-// bring-your-own exec agents.
+// bring-your-own exec agents (live when they name a provider's model, scripted when
+// their model is builtin: no provider to blame for a missed deadline).
 func TestPaceOf(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		driver string
+		source string // modelQualification source
 		live   bool
 		want   Pace
 	}{
-		{"fixture:hang", false, PaceFixture}, {"fixture:hang", true, PaceFixture},
-		{"reference", false, PaceScripted}, {"nop", true, PaceScripted},
-		{"exec:codex", false, PaceScripted}, {"exec:codex", true, PaceLive},
-		{"exec", false, PaceLive},
+		{"fixture:hang", "", false, PaceFixture}, {"fixture:hang", "", true, PaceFixture},
+		{"reference", "", false, PaceScripted}, {"nop", "", true, PaceScripted},
+		{"exec:codex", "", false, PaceScripted}, {"exec:codex", "", true, PaceLive},
+		{"exec", "qualified_runner_profile", false, PaceLive},
+		{"exec", catalog.QualificationBuiltin, false, PaceScripted}, {"exec", catalog.QualificationBuiltin, true, PaceScripted},
 	} {
-		if got := PaceOf(&catalog.Profile{Driver: driver.MustParse(tt.driver)}, tt.live); got != tt.want {
-			t.Errorf("PaceOf(%s, live %v) = %s, want %s", tt.driver, tt.live, got, tt.want)
+		p := &catalog.Profile{Driver: driver.MustParse(tt.driver), ModelQualification: catalog.Qualification{Source: tt.source}}
+		if got := PaceOf(p, tt.live); got != tt.want {
+			t.Errorf("PaceOf(%s, source %q, live %v) = %s, want %s", tt.driver, tt.source, tt.live, got, tt.want)
 		}
 	}
 }

@@ -341,8 +341,9 @@ func TestFlows(t *testing.T) {
 		{name: "plan revision, the control plane accepts the older revision", cell: "grader-calibration.reference.local.plan-revise-accept", agent: "reference",
 			board: func(b Board) Board { return &replaying{Board: b} }, fault: verdict.Harness, err: "accepted confirmation"},
 		{name: "plan approval", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "reference"},
+		// A grant the case did not give is the harness's setup, not the candidate's.
 		{name: "plan approval without the capability grant", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "reference", ungranted: true,
-			problem: "request_approval of run"},
+			fault: verdict.Harness, err: "harness setup: no pending plan approval after run 1; request_approval of run"},
 		{name: "plan approval, no approval", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "nop", problem: "no pending plan approval after run 1"},
 		{name: "plan approval of no revision", cell: "journey-calibration.reference.local.plan-approve-complete", agent: "reference", script: untargeted,
 			problem: "targets no plan revision"},

@@ -20,7 +20,10 @@ func init() {
 // approval, approve it): run 1 must leave a pending approval for the task whose target
 // revision is the plan document's latest revision; the human approves that approval,
 // naming the revision; run 2 finishes. An approval of no revision or of another one is
-// the candidate's contract violation.
+// the candidate's contract violation. When run 1 was refused the approval request for
+// a claim the catalog did not grant (capabilityGrants), no approval is the harness's
+// setup, not the candidate's: the cell is inconclusive (permanent infrastructure),
+// naming the refusal.
 func playPlanApproval(ctx context.Context, s *Session) Outcome {
 	var out Outcome
 	v, err := waitTurn(ctx, s, 1)
@@ -30,7 +33,11 @@ func playPlanApproval(ctx context.Context, s *Session) Outcome {
 	}
 	ap := pendingApproval(v, s.TaskID)
 	if ap == nil {
-		out.Problems = append(out.Problems, "no pending plan approval after run 1"+refusedClaims(v, s.TaskID, controlplane.CommandRequestApproval))
+		if refused := refusedClaims(v, s.TaskID, controlplane.CommandRequestApproval); refused != "" {
+			out.Err = permanent(fmt.Errorf("harness setup: no pending plan approval after run 1%s", refused))
+			return out
+		}
+		out.Problems = append(out.Problems, "no pending plan approval after run 1")
 		return out
 	}
 	rev := latestRevision(v, s.TaskID, planKey)
