@@ -310,10 +310,10 @@ func (c *claudeAppConn) control(ctx context.Context, req map[string]any, out any
 	case err != nil:
 		return err
 	case r.Err != "":
-		return fmt.Errorf("Claude Code refused %s: %s", what, session.Clip(r.Err, 600))
+		return fmt.Errorf("agent: Claude Code refused %s: %s", what, session.Clip(r.Err, 600))
 	case out != nil && len(r.Response) > 0:
 		if err := json.Unmarshal(r.Response, out); err != nil {
-			return fmt.Errorf("Claude Code's answer to %s: %w", what, err)
+			return fmt.Errorf("agent: Claude Code's answer to %s: %w", what, err)
 		}
 	}
 	return nil

@@ -294,7 +294,7 @@ func (p *codexAppProtocol) Open(ctx context.Context, rw io.ReadWriter, h session
 		return c, &session.StartError{Stage: "thread/start", Err: err}
 	}
 	if thread.Thread.ID == "" {
-		return c, &session.StartError{Stage: "thread/start", Err: errors.New("Codex returned no thread id")}
+		return c, &session.StartError{Stage: "thread/start", Err: errors.New("agent: Codex returned no thread id")}
 	}
 	caps, _ := json.Marshal(map[string]json.RawMessage{"approvalPolicy": thread.ApprovalPolicy, "sandbox": thread.Sandbox})
 	c.info = session.Info{SessionID: thread.Thread.ID, Name: "codex", Version: thread.Thread.CLIVersion, Model: thread.Model,
@@ -382,10 +382,10 @@ func (c *codexAppConn) call(ctx context.Context, method string, params any, out 
 	case err != nil:
 		return err
 	case r.Err != nil:
-		return fmt.Errorf("Codex refused %s: %s (%d)", method, r.Err.Message, r.Err.Code)
+		return fmt.Errorf("agent: Codex refused %s: %s (%d)", method, r.Err.Message, r.Err.Code)
 	case out != nil:
 		if err := json.Unmarshal(r.Result, out); err != nil {
-			return fmt.Errorf("Codex's answer to %s: %w", method, err)
+			return fmt.Errorf("agent: Codex's answer to %s: %w", method, err)
 		}
 	}
 	return nil

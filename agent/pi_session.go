@@ -254,7 +254,7 @@ func (c *piConn) deliver(ctx context.Context, kind, text string) error {
 	case err != nil:
 		return err
 	case !r.Success:
-		return fmt.Errorf("Pi refused the %s: %s", kind, r.Error)
+		return fmt.Errorf("agent: Pi refused the %s: %s", kind, r.Error)
 	}
 	return nil
 }

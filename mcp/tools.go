@@ -116,7 +116,7 @@ var fieldSchemas = map[string]schema{
 	"filename":                str(1, controlplane.MaxFilePathBytes, "the deliverable's file name: a relative, clean path such as report.md or out/summary.txt (no leading /, no . or .. segment, no control character)"),
 	"contentType":             str(1, maxTitleChars, "its media type, e.g. text/plain"),
 	"byteSize":                integer(maxSafeInteger, "its size in bytes"),
-	"sha256":                  schema{"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "its SHA-256, 64 lower-case hex digits"},
+	"sha256":                  {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "its SHA-256, 64 lower-case hex digits"},
 	"contentRef":              str(1, maxURLChars, "the stored bytes' reference: sha256:<sha256> of this deliverable (the default; leave it out)"),
 	"contentBase64":           str(0, maxInlineBase64Chars, "the file's bytes in standard base64 (at most 512 KiB decoded); sha256 and byteSize must be theirs"),
 	"targetTaskId":            str(1, maxIDChars, "the task to reassign (not the run's own task)"),
@@ -135,10 +135,10 @@ var fieldSchemas = map[string]schema{
 	"action":                  enum(serviceActions, "what to do with the service"),
 	"url":                     str(1, maxURLChars, "the service URL once started"),
 	"delayTicks":              integer(maxDelayTicks, "delay before the wake, in seconds (ticks)"),
-	"name":                    schema{"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "maxLength": 64, "description": "the skill name: lower-case words joined by hyphens; equals the frontmatter name"},
-	"slug":                    schema{"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "maxLength": 64, "description": "must equal name when given"},
+	"name":                    {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "maxLength": 64, "description": "the skill name: lower-case words joined by hyphens; equals the frontmatter name"},
+	"slug":                    {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "maxLength": 64, "description": "must equal name when given"},
 	"markdown":                str(1, maxSkillChars, "the SKILL.md text: a --- frontmatter block with name and description, then a non-blank body"),
-	presentArg:                schema{"type": "boolean", "description": "whether this comment is the run's user-facing message"},
+	presentArg:                {"type": "boolean", "description": "whether this comment is the run's user-facing message"},
 }
 
 // toolFieldSchemas override fieldSchemas for one tool's argument.
@@ -181,7 +181,7 @@ var readToolArgs = map[string][2][]string{
 }
 
 var readFieldSchemas = map[string]schema{
-	"revision": schema{"type": "integer", "minimum": 1, "maximum": maxStatusVersion, "description": "the 1-based revision number (default: the latest)"},
+	"revision": {"type": "integer", "minimum": 1, "maximum": maxStatusVersion, "description": "the 1-based revision number (default: the latest)"},
 }
 
 // ToolSpec is one tool: its name, whether it applies a semantic command, its description,

@@ -284,7 +284,7 @@ func TestRunGuardedRejectsInvalidGuards(t *testing.T) {
 		var rerr *RequestError
 		// A nil context is the input under test.
 		//lint:ignore SA1012 a nil context is the input under test
-		if _, err := g.w.RunGuarded(nil, g.request("pass", 1000, 1000), g.guard()); !errors.As(err, &rerr) {
+		if _, err := g.w.RunGuarded(nil, g.request("pass", 1000, 1000), g.guard()); !errors.As(err, &rerr) { //nolint:staticcheck // SA1012: a nil context is the input under test
 			t.Errorf("err = %v", err)
 		}
 	})

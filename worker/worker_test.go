@@ -214,7 +214,7 @@ func TestRunRejectsInvalidRequests(t *testing.T) {
 	var rerr *RequestError
 	// A nil context is the input under test.
 	//lint:ignore SA1012 a nil context is the input under test
-	if _, err := newEnv(t).w.Run(nil, request("pass", 1000, 1000)); !errors.As(err, &rerr) {
+	if _, err := newEnv(t).w.Run(nil, request("pass", 1000, 1000)); !errors.As(err, &rerr) { //nolint:staticcheck // SA1012: a nil context is the input under test
 		t.Errorf("nil ctx: err = %v, want *RequestError", err)
 	}
 }
