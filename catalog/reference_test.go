@@ -245,7 +245,9 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 			default:
 				t.Fatalf("unexpected driver %s", cell.Profile.Driver.String())
 			}
-			obs.RuntimeMode, obs.Environment = cell.Profile.Generation, cell.Environment.ID
+			// What the runner records, never the declaration: it opens every run through
+			// the native run protocol (a profile declared legacy must fail).
+			obs.RuntimeMode, obs.Environment = "native", cell.Environment.ID
 			fails := failing(match.Evaluate(matchers, obs))
 			passed := len(fails) == 0
 			if want := cell.ExpectedVerdict != verdict.Failed || cell.Profile.Driver.String() == "leaky" || hostile; passed != want {
