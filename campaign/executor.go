@@ -11,6 +11,7 @@ import (
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 	"github.com/agentproof/agentproof/workspace"
+	wsource "github.com/agentproof/agentproof/workspace/source"
 )
 
 // Executor runs one attempt of one cell in isolation (docs/ARCHITECTURE.md "Stages").
@@ -81,6 +82,9 @@ type Facts struct {
 	// WorkspaceDiff is what each turn changed in the workspace (bounded:
 	// package workspace's diff limits), nil when none was recorded.
 	WorkspaceDiff []workspace.TurnDiff
+	// WorkspaceSource is the source the workspace was seeded from, with the digest
+	// of what was read (nil: the workspace started empty).
+	WorkspaceSource *wsource.Record
 }
 
 // InterruptedJudgement is the judgement of an attempt that an interruption cut short

@@ -83,6 +83,10 @@ func addFacts(res *result.Result, f *Facts) {
 	res.TurnTimings = slices.Clone(f.TurnTimings)
 	res.Trajectories = slices.Clone(f.Trajectories)
 	res.WorkspaceDiff = slices.Clone(f.WorkspaceDiff)
+	if f.WorkspaceSource != nil {
+		ws := *f.WorkspaceSource
+		res.WorkspaceSource = &ws
+	}
 	res.Termination = f.Termination
 	res.Usage = f.Usage
 	for _, m := range f.Matchers {

@@ -59,7 +59,7 @@ func orEmpty(v []any) []any {
 
 // declared is v as declared: a struct as an Object of its YAML keys (fields tagged "-"
 // and the keys in skip left out, zero values left out), Metadata as its value, a map as
-// an Object of its entries by sorted key, a slice as a list, a pointer or interface as
+// an Object of its entries by sorted key, a Workspace with its source's digest, a slice as a list, a pointer or interface as
 // what it points to, a number as a float64 (JSON's), anything else as itself.
 func declared(v reflect.Value, skip []string) any {
 	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
@@ -70,6 +70,11 @@ func declared(v reflect.Value, skip []string) any {
 	}
 	if v.Type() == metadataType {
 		return v.Interface().(Metadata).Value
+	}
+	if v.Type() == workspaceType {
+		// The source's content, not only its name: a changed file changes the definition.
+		w := v.Interface().(Workspace)
+		return append(declaredStruct(v, skip), canonjson.Member{Key: "digest", Value: w.Source.Digest})
 	}
 	switch v.Kind() {
 	case reflect.Struct:

@@ -142,6 +142,8 @@ func (s source) names() (names, yml []string, err error) {
 			return err
 		}
 		switch {
+		case de.IsDir() && de.Name() == FilesDir:
+			return fs.SkipDir // workspace sources and verifier files, never catalog files
 		case de.IsDir():
 		case strings.HasSuffix(p, ".yaml"):
 			names = append(names, p)
@@ -256,6 +258,10 @@ func loadSources(srcs []source, o loadOptions) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.origins = make(map[string]origin, len(files))
+	for _, f := range files {
+		c.origins[f.display] = f.origin
+	}
 	if len(ps.list) > 0 && len(files) == 0 {
 		return nil, ps.err()
 	}
@@ -278,7 +284,7 @@ func loadSources(srcs []source, o loadOptions) (*Catalog, error) {
 	}
 	// The position tables and raw nodes serve validation only (problems name a
 	// file:line:column); a loaded catalog lives as long as its campaign, so they go.
-	c.pos, c.raw = nil, nil
+	c.pos, c.raw, c.origins = nil, nil, nil
 	return c, nil
 }
 
@@ -287,6 +293,7 @@ func loadSources(srcs []source, o loadOptions) (*Catalog, error) {
 type catalogFile struct {
 	display string
 	data    []byte
+	origin  origin // where it was read from (workspace sources resolve relative to it)
 }
 
 // readSources reads the *.yaml files of every part in order. A bad part, a *.yml
@@ -350,7 +357,7 @@ func readSources(srcs []source, ps *problems) ([]catalogFile, error) {
 				ps.add(Pos{File: display}, "catalog files add up to more than %d bytes (%d MiB), the total limit", MaxTotalBytes, MaxTotalBytes>>20)
 				return files, nil
 			}
-			files = append(files, catalogFile{display, data})
+			files = append(files, catalogFile{display, data, origin{fsys: src.fsys, name: name, osPath: src.osPath(name)}})
 		}
 	}
 	return files, nil

@@ -134,8 +134,8 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		"referenceStep": reflect.TypeFor[ReferenceStep](), "referenceTurn": reflect.TypeFor[ReferenceTurn](),
 		"referenceScript": reflect.TypeFor[ReferenceScript](), "case": reflect.TypeFor[Case](),
 		"suite": reflect.TypeFor[Suite](), "ranking": reflect.TypeFor[Ranking](), "rankingModel": reflect.TypeFor[RankingModel](),
-		"knownFailure": reflect.TypeFor[KnownFailure](),
-		"matcher":      reflect.TypeOf(Case{}.Matchers).Elem(),
+		"knownFailure": reflect.TypeFor[KnownFailure](), "workspace": reflect.TypeFor[Workspace](),
+		"matcher": reflect.TypeOf(Case{}.Matchers).Elem(),
 	}
 	defNames := make([]string, 0, len(s.Defs))
 	for name := range s.Defs {

@@ -30,6 +30,9 @@ type Catalog struct {
 	// declaration order, manual-only suites included.
 	Cells []*Cell
 
+	// origins maps a file's display name to where it was read from (validation
+	// resolves workspace sources relative to it).
+	origins   map[string]origin
 	pos       []map[any]Pos        // per file: value address → position
 	raw       []map[any]*yaml.Node // per file: free-form value address → its node
 	byCellID  map[string]*Cell
@@ -169,6 +172,9 @@ type Environment struct {
 	ExpectedExecutionTarget ExecutionTarget `yaml:"expectedExecutionTarget"`
 	// Config is the environment payload's driver configuration, scanned for raw secrets.
 	Config map[string]any `yaml:"config"`
+	// Workspace is where each attempt's workspace is seeded from when the case
+	// declares none (nil: it starts empty).
+	Workspace *Workspace `yaml:"workspace"`
 }
 
 // Lifecycle is an environment's setup/probe/cleanup contract.
@@ -235,6 +241,9 @@ type Case struct {
 	// Untitled cases create their task with an empty title (the prompt alone says what
 	// to do and the agent names the task); Title must then be empty.
 	Untitled bool `yaml:"untitled"`
+	// Workspace is where each attempt's workspace is seeded from (nil: it starts
+	// empty, or from the environment's).
+	Workspace *Workspace `yaml:"workspace"`
 }
 
 // TerminalState is the issue and run state a case must end in.

@@ -471,6 +471,7 @@ func (v *validator) validateEnvironment(e *Environment) {
 		}
 	}
 	v.scanPayload(&e.Config, "environment "+e.ID+" config")
+	v.validateWorkspace(e.Workspace, e, "environment "+e.ID)
 }
 
 // validateSandboxEnvironment checks what the sandbox provider (package
@@ -642,6 +643,7 @@ func (v *validator) caseFields(cs *Case, fc FlowContract, known bool) {
 	if cs.Untitled && cs.Title != "" {
 		v.add(v.at(&cs.Title, cs), "%s is untitled: its task is created with an empty title, so title must be empty", name)
 	}
+	v.validateWorkspace(cs.Workspace, cs, name)
 }
 
 // caseContract checks a case against its flow's contract: the fields of a task its

@@ -18,6 +18,7 @@ import (
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/verdict"
 	"github.com/agentproof/agentproof/workspace"
+	wsource "github.com/agentproof/agentproof/workspace/source"
 )
 
 // Schema tags of the files this package reads and writes: agentproof.<name>/v<N>.
@@ -207,6 +208,11 @@ type Result struct {
 	// text before/after within its bounds, binary files by SHA-256), omitted when
 	// none was recorded.
 	WorkspaceDiff []workspace.TurnDiff `json:"workspaceDiff,omitempty"`
+	// WorkspaceSource is the source the attempt's workspace was seeded from (its kind,
+	// how the catalog named it, a git source's commit, and the digest of what was
+	// read), omitted when the workspace started empty; the per-turn diff is relative
+	// to it.
+	WorkspaceSource *wsource.Record `json:"workspaceSource,omitempty"`
 }
 
 // ValidationError lists every problem found in one document, each naming its field.

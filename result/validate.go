@@ -51,6 +51,20 @@ var resultChecks = []fieldCheck{
 	{"evidence", checkEvidence},
 	{"trajectories", func(r *Result) []string { return checkTrajectories(r.Trajectories) }},
 	{"workspaceDiff", func(r *Result) []string { return checkWorkspaceDiff(r.WorkspaceDiff) }},
+	{"workspaceSource", checkWorkspaceSource},
+}
+
+// checkWorkspaceSource: a workspace source record is well formed (its kind, ref,
+// commit and digest agree).
+func checkWorkspaceSource(r *Result) []string {
+	if r.WorkspaceSource == nil {
+		return nil
+	}
+	var p []string
+	for _, s := range r.WorkspaceSource.Problems() {
+		p = append(p, "workspaceSource: "+s)
+	}
+	return p
 }
 
 // Validate checks every field of r (see DecodeResult) with each of its validators and

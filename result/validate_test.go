@@ -2,6 +2,7 @@ package result
 
 import (
 	"encoding/json"
+	wsource "github.com/agentproof/agentproof/workspace/source"
 	"math"
 	"strings"
 	"testing"
@@ -38,6 +39,7 @@ func richResult(t *testing.T) *Result {
 	r.Trajectories = []TrajectoryRef{{Path: "trajectories/run-1.json", Format: "codex-exec-json", RunID: "r", Steps: 2, ToolCalls: 1}}
 	text := "hello\n"
 	r.WorkspaceDiff = []workspace.TurnDiff{{Turn: 1, Changes: []workspace.FileChange{{Path: "a.txt", Change: workspace.ChangeAdded, Type: workspace.TypeFile, AfterBytes: 6, After: &text}}}}
+	r.WorkspaceSource = &wsource.Record{Kind: wsource.KindDir, Ref: "files/repo", Digest: "sha256:" + strings.Repeat("ab", 32)}
 	if err := r.Validate("rich"); err != nil {
 		t.Fatalf("the rich result is not valid: %v", err)
 	}
@@ -86,6 +88,9 @@ func TestFieldChecks(t *testing.T) {
 		"evidence":                        {func(r *Result) { r.Evidence = []string{"logs/../../x"} }, "evidence[0]:"},
 		"trajectories":                    {func(r *Result) { r.Trajectories[0].Partial = true }, "trajectories[0]: partial"},
 		"workspaceDiff":                   {func(r *Result) { r.WorkspaceDiff[0].Changes[0].Type = "pipe" }, "workspaceDiff[0].changes[0].type:"},
+		"workspaceSource": {func(r *Result) {
+			r.WorkspaceSource = &wsource.Record{Kind: wsource.KindGit, Ref: "../repo", Commit: "main", Digest: "git:" + strings.Repeat("a", 40)}
+		}, "workspaceSource: a git source has a full commit"},
 	}
 	seen := map[string]bool{}
 	for _, fc := range resultChecks {

@@ -82,6 +82,10 @@ type LocalExecutor struct {
 	// instances' keys) are added as they are made (heldSecrets).
 	Secrets *redact.Set
 
+	// GitCache is where git workspace sources are cloned ("" means agentproof/git in
+	// the user's cache directory).
+	GitCache string
+
 	// Sentry, when set, is told the process marker of every attempt while it runs, so
 	// that the agents' descendants are swept should this process be killed
 	// (worker.Sentry).

@@ -251,6 +251,7 @@ func facts(s *Stages) *campaign.Facts {
 		f.IssueID, f.IssueIdentifier = s.Fixtures.TaskID, s.Fixtures.Identifier
 	}
 	f.Matchers = s.Grades.Matchers
+	f.WorkspaceSource = s.Provisioned.Source
 	f.Trajectories = s.Teardown.Trajectories
 	if ls := s.Teardown.Leases; len(ls) > 0 {
 		f.Leases = ls

@@ -13,6 +13,7 @@ import (
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
 	"github.com/agentproof/agentproof/worker"
+	wsource "github.com/agentproof/agentproof/workspace/source"
 )
 
 // CanarySecretKey is the credential key of the canary secret every attempt stores in
@@ -53,6 +54,9 @@ type Provisioned struct {
 	// Lease is the sandbox lease of a sandbox cell and its bridge (nil for a local
 	// cell); Workspace is then the lease's workspace, on the lease disk.
 	Lease *leaseHold
+	// Source is the workspace source the workspace was seeded from, as observed
+	// (seedWorkspace; nil when the cell declares none).
+	Source *wsource.Record
 	// Secrets is the attempt's secret set so far: the campaign's (LocalExecutor.Secrets),
 	// the attempt's canaries and its instance's keys, and those of the attempts
 	// running beside it when it started; held is its entry among the campaign's
@@ -64,7 +68,8 @@ type Provisioned struct {
 
 // provision creates the temp root, draws the canary and the process marker, starts the
 // serve child, for a CLI cell that is not live the scripted model, and for a sandbox
-// cell its lease and the lease's bridge (provisionLease). Every failure is the harness's:
+// cell its lease and the lease's bridge (provisionLease), and seeds the workspace from
+// the cell's workspace source (seedWorkspace). Every failure is the harness's:
 // transient for what may work in a fresh attempt (a directory, a process, a port),
 // permanent for what will not (model scripts that cannot be derived).
 func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
@@ -142,6 +147,9 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 		if p.Fault == nil {
 			p.Fault = x.startLeasedModel(a, &p)
 		}
+	}
+	if p.Fault == nil {
+		p.Source, p.Fault = x.seedWorkspace(ctx, a, p.Workspace)
 	}
 	return p
 }
