@@ -135,6 +135,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		"referenceScript": reflect.TypeFor[ReferenceScript](), "case": reflect.TypeFor[Case](),
 		"suite": reflect.TypeFor[Suite](), "ranking": reflect.TypeFor[Ranking](), "rankingModel": reflect.TypeFor[RankingModel](),
 		"knownFailure": reflect.TypeFor[KnownFailure](), "workspace": reflect.TypeFor[Workspace](),
+		"verify": reflect.TypeFor[Verify](), "verifyStep": reflect.TypeFor[VerifyStep](), "verifyReport": reflect.TypeFor[VerifyReport](),
 		"matcher": reflect.TypeOf(Case{}.Matchers).Elem(),
 	}
 	defNames := make([]string, 0, len(s.Defs))

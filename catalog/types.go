@@ -244,6 +244,9 @@ type Case struct {
 	// Workspace is where each attempt's workspace is seeded from (nil: it starts
 	// empty, or from the environment's).
 	Workspace *Workspace `yaml:"workspace"`
+	// Verify is the case's verifier: commands run after the agent's last turn (nil:
+	// none).
+	Verify *Verify `yaml:"verify"`
 }
 
 // TerminalState is the issue and run state a case must end in.

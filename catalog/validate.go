@@ -644,6 +644,8 @@ func (v *validator) caseFields(cs *Case, fc FlowContract, known bool) {
 		v.add(v.at(&cs.Title, cs), "%s is untitled: its task is created with an empty title, so title must be empty", name)
 	}
 	v.validateWorkspace(cs.Workspace, cs, name)
+	v.validateVerify(cs, name)
+	v.validateCommandMatchers(cs, name)
 }
 
 // caseContract checks a case against its flow's contract: the fields of a task its
@@ -1198,6 +1200,9 @@ func (v *validator) validateMatrix(s *Suite, name string) {
 	for _, cell := range cells {
 		if cell.AttemptTimeoutMs <= 0 {
 			v.add(v.at(&cell.Case.AttemptTimeoutMs, cell.Case), "case %s has no attemptTimeoutMs for environment %s and the environment has no attemptDeadlineMs (cell %s)", cell.Case.ID, cell.Environment.ID, cell.ID)
+		}
+		if cell.Case.Verify != nil && cell.Environment.Provider != "local" {
+			v.add(v.at(cell.Case.Verify, cell.Case), "case %s declares verify, which runs in local environments only (environment %s has provider %s; cell %s)", cell.Case.ID, cell.Environment.ID, cell.Environment.Provider, cell.ID)
 		}
 		d := cell.Profile.Driver // the zero Name when refused above
 		if d.NeedsReference() {

@@ -50,7 +50,7 @@ var (
 		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
 		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
 		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
-		KindProcessIdentity, KindNoMutation, KindPermissionOrder, KindTaskTitle, KindChatHandoff,
+		KindProcessIdentity, KindNoMutation, KindPermissionOrder, KindTaskTitle, KindChatHandoff, KindCommand,
 	}
 	kindFields = map[Kind][]string{
 		KindMessageExact:       {"expected", "turn", "normalize"},
@@ -77,6 +77,7 @@ var (
 		KindPermissionOrder:    {"path"},
 		KindTaskTitle:          {"expected", "count"},
 		KindChatHandoff:        {"name", "expected", "count"},
+		KindCommand:            {"name", "exitCode", "expected", "pattern", "flags", "tests"},
 	}
 )
 
@@ -267,6 +268,8 @@ func compileKind(spec Spec, c *compiled, bad badFunc) {
 		compileTitle(spec, c, bad)
 	case KindChatHandoff:
 		compileChat(spec, c, bad)
+	case KindCommand:
+		compileCommand(spec, c, bad)
 	}
 }
 
@@ -427,6 +430,8 @@ func presentFields(s Spec) []string {
 	add(s.Source != "", "source")
 	add(s.Encoding != "", "encoding")
 	add(s.SamePIDAcrossTurns != nil, "samePidAcrossTurns")
+	add(s.ExitCode != nil, "exitCode")
+	add(s.Tests != nil, "tests")
 	return out
 }
 

@@ -297,8 +297,8 @@ func TestLegacyPathToJSONPath(t *testing.T) {
 func TestKinds(t *testing.T) {
 	t.Parallel()
 	ks := Kinds()
-	if len(ks) != 24 {
-		t.Fatalf("Kinds() has %d kinds, want the 15 of docs/matchers.md's first table plus runtime_metadata, file_absent, plan_revisions, blocker_guidance, process_identity, no_mutation, permission_order, task_title and chat_handoff", len(ks))
+	if len(ks) != 25 {
+		t.Fatalf("Kinds() has %d kinds, want the 15 of docs/matchers.md's first table plus runtime_metadata, file_absent, plan_revisions, blocker_guidance, process_identity, no_mutation, permission_order, task_title, chat_handoff and command", len(ks))
 	}
 	for _, k := range ks {
 		if !k.Valid() {

@@ -102,6 +102,8 @@ func (c *compiled) eval(ev *evidence) result {
 		return c.evalTitle(obs)
 	case KindChatHandoff:
 		return c.evalChat(obs)
+	case KindCommand:
+		return c.evalCommand(obs)
 	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
 		return c.evalFile(ev)
 	case KindArtifactExists:

@@ -254,6 +254,18 @@ var evalCases = []evalCase{
 	{"permission order/no time", Spec{Kind: KindPermissionOrder, Path: "proof.txt"}, orderObs(permWrite("approved", "/w/proof.txt", "10:00:01.000000"), WatchEvent{Op: "create", Path: "proof.txt"}), notReached},
 	{"permission order/no permissions", Spec{Kind: KindPermissionOrder, Path: "proof.txt"}, watchObs(RunWatch{Observed: true, Complete: true, Events: []WatchEvent{ev("create", "proof.txt", "10:00:02.000000")}}), notReached},
 	{"permission order/not watched", Spec{Kind: KindPermissionOrder, Path: "proof.txt"}, msg("x"), notReached},
+	{"command/exit 0", Spec{Kind: KindCommand, Name: "tests", ExitCode: intp(0)}, verObs(vrun("tests", 0, "ok\n", nil)), pass},
+	{"command/exit 1", Spec{Kind: KindCommand, Name: "tests", ExitCode: intp(0)}, verObs(vrun("tests", 1, "FAIL\n", nil)), fail},
+	{"command/killed by its deadline", Spec{Kind: KindCommand, Name: "tests", ExitCode: intp(0)}, verObs(VerifierRun{Step: "tests", Started: true, TimedOut: true}), fail},
+	{"command/output contains", Spec{Kind: KindCommand, Name: "tests", Expected: "PASS"}, verObs(vrun("tests", 0, "--- PASS\n", nil)), pass},
+	{"command/output lacks", Spec{Kind: KindCommand, Name: "tests", Expected: "PASS"}, verObs(vrun("tests", 0, "--- FAIL\n", nil)), fail},
+	{"command/regex", Spec{Kind: KindCommand, Name: "tests", Pattern: `^ok\s+\S+`, Flags: "m"}, verObs(vrun("tests", 0, "x\nok  \tmod\n", nil)), pass},
+	{"command/report counts", Spec{Kind: KindCommand, Name: "tests", Tests: &TestsSpec{Failed: intp(0), MinPassed: intp(2)}}, verObs(vrun("tests", 0, "", &TestCounts{Format: "junit", Passed: 3})), pass},
+	{"command/report failures", Spec{Kind: KindCommand, Name: "tests", Tests: &TestsSpec{Failed: intp(0)}}, verObs(vrun("tests", 1, "", &TestCounts{Format: "ctrf", Passed: 3, Failed: 1})), fail},
+	{"command/too few passed", Spec{Kind: KindCommand, Name: "tests", Tests: &TestsSpec{MinPassed: intp(4)}}, verObs(vrun("tests", 0, "", &TestCounts{Format: "junit", Passed: 3})), fail},
+	{"command/no report", Spec{Kind: KindCommand, Name: "tests", Tests: &TestsSpec{Failed: intp(0)}}, verObs(vrun("tests", 0, "", nil)), notReached},
+	{"command/step not run", Spec{Kind: KindCommand, Name: "lint", ExitCode: intp(0)}, verObs(vrun("tests", 0, "", nil)), notReached},
+	{"command/no verification", Spec{Kind: KindCommand, Name: "tests", ExitCode: intp(0)}, msg("x"), notReached},
 	{"blocker guidance/pass", Spec{Kind: KindBlockerGuidance}, blockerObs("worker"), pass},
 	{"blocker guidance/reassigned", Spec{Kind: KindBlockerGuidance}, blockerObs("manager"), fail},
 	{"blocker guidance/no json", Spec{Kind: KindBlockerGuidance}, msg("x"), notReached},
@@ -658,6 +670,16 @@ func TestSecretInNumberIsRedactedFromDetail(t *testing.T) {
 }
 
 func ptrBool(b bool) *bool { return &b }
+
+// verObs is an observation of verifier runs.
+func verObs(runs ...VerifierRun) *Observation {
+	return &Observation{Verifiers: runs, HasVerifiers: true}
+}
+
+// vrun is a verifier step that ran and exited with code.
+func vrun(step string, code int, output string, report *TestCounts) VerifierRun {
+	return VerifierRun{Step: step, Started: true, ExitCode: &code, Output: output, Report: report}
+}
 
 func pi(pid int, ticks uint64) ProcessIdentity { return ProcessIdentity{PID: pid, StartTicks: ticks} }
 

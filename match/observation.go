@@ -57,6 +57,8 @@ type Observation struct {
 	HasProcesses         bool                `json:"hasProcesses"`
 	Watches              []RunWatch          `json:"watches,omitempty"`
 	HasWatches           bool                `json:"hasWatches"`
+	Verifiers            []VerifierRun       `json:"verifiers,omitempty"`
+	HasVerifiers         bool                `json:"hasVerifiers"`
 	Secrets              []string            `json:"-"`
 }
 

@@ -31,6 +31,7 @@ type Kind string
 //	permission_order                       path (workspace-relative; see KindPermissionOrder)
 //	task_title                             expected (control title, string) or expected (keyword groups) and count (tool-call bound); see KindTaskTitle
 //	chat_handoff                           name (assignee), expected (plan text), count (provider turns); see KindChatHandoff
+//	command                                name (verifier step), exitCode, expected, pattern/flags, tests; see KindCommand
 //
 // The message kinds also accept turn (int ≥ 1): evaluate against that turn's message
 // (Observation.Turns) instead of the whole message; 0 or absent means the whole message.
@@ -70,6 +71,9 @@ type Spec struct {
 	Encoding string `json:"encoding,omitempty" yaml:"encoding,omitempty"`
 	// SamePIDAcrossTurns is process_identity's parameter.
 	SamePIDAcrossTurns *bool `json:"samePidAcrossTurns,omitempty" yaml:"samePidAcrossTurns,omitempty"`
+	// ExitCode and Tests are command's parameters (KindCommand).
+	ExitCode *int       `json:"exitCode,omitempty" yaml:"exitCode,omitempty"`
+	Tests    *TestsSpec `json:"tests,omitempty" yaml:"tests,omitempty"`
 }
 
 // Expected encodings (Spec.Encoding of file_exact and artifact_exists).

@@ -1,9 +1,10 @@
 // Package attempt runs one attempt of one cell as a pipeline of stages and judges it
 // (docs/ARCHITECTURE.md "Stages", "Honest blame", "Observed facts", "Verdicts"):
-// provision (provision.go) → fixtures (fixtures.go, adapter.go) → flow (flow.go,
-// package campaign/flows) → observe (observe.go, runtime.go) → grade (grade.go) →
-// teardown (teardown.go) → Judge (judge.go, blame.go). Each stage returns a value
-// (Provisioned, Fixtures, FlowOutcome, Observation, Grades, Teardown); Judge is a pure
+// provision (provision.go, seed.go) → fixtures (fixtures.go, adapter.go) → flow
+// (flow.go, package campaign/flows) → observe (observe.go, runtime.go) → verify
+// (verify.go, protect.go) → grade (grade.go) → teardown (teardown.go) → Judge
+// (judge.go, blame.go). Each stage returns a value (Provisioned, Fixtures,
+// FlowOutcome, Observation, Verification, Grades, Teardown); Judge is a pure
 // function of them (Stages). LocalExecutor (executor.go) is the campaign.Executor that
 // runs the stages with a private temp root and its own `agentproof serve` child.
 //

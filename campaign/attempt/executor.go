@@ -85,6 +85,8 @@ type LocalExecutor struct {
 	// GitCache is where git workspace sources are cloned ("" means agentproof/git in
 	// the user's cache directory).
 	GitCache string
+	// netns makes the network namespaces of verifier steps (probed once).
+	netns netns
 
 	// Sentry, when set, is told the process marker of every attempt while it runs, so
 	// that the agents' descendants are swept should this process be killed
@@ -316,8 +318,10 @@ type Stages struct {
 	Fixtures    Fixtures
 	Flow        FlowOutcome
 	Observation Observation
-	Grades      Grades
-	Teardown    Teardown
+	// Verification is the verify stage's (the case's verifier commands).
+	Verification Verification
+	Grades       Grades
+	Teardown     Teardown
 	// Panic is a harness fault for a stage that panicked (a bug), or nil.
 	Panic *verdict.Fault
 	// Interrupted is true when the attempt's context was cancelled before it ended.
@@ -414,7 +418,13 @@ func (x *LocalExecutor) runStages(ctx context.Context, a *attempt, s *Stages) {
 	octx, ocancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer ocancel()
 	s.Observation = x.observe(octx, a, &s.Provisioned, &s.Fixtures, &s.Flow)
-	if s.Observation.Match != nil {
-		s.Grades = grade(a.plan, s.Observation.Match, x.expectations(a.plan))
+	if s.Observation.Match == nil {
+		return
 	}
+	// The verifier runs after the agent's last turn, on its own deadlines (an
+	// interruption of the campaign stops it: ctx), before grading.
+	s.Verification = x.verify(ctx, a, &s.Provisioned, s.secrets())
+	obs := *s.Observation.Match
+	obs.Verifiers, obs.HasVerifiers = s.Verification.Steps, s.Verification.Ran
+	s.Grades = grade(a.plan, &obs, x.expectations(a.plan))
 }

@@ -27,7 +27,7 @@ const maxReasonMatchers = 3
 //  3. interrupted (the attempt's context, or the flow, saw a cancellation) →
 //     inconclusive, transient_infrastructure;
 //  4. a harness or provider fault, in stage order (a panic, provision, fixtures, flow,
-//     observe, grade, then the runs' records: a process never started, a collector
+//     observe, verify, grade, then the runs' records: a process never started, a collector
 //     error, a CLI failure its words blame on the harness or the provider) →
 //     inconclusive with its class;
 //  5. required evidence missing → inconclusive, permanent_infrastructure;
@@ -45,7 +45,8 @@ const maxReasonMatchers = 3
 //     candidate_failure (after the candidate's own failure, when there is one) — the
 //     observation is final, so a definite mismatch blames the candidate even when
 //     another matcher was not reached;
-//  8. a candidate fault (a flow contract violation, a CLI that exited non-zero) →
+//  8. a candidate fault (a flow contract violation, a protected file the verifier
+//     depends on changed — ReasonVerifierTampered —, a CLI that exited non-zero) →
 //     failed, candidate_failure;
 //  9. no matcher evaluated → inconclusive, permanent_infrastructure;
 //  10. a matcher not reached → inconclusive, permanent_infrastructure;
@@ -98,7 +99,10 @@ func stageFaults(s *Stages) (faults, paced []*verdict.Fault) {
 	if len(s.Flow.Problems) > 0 {
 		faults = append(faults, verdict.CandidateFault(fmt.Errorf("flow: %s", strings.Join(s.Flow.Problems, "; "))))
 	}
-	for _, f := range []*verdict.Fault{s.Observation.Fault, s.Grades.Fault} {
+	if t := s.Verification.Tampered; len(t) > 0 {
+		faults = append(faults, verdict.CandidateFault(fmt.Errorf("%s: the agent changed files the verifier depends on: %s", ReasonVerifierTampered, strings.Join(t, ", "))))
+	}
+	for _, f := range []*verdict.Fault{s.Observation.Fault, s.Verification.Fault, s.Grades.Fault} {
 		if f != nil {
 			faults = append(faults, f)
 		}

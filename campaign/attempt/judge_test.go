@@ -1,6 +1,7 @@
 package attempt
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/worker"
 )
 
 var (
@@ -54,6 +56,18 @@ func TestJudge(t *testing.T) {
 		{"failed beats not reached", graded(PaceScripted, notReachedMatcher, failedMatcher), verdict.Failed, verdict.CandidateFailure, "#2"},
 		{"not reached is inconclusive", graded(PaceScripted, okMatcher, notReachedMatcher), verdict.Inconclusive, verdict.PermanentInfrastructure, "matcher not reached: #2"},
 		{"no matcher evaluated", graded(PaceScripted), verdict.Inconclusive, verdict.PermanentInfrastructure, "no matcher was evaluated"},
+
+		// The verifier: a protected file changed is the candidate's, whatever the
+		// matchers say; a verifier the harness could not run or killed is not.
+		{"a changed protected file fails verifier_tampered, naming it", with(graded(PaceScripted, okMatcher, notReachedMatcher), func(s *Stages) {
+			s.Verification.Tampered = []string{"tests/test.sh modified"}
+		}), verdict.Failed, verdict.CandidateFailure, "verifier_tampered: the agent changed files the verifier depends on: tests/test.sh modified"},
+		{"a verifier killed by the harness is inconclusive", with(graded(PaceScripted, failedMatcher), func(s *Stages) {
+			s.Verification.Fault = stepFault("tests", worker.Outcome{Started: true, Aborted: true}, context.Canceled)
+		}), verdict.Inconclusive, verdict.TransientInfrastructure, "verifier step tests was killed by the harness"},
+		{"a verifier that cannot start is inconclusive", with(graded(PaceScripted, notReachedMatcher), func(s *Stages) {
+			s.Verification.Fault = stepFault("tests", worker.Outcome{SpawnError: errors.New("exec format error")}, nil)
+		}), verdict.Inconclusive, verdict.PermanentInfrastructure, "verifier step tests did not start: exec format error"},
 
 		// A sandbox lease's limits: the host saw the agent exceed its pinned shape.
 		{"a memory limit hit is the candidate's, the limit named", with(graded(PaceScripted, failedMatcher), func(s *Stages) {

@@ -57,6 +57,9 @@ type Provisioned struct {
 	// Source is the workspace source the workspace was seeded from, as observed
 	// (seedWorkspace; nil when the cell declares none).
 	Source *wsource.Record
+	// protected is the state of the verifier's protected paths before the agent
+	// started (protectedState; nil when the case has no verifier).
+	protected map[string]string
 	// Secrets is the attempt's secret set so far: the campaign's (LocalExecutor.Secrets),
 	// the attempt's canaries and its instance's keys, and those of the attempts
 	// running beside it when it started; held is its entry among the campaign's
@@ -149,9 +152,26 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 		}
 	}
 	if p.Fault == nil {
-		p.Source, p.Fault = x.seedWorkspace(ctx, a, p.Workspace)
+		p.Fault = x.prepareWorkspace(ctx, a, &p)
 	}
 	return p
+}
+
+// prepareWorkspace seeds the workspace from the cell's source (seedWorkspace) and, for
+// a case with a verifier, takes the state of its protected paths before any agent
+// exists (protectedState).
+func (x *LocalExecutor) prepareWorkspace(ctx context.Context, a *attempt, p *Provisioned) *verdict.Fault {
+	var fault *verdict.Fault
+	if p.Source, fault = x.seedWorkspace(ctx, a, p.Workspace); fault != nil {
+		return fault
+	}
+	if vf := a.plan.Cell.Case.Verify; vf != nil {
+		var err error
+		if p.protected, err = protectedState(p.Workspace, vf.Protect); err != nil {
+			return verdict.HarnessFault(fmt.Errorf("verifier integrity: hashing the protected paths before the agent: %w", err), false)
+		}
+	}
+	return nil
 }
 
 // startLeasedModel starts the scripted model of a sandbox cell once its lease exists
