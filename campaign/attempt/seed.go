@@ -3,8 +3,10 @@ package attempt
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/agentproof/agentproof/verdict"
 	wsource "github.com/agentproof/agentproof/workspace/source"
@@ -51,10 +53,35 @@ func (x *LocalExecutor) seedWorkspace(ctx context.Context, a *attempt, dst strin
 	if err != nil {
 		return nil, verdict.HarnessFault(err, false)
 	}
+	if err := ownLikeRoot(dst); err != nil {
+		return nil, verdict.HarnessFault(fmt.Errorf("workspace source %s: giving the seeded files to the workspace's owner: %w", s.Ref, err), false)
+	}
 	if seeded.Digest != s.Digest {
 		return nil, verdict.HarnessFault(fmt.Errorf("workspace source %s changed since the catalog was loaded: its digest was %s, the files read now have %s", s.Ref, s.Digest, seeded.Digest), false)
 	}
 	a.log.note("workspace seeded from %s %s (%s): %d entries, %d bytes", s.Kind, s.Ref, seeded.Digest, seeded.Files, seeded.Bytes)
 	rec := s.Record()
 	return &rec, nil
+}
+
+// ownLikeRoot gives every entry below dst to dst's own owner when that is not this
+// process's user (a sandbox lease's workspace belongs to the sandbox user, and the
+// agent must be able to change the files it was seeded with). Links are changed, never
+// followed. It runs before any agent exists.
+func ownLikeRoot(dst string) error {
+	fi, err := os.Lstat(dst)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) == os.Geteuid() {
+		return nil
+	}
+	uid, gid := int(st.Uid), int(st.Gid)
+	return filepath.WalkDir(dst, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil || p == dst {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
 }
