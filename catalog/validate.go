@@ -1201,9 +1201,7 @@ func (v *validator) validateMatrix(s *Suite, name string) {
 		if cell.AttemptTimeoutMs <= 0 {
 			v.add(v.at(&cell.Case.AttemptTimeoutMs, cell.Case), "case %s has no attemptTimeoutMs for environment %s and the environment has no attemptDeadlineMs (cell %s)", cell.Case.ID, cell.Environment.ID, cell.ID)
 		}
-		if cell.Case.Verify != nil && cell.Environment.Provider != "local" {
-			v.add(v.at(cell.Case.Verify, cell.Case), "case %s declares verify, which runs in local environments only (environment %s has provider %s; cell %s)", cell.Case.ID, cell.Environment.ID, cell.Environment.Provider, cell.ID)
-		}
+		v.verifyEnvironment(cell)
 		d := cell.Profile.Driver // the zero Name when refused above
 		if d.NeedsReference() {
 			if cell.Case.Reference == nil {

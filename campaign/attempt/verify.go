@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
@@ -108,23 +109,15 @@ func (x *LocalExecutor) runStep(ctx context.Context, a *attempt, p *Provisioned,
 	if err != nil {
 		return run, rec, verdict.HarnessFault(fmt.Errorf("verifier step %s cannot start: %w", st.ID, err), false)
 	}
-	path, args := prog, append([]string{prog}, st.Command[1:]...)
-	if !st.Network {
-		wrap, err := x.netns.argv()
-		if err != nil {
-			return run, rec, verdict.HarnessFault(fmt.Errorf("verifier step %s cannot start without the network (declare network: true to let it reach the network): %w", st.ID, err), false)
-		}
-		path, args = wrap[0], append(wrap, args...)
-	}
 	spec := worker.Spec{
-		Path: path, Args: args, Dir: p.Workspace, NullStdin: true, Marker: worker.NewMarker(),
+		Path: prog, Args: append([]string{prog}, st.Command[1:]...), Dir: p.Workspace, NullStdin: true, Marker: worker.NewMarker(),
 		Env:     []string{"PATH=" + verifierPATH, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8", "CI=true"},
 		Timeout: time.Duration(st.Timeout()) * time.Millisecond, MaxOutputBytes: verifierOutputBytes,
 	}
 	a.log.note("verifier step %s started: %s", st.ID, strings.Join(st.Command, " "))
-	o, err := worker.Supervise(ctx, spec)
-	if err != nil {
-		return run, rec, verdict.HarnessFault(fmt.Errorf("verifier step %s: %w", st.ID, err), false)
+	o, fault := x.superviseStep(ctx, p, st, spec)
+	if fault != nil {
+		return run, rec, fault
 	}
 	rec.DurationMs, rec.ExitCode, rec.Signal, rec.TimedOut, rec.Output = o.Duration.Milliseconds(), o.ExitCode, o.Signal, o.TimedOut, o.OutputBytes
 	a.ev.Write(secrets, "logs/verify/"+st.ID+".stdout.log", o.Output.Stdout(), false)
@@ -141,6 +134,42 @@ func (x *LocalExecutor) runStep(ctx context.Context, a *attempt, p *Provisioned,
 	}
 	a.log.note("verifier step %s ended: exit %s, %d ms", st.ID, exitText(o), rec.DurationMs)
 	return run, rec, nil
+}
+
+// superviseStep runs a step's process: in the cell's sandbox lease when it has one
+// (the provider's Launch: the lease's namespaces, limits and network allowlist; HOME
+// and TMPDIR its fresh /tmp), otherwise on this machine, in a network namespace of its
+// own unless the step declares network. An incomplete account of a sandboxed step is
+// the harness's fault.
+func (x *LocalExecutor) superviseStep(ctx context.Context, p *Provisioned, st catalog.VerifyStep, spec worker.Spec) (worker.Outcome, *verdict.Fault) {
+	if p.Lease != nil {
+		spec.Env = []string{"PATH=" + verifierPATH, "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8", "CI=true"}
+		l, err := p.Lease.provider.Launch(ctx, p.Lease.lease, environment.LaunchRequest{Spec: spec})
+		if err != nil {
+			return worker.Outcome{}, verdict.HarnessFault(fmt.Errorf("verifier step %s cannot start in the lease: %w", st.ID, err), false)
+		}
+		o, err := worker.Supervise(ctx, l.Spec())
+		settled := l.Settle(o)
+		if err != nil {
+			return o, verdict.HarnessFault(fmt.Errorf("verifier step %s: %w", st.ID, err), false)
+		}
+		if len(settled.Problems) > 0 {
+			return o, verdict.HarnessFault(fmt.Errorf("verifier step %s: the lease's account of it is incomplete: %s", st.ID, strings.Join(settled.Problems, "; ")), true)
+		}
+		return settled.Outcome, nil
+	}
+	if !st.Network {
+		wrap, err := x.netns.argv()
+		if err != nil {
+			return worker.Outcome{}, verdict.HarnessFault(fmt.Errorf("verifier step %s cannot start without the network (declare network: true to let it reach the network): %w", st.ID, err), false)
+		}
+		spec.Path, spec.Args = wrap[0], append(wrap, spec.Args...)
+	}
+	o, err := worker.Supervise(ctx, spec)
+	if err != nil {
+		return o, verdict.HarnessFault(fmt.Errorf("verifier step %s: %w", st.ID, err), false)
+	}
+	return o, nil
 }
 
 // stepFault is the harness fault of a step's outcome, or nil when the step ran to an
