@@ -156,8 +156,10 @@ type cardView struct {
 	// outcomes over the campaigns of the history (dashboard_cellhistory.go).
 	Regressed string
 	History   cellHistoryView
-	// Workspace is the per-turn workspace diff (dashboard_workspacediff.go).
+	// Workspace is the per-turn workspace diff (dashboard_workspacediff.go), and
+	// WorkspaceSource what the workspace was seeded from ("" when it started empty).
 	Workspace                                 []workspaceTurnView
+	WorkspaceSource                           string
 	Error                                     string
 	Expected                                  string
 	Selected                                  bool
@@ -570,6 +572,9 @@ func (cv *cardView) addDetails() {
 	}
 	cv.Timings = r.TurnTimings
 	cv.Workspace = workspaceDiffView(r)
+	if ws := r.WorkspaceSource; ws != nil {
+		cv.WorkspaceSource = result.Clean(fmt.Sprintf("%s %s (%s)", ws.Kind, ws.Ref, ws.Digest), true)
+	}
 	cv.Runtime = r.RuntimeFacts
 	if r.Usage != nil {
 		cv.Usage = prettyJSON(r.Usage)
