@@ -47,6 +47,9 @@ var realACPAgents = []realACPAgent{
 // skips/fails the test.
 func realACPConfig(tb testing.TB, ra realACPAgent) map[string]any {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skipf("-short: %s is a real agent CLI (seconds to minutes of CPU per session); the full test command runs it", ra.cli)
+	}
 	c, ok := clis.Lookup(ra.cli)
 	if !ok {
 		tb.Fatalf("no pinned package %s", ra.cli)

@@ -33,6 +33,9 @@ var moreCLIs = []moreCLI{{"kilo", true}, {"qwen", true}, {"copilot", false}}
 // returns its driverConfig (binary, node for a JavaScript entry script).
 func optionalCLIConfig(t *testing.T, name string) map[string]any {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: %s is a real agent CLI (seconds of CPU per run); the full test command runs it", name)
+	}
 	c, ok := clis.Lookup(name)
 	if !ok {
 		t.Fatalf("no pinned CLI %s", name)

@@ -55,6 +55,9 @@ const piToken = "pi-run-token-0123456789abcdef"
 // piConfig locates Pi and returns its driverConfig (binary, node) or skips/fails.
 func piConfig(tb testing.TB) map[string]any {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("-short: Pi is a real agent CLI (seconds to a minute of CPU per session); the full test command runs it")
+	}
 	c, ok := clis.Lookup("pi")
 	if !ok {
 		tb.Fatal("no pinned package pi")

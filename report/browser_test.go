@@ -23,6 +23,9 @@ import (
 // set does it skip, saying so.
 func findChromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test starts a headless Chromium (seconds); the full test command runs it")
+	}
 	for _, name := range []string{os.Getenv("AGENTPROOF_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
 		if name == "" {
 			continue

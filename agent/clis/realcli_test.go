@@ -32,6 +32,9 @@ const EnvAgentsDir = "AGENTPROOF_AGENTS_DIR"
 // test is skipped with the command that installs them.
 func agentsDir(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the real agent CLIs take seconds to minutes of CPU each; the full test command runs them")
+	}
 	if dir := os.Getenv(EnvAgentsDir); dir != "" {
 		return dir
 	}

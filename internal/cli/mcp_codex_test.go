@@ -51,6 +51,9 @@ type realCLIRun struct {
 // without them skips, as agent/clis does.
 func locateCLI(t *testing.T, name string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: %s is a real agent CLI (seconds to minutes of CPU per run); the full test command runs it", name)
+	}
 	dir := scriptAgentsDir()
 	if dir == "" {
 		if os.Getenv("CI") != "" {

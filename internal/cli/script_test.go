@@ -37,16 +37,20 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// scriptCmds are the commands the scripts of testdata/script and testdata/campaign use
+// besides testscript's own.
+var scriptCmds = map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog,
+	"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv,
+	"loginfilecheck": loginFileCheck, "replace": replaceText, "secretscan": secretScan,
+	"k8sjob": k8sJobCmd, "sameverdicts": sameVerdicts}
+
 // TestScripts runs every testdata/script/*.txtar scenario.
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Cmds: map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog,
-			"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv,
-			"loginfilecheck": loginFileCheck, "replace": replaceText, "secretscan": secretScan,
-			"k8sjob": k8sJobCmd, "sameverdicts": sameVerdicts},
+		Cmds:                scriptCmds,
 		Setup: func(env *testscript.Env) error {
 			// A short temporary directory: a sandbox lease's bridge sockets live under the
 			// attempt root, and a socket path holds at most 107 bytes ($WORK is deep).

@@ -16,9 +16,13 @@ import (
 // PostgresURL returns AGENTPROOF_TEST_POSTGRES_URL with search_path set to a fresh
 // schema named <prefix>_<nanoseconds>_<pid>, dropped when the test ends, so parallel
 // tests never share tables. When the variable is unset the test fails under CI (CI set:
-// .ci/postgres.sh must have run) and is skipped locally, where no PostgreSQL may run.
+// .ci/postgres.sh must have run) and is skipped locally, where no PostgreSQL may run;
+// with -short it is skipped too.
 func PostgresURL(t testing.TB, prefix string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test needs a PostgreSQL server; the full test command runs it")
+	}
 	u := os.Getenv("AGENTPROOF_TEST_POSTGRES_URL")
 	if u == "" {
 		if os.Getenv("CI") != "" {
