@@ -94,6 +94,28 @@ type Permission struct {
 	ResolvedAt string             `json:"resolvedAt,omitempty"`
 }
 
+// OptionFor returns the id of the option p offers for decision: approve takes an
+// allow_once option, else allow_always; decline a reject_once option, else
+// reject_always. ok is false when p offers none of those kinds (a request the human
+// cannot answer that way) or decision is neither approve nor decline.
+func (p Permission) OptionFor(decision PermissionDecisionKind) (id string, ok bool) {
+	var kinds []string
+	switch decision {
+	case PermissionApprove:
+		kinds = []string{"allow_once", "allow_always"}
+	case PermissionDecline:
+		kinds = []string{"reject_once", "reject_always"}
+	}
+	for _, k := range kinds {
+		for _, o := range p.Options {
+			if o.Kind == k {
+				return o.OptionID, true
+			}
+		}
+	}
+	return "", false
+}
+
 // PermissionList is the body of GET /api/companies/{company}/permissions: the
 // company's permission interactions in the order they were asked.
 type PermissionList struct {

@@ -3,6 +3,7 @@ package flows
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 
 	"github.com/agentproof/agentproof/api"
@@ -44,11 +45,16 @@ func watchPermissions(ctx context.Context, s *Session, onPending func(p api.Perm
 }
 
 // answerPermissions answers every permission the agent asks during run 1 with
-// decision and waits for the run to settle. An agent that asks none breaks the flow's
-// contract (a problem); a refused answer is the harness's.
+// decision and waits for the run to settle. An agent that asks none, or asks one that
+// offers no option to answer with decision, breaks the flow's contract (a problem,
+// the candidate's); a refused answer is the harness's.
 func answerPermissions(ctx context.Context, s *Session, decision api.PermissionDecisionKind) Outcome {
 	var out Outcome
 	n, err := decidePermissions(ctx, s, func(api.Permission) api.PermissionDecisionKind { return decision })
+	if problem, ok := unanswerableProblem(err); ok {
+		out.Problems = append(out.Problems, problem)
+		return out
+	}
 	if err != nil {
 		out.Err = err
 		return out
@@ -59,13 +65,47 @@ func answerPermissions(ctx context.Context, s *Session, decision api.PermissionD
 	return out
 }
 
+// unanswerable is decidePermissions' error for a permission that offers the human no
+// option of the decision the case demands (an agent that asks to write but offers no
+// way to decline): the request cannot be answered as the case demands, which is the
+// candidate's doing, not the harness's.
+type unanswerable struct {
+	permission api.Permission
+	decision   api.PermissionDecisionKind
+}
+
+func (e *unanswerable) Error() string {
+	kinds := make([]string, 0, len(e.permission.Options))
+	for _, o := range e.permission.Options {
+		kinds = append(kinds, o.Kind)
+	}
+	return fmt.Sprintf("permission %s (%s %q) offers no option to %s (options offered: %v)",
+		e.permission.ID, e.permission.Kind, e.permission.Title, e.decision, kinds)
+}
+
+// unanswerableProblem returns the problem an unanswerable error states, and whether
+// err is one.
+func unanswerableProblem(err error) (string, bool) {
+	var u *unanswerable
+	if errors.As(err, &u) {
+		return "the agent asked a permission the human cannot answer as the case demands: " + u.Error(), true
+	}
+	return "", false
+}
+
 // decidePermissions answers every permission the agent asks during run 1 with what
 // decide says for it (through the board, logged) and waits for the run to settle. It
-// returns how many it answered. Errors: watchPermissions', or a refused answer (a
+// returns how many it answered. Errors: watchPermissions'; *unanswerable when a
+// permission offers no option for its decision (the watch ends at once, the
+// permission left pending for the attempt's teardown to cancel); a refused answer (a
 // BoardFault).
 func decidePermissions(ctx context.Context, s *Session, decide func(api.Permission) api.PermissionDecisionKind) (int, error) {
 	return watchPermissions(ctx, s, func(p api.Permission) (bool, error) {
 		decision := decide(p)
+		if _, ok := p.OptionFor(decision); !ok {
+			s.log("permission %s (%s %q) offers no option to %s", p.ID, p.Kind, p.Title, decision)
+			return true, &unanswerable{permission: p, decision: decision}
+		}
 		s.log("answering permission %s (%s %q, locations %v): %s", p.ID, p.Kind, p.Title, p.Locations, decision)
 		if _, err := s.Board.DecidePermission(ctx, p.ID, decision); err != nil {
 			return false, BoardFault(fmt.Sprintf("answering permission %s (%s)", p.ID, decision), err)

@@ -41,8 +41,9 @@ func denyScripts(in ModelInput) ([]*scriptedmodel.Script, error) {
 // Mutates: edit, delete, move, execute) or its locations name the case's workspace
 // file, as the agent sent them; every other request (an MCP server's semantic tools,
 // which some agents also ask for: kind other) is approved, so that the agent can
-// still report and finish the task. An agent that asks no permission for a write
-// breaks the flow's contract (a problem, the candidate's).
+// still report and finish the task. An agent that asks no permission for a write, or
+// asks one the human cannot decline (no reject option offered), breaks the flow's
+// contract (a problem, the candidate's).
 func playPermissionDeny(ctx context.Context, s *Session) Outcome {
 	var out Outcome
 	declined := 0
@@ -53,6 +54,10 @@ func playPermissionDeny(ctx context.Context, s *Session) Outcome {
 		}
 		return api.PermissionApprove
 	})
+	if problem, ok := unanswerableProblem(err); ok {
+		out.Problems = append(out.Problems, problem)
+		return out
+	}
 	if err != nil {
 		out.Err = err
 		return out

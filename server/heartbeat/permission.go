@@ -168,13 +168,11 @@ func (r *Runner) DecidePermission(company, id string, decision api.PermissionDec
 	if pm == nil || pm.p.CompanyID != company {
 		return api.Permission{}, &controlplane.Error{Code: controlplane.CodeInteractionMissing, Message: "permission " + id + " does not exist"}
 	}
-	var kinds []string
 	status := api.PermissionApproved
 	switch decision {
 	case api.PermissionApprove:
-		kinds = []string{session.PermissionAllowOnce, session.PermissionAllowAlways}
 	case api.PermissionDecline:
-		kinds, status = []string{session.PermissionRejectOnce, session.PermissionRejectAlways}, api.PermissionDeclined
+		status = api.PermissionDeclined
 	default:
 		return api.Permission{}, &controlplane.Error{Code: controlplane.CodeInteractionOutcomeInvalid,
 			Message: fmt.Sprintf("decision %q is not %s or %s", decision, api.PermissionApprove, api.PermissionDecline)}
@@ -183,15 +181,8 @@ func (r *Runner) DecidePermission(company, id string, decision api.PermissionDec
 		return api.Permission{}, &controlplane.Error{Code: controlplane.CodeInteractionAlreadyResolved,
 			Message: fmt.Sprintf("permission %s is already %s", id, pm.p.Status)}
 	}
-	opt := ""
-	for _, k := range kinds {
-		for _, o := range pm.p.Options {
-			if o.Kind == k && opt == "" {
-				opt = o.OptionID
-			}
-		}
-	}
-	if opt == "" {
+	opt, ok := pm.p.OptionFor(decision)
+	if !ok {
 		return api.Permission{}, &controlplane.Error{Code: controlplane.CodeInteractionOutcomeInvalid,
 			Message: fmt.Sprintf("permission %s offers no option to %s", id, decision)}
 	}
