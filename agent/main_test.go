@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/internal/fakecli"
+	"github.com/agentproof/agentproof/internal/raceexit"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -36,6 +37,8 @@ const parentOnly = "AGENTPROOF_TEST_PARENT_ONLY"
 //	<test binary> debug models --bundled                  the fake's model catalog
 //	<test binary> -p --input-format stream-json …         a fake Claude Code (claude_app_test.go)
 func TestMain(m *testing.M) {
+	// As a child process, this binary exits without the race detector's sleep.
+	raceexit.Main()
 	fakecli.Main() // a fake agent CLI when started under a fake's name
 	agent.RegisterDrivers()
 	if len(os.Args) > 1 {

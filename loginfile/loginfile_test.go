@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentproof/agentproof/internal/raceexit"
 	"github.com/agentproof/agentproof/loginfile"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/result"
@@ -27,6 +28,8 @@ const authJSON = `{"type":"subscription","access_token":"grok-sub-access-4f9c2a7
 const fakeCLIEnv = "LOGINFILE_FAKE_CLI"
 
 func TestMain(m *testing.M) {
+	// As a child process, this binary exits without the race detector's sleep.
+	raceexit.Main()
 	if mode := os.Getenv(fakeCLIEnv); mode != "" {
 		os.Exit(fakeCLI(mode))
 	}

@@ -22,12 +22,15 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/controlplane/store"
 	"github.com/agentproof/agentproof/internal/cli"
+	"github.com/agentproof/agentproof/internal/raceexit"
 )
 
 // childEnv marks a re-executed test binary that runs `agentproof serve`.
 const childEnv = "AGENTPROOF_TEST_SERVE_CHILD"
 
 func TestMain(m *testing.M) {
+	// As a child process, this binary exits without the race detector's sleep.
+	raceexit.Main()
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/evidence"
+	"github.com/agentproof/agentproof/internal/raceexit"
 )
 
 // The test binary doubles as the real programs the worker runs, so every test spawns
@@ -34,6 +35,8 @@ import (
 //	                                                      because a guarded child's argv and
 //	                                                      environment are fixed
 func TestMain(m *testing.M) {
+	// As a child process, this binary exits without the race detector's sleep.
+	raceexit.Main()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "fixture-child":

@@ -21,6 +21,7 @@ import (
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/internal/cli"
+	"github.com/agentproof/agentproof/internal/raceexit"
 	"github.com/agentproof/agentproof/server"
 	"github.com/agentproof/agentproof/server/heartbeat"
 )
@@ -30,6 +31,8 @@ import (
 // (the MCP server of session/new) run the real command line, and under a sandbox
 // lease `<test binary> sandbox-enter|sandbox-init` are the real trampoline and init.
 func TestMain(m *testing.M) {
+	// As a child process, this binary exits without the race detector's sleep.
+	raceexit.Main()
 	if len(os.Args) > 1 && (os.Args[1] == "agent" || os.Args[1] == "mcp" || os.Args[1] == sandbox.EnterCommand || os.Args[1] == sandbox.InitCommand) {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentproof/agentproof/agent/hostile"
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/internal/raceexit"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -29,6 +30,8 @@ import (
 //	                                a controller that launches `hostile daemon wait`
 //	                                into the lease and is then SIGKILLed by the test
 func TestMain(m *testing.M) {
+	// As a child process, this binary exits without the race detector's sleep.
+	raceexit.Main()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case EnterCommand:

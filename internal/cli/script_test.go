@@ -24,6 +24,7 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/internal/raceexit"
 	"github.com/agentproof/agentproof/loginfile"
 	"github.com/agentproof/agentproof/redact"
 )
@@ -31,6 +32,8 @@ import (
 // TestMain lets testscript run this test binary as the `agentproof` command inside
 // scripts, so whole-CLI scenarios exercise the real Main with real child processes.
 func TestMain(m *testing.M) {
+	// As a child process, this binary exits without the race detector's sleep.
+	raceexit.Main()
 	agent.RegisterDrivers() // what Main does, for the tests that call commands directly
 	testscript.Main(m, map[string]func(){
 		"agentproof": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },

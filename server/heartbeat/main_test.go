@@ -24,6 +24,7 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/internal/cli"
 	"github.com/agentproof/agentproof/internal/fakecli"
+	"github.com/agentproof/agentproof/internal/raceexit"
 	"github.com/agentproof/agentproof/server"
 )
 
@@ -40,6 +41,8 @@ import (
 //	                                            (native run.completed event, then /complete)
 //	fake-codex-… (a symlink to the test binary)  a fake agent CLI (package fakecli)
 func TestMain(m *testing.M) {
+	// As a child process, this binary exits without the race detector's sleep.
+	raceexit.Main()
 	fakecli.Main() // a fake agent CLI when started under a fake's name
 	agent.RegisterDrivers()
 	if len(os.Args) > 1 {

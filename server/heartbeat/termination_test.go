@@ -29,7 +29,10 @@ func runAgent(ctx context.Context, t *testing.T, co *client.Company, cfg map[str
 	return heartbeat.RunID(co.ID(), wakes[0])
 }
 
-// fakeCodex is the adapterConfig of exec:codex running fake CLI name.
+// fakeCodex is the adapterConfig of exec:codex running fake CLI name, with a result
+// grace of 1 s: a fake that completes exits within milliseconds of its terminal event.
+// (Built with -race, it slept the race detector's second before exiting 0 and so raced
+// that grace; TestMain's raceexit.Main takes the sleep away.)
 func fakeCodex(t *testing.T, name string) map[string]any {
 	t.Helper()
 	bin, err := fakecli.Link(t.TempDir(), name)
@@ -56,12 +59,7 @@ func TestCLIEventStreamIncomplete(t *testing.T) {
 		{fakecli.CodexComplete, true, "succeeded"},
 	} {
 		co := in.company(ctx)
-		cfg := fakeCodex(t, tt.fake)
-		// A complete CLI exits right after its terminal event; under -race on a loaded
-		// machine that can take more than fakeCodex's 1 s grace, which is the lingering
-		// test's subject, not this one's.
-		cfg["driverConfig"].(map[string]any)["resultGraceMs"] = 20_000
-		runID := runAgent(ctx, t, co, cfg)
+		runID := runAgent(ctx, t, co, fakeCodex(t, tt.fake))
 		rec := waitRecord(t, in, runID, tt.fake+" to finish", finished)
 		term := rec.Termination
 		if term == nil || term.ExitCode == nil || *term.ExitCode != 0 || term.EventStreamComplete == nil || *term.EventStreamComplete != tt.complete || rec.Status != tt.status {
