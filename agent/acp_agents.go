@@ -20,6 +20,7 @@ func (d *ACPDriver) realPlan(env RunEnv, dir, modelURL string, confined bool) (c
 		p.args = []string{"acp"}
 		p.env = append(p.env, ScriptedAPIKeyVar+"="+ScriptedAPIKey, "OPENCODE_CONFIG_CONTENT="+OpenCodeACPConfig(modelURL))
 		p.env = append(p.env, OpenCodeOfflineEnv...)
+		p.openCodeConfigDir(filepath.Join(dir, "xdg", "config", "opencode"))
 	case ACPCodex:
 		codexHome := filepath.Join(dir, "codex-home")
 		p.dirs = append(p.dirs, codexHome)

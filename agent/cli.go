@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -336,6 +337,7 @@ func (d cliDriver) plan(rc controlplane.RunContext, env RunEnv, n int, dir strin
 		}
 		p.env = append(p.env, "OPENCODE_CONFIG_CONTENT="+OpenCodeConfig(npm, modelURL, model, keyVar, env.Executable, mcpVars))
 		p.env = append(p.env, OpenCodeOfflineEnv...)
+		p.openCodeConfigDir(filepath.Join(dir, "xdg", "config", "opencode"))
 		p.args = []string{"run", "--format", "json", "-m", "agentproof/" + model, prompt}
 	case "claude":
 		cfgDir := filepath.Join(dir, "claude")
@@ -403,6 +405,28 @@ var OpenCodeOfflineEnv = []string{
 	"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
 	"OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_CLAUDE_CODE=1",
 	"OPENCODE_DISABLE_EXTERNAL_SKILLS=1",
+}
+
+// OpenCodeConfigDir returns the directories to create and the files to write (by path)
+// that keep OpenCode from installing packages from the npm registry into its
+// configuration directory dir ($XDG_CONFIG_HOME/opencode). At every start OpenCode
+// installs its plugin package (@opencode-ai/plugin, with @opentui, React and tree-sitter
+// behind it: megabytes of registry metadata) into each configuration directory whose
+// node_modules is missing or whose package-lock.json does not list that package. The
+// directory is a fresh one in every run and session, so every start of an offline
+// OpenCode went to registry.npmjs.org (seconds to minutes, depending on the registry and
+// the machine's load). The lock file lists the package as installed in an empty
+// node_modules: nothing here loads an OpenCode plugin, so the package is never needed.
+func OpenCodeConfigDir(dir string) (dirs []string, files map[string][]byte) {
+	lock := `{"lockfileVersion":3,"requires":true,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}` + "\n"
+	return []string{filepath.Join(dir, "node_modules")}, map[string][]byte{filepath.Join(dir, "package-lock.json"): []byte(lock)}
+}
+
+// openCodeConfigDir adds OpenCodeConfigDir(dir) to p.
+func (p *cliPlan) openCodeConfigDir(dir string) {
+	dirs, files := OpenCodeConfigDir(dir)
+	p.dirs = append(p.dirs, dirs...)
+	maps.Copy(p.files, files)
 }
 
 // ClaudeOfflineEnv are the variables that keep Claude Code from reaching the network

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentproof/agentproof/agent"
 	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
@@ -429,6 +430,24 @@ func opencodeConfig(npm, url string) string {
 	return string(b)
 }
 
+// writeOpenCodeConfigDir creates under root's $XDG_CONFIG_HOME/opencode what
+// agent.OpenCodeConfigDir lists, as the OpenCode drivers do: OpenCode then installs no
+// package from the npm registry at its start.
+func writeOpenCodeConfigDir(t *testing.T, root string) {
+	t.Helper()
+	dirs, files := agent.OpenCodeConfigDir(filepath.Join(root, "xdg", "config", "opencode"))
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, b := range files {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func opencodeEnv(root, npm, url string) []string {
 	return isolatedEnv(root,
 		"OPENCODE_CONFIG_CONTENT="+opencodeConfig(npm, url),
@@ -454,6 +473,7 @@ func TestOpenCodeOffline(t *testing.T) {
 			nonce := "oc" + strings.ReplaceAll(strings.TrimPrefix(tc.npm, "@ai-sdk/"), "-", "")
 			srv, running, logPath := startModel(t, okScript, nonce)
 			root := t.TempDir()
+			writeOpenCodeConfigDir(t, root)
 			r := runCLI(t, root, bin, []string{"run", "--format", "json", "-m", "scripted/scripted-model", prompt}, opencodeEnv(root, tc.npm, running.URL))
 			if r.exitCode != 0 {
 				t.Fatalf("opencode exited %d\nstdout:\n%s\nstderr:\n%s", r.exitCode, r.stdout, clip(r.stderr))
@@ -509,6 +529,7 @@ func TestOpenCodeWrongScriptFailsNamingTheStep(t *testing.T) {
 	bin := locate(t, "opencode")
 	_, running, logPath := startModel(t, wrongScript, "ocwrong")
 	root := t.TempDir()
+	writeOpenCodeConfigDir(t, root)
 	r := runCLI(t, root, bin, []string{"run", "--format", "json", "-m", "scripted/scripted-model", prompt}, opencodeEnv(root, "@ai-sdk/openai-compatible", running.URL))
 	if r.exitCode == 0 {
 		t.Fatalf("opencode exited 0 with a script it cannot follow\nstdout:\n%s", r.stdout)

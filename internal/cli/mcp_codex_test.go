@@ -241,6 +241,7 @@ func TestMCPWithRealOpenCode(t *testing.T) {
 	t.Parallel()
 	bin := locateCLI(t, "opencode")
 	r := runRealCLI(t, bin, "mcpoc1", func(url, self, stateDir, root string, w *mcpWorld) ([]string, []string) {
+		writeOpenCodeConfigDir(t, root)
 		cfg, _ := json.Marshal(map[string]any{
 			"model": "scripted/scripted-model", "small_model": "scripted/scripted-model",
 			"autoupdate": false, "share": "disabled",
@@ -380,4 +381,22 @@ func tail(s string) string {
 		return "…" + s[len(s)-4000:]
 	}
 	return s
+}
+
+// writeOpenCodeConfigDir creates under root's $XDG_CONFIG_HOME/opencode what
+// agent.OpenCodeConfigDir lists, as the OpenCode drivers do: OpenCode then installs no
+// package from the npm registry at its start.
+func writeOpenCodeConfigDir(t *testing.T, root string) {
+	t.Helper()
+	dirs, files := agent.OpenCodeConfigDir(filepath.Join(root, "xdg", "config", "opencode"))
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, b := range files {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
