@@ -31,8 +31,14 @@ type realACPAgent struct {
 	driver, cli  string
 	denyStop     string
 	denyMessages bool // the scripted final answer reaches the client after a denial
-	// slow: its sessions take minutes under heavy load (OpenCode: Bun, sqlite, its MCP
-	// client; session/new alone passed 2 min at load 50), so start and turn get 10 min.
+	// slow: a session costs minutes of wall time on a loaded machine, so start and turn
+	// get 10 min instead of the 3-minute turn and the driver's 2-minute start the others
+	// get. The cause is CPU, not a wait: one OpenCode session of approve-write costs
+	// about 9.5 s of CPU (Bun loading its 185 MB executable, a fresh SQLite database
+	// migrated, its MCP client), which two cores at a load average of 50 hand out over
+	// 210-220 s (measured 2026-12-06; 13-15 s at a load average of 17). Until OpenCode
+	// stopped installing its plugin package at every start (agent.OpenCodeConfigDir), a
+	// download from the npm registry came on top.
 	slow bool
 }
 
