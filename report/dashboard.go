@@ -295,8 +295,9 @@ func repeatsText(r result.Repeats) string {
 	return s
 }
 
-// buildTriage lists the cells that need attention (see dashView.Triage) and the
-// failure classes present.
+// buildTriage lists the cells that need attention (see dashView.Triage: failed, then
+// inconclusive; neither a known failure nor a cell not run here, which have their own
+// counts and cards) and the failure classes present.
 func buildTriage(c *result.Campaign) ([]triageView, []string) {
 	var out []triageView
 	var classes []string
@@ -309,8 +310,8 @@ func buildTriage(c *result.Campaign) ([]triageView, []string) {
 	for _, want := range []verdict.Verdict{verdict.Failed, verdict.Inconclusive} {
 		for i := range c.Results {
 			r := &c.Results[i]
-			if st := result.StateOf(r); st.Counts() != want || st == result.StateKnownFailure {
-				continue
+			if st := result.StateOf(r); st.Counts() != want || st == result.StateKnownFailure || st == result.StateNotRunHere {
+				continue // a known failure and a cell not run here have their own counts and cards
 			}
 			tv := triageView{Anchor: "execution-" + r.ExecutionID, ExecutionID: r.ExecutionID, Outcome: string(want), StateLabel: verdictText(r),
 				Class: string(r.FailureClass), Reason: result.Clip(result.Clean(detailText(r), true), 400)}

@@ -20,7 +20,7 @@ var matrixTemplate string
 
 // stateMarks are the one-character marks of the cell states in the matrix's texts.
 var stateMarks = map[result.CellState]string{
-	result.StatePassed: "✓", result.StateFailed: "✗", result.StateKnownFailure: "!",
+	result.StatePassed: "✓", result.StateFailed: "✗", result.StateUnexpectedPass: "‼", result.StateKnownFailure: "!",
 	result.StateNotRunHere: "–", result.StateInconclusive: "?", result.StateMissing: "∅",
 }
 
@@ -31,10 +31,13 @@ var matrixTmpl = sync.OnceValue(func() *template.Template {
 		"since":     sinceText,
 		"history":   historyText,
 		"runner":    runnerText,
-		"label":     func(s result.CellState) string { return strings.ReplaceAll(string(s), "_", " ") },
+		"label":     stateLabel,
 		"stateList": func() []result.CellState { return result.CellStates },
 	}).Parse(matrixTemplate))
 })
+
+// stateLabel is a cell state in words: "not run here" for not_run_here.
+func stateLabel(s result.CellState) string { return strings.ReplaceAll(string(s), "_", " ") }
 
 // cellOf is the runner's cell for case cs (nil when the runner never ran it).
 func cellOf(r result.Runner, cs string) *result.QualifiedCell {
@@ -107,7 +110,7 @@ func MatrixMarkdown(q *result.Qualification) []byte {
 	fmt.Fprintf(&b, "# Runner qualification matrix\n\n%d campaign(s), %d runner(s). ", len(q.Campaigns), len(q.Runners))
 	var legend []string
 	for _, s := range result.CellStates {
-		legend = append(legend, stateMarks[s]+" "+strings.ReplaceAll(string(s), "_", " "))
+		legend = append(legend, stateMarks[s]+" "+stateLabel(s))
 	}
 	b.WriteString("States: " + strings.Join(legend, ", ") + "; history oldest first, with the CLI version where it changed.\n")
 	for _, cp := range q.Capabilities {
@@ -125,7 +128,7 @@ func MatrixMarkdown(q *result.Qualification) []byte {
 					continue
 				}
 				any = true
-				row += fmt.Sprintf(" %s %s, %s (%s)", stateMarks[c.State], c.State, sinceText(c), historyText(c))
+				row += fmt.Sprintf(" %s %s, %s (%s)", stateMarks[c.State], stateLabel(c.State), sinceText(c), historyText(c))
 				if c.Evidence != "" {
 					row += " [evidence](" + c.Evidence + result.ResultFile + ")"
 				}

@@ -133,3 +133,20 @@ func TestMatrixInBrowser(t *testing.T) {
 		must(os.WriteFile(filepath.Join(dir, name), b, 0o644))
 	}
 }
+
+// TestStateMarks: every cell state of the vocabulary has its own mark, so the matrix's
+// legend and cells never show an empty one.
+func TestStateMarks(t *testing.T) {
+	t.Parallel()
+	seen := map[string]result.CellState{}
+	for _, s := range result.CellStates {
+		m := stateMarks[s]
+		if m == "" {
+			t.Errorf("state %s has no mark", s)
+		}
+		if other, dup := seen[m]; dup {
+			t.Errorf("states %s and %s share the mark %q", other, s, m)
+		}
+		seen[m] = s
+	}
+}

@@ -178,10 +178,11 @@ Results: <results>/<campaign>/<suite>/<profile>/<environment>/<case>/attempt-<n>
 then campaign.json, summary.md, junit.xml, ctrf.json and dashboard.html in <results>/<campaign>/
 and history.json in <results>/ (summary.md is also appended to $GITHUB_STEP_SUMMARY
 when that is set). The last line is
-"Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive".
+"Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive",
+followed by ", <n> known failure(s)", ", <n> not run here (partial)" when there are any.
 
 Cells of real agent CLIs (drivers exec:<cli> such as exec:codex and exec:opencode,
-acp:<cli> such as acp:codex over the Agent Client Protocol, rpc:pi and app:codex; 'agentproof
+acp:<cli> such as acp:codex over the Agent Client Protocol, rpc:pi, app:codex and app:claude; 'agentproof
 agents --help' lists every pinned CLI) run the pinned CLI's native binary from the
 agents cache (--agents-dir, default $AGENTPROOF_AGENTS_DIR or the user cache
 directory's agentproof/agents). A pinned CLI missing from the cache is installed
