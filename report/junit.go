@@ -83,32 +83,39 @@ func JUnit(c *result.Campaign) []byte {
 			b.WriteString("    <properties>\n" + strings.Join(props, "") + "    </properties>\n")
 		}
 		for _, r := range sc.cases {
-			fmt.Fprintf(&b, "    <testcase classname=%s name=%s time=\"%s\">", xmlAttr(r.SuiteID), xmlAttr(r.ExecutionID), seconds(r.DurationMs))
-			msg := junitMessage(r)
-			switch junitKind(c, r) {
-			case "failure":
-				typ := string(r.FailureClass)
-				if st := result.StateOf(r); st == result.StateUnexpectedPass {
-					typ = string(st)
-				} else if result.Outcome(r) == verdict.Inconclusive {
-					typ = string(verdict.Inconclusive)
-				} else if typ == "" {
-					typ = string(verdict.Failed)
-				}
-				fmt.Fprintf(&b, "\n      <failure message=%s type=%s>%s</failure>\n    ", xmlAttr(msg), xmlAttr(typ), xmlText(junitBody(r)))
-			case "skipped":
-				attr := ""
-				if r.NotRunHere != "" { // a cell not run here: the reason is the message
-					attr = " message=" + xmlAttr(msg)
-				}
-				fmt.Fprintf(&b, "\n      <skipped%s>%s</skipped>\n    ", attr, xmlText(msg+"\n"+junitBody(r)))
-			}
-			b.WriteString("</testcase>\n")
+			writeTestcase(&b, c, r)
 		}
 		b.WriteString("  </testsuite>\n")
 	}
 	b.WriteString("</testsuites>\n")
 	return b.Bytes()
+}
+
+// writeTestcase writes r's <testcase>: a <failure> typed by its failure class (an
+// unexpected pass, an inconclusive cell and a failure without a class by their state)
+// or a <skipped> (a cell not run here with its reason as the message), by junitKind.
+func writeTestcase(b *bytes.Buffer, c *result.Campaign, r *result.Result) {
+	fmt.Fprintf(b, "    <testcase classname=%s name=%s time=\"%s\">", xmlAttr(r.SuiteID), xmlAttr(r.ExecutionID), seconds(r.DurationMs))
+	msg := junitMessage(r)
+	switch junitKind(c, r) {
+	case "failure":
+		typ := string(r.FailureClass)
+		if st := result.StateOf(r); st == result.StateUnexpectedPass {
+			typ = string(st)
+		} else if result.Outcome(r) == verdict.Inconclusive {
+			typ = string(verdict.Inconclusive)
+		} else if typ == "" {
+			typ = string(verdict.Failed)
+		}
+		fmt.Fprintf(b, "\n      <failure message=%s type=%s>%s</failure>\n    ", xmlAttr(msg), xmlAttr(typ), xmlText(junitBody(r)))
+	case "skipped":
+		attr := ""
+		if r.NotRunHere != "" { // a cell not run here: the reason is the message
+			attr = " message=" + xmlAttr(msg)
+		}
+		fmt.Fprintf(b, "\n      <skipped%s>%s</skipped>\n    ", attr, xmlText(msg+"\n"+junitBody(r)))
+	}
+	b.WriteString("</testcase>\n")
 }
 
 func suiteStart(rs []*result.Result) string {

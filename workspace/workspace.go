@@ -187,14 +187,9 @@ func (s *Snapshot) file(ctx context.Context, p string, e *Entry, lim Limits, buf
 		return nil
 	}
 	size := st.Size()
-	var load []byte // nil: not loading
-	switch {
-	case size > lim.MaxFileBytes:
-		e.Note = fmt.Sprintf("not loaded: %d bytes, over the %d-byte file cap", size, lim.MaxFileBytes)
-	case s.LoadedBytes+size > lim.MaxTotalBytes:
-		e.Note = fmt.Sprintf("not loaded: the snapshot's %d-byte load budget is spent", lim.MaxTotalBytes)
-	default:
-		load = make([]byte, 0, size)
+	load, note := s.loadBuffer(size, lim) // nil: not loading
+	if note != "" {
+		e.Note = note
 	}
 	hashing := s.HashedBytes+size <= lim.MaxHashBytes
 	if !hashing && load == nil {
@@ -250,6 +245,19 @@ func (s *Snapshot) file(ctx context.Context, p string, e *Entry, lim Limits, buf
 		e.Loaded = true
 	}
 	return nil
+}
+
+// loadBuffer is the buffer a file of size bytes is loaded into (capacity size), or nil
+// with the note saying why it is not loaded: over the file cap, or the snapshot's load
+// budget spent.
+func (s *Snapshot) loadBuffer(size int64, lim Limits) ([]byte, string) {
+	switch {
+	case size > lim.MaxFileBytes:
+		return nil, fmt.Sprintf("not loaded: %d bytes, over the %d-byte file cap", size, lim.MaxFileBytes)
+	case s.LoadedBytes+size > lim.MaxTotalBytes:
+		return nil, fmt.Sprintf("not loaded: the snapshot's %d-byte load budget is spent", lim.MaxTotalBytes)
+	}
+	return make([]byte, 0, size), ""
 }
 
 func joinNote(a, b string) string {

@@ -77,9 +77,33 @@ type Provisioned struct {
 // permanent for what will not (model scripts that cannot be derived).
 func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 	var p Provisioned
-	if err := os.MkdirAll(a.ev.Dir(), 0o755); err != nil {
-		p.Fault = verdict.HarnessFault(fmt.Errorf("creating the attempt directory: %w", err), false)
+	if p.Fault = x.makeRoots(a, &p); p.Fault != nil {
 		return p
+	}
+	if p.Fault = x.drawSecrets(a, &p); p.Fault != nil {
+		return p
+	}
+	leased := needsLease(a.plan.Cell.Environment)
+	if p.Fault = x.startServices(ctx, a, &p, !leased); p.Fault == nil && leased {
+		p.Lease, p.Fault = x.provisionLease(ctx, a, &p)
+		if p.Fault == nil {
+			p.Fault = x.startLeasedModel(a, &p)
+		}
+	}
+	if p.Fault == nil {
+		p.Fault = x.prepareWorkspace(ctx, a, &p)
+	}
+	return p
+}
+
+// makeRoots creates the attempt's evidence directory and its temp root (claimed for
+// worker.SweepStaleRoots) with home, workspace, tmp and artifacts, and for a driver
+// whose instance home must live apart (stateDirFor) a claimed state root holding the
+// home; it sets p's Root, Home, Workspace and StateRoot. Failures are the harness's
+// (transient, but for the evidence directory).
+func (x *LocalExecutor) makeRoots(a *attempt, p *Provisioned) *verdict.Fault {
+	if err := os.MkdirAll(a.ev.Dir(), 0o755); err != nil {
+		return verdict.HarnessFault(fmt.Errorf("creating the attempt directory: %w", err), false)
 	}
 	root, err := os.MkdirTemp(x.TempDir, worker.AttemptRootPrefix)
 	if err == nil { // the owner record worker.SweepStaleRoots honours
@@ -88,8 +112,7 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 		}
 	}
 	if err != nil {
-		p.Fault = verdict.HarnessFault(fmt.Errorf("harness temp root create failed: %w", err), true)
-		return p
+		return verdict.HarnessFault(fmt.Errorf("harness temp root create failed: %w", err), true)
 	}
 	p.Root, p.Home, p.Workspace = root, filepath.Join(root, "home"), filepath.Join(root, "workspace")
 	stateDir, moved := stateDirFor(x.StateDir, a.plan.Cell.Profile.Driver)
@@ -104,27 +127,33 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 			}
 		}
 		if err != nil {
-			p.Fault = verdict.HarnessFault(fmt.Errorf("harness state root create failed: %w", err), true)
-			return p
+			return verdict.HarnessFault(fmt.Errorf("harness state root create failed: %w", err), true)
 		}
 		p.StateRoot, p.Home = sr, filepath.Join(sr, "home")
 		a.log.note("instance home kept apart from the workspace, in %s", p.Home)
 	}
 	for _, d := range []string{p.Home, p.Workspace, filepath.Join(root, "tmp"), filepath.Join(root, "artifacts")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			p.Fault = verdict.HarnessFault(fmt.Errorf("harness temp root create failed: %w", err), true)
-			return p
+			return verdict.HarnessFault(fmt.Errorf("harness temp root create failed: %w", err), true)
 		}
 	}
+	return nil
+}
+
+// drawSecrets draws the attempt's canary and controller canary, gathers every secret
+// the attempt's scans cover (the campaign's, its canaries' values, those other live
+// attempts hold), draws the process marker the sentry watches, and for a hostile cell
+// starts the hostile fixture with its own secret. Failures are the harness's
+// (transient).
+func (x *LocalExecutor) drawSecrets(a *attempt, p *Provisioned) *verdict.Fault {
 	canary := make([]byte, 24)
 	if _, err := rand.Read(canary); err != nil {
-		p.Fault = verdict.HarnessFault(fmt.Errorf("harness canary: %w", err), true)
-		return p
+		return verdict.HarnessFault(fmt.Errorf("harness canary: %w", err), true)
 	}
 	p.Canary = "apcanary-" + hex.EncodeToString(canary)
+	var err error
 	if p.ControllerCanary, err = randomSecret("apcontroller-"); err != nil {
-		p.Fault = verdict.HarnessFault(fmt.Errorf("harness canary: %w", err), true)
-		return p
+		return verdict.HarnessFault(fmt.Errorf("harness canary: %w", err), true)
 	}
 	p.Secrets = x.Secrets.With(p.Canary, p.ControllerCanary)
 	for _, c := range x.Canaries {
@@ -137,24 +166,13 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 		a.log.note("the process sentry cannot watch this attempt: %v", err)
 	}
 	if isHostile(a.plan) {
-		if p.Hostile, err = startHostile(root); err != nil {
-			p.Fault = verdict.HarnessFault(err, true)
-			return p
+		if p.Hostile, err = startHostile(p.Root); err != nil {
+			return verdict.HarnessFault(err, true)
 		}
 		p.Secrets = p.Secrets.With(p.Hostile.secret)
 		x.held.add(p.held, p.Hostile.secret)
 	}
-	leased := needsLease(a.plan.Cell.Environment)
-	if p.Fault = x.startServices(ctx, a, &p, !leased); p.Fault == nil && leased {
-		p.Lease, p.Fault = x.provisionLease(ctx, a, &p)
-		if p.Fault == nil {
-			p.Fault = x.startLeasedModel(a, &p)
-		}
-	}
-	if p.Fault == nil {
-		p.Fault = x.prepareWorkspace(ctx, a, &p)
-	}
-	return p
+	return nil
 }
 
 // prepareWorkspace seeds the workspace from the cell's source (seedWorkspace) and, for

@@ -861,21 +861,9 @@ func (r *Runner) prepareEnv(ctx context.Context, j job, rec *Record) (agent.RunE
 			return agent.RunEnv{}, nil, nil, fmt.Errorf("environment %s: %w", j.env.ID, err)
 		}
 	}
-	workspace := j.cfg.Cwd
-	if workspace == "" {
-		workspace = envCfg.Workspace
-	}
-	if workspace == "" && lease != nil {
-		workspace = lease.Workspace
-	}
-	if workspace == "" {
-		workspace = filepath.Join(r.cfg.Home, "workspaces", j.company)
-	}
-	if !filepath.IsAbs(workspace) {
-		return agent.RunEnv{}, nil, nil, fmt.Errorf("workspace %q must be an absolute path", workspace)
-	}
-	if err := os.MkdirAll(workspace, 0o700); err != nil {
-		return agent.RunEnv{}, nil, nil, fmt.Errorf("creating the workspace: %w", err)
+	workspace, err := r.runWorkspace(j, envCfg, lease)
+	if err != nil {
+		return agent.RunEnv{}, nil, nil, err
 	}
 	rec.Workspace = workspace
 	stateDir := filepath.Join(r.cfg.Home, "agents", j.company, j.actor.ID)
@@ -921,6 +909,29 @@ func (r *Runner) prepareEnv(ctx context.Context, j job, rec *Record) (agent.RunE
 	}
 	return agent.RunEnv{Executable: r.cfg.Executable, Workspace: workspace, APIURL: r.host.AgentAPIURL(j.company),
 		RunID: j.runID, RunToken: token, StateDir: stateDir, Secrets: resolved, AdapterConfig: j.cfg.Builtin, ServerHome: r.cfg.Home, Home: home}, secrets, lease, nil
+}
+
+// runWorkspace is the run's workspace, created (mode 0700): the adapter's cwd, else the
+// environment's workspace, else the lease's, else the company's directory under the
+// server home. Errors: a relative path; the directory cannot be created.
+func (r *Runner) runWorkspace(j job, envCfg environmentConfig, lease *environment.Lease) (string, error) {
+	workspace := j.cfg.Cwd
+	if workspace == "" {
+		workspace = envCfg.Workspace
+	}
+	if workspace == "" && lease != nil {
+		workspace = lease.Workspace
+	}
+	if workspace == "" {
+		workspace = filepath.Join(r.cfg.Home, "workspaces", j.company)
+	}
+	if !filepath.IsAbs(workspace) {
+		return "", fmt.Errorf("workspace %q must be an absolute path", workspace)
+	}
+	if err := os.MkdirAll(workspace, 0o700); err != nil {
+		return "", fmt.Errorf("creating the workspace: %w", err)
+	}
+	return workspace, nil
 }
 
 // loginHome is the HOME of an agent whose adapter configuration sets loginHome: the
