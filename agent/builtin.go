@@ -110,17 +110,17 @@ func ParseBuiltinConfig(b []byte) (*BuiltinConfig, error) {
 			}
 			for si, st := range t.Steps {
 				if st == nil {
-					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command, one edit or one wait", ti, si))
+					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command, one edit, one wait or one run", ti, si))
 					continue
 				}
 				n := 0
-				for _, set := range []bool{st.Command != "", st.Edit != nil, st.Wait != nil} {
+				for _, set := range []bool{st.Command != "", st.Edit != nil, st.Wait != nil, st.Run != nil} {
 					if set {
 						n++
 					}
 				}
 				if n != 1 {
-					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command, one edit or one wait", ti, si))
+					p = append(p, fmt.Sprintf("turns[%d].steps[%d] needs exactly one command, one edit, one wait or one run", ti, si))
 				}
 			}
 		}

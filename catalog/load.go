@@ -30,7 +30,7 @@ const (
 	MaxFiles      = 1000
 )
 
-//go:embed default/*.yaml
+//go:embed default/*.yaml default/files
 var defaultFiles embed.FS
 
 // DefaultFS returns the embedded default catalog's files (catalog/default/*.yaml) as a

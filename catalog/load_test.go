@@ -523,6 +523,8 @@ func TestBadInput(t *testing.T) {
               args: {text: x}
             - edit: {path: "../escape.txt", append: x}
             - {}
+            - run: {command: ["{{nosuch}}"], timeoutMs: 600001}
+            - {run: {command: [python3], timeoutMs: 1000}, edit: {path: a.txt, write: x}}
     matchers:
 `))
 			},
@@ -533,7 +535,10 @@ func TestBadInput(t *testing.T) {
 					`steps\[1\]: command report_progress needs args\.body`,
 					`steps\[1\]: command report_progress has no argument "text"`,
 					`steps\[2\] edit path "\.\./escape\.txt" must be a relative path inside the workspace`,
-					`steps\[3\] needs a command, an edit or a wait`,
+					`steps\[3\] needs a command, an edit, a wait or a run`,
+					`steps\[4\] run command\[0\]: .*nosuch`,
+					`steps\[4\] run timeoutMs 600001 must be 1…600000 ms`,
+					`steps\[5\] has more than one of command, edit, wait and run`,
 				}
 			},
 		},

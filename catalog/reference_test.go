@@ -199,6 +199,12 @@ func TestReferenceScriptsGradeAsCalibrated(t *testing.T) {
 			// server.
 			continue
 		}
+		if cell.Case.Verify != nil {
+			// A verifier's command matchers grade what its commands did in the
+			// workspace the agent left, which no server-less simulation runs: the
+			// coding-tasks suites of `run --all` and coding_tasks.txtar play them.
+			continue
+		}
 		t.Run(cell.ID, func(t *testing.T) {
 			t.Parallel()
 			r, err := cell.Render(nonce)

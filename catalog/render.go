@@ -213,6 +213,17 @@ func renderScript(s *ReferenceScript, vars map[string]string) (*ReferenceScript,
 				}
 				rs.Wait = &w
 			}
+			if st.Run != nil {
+				r := script.Run{TimeoutMs: st.Run.TimeoutMs}
+				for ai, a := range st.Run.Command {
+					s, err := renderString(a, vars)
+					if err != nil {
+						return nil, fmt.Errorf("turns[%d].steps[%d].run.command[%d]: %w", ti, si, ai, err)
+					}
+					r.Command = append(r.Command, s)
+				}
+				rs.Run = &r
+			}
 			if st.Edit != nil {
 				e := *st.Edit
 				var err error

@@ -130,7 +130,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		"lifecycle": reflect.TypeFor[Lifecycle](), "resources": reflect.TypeFor[Resources](),
 		"executionTarget": reflect.TypeFor[ExecutionTarget](), "environment": reflect.TypeFor[Environment](),
 		"terminalState": reflect.TypeFor[TerminalState](), "questionAnswer": reflect.TypeFor[QuestionAnswer](),
-		"planMarkers": reflect.TypeFor[PlanMarkers](), "workspaceEdit": reflect.TypeFor[WorkspaceEdit](), "workspaceWait": reflect.TypeFor[WorkspaceWait](),
+		"planMarkers": reflect.TypeFor[PlanMarkers](), "workspaceEdit": reflect.TypeFor[WorkspaceEdit](), "workspaceWait": reflect.TypeFor[WorkspaceWait](), "workspaceRun": reflect.TypeFor[WorkspaceRun](),
 		"referenceStep": reflect.TypeFor[ReferenceStep](), "referenceTurn": reflect.TypeFor[ReferenceTurn](),
 		"referenceScript": reflect.TypeFor[ReferenceScript](), "case": reflect.TypeFor[Case](),
 		"suite": reflect.TypeFor[Suite](), "ranking": reflect.TypeFor[Ranking](), "rankingModel": reflect.TypeFor[RankingModel](),

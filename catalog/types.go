@@ -278,6 +278,8 @@ type (
 	ReferenceStep = script.Step
 	// WorkspaceWait is a step's bounded file wait (script.Wait).
 	WorkspaceWait = script.Wait
+	// WorkspaceRun is a step's program run in the workspace (script.Run).
+	WorkspaceRun = script.Run
 	// WorkspaceEdit is a step's change of one file (script.Edit).
 	WorkspaceEdit = script.Edit
 )

@@ -965,20 +965,22 @@ func (v *validator) validateReference(cs *Case, vars map[string]string, fc FlowC
 			}
 			sname := fmt.Sprintf("%s steps[%d]", tname, si)
 			kinds := 0
-			for _, set := range []bool{st.Command != "", st.Edit != nil, st.Wait != nil} {
+			for _, set := range []bool{st.Command != "", st.Edit != nil, st.Wait != nil, st.Run != nil} {
 				if set {
 					kinds++
 				}
 			}
 			switch {
 			case kinds > 1:
-				v.add(v.at(st), "%s has more than one of command, edit and wait; use one step for each", sname)
+				v.add(v.at(st), "%s has more than one of command, edit, wait and run; use one step for each", sname)
 			case kinds == 0:
-				v.add(v.at(st), "%s needs a command, an edit or a wait", sname)
+				v.add(v.at(st), "%s needs a command, an edit, a wait or a run", sname)
 			case st.Command != "":
 				v.validateCommand(st, sname, vars)
 			case st.Edit != nil:
 				v.validateEdit(st, sname, vars)
+			case st.Run != nil:
+				v.validateRun(st, sname, vars)
 			default:
 				v.validateWait(st, sname, vars)
 			}
@@ -1086,6 +1088,23 @@ func (v *validator) validateWait(st *ReferenceStep, sname string, vars map[strin
 	}
 	if w.TimeoutMs < 1 || w.TimeoutMs > 600000 {
 		v.add(v.at(&w.TimeoutMs, w), "%s wait timeoutMs %d must be 1…600000 ms", sname, w.TimeoutMs)
+	}
+}
+
+// validateRun checks a run step: a command of at least one element, each a template
+// that renders, and a deadline of 1…600000 ms.
+func (v *validator) validateRun(st *ReferenceStep, sname string, vars map[string]string) {
+	r := st.Run
+	if len(r.Command) == 0 || r.Command[0] == "" {
+		v.add(v.at(r, st), "%s run needs a command: the program and its arguments", sname)
+	}
+	for i := range r.Command {
+		if _, err := renderString(r.Command[i], vars); err != nil {
+			v.add(v.at(&r.Command[i], r), "%s run command[%d]: %v", sname, i, err)
+		}
+	}
+	if r.TimeoutMs < 1 || r.TimeoutMs > 600000 {
+		v.add(v.at(&r.TimeoutMs, r), "%s run timeoutMs %d must be 1…600000 ms", sname, r.TimeoutMs)
 	}
 }
 

@@ -249,6 +249,12 @@ func (r *runner) steps(ctx context.Context, k int, turn *script.Turn) (commentID
 			}
 			continue
 		}
+		if st.Run != nil {
+			if err := RunInWorkspace(ctx, r.cfg.Workspace, st.Run); err != nil {
+				return "", "", fmt.Errorf("reference: %s: %w", where, err)
+			}
+			continue
+		}
 		cmd, err := r.command(st)
 		if err != nil {
 			return "", "", fmt.Errorf("reference: %s (%s): %w", where, st.Command, err)

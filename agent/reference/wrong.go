@@ -94,6 +94,13 @@ func WrongScript(src *script.Script, nonce string) (*script.Script, error) {
 			if w := st.Wait; w != nil {
 				ns.Wait = &script.Wait{Ready: sub(w.Ready), Release: sub(w.Release), TimeoutMs: w.TimeoutMs}
 			}
+			if r := st.Run; r != nil {
+				nr := &script.Run{TimeoutMs: r.TimeoutMs}
+				for _, a := range r.Command {
+					nr.Command = append(nr.Command, sub(a))
+				}
+				ns.Run = nr
+			}
 			nt.Steps = append(nt.Steps, ns)
 		}
 		out.Turns = append(out.Turns, nt)

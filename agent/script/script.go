@@ -35,7 +35,7 @@ type Turn struct {
 
 // Step is either one semantic command (Command = a semantic command kind of
 // package controlplane, Args its inputs; string args are templates), one
-// workspace edit (Edit) or one file wait (Wait). Present marks the command whose comment is the run's
+// workspace edit (Edit), one file wait (Wait) or one program run in the workspace (Run). Present marks the command whose comment is the run's
 // user-facing message (resultJson.presentationDecision.commentId).
 //
 // Script-only argument conventions the reference agent resolves at run time:
@@ -55,6 +55,19 @@ type Step struct {
 	Present  bool              `yaml:"present" json:"present,omitempty"`
 	Edit     *Edit             `yaml:"edit" json:"edit,omitempty"`
 	Wait     *Wait             `yaml:"wait" json:"wait,omitempty"`
+	Run      *Run              `yaml:"run" json:"run,omitempty"`
+}
+
+// Run is a step that runs a program in the workspace, as a developer runs the tests
+// (a coding task's "run the tests, fix, run them again"): Command is the argv (each
+// element a template; the first is looked up on the agent's PATH), run with no shell,
+// in the workspace, with the agent's own environment, for at most TimeoutMs (ms;
+// 1…600000). Its exit code and output do not end the run: they are what the agent
+// looks at, not what it is graded by. A real CLI's scripted model runs the same argv
+// through the CLI's own shell tool.
+type Run struct {
+	Command   []string `yaml:"command" json:"command"`
+	TimeoutMs int      `yaml:"timeoutMs" json:"timeoutMs"`
 }
 
 // Wait is a step that waits in an ordinary bounded file wait (how the

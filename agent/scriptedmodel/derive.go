@@ -16,8 +16,8 @@ import (
 // Model scripts of the real-CLI cells are derived from the case's rendered reference
 // script (script.Script), so a case declares its behaviour once: run n of the
 // CLI plays turn n. Each command step becomes a call of the semantic tool of the same
-// name with the same arguments, each workspace edit and each wait a call of the CLI's
-// shell tool (ShellCommand, WaitCommand; an edit of the agent's home writes under
+// name with the same arguments, each workspace edit, each wait and each program run a
+// call of the CLI's shell tool (ShellCommand, WaitCommand, RunCommand; an edit of the agent's home writes under
 // "$AGENT_HOME"), a command step reading its home (fromHome) a shell call printing the
 // files' values and the command with them captured from that tool result (homeReads),
 // and the run ends with a text answer: the presented text of the turn
@@ -31,7 +31,7 @@ const DefaultFinalAnswer = "Done."
 const NopAnswer = "I have looked at the task and will not do anything."
 
 // FromReference returns one script per turn of ref (see above). It returns an error
-// naming the turn and step when a step is not a command, an edit or a wait, or an edit
+// naming the turn and step when a step is not a command, an edit, a wait or a run, or an edit
 // or wait path is absolute or leaves the workspace.
 func FromReference(ref *script.Script) ([]*Script, error) {
 	if ref == nil || len(ref.Turns) == 0 {
@@ -54,6 +54,12 @@ func FromReference(ref *script.Script) ([]*Script, error) {
 				s.Steps = append(s.Steps, Step{Call: RoleShell, Args: map[string]any{"command": cmd}})
 			case st.Wait != nil:
 				cmd, err := WaitCommand(st.Wait)
+				if err != nil {
+					return nil, fmt.Errorf("scripted model: %s: %w", where, err)
+				}
+				s.Steps = append(s.Steps, Step{Call: RoleShell, Args: map[string]any{"command": cmd}})
+			case st.Run != nil:
+				cmd, err := RunCommand(st.Run)
 				if err != nil {
 					return nil, fmt.Errorf("scripted model: %s: %w", where, err)
 				}
@@ -87,7 +93,7 @@ func FromReference(ref *script.Script) ([]*Script, error) {
 					}
 				}
 			default:
-				return nil, fmt.Errorf("scripted model: %s is not a command, an edit or a wait", where)
+				return nil, fmt.Errorf("scripted model: %s is not a command, an edit, a wait or a run", where)
 			}
 		}
 		s.Steps = append(s.Steps, Step{Answer: answer})
@@ -167,6 +173,21 @@ func WaitCommand(w *script.Wait) (string, error) {
 	tries := max(w.TimeoutMs/50, 1)
 	return fmt.Sprintf(`printf '%%s' "$AGENTPROOF_RUN_ID" > %s && i=0 && while [ ! -e %s ]; do i=$((i+1)); [ "$i" -le %d ] || exit 1; sleep 0.05; done`,
 		shellQuote(w.Ready), shellQuote(w.Release), tries), nil
+}
+
+// RunCommand is the POSIX shell command of a run step (script.Run): its argv, each
+// element single-quoted, so the CLI's shell runs exactly that program with those
+// arguments in its working directory (the workspace). The deadline is the CLI's own
+// tool timeout. Errors: an empty command.
+func RunCommand(r *script.Run) (string, error) {
+	if len(r.Command) == 0 || r.Command[0] == "" {
+		return "", fmt.Errorf("run needs a command")
+	}
+	q := make([]string, len(r.Command))
+	for i, a := range r.Command {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " "), nil
 }
 
 // homeReads derives what a command step's fromHome arguments need from a CLI (see

@@ -120,3 +120,35 @@ func TestFromReference(t *testing.T) {
 		t.Errorf("NopScripts(3) = %+v", n)
 	}
 }
+
+// TestFromReferenceRun: a run step becomes one call of the CLI's shell tool whose
+// command, run by a POSIX shell in the workspace, runs exactly that argv (quotes, spaces
+// and $ kept literal); an empty command is refused naming the step.
+func TestFromReferenceRun(t *testing.T) {
+	t.Parallel()
+	ref := &catalog.ReferenceScript{Turns: []*catalog.ReferenceTurn{{Trigger: "assignment", Steps: []*catalog.ReferenceStep{
+		{Run: &catalog.WorkspaceRun{Command: []string{"sh", "-c", `printf '%s|%s' "$0" "$1" > out.txt`, "it's $HOME", "a b"}, TimeoutMs: 1000}},
+		{Command: "finish_task", Args: map[string]any{"summary": "M"}, Present: true},
+	}}}}
+	scripts, err := FromReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := scripts[0].Steps
+	if len(s) != 3 || s[0].Call != RoleShell || s[1].Call != "finish_task" {
+		t.Fatalf("script = %+v", s)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("/bin/sh", "-c", s[0].Args["command"].(string))
+	cmd.Dir, cmd.Env = dir, []string{"PATH=/usr/bin:/bin", "HOME=/nowhere"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v %s", s[0].Args["command"], err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "it's $HOME|a b" {
+		t.Errorf("out.txt = %q, want the arguments literally", b)
+	}
+	bad := &catalog.ReferenceScript{Turns: []*catalog.ReferenceTurn{{Trigger: "assignment", Steps: []*catalog.ReferenceStep{{Run: &catalog.WorkspaceRun{TimeoutMs: 1}}}}}}
+	if _, err := FromReference(bad); err == nil || !strings.Contains(err.Error(), "turn 1 step 1") {
+		t.Errorf("an empty run command: %v, want an error naming turn 1 step 1", err)
+	}
+}
