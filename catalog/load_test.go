@@ -585,6 +585,37 @@ profiles:
 			},
 		},
 		{
+			name: "container environment rules",
+			files: func(t *testing.T) map[string]string {
+				a := mustReplace(t, baseA, "profiles:\n", `  - id: ctr
+    label: Container by tag
+    driver: container
+    provider: container
+    lifecycle: {setup: create_via_api, probe: run_context_via_api, cleanup: delete_via_api_and_destroy_leases}
+    expectedExecutionTarget: {kind: local}
+    resources: {cpu: 1, memoryGiB: 1, diskGiB: 1, pids: 64}
+    config: {image: "docker.io/library/busybox:1.36"}
+  - id: ctr2
+    label: Container without image
+    driver: local
+    provider: container
+    lifecycle: {setup: create_via_api, probe: run_context_via_api, cleanup: delete_via_api_and_destroy_leases}
+    expectedExecutionTarget: {kind: local}
+    resources: {cpu: 1, memoryGiB: 1, diskGiB: 1}
+profiles:
+`)
+				return ab(a, baseB)
+			},
+			want: func(t *testing.T, f map[string]string) []string {
+				return []string{
+					`environment ctr config\.image: image "docker\.io/library/busybox:1\.36" has no digest`,
+					`environment ctr2: a container environment needs driver container and provider container`,
+					`container environment ctr2 must pin resources`,
+					`container environment ctr2 needs config\.image`,
+				}
+			},
+		},
+		{
 			name: "calibration verdicts",
 			files: func(t *testing.T) map[string]string {
 				return ab(baseA, mustReplace(t, baseB, "    expectedMatrixSize: 1\n", "    expectedMatrixSize: 1\n    expectedVerdicts: {agent: maybe, other: passed}\n"))

@@ -159,8 +159,8 @@ type Environment struct {
 	ConfigurationKey string    `yaml:"configurationKey"` // "" means "default" in the fingerprint
 	Label            string    `yaml:"label"`
 	Groups           []string  `yaml:"groups"`
-	Driver           string    `yaml:"driver"`   // local | sandbox
-	Provider         string    `yaml:"provider"` // local | daytona | sandbox
+	Driver           string    `yaml:"driver"`   // local | sandbox | container
+	Provider         string    `yaml:"provider"` // local | daytona | sandbox | container
 	Credential       string    `yaml:"credential"`
 	Lifecycle        Lifecycle `yaml:"lifecycle"`
 	// AttemptDeadlineMs is the attempt timeout (ms) of a case that declares none for

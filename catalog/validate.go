@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/agentproof/agentproof/environment/container"
 	"path"
 	"regexp"
 	"runtime"
@@ -57,8 +58,8 @@ var (
 	QualificationSources = []string{"adapter_constant", "qualified_runner_profile", "openrouter_rankings_snapshot", QualificationBuiltin}
 	CredentialScopes     = []string{"profile", "environment"}
 	CredentialKinds      = []string{CredentialKindEnv, CredentialKindLoginFile}
-	EnvironmentDrivers   = []string{"local", "sandbox"}
-	EnvironmentProviders = []string{"local", "daytona", "sandbox"}
+	EnvironmentDrivers   = []string{"local", "sandbox", "container"}
+	EnvironmentProviders = []string{"local", "daytona", "sandbox", "container"}
 	LifecycleSetups      = []string{"instance_managed", "create_via_api"}
 	LifecycleModes       = []string{LifecycleModePerTurn, LifecycleModeWarm}
 	LifecycleProbes      = []string{"run_context_via_api"}
@@ -464,6 +465,9 @@ func (v *validator) validateEnvironment(e *Environment) {
 	if e.Provider == "sandbox" {
 		v.validateSandboxEnvironment(e)
 	}
+	if e.Provider == "container" || e.Driver == "container" {
+		v.validateContainerEnvironment(e)
+	}
 	if img, ok := e.Config["image"]; ok && e.Provider == "daytona" {
 		s, _ := img.(string)
 		if !daytonaImageRE().MatchString(s) {
@@ -489,6 +493,43 @@ func (v *validator) validateSandboxEnvironment(e *Environment) {
 		if _, isBool := reuse.(bool); !isBool {
 			v.add(v.at(&e.Config, e), "environment %s config.reuseLease must be true or false", e.ID)
 		}
+	}
+}
+
+// validateContainerEnvironment checks what the container provider (package
+// environment/container) needs: the container driver and provider together, a
+// complete resource shape including pids, a boolean config.reuseLease, and the image:
+// config.image named by its digest (<name>@sha256:<64 hex>; a tag alone is refused) or
+// config.imageFrom naming an image the harness builds on this machine and pins by
+// digest before the campaign starts (busybox-static), exactly one of them.
+func (v *validator) validateContainerEnvironment(e *Environment) {
+	if e.Driver != "container" || e.Provider != "container" {
+		v.add(v.at(&e.Driver, e), "environment %s: a container environment needs driver container and provider container (got driver %q, provider %q)", e.ID, e.Driver, e.Provider)
+	}
+	if r := e.Resources; r == nil || r.PIDs == 0 {
+		v.add(v.at(e), "container environment %s must pin resources {cpu, memoryGiB, diskGiB, pids} (the limits are pinned, never the engine's defaults)", e.ID)
+	}
+	if reuse, ok := e.Config["reuseLease"]; ok {
+		if _, isBool := reuse.(bool); !isBool {
+			v.add(v.at(&e.Config, e), "environment %s config.reuseLease must be true or false", e.ID)
+		}
+	}
+	img, hasImage := e.Config["image"]
+	from, hasFrom := e.Config["imageFrom"]
+	switch {
+	case hasImage && hasFrom:
+		v.add(v.at(&e.Config, e), "environment %s config: image and imageFrom are exclusive", e.ID)
+	case hasImage:
+		s, _ := img.(string)
+		if msg := container.ImageRefProblem(s); msg != "" {
+			v.add(v.at(&e.Config, e), "environment %s config.image: %s", e.ID, msg)
+		}
+	case hasFrom:
+		if s, _ := from.(string); s != container.BusyboxSource {
+			v.add(v.at(&e.Config, e), "environment %s config.imageFrom %q is not an image the harness builds (%s)", e.ID, from, container.BusyboxSource)
+		}
+	default:
+		v.add(v.at(&e.Config, e), "container environment %s needs config.image (<name>@sha256:<64 hex>) or config.imageFrom (%s)", e.ID, container.BusyboxSource)
 	}
 }
 

@@ -30,9 +30,11 @@ type Inventory struct {
 	Processes []Process `json:"processes,omitempty"`
 	Mounts    []string  `json:"mounts,omitempty"`
 	Cgroups   []string  `json:"cgroups,omitempty"`
-	Files     []string  `json:"files,omitempty"`
-	FileCount int       `json:"fileCount,omitempty"`
-	FileBytes int64     `json:"fileBytes,omitempty"`
+	// Containers names the engine's containers of the lease (container provider).
+	Containers []string `json:"containers,omitempty"`
+	Files      []string `json:"files,omitempty"`
+	FileCount  int      `json:"fileCount,omitempty"`
+	FileBytes  int64    `json:"fileBytes,omitempty"`
 }
 
 // MaxInventoryFiles bounds Inventory.Files.
@@ -46,7 +48,7 @@ type Process struct {
 
 // Empty reports whether the inventory lists nothing.
 func (i Inventory) Empty() bool {
-	return len(i.Processes) == 0 && len(i.Mounts) == 0 && len(i.Cgroups) == 0 && len(i.Files) == 0 && i.FileCount == 0
+	return len(i.Processes) == 0 && len(i.Mounts) == 0 && len(i.Cgroups) == 0 && len(i.Containers) == 0 && len(i.Files) == 0 && i.FileCount == 0
 }
 
 // String says what the inventory holds, for a cleanup_failure reason.
@@ -64,6 +66,9 @@ func (i Inventory) String() string {
 	}
 	if len(i.Cgroups) > 0 {
 		parts = append(parts, "cgroups: "+strings.Join(i.Cgroups, ", "))
+	}
+	if len(i.Containers) > 0 {
+		parts = append(parts, "containers: "+strings.Join(i.Containers, ", "))
 	}
 	if i.FileCount > 0 || len(i.Files) > 0 {
 		parts = append(parts, fmt.Sprintf("%d file(s), %d bytes: %s", i.FileCount, i.FileBytes, strings.Join(i.Files, ", ")))

@@ -35,6 +35,10 @@ import (
 //     disk cap) and report it as Lease.Workspace.
 //   - Endpoints: the network allowlist (see Endpoint); nothing else is reachable.
 //   - Live: provider endpoints (a live model API) are allowed.
+//   - Image: the OCI image the container provider runs, named by digest
+//     (<name>@sha256:<64 hex>); "" for the other providers.
+//   - Owner: who set the lease up ("campaign <id>"), for the container provider's
+//     labels; informative.
 type LeaseSpec struct {
 	EnvironmentID    string
 	ConfigurationKey string
@@ -44,6 +48,8 @@ type LeaseSpec struct {
 	Workspace        string
 	Endpoints        []Endpoint
 	Live             bool
+	Image            string
+	Owner            string
 }
 
 // LeaseSchema is the schema tag of lease.json.
@@ -81,6 +87,7 @@ type Lease struct {
 	SocketDir        string          `json:"socketDir,omitempty"`
 	Endpoints        []Endpoint      `json:"endpoints,omitempty"`
 	Live             bool            `json:"live,omitempty"`
+	Image            string          `json:"image,omitempty"`
 	State            json.RawMessage `json:"state,omitempty"`
 }
 
@@ -140,8 +147,8 @@ func (l *Lease) Problems() []string {
 	if !ValidLeaseID(l.ID) {
 		p = append(p, fmt.Sprintf("id %q is not a lease id (lease-<16 hex>)", clip(l.ID)))
 	}
-	if l.Provider != ProviderLocal && l.Provider != ProviderSandbox {
-		p = append(p, fmt.Sprintf("provider %q is not local or sandbox", clip(string(l.Provider))))
+	if l.Provider != ProviderLocal && !l.Provider.Leased() {
+		p = append(p, fmt.Sprintf("provider %q is not local, sandbox or container", clip(string(l.Provider))))
 	}
 	if l.EnvironmentID == "" {
 		p = append(p, "environmentId is required")
@@ -155,10 +162,10 @@ func (l *Lease) Problems() []string {
 	if l.Workspace != "" && !cleanAbs(l.Workspace) {
 		p = append(p, fmt.Sprintf("workspace %q must be an absolute, clean path", clip(l.Workspace)))
 	}
-	if l.Provider == ProviderSandbox {
+	if l.Provider.Leased() {
 		p = append(p, prefix("shape: ", l.Shape.Problems())...)
 		if l.Dir == "" {
-			p = append(p, "a sandbox lease needs its directory")
+			p = append(p, "a "+string(l.Provider)+" lease needs its directory")
 		}
 	}
 	if l.SocketDir != "" && (!cleanAbs(l.SocketDir) || l.SocketDir == "/") {

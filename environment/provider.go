@@ -20,7 +20,15 @@ const (
 	// its own mount, PID, IPC, UTS, user and network namespaces, cgroup limits and a
 	// size-capped writable disk (package environment/sandbox).
 	ProviderSandbox ProviderName = "sandbox"
+	// ProviderContainer runs the agent in an OCI container of an image named by its
+	// digest, through a container engine's CLI (podman): limits, no network but the
+	// bridge, the workspace mounted (package environment/container).
+	ProviderContainer ProviderName = "container"
 )
+
+// Leased reports whether a provider's environments run in a lease the campaign
+// creates on this machine (sandbox and container; local is the instance's own).
+func (n ProviderName) Leased() bool { return n == ProviderSandbox || n == ProviderContainer }
 
 // Provider is one execution environment implementation; every provider implements the
 // same setup/probe/cleanup contract. Implementations are safe
@@ -43,6 +51,33 @@ type Provider interface {
 	// whether destruction was confirmed. It is idempotent: cleaning a lease that is
 	// already gone is confirmed with nothing found.
 	Cleanup(ctx context.Context, lease *Lease) CleanupReport
+}
+
+// LeaseDisk is implemented by providers whose leases keep the agent's writable state
+// besides the workspace on a lease disk (sandbox, container): the heartbeat runner puts
+// an agent's state directory and AGENT_HOME there, never in the server home.
+//
+//   - DiskDir returns a directory name (one path element of [A-Za-z0-9._-], not a
+//     reserved one) on l's disk, created owned by the lease's agent user.
+//   - Own gives path (on the disk or in the workspace) and everything under it to the
+//     lease's agent user.
+type LeaseDisk interface {
+	DiskDir(l *Lease, name string) (string, error)
+	Own(l *Lease, path string) error
+}
+
+// Bridged is implemented by providers whose leases reach their endpoints only through
+// a bridge the lease's owner serves (sandbox, container); StartBridge listens on every
+// endpoint socket of l.
+type Bridged interface {
+	StartBridge(l *Lease) (Bridge, error)
+}
+
+// Bridge is the host side of a lease's network allowlist: Retarget points an endpoint
+// at a new address (a restarted serve child), Close stops it (idempotent).
+type Bridge interface {
+	Retarget(name, dial string) error
+	Close() error
 }
 
 // LaunchRequest is one agent process to start inside a lease.

@@ -5,14 +5,15 @@ package providers
 
 import (
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/container"
 	"github.com/agentproof/agentproof/environment/local"
 	"github.com/agentproof/agentproof/environment/sandbox"
 )
 
 // All returns a fresh instance of every provider, local first, with default options
-// (the sandbox uses this process's executable as its trampoline and init).
+// (the sandbox and the container use this process's executable as their init).
 func All() []environment.Provider {
-	return []environment.Provider{local.New(), sandbox.New(sandbox.Options{})}
+	return []environment.Provider{local.New(), sandbox.New(sandbox.Options{}), container.New(container.Options{})}
 }
 
 // Get returns the provider called name, false when there is none.

@@ -49,12 +49,19 @@ func StartBridge(l *environment.Lease) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
+	return StartBridgeAs(l, st.UID, st.GID)
+}
+
+// StartBridgeAs is StartBridge for a lease of any provider whose agent runs as
+// uid:gid (the bridge sockets are given to that user, mode 0600): the container
+// provider's leases use the sandbox's bridge.
+func StartBridgeAs(l *environment.Lease, uid, gid int) (*Bridge, error) {
 	b := &Bridge{lease: l, conns: map[net.Conn]struct{}{}}
 	for _, e := range l.Endpoints {
 		_ = os.Remove(e.Socket) // a stale socket of a crashed owner
 		ln, err := net.Listen("unix", e.Socket)
 		if err == nil {
-			if err = os.Chown(e.Socket, st.UID, st.GID); err == nil {
+			if err = os.Chown(e.Socket, uid, gid); err == nil {
 				err = os.Chmod(e.Socket, 0o600)
 			}
 		}

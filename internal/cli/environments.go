@@ -23,12 +23,15 @@ func newEnvironmentsCmd(a *app) *cobra.Command {
 	var asJSON bool
 	probe := &cobra.Command{
 		Use:   "probe",
-		Short: "Check whether this machine can run each environment provider (local, sandbox)",
+		Short: "Check whether this machine can run each environment provider (local, sandbox, container)",
 		Long: strings.TrimSpace(`
 Probe every environment provider for real: the sandbox probe runs a trial bubblewrap
-sandbox, creates and removes a cgroup per pinned controller and mounts a small tmpfs,
-then reports each requirement as ok or missing with what it found (versions, paths,
-the cgroup hierarchy serving each controller). Nothing is left behind.`),
+sandbox, creates and removes a cgroup per pinned controller and mounts a small tmpfs;
+the container probe says which engine it found (podman first, docker where podman is
+missing, and why it cannot serve) and runs a trial container with the provider's
+limits and no network. Each requirement is reported as ok or missing with what it
+found (versions, paths, the cgroup hierarchy serving each controller). Nothing is
+left behind.`),
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

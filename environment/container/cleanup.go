@@ -1,0 +1,167 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/sandbox"
+)
+
+// Cleanup destroys a container lease and confirms it (see environment.Provider): it
+// removes (killing first) every container labelled with the lease and checks that the
+// engine lists none any more, records what the disk held, unmounts it, removes the
+// lease directory and the socket directory, and checks that nothing of them remains.
+// The caller's workspace (outside the lease directory) is kept. A bridge served by
+// this process should be closed first.
+func (p *Provider) Cleanup(ctx context.Context, l *environment.Lease) (r environment.CleanupReport) {
+	r = environment.CleanupReport{LeaseID: l.ID}
+	defer func() { r.EndedAt = p.opt.Now().UTC() }()
+	st, err := leaseState(l)
+	if err != nil {
+		r.Errors = append(r.Errors, err.Error())
+		return r
+	}
+	ctx = context.WithoutCancel(ctx)
+	eng := st.engine()
+	found, err := eng.listContainers(ctx, labelLease+"="+l.ID)
+	if err != nil {
+		r.Errors = append(r.Errors, "listing the lease's containers: "+err.Error())
+	}
+	r.Found.Containers = found
+	if len(found) > 0 {
+		if err := eng.remove(ctx, found...); err != nil {
+			r.Errors = append(r.Errors, "removing the lease's containers: "+err.Error())
+		}
+	}
+	if left, err := eng.listContainers(ctx, labelLease+"="+l.ID); err != nil {
+		r.Errors = append(r.Errors, "confirming the containers' removal: "+err.Error())
+	} else {
+		r.Remaining.Containers = left
+	}
+	if ms, err := sandbox.MountsUnder(l.Dir); err == nil {
+		r.Found.Mounts = ms
+	}
+	disk := sandbox.Inventory(st.Disk)
+	r.Found.Files, r.Found.FileCount, r.Found.FileBytes = disk.Files, disk.FileCount, disk.FileBytes
+	remainingMounts, err := sandbox.UnmountAll(l.Dir, p.opt.RemoveWait)
+	r.Remaining.Mounts = remainingMounts
+	if err != nil {
+		r.Errors = append(r.Errors, err.Error())
+	}
+	if len(r.Remaining.Mounts) == 0 {
+		if err := os.RemoveAll(l.Dir); err != nil {
+			r.Errors = append(r.Errors, err.Error())
+		}
+	}
+	for _, dir := range []string{l.Dir, l.SocketDir} {
+		if dir == l.SocketDir {
+			_ = os.RemoveAll(dir) // leaseState checked its shape: it holds only sockets
+		}
+		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+			rest := sandbox.Inventory(dir)
+			r.Remaining.Files = append(append(r.Remaining.Files, dir), rest.Files...)
+			r.Remaining.FileCount += rest.FileCount + 1
+			r.Remaining.FileBytes += rest.FileBytes
+		}
+	}
+	r.Confirmed = r.Remaining.Empty() && len(r.Errors) == 0
+	return r
+}
+
+// listContainers names the containers (running or not) that carry label (key=value).
+func (e Engine) listContainers(ctx context.Context, label string) ([]string, error) {
+	out, err := e.run(ctx, "ps", "--all", "--filter", "label="+label, "--format", "{{.Names}}")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// remove kills and removes the named containers; a container already gone is no error.
+func (e Engine) remove(ctx context.Context, names ...string) error {
+	_, err := e.run(ctx, append([]string{"rm", "--force", "--ignore", "--time", "0"}, names...)...)
+	return err
+}
+
+// exists reports whether the engine still knows container name.
+func (e Engine) exists(ctx context.Context, name string) (bool, error) {
+	_, err := e.run(ctx, "container", "exists", name)
+	if err == nil {
+		return true, nil
+	}
+	switch exitCode(err) {
+	case 1:
+		return false, nil
+	}
+	return false, err
+}
+
+// Orphan is a container Sweep found without a live owner, and what became of it.
+type Orphan struct {
+	Name    string `json:"name"`
+	Lease   string `json:"lease"`
+	Owner   string `json:"owner,omitempty"`
+	Removed bool   `json:"removed"`
+}
+
+// Sweep removes the containers of this provider whose owner (the process that set
+// their lease up) is gone — a campaign killed before its cleanup — together with the
+// lease disk mounted for them and their socket directory. A container whose owner
+// lives (its pid runs with the labelled start time) is never touched. It returns
+// what it found; the error joins the engine's failures.
+func (p *Provider) Sweep(ctx context.Context) ([]Orphan, error) {
+	if p.opt.Engine == nil {
+		return nil, nil
+	}
+	eng := *p.opt.Engine
+	format := fmt.Sprintf(`{{.Names}}|{{index .Labels %q}}|{{index .Labels %q}}|{{index .Labels %q}}|{{index .Labels %q}}|{{index .Labels %q}}|{{index .Labels %q}}`,
+		labelLease, labelOwnerPID, labelOwnerStart, labelOwner, labelLeaseDir, labelSocketDir)
+	out, err := eng.run(ctx, "ps", "--all", "--filter", "label="+labelProvider+"="+string(environment.ProviderContainer), "--format", format)
+	if err != nil {
+		return nil, err
+	}
+	var orphans []Orphan
+	var errs []error
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 7 || f[0] == "" {
+			continue
+		}
+		pid, _ := strconv.Atoi(f[2])
+		if pid > 0 && processStart(pid) == f[3] && f[3] != "" {
+			continue // its owner lives
+		}
+		o := Orphan{Name: f[0], Lease: f[1], Owner: f[4]}
+		if err := eng.remove(ctx, o.Name); err != nil {
+			errs = append(errs, err)
+		} else {
+			o.Removed = true
+		}
+		sweepLeaseDirs(f[1], f[5], f[6])
+		orphans = append(orphans, o)
+	}
+	return orphans, errors.Join(errs...)
+}
+
+// sweepUnmountWait bounds how long Sweep retries a busy orphaned disk (the engine may
+// still be tearing the removed container's mounts down).
+const sweepUnmountWait = 5 * time.Second
+
+// sweepLeaseDirs unmounts an orphaned lease's disk and removes its socket directory,
+// when the labelled paths have the shapes this provider gives them (a lease directory
+// named for the lease, a socket directory of MakeSocketDir's shape).
+func sweepLeaseDirs(leaseID, leaseDir, socketDir string) {
+	if environment.ValidLeaseID(leaseID) && filepath.IsAbs(leaseDir) && filepath.Base(leaseDir) == leaseID {
+		_, _ = sandbox.UnmountAll(filepath.Join(leaseDir, "disk"), sweepUnmountWait)
+	}
+	if sandbox.ValidSocketDir(socketDir) {
+		_ = os.RemoveAll(socketDir)
+	}
+}

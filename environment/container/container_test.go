@@ -1,0 +1,357 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/internal/raceexit"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// The real container tests need root, podman and Debian's busybox-static; each runs a
+// real container of a busybox image imported on this machine (nothing is pulled) with
+// a static init built from testdata/init (the race-enabled test binary is dynamic).
+//
+//	AGENTPROOF_TEST_MODE=container-owner <test binary> <root> <image> <out>
+//	    sets a lease up, starts a long container in it, writes the container's name
+//	    to <out> and waits to be SIGKILLed by TestOrphanSweep
+func TestMain(m *testing.M) {
+	raceexit.Main()
+	if os.Getenv("AGENTPROOF_TEST_MODE") == "container-owner" {
+		os.Exit(owner(os.Args[1], os.Args[2], os.Args[3], os.Args[4]))
+	}
+	code := m.Run()
+	if fx.dir != "" {
+		_ = os.RemoveAll(fx.dir)
+	}
+	os.Exit(code)
+}
+
+// fixture is what every real container test shares: the static init and the image.
+var fx struct {
+	once sync.Once
+	dir  string
+	exe  string
+	img  Image
+	eng  Engine
+	err  error
+}
+
+// requireContainer skips a real container test under -short, and skips (outside CI)
+// or fails (CI=true) it when this machine cannot run the provider, naming what is
+// missing. It returns a provider using the static test init.
+func requireContainer(t testing.TB) *Provider {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a real container (-short skips it)")
+	}
+	fx.once.Do(func() { fx.err = buildFixture() })
+	if fx.err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(fx.err.Error() + " (CI=true: .ci/run installs podman, runc and busybox-static and runs as root)")
+		}
+		t.Skip(fx.err.Error())
+	}
+	eng := fx.eng
+	return New(Options{Executable: fx.exe, Engine: &eng})
+}
+
+func buildFixture() error {
+	eng, ok := FindEngine()
+	if !ok || os.Geteuid() != 0 {
+		return errors.New("the container provider needs root and podman here")
+	}
+	dir, err := os.MkdirTemp("", "apc-fixture-")
+	if err != nil {
+		return err
+	}
+	fx.dir, fx.eng, fx.exe = dir, eng, filepath.Join(dir, "agentproof")
+	cmd := exec.Command("go", "build", "-o", fx.exe, "./testdata/init")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the static test init: %v: %s", err, out)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	p := New(Options{Executable: fx.exe, Engine: &eng})
+	if r := p.Probe(context.Background()); !r.Available {
+		return errors.New("the container provider cannot run here: " + strings.Join(r.Missing(), "; "))
+	}
+	fx.img, err = eng.BusyboxImage(context.Background())
+	return err
+}
+
+var smallShape = environment.Shape{CPUCores: 0.5, MemoryBytes: 96 << 20, PIDs: 64, DiskBytes: 32 << 20}
+
+func leaseRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "apc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// TestTagRefused: an image named by a tag alone is refused before anything is made,
+// naming the digest it needs.
+func TestTagRefused(t *testing.T) {
+	t.Parallel()
+	eng := Engine{Name: EnginePodman, Path: "/usr/bin/podman"}
+	p := New(Options{Executable: "/nonexistent/agentproof", Engine: &eng})
+	for _, ref := range []string{"busybox", "docker.io/library/busybox:1.36", "busybox@sha256:abc"} {
+		_, err := p.Setup(context.Background(), environment.LeaseSpec{EnvironmentID: "c", Shape: smallShape, Root: t.TempDir(), Image: ref})
+		var se *environment.SpecError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), "sha256") || !strings.Contains(err.Error(), "image") {
+			t.Errorf("Setup(image %q) = %v, want a spec error naming the image's digest", ref, err)
+		}
+	}
+	if msg := ImageRefProblem("localhost/x@sha256:" + strings.Repeat("ab", 32)); msg != "" {
+		t.Errorf("a digest ref refused: %s", msg)
+	}
+}
+
+// TestLaunch: one agent process in a real container: its limits as seen inside match the
+// lease's shape, it runs as the container user without capabilities, it reaches the
+// allowlisted endpoint through the bridge and nothing else, it writes its workspace
+// and not the image's root, init reports its own exit code, and the container is
+// removed and its removal confirmed; the lease's cleanup is confirmed.
+func TestLaunch(t *testing.T) {
+	p := requireContainer(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "bridged-ok") })}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	addr := ln.Addr().String()
+	ctx := context.Background()
+	l, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: leaseRoot(t), Image: fx.img.Ref,
+		Endpoints: []environment.Endpoint{{Name: "cp", Kind: environment.EndpointControlPlane, Listen: addr, Dial: addr}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.StartBridge(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `set -u
+echo uid=$(id -u)
+echo mem=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes)
+echo pids=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max)
+echo cpu=$(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)")
+echo capeff=$(grep CapEff /proc/self/status | tr -d '\t')
+echo bridge=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 ` + strings.Replace(addr, ":", " ", 1) + ` | tail -n 1)
+nc -w 3 1.1.1.1 80 </dev/null 2>/dev/null && echo outside=reached || echo outside=unreachable
+touch /etc/agent-was-here 2>/dev/null && echo root=writable || echo root=read-only
+echo work > ` + l.Workspace + `/made-inside
+exit 7`
+	x, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", script},
+		Env: []string{"PATH=/bin", "HOME=" + Home}, Dir: l.Workspace, Timeout: time.Minute, MaxOutputBytes: 1 << 20, NullStdin: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := worker.Supervise(ctx, x.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := x.Settle(o)
+	out := string(o.Output.Stdout())
+	t.Logf("stdout:\n%s\nstderr:\n%s\nfacts %v problems %v", out, o.Output.Stderr(), s.Facts, s.Problems)
+	quota := int64(smallShape.CPUCores * 100000)
+	for _, want := range []string{"uid=65534", "mem=" + strconv.FormatInt(smallShape.MemoryBytes, 10), "pids=" + strconv.FormatInt(smallShape.PIDs, 10),
+		"cpu=" + strconv.FormatInt(quota, 10) + " 100000", "capeff=CapEff:0000000000000000", "bridge=bridged-ok", "outside=unreachable", "root=read-only"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("inside the container, want %q", want)
+		}
+	}
+	if s.Outcome.ExitCode == nil || *s.Outcome.ExitCode != 7 || len(s.Problems) > 0 {
+		t.Errorf("settled exit %v problems %v, want the agent's 7 and none", s.Outcome.ExitCode, s.Problems)
+	}
+	if s.Facts[FactRemoved] != "confirmed" || s.Facts[FactImage] != fx.img.Ref || s.Facts["connections.cp"] != "1" {
+		t.Errorf("facts %v: want removal confirmed, the image by digest and one bridged connection", s.Facts)
+	}
+	if there, err := fx.eng.exists(ctx, s.Facts[FactContainer]); there || err != nil {
+		t.Errorf("container %s still exists (%v)", s.Facts[FactContainer], err)
+	}
+	if data, err := os.ReadFile(filepath.Join(l.Workspace, "made-inside")); err != nil || string(data) != "work\n" {
+		t.Errorf("the workspace file: %q, %v", data, err)
+	}
+	_ = b.Close()
+	if r := p.Cleanup(ctx, l); !r.Confirmed {
+		t.Errorf("cleanup not confirmed: %s", r.Reason())
+	}
+	if _, err := os.Stat(l.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("lease directory left: %v", err)
+	}
+}
+
+// TestCleanupRemovesContainers: a container the agent's launch left running (its
+// engine process was killed) is found, removed and confirmed gone by the lease's
+// cleanup.
+func TestCleanupRemovesContainers(t *testing.T) {
+	p := requireContainer(t)
+	ctx := context.Background()
+	l, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: leaseRoot(t), Image: fx.img.Ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := startLong(t, p, l)
+	r := p.Cleanup(ctx, l)
+	if !r.Confirmed || len(r.Found.Containers) != 1 || r.Found.Containers[0] != name {
+		t.Errorf("cleanup: confirmed %t, found %v (want %s): %s", r.Confirmed, r.Found.Containers, name, r.Reason())
+	}
+	if there, err := fx.eng.exists(ctx, name); there || err != nil {
+		t.Errorf("container %s still exists after cleanup (%v)", name, err)
+	}
+}
+
+// startLong launches `sleep 600` into l and kills the engine process, so the container
+// keeps running on its own (as after a SIGKILLed campaign); it returns its name once
+// it runs.
+func startLong(t testing.TB, p *Provider, l *environment.Lease) string {
+	t.Helper()
+	x, err := p.Launch(context.Background(), l, environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sleep", Args: []string{"sleep", "600"},
+		Env: []string{"PATH=/bin"}, Dir: l.Workspace, Timeout: time.Minute, NullStdin: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := x.(*launched).name
+	spec := x.Spec()
+	cmd := exec.Command(spec.Path, spec.Args[1:]...)
+	cmd.Env, cmd.ExtraFiles = spec.Env, spec.ExtraFiles
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, name)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return name
+}
+
+func waitRunning(t testing.TB, name string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if out, err := fx.eng.run(context.Background(), "inspect", "--type", "container", "--format", "{{.State.Running}}", name); err == nil && out == "true" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("container %s never ran", name)
+}
+
+// TestOrphanSweep: a container left by an owner that was SIGKILLed (a killed campaign)
+// is removed by the next Setup's sweep, and its lease disk unmounted; a live owner's
+// container is kept.
+func TestOrphanSweep(t *testing.T) {
+	p := requireContainer(t)
+	ctx := context.Background()
+	root := leaseRoot(t)
+	out := filepath.Join(root, "container-name")
+	cmd := exec.Command(os.Args[0], root, fx.exe, fx.img.Ref, out)
+	cmd.Env = append(os.Environ(), "AGENTPROOF_TEST_MODE=container-owner")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var name string
+	for deadline := time.Now().Add(60 * time.Second); name == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		data, _ := os.ReadFile(out)
+		name = strings.TrimSpace(string(data))
+	}
+	if name == "" {
+		_ = cmd.Process.Kill()
+		t.Fatal("the owner never started its container")
+	}
+	live, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: root, Image: fx.img.Ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := p.Cleanup(ctx, live); !r.Confirmed {
+			t.Error(r.Reason())
+		}
+	}()
+	if there, _ := fx.eng.exists(ctx, name); !there {
+		t.Fatalf("the sweep removed %s while its owner lived", name)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	if there, _ := fx.eng.exists(ctx, name); !there {
+		t.Fatalf("container %s did not outlive its killed owner: nothing to sweep", name)
+	}
+	next, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: root, Image: fx.img.Ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Cleanup(ctx, next); !r.Confirmed {
+		t.Error(r.Reason())
+	}
+	if there, err := fx.eng.exists(ctx, name); there || err != nil {
+		t.Errorf("the orphan %s survived the next setup's sweep (%v)", name, err)
+	}
+	ms, _ := mountsUnderRoot(root)
+	for _, m := range ms {
+		if !strings.HasPrefix(m, live.Dir+"/") {
+			t.Errorf("the orphan's lease disk is still mounted: %s", m)
+		}
+	}
+}
+
+// owner is the container-owner test mode: a lease with one long container, then wait.
+func owner(root, exe, image, out string) int {
+	eng, _ := FindEngine()
+	p := New(Options{Executable: exe, Engine: &eng})
+	l, err := p.Setup(context.Background(), environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: root, Image: image})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	x, err := p.Launch(context.Background(), l, environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sleep", Args: []string{"sleep", "600"},
+		Env: []string{"PATH=/bin"}, Dir: l.Workspace, Timeout: 10 * time.Minute, MaxOutputBytes: 1 << 16, NullStdin: true}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	go func() {
+		name := x.(*launched).name
+		for {
+			if o, err := eng.run(context.Background(), "inspect", "--type", "container", "--format", "{{.State.Running}}", name); err == nil && o == "true" {
+				_ = os.WriteFile(out, []byte(name), 0o600)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	o, err := worker.Supervise(context.Background(), x.Spec())
+	fmt.Fprintf(os.Stderr, "owner: the container ended: %v %s\n", err, o.Output.Stderr())
+	return 0
+}
+
+func mountsUnderRoot(root string) ([]string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], root+"/") {
+			out = append(out, f[4])
+		}
+	}
+	return out, err
+}

@@ -1,0 +1,275 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// Launch prepares req.Spec as one `podman run` in the lease (see the package doc).
+// The spec's working directory must be the workspace or a writable bind; writable
+// binds must lie in the workspace or on the lease's disk. Errors: a
+// *environment.SpecError naming every problem; filesystem errors preparing the launch
+// directory. Nothing is started: the returned Spec is the engine's command.
+func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environment.LaunchRequest) (environment.Launched, error) {
+	st, err := leaseState(l)
+	if err != nil {
+		return nil, err
+	}
+	if probs := launchProblems(l, st, req); len(probs) > 0 {
+		return nil, &environment.SpecError{What: "container launch", Problems: probs}
+	}
+	n, dir, err := newLaunchDir(filepath.Join(l.Dir, "launches"))
+	if err != nil {
+		return nil, fmt.Errorf("container launch: %w", err)
+	}
+	scratch := st.Disk
+	if !l.Reuse {
+		scratch = filepath.Join(st.Disk, "runs", strconv.Itoa(n))
+		err := os.MkdirAll(filepath.Dir(scratch), 0o711)
+		if err == nil {
+			err = sandbox.MkdirOwned(scratch, st.UID, st.GID)
+		}
+		if err == nil {
+			err = makeScratch(scratch, st.UID, st.GID)
+		}
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("container launch: fresh scratch space: %w", err)
+		}
+	}
+	listens, hosts := sandbox.BridgeListens(l.Endpoints)
+	if err := writeEtc(dir, hosts); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("container launch: %w", err)
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("container launch: status pipe: %w", err)
+	}
+	name := containerName(l.ID, n)
+	spec := req.Spec
+	wrapped := spec
+	wrapped.Path = st.EnginePath
+	wrapped.Args = append([]string{string(st.Engine)}, st.engine().args(runArgs(l, st, req, name, dir, scratch, listens)...)...)
+	wrapped.Env = engineProcessEnv(spec.Env)
+	wrapped.ExtraFiles = append(slices.Clone(spec.ExtraFiles), statusW)
+	return &launched{spec: wrapped, lease: l, st: st, n: n, name: name, dir: dir, scratch: scratch, statusR: statusR, statusW: statusW,
+		mountPoints: readOnlyMounts(l, st, req)}, nil
+}
+
+// containerName is the engine's name of launch n of lease id: apf-<16 hex>-<n>.
+func containerName(leaseID string, n int) string {
+	return "apf-" + strings.TrimPrefix(leaseID, "lease-") + "-" + strconv.Itoa(n)
+}
+
+// runArgs is the engine's `run` command line of one launch: the lease's labels, its
+// limits, no network, no capability, a read-only root as the container user, the
+// mounts, the agent's environment variables by name (their values stay in the engine
+// process's environment, never on a command line), and init with the agent's command.
+func runArgs(l *environment.Lease, st state, req environment.LaunchRequest, name, dir, scratch string, listens []string) []string {
+	spec := req.Spec
+	a := []string{"run", "--name", name, "--pull", "never", "--interactive",
+		"--label", labelProvider + "=" + string(environment.ProviderContainer), "--label", labelLease + "=" + l.ID,
+		"--label", labelOwnerPID + "=" + strconv.Itoa(st.OwnerPID), "--label", labelOwnerStart + "=" + st.OwnerStart,
+		"--label", labelLeaseDir + "=" + l.Dir, "--label", labelSocketDir + "=" + l.SocketDir}
+	if st.Owner != "" {
+		a = append(a, "--label", labelOwner+"="+st.Owner)
+	}
+	a = append(a, "--network", "none", "--cap-drop", "all", "--security-opt", "no-new-privileges", "--read-only",
+		"--user", strconv.Itoa(st.UID)+":"+strconv.Itoa(st.GID), "--hostname", "agentproof-container",
+		"--cpus", strconv.FormatFloat(l.Shape.CPUCores, 'f', -1, 64),
+		"--memory", strconv.FormatInt(l.Shape.MemoryBytes, 10), "--memory-swap", strconv.FormatInt(l.Shape.MemoryBytes, 10),
+		"--pids-limit", strconv.FormatInt(l.Shape.PIDs, 10), "--log-driver", "none")
+	a = append(a, ulimits()...)
+	a = append(a, "--preserve-fds", strconv.Itoa(len(spec.ExtraFiles)+1), "--no-hosts",
+		"--volume", filepath.Join(dir, "hosts")+":/etc/hosts:ro", "--volume", filepath.Join(dir, "resolv.conf")+":/etc/resolv.conf:ro",
+		"--volume", filepath.Join(scratch, "tmp")+":/tmp", "--volume", filepath.Join(scratch, "home")+":"+Home,
+		"--volume", l.Workspace+":"+l.Workspace)
+	binds := slices.Clone(req.Binds)
+	slices.SortStableFunc(binds, func(x, y environment.Bind) int { return len(x.Path) - len(y.Path) })
+	for _, b := range binds {
+		opt := ":ro"
+		if b.Write {
+			opt = ""
+		}
+		a = append(a, "--volume", b.Path+":"+b.Path+opt)
+	}
+	for _, r := range readOnlyMounts(l, st, req) {
+		src := r
+		if real, err := filepath.EvalSymlinks(r); err == nil {
+			src = real
+		}
+		a = append(a, "--volume", src+":"+r+":ro")
+	}
+	a = append(a, "--volume", l.SocketDir+":"+BridgeDir+":ro", "--workdir", spec.Dir)
+	for _, kv := range spec.Env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+			a = append(a, "--env", k)
+		}
+	}
+	a = append(a, "--entrypoint", st.Executable, l.Image, sandbox.InitCommand,
+		"--status-fd", strconv.Itoa(3+len(spec.ExtraFiles)), "--pass-fds", strconv.Itoa(len(spec.ExtraFiles)))
+	for _, ls := range listens {
+		a = append(a, "--listen", ls)
+	}
+	a = append(a, "--", spec.Path)
+	return append(a, spec.Args...)
+}
+
+// imageDirs are the image's own system directories: a program under one of them (the
+// driver's /bin/sh, /usr/bin/env) is the image's, never the host's.
+var imageDirs = []string{"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+
+// readOnlyMounts are the host paths mounted read-only at their own path: the agentproof
+// executable (the init), the request's read-only paths and the agent's program when it
+// lies elsewhere than the workspace, those paths and the image's system directories.
+// Sorted, each once.
+func readOnlyMounts(l *environment.Lease, st state, req environment.LaunchRequest) []string {
+	ro := append([]string{st.Executable}, req.ReadOnly...)
+	path := req.Spec.Path
+	inImage := slices.ContainsFunc(imageDirs, func(d string) bool { return environment.Within(d, path) })
+	if !inImage && !environment.Within(l.Workspace, path) && !slices.ContainsFunc(ro, func(r string) bool { return environment.Within(r, path) }) {
+		ro = append(ro, path)
+	}
+	slices.Sort(ro)
+	return slices.Compact(ro)
+}
+
+// ulimits are the open-file and process limits of a container: 4096 each, or this
+// process's hard limit when it is lower. The runtime refuses a value above the limits
+// it inherits (podman's defaults are higher than many machines give; on a machine
+// with a hard nproc of 96553, 65536 was refused and 4096 taken); the pids cgroup is
+// the real process limit.
+func ulimits() []string {
+	var out []string
+	for _, u := range []struct {
+		name     string
+		resource int
+	}{{"nofile", syscall.RLIMIT_NOFILE}, {"nproc", 6 /* RLIMIT_NPROC */}} {
+		var lim syscall.Rlimit
+		v := uint64(1024)
+		if err := syscall.Getrlimit(u.resource, &lim); err == nil {
+			v = min(lim.Max, 4096)
+		}
+		out = append(out, "--ulimit", fmt.Sprintf("%s=%d:%d", u.name, v, v))
+	}
+	return out
+}
+
+// engineProcessEnv is the engine process's environment: the agent's variables (the
+// engine hands each to the container by name) and, where the agent sets none, what the
+// engine itself needs (engineEnv).
+func engineProcessEnv(agentEnv []string) []string {
+	env := slices.Clone(agentEnv)
+	for _, kv := range engineEnv() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") }) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// launchProblems checks a launch request against its lease: an absolute program and
+// an argv, writable binds only in the workspace or on the lease disk, read-only binds
+// that exist and cover no writable place, and a working directory in a writable
+// place. It returns every problem (none: nil).
+func launchProblems(l *environment.Lease, st state, req environment.LaunchRequest) []string {
+	spec := req.Spec
+	var probs []string
+	if !filepath.IsAbs(spec.Path) || len(spec.Args) == 0 {
+		probs = append(probs, "spec needs an absolute path and argv")
+	}
+	writable := []string{l.Workspace}
+	for i, b := range req.Binds {
+		switch {
+		case !filepath.IsAbs(b.Path) || filepath.Clean(b.Path) != b.Path || strings.ContainsAny(b.Path, ":,"):
+			probs = append(probs, fmt.Sprintf("binds[%d] %q must be an absolute, clean path without ':' or ','", i, b.Path))
+		case b.Write && !environment.Within(l.Workspace, b.Path) && !environment.Within(st.Disk, b.Path):
+			probs = append(probs, fmt.Sprintf("binds[%d] %s is writable but outside the workspace and the lease disk %s", i, b.Path, st.Disk))
+		case b.Write:
+			writable = append(writable, b.Path)
+		}
+	}
+	for i, ro := range req.ReadOnly {
+		if !filepath.IsAbs(ro) || filepath.Clean(ro) != ro || strings.ContainsAny(ro, ":,") {
+			probs = append(probs, fmt.Sprintf("readOnly[%d] %q must be an absolute, clean path without ':' or ','", i, ro))
+			continue
+		}
+		if _, err := os.Stat(ro); err != nil {
+			probs = append(probs, fmt.Sprintf("readOnly[%d]: %v", i, err))
+		}
+		for _, w := range writable {
+			if environment.Within(ro, w) {
+				probs = append(probs, fmt.Sprintf("readOnly[%d] %s would cover the writable %s", i, ro, w))
+			}
+		}
+	}
+	if !slices.ContainsFunc(writable, func(w string) bool { return environment.Within(w, spec.Dir) }) {
+		probs = append(probs, fmt.Sprintf("dir %s must be the workspace %s or inside a writable bind", spec.Dir, l.Workspace))
+	}
+	if strings.ContainsAny(l.Workspace, ":,") {
+		probs = append(probs, fmt.Sprintf("the workspace %s holds ':' or ',', which a volume cannot name", l.Workspace))
+	}
+	return probs
+}
+
+// newLaunchDir creates the next free launches/<n> directory (0755: the engine mounts
+// the generated files from it).
+func newLaunchDir(root string) (int, string, error) {
+	for n := 1; n < 1<<20; n++ {
+		dir := filepath.Join(root, strconv.Itoa(n))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return n, dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return 0, "", err
+		}
+	}
+	return 0, "", errors.New("too many launches")
+}
+
+// writeEtc writes a launch's /etc/hosts (localhost and the endpoints' names) and an
+// empty /etc/resolv.conf (there is no DNS: the reachable names are the allowlist).
+func writeEtc(dir string, hosts []string) error {
+	files := map[string]string{
+		"hosts":       "127.0.0.1 localhost agentproof-container\n" + strings.Join(append(hosts, ""), "\n"),
+		"resolv.conf": "# agentproof container: no DNS; reachable names are in /etc/hosts\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// launched is one prepared container launch.
+type launched struct {
+	spec             worker.Spec
+	lease            *environment.Lease
+	st               state
+	n                int
+	name             string
+	dir, scratch     string
+	statusR, statusW *os.File
+	// mountPoints are the container paths of the read-only mounts: the engine makes a
+	// mount point under /tmp (the scratch's) for one that lies there, which is not the
+	// agent's write.
+	mountPoints []string
+}
+
+func (x *launched) Spec() worker.Spec { return x.spec }

@@ -1,0 +1,194 @@
+package container
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/sandbox"
+)
+
+// Labels every container of a lease carries.
+const (
+	labelProvider   = "agentproof.provider"
+	labelLease      = "agentproof.lease"
+	labelOwnerPID   = "agentproof.owner-pid"
+	labelOwnerStart = "agentproof.owner-start"
+	labelOwner      = "agentproof.owner"
+	labelLeaseDir   = "agentproof.lease-dir"
+	labelSocketDir  = "agentproof.socket-dir"
+)
+
+// Setup creates a container lease (see the package doc) after removing the orphans of
+// dead owners (Sweep). spec needs a pinned shape, a lease root and an image by
+// digest that the engine has locally. Errors: a *environment.SpecError for an invalid
+// spec; a wrapped error naming what failed on the host (not root, no podman, the image
+// missing, tmpfs refused). On error, whatever was made is destroyed again.
+func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*environment.Lease, error) {
+	if probs := p.specProblems(spec); len(probs) > 0 {
+		return nil, &environment.SpecError{What: "container lease spec", Problems: probs}
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("container lease: this provider needs root here (the lease disk's tmpfs; rootless podman is not supported yet); see `agentproof environments probe`")
+	}
+	eng := *p.opt.Engine
+	version, err := eng.Version(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("container lease: %s: %w", eng.Name, err)
+	}
+	_, _ = p.Sweep(ctx) // a failed sweep leaves orphans for the next one; this lease is unaffected
+	img, err := eng.Inspect(ctx, spec.Image)
+	if err != nil {
+		return nil, fmt.Errorf("container lease: %w", err)
+	}
+	if img.Ref != spec.Image {
+		return nil, fmt.Errorf("container lease: image %s resolves to %s: the digest does not match", spec.Image, img.Ref)
+	}
+	id, err := environment.NewLeaseID()
+	if err != nil {
+		return nil, err
+	}
+	l := &environment.Lease{Schema: environment.LeaseSchema, ID: id, Provider: environment.ProviderContainer,
+		EnvironmentID: spec.EnvironmentID, ConfigurationKey: spec.ConfigurationKey, Shape: spec.Shape, Reuse: spec.Reuse,
+		StartedAt: p.opt.Now().UTC(), Dir: filepath.Join(spec.Root, id), Live: spec.Live, Image: spec.Image}
+	st := state{Engine: eng.Name, EnginePath: eng.Path, Runtime: eng.Runtime, EngineVersion: version, ImageID: img.ID,
+		UID: NobodyID, GID: NobodyID, Executable: p.opt.Executable, Disk: filepath.Join(l.Dir, "disk"),
+		OwnerPID: os.Getpid(), OwnerStart: processStart(os.Getpid()), Owner: spec.Owner}
+	if err := os.Mkdir(l.Dir, 0o711); err != nil {
+		return nil, fmt.Errorf("container lease: %w", err)
+	}
+	if l.SocketDir, err = sandbox.MakeSocketDir(); err != nil {
+		_ = os.Remove(l.Dir)
+		return nil, fmt.Errorf("container lease: %w", err)
+	}
+	fail := func(err error) (*environment.Lease, error) {
+		l.State, _ = json.Marshal(st)
+		_ = p.Cleanup(context.WithoutCancel(ctx), l)
+		return nil, fmt.Errorf("container lease: %w", err)
+	}
+	for _, e := range spec.Endpoints {
+		e.Socket = filepath.Join(l.SocketDir, e.Name+".sock")
+		l.Endpoints = append(l.Endpoints, e)
+	}
+	if err := provision(l, st, spec); err != nil {
+		return fail(err)
+	}
+	if l.State, err = json.Marshal(st); err != nil {
+		return fail(err)
+	}
+	if err := environment.WriteLeaseFile(l); err != nil {
+		return fail(err)
+	}
+	return l, nil
+}
+
+// specProblems lists what makes spec unusable for a container lease: the spec's own
+// problems, a shape that is not pinned or valid, an image not named by digest, no
+// usable engine, and an agentproof executable that is missing or not static.
+func (p *Provider) specProblems(spec environment.LeaseSpec) []string {
+	probs := spec.Problems(true)
+	if !spec.Shape.Pinned() {
+		probs = append(probs, "the container needs a pinned shape (cpuCores, memoryBytes, pids, diskBytes)")
+	} else {
+		probs = append(probs, spec.Shape.Problems()...)
+	}
+	if msg := ImageRefProblem(spec.Image); msg != "" {
+		probs = append(probs, msg)
+	}
+	switch {
+	case p.opt.Engine == nil:
+		probs = append(probs, "no container engine is installed (Debian/Ubuntu: apt-get install podman runc)")
+	case p.opt.Engine.Name != EnginePodman:
+		probs = append(probs, fmt.Sprintf("the container engine %s is not supported: podman is (its CLI passes descriptors with --preserve-fds)", p.opt.Engine.Name))
+	}
+	if msg := staticProblem(p.opt.Executable); msg != "" {
+		probs = append(probs, msg)
+	}
+	return probs
+}
+
+// staticProblem says why exe cannot be a container's init: missing, not an ELF file,
+// or dynamically linked (the image brings its own libraries or none). "" when it is a
+// static executable.
+func staticProblem(exe string) string {
+	if !filepath.IsAbs(exe) {
+		return "the agentproof executable is unknown (Options.Executable)"
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		return fmt.Sprintf("the agentproof executable %s: %v", exe, err)
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return fmt.Sprintf("the agentproof executable %s is dynamically linked: a container runs it as its init with the image's libraries, so build it static (CGO_ENABLED=0 go build ./cmd/agentproof)", exe)
+		}
+	}
+	return ""
+}
+
+// provision makes lease l's host resources: the lease disk (a tmpfs of the pinned disk
+// size owned by the container user) with HOME and /tmp, the launches directory, and
+// the workspace (a new one on the disk, or spec's directory given to the container
+// user). Errors name the step that failed.
+func provision(l *environment.Lease, st state, spec environment.LeaseSpec) error {
+	for _, d := range []string{st.Disk, filepath.Join(l.Dir, "launches")} {
+		if err := os.Mkdir(d, 0o711); err != nil {
+			return err
+		}
+	}
+	if err := sandbox.MountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
+		return err
+	}
+	if err := makeScratch(st.Disk, st.UID, st.GID); err != nil {
+		return err
+	}
+	l.Workspace = spec.Workspace
+	if l.Workspace == "" {
+		l.Workspace = filepath.Join(st.Disk, "workspace")
+		return sandbox.MkdirOwned(l.Workspace, st.UID, st.GID)
+	}
+	if fi, err := os.Stat(l.Workspace); err != nil || !fi.IsDir() {
+		return fmt.Errorf("workspace %s must be an existing directory", l.Workspace)
+	}
+	if err := sandbox.ChownTree(l.Workspace, st.UID, st.GID); err != nil {
+		return fmt.Errorf("giving the workspace to the container user: %w", err)
+	}
+	return nil
+}
+
+// makeScratch creates HOME and /tmp of a launch under dir, owned by the container user.
+func makeScratch(dir string, uid, gid int) error {
+	for _, name := range []string{"home", "tmp"} {
+		if err := sandbox.MkdirOwned(filepath.Join(dir, name), uid, gid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// processStart is pid's start time in clock ticks after boot (field 22 of
+// /proc/<pid>/stat), "" when unreadable.
+func processStart(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19] // field 22 overall; fields after the command start at field 3
+}

@@ -1,0 +1,105 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/worker"
+)
+
+// Fact names of a container launch's Settled.Facts besides the sandbox's.
+const (
+	// FactImage is the image the launch ran, by digest.
+	FactImage = "image"
+	// FactImageID is the engine's id of that image.
+	FactImageID = "imageId"
+	// FactEngine is the engine, its version and runtime ("podman 4.3.1 runc").
+	FactEngine = "engine"
+	// FactContainer is the container's name.
+	FactContainer = "container"
+	// FactRemoved is "confirmed" when the engine no longer knows the container after
+	// Settle removed it, else what stands in the way (the lease's Cleanup tries again
+	// and fails the cell when it cannot confirm it either).
+	FactRemoved = "removed"
+)
+
+// Settle reads init's exit report and puts the agent's own exit into the outcome,
+// asks the engine whether the container was OOM-killed, removes the container and
+// confirms it is gone, checks the lease disk, and removes the launch's generated files
+// (and, when the lease is not reused, its scratch).
+func (x *launched) Settle(o worker.Outcome) environment.Settled {
+	eng := x.st.engine()
+	engine := string(x.st.Engine) + " " + x.st.EngineVersion
+	if x.st.Runtime != "" {
+		engine += " " + x.st.Runtime
+	}
+	s := environment.Settled{Outcome: o, Facts: map[string]string{
+		"provider": string(environment.ProviderContainer), "lease": x.lease.ID, "launch": strconv.Itoa(x.n),
+		"uid": strconv.Itoa(x.st.UID), FactImage: x.lease.Image, FactImageID: x.st.ImageID, FactEngine: engine, FactContainer: x.name,
+	}}
+	_ = x.statusW.Close()
+	rep, err := sandbox.ReadInitStatus(x.statusR)
+	_ = x.statusR.Close()
+	switch {
+	case !o.Started:
+	case err != nil:
+		s.Problems = append(s.Problems, fmt.Sprintf("no exit report from the container's init (%v); the outcome is the engine's", err))
+	case rep.Error != "":
+		s.Problems = append(s.Problems, "container init: "+rep.Error)
+		fallthrough
+	default:
+		if o.Exited && rep.Exited {
+			code := rep.ExitCode
+			s.Outcome.ExitCode, s.Outcome.Signal = nil, rep.Signal
+			if rep.Signal == "" {
+				s.Outcome.ExitCode = &code
+			}
+		}
+		for name, n := range rep.Connections {
+			s.Facts["connections."+name] = strconv.FormatInt(n, 10)
+		}
+	}
+	ctx := context.Background()
+	if o.Started {
+		if out, err := eng.run(ctx, "inspect", "--type", "container", "--format", "{{.State.OOMKilled}}", x.name); err == nil && strings.TrimSpace(out) == "true" {
+			shape := x.lease.Shape
+			s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceMemory, Limit: shape.MemoryBytes, Events: 1,
+				Detail: fmt.Sprintf("memory limit %d bytes: the engine reports the container OOM-killed", shape.MemoryBytes)})
+		}
+	}
+	s.Facts[FactRemoved] = x.removeConfirmed(ctx, eng)
+	if w := sandbox.WritesOutside(x.scratch, x.mountPoints); w != "" {
+		s.Facts[sandbox.FactWritesOutside] = w
+	}
+	if full, err := sandbox.DiskFull(x.st.Disk); err == nil && full {
+		shape := x.lease.Shape
+		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceDisk, Limit: shape.DiskBytes, Events: 1,
+			Detail: fmt.Sprintf("disk limit %d bytes: the lease disk is full", shape.DiskBytes)})
+	}
+	_ = os.RemoveAll(x.dir)
+	if !x.lease.Reuse {
+		_ = os.RemoveAll(x.scratch)
+	}
+	return s
+}
+
+// removeConfirmed removes the launch's container and asks the engine whether it still
+// knows it: "confirmed", or what went wrong.
+func (x *launched) removeConfirmed(ctx context.Context, eng Engine) string {
+	if err := eng.remove(ctx, x.name); err != nil {
+		return "removal failed: " + err.Error()
+	}
+	there, err := eng.exists(ctx, x.name)
+	switch {
+	case err != nil:
+		return "unconfirmed: " + err.Error()
+	case there:
+		return "the engine still lists the container"
+	}
+	return "confirmed"
+}
