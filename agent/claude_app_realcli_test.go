@@ -27,6 +27,9 @@ import (
 // claudeBinary locates the pinned claude or skips/fails.
 func claudeBinary(tb testing.TB) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skipf("-short: Claude Code is a real agent CLI (seconds of CPU per session); the full test command runs it")
+	}
 	c, _ := clis.Lookup("claude")
 	dir := os.Getenv("AGENTPROOF_AGENTS_DIR")
 	if dir == "" {

@@ -31,6 +31,9 @@ var updateCodexSchema = flag.Bool("update-codex-schema", false, "rewrite testdat
 // codexBinary locates the pinned codex or skips/fails.
 func codexBinary(tb testing.TB) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skipf("-short: Codex is a real agent CLI (seconds of CPU per session); the full test command runs it")
+	}
 	c, _ := clis.Lookup("codex")
 	dir := os.Getenv("AGENTPROOF_AGENTS_DIR")
 	if dir == "" {
