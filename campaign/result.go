@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentproof/agentproof/match"
+	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -89,9 +91,7 @@ func addFacts(res *result.Result, f *Facts) {
 	}
 	res.Termination = f.Termination
 	res.Usage = f.Usage
-	for _, m := range f.Matchers {
-		res.MatcherResults = append(res.MatcherResults, result.MatcherResult{Kind: string(m.Kind), Passed: m.Passed, NotReached: m.NotReached, Expected: m.Expected, Observed: m.Observed, Detail: m.Detail})
-	}
+	res.MatcherResults = append(res.MatcherResults, MatcherResults(f.Matchers)...)
 	res.RuntimeFacts = slices.Clone(f.Runtime)
 	res.RuntimeMode = agreedRuntimeMode(f.Runtime)
 	res.Leases = slices.Clone(f.Leases)
@@ -128,4 +128,20 @@ func WriteResult(root string, r *AttemptResult) error {
 		ev = NewEvidence(filepath.Join(root, r.Plan.Dir))
 	}
 	return writeResultAndManifest(ResultOf(r), r.Outcome.Secrets, ev)
+}
+
+// WriteRegraded writes the result.json of an attempt `agentproof regrade` graded
+// again, and then its evidence-manifest.json, through ev (WriteResult's rules; the
+// regrade holds no secret value, so the guard looks for secret shapes).
+func WriteRegraded(res *result.Result, ev *Evidence) error {
+	return writeResultAndManifest(res, redact.NewSet(), ev)
+}
+
+// MatcherResults are the matchers' outcomes as result.json records them, in order.
+func MatcherResults(ms []match.Outcome) []result.MatcherResult {
+	out := []result.MatcherResult{}
+	for _, m := range ms {
+		out = append(out, result.MatcherResult{Kind: string(m.Kind), Passed: m.Passed, NotReached: m.NotReached, Expected: m.Expected, Observed: m.Observed, Detail: m.Detail})
+	}
+	return out
 }

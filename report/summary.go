@@ -23,6 +23,9 @@ func Summary(c *result.Campaign) []byte {
 	var b strings.Builder
 	state := c.Selection()
 	fmt.Fprintf(&b, "# agentproof campaign %s\n\n", md(c.CampaignID))
+	if r := c.RegradeOf; r != nil {
+		fmt.Fprintf(&b, "**A regrade of campaign %s** (graded first by %s): its stored evidence graded again by %s (docs/regrade.md).\n\n", md(r.CampaignID), md(r.Fingerprint), md(c.Fingerprint))
+	}
 	later := c.LaterPasses()
 	counts := fmt.Sprintf("%d/%d", c.Passed, c.Selected)
 	if in := c.Interruption; in != nil {

@@ -55,6 +55,9 @@ type CampaignOptions struct {
 	// in Campaign.NotRun. nil with ExpectedIDs nil keeps an existing campaign.json's,
 	// so that regeneration reproduces it.
 	NotRunHere map[string]string
+	// RegradeOf, when non-nil, marks the campaign a regrade of another
+	// (Campaign.RegradeOf); nil keeps an existing campaign.json's.
+	RegradeOf *RegradeOf
 	// HistoryKeep bounds history.json: the campaigns kept per suite definition
 	// (History.Trim); 0 means DefaultHistoryKeep, a negative value keeps every one.
 	HistoryKeep int
@@ -290,6 +293,10 @@ func keepPrior(c *Campaign, opts CampaignOptions, prior *priorCampaign) {
 	c.Interruption = opts.Interruption
 	if c.Interruption == nil && opts.ExpectedIDs == nil && prior != nil {
 		c.Interruption = prior.Interruption
+	}
+	c.RegradeOf = opts.RegradeOf
+	if c.RegradeOf == nil && prior != nil {
+		c.RegradeOf = prior.RegradeOf
 	}
 }
 

@@ -89,6 +89,10 @@ type Campaign struct {
 	// cell finished (the results then cover only the finished cells); nil for a
 	// campaign that ran to its end.
 	Interruption *Interruption `json:"interruption,omitempty"`
+	// RegradeOf, set on a campaign `agentproof regrade` made, names the campaign whose
+	// stored evidence it graded again and that campaign's fingerprint; Fingerprint is
+	// then the definition that graded it (docs/regrade.md).
+	RegradeOf *RegradeOf `json:"regradeOf,omitempty"`
 }
 
 // Interruption is how far an interrupted campaign got: the cells its run selected, how

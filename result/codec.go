@@ -25,6 +25,7 @@ type priorCampaign struct {
 	Interruption          *Interruption     `json:"interruption"`
 	NotRunHere            map[string]string `json:"notRunHere"`
 	Baselines             []Baseline        `json:"baselines"`
+	RegradeOf             *RegradeOf        `json:"regradeOf"`
 }
 
 // readPriorCampaign reads an existing campaign.json for its expected ids and options;

@@ -213,6 +213,21 @@ type Result struct {
 	// read), omitted when the workspace started empty; the per-turn diff is relative
 	// to it.
 	WorkspaceSource *wsource.Record `json:"workspaceSource,omitempty"`
+	// RegradeOf, set on a result of `agentproof regrade`, names the stored attempt it
+	// graded again (docs/regrade.md); SuiteDefinitionHash is then the definition that
+	// graded it.
+	RegradeOf *RegradeOf `json:"regradeOf,omitempty"`
+}
+
+// RegradeOf names what a regrade graded again: the source campaign, the fingerprint
+// (a campaign's) or suite definition hash (a result's) that graded it first, and — on
+// a result — the source attempt's directory relative to the source campaign's and its
+// verdict there.
+type RegradeOf struct {
+	CampaignID  string          `json:"campaignId"`
+	Fingerprint string          `json:"fingerprint"`
+	Attempt     string          `json:"attempt,omitempty"`
+	Verdict     verdict.Verdict `json:"verdict,omitempty"`
 }
 
 // ValidationError lists every problem found in one document, each naming its field.

@@ -82,6 +82,11 @@ type LocalExecutor struct {
 	// instances' keys) are added as they are made (heldSecrets).
 	Secrets *redact.Set
 
+	// FinalWorkspaceBytes bounds the file content of the final workspace an attempt
+	// whose case has a verifier keeps as evidence (workspace.FinalFile; 0:
+	// workspace.DefaultFinalMaxBytes; `run --final-workspace-bytes`).
+	FinalWorkspaceBytes int64
+
 	// GitCache is where git workspace sources are cloned ("" means agentproof/git in
 	// the user's cache directory).
 	GitCache string
@@ -384,8 +389,10 @@ func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan campaign.Attemp
 		_ = x.Sentry.Done(m) // teardown swept it
 	}
 	s.Interrupted = ctx.Err() != nil
+	pre := Prejudge(s)
+	writeGrading(a, s, pre)
 	return campaign.Outcome{
-		Judgement:        Judge(s),
+		Judgement:        pre.With(s.Grades.Matchers),
 		Interrupted:      s.Interrupted,
 		CleanupConfirmed: s.Teardown.Confirmed,
 		Facts:            facts(s),

@@ -53,38 +53,72 @@ const maxReasonMatchers = 3
 //  11. otherwise → passed.
 //
 // Reasons hold only the stages' texts, which the stages redacted.
+//
+// Judge is Prejudge followed by Prejudged.With over the matchers' outcomes: what the
+// matchers cannot change is decided first, so that a regrade of the stored evidence
+// (docs/regrade.md) judges new outcomes by the same rules.
 func Judge(s *Stages) verdict.Judgement {
+	return Prejudge(s).With(s.Grades.Matchers)
+}
+
+// Prejudged is what a judgement holds apart from the matchers' outcomes (Prejudge):
+// Decided, the judgement of rules 1–6, which no matcher changes (nil: none
+// applied); Stream, the judgement of rule 6a, which stands unless a runtime_metadata
+// matcher failed (nil: every event stream was complete); Candidate, the candidate's
+// own faults in their words (rule 8: a flow contract violation, a protected file
+// changed, a CLI that exited non-zero). It is kept in grading.json as evidence.
+type Prejudged struct {
+	Decided   *verdict.Judgement `json:"decided,omitempty"`
+	Stream    *verdict.Judgement `json:"stream,omitempty"`
+	Candidate []string           `json:"candidate,omitempty"`
+}
+
+// Prejudge applies Judge's rules 1–6 and collects what rules 6a and 8 need.
+func Prejudge(s *Stages) Prejudged {
 	faults, paced := stageFaults(s)
+	decided := func(j verdict.Judgement) Prejudged { return Prejudged{Decided: &j} }
 	if leaks := leaksOf(s, faults); len(leaks) > 0 {
-		return judgement(verdict.Failed, verdict.SecretLeak, "secret leak: "+strings.Join(leaks, "; "))
+		return decided(judgement(verdict.Failed, verdict.SecretLeak, "secret leak: "+strings.Join(leaks, "; ")))
 	}
 	if !s.Teardown.Confirmed {
-		return judgement(verdict.Failed, verdict.CleanupFailure, cleanupReason(s.Teardown))
+		return decided(judgement(verdict.Failed, verdict.CleanupFailure, cleanupReason(s.Teardown)))
 	}
 	if s.Interrupted || s.Flow.Interrupted {
-		return campaign.InterruptedJudgement()
+		return decided(campaign.InterruptedJudgement())
 	}
-	var candidate []*verdict.Fault
+	var p Prejudged
 	for _, f := range faults {
 		switch f.Origin {
 		case verdict.Candidate:
-			candidate = append(candidate, f)
+			p.Candidate = append(p.Candidate, f.Error())
 		case verdict.Harness, verdict.Provider:
-			return faultJudgement(f)
+			return decided(faultJudgement(f))
 		}
 	}
 	if len(s.Teardown.Missing) > 0 {
-		return judgement(verdict.Inconclusive, verdict.PermanentInfrastructure, "collector error: missing required evidence: "+strings.Join(s.Teardown.Missing, ", "))
+		return decided(judgement(verdict.Inconclusive, verdict.PermanentInfrastructure, "collector error: missing required evidence: "+strings.Join(s.Teardown.Missing, ", ")))
 	}
 	if len(paced) > 0 {
-		return faultJudgement(paced[0])
+		return decided(faultJudgement(paced[0]))
 	}
 	if inc := incompleteStreams(s.Observation.Runs, s.Flow.Killed); len(inc) > 0 {
-		if j, ok := streamJudgement(s.Pace, inc, s.Grades.Matchers); ok {
-			return j
-		}
+		j := streamJudgement(s.Pace, inc)
+		p.Stream = &j
 	}
-	return matcherJudgement(s.Grades.Matchers, candidate)
+	return p
+}
+
+// With judges the matchers' outcomes ms after what p decided: p.Decided when set;
+// else p.Stream unless a runtime_metadata matcher failed; else the matchers and the
+// candidate's own faults (rules 7–11).
+func (p Prejudged) With(ms []match.Outcome) verdict.Judgement {
+	if p.Decided != nil {
+		return *p.Decided
+	}
+	if p.Stream != nil && !runtimeMetadataFailed(ms) {
+		return *p.Stream
+	}
+	return matcherJudgement(ms, p.Candidate)
 }
 
 // stageFaults are the faults the stages returned, in stage order (faults), and the
@@ -160,20 +194,26 @@ func incompleteStreams(runs []api.HeartbeatRun, killed []string) []string {
 	return out
 }
 
-// streamJudgement is rule 6a: inconclusive with ReasonEventStreamIncomplete, unless a
-// runtime_metadata matcher failed (ok false: the matchers judge).
-func streamJudgement(p Pace, runs []string, ms []match.Outcome) (verdict.Judgement, bool) {
-	for _, m := range ms {
-		if m.Kind == match.KindRuntimeMetadata && !m.Passed && !m.NotReached {
-			return verdict.Judgement{}, false
-		}
-	}
+// streamJudgement is rule 6a: inconclusive with ReasonEventStreamIncomplete (it
+// stands unless a runtime_metadata matcher failed: runtimeMetadataFailed).
+func streamJudgement(p Pace, runs []string) verdict.Judgement {
 	class := verdict.PermanentInfrastructure
 	if p == PaceLive {
 		class = verdict.ProviderVariance
 	}
 	return judgement(verdict.Inconclusive, class, fmt.Sprintf("%s: the event stream of run %s ended without its terminal event (the agent exited without finishing cleanly): its outcome was not observed whole",
-		ReasonEventStreamIncomplete, strings.Join(runs, ", "))), true
+		ReasonEventStreamIncomplete, strings.Join(runs, ", ")))
+}
+
+// runtimeMetadataFailed reports whether a runtime_metadata matcher of ms failed
+// (neither passed nor not reached).
+func runtimeMetadataFailed(ms []match.Outcome) bool {
+	for _, m := range ms {
+		if m.Kind == match.KindRuntimeMetadata && !m.Passed && !m.NotReached {
+			return true
+		}
+	}
+	return false
 }
 
 func cleanupReason(t Teardown) string {
@@ -194,7 +234,7 @@ func faultJudgement(f *verdict.Fault) verdict.Judgement {
 }
 
 // matcherJudgement judges the matchers after every fault but the candidate's own.
-func matcherJudgement(ms []match.Outcome, candidate []*verdict.Fault) verdict.Judgement {
+func matcherJudgement(ms []match.Outcome, own []string) verdict.Judgement {
 	var failed, notReached []string
 	for i, m := range ms {
 		switch {
@@ -204,10 +244,6 @@ func matcherJudgement(ms []match.Outcome, candidate []*verdict.Fault) verdict.Ju
 		default:
 			failed = append(failed, describeMatcher(i, m))
 		}
-	}
-	var own []string
-	for _, f := range candidate {
-		own = append(own, f.Error())
 	}
 	switch {
 	case len(failed) > 0 && len(own) > 0:

@@ -17,6 +17,7 @@ import (
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
 	"github.com/agentproof/agentproof/worker"
+	"github.com/agentproof/agentproof/workspace"
 )
 
 // ReasonVerifierTampered starts the reason of an attempt whose agent changed a file
@@ -75,6 +76,7 @@ func (x *LocalExecutor) verify(ctx context.Context, a *attempt, p *Provisioned, 
 	}
 	var v Verification
 	defer func() { writeJSON(a.ev, secrets, VerifyFile, verifyDocument(v)) }()
+	x.keepFinal(ctx, a, p.Workspace, secrets)
 	now, err := protectedState(p.Workspace, vf.Protect)
 	if err != nil {
 		v.Fault = verdict.HarnessFault(fmt.Errorf("verifier integrity: hashing the protected paths again: %w", err), false)
@@ -84,13 +86,21 @@ func (x *LocalExecutor) verify(ctx context.Context, a *attempt, p *Provisioned, 
 		a.log.note("verifier not run: the agent changed protected files: %s", strings.Join(v.Tampered, ", "))
 		return v
 	}
+	v = x.runSteps(ctx, a, p, vf.Steps, secrets)
+	return v
+}
+
+// runSteps runs the verifier's steps in order in p.Workspace (a fresh HOME below
+// p.Root), stopping at the first harness fault.
+func (x *LocalExecutor) runSteps(ctx context.Context, a *attempt, p *Provisioned, steps []catalog.VerifyStep, secrets *redact.Set) Verification {
+	var v Verification
 	home := filepath.Join(p.Root, "verify-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		v.Fault = verdict.HarnessFault(fmt.Errorf("verifier home: %w", err), true)
 		return v
 	}
 	v.Ran = true
-	for _, st := range vf.Steps {
+	for _, st := range steps {
 		run, rec, fault := x.runStep(ctx, a, p, st, home, secrets)
 		v.Steps, v.Records = append(v.Steps, run), append(v.Records, rec)
 		if fault != nil {
@@ -99,6 +109,22 @@ func (x *LocalExecutor) verify(ctx context.Context, a *attempt, p *Provisioned, 
 		}
 	}
 	return v
+}
+
+// keepFinal keeps the workspace as the agent left it as evidence (workspace.FinalFile,
+// bounded by FinalWorkspaceBytes), so that a regrade can run a verifier again against
+// a fresh copy of it; a workspace it cannot read is noted in the flow log (a regrade
+// of the verifier is then inconclusive, naming the missing file).
+func (x *LocalExecutor) keepFinal(ctx context.Context, a *attempt, ws string, secrets *redact.Set) {
+	f, err := workspace.TakeFinal(ctx, ws, x.FinalWorkspaceBytes)
+	if err != nil {
+		a.log.note("the final workspace was not kept: %v", err)
+		return
+	}
+	if f.Truncated {
+		a.log.note("the final workspace kept is truncated: %s", f.Note)
+	}
+	writeJSON(a.ev, secrets, workspace.FinalFile, f)
 }
 
 // runStep runs one verifier step and reads its report.

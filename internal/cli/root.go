@@ -151,6 +151,7 @@ were not run here: this machine cannot provide their environment), 70 internal e
 		newCompareCmd(a),
 		newMatrixCmd(a),
 		newRunCmd(a),
+		newRegradeCmd(a),
 		newServeCmd(a),
 		newModelCmd(a),
 		newModelsCmd(a),

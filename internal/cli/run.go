@@ -58,6 +58,9 @@ type runOptions struct {
 	// historyKeep is --history-keep: campaigns history.json keeps per suite
 	// definition (0: every one).
 	historyKeep int
+	// finalBytes is --final-workspace-bytes: the bound of the final workspace a case
+	// with a verifier keeps as evidence (0: the default).
+	finalBytes int64
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -95,7 +98,9 @@ func newRunCmd(a *app) *cobra.Command {
 	historyKeepFlag(f, &o.historyKeep)
 	f.StringVar(&o.otlp, "otlp-endpoint", "", "export every attempt as an OpenTelemetry trace (GenAI semantic conventions) to this OTLP/HTTP `URL`, e.g. http://127.0.0.1:4318 (default: no export)")
 	f.StringVar(&o.stateDir, "state-dir", "", "where each attempt's instance home is made: its database, keys and run records and its agents' HOMEs (default /dev/shm when it is a tmpfs with at least 512 MiB free, so that none of it reaches a disk; else inside the attempt's temp root)")
+	f.Int64Var(&o.finalBytes, "final-workspace-bytes", attempt.DefaultFinalWorkspaceBytes, "bound, in bytes, of the file content of the final workspace a case with a verifier keeps as evidence for 'agentproof regrade' (over it: kept truncated, and a regrade of its verifier is inconclusive naming the bound)")
 	wantFlag(cmd, "max-parallel", "a whole number ≥ 1")
+	wantFlag(cmd, "final-workspace-bytes", "a whole number of bytes ≥ 1")
 	wantFlag(cmd, "max-automatic-retries", "0 or 1")
 	wantFlag(cmd, "repeat", fmt.Sprintf("a whole number from 1 to %d", campaign.MaxRepeat))
 	wantFlag(cmd, "seed", "a whole number (64-bit)")
@@ -294,7 +299,8 @@ func (a *app) run(cmd *cobra.Command, dir catalogSource, o runOptions) error {
 	defer stop()
 
 	exec := &attempt.LocalExecutor{ResultsRoot: st.root, Executable: exe, Credential: a.creds.lookup, CLIs: binaries, Live: o.live,
-		InProcess: inProcessServe(exe), Instances: o.instances, StateDir: o.stateDir, ExecutableDigest: st.digest}
+		InProcess: inProcessServe(exe), Instances: o.instances, StateDir: o.stateDir, ExecutableDigest: st.digest,
+		FinalWorkspaceBytes: o.finalBytes}
 	defer func() {
 		if err := exec.Close(); err != nil {
 			fmt.Fprintf(a.stderr, "agentproof: removing the attempts' shared files: %v\n", err)
@@ -414,6 +420,9 @@ func runCampaignOptions(cmd *cobra.Command, o runOptions) (campaign.Options, err
 	}
 	if cmd.Flags().Changed("max-parallel") && o.maxParallel == 0 {
 		return opts, usageErrorf("invalid value \"0\" for --max-parallel: want a whole number ≥ 1")
+	}
+	if o.finalBytes < 1 {
+		return opts, usageErrorf("invalid value \"%d\" for --final-workspace-bytes: want a whole number of bytes ≥ 1", o.finalBytes)
 	}
 	if o.repeat < 1 || o.repeat > campaign.MaxRepeat {
 		return opts, usageErrorf("--repeat must be between 1 and %d, not %d", campaign.MaxRepeat, o.repeat)
