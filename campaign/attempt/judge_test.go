@@ -2,6 +2,7 @@ package attempt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -224,6 +225,19 @@ func TestJudge(t *testing.T) {
 			}
 			if !strings.Contains(j.Reason, tt.reasonPart) {
 				t.Errorf("reason %q does not contain %q", j.Reason, tt.reasonPart)
+			}
+			// A regrade judges from the Prejudged kept in grading.json: decoded, it
+			// gives the same judgement of the same outcomes.
+			b, err := json.Marshal(Prejudge(tt.stages))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept Prejudged
+			if err := json.Unmarshal(b, &kept); err != nil {
+				t.Fatal(err)
+			}
+			if got := kept.With(tt.stages.Grades.Matchers); got != j {
+				t.Errorf("the kept Prejudged judges %+v, Judge %+v", got, j)
 			}
 		})
 	}
