@@ -103,3 +103,29 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzFinalRestore: a workspace-final.json read back from a results directory (which
+// anyone may have edited) either restores below its directory or is refused; nothing
+// is ever written beside it.
+func FuzzFinalRestore(f *testing.F) {
+	f.Add([]byte(`{"schema":"agentproof.workspace-final/v1","maxBytes":10,"truncated":false,"entries":[{"path":"a","type":"dir","mode":"0755"},{"path":"a/b.txt","type":"file","mode":"0644","bytes":2,"sha256":"6b51d431df5d7f141cbececcf79edf3dd861c3b4069f0b11661a3eefacbba918","text":"ab"}]}`))
+	f.Add([]byte(`{"entries":[{"path":"l","type":"symlink","target":"/etc"},{"path":"l/x","type":"file","sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}]}`))
+	f.Add([]byte(`{"entries":[{"path":"../x","type":"file"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fin Final
+		if json.Unmarshal(data, &fin) != nil {
+			return
+		}
+		parent := t.TempDir()
+		_ = fin.Restore(filepath.Join(parent, "w"))
+		es, err := os.ReadDir(parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			if e.Name() != "w" {
+				t.Fatalf("Restore wrote %s beside its directory", e.Name())
+			}
+		}
+	})
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // regradeOptions are the flags of `agentproof regrade`.
@@ -149,6 +150,15 @@ func (a *app) regrade(cmd *cobra.Command, srcID string, o regradeOptions) error 
 	}
 	if _, err := os.Stat(filepath.Join(o.results, id)); err == nil {
 		return usageErrorf("--campaign: campaign %s already exists under --results %s (a regrade never writes into an existing campaign; name another with --campaign)", id, o.results)
+	}
+	// A verifier run again runs the catalog's commands over the agent's files: this
+	// process is hardened as run's is (nobody of the same user reads its memory or
+	// environment) and reaps what the steps orphan.
+	if err := markNonDumpable(); err != nil {
+		return withExit(ExitInternal, fmt.Errorf("%w; %s", err, bugNote))
+	}
+	if _, err := worker.BecomeSubreaper(); err != nil {
+		fmt.Fprintf(a.stderr, "agentproof: %v\n", err)
 	}
 	cells, err := a.regradeAttempts(cmd, cat, srcDir, srcID, id, o)
 	if err != nil {
