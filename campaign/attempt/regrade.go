@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/match"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/result"
@@ -150,8 +151,8 @@ func readFinal(src string) (*workspace.Final, string) {
 // the verifier cannot run again here.
 func (x *LocalExecutor) regradeWorkspace(src string, cell *catalog.Cell) (p *Provisioned, why string, cleanup func()) {
 	cleanup = func() {}
-	if needsLease(cell.Environment) {
-		return nil, fmt.Sprintf("not run here: the verifier of environment %s runs in the cell's %s lease, which a regrade does not make", cell.Environment.ID, cell.Environment.Driver), cleanup
+	if prov := environment.ProviderName(cell.Environment.Provider); prov.Leased() {
+		return nil, fmt.Sprintf("not run here: the verifier of environment %s runs in the cell's %s lease, which a regrade does not make", cell.Environment.ID, prov), cleanup
 	}
 	if tampered := storedTampering(src); len(tampered) > 0 {
 		return nil, "the verifier is not run again: the agent changed files it depends on (" + strings.Join(tampered, ", ") + ")", cleanup
