@@ -79,11 +79,11 @@ func defaultSizedHistory(b testing.TB, n int) *result.History {
 	entries := make([]result.HistoryCampaign, 0, n)
 	for i := range n {
 		c := result.HistoryCampaign{CampaignID: fmt.Sprintf("daily-%04d", i), GeneratedAt: day.AddDate(0, 0, i).Format(time.RFC3339),
-			Selected: len(cat.Cells), Executed: len(cat.Cells), Passed: len(cat.Cells), CleanupPassed: true}
+			Counts: result.Counts{Selected: len(cat.Cells), Executed: len(cat.Cells), Passed: len(cat.Cells), CleanupPassed: true}}
 		for _, s := range cat.Suites {
 			c.Suites = append(c.Suites, result.SuiteSummary{SuiteID: s.ID, Label: s.Label, SuiteDefinitionHash: s.Fingerprint,
-				Expected: s.ExpectedMatrixSize, Selected: s.ExpectedMatrixSize, Executed: s.ExpectedMatrixSize, Passed: s.ExpectedMatrixSize,
-				CleanupPassed: true, Complete: true, DurationMs: 60000})
+				Expected: s.ExpectedMatrixSize, Counts: result.Counts{Selected: s.ExpectedMatrixSize, Executed: s.ExpectedMatrixSize, Passed: s.ExpectedMatrixSize,
+					CleanupPassed: true}, Complete: true, DurationMs: 60000})
 		}
 		for _, cell := range cat.Cells {
 			c.Executions = append(c.Executions, result.HistoryExecution{ExecutionID: cell.ID, SuiteID: cell.Suite.ID, ProfileID: cell.Profile.ID,

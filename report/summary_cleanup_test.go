@@ -30,7 +30,7 @@ func TestCleanupWord(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := cleanupWord(&result.Campaign{Results: tt.results, CleanupPassed: tt.clean}); got != tt.want {
+			if got := cleanupWord(&result.Campaign{Results: tt.results, Counts: result.Counts{CleanupPassed: tt.clean}}); got != tt.want {
 				t.Errorf("cleanupWord = %q, want %q", got, tt.want)
 			}
 		})

@@ -21,7 +21,7 @@ func TestSummaryLaterPasses(t *testing.T) {
 		return result.CandidateNote{ExecutionID: id, Attempt: attempt, Valid: o != "", Chosen: chosen, Outcome: o}
 	}
 	c := &result.Campaign{
-		CampaignID: "c", Selected: 4, Passed: 4, CleanupPassed: true,
+		CampaignID: "c", Counts: result.Counts{Selected: 4, Passed: 4, CleanupPassed: true},
 		Results: []result.Result{pass("s.p.e.rerun", 3, 3), pass("s.p.e.retry", 2, 0), pass("s.p.e.twice", 2, 0), pass("s.p.e.torn", 2, 2)},
 		Candidates: []result.CandidateNote{
 			note("s.p.e.rerun", 1, false, verdict.Failed), note("s.p.e.rerun", 2, false, verdict.Inconclusive), note("s.p.e.rerun", 3, true, verdict.Passed),

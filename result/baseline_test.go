@@ -16,7 +16,7 @@ import (
 func TestBaselines(t *testing.T) {
 	t.Parallel()
 	suite := func(hash string, complete bool, failed int) SuiteSummary {
-		return SuiteSummary{SuiteID: "s", SuiteDefinitionHash: hash, Complete: complete, Failed: failed}
+		return SuiteSummary{SuiteID: "s", SuiteDefinitionHash: hash, Complete: complete, Counts: Counts{Failed: failed}}
 	}
 	camp := func(id, at string, s SuiteSummary) HistoryCampaign {
 		return HistoryCampaign{CampaignID: id, GeneratedAt: at, Suites: []SuiteSummary{s}}

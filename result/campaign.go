@@ -32,27 +32,12 @@ const CampaignFile = "campaign.json"
 // results (never the wall clock, so regeneration is byte-identical); StartedAt the
 // earliest startedAt.
 type Campaign struct {
-	Schema       string `json:"schema"`
-	CampaignID   string `json:"campaignId"`
-	StartedAt    string `json:"startedAt"`
-	GeneratedAt  string `json:"generatedAt"`
-	Partial      bool   `json:"partial"`
-	Selected     int    `json:"selected"`
-	Executed     int    `json:"executed"`
-	Passed       int    `json:"passed"`
-	Failed       int    `json:"failed"`
-	Inconclusive int    `json:"inconclusive"`
-	// KnownFailures counts the cells of the baseline of known failures that ended as
-	// their entry expects (StateKnownFailure): apart from Passed, Failed and
-	// Inconclusive, never failing the campaign; UnexpectedPasses counts those that
-	// passed (StateUnexpectedPass), which are counted in Failed too.
-	KnownFailures    int `json:"knownFailures,omitempty"`
-	UnexpectedPasses int `json:"unexpectedPasses,omitempty"`
-	// NotRun counts the cells not run here (StateNotRunHere): no verdict, apart from
-	// every other count.
-	NotRun                int    `json:"notRun,omitempty"`
-	Retries               int    `json:"retries"`
-	CleanupPassed         bool   `json:"cleanupPassed"`
+	Schema      string `json:"schema"`
+	CampaignID  string `json:"campaignId"`
+	StartedAt   string `json:"startedAt"`
+	GeneratedAt string `json:"generatedAt"`
+	Partial     bool   `json:"partial"`
+	Counts
 	DurationMs            int64  `json:"durationMs"`
 	InconclusiveAsFailure bool   `json:"inconclusiveAsFailure"`
 	Fingerprint           string `json:"fingerprint"`
@@ -278,23 +263,14 @@ func (lp LaterPass) Words() string {
 // suite is selected, and every result carries the catalog's hash (a mixed-definition
 // run is partial).
 type SuiteSummary struct {
-	SuiteID             string            `json:"suiteId"`
-	Label               string            `json:"label"`
-	SuiteDefinitionHash string            `json:"suiteDefinitionHash"`
-	Expected            int               `json:"expected"`
-	Selected            int               `json:"selected"`
-	Executed            int               `json:"executed"`
-	Passed              int               `json:"passed"`
-	Failed              int               `json:"failed"`
-	Inconclusive        int               `json:"inconclusive"`
-	KnownFailures       int               `json:"knownFailures,omitempty"`
-	UnexpectedPasses    int               `json:"unexpectedPasses,omitempty"`
-	NotRun              int               `json:"notRun,omitempty"`
-	Retries             int               `json:"retries"`
-	CleanupPassed       bool              `json:"cleanupPassed"`
-	Complete            bool              `json:"complete"`
-	DurationMs          int64             `json:"durationMs"`
-	Billing             billing.Aggregate `json:"billing"`
+	SuiteID             string `json:"suiteId"`
+	Label               string `json:"label"`
+	SuiteDefinitionHash string `json:"suiteDefinitionHash"`
+	Expected            int    `json:"expected"`
+	Counts
+	Complete   bool              `json:"complete"`
+	DurationMs int64             `json:"durationMs"`
+	Billing    billing.Aggregate `json:"billing"`
 }
 
 // Outcome is what a result counts as in a campaign: a synthetic result counts as its
@@ -334,7 +310,7 @@ func (c *Campaign) ExitCode() verdict.ExitCode {
 func BuildCampaign(id string, cat *catalog.Catalog, expected []string, results []Result, notes []CandidateNote, inconclusiveAsFailure bool) *Campaign {
 	c := &Campaign{
 		Schema: CampaignSchema, CampaignID: id, Expected: expected, Results: results,
-		Selected: len(expected), CleanupPassed: true, InconclusiveAsFailure: inconclusiveAsFailure,
+		Counts: Counts{Selected: len(expected), CleanupPassed: true}, InconclusiveAsFailure: inconclusiveAsFailure,
 		Candidates: notes,
 	}
 	if c.Candidates == nil {
@@ -349,8 +325,7 @@ func BuildCampaign(id string, cat *catalog.Catalog, expected []string, results [
 			suiteOrder = append(suiteOrder, r.SuiteID)
 		}
 		bySuite[r.SuiteID] = append(bySuite[r.SuiteID], r)
-		tally(&tallies{&c.Executed, &c.Passed, &c.Failed, &c.Inconclusive, &c.NotRun, &c.Retries, &c.CleanupPassed, &c.DurationMs}, r)
-		baseline(&c.KnownFailures, &c.UnexpectedPasses, &c.Passed, r)
+		c.DurationMs += c.add(r)
 		if r.NotRunHere != "" {
 			if c.NotRunHere == nil {
 				c.NotRunHere = map[string]string{}
@@ -447,50 +422,62 @@ func suiteIndex(cat *catalog.Catalog, id string) int {
 	return len(cat.Suites)
 }
 
-// tallies are the counters tally adds a result to (a campaign's or a suite's).
-type tallies struct {
-	executed, passed, failed, inconclusive, notRun, retries *int
-	cleanup                                                 *bool
-	dur                                                     *int64
+// Counts are the verdict counts of a set of cells (a campaign's, a suite's, a history
+// entry's): Selected, the cells selected; Executed, those with an attempt; Passed, Failed
+// and Inconclusive, how the others count (StateOf). KnownFailures counts the cells of the
+// baseline of known failures that ended as their entry expects (StateKnownFailure):
+// apart from Passed, Failed and Inconclusive, never failing the campaign;
+// UnexpectedPasses counts those that passed (StateUnexpectedPass), which are counted in
+// Failed too. NotRun counts the cells not run here (StateNotRunHere): no verdict, apart
+// from every other count. Retries counts the attempts after each cell's first;
+// CleanupPassed is false when any cell's cleanup did not pass.
+type Counts struct {
+	Selected         int  `json:"selected"`
+	Executed         int  `json:"executed"`
+	Passed           int  `json:"passed"`
+	Failed           int  `json:"failed"`
+	Inconclusive     int  `json:"inconclusive"`
+	KnownFailures    int  `json:"knownFailures,omitempty"`
+	UnexpectedPasses int  `json:"unexpectedPasses,omitempty"`
+	NotRun           int  `json:"notRun,omitempty"`
+	Retries          int  `json:"retries"`
+	CleanupPassed    bool `json:"cleanupPassed"`
 }
 
-// tally adds r to t: a cell not run here only to notRun (it ran nothing, left nothing
-// to clean up), any other to executed (when it has an attempt), its outcome, retries,
-// cleanup and duration.
-func tally(t *tallies, r *Result) {
+// add counts r and returns the duration (ms) it adds to the set's: a cell not run here
+// only to NotRun (it ran nothing, left nothing to clean up: 0 ms), any other to Executed
+// (when it has an attempt), its outcome, Retries, CleanupPassed and its duration. A
+// known failure moves from Passed (how it counts) to KnownFailures; an unexpected pass
+// is counted in UnexpectedPasses (it is in Failed already).
+func (c *Counts) add(r *Result) (durationMs int64) {
 	if r.NotRunHere != "" {
-		*t.notRun++
-		return
+		c.NotRun++
+		return 0
 	}
 	if r.Attempt > 0 {
-		*t.executed++
+		c.Executed++
 	}
-	switch StateOf(r).Counts() {
+	st := StateOf(r)
+	switch st.Counts() {
 	case verdict.Passed:
-		*t.passed++
+		c.Passed++
 	case verdict.Failed:
-		*t.failed++
+		c.Failed++
 	default:
-		*t.inconclusive++
+		c.Inconclusive++
 	}
-	*t.retries += max(0, r.Attempt-max(1, r.FirstAttempt))
-	if r.Cleanup != CleanupPassed {
-		*t.cleanup = false
-	}
-	*t.dur += r.DurationMs
-}
-
-// baseline counts r when it is a cell of the baseline of known failures: a known
-// failure moves from passed (how it counts) to known, an unexpected pass is counted
-// (it is in failed already).
-func baseline(known, unexpected, passed *int, r *Result) {
-	switch StateOf(r) {
+	switch st {
 	case StateKnownFailure:
-		*known++
-		*passed--
+		c.KnownFailures++
+		c.Passed--
 	case StateUnexpectedPass:
-		*unexpected++
+		c.UnexpectedPasses++
 	}
+	c.Retries += max(0, r.Attempt-max(1, r.FirstAttempt))
+	if r.Cleanup != CleanupPassed {
+		c.CleanupPassed = false
+	}
+	return r.DurationMs
 }
 
 // BillingOf returns the result's billing summary, computing one from its usage and
@@ -510,12 +497,11 @@ func BillingOf(r *Result) billing.Summary {
 }
 
 func summarizeSuite(cat *catalog.Catalog, sid string, rs []*Result) SuiteSummary {
-	s := SuiteSummary{SuiteID: sid, Label: sid, Selected: len(rs), CleanupPassed: true}
+	s := SuiteSummary{SuiteID: sid, Label: sid, Counts: Counts{Selected: len(rs), CleanupPassed: true}}
 	var sums []billing.Summary
 	selected := map[string]bool{}
 	for _, r := range rs {
-		tally(&tallies{&s.Executed, &s.Passed, &s.Failed, &s.Inconclusive, &s.NotRun, &s.Retries, &s.CleanupPassed, &s.DurationMs}, r)
-		baseline(&s.KnownFailures, &s.UnexpectedPasses, &s.Passed, r)
+		s.DurationMs += s.add(r)
 		sums = append(sums, BillingOf(r))
 		selected[r.ExecutionID] = true
 	}

@@ -50,25 +50,19 @@ type HistoryTrim struct {
 	Through  string `json:"through"`
 }
 
-// HistoryCampaign is one campaign in the history: its counts, fingerprint (sorted
+// HistoryCampaign is one campaign in the history: its counts (the campaign's Counts,
+// known failures and unexpected passes included), fingerprint (sorted
 // "suiteId:hash" joined by "|"), billing aggregate, suites and one entry per cell.
 type HistoryCampaign struct {
-	CampaignID    string             `json:"campaignId"`
-	GeneratedAt   string             `json:"generatedAt"`
-	Partial       bool               `json:"partial"`
-	Selected      int                `json:"selected"`
-	Executed      int                `json:"executed"`
-	Passed        int                `json:"passed"`
-	Failed        int                `json:"failed"`
-	Inconclusive  int                `json:"inconclusive"`
-	NotRun        int                `json:"notRun,omitempty"`
-	Retries       int                `json:"retries"`
-	CleanupPassed bool               `json:"cleanupPassed"`
-	DurationMs    int64              `json:"durationMs"`
-	Fingerprint   string             `json:"fingerprint"`
-	Billing       billing.Aggregate  `json:"billing"`
-	Suites        []SuiteSummary     `json:"suites"`
-	Executions    []HistoryExecution `json:"executions"`
+	CampaignID  string `json:"campaignId"`
+	GeneratedAt string `json:"generatedAt"`
+	Partial     bool   `json:"partial"`
+	Counts
+	DurationMs  int64              `json:"durationMs"`
+	Fingerprint string             `json:"fingerprint"`
+	Billing     billing.Aggregate  `json:"billing"`
+	Suites      []SuiteSummary     `json:"suites"`
+	Executions  []HistoryExecution `json:"executions"`
 }
 
 // HistoryExecution is one cell of a history campaign: ids, verdict, what it counted as
@@ -113,8 +107,7 @@ func (s *SuiteSummary) green() bool { return s.Complete && s.Failed == 0 && s.In
 func (c *Campaign) Entry() HistoryCampaign {
 	h := HistoryCampaign{
 		CampaignID: c.CampaignID, GeneratedAt: c.GeneratedAt, Partial: c.Partial,
-		Selected: c.Selected, Executed: c.Executed, Passed: c.Passed, Failed: c.Failed,
-		Inconclusive: c.Inconclusive, NotRun: c.NotRun, Retries: c.Retries, CleanupPassed: c.CleanupPassed,
+		Counts:     c.Counts,
 		DurationMs: c.DurationMs, Fingerprint: c.Fingerprint, Billing: c.Billing,
 		Suites: c.Suites, Executions: make([]HistoryExecution, 0, len(c.Results)),
 	}

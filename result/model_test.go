@@ -197,10 +197,10 @@ func TestChooseBestAttempt(t *testing.T) {
 func TestHistoryMerge(t *testing.T) {
 	t.Parallel()
 	suite := func(id string, complete bool, failed int) SuiteSummary {
-		return SuiteSummary{SuiteID: id, Complete: complete, Failed: failed}
+		return SuiteSummary{SuiteID: id, Complete: complete, Counts: Counts{Failed: failed}}
 	}
 	green := HistoryCampaign{CampaignID: "a", GeneratedAt: "2026-01-01T00:00:00Z", Suites: []SuiteSummary{suite("s", true, 0), suite("t", true, 0)}}
-	red := HistoryCampaign{CampaignID: "b", GeneratedAt: "2026-01-02T00:00:00Z", Failed: 1, Suites: []SuiteSummary{suite("s", true, 1), suite("t", true, 0)}}
+	red := HistoryCampaign{CampaignID: "b", GeneratedAt: "2026-01-02T00:00:00Z", Counts: Counts{Failed: 1}, Suites: []SuiteSummary{suite("s", true, 1), suite("t", true, 0)}}
 	partial := HistoryCampaign{CampaignID: "c", GeneratedAt: "2026-01-03T00:00:00Z", Partial: true, Suites: []SuiteSummary{suite("t", false, 0)}}
 	h := emptyHistory().Merge(green).Merge(partial).Merge(red)
 	ids := []string{}
@@ -363,8 +363,8 @@ func TestSelectionWords(t *testing.T) {
 	}{
 		{"complete", Campaign{}, "complete"},
 		{"subset", Campaign{Partial: true, Suites: []SuiteSummary{{Complete: true}}}, "subset of the catalog"},
-		{"filtered", Campaign{Partial: true, Selected: 2, Suites: []SuiteSummary{{Complete: true}, {Complete: false}}, Results: []Result{{}, {}}}, "subset of the catalog"},
-		{"cut short", Campaign{Partial: true, Selected: 3, Suites: []SuiteSummary{{Complete: true}, {Complete: false}}, Results: []Result{{}, {Synthetic: true}, {}}}, "cut short: 1 of 3 selected cell(s) left no result"},
+		{"filtered", Campaign{Partial: true, Counts: Counts{Selected: 2}, Suites: []SuiteSummary{{Complete: true}, {Complete: false}}, Results: []Result{{}, {}}}, "subset of the catalog"},
+		{"cut short", Campaign{Partial: true, Counts: Counts{Selected: 3}, Suites: []SuiteSummary{{Complete: true}, {Complete: false}}, Results: []Result{{}, {Synthetic: true}, {}}}, "cut short: 1 of 3 selected cell(s) left no result"},
 	}
 	for _, tt := range tests {
 		if got := tt.c.Selection(); got != tt.want {
