@@ -14,6 +14,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/agentproof/agentproof/agent/acpagent"
 	"github.com/agentproof/agentproof/agent/session"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -108,10 +109,10 @@ func (p *acpProtocol) Open(ctx context.Context, rw io.ReadWriter, h session.Host
 	c.root = root
 	// The SDK starts reading inside NewClientSideConnection, before it has stored its
 	// connection and before SetLogger: every read waits until both are done.
-	out := &gatedReader{r: rw, open: make(chan struct{})}
+	out := acpagent.NewGate(rw)
 	c.conn = acp.NewClientSideConnection(c, rw, out)
 	c.conn.SetLogger(slog.New(&sdkLogHandler{h: h}))
-	close(out.open)
+	out.Open()
 	if err := c.initialize(ctx); err != nil {
 		return c, &session.StartError{Stage: "initialize", Err: err}
 	}
@@ -412,17 +413,6 @@ func rawCommand(raw []byte) string {
 		}
 	}
 	return ""
-}
-
-// gatedReader passes reads of r through once open is closed.
-type gatedReader struct {
-	r    io.Reader
-	open chan struct{}
-}
-
-func (g *gatedReader) Read(p []byte) (int, error) {
-	<-g.open
-	return g.r.Read(p)
 }
 
 // sdkLogHandler records the ACP SDK's own diagnostics (a malformed message, a failed

@@ -123,11 +123,11 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	a := &agent{cfg: cfg, sessions: map[string]*session{}}
 	// The SDK starts reading inside NewAgentSideConnection, before it has stored its own
 	// connection and before SetLogger: hold the reader until both are done.
-	gate := &gatedReader{r: in, open: make(chan struct{})}
+	gate := NewGate(in)
 	conn := acp.NewAgentSideConnection(a, out, gate)
 	conn.SetLogger(cfg.Logger)
 	a.conn = conn
-	close(gate.open)
+	gate.Open()
 	select {
 	case <-conn.Done():
 	case <-ctx.Done():
@@ -136,13 +136,24 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// gatedReader blocks every Read until open is closed.
-type gatedReader struct {
+// Gate is a reader that holds every Read until Open: the ACP SDK starts reading in
+// its connection constructors (NewAgentSideConnection, NewClientSideConnection), before
+// it has stored its own connection and before SetLogger, so both sides of the protocol
+// (these agents and agentproof's ACP client) hand it a Gate and open it once both are
+// done.
+type Gate struct {
 	r    io.Reader
 	open chan struct{}
 }
 
-func (g *gatedReader) Read(p []byte) (int, error) {
+// NewGate returns a closed gate in front of r.
+func NewGate(r io.Reader) *Gate { return &Gate{r: r, open: make(chan struct{})} }
+
+// Open lets every Read through (call it once).
+func (g *Gate) Open() { close(g.open) }
+
+// Read waits until the gate is open, then reads from the reader behind it.
+func (g *Gate) Read(p []byte) (int, error) {
 	<-g.open
 	return g.r.Read(p)
 }
