@@ -39,13 +39,13 @@ func playAgentChat(ctx context.Context, s *Session) Outcome {
 		out.Err = permanent(errors.New("flow agent_chat needs the conversation the fixtures started; the session has none"))
 		return out
 	}
-	if len(s.Rendered.Followups) != 1 {
-		out.Err = permanent(fmt.Errorf("flow agent_chat needs exactly one followup (the handoff request), the case has %d", len(s.Rendered.Followups)))
-		return out
-	}
-	v, err := waitTurn(ctx, s, 1)
+	request, err := s.followup()
 	if err != nil {
 		out.Err = err
+		return out
+	}
+	v := out.wait(ctx, s, 1)
+	if v == nil {
 		return out
 	}
 	cv := controlplane.ConversationOf(v.st, s.ConversationID)
@@ -78,12 +78,11 @@ func playAgentChat(ctx context.Context, s *Session) Outcome {
 	}
 	out.submit()
 	s.log("asking for the handoff")
-	if _, err := s.Board.ChatMessage(ctx, s.ConversationID, s.Rendered.Followups[0]); err != nil {
+	if _, err := s.Board.ChatMessage(ctx, s.ConversationID, request); err != nil {
 		out.Err = BoardFault("asking for the handoff", err)
 		return out
 	}
-	if v, err = waitTurn(ctx, s, 2); err != nil {
-		out.Err = err
+	if v = out.wait(ctx, s, 2); v == nil {
 		return out
 	}
 	cv = controlplane.ConversationOf(v.st, s.ConversationID)

@@ -24,9 +24,8 @@ func init() {
 // it, and the blocker_guidance matcher fails the cell when it ran anywhere.
 func playBlockerGuidance(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	v, err := waitTurn(ctx, s, 1)
-	if err != nil {
-		out.Err = err
+	v := out.wait(ctx, s, 1)
+	if v == nil {
 		return out
 	}
 	if v.task == nil || v.task.Status != controlplane.TaskBlocked {
@@ -37,13 +36,14 @@ func playBlockerGuidance(ctx context.Context, s *Session) Outcome {
 		out.Problems = append(out.Problems, fmt.Sprintf("the task is %s after run 1, not blocked on a question for the human", status))
 		return out
 	}
-	if len(s.Rendered.Followups) != 1 {
-		out.Err = permanent(fmt.Errorf("flow blocker_guidance needs exactly one followup (the human's answer), the case has %d", len(s.Rendered.Followups)))
+	answer, err := s.followup()
+	if err != nil {
+		out.Err = err
 		return out
 	}
 	out.submit()
 	s.log("answering the blocked task with a comment")
-	if _, err := s.Board.Comment(ctx, s.TaskID, s.Rendered.Followups[0]); err != nil {
+	if _, err := s.Board.Comment(ctx, s.TaskID, answer); err != nil {
 		out.Err = BoardFault("answering the blocked task", err)
 		return out
 	}

@@ -61,9 +61,8 @@ func playCrashRetry(ctx context.Context, s *Session) Outcome {
 		return out
 	}
 	out.Killed = append(out.Killed, rec.RunID)
-	v, err := waitTurn(ctx, s, 1)
-	if err != nil {
-		out.Err = err
+	v := out.wait(ctx, s, 1)
+	if v == nil {
 		return out
 	}
 	crashed := v.runs[0]

@@ -48,9 +48,8 @@ func freshPromptDisclosesNothing(cs *catalog.Case, p catalog.CaseProblems) {
 // control plane's job, never the agent's.
 func playInstructionPersistence(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	v, err := waitTurn(ctx, s, 1)
-	if err != nil {
-		out.Err = err
+	v := out.wait(ctx, s, 1)
+	if v == nil {
 		return out
 	}
 	run := v.runs[0]
@@ -58,8 +57,9 @@ func playInstructionPersistence(ctx context.Context, s *Session) Outcome {
 		out.Problems = append(out.Problems, fmt.Sprintf("turn 1 (run %s) ended %s, not succeeded: nothing of the home to carry to a fresh task", run.ID, run.Status))
 		return out
 	}
-	if len(s.Rendered.Followups) != 1 {
-		out.Err = permanent(fmt.Errorf("flow instruction_persistence needs exactly one follow-up (the fresh task's prompt), the case has %d", len(s.Rendered.Followups)))
+	prompt, err := s.followup()
+	if err != nil {
+		out.Err = err
 		return out
 	}
 	if s.Restart == nil {
@@ -89,7 +89,7 @@ func playInstructionPersistence(ctx context.Context, s *Session) Outcome {
 	if out.Err = restart(ctx, s, "before the fresh task"); out.Err != nil {
 		return out
 	}
-	in, err := json.Marshal(map[string]any{"title": v.task.Title + " (fresh task)", "description": s.Rendered.Followups[0], "assigneeActorId": agent})
+	in, err := json.Marshal(map[string]any{"title": v.task.Title + " (fresh task)", "description": prompt, "assigneeActorId": agent})
 	if err != nil {
 		out.Err = permanent(err)
 		return out
@@ -103,9 +103,7 @@ func playInstructionPersistence(ctx context.Context, s *Session) Outcome {
 	out.Tasks = append(out.Tasks, res.ID)
 	s.log("created the fresh task %s for agent %s (its prompt names no nonce)", res.ID, agent)
 	fresh := s.forTask(res.ID, 1)
-	v, err = waitTurn(ctx, fresh, 1)
-	if err != nil {
-		out.Err = err
+	if v = out.wait(ctx, fresh, 1); v == nil {
 		return out
 	}
 	s.log("the fresh task's run %s ended %s", v.runs[0].ID, v.runs[0].Status)

@@ -37,24 +37,23 @@ func init() {
 // candidate's. The request id (the key) and both ids go to the flow log.
 func playLostAcknowledgement(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	v, err := waitTurn(ctx, s, 1)
-	if err != nil {
-		out.Err = err
+	v := out.wait(ctx, s, 1)
+	if v == nil {
 		return out
 	}
 	if v.task == nil || v.task.Status != controlplane.TaskInReview {
 		out.Problems = append(out.Problems, "turn 1 was not submitted for review")
 		return out
 	}
-	if len(s.Rendered.Followups) != 1 {
-		out.Err = permanent(fmt.Errorf("flow lost_acknowledgement needs exactly one follow-up, the case has %d", len(s.Rendered.Followups)))
+	body, err := s.followup()
+	if err != nil {
+		out.Err = err
 		return out
 	}
 	if s.ServerURL == nil || s.BoardAt == nil || s.Restart == nil {
 		out.Err = permanent(errors.New("flow lost_acknowledgement needs a harness that can address and restart the server; this one cannot"))
 		return out
 	}
-	body := s.Rendered.Followups[0]
 	key := "lost-ack-" + s.Rendered.Nonce
 	in, err := json.Marshal(map[string]string{"issueId": s.TaskID, "body": body})
 	if err != nil {
@@ -99,7 +98,7 @@ func playLostAcknowledgement(ctx context.Context, s *Session) Outcome {
 		out.Err = permanent(fmt.Errorf("request %s: the replay answered comment %s, not the committed %s (the board is not idempotent)", key, replay.ID, original))
 		return out
 	}
-	if v, out.Err = waitTurn(ctx, s, 2); out.Err != nil {
+	if v = out.wait(ctx, s, 2); v == nil {
 		return out
 	}
 	var ids []string

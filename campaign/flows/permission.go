@@ -49,8 +49,25 @@ func watchPermissions(ctx context.Context, s *Session, onPending func(p api.Perm
 // offers no option to answer with decision, breaks the flow's contract (a problem,
 // the candidate's); a refused answer is the harness's.
 func answerPermissions(ctx context.Context, s *Session, decision api.PermissionDecisionKind) Outcome {
+	return playPermissions(ctx, s, func(api.Permission) (api.PermissionDecisionKind, bool) { return decision, true },
+		"the agent did not ask permission before its run ended")
+}
+
+// playPermissions answers every permission the agent asks during run 1 with what
+// decide says and waits for the run to settle; decide also says whether the request is
+// one the flow is about. An agent that asks none such (none: the problem's words), or
+// asks one that offers no option to answer as decide says, breaks the flow's contract
+// (a problem, the candidate's); a refused answer is the harness's.
+func playPermissions(ctx context.Context, s *Session, decide func(api.Permission) (api.PermissionDecisionKind, bool), none string) Outcome {
 	var out Outcome
-	n, err := decidePermissions(ctx, s, func(api.Permission) api.PermissionDecisionKind { return decision })
+	about := 0
+	_, err := decidePermissions(ctx, s, func(p api.Permission) api.PermissionDecisionKind {
+		decision, ok := decide(p)
+		if ok {
+			about++
+		}
+		return decision
+	})
 	if problem, ok := unanswerableProblem(err); ok {
 		out.Problems = append(out.Problems, problem)
 		return out
@@ -59,8 +76,8 @@ func answerPermissions(ctx context.Context, s *Session, decision api.PermissionD
 		out.Err = err
 		return out
 	}
-	if n == 0 {
-		out.Problems = append(out.Problems, "the agent did not ask permission before its run ended")
+	if about == 0 {
+		out.Problems = append(out.Problems, none)
 	}
 	return out
 }

@@ -45,27 +45,12 @@ func denyScripts(in ModelInput) ([]*scriptedmodel.Script, error) {
 // asks one the human cannot decline (no reject option offered), breaks the flow's
 // contract (a problem, the candidate's).
 func playPermissionDeny(ctx context.Context, s *Session) Outcome {
-	var out Outcome
-	declined := 0
-	_, err := decidePermissions(ctx, s, func(p api.Permission) api.PermissionDecisionKind {
+	return playPermissions(ctx, s, func(p api.Permission) (api.PermissionDecisionKind, bool) {
 		if writes(p, s) {
-			declined++
-			return api.PermissionDecline
+			return api.PermissionDecline, true
 		}
-		return api.PermissionApprove
-	})
-	if problem, ok := unanswerableProblem(err); ok {
-		out.Problems = append(out.Problems, problem)
-		return out
-	}
-	if err != nil {
-		out.Err = err
-		return out
-	}
-	if declined == 0 {
-		out.Problems = append(out.Problems, "the agent did not ask permission to write before its run ended")
-	}
-	return out
+		return api.PermissionApprove, false
+	}, "the agent did not ask permission to write before its run ended")
 }
 
 // writes reports whether permission p asks for a write: its tool kind can change the

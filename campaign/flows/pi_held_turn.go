@@ -29,8 +29,9 @@ type heldTurnDelivery struct {
 // or a harness without a scripted model to release is the harness's fault.
 func playHeldTurn(ctx context.Context, s *Session, d heldTurnDelivery) Outcome {
 	var out Outcome
-	if s.Rendered == nil || len(s.Rendered.Followups) != 1 {
-		out.Err = permanent(fmt.Errorf("flow %s needs exactly one followup (%s)", d.flow, d.comment))
+	comment, err := s.followup()
+	if err != nil {
+		out.Err = err
 		return out
 	}
 	if s.ReleaseModel == nil || s.ModelHolding == nil {
@@ -65,7 +66,7 @@ func playHeldTurn(ctx context.Context, s *Session, d heldTurnDelivery) Outcome {
 			running := len(v.runs) > 0 && v.runs[0].Status == controlplane.RunRunning && s.ModelHolding(1)
 			if running && !commented {
 				s.log(d.logLine, v.runs[0].ID)
-				if err := d.send(ctx, s.Board, s.TaskID, v.runs[0].ID, s.Rendered.Followups[0]); err != nil {
+				if err := d.send(ctx, s.Board, s.TaskID, v.runs[0].ID, comment); err != nil {
 					out.Err = BoardFault(d.sending, err)
 					return out
 				}

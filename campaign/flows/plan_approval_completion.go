@@ -26,9 +26,8 @@ func init() {
 // naming the refusal.
 func playPlanApproval(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	v, err := waitTurn(ctx, s, 1)
-	if err != nil {
-		out.Err = err
+	v := out.wait(ctx, s, 1)
+	if v == nil {
 		return out
 	}
 	ap := pendingApproval(v, s.TaskID)

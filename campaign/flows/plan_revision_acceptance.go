@@ -29,9 +29,8 @@ func init() {
 // targets are graded by the case's plan_revisions matcher, from the persisted state.
 func playPlanRevision(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	v, err := waitTurn(ctx, s, 1)
-	if err != nil {
-		out.Err = err
+	v := out.wait(ctx, s, 1)
+	if v == nil {
 		return out
 	}
 	var first string

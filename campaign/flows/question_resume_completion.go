@@ -34,9 +34,8 @@ func init() {
 // resume and finish; every run must succeed and nothing may stay pending.
 func playQuestionResume(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	v, err := waitTurn(ctx, s, 1)
-	if err != nil {
-		out.Err = err
+	v := out.wait(ctx, s, 1)
+	if v == nil {
 		return out
 	}
 	q := v.pending(s.TaskID, controlplane.InteractionQuestions)

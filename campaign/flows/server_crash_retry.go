@@ -41,9 +41,8 @@ func playServerCrashRetry(ctx context.Context, s *Session) Outcome {
 		return out
 	}
 	s.Board = b
-	v, err := waitTurn(ctx, s, 1)
-	if err != nil {
-		out.Err = err
+	v := out.wait(ctx, s, 1)
+	if v == nil {
 		return out
 	}
 	orphan := v.runs[0]

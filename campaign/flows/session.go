@@ -147,3 +147,24 @@ func BoardFault(what string, err error) *verdict.Fault {
 
 // permanent is a permanent harness fault.
 func permanent(err error) *verdict.Fault { return verdict.HarnessFault(err, false) }
+
+// followup returns the case's one follow-up. Its flow's registry entry needs exactly
+// one (a catalog.Need of FieldFollowups, whose What names it in the error); a case
+// without exactly one is a harness fault (permanent): catalog loading refuses such a
+// case, so only a catalog loaded without the flows' contracts gets here.
+func (s *Session) followup() (string, error) {
+	n := 0
+	if s.Rendered != nil {
+		n = len(s.Rendered.Followups)
+	}
+	if n != 1 {
+		what := ""
+		for _, need := range registry[s.Case.Flow].Needs {
+			if need.Field == catalog.FieldFollowups && need.What != "" {
+				what = " (" + need.What + ")"
+			}
+		}
+		return "", permanent(fmt.Errorf("flow %s needs exactly one follow-up%s, the case has %d", s.Case.Flow, what, n))
+	}
+	return s.Rendered.Followups[0], nil
+}

@@ -13,9 +13,7 @@ func init() {
 // playSingleTurn is flow single_turn: the task's assignment wakes the agent; the
 // human waits for its one run to settle.
 func playSingleTurn(ctx context.Context, s *Session) Outcome {
-	v, err := waitTurn(ctx, s, 1)
-	if err != nil {
-		return Outcome{Err: err}
-	}
-	return Outcome{final: v} // the settled look: nothing is done after it
+	var out Outcome
+	out.final = out.wait(ctx, s, 1) // the settled look: nothing is done after it
+	return out
 }

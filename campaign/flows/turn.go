@@ -292,3 +292,14 @@ func waitError(ctx context.Context) error {
 
 // submit records that the human submitted a turn now.
 func (o *Outcome) submit() { o.Submitted = append(o.Submitted, time.Now()) }
+
+// wait waits for run n of s's task to settle (waitTurn) and returns the settled look;
+// nil, with the error in o.Err, when it did not settle.
+func (o *Outcome) wait(ctx context.Context, s *Session, n int) *view {
+	v, err := waitTurn(ctx, s, n)
+	if err != nil {
+		o.Err = err
+		return nil
+	}
+	return v
+}

@@ -87,9 +87,8 @@ func approveAll(ctx context.Context, s *Session) <-chan error {
 // playWarmTurns plays the three turns (see playWarmThreeTurn).
 func playWarmTurns(ctx context.Context, s *Session) Outcome {
 	var out Outcome
-	v, err := waitTurn(ctx, s, 1)
-	if err != nil {
-		out.Err = err
+	v := out.wait(ctx, s, 1)
+	if v == nil {
 		return out
 	}
 	followups := s.Rendered.Followups
