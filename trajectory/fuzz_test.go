@@ -11,7 +11,8 @@ import (
 )
 
 // fuzzFormats are the stream formats a fuzz input is fed to, by its first byte.
-var fuzzFormats = []string{FormatCodex, FormatOpenCode, FormatClaude, FormatACP, FormatCopilot, FormatPi}
+// (New formats go at the end: the committed corpus names a format by its index.)
+var fuzzFormats = []string{FormatCodex, FormatOpenCode, FormatClaude, FormatACP, FormatCopilot, FormatPi, FormatClaudeApp, FormatCodexApp}
 
 // checkFuzzed asserts what every converter owes any input: the ATIF it writes
 // validates, its texts are bounded valid UTF-8, partial exactly when gaps are listed.
