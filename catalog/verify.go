@@ -19,10 +19,17 @@ import (
 //     the attempt verifier_tampered, naming the file.
 //   - Steps: run in order, each with its own deadline; a command matcher grades each
 //     by its id.
+//   - FinalWorkspaceBytes: the bound, in bytes, of the file content of the final
+//     workspace an attempt keeps as evidence for a regrade (docs/regrade.md; 1 to
+//     MaxFinalWorkspaceBytes; absent: `run --final-workspace-bytes`).
 type Verify struct {
-	Protect []string     `yaml:"protect"`
-	Steps   []VerifyStep `yaml:"steps"`
+	Protect             []string     `yaml:"protect"`
+	Steps               []VerifyStep `yaml:"steps"`
+	FinalWorkspaceBytes int64        `yaml:"finalWorkspaceBytes"`
 }
+
+// MaxFinalWorkspaceBytes bounds Verify.FinalWorkspaceBytes (1 GiB).
+const MaxFinalWorkspaceBytes = 1 << 30
 
 // VerifyStep is one verifier command.
 //
@@ -79,6 +86,9 @@ func (v *validator) validateVerify(cs *Case, name string) {
 	}
 	if len(vf.Steps) == 0 {
 		v.add(v.at(vf, cs), "%s verify lists no steps", name)
+	}
+	if vf.FinalWorkspaceBytes < 0 || vf.FinalWorkspaceBytes > MaxFinalWorkspaceBytes {
+		v.add(v.at(&vf.FinalWorkspaceBytes, vf, cs), "%s verify finalWorkspaceBytes must be 1 to %d (absent: run --final-workspace-bytes)", name, int64(MaxFinalWorkspaceBytes))
 	}
 	for i := range vf.Protect {
 		if !cleanRelative(vf.Protect[i]) {

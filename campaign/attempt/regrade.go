@@ -141,7 +141,7 @@ func readFinal(src string) (*workspace.Final, string) {
 		return nil, fmt.Sprintf("%s does not decode as %s: %v", workspace.FinalFile, workspace.FinalSchema, err)
 	}
 	if f.Truncated {
-		return nil, fmt.Sprintf("%s is truncated at its bound of %d bytes (%s): raise run --final-workspace-bytes", workspace.FinalFile, f.MaxBytes, f.Note)
+		return nil, fmt.Sprintf("%s is truncated at its bound of %d bytes (%s): raise the case's verify finalWorkspaceBytes or run --final-workspace-bytes", workspace.FinalFile, f.MaxBytes, f.Note)
 	}
 	return &f, ""
 }

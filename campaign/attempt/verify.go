@@ -76,7 +76,7 @@ func (x *LocalExecutor) verify(ctx context.Context, a *attempt, p *Provisioned, 
 	}
 	var v Verification
 	defer func() { writeJSON(a.ev, secrets, VerifyFile, verifyDocument(v)) }()
-	x.keepFinal(ctx, a, p.Workspace, secrets)
+	x.keepFinal(ctx, a, p.Workspace, vf.FinalWorkspaceBytes, secrets)
 	now, err := protectedState(p.Workspace, vf.Protect)
 	if err != nil {
 		v.Fault = verdict.HarnessFault(fmt.Errorf("verifier integrity: hashing the protected paths again: %w", err), false)
@@ -112,11 +112,16 @@ func (x *LocalExecutor) runSteps(ctx context.Context, a *attempt, p *Provisioned
 }
 
 // keepFinal keeps the workspace as the agent left it as evidence (workspace.FinalFile,
-// bounded by FinalWorkspaceBytes), so that a regrade can run a verifier again against
-// a fresh copy of it; a workspace it cannot read is noted in the flow log (a regrade
-// of the verifier is then inconclusive, naming the missing file).
-func (x *LocalExecutor) keepFinal(ctx context.Context, a *attempt, ws string, secrets *redact.Set) {
-	f, err := workspace.TakeFinal(ctx, ws, x.FinalWorkspaceBytes)
+// bounded by the case's bound when it declares one, else FinalWorkspaceBytes), so
+// that a regrade can run a verifier again against a fresh copy of it; a workspace it
+// cannot read is noted in the flow log (a regrade of the verifier is then
+// inconclusive, naming the missing file).
+func (x *LocalExecutor) keepFinal(ctx context.Context, a *attempt, ws string, caseBound int64, secrets *redact.Set) {
+	bound := x.FinalWorkspaceBytes
+	if caseBound > 0 {
+		bound = caseBound
+	}
+	f, err := workspace.TakeFinal(ctx, ws, bound)
 	if err != nil {
 		a.log.note("the final workspace was not kept: %v", err)
 		return

@@ -98,7 +98,7 @@ func newRunCmd(a *app) *cobra.Command {
 	historyKeepFlag(f, &o.historyKeep)
 	f.StringVar(&o.otlp, "otlp-endpoint", "", "export every attempt as an OpenTelemetry trace (GenAI semantic conventions) to this OTLP/HTTP `URL`, e.g. http://127.0.0.1:4318 (default: no export)")
 	f.StringVar(&o.stateDir, "state-dir", "", "where each attempt's instance home is made: its database, keys and run records and its agents' HOMEs (default /dev/shm when it is a tmpfs with at least 512 MiB free, so that none of it reaches a disk; else inside the attempt's temp root)")
-	f.Int64Var(&o.finalBytes, "final-workspace-bytes", attempt.DefaultFinalWorkspaceBytes, "bound, in bytes, of the file content of the final workspace a case with a verifier keeps as evidence for 'agentproof regrade' (over it: kept truncated, and a regrade of its verifier is inconclusive naming the bound)")
+	f.Int64Var(&o.finalBytes, "final-workspace-bytes", attempt.DefaultFinalWorkspaceBytes, "bound, in bytes, of the file content of the final workspace a case with a verifier keeps as evidence for 'agentproof regrade' (a case's verify finalWorkspaceBytes wins; over it: kept truncated, and a regrade of its verifier is inconclusive naming the bound)")
 	wantFlag(cmd, "max-parallel", "a whole number ≥ 1")
 	wantFlag(cmd, "final-workspace-bytes", "a whole number of bytes ≥ 1")
 	wantFlag(cmd, "max-automatic-retries", "0 or 1")
