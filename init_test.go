@@ -21,7 +21,7 @@ var compilers = map[string]bool{
 // TestNoCompileAtInit: no package-level variable of the module is initialised by
 // compiling a regular expression, a template or a schema outside a function literal
 // (sync.OnceValue(func() …) is how a package compiles on first use). One binary is every
-// serve child, fixture child, agent and sandbox trampoline, and each pays every linked
+// serve child, fixture child, agent and sandbox init, and each pays every linked
 // package's initialisation at start (docs/performance.md).
 func TestNoCompileAtInit(t *testing.T) {
 	t.Parallel()

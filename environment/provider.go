@@ -103,9 +103,10 @@ type Bind struct {
 
 // Launched is one prepared process of a lease.
 type Launched interface {
-	// Spec is the process worker.Supervise must run (for the sandbox: the trampoline
-	// that enters the lease's cgroup and starts bubblewrap). BeforeStart and the
-	// bounds of the request's Spec are kept.
+	// Spec is the process worker.Supervise must run (for the sandbox: bubblewrap, with
+	// the Fork, Credential and Stop that stage its binds, drop to the sandbox user and
+	// stop the agent through its init). BeforeStart and the bounds of the request's
+	// Spec are kept; a launcher must honour Fork, Credential and Stop.
 	Spec() worker.Spec
 	// Settle is called once with what Supervise returned (the zero Outcome when it
 	// returned an error). It returns the agent's own outcome, the limits the host saw it

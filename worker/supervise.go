@@ -37,6 +37,19 @@ import (
 //     its pid, before the supervisor waits for anything. The process is not reaped
 //     before AfterStart returns, so /proc/<pid> names it (alive or a zombie); it must
 //     return promptly (the timeout runs from the start).
+//   - Credential: when set, the process runs as that user and group, with exactly
+//     Credential.Groups as supplementary groups (the caller must be allowed to set
+//     them: root); nil runs it as the caller.
+//   - Fork: when set, Supervise calls Fork with a start function and Fork must call
+//     it once, on the OS thread the process has to be forked from (one in a private
+//     mount namespace, say), and return its error (or its own, having not called it).
+//     start runs BeforeStart and forks, and returns the new process's pid. Fork must
+//     return once the process started; whatever the thread holds stays the caller's.
+//   - Stop: when set, the stop signal of a timeout, an output overflow, an abort or
+//     an overrun result grace (SIGTERM) is delivered by Stop(pid, SIGTERM) instead of
+//     to the process group (pid is the supervised process's); SIGKILL always goes to
+//     the group. For a wrapper whose own process must outlive the stop signal while
+//     the process it carries gets it (the sandbox's bubblewrap and its init).
 //   - NullStdin: the child's stdin is /dev/null instead of a pipe the supervisor holds
 //     open until the child settles. Real agent CLIs read a piped stdin to its end
 //     before they start, so their drivers set it.
@@ -66,6 +79,9 @@ type Spec struct {
 	ExtraFiles     []*os.File
 	BeforeStart    func() error
 	AfterStart     func(pid int)
+	Credential     *syscall.Credential
+	Fork           func(start func() (int, error)) error
+	Stop           func(pid int, sig syscall.Signal) error
 	NullStdin      bool
 	Marker         string
 	ExtraMarkers   []string
@@ -500,8 +516,9 @@ func startChild(ctx context.Context, spec Spec, io childStdio, o *Outcome) *chil
 		Stderr:     io.errW,
 		ExtraFiles: spec.ExtraFiles,
 		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   true,
-			Pdeathsig: syscall.SIGKILL,
+			Setpgid:    true,
+			Pdeathsig:  syscall.SIGKILL,
+			Credential: spec.Credential,
 		},
 	}
 	if ctx.Err() != nil {
@@ -510,15 +527,31 @@ func startChild(ctx context.Context, spec Spec, io childStdio, o *Outcome) *chil
 		return nil
 	}
 	start := time.Now()
-	if spec.BeforeStart != nil {
-		if err := spec.BeforeStart(); err != nil {
-			io.closeAll()
-			o.Refused = err
-			return nil
+	var refused error
+	begin := func() (pid int, err error) {
+		if spec.BeforeStart != nil {
+			if refused = spec.BeforeStart(); refused != nil {
+				return 0, refused
+			}
 		}
+		// Nothing blocks, yields or releases a lock between BeforeStart and the fork.
+		err = cmd.Start()
+		if err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
 	}
-	// Nothing blocks, yields or releases a lock between BeforeStart and the fork.
-	err := cmd.Start()
+	var err error
+	if spec.Fork != nil {
+		err = spec.Fork(begin)
+	} else {
+		_, err = begin()
+	}
+	if refused != nil {
+		io.closeAll()
+		o.Refused = refused
+		return nil
+	}
 	closeAll(io.inR, io.outW, io.errW) // the child holds its own copies
 	if err != nil || cmd.Process == nil || cmd.Process.Pid <= 0 {
 		closeAll(io.inW, io.outR, io.errR)
@@ -713,7 +746,7 @@ func escalate(o *Outcome, pid int, exitSeen <-chan struct{}, spec Spec) bool {
 			return true
 		default:
 		}
-		if err := syscall.Kill(-pid, step.sig); err == nil {
+		if err := signalStop(spec, pid, step.sig); err == nil {
 			o.SignalsSent = append(o.SignalsSent, step.name)
 		}
 		t := time.NewTimer(step.wait)
@@ -725,6 +758,15 @@ func escalate(o *Outcome, pid int, exitSeen <-chan struct{}, spec Spec) bool {
 		}
 	}
 	return false
+}
+
+// signalStop sends sig to the process group of pid, or SIGTERM through spec.Stop
+// when it is set.
+func signalStop(spec Spec, pid int, sig syscall.Signal) error {
+	if sig != syscall.SIGKILL && spec.Stop != nil {
+		return spec.Stop(pid, sig)
+	}
+	return syscall.Kill(-pid, sig)
 }
 
 // WaitNoReap blocks until process pid, a child of this process, has exited, leaving it

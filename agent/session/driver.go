@@ -139,8 +139,9 @@ type Launch struct {
 }
 
 // LaunchFunc turns the agent's own process spec into the spec agentproof starts in its
-// place (for a sandbox lease: the provider's trampoline, which keeps the agent's stdin,
-// stdout and stderr and the spec's Timeout and MaxOutputBytes) and returns settle,
+// place (for a sandbox lease: bubblewrap, started through the spec's Fork, Credential
+// and Stop, which keeps the agent's stdin, stdout and stderr and the spec's Timeout
+// and MaxOutputBytes) and returns settle,
 // which is called exactly once after that process ended (or failed to spawn) with its
 // exit as the host saw it and returns the agent's own exit (the sandbox init's
 // report). Errors: the launch was refused (naming why); nothing was started.

@@ -245,6 +245,8 @@ type agentProcess struct {
 	exitSeen   chan struct{} // closed once the exit is observed (not yet reaped)
 	closeGrace time.Duration
 	marker     string // worker.MarkerVar token of the process and its descendants
+	// stop delivers SIGTERM instead of the process group (worker.Spec.Stop); nil: the group.
+	stopHook func(pid int, sig syscall.Signal) error
 	// settle turns the exit the host saw into the agent's own (LaunchFunc; nil on
 	// the host); called once by stop.
 	settle  func(ProcessExit) ProcessExit
@@ -292,8 +294,8 @@ func startProcess(spec worker.Spec, closeGrace time.Duration) (*agentProcess, er
 	}
 	cmd := &exec.Cmd{
 		Path: spec.Path, Args: spec.Args, Env: env, Dir: spec.Dir,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-		// A sandbox trampoline's status pipe (fd 3 onwards); none on the host.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: spec.Credential},
+		// A sandbox init's status pipe and cgroup files (fd 3 onwards); none on the host.
 		ExtraFiles: spec.ExtraFiles,
 	}
 	inR, inW, err := os.Pipe()
@@ -311,9 +313,9 @@ func startProcess(spec worker.Spec, closeGrace time.Duration) (*agentProcess, er
 		return nil, fmt.Errorf("agent: stderr pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	ap := &agentProcess{cmd: cmd, stdin: inW, stderr: &headBuffer{max: MaxStderrBytes}, exitSeen: make(chan struct{}), closeGrace: closeGrace, marker: spec.Marker}
+	ap := &agentProcess{cmd: cmd, stdin: inW, stderr: &headBuffer{max: MaxStderrBytes}, exitSeen: make(chan struct{}), closeGrace: closeGrace, marker: spec.Marker, stopHook: spec.Stop}
 	ap.start = time.Now()
-	err = cmd.Start()
+	err = startCmd(cmd, spec.Fork)
 	closeFiles(inR, outW, errW)
 	if err != nil {
 		closeFiles(inW, outR, errR)
@@ -341,6 +343,24 @@ func startProcess(spec worker.Spec, closeGrace time.Duration) (*agentProcess, er
 	return ap, nil
 }
 
+// startCmd starts cmd, through fork when it is set (the lease forks it on its own
+// thread: worker.Spec.Fork).
+func startCmd(cmd *exec.Cmd, fork func(start func() (int, error)) error) error {
+	if fork == nil {
+		return cmd.Start()
+	}
+	err := fork(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err == nil && cmd.Process == nil {
+		err = errors.New("the lease's fork started nothing")
+	}
+	return err
+}
+
 // exited reports whether the process's exit has been observed.
 func (ap *agentProcess) exited() bool {
 	select {
@@ -363,7 +383,11 @@ func (ap *agentProcess) kill(name string) {
 	if ap.done {
 		return
 	}
-	if err := syscall.Kill(-ap.identity.PID, sig); err == nil {
+	send := func() error { return syscall.Kill(-ap.identity.PID, sig) }
+	if sig != syscall.SIGKILL && ap.stopHook != nil {
+		send = func() error { return ap.stopHook(ap.identity.PID, sig) }
+	}
+	if err := send(); err == nil {
 		ap.signals = append(ap.signals, name)
 	}
 }

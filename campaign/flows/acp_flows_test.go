@@ -29,11 +29,11 @@ import (
 // The test binary doubles as agentproof for the ACP agents the heartbeat runner
 // launches: `<test binary> agent acp-<reference|nop|wrong>` and `<test binary> mcp`
 // (the MCP server of session/new) run the real command line, and under a sandbox
-// lease `<test binary> sandbox-enter|sandbox-init` are the real trampoline and init.
+// lease `<test binary> sandbox-init` is the real init.
 func TestMain(m *testing.M) {
 	// As a child process, this binary exits without the race detector's sleep.
 	raceexit.Main()
-	if len(os.Args) > 1 && (os.Args[1] == "agent" || os.Args[1] == "mcp" || os.Args[1] == sandbox.EnterCommand || os.Args[1] == sandbox.InitCommand) {
+	if len(os.Args) > 1 && (os.Args[1] == "agent" || os.Args[1] == "mcp" || os.Args[1] == sandbox.InitCommand) {
 		os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	agent.RegisterDrivers()

@@ -277,7 +277,7 @@ func TestAttackDaemon(t *testing.T) {
 			done := make(chan worker.Outcome, 1)
 			go func() { o, _ := worker.Supervise(context.Background(), x.Spec()); done <- o }()
 			waitFile(t, ready)
-			// trampoline (bwrap), init, agent, daemon
+			// bwrap, init, agent, daemon
 			pids := waitProcs(t, st.Cgroups, 4)
 			rep := p.Cleanup(context.Background(), l)
 			if !rep.Confirmed || len(rep.Found.Processes) < 4 {
@@ -421,8 +421,8 @@ func hasLimit(ls []environment.LimitHit, res environment.Resource, limit int64) 
 }
 
 // TestControllerDeath: when the process supervising a sandbox is SIGKILLed, the
-// sandbox dies with it (Pdeathsig on the trampoline, set again after the privilege
-// drop, and bwrap's --die-with-parent): the lease's cgroups empty without Cleanup.
+// sandbox dies with it (Pdeathsig on bwrap, set by its fork after the privilege drop,
+// and bwrap's --die-with-parent): the lease's cgroups empty without Cleanup.
 func TestControllerDeath(t *testing.T) {
 	t.Parallel()
 	requireSandbox(t)

@@ -28,7 +28,7 @@ func cpuTime() time.Duration {
 func BenchmarkAttempt(b *testing.B) {
 	requireSandbox(b)
 	// AGENTPROOF_BENCH_EXECUTABLE=<built agentproof> measures the production binary as
-	// trampoline and init (its start-up is heavier than this test binary's).
+	// init (its start-up is heavier than this test binary's).
 	for _, p := range []environment.Provider{local.New(), New(Options{Executable: os.Getenv("AGENTPROOF_BENCH_EXECUTABLE")})} {
 		b.Run(string(p.Name()), func(b *testing.B) {
 			root := leaseRoot(b)

@@ -22,7 +22,7 @@ import (
 // the controller's own cgroup in that hierarchy (nested, so the controller's own
 // limits still hold), named cgroupPrefix + lease id.
 
-// cgroupPrefix starts the name of every lease cgroup; the trampoline refuses others.
+// cgroupPrefix starts the name of every lease cgroup.
 const cgroupPrefix = "agentproof-"
 
 // The controllers a lease pins.
@@ -350,17 +350,6 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
-}
-
-// joinCgroups moves process pid into every cgroup of cs (the trampoline calls it on
-// itself before it starts bubblewrap, so every sandbox process is born inside).
-func joinCgroups(cs []string, pid int) error {
-	for _, dir := range cs {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return fmt.Errorf("joining cgroup %s: %w", dir, err)
-		}
-	}
-	return nil
 }
 
 // procs returns the union of the pids in cs's cgroup.procs files, sorted.

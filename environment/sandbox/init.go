@@ -21,9 +21,10 @@ import (
 
 // initArgs is init's command line:
 //
-//	sandbox-init --status-fd N --pass-fds K [--listen ADDR=SOCKET]... -- PATH ARGV0 ARGS...
+//	sandbox-init --status-fd N --pass-fds K [--cgroup-fd FD]... [--listen ADDR=SOCKET]... -- PATH ARGV0 ARGS...
 type initArgs struct {
 	statusFD, passFDs int
+	cgroupFDs         []int
 	listens           []initListen
 	path              string
 	argv              []string
@@ -61,6 +62,12 @@ func parseInit(args []string) (initArgs, error) {
 			} else {
 				a.passFDs = n
 			}
+		case "--cgroup-fd":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 4 || n > 128 {
+				return a, fmt.Errorf("--cgroup-fd %q is not a descriptor after the status fd", v)
+			}
+			a.cgroupFDs = append(a.cgroupFDs, n)
 		case "--listen":
 			addr, sock, ok := strings.Cut(v, "=")
 			host, _, err := net.SplitHostPort(addr)
@@ -79,12 +86,21 @@ func parseInit(args []string) (initArgs, error) {
 	case a.statusFD < 3 || a.passFDs < 0 || a.statusFD != 3+a.passFDs:
 		return a, fmt.Errorf("--status-fd must be 3 + --pass-fds (got %d and %d)", a.statusFD, a.passFDs)
 	}
+	for _, fd := range a.cgroupFDs {
+		if fd <= a.statusFD {
+			return a, fmt.Errorf("--cgroup-fd %d must come after the status fd %d", fd, a.statusFD)
+		}
+	}
 	return a, nil
 }
 
 // RunInit is `agentproof sandbox-init`, PID 1 of a sandbox (started by bubblewrap with
 // --as-pid-1, as the sandbox user, without capabilities). It
 //
+//  0. moves itself into the lease's cgroups by writing 0 to each --cgroup-fd (the
+//     lease's cgroup.procs files, opened for writing by the controller, which the
+//     sandbox cannot reach otherwise), so the agent and everything it starts are born
+//     inside them, and closes them;
 //  1. makes itself not dumpable and closes every inherited descriptor but stdio, the --pass-fds descriptors (fds
 //     3…, the worker's extra files) and the status fd, so the agent can reach nothing
 //     of the host through one;
@@ -114,8 +130,6 @@ func RunInit(args []string, stderr io.Writer) int {
 	const prSetDumpable = 4
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0)
 	status := os.NewFile(uintptr(a.statusFD), "status")
-	closeStrayFDs(3+a.passFDs, a.statusFD)
-	syscall.CloseOnExec(a.statusFD)
 	rep := initStatus{Schema: initStatusSchema}
 	finish := func(code int) int {
 		if rep.Error != "" {
@@ -126,6 +140,13 @@ func RunInit(args []string, stderr io.Writer) int {
 		}
 		_ = status.Close()
 		return code
+	}
+	cgErr := joinLeaseCgroups(a.cgroupFDs)
+	closeStrayFDs(3+a.passFDs, a.statusFD)
+	syscall.CloseOnExec(a.statusFD)
+	if cgErr != nil {
+		rep.Error = cgErr.Error()
+		return finish(ExitInitFailed)
 	}
 	if err := loopbackUp(); err != nil {
 		rep.Error = err.Error()
@@ -164,6 +185,19 @@ func RunInit(args []string, stderr io.Writer) int {
 	code := reapUntil(proc.Pid, &rep)
 	rep.Connections = br.counts()
 	return finish(code)
+}
+
+// joinLeaseCgroups moves this process into the cgroup of each fd (a cgroup.procs file
+// open for writing: "0" names the writer) and closes them all. Errors name the fd.
+func joinLeaseCgroups(fds []int) error {
+	var first error
+	for _, fd := range fds {
+		if _, err := syscall.Write(fd, []byte("0")); err != nil && first == nil {
+			first = fmt.Errorf("joining the lease cgroup of fd %d: %w", fd, err)
+		}
+		_ = syscall.Close(fd)
+	}
+	return first
 }
 
 // reapUntil reaps every child that ends until pid does, records pid's end in rep and

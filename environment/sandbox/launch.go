@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,15 +30,16 @@ var systemDirs = []string{"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-cert
 // when they are links on the host, bound read-only when they are directories.
 var topLinks = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
-// stageDir is where the trampoline stages bind sources in its private mount namespace.
-const stageDir = "/tmp"
-
-// launchPlan is one launch's bwrap invocation: the host paths the trampoline stages
-// (index i is staged at stageDir/i) and bwrap's arguments, which name them by their
-// staged paths.
+// launchPlan is one launch's bwrap invocation: the host paths the launch's fork
+// thread stages (index i is staged at stageDir/i) and bwrap's arguments, which name
+// them by their staged paths.
 type launchPlan struct {
-	stage []string
-	args  []string
+	// stageDir is an empty directory the fork thread mounts its staging tmpfs on, in
+	// its own mount namespace (on the host it stays empty; the sandbox user can
+	// traverse its parents).
+	stageDir string
+	stage    []string
+	args     []string
 	// dests are the sandbox paths that binds are mounted on: bubblewrap makes each
 	// one's mount point, an empty file or directory, in a writable /tmp (writesOutside
 	// does not count them).
@@ -51,7 +53,7 @@ func (p *launchPlan) staged(src string) string {
 		i = len(p.stage)
 		p.stage = append(p.stage, src)
 	}
-	return filepath.Join(stageDir, strconv.Itoa(i))
+	return filepath.Join(p.stageDir, strconv.Itoa(i))
 }
 
 func (p *launchPlan) add(args ...string) { p.args = append(p.args, args...) }
@@ -98,29 +100,61 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("sandbox launch: %w", err)
 	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("sandbox launch: status pipe: %w", err)
+	x := &launched{lease: l, st: st, n: n, dir: dir, scratch: scratch, released: make(chan struct{})}
+	if err := x.open(); err != nil {
+		x.release()
+		return nil, fmt.Errorf("sandbox launch: %w", err)
 	}
-	plan := p.plan(l, st, req, dir, scratch, listens, len(spec.ExtraFiles))
-
-	enter := []string{st.Executable, EnterCommand, "--uid", strconv.Itoa(st.UID), "--gid", strconv.Itoa(st.GID)}
-	for _, c := range st.Cgroups {
-		enter = append(enter, "--cgroup", c.Path)
-	}
-	for _, s := range plan.stage {
-		enter = append(enter, "--stage", s)
-	}
-	enter = append(enter, "--", st.Bwrap)
+	plan := p.plan(l, st, req, dir, scratch, listens, planFDs{stageDir: x.stageDir, pass: len(spec.ExtraFiles), cgroups: len(x.cgroupFiles)})
+	x.stage, x.mountPoints = plan.stage, plan.dests
 	wrapped := spec
-	wrapped.Path = st.Executable
-	wrapped.Args = append(enter, plan.args...)
-	wrapped.ExtraFiles = append(slices.Clone(spec.ExtraFiles), statusW)
-	oom, _ := st.Cgroups.oomKills()
-	forks, _ := st.Cgroups.forkRefusals()
-	return &launched{spec: wrapped, lease: l, st: st, n: n, dir: dir, scratch: scratch, statusR: statusR, statusW: statusW,
-		oom0: oom, forks0: forks, mountPoints: plan.dests}, nil
+	wrapped.Path, wrapped.Args, wrapped.Dir = st.Bwrap, append([]string{st.Bwrap}, plan.args...), "/"
+	wrapped.ExtraFiles = append(append(slices.Clone(spec.ExtraFiles), x.statusW), x.cgroupFiles...)
+	if st.UID != os.Geteuid() || st.GID != os.Getegid() {
+		wrapped.Credential = &syscall.Credential{Uid: uint32(st.UID), Gid: uint32(st.GID), Groups: []uint32{}}
+	}
+	wrapped.Fork, wrapped.Stop = x.fork, stopInit
+	x.spec = wrapped
+	x.oom0, _ = st.Cgroups.oomKills()
+	x.forks0, _ = st.Cgroups.forkRefusals()
+	return x, nil
+}
+
+// open makes what a launch holds besides its directory: init's status pipe, the
+// write ends of the lease cgroups' cgroup.procs files (init joins them) and the
+// lease's staging mount point (stageDir), made at its first launch.
+func (x *launched) open() error {
+	var err error
+	if x.statusR, x.statusW, err = os.Pipe(); err != nil {
+		return fmt.Errorf("status pipe: %w", err)
+	}
+	for _, c := range x.st.Cgroups {
+		f, err := os.OpenFile(filepath.Join(c.Path, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("lease cgroup: %w", err)
+		}
+		x.cgroupFiles = append(x.cgroupFiles, f)
+	}
+	x.stageDir = stageDir(x.lease.SocketDir)
+	if err := os.Mkdir(x.stageDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("staging directory: %w", err)
+	}
+	return nil
+}
+
+// release frees what the launch holds on the host (once): the fork thread, the
+// status pipe, the cgroup files and the launch directory (the lease's staging
+// directory goes with the lease: Cleanup).
+func (x *launched) release() {
+	x.releaseOnce.Do(func() {
+		close(x.released)
+		for _, f := range append([]*os.File{x.statusR, x.statusW}, x.cgroupFiles...) {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+		_ = os.RemoveAll(x.dir)
+	})
 }
 
 // launchProblems checks a launch request against its lease: an absolute program and
@@ -251,10 +285,18 @@ func writeEtc(dir string, uid, gid int, hosts []string) error {
 	return nil
 }
 
+// planFDs is what a launch plan needs of the launch: the staging directory, the
+// worker's extra files passed on to the agent (fds 3…) and the cgroup files after
+// init's status fd.
+type planFDs struct {
+	stageDir      string
+	pass, cgroups int
+}
+
 // plan builds the bwrap arguments of one launch (the order matters: a mount point
 // must exist before what is mounted under it, and the read-only remounts come last).
-func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRequest, dir, scratch string, listens []string, passFDs int) *launchPlan {
-	pl := &launchPlan{}
+func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRequest, dir, scratch string, listens []string, fds planFDs) *launchPlan {
+	pl := &launchPlan{stageDir: fds.stageDir}
 	pl.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup")
 	if versionAtLeast(st.BwrapVersion, 0, 8) {
 		pl.add("--disable-userns")
@@ -298,7 +340,7 @@ func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRe
 	slices.Sort(ro)
 	for _, r := range slices.Compact(ro) {
 		// Read-only sources are the controller's (its binary, CLI installs): their
-		// links are resolved here, because the trampoline never follows one.
+		// links are resolved here, because staging never follows one.
 		src := r
 		if real, err := filepath.EvalSymlinks(r); err == nil {
 			src = real
@@ -308,7 +350,10 @@ func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRe
 	pl.add("--ro-bind", pl.staged(l.SocketDir), BridgeDir)
 	pl.add("--remount-ro", "/dev", "--remount-ro", "/")
 	pl.add("--chdir", req.Spec.Dir, "--", st.Executable, InitCommand,
-		"--status-fd", strconv.Itoa(3+passFDs), "--pass-fds", strconv.Itoa(passFDs))
+		"--status-fd", strconv.Itoa(3+fds.pass), "--pass-fds", strconv.Itoa(fds.pass))
+	for j := range fds.cgroups {
+		pl.add("--cgroup-fd", strconv.Itoa(4+fds.pass+j))
+	}
 	for _, ls := range listens {
 		pl.add("--listen", ls)
 	}
@@ -334,9 +379,19 @@ type launched struct {
 	n                int
 	dir, scratch     string
 	statusR, statusW *os.File
-	oom0, forks0     int64
+	// cgroupFiles are the lease cgroups' cgroup.procs files, open for writing: init
+	// joins them through these (it cannot reach the cgroup filesystem).
+	cgroupFiles  []*os.File
+	oom0, forks0 int64
 	// mountPoints are the sandbox paths binds were mounted on (launchPlan.dests).
 	mountPoints []string
+	// stageDir and stage: where the fork thread stages which host paths (launchPlan).
+	stageDir string
+	stage    []string
+	// released is closed when the launch settles (release): a fork thread that could
+	// not watch bubblewrap's exit waits for it.
+	released    chan struct{}
+	releaseOnce sync.Once
 }
 
 func (x *launched) Spec() worker.Spec { return x.spec }
@@ -359,7 +414,7 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 	switch {
 	case !o.Started:
 	case err != nil:
-		s.Problems = append(s.Problems, fmt.Sprintf("no exit report from the sandbox init (%v); the outcome is the trampoline's", err))
+		s.Problems = append(s.Problems, fmt.Sprintf("no exit report from the sandbox init (%v); the outcome is bubblewrap's", err))
 	case rep.Error != "":
 		s.Problems = append(s.Problems, "sandbox init: "+rep.Error)
 		fallthrough
@@ -398,7 +453,7 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceDisk, Limit: shape.DiskBytes, Events: 1,
 			Detail: fmt.Sprintf("disk limit %d bytes: the lease disk is full", shape.DiskBytes)})
 	}
-	_ = os.RemoveAll(x.dir)
+	x.release()
 	if !x.lease.Reuse {
 		_ = os.RemoveAll(x.scratch)
 	}

@@ -21,9 +21,8 @@ import (
 )
 
 // The test binary doubles as the agentproof binary inside every sandbox, so each test
-// runs the real trampoline, the real init and the real hostile agent:
+// runs the real init and the real hostile agent:
 //
-//	<test binary> sandbox-enter …   the trampoline (RunEnter)
 //	<test binary> sandbox-init …    the sandbox's PID 1 (RunInit)
 //	<test binary> hostile <attack>  the hostile agent (package agent/hostile)
 //	AGENTPROOF_TEST_MODE=controller <test binary> <lease.json>
@@ -34,8 +33,6 @@ func TestMain(m *testing.M) {
 	raceexit.Main()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case EnterCommand:
-			os.Exit(RunEnter(os.Args[2:], os.Stderr))
 		case InitCommand:
 			os.Exit(RunInit(os.Args[2:], os.Stderr))
 		case "hostile":

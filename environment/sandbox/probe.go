@@ -56,7 +56,7 @@ func (p *Provider) Probe(ctx context.Context) environment.ProbeReport {
 	if fi, err := os.Stat(p.opt.Executable); err != nil || fi.IsDir() {
 		pr.fail("executable", "the agentproof executable is missing", "the agentproof executable %q is missing", p.opt.Executable)
 	} else {
-		pr.pass("executable", "%s (trampoline, init and `agentproof mcp` inside)", p.opt.Executable)
+		pr.pass("executable", "%s (init and `agentproof mcp` inside)", p.opt.Executable)
 	}
 	return environment.NewProbeReport(environment.ProviderSandbox, pr.checks)
 }

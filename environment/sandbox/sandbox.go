@@ -16,12 +16,14 @@
 //     and cpu from cgroup2 when it has them, else from cgroup v1), named
 //     agentproof-<lease id>, under the controller's own cgroup, with the pinned limits.
 //
-// A launch (Launch) is the trampoline `agentproof sandbox-enter` (RunEnter): it joins
-// the lease's cgroups, stages the bind sources in a private mount namespace, drops to
-// the sandbox user and executes bwrap, which starts `agentproof sandbox-init`
+// A launch (Launch) is bwrap itself, forked by the supervisor from a thread of the
+// launch's own that has staged the bind sources in a private mount namespace
+// (worker.Spec.Fork), as the sandbox user; bwrap starts `agentproof sandbox-init`
 // (RunInit) as PID 1 of new user, mount, PID, IPC, UTS, cgroup and network namespaces;
-// init brings the allowlisted endpoints in over the bridge, runs the agent, reaps
-// orphans and exits with the agent. Cleanup kills the lease's cgroups, unmounts its
+// init joins the lease's cgroups, brings the allowlisted endpoints in over the
+// bridge, runs the agent, reaps orphans and exits with the agent. A stop signal goes
+// to init, which forwards it to the agent (worker.Spec.Stop). One agentproof process
+// starts per launch. Cleanup kills the lease's cgroups, unmounts its
 // disk, removes its cgroups and directory, and confirms each.
 package sandbox
 
@@ -43,8 +45,6 @@ import (
 
 // Hidden commands of the agentproof binary the provider runs (internal/cli wires them).
 const (
-	// EnterCommand is the trampoline (RunEnter), run on the host by the worker.
-	EnterCommand = "sandbox-enter"
 	// InitCommand is the sandbox's PID 1 (RunInit), run inside by bubblewrap.
 	InitCommand = "sandbox-init"
 )
@@ -64,7 +64,7 @@ const NobodyID = 65534
 
 // Options configures a Provider; the zero value means the defaults.
 //
-//   - Executable: the agentproof binary used as trampoline and init (default
+//   - Executable: the agentproof binary used as init (default
 //     os.Executable()). It is bound read-only into every sandbox at its own path, so
 //     `agentproof mcp` runs from it too.
 //   - Bwrap: the bubblewrap binary (default: "bwrap" from PATH).
@@ -430,8 +430,28 @@ func (p *Provider) Cleanup(_ context.Context, l *environment.Lease) (r environme
 		r.Remaining.Files = append(r.Remaining.Files, rest.Files...)
 		r.Remaining.FileCount, r.Remaining.FileBytes = r.Remaining.FileCount+rest.FileCount+1, r.Remaining.FileBytes+rest.FileBytes
 	}
+	removeStageDir(l.SocketDir, &r)
 	r.Confirmed = r.Remaining.Empty() && len(r.Errors) == 0
 	return r
+}
+
+// stageDir is the lease's staging mount point beside its socket directory
+// (<socket dir>-stage, mode 0700, root's): an empty directory on the host, on which
+// each launch's fork thread mounts its own staging tmpfs in its private mount
+// namespace (launched.fork).
+func stageDir(socketDir string) string { return socketDir + "-stage" }
+
+// removeStageDir removes the lease's staging mount point, which is empty on the host
+// (never RemoveAll: anything in it is not ours to delete), recording what remains in r.
+func removeStageDir(socketDir string, r *environment.CleanupReport) {
+	d := stageDir(socketDir)
+	if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.Errors = append(r.Errors, err.Error())
+	}
+	if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+		r.Remaining.Files = append(r.Remaining.Files, d)
+		r.Remaining.FileCount++
+	}
 }
 
 func existingCgroups(cs leaseCgroups) []string {

@@ -18,9 +18,9 @@ import (
 
 func TestParseInit(t *testing.T) {
 	t.Parallel()
-	ok := []string{"--status-fd", "4", "--pass-fds", "1", "--listen", "127.0.0.1:80=" + BridgeDir + "/cp.sock", "--", "/bin/agent", "agent", "x"}
+	ok := []string{"--status-fd", "4", "--pass-fds", "1", "--cgroup-fd", "5", "--cgroup-fd", "6", "--listen", "127.0.0.1:80=" + BridgeDir + "/cp.sock", "--", "/bin/agent", "agent", "x"}
 	a, err := parseInit(ok)
-	if err != nil || a.path != "/bin/agent" || len(a.argv) != 2 || a.listens[0].name != "cp" {
+	if err != nil || a.path != "/bin/agent" || len(a.argv) != 2 || a.listens[0].name != "cp" || !slices.Equal(a.cgroupFDs, []int{5, 6}) {
 		t.Fatalf("%+v %v", a, err)
 	}
 	for name, args := range map[string][]string{
@@ -31,31 +31,12 @@ func TestParseInit(t *testing.T) {
 		"relative command":    {"--status-fd", "3", "--pass-fds", "0", "--", "a", "a"},
 		"unknown flag":        {"--shell", "sh", "--", "/a", "a"},
 		"missing value":       {"--status-fd"},
+		"cgroup fd too low":   {"--status-fd", "4", "--pass-fds", "1", "--cgroup-fd", "4", "--", "/a", "a"},
+		"cgroup fd not a fd":  {"--status-fd", "3", "--pass-fds", "0", "--cgroup-fd", "x", "--", "/a", "a"},
 	} {
 		if _, err := parseInit(args); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
-	}
-}
-
-func TestParseEnter(t *testing.T) {
-	t.Parallel()
-	for name, args := range map[string][]string{
-		"not a cgroup":     {"--uid", "1", "--gid", "1", "--cgroup", "/tmp/agentproof-x", "--", "/usr/bin/bwrap"},
-		"not a lease name": {"--uid", "1", "--gid", "1", "--cgroup", "/sys/fs/cgroup/pids", "--", "/usr/bin/bwrap"},
-		"relative bwrap":   {"--uid", "1", "--gid", "1", "--", "bwrap"},
-		"no ids":           {"--", "/usr/bin/bwrap"},
-		"relative stage":   {"--uid", "1", "--gid", "1", "--stage", "tmp/x", "--", "/usr/bin/bwrap"},
-		"negative uid":     {"--uid", "-1", "--gid", "1", "--", "/usr/bin/bwrap"},
-		"unknown flag":     {"--uid", "1", "--gid", "1", "--root", "/", "--", "/usr/bin/bwrap"},
-	} {
-		if _, err := parseEnter(args); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	e, err := parseEnter([]string{"--uid", "7", "--gid", "8", "--stage", "/a", "--", "/usr/bin/bwrap", "--x"})
-	if err != nil || e.uid != 7 || e.gid != 8 || len(e.stage) != 1 || len(e.argv) != 2 {
-		t.Errorf("%+v %v", e, err)
 	}
 }
 
@@ -79,13 +60,15 @@ func TestPlan(t *testing.T) {
 	}
 	req := environment.LaunchRequest{Spec: worker.Spec{Path: "/opt/cli/bin/agent", Args: []string{"agent", "--go"}, Dir: l.Workspace},
 		Binds: []environment.Bind{{Path: dir + "/disk/state", Write: true}}, ReadOnly: []string{"/opt/cli"}}
-	pl := (&Provider{}).plan(l, st, req, dir+"/launches/1", st.Disk, listens, 1)
+	const stage = "/run/apf-stage-1"
+	pl := (&Provider{}).plan(l, st, req, dir+"/launches/1", st.Disk, listens, planFDs{stageDir: stage, pass: 1, cgroups: 2})
 	args := strings.Join(pl.args, " ")
 	for _, want := range []string{"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
 		"--disable-userns", "--die-with-parent", "--as-pid-1", "--ro-bind /usr /usr", "--proc /proc", "--dev /dev",
-		"--bind /tmp/5 /tmp ", "--bind /tmp/8 " + l.Workspace, "--bind /tmp/9 " + dir + "/disk/state", "--ro-bind /tmp/10 /opt/agentproof",
-		"--ro-bind /tmp/11 /opt/cli ", "--ro-bind /tmp/12 " + BridgeDir, "--remount-ro /dev --remount-ro / --chdir " + l.Workspace,
-		"-- /opt/agentproof sandbox-init --status-fd 4 --pass-fds 1 --listen 127.0.0.1:4100=" + BridgeDir + "/cp.sock",
+		"--bind " + stage + "/5 /tmp ", "--bind " + stage + "/8 " + l.Workspace, "--bind " + stage + "/9 " + dir + "/disk/state",
+		"--ro-bind " + stage + "/10 /opt/agentproof", "--ro-bind " + stage + "/11 /opt/cli ", "--ro-bind " + stage + "/12 " + BridgeDir,
+		"--remount-ro /dev --remount-ro / --chdir " + l.Workspace,
+		"-- /opt/agentproof sandbox-init --status-fd 4 --pass-fds 1 --cgroup-fd 5 --cgroup-fd 6 --listen 127.0.0.1:4100=" + BridgeDir + "/cp.sock",
 		"-- /opt/cli/bin/agent agent --go"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("plan lacks %q:\n%s", want, args)

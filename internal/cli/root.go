@@ -72,14 +72,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 
 // dispatchEarly runs, without building the command tree, the hidden commands that
 // start once per launch or campaign and whose start-up cost is part of every cell's
-// (docs/performance.md): the sandbox's trampoline and init, and run's process
+// (docs/performance.md): the sandbox's init, and run's process
 // sentry. ok is false for any other command line. Their cobra commands stay for help.
 func dispatchEarly(args []string, stdin io.Reader, stderr io.Writer) (code int, ok bool) {
 	switch {
 	case len(args) == 0:
 		return 0, false
-	case args[0] == sandbox.EnterCommand:
-		return sandbox.RunEnter(args[1:], stderr), true
 	case args[0] == sandbox.InitCommand:
 		return sandbox.RunInit(args[1:], stderr), true
 	case len(args) == 1 && args[0] == worker.SentryCommand:
@@ -158,7 +156,6 @@ were not run here: this machine cannot provide their environment), 70 internal e
 		newAgentsCmd(a),
 		newMCPCmd(a),
 		newEnvironmentsCmd(a),
-		newSandboxEnterCmd(a),
 		newSandboxInitCmd(a),
 		newHostileCmd(a),
 	)

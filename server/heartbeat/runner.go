@@ -627,7 +627,7 @@ func (r *Runner) skipWake(company, wakeID, reason string) {
 
 // launch is what execute prepared for the process: the driver, the agent's own spec
 // (agentSpec, what the launch facts describe) and the spec worker.Supervise runs
-// (spec: the same for a local agent; for a sandbox lease the provider's trampoline,
+// (spec: the same for a local agent; for a sandbox lease the provider's bubblewrap,
 // whose Settle gives back the agent's own outcome, in leased).
 type launch struct {
 	driver    agent.Driver

@@ -15,9 +15,9 @@ import (
 // exactly like an exec run (launchLeased: the agent's state directory on the lease
 // disk, handed to the sandbox user and bound writable; a real agent's node_modules
 // read-only), but the process is not supervised by worker.Supervise: the session layer
-// holds the trampoline's stdin and stdout, which bubblewrap and the sandbox init pass
+// holds bubblewrap's stdin and stdout, which bubblewrap and the sandbox init pass
 // through to the agent. The process
-// identity the runner records is the trampoline's (one trampoline carries one sandbox
+// identity the runner records is bubblewrap's (one bubblewrap carries one sandbox
 // and one agent process for its whole life: the init exits when the agent does), and
 // the exit the run records is the agent's own, from the init's report (Settle).
 
