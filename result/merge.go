@@ -13,10 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-
-	"github.com/agentproof/agentproof/atomicfile"
 )
 
 // ErrMergeCampaign is wrapped by Merge when the campaign to merge into is not
@@ -118,6 +115,7 @@ type sourceAttempt struct {
 	result *Result
 	digest string
 	raw    []byte
+	stat   os.FileInfo // of the result.json raw was read from
 }
 
 // Merge copies every attempt directory found under the sources into
@@ -130,6 +128,14 @@ type sourceAttempt struct {
 // no valid execution id, is skipped with a warning. Every copied result.json is written
 // after the evidence of all copied attempts is durable, so a half-copied attempt is
 // never mistaken for a complete one. Run report.Generate afterwards.
+//
+// A file the guard leaves byte for byte is hard-linked instead of copied when the
+// source is on the target's file system, has the mode FileMode and belongs to the
+// merging user (see evidenceCopier): the merged campaign then shares those files with
+// the shard directories, which is safe because evidence is never written in place —
+// every writer replaces a file whole (atomicfile) — and shard directories are not
+// changed once run. Attempts are copied in parallel; the outcome does not depend on
+// the order.
 func Merge(opts MergeOptions) (*Merged, error) {
 	m := &Merged{placed: map[string][]byte{}}
 	found, campaigns, err := findAttempts(opts.Sources, m)
@@ -155,17 +161,20 @@ func Merge(opts MergeOptions) (*Merged, error) {
 			return nil, err
 		}
 	}
-	var pending []*pendingResult
+	var jobs []*copyJob
 	for _, a := range found {
-		p, err := m.place(campaignDir, a)
-		if err != nil {
-			return nil, err
-		}
-		if p != nil {
-			pending = append(pending, p)
+		if j := m.place(campaignDir, a); j != nil {
+			jobs = append(jobs, j)
 		}
 	}
-	if err := m.writeResults(campaignDir, pending); err != nil {
+	c, err := newEvidenceCopier(campaignDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.copyAll(c, jobs); err != nil {
+		return nil, err
+	}
+	if err := m.writeResults(c, campaignDir, jobs); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -194,7 +203,7 @@ func findAttempts(sources []string, m *Merged) ([]sourceAttempt, map[string]bool
 			if !isAttemptRecord(p, d) {
 				return nil
 			}
-			raw, err := os.ReadFile(p)
+			raw, st, err := readFileStat(p)
 			if err != nil {
 				return err
 			}
@@ -208,7 +217,7 @@ func findAttempts(sources []string, m *Merged) ([]sourceAttempt, map[string]bool
 				return nil
 			}
 			sum := sha256.Sum256(raw)
-			found = append(found, sourceAttempt{dir: filepath.Dir(p), result: &r, digest: hex.EncodeToString(sum[:]), raw: raw})
+			found = append(found, sourceAttempt{dir: filepath.Dir(p), result: &r, digest: hex.EncodeToString(sum[:]), raw: raw, stat: st})
 			if validCampaignID(r.CampaignID) {
 				campaigns[r.CampaignID] = true
 			}
@@ -237,119 +246,4 @@ func mergeCampaignID(given string, campaigns map[string]bool) (string, error) {
 		return "", fmt.Errorf("%w: %q must match [A-Za-z0-9][A-Za-z0-9._-]{0,199}", ErrMergeCampaign, id)
 	}
 	return id, nil
-}
-
-// place copies the evidence of attempt a into campaignDir at <suite>/<profile>/
-// <environment>/<case>/attempt-<n>, or beside it at attempt-<n>-<12 hex digits of its
-// digest> when another attempt holds that place, and records it in m as copied, or as
-// skipped when an identical one is there already. The copied attempt's result.json is
-// returned to be written once every attempt's evidence is durable (nil when skipped).
-// Error: the copy failed.
-func (m *Merged) place(campaignDir string, a sourceAttempt) (*pendingResult, error) {
-	s, p, e, c, _ := ParseExecutionID(a.result.ExecutionID)
-	base := filepath.Join(s, p, e, c, "attempt-"+strconv.Itoa(a.result.Attempt))
-	held := func(rel string) ([]byte, error) {
-		if raw, ok := m.placed[rel]; ok {
-			return raw, nil
-		}
-		return os.ReadFile(filepath.Join(campaignDir, rel, ResultFile))
-	}
-	rel := base
-	existing, err := held(rel)
-	if err == nil && !bytes.Equal(existing, a.raw) {
-		rel = base + "-" + a.digest[:12]
-		existing, err = held(rel)
-	}
-	if err == nil && bytes.Equal(existing, a.raw) {
-		m.Skipped = append(m.Skipped, filepath.ToSlash(rel))
-		return nil, nil
-	}
-	dst := filepath.Join(campaignDir, rel)
-	warnings, err := copyTree(a.dir, dst)
-	if err != nil {
-		return nil, err
-	}
-	m.Warnings = append(m.Warnings, warnings...)
-	m.Copied = append(m.Copied, filepath.ToSlash(rel))
-	m.placed[rel] = a.raw
-	return &pendingResult{path: filepath.Join(dst, ResultFile), raw: a.raw}, nil
-}
-
-// pendingResult is a copied attempt's result.json, written after its evidence.
-type pendingResult struct {
-	path string
-	raw  []byte
-}
-
-// writeResults makes the copied evidence under campaignDir durable (one sync of its
-// file system), then writes every pending result.json through the evidence guard
-// (atomically, without an fsync each) and syncs once more: an attempt is never seen
-// complete before its evidence is, and a merge of many attempts costs two syncs, not
-// two fsyncs per file.
-func (m *Merged) writeResults(campaignDir string, pending []*pendingResult) error {
-	if len(pending) == 0 {
-		return nil
-	}
-	if err := atomicfile.SyncFilesystem(campaignDir); err != nil {
-		return err
-	}
-	for _, p := range pending {
-		warnings, err := guardCopy(Guard{Deferred: true}, p.raw, p.path, ResultFile)
-		m.Warnings = append(m.Warnings, warnings...)
-		if err != nil {
-			return fmt.Errorf("copying %s: %w", p.path, err)
-		}
-	}
-	return atomicfile.SyncFilesystem(campaignDir)
-}
-
-// guardCopy writes b to target through guard, turning what the guard found into
-// warnings about rel: a leak redacted, or a file left out.
-func guardCopy(guard Guard, b []byte, target, rel string) ([]string, error) {
-	var warnings []string
-	gf, err := guard.Write(target, b, true)
-	for _, l := range gf.Leaks {
-		warnings = append(warnings, fmt.Sprintf("%s: secret leak (%s): redacted while copying", filepath.ToSlash(rel), l))
-	}
-	if errors.Is(err, ErrNotAllowed) || gf.Withheld {
-		return append(warnings, fmt.Sprintf("%s: not copied: %v", filepath.ToSlash(rel), err)), nil
-	}
-	return warnings, err
-}
-
-// copyTree copies the regular files and directories of attempt directory src to dst
-// (created), except its result.json, skipping symbolic links and special files, every
-// file through the evidence guard (Guard with no secret set: the allowlist and secret
-// shapes; a file it refuses is left out and named in a warning), without an fsync:
-// Merge makes them durable together before any result.json is written.
-func copyTree(src, dst string) ([]string, error) {
-	var warnings []string
-	guard := Guard{Deferred: true}
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case !d.Type().IsRegular(), rel == ResultFile:
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		w, err := guardCopy(guard, b, target, rel)
-		warnings = append(warnings, w...)
-		return err
-	})
-	if err != nil {
-		return warnings, fmt.Errorf("copying %s to %s: %w", src, dst, err)
-	}
-	return warnings, nil
 }
