@@ -37,6 +37,7 @@ var dashboardTmpl = sync.OnceValue(func() *template.Template {
 		"transcriptTextBytes": func() int { return TranscriptTextBytes },
 		"transcriptBytes":     func() int { return TranscriptBytes },
 		"transcriptSteps":     func() int { return TranscriptSteps },
+		"probeCommand":        func() string { return result.ProbeCommand },
 	}).Parse(dashboardTemplate + transcriptTemplate))
 })
 

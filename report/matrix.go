@@ -103,8 +103,8 @@ func MatrixJSON(q *result.Qualification) []byte {
 
 // MatrixMarkdown renders the qualification matrix for a README: a legend, then one
 // table per capability (rows: runners; columns: its cases), each cell the latest state
-// with since which CLI version it holds, its history and a link to its evidence
-// (relative to the results directory).
+// (with why, for a cell not run here) with since which CLI version it holds, its
+// history and a link to its evidence (relative to the results directory).
 func MatrixMarkdown(q *result.Qualification) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Runner qualification matrix\n\n%d campaign(s), %d runner(s). ", len(q.Campaigns), len(q.Runners))
@@ -128,7 +128,11 @@ func MatrixMarkdown(q *result.Qualification) []byte {
 					continue
 				}
 				any = true
-				row += fmt.Sprintf(" %s %s, %s (%s)", stateMarks[c.State], stateLabel(c.State), sinceText(c), historyText(c))
+				row += fmt.Sprintf(" %s %s", stateMarks[c.State], stateLabel(c.State))
+				if c.Reason != "" {
+					row += ": " + md(c.Reason)
+				}
+				row += fmt.Sprintf(", %s (%s)", sinceText(c), historyText(c))
 				if c.Evidence != "" {
 					row += " [evidence](" + c.Evidence + result.ResultFile + ")"
 				}

@@ -13,13 +13,15 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"gotest.tools/v3/golden"
 
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
 )
 
 // twoVersions is the qualification of two campaigns of a codex runner at CLI versions
-// 0.170.0 and 0.171.0: the approve boundary passes, then fails; Stop passes in both.
+// 0.170.0 and 0.171.0: the approve boundary passes, then fails; Stop passes in both;
+// the warm session passes, then is not run here (this machine lacked bubblewrap).
 func twoVersions() *result.Qualification {
 	res := func(cs string, v verdict.Verdict, version string) result.Result {
 		return result.Result{ExecutionID: "nb.codex.local." + cs, SuiteID: "nb", ProfileID: "codex", EnvironmentID: "local", CaseID: cs,
@@ -27,18 +29,27 @@ func twoVersions() *result.Qualification {
 			Evidence:     []string{"nb/codex/local/" + cs + "/attempt-1/logs/flow.log"},
 			RuntimeFacts: []result.RuntimeFacts{{Driver: "exec:codex", CLIName: "codex", CLIVersion: version}}}
 	}
+	notRun := result.Result{ExecutionID: "nb.codex.local.warm-three-turn", SuiteID: "nb", ProfileID: "codex", EnvironmentID: "local", CaseID: "warm-three-turn",
+		Verdict: verdict.Inconclusive, Synthetic: true, NotRunHere: "needs bubblewrap, which is not installed"}
 	return result.Qualify([]*result.Campaign{
-		{CampaignID: "camp-a", GeneratedAt: "2026-12-01T00:00:00Z", Results: []result.Result{res("permission-approve-write", verdict.Passed, "0.170.0"), res("pending-permission-stop", verdict.Passed, "0.170.0")}},
-		{CampaignID: "camp-b", GeneratedAt: "2026-12-02T00:00:00Z", Results: []result.Result{res("permission-approve-write", verdict.Failed, "0.171.0"), res("pending-permission-stop", verdict.Passed, "0.171.0")}},
+		{CampaignID: "camp-a", GeneratedAt: "2026-12-01T00:00:00Z", Results: []result.Result{res("permission-approve-write", verdict.Passed, "0.170.0"), res("pending-permission-stop", verdict.Passed, "0.170.0"),
+			res("warm-three-turn", verdict.Passed, "0.170.0")}},
+		{CampaignID: "camp-b", GeneratedAt: "2026-12-02T00:00:00Z", Results: []result.Result{res("permission-approve-write", verdict.Failed, "0.171.0"), res("pending-permission-stop", verdict.Passed, "0.171.0"),
+			notRun}},
 	})
 }
 
 // TestMatrixMarkdown: the Markdown matrix says per boundary what changed between the
-// two CLI versions.
+// two CLI versions, and why a cell was not run here; so does the JSON (both kept in
+// golden files, -update rewrites them).
 func TestMatrixMarkdown(t *testing.T) {
 	t.Parallel()
-	md := string(MatrixMarkdown(twoVersions()))
+	q := twoVersions()
+	md := string(MatrixMarkdown(q))
+	golden.Assert(t, md, "golden/matrix.md")
+	golden.Assert(t, string(MatrixJSON(q)), "golden/matrix.json")
 	for _, want := range []string{
+		"| codex (local) · exec:codex · codex 0.171.0 · openai/gpt-5 | – not run here: needs bubblewrap, which is not installed, since camp-b (✓ 0.170.0 –) |",
 		"## permissions (approve / decline)",
 		"| codex (local) · exec:codex · codex 0.171.0 · openai/gpt-5 | ✗ failed, since 0.171.0 (✓ 0.170.0 ✗ 0.171.0) [evidence](camp-b/nb/codex/local/permission-approve-write/attempt-1/result.json) |",
 		"| codex (local) · exec:codex · codex 0.171.0 · openai/gpt-5 | ✓ passed, since 0.170.0 (✓ 0.170.0 ✓ 0.171.0) [evidence](camp-b/nb/codex/local/pending-permission-stop/attempt-1/result.json) |",
@@ -112,6 +123,7 @@ func TestMatrixInBrowser(t *testing.T) {
 	want := []string{
 		"permission-approve-write: ✗ failed / since 0.171.0 / ✓ 0.170.0 ✗ 0.171.0 / evidence",
 		"pending-permission-stop: ✓ passed / since 0.170.0 / ✓ 0.170.0 ✓ 0.171.0 / evidence",
+		"warm-three-turn: – not run here / needs bubblewrap, which is not installed / since camp-b / ✓ 0.170.0 –",
 	}
 	if strings.Join(cells, "\n") != strings.Join(want, "\n") {
 		t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(cells, "\n"), strings.Join(want, "\n"))

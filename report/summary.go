@@ -150,8 +150,8 @@ func writeKnownFailures(b *strings.Builder, c *result.Campaign) {
 
 // writeNotRunHere renders "Not run here": the selected cells this machine could not
 // run, grouped by reason (one line per reason with its count and environments, then
-// the cells), so that a campaign that passed what it ran never reads as a pass of
-// those; nothing when every selected cell ran.
+// the cells) and how to learn what it takes to run them, so that a campaign that passed
+// what it ran never reads as a pass of those; nothing when every selected cell ran.
 func writeNotRunHere(b *strings.Builder, c *result.Campaign) {
 	if c.NotRun == 0 {
 		return
@@ -183,7 +183,7 @@ func writeNotRunHere(b *strings.Builder, c *result.Campaign) {
 			fmt.Fprintf(b, "  - %s\n", md(r.ExecutionID))
 		}
 	}
-	b.WriteString("\n")
+	fmt.Fprintf(b, "\n`%s` says what this machine gives and how to get the rest.\n\n", result.ProbeCommand)
 }
 
 // writeLaterPasses renders "Passed only after an earlier attempt did not": every cell

@@ -12,9 +12,9 @@ import (
 
 // TestNotRunHereReported: a selected cell whose environment the machine could not
 // provide (no result, a reason given) is "not run here" with that reason in every
-// printer: the summary's headline and its own section, a JUnit skipped element with
-// the reason as its message, a CTRF skipped test and a dashboard card of its own
-// state; the campaign is partial, never counts it passed, and `agentproof report`
+// printer: the summary's headline and its own section (with the command that says how
+// to get the environment), a JUnit skipped element with the reason as its message, a
+// CTRF skipped test and a dashboard card of its own state with that hint in the header; the campaign is partial, never counts it passed, and `agentproof report`
 // (no expected ids) regenerates it from campaign.json.
 func TestNotRunHereReported(t *testing.T) {
 	t.Parallel()
@@ -44,7 +44,8 @@ func TestNotRunHereReported(t *testing.T) {
 	}
 	summary := read(SummaryFile)
 	for _, want := range []string{"Not run here: 1", "## Not run here", "1 cell(s) of environment daytona: " + why, "- core.reference.daytona.message-marker",
-		"| core.reference.daytona.message-marker | not run here | 0 |"} {
+		"| core.reference.daytona.message-marker | not run here | 0 |",
+		"`agentproof environments probe` says what this machine gives and how to get the rest."} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, summary)
 		}
@@ -57,6 +58,8 @@ func TestNotRunHereReported(t *testing.T) {
 	}
 	if dash := read(DashboardFile); !strings.Contains(dash, `data-state="not-run-here"`) || !strings.Contains(dash, `id="count-not-run-here">1<`) {
 		t.Errorf("the dashboard shows no not-run card or count: %d %d", strings.Count(dash, "not-run-here"), strings.Count(dash, "count-not-run-here"))
+	} else if !strings.Contains(dash, `id="not-run-here-hint">1 selected cell(s) not run here`) || !strings.Contains(dash, `<code>agentproof environments probe</code> says what this machine gives`) {
+		t.Errorf("the dashboard gives no hint how to run the cells not run here")
 	} else if strings.Contains(dash, `class="tri-cell">core.reference.daytona.message-marker<`) {
 		t.Errorf("the dashboard lists a cell not run here among the inconclusive cells that need attention")
 	}

@@ -398,12 +398,7 @@ func (c *Campaign) Selection() string {
 	if !c.Partial {
 		return "complete"
 	}
-	missing := 0
-	for i := range c.Results {
-		if c.Results[i].Synthetic && c.Results[i].NotRunHere == "" {
-			missing++
-		}
-	}
+	missing := c.missing()
 	switch {
 	case missing > 0:
 		return fmt.Sprintf("cut short: %d of %d selected cell(s) left no result", missing, c.Selected)
@@ -411,6 +406,19 @@ func (c *Campaign) Selection() string {
 		return fmt.Sprintf("partial: %d of %d selected cell(s) not run here (this machine cannot provide their environment)", c.NotRun, c.Selected)
 	}
 	return "subset of the catalog"
+}
+
+// missing counts the selected cells with only a synthetic result that are not cells
+// not run here (shards that never reported, a run killed before its interruption was
+// recorded).
+func (c *Campaign) missing() int {
+	n := 0
+	for i := range c.Results {
+		if c.Results[i].Synthetic && c.Results[i].NotRunHere == "" {
+			n++
+		}
+	}
+	return n
 }
 
 func suiteIndex(cat *catalog.Catalog, id string) int {

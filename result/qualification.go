@@ -107,27 +107,32 @@ type Runner struct {
 // QualifiedCell is a runner on one case: the latest state, the CLI version it ran
 // with, since when the state holds (the first campaign, and CLI version, of the latest
 // run of equal states), the evidence of the latest attempt (relative to the results
-// directory) and the history, oldest first.
+// directory), why it was not run here (when it was not) and the history, oldest first.
 type QualifiedCell struct {
-	Case          string           `json:"case"`
-	Capability    Capability       `json:"capability"`
-	State         CellState        `json:"state"`
-	CLIVersion    string           `json:"cliVersion,omitempty"`
-	SinceCampaign string           `json:"sinceCampaign"`
-	SinceVersion  string           `json:"sinceVersion,omitempty"`
-	Evidence      string           `json:"evidence,omitempty"`
-	History       []QualifiedEntry `json:"history"`
+	Case          string     `json:"case"`
+	Capability    Capability `json:"capability"`
+	State         CellState  `json:"state"`
+	CLIVersion    string     `json:"cliVersion,omitempty"`
+	SinceCampaign string     `json:"sinceCampaign"`
+	SinceVersion  string     `json:"sinceVersion,omitempty"`
+	Evidence      string     `json:"evidence,omitempty"`
+	// Reason is why the cell was not run here, when that is its latest state.
+	Reason  string           `json:"reason,omitempty"`
+	History []QualifiedEntry `json:"history"`
 }
 
 // QualifiedEntry is one campaign of a cell's history: the campaign, its suite, the
-// state (the worst over the suites that ran the case), the CLI version and the evidence
-// directory (relative to the results directory).
+// state (the worst over the suites that ran the case), the CLI version, the evidence
+// directory (relative to the results directory) and, for a cell not run here, why.
 type QualifiedEntry struct {
 	CampaignID string    `json:"campaignId"`
 	Suite      string    `json:"suite"`
 	State      CellState `json:"state"`
 	CLIVersion string    `json:"cliVersion,omitempty"`
 	Evidence   string    `json:"evidence,omitempty"`
+	// Reason is why the cell was not run here (StateNotRunHere only): this machine
+	// could not provide its environment.
+	Reason string `json:"reason,omitempty"`
 }
 
 // stateRank orders states for "worst of": failed, then inconclusive and missing, known
@@ -192,8 +197,12 @@ func Qualify(campaigns []*Campaign) *Qualification {
 }
 
 // describe takes the runner's driver, provider, model and agent CLI from r (a later
-// campaign's result overwrites an earlier one's).
+// campaign's result overwrites an earlier one's); a synthetic result (a cell that did
+// not run) says nothing about the runner.
 func (row *Runner) describe(r *Result) {
+	if r.Synthetic {
+		return
+	}
 	row.Provider, row.Model = r.Provider, r.Model
 	for _, rf := range r.RuntimeFacts {
 		if rf.Driver != "" {
@@ -209,6 +218,9 @@ func (row *Runner) describe(r *Result) {
 // when another suite of the same campaign ran the case too, the worse of both.
 func (cell *QualifiedCell) add(id string, r *Result) {
 	e := QualifiedEntry{CampaignID: id, Suite: r.SuiteID, State: StateOf(r)}
+	if e.State == StateNotRunHere {
+		e.Reason = r.NotRunHere
+	}
 	for _, rf := range r.RuntimeFacts {
 		if rf.CLIVersion != "" {
 			e.CLIVersion = rf.CLIVersion
@@ -230,12 +242,12 @@ func (cell *QualifiedCell) add(id string, r *Result) {
 	cell.History = append(cell.History, e)
 }
 
-// settle sets the cell's latest state, CLI version and evidence, and since when the
-// state holds.
+// settle sets the cell's latest state, CLI version, evidence and reason, and since
+// when the state holds.
 func (cell *QualifiedCell) settle() {
 	n := len(cell.History)
 	last := cell.History[n-1]
-	cell.State, cell.CLIVersion, cell.Evidence = last.State, last.CLIVersion, last.Evidence
+	cell.State, cell.CLIVersion, cell.Evidence, cell.Reason = last.State, last.CLIVersion, last.Evidence, last.Reason
 	since := n - 1
 	for since > 0 && cell.History[since-1].State == last.State {
 		since--

@@ -29,7 +29,7 @@ agent CLI (name and version) of its latest campaign. Columns are cases grouped b
 capability they qualify (basics, permissions approve/decline, Stop while pending, warm
 session, native questions, steering and follow-ups, plans, recovery, files, journeys,
 other). Each cell is the runner's latest state on that case (passed, failed, known
-failure, not run here, inconclusive, missing), since which CLI version (or, for
+failure, not run here with why, inconclusive, missing), since which CLI version (or, for
 agentproof's own agents, which campaign) that state holds, its history over the
 campaigns oldest first with the CLI version where it changed, and a link to the latest
 attempt's evidence. Nothing is run.

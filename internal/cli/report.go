@@ -208,6 +208,12 @@ index.html at <results>/<campaign>/, and history.json at the results root (or
 then the latest finishedAt, then the higher attempt); an expected cell without a
 valid result gets a synthetic inconclusive result (permanent_infrastructure).
 
+For each campaign it prints the line 'agentproof run' ends with ("Campaign <id>:
+<passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive", then
+", <n> known failure(s)", ", <n> not run here (partial)" when there are any),
+followed by the state of the selection in parentheses (complete, subset of the
+catalog, cut short, interrupted) unless the line says it already, and the dashboard.
+
 The catalog supplies the grids, labels, fingerprints and the completeness of each
 suite. Without --catalog and --with-default, each campaign is reported with the
 catalog it was run with (recorded in its campaign.json and plan.json; a recorded
@@ -590,8 +596,7 @@ func appendStepSummary(a *app, g *report.Generated) {
 
 func printGenerated(a *app, g *report.Generated) {
 	c := g.Campaign
-	state := c.Selection()
-	fmt.Fprintf(a.stdout, "Campaign %s: %d/%d passed, %d failed, %d inconclusive (%s)\n", c.CampaignID, c.Passed, c.Selected, c.Failed, c.Inconclusive, state)
+	fmt.Fprintln(a.stdout, c.Line())
 	fmt.Fprintf(a.stdout, "  %s\n", filepath.Join(g.CampaignDir, report.DashboardFile))
 	for _, id := range g.Unexpected {
 		fmt.Fprintf(a.stderr, "warning: result for %s is not in the expected cells; left out\n", id)

@@ -595,7 +595,7 @@ func notRunNotes(plan *campaign.Plan) []string {
 	for _, r := range reasons {
 		notes = append(notes, fmt.Sprintf("  %d cell(s) of %s: %s", count[r], strings.Join(envs[r], ", "), r))
 	}
-	return append(notes, "  'agentproof environments probe' says what this machine gives and how to get the rest.")
+	return append(notes, "  '"+result.ProbeCommand+"' says what this machine gives and how to get the rest.")
 }
 
 // maxLaterPassNotes bounds the later passes the terminal names (summary.md names all).
