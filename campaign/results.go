@@ -135,15 +135,15 @@ func (s *Summary) Unfinished() (stopped, never int) {
 	return stopped, unfinished - stopped
 }
 
-// Line is the campaign's last output line: result.Tally's line ("Campaign <id>:
+// Line is the campaign's last output line: result.Counts' line ("Campaign <id>:
 // <passed>/<selected> passed, <failed> failed, <inconclusive> inconclusive" with the
 // known failures and cells not run here; docs/ARCHITECTURE.md "Data flow"); a partial campaign
 // adds ", <n> not finished (interrupted: <s> stopped mid-attempt, <m> never started)"
 // (zero parts left out; see Unfinished) so that the counts add up to the selection while
 // the campaign report (which covers only the finished cells) says "interrupted" too.
 func (s *Summary) Line() string {
-	line := result.Tally{CampaignID: s.CampaignID, Selected: s.Selected, Passed: s.Passed, Failed: s.Failed, Inconclusive: s.Inconclusive,
-		KnownFailures: s.KnownFailures, UnexpectedPasses: s.UnexpectedPasses, NotRun: s.NotRun}.Line()
+	line := result.Counts{Selected: s.Selected, Passed: s.Passed, Failed: s.Failed, Inconclusive: s.Inconclusive,
+		KnownFailures: s.KnownFailures, UnexpectedPasses: s.UnexpectedPasses, NotRun: s.NotRun}.Line(s.CampaignID)
 	if s.Partial {
 		stopped, never := s.Unfinished()
 		var parts []string

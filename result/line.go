@@ -2,45 +2,31 @@ package result
 
 import "fmt"
 
-// Tally is what a campaign's output line counts: the selected cells and how they
-// ended (Campaign's fields of the same names).
-type Tally struct {
-	CampaignID                                                              string
-	Selected, Passed, Failed, Inconclusive, KnownFailures, UnexpectedPasses int
-	NotRun                                                                  int
-}
-
-// Line is the campaign's line both `agentproof run` and `agentproof report` print:
+// Line is the line both `agentproof run` and `agentproof report` print for campaign id:
 // "Campaign <id>: <passed>/<selected> passed, <failed> failed, <inconclusive>
 // inconclusive", then ", <n> known failure(s)", " (<n> of the failed unexpectedly
 // passed: remove them from the known failures)" and ", <n> not run here (partial)",
 // each only when its count is not zero.
-func (t Tally) Line() string {
+func (c Counts) Line(id string) string {
 	line := fmt.Sprintf("Campaign %s: %d/%d passed, %d failed, %d inconclusive",
-		t.CampaignID, t.Passed, t.Selected, t.Failed, t.Inconclusive)
-	if t.KnownFailures > 0 {
-		line += fmt.Sprintf(", %d known failure(s)", t.KnownFailures)
+		id, c.Passed, c.Selected, c.Failed, c.Inconclusive)
+	if c.KnownFailures > 0 {
+		line += fmt.Sprintf(", %d known failure(s)", c.KnownFailures)
 	}
-	if t.UnexpectedPasses > 0 {
-		line += fmt.Sprintf(" (%d of the failed unexpectedly passed: remove them from the known failures)", t.UnexpectedPasses)
+	if c.UnexpectedPasses > 0 {
+		line += fmt.Sprintf(" (%d of the failed unexpectedly passed: remove them from the known failures)", c.UnexpectedPasses)
 	}
-	if t.NotRun > 0 {
-		line += fmt.Sprintf(", %d not run here (partial)", t.NotRun)
+	if c.NotRun > 0 {
+		line += fmt.Sprintf(", %d not run here (partial)", c.NotRun)
 	}
 	return line
 }
 
-// Tally is the campaign's counts.
-func (c *Campaign) Tally() Tally {
-	return Tally{CampaignID: c.CampaignID, Selected: c.Selected, Passed: c.Passed, Failed: c.Failed,
-		Inconclusive: c.Inconclusive, KnownFailures: c.KnownFailures, UnexpectedPasses: c.UnexpectedPasses, NotRun: c.NotRun}
-}
-
-// Line is the line `agentproof report` prints for the campaign: Tally's line, then the
+// Line is the line `agentproof report` prints for the campaign: its Counts' line, then the
 // state of its selection in parentheses (Selection), except when that state is only
 // "cells not run here", which the line says already.
 func (c *Campaign) Line() string {
-	line := c.Tally().Line()
+	line := c.Counts.Line(c.CampaignID)
 	if c.Interruption == nil && c.Partial && c.NotRun > 0 && c.missing() == 0 {
 		return line
 	}
