@@ -390,7 +390,7 @@ func (x *LocalExecutor) ExecuteAttempt(ctx context.Context, plan campaign.Attemp
 	}
 	s.Interrupted = ctx.Err() != nil
 	pre := Prejudge(s)
-	writeGrading(a, s, pre)
+	writeGrading(a, s, pre, x.Live)
 	return campaign.Outcome{
 		Judgement:        pre.With(s.Grades.Matchers),
 		Interrupted:      s.Interrupted,

@@ -24,7 +24,8 @@ const DefaultFinalWorkspaceBytes = workspace.DefaultFinalMaxBytes
 const GradingSchema = "agentproof.grading/v1"
 
 // Grading is grading.json: the attempt's nonce (the case's matchers are rendered with
-// it), the observation its matchers graded (nil when nothing was observed), without
+// it), whether it ran against its profile's live provider (`run --live`: the runtime
+// metadata check then expects the live provider's host), the observation its matchers graded (nil when nothing was observed), without
 // the workspace's file contents (a case with a verifier keeps them in
 // workspace.FinalFile) and without the verifier's runs (verify.json; a regrade runs
 // the verifier again), and the judgement's parts the matchers cannot change
@@ -32,13 +33,14 @@ const GradingSchema = "agentproof.grading/v1"
 type Grading struct {
 	Schema      string             `json:"schema"`
 	Nonce       string             `json:"nonce"`
+	Live        bool               `json:"live,omitempty"`
 	Observation *match.Observation `json:"observation"`
 	Prejudged   Prejudged          `json:"prejudged"`
 }
 
 // writeGrading writes the attempt's grading.json.
-func writeGrading(a *attempt, s *Stages, pre Prejudged) {
-	g := Grading{Schema: GradingSchema, Nonce: a.plan.Nonce, Prejudged: pre}
+func writeGrading(a *attempt, s *Stages, pre Prejudged, live bool) {
+	g := Grading{Schema: GradingSchema, Nonce: a.plan.Nonce, Live: live, Prejudged: pre}
 	if m := s.Observation.Match; m != nil {
 		obs := *m
 		obs.Files, obs.Verifiers, obs.HasVerifiers = nil, nil, false

@@ -79,7 +79,7 @@ func (x *LocalExecutor) Regrade(ctx context.Context, cell *catalog.Cell, campaig
 	} else {
 		copyEvidence(src, ev, secrets, nil)
 	}
-	gr := grade(plan, obs, x.expectations(plan))
+	gr := grade(plan, obs, expectationsOf(plan, x.CLIs, g.Live))
 	out.Matchers = notKept(gr.Matchers, unkept)
 	pre := g.Prejudged
 	for _, f := range []*verdict.Fault{fault, gr.Fault} {

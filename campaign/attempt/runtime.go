@@ -103,6 +103,11 @@ func reportFacts(runID string, l *api.LaunchFacts) result.RuntimeFacts {
 // a CLI cell the pinned CLI's name, version and (when the install recorded it) its
 // binary's SHA-256. An empty expectation is not checked.
 func (x *LocalExecutor) expectations(plan campaign.AttemptPlan) map[string]string {
+	return expectationsOf(plan, x.CLIs, x.Live)
+}
+
+// expectationsOf is expectations for the pinned CLIs clis, live or not.
+func expectationsOf(plan campaign.AttemptPlan, clis map[string]PinnedCLI, live bool) map[string]string {
 	p, env := plan.Cell.Profile, plan.Cell.Environment
 	want := map[string]string{
 		match.RuntimeDriver: p.Driver.String(), match.RuntimeAdapterType: p.ExpectedRuntimeMetadata.AdapterType,
@@ -110,9 +115,9 @@ func (x *LocalExecutor) expectations(plan campaign.AttemptPlan) map[string]strin
 		match.RuntimeEnvironment: env.ID, match.RuntimeExecutionTarget: env.ExpectedExecutionTarget.Kind,
 	}
 	if name, isCLI := p.Driver.CLI(); isCLI {
-		pin := x.CLIs[name]
+		pin := clis[name]
 		want[match.RuntimeCLIName], want[match.RuntimeCLIVersion], want[match.RuntimeBinarySHA256] = name, pin.Version, pin.SHA256
-		if dc, err := api.DriverConfigOf(p.DriverConfig); err == nil && x.Live && dc.Live != nil {
+		if dc, err := api.DriverConfigOf(p.DriverConfig); err == nil && live && dc.Live != nil {
 			if u, err := url.Parse(dc.Live.BaseURL); err == nil {
 				want[match.RuntimeProvider] = u.Hostname()
 			}
