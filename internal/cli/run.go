@@ -226,9 +226,12 @@ plan.json): every cell of it runs again and no result of the old definition is k
 'agentproof list --shards N' given with --plan (refused, exit 2, when a suite's
 definition or a cell differs from the catalog's, naming them, or when N is not the
 plan's shard count), or the plan 'list --shards N' makes of the selectors and
---weights. The same plan always gives the same shards. plan.json records the shard
-and the plan's fingerprint, and 'agentproof report merge' refuses shards of two
-different plans.
+--weights. The same plan always gives the same shards. --fingerprint <hex> (the
+plan's fingerprint, or its first 12 or more digits, as 'list --shards N' prints it)
+refuses (exit 2) a shard whose plan has another: without --plan, a machine with
+another catalog, selection or history would otherwise run a shard of another plan.
+plan.json records the shard and the plan's fingerprint, and 'agentproof report
+merge' refuses shards of two different plans.
 
 --otlp-endpoint URL exports every attempt, once the report is written, as an
 OpenTelemetry trace over OTLP/HTTP with the GenAI semantic conventions

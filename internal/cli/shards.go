@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -12,11 +13,13 @@ import (
 )
 
 // shardFlags are the sharding flags of `run`: --shard i/N, the plan file of `list
-// --shards N` (--plan) or the history to weigh cells with (--weights).
+// --shards N` (--plan) or the history to weigh cells with (--weights), and the
+// fingerprint the plan must have (--fingerprint).
 type shardFlags struct {
-	shard   string
-	plan    string
-	weights string
+	shard       string
+	plan        string
+	weights     string
+	fingerprint string
 }
 
 // add registers the flags on f.
@@ -24,6 +27,27 @@ func (s *shardFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&s.shard, "shard", "", "run shard `i/N` (1 ≤ i ≤ N) of the shard plan of --plan, or of the plan 'list --shards N' makes of the selectors and --weights")
 	f.StringVar(&s.plan, "plan", "", "shard plan `file` printed by 'agentproof list --shards N' (refused when its suites' definitions differ from the catalog's)")
 	f.StringVar(&s.weights, "weights", "", "history.json `file` whose durations weigh the cells when --shard plans the shards itself")
+	f.StringVar(&s.fingerprint, "fingerprint", "", "the plan's fingerprint (`hex`, at least its first 12 digits, as 'list --shards N' prints it): --shard is refused when its plan has another")
+}
+
+// minFingerprintDigits is how many leading hex digits of a plan's fingerprint
+// --fingerprint must give at least (as many as `list --shards` prints on stderr).
+const minFingerprintDigits = 12
+
+// checkFingerprint refuses (a usage error naming both) the plan p when want, the
+// leading hex digits given with --fingerprint ("": no check), are not those of its
+// fingerprint; want must be 12 to 64 lower- or upper-case hex digits.
+func checkFingerprint(p *shard.Plan, want, shardFlag string) error {
+	if want == "" {
+		return nil
+	}
+	if len(want) < minFingerprintDigits || len(want) > len(p.Fingerprint) || strings.Trim(strings.ToLower(want), "0123456789abcdef") != "" {
+		return usageErrorf("--fingerprint %q must be %d to %d hex digits of a shard plan's fingerprint", want, minFingerprintDigits, len(p.Fingerprint))
+	}
+	if !strings.HasPrefix(p.Fingerprint, strings.ToLower(want)) {
+		return usageErrorf("--shard %s: the plan of this run is %s, not the plan %s of --fingerprint (another catalog, selection or --weights than the plan's: give the plan file with --plan)", shardFlag, p.Fingerprint, want)
+	}
+	return nil
 }
 
 // planShards builds the shard plan of cells in count shards, weighing cells with the
@@ -66,12 +90,15 @@ func readShardPlan(path string, c *catalog.Catalog) (*shard.Plan, error) {
 
 // shardSelection resolves `run --shard i/N`: the selector of shard i's cells and the
 // reference recorded in plan.json. The plan is --plan's (then no selector may be
-// given) or the one `list --shards N` prints for the selectors and --weights. Without
-// --shard, --plan and --weights are refused; sel is returned as it is.
+// given) or the one `list --shards N` prints for the selectors and --weights; with
+// --fingerprint it must be the plan of that fingerprint (checkFingerprint), so that a
+// machine whose catalog, selection or history differs never runs a shard of another
+// plan. Without --shard, --plan, --weights and --fingerprint are refused; sel is
+// returned as it is.
 func shardSelection(c *catalog.Catalog, sel catalog.Selector, f shardFlags) (catalog.Selector, *result.ShardRef, error) {
 	if f.shard == "" {
-		if f.plan != "" || f.weights != "" {
-			return sel, nil, usageErrorf("--plan and --weights choose the shard plan of --shard i/N: give --shard too")
+		if f.plan != "" || f.weights != "" || f.fingerprint != "" {
+			return sel, nil, usageErrorf("--plan, --weights and --fingerprint choose and check the shard plan of --shard i/N: give --shard too")
 		}
 		return sel, nil, nil
 	}
@@ -98,6 +125,9 @@ func shardSelection(c *catalog.Catalog, sel catalog.Selector, f shardFlags) (cat
 	}
 	if p.Count != count {
 		return sel, nil, usageErrorf("--shard %s: the plan %s has %d shards, not %d", f.shard, p.Fingerprint, p.Count, count)
+	}
+	if err := checkFingerprint(p, f.fingerprint, f.shard); err != nil {
+		return sel, nil, err
 	}
 	ref := &result.ShardRef{Index: index, Count: count, Fingerprint: p.Fingerprint}
 	return catalog.Selector{IDs: p.IDs(index)}, ref, nil
