@@ -3,9 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -59,14 +57,9 @@ func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*S
 			return nil, fmt.Errorf("server: locating the agentproof executable: %w", err)
 		}
 	}
-	s, err := Open(ctx, opts)
+	s, ln, err := listen(ctx, opts, addr)
 	if err != nil {
 		return nil, err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("server: listening on %s: %w", addr, err)
 	}
 	url := "http://" + ln.Addr().String()
 	rn, err := heartbeat.New(runnerHost{s: s, url: url}, heartbeat.Config{Dir: filepath.Join(home, HeartbeatDir), Home: home,
@@ -76,16 +69,7 @@ func Serve(ctx context.Context, opts Options, addr string, ro RunnerOptions) (*S
 		s.Close()
 		return nil, err
 	}
-	h := s.heartbeatHandler(rn)
-	r := &Running{Server: s, Addr: ln.Addr().String(), URL: url, done: make(chan error, 1),
-		hs: s.httpServer(h)}
-	go func() {
-		err := r.hs.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		r.done <- err
-	}()
+	r := serve(s, ln, s.heartbeatHandler(rn))
 	if err := rn.Start(ctx); err != nil {
 		r.Shutdown(context.Background())
 		return nil, err

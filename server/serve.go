@@ -24,17 +24,33 @@ type Running struct {
 // Start opens the instance and serves it on addr (for example 127.0.0.1:0). Errors:
 // Open's, and a listen failure.
 func Start(ctx context.Context, opts Options, addr string) (*Running, error) {
-	s, err := Open(ctx, opts)
+	s, ln, err := listen(ctx, opts, addr)
 	if err != nil {
 		return nil, err
+	}
+	return serve(s, ln, s.Handler()), nil
+}
+
+// listen opens the instance and listens on addr. Errors: Open's, and a listen failure
+// (the instance is closed again).
+func listen(ctx context.Context, opts Options, addr string) (*Server, net.Listener, error) {
+	s, err := Open(ctx, opts)
+	if err != nil {
+		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("server: listening on %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("server: listening on %s: %w", addr, err)
 	}
+	return s, ln, nil
+}
+
+// serve serves h for s on ln until Shutdown; the serve loop's end (nil once shut down)
+// goes to the Running's done.
+func serve(s *Server, ln net.Listener, h http.Handler) *Running {
 	r := &Running{Server: s, Addr: ln.Addr().String(), URL: "http://" + ln.Addr().String(), done: make(chan error, 1),
-		hs: s.httpServer(s.Handler())}
+		hs: s.httpServer(h)}
 	go func() {
 		err := r.hs.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -42,7 +58,7 @@ func Start(ctx context.Context, opts Options, addr string) (*Running, error) {
 		}
 		r.done <- err
 	}()
-	return r, nil
+	return r
 }
 
 // Shutdown stops accepting connections, waits for in-flight requests (until ctx is
