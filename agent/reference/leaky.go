@@ -24,21 +24,28 @@ func LeakyScript(src *script.Script, leak string, comment bool) (*script.Script,
 	if leak == "" {
 		return nil, errors.New("reference: nothing to leak: the agent sees no credential")
 	}
+	return remadeTurns(src, func(t *script.Turn) []*script.Step {
+		var steps []*script.Step
+		if comment {
+			steps = append(steps, &script.Step{Command: string(controlplane.CommandReportProgress),
+				Args: map[string]any{"body": "Checking my credentials before I start:\n" + leak}})
+		}
+		w := "credentials seen by the agent\n" + leak + "\n"
+		steps = append(steps, &script.Step{Edit: &script.Edit{Path: LeakFile, Write: &w}})
+		return append(steps, t.Steps...)
+	}), nil
+}
+
+// remadeTurns returns a copy of src in which every turn keeps its trigger and task and
+// has the steps that steps makes of it (a nil turn stays nil).
+func remadeTurns(src *script.Script, steps func(t *script.Turn) []*script.Step) *script.Script {
 	out := &script.Script{}
 	for _, t := range src.Turns {
 		if t == nil {
 			out.Turns = append(out.Turns, nil)
 			continue
 		}
-		nt := &script.Turn{Trigger: t.Trigger, Task: t.Task}
-		if comment {
-			nt.Steps = append(nt.Steps, &script.Step{Command: string(controlplane.CommandReportProgress),
-				Args: map[string]any{"body": "Checking my credentials before I start:\n" + leak}})
-		}
-		w := "credentials seen by the agent\n" + leak + "\n"
-		nt.Steps = append(nt.Steps, &script.Step{Edit: &script.Edit{Path: LeakFile, Write: &w}})
-		nt.Steps = append(nt.Steps, t.Steps...)
-		out.Turns = append(out.Turns, nt)
+		out.Turns = append(out.Turns, &script.Turn{Trigger: t.Trigger, Task: t.Task, Steps: steps(t)})
 	}
-	return out, nil
+	return out
 }

@@ -53,62 +53,60 @@ func WrongScript(src *script.Script, nonce string) (*script.Script, error) {
 		}
 		return s
 	}
-	out := &script.Script{}
-	for _, t := range src.Turns {
-		if t == nil {
-			out.Turns = append(out.Turns, nil)
-			continue
-		}
-		nt := &script.Turn{Trigger: t.Trigger, Task: t.Task}
+	out := remadeTurns(src, func(t *script.Turn) []*script.Step {
+		var steps []*script.Step
 		for _, st := range t.Steps {
-			if st == nil {
-				nt.Steps = append(nt.Steps, nil)
-				continue
-			}
-			ns := &script.Step{Command: st.Command, Present: st.Present}
-			if st.Args != nil {
-				ns.Args = replaceValue(st.Args, sub).(map[string]any)
-			}
-			if st.FromHome != nil {
-				ns.FromHome = make(map[string]string, len(st.FromHome))
-				for k, p := range st.FromHome {
-					ns.FromHome[k] = sub(p)
-				}
-			}
-			if e := st.Edit; e != nil {
-				ne := &script.Edit{Root: e.Root, Path: sub(e.Path), Delete: e.Delete}
-				if e.Write != nil {
-					w := sub(*e.Write)
-					ne.Write = &w
-				}
-				if e.WriteHex != nil {
-					w := sub(*e.WriteHex)
-					ne.WriteHex = &w
-				}
-				if e.Append != nil {
-					a := sub(*e.Append)
-					ne.Append = &a
-				}
-				ns.Edit = ne
-			}
-			if w := st.Wait; w != nil {
-				ns.Wait = &script.Wait{Ready: sub(w.Ready), Release: sub(w.Release), TimeoutMs: w.TimeoutMs}
-			}
-			if r := st.Run; r != nil {
-				nr := &script.Run{TimeoutMs: r.TimeoutMs}
-				for _, a := range r.Command {
-					nr.Command = append(nr.Command, sub(a))
-				}
-				ns.Run = nr
-			}
-			nt.Steps = append(nt.Steps, ns)
+			steps = append(steps, substituted(st, sub))
 		}
-		out.Turns = append(out.Turns, nt)
-	}
+		return steps
+	})
 	if !found {
 		return nil, errors.New("reference: the nonce occurs nowhere in the reference script, so the wrong agent could not be wrong")
 	}
 	return out, nil
+}
+
+// substituted is a copy of step st (nil stays nil) with sub applied to every string it
+// carries: command arguments at any depth, home paths, the edit's path and contents,
+// the wait's files and the run's command.
+func substituted(st *script.Step, sub func(string) string) *script.Step {
+	if st == nil {
+		return nil
+	}
+	ns := &script.Step{Command: st.Command, Present: st.Present}
+	if st.Args != nil {
+		ns.Args = replaceValue(st.Args, sub).(map[string]any)
+	}
+	if st.FromHome != nil {
+		ns.FromHome = make(map[string]string, len(st.FromHome))
+		for k, p := range st.FromHome {
+			ns.FromHome[k] = sub(p)
+		}
+	}
+	if e := st.Edit; e != nil {
+		ns.Edit = &script.Edit{Root: e.Root, Path: sub(e.Path), Delete: e.Delete,
+			Write: subPtr(e.Write, sub), WriteHex: subPtr(e.WriteHex, sub), Append: subPtr(e.Append, sub)}
+	}
+	if w := st.Wait; w != nil {
+		ns.Wait = &script.Wait{Ready: sub(w.Ready), Release: sub(w.Release), TimeoutMs: w.TimeoutMs}
+	}
+	if r := st.Run; r != nil {
+		nr := &script.Run{TimeoutMs: r.TimeoutMs}
+		for _, a := range r.Command {
+			nr.Command = append(nr.Command, sub(a))
+		}
+		ns.Run = nr
+	}
+	return ns
+}
+
+// subPtr is sub of *p in a new string (nil stays nil).
+func subPtr(p *string, sub func(string) string) *string {
+	if p == nil {
+		return nil
+	}
+	s := sub(*p)
+	return &s
 }
 
 // replaceValue copies a decoded YAML/JSON value, applying sub to every string.
