@@ -36,30 +36,40 @@ type WatchEvent struct {
 
 // evalNoMutation looks for events on c.file or below it in every run's watch.
 func (c *compiled) evalNoMutation(obs *Observation) result {
-	if !obs.HasWatches || len(obs.Watches) == 0 {
-		return result{missing: "no run's workspace was watched"}
-	}
 	var touched []map[string]string
-	missing := ""
 	for i, w := range obs.Watches {
 		for _, e := range w.Events {
-			if e.Path == c.file || strings.HasPrefix(e.Path, c.file+"/") {
+			if under(e.Path, c.file) {
 				touched = append(touched, map[string]string{"run": fmt.Sprint(i + 1), "op": e.Op, "path": e.Path})
 			}
-		}
-		switch {
-		case missing != "":
-		case !w.Observed:
-			missing = fmt.Sprintf("run %d's workspace was not watched", i+1)
-		case !w.Complete:
-			missing = fmt.Sprintf("run %d's workspace watch is incomplete (events lost or a directory unwatched)", i+1)
 		}
 	}
 	if len(touched) > 0 {
 		return result{observed: touched}
 	}
-	if missing != "" {
+	if missing := watchGap(obs); missing != "" {
 		return result{missing: missing}
 	}
 	return result{passed: true, observed: []map[string]string{}}
 }
+
+// watchGap says why the runs' watches cannot be trusted to hold every event: no run
+// was watched, or the first run whose workspace was not watched or whose watch is
+// incomplete; "" when they can.
+func watchGap(obs *Observation) string {
+	if !obs.HasWatches || len(obs.Watches) == 0 {
+		return "no run's workspace was watched"
+	}
+	for i, w := range obs.Watches {
+		switch {
+		case !w.Observed:
+			return fmt.Sprintf("run %d's workspace was not watched", i+1)
+		case !w.Complete:
+			return fmt.Sprintf("run %d's workspace watch is incomplete (events lost or a directory unwatched)", i+1)
+		}
+	}
+	return ""
+}
+
+// under reports whether a watched path is file or below it.
+func under(path, file string) bool { return path == file || strings.HasPrefix(path, file+"/") }

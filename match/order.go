@@ -67,21 +67,15 @@ func (p orderPermission) summary() map[string]any {
 // ok is false when none touched it. missing says why the watches cannot be trusted to
 // hold every event ("" when they can).
 func firstTouch(obs *Observation, file string) (e WatchEvent, run int, ok bool, missing string) {
+	missing = watchGap(obs)
 	for i, w := range obs.Watches {
-		switch {
-		case missing != "":
-		case !w.Observed:
-			missing = fmt.Sprintf("run %d's workspace was not watched", i+1)
-		case !w.Complete:
-			missing = fmt.Sprintf("run %d's workspace watch is incomplete (events lost or a directory unwatched)", i+1)
-		}
 		for _, ev := range w.Events {
-			if !ok && (ev.Path == file || strings.HasPrefix(ev.Path, file+"/")) {
-				e, run, ok = ev, i+1, true
+			if under(ev.Path, file) {
+				return ev, i + 1, true, missing
 			}
 		}
 	}
-	return e, run, ok, missing
+	return e, 0, false, missing
 }
 
 // evalPermissionOrder grades KindPermissionOrder.
