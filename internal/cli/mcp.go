@@ -75,11 +75,7 @@ func newMCPCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
-			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-				return err
-			}
-			return nil
+			return a.serveMCP(ctx, srv)
 		},
 	}
 }
@@ -149,11 +145,7 @@ func serveBoundMCP(ctx context.Context, a *app, cmd *cobra.Command, apiURL, bind
 	if err != nil {
 		return err
 	}
-	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
+	return a.serveMCP(ctx, srv)
 }
 
 // piTools are the semantic tools (package mcp) as agentproof's Pi extension registers
@@ -166,3 +158,13 @@ var piTools = sync.OnceValue(func() []agent.PiTool {
 	}
 	return out
 })
+
+// serveMCP serves srv over the command's stdin and stdout until the client leaves
+// (end of input) or the command is cancelled, neither an error.
+func (a *app) serveMCP(ctx context.Context, srv *sdk.Server) error {
+	err := srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
