@@ -30,14 +30,9 @@ func (m *Memory) OpenFixtureRun(ctx context.Context, in OpenInput) (RunContext, 
 	return m.contextLocked(in.Identity.RunID)
 }
 
-type runBinding struct {
-	CompanyID        string `json:"companyId"`
-	ActorID          string `json:"actorId"`
-	TaskID           string `json:"taskId"`
-	SessionID        string `json:"sessionId"`
-	BackendKind      string `json:"backendKind"`
-	SourceInstanceID string `json:"sourceInstanceId"`
-}
+// runBinding is what a run id is bound to, compared when the id is opened again: the
+// company, actor, task, session, backend kind and source instance.
+type runBinding struct{ company, actor, task, session, backend, source string }
 
 // openLocked opens run in with the store lock held. Reopening a run id with the same
 // binding resumes it (a duplicate); otherwise the actor and task are checked
