@@ -13,7 +13,7 @@ func ptr[T any](v T) *T { return &v }
 func TestClassify(t *testing.T) {
 	t.Parallel()
 	clean := func(code int) evidence.ProcessObservation {
-		return evidence.ProcessObservation{Program: "pass", ExitCode: ptr(code), Exited: true, StdioClosed: true, Workspace: evidence.WorkspaceRemoved}
+		return evidence.ProcessObservation{Program: "pass", ProcessEnd: evidence.ProcessEnd{ExitCode: ptr(code), Exited: true, StdioClosed: true}, Workspace: evidence.WorkspaceRemoved}
 	}
 	tests := []struct {
 		name string

@@ -19,8 +19,8 @@ func sampleMeta() Metadata {
 		Pins:        Pins{Collector: LocalFixtureCollector, Environment: "go1.26.8/linux-amd64"},
 		Check:       "fixture.pass",
 		CollectedAt: "2026-11-30T03:40:00.123Z",
-		Observation: ProcessObservation{Program: "pass", ExitCode: &code, Exited: true, StdioClosed: true,
-			SignalsSent: []string{}, Workspace: WorkspaceRemoved, MaxOutputBytes: 100},
+		Observation: ProcessObservation{Program: "pass", ProcessEnd: ProcessEnd{ExitCode: &code, Exited: true, StdioClosed: true,
+			SignalsSent: []string{}}, Workspace: WorkspaceRemoved, MaxOutputBytes: 100},
 	}
 }
 

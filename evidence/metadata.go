@@ -20,14 +20,7 @@ type Metadata struct {
 // observation is incomplete. It records, never judges:
 //
 //   - Program: the fixture name (or program label) that ran.
-//   - ExitCode: nil when no exit was observed; never defaults to 0.
-//   - Signal: the terminating signal name ("SIGKILL"), nil when it exited normally.
-//   - Exited: the process was confirmed gone (reaped). StdioClosed: its stdout and
-//     stderr reached end-of-file within the close grace.
-//   - TimedOut, OutputExceeded, Aborted: which bound or request stopped it.
-//   - SignalsSent: signals the collector sent to the process group, in order.
-//   - DurationMs: spawn to settle, milliseconds. OutputBytes: every byte received;
-//     CapturedBytes: bytes kept in the body (never more than the budget).
+//   - ProcessEnd: how it ended.
 //   - CollectorError: nil when the collector saw a clean, complete run; otherwise why the
 //     observation is incomplete (at most 1024 characters). A timeout, output overflow,
 //     abort, lost contact or unconfirmed exit always sets TimedOut or CollectorError, so
@@ -35,22 +28,36 @@ type Metadata struct {
 //   - Workspace: WorkspaceRemoved or WorkspaceQuarantined; WorkspaceReason says why it
 //     was quarantined.
 type ProcessObservation struct {
-	Program         string         `json:"program"`
-	ExitCode        *int           `json:"exitCode"`
-	Signal          *string        `json:"signal"`
-	Exited          bool           `json:"exited"`
-	StdioClosed     bool           `json:"stdioClosed"`
-	TimedOut        bool           `json:"timedOut"`
-	OutputExceeded  bool           `json:"outputExceeded"`
-	Aborted         bool           `json:"aborted"`
-	SignalsSent     []string       `json:"signalsSent"`
-	DurationMs      int64          `json:"durationMs"`
-	OutputBytes     int64          `json:"outputBytes"`
-	CapturedBytes   int64          `json:"capturedBytes"`
+	Program string `json:"program"`
+	ProcessEnd
 	MaxOutputBytes  int64          `json:"maxOutputBytes"`
 	CollectorError  *string        `json:"collectorError"`
 	Workspace       WorkspaceState `json:"workspace"`
 	WorkspaceReason string         `json:"workspaceReason,omitempty"`
+}
+
+// ProcessEnd is how one child process ended, as its collector saw it:
+//
+//   - ExitCode: nil when no exit was observed; never defaults to 0.
+//   - Signal: the terminating signal name ("SIGKILL"), nil when it exited normally.
+//   - Exited: the process was confirmed gone (reaped). StdioClosed: its stdout and
+//     stderr reached end-of-file within the close grace.
+//   - TimedOut, OutputExceeded, Aborted: which bound or request stopped it.
+//   - SignalsSent: signals the collector sent to the process group, in order.
+//   - DurationMs: spawn to settle, milliseconds. OutputBytes: every byte received;
+//     CapturedBytes: bytes kept (never more than the budget).
+type ProcessEnd struct {
+	ExitCode       *int     `json:"exitCode"`
+	Signal         *string  `json:"signal"`
+	Exited         bool     `json:"exited"`
+	StdioClosed    bool     `json:"stdioClosed"`
+	TimedOut       bool     `json:"timedOut"`
+	OutputExceeded bool     `json:"outputExceeded"`
+	Aborted        bool     `json:"aborted"`
+	SignalsSent    []string `json:"signalsSent"`
+	DurationMs     int64    `json:"durationMs"`
+	OutputBytes    int64    `json:"outputBytes"`
+	CapturedBytes  int64    `json:"capturedBytes"`
 }
 
 // WorkspaceState is what became of a run's working directory

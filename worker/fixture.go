@@ -141,23 +141,13 @@ func (r Request) validate(collector string) (Request, error) {
 	return r, nil
 }
 
-// TerminationSummary is how one fixture process ended. PID is diagnostic only. ExitCode is nil when no exit was
-// observed; Signal is nil unless a signal ended it. DurationMs is spawn to settle in ms;
-// OutputBytes counts every byte received, CapturedBytes those kept (≤ the budget).
+// TerminationSummary is how one fixture process ended (evidence.ProcessEnd, the same
+// facts its evidence's observation records) and what became of its workspace. PID is
+// diagnostic only.
 type TerminationSummary struct {
-	PID            int                  `json:"pid"`
-	ExitCode       *int                 `json:"exitCode"`
-	Signal         *string              `json:"signal"`
-	Exited         bool                 `json:"exited"`
-	StdioClosed    bool                 `json:"stdioClosed"`
-	TimedOut       bool                 `json:"timedOut"`
-	OutputExceeded bool                 `json:"outputExceeded"`
-	Aborted        bool                 `json:"aborted"`
-	SignalsSent    []string             `json:"signalsSent"`
-	DurationMs     int64                `json:"durationMs"`
-	OutputBytes    int64                `json:"outputBytes"`
-	CapturedBytes  int64                `json:"capturedBytes"`
-	Workspace      WorkspaceDisposition `json:"workspace"`
+	PID int `json:"pid"`
+	evidence.ProcessEnd
+	Workspace WorkspaceDisposition `json:"workspace"`
 }
 
 // Result statuses and not-started reasons.
@@ -253,12 +243,12 @@ func (w *Worker) Run(ctx context.Context, req Request) (Result, error) {
 }
 
 func summarize(o Outcome, ws WorkspaceDisposition) TerminationSummary {
-	t := TerminationSummary{
-		PID: o.PID, ExitCode: o.ExitCode, Exited: o.Exited, StdioClosed: o.StdioClosed,
+	t := TerminationSummary{PID: o.PID, Workspace: ws, ProcessEnd: evidence.ProcessEnd{
+		ExitCode: o.ExitCode, Exited: o.Exited, StdioClosed: o.StdioClosed,
 		TimedOut: o.TimedOut, OutputExceeded: o.OutputExceeded, Aborted: o.Aborted,
 		SignalsSent: append([]string{}, o.SignalsSent...), DurationMs: o.Duration.Milliseconds(),
-		OutputBytes: o.OutputBytes, CapturedBytes: o.CapturedBytes, Workspace: ws,
-	}
+		OutputBytes: o.OutputBytes, CapturedBytes: o.CapturedBytes,
+	}}
 	if o.Signal != "" {
 		s := o.Signal
 		t.Signal = &s
@@ -269,10 +259,7 @@ func summarize(o Outcome, ws WorkspaceDisposition) TerminationSummary {
 func observation(req Request, o Outcome, ws WorkspaceDisposition) evidence.ProcessObservation {
 	t := summarize(o, ws)
 	obs := evidence.ProcessObservation{
-		Program: req.Fixture, ExitCode: t.ExitCode, Signal: t.Signal, Exited: t.Exited,
-		StdioClosed: t.StdioClosed, TimedOut: t.TimedOut, OutputExceeded: t.OutputExceeded,
-		Aborted: t.Aborted, SignalsSent: t.SignalsSent, DurationMs: t.DurationMs,
-		OutputBytes: t.OutputBytes, CapturedBytes: t.CapturedBytes, MaxOutputBytes: req.MaxOutputBytes,
+		Program: req.Fixture, ProcessEnd: t.ProcessEnd, MaxOutputBytes: req.MaxOutputBytes,
 		Workspace: ws.State, WorkspaceReason: ws.Reason,
 	}
 	if o.CollectorError != "" {
