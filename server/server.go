@@ -44,6 +44,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -84,7 +85,7 @@ type Options struct {
 // Server is an open control-plane instance with its HTTP handler. Close it to commit
 // and close the store.
 type Server struct {
-	lock       *os.File // exclusive flock on LockFile while open
+	lock       *homeLock // the home's lock while open
 	inst       *store.Instance
 	boardToken string
 	master     []byte // 32 bytes, AES-256-GCM key of secrets
@@ -115,33 +116,76 @@ const (
 	LockFile       = "instance.lock"
 )
 
-// lockHome takes an exclusive flock on the home's lock file, so that two processes
-// never serve one home (the kernel releases it when a process dies, even by SIGKILL).
-// A held lock is tried again for up to lockPatience: a server closed in this process
-// releases its lock only once every copy of the descriptor is closed, and a child
-// forked by any goroutine meanwhile holds one until its exec closes it. Error: the
-// home is in use.
-func lockHome(home string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(home, LockFile), os.O_RDWR|os.O_CREATE, 0o600)
+// homeLock is a server's hold on its home: a POSIX record lock (fcntl F_SETLK) on the
+// home's lock file, and the file's entry in heldHomes.
+type homeLock struct {
+	f   *os.File
+	key fileKey
+}
+
+// fileKey names a file by its device and inode (a home reached by two paths is one).
+type fileKey struct{ dev, ino uint64 }
+
+// heldHomes are the lock files of the homes the servers of this process hold: POSIX
+// record locks never exclude each other within one process, so a second server of
+// this process on a held home is refused here.
+var heldHomes = struct {
+	sync.Mutex
+	m map[fileKey]bool
+}{m: map[fileKey]bool{}}
+
+// lockHome locks home for one server, so that two servers never serve one home.
+// Between processes it is a POSIX record lock on the home's lock file: the kernel
+// releases it when the process dies (even by SIGKILL) or closes the file, and a child
+// process never holds it — unlike an flock, whose every descriptor copy (one in each
+// child forked by any goroutine, until its exec closes it) keeps it, so that a server
+// closed and opened again on the same home would find it held by a child still
+// starting. Within the process heldHomes excludes. Error: the home is in use.
+func lockHome(home string) (*homeLock, error) {
+	heldHomes.Lock()
+	defer heldHomes.Unlock()
+	path := filepath.Join(home, LockFile)
+	// Looked up before the file is opened: closing a descriptor of it would end the
+	// record lock another server of this process holds (a process's POSIX locks on a
+	// file end with any of its descriptors).
+	if fi, err := os.Stat(path); err == nil && heldHomes.m[keyOf(fi)] {
+		return nil, fmt.Errorf("server: instance home %s is in use by another server of this process", home)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("server: opening the lock file: %w", err)
 	}
-	deadline := time.Now().Add(lockPatience)
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("server: instance home %s is in use by another process: %w", home, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("server: the lock file: %w", err)
 	}
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: io.SeekStart}
+	if err := syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lk); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("server: instance home %s is in use by another process: %w", home, err)
+	}
+	key := keyOf(fi)
+	heldHomes.m[key] = true
+	return &homeLock{f: f, key: key}, nil
 }
 
-// lockPatience is how long lockHome tries a held lock again (1 s).
-const lockPatience = time.Second
+// keyOf is fi's device and inode.
+func keyOf(fi os.FileInfo) fileKey {
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st == nil {
+		return fileKey{}
+	}
+	return fileKey{dev: uint64(st.Dev), ino: st.Ino}
+}
+
+// Close releases the lock (closing the file ends the record lock).
+func (l *homeLock) Close() error {
+	heldHomes.Lock()
+	defer heldHomes.Unlock()
+	delete(heldHomes.m, l.key)
+	return l.f.Close()
+}
 
 // Open opens (creating when needed) the instance in opts.Home. Errors: Home missing or
 // not a directory, a key file with permissions wider than 0600, store errors.
