@@ -21,7 +21,7 @@ func TestDefaultCatalog(t *testing.T) {
 		sizes[cell.Suite.ID]++
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
-		"cli-calibration": 4, "claude": 6, "sandbox-compatibility": 6, "hostile-sandbox": 9, "hostile-local": 6, "board-idempotency": 9, "agent-files": 3, "board-idempotency-cli": 4, "board-idempotency-opencode": 4,
+		"cli-calibration": 4, "claude": 6, "sandbox-compatibility": 6, "hostile-sandbox": 9, "container-compatibility": 4, "hostile-container": 9, "hostile-local": 6, "board-idempotency": 9, "agent-files": 3, "board-idempotency-cli": 4, "board-idempotency-opencode": 4,
 		"native-boundaries": 18, "native-boundaries-cli": 6, "native-boundaries-claude": 3, "native-boundaries-warm-claude": 1, "native-boundaries-warm": 6, "native-boundaries-warm-cli": 2,
 		"native-boundaries-undo": 4, "native-boundaries-order": 4, "native-boundaries-opencode": 3, "native-boundaries-warm-opencode": 1, "native-boundaries-sandbox-cli": 6, "native-boundaries-warm-sandbox-cli": 1, "native-boundaries-pi": 6, "native-boundaries-pi-undo": 1, "native-boundaries-warm-pi": 2, "native-boundaries-codex-app": 10, "native-boundaries-warm-codex-app": 2, "native-boundaries-codex-app-calibration": 12, "native-boundaries-claude-app": 8, "native-boundaries-warm-claude-app": 2, "native-boundaries-claude-app-calibration": 12, "pi-native": 10, "journey-calibration": 8, "product-journeys": 4, "task-title-calibration": 6, "task-titles": 4, "agent-chat-calibration": 3, "agent-chat": 2, "runtime-mode-calibration": 1,
 		"coding-tasks-calibration": 3, "coding-tasks-hostile": 2, "coding-tasks": 2, "coding-tasks-sandbox": 2, "coding-tasks-sessions": 3, "coding-tasks-shell": 2, "coding-tasks-claude": 1, "coding-tasks-claude-acp": 1,
@@ -45,6 +45,10 @@ func TestDefaultCatalog(t *testing.T) {
 		"hostile-read-server@sandbox-hostile": "passed", "hostile-write-server@sandbox-hostile": "passed", "hostile-daemon@sandbox-hostile": "passed",
 		"hostile-proc-environ@sandbox-hostile": "passed", "hostile-connect@sandbox-hostile": "passed", "hostile-write-outside@sandbox-hostile": "passed",
 		"hostile-forkbomb@sandbox-hostile": "failed", "hostile-memory@sandbox-hostile": "failed", "hostile-diskfill@sandbox-hostile": "failed",
+		// the same attacks contained in a container (the limits named from its cgroup's counters)
+		"hostile-read-server@container-hostile": "passed", "hostile-write-server@container-hostile": "passed", "hostile-daemon@container-hostile": "passed",
+		"hostile-proc-environ@container-hostile": "passed", "hostile-connect@container-hostile": "passed", "hostile-write-outside@container-hostile": "passed",
+		"hostile-forkbomb@container-hostile": "failed", "hostile-memory@container-hostile": "failed", "hostile-diskfill@container-hostile": "failed",
 		"hostile-read-server@local": "failed", "hostile-write-server@local": "failed", "hostile-proc-environ@local": "failed",
 		"hostile-connect@local": "failed", "hostile-write-outside@local": "failed", "hostile-daemon@local": "failed",
 		"acp-reference@local": "passed", "acp-nop@local": "failed", "acp-wrong@local": "failed",

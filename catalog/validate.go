@@ -1344,3 +1344,29 @@ func (v *validator) validateLoginFileProfile(p *Profile) {
 		}
 	}
 }
+
+// PinEnvironmentConfig sets env's config key to value — a value the harness resolved
+// before the campaign (a container image built on this machine, pinned by digest) —
+// and recomputes the definition hash of every suite that runs in env, so that the
+// pinned value is part of the suite definition. env must be one of c's environments.
+// Errors: env is not c's, or a fingerprint cannot be computed.
+func (c *Catalog) PinEnvironmentConfig(env *Environment, key string, value any) error {
+	if !slices.Contains(c.Environments, env) {
+		return fmt.Errorf("environment %s is not this catalog's", env.ID)
+	}
+	if env.Config == nil {
+		env.Config = map[string]any{}
+	}
+	env.Config[key] = value
+	for _, s := range c.Suites {
+		if !slices.Contains(s.envs, env) {
+			continue
+		}
+		fp, err := fingerprint(s)
+		if err != nil {
+			return fmt.Errorf("suite %s: %w", s.ID, err)
+		}
+		s.Fingerprint = fp
+	}
+	return nil
+}

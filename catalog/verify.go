@@ -146,8 +146,8 @@ func (v *validator) validateCommandMatchers(cs *Case, name string) {
 }
 
 // verifyEnvironment checks that a cell's verifier can run in its environment as
-// declared: in a local or sandbox environment (a container is not built yet), and
-// without network in a sandbox, whose only network is its allowlist.
+// declared: in a local, sandbox or container environment, and without network in a
+// sandbox or container, whose only network is the lease's allowlist.
 func (v *validator) verifyEnvironment(cell *Cell) {
 	vf, env := cell.Case.Verify, cell.Environment
 	if vf == nil {
@@ -155,13 +155,13 @@ func (v *validator) verifyEnvironment(cell *Cell) {
 	}
 	switch env.Provider {
 	case "local":
-	case "sandbox":
+	case "sandbox", "container":
 		for i := range vf.Steps {
 			if vf.Steps[i].Network {
-				v.add(v.at(&vf.Steps[i].Network, &vf.Steps[i], vf, cell.Case), "case %s verify step %s declares network, which a sandbox environment (%s) does not give: its only network is the lease's allowlist (cell %s)", cell.Case.ID, vf.Steps[i].ID, env.ID, cell.ID)
+				v.add(v.at(&vf.Steps[i].Network, &vf.Steps[i], vf, cell.Case), "case %s verify step %s declares network, which a %s environment (%s) does not give: its only network is the lease's allowlist (cell %s)", cell.Case.ID, vf.Steps[i].ID, env.Provider, env.ID, cell.ID)
 			}
 		}
 	default:
-		v.add(v.at(vf, cell.Case), "case %s declares verify, which runs in local and sandbox environments only (environment %s has provider %s; cell %s)", cell.Case.ID, env.ID, env.Provider, cell.ID)
+		v.add(v.at(vf, cell.Case), "case %s declares verify, which runs in local, sandbox and container environments only (environment %s has provider %s; cell %s)", cell.Case.ID, env.ID, env.Provider, cell.ID)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/client"
 	"github.com/agentproof/agentproof/controlplane"
-	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/verdict"
 	"github.com/agentproof/agentproof/workspace"
@@ -341,16 +340,18 @@ func environmentFixture(b SetupBoard, in fixtureInput) fixture.Definition {
 		Setup: func(ctx context.Context, res fixture.Resolved) (fixture.Record, error) {
 			co := b.Company(res["company"].IDs["company"])
 			if in.lease != nil {
-				// A sandbox environment of the control plane names the campaign's lease;
-				// its heartbeat runner launches into it (docs/environments.md).
-				r, err := co.CreateEnvironment(ctx, api.CreateEnvironmentRequest{Name: env.ID, Kind: string(environment.ProviderSandbox), Config: in.lease})
+				// A sandbox or container environment of the control plane names the
+				// campaign's lease; its heartbeat runner launches into it
+				// (docs/environments.md).
+				kind := env.Provider
+				r, err := co.CreateEnvironment(ctx, api.CreateEnvironmentRequest{Name: env.ID, Kind: kind, Config: in.lease})
 				if err != nil {
-					return fixture.Record{}, flows.BoardFault("creating the sandbox environment", err)
+					return fixture.Record{}, flows.BoardFault("creating the "+kind+" environment", err)
 				}
-				return fixture.Record{IDs: map[string]string{"environment": r.ID}, Metadata: map[string]string{"kind": string(environment.ProviderSandbox), "catalogEnvironment": env.ID}}, nil
+				return fixture.Record{IDs: map[string]string{"environment": r.ID}, Metadata: map[string]string{"kind": kind, "catalogEnvironment": env.ID}}, nil
 			}
 			if env.Driver != "local" {
-				return fixture.Record{}, verdict.HarnessFault(fmt.Errorf("environment driver %q has no lease provider in this executor (local and sandbox only)", env.Driver), false)
+				return fixture.Record{}, verdict.HarnessFault(fmt.Errorf("environment driver %q has no lease provider in this executor (local, sandbox and container only)", env.Driver), false)
 			}
 			if id := res["company"].IDs["localEnvironment"]; id != "" {
 				// The company's creation named its local environment: no state read.

@@ -14,6 +14,7 @@ import (
 	"github.com/agentproof/agentproof/billing"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/container"
 	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/verdict"
 )
@@ -29,19 +30,35 @@ const (
 )
 
 // leaseHold is the attempt's environment lease and what the campaign runs for it: a
-// sandbox cell's lease (created in provision, after the serve child and the scripted
+// sandbox or container cell's lease (created in provision, after the serve child and the scripted
 // model, so both addresses are known) and its bridge, which outlives a serve-child
 // restart (docs/environments.md "Where a lease lives"). nil for a local cell.
 type leaseHold struct {
 	provider environment.Provider
 	lease    *environment.Lease
-	bridge   *sandbox.Bridge
+	bridge   environment.Bridge
 }
 
 // needsLease reports whether env's cells run in a lease the campaign creates: the
-// sandbox provider's (a local environment is today's instance-managed one).
+// sandbox and container providers' (a local environment is today's instance-managed one).
 func needsLease(env *catalog.Environment) bool {
-	return environment.ProviderName(env.Provider) == environment.ProviderSandbox
+	return environment.ProviderName(env.Provider).Leased()
+}
+
+// leaseProvider is the provider of a leased environment, with exe (the agentproof
+// executable) as its init.
+func leaseProvider(name environment.ProviderName, exe string) environment.Provider {
+	if name == environment.ProviderContainer {
+		return container.New(container.Options{Executable: exe})
+	}
+	return sandbox.New(sandbox.Options{Executable: exe})
+}
+
+// imageOf is a container environment's config.image (pinned by digest at load or, for
+// config.imageFrom, by the campaign's plan); "" for the other environments.
+func imageOf(env *catalog.Environment) string {
+	s, _ := env.Config["image"].(string)
+	return s
 }
 
 // shapeOf converts a catalog environment's resources (cores, GiB, GiB, count) into the
@@ -61,7 +78,7 @@ func reuseLease(env *catalog.Environment) bool {
 	return b
 }
 
-// provisionLease creates the sandbox lease of the attempt under <root>/leases (outside
+// provisionLease creates the sandbox or container lease of the attempt under <root>/leases (outside
 // the server home), with the pinned shape of the catalog environment and the
 // allowlist {control plane, scripted model}, starts its bridge and makes the lease's
 // workspace (on the lease disk, owned by the sandbox user) the attempt's workspace.
@@ -81,20 +98,26 @@ func (x *LocalExecutor) provisionLease(ctx context.Context, a *attempt, p *Provi
 		// (startLeasedModel); until then it names a port nothing listens on.
 		eps = append(eps, environment.Endpoint{Name: endpointModel, Kind: environment.EndpointModel, Listen: modelPlaceholder, Dial: modelPlaceholder})
 	}
-	prov := sandbox.New(sandbox.Options{Executable: x.Executable})
+	prov := leaseProvider(environment.ProviderName(env.Provider), x.Executable)
 	l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: env.ID, ConfigurationKey: env.ConfigurationKey,
-		Shape: shapeOf(env.Resources), Reuse: reuseLease(env), Root: root, Endpoints: eps})
+		Shape: shapeOf(env.Resources), Reuse: reuseLease(env), Root: root, Endpoints: eps, Image: imageOf(env),
+		Owner: "campaign " + a.plan.CampaignID})
 	if err != nil {
 		var se *environment.SpecError
-		return nil, verdict.HarnessFault(fmt.Errorf("sandbox lease setup failed: %w", err), !errors.As(err, &se))
+		return nil, verdict.HarnessFault(fmt.Errorf("%s lease setup failed: %w", prov.Name(), err), !errors.As(err, &se))
 	}
 	h := &leaseHold{provider: prov, lease: l}
-	if h.bridge, err = sandbox.StartBridge(l); err != nil {
+	bridged, ok := prov.(environment.Bridged)
+	if !ok {
+		_ = prov.Cleanup(context.Background(), l)
+		return nil, verdict.HarnessFault(fmt.Errorf("provider %s has no bridge", prov.Name()), false)
+	}
+	if h.bridge, err = bridged.StartBridge(l); err != nil {
 		rep := prov.Cleanup(context.Background(), l)
 		if !rep.Confirmed {
 			a.log.note("%s", rep.Reason())
 		}
-		return nil, verdict.HarnessFault(fmt.Errorf("sandbox bridge: %w", err), true)
+		return nil, verdict.HarnessFault(fmt.Errorf("%s bridge: %w", prov.Name(), err), true)
 	}
 	a.log.note("lease %s set up (%s, shape %+v, reuse %t), bridge to %s", l.ID, l.Provider, l.Shape, l.Reuse, cp)
 	p.Workspace = l.Workspace

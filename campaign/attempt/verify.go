@@ -136,12 +136,12 @@ func (x *LocalExecutor) keepFinal(ctx context.Context, a *attempt, ws string, ca
 func (x *LocalExecutor) runStep(ctx context.Context, a *attempt, p *Provisioned, st catalog.VerifyStep, home string, secrets *redact.Set) (match.VerifierRun, stepRecord, *verdict.Fault) {
 	run := match.VerifierRun{Step: st.ID}
 	rec := stepRecord{Step: st.ID, Argv: st.Command, Network: st.Network, TimeoutMs: st.Timeout()}
-	prog, err := lookVerifier(st.Command[0])
+	prog, args, err := verifierCommand(p, st.Command)
 	if err != nil {
 		return run, rec, verdict.HarnessFault(fmt.Errorf("verifier step %s cannot start: %w", st.ID, err), false)
 	}
 	spec := worker.Spec{
-		Path: prog, Args: append([]string{prog}, st.Command[1:]...), Dir: p.Workspace, NullStdin: true, Marker: worker.NewMarker(),
+		Path: prog, Args: args, Dir: p.Workspace, NullStdin: true, Marker: worker.NewMarker(),
 		Env:     []string{"PATH=" + verifierPATH, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8", "CI=true"},
 		Timeout: time.Duration(st.Timeout()) * time.Millisecond, MaxOutputBytes: verifierOutputBytes,
 	}
@@ -167,7 +167,21 @@ func (x *LocalExecutor) runStep(ctx context.Context, a *attempt, p *Provisioned,
 	return run, rec, nil
 }
 
-// superviseStep runs a step's process: in the cell's sandbox lease when it has one
+// verifierCommand is a step's program and argv: in a container lease the image's own
+// program, found by the image's /bin/sh on the step's PATH (the host's programs are
+// not the image's); elsewhere the host's, found on the verifier's PATH (lookVerifier).
+func verifierCommand(p *Provisioned, command []string) (string, []string, error) {
+	if p.Lease != nil && p.Lease.lease.Provider == environment.ProviderContainer {
+		return "/bin/sh", append([]string{"sh", "-c", `exec "$0" "$@"`}, command...), nil
+	}
+	prog, err := lookVerifier(command[0])
+	if err != nil {
+		return "", nil, err
+	}
+	return prog, append([]string{prog}, command[1:]...), nil
+}
+
+// superviseStep runs a step's process: in the cell's sandbox or container lease when it has one
 // (the provider's Launch: the lease's namespaces, limits and network allowlist; HOME
 // and TMPDIR its fresh /tmp), otherwise on this machine, in a network namespace of its
 // own unless the step declares network. An incomplete account of a sandboxed step is

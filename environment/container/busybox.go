@@ -25,7 +25,7 @@ var busyboxApplets = []string{"sh", "cat", "cp", "echo", "env", "grep", "head", 
 
 // BusyboxImage returns the image of a root file system holding only busybox (from
 // BusyboxBinary, which must be static) and its applet links under /bin, /tmp, /etc with
-// passwd and group: built once per busybox binary and reused (its tag is the digest of
+// passwd and group, /usr/bin linked to /bin: built once per busybox binary and reused (its tag is the digest of
 // the root file system's archive, which is byte-for-byte reproducible), never pulled.
 // Errors: busybox missing or dynamic, the engine's import failing.
 func (e Engine) BusyboxImage(ctx context.Context) (Image, error) {
@@ -80,6 +80,10 @@ func busyboxRootfs() ([]byte, error) {
 	steps := []func() error{
 		func() error { return dir("bin", 0o755) }, func() error { return dir("etc", 0o755) },
 		func() error { return dir("tmp", 0o1777) }, func() error { return dir("home", 0o755) },
+		func() error { return dir("usr", 0o755) },
+		func() error { // /usr/bin/env, /usr/bin/sleep, … as on a merged-/usr system
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "usr/bin", Linkname: "../bin", Mode: 0o777, ModTime: epoch})
+		},
 		func() error { return file("bin/busybox", 0o755, bin) },
 		func() error {
 			return file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nagent:x:65534:65534:agent:/home/agent:/bin/sh\n"))

@@ -355,3 +355,46 @@ func mountsUnderRoot(root string) ([]string, error) {
 	}
 	return out, err
 }
+
+// TestLimitsNamed: a memory hog and a fork bomb in real containers meet the lease's
+// memory and pids limits, and Settle names each limit from the container's own cgroup
+// counters (the engine removes the cgroup at the exit, so the host reads nothing
+// afterwards).
+func TestLimitsNamed(t *testing.T) {
+	p := requireContainer(t)
+	ctx := context.Background()
+	l, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: leaseRoot(t), Image: fx.img.Ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := p.Cleanup(ctx, l); !r.Confirmed {
+			t.Error(r.Reason())
+		}
+	}()
+	for _, tc := range []struct {
+		attack   []string
+		resource environment.Resource
+	}{
+		{[]string{"memory", strconv.FormatInt(4*smallShape.MemoryBytes, 10)}, environment.ResourceMemory},
+		{[]string{"forkbomb", strconv.FormatInt(4*smallShape.PIDs, 10)}, environment.ResourcePIDs},
+	} {
+		x, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: worker.Spec{Path: fx.exe, Args: append([]string{fx.exe, "hostile"}, tc.attack...),
+			Env: []string{"PATH=/bin"}, Dir: l.Workspace, Timeout: time.Minute, MaxOutputBytes: 1 << 20, NullStdin: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := worker.Supervise(ctx, x.Spec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := x.Settle(o)
+		named := false
+		for _, h := range s.Limits {
+			named = named || (h.Resource == tc.resource && h.Events > 0)
+		}
+		if !named || s.Facts[FactRemoved] != "confirmed" {
+			t.Errorf("%v: limits %+v, facts %v: want the %s limit named and the container removed", tc.attack, s.Limits, s.Facts, tc.resource)
+		}
+	}
+}

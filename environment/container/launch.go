@@ -120,7 +120,7 @@ func runArgs(l *environment.Lease, st state, req environment.LaunchRequest, name
 		}
 	}
 	a = append(a, "--entrypoint", st.Executable, l.Image, sandbox.InitCommand,
-		"--status-fd", strconv.Itoa(3+len(spec.ExtraFiles)), "--pass-fds", strconv.Itoa(len(spec.ExtraFiles)))
+		"--status-fd", strconv.Itoa(3+len(spec.ExtraFiles)), "--pass-fds", strconv.Itoa(len(spec.ExtraFiles)), "--counters")
 	for _, ls := range listens {
 		a = append(a, "--listen", ls)
 	}

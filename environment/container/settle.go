@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/sandbox"
@@ -22,6 +21,8 @@ const (
 	FactEngine = "engine"
 	// FactContainer is the container's name.
 	FactContainer = "container"
+	// FactCounters says that init could not read the container's cgroup counters.
+	FactCounters = "counters"
 	// FactRemoved is "confirmed" when the engine no longer knows the container after
 	// Settle removed it, else what stands in the way (the lease's Cleanup tries again
 	// and fails the cell when it cannot confirm it either).
@@ -29,7 +30,7 @@ const (
 )
 
 // Settle reads init's exit report and puts the agent's own exit into the outcome,
-// asks the engine whether the container was OOM-killed, removes the container and
+// names the memory and pids limits its cgroup counters show the launch hit, removes the container and
 // confirms it is gone, checks the lease disk, and removes the launch's generated files
 // (and, when the lease is not reused, its scratch).
 func (x *launched) Settle(o worker.Outcome) environment.Settled {
@@ -65,11 +66,10 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 		}
 	}
 	ctx := context.Background()
-	if o.Started {
-		if out, err := eng.run(ctx, "inspect", "--type", "container", "--format", "{{.State.OOMKilled}}", x.name); err == nil && strings.TrimSpace(out) == "true" {
-			shape := x.lease.Shape
-			s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceMemory, Limit: shape.MemoryBytes, Events: 1,
-				Detail: fmt.Sprintf("memory limit %d bytes: the engine reports the container OOM-killed", shape.MemoryBytes)})
+	if err == nil {
+		s.Limits = append(s.Limits, limitHits(x.lease.Shape, rep.Counters)...)
+		if len(rep.Counters) < 2 {
+			s.Facts[FactCounters] = "unreadable inside the container: an OOM kill or a refused fork may go unnamed"
 		}
 	}
 	s.Facts[FactRemoved] = x.removeConfirmed(ctx, eng)
@@ -86,6 +86,22 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 		_ = os.RemoveAll(x.scratch)
 	}
 	return s
+}
+
+// limitHits are the memory and pids limits the container's own cgroup counters, read
+// by init at the agent's end (the engine removes the cgroup at the container's exit),
+// show the launch hit.
+func limitHits(shape environment.Shape, counters map[string]int64) []environment.LimitHit {
+	var out []environment.LimitHit
+	if n := counters[sandbox.CounterOOMKills]; n > 0 {
+		out = append(out, environment.LimitHit{Resource: environment.ResourceMemory, Limit: shape.MemoryBytes, Events: n,
+			Detail: fmt.Sprintf("memory limit %d bytes: %d OOM kill(s)", shape.MemoryBytes, n)})
+	}
+	if n := counters[sandbox.CounterForkRefusals]; n > 0 {
+		out = append(out, environment.LimitHit{Resource: environment.ResourcePIDs, Limit: shape.PIDs, Events: n,
+			Detail: fmt.Sprintf("pids limit %d: %d fork(s) refused", shape.PIDs, n)})
+	}
+	return out
 }
 
 // removeConfirmed removes the launch's container and asks the engine whether it still

@@ -21,10 +21,11 @@ import (
 
 // initArgs is init's command line:
 //
-//	sandbox-init --status-fd N --pass-fds K [--cgroup-fd FD]... [--listen ADDR=SOCKET]... -- PATH ARGV0 ARGS...
+//	sandbox-init --status-fd N --pass-fds K [--cgroup-fd FD]... [--counters] [--listen ADDR=SOCKET]... -- PATH ARGV0 ARGS...
 type initArgs struct {
 	statusFD, passFDs int
 	cgroupFDs         []int
+	counters          bool
 	listens           []initListen
 	path              string
 	argv              []string
@@ -45,6 +46,10 @@ func parseInit(args []string) (initArgs, error) {
 			}
 			a.path, a.argv = rest[0], rest[1:]
 			break
+		}
+		if f == "--counters" {
+			a.counters = true
+			continue
 		}
 		if i+1 >= len(args) {
 			return a, fmt.Errorf("flag %s needs a value", f)
@@ -184,6 +189,9 @@ func RunInit(args []string, stderr io.Writer) int {
 	}(proc.Pid)
 	code := reapUntil(proc.Pid, &rep)
 	rep.Connections = br.counts()
+	if a.counters {
+		rep.Counters = ownCgroupCounters()
+	}
 	return finish(code)
 }
 

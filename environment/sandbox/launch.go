@@ -531,6 +531,10 @@ type initStatus struct {
 	Signal      string           `json:"signal,omitempty"`
 	Error       string           `json:"error,omitempty"`
 	Connections map[string]int64 `json:"connections,omitempty"`
+	// Counters are the cgroup counters init read at the agent's end when asked
+	// (--counters; CounterOOMKills, CounterForkRefusals), for a provider whose host
+	// cannot read them after the exit (the container's engine removes its cgroup).
+	Counters map[string]int64 `json:"counters,omitempty"`
 }
 
 const initStatusSchema = "agentproof.sandbox-init.v1"

@@ -26,8 +26,14 @@ func TestEnvironmentsProbe(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &reports); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	if len(reports) != 2 || reports[0].Provider != environment.ProviderLocal || !reports[0].Available || reports[1].Provider != environment.ProviderSandbox {
+	if len(reports) != 3 || reports[0].Provider != environment.ProviderLocal || !reports[0].Available || reports[1].Provider != environment.ProviderSandbox ||
+		reports[2].Provider != environment.ProviderContainer {
 		t.Fatalf("reports %+v", reports)
+	}
+	// The container's report names the engine it found and says why it cannot serve
+	// (here at least: this race-enabled test binary is not static).
+	if ctr := reports[2]; len(ctr.Checks) < 3 || ctr.Checks[0].Name != "engine" {
+		t.Errorf("container checks %+v", ctr.Checks)
 	}
 	sb := reports[1]
 	if len(sb.Checks) < 5 {
@@ -41,7 +47,7 @@ func TestEnvironmentsProbe(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	text := out.String()
-	if !strings.Contains(text, "local: available\n") || !strings.Contains(text, "sandbox: ") || !strings.Contains(text, " bwrap ") {
+	if !strings.Contains(text, "local: available\n") || !strings.Contains(text, "sandbox: ") || !strings.Contains(text, " bwrap ") || !strings.Contains(text, "container: ") {
 		t.Errorf("text report:\n%s", text)
 	}
 	if !sb.Available && !strings.Contains(text, "MISSING") {

@@ -35,6 +35,9 @@ type app struct {
 	entry bool
 	// creds are the declared credentials `run` took out of its environment.
 	creds credentials
+	// unpinned are the container environments of a run whose image could not be
+	// pinned before planning (pinImages): environment id → why.
+	unpinned map[string]string
 	// handed is true in a `run` re-executed without its credentials (they were handed
 	// over a descriptor): what the first image already said is not said again.
 	handed bool

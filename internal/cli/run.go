@@ -24,7 +24,7 @@ import (
 	"github.com/agentproof/agentproof/campaign/flows"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/environment"
-	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/environment/providers"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/result"
@@ -692,47 +692,71 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// notRunHere probes, before anything starts, the sandbox provider when a cell to run
-// is in a sandbox environment (for real: a trial sandbox, the cgroup controllers, a
-// tmpfs; opt configures the provider probed, the zero value: bwrap from PATH, this
-// executable). When this machine cannot run it, those cells are not run here: it
-// returns each one's id with the reason (ProbeReport.NotRunReason), so that the campaign
-// runs everything else and reports them apart. A selection that names such an
-// environment (--environment) or cell (--id) is a configuration error instead (exit
-// 2, nothing started), naming every missing requirement, the environments and what
-// to do.
-func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector, opt sandbox.Options) (map[string]string, error) {
-	var envs []string
-	for _, c := range cells {
-		if environment.ProviderName(c.Environment.Provider) == environment.ProviderSandbox && !slices.Contains(envs, c.Environment.ID) {
-			envs = append(envs, c.Environment.ID)
-		}
-	}
-	if len(envs) == 0 {
-		return nil, nil
-	}
+// notRunHere probes, before anything starts, each leased provider (sandbox,
+// container; provs, the registry's providers with their defaults in a run) that a cell
+// to run is in an environment of (for real: a trial sandbox, the cgroup controllers, a
+// tmpfs; the container engine and a trial container). When this machine cannot run
+// one, its cells are not run here: it returns each one's id with the reason
+// (ProbeReport.NotRunReason), so that the campaign runs everything else and reports
+// them apart; a container environment whose image could not be pinned (unpinned: the
+// environment's id → why, pinImages) is not run here either. A selection that names
+// such an environment (--environment) or cell (--id) is a configuration error instead
+// (exit 2, nothing started), naming every missing requirement, the environments and
+// what to do.
+func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector, provs []environment.Provider, unpinned map[string]string) (map[string]string, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	r := sandbox.New(opt).Probe(ctx)
-	if r.Available {
-		return nil, nil
-	}
-	why := r.NotRunReason()
 	out := map[string]string{}
-	for _, c := range cells {
-		if !slices.Contains(envs, c.Environment.ID) {
+	for _, p := range provs {
+		if !p.Name().Leased() {
 			continue
 		}
-		if slices.Contains(sel.Environments, c.Environment.ID) || slices.Contains(sel.IDs, c.ID) {
-			return nil, usageErrorf("the selected cells of environment %s need the sandbox provider, which this machine cannot run (%s): %s "+
-				"(`agentproof environments probe` says what this machine gives and how to get the rest; or deselect those environments: without --environment "+
-				"or --id naming them, their cells are reported not run here and everything else runs)",
-				strings.Join(envs, ", "), why, strings.Join(r.Missing(), "; "))
+		var envs []string
+		for _, c := range cells {
+			if environment.ProviderName(c.Environment.Provider) == p.Name() && !slices.Contains(envs, c.Environment.ID) {
+				envs = append(envs, c.Environment.ID)
+			}
 		}
-		out[c.ID] = why
+		if len(envs) == 0 {
+			continue
+		}
+		r := p.Probe(ctx)
+		why := r.NotRunReason()
+		for _, c := range cells {
+			if !slices.Contains(envs, c.Environment.ID) {
+				continue
+			}
+			reason := why
+			if r.Available {
+				reason = unpinned[c.Environment.ID]
+			}
+			if reason == "" {
+				continue
+			}
+			if slices.Contains(sel.Environments, c.Environment.ID) || slices.Contains(sel.IDs, c.ID) {
+				return nil, notRunSelected(p.Name(), envs, r, reason)
+			}
+			out[c.ID] = reason
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
+}
+
+// notRunSelected is the configuration error of a selection that names cells of
+// provider's environments this machine cannot run.
+func notRunSelected(provider environment.ProviderName, envs []string, r environment.ProbeReport, why string) error {
+	missing := strings.Join(r.Missing(), "; ")
+	if r.Available {
+		missing = why
+	}
+	return usageErrorf("the selected cells of environment %s need the %s provider, which this machine cannot run (%s): %s "+
+		"(`agentproof environments probe` says what this machine gives and how to get the rest; or deselect those environments: without --environment "+
+		"or --id naming them, their cells are reported not run here and everything else runs)",
+		strings.Join(envs, ", "), provider, why, missing)
 }
 
 // planRun plans the campaign, checks what its cells need before anything starts or is
@@ -755,6 +779,9 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 		sel, ref, err := shardSelection(c, o.sel, o.shards)
 		if err != nil {
 			return nil, nil, nil, err
+		}
+		if cells, err := c.Select(trimSelector(sel)); err == nil {
+			a.unpinned = pinImages(cmd.Context(), c, cells)
 		}
 		plan, err := campaign.NewPlan(c, trimSelector(sel), opts)
 		if err != nil {
@@ -791,6 +818,7 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 		return nil, nil, nil, err
 	}
 	opts.CampaignID = id
+	a.unpinned = pinImages(cmd.Context(), c, c.Cells)
 	plan, err := campaign.ResumePlan(c, root, mode, opts)
 	if err != nil {
 		unlock()
@@ -840,7 +868,7 @@ func (a *app) prepare(cmd *cobra.Command, plan *campaign.Plan, o runOptions) (ma
 			return nil, err
 		}
 	}
-	notRun, err := notRunHere(cmd.Context(), plan.UnitCells(), o.sel, sandbox.Options{})
+	notRun, err := notRunHere(cmd.Context(), plan.UnitCells(), o.sel, providers.All(), a.unpinned)
 	if err != nil {
 		return nil, err
 	}

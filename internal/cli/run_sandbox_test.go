@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/shard"
@@ -39,14 +40,14 @@ func TestNotRunHereBeforeRun(t *testing.T) {
 	if len(sandboxCells) == 0 {
 		t.Fatal("the default catalog has no sandbox cell")
 	}
-	missing := sandbox.Options{Bwrap: filepath.Join(t.TempDir(), "no-bwrap"), Executable: filepath.Join(t.TempDir(), "agentproof")}
+	missing := []environment.Provider{sandbox.New(sandbox.Options{Bwrap: filepath.Join(t.TempDir(), "no-bwrap"), Executable: filepath.Join(t.TempDir(), "agentproof")})}
 	cells := append(localCells[:1:1], sandboxCells...)
-	notRun, err := notRunHere(context.Background(), cells, catalog.Selector{All: true}, missing)
+	notRun, err := notRunHere(context.Background(), cells, catalog.Selector{All: true}, missing, nil)
 	if err != nil || len(notRun) != len(sandboxCells) || notRun[localCells[0].ID] != "" || !strings.Contains(notRun[sandboxCells[0].ID], "bubblewrap is not installed") {
 		t.Fatalf("--all: %v, %d of %d sandbox cells not run here: %v", err, len(notRun), len(sandboxCells), notRun[sandboxCells[0].ID])
 	}
 	for _, sel := range []catalog.Selector{{Environments: []string{"sandbox"}}, {IDs: []string{sandboxCells[0].ID}}} {
-		_, err = notRunHere(context.Background(), cells, sel, missing)
+		_, err = notRunHere(context.Background(), cells, sel, missing, nil)
 		var ue *UsageError
 		if !errors.As(err, &ue) {
 			t.Fatalf("%+v: error %v (%T), want a *UsageError (exit 2)", sel, err, err)
@@ -57,7 +58,7 @@ func TestNotRunHereBeforeRun(t *testing.T) {
 			}
 		}
 	}
-	if notRun, err := notRunHere(context.Background(), localCells, catalog.Selector{All: true}, missing); err != nil || notRun != nil {
+	if notRun, err := notRunHere(context.Background(), localCells, catalog.Selector{All: true}, missing, nil); err != nil || notRun != nil {
 		t.Errorf("a selection without sandbox cells was probed: %v %v", notRun, err)
 	}
 }

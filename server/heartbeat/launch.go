@@ -331,7 +331,7 @@ func providerOf(d driver.Name, dc *api.DriverConfig) string {
 
 // targetOf is the kind of execution target an environment is.
 func targetOf(e *controlplane.Environment) string {
-	if e.Kind == controlplane.LocalEnvironment || e.Kind == string(environment.ProviderSandbox) { // the sandbox runs on this machine
+	if e.Kind == controlplane.LocalEnvironment || environment.ProviderName(e.Kind).Leased() { // a sandbox or container runs on this machine
 		return "local"
 	}
 	return "remote"

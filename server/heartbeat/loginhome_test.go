@@ -43,7 +43,8 @@ func TestLoginHome(t *testing.T) {
 		}, exec, nil, "is a symbolic link"},
 		{"mode 0755", func(t *testing.T, home string) { mkdir(t, home, 0o755) }, exec, nil, "is not a directory of mode 0700"},
 		{"another driver", func(t *testing.T, home string) { mkdir(t, home, 0o700) }, ref, nil, "driver reference does not launch with a login HOME"},
-		{"a sandbox", func(t *testing.T, home string) { mkdir(t, home, 0o700) }, exec, &environment.Lease{ID: "l"}, "is a sandbox"},
+		{"a sandbox", func(t *testing.T, home string) { mkdir(t, home, 0o700) }, exec, &environment.Lease{ID: "l", Provider: environment.ProviderSandbox}, "is a sandbox"},
+		{"a container", func(t *testing.T, home string) { mkdir(t, home, 0o700) }, exec, &environment.Lease{ID: "l", Provider: environment.ProviderContainer}, "is a container"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

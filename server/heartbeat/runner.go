@@ -70,7 +70,6 @@ import (
 	"github.com/agentproof/agentproof/controlplane"
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/providers"
-	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/loginfile"
 	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/worker"
@@ -798,8 +797,8 @@ func (r *Runner) prepare(ctx context.Context, j job, rc controlplane.RunContext,
 	var home *homeBaseline
 	if !fixture { // a fixture program's environment is fixed (worker.ChildEnvironment): no AGENT_HOME
 		dir := r.HomeDir(j.company, j.actor.ID)
-		if lease != nil { // nothing of the server home is bound into a sandbox
-			if dir, err = sandbox.DiskDir(lease, "home-"+j.actor.ID); err != nil {
+		if lease != nil { // nothing of the server home is bound into a sandbox or container
+			if dir, err = leaseDiskDir(lease, "home-"+j.actor.ID); err != nil {
 				return launch{}, fmt.Errorf("creating AGENT_HOME on lease %s: %w", lease.ID, err)
 			}
 		}
@@ -856,7 +855,7 @@ func (r *Runner) prepareEnv(ctx context.Context, j job, rec *Record) (agent.RunE
 	}
 	var lease *environment.Lease
 	var err error
-	if j.env.Kind == string(environment.ProviderSandbox) {
+	if environment.ProviderName(j.env.Kind).Leased() {
 		if lease, err = environment.ReadLeaseFile(envCfg.Lease); err != nil {
 			return agent.RunEnv{}, nil, nil, fmt.Errorf("environment %s: %w", j.env.ID, err)
 		}
@@ -870,7 +869,7 @@ func (r *Runner) prepareEnv(ctx context.Context, j job, rec *Record) (agent.RunE
 	if lease != nil {
 		// Nothing of the server home is bound into a sandbox: the agent's state lives on
 		// the lease's disk, under its cap (docs/environments.md "Where a lease lives").
-		if stateDir, err = sandbox.DiskDir(lease, "agent-"+j.actor.ID); err != nil {
+		if stateDir, err = leaseDiskDir(lease, "agent-"+j.actor.ID); err != nil {
 			return agent.RunEnv{}, nil, nil, fmt.Errorf("creating the agent state directory on lease %s: %w", lease.ID, err)
 		}
 	}
@@ -944,7 +943,7 @@ func (r *Runner) loginHome(j job, lease *environment.Lease) (string, error) {
 		return "", fmt.Errorf("adapterConfig loginHome: driver %s does not launch with a login HOME (exec only)", j.cfg.Driver)
 	}
 	if lease != nil {
-		return "", fmt.Errorf("adapterConfig loginHome: environment %s is a sandbox, which binds nothing of the instance home", j.env.ID)
+		return "", fmt.Errorf("adapterConfig loginHome: environment %s is a %s, which binds nothing of the instance home", j.env.ID, lease.Provider)
 	}
 	home, err := loginfile.CompanyHome(r.cfg.Home, j.company)
 	if err != nil {
@@ -966,7 +965,29 @@ func (r *Runner) loginHome(j job, lease *environment.Lease) (string, error) {
 // environment e: the instance's local environment, or a sandbox environment whose
 // config names the campaign's lease file.
 func runnerEnvironment(e *controlplane.Environment) bool {
-	return e.Kind == controlplane.LocalEnvironment || e.Kind == string(environment.ProviderSandbox)
+	return e.Kind == controlplane.LocalEnvironment || environment.ProviderName(e.Kind).Leased()
+}
+
+// leaseDisk is the lease disk of lease's provider (environment.LeaseDisk).
+func leaseDisk(lease *environment.Lease) (environment.LeaseDisk, error) {
+	p, ok := providers.Get(lease.Provider)
+	if !ok {
+		return nil, fmt.Errorf("lease %s: no environment provider %q", lease.ID, lease.Provider)
+	}
+	d, ok := p.(environment.LeaseDisk)
+	if !ok {
+		return nil, fmt.Errorf("lease %s: provider %s has no lease disk", lease.ID, lease.Provider)
+	}
+	return d, nil
+}
+
+// leaseDiskDir is a directory name on lease's disk, owned by its agent user.
+func leaseDiskDir(lease *environment.Lease, name string) (string, error) {
+	d, err := leaseDisk(lease)
+	if err != nil {
+		return "", err
+	}
+	return d.DiskDir(lease, name)
 }
 
 // launchLeased prepares spec inside lease through its provider: the agent's state
@@ -980,13 +1001,17 @@ func launchLeased(ctx context.Context, lease *environment.Lease, d driver.Name, 
 	if !ok {
 		return nil, fmt.Errorf("lease %s: no environment provider %q", lease.ID, lease.Provider)
 	}
-	if err := sandbox.Own(lease, stateDir); err != nil {
-		return nil, fmt.Errorf("lease %s: handing the agent state directory to the sandbox user: %w", lease.ID, err)
+	disk, err := leaseDisk(lease)
+	if err != nil {
+		return nil, err
+	}
+	if err := disk.Own(lease, stateDir); err != nil {
+		return nil, fmt.Errorf("lease %s: handing the agent state directory to the %s user: %w", lease.ID, lease.Provider, err)
 	}
 	req := environment.LaunchRequest{Spec: spec, Binds: []environment.Bind{{Path: stateDir, Write: true}}}
 	if agentHome != "" { // the materialised AGENT_HOME, saved by the runner after the run
-		if err := sandbox.Own(lease, agentHome); err != nil {
-			return nil, fmt.Errorf("lease %s: handing AGENT_HOME to the sandbox user: %w", lease.ID, err)
+		if err := disk.Own(lease, agentHome); err != nil {
+			return nil, fmt.Errorf("lease %s: handing AGENT_HOME to the %s user: %w", lease.ID, lease.Provider, err)
 		}
 		req.Binds = append(req.Binds, environment.Bind{Path: agentHome, Write: true})
 	}
