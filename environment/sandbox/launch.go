@@ -24,7 +24,16 @@ import (
 // the programs and libraries, and the few /etc entries programs need (TLS roots, the
 // Debian alternatives that /usr/bin links point through, the dynamic linker's cache).
 // Nothing else of the host is visible: never `--ro-bind / /`.
-var systemDirs = []string{"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates", "/etc/ld.so.cache", "/etc/localtime"}
+var systemDirs = []string{"/usr", "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates"}
+
+// copiedEtc are host /etc files every sandbox gets as a read-only copy (bubblewrap's
+// --file: no mount, which costs bubblewrap a pass over the whole mount table each):
+// the dynamic linker's cache. /etc/localtime, a link into /usr on Debian, is made the
+// same link (else bound).
+var copiedEtc = []string{"/etc/ld.so.cache"}
+
+// etcNames are the sandbox's generated /etc files (etcFiles), copied in like copiedEtc.
+var etcNames = []string{"passwd", "group", "hosts", "nsswitch.conf", "resolv.conf"}
 
 // topLinks are the merged-/usr top-level entries: recreated as the same symbolic link
 // when they are links on the host, bound read-only when they are directories.
@@ -96,20 +105,16 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 		}
 	}
 	listens, hosts := bridgeListens(l.Endpoints)
-	if err := writeEtc(dir, st.UID, st.GID, hosts); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("sandbox launch: %w", err)
-	}
 	x := &launched{lease: l, st: st, n: n, dir: dir, scratch: scratch, released: make(chan struct{})}
-	if err := x.open(); err != nil {
+	if err := x.open(etcFiles(st.UID, st.GID, hosts)); err != nil {
 		x.release()
 		return nil, fmt.Errorf("sandbox launch: %w", err)
 	}
-	plan := p.plan(l, st, req, dir, scratch, listens, planFDs{stageDir: x.stageDir, pass: len(spec.ExtraFiles), cgroups: len(x.cgroupFiles)})
+	plan := p.plan(l, st, req, scratch, listens, planFDs{stageDir: x.stageDir, pass: len(spec.ExtraFiles), cgroups: len(x.cgroupFiles), etc: x.etcDests})
 	x.stage, x.mountPoints = plan.stage, plan.dests
 	wrapped := spec
 	wrapped.Path, wrapped.Args, wrapped.Dir = st.Bwrap, append([]string{st.Bwrap}, plan.args...), "/"
-	wrapped.ExtraFiles = append(append(slices.Clone(spec.ExtraFiles), x.statusW), x.cgroupFiles...)
+	wrapped.ExtraFiles = slices.Concat(spec.ExtraFiles, []*os.File{x.statusW}, x.cgroupFiles, x.etcFiles)
 	if st.UID != os.Geteuid() || st.GID != os.Getegid() {
 		wrapped.Credential = &syscall.Credential{Uid: uint32(st.UID), Gid: uint32(st.GID), Groups: []uint32{}}
 	}
@@ -121,9 +126,11 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 }
 
 // open makes what a launch holds besides its directory: init's status pipe, the
-// write ends of the lease cgroups' cgroup.procs files (init joins them) and the
-// lease's staging mount point (stageDir), made at its first launch.
-func (x *launched) open() error {
+// write ends of the lease cgroups' cgroup.procs files (init joins them), the /etc
+// files bubblewrap copies in (etc, generated, then copiedEtc: pipes holding them and
+// the host files, opened for reading) and the lease's staging mount point
+// (stageDir), made at its first launch.
+func (x *launched) open(etc map[string]string) error {
 	var err error
 	if x.statusR, x.statusW, err = os.Pipe(); err != nil {
 		return fmt.Errorf("status pipe: %w", err)
@@ -135,11 +142,41 @@ func (x *launched) open() error {
 		}
 		x.cgroupFiles = append(x.cgroupFiles, f)
 	}
+	for _, name := range etcNames {
+		r, err := pipeOf(etc[name])
+		if err != nil {
+			return fmt.Errorf("/etc/%s: %w", name, err)
+		}
+		x.etcFiles, x.etcDests = append(x.etcFiles, r), append(x.etcDests, "/etc/"+name)
+	}
+	for _, path := range copiedEtc {
+		if f, err := os.Open(path); err == nil {
+			x.etcFiles, x.etcDests = append(x.etcFiles, f), append(x.etcDests, path)
+		}
+	}
 	x.stageDir = stageDir(x.lease.SocketDir)
 	if err := os.Mkdir(x.stageDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("staging directory: %w", err)
 	}
 	return nil
+}
+
+// pipeOf returns the reading end of a pipe holding content and closed for writing
+// (content must fit the pipe's buffer: 64 KiB).
+func pipeOf(content string) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.WriteString(content)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // release frees what the launch holds on the host (once): the fork thread, the
@@ -148,7 +185,7 @@ func (x *launched) open() error {
 func (x *launched) release() {
 	x.releaseOnce.Do(func() {
 		close(x.released)
-		for _, f := range append([]*os.File{x.statusR, x.statusW}, x.cgroupFiles...) {
+		for _, f := range slices.Concat([]*os.File{x.statusR, x.statusW}, x.cgroupFiles, x.etcFiles) {
 			if f != nil {
 				_ = f.Close()
 			}
@@ -266,36 +303,31 @@ func bridgeListens(eps []environment.Endpoint) (listens []string, hosts []string
 	return listens, hosts
 }
 
-// writeEtc writes the sandbox's generated /etc files into dir: passwd and group with
-// the sandbox user only, hosts (localhost and the endpoints' names), nsswitch.conf
+// etcFiles are the sandbox's generated /etc files by name (etcNames): passwd and group
+// with the sandbox user only, hosts (localhost and the endpoints' names), nsswitch.conf
 // (files only) and an empty resolv.conf (there is no DNS: names are the allowlist).
-func writeEtc(dir string, uid, gid int, hosts []string) error {
-	files := map[string]string{
+func etcFiles(uid, gid int, hosts []string) map[string]string {
+	return map[string]string{
 		"passwd":        fmt.Sprintf("agent:x:%d:%d:agentproof sandbox:%s:/usr/sbin/nologin\n", uid, gid, Home),
 		"group":         fmt.Sprintf("agent:x:%d:\n", gid),
 		"hosts":         "127.0.0.1 localhost " + Hostname + "\n" + strings.Join(append(hosts, ""), "\n"),
 		"nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
 		"resolv.conf":   "# agentproof sandbox: no DNS; reachable names are in /etc/hosts\n",
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // planFDs is what a launch plan needs of the launch: the staging directory, the
-// worker's extra files passed on to the agent (fds 3…) and the cgroup files after
-// init's status fd.
+// worker's extra files passed on to the agent (fds 3…), then init's status fd, the
+// cgroup files, and the /etc files bubblewrap copies in, by their sandbox paths.
 type planFDs struct {
 	stageDir      string
 	pass, cgroups int
+	etc           []string
 }
 
 // plan builds the bwrap arguments of one launch (the order matters: a mount point
 // must exist before what is mounted under it, and the read-only remounts come last).
-func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRequest, dir, scratch string, listens []string, fds planFDs) *launchPlan {
+func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRequest, scratch string, listens []string, fds planFDs) *launchPlan {
 	pl := &launchPlan{stageDir: fds.stageDir}
 	pl.add("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup")
 	if versionAtLeast(st.BwrapVersion, 0, 8) {
@@ -315,9 +347,14 @@ func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRe
 			pl.add("--ro-bind", d, d)
 		}
 	}
+	if target, err := os.Readlink("/etc/localtime"); err == nil && filepath.IsAbs(target) && underSystem(target) {
+		pl.add("--symlink", target, "/etc/localtime")
+	} else if exists("/etc/localtime") {
+		pl.add("--ro-bind", "/etc/localtime", "/etc/localtime")
+	}
 	pl.add("--proc", "/proc", "--dev", "/dev")
-	for _, name := range []string{"passwd", "group", "hosts", "nsswitch.conf", "resolv.conf"} {
-		pl.add("--ro-bind", pl.staged(filepath.Join(dir, name)), "/etc/"+name)
+	for j, dest := range fds.etc {
+		pl.add("--perms", "0644", "--file", strconv.Itoa(4+fds.pass+fds.cgroups+j), dest)
 	}
 	pl.add("--bind", pl.staged(filepath.Join(scratch, "tmp")), "/tmp",
 		"--bind", pl.staged(filepath.Join(scratch, "shm")), "/dev/shm",
@@ -381,7 +418,10 @@ type launched struct {
 	statusR, statusW *os.File
 	// cgroupFiles are the lease cgroups' cgroup.procs files, open for writing: init
 	// joins them through these (it cannot reach the cgroup filesystem).
-	cgroupFiles  []*os.File
+	cgroupFiles []*os.File
+	// etcFiles hold the /etc files bubblewrap copies in at etcDests (open).
+	etcFiles     []*os.File
+	etcDests     []string
 	oom0, forks0 int64
 	// mountPoints are the sandbox paths binds were mounted on (launchPlan.dests).
 	mountPoints []string

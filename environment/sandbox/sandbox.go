@@ -5,7 +5,7 @@
 // A lease (Setup) is, on the host:
 //
 //   - a lease directory <root>/<lease id> (mode 0711) holding lease.json and
-//     per-launch generated files (launches/<n>/);
+//     one directory per launch (launches/<n>/, which numbers it);
 //   - a short socket directory /run/apf-<16 hex> (or under /tmp) holding the bridge
 //     sockets, whatever the depth of the root;
 //   - the lease's disk: a tmpfs of the pinned disk size mounted at <lease dir>/disk,

@@ -61,12 +61,13 @@ func TestPlan(t *testing.T) {
 	req := environment.LaunchRequest{Spec: worker.Spec{Path: "/opt/cli/bin/agent", Args: []string{"agent", "--go"}, Dir: l.Workspace},
 		Binds: []environment.Bind{{Path: dir + "/disk/state", Write: true}}, ReadOnly: []string{"/opt/cli"}}
 	const stage = "/run/apf-stage-1"
-	pl := (&Provider{}).plan(l, st, req, dir+"/launches/1", st.Disk, listens, planFDs{stageDir: stage, pass: 1, cgroups: 2})
+	pl := (&Provider{}).plan(l, st, req, st.Disk, listens, planFDs{stageDir: stage, pass: 1, cgroups: 2, etc: []string{"/etc/passwd", "/etc/ld.so.cache"}})
 	args := strings.Join(pl.args, " ")
 	for _, want := range []string{"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup",
 		"--disable-userns", "--die-with-parent", "--as-pid-1", "--ro-bind /usr /usr", "--proc /proc", "--dev /dev",
-		"--bind " + stage + "/5 /tmp ", "--bind " + stage + "/8 " + l.Workspace, "--bind " + stage + "/9 " + dir + "/disk/state",
-		"--ro-bind " + stage + "/10 /opt/agentproof", "--ro-bind " + stage + "/11 /opt/cli ", "--ro-bind " + stage + "/12 " + BridgeDir,
+		"--perms 0644 --file 7 /etc/passwd --perms 0644 --file 8 /etc/ld.so.cache ",
+		"--bind " + stage + "/0 /tmp ", "--bind " + stage + "/3 " + l.Workspace, "--bind " + stage + "/4 " + dir + "/disk/state",
+		"--ro-bind " + stage + "/5 /opt/agentproof", "--ro-bind " + stage + "/6 /opt/cli ", "--ro-bind " + stage + "/7 " + BridgeDir,
 		"--remount-ro /dev --remount-ro / --chdir " + l.Workspace,
 		"-- /opt/agentproof sandbox-init --status-fd 4 --pass-fds 1 --cgroup-fd 5 --cgroup-fd 6 --listen 127.0.0.1:4100=" + BridgeDir + "/cp.sock",
 		"-- /opt/cli/bin/agent agent --go"} {
@@ -77,19 +78,18 @@ func TestPlan(t *testing.T) {
 	if strings.Contains(args, "--ro-bind / /") || strings.Contains(args, "--bind / ") || strings.Contains(args, "--ro-bind /opt/cli/bin/agent") {
 		t.Errorf("plan binds too much:\n%s", args)
 	}
-	if pl.stage[8] != l.Workspace || pl.stage[0] != dir+"/launches/1/passwd" {
+	if pl.stage[3] != l.Workspace || pl.stage[0] != st.Disk+"/tmp" {
 		t.Errorf("stage %v", pl.stage)
 	}
 }
 
-func TestWriteEtc(t *testing.T) {
+func TestEtcFiles(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := writeEtc(dir, 65534, 65534, []string{"127.0.1.1 api.example.com"}); err != nil {
-		t.Fatal(err)
+	files := etcFiles(65534, 65534, []string{"127.0.1.1 api.example.com"})
+	hosts, passwd := files["hosts"], files["passwd"]
+	if len(files) != len(etcNames) {
+		t.Errorf("files %v, names %v", files, etcNames)
 	}
-	hosts, _ := os.ReadFile(filepath.Join(dir, "hosts"))
-	passwd, _ := os.ReadFile(filepath.Join(dir, "passwd"))
 	if !strings.Contains(string(hosts), "127.0.0.1 localhost") || !strings.Contains(string(hosts), "127.0.1.1 api.example.com\n") ||
 		string(passwd) != "agent:x:65534:65534:agentproof sandbox:/home/agent:/usr/sbin/nologin\n" {
 		t.Errorf("hosts %q passwd %q", hosts, passwd)
