@@ -65,6 +65,7 @@ func (x *launched) forkHere(start func() (int, error), done chan<- error) {
 		done <- fmt.Errorf("sandbox launch: staging the binds: %w", err)
 		return
 	}
+	detachSys()
 	pid, err := start()
 	if err != nil {
 		done <- err
@@ -86,6 +87,14 @@ func (x *launched) forkHere(start func() (int, error), done chan<- error) {
 	}
 	waitReadable(pidfd)
 	_ = unix.Close(pidfd)
+}
+
+// detachSys lazily detaches /sys (with the cgroup hierarchies under it) in this
+// thread's private mount namespace (staged: its propagation is private, so nothing
+// reaches the host). bubblewrap never reads it, and it reads the whole mount table
+// once per mount it makes. Best effort: a mount left costs time, never isolation.
+func detachSys() {
+	_ = syscall.Unmount("/sys", syscall.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
 }
 
 // waitReadable blocks until fd (a pidfd: the process exited) is readable.
