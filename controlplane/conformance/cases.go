@@ -475,20 +475,12 @@ func case22(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	body := map[string]any{"body": "progress"}
-	_, err = e.cmd("run-1", "k1", "report_progress", body)
-	if err := wantCode(err, "scripted_lost_ack"); err != nil {
+	lost, err := e.lostAckReplay("k1", "report_progress", map[string]any{"body": "progress"}, "retry")
+	if err != nil {
 		return err
 	}
-	if !controlplane.IsRetryable(err) {
-		return failf("lost ack error is not retryable: %v", err)
-	}
-	res, err := e.cmd("run-1", "k1", "report_progress", body)
-	if err != nil {
-		return noErr(err, "retry")
-	}
-	if res.Disposition != "duplicate" {
-		return failf("retry disposition %s, want duplicate", res.Disposition)
+	if !controlplane.IsRetryable(lost) {
+		return failf("lost ack error is not retryable: %v", lost)
 	}
 	st, err := e.snap()
 	if err != nil {
@@ -561,17 +553,8 @@ func case24(ctx context.Context, h Harness) error {
 	}); err != nil {
 		return err
 	}
-	valid := map[string]any{"title": "Child"}
-	_, err = e.cmd("run-1", "k2", "create_task", valid)
-	if err := wantCode(err, "scripted_lost_ack"); err != nil {
+	if _, err := e.lostAckReplay("k2", "create_task", map[string]any{"title": "Child"}, "retry"); err != nil {
 		return err
-	}
-	res, err := e.cmd("run-1", "k2", "create_task", valid)
-	if err != nil {
-		return noErr(err, "retry")
-	}
-	if res.Disposition != "duplicate" {
-		return failf("retry disposition %s, want duplicate", res.Disposition)
 	}
 	st, err := e.snap()
 	if err != nil {
@@ -639,16 +622,8 @@ func case26(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	_, err = e.cmd("run-1", "k1", "record_budget_usage", map[string]any{"cents": 10})
-	if err := wantCode(err, "scripted_lost_ack"); err != nil {
+	if _, err := e.lostAckReplay("k1", "record_budget_usage", map[string]any{"cents": 10}, "retry on a stopped run"); err != nil {
 		return err
-	}
-	res, err := e.cmd("run-1", "k1", "record_budget_usage", map[string]any{"cents": 10})
-	if err != nil {
-		return noErr(err, "retry on a stopped run")
-	}
-	if res.Disposition != "duplicate" {
-		return failf("retry disposition %s, want duplicate", res.Disposition)
 	}
 	st, err := e.snap()
 	if err != nil {
@@ -855,6 +830,15 @@ func (e *env) complete(ctx context.Context, disposition controlplane.WorkDisposi
 	return e.p.CompleteRun(ctx, completion(disposition, summary, controlplane.RunSucceeded))
 }
 
+// completed completes the run as complete does and returns the state after it; a
+// refused completion fails the case.
+func (e *env) completed(ctx context.Context, disposition controlplane.WorkDisposition, summary string) (controlplane.State, error) {
+	if err := e.complete(ctx, disposition, summary); err != nil {
+		return controlplane.State{}, noErr(err, "completeRun")
+	}
+	return e.snap()
+}
+
 func case32(ctx context.Context, h Harness) error {
 	e, err := openSource(ctx, h, controlplane.Seed{Faults: []*controlplane.FaultRule{{ID: "fault-1", Operation: "complete_run", Effect: "retryable_error", Remaining: 1, Code: "scripted_retryable_error"}}}, "source-a")
 	if err != nil {
@@ -892,10 +876,7 @@ func case33(ctx context.Context, h Harness) error {
 	if err := e.terminalEvent("source-a", 1, controlplane.WorkDone); err != nil {
 		return err
 	}
-	if err := e.complete(ctx, controlplane.WorkDone, "finished"); err != nil {
-		return noErr(err, "completeRun")
-	}
-	st, err := e.snap()
+	st, err := e.completed(ctx, controlplane.WorkDone, "finished")
 	if err != nil {
 		return err
 	}
@@ -948,10 +929,7 @@ func case36(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	if err := e.complete(ctx, controlplane.WorkYielded, "more later"); err != nil {
-		return noErr(err, "completeRun")
-	}
-	st, err := e.snap()
+	st, err := e.completed(ctx, controlplane.WorkYielded, "more later")
 	if err != nil {
 		return err
 	}

@@ -156,3 +156,22 @@ func budget(id, scope, scopeID string, limit, spent int64) *controlplane.Budget 
 func fault(id, kind, effect string) *controlplane.FaultRule {
 	return &controlplane.FaultRule{ID: id, Operation: "apply_command", CommandKind: kind, Effect: effect, Remaining: 1, Code: controlplane.Code("scripted_" + effect)}
 }
+
+// lostAckReplay sends command kind with fields under key for run-1 twice: the first
+// answer must be lost (the scripted lost_ack fault: scripted_lost_ack, returned as
+// lost), the replay under the same key must be answered as a duplicate; what names the
+// replay in a failure.
+func (e *env) lostAckReplay(key, kind string, fields map[string]any, what string) (lost, err error) {
+	_, lost = e.cmd("run-1", key, kind, fields)
+	if err := wantCode(lost, "scripted_lost_ack"); err != nil {
+		return lost, err
+	}
+	res, err := e.cmd("run-1", key, kind, fields)
+	if err != nil {
+		return lost, noErr(err, what)
+	}
+	if res.Disposition != "duplicate" {
+		return lost, failf("%s disposition %s, want duplicate", what, res.Disposition)
+	}
+	return lost, nil
+}
