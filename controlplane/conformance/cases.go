@@ -113,10 +113,7 @@ func case06(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.open("run-1", "task-1", "actor-1")
-	if err := wantCode(err, controlplane.CodeCheckoutConflict); err != nil {
-		return err
-	}
-	return e.wantLastDecision("open_run", "denied", "checkout_assignee_conflict")
+	return e.denied(err, controlplane.CodeCheckoutConflict, "open_run", "checkout_assignee_conflict")
 }
 
 func case07(ctx context.Context, h Harness) error {
@@ -127,10 +124,7 @@ func case07(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.open("run-y", "task-1", "actor-1")
-	if err := wantCode(err, controlplane.CodeCheckoutConflict); err != nil {
-		return err
-	}
-	return e.wantLastDecision("open_run", "denied", "checkout_lock_conflict")
+	return e.denied(err, controlplane.CodeCheckoutConflict, "open_run", "checkout_lock_conflict")
 }
 
 func case08(ctx context.Context, h Harness) error {
@@ -347,10 +341,7 @@ func case17(ctx context.Context, h Harness) error {
 		return err
 	}
 	_, err = e.cmd("run-1", "k1", "report_progress", map[string]any{"taskId": "task-2", "body": "a"})
-	if err := wantCode(err, controlplane.CodeTaskScopeViolation); err != nil {
-		return err
-	}
-	return e.wantLastDecision("report_progress", "denied", "active_task_scope_required")
+	return e.denied(err, controlplane.CodeTaskScopeViolation, "report_progress", "active_task_scope_required")
 }
 
 func case18(ctx context.Context, h Harness) error {

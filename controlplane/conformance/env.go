@@ -78,6 +78,15 @@ func (e *env) wantLastDecision(operation, outcome, reason string) error {
 	return nil
 }
 
+// denied checks that err is the refusal code and that the last decision denied the
+// operation for reason.
+func (e *env) denied(err error, code controlplane.Code, operation, reason string) error {
+	if err := wantCode(err, code); err != nil {
+		return err
+	}
+	return e.wantLastDecision(operation, "denied", reason)
+}
+
 func (e *env) appendEvent(ev any) (controlplane.Receipt, error) {
 	return e.p.AppendEvent(e.ctx, mustJSON(ev))
 }
