@@ -324,23 +324,14 @@ func (c *claudeAppConn) control(ctx context.Context, req map[string]any, out any
 // candidate's), or, wrapping session.ErrGone, the stream ended.
 func (c *claudeAppConn) Prompt(ctx context.Context, t session.Turn) error {
 	ct := &claudeAppTurn{done: make(chan struct{})}
-	c.mu.Lock()
-	c.turn = ct
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.turn = nil
-		c.mu.Unlock()
-	}()
+	defer session.Running(&c.mu, &c.turn, ct)()
 	msg := map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []map[string]any{{"type": "text", "text": t.Text}}},
 		"parent_tool_use_id": nil, "session_id": c.info.SessionID}
 	if err := c.out.Send(msg); err != nil {
 		return fmt.Errorf("sending the user message: %w", err)
 	}
-	select {
-	case <-ct.done:
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	if err := session.AwaitTurn(ctx, ct.done); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

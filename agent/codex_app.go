@@ -423,10 +423,8 @@ func (c *codexAppConn) Prompt(ctx context.Context, t session.Turn) error {
 	if interrupt {
 		c.interrupt(ct.id)
 	}
-	select {
-	case <-ct.done:
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	if err := session.AwaitTurn(ctx, ct.done); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

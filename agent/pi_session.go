@@ -191,24 +191,15 @@ func (c *piConn) Prompt(ctx context.Context, t session.Turn) error {
 		return err
 	}
 	pt := &piTurn{done: make(chan struct{})}
-	c.mu.Lock()
-	c.turn = pt
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.turn = nil
-		c.mu.Unlock()
-	}()
+	defer session.Running(&c.mu, &c.turn, pt)()
 	if r, err = c.request(ctx, PiRequestTimeout, map[string]any{"type": "prompt", "message": t.Text}); err == nil && !r.Success {
 		err = fmt.Errorf("agent: Pi refused the prompt: %s", r.Error)
 	}
 	if err != nil {
 		return err
 	}
-	select {
-	case <-pt.done:
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	if err := session.AwaitTurn(ctx, pt.done); err != nil {
+		return err
 	}
 	return c.ended(pt)
 }

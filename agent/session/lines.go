@@ -125,3 +125,28 @@ func Await[R any](ctx context.Context, what string, limit time.Duration, answer 
 		return zero, fmt.Errorf("%w before it answered %s", ErrGone, what)
 	}
 }
+
+// Running makes t the running turn of a line-protocol connection (*slot, guarded by
+// mu) and returns the function that ends it (the slot back to nil), which the
+// connection's Prompt defers.
+func Running[T any](mu *sync.Mutex, slot **T, t *T) (end func()) {
+	mu.Lock()
+	*slot = t
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		*slot = nil
+		mu.Unlock()
+	}
+}
+
+// AwaitTurn waits until a turn's done is closed (the connection read its end) or ctx
+// ends (its cause).
+func AwaitTurn(ctx context.Context, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
