@@ -67,8 +67,9 @@ func Dashboard(c *result.Campaign, cat *catalog.Catalog, hist *result.History, t
 
 // WriteDashboard renders the dashboard Dashboard renders with LoadTranscripts(campaignDir,
 // c) into w, the same bytes, as it goes: each card's transcripts are read from
-// campaignDir while the card is rendered and dropped after it, so neither the page nor
-// every transcript is held at once. Errors: the template's or w's.
+// campaignDir shortly before the card is rendered (by workers beside the template, at
+// most prefetchWindow cards ahead: prefetchCards) and dropped after it, so neither the
+// page nor every transcript is held at once. Errors: the template's or w's.
 func WriteDashboard(w io.Writer, c *result.Campaign, cat *catalog.Catalog, hist *result.History, campaignDir string) error {
 	return writeDashboard(w, c, cat, hist, campaignDir, func(i int) (*result.Result, error) { return &c.Results[i], nil })
 }
@@ -77,19 +78,29 @@ func WriteDashboard(w io.Writer, c *result.Campaign, cat *catalog.Catalog, hist 
 // c.Results, read when the card is rendered (c.Results may then hold summaries only;
 // see summaryResult).
 func writeDashboard(w io.Writer, c *result.Campaign, cat *catalog.Catalog, hist *result.History, campaignDir string, full func(i int) (*result.Result, error)) error {
+	return renderDashboard(w, c, cat, hist, campaignDir, full, dashboardWorkers())
+}
+
+// renderDashboard is writeDashboard with workers goroutines preparing the cards'
+// details ahead of the template (prefetchCards; 0: none).
+func renderDashboard(w io.Writer, c *result.Campaign, cat *catalog.Catalog, hist *result.History, campaignDir string, full func(i int) (*result.Result, error), workers int) error {
 	v := buildView(c, cat, hist)
 	index := make(map[*result.Result]int, len(c.Results))
 	for i := range c.Results {
 		index[&c.Results[i]] = i
 	}
+	var cards []*cardView
 	forEachCard(v, func(cv *cardView) {
 		if cv.R != nil {
 			cv.transcriptDir = campaignDir
 			if i, ok := index[cv.R]; ok {
 				cv.load = func() (*result.Result, error) { return full(i) }
 			}
+			cards = append(cards, cv)
 		}
 	})
+	stop := prefetchCards(cards, workers)
+	defer stop()
 	if err := dashboardTmpl().Execute(w, v); err != nil {
 		return fmt.Errorf("rendering dashboard: %w", err)
 	}
@@ -182,6 +193,8 @@ type cardView struct {
 	transcriptDir string
 	// load, when set, reads the card's result whole for its details (Full).
 	load func() (*result.Result, error)
+	// prep, when set, holds the details a prefetch worker prepared (prefetchCards).
+	prep *cardPrep
 }
 
 // Shown returns the card's transcripts: Transcripts, or those of its result's runs read
@@ -497,11 +510,26 @@ func buildCard(id string, cs *catalog.Case, r *result.Result, notes []result.Can
 // termination, timings, workspace, runtime facts, usage, evidence), built when the
 // card is rendered, so that the view of a whole campaign never holds every card's
 // details at once.
+//
+// A card the dashboard's prefetch prepared (prefetchCards) is handed over as prepared,
+// its transcripts read.
 func (cv *cardView) Full() (*cardView, error) {
+	if cv.prep != nil {
+		if full, ok, err := cv.prep.take(cv); ok {
+			return full, err
+		}
+	}
+	return cv.details()
+}
+
+// details is Full without the prefetch: the card with its result read whole and its
+// details filled.
+func (cv *cardView) details() (*cardView, error) {
 	if cv.R == nil {
 		return cv, nil
 	}
 	full := *cv
+	full.prep = nil
 	if cv.load != nil {
 		r, err := cv.load()
 		if err != nil {

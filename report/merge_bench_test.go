@@ -15,7 +15,7 @@ import (
 // benchShards writes n cells' attempts (copies of the fixture's daytona attempt, each
 // with its own execution id, result.json and evidence files) into 8 shard directories
 // under root, the layout `run --shard` leaves, and returns the execution ids.
-func benchShards(b *testing.B, root string, n int) []string {
+func benchShards(b testing.TB, root string, n int) []string {
 	b.Helper()
 	src := "testdata/results/camp-2/core/reference/daytona/message-marker/attempt-1"
 	raw, err := os.ReadFile(filepath.Join(src, result.ResultFile))
