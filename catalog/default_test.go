@@ -24,7 +24,7 @@ func TestDefaultCatalog(t *testing.T) {
 		"cli-calibration": 4, "claude": 6, "sandbox-compatibility": 6, "hostile-sandbox": 9, "container-compatibility": 4, "hostile-container": 9, "hostile-local": 6, "board-idempotency": 9, "agent-files": 3, "board-idempotency-cli": 4, "board-idempotency-opencode": 4,
 		"native-boundaries": 18, "native-boundaries-cli": 6, "native-boundaries-claude": 3, "native-boundaries-warm-claude": 1, "native-boundaries-warm": 6, "native-boundaries-warm-cli": 2,
 		"native-boundaries-undo": 4, "native-boundaries-order": 4, "native-boundaries-opencode": 3, "native-boundaries-warm-opencode": 1, "native-boundaries-sandbox-cli": 6, "native-boundaries-warm-sandbox-cli": 1, "native-boundaries-pi": 6, "native-boundaries-pi-undo": 1, "native-boundaries-warm-pi": 2, "native-boundaries-codex-app": 10, "native-boundaries-warm-codex-app": 2, "native-boundaries-codex-app-calibration": 12, "native-boundaries-claude-app": 8, "native-boundaries-warm-claude-app": 2, "native-boundaries-claude-app-calibration": 12, "pi-native": 10, "journey-calibration": 8, "product-journeys": 4, "task-title-calibration": 6, "task-titles": 4, "agent-chat-calibration": 3, "agent-chat": 2, "runtime-mode-calibration": 1,
-		"coding-tasks-calibration": 3, "coding-tasks-hostile": 2, "coding-tasks": 2, "coding-tasks-sandbox": 2, "coding-tasks-sessions": 3, "coding-tasks-shell": 2, "coding-tasks-claude": 1, "coding-tasks-claude-acp": 1,
+		"coding-tasks-calibration": 3, "coding-tasks-hostile": 2, "coding-tasks": 2, "coding-tasks-sandbox": 2, "coding-tasks-sessions": 3, "coding-tasks-shell": 2, "coding-tasks-claude": 1, "coding-tasks-claude-acp": 1, "coding-tasks-container": 2, "coding-tasks-container-hostile": 1,
 		BreadthLiveSuite: 5, BreadthOfflineSuite: 5, "more-clis-calibration": 6, "more-clis": 12}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)
@@ -63,7 +63,9 @@ func TestDefaultCatalog(t *testing.T) {
 		"kilo@local": "passed", "kilo-nop@local": "failed", "qwen@local": "passed", "qwen-nop@local": "failed", "copilot@local": "passed", "copilot-nop@local": "failed",
 		"pi@local": "passed", "pi-nop@local": "failed", "pi-wrong-undo@local": "failed", "reference-legacy@local": "failed", "pi-warm@local": "passed", "pi-per-turn@local": "failed",
 		"codex-app-nop@local": "failed", "codex-app-wrong@local": "failed", "codex-app-on-request@local": "failed",
-		"claude-app-nop@local": "failed", "claude-app-wrong@local": "failed", "claude-app-bypass@local": "failed",
+		"claude-app-nop@local": "failed",
+		// the coding task's tampering twin in a container (verifier_tampered)
+		"reference@container": "failed", "claude-app-wrong@local": "failed", "claude-app-bypass@local": "failed",
 	}
 	if diff := cmp.Diff(wantVerdicts, verdicts); diff != "" {
 		t.Errorf("calibration verdicts (-want +got):\n%s", diff)
