@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -431,4 +432,55 @@ func TestSocketDirShape(t *testing.T) {
 			t.Errorf("validSocketDir(%q) = %t, want %t", dir, got, want)
 		}
 	}
+}
+
+// TestOneAgentproofPerLaunch: a running launch is bubblewrap (the supervised process,
+// forked by the launch's Fork as the sandbox user), one agentproof process (init, PID 1
+// inside) and the agent's own: no agentproof trampoline between the supervisor and
+// bubblewrap, and the stop signal goes through Spec.Stop.
+func TestOneAgentproofPerLaunch(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	p := New(Options{})
+	l := setup(t, p, environment.LeaseSpec{})
+	st, _ := leaseState(l)
+	ready := filepath.Join(l.Workspace, "ready")
+	x, err := p.Launch(context.Background(), l, environment.LaunchRequest{Spec: hostileSpec(l, "daemon", "wait", ready)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := x.Spec()
+	if spec.Path != st.Bwrap || spec.Fork == nil || spec.Stop == nil || spec.Credential == nil || spec.Credential.Uid != uint32(st.UID) {
+		t.Fatalf("the launch's spec is not bubblewrap forked as the sandbox user: path %s, fork %v, stop %v, credential %+v", spec.Path, spec.Fork != nil, spec.Stop != nil, spec.Credential)
+	}
+	pidc := make(chan int, 1)
+	spec.AfterStart = func(pid int) { pidc <- pid }
+	done := make(chan worker.Outcome, 1)
+	go func() { o, _ := worker.Supervise(context.Background(), spec); done <- o }()
+	bwrap := <-pidc
+	waitFile(t, ready)
+	pids := waitProcs(t, st.Cgroups, 4) // bwrap, init, agent, daemon
+	var inits, others []string
+	for _, pid := range pids {
+		argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		args := strings.Split(string(argv), "\x00")
+		switch {
+		case pid == bwrap:
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe != st.Bwrap {
+				t.Errorf("the supervised process %d runs %s, not bubblewrap", pid, exe)
+			}
+		case len(args) > 1 && args[1] == InitCommand:
+			inits = append(inits, strings.Join(args, " "))
+		case len(args) > 1 && args[1] == "hostile":
+		default:
+			others = append(others, strings.Join(args, " "))
+		}
+	}
+	if len(inits) != 1 || len(others) > 0 {
+		t.Errorf("want one init besides bubblewrap and the agent's processes; inits %q, others %q", inits, others)
+	}
+	if rep := p.Cleanup(context.Background(), l); !rep.Confirmed {
+		t.Errorf("cleanup: %s", rep.Reason())
+	}
+	x.Settle(<-done)
 }
