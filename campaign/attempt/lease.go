@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/api"
@@ -46,13 +47,19 @@ func needsLease(env *catalog.Environment) bool {
 }
 
 // leaseProvider is the provider of a leased environment, with exe (the agentproof
-// executable) as its init.
+// executable) as its init. The container provider is one per executable in this
+// process, so that it sweeps the orphans of killed campaigns once (its first Setup)
+// and inspects each image once.
 func leaseProvider(name environment.ProviderName, exe string) environment.Provider {
 	if name == environment.ProviderContainer {
-		return container.New(container.Options{Executable: exe})
+		p, _ := containerProviders.LoadOrStore(exe, container.New(container.Options{Executable: exe}))
+		return p.(*container.Provider)
 	}
 	return sandbox.New(sandbox.Options{Executable: exe})
 }
+
+// containerProviders holds the container provider of each executable (leaseProvider).
+var containerProviders sync.Map
 
 // imageOf is a container environment's config.image (pinned by digest at load or, for
 // config.imageFrom, by the campaign's plan); "" for the other environments.

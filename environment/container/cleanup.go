@@ -35,15 +35,15 @@ func (p *Provider) Cleanup(ctx context.Context, l *environment.Lease) (r environ
 		r.Errors = append(r.Errors, "listing the lease's containers: "+err.Error())
 	}
 	r.Found.Containers = found
-	if len(found) > 0 {
+	if len(found) > 0 { // none listed is the confirmation itself
 		if err := eng.remove(ctx, found...); err != nil {
 			r.Errors = append(r.Errors, "removing the lease's containers: "+err.Error())
 		}
-	}
-	if left, err := eng.listContainers(ctx, labelLease+"="+l.ID); err != nil {
-		r.Errors = append(r.Errors, "confirming the containers' removal: "+err.Error())
-	} else {
-		r.Remaining.Containers = left
+		if left, err := eng.listContainers(ctx, labelLease+"="+l.ID); err != nil {
+			r.Errors = append(r.Errors, "confirming the containers' removal: "+err.Error())
+		} else {
+			r.Remaining.Containers = left
+		}
 	}
 	if ms, err := sandbox.MountsUnder(l.Dir); err == nil {
 		r.Found.Mounts = ms

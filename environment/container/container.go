@@ -34,6 +34,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/environment"
@@ -67,8 +68,13 @@ type Options struct {
 	RemoveWait time.Duration
 }
 
-// Provider is the container provider. Create it with New.
-type Provider struct{ opt Options }
+// Provider is the container provider. Create it with New; one provider sweeps
+// orphans once (its first Setup) and inspects each image once.
+type Provider struct {
+	opt    Options
+	swept  sync.Once
+	images sync.Map // image ref → Image, as the engine resolved it
+}
 
 var (
 	_ environment.Provider  = (*Provider)(nil)

@@ -257,8 +257,8 @@ func waitRunning(t testing.TB, name string) {
 }
 
 // TestOrphanSweep: a container left by an owner that was SIGKILLed (a killed campaign)
-// is removed by the next Setup's sweep, and its lease disk unmounted; a live owner's
-// container is kept.
+// is removed by the sweep of the next run's first Setup, and its lease disk unmounted;
+// a live owner's container is kept.
 func TestOrphanSweep(t *testing.T) {
 	p := requireContainer(t)
 	ctx := context.Background()
@@ -297,11 +297,14 @@ func TestOrphanSweep(t *testing.T) {
 	if there, _ := fx.eng.exists(ctx, name); !there {
 		t.Fatalf("container %s did not outlive its killed owner: nothing to sweep", name)
 	}
-	next, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: root, Image: fx.img.Ref})
+	// The next run: a provider of its own, whose first Setup sweeps.
+	eng := fx.eng
+	nextRun := New(Options{Executable: fx.exe, Engine: &eng})
+	next, err := nextRun.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: root, Image: fx.img.Ref})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := p.Cleanup(ctx, next); !r.Confirmed {
+	if r := nextRun.Cleanup(ctx, next); !r.Confirmed {
 		t.Error(r.Reason())
 	}
 	if there, err := fx.eng.exists(ctx, name); there || err != nil {

@@ -74,13 +74,14 @@ func containerName(leaseID string, n int) string {
 	return "apf-" + strings.TrimPrefix(leaseID, "lease-") + "-" + strconv.Itoa(n)
 }
 
-// runArgs is the engine's `run` command line of one launch: the lease's labels, its
+// runArgs is the engine's `run` command line of one launch (the engine removes the
+// container when it exits; Settle confirms it): the lease's labels, its
 // limits, no network, no capability, a read-only root as the container user, the
 // mounts, the agent's environment variables by name (their values stay in the engine
 // process's environment, never on a command line), and init with the agent's command.
 func runArgs(l *environment.Lease, st state, req environment.LaunchRequest, name, dir, scratch string, listens []string) []string {
 	spec := req.Spec
-	a := []string{"run", "--name", name, "--pull", "never", "--interactive",
+	a := []string{"run", "--rm", "--name", name, "--pull", "never", "--interactive",
 		"--label", labelProvider + "=" + string(environment.ProviderContainer), "--label", labelLease + "=" + l.ID,
 		"--label", labelOwnerPID + "=" + strconv.Itoa(st.OwnerPID), "--label", labelOwnerStart + "=" + st.OwnerStart,
 		"--label", labelLeaseDir + "=" + l.Dir, "--label", labelSocketDir + "=" + l.SocketDir}

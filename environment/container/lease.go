@@ -26,8 +26,8 @@ const (
 	labelSocketDir  = "agentproof.socket-dir"
 )
 
-// Setup creates a container lease (see the package doc) after removing the orphans of
-// dead owners (Sweep). spec needs a pinned shape, a lease root and an image by
+// Setup creates a container lease (see the package doc), the provider's first one after
+// removing the orphans of dead owners (Sweep). spec needs a pinned shape, a lease root and an image by
 // digest that the engine has locally. Errors: a *environment.SpecError for an invalid
 // spec; a wrapped error naming what failed on the host (not root, no podman, the image
 // missing, tmpfs refused). On error, whatever was made is destroyed again.
@@ -43,8 +43,8 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	if err != nil {
 		return nil, fmt.Errorf("container lease: %s: %w", eng.Name, err)
 	}
-	_, _ = p.Sweep(ctx) // a failed sweep leaves orphans for the next one; this lease is unaffected
-	img, err := eng.Inspect(ctx, spec.Image)
+	p.swept.Do(func() { _, _ = p.Sweep(ctx) }) // a failed sweep leaves orphans for the next one; this lease is unaffected
+	img, err := p.image(ctx, eng, spec.Image)
 	if err != nil {
 		return nil, fmt.Errorf("container lease: %w", err)
 	}
@@ -191,4 +191,17 @@ func processStart(pid int) string {
 		return ""
 	}
 	return f[19] // field 22 overall; fields after the command start at field 3
+}
+
+// image is ref as the engine resolves it, asked once per provider.
+func (p *Provider) image(ctx context.Context, eng Engine, ref string) (Image, error) {
+	if img, ok := p.images.Load(ref); ok {
+		return img.(Image), nil
+	}
+	img, err := eng.Inspect(ctx, ref)
+	if err != nil {
+		return Image{}, err
+	}
+	p.images.Store(ref, img)
+	return img, nil
 }

@@ -104,13 +104,19 @@ func limitHits(shape environment.Shape, counters map[string]int64) []environment
 	return out
 }
 
-// removeConfirmed removes the launch's container and asks the engine whether it still
-// knows it: "confirmed", or what went wrong.
+// removeConfirmed confirms that the launch's container is gone: the engine removed it
+// at its exit (run --rm); one that is still there (its engine process was killed
+// first) is removed here and asked about again. It returns "confirmed", or what went
+// wrong.
 func (x *launched) removeConfirmed(ctx context.Context, eng Engine) string {
+	there, err := eng.exists(ctx, x.name)
+	if err == nil && !there {
+		return "confirmed"
+	}
 	if err := eng.remove(ctx, x.name); err != nil {
 		return "removal failed: " + err.Error()
 	}
-	there, err := eng.exists(ctx, x.name)
+	there, err = eng.exists(ctx, x.name)
 	switch {
 	case err != nil:
 		return "unconfirmed: " + err.Error()
