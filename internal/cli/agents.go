@@ -47,13 +47,8 @@ func newAgentsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agents",
 		Short: "Manage the pinned real agent CLIs (" + pinnedNames() + ")",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("%s needs a subcommand: install (see '%s --help')", cmd.CommandPath(), cmd.CommandPath())
-		},
 	}
-	cmd.AddCommand(newAgentsInstallCmd(a))
-	return cmd
+	return withSubcommands(cmd, newAgentsInstallCmd(a))
 }
 
 // agentsInstallJSON is what `agentproof agents install --json` prints.

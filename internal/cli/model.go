@@ -26,13 +26,8 @@ func newModelCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "model",
 		Short: "Serve a scripted model for real agent CLIs (offline, no credentials)",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("%s needs a subcommand: serve (see '%s --help')", cmd.CommandPath(), cmd.CommandPath())
-		},
 	}
-	cmd.AddCommand(newModelServeCmd(a))
-	return cmd
+	return withSubcommands(cmd, newModelServeCmd(a))
 }
 
 func newModelServeCmd(a *app) *cobra.Command {

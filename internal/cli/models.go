@@ -30,13 +30,8 @@ snapshot embedded in agentproof (` + "catalog/" + catalog.SnapshotFile + `): exa
 unique, available, tool-capable models with rank, canonical id, display name,
 supported parameters, source URL, capture time and content hash. Campaigns never
 change it; 'models update' is the only way it changes.`),
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("%s needs a subcommand: show or update (see '%s --help')", cmd.CommandPath(), cmd.CommandPath())
-		},
 	}
-	cmd.AddCommand(newModelsShowCmd(a), newModelsUpdateCmd(a))
-	return cmd
+	return withSubcommands(cmd, newModelsShowCmd(a), newModelsUpdateCmd(a))
 }
 
 func newModelsShowCmd(a *app) *cobra.Command {

@@ -250,6 +250,26 @@ func isFlagError(err error) bool {
 	return errors.As(err, &fe)
 }
 
+// withSubcommands adds subs to cmd, a command that does nothing itself: run without a
+// subcommand (or with arguments) it is a usage error (exit 2) naming them ("show or
+// update").
+func withSubcommands(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.Name()
+	}
+	list := names[len(names)-1]
+	if len(names) > 1 {
+		list = strings.Join(names[:len(names)-1], ", ") + " or " + list
+	}
+	cmd.Args = noArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return usageErrorf("%s needs a subcommand: %s (see '%s --help')", cmd.CommandPath(), list, cmd.CommandPath())
+	}
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
 // noArgs is cobra.NoArgs with a usage error that maps to exit code 2.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
