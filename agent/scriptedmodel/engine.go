@@ -211,13 +211,7 @@ func writeArgs(args map[string]any, tools []Tool) (Tool, map[string]any, bool, e
 	if err != nil {
 		return Tool{}, nil, false, err
 	}
-	pathParam := ""
-	for _, p := range writePathParams {
-		if _, ok := props[p]; ok {
-			pathParam = p
-			break
-		}
-	}
+	pathParam := firstParam(props, writePathParams)
 	if pathParam == "" {
 		return Tool{}, nil, false, fmt.Errorf("write tool %s has no %s parameter", tool.Name, strings.Join(writePathParams, ", "))
 	}
@@ -297,18 +291,23 @@ func resolveTool(role string, tools []Tool) (Tool, error) {
 // shellArgs maps a shell step's args onto the tool's schema: `command` becomes the
 // tool's command parameter (cmd or command), other args pass through, and required
 // string parameters the step leaves unset (such as a description) are filled in.
+// firstParam is the first of names that a tool's schema properties declare, "" when
+// none is.
+func firstParam[V any](props map[string]V, names []string) string {
+	for _, p := range names {
+		if _, ok := props[p]; ok {
+			return p
+		}
+	}
+	return ""
+}
+
 func shellArgs(args map[string]any, tool Tool, step int) (map[string]any, error) {
 	props, required, err := schemaProps(tool)
 	if err != nil {
 		return nil, err
 	}
-	param := ""
-	for _, p := range shellCommandParams {
-		if _, ok := props[p]; ok {
-			param = p
-			break
-		}
-	}
+	param := firstParam(props, shellCommandParams)
 	if param == "" {
 		return nil, fmt.Errorf("shell tool %s has no cmd or command parameter", tool.Name)
 	}
