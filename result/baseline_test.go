@@ -12,7 +12,7 @@ import (
 
 // TestBaselines covers the choice of the latest green campaign: same suite and
 // definition hash, green (complete, nothing failed or inconclusive), not newer than the
-// campaign and not itself; an unreadable baseline leaves the suite unchecked, saying so.
+// campaign, not itself and not a regrade of it; an unreadable baseline leaves the suite unchecked, saying so.
 func TestBaselines(t *testing.T) {
 	t.Parallel()
 	suite := func(hash string, complete bool, failed int) SuiteSummary {
@@ -27,8 +27,9 @@ func TestBaselines(t *testing.T) {
 	cur := &Campaign{CampaignID: "now", GeneratedAt: "2026-01-05T00:00:00Z", Suites: []SuiteSummary{suite("h1", true, 1)},
 		Results: []Result{res("a", verdict.Failed), res("b", verdict.Passed)}}
 	hist := &History{Campaigns: []HistoryCampaign{
-		camp("future", "2026-01-09T00:00:00Z", suite("h1", true, 0)), // newer: never a baseline
-		camp("now", "2026-01-05T00:00:00Z", suite("h1", true, 0)),    // itself (an earlier generation)
+		camp("future", "2026-01-09T00:00:00Z", suite("h1", true, 0)),                                                                     // newer: never a baseline
+		camp("now", "2026-01-05T00:00:00Z", suite("h1", true, 0)),                                                                        // itself (an earlier generation)
+		{CampaignID: "now-regrade", GeneratedAt: "2026-01-05T00:00:00Z", Suites: []SuiteSummary{suite("h1", true, 0)}, RegradeOf: "now"}, // its regrade: its times
 		camp("other-def", "2026-01-04T00:00:00Z", suite("h0", true, 0)),
 		camp("partial", "2026-01-03T00:00:00Z", suite("h1", false, 0)),
 		camp("red", "2026-01-02T00:00:00Z", suite("h1", true, 1)),
@@ -53,7 +54,7 @@ func TestBaselines(t *testing.T) {
 	if bs[0].CampaignID != "" || !strings.Contains(bs[0].Note, "latest green campaign green could not be read (gone)") {
 		t.Errorf("unreadable baseline: %+v", bs[0])
 	}
-	bs = baselines(cur, &History{Campaigns: hist.Campaigns[:5]}, read)
+	bs = baselines(cur, &History{Campaigns: hist.Campaigns[:6]}, read)
 	if bs[0].CampaignID != "" || bs[0].Note != "no earlier green campaign of this suite definition" {
 		t.Errorf("without a green campaign: %+v", bs[0])
 	}

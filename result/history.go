@@ -63,6 +63,10 @@ type HistoryCampaign struct {
 	Billing     billing.Aggregate  `json:"billing"`
 	Suites      []SuiteSummary     `json:"suites"`
 	Executions  []HistoryExecution `json:"executions"`
+	// RegradeOf is the campaign a regrade graded again (Campaign.RegradeOf), "" for a
+	// campaign that ran: a regrade is not in its source's history (Upto), so it is
+	// never its source's baseline.
+	RegradeOf string `json:"regradeOf,omitempty"`
 }
 
 // HistoryExecution is one cell of a history campaign: ids, verdict, what it counted as
@@ -110,6 +114,9 @@ func (c *Campaign) Entry() HistoryCampaign {
 		Counts:     c.Counts,
 		DurationMs: c.DurationMs, Fingerprint: c.Fingerprint, Billing: c.Billing,
 		Suites: c.Suites, Executions: make([]HistoryExecution, 0, len(c.Results)),
+	}
+	if c.RegradeOf != nil {
+		h.RegradeOf = c.RegradeOf.CampaignID
 	}
 	repeats := map[string]Repeats{}
 	for _, rp := range c.Repeats {
@@ -322,10 +329,14 @@ func (h *History) repoint() {
 // Upto returns the history as it was when the campaign with the given generatedAt and id
 // was the newest: the campaigns not newer than it, pointers recomputed. The dashboard of
 // a campaign shows this view, so regenerating an older campaign's dashboard after newer
-// campaigns ran reproduces it byte for byte.
+// campaigns ran reproduces it byte for byte. A regrade of the campaign is not in it:
+// it has the campaign's times (it records none of its own) but came after it.
 func (h *History) Upto(generatedAt, id string) *History {
 	out := emptyHistory()
 	for _, c := range h.Campaigns {
+		if c.RegradeOf == id {
+			continue
+		}
 		if c.GeneratedAt < generatedAt || (c.GeneratedAt == generatedAt && c.CampaignID >= id) {
 			out.Campaigns = append(out.Campaigns, c)
 		}
