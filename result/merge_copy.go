@@ -271,14 +271,18 @@ func (c *evidenceCopier) canLink(st os.FileInfo) bool {
 		int(sys.Uid) == c.uid && uint64(sys.Dev) == c.dev
 }
 
-// link puts a hard link to src at dst (replacing a file there) and checks that dst is
-// the file st describes, the one whose content was read and guarded. It returns false,
+// link puts a hard link to src at dst (replacing a file there, unless that is the file
+// already) and checks that dst is the file st describes, the one whose content was read
+// and guarded. It returns false,
 // with nothing left at dst, when the file system refuses the link (another device, no
 // hard links, not permitted) or src was replaced since it was read: the caller writes
 // the bytes it read instead. Error: dst cannot be removed or examined.
 func link(src, dst string, st os.FileInfo) (bool, error) {
 	err := os.Link(src, dst)
 	if errors.Is(err, fs.ErrExist) {
+		if got, lerr := os.Lstat(dst); lerr == nil && os.SameFile(got, st) {
+			return true, nil // linked by an earlier merge that stopped before result.json
+		}
 		if err = os.Remove(dst); err != nil {
 			return false, err
 		}

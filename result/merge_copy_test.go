@@ -107,7 +107,8 @@ func TestMergeLinksCleanEvidence(t *testing.T) {
 }
 
 // TestMergeLinkRules: canLink refuses another owner, another mode, another device;
-// link refuses (and leaves nothing) when the source is not the file that was read.
+// link refuses (and leaves nothing) when the source is not the file that was read,
+// keeps a link made before and replaces another file.
 func TestMergeLinkRules(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -157,5 +158,22 @@ func TestMergeLinkRules(t *testing.T) {
 	}
 	if ok, err := link(a, dst, stA); !ok || err != nil {
 		t.Errorf("link: %v %v, want true, nil", ok, err)
+	}
+	// Linked already (a merge stopped before result.json): kept; another file there is
+	// replaced by the link.
+	if ok, err := link(a, dst, stA); !ok || err != nil {
+		t.Errorf("link over itself: %v %v, want true, nil", ok, err)
+	}
+	if err := os.Remove(dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, []byte("stale"), FileMode); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := link(a, dst, stA); !ok || err != nil {
+		t.Errorf("link over a stale file: %v %v, want true, nil", ok, err)
+	}
+	if got, err := os.Stat(dst); err != nil || !os.SameFile(got, stA) {
+		t.Errorf("after linking over a stale file, %s is not the source (%v)", dst, err)
 	}
 }
