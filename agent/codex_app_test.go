@@ -474,24 +474,41 @@ func TestNewCodexAppConfig(t *testing.T) {
 // definition def (for example "v2/TurnStartParams").
 func codexAppSchema(t *testing.T, def string) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "codex-app-server", "codex_app_server_protocol.schemas.json"))
-	if err != nil {
-		t.Fatal(err)
+	codexAppSchemas.Lock()
+	defer codexAppSchemas.Unlock()
+	if s := codexAppSchemas.compiled[def]; s != nil {
+		return s
 	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
+	if codexAppSchemas.c == nil {
+		f, err := os.Open(filepath.Join("testdata", "codex-app-server", "codex_app_server_protocol.schemas.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		doc, err := jsonschema.UnmarshalJSON(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource("mem://codex.json", doc); err != nil {
+			t.Fatal(err)
+		}
+		codexAppSchemas.c, codexAppSchemas.compiled = c, map[string]*jsonschema.Schema{}
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("mem://codex.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("mem://codex.json#/definitions/" + def)
+	s, err := codexAppSchemas.c.Compile("mem://codex.json#/definitions/" + def)
 	if err != nil {
 		t.Fatalf("compiling %s: %v", def, err)
 	}
+	codexAppSchemas.compiled[def] = s
 	return s
+}
+
+// codexAppSchemas is the pinned bundle (790 kB) parsed once into one compiler, and
+// the definitions compiled from it so far, for every test of the package.
+var codexAppSchemas struct {
+	sync.Mutex
+	c        *jsonschema.Compiler
+	compiled map[string]*jsonschema.Schema
 }
 
 // TestCodexAppWireMatchesSchema: every request the driver sends and every answer it
