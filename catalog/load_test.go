@@ -594,7 +594,7 @@ profiles:
     lifecycle: {setup: create_via_api, probe: run_context_via_api, cleanup: delete_via_api_and_destroy_leases}
     expectedExecutionTarget: {kind: local}
     resources: {cpu: 1, memoryGiB: 1, diskGiB: 1, pids: 64}
-    config: {image: "docker.io/library/busybox:1.36"}
+    config: {image: "docker.io/library/busybox:1.36", workdir: "app"}
   - id: ctr2
     label: Container without image
     driver: local
@@ -609,6 +609,7 @@ profiles:
 			want: func(t *testing.T, f map[string]string) []string {
 				return []string{
 					`environment ctr config\.image: image "docker\.io/library/busybox:1\.36" has no digest`,
+					`environment ctr config\.workdir app must be an absolute, clean path`,
 					`environment ctr2: a container environment needs driver container and provider container`,
 					`container environment ctr2 must pin resources`,
 					`container environment ctr2 needs config\.image`,

@@ -501,7 +501,8 @@ func (v *validator) validateSandboxEnvironment(e *Environment) {
 // complete resource shape including pids, a boolean config.reuseLease, and the image:
 // config.image named by its digest (<name>@sha256:<64 hex>; a tag alone is refused) or
 // config.imageFrom naming an image the harness builds on this machine and pins by
-// digest before the campaign starts (busybox-static), exactly one of them.
+// digest before the campaign starts (busybox-static), exactly one of them; and an
+// optional config.workdir, an absolute path inside.
 func (v *validator) validateContainerEnvironment(e *Environment) {
 	if e.Driver != "container" || e.Provider != "container" {
 		v.add(v.at(&e.Driver, e), "environment %s: a container environment needs driver container and provider container (got driver %q, provider %q)", e.ID, e.Driver, e.Provider)
@@ -512,6 +513,11 @@ func (v *validator) validateContainerEnvironment(e *Environment) {
 	if reuse, ok := e.Config["reuseLease"]; ok {
 		if _, isBool := reuse.(bool); !isBool {
 			v.add(v.at(&e.Config, e), "environment %s config.reuseLease must be true or false", e.ID)
+		}
+	}
+	if wd, ok := e.Config["workdir"]; ok {
+		if s, _ := wd.(string); s == "" || s[0] != '/' || path.Clean(s) != s || s == "/" || strings.ContainsAny(s, ":,") {
+			v.add(v.at(&e.Config, e), "environment %s config.workdir %v must be an absolute, clean path other than / (where the workspace is mounted inside and seeded from the image)", e.ID, wd)
 		}
 	}
 	img, hasImage := e.Config["image"]

@@ -37,6 +37,9 @@ import (
 //   - Live: provider endpoints (a live model API) are allowed.
 //   - Image: the OCI image the container provider runs, named by digest
 //     (<name>@sha256:<64 hex>); "" for the other providers.
+//   - Workdir: the container provider's working directory inside ("/app"): the
+//     workspace is also mounted there, seeded at Setup from the image's files at that
+//     path, and a launch whose directory is the workspace starts there; "" for none.
 //   - Owner: who set the lease up ("campaign <id>"), for the container provider's
 //     labels; informative.
 type LeaseSpec struct {
@@ -49,6 +52,7 @@ type LeaseSpec struct {
 	Endpoints        []Endpoint
 	Live             bool
 	Image            string
+	Workdir          string
 	Owner            string
 }
 
@@ -88,6 +92,7 @@ type Lease struct {
 	Endpoints        []Endpoint      `json:"endpoints,omitempty"`
 	Live             bool            `json:"live,omitempty"`
 	Image            string          `json:"image,omitempty"`
+	Workdir          string          `json:"workdir,omitempty"`
 	State            json.RawMessage `json:"state,omitempty"`
 }
 

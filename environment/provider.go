@@ -96,9 +96,13 @@ type LaunchRequest struct {
 }
 
 // Bind is a host path visible inside the lease at the same absolute path.
+//
+// At, when set, is where the container provider mounts it instead (an absolute path
+// inside: a task's tests at /tests, a writable /logs); the sandbox refuses it.
 type Bind struct {
 	Path  string `json:"path"`
 	Write bool   `json:"write"`
+	At    string `json:"at,omitempty"`
 }
 
 // Launched is one prepared process of a lease.

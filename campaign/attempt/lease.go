@@ -58,6 +58,12 @@ func leaseProvider(name environment.ProviderName, exe string) environment.Provid
 	return sandbox.New(sandbox.Options{Executable: exe})
 }
 
+// workdirOf is a container environment's config.workdir ("" for none).
+func workdirOf(env *catalog.Environment) string {
+	s, _ := env.Config["workdir"].(string)
+	return s
+}
+
 // containerProviders holds the container provider of each executable (leaseProvider).
 var containerProviders sync.Map
 
@@ -107,7 +113,7 @@ func (x *LocalExecutor) provisionLease(ctx context.Context, a *attempt, p *Provi
 	}
 	prov := leaseProvider(environment.ProviderName(env.Provider), x.Executable)
 	l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: env.ID, ConfigurationKey: env.ConfigurationKey,
-		Shape: shapeOf(env.Resources), Reuse: reuseLease(env), Root: root, Endpoints: eps, Image: imageOf(env),
+		Shape: shapeOf(env.Resources), Reuse: reuseLease(env), Root: root, Endpoints: eps, Image: imageOf(env), Workdir: workdirOf(env),
 		Owner: "campaign " + a.plan.CampaignID})
 	if err != nil {
 		var se *environment.SpecError

@@ -401,3 +401,74 @@ func TestLimitsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkdirAndBinds: an image built with the engine (FROM the busybox image, nothing
+// pulled) puts a file at /app; a lease with workdir /app seeds the workspace from it and
+// starts a launch in the workspace at /app; a read-only bind is mounted at /tests and a
+// writable one from the lease disk at /logs, as a Harbor task's verifier needs them.
+func TestWorkdirAndBinds(t *testing.T) {
+	p := requireContainer(t)
+	ctx := context.Background()
+	bctx := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bctx, "hello"), []byte("from-the-image\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	df := "FROM " + fx.img.Ref + "\nCOPY hello /app/hello\nWORKDIR /app\n"
+	if err := os.WriteFile(filepath.Join(bctx, "Dockerfile"), []byte(df), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img, err := fx.eng.Build(ctx, BuildRequest{Context: bctx, Name: "localhost/agentproof-test-workdir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := ImageRefProblem(img.Ref); msg != "" {
+		t.Fatalf("Build returned %q: %s", img.Ref, msg)
+	}
+	l, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: leaseRoot(t), Image: img.Ref, Workdir: "/app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := p.Cleanup(ctx, l); !r.Confirmed {
+			t.Error(r.Reason())
+		}
+	}()
+	tests := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tests, "test.sh"), []byte("echo tested\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := p.DiskDir(l, "verifier-logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `echo pwd=$(pwd); echo hello=$(cat hello); echo tests=$(sh /tests/test.sh); echo logged > /logs/out; echo made > new
+touch /tests/x 2>/dev/null && echo tests=writable || echo tests=read-only`
+	x, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", script},
+		Env: []string{"PATH=/bin"}, Dir: l.Workspace, Timeout: time.Minute, MaxOutputBytes: 1 << 20, NullStdin: true},
+		Binds: []environment.Bind{{Path: tests, At: "/tests"}, {Path: logs, Write: true, At: "/logs"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := worker.Supervise(ctx, x.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := x.Settle(o)
+	out := string(o.Output.Stdout())
+	for _, want := range []string{"pwd=/app", "hello=from-the-image", "tests=tested", "tests=read-only"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("want %q in:\n%s%s", want, out, o.Output.Stderr())
+		}
+	}
+	for file, want := range map[string]string{filepath.Join(logs, "out"): "logged\n", filepath.Join(l.Workspace, "new"): "made\n", filepath.Join(l.Workspace, "hello"): "from-the-image\n"} {
+		if data, err := os.ReadFile(file); err != nil || string(data) != want {
+			t.Errorf("%s: %q, %v; want %q", file, data, err, want)
+		}
+	}
+	if s.Facts[FactRemoved] != "confirmed" || len(s.Problems) > 0 {
+		t.Errorf("facts %v problems %v", s.Facts, s.Problems)
+	}
+}

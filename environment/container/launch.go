@@ -1,6 +1,7 @@
 package container
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,7 +76,9 @@ func containerName(leaseID string, n int) string {
 }
 
 // runArgs is the engine's `run` command line of one launch (the engine removes the
-// container when it exits; Settle confirms it): the lease's labels, its
+// container when it exits; Settle confirms it). With a workdir, the workspace is
+// mounted there too and a launch in the workspace starts there; a bind with At is
+// mounted at At. The rest: the lease's labels, its
 // limits, no network, no capability, a read-only root as the container user, the
 // mounts, the agent's environment variables by name (their values stay in the engine
 // process's environment, never on a command line), and init with the agent's command.
@@ -98,14 +101,22 @@ func runArgs(l *environment.Lease, st state, req environment.LaunchRequest, name
 		"--volume", filepath.Join(dir, "hosts")+":/etc/hosts:ro", "--volume", filepath.Join(dir, "resolv.conf")+":/etc/resolv.conf:ro",
 		"--volume", filepath.Join(scratch, "tmp")+":/tmp", "--volume", filepath.Join(scratch, "home")+":"+Home,
 		"--volume", l.Workspace+":"+l.Workspace)
+	workdir := spec.Dir
+	if l.Workdir != "" {
+		a = append(a, "--volume", l.Workspace+":"+l.Workdir)
+		if spec.Dir == l.Workspace {
+			workdir = l.Workdir
+		}
+	}
 	binds := slices.Clone(req.Binds)
-	slices.SortStableFunc(binds, func(x, y environment.Bind) int { return len(x.Path) - len(y.Path) })
+	at := func(b environment.Bind) string { return cmp.Or(b.At, b.Path) }
+	slices.SortStableFunc(binds, func(x, y environment.Bind) int { return len(at(x)) - len(at(y)) })
 	for _, b := range binds {
 		opt := ":ro"
 		if b.Write {
 			opt = ""
 		}
-		a = append(a, "--volume", b.Path+":"+b.Path+opt)
+		a = append(a, "--volume", b.Path+":"+at(b)+opt)
 	}
 	for _, r := range readOnlyMounts(l, st, req) {
 		src := r
@@ -114,7 +125,7 @@ func runArgs(l *environment.Lease, st state, req environment.LaunchRequest, name
 		}
 		a = append(a, "--volume", src+":"+r+":ro")
 	}
-	a = append(a, "--volume", l.SocketDir+":"+BridgeDir+":ro", "--workdir", spec.Dir)
+	a = append(a, "--volume", l.SocketDir+":"+BridgeDir+":ro", "--workdir", workdir)
 	for _, kv := range spec.Env {
 		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
 			a = append(a, "--env", k)
@@ -200,6 +211,8 @@ func launchProblems(l *environment.Lease, st state, req environment.LaunchReques
 			probs = append(probs, fmt.Sprintf("binds[%d] %q must be an absolute, clean path without ':' or ','", i, b.Path))
 		case b.Write && !environment.Within(l.Workspace, b.Path) && !environment.Within(st.Disk, b.Path):
 			probs = append(probs, fmt.Sprintf("binds[%d] %s is writable but outside the workspace and the lease disk %s", i, b.Path, st.Disk))
+		case b.At != "" && insidePathProblem("at", b.At) != "":
+			probs = append(probs, fmt.Sprintf("binds[%d]: %s", i, insidePathProblem("at", b.At)))
 		case b.Write:
 			writable = append(writable, b.Path)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,7 +58,7 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	}
 	l := &environment.Lease{Schema: environment.LeaseSchema, ID: id, Provider: environment.ProviderContainer,
 		EnvironmentID: spec.EnvironmentID, ConfigurationKey: spec.ConfigurationKey, Shape: spec.Shape, Reuse: spec.Reuse,
-		StartedAt: p.opt.Now().UTC(), Dir: filepath.Join(spec.Root, id), Live: spec.Live, Image: spec.Image}
+		StartedAt: p.opt.Now().UTC(), Dir: filepath.Join(spec.Root, id), Live: spec.Live, Image: spec.Image, Workdir: spec.Workdir}
 	st := state{Engine: eng.Name, EnginePath: eng.Path, Runtime: eng.Runtime, EngineVersion: version, ImageID: img.ID,
 		UID: NobodyID, GID: NobodyID, Executable: p.opt.Executable, Disk: filepath.Join(l.Dir, "disk"),
 		OwnerPID: os.Getpid(), OwnerStart: processStart(os.Getpid()), Owner: spec.Owner}
@@ -80,6 +81,9 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	if err := provision(l, st, spec); err != nil {
 		return fail(err)
 	}
+	if err := seedWorkdir(ctx, eng, l, st); err != nil {
+		return fail(err)
+	}
 	if l.State, err = json.Marshal(st); err != nil {
 		return fail(err)
 	}
@@ -100,6 +104,9 @@ func (p *Provider) specProblems(spec environment.LeaseSpec) []string {
 		probs = append(probs, spec.Shape.Problems()...)
 	}
 	if msg := ImageRefProblem(spec.Image); msg != "" {
+		probs = append(probs, msg)
+	}
+	if msg := insidePathProblem("workdir", spec.Workdir); spec.Workdir != "" && msg != "" {
 		probs = append(probs, msg)
 	}
 	switch {
@@ -204,4 +211,39 @@ func (p *Provider) image(ctx context.Context, eng Engine, ref string) (Image, er
 	}
 	p.images.Store(ref, img)
 	return img, nil
+}
+
+// insidePathProblem says what is wrong with path as a mount point inside a container
+// (absolute, clean, not the root, not under the bridge's directory, no ':' or ',', which
+// a volume cannot name); "" when it is usable.
+func insidePathProblem(what, path string) string {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path || path == "/" || strings.ContainsAny(path, ":,") ||
+		environment.Within(BridgeDir, path) || environment.Within(path, BridgeDir) {
+		return fmt.Sprintf("%s %q must be an absolute, clean path inside the container (not /, not the bridge's %s, without ':' or ',')", what, path, BridgeDir)
+	}
+	return ""
+}
+
+// seedWorkdir copies the image's files at l.Workdir into the lease's workspace (what
+// the image's Dockerfile put at its working directory: a task's starting files) and
+// gives them to the container user; nothing when the lease has no workdir or the image
+// has nothing there. The image is mounted read-only by the engine for the copy.
+func seedWorkdir(ctx context.Context, eng Engine, l *environment.Lease, st state) error {
+	if l.Workdir == "" {
+		return nil
+	}
+	root, err := eng.run(ctx, "image", "mount", l.Image)
+	if err != nil {
+		return fmt.Errorf("mounting the image to seed the workspace from %s: %w", l.Workdir, err)
+	}
+	defer func() { _, _ = eng.run(context.WithoutCancel(ctx), "image", "unmount", l.Image) }()
+	src := filepath.Join(root, l.Workdir)
+	if fi, err := os.Lstat(src); err != nil || !fi.IsDir() {
+		return nil // the image has no such directory: the workspace starts as it is
+	}
+	cmd := exec.CommandContext(ctx, "cp", "-a", "--no-preserve=ownership", src+"/.", l.Workspace+"/")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("seeding the workspace from the image's %s: %v: %s", l.Workdir, err, strings.TrimSpace(string(out)))
+	}
+	return sandbox.ChownTree(l.Workspace, st.UID, st.GID)
 }

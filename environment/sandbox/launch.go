@@ -209,6 +209,8 @@ func launchProblems(l *environment.Lease, st state, req environment.LaunchReques
 	writable := []string{l.Workspace}
 	for i, b := range req.Binds {
 		switch {
+		case b.At != "" && b.At != b.Path:
+			probs = append(probs, fmt.Sprintf("binds[%d] %s: the sandbox binds a path at its own path, not at %s", i, b.Path, b.At))
 		case !filepath.IsAbs(b.Path) || filepath.Clean(b.Path) != b.Path:
 			probs = append(probs, fmt.Sprintf("binds[%d] %q must be an absolute, clean path", i, b.Path))
 		case b.Write && !environment.Within(l.Workspace, b.Path) && !environment.Within(st.Disk, b.Path):

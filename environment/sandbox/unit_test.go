@@ -117,3 +117,16 @@ func TestMountinfoHelpers(t *testing.T) {
 		t.Error("limitMatches")
 	}
 }
+
+// TestBindAtRefused: the sandbox binds a path at its own path; a bind that asks to be
+// mounted elsewhere (the container provider's At) is refused, named.
+func TestBindAtRefused(t *testing.T) {
+	t.Parallel()
+	l := &environment.Lease{Workspace: "/w"}
+	req := environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sh", Args: []string{"sh"}, Dir: "/w"},
+		Binds: []environment.Bind{{Path: "/w/tests", At: "/tests"}}}
+	probs := strings.Join(launchProblems(l, state{Disk: "/d"}, req), "; ")
+	if !strings.Contains(probs, "binds[0] /w/tests: the sandbox binds a path at its own path, not at /tests") {
+		t.Errorf("problems %q", probs)
+	}
+}
