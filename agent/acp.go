@@ -34,21 +34,6 @@ import (
 // ACPDriverPrefix starts every ACP driver name.
 const ACPDriverPrefix = string(driver.KindACP)
 
-// ACP agents an acp:<agent> driver may name (package agent/driver owns the list).
-const (
-	ACPReference = driver.ACPReference
-	ACPNop       = driver.ACPNop
-	ACPWrong     = driver.ACPWrong
-	ACPWrongUndo = driver.ACPWrongUndo
-	// ACPWriteFirst and ACPAskOther: the hostile twins of the approved write.
-	ACPWriteFirst = driver.ACPWriteFirst
-	ACPAskOther   = driver.ACPAskOther
-	ACPOpenCode   = driver.ACPOpenCode
-	ACPCodex      = driver.ACPCodex
-	ACPClaude     = driver.ACPClaude
-	ACPGemini     = driver.ACPGemini
-)
-
 // ACPAgents lists the agents of the ACP drivers, built-in ones first.
 var ACPAgents = driver.ACPAgents
 
@@ -114,7 +99,7 @@ func NewACP(name driver.Name, config api.DriverConfig) (*ACPDriver, error) {
 	// Gemini CLI 0.61 cannot create a file through the client: it reads first and does
 	// not recognise the client's "Resource not found" error (docs/acp.md), so it gets
 	// no fs capability unless the profile asks for it.
-	d := &ACPDriver{agent: agentName, clientFS: agentName != ACPGemini, sessionSettings: defaultSessionSettings()}
+	d := &ACPDriver{agent: agentName, clientFS: agentName != driver.ACPGemini, sessionSettings: defaultSessionSettings()}
 	reads := []string{ACPKeyTurnTimeout, ACPKeyStartTimeout, ACPKeyCancelGrace, ACPKeyClientFS}
 	if !IsBuiltinACP(agentName) {
 		reads = append(reads, CLIKeyBinary, CLIKeyModelBaseURL, CLIKeyScript, ACPKeyNode)
@@ -206,7 +191,7 @@ func (d *ACPDriver) launch(env RunEnv, n int, confined bool) (session.Launch, er
 	} else if strings.HasSuffix(d.binary, ".js") || strings.HasSuffix(d.binary, ".mjs") {
 		return session.Launch{}, fmt.Errorf("agent: %s: binary %s is a JavaScript entry point: driverConfig node must name the Node.js binary", d.Name(), d.binary)
 	}
-	if d.agent == ACPCodex || d.agent == ACPClaude || d.agent == ACPGemini {
+	if d.agent == driver.ACPCodex || d.agent == driver.ACPClaude || d.agent == driver.ACPGemini {
 		l.CloseGrace = session.CloseGraceIgnoringEOF // they do not exit when their stdin closes
 	}
 	return l, nil
@@ -221,7 +206,7 @@ func (d *ACPDriver) builtinLaunch(env RunEnv, n int) (session.Launch, error) {
 			Args: []string{"agentproof", "agent", "acp-" + d.agent},
 			Env: []string{"HOME=" + env.StateDir, "LANG=C", "PATH=/usr/bin:/bin", "TZ=UTC",
 				EnvWorkspace + "=" + env.Workspace, EnvStateDir + "=" + env.StateDir}}}
-	if d.agent != ACPNop {
+	if d.agent != driver.ACPNop {
 		if _, err := ParseBuiltinConfig(env.AdapterConfig); err != nil {
 			return session.Launch{}, err
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agentproof/agentproof/agent/driver"
 )
 
 // realPlan is the command line, environment, directories and files of a real ACP
@@ -16,12 +18,12 @@ import (
 func (d *ACPDriver) realPlan(env RunEnv, dir, modelURL string, confined bool) (cliPlan, error) {
 	p := cliPlan{files: map[string][]byte{}}
 	switch d.agent {
-	case ACPOpenCode:
+	case driver.ACPOpenCode:
 		p.args = []string{"acp"}
 		p.env = append(p.env, ScriptedAPIKeyVar+"="+ScriptedAPIKey, "OPENCODE_CONFIG_CONTENT="+OpenCodeACPConfig(modelURL))
 		p.env = append(p.env, OpenCodeOfflineEnv...)
 		p.openCodeConfigDir(filepath.Join(dir, "xdg", "config", "opencode"))
-	case ACPCodex:
+	case driver.ACPCodex:
 		codexHome := filepath.Join(dir, "codex-home")
 		p.dirs = append(p.dirs, codexHome)
 		p.env = append(p.env, "CODEX_HOME="+codexHome, ScriptedAPIKeyVar+"="+ScriptedAPIKey)
@@ -30,13 +32,13 @@ func (d *ACPDriver) realPlan(env RunEnv, dir, modelURL string, confined bool) (c
 			mode = CodexSandboxNone
 		}
 		p.args = CodexACPArgs(modelURL, CodexACPModel, ScriptedAPIKeyVar, mode)
-	case ACPClaude:
+	case driver.ACPClaude:
 		cfgDir := filepath.Join(dir, "claude")
 		p.dirs = append(p.dirs, cfgDir)
 		p.env = append(p.env, "CLAUDE_CONFIG_DIR="+cfgDir, "ANTHROPIC_BASE_URL="+strings.TrimSuffix(modelURL, "/v1"),
 			"ANTHROPIC_API_KEY="+ScriptedAPIKey, "ANTHROPIC_MODEL="+ScriptedModelID, "ANTHROPIC_SMALL_FAST_MODEL="+ScriptedModelID)
 		p.env = append(p.env, ClaudeOfflineEnv...)
-	case ACPGemini:
+	case driver.ACPGemini:
 		home := filepath.Join(dir, "home")
 		p.files[filepath.Join(home, ".gemini", "settings.json")] = GeminiSettings()
 		p.dirs = append(p.dirs, filepath.Join(home, ".gemini"))

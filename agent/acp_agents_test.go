@@ -3,6 +3,8 @@ package agent
 import (
 	"strings"
 	"testing"
+
+	"github.com/agentproof/agentproof/agent/driver"
 )
 
 // TestCodexConfined: a Codex session launched inside a sandbox lease runs without
@@ -11,7 +13,7 @@ import (
 func TestCodexConfined(t *testing.T) {
 	t.Parallel()
 	for _, confined := range []bool{false, true} {
-		d := &ACPDriver{agent: ACPCodex}
+		d := &ACPDriver{agent: driver.ACPCodex}
 		p, err := d.realPlan(RunEnv{}, t.TempDir(), "http://127.0.0.1:1/runs/1/v1", confined)
 		if err != nil {
 			t.Fatal(err)

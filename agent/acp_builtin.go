@@ -8,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/agent/acpagent"
+	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/reference"
 )
 
 // ACPBuiltinCommands are the `agentproof agent <name>` names of the built-in ACP agents.
-var ACPBuiltinCommands = []string{"acp-" + ACPReference, "acp-" + ACPNop, "acp-" + ACPWrong, "acp-" + ACPWrongUndo, "acp-" + ACPWriteFirst, "acp-" + ACPAskOther}
+var ACPBuiltinCommands = []string{"acp-" + driver.ACPReference, "acp-" + driver.ACPNop, "acp-" + driver.ACPWrong, "acp-" + driver.ACPWrongUndo, "acp-" + driver.ACPWriteFirst, "acp-" + driver.ACPAskOther}
 
 // RunACPBuiltin is the body of `agentproof agent acp-<reference|nop|wrong|wrong-undo|
 // write-first|ask-other>`: it reads its configuration from environ (the process's own
@@ -33,7 +34,7 @@ func RunACPBuiltin(ctx context.Context, name string, environ []string, stdin io.
 		}
 	}
 	cfg := acpagent.Config{Name: agentName, StateDir: vars[EnvStateDir], Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if agentName != ACPNop {
+	if agentName != driver.ACPNop {
 		var missing []string
 		for _, k := range []string{EnvStateDir, EnvConfig} {
 			if vars[k] == "" {
@@ -48,7 +49,7 @@ func RunACPBuiltin(ctx context.Context, name string, environ []string, stdin io.
 			return &UsageError{Problems: []string{err.Error()}}
 		}
 		cfg.Script = bc.Reference
-		if agentName == ACPWrong {
+		if agentName == driver.ACPWrong {
 			if cfg.Script, err = reference.WrongScript(bc.Reference, bc.Nonce); err != nil {
 				return &UsageError{Problems: []string{err.Error()}}
 			}
