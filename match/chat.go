@@ -84,7 +84,7 @@ type chatHandoff struct {
 }
 
 // compileChat checks chat_handoff's parameters.
-func compileChat(spec Spec, c *compiled, bad func(field, format string, args ...any) *SpecError) {
+func compileChat(spec Spec, c *compiled, bad badFunc) {
 	if strings.TrimSpace(spec.Name) == "" {
 		bad("name", "name (the assignee's actor name) is required")
 	}

@@ -42,44 +42,52 @@ const (
 	KindJSONSchema     Kind = "json_schema"
 )
 
-// kinds is every kind in documentation order; kindFields says which Spec fields each accepts
-// (besides kind), in the order Compile checks them.
-var (
-	kinds = []Kind{
-		KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex,
-		KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
-		KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
-		KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
-		KindProcessIdentity, KindNoMutation, KindPermissionOrder, KindTaskTitle, KindChatHandoff, KindCommand,
-	}
-	kindFields = map[Kind][]string{
-		KindMessageExact:       {"expected", "turn", "normalize"},
-		KindMessageContains:    {"expected", "turn", "normalize"},
-		KindMessageOccurrences: {"expected", "count", "turn", "normalize"},
-		KindMessageRegex:       {"pattern", "flags", "turn"},
-		KindMessageOrdered:     {"expected", "turn", "normalize"},
-		KindIssueStatus:        {"expected"},
-		KindRunStatus:          {"expected"},
-		KindRuntimeMode:        {"expected"},
-		KindEnvironment:        {"expected"},
-		KindFileExists:         {"path", "sha256", "source"},
-		KindFileAbsent:         {"path", "source"},
-		KindFileExact:          {"path", "expected", "normalize", "sha256", "source", "encoding"},
-		KindFileContains:       {"path", "expected", "normalize", "sha256", "source"},
-		KindArtifactExists:     {"name", "mimeType", "sha256", "expected", "normalize", "encoding"},
-		KindJSONPath:           {"path", "expected"},
-		KindJSONSchema:         {"schema"},
-		KindRuntimeMetadata:    {"expected"},
-		KindPlanRevisions:      {"name", "expected"},
-		KindBlockerGuidance:    {},
-		KindProcessIdentity:    {"samePidAcrossTurns"},
-		KindNoMutation:         {"path"},
-		KindPermissionOrder:    {"path"},
-		KindTaskTitle:          {"expected", "count"},
-		KindChatHandoff:        {"name", "expected", "count"},
-		KindCommand:            {"name", "exitCode", "expected", "pattern", "flags", "tests"},
-	}
-)
+// kinds is every kind in documentation order.
+var kinds = []Kind{
+	KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex,
+	KindMessageOrdered, KindIssueStatus, KindRunStatus, KindRuntimeMode, KindEnvironment,
+	KindFileExists, KindFileExact, KindFileContains, KindArtifactExists, KindJSONPath,
+	KindJSONSchema, KindRuntimeMetadata, KindFileAbsent, KindPlanRevisions, KindBlockerGuidance,
+	KindProcessIdentity, KindNoMutation, KindPermissionOrder, KindTaskTitle, KindChatHandoff, KindCommand,
+}
+
+// kindSpec is what Compile and evaluation know of one kind: the Spec fields it accepts
+// (besides kind, in the order Compile checks them), how Compile checks and prepares its
+// parameters (nil: it has none to prepare), and how it grades the evidence.
+type kindSpec struct {
+	fields  []string
+	compile func(Spec, *compiled, badFunc)
+	eval    func(*compiled, *evidence) result
+}
+
+// kindSpecs has one row per kind (see kinds for their order).
+var kindSpecs = map[Kind]kindSpec{
+	KindMessageExact:       {[]string{"expected", "turn", "normalize"}, compileMessageText, evalMessageKind},
+	KindMessageContains:    {[]string{"expected", "turn", "normalize"}, compileMessageText, evalMessageKind},
+	KindMessageOccurrences: {[]string{"expected", "count", "turn", "normalize"}, compileOccurrences, evalMessageKind},
+	KindMessageRegex:       {[]string{"pattern", "flags", "turn"}, compileRegex, evalMessageKind},
+	KindMessageOrdered:     {[]string{"expected", "turn", "normalize"}, compileOrdered, evalMessageKind},
+	KindIssueStatus:        {[]string{"expected"}, compileStatus, evalField(func(o *Observation) string { return o.IssueStatus }, "the issue status was not observed")},
+	KindRunStatus:          {[]string{"expected"}, compileStatus, evalField(func(o *Observation) string { return o.RunStatus }, "the run status was not observed")},
+	KindRuntimeMode:        {[]string{"expected"}, compileStatus, evalField(func(o *Observation) string { return o.RuntimeMode }, "the runtime mode was not observed")},
+	KindEnvironment:        {[]string{"expected"}, compileStatus, evalField(func(o *Observation) string { return o.Environment }, "the environment was not observed")},
+	KindFileExists:         {[]string{"path", "sha256", "source"}, compileFile, (*compiled).evalFile},
+	KindFileAbsent:         {[]string{"path", "source"}, compileFile, (*compiled).evalFile},
+	KindFileExact:          {[]string{"path", "expected", "normalize", "sha256", "source", "encoding"}, compileFile, (*compiled).evalFile},
+	KindFileContains:       {[]string{"path", "expected", "normalize", "sha256", "source"}, compileFile, (*compiled).evalFile},
+	KindArtifactExists:     {[]string{"name", "mimeType", "sha256", "expected", "normalize", "encoding"}, compileArtifact, onObservation((*compiled).evalArtifacts)},
+	KindJSONPath:           {[]string{"path", "expected"}, compileJSONPath, (*compiled).evalJSONPath},
+	KindJSONSchema:         {[]string{"schema"}, compileSchema, (*compiled).evalJSONSchema},
+	KindRuntimeMetadata:    {[]string{"expected"}, compileRuntime, onObservation((*compiled).evalRuntime)},
+	KindPlanRevisions:      {[]string{"name", "expected"}, compilePlan, onObservation((*compiled).evalPlan)},
+	KindBlockerGuidance:    {[]string{}, nil, func(_ *compiled, ev *evidence) result { return evalBlocker(ev.obs) }},
+	KindProcessIdentity:    {[]string{"samePidAcrossTurns"}, compileProcess, onObservation((*compiled).evalProcess)},
+	KindNoMutation:         {[]string{"path"}, compileWatchedPath, onObservation((*compiled).evalNoMutation)},
+	KindPermissionOrder:    {[]string{"path"}, compileWatchedPath, onObservation((*compiled).evalPermissionOrder)},
+	KindTaskTitle:          {[]string{"expected", "count"}, compileTitle, onObservation((*compiled).evalTitle)},
+	KindChatHandoff:        {[]string{"name", "expected", "count"}, compileChat, onObservation((*compiled).evalChat)},
+	KindCommand:            {[]string{"name", "exitCode", "expected", "pattern", "flags", "tests"}, compileCommand, onObservation((*compiled).evalCommand)},
+}
 
 // Kinds returns every matcher kind Compile accepts, in documentation order (a fresh
 // slice).
@@ -87,7 +95,7 @@ func Kinds() []Kind { return append([]Kind(nil), kinds...) }
 
 // Valid reports whether k is a kind Compile accepts.
 func (k Kind) Valid() bool {
-	_, ok := kindFields[k]
+	_, ok := kindSpecs[k]
 	return ok
 }
 
@@ -194,7 +202,7 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		problems = append(problems, e)
 		return e
 	}
-	allowed, ok := kindFields[spec.Kind]
+	ks, ok := kindSpecs[spec.Kind]
 	if !ok {
 		if spec.Kind == "" {
 			bad("kind", "kind is required; use one of %s", kindList())
@@ -204,8 +212,8 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 		return Matcher{}, problems
 	}
 	for _, f := range presentFields(spec) {
-		if !contains(allowed, f) {
-			bad(f, "field %s is not used by kind %s; remove it (this kind takes: %s)", f, spec.Kind, strings.Join(allowed, ", "))
+		if !contains(ks.fields, f) {
+			bad(f, "field %s is not used by kind %s; remove it (this kind takes: %s)", f, spec.Kind, strings.Join(ks.fields, ", "))
 		}
 	}
 	c := &compiled{spec: spec, turn: spec.Turn}
@@ -217,7 +225,9 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	if spec.Turn < 0 {
 		bad("turn", "turn must be 1 or more (the 1-based turn whose message to check), or absent for the whole message; got %d", spec.Turn)
 	}
-	compileKind(spec, c, bad)
+	if ks.compile != nil {
+		ks.compile(spec, c, bad) // checks the kind's parameters and prepares c
+	}
 	js, err := canonjson.Ordered(spec)
 	if err != nil && len(problems) == 0 {
 		e := bad("expected", "the matcher cannot be encoded as JSON; use only strings, numbers, booleans, null, lists and maps")
@@ -230,47 +240,20 @@ func compile(spec Spec) (Matcher, []*SpecError) {
 	return Matcher{c: c}, nil
 }
 
-// compileKind checks the parameters of spec's kind (a known one) and prepares c for
-// evaluating it, reporting each problem through bad.
-func compileKind(spec Spec, c *compiled, bad badFunc) {
-	switch spec.Kind {
-	case KindMessageExact, KindMessageContains:
-		if s, ok := stringParam(spec, bad, "the text to look for in the message"); ok {
-			c.text = Normalize(c.form.apply(s))
-			c.display = c.text
-		}
-	case KindMessageOccurrences:
-		compileOccurrences(spec, c, bad)
-	case KindMessageRegex:
-		compileRegex(spec, c, bad)
-	case KindMessageOrdered:
-		compileOrdered(spec, c, bad)
-	case KindIssueStatus, KindRunStatus, KindEnvironment, KindRuntimeMode:
-		compileStatus(spec, c, bad)
-	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
-		compileFile(spec, c, bad)
-	case KindArtifactExists:
-		compileArtifact(spec, c, bad)
-	case KindJSONPath:
-		compileJSONPath(spec, c, bad)
-	case KindJSONSchema:
-		compileSchema(spec, c, bad)
-	case KindRuntimeMetadata:
-		compileRuntime(spec, c, bad)
-	case KindPlanRevisions:
-		compilePlan(spec, c, bad)
-	case KindProcessIdentity:
-		compileProcess(spec, c, bad)
-	case KindNoMutation, KindPermissionOrder:
-		c.file = checkWorkspacePath(spec.Path, bad)
-		c.display = c.file
-	case KindTaskTitle:
-		compileTitle(spec, c, bad)
-	case KindChatHandoff:
-		compileChat(spec, c, bad)
-	case KindCommand:
-		compileCommand(spec, c, bad)
+// compileMessageText prepares message_exact and message_contains: the normalised
+// text to look for.
+func compileMessageText(spec Spec, c *compiled, bad badFunc) {
+	if s, ok := stringParam(spec, bad, "the text to look for in the message"); ok {
+		c.text = Normalize(c.form.apply(s))
+		c.display = c.text
 	}
+}
+
+// compileWatchedPath prepares no_mutation and permission_order: the workspace path
+// whose watched events they read.
+func compileWatchedPath(spec Spec, c *compiled, bad badFunc) {
+	c.file = checkWorkspacePath(spec.Path, bad)
+	c.display = c.file
 }
 
 // compileOccurrences prepares message_occurrences: the normalised text and a count of

@@ -304,6 +304,12 @@ func TestKinds(t *testing.T) {
 		if !k.Valid() {
 			t.Errorf("Kinds() lists %q, which is not Valid", k)
 		}
+		if kindSpecs[k].eval == nil {
+			t.Errorf("kind %q has no evaluation in kindSpecs", k)
+		}
+	}
+	if len(kindSpecs) != len(ks) {
+		t.Errorf("kindSpecs has %d rows, Kinds() %d kinds: a row without its kind or a kind listed twice", len(kindSpecs), len(ks))
 	}
 	ks[0] = "mutated"
 	if Kinds()[0] != KindMessageExact {

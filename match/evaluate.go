@@ -70,50 +70,31 @@ func (m Matcher) evaluate(ev *evidence) Outcome {
 // missing set means the evidence the kind reads was not observed; a kind with no
 // evaluator is missing too.
 func (c *compiled) eval(ev *evidence) result {
-	obs := ev.obs
-	switch c.spec.Kind {
-	case KindMessageExact, KindMessageContains, KindMessageOccurrences, KindMessageRegex, KindMessageOrdered:
-		msg, missing := ev.message(c.turn, c.form)
-		if missing != "" {
-			return result{missing: missing}
-		}
-		return c.evalMessage(msg)
-	case KindIssueStatus:
-		return equalField(obs.IssueStatus, c.text, "the issue status was not observed")
-	case KindRunStatus:
-		return equalField(obs.RunStatus, c.text, "the run status was not observed")
-	case KindRuntimeMode:
-		return equalField(obs.RuntimeMode, c.text, "the runtime mode was not observed")
-	case KindEnvironment:
-		return equalField(obs.Environment, c.text, "the environment was not observed")
-	case KindRuntimeMetadata:
-		return c.evalRuntime(obs)
-	case KindPlanRevisions:
-		return c.evalPlan(obs)
-	case KindBlockerGuidance:
-		return evalBlocker(obs)
-	case KindProcessIdentity:
-		return c.evalProcess(obs)
-	case KindNoMutation:
-		return c.evalNoMutation(obs)
-	case KindPermissionOrder:
-		return c.evalPermissionOrder(obs)
-	case KindTaskTitle:
-		return c.evalTitle(obs)
-	case KindChatHandoff:
-		return c.evalChat(obs)
-	case KindCommand:
-		return c.evalCommand(obs)
-	case KindFileExists, KindFileAbsent, KindFileExact, KindFileContains:
-		return c.evalFile(ev)
-	case KindArtifactExists:
-		return c.evalArtifacts(obs)
-	case KindJSONPath:
-		return c.evalJSONPath(ev)
-	case KindJSONSchema:
-		return c.evalJSONSchema(ev)
+	if ks, ok := kindSpecs[c.spec.Kind]; ok {
+		return ks.eval(c, ev)
 	}
 	return result{missing: fmt.Sprintf("kind %q has no evaluator", c.spec.Kind)}
+}
+
+// evalMessageKind grades the message kinds against the message of the matcher's turn
+// (the whole message without one).
+func evalMessageKind(c *compiled, ev *evidence) result {
+	msg, missing := ev.message(c.turn, c.form)
+	if missing != "" {
+		return result{missing: missing}
+	}
+	return c.evalMessage(msg)
+}
+
+// evalField grades a kind that compares one observed field exactly with the expected
+// value; missing says what was not observed when the field is empty.
+func evalField(field func(*Observation) string, missing string) func(*compiled, *evidence) result {
+	return func(c *compiled, ev *evidence) result { return equalField(field(ev.obs), c.text, missing) }
+}
+
+// onObservation adapts an evaluation that reads only the observation.
+func onObservation(eval func(*compiled, *Observation) result) func(*compiled, *evidence) result {
+	return func(c *compiled, ev *evidence) result { return eval(c, ev.obs) }
 }
 
 // evalFile grades the file kinds against the workspace snapshot, or the downloaded

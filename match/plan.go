@@ -39,7 +39,7 @@ type planRevision struct {
 }
 
 // compilePlan checks a plan_revisions expectation.
-func compilePlan(spec Spec, c *compiled, bad func(field, format string, args ...any) *SpecError) {
+func compilePlan(spec Spec, c *compiled, bad badFunc) {
 	list, ok := spec.Expected.([]any)
 	if !ok || len(list) == 0 {
 		bad("expected", "expected must be a non-empty list of revisions {steps, contains?, outcome}")

@@ -38,7 +38,7 @@ var RuntimeKeys = []string{RuntimeDriver, RuntimeAdapterType, RuntimeProvider, R
 
 // compileRuntime checks a runtime_metadata expectation: a non-empty object whose keys
 // are runtime keys and whose values are non-empty strings (kept sorted by key).
-func compileRuntime(spec Spec, c *compiled, bad func(field, format string, args ...any) *SpecError) {
+func compileRuntime(spec Spec, c *compiled, bad badFunc) {
 	m, ok := spec.Expected.(map[string]any)
 	if !ok || len(m) == 0 {
 		bad("expected", "expected must be an object of runtime keys (%s) to exact values", strings.Join(RuntimeKeys, ", "))

@@ -56,7 +56,7 @@ type titleState struct {
 
 // compileTitle prepares task_title: c.text is the control title, c.items the keyword
 // groups (lower-cased), c.count the tool-call bound.
-func compileTitle(spec Spec, c *compiled, bad func(field, format string, args ...any) *SpecError) {
+func compileTitle(spec Spec, c *compiled, bad badFunc) {
 	switch v := spec.Expected.(type) {
 	case string:
 		if strings.TrimSpace(v) == "" {
