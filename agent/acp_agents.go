@@ -57,20 +57,7 @@ func (d *ACPDriver) realPlan(env RunEnv, dir, modelURL string, confined bool) (c
 // shell commands set to "ask", so that OpenCode asks the ACP client before it writes a
 // file or runs a command. The MCP server comes from session/new, not from here.
 func OpenCodeACPConfig(modelURL string) string {
-	cfg := map[string]any{
-		"$schema": "https://opencode.ai/config.json",
-		"model":   "agentproof/" + ScriptedModelID, "small_model": "agentproof/" + ScriptedModelID,
-		"autoupdate": false, "share": "disabled",
-		"permission": map[string]any{"bash": "ask", "edit": "ask", "webfetch": "deny"},
-		"provider": map[string]any{"agentproof": map[string]any{
-			"npm": "@ai-sdk/openai-compatible", "name": "agentproof model",
-			"options": map[string]any{"baseURL": modelURL, "apiKey": "{env:" + ScriptedAPIKeyVar + "}"},
-			"models": map[string]any{ScriptedModelID: map[string]any{
-				"name": ScriptedModelID, "tool_call": true, "limit": map[string]any{"context": 128000, "output": 4096},
-			}},
-		}},
-	}
-	b, _ := json.Marshal(cfg)
+	b, _ := json.Marshal(openCodeBase("@ai-sdk/openai-compatible", modelURL, ScriptedModelID, ScriptedAPIKeyVar, "ask"))
 	return string(b)
 }
 

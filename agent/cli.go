@@ -446,11 +446,25 @@ func OpenCodeConfig(npm, modelURL, model, keyVar, executable string, mcpVars []s
 	for _, v := range mcpVars {
 		mcpEnv[v] = "{env:" + v + "}"
 	}
-	cfg := map[string]any{
+	cfg := openCodeBase(npm, modelURL, model, keyVar, "allow")
+	cfg["mcp"] = map[string]any{MCPServerName: map[string]any{
+		"type": "local", "command": []string{executable, "mcp"}, "environment": mcpEnv, "enabled": true, "timeout": 30000,
+	}}
+	b, _ := json.Marshal(cfg) // maps: sorted keys, deterministic
+	return string(b)
+}
+
+// openCodeBase is the part of an OpenCode configuration both its exec and its ACP
+// runs share: the provider "agentproof" (npm package npm, selecting the wire format)
+// serving model at modelURL with its key read from keyVar ({env:…} substitution),
+// sharing and autoupdate off, web fetches denied, and bash and edits set to edits
+// ("allow", or "ask": OpenCode asks its ACP client first).
+func openCodeBase(npm, modelURL, model, keyVar, edits string) map[string]any {
+	return map[string]any{
 		"$schema": "https://opencode.ai/config.json",
 		"model":   "agentproof/" + model, "small_model": "agentproof/" + model,
 		"autoupdate": false, "share": "disabled",
-		"permission": map[string]any{"bash": "allow", "edit": "allow", "webfetch": "deny"},
+		"permission": map[string]any{"bash": edits, "edit": edits, "webfetch": "deny"},
 		"provider": map[string]any{"agentproof": map[string]any{
 			"npm": npm, "name": "agentproof model",
 			"options": map[string]any{"baseURL": modelURL, "apiKey": "{env:" + keyVar + "}"},
@@ -458,12 +472,7 @@ func OpenCodeConfig(npm, modelURL, model, keyVar, executable string, mcpVars []s
 				"name": model, "tool_call": true, "limit": map[string]any{"context": 128000, "output": 4096},
 			}},
 		}},
-		"mcp": map[string]any{MCPServerName: map[string]any{
-			"type": "local", "command": []string{executable, "mcp"}, "environment": mcpEnv, "enabled": true, "timeout": 30000,
-		}},
 	}
-	b, _ := json.Marshal(cfg) // maps: sorted keys, deterministic
-	return string(b)
 }
 
 // ClaudeMCPConfig is the --mcp-config file of Claude Code: the stdio server
