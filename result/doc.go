@@ -15,7 +15,10 @@
 // extension (EvidenceKind), raw scan for secrets, sanitise, scan again, atomic write
 // (atomicfile; GuardedWriter for a file produced in pieces; StageWrite and
 // atomicfile.CommitStaged to put several files in place with one sync). Clean content is written byte for byte, so
-// regeneration stays byte-identical.
+// regeneration stays byte-identical. Merge scans every file of a shard through Guard
+// and hard-links, instead of writing, one the guard leaves byte for byte when that is
+// safe (same file system, mode FileMode, the merging user's file): no results file is
+// ever written in place, so the shard and the combined campaign can share it.
 //
 // # Decisions
 //
