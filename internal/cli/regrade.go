@@ -98,7 +98,8 @@ durations are 0), so regrading the same evidence with the same catalog gives the
 bytes. An existing campaign of that id is refused (exit 2).
 
 The last line is "Regrade <id> of <campaign>: <passed>/<selected> passed, <failed>
-failed, <inconclusive> inconclusive". --json prints instead one object: schema,
+failed, <inconclusive> inconclusive", with run's known failures and cells not run
+here after it when there are any. --json prints instead one object: schema,
 campaignId, regradeOf {campaignId, fingerprint}, fingerprint, campaignDir, selected,
 passed, failed, inconclusive, notRun, and cells [{executionId, attempt, before, after,
 reason}] (before: the source attempt's verdict).
@@ -304,7 +305,10 @@ func printRegrade(a *app, g *report.Generated, srcID string, cells []regradeCell
 			fmt.Fprintf(a.stderr, "agentproof: %s\n", w)
 		}
 		fmt.Fprintf(a.stdout, "  %s\n", filepath.Join(g.CampaignDir, report.DashboardFile))
-		fmt.Fprintf(a.stdout, "Regrade %s of %s: %d/%d passed, %d failed, %d inconclusive\n", c.CampaignID, srcID, c.Passed, c.Selected, c.Failed, c.Inconclusive)
+		// run's campaign line (result.Counts.Line: known failures, cells not run here),
+		// saying which campaign it graded again.
+		counts := strings.TrimPrefix(c.Counts.Line(c.CampaignID), "Campaign "+c.CampaignID+":")
+		fmt.Fprintf(a.stdout, "Regrade %s of %s:%s\n", c.CampaignID, srcID, counts)
 		return nil
 	}
 	if cells == nil {
