@@ -437,13 +437,7 @@ func (v *validator) validateEnvironment(e *Environment) {
 	v.enum("environment driver", &e.Driver, EnvironmentDrivers, e, true)
 	v.enum("environment provider", &e.Provider, EnvironmentProviders, e, true)
 	if e.Credential != "" {
-		cr := v.credentials[e.Credential]
-		switch {
-		case cr == nil:
-			v.add(v.at(&e.Credential, e), "environment %s names unknown credential %q", e.ID, e.Credential)
-		case cr.Scope != "environment":
-			v.add(v.at(&e.Credential, e), "environment %s credential %q has scope %q; only environment-scope credentials may be an environment's", e.ID, e.Credential, cr.Scope)
-		}
+		v.credential(&e.Credential, e, "environment", e.ID)
 	}
 	v.enum("lifecycle setup", &e.Lifecycle.Setup, LifecycleSetups, e, true)
 	v.enum("lifecycle probe", &e.Lifecycle.Probe, LifecycleProbes, e, true)
@@ -547,6 +541,22 @@ func envRef(e *Environment) string {
 	return e.ID + "@" + e.ConfigurationKey
 }
 
+// credential returns the credential that a profile or an environment (holder, its kind
+// what: "profile" or "environment", its id) names in *name when it is declared with the
+// holder's scope (scope what); otherwise it reports why and returns nil.
+func (v *validator) credential(name *string, holder any, what, id string) *Credential {
+	cr := v.credentials[*name]
+	switch {
+	case cr == nil:
+		v.add(v.at(name, holder), "%s %s names unknown credential %q (declare it under credentials)", what, id, *name)
+	case cr.Scope != what:
+		v.add(v.at(name, holder), "%s %s credential %q has scope %q; its credential must have scope %s", what, id, *name, cr.Scope, what)
+	default:
+		return cr
+	}
+	return nil
+}
+
 func (v *validator) validateProfile(p *Profile) {
 	if v.id("profile", &p.ID, p) && v.dup("profile", p.ID, &p.ID, firstID(v.profiles[p.ID], func(p *Profile) *string { return &p.ID })) {
 		v.profiles[p.ID] = p
@@ -564,13 +574,7 @@ func (v *validator) validateProfile(p *Profile) {
 	v.enum("modelQualification source", &p.ModelQualification.Source, QualificationSources, p, true)
 	v.required("modelQualification qualificationId", &p.ModelQualification.QualificationID, p)
 	if p.Credential != "" {
-		cr := v.credentials[p.Credential]
-		switch {
-		case cr == nil:
-			v.add(v.at(&p.Credential, p), "profile %s names unknown credential %q (declare it under credentials)", p.ID, p.Credential)
-		case cr.Scope != "profile":
-			v.add(v.at(&p.Credential, p), "profile %s credential %q has scope %q; a profile's credential must have scope profile", p.ID, p.Credential, cr.Scope)
-		case cr.Kind == CredentialKindLoginFile:
+		if cr := v.credential(&p.Credential, p, "profile", p.ID); cr != nil && cr.Kind == CredentialKindLoginFile {
 			v.validateLoginFileProfile(p)
 		}
 	}
