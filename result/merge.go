@@ -183,8 +183,9 @@ func Merge(opts MergeOptions) (*Merged, error) {
 // findAttempts reads every attempt record (a result.json in a directory named
 // attempt-…) under the sources: each with a valid execution id and attempt, and the
 // set of valid campaign ids they name. A record that does not decode, or names no
-// valid execution id and attempt, is skipped with a warning in m. Errors: a source
-// that is not a directory or cannot be read.
+// valid execution id and attempt, is skipped with a warning in m (in walk order: the
+// records are read several at a time). Errors: a source that is not a directory or
+// cannot be read.
 func findAttempts(sources []string, m *Merged) ([]sourceAttempt, map[string]bool, error) {
 	var found []sourceAttempt
 	campaigns := map[string]bool{}
@@ -196,38 +197,57 @@ func findAttempts(sources []string, m *Merged) ([]sourceAttempt, map[string]bool
 		if !st.IsDir() {
 			return nil, nil, fmt.Errorf("merge source %s is not a directory", src)
 		}
+		var records []string
 		err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
+			if err == nil && isAttemptRecord(p, d) {
+				records = append(records, p)
 			}
-			if !isAttemptRecord(p, d) {
-				return nil
-			}
-			raw, st, err := readFileStat(p)
-			if err != nil {
-				return err
-			}
-			var r Result
-			if err := json.Unmarshal(raw, &r); err != nil {
-				m.Warnings = append(m.Warnings, fmt.Sprintf("skipped %s: not a result document: %v", p, err))
-				return nil
-			}
-			if _, _, _, _, ok := ParseExecutionID(r.ExecutionID); !ok || r.Attempt < 1 {
-				m.Warnings = append(m.Warnings, fmt.Sprintf("skipped %s: no valid executionId and attempt", p))
-				return nil
-			}
-			sum := sha256.Sum256(raw)
-			found = append(found, sourceAttempt{dir: filepath.Dir(p), result: &r, digest: hex.EncodeToString(sum[:]), raw: raw, stat: st})
-			if validCampaignID(r.CampaignID) {
-				campaigns[r.CampaignID] = true
-			}
-			return nil
+			return err
 		})
+		// The records are read and decoded several at a time, kept in walk order.
+		read := make([]sourceAttempt, len(records))
+		warnings := make([]string, len(records))
+		if err == nil {
+			err = parallel(len(records), func(i int) error {
+				var err error
+				read[i], warnings[i], err = readAttemptRecord(records[i])
+				return err
+			})
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading merge source %s: %w", src, err)
 		}
+		for i, a := range read {
+			if warnings[i] != "" {
+				m.Warnings = append(m.Warnings, warnings[i])
+				continue
+			}
+			found = append(found, a)
+			if validCampaignID(a.result.CampaignID) {
+				campaigns[a.result.CampaignID] = true
+			}
+		}
 	}
 	return found, campaigns, nil
+}
+
+// readAttemptRecord reads the attempt record (result.json) at p: the attempt, or a
+// warning saying why it is skipped (it does not decode, or names no valid execution
+// id and attempt). Error: p cannot be read.
+func readAttemptRecord(p string) (sourceAttempt, string, error) {
+	raw, st, err := readFileStat(p)
+	if err != nil {
+		return sourceAttempt{}, "", err
+	}
+	var r Result
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return sourceAttempt{}, fmt.Sprintf("skipped %s: not a result document: %v", p, err), nil
+	}
+	if _, _, _, _, ok := ParseExecutionID(r.ExecutionID); !ok || r.Attempt < 1 {
+		return sourceAttempt{}, fmt.Sprintf("skipped %s: no valid executionId and attempt", p), nil
+	}
+	sum := sha256.Sum256(raw)
+	return sourceAttempt{dir: filepath.Dir(p), result: &r, digest: hex.EncodeToString(sum[:]), raw: raw, stat: st}, "", nil
 }
 
 // mergeCampaignID is the campaign to merge into: the given id, else the one campaign

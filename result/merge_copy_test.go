@@ -34,8 +34,9 @@ func mergeSource(t *testing.T, root string, files map[string]string, modes map[s
 
 // TestMergeLinksCleanEvidence: a merge links every file the guard leaves as it is and
 // that has the mode a copy would get; a file with another mode is copied (mode 0644),
-// a leaking file written redacted, a refused file left out; merging again changes
-// nothing, and a half-merged attempt (evidence without result.json) is completed.
+// a leaking file written redacted, a refused file left out, a record that does not
+// decode or names no cell skipped with a warning; merging again changes nothing, and a
+// half-merged attempt (evidence without result.json) is completed.
 func TestMergeLinksCleanEvidence(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -47,6 +48,15 @@ func TestMergeLinksCleanEvidence(t *testing.T) {
 		"leak.txt":             "token " + shaped + "\n",
 		"run.sh":               "#!/bin/sh\n",
 	}, map[string]os.FileMode{"private.json": 0o600})
+	for dir, doc := range map[string]string{"attempt-1": "{not json", "attempt-2": `{"executionId":"not-an-id","attempt":1}`} {
+		bad := filepath.Join(tmp, "src", "shard-2", dir)
+		if err := os.MkdirAll(bad, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bad, ResultFile), []byte(doc), FileMode); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out := filepath.Join(tmp, "out")
 	merge := func() *Merged {
 		t.Helper()
@@ -91,7 +101,8 @@ func TestMergeLinksCleanEvidence(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dst, "run.sh")); !os.IsNotExist(err) {
 		t.Errorf("run.sh copied (%v), want it left out", err)
 	}
-	if w := strings.Join(m.Warnings, "\n"); !strings.Contains(w, "leak.txt: secret leak") || !strings.Contains(w, "run.sh: not copied") {
+	if w := strings.Join(m.Warnings, "\n"); !strings.Contains(w, "leak.txt: secret leak") || !strings.Contains(w, "run.sh: not copied") ||
+		!strings.Contains(w, "shard-2/attempt-1/result.json: not a result document") || !strings.Contains(w, "shard-2/attempt-2/result.json: no valid executionId and attempt") {
 		t.Errorf("warnings: %q", m.Warnings)
 	}
 	if m2 := merge(); len(m2.Copied) != 0 || len(m2.Skipped) != 1 {
