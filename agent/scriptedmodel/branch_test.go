@@ -300,3 +300,28 @@ func TestUndoWrites(t *testing.T) {
 		t.Errorf("the final branch names step %+v, want the write (2)", st[4].When)
 	}
 }
+
+// TestReadBeforeOverwrite: a write of a file that exists is preceded by a read of it, a
+// write of a new file is not, and the denial branch still names the write.
+func TestReadBeforeOverwrite(t *testing.T) {
+	t.Parallel()
+	a, b := "fixed", "new"
+	ref := &script.Script{Turns: []*script.Turn{{Steps: []*script.Step{
+		{Edit: &script.Edit{Path: "stats.py", Write: &a}},
+		{Edit: &script.Edit{Path: "notes.txt", Write: &b}},
+		{Command: "finish_task", Args: map[string]any{"summary": "M"}, Present: true},
+	}}}}
+	scripts, err := ForACP(ref, "/w", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	BranchOnDenial(scripts, "stats.py")
+	ReadBeforeOverwrite(scripts, func(p string) bool { return p == "/w/stats.py" })
+	st := scripts[0].Steps
+	if len(st) != 5 || st[0].Call != RoleRead || st[0].Args["path"] != "/w/stats.py" || st[1].Call != RoleWrite || st[2].Call != RoleWrite || st[2].Args["path"] != "/w/notes.txt" {
+		t.Fatalf("steps %+v", st)
+	}
+	if st[4].When == nil || st[4].When.Step != 2 {
+		t.Errorf("the final branch names step %+v, want the write (2)", st[4].When)
+	}
+}

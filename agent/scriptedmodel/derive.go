@@ -498,27 +498,57 @@ func BranchOnDenial(scripts []*Script, file string) {
 // to that step's new number.
 func UndoWrites(scripts []*Script) {
 	for _, s := range scripts {
-		var out []Step
-		moved := map[int]int{} // 1-based number before → after the insertions
-		for i, st := range s.Steps {
-			out = append(out, st)
-			moved[i+1] = len(out)
+		expand(s, func(st Step) (before, after []Step) {
 			path, _ := st.Args["path"].(string)
 			content, _ := st.Args["content"].(string)
 			if st.Call != RoleWrite || path == "" {
-				continue
+				return nil, nil
 			}
-			out = append(out, Step{Call: RoleShell, Args: map[string]any{"command": "printf '%s' " + shellQuote(content) + " > " + shellQuote(path) + " && rm -f -- " + shellQuote(path)}})
-		}
-		for i := range out {
-			for st := &out[i]; st != nil; st = st.Else {
-				if st.When != nil && st.When.Step > 0 {
-					w := *st.When
-					w.Step = moved[w.Step]
-					st.When = &w
-				}
-			}
-		}
-		s.Steps = out
+			return nil, []Step{{Call: RoleShell, Args: map[string]any{"command": "printf '%s' " + shellQuote(content) + " > " + shellQuote(path) + " && rm -f -- " + shellQuote(path)}}}
+		})
 	}
+}
+
+// ReadBeforeOverwrite makes scripts read a file before they replace it, as a model
+// does: before every native write step (RoleWrite) whose path names a file that exists
+// (exists(path), asked when the scripts are derived: the workspace is seeded by then)
+// comes a read_file step of that path. Claude Code's Write refuses to overwrite a file
+// its session has not read; a derived script that skipped the read would fail the
+// runner for the script's omission. A branch condition naming a step by number is
+// moved to that step's new number.
+func ReadBeforeOverwrite(scripts []*Script, exists func(path string) bool) {
+	for _, s := range scripts {
+		expand(s, func(st Step) (before, after []Step) {
+			path, _ := st.Args["path"].(string)
+			if st.Call != RoleWrite || path == "" || !exists(path) {
+				return nil, nil
+			}
+			return []Step{{Call: RoleRead, Args: map[string]any{"path": path}}}, nil
+		})
+	}
+}
+
+// expand puts the steps each returns before and after every step of s, in order, and
+// moves each branch condition naming a step by number (1-based) to that step's new
+// number.
+func expand(s *Script, each func(st Step) (before, after []Step)) {
+	var out []Step
+	moved := map[int]int{} // 1-based number before → after the insertions
+	for i, st := range s.Steps {
+		before, after := each(st)
+		out = append(out, before...)
+		out = append(out, st)
+		moved[i+1] = len(out)
+		out = append(out, after...)
+	}
+	for i := range out {
+		for st := &out[i]; st != nil; st = st.Else {
+			if st.When != nil && st.When.Step > 0 {
+				w := *st.When
+				w.Step = moved[w.Step]
+				st.When = &w
+			}
+		}
+	}
+	s.Steps = out
 }

@@ -22,8 +22,13 @@ var shellTools = []string{"exec_command", "bash", "shell", "shell_command", "run
 // CLI write_file, and generic names.
 var writeTools = []string{"write", "write_file", "create_file", "writefile"}
 
-// writePathParams are the names a write tool's path parameter goes by (OpenCode
-// filePath, Claude Code file_path, Gemini CLI file_path or absolute_path).
+// readTools are the names of file-reading tools the agents offer, compared
+// case-insensitively, in order of preference: OpenCode and Pi read, Claude Code Read,
+// Gemini CLI read_file, and a generic name.
+var readTools = []string{"read", "read_file", "readfile"}
+
+// writePathParams are the names a read or write tool's path parameter goes by (OpenCode
+// filePath, Claude Code file_path, Gemini CLI file_path or absolute_path, Pi path).
 var writePathParams = []string{"filePath", "file_path", "absolute_path", "path"}
 
 // shellCommandParams are the names a shell tool's command parameter goes by (Codex
@@ -135,16 +140,16 @@ func (s *Script) play(n int, st Step, req *Request) (Reply, error) {
 			args[k] = v
 		}
 	}
-	if role == RoleWrite {
+	if role == RoleWrite || role == RoleRead {
 		st.Args = args
-		tool, wargs, ok, err := writeArgs(st.Args, req.Tools)
+		tool, fargs, ok, err := fileArgs(role, st.Args, req.Tools)
 		if err != nil {
 			return Reply{}, &StepError{Step: n, Message: fmt.Sprintf("%s: %v", st.Describe(n), err)}
 		}
 		if ok {
-			return toolReply(n, st, tool, wargs)
+			return toolReply(n, st, tool, fargs)
 		}
-		role, args = RoleShell, wargs // no write tool: the shell writes the file
+		role, args = RoleShell, fargs // no such tool: the shell writes or prints the file
 	}
 	tool, err := resolveTool(role, req.Tools)
 	if err != nil {
@@ -197,15 +202,20 @@ func findTool(tools []Tool, names []string) (Tool, bool) {
 	return Tool{}, false
 }
 
-// writeArgs maps a write_file step's {path, content} onto the request's write tool
-// (ok: that tool and its arguments) or, when it offers none, returns the shell step's
-// arguments {command: ShellWrite(path, content)} (ok false).
-func writeArgs(args map[string]any, tools []Tool) (Tool, map[string]any, bool, error) {
+// fileArgs maps a write_file step's {path, content} onto the request's write tool, or
+// a read_file step's {path} onto its read tool (ok: that tool and its arguments); when
+// the request offers no such tool it returns the shell step's arguments (ok false):
+// {command: ShellWrite(path, content)} or {command: ShellRead(path)}.
+func fileArgs(role string, args map[string]any, tools []Tool) (Tool, map[string]any, bool, error) {
 	path, _ := args["path"].(string)
 	content, _ := args["content"].(string)
-	tool, ok := findTool(tools, writeTools)
+	names, kind, fallback := writeTools, "write", ShellWrite(path, content)
+	if role == RoleRead {
+		names, kind, fallback = readTools, "read", ShellRead(path)
+	}
+	tool, ok := findTool(tools, names)
 	if !ok {
-		return Tool{}, map[string]any{"command": ShellWrite(path, content)}, false, nil
+		return Tool{}, map[string]any{"command": fallback}, false, nil
 	}
 	props, _, err := schemaProps(tool)
 	if err != nil {
@@ -213,12 +223,21 @@ func writeArgs(args map[string]any, tools []Tool) (Tool, map[string]any, bool, e
 	}
 	pathParam := firstParam(props, writePathParams)
 	if pathParam == "" {
-		return Tool{}, nil, false, fmt.Errorf("write tool %s has no %s parameter", tool.Name, strings.Join(writePathParams, ", "))
+		return Tool{}, nil, false, fmt.Errorf("%s tool %s has no %s parameter", kind, tool.Name, strings.Join(writePathParams, ", "))
+	}
+	if role == RoleRead {
+		return tool, map[string]any{pathParam: path}, true, nil
 	}
 	if _, ok := props["content"]; !ok {
 		return Tool{}, nil, false, fmt.Errorf("write tool %s has no content parameter", tool.Name)
 	}
 	return tool, map[string]any{pathParam: path, "content": content}, true, nil
+}
+
+// ShellRead is the POSIX shell command that prints the file at path (cat, its argument
+// single-quoted): the fallback of a read_file step for agents without a read tool.
+func ShellRead(path string) string {
+	return "cat -- " + shellQuote(path)
 }
 
 // ShellWrite is the POSIX shell command that writes content to path (printf '%s',

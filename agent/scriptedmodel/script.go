@@ -41,6 +41,14 @@ const RoleShell = "shell"
 // the native-boundary cases observe; path should be absolute (the agents require it).
 const RoleWrite = "write_file"
 
+// RoleRead is the tool role that resolves to the request's own file-reading tool
+// (OpenCode and Pi read, Claude Code Read, Gemini CLI read_file): its step's `path`
+// argument is renamed to that tool's path parameter. When the request offers no such
+// tool, the step becomes a call of the shell tool that prints the file (ShellRead).
+// A derived script reads a file before it replaces it (ReadBeforeOverwrite), as a
+// model does: Claude Code's Write refuses to overwrite a file the session has not read.
+const RoleRead = "read_file"
+
 // MaxScriptBytes bounds a script file (bytes).
 const MaxScriptBytes = 1 << 20
 
@@ -347,9 +355,10 @@ func parseStep(i int, where string, node *yaml.Node, rs rawStep, render func(whe
 	return st
 }
 
-// toolArgProblems lists what the args of a shell or write_file call lack: a shell call
-// needs args.command (a non-empty string), a write_file call exactly args.path (a
-// non-empty string) and args.content (a string).
+// toolArgProblems lists what the args of a shell, write_file or read_file call lack: a
+// shell call needs args.command (a non-empty string), a write_file call exactly
+// args.path (a non-empty string) and args.content (a string), a read_file call exactly
+// args.path.
 func toolArgProblems(where, call string, args map[string]any) []string {
 	switch call {
 	case RoleShell:
@@ -361,6 +370,10 @@ func toolArgProblems(where, call string, args map[string]any) []string {
 		_, okContent := args["content"].(string)
 		if !okPath || p == "" || !okContent || len(args) != 2 {
 			return []string{where + ": call write_file needs exactly args.path (a non-empty string) and args.content (a string)"}
+		}
+	case RoleRead:
+		if p, ok := args["path"].(string); !ok || p == "" || len(args) != 1 {
+			return []string{where + ": call read_file needs exactly args.path (a non-empty string)"}
 		}
 	}
 	return nil

@@ -206,3 +206,53 @@ func TestForACP(t *testing.T) {
 		t.Error("a relative workspace was accepted")
 	}
 }
+
+// TestDecideReadFile maps the read_file role onto each agent's own read tool (names and
+// parameter names as the pinned agents send them), and onto the shell for an agent
+// without one.
+func TestDecideReadFile(t *testing.T) {
+	t.Parallel()
+	s := mustScript(t, "steps:\n  - call: read_file\n    args: {path: \"/ws/it's.py\"}\n  - answer: done\n")
+	tests := []struct {
+		name, body         string
+		format             Format
+		wantTool, wantArgs string
+	}{
+		{name: "opencode read", format: FormatChat,
+			body:     `{"messages":[{"role":"user","content":"go"}],"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}},{"type":"function","function":{"name":"read","parameters":{"type":"object","properties":{"filePath":{"type":"string"},"offset":{"type":"number"}}}}}]}`,
+			wantTool: "read", wantArgs: `{"filePath":"/ws/it's.py"}`},
+		{name: "claude Read", format: FormatMessages,
+			body:     `{"messages":[{"role":"user","content":"go"}],"tools":[{"name":"Bash","input_schema":{"type":"object","properties":{"command":{"type":"string"}}}},{"name":"Read","input_schema":{"type":"object","properties":{"file_path":{"type":"string"},"limit":{"type":"number"}}}}]}`,
+			wantTool: "Read", wantArgs: `{"file_path":"/ws/it's.py"}`},
+		{name: "gemini read_file", format: FormatGemini,
+			body:     `{"contents":[{"role":"user","parts":[{"text":"go"}]}],"tools":[{"functionDeclarations":[{"name":"read_many_files","parametersJsonSchema":{"type":"object","properties":{"paths":{"type":"array"}}}},{"name":"read_file","parametersJsonSchema":{"type":"object","properties":{"absolute_path":{"type":"string"}}}}]}]}`,
+			wantTool: "read_file", wantArgs: `{"absolute_path":"/ws/it's.py"}`},
+		{name: "no read tool, the shell prints the file", format: FormatResponses,
+			body:     `{"input":[{"role":"user","content":"go"}],"tools":[{"type":"function","name":"exec_command","parameters":{"type":"object","properties":{"cmd":{"type":"string"}},"required":["cmd"]}}]}`,
+			wantTool: "exec_command", wantArgs: `{"cmd":"cat -- '/ws/it'\\''s.py'"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req, err := DecodeRequest(tc.format, []byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Decide(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ToolName != tc.wantTool || got.Arguments != tc.wantArgs || got.Step != 0 {
+				t.Errorf("reply = %+v, want %s %s", got, tc.wantTool, tc.wantArgs)
+			}
+		})
+	}
+	for _, src := range []string{
+		"steps: [{call: read_file, args: {}}]",
+		"steps: [{call: read_file, args: {path: p, content: x}}]",
+	} {
+		if _, err := ParseScript("t", []byte(src), nil); err == nil || !strings.Contains(err.Error(), "call read_file needs exactly args.path") {
+			t.Errorf("%s: err = %v", src, err)
+		}
+	}
+}

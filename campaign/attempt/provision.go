@@ -83,15 +83,22 @@ func (x *LocalExecutor) provision(ctx context.Context, a *attempt) Provisioned {
 	if p.Fault = x.drawSecrets(a, &p); p.Fault != nil {
 		return p
 	}
+	// The workspace is seeded before the scripted model starts: a session agent's
+	// derived script reads a file the workspace holds before replacing it.
 	leased := needsLease(a.plan.Cell.Environment)
+	if !leased {
+		if p.Fault = x.prepareWorkspace(ctx, a, &p); p.Fault != nil {
+			return p
+		}
+	}
 	if p.Fault = x.startServices(ctx, a, &p, !leased); p.Fault == nil && leased {
 		p.Lease, p.Fault = x.provisionLease(ctx, a, &p)
 		if p.Fault == nil {
+			p.Fault = x.prepareWorkspace(ctx, a, &p)
+		}
+		if p.Fault == nil {
 			p.Fault = x.startLeasedModel(a, &p)
 		}
-	}
-	if p.Fault == nil {
-		p.Fault = x.prepareWorkspace(ctx, a, &p)
 	}
 	return p
 }

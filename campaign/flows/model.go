@@ -4,6 +4,7 @@ import (
 	"github.com/agentproof/agentproof/agent/driver"
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/catalog"
+	"os"
 )
 
 // ModelInput is what the scripted model's scripts for a real CLI's runs are derived
@@ -39,7 +40,9 @@ func ModelScripts(in ModelInput) ([]*scriptedmodel.Script, error) {
 // turn: one session serves them all), for Codex through its app-server (app:codex)
 // those of scriptedmodel.ForCodexApp (a write is an apply_patch file change, other
 // edits shell commands: both ask Codex's approval), for Claude Code (app:claude) those
-// of ForACP (its Write tool and its shell ask through its permission prompt), else
+// of ForACP (its Write tool and its shell ask through its permission prompt) — a
+// session agent reads a file the workspace already holds before it replaces it
+// (scriptedmodel.ReadBeforeOverwrite) —, else
 // one script per turn
 // (scriptedmodel.FromReference), the retry of a killed run (a flow that
 // RetriesKilledRun) playing the killed run's script again.
@@ -49,7 +52,11 @@ func ReferenceScripts(in ModelInput) ([]*scriptedmodel.Script, error) {
 		return scriptedmodel.ForCodexApp(in.Rendered.Reference, in.Workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
 	}
 	if p.Driver.Kind == driver.KindACP || p.Driver.Kind == driver.KindRPC || p.Driver.Kind == driver.KindApp {
-		return scriptedmodel.ForACP(in.Rendered.Reference, in.Workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
+		scripts, err := scriptedmodel.ForACP(in.Rendered.Reference, in.Workspace, p.RunnerLifecycleMode == catalog.LifecycleModeWarm)
+		if err == nil {
+			scriptedmodel.ReadBeforeOverwrite(scripts, isFile)
+		}
+		return scripts, err
 	}
 	scripts, err := scriptedmodel.FromReference(in.Rendered.Reference)
 	if f, ok := registry[in.Case.Flow]; err == nil && ok && f.RetriesKilledRun {
@@ -69,4 +76,10 @@ func piScripts(pi func(ModelInput) ([]*scriptedmodel.Script, error)) func(ModelI
 		}
 		return pi(in)
 	}
+}
+
+// isFile reports whether path names an existing regular file (the seeded workspace's).
+func isFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
