@@ -58,6 +58,8 @@ type boardDecider struct {
 // delivered) or ctx ends (the turn was cancelled or the session ended: the permission
 // is closed as cancelled, and the driver tells the agent so).
 func (d boardDecider) Decide(ctx context.Context, req session.PermissionRequest) (session.PermissionDecision, error) {
+	// What the agent wrote before asking is stamped before the question exists.
+	d.r.syncWatch(d.run)
 	pm, err := d.r.openPermission(d.j, d.run, req)
 	if err != nil {
 		return session.PermissionDecision{}, err
@@ -187,6 +189,8 @@ func (r *Runner) DecidePermission(company, id string, decision api.PermissionDec
 			Message: fmt.Sprintf("permission %s offers no option to %s", id, decision)}
 	}
 	prev := pm.p
+	// What the agent wrote while the question was pending is stamped before the answer.
+	r.syncWatch(pm.p.RunID)
 	pm.p.Status, pm.p.OptionID, pm.p.ResolvedBy, pm.p.ResolvedAt = status, opt, actor, r.now()
 	if err := r.savePermissions(pm.p.RunID); err != nil {
 		pm.p = prev

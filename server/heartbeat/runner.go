@@ -54,6 +54,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentproof/agentproof/workspace/watch"
 	"maps"
 	"os"
 	"path/filepath"
@@ -188,9 +189,11 @@ type Runner struct {
 	warm     map[string]*warmSession // company/actor → its warm session (warm.go); guarded by mu
 	steering map[string]*liveTurn    // run id → its running turn that can be steered (steer.go); guarded by mu
 
-	pmu       sync.Mutex             // guards perms and permOrder (permission.go)
-	perms     map[string]*permission // permission id → permission interaction
-	permOrder []string               // permission ids in the order they were asked
+	pmu       sync.Mutex                // guards perms and permOrder (permission.go)
+	perms     map[string]*permission    // permission id → permission interaction
+	permOrder []string                  // permission ids in the order they were asked
+	wmu       sync.Mutex                // guards watching
+	watching  map[string]*watch.Watcher // run id → the workspace watcher of its running turn (session.go)
 
 	kick     chan struct{}
 	base     context.Context
@@ -233,7 +236,7 @@ func New(host Host, cfg Config) (*Runner, error) {
 	}
 	r := &Runner{host: host, cfg: cfg, rec: records{dir: cfg.Dir, ephemeral: cfg.Ephemeral}, runs: map[string]*Record{}, locks: map[string]*sync.Mutex{},
 		live: map[string]context.CancelFunc{}, busy: map[string]bool{}, idle: map[string]int64{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
-		perms: map[string]*permission{}, warm: map[string]*warmSession{}, steering: map[string]*liveTurn{}}
+		perms: map[string]*permission{}, watching: map[string]*watch.Watcher{}, warm: map[string]*warmSession{}, steering: map[string]*liveTurn{}}
 	all, err := r.rec.loadAll()
 	if err != nil {
 		return nil, err

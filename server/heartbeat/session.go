@@ -124,6 +124,7 @@ func (r *Runner) runTurn(runCtx context.Context, j job, rc controlplane.RunConte
 	o := turnOutcome{startedAt: r.cfg.Now(), secrets: sr.secrets, leased: sr.leased}
 	// The one place the workspace watcher starts and stops for a session run.
 	watcher, watchErr := watch.Start(sr.env.Workspace)
+	r.watchRun(j.runID, watcher)
 	var ws *warmSession
 	if sr.warm {
 		ws, o.reused, o.startErr = r.warmFor(runCtx, j, sr)
@@ -147,11 +148,36 @@ func (r *Runner) runTurn(runCtx context.Context, j job, rc controlplane.RunConte
 		o.exit = *se.Exit
 	}
 	if watcher != nil {
+		r.watchRun(j.runID, nil)
 		wr := watcher.Stop()
 		o.watched = &wr
 	}
 	o.watchErr, o.endedAt = watchErr, r.cfg.Now()
 	return o
+}
+
+// watchRun makes w the workspace watcher of run's turn (nil: the turn is over), which
+// syncWatch syncs.
+func (r *Runner) watchRun(run string, w *watch.Watcher) {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if w == nil {
+		delete(r.watching, run)
+		return
+	}
+	r.watching[run] = w
+}
+
+// syncWatch records what run's workspace watcher has queued (watch.Watcher.Sync), so
+// every mutation made before now is stamped before it: called when the agent asks a
+// permission, before the question is opened.
+func (r *Runner) syncWatch(run string) {
+	r.wmu.Lock()
+	w := r.watching[run]
+	r.wmu.Unlock()
+	if w != nil {
+		w.Sync()
+	}
 }
 
 // sessionEnv is the agent.SessionEnv of j's session with its deciders.

@@ -103,6 +103,12 @@ type Watcher struct {
 	dirs map[int32]string // watch descriptor → workspace-relative directory ("" = root)
 	rec  Record
 	done chan struct{}
+
+	// rmu serializes the reads of the kernel's queue (the reader's and Sync's), so
+	// events are recorded in the order the kernel queued them; stopped (under rmu)
+	// is set once Stop closed the descriptors.
+	rmu     sync.Mutex
+	stopped bool
 }
 
 // Start watches root (an absolute directory) and every directory below it; events are
@@ -110,6 +116,16 @@ type Watcher struct {
 // unavailable. A subdirectory that cannot be watched is a problem of the record, not an
 // error.
 func Start(root string) (*Watcher, error) {
+	w, err := start(root)
+	if err == nil {
+		go w.read()
+	}
+	return w, err
+}
+
+// start is Start without the reader goroutine: nothing is recorded until Sync or Stop
+// (a test of Sync holds the reader back with it).
+func start(root string) (*Watcher, error) {
 	if !filepath.IsAbs(root) {
 		return nil, fmt.Errorf("watch: workspace %q must be an absolute path", root)
 	}
@@ -133,7 +149,6 @@ func Start(root string) (*Watcher, error) {
 	w.mu.Lock()
 	w.scan("", false)
 	w.mu.Unlock()
-	go w.read()
 	return w, nil
 }
 
@@ -196,8 +211,10 @@ func (w *Watcher) read() {
 			return
 		}
 		stopping := fds[1].Revents != 0
+		w.rmu.Lock()
 		for w.drain(buf) {
 		}
+		w.rmu.Unlock()
 		if stopping {
 			return
 		}
@@ -267,11 +284,31 @@ func ops(m uint32) []Op {
 	return out
 }
 
+// Sync records every event the kernel has queued when it is called before it returns:
+// a mutation that completed before the call is stamped no later than Sync's return
+// (the reader goroutine alone stamps an event when it gets to read it, which under
+// load can be well after it happened). The session runner syncs when an agent asks a
+// permission, so a write made before asking is stamped before the question — the
+// order the permission_order matcher grades. Sync after Stop does nothing.
+func (w *Watcher) Sync() {
+	w.rmu.Lock()
+	defer w.rmu.Unlock()
+	if w.stopped {
+		return
+	}
+	buf := make([]byte, 64*1024)
+	for w.drain(buf) {
+	}
+}
+
 // Stop ends the watch, reads what the kernel still had queued and returns the record.
 func (w *Watcher) Stop() Record {
 	_, _ = unix.Write(w.wake[1], []byte{1})
 	<-w.done
+	w.rmu.Lock()
+	w.stopped = true
 	w.closeFDs()
+	w.rmu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.rec.StoppedAt = stamp(time.Now())

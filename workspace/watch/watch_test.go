@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestWatch: a file created, written and deleted between two looks is recorded in
@@ -87,5 +88,34 @@ func TestStartErrors(t *testing.T) {
 		if _, err := Start(root); err == nil {
 			t.Errorf("Start(%q) succeeded", root)
 		}
+	}
+}
+
+// TestSync: with the reader held back (no reader goroutine yet), a write made before
+// Sync is recorded by the time Sync returns and stamped no later than that; after Stop,
+// Sync does nothing.
+func TestSync(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	w, err := start(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "early.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	after := stamp(time.Now())
+	w.mu.Lock()
+	events := slices.Clone(w.rec.Events)
+	w.mu.Unlock()
+	if len(events) == 0 || events[0].Path != "early.txt" || events[0].Op != OpCreate || events[0].At > after {
+		t.Fatalf("after Sync: events %+v, want early.txt's create stamped at or before %s", events, after)
+	}
+	go w.read()
+	rec := w.Stop()
+	w.Sync()
+	if len(rec.Events) != len(events) || !rec.Complete() {
+		t.Errorf("record %+v, want the %d events Sync recorded", rec, len(events))
 	}
 }
