@@ -14,7 +14,7 @@ bench_catalog() {
     *) echo "bench_catalog: variant must be fixture or exec, not $variant" >&2; return 2 ;;
   esac
   mkdir -p "$dir"
-  cp "$root"/catalog/default/*.yaml "$dir/"
+  cp -R "$root"/catalog/default/. "$dir/" # the YAML files and the files/ tree its cases name
   {
     if [[ $variant == exec ]]; then
       cat <<P

@@ -19,7 +19,7 @@ if [ ${#bins[@]} -eq 0 ]; then
   bins=("$work/agentproof")
 fi
 mkdir -p "$work/catalog"
-cp "$root"/catalog/default/*.yaml "$work/catalog/"
+cp -R "$root"/catalog/default/. "$work/catalog/" # the YAML files and the files/ tree its cases name
 cat > "$work/catalog/zz-sparse.yaml" <<'Y'
 profiles:
   - id: sparse-exec

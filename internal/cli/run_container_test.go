@@ -21,7 +21,7 @@ import (
 func TestContainerTagRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := os.CopyFS(dir, catalog.DefaultFS()); err != nil {
+	if err := copyDefaultCatalog(dir); err != nil {
 		t.Fatal(err)
 	}
 	extra := `environments:

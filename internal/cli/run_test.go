@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,22 +83,19 @@ suites:
     manualOnly: true
 `
 
+// copyDefaultCatalog writes the embedded default catalog into dir as a catalog
+// directory: its YAML files and, recursively, its files/ directory (the workspace
+// sources and verifier files its cases name relative to the catalog).
+func copyDefaultCatalog(dir string) error {
+	return os.CopyFS(dir, catalog.DefaultFS())
+}
+
 // catalogWithExtras writes the default catalog plus extraSuites into a directory.
 func catalogWithExtras(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	entries, err := fs.ReadDir(catalog.DefaultFS(), ".")
-	if err != nil {
+	if err := copyDefaultCatalog(dir); err != nil {
 		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := fs.ReadFile(catalog.DefaultFS(), e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	// An executable file the kernel refuses to run (exec format error): it passes
 	// validation (it exists, is a regular file, has an execute bit) but cannot start.

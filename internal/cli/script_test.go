@@ -255,23 +255,15 @@ func TestFindCanaries(t *testing.T) {
 }
 
 // defaultCatalog is the script command `defaultcatalog <dir>`: it writes the embedded
-// default catalog's files into dir, so a script can extend it with files of its own.
+// default catalog into dir (its YAML files and its files/ tree, see
+// copyDefaultCatalog), so a script can extend it with files of its own.
 func defaultCatalog(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: defaultcatalog <dir>")
 	}
 	dir := ts.MkAbs(args[0])
 	ts.Check(os.MkdirAll(dir, 0o755))
-	ts.Check(fs.WalkDir(catalog.DefaultFS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(catalog.DefaultFS(), p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644)
-	}))
+	ts.Check(copyDefaultCatalog(dir))
 }
 
 // modelSeen is the script command `modelseen <cli> <attempt-dir>`: every model response

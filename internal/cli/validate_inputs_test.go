@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentproof/agentproof/catalog"
-
 	"github.com/agentproof/agentproof/verdict"
 )
 
@@ -22,18 +20,8 @@ import (
 func TestValidateExecDriverConfig(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	entries, err := fs.ReadDir(catalog.DefaultFS(), ".")
-	if err != nil {
+	if err := copyDefaultCatalog(dir); err != nil {
 		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := fs.ReadFile(catalog.DefaultFS(), e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	extra := `profiles:
   - id: my-agent
