@@ -22,8 +22,18 @@ if ! command -v npm >/dev/null 2>&1; then
   apt-get install -y -qq nodejs npm >&2
 fi
 
+# The agentproof binary: $AGENTPROOF_BIN when set (.ci/run's, built as the README
+# says), else one built here once for both installs.
+bin="${AGENTPROOF_BIN:-}"
+if [ -z "$bin" ]; then
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  bin="$tmp/agentproof"
+  go build -o "$bin" ./cmd/agentproof
+fi
+
 start=$(date +%s)
-go run ./cmd/agentproof agents install --dir "$dir" >&2
-go run ./cmd/agentproof agents install --dir "$dir" claude >&2
+"$bin" agents install --dir "$dir" >&2
+"$bin" agents install --dir "$dir" claude >&2
 echo "agent CLIs ready in $dir ($(( $(date +%s) - start ))s)" >&2
 echo "$dir"

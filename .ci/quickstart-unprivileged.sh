@@ -13,7 +13,13 @@ export PATH="/usr/local/go/bin:$PATH"
 work="$(mktemp -d /tmp/apquick-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
-CGO_ENABLED=0 go build -ldflags="-s -w" -o "$work/agentproof" ./cmd/agentproof
+# The README's build: .ci/run's binary when it passes one ($AGENTPROOF_BIN, built with
+# the README's line), else built here with that line.
+if [ -n "${AGENTPROOF_BIN:-}" ]; then
+  cp "$AGENTPROOF_BIN" "$work/agentproof"
+else
+  CGO_ENABLED=0 go build -ldflags="-s -w" -o "$work/agentproof" ./cmd/agentproof
+fi
 home=/var/tmp/agentproof-unprivileged-home
 mkdir -p "$home" "$work/run"
 chown -R 65534:65534 "$home" "$work/run"
