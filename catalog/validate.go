@@ -514,6 +514,7 @@ func (v *validator) validateContainerEnvironment(e *Environment) {
 			v.add(v.at(&e.Config, e), "environment %s config.workdir %v must be an absolute, clean path other than / (where the workspace is mounted inside and seeded from the image)", e.ID, wd)
 		}
 	}
+	v.validateContainerMounts(e)
 	img, hasImage := e.Config["image"]
 	from, hasFrom := e.Config["imageFrom"]
 	switch {
@@ -531,6 +532,58 @@ func (v *validator) validateContainerEnvironment(e *Environment) {
 	default:
 		v.add(v.at(&e.Config, e), "container environment %s needs config.image (<name>@sha256:<64 hex>) or config.imageFrom (%s)", e.ID, container.BusyboxSource)
 	}
+}
+
+// validateContainerMounts checks a container environment's optional
+// config.workspaceMounts (a map of container path → workspace directory, "." for all
+// of it) and config.tmpfs (a list of container paths), as ContainerMounts reads them.
+func (v *validator) validateContainerMounts(e *Environment) {
+	mounts, tmpfs, probs := ContainerMounts(e)
+	probs = append(probs, container.MountProblems(mounts, tmpfs)...)
+	for _, p := range probs {
+		v.add(v.at(&e.Config, e), "environment %s config: %s", e.ID, p)
+	}
+}
+
+// ContainerMounts reads a container environment's config.workspaceMounts (container
+// path → workspace directory) and config.tmpfs (container paths); the problems name a
+// value of the wrong type. Both nil when absent.
+func ContainerMounts(e *Environment) (map[string]string, []string, []string) {
+	var probs []string
+	var mounts map[string]string
+	if raw, ok := e.Config["workspaceMounts"]; ok {
+		m, isMap := raw.(map[string]any)
+		if !isMap {
+			probs = append(probs, "workspaceMounts must map container paths to workspace directories")
+		}
+		for k, val := range m {
+			s, isStr := val.(string)
+			if !isStr {
+				probs = append(probs, "workspaceMounts."+k+" must be a workspace directory (a string)")
+				continue
+			}
+			if mounts == nil {
+				mounts = map[string]string{}
+			}
+			mounts[k] = s
+		}
+	}
+	var tmpfs []string
+	if raw, ok := e.Config["tmpfs"]; ok {
+		l, isList := raw.([]any)
+		if !isList {
+			probs = append(probs, "tmpfs must be a list of container paths")
+		}
+		for i, val := range l {
+			s, isStr := val.(string)
+			if !isStr {
+				probs = append(probs, fmt.Sprintf("tmpfs[%d] must be a container path (a string)", i))
+				continue
+			}
+			tmpfs = append(tmpfs, s)
+		}
+	}
+	return mounts, tmpfs, probs
 }
 
 // envRef is how suites name an environment: "id", or "id@configurationKey".

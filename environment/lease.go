@@ -42,6 +42,13 @@ import (
 //     path, and a launch whose directory is the workspace starts there; "" for none.
 //   - Owner: who set the lease up ("campaign <id>"), for the container provider's
 //     labels; informative.
+//   - WorkspaceMounts: container provider only: absolute paths inside the container
+//     (e.g. /app) at which a directory of the workspace (relative, "." for the whole
+//     workspace) is also mounted read-write, for images whose tasks name their files
+//     by such paths; the workspace stays mounted at its own path as well.
+//   - Tmpfs: container provider only: absolute paths inside the container that every
+//     launch gets as a fresh, empty, writable tmpfs (e.g. /logs); nothing in it
+//     outlives the launch.
 type LeaseSpec struct {
 	EnvironmentID    string
 	ConfigurationKey string
@@ -54,6 +61,8 @@ type LeaseSpec struct {
 	Image            string
 	Workdir          string
 	Owner            string
+	WorkspaceMounts  map[string]string
+	Tmpfs            []string
 }
 
 // LeaseSchema is the schema tag of lease.json.
@@ -78,22 +87,24 @@ const LeaseFileName = "lease.json"
 //   - Endpoints: the allowlist with each endpoint's Socket filled in (inside Dir or
 //     SocketDir).
 type Lease struct {
-	Schema           string          `json:"schema"`
-	ID               string          `json:"id"`
-	Provider         ProviderName    `json:"provider"`
-	EnvironmentID    string          `json:"environmentId"`
-	ConfigurationKey string          `json:"configurationKey,omitempty"`
-	Shape            Shape           `json:"shape"`
-	Reuse            bool            `json:"reuse"`
-	StartedAt        time.Time       `json:"startedAt"`
-	Dir              string          `json:"dir,omitempty"`
-	Workspace        string          `json:"workspace,omitempty"`
-	SocketDir        string          `json:"socketDir,omitempty"`
-	Endpoints        []Endpoint      `json:"endpoints,omitempty"`
-	Live             bool            `json:"live,omitempty"`
-	Image            string          `json:"image,omitempty"`
-	Workdir          string          `json:"workdir,omitempty"`
-	State            json.RawMessage `json:"state,omitempty"`
+	Schema           string            `json:"schema"`
+	ID               string            `json:"id"`
+	Provider         ProviderName      `json:"provider"`
+	EnvironmentID    string            `json:"environmentId"`
+	ConfigurationKey string            `json:"configurationKey,omitempty"`
+	Shape            Shape             `json:"shape"`
+	Reuse            bool              `json:"reuse"`
+	StartedAt        time.Time         `json:"startedAt"`
+	Dir              string            `json:"dir,omitempty"`
+	Workspace        string            `json:"workspace,omitempty"`
+	SocketDir        string            `json:"socketDir,omitempty"`
+	Endpoints        []Endpoint        `json:"endpoints,omitempty"`
+	Live             bool              `json:"live,omitempty"`
+	Image            string            `json:"image,omitempty"`
+	Workdir          string            `json:"workdir,omitempty"`
+	WorkspaceMounts  map[string]string `json:"workspaceMounts,omitempty"`
+	Tmpfs            []string          `json:"tmpfs,omitempty"`
+	State            json.RawMessage   `json:"state,omitempty"`
 }
 
 var leaseIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^lease-[0-9a-f]{16}$`) })

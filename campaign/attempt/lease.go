@@ -112,9 +112,10 @@ func (x *LocalExecutor) provisionLease(ctx context.Context, a *attempt, p *Provi
 		eps = append(eps, environment.Endpoint{Name: endpointModel, Kind: environment.EndpointModel, Listen: modelPlaceholder, Dial: modelPlaceholder})
 	}
 	prov := leaseProvider(environment.ProviderName(env.Provider), x.Executable)
+	mounts, tmpfs, _ := catalog.ContainerMounts(env) // validated at load
 	l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: env.ID, ConfigurationKey: env.ConfigurationKey,
 		Shape: shapeOf(env.Resources), Reuse: reuseLease(env), Root: root, Endpoints: eps, Image: imageOf(env), Workdir: workdirOf(env),
-		Owner: "campaign " + a.plan.CampaignID})
+		Owner: "campaign " + a.plan.CampaignID, WorkspaceMounts: mounts, Tmpfs: tmpfs})
 	if err != nil {
 		var se *environment.SpecError
 		return nil, verdict.HarnessFault(fmt.Errorf("%s lease setup failed: %w", prov.Name(), err), !errors.As(err, &se))

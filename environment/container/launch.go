@@ -108,6 +108,7 @@ func runArgs(l *environment.Lease, st state, req environment.LaunchRequest, name
 			workdir = l.Workdir
 		}
 	}
+	a = append(a, mountArgs(l)...)
 	binds := slices.Clone(req.Binds)
 	at := func(b environment.Bind) string { return cmp.Or(b.At, b.Path) }
 	slices.SortStableFunc(binds, func(x, y environment.Bind) int { return len(at(x)) - len(at(y)) })
@@ -237,7 +238,7 @@ func launchProblems(l *environment.Lease, st state, req environment.LaunchReques
 	if strings.ContainsAny(l.Workspace, ":,") {
 		probs = append(probs, fmt.Sprintf("the workspace %s holds ':' or ',', which a volume cannot name", l.Workspace))
 	}
-	return probs
+	return append(probs, MountProblems(l.WorkspaceMounts, l.Tmpfs)...)
 }
 
 // newLaunchDir creates the next free launches/<n> directory (0755: the engine mounts

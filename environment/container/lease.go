@@ -58,7 +58,8 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	}
 	l := &environment.Lease{Schema: environment.LeaseSchema, ID: id, Provider: environment.ProviderContainer,
 		EnvironmentID: spec.EnvironmentID, ConfigurationKey: spec.ConfigurationKey, Shape: spec.Shape, Reuse: spec.Reuse,
-		StartedAt: p.opt.Now().UTC(), Dir: filepath.Join(spec.Root, id), Live: spec.Live, Image: spec.Image, Workdir: spec.Workdir}
+		StartedAt: p.opt.Now().UTC(), Dir: filepath.Join(spec.Root, id), Live: spec.Live, Image: spec.Image, Workdir: spec.Workdir,
+		WorkspaceMounts: spec.WorkspaceMounts, Tmpfs: spec.Tmpfs}
 	st := state{Engine: eng.Name, EnginePath: eng.Path, Runtime: eng.Runtime, EngineVersion: version, ImageID: img.ID,
 		UID: NobodyID, GID: NobodyID, Executable: p.opt.Executable, Disk: filepath.Join(l.Dir, "disk"),
 		OwnerPID: os.Getpid(), OwnerStart: processStart(os.Getpid()), Owner: spec.Owner}
@@ -109,6 +110,7 @@ func (p *Provider) specProblems(spec environment.LeaseSpec) []string {
 	if msg := insidePathProblem("workdir", spec.Workdir); spec.Workdir != "" && msg != "" {
 		probs = append(probs, msg)
 	}
+	probs = append(probs, MountProblems(spec.WorkspaceMounts, spec.Tmpfs)...)
 	switch {
 	case p.opt.Engine == nil:
 		probs = append(probs, "no container engine is installed (Debian/Ubuntu: apt-get install podman runc)")
