@@ -46,6 +46,7 @@ const (
 //   - Instruction: instruction.md, the agent's prompt (UTF-8, not empty).
 //   - Dockerfile: environment/Dockerfile, the image the agent and the verifier run in.
 //   - HasSolution: solution/solve.sh exists (the reference agent runs it).
+//   - Solution: solution/solve.sh's text ("" without one).
 type Task struct {
 	Name        string
 	ID          string
@@ -53,6 +54,7 @@ type Task struct {
 	Instruction string
 	Dockerfile  string
 	HasSolution bool
+	Solution    string
 }
 
 // LoadTask reads the task directory fsys (named dir in problems). Errors: *Problems
@@ -94,8 +96,16 @@ func LoadTask(fsys fs.FS, dir string) (*Task, error) {
 			*f.into = string(b)
 		}
 	}
-	if _, err := fs.Stat(fsys, SolutionFile); err == nil {
+	if b, err := readBounded(fsys, SolutionFile, maxFile+1); err == nil {
 		t.HasSolution = true
+		if len(b) > maxFile || !utf8.Valid(b) {
+			add(SolutionFile, "must be UTF-8 text of at most %d bytes", maxFile)
+		}
+		t.Solution = string(b)
+	} else if errors.Is(err, fs.ErrInvalid) {
+		add(SolutionFile, "must be a regular file")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s/%s: %w", dir, SolutionFile, err)
 	}
 	for _, name := range sortedKeys(unsupportedFiles) {
 		if _, err := fs.Stat(fsys, name); err == nil {

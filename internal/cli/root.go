@@ -158,6 +158,7 @@ were not run here: this machine cannot provide their environment), 70 internal e
 		newModelsCmd(a),
 		newAgentsCmd(a),
 		newMCPCmd(a),
+		newImportCmd(a),
 		newEnvironmentsCmd(a),
 		newSandboxInitCmd(a),
 		newHostileCmd(a),

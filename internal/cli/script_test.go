@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentproof/agentproof/agent/scriptedmodel"
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment/container"
 	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/internal/raceexit"
 	"github.com/agentproof/agentproof/loginfile"
@@ -45,7 +47,7 @@ func TestMain(m *testing.M) {
 var scriptCmds = map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog,
 	"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv,
 	"loginfilecheck": loginFileCheck, "replace": replaceText, "secretscan": secretScan,
-	"k8sjob": k8sJobCmd, "sameverdicts": sameVerdicts}
+	"k8sjob": k8sJobCmd, "sameverdicts": sameVerdicts, "busyboxbase": busyboxBase}
 
 // TestScripts runs every testdata/script/*.txtar scenario.
 func TestScripts(t *testing.T) {
@@ -83,6 +85,16 @@ func TestScripts(t *testing.T) {
 				ok := claudeInstalled()
 				if !ok && os.Getenv("CI") == "true" {
 					return false, fmt.Errorf("Claude Code is not installed in CI (.ci/agents.sh installs it)")
+				}
+				return ok, nil
+			case "container":
+				// The container provider runs here: podman, as root (its lease disk is a
+				// host tmpfs). CI runs as root with podman installed: there a missing
+				// engine fails.
+				_, ok := container.FindEngine()
+				ok = ok && os.Geteuid() == 0
+				if !ok && os.Getenv("CI") == "true" {
+					return false, fmt.Errorf("the container provider cannot run in CI: podman missing or not root")
 				}
 				return ok, nil
 			case "sandbox":
@@ -506,4 +518,22 @@ func loginFileCheck(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("no login-file.json under %s", args[0])
 	}
 	ts.Logf("scanned %s: no form of the login file; %d seeded HOME(s) destroyed", args[0], seen)
+}
+
+// busyboxBase builds (or finds) the container provider's busybox image and tags it as
+// the name given, the base image a test's Dockerfile names (nothing is pulled).
+func busyboxBase(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: busyboxbase NAME")
+	}
+	eng, ok := container.FindEngine()
+	if !ok {
+		ts.Fatalf("no container engine")
+	}
+	img, err := eng.BusyboxImage(context.Background())
+	ts.Check(err)
+	out, err := exec.Command(eng.Path, "tag", img.ID, args[0]).CombinedOutput()
+	if err != nil {
+		ts.Fatalf("podman tag: %v: %s", err, out)
+	}
 }
