@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 var scriptCmds = map[string]func(*testscript.TestScript, bool, []string){"holdfence": holdFence, "defaultcatalog": defaultCatalog,
 	"modelseen": modelSeen, "canaryscan": canaryScan, "expandenv": expandEnv,
 	"loginfilecheck": loginFileCheck, "replace": replaceText, "secretscan": secretScan,
-	"k8sjob": k8sJobCmd, "sameverdicts": sameVerdicts, "busyboxbase": busyboxBase}
+	"k8sjob": k8sJobCmd, "sameverdicts": sameVerdicts, "busyboxbase": busyboxBase, "staticbuild": staticBuild}
 
 // TestScripts runs every testdata/script/*.txtar scenario.
 func TestScripts(t *testing.T) {
@@ -73,6 +73,11 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			env.Setenv("EXAMPLES", examples) // the repository's examples/ directory
+			tasks, err := filepath.Abs(filepath.Join("..", "..", "harbor", "testdata", "tasks"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("HARBOR_TASKS", tasks) // the Harbor-format tasks written for the tests
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
@@ -535,5 +540,23 @@ func busyboxBase(ts *testscript.TestScript, neg bool, args []string) {
 	out, err := exec.Command(eng.Path, "tag", img.ID, args[0]).CombinedOutput()
 	if err != nil {
 		ts.Fatalf("podman tag: %v: %s", err, out)
+	}
+}
+
+// staticBuild builds agentproof as the README does (CGO_ENABLED=0: a static
+// executable) into the path given: a container's init is the agentproof executable,
+// and this test binary (race-enabled, cgo) is not static. The build cache is the test
+// process's own.
+func staticBuild(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: staticbuild DEST")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	ts.Check(err)
+	cmd := exec.Command("go", "build", "-o", ts.MkAbs(args[0]), "./cmd/agentproof")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		ts.Fatalf("go build: %v: %s", err, out)
 	}
 }
