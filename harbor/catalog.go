@@ -16,10 +16,12 @@ const (
 	// LogsDir is the container's fresh writable tmpfs of every launch; the verifier
 	// writes its reward under LogsDir/verifier.
 	LogsDir = "/logs"
-	// WorkspaceApp and WorkspaceTests are the workspace's directories holding the
-	// image's working directory's content and the task's tests/.
-	WorkspaceApp   = "app"
+	// WorkspaceTests is the workspace's directory holding the task's tests/ (the
+	// workspace is the image's working directory, seeded from the image's files there).
 	WorkspaceTests = "tests"
+	// TestsArchive is the name, in files/<id>/, of the archive of the task's tests/
+	// that seeds the case's workspace.
+	TestsArchive = "tests.tar"
 )
 
 // Default deadlines when task.toml gives none (Harbor's defaults): the agent and the
@@ -97,8 +99,8 @@ func (t *Task) Catalog(im Import) ([]byte, error) {
 		"resources": map[string]int{"cpu": max(t.Config.CPUs, 1), "memoryGiB": ceilGiB(t.Config.MemoryMB, 2),
 			"diskGiB": ceilGiB(t.Config.StorageMB, 1), "pids": 512},
 		"config": map[string]any{"image": im.Image, "reuseLease": false,
-			"workspaceMounts": map[string]string{im.WorkDir: WorkspaceApp, TestsDir: WorkspaceTests},
-			"tmpfs":           []string{LogsDir}},
+			"workdir": im.WorkDir, "workspaceMounts": map[string]string{TestsDir: WorkspaceTests},
+			"tmpfs": []string{LogsDir}},
 	}
 	ref, nop := envID+"-reference", envID+"-nop"
 	profiles := []any{builtinProfile(nop, "nop", "No-op agent (ends its runs without doing anything)", envID)}
@@ -126,8 +128,9 @@ func (t *Task) Catalog(im Import) ([]byte, error) {
 	return append([]byte("# Imported by agentproof import harbor from task "+t.Name+"; edit the task and import again.\n"), b...), nil
 }
 
-// harborCase is t's case: the instruction as the prompt, the workspace seeded from
-// files/<id> (app/ mounted at the image's working directory, tests/ at /tests), the
+// harborCase is t's case: the instruction as the prompt, the workspace (mounted at
+// the image's working directory and seeded from the image's files there) holding
+// tests/ from files/<id> (mounted at /tests too), the
 // verifier of one step and the reward matcher, and the reference agent's script
 // running solution/solve.sh in the working directory.
 func harborCase(t *Task, envID string, im Import) map[string]any {
@@ -140,7 +143,7 @@ func harborCase(t *Task, envID string, im Import) map[string]any {
 		"title":                 "Harbor task " + t.Name + " {{nonce}}",
 		"prompt":                t.Instruction,
 		"marker":                "HARBOR_DONE_{{nonce}}",
-		"workspace":             map[string]string{"dir": "files/" + t.ID},
+		"workspace":             map[string]string{"tar": "files/" + t.ID + "/" + TestsArchive},
 		"verify": map[string]any{
 			"protect": []string{WorkspaceTests},
 			"steps": []map[string]any{{"id": "reward", "command": []string{"sh", "-c", verifierScript(im.WorkDir)},

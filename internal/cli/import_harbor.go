@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -71,13 +74,13 @@ resolves. For each task <id> (task.toml's name as an id: org/name -> org-name):
                      passing on a reward of exactly 1; tests/ protected (an agent that
                      changes them fails verifier_tampered)
                      environment harbor-<id>: driver container, the image by digest,
-                     the task's cpus and memory/storage (rounded up to GiB), the
-                     workspace's app/ mounted at the image's working directory and
-                     tests/ at /tests, a fresh writable /logs in every launch
+                     the task's cpus and memory/storage (rounded up to GiB); the
+                     workspace at the image's working directory (e.g. /app), seeded
+                     from the image's files there when the lease is set up; its
+                     tests/ also at /tests; a fresh writable /logs in every launch
                      suite harbor-<id>: reference (runs solution/solve.sh) must pass,
                      nop must fail
-  files/<id>/app     the content of the image's working directory (e.g. /app)
-  files/<id>/tests   the task's tests/
+  files/<id>/tests.tar  the task's tests/ (the case's workspace source)
 
 Exit codes: 0 imported; 2 bad input (a task refused, a build that fails, a task
 already in --out), nothing written; 3 no container engine here.
@@ -134,7 +137,7 @@ func importHarbor(ctx context.Context, w io.Writer, dirs []string, out string) e
 		return usageErrorf("import harbor: nothing written:\n%s", strings.Join(refusals, "\n"))
 	}
 	for _, it := range tasks {
-		if err := writeTask(ctx, eng, it, out); err != nil {
+		if err := writeTask(it, out); err != nil {
 			return fmt.Errorf("import harbor: %s: %w", it.dir, err)
 		}
 		fmt.Fprintf(w, "imported %s: case %s, image %s (built from %s), suite harbor-%s\n",
@@ -173,47 +176,46 @@ func buildTask(ctx context.Context, eng container.Engine, it *importedTask) erro
 	return nil
 }
 
-// writeTask writes it's catalog files, copies the image's working directory into
-// files/<id>/app and the task's tests/ into files/<id>/tests.
-func writeTask(ctx context.Context, eng container.Engine, it importedTask, out string) error {
+// writeTask writes it's catalog file and files/<id>/tests.tar, the case's workspace
+// source: the task's tests/ (the rest of the workspace is seeded from the image's
+// working directory when the lease is set up, so the source is an archive, whose
+// digest is its own, not the workspace's).
+func writeTask(it importedTask, out string) error {
 	file, err := it.task.Catalog(it.im)
 	if err != nil {
 		return err
 	}
-	ws := filepath.Join(out, catalog.FilesDir, it.task.ID)
-	for _, d := range []string{filepath.Join(ws, harbor.WorkspaceApp), filepath.Join(ws, harbor.WorkspaceTests)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
-	absApp, err := filepath.Abs(filepath.Join(ws, harbor.WorkspaceApp))
-	if err != nil {
+	dir := filepath.Join(out, catalog.FilesDir, it.task.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := eng.CopyOut(ctx, it.im.Image, it.im.WorkDir, absApp); err != nil {
-		return err
+	var buf bytes.Buffer
+	if err := tarHarborTests(os.DirFS(filepath.Join(it.dir, "tests")), &buf); err != nil {
+		return fmt.Errorf("%s/tests: %w", it.dir, err)
 	}
-	if err := copyHarborTests(os.DirFS(filepath.Join(it.dir, "tests")), filepath.Join(ws, harbor.WorkspaceTests)); err != nil {
-		return fmt.Errorf("tests: %w", err)
+	if err := os.WriteFile(filepath.Join(dir, harbor.TestsArchive), buf.Bytes(), 0o644); err != nil {
+		return err
 	}
 	return os.WriteFile(filepath.Join(out, it.task.ID+".yaml"), file, 0o644)
 }
 
-// copyHarborTests copies the regular files and directories of src into dest (modes kept:
-// an executable stays one); a link or a special file is an error naming it.
-func copyHarborTests(src fs.FS, dest string) error {
-	return fs.WalkDir(src, ".", func(p string, de fs.DirEntry, err error) error {
+// tarHarborTests writes src's regular files and directories as a tar archive under
+// tests/ (modes kept: an executable stays one; no owner, no times, so the same tests
+// give the same bytes); a link or a special file is an error naming it.
+func tarHarborTests(src fs.FS, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	err := fs.WalkDir(src, ".", func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		to := filepath.Join(dest, filepath.FromSlash(p))
 		info, err := de.Info()
 		if err != nil {
 			return err
 		}
+		name := path.Join(harbor.WorkspaceTests, p)
 		switch {
 		case de.IsDir():
-			return os.MkdirAll(to, 0o755)
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, Format: tar.FormatPAX})
 		case !info.Mode().IsRegular():
 			return fmt.Errorf("%s is not a regular file or a directory", p)
 		}
@@ -221,6 +223,14 @@ func copyHarborTests(src fs.FS, dest string) error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(to, b, info.Mode().Perm())
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(info.Mode().Perm()), Size: int64(len(b)), Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		_, err = tw.Write(b)
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
 }
