@@ -68,8 +68,8 @@ Then, AT IMPORT, each task's image is built from environment/ with the local eng
 pinned by its digest in the written environment; run checks that the digest still
 resolves. For each task <id> (task.toml's name as an id: org/name -> org-name):
 
-  <id>.yaml          case <id>: the instruction as the prompt; the workspace seeded
-                     from files/<id>; the verifier: tests/test.sh after the agent,
+  <id>.yaml          case <id>: the instruction as the prompt; the tests' archive
+                     files/<id>/tests.tar in the workspace; the verifier: tests/test.sh after the agent,
                      then the reward (/logs/verifier/reward.json, else reward.txt),
                      passing on a reward of exactly 1; tests/ protected (an agent that
                      changes them fails verifier_tampered)
@@ -78,7 +78,8 @@ resolves. For each task <id> (task.toml's name as an id: org/name -> org-name):
                      workspace at the image's working directory (e.g. /app), seeded
                      from the image's files there when the lease is set up; its
                      tests/ also at /tests; a fresh writable /logs in every launch
-                     suite harbor-<id>: reference (runs solution/solve.sh) must pass,
+                     profiles harbor-<id>-reference (runs solution/solve.sh) and
+                     harbor-<id>-nop; suite harbor-<id>: the reference must pass,
                      nop must fail
   files/<id>/tests.tar  the task's tests/ (the case's workspace source)
 
