@@ -58,6 +58,9 @@ func TestCatalogOfFixture(t *testing.T) {
 		suite["expectedVerdicts"].(map[string]any)["harbor-agentproof-fix-greeting-nop"] != "failed" {
 		t.Errorf("profiles %v, suite %v", doc.Profiles, suite)
 	}
+	if len(doc.Cases) != 3 || len(doc.Suites) != 2 || doc.Suites[1]["expectedVerdicts"].(map[string]any)["harbor-agentproof-fix-greeting-reference"] != "failed" {
+		t.Errorf("the hostile twins: cases %d, suites %v", len(doc.Cases), doc.Suites)
+	}
 	step := cs["reference"].(map[string]any)["turns"].([]any)[0].(map[string]any)["steps"].([]any)[0].(map[string]any)
 	if cmd := step["run"].(map[string]any)["command"].([]any); cmd[len(cmd)-1] != task.Solution {
 		t.Errorf("the reference's step does not carry solve.sh: %v", cmd)

@@ -80,7 +80,8 @@ resolves. For each task <id> (task.toml's name as an id: org/name -> org-name):
                      tests/ also at /tests; a fresh writable /logs in every launch
                      profiles harbor-<id>-reference (runs solution/solve.sh) and
                      harbor-<id>-nop; suite harbor-<id>: the reference must pass,
-                     nop must fail
+                     nop must fail; suite harbor-<id>-hostile: an agent rewriting
+                     tests/test.sh and one writing the reward file itself must fail
   files/<id>/tests.tar  the task's tests/ (the case's workspace source)
 
 Exit codes: 0 imported; 2 bad input (a task refused, a build that fails, a task
@@ -137,14 +138,19 @@ func importHarbor(ctx context.Context, w io.Writer, dirs []string, out string) e
 	if len(refusals) > 0 {
 		return usageErrorf("import harbor: nothing written:\n%s", strings.Join(refusals, "\n"))
 	}
+	var suites []string
 	for _, it := range tasks {
 		if err := writeTask(it, out); err != nil {
 			return fmt.Errorf("import harbor: %s: %w", it.dir, err)
 		}
 		fmt.Fprintf(w, "imported %s: case %s, image %s (built from %s), suite harbor-%s\n",
 			it.task.Name, it.task.ID, it.im.Image, filepath.Join(it.dir, "environment"), it.task.ID)
+		suites = append(suites, "--suite harbor-"+it.task.ID)
+		if it.task.HasSolution {
+			suites = append(suites, "--suite harbor-"+it.task.ID+"-hostile")
+		}
 	}
-	fmt.Fprintf(w, "run them: agentproof run --catalog %s --with-default --group calibration\n", out)
+	fmt.Fprintf(w, "run them: agentproof run --catalog %s --with-default %s\n", out, strings.Join(suites, " "))
 	return nil
 }
 
