@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"os"
 	"strings"
@@ -13,8 +14,9 @@ import (
 )
 
 // TestEnvironmentsProbe: `environments probe --json` prints one report per provider
-// (local available; the sandbox's checks each named) and the text form says the same.
-// With CI=true the sandbox must be available: .ci/run installs bubblewrap and runs as
+// (local available; the sandbox's checks each named; the container's as
+// checkContainerReport says, by how this test binary is linked) and the text form says
+// the same. With CI=true the sandbox must be available: .ci/run installs bubblewrap and runs as
 // root.
 func TestEnvironmentsProbe(t *testing.T) {
 	t.Parallel()
@@ -30,11 +32,7 @@ func TestEnvironmentsProbe(t *testing.T) {
 		reports[2].Provider != environment.ProviderContainer {
 		t.Fatalf("reports %+v", reports)
 	}
-	// The container's report names the engine it found and says why it cannot serve
-	// (here at least: this race-enabled test binary is not static).
-	if ctr := reports[2]; len(ctr.Checks) < 3 || ctr.Checks[0].Name != "engine" {
-		t.Errorf("container checks %+v", ctr.Checks)
-	}
+	checkContainerReport(t, reports[2])
 	sb := reports[1]
 	if len(sb.Checks) < 5 {
 		t.Errorf("sandbox checks %+v", sb.Checks)
@@ -53,4 +51,58 @@ func TestEnvironmentsProbe(t *testing.T) {
 	if !sb.Available && !strings.Contains(text, "MISSING") {
 		t.Errorf("an unavailable sandbox must show what is missing:\n%s", text)
 	}
+}
+
+// checkContainerReport: the container's report names the engine it found first, and
+// its executable check follows how this test binary (the executable of the commands
+// a test runs in process) is linked, which the test reads from the binary itself: a
+// dynamically linked one (cgo, or -race) is named as such and the provider is
+// unavailable; a static one (CGO_ENABLED=0) as root with podman runs the trial
+// container, with this binary as its init, and the provider is available. The
+// report is available exactly when every check passed.
+func checkContainerReport(t *testing.T, ctr environment.ProbeReport) {
+	t.Helper()
+	if len(ctr.Checks) < 3 || ctr.Checks[0].Name != "engine" {
+		t.Fatalf("container checks %+v", ctr.Checks)
+	}
+	checks := map[string]environment.Check{}
+	allOK := true
+	for _, c := range ctr.Checks {
+		checks[c.Name] = c
+		allOK = allOK && c.OK
+	}
+	if ctr.Available != allOK {
+		t.Errorf("available %v, every check ok %v: %+v", ctr.Available, allOK, ctr.Checks)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := !dynamicallyLinked(t, exe)
+	if c := checks["executable"]; c.OK != static || (!static && !strings.Contains(c.Detail, "dynamically linked")) {
+		t.Errorf("test binary %s static %v: executable check %+v", exe, static, c)
+	}
+	podman := checks["engine"].OK && strings.HasPrefix(checks["engine"].Detail, "podman ")
+	if static && podman && os.Geteuid() == 0 {
+		if c, ok := checks["trial"]; !ok || !c.OK || !ctr.Available {
+			t.Errorf("static test binary as root with podman: the trial container must run with it as init: %+v", ctr.Checks)
+		}
+	}
+}
+
+// dynamicallyLinked reports whether the ELF executable exe names an interpreter (the
+// dynamic loader).
+func dynamicallyLinked(t *testing.T, exe string) bool {
+	t.Helper()
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return true
+		}
+	}
+	return false
 }

@@ -36,6 +36,13 @@ import (
 func TestMain(m *testing.M) {
 	// As a child process, this binary exits without the race detector's sleep.
 	raceexit.Main()
+	// As a sandbox's or container's init this binary is started by its own path (an
+	// engine sets argv[0] to the entrypoint), not as `agentproof`: it dispatches on the
+	// first argument as the agentproof binary does, so a provider whose executable is
+	// this binary (os.Executable() of a test calling Main) runs the real init.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand {
+		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	agent.RegisterDrivers() // what Main does, for the tests that call commands directly
 	testscript.Main(m, map[string]func(){
 		"agentproof": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
