@@ -103,6 +103,11 @@ func (f *fakeApp) handle(id json.RawMessage, method string, params, result json.
 		_ = json.Unmarshal(params, &p)
 		f.turns++
 		turn := fmt.Sprintf("turn-%d", f.turns)
+		// The turn is active before turn/start answers, as Codex's is (its answer says
+		// inProgress): a steer sent on the answer must find it, not race play.
+		f.mu.Lock()
+		f.active = turn
+		f.mu.Unlock()
 		f.emit(map[string]any{"id": id, "result": map[string]any{"turn": map[string]any{"id": turn, "status": "inProgress", "items": []any{}}}})
 		go f.play(turn, strings.Fields(p.Input[0].Text)[0])
 	case method == "turn/steer":
@@ -322,6 +327,12 @@ func TestCodexAppStopWhilePending(t *testing.T) {
 	if _, ok := readFile(t, filepath.Join(w.workspace, "proof.txt")); ok {
 		t.Error("proof.txt written after Stop")
 	}
+	// The cancelled answer is written once the decider's record is in the turn, which
+	// the turn's end awaits; its write can follow Prompt's return by a moment, and a
+	// Close first would cut it from the log (the order, not the timing, is the point).
+	for i := 0; i < 500 && !strings.Contains(log.String(), `"decision":"cancel"`); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
 	s.Close()
 	var order []string
 	for _, e := range logEntries(t, []byte(log.String())) {
@@ -388,7 +399,18 @@ func TestCodexAppSteer(t *testing.T) {
 	if serr != nil || err != nil || res.Message != "DONE steered go left" {
 		t.Fatalf("Steer: %v; Prompt = %+v, %v", serr, res, err)
 	}
-	if len(res.Steers) != 1 || !res.Steers[0].Accepted || !res.Steers[0].Delivered {
+	// Attempts before turn/start answered are refused (no turn id to name yet) and
+	// recorded so, never delivered; exactly one is accepted and delivered.
+	accepted := 0
+	for _, st := range res.Steers {
+		switch {
+		case st.Error == "" && st.Accepted && st.Delivered:
+			accepted++
+		case st.Error == "" || st.Delivered:
+			t.Errorf("steer %+v: neither accepted and delivered nor refused", st)
+		}
+	}
+	if accepted != 1 {
 		t.Errorf("steers %+v, want one accepted and delivered", res.Steers)
 	}
 	s.Close()

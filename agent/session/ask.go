@@ -74,6 +74,14 @@ type ask struct {
 	at        time.Time
 }
 
+// pendingAsk is a pending request as its turn holds it: cancel ends its decider's
+// context; recorded is closed once its record is in the turn (the turn's end waits for
+// it, so a request the end cancels is in the turn's result).
+type pendingAsk struct {
+	cancel   context.CancelFunc
+	recorded chan struct{}
+}
+
 // open registers a request of the running turn, or returns false between turns.
 func (s *Session) open(ctx context.Context) (ask, bool) {
 	s.mu.Lock()
@@ -90,17 +98,19 @@ func (s *Session) open(ctx context.Context) (ask, bool) {
 	a := ask{t: t, seq: seq, at: s.env.Now()}
 	var cancel context.CancelFunc
 	a.ctx, cancel = context.WithCancel(ctx)
+	recorded := make(chan struct{})
 	t.mu.Lock()
 	a.cancelled = t.cancelRequested || t.ended
 	if !a.cancelled {
-		t.pending[seq] = cancel
+		t.pending[seq] = pendingAsk{cancel: cancel, recorded: recorded}
 	}
 	t.mu.Unlock()
-	a.done = func() {
+	a.done = func() { // deferred: after the request's record is in the turn
 		t.mu.Lock()
 		delete(t.pending, seq)
 		t.mu.Unlock()
 		cancel()
+		close(recorded)
 	}
 	return a, true
 }

@@ -114,19 +114,28 @@ func (s *Session) cancelAndWait(t *turn, done <-chan answer, why string) (answer
 	}
 }
 
-// finish closes turn t and returns its record: what is still pending is released, the
-// cancel is judged against the protocol's cancelled stop reason.
+// finish closes turn t and returns its record: what is still pending is released (and
+// its record awaited: awaitRecorded), the cancel is judged against the protocol's
+// cancelled stop reason.
 func (s *Session) finish(t *turn, id ProcessIdentity, idErr error) TurnResult {
 	s.mu.Lock()
 	s.cur = nil
 	s.mu.Unlock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.ended = true
-	for _, c := range t.pending {
-		c()
+	var waits []chan struct{}
+	for _, p := range t.pending {
+		p.cancel()
+		waits = append(waits, p.recorded)
 	}
+	t.mu.Unlock()
+	unrecorded := awaitRecorded(waits, s.env.Bounds.CancelGrace)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	r := t.res
+	if unrecorded > 0 {
+		r.HarnessErrors = appendBounded(r.HarnessErrors, fmt.Sprintf("%d pending request(s) not answered within %v of the turn's end", unrecorded, s.env.Bounds.CancelGrace))
+	}
 	r.SessionID, r.Process = s.Info.SessionID, id
 	if idErr != nil && !s.proc.exited() {
 		// A live process whose identity cannot be read is our fault; a dead one is the
@@ -182,4 +191,21 @@ func (s *Session) conclude(res TurnResult, a answer) (TurnResult, error) {
 	s.log.note("turn_end", map[string]any{"turn": res.Turn, "failure": res.Failure})
 	res.Log, res.LogCut = s.log.turnEvidence()
 	return res, &TurnError{Protocol: s.proto.Name, Failure: failure, Err: err}
+}
+
+// awaitRecorded waits until each request the turn's end released is recorded (its
+// decider returned on its ended context), at most grace in all; it returns how many
+// were not. A request released at the end is answered "cancelled" and must be in the
+// turn's result: the end does not wait for the decider's goroutine otherwise.
+func awaitRecorded(waits []chan struct{}, grace time.Duration) int {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	for i, w := range waits {
+		select {
+		case <-w:
+		case <-deadline.C:
+			return len(waits) - i
+		}
+	}
+	return 0
 }

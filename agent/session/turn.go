@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -144,14 +143,14 @@ type turn struct {
 	res             TurnResult
 	msg             strings.Builder
 	calls           map[string]int // tool call id → index in res.ToolCalls
-	pending         map[int]context.CancelFunc
+	pending         map[int]pendingAsk
 	ended           bool
 	cancelRequested bool
 	cancelAt        time.Time // when the first cancel was asked for
 }
 
 func newTurn(n int, runID string, now time.Time) *turn {
-	return &turn{n: n, runID: runID, started: now, calls: map[string]int{}, pending: map[int]context.CancelFunc{},
+	return &turn{n: n, runID: runID, started: now, calls: map[string]int{}, pending: map[int]pendingAsk{},
 		res: TurnResult{Turn: n, RunID: runID, StartedAt: now, Events: map[string]int{}}}
 }
 
@@ -177,8 +176,8 @@ func (t *turn) requestCancel(now time.Time) (running, first bool) {
 func (t *turn) releasePending() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, c := range t.pending {
-		c()
+	for _, p := range t.pending {
+		p.cancel()
 	}
 }
 
@@ -225,7 +224,9 @@ func (r Recorder) SetMessage(text string) {
 func (r Recorder) Thought(n int) { r.t.res.ThoughtBytes += n }
 
 // UserMessage records a user message the agent delivered in the turn and marks the
-// steering and follow-up messages with its text delivered (and so accepted).
+// steering and follow-up messages with its text delivered (and so accepted), except
+// those the agent refused (a refused delivery never reaches the conversation; a
+// second attempt of the same text is the one delivered).
 func (r Recorder) UserMessage(text string) {
 	res := &r.t.res
 	if len(res.UserMessages) < MaxTurnRecords {
@@ -233,7 +234,7 @@ func (r Recorder) UserMessage(text string) {
 	}
 	for _, list := range [][]DeliveryRecord{res.Steers, res.FollowUps} {
 		for i := range list {
-			if list[i].Text == text {
+			if list[i].Text == text && list[i].Error == "" {
 				// delivered is accepted, even when the agent's answer to the delivery
 				// is read after the turn ended
 				list[i].Delivered, list[i].Accepted = true, true
