@@ -70,8 +70,10 @@ func (p *Provider) Probe(ctx context.Context) environment.ProbeReport {
 	return environment.NewProbeReport(environment.ProviderContainer, checks)
 }
 
-// rootlessDetail says what a normal user would need for a rootless engine: subordinate
-// ids in /etc/subuid.
+// rootlessDetail says why a normal user gets no container cells — the provider needs
+// root (its lease disk is a host mount; rootless podman is not supported yet), the
+// same reason run gives — and whether this user has subordinate ids in /etc/subuid,
+// which a rootless engine would also need.
 func rootlessDetail() string {
 	name := os.Getenv("USER")
 	data, _ := os.ReadFile("/etc/subuid")
@@ -80,11 +82,11 @@ func rootlessDetail() string {
 		f := strings.Split(line, ":")
 		has = has || (len(f) == 3 && (f[0] == name || f[0] == fmt.Sprint(os.Getuid())))
 	}
-	sub := "this user has no subordinate ids in /etc/subuid, which rootless podman needs"
+	sub := "this user also has no subordinate ids in /etc/subuid, which rootless podman would need"
 	if has {
-		sub = "this user has subordinate ids, but the provider mounts its lease disk on the host"
+		sub = "this user has subordinate ids in /etc/subuid"
 	}
-	return "the container provider needs root here (" + sub + "); run agentproof as root for the container cells"
+	return "the container provider needs root: its lease disk is a host mount and rootless podman is not supported yet (" + sub + "); run agentproof as root for the container cells"
 }
 
 // trial runs `agentproof version` as the init's agent in a container of an empty root

@@ -245,7 +245,7 @@ finished (interrupted: <s> stopped mid-attempt, <m> never started)", the line be
 it is the 'agentproof run --resume' command that continues it, and the campaign report
 covers only the cells that finished and says so) and exits 130.
 A cell whose environment this machine cannot provide (the sandbox without root or
-without bubblewrap) is not run here: the campaign runs everything else, says so on a
+without bubblewrap, the container without root or podman) is not run here: the campaign runs everything else, says so on a
 progress line ("not run here <cell>: <reason>"), in its last line (", N not run here
 (partial)"), in summary.md, junit.xml (skipped, with the reason) and the dashboard, and
 is partial. A selection that names such an environment (--environment) or cell (--id)
