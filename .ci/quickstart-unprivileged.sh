@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's quick start as an unprivileged user (uid/gid 65534 with a HOME of its
 # own): `agentproof run --all` must run every cell this machine can run as that user —
-# every one of them passing — and report each sandbox cell "not run here" with the
-# reason (the sandbox needs root for its cgroup limits and lease disk here); the
+# every one of them passing — and report each sandbox and container cell "not run
+# here" with the reason (their leases need root here); the
 # campaign is partial and exits 4. On first use the run installs the pinned agent CLIs
 # with npm into that user's ~/.cache, as the README says; the HOME is kept between runs
 # under /var/tmp so that a warm machine reuses those installs. Needs root (setpriv).
@@ -43,18 +43,20 @@ fi
 python3 - "$work/run/res/quick/campaign.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
+# the environments whose cells need root here: the sandbox's and the container's leases
+LEASED = ("sandbox", "sandbox-hostile", "container", "container-hostile")
 bad = []
 for r in c["results"]:
     if r.get("notRunHere"):
-        if r["environmentId"] not in ("sandbox", "sandbox-hostile") or "root" not in r["notRunHere"]:
+        if r["environmentId"] not in LEASED or "root" not in r["notRunHere"]:
             bad.append("%s: not run here (%s)" % (r["executionId"], r["notRunHere"]))
-    elif r["environmentId"] in ("sandbox", "sandbox-hostile"):
-        bad.append("%s: ran, though the sandbox needs root here" % r["executionId"])
+    elif r["environmentId"] in LEASED:
+        bad.append("%s: ran, though its environment (sandbox or container) needs root here" % r["executionId"])
 ran = c["passed"] + c.get("knownFailures", 0)
 if c["failed"] or c["inconclusive"] or ran + c.get("notRun", 0) != c["selected"] or not c.get("notRun") or not c["partial"]:
     bad.append("counts: %d passed, %d known failure(s), %d failed, %d inconclusive, %d not run here of %d (partial %s)" % (
         c["passed"], c.get("knownFailures", 0), c["failed"], c["inconclusive"], c.get("notRun", 0), c["selected"], c["partial"]))
 if bad:
     sys.exit("unprivileged quick start:\n  " + "\n  ".join(bad))
-print("unprivileged quick start: %d local cell(s) passed, %d sandbox cell(s) not run here" % (c["passed"], c["notRun"]), file=sys.stderr)
+print("unprivileged quick start: %d local cell(s) passed, %d sandbox and container cell(s) not run here" % (c["passed"], c["notRun"]), file=sys.stderr)
 PY

@@ -117,6 +117,11 @@ func (f *reportFlags) campaignCatalog(a *app, cmd *cobra.Command, id string) (*c
 	if err != nil {
 		return nil, err
 	}
+	// The container environments' images are pinned as run pins them (the image built
+	// on this machine, reused): the suite definitions then match the results' own, and
+	// the campaign is not reported partial for an unpinned image. Where the image cannot
+	// be pinned here, those suites differ and are reported partial, as said above.
+	pinImages(cmd.Context(), c, c.Cells)
 	if f.loaded == nil {
 		f.loaded = map[string]*catalog.Catalog{}
 	}
