@@ -45,7 +45,7 @@ func DefaultFS() fs.FS {
 
 // Default loads and validates the embedded default catalog, the one every command uses
 // when --catalog is not given. Problems are reported as for Load, with file names
-// "default/<file>.yaml".
+// "catalog/default/<file>.yaml" (their path in the repository).
 func Default(opts ...Option) (*Catalog, error) {
 	return loadSources([]source{defaultSource()}, buildOptions(opts))
 }
@@ -60,7 +60,7 @@ func LoadDir(dir string, opts ...Option) (*Catalog, error) {
 }
 
 // Sources names the parts of one merged catalog: Default adds the embedded default
-// catalog (read first, its files named "default/<file>.yaml"); Paths are catalog
+// catalog (read first, its files named "catalog/default/<file>.yaml"); Paths are catalog
 // directories (every *.yaml file below each, in path order) or single YAML files, read
 // in the order given, each named as in LoadDir. The parts are one catalog: a suite of
 // one part may name the profiles, environments, cases, groups and credentials of
@@ -109,7 +109,11 @@ type source struct {
 	breadth bool
 }
 
-func defaultSource() source { return source{fsys: DefaultFS(), prefix: "default", breadth: true} }
+// defaultSource names the embedded files by their repository path, catalog/default/<file>.yaml,
+// so that a problem or a known failure's source is a file a reader of the repository can open.
+func defaultSource() source {
+	return source{fsys: DefaultFS(), prefix: "catalog/default", breadth: true}
+}
 
 // pathSource is the part of a catalog path: a directory or one file.
 func pathSource(dir string) (source, error) {

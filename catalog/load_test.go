@@ -782,7 +782,7 @@ func TestUnknownFlowRefused(t *testing.T) {
 			t.Errorf("problem does not name the flows: %s", p)
 		}
 	}
-	if warm == nil || warm.File != "default/cases.yaml" || warm.Line == 0 {
+	if warm == nil || warm.File != "catalog/default/cases.yaml" || warm.Line == 0 {
 		t.Fatalf("no positioned problem for the warm case: %v", ve.Problems)
 	}
 }

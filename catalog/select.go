@@ -92,11 +92,11 @@ func (c *Catalog) Select(sel Selector) ([]*Cell, error) {
 
 // unknownSelections returns one problem per dimension of sel (suite, group, profile,
 // environment, case, cell id) with values that name nothing in the matrix, in that
-// order: "unknown <dimension>: a, b", the closest known values ("did you mean";
+// order: "--<flag>: unknown <dimension>: a, b", the closest known values ("did you mean";
 // Suggest) and, except for cell ids, the known values sorted.
 func (c *Catalog) unknownSelections(sel Selector) []string {
 	var problems []string
-	check := func(label string, values []string, known func(string) bool, names map[string]bool) {
+	check := func(flag, label string, values []string, known func(string) bool, names map[string]bool) {
 		var unknown []string
 		for _, v := range values {
 			if !known(v) && !slices.Contains(unknown, v) {
@@ -108,7 +108,7 @@ func (c *Catalog) unknownSelections(sel Selector) []string {
 			if names == nil && len(c.byCellID) <= maxSuggestCells {
 				candidates = slices.Collect(maps.Keys(c.byCellID))
 			}
-			p := fmt.Sprintf("unknown %s: %s%s", label, strings.Join(unknown, ", "), didYouMean(unknown, candidates))
+			p := fmt.Sprintf("%s: unknown %s: %s%s", flag, label, strings.Join(unknown, ", "), didYouMean(unknown, candidates))
 			if len(names) > 0 {
 				p += fmt.Sprintf(" (known: %s)", strings.Join(slices.Sorted(maps.Keys(names)), ", "))
 			}
@@ -116,12 +116,12 @@ func (c *Catalog) unknownSelections(sel Selector) []string {
 		}
 	}
 	idx := c.index()
-	check("suite", sel.Suites, func(v string) bool { return idx.suites[v] }, idx.suites)
-	check("group", sel.Groups, func(v string) bool { return idx.groups[v] }, idx.groups)
-	check("profile", sel.Profiles, func(v string) bool { return idx.profiles[v] }, idx.profiles)
-	check("environment", sel.Environments, func(v string) bool { return idx.envs[v] }, idx.envs)
-	check("case", sel.Cases, func(v string) bool { return idx.cases[v] }, idx.cases)
-	check("cell id", sel.IDs, func(v string) bool { return c.byCellID[v] != nil }, nil)
+	check("--suite", "suite", sel.Suites, func(v string) bool { return idx.suites[v] }, idx.suites)
+	check("--group", "group", sel.Groups, func(v string) bool { return idx.groups[v] }, idx.groups)
+	check("--profile", "profile", sel.Profiles, func(v string) bool { return idx.profiles[v] }, idx.profiles)
+	check("--environment", "environment", sel.Environments, func(v string) bool { return idx.envs[v] }, idx.envs)
+	check("--case", "case", sel.Cases, func(v string) bool { return idx.cases[v] }, idx.cases)
+	check("--id", "cell id", sel.IDs, func(v string) bool { return c.byCellID[v] != nil }, nil)
 	return problems
 }
 

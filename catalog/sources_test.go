@@ -126,7 +126,7 @@ func TestLoadSourcesMerge(t *testing.T) {
 			"  - id: message-marker\n    label: Mine\n    workMode: standard\n    flow: single_turn\n    expectedRunCount: 1\n    attemptTimeoutMs: {local: 1000}\n" +
 			"    expectedTerminalState: {issue: done, run: succeeded}\n    title: t\n    prompt: p\n    marker: \"M_{{nonce}}\"\n    matchers:\n      - {kind: message_exact, expected: \"{{marker}}\"}\n"})
 		got := strings.Join(problemsOf(t, func() error { _, err := LoadSources(Sources{Default: true, Paths: []string{mine}}); return err }()), "\n")
-		if !regexp.MustCompile(`p\.yaml:\d+:9: duplicate case id "message-marker" \(first declared at default/cases\.yaml:\d+:9\)`).MatchString(got) {
+		if !regexp.MustCompile(`p\.yaml:\d+:9: duplicate case id "message-marker" \(first declared at catalog/default/cases\.yaml:\d+:9\)`).MatchString(got) {
 			t.Fatalf("problems:\n%s", got)
 		}
 	})

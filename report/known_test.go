@@ -11,7 +11,7 @@ import (
 // knownCampaign is a campaign of three cells: one passed, one known failure, one known
 // failure that passed.
 func knownCampaign() *result.Campaign {
-	kf := &result.KnownFailure{Reason: "ends a rejected turn with no message", Expected: verdict.Failed, Since: "codex-acp 0.16.0", Source: "default/known-failures.yaml:4:5"}
+	kf := &result.KnownFailure{Reason: "ends a rejected turn with no message", Expected: verdict.Failed, Since: "codex-acp 0.16.0", Source: "catalog/default/known-failures.yaml:4:5"}
 	mk := func(id string, v verdict.Verdict, class verdict.FailureClass, k *result.KnownFailure) result.Result {
 		r := result.Result{Schema: result.ResultSchema, ExecutionID: "s.p.local." + id, CampaignID: "c1", SuiteID: "s", SuiteDefinitionHash: "h",
 			ProfileID: "p", EnvironmentID: "local", CaseID: id, Attempt: 1, Verdict: v, FailureClass: class, Cleanup: result.CleanupPassed,
@@ -40,8 +40,8 @@ func TestKnownFailureReports(t *testing.T) {
 	for _, w := range []string{
 		"Passed: 1/3 · Failed: 1 · Inconclusive: 0 · Known failures: 1 · Unexpectedly passed (remove from the known failures): 1",
 		"## Known failures\n\nCells the catalog's baseline expects to fail",
-		"- **s.p.local.b** — ends a rejected turn with no message since codex-acp 0.16.0 (default/known-failures.yaml:4:5): candidate\\_failure; matcher failed",
-		"- **s.p.local.c** — failed (unexpectedly passed — remove it from the baseline: default/known-failures.yaml:4:5)",
+		"- **s.p.local.b** — ends a rejected turn with no message since codex-acp 0.16.0 (catalog/default/known-failures.yaml:4:5): candidate\\_failure; matcher failed",
+		"- **s.p.local.c** — failed (unexpectedly passed — remove it from the baseline: catalog/default/known-failures.yaml:4:5)",
 		"| s.p.local.b | known failure (failed as expected) |",
 	} {
 		if !strings.Contains(sum, w) {
@@ -54,7 +54,7 @@ func TestKnownFailureReports(t *testing.T) {
 	junit := string(JUnit(c))
 	for _, w := range []string{
 		`name="s.p.local.b" time="1.000">` + "\n      <skipped>known failure since codex-acp 0.16.0: ends a rejected turn with no message",
-		`<failure message="failed (unexpectedly passed — remove it from the baseline: default/known-failures.yaml:4:5): ok" type="unexpected_pass">`,
+		`<failure message="failed (unexpectedly passed — remove it from the baseline: catalog/default/known-failures.yaml:4:5): ok" type="unexpected_pass">`,
 		`tests="3" failures="1"`,
 	} {
 		if !strings.Contains(junit, w) {

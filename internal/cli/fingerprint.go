@@ -45,7 +45,7 @@ are not part of it.`,
 				}
 			}
 			if len(unknown) > 0 {
-				return usageErrorf("unknown suite: %s", strings.Join(unknown, ", "))
+				return usageErrorf("--suite: unknown suite: %s (use 'agentproof list' to inspect valid cells)", strings.Join(unknown, ", "))
 			}
 			var out []fingerprintEntry
 			for _, s := range c.Suites {
