@@ -87,6 +87,12 @@ type LocalExecutor struct {
 	// workspace.DefaultFinalMaxBytes; `run --final-workspace-bytes`).
 	FinalWorkspaceBytes int64
 
+	// LeaseNotRunHere maps the id of a cell in a leased environment (sandbox,
+	// container) to why this machine cannot provide that environment (the provider's
+	// probe, an image that could not be pinned): a regrade reports its verifier not run
+	// here with that reason instead of setting up a lease (Regrade).
+	LeaseNotRunHere map[string]string
+
 	// GitCache is where git workspace sources are cloned ("" means agentproof/git in
 	// the user's cache directory).
 	GitCache string

@@ -61,19 +61,11 @@ func (x *LocalExecutor) Regrade(ctx context.Context, cell *catalog.Cell, campaig
 	a := &attempt{plan: plan, ev: ev, log: &flowLog{}}
 	var fault *verdict.Fault
 	out := Regraded{}
-	if vf := cell.Case.Verify; vf != nil {
-		ws, why, cleanup := x.regradeWorkspace(src, cell)
-		defer cleanup()
+	if cell.Case.Verify != nil {
+		v, why := x.regradeVerifier(ctx, a, src, secrets)
 		if why != "" {
 			unkept[match.KindCommand] = why
-			copyEvidence(src, ev, secrets, nil)
 		} else {
-			copyEvidence(src, ev, secrets, verifierFiles)
-			v := x.runSteps(ctx, a, ws, vf.Steps, secrets)
-			for i := range v.Records {
-				v.Records[i].DurationMs = 0 // a regrade records no durations: the same inputs give the same bytes
-			}
-			writeJSON(ev, secrets, VerifyFile, verifyDocument(v))
 			obs.Verifiers, obs.HasVerifiers, fault, out.Reran = v.Steps, v.Ran, v.Fault, true
 		}
 	} else {
@@ -146,39 +138,142 @@ func readFinal(src string) (*workspace.Final, string) {
 	return &f, ""
 }
 
-// regradeWorkspace makes the fresh copy of src's final workspace a regraded verifier
-// runs in, in an attempt root of its own (claimed, removed by cleanup), or says why
-// the verifier cannot run again here.
-func (x *LocalExecutor) regradeWorkspace(src string, cell *catalog.Cell) (p *Provisioned, why string, cleanup func()) {
-	cleanup = func() {}
-	if prov := environment.ProviderName(cell.Environment.Provider); prov.Leased() {
-		return nil, fmt.Sprintf("not run here: the verifier of environment %s runs in the cell's %s lease, which a regrade does not make", cell.Environment.ID, prov), cleanup
+// regradeVerifier copies src's evidence into the new attempt directory and runs the
+// current case's verifier again against a fresh copy of src's final workspace
+// (regradeWorkspace), replacing the verifier's own evidence files; why says what kept
+// it from running (then src's evidence is copied whole). A workspace whose lease
+// destruction is not confirmed is the verification's fault (cleanup_failure), as in
+// a run.
+func (x *LocalExecutor) regradeVerifier(ctx context.Context, a *attempt, src string, secrets *redact.Set) (v Verification, why string) {
+	p, why, release := x.regradeWorkspace(ctx, src, a.plan)
+	if why != "" {
+		copyEvidence(src, a.ev, secrets, nil)
+		return v, why
 	}
+	copyEvidence(src, a.ev, secrets, verifierFiles)
+	v = x.runSteps(ctx, a, p, a.plan.Cell.Case.Verify.Steps, secrets)
+	for i := range v.Records {
+		v.Records[i].DurationMs = 0 // a regrade records no durations: the same inputs give the same bytes
+	}
+	if problem := release(); problem != "" && v.Fault == nil {
+		v.Fault = verdict.CleanupFault(fmt.Errorf("the verifier's %s lease of the regrade: %s", p.Lease.lease.Provider, problem))
+	}
+	writeJSON(a.ev, secrets, VerifyFile, verifyDocument(v))
+	return v, ""
+}
+
+// regradeWorkspace makes the fresh copy of src's final workspace a regraded verifier
+// runs in, in an attempt root of its own (claimed, removed by release): for a cell of
+// a leased environment (sandbox, container) in a lease of that environment set up as
+// a run does (regradeLease), else in the root's own directory. why says why the
+// verifier cannot run again: what the stored evidence lacks, a verifier whose files
+// the agent changed, or a machine that cannot provide the cell's environment (not
+// run here, with the reason). release destroys the lease and the root; it returns
+// the lease's cleanup problem ("" when confirmed or there is no lease).
+func (x *LocalExecutor) regradeWorkspace(ctx context.Context, src string, plan campaign.AttemptPlan) (p *Provisioned, why string, release func() string) {
+	release = func() string { return "" }
 	if tampered := storedTampering(src); len(tampered) > 0 {
-		return nil, "the verifier is not run again: the agent changed files it depends on (" + strings.Join(tampered, ", ") + ")", cleanup
+		return nil, "the verifier is not run again: the agent changed files it depends on (" + strings.Join(tampered, ", ") + ")", release
 	}
 	final, why := readFinal(src)
 	if final == nil {
-		return nil, why, cleanup
+		return nil, why, release
+	}
+	env := plan.Cell.Environment
+	leased := needsLease(env)
+	if why := x.LeaseNotRunHere[plan.Cell.ID]; leased && why != "" {
+		return nil, fmt.Sprintf("not run here: the verifier of environment %s runs in a %s lease, which this machine cannot provide: %s", env.ID, env.Provider, why), release
 	}
 	root, err := os.MkdirTemp(x.TempDir, worker.AttemptRootPrefix+"regrade-")
 	if err != nil {
-		return nil, "the verifier cannot run again: " + err.Error(), cleanup
+		return nil, "the verifier cannot run again: " + err.Error(), release
 	}
 	claim, err := worker.ClaimAttemptRoot(root)
 	if err != nil {
 		_ = os.RemoveAll(root)
-		return nil, "the verifier cannot run again: " + err.Error(), cleanup
+		return nil, "the verifier cannot run again: " + err.Error(), release
 	}
-	cleanup = func() {
+	removeRoot := func() {
 		_ = os.RemoveAll(root)
 		_ = claim.Release()
 	}
-	ws := filepath.Join(root, "workspace")
-	if err := final.Restore(ws); err != nil {
-		return nil, "the verifier cannot run again: " + workspace.FinalFile + ": " + err.Error(), cleanup
+	p = &Provisioned{Root: root, Workspace: filepath.Join(root, "workspace")}
+	if leased {
+		if p.Lease, why = x.regradeLease(ctx, plan, root); why == "" {
+			p.Workspace = p.Lease.lease.Workspace
+		}
 	}
-	return &Provisioned{Root: root, Workspace: ws}, "", cleanup
+	if why == "" {
+		why = restoreFinal(final, p)
+	}
+	release = func() string {
+		problem := ""
+		if p.Lease != nil {
+			_, problem = p.Lease.release(context.WithoutCancel(ctx), nil)
+		}
+		removeRoot()
+		return problem
+	}
+	if why != "" {
+		if problem := release(); problem != "" {
+			why += "; and the lease's cleanup: " + problem
+		}
+		return nil, why, func() string { return "" }
+	}
+	return p, "", release
+}
+
+// regradeLease sets up a lease of plan's environment under root/leases for a
+// regraded verifier, as provisionLease does for a run (the environment's pinned
+// shape, image, working directory and mounts) but with no endpoint: the verifier
+// reaches neither a control plane nor a model. why names the failure.
+func (x *LocalExecutor) regradeLease(ctx context.Context, plan campaign.AttemptPlan, root string) (*leaseHold, string) {
+	env := plan.Cell.Environment
+	dir := filepath.Join(root, "leases")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, "the verifier cannot run again: lease root: " + err.Error()
+	}
+	prov := leaseProvider(environment.ProviderName(env.Provider), x.Executable)
+	mounts, tmpfs, _ := catalog.ContainerMounts(env) // validated at load
+	l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: env.ID, ConfigurationKey: env.ConfigurationKey,
+		Shape: shapeOf(env.Resources), Root: dir, Image: imageOf(env), Workdir: workdirOf(env),
+		Owner: "regrade " + plan.CampaignID, WorkspaceMounts: mounts, Tmpfs: tmpfs})
+	if err != nil {
+		return nil, fmt.Sprintf("the verifier cannot run again: its %s lease setup failed: %v", prov.Name(), err)
+	}
+	return &leaseHold{provider: prov, lease: l}, ""
+}
+
+// restoreFinal writes the final workspace into p's workspace, emptied first (a
+// container lease seeds its workspace from the image's working directory: what the
+// agent removed must stay removed), and gives it to the lease's agent user when p
+// has a lease. It returns what failed, "" when done.
+func restoreFinal(final *workspace.Final, p *Provisioned) string {
+	if p.Lease != nil {
+		entries, err := os.ReadDir(p.Workspace)
+		for _, e := range entries {
+			if err == nil {
+				err = os.RemoveAll(filepath.Join(p.Workspace, e.Name()))
+			}
+		}
+		if err != nil {
+			return "the verifier cannot run again: emptying the lease's workspace: " + err.Error()
+		}
+	}
+	if err := final.Restore(p.Workspace); err != nil {
+		return "the verifier cannot run again: " + workspace.FinalFile + ": " + err.Error()
+	}
+	if p.Lease == nil {
+		return ""
+	}
+	disk, ok := p.Lease.provider.(environment.LeaseDisk)
+	if !ok {
+		return fmt.Sprintf("the verifier cannot run again: provider %s cannot give the workspace to its agent user", p.Lease.provider.Name())
+	}
+	if err := disk.Own(p.Lease.lease, p.Workspace); err != nil {
+		return "the verifier cannot run again: giving the restored workspace to the lease's user: " + err.Error()
+	}
+	return ""
 }
 
 // storedTampering is the protected files verify.json of src says the agent changed.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,8 @@ import (
 	"github.com/agentproof/agentproof/campaign"
 	"github.com/agentproof/agentproof/campaign/attempt"
 	"github.com/agentproof/agentproof/catalog"
+	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/providers"
 	"github.com/agentproof/agentproof/report"
 	"github.com/agentproof/agentproof/result"
 	"github.com/agentproof/agentproof/verdict"
@@ -76,7 +79,9 @@ nonce) over the observation the attempt kept (grading.json). A case with a verif
 runs its current verify steps again against a fresh copy of the final workspace the
 attempt kept (workspace-final.json), in the same isolation as in a run: a process tree
 of its own, an explicit environment with a fresh HOME, no network unless the step
-declares it, its own deadline. What the matchers cannot change (a leak, a cleanup
+declares it, its own deadline. A verifier of a sandbox or container environment runs
+again in a lease of that environment set up as 'run' sets it up (the final workspace
+restored into it, its cleanup confirmed). What the matchers cannot change (a leak, a cleanup
 failure, a harness fault, a missed deadline, a tampered verifier, a flow contract
 violation) stays as the source attempt recorded it.
 
@@ -84,8 +89,9 @@ When the stored evidence lacks a fact a matcher reads, that matcher is not reach
 and the cell is inconclusive, naming what is missing (never passed, never failed): a
 file matcher of a case without a verifier (its files were not kept), a final
 workspace over its bound (run --final-workspace-bytes), an attempt made before
-agentproof kept grading.json. A verifier whose environment runs it in a lease (sandbox)
-is not run here: its command matchers are inconclusive, saying so.
+agentproof kept grading.json. A verifier of a sandbox or container environment this
+machine cannot provide (what 'agentproof environments probe' reports) is not run here:
+its command matchers are inconclusive, with the reason.
 
 The new campaign is <results>/<id>/ (--campaign, default
 <campaign>-regrade-<12 hex digits of the new fingerprint>), with campaign.json,
@@ -140,6 +146,9 @@ func (a *app) regrade(cmd *cobra.Command, srcID string, o regradeOptions) error 
 	if err != nil {
 		return err
 	}
+	// The container images are pinned as run and report pin them (the image built
+	// on this machine, reused), so that an unchanged suite keeps its definition.
+	unpinned := pinImages(cmd.Context(), cat, sourceCells(cat, src))
 	fp := regradeFingerprint(cat, src)
 	id := o.campaignID
 	if id == "" {
@@ -161,7 +170,7 @@ func (a *app) regrade(cmd *cobra.Command, srcID string, o regradeOptions) error 
 	if _, err := worker.BecomeSubreaper(); err != nil {
 		fmt.Fprintf(a.stderr, "agentproof: %v\n", err)
 	}
-	cells, err := a.regradeAttempts(cmd, cat, srcDir, srcID, id, o)
+	cells, err := a.regradeAttempts(cmd, cat, srcDir, srcID, id, o, unpinned)
 	if err != nil {
 		return err
 	}
@@ -216,13 +225,20 @@ func regradeFingerprint(cat *catalog.Catalog, src *result.Campaign) string {
 
 // regradeAttempts grades every valid stored attempt of the source again into the new
 // campaign id, and returns what each became.
-func (a *app) regradeAttempts(cmd *cobra.Command, cat *catalog.Catalog, srcDir, srcID, id string, o regradeOptions) ([]regradeCell, error) {
+func (a *app) regradeAttempts(cmd *cobra.Command, cat *catalog.Catalog, srcDir, srcID, id string, o regradeOptions, unpinned map[string]string) ([]regradeCell, error) {
 	cands, err := result.LoadCandidates(srcDir)
 	if err != nil {
 		return nil, &UsageError{Err: err}
 	}
-	x := &attempt.LocalExecutor{ResultsRoot: o.results, CLIs: locatePinned(cat, o.agentsDir)}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("locating the agentproof executable: %w", err)
+	}
+	x := &attempt.LocalExecutor{ResultsRoot: o.results, Executable: exe, CLIs: locatePinned(cat, o.agentsDir)}
 	defer x.Close()
+	if x.LeaseNotRunHere, err = leasedVerifiers(cmd.Context(), cat, cands, unpinned); err != nil {
+		return nil, err
+	}
 	var out []regradeCell
 	for _, c := range cands {
 		if !c.Valid() {
@@ -246,6 +262,36 @@ func (a *app) regradeAttempts(cmd *cobra.Command, cat *catalog.Catalog, srcDir, 
 		out = append(out, regradeCell{ExecutionID: res.ExecutionID, Attempt: c.Dir, Before: c.Result.Verdict, After: res.Verdict, Reason: res.Error})
 	}
 	return out, nil
+}
+
+// sourceCells is the catalog's cells of the suites the source campaign ran.
+func sourceCells(cat *catalog.Catalog, src *result.Campaign) []*catalog.Cell {
+	var out []*catalog.Cell
+	for _, c := range cat.Cells {
+		if slices.ContainsFunc(src.Suites, func(s result.SuiteSummary) bool { return s.SuiteID == c.Suite.ID }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// leasedVerifiers probes, before any verifier runs again, the leased providers
+// (sandbox, container) of the cells to regrade whose current case has a verifier,
+// as run probes them: it returns each cell this machine cannot provide the
+// environment of, with the reason (the probe's, or why its image could not be
+// pinned: unpinned), so that its verifier is reported not run here.
+func leasedVerifiers(ctx context.Context, cat *catalog.Catalog, cands []result.Candidate, unpinned map[string]string) (map[string]string, error) {
+	var cells []*catalog.Cell
+	for _, c := range cands {
+		cell := cat.Cell(c.Result.ExecutionID)
+		if c.Valid() && cell != nil && cell.Case.Verify != nil && environment.ProviderName(cell.Environment.Provider).Leased() && !slices.Contains(cells, cell) {
+			cells = append(cells, cell)
+		}
+	}
+	if len(cells) == 0 {
+		return nil, nil
+	}
+	return notRunHere(ctx, cells, catalog.Selector{}, providers.All(), unpinned)
 }
 
 // regradedResult is the source attempt's result with the regrade's verdict, matcher
