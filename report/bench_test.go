@@ -139,3 +139,18 @@ func BenchmarkReportHistory(b *testing.B) {
 		}
 	}
 }
+
+// TestDefaultHistorySize holds the bound docs/regressions.md promises: the default
+// catalog run daily, bounded by the default --history-keep, keeps history.json under
+// 5 MB (a year of daily campaigns trimmed as every report trims it).
+func TestDefaultHistorySize(t *testing.T) {
+	t.Parallel()
+	h := defaultSizedHistory(t, 365).Trim(result.DefaultHistoryKeep)
+	b, err := result.EncodeHistory(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) >= 5_000_000 {
+		t.Errorf("history.json of the default catalog run daily, %d campaigns kept: %d bytes, want under 5 MB (lower result.DefaultHistoryKeep or shrink the entries)", len(h.Campaigns), len(b))
+	}
+}

@@ -170,9 +170,18 @@ func encodeJSON(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// EncodeHistory encodes a history as history.json is written (two-space indentation,
-// no HTML escaping, final newline).
-func EncodeHistory(h *History) ([]byte, error) { return encodeJSON(h) }
+// EncodeHistory encodes a history as history.json is written: compact (no indentation:
+// a third of an indented file is white space, and the file holds every cell of every
+// kept campaign), no HTML escaping, final newline.
+func EncodeHistory(h *History) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(h); err != nil {
+		return nil, fmt.Errorf("encoding JSON: %w", err)
+	}
+	return buf.Bytes(), nil
+}
 
 // EncodeResult encodes a result as result.json is written (two-space indentation, no
 // HTML escaping, final newline).

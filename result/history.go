@@ -209,7 +209,7 @@ func (h *History) Merge(entry HistoryCampaign) *History {
 
 // DefaultHistoryKeep is how many campaigns history.json keeps per suite definition by
 // default: the default catalog run daily keeps four weeks, under 5 MB
-// (report.BenchmarkReportHistory).
+// (report.TestDefaultHistorySize holds it; report.BenchmarkReportHistory measures it).
 const DefaultHistoryKeep = 28
 
 // Trim returns h bounded to the newest keep campaigns of every suite definition (suite
