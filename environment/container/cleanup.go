@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/environment"
-	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/environment/hostlease"
 )
 
 // Cleanup destroys a container lease and confirms it (see environment.Provider): it
@@ -45,32 +45,8 @@ func (p *Provider) Cleanup(ctx context.Context, l *environment.Lease) (r environ
 			r.Remaining.Containers = left
 		}
 	}
-	if ms, err := sandbox.MountsUnder(l.Dir); err == nil {
-		r.Found.Mounts = ms
-	}
-	disk := sandbox.Inventory(st.Disk)
-	r.Found.Files, r.Found.FileCount, r.Found.FileBytes = disk.Files, disk.FileCount, disk.FileBytes
-	remainingMounts, err := sandbox.UnmountAll(l.Dir, p.opt.RemoveWait)
-	r.Remaining.Mounts = remainingMounts
-	if err != nil {
-		r.Errors = append(r.Errors, err.Error())
-	}
-	if len(r.Remaining.Mounts) == 0 {
-		if err := os.RemoveAll(l.Dir); err != nil {
-			r.Errors = append(r.Errors, err.Error())
-		}
-	}
-	for _, dir := range []string{l.Dir, l.SocketDir} {
-		if dir == l.SocketDir {
-			_ = os.RemoveAll(dir) // leaseState checked its shape: it holds only sockets
-		}
-		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
-			rest := sandbox.Inventory(dir)
-			r.Remaining.Files = append(append(r.Remaining.Files, dir), rest.Files...)
-			r.Remaining.FileCount += rest.FileCount + 1
-			r.Remaining.FileBytes += rest.FileBytes
-		}
-	}
+	hostlease.Unmount(l, st.Disk, p.opt.RemoveWait, &r)
+	hostlease.RemoveDirs(l, &r)
 	r.Confirmed = r.Remaining.Empty() && len(r.Errors) == 0
 	return r
 }
@@ -159,9 +135,9 @@ const sweepUnmountWait = 5 * time.Second
 // named for the lease, a socket directory of MakeSocketDir's shape).
 func sweepLeaseDirs(leaseID, leaseDir, socketDir string) {
 	if environment.ValidLeaseID(leaseID) && filepath.IsAbs(leaseDir) && filepath.Base(leaseDir) == leaseID {
-		_, _ = sandbox.UnmountAll(filepath.Join(leaseDir, "disk"), sweepUnmountWait)
+		_, _ = hostlease.UnmountAll(filepath.Join(leaseDir, "disk"), sweepUnmountWait)
 	}
-	if sandbox.ValidSocketDir(socketDir) {
+	if hostlease.ValidSocketDir(socketDir) {
 		_ = os.RemoveAll(socketDir)
 	}
 }

@@ -28,16 +28,13 @@ package container
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/hostlease"
 	"github.com/agentproof/agentproof/environment/sandbox"
 )
 
@@ -145,19 +142,9 @@ func leaseState(l *environment.Lease) (state, error) {
 	if !filepath.IsAbs(st.Executable) || !filepath.IsAbs(st.EnginePath) {
 		p = append(p, "executable and engine must be absolute paths")
 	}
-	if st.Disk != filepath.Join(l.Dir, "disk") {
-		p = append(p, fmt.Sprintf("disk %q is not the lease directory's disk", st.Disk))
-	}
-	if !sandbox.ValidSocketDir(l.SocketDir) {
-		p = append(p, fmt.Sprintf("socket directory %q is not a lease socket directory", l.SocketDir))
-	}
+	p = append(p, hostlease.Problems(l, st.Disk)...)
 	if msg := ImageRefProblem(l.Image); msg != "" {
 		p = append(p, msg)
-	}
-	for i, e := range l.Endpoints {
-		if e.Socket != filepath.Join(l.SocketDir, e.Name+".sock") {
-			p = append(p, fmt.Sprintf("endpoints[%d].socket %q is not %s/%s.sock", i, e.Socket, l.SocketDir, e.Name))
-		}
 	}
 	if len(p) > 0 {
 		return st, &environment.SpecError{What: "lease " + l.ID, Problems: p}
@@ -173,16 +160,7 @@ func (p *Provider) DiskDir(l *environment.Lease, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if name == "" || name == "." || name == ".." || strings.ContainsFunc(name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
-	}) || slices.Contains([]string{"home", "tmp", "shm", "runs", "workspace"}, name) {
-		return "", &environment.SpecError{What: "disk directory", Problems: []string{fmt.Sprintf("name %q must be one path element of [A-Za-z0-9._-] and not a reserved one", name)}}
-	}
-	dir := filepath.Join(st.Disk, name)
-	if err := sandbox.MkdirOwned(dir, st.UID, st.GID); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
-	}
-	return dir, nil
+	return hostlease.DiskDir(st.Disk, name, st.UID, st.GID)
 }
 
 // Own gives path and everything under it (links themselves) to l's container user;
@@ -192,11 +170,7 @@ func (p *Provider) Own(l *environment.Lease, path string) error {
 	if err != nil {
 		return err
 	}
-	if !filepath.IsAbs(path) || filepath.Clean(path) != path ||
-		(!environment.Within(st.Disk, path) && (l.Workspace == "" || !environment.Within(l.Workspace, path))) {
-		return &environment.SpecError{What: "container own", Problems: []string{fmt.Sprintf("%q is neither on the lease disk %s nor in the workspace", path, st.Disk)}}
-	}
-	return sandbox.ChownTree(path, st.UID, st.GID)
+	return hostlease.Own(l, st.Disk, path, st.UID, st.GID, "container own")
 }
 
 // StartBridge serves l's endpoints on its bridge sockets (the sandbox's bridge, the

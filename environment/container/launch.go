@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/hostlease"
 	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -39,7 +40,7 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 		scratch = filepath.Join(st.Disk, "runs", strconv.Itoa(n))
 		err := os.MkdirAll(filepath.Dir(scratch), 0o711)
 		if err == nil {
-			err = sandbox.MkdirOwned(scratch, st.UID, st.GID)
+			err = hostlease.MkdirOwned(scratch, st.UID, st.GID)
 		}
 		if err == nil {
 			err = makeScratch(scratch, st.UID, st.GID)

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/agentproof/agentproof/environment"
-	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/environment/hostlease"
 )
 
 // Labels every container of a lease carries.
@@ -52,22 +52,15 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	if img.Ref != spec.Image {
 		return nil, fmt.Errorf("container lease: image %s resolves to %s: the digest does not match", spec.Image, img.Ref)
 	}
-	id, err := environment.NewLeaseID()
+	l, err := hostlease.New(spec, environment.ProviderContainer, p.opt.Now())
 	if err != nil {
 		return nil, err
 	}
-	l := &environment.Lease{Schema: environment.LeaseSchema, ID: id, Provider: environment.ProviderContainer,
-		EnvironmentID: spec.EnvironmentID, ConfigurationKey: spec.ConfigurationKey, Shape: spec.Shape, Reuse: spec.Reuse,
-		StartedAt: p.opt.Now().UTC(), Dir: filepath.Join(spec.Root, id), Live: spec.Live, Image: spec.Image, Workdir: spec.Workdir,
-		WorkspaceMounts: spec.WorkspaceMounts, Tmpfs: spec.Tmpfs}
+	l.Image, l.Workdir, l.WorkspaceMounts, l.Tmpfs = spec.Image, spec.Workdir, spec.WorkspaceMounts, spec.Tmpfs
 	st := state{Engine: eng.Name, EnginePath: eng.Path, Runtime: eng.Runtime, EngineVersion: version, ImageID: img.ID,
 		UID: NobodyID, GID: NobodyID, Executable: p.opt.Executable, Disk: filepath.Join(l.Dir, "disk"),
 		OwnerPID: os.Getpid(), OwnerStart: processStart(os.Getpid()), Owner: spec.Owner}
-	if err := os.Mkdir(l.Dir, 0o711); err != nil {
-		return nil, fmt.Errorf("container lease: %w", err)
-	}
-	if l.SocketDir, err = sandbox.MakeSocketDir(); err != nil {
-		_ = os.Remove(l.Dir)
+	if err := hostlease.Make(l, spec.Endpoints); err != nil {
 		return nil, fmt.Errorf("container lease: %w", err)
 	}
 	fail := func(err error) (*environment.Lease, error) {
@@ -75,20 +68,13 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 		_ = p.Cleanup(context.WithoutCancel(ctx), l)
 		return nil, fmt.Errorf("container lease: %w", err)
 	}
-	for _, e := range spec.Endpoints {
-		e.Socket = filepath.Join(l.SocketDir, e.Name+".sock")
-		l.Endpoints = append(l.Endpoints, e)
-	}
 	if err := provision(l, st, spec); err != nil {
 		return fail(err)
 	}
 	if err := seedWorkdir(ctx, eng, l, st); err != nil {
 		return fail(err)
 	}
-	if l.State, err = json.Marshal(st); err != nil {
-		return fail(err)
-	}
-	if err := environment.WriteLeaseFile(l); err != nil {
+	if err := hostlease.Save(l, st); err != nil {
 		return fail(err)
 	}
 	return l, nil
@@ -153,30 +139,19 @@ func provision(l *environment.Lease, st state, spec environment.LeaseSpec) error
 			return err
 		}
 	}
-	if err := sandbox.MountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
+	if err := hostlease.MountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
 		return err
 	}
 	if err := makeScratch(st.Disk, st.UID, st.GID); err != nil {
 		return err
 	}
-	l.Workspace = spec.Workspace
-	if l.Workspace == "" {
-		l.Workspace = filepath.Join(st.Disk, "workspace")
-		return sandbox.MkdirOwned(l.Workspace, st.UID, st.GID)
-	}
-	if fi, err := os.Stat(l.Workspace); err != nil || !fi.IsDir() {
-		return fmt.Errorf("workspace %s must be an existing directory", l.Workspace)
-	}
-	if err := sandbox.ChownTree(l.Workspace, st.UID, st.GID); err != nil {
-		return fmt.Errorf("giving the workspace to the container user: %w", err)
-	}
-	return nil
+	return hostlease.Workspace(l, spec.Workspace, st.Disk, st.UID, st.GID, "container user")
 }
 
 // makeScratch creates HOME and /tmp of a launch under dir, owned by the container user.
 func makeScratch(dir string, uid, gid int) error {
 	for _, name := range []string{"home", "tmp"} {
-		if err := sandbox.MkdirOwned(filepath.Join(dir, name), uid, gid); err != nil {
+		if err := hostlease.MkdirOwned(filepath.Join(dir, name), uid, gid); err != nil {
 			return err
 		}
 	}
@@ -247,5 +222,5 @@ func seedWorkdir(ctx context.Context, eng Engine, l *environment.Lease, st state
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("seeding the workspace from the image's %s: %v: %s", l.Workdir, err, strings.TrimSpace(string(out)))
 	}
-	return sandbox.ChownTree(l.Workspace, st.UID, st.GID)
+	return hostlease.ChownTree(l.Workspace, st.UID, st.GID)
 }

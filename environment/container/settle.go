@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/hostlease"
 	"github.com/agentproof/agentproof/environment/sandbox"
 	"github.com/agentproof/agentproof/worker"
 )
@@ -76,7 +77,7 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 	if w := sandbox.WritesOutside(x.scratch, x.mountPoints); w != "" {
 		s.Facts[sandbox.FactWritesOutside] = w
 	}
-	if full, err := sandbox.DiskFull(x.st.Disk); err == nil && full {
+	if full, err := hostlease.DiskFull(x.st.Disk); err == nil && full {
 		shape := x.lease.Shape
 		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceDisk, Limit: shape.DiskBytes, Events: 1,
 			Detail: fmt.Sprintf("disk limit %d bytes: the lease disk is full", shape.DiskBytes)})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/hostlease"
 )
 
 // A lease's processes live in one cgroup per hierarchy that serves it (docs/
@@ -131,7 +132,7 @@ func cgroupMounts() ([]cgroupMount, error) {
 		if len(a) < 5 || len(b) < 3 {
 			continue
 		}
-		m := cgroupMount{point: unescapeMount(a[4]), root: unescapeMount(a[3])}
+		m := cgroupMount{point: hostlease.UnescapeMount(a[4]), root: hostlease.UnescapeMount(a[3])}
 		switch b[0] {
 		case "cgroup2":
 			m.version = 2
@@ -149,25 +150,6 @@ func cgroupMounts() ([]cgroupMount, error) {
 		out = append(out, m)
 	}
 	return out, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space, …).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // ownCgroups maps "v2" and each v1 hierarchy's sorted controller list ("cpu",

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/hostlease"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -263,7 +264,7 @@ func othersCannotRead(fi os.FileInfo, uid int) string {
 }
 
 func makeScratchAt(dir string, uid, gid int) error {
-	if err := mkdirOwned(dir, uid, gid); err != nil {
+	if err := hostlease.MkdirOwned(dir, uid, gid); err != nil {
 		return err
 	}
 	return makeScratch(dir, uid, gid)
@@ -491,7 +492,7 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 	if w := writesOutside(x.scratch, x.mountPoints); w != "" {
 		s.Facts[FactWritesOutside] = w
 	}
-	if full, err := diskFull(x.st.Disk); err == nil && full {
+	if full, err := hostlease.DiskFull(x.st.Disk); err == nil && full {
 		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceDisk, Limit: shape.DiskBytes, Events: 1,
 			Detail: fmt.Sprintf("disk limit %d bytes: the lease disk is full", shape.DiskBytes)})
 	}

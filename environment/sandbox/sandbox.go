@@ -35,12 +35,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/hostlease"
 )
 
 // Hidden commands of the agentproof binary the provider runs (internal/cli wires them).
@@ -164,17 +163,7 @@ func leaseState(l *environment.Lease) (state, error) {
 	if !filepath.IsAbs(st.Executable) || !filepath.IsAbs(st.Bwrap) {
 		p = append(p, "executable and bwrap must be absolute paths")
 	}
-	if st.Disk != filepath.Join(l.Dir, "disk") {
-		p = append(p, fmt.Sprintf("disk %q is not the lease directory's disk", st.Disk))
-	}
-	if !validSocketDir(l.SocketDir) {
-		p = append(p, fmt.Sprintf("socket directory %q is not a lease socket directory (%s/%s<16 hex>)", l.SocketDir, strings.Join(socketBases, " or "), socketDirPrefix))
-	}
-	for i, e := range l.Endpoints {
-		if e.Socket != filepath.Join(l.SocketDir, e.Name+".sock") {
-			p = append(p, fmt.Sprintf("endpoints[%d].socket %q is not %s/%s.sock", i, e.Socket, l.SocketDir, e.Name))
-		}
-	}
+	p = append(p, hostlease.Problems(l, st.Disk)...)
 	for _, c := range st.Cgroups {
 		if filepath.Base(c.Path) != cgroupPrefix+l.ID {
 			p = append(p, fmt.Sprintf("cgroup %q is not named for the lease", c.Path))
@@ -184,58 +173,6 @@ func leaseState(l *environment.Lease) (state, error) {
 		return st, &environment.SpecError{What: "lease " + l.ID, Problems: p}
 	}
 	return st, nil
-}
-
-// maxSocketPath is the longest bridge socket path a sockaddr_un holds (108 bytes with
-// the terminating NUL).
-const maxSocketPath = 107
-
-// A lease's bridge sockets live in a short directory of their own,
-// <base>/apf-<16 random hex digits> (mode 0711, root's; removed and confirmed gone by
-// Cleanup), so that the socket path fits in maxSocketPath whatever the depth of the
-// lease root ($TMPDIR). The base is the first of socketBases that is a directory:
-// /run (root's own tmpfs) or else /tmp. The longest socket path is 9+4+16+1+32+5 = 67
-// bytes.
-const socketDirPrefix = "apf-"
-
-var socketBases = []string{"/run", "/tmp"}
-
-// validSocketDir reports whether dir has the shape of a lease socket directory.
-func validSocketDir(dir string) bool {
-	name, ok := strings.CutPrefix(filepath.Base(dir), socketDirPrefix)
-	if !ok || len(name) != 16 || strings.Trim(name, "0123456789abcdef") != "" || filepath.Clean(dir) != dir {
-		return false
-	}
-	return slices.Contains(socketBases, filepath.Dir(dir))
-}
-
-// makeSocketDir creates a fresh lease socket directory (see socketDirPrefix).
-func makeSocketDir() (string, error) {
-	base := ""
-	for _, b := range socketBases {
-		if fi, err := os.Stat(b); err == nil && fi.IsDir() {
-			base = b
-			break
-		}
-	}
-	if base == "" {
-		return "", fmt.Errorf("no directory for the bridge sockets (%s)", strings.Join(socketBases, ", "))
-	}
-	id, err := environment.NewLeaseID() // 16 random hex digits after "lease-"
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(base, socketDirPrefix+strings.TrimPrefix(id, "lease-"))
-	if err := os.Mkdir(dir, 0o700); err != nil { // fails on an existing name: never reuse one
-		return "", fmt.Errorf("bridge socket directory: %w", err)
-	}
-	// The sandbox user must traverse it to reach its sockets (0600, its own); it can
-	// neither list it nor create anything in it.
-	if err := os.Chmod(dir, 0o711); err != nil {
-		_ = os.Remove(dir)
-		return "", fmt.Errorf("bridge socket directory: %w", err)
-	}
-	return dir, nil
 }
 
 // Setup creates a sandbox lease (see the package doc). spec needs a pinned shape and a
@@ -253,20 +190,13 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	if err != nil {
 		return nil, fmt.Errorf("sandbox lease: %w", err)
 	}
-	id, err := environment.NewLeaseID()
+	l, err := hostlease.New(spec, environment.ProviderSandbox, p.opt.Now())
 	if err != nil {
 		return nil, err
 	}
-	l := &environment.Lease{Schema: environment.LeaseSchema, ID: id, Provider: environment.ProviderSandbox,
-		EnvironmentID: spec.EnvironmentID, ConfigurationKey: spec.ConfigurationKey, Shape: spec.Shape, Reuse: spec.Reuse,
-		StartedAt: p.opt.Now().UTC(), Dir: filepath.Join(spec.Root, id), Live: spec.Live}
 	st := state{UID: p.opt.UID, GID: p.opt.GID, Executable: p.opt.Executable, Bwrap: p.opt.Bwrap, BwrapVersion: version,
 		Disk: filepath.Join(l.Dir, "disk"), NoCgroupKill: p.opt.NoCgroupKill}
-	if err := os.Mkdir(l.Dir, 0o711); err != nil {
-		return nil, fmt.Errorf("sandbox lease: %w", err)
-	}
-	if l.SocketDir, err = makeSocketDir(); err != nil {
-		_ = os.Remove(l.Dir)
+	if err := hostlease.Make(l, spec.Endpoints); err != nil {
 		return nil, fmt.Errorf("sandbox lease: %w", err)
 	}
 	fail := func(err error) (*environment.Lease, error) {
@@ -274,20 +204,10 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 		_ = p.Cleanup(context.WithoutCancel(ctx), l)
 		return nil, fmt.Errorf("sandbox lease: %w", err)
 	}
-	for _, e := range spec.Endpoints {
-		e.Socket = filepath.Join(l.SocketDir, e.Name+".sock")
-		if len(e.Socket) > maxSocketPath { // cannot happen with a valid endpoint name; kept as the invariant
-			return fail(fmt.Errorf("bridge socket path %s is longer than %d bytes", e.Socket, maxSocketPath))
-		}
-		l.Endpoints = append(l.Endpoints, e)
-	}
 	if err := provision(l, &st, spec); err != nil {
 		return fail(err)
 	}
-	if l.State, err = json.Marshal(st); err != nil {
-		return fail(err)
-	}
-	if err := environment.WriteLeaseFile(l); err != nil {
+	if err := hostlease.Save(l, st); err != nil {
 		return fail(err)
 	}
 	return l, nil
@@ -334,43 +254,24 @@ func provision(l *environment.Lease, st *state, spec environment.LeaseSpec) erro
 			return err
 		}
 	}
-	if err := mountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
+	if err := hostlease.MountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
 		return err
 	}
 	if err := makeScratch(st.Disk, st.UID, st.GID); err != nil {
 		return err
 	}
-	l.Workspace = spec.Workspace
-	if l.Workspace == "" {
-		l.Workspace = filepath.Join(st.Disk, "workspace")
-		return mkdirOwned(l.Workspace, st.UID, st.GID)
-	}
-	if fi, err := os.Stat(l.Workspace); err != nil || !fi.IsDir() {
-		return fmt.Errorf("workspace %s must be an existing directory", l.Workspace)
-	}
-	// The sandbox user must own its workspace (content seeded before Setup included).
-	if err := chownTree(l.Workspace, st.UID, st.GID); err != nil {
-		return fmt.Errorf("giving the workspace to the sandbox user: %w", err)
-	}
-	return nil
+	return hostlease.Workspace(l, spec.Workspace, st.Disk, st.UID, st.GID, "sandbox user")
 }
 
 // makeScratch creates HOME, /tmp and /dev/shm of a launch under dir, owned by the
 // sandbox user.
 func makeScratch(dir string, uid, gid int) error {
 	for _, name := range []string{"home", "tmp", "shm"} {
-		if err := mkdirOwned(filepath.Join(dir, name), uid, gid); err != nil {
+		if err := hostlease.MkdirOwned(filepath.Join(dir, name), uid, gid); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func mkdirOwned(path string, uid, gid int) error {
-	if err := os.Mkdir(path, 0o700); err != nil {
-		return err
-	}
-	return os.Lchown(path, uid, gid)
 }
 
 // Cleanup destroys a sandbox lease and confirms it (see environment.Provider): it kills
@@ -395,41 +296,10 @@ func (p *Provider) Cleanup(_ context.Context, l *environment.Lease) (r environme
 	for _, pid := range left {
 		r.Remaining.Processes = append(r.Remaining.Processes, environment.Process{PID: pid, Comm: comm(pid)})
 	}
-	if ms, err := mountsUnder(l.Dir); err == nil {
-		r.Found.Mounts = ms
-	}
-	disk := inventory(st.Disk)
-	r.Found.Files, r.Found.FileCount, r.Found.FileBytes = disk.Files, disk.FileCount, disk.FileBytes
-	remainingMounts, err := unmountAll(l.Dir, p.opt.KillWait)
-	r.Remaining.Mounts = remainingMounts
-	if err != nil {
-		r.Errors = append(r.Errors, err.Error())
-	}
+	hostlease.Unmount(l, st.Disk, p.opt.KillWait, &r)
 	r.Found.Cgroups = existingCgroups(st.Cgroups)
 	r.Remaining.Cgroups = removeCgroups(st.Cgroups, p.opt.KillWait)
-	if len(r.Remaining.Mounts) == 0 {
-		// Only once nothing is mounted under it: RemoveAll must never descend into a
-		// mounted filesystem it did not mean to empty.
-		if err := os.RemoveAll(l.Dir); err != nil {
-			r.Errors = append(r.Errors, err.Error())
-		}
-	}
-	if _, err := os.Lstat(l.Dir); !errors.Is(err, os.ErrNotExist) {
-		rest := inventory(l.Dir)
-		r.Remaining.Files = append([]string{l.Dir}, rest.Files...)
-		r.Remaining.FileCount, r.Remaining.FileBytes = rest.FileCount+1, rest.FileBytes
-	}
-	// The socket directory holds only the bridge's sockets (leaseState checked its
-	// shape, so this never removes anything else).
-	if err := os.RemoveAll(l.SocketDir); err != nil {
-		r.Errors = append(r.Errors, err.Error())
-	}
-	if _, err := os.Lstat(l.SocketDir); !errors.Is(err, os.ErrNotExist) {
-		rest := inventory(l.SocketDir)
-		r.Remaining.Files = append(r.Remaining.Files, l.SocketDir)
-		r.Remaining.Files = append(r.Remaining.Files, rest.Files...)
-		r.Remaining.FileCount, r.Remaining.FileBytes = r.Remaining.FileCount+rest.FileCount+1, r.Remaining.FileBytes+rest.FileBytes
-	}
+	hostlease.RemoveDirs(l, &r)
 	removeStageDir(l.SocketDir, &r)
 	r.Confirmed = r.Remaining.Empty() && len(r.Errors) == 0
 	return r
@@ -475,16 +345,7 @@ func DiskDir(l *environment.Lease, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if name == "" || name == "." || name == ".." || strings.ContainsFunc(name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
-	}) || slices.Contains([]string{"home", "tmp", "shm", "runs", "workspace"}, name) {
-		return "", &environment.SpecError{What: "disk directory", Problems: []string{fmt.Sprintf("name %q must be one path element of [A-Za-z0-9._-] and not a reserved one", name)}}
-	}
-	dir := filepath.Join(st.Disk, name)
-	if err := mkdirOwned(dir, st.UID, st.GID); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
-	}
-	return dir, nil
+	return hostlease.DiskDir(st.Disk, name, st.UID, st.GID)
 }
 
 // Own gives path and everything under it (symbolic links themselves, never followed)
@@ -497,9 +358,5 @@ func Own(l *environment.Lease, path string) error {
 	if err != nil {
 		return err
 	}
-	if !filepath.IsAbs(path) || filepath.Clean(path) != path ||
-		(!environment.Within(st.Disk, path) && (l.Workspace == "" || !environment.Within(l.Workspace, path))) {
-		return &environment.SpecError{What: "sandbox own", Problems: []string{fmt.Sprintf("%q is neither on the lease disk %s nor in the workspace", path, st.Disk)}}
-	}
-	return chownTree(path, st.UID, st.GID)
+	return hostlease.Own(l, st.Disk, path, st.UID, st.GID, "sandbox own")
 }

@@ -1,4 +1,4 @@
-package sandbox
+package hostlease
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,9 +23,9 @@ import (
 // are RAM and are charged to the memory cgroup of the process that writes them, so the
 // memory limit covers them too (docs/environments.md).
 
-// mountDisk mounts a tmpfs of size bytes on dir (nosuid, nodev; its root owned by
+// MountDisk mounts a tmpfs of size bytes on dir (nosuid, nodev; its root owned by
 // uid:gid, mode 0700).
-func mountDisk(dir string, size int64, uid, gid int) error {
+func MountDisk(dir string, size int64, uid, gid int) error {
 	opts := fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", size, uid, gid)
 	if err := syscall.Mount("agentproof-lease", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mounting the lease disk (tmpfs %s) on %s: %w", opts, dir, err)
@@ -32,9 +33,9 @@ func mountDisk(dir string, size int64, uid, gid int) error {
 	return nil
 }
 
-// mountsUnder lists the mount points in /proc/self/mountinfo at or under dir, deepest
+// MountsUnder lists the mount points in /proc/self/mountinfo at or under dir, deepest
 // first.
-func mountsUnder(dir string) ([]string, error) {
+func MountsUnder(dir string) ([]string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func mountsUnder(dir string) ([]string, error) {
 		if len(fields) < 5 {
 			continue
 		}
-		if p := unescapeMount(fields[4]); environment.Within(dir, p) {
+		if p := UnescapeMount(fields[4]); environment.Within(dir, p) {
 			out = append(out, p)
 		}
 	}
@@ -63,13 +64,13 @@ func mountsUnder(dir string) ([]string, error) {
 	return out, sc.Err()
 }
 
-// unmountAll unmounts every mount at or under dir and reports those that remain. A
+// UnmountAll unmounts every mount at or under dir and reports those that remain. A
 // busy mount is retried until wait passes; it is never detached lazily, because a lazy
 // detach hides a mount that something still uses instead of confirming it gone.
-func unmountAll(dir string, wait time.Duration) (remaining []string, err error) {
+func UnmountAll(dir string, wait time.Duration) (remaining []string, err error) {
 	deadline := time.Now().Add(wait)
 	for {
-		ms, err := mountsUnder(dir)
+		ms, err := MountsUnder(dir)
 		if err != nil {
 			return nil, fmt.Errorf("reading mounts: %w", err)
 		}
@@ -83,7 +84,7 @@ func unmountAll(dir string, wait time.Duration) (remaining []string, err error) 
 			}
 		}
 		if time.Now().After(deadline) {
-			ms, _ = mountsUnder(dir)
+			ms, _ = MountsUnder(dir)
 			return ms, errors.Join(errs...)
 		}
 		if len(errs) > 0 {
@@ -92,9 +93,9 @@ func unmountAll(dir string, wait time.Duration) (remaining []string, err error) 
 	}
 }
 
-// inventory counts the files under dir (not following symbolic links), keeping the
+// Inventory counts the files under dir (not following symbolic links), keeping the
 // first environment.MaxInventoryFiles paths.
-func inventory(dir string) environment.Inventory {
+func Inventory(dir string) environment.Inventory {
 	var inv environment.Inventory
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || path == dir {
@@ -114,8 +115,8 @@ func inventory(dir string) environment.Inventory {
 	return inv
 }
 
-// diskFull reports whether the filesystem at dir has less than one block free.
-func diskFull(dir string) (bool, error) {
+// DiskFull reports whether the filesystem at dir has less than one block free.
+func DiskFull(dir string) (bool, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return false, err
@@ -123,13 +124,41 @@ func diskFull(dir string) (bool, error) {
 	return st.Bavail == 0, nil
 }
 
-// chownTree gives every file under root (root included, symbolic links themselves)
+// ChownTree gives every file under root (root included, symbolic links themselves)
 // to uid:gid.
-func chownTree(root string, uid, gid int) error {
+func ChownTree(root string, uid, gid int) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		return os.Lchown(path, uid, gid)
 	})
+}
+
+// MkdirOwned creates path (mode 0700) owned by uid:gid. Errors: the directory's
+// creation (os.ErrExist when it exists) or its chown.
+func MkdirOwned(path string, uid, gid int) error {
+	if err := os.Mkdir(path, 0o700); err != nil {
+		return err
+	}
+	return os.Lchown(path, uid, gid)
+}
+
+// UnescapeMount undoes mountinfo's octal escapes (\040 for a space, …).
+func UnescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
