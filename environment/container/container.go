@@ -27,7 +27,6 @@
 package container
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync"
@@ -132,11 +131,8 @@ func (st state) engine() Engine {
 
 func leaseState(l *environment.Lease) (state, error) {
 	var st state
-	if l == nil || l.Provider != environment.ProviderContainer {
-		return st, &environment.SpecError{What: "lease", Problems: []string{"not a container lease"}}
-	}
-	if err := json.Unmarshal(l.State, &st); err != nil {
-		return st, &environment.SpecError{What: "lease " + l.ID, Problems: []string{"container state: " + err.Error()}}
+	if err := hostlease.State(l, environment.ProviderContainer, &st); err != nil {
+		return st, err
 	}
 	var p []string
 	if !filepath.IsAbs(st.Executable) || !filepath.IsAbs(st.EnginePath) {

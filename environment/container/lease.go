@@ -3,7 +3,6 @@ package container
 import (
 	"context"
 	"debug/elf"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -60,22 +59,14 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	st := state{Engine: eng.Name, EnginePath: eng.Path, Runtime: eng.Runtime, EngineVersion: version, ImageID: img.ID,
 		UID: NobodyID, GID: NobodyID, Executable: p.opt.Executable, Disk: filepath.Join(l.Dir, "disk"),
 		OwnerPID: os.Getpid(), OwnerStart: processStart(os.Getpid()), Owner: spec.Owner}
-	if err := hostlease.Make(l, spec.Endpoints); err != nil {
+	err = hostlease.Build(ctx, l, spec.Endpoints, &st, func() error {
+		if err := provision(l, st, spec); err != nil {
+			return err
+		}
+		return seedWorkdir(ctx, eng, l, st)
+	}, p.Cleanup)
+	if err != nil {
 		return nil, fmt.Errorf("container lease: %w", err)
-	}
-	fail := func(err error) (*environment.Lease, error) {
-		l.State, _ = json.Marshal(st)
-		_ = p.Cleanup(context.WithoutCancel(ctx), l)
-		return nil, fmt.Errorf("container lease: %w", err)
-	}
-	if err := provision(l, st, spec); err != nil {
-		return fail(err)
-	}
-	if err := seedWorkdir(ctx, eng, l, st); err != nil {
-		return fail(err)
-	}
-	if err := hostlease.Save(l, st); err != nil {
-		return fail(err)
 	}
 	return l, nil
 }
@@ -84,12 +75,7 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 // problems, a shape that is not pinned or valid, an image not named by digest, no
 // usable engine, and an agentproof executable that is missing or not static.
 func (p *Provider) specProblems(spec environment.LeaseSpec) []string {
-	probs := spec.Problems(true)
-	if !spec.Shape.Pinned() {
-		probs = append(probs, "the container needs a pinned shape (cpuCores, memoryBytes, pids, diskBytes)")
-	} else {
-		probs = append(probs, spec.Shape.Problems()...)
-	}
+	probs := hostlease.SpecProblems(spec, environment.ProviderContainer)
 	if msg := ImageRefProblem(spec.Image); msg != "" {
 		probs = append(probs, msg)
 	}

@@ -17,6 +17,7 @@
 package hostlease
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,6 +94,52 @@ func New(spec environment.LeaseSpec, provider environment.ProviderName, now time
 	return &environment.Lease{Schema: environment.LeaseSchema, ID: id, Provider: provider,
 		EnvironmentID: spec.EnvironmentID, ConfigurationKey: spec.ConfigurationKey, Shape: spec.Shape, Reuse: spec.Reuse,
 		StartedAt: now.UTC(), Dir: filepath.Join(spec.Root, id), Live: spec.Live}, nil
+}
+
+// SpecProblems lists what makes spec unusable for a lease of provider on this host:
+// the spec's own problems with a lease root required (environment.LeaseSpec.Problems),
+// and a shape that is not pinned (cpuCores, memoryBytes, pids, diskBytes) or not valid.
+func SpecProblems(spec environment.LeaseSpec, provider environment.ProviderName) []string {
+	probs := spec.Problems(true)
+	if !spec.Shape.Pinned() {
+		return append(probs, fmt.Sprintf("the %s needs a pinned shape (cpuCores, memoryBytes, pids, diskBytes)", provider))
+	}
+	return append(probs, spec.Shape.Problems()...)
+}
+
+// Build makes lease l on the host: its directories and endpoint sockets (Make), then
+// the provider's own resources (provision, which records what it makes in the state
+// st points at), then lease.json with that state (Save). When provision or Save
+// fails, cleanup (the provider's Cleanup) destroys whatever was made, with the state
+// as far as it got, before the error returns; when Make fails nothing was made.
+func Build(ctx context.Context, l *environment.Lease, eps []environment.Endpoint, st any, provision func() error,
+	cleanup func(context.Context, *environment.Lease) environment.CleanupReport) error {
+	if err := Make(l, eps); err != nil {
+		return err
+	}
+	err := provision()
+	if err == nil {
+		err = Save(l, st)
+	}
+	if err != nil {
+		l.State, _ = json.Marshal(st)
+		_ = cleanup(context.WithoutCancel(ctx), l)
+		return err
+	}
+	return nil
+}
+
+// State decodes l's provider state (Lease.State) into st, a pointer to the provider's
+// state type, when l is a lease of provider. Errors: a *environment.SpecError for a
+// lease of another provider or a state that does not decode.
+func State(l *environment.Lease, provider environment.ProviderName, st any) error {
+	if l == nil || l.Provider != provider {
+		return &environment.SpecError{What: "lease", Problems: []string{"not a " + string(provider) + " lease"}}
+	}
+	if err := json.Unmarshal(l.State, st); err != nil {
+		return &environment.SpecError{What: "lease " + l.ID, Problems: []string{string(provider) + " state: " + err.Error()}}
+	}
+	return nil
 }
 
 // Make creates l's lease directory (l.Dir, mode 0711) and a fresh socket directory

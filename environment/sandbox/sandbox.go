@@ -29,7 +29,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -153,11 +152,8 @@ type state struct {
 
 func leaseState(l *environment.Lease) (state, error) {
 	var st state
-	if l == nil || l.Provider != environment.ProviderSandbox {
-		return st, &environment.SpecError{What: "lease", Problems: []string{"not a sandbox lease"}}
-	}
-	if err := json.Unmarshal(l.State, &st); err != nil {
-		return st, &environment.SpecError{What: "lease " + l.ID, Problems: []string{"sandbox state: " + err.Error()}}
+	if err := hostlease.State(l, environment.ProviderSandbox, &st); err != nil {
+		return st, err
 	}
 	var p []string
 	if !filepath.IsAbs(st.Executable) || !filepath.IsAbs(st.Bwrap) {
@@ -196,19 +192,8 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	}
 	st := state{UID: p.opt.UID, GID: p.opt.GID, Executable: p.opt.Executable, Bwrap: p.opt.Bwrap, BwrapVersion: version,
 		Disk: filepath.Join(l.Dir, "disk"), NoCgroupKill: p.opt.NoCgroupKill}
-	if err := hostlease.Make(l, spec.Endpoints); err != nil {
+	if err := hostlease.Build(ctx, l, spec.Endpoints, &st, func() error { return provision(l, &st, spec) }, p.Cleanup); err != nil {
 		return nil, fmt.Errorf("sandbox lease: %w", err)
-	}
-	fail := func(err error) (*environment.Lease, error) {
-		l.State, _ = json.Marshal(st)
-		_ = p.Cleanup(context.WithoutCancel(ctx), l)
-		return nil, fmt.Errorf("sandbox lease: %w", err)
-	}
-	if err := provision(l, &st, spec); err != nil {
-		return fail(err)
-	}
-	if err := hostlease.Save(l, st); err != nil {
-		return fail(err)
 	}
 	return l, nil
 }
@@ -217,12 +202,7 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 // problems, a shape that is not pinned (cpuCores, memoryBytes, pids, diskBytes) or
 // not valid, and a provider without the agentproof executable or bubblewrap.
 func (p *Provider) specProblems(spec environment.LeaseSpec) []string {
-	probs := spec.Problems(true)
-	if !spec.Shape.Pinned() {
-		probs = append(probs, "the sandbox needs a pinned shape (cpuCores, memoryBytes, pids, diskBytes)")
-	} else {
-		probs = append(probs, spec.Shape.Problems()...)
-	}
+	probs := hostlease.SpecProblems(spec, environment.ProviderSandbox)
 	if !filepath.IsAbs(p.opt.Executable) {
 		probs = append(probs, "the agentproof executable is unknown (Options.Executable)")
 	}
