@@ -25,6 +25,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -125,6 +126,17 @@ func (p *Pending) File() *os.File { return p.f }
 // Write appends b to the temporary file. Errors name the destination.
 func (p *Pending) Write(b []byte) (int, error) {
 	n, err := p.f.Write(b)
+	if err != nil {
+		return n, fmt.Errorf("writing %s: %w", p.path, err)
+	}
+	return n, nil
+}
+
+// ReadFrom appends what r holds up to its end to the temporary file (from a file, the
+// kernel copies it: copy_file_range(2)); io.Copy to a Pending uses it. Errors name the
+// destination.
+func (p *Pending) ReadFrom(r io.Reader) (int64, error) {
+	n, err := p.f.ReadFrom(r)
 	if err != nil {
 		return n, fmt.Errorf("writing %s: %w", p.path, err)
 	}

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 
 	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/catalog"
-	"github.com/agentproof/agentproof/redact"
 	"github.com/agentproof/agentproof/result"
 )
 
@@ -104,7 +102,7 @@ func campaignFiles(a *result.Assembly, cat *catalog.Catalog) ([]reportFile, erro
 // file is then put in place.
 func writeStaged(files []reportFile, guard result.Guard) ([]string, error) {
 	var warnings []string
-	var dashLeaks []redact.Leak
+	var dashFile result.GuardedFile
 	var dash atomicfile.Staged
 	staged := make([]atomicfile.Staged, 0, len(files))
 	for _, f := range files {
@@ -116,13 +114,13 @@ func writeStaged(files []reportFile, guard result.Guard) ([]string, error) {
 			gf, st, err = guard.StageWrite(f.path, f.data, true)
 		case f.render == nil:
 			// the same bytes as dashboard.html, already guarded: its leaks are this file's
-			gf, st, err = guard.StageCopy(f.path, dash, true)
-			gf.Leaks = slices.Concat(dashLeaks, gf.Leaks)
+			gf, st, err = guard.StageCopy(f.path, dash, dashFile, true)
+			gf.Leaks = dashFile.Leaks
 		default:
 			gf, st, err = guard.StageRender(f.path, f.render, true)
 		}
 		if f.dashboard {
-			dashLeaks, dash = gf.Leaks, st
+			dashFile, dash = gf, st
 		}
 		for _, l := range gf.Leaks {
 			warnings = append(warnings, fmt.Sprintf("secret leak in %s (%s): redacted before writing", filepath.Base(f.path), l))

@@ -37,6 +37,9 @@ type GuardedWriter struct {
 	sum  hash.Hash
 	n    int64
 	err  error
+	// cleanLimit is the largest JSON document (bytes) read back whole for
+	// redact.Set.CleanJSON (maxCleanJSON).
+	cleanLimit int64
 }
 
 // streamBuffer is the size of a guarded writer's buffer (bytes): the scanner sees the
@@ -47,6 +50,11 @@ const streamBuffer = 64 << 10
 // appears only when Close succeeds. Errors: ErrNotAllowed (wrapped) for a refused kind,
 // or the temporary file's creation.
 func (g Guard) Create(p string, ours bool) (*GuardedWriter, error) {
+	return g.create(p, ours, maxCleanJSON)
+}
+
+// create is Create with the largest JSON document read back whole (cleanJSON).
+func (g Guard) create(p string, ours bool, cleanLimit int64) (*GuardedWriter, error) {
 	name := filepath.Base(p)
 	kind, ok, reason := EvidenceKind(name, ours)
 	if !ok {
@@ -57,7 +65,7 @@ func (g Guard) Create(p string, ours bool) (*GuardedWriter, error) {
 		return nil, err
 	}
 	w := &GuardedWriter{g: g, path: p, ours: ours, kind: kind, f: f, tmp: f.File().Name(), sum: sha256.New(),
-		scan: g.Secrets.NewStreamScanner(kind != KindJSON)}
+		scan: g.Secrets.NewStreamScanner(kind != KindJSON), cleanLimit: cleanLimit}
 	w.bw = bufio.NewWriterSize(writerFunc(w.emit), streamBuffer)
 	return w, nil
 }
@@ -191,14 +199,16 @@ func (w *GuardedWriter) finish() (*atomicfile.Pending, []byte, error) {
 }
 
 // maxCleanJSON is the largest JSON file (bytes) a guarded writer reads back whole to
-// pass it with redact.Set.CleanJSON before reading it token by token.
-const maxCleanJSON = 1 << 20
+// pass it with redact.Set.CleanJSON (one search of its bytes) before reading it token
+// by token (several times slower): 32 MiB, the campaign.json of some 7,000 cells, so
+// that the memory a guarded write holds stays bounded.
+const maxCleanJSON = 32 << 20
 
-// cleanJSON reports whether the written document, when at most maxCleanJSON bytes, is
+// cleanJSON reports whether the written document, when at most w.cleanLimit bytes, is
 // clean by redact.Set.CleanJSON (one search of its bytes; true implies scanJSON finds
 // nothing); false means scanJSON decides.
 func (w *GuardedWriter) cleanJSON() bool {
-	if w.n > maxCleanJSON {
+	if w.n > w.cleanLimit {
 		return false
 	}
 	data, err := os.ReadFile(w.tmp)
@@ -248,25 +258,40 @@ func (w *GuardedWriter) scanJSON() (bool, error) {
 	}
 }
 
-// StageCopy stages (GuardedWriter.Stage) a guarded write of path with the content of
-// the staged file from (a second name of a file staged and not yet committed). Errors
-// as Stage's, or from's.
-func (g Guard) StageCopy(path string, from atomicfile.Staged, ours bool) (GuardedFile, atomicfile.Staged, error) {
+// StageCopy stages a second file at path with the content of the staged file from
+// (staged and not yet committed), which a guarded write of this Guard produced and
+// described as gf: the bytes are copied as they are (by the kernel, without reading
+// them into memory) and not scanned again, since they are already the guard's output,
+// and the GuardedFile returned is gf without its leaks (they were the raw content's,
+// which the copy does not hold). Errors: path's kind is refused (ErrNotAllowed, as
+// Create), from cannot be read, or the copy cannot be written (nothing is then left).
+func (g Guard) StageCopy(path string, from atomicfile.Staged, gf GuardedFile, ours bool) (GuardedFile, atomicfile.Staged, error) {
+	name := filepath.Base(path)
+	if _, ok, reason := EvidenceKind(name, ours); !ok {
+		return GuardedFile{}, atomicfile.Staged{}, fmt.Errorf("refusing to write %s: %s: %w", g.Secrets.SafePath(name), reason, ErrNotAllowed)
+	}
 	src := from.Temp()
 	in, err := os.Open(src)
 	if err != nil {
 		return GuardedFile{}, atomicfile.Staged{}, fmt.Errorf("reading %s: %w", src, err)
 	}
 	defer in.Close()
-	w, err := g.Create(path, ours)
+	pf, err := atomicfile.Create(path, FileMode, atomicfile.MakeDirs())
 	if err != nil {
 		return GuardedFile{}, atomicfile.Staged{}, err
 	}
-	if _, err := io.Copy(w, in); err != nil {
-		w.Abort()
+	if n, err := io.Copy(pf, in); err != nil || n != gf.Bytes {
+		pf.Discard()
+		if err == nil {
+			err = fmt.Errorf("%d bytes, not the %d staged", n, gf.Bytes)
+		}
 		return GuardedFile{}, atomicfile.Staged{}, fmt.Errorf("copying %s to %s: %w", src, path, err)
 	}
-	return w.Stage()
+	st, err := pf.Stage()
+	if err != nil {
+		return GuardedFile{}, atomicfile.Staged{}, err
+	}
+	return GuardedFile{Bytes: gf.Bytes, SHA256: gf.SHA256}, st, nil
 }
 
 // StageRender stages (GuardedWriter.Stage) a guarded write of path with what render

@@ -16,6 +16,10 @@ import (
 	"github.com/agentproof/agentproof/redact"
 )
 
+// testCleanLimit is the clean limit of the guarded writers TestGuardedWriterAsWrite
+// makes (maxCleanJSON in use), small so that its documents above it stay small.
+const testCleanLimit = 1 << 20
+
 // TestGuardedWriterAsWrite: a guarded write in pieces ends as Guard.Write over the whole
 // content does — the same bytes on disk, size, digest, leaks, withholding and error —
 // for clean and leaking text, JSON (escaped values, keys, numbers, shapes), an image,
@@ -36,9 +40,9 @@ func TestGuardedWriterAsWrite(t *testing.T) {
 		{"key.json", `{"guard-secret-0123456789": 1}`},
 		{"number.json", `{"n": 12345678901234567890}`},
 		{"shape.json", `{"auth": "sk-ant-abcdefghijklmnopqrstuvwx"}`},
-		// above maxCleanJSON: read back token by token only
-		{"bigclean.json", `{"a": "` + strings.Repeat("y", maxCleanJSON) + `"}`},
-		{"bigshape.json", `{"a": "` + strings.Repeat("y ", maxCleanJSON/2) + `", "auth": "sk-ant-abcdefghijklmnopqrstuvwx"}`},
+		// above the writer's clean limit (testCleanLimit): read back token by token only
+		{"bigclean.json", `{"a": "` + strings.Repeat("y", testCleanLimit) + `"}`},
+		{"bigshape.json", `{"a": "` + strings.Repeat("y ", testCleanLimit/2) + `", "auth": "sk-ant-abcdefghijklmnopqrstuvwx"}`},
 		{"notjson.json", `{"a": `},
 		{"image.png", "\x89PNG" + secret},
 		{"script.js", "alert(1)"},
@@ -55,7 +59,7 @@ func TestGuardedWriterAsWrite(t *testing.T) {
 			want, wantErr := g.Write(filepath.Join(dir, "whole", tc.name), []byte(tc.content), true)
 			var got GuardedFile
 			var err error
-			w, err := g.Create(filepath.Join(dir, "pieces", tc.name), true)
+			w, err := g.create(filepath.Join(dir, "pieces", tc.name), true, testCleanLimit)
 			if err == nil {
 				for i := 0; i < len(tc.content); i += 1000 {
 					if _, err := w.WriteString(tc.content[i:min(len(tc.content), i+1000)]); err != nil {
@@ -83,7 +87,7 @@ func TestGuardedWriterAsWrite(t *testing.T) {
 			staged := filepath.Join(dir, "staged", tc.name)
 			var gs GuardedFile
 			var st atomicfile.Staged
-			w, err = g.Create(staged, true)
+			w, err = g.create(staged, true, testCleanLimit)
 			if err == nil {
 				if _, err := w.WriteString(tc.content); err != nil {
 					t.Fatal(err)
@@ -176,5 +180,48 @@ func TestGuardedCommitStaged(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"summary.md"}) {
 		t.Errorf("files after a failed commit and a discard: %v, want only summary.md", names)
+	}
+}
+
+// TestGuardStageCopy: a copy of a staged guarded write holds the same bytes as the
+// original once both are committed (the guard's output: a leak redacted in both), is
+// described as the original without its leaks, and is refused for a kind the allowlist
+// refuses (nothing then left behind).
+func TestGuardStageCopy(t *testing.T) {
+	t.Parallel()
+	const secret = "copy-secret-0123456789"
+	g := Guard{Secrets: redact.NewSet(secret)}
+	dir := t.TempDir()
+	w, err := g.Create(filepath.Join(dir, "a.html"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString(strings.Repeat("<p>clean</p>\n", 10000) + secret); err != nil {
+		t.Fatal(err)
+	}
+	gf, st, err := w.Stage()
+	if err != nil || len(gf.Leaks) == 0 {
+		t.Fatalf("staged %+v, %v: want a redacted leak", gf, err)
+	}
+	if _, _, err := g.StageCopy(filepath.Join(dir, "b.svg"), st, gf, true); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("copy to an SVG: %v, want ErrNotAllowed", err)
+	}
+	cf, cst, err := g.StageCopy(filepath.Join(dir, "b.html"), st, gf, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (GuardedFile{Bytes: gf.Bytes, SHA256: gf.SHA256}); !cmp.Equal(cf, want) {
+		t.Errorf("copy described as %+v, want %+v", cf, want)
+	}
+	if err := atomicfile.CommitStaged([]atomicfile.Staged{st, cst}); err != nil {
+		t.Fatal(err)
+	}
+	a, errA := os.ReadFile(filepath.Join(dir, "a.html"))
+	b, errB := os.ReadFile(filepath.Join(dir, "b.html"))
+	if errA != nil || errB != nil || !bytes.Equal(a, b) || bytes.Contains(a, []byte(secret)) || int64(len(b)) != gf.Bytes {
+		t.Errorf("copy differs from the original or leaks (%v, %v)", errA, errB)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("files left: %v", entries)
 	}
 }
