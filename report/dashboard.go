@@ -506,23 +506,38 @@ func buildCard(id string, cs *catalog.Case, r *result.Result, notes []result.Can
 	return cv
 }
 
-// Full is the card with everything its details show (facts, billing, matchers,
-// termination, timings, workspace, runtime facts, usage, evidence), built when the
-// card is rendered, so that the view of a whole campaign never holds every card's
-// details at once.
+// Card is the card's HTML: the "card" template over the card with everything its
+// details show (facts, billing, matchers, termination, timings, workspace, runtime
+// facts, usage, evidence, transcripts), built when the card is rendered, so that the
+// view of a whole campaign never holds every card's details at once. The page renders
+// it where the card goes (text between elements), the context the template is escaped
+// for when executed alone, so the bytes are those of the template called in place.
 //
-// A card the dashboard's prefetch prepared (prefetchCards) is handed over as prepared,
-// its transcripts read.
-func (cv *cardView) Full() (*cardView, error) {
+// A card the dashboard's prefetch prepared (prefetchCards) is handed over as rendered
+// there.
+func (cv *cardView) Card() (template.HTML, error) {
 	if cv.prep != nil {
-		if full, ok, err := cv.prep.take(cv); ok {
-			return full, err
+		if html, ok, err := cv.prep.take(cv); ok {
+			return html, err
 		}
 	}
-	return cv.details()
+	full, err := cv.details()
+	if err != nil {
+		return "", err
+	}
+	return renderCard(full)
 }
 
-// details is Full without the prefetch: the card with its result read whole and its
+// renderCard executes the "card" template over cv (whose details are filled).
+func renderCard(cv *cardView) (template.HTML, error) {
+	var b strings.Builder
+	if err := dashboardTmpl().ExecuteTemplate(&b, "card", cv); err != nil {
+		return "", err
+	}
+	return template.HTML(b.String()), nil //nolint:gosec // the output of html/template, escaped there
+}
+
+// details is the card without the prefetch: the card with its result read whole and its
 // details filled.
 func (cv *cardView) details() (*cardView, error) {
 	if cv.R == nil {

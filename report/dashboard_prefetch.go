@@ -1,6 +1,7 @@
 package report
 
 import (
+	"html/template"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -10,17 +11,18 @@ import (
 // the card the template renders: what bounds the memory the prefetch adds.
 const prefetchWindow = 32
 
-// dashboardWorkers is how many goroutines prepare the cards' details (their results
-// read whole, their transcripts) beside the one that renders the page: one less than
-// the processors Go may use, at least one.
-func dashboardWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+// dashboardWorkers is how many goroutines prepare the cards (their results read whole,
+// their transcripts, their HTML) beside the one that renders the page: as many as the
+// processors Go may use, since the page's own goroutine mostly copies the cards they
+// rendered.
+func dashboardWorkers() int { return runtime.GOMAXPROCS(0) }
 
-// cardPrep is a card's details (Full with its transcripts read), prepared once — by a
+// cardPrep is a card's HTML (Card, its transcripts read), prepared once — by a
 // prefetch worker or by the template itself, whichever comes first — and handed to the
 // template once.
 type cardPrep struct {
 	once     sync.Once
-	full     *cardView
+	html     template.HTML
 	err      error
 	slots    chan struct{} // the window; a slot is held from preparation to rendering
 	held     atomic.Bool   // a worker holds a slot for this card
@@ -64,7 +66,7 @@ func prefetchCards(cards []*cardView, workers int) (stop func()) {
 					}
 					continue
 				}
-				p.once.Do(func() { p.full, p.err = cv.prepare() })
+				p.once.Do(func() { p.html, p.err = cv.prepare() })
 			}
 		})
 	}
@@ -74,31 +76,32 @@ func prefetchCards(cards []*cardView, workers int) (stop func()) {
 	}
 }
 
-// take is the template's side of a prepared card: its details (prepared now if no
-// worker has yet), the window slot given back, and the prepared card forgotten, so
-// that the page never holds more than the window's cards' details. ok is false when
-// the card was taken before (it is then prepared again by the caller).
-func (p *cardPrep) take(cv *cardView) (full *cardView, ok bool, err error) {
+// take is the template's side of a prepared card: its HTML (prepared now if no worker
+// has yet), the window slot given back, and the prepared card forgotten, so that the
+// page never holds more than the window's cards. ok is false when the card was taken
+// before (it is then prepared again by the caller).
+func (p *cardPrep) take(cv *cardView) (html template.HTML, ok bool, err error) {
 	if !p.consumed.CompareAndSwap(false, true) {
-		return nil, false, nil
+		return "", false, nil
 	}
-	p.once.Do(func() { p.full, p.err = cv.prepare() })
+	p.once.Do(func() { p.html, p.err = cv.prepare() })
 	if p.held.CompareAndSwap(true, false) {
 		<-p.slots
 	}
-	full, err = p.full, p.err
-	p.full, p.err = nil, nil
-	return full, true, err
+	html, err = p.html, p.err
+	p.html, p.err = "", nil
+	return html, true, err
 }
 
-// prepare is Full with the transcripts read (Shown) into the card.
-func (cv *cardView) prepare() (*cardView, error) {
+// prepare is Card with the transcripts read (Shown) into the card before it is
+// rendered.
+func (cv *cardView) prepare() (template.HTML, error) {
 	full, err := cv.details()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if full.transcriptDir != "" && full.R != nil {
 		full.Transcripts, full.transcriptDir = full.Shown(), ""
 	}
-	return full, nil
+	return renderCard(full)
 }
