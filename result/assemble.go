@@ -92,7 +92,8 @@ func (a *Assembly) Full(i int) (*Result, error) { return a.reader.full(i) }
 // assembling again gives the same values. keep, when non-nil, is called with every
 // valid result (sanitised) and its attempt directory as it is read, to cut it down to
 // what the caller reads of Campaign.Results, so that memory does not grow with whole
-// results.
+// results; the results are read several at a time, so keep must be safe for
+// concurrent use (it is called once per result, never twice with the same one).
 //
 // Errors: a usage problem (invalid campaign id or expected ids, unreadable directory,
 // a corrupt campaign.json or history), wrapped with context.

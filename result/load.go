@@ -45,9 +45,10 @@ func LoadCandidates(campaignDir string) ([]Candidate, error) {
 }
 
 // loadCandidates is LoadCandidates calling keep, when non-nil, with every candidate as
-// it is decoded (to keep less of it).
+// it is decoded (to keep less of it). The records are read and decoded several at a
+// time (parallel), so keep must be safe for concurrent use.
 func loadCandidates(campaignDir string, keep func(*Candidate)) ([]Candidate, error) {
-	var out []Candidate
+	var paths, rels []string
 	err := filepath.WalkDir(campaignDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -66,16 +67,20 @@ func loadCandidates(campaignDir string, keep func(*Candidate)) ([]Candidate, err
 		if rel == "." {
 			return nil // a result.json at the campaign root is not an attempt
 		}
-		c := decodeCandidate(p, rel)
-		if keep != nil {
-			keep(&c)
-		}
-		out = append(out, c)
+		paths, rels = append(paths, p), append(rels, rel)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading results under %s: %w", campaignDir, err)
 	}
+	out := make([]Candidate, len(paths))
+	_ = parallel(len(paths), func(i int) error {
+		out[i] = decodeCandidate(paths[i], rels[i])
+		if keep != nil {
+			keep(&out[i])
+		}
+		return nil
+	})
 	slices.SortFunc(out, func(a, b Candidate) int { return strings.Compare(a.Dir, b.Dir) })
 	return out, nil
 }
