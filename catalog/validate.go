@@ -495,7 +495,7 @@ func (v *validator) validateSandboxEnvironment(e *Environment) {
 // complete resource shape including pids, a boolean config.reuseLease, and the image:
 // config.image named by its digest (<name>@sha256:<64 hex>; a tag alone is refused) or
 // config.imageFrom naming an image the harness builds on this machine and pins by
-// digest before the campaign starts (busybox-static), exactly one of them; and an
+// digest before the campaign starts (busybox-static, nodejs), exactly one of them; and an
 // optional config.workdir, an absolute path inside.
 func (v *validator) validateContainerEnvironment(e *Environment) {
 	if e.Driver != "container" || e.Provider != "container" {
@@ -526,11 +526,11 @@ func (v *validator) validateContainerEnvironment(e *Environment) {
 			v.add(v.at(&e.Config, e), "environment %s config.image: %s", e.ID, msg)
 		}
 	case hasFrom:
-		if s, _ := from.(string); s != container.BusyboxSource {
-			v.add(v.at(&e.Config, e), "environment %s config.imageFrom %q is not an image the harness builds (%s)", e.ID, from, container.BusyboxSource)
+		if s, _ := from.(string); !slices.Contains(container.ImageSources, s) {
+			v.add(v.at(&e.Config, e), "environment %s config.imageFrom %q is not an image the harness builds (%s)", e.ID, from, strings.Join(container.ImageSources, ", "))
 		}
 	default:
-		v.add(v.at(&e.Config, e), "container environment %s needs config.image (<name>@sha256:<64 hex>) or config.imageFrom (%s)", e.ID, container.BusyboxSource)
+		v.add(v.at(&e.Config, e), "container environment %s needs config.image (<name>@sha256:<64 hex>) or config.imageFrom (%s)", e.ID, strings.Join(container.ImageSources, ", "))
 	}
 }
 

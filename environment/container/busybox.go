@@ -60,12 +60,24 @@ func (e Engine) BusyboxImage(ctx context.Context) (Image, error) {
 // busyboxRootfs is the busybox image's root file system as a tar archive with fixed
 // owners and times.
 func busyboxRootfs() ([]byte, error) {
-	bin, err := os.ReadFile(BusyboxBinary)
-	if err != nil {
-		return nil, err
-	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
+	if err := writeBusybox(tw); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeBusybox writes the busybox image's entries (busyboxRootfs) to tw, which the
+// caller closes (the Node.js image adds its own entries after them).
+func writeBusybox(tw *tar.Writer) error {
+	bin, err := os.ReadFile(BusyboxBinary)
+	if err != nil {
+		return err
+	}
 	epoch := time.Unix(0, 0)
 	dir := func(name string, mode int64) error {
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: mode, ModTime: epoch})
@@ -97,11 +109,8 @@ func busyboxRootfs() ([]byte, error) {
 	}
 	for _, s := range steps {
 		if err := s(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return nil
 }

@@ -472,3 +472,94 @@ touch /tests/x 2>/dev/null && echo tests=writable || echo tests=read-only`
 		t.Errorf("facts %v problems %v", s.Facts, s.Problems)
 	}
 }
+
+// TestNodeImage: the Node.js image built from the host's node runs JavaScript as the
+// container user with no network but the bridge: a module from a node_modules
+// mounted read-only loads and cannot be written, node reaches the allowlisted endpoint
+// through the bridge (its own http client) and nothing else, HOME is writable; a
+// second build finds the same image by digest (reused, not imported again).
+func TestNodeImage(t *testing.T) {
+	p := requireContainer(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not installed (CI=true: .ci/run installs Node.js)")
+		}
+		t.Skip("node is not installed")
+	}
+	ctx := context.Background()
+	img, err := fx.eng.NodeImage(ctx, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := fx.eng.NodeImage(ctx, node)
+	if err != nil || again != img {
+		t.Fatalf("the second build: %v, %v; want the same image %v", again, err, img)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "bridged-ok") })}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	addr := ln.Addr().String()
+	nm := filepath.Join(t.TempDir(), "cli", "node_modules")
+	if err := os.MkdirAll(filepath.Join(nm, "greet"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(nm, "greet", "index.js"), []byte("module.exports = () => 'greet-loaded'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Dir(nm); d != "/"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755) // the container user reaches the mount point's parents
+	}
+	l, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container-node", Shape: smallShape, Root: leaseRoot(t), Image: img.Ref,
+		Endpoints: []environment.Endpoint{{Name: "cp", Kind: environment.EndpointControlPlane, Listen: addr, Dial: addr}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.StartBridge(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `const fs = require('fs'), http = require('http'), net = require('net'), os = require('os');
+console.log('node=' + process.version);
+console.log('uid=' + os.userInfo().uid);
+console.log(require(` + strconv.Quote(filepath.Join(nm, "greet")) + `)());
+try { fs.writeFileSync(` + strconv.Quote(filepath.Join(nm, "greet", "index.js")) + `, 'x'); console.log('cli=writable') } catch (e) { console.log('cli=' + e.code) }
+fs.writeFileSync(os.homedir() + '/config.json', '{}'); console.log('home=' + os.homedir());
+const s = net.connect({host: '1.1.1.1', port: 80, timeout: 3000});
+s.on('connect', () => { console.log('outside=reached'); s.destroy() });
+s.on('error', () => console.log('outside=unreachable'));
+s.on('timeout', () => { console.log('outside=unreachable'); s.destroy() });
+http.get('http://` + addr + `/', r => { let d = ''; r.on('data', c => d += c); r.on('end', () => console.log('bridge=' + d)) })
+  .on('error', e => console.log('bridge=' + e.code));`
+	x, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: worker.Spec{Path: node, Args: []string{"node", "-e", script},
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + Home}, Dir: l.Workspace, Timeout: time.Minute, MaxOutputBytes: 1 << 20, NullStdin: true},
+		ReadOnly: []string{nm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := worker.Supervise(ctx, x.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := x.Settle(o)
+	out := string(o.Output.Stdout())
+	t.Logf("stdout:\n%s\nstderr:\n%s\nfacts %v problems %v", out, o.Output.Stderr(), s.Facts, s.Problems)
+	version, _ := exec.Command(node, "--version").Output()
+	for _, want := range []string{"node=" + strings.TrimSpace(string(version)), "uid=65534", "greet-loaded", "cli=EROFS", "home=" + Home,
+		"outside=unreachable", "bridge=bridged-ok"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("inside the Node.js container, want %q", want)
+		}
+	}
+	if s.Outcome.ExitCode == nil || *s.Outcome.ExitCode != 0 || len(s.Problems) > 0 || s.Facts[FactImage] != img.Ref || s.Facts[FactRemoved] != "confirmed" {
+		t.Errorf("settled exit %v problems %v facts %v: want 0, none, the Node.js image and the removal confirmed", s.Outcome.ExitCode, s.Problems, s.Facts)
+	}
+	_ = b.Close()
+	if r := p.Cleanup(ctx, l); !r.Confirmed {
+		t.Errorf("cleanup not confirmed: %s", r.Reason())
+	}
+}

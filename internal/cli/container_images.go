@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentproof/agentproof/agent/clis"
 	"github.com/agentproof/agentproof/catalog"
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/container"
@@ -12,11 +13,13 @@ import (
 
 // pinImages resolves, before the campaign is planned, the image of every container
 // environment of cells that names it by config.imageFrom (an image the harness builds
-// on this machine: container.BusyboxSource), and pins it by digest as config.image,
-// which makes it part of the suite definition (catalog.PinEnvironmentConfig) and of
-// every result's launch facts. An image already built is reused. It returns, for each
-// environment it could not pin, why (the engine missing, busybox-static not installed,
-// the import failing): its cells are then not run here (notRunHere).
+// on this machine: container.BusyboxSource, or container.NodeSource from the Node.js
+// on this process's PATH, the one the pinned Node.js CLIs run on), and pins it by
+// digest as config.image, which makes it part of the suite definition
+// (catalog.PinEnvironmentConfig) and of every result's launch facts. An image already
+// built is reused; each source is built once per call. It returns, for each
+// environment it could not pin, why (the engine missing, busybox-static or Node.js not
+// installed, the import failing): its cells are then not run here (notRunHere).
 func pinImages(ctx context.Context, c *catalog.Catalog, cells []*catalog.Cell) map[string]string {
 	var envs []*catalog.Environment
 	for _, cell := range cells {
@@ -32,25 +35,45 @@ func pinImages(ctx context.Context, c *catalog.Catalog, cells []*catalog.Cell) m
 	}
 	failed := map[string]string{}
 	eng, ok := container.FindEngine()
-	var img container.Image
-	var err error
-	switch {
-	case !ok || eng.Name != container.EnginePodman:
-		err = fmt.Errorf("podman is not installed")
-	case os.Geteuid() != 0:
-		err = fmt.Errorf("the container provider needs root here")
-	default:
-		img, err = eng.BusyboxImage(ctx)
+	type built struct {
+		img container.Image
+		err error
 	}
+	images := map[string]built{}
 	for _, env := range envs {
+		from, _ := env.Config["imageFrom"].(string)
+		b, done := images[from]
+		switch {
+		case done:
+		case !ok || eng.Name != container.EnginePodman:
+			b.err = fmt.Errorf("podman is not installed")
+		case os.Geteuid() != 0:
+			b.err = fmt.Errorf("the container provider needs root here")
+		default:
+			b.img, b.err = buildImage(ctx, eng, from)
+		}
+		images[from] = b
+		err := b.err
 		if err == nil {
-			err = c.PinEnvironmentConfig(env, "image", img.Ref)
+			err = c.PinEnvironmentConfig(env, "image", b.img.Ref)
 		}
 		if err != nil {
-			failed[env.ID] = "its image (" + container.BusyboxSource + ") could not be built here: " + err.Error()
+			failed[env.ID] = "its image (" + from + ") could not be built here: " + err.Error()
 		}
 	}
 	return failed
+}
+
+// buildImage builds (or finds already built) the image of the imageFrom value from.
+func buildImage(ctx context.Context, eng container.Engine, from string) (container.Image, error) {
+	if from != container.NodeSource {
+		return eng.BusyboxImage(ctx)
+	}
+	node, err := clis.Node(ctx, os.Environ())
+	if err != nil {
+		return container.Image{}, err
+	}
+	return eng.NodeImage(ctx, node)
 }
 
 func containsEnv(envs []*catalog.Environment, env *catalog.Environment) bool {
