@@ -166,8 +166,10 @@ type Environment struct {
 	// AttemptDeadlineMs is the attempt timeout (ms) of a case that declares none for
 	// this environment.
 	AttemptDeadlineMs int64 `yaml:"attemptDeadlineMs"`
-	// Resources is the billable resource shape; required for sandbox environments
-	// (CPU, memory and disk are always explicit, never a provider's default).
+	// Resources is the billable resource shape and the limits the environment declares
+	// (CPU, memory and disk always together, never a provider's default). A sandbox
+	// environment without it declares no limit (its agents get the machine's own); one
+	// with it runs only where every limit is enforced (docs/environments.md).
 	Resources               *Resources      `yaml:"resources"`
 	ExpectedExecutionTarget ExecutionTarget `yaml:"expectedExecutionTarget"`
 	// Config is the environment payload's driver configuration, scanned for raw secrets.

@@ -447,9 +447,6 @@ func (v *validator) validateEnvironment(e *Environment) {
 	if e.AttemptDeadlineMs < 0 {
 		v.add(v.at(&e.AttemptDeadlineMs, e), "attemptDeadlineMs must not be negative")
 	}
-	if e.Driver == "sandbox" && e.Resources == nil {
-		v.add(v.at(e), "sandbox environment %s must pin its billable resources (resources: {cpu, memoryGiB, diskGiB})", e.ID)
-	}
 	if r := e.Resources; r != nil && (r.CPU <= 0 || r.MemoryGiB <= 0 || r.DiskGiB <= 0) {
 		v.add(v.at(r, e), "environment %s resources cpu, memoryGiB and diskGiB must all be positive", e.ID)
 	}
@@ -473,9 +470,10 @@ func (v *validator) validateEnvironment(e *Environment) {
 }
 
 // validateSandboxEnvironment checks what the sandbox provider (package
-// environment/sandbox) needs beyond every environment's fields: the sandbox driver, a
-// complete resource shape including pids (the cgroup limits are pinned, never the
-// machine's defaults) and, when present, a boolean config.reuseLease.
+// environment/sandbox) needs beyond every environment's fields: the sandbox driver,
+// resources either absent (the environment declares no limit: its agents get the
+// machine's own) or a complete shape including pids (the limits are pinned, never the
+// machine's defaults), and, when present, a boolean config.reuseLease.
 func (v *validator) validateSandboxEnvironment(e *Environment) {
 	if e.Driver != "sandbox" {
 		v.add(v.at(&e.Driver, e), "environment %s has provider sandbox, which needs driver sandbox (got %q)", e.ID, e.Driver)

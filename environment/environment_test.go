@@ -239,3 +239,32 @@ func TestNotRunReason(t *testing.T) {
 		}
 	}
 }
+
+// TestUnenforcedReason: the reason an environment is not run here names each declared
+// limit the probe says is not enforced, grouped by why, in resource order; limits not
+// declared, or enforced, are not named.
+func TestUnenforcedReason(t *testing.T) {
+	t.Parallel()
+	r := ProbeReport{Limits: []Limit{
+		{Resource: ResourceCPU, Needs: "needs cgroup v2 delegation; this machine has cgroup v1"},
+		{Resource: ResourceMemory, Needs: "needs cgroup v2 delegation; this machine has cgroup v1"},
+		{Resource: ResourcePIDs, Enforced: true},
+		{Resource: ResourceDisk, Needs: "needs root"},
+	}}
+	for _, c := range []struct {
+		shape Shape
+		want  string
+	}{
+		{Shape{}, ""},
+		{Shape{PIDs: 64}, ""},
+		{Shape{MemoryBytes: GiB}, "memory limit needs cgroup v2 delegation; this machine has cgroup v1"},
+		{Shape{CPUCores: 1, MemoryBytes: GiB, PIDs: 64, DiskBytes: GiB}, "cpu and memory limits need cgroup v2 delegation; this machine has cgroup v1; disk limit needs root"},
+	} {
+		if got := r.UnenforcedReason(c.shape.Declared()); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.shape, got, c.want)
+		}
+	}
+	if got := (ProbeReport{}).UnenforcedReason((Shape{CPUCores: 1}).Declared()); got != "" {
+		t.Errorf("a report without limits: %q", got)
+	}
+}

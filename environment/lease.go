@@ -23,7 +23,8 @@ import (
 //
 //   - EnvironmentID, ConfigurationKey: the catalog environment (and variant) it serves.
 //   - Shape: the pinned resource shape (the caller converts its catalog entry's
-//     resources); the sandbox provider requires a pinned one, local ignores it.
+//     resources); the sandbox provider requires a pinned one or the zero Shape (no
+//     declared limit), local ignores it.
 //   - Reuse: the catalog's reuseLease. true: one lease for the whole cell, every launch
 //     shares its HOME and /tmp; false: every launch gets fresh ones, only the workspace
 //     persists (bind-mounted from the host).
@@ -178,7 +179,7 @@ func (l *Lease) Problems() []string {
 	if l.Workspace != "" && !cleanAbs(l.Workspace) {
 		p = append(p, fmt.Sprintf("workspace %q must be an absolute, clean path", clip(l.Workspace)))
 	}
-	if l.Provider.Leased() {
+	if l.Provider.Leased() && !l.Shape.IsZero() { // zero: the environment declares no limit
 		p = append(p, prefix("shape: ", l.Shape.Problems())...)
 		if l.Dir == "" {
 			p = append(p, "a "+string(l.Provider)+" lease needs its directory")

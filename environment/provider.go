@@ -165,6 +165,60 @@ type ProbeReport struct {
 	Provider  ProviderName `json:"provider"`
 	Available bool         `json:"available"`
 	Checks    []Check      `json:"checks"`
+	// Limits says, per resource, whether the provider can enforce a declared limit on
+	// it on this machine (absent: the provider enforces every declared limit or none
+	// is its business). An environment declaring a limit this machine cannot enforce
+	// is not run here (UnenforcedReason), never run without it.
+	Limits []Limit `json:"limits,omitempty"`
+}
+
+// Limit is whether a provider can enforce a limit on Resource here: Detail says how
+// (a cgroup v2 subtree, a tmpfs size) or why not and how to get it; Needs, for one
+// that cannot be enforced, says why in a few words ("needs cgroup v2 delegation; this
+// machine has cgroup v1"), the reason of the cells not run here.
+type Limit struct {
+	Resource Resource `json:"resource"`
+	Enforced bool     `json:"enforced"`
+	Detail   string   `json:"detail"`
+	Needs    string   `json:"needs,omitempty"`
+}
+
+// UnenforcedReason is why an environment declaring limits on declared cannot run
+// here: each declared resource whose Limit is not enforced, grouped by their Needs in
+// resource order ("cpu, memory and pids limits need …; disk limit needs …"); "" when
+// every declared limit is enforced (or r says nothing of it).
+func (r ProbeReport) UnenforcedReason(declared []Resource) string {
+	var needs []string
+	by := map[string][]string{}
+	for _, d := range declared {
+		for _, l := range r.Limits {
+			if l.Resource != d || l.Enforced {
+				continue
+			}
+			if _, ok := by[l.Needs]; !ok {
+				needs = append(needs, l.Needs)
+			}
+			by[l.Needs] = append(by[l.Needs], string(d))
+		}
+	}
+	out := make([]string, 0, len(needs))
+	for _, n := range needs {
+		rs := by[n]
+		if len(rs) == 1 {
+			out = append(out, rs[0]+" limit "+n)
+			continue
+		}
+		out = append(out, strings.Join(rs[:len(rs)-1], ", ")+" and "+rs[len(rs)-1]+" limits "+plural(n))
+	}
+	return strings.Join(out, "; ")
+}
+
+// plural turns the leading "needs" of a Limit's Needs into "need" (several limits).
+func plural(needs string) string {
+	if rest, ok := strings.CutPrefix(needs, "needs "); ok {
+		return "need " + rest
+	}
+	return needs
 }
 
 // Check is one probed requirement: OK, and Detail saying what was found (a version, a

@@ -38,6 +38,21 @@ func (s Shape) Pinned() bool {
 // IsZero reports whether the shape pins nothing.
 func (s Shape) IsZero() bool { return s == Shape{} }
 
+// Declared lists the resources the shape sets a limit on (a value above zero), in
+// the order cpu, memory, pids, disk; nil for the zero Shape.
+func (s Shape) Declared() []Resource {
+	var out []Resource
+	for _, d := range []struct {
+		r   Resource
+		set bool
+	}{{ResourceCPU, s.CPUCores > 0}, {ResourceMemory, s.MemoryBytes > 0}, {ResourcePIDs, s.PIDs > 0}, {ResourceDisk, s.DiskBytes > 0}} {
+		if d.set {
+			out = append(out, d.r)
+		}
+	}
+	return out
+}
+
 // Problems lists what is wrong with a pinned shape (each value at or above its Min*
 // limit, finite); it returns nil for a valid one.
 func (s Shape) Problems() []string {

@@ -74,10 +74,10 @@ func imageOf(env *catalog.Environment) string {
 	return s
 }
 
-// shapeOf converts a catalog environment's resources (cores, GiB, GiB, count) into the
+// ShapeOf converts a catalog environment's resources (cores, GiB, GiB, count) into the
 // environment providers' Shape (cores, bytes, bytes, count). nil resources give the
 // zero Shape. It does not validate: catalog validation and Shape.Problems do.
-func shapeOf(r *catalog.Resources) environment.Shape {
+func ShapeOf(r *catalog.Resources) environment.Shape {
 	if r == nil {
 		return environment.Shape{}
 	}
@@ -114,7 +114,7 @@ func (x *LocalExecutor) provisionLease(ctx context.Context, a *attempt, p *Provi
 	prov := leaseProvider(environment.ProviderName(env.Provider), x.Executable)
 	mounts, tmpfs, _ := catalog.ContainerMounts(env) // validated at load
 	l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: env.ID, ConfigurationKey: env.ConfigurationKey,
-		Shape: shapeOf(env.Resources), Reuse: reuseLease(env), Root: root, Endpoints: eps, Image: imageOf(env), Workdir: workdirOf(env),
+		Shape: ShapeOf(env.Resources), Reuse: reuseLease(env), Root: root, Endpoints: eps, Image: imageOf(env), Workdir: workdirOf(env),
 		Owner: "campaign " + a.plan.CampaignID, WorkspaceMounts: mounts, Tmpfs: tmpfs})
 	if err != nil {
 		var se *environment.SpecError

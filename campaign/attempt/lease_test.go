@@ -85,14 +85,14 @@ func TestTeardownUnconfirmedLeaseCleanup(t *testing.T) {
 // without pids is not pinned.
 func TestShapeOf(t *testing.T) {
 	t.Parallel()
-	s := shapeOf(&catalog.Resources{CPU: 2, MemoryGiB: 4, DiskGiB: 10, PIDs: 512})
+	s := ShapeOf(&catalog.Resources{CPU: 2, MemoryGiB: 4, DiskGiB: 10, PIDs: 512})
 	if s != (environment.Shape{CPUCores: 2, MemoryBytes: 4 << 30, PIDs: 512, DiskBytes: 10 << 30}) || !s.Pinned() || s.Problems() != nil {
-		t.Errorf("shapeOf = %+v (%v)", s, s.Problems())
+		t.Errorf("ShapeOf = %+v (%v)", s, s.Problems())
 	}
-	if !shapeOf(nil).IsZero() || shapeOf(nil).Pinned() {
+	if !ShapeOf(nil).IsZero() || ShapeOf(nil).Pinned() {
 		t.Error("nil resources must give the zero shape")
 	}
-	if shapeOf(&catalog.Resources{CPU: 1, MemoryGiB: 1, DiskGiB: 1}).Pinned() {
+	if ShapeOf(&catalog.Resources{CPU: 1, MemoryGiB: 1, DiskGiB: 1}).Pinned() {
 		t.Error("a shape without pids is not pinned")
 	}
 }

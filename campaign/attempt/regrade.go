@@ -236,7 +236,7 @@ func (x *LocalExecutor) regradeLease(ctx context.Context, plan campaign.AttemptP
 	prov := leaseProvider(environment.ProviderName(env.Provider), x.Executable)
 	mounts, tmpfs, _ := catalog.ContainerMounts(env) // validated at load
 	l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: env.ID, ConfigurationKey: env.ConfigurationKey,
-		Shape: shapeOf(env.Resources), Root: dir, Image: imageOf(env), Workdir: workdirOf(env),
+		Shape: ShapeOf(env.Resources), Root: dir, Image: imageOf(env), Workdir: workdirOf(env),
 		Owner: "regrade " + plan.CampaignID, WorkspaceMounts: mounts, Tmpfs: tmpfs})
 	if err != nil {
 		return nil, fmt.Sprintf("the verifier cannot run again: its %s lease setup failed: %v", prov.Name(), err)

@@ -27,6 +27,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentproof/agentproof/environment"
 )
 
@@ -37,12 +39,13 @@ const MaxSocketPath = 107
 // A lease's bridge sockets live in a short directory of their own,
 // <base>/apf-<16 random hex digits> (mode 0711, root's; removed and confirmed gone by
 // RemoveDirs), so that the socket path fits in MaxSocketPath whatever the depth of the
-// lease root ($TMPDIR). The base is the first of socketBases that is a directory:
-// /run (root's own tmpfs) or else /tmp. The longest socket path is 9+4+16+1+32+5 = 67
-// bytes.
+// lease root ($TMPDIR). The base is the first of socketBases that is a directory
+// this process can write: /run (root's own tmpfs), else /tmp, /var/tmp or /dev/shm (a
+// normal user's; /tmp is not world-writable everywhere). The longest socket path is
+// 9+4+16+1+32+5 = 67 bytes.
 const socketDirPrefix = "apf-"
 
-var socketBases = []string{"/run", "/tmp"}
+var socketBases = []string{"/run", "/tmp", "/var/tmp", "/dev/shm"}
 
 // ValidSocketDir reports whether dir has the shape MakeSocketDir gives.
 func ValidSocketDir(dir string) bool {
@@ -53,18 +56,23 @@ func ValidSocketDir(dir string) bool {
 	return slices.Contains(socketBases, filepath.Dir(dir))
 }
 
+// SocketBase is the directory MakeSocketDir makes socket directories in: the first of
+// socketBases this process can write. Errors: there is none.
+func SocketBase() (string, error) {
+	for _, b := range socketBases {
+		if fi, err := os.Stat(b); err == nil && fi.IsDir() && unix.Access(b, unix.W_OK) == nil {
+			return b, nil
+		}
+	}
+	return "", fmt.Errorf("no writable directory for the bridge sockets (%s)", strings.Join(socketBases, ", "))
+}
+
 // MakeSocketDir creates a fresh lease socket directory (see socketDirPrefix), mode
 // 0711. Errors: no base directory, or the directory's creation.
 func MakeSocketDir() (string, error) {
-	base := ""
-	for _, b := range socketBases {
-		if fi, err := os.Stat(b); err == nil && fi.IsDir() {
-			base = b
-			break
-		}
-	}
-	if base == "" {
-		return "", fmt.Errorf("no directory for the bridge sockets (%s)", strings.Join(socketBases, ", "))
+	base, err := SocketBase()
+	if err != nil {
+		return "", err
 	}
 	id, err := environment.NewLeaseID() // 16 random hex digits after "lease-"
 	if err != nil {

@@ -281,6 +281,7 @@ func writeLimits(cs leaseCgroups, shape environment.Shape) error {
 		var writes [][2]string
 		for _, c := range d.Controllers {
 			switch {
+			case !declares(shape, c): // no declared limit: the cgroup counts, it does not limit
 			case c == ctrlMemory && d.Version == 1:
 				writes = append(writes, [2]string{"memory.limit_in_bytes", itoa(shape.MemoryBytes)})
 				if exists(filepath.Join(d.Path, "memory.memsw.limit_in_bytes")) {
@@ -323,6 +324,19 @@ func limitMatches(file, want, got string) bool {
 		g, err2 := strconv.ParseInt(got, 10, 64)
 		page := int64(os.Getpagesize())
 		return err1 == nil && err2 == nil && g <= w && w-g < page
+	}
+	return false
+}
+
+// declares reports whether shape sets a limit for the lease controller c.
+func declares(shape environment.Shape, c string) bool {
+	switch c {
+	case ctrlMemory:
+		return shape.MemoryBytes > 0
+	case ctrlPIDs:
+		return shape.PIDs > 0
+	case ctrlCPU:
+		return shape.CPUCores > 0
 	}
 	return false
 }

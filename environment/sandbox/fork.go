@@ -61,11 +61,13 @@ func (x *launched) fork(start func() (int, error)) error {
 // forkHere is fork's work on the current, locked thread (never the main one), which
 // it leaves in a private mount namespace: the goroutine must end locked.
 func (x *launched) forkHere(start func() (int, error), done chan<- error) {
-	if err := stage(x.stageDir, x.stage); err != nil {
-		done <- fmt.Errorf("sandbox launch: staging the binds: %w", err)
-		return
+	if x.stageDir != "" { // rootless: nothing staged, the host's mount namespace kept
+		if err := stage(x.stageDir, x.stage); err != nil {
+			done <- fmt.Errorf("sandbox launch: staging the binds: %w", err)
+			return
+		}
+		detachSys()
 	}
-	detachSys()
 	pid, err := start()
 	if err != nil {
 		done <- err

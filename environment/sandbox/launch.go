@@ -56,8 +56,12 @@ type launchPlan struct {
 	dests []string
 }
 
-// staged returns the staged path of host path src, staging it once.
+// staged returns the staged path of host path src, staging it once; without a
+// staging directory (rootless) src itself, which bubblewrap binds as it is.
 func (p *launchPlan) staged(src string) string {
+	if p.stageDir == "" {
+		return src
+	}
 	i := slices.Index(p.stage, src)
 	if i < 0 {
 		i = len(p.stage)
@@ -130,7 +134,9 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 // write ends of the lease cgroups' cgroup.procs files (init joins them), the /etc
 // files bubblewrap copies in (etc, generated, then copiedEtc: pipes holding them and
 // the host files, opened for reading) and the lease's staging mount point
-// (stageDir), made at its first launch.
+// (stageDir), made at its first launch (none in a rootless lease: its sources are
+// the controller's own and bubblewrap, running as the controller's user, binds them
+// by path).
 func (x *launched) open(etc map[string]string) error {
 	var err error
 	if x.statusR, x.statusW, err = os.Pipe(); err != nil {
@@ -154,6 +160,9 @@ func (x *launched) open(etc map[string]string) error {
 		if f, err := os.Open(path); err == nil {
 			x.etcFiles, x.etcDests = append(x.etcFiles, f), append(x.etcDests, path)
 		}
+	}
+	if x.st.Rootless {
+		return nil
 	}
 	x.stageDir = stageDir(x.lease.SocketDir)
 	if err := os.Mkdir(x.stageDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -451,6 +460,9 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 		"provider": string(environment.ProviderSandbox), "lease": x.lease.ID, "launch": strconv.Itoa(x.n),
 		"bwrap": x.st.BwrapVersion, "uid": strconv.Itoa(x.st.UID),
 	}}
+	if x.st.Rootless {
+		s.Facts["rootless"] = "true"
+	}
 	_ = x.statusW.Close()
 	rep, err := readStatus(x.statusR)
 	_ = x.statusR.Close()
@@ -477,22 +489,24 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 		}
 	}
 	shape := x.lease.Shape
-	if oom, ok := x.st.Cgroups.oomKills(); !ok {
+	_, memCgroup := x.st.Cgroups.byController(ctrlMemory)
+	_, pidsCgroup := x.st.Cgroups.byController(ctrlPIDs)
+	if oom, ok := x.st.Cgroups.oomKills(); !ok && memCgroup {
 		s.Problems = append(s.Problems, "the memory cgroup's OOM counter is unreadable")
-	} else if d := oom - x.oom0; d > 0 {
+	} else if d := oom - x.oom0; ok && d > 0 {
 		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceMemory, Limit: shape.MemoryBytes, Events: d,
 			Detail: fmt.Sprintf("memory limit %d bytes: %d OOM kill(s)", shape.MemoryBytes, d)})
 	}
-	if forks, ok := x.st.Cgroups.forkRefusals(); !ok {
+	if forks, ok := x.st.Cgroups.forkRefusals(); !ok && pidsCgroup {
 		s.Problems = append(s.Problems, "the pids cgroup's counter is unreadable")
-	} else if d := forks - x.forks0; d > 0 {
+	} else if d := forks - x.forks0; ok && d > 0 {
 		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourcePIDs, Limit: shape.PIDs, Events: d,
 			Detail: fmt.Sprintf("pids limit %d: %d fork(s) refused", shape.PIDs, d)})
 	}
 	if w := writesOutside(x.scratch, x.mountPoints); w != "" {
 		s.Facts[FactWritesOutside] = w
 	}
-	if full, err := hostlease.DiskFull(x.st.Disk); err == nil && full {
+	if full, err := hostlease.DiskFull(x.st.Disk); err == nil && full && x.st.DiskMounted {
 		s.Limits = append(s.Limits, environment.LimitHit{Resource: environment.ResourceDisk, Limit: shape.DiskBytes, Events: 1,
 			Detail: fmt.Sprintf("disk limit %d bytes: the lease disk is full", shape.DiskBytes)})
 	}

@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("AGENTPROOF_TEST_MODE") == "controller" {
 		os.Exit(controller(os.Args[1]))
 	}
+	if os.Getenv("AGENTPROOF_TEST_MODE") == "rootless" {
+		os.Exit(rootlessController(os.Args[1]))
+	}
 	// A secret in the controller's own environment: no sandbox may read it.
 	os.Setenv(controllerSecretVar, controllerSecret)
 	os.Exit(m.Run())

@@ -9,24 +9,28 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/hostlease"
 )
 
 // Probe checks, on this machine and for real, everything a sandbox lease needs:
-// Linux, the bubblewrap binary and its version, root (cgroup limits and the lease
-// disk are set up on the host), that a trial sandbox with every namespace runs as the
-// sandbox user (for a normal user too: whether unprivileged user namespaces work), a
-// writable cgroup for each of memory, pids and cpu (which hierarchy serves it, and
-// for a normal user whether a cgroup v2 subtree is delegated to them), how a lease is
-// killed (cgroup.kill or SIGKILL rounds), OOM detection, that a tmpfs can be mounted,
-// and the agentproof executable. Every failed check says what is missing in a few
-// words (Check.Needs: the reason of the cells not run here) and in Detail how to get
-// it. A probe takes a few milliseconds; it leaves nothing behind.
+// Linux, the bubblewrap binary and its version, that a trial sandbox with every
+// namespace runs as the sandbox user (for a normal user: whether unprivileged user
+// namespaces work), the cgroups (as root: a writable cgroup for each of memory, pids
+// and cpu, which hierarchy serves it; for a normal user: the cgroup version and
+// whether a cgroup v2 subtree is delegated to them), how a lease is killed, OOM
+// detection, that a tmpfs can be mounted (root), and the agentproof executable. Its
+// Limits say which declared limits this machine can enforce (a normal user's: cpu,
+// memory and pids through a delegated cgroup v2 subtree, never disk). Every failed
+// check says what is missing in a few words (Check.Needs: the reason of the cells not
+// run here) and in Detail how to get it. A probe takes a few milliseconds; it leaves
+// nothing behind.
 func (p *Provider) Probe(ctx context.Context) environment.ProbeReport {
 	pr := &probe{}
 	if runtime.GOOS != "linux" {
@@ -41,24 +45,32 @@ func (p *Provider) Probe(ctx context.Context) environment.ProbeReport {
 	if root {
 		pr.pass("privileges", "root: cgroups and the lease disk are set up on the host; agents run as uid %d, gid %d", p.opt.UID, p.opt.GID)
 	} else {
-		pr.fail("privileges", needsRoot, "uid %d: the sandbox needs root on this machine to create cgroup limits and mount the lease disk "+
-			"(its agents run unprivileged either way); run agentproof as root for the sandbox cells", os.Geteuid())
+		pr.pass("privileges", "uid %d (not root): the rootless sandbox (bubblewrap in a user namespace of its own; agents run as this user, "+
+			"the lease disk is a plain directory); an environment declaring a limit this machine cannot enforce (limits below) is not run here", os.Geteuid())
 	}
 	if version != "" {
 		out, err := p.trial(ctx)
 		pr.check("namespaces", err == nil, needsUserns, "%s", out)
 	}
-	p.probeCgroups(pr, root)
+	var limits []environment.Limit
 	if root {
-		err := probeTmpfs()
-		pr.check("disk", err == nil, "cannot mount the lease disk (a tmpfs)", "size-capped tmpfs per lease%s", errSuffix(err))
+		limits = p.probeCgroups(pr)
+	} else {
+		limits = probeRootlessCgroups(pr)
+	}
+	if base, err := hostlease.SocketBase(); err != nil {
+		pr.fail("sockets", "no writable directory for the bridge sockets", "%v", err)
+	} else {
+		pr.pass("sockets", "the bridge sockets in a directory of the lease's own under %s", base)
 	}
 	if fi, err := os.Stat(p.opt.Executable); err != nil || fi.IsDir() {
 		pr.fail("executable", "the agentproof executable is missing", "the agentproof executable %q is missing", p.opt.Executable)
 	} else {
 		pr.pass("executable", "%s (init and `agentproof mcp` inside)", p.opt.Executable)
 	}
-	return environment.NewProbeReport(environment.ProviderSandbox, pr.checks)
+	r := environment.NewProbeReport(environment.ProviderSandbox, pr.checks)
+	r.Limits = limits
+	return r
 }
 
 // What a failed check of the sandbox probe needs, in a few words (Check.Needs).
@@ -66,7 +78,6 @@ const (
 	needsLinux  = "needs Linux"
 	needsBwrap  = "bubblewrap is not installed"
 	needsBwrap8 = "bubblewrap 0.8 or later is needed"
-	needsRoot   = "needs root for the cgroup limits and the lease disk"
 	needsUserns = "user namespaces are not available"
 	needsCgroup = "cannot create the lease's cgroups"
 )
@@ -109,35 +120,39 @@ func (p *Provider) probeBwrap(ctx context.Context, pr *probe) string {
 	return v
 }
 
-// probeCgroups checks a writable cgroup for each lease controller, how a lease is
-// killed and OOM detection. Without root it says whether a cgroup v2 subtree is
-// delegated to this user (the only way a normal user could get the limits) and that
-// the provider uses none.
-func (p *Provider) probeCgroups(pr *probe, root bool) {
+// probeCgroups checks, as root, a writable cgroup for each lease controller, how a
+// lease is killed, OOM detection and the lease disk's tmpfs; it returns the limits
+// root's sandbox enforces here.
+func (p *Provider) probeCgroups(pr *probe) []environment.Limit {
+	ok := map[string]bool{}
 	sys, err := discoverCgroups()
 	if err != nil {
 		pr.fail("cgroups", needsCgroup, "%v", err)
-		return
-	}
-	for _, c := range leaseControllers {
-		h := sys.Serve[c]
-		if h == nil {
-			pr.fail("cgroup "+c, needsCgroup, "no mounted hierarchy serves %s (%s)", c, strings.Join(sys.Notes, "; "))
-			continue
-		}
-		where := fmt.Sprintf("cgroup v%d at %s", h.Version, h.ownDir())
-		if !root {
-			pr.fail("cgroup "+c, needsRoot, "%s: not writable without root (%s)", where, delegation(h))
-			continue
-		}
-		err := probeCgroup(h.ownDir())
-		pr.check("cgroup "+c, err == nil, needsCgroup, "%s%s", where, errSuffix(err))
-	}
-	if sys.V2 != nil && root && !p.opt.NoCgroupKill && probeCgroupKill(sys.V2.ownDir()) {
-		pr.pass("kill", "cgroup2 cgroup.kill under %s (the whole tree at once), then confirmed empty", sys.V2.ownDir())
 	} else {
-		pr.pass("kill", "SIGKILL rounds over the lease's cgroup.procs until empty (no cgroup.kill); the pids limit bounds a fork race")
+		for _, c := range leaseControllers {
+			h := sys.Serve[c]
+			if h == nil {
+				pr.fail("cgroup "+c, needsCgroup, "no mounted hierarchy serves %s (%s)", c, strings.Join(sys.Notes, "; "))
+				continue
+			}
+			err := probeCgroup(h.ownDir())
+			ok[c] = err == nil
+			pr.check("cgroup "+c, err == nil, needsCgroup, "cgroup v%d at %s%s", h.Version, h.ownDir(), errSuffix(err))
+		}
+		if sys.V2 != nil && !p.opt.NoCgroupKill && probeCgroupKill(sys.V2.ownDir()) {
+			pr.pass("kill", "cgroup2 cgroup.kill under %s (the whole tree at once), then confirmed empty", sys.V2.ownDir())
+		} else {
+			pr.pass("kill", "SIGKILL rounds over the lease's cgroup.procs until empty (no cgroup.kill); the pids limit bounds a fork race")
+		}
+		probeOOM(pr, sys)
 	}
+	diskErr := probeTmpfs()
+	pr.check("disk", diskErr == nil, "cannot mount the lease disk (a tmpfs)", "size-capped tmpfs per lease%s", errSuffix(diskErr))
+	return rootLimits(sys, ok, diskErr)
+}
+
+// probeOOM checks that an OOM kill in the memory hierarchy of sys can be detected.
+func probeOOM(pr *probe, sys cgroupSystem) {
 	if h := sys.Serve[ctrlMemory]; h != nil {
 		file := "memory.oom_control (oom_kill)"
 		ok := h.Version == 2 || strings.Contains(readTrim(filepath.Join(h.ownDir(), "memory.oom_control")), "oom_kill ")
@@ -148,21 +163,29 @@ func (p *Provider) probeCgroups(pr *probe, root bool) {
 	}
 }
 
-// delegation says, for a normal user, why the hierarchy h serving a lease controller
-// gives them no limits: cgroup v1 (only root creates cgroups there), or a cgroup v2
-// subtree that is not theirs, or one delegated to them, which the sandbox does not
-// use (it also mounts its lease disk on the host, which needs root). The sandbox
-// never runs without its limits.
-func delegation(h *hierarchy) string {
-	const never = "the sandbox never runs without its limits"
-	if h.Version == 1 {
-		return "cgroup v1: only root creates cgroups there; " + never
+// probeRootlessCgroups states, for a normal user, the cgroup facts (version, the
+// hierarchies, delegation) and how a launch's processes are reaped without a cgroup;
+// it returns the limits this user's sandbox can enforce here (rootlessLimits).
+func probeRootlessCgroups(pr *probe) []environment.Limit {
+	sys, err := discoverCgroups()
+	limits := rootlessLimits(sys, err)
+	var facts []string
+	switch {
+	case err != nil:
+		facts = append(facts, "unreadable: "+err.Error())
+	case sys.V2 == nil:
+		facts = append(facts, "cgroup v1 (no cgroup2 hierarchy mounted): only root creates cgroups, nothing is delegated to uid "+strconv.Itoa(os.Geteuid()))
+	case len(sys.V2.Controllers) == 0 && !slices.ContainsFunc(leaseControllers, func(c string) bool { return sys.Serve[c] == sys.V2 }):
+		facts = append(facts, fmt.Sprintf("cgroup v1 for cpu, memory and pids (hybrid: the cgroup2 hierarchy at %s serves none of them): only root creates cgroups there, nothing is delegated to uid %d", sys.V2.Mount, os.Geteuid()))
+	default:
+		del := "not delegated to this user"
+		if limits[0].Enforced || limits[1].Enforced || limits[2].Enforced {
+			del = "delegated to this user"
+		}
+		facts = append(facts, fmt.Sprintf("cgroup v2 at %s, own cgroup %s: %s", sys.V2.Mount, sys.V2.Own, del))
 	}
-	var st syscall.Stat_t
-	if syscall.Stat(h.ownDir(), &st) == nil && int(st.Uid) == os.Geteuid() {
-		return "this cgroup v2 subtree is delegated to this user, but the sandbox does not use a delegated subtree and mounts its lease disk on the host, which needs root; " + never
-	}
-	return "this cgroup v2 subtree is not delegated to this user; " + never
+	pr.pass("cgroups", "%s; %s", strings.Join(facts, "; "), "a launch's processes are reaped through its PID namespace (init is PID 1: its end kills every process left)")
+	return limits
 }
 
 func errSuffix(err error) string {
@@ -203,11 +226,34 @@ func (p *Provider) trial(ctx context.Context) (string, error) {
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	sysctls := usernsSysctls()
 	if err := cmd.Run(); err != nil {
-		return fmt.Sprintf("a trial sandbox (user, mount, pid, ipc, uts, net, cgroup namespaces) failed: %v: %s (user.max_user_namespaces = %s)",
-			err, strings.TrimSpace(out.String()), readTrim("/proc/sys/user/max_user_namespaces")), err
+		how := ""
+		if os.Geteuid() != 0 {
+			how = "; unprivileged user namespaces are needed without root: sysctl user.max_user_namespaces > 0 " +
+				"(and kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0 where the kernel has them), or run agentproof as root"
+		}
+		return fmt.Sprintf("a trial sandbox (user, mount, pid, ipc, uts, net, cgroup namespaces) failed: %v: %s (%s)%s",
+			err, strings.TrimSpace(out.String()), sysctls, how), err
 	}
-	return "user, mount, pid, ipc, uts, net and cgroup namespaces: a trial sandbox ran as uid " + strconv.Itoa(p.opt.UID), nil
+	who := "user"
+	if os.Geteuid() != 0 {
+		who = "unprivileged user"
+	}
+	return fmt.Sprintf("%s, mount, pid, ipc, uts, net and cgroup namespaces: a trial sandbox ran as uid %d (%s)", who, p.opt.UID, sysctls), nil
+}
+
+// usernsSysctls states the kernel settings that allow unprivileged user namespaces
+// ("user.max_user_namespaces = 96553", and the Debian and AppArmor switches where the
+// kernel has them).
+func usernsSysctls() string {
+	out := []string{"user.max_user_namespaces = " + readTrim("/proc/sys/user/max_user_namespaces")}
+	for _, k := range []string{"kernel/unprivileged_userns_clone", "kernel/apparmor_restrict_unprivileged_userns"} {
+		if v := readTrim("/proc/sys/" + k); v != "" {
+			out = append(out, strings.ReplaceAll(k, "/", ".")+" = "+v)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // probeCgroup creates and removes a child cgroup of dir.

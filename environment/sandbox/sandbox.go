@@ -148,6 +148,12 @@ type state struct {
 	Disk         string       `json:"disk"`
 	Cgroups      leaseCgroups `json:"cgroups"`
 	NoCgroupKill bool         `json:"noCgroupKill,omitempty"`
+	// Rootless: the lease of a controller that is not root (rootless.go): its disk is
+	// a plain directory, its launches bind their sources unstaged.
+	Rootless bool `json:"rootless,omitempty"`
+	// DiskMounted: the disk is a tmpfs of the shape's disk size (root, a declared
+	// disk limit); otherwise a plain directory with no limit.
+	DiskMounted bool `json:"diskMounted,omitempty"`
 }
 
 func leaseState(l *environment.Lease) (state, error) {
@@ -179,8 +185,11 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 	if probs := p.specProblems(spec); len(probs) > 0 {
 		return nil, &environment.SpecError{What: "sandbox lease spec", Problems: probs}
 	}
-	if os.Geteuid() != 0 {
-		return nil, errors.New("sandbox lease: this provider needs root here (cgroup limits and the lease disk's tmpfs are mounted on the host); see `agentproof environments probe`")
+	if rootless() && !spec.Shape.IsZero() {
+		sys, err := discoverCgroups()
+		if why := unenforced(spec.Shape, rootlessLimits(sys, err)); why != "" {
+			return nil, fmt.Errorf("sandbox lease: %s here (see `agentproof environments probe`); a declared limit is never dropped", why)
+		}
 	}
 	version, err := p.bwrapVersion(ctx)
 	if err != nil {
@@ -191,7 +200,7 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 		return nil, err
 	}
 	st := state{UID: p.opt.UID, GID: p.opt.GID, Executable: p.opt.Executable, Bwrap: p.opt.Bwrap, BwrapVersion: version,
-		Disk: filepath.Join(l.Dir, "disk"), NoCgroupKill: p.opt.NoCgroupKill}
+		Disk: filepath.Join(l.Dir, "disk"), NoCgroupKill: p.opt.NoCgroupKill, Rootless: rootless()}
 	if err := hostlease.Build(ctx, l, spec.Endpoints, &st, func() error { return provision(l, &st, spec) }, p.Cleanup); err != nil {
 		return nil, fmt.Errorf("sandbox lease: %w", err)
 	}
@@ -199,10 +208,14 @@ func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*envi
 }
 
 // specProblems lists what makes spec unusable for a sandbox lease: the spec's own
-// problems, a shape that is not pinned (cpuCores, memoryBytes, pids, diskBytes) or
-// not valid, and a provider without the agentproof executable or bubblewrap.
+// problems, a shape that is neither pinned (cpuCores, memoryBytes, pids, diskBytes)
+// nor zero (no declared limit: the agent gets the machine's own) or not valid, and a
+// provider without the agentproof executable or bubblewrap.
 func (p *Provider) specProblems(spec environment.LeaseSpec) []string {
-	probs := hostlease.SpecProblems(spec, environment.ProviderSandbox)
+	probs := spec.Problems(true)
+	if !spec.Shape.IsZero() {
+		probs = hostlease.SpecProblems(spec, environment.ProviderSandbox)
+	}
 	if !filepath.IsAbs(p.opt.Executable) {
 		probs = append(probs, "the agentproof executable is unknown (Options.Executable)")
 	}
@@ -213,18 +226,22 @@ func (p *Provider) specProblems(spec environment.LeaseSpec) []string {
 }
 
 // provision makes lease l's resources on the host, recording them in st as it goes
-// (so that Cleanup finds what was made): the lease's cgroups limited to spec's shape,
-// the lease disk (a tmpfs of spec.Shape.DiskBytes owned by the sandbox user) with its
-// scratch directories, the launches directory, and the workspace (a new one on the
-// disk, or spec's existing directory given to the sandbox user). Errors name the step
-// that failed.
+// (so that Cleanup finds what was made): the lease's cgroups limited to spec's shape
+// (root's always; a normal user's when the shape declares a cgroup limit, which Setup
+// checked this machine enforces), the lease disk (as root with a declared disk limit a
+// tmpfs of spec.Shape.DiskBytes owned by the sandbox user, else a plain directory)
+// with its scratch directories, the launches directory, and the workspace (a new one
+// on the disk, or spec's existing directory given to the sandbox user). Errors name
+// the step that failed.
 func provision(l *environment.Lease, st *state, spec environment.LeaseSpec) error {
-	sys, err := discoverCgroups()
-	if err != nil {
-		return err
-	}
-	if st.Cgroups, err = createCgroups(sys, l.ID, spec.Shape); err != nil {
-		return err
+	if !st.Rootless || spec.Shape.CPUCores > 0 || spec.Shape.MemoryBytes > 0 || spec.Shape.PIDs > 0 {
+		sys, err := discoverCgroups()
+		if err != nil {
+			return err
+		}
+		if st.Cgroups, err = createCgroups(sys, l.ID, spec.Shape); err != nil {
+			return err
+		}
 	}
 	for _, d := range []struct {
 		path string
@@ -234,8 +251,11 @@ func provision(l *environment.Lease, st *state, spec environment.LeaseSpec) erro
 			return err
 		}
 	}
-	if err := hostlease.MountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
-		return err
+	if !st.Rootless && spec.Shape.DiskBytes > 0 {
+		if err := hostlease.MountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
+			return err
+		}
+		st.DiskMounted = true
 	}
 	if err := makeScratch(st.Disk, st.UID, st.GID); err != nil {
 		return err

@@ -30,8 +30,10 @@ sandbox, creates and removes a cgroup per pinned controller and mounts a small t
 the container probe says which engine it found (podman first, docker where podman is
 missing, and why it cannot serve) and runs a trial container with the provider's
 limits and no network. Each requirement is reported as ok or missing with what it
-found (versions, paths, the cgroup hierarchy serving each controller). Nothing is
-left behind.`),
+found (versions, paths, the cgroup hierarchy serving each controller), then each
+resource limit (cpu, memory, pids, disk) as enforced here or not, with how to get it:
+a normal user's sandbox runs in a user namespace of its own, and an environment that
+declares a limit it cannot enforce is not run here. Nothing is left behind.`),
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -61,6 +63,7 @@ left behind.`),
 					}
 					fmt.Fprintf(&b, "  %s %-14s %s\n", mark, c.Name, c.Detail)
 				}
+				printLimits(&b, r.Limits)
 			}
 			_, err := fmt.Fprint(a.stdout, b.String())
 			return err
@@ -69,4 +72,20 @@ left behind.`),
 	probe.Flags().BoolVar(&asJSON, "json", false, "print the reports as a JSON array")
 	cmd.AddCommand(probe)
 	return cmd
+}
+
+// printLimits writes the limits a provider can enforce here, one line each: enforced
+// or NOT ENFORCED, the resource, and how, or why not and how to get it.
+func printLimits(b *strings.Builder, limits []environment.Limit) {
+	if len(limits) == 0 {
+		return
+	}
+	b.WriteString("  limits (an environment declaring one NOT ENFORCED here is not run here, never run without it):\n")
+	for _, l := range limits {
+		mark, text := "enforced", l.Detail
+		if !l.Enforced {
+			mark, text = "NOT ENFORCED", l.Needs+": "+l.Detail
+		}
+		fmt.Fprintf(b, "    %-12s %-7s %s\n", mark, l.Resource, text)
+	}
 }

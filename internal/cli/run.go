@@ -699,7 +699,10 @@ func shellQuote(s string) string {
 // one, its cells are not run here: it returns each one's id with the reason
 // (ProbeReport.NotRunReason), so that the campaign runs everything else and reports
 // them apart; a container environment whose image could not be pinned (unpinned: the
-// environment's id → why, pinImages) is not run here either. A selection that names
+// environment's id → why, pinImages) is not run here either, nor an environment that
+// declares a resource limit the provider cannot enforce on this machine
+// (ProbeReport.UnenforcedReason: a normal user's sandbox on cgroup v1, for example),
+// which would otherwise run without it. A selection that names
 // such an environment (--environment) or cell (--id) is a configuration error instead
 // (exit 2, nothing started), naming every missing requirement, the environments and
 // what to do.
@@ -730,6 +733,9 @@ func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector
 			reason := why
 			if r.Available {
 				reason = unpinned[c.Environment.ID]
+			}
+			if r.Available && reason == "" {
+				reason = r.UnenforcedReason(attempt.ShapeOf(c.Environment.Resources).Declared())
 			}
 			if reason == "" {
 				continue

@@ -65,7 +65,7 @@ func TestNotRunHereBeforeRun(t *testing.T) {
 
 // TestRunUnprivilegedNotRunHere: the quick start's kind of selection run by an
 // unprivileged user (uid 65534, a fresh HOME): the local cells run and pass, the
-// sandbox cell — which needs root here for its cgroup limits and lease disk — and the
+// sandbox cell — whose declared limits a normal user's sandbox cannot enforce here — and the
 // container cell — which needs root for its lease — are not run here with that reason (progress line, last line, summary.md, JUnit skipped),
 // and the partial campaign exits 4. An explicit --environment sandbox still exits 2
 // before anything starts. (The whole default campaign is .ci/quickstart-unprivileged.sh.)
@@ -87,7 +87,10 @@ func TestRunUnprivilegedNotRunHere(t *testing.T) {
 		return string(out), cmd.ProcessState.ExitCode()
 	}
 	out, code := run("run", "--profile", "reference", "--case", "message-marker", "--results", "res", "--campaign", "q", "--progress", "plain")
-	reason := "needs root for the cgroup limits and the lease disk"
+	// the default sandbox environments declare cpu, memory, pids and disk limits, which
+	// a normal user's sandbox cannot enforce on this machine (cgroup v1 here; the disk
+	// limit needs root everywhere)
+	reason := unenforcedSandboxLimits
 	for _, want := range []string{
 		"not run here sandbox-compatibility.reference.sandbox.message-marker: " + reason,
 		// the container cell's reason also names the executable when it is not static
@@ -115,6 +118,109 @@ func TestRunUnprivilegedNotRunHere(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "work", "res2")); err == nil {
 		t.Error("--environment sandbox wrote results before refusing")
+	}
+}
+
+// unenforcedSandboxLimits is the reason the default sandbox environments' cells are
+// not run here for a normal user on a cgroup v1 machine (this one): each of their
+// declared limits, and why it cannot be enforced.
+const unenforcedSandboxLimits = "cpu, memory and pids limits need cgroup v2 delegation; this machine has cgroup v1; " +
+	"disk limit needs root (the lease disk is a size-capped tmpfs mounted on the host)"
+
+// rootlessSuite is a sandbox environment that declares no limit, the reference agent
+// allowed in it, and a suite of the two with the message-marker case.
+const rootlessSuite = `environments:
+  - id: sandbox-unlimited
+    label: Linux sandbox (bubblewrap) without declared limits
+    driver: sandbox
+    provider: sandbox
+    lifecycle: {setup: create_via_api, probe: run_context_via_api, cleanup: delete_via_api_and_destroy_leases}
+    expectedExecutionTarget: {kind: local, transport: sandbox}
+    config: {reuseLease: false}
+    attemptDeadlineMs: 600000
+profiles:
+  - id: reference-unlimited
+    label: Reference agent in the sandbox without declared limits
+    generation: native
+    groups: [builtin]
+    driver: reference
+    provider: agentproof
+    model: agentproof/reference
+    modelQualification: {source: builtin, qualificationId: "builtin:reference"}
+    supportedEnvironments: [sandbox-unlimited]
+    expectedRuntimeMetadata: {adapterType: agentproof_builtin, provider: agentproof}
+suites:
+  - id: rootless-sandbox
+    label: The rootless sandbox
+    description: The reference agent in a sandbox environment that declares no limit.
+    profiles: [reference-unlimited]
+    environments: [sandbox-unlimited]
+    cases: [message-marker]
+    expectedMatrixSize: 1
+`
+
+// TestRunUnprivilegedRootlessSandbox: a normal user (uid 65534, a fresh HOME) on this
+// machine, whose kernel allows unprivileged user namespaces and whose cgroups are
+// v1, runs a sandbox environment that declares no limit for real — bubblewrap in a
+// user namespace of its own, the control plane and the scripted model through the
+// bridge — and its cell passes; the default sandbox environment beside it, which
+// declares cpu, memory, pids and disk limits, is not run here naming each limit and
+// why. `environments probe` as that user says the sandbox is available and which
+// limits it cannot enforce.
+func TestRunUnprivilegedRootlessSandbox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a campaign as another user")
+	}
+	t.Parallel()
+	dir, argv := asNobody(t)
+	cat := filepath.Join(dir, "catalog")
+	if err := copyDefaultCatalog(cat); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cat, "zz-rootless.yaml"), []byte(rootlessSuite), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command("chmod", "-R", "a+rX", cat).Run(); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(argv[0], append(argv[1:], args...)...)
+		cmd.Dir = filepath.Join(dir, "work")
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home"), "TMPDIR=" + filepath.Join(dir, "tmp")}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	out, _ := run("environments", "probe")
+	for _, want := range []string{"sandbox: available\n", "uid 65534 (not root): the rootless sandbox", "unprivileged user, mount, pid",
+		"NOT ENFORCED memory", "needs cgroup v2 delegation; this machine has cgroup v1", "systemd-run --user --scope -p Delegate=yes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("probe as uid 65534 lacks %q:\n%s", want, out)
+		}
+	}
+	out, code := run("run", "--catalog", cat, "--suite", "rootless-sandbox", "--suite", "sandbox-compatibility", "--profile", "reference",
+		"--profile", "reference-unlimited", "--case", "message-marker", "--results", "res", "--campaign", "r", "--progress", "plain")
+	for _, want := range []string{
+		"passed rootless-sandbox.reference-unlimited.sandbox-unlimited.message-marker",
+		"not run here sandbox-compatibility.reference.sandbox.message-marker: " + unenforcedSandboxLimits,
+		"Campaign r: 1/2 passed, 0 failed, 0 inconclusive, 1 not run here (partial)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != int(verdict.ExitPartial) {
+		t.Errorf("exit %d, want %d (partial)\n%s", code, verdict.ExitPartial, out)
+	}
+	// the agent's launch facts: a sandbox launch, rootless, as that user
+	b, err := os.ReadFile(filepath.Join(dir, "work", "res", "r", "rootless-sandbox", "reference-unlimited", "sandbox-unlimited", "message-marker", "attempt-1", "result.json"))
+	for _, want := range []string{`"provider": "sandbox"`, `"rootless": "true"`, `"uid": "65534"`} {
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("result.json of the rootless sandbox cell lacks %s (%v)", want, err)
+		}
 	}
 }
 
