@@ -2,7 +2,8 @@
 # The README's quick start as an unprivileged user (uid/gid 65534 with a HOME of its
 # own): `agentproof run --all` must run every cell this machine can run as that user —
 # every one of them passing — and report each sandbox and container cell "not run
-# here" with the reason (their leases need root here); the
+# here" with the reason (the sandbox's declared limits cannot be enforced by a normal
+# user here: "… disk limit needs root …"; the container's lease needs root); the
 # campaign is partial and exits 4. On first use the run installs the pinned agent CLIs
 # with npm into that user's ~/.cache, as the README says; the HOME is kept between runs
 # under /var/tmp so that a warm machine reuses those installs. Needs root (setpriv).
@@ -43,7 +44,8 @@ fi
 python3 - "$work/run/res/quick/campaign.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
-# the environments whose cells need root here: the sandbox's and the container's leases
+# the environments whose cells need root here: the sandbox's (its declared limits: cgroup
+# v1 here, and the disk limit needs root) and the container's leases
 LEASED = ("sandbox", "sandbox-hostile", "container", "container-hostile")
 bad = []
 for r in c["results"]:

@@ -25,6 +25,10 @@
 // to init, which forwards it to the agent (worker.Spec.Stop). One agentproof process
 // starts per launch. Cleanup kills the lease's cgroups, unmounts its
 // disk, removes its cgroups and directory, and confirms each.
+//
+// A controller that is not root runs the rootless sandbox instead where the kernel
+// allows unprivileged user namespaces (rootless.go): the same sandbox as its own
+// user, with only the declared limits it can enforce here, else no lease.
 package sandbox
 
 import (
