@@ -2,7 +2,9 @@ package harbor
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -36,10 +38,26 @@ const (
 const RewardPattern = `\Areward: 1(\.0+)?\n`
 
 // Import is what the importer knows of a task beyond its directory: the image built
-// from environment/ (by digest) and that image's working directory (e.g. /app).
+// from environment/ (by digest), that image's working directory (e.g. /app), and the
+// FROM images the build replaced by local ones (the image as written → the local
+// image; `import harbor --base-image`; nil when none).
 type Import struct {
 	Image   string
 	WorkDir string
+	Bases   map[string]string
+}
+
+// BasesNote is the words that say which FROM images a build replaced (" with FROM
+// ubuntu:24.04 replaced by localhost/x, …"), "" when none.
+func BasesNote(bases map[string]string) string {
+	if len(bases) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, from := range slices.Sorted(maps.Keys(bases)) {
+		parts = append(parts, from+" replaced by "+bases[from])
+	}
+	return " with FROM " + strings.Join(parts, ", ")
 }
 
 // CatalogProblems lists what the importer cannot write for t (each naming the file and
@@ -139,7 +157,11 @@ func (t *Task) Catalog(im Import) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog of %s: %w", t.Name, err)
 	}
-	return append([]byte("# Imported by agentproof import harbor from task "+t.Name+"; edit the task and import again.\n"), b...), nil
+	head := "# Imported by agentproof import harbor from task " + t.Name + "; edit the task and import again.\n"
+	if note := BasesNote(im.Bases); note != "" {
+		head += "# Its image was built" + note + " (import harbor --base-image), not from the images its Dockerfile names.\n"
+	}
+	return append([]byte(head), b...), nil
 }
 
 // harborCase is t's case: the instruction as the prompt, the workspace (mounted at

@@ -35,6 +35,11 @@ type Config struct {
 	MemoryMB           int
 	StorageMB          int
 	Metadata           map[string]any
+	// Offline: the task declares that it runs without the network ([environment]
+	// allow_internet = false or network_mode = "no-network"). A task that does not
+	// relies on Harbor's default, the network (its test.sh may install its tools
+	// from the internet), which the agent and the verifier never have here.
+	Offline bool
 }
 
 // Problem is one thing wrong with a task directory: the file (relative to the task

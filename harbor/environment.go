@@ -34,11 +34,16 @@ func (p *configParser) environment(v any) {
 		case "allow_internet":
 			if b, ok := m[k].(bool); !ok || b {
 				p.add(field, "is not supported: the agent and the verifier have no internet access here (only false is accepted)")
+				continue
 			}
+			p.cfg.Offline = true
 		case "network_mode":
-			if s, ok := m[k].(string); !ok || s != "none" {
-				p.add(field, "is not supported: the agent and the verifier have no network here (only \"none\" is accepted)")
+			// Harbor's modes are public, no-network and allowlist; "none" is taken too.
+			if s, ok := m[k].(string); !ok || (s != "no-network" && s != "none") {
+				p.add(field, "is not supported: the agent and the verifier have no network here (only \"no-network\" is accepted)")
+				continue
 			}
+			p.cfg.Offline = true
 		case "docker_image":
 			p.add(field, "is not supported: a prebuilt image is pulled from a registry, and agentproof never pulls; it builds environment/Dockerfile with the local engine and pins the image by digest")
 		default:

@@ -2,6 +2,8 @@ package harbor
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -49,6 +51,35 @@ func FuzzLoadTask(f *testing.F) {
 		task, err := LoadTask(fsys, "fuzz")
 		if err == nil && (task.ID == "" || CaseID(task.ID) != task.ID) {
 			t.Fatalf("loaded task with id %q", task.ID)
+		}
+	})
+}
+
+// FuzzBaseImages: any Dockerfile text lists its base images without a panic; each is
+// a word of a FROM line it names; replacing every listed image by a fixed local one
+// keeps the line count and leaves no listed image but that one.
+// Corpus: testdata/fuzz/FuzzBaseImages.
+func FuzzBaseImages(f *testing.F) {
+	f.Add("FROM ubuntu:24.04 AS build\nRUN x\nFROM build\nFROM --platform=linux/amd64 debian:12\n")
+	f.Add("from scratch\n# FROM a\nFROM \\\n  b\nFROM $BASE\n")
+	f.Fuzz(func(t *testing.T, dockerfile string) {
+		bases := BaseImages(dockerfile)
+		lines := strings.Split(dockerfile, "\n")
+		m := map[string]string{}
+		for _, b := range bases {
+			if b.Line < 1 || b.Line > len(lines) || !slices.Contains(strings.Fields(lines[b.Line-1]), b.Image) {
+				t.Fatalf("base %+v is not a word of line %d", b, b.Line)
+			}
+			m[b.Image] = "localhost/fuzz-base"
+		}
+		out := ReplaceBaseImages(dockerfile, m)
+		if n := strings.Count(out, "\n"); n != strings.Count(dockerfile, "\n") {
+			t.Fatalf("%d lines became %d", strings.Count(dockerfile, "\n"), n)
+		}
+		for _, b := range BaseImages(out) {
+			if b.Image != "localhost/fuzz-base" {
+				t.Fatalf("after replacing, %+v is left in %q", b, out)
+			}
 		}
 	})
 }

@@ -20,13 +20,50 @@ func TestLoadTaskFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Version: "1.0", Name: "agentproof/fix-greeting", Description: "A Harbor-format task written for agentproof's tests.",
-		AgentTimeoutSec: 300, VerifierTimeoutSec: 60, BuildTimeoutSec: 120, CPUs: 1, MemoryMB: 512, StorageMB: 256,
+		AgentTimeoutSec: 300, VerifierTimeoutSec: 60, BuildTimeoutSec: 120, CPUs: 1, MemoryMB: 512, StorageMB: 256, Offline: true,
 		Metadata: map[string]any{"author_name": "agentproof", "difficulty": "easy", "category": "programming", "tags": []any{"shell", "test-fixture"}}}
 	if diff := cmp.Diff(want, task.Config); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
 	if task.ID != "agentproof-fix-greeting" || !task.HasSolution || !strings.Contains(task.Instruction, "Hello, NAME!") || !strings.Contains(task.Dockerfile, "WORKDIR /app") {
 		t.Errorf("task = %+v", task)
+	}
+}
+
+// TestLoadPublicTask: Harbor's own simple-task as published (testdata/public, Apache-2.0,
+// unchanged) loads: its id from the directory's name, its solution, its Dockerfile's
+// one base image (ubuntu:24.04, from a registry), and no declaration that it runs
+// without the network (its test.sh downloads its tools).
+func TestLoadPublicTask(t *testing.T) {
+	t.Parallel()
+	dir := "testdata/public/simple-task"
+	task, err := LoadTask(os.DirFS(dir), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Version: "1.0", AgentTimeoutSec: 120, VerifierTimeoutSec: 120, BuildTimeoutSec: 600, CPUs: 1, MemoryMB: 2048, StorageMB: 10240}
+	if diff := cmp.Diff(want, task.Config); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if task.Name != "simple-task" || task.ID != "simple-task" || !task.HasSolution || !strings.Contains(task.Solution, "hello.txt") {
+		t.Errorf("task = %+v", task)
+	}
+	if diff := cmp.Diff([]BaseImage{{Line: 1, Image: "ubuntu:24.04"}}, BaseImages(task.Dockerfile)); diff != "" {
+		t.Errorf("base images (-want +got):\n%s", diff)
+	}
+}
+
+// TestParseConfigOffline: a task runs without the network only when it says so.
+func TestParseConfigOffline(t *testing.T) {
+	t.Parallel()
+	for toml, want := range map[string]bool{
+		"version = \"1.0\"\n": false, "[environment]\nallow_internet = false\n": true,
+		"[environment]\nnetwork_mode = \"no-network\"\n": true, "[environment]\nnetwork_mode = \"none\"\n": true,
+	} {
+		cfg, problems := ParseConfig([]byte(toml))
+		if len(problems) != 0 || cfg.Offline != want {
+			t.Errorf("%q: offline %t, problems %v; want offline %t", toml, cfg.Offline, problems, want)
+		}
 	}
 }
 

@@ -61,6 +61,19 @@ func (e Engine) Inspect(ctx context.Context, ref string) (Image, error) {
 	return Image{Ref: name + "@" + f[1], ID: id}, nil
 }
 
+// HasImage reports whether the engine's local store has ref (`image exists`: it
+// never pulls); an error when the engine could not say.
+func (e Engine) HasImage(ctx context.Context, ref string) (bool, error) {
+	_, err := e.run(ctx, "image", "exists", ref)
+	switch {
+	case err == nil:
+		return true, nil
+	case exitCode(err) == 1:
+		return false, nil
+	}
+	return false, fmt.Errorf("image %s: %w", ref, err)
+}
+
 // BuildRequest is an image to build with the engine.
 //
 //   - Context: the build context directory (absolute).

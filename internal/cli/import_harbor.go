@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,8 +33,9 @@ func newImportCmd(a *app) *cobra.Command {
 
 func newImportHarborCmd(a *app) *cobra.Command {
 	var out string
+	var bases []string
 	cmd := &cobra.Command{
-		Use:   "harbor DIR... [--out DIR]",
+		Use:   "harbor DIR... [--out DIR] [--base-image FROM=LOCAL]...",
 		Short: "Import Harbor task directories as catalog cases, each with its image built locally and a verifier",
 		Long:  strings.TrimSpace(importHarborLong),
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -42,10 +45,11 @@ func newImportHarborCmd(a *app) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return importHarbor(cmd.Context(), cmd.OutOrStdout(), args, out)
+			return importHarbor(cmd.Context(), cmd.OutOrStdout(), args, out, bases)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "harbor-catalog", "catalog `directory` to write (created when missing; a task already in it is refused)")
+	cmd.Flags().StringArrayVar(&bases, "base-image", nil, "build FROM an image of the local store instead of the one a Dockerfile names (`FROM=LOCAL`, e.g. ubuntu:24.04=localhost/my-ubuntu:24.04; repeatable): for a machine with no registry")
 	return cmd
 }
 
@@ -66,7 +70,12 @@ refused naming the file and the field, exit 2, before anything is built or writt
 Then, AT IMPORT, each task's image is built from environment/ with the local engine
 (podman build --pull=never: a base image must already be in the local store) and
 pinned by its digest in the written environment; run checks that the digest still
-resolves. For each task <id> (task.toml's name as an id: org/name -> org-name):
+resolves. A FROM image the local store does not have is refused before anything is
+built, naming the Dockerfile's line and what to do: load the image into the store
+(podman load of an archive saved where a registry is reachable), or build FROM a
+local image of your own instead with --base-image FROM=LOCAL (the Dockerfile is
+built with that FROM replaced; the written catalog says so). A --base-image that no
+task's FROM names, or whose LOCAL image is not in the store, is refused too. For each task <id> (task.toml's name as an id: org/name -> org-name):
 
   <id>.yaml          case <id>: the instruction as the prompt; the tests' archive
                      files/<id>/tests.tar in the workspace; the verifier: tests/test.sh after the agent,
@@ -98,7 +107,7 @@ type importedTask struct {
 
 // importHarbor reads every task (all refusals at once), builds each image, checks
 // what the catalog needs, then writes the catalog; see importHarborLong.
-func importHarbor(ctx context.Context, w io.Writer, dirs []string, out string) error {
+func importHarbor(ctx context.Context, w io.Writer, dirs []string, out string, flagBases []string) error {
 	var tasks []importedTask
 	var refusals []string
 	ids := map[string]string{}
@@ -126,12 +135,22 @@ func importHarbor(ctx context.Context, w io.Writer, dirs []string, out string) e
 	if len(refusals) > 0 {
 		return usageErrorf("import harbor: nothing written:\n%s", strings.Join(refusals, "\n"))
 	}
+	bases, err := parseBaseImages(flagBases)
+	if err != nil {
+		return err
+	}
 	eng, ok := container.FindEngine()
 	if !ok || eng.Name != container.EnginePodman {
 		return withExit(ExitInconclusive, fmt.Errorf("import harbor: podman is not installed: the task images are built with it (Debian/Ubuntu: apt-get install podman runc)"))
 	}
+	if refusals, err = checkBaseImages(ctx, eng, tasks, bases); err != nil {
+		return withExit(ExitInconclusive, fmt.Errorf("import harbor: %w", err))
+	}
+	if len(refusals) > 0 {
+		return usageErrorf("import harbor: nothing written:\n%s", strings.Join(refusals, "\n"))
+	}
 	for i := range tasks {
-		if err := buildTask(ctx, eng, &tasks[i]); err != nil {
+		if err := buildTask(ctx, eng, &tasks[i], bases); err != nil {
 			refusals = append(refusals, err.Error())
 		}
 	}
@@ -143,8 +162,12 @@ func importHarbor(ctx context.Context, w io.Writer, dirs []string, out string) e
 		if err := writeTask(it, out); err != nil {
 			return fmt.Errorf("import harbor: %s: %w", it.dir, err)
 		}
-		fmt.Fprintf(w, "imported %s: case %s, image %s (built from %s), suite harbor-%s\n",
-			it.task.Name, it.task.ID, it.im.Image, filepath.Join(it.dir, "environment"), it.task.ID)
+		fmt.Fprintf(w, "imported %s: case %s, image %s (built from %s%s), suite harbor-%s\n",
+			it.task.Name, it.task.ID, it.im.Image, filepath.Join(it.dir, "environment"), harbor.BasesNote(it.im.Bases), it.task.ID)
+		if !it.task.Config.Offline {
+			fmt.Fprintf(w, "note: %s does not declare that it runs without the network ([environment] network_mode = \"no-network\"): Harbor gives it the network by default, "+
+				"and here its agent and its verifier have none (a test.sh that installs its tools from the internet writes no passing reward here)\n", it.task.Name)
+		}
 		suites = append(suites, "--suite harbor-"+it.task.ID)
 		if it.task.HasSolution {
 			suites = append(suites, "--suite harbor-"+it.task.ID+"-hostile")
@@ -157,10 +180,34 @@ func importHarbor(ctx context.Context, w io.Writer, dirs []string, out string) e
 // buildTask builds it's image (within the task's build timeout, else 10 minutes) and
 // reads its working directory; a failed build or a task the catalog cannot hold is an
 // error naming the file and the field.
-func buildTask(ctx context.Context, eng container.Engine, it *importedTask) error {
+func buildTask(ctx context.Context, eng container.Engine, it *importedTask, bases map[string]string) error {
 	abs, err := filepath.Abs(it.dir)
 	if err != nil {
 		return err
+	}
+	req := container.BuildRequest{Context: filepath.Join(abs, "environment"), Name: "localhost/harbor-" + it.task.ID}
+	used := map[string]string{}
+	for _, b := range harbor.BaseImages(it.task.Dockerfile) {
+		if to, ok := bases[b.Image]; ok {
+			used[b.Image] = to
+		}
+	}
+	if len(used) > 0 {
+		// The task's Dockerfile with its FROM images replaced, built with the task's
+		// own context (the task directory is never written).
+		f, err := os.CreateTemp("", "agentproof-harbor-dockerfile-")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		_, err = f.WriteString(harbor.ReplaceBaseImages(it.task.Dockerfile, used))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		req.Dockerfile = f.Name()
 	}
 	timeout := 10 * time.Minute
 	if s := it.task.Config.BuildTimeoutSec; s > 0 {
@@ -168,7 +215,7 @@ func buildTask(ctx context.Context, eng container.Engine, it *importedTask) erro
 	}
 	bctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	img, err := eng.Build(bctx, container.BuildRequest{Context: filepath.Join(abs, "environment"), Name: "localhost/harbor-" + it.task.ID})
+	img, err := eng.Build(bctx, req)
 	if err != nil {
 		return fmt.Errorf("%s/%s: the image does not build here (podman build --pull=never: a base image must be in the local store): %w", it.dir, harbor.DockerfileFile, err)
 	}
@@ -176,11 +223,71 @@ func buildTask(ctx context.Context, eng container.Engine, it *importedTask) erro
 	if err != nil {
 		return fmt.Errorf("%s/%s: %w", it.dir, harbor.DockerfileFile, err)
 	}
-	it.im = harbor.Import{Image: img.Ref, WorkDir: wd}
+	it.im = harbor.Import{Image: img.Ref, WorkDir: wd, Bases: used}
 	if ps := it.task.CatalogProblems(it.im); len(ps) > 0 {
 		return (&harbor.Problems{Dir: it.dir, List: ps})
 	}
 	return nil
+}
+
+// parseBaseImages reads the --base-image flags (FROM=LOCAL, each FROM once) into a
+// map FROM → LOCAL; a malformed one is a usage error naming it.
+func parseBaseImages(flags []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range flags {
+		from, to, ok := strings.Cut(f, "=")
+		switch {
+		case !ok || strings.TrimSpace(from) != from || strings.TrimSpace(to) != to || from == "" || to == "" || strings.ContainsAny(f, " \t\n"):
+			return nil, usageErrorf("--base-image %q must be FROM=LOCAL: the image a Dockerfile's FROM names, '=', and an image of the local store (e.g. ubuntu:24.04=localhost/my-ubuntu:24.04)", f)
+		case out[from] != "":
+			return nil, usageErrorf("--base-image %s is given twice", from)
+		}
+		out[from] = to
+	}
+	return out, nil
+}
+
+// checkBaseImages returns, before any build, the refusals of the tasks' base images:
+// a FROM image not in the engine's local store and not mapped by --base-image (naming
+// the Dockerfile's line and what to do), a --base-image no task's FROM names, and a
+// --base-image whose local image the store does not have. The error is an engine
+// that could not say.
+func checkBaseImages(ctx context.Context, eng container.Engine, tasks []importedTask, bases map[string]string) ([]string, error) {
+	var refusals []string
+	named := map[string]bool{}
+	have := func(ref string) (bool, error) { return eng.HasImage(ctx, ref) }
+	for _, it := range tasks {
+		for _, b := range harbor.BaseImages(it.task.Dockerfile) {
+			named[b.Image] = true
+			if _, mapped := bases[b.Image]; mapped {
+				continue
+			}
+			ok, err := have(b.Image)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				refusals = append(refusals, fmt.Sprintf("%s/%s:%d: FROM %s: the image is not in podman's local store, and the import never pulls: "+
+					"load it into the store (where a registry is reachable: podman pull %s && podman save -o base.tar %s; here: podman load -i base.tar), "+
+					"or build from a local image of your own instead: --base-image %s=<local image>",
+					it.dir, harbor.DockerfileFile, b.Line, b.Image, b.Image, b.Image, b.Image))
+			}
+		}
+	}
+	for _, from := range slices.Sorted(maps.Keys(bases)) {
+		if !named[from] {
+			refusals = append(refusals, fmt.Sprintf("--base-image %s=%s: no task's %s names %s in FROM", from, bases[from], harbor.DockerfileFile, from))
+			continue
+		}
+		ok, err := have(bases[from])
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			refusals = append(refusals, fmt.Sprintf("--base-image %s=%s: %s is not in podman's local store (podman images lists what is)", from, bases[from], bases[from]))
+		}
+	}
+	return refusals, nil
 }
 
 // writeTask writes it's catalog file and files/<id>/tests.tar, the case's workspace

@@ -84,7 +84,8 @@ func TestScripts(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			env.Setenv("HARBOR_TASKS", tasks) // the Harbor-format tasks written for the tests
+			env.Setenv("HARBOR_TASKS", tasks)                                         // the Harbor-format tasks written for the tests
+			env.Setenv("HARBOR_PUBLIC", filepath.Join(filepath.Dir(tasks), "public")) // a public Harbor task, as published
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
