@@ -245,12 +245,39 @@ func launchProblems(l *environment.Lease, st state, req environment.LaunchReques
 			}
 		}
 	}
+	if st.Rootless {
+		probs = append(probs, nestedBinds(req, writable)...)
+	}
 	inWritable := false
 	for _, w := range writable {
 		inWritable = inWritable || environment.Within(w, spec.Dir)
 	}
 	if !inWritable {
 		probs = append(probs, fmt.Sprintf("dir %s must be the workspace %s or inside a writable bind", spec.Dir, l.Workspace))
+	}
+	return probs
+}
+
+// nestedBinds lists the binds and read-only paths of a rootless launch that lie
+// inside a writable place (writable: the workspace and the writable binds). The agent
+// controls such a path between launches and could make it a link to any file of the
+// controller's user, which bubblewrap, binding by path as that user, would follow; the
+// root sandbox opens its bind sources without following links (stage) instead.
+func nestedBinds(req environment.LaunchRequest, writable []string) []string {
+	var probs []string
+	check := func(what, path string) {
+		for _, w := range writable {
+			if w != path && environment.Within(w, path) {
+				probs = append(probs, fmt.Sprintf("%s %s lies inside the writable %s: a rootless sandbox binds nothing there (the agent could make it a link between launches)", what, path, w))
+				return
+			}
+		}
+	}
+	for i, b := range req.Binds {
+		check(fmt.Sprintf("binds[%d]", i), b.Path)
+	}
+	for i, ro := range req.ReadOnly {
+		check(fmt.Sprintf("readOnly[%d]", i), ro)
 	}
 	return probs
 }
@@ -382,8 +409,11 @@ func (p *Provider) plan(l *environment.Lease, st state, req environment.LaunchRe
 		pl.bind(flag, b.Path, b.Path)
 	}
 	ro := append([]string{st.Executable}, req.ReadOnly...)
+	// (a rootless sandbox never binds a program that lies in a writable bind on its own:
+	// its path is the agent's to change, nestedBinds)
+	inWritableBind := st.Rootless && slices.ContainsFunc(req.Binds, func(b environment.Bind) bool { return b.Write && environment.Within(b.Path, req.Spec.Path) })
 	if !underSystem(req.Spec.Path) && !slices.ContainsFunc(ro, func(r string) bool { return environment.Within(r, req.Spec.Path) }) &&
-		!environment.Within(l.Workspace, req.Spec.Path) {
+		!environment.Within(l.Workspace, req.Spec.Path) && !inWritableBind {
 		ro = append(ro, req.Spec.Path)
 	}
 	slices.Sort(ro)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentproof/agentproof/agent/hostile"
 	"github.com/agentproof/agentproof/environment"
@@ -32,10 +33,17 @@ type rootlessReport struct {
 	Sleepers int `json:"sleepers"`
 	// SleepersSeen is what the count found with one sleeper started outside (that
 	// the count sees one).
-	SleepersSeen int                       `json:"sleepersSeen"`
-	Cleanup      environment.CleanupReport `json:"cleanup"`
-	LeftDir      bool                      `json:"leftDir"`
-	Err          string                    `json:"err,omitempty"`
+	SleepersSeen int `json:"sleepersSeen"`
+	// SleepersBeforeKill, SleepersAfterKill: the sleepers of a daemon whose controller
+	// is SIGKILLed, before, and GoneAfter that (at most two seconds waited).
+	SleepersBeforeKill int           `json:"sleepersBeforeKill"`
+	SleepersAfterKill  int           `json:"sleepersAfterKill"`
+	GoneAfter          time.Duration `json:"goneAfter"`
+	// NestedBindErr is Launch's refusal of a bind inside the workspace.
+	NestedBindErr string                    `json:"nestedBindErr"`
+	Cleanup       environment.CleanupReport `json:"cleanup"`
+	LeftDir       bool                      `json:"leftDir"`
+	Err           string                    `json:"err,omitempty"`
 }
 
 type rootlessLaunch struct {
@@ -108,6 +116,12 @@ func TestRootless(t *testing.T) {
 	}
 	if r := l["daemon"]; r.Report.Count == 0 || rep.Sleepers != 0 || rep.SleepersSeen != 1 {
 		t.Errorf("daemon: %+v, %d sleeper(s) alive after the launch settled (the count saw %d of 1 outside)", r, rep.Sleepers, rep.SleepersSeen)
+	}
+	if rep.SleepersBeforeKill != 1 || rep.SleepersAfterKill != 0 {
+		t.Errorf("controller SIGKILLed: %d sleeper(s) before, %d still alive %v after", rep.SleepersBeforeKill, rep.SleepersAfterKill, rep.GoneAfter)
+	}
+	if !strings.Contains(rep.NestedBindErr, "inside the writable") {
+		t.Errorf("a bind inside the workspace: %q, want a refusal (the agent could make it a link to the user's files between launches)", rep.NestedBindErr)
 	}
 	if !rep.Cleanup.Confirmed || rep.LeftDir {
 		t.Errorf("cleanup %+v (lease directory left: %v)", rep.Cleanup, rep.LeftDir)
@@ -214,6 +228,13 @@ func rootlessRun(work string, rep *rootlessReport) error {
 			rep.Sleepers = sleepers(testExe())
 		}
 	}
+	if err := rootlessControllerDeath(l, rep); err != nil {
+		return err
+	}
+	if _, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: hostileSpec(l, "facts"),
+		Binds: []environment.Bind{{Path: filepath.Join(l.Workspace, "state"), Write: true}}}); err != nil {
+		rep.NestedBindErr = err.Error()
+	}
 	sleeper := exec.Command(testExe(), "hostile", "sleeper")
 	if err := sleeper.Start(); err != nil {
 		return err
@@ -221,6 +242,31 @@ func rootlessRun(work string, rep *rootlessReport) error {
 	rep.SleepersSeen = sleepers(testExe())
 	_ = sleeper.Process.Kill()
 	_ = sleeper.Wait()
+	return nil
+}
+
+// rootlessControllerDeath starts a controller (AGENTPROOF_TEST_MODE=controller) that
+// launches a daemon into l and supervises it, SIGKILLs it once the daemon is ready and
+// records how many of the daemon's sleepers live before, and how long the last took
+// to go after (at most two seconds are waited).
+func rootlessControllerDeath(l *environment.Lease, rep *rootlessReport) error {
+	cmd := exec.Command(testExe(), l.LeaseFile())
+	cmd.Env = []string{"AGENTPROOF_TEST_MODE=controller", "PATH=/usr/bin:/bin", "GORACE=atexit_sleep_ms=0"}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	ready := filepath.Join(l.Workspace, "daemon-ready")
+	for deadline := time.Now().Add(30 * time.Second); !fileExists(ready) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	rep.SleepersBeforeKill = sleepers(testExe())
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	killed := time.Now()
+	for rep.SleepersAfterKill = sleepers(testExe()); rep.SleepersAfterKill > 0 && time.Since(killed) < 2*time.Second; rep.SleepersAfterKill = sleepers(testExe()) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	rep.GoneAfter = time.Since(killed)
 	return nil
 }
 
