@@ -296,3 +296,34 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestNoDeclaredLimits: as root, a lease whose shape declares no limit (a sandbox
+// environment without resources) still gets its cgroups (membership, counters, kill)
+// with no limit written and a lease disk that is a plain directory, not a mount; its
+// launch runs, reports no limit hit and no problem, and its cleanup is confirmed.
+func TestNoDeclaredLimits(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the root sandbox")
+	}
+	p := New(Options{})
+	l, err := p.Setup(context.Background(), environment.LeaseSpec{EnvironmentID: "sandbox", Root: leaseRoot(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := leaseState(l)
+	if ms, _ := hostlease.MountsUnder(l.Dir); len(ms) != 0 || st.DiskMounted || len(st.Cgroups) == 0 {
+		t.Errorf("mounts %v, disk mounted %v, cgroups %+v", ms, st.DiskMounted, st.Cgroups)
+	}
+	if d, ok := st.Cgroups.byController(ctrlPIDs); !ok || readTrim(filepath.Join(d.Path, "pids.max")) != "max" {
+		t.Errorf("pids cgroup %+v: pids.max %q, want max (no limit written)", d, readTrim(filepath.Join(d.Path, "pids.max")))
+	}
+	r := attack(t, p, l, "write", "/tmp/x")
+	if exitCode(r.Outcome) != "1" || len(r.Limits) > 0 || len(r.Problems) > 0 || r.Facts[FactWritesOutside] == "" {
+		t.Errorf("launch: exit %s, limits %+v, problems %v, facts %v", exitCode(r.Outcome), r.Limits, r.Problems, r.Facts)
+	}
+	if rep := p.Cleanup(context.Background(), l); !rep.Confirmed {
+		t.Errorf("cleanup: %s", rep.Reason())
+	}
+}

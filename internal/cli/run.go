@@ -244,8 +244,10 @@ writes what finished (the campaign was interrupted: the last line adds ", <n> no
 finished (interrupted: <s> stopped mid-attempt, <m> never started)", the line before
 it is the 'agentproof run --resume' command that continues it, and the campaign report
 covers only the cells that finished and says so) and exits 130.
-A cell whose environment this machine cannot provide (the sandbox without root or
-without bubblewrap, the container without root or podman) is not run here: the campaign runs everything else, says so on a
+A cell whose environment this machine cannot provide (the sandbox without bubblewrap
+or, without root, without unprivileged user namespaces or with a declared limit a normal
+user's sandbox cannot enforce here; the container without root or podman) is not run
+here, never run without a limit: the campaign runs everything else, says so on a
 progress line ("not run here <cell>: <reason>"), in its last line (", N not run here
 (partial)"), in summary.md, junit.xml (skipped, with the reason) and the dashboard, and
 is partial. A selection that names such an environment (--environment) or cell (--id)
