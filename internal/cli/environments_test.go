@@ -37,6 +37,14 @@ func TestEnvironmentsProbe(t *testing.T) {
 	if len(sb.Checks) < 5 {
 		t.Errorf("sandbox checks %+v", sb.Checks)
 	}
+	if len(sb.Limits) != 4 {
+		t.Errorf("sandbox limits %+v: one per resource (cpu, memory, pids, disk)", sb.Limits)
+	}
+	for _, l := range sb.Limits {
+		if os.Geteuid() == 0 && sb.Available && !l.Enforced {
+			t.Errorf("root's available sandbox does not enforce %+v", l)
+		}
+	}
 	if os.Getenv("CI") == "true" && !sb.Available {
 		t.Errorf("CI=true but the sandbox is unavailable: %v", sb.Missing())
 	}
@@ -45,7 +53,8 @@ func TestEnvironmentsProbe(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	text := out.String()
-	if !strings.Contains(text, "local: available\n") || !strings.Contains(text, "sandbox: ") || !strings.Contains(text, " bwrap ") || !strings.Contains(text, "container: ") {
+	if !strings.Contains(text, "local: available\n") || !strings.Contains(text, "sandbox: ") || !strings.Contains(text, " bwrap ") || !strings.Contains(text, "container: ") ||
+		!strings.Contains(text, "  limits (") {
 		t.Errorf("text report:\n%s", text)
 	}
 	if !sb.Available && !strings.Contains(text, "MISSING") {
