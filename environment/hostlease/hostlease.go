@@ -3,7 +3,7 @@
 // system, the same way for both:
 //
 //   - the lease directory <root>/<lease id> (mode 0711) holding lease.json (Make, Save);
-//   - a short bridge socket directory /run/apf-<16 hex> (or under /tmp) holding the
+//   - a short bridge socket directory /run/apf-<16 hex> (or under /tmp, /var/tmp, /dev/shm: the first writable) holding the
 //     endpoints' sockets (MakeSocketDir), whatever the depth of the root;
 //   - the lease's disk: a tmpfs of the pinned disk size at <lease dir>/disk owned by
 //     the lease's agent user (MountDisk), with the directories the agent may keep

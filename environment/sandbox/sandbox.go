@@ -6,7 +6,7 @@
 //
 //   - a lease directory <root>/<lease id> (mode 0711) holding lease.json and
 //     one directory per launch (launches/<n>/, which numbers it);
-//   - a short socket directory /run/apf-<16 hex> (or under /tmp) holding the bridge
+//   - a short socket directory /run/apf-<16 hex> (or under /tmp, /var/tmp, /dev/shm: the first writable) holding the bridge
 //     sockets, whatever the depth of the root;
 //   - the lease's disk: a tmpfs of the pinned disk size mounted at <lease dir>/disk,
 //     owned by the sandbox user, holding HOME (home/), /tmp (tmp/), /dev/shm (shm/),
@@ -181,10 +181,11 @@ func leaseState(l *environment.Lease) (state, error) {
 	return st, nil
 }
 
-// Setup creates a sandbox lease (see the package doc). spec needs a pinned shape and a
-// lease root. Errors: a *environment.SpecError for an invalid spec; a wrapped error
-// naming what failed on the host (not root, no cgroup controller, tmpfs refused). On
-// error, whatever was made is destroyed again.
+// Setup creates a sandbox lease (see the package doc). spec needs a lease root and a
+// pinned shape or none (no declared limit). Errors: a *environment.SpecError for an
+// invalid spec; a wrapped error naming what failed on the host (no cgroup controller,
+// tmpfs refused) or, for a normal user, each declared limit this machine cannot
+// enforce (rootless.go). On error, whatever was made is destroyed again.
 func (p *Provider) Setup(ctx context.Context, spec environment.LeaseSpec) (*environment.Lease, error) {
 	if probs := p.specProblems(spec); len(probs) > 0 {
 		return nil, &environment.SpecError{What: "sandbox lease spec", Problems: probs}
