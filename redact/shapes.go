@@ -126,16 +126,78 @@ func (sh *compiledShape) first(b []byte, lower *[]byte) int {
 	}
 }
 
-// findShape returns the first shape found in b (earliest offset) and its offset.
+// findShape returns the first shape found in b (earliest offset; at one offset, the
+// first shape of shapeDefs) and its offset. It looks at b once: only where the two
+// bytes there, ASCII lower-cased, begin one of the shapes' literals (shapeStarts) does
+// it compare the literals and run the anchored expression of the shapes they begin —
+// the leftmost match of each shape's expression, as compiledShape.first finds it,
+// without one substring search per literal over the whole text.
 func findShape(b []byte) (string, int, bool) {
-	best, at := "", -1
-	var lower []byte
-	for _, sh := range shapes() {
-		if i := sh.first(b, &lower); i >= 0 && (at < 0 || i < at) {
-			best, at = sh.name, i
+	list, starts := shapes(), shapeStarts()
+	for i := 0; i+1 < len(b); i++ {
+		k := uint16(lowerASCII[b[i]])<<8 | uint16(lowerASCII[b[i+1]])
+		if starts[k>>6]&(1<<(k&63)) == 0 {
+			continue
+		}
+		for s := range list {
+			if list[s].startsAt(b, i) {
+				return list[s].name, i, true
+			}
 		}
 	}
-	return best, at, at >= 0
+	return "", -1, false
+}
+
+// lowerASCII maps a byte to its ASCII lower case (every other byte to itself).
+var lowerASCII = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if 'A' <= i && i <= 'Z' {
+			t[i] = byte(i + 'a' - 'A')
+		}
+	}
+	return t
+}()
+
+// shapeStarts is the set (a bit per pair) of the first two bytes, ASCII lower-cased,
+// of every shape literal (each is at least two bytes long: TestShapeLiteralsFoldASCII).
+var shapeStarts = sync.OnceValue(func() *[1 << 16 / 64]uint64 {
+	var set [1 << 16 / 64]uint64
+	for _, sh := range shapes() {
+		for _, l := range sh.lits {
+			k := uint16(lowerASCII[l[0]])<<8 | uint16(lowerASCII[l[1]])
+			set[k>>6] |= 1 << (k & 63)
+		}
+	}
+	return &set
+})
+
+// startsAt reports whether a match of sh begins at offset p of b: one of its literals
+// is there (ASCII case-insensitively when fold), the byte before is not a word byte
+// when the pattern begins with a word boundary, and the anchored expression matches.
+func (sh *compiledShape) startsAt(b []byte, p int) bool {
+	if sh.word && p > 0 && isWordByte(b[p-1]) {
+		return false
+	}
+	for _, l := range sh.lits {
+		if len(b)-p < len(l) {
+			continue
+		}
+		if sh.fold && equalLowerASCII(b[p:p+len(l)], l) || !sh.fold && bytes.Equal(b[p:p+len(l)], l) {
+			return sh.at.Match(b[p:])
+		}
+	}
+	return false
+}
+
+// equalLowerASCII reports whether b, ASCII lower-cased, is lit.
+func equalLowerASCII(b, lit []byte) bool {
+	for i, c := range lit {
+		if lowerASCII[b[i]] != c {
+			return false
+		}
+	}
+	return true
 }
 
 // redactShapes replaces every secret-shaped value in text.
