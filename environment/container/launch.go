@@ -3,7 +3,6 @@ package container
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,24 +30,14 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 	if probs := launchProblems(l, st, req); len(probs) > 0 {
 		return nil, &environment.SpecError{What: "container launch", Problems: probs}
 	}
-	n, dir, err := newLaunchDir(filepath.Join(l.Dir, "launches"))
+	n, dir, err := hostlease.NewLaunchDir(l)
 	if err != nil {
 		return nil, fmt.Errorf("container launch: %w", err)
 	}
-	scratch := st.Disk
-	if !l.Reuse {
-		scratch = filepath.Join(st.Disk, "runs", strconv.Itoa(n))
-		err := os.MkdirAll(filepath.Dir(scratch), 0o711)
-		if err == nil {
-			err = hostlease.MkdirOwned(scratch, st.UID, st.GID)
-		}
-		if err == nil {
-			err = makeScratch(scratch, st.UID, st.GID)
-		}
-		if err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("container launch: fresh scratch space: %w", err)
-		}
+	scratch, err := hostlease.Scratch(l, st.Disk, n, 0o711, st.UID, st.GID, scratchNames...)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("container launch: fresh scratch space: %w", err)
 	}
 	listens, hosts := sandbox.BridgeListens(l.Endpoints)
 	if err := writeEtc(dir, hosts); err != nil {
@@ -240,22 +229,6 @@ func launchProblems(l *environment.Lease, st state, req environment.LaunchReques
 		probs = append(probs, fmt.Sprintf("the workspace %s holds ':' or ',', which a volume cannot name", l.Workspace))
 	}
 	return append(probs, MountProblems(l.WorkspaceMounts, l.Tmpfs)...)
-}
-
-// newLaunchDir creates the next free launches/<n> directory (0755: the engine mounts
-// the generated files from it).
-func newLaunchDir(root string) (int, string, error) {
-	for n := 1; n < 1<<20; n++ {
-		dir := filepath.Join(root, strconv.Itoa(n))
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return n, dir, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return 0, "", err
-		}
-	}
-	return 0, "", errors.New("too many launches")
 }
 
 // writeEtc writes a launch's /etc/hosts (localhost and the endpoints' names) and an

@@ -128,21 +128,14 @@ func provision(l *environment.Lease, st state, spec environment.LeaseSpec) error
 	if err := hostlease.MountDisk(st.Disk, spec.Shape.DiskBytes, st.UID, st.GID); err != nil {
 		return err
 	}
-	if err := makeScratch(st.Disk, st.UID, st.GID); err != nil {
+	if err := hostlease.MakeScratch(st.Disk, st.UID, st.GID, scratchNames...); err != nil {
 		return err
 	}
 	return hostlease.Workspace(l, spec.Workspace, st.Disk, st.UID, st.GID, "container user")
 }
 
-// makeScratch creates HOME and /tmp of a launch under dir, owned by the container user.
-func makeScratch(dir string, uid, gid int) error {
-	for _, name := range []string{"home", "tmp"} {
-		if err := hostlease.MkdirOwned(filepath.Join(dir, name), uid, gid); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// scratchNames are a launch's scratch directories (hostlease.MakeScratch): HOME and /tmp.
+var scratchNames = []string{"home", "tmp"}
 
 // processStart is pid's start time in clock ticks after boot (field 22 of
 // /proc/<pid>/stat), "" when unreadable.

@@ -44,28 +44,7 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 		"provider": string(environment.ProviderContainer), "lease": x.lease.ID, "launch": strconv.Itoa(x.n),
 		"uid": strconv.Itoa(x.st.UID), FactImage: x.lease.Image, FactImageID: x.st.ImageID, FactEngine: engine, FactContainer: x.name,
 	}}
-	_ = x.statusW.Close()
-	rep, err := sandbox.ReadInitStatus(x.statusR)
-	_ = x.statusR.Close()
-	switch {
-	case !o.Started:
-	case err != nil:
-		s.Problems = append(s.Problems, fmt.Sprintf("no exit report from the container's init (%v); the outcome is the engine's", err))
-	case rep.Error != "":
-		s.Problems = append(s.Problems, "container init: "+rep.Error)
-		fallthrough
-	default:
-		if o.Exited && rep.Exited {
-			code := rep.ExitCode
-			s.Outcome.ExitCode, s.Outcome.Signal = nil, rep.Signal
-			if rep.Signal == "" {
-				s.Outcome.ExitCode = &code
-			}
-		}
-		for name, n := range rep.Connections {
-			s.Facts["connections."+name] = strconv.FormatInt(n, 10)
-		}
-	}
+	rep, err := sandbox.SettleInit(&s, x.statusR, x.statusW, "container init", "the engine's")
 	ctx := context.Background()
 	if err == nil {
 		s.Limits = append(s.Limits, limitHits(x.lease.Shape, rep.Counters)...)

@@ -104,3 +104,42 @@ func TestProblems(t *testing.T) {
 		t.Errorf("bad lease: %q", p)
 	}
 }
+
+// TestLaunchDirsAndScratch: launch directories are numbered from 1, each made once; a
+// reused lease's launches share the disk's scratch, another's each get a fresh
+// runs/<n> holding the named directories.
+func TestLaunchDirsAndScratch(t *testing.T) {
+	t.Parallel()
+	l := &environment.Lease{Dir: t.TempDir()}
+	if err := os.Mkdir(filepath.Join(l.Dir, "launches"), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	for want := 1; want <= 2; want++ {
+		n, dir, err := NewLaunchDir(l)
+		if err != nil || n != want || dir != filepath.Join(l.Dir, "launches", strconv.Itoa(want)) {
+			t.Fatalf("NewLaunchDir = %d, %q, %v; want launch %d", n, dir, err, want)
+		}
+	}
+	disk := filepath.Join(l.Dir, "disk")
+	if err := os.Mkdir(disk, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	l.Reuse = true
+	if got, err := Scratch(l, disk, 1, 0o711, uid, gid, "home", "tmp"); err != nil || got != disk {
+		t.Errorf("reused lease: Scratch = %q, %v, want the disk", got, err)
+	}
+	l.Reuse = false
+	got, err := Scratch(l, disk, 2, 0o711, uid, gid, "home", "tmp")
+	if err != nil || got != filepath.Join(disk, "runs", "2") {
+		t.Fatalf("Scratch = %q, %v", got, err)
+	}
+	for _, name := range []string{"home", "tmp"} {
+		if fi, err := os.Stat(filepath.Join(got, name)); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v, %v", name, fi, err)
+		}
+	}
+	if _, err := Scratch(l, disk, 2, 0o711, uid, gid, "home"); !errors.Is(err, os.ErrExist) {
+		t.Errorf("a launch's scratch made twice: %v, want it refused", err)
+	}
+}

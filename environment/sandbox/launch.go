@@ -93,21 +93,14 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 		return nil, &environment.SpecError{What: "sandbox launch", Problems: probs}
 	}
 
-	n, dir, err := newLaunchDir(filepath.Join(l.Dir, "launches"))
+	n, dir, err := hostlease.NewLaunchDir(l)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox launch: %w", err)
 	}
-	scratch := st.Disk
-	if !l.Reuse {
-		scratch = filepath.Join(st.Disk, "runs", strconv.Itoa(n))
-		err := os.MkdirAll(filepath.Dir(scratch), 0o755)
-		if err == nil {
-			err = makeScratchAt(scratch, st.UID, st.GID)
-		}
-		if err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("sandbox launch: fresh scratch space: %w", err)
-		}
+	scratch, err := hostlease.Scratch(l, st.Disk, n, 0o755, st.UID, st.GID, scratchNames...)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("sandbox launch: fresh scratch space: %w", err)
 	}
 	listens, hosts := bridgeListens(l.Endpoints)
 	x := &launched{lease: l, st: st, n: n, dir: dir, scratch: scratch, released: make(chan struct{})}
@@ -299,29 +292,6 @@ func othersCannotRead(fi os.FileInfo, uid int) string {
 	return ""
 }
 
-func makeScratchAt(dir string, uid, gid int) error {
-	if err := hostlease.MkdirOwned(dir, uid, gid); err != nil {
-		return err
-	}
-	return makeScratch(dir, uid, gid)
-}
-
-// newLaunchDir creates the next free launches/<n> directory (0755: the sandbox user
-// reads the generated files through it).
-func newLaunchDir(root string) (int, string, error) {
-	for n := 1; n < 1<<20; n++ {
-		dir := filepath.Join(root, strconv.Itoa(n))
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return n, dir, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return 0, "", err
-		}
-	}
-	return 0, "", errors.New("too many launches")
-}
-
 // bridgeListens maps each endpoint to the address init listens on inside and the
 // /etc/hosts lines: a loopback IPv4 listen address is used as it is; a DNS name gets
 // the loopback alias 127.0.1.<i+1> and a hosts line.
@@ -493,30 +463,8 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 	if x.st.Rootless {
 		s.Facts["rootless"] = "true"
 	}
-	_ = x.statusW.Close()
-	rep, err := readStatus(x.statusR)
-	_ = x.statusR.Close()
-	switch {
-	case !o.Started:
-	case err != nil:
-		s.Problems = append(s.Problems, fmt.Sprintf("no exit report from the sandbox init (%v); the outcome is bubblewrap's", err))
-	case rep.Error != "":
-		s.Problems = append(s.Problems, "sandbox init: "+rep.Error)
-		fallthrough
-	default:
-		if o.Exited && rep.Exited {
-			code := rep.ExitCode
-			s.Outcome.ExitCode, s.Outcome.Signal = nil, rep.Signal
-			if rep.Signal == "" {
-				s.Outcome.ExitCode = &code
-			}
-		}
-		if rep.PID > 0 {
-			s.Facts["agentPid"] = strconv.Itoa(rep.PID)
-		}
-		for name, n := range rep.Connections {
-			s.Facts["connections."+name] = strconv.FormatInt(n, 10)
-		}
+	if rep, err := SettleInit(&s, x.statusR, x.statusW, "sandbox init", "bubblewrap's"); err == nil && o.Started && rep.PID > 0 {
+		s.Facts["agentPid"] = strconv.Itoa(rep.PID)
 	}
 	shape := x.lease.Shape
 	_, memCgroup := x.st.Cgroups.byController(ctrlMemory)

@@ -271,13 +271,11 @@ func provision(l *environment.Lease, st *state, spec environment.LeaseSpec) erro
 // makeScratch creates HOME, /tmp and /dev/shm of a launch under dir, owned by the
 // sandbox user.
 func makeScratch(dir string, uid, gid int) error {
-	for _, name := range []string{"home", "tmp", "shm"} {
-		if err := hostlease.MkdirOwned(filepath.Join(dir, name), uid, gid); err != nil {
-			return err
-		}
-	}
-	return nil
+	return hostlease.MakeScratch(dir, uid, gid, scratchNames...)
 }
+
+// scratchNames are a launch's scratch directories: HOME, /tmp and /dev/shm.
+var scratchNames = []string{"home", "tmp", "shm"}
 
 // Cleanup destroys a sandbox lease and confirms it (see environment.Provider): it kills
 // every process in the lease's cgroups and waits until they are empty, records what

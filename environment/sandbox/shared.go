@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/agentproof/agentproof/environment"
 )
@@ -45,4 +47,39 @@ func (p *Provider) StartBridge(l *environment.Lease) (environment.Bridge, error)
 		return nil, err // never a nil *Bridge in a non-nil interface
 	}
 	return b, nil
+}
+
+// SettleInit closes the write end of init's status pipe, reads init's exit report from
+// its read end (ReadInitStatus; then closed) and, when the launch started
+// (s.Outcome.Started), puts it into s: the agent's own exit into s.Outcome when both
+// init and the supervisor saw the launch end, and the bridge's connection counts as
+// facts "connections.<endpoint>". A missing report, or one naming an error of init's,
+// is a problem of s naming init (who: "sandbox init") and, for a missing one, whose
+// outcome stands instead (outcomeOf: "bubblewrap's"). It returns the report and the
+// error reading it.
+func SettleInit(s *environment.Settled, statusR, statusW *os.File, who, outcomeOf string) (InitStatus, error) {
+	_ = statusW.Close()
+	rep, err := readStatus(statusR)
+	_ = statusR.Close()
+	o := s.Outcome
+	switch {
+	case !o.Started:
+	case err != nil:
+		s.Problems = append(s.Problems, fmt.Sprintf("no exit report from the %s (%v); the outcome is %s", who, err, outcomeOf))
+	case rep.Error != "":
+		s.Problems = append(s.Problems, who+": "+rep.Error)
+		fallthrough
+	default:
+		if o.Exited && rep.Exited {
+			code := rep.ExitCode
+			s.Outcome.ExitCode, s.Outcome.Signal = nil, rep.Signal
+			if rep.Signal == "" {
+				s.Outcome.ExitCode = &code
+			}
+		}
+		for name, n := range rep.Connections {
+			s.Facts["connections."+name] = strconv.FormatInt(n, 10)
+		}
+	}
+	return rep, err
 }
