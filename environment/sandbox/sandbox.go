@@ -262,16 +262,10 @@ func provision(l *environment.Lease, st *state, spec environment.LeaseSpec) erro
 		}
 		st.DiskMounted = true
 	}
-	if err := makeScratch(st.Disk, st.UID, st.GID); err != nil {
+	if err := hostlease.MakeScratch(st.Disk, st.UID, st.GID, scratchNames...); err != nil {
 		return err
 	}
 	return hostlease.Workspace(l, spec.Workspace, st.Disk, st.UID, st.GID, "sandbox user")
-}
-
-// makeScratch creates HOME, /tmp and /dev/shm of a launch under dir, owned by the
-// sandbox user.
-func makeScratch(dir string, uid, gid int) error {
-	return hostlease.MakeScratch(dir, uid, gid, scratchNames...)
 }
 
 // scratchNames are a launch's scratch directories: HOME, /tmp and /dev/shm.
