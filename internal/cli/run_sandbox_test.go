@@ -75,17 +75,7 @@ func TestRunUnprivilegedNotRunHere(t *testing.T) {
 	}
 	t.Parallel()
 	dir, argv := asNobody(t)
-	run := func(args ...string) (string, int) {
-		cmd := exec.Command(argv[0], append(argv[1:], args...)...)
-		cmd.Dir = filepath.Join(dir, "work")
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home"), "TMPDIR=" + filepath.Join(dir, "tmp")}
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		return string(out), cmd.ProcessState.ExitCode()
-	}
+	run := func(args ...string) (string, int) { return runAsNobody(t, dir, argv, args...) }
 	out, code := run("run", "--profile", "reference", "--case", "message-marker", "--results", "res", "--campaign", "q", "--progress", "plain")
 	// the default sandbox environments declare cpu, memory, pids and disk limits, which
 	// a normal user's sandbox cannot enforce on this machine (cgroup v1 here; the disk
@@ -183,17 +173,7 @@ func TestRunUnprivilegedRootlessSandbox(t *testing.T) {
 	if err := exec.Command("chmod", "-R", "a+rX", cat).Run(); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) (string, int) {
-		cmd := exec.Command(argv[0], append(argv[1:], args...)...)
-		cmd.Dir = filepath.Join(dir, "work")
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home"), "TMPDIR=" + filepath.Join(dir, "tmp")}
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		return string(out), cmd.ProcessState.ExitCode()
-	}
+	run := func(args ...string) (string, int) { return runAsNobody(t, dir, argv, args...) }
 	out, _ := run("environments", "probe")
 	for _, want := range []string{"sandbox: available\n", "uid 65534 (not root): the rootless sandbox", "unprivileged user, mount, pid",
 		"NOT ENFORCED memory", "needs cgroup v2 delegation; this machine has cgroup v1", "systemd-run --user --scope -p Delegate=yes"} {
@@ -222,6 +202,21 @@ func TestRunUnprivilegedRootlessSandbox(t *testing.T) {
 			t.Errorf("result.json of the rootless sandbox cell lacks %s (%v)", want, err)
 		}
 	}
+}
+
+// runAsNobody runs the agentproof argv (asNobody's) with args in dir/work, with
+// HOME dir/home and TMPDIR dir/tmp, and returns its combined output and exit code.
+func runAsNobody(t *testing.T, dir string, argv []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(argv[0], append(argv[1:], args...)...)
+	cmd.Dir = filepath.Join(dir, "work")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home"), "TMPDIR=" + filepath.Join(dir, "tmp")}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
 }
 
 // TestHistoryKeepFlag: --history-keep N keeps N campaigns per suite definition, 0
