@@ -19,6 +19,7 @@ import (
 	"github.com/agentproof/agentproof/atomicfile"
 	"github.com/agentproof/agentproof/canonjson"
 	"github.com/agentproof/agentproof/evidence"
+	"github.com/agentproof/agentproof/signame"
 )
 
 // Execution manifest of the guarded path.
@@ -26,7 +27,7 @@ import (
 // The Go fixture program is the agentproof binary itself, so the manifest hashes "the
 // fixture program as executed": the executable the worker spawns (path
 // ManifestExecutablePath) plus the Go sources of the worker package and of every package
-// of this module it imports (evidence, canonjson, atomicfile), embedded at build time. Any change to
+// of this module it imports (evidence, canonjson, atomicfile, signame), embedded at build time. Any change to
 // a compiled file changes the executable's bytes; the source entries name what changed.
 
 const (
@@ -52,6 +53,7 @@ var manifestPackages = []struct {
 	{"atomicfile", atomicfile.Sources},
 	{"canonjson", canonjson.Sources},
 	{"evidence", evidence.Sources},
+	{"signame", signame.Sources},
 	{"worker", workerSources},
 }
 

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/agentproof/agentproof/signame"
 )
 
 // Spec describes one bounded child process for Supervise. Nothing is inherited from the
@@ -787,23 +789,9 @@ func WaitNoReap(pid int) error {
 	}
 }
 
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
-	syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
-	syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
-	syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
-	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
-	syscall.SIGXCPU: "SIGXCPU", syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGSYS: "SIGSYS",
-}
-
 // SignalName names a signal as the kill(1) list spells it ("SIGTERM"), or "SIG<n>" for
 // one without a name here.
-func SignalName(s syscall.Signal) string {
-	if n, ok := signalNames[s]; ok {
-		return n
-	}
-	return fmt.Sprintf("SIG%d", int(s))
-}
+func SignalName(s syscall.Signal) string { return signame.Of(s) }
 
 // growPipe asks the kernel for a pipe buffer of size bytes; failure is harmless.
 func growPipe(f *os.File, size int64) {

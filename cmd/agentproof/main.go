@@ -1,7 +1,7 @@
 // Command agentproof qualifies AI agent runners end to end. All behaviour lives in
 // package internal/cli; this main only hands over the process's arguments and streams
-// and exits with the code it returns. Importing internal/earlycmd makes the hidden
-// per-launch commands (the sandbox's init, run's process sentry) run, and exit, during
+// and exits with the code it returns. Importing internal/earlycmd makes the sandbox's
+// init (`agentproof sandbox-init`, once per sandbox launch) run, and exit, during
 // package initialisation, before the rest of the command line is initialised.
 package main
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/environment"
+	"github.com/agentproof/agentproof/environment/sandbox/initproc"
 )
 
 // Bridge is the host side of a lease's network allowlist: for every endpoint, a
@@ -83,7 +84,7 @@ func StartBridgeAs(l *environment.Lease, uid, gid int) (*Bridge, error) {
 }
 
 func (b *Bridge) serve(he *hostEndpoint) {
-	sem := make(chan struct{}, maxBridgeConns)
+	sem := make(chan struct{}, initproc.MaxBridgeConns)
 	for {
 		c, err := he.ln.Accept()
 		if err != nil {
@@ -116,7 +117,7 @@ func (b *Bridge) serve(he *hostEndpoint) {
 				return
 			}
 			defer b.untrack(out)
-			splice(c, out)
+			initproc.Splice(c, out)
 		})
 	}
 }

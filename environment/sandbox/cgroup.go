@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/hostlease"
+	"github.com/agentproof/agentproof/environment/sandbox/initproc"
 )
 
 // A lease's processes live in one cgroup per hierarchy that serves it (docs/
@@ -374,23 +375,6 @@ func (cs leaseCgroups) procs() ([]int, error) {
 	return out, errors.Join(errs...)
 }
 
-// counter reads a "key value" line of a cgroup file (memory.events, pids.events,
-// memory.oom_control); ok is false when the file or the key is missing.
-func counter(path, key string) (int64, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), " ")
-		if k == key {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
-}
-
 // oomKills is the number of OOM kills the lease's memory cgroup counted
 // (memory.oom_control's oom_kill in v1, memory.events' oom_kill in v2).
 func (cs leaseCgroups) oomKills() (int64, bool) {
@@ -399,9 +383,9 @@ func (cs leaseCgroups) oomKills() (int64, bool) {
 		return 0, false
 	}
 	if d.Version == 1 {
-		return counter(filepath.Join(d.Path, "memory.oom_control"), "oom_kill")
+		return initproc.ReadCounter(filepath.Join(d.Path, "memory.oom_control"), "oom_kill")
 	}
-	return counter(filepath.Join(d.Path, "memory.events"), "oom_kill")
+	return initproc.ReadCounter(filepath.Join(d.Path, "memory.events"), "oom_kill")
 }
 
 // forkRefusals is the number of forks the lease's pids cgroup refused (pids.events max).
@@ -410,7 +394,7 @@ func (cs leaseCgroups) forkRefusals() (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return counter(filepath.Join(d.Path, "pids.events"), "max")
+	return initproc.ReadCounter(filepath.Join(d.Path, "pids.events"), "max")
 }
 
 // killCgroups kills every process in cs and waits up to wait for them all to be gone.

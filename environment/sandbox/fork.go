@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,12 +12,26 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentproof/agentproof/environment/sandbox/initproc"
 )
 
 // ExitInitFailed is init's exit code when it fails before the agent runs: it could
 // not join the lease's cgroups, bring up the bridge or start the agent (the agent's
 // own exit codes are passed through unchanged).
-const ExitInitFailed = 122
+const ExitInitFailed = initproc.ExitFailed
+
+// RunInit is `agentproof sandbox-init`, the sandbox's PID 1 (initproc.Run): stderr
+// gets its failure, the result is its exit code.
+func RunInit(args []string, stderr io.Writer) int { return initproc.Run(args, stderr) }
+
+// Counter names of InitStatus.Counters.
+const (
+	// CounterOOMKills counts the processes the kernel killed at the memory limit.
+	CounterOOMKills = initproc.CounterOOMKills
+	// CounterForkRefusals counts the forks the pids limit refused.
+	CounterForkRefusals = initproc.CounterForkRefusals
+)
 
 // fork is the launch's worker.Spec.Fork: on an OS thread of its own (locked, never
 // unlocked, so it ends with its goroutine) it

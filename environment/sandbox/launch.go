@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/hostlease"
+	"github.com/agentproof/agentproof/environment/sandbox/initproc"
 	"github.com/agentproof/agentproof/worker"
 )
 
@@ -558,21 +559,7 @@ func quoteUnusual(s string) string {
 }
 
 // initStatus is the exit report init writes on its status fd.
-type initStatus struct {
-	Schema      string           `json:"schema"`
-	PID         int              `json:"pid"`
-	Exited      bool             `json:"exited"`
-	ExitCode    int              `json:"exitCode"`
-	Signal      string           `json:"signal,omitempty"`
-	Error       string           `json:"error,omitempty"`
-	Connections map[string]int64 `json:"connections,omitempty"`
-	// Counters are the cgroup counters init read at the agent's end when asked
-	// (--counters; CounterOOMKills, CounterForkRefusals), for a provider whose host
-	// cannot read them after the exit (the container's engine removes its cgroup).
-	Counters map[string]int64 `json:"counters,omitempty"`
-}
-
-const initStatusSchema = "agentproof.sandbox-init.v1"
+type initStatus = initproc.Status
 
 func readStatus(r *os.File) (initStatus, error) {
 	var st initStatus
@@ -587,7 +574,7 @@ func readStatus(r *os.File) (initStatus, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return st, fmt.Errorf("malformed report: %w", err)
 	}
-	if st.Schema != initStatusSchema {
+	if st.Schema != initproc.StatusSchema {
 		return st, fmt.Errorf("report schema %q", st.Schema)
 	}
 	return st, nil

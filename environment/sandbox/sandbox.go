@@ -43,12 +43,13 @@ import (
 
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/hostlease"
+	"github.com/agentproof/agentproof/environment/sandbox/initproc"
 )
 
 // Hidden commands of the agentproof binary the provider runs (internal/cli wires them).
 const (
 	// InitCommand is the sandbox's PID 1 (RunInit), run inside by bubblewrap.
-	InitCommand = "sandbox-init"
+	InitCommand = initproc.Command
 )
 
 // Paths inside the sandbox.
@@ -56,7 +57,7 @@ const (
 	// Home is the sandbox user's home directory (its HOME should point here).
 	Home = "/home/agent"
 	// BridgeDir holds the bridge sockets inside the sandbox (read-only).
-	BridgeDir = "/run/agentproof/bridge"
+	BridgeDir = initproc.BridgeDir
 	// Hostname is the sandbox's host name (its own UTS namespace).
 	Hostname = "agentproof-sandbox"
 )

@@ -77,8 +77,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 // start once per launch or campaign and whose start-up cost is part of every cell's
 // (docs/performance.md): the sandbox's init, and run's process
 // sentry. ok is false for any other command line. Their cobra commands stay for help.
-// The agentproof binary runs both before Main, during package initialisation
-// (internal/earlycmd); this serves a Main called in process (test binaries).
+// The agentproof binary runs the sandbox's init before Main, during package
+// initialisation (internal/earlycmd); this serves a Main called in process (test
+// binaries).
 func dispatchEarly(args []string, stdin io.Reader, stderr io.Writer) (code int, ok bool) {
 	switch {
 	case len(args) == 0:
