@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -113,7 +115,9 @@ reason}] (before: the source attempt's verdict).
 Exit codes (those of 'run'): 0 all passed, 1 any failed, 3 none failed but some
 inconclusive, 4 partial, 2 usage or configuration error (an unknown campaign, a bad
 flag, an invalid catalog, an existing --campaign, a results directory in use), 70
-internal error.`
+internal error, 130 interrupted (SIGINT or SIGTERM: the verifier running is stopped
+and its lease destroyed; the new campaign's directory is left incomplete, without
+campaign.json: remove it and regrade again).`
 
 // regradeCell is one attempt of a regrade as --json prints it.
 type regradeCell struct {
@@ -170,7 +174,11 @@ func (a *app) regrade(cmd *cobra.Command, srcID string, o regradeOptions) error 
 	if _, err := worker.BecomeSubreaper(); err != nil {
 		fmt.Fprintf(a.stderr, "agentproof: %v\n", err)
 	}
-	cells, err := a.regradeAttempts(cmd, cat, srcDir, srcID, id, o, unpinned)
+	// An interrupt stops the verifier running and destroys its lease (confirmed
+	// cleanup) before the regrade ends, unfinished (regradeAttempts).
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cells, err := a.regradeAttempts(ctx, cat, srcDir, srcID, id, o, unpinned)
 	if err != nil {
 		return err
 	}
@@ -224,8 +232,10 @@ func regradeFingerprint(cat *catalog.Catalog, src *result.Campaign) string {
 }
 
 // regradeAttempts grades every valid stored attempt of the source again into the new
-// campaign id, and returns what each became.
-func (a *app) regradeAttempts(cmd *cobra.Command, cat *catalog.Catalog, srcDir, srcID, id string, o regradeOptions, unpinned map[string]string) ([]regradeCell, error) {
+// campaign id, and returns what each became. When ctx ends (an interrupt) it stops:
+// the attempt being graded is not written, and the error (exit 130) says the new
+// campaign's directory is incomplete.
+func (a *app) regradeAttempts(ctx context.Context, cat *catalog.Catalog, srcDir, srcID, id string, o regradeOptions, unpinned map[string]string) ([]regradeCell, error) {
 	cands, err := result.LoadCandidates(srcDir)
 	if err != nil {
 		return nil, &UsageError{Err: err}
@@ -236,7 +246,7 @@ func (a *app) regradeAttempts(cmd *cobra.Command, cat *catalog.Catalog, srcDir, 
 	}
 	x := &attempt.LocalExecutor{ResultsRoot: o.results, Executable: exe, CLIs: locatePinned(cat, o.agentsDir)}
 	defer x.Close()
-	if x.LeaseNotRunHere, err = leasedVerifiers(cmd.Context(), cat, cands, unpinned); err != nil {
+	if x.LeaseNotRunHere, err = leasedVerifiers(ctx, cat, cands, unpinned); err != nil {
 		return nil, err
 	}
 	var out []regradeCell
@@ -253,7 +263,11 @@ func (a *app) regradeAttempts(cmd *cobra.Command, cat *catalog.Catalog, srcDir, 
 			rg.Judgement = verdict.Judgement{Verdict: verdict.Inconclusive, FailureClass: verdict.PermanentInfrastructure,
 				Reason: "regrade: the catalog has no cell " + c.Result.ExecutionID}
 		} else {
-			rg = x.Regrade(cmd.Context(), cell, id, dir, filepath.Join(srcDir, filepath.FromSlash(c.Dir)), ev)
+			rg = x.Regrade(ctx, cell, id, dir, filepath.Join(srcDir, filepath.FromSlash(c.Dir)), ev)
+		}
+		if ctx.Err() != nil {
+			return nil, withExit(ExitInterrupted, fmt.Errorf("regrade %s interrupted: %s is incomplete (no campaign.json; the verifier running was stopped and its lease destroyed): remove it and regrade again",
+				id, filepath.Join(o.results, id)))
 		}
 		res := regradedResult(c, cell, rg, srcID, id, ev)
 		if err := campaign.WriteRegraded(res, ev); err != nil {
