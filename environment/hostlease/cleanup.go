@@ -12,12 +12,13 @@ import (
 // (Found), then unmounts them, retrying busy ones until wait passes; the mounts that
 // remain go to r.Remaining and an unmount error to r.Errors.
 func Unmount(l *environment.Lease, disk string, wait time.Duration, r *environment.CleanupReport) {
-	if ms, err := MountsUnder(l.Dir); err == nil {
+	ms, err := MountsUnder(l.Dir)
+	if err == nil {
 		r.Found.Mounts = ms
 	}
 	inv := Inventory(disk)
 	r.Found.Files, r.Found.FileCount, r.Found.FileBytes = inv.Files, inv.FileCount, inv.FileBytes
-	remaining, err := UnmountAll(l.Dir, wait)
+	remaining, err := unmountAll(l.Dir, ms, err == nil, wait)
 	r.Remaining.Mounts = remaining
 	if err != nil {
 		r.Errors = append(r.Errors, err.Error())

@@ -43,7 +43,7 @@ func MountsUnder(dir string) ([]string, error) {
 	defer f.Close()
 	var out []string
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(nil, 1<<20) // grows from 4 KiB as a line needs
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 5 {
@@ -68,12 +68,20 @@ func MountsUnder(dir string) ([]string, error) {
 // busy mount is retried until wait passes; it is never detached lazily, because a lazy
 // detach hides a mount that something still uses instead of confirming it gone.
 func UnmountAll(dir string, wait time.Duration) (remaining []string, err error) {
+	return unmountAll(dir, nil, false, wait)
+}
+
+// unmountAll is UnmountAll; when known, ms are the mounts under dir as just read
+// (MountsUnder), so its first round does not read the mount table again.
+func unmountAll(dir string, ms []string, known bool, wait time.Duration) (remaining []string, err error) {
 	deadline := time.Now().Add(wait)
 	for {
-		ms, err := MountsUnder(dir)
-		if err != nil {
-			return nil, fmt.Errorf("reading mounts: %w", err)
+		if !known {
+			if ms, err = MountsUnder(dir); err != nil {
+				return nil, fmt.Errorf("reading mounts: %w", err)
+			}
 		}
+		known = false
 		if len(ms) == 0 {
 			return nil, nil
 		}

@@ -123,7 +123,7 @@ func cgroupMounts() ([]cgroupMount, error) {
 	defer f.Close()
 	var out []cgroupMount
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(nil, 1<<20) // grows from 4 KiB as a line needs
 	for sc.Scan() {
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
 		if !ok {
