@@ -511,8 +511,14 @@ func TestNodeImage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(nm, "greet", "index.js"), []byte("module.exports = () => 'greet-loaded'\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for d := filepath.Dir(nm); d != "/"; d = filepath.Dir(d) {
-		_ = os.Chmod(d, 0o755) // the container user reaches the mount point's parents
+	// The container user reaches the mount point through its parents: open the test's
+	// own directories (t.TempDir makes them 0700), never the system's temporary
+	// directory or anything above it (chmod 0755 of /tmp takes its sticky, world-writable
+	// mode away from every other user of the machine).
+	for d := filepath.Dir(nm); strings.HasPrefix(d, filepath.Clean(os.TempDir())+string(filepath.Separator)); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	l, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container-node", Shape: smallShape, Root: leaseRoot(t), Image: img.Ref,
 		Endpoints: []environment.Endpoint{{Name: "cp", Kind: environment.EndpointControlPlane, Listen: addr, Dial: addr}}})
