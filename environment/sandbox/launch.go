@@ -561,7 +561,7 @@ func quoteUnusual(s string) string {
 // initStatus is the exit report init writes on its status fd.
 type initStatus = initproc.Status
 
-func readStatus(r *os.File) (initStatus, error) {
+func readStatus(r StatusReader) (initStatus, error) {
 	var st initStatus
 	_ = r.SetReadDeadline(time.Now().Add(statusWait))
 	data, err := io.ReadAll(io.LimitReader(r, 64<<10))

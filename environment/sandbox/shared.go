@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/agentproof/agentproof/environment"
 )
@@ -16,9 +18,16 @@ import (
 // InitStatus is the exit report `agentproof sandbox-init` writes on its status fd.
 type InitStatus = initStatus
 
-// ReadInitStatus reads init's exit report from r (waiting at most two seconds after
-// the writer closed); errors say the report is missing or malformed.
-func ReadInitStatus(r *os.File) (InitStatus, error) { return readStatus(r) }
+// StatusReader is where init's exit report is read: the read end of its status pipe
+// (*os.File) or the connection init made to its status socket (net.Conn).
+type StatusReader interface {
+	io.Reader
+	SetReadDeadline(t time.Time) error
+}
+
+// ReadInitStatus reads init's exit report from r (waiting at most two seconds for the
+// writer to close); errors say the report is missing or malformed.
+func ReadInitStatus(r StatusReader) (InitStatus, error) { return readStatus(r) }
 
 // BridgeListens maps endpoints to init's --listen arguments (address=socket inside,
 // under BridgeDir) and the /etc/hosts lines of the endpoints that have a DNS name.
@@ -61,6 +70,13 @@ func SettleInit(s *environment.Settled, statusR, statusW *os.File, who, outcomeO
 	_ = statusW.Close()
 	rep, err := readStatus(statusR)
 	_ = statusR.Close()
+	ApplyInitStatus(s, rep, err, who, outcomeOf)
+	return rep, err
+}
+
+// ApplyInitStatus is SettleInit for a report read elsewhere (rep, or err when reading
+// it failed): over a docker launch's status socket.
+func ApplyInitStatus(s *environment.Settled, rep InitStatus, err error, who, outcomeOf string) {
 	o := s.Outcome
 	switch {
 	case !o.Started:
@@ -81,5 +97,4 @@ func SettleInit(s *environment.Settled, statusR, statusW *os.File, who, outcomeO
 			s.Facts["connections."+name] = strconv.FormatInt(n, 10)
 		}
 	}
-	return rep, err
 }

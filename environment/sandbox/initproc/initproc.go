@@ -37,9 +37,14 @@ const BridgeDir = "/run/agentproof/bridge"
 
 // args is init's command line:
 //
-//	sandbox-init --status-fd N --pass-fds K [--cgroup-fd FD]... [--counters] [--listen ADDR=SOCKET]... -- PATH ARGV0 ARGS...
+//	sandbox-init (--status-fd N | --status-socket PATH) --pass-fds K [--cgroup-fd FD]... [--counters] [--listen ADDR=SOCKET]... -- PATH ARGV0 ARGS...
+//
+// --status-socket is for an engine that passes no descriptor into its container
+// (docker): init connects to the unix socket PATH before the agent exists, and the
+// host side, which accepts exactly one connection, reads the report there.
 type args struct {
 	statusFD, passFDs int
+	statusSocket      string
 	cgroupFDs         []int
 	counters          bool
 	listens           []listen
@@ -77,18 +82,28 @@ func parse(argv []string) (args, error) {
 			return a, err
 		}
 	}
+	return a, a.check()
+}
+
+// check says what is missing or inconsistent in a parsed command line: the agent's
+// command, one status (a descriptor right after the passed ones, or a socket) and
+// cgroup descriptors after them all.
+func (a args) check() error {
 	switch {
 	case a.path == "":
-		return a, errors.New("the agent's command is missing (after --)")
-	case a.statusFD < 3 || a.passFDs < 0 || a.statusFD != 3+a.passFDs:
-		return a, errors.New("--status-fd must be 3 + --pass-fds (got " + strconv.Itoa(a.statusFD) + " and " + strconv.Itoa(a.passFDs) + ")")
+		return errors.New("the agent's command is missing (after --)")
+	case a.statusSocket != "" && (a.statusFD != -1 || a.passFDs < 0):
+		return errors.New("--status-socket comes instead of --status-fd, with --pass-fds")
+	case a.statusSocket == "" && (a.statusFD < 3 || a.passFDs < 0 || a.statusFD != 3+a.passFDs):
+		return errors.New("--status-fd must be 3 + --pass-fds (got " + strconv.Itoa(a.statusFD) + " and " + strconv.Itoa(a.passFDs) + ")")
 	}
+	last := max(a.statusFD, 2+a.passFDs)
 	for _, fd := range a.cgroupFDs {
-		if fd <= a.statusFD {
-			return a, errors.New("--cgroup-fd " + strconv.Itoa(fd) + " must come after the status fd " + strconv.Itoa(a.statusFD))
+		if fd <= last {
+			return errors.New("--cgroup-fd " + strconv.Itoa(fd) + " must come after the status and passed descriptors (up to " + strconv.Itoa(last) + ")")
 		}
 	}
-	return a, nil
+	return nil
 }
 
 // flag records flag f with value v.
@@ -110,6 +125,11 @@ func (a *args) flag(f, v string) error {
 			return errors.New("--cgroup-fd " + strconv.Quote(v) + " is not a descriptor after the status fd")
 		}
 		a.cgroupFDs = append(a.cgroupFDs, n)
+	case "--status-socket":
+		if !hasPrefix(v, "/") || !hasSuffix(v, ".sock") || !cleanPath(v) {
+			return errors.New("--status-socket " + strconv.Quote(v) + " must be an absolute, clean path of a .sock file")
+		}
+		a.statusSocket = v
 	case "--listen":
 		addr, sock, ok := cut(v, '=')
 		ap, err := parseAddrPort(addr)
@@ -206,19 +226,24 @@ func Run(argv []string, stderr io.Writer) int {
 	// descriptors through /proc/1/fd.
 	const prSetDumpable = 4
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0)
-	status := os.NewFile(uintptr(a.statusFD), "status")
 	rep := Status{Schema: StatusSchema}
+	cgErr := joinLeaseCgroups(a.cgroupFDs)
+	closeStrayFDs(3+a.passFDs, a.statusFD)
+	status, statusErr := openStatus(a)
 	finish := func(code int) int {
 		if rep.Error != "" {
 			_, _ = io.WriteString(stderr, "agentproof "+Command+": "+rep.Error+"\n")
 		}
-		_, _ = status.Write(rep.AppendJSON(nil))
-		_ = status.Close()
+		if status != nil {
+			_, _ = status.Write(rep.AppendJSON(nil))
+			_ = status.Close()
+		}
 		return code
 	}
-	cgErr := joinLeaseCgroups(a.cgroupFDs)
-	closeStrayFDs(3+a.passFDs, a.statusFD)
-	syscall.CloseOnExec(a.statusFD)
+	if statusErr != nil {
+		rep.Error = statusErr.Error()
+		return finish(ExitFailed)
+	}
 	if cgErr != nil {
 		rep.Error = cgErr.Error()
 		return finish(ExitFailed)
@@ -239,6 +264,22 @@ func Run(argv []string, stderr io.Writer) int {
 		rep.Counters = OwnCgroupCounters()
 	}
 	return finish(code)
+}
+
+// openStatus is where init writes its exit report: the --status-fd descriptor (made
+// close-on-exec, so the agent never holds it), or a connection to --status-socket made
+// now, before the agent exists (close-on-exec too). Errors: the socket cannot be
+// reached.
+func openStatus(a args) (*os.File, error) {
+	if a.statusSocket == "" {
+		syscall.CloseOnExec(a.statusFD)
+		return os.NewFile(uintptr(a.statusFD), "status"), nil
+	}
+	f, err := dialUnix(a.statusSocket)
+	if err != nil {
+		return nil, errors.New("the exit report's socket: " + err.Error())
+	}
+	return f, nil
 }
 
 // runAgent starts the agent, forwards the stop signals to its process group and reaps

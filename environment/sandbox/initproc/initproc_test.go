@@ -19,25 +19,34 @@ func TestParse(t *testing.T) {
 		a.listens[0].name != "cp" || a.listens[0].addr.String() != "127.0.0.1:80" || a.listens[1].socket != BridgeDir+"/model.sock" {
 		t.Fatalf("%+v %v", a, err)
 	}
+	sock := []string{"--status-socket", "/run/agentproof-init/status.sock", "--pass-fds", "0", "--counters", "--", "/bin/agent", "agent"}
+	if a, err := parse(sock); err != nil || a.statusSocket != "/run/agentproof-init/status.sock" || a.statusFD != -1 || !a.counters {
+		t.Fatalf("status socket: %+v %v", a, err)
+	}
 	for name, args := range map[string][]string{
-		"no command":          {"--status-fd", "3", "--pass-fds", "0"},
-		"status fd mismatch":  {"--status-fd", "5", "--pass-fds", "0", "--", "/a", "a"},
-		"listen off loopback": {"--status-fd", "3", "--pass-fds", "0", "--listen", "0.0.0.0:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
-		"listen IPv6":         {"--status-fd", "3", "--pass-fds", "0", "--listen", "[::1]:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
-		"listen no port":      {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1=" + BridgeDir + "/x.sock", "--", "/a", "a"},
-		"listen port too big": {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:65536=" + BridgeDir + "/x.sock", "--", "/a", "a"},
-		"listen octet":        {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.256:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
-		"listen leading zero": {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.01:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
-		"listen 3 octets":     {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.1:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
-		"listen sign":         {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:+80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
-		"socket elsewhere":    {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:80=/run/x.sock", "--", "/a", "a"},
-		"socket deeper":       {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:80=" + BridgeDir + "/a/x.sock", "--", "/a", "a"},
-		"socket not .sock":    {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:80=" + BridgeDir + "/x", "--", "/a", "a"},
-		"relative command":    {"--status-fd", "3", "--pass-fds", "0", "--", "a", "a"},
-		"unknown flag":        {"--shell", "sh", "--", "/a", "a"},
-		"missing value":       {"--status-fd"},
-		"cgroup fd too low":   {"--status-fd", "4", "--pass-fds", "1", "--cgroup-fd", "4", "--", "/a", "a"},
-		"cgroup fd not a fd":  {"--status-fd", "3", "--pass-fds", "0", "--cgroup-fd", "x", "--", "/a", "a"},
+		"status socket and fd":     {"--status-socket", "/run/s.sock", "--status-fd", "3", "--pass-fds", "0", "--", "/a", "a"},
+		"status socket relative":   {"--status-socket", "s.sock", "--pass-fds", "0", "--", "/a", "a"},
+		"status socket not clean":  {"--status-socket", "/run/../s.sock", "--pass-fds", "0", "--", "/a", "a"},
+		"status socket not a sock": {"--status-socket", "/run/s", "--pass-fds", "0", "--", "/a", "a"},
+		"status socket no pass":    {"--status-socket", "/run/s.sock", "--", "/a", "a"},
+		"no command":               {"--status-fd", "3", "--pass-fds", "0"},
+		"status fd mismatch":       {"--status-fd", "5", "--pass-fds", "0", "--", "/a", "a"},
+		"listen off loopback":      {"--status-fd", "3", "--pass-fds", "0", "--listen", "0.0.0.0:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
+		"listen IPv6":              {"--status-fd", "3", "--pass-fds", "0", "--listen", "[::1]:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
+		"listen no port":           {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1=" + BridgeDir + "/x.sock", "--", "/a", "a"},
+		"listen port too big":      {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:65536=" + BridgeDir + "/x.sock", "--", "/a", "a"},
+		"listen octet":             {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.256:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
+		"listen leading zero":      {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.01:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
+		"listen 3 octets":          {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.1:80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
+		"listen sign":              {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:+80=" + BridgeDir + "/x.sock", "--", "/a", "a"},
+		"socket elsewhere":         {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:80=/run/x.sock", "--", "/a", "a"},
+		"socket deeper":            {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:80=" + BridgeDir + "/a/x.sock", "--", "/a", "a"},
+		"socket not .sock":         {"--status-fd", "3", "--pass-fds", "0", "--listen", "127.0.0.1:80=" + BridgeDir + "/x", "--", "/a", "a"},
+		"relative command":         {"--status-fd", "3", "--pass-fds", "0", "--", "a", "a"},
+		"unknown flag":             {"--shell", "sh", "--", "/a", "a"},
+		"missing value":            {"--status-fd"},
+		"cgroup fd too low":        {"--status-fd", "4", "--pass-fds", "1", "--cgroup-fd", "4", "--", "/a", "a"},
+		"cgroup fd not a fd":       {"--status-fd", "3", "--pass-fds", "0", "--cgroup-fd", "x", "--", "/a", "a"},
 	} {
 		if _, err := parse(args); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -57,3 +57,18 @@ func allDigits(s string) bool {
 	}
 	return s != ""
 }
+
+// cleanPath reports whether the absolute path p has no empty, "." or ".." element and
+// no trailing slash (as filepath.Clean would leave it).
+func cleanPath(p string) bool {
+	for rest := p[1:]; ; {
+		elem, more, found := cut(rest, '/')
+		if elem == "" || elem == "." || elem == ".." {
+			return false
+		}
+		if !found {
+			return true
+		}
+		rest = more
+	}
+}
