@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,14 +62,32 @@ func (e Engine) listContainers(ctx context.Context, label string) ([]string, err
 	return strings.Fields(out), nil
 }
 
-// remove kills and removes the named containers; a container already gone is no error.
+// remove kills and removes the named containers; a container already gone is no error
+// (docker's rm has no --ignore: when it fails, the names it left are asked about).
 func (e Engine) remove(ctx context.Context, names ...string) error {
-	_, err := e.run(ctx, append([]string{"rm", "--force", "--ignore", "--time", "0"}, names...)...)
-	return err
+	if e.Name != EngineDocker {
+		_, err := e.run(ctx, append([]string{"rm", "--force", "--ignore", "--time", "0"}, names...)...)
+		return err
+	}
+	_, err := e.run(ctx, append([]string{"rm", "--force"}, names...)...)
+	if err == nil {
+		return nil
+	}
+	for _, n := range names {
+		if there, xerr := e.exists(ctx, n); there || xerr != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// exists reports whether the engine still knows container name.
+// exists reports whether the engine still knows container name (docker has no
+// `container exists`: its list filtered by the exact name is asked).
 func (e Engine) exists(ctx context.Context, name string) (bool, error) {
+	if e.Name == EngineDocker {
+		out, err := e.run(ctx, "ps", "--all", "--filter", "name=^"+regexp.QuoteMeta(name)+"$", "--format", "{{.Names}}")
+		return slices.Contains(strings.Fields(out), name), err
+	}
 	_, err := e.run(ctx, "container", "exists", name)
 	if err == nil {
 		return true, nil
@@ -97,8 +117,15 @@ func (p *Provider) Sweep(ctx context.Context) ([]Orphan, error) {
 		return nil, nil
 	}
 	eng := *p.opt.Engine
-	format := fmt.Sprintf(`{{.Names}}|{{index .Labels %q}}|{{index .Labels %q}}|{{index .Labels %q}}|{{index .Labels %q}}|{{index .Labels %q}}|{{index .Labels %q}}`,
-		labelLease, labelOwnerPID, labelOwnerStart, labelOwner, labelLeaseDir, labelSocketDir)
+	label := "{{index .Labels %q}}"
+	if eng.Name == EngineDocker {
+		label = `{{.Label %q}}` // docker's .Labels is one string; .Label gives one value
+	}
+	var fields []string
+	for _, k := range []string{labelLease, labelOwnerPID, labelOwnerStart, labelOwner, labelLeaseDir, labelSocketDir, labelStatusDir} {
+		fields = append(fields, fmt.Sprintf(label, k))
+	}
+	format := "{{.Names}}|" + strings.Join(fields, "|")
 	out, err := eng.run(ctx, "ps", "--all", "--filter", "label="+labelProvider+"="+string(environment.ProviderContainer), "--format", format)
 	if err != nil {
 		return nil, err
@@ -107,7 +134,7 @@ func (p *Provider) Sweep(ctx context.Context) ([]Orphan, error) {
 	var errs []error
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Split(line, "|")
-		if len(f) != 7 || f[0] == "" {
+		if len(f) != 8 || f[0] == "" {
 			continue
 		}
 		pid, _ := strconv.Atoi(f[2])
@@ -120,7 +147,7 @@ func (p *Provider) Sweep(ctx context.Context) ([]Orphan, error) {
 		} else {
 			o.Removed = true
 		}
-		sweepLeaseDirs(f[1], f[5], f[6])
+		sweepLeaseDirs(f[1], f[5], f[6], f[7])
 		orphans = append(orphans, o)
 	}
 	return orphans, errors.Join(errs...)
@@ -130,14 +157,17 @@ func (p *Provider) Sweep(ctx context.Context) ([]Orphan, error) {
 // still be tearing the removed container's mounts down).
 const sweepUnmountWait = 5 * time.Second
 
-// sweepLeaseDirs unmounts an orphaned lease's disk and removes its socket directory,
-// when the labelled paths have the shapes this provider gives them (a lease directory
-// named for the lease, a socket directory of MakeSocketDir's shape).
-func sweepLeaseDirs(leaseID, leaseDir, socketDir string) {
+// sweepLeaseDirs unmounts an orphaned lease's disk and removes its socket directory
+// and a docker launch's status directory, when the labelled paths have the shapes this
+// provider gives them (a lease directory named for the lease, socket directories of
+// MakeSocketDir's shape).
+func sweepLeaseDirs(leaseID, leaseDir, socketDir, statusDir string) {
 	if environment.ValidLeaseID(leaseID) && filepath.IsAbs(leaseDir) && filepath.Base(leaseDir) == leaseID {
 		_, _ = hostlease.UnmountAll(filepath.Join(leaseDir, "disk"), sweepUnmountWait)
 	}
-	if hostlease.ValidSocketDir(socketDir) {
-		_ = os.RemoveAll(socketDir)
+	for _, dir := range []string{socketDir, statusDir} {
+		if hostlease.ValidSocketDir(dir) {
+			_ = os.RemoveAll(dir)
+		}
 	}
 }

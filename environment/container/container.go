@@ -1,6 +1,7 @@
 // Package container is the container execution environment provider: every agent
 // process runs in an OCI container of an image named by its digest, through a
-// container engine's CLI (podman; docs/container.md is the design note).
+// container engine's CLI: podman where it is installed, docker where it is not
+// (FindEngine; docs/container.md is the design note).
 //
 // A lease (Setup) is, on the host:
 //
@@ -12,13 +13,15 @@
 //     the container user, holding HOME, /tmp and, per launch when the lease is not
 //     reused, their fresh copies (runs/<n>/), and the agent's state directories.
 //
-// A launch (Launch) is `podman run` of the lease's image with the pinned CPU, memory
+// A launch (Launch) is `podman run` (or `docker run`) of the lease's image with the pinned CPU, memory
 // and pids limits, no network (`--network none`), no capability, a read-only root,
 // as the container user, with the workspace, HOME, /tmp, the launch's binds and the
 // agentproof executable (read-only, at its own path) mounted; its entry point is
 // `agentproof sandbox-init`, PID 1 inside, which carries the allowlisted endpoints
 // over the bridge sockets (mounted read-only) and reports the agent's exit on a
-// descriptor podman passes through (--preserve-fds). Nothing else of the host is
+// descriptor podman passes through (--preserve-fds) or, with docker, which passes
+// none, over a unix socket of a per-launch directory mounted read-only at InitDir
+// that accepts init's connection only. Nothing else of the host is
 // mounted: the harness's routes, keys and files are out of reach. Settle removes the
 // launch's container and confirms it is gone; Cleanup removes every container
 // labelled with the lease, unmounts the disk and removes the lease's directories,

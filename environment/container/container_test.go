@@ -21,78 +21,140 @@ import (
 	"github.com/agentproof/agentproof/worker"
 )
 
-// The real container tests need root, podman and Debian's busybox-static; each runs a
-// real container of a busybox image imported on this machine (nothing is pulled) with
-// a static init built from testdata/init (the race-enabled test binary is dynamic).
+// The real container tests need root, an engine (podman, or docker with its daemon
+// running) and Debian's busybox-static; each runs a real container of a busybox image
+// imported on this machine (nothing is pulled) with a static init built from
+// testdata/init (the race-enabled test binary is dynamic). The tests of the provider's
+// behaviours run once per engine (forEngines): an engine this machine lacks is
+// skipped, naming why.
 //
-//	AGENTPROOF_TEST_MODE=container-owner <test binary> <root> <image> <out>
+//	AGENTPROOF_TEST_MODE=container-owner <test binary> <root> <image> <out> <engine>
 //	    sets a lease up, starts a long container in it, writes the container's name
 //	    to <out> and waits to be SIGKILLed by TestOrphanSweep
 func TestMain(m *testing.M) {
 	raceexit.Main()
 	if os.Getenv("AGENTPROOF_TEST_MODE") == "container-owner" {
-		os.Exit(owner(os.Args[1], os.Args[2], os.Args[3], os.Args[4]))
+		os.Exit(owner(os.Args[1], os.Args[2], os.Args[3], os.Args[4], EngineName(os.Args[5])))
 	}
 	code := m.Run()
-	if fx.dir != "" {
-		_ = os.RemoveAll(fx.dir)
+	if initDir != "" {
+		_ = os.RemoveAll(initDir)
 	}
 	os.Exit(code)
 }
 
-// fixture is what every real container test shares: the static init and the image.
-var fx struct {
+// fixture is what the real container tests of one engine share: the engine, the
+// static init and the busybox image.
+type fixture struct {
 	once sync.Once
-	dir  string
 	exe  string
 	img  Image
 	eng  Engine
 	err  error
 }
 
+var (
+	// fx is the fixture of the engine the provider picks here (requireContainer).
+	fx       *fixture
+	fixtures = map[EngineName]*fixture{EnginePodman: {}, EngineDocker: {}}
+	initOnce sync.Once
+	initDir  string // holds the static init (agentproof)
+	initErr  error
+)
+
 // requireContainer skips a real container test under -short, and skips (outside CI)
 // or fails (CI=true) it when this machine cannot run the provider, naming what is
-// missing. It returns a provider using the static test init.
+// missing. It returns a provider of the engine the provider picks here (FindEngine)
+// using the static test init.
 func requireContainer(t testing.TB) *Provider {
+	t.Helper()
+	name := EnginePodman
+	if e, ok := FindEngine(); ok {
+		name = e.Name
+	}
+	p, f := requireEngine(t, name)
+	fx = f
+	return p
+}
+
+// requireEngine is requireContainer for the engine name; a missing docker is skipped
+// even in CI (.ci/run installs podman; docker is tested where it is present).
+func requireEngine(t testing.TB, name EngineName) (*Provider, *fixture) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("a real container (-short skips it)")
 	}
-	fx.once.Do(func() { fx.err = buildFixture() })
-	if fx.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(fx.err.Error() + " (CI=true: .ci/run installs podman, runc and busybox-static and runs as root)")
+	f := fixtures[name]
+	f.once.Do(func() { f.err = buildFixture(f, name) })
+	if f.err != nil {
+		if os.Getenv("CI") == "true" && name == EnginePodman {
+			t.Fatal(f.err.Error() + " (CI=true: .ci/run installs podman, runc and busybox-static and runs as root)")
 		}
-		t.Skip(fx.err.Error())
+		t.Skip(f.err.Error())
 	}
-	eng := fx.eng
-	return New(Options{Executable: fx.exe, Engine: &eng})
+	eng := f.eng
+	return New(Options{Executable: f.exe, Engine: &eng}), f
 }
 
-func buildFixture() error {
-	eng, ok := FindEngine()
-	if !ok || os.Geteuid() != 0 {
-		return errors.New("the container provider needs root and podman here")
+// forEngines runs test once per engine, podman then docker, each a subtest.
+func forEngines(t *testing.T, test func(t *testing.T, p *Provider, f *fixture)) {
+	for _, name := range []EngineName{EnginePodman, EngineDocker} {
+		t.Run(string(name), func(t *testing.T) {
+			p, f := requireEngine(t, name)
+			test(t, p, f)
+		})
 	}
+}
+
+// engineNamed is the engine name on this machine (podman with runc when runc is
+// installed), false when its CLI is not on PATH.
+func engineNamed(name EngineName) (Engine, bool) {
+	path, err := exec.LookPath(string(name))
+	if err != nil {
+		return Engine{}, false
+	}
+	e := Engine{Name: name, Path: path}
+	if r, err := exec.LookPath("runc"); err == nil && name == EnginePodman {
+		e.Runtime = r
+	}
+	return e, true
+}
+
+func buildFixture(f *fixture, name EngineName) error {
+	eng, ok := engineNamed(name)
+	if !ok || os.Geteuid() != 0 {
+		return fmt.Errorf("the container provider needs root and %s here", name)
+	}
+	if _, err := eng.Version(context.Background()); err != nil {
+		return fmt.Errorf("%s does not answer (docker: is its daemon running?): %w", name, err)
+	}
+	initOnce.Do(func() { initErr = buildInit() })
+	if initErr != nil {
+		return initErr
+	}
+	f.eng, f.exe = eng, filepath.Join(initDir, "agentproof")
+	p := New(Options{Executable: f.exe, Engine: &eng})
+	if r := p.Probe(context.Background()); !r.Available {
+		return fmt.Errorf("the container provider cannot run %s here: %s", name, strings.Join(r.Missing(), "; "))
+	}
+	var err error
+	f.img, err = eng.BusyboxImage(context.Background())
+	return err
+}
+
+// buildInit builds the static test init into initDir.
+func buildInit() error {
 	dir, err := os.MkdirTemp("", "apc-fixture-")
 	if err != nil {
 		return err
 	}
-	fx.dir, fx.eng, fx.exe = dir, eng, filepath.Join(dir, "agentproof")
-	cmd := exec.Command("go", "build", "-o", fx.exe, "./testdata/init")
+	initDir = dir
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "agentproof"), "./testdata/init")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the static test init: %v: %s", err, out)
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return err
-	}
-	p := New(Options{Executable: fx.exe, Engine: &eng})
-	if r := p.Probe(context.Background()); !r.Available {
-		return errors.New("the container provider cannot run here: " + strings.Join(r.Missing(), "; "))
-	}
-	fx.img, err = eng.BusyboxImage(context.Background())
-	return err
+	return os.Chmod(dir, 0o755)
 }
 
 var smallShape = environment.Shape{CPUCores: 0.5, MemoryBytes: 96 << 20, PIDs: 64, DiskBytes: 32 << 20}
@@ -130,8 +192,9 @@ func TestTagRefused(t *testing.T) {
 // allowlisted endpoint through the bridge and nothing else, it writes its workspace
 // and not the image's root, init reports its own exit code, and the container is
 // removed and its removal confirmed; the lease's cleanup is confirmed.
-func TestLaunch(t *testing.T) {
-	p := requireContainer(t)
+func TestLaunch(t *testing.T) { forEngines(t, testLaunch) }
+
+func testLaunch(t *testing.T, p *Provider, fx *fixture) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +222,7 @@ echo capeff=$(grep CapEff /proc/self/status | tr -d '\t')
 echo bridge=$(printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 ` + strings.Replace(addr, ":", " ", 1) + ` | tail -n 1)
 nc -w 3 1.1.1.1 80 </dev/null 2>/dev/null && echo outside=reached || echo outside=unreachable
 touch /etc/agent-was-here 2>/dev/null && echo root=writable || echo root=read-only
+test -e ` + InitDir + `/` + statusSocketName + ` && echo status=reachable || echo status=gone
 echo work > ` + l.Workspace + `/made-inside
 exit 7`
 	x, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", script},
@@ -175,7 +239,7 @@ exit 7`
 	t.Logf("stdout:\n%s\nstderr:\n%s\nfacts %v problems %v", out, o.Output.Stderr(), s.Facts, s.Problems)
 	quota := int64(smallShape.CPUCores * 100000)
 	for _, want := range []string{"uid=65534", "mem=" + strconv.FormatInt(smallShape.MemoryBytes, 10), "pids=" + strconv.FormatInt(smallShape.PIDs, 10),
-		"cpu=" + strconv.FormatInt(quota, 10) + " 100000", "capeff=CapEff:0000000000000000", "bridge=bridged-ok", "outside=unreachable", "root=read-only"} {
+		"cpu=" + strconv.FormatInt(quota, 10) + " 100000", "capeff=CapEff:0000000000000000", "bridge=bridged-ok", "outside=unreachable", "root=read-only", "status=gone"} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("inside the container, want %q", want)
 		}
@@ -204,14 +268,15 @@ exit 7`
 // TestCleanupRemovesContainers: a container the agent's launch left running (its
 // engine process was killed) is found, removed and confirmed gone by the lease's
 // cleanup.
-func TestCleanupRemovesContainers(t *testing.T) {
-	p := requireContainer(t)
+func TestCleanupRemovesContainers(t *testing.T) { forEngines(t, testCleanupRemovesContainers) }
+
+func testCleanupRemovesContainers(t *testing.T, p *Provider, fx *fixture) {
 	ctx := context.Background()
 	l, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: leaseRoot(t), Image: fx.img.Ref})
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := startLong(t, p, l)
+	name := startLong(t, p, l, fx.eng)
 	r := p.Cleanup(ctx, l)
 	if !r.Confirmed || len(r.Found.Containers) != 1 || r.Found.Containers[0] != name {
 		t.Errorf("cleanup: confirmed %t, found %v (want %s): %s", r.Confirmed, r.Found.Containers, name, r.Reason())
@@ -224,7 +289,7 @@ func TestCleanupRemovesContainers(t *testing.T) {
 // startLong launches `sleep 600` into l and kills the engine process, so the container
 // keeps running on its own (as after a SIGKILLed campaign); it returns its name once
 // it runs.
-func startLong(t testing.TB, p *Provider, l *environment.Lease) string {
+func startLong(t testing.TB, p *Provider, l *environment.Lease, eng Engine) string {
 	t.Helper()
 	x, err := p.Launch(context.Background(), l, environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sleep", Args: []string{"sleep", "600"},
 		Env: []string{"PATH=/bin"}, Dir: l.Workspace, Timeout: time.Minute, NullStdin: true}})
@@ -238,17 +303,17 @@ func startLong(t testing.TB, p *Provider, l *environment.Lease) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitRunning(t, name)
+	waitRunning(t, eng, name)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	return name
 }
 
-func waitRunning(t testing.TB, name string) {
+func waitRunning(t testing.TB, eng Engine, name string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if out, err := fx.eng.run(context.Background(), "inspect", "--type", "container", "--format", "{{.State.Running}}", name); err == nil && out == "true" {
+		if out, err := eng.run(context.Background(), "inspect", "--type", "container", "--format", "{{.State.Running}}", name); err == nil && out == "true" {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -259,12 +324,13 @@ func waitRunning(t testing.TB, name string) {
 // TestOrphanSweep: a container left by an owner that was SIGKILLed (a killed campaign)
 // is removed by the sweep of the next run's first Setup, and its lease disk unmounted;
 // a live owner's container is kept.
-func TestOrphanSweep(t *testing.T) {
-	p := requireContainer(t)
+func TestOrphanSweep(t *testing.T) { forEngines(t, testOrphanSweep) }
+
+func testOrphanSweep(t *testing.T, p *Provider, fx *fixture) {
 	ctx := context.Background()
 	root := leaseRoot(t)
 	out := filepath.Join(root, "container-name")
-	cmd := exec.Command(os.Args[0], root, fx.exe, fx.img.Ref, out)
+	cmd := exec.Command(os.Args[0], root, fx.exe, fx.img.Ref, out, string(fx.eng.Name))
 	cmd.Env = append(os.Environ(), "AGENTPROOF_TEST_MODE=container-owner")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -292,6 +358,10 @@ func TestOrphanSweep(t *testing.T) {
 	if there, _ := fx.eng.exists(ctx, name); !there {
 		t.Fatalf("the sweep removed %s while its owner lived", name)
 	}
+	statusDir, err := fx.eng.run(ctx, "inspect", "--type", "container", "--format", `{{index .Config.Labels "`+labelStatusDir+`"}}`, name)
+	if err != nil || (fx.eng.Name == EngineDocker) != (statusDir != "") {
+		t.Fatalf("the orphan's status directory label: %q, %v", statusDir, err)
+	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	if there, _ := fx.eng.exists(ctx, name); !there {
@@ -310,6 +380,9 @@ func TestOrphanSweep(t *testing.T) {
 	if there, err := fx.eng.exists(ctx, name); there || err != nil {
 		t.Errorf("the orphan %s survived the next setup's sweep (%v)", name, err)
 	}
+	if _, err := os.Lstat(statusDir); statusDir != "" && !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the orphan's status directory %s survived the sweep (%v)", statusDir, err)
+	}
 	ms, _ := mountsUnderRoot(root)
 	for _, m := range ms {
 		if !strings.HasPrefix(m, live.Dir+"/") {
@@ -319,8 +392,8 @@ func TestOrphanSweep(t *testing.T) {
 }
 
 // owner is the container-owner test mode: a lease with one long container, then wait.
-func owner(root, exe, image, out string) int {
-	eng, _ := FindEngine()
+func owner(root, exe, image, out string, name EngineName) int {
+	eng, _ := engineNamed(name)
 	p := New(Options{Executable: exe, Engine: &eng})
 	l, err := p.Setup(context.Background(), environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: root, Image: image})
 	if err != nil {
@@ -363,8 +436,9 @@ func mountsUnderRoot(root string) ([]string, error) {
 // memory and pids limits, and Settle names each limit from the container's own cgroup
 // counters (the engine removes the cgroup at the exit, so the host reads nothing
 // afterwards).
-func TestLimitsNamed(t *testing.T) {
-	p := requireContainer(t)
+func TestLimitsNamed(t *testing.T) { forEngines(t, testLimitsNamed) }
+
+func testLimitsNamed(t *testing.T, p *Provider, fx *fixture) {
 	ctx := context.Background()
 	l, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: leaseRoot(t), Image: fx.img.Ref})
 	if err != nil {
@@ -406,14 +480,19 @@ func TestLimitsNamed(t *testing.T) {
 // pulled) puts a file at /app; a lease with workdir /app seeds the workspace from it and
 // starts a launch in the workspace at /app; a read-only bind is mounted at /tests and a
 // writable one from the lease disk at /logs, as a Harbor task's verifier needs them.
-func TestWorkdirAndBinds(t *testing.T) {
-	p := requireContainer(t)
+func TestWorkdirAndBinds(t *testing.T) { forEngines(t, testWorkdirAndBinds) }
+
+func testWorkdirAndBinds(t *testing.T, p *Provider, fx *fixture) {
 	ctx := context.Background()
 	bctx := t.TempDir()
 	if err := os.WriteFile(filepath.Join(bctx, "hello"), []byte("from-the-image\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	df := "FROM " + fx.img.Ref + "\nCOPY hello /app/hello\nWORKDIR /app\n"
+	from := fx.img.Ref
+	if fx.eng.Name == EngineDocker {
+		from = fx.img.ID // docker finds a local image by its id, not by <name>@<id>
+	}
+	df := "FROM " + from + "\nCOPY hello /app/hello\nWORKDIR /app\n"
 	if err := os.WriteFile(filepath.Join(bctx, "Dockerfile"), []byte(df), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,11 @@ type EngineName string
 
 // The engines the provider knows, in the order it looks for them.
 const (
-	// EnginePodman is podman (daemonless; the provider's engine).
+	// EnginePodman is podman (daemonless): the provider's first choice.
 	EnginePodman EngineName = "podman"
-	// EngineDocker is docker: probed, but not usable by this provider (its CLI cannot
-	// pass the descriptors the bridge's init reports on; see Probe).
+	// EngineDocker is docker (its daemon must run): the provider's engine where podman
+	// is not installed. Its CLI passes no descriptor into a container, so a docker
+	// launch's init reports its exit over a unix socket (see Launch).
 	EngineDocker EngineName = "docker"
 )
 
@@ -125,12 +126,18 @@ func engineEnv() []string {
 
 var versionCache sync.Map // engine path → version string
 
-// Version returns the engine's version ("4.3.1"), run once per engine path.
+// Version returns the engine's version ("4.3.1"), run once per engine path: podman's
+// own, docker's daemon's (docker's CLI answers it only when the daemon runs). Errors:
+// the engine, or docker's daemon, does not answer.
 func (e Engine) Version(ctx context.Context) (string, error) {
 	if v, ok := versionCache.Load(e.Path); ok {
 		return v.(string), nil
 	}
-	out, err := e.run(ctx, "version", "--format", "{{.Client.Version}}")
+	format := "{{.Client.Version}}"
+	if e.Name == EngineDocker {
+		format = "{{.Server.Version}}"
+	}
+	out, err := e.run(ctx, "version", "--format", format)
 	if err != nil {
 		return "", err
 	}

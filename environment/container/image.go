@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -40,8 +41,15 @@ func ImageRefProblem(ref string) string {
 }
 
 // Inspect returns the local image ref names (by digest or by any name the engine
-// knows); an error when the engine does not have it (it never pulls).
+// knows); an error when the engine does not have it (it never pulls). With podman the
+// digest is the image's manifest digest; with docker, whose local images have none
+// until pushed, it is the image id (the digest of the image's configuration, which
+// names every layer's content digest: as immutable), unless ref is a pulled image's
+// manifest digest (see dockerInspect).
 func (e Engine) Inspect(ctx context.Context, ref string) (Image, error) {
+	if e.Name == EngineDocker {
+		return e.dockerInspect(ctx, ref)
+	}
 	out, err := e.run(ctx, "image", "inspect", "--format", "{{.Id}} {{.Digest}}", ref)
 	if err != nil {
 		return Image{}, fmt.Errorf("image %s is not in the engine's local store (it is never pulled): %w", ref, err)
@@ -80,8 +88,8 @@ func (e Engine) HasImage(ctx context.Context, ref string) (bool, error) {
 //   - Dockerfile: the Dockerfile (Containerfile) path, "" for Context/Dockerfile.
 //   - Name: the image's name, without tag or digest ("localhost/harbor-task-x").
 //
-// The build never pulls: every base image must be in the local store already
-// (FROM scratch needs none).
+// Podman's build never pulls: every base image must be in the local store already
+// (FROM scratch needs none); docker's has no such switch and pulls a base it lacks.
 type BuildRequest struct {
 	Context    string
 	Dockerfile string
@@ -105,7 +113,11 @@ func (e Engine) Build(ctx context.Context, req BuildRequest) (Image, error) {
 	}
 	_ = idFile.Close()
 	defer os.Remove(idFile.Name())
-	if _, err := e.run(ctx, "build", "--pull=never", "--quiet", "--iidfile", idFile.Name(), "-f", file, "-t", req.Name, req.Context); err != nil {
+	args := []string{"build", "--pull=never", "--quiet", "--iidfile", idFile.Name(), "-f", file, "-t", req.Name, req.Context}
+	if e.Name == EngineDocker {
+		args = slices.Delete(args, 1, 2) // docker's build has no --pull=never: it pulls a base it lacks when a registry answers
+	}
+	if _, err := e.run(ctx, args...); err != nil {
 		return Image{}, fmt.Errorf("build %s: %w", req.Name, err)
 	}
 	id, err := os.ReadFile(idFile.Name())
@@ -123,7 +135,11 @@ func (e Engine) Build(ctx context.Context, req BuildRequest) (Image, error) {
 // Import makes an image named name from a root file system tar archive (`import`: one
 // layer, no base, nothing pulled) and returns it by digest.
 func (e Engine) Import(ctx context.Context, tarball, name string) (Image, error) {
-	id, err := e.run(ctx, "import", "--quiet", tarball, name)
+	args := []string{"import", "--quiet", tarball, name}
+	if e.Name == EngineDocker {
+		args = slices.Delete(args, 1, 2) // docker's import prints only the id anyway
+	}
+	id, err := e.run(ctx, args...)
 	if err != nil {
 		return Image{}, fmt.Errorf("import %s: %w", tarball, err)
 	}

@@ -44,20 +44,40 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("container launch: %w", err)
 	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
+	x := &launched{lease: l, st: st, n: n, name: containerName(l.ID, n), dir: dir, scratch: scratch, mountPoints: readOnlyMounts(l, st, req)}
+	if err := x.openStatus(); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("container launch: status pipe: %w", err)
+		return nil, fmt.Errorf("container launch: %w", err)
 	}
-	name := containerName(l.ID, n)
 	spec := req.Spec
-	wrapped := spec
-	wrapped.Path = st.EnginePath
-	wrapped.Args = append([]string{string(st.Engine)}, st.engine().args(runArgs(l, st, req, name, dir, scratch, listens)...)...)
-	wrapped.Env = engineProcessEnv(spec.Env)
-	wrapped.ExtraFiles = append(slices.Clone(spec.ExtraFiles), statusW)
-	return &launched{spec: wrapped, lease: l, st: st, n: n, name: name, dir: dir, scratch: scratch, statusR: statusR, statusW: statusW,
-		mountPoints: readOnlyMounts(l, st, req)}, nil
+	statusDir := ""
+	x.spec = spec
+	x.spec.ExtraFiles = slices.Clone(spec.ExtraFiles)
+	if x.status != nil {
+		statusDir = x.status.dir
+	} else {
+		x.spec.ExtraFiles = append(x.spec.ExtraFiles, x.statusW)
+	}
+	x.spec.Path = st.EnginePath
+	x.spec.Args = append([]string{string(st.Engine)}, st.engine().args(runArgs(l, st, req, x.name, dir, scratch, statusDir, listens)...)...)
+	x.spec.Env = engineProcessEnv(spec.Env)
+	return x, nil
+}
+
+// openStatus makes where the launch's init reports the agent's exit: a pipe whose
+// write end podman passes into the container, or docker's status socket.
+func (x *launched) openStatus() error {
+	if x.st.Engine == EngineDocker {
+		s, err := listenStatus()
+		x.status = s
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("status pipe: %w", err)
+	}
+	x.statusR, x.statusW = r, w
+	return nil
 }
 
 // containerName is the engine's name of launch n of lease id: apf-<16 hex>-<n>.
@@ -72,7 +92,7 @@ func containerName(leaseID string, n int) string {
 // limits, no network, no capability, a read-only root as the container user, the
 // mounts, the agent's environment variables by name (their values stay in the engine
 // process's environment, never on a command line), and init with the agent's command.
-func runArgs(l *environment.Lease, st state, req environment.LaunchRequest, name, dir, scratch string, listens []string) []string {
+func runArgs(l *environment.Lease, st state, req environment.LaunchRequest, name, dir, scratch, statusDir string, listens []string) []string {
 	spec := req.Spec
 	a := []string{"run", "--rm", "--name", name, "--pull", "never", "--interactive",
 		"--label", labelProvider + "=" + string(environment.ProviderContainer), "--label", labelLease + "=" + l.ID,
@@ -87,8 +107,10 @@ func runArgs(l *environment.Lease, st state, req environment.LaunchRequest, name
 		"--memory", strconv.FormatInt(l.Shape.MemoryBytes, 10), "--memory-swap", strconv.FormatInt(l.Shape.MemoryBytes, 10),
 		"--pids-limit", strconv.FormatInt(l.Shape.PIDs, 10), "--log-driver", "none")
 	a = append(a, ulimits()...)
-	a = append(a, "--preserve-fds", strconv.Itoa(len(spec.ExtraFiles)+1), "--no-hosts",
-		"--volume", filepath.Join(dir, "hosts")+":/etc/hosts:ro", "--volume", filepath.Join(dir, "resolv.conf")+":/etc/resolv.conf:ro",
+	if st.Engine != EngineDocker { // docker mounts no hosts file of its own where one is mounted
+		a = append(a, "--preserve-fds", strconv.Itoa(len(spec.ExtraFiles)+1), "--no-hosts")
+	}
+	a = append(a, "--volume", filepath.Join(dir, "hosts")+":/etc/hosts:ro", "--volume", filepath.Join(dir, "resolv.conf")+":/etc/resolv.conf:ro",
 		"--volume", filepath.Join(scratch, "tmp")+":/tmp", "--volume", filepath.Join(scratch, "home")+":"+Home,
 		"--volume", l.Workspace+":"+l.Workspace)
 	workdir := spec.Dir
@@ -122,13 +144,27 @@ func runArgs(l *environment.Lease, st state, req environment.LaunchRequest, name
 			a = append(a, "--env", k)
 		}
 	}
-	a = append(a, "--entrypoint", st.Executable, l.Image, sandbox.InitCommand,
-		"--status-fd", strconv.Itoa(3+len(spec.ExtraFiles)), "--pass-fds", strconv.Itoa(len(spec.ExtraFiles)), "--counters")
+	a = append(a, initArgs(l, st, len(spec.ExtraFiles), statusDir)...)
 	for _, ls := range listens {
 		a = append(a, "--listen", ls)
 	}
 	a = append(a, "--", spec.Path)
 	return append(a, spec.Args...)
+}
+
+// initArgs are the run's entry point, image and init's report flags: podman passes
+// the status pipe after the pass descriptors (--status-fd); docker, which passes no
+// descriptor, mounts the launch's status directory read-only at InitDir, where init
+// connects to the status socket (--status-socket), and runs the image by its id (a
+// local docker image has no manifest digest to name it by).
+func initArgs(l *environment.Lease, st state, pass int, statusDir string) []string {
+	if st.Engine == EngineDocker {
+		return []string{"--label", labelStatusDir + "=" + statusDir, "--volume", statusDir + ":" + InitDir + ":ro",
+			"--entrypoint", st.Executable, st.ImageID, sandbox.InitCommand,
+			"--status-socket", InitDir + "/" + statusSocketName, "--pass-fds", "0", "--counters"}
+	}
+	return []string{"--entrypoint", st.Executable, l.Image, sandbox.InitCommand,
+		"--status-fd", strconv.Itoa(3 + pass), "--pass-fds", strconv.Itoa(pass), "--counters"}
 }
 
 // imageDirs are the image's own system directories: a program under one of them (the
@@ -225,6 +261,9 @@ func launchProblems(l *environment.Lease, st state, req environment.LaunchReques
 	if !slices.ContainsFunc(writable, func(w string) bool { return environment.Within(w, spec.Dir) }) {
 		probs = append(probs, fmt.Sprintf("dir %s must be the workspace %s or inside a writable bind", spec.Dir, l.Workspace))
 	}
+	if st.Engine == EngineDocker && len(spec.ExtraFiles) > 0 {
+		probs = append(probs, fmt.Sprintf("%d extra descriptor(s): docker's CLI passes none into a container (podman does)", len(spec.ExtraFiles)))
+	}
 	if strings.ContainsAny(l.Workspace, ":,") {
 		probs = append(probs, fmt.Sprintf("the workspace %s holds ':' or ',', which a volume cannot name", l.Workspace))
 	}
@@ -254,7 +293,8 @@ type launched struct {
 	n                int
 	name             string
 	dir, scratch     string
-	statusR, statusW *os.File
+	statusR, statusW *os.File      // podman's status pipe
+	status           *statusSocket // docker's status socket
 	// mountPoints are the container paths of the read-only mounts: the engine makes a
 	// mount point under /tmp (the scratch's) for one that lies there, which is not the
 	// agent's write.

@@ -24,6 +24,7 @@ const (
 	labelOwner      = "agentproof.owner"
 	labelLeaseDir   = "agentproof.lease-dir"
 	labelSocketDir  = "agentproof.socket-dir"
+	labelStatusDir  = "agentproof.status-dir" // a docker launch's status socket directory
 )
 
 // Setup creates a container lease (see the package doc), the provider's first one after
@@ -86,8 +87,8 @@ func (p *Provider) specProblems(spec environment.LeaseSpec) []string {
 	switch {
 	case p.opt.Engine == nil:
 		probs = append(probs, "no container engine is installed (Debian/Ubuntu: apt-get install podman runc)")
-	case p.opt.Engine.Name != EnginePodman:
-		probs = append(probs, fmt.Sprintf("the container engine %s is not supported: podman is (its CLI passes descriptors with --preserve-fds)", p.opt.Engine.Name))
+	case p.opt.Engine.Name != EnginePodman && p.opt.Engine.Name != EngineDocker:
+		probs = append(probs, fmt.Sprintf("the container engine %q is not supported: podman and docker are", p.opt.Engine.Name))
 	}
 	if msg := staticProblem(p.opt.Executable); msg != "" {
 		probs = append(probs, msg)
@@ -187,6 +188,12 @@ func insidePathProblem(what, path string) string {
 func seedWorkdir(ctx context.Context, eng Engine, l *environment.Lease, st state) error {
 	if l.Workdir == "" {
 		return nil
+	}
+	if eng.Name == EngineDocker {
+		if err := eng.dockerSeedWorkdir(ctx, st.ImageID, l.Workdir, l.Workspace); err != nil {
+			return err
+		}
+		return hostlease.ChownTree(l.Workspace, st.UID, st.GID)
 	}
 	root, err := eng.run(ctx, "image", "mount", l.Image)
 	if err != nil {

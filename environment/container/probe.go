@@ -18,21 +18,22 @@ import (
 // What a failed check of the container probe needs, in a few words (Check.Needs).
 const (
 	needsLinux   = "needs Linux"
-	needsEngine  = "podman is not installed"
-	needsPodman  = "podman is needed (docker's CLI cannot pass the init's descriptors)"
+	needsEngine  = "neither podman nor docker is installed"
 	needsRoot    = "needs root for the container lease (rootless podman is not supported yet)"
 	needsStatic  = "the agentproof executable is not static"
 	needsTrial   = "a trial container did not run"
-	needsVersion = "the container engine does not answer"
+	needsVersion = "the container engine does not answer (docker: is its daemon running?)"
 )
 
 // Probe checks, on this machine and for real, what a container lease needs: Linux, the
-// engine (podman first, docker where podman is missing: which one was found and why it
-// cannot serve), its version and OCI runtime, root (the lease disk is a tmpfs mounted on
-// the host), a static agentproof executable (the containers' init), and a trial
-// container from an empty root file system with the provider's limits, no network and
-// the executable as init, which must report its exit over the passed descriptor. It
-// takes about as long as one container start; it leaves nothing behind.
+// engine (podman first, docker where podman is missing: which one it picked and why),
+// its version (docker's daemon must answer) and OCI runtime, root (the lease disk is a
+// tmpfs mounted on the host), a static agentproof executable (the containers' init),
+// and a trial container from an empty root file system with the provider's limits, no
+// network and the executable as init, which must report its exit (over the passed
+// descriptor with podman, over the status socket with docker). It takes about as long
+// as one container start; it leaves nothing behind but docker's empty trial image
+// (kept for the next probe).
 func (p *Provider) Probe(ctx context.Context) environment.ProbeReport {
 	var checks []environment.Check
 	add := func(name string, ok bool, needs, format string, a ...any) {
@@ -46,14 +47,13 @@ func (p *Provider) Probe(ctx context.Context) environment.ProbeReport {
 		return environment.NewProbeReport(environment.ProviderContainer, checks)
 	}
 	eng := p.opt.Engine
-	switch {
-	case eng == nil:
+	answers := false
+	if eng == nil {
 		add("engine", false, needsEngine, "neither podman nor docker is on PATH (Debian/Ubuntu: apt-get install podman runc)")
-	case eng.Name != EnginePodman:
-		add("engine", false, needsPodman, "%s found at %s, but this provider drives podman: docker's CLI has no --preserve-fds for the init's exit report (Debian/Ubuntu: apt-get install podman runc)", eng.Name, eng.Path)
-	default:
+	} else {
 		v, err := eng.Version(ctx)
-		add("engine", err == nil, needsVersion, "%s %s%s", eng, v, errSuffix(err))
+		answers = err == nil
+		add("engine", answers, needsVersion, "%s %s, %s%s", eng, v, engineChoice(*eng), errSuffix(err))
 	}
 	root := os.Geteuid() == 0
 	if root {
@@ -63,11 +63,27 @@ func (p *Provider) Probe(ctx context.Context) environment.ProbeReport {
 	}
 	msg := staticProblem(p.opt.Executable)
 	add("executable", msg == "", needsStatic, "%s", firstNonEmpty(msg, p.opt.Executable+" (static: the containers' init, read-only inside)"))
-	if eng != nil && eng.Name == EnginePodman && root && msg == "" {
+	if answers && root && msg == "" {
 		out, err := p.trial(ctx)
 		add("trial", err == nil, needsTrial, "%s", out)
 	}
 	return environment.NewProbeReport(environment.ProviderContainer, checks)
+}
+
+// engineChoice says why the provider drives eng: podman when it is installed (docker
+// beside it is not used), docker where podman is not.
+func engineChoice(eng Engine) string {
+	_, podman := exec.LookPath("podman")
+	_, docker := exec.LookPath("docker")
+	switch {
+	case eng.Name == EngineDocker && podman != nil:
+		return "picked because podman is not installed (docker passes no descriptor: init reports over a status socket)"
+	case eng.Name == EngineDocker:
+		return "given to the provider although podman, its first choice, is installed (init reports over a status socket)"
+	case docker == nil:
+		return "picked first (docker is installed too, not used)"
+	}
+	return "picked first"
 }
 
 // rootlessDetail says why a normal user gets no container cells — the provider needs
@@ -90,51 +106,81 @@ func rootlessDetail() string {
 }
 
 // trial runs `agentproof version` as the init's agent in a container of an empty root
-// file system, with the launch's limits, user and network, as a launch would.
+// file system, with the launch's limits, user and network, as a launch would: podman's
+// from a fresh directory (--rootfs), docker's from an empty image imported once and
+// kept (docker runs no directory as a root file system).
 func (p *Provider) trial(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	rootfs, err := os.MkdirTemp("", "agentproof-probe-rootfs-")
-	if err != nil {
-		return "a trial root file system: " + err.Error(), err
-	}
-	defer os.RemoveAll(rootfs)
-	if err := os.Chmod(rootfs, 0o755); err != nil { // the container user traverses its root
-		return "a trial root file system: " + err.Error(), err
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return "a status pipe: " + err.Error(), err
-	}
-	defer r.Close()
+	eng := *p.opt.Engine
 	exe := p.opt.Executable
-	args := []string{"run", "--rm", "--network", "none", "--cap-drop", "all", "--security-opt", "no-new-privileges",
+	args := []string{"run", "--rm", "--network", "none", "--cap-drop", "all", "--security-opt", "no-new-privileges", "--read-only",
 		"--user", fmt.Sprintf("%d:%d", NobodyID, NobodyID), "--memory", "67108864", "--pids-limit", "32", "--log-driver", "none"}
 	args = append(args, ulimits()...)
-	args = append(args, "--preserve-fds", "1", "--volume", exe+":"+exe+":ro", "--entrypoint", exe, "--rootfs", rootfs,
-		sandbox.InitCommand, "--status-fd", "3", "--pass-fds", "0", "--", exe, "agentproof", "version")
-	cmd := exec.CommandContext(ctx, p.opt.Engine.Path, p.opt.Engine.args(args...)...)
+	args = append(args, "--volume", exe+":"+exe+":ro", "--entrypoint", exe)
+	var status *statusSocket
+	var statusR, statusW *os.File
+	if eng.Name == EngineDocker {
+		img, err := eng.emptyImage(ctx)
+		if err != nil {
+			return "the trial's empty image: " + err.Error(), err
+		}
+		if status, err = listenStatus(); err != nil {
+			return err.Error(), err
+		}
+		defer status.close()
+		args = append(args, "--volume", status.dir+":"+InitDir+":ro", img.ID, sandbox.InitCommand, "--status-socket", InitDir+"/"+statusSocketName)
+	} else {
+		rootfs, err := os.MkdirTemp("", "agentproof-probe-rootfs-")
+		if err == nil {
+			defer os.RemoveAll(rootfs)
+			err = os.Chmod(rootfs, 0o755) // the container user traverses its root
+		}
+		if err != nil {
+			return "a trial root file system: " + err.Error(), err
+		}
+		if statusR, statusW, err = os.Pipe(); err != nil {
+			return "a status pipe: " + err.Error(), err
+		}
+		defer statusR.Close()
+		args = append(args, "--preserve-fds", "1", "--rootfs", rootfs, sandbox.InitCommand, "--status-fd", "3")
+	}
+	args = append(args, "--pass-fds", "0", "--", exe, "agentproof", "version")
+	cmd := exec.CommandContext(ctx, eng.Path, eng.args(args...)...)
 	cmd.Env = engineEnv()
-	cmd.ExtraFiles = []*os.File{w}
+	if statusW != nil {
+		cmd.ExtraFiles = []*os.File{statusW}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err = cmd.Run()
-	_ = w.Close()
+	err := cmd.Run()
 	took := time.Since(start)
+	if statusW != nil {
+		_ = statusW.Close()
+	}
 	if err != nil {
 		return fmt.Sprintf("a trial container failed: %v: %s", err, strings.TrimSpace(out.String())), err
 	}
-	rep, err := sandbox.ReadInitStatus(r)
+	var rep sandbox.InitStatus
+	if status != nil {
+		rep, err = status.read()
+	} else {
+		rep, err = sandbox.ReadInitStatus(statusR)
+	}
 	if err != nil || !rep.Exited || rep.ExitCode != 0 {
 		if err == nil {
 			err = fmt.Errorf("init reported %+v", rep)
 		}
 		return "the trial container's init did not report the agent's exit: " + err.Error(), err
 	}
-	return fmt.Sprintf("a trial container ran (no network, no capability, uid %d, memory and pids limits, init's exit report passed through) in %d ms",
-		NobodyID, took.Milliseconds()), nil
+	how := "passed through"
+	if status != nil {
+		how = "over the status socket"
+	}
+	return fmt.Sprintf("a trial container ran on %s (no network, no capability, uid %d, read-only root, memory and pids limits, init's exit report %s) in %d ms",
+		eng.Name, NobodyID, how, took.Milliseconds()), nil
 }
 
 func errSuffix(err error) string {

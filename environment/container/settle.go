@@ -44,7 +44,7 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 		"provider": string(environment.ProviderContainer), "lease": x.lease.ID, "launch": strconv.Itoa(x.n),
 		"uid": strconv.Itoa(x.st.UID), FactImage: x.lease.Image, FactImageID: x.st.ImageID, FactEngine: engine, FactContainer: x.name,
 	}}
-	rep, err := sandbox.SettleInit(&s, x.statusR, x.statusW, "container init", "the engine's")
+	rep, err := x.settleInit(&s)
 	ctx := context.Background()
 	if err == nil {
 		s.Limits = append(s.Limits, limitHits(x.lease.Shape, rep.Counters)...)
@@ -66,6 +66,18 @@ func (x *launched) Settle(o worker.Outcome) environment.Settled {
 		_ = os.RemoveAll(x.scratch)
 	}
 	return s
+}
+
+// settleInit reads init's exit report into s (sandbox.SettleInit): from podman's
+// status pipe, or from docker's status socket, which it then removes.
+func (x *launched) settleInit(s *environment.Settled) (sandbox.InitStatus, error) {
+	if x.status == nil {
+		return sandbox.SettleInit(s, x.statusR, x.statusW, "container init", "the engine's")
+	}
+	defer x.status.close()
+	rep, err := x.status.read()
+	sandbox.ApplyInitStatus(s, rep, err, "container init", "the engine's")
+	return rep, err
 }
 
 // limitHits are the memory and pids limits the container's own cgroup counters, read
