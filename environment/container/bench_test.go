@@ -25,17 +25,28 @@ func cpuTime() time.Duration {
 // BenchmarkAttempt is one attempt's environment overhead: Setup, Launch of a trivial
 // process (/bin/true) supervised by the worker, Settle (the container removed and its
 // removal confirmed) and Cleanup, for local and for the container provider side by
-// side in one run; BenchmarkEngineFloor is the engine's own floor to compare it with.
-// Run: go test -run '^$' -bench . -count 5 ./environment/container/
+// side in one run (container: the engine picked here; container-docker: docker, when
+// it answers beside podman); BenchmarkEngineFloor is the engine's own floor to compare
+// it with. Run: go test -run '^$' -bench . -count 5 ./environment/container/
 func BenchmarkAttempt(b *testing.B) {
 	p := requireContainer(b)
-	for _, prov := range []environment.Provider{local.New(), p} {
-		b.Run(string(prov.Name()), func(b *testing.B) {
+	type bench struct {
+		name  string
+		prov  environment.Provider
+		image string
+	}
+	benches := []bench{{"local", local.New(), ""}, {"container", p, fx.img.Ref}}
+	if d, f, ok := dockerBeside(); ok {
+		benches = append(benches, bench{"container-docker", d, f.img.Ref})
+	}
+	for _, bn := range benches {
+		prov := bn.prov
+		b.Run(bn.name, func(b *testing.B) {
 			root := leaseRoot(b)
 			ctx := context.Background()
 			cpu0 := cpuTime()
 			for b.Loop() {
-				l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: "bench", Root: root, Shape: smallShape, Image: fx.img.Ref})
+				l, err := prov.Setup(ctx, environment.LeaseSpec{EnvironmentID: "bench", Root: root, Shape: smallShape, Image: bn.image})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -65,15 +76,49 @@ func BenchmarkAttempt(b *testing.B) {
 	}
 }
 
+// dockerBeside is docker's provider and fixture when the engine picked here is podman
+// and docker answers too (nothing is skipped when it does not).
+func dockerBeside() (*Provider, *fixture, bool) {
+	f := fixtures[EngineDocker]
+	if fx == nil || fx.eng.Name == EngineDocker {
+		return nil, nil, false
+	}
+	f.once.Do(func() { f.err = buildFixture(f, EngineDocker) })
+	if f.err != nil {
+		return nil, nil, false
+	}
+	eng := f.eng
+	return New(Options{Executable: f.exe, Engine: &eng}), f, true
+}
+
 // BenchmarkEngineFloor is the engine's floor: a bare `podman run --rm` of /bin/true in
 // the same image with the same runtime, limits, user and network, and nothing of the
 // provider (no init, no bridge, no lease, no confirmation).
 func BenchmarkEngineFloor(b *testing.B) {
 	requireContainer(b)
+	engineFloor(b, fx)
+}
+
+// BenchmarkEngineFloorDocker is BenchmarkEngineFloor of docker beside podman (skipped
+// when docker does not answer).
+func BenchmarkEngineFloorDocker(b *testing.B) {
+	requireContainer(b)
+	_, f, ok := dockerBeside()
+	if !ok {
+		b.Skip("docker does not answer beside podman here")
+	}
+	engineFloor(b, f)
+}
+
+func engineFloor(b *testing.B, fx *fixture) {
+	image := fx.img.Ref
+	if fx.eng.Name == EngineDocker {
+		image = fx.img.ID
+	}
 	args := fx.eng.args("run", "--rm", "--network", "none", "--user", "65534:65534", "--memory", "100663296", "--pids-limit", "64",
 		"--log-driver", "none")
 	args = append(args, ulimits()...)
-	args = append(args, fx.img.Ref, "/bin/true")
+	args = append(args, image, "/bin/true")
 	cpu0 := cpuTime()
 	for b.Loop() {
 		cmd := exec.Command(fx.eng.Path, args...)
