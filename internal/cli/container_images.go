@@ -45,8 +45,8 @@ func pinImages(ctx context.Context, c *catalog.Catalog, cells []*catalog.Cell) m
 		b, done := images[from]
 		switch {
 		case done:
-		case !ok || eng.Name != container.EnginePodman:
-			b.err = fmt.Errorf("podman is not installed")
+		case !ok:
+			b.err = fmt.Errorf("neither podman nor docker is installed")
 		case os.Geteuid() != 0:
 			b.err = fmt.Errorf("the container provider needs root here")
 		default:

@@ -140,8 +140,8 @@ func importHarbor(ctx context.Context, w io.Writer, dirs []string, out string, f
 		return err
 	}
 	eng, ok := container.FindEngine()
-	if !ok || eng.Name != container.EnginePodman {
-		return withExit(ExitInconclusive, fmt.Errorf("import harbor: podman is not installed: the task images are built with it (Debian/Ubuntu: apt-get install podman runc)"))
+	if !ok {
+		return withExit(ExitInconclusive, fmt.Errorf("import harbor: neither podman nor docker is installed: the task images are built with the engine (Debian/Ubuntu: apt-get install podman runc)"))
 	}
 	if refusals, err = checkBaseImages(ctx, eng, tasks, bases); err != nil {
 		return withExit(ExitInconclusive, fmt.Errorf("import harbor: %w", err))

@@ -47,7 +47,8 @@ func TestContainerTagRefused(t *testing.T) {
 	}
 }
 
-// TestNotRunHereContainer: on a machine without podman the container cells of a
+// TestNotRunHereContainer: on a machine whose engine does not answer (a docker CLI
+// without its daemon) the container cells of a
 // selection that does not name them are not run here, with the reason; naming the
 // container environment is exit 2; a container environment whose image could not be
 // pinned is not run here with why.
@@ -66,9 +67,9 @@ func TestNotRunHereContainer(t *testing.T) {
 	if len(cells) == 0 {
 		t.Fatal("the default catalog has no container cell")
 	}
-	noEngine := []environment.Provider{container.New(container.Options{Engine: &container.Engine{Name: container.EngineDocker, Path: "/usr/bin/docker"}})}
+	noEngine := []environment.Provider{container.New(container.Options{Engine: &container.Engine{Name: container.EngineDocker, Path: "/nonexistent/docker"}})}
 	notRun, err := notRunHere(context.Background(), cells, catalog.Selector{All: true}, noEngine, nil)
-	if err != nil || len(notRun) != len(cells) || !strings.Contains(notRun[cells[0].ID], "podman is needed") {
+	if err != nil || len(notRun) != len(cells) || !strings.Contains(notRun[cells[0].ID], "does not answer") {
 		t.Fatalf("--all: %v, %d of %d not run here: %q", err, len(notRun), len(cells), notRun[cells[0].ID])
 	}
 	_, err = notRunHere(context.Background(), cells, catalog.Selector{Environments: []string{"container"}}, noEngine, nil)
