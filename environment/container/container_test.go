@@ -557,8 +557,9 @@ touch /tests/x 2>/dev/null && echo tests=writable || echo tests=read-only`
 // mounted read-only loads and cannot be written, node reaches the allowlisted endpoint
 // through the bridge (its own http client) and nothing else, HOME is writable; a
 // second build finds the same image by digest (reused, not imported again).
-func TestNodeImage(t *testing.T) {
-	p := requireContainer(t)
+func TestNodeImage(t *testing.T) { forEngines(t, testNodeImage) }
+
+func testNodeImage(t *testing.T, p *Provider, fx *fixture) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
