@@ -47,16 +47,24 @@ func needsLease(env *catalog.Environment) bool {
 }
 
 // leaseProvider is the provider of a leased environment, with exe (the agentproof
-// executable) as its init. The container provider is one per executable in this
-// process, so that it sweeps the orphans of killed campaigns once (its first Setup)
-// and inspects each image once.
+// executable) as its init. Each provider is one per executable in this process: the
+// container's, so that it sweeps the orphans of killed campaigns once (its first
+// Setup) and inspects each image once; the sandbox's, so that it asks bubblewrap for
+// its version once, not once per cell.
 func leaseProvider(name environment.ProviderName, exe string) environment.Provider {
 	if name == environment.ProviderContainer {
 		p, _ := containerProviders.LoadOrStore(exe, container.New(container.Options{Executable: exe}))
 		return p.(*container.Provider)
 	}
-	return sandbox.New(sandbox.Options{Executable: exe})
+	p, ok := sandboxProviders.Load(exe)
+	if !ok {
+		p, _ = sandboxProviders.LoadOrStore(exe, sandbox.New(sandbox.Options{Executable: exe}))
+	}
+	return p.(*sandbox.Provider)
 }
+
+// sandboxProviders holds the sandbox provider of each executable (leaseProvider).
+var sandboxProviders sync.Map
 
 // workdirOf is a container environment's config.workdir ("" for none).
 func workdirOf(env *catalog.Environment) string {

@@ -96,3 +96,19 @@ func TestShapeOf(t *testing.T) {
 		t.Error("a shape without pids is not pinned")
 	}
 }
+
+// TestLeaseProviderOnePerExecutable: the sandbox and container providers are one per
+// agentproof executable in the process (the sandbox asks bubblewrap for its version
+// once, the container sweeps orphans once), another executable has its own.
+func TestLeaseProviderOnePerExecutable(t *testing.T) {
+	t.Parallel()
+	for _, name := range []environment.ProviderName{environment.ProviderSandbox, environment.ProviderContainer} {
+		a, b := leaseProvider(name, "/opt/a/agentproof"), leaseProvider(name, "/opt/a/agentproof")
+		if a != b {
+			t.Errorf("%s: two providers for one executable", name)
+		}
+		if c := leaseProvider(name, "/opt/c/agentproof"); c == a {
+			t.Errorf("%s: one provider for two executables", name)
+		}
+	}
+}

@@ -90,15 +90,24 @@ type Options struct {
 type Provider struct {
 	opt Options
 
-	versionOnce sync.Once
-	version     string
-	versionErr  error
+	versionMu sync.Mutex
+	version   string
 }
 
-// bwrapVersion is bwrapVersion of the provider's bwrap, run once per provider.
+// bwrapVersion is bwrapVersion of the provider's bwrap, run until it succeeds once per
+// provider (a failure, a cancelled context's among them, is not kept: the next Setup
+// asks again). Safe for concurrent use.
 func (p *Provider) bwrapVersion(ctx context.Context) (string, error) {
-	p.versionOnce.Do(func() { p.version, p.versionErr = bwrapVersion(ctx, p.opt.Bwrap) })
-	return p.version, p.versionErr
+	p.versionMu.Lock()
+	defer p.versionMu.Unlock()
+	if p.version != "" {
+		return p.version, nil
+	}
+	v, err := bwrapVersion(ctx, p.opt.Bwrap)
+	if err == nil {
+		p.version = v
+	}
+	return v, err
 }
 
 var _ environment.Provider = (*Provider)(nil)

@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -91,5 +93,29 @@ func TestBindAtRefused(t *testing.T) {
 	probs := strings.Join(launchProblems(l, state{Disk: "/d"}, req), "; ")
 	if !strings.Contains(probs, "binds[0] /w/tests: the sandbox binds a path at its own path, not at /tests") {
 		t.Errorf("problems %q", probs)
+	}
+}
+
+// TestBwrapVersionKeptOnSuccessOnly: the provider asks bubblewrap for its version until
+// an answer comes, then keeps it (one provider serves every cell of a campaign: a
+// failure, such as a cancelled context's, must not stay).
+func TestBwrapVersionKeptOnSuccessOnly(t *testing.T) {
+	t.Parallel()
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+	p := &Provider{opt: Options{Bwrap: "/nonexistent/bwrap"}}
+	if _, err := p.bwrapVersion(context.Background()); err == nil {
+		t.Fatal("a missing bwrap answered")
+	}
+	p.opt.Bwrap = bwrap
+	v, err := p.bwrapVersion(context.Background())
+	if err != nil || v == "" {
+		t.Fatalf("after a failure: %q %v", v, err)
+	}
+	p.opt.Bwrap = "/nonexistent/bwrap"
+	if again, err := p.bwrapVersion(context.Background()); err != nil || again != v {
+		t.Errorf("the version was not kept: %q %v", again, err)
 	}
 }
