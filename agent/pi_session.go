@@ -67,8 +67,10 @@ func (d *PiDriver) Start(ctx context.Context, env SessionEnv) (*session.Session,
 // Protocol is PiProtocol.
 func (d *PiDriver) Protocol() session.Protocol { return PiProtocol }
 
-// Confinable: nothing launches Pi inside a sandbox lease (its sessions run locally).
-func (d *PiDriver) Confinable() bool { return false }
+// Confinable: Pi runs inside a lease (a container of the Node.js image; its
+// extension's MCP bridge is the agentproof executable the lease mounts read-only, its
+// files are in the state directory the lease binds).
+func (d *PiDriver) Confinable() bool { return true }
 
 // piName is the Pi protocol's name in messages.
 const piName = "Pi"

@@ -21,10 +21,10 @@ func TestDefaultCatalog(t *testing.T) {
 		sizes[cell.Suite.ID]++
 	}
 	wantSizes := map[string]int{"calibration": 4, "grader-calibration": 24, "core-compatibility": 9, "local-session-integrity": 6, "warm-continuity": 1,
-		"cli-calibration": 4, "claude": 6, "sandbox-compatibility": 6, "hostile-sandbox": 9, "container-compatibility": 4, "calibration-container": 4, "hostile-container": 9, "hostile-local": 6, "board-idempotency": 9, "agent-files": 3, "board-idempotency-cli": 4, "board-idempotency-opencode": 4,
+		"cli-calibration": 4, "claude": 6, "sandbox-compatibility": 6, "hostile-sandbox": 9, "container-compatibility": 6, "calibration-container": 4, "hostile-container": 9, "hostile-local": 6, "board-idempotency": 9, "agent-files": 3, "board-idempotency-cli": 4, "board-idempotency-opencode": 4,
 		"native-boundaries": 18, "native-boundaries-cli": 6, "native-boundaries-claude": 3, "native-boundaries-warm-claude": 1, "native-boundaries-warm": 6, "native-boundaries-warm-cli": 2,
 		"native-boundaries-undo": 4, "native-boundaries-order": 4, "native-boundaries-opencode": 3, "native-boundaries-warm-opencode": 1, "native-boundaries-sandbox-cli": 6, "native-boundaries-warm-sandbox-cli": 1, "native-boundaries-pi": 6, "native-boundaries-pi-undo": 1, "native-boundaries-warm-pi": 2, "native-boundaries-codex-app": 10, "native-boundaries-warm-codex-app": 2, "native-boundaries-codex-app-calibration": 12, "native-boundaries-claude-app": 8, "native-boundaries-warm-claude-app": 2, "native-boundaries-claude-app-calibration": 12, "pi-native": 10, "journey-calibration": 8, "product-journeys": 4, "task-title-calibration": 6, "task-titles": 4, "agent-chat-calibration": 3, "agent-chat": 2, "runtime-mode-calibration": 1,
-		"coding-tasks-calibration": 3, "coding-tasks-hostile": 2, "coding-tasks": 2, "coding-tasks-sandbox": 2, "coding-tasks-sessions": 3, "coding-tasks-shell": 2, "coding-tasks-claude": 1, "coding-tasks-claude-acp": 1, "coding-tasks-container": 2, "coding-tasks-container-hostile": 1,
+		"coding-tasks-calibration": 3, "coding-tasks-hostile": 2, "coding-tasks": 2, "coding-tasks-sandbox": 2, "coding-tasks-sessions": 3, "coding-tasks-shell": 2, "coding-tasks-claude": 1, "coding-tasks-claude-acp": 1, "coding-tasks-container": 3, "coding-tasks-container-hostile": 1, "coding-tasks-container-sessions": 2,
 		BreadthLiveSuite: 5, BreadthOfflineSuite: 5, "more-clis-calibration": 6, "more-clis": 12}
 	if diff := cmp.Diff(wantSizes, sizes); diff != "" {
 		t.Errorf("suite sizes (-want +got):\n%s", diff)

@@ -1023,9 +1023,9 @@ func launchLeased(ctx context.Context, lease *environment.Lease, d driver.Name, 
 			req.ReadOnly = append(req.ReadOnly, nm)
 		}
 	}
-	if _, real := d.Package(); real && (d.Kind == driver.KindACP || d.Kind == driver.KindApp) {
-		// A real ACP agent: its native binary, or the entry script Node.js runs
-		// (argv[1]), ships under its install's node_modules.
+	if _, real := d.Package(); real && (d.Kind == driver.KindACP || d.Kind == driver.KindApp || d.Kind == driver.KindRPC) {
+		// A real session agent (ACP, app-server, Pi's RPC): its native binary, or the
+		// entry script Node.js runs (argv[1]), ships under its install's node_modules.
 		for _, p := range append([]string{spec.Path}, spec.Args[1:min(2, len(spec.Args))]...) {
 			if nm, ok := nodeModules(p); ok && !slices.Contains(req.ReadOnly, nm) {
 				req.ReadOnly = append(req.ReadOnly, nm)
