@@ -244,7 +244,8 @@ type agentProcess struct {
 
 	exitSeen   chan struct{} // closed once the exit is observed (not yet reaped)
 	closeGrace time.Duration
-	marker     string // worker.MarkerVar token of the process and its descendants
+	termGrace  time.Duration // worker.Spec.TerminateGrace (0: TerminateGrace)
+	marker     string        // worker.MarkerVar token of the process and its descendants
 	// stop delivers SIGTERM instead of the process group (worker.Spec.Stop); nil: the group.
 	stopHook func(pid int, sig syscall.Signal) error
 	// settle turns the exit the host saw into the agent's own (LaunchFunc; nil on
@@ -313,7 +314,7 @@ func startProcess(spec worker.Spec, closeGrace time.Duration) (*agentProcess, er
 		return nil, fmt.Errorf("agent: stderr pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	ap := &agentProcess{cmd: cmd, stdin: inW, stderr: &headBuffer{max: MaxStderrBytes}, exitSeen: make(chan struct{}), closeGrace: closeGrace, marker: spec.Marker, stopHook: spec.Stop}
+	ap := &agentProcess{cmd: cmd, stdin: inW, stderr: &headBuffer{max: MaxStderrBytes}, exitSeen: make(chan struct{}), closeGrace: closeGrace, termGrace: spec.TerminateGrace, marker: spec.Marker, stopHook: spec.Stop}
 	ap.start = time.Now()
 	err = startCmd(cmd, spec.Fork)
 	closeFiles(inR, outW, errW)
@@ -392,13 +393,14 @@ func (ap *agentProcess) kill(name string) {
 	}
 }
 
-// escalate sends SIGTERM, waits TerminateGrace, then SIGKILL, and waits
-// KillConfirm for the exit.
+// escalate sends SIGTERM, waits TerminateGrace (or the spec's longer
+// worker.Spec.TerminateGrace: a container's engine relays the signal), then SIGKILL,
+// and waits KillConfirm for the exit.
 func (ap *agentProcess) escalate() {
 	for _, s := range []struct {
 		name string
 		wait time.Duration
-	}{{"SIGTERM", TerminateGrace}, {"SIGKILL", KillConfirm}} {
+	}{{"SIGTERM", max(TerminateGrace, ap.termGrace)}, {"SIGKILL", KillConfirm}} {
 		if ap.exited() {
 			return
 		}

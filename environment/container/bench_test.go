@@ -165,3 +165,60 @@ func BenchmarkImage(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkNodeImage is what a campaign with Node.js container cells pays for its
+// image before planning: "reuse" finds the Node.js image already built (hashing its
+// root file system's archive from the host's node and libraries, about 100 MB, then
+// one inspect: what every campaign after the first does), "build" writes the archive
+// and imports it afresh under a new name (what the first one on a machine does),
+// removed again after each.
+func BenchmarkNodeImage(b *testing.B) {
+	requireContainer(b)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		b.Skip("node is not installed")
+	}
+	ctx := context.Background()
+	want, err := fx.eng.NodeImage(ctx, node)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("reuse", func(b *testing.B) {
+		cpu0 := cpuTime()
+		for b.Loop() {
+			img, err := fx.eng.NodeImage(ctx, node)
+			if err != nil || img != want {
+				b.Fatalf("%v: %v, want %v", err, img, want)
+			}
+		}
+		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	})
+	b.Run("build", func(b *testing.B) {
+		files, err := nodeImageFiles(node)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu0 := cpuTime()
+		for b.Loop() {
+			f, err := os.Create(b.TempDir() + "/rootfs.tar")
+			if err != nil {
+				b.Fatal(err)
+			}
+			err = writeNodeRootfs(f, files)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err = fx.eng.Import(ctx, f.Name(), "localhost/agentproof-bench-nodejs")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := fx.eng.run(ctx, "rmi", "localhost/agentproof-bench-nodejs"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	})
+}

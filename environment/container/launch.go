@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/hostlease"
@@ -61,6 +62,7 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 	x.spec.Path = st.EnginePath
 	x.spec.Args = append([]string{string(st.Engine)}, st.engine().args(runArgs(l, st, req, x.name, dir, scratch, statusDir, listens)...)...)
 	x.spec.Env = engineProcessEnv(spec.Env)
+	x.spec.TerminateGrace = max(spec.TerminateGrace, TerminateGrace)
 	return x, nil
 }
 
@@ -79,6 +81,13 @@ func (x *launched) openStatus() error {
 	x.statusR, x.statusW = r, w
 	return nil
 }
+
+// TerminateGrace is the least wait between SIGTERM and SIGKILL of a launch's engine
+// process: the engine relays SIGTERM to the container's init, which forwards it to the
+// agent; the agent's exit, init's report and the container's teardown all come before
+// the engine exits. A SIGKILL sooner kills the engine alone and leaves no report (a
+// Node.js CLI that exits on SIGTERM took over 2 s for that chain under load).
+const TerminateGrace = 5 * time.Second
 
 // containerName is the engine's name of launch n of lease id: apf-<16 hex>-<n>.
 func containerName(leaseID string, n int) string {
