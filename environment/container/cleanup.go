@@ -19,7 +19,8 @@ import (
 // Cleanup destroys a container lease and confirms it (see environment.Provider): it
 // removes (killing first) every container labelled with the lease and checks that the
 // engine lists none any more, records what the disk held, unmounts it, removes the
-// lease directory and the socket directory, and checks that nothing of them remains.
+// lease directory, the socket directory and the status directories of docker launches
+// Settle did not see, and checks that nothing of them remains.
 // The caller's workspace (outside the lease directory) is kept. A bridge served by
 // this process should be closed first.
 func (p *Provider) Cleanup(ctx context.Context, l *environment.Lease) (r environment.CleanupReport) {
@@ -38,6 +39,7 @@ func (p *Provider) Cleanup(ctx context.Context, l *environment.Lease) (r environ
 	}
 	r.Found.Containers = found
 	if len(found) > 0 { // none listed is the confirmation itself
+		statusDirs := eng.statusDirs(ctx, l.ID)
 		if err := eng.remove(ctx, found...); err != nil {
 			r.Errors = append(r.Errors, "removing the lease's containers: "+err.Error())
 		}
@@ -46,11 +48,36 @@ func (p *Provider) Cleanup(ctx context.Context, l *environment.Lease) (r environ
 		} else {
 			r.Remaining.Containers = left
 		}
+		removeStatusDirs(statusDirs, &r)
 	}
 	hostlease.Unmount(l, st.Disk, p.opt.RemoveWait, &r)
 	hostlease.RemoveDirs(l, &r)
 	r.Confirmed = r.Remaining.Empty() && len(r.Errors) == 0
 	return r
+}
+
+// statusDirs are the status directories of lease leaseID's docker containers (the
+// launches Settle did not see: their engine process was killed), nil with podman.
+func (e Engine) statusDirs(ctx context.Context, leaseID string) []string {
+	if e.Name != EngineDocker {
+		return nil
+	}
+	out, _ := e.run(ctx, "ps", "--all", "--filter", "label="+labelLease+"="+leaseID, "--format", `{{.Label "`+labelStatusDir+`"}}`)
+	return strings.Fields(out)
+}
+
+// removeStatusDirs removes each directory of dirs that has a status directory's shape,
+// recording in r one that remains.
+func removeStatusDirs(dirs []string, r *environment.CleanupReport) {
+	for _, dir := range dirs {
+		if !hostlease.ValidSocketDir(dir) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			r.Remaining.Files = append(r.Remaining.Files, dir)
+			r.Remaining.FileCount++
+		}
+	}
 }
 
 // listContainers names the containers (running or not) that carry label (key=value).

@@ -277,7 +277,14 @@ func testCleanupRemovesContainers(t *testing.T, p *Provider, fx *fixture) {
 		t.Fatal(err)
 	}
 	name := startLong(t, p, l, fx.eng)
+	statusDir, err := fx.eng.run(ctx, "inspect", "--type", "container", "--format", `{{index .Config.Labels "`+labelStatusDir+`"}}`, name)
+	if err != nil || (fx.eng.Name == EngineDocker) != (statusDir != "") {
+		t.Fatalf("the container's status directory label: %q, %v", statusDir, err)
+	}
 	r := p.Cleanup(ctx, l)
+	if _, err := os.Lstat(statusDir); statusDir != "" && !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the unsettled launch's status directory %s survived the cleanup (%v)", statusDir, err)
+	}
 	if !r.Confirmed || len(r.Found.Containers) != 1 || r.Found.Containers[0] != name {
 		t.Errorf("cleanup: confirmed %t, found %v (want %s): %s", r.Confirmed, r.Found.Containers, name, r.Reason())
 	}
