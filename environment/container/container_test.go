@@ -510,6 +510,11 @@ func testWorkdirAndBinds(t *testing.T, p *Provider, fx *fixture) {
 	if msg := ImageRefProblem(img.Ref); msg != "" {
 		t.Fatalf("Build returned %q: %s", img.Ref, msg)
 	}
+	for ref, want := range map[string]bool{img.Ref: true, "localhost/agentproof-test-workdir:latest": true, "localhost/agentproof-test-absent:1": false} {
+		if has, err := fx.eng.HasImage(ctx, ref); has != want || err != nil {
+			t.Errorf("HasImage(%s) = %t, %v; want %t", ref, has, err, want)
+		}
+	}
 	l, err := p.Setup(ctx, environment.LeaseSpec{EnvironmentID: "container", Shape: smallShape, Root: leaseRoot(t), Image: img.Ref, Workdir: "/app"})
 	if err != nil {
 		t.Fatal(err)

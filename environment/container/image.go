@@ -70,8 +70,18 @@ func (e Engine) Inspect(ctx context.Context, ref string) (Image, error) {
 }
 
 // HasImage reports whether the engine's local store has ref (`image exists`: it
-// never pulls); an error when the engine could not say.
+// never pulls; docker has no such command: its image is looked up as Inspect does, and
+// a miss is one while its daemon answers); an error when the engine could not say.
 func (e Engine) HasImage(ctx context.Context, ref string) (bool, error) {
+	if e.Name == EngineDocker {
+		if _, err := e.dockerInspect(ctx, ref); err == nil {
+			return true, nil
+		}
+		if _, err := e.run(ctx, "version", "--format", "{{.Server.Version}}"); err != nil {
+			return false, fmt.Errorf("image %s: %w", ref, err)
+		}
+		return false, nil
+	}
 	_, err := e.run(ctx, "image", "exists", ref)
 	switch {
 	case err == nil:
