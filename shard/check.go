@@ -46,8 +46,9 @@ type Run struct {
 }
 
 // FindRuns walks sources for files named planFile (the plan record `agentproof run`
-// writes at a campaign's root) and returns those that record a shard, sorted by
-// directory. A plan record that does not decode is skipped; a source that cannot be
+// writes at a campaign's root), not looking into attempt directories (attempt-…: an
+// attempt's evidence, where such a file is never a run's), and returns those that
+// record a shard, sorted by directory. A plan record that does not decode is skipped; a source that cannot be
 // walked is an error.
 func FindRuns(sources []string, planFile string) ([]Run, error) {
 	var runs []Run
@@ -55,6 +56,9 @@ func FindRuns(sources []string, planFile string) ([]Run, error) {
 		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
+			}
+			if d.IsDir() && strings.HasPrefix(d.Name(), "attempt-") {
+				return fs.SkipDir // an attempt's evidence: a run's plan is never in it
 			}
 			if d.IsDir() || d.Name() != planFile {
 				return nil
