@@ -2,7 +2,9 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -46,12 +48,40 @@ func benchShards(b testing.TB, root string, n int) []string {
 
 // BenchmarkMergeShards1000 is `report merge` of 1,000 cells run in 8 shards: every
 // attempt directory copied through the evidence guard into a fresh campaign (merge),
-// then, in the report variant, the campaign reported (load, validate, choose, render,
-// write). Besides wall time per merge it reports the process's CPU time per merge
-// (user + system, cpu-ms/op), which a loaded machine does not inflate.
+// then, in the merge+report variant, the campaign reported (load, validate, choose,
+// render, write); the report variant is that report alone, of a campaign merged once
+// whose report files are removed before each (no directory made: what the report
+// costs without the file system's directory creation, whose cost varies widely on a
+// shared disk). Besides
+// wall time per merge it reports the process's CPU time per merge (user + system,
+// cpu-ms/op), which a loaded machine does not inflate.
 func BenchmarkMergeShards1000(b *testing.B) {
 	src := b.TempDir()
 	ids := benchShards(b, src, 1000)
+	b.Run("report", func(b *testing.B) {
+		target := b.TempDir()
+		if _, err := result.Merge(result.MergeOptions{Sources: []string{src}, ResultsRoot: target, CampaignID: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		i, cpu := 0, time.Duration(0)
+		for b.Loop() {
+			i++
+			b.StopTimer()
+			for _, f := range []string{result.CampaignFile, SummaryFile, JUnitFile, CTRFFile, DashboardFile, IndexFile, "../" + result.HistoryFile} {
+				if err := os.Remove(filepath.Join(target, "bench", f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+			before := cpuTime(b)
+			if _, err := Generate(result.CampaignOptions{ResultsRoot: target, CampaignID: "bench", ExpectedIDs: ids}); err != nil {
+				b.Fatal(err)
+			}
+			cpu += cpuTime(b) - before
+		}
+		b.ReportMetric(float64(cpu.Milliseconds())/float64(i), "cpu-ms/op")
+	})
 	for _, withReport := range []bool{false, true} {
 		name := "merge"
 		if withReport {
