@@ -53,7 +53,7 @@ func loadCandidates(campaignDir string, keep func(*Candidate)) ([]Candidate, err
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "logs" || d.Name() == "snapshots") && strings.HasPrefix(filepath.Base(filepath.Dir(p)), "attempt-") {
+		if isAttemptEvidence(p, d) {
 			return fs.SkipDir // an attempt's evidence: its record is beside it, never in it
 		}
 		if !isAttemptRecord(p, d) {
@@ -83,6 +83,13 @@ func loadCandidates(campaignDir string, keep func(*Candidate)) ([]Candidate, err
 	})
 	slices.SortFunc(out, func(a, b Candidate) int { return strings.Compare(a.Dir, b.Dir) })
 	return out, nil
+}
+
+// isAttemptEvidence reports whether p is an attempt's evidence directory (logs or
+// snapshots in a directory named attempt-…), where an attempt record is never looked
+// for: a result.json there is evidence (an agent's, perhaps), not an attempt.
+func isAttemptEvidence(p string, d fs.DirEntry) bool {
+	return d.IsDir() && (d.Name() == "logs" || d.Name() == "snapshots") && strings.HasPrefix(filepath.Base(filepath.Dir(p)), "attempt-")
 }
 
 // isAttemptRecord reports whether p is a regular file result.json in a directory named

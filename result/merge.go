@@ -90,7 +90,8 @@ func ParseExpectedIDs(label string, b []byte) ([]string, error) {
 type MergeOptions struct {
 	// Sources are directories produced by separate machines (results roots, campaign
 	// directories or attempt directories); every result.json below them in a
-	// directory named attempt-… is an attempt.
+	// directory named attempt-… is an attempt, except inside an attempt's logs or
+	// snapshots (its evidence, copied with it).
 	Sources []string
 	// ResultsRoot and CampaignID name the target campaign directory. An empty
 	// CampaignID is taken from the results when they all agree.
@@ -181,7 +182,7 @@ func Merge(opts MergeOptions) (*Merged, error) {
 }
 
 // findAttempts reads every attempt record (a result.json in a directory named
-// attempt-…) under the sources: each with a valid execution id and attempt, and the
+// attempt-…, not inside an attempt's logs or snapshots) under the sources: each with a valid execution id and attempt, and the
 // set of valid campaign ids they name. A record that does not decode, or names no
 // valid execution id and attempt, is skipped with a warning in m (in walk order: the
 // records are read several at a time). Errors: a source that is not a directory or
@@ -199,10 +200,15 @@ func findAttempts(sources []string, m *Merged) ([]sourceAttempt, map[string]bool
 		}
 		var records []string
 		err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && isAttemptRecord(p, d) {
+			switch {
+			case err != nil:
+				return err
+			case isAttemptEvidence(p, d):
+				return fs.SkipDir // copied with its attempt, never an attempt itself
+			case isAttemptRecord(p, d):
 				records = append(records, p)
 			}
-			return err
+			return nil
 		})
 		// The records are read and decoded several at a time, kept in walk order.
 		read := make([]sourceAttempt, len(records))

@@ -188,3 +188,33 @@ func TestMergeLinkRules(t *testing.T) {
 		t.Errorf("after linking over a stale file, %s is not the source (%v)", dst, err)
 	}
 }
+
+// TestMergeEvidenceIsNotAnAttempt: a result.json inside an attempt's logs or snapshots,
+// in a directory named attempt-… (evidence an agent could have planted, naming another
+// cell), is copied as that attempt's evidence and never merged as an attempt of the
+// cell it names.
+func TestMergeEvidenceIsNotAnAttempt(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	forged := `{"executionId":"core.other.local.c","attempt":1,"campaignId":"camp"}`
+	mergeSource(t, filepath.Join(tmp, "src"), map[string]string{
+		"logs/x/attempt-1/result.json":      forged,
+		"snapshots/y/attempt-2/result.json": forged,
+	}, nil)
+	out := filepath.Join(tmp, "out")
+	m, err := Merge(MergeOptions{Sources: []string{filepath.Join(tmp, "src")}, ResultsRoot: out, CampaignID: "camp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Copied) != 1 || m.Copied[0] != "core/p/local/c/attempt-1" {
+		t.Errorf("copied %v, want only core/p/local/c/attempt-1", m.Copied)
+	}
+	if _, err := os.Stat(filepath.Join(out, "camp", "core", "other")); !os.IsNotExist(err) {
+		t.Errorf("the forged record was merged as a cell: %v", err)
+	}
+	for _, rel := range []string{"logs/x/attempt-1/result.json", "snapshots/y/attempt-2/result.json"} {
+		if b, err := os.ReadFile(filepath.Join(out, "camp", "core", "p", "local", "c", "attempt-1", rel)); err != nil || string(b) != forged {
+			t.Errorf("%s not copied as evidence: %q %v", rel, b, err)
+		}
+	}
+}
