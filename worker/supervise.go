@@ -547,7 +547,7 @@ func startChild(ctx context.Context, spec Spec, io childStdio, o *Outcome) *chil
 	if spec.Fork != nil {
 		err = spec.Fork(begin)
 	} else {
-		_, err = begin()
+		err = OnForkThread(func() error { _, err := begin(); return err })
 	}
 	if refused != nil {
 		io.closeAll()

@@ -43,11 +43,12 @@
 // and the workspace is quarantined (an escaper is at least reported as a leak); a
 // subreaper or cgroup sweep that also kills such escapers is not done here.
 //
-// Known limit of Pdeathsig in Go: Linux delivers it when the *thread* that forked the
-// child exits, and the Go runtime ends a thread only when a goroutine exits while
-// locked to it (runtime.LockOSThread without Unlock). A controller that does that could
-// see its fixture children killed early; stdin end-of-file and the child's watchdog
-// remain the primary bounds, Pdeathsig is only the backstop.
+// Pdeathsig in Go: Linux delivers it when the *thread* that forked the child exits,
+// and the Go runtime ends a thread when a goroutine exits while locked to it
+// (runtime.LockOSThread without Unlock, as the sandbox provider's launches do). A child
+// forked from such a thread would be SIGKILLed in the middle of its run, so every
+// child without a Spec.Fork of its own is forked from one thread that lives as long as
+// the process (OnForkThread, forkthread.go).
 package worker
 
 import "time"

@@ -348,7 +348,7 @@ func startProcess(spec worker.Spec, closeGrace time.Duration) (*agentProcess, er
 // thread: worker.Spec.Fork).
 func startCmd(cmd *exec.Cmd, fork func(start func() (int, error)) error) error {
 	if fork == nil {
-		return cmd.Start()
+		return worker.OnForkThread(cmd.Start) // its parent-death signal outlives any other thread
 	}
 	err := fork(func() (int, error) {
 		if err := cmd.Start(); err != nil {
