@@ -3,6 +3,7 @@ package report
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,5 +74,46 @@ func TestNotRunHereReported(t *testing.T) {
 	}
 	if code := c.ExitCode(); code == verdict.ExitPassed {
 		t.Errorf("a campaign with a cell not run here exits 0")
+	}
+}
+
+// TestTriageNothingSaysWhy: when no cell needs attention, the dashboard's "Needs
+// attention" says so in the words the summary uses — never "every cell passed" while
+// selected cells were not run here.
+func TestTriageNothingSaysWhy(t *testing.T) {
+	t.Parallel()
+	green := []string{"calibration.fixture-fail.local.process-exit", "calibration.fixture-pass.local.process-exit", "core.reference.local.message-marker"}
+	for _, tc := range []struct {
+		name   string
+		notRun map[string]string
+		want   string
+	}{
+		{"all passed", nil, `id="triage-none">Nothing: every cell passed (calibration cells: met their expectation).<`},
+		{"one not run here", map[string]string{"core.reference.daytona.message-marker": "needs the Daytona API key, which is not set"},
+			`id="triage-none">Nothing failed or was inconclusive; 1 selected cell(s) were not run here: they did not pass either.<`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			copyDir(t, "testdata/results/camp-2", filepath.Join(root, "camp-2"), nil)
+			if err := os.RemoveAll(filepath.Join(root, "camp-2", "core", "reference", "daytona")); err != nil {
+				t.Fatal(err)
+			}
+			ids := green
+			if tc.notRun != nil {
+				ids = append(slices.Clone(green), "core.reference.daytona.message-marker")
+			}
+			if _, err := Generate(result.CampaignOptions{ResultsRoot: root, CampaignID: "camp-2", Catalog: loadCatalog(t, nil), ExpectedIDs: ids, NotRunHere: tc.notRun}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(root, "camp-2", DashboardFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), tc.want) {
+				i := strings.Index(string(b), `id="triage-none"`)
+				t.Errorf("dashboard's Needs attention: want %s, got %.200s", tc.want, string(b[max(i, 0):]))
+			}
+		})
 	}
 }
