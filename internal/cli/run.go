@@ -757,14 +757,16 @@ func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector
 // notRunSelected is the configuration error of a selection that names cells of
 // provider's environments this machine cannot run.
 func notRunSelected(provider environment.ProviderName, envs []string, r environment.ProbeReport, why string) error {
-	missing := strings.Join(r.Missing(), "; ")
-	if r.Available {
-		missing = why
+	// The reason, then what the probe found missing where that says more (an available
+	// provider whose declared limits are not enforced here has nothing missing).
+	detail := why
+	if missing := strings.Join(r.Missing(), "; "); !r.Available && missing != "" && missing != why {
+		detail = why + ": " + missing
 	}
-	return usageErrorf("the selected cells of environment %s need the %s provider, which this machine cannot run (%s): %s "+
+	return usageErrorf("the selected cells of environment %s need the %s provider, which this machine cannot run: %s "+
 		"(`agentproof environments probe` says what this machine gives and how to get the rest; or deselect those environments: without --environment "+
 		"or --id naming them, their cells are reported not run here and everything else runs)",
-		strings.Join(envs, ", "), provider, why, missing)
+		strings.Join(envs, ", "), provider, detail)
 }
 
 // planRun plans the campaign, checks what its cells need before anything starts or is

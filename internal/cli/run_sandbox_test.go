@@ -103,8 +103,8 @@ func TestRunUnprivilegedNotRunHere(t *testing.T) {
 		}
 	}
 	out, code = run("run", "--environment", "sandbox", "--profile", "reference", "--case", "message-marker", "--results", "res2")
-	if code != int(verdict.ExitUsage) || !strings.Contains(out, "need the sandbox provider, which this machine cannot run") {
-		t.Errorf("--environment sandbox: exit %d\n%s", code, out)
+	if code != int(verdict.ExitUsage) || !strings.Contains(out, "need the sandbox provider, which this machine cannot run: "+reason) || strings.Count(out, reason) != 1 {
+		t.Errorf("--environment sandbox: exit %d, want the reason once\n%s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "work", "res2")); err == nil {
 		t.Error("--environment sandbox wrote results before refusing")
