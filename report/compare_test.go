@@ -34,6 +34,7 @@ func TestCompare(t *testing.T) {
 		res("s.nop.local.calibration", "h1", verdict.Failed, verdict.Failed, "expected"),
 		res("t.p.local.redefined", "t1", verdict.Passed, "", ""),
 		res("s.p.local.gone", "h1", verdict.Passed, "", ""),
+		res("s.p.sandbox.away", "h1", verdict.Passed, "", ""),
 	}}
 	b := &result.Campaign{Schema: result.CampaignSchema, CampaignID: "after", Results: []result.Result{
 		res("s.p.local.regress", "h1", verdict.Failed, "", "message_exact: observed \"nothing\"\nsecond line"),
@@ -45,9 +46,12 @@ func TestCompare(t *testing.T) {
 		res("s.nop.local.calibration", "h1", verdict.Passed, verdict.Failed, ""),
 		res("t.p.local.redefined", "t2", verdict.Failed, "", "other definition"),
 		res("s.p.local.added", "h1", verdict.Passed, "", ""),
+		// Not run by B's machine: its reason, never "absent".
+		{ExecutionID: "s.p.sandbox.away", SuiteID: "s", ProfileID: "p", EnvironmentID: "sandbox", CaseID: "away", SuiteDefinitionHash: "h1",
+			Verdict: verdict.Inconclusive, Synthetic: true, NotRunHere: "needs bubblewrap, which is not installed"},
 	}}
 	c := result.Compare(a, b)
-	want := map[result.Change]int{result.Regressed: 2, result.Fixed: 1, result.StillFailing: 1, result.NowInconclusive: 1, result.DefinitionChanged: 1, result.New: 1, result.Removed: 1, result.StillPassing: 1}
+	want := map[result.Change]int{result.Regressed: 2, result.Fixed: 1, result.StillFailing: 1, result.NowInconclusive: 1, result.DefinitionChanged: 1, result.New: 1, result.Removed: 1, result.StillPassing: 1, result.ChangeNotRunHere: 1}
 	for ch, n := range want {
 		if c.Counts[ch] != n {
 			t.Errorf("%s: %d cells, want %d", ch, c.Counts[ch], n)

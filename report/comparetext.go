@@ -27,8 +27,14 @@ func CompareText(c *result.Comparison) []byte {
 			if cc.Change != ch {
 				continue
 			}
-			fmt.Fprintf(&b, "  %s: %s → %s", result.Clean(cc.ExecutionID, true), stateOr(cc.StateBefore, cc.Before), stateOr(cc.StateAfter, cc.After))
-			if cc.Change == result.DefinitionChanged {
+			after := stateOr(cc.StateAfter, cc.After)
+			if cc.Change == result.ChangeNotRunHere {
+				after = "not run here"
+			}
+			fmt.Fprintf(&b, "  %s: %s → %s", result.Clean(cc.ExecutionID, true), stateOr(cc.StateBefore, cc.Before), after)
+			if cc.Change == result.ChangeNotRunHere && cc.Reason != "" {
+				fmt.Fprintf(&b, " (%s)", result.Clip(result.Clean(cc.Reason, true), 300))
+			} else if cc.Change == result.DefinitionChanged {
 				fmt.Fprintf(&b, " (suite hash %s → %s)", result.Clip(cc.HashBefore, 24), result.Clip(cc.HashAfter, 24))
 			} else if cc.After != verdict.Passed && cc.After != "" {
 				if cc.FailureClass != "" {

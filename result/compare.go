@@ -133,7 +133,7 @@ func Compare(a, b *Campaign) *Comparison {
 		cc.FailureClass, cc.Reason = rb.FailureClass, reasonOf(rb)
 		switch {
 		case rb.NotRunHere != "":
-			cc.Change = ChangeNotRunHere
+			cc.Change, cc.Reason = ChangeNotRunHere, rb.NotRunHere
 		case ra.NotRunHere != "": // nothing ran in A to compare with
 			cc.Change = New
 		case ra.SuiteDefinitionHash != rb.SuiteDefinitionHash:
