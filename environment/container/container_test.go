@@ -227,16 +227,8 @@ touch /etc/agent-was-here 2>/dev/null && echo root=writable || echo root=read-on
 test -e ` + InitDir + `/` + statusSocketName + ` && echo status=reachable || echo status=gone
 echo work > ` + l.Workspace + `/made-inside
 exit 7`
-	x, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", script},
+	s, o := launch(t, ctx, p, l, environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", script},
 		Env: []string{"PATH=/bin", "HOME=" + Home}, Dir: l.Workspace, Timeout: time.Minute, MaxOutputBytes: 1 << 20, NullStdin: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := worker.Supervise(ctx, x.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := x.Settle(o)
 	out := string(o.Output.Stdout())
 	t.Logf("stdout:\n%s\nstderr:\n%s\nfacts %v problems %v", out, o.Output.Stderr(), s.Facts, s.Problems)
 	quota := int64(smallShape.CPUCores * 100000)
@@ -465,16 +457,8 @@ func testLimitsNamed(t *testing.T, p *Provider, fx *fixture) {
 		{[]string{"memory", strconv.FormatInt(4*smallShape.MemoryBytes, 10)}, environment.ResourceMemory},
 		{[]string{"forkbomb", strconv.FormatInt(4*smallShape.PIDs, 10)}, environment.ResourcePIDs},
 	} {
-		x, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: worker.Spec{Path: fx.exe, Args: append([]string{fx.exe, "hostile"}, tc.attack...),
+		s, _ := launch(t, ctx, p, l, environment.LaunchRequest{Spec: worker.Spec{Path: fx.exe, Args: append([]string{fx.exe, "hostile"}, tc.attack...),
 			Env: []string{"PATH=/bin"}, Dir: l.Workspace, Timeout: time.Minute, MaxOutputBytes: 1 << 20, NullStdin: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := worker.Supervise(ctx, x.Spec())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := x.Settle(o)
 		named := false
 		for _, h := range s.Limits {
 			named = named || (h.Resource == tc.resource && h.Events > 0)
@@ -539,17 +523,9 @@ func testWorkdirAndBinds(t *testing.T, p *Provider, fx *fixture) {
 	}
 	script := `echo pwd=$(pwd); echo hello=$(cat hello); echo tests=$(sh /tests/test.sh); echo logged > /logs/out; echo made > new
 touch /tests/x 2>/dev/null && echo tests=writable || echo tests=read-only`
-	x, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", script},
+	s, o := launch(t, ctx, p, l, environment.LaunchRequest{Spec: worker.Spec{Path: "/bin/sh", Args: []string{"sh", "-c", script},
 		Env: []string{"PATH=/bin"}, Dir: l.Workspace, Timeout: time.Minute, MaxOutputBytes: 1 << 20, NullStdin: true},
 		Binds: []environment.Bind{{Path: tests, At: "/tests"}, {Path: logs, Write: true, At: "/logs"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := worker.Supervise(ctx, x.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := x.Settle(o)
 	out := string(o.Output.Stdout())
 	for _, want := range []string{"pwd=/app", "hello=from-the-image", "tests=tested", "tests=read-only"} {
 		if !strings.Contains(out, want+"\n") {
@@ -635,17 +611,9 @@ s.on('error', () => console.log('outside=unreachable'));
 s.on('timeout', () => { console.log('outside=unreachable'); s.destroy() });
 http.get('http://` + addr + `/', r => { let d = ''; r.on('data', c => d += c); r.on('end', () => console.log('bridge=' + d)) })
   .on('error', e => console.log('bridge=' + e.code));`
-	x, err := p.Launch(ctx, l, environment.LaunchRequest{Spec: worker.Spec{Path: node, Args: []string{"node", "-e", script},
+	s, o := launch(t, ctx, p, l, environment.LaunchRequest{Spec: worker.Spec{Path: node, Args: []string{"node", "-e", script},
 		Env: []string{"PATH=/usr/bin:/bin", "HOME=" + Home}, Dir: l.Workspace, Timeout: time.Minute, MaxOutputBytes: 1 << 20, NullStdin: true},
 		ReadOnly: []string{nm}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := worker.Supervise(ctx, x.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := x.Settle(o)
 	out := string(o.Output.Stdout())
 	t.Logf("stdout:\n%s\nstderr:\n%s\nfacts %v problems %v", out, o.Output.Stderr(), s.Facts, s.Problems)
 	version, _ := exec.Command(node, "--version").Output()
@@ -662,4 +630,20 @@ http.get('http://` + addr + `/', r => { let d = ''; r.on('data', c => d += c); r
 	if r := p.Cleanup(ctx, l); !r.Confirmed {
 		t.Errorf("cleanup not confirmed: %s", r.Reason())
 	}
+}
+
+// launch runs req in l through Launch, Supervise and Settle, failing t if the launch
+// cannot start or be supervised; it returns the settled launch and the engine
+// process's outcome (its captured output).
+func launch(t testing.TB, ctx context.Context, p *Provider, l *environment.Lease, req environment.LaunchRequest) (environment.Settled, worker.Outcome) {
+	t.Helper()
+	x, err := p.Launch(ctx, l, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := worker.Supervise(ctx, x.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x.Settle(o), o
 }
