@@ -31,14 +31,9 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 	if probs := launchProblems(l, st, req); len(probs) > 0 {
 		return nil, &environment.SpecError{What: "container launch", Problems: probs}
 	}
-	n, dir, err := hostlease.NewLaunchDir(l)
+	n, dir, scratch, err := hostlease.NewLaunch(l, st.Disk, 0o711, st.UID, st.GID, scratchNames...)
 	if err != nil {
 		return nil, fmt.Errorf("container launch: %w", err)
-	}
-	scratch, err := hostlease.Scratch(l, st.Disk, n, 0o711, st.UID, st.GID, scratchNames...)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("container launch: fresh scratch space: %w", err)
 	}
 	listens, hosts := sandbox.BridgeListens(l.Endpoints)
 	if err := writeEtc(dir, hosts); err != nil {

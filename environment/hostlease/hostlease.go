@@ -3,7 +3,7 @@
 // system, the same way for both:
 //
 //   - the lease directory <root>/<lease id> (mode 0711) holding lease.json (New, Make,
-//     Build, Save; hostlease.go) and one directory per launch (NewLaunchDir, launch.go);
+//     Build, Save; hostlease.go) and one directory per launch (NewLaunch, NewLaunchDir, launch.go);
 //   - a short bridge socket directory /run/apf-<16 hex> (or under /tmp, /var/tmp,
 //     /dev/shm: the first writable) holding the endpoints' sockets (MakeSocketDir,
 //     socketdir.go), whatever the depth of the root;

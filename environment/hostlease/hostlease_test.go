@@ -143,3 +143,36 @@ func TestLaunchDirsAndScratch(t *testing.T) {
 		t.Errorf("a launch's scratch made twice: %v, want it refused", err)
 	}
 }
+
+// TestNewLaunch: the next launch gets its directory and a fresh scratch space; when
+// the scratch space cannot be made, the launch directory is removed again and the
+// error says it was the scratch space.
+func TestNewLaunch(t *testing.T) {
+	t.Parallel()
+	l := &environment.Lease{Dir: t.TempDir()}
+	disk := filepath.Join(l.Dir, "disk")
+	for _, d := range []string{filepath.Join(l.Dir, "launches"), disk} {
+		if err := os.Mkdir(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	n, dir, scratch, err := NewLaunch(l, disk, 0o711, uid, gid, "home")
+	if err != nil || n != 1 || dir != filepath.Join(l.Dir, "launches", "1") || scratch != filepath.Join(disk, "runs", "1") {
+		t.Fatalf("NewLaunch = %d, %q, %q, %v", n, dir, scratch, err)
+	}
+	if fi, err := os.Stat(filepath.Join(scratch, "home")); err != nil || !fi.IsDir() {
+		t.Errorf("scratch home: %v, %v", fi, err)
+	}
+	// runs/2 taken already: launch 2's scratch cannot be made fresh.
+	if err := os.Mkdir(filepath.Join(disk, "runs", "2"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	n, dir, _, err = NewLaunch(l, disk, 0o711, uid, gid, "home")
+	if !errors.Is(err, os.ErrExist) || !strings.HasPrefix(err.Error(), "fresh scratch space: ") || n != 0 || dir != "" {
+		t.Fatalf("NewLaunch over a taken scratch = %d, %q, %v; want a scratch space error", n, dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(l.Dir, "launches", "2")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("launch 2's directory after the failure: %v, want it removed", err)
+	}
+}

@@ -2,6 +2,7 @@ package hostlease
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,6 +26,24 @@ func NewLaunchDir(l *environment.Lease) (int, string, error) {
 		}
 	}
 	return 0, "", errors.New("too many launches")
+}
+
+// NewLaunch makes the host directories of a lease's next launch: its launch
+// directory (NewLaunchDir) and its scratch space on the lease disk (Scratch, with
+// runsMode, uid:gid and names as there), and returns the launch's number n and both
+// paths. Errors: NewLaunchDir's as they are; the scratch space's wrapped as "fresh
+// scratch space: …", after the launch directory is removed again.
+func NewLaunch(l *environment.Lease, disk string, runsMode os.FileMode, uid, gid int, names ...string) (n int, dir, scratch string, err error) {
+	n, dir, err = NewLaunchDir(l)
+	if err != nil {
+		return 0, "", "", err
+	}
+	scratch, err = Scratch(l, disk, n, runsMode, uid, gid, names...)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return 0, "", "", fmt.Errorf("fresh scratch space: %w", err)
+	}
+	return n, dir, scratch, nil
 }
 
 // MakeScratch creates the scratch directories names (HOME's "home", /tmp's "tmp", …)

@@ -94,14 +94,9 @@ func (p *Provider) Launch(_ context.Context, l *environment.Lease, req environme
 		return nil, &environment.SpecError{What: "sandbox launch", Problems: probs}
 	}
 
-	n, dir, err := hostlease.NewLaunchDir(l)
+	n, dir, scratch, err := hostlease.NewLaunch(l, st.Disk, 0o755, st.UID, st.GID, scratchNames...)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox launch: %w", err)
-	}
-	scratch, err := hostlease.Scratch(l, st.Disk, n, 0o755, st.UID, st.GID, scratchNames...)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("sandbox launch: fresh scratch space: %w", err)
 	}
 	listens, hosts := bridgeListens(l.Endpoints)
 	x := &launched{lease: l, st: st, n: n, dir: dir, scratch: scratch, released: make(chan struct{})}
