@@ -156,90 +156,78 @@ func (p *configParser) top(k string, v any) {
 	}
 }
 
-// table returns v as a table, or adds a problem naming section.
-func (p *configParser) table(section string, v any) (map[string]any, bool) {
+// table calls key for each key of the table v of section, in sorted order, with the
+// key's field name ("<section>.<key>") and its value; v not a table adds a problem
+// naming section instead.
+func (p *configParser) table(section string, v any, key func(field, k string, val any)) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		p.add(section, "must be a table")
-	}
-	return m, ok
-}
-
-func (p *configParser) task(v any) {
-	m, ok := p.table("task", v)
-	if !ok {
 		return
 	}
 	for _, k := range sortedKeys(m) {
-		field := "task." + k
+		key(section+"."+k, k, m[k])
+	}
+}
+
+func (p *configParser) task(v any) {
+	p.table("task", v, func(field, k string, val any) {
 		switch k {
 		case "name":
-			s, ok := m[k].(string)
+			s, ok := val.(string)
 			if !ok || s == "" {
 				p.add(field, "must be a non-empty string")
-				continue
+				return
 			}
 			p.cfg.Name = s
 		case "description":
-			s, ok := m[k].(string)
+			s, ok := val.(string)
 			if !ok {
 				p.add(field, "must be a string")
-				continue
+				return
 			}
 			p.cfg.Description = s
 		case "authors", "keywords":
-			if _, ok := m[k].([]any); !ok {
+			if _, ok := val.([]any); !ok {
 				p.add(field, "must be an array")
 			}
 		default:
 			p.add(field, "is not supported (known: name, description, authors, keywords)")
 		}
-	}
+	})
 }
 
 func (p *configParser) agent(v any) {
-	m, ok := p.table("agent", v)
-	if !ok {
-		return
-	}
-	for _, k := range sortedKeys(m) {
+	p.table("agent", v, func(field, k string, val any) {
 		if k != "timeout_sec" {
-			p.add("agent."+k, "is not supported (known: timeout_sec)")
-			continue
+			p.add(field, "is not supported (known: timeout_sec)")
+			return
 		}
-		p.cfg.AgentTimeoutSec = p.seconds("agent.timeout_sec", m[k])
-	}
+		p.cfg.AgentTimeoutSec = p.seconds(field, val)
+	})
 }
 
 func (p *configParser) verifier(v any) {
-	m, ok := p.table("verifier", v)
-	if !ok {
-		return
-	}
-	for _, k := range sortedKeys(m) {
+	p.table("verifier", v, func(field, k string, val any) {
 		switch k {
 		case "timeout_sec":
-			p.cfg.VerifierTimeoutSec = p.seconds("verifier.timeout_sec", m[k])
+			p.cfg.VerifierTimeoutSec = p.seconds(field, val)
 		case "env":
-			p.noEnv("verifier.env", m[k], "the verifier")
+			p.noEnv(field, val, "the verifier")
 		default:
-			p.add("verifier."+k, "is not supported (known: timeout_sec, env)")
+			p.add(field, "is not supported (known: timeout_sec, env)")
 		}
-	}
+	})
 }
 
 func (p *configParser) solution(v any) {
-	m, ok := p.table("solution", v)
-	if !ok {
-		return
-	}
-	for _, k := range sortedKeys(m) {
+	p.table("solution", v, func(field, k string, val any) {
 		if k != "env" {
-			p.add("solution."+k, "is not supported (known: env)")
-			continue
+			p.add(field, "is not supported (known: env)")
+			return
 		}
-		p.noEnv("solution.env", m[k], "the solution")
-	}
+		p.noEnv(field, val, "the solution")
+	})
 }
 
 // noEnv accepts an empty environment table only: variables (often credentials) for

@@ -7,41 +7,36 @@ import "strings"
 // from environment/Dockerfile and never pulled; the agent and the verifier have no
 // network but the bridge to the control plane and the scripted model).
 func (p *configParser) environment(v any) {
-	m, ok := p.table("environment", v)
-	if !ok {
-		return
-	}
-	for _, k := range sortedKeys(m) {
-		field := "environment." + k
+	p.table("environment", v, func(field, k string, val any) {
 		switch k {
 		case "build_timeout_sec":
-			p.cfg.BuildTimeoutSec = p.seconds(field, m[k])
+			p.cfg.BuildTimeoutSec = p.seconds(field, val)
 		case "cpus":
-			f, ok := number(m[k])
+			f, ok := number(val)
 			if !ok || f < 1 || f > maxCPUs || f != float64(int(f)) {
 				p.add(field, "must be a whole number of CPUs, 1…%d", maxCPUs)
-				continue
+				return
 			}
 			p.cfg.CPUs = int(f)
 		case "memory_mb", "storage_mb":
-			p.sizeField(field, k, m[k], true)
+			p.sizeField(field, k, val, true)
 		case "memory", "storage":
-			p.sizeField(field, k, m[k], false)
+			p.sizeField(field, k, val, false)
 		case "gpus":
-			if f, ok := number(m[k]); !ok || f != 0 {
+			if f, ok := number(val); !ok || f != 0 {
 				p.add(field, "is not supported: GPUs are not given to an agent (only 0 is accepted)")
 			}
 		case "allow_internet":
-			if b, ok := m[k].(bool); !ok || b {
+			if b, ok := val.(bool); !ok || b {
 				p.add(field, "is not supported: the agent and the verifier have no internet access here (only false is accepted)")
-				continue
+				return
 			}
 			p.cfg.Offline = true
 		case "network_mode":
 			// Harbor's modes are public, no-network and allowlist; "none" is taken too.
-			if s, ok := m[k].(string); !ok || (s != "no-network" && s != "none") {
+			if s, ok := val.(string); !ok || (s != "no-network" && s != "none") {
 				p.add(field, "is not supported: the agent and the verifier have no network here (only \"no-network\" is accepted)")
-				continue
+				return
 			}
 			p.cfg.Offline = true
 		case "docker_image":
@@ -49,7 +44,7 @@ func (p *configParser) environment(v any) {
 		default:
 			p.add(field, "is not supported (known: build_timeout_sec, cpus, memory_mb, storage_mb, memory, storage, gpus, allow_internet, network_mode)")
 		}
-	}
+	})
 }
 
 // sizeField reads memory_mb/storage_mb (an integer of MiB, mb true) or the older
