@@ -98,6 +98,25 @@ func sleep(ctx context.Context, d time.Duration) error {
 // before it blames the harness (a server that died is not a slow agent).
 const BoardPatience = 10 * time.Second
 
+// patience is what a waiting flow knows of the board's failures: since when every
+// look has failed (zero while the board answers).
+type patience struct{ failingSince time.Time }
+
+// look takes the error of one look at the board (nil: it answered) and returns a
+// BoardFault naming err once every look has failed for more than BoardPatience while
+// ctx is live; nil otherwise.
+func (p *patience) look(ctx context.Context, err error) error {
+	switch {
+	case err == nil:
+		p.failingSince = time.Time{}
+	case p.failingSince.IsZero():
+		p.failingSince = time.Now()
+	case time.Since(p.failingSince) > BoardPatience && ctx.Err() == nil:
+		return BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
+	}
+	return nil
+}
+
 // view is one look at the attempt through the board: the company state, the task, its
 // runs in order and the heartbeat runner's records.
 type view struct {
@@ -200,12 +219,13 @@ func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
 	ctx, cancel := turnDeadline(ctx, s, n)
 	defer cancel()
 	pace := newPacer(ctx, s)
-	var failingSince time.Time
+	var board patience
 	for {
 		v, err := lookSettle(ctx, s)
-		switch {
-		case err == nil:
-			failingSince = time.Time{}
+		if fault := board.look(ctx, err); fault != nil {
+			return nil, fault
+		}
+		if err == nil {
 			if v.settled(n) {
 				s.log("run %d settled: %s %s", n, v.runs[n-1].ID, v.runs[n-1].Status)
 				if s.TurnSettled != nil && !s.settled[n] {
@@ -220,10 +240,6 @@ func waitTurn(ctx context.Context, s *Session, n int) (*view, error) {
 			if why := v.refused(); why != "" {
 				return v, permanent(errors.New(why))
 			}
-		case failingSince.IsZero():
-			failingSince = time.Now()
-		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
-			return nil, BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
 		}
 		if pace.wait(ctx) != nil {
 			return nil, waitError(ctx)
@@ -242,12 +258,13 @@ func lookFor(ctx context.Context, s *Session, lk func(context.Context) (*view, e
 	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
-	var failingSince time.Time
+	var board patience
 	for {
 		v, err := lk(ctx)
-		switch {
-		case err == nil:
-			failingSince = time.Time{}
+		if fault := board.look(ctx, err); fault != nil {
+			return false, fault
+		}
+		if err == nil {
 			if ok, err := found(v); ok || err != nil {
 				return false, err
 			}
@@ -257,10 +274,6 @@ func lookFor(ctx context.Context, s *Session, lk func(context.Context) (*view, e
 			if why := v.refused(); why != "" {
 				return false, permanent(errors.New(why))
 			}
-		case failingSince.IsZero():
-			failingSince = time.Now()
-		case time.Since(failingSince) > BoardPatience && ctx.Err() == nil:
-			return false, BoardFault(fmt.Sprintf("the board did not answer for %s while the flow waited", BoardPatience), err)
 		}
 		select {
 		case <-ctx.Done():
