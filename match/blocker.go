@@ -1,7 +1,6 @@
 package match
 
 import (
-	"encoding/json"
 	"fmt"
 )
 
@@ -61,12 +60,9 @@ type blockerState struct {
 // evalBlocker grades the blocker-guidance journey; observed lists every check that
 // failed (empty when it passed) beside the question, answer and continuation found.
 func evalBlocker(obs *Observation) result {
-	if obs.JSON == nil {
-		return result{missing: "no JSON document was observed"}
-	}
-	var st blockerState
-	if err := json.Unmarshal(obs.JSON, &st); err != nil {
-		return result{missing: "the observed JSON document does not parse: " + err.Error()}
+	st, missing := decodeObserved[blockerState](obs)
+	if missing != "" {
+		return result{missing: missing}
 	}
 	co := st.Company
 	if co == nil || co.AgentID == "" || st.Issue == nil {

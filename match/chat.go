@@ -104,12 +104,9 @@ func compileChat(spec Spec, c *compiled, bad badFunc) {
 // evalChat grades chat_handoff (see KindChatHandoff); observed lists every check that
 // failed (empty when it passed) beside the handoff found.
 func (c *compiled) evalChat(obs *Observation) result {
-	if obs.JSON == nil {
-		return result{missing: "no JSON document was observed"}
-	}
-	var st chatState
-	if err := json.Unmarshal(obs.JSON, &st); err != nil {
-		return result{missing: "the observed JSON document does not parse: " + err.Error()}
+	st, missing := decodeObserved[chatState](obs)
+	if missing != "" {
+		return result{missing: missing}
 	}
 	ch := st.Chat
 	if ch == nil || ch.Conversation == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -346,6 +347,20 @@ func (ev *evidence) document() (any, string) {
 		}
 	}
 	return ev.doc, ev.docMiss
+}
+
+// decodeObserved decodes the observation's composite JSON document (Observation.JSON)
+// into a T for the evaluators of the journey kinds; missing says why it could not (no
+// document observed, or one that does not parse: the words of document), "" when it
+// was decoded.
+func decodeObserved[T any](obs *Observation) (st T, missing string) {
+	if obs.JSON == nil {
+		return st, "no JSON document was observed"
+	}
+	if err := json.Unmarshal(obs.JSON, &st); err != nil {
+		return st, "the observed JSON document does not parse: " + err.Error()
+	}
+	return st, ""
 }
 
 // bound returns v redacted; a string (a message or file content) is also cut to at most

@@ -1,7 +1,6 @@
 package match
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -147,12 +146,9 @@ type observedRevision struct {
 
 // evalPlan grades the plan document of the composite JSON observation.
 func (c *compiled) evalPlan(obs *Observation) result {
-	if obs.JSON == nil {
-		return result{missing: "no JSON document was observed"}
-	}
-	var st planState
-	if err := json.Unmarshal(obs.JSON, &st); err != nil {
-		return result{missing: "the observed JSON document does not parse: " + err.Error()}
+	st, missing := decodeObserved[planState](obs)
+	if missing != "" {
+		return result{missing: missing}
 	}
 	idx := slices.IndexFunc(st.Documents, func(d planDocument) bool { return d.Key == c.text })
 	if idx < 0 {

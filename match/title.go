@@ -1,7 +1,6 @@
 package match
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -97,12 +96,9 @@ func (c *compiled) evalTitle(obs *Observation) result {
 	fail := func(format string, args ...any) result {
 		return result{observed: map[string]any{"problems": []string{fmt.Sprintf(format, args...)}}}
 	}
-	if obs.JSON == nil {
-		return fail("missing evidence: no JSON document was observed")
-	}
-	var st titleState
-	if err := json.Unmarshal(obs.JSON, &st); err != nil {
-		return fail("missing evidence: the observed JSON document does not parse: %v", err)
+	st, missing := decodeObserved[titleState](obs)
+	if missing != "" {
+		return fail("missing evidence: %s", missing)
 	}
 	t := st.Titles
 	if t == nil {
