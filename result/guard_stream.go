@@ -89,11 +89,7 @@ func (w *GuardedWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	n, err := w.bw.Write(p)
-	if err != nil {
-		w.err = fmt.Errorf("writing %s: %w", w.path, err)
-	}
-	return n, w.err
+	return w.wrote(w.bw.Write(p))
 }
 
 // WriteString is Write for a string.
@@ -101,7 +97,12 @@ func (w *GuardedWriter) WriteString(s string) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	n, err := w.bw.WriteString(s)
+	return w.wrote(w.bw.WriteString(s))
+}
+
+// wrote takes what a write to the buffer returned: its error becomes the writer's
+// first error (naming the file); it returns n and the writer's error.
+func (w *GuardedWriter) wrote(n int, err error) (int, error) {
 	if err != nil {
 		w.err = fmt.Errorf("writing %s: %w", w.path, err)
 	}
