@@ -148,6 +148,19 @@ func (in *instance) crash(ctx context.Context) error {
 	return nil
 }
 
+// died describes the running child's death when it exited before the harness stopped
+// it (its control plane gone under the attempt: a harness fault, never the
+// candidate's); "" while it runs, or for an in-process instance.
+func (in *instance) died() string {
+	if in.child == nil {
+		return ""
+	}
+	if how := in.child.exited(); how != "" {
+		return fmt.Sprintf("the control-plane server (pid %d) exited before the harness stopped it: %s", in.pid(), how)
+	}
+	return ""
+}
+
 // stop stops the running child (SIGTERM, SIGKILL after StopGrace) and returns its
 // stderr log ("" when a restart left none running), those of the children a restart
 // stopped, and whether it had to be killed. Error: its process group outlived it.

@@ -1,6 +1,7 @@
 package attempt
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,6 +21,10 @@ const maxReasonMatchers = 3
 //  1. a leak — found at teardown (home, workspace, evidence), printed by an agent (the
 //     runner redacted it), or a leak fault of any stage → failed, secret_leak; it
 //     overrides everything;
+//     1a. the control-plane server exited before teardown stopped it (Teardown.ServerDied:
+//     the harness's own process gone, so the observations and the cleanup that needed
+//     it are not the candidate's to answer for) → inconclusive,
+//     transient_infrastructure, the cleanup's problems named in the reason;
 //  2. cleanup not confirmed (a teardown problem, among them a run's agent that left
 //     processes outside its process group and what the attempt's marker sweep found
 //     after the server stopped) → failed, cleanup_failure (a teardown that cannot confirm
@@ -79,6 +84,12 @@ func Prejudge(s *Stages) Prejudged {
 	decided := func(j verdict.Judgement) Prejudged { return Prejudged{Decided: &j} }
 	if leaks := leaksOf(s, faults); len(leaks) > 0 {
 		return decided(judgement(verdict.Failed, verdict.SecretLeak, "secret leak: "+strings.Join(leaks, "; ")))
+	}
+	if died := s.Teardown.ServerDied; died != "" {
+		if !s.Teardown.Confirmed {
+			died += "; " + cleanupReason(s.Teardown)
+		}
+		return decided(faultJudgement(verdict.HarnessFault(errors.New(died), true)))
 	}
 	if !s.Teardown.Confirmed {
 		return decided(judgement(verdict.Failed, verdict.CleanupFailure, cleanupReason(s.Teardown)))

@@ -105,6 +105,14 @@ func TestJudge(t *testing.T) {
 			s.Flow.Deadline = "turn 2 (600000 ms)"
 			s.Fixtures.Fault = verdict.HarnessFault(errors.New("creating the agent: 503"), true)
 		}), verdict.Failed, verdict.CleanupFailure, "fixture teardown failed"},
+		{"a server that died under the attempt is the harness's, its refused teardown too", with(graded(PaceScripted, failedMatcher), func(s *Stages) {
+			s.Teardown = Teardown{ServerDied: "the control-plane server (pid 42) exited before the harness stopped it: signal: killed",
+				Problems: []string{"fixture teardown failed: connect: connection refused"}}
+		}), verdict.Inconclusive, verdict.TransientInfrastructure, "signal: killed; cleanup failed: fixture teardown failed: connect: connection refused"},
+		{"a leak beats a server that died", with(graded(PaceScripted, okMatcher), func(s *Stages) {
+			s.Teardown = Teardown{ServerDied: "the control-plane server (pid 42) exited before the harness stopped it: signal: killed",
+				Leaks: []string{"evidence result.json: exact secret value"}, Confirmed: true}
+		}), verdict.Failed, verdict.SecretLeak, "secret leak"},
 		{"cleanup not confirmed", with(graded(PaceScripted, okMatcher), func(s *Stages) { s.Teardown = Teardown{} }),
 			verdict.Failed, verdict.CleanupFailure, "cleanup was not confirmed"},
 		{"interrupted", with(graded(PaceScripted, failedMatcher), func(s *Stages) { s.Interrupted = true }),

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentproof/agentproof/api"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // StopGrace is how long a stopped child (an `agentproof serve` instance) gets between
@@ -128,7 +129,9 @@ func startServe(ctx context.Context, exe, home, root, marker, controllerCanary s
 	}
 	s := &serveChild{cmd: cmd, grace: StopGrace, done: make(chan struct{}), stderr: &boundedBuffer{max: maxServeLog}}
 	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
+	// Forked from the process's fork thread: its parent-death signal must not fire
+	// when some other thread ends (a sandbox launch ends the thread it forked from).
+	if err := worker.OnForkThread(cmd.Start); err != nil {
 		return nil, fmt.Errorf("server start failed: %w", err)
 	}
 	lines := make(chan string, 1)
@@ -205,6 +208,23 @@ func (s *serveChild) stop() (killed bool, err error) {
 		groupGone(pgid, groupKillConfirm)
 	}
 	return killed, s.survivors(pgid)
+}
+
+// exited describes how the child ended when it has exited though nobody stopped it
+// ("signal: killed", "exit status 2"); "" while it runs.
+func (s *serveChild) exited() string {
+	select {
+	case <-s.done:
+	default:
+		return ""
+	}
+	if s.cmd.ProcessState != nil {
+		return s.cmd.ProcessState.String()
+	}
+	if s.err != nil {
+		return s.err.Error()
+	}
+	return "exited"
 }
 
 // kill sends SIGKILL to the child alone (kill -9 of the server: no SIGTERM, no

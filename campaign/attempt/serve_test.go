@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -141,4 +142,72 @@ func TestInstanceCrash(t *testing.T) {
 	if err := in.crash(context.Background()); err == nil {
 		t.Error("a crash without a running child: want an error")
 	}
+}
+
+// TestServeOutlivesItsStartingThread: a serve child keeps running when the OS thread
+// of the goroutine that started it ends (Go ends a thread whose goroutine exits while
+// locked to it, as a sandbox launch's does, and Linux then sends the parent-death
+// signal of every child that thread forked): the child is forked from the process's
+// fork thread.
+func TestServeOutlivesItsStartingThread(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	type started struct {
+		in  *instance
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker(), "", nil)
+		done <- started{in, err}
+	}()
+	s := <-done
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	defer func() { _ = s.in.child.kill() }()
+	select {
+	case <-s.in.child.done:
+		t.Fatalf("the serve child died when the thread that started it ended: %v", s.in.child.cmd.ProcessState)
+	case <-time.After(time.Second):
+	}
+}
+
+// TestInstanceDied: a serve child killed from outside is reported as a death the
+// harness did not cause (instance.died names the signal); a running child, and the
+// new child after a crash the flow asked for, are not.
+func TestInstanceDied(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.died(); got != "" {
+		t.Fatalf("a running server: died() = %q", got)
+	}
+	if err := in.crash(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := in.died(); got != "" {
+		t.Fatalf("after a crash the flow asked for: died() = %q", got)
+	}
+	pid := in.pid()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-in.child.done
+	if got := in.died(); !strings.Contains(got, "exited before the harness stopped it: signal: killed") {
+		t.Errorf("a server killed from outside: died() = %q", got)
+	}
+	_, _, _, _ = in.stop()
 }

@@ -33,6 +33,11 @@ type Teardown struct {
 	Leaks     []string
 	Missing   []string
 	Confirmed bool
+	// ServerDied says how the attempt's control-plane server ended when it exited
+	// before teardown stopped it ("" when teardown stopped it): a harness fault, and
+	// what followed from it (fixture teardown refused by a server that is gone) is not
+	// the candidate's.
+	ServerDied string
 	// Leases are the records of the attempt's environment leases after their cleanup
 	// (a sandbox cell's one lease; none for a local cell).
 	Leases []environment.LeaseRecord
@@ -59,6 +64,11 @@ func (x *LocalExecutor) teardown(ctx context.Context, a *attempt, s *Stages) Tea
 	p := &s.Provisioned
 	t := Teardown{Secrets: x.held.withOthers(s.secrets(), p.held)}
 	secrets := t.Secrets
+	if p.Instance != nil {
+		if t.ServerDied = p.Instance.died(); t.ServerDied != "" {
+			a.log.note("harness fault: %s", t.ServerDied)
+		}
+	}
 	t.Problems, t.Leaks = stopAttempt(tctx, a, s, secrets)
 	a.ev.Write(secrets, "logs/flow.log", []byte(a.log.text()), true)
 	// The trajectories are made from the evidence alone (the agent logs, the model's

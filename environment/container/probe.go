@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/sandbox"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // What a failed check of the container probe needs, in a few words (Check.Needs).
@@ -155,7 +156,12 @@ func (p *Provider) trial(ctx context.Context) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err := cmd.Run()
+	// Forked from the fork thread: the parent-death signal follows the forking
+	// thread, which a concurrent sandbox launch may otherwise end mid-probe.
+	err := worker.OnForkThread(cmd.Start)
+	if err == nil {
+		err = cmd.Wait()
+	}
 	took := time.Since(start)
 	if statusW != nil {
 		_ = statusW.Close()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentproof/agentproof/environment"
 	"github.com/agentproof/agentproof/environment/hostlease"
+	"github.com/agentproof/agentproof/worker"
 )
 
 // Probe checks, on this machine and for real, everything a sandbox lease needs:
@@ -227,7 +228,13 @@ func (p *Provider) trial(ctx context.Context) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	sysctls := usernsSysctls()
-	if err := cmd.Run(); err != nil {
+	// Forked from the fork thread: the parent-death signal follows the forking
+	// thread, which a concurrent sandbox launch may otherwise end mid-probe.
+	err := worker.OnForkThread(cmd.Start)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
 		how := ""
 		if os.Geteuid() != 0 {
 			how = "; unprivileged user namespaces are needed without root: sysctl user.max_user_namespaces > 0 " +
