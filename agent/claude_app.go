@@ -399,10 +399,7 @@ type claudeAppIncoming struct {
 func (c *claudeAppConn) dispatch(line []byte, oversized bool) {
 	var m claudeAppIncoming
 	if oversized || json.Unmarshal(line, &m) != nil {
-		c.h.Update(func(r session.Recorder) {
-			r.Count("(not decoded)")
-			r.Drop()
-		})
+		c.h.Update(session.Recorder.Undecoded)
 		return
 	}
 	switch m.Type {

@@ -516,10 +516,7 @@ type codexAppIncoming struct {
 func (c *codexAppConn) dispatch(line []byte, oversized bool) {
 	var m codexAppIncoming
 	if oversized || json.Unmarshal(line, &m) != nil {
-		c.h.Update(func(r session.Recorder) {
-			r.Count("(not decoded)")
-			r.Drop()
-		})
+		c.h.Update(session.Recorder.Undecoded)
 		return
 	}
 	switch {

@@ -318,6 +318,13 @@ func (r Recorder) HarnessError(format string, args ...any) {
 // Drop counts a record that was not kept.
 func (r Recorder) Drop() { r.t.res.Dropped++ }
 
+// Undecoded records a line the connection could not decode (too long, or not the
+// protocol's JSON): one event of kind "(not decoded)", and one record not kept.
+func (r Recorder) Undecoded() {
+	r.Count("(not decoded)")
+	r.Drop()
+}
+
 // Permissions returns the turn's permission records so far (a protocol that answers in
 // an event of its own reads what was decided).
 func (r Recorder) Permissions() []PermissionRecord { return r.t.res.Permissions }
