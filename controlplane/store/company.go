@@ -239,7 +239,19 @@ func applyEntry(ctx context.Context, m *controlplane.Memory, op string, input []
 // doRaw journals a raw JSON argument (see rawArg: invalid JSON is kept as a string and
 // replayed as its bytes, so that its rejection replays too).
 func (c *Company) doRaw(ctx context.Context, op string, arg json.RawMessage, apply func() error) error {
-	return c.do(ctx, op, rawArg{valid: json.Valid(arg), bytes: arg}, apply)
+	return c.do(ctx, op, newRawArg(arg), apply)
+}
+
+// doValue is do for an operation whose apply also returns a value: apply's value and
+// do's error.
+func doValue[T any](ctx context.Context, c *Company, op string, input any, apply func() (T, error)) (T, error) {
+	var out T
+	err := c.do(ctx, op, input, func() error {
+		var err error
+		out, err = apply()
+		return err
+	})
+	return out, err
 }
 
 // rawArg is a raw argument in the journal: {"v": <json>} when valid, {"s": "<bytes>"}
@@ -248,6 +260,9 @@ type rawArg struct {
 	valid bool
 	bytes []byte
 }
+
+// newRawArg is b as a raw argument.
+func newRawArg(b []byte) rawArg { return rawArg{valid: json.Valid(b), bytes: b} }
 
 // MarshalJSON writes {"v": <json>} or {"s": "<bytes>"}.
 func (r rawArg) MarshalJSON() ([]byte, error) {
@@ -296,13 +311,9 @@ func (c *Company) OpenRun(ctx context.Context, in controlplane.OpenInput) error 
 // OpenFixtureRun implements controlplane.Port: the journal records an open_run; the
 // context is read under the same lock.
 func (c *Company) OpenFixtureRun(ctx context.Context, in controlplane.OpenInput) (controlplane.RunContext, error) {
-	var rc controlplane.RunContext
-	err := c.do(ctx, opOpenRun, in, func() error {
-		var err error
-		rc, err = c.mem.OpenFixtureRun(context.Background(), in)
-		return err
+	return doValue(ctx, c, opOpenRun, in, func() (controlplane.RunContext, error) {
+		return c.mem.OpenFixtureRun(context.Background(), in)
 	})
-	return rc, err
 }
 
 // Context implements controlplane.Port (a read).
@@ -315,13 +326,9 @@ func (c *Company) Context(ctx context.Context, runID string) (controlplane.RunCo
 
 // AppendEvent implements controlplane.Port.
 func (c *Company) AppendEvent(ctx context.Context, event json.RawMessage) (controlplane.Receipt, error) {
-	var r controlplane.Receipt
-	err := c.doRaw(ctx, opAppend, event, func() error {
-		var err error
-		r, err = c.mem.AppendEvent(context.Background(), event)
-		return err
+	return doValue(ctx, c, opAppend, newRawArg(event), func() (controlplane.Receipt, error) {
+		return c.mem.AppendEvent(context.Background(), event)
 	})
-	return r, err
 }
 
 // ReplayEvents implements controlplane.Port (a read).
@@ -334,20 +341,16 @@ func (c *Company) ReplayEvents(ctx context.Context, q controlplane.ReplayQuery) 
 
 // ApplyCommand implements controlplane.Port.
 func (c *Company) ApplyCommand(ctx context.Context, env controlplane.CommandEnvelope) (controlplane.CommandResult, error) {
-	var r controlplane.CommandResult
-	err := c.doEnvelope(ctx, env, func() error {
-		var err error
-		r, err = c.mem.ApplyCommand(context.Background(), env)
-		return err
+	return doValue(ctx, c, opCommand, newEnvelopeArg(env), func() (controlplane.CommandResult, error) {
+		return c.mem.ApplyCommand(context.Background(), env)
 	})
-	return r, err
 }
 
 // TryApplyCommand implements controlplane.Port.
 func (c *Company) TryApplyCommand(ctx context.Context, env controlplane.CommandEnvelope) (controlplane.CommandOutcome, error) {
 	var o controlplane.CommandOutcome
 	var denied error
-	err := c.doEnvelope(ctx, env, func() error {
+	err := c.do(ctx, opCommand, newEnvelopeArg(env), func() error {
 		var err error
 		o, err = c.mem.TryApplyCommand(context.Background(), env)
 		if err == nil && !o.OK && o.Error != nil {
@@ -370,9 +373,10 @@ type envelopeArg struct {
 	Command          rawArg `json:"command"`
 }
 
-func (c *Company) doEnvelope(ctx context.Context, env controlplane.CommandEnvelope, apply func() error) error {
-	return c.do(ctx, opCommand, envelopeArg{RunID: env.RunID, IdempotencyKey: env.IdempotencyKey, ExpectedRevision: env.ExpectedRevision,
-		Command: rawArg{valid: json.Valid(env.Command), bytes: env.Command}}, apply)
+// newEnvelopeArg is env as journaled.
+func newEnvelopeArg(env controlplane.CommandEnvelope) envelopeArg {
+	return envelopeArg{RunID: env.RunID, IdempotencyKey: env.IdempotencyKey, ExpectedRevision: env.ExpectedRevision,
+		Command: newRawArg(env.Command)}
 }
 
 // LoadSessionCheckpoint implements controlplane.Port (a read).
@@ -445,13 +449,10 @@ func (c *Company) Serialize(ctx context.Context) ([]byte, error) {
 
 // ApplyBoard applies and journals one board operation (controlplane.Memory.ApplyBoard).
 func (c *Company) ApplyBoard(ctx context.Context, op controlplane.BoardOp) (controlplane.BoardResult, error) {
-	var r controlplane.BoardResult
-	err := c.do(ctx, opBoard, boardArg{Kind: op.Kind, Input: rawArg{valid: json.Valid(op.Input), bytes: op.Input}, IdempotencyKey: op.IdempotencyKey}, func() error {
-		var err error
-		r, err = c.mem.ApplyBoard(context.Background(), op)
-		return err
+	arg := boardArg{Kind: op.Kind, Input: newRawArg(op.Input), IdempotencyKey: op.IdempotencyKey}
+	return doValue(ctx, c, opBoard, arg, func() (controlplane.BoardResult, error) {
+		return c.mem.ApplyBoard(context.Background(), op)
 	})
-	return r, err
 }
 
 type boardArg struct {
@@ -524,13 +525,9 @@ func (c *Company) HasBlob(ctx context.Context, sha string) (int64, bool, error) 
 
 // SaveHome applies and journals one home save (controlplane.Memory.SaveHome).
 func (c *Company) SaveHome(ctx context.Context, in controlplane.HomeSave) (controlplane.HomeReceipt, error) {
-	var r controlplane.HomeReceipt
-	err := c.do(ctx, opSaveHome, in, func() error {
-		var err error
-		r, err = c.mem.SaveHome(context.Background(), in)
-		return err
+	return doValue(ctx, c, opSaveHome, in, func() (controlplane.HomeReceipt, error) {
+		return c.mem.SaveHome(context.Background(), in)
 	})
-	return r, err
 }
 
 // ListWakes returns the company's scheduled wakes (controlplane.Memory.ListWakes).
