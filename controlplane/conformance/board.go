@@ -41,6 +41,28 @@ func boardSetup(ctx context.Context, h Harness) (*boardEnv, error) {
 	return &boardEnv{env: e, b: b}, nil
 }
 
+// boardOpen is boardSetup with run-1 open on task-1 for actor-1 (the start of the
+// cases about a run's board operations).
+func boardOpen(ctx context.Context, h Harness) (*boardEnv, error) {
+	e, err := boardSetup(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.open("run-1", "task-1", "actor-1"); err != nil {
+		return nil, noErr(err, "open")
+	}
+	return e, nil
+}
+
+// retryOfRun1 is the open input of runID on task-1 for actor-1 as the retry of run-1,
+// woken by the retry wake the board's retry_run scheduled.
+func retryOfRun1(runID string) controlplane.OpenInput {
+	in := openInput(runID, "task-1", "actor-1")
+	in.RetryOf = "run-1"
+	in.Wake = &controlplane.Wake{Reason: controlplane.WakeRetry, Payload: json.RawMessage(`{"retryOf":"run-1"}`)}
+	return in
+}
+
 // restart restarts the Port and keeps the Board.
 func (e *boardEnv) restart() error {
 	p, err := e.h.Restart(e.ctx, e.p)
@@ -127,12 +149,9 @@ func board01(ctx context.Context, h Harness) error {
 }
 
 func board02(ctx context.Context, h Harness) error {
-	e, err := boardSetup(ctx, h)
+	e, err := boardOpen(ctx, h)
 	if err != nil {
 		return err
-	}
-	if _, err := e.open("run-1", "task-1", "actor-1"); err != nil {
-		return noErr(err, "open")
 	}
 	ref, err := e.b.PutBlob(ctx, controlplane.BlobPut{Content: binary})
 	if err != nil {
@@ -277,12 +296,9 @@ func board04(ctx context.Context, h Harness) error {
 }
 
 func board05(ctx context.Context, h Harness) error {
-	e, err := boardSetup(ctx, h)
+	e, err := boardOpen(ctx, h)
 	if err != nil {
 		return err
-	}
-	if _, err := e.open("run-1", "task-1", "actor-1"); err != nil {
-		return noErr(err, "open")
 	}
 	retry := func(run string) (controlplane.BoardResult, error) {
 		return e.board(controlplane.BoardRetryRun, map[string]any{"runId": run}, "")
@@ -311,9 +327,7 @@ func board05(ctx context.Context, h Harness) error {
 	if t := taskByID(st, "task-1"); t.Status != controlplane.TaskTodo || t.CheckoutRunID != nil {
 		return failf("task-1 is %s (checkout %s) after the retry, want todo and free", t.Status, deref(t.CheckoutRunID))
 	}
-	in := openInput("run-2", "task-1", "actor-1")
-	in.RetryOf = "run-1"
-	in.Wake = &controlplane.Wake{Reason: controlplane.WakeRetry, Payload: json.RawMessage(`{"retryOf":"run-1"}`)}
+	in := retryOfRun1("run-2")
 	if _, err := e.p.OpenFixtureRun(ctx, in); err != nil {
 		return noErr(err, "open the retry")
 	}
@@ -349,12 +363,9 @@ func board05(ctx context.Context, h Harness) error {
 // runner's recovery completes it so) is retryable like a failed one, and the retry is
 // bound to it durably; a cancelled run (a Stop) is not retryable.
 func board06(ctx context.Context, h Harness) error {
-	e, err := boardSetup(ctx, h)
+	e, err := boardOpen(ctx, h)
 	if err != nil {
 		return err
-	}
-	if _, err := e.open("run-1", "task-1", "actor-1"); err != nil {
-		return noErr(err, "open")
 	}
 	if err := e.completeNative("run-1", controlplane.RunInterrupted); err != nil {
 		return err
@@ -370,9 +381,7 @@ func board06(ctx context.Context, h Harness) error {
 	if err != nil {
 		return noErr(err, "retry of the interrupted run")
 	}
-	in := openInput("run-2", "task-1", "actor-1")
-	in.RetryOf = "run-1"
-	in.Wake = &controlplane.Wake{Reason: controlplane.WakeRetry, Payload: json.RawMessage(`{"retryOf":"run-1"}`)}
+	in := retryOfRun1("run-2")
 	if _, err := e.p.OpenFixtureRun(ctx, in); err != nil {
 		return noErr(err, "open the retry of the interrupted run")
 	}

@@ -76,12 +76,9 @@ func case03(ctx context.Context, h Harness) error {
 }
 
 func case04(ctx context.Context, h Harness) error {
-	e, err := setup(ctx, h, defaultSeed)
+	e, err := openDefault(ctx, h, defaultSeed)
 	if err != nil {
 		return err
-	}
-	if _, err := e.open("run-1", "task-1", "actor-1"); err != nil {
-		return noErr(err, "open")
 	}
 	rc, err := e.open("run-1", "task-1", "actor-1")
 	if err != nil {
@@ -94,12 +91,9 @@ func case04(ctx context.Context, h Harness) error {
 }
 
 func case05(ctx context.Context, h Harness) error {
-	e, err := setup(ctx, h, defaultSeed)
+	e, err := openDefault(ctx, h, defaultSeed)
 	if err != nil {
 		return err
-	}
-	if _, err := e.open("run-1", "task-1", "actor-1"); err != nil {
-		return noErr(err, "open")
 	}
 	return wantCode(e.p.OpenRun(ctx, openInput("run-1", "task-2", "actor-1")), controlplane.CodeRunBindingConflict)
 }
