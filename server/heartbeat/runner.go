@@ -55,6 +55,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agentproof/agentproof/workspace/watch"
+	"iter"
 	"maps"
 	"os"
 	"path/filepath"
@@ -1224,11 +1225,7 @@ func (r *Runner) recover(ctx context.Context) error {
 	const reason = "orphaned: the server stopped while this run's agent process was starting or running; " +
 		"the process died with the server and the run is not relaunched; it is interrupted (Retry starts a new run)"
 	var errs []error
-	for _, company := range r.host.Companies() {
-		c, ok := r.host.Company(company)
-		if !ok {
-			continue
-		}
+	for company, c := range r.companies() {
 		st, err := c.Snapshot(ctx)
 		if err != nil {
 			errs = append(errs, err)
@@ -1413,6 +1410,18 @@ func (r *Runner) Retry(ctx context.Context, runID, key string) (api.RetryRunResp
 	return api.RetryRunResponse{RunID: runID, WakeID: res.ID, RetryRunID: RunID(company, res.ID), StateRevision: res.StateRevision}, nil
 }
 
+// companies yields the instance's companies in creation order, by id (a company
+// listed but gone by the time it is looked up is passed over).
+func (r *Runner) companies() iter.Seq2[string, Company] {
+	return func(yield func(string, Company) bool) {
+		for _, id := range r.host.Companies() {
+			if c, ok := r.host.Company(id); ok && !yield(id, c) {
+				return
+			}
+		}
+	}
+}
+
 // locate finds the company holding runID: the record's company, else every company.
 func (r *Runner) locate(ctx context.Context, runID string) (string, Company, *controlplane.Run, error) {
 	if rec, ok := r.Run(runID); ok {
@@ -1420,11 +1429,7 @@ func (r *Runner) locate(ctx context.Context, runID string) (string, Company, *co
 			return rec.CompanyID, c, nil, nil
 		}
 	}
-	for _, id := range r.host.Companies() {
-		c, ok := r.host.Company(id)
-		if !ok {
-			continue
-		}
+	for id, c := range r.companies() {
 		st, err := c.Snapshot(ctx)
 		if err != nil {
 			return "", nil, nil, err
