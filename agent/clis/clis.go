@@ -87,6 +87,13 @@ func HostPlatform() Platform {
 }
 
 // npmOS and npmArch name a platform as npm packages do.
+func npmOS(goos string) string {
+	if goos == "windows" {
+		return "win32"
+	}
+	return goos
+}
+
 func npmArch(goarch string) string {
 	if goarch == "amd64" {
 		return "x64"
@@ -94,25 +101,27 @@ func npmArch(goarch string) string {
 	return goarch
 }
 
+// bunBuilds names the platform packages of a CLI compiled with Bun (OpenCode, Kilo),
+// base being the default build's name, in the order they are tried: the default, the
+// baseline (no AVX2), musl and baseline musl builds; on an amd64 host without AVX2
+// only the baseline ones.
+func bunBuilds(base string, p Platform) []string {
+	if p.GOARCH == "amd64" && !p.AVX2 {
+		return []string{base + "-baseline", base + "-baseline-musl"}
+	}
+	return []string{base, base + "-baseline", base + "-musl", base + "-baseline-musl"}
+}
+
 // Pinned are the CLI versions agentproof qualifies (exact versions, never a range, so
 // that a result names the binary it ran; Claude Code 2.1.197 is the newest that supports Node 20).
 var Pinned = []CLI{
 	{Name: "codex", Exec: true, Package: "@openai/codex", Version: "0.171.0", binaries: func(p Platform) []string {
-		osName := p.GOOS
-		if osName == "windows" {
-			osName = "win32"
-		}
 		// vendor/<target triple>/bin/codex; the triple is globbed.
-		return []string{filepath.Join("@openai", "codex-"+osName+"-"+npmArch(p.GOARCH), "vendor", "*", "bin", "codex")}
+		return []string{filepath.Join("@openai", "codex-"+npmOS(p.GOOS)+"-"+npmArch(p.GOARCH), "vendor", "*", "bin", "codex")}
 	}},
 	{Name: "opencode", Exec: true, Package: "opencode-ai", Version: "1.18.33", binaries: func(p Platform) []string {
-		base := "opencode-" + p.GOOS + "-" + npmArch(p.GOARCH)
-		variants := []string{base, base + "-baseline", base + "-musl", base + "-baseline-musl"}
-		if p.GOARCH == "amd64" && !p.AVX2 {
-			variants = []string{base + "-baseline", base + "-baseline-musl"}
-		}
 		var out []string
-		for _, v := range variants {
+		for _, v := range bunBuilds("opencode-"+p.GOOS+"-"+npmArch(p.GOARCH), p) {
 			out = append(out, filepath.Join(v, "bin", "opencode"))
 		}
 		return out
@@ -125,11 +134,7 @@ var Pinned = []CLI{
 	// Node 20 (the @agentclientprotocol/claude-agent-acp successor needs Node 22) and it
 	// runs the Claude Code its Agent SDK bundles (cli.js); Gemini CLI is a JS bundle.
 	{Name: "codex-acp", Package: "@zed-industries/codex-acp", Version: "0.16.0", ACP: true, binaries: func(p Platform) []string {
-		osName := p.GOOS
-		if osName == "windows" {
-			osName = "win32"
-		}
-		return []string{filepath.Join("@zed-industries", "codex-acp-"+osName+"-"+npmArch(p.GOARCH), "bin", "codex-acp")}
+		return []string{filepath.Join("@zed-industries", "codex-acp-"+npmOS(p.GOOS)+"-"+npmArch(p.GOARCH), "bin", "codex-acp")}
 	}},
 	{Name: "claude-acp", Package: "@zed-industries/claude-agent-acp", Version: "0.23.1", Optional: true, ACP: true, Runtime: RuntimeNode, binaries: func(Platform) []string {
 		return []string{filepath.Join("@zed-industries", "claude-agent-acp", "dist", "index.js")}
@@ -140,13 +145,8 @@ var Pinned = []CLI{
 	// More CLIs (docs/clis.md), optional: the quick start installs only the default set.
 	// Kilo 7.7.7 is the newest whose platform packages are on npm (7.8.1's are not).
 	{Name: "kilo", Exec: true, Package: "@kilocode/cli", Version: "7.7.7", Optional: true, binaries: func(p Platform) []string {
-		base := "cli-" + p.GOOS + "-" + npmArch(p.GOARCH)
-		variants := []string{base, base + "-baseline", base + "-musl", base + "-baseline-musl"}
-		if p.GOARCH == "amd64" && !p.AVX2 {
-			variants = []string{base + "-baseline", base + "-baseline-musl"}
-		}
 		var out []string
-		for _, v := range variants {
+		for _, v := range bunBuilds("cli-"+p.GOOS+"-"+npmArch(p.GOARCH), p) {
 			out = append(out, filepath.Join("@kilocode", v, "bin", "kilo"))
 		}
 		return out
@@ -156,11 +156,7 @@ var Pinned = []CLI{
 		return []string{filepath.Join("@qwen-code", "qwen-code", "cli-entry.js")}
 	}},
 	{Name: "copilot", Exec: true, Package: "@github/copilot", Version: "1.0.102", Optional: true, binaries: func(p Platform) []string {
-		osName := p.GOOS
-		if osName == "windows" {
-			osName = "win32"
-		}
-		return []string{filepath.Join("@github", "copilot-"+osName+"-"+npmArch(p.GOARCH), "copilot")}
+		return []string{filepath.Join("@github", "copilot-"+npmOS(p.GOOS)+"-"+npmArch(p.GOARCH), "copilot")}
 	}},
 	// Pi (docs/pi.md), driven in its RPC mode by the rpc:pi driver: pure JavaScript
 	// (its cli.js runs on Node 20.6+; 0.73.1 is the newest on npm).
