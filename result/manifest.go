@@ -1,9 +1,7 @@
 package result
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -62,14 +60,9 @@ var sha256Hex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile
 // negative size and a malformed SHA-256 are reported together in a *ValidationError
 // labelled label.
 func DecodeEvidenceManifest(label string, b []byte) (*EvidenceManifest, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var m EvidenceManifest
-	if err := dec.Decode(&m); err != nil {
-		return nil, &ValidationError{Label: label, Problems: []string{"not an evidence manifest: " + err.Error()}}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &ValidationError{Label: label, Problems: []string{"trailing data after the manifest object"}}
+	if err := decodeStrict(label, b, &m, false, "an evidence manifest", "manifest"); err != nil {
+		return nil, err
 	}
 	if err := m.Validate(label); err != nil {
 		return nil, err

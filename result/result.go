@@ -252,15 +252,9 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 // and an execution id that disagrees with its components are all reported together in a
 // *ValidationError labelled label. Other errors are JSON syntax errors.
 func DecodeResult(label string, b []byte) (*Result, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	var r Result
-	if err := dec.Decode(&r); err != nil {
-		return nil, &ValidationError{Label: label, Problems: []string{"not a result document: " + err.Error()}}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &ValidationError{Label: label, Problems: []string{"trailing data after the result object"}}
+	if err := decodeStrict(label, b, &r, true, "a result document", "result"); err != nil {
+		return nil, err
 	}
 	r.Usage = plainNumbers(r.Usage)
 	for i := range r.MatcherResults {
@@ -271,6 +265,25 @@ func DecodeResult(label string, b []byte) (*Result, error) {
 		return nil, err
 	}
 	return &r, nil
+}
+
+// decodeStrict decodes b, one JSON object and nothing after it, into v, refusing
+// unknown fields; with numbers, a number in an interface field stays a json.Number.
+// Errors: a *ValidationError labelled label, "not <what>: <the decoder's error>" or
+// "trailing data after the <object> object".
+func decodeStrict(label string, b []byte, v any, numbers bool, what, object string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if numbers {
+		dec.UseNumber()
+	}
+	if err := dec.Decode(v); err != nil {
+		return &ValidationError{Label: label, Problems: []string{"not " + what + ": " + err.Error()}}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &ValidationError{Label: label, Problems: []string{"trailing data after the " + object + " object"}}
+	}
+	return nil
 }
 
 // plainNumbers turns json.Number values back into float64 (as encoding/json decodes
