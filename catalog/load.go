@@ -522,31 +522,21 @@ func parseFile(file string, data []byte) *parsed {
 		}
 		return r
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for {
-		var root yaml.Node
-		err := decodeDoc(dec, &root)
-		if err == io.EOF {
-			return r
+	err := eachDoc(data, func(root *yaml.Node) bool { return r.add(d, root) })
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		p := Pos{File: file}
+		if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
+			p.Line, _ = strconv.Atoi(m[1])
+			msg = m[2]
 		}
-		if err != nil {
-			msg := strings.TrimPrefix(err.Error(), "yaml: ")
-			p := Pos{File: file}
-			if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
-				p.Line, _ = strconv.Atoi(m[1])
-				msg = m[2]
-			}
-			if line := syntaxErrorLine(data, err); line > 0 {
-				p.Line = line // the offending line, not the parser's context mark
-			}
-			r.ps.add(p, "malformed YAML: %s", msg)
-			r.malformed = true
-			return r
+		if line := syntaxErrorLine(data, err); line > 0 {
+			p.Line = line // the offending line, not the parser's context mark
 		}
-		if !r.add(d, &root) {
-			return r
-		}
+		r.ps.add(p, "malformed YAML: %s", msg)
+		r.malformed = true
 	}
+	return r
 }
 
 // add decodes one parsed YAML document (root, from yaml.Decoder.Decode) of r's file
@@ -571,6 +561,26 @@ func (r *parsed) add(d *decoder, root *yaml.Node) bool {
 	}
 	r.docs = append(r.docs, doc)
 	return true
+}
+
+// eachDoc decodes the YAML documents of data in order and calls doc with each, until
+// doc returns false or the documents end. Errors: the first document that does not
+// decode (decodeDoc's error); nil otherwise.
+func eachDoc(data []byte, doc func(root *yaml.Node) bool) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var root yaml.Node
+		err := decodeDoc(dec, &root)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !doc(&root) {
+			return nil
+		}
+	}
 }
 
 // decodeDoc reads one document, turning a parser panic into an error: the loader's

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"bytes"
-	"io"
 	"sort"
 
 	"go.yaml.in/yaml/v3"
@@ -55,15 +54,5 @@ func lineEnds(data []byte) []int {
 // firstSyntaxError decodes every YAML document of data and returns the first error
 // (nil when every document parses).
 func firstSyntaxError(data []byte) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for {
-		var n yaml.Node
-		err := decodeDoc(dec, &n)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
+	return eachDoc(data, func(*yaml.Node) bool { return true })
 }
