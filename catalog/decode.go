@@ -453,16 +453,6 @@ func (d *decoder) convertScalar(n *yaml.Node, ordered bool) any {
 	return nil
 }
 
-// sortedKeys returns m's keys in byte order (for deterministic problem reports).
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
-
 // reflectValue returns the addressable value p points to.
 func reflectValue(p any) reflect.Value { return reflect.ValueOf(p).Elem() }
 

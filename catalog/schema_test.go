@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -143,7 +144,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		defNames = append(defNames, name)
 	}
 	slices.Sort(defNames)
-	if diff := cmp.Diff(sortedKeys(types), defNames); diff != "" {
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(types)), defNames); diff != "" {
 		t.Errorf("schema $defs vs Go types (-go +schema):\n%s", diff)
 	}
 	for name, typ := range types {

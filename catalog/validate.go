@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agentproof/agentproof/environment/container"
+	"maps"
 	"path"
 	"regexp"
 	"runtime"
@@ -893,7 +894,7 @@ func (v *validator) caseTemplates(cs *Case) (vars map[string]string, ok bool) {
 	}
 	tmpl := func(what string, p *string) {
 		if _, err := renderString(*p, vars); err != nil {
-			v.add(v.at(p, cs), "%s %s: %v (variables here: %s)", name, what, err, strings.Join(sortedKeys(vars), ", "))
+			v.add(v.at(p, cs), "%s %s: %v (variables here: %s)", name, what, err, strings.Join(slices.Sorted(maps.Keys(vars)), ", "))
 		}
 	}
 	tmpl("title", &cs.Title)
@@ -1113,7 +1114,7 @@ func (v *validator) validateCommand(st *ReferenceStep, sname string, vars map[st
 			v.add(v.at(&st.Args, st), "%s: command %s needs args.%s", sname, st.Command, req)
 		}
 	}
-	for _, k := range sortedKeys(st.FromHome) {
+	for _, k := range slices.Sorted(maps.Keys(st.FromHome)) {
 		if !slices.Contains(spec.Required, k) && !slices.Contains(spec.Optional, k) {
 			v.add(v.at(&st.FromHome, st), "%s: command %s has no argument %q for fromHome (arguments: %s)", sname, st.Command, k, strings.Join(append(spec.Required, spec.Optional...), ", "))
 		}
@@ -1125,7 +1126,7 @@ func (v *validator) validateCommand(st *ReferenceStep, sname string, vars map[st
 			v.add(v.at(&st.FromHome, st), "%s fromHome.%s %q must be a relative path inside the agent's home", sname, k, st.FromHome[k])
 		}
 	}
-	for _, k := range sortedKeys(st.Args) {
+	for _, k := range slices.Sorted(maps.Keys(st.Args)) {
 		if k != "taskId" && !slices.Contains(spec.Required, k) && !slices.Contains(spec.Optional, k) {
 			v.add(v.at(mapEntry{mapPointer(st.Args), k}, &st.Args, st), "%s: command %s has no argument %q (arguments: %s)", sname, st.Command, k, strings.Join(append(spec.Required, spec.Optional...), ", "))
 		}
@@ -1218,7 +1219,7 @@ func (v *validator) validateSuiteFields(s *Suite) {
 	if s.ExpectedMatrixSize < 0 {
 		v.add(v.at(&s.ExpectedMatrixSize, s), "suite %s expectedMatrixSize must not be negative", s.ID)
 	}
-	for _, p := range sortedKeys(s.ExpectedVerdicts) {
+	for _, p := range slices.Sorted(maps.Keys(s.ExpectedVerdicts)) {
 		if want := s.ExpectedVerdicts[p]; !want.Valid() {
 			v.add(v.at(mapEntry{mapPointer(s.ExpectedVerdicts), p}, &s.ExpectedVerdicts, s), "suite %s expectedVerdicts.%s %q is not one of %s", s.ID, p, want, oneOf(verdict.Verdicts))
 		}
@@ -1249,21 +1250,21 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 		}
 	}
 	s.profiles, s.envs, s.cases = nil, nil, nil
-	resolve("profile", s.Profiles, s, func() []string { return sortedKeys(v.profiles) }, func(id string) bool {
+	resolve("profile", s.Profiles, s, func() []string { return slices.Sorted(maps.Keys(v.profiles)) }, func(id string) bool {
 		p := v.profiles[id]
 		if p != nil {
 			s.profiles = append(s.profiles, p)
 		}
 		return p != nil
 	})
-	resolve("environment", s.Environments, s, func() []string { return sortedKeys(v.envByRef) }, func(ref string) bool {
+	resolve("environment", s.Environments, s, func() []string { return slices.Sorted(maps.Keys(v.envByRef)) }, func(ref string) bool {
 		e := v.envByRef[ref]
 		if e != nil {
 			s.envs = append(s.envs, e)
 		}
 		return e != nil
 	})
-	resolve("case", s.Cases, s, func() []string { return sortedKeys(v.cases) }, func(id string) bool {
+	resolve("case", s.Cases, s, func() []string { return slices.Sorted(maps.Keys(v.cases)) }, func(id string) bool {
 		cs := v.cases[id]
 		if cs != nil {
 			s.cases = append(s.cases, cs)
@@ -1277,7 +1278,7 @@ func (v *validator) validateSuite(s *Suite, declarationsOK bool) {
 		}
 		envIDs[e.ID] = envRef(e)
 	}
-	for _, p := range sortedKeys(s.ExpectedVerdicts) {
+	for _, p := range slices.Sorted(maps.Keys(s.ExpectedVerdicts)) {
 		if !slices.Contains(s.Profiles, p) {
 			v.add(v.at(mapEntry{mapPointer(s.ExpectedVerdicts), p}, &s.ExpectedVerdicts, s), "%s expectedVerdicts names %q, which is not one of its profiles", name, p)
 		}

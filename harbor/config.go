@@ -2,8 +2,10 @@ package harbor
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,7 +107,7 @@ func ParseConfig(data []byte) (Config, []Problem) {
 		p.add("", "is not valid TOML: %s", oneLine(err.Error()))
 		return p.cfg, p.problems
 	}
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		p.top(k, raw[k])
 	}
 	sort.SliceStable(p.problems, func(i, j int) bool { return p.problems[i].Field < p.problems[j].Field })
@@ -165,7 +167,7 @@ func (p *configParser) table(section string, v any, key func(field, k string, va
 		p.add(section, "must be a table")
 		return
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		key(section+"."+k, k, m[k])
 	}
 }
@@ -239,7 +241,7 @@ func (p *configParser) noEnv(field string, v any, who string) {
 		return
 	}
 	if len(m) > 0 {
-		p.add(field, "is not supported: environment variables for %s (%s) are not passed; a credential belongs to a secret reference, not to a task file", who, strings.Join(sortedKeys(m), ", "))
+		p.add(field, "is not supported: environment variables for %s (%s) are not passed; a credential belongs to a secret reference, not to a task file", who, strings.Join(slices.Sorted(maps.Keys(m)), ", "))
 	}
 }
 
@@ -291,15 +293,6 @@ func sizeMB(s string) (int, bool) {
 		return n * 1024 * 1024, true
 	}
 	return 0, false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func oneLine(s string) string {

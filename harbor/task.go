@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -107,7 +109,7 @@ func LoadTask(fsys fs.FS, dir string) (*Task, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s/%s: %w", dir, SolutionFile, err)
 	}
-	for _, name := range sortedKeys(unsupportedFiles) {
+	for _, name := range slices.Sorted(maps.Keys(unsupportedFiles)) {
 		if _, err := fs.Stat(fsys, name); err == nil {
 			add(name, "%s", unsupportedFiles[name])
 		}

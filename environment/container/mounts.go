@@ -2,6 +2,7 @@ package container
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -38,7 +39,7 @@ func MountProblems(mounts map[string]string, tmpfs []string) []string {
 		}
 		seen[p] = true
 	}
-	for _, p := range sortedKeys(mounts) {
+	for _, p := range slices.Sorted(maps.Keys(mounts)) {
 		check("workspace mount", p)
 		rel := mounts[p]
 		if filepath.IsAbs(rel) || filepath.Clean(rel) != rel || rel == ".." || strings.HasPrefix(rel, "../") || strings.ContainsAny(rel, ":,\x00") {
@@ -56,7 +57,7 @@ func MountProblems(mounts map[string]string, tmpfs []string) []string {
 // (each fresh, writable by anyone, TmpfsBytes, no devices, no set-uid).
 func mountArgs(l *environment.Lease) []string {
 	var a []string
-	paths := sortedKeys(l.WorkspaceMounts)
+	paths := slices.Sorted(maps.Keys(l.WorkspaceMounts))
 	slices.SortStableFunc(paths, func(x, y string) int { return len(x) - len(y) })
 	for _, p := range paths {
 		a = append(a, "--volume", filepath.Join(l.Workspace, l.WorkspaceMounts[p])+":"+p)
@@ -65,13 +66,4 @@ func mountArgs(l *environment.Lease) []string {
 		a = append(a, "--tmpfs", p+":rw,nodev,nosuid,mode=1777,size="+strconv.Itoa(TmpfsBytes))
 	}
 	return a
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
