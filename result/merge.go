@@ -100,6 +100,13 @@ type MergeOptions struct {
 	// Claim, when set, is called with the target campaign directory before anything is
 	// copied into it; its error stops the merge and is returned as it is.
 	Claim func(campaignDir string) error
+	// SyncLater leaves the last sync of the merge to the caller: when Merge returns,
+	// every copied result.json is in place (written, as always, only after the evidence
+	// of every copied attempt was made durable) but not yet durable itself. The caller
+	// must then sync the campaign directory's file system (atomicfile.SyncFilesystem)
+	// before it calls the merge done: report.Generate's commit does, before it puts the
+	// campaign's files in place, so a merge reported right after costs one sync less.
+	SyncLater bool
 }
 
 // Merged reports what Merge copied and skipped.
@@ -175,21 +182,21 @@ func Merge(opts MergeOptions) (*Merged, error) {
 	if err := m.copyAll(c, jobs); err != nil {
 		return nil, err
 	}
-	if err := m.writeResults(c, campaignDir, jobs); err != nil {
+	if err := m.writeResults(c, campaignDir, jobs, !opts.SyncLater); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
 // findAttempts reads every attempt record (a result.json in a directory named
-// attempt-…, not inside an attempt's logs or snapshots) under the sources: each with a valid execution id and attempt, and the
-// set of valid campaign ids they name. A record that does not decode, or names no
-// valid execution id and attempt, is skipped with a warning in m (in walk order: the
-// records are read several at a time). Errors: a source that is not a directory or
-// cannot be read.
+// attempt-…, not inside an attempt's logs or snapshots) under the sources: each with a
+// valid execution id and attempt, and the set of valid campaign ids they name. The
+// sources are walked several at a time, then the records read and decoded several at
+// a time; both are kept in the sources' walk order. A record that does not decode, or
+// names no valid execution id and attempt, is skipped with a warning in m (in that
+// order). Errors: a source that is not a directory or cannot be walked, a record that
+// cannot be read (the first in that order).
 func findAttempts(sources []string, m *Merged) ([]sourceAttempt, map[string]bool, error) {
-	var found []sourceAttempt
-	campaigns := map[string]bool{}
 	for _, src := range sources {
 		st, err := os.Stat(src)
 		if err != nil {
@@ -198,43 +205,63 @@ func findAttempts(sources []string, m *Merged) ([]sourceAttempt, map[string]bool
 		if !st.IsDir() {
 			return nil, nil, fmt.Errorf("merge source %s is not a directory", src)
 		}
-		var records []string
-		err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				return err
-			case isAttemptEvidence(p, d):
-				return fs.SkipDir // copied with its attempt, never an attempt itself
-			case isAttemptRecord(p, d):
-				records = append(records, p)
-			}
-			return nil
-		})
-		// The records are read and decoded several at a time, kept in walk order.
-		read := make([]sourceAttempt, len(records))
-		warnings := make([]string, len(records))
-		if err == nil {
-			err = parallel(len(records), func(i int) error {
-				var err error
-				read[i], warnings[i], err = readAttemptRecord(records[i])
-				return err
-			})
+	}
+	perSource := make([][]string, len(sources))
+	err := parallel(len(sources), func(i int) error {
+		var err error
+		if perSource[i], err = attemptRecords(sources[i]); err != nil {
+			return fmt.Errorf("reading merge source %s: %w", sources[i], err)
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading merge source %s: %w", src, err)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	records := slices.Concat(perSource...)
+	read := make([]sourceAttempt, len(records))
+	warnings := make([]string, len(records))
+	err = parallel(len(records), func(i int) error {
+		var err error
+		if read[i], warnings[i], err = readAttemptRecord(records[i]); err != nil {
+			return fmt.Errorf("reading merge source record %s: %w", records[i], err)
 		}
-		for i, a := range read {
-			if warnings[i] != "" {
-				m.Warnings = append(m.Warnings, warnings[i])
-				continue
-			}
-			found = append(found, a)
-			if validCampaignID(a.result.CampaignID) {
-				campaigns[a.result.CampaignID] = true
-			}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var found []sourceAttempt
+	campaigns := map[string]bool{}
+	for i, a := range read {
+		if warnings[i] != "" {
+			m.Warnings = append(m.Warnings, warnings[i])
+			continue
+		}
+		found = append(found, a)
+		if validCampaignID(a.result.CampaignID) {
+			campaigns[a.result.CampaignID] = true
 		}
 	}
 	return found, campaigns, nil
+}
+
+// attemptRecords walks the directory src and returns the paths of its attempt records
+// in walk order; an attempt's evidence (logs, snapshots) is not walked. Error: src
+// cannot be walked.
+func attemptRecords(src string) ([]string, error) {
+	var records []string
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case isAttemptEvidence(p, d):
+			return fs.SkipDir // copied with its attempt, never an attempt itself
+		case isAttemptRecord(p, d):
+			records = append(records, p)
+		}
+		return nil
+	})
+	return records, err
 }
 
 // readAttemptRecord reads the attempt record (result.json) at p: the attempt, or a

@@ -71,16 +71,22 @@ func (m *Merged) copyAll(c *evidenceCopier, jobs []*copyJob) error {
 	return err
 }
 
+// syncFilesystem makes everything written to a file system durable
+// (atomicfile.SyncFilesystem); a test replaces it to see what is in place when Merge
+// syncs.
+var syncFilesystem = atomicfile.SyncFilesystem
+
 // writeResults makes the copied evidence under campaignDir durable (one sync of its
 // file system), then puts every job's result.json in place through the evidence guard
-// (linked or written atomically, without an fsync each) and syncs once more: an
-// attempt is never seen complete before its evidence is, and a merge of many attempts
-// costs two syncs, not two fsyncs per file.
-func (m *Merged) writeResults(c *evidenceCopier, campaignDir string, jobs []*copyJob) error {
+// (linked or written atomically, without an fsync each) and, when syncAfter, syncs
+// once more: an attempt is never seen complete before its evidence is, and a merge of
+// many attempts costs two syncs (one, when the caller syncs later), not two fsyncs per
+// file.
+func (m *Merged) writeResults(c *evidenceCopier, campaignDir string, jobs []*copyJob, syncAfter bool) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	if err := atomicfile.SyncFilesystem(campaignDir); err != nil {
+	if err := syncFilesystem(campaignDir); err != nil {
 		return err
 	}
 	err := parallel(len(jobs), func(i int) error {
@@ -96,10 +102,10 @@ func (m *Merged) writeResults(c *evidenceCopier, campaignDir string, jobs []*cop
 	for _, j := range jobs {
 		m.Warnings = append(m.Warnings, j.warnings...)
 	}
-	if err != nil {
+	if err != nil || !syncAfter {
 		return err
 	}
-	return atomicfile.SyncFilesystem(campaignDir)
+	return syncFilesystem(campaignDir)
 }
 
 // parallel calls f(0) … f(n-1), up to mergeWorkers at a time, and returns the error

@@ -360,7 +360,10 @@ func (a *app) reportMerge(cmd *cobra.Command, f *reportFlags, m mergeFlags, dirs
 	}
 	defer unlock()
 	claim := func(dir string) error { return claimMergeTarget(dir, plan) }
-	merged, err := result.Merge(result.MergeOptions{Sources: dirs, ResultsRoot: f.results, CampaignID: f.campaign, Claim: claim})
+	// The report's commit syncs the file system before it puts the campaign's files in
+	// place, which makes the merged results durable too: the merge leaves its last
+	// sync to it (and to mergeDurable when the report fails).
+	merged, err := result.Merge(result.MergeOptions{Sources: dirs, ResultsRoot: f.results, CampaignID: f.campaign, Claim: claim, SyncLater: true})
 	var ue *UsageError
 	switch {
 	case errors.As(err, &ue):
@@ -377,7 +380,7 @@ func (a *app) reportMerge(cmd *cobra.Command, f *reportFlags, m mergeFlags, dirs
 	fmt.Fprintf(a.stdout, "Merged %d attempt(s) into %s (%d already present)\n", len(merged.Copied), dir, len(merged.Skipped))
 	g, err := a.generateMerged(cmd, f, merged.CampaignID, ids, shardsNotRunHere(runs))
 	if err != nil {
-		return err
+		return mergeDurable(dir, err)
 	}
 	printGenerated(a, g)
 	missing := reportGaps(a, g.Campaign, plan, runs)
@@ -389,6 +392,16 @@ func (a *app) reportMerge(cmd *cobra.Command, f *reportFlags, m mergeFlags, dirs
 		return withExit(code, nil)
 	}
 	return nil
+}
+
+// mergeDurable is the error of a merge whose report failed (err): the report's commit,
+// which would have made the merged results durable, did not happen, so the campaign
+// directory dir's file system is synced here. A failed sync is returned with err.
+func mergeDurable(dir string, err error) error {
+	if serr := atomicfile.SyncFilesystem(dir); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
 }
 
 // claimMergeTarget makes sure merge is the only writer of the campaign directory dir:
