@@ -242,6 +242,16 @@ func (c *Company) doRaw(ctx context.Context, op string, arg json.RawMessage, app
 	return c.do(ctx, op, newRawArg(arg), apply)
 }
 
+// readValue is a read of the company's state: get's answer, or store_unavailable once
+// a commit has failed.
+func readValue[T any](c *Company, get func() (T, error)) (T, error) {
+	if err := c.readable(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return get()
+}
+
 // doValue is do for an operation whose apply also returns a value: apply's value and
 // do's error.
 func doValue[T any](ctx context.Context, c *Company, op string, input any, apply func() (T, error)) (T, error) {
@@ -318,10 +328,7 @@ func (c *Company) OpenFixtureRun(ctx context.Context, in controlplane.OpenInput)
 
 // Context implements controlplane.Port (a read).
 func (c *Company) Context(ctx context.Context, runID string) (controlplane.RunContext, error) {
-	if err := c.readable(); err != nil {
-		return controlplane.RunContext{}, err
-	}
-	return c.mem.Context(ctx, runID)
+	return readValue(c, func() (controlplane.RunContext, error) { return c.mem.Context(ctx, runID) })
 }
 
 // AppendEvent implements controlplane.Port.
@@ -333,10 +340,7 @@ func (c *Company) AppendEvent(ctx context.Context, event json.RawMessage) (contr
 
 // ReplayEvents implements controlplane.Port (a read).
 func (c *Company) ReplayEvents(ctx context.Context, q controlplane.ReplayQuery) (controlplane.Replay, error) {
-	if err := c.readable(); err != nil {
-		return controlplane.Replay{}, err
-	}
-	return c.mem.ReplayEvents(ctx, q)
+	return readValue(c, func() (controlplane.Replay, error) { return c.mem.ReplayEvents(ctx, q) })
 }
 
 // ApplyCommand implements controlplane.Port.
@@ -381,10 +385,7 @@ func newEnvelopeArg(env controlplane.CommandEnvelope) envelopeArg {
 
 // LoadSessionCheckpoint implements controlplane.Port (a read).
 func (c *Company) LoadSessionCheckpoint(ctx context.Context) (json.RawMessage, error) {
-	if err := c.readable(); err != nil {
-		return nil, err
-	}
-	return c.mem.LoadSessionCheckpoint(ctx)
+	return readValue(c, func() (json.RawMessage, error) { return c.mem.LoadSessionCheckpoint(ctx) })
 }
 
 // CheckpointSession implements controlplane.Port.
@@ -399,20 +400,14 @@ func (c *Company) CompleteRun(ctx context.Context, input json.RawMessage) error 
 
 // Snapshot implements controlplane.Port (a read).
 func (c *Company) Snapshot(ctx context.Context) (controlplane.State, error) {
-	if err := c.readable(); err != nil {
-		return controlplane.State{}, err
-	}
-	return c.mem.Snapshot(ctx)
+	return readValue(c, func() (controlplane.State, error) { return c.mem.Snapshot(ctx) })
 }
 
 // SnapshotJSON is Snapshot's state as plain JSON (controlplane.Memory.SnapshotJSON),
 // without decoding it into a copy: for a caller that only sends it on (the board's
 // snapshot route).
 func (c *Company) SnapshotJSON(ctx context.Context) ([]byte, error) {
-	if err := c.readable(); err != nil {
-		return nil, err
-	}
-	return c.mem.SnapshotJSON(ctx)
+	return readValue(c, func() ([]byte, error) { return c.mem.SnapshotJSON(ctx) })
 }
 
 // Read is controlplane.Memory.Read of the company's state.
@@ -433,18 +428,12 @@ func (c *Company) ReadJSON(ctx context.Context, read func(st *controlplane.State
 
 // DecisionRecords implements controlplane.Port (a read).
 func (c *Company) DecisionRecords(ctx context.Context) ([]controlplane.Decision, error) {
-	if err := c.readable(); err != nil {
-		return nil, err
-	}
-	return c.mem.DecisionRecords(ctx)
+	return readValue(c, func() ([]controlplane.Decision, error) { return c.mem.DecisionRecords(ctx) })
 }
 
 // Serialize implements controlplane.Port (a read).
 func (c *Company) Serialize(ctx context.Context) ([]byte, error) {
-	if err := c.readable(); err != nil {
-		return nil, err
-	}
-	return c.mem.Serialize(ctx)
+	return readValue(c, func() ([]byte, error) { return c.mem.Serialize(ctx) })
 }
 
 // ApplyBoard applies and journals one board operation (controlplane.Memory.ApplyBoard).
@@ -532,10 +521,7 @@ func (c *Company) SaveHome(ctx context.Context, in controlplane.HomeSave) (contr
 
 // ListWakes returns the company's scheduled wakes (controlplane.Memory.ListWakes).
 func (c *Company) ListWakes(ctx context.Context, dueAtOrBefore string) ([]controlplane.ScheduledWake, error) {
-	if err := c.readable(); err != nil {
-		return nil, err
-	}
-	return c.mem.ListWakes(ctx, dueAtOrBefore)
+	return readValue(c, func() ([]controlplane.ScheduledWake, error) { return c.mem.ListWakes(ctx, dueAtOrBefore) })
 }
 
 // ActiveRun returns the active run id (controlplane.Memory.ActiveRun).
