@@ -44,6 +44,15 @@ func (c *acpConn) fileOp(rec session.FileOpRecord) {
 	c.h.Update(func(r session.Recorder) { r.FileOp(rec) })
 }
 
+// refuseFileOp records file operation rec as refused with err and answers the
+// refusal: ACP's invalid params, naming err.
+func refuseFileOp[R any](c *acpConn, rec *session.FileOpRecord, err error) (R, error) {
+	rec.Error = err.Error()
+	c.fileOp(*rec)
+	var zero R
+	return zero, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+}
+
 // ReadTextFile serves fs/read_text_file inside the workspace, optionally from a
 // 1-based line and for limit lines, at most MaxACPReadBytes.
 func (c *acpConn) ReadTextFile(_ context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
@@ -52,9 +61,7 @@ func (c *acpConn) ReadTextFile(_ context.Context, p acp.ReadTextFileRequest) (ac
 	}
 	rec := session.FileOpRecord{Op: "read", Path: session.Clip(p.Path, 4096)}
 	fail := func(err error) (acp.ReadTextFileResponse, error) {
-		rec.Error = err.Error()
-		c.fileOp(rec)
-		return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+		return refuseFileOp[acp.ReadTextFileResponse](c, &rec, err)
 	}
 	rel, err := c.workspacePath(p.Path)
 	if err != nil {
@@ -112,9 +119,7 @@ func (c *acpConn) WriteTextFile(_ context.Context, p acp.WriteTextFileRequest) (
 	sum := sha256.Sum256([]byte(p.Content))
 	rec := session.FileOpRecord{Op: "write", Path: session.Clip(p.Path, 4096), Bytes: len(p.Content), SHA256: hex.EncodeToString(sum[:])}
 	fail := func(err error) (acp.WriteTextFileResponse, error) {
-		rec.Error = err.Error()
-		c.fileOp(rec)
-		return acp.WriteTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+		return refuseFileOp[acp.WriteTextFileResponse](c, &rec, err)
 	}
 	rel, err := c.workspacePath(p.Path)
 	if err != nil {
