@@ -271,9 +271,7 @@ var _ session.Conn = (*claudeAppConn)(nil)
 // message, or the stream's end), whether an interrupt was sent, the result's subtype,
 // whether it is an error and its text; guarded by claudeAppConn.mu.
 type claudeAppTurn struct {
-	done        chan struct{}
-	ended       bool
-	completed   bool
+	session.TurnEnd
 	interrupted bool
 	subtype     string
 	isError     bool
@@ -323,22 +321,19 @@ func (c *claudeAppConn) control(ctx context.Context, req map[string]any, out any
 // Errors: the turn ended with an error result that no interrupt explains (the
 // candidate's), or, wrapping session.ErrGone, the stream ended.
 func (c *claudeAppConn) Prompt(ctx context.Context, t session.Turn) error {
-	ct := &claudeAppTurn{done: make(chan struct{})}
+	ct := &claudeAppTurn{TurnEnd: session.NewTurnEnd()}
 	defer session.Running(&c.mu, &c.turn, ct)()
 	msg := map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []map[string]any{{"type": "text", "text": t.Text}}},
 		"parent_tool_use_id": nil, "session_id": c.info.SessionID}
 	if err := c.out.Send(msg); err != nil {
 		return fmt.Errorf("sending the user message: %w", err)
 	}
-	if err := session.AwaitTurn(ctx, ct.done); err != nil {
+	if err := ct.Await(ctx, &c.mu, "Claude Code closed its stream"); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case !ct.completed:
-		return fmt.Errorf("%w: Claude Code closed its stream during the turn", session.ErrGone)
-	case ct.isError && !(ct.interrupted && ct.subtype == claudeResultAborted):
+	if ct.isError && !(ct.interrupted && ct.subtype == claudeResultAborted) {
 		return fmt.Errorf("the turn ended with %s: %s", ct.subtype, session.Clip(ct.result, 600))
 	}
 	return nil
@@ -349,7 +344,7 @@ func (c *claudeAppConn) Prompt(ctx context.Context, t session.Turn) error {
 func (c *claudeAppConn) Cancel(context.Context) error {
 	c.mu.Lock()
 	ct := c.turn
-	if ct == nil || ct.ended {
+	if ct == nil || ct.Ended() {
 		c.mu.Unlock()
 		return errors.New("no Claude Code turn is running")
 	}
@@ -485,14 +480,13 @@ func (c *claudeAppConn) endTurn(m *claudeAppIncoming) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ct := c.turn
-	if ct == nil || ct.ended {
+	if ct == nil || ct.Ended() {
 		return
 	}
-	ct.ended = true
 	if m != nil {
-		ct.completed, ct.subtype, ct.isError, ct.result = true, m.Subtype, m.IsError, m.Result
+		ct.subtype, ct.isError, ct.result = m.Subtype, m.IsError, m.Result
 	}
-	close(ct.done)
+	ct.End(m != nil)
 }
 
 // claudeContent is one content block of a message, as the driver reads it.

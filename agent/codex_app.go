@@ -346,10 +346,8 @@ var _ session.Conn = (*codexAppConn)(nil)
 // the thread's usage when it began, and whether an interrupt waits for its id;
 // guarded by codexAppConn.mu.
 type codexAppTurn struct {
+	session.TurnEnd
 	id          string
-	done        chan struct{}
-	ended       bool
-	completed   bool
 	status      string
 	errMsg      string
 	paths       map[string][]string
@@ -395,7 +393,7 @@ func (c *codexAppConn) call(ctx context.Context, method string, params any, out 
 // Errors: Codex refused turn/start, the turn failed (the candidate's), or, wrapping
 // session.ErrGone, its stream ended.
 func (c *codexAppConn) Prompt(ctx context.Context, t session.Turn) error {
-	ct := &codexAppTurn{done: make(chan struct{}), paths: map[string][]string{}, mcpCalls: map[string]string{}}
+	ct := &codexAppTurn{TurnEnd: session.NewTurnEnd(), paths: map[string][]string{}, mcpCalls: map[string]string{}}
 	c.mu.Lock()
 	ct.usageStart = c.total
 	c.turn = ct
@@ -418,20 +416,17 @@ func (c *codexAppConn) Prompt(ctx context.Context, t session.Turn) error {
 	if ct.id == "" {
 		ct.id = started.Turn.ID
 	}
-	interrupt := ct.interruptAt && !ct.ended
+	interrupt := ct.interruptAt && !ct.Ended()
 	c.mu.Unlock()
 	if interrupt {
 		c.interrupt(ct.id)
 	}
-	if err := session.AwaitTurn(ctx, ct.done); err != nil {
+	if err := ct.Await(ctx, &c.mu, "Codex closed its stream"); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case !ct.completed:
-		return fmt.Errorf("%w: Codex closed its stream during the turn", session.ErrGone)
-	case ct.status == "failed":
+	if ct.status == "failed" {
 		return fmt.Errorf("the turn failed: %s", session.Clip(ct.errMsg, 600))
 	}
 	return nil
@@ -442,7 +437,7 @@ func (c *codexAppConn) Prompt(ctx context.Context, t session.Turn) error {
 func (c *codexAppConn) Cancel(context.Context) error {
 	c.mu.Lock()
 	ct := c.turn
-	if ct == nil || ct.ended {
+	if ct == nil || ct.Ended() {
 		c.mu.Unlock()
 		return errors.New("no Codex turn is running")
 	}
@@ -463,7 +458,7 @@ func (c *codexAppConn) Cancel(context.Context) error {
 func (c *codexAppConn) Steer(ctx context.Context, text string) error {
 	c.mu.Lock()
 	id := ""
-	if ct := c.turn; ct != nil && !ct.ended {
+	if ct := c.turn; ct != nil && !ct.Ended() {
 		id = ct.id
 	}
 	c.mu.Unlock()
@@ -542,9 +537,9 @@ type codexAppTurnEnd struct {
 func (c *codexAppConn) endTurn(e codexAppTurnEnd) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ct := c.turn; ct != nil && !ct.ended {
-		ct.ended, ct.completed, ct.status, ct.errMsg = true, e.completed, e.status, e.errMsg
-		close(ct.done)
+	if ct := c.turn; ct != nil && !ct.Ended() {
+		ct.status, ct.errMsg = e.status, e.errMsg
+		ct.End(e.completed)
 	}
 }
 

@@ -136,12 +136,10 @@ var (
 // the stream's end), the last assistant message's stop reason and error, and the
 // summed usage; guarded by piConn.mu.
 type piTurn struct {
-	done     chan struct{}
-	ended    bool
-	agentEnd bool
-	stop     string
-	errMsg   string
-	usage    piUsage
+	session.TurnEnd // completed by agent_end
+	stop            string
+	errMsg          string
+	usage           piUsage
 }
 
 type piUsage struct {
@@ -192,7 +190,7 @@ func (c *piConn) Prompt(ctx context.Context, t session.Turn) error {
 	if err != nil {
 		return err
 	}
-	pt := &piTurn{done: make(chan struct{})}
+	pt := &piTurn{TurnEnd: session.NewTurnEnd()}
 	defer session.Running(&c.mu, &c.turn, pt)()
 	if r, err = c.request(ctx, PiRequestTimeout, map[string]any{"type": "prompt", "message": t.Text}); err == nil && !r.Success {
 		err = fmt.Errorf("agent: Pi refused the prompt: %s", r.Error)
@@ -200,21 +198,18 @@ func (c *piConn) Prompt(ctx context.Context, t session.Turn) error {
 	if err != nil {
 		return err
 	}
-	if err := session.AwaitTurn(ctx, pt.done); err != nil {
+	if err := pt.Await(ctx, &c.mu, "Pi closed its RPC stream"); err != nil {
 		return err
 	}
 	return c.ended(pt)
 }
 
-// ended judges the end of turn pt. Errors: the stream ended without agent_end, or the
-// turn ended with stop reason error without a cancel.
+// ended judges the end of turn pt, ended by agent_end. Errors: the turn ended with
+// stop reason error without a cancel.
 func (c *piConn) ended(pt *piTurn) error {
 	c.mu.Lock()
-	agentEnd, stop, msg := pt.agentEnd, pt.stop, pt.errMsg
+	stop, msg := pt.stop, pt.errMsg
 	c.mu.Unlock()
-	if !agentEnd {
-		return fmt.Errorf("%w: Pi closed its RPC stream during the turn", session.ErrGone)
-	}
 	cancelled := false
 	c.h.Update(func(r session.Recorder) { cancelled = r.Cancelled() })
 	if stop == "error" && !cancelled {
@@ -268,9 +263,8 @@ func (c *piConn) read(out io.Reader) {
 func (c *piConn) endTurn(agentEnd bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if pt := c.turn; pt != nil && !pt.ended {
-		pt.ended, pt.agentEnd = true, agentEnd
-		close(pt.done)
+	if pt := c.turn; pt != nil {
+		pt.End(agentEnd)
 	}
 }
 

@@ -140,6 +140,47 @@ func Running[T any](mu *sync.Mutex, slot **T, t *T) (end func()) {
 	}
 }
 
+// TurnEnd is the end of a line-protocol connection's running turn, guarded by the
+// connection's mutex (embedded in the connection's turn): End ends it, once, either
+// completed (the agent's own end message arrived) or not (the agent's stream ended
+// first); Await waits for it.
+type TurnEnd struct {
+	done      chan struct{}
+	ended     bool
+	completed bool
+}
+
+// NewTurnEnd returns the end of a turn that is running.
+func NewTurnEnd() TurnEnd { return TurnEnd{done: make(chan struct{})} }
+
+// Ended reports whether the turn has ended (the connection's mutex held).
+func (e *TurnEnd) Ended() bool { return e.ended }
+
+// End ends the turn, completed by the agent's end message or not (its stream ended);
+// a turn already ended stays as it ended. The connection's mutex must be held.
+func (e *TurnEnd) End(completed bool) {
+	if e.ended {
+		return
+	}
+	e.ended, e.completed = true, completed
+	close(e.done)
+}
+
+// Await waits until the turn ended or ctx ends (its cause). Errors: ctx's cause, or,
+// wrapping ErrGone, the turn ended without the agent's end message ("<gone> during
+// the turn", gone saying whose stream closed); mu is the connection's mutex.
+func (e *TurnEnd) Await(ctx context.Context, mu *sync.Mutex, gone string) error {
+	if err := AwaitTurn(ctx, e.done); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !e.completed {
+		return fmt.Errorf("%w: %s during the turn", ErrGone, gone)
+	}
+	return nil
+}
+
 // AwaitTurn waits until a turn's done is closed (the connection read its end) or ctx
 // ends (its cause).
 func AwaitTurn(ctx context.Context, done <-chan struct{}) error {
