@@ -200,13 +200,7 @@ func (p *configParser) task(v any) {
 }
 
 func (p *configParser) agent(v any) {
-	p.table("agent", v, func(field, k string, val any) {
-		if k != "timeout_sec" {
-			p.add(field, "is not supported (known: timeout_sec)")
-			return
-		}
-		p.cfg.AgentTimeoutSec = p.seconds(field, val)
-	})
+	p.single("agent", "timeout_sec", v, func(field string, val any) { p.cfg.AgentTimeoutSec = p.seconds(field, val) })
 }
 
 func (p *configParser) verifier(v any) {
@@ -223,12 +217,18 @@ func (p *configParser) verifier(v any) {
 }
 
 func (p *configParser) solution(v any) {
-	p.table("solution", v, func(field, k string, val any) {
-		if k != "env" {
-			p.add(field, "is not supported (known: env)")
+	p.single("solution", "env", v, func(field string, val any) { p.noEnv(field, val, "the solution") })
+}
+
+// single handles the table v of a section whose one key is key: take reads that key's
+// value with its field name; any other key is not supported.
+func (p *configParser) single(section, key string, v any, take func(field string, val any)) {
+	p.table(section, v, func(field, k string, val any) {
+		if k != key {
+			p.add(field, "is not supported (known: %s)", key)
 			return
 		}
-		p.noEnv(field, val, "the solution")
+		take(field, val)
 	})
 }
 
