@@ -481,6 +481,13 @@ func (m *Memory) addComment(taskID string, author *string, body string) *Comment
 	return cm
 }
 
+// actorComment adds the run's actor's comment body on the run's task, referenced by
+// the command.
+func (m *Memory) actorComment(c *cmdCtx, body string) {
+	cm := m.addComment(c.task.ID, strp(c.actor.ID), body)
+	c.ref("comment", cm.ID)
+}
+
 func (m *Memory) addTask(t *Task) {
 	appendv(m, &m.st.Tasks, t)
 	mapSet(m, m.idx.tasks, t.ID, t)

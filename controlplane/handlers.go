@@ -31,8 +31,7 @@ func (m *Memory) reportProgress(c *cmdCtx) error {
 	if err := required(in.Body, "progress body"); err != nil {
 		return err
 	}
-	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Body)
-	c.ref("comment", cm.ID)
+	m.actorComment(c, in.Body)
 	return nil
 }
 
@@ -763,8 +762,7 @@ func (m *Memory) finishTask(c *cmdCtx) error {
 	}
 	at := m.now()
 	edit(m, c.task, func(t *Task) { t.CompletedAt = strp(at) })
-	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Summary)
-	c.ref("comment", cm.ID)
+	m.actorComment(c, in.Summary)
 	return nil
 }
 
@@ -787,8 +785,7 @@ func (m *Memory) blockTask(c *cmdCtx) error {
 	if err := m.transition(c, c.task, TaskBlocked); err != nil {
 		return err
 	}
-	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Reason)
-	c.ref("comment", cm.ID)
+	m.actorComment(c, in.Reason)
 	return nil
 }
 
@@ -805,8 +802,7 @@ func (m *Memory) requestReview(c *cmdCtx) error {
 	if err := required(in.Summary, "review summary"); err != nil {
 		return err
 	}
-	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Summary)
-	c.ref("comment", cm.ID)
+	m.actorComment(c, in.Summary)
 	return nil
 }
 
@@ -830,8 +826,7 @@ func (m *Memory) releaseTask(c *cmdCtx) error {
 		t.CheckoutRunID = nil
 		t.ExecutionRunID = nil
 	})
-	cm := m.addComment(c.task.ID, strp(c.actor.ID), in.Reason)
-	c.ref("comment", cm.ID)
+	m.actorComment(c, in.Reason)
 	return nil
 }
 
