@@ -3,7 +3,6 @@ package catalog
 import (
 	"bytes"
 	"crypto/sha256"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"reflect"
@@ -16,19 +15,11 @@ import (
 // parseDocs is what parseFile gets from the YAML parser for data.
 func parseDocs(t testing.TB, data []byte) []*yaml.Node {
 	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*yaml.Node
-	for {
-		var n yaml.Node
-		err := decodeDoc(dec, &n)
-		if err == io.EOF {
-			return docs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, &n)
+	if err := eachDoc(data, func(root *yaml.Node) bool { docs = append(docs, root); return true }); err != nil {
+		t.Fatal(err)
 	}
+	return docs
 }
 
 // TestDefaultNodeCache: the embedded node cache is the YAML parser's trees of the
