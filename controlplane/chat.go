@@ -234,9 +234,13 @@ func (m *Memory) conversationOfTask(t *Task) *Conversation {
 	return cv
 }
 
-// chatRun returns the conversation of a chat command's run: task_not_conversation when
-// the run's task backs none.
-func (m *Memory) chatRun(c *cmdCtx) (*Conversation, error) {
+// chatCommand decodes a chat command's input into in and returns the conversation of
+// its run. Errors: the input's decode errors, task_not_conversation when the run's task
+// backs none.
+func (m *Memory) chatCommand(c *cmdCtx, in any) (*Conversation, error) {
+	if err := decode(c.raw, in); err != nil {
+		return nil, err
+	}
 	cv := m.conversationOfTask(c.task)
 	if cv == nil {
 		return nil, newErr(CodeNotConversation, "task %s is not a conversation; %s is for chat runs", c.task.ID, c.kind)
@@ -251,10 +255,7 @@ func (m *Memory) postChatReply(c *cmdCtx) error {
 	var in struct {
 		Body string `json:"body"`
 	}
-	if err := decode(c.raw, &in); err != nil {
-		return err
-	}
-	cv, err := m.chatRun(c)
+	cv, err := m.chatCommand(c, &in)
 	if err != nil {
 		return err
 	}
@@ -290,10 +291,7 @@ func (m *Memory) handoffConversation(c *cmdCtx) error {
 		AssigneeName    *string `json:"assigneeName"`
 		Message         *string `json:"message"`
 	}
-	if err := decode(c.raw, &in); err != nil {
-		return err
-	}
-	cv, err := m.chatRun(c)
+	cv, err := m.chatCommand(c, &in)
 	if err != nil {
 		return err
 	}
