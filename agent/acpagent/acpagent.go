@@ -349,13 +349,8 @@ func (t *turn) play(ctx context.Context) (acp.StopReason, error) {
 			if err := t.command(ctx, id, st); err != nil {
 				return "", err
 			}
-			if st.Present {
-				for _, k := range []string{"summary", "body", "reason"} {
-					if v, ok := st.Args[k].(string); ok {
-						presented = v
-						break
-					}
-				}
+			if text, ok := st.Presented(); ok {
+				presented = text
 			}
 		default:
 			return "", fmt.Errorf("turn %d step %d is neither a command nor an edit", t.n+1, i+1)

@@ -58,6 +58,22 @@ type Step struct {
 	Run      *Run              `yaml:"run" json:"run,omitempty"`
 }
 
+// Presented is the text a Present step presents as the run's user-facing message: the
+// first of its summary, body and reason arguments that is a string (a template, as
+// written); ok is false when the step presents nothing (not Present, or none of them a
+// string).
+func (s *Step) Presented() (text string, ok bool) {
+	if !s.Present {
+		return "", false
+	}
+	for _, k := range []string{"summary", "body", "reason"} {
+		if v, ok := s.Args[k].(string); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // Run is a step that runs a program in the workspace, as a developer runs the tests
 // (a coding task's "run the tests, fix, run them again"): Command is the argv (each
 // element a template; the first is looked up on the agent's PATH), run with no shell,

@@ -84,13 +84,8 @@ func FromReference(ref *script.Script) ([]*Script, error) {
 					call.Capture, call.CaptureInts = capture, ints
 				}
 				s.Steps = append(s.Steps, call)
-				if st.Present {
-					for _, k := range []string{"summary", "body", "reason"} {
-						if v, ok := st.Args[k].(string); ok {
-							answer = v
-							break
-						}
-					}
+				if text, ok := st.Presented(); ok {
+					answer = text
 				}
 			default:
 				return nil, fmt.Errorf("scripted model: %s is not a command, an edit, a wait or a run", where)
