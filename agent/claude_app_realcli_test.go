@@ -121,7 +121,7 @@ func testClaudeAppAllow(t *testing.T) {
 	s := w.session(t, session.Approve)
 	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", RunToken: acpToken, Text: realPrompt})
 	if err != nil {
-		t.Fatalf("%v (model: %v)", err, w.refusals())
+		t.Fatalf("%v (model: %v)%s", err, w.refusals(), exitOf(s))
 	}
 	if got, ok := readFile(t, filepath.Join(w.workspace, "proof.txt")); got != "proof-"+nonce {
 		t.Errorf("proof.txt = %q (exists %v), want the write's content", got, ok)
@@ -150,7 +150,7 @@ func testClaudeAppDeny(t *testing.T) {
 	s := w.session(t, session.Decline)
 	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 	if err != nil {
-		t.Fatalf("%v (model: %v)", err, w.refusals())
+		t.Fatalf("%v (model: %v)%s", err, w.refusals(), exitOf(s))
 	}
 	if _, ok := readFile(t, filepath.Join(w.workspace, "proof.txt")); ok {
 		t.Error("proof.txt written although the write was denied")
@@ -171,7 +171,7 @@ func testClaudeAppDenyCommand(t *testing.T) {
 	s := w.session(t, session.Decline)
 	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 	if err != nil {
-		t.Fatalf("%v (model: %v)", err, w.refusals())
+		t.Fatalf("%v (model: %v)%s", err, w.refusals(), exitOf(s))
 	}
 	if _, ok := readFile(t, filepath.Join(w.workspace, "ran.txt")); ok {
 		t.Error("ran.txt exists: the denied command ran")
@@ -205,7 +205,7 @@ func testClaudeAppStop(t *testing.T) {
 	}()
 	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 	if err != nil {
-		t.Fatalf("%v (model: %v)", err, w.refusals())
+		t.Fatalf("%v (model: %v)%s", err, w.refusals(), exitOf(s))
 	}
 	if res.StopReason != agent.ClaudeStopInterrupted || !res.CancelHonoured || len(res.ProtocolViolations) > 0 {
 		t.Errorf("stop %q honoured %v violations %v, want interrupted", res.StopReason, res.CancelHonoured, res.ProtocolViolations)
@@ -233,7 +233,7 @@ func testClaudeAppWarm(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		res, err := s.Prompt(context.Background(), session.Turn{RunID: fmt.Sprintf("run-%d", i), Text: realPrompt})
 		if err != nil {
-			t.Fatalf("turn %d: %v (model: %v)", i, err, w.refusals())
+			t.Fatalf("turn %d: %v (model: %v)%s", i, err, w.refusals(), exitOf(s))
 		}
 		if got, _ := readFile(t, filepath.Join(w.workspace, fmt.Sprintf("warm-%d.txt", i))); got != fmt.Sprintf("T%d-%s", i, nonce) || res.StopReason != agent.ClaudeStopSuccess || res.Turn != i {
 			t.Errorf("turn %d: warm-%d.txt %q, stop %q", i, i, got, res.StopReason)
@@ -246,4 +246,15 @@ func testClaudeAppWarm(t *testing.T) {
 	if ids[0] != ids[1] || ids[1] != ids[2] || ids[0].PID == 0 {
 		t.Errorf("process identities %v, want one process for the three turns", ids)
 	}
+}
+
+// exitOf closes session s and describes how its agent process ended, with the tail of
+// its stderr: what a failed turn's message needs to say why the agent went away.
+func exitOf(s *session.Session) string {
+	e := s.Close()
+	out := "; the agent " + e.Summary()
+	if n := len(e.Stderr); n > 0 {
+		out += "; stderr: " + string(e.Stderr[max(0, n-800):])
+	}
+	return out
 }

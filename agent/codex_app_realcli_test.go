@@ -174,7 +174,7 @@ func testCodexAppApprove(t *testing.T) {
 	s := w.session(t, session.Approve)
 	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", RunToken: acpToken, Text: realPrompt})
 	if err != nil {
-		t.Fatalf("%v (model: %v)", err, w.refusals())
+		t.Fatalf("%v (model: %v)%s", err, w.refusals(), exitOf(s))
 	}
 	if got, ok := readFile(t, filepath.Join(w.workspace, "proof.txt")); got != "proof-"+nonce+"\n" {
 		t.Errorf("proof.txt = %q (exists %v), want the patch's line", got, ok)
@@ -209,7 +209,7 @@ func testCodexAppDecline(t *testing.T) {
 	s := w.session(t, session.Decline)
 	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 	if err != nil {
-		t.Fatalf("%v (model: %v)", err, w.refusals())
+		t.Fatalf("%v (model: %v)%s", err, w.refusals(), exitOf(s))
 	}
 	if _, ok := readFile(t, filepath.Join(w.workspace, "proof.txt")); ok {
 		t.Error("proof.txt written although the file change was declined")
@@ -227,7 +227,7 @@ func testCodexAppDeclineCommand(t *testing.T) {
 	s := w.session(t, session.Decline)
 	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 	if err != nil {
-		t.Fatalf("%v (model: %v)", err, w.refusals())
+		t.Fatalf("%v (model: %v)%s", err, w.refusals(), exitOf(s))
 	}
 	if _, ok := readFile(t, filepath.Join(w.workspace, "ran.txt")); ok {
 		t.Error("ran.txt exists: the declined command ran")
@@ -256,7 +256,7 @@ func testCodexAppStop(t *testing.T) {
 	}()
 	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 	if err != nil {
-		t.Fatalf("%v (model: %v)", err, w.refusals())
+		t.Fatalf("%v (model: %v)%s", err, w.refusals(), exitOf(s))
 	}
 	if res.StopReason != "interrupted" || !res.CancelHonoured || len(res.ProtocolViolations) > 0 {
 		t.Errorf("stop %q honoured %v violations %v, want interrupted", res.StopReason, res.CancelHonoured, res.ProtocolViolations)
@@ -297,7 +297,7 @@ func testCodexAppSteer(t *testing.T) {
 	}()
 	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", Text: realPrompt})
 	if err != nil {
-		t.Fatalf("%v (model: %v)", err, w.refusals())
+		t.Fatalf("%v (model: %v)%s", err, w.refusals(), exitOf(s))
 	}
 	if len(res.Steers) != 1 || !res.Steers[0].Accepted || !res.Steers[0].Delivered || res.StopReason != "completed" {
 		t.Errorf("steers %+v stop %q, want one steer accepted and delivered", res.Steers, res.StopReason)
@@ -327,7 +327,7 @@ func testCodexAppWarm(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		res, err := s.Prompt(context.Background(), session.Turn{RunID: fmt.Sprintf("run-%d", i), Text: realPrompt})
 		if err != nil {
-			t.Fatalf("turn %d: %v (model: %v)", i, err, w.refusals())
+			t.Fatalf("turn %d: %v (model: %v)%s", i, err, w.refusals(), exitOf(s))
 		}
 		want += fmt.Sprintf("T%d-%s\n", i, nonce)
 		if got, _ := readFile(t, filepath.Join(w.workspace, "warm.txt")); got != want || res.StopReason != "completed" || res.Turn != i {
