@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -167,6 +168,9 @@ func (d *ClaudeAppDriver) launch(env RunEnv, n int, id string) (session.Launch, 
 		k, v, _ := strings.Cut(kv, "=")
 		vars[k] = v
 	}
+	for k, v := range ClaudeMCPWaitEnv() {
+		vars[k] = v
+	}
 	if d.mode == ClaudeModeBypass {
 		vars["IS_SANDBOX"] = "1" // Claude Code refuses to bypass permissions as root without it
 	}
@@ -183,6 +187,22 @@ func (d *ClaudeAppDriver) launch(env RunEnv, n int, id string) (session.Launch, 
 	l.Spec.Path = d.binary
 	l.Spec.Args = append([]string{d.binary}, ClaudeAppArgs(d.model, d.mode, mcpFile, id)...)
 	return l, nil
+}
+
+// ClaudeMCPConnectWait is how long Claude Code waits for the agentproof MCP server
+// (whose permission_prompt tool is the session's permission prompt) to connect before
+// its first turn. Left to itself, Claude Code connects --mcp-config servers in the
+// background and starts at once: on a loaded machine the model's first tool call then
+// comes before the permission tool exists, and Claude Code decides without asking —
+// the harness's slowness graded as the candidate not asking.
+const ClaudeMCPConnectWait = 60 * time.Second
+
+// ClaudeMCPWaitEnv is the environment that makes Claude Code connect its MCP servers
+// before the first turn, waiting up to ClaudeMCPConnectWait (its own variables:
+// MCP_CONNECTION_NONBLOCKING off, MCP_CONNECT_TIMEOUT_MS and MCP_TIMEOUT in ms).
+func ClaudeMCPWaitEnv() map[string]string {
+	ms := strconv.FormatInt(ClaudeMCPConnectWait.Milliseconds(), 10)
+	return map[string]string{"MCP_CONNECTION_NONBLOCKING": "false", "MCP_CONNECT_TIMEOUT_MS": ms, "MCP_TIMEOUT": ms}
 }
 
 // ClaudeAppArgs is the argv (after the program) of Claude Code as a stream-json

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,6 +106,7 @@ func TestRealClaudeApp(t *testing.T) {
 	for name, f := range map[string]func(*testing.T){
 		"allow-write": testClaudeAppAllow, "deny-write": testClaudeAppDeny, "deny-command": testClaudeAppDenyCommand,
 		"stop-while-pending": testClaudeAppStop, "warm-three-turns": testClaudeAppWarm,
+		"slow-mcp-server": testClaudeAppSlowMCP,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -139,6 +141,50 @@ func testClaudeAppAllow(t *testing.T) {
 	}
 	if len(res.Usage) == 0 {
 		t.Error("no usage recorded")
+	}
+}
+
+// testClaudeAppSlowMCP: the agentproof MCP server, whose permission_prompt tool is
+// the session's permission prompt, answers only 7 s after Claude Code starts it (a
+// loaded machine; Claude Code's own default is to wait 5 s, and then to start without
+// it): Claude Code still asks before the write, and the allowed write happens.
+func testClaudeAppSlowMCP(t *testing.T) {
+	const nonce = "ksl1"
+	w := newClaudeAppWorld(t, func(ws string) ([]*scriptedmodel.Script, error) {
+		return scriptedmodel.ForACP(writeScript(nonce), ws, false)
+	})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := filepath.Join(t.TempDir(), "slow-agentproof")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\n"+sleep+" 7\nexec '"+self+"' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	drv, err := agent.NewClaudeApp(piDriverConfig(t, w.cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := w.run("run-1")
+	env.Executable = slow
+	s, err := drv.Start(context.Background(), agent.SessionEnv{Run: env, Permissions: session.Approve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	res, err := s.Prompt(context.Background(), session.Turn{RunID: "run-1", RunToken: acpToken, Text: realPrompt})
+	if err != nil {
+		t.Fatalf("%v (model: %v)%s", err, w.refusals(), exitOf(s))
+	}
+	if got, ok := readFile(t, filepath.Join(w.workspace, "proof.txt")); got != "proof-"+nonce {
+		t.Errorf("proof.txt = %q (exists %v), want the write's content", got, ok)
+	}
+	if len(res.Permissions) != 1 || res.Permissions[0].Decision.OptionID != "allow" {
+		t.Errorf("permissions %+v, want the write asked for and allowed", res.Permissions)
 	}
 }
 
