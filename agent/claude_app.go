@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,11 +165,8 @@ func (d *ClaudeAppDriver) launch(env RunEnv, n int, id string) (session.Launch, 
 	l.Files[mcpFile] = ClaudeMCPConfig(env.Executable, mcpVars)
 	vars["CLAUDE_CONFIG_DIR"], vars["ANTHROPIC_API_KEY"] = cfgDir, ScriptedAPIKey
 	vars["ANTHROPIC_BASE_URL"] = d.modelURL + "/runs/" + strconv.Itoa(n)
-	for _, kv := range ClaudeOfflineEnv {
+	for _, kv := range slices.Concat(ClaudeOfflineEnv, ClaudeMCPWaitEnv()) {
 		k, v, _ := strings.Cut(kv, "=")
-		vars[k] = v
-	}
-	for k, v := range ClaudeMCPWaitEnv() {
 		vars[k] = v
 	}
 	if d.mode == ClaudeModeBypass {
@@ -200,9 +198,10 @@ const ClaudeMCPConnectWait = 60 * time.Second
 // ClaudeMCPWaitEnv is the environment that makes Claude Code connect its MCP servers
 // before the first turn, waiting up to ClaudeMCPConnectWait (its own variables:
 // MCP_CONNECTION_NONBLOCKING off, MCP_CONNECT_TIMEOUT_MS and MCP_TIMEOUT in ms).
-func ClaudeMCPWaitEnv() map[string]string {
+// Its entries are "NAME=value".
+func ClaudeMCPWaitEnv() []string {
 	ms := strconv.FormatInt(ClaudeMCPConnectWait.Milliseconds(), 10)
-	return map[string]string{"MCP_CONNECTION_NONBLOCKING": "false", "MCP_CONNECT_TIMEOUT_MS": ms, "MCP_TIMEOUT": ms}
+	return []string{"MCP_CONNECTION_NONBLOCKING=false", "MCP_CONNECT_TIMEOUT_MS=" + ms, "MCP_TIMEOUT=" + ms}
 }
 
 // ClaudeAppArgs is the argv (after the program) of Claude Code as a stream-json

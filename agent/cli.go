@@ -353,6 +353,7 @@ func (d cliDriver) plan(rc controlplane.RunContext, env RunEnv, n int, dir strin
 			p.env = append(p.env, "ANTHROPIC_API_KEY="+env.Secrets[keyVar])
 		}
 		p.env = append(p.env, ClaudeOfflineEnv...)
+		p.env = append(p.env, ClaudeMCPWaitEnv()...) // the agentproof tools before the first model call
 		p.args = []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--bare",
 			"--model", model, "--permission-mode", "acceptEdits",
 			"--allowedTools", "Bash,Edit,Read,mcp__" + MCPServerName,
