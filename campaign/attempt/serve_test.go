@@ -70,18 +70,26 @@ while :; do sleep 0.05; done
 	return exe
 }
 
+// stubbornHome makes a temporary attempt root with an instance home in it and
+// stubbornServe's fake server, and returns the three.
+func stubbornHome(t *testing.T) (exe, home, root string) {
+	t.Helper()
+	root = t.TempDir()
+	home = filepath.Join(root, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return stubbornServe(t, root), home, root
+}
+
 // TestKilledServerIsAHarnessNote: a serve child that does not stop within its grace
 // is killed; once its exit (and its group's) is confirmed, that is a note in the flow
 // log, not a cleanup problem (the candidate did nothing wrong), and the attempt's
 // marker sweep still runs.
 func TestKilledServerIsAHarnessNote(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	home := filepath.Join(root, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker(), "", nil)
+	exe, home, root := stubbornHome(t)
+	in, err := startInstance(context.Background(), exe, home, root, worker.NewMarker(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +113,8 @@ func TestKilledServerIsAHarnessNote(t *testing.T) {
 // new child on the same home; a crash with no child running is an error.
 func TestInstanceCrash(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	home := filepath.Join(root, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker(), "", nil)
+	exe, home, root := stubbornHome(t)
+	in, err := startInstance(context.Background(), exe, home, root, worker.NewMarker(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +155,7 @@ func TestInstanceCrash(t *testing.T) {
 // fork thread.
 func TestServeOutlivesItsStartingThread(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	home := filepath.Join(root, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	exe, home, root := stubbornHome(t)
 	type started struct {
 		in  *instance
 		err error
@@ -163,7 +163,7 @@ func TestServeOutlivesItsStartingThread(t *testing.T) {
 	done := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker(), "", nil)
+		in, err := startInstance(context.Background(), exe, home, root, worker.NewMarker(), "", nil)
 		done <- started{in, err}
 	}()
 	s := <-done
@@ -183,12 +183,8 @@ func TestServeOutlivesItsStartingThread(t *testing.T) {
 // new child after a crash the flow asked for, are not.
 func TestInstanceDied(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	home := filepath.Join(root, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	in, err := startInstance(context.Background(), stubbornServe(t, root), home, root, worker.NewMarker(), "", nil)
+	exe, home, root := stubbornHome(t)
+	in, err := startInstance(context.Background(), exe, home, root, worker.NewMarker(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
