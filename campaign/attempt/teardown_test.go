@@ -1,12 +1,15 @@
 package attempt
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentproof/agentproof/api"
 	"github.com/agentproof/agentproof/campaign"
@@ -28,6 +31,15 @@ func TestSweepMarker(t *testing.T) {
 		}
 		waited := make(chan error, 1)
 		go func() { waited <- cmd.Wait() }()
+		// Start returns once the exec succeeded, but the kernel sets the new program's
+		// environment a moment later: until then /proc/<pid>/environ is empty and the
+		// process carries no marker yet (a loaded machine widens that moment).
+		environ := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "environ")
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if b, _ := os.ReadFile(environ); bytes.Contains(b, []byte(marker)) || time.Now().After(deadline) {
+				break
+			}
+		}
 		a := &attempt{ev: campaign.NewEvidence(t.TempDir()), log: &flowLog{}}
 		problems := sweepMarker(a, marker, serverKilled, redact.NewSet())
 		if err := <-waited; err == nil || !strings.Contains(err.Error(), "killed") {
