@@ -51,11 +51,7 @@ declares a limit it cannot enforce is not run here. Nothing is left behind.`),
 			}
 			var b strings.Builder
 			for _, r := range reports {
-				state := "available"
-				if !r.Available {
-					state = "unavailable"
-				}
-				fmt.Fprintf(&b, "%s: %s\n", r.Provider, state)
+				fmt.Fprintf(&b, "%s: %s\n", r.Provider, probeState(r))
 				for _, c := range r.Checks {
 					mark := "ok     "
 					if !c.OK {
@@ -72,6 +68,26 @@ declares a limit it cannot enforce is not run here. Nothing is left behind.`),
 	probe.Flags().BoolVar(&asJSON, "json", false, "print the reports as a JSON array")
 	cmd.AddCommand(probe)
 	return cmd
+}
+
+// probeState is a provider's headline: available or unavailable; an available one
+// that cannot enforce some limits names them, since an environment declaring one of
+// them is not run here (the default catalog's sandbox and container environments
+// declare limits).
+func probeState(r environment.ProbeReport) string {
+	if !r.Available {
+		return "unavailable"
+	}
+	var missing []string
+	for _, l := range r.Limits {
+		if !l.Enforced {
+			missing = append(missing, string(l.Resource))
+		}
+	}
+	if len(missing) == 0 {
+		return "available"
+	}
+	return "available, but without " + strings.Join(missing, ", ") + " limits: an environment declaring one is not run here"
 }
 
 // printLimits writes the limits a provider can enforce here, one line each: enforced

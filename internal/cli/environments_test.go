@@ -115,3 +115,27 @@ func dynamicallyLinked(t *testing.T, exe string) bool {
 	}
 	return false
 }
+
+// TestProbeState: the headline of an available provider names the limits it cannot
+// enforce, since an environment declaring one is not run here.
+func TestProbeState(t *testing.T) {
+	limit := func(r environment.Resource, enforced bool) environment.Limit {
+		return environment.Limit{Resource: r, Enforced: enforced}
+	}
+	for _, tc := range []struct {
+		name string
+		r    environment.ProbeReport
+		want string
+	}{
+		{"unavailable", environment.ProbeReport{Limits: []environment.Limit{limit(environment.ResourceCPU, false)}}, "unavailable"},
+		{"no limits", environment.ProbeReport{Available: true}, "available"},
+		{"all enforced", environment.ProbeReport{Available: true, Limits: []environment.Limit{limit(environment.ResourceCPU, true)}}, "available"},
+		{"some not enforced", environment.ProbeReport{Available: true, Limits: []environment.Limit{
+			limit(environment.ResourceCPU, false), limit(environment.ResourceMemory, true), limit(environment.ResourcePIDs, false)}},
+			"available, but without cpu, pids limits: an environment declaring one is not run here"},
+	} {
+		if got := probeState(tc.r); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
