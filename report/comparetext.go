@@ -10,7 +10,7 @@ import (
 
 // CompareText renders a comparison (`agentproof compare`) for a terminal: a headline, one section per change
 // that has cells (still passing ones only counted), each cell with its outcomes and
-// B's reason on one line (control characters escaped, at most 300 bytes), the suites
+// B's reason on one line (and, for a cell the baseline did not run here, why not) (control characters escaped, at most 300 bytes), the suites
 // whose definition changed, and a last line with every count.
 func CompareText(c *result.Comparison) []byte {
 	var b strings.Builder
@@ -27,11 +27,17 @@ func CompareText(c *result.Comparison) []byte {
 			if cc.Change != ch {
 				continue
 			}
-			after := stateOr(cc.StateAfter, cc.After)
+			before, after := stateOr(cc.StateBefore, cc.Before), stateOr(cc.StateAfter, cc.After)
 			if cc.Change == result.ChangeNotRunHere {
 				after = "not run here"
 			}
-			fmt.Fprintf(&b, "  %s: %s → %s", result.Clean(cc.ExecutionID, true), stateOr(cc.StateBefore, cc.Before), after)
+			if cc.NotRunBefore != "" {
+				before = "not run here"
+			}
+			fmt.Fprintf(&b, "  %s: %s → %s", result.Clean(cc.ExecutionID, true), before, after)
+			if cc.NotRunBefore != "" {
+				fmt.Fprintf(&b, " (before: %s)", result.Clip(result.Clean(cc.NotRunBefore, true), 300))
+			}
 			if cc.Change == result.ChangeNotRunHere && cc.Reason != "" {
 				fmt.Fprintf(&b, " (%s)", result.Clip(result.Clean(cc.Reason, true), 300))
 			} else if cc.Change == result.DefinitionChanged {

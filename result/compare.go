@@ -38,7 +38,8 @@ const (
 	// DefinitionChanged: the cell's suite has another definition hash in B than in A:
 	// a boundary, not comparable, never a regression.
 	DefinitionChanged Change = "definition_changed"
-	// New: the cell is only in B.
+	// New: the cell is only in B, or A has it as not run here (NotRunBefore says why):
+	// nothing in A to compare with.
 	New Change = "new"
 	// Removed: the cell is only in A.
 	Removed Change = "removed"
@@ -52,7 +53,8 @@ var Changes = []Change{Regressed, Fixed, StillFailing, NowInconclusive, ChangeUn
 // CellChange is one cell of a Comparison: its execution id, its change, its outcome in
 // A and in B ("" when absent) with, for a cell of the baseline of known failures, its
 // state (known failure or unexpected pass; "" otherwise), B's (else A's) failure class
-// and reason, and, for a definition change, both suite hashes.
+// and reason, for a cell A did not run here why it did not (NotRunBefore), and, for a
+// definition change, both suite hashes.
 type CellChange struct {
 	ExecutionID  string               `json:"executionId"`
 	Change       Change               `json:"change"`
@@ -62,6 +64,7 @@ type CellChange struct {
 	StateAfter   CellState            `json:"stateAfter,omitempty"`
 	FailureClass verdict.FailureClass `json:"failureClass,omitempty"`
 	Reason       string               `json:"reason,omitempty"`
+	NotRunBefore string               `json:"notRunBefore,omitempty"`
 	HashBefore   string               `json:"hashBefore,omitempty"`
 	HashAfter    string               `json:"hashAfter,omitempty"`
 }
@@ -135,7 +138,7 @@ func Compare(a, b *Campaign) *Comparison {
 		case rb.NotRunHere != "":
 			cc.Change, cc.Reason = ChangeNotRunHere, rb.NotRunHere
 		case ra.NotRunHere != "": // nothing ran in A to compare with
-			cc.Change = New
+			cc.Change, cc.NotRunBefore = New, ra.NotRunHere
 		case ra.SuiteDefinitionHash != rb.SuiteDefinitionHash:
 			cc.Change, cc.HashBefore, cc.HashAfter = DefinitionChanged, ra.SuiteDefinitionHash, rb.SuiteDefinitionHash
 			suites[rb.SuiteID] = SuiteChange{SuiteID: rb.SuiteID, HashBefore: ra.SuiteDefinitionHash, HashAfter: rb.SuiteDefinitionHash}
