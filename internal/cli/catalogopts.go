@@ -82,9 +82,32 @@ func loadCatalog(src catalogSource) (*catalog.Catalog, error) {
 	}
 	c, err := readCatalog(src)
 	if err != nil {
-		return nil, &UsageError{Err: catalogPathError(err)}
+		return nil, &UsageError{Err: withDefaultHint(src, catalogPathError(err))}
 	}
 	return c, nil
+}
+
+// withDefaultHint adds defaultHint to err, the error of loading src, when
+// defaultWouldFix(src); else it returns err as it is.
+func withDefaultHint(src catalogSource, err error) error {
+	if !defaultWouldFix(src) {
+		return err
+	}
+	return fmt.Errorf("%w\n%s", err, defaultHint)
+}
+
+// defaultHint says that --with-default makes an invalid catalog valid.
+const defaultHint = "what it names unknown is in the embedded default catalog: add --with-default to use it"
+
+// defaultWouldFix reports whether src, a catalog that did not load, has --catalog
+// paths without the default catalog and those paths with it load without error (what
+// they name unknown is the default catalog's: reference, local, message-marker, …).
+func defaultWouldFix(src catalogSource) bool {
+	if len(src.paths) == 0 || src.withDefault {
+		return false
+	}
+	_, err := readCatalog(catalogSource{paths: src.paths, withDefault: true})
+	return err == nil
 }
 
 // readCatalog loads the catalog src selects with the flow registry's flows and their

@@ -75,6 +75,9 @@ internal error (a bug in agentproof).`,
 				for _, p := range ve.Problems {
 					fmt.Fprintln(a.stderr, p.String())
 				}
+				if defaultWouldFix(*dir) {
+					fmt.Fprintln(a.stderr, defaultHint)
+				}
 				return withExit(ExitUsage, fmt.Errorf("catalog is invalid: %d problem(s)", len(ve.Problems)))
 			}
 			manual := 0
