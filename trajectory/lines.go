@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -102,24 +103,31 @@ func rfc3339(s string) string {
 }
 
 // contentText flattens a tool result's content: a string, or the text of an array of
-// {"type":"text","text":…} blocks (other blocks are named by type).
+// {"type":"text","text":…} blocks, one per line (other blocks are named by type).
 func contentText(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	var b bytes.Buffer
+	return joinBlocks(v, "\n", " content")
+}
+
+// joinBlocks is the text of an array of content blocks: each {"type":"text","text":…}
+// block's text, another block as "[<type><named>]", sep between two once some text is
+// written; it stops after the block that passes MaxTextBytes.
+func joinBlocks(v any, sep, named string) string {
+	var b strings.Builder
 	for _, c := range list(v) {
 		cm := obj(c)
 		if cm == nil {
 			continue
 		}
 		if b.Len() > 0 {
-			b.WriteByte('\n')
+			b.WriteString(sep)
 		}
 		if t, ok := cm["text"].(string); ok {
 			b.WriteString(t)
 		} else {
-			b.WriteString("[" + str(cm["type"]) + " content]")
+			b.WriteString("[" + str(cm["type"]) + named + "]")
 		}
 		if b.Len() > MaxTextBytes {
 			break

@@ -2,7 +2,6 @@ package trajectory
 
 import (
 	"encoding/json"
-	"strings"
 )
 
 // The session layer's logs (package agent/session; docs/acp.md "Evidence"): every
@@ -156,22 +155,6 @@ func (c *sessionConv) result(id, text string, failed bool) {
 	c.t.Steps[i].Results = append(c.t.Steps[i].Results, Result{CallID: id, Content: NewText(text), Error: failed})
 }
 
-// blocksText is the text of ACP content blocks (text blocks; other blocks named).
-func blocksText(v any) string {
-	var b strings.Builder
-	for _, c := range list(v) {
-		cm := obj(c)
-		if cm == nil {
-			continue
-		}
-		if s, ok := cm["text"].(string); ok {
-			b.WriteString(s)
-		} else {
-			b.WriteString("[" + str(cm["type"]) + "]")
-		}
-		if b.Len() > MaxTextBytes {
-			break
-		}
-	}
-	return b.String()
-}
+// blocksText is the text of ACP content blocks (text blocks; other blocks named),
+// joined without a separator.
+func blocksText(v any) string { return joinBlocks(v, "", "") }
