@@ -49,8 +49,9 @@ func serveDownload(w http.ResponseWriter, r *http.Request, d download) {
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(d.data))
 }
 
-// blobBytes reads a blob and checks that it is what was recorded.
-func blobBytes(ctx context.Context, c *store.Company, sha string, size int64) ([]byte, error) {
+// blobDownload answers blob sha as a download of contentType named name ("": no
+// name), after checking that its bytes are the size recorded.
+func blobDownload(ctx context.Context, c *store.Company, sha string, size int64, contentType, name string) (any, error) {
 	data, err := c.Blob(ctx, sha)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func blobBytes(ctx context.Context, c *store.Company, sha string, size int64) ([
 	if int64(len(data)) != size {
 		return nil, fmt.Errorf("server: blob %s has %d bytes, %d recorded", sha, len(data), size)
 	}
-	return data, nil
+	return download{data: data, sha256: sha, contentType: contentType, name: name}, nil
 }
 
 func (s *Server) retryRun(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
@@ -124,11 +125,7 @@ func (s *Server) downloadBlob(ctx context.Context, r *http.Request, p principal,
 			return nil, errForbidden("blob " + sha + " is not in a file or artifact this agent may read")
 		}
 	}
-	data, err := blobBytes(ctx, c, sha, size)
-	if err != nil {
-		return nil, err
-	}
-	return download{data: data, sha256: sha, contentType: contentType}, nil
+	return blobDownload(ctx, c, sha, size, contentType, "")
 }
 
 func (s *Server) listFiles(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
@@ -140,8 +137,7 @@ func (s *Server) listFiles(ctx context.Context, r *http.Request, p principal, c 
 	if !p.board && owner != "" && owner != p.agent.Actor {
 		return nil, errForbidden("an agent lists only its own home")
 	}
-	// Read in place and encoded under the state's lock: no copy of the whole state.
-	b, err := c.ReadJSON(ctx, func(st *controlplane.State) (any, error) {
+	return readRaw(ctx, c, func(st *controlplane.State) (any, error) {
 		out := api.FileList{Files: []controlplane.ManagedFile{}}
 		listing := map[string]string{}
 		for _, f := range st.Files {
@@ -159,6 +155,12 @@ func (s *Server) listFiles(ctx context.Context, r *http.Request, p principal, c 
 		}
 		return out, nil
 	})
+}
+
+// readRaw answers what read makes of c's state, read in place and encoded under the
+// state's lock (no copy of the whole state); its errors are read's or the encoding's.
+func readRaw(ctx context.Context, c *store.Company, read func(st *controlplane.State) (any, error)) (any, error) {
+	b, err := c.ReadJSON(ctx, read)
 	if err != nil {
 		return nil, err
 	}
@@ -178,11 +180,7 @@ func (s *Server) fileContent(ctx context.Context, r *http.Request, p principal) 
 		if !visibleTo(p, f) {
 			return nil, errForbidden("file " + id + " is in another agent's home")
 		}
-		data, err := blobBytes(ctx, c, f.SHA256, f.ByteSize)
-		if err != nil {
-			return nil, err
-		}
-		return download{data: data, sha256: f.SHA256, contentType: f.ContentType, name: path.Base(f.Path)}, nil
+		return blobDownload(ctx, c, f.SHA256, f.ByteSize, f.ContentType, path.Base(f.Path))
 	}
 	return nil, &controlplane.Error{Code: controlplane.CodeFileMissing, Message: "file " + id + " does not exist"}
 }
@@ -203,19 +201,14 @@ func (s *Server) artifactContent(ctx context.Context, r *http.Request, p princip
 		if !controlplane.ValidSHA256(a.SHA256) {
 			return nil, &controlplane.Error{Code: controlplane.CodeBlobMissing, Message: "artifact " + id + " has no stored bytes (sha256 " + clipText(a.SHA256, 80) + ")"}
 		}
-		data, err := blobBytes(ctx, c, a.SHA256, a.ByteSize)
-		if err != nil {
-			return nil, err
-		}
-		return download{data: data, sha256: a.SHA256, contentType: a.ContentType, name: path.Base(a.Filename)}, nil
+		return blobDownload(ctx, c, a.SHA256, a.ByteSize, a.ContentType, path.Base(a.Filename))
 	}
 	return nil, &controlplane.Error{Code: controlplane.CodeFileMissing, Message: "artifact " + id + " does not exist"}
 }
 
 func (s *Server) homeReceipts(ctx context.Context, r *http.Request, _ principal, c *store.Company) (any, error) {
 	q := r.URL.Query()
-	// Read in place and encoded under the state's lock: no copy of the whole state.
-	b, err := c.ReadJSON(ctx, func(st *controlplane.State) (any, error) {
+	return readRaw(ctx, c, func(st *controlplane.State) (any, error) {
 		out := api.HomeReceiptList{Receipts: []controlplane.HomeReceipt{}}
 		for _, rc := range st.HomeReceipts {
 			if (q.Get("actor") == "" || rc.ActorID == q.Get("actor")) && (q.Get("run") == "" || rc.RunID == q.Get("run")) {
@@ -224,10 +217,6 @@ func (s *Server) homeReceipts(ctx context.Context, r *http.Request, _ principal,
 		}
 		return out, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rawBody(b), nil
 }
 
 func (s *Server) fileConflicts(ctx context.Context, r *http.Request, _ principal) (any, error) {
