@@ -159,15 +159,8 @@ func Seed(s Spec) (*Seeded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loginfile: opening the attempt's tree: %w", err)
 	}
-	at := root
-	for _, c := range comps[:len(comps)-1] {
-		at = filepath.Join(at, c)
-		next, err := descend(dir, c, at, true)
-		syscall.Close(dir)
-		if err != nil {
-			return nil, err
-		}
-		dir = next
+	if dir, err = descendAll(dir, root, comps[:len(comps)-1], false); err != nil {
+		return nil, err
 	}
 	defer func() { syscall.Close(dir) }()
 	home := comps[len(comps)-1]
@@ -237,6 +230,30 @@ func descend(dirfd int, name, display string, create bool) (int, error) {
 	return fd, nil
 }
 
+// descendAll descends from dirfd (whose path is at) through comps, creating missing
+// directories 0700 (descend), and returns the last one's descriptor (dirfd itself for
+// no components). With exact, each directory's mode is then set to 0700 whatever the
+// umask. Every descriptor but the one returned is closed, dirfd included, also on an
+// error.
+func descendAll(dirfd int, at string, comps []string, exact bool) (int, error) {
+	for _, c := range comps {
+		at = filepath.Join(at, c)
+		next, err := descend(dirfd, c, at, true)
+		syscall.Close(dirfd)
+		if err != nil {
+			return -1, err
+		}
+		if exact {
+			if err := syscall.Fchmod(next, 0o700); err != nil {
+				syscall.Close(next)
+				return -1, fmt.Errorf("loginfile: %s: %w", at, err)
+			}
+		}
+		dirfd = next
+	}
+	return dirfd, nil
+}
+
 // mkdirExcl creates HOME (name in dirfd) with mode 0700; an existing entry is
 // ErrSymlink when it is a link and ErrOccupied otherwise.
 func mkdirExcl(dirfd int, name, display string) error {
@@ -264,19 +281,8 @@ func writeBelow(dirfd int, home string, parts []string, s Spec) (*Seeded, error)
 		syscall.Close(fd)
 		return nil, fmt.Errorf("loginfile: HOME %s: %w", s.Home, err)
 	}
-	at := s.Home
-	for _, c := range parts[:len(parts)-1] {
-		at = filepath.Join(at, c)
-		next, err := descend(fd, c, at, true)
-		syscall.Close(fd)
-		if err != nil {
-			return nil, err
-		}
-		if err := syscall.Fchmod(next, 0o700); err != nil {
-			syscall.Close(next)
-			return nil, fmt.Errorf("loginfile: %s: %w", at, err)
-		}
-		fd = next
+	if fd, err = descendAll(fd, s.Home, parts[:len(parts)-1], true); err != nil {
+		return nil, err
 	}
 	defer syscall.Close(fd)
 	file := filepath.Join(s.Home, filepath.Join(parts...))
