@@ -53,12 +53,28 @@ var realACPAgents = []realACPAgent{
 // skips/fails the test.
 func realACPConfig(tb testing.TB, ra realACPAgent) map[string]any {
 	tb.Helper()
-	if testing.Short() {
-		tb.Skipf("-short: %s is a real agent CLI (seconds to minutes of CPU per session); the full test command runs it", ra.cli)
+	binary, node := realCLIBinary(tb, ra.cli)
+	cfg := map[string]any{"binary": binary, "turnTimeoutMs": 180000}
+	if ra.slow {
+		cfg["turnTimeoutMs"], cfg["startTimeoutMs"] = 600000, 600000
 	}
-	c, ok := clis.Lookup(ra.cli)
+	if node != "" {
+		cfg["node"] = node
+	}
+	return cfg
+}
+
+// realCLIBinary locates the pinned package name and returns its binary and, for a
+// JavaScript entry script, the Node.js binary; it skips under -short, and when the
+// package is not installed (unless it is required and the test runs in CI: it fails).
+func realCLIBinary(tb testing.TB, name string) (binary, node string) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skipf("-short: %s is a real agent CLI (seconds to minutes of CPU per session); the full test command runs it", name)
+	}
+	c, ok := clis.Lookup(name)
 	if !ok {
-		tb.Fatalf("no pinned package %s", ra.cli)
+		tb.Fatalf("no pinned package %s", name)
 	}
 	dir := os.Getenv("AGENTPROOF_AGENTS_DIR")
 	if dir == "" {
@@ -74,18 +90,12 @@ func realACPConfig(tb testing.TB, ra realACPAgent) map[string]any {
 	case err != nil:
 		tb.Fatalf("locating %s: %v", c.Name, err)
 	}
-	cfg := map[string]any{"binary": in.Binary, "turnTimeoutMs": 180000}
-	if ra.slow {
-		cfg["turnTimeoutMs"], cfg["startTimeoutMs"] = 600000, 600000
-	}
 	if in.Runtime == clis.RuntimeNode {
-		node, err := clis.Node(context.Background(), []string{"PATH=/usr/local/bin:/usr/bin:/bin"})
-		if err != nil {
+		if node, err = clis.Node(context.Background(), []string{"PATH=/usr/local/bin:/usr/bin:/bin"}); err != nil {
 			tb.Fatal(err)
 		}
-		cfg["node"] = node
 	}
-	return cfg
+	return in.Binary, node
 }
 
 // realWorld is one real agent's world: an acpWorld plus the scripted model serving
