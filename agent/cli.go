@@ -441,7 +441,10 @@ var ClaudeOfflineEnv = []string{
 // npm selects the wire format) at modelURL whose key OpenCode reads from keyVar
 // ({env:…} substitution), sharing and autoupdate off, bash and edits allowed, web
 // fetches denied, and the local MCP server `<executable> mcp` whose environment names
-// mcpVars as {env:…} references (the values stay in OpenCode's environment).
+// mcpVars as {env:…} references (the values stay in OpenCode's environment), with a
+// timeout of 30 s: OpenCode waits that long for the server to start and list its tools
+// before its first model request, and then starts without them (docs/clis.md); it is
+// also the limit of each tool call.
 func OpenCodeConfig(npm, modelURL, model, keyVar, executable string, mcpVars []string) string {
 	mcpEnv := map[string]string{}
 	for _, v := range mcpVars {
