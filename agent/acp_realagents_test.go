@@ -135,15 +135,7 @@ func newRealWorldWith(tb testing.TB, ra realACPAgent, scripts func(workspace str
 			tb.Fatal(err)
 		}
 	}
-	rs, err := scriptedmodel.NewRunSet(scripts(w.workspace), scriptedmodel.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	running, err := rs.Listen("127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = running.Close(context.Background()) })
+	rs, running := serveScripts(tb, scripts(w.workspace))
 	cfg["modelBaseUrl"] = running.URL
 	return &realWorld{acpWorld: w, model: rs, running: running, cfg: cfg}
 }

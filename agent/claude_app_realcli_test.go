@@ -63,15 +63,7 @@ func newClaudeAppWorld(t *testing.T, scripts func(workspace string) ([]*scripted
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := scriptedmodel.NewRunSet(sc, scriptedmodel.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	running, err := rs.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = running.Close(context.Background()) })
+	rs, running := serveScripts(t, sc)
 	cfg["modelBaseUrl"] = running.URL
 	return &claudeAppWorld{acpWorld: w, model: rs, cfg: cfg}
 }

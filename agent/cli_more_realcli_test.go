@@ -84,20 +84,8 @@ func TestMoreCLIsOffline(t *testing.T) {
 			cfg := optionalCLIConfig(t, mc.name)
 			env := runEnv(t)
 			env.Secrets = nil
-			sc, err := scriptedmodel.ParseScript(mc.name, []byte(moreCLIScript), map[string]string{"nonce": "n" + mc.name, "ws": env.Workspace})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rs, err := scriptedmodel.NewRunSet([]*scriptedmodel.Script{sc}, scriptedmodel.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			running, err := rs.Listen("127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer running.Close(context.Background())
-			cfg["modelBaseUrl"] = running.URL
+			rs, url := scriptedModel(t, mc.name, moreCLIScript, map[string]string{"nonce": "n" + mc.name, "ws": env.Workspace})
+			cfg["modelBaseUrl"] = url
 			d := mustNew(t, "exec:"+mc.name, cfg)
 			spec, err := d.Launch(runContext(), env)
 			if err != nil {
@@ -148,6 +136,33 @@ func TestMoreCLIsOffline(t *testing.T) {
 			t.Logf("%s: %v, %d model requests", mc.name, elapsed.Round(time.Millisecond), len(rs.Requests()))
 		})
 	}
+}
+
+// scriptedModel serves one run of the script src (YAML, rendered with vars) on a
+// loopback port until the test ends, and returns its run set and base URL.
+func scriptedModel(t *testing.T, name, src string, vars map[string]string) (*scriptedmodel.RunSet, string) {
+	t.Helper()
+	sc, err := scriptedmodel.ParseScript(name, []byte(src), vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, running := serveScripts(t, []*scriptedmodel.Script{sc})
+	return rs, running.URL
+}
+
+// serveScripts serves scripts (one per run) on a loopback port until the test ends.
+func serveScripts(tb testing.TB, scripts []*scriptedmodel.Script) (*scriptedmodel.RunSet, *scriptedmodel.Running) {
+	tb.Helper()
+	rs, err := scriptedmodel.NewRunSet(scripts, scriptedmodel.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	running, err := rs.Listen("127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = running.Close(context.Background()) })
+	return rs, running
 }
 
 func clipOut(b []byte) string {

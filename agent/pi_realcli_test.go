@@ -101,15 +101,7 @@ func newPiWorld(tb testing.TB, nonce string, scripts ...string) *piWorld {
 		}
 		parsed = append(parsed, sc)
 	}
-	rs, err := scriptedmodel.NewRunSet(parsed, scriptedmodel.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	running, err := rs.Listen("127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = running.Close(context.Background()) })
+	rs, running := serveScripts(tb, parsed)
 	cfg["modelBaseUrl"] = running.URL
 	w.model = rs
 	return w

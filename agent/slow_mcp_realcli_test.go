@@ -108,21 +108,9 @@ func testExecOpenCodeSlowMCP(t *testing.T) {
 	env.Secrets = nil
 	var started string
 	env.Executable, started = lateMCPExecutable(t)
-	sc, err := scriptedmodel.ParseScript("opencode", []byte(lateMCPScript), map[string]string{"nonce": nonce})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := scriptedmodel.NewRunSet([]*scriptedmodel.Script{sc}, scriptedmodel.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	running, err := rs.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer running.Close(context.Background())
+	rs, url := scriptedModel(t, "opencode", lateMCPScript, map[string]string{"nonce": nonce})
 	// minutes of wall time for one run at a high load average (acp:opencode's note)
-	d := mustNew(t, "exec:opencode", map[string]any{"binary": binary, "timeoutMs": 600000, "modelBaseUrl": running.URL})
+	d := mustNew(t, "exec:opencode", map[string]any{"binary": binary, "timeoutMs": 600000, "modelBaseUrl": url})
 	spec, err := d.Launch(runContext(), env)
 	if err != nil {
 		t.Fatal(err)
