@@ -283,12 +283,7 @@ func board04(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	n := 0
-	for _, c := range st.Comments {
-		if c.Body == "exactly once" {
-			n++
-		}
-	}
+	n := count(st.Comments, func(c *controlplane.Comment) bool { return c.Body == "exactly once" })
 	if n != 1 || len(countWakes(st, controlplane.WakeIssueCommented)) != 1 {
 		return failf("%d comments and %d issue_commented wakes, want 1 and 1", n, len(countWakes(st, controlplane.WakeIssueCommented)))
 	}

@@ -227,13 +227,7 @@ func openDefault(ctx context.Context, h Harness, seed controlplane.Seed, caps ..
 }
 
 func countComments(st controlplane.State, taskID string) int {
-	n := 0
-	for _, c := range st.Comments {
-		if c.TaskID == taskID {
-			n++
-		}
-	}
-	return n
+	return count(st.Comments, func(c *controlplane.Comment) bool { return c.TaskID == taskID })
 }
 
 func case12(ctx context.Context, h Harness) error {
@@ -545,13 +539,7 @@ func case24(ctx context.Context, h Harness) error {
 	if err != nil {
 		return err
 	}
-	n := 0
-	for _, t := range st.Tasks {
-		if t.Title == "Child" {
-			n++
-		}
-	}
-	return equal(n, 1, "child tasks")
+	return equal(count(st.Tasks, func(t *controlplane.Task) bool { return t.Title == "Child" }), 1, "child tasks")
 }
 
 func budgetSeed(faults ...*controlplane.FaultRule) controlplane.Seed {

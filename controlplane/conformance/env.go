@@ -125,6 +125,17 @@ func deref(p *string) string {
 	return *p
 }
 
+// count is how many of xs keep holds for.
+func count[T any](xs []T, keep func(T) bool) int {
+	n := 0
+	for _, x := range xs {
+		if keep(x) {
+			n++
+		}
+	}
+	return n
+}
+
 func countWakes(st controlplane.State, reason controlplane.WakeReason) []*controlplane.ScheduledWake {
 	var out []*controlplane.ScheduledWake
 	for _, w := range st.Wakes {
