@@ -200,26 +200,42 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value) {
 	}
 	m := reflect.MakeMapWithSize(t, len(n.Content)/2)
 	v.Set(m)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := d.resolve(n.Content[i]), n.Content[i+1]
-		if k == nil {
-			return
-		}
-		if k.Kind != yaml.ScalarNode {
-			d.errorf(k, "expected a string key, got %s", kindName(k))
-			continue
-		}
+	d.entries(n, "a string key", func(k, val *yaml.Node) {
 		if m.MapIndex(reflect.ValueOf(k.Value).Convert(t.Key())).IsValid() {
 			d.errorf(k, "duplicate key %q", k.Value)
-			continue
+			return
 		}
 		d.pos[mapEntry{m.Pointer(), k.Value}] = d.at(k)
 		e := reflect.New(t.Elem()).Elem()
-		d.path = append(d.path, pathSeg{key: k.Value})
-		d.decode(val, e)
-		d.path = d.path[:len(d.path)-1]
+		d.within(k.Value, func() { d.decode(val, e) })
 		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), e)
+	})
+}
+
+// entries calls f with the resolved key and the value of every entry of the mapping
+// n, in order. A key that is not a scalar is a problem ("expected <want>, got …")
+// and its entry is skipped. It returns false, having called f for the entries before
+// it, at a key that does not resolve (resolve reported why).
+func (d *decoder) entries(n *yaml.Node, want string, f func(k, val *yaml.Node)) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := d.resolve(n.Content[i])
+		if k == nil {
+			return false
+		}
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(k, "expected %s, got %s", want, kindName(k))
+			continue
+		}
+		f(k, n.Content[i+1])
 	}
+	return true
+}
+
+// within runs f with key appended to the decoder's path (the place its problems name).
+func (d *decoder) within(key string, f func()) {
+	d.path = append(d.path, pathSeg{key: key})
+	f()
+	d.path = d.path[:len(d.path)-1]
 }
 
 // decodeScalar decodes the scalar n into v of a string (a YAML string or timestamp),
@@ -298,15 +314,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 	}
 	fs := fieldsOf(v.Type())
 	var seen uint64 // bit i: field i was set (catalog structs have fewer than 64 fields)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := d.resolve(n.Content[i]), n.Content[i+1]
-		if k == nil {
-			return
-		}
-		if k.Kind != yaml.ScalarNode {
-			d.errorf(k, "expected a key, got %s", kindName(k))
-			continue
-		}
+	d.entries(n, "a key", func(k, val *yaml.Node) {
 		idx, ok := fs.index[k.Value]
 		if !ok {
 			if near := Suggest(k.Value, fs.names); len(near) > 0 {
@@ -314,17 +322,15 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) {
 			} else {
 				d.errorf(k, "unknown key %q (known keys: %s)", k.Value, strings.Join(fs.names, ", "))
 			}
-			continue
+			return
 		}
 		if seen&(1<<idx) != 0 {
 			d.errorf(k, "duplicate key %q", k.Value)
-			continue
+			return
 		}
 		seen |= 1 << idx
-		d.path = append(d.path, pathSeg{key: k.Value})
-		d.decode(val, v.Field(idx))
-		d.path = d.path[:len(d.path)-1]
-	}
+		d.within(k.Value, func() { d.decode(val, v.Field(idx)) })
+	})
 }
 
 // plain converts a node to a JSON-like Go value: map[string]any, []any, string, int,
@@ -376,14 +382,10 @@ func (d *decoder) convertMapping(n *yaml.Node, ordered bool) any {
 	} else {
 		m = make(map[string]any, len(n.Content)/2)
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := d.resolve(n.Content[i])
-		if k == nil {
-			return nil
-		}
-		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
+	complete := d.entries(n, "a string key", func(k, v *yaml.Node) {
+		if k.ShortTag() == "!!null" {
 			d.errorf(k, "expected a string key, got %s", kindName(k))
-			continue
+			return
 		}
 		dup := false
 		if ordered {
@@ -393,16 +395,18 @@ func (d *decoder) convertMapping(n *yaml.Node, ordered bool) any {
 		}
 		if dup {
 			d.errorf(k, "duplicate key %q", k.Value)
-			continue
+			return
 		}
-		d.path = append(d.path, pathSeg{key: k.Value})
-		val := d.convert(n.Content[i+1], ordered)
-		d.path = d.path[:len(d.path)-1]
+		var val any
+		d.within(k.Value, func() { val = d.convert(v, ordered) })
 		if ordered {
 			obj = append(obj, canonjson.Member{Key: k.Value, Value: val})
 		} else {
 			m[k.Value] = val
 		}
+	})
+	if !complete {
+		return nil
 	}
 	if ordered {
 		return jsPropertyOrder(obj)
