@@ -103,10 +103,7 @@ func writeAttention(b *strings.Builder, c *result.Campaign) {
 				continue
 			}
 			n++
-			fmt.Fprintf(b, "- **%s** — %s: %s", md(r.ExecutionID), md(verdictText(r)), md(detailText(r)))
-			if dir := evidenceDir(r); dir != "" {
-				fmt.Fprintf(b, " (evidence: %s)", md(dir))
-			}
+			writeCellLine(b, r, md(verdictText(r))+": "+md(detailText(r)))
 			if since, ok := c.RegressedSince(r.ExecutionID); ok {
 				fmt.Fprintf(b, " — **%s**", md(regressionWords(since)))
 			}
@@ -139,13 +136,19 @@ func writeKnownFailures(b *strings.Builder, c *result.Campaign) {
 			continue
 		}
 		k := r.KnownFailure
-		fmt.Fprintf(b, "- **%s** — %s since %s (%s): %s", md(r.ExecutionID), md(k.Reason), md(k.Since), md(k.Source), md(detailText(r)))
-		if dir := evidenceDir(r); dir != "" {
-			fmt.Fprintf(b, " (evidence: %s)", md(dir))
-		}
+		writeCellLine(b, r, fmt.Sprintf("%s since %s (%s): %s", md(k.Reason), md(k.Since), md(k.Source), md(detailText(r))))
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+}
+
+// writeCellLine writes a cell's list item, "- **<execution id>** — <text>", and its
+// evidence directory when it has one (text is Markdown already; no line end).
+func writeCellLine(b *strings.Builder, r *result.Result, text string) {
+	fmt.Fprintf(b, "- **%s** — %s", md(r.ExecutionID), text)
+	if dir := evidenceDir(r); dir != "" {
+		fmt.Fprintf(b, " (evidence: %s)", md(dir))
+	}
 }
 
 // writeNotRunHere renders "Not run here": the selected cells this machine could not
