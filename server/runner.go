@@ -133,12 +133,8 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 			status: http.StatusOK, idempotent: true,
 			summary: "Steer a running session turn (the Steer button; Pi, Codex's app-server): post the message as the human's comment on the run's task and deliver it into the running turn with the agent's steer; a comment posted otherwise while a Pi turn runs is a follow-up; 409 run_not_steerable",
 			h: func(ctx context.Context, r *http.Request, _ principal) (any, error) {
-				b, err := readBody(r)
-				if err != nil {
-					return nil, err
-				}
 				var req api.SteerRunRequest
-				if err := DecodeStrict(b, &req); err != nil {
+				if err := decodeBody(r, &req); err != nil {
 					return nil, err
 				}
 				return rn.Steer(ctx, r.PathValue("run"), req, idempotencyKey(r))
@@ -180,12 +176,8 @@ func (s *Server) heartbeatTable(rn *heartbeat.Runner) []route {
 				if _, err := s.pathCompany(r); err != nil {
 					return nil, err
 				}
-				b, err := readBody(r)
-				if err != nil {
-					return nil, err
-				}
 				var req api.PermissionDecisionRequest
-				if err := DecodeStrict(b, &req); err != nil {
+				if err := decodeBody(r, &req); err != nil {
 					return nil, err
 				}
 				return rn.DecidePermission(r.PathValue("company"), r.PathValue("permission"), req.Decision, heartbeat.LocalBoardActor)
