@@ -442,9 +442,9 @@ var ClaudeOfflineEnv = []string{
 // ({env:…} substitution), sharing and autoupdate off, bash and edits allowed, web
 // fetches denied, and the local MCP server `<executable> mcp` whose environment names
 // mcpVars as {env:…} references (the values stay in OpenCode's environment), with a
-// timeout of 30 s: OpenCode waits that long for the server to start and list its tools
-// before its first model request, and then starts without them (docs/clis.md); it is
-// also the limit of each tool call.
+// timeout of 60 s, as Codex and Claude Code get: OpenCode waits that long for the
+// server to start and list its tools before its first model request, and then starts
+// without them (docs/clis.md); it is also the limit of each tool call.
 func OpenCodeConfig(npm, modelURL, model, keyVar, executable string, mcpVars []string) string {
 	mcpEnv := map[string]string{}
 	for _, v := range mcpVars {
@@ -452,7 +452,7 @@ func OpenCodeConfig(npm, modelURL, model, keyVar, executable string, mcpVars []s
 	}
 	cfg := openCodeBase(npm, modelURL, model, keyVar, "allow")
 	cfg["mcp"] = map[string]any{MCPServerName: map[string]any{
-		"type": "local", "command": []string{executable, "mcp"}, "environment": mcpEnv, "enabled": true, "timeout": 30000,
+		"type": "local", "command": []string{executable, "mcp"}, "environment": mcpEnv, "enabled": true, "timeout": 60000,
 	}}
 	b, _ := json.Marshal(cfg) // maps: sorted keys, deterministic
 	return string(b)
