@@ -371,13 +371,9 @@ func chatView(st *controlplane.State, f *Fixtures) map[string]any {
 		AssigneeActorID *string `json:"assigneeActorId"`
 	}
 	type run struct {
-		ID          string                  `json:"id"`
-		ActorID     string                  `json:"actorId"`
-		TaskID      string                  `json:"taskId"`
-		Status      controlplane.RunStatus  `json:"status"`
-		WakeReason  controlplane.WakeReason `json:"wakeReason"`
-		WakePayload json.RawMessage         `json:"wakePayload"`
-		OpenedAt    string                  `json:"openedAt"`
+		viewRun
+		WakePayload json.RawMessage `json:"wakePayload"`
+		OpenedAt    string          `json:"openedAt"`
 	}
 	handed := map[string]bool{}
 	for _, h := range cv.Handoffs {
@@ -396,9 +392,23 @@ func chatView(st *controlplane.State, f *Fixtures) map[string]any {
 		}
 	}
 	for _, r := range st.Runs {
-		runs = append(runs, run{r.ID, r.ActorID, r.TaskID, r.Status, r.Wake.Reason, r.Wake.Payload, r.OpenedAt})
+		runs = append(runs, run{viewRunOf(r), r.Wake.Payload, r.OpenedAt})
 	}
 	return map[string]any{"agentId": f.AgentID, "conversation": cv, "actors": actors, "tasks": tasks, "documents": docs, "runs": runs}
+}
+
+// viewRun is what the chat and company views say first of a run: its id, actor, task,
+// status and wake reason (each view adds its fields after them).
+type viewRun struct {
+	ID         string                  `json:"id"`
+	ActorID    string                  `json:"actorId"`
+	TaskID     string                  `json:"taskId"`
+	Status     controlplane.RunStatus  `json:"status"`
+	WakeReason controlplane.WakeReason `json:"wakeReason"`
+}
+
+func viewRunOf(r *controlplane.Run) viewRun {
+	return viewRun{r.ID, r.ActorID, r.TaskID, r.Status, r.Wake.Reason}
 }
 
 // companyView is the company-wide part of the composite JSON (for the direct blocker
@@ -418,12 +428,8 @@ func companyView(st *controlplane.State, f *Fixtures) map[string]any {
 		ParentID        *string `json:"parentId"`
 	}
 	type run struct {
-		ID         string                  `json:"id"`
-		ActorID    string                  `json:"actorId"`
-		TaskID     string                  `json:"taskId"`
-		Status     controlplane.RunStatus  `json:"status"`
-		WakeReason controlplane.WakeReason `json:"wakeReason"`
-		OpenedAt   string                  `json:"openedAt"`
+		viewRun
+		OpenedAt string `json:"openedAt"`
 	}
 	actors, tasks, runs := []actor{}, []task{}, []run{}
 	for _, a := range st.Actors {
@@ -433,7 +439,7 @@ func companyView(st *controlplane.State, f *Fixtures) map[string]any {
 		tasks = append(tasks, task{t.ID, t.Title, t.AssigneeActorID, t.ParentID})
 	}
 	for _, r := range st.Runs {
-		runs = append(runs, run{r.ID, r.ActorID, r.TaskID, r.Status, r.Wake.Reason, r.OpenedAt})
+		runs = append(runs, run{viewRunOf(r), r.OpenedAt})
 	}
 	return map[string]any{"agentId": f.AgentID, "managerId": f.ManagerID, "actors": actors, "tasks": tasks, "runs": runs}
 }
