@@ -214,24 +214,28 @@ func checkIdempotencyKey(r *http.Request, rt route, p principal) error {
 // idempotencyKey returns the request's (checked) Idempotency-Key, "" when absent.
 func idempotencyKey(r *http.Request) string { return r.Header.Get(api.IdempotencyKeyHeader) }
 
-// bodyKeys checks the deduplication keys of a raw JSON body (events: eventId,
-// sourceEventId; completions: callerDedupeKey, callerResultId) with checkKeyLength. A
-// body that is not a JSON object, or whose members are not strings, is left to the
-// state machine.
-func bodyKeys(b []byte, fields ...string) error {
+// keyedBody reads a raw JSON body (readBody) and checks its deduplication keys
+// (events: eventId, sourceEventId; completions: callerDedupeKey, callerResultId) with
+// checkKeyLength. A body that is not a JSON object, or whose members are not strings,
+// is returned as it is, left to the state machine.
+func keyedBody(r *http.Request, fields ...string) ([]byte, error) {
+	b, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(b, &m) != nil {
-		return nil
+		return b, nil
 	}
 	for _, f := range fields {
 		var v string
 		if raw, ok := m[f]; ok && json.Unmarshal(raw, &v) == nil {
 			if err := checkKeyLength(f, v); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return b, nil
 }
 
 // stateTime parses a timestamp query parameter (field names it): RFC 3339 (for

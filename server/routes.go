@@ -736,11 +736,8 @@ func runOf(b []byte) string {
 }
 
 func (s *Server) appendEvent(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
-	b, err := readBody(r)
+	b, err := keyedBody(r, "eventId", "sourceEventId")
 	if err != nil {
-		return nil, err
-	}
-	if err := bodyKeys(b, "eventId", "sourceEventId"); err != nil {
 		return nil, err
 	}
 	if !p.board {
@@ -796,11 +793,8 @@ func (s *Server) tryCommand(ctx context.Context, r *http.Request, p principal) (
 }
 
 func (s *Server) complete(ctx context.Context, r *http.Request, p principal, c *store.Company) (any, error) {
-	b, err := readBody(r)
+	b, err := keyedBody(r, "callerDedupeKey", "callerResultId")
 	if err != nil {
-		return nil, err
-	}
-	if err := bodyKeys(b, "callerDedupeKey", "callerResultId"); err != nil {
 		return nil, err
 	}
 	if !p.board {
