@@ -21,15 +21,19 @@ var sensitiveKeys = map[string]bool{
 
 // SensitiveKey reports whether a JSON object key names a secret (api key, token, secret,
 // password, authorization, cookie, …) so that its value must be redacted.
-func SensitiveKey(key string) bool {
-	k := strings.Map(func(r rune) rune {
+func SensitiveKey(key string) bool { return sensitiveKeys[FoldKey(key)] }
+
+// FoldKey is the form in which a key is compared with the names of secrets: lower
+// case, without "_", "-", "." and spaces (OPENAI_API_KEY and openai-api-key are both
+// "openaiapikey").
+func FoldKey(key string) string {
+	return strings.Map(func(r rune) rune {
 		switch r {
 		case '_', '-', '.', ' ':
 			return -1
 		}
 		return r
 	}, strings.ToLower(key))
-	return sensitiveKeys[k]
 }
 
 // ScanJSON walks a decoded JSON value (as encoding/json produces, with or without

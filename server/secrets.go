@@ -129,8 +129,8 @@ func (s *Server) resolve(ctx context.Context, company string, ref api.SecretRef,
 	return string(plain), nil
 }
 
-// credentialWords mark a key as naming a credential (compared lower-case with _ - .
-// and spaces removed), beyond redact.SensitiveKey's exact names (so OPENAI_API_KEY,
+// credentialWords mark a key as naming a credential (compared with its folded form,
+// redact.FoldKey), beyond redact.SensitiveKey's exact names (so OPENAI_API_KEY,
 // githubToken, dbPassword are credentials).
 var credentialWords = []string{"apikey", "token", "secret", "password", "passwd", "credential", "privatekey", "accesskey", "auth"}
 
@@ -138,13 +138,7 @@ func credentialKey(k string) bool {
 	if redact.SensitiveKey(k) {
 		return true
 	}
-	n := strings.Map(func(r rune) rune {
-		switch r {
-		case '_', '-', '.', ' ':
-			return -1
-		}
-		return r
-	}, strings.ToLower(k))
+	n := redact.FoldKey(k)
 	for _, w := range credentialWords {
 		if strings.Contains(n, w) {
 			return true
