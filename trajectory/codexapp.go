@@ -43,12 +43,9 @@ func codexAppClient(c *sessionConv, at string, msg map[string]any) {
 	params := obj(msg["params"])
 	switch str(msg["method"]) {
 	case "turn/start":
-		var text []string
-		for _, in := range list(params["input"]) {
-			text = append(text, str(obj(in)["text"]))
-		}
-		c.t.Add(Step{Role: RoleUser, Kind: "turn/start", Time: at, Message: NewText(strings.Join(text, ""))})
-		c.cur, c.prompt = -1, strings.Join(text, "")
+		text := codexAppText(params["input"])
+		c.t.Add(Step{Role: RoleUser, Kind: "turn/start", Time: at, Message: NewText(text)})
+		c.cur, c.prompt = -1, text
 	case "turn/steer":
 		c.t.Add(Step{Role: RoleSystem, Kind: "turn/steer", Time: at, Message: NewText("the human sent a steering message into the running turn")})
 	case "turn/interrupt":
@@ -86,17 +83,23 @@ func codexAppAgent(c *sessionConv, at string, msg map[string]any) {
 	}
 }
 
+// codexAppText is the text of a user input list (turn/start's input, a userMessage
+// item's content): every element's text, joined without a separator.
+func codexAppText(v any) string {
+	var text []string
+	for _, in := range list(v) {
+		text = append(text, str(obj(in)["text"]))
+	}
+	return strings.Join(text, "")
+}
+
 // codexAppItem applies one finished item.
 func codexAppItem(c *sessionConv, at string, it map[string]any) {
 	const kind = "item"
 	id := str(it["id"])
 	switch str(it["type"]) {
 	case "userMessage":
-		var text []string
-		for _, b := range list(it["content"]) {
-			text = append(text, str(obj(b)["text"]))
-		}
-		if m := strings.Join(text, ""); m != c.prompt {
+		if m := codexAppText(it["content"]); m != c.prompt {
 			c.t.Add(Step{Role: RoleUser, Kind: "userMessage", Time: at, Message: NewText(m)})
 			c.cur = -1
 		}
