@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -236,6 +237,53 @@ func processesUnder(dir string) []string {
 	return out
 }
 
+// freezeUnder stops (SIGSTOP) the live processes processesUnder(dir) finds and returns
+// the pids of those still stopped afterwards (none: every one ended meanwhile, and
+// nothing is left stopped).
+func freezeUnder(dir string) []int {
+	var pids []int
+	for _, p := range processesUnder(dir) {
+		pid, err := strconv.Atoi(p[:strings.IndexByte(p, ':')])
+		if err == nil && syscall.Kill(pid, syscall.SIGSTOP) == nil {
+			pids = append(pids, pid)
+		}
+	}
+	var stopped []int
+	for _, pid := range pids {
+		if waitStopped(pid) {
+			stopped = append(stopped, pid)
+		}
+	}
+	if len(stopped) == 0 {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	return stopped
+}
+
+// waitStopped reports whether pid is in the stopped state (T), waiting up to a second
+// for a SIGSTOP sent to it to take effect; false once it is gone or a zombie.
+func waitStopped(pid int) bool {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) {
+			return false
+		}
+		switch stat[i+2] {
+		case 'T':
+			return true
+		case 'Z', 'X':
+			return false
+		}
+	}
+	return false
+}
+
 // TestRunInterrupted: SIGINT mid-campaign stops scheduling, stops the running agents
 // and servers, writes what finished, marks the campaign partial and exits 130; no
 // process of the campaign is left in the process table and no attempt root remains.
@@ -247,18 +295,28 @@ func TestRunInterrupted(t *testing.T) {
 	// The reference agent's local cells of them, so that the resume below stays short
 	// (sandbox cells need a short TMPDIR for their bridge sockets; run_sandbox.txtar).
 	cmd, stdout, stderr := startRun(t, tmp, "--group", "builtin", "--profile", "reference", "--environment", "local", "--results", res, "--campaign", "int", "--max-parallel", "2", "--progress", "plain")
-	// Wait until one attempt finished and another is running.
-	mid := false
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && !mid; time.Sleep(20 * time.Millisecond) {
+	// Wait until one attempt finished and another is running, and hold the running
+	// attempts there: their processes (the attempts' control-plane servers) are stopped
+	// (SIGSTOP) until the interrupt is sent, so that it lands mid-attempt even when the
+	// machine is slow (an attempt takes a tenth of a second: between a look at the
+	// process table and the signal, it could have finished and the next not started).
+	var frozen []int
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && len(frozen) == 0; time.Sleep(20 * time.Millisecond) {
 		results, _ := filepath.Glob(filepath.Join(res, "int", "*", "*", "*", "*", "attempt-1", "result.json"))
 		roots, _ := filepath.Glob(filepath.Join(tmp, "agentproof-attempt-*"))
-		mid = len(results) >= 1 && len(roots) >= 1 && len(processesUnder(tmp)) > 0
+		if len(results) >= 1 && len(roots) >= 1 {
+			frozen = freezeUnder(tmp)
+		}
 	}
-	if !mid {
+	if len(frozen) == 0 {
 		t.Fatalf("the campaign never reached its middle; stdout %s; stderr %s", stdout, stderr)
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the interrupt is seen before they go on
+	for _, pid := range frozen {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
 	err := cmd.Wait()
 	var ee *exec.ExitError
