@@ -140,7 +140,9 @@ const (
 	Resume ResumeMode = iota + 1
 	// RerunFailed (`run --rerun-failed`) runs again the repetitions whose chosen
 	// result does not count as passed (failed, inconclusive or missing); passed ones
-	// are kept.
+	// are kept, and so are known failures (a cell that ended as its entry in the
+	// catalog's baseline of known failures expects: the campaign does not count it as
+	// failed).
 	RerunFailed
 )
 
@@ -229,7 +231,7 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 	p.Units, p.resumed, p.CatalogSources = nil, true, rec.Catalog
 	for _, u := range units {
 		outs := counted[u.Cell.ID]
-		if i := u.Repetition - 1; i < len(outs) && keep(mode, outs[i]) {
+		if i := u.Repetition - 1; i < len(outs) && keep(mode, outs[i], class[u.Cell.ID], u.Cell.KnownFailure) {
 			p.Kept = append(p.Kept, Kept{Cell: u.Cell, Repetition: u.Repetition, Counted: outs[i].Counted, Class: class[u.Cell.ID]})
 			continue
 		}
@@ -243,12 +245,18 @@ func ResumePlan(c *catalog.Catalog, root string, mode ResumeMode, opts Options) 
 	return p, nil
 }
 
-// keep reports whether a stored repetition's outcome is kept in mode.
-func keep(mode ResumeMode, o result.RepetitionOutcome) bool {
+// keep reports whether a stored repetition's outcome is kept in mode: by Resume
+// whenever it has a result; by RerunFailed when it passed or is a known failure
+// (result.StateFor with class, its judgement's failure class, and k, the cell's entry
+// in the baseline of known failures, nil for none).
+func keep(mode ResumeMode, o result.RepetitionOutcome, class verdict.FailureClass, k *catalog.KnownFailure) bool {
 	if o.Missing {
 		return false
 	}
-	return mode == Resume || o.Counted == verdict.Passed
+	if mode == Resume || o.Counted == verdict.Passed {
+		return true
+	}
+	return k != nil && result.StateFor(o.Counted, class, k.Expected) == result.StateKnownFailure
 }
 
 // highestAttempt is the highest n of the attempt-<n> directories in dir (0 when there

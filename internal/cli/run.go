@@ -88,7 +88,7 @@ func newRunCmd(a *app) *cobra.Command {
 	f.BoolVar(&o.live, "live", false, "run agent CLI cells against their profile's live provider instead of the scripted model (needs the profile's credential)")
 	f.IntVar(&o.repeat, "repeat", 1, "run every selected cell N times, each repetition an independent attempt (pass rate, pass^k, pass@k, flaky in the report)")
 	f.StringVar(&o.resume, "resume", "", "continue the campaign `id` under --results: run its selected cells (and repetitions) that have no result, keep the rest")
-	f.StringVar(&o.rerunFailed, "rerun-failed", "", "run the cells of the campaign `id` under --results that did not pass again, as new attempts of the same campaign")
+	f.StringVar(&o.rerunFailed, "rerun-failed", "", "run the cells of the campaign `id` under --results that did not pass (known failures aside) again, as new attempts of the same campaign")
 	f.BoolVar(&o.newDefinition, "new-definition", false, "with --resume or --rerun-failed: a suite whose definition changed since the campaign started starts its new definition in the campaign (every cell of it runs again) instead of being refused")
 	instance := f.VarPF(instanceFlag{&o.instances}, "instance", "", "where each attempt's control-plane instance runs: in-process (inside this process, except cells whose flow restarts or kills a process, hostile and sandbox cells, which get a serve child) or child (an agentproof serve child process for every attempt)")
 	instance.DefValue = string(attempt.InstanceInProcess)
@@ -213,7 +213,8 @@ selection, repetitions and seed from <results>/<campaign>/plan.json (written bef
 the first attempt), keeps every stored result, and runs the cells (repetitions) that
 have none, including those killed mid-attempt (their evidence stays; the new attempt
 gets the next attempt number). --rerun-failed <campaign> runs the cells whose result
-does not count as passed again, as new attempts; the report then chooses the newest
+does not count as passed again, as new attempts (a known failure, which the campaign
+does not count as failed, is left as it is); the report then chooses the newest
 attempt of each cell and campaign.json lists both under "candidates". Neither takes
 selectors or --campaign; both refuse (exit 2) a campaign without plan.json, one whose
 plan.json was edited, or one whose suites changed definition since it started — a
@@ -855,12 +856,23 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 
 // nothingToRun says, on stdout, that a resumed campaign has nothing to run: with
 // --resume every repetition has a result (the campaign is complete), with
-// --rerun-failed every one counted as passed. Nothing is written; the exit code is 0.
+// --rerun-failed every one counted as passed or is a known failure. Nothing is written; the exit code is 0.
 func nothingToRun(a *app, o runOptions, plan *campaign.Plan, dir string) {
 	n := len(plan.Kept)
 	if o.resume != "" {
 		fmt.Fprintf(a.stdout, "Campaign %s is complete: each of its %d cell(s) has a result for every repetition (%d stored), so --resume has nothing to run. Its report: %s\n",
 			plan.CampaignID, len(plan.Cells), n, filepath.Join(dir, report.SummaryFile))
+		return
+	}
+	known := 0
+	for _, k := range plan.Kept {
+		if k.Counted != verdict.Passed {
+			known++ // kept by --rerun-failed without passing: a known failure
+		}
+	}
+	if known > 0 {
+		fmt.Fprintf(a.stdout, "Campaign %s: none of its %d cell(s) failed (%d stored result(s): %d passed, %d known failure(s), which --rerun-failed leaves as they are), so --rerun-failed has nothing to run. Its report: %s\n",
+			plan.CampaignID, len(plan.Cells), n, n-known, known, filepath.Join(dir, report.SummaryFile))
 		return
 	}
 	fmt.Fprintf(a.stdout, "Campaign %s: every one of its %d cell(s) passed (%d stored result(s)), so --rerun-failed has nothing to run. Its report: %s\n",
