@@ -87,27 +87,35 @@ func loadCatalog(src catalogSource) (*catalog.Catalog, error) {
 	return c, nil
 }
 
-// withDefaultHint adds defaultHint to err, the error of loading src, when
-// defaultWouldFix(src); else it returns err as it is.
+// withDefaultHint adds defaultHint(src, err) to err, the error of loading src, when
+// there is one; else it returns err as it is.
 func withDefaultHint(src catalogSource, err error) error {
-	if !defaultWouldFix(src) {
-		return err
+	if hint := defaultHint(src, err); hint != "" {
+		return fmt.Errorf("%w\n%s", err, hint)
 	}
-	return fmt.Errorf("%w\n%s", err, defaultHint)
+	return err
 }
 
-// defaultHint says that --with-default makes an invalid catalog valid.
-const defaultHint = "what it names unknown is in the embedded default catalog: add --with-default to use it"
-
-// defaultWouldFix reports whether src, a catalog that did not load, has --catalog
-// paths without the default catalog and those paths with it load without error (what
-// they name unknown is the default catalog's: reference, local, message-marker, …).
-func defaultWouldFix(src catalogSource) bool {
-	if len(src.paths) == 0 || src.withDefault {
-		return false
+// defaultHint says that --with-default would help src, a catalog of --catalog paths
+// without the embedded default catalog whose loading failed with err: "" when it
+// would not (src has the default already, err is no validation error, or src with the
+// default has as many problems or more). With the default the catalog is valid (what
+// it names unknown is the default catalog's: reference, local, message-marker, …), or
+// has fewer problems (some of them are).
+func defaultHint(src catalogSource, err error) string {
+	var ve *catalog.ValidationError
+	if len(src.paths) == 0 || src.withDefault || !errors.As(err, &ve) {
+		return ""
 	}
-	_, err := readCatalog(catalogSource{paths: src.paths, withDefault: true})
-	return err == nil
+	_, again := readCatalog(catalogSource{paths: src.paths, withDefault: true})
+	if again == nil {
+		return "what it names unknown is in the embedded default catalog: add --with-default to use it"
+	}
+	var ve2 *catalog.ValidationError
+	if errors.As(again, &ve2) && len(ve2.Problems) < len(ve.Problems) {
+		return fmt.Sprintf("some of what it names unknown is in the embedded default catalog: with --with-default it has %d problem(s) instead of %d", len(ve2.Problems), len(ve.Problems))
+	}
+	return ""
 }
 
 // readCatalog loads the catalog src selects with the flow registry's flows and their

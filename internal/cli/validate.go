@@ -75,8 +75,8 @@ internal error (a bug in agentproof).`,
 				for _, p := range ve.Problems {
 					fmt.Fprintln(a.stderr, p.String())
 				}
-				if defaultWouldFix(*dir) {
-					fmt.Fprintln(a.stderr, defaultHint)
+				if hint := defaultHint(*dir, err); hint != "" {
+					fmt.Fprintln(a.stderr, hint)
 				}
 				return withExit(ExitUsage, fmt.Errorf("catalog is invalid: %d problem(s)", len(ve.Problems)))
 			}
