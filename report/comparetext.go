@@ -61,7 +61,11 @@ func CompareText(c *result.Comparison) []byte {
 	}
 	var parts []string
 	for _, ch := range result.Changes {
-		parts = append(parts, fmt.Sprintf("%d %s", c.Counts[ch], strings.TrimSuffix(ch.Words(), " (not compared)")))
+		words := strings.TrimSuffix(ch.Words(), " (not compared)")
+		if ch == result.ChangeKnownFailure {
+			words = "known failure(s)" // a noun, as on the campaign's last line
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", c.Counts[ch], words))
 	}
 	fmt.Fprintf(&b, "\n%s\n", strings.Join(parts, ", "))
 	return []byte(b.String())

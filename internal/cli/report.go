@@ -246,9 +246,11 @@ The results directory is locked (<results>/.agentproof-results.lock) while the r
 is written; when an 'agentproof run' or another report holds it, report exits 2 at
 once instead of waiting.
 
-Exit codes: 0 every cell passed (calibration cells: met their expectation), 1 a cell
-failed, 3 nothing failed but a cell was inconclusive, 2 bad flags, unreadable input or
-a results directory in use, 70 internal error (a bug in agentproof).`
+Exit codes: 0 every cell passed (calibration cells: met their expectation; a known
+failure does not fail it), 1 a cell failed, 3 nothing failed but a cell was
+inconclusive, 4 partial: every cell that ran passed but some selected cells were not
+run here (this machine could not provide their environment), 2 bad flags, unreadable
+input or a results directory in use, 70 internal error (a bug in agentproof).`
 
 func newReportMergeCmd(a *app) *cobra.Command {
 	var f reportFlags
