@@ -706,9 +706,9 @@ func shellQuote(s string) string {
 // declares a resource limit the provider cannot enforce on this machine
 // (ProbeReport.UnenforcedReason: a normal user's sandbox on cgroup v1, for example),
 // which would otherwise run without it. A selection that names
-// such an environment (--environment) or cell (--id) is a configuration error instead
-// (exit 2, nothing started), naming every missing requirement, the environments and
-// what to do.
+// such an environment (--environment) or cell (--id), or none of whose cells can run
+// here, is a configuration error instead (exit 2, nothing started), naming every
+// missing requirement, the environments and what to do.
 func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector, provs []environment.Provider, unpinned map[string]string) (map[string]string, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -752,7 +752,35 @@ func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector
 	if len(out) == 0 {
 		return nil, nil
 	}
+	if len(out) == len(cells) {
+		return nil, nothingRunsHere(cells, out)
+	}
 	return out, nil
+}
+
+// nothingRunsHere is the configuration error of a selection none of whose cells this
+// machine can run (notRun: each cell's id → why): a campaign of nothing but cells not
+// run here would prove nothing, so nothing starts (exit 2). It names each reason with
+// its environments.
+func nothingRunsHere(cells []*catalog.Cell, notRun map[string]string) error {
+	envsOf := map[string][]string{}
+	var reasons []string
+	for _, c := range cells {
+		why := notRun[c.ID]
+		if !slices.Contains(reasons, why) {
+			reasons = append(reasons, why)
+		}
+		if !slices.Contains(envsOf[why], c.Environment.ID) {
+			envsOf[why] = append(envsOf[why], c.Environment.ID)
+		}
+	}
+	var parts []string
+	for _, why := range reasons {
+		parts = append(parts, fmt.Sprintf("environment %s: %s", strings.Join(envsOf[why], ", "), why))
+	}
+	return usageErrorf("none of the %d selected cell(s) can run on this machine, so nothing was started: %s "+
+		"(`agentproof environments probe` says what this machine gives and how to get the rest; select cells of other environments to run them)",
+		len(cells), strings.Join(parts, "; "))
 }
 
 // notRunSelected is the configuration error of a selection that names cells of

@@ -109,6 +109,14 @@ func TestRunUnprivilegedNotRunHere(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "work", "res2")); err == nil {
 		t.Error("--environment sandbox wrote results before refusing")
 	}
+	// A suite none of whose cells can run here: exit 2, nothing written, each reason named.
+	out, code = run("run", "--suite", "sandbox-compatibility", "--results", "res3")
+	if code != int(verdict.ExitUsage) || !strings.Contains(out, "selected cell(s) can run on this machine, so nothing was started: environment sandbox: "+reason) {
+		t.Errorf("--suite sandbox-compatibility: exit %d, want 2 naming the reason\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "work", "res3")); err == nil {
+		t.Error("a selection with nothing to run here wrote results")
+	}
 }
 
 // unenforcedSandboxLimits is the reason the default sandbox environments' cells are
