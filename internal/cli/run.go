@@ -706,9 +706,9 @@ func shellQuote(s string) string {
 // declares a resource limit the provider cannot enforce on this machine
 // (ProbeReport.UnenforcedReason: a normal user's sandbox on cgroup v1, for example),
 // which would otherwise run without it. A selection that names
-// such an environment (--environment) or cell (--id), or none of whose cells can run
-// here, is a configuration error instead (exit 2, nothing started), naming every
-// missing requirement, the environments and what to do.
+// such an environment (--environment) or cell (--id) is a configuration error instead
+// (exit 2, nothing started), naming every missing requirement, the environments and
+// what to do.
 func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector, provs []environment.Provider, unpinned map[string]string) (map[string]string, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -752,16 +752,14 @@ func notRunHere(ctx context.Context, cells []*catalog.Cell, sel catalog.Selector
 	if len(out) == 0 {
 		return nil, nil
 	}
-	if len(out) == len(cells) {
-		return nil, nothingRunsHere(cells, out)
-	}
 	return out, nil
 }
 
-// nothingRunsHere is the configuration error of a selection none of whose cells this
-// machine can run (notRun: each cell's id → why): a campaign of nothing but cells not
-// run here would prove nothing, so nothing starts (exit 2). It names each reason with
-// its environments.
+// nothingRunsHere is the configuration error of a new, unsharded selection none of
+// whose cells this machine can run (notRun: each cell's id → why): a campaign of
+// nothing but cells not run here would prove nothing, so nothing starts (exit 2). A
+// shard or a resumed campaign is part of a larger plan and records its cells as not
+// run here instead. It names each reason with its environments.
 func nothingRunsHere(cells []*catalog.Cell, notRun map[string]string) error {
 	envsOf := map[string][]string{}
 	var reasons []string
@@ -921,6 +919,9 @@ func (a *app) prepare(cmd *cobra.Command, plan *campaign.Plan, o runOptions) (ma
 	notRun, err := notRunHere(cmd.Context(), plan.UnitCells(), o.sel, providers.All(), a.unpinned)
 	if err != nil {
 		return nil, err
+	}
+	if cells := plan.UnitCells(); len(cells) > 0 && len(notRun) == len(cells) && o.shards.shard == "" && o.resume == "" && o.rerunFailed == "" {
+		return nil, nothingRunsHere(cells, notRun)
 	}
 	plan.SetNotRunHere(notRun)
 	return a.ensureCLIs(cmd, plan.UnitCells(), o)
