@@ -518,6 +518,9 @@ func reportGaps(a *app, c *result.Campaign, plan *shard.Plan, runs []shard.Run) 
 // valid campaign id holding a campaign.json or at least one result.json.
 func campaignDirs(root string) ([]string, error) {
 	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, usageErrorf("no results directory %s: run a campaign first ('agentproof run --all' writes one there), or name the one it wrote with --results", root)
+	}
 	if err != nil {
 		return nil, &UsageError{Err: fmt.Errorf("reading --results: %w", err)}
 	}

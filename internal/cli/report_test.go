@@ -126,4 +126,14 @@ func TestReportNoSuchCampaign(t *testing.T) {
 			t.Errorf("report --campaign %s: exit %d, stderr %q, want exit 2 and %q", tc.id, code, errout.String(), tc.want)
 		}
 	}
+	// No results directory at all: report and matrix say to run a campaign first.
+	missing := filepath.Join(t.TempDir(), "agentproof-results")
+	for _, args := range [][]string{{"report", "--results", missing}, {"matrix", "--results", missing}} {
+		var out, errout bytes.Buffer
+		code := Main(args, nil, &out, &errout)
+		want := "agentproof: no results directory " + missing + ": run a campaign first ('agentproof run --all' writes one there), or name the one it wrote with --results\n"
+		if verdict.ExitCode(code) != ExitUsage || errout.String() != want {
+			t.Errorf("%s: exit %d, stderr %q, want exit 2 and %q", args[0], code, errout.String(), want)
+		}
+	}
 }

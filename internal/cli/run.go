@@ -847,8 +847,8 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 	if !result.ValidCampaignID(id) {
 		return nil, nil, nil, usageErrorf("%s %q must be a letter or digit followed by at most 199 letters, digits, '.', '_' or '-'", flag, id)
 	}
-	if st, err := os.Stat(filepath.Join(root, id)); err != nil || !st.IsDir() {
-		return nil, nil, nil, usageErrorf("%s %s: no campaign directory %s", flag, id, filepath.Join(root, id))
+	if err := campaignExists(root, id); err != nil {
+		return nil, nil, nil, usageErrorf("%s %s: %w", flag, id, err) // names the closest id and the campaigns there
 	}
 	unlock, err := lockResults(root, false)
 	if err != nil {
