@@ -101,13 +101,19 @@ func (f *reportFlags) campaignCatalog(a *app, cmd *cobra.Command, id string) (*c
 	if rec != nil && !explicit && !rec.IsDefault() {
 		src = sourceOf(rec)
 		fmt.Fprintf(a.stderr, "agentproof: campaign %s: using the catalog it was run with (%s)\n", id, src.describe())
-	} else if rec != nil && explicit {
+	}
+	// Said once the catalog loaded: an invalid one is refused without it.
+	warnOther := func() {
+		if rec == nil || !explicit {
+			return
+		}
 		if want := sourceOf(rec); want.describe() != mustRecord(src) {
 			fmt.Fprintf(a.stderr, "agentproof: warning: campaign %s was run with %s; regenerating it with %s (suites this catalog lacks or defines differently are reported partial)\n", id, want.describe(), src.describe())
 		}
 	}
 	key := src.describe()
 	if c, ok := f.loaded[key]; ok {
+		warnOther()
 		return c, nil
 	}
 	c, err := loadCatalog(src)
@@ -117,6 +123,7 @@ func (f *reportFlags) campaignCatalog(a *app, cmd *cobra.Command, id string) (*c
 	if err != nil {
 		return nil, err
 	}
+	warnOther()
 	// The container environments' images are pinned as run pins them (the image built
 	// on this machine, reused): the suite definitions then match the results' own, and
 	// the campaign is not reported partial for an unpinned image. Where the image cannot
