@@ -169,12 +169,10 @@ func newReportCmd(a *app) *cobra.Command {
 		Long:  reportLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			unlock, err := lockResults(f.results, false)
-			if err != nil {
-				return err
-			}
-			defer unlock()
+			// What to report is found before the lock is taken: a directory holding no
+			// campaign is left as it was (no lock file).
 			ids := []string{f.campaign}
+			var err error
 			if f.campaign != "" {
 				if err := campaignExists(f.results, f.campaign); err != nil {
 					return err
@@ -185,6 +183,11 @@ func newReportCmd(a *app) *cobra.Command {
 					return err
 				}
 			}
+			unlock, err := lockResults(f.results, false)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			worst := ExitOK
 			for _, id := range ids {
 				o, err := f.options(a, cmd, id)

@@ -125,6 +125,10 @@ func TestReportNoSuchCampaign(t *testing.T) {
 		if verdict.ExitCode(code) != ExitUsage || !strings.HasPrefix(errout.String(), tc.want) {
 			t.Errorf("report --campaign %s: exit %d, stderr %q, want exit 2 and %q", tc.id, code, errout.String(), tc.want)
 		}
+		// A refused report leaves the directory as it was: no lock file.
+		if _, err := os.Stat(filepath.Join(tc.results, ResultsLockFile)); err == nil {
+			t.Errorf("report --campaign %s left %s in %s", tc.id, ResultsLockFile, tc.results)
+		}
 	}
 	// No results directory at all: report and matrix say to run a campaign first.
 	missing := filepath.Join(t.TempDir(), "agentproof-results")
