@@ -54,8 +54,10 @@ dimensions. An unknown value or an empty selection exits 2.
 --json prints the selected cells as a JSON array. --matrix-json prints one JSON line
 {include: [{executionId, suiteId, profileId, envVar, environmentId, caseId,
 timeoutMinutes, needsDaytona}], needsDaytona, executionIds} sorted by executionId, for
-CI matrices and Kubernetes Indexed Jobs; it leaves out manual-only suites unless they
-are named.
+CI matrices and Kubernetes Indexed Jobs (envVar: the credential the cell's profile
+needs, "" for none; needsDaytona: whether the cell runs in a Daytona sandbox, which
+needs that provider's credentials in the job); it leaves out manual-only suites unless
+they are named.
 
 --shards N splits the selection (as run would select it) into N shards of balanced
 expected duration and prints the shard plan (schema agentproof.shards/v1: every
