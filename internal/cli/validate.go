@@ -43,7 +43,7 @@ are read: a named pipe, device or socket among the *.yaml files is a problem nam
 it, and is never opened for reading. A catalog directory reads *.yaml files only: a
 *.yml file in it is a problem naming it (rename it to .yaml).
 Every problem is reported at once, in two rounds: malformed YAML and unknown or
-misspelt keys first (a file that does not decode is not checked further), then every
+misspelt keys first (a declaration that does not decode is not checked further), then every
 problem of what the catalog means. Exit code 0 when valid, 2 when not, 70 on an
 internal error (a bug in agentproof).`,
 		Args: noArgs,
