@@ -169,17 +169,10 @@ func newReportCmd(a *app) *cobra.Command {
 		Long:  reportLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// What to report is found before the lock is taken: a directory holding no
-			// campaign is left as it was (no lock file).
-			ids := []string{f.campaign}
-			var err error
-			if f.campaign != "" {
-				if err := campaignExists(f.results, f.campaign); err != nil {
-					return err
-				}
-			}
-			if f.campaign == "" {
-				if ids, err = campaignDirs(f.results); err != nil {
+			// A directory with nothing to report and no lock file (no run, report or
+			// merge ever wrote there) is refused as it is: no lock file is left in it.
+			if _, err := f.campaignIDs(); err != nil {
+				if _, serr := os.Stat(filepath.Join(f.results, ResultsLockFile)); serr != nil {
 					return err
 				}
 			}
@@ -188,6 +181,10 @@ func newReportCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer unlock()
+			ids, err := f.campaignIDs()
+			if err != nil {
+				return err
+			}
 			worst := ExitOK
 			for _, id := range ids {
 				o, err := f.options(a, cmd, id)
@@ -213,6 +210,19 @@ func newReportCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&f.campaign, "campaign", "", "campaign `id` to regenerate (default: every campaign under --results)")
 	cmd.AddCommand(newReportMergeCmd(a))
 	return cmd
+}
+
+// campaignIDs are the campaigns report regenerates: --campaign (which must exist under
+// --results) or every campaign under --results. Errors: usage errors naming what is
+// missing (campaignExists, campaignDirs).
+func (f *reportFlags) campaignIDs() ([]string, error) {
+	if f.campaign != "" {
+		if err := campaignExists(f.results, f.campaign); err != nil {
+			return nil, err
+		}
+		return []string{f.campaign}, nil
+	}
+	return campaignDirs(f.results)
 }
 
 // reportLong is the help of 'agentproof report'.
