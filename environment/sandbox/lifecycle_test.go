@@ -415,6 +415,21 @@ func TestDeepRoot(t *testing.T) {
 	}
 }
 
+// execedCmdline is /proc/<pid>/cmdline once the process's program has its arguments:
+// a process whose exec has just returned to its parent (the daemon's Start, then its
+// ready file) reads an empty command line until the kernel has set up the new
+// program's arguments, so an empty one is read again for up to 5 s. "" for a process
+// that is gone, or still empty after that.
+func execedCmdline(pid int) string {
+	path := fmt.Sprintf("/proc/%d/cmdline", pid)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		argv, err := os.ReadFile(path)
+		if err != nil || len(argv) > 0 || time.Now().After(deadline) {
+			return string(argv)
+		}
+	}
+}
+
 // TestOneAgentproofPerLaunch: a running launch is bubblewrap (the supervised process,
 // forked by the launch's Fork as the sandbox user), one agentproof process (init, PID 1
 // inside) and the agent's own: no agentproof trampoline between the supervisor and
@@ -443,8 +458,7 @@ func TestOneAgentproofPerLaunch(t *testing.T) {
 	pids := waitProcs(t, st.Cgroups, 4) // bwrap, init, agent, daemon
 	var inits, others []string
 	for _, pid := range pids {
-		argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		args := strings.Split(string(argv), "\x00")
+		args := strings.Split(execedCmdline(pid), "\x00")
 		switch {
 		case pid == bwrap:
 			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe != st.Bwrap {
