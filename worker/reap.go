@@ -295,3 +295,36 @@ func probePidfdChildren() error {
 	}
 	return nil
 }
+
+// GroupAlive reports whether process group pgid has a member that is not a zombie.
+// A zombie is dead and only waits for its parent (or, once orphaned, for PID 1, which
+// may reap on a timer of its own) to collect it, so it keeps kill(-pgid, 0) succeeding
+// without being a survivor. The fast path is that signal 0 finds no member at all.
+func GroupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := strconv.Itoa(pgid)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		f, ok := statFields(b)
+		if !ok || len(f) < 3 || f[2] != want {
+			continue
+		}
+		if f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -119,5 +120,45 @@ func TestAnyZombie(t *testing.T) {
 	}
 	if anyZombie() {
 		t.Error("anyZombie() = true after the child was waited for")
+	}
+}
+
+// TestGroupAlive: a group with a running member is alive; one whose only member is a
+// zombie (exited, not reaped: signal 0 still finds it) is not; a group with no member
+// at all is not.
+func TestGroupAlive(t *testing.T) {
+	t.Parallel()
+	start := func(script string) *exec.Cmd {
+		cmd := exec.Command("/bin/sh", "-c", script)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	running := start("exec sleep 30")
+	t.Cleanup(func() { _ = running.Process.Kill(); _ = running.Wait() })
+	if !GroupAlive(running.Process.Pid) {
+		t.Errorf("group %d with a running member: not alive", running.Process.Pid)
+	}
+	exited := start("exit 0")
+	pid := exited.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if state, _, ok := procState(pid); ok && state == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not become a zombie", pid)
+		}
+	}
+	if syscall.Kill(-pid, 0) != nil {
+		t.Fatalf("signal 0 to the zombie's group %d failed: the case is not the one tested", pid)
+	}
+	if GroupAlive(pid) {
+		t.Errorf("group %d whose only member is a zombie: alive", pid)
+	}
+	_ = exited.Wait()
+	if GroupAlive(pid) {
+		t.Errorf("group %d with no member: alive", pid)
 	}
 }

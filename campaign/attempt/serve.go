@@ -251,11 +251,11 @@ func (s *serveChild) kill() error {
 // sent SIGKILL to to be gone (reaped by whoever adopted them).
 const groupKillConfirm = 2 * time.Second
 
-// groupGone polls until no process is left in group pgid or d passed, and reports
-// whether the group is gone.
+// groupGone polls until no live process is left in group pgid (a zombie is dead:
+// worker.GroupAlive) or d passed, and reports whether the group is gone.
 func groupGone(pgid int, d time.Duration) bool {
 	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
-		if syscall.Kill(-pgid, 0) != nil {
+		if !worker.GroupAlive(pgid) {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -264,9 +264,10 @@ func groupGone(pgid int, d time.Duration) bool {
 	}
 }
 
-// survivors kills what is left of the child's process group and reports it.
+// survivors kills what is left alive of the child's process group and reports it;
+// zombies waiting to be reaped are not survivors.
 func (s *serveChild) survivors(pgid int) error {
-	if err := syscall.Kill(-pgid, 0); err == nil {
+	if worker.GroupAlive(pgid) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		return fmt.Errorf("processes of the server's group %d outlived it and were killed", pgid)
 	}
