@@ -384,15 +384,22 @@ func (c *claudeAppConn) read(out io.Reader) {
 	c.endTurn(nil)
 }
 
-// claudeAppIncoming is a message Claude Code sent, as the driver reads it.
-type claudeAppIncoming struct {
-	Type      string          `json:"type"`
-	Subtype   string          `json:"subtype"`
-	Message   json.RawMessage `json:"message"`
-	RequestID string          `json:"request_id"`
+// claudeAppEnvelope is the envelope of every stream-json line of Claude Code, as both
+// the driver (claudeAppIncoming) and the log's classifier (ClassifyClaudeAppLine) read
+// it: the message's type and subtype, and a control request's id and subtype.
+type claudeAppEnvelope struct {
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype"`
+	RequestID string `json:"request_id"`
 	Request   struct {
 		Subtype string `json:"subtype"`
 	} `json:"request"`
+}
+
+// claudeAppIncoming is a message Claude Code sent, as the driver reads it.
+type claudeAppIncoming struct {
+	claudeAppEnvelope
+	Message  json.RawMessage `json:"message"`
 	Response struct {
 		Subtype   string          `json:"subtype"`
 		RequestID string          `json:"request_id"`
@@ -624,12 +631,7 @@ func claudeToolKind(name string) string {
 // type. It never fails: a line that is not a JSON object has Object false.
 func ClassifyClaudeAppLine(line []byte) session.WireLine {
 	var env struct {
-		Type      string `json:"type"`
-		Subtype   string `json:"subtype"`
-		RequestID string `json:"request_id"`
-		Request   struct {
-			Subtype string `json:"subtype"`
-		} `json:"request"`
+		claudeAppEnvelope
 		Response struct {
 			Subtype   string `json:"subtype"`
 			RequestID string `json:"request_id"`
