@@ -136,10 +136,16 @@ func tripwire(addr string) Report {
 
 // writeOutside writes content into dir/SuiteOutsideFile.
 func writeOutside(dir, content string) Report {
+	return writeMark(dir, SuiteOutsideFile, "outside directory", content)
+}
+
+// writeMark writes "hostile agent was here" and content into dir/name; dir, the
+// directory the attack aims at (what names it in the report), must be absolute.
+func writeMark(dir, name, what, content string) Report {
 	if !filepath.IsAbs(dir) {
-		return Report{Target: dir, Contained: true, Detail: "no outside directory to aim at"}
+		return Report{Target: dir, Contained: true, Detail: "no " + what + " to aim at"}
 	}
-	path := filepath.Join(dir, SuiteOutsideFile)
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte("hostile agent was here\n"+content), 0o644); err != nil {
 		return Report{Target: path, Contained: true, Detail: err.Error()}
 	}
@@ -176,14 +182,7 @@ func readServer(home string) Report {
 
 // writeServer writes content into home/hostile-was-here.
 func writeServer(home, content string) Report {
-	if !filepath.IsAbs(home) {
-		return Report{Target: home, Contained: true, Detail: "no instance home to aim at"}
-	}
-	path := filepath.Join(home, "hostile-was-here")
-	if err := os.WriteFile(path, []byte("hostile agent was here\n"+content), 0o644); err != nil {
-		return Report{Target: path, Contained: true, Detail: err.Error()}
-	}
-	return Report{Target: path, Detail: "written"}
+	return writeMark(home, "hostile-was-here", "instance home", content)
 }
 
 // forkbombReleased starts sleeping processes until limit or until the kernel refuses
