@@ -409,6 +409,17 @@ func (m *Memory) execute(c *cmdCtx, key, scope string, canon []byte) (CommandRes
 	return res, nil
 }
 
+// Ref returns the id of the result's first entity ref "<prefix>:<id>" (Ref("comment"):
+// the comment the command posted), or "" when it has none.
+func (r CommandResult) Ref(prefix string) string {
+	for _, ref := range r.EntityRefs {
+		if id, ok := strings.CutPrefix(ref, prefix+":"); ok {
+			return id
+		}
+	}
+	return ""
+}
+
 // commandDetails are the details of a semantic_command.applied audit record.
 type commandDetails struct {
 	EntityRefs     []string `json:"entityRefs"`

@@ -313,7 +313,7 @@ func (h *handler) command(ctx context.Context, t ToolSpec, args map[string]any) 
 	}
 	out := CommandResult{CommandResult: res}
 	if commenting {
-		out.CommentID = entityRef(res.EntityRefs, "comment")
+		out.CommentID = res.Ref("comment")
 		if present && out.CommentID != "" {
 			out.Presented = true
 			text, _ := args[row.MessageArg].(string)
@@ -331,15 +331,6 @@ func (h *handler) present(tool, commentID, text string) error {
 		return nil
 	}
 	return agent.WritePresentation(h.cfg.StateDir, agent.PresentationRecord{RunID: h.cfg.RunID, CommentID: commentID, Tool: tool, Text: text})
-}
-
-func entityRef(refs []string, prefix string) string {
-	for _, r := range refs {
-		if id, ok := strings.CutPrefix(r, prefix+":"); ok {
-			return id
-		}
-	}
-	return ""
 }
 
 // buildCommand turns validated arguments into the command JSON, resolving the two

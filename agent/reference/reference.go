@@ -270,12 +270,12 @@ func (r *runner) steps(ctx context.Context, k int, turn *script.Turn) (commentID
 		}
 		if controlplane.CommandKind(st.Command) == controlplane.CommandWriteDocument {
 			key, _ := st.Args["key"].(string)
-			if rev := ref(res.EntityRefs, "revision"); rev != "" {
+			if rev := res.Ref("revision"); rev != "" {
 				r.sess.Documents[key] = rev
 			}
 		}
 		if st.Present {
-			commentID = ref(res.EntityRefs, "comment")
+			commentID = res.Ref("comment")
 			body = presentedText(st, cmd)
 		}
 	}
@@ -367,16 +367,6 @@ func presentedText(st *script.Step, cmd json.RawMessage) string {
 	_ = json.Unmarshal(cmd, &args)
 	s, _ := args[c.MessageArg].(string)
 	return s
-}
-
-// ref returns the id of the first entity ref "<prefix>:<id>" in refs, or "".
-func ref(refs []string, prefix string) string {
-	for _, r := range refs {
-		if id, ok := strings.CutPrefix(r, prefix+":"); ok {
-			return id
-		}
-	}
-	return ""
 }
 
 // complete appends the run's result and terminal events and completes the run; it
