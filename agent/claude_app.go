@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -604,7 +605,7 @@ func claudeToolInputOf(raw json.RawMessage) claudeToolInput {
 		Command      string `json:"command"`
 	}
 	_ = json.Unmarshal(raw, &in)
-	return claudeToolInput{path: session.Clip(cmpOr(in.FilePath, cmpOr(in.NotebookPath, in.Path)), 4096), command: session.Clip(in.Command, 4096)}
+	return claudeToolInput{path: session.Clip(cmp.Or(in.FilePath, in.NotebookPath, in.Path), 4096), command: session.Clip(in.Command, 4096)}
 }
 
 // claudeToolKind is the tool-call kind of a Claude Code tool: execute (Bash), edit

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -333,7 +334,7 @@ func (d cliDriver) plan(rc controlplane.RunContext, env RunEnv, n int, dir strin
 	case "opencode":
 		npm := "@ai-sdk/openai-compatible"
 		if d.live != nil && d.modelURL == "" {
-			npm = cmpOr(d.live.NPM, "@ai-sdk/openai")
+			npm = cmp.Or(d.live.NPM, "@ai-sdk/openai")
 		}
 		p.env = append(p.env, "OPENCODE_CONFIG_CONTENT="+OpenCodeConfig(npm, modelURL, model, keyVar, env.Executable, mcpVars))
 		p.env = append(p.env, OpenCodeOfflineEnv...)
@@ -362,13 +363,6 @@ func (d cliDriver) plan(rc controlplane.RunContext, env RunEnv, n int, dir strin
 		d.morePlan(&p, dir, modelURL, model, keyVar, env, mcpVars, prompt)
 	}
 	return p
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // CodexArgs is the argv (after the program) of `codex exec` against a custom Responses
@@ -499,11 +493,11 @@ func ClaudeMCPConfig(executable string, mcpVars []string) []byte {
 func Prompt(rc controlplane.RunContext) string {
 	var b strings.Builder
 	t := rc.ActiveTask
-	fmt.Fprintf(&b, "You are working on task %s: %s\n", cmpOr(t.Identifier, t.ID), t.Title)
+	fmt.Fprintf(&b, "You are working on task %s: %s\n", cmp.Or(t.Identifier, t.ID), t.Title)
 	if t.Description != nil && *t.Description != "" {
 		fmt.Fprintf(&b, "\n%s\n", *t.Description)
 	}
-	fmt.Fprintf(&b, "\nThis run was started because of: %s.\n", cmpOr(string(rc.Wake.Reason), "assignment"))
+	fmt.Fprintf(&b, "\nThis run was started because of: %s.\n", cmp.Or(string(rc.Wake.Reason), "assignment"))
 	if len(rc.Wake.Payload) > 0 && string(rc.Wake.Payload) != "null" && string(rc.Wake.Payload) != "{}" {
 		fmt.Fprintf(&b, "Wake details (JSON): %s\n", rc.Wake.Payload)
 	}

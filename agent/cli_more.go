@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -97,7 +98,7 @@ func (d cliDriver) morePlan(p *cliPlan, dir, modelURL, model, keyVar string, env
 	case "kilo":
 		npm := "@ai-sdk/openai-compatible"
 		if d.live != nil && d.modelURL == "" {
-			npm = cmpOr(d.live.NPM, npm)
+			npm = cmp.Or(d.live.NPM, npm)
 		}
 		p.env = append(p.env, "KILO_CONFIG_CONTENT="+OpenCodeConfig(npm, modelURL, model, keyVar, env.Executable, mcpVars))
 		p.env = append(p.env, KiloOfflineEnv...)
@@ -136,7 +137,7 @@ func (ev *CLIEvents) copilot(m map[string]any) {
 			}
 		}
 	case strings.HasSuffix(t, ".error") || t == "session.error":
-		ev.Errors = append(ev.Errors, cmpOr(str(data["message"]), t))
+		ev.Errors = append(ev.Errors, cmp.Or(str(data["message"]), t))
 	case t == CopilotResult && num(m["exitCode"]) != 0:
 		ev.Errors = append(ev.Errors, "copilot exited "+str(m["exitCode"]))
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -349,7 +350,7 @@ func (c *piConn) dispatch(line []byte, oversized bool) {
 // its type, and ends the turn when it is agent_end.
 func (c *piConn) oversized(kind string, cut bool) {
 	c.h.Update(func(r session.Recorder) {
-		r.Count(cmpOr(kind, "(not JSON)"))
+		r.Count(cmp.Or(kind, "(not JSON)"))
 		if cut {
 			r.Drop()
 		}

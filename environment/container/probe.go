@@ -2,6 +2,7 @@ package container
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -63,7 +64,7 @@ func (p *Provider) Probe(ctx context.Context) environment.ProbeReport {
 		add("privileges", false, needsRoot, "uid %d: %s", os.Geteuid(), rootlessDetail())
 	}
 	msg := staticProblem(p.opt.Executable)
-	add("executable", msg == "", needsStatic, "%s", firstNonEmpty(msg, p.opt.Executable+" (static: the containers' init, read-only inside)"))
+	add("executable", msg == "", needsStatic, "%s", cmp.Or(msg, p.opt.Executable+" (static: the containers' init, read-only inside)"))
 	if answers && root && msg == "" {
 		out, err := p.trial(ctx)
 		add("trial", err == nil, needsTrial, "%s", out)
@@ -194,11 +195,4 @@ func errSuffix(err error) string {
 		return ""
 	}
 	return ": " + err.Error()
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

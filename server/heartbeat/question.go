@@ -70,7 +70,7 @@ type piQuestionOption struct {
 // created, or the answer does not fit the question.
 func (q boardQuestions) Answer(ctx context.Context, req session.QuestionRequest) (session.QuestionAnswer, error) {
 	qid := cmp.Or(q.source, "pi") + "-" + strconv.Itoa(req.Seq)
-	question := map[string]any{"id": qid, "type": req.Method, "prompt": firstNonEmpty(req.Message, req.Title)}
+	question := map[string]any{"id": qid, "type": req.Method, "prompt": cmp.Or(req.Message, req.Title)}
 	var opts []piQuestionOption
 	switch req.Method {
 	case session.QuestionSelect:
@@ -88,8 +88,8 @@ func (q boardQuestions) Answer(ctx context.Context, req session.QuestionRequest)
 		question["options"] = opts
 	}
 	cmd, err := json.Marshal(map[string]any{"kind": controlplane.CommandRequestHumanInput, "taskId": q.task,
-		"interactionKind": controlplane.InteractionQuestions, "title": firstNonEmpty(req.Title, "Pi asks"),
-		"prompt": firstNonEmpty(req.Message, req.Title, "Pi asks"), "continuationPolicy": controlplane.ContinueNone,
+		"interactionKind": controlplane.InteractionQuestions, "title": cmp.Or(req.Title, "Pi asks"),
+		"prompt": cmp.Or(req.Message, req.Title, "Pi asks"), "continuationPolicy": controlplane.ContinueNone,
 		"payload": map[string]any{"source": cmp.Or(q.source, "pi"), "method": req.Method, "questions": []any{question}}})
 	if err != nil {
 		return session.QuestionAnswer{}, err
@@ -201,13 +201,4 @@ func piAnswerOf(req session.QuestionRequest, qid string, opts []piQuestionOption
 		}
 	}
 	return session.QuestionAnswer{}, fmt.Errorf("question %d was answered without an answer to %s", req.Seq, qid)
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
