@@ -106,6 +106,10 @@ type Termination struct {
 	DurationMs     int64    `json:"durationMs"`
 	OutputBytes    int64    `json:"outputBytes"`
 	CollectorError string   `json:"collectorError,omitempty"`
+	// LeftOpen: the agent exited 0 leaving its run open, so the runner completed the run
+	// as failed (an exec agent must complete its own run: docs/agent-protocol.md);
+	// Summary then starts with what it should have called.
+	LeftOpen bool `json:"leftOpen,omitempty"`
 	// SecretsRedacted counts the pieces of the agent's output (the termination summary,
 	// stdout, stderr) in which the runner found and redacted an exact secret value of
 	// the run (its resolved secrets or its run token): the agent printed a secret.

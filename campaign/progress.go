@@ -173,8 +173,7 @@ func plainLine(e Event) string {
 
 // attemptLine describes a finished attempt: verdict (for a calibration cell how it
 // counts, then its observed and expected verdicts), cell, attempt, duration, class and
-// reason; an
-// interrupted attempt that does not count is reported as such, without a verdict.
+// reason (attemptReason); an interrupted attempt that does not count is reported as such, without a verdict.
 func attemptLine(r *AttemptResult, repeat int) string {
 	var b strings.Builder
 	name := unitName(r.Plan.Cell, r.Plan.Repetition, repeat)
@@ -207,8 +206,19 @@ func attemptLine(r *AttemptResult, repeat int) string {
 		fmt.Fprintf(&b, " [%s]", j.FailureClass)
 	}
 	b.WriteString(": ")
-	b.WriteString(oneLine(j.Reason))
+	b.WriteString(oneLine(attemptReason(r)))
 	return b.String()
+}
+
+// attemptReason is the reason a finished attempt's line shows: the judgement's, led
+// for an attempt failed for the candidate's fault by the summary of its run's abnormal
+// end (result.Headline).
+func attemptReason(r *AttemptResult) string {
+	j := r.Outcome.Judgement
+	if r.Outcome.Facts == nil {
+		return j.Reason
+	}
+	return result.Headline(j.FailureClass, j.Reason, r.Outcome.Facts.Termination)
 }
 
 // knownLead is the lead of a known-failure cell's line: "known failure (failed as

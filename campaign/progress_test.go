@@ -3,6 +3,7 @@ package campaign
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"regexp"
 	"runtime"
@@ -304,5 +305,40 @@ func TestAttemptLineCalibration(t *testing.T) {
 				t.Errorf("attemptLine:\n got %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAttemptLineLeadsWithAbnormalEnd: the progress line of an attempt that did not
+// pass leads with its run's termination summary when the agent's run ended abnormally
+// (an exec agent that exited 0 without completing its run), before the matcher
+// differences; a normal end, or a passed attempt, keeps the judgement's reason alone.
+func TestAttemptLineLeadsWithAbnormalEnd(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	leftOpen := json.RawMessage(`{"summary":"the exec agent exited 0 without completing its run; exited with code 0 after 5ms","started":true,"exitCode":0,"leftOpen":true}`)
+	normal := json.RawMessage(`{"summary":"exited with code 0 after 5ms","started":true,"exitCode":0}`)
+	with := func(o Outcome, term json.RawMessage) Outcome {
+		o.Facts = &Facts{Termination: term}
+		return o
+	}
+	tests := []struct {
+		name    string
+		outcome Outcome
+		counted verdict.Verdict
+		want    string
+	}{
+		{"left open", with(failOutcome, leftOpen), verdict.Failed,
+			`failed c attempt 1 in 1s [candidate_failure]: the exec agent exited 0 without completing its run; exited with code 0 after 5ms; matcher failed: #1 message_contains: expected "MARK"; observed "nothing"`},
+		{"normal end", with(failOutcome, normal), verdict.Failed,
+			`failed c attempt 1 in 1s [candidate_failure]: matcher failed: #1 message_contains: expected "MARK"; observed "nothing"`},
+		{"passed", with(passOutcome, leftOpen), verdict.Passed,
+			"passed c attempt 1 in 1s: every matcher passed (1), cleanup confirmed, no leak"},
+	}
+	for _, tt := range tests {
+		r := &AttemptResult{Plan: AttemptPlan{Cell: &catalog.Cell{ID: "c"}, Attempt: 1},
+			Outcome: tt.outcome, Counted: tt.counted, StartedAt: start, FinishedAt: start.Add(time.Second)}
+		if got := attemptLine(r, 1); got != tt.want {
+			t.Errorf("%s: attemptLine:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
 	}
 }

@@ -19,8 +19,10 @@ import (
 // not count as passed (junit.xml lists each) and only the failed ones otherwise (the
 // one-line reason quotes them); the evidence list up to the first file that names the
 // attempt directory and the first one the dashboard can link (the only ones read);
-// runtime facts only as the CLI provenance (name, version, digest). Termination,
-// turn timings, leases, trajectories, the workspace diff and the run ids are dropped.
+// runtime facts only as the CLI provenance (name, version, digest); the termination
+// only of a result failed for the candidate's fault whose agent's run ended abnormally
+// (its summary leads the one-line reason: result.Headline). Other terminations, turn timings,
+// leases, trajectories, the workspace diff and the run ids are dropped.
 func summaryResult(r *result.Result, dir string) {
 	bl := result.BillingOf(r)
 	r.Billing, r.Usage, r.RuntimeUsage, r.RunIDs = &bl, nil, nil, nil
@@ -56,5 +58,8 @@ func summaryResult(r *result.Result, dir string) {
 		}
 	}
 	r.RuntimeFacts = clis
-	r.Termination, r.TurnTimings, r.Leases, r.Trajectories, r.WorkspaceDiff = nil, nil, nil, nil, nil
+	if r.FailureClass != verdict.CandidateFailure || result.AbnormalEnd(r.Termination) == "" {
+		r.Termination = nil
+	}
+	r.TurnTimings, r.Leases, r.Trajectories, r.WorkspaceDiff = nil, nil, nil, nil
 }

@@ -332,15 +332,17 @@ func verdictText(r *result.Result) string {
 	return string(o)
 }
 
-// detailText explains a result in one line: its failure class and error, the failed
-// matchers whose detail the error does not already quote, or "ok".
+// detailText explains a result in one line: its failure class and error — led, when
+// the result failed for the candidate's fault and its agent's run ended abnormally, by
+// the run's termination summary (result.Headline) —, the failed matchers whose detail
+// the error does not already quote, or "ok".
 func detailText(r *result.Result) string {
 	var parts []string
 	if r.FailureClass != "" {
 		parts = append(parts, string(r.FailureClass))
 	}
-	if r.Error != "" {
-		parts = append(parts, r.Error)
+	if reason := result.Headline(r.FailureClass, r.Error, r.Termination); reason != "" {
+		parts = append(parts, reason)
 	}
 	for _, m := range r.MatcherResults {
 		if !m.Passed && !strings.Contains(r.Error, m.Detail) {

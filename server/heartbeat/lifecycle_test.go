@@ -350,7 +350,8 @@ func TestSecretNeverStored(t *testing.T) {
 // TestExecAgentLeftRunOpen: an exec agent that exits 0 without completing its run gets
 // a run failed by the runner whose summary (the run's result and the record's
 // termination summary) says so and names the calls that complete a run
-// (agent.ExecLeftOpen); one that exits non-zero, or completes its own run, does not.
+// (agent.ExecLeftOpen), and whose termination is marked leftOpen; one that exits
+// non-zero, or completes its own run, does not.
 func TestExecAgentLeftRunOpen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -394,6 +395,9 @@ func TestExecAgentLeftRunOpen(t *testing.T) {
 			}
 			if got := strings.HasPrefix(rec.Termination.Summary, agent.ExecLeftOpen+"; exited with code 0"); got != c.leftOpen {
 				t.Errorf("termination summary %q: says the run was left open = %v, want %v", rec.Termination.Summary, got, c.leftOpen)
+			}
+			if rec.Termination.LeftOpen != c.leftOpen {
+				t.Errorf("termination leftOpen %v, want %v", rec.Termination.LeftOpen, c.leftOpen)
 			}
 			if got := strings.HasPrefix(res.Summary, agent.ExecLeftOpen); got != c.leftOpen {
 				t.Errorf("run result summary %q: says the run was left open = %v, want %v", res.Summary, got, c.leftOpen)

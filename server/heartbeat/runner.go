@@ -1117,6 +1117,7 @@ func (r *Runner) finish(c Company, rec *Record, o worker.Outcome, report agent.R
 	final, closed, err := completeIfRunning(context.Background(), c, rec.RunID, status, summary, silent, result)
 	if closed && leftOpen {
 		rec.Termination.Summary = summary // the agent left its run open: say so and what to call
+		rec.Termination.LeftOpen = true
 	}
 	rec.FinishedAt = r.now() // the run is terminal from here on
 	if err != nil {
