@@ -38,6 +38,7 @@ var dashboardTmpl = sync.OnceValue(func() *template.Template {
 		"transcriptBytes":     func() int { return TranscriptBytes },
 		"transcriptSteps":     func() int { return TranscriptSteps },
 		"probeCommand":        func() string { return result.ProbeCommand },
+		"nothingToCompare":    func() string { return nothingToCompare },
 	}).Parse(dashboardTemplate + transcriptTemplate))
 })
 
@@ -120,15 +121,21 @@ type dashView struct {
 	Unknown      []result.CandidateNote
 	HasNotes     bool
 	CampaignNote string
+	// CleanupExpected names the calibration cells whose unconfirmed cleanup their
+	// expected verdict asked for, when they are the only cells whose cleanup was not
+	// confirmed (expectedCleanups); "" otherwise.
+	CleanupExpected string
 	// Triage lists the cells that did not count as passed, failed first, then
 	// inconclusive (missing included), each in execution id order; Classes are the
 	// failure classes of the campaign's results, for the cell filter.
 	Triage  []triageView
 	Classes []string
 	// Regressions counts the cells that regressed against their suite's latest green
-	// campaign; Baselines are the campaign's checks (dashboard_cellhistory.go).
+	// campaign; Compared are the campaign's checks against one, Without the suites
+	// that had none, grouped by reason (baselineGroups; dashboard_cellhistory.go).
 	Regressions int
-	Baselines   []result.Baseline
+	Compared    []result.Baseline
+	Without     []baselineGroup
 }
 
 // triageView is one cell of the "Needs attention" list: a link to its card, its
@@ -240,6 +247,9 @@ func buildView(c *result.Campaign, cat *catalog.Catalog, hist *result.History) *
 		State:    c.Selection(),
 	}
 	v.TotalTime = Duration(c.DurationMs)
+	if !c.CleanupPassed {
+		v.CleanupExpected = expectedCleanups(c, func(id string) string { return id })
+	}
 	if c.Selected > 0 {
 		v.PassPercent = fmt.Sprintf("%.0f%%", 100*float64(c.Passed)/float64(c.Selected))
 	} else {

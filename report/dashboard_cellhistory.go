@@ -108,5 +108,5 @@ func addCellHistory(v *dashView, c *result.Campaign, hist *result.History) {
 		}
 	}
 	v.Regressions = c.Regressions()
-	v.Baselines = c.Baselines
+	v.Compared, v.Without = baselineGroups(c.Baselines)
 }

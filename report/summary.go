@@ -218,31 +218,16 @@ func writeRegressions(b *strings.Builder, c *result.Campaign) {
 		return
 	}
 	b.WriteString("## Regressions against the latest green campaign\n\n")
-	compared := 0
-	var notes []string
-	without := map[string][]string{}
-	for _, bl := range c.Baselines {
-		if bl.CampaignID != "" {
-			compared++
-			continue
-		}
-		if _, ok := without[bl.Note]; !ok {
-			notes = append(notes, bl.Note)
-		}
-		without[bl.Note] = append(without[bl.Note], bl.SuiteID)
-	}
+	compared, without := baselineGroups(c.Baselines)
 	switch n := c.Regressions(); {
 	case n > 0:
 		fmt.Fprintf(b, "**%s** since the latest green campaign of the same suite definition.\n\n", regressedCount(n))
-	case compared == 0:
-		b.WriteString("Nothing to compare with: no suite of this campaign has an earlier green campaign of its definition.\n\n")
+	case len(compared) == 0:
+		b.WriteString(nothingToCompare + "\n\n")
 	default:
 		b.WriteString("No cell regressed since the latest green campaign of its suite definition.\n\n")
 	}
-	for _, bl := range c.Baselines {
-		if bl.CampaignID == "" {
-			continue
-		}
+	for _, bl := range compared {
 		fmt.Fprintf(b, "- %s: latest green %s — %s\n", md(bl.SuiteID), md(bl.CampaignID), md(regressedCount(len(bl.Regressed))))
 		for _, cc := range bl.Regressed {
 			fmt.Fprintf(b, "  - **%s**: %s → %s", md(cc.ExecutionID), orNone(cc.Before), orNone(cc.After))
@@ -252,13 +237,12 @@ func writeRegressions(b *strings.Builder, c *result.Campaign) {
 			b.WriteString("\n")
 		}
 	}
-	for _, note := range notes {
-		ids := without[note]
-		if len(ids) == 1 {
-			fmt.Fprintf(b, "- %s: %s\n", md(ids[0]), md(note))
+	for _, g := range without {
+		if len(g.Suites) == 1 {
+			fmt.Fprintf(b, "- %s: %s\n", md(g.Suites[0]), md(g.Note))
 			continue
 		}
-		fmt.Fprintf(b, "- %d suites: %s (%s)\n", len(ids), md(note), md(strings.Join(ids, ", ")))
+		fmt.Fprintf(b, "- %d suites: %s (%s)\n", len(g.Suites), md(g.Note), md(strings.Join(g.Suites, ", ")))
 	}
 	b.WriteString("\n")
 }
@@ -383,6 +367,17 @@ func cleanupWord(c *result.Campaign) string {
 	if c.CleanupPassed {
 		return "all passed"
 	}
+	if cells := expectedCleanups(c, md); cells != "" {
+		return "not all passed, as expected by calibration cell(s) " + cells
+	}
+	return "not all passed"
+}
+
+// expectedCleanups names the cells whose cleanup did not pass when every one of them
+// is a calibration cell that counts as passed (its expected verdict asked for it), each
+// id written by name (md for Markdown), at most maxCleanupNamed of them, then "and N
+// more"; it is "" when every cleanup passed or another cell's did not.
+func expectedCleanups(c *result.Campaign, name func(string) string) string {
 	var expected []string
 	for i := range c.Results {
 		r := &c.Results[i]
@@ -390,16 +385,16 @@ func cleanupWord(c *result.Campaign) string {
 			continue
 		}
 		if r.ExpectedVerdict == "" || result.Outcome(r) != verdict.Passed {
-			return "not all passed"
+			return ""
 		}
-		expected = append(expected, md(r.ExecutionID))
+		expected = append(expected, name(r.ExecutionID))
 	}
 	named := expected[:min(len(expected), maxCleanupNamed)]
 	words := strings.Join(named, ", ")
 	if more := len(expected) - len(named); more > 0 {
 		words += fmt.Sprintf(" and %d more", more)
 	}
-	return fmt.Sprintf("not all passed, as expected by calibration cell(s) %s", words)
+	return words
 }
 
 // maxCleanupNamed bounds the calibration cells the cleanup word names.
