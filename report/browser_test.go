@@ -180,6 +180,20 @@ func TestDashboardInBrowser(t *testing.T) {
 	must(err)
 	strip, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function(){var h=document.querySelector("details.card[data-verdict=failed] summary .cellhist"); if(!h){return "-"} return Array.from(h.querySelectorAll(".h")).map(x => x.getAttribute("title")).join(", ") + " | " + h.querySelectorAll(".brk").length + " | " + h.querySelector(".chg").textContent})()`))
 	must(err)
+	// The first campaign of the history (camp-green) had nothing to compare with: its
+	// suites share one folded line, whose ids show only once it is opened.
+	firstURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(root, "camp-green", DashboardFile))}).String()
+	firstRun := `(function(){var l=document.querySelectorAll("#regressions ul.baselines li"); var d=document.querySelector("#regressions li.without details"); if(!d){return l.length + " | -"} var ids=Array.from(d.querySelectorAll(".suite-id")); return [l.length, d.querySelector("summary").innerText, d.open, ids.map(x => x.textContent + ":" + x.checkVisibility()).join(",")].join(" | ")})()`
+	must(chromedp.Do(ctx, chromedp.Navigate(firstURL), chromedp.WaitReady(chromedp.ID("history"))))
+	firstClosed, err := chromedp.Run(ctx, chromedp.Evaluate[string](firstRun))
+	must(err)
+	must(chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#regressions li.without details > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`#regressions li.without details[open] .suite-id`))))
+	firstOpen, err := chromedp.Run(ctx, chromedp.Evaluate[string](firstRun))
+	must(err)
+	firstShot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID("regressions")))
+	must(err)
+	must(chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.ID("history"))))
 	// The per-turn workspace diff of the failed card: turn 2 opens to the text before
 	// and after (the <script> in it is text) and the binary file by its hash.
 	must(chromedp.Do(ctx,
@@ -211,12 +225,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot, "dashboard-transcript.png": transcriptShot, "dashboard-phone-card.png": phoneCardShot, "dashboard-workspace-diff.png": wsShot} {
+	for name, b := range map[string][]byte{"dashboard-failed-card.png": cardShot, "dashboard-top.png": topShot, "dashboard-history.png": historyShot, "dashboard-phone.png": phoneShot, "dashboard-transcript.png": transcriptShot, "dashboard-phone-card.png": phoneCardShot, "dashboard-workspace-diff.png": wsShot, "dashboard-first-run.png": firstShot} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png, dashboard-phone.png and dashboard-phone-card.png (390 px wide), dashboard-transcript.png, dashboard-workspace-diff.png", dir)
+	t.Logf("screenshots in %s: dashboard.png, dashboard-top.png, dashboard-failed-card.png, dashboard-history.png, dashboard-phone.png and dashboard-phone-card.png (390 px wide), dashboard-transcript.png, dashboard-workspace-diff.png, dashboard-first-run.png", dir)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -224,7 +238,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("console errors or warnings: %q", problems)
 	}
 	for _, r := range requests {
-		if r != pageURL && !strings.HasPrefix(r, "data:") {
+		if r != pageURL && r != firstURL && !strings.HasPrefix(r, "data:") {
 			t.Errorf("network request to %q", r)
 		}
 	}
@@ -263,6 +277,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(regressions) != 2 || !strings.HasPrefix(regressions[0], " calibration: latest green camp-1") ||
 		!strings.HasPrefix(regressions[1], "regressed core: latest green camp-green · 1 regressed · core.reference.daytona.message-marker (passed → failed)") {
 		t.Errorf("regressions list: %q", regressions)
+	}
+	const firstNote = "2 suites: no earlier green campaign of this suite definition"
+	if firstClosed != "1 | "+firstNote+" | false | calibration:false,core:false" || firstOpen != "1 | "+firstNote+" | true | calibration:true,core:true" {
+		t.Errorf("first campaign's regressions list: closed %q, opened %q", firstClosed, firstOpen)
 	}
 	if badge != "regressed since camp-green (latest green) | regressed since camp-green (latest green)" {
 		t.Errorf("regression marks on the failed card and its triage entry: %q", badge)
