@@ -248,7 +248,7 @@ func buildView(c *result.Campaign, cat *catalog.Catalog, hist *result.History) *
 	}
 	v.TotalTime = Duration(c.DurationMs)
 	if !c.CleanupPassed {
-		v.CleanupExpected = expectedCleanups(c, func(id string) string { return id })
+		v.CleanupExpected = expectedCleanups(c.Results, plainID)
 	}
 	if c.Selected > 0 {
 		v.PassPercent = fmt.Sprintf("%.0f%%", 100*float64(c.Passed)/float64(c.Selected))
@@ -277,7 +277,7 @@ func buildView(c *result.Campaign, cat *catalog.Catalog, hist *result.History) *
 		byID[c.Results[i].ExecutionID] = &c.Results[i]
 	}
 	for _, s := range c.Suites {
-		v.Suites = append(v.Suites, buildSuite(s, cat, byID, notesByID))
+		v.Suites = append(v.Suites, buildSuite(s, cat, byID, notesByID, suiteCleanupTile(s, c.Results)))
 	}
 	v.History = buildHistory(c, hist)
 	v.Triage, v.Classes = buildTriage(c)
@@ -385,7 +385,32 @@ func wordClass(v *float64) string {
 	return ""
 }
 
-func buildSuite(s result.SuiteSummary, cat *catalog.Catalog, byID map[string]*result.Result, notes map[string][]result.CandidateNote) suiteView {
+// plainID is an execution id as it is (expectedCleanups for HTML, which the template
+// escapes).
+func plainID(id string) string { return id }
+
+// suiteCleanupTile is a suite strip's cleanup tile: "passed"; or "not confirmed",
+// marked bad unless the only cells of the suite whose cleanup was not confirmed are
+// calibration cells that expected it (expectedCleanups over rs, the campaign's results,
+// of this suite), which its note then names.
+func suiteCleanupTile(s result.SuiteSummary, rs []result.Result) tile {
+	if s.CleanupPassed {
+		return tile{Label: "Cleanup", Value: "passed"}
+	}
+	var mine []result.Result
+	for _, r := range rs {
+		if r.SuiteID == s.SuiteID {
+			mine = append(mine, r)
+		}
+	}
+	if cells := expectedCleanups(mine, plainID); cells != "" {
+		return tile{Label: "Cleanup", Value: "not confirmed", Note: "as expected by calibration cell(s) " + cells}
+	}
+	return tile{Label: "Cleanup", Value: "not confirmed", Class: "bad"}
+}
+
+// buildSuite is a suite's section; cleanup is its strip's cleanup tile (suiteCleanupTile).
+func buildSuite(s result.SuiteSummary, cat *catalog.Catalog, byID map[string]*result.Result, notes map[string][]result.CandidateNote, cleanup tile) suiteView {
 	sv := suiteView{ID: s.SuiteID, Label: s.Label, Hash: s.SuiteDefinitionHash, Anchor: "suite-" + s.SuiteID, Summary: s}
 	a := s.Billing
 	rate := "–"
@@ -398,7 +423,7 @@ func buildSuite(s result.SuiteSummary, cat *catalog.Catalog, byID map[string]*re
 		{Label: "Cost", Value: moneyOrWord(a.ObservedAndEstimatedCostUSD, "unavailable"), Note: "LLM " + aggregateLLMText(a) + " · runtime " + AggregateRuntimeText(a), Class: wordClass(a.ObservedAndEstimatedCostUSD)},
 		{Label: "Agent / lease time", Value: Duration(a.AgentRunDurationMs) + " / " + leaseText(a)},
 		{Label: "Executed", Value: fmt.Sprintf("%d/%d", s.Executed, s.Selected), Note: fmt.Sprintf("%d retries", s.Retries)},
-		{Label: "Cleanup", Value: yesNo(s.CleanupPassed, "passed", "not confirmed"), Class: yesNo(s.CleanupPassed, "", "bad")},
+		cleanup,
 		{Label: "Selection", Value: yesNo(s.Complete, "complete", "partial"), Note: fmt.Sprintf("%d of %d cells", s.Selected, s.Expected)},
 	}
 	var profiles []*catalog.Profile

@@ -38,33 +38,42 @@ func TestDashboardFirstRunFoldsBaselines(t *testing.T) {
 
 // TestDashboardCleanupTile: the "cleanups confirmed" tile of a campaign whose only
 // unconfirmed cleanups are calibration cells' expected ones says so, as summary.md
-// does; one with a cell that really left something behind does not.
+// does, and so does the suite's cleanup tile, not marked bad; one with a cell that
+// really left something behind does not.
 func TestDashboardCleanupTile(t *testing.T) {
 	t.Parallel()
-	expected := result.Result{ExecutionID: "calibration.hostile_daemon.local.cleanup", Verdict: verdict.Failed, ExpectedVerdict: verdict.Failed, Cleanup: result.CleanupFailed}
-	candidate := result.Result{ExecutionID: "s.p.local.c", Verdict: verdict.Failed, Cleanup: result.CleanupFailed}
-	ok := result.Result{ExecutionID: "s.p.local.ok", Verdict: verdict.Passed, Cleanup: result.CleanupPassed}
+	const suite = "calibration"
+	expected := result.Result{ExecutionID: "calibration.hostile_daemon.local.cleanup", SuiteID: suite, Verdict: verdict.Failed, ExpectedVerdict: verdict.Failed, Cleanup: result.CleanupFailed}
+	candidate := result.Result{ExecutionID: "calibration.p.local.c", SuiteID: suite, Verdict: verdict.Failed, Cleanup: result.CleanupFailed}
+	ok := result.Result{ExecutionID: "calibration.p.local.ok", SuiteID: suite, Verdict: verdict.Passed, Cleanup: result.CleanupPassed}
+	const suiteTile = `<div class="tile"><div class="l">Cleanup</div>`
 	tests := []struct {
 		name    string
 		results []result.Result
 		clean   bool
 		want    string
+		tile    string
 	}{
-		{"all confirmed", []result.Result{ok}, true, `<b>all</b><span>cleanups confirmed</span>`},
+		{"all confirmed", []result.Result{ok}, true, `<b>all</b><span>cleanups confirmed</span>`, suiteTile + `<div class="v ">passed</div></div>`},
 		{"only expected", []result.Result{ok, expected}, false,
-			`<b>not all</b><span>cleanups confirmed, as expected by calibration cell(s) calibration.hostile_daemon.local.cleanup</span>`},
-		{"a real one", []result.Result{expected, candidate}, false, `<b>not all</b><span>cleanups confirmed</span>`},
+			`<b>not all</b><span>cleanups confirmed, as expected by calibration cell(s) calibration.hostile_daemon.local.cleanup</span>`,
+			suiteTile + `<div class="v ">not confirmed</div><div class="n">as expected by calibration cell(s) calibration.hostile_daemon.local.cleanup</div></div>`},
+		{"a real one", []result.Result{expected, candidate}, false, `<b>not all</b><span>cleanups confirmed</span>`,
+			suiteTile + `<div class="v bad">not confirmed</div></div>`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := &result.Campaign{CampaignID: "c", Results: tt.results, Counts: result.Counts{CleanupPassed: tt.clean}}
+			c := &result.Campaign{CampaignID: "c", Results: tt.results, Counts: result.Counts{CleanupPassed: tt.clean},
+				Suites: []result.SuiteSummary{{SuiteID: suite, Counts: result.Counts{CleanupPassed: tt.clean}}}}
 			b, err := Dashboard(c, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w := `<div class="count" id="count-cleanup">` + tt.want + `</div>`; !strings.Contains(string(b), w) {
-				t.Errorf("dashboard lacks %q", w)
+			for _, w := range []string{`<div class="count" id="count-cleanup">` + tt.want + `</div>`, tt.tile} {
+				if !strings.Contains(string(b), w) {
+					t.Errorf("dashboard lacks %q", w)
+				}
 			}
 		})
 	}

@@ -367,20 +367,20 @@ func cleanupWord(c *result.Campaign) string {
 	if c.CleanupPassed {
 		return "all passed"
 	}
-	if cells := expectedCleanups(c, md); cells != "" {
+	if cells := expectedCleanups(c.Results, md); cells != "" {
 		return "not all passed, as expected by calibration cell(s) " + cells
 	}
 	return "not all passed"
 }
 
-// expectedCleanups names the cells whose cleanup did not pass when every one of them
-// is a calibration cell that counts as passed (its expected verdict asked for it), each
-// id written by name (md for Markdown), at most maxCleanupNamed of them, then "and N
-// more"; it is "" when every cleanup passed or another cell's did not.
-func expectedCleanups(c *result.Campaign, name func(string) string) string {
+// expectedCleanups names the cells of rs whose cleanup did not pass when every one of
+// them is a calibration cell that counts as passed (its expected verdict asked for it),
+// each id written by name (md for Markdown), at most maxCleanupNamed of them, then "and
+// N more"; it is "" when every cleanup passed or another cell's did not.
+func expectedCleanups(rs []result.Result, name func(string) string) string {
 	var expected []string
-	for i := range c.Results {
-		r := &c.Results[i]
+	for i := range rs {
+		r := &rs[i]
 		if r.Cleanup == result.CleanupPassed || r.NotRunHere != "" {
 			continue
 		}
