@@ -18,7 +18,6 @@ func newEnvironmentsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "environments",
 		Short: "Inspect the execution environment providers of this machine",
-		Args:  noArgs,
 	}
 	var asJSON bool
 	probe := &cobra.Command{
@@ -66,8 +65,7 @@ declares a limit it cannot enforce is not run here. Nothing is left behind.`),
 		},
 	}
 	probe.Flags().BoolVar(&asJSON, "json", false, "print the reports as a JSON array")
-	cmd.AddCommand(probe)
-	return cmd
+	return withSubcommands(cmd, probe)
 }
 
 // probeState is a provider's headline: available or unavailable; an available one

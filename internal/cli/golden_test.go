@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,6 +73,49 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("exit = %d, want %d; stderr: %s", got, tt.want, errb.String())
 			}
 		})
+	}
+}
+
+// TestMistypedSubcommands: every command with subcommands refuses an argument that is
+// none of them as a usage error (exit 2, never the group's help with exit 0) naming
+// the command; a near miss names the subcommand meant.
+func TestMistypedSubcommands(t *testing.T) {
+	t.Parallel()
+	var groups [][]string
+	var walk func(c *cobra.Command, path []string)
+	near := map[string]string{} // a group's path → a near miss of its first subcommand
+	walk = func(c *cobra.Command, path []string) {
+		if c.HasAvailableSubCommands() {
+			groups = append(groups, path)
+			near[strings.Join(path, " ")] = subcommandNames(c)[0] + "x"
+		}
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				walk(sub, append(slices.Clone(path), sub.Name()))
+			}
+		}
+	}
+	walk(newRootCmd(&app{}), nil)
+	if len(groups) < 5 {
+		t.Fatalf("found %d command groups %v: the walk is broken", len(groups), groups)
+	}
+	for _, g := range groups[1:] { // the root has its own test (no-such-command)
+		for _, arg := range []string{"zzz-no-such-subcommand", near[strings.Join(g, " ")]} {
+			var out, errb bytes.Buffer
+			args := append(slices.Clone(g), arg)
+			if code := verdict.ExitCode(Main(args, strings.NewReader(""), &out, &errb)); code != ExitUsage {
+				t.Errorf("%v: exit %d, want %d; stderr %s", args, code, ExitUsage, errb.String())
+				continue
+			}
+			if want := "agentproof " + strings.Join(g, " ") + " has no subcommand"; !strings.Contains(errb.String(), want) {
+				t.Errorf("%v: stderr %q, want %q", args, errb.String(), want)
+			}
+		}
+	}
+	var out, errb bytes.Buffer
+	Main([]string{"environments", "prob"}, strings.NewReader(""), &out, &errb)
+	if !strings.Contains(errb.String(), "did you mean probe?") {
+		t.Errorf("environments prob: stderr %q, want the suggestion", errb.String())
 	}
 }
 

@@ -274,10 +274,33 @@ func withSubcommands(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command 
 	return cmd
 }
 
-// noArgs is cobra.NoArgs with a usage error that maps to exit code 2.
+// noArgs is cobra.NoArgs with a usage error that maps to exit code 2. On a command with
+// subcommands an argument is a mistyped subcommand: the error names the nearest ones
+// (cobra's suggestions) or lists them all.
 func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageErrorf("%s takes no arguments, got %q (see '%s --help')", cmd.CommandPath(), args, cmd.CommandPath())
+	if len(args) == 0 {
+		return nil
 	}
-	return nil
+	if cmd.HasAvailableSubCommands() {
+		hint := "its subcommands: " + strings.Join(subcommandNames(cmd), ", ")
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets on the root only
+		}
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			hint = "did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageErrorf("%s has no subcommand %q (%s; see '%s --help')", cmd.CommandPath(), args[0], hint, cmd.CommandPath())
+	}
+	return usageErrorf("%s takes no arguments, got %q (see '%s --help')", cmd.CommandPath(), args, cmd.CommandPath())
+}
+
+// subcommandNames lists the names of cmd's available subcommands, in cobra's order.
+func subcommandNames(cmd *cobra.Command) []string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return names
 }

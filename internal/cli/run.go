@@ -518,6 +518,7 @@ func (a *app) finishCampaign(e campaignEnd, o runOptions) error {
 	if e.finished != nil {
 		if genErr == nil {
 			e.finished.Summary.Notes = append(laterPassNotes(g.Campaign), notRunNotes(plan)...)
+			e.finished.Summary.Notes = append(e.finished.Summary.Notes, reportNote(g.CampaignDir))
 		}
 		if unfinished {
 			e.finished.Summary.Notes = append(e.finished.Summary.Notes, "Continue it with: "+resume)
@@ -554,6 +555,14 @@ func launchesSelf(cells []*catalog.Cell) bool {
 func flowOf(cs *catalog.Case) flows.Flow {
 	f, _ := flows.Lookup(cs.Flow)
 	return f
+}
+
+// reportNote is the line that says where a finished campaign's report is (the
+// dashboard, with summary.md beside it), after the notes on its cells and before the
+// command that continues it or runs its failures again, which stays just above the
+// campaign line.
+func reportNote(campaignDir string) string {
+	return fmt.Sprintf("Report: %s (%s beside it)", filepath.Join(campaignDir, report.DashboardFile), report.SummaryFile)
 }
 
 // laterPassNotes are the lines that name the cells of c that passed only after an

@@ -436,6 +436,7 @@ func TestRunRerunFailedNamesLaterPasses(t *testing.T) {
 	}
 	want := "1 cell(s) passed only after an earlier attempt did not:\n" +
 		"  " + id + ": passed on attempt 2 (a later run: --rerun-failed or --resume) after attempt 1 was failed\n" +
+		"Report: " + filepath.Join(res, "rf", "dashboard.html") + " (summary.md beside it)\n" +
 		"Campaign rf: 1/1 passed, 0 failed, 0 inconclusive\n"
 	if got := stdout.String(); !strings.HasSuffix(got, want) {
 		t.Errorf("stdout:\n%s\nwant it to end with:\n%s\nstderr %s", got, want, stderr)
@@ -481,7 +482,9 @@ func TestRunParallelCampaigns(t *testing.T) {
 			t.Errorf("campaign %d: %v; stdout %s; stderr %s", i, r.err, r.out, r.errout)
 			continue
 		}
-		if got := strings.TrimSpace(r.out.String()); got != "Campaign par: 3/3 passed, 0 failed, 0 inconclusive" {
+		// The last lines: where the report is, then the campaign line.
+		want := "Report: " + filepath.Join(r.res, "par", "dashboard.html") + " (summary.md beside it)\nCampaign par: 3/3 passed, 0 failed, 0 inconclusive"
+		if got := strings.TrimSpace(r.out.String()); got != want {
 			t.Errorf("campaign %d printed %q", i, got)
 		}
 		c := readCampaign(t, filepath.Join(r.res, "par", "campaign.json"))

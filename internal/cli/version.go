@@ -22,9 +22,11 @@ const (
 )
 
 // noVCSNote says plainly why a revision is unknown and how to get one.
-const noVCSNote = "this binary carries no VCS information. go build records it only in a git checkout and " +
+const noVCSNote = "this binary carries no VCS information. go build records it only in a git checkout " +
+	"that the user building owns (git refuses another user's repository, so the build needs -buildvcs=false there) and " +
 	"not with -buildvcs=false (look for it in `go env GOFLAGS`); go run never does. " +
-	"Rebuild in the checkout as the README does, with: CGO_ENABLED=0 go build -buildvcs=true -ldflags=\"-s -w\" -o agentproof ./cmd/agentproof"
+	"Rebuild in a checkout you own (chown it, or clone it as yourself) as the README does, with: " +
+	"CGO_ENABLED=0 go build -buildvcs=true -ldflags=\"-s -w\" -o agentproof ./cmd/agentproof"
 
 // versionInfo is what `agentproof version --json` prints: the module version, the
 // revision ("unknown" when the binary has none), where the revision came from
