@@ -48,7 +48,7 @@ func newAgentsCmd(a *app) *cobra.Command {
 		Use:   "agents",
 		Short: "Manage the pinned real agent CLIs (" + pinnedNames() + ")",
 	}
-	return withSubcommands(cmd, newAgentsInstallCmd(a))
+	return withSubcommands(cmd, newAgentsInstallCmd(a), newAgentsListCmd(a))
 }
 
 // agentsInstallJSON is what `agentproof agents install --json` prints.
@@ -89,12 +89,9 @@ dir, binary, reused}]} on stdout. Without npm it exits 2 naming the npm command.
 			if err != nil {
 				return err
 			}
-			if dir == "" {
-				d, err := clis.DefaultDir()
-				if err != nil {
-					return &UsageError{Err: err}
-				}
-				dir = d
+			dir, err = agentsCacheDir(dir)
+			if err != nil {
+				return err
 			}
 			var progress io.Writer = a.stderr
 			installed, err := clis.Install(cmd.Context(), cs, clis.Options{Dir: dir, Progress: progress})
@@ -123,7 +120,7 @@ dir, binary, reused}]} on stdout. Without npm it exits 2 naming the npm command.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", "", "cache directory (default: the user cache directory's agentproof/agents)")
+	f.StringVar(&dir, "dir", "", "cache directory (default $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents)")
 	f.BoolVar(&asJSON, "json", false, "print the installed CLIs as JSON")
 	return cmd
 }

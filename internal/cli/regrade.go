@@ -333,12 +333,7 @@ func regradedResult(c result.Candidate, cell *catalog.Cell, rg attempt.Regraded,
 // found in the agents cache (nothing is installed: a CLI missing there is expected
 // by its pinned version only).
 func locatePinned(cat *catalog.Catalog, dir string) map[string]attempt.PinnedCLI {
-	if dir == "" {
-		dir = os.Getenv(EnvAgentsDir)
-	}
-	if dir == "" {
-		dir, _ = clis.DefaultDir()
-	}
+	dir, _ = agentsCacheDir(dir) // none: every CLI is located as not installed
 	out := map[string]attempt.PinnedCLI{}
 	for _, cell := range cat.Cells {
 		name, ok := cell.Profile.Driver.Package()

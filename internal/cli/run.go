@@ -895,6 +895,11 @@ func (a *app) planRun(cmd *cobra.Command, c *catalog.Catalog, root string, o run
 func nothingToRun(a *app, o runOptions, plan *campaign.Plan, dir string) {
 	n := len(plan.Kept)
 	if o.resume != "" {
+		if notRun := len(plan.NotRunHere); notRun > 0 {
+			fmt.Fprintf(a.stdout, "Campaign %s has nothing left to run here: each of its %d cell(s) this machine can run has a result for every repetition (%d stored), and the other %d cannot run here (this machine cannot provide their environment; '%s' says why), so --resume has nothing to run. Its report: %s\n",
+				plan.CampaignID, len(plan.Cells)-notRun, n, notRun, result.ProbeCommand, filepath.Join(dir, report.SummaryFile))
+			return
+		}
 		fmt.Fprintf(a.stdout, "Campaign %s is complete: each of its %d cell(s) has a result for every repetition (%d stored), so --resume has nothing to run. Its report: %s\n",
 			plan.CampaignID, len(plan.Cells), n, filepath.Join(dir, report.SummaryFile))
 		return

@@ -18,6 +18,23 @@ import (
 // given (CI installs the CLIs there with .ci/agents.sh).
 const EnvAgentsDir = "AGENTPROOF_AGENTS_DIR"
 
+// agentsCacheDir is the agent CLI cache every command uses: flag when given, else
+// $AGENTPROOF_AGENTS_DIR, else the user cache directory's agentproof/agents. Error: no
+// cache directory can be determined (no HOME), a usage error naming the flag.
+func agentsCacheDir(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if dir := os.Getenv(EnvAgentsDir); dir != "" {
+		return dir, nil
+	}
+	dir, err := clis.DefaultDir()
+	if err != nil {
+		return "", &UsageError{Err: err}
+	}
+	return dir, nil
+}
+
 // ensureCLIs returns the pinned install of every agent CLI the selected cells run
 // (name → native binary, pinned version, the binary's SHA-256 recorded at install),
 // installing missing ones into the cache first (progress on stderr). Errors: an
@@ -40,16 +57,9 @@ func (a *app) ensureCLIs(cmd *cobra.Command, cells []*catalog.Cell, o runOptions
 	if len(need) == 0 {
 		return nil, nil
 	}
-	dir := o.agentsDir
-	if dir == "" {
-		dir = os.Getenv(EnvAgentsDir)
-	}
-	if dir == "" {
-		d, err := clis.DefaultDir()
-		if err != nil {
-			return nil, &UsageError{Err: err}
-		}
-		dir = d
+	dir, err := agentsCacheDir(o.agentsDir)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]attempt.PinnedCLI{}
 	var missing []clis.CLI

@@ -102,6 +102,12 @@ func TestRunUnprivilegedNotRunHere(t *testing.T) {
 			t.Errorf("%s lacks %q (%v)", file, want, err)
 		}
 	}
+	// Resuming it here finds nothing to run, and says that the cells without a result
+	// cannot run here, not that every cell has one.
+	out, code = run("run", "--resume", "q", "--results", "res")
+	if want := "Campaign q has nothing left to run here: each of its 2 cell(s) this machine can run has a result for every repetition (2 stored), and the other 2 cannot run here"; code != int(ExitOK) || !strings.Contains(out, want) {
+		t.Errorf("--resume of the partial campaign: exit %d, want 0 and %q\n%s", code, want, out)
+	}
 	out, code = run("run", "--environment", "sandbox", "--profile", "reference", "--case", "message-marker", "--results", "res2")
 	if code != int(verdict.ExitUsage) || !strings.Contains(out, "need the sandbox provider, which this machine cannot run: "+reason) || strings.Count(out, reason) != 1 {
 		t.Errorf("--environment sandbox: exit %d, want the reason once\n%s", code, out)
