@@ -40,7 +40,7 @@ func TestKnownFailureReports(t *testing.T) {
 	for _, w := range []string{
 		"Passed: 1/3 · Failed: 1 · Inconclusive: 0 · Known failures: 1 · Unexpectedly passed (remove from the known failures): 1",
 		"## Known failures\n\nCells the catalog's baseline expects to fail",
-		"- **s.p.local.b** — ends a rejected turn with no message since codex-acp 0.16.0 (catalog/default/known-failures.yaml:4:5): candidate\\_failure; matcher failed",
+		"- **s.p.local.b** — ends a rejected turn with no message (known since codex-acp 0.16.0; catalog/default/known-failures.yaml:4:5): candidate\\_failure; matcher failed",
 		"- **s.p.local.c** — failed (unexpectedly passed — remove it from the baseline: catalog/default/known-failures.yaml:4:5)",
 		"| s.p.local.b | known failure (failed as expected) |",
 	} {

@@ -136,7 +136,7 @@ func writeKnownFailures(b *strings.Builder, c *result.Campaign) {
 			continue
 		}
 		k := r.KnownFailure
-		writeCellLine(b, r, fmt.Sprintf("%s since %s (%s): %s", md(k.Reason), md(k.Since), md(k.Source), md(detailText(r))))
+		writeCellLine(b, r, fmt.Sprintf("%s (known since %s; %s): %s", md(k.Reason), md(k.Since), md(k.Source), md(detailText(r))))
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
