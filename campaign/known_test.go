@@ -60,7 +60,8 @@ func TestSchedulerKnownFailures(t *testing.T) {
 		t.Errorf("line %q\nwant %q", sum.Line(), want)
 	}
 	text := strings.Join(lines, "\n")
-	for _, w := range []string{"known failure (failed as expected since ref 1: ends the turn with no message) " + known,
+	for _, w := range []string{"known failure (failed as expected; known since ref 1) " + known,
+		"]: ends the turn with no message",
 		"failed (unexpectedly passed — remove it from the baseline: " + filepath.Join(dir, "known-failures.yaml") + ":3:5) " + unexpected,
 		"] passed " + plain} {
 		if !strings.Contains(text, w) {

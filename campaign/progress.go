@@ -210,11 +210,15 @@ func attemptLine(r *AttemptResult, repeat int) string {
 	return b.String()
 }
 
-// attemptReason is the reason a finished attempt's line shows: the judgement's, led
-// for an attempt failed for the candidate's fault by the summary of its run's abnormal
-// end (result.Headline).
+// attemptReason is the reason a finished attempt's line shows: for a known failure the
+// behaviour its baseline entry records (summary.md shows how this attempt failed
+// beside it); else the judgement's, led for an attempt failed for the candidate's
+// fault by the summary of its run's abnormal end (result.Headline).
 func attemptReason(r *AttemptResult) string {
 	j := r.Outcome.Judgement
+	if r.State == result.StateKnownFailure && r.Plan.Cell.KnownFailure != nil {
+		return r.Plan.Cell.KnownFailure.Reason
+	}
 	if r.Outcome.Facts == nil {
 		return j.Reason
 	}
@@ -222,13 +226,14 @@ func attemptReason(r *AttemptResult) string {
 }
 
 // knownLead is the lead of a known-failure cell's line: "known failure (failed as
-// expected since V: REASON)", "failed (unexpectedly passed — remove it from the
-// baseline: SOURCE)", or its verdict beside what its entry expects.
+// expected; known since V)" (the line ends with the entry's reason, attemptReason),
+// "failed (unexpectedly passed — remove it from the baseline: SOURCE)", or its verdict
+// beside what its entry expects.
 func knownLead(r *AttemptResult) string {
 	k, v := r.Plan.Cell.KnownFailure, r.Outcome.Judgement.Verdict
 	switch r.State {
 	case result.StateKnownFailure:
-		return fmt.Sprintf("known failure (%s as expected since %s: %s)", v, k.Since, oneLine(k.Reason))
+		return fmt.Sprintf("known failure (%s as expected; known since %s)", v, k.Since)
 	case result.StateUnexpectedPass:
 		return fmt.Sprintf("%s (%s: %s)", verdict.Failed, r.State.Words(), k.Source)
 	}
