@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,5 +71,65 @@ func TestKnownFailureReports(t *testing.T) {
 		if !strings.Contains(string(dash), w) {
 			t.Errorf("dashboard lacks %q", w)
 		}
+	}
+}
+
+// TestNothingNeedsAttentionWithKnownFailures: a campaign whose only non-passing cells
+// are known failures (and, in the second case, cells not run here) says in summary.md
+// and the dashboard that nothing failed or was inconclusive, counts the known failures
+// with where to see them (the dashboard: a link to the known-failure filter), and
+// counts the cells not run here too; the dashboard shows "Needs attention" before the
+// regressions block.
+func TestNothingNeedsAttentionWithKnownFailures(t *testing.T) {
+	t.Parallel()
+	kf := knownCampaign()
+	rs := []result.Result{}
+	for _, r := range kf.Results {
+		if r.ExecutionID != "s.p.local.c" {
+			rs = append(rs, r)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		ids       []string
+		notRun    map[string]string
+		summary   string
+		dashboard string
+	}{
+		{"known failures only", []string{"s.p.local.a", "s.p.local.b"}, nil,
+			"Nothing failed or was inconclusive: 1 known failure(s) ended as the baseline expects (section Known failures).\n",
+			`id="triage-none">Nothing failed or was inconclusive: 1 known failure(s) ended as the baseline expects (<a href="#verdict=known_failure">show them</a>).</p>`},
+		{"and not run here", []string{"s.p.local.a", "s.p.local.b", "s.p.local.d"}, map[string]string{"s.p.local.d": "needs root"},
+			"Nothing failed or was inconclusive: 1 known failure(s) ended as the baseline expects (section Known failures); 1 selected cell(s) were not run here (section Not run here): they did not pass either.\n",
+			`id="triage-none">Nothing failed or was inconclusive: 1 known failure(s) ended as the baseline expects (<a href="#verdict=known_failure">show them</a>); 1 selected cell(s) were not run here: they did not pass either.</p>`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			all := slices.Clone(rs)
+			for id, why := range tc.notRun { // as the report assembles a cell not run here
+				r := result.Synthetic(nil, "c1", id, why)
+				r.NotRunHere, r.Verdict, r.FailureClass, r.Error = why, "", "", why
+				all = append(all, r)
+			}
+			c := result.BuildCampaign("c1", nil, tc.ids, all, nil, false)
+			if c.KnownFailures != 1 || c.Failed != 0 || c.NotRun != len(tc.notRun) {
+				t.Fatalf("campaign %+v", c)
+			}
+			if sum := string(Summary(c)); !strings.Contains(sum, tc.summary) {
+				t.Errorf("summary.md lacks %q:\n%s", tc.summary, sum)
+			}
+			dash, err := Dashboard(c, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := string(dash)
+			if !strings.Contains(d, tc.dashboard) {
+				i := strings.Index(d, `id="triage-none"`)
+				t.Errorf("dashboard's Needs attention: want %s, got %.300s", tc.dashboard, d[max(i, 0):])
+			}
+			if i, j := strings.Index(d, `id="triage-none"`), strings.Index(d, `<div id="regressions">`); i < 0 || j < 0 || j < i {
+				t.Errorf("the regressions block (at %d) is not after Needs attention's first line (at %d)", j, i)
+			}
+		})
 	}
 }

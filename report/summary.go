@@ -111,10 +111,15 @@ func writeAttention(b *strings.Builder, c *result.Campaign) {
 		}
 	}
 	switch {
-	case n == 0 && c.NotRun > 0:
-		fmt.Fprintf(b, "Nothing failed or was inconclusive; %d selected cell(s) were not run here (section Not run here): they did not pass either.\n", c.NotRun)
-	case n == 0 && c.KnownFailures > 0:
-		b.WriteString("Nothing: every other cell passed (calibration cells: met their expectation); the known failures are below.\n")
+	case n == 0 && (c.NotRun > 0 || c.KnownFailures > 0):
+		b.WriteString("Nothing failed or was inconclusive")
+		if c.KnownFailures > 0 {
+			fmt.Fprintf(b, ": %d known failure(s) ended as the baseline expects (section Known failures)", c.KnownFailures)
+		}
+		if c.NotRun > 0 {
+			fmt.Fprintf(b, "; %d selected cell(s) were not run here (section Not run here): they did not pass either", c.NotRun)
+		}
+		b.WriteString(".\n")
 	case n == 0:
 		b.WriteString("Nothing: every cell passed (calibration cells: met their expectation).\n")
 	}
